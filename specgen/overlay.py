@@ -1,0 +1,196 @@
+"""Errata as data: what a spec's text gets wrong or leaves open about the bytes on the wire.
+
+An overlay is one JSON document per protocol (`specs/<protocol>/overlay.json`), applied to the
+IR after the front-end, entry by entry in file order, like rabbitmq-codegen's extensions. Each
+entry names the spec versions it applies to, what it changes, why, and the evidence (which
+peer or which document, which bytes). Entries never reach a template: the emitters only see the
+IR they produced.
+
+Operations
+    replace  target `Message.Field[.Field...]`: the field is replaced (its versions kept unless
+             the new field states its own)
+    insert   target `Message[.Field...]` (a structure, or an array of structures): `field` is
+             inserted before `before`, or at the end
+    set      target `Command`: sets `sender` or `expects_response`; message kinds follow
+
+A target that does not exist is an error (the overlay went stale), and so are two entries with
+the same target, unless the later one lists the earlier one's id in `waives`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from specgen.ir import (
+    Array,
+    Command,
+    Field,
+    Message,
+    MessageKind,
+    Protocol,
+    SourceSpan,
+    Struct,
+    TypeRef,
+    field_from_data,
+)
+
+
+class OverlayError(ValueError):
+    """An overlay entry cannot be applied; the message names the entry and its file line."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: str
+    op: str
+    target: str
+    reason: str
+    evidence: tuple[str, ...]
+    versions: tuple[str, ...]  # spec versions it applies to; empty: all
+    span: SourceSpan
+    data: dict[str, Any]
+    waives: tuple[str, ...] = ()
+
+    def applies_to(self, version: str) -> bool:
+        return not self.versions or version in self.versions
+
+
+def load(path: Path, root: Path) -> list[Entry]:
+    text = path.read_text(encoding="utf-8")
+    rel = path.resolve().relative_to(root.resolve()).as_posix()
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise OverlayError(f"{rel}:{e.lineno}:{e.colno}: {e.msg}") from None
+    lines = text.splitlines()
+    entries = []
+    for raw in doc.get("entries", []):
+        entry_id = raw.get("id", "?")
+        line = next((i + 1 for i, ln in enumerate(lines) if f'"id": "{entry_id}"' in ln), 1)
+        span = SourceSpan(rel, line)
+        missing = [k for k in ("id", "op", "target", "reason", "evidence") if not raw.get(k)]
+        if missing:
+            raise OverlayError(f"{span}: overlay entry {entry_id} lacks {', '.join(missing)}")
+        if raw["op"] not in ("replace", "insert", "set"):
+            raise OverlayError(f"{span}: {entry_id}: unknown op {raw['op']!r}")
+        entries.append(
+            Entry(
+                id=raw["id"],
+                op=raw["op"],
+                target=raw["target"],
+                reason=raw["reason"],
+                evidence=tuple(raw["evidence"]),
+                versions=tuple(raw.get("versions", ())),
+                span=span,
+                data=raw,
+                waives=tuple(raw.get("waives", ())),
+            )
+        )
+    return entries
+
+
+def apply(protocol: Protocol, entries: list[Entry]) -> Protocol:
+    seen: dict[str, str] = {}
+    applied: list[str] = []
+    for entry in entries:
+        if not entry.applies_to(protocol.version):
+            continue
+        if entry.target in seen and seen[entry.target] not in entry.waives:
+            raise OverlayError(
+                f"{entry.span}: {entry.id} targets {entry.target}, as {seen[entry.target]} does"
+            )
+        seen[entry.target] = entry.id
+        protocol = _apply_one(protocol, entry)
+        applied.append(entry.id)
+    return replace(protocol, overlays=protocol.overlays + tuple(applied))
+
+
+def _apply_one(protocol: Protocol, entry: Entry) -> Protocol:
+    if entry.op == "set":
+        return _set(protocol, entry)
+    head, *path = entry.target.split(".")
+    hits = [(c, m) for c in protocol.commands for m in c.messages if m.name == head]
+    if not hits:
+        raise OverlayError(f"{entry.span}: {entry.id}: no message {head!r} (stale overlay?)")
+    commands = list(protocol.commands)
+    for command, message in hits:
+        new_fields = _edit(message.fields, path, entry)
+        new_message = replace(message, fields=new_fields)
+        i = commands.index(command)
+        commands[i] = replace(
+            commands[i],
+            messages=tuple(new_message if m is message else m for m in commands[i].messages),
+        )
+    return replace(protocol, commands=tuple(commands))
+
+
+def _new_field(entry: Entry, old: Field | None) -> Field:
+    data = dict(entry.data["field"])
+    data.setdefault("span", str(entry.span))
+    data.setdefault("doc", entry.reason)
+    new = field_from_data(data)
+    if old is not None and "versions" not in entry.data["field"]:
+        new = replace(new, versions=old.versions)
+    return new
+
+
+def _edit(fields: tuple[Field, ...], path: list[str], entry: Entry) -> tuple[Field, ...]:
+    if entry.op == "insert" and not path:
+        new = _new_field(entry, None)
+        before = entry.data.get("before")
+        out = list(fields)
+        idx = next((i for i, f in enumerate(out) if f.name == before), None)
+        if before is not None and idx is None:
+            raise OverlayError(f"{entry.span}: {entry.id}: no field {before!r} to insert before")
+        out.insert(len(out) if idx is None else idx, new)
+        return tuple(out)
+    name, rest = path[0], path[1:]
+    out = []
+    found = False
+    for f in fields:
+        if f.name != name:
+            out.append(f)
+            continue
+        found = True
+        if not rest and entry.op == "replace":
+            out.append(_new_field(entry, f))
+        else:
+            out.append(replace(f, type=_edit_type(f.type, rest, entry)))
+    if not found:
+        raise OverlayError(f"{entry.span}: {entry.id}: no field {name!r} on the path {entry.target}")
+    return tuple(out)
+
+
+def _edit_type(t: TypeRef, path: list[str], entry: Entry) -> TypeRef:
+    if isinstance(t, Struct):
+        return Struct(t.name, _edit(t.fields, path, entry))
+    if isinstance(t, Array):
+        return replace(t, item=_edit_type(t.item, path, entry))
+    raise OverlayError(f"{entry.span}: {entry.id}: {entry.target} goes through a {type(t).__name__}")
+
+
+def _set(protocol: Protocol, entry: Entry) -> Protocol:
+    attr, value = entry.data.get("attribute"), entry.data.get("value")
+    if attr not in ("sender", "expects_response"):
+        raise OverlayError(f"{entry.span}: {entry.id}: cannot set {attr!r}")
+    commands = []
+    found = False
+    for c in protocol.commands:
+        if c.name == entry.target:
+            found = True
+            c = replace(c, **{attr: value})
+            c = replace(c, messages=tuple(_rekind(m, c) for m in c.messages))
+        commands.append(c)
+    if not found:
+        raise OverlayError(f"{entry.span}: {entry.id}: no command {entry.target!r}")
+    return replace(protocol, commands=tuple(commands))
+
+
+def _rekind(message: Message, command: Command) -> Message:
+    if message.kind == "response":
+        return message
+    kind: MessageKind = "request" if command.expects_response else "oneway"
+    return replace(message, kind=kind)
