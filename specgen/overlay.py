@@ -160,7 +160,9 @@ def _edit(fields: tuple[Field, ...], path: list[str], entry: Entry) -> tuple[Fie
         else:
             out.append(replace(f, type=_edit_type(f.type, rest, entry)))
     if not found:
-        raise OverlayError(f"{entry.span}: {entry.id}: no field {name!r} on the path {entry.target}")
+        raise OverlayError(
+            f"{entry.span}: {entry.id}: no field {name!r} on the path {entry.target}"
+        )
     return tuple(out)
 
 
@@ -169,7 +171,9 @@ def _edit_type(t: TypeRef, path: list[str], entry: Entry) -> TypeRef:
         return Struct(t.name, _edit(t.fields, path, entry))
     if isinstance(t, Array):
         return replace(t, item=_edit_type(t.item, path, entry))
-    raise OverlayError(f"{entry.span}: {entry.id}: {entry.target} goes through a {type(t).__name__}")
+    raise OverlayError(
+        f"{entry.span}: {entry.id}: {entry.target} goes through a {type(t).__name__}"
+    )
 
 
 def _set(protocol: Protocol, entry: Entry) -> Protocol:
@@ -181,7 +185,11 @@ def _set(protocol: Protocol, entry: Entry) -> Protocol:
     for c in protocol.commands:
         if c.name == entry.target:
             found = True
-            c = replace(c, **{attr: value})
+            c = (
+                replace(c, sender=value)
+                if attr == "sender"
+                else replace(c, expects_response=bool(value))
+            )
             c = replace(c, messages=tuple(_rekind(m, c) for m in c.messages))
         commands.append(c)
     if not found:

@@ -268,7 +268,9 @@ class Planner:
         structs = [self.struct_classes[k] for k in sorted(self.struct_classes)]
         return ModulePlan(self.protocol, messages, structs)
 
-    def _message(self, command: str, sender: str, message: Message, version: int, versioned: bool) -> MessagePlan:
+    def _message(
+        self, command: str, sender: str, message: Message, version: int, versioned: bool
+    ) -> MessagePlan:
         suffix = {"request": "Request", "response": "Response", "oneway": ""}[message.kind]
         cls = f"{command}{suffix}V{version}" if versioned else f"{command}{suffix}"
         self.owner = cls
@@ -283,7 +285,20 @@ class Planner:
         steps.append(Build("msg", cls, args))
         if message.kind == "response":
             sender = {"client": "server", "server": "client"}.get(sender, sender)
-        return MessagePlan(cls, message, command, version, message.key, message.kind, sender, attrs, steps, snake(cls), _min_size_fields(fields), self.runs)
+        return MessagePlan(
+            cls,
+            message,
+            command,
+            version,
+            message.key,
+            message.kind,
+            sender,
+            attrs,
+            steps,
+            snake(cls),
+            _min_size_fields(fields),
+            self.runs,
+        )
 
     # ---- locals and runs
 
@@ -317,16 +332,49 @@ class Planner:
 
     # ---- fields
 
-    def _struct_body(self, fields: tuple[Field, ...], label: str, expr: str, steps: list[object], run: Run, args: list[str], attrs: list[Attr] | None, limit: str) -> Run:
+    def _struct_body(
+        self,
+        fields: tuple[Field, ...],
+        label: str,
+        expr: str,
+        steps: list[object],
+        run: Run,
+        args: list[str],
+        attrs: list[Attr] | None,
+        limit: str,
+    ) -> Run:
         env: dict[str, tuple[str, str]] = {}  # spec name -> (decode local, encode expr)
         for f in fields:
-            run = self._field(f, f"{label}.{snake(f.name)}", f"{expr}.{snake(f.name)}", steps, run, env, args, attrs, limit)
+            run = self._field(
+                f,
+                f"{label}.{snake(f.name)}",
+                f"{expr}.{snake(f.name)}",
+                steps,
+                run,
+                env,
+                args,
+                attrs,
+                limit,
+            )
         return run
 
-    def _field(self, f: Field, label: str, expr: str, steps: list[object], run: Run, env: dict[str, tuple[str, str]], args: list[str], attrs: list[Attr] | None, limit: str) -> Run:
+    def _field(
+        self,
+        f: Field,
+        label: str,
+        expr: str,
+        steps: list[object],
+        run: Run,
+        env: dict[str, tuple[str, str]],
+        args: list[str],
+        attrs: list[Attr] | None,
+        limit: str,
+    ) -> Run:
         t = f.type
         if isinstance(t, Alternatives):
-            raise PlanError(f"{f.span}: {label} lists alternatives with nothing on the wire to choose; it needs an overlay entry")
+            raise PlanError(
+                f"{f.span}: {label} lists alternatives with nothing on the wire to choose; it needs an overlay entry"
+            )
         if isinstance(t, Bits):
             return self._bits(f, t, label, expr, steps, run, env, args, attrs)
         local = self._local(f.name)
@@ -347,9 +395,32 @@ class Planner:
             len_local = self._local(f.name + "Len")
             raw = self._local(f.name + "Raw")
             nullable = f.nullable and ptype.null_length is not None
-            len_expr = f"{ptype.null_length} if {raw} is None else len({raw})" if nullable else f"len({raw})"
-            run.items.append(Fixed(label, STRUCT_CODES[ptype.length_prefix], INT_WIDTHS[ptype.length_prefix][0], len_local, len_expr))
-            step = Text(label, local, len_local, expr, limit, t.name == "string", ptype.null_length if nullable else None, ptype.encoding or "utf-8", f.max_length, raw)
+            len_expr = (
+                f"{ptype.null_length} if {raw} is None else len({raw})"
+                if nullable
+                else f"len({raw})"
+            )
+            run.items.append(
+                Fixed(
+                    label,
+                    STRUCT_CODES[ptype.length_prefix],
+                    INT_WIDTHS[ptype.length_prefix][0],
+                    len_local,
+                    len_expr,
+                )
+            )
+            step = Text(
+                label,
+                local,
+                len_local,
+                expr,
+                limit,
+                t.name == "string",
+                ptype.null_length if nullable else None,
+                ptype.encoding or "utf-8",
+                f.max_length,
+                raw,
+            )
             run.prepare.append(step)
             self._close(run, steps)
             steps.append(step)
@@ -372,7 +443,18 @@ class Planner:
             return self._run(limit)
         raise PlanError(f"{f.span}: {label}: no plan for {type(t).__name__}")
 
-    def _bits(self, f: Field, t: Bits, label: str, expr: str, steps: list[object], run: Run, env: dict[str, tuple[str, str]], args: list[str], attrs: list[Attr] | None) -> Run:
+    def _bits(
+        self,
+        f: Field,
+        t: Bits,
+        label: str,
+        expr: str,
+        steps: list[object],
+        run: Run,
+        env: dict[str, tuple[str, str]],
+        args: list[str],
+        attrs: list[Attr] | None,
+    ) -> Run:
         container = self._local(f.name)
         owner_label, owner_expr = label.rsplit(".", 1)[0], expr.rsplit(".", 1)[0]
         members: list[BitMember] = []
@@ -383,28 +465,55 @@ class Planner:
             shift -= m.type.bits
             mask = (1 << m.type.bits) - 1
             if m.type.value is not None:
-                members.append(BitMember("", shift, mask, m.type.value, f"{owner_label}.{snake(m.name)}", ""))
+                members.append(
+                    BitMember("", shift, mask, m.type.value, f"{owner_label}.{snake(m.name)}", "")
+                )
                 if m.type.value:
                     pack_terms.append(f"{m.type.value << shift:#x}")
                 continue
             mlocal = self._local(m.name)
             mexpr = f"{owner_expr}.{snake(m.name)}"
-            members.append(BitMember(mlocal, shift, mask, None, f"{owner_label}.{snake(m.name)}", mexpr))
+            members.append(
+                BitMember(mlocal, shift, mask, None, f"{owner_label}.{snake(m.name)}", mexpr)
+            )
             env[m.name] = (mlocal, mexpr)
             args.append(mlocal)
             if attrs is not None:
                 attrs.append(Attr(snake(m.name), "int", _doc(m)))
-            pack_terms.append(f"({mexpr} & {mask:#x}) << {shift}" if shift else f"{mexpr} & {mask:#x}")
+            pack_terms.append(
+                f"({mexpr} & {mask:#x}) << {shift}" if shift else f"{mexpr} & {mask:#x}"
+            )
         code = {1: "B", 2: "H", 4: "I", 8: "Q"}[t.width]
         run.items.append(Fixed(label, code, t.width, container, " | ".join(pack_terms) or "0"))
         self._after(run, steps, BitsStep(container, members, label))
         return run
 
-    def _array(self, f: Field, t: Array, label: str, local: str, expr: str, steps: list[object], run: Run, env: dict[str, tuple[str, str]], limit: str) -> Run:
-        step = ArrayStep(label, local, "", limit, _min_size(t.item), expr, annotation=self._annotation(t, False))
+    def _array(
+        self,
+        f: Field,
+        t: Array,
+        label: str,
+        local: str,
+        expr: str,
+        steps: list[object],
+        run: Run,
+        env: dict[str, tuple[str, str]],
+        limit: str,
+    ) -> Run:
+        step = ArrayStep(
+            label, local, "", limit, _min_size(t.item), expr, annotation=self._annotation(t, False)
+        )
         if t.count_prefix is not None:
             step.count_local = self._local(f.name + "Count")
-            run.items.append(Fixed(label, STRUCT_CODES[t.count_prefix], INT_WIDTHS[t.count_prefix][0], step.count_local, f"len({expr})"))
+            run.items.append(
+                Fixed(
+                    label,
+                    STRUCT_CODES[t.count_prefix],
+                    INT_WIDTHS[t.count_prefix][0],
+                    step.count_local,
+                    f"len({expr})",
+                )
+            )
         else:
             assert t.count_field is not None
             step.count_local, step.count_expr = env[t.count_field]
@@ -423,14 +532,32 @@ class Planner:
             body: list[object] = []
             tmp: list[str] = []
             nullable = isinstance(item, Prim) and item.name in ("string", "bytes")
-            r = self._field(Field("Item", item, nullable=nullable), f"{label}[]", step.item_var, body, self._run(inner), {}, tmp, None, inner)
+            r = self._field(
+                Field("Item", item, nullable=nullable),
+                f"{label}[]",
+                step.item_var,
+                body,
+                self._run(inner),
+                {},
+                tmp,
+                None,
+                inner,
+            )
             self._close(r, body)
             step.body = body
             step.item_value = tmp[0]
         steps.append(step)
         return self._run(limit)
 
-    def _switch(self, t: Switch, label: str, local: str, expr: str, env: dict[str, tuple[str, str]], limit: str) -> SwitchStep:
+    def _switch(
+        self,
+        t: Switch,
+        label: str,
+        local: str,
+        expr: str,
+        env: dict[str, tuple[str, str]],
+        limit: str,
+    ) -> SwitchStep:
         cases = []
         for case in t.cases:
             if case.type is None:
@@ -438,7 +565,9 @@ class Planner:
                 continue
             body: list[object] = []
             tmp: list[str] = []
-            r = self._field(Field("Value", case.type), label, expr, body, self._run(limit), {}, tmp, None, limit)
+            r = self._field(
+                Field("Value", case.type), label, expr, body, self._run(limit), {}, tmp, None, limit
+            )
             self._close(r, body)
             cls = self._struct_class(case.type) if isinstance(case.type, Struct) else ""
             cases.append(SwitchCase(case.values, case.label, body, tmp[0], cls))
@@ -449,7 +578,19 @@ class Planner:
             on_local, on_expr = env[t.on]
             on_label = f"{label.rsplit('.', 1)[0]}.{snake(t.on)}"
         tag = self._local("Tag") if t.peek_bits else ""
-        return SwitchStep(label, local, on_local, on_expr, on_label, expr, cases, limit, t.peek_bits, tag, self._annotation(t, False))
+        return SwitchStep(
+            label,
+            local,
+            on_local,
+            on_expr,
+            on_label,
+            expr,
+            cases,
+            limit,
+            t.peek_bits,
+            tag,
+            self._annotation(t, False),
+        )
 
     # ---- classes for nested structures
 
@@ -530,7 +671,11 @@ def _structs(fields: tuple[Field, ...]) -> list[Struct]:
 def _doc(f: Field) -> str:
     parts = [f.doc] if f.doc else []
     if f.max_length:
-        parts.append(f"At most {f.max_length} characters.") if f"max {f.max_length}" not in f.doc else None
+        (
+            parts.append(f"At most {f.max_length} characters.")
+            if f"max {f.max_length}" not in f.doc
+            else None
+        )
     if f.enum:
         parts.append(f"Values: {f.enum}.")
     return " ".join(p for p in parts if p)

@@ -20,7 +20,9 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
     """Files of `generated/<package>/<module>/`, by name."""
     plan = Planner(protocol).plan()
     frame = protocol.frame
-    header_fmt = ">" + "".join(_CODES[t] for t in (frame.size_type, frame.key_type, frame.version_type))
+    header_fmt = ">" + "".join(
+        _CODES[t] for t in (frame.size_type, frame.key_type, frame.version_type)
+    )
     size_width = INT_WIDTHS[frame.size_type][0]
     common: dict[str, Any] = {
         "title": _title(spec),
@@ -58,7 +60,9 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
             dispatch=sorted(dispatch.items()),
             header_fmt=header_fmt,
             header_fields=f"{frame.size_type} size, {frame.key_type} key, {frame.version_type} version",
-            header_size=sum(INT_WIDTHS[t][0] for t in (frame.size_type, frame.key_type, frame.version_type)),
+            header_size=sum(
+                INT_WIDTHS[t][0] for t in (frame.size_type, frame.key_type, frame.version_type)
+            ),
             **common,
         ),
         "enums.py": renderer.render(
@@ -80,11 +84,27 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
             **common,
         ),
         "frame_reader.py": renderer.render(
-            "python/frame_reader.py.j2", spec, protocol, default_max_frame=DEFAULT_MAX_FRAME, **common
+            "python/frame_reader.py.j2",
+            spec,
+            protocol,
+            default_max_frame=DEFAULT_MAX_FRAME,
+            **common,
         ),
     }
     exports = sorted(
-        {"DecodeError", "EncodeError", "FrameReader", "HEADER_SIZE", "Message", "Sender", "decode", "encode", "PROTOCOL", "VERSION", "Key"}
+        {
+            "DecodeError",
+            "EncodeError",
+            "FrameReader",
+            "HEADER_SIZE",
+            "Message",
+            "Sender",
+            "decode",
+            "encode",
+            "PROTOCOL",
+            "VERSION",
+            "Key",
+        }
         | {s.name for s in plan.structs}
         | {m.cls for m in plan.messages}
         | {e.name for e in protocol.enums}
@@ -124,7 +144,10 @@ def _title(spec: SpecVersion) -> str:
 def _message_view(m: MessagePlan, plan: ModulePlan) -> dict[str, Any]:
     command = plan.protocol.command(m.command)
     kind_words = {"request": "request", "response": "response", "oneway": "one-way message"}[m.kind]
-    summary = f"{m.message.name}: {m.command} {kind_words}, key {m.key:#06x}, version {m.version}, sent by the {m.sender}."
+    summary = (
+        f"{m.message.name}: {m.command} {kind_words}, key {m.key:#06x}, "
+        f"version {m.version}, sent by the {m.sender}."
+    )
     paragraphs = []
     if m.message.doc:
         paragraphs.append(_clean(m.message.doc))

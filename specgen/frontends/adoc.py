@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Literal, cast
 
 from specgen.frontends.adoc_tree import (
     Annotation,
@@ -143,8 +143,24 @@ class _Builder:
         commands = [self._command(tc, sections) for tc in table_commands]
         for lower, section in sections.items():
             if not any(tc.name.lower() == lower for tc in table_commands):
-                self.log.add(section.span, "section-not-in-table", f"{section.title} is not in the commands table", "ignored")
-        constants = [Constant("RESPONSE_FLAG", self.frame.response_flag, "Set in the key of a response.", self.frame.span)] if self.frame.response_flag else []
+                self.log.add(
+                    section.span,
+                    "section-not-in-table",
+                    f"{section.title} is not in the commands table",
+                    "ignored",
+                )
+        constants = (
+            [
+                Constant(
+                    "RESPONSE_FLAG",
+                    self.frame.response_flag,
+                    "Set in the key of a response.",
+                    self.frame.span,
+                )
+            ]
+            if self.frame.response_flag
+            else []
+        )
         proto = Protocol(
             name=self.protocol,
             version=self.version,
@@ -189,18 +205,29 @@ class _Builder:
             width, signed = INT_WIDTHS[name]
             said_signed = desc.lower().startswith("signed")
             if said_signed != signed:
-                self.log.add(span, "type-sign", f"{name} is described as {desc.split()[0].lower()}", "the name decides")
+                self.log.add(
+                    span,
+                    "type-sign",
+                    f"{name} is described as {desc.split()[0].lower()}",
+                    "the name decides",
+                )
             return PrimitiveType(name, "int", width=width, signed=signed, doc=desc, span=span)
         if name in ("string", "bytes"):
             prefix = desc.split()[0]
             null = re.search(r"length of (-?\d+) indicates null", desc)
             encoding = "utf-8" if re.search(r"UTF-?8", desc, re.I) else ""
             if name == "string" and not encoding:
-                self.log.add(span, "string-encoding", "the encoding of string content is not stated", "read and written as UTF-8")
+                self.log.add(
+                    span,
+                    "string-encoding",
+                    "the encoding of string content is not stated",
+                    "read and written as UTF-8",
+                )
                 encoding = "utf-8"
+            kind: Literal["string", "bytes"] = "string" if name == "string" else "bytes"
             return PrimitiveType(
                 name,
-                cast("str", name),  # type: ignore[arg-type]
+                kind,
                 length_prefix=prefix,
                 null_length=int(null.group(1)) if null else None,
                 encoding=encoding,
@@ -215,8 +242,20 @@ class _Builder:
             if name not in INT_WIDTHS:
                 raise SpecError(span, f"{name!r} is neither defined here nor a primitive type")
             width, signed = INT_WIDTHS[name]
-            self.log.add(span, "type-undeclared", f"{name} is used but not in the Types section", f"{width * 8}-bit big-endian {'signed' if signed else 'unsigned'} integer, as its name says")
-            self.types[name] = PrimitiveType(name, "int", width=width, signed=signed, doc=f"implied by its name ({span})", span=span)
+            self.log.add(
+                span,
+                "type-undeclared",
+                f"{name} is used but not in the Types section",
+                f"{width * 8}-bit big-endian {'signed' if signed else 'unsigned'} integer, as its name says",
+            )
+            self.types[name] = PrimitiveType(
+                name,
+                "int",
+                width=width,
+                signed=signed,
+                doc=f"implied by its name ({span})",
+                span=span,
+            )
         return name
 
     def _is_type(self, name: str) -> bool:
@@ -244,7 +283,9 @@ class _Builder:
             if requests and responses:
                 flag = requests[0] ^ responses[0]
         if span is None:
-            raise SpecError(SourceSpan(self.doc.path, 1), "the Frame Structure section has no code block")
+            raise SpecError(
+                SourceSpan(self.doc.path, 1), "the Frame Structure section has no code block"
+            )
         self.generic_response = []
         for block in blocks:
             for rule in block.rules if isinstance(block, CodeBlock) else ():
@@ -265,13 +306,21 @@ class _Builder:
             span=span,
         )
         if flag is None:
-            self.log.add(span, "no-response-flag", "no example shows how a response key differs from a request key", "responses share their request's key; the sender tells them apart")
+            self.log.add(
+                span,
+                "no-response-flag",
+                "no example shows how a response key differs from a request key",
+                "responses share their request's key; the sender tells them apart",
+            )
 
     def _response_codes(self, blocks: list[Block]) -> None:
         for block in blocks:
             if isinstance(block, Table):
                 header, rows = _rows(block)
-                values = tuple(EnumValue(_const_name(r[0].text), _int(r[1].text, r[1].span), r[0].text) for r in rows)
+                values = tuple(
+                    EnumValue(_const_name(r[0].text), _int(r[1].text, r[1].span), r[0].text)
+                    for r in rows
+                )
                 self._add_enum(Enum("ResponseCode", values, "Response codes (table).", block.span))
 
     def _add_enum(self, enum: Enum) -> None:
@@ -282,10 +331,17 @@ class _Builder:
         merged = {v.value: v for v in old.values}
         for v in enum.values:
             if v.value in merged and merged[v.value].name != v.name:
-                self.log.add(enum.span or old.span or SourceSpan(self.doc.path, 1), "enum-clash", f"{enum.name} value {v.value} is {merged[v.value].name} elsewhere, {v.name} here", "first wins")
+                self.log.add(
+                    enum.span or old.span or SourceSpan(self.doc.path, 1),
+                    "enum-clash",
+                    f"{enum.name} value {v.value} is {merged[v.value].name} elsewhere, {v.name} here",
+                    "first wins",
+                )
                 continue
             merged[v.value] = v
-        self.enums[enum.name] = Enum(enum.name, tuple(merged[k] for k in sorted(merged)), old.doc, old.span)
+        self.enums[enum.name] = Enum(
+            enum.name, tuple(merged[k] for k in sorted(merged)), old.doc, old.span
+        )
 
     # ---- commands
 
@@ -297,7 +353,9 @@ class _Builder:
         out = []
         for row in rows:
             if len(row) != 4:
-                raise SpecError(row[0].span, f"a command row has {len(row)} cells, the header {len(header)}")
+                raise SpecError(
+                    row[0].span, f"a command row has {len(row)} cells, the header {len(header)}"
+                )
             m = re.fullmatch(r"<<(\w+)>>", row[0].text)
             if not m:
                 raise SpecError(row[0].span, f"expected <<command>>, found {row[0].text!r}")
@@ -306,7 +364,11 @@ class _Builder:
             if sender not in ("client", "server", "both"):
                 raise SpecError(row[1].span, f"unknown sender {row[1].text!r}")
             expects = row[3].text.lower().startswith("y")
-            out.append(_TableCommand(m.group(1), sender, _int(row[2].text, row[2].span), expects, row[0].span))
+            out.append(
+                _TableCommand(
+                    m.group(1), sender, _int(row[2].text, row[2].span), expects, row[0].span
+                )
+            )
         return out
 
     def _command_sections(self, blocks: list[Block]) -> dict[str, _Section]:
@@ -329,7 +391,11 @@ class _Builder:
         if section is None:
             raise SpecError(tc.span, f"command {tc.name} has no section")
         name = section.title
-        docs = [b.text for _, b in section.blocks if isinstance(b, Text) and b.kind in ("nb", "paragraph", "bullet", "numbered")]
+        docs = [
+            b.text
+            for _, b in section.blocks
+            if isinstance(b, Text) and b.kind in ("nb", "paragraph", "bullet", "numbered")
+        ]
         rules_by_version: dict[str, dict[int, tuple[Rule, list[Rule]]]] = {}
         order: list[str] = []
         for version, block in section.blocks:
@@ -347,48 +413,112 @@ class _Builder:
                 alias = self._alias(head, built)
                 if alias is not None:
                     per_version[version] = alias
-                    self.log.add(head.span, "alias", f"{head.name} is written as {alias_name(head)}: the same layout, the same key", "copied, key included")
+                    self.log.add(
+                        head.span,
+                        "alias",
+                        f"{head.name} is written as {alias_name(head)}: the same layout, the same key",
+                        "copied, key included",
+                    )
                 else:
                     per_version[version] = self._message_fields(name, head, body)
             built[rule_name] = per_version
             first_head = next(iter(sorted(rules_by_version[rule_name].items())))[1][0]
-            kind: MessageKind = "response" if rule_name.endswith("Response") else ("request" if tc.expects_response else "oneway")
+            kind: MessageKind = (
+                "response"
+                if rule_name.endswith("Response")
+                else ("request" if tc.expects_response else "oneway")
+            )
             keys = {k for k, _ in per_version.values()}
             if len(keys) > 1:
-                raise SpecError(first_head.span, f"{rule_name} has different keys in different versions")
+                raise SpecError(
+                    first_head.span, f"{rule_name} has different keys in different versions"
+                )
             key = keys.pop()
             self._check_key(tc, kind, key, first_head)
             versions = sorted(per_version)
             fields = _merge_versions([(v, per_version[v][1]) for v in versions])
-            messages.append(Message(rule_name, kind, key, Versions(versions[0], versions[-1]), fields, _rule_doc(first_head), first_head.span))
+            messages.append(
+                Message(
+                    rule_name,
+                    kind,
+                    key,
+                    Versions(versions[0], versions[-1]),
+                    fields,
+                    _rule_doc(first_head),
+                    first_head.span,
+                )
+            )
         if not messages:
             raise SpecError(section.span, f"command {name} defines no layout")
-        if not tc.expects_response and any(m.kind == "response" for m in messages):
-            self.log.add(tc.span, "table-vs-section", f"the commands table says {name} expects no response, its section defines {[m.name for m in messages if m.kind == 'response'][0]}", "the table decides")
-        if tc.expects_response and not any(m.kind == "response" for m in messages):
+        response = next((m for m in messages if m.kind == "response"), None)
+        if not tc.expects_response and response is not None:
+            self.log.add(
+                tc.span,
+                "table-vs-section",
+                f"the commands table says {name} expects no response, its section defines {response.name}",
+                "the table decides",
+            )
+        if tc.expects_response and response is None:
             messages.append(self._generic_response(name, tc, section.span))
-        return Command(name, tc.key, tc.sender, tc.expects_response, tuple(messages), "\n\n".join(docs), section.span)
+        return Command(
+            name,
+            tc.key,
+            tc.sender,
+            tc.expects_response,
+            tuple(messages),
+            "\n\n".join(docs),
+            section.span,
+        )
 
     def _generic_response(self, name: str, tc: _TableCommand, span: SourceSpan) -> Message:
         """The frame structure's own `Response => Key Version CorrelationId ResponseCode`."""
         assert self.frame is not None
         if not self.generic_response:
-            raise SpecError(span, f"{name} expects a response, and neither its section nor the frame structure defines one")
-        self.log.add(span, "response-from-frame", f"the commands table says {name} expects a response, its section defines none", "the frame structure's Response layout")
+            raise SpecError(
+                span,
+                f"{name} expects a response, and neither its section nor the frame structure defines one",
+            )
+        self.log.add(
+            span,
+            "response-from-frame",
+            f"the commands table says {name} expects a response, its section defines none",
+            "the frame structure's Response layout",
+        )
         fields = []
         for field_name, type_name in self.generic_response:
-            role = {"CorrelationId": "correlation_id", "ResponseCode": "response_code"}.get(field_name, "")
-            enum = "ResponseCode" if field_name == "ResponseCode" and "ResponseCode" in self.enums else None
-            fields.append(Field(field_name, Prim(type_name), span=self.frame.span, enum=enum, role=role))  # type: ignore[arg-type]
+            role = {"CorrelationId": "correlation_id", "ResponseCode": "response_code"}.get(
+                field_name, ""
+            )
+            enum = (
+                "ResponseCode"
+                if field_name == "ResponseCode" and "ResponseCode" in self.enums
+                else None
+            )
+            fields.append(
+                Field(field_name, Prim(type_name), span=self.frame.span, enum=enum, role=role)  # type: ignore[arg-type]
+            )
         key = tc.key | (self.frame.response_flag or 0)
-        return Message(f"{name}Response", "response", key, Versions(1, 1), tuple(fields), "The frame structure's generic response.", span)
+        return Message(
+            f"{name}Response",
+            "response",
+            key,
+            Versions(1, 1),
+            tuple(fields),
+            "The frame structure's generic response.",
+            span,
+        )
 
     def _check_key(self, tc: _TableCommand, kind: MessageKind, key: int, head: Rule) -> None:
         assert self.frame is not None
         flag = self.frame.response_flag or 0
         expected = tc.key | (flag if kind == "response" else 0)
         if key != expected and not (head.alternatives and _alias_target(head)):
-            self.log.add(head.span, "key-mismatch", f"{head.name} has key {key:#06x}, the table says {expected:#06x}", "the rule's key")
+            self.log.add(
+                head.span,
+                "key-mismatch",
+                f"{head.name} has key {key:#06x}, the table says {expected:#06x}",
+                "the rule's key",
+            )
 
     def _split_messages(self, block: CodeBlock) -> list[tuple[Rule, list[Rule]]]:
         """A rule whose body starts with the frame header (`Key Version`) or names another
@@ -408,7 +538,9 @@ class _Builder:
                 out[-1][1].append(rule)
         return out
 
-    def _alias(self, head: Rule, built: dict[str, dict[int, tuple[int, tuple[Field, ...]]]]) -> tuple[int, tuple[Field, ...]] | None:
+    def _alias(
+        self, head: Rule, built: dict[str, dict[int, tuple[int, tuple[Field, ...]]]]
+    ) -> tuple[int, tuple[Field, ...]] | None:
         target = _alias_target(head)
         if target is None or target not in built:
             return None
@@ -416,11 +548,16 @@ class _Builder:
 
     # ---- one message: bind definitions to the names that wait for them
 
-    def _message_fields(self, command: str, head: Rule, body: list[Rule]) -> tuple[int, tuple[Field, ...]]:
+    def _message_fields(
+        self, command: str, head: Rule, body: list[Rule]
+    ) -> tuple[int, tuple[Field, ...]]:
         root = _Node(head, None)
         waiting: list[tuple[_Node, Ref]] = [(root, r) for r in self._refs(head)]
         for rule in body:
-            found = next((i for i in range(len(waiting) - 1, -1, -1) if waiting[i][1].name == rule.name), None)
+            found = next(
+                (i for i in range(len(waiting) - 1, -1, -1) if waiting[i][1].name == rule.name),
+                None,
+            )
             if found is not None:
                 owner, ref = waiting.pop(found)
                 node = _Node(rule, owner, head_array=ref.array)
@@ -429,12 +566,22 @@ class _Builder:
                 while owner is not root and self._shape(owner) == "array":
                     owner = owner.parent or root
                 node = _Node(rule, owner)
-                self.log.add(rule.span, "body-only", f"{head.name}: {rule.name} is defined but {owner.name}'s head does not name it", f"on the wire, member of {owner.name}, in body order")
+                self.log.add(
+                    rule.span,
+                    "body-only",
+                    f"{head.name}: {rule.name} is defined but {owner.name}'s head does not name it",
+                    f"on the wire, member of {owner.name}, in body order",
+                )
             node.parent = owner
             owner.children.append(node)
             waiting.extend((node, r) for r in self._refs(rule))
         for owner, ref in waiting:
-            self.log.add(ref.span, "head-undefined", f"{head.name}: {owner.name} names {ref.name} but the body never defines it", "not on the wire")
+            self.log.add(
+                ref.span,
+                "head-undefined",
+                f"{head.name}: {owner.name} names {ref.name} but the body never defines it",
+                "not on the wire",
+            )
         key: int | None = None
         fields: list[Field] = []
         assert self.frame is not None
@@ -471,14 +618,21 @@ class _Builder:
     def _key(self, rule: Rule, head: Rule) -> int:
         m = re.match(r"(0x[0-9A-Fa-f]+|\d+)\b", rule.comment)
         if not m:
-            raise SpecError(rule.span, f"{head.name}: the Key line carries no key value in its comment")
+            raise SpecError(
+                rule.span, f"{head.name}: the Key line carries no key value in its comment"
+            )
         return int(m.group(1), 0)
 
     def _check_header(self, node: _Node, expected: str) -> None:
         terms = _plain(node.rule.alternatives[0])
         written = terms[0].name if terms else "?"
         if written != expected:
-            self.log.add(node.rule.span, "header-width", f"{node.name} is {written} here but {expected} in the frame structure", f"the frame structure's {expected}")
+            self.log.add(
+                node.rule.span,
+                "header-width",
+                f"{node.name} is {written} here but {expected} in the frame structure",
+                f"the frame structure's {expected}",
+            )
 
     def _field(self, node: _Node, path: str) -> Field | None:
         here = f"{path}.{node.name}"
@@ -498,8 +652,17 @@ class _Builder:
                     raise SpecError(rule.span, f"{here}: an alternative must be one primitive type")
                 options.append((self._type_of(refs[0].name, refs[0].span), label))
             t = Alternatives(tuple(options))
-            self.log.add(rule.span, "alternatives", f"{here} is {' | '.join(f'{n} ({lbl})' for n, lbl in options)} with nothing on the wire to choose", "needs an overlay entry")
-        elif shape in ("prim", "array") and len(_plain(rule.alternatives[0])) == 1 and self._is_type(_plain(rule.alternatives[0])[0].name):
+            self.log.add(
+                rule.span,
+                "alternatives",
+                f"{here} is {' | '.join(f'{n} ({lbl})' for n, lbl in options)} with nothing on the wire to choose",
+                "needs an overlay entry",
+            )
+        elif (
+            shape in ("prim", "array")
+            and len(_plain(rule.alternatives[0])) == 1
+            and self._is_type(_plain(rule.alternatives[0])[0].name)
+        ):
             ref = _plain(rule.alternatives[0])[0]
             t = Prim(self._type_of(ref.name, ref.span))
             if ref.array:
@@ -507,7 +670,12 @@ class _Builder:
         elif shape == "array":
             item_nodes = node.children
             if not item_nodes:
-                self.log.add(rule.span, "head-undefined", f"{here}: the items of {node.name} are never defined", "not on the wire")
+                self.log.add(
+                    rule.span,
+                    "head-undefined",
+                    f"{here}: the items of {node.name} are never defined",
+                    "not on the wire",
+                )
                 return None
             item_nodes[0].head_array = False  # [Item] in `X => [Item]` is this array itself
             item = self._item_type(item_nodes[0], here)
@@ -519,7 +687,12 @@ class _Builder:
             t = Struct(node.name, tuple(members))
         if node.head_array:
             if isinstance(t, Array):
-                self.log.add(rule.span, "restated-array", f"{here} is bracketed where it is named and is an array where it is defined", "one array")
+                self.log.add(
+                    rule.span,
+                    "restated-array",
+                    f"{here} is bracketed where it is named and is an array where it is defined",
+                    "one array",
+                )
             else:
                 t = Array(t, count_prefix=self.array_prefix)
         facts = " ".join([doc, *annotations])
@@ -533,10 +706,29 @@ class _Builder:
         if m:
             max_length = int(m.group(1))
         prim = t.name if isinstance(t, Prim) else None
-        nullable = prim is not None and self.types[prim].kind != "int" and self.types[prim].null_length is not None
-        role = {"CorrelationId": "correlation_id", "ResponseCode": "response_code"}.get(node.name, "") if path.count(".") == 0 else ""
-        doc_text = doc if not annotations else " ".join([doc, *(f"({a})" for a in annotations)]).strip()
-        return Field(node.name, t, doc=doc_text, span=rule.span, nullable=nullable, max_length=max_length, enum=enum_name, role=role)  # type: ignore[arg-type]
+        nullable = (
+            prim is not None
+            and self.types[prim].kind != "int"
+            and self.types[prim].null_length is not None
+        )
+        role = (
+            {"CorrelationId": "correlation_id", "ResponseCode": "response_code"}.get(node.name, "")
+            if path.count(".") == 0
+            else ""
+        )
+        doc_text = (
+            doc if not annotations else " ".join([doc, *(f"({a})" for a in annotations)]).strip()
+        )
+        return Field(
+            node.name,
+            t,
+            doc=doc_text,
+            span=rule.span,
+            nullable=nullable,
+            max_length=max_length,
+            enum=enum_name,
+            role=role,  # type: ignore[arg-type]
+        )
 
     def _item_type(self, node: _Node, path: str) -> TypeRef:
         f = self._field(node, path)
@@ -551,7 +743,12 @@ class _Builder:
 
 def _plain(terms: tuple[Term, ...]) -> list[Ref]:
     return [t for t in terms if isinstance(t, Ref)] + [
-        r for t in terms if isinstance(t, Group) for alt in t.alternatives for r in alt if isinstance(r, Ref)
+        r
+        for t in terms
+        if isinstance(t, Group)
+        for alt in t.alternatives
+        for r in alt
+        if isinstance(r, Ref)
     ]
 
 
@@ -660,8 +857,21 @@ def _merge_field(a: Field, b: Field, version: int) -> Field:
     from dataclasses import replace
 
     if isinstance(a.type, Struct) and isinstance(b.type, Struct):
-        return replace(a, type=Struct(a.type.name, tuple(_merge_two(list(a.type.fields), list(b.type.fields), version))))
-    if isinstance(a.type, Array) and isinstance(a.type.item, Struct) and isinstance(b.type, Array) and isinstance(b.type.item, Struct):
-        item = Struct(a.type.item.name, tuple(_merge_two(list(a.type.item.fields), list(b.type.item.fields), version)))
+        return replace(
+            a,
+            type=Struct(
+                a.type.name, tuple(_merge_two(list(a.type.fields), list(b.type.fields), version))
+            ),
+        )
+    if (
+        isinstance(a.type, Array)
+        and isinstance(a.type.item, Struct)
+        and isinstance(b.type, Array)
+        and isinstance(b.type.item, Struct)
+    ):
+        item = Struct(
+            a.type.item.name,
+            tuple(_merge_two(list(a.type.item.fields), list(b.type.item.fields), version)),
+        )
         return replace(a, type=replace(a.type, item=item))
     return a

@@ -131,7 +131,9 @@ def parse(text: str, path: str) -> Document:
     except UnexpectedInput as e:
         span = SourceSpan(path, e.line if e.line > 0 else 1, e.column if e.column > 0 else 1)
         raise SpecSyntaxError(span, _describe(e), e.get_context(text).rstrip()) from None
-    return Document(path, [_block(child, path) for child in tree.children if isinstance(child, Tree)])
+    return Document(
+        path, [_block(child, path) for child in tree.children if isinstance(child, Tree)]
+    )
 
 
 def _describe(e: UnexpectedInput) -> str:
@@ -148,17 +150,17 @@ def _describe(e: UnexpectedInput) -> str:
     return f"syntax error: {what}" + (f" (expected one of: {shown})" if shown else "")
 
 
-def _span(path: str, node: Tree | Token) -> SourceSpan:
+def _span(path: str, node: Tree[Token] | Token) -> SourceSpan:
     if isinstance(node, Token):
         return SourceSpan(path, node.line or 1, node.column or 1)
     return SourceSpan(path, node.meta.line, node.meta.column)
 
 
-def _tokens(tree: Tree) -> list[Token]:
+def _tokens(tree: Tree[Token]) -> list[Token]:
     return [c for c in tree.children if isinstance(c, Token)]
 
 
-def _block(tree: Tree, path: str) -> Block:
+def _block(tree: Tree[Token], path: str) -> Block:
     span = _span(path, tree)
     kind = tree.data
     toks = _tokens(tree)
@@ -197,7 +199,7 @@ def _block(tree: Tree, path: str) -> Block:
     return Text(text_kind, " ".join(str(t).strip() for t in toks), span)
 
 
-def _rule(tree: Tree, path: str) -> Rule:
+def _rule(tree: Tree[Token], path: str) -> Rule:
     name_tok = tree.children[0]
     assert isinstance(name_tok, Token)
     rhs = next(c for c in tree.children if isinstance(c, Tree) and c.data == "rhs")
@@ -208,7 +210,7 @@ def _rule(tree: Tree, path: str) -> Rule:
     return Rule(str(name_tok), _alternatives(rhs, path), comment, _span(path, name_tok))
 
 
-def _alternatives(rhs: Tree, path: str) -> tuple[tuple[Term, ...], ...]:
+def _alternatives(rhs: Tree[Token], path: str) -> tuple[tuple[Term, ...], ...]:
     return tuple(
         tuple(_term(t, path) for t in seq.children if isinstance(t, Tree))
         for seq in rhs.children
@@ -216,7 +218,7 @@ def _alternatives(rhs: Tree, path: str) -> tuple[tuple[Term, ...], ...]:
     )
 
 
-def _term(tree: Tree, path: str) -> Term:
+def _term(tree: Tree[Token], path: str) -> Term:
     span = _span(path, tree)
     if tree.data == "ref":
         return Ref(str(tree.children[0]), span)

@@ -1,0 +1,1 @@
+"""Generated code: one package per protocol, one sub-package per spec version."""

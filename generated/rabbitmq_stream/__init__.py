@@ -1,0 +1,1 @@
+"""Generated codecs for rabbitmq-stream."""

@@ -1,0 +1,224 @@
+"""specgen's command line. Exit codes: 0 fine, 1 the check found drift or frames failed,
+2 a spec, overlay or input error (printed as one `file:line:column: message` line)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from specgen import __version__, ir
+from specgen.emitters.render import RenderError
+from specgen.frontends.adoc import SpecError
+from specgen.frontends.adoc_tree import SpecSyntaxError
+from specgen.overlay import OverlayError
+from specgen.specs import ROOT, build_ir, find, registry
+
+INPUT_ERRORS = (SpecSyntaxError, SpecError, OverlayError, ir.IRError, LookupError)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="specgen", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"specgen {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("generate", help="regenerate generated/ from every spec (all or nothing)")
+    sub.add_parser("check", help="fail with a unified diff when generated/ is stale")
+    sub.add_parser(
+        "list", help="the generated protocols and versions, with the names commands take"
+    )
+
+    p_ir = sub.add_parser("ir", help="print a spec's IR as canonical JSON")
+    p_ir.add_argument("spec", help="rabbitmq-stream/4.0, rabbitmq-stream, or a spec file")
+    p_ir.add_argument("--no-overlay", action="store_true", help="the IR as the text says it")
+
+    p_lint = sub.add_parser(
+        "lint", help="report the spec's contradictions and how they were settled"
+    )
+    p_lint.add_argument("spec")
+
+    p_frames = sub.add_parser("frames", help="decode files of raw frames, one JSON line per frame")
+    p_frames.add_argument("protocol", help="rabbitmq-stream/4.0 or rabbitmq-stream")
+    p_frames.add_argument("files", nargs="+", type=Path)
+    p_frames.add_argument(
+        "--roundtrip", action="store_true", help="re-encode and compare each frame"
+    )
+    p_frames.add_argument(
+        "--sender",
+        choices=("client", "server"),
+        help="who sent the bytes (default: from a .c2s/.s2c file name, else unknown)",
+    )
+
+    args = parser.parse_args(argv)
+    try:
+        return int(_COMMANDS[args.command](args))
+    except INPUT_ERRORS as e:
+        print(f"specgen: {e}", file=sys.stderr)
+        return 2
+    except RenderError as e:
+        print(f"specgen: internal error: {e}", file=sys.stderr)
+        return 3
+    except BrokenPipeError:
+        return 0
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from specgen.generate import GENERATED, generate
+
+    files = generate()
+    print(
+        f"generated {len(files)} files into {GENERATED.name}/ from {len(registry())} spec versions"
+    )
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from specgen.generate import stale
+
+    diffs = stale()
+    if not diffs:
+        print("generated/ is up to date")
+        return 0
+    for d in diffs:
+        sys.stdout.write(d)
+    print(
+        f"\ngenerated/ is stale ({len(diffs)} files differ): run `specgen generate` and commit the result"
+    )
+    return 1
+
+
+def _list(args: argparse.Namespace) -> int:
+    for spec in registry():
+        latest = "  (latest)" if spec.latest else ""
+        print(f"{spec.qualified}\t{spec.import_name}\t{spec.document.name}{latest}")
+    return 0
+
+
+def _ir(args: argparse.Namespace) -> int:
+    protocol, _ = build_ir(find(args.spec), with_overlay=not args.no_overlay)
+    sys.stdout.write(ir.dump(protocol))
+    return 0
+
+
+def _lint(args: argparse.Namespace) -> int:
+    spec = find(args.spec)
+    protocol, log = build_ir(spec)
+    for finding in log.items:
+        print(finding)
+    if spec.overlay is not None:
+        from specgen import overlay
+
+        for entry in overlay.load(spec.overlay, ROOT):
+            if entry.id in protocol.overlays:
+                print(f"{entry.span}: overlay {entry.id}: {entry.target}: {entry.reason}")
+    print(f"{len(log.items)} findings, {len(protocol.overlays)} overlay entries applied")
+    return 0
+
+
+def _frames(args: argparse.Namespace) -> int:
+    spec = find(args.protocol)
+    codec = importlib.import_module(spec.import_name)
+    total = failed = 0
+    for path in args.files:
+        sender = args.sender or _sender_from_name(path)
+        reader = codec.FrameReader(sender)
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            print(json.dumps({"file": str(path), "error": str(e)}))
+            failed += 1
+            continue
+        reader.feed(data)
+        while True:
+            offset = reader.offset
+            try:
+                frames = reader.frames()
+                got = next(frames, None)
+            except codec.DecodeError as e:
+                print(json.dumps({"file": str(path), "offset": offset, "error": str(e)}))
+                failed += 1
+                break
+            if got is None:
+                break
+            offset, raw = got
+            total += 1
+            line: dict[str, Any] = {"file": str(path), "offset": offset}
+            try:
+                msg = codec.decode(raw, sender)
+            except codec.DecodeError as e:
+                line["error"] = str(e)
+                line["field"] = e.field
+                line["field_offset"] = offset + e.offset
+                failed += 1
+                print(json.dumps(line))
+                continue
+            line.update(
+                command=msg.COMMAND,
+                kind=msg.KIND,
+                key=f"{msg.KEY:#06x}",
+                version=msg.VERSION,
+                fields=_jsonable(msg),
+            )
+            if args.roundtrip:
+                again = codec.encode(msg)
+                line["roundtrip"] = again == raw
+                if again != raw:
+                    failed += 1
+                    line["reencoded"] = again.hex()
+            print(json.dumps(line, ensure_ascii=False))
+        if reader.pending:
+            print(
+                json.dumps(
+                    {
+                        "file": str(path),
+                        "offset": reader.offset,
+                        "error": f"file ends {reader.pending} bytes into a frame",
+                    }
+                )
+            )
+            failed += 1
+    verdict = "ok" if failed == 0 else "FAILED"
+    extra = ", re-encoded identically" if args.roundtrip and failed == 0 else ""
+    print(f"{verdict}: {total} frames in {len(args.files)} files, {failed} failed{extra}")
+    return 1 if failed else 0
+
+
+def _sender_from_name(path: Path) -> str | None:
+    name = path.name
+    if ".c2s." in name or name.endswith(".c2s"):
+        return "client"
+    if ".s2c." in name or name.endswith(".s2c"):
+        return "server"
+    return None
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "__dataclass_fields__"):
+        return {k: _jsonable(getattr(value, k)) for k in value.__dataclass_fields__}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, bytes):
+        return (
+            {"hex": value.hex()}
+            if len(value) <= 64
+            else {"hex": value[:64].hex(), "length": len(value)}
+        )
+    return value
+
+
+_COMMANDS = {
+    "generate": _generate,
+    "check": _check,
+    "list": _list,
+    "ir": _ir,
+    "lint": _lint,
+    "frames": _frames,
+}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

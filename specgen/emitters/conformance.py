@@ -1,0 +1,402 @@
+"""Emitter: conformance tests for one protocol version, derived from the IR.
+
+For every message layout (command x request/response x version) the generated module holds:
+  * boundary samples: every integer at its minimum, then at its maximum (non-ASCII strings, long
+    arrays), strings and bytes null, and one sample per case of every switch;
+  * a hypothesis strategy that draws any valid message, derived fields (counts, sizes,
+    lengths) computed from what they describe, as an encoder must write them.
+The test bodies live in the template; this module only works out values and strategies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from specgen.emitters.plan import Planner, snake
+from specgen.emitters.render import Renderer
+from specgen.ir import (
+    INT_WIDTHS,
+    Array,
+    BitField,
+    Bits,
+    Blob,
+    Field,
+    Message,
+    Prim,
+    Protocol,
+    Struct,
+    Switch,
+    TypeRef,
+)
+from specgen.specs import SpecVersion
+
+TEXT = "ünïcødé ✓ 流 "  # non-ASCII on purpose: UTF-8 lengths differ from character counts
+LONG_ARRAY = {"prim": 300, "other": 12}
+
+
+@dataclass
+class Obj:
+    cls: str
+    args: list[Any]
+
+
+def _ranges(name: str) -> tuple[int, int]:
+    width, signed = INT_WIDTHS[name]
+    bits = width * 8
+    return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+
+
+def _derived(fields: tuple[Field, ...]) -> dict[str, tuple[str, str]]:
+    """Sibling fields whose value follows from another: name -> (kind, the field it describes)."""
+    out: dict[str, tuple[str, str]] = {}
+    for f in fields:
+        t = f.type
+        if isinstance(t, Array) and t.count_field:
+            out[t.count_field] = ("count", f.name)
+        if isinstance(t, Array) and t.size_field:
+            out[t.size_field] = ("size", f.name)
+        if isinstance(t, Blob):
+            out[t.length_field] = ("length", f.name)
+    return out
+
+
+class _Builder:
+    def __init__(self, protocol: Protocol, clashing: set[str]) -> None:
+        self.protocol = protocol
+        self.clashing = clashing
+        self.owner = ""
+
+    def struct_name(self, t: Struct) -> str:
+        return f"{self.owner}{t.name}" if t.name in self.clashing else t.name
+
+    # ---- boundary samples: python values, rendered with repr()
+
+    def sample(self, fields: tuple[Field, ...], mode: str, case: int) -> list[Any]:
+        values: dict[str, Any] = {}
+        derived = _derived(fields)
+        order: list[str] = []
+        for f in fields:
+            if isinstance(f.type, Bits):
+                for m in f.type.members:
+                    assert isinstance(m.type, BitField)
+                    if m.type.value is None:
+                        order.append(m.name)
+                        if m.name not in derived:
+                            values[m.name] = 0 if mode != "max" else (1 << m.type.bits) - 1
+                continue
+            order.append(f.name)
+            if f.name in derived:
+                continue
+            if isinstance(f.type, Switch) and f.type.on:
+                chosen = f.type.cases[case % len(f.type.cases)]
+                values[f.type.on] = chosen.values[0]
+                values[f.name] = (
+                    None if chosen.type is None else self.value(chosen.type, mode, case, f)
+                )
+                continue
+            if f.name not in values:
+                values[f.name] = self.value(f.type, mode, case, f)
+        for name, (kind, target) in derived.items():
+            v = values[target]
+            values[name] = (
+                len(v)
+                if kind in ("count", "length")
+                else sum(self.size(_item(fields, target), x) for x in v)
+            )
+        return [values[n] for n in order]
+
+    def value(self, t: TypeRef, mode: str, case: int, f: Field | None) -> Any:
+        if isinstance(t, Prim) and t.name in INT_WIDTHS:
+            lo, hi = _ranges(t.name)
+            return hi if mode == "max" else lo
+        if isinstance(t, Prim):
+            nullable = f is not None and f.nullable
+            if mode == "null" and nullable:
+                return None
+            if t.name == "bytes":
+                return bytes(range(256)) * 2 if mode == "max" else b""
+            if mode != "max":
+                return ""
+            limit = f.max_length if f is not None and f.max_length else 40
+            return (TEXT * (limit // len(TEXT) + 1))[:limit]
+        if isinstance(t, Blob):
+            return bytes(range(256)) if mode == "max" else b""
+        if isinstance(t, Array):
+            if mode != "max":
+                return []
+            if isinstance(t.item, Switch) and t.item.peek_bits:
+                return [
+                    self.value(c.type, mode, case, None) for c in t.item.cases if c.type is not None
+                ] * 3
+            n = (
+                LONG_ARRAY["prim"]
+                if isinstance(t.item, Prim) and t.item.name in INT_WIDTHS
+                else LONG_ARRAY["other"]
+            )
+            return [
+                self.value(t.item, mode, case, Field("Item", t.item, nullable=_nullable(t.item)))
+                for _ in range(n)
+            ]
+        if isinstance(t, Struct):
+            return Obj(self.struct_name(t), self.sample(t.fields, mode, case))
+        if isinstance(t, Switch):  # peek switch outside an array
+            c = t.cases[case % len(t.cases)]
+            return None if c.type is None else self.value(c.type, mode, case, None)
+        raise TypeError(t)
+
+    def size(self, t: TypeRef, v: Any) -> int:
+        if isinstance(t, Prim) and t.name in INT_WIDTHS:
+            return INT_WIDTHS[t.name][0]
+        if isinstance(t, Prim):
+            ptype = self.protocol.type(t.name)
+            prefix = INT_WIDTHS[ptype.length_prefix][0]
+            if v is None:
+                return prefix
+            return prefix + len(v.encode() if isinstance(v, str) else v)
+        if isinstance(t, Blob):
+            return len(v)
+        if isinstance(t, Array):
+            prefix = INT_WIDTHS[t.count_prefix][0] if t.count_prefix else 0
+            return prefix + sum(self.size(t.item, x) for x in v)
+        if isinstance(t, Switch):
+            for c in t.cases:
+                if (
+                    c.type is not None
+                    and isinstance(c.type, Struct)
+                    and isinstance(v, Obj)
+                    and v.cls == self.struct_name(c.type)
+                ):
+                    return self.size(c.type, v)
+            return (
+                0
+                if v is None
+                else self.size(next(c.type for c in t.cases if c.type is not None), v)
+            )
+        if isinstance(t, Struct):
+            assert isinstance(v, Obj)
+            total, i = 0, 0
+            for f in t.fields:
+                if isinstance(f.type, Bits):
+                    total += f.type.width
+                    i += sum(
+                        1
+                        for m in f.type.members
+                        if isinstance(m.type, BitField) and m.type.value is None
+                    )
+                    continue
+                total += self.size(f.type, v.args[i])
+                i += 1
+            return total
+        raise TypeError(t)
+
+    # ---- hypothesis strategies: one composite function per class
+
+    def strategies(
+        self, cls: str, fields: tuple[Field, ...], out: dict[str, list[tuple[str, str]]]
+    ) -> str:
+        """Register `_st_<cls>` (draw lines) in `out`; returns its name."""
+        name = f"_st_{snake(cls)}"
+        if name in out:
+            return name
+        out[name] = []  # reserve: recursion on shared structures
+        lines: list[tuple[str, str]] = [("#cls", cls)]
+        derived = _derived(fields)
+        args: list[str] = []
+        post: list[tuple[str, str]] = []
+        for f in fields:
+            if isinstance(f.type, Bits):
+                for m in f.type.members:
+                    assert isinstance(m.type, BitField)
+                    if m.type.value is None:
+                        args.append(snake(m.name))
+                        if m.name not in derived:
+                            lines.append(
+                                (snake(m.name), f"draw(st.integers(0, {(1 << m.type.bits) - 1}))")
+                            )
+                continue
+            local = snake(f.name)
+            args.append(local)
+            if f.name in derived:
+                continue
+            if isinstance(f.type, Switch) and f.type.on:
+                values = sorted(v for c in f.type.cases for v in c.values)
+                lines = [(a, b) for a, b in lines if a != snake(f.type.on)]
+                lines.append((snake(f.type.on), f"draw(st.sampled_from({tuple(values)!r}))"))
+                branches = []
+                for c in f.type.cases:
+                    expr = "None" if c.type is None else f"draw({self.strategy(c.type, None, out)})"
+                    branches.append((c.values, expr))
+                cond = " else ".join(
+                    f"{expr} if {snake(f.type.on)} in {tuple(vals)!r}"
+                    for vals, expr in branches[:-1]
+                )
+                lines.append((local, f"{cond} else {branches[-1][1]}" if cond else branches[-1][1]))
+                continue
+            lines.append((local, f"draw({self.strategy(f.type, f, out)})"))
+        for dname, (kind, target) in derived.items():
+            tl = snake(target)
+            if kind in ("count", "length"):
+                post.append((snake(dname), f"len({tl})"))
+            else:
+                item = _item(fields, target)
+                post.append((snake(dname), f"sum({self.size_expr(item, 'x')} for x in {tl})"))
+        out[name] = lines + post + [("#return", f"{cls}({', '.join(args)})")]
+        return name
+
+    def strategy(self, t: TypeRef, f: Field | None, out: dict[str, list[tuple[str, str]]]) -> str:
+        if isinstance(t, Prim) and t.name in INT_WIDTHS:
+            lo, hi = _ranges(t.name)
+            return f"st.integers({lo}, {hi})"
+        if isinstance(t, Prim):
+            nullable = f is not None and f.nullable
+            if t.name == "bytes":
+                base = "st.binary(max_size=64)"
+            else:
+                size = min(f.max_length, 60) if f is not None and f.max_length else 60
+                base = f"st.text(max_size={size})"
+            return f"st.none() | {base}" if nullable else base
+        if isinstance(t, Blob):
+            return "st.binary(max_size=64)"
+        if isinstance(t, Array):
+            item = self.strategy(t.item, Field("Item", t.item, nullable=_nullable(t.item)), out)
+            return f"st.lists({item}, max_size=4)"
+        if isinstance(t, Struct):
+            return f"{self.strategies(self.struct_name(t), t.fields, out)}()"
+        if isinstance(t, Switch):
+            return (
+                "st.one_of("
+                + ", ".join(self.strategy(c.type, None, out) for c in t.cases if c.type is not None)
+                + ")"
+            )
+        raise TypeError(t)
+
+    def size_expr(self, t: TypeRef, v: str) -> str:
+        if isinstance(t, Prim) and t.name in INT_WIDTHS:
+            return str(INT_WIDTHS[t.name][0])
+        if isinstance(t, Prim):
+            prefix = INT_WIDTHS[self.protocol.type(t.name).length_prefix][0]
+            content = f"len({v}.encode())" if t.name == "string" else f"len({v})"
+            return f"({prefix} + (0 if {v} is None else {content}))"
+        if isinstance(t, Blob):
+            return f"len({v})"
+        if isinstance(t, Struct):
+            parts = []
+            for f in t.fields:
+                if isinstance(f.type, Bits):
+                    parts.append(str(f.type.width))
+                else:
+                    parts.append(self.size_expr(f.type, f"{v}.{snake(f.name)}"))
+            return "(" + " + ".join(parts) + ")"
+        if isinstance(t, Array):
+            prefix = INT_WIDTHS[t.count_prefix][0] if t.count_prefix else 0
+            return f"({prefix} + sum({self.size_expr(t.item, 'y')} for y in {v}))"
+        if isinstance(t, Switch):
+            cases = [c for c in t.cases if isinstance(c.type, Struct)]
+            expr = "0"
+            for c in reversed(cases):
+                assert isinstance(c.type, Struct)
+                expr = f"({self.size_expr(c.type, v)} if isinstance({v}, {self.struct_name(c.type)}) else {expr})"
+            return expr
+        raise TypeError(t)
+
+
+def _item(fields: tuple[Field, ...], name: str) -> TypeRef:
+    t = next(f.type for f in fields if f.name == name)
+    return t.item if isinstance(t, Array) else t
+
+
+def _nullable(t: TypeRef) -> bool:
+    return isinstance(t, Prim) and t.name in ("string", "bytes")
+
+
+def _render_value(v: Any) -> str:
+    if isinstance(v, Obj):
+        return f"{v.cls}({', '.join(_render_value(a) for a in v.args)})"
+    if isinstance(v, list):
+        if len(v) > 3 and all(x == v[0] for x in v):
+            return f"[{_render_value(v[0])}] * {len(v)}"
+        if len(v) > 3 and len(v) % 2 == 0 and v == v[:2] * (len(v) // 2):
+            return f"[{', '.join(_render_value(x) for x in v[:2])}] * {len(v) // 2}"
+        return "[" + ", ".join(_render_value(x) for x in v) + "]"
+    if isinstance(v, bytes):
+        if v == bytes(range(256)) * (len(v) // 256) and v:
+            return f"bytes(range(256)) * {len(v) // 256}"
+        return repr(v)
+    return repr(v)
+
+
+def _switch_cases(fields: tuple[Field, ...]) -> int:
+    n = 1
+    for f in fields:
+        t = f.type
+        while isinstance(t, Array):
+            t = t.item
+        if isinstance(t, Switch) and t.on:
+            n = max(n, len(t.cases))
+        if isinstance(t, Struct):
+            n = max(n, _switch_cases(t.fields))
+    return n
+
+
+def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str, str]:
+    planner = Planner(protocol)
+    plan = planner.plan()
+    builder = _Builder(protocol, planner.clashing)
+    strategies: dict[str, list[tuple[str, str]]] = {}
+    cases = []
+    for m in plan.messages:
+        builder.owner = m.cls
+        fields = m.message.fields_at(m.version)
+        samples = []
+        has_text = any(isinstance(f.type, Prim) and f.nullable for f in fields) or _any_nullable(
+            fields
+        )
+        modes = ["min", "max"] + (["null"] if has_text else [])
+        for i in range(_switch_cases(fields)):
+            for mode in modes if i == 0 else ["min"]:
+                values = builder.sample(fields, mode, i)
+                label = mode if i == 0 else f"case{i}"
+                samples.append((label, f"{m.cls}({', '.join(_render_value(v) for v in values)})"))
+        # one more sample per switch case at max, so every case's widest value is exercised
+        for i in range(1, _switch_cases(fields)):
+            values = builder.sample(fields, "max", i)
+            samples.append(
+                (f"case{i}-max", f"{m.cls}({', '.join(_render_value(v) for v in values)})")
+            )
+        strategy = builder.strategies(m.cls, fields, strategies)
+        cases.append({"cls": m.cls, "sender": m.sender, "samples": samples, "strategy": strategy})
+    return {
+        "test_conformance.py": renderer.render(
+            "python/test_conformance.py.j2",
+            spec,
+            protocol,
+            title=spec.protocol,
+            version=spec.version,
+            cases=cases,
+            strategies=[
+                (name, lines, any("draw(" in expr for _, expr in lines))
+                for name, lines in sorted(strategies.items())
+            ],
+            classes=sorted({c["cls"] for c in cases} | {s.name for s in plan.structs}),
+            size_width=INT_WIDTHS[protocol.frame.size_type][0],
+            size_code={"int32": "i", "uint32": "I"}[protocol.frame.size_type],
+        )
+    }
+
+
+def _any_nullable(fields: tuple[Field, ...]) -> bool:
+    for f in fields:
+        t = f.type
+        if isinstance(t, Prim) and f.nullable:
+            return True
+        while isinstance(t, Array):
+            if _nullable(t.item):
+                return True
+            t = t.item
+        if isinstance(t, Struct) and _any_nullable(t.fields):
+            return True
+    return False
+
+
+__all__ = ["emit", "Message"]

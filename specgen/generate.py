@@ -1,0 +1,100 @@
+"""Run every emitter over every spec and put the files in `generated/`, all or nothing.
+
+Everything is rendered in memory first, so a spec, overlay or template error leaves
+`generated/` untouched. Then a complete new tree is written next to it and swapped in with two
+renames; files the run did not produce disappear (Kafka's generator prunes the same way).
+"""
+
+from __future__ import annotations
+
+import difflib
+import filecmp
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from specgen.emitters import conformance, python_codec
+from specgen.emitters.render import Renderer
+from specgen.specs import ROOT, SpecVersion, build_ir, registry
+
+GENERATED = ROOT / "generated"
+
+_PACKAGE_DOC = '"""Generated code: one package per protocol, one sub-package per spec version."""\n'
+
+
+def render_all(specs: list[SpecVersion] | None = None) -> dict[str, str]:
+    """Relative path -> content for every generated file."""
+    specs = registry() if specs is None else specs
+    renderer = Renderer()
+    files: dict[str, str] = {"__init__.py": _PACKAGE_DOC}
+    for spec in specs:
+        protocol, _ = build_ir(spec)
+        files[f"{spec.package}/__init__.py"] = f'"""Generated codecs for {spec.protocol}."""\n'
+        out = python_codec.emit(spec, protocol, renderer)
+        out.update(conformance.emit(spec, protocol, renderer))
+        for name, text in out.items():
+            files[f"{spec.package_path}/{name}"] = text
+    return files
+
+
+def write_tree(files: dict[str, str], target: Path = GENERATED) -> None:
+    """Replace `target` with exactly `files`, swapping whole directories."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".generated-", dir=target.parent))
+    try:
+        for rel, text in sorted(files.items()):
+            path = staging / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        old = target.parent / f"{staging.name}-old"
+        if target.exists():
+            os.rename(target, old)
+        os.rename(staging, target)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def generate(target: Path = GENERATED) -> dict[str, str]:
+    files = render_all()
+    write_tree(files, target)
+    return files
+
+
+def stale(target: Path = GENERATED) -> list[str]:
+    """Unified diffs between what the generator makes now and what `target` holds."""
+    files = render_all()
+    with tempfile.TemporaryDirectory(prefix="specgen-check-") as tmp:
+        fresh = Path(tmp) / "generated"
+        write_tree(files, fresh)
+        return _diff_trees(fresh, target)
+
+
+def _diff_trees(fresh: Path, committed: Path) -> list[str]:
+    def listing(root: Path) -> set[str]:
+        if not root.exists():
+            return set()
+        return {
+            p.relative_to(root).as_posix()
+            for p in root.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts and not p.name.endswith(".pyc")
+        }
+
+    new, old = listing(fresh), listing(committed)
+    diffs = []
+    for rel in sorted(new | old):
+        a, b = committed / rel, fresh / rel
+        if rel in new and rel in old and filecmp.cmp(a, b, shallow=False):
+            continue
+        before = a.read_text(encoding="utf-8").splitlines(keepends=True) if rel in old else []
+        after = b.read_text(encoding="utf-8").splitlines(keepends=True) if rel in new else []
+        diffs.append(
+            "".join(
+                difflib.unified_diff(
+                    before, after, f"generated/{rel} (committed)", f"generated/{rel} (fresh)"
+                )
+            )
+            or f"generated/{rel}: differs\n"
+        )
+    return diffs
