@@ -22,11 +22,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from specgen.ir import (
     Array,
     Command,
+    Direction,
     Field,
     Message,
     MessageKind,
@@ -185,11 +186,12 @@ def _set(protocol: Protocol, entry: Entry) -> Protocol:
     for c in protocol.commands:
         if c.name == entry.target:
             found = True
-            c = (
-                replace(c, sender=value)
-                if attr == "sender"
-                else replace(c, expects_response=bool(value))
-            )
+            if attr == "sender":
+                if value not in ("client", "server", "both"):
+                    raise OverlayError(f"{entry.span}: {entry.id}: sender {value!r}")
+                c = replace(c, sender=cast(Direction, value))
+            else:
+                c = replace(c, expects_response=bool(value))
             c = replace(c, messages=tuple(_rekind(m, c) for m in c.messages))
         commands.append(c)
     if not found:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from specgen.emitters.plan import Planner, snake
+from specgen.emitters.plan import Planner, isort_key, snake
 from specgen.emitters.render import Renderer
 from specgen.ir import (
     INT_WIDTHS,
@@ -378,7 +378,9 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
                 (name, lines, any("draw(" in expr for _, expr in lines))
                 for name, lines in sorted(strategies.items())
             ],
-            classes=sorted({c["cls"] for c in cases} | {s.name for s in plan.structs}),
+            classes=sorted(
+                {c["cls"] for c in cases} | {s.name for s in plan.structs}, key=isort_key
+            ),
             size_width=INT_WIDTHS[protocol.frame.size_type][0],
             size_code={"int32": "i", "uint32": "I"}[protocol.frame.size_type],
         )

@@ -50,6 +50,11 @@ class PlanError(ValueError):
     pass
 
 
+def isort_key(name: str) -> tuple[int, str]:
+    """The order isort (and ruff) give imported names: CONSTANTS, Classes, functions."""
+    return (0 if name.isupper() else 1 if name[0].isupper() else 2, name.lower())
+
+
 def snake(name: str) -> str:
     s = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name)
     s = re.sub(r"(?<=[A-Z])([A-Z][a-z])", r"_\1", s)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from specgen.emitters.plan import MessagePlan, ModulePlan, Planner, snake
+from specgen.emitters.plan import MessagePlan, ModulePlan, Planner, isort_key, snake
 from specgen.emitters.render import Renderer
 from specgen.ir import INT_WIDTHS, Protocol
 from specgen.specs import SpecVersion
@@ -114,11 +114,11 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
         {"HEADER_SIZE", "Message", "Sender", "decode", "encode"}
         | {s.name for s in plan.structs}
         | {m.cls for m in plan.messages},
-        key=_isort_key,
+        key=isort_key,
     )
     enum_names = sorted(
         {"Key"} | {e.name for e in protocol.enums} | {c.name for c in protocol.constants},
-        key=_isort_key,
+        key=isort_key,
     )
     files["__init__.py"] = renderer.render(
         "python/package_init.py.j2",
@@ -130,11 +130,6 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
         **common,
     )
     return files
-
-
-def _isort_key(name: str) -> tuple[int, str]:
-    """The order isort (and ruff) give imported names: CONSTANTS, Classes, functions."""
-    return (0 if name.isupper() else 1 if name[0].isupper() else 2, name.lower())
 
 
 def _title(spec: SpecVersion) -> str:
