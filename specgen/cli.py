@@ -107,7 +107,7 @@ def _ir(args: argparse.Namespace) -> int:
 def _lint(args: argparse.Namespace) -> int:
     spec = find(args.spec)
     protocol, log = build_ir(spec)
-    for finding in log.items:
+    for finding in sorted(log.items, key=lambda f: (f.span.line, f.span.column)):
         print(finding)
     if spec.overlay is not None:
         from specgen import overlay

@@ -118,6 +118,7 @@ class _Builder:
         self.array_prefix = "int32"
         self.frame: FrameLayout | None = None
         self.generic_response: list[tuple[str, str]] = []
+        self.examples: list[tuple[int, str, SourceSpan]] = []  # (key, command word, where)
 
     # ---- document walk
 
@@ -141,6 +142,7 @@ class _Builder:
         if self.frame is None:
             raise SpecError(SourceSpan(self.doc.path, 1), "no Frame Structure section")
         commands = [self._command(tc, sections) for tc in table_commands]
+        self._check_examples(table_commands)
         for lower, section in sections.items():
             if not any(tc.name.lower() == lower for tc in table_commands):
                 self.log.add(
@@ -172,6 +174,19 @@ class _Builder:
             commands=tuple(sorted(commands, key=lambda c: c.key)),
         )
         return proto, self.log
+
+    def _check_examples(self, table: list[_TableCommand]) -> None:
+        """The frame structure's key examples against the commands table."""
+        flag = self.frame.response_flag if self.frame else None
+        for key, word, span in self.examples:
+            tc = next((t for t in table if t.name == word.lower()), None)
+            if tc is not None and key & ~(flag or 0) != tc.key:
+                self.log.add(
+                    span,
+                    "example-key",
+                    f"the example gives {word} key {key & ~(flag or 0):#06x}, the table {tc.key:#06x}",
+                    "the table; the example only shows the response bit",
+                )
 
     def _chapters(self) -> list[tuple[str, list[Block]]]:
         """Level-2 sections with everything below them (level-3 titles included)."""
@@ -274,10 +289,11 @@ class _Builder:
                 if len(terms) == 1 and self._is_type(terms[0].name) and rule.name not in widths:
                     widths[rule.name] = (terms[0].name, rule.span)
             pairs = []
-            for text, _ in block.examples:
-                m = re.match(r"(0x[0-9A-Fa-f]+) => .*\b(request|response)\b", text)
+            for text, example_span in block.examples:
+                m = re.match(r"(0x[0-9A-Fa-f]+) => (\w+) (request|response)\b", text)
                 if m:
-                    pairs.append((int(m.group(1), 16), m.group(2)))
+                    pairs.append((int(m.group(1), 16), m.group(3)))
+                    self.examples.append((int(m.group(1), 16), m.group(2), example_span))
             requests = [k for k, kind in pairs if kind == "request"]
             responses = [k for k, kind in pairs if kind == "response"]
             if requests and responses:
