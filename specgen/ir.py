@@ -239,12 +239,16 @@ class Field:
     max_length: int | None = None  # "max 256 characters"
     enum: str | None = None  # name of an Enum the values come from
     role: Role = ""
+    # absent when the frame ends before it: a trailing field a peer leaves out (decoded as None)
+    optional: bool = False
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", self.name):
             raise IRError(f"{self.span}: field name {self.name!r} is not a spec identifier")
         if self.nullable and not (isinstance(self.type, Prim) and self.type.name in NULLABLE):
             raise IRError(f"{self.span}: {self.name}: only string and bytes can be null")
+        if self.nullable and self.optional:
+            raise IRError(f"{self.span}: {self.name}: optional and nullable: None would mean both")
 
 
 NULLABLE = ("string", "bytes")
@@ -264,9 +268,14 @@ class Message:
     fields: tuple[Field, ...]
     doc: str = ""
     span: SourceSpan | None = None
+    # other keys peers put on the wire for this layout; decoders accept them, encoders write `key`
+    decode_keys: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         _check_unique(self.name, self.fields)
+        optional = [f.optional for f in self.fields]
+        if any(optional) and not all(optional[optional.index(True) :]):
+            raise IRError(f"{self.span}: {self.name}: only trailing fields can be optional")
 
     def fields_at(self, version: int) -> tuple[Field, ...]:
         return _project(self.fields, version)

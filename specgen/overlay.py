@@ -11,7 +11,9 @@ Operations
              the new field states its own)
     insert   target `Message[.Field...]` (a structure, or an array of structures): `field` is
              inserted before `before`, or at the end
-    set      target `Command`: sets `sender` or `expects_response`; message kinds follow
+    set      target `Command`: sets `sender` or `expects_response`; message kinds follow;
+             target `Message`: sets `decode_keys` (other keys a peer puts on the wire for it);
+             target `Message.Field[.Field...]`: sets `attributes` (`optional`, `nullable`)
 
 A target that does not exist is an error (the overlay went stale), and so are two entries with
 the same target, unless the later one lists the earlier one's id in `waives`.
@@ -29,6 +31,7 @@ from specgen.ir import (
     Command,
     Direction,
     Field,
+    IRError,
     Message,
     MessageKind,
     Protocol,
@@ -112,6 +115,10 @@ def apply(protocol: Protocol, entries: list[Entry]) -> Protocol:
 def _apply_one(protocol: Protocol, entry: Entry) -> Protocol:
     if entry.op == "set":
         return _set(protocol, entry)
+    return _apply_fields(protocol, entry)
+
+
+def _apply_fields(protocol: Protocol, entry: Entry) -> Protocol:
     head, *path = entry.target.split(".")
     hits = [(c, m) for c in protocol.commands for m in c.messages if m.name == head]
     if not hits:
@@ -119,7 +126,10 @@ def _apply_one(protocol: Protocol, entry: Entry) -> Protocol:
     commands = list(protocol.commands)
     for command, message in hits:
         new_fields = _edit(message.fields, path, entry)
-        new_message = replace(message, fields=new_fields)
+        try:
+            new_message = replace(message, fields=new_fields)
+        except IRError as e:
+            raise OverlayError(f"{entry.span}: {entry.id}: {e}") from None
         i = commands.index(command)
         commands[i] = replace(
             commands[i],
@@ -158,6 +168,11 @@ def _edit(fields: tuple[Field, ...], path: list[str], entry: Entry) -> tuple[Fie
         found = True
         if not rest and entry.op == "replace":
             out.append(_new_field(entry, f))
+        elif not rest and entry.op == "set":
+            try:
+                out.append(replace(f, **entry.data["attributes"]))
+            except IRError as e:
+                raise OverlayError(f"{entry.span}: {entry.id}: {e}") from None
         else:
             out.append(replace(f, type=_edit_type(f.type, rest, entry)))
     if not found:
@@ -179,6 +194,20 @@ def _edit_type(t: TypeRef, path: list[str], entry: Entry) -> TypeRef:
 
 def _set(protocol: Protocol, entry: Entry) -> Protocol:
     attr, value = entry.data.get("attribute"), entry.data.get("value")
+    if "." in entry.target:
+        attrs = entry.data.get("attributes")
+        if (
+            not isinstance(attrs, dict)
+            or not attrs
+            or not set(attrs) <= {"optional", "nullable"}
+            or not all(isinstance(v, bool) for v in attrs.values())
+        ):
+            raise OverlayError(
+                f"{entry.span}: {entry.id}: a field takes `attributes`: optional, nullable (true/false)"
+            )
+        return _apply_fields(protocol, entry)
+    if attr == "decode_keys":
+        return _set_decode_keys(protocol, entry, value)
     if attr not in ("sender", "expects_response"):
         raise OverlayError(f"{entry.span}: {entry.id}: cannot set {attr!r}")
     commands = []
@@ -196,6 +225,25 @@ def _set(protocol: Protocol, entry: Entry) -> Protocol:
         commands.append(c)
     if not found:
         raise OverlayError(f"{entry.span}: {entry.id}: no command {entry.target!r}")
+    return replace(protocol, commands=tuple(commands))
+
+
+def _set_decode_keys(protocol: Protocol, entry: Entry, value: Any) -> Protocol:
+    keys = [int(k, 16) if isinstance(k, str) else k for k in value or ()]
+    if not keys or not all(isinstance(k, int) and 0 <= k <= 0xFFFF for k in keys):
+        raise OverlayError(f"{entry.span}: {entry.id}: decode_keys needs 16-bit keys")
+    commands = []
+    found = False
+    for c in protocol.commands:
+        messages = []
+        for m in c.messages:
+            if m.name == entry.target:
+                found = True
+                m = replace(m, decode_keys=tuple(keys))
+            messages.append(m)
+        commands.append(replace(c, messages=tuple(messages)))
+    if not found:
+        raise OverlayError(f"{entry.span}: {entry.id}: no message {entry.target!r}")
     return replace(protocol, commands=tuple(commands))
 
 

@@ -64,7 +64,9 @@ class RabbitNode:
     def start(self) -> None:
         sbin = _sbin()
         if sbin is None or shutil.which("epmd") is None:
-            raise ServerUnavailable("rabbitmq-server is not installed (apt-get install rabbitmq-server)")
+            raise ServerUnavailable(
+                "rabbitmq-server is not installed (apt-get install rabbitmq-server)"
+            )
         for port in (self.stream_port, self.amqp_port):
             if _port_open(port):
                 raise ServerUnavailable(f"127.0.0.1:{port} is taken by another process")
@@ -130,12 +132,16 @@ class RabbitNode:
         deadline = time.monotonic() + STARTUP_TIMEOUT
         while time.monotonic() < deadline:
             if server.poll() is not None:
-                raise ServerUnavailable(f"rabbitmq-server exited with {server.returncode}:\n{self.tail()}")
+                raise ServerUnavailable(
+                    f"rabbitmq-server exited with {server.returncode}:\n{self.tail()}"
+                )
             if _port_open(self.stream_port):
                 return
             time.sleep(0.5)
         self.stop()
-        raise ServerUnavailable(f"the stream port did not open in {STARTUP_TIMEOUT:.0f}s:\n{self.tail()}")
+        raise ServerUnavailable(
+            f"the stream port did not open in {STARTUP_TIMEOUT:.0f}s:\n{self.tail()}"
+        )
 
     def tail(self, lines: int = 30) -> str:
         out = []

@@ -107,7 +107,9 @@ class StreamClient:
         )
         self.auth_code = auth.response_code
         if auth.response_code != rs.ResponseCode.OK:
-            raise PermissionError(f"SaslAuthenticate answered {rs.ResponseCode(auth.response_code)!r}")
+            raise PermissionError(
+                f"SaslAuthenticate answered {rs.ResponseCode(auth.response_code)!r}"
+            )
         tune = self.recv(rs.TuneRequest)
         self.tune = tune
         self.send(rs.TuneResponse(tune.frame_max, tune.heartbeat))

@@ -126,3 +126,57 @@ def test_overlay_entry_without_evidence_is_refused(tmp_path: Path) -> None:
 def test_source_span_round_trip() -> None:
     span = SourceSpan("specs/a.adoc", 12, 3)
     assert SourceSpan.parse(str(span)) == span
+
+
+def test_optional_field_must_trail_and_cannot_be_nullable(tmp_path: Path, v40: SpecVersion) -> None:
+    protocol, _ = build_ir(v40, with_overlay=False)
+    not_last = _overlay(
+        tmp_path,
+        [
+            _entry(
+                op="set",
+                target="DeclarePublisherRequest.PublisherId",
+                attributes={"optional": True},
+            )
+        ],
+    )
+    with pytest.raises(overlay.OverlayError, match="only trailing fields can be optional"):
+        overlay.apply(protocol, overlay.load(not_last, tmp_path))
+    both = _overlay(
+        tmp_path,
+        [
+            _entry(
+                op="set",
+                target="SaslAuthenticateResponse.SaslOpaqueData",
+                attributes={"optional": True},
+            )
+        ],
+    )
+    with pytest.raises(overlay.OverlayError, match="optional and nullable"):
+        overlay.apply(protocol, overlay.load(both, tmp_path))
+    bad = _overlay(
+        tmp_path,
+        [
+            _entry(
+                op="set", target="OpenResponse.ConnectionProperties", attributes={"optional": "yes"}
+            )
+        ],
+    )
+    with pytest.raises(overlay.OverlayError, match="takes `attributes`"):
+        overlay.apply(protocol, overlay.load(bad, tmp_path))
+
+
+def test_decode_keys_need_a_message_and_16_bit_keys(tmp_path: Path, v40: SpecVersion) -> None:
+    protocol, _ = build_ir(v40, with_overlay=False)
+    missing = _overlay(
+        tmp_path,
+        [_entry(op="set", target="NoSuchResponse", attribute="decode_keys", value=["0x0018"])],
+    )
+    with pytest.raises(overlay.OverlayError, match="no message 'NoSuchResponse'"):
+        overlay.apply(protocol, overlay.load(missing, tmp_path))
+    wide = _overlay(
+        tmp_path,
+        [_entry(op="set", target="RouteResponse", attribute="decode_keys", value=[0x10000])],
+    )
+    with pytest.raises(overlay.OverlayError, match="16-bit keys"):
+        overlay.apply(protocol, overlay.load(wide, tmp_path))

@@ -88,6 +88,9 @@ class _Builder:
             order.append(f.name)
             if f.name in derived:
                 continue
+            if f.optional and mode == "min":
+                values[f.name] = None  # left out: the frame ends before it
+                continue
             if isinstance(f.type, Switch) and f.type.on:
                 chosen = f.type.cases[case % len(f.type.cases)]
                 values[f.type.on] = chosen.values[0]
@@ -204,6 +207,7 @@ class _Builder:
         derived = _derived(fields)
         args: list[str] = []
         post: list[tuple[str, str]] = []
+        previous_optional = ""
         for f in fields:
             if isinstance(f.type, Bits):
                 for m in f.type.members:
@@ -233,7 +237,14 @@ class _Builder:
                 )
                 lines.append((local, f"{cond} else {branches[-1][1]}" if cond else branches[-1][1]))
                 continue
-            lines.append((local, f"draw({self.strategy(f.type, f, out)})"))
+            drawn = f"draw({self.strategy(f.type, f, out)})"
+            if f.optional:
+                # absent or present; once one optional field is absent, all after it are too
+                drawn = f"draw(st.none() | {self.strategy(f.type, f, out)})"
+                if previous_optional:
+                    drawn = f"None if {previous_optional} is None else {drawn}"
+                previous_optional = local
+            lines.append((local, drawn))
         for dname, (kind, target) in derived.items():
             tl = snake(target)
             if kind in ("count", "length"):
@@ -365,7 +376,15 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
                 (f"case{i}-max", f"{m.cls}({', '.join(_render_value(v) for v in values)})")
             )
         strategy = builder.strategies(m.cls, fields, strategies)
-        cases.append({"cls": m.cls, "sender": m.sender, "samples": samples, "strategy": strategy})
+        cases.append(
+            {
+                "cls": m.cls,
+                "sender": m.sender,
+                "samples": samples,
+                "strategy": strategy,
+                "optional": [snake(f.name) for f in fields if f.optional],
+            }
+        )
     return {
         "test_conformance.py": renderer.render(
             "python/test_conformance.py.j2",

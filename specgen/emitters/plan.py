@@ -199,6 +199,19 @@ class SwitchStep:
 
 
 @dataclass
+class OptionalStep:
+    """A trailing field a peer may leave out: absent (None) when the frame ends before it."""
+
+    label: str
+    local: str
+    expr: str
+    limit: str
+    body: list[object]
+    previous: str = ""  # encode: the optional field before it, which must then be present
+    annotation: str = ""  # decode: the local's type, declared before the branches
+
+
+@dataclass
 class Build:
     local: str
     cls: str
@@ -210,6 +223,7 @@ class Attr:
     name: str
     annotation: str
     doc: str
+    default: str = ""
 
 
 @dataclass
@@ -285,8 +299,13 @@ class Planner:
         steps: list[object] = []
         attrs: list[Attr] = []
         args: list[str] = []
-        run = self._struct_body(fields, cls, "msg", steps, self._run("end"), args, attrs, "end")
+        required = tuple(f for f in fields if not f.optional)
+        run = self._struct_body(required, cls, "msg", steps, self._run("end"), args, attrs, "end")
         self._close(run, steps)
+        previous = ""
+        for f in fields[len(required) :]:
+            steps.append(self._optional(f, cls, steps, args, attrs, previous))
+            previous = f"msg.{snake(f.name)}"
         steps.append(Build("msg", cls, args))
         if message.kind == "response":
             sender = {"client": "server", "server": "client"}.get(sender, sender)
@@ -304,6 +323,28 @@ class Planner:
             _min_size_fields(fields),
             self.runs,
         )
+
+    def _optional(
+        self,
+        f: Field,
+        cls: str,
+        steps: list[object],
+        args: list[str],
+        attrs: list[Attr],
+        previous: str,
+    ) -> OptionalStep:
+        body: list[object] = []
+        n_attrs, n_args = len(attrs), len(args)
+        label, expr = f"{cls}.{snake(f.name)}", f"msg.{snake(f.name)}"
+        run = self._field(f, label, expr, body, self._run("end"), {}, args, attrs, "end")
+        self._close(run, body)
+        if len(attrs) != n_attrs + 1 or len(args) != n_args + 1:
+            raise PlanError(f"{f.span}: {label}: an optional field must be one value")
+        attrs[-1] = Attr(attrs[-1].name, f"{attrs[-1].annotation} | None", attrs[-1].doc, "None")
+        for step in body:  # declared once, before the branches
+            if isinstance(step, ArrayStep | SwitchStep) and step.local == args[-1]:
+                step.annotation = ""
+        return OptionalStep(label, args[-1], expr, "end", body, previous, attrs[-1].annotation)
 
     # ---- locals and runs
 
@@ -707,6 +748,8 @@ def _min_size(t: TypeRef) -> int:
 def _min_size_fields(fields: tuple[Field, ...]) -> int:
     total = 0
     for f in fields:
+        if f.optional:
+            continue
         if isinstance(f.type, Prim) and f.type.name in ("string", "bytes"):
             total += 2 if f.type.name == "string" else 4
         else:

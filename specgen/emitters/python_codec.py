@@ -38,6 +38,8 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
     dispatch: dict[tuple[int, int], list[dict[str, Any]]] = {}
     for m in messages:
         dispatch.setdefault((m["key"], m["version"]), []).append(m)
+        for alias in m["decode_keys"]:
+            dispatch.setdefault((alias, m["version"]), []).append(m)
     for entries in dispatch.values():
         entries.sort(key=lambda m: {"request": 0, "oneway": 0, "response": 1}[m["kind"]])
     structs = [
@@ -143,6 +145,9 @@ def _message_view(m: MessagePlan, plan: ModulePlan) -> dict[str, Any]:
         f"{m.message.name}: {m.command} {kind_words}, key {m.key:#06x}, "
         f"version {m.version}, sent by the {m.sender}."
     )
+    if m.message.decode_keys:
+        also = ", ".join(f"{k:#06x}" for k in m.message.decode_keys)
+        summary += f" Also decoded under key {also}, as a real peer sends it (see the overlay)."
     paragraphs = []
     if m.message.doc:
         paragraphs.append(_clean(m.message.doc))
@@ -153,6 +158,7 @@ def _message_view(m: MessagePlan, plan: ModulePlan) -> dict[str, Any]:
         "func": m.func,
         "command": m.command,
         "key": m.key,
+        "decode_keys": m.message.decode_keys,
         "version": m.version,
         "kind": m.kind,
         "sender": m.sender,

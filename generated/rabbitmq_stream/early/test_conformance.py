@@ -567,6 +567,9 @@ STRATEGIES: list[tuple[str, st.SearchStrategy[Message], str]] = [
 
 _IDS = [s[0] for s in SAMPLES]
 
+# trailing fields a peer may leave out, per class: a frame cut where one starts is still valid
+OPTIONAL: dict[str, tuple[str, ...]] = {}
+
 
 def _sender(sender: str) -> str | None:
     return None if sender == "both" else sender
@@ -613,9 +616,15 @@ def test_every_truncation_is_refused(name: str, msg: Message, sender: str) -> No
             except DecodeError as e:
                 assert e.offset <= cut
             else:
+                if type(back) is type(msg):
+                    # the cut fell where an optional trailing field starts: it is absent
+                    assert any(
+                        getattr(back, a) is None and getattr(msg, a) is not None
+                        for a in OPTIONAL.get(type(msg).__name__, ())
+                    )
+                    continue
                 # only where one key carries two layouts can a cut frame be the other one
                 assert len(_DECODERS[(msg.KEY, msg.VERSION)]) > 1
-                assert type(back) is not type(msg)
     reader = FrameReader(_sender(sender))  # type: ignore[arg-type]
     reader.feed(frame[:-1])
     assert list(reader) == []

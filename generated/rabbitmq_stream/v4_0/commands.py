@@ -212,8 +212,8 @@ class DeclarePublisherRequest:
 
     correlation_id: int
     publisher_id: int
-    publisher_reference: str | None
-    """max 256 characters; empty when the publisher has no reference"""
+    publisher_reference: str
+    """max 256 characters; empty (never null) when the publisher has no reference"""
     stream: str | None
 
     def encode(self) -> bytes:
@@ -241,20 +241,17 @@ def _decode_declare_publisher_request(
         _DECLARE_PUBLISHER_REQUEST_0.unpack_from(buf, at)
     )
     at += 7
-    if publisher_reference_len == -1:
-        publisher_reference = None
-    elif publisher_reference_len < 0 or publisher_reference_len > end - at:
+    if publisher_reference_len < 0 or publisher_reference_len > end - at:
         raise _bad_length(
             "DeclarePublisherRequest.publisher_reference", at, publisher_reference_len, end
         )
-    else:
-        try:
-            publisher_reference = str(buf[at : at + publisher_reference_len], "utf-8")
-        except UnicodeDecodeError as e:
-            raise DecodeError(
-                "DeclarePublisherRequest.publisher_reference", at + e.start, "invalid utf-8"
-            ) from None
-        at += publisher_reference_len
+    try:
+        publisher_reference = str(buf[at : at + publisher_reference_len], "utf-8")
+    except UnicodeDecodeError as e:
+        raise DecodeError(
+            "DeclarePublisherRequest.publisher_reference", at + e.start, "invalid utf-8"
+        ) from None
+    at += publisher_reference_len
     if end - at < 2:
         raise _truncated(_DECLARE_PUBLISHER_REQUEST_1_FIELDS, at, end)
     (stream_len,) = _DECLARE_PUBLISHER_REQUEST_1.unpack_from(buf, at)
@@ -278,9 +275,7 @@ def _decode_declare_publisher_request(
 
 
 def _encode_declare_publisher_request(msg: DeclarePublisherRequest, parts: list[bytes]) -> None:
-    publisher_reference_raw = (
-        None if msg.publisher_reference is None else msg.publisher_reference.encode("utf-8")
-    )
+    publisher_reference_raw = msg.publisher_reference.encode("utf-8")
     if msg.publisher_reference is not None and len(msg.publisher_reference) > 256:
         raise EncodeError(
             "DeclarePublisherRequest.publisher_reference",
@@ -288,13 +283,10 @@ def _encode_declare_publisher_request(msg: DeclarePublisherRequest, parts: list[
         )
     parts.append(
         _DECLARE_PUBLISHER_REQUEST_0.pack(
-            msg.correlation_id,
-            msg.publisher_id,
-            -1 if publisher_reference_raw is None else len(publisher_reference_raw),
+            msg.correlation_id, msg.publisher_id, len(publisher_reference_raw)
         )
     )
-    if publisher_reference_raw is not None:
-        parts.append(publisher_reference_raw)
+    parts.append(publisher_reference_raw)
 
     stream_raw = None if msg.stream is None else msg.stream.encode("utf-8")
     parts.append(_DECLARE_PUBLISHER_REQUEST_1.pack(-1 if stream_raw is None else len(stream_raw)))
@@ -2954,37 +2946,42 @@ class SaslAuthenticateResponse:
     correlation_id: int
     response_code: int
     """Values: ResponseCode."""
-    sasl_opaque_data: bytes | None
+    sasl_opaque_data: bytes | None = None
 
     def encode(self) -> bytes:
         """This message as one frame, size prefix included."""
         return encode(self)
 
 
-_SASL_AUTHENTICATE_RESPONSE_0 = struct.Struct(">IHi")
+_SASL_AUTHENTICATE_RESPONSE_0 = struct.Struct(">IH")
 _SASL_AUTHENTICATE_RESPONSE_0_FIELDS = (
     ("SaslAuthenticateResponse.correlation_id", 0, 4),
     ("SaslAuthenticateResponse.response_code", 4, 2),
-    ("SaslAuthenticateResponse.sasl_opaque_data", 6, 4),
 )
+
+_SASL_AUTHENTICATE_RESPONSE_1 = struct.Struct(">i")
+_SASL_AUTHENTICATE_RESPONSE_1_FIELDS = (("SaslAuthenticateResponse.sasl_opaque_data", 0, 4),)
 
 
 def _decode_sasl_authenticate_response(
     buf: memoryview, at: int, end: int
 ) -> SaslAuthenticateResponse:
-    if end - at < 10:
+    if end - at < 6:
         raise _truncated(_SASL_AUTHENTICATE_RESPONSE_0_FIELDS, at, end)
-    correlation_id, response_code, sasl_opaque_data_len = _SASL_AUTHENTICATE_RESPONSE_0.unpack_from(
-        buf, at
-    )
-    at += 10
-    if sasl_opaque_data_len == -1:
+    correlation_id, response_code = _SASL_AUTHENTICATE_RESPONSE_0.unpack_from(buf, at)
+    at += 6
+    sasl_opaque_data: bytes | None
+    if at == end:  # the frame ends before this optional field
         sasl_opaque_data = None
-    elif sasl_opaque_data_len < 0 or sasl_opaque_data_len > end - at:
-        raise _bad_length(
-            "SaslAuthenticateResponse.sasl_opaque_data", at, sasl_opaque_data_len, end
-        )
     else:
+        if end - at < 4:
+            raise _truncated(_SASL_AUTHENTICATE_RESPONSE_1_FIELDS, at, end)
+        (sasl_opaque_data_len,) = _SASL_AUTHENTICATE_RESPONSE_1.unpack_from(buf, at)
+        at += 4
+        if sasl_opaque_data_len < 0 or sasl_opaque_data_len > end - at:
+            raise _bad_length(
+                "SaslAuthenticateResponse.sasl_opaque_data", at, sasl_opaque_data_len, end
+            )
         sasl_opaque_data = bytes(buf[at : at + sasl_opaque_data_len])
         at += sasl_opaque_data_len
     msg = SaslAuthenticateResponse(correlation_id, response_code, sasl_opaque_data)
@@ -2994,15 +2991,10 @@ def _decode_sasl_authenticate_response(
 
 
 def _encode_sasl_authenticate_response(msg: SaslAuthenticateResponse, parts: list[bytes]) -> None:
-    sasl_opaque_data_raw = None if msg.sasl_opaque_data is None else msg.sasl_opaque_data
-    parts.append(
-        _SASL_AUTHENTICATE_RESPONSE_0.pack(
-            msg.correlation_id,
-            msg.response_code,
-            -1 if sasl_opaque_data_raw is None else len(sasl_opaque_data_raw),
-        )
-    )
-    if sasl_opaque_data_raw is not None:
+    parts.append(_SASL_AUTHENTICATE_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
+    if msg.sasl_opaque_data is not None:
+        sasl_opaque_data_raw = msg.sasl_opaque_data
+        parts.append(_SASL_AUTHENTICATE_RESPONSE_1.pack(len(sasl_opaque_data_raw)))
         parts.append(sasl_opaque_data_raw)
 
 
@@ -3172,74 +3164,82 @@ class OpenResponse:
     correlation_id: int
     response_code: int
     """Values: ResponseCode."""
-    connection_properties: list[ConnectionProperty]
+    connection_properties: list[ConnectionProperty] | None = None
 
     def encode(self) -> bytes:
         """This message as one frame, size prefix included."""
         return encode(self)
 
 
-_OPEN_RESPONSE_0 = struct.Struct(">IHi")
+_OPEN_RESPONSE_0 = struct.Struct(">IH")
 _OPEN_RESPONSE_0_FIELDS = (
     ("OpenResponse.correlation_id", 0, 4),
     ("OpenResponse.response_code", 4, 2),
-    ("OpenResponse.connection_properties", 6, 4),
 )
 
-_OPEN_RESPONSE_1 = struct.Struct(">h")
-_OPEN_RESPONSE_1_FIELDS = (("OpenResponse.connection_properties[].key", 0, 2),)
+_OPEN_RESPONSE_1 = struct.Struct(">i")
+_OPEN_RESPONSE_1_FIELDS = (("OpenResponse.connection_properties", 0, 4),)
 
 _OPEN_RESPONSE_2 = struct.Struct(">h")
-_OPEN_RESPONSE_2_FIELDS = (("OpenResponse.connection_properties[].value", 0, 2),)
+_OPEN_RESPONSE_2_FIELDS = (("OpenResponse.connection_properties[].key", 0, 2),)
+
+_OPEN_RESPONSE_3 = struct.Struct(">h")
+_OPEN_RESPONSE_3_FIELDS = (("OpenResponse.connection_properties[].value", 0, 2),)
 
 
 def _decode_open_response(buf: memoryview, at: int, end: int) -> OpenResponse:
-    if end - at < 10:
+    if end - at < 6:
         raise _truncated(_OPEN_RESPONSE_0_FIELDS, at, end)
-    correlation_id, response_code, connection_properties_count = _OPEN_RESPONSE_0.unpack_from(
-        buf, at
-    )
-    at += 10
-    if connection_properties_count < 0 or connection_properties_count * 4 > end - at:
-        raise _bad_count(
-            "OpenResponse.connection_properties", at, connection_properties_count, 4, end
-        )
-    connection_properties: list[ConnectionProperty] = []
-    for _ in range(connection_properties_count):
-        if end - at < 2:
+    correlation_id, response_code = _OPEN_RESPONSE_0.unpack_from(buf, at)
+    at += 6
+    connection_properties: list[ConnectionProperty] | None
+    if at == end:  # the frame ends before this optional field
+        connection_properties = None
+    else:
+        if end - at < 4:
             raise _truncated(_OPEN_RESPONSE_1_FIELDS, at, end)
-        (key_len,) = _OPEN_RESPONSE_1.unpack_from(buf, at)
-        at += 2
-        if key_len == -1:
-            key = None
-        elif key_len < 0 or key_len > end - at:
-            raise _bad_length("OpenResponse.connection_properties[].key", at, key_len, end)
-        else:
-            try:
-                key = str(buf[at : at + key_len], "utf-8")
-            except UnicodeDecodeError as e:
-                raise DecodeError(
-                    "OpenResponse.connection_properties[].key", at + e.start, "invalid utf-8"
-                ) from None
-            at += key_len
-        if end - at < 2:
-            raise _truncated(_OPEN_RESPONSE_2_FIELDS, at, end)
-        (value_len,) = _OPEN_RESPONSE_2.unpack_from(buf, at)
-        at += 2
-        if value_len == -1:
-            value = None
-        elif value_len < 0 or value_len > end - at:
-            raise _bad_length("OpenResponse.connection_properties[].value", at, value_len, end)
-        else:
-            try:
-                value = str(buf[at : at + value_len], "utf-8")
-            except UnicodeDecodeError as e:
-                raise DecodeError(
-                    "OpenResponse.connection_properties[].value", at + e.start, "invalid utf-8"
-                ) from None
-            at += value_len
-        item_2 = ConnectionProperty(key, value)
-        connection_properties.append(item_2)
+        (connection_properties_count,) = _OPEN_RESPONSE_1.unpack_from(buf, at)
+        at += 4
+        if connection_properties_count < 0 or connection_properties_count * 4 > end - at:
+            raise _bad_count(
+                "OpenResponse.connection_properties", at, connection_properties_count, 4, end
+            )
+        connection_properties = []
+        for _ in range(connection_properties_count):
+            if end - at < 2:
+                raise _truncated(_OPEN_RESPONSE_2_FIELDS, at, end)
+            (key_len,) = _OPEN_RESPONSE_2.unpack_from(buf, at)
+            at += 2
+            if key_len == -1:
+                key = None
+            elif key_len < 0 or key_len > end - at:
+                raise _bad_length("OpenResponse.connection_properties[].key", at, key_len, end)
+            else:
+                try:
+                    key = str(buf[at : at + key_len], "utf-8")
+                except UnicodeDecodeError as e:
+                    raise DecodeError(
+                        "OpenResponse.connection_properties[].key", at + e.start, "invalid utf-8"
+                    ) from None
+                at += key_len
+            if end - at < 2:
+                raise _truncated(_OPEN_RESPONSE_3_FIELDS, at, end)
+            (value_len,) = _OPEN_RESPONSE_3.unpack_from(buf, at)
+            at += 2
+            if value_len == -1:
+                value = None
+            elif value_len < 0 or value_len > end - at:
+                raise _bad_length("OpenResponse.connection_properties[].value", at, value_len, end)
+            else:
+                try:
+                    value = str(buf[at : at + value_len], "utf-8")
+                except UnicodeDecodeError as e:
+                    raise DecodeError(
+                        "OpenResponse.connection_properties[].value", at + e.start, "invalid utf-8"
+                    ) from None
+                at += value_len
+            item_2 = ConnectionProperty(key, value)
+            connection_properties.append(item_2)
     msg = OpenResponse(correlation_id, response_code, connection_properties)
     if at != end:
         raise DecodeError("OpenResponse", at, f"{end - at} bytes after the last field")
@@ -3247,19 +3247,19 @@ def _decode_open_response(buf: memoryview, at: int, end: int) -> OpenResponse:
 
 
 def _encode_open_response(msg: OpenResponse, parts: list[bytes]) -> None:
-    parts.append(
-        _OPEN_RESPONSE_0.pack(msg.correlation_id, msg.response_code, len(msg.connection_properties))
-    )
-    for item in msg.connection_properties:
-        key_raw = None if item.key is None else item.key.encode("utf-8")
-        parts.append(_OPEN_RESPONSE_1.pack(-1 if key_raw is None else len(key_raw)))
-        if key_raw is not None:
-            parts.append(key_raw)
+    parts.append(_OPEN_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
+    if msg.connection_properties is not None:
+        parts.append(_OPEN_RESPONSE_1.pack(len(msg.connection_properties)))
+        for item in msg.connection_properties:
+            key_raw = None if item.key is None else item.key.encode("utf-8")
+            parts.append(_OPEN_RESPONSE_2.pack(-1 if key_raw is None else len(key_raw)))
+            if key_raw is not None:
+                parts.append(key_raw)
 
-        value_raw = None if item.value is None else item.value.encode("utf-8")
-        parts.append(_OPEN_RESPONSE_2.pack(-1 if value_raw is None else len(value_raw)))
-        if value_raw is not None:
-            parts.append(value_raw)
+            value_raw = None if item.value is None else item.value.encode("utf-8")
+            parts.append(_OPEN_RESPONSE_3.pack(-1 if value_raw is None else len(value_raw)))
+            if value_raw is not None:
+                parts.append(value_raw)
 
 
 @dataclass(slots=True)
@@ -3486,7 +3486,7 @@ def _encode_route_request(msg: RouteRequest, parts: list[bytes]) -> None:
 
 @dataclass(slots=True)
 class RouteResponse:
-    """RouteResponse: Route response, key 0x8018, version 1, sent by the server.
+    """RouteResponse: Route response, key 0x8018, version 1, sent by the server. Also decoded under key 0x0018, as a real peer sends it (see the overlay).
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:684:1
     """
@@ -3621,7 +3621,7 @@ def _encode_partitions_request(msg: PartitionsRequest, parts: list[bytes]) -> No
 
 @dataclass(slots=True)
 class PartitionsResponse:
-    """PartitionsResponse: Partitions response, key 0x8019, version 1, sent by the server.
+    """PartitionsResponse: Partitions response, key 0x8019, version 1, sent by the server. Also decoded under key 0x0019, as a real peer sends it (see the overlay).
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:701:1
     """
@@ -4594,8 +4594,14 @@ _DECODERS: dict[tuple[int, int], tuple[tuple[str, _Decoder], ...]] = {
     (0x0015, 1): (("client", _decode_open_request),),
     (0x0016, 1): (("both", _decode_close_request),),
     (0x0017, 1): (("both", _decode_heartbeat),),
-    (0x0018, 1): (("client", _decode_route_request),),
-    (0x0019, 1): (("client", _decode_partitions_request),),
+    (0x0018, 1): (
+        ("client", _decode_route_request),
+        ("server", _decode_route_response),
+    ),
+    (0x0019, 1): (
+        ("client", _decode_partitions_request),
+        ("server", _decode_partitions_response),
+    ),
     (0x001A, 1): (("server", _decode_consumer_update_request),),
     (0x001B, 1): (("client", _decode_exchange_command_versions_request),),
     (0x001C, 1): (("client", _decode_stream_stats_request),),

@@ -237,7 +237,7 @@ def _st_credit_response(draw: st.DrawFn) -> CreditResponse:
 def _st_declare_publisher_request(draw: st.DrawFn) -> DeclarePublisherRequest:
     correlation_id = draw(st.integers(0, 4294967295))
     publisher_id = draw(st.integers(0, 255))
-    publisher_reference = draw(st.none() | st.text(max_size=60))
+    publisher_reference = draw(st.text(max_size=60))
     stream = draw(st.none() | st.text(max_size=60))
     return DeclarePublisherRequest(correlation_id, publisher_id, publisher_reference, stream)
 
@@ -364,7 +364,7 @@ def _st_open_request(draw: st.DrawFn) -> OpenRequest:
 def _st_open_response(draw: st.DrawFn) -> OpenResponse:
     correlation_id = draw(st.integers(0, 4294967295))
     response_code = draw(st.integers(0, 65535))
-    connection_properties = draw(st.lists(_st_connection_property(), max_size=4))
+    connection_properties = draw(st.none() | st.lists(_st_connection_property(), max_size=4))
     return OpenResponse(correlation_id, response_code, connection_properties)
 
 
@@ -715,7 +715,7 @@ SAMPLES: list[tuple[str, Message, str]] = [
         ),
         "client",
     ),
-    ("DeclarePublisherRequest-null", DeclarePublisherRequest(0, 0, None, None), "client"),
+    ("DeclarePublisherRequest-null", DeclarePublisherRequest(0, 0, "", None), "client"),
     ("DeclarePublisherResponse-min", DeclarePublisherResponse(0, 0), "server"),
     ("DeclarePublisherResponse-max", DeclarePublisherResponse(4294967295, 65535), "server"),
     ("PublishV1-min", PublishV1(0, []), "client"),
@@ -1063,13 +1063,12 @@ SAMPLES: list[tuple[str, Message, str]] = [
         "client",
     ),
     ("SaslAuthenticateRequest-null", SaslAuthenticateRequest(0, None, None), "client"),
-    ("SaslAuthenticateResponse-min", SaslAuthenticateResponse(0, 0, b""), "server"),
+    ("SaslAuthenticateResponse-min", SaslAuthenticateResponse(0, 0, None), "server"),
     (
         "SaslAuthenticateResponse-max",
         SaslAuthenticateResponse(4294967295, 65535, bytes(range(256)) * 2),
         "server",
     ),
-    ("SaslAuthenticateResponse-null", SaslAuthenticateResponse(0, 0, None), "server"),
     ("TuneRequest-min", TuneRequest(0, 0), "server"),
     ("TuneRequest-max", TuneRequest(4294967295, 4294967295), "server"),
     ("TuneResponse-min", TuneResponse(0, 0), "client"),
@@ -1081,7 +1080,7 @@ SAMPLES: list[tuple[str, Message, str]] = [
         "client",
     ),
     ("OpenRequest-null", OpenRequest(0, None), "client"),
-    ("OpenResponse-min", OpenResponse(0, 0, []), "server"),
+    ("OpenResponse-min", OpenResponse(0, 0, None), "server"),
     (
         "OpenResponse-max",
         OpenResponse(
@@ -1303,6 +1302,12 @@ STRATEGIES: list[tuple[str, st.SearchStrategy[Message], str]] = [
 
 _IDS = [s[0] for s in SAMPLES]
 
+# trailing fields a peer may leave out, per class: a frame cut where one starts is still valid
+OPTIONAL: dict[str, tuple[str, ...]] = {
+    "SaslAuthenticateResponse": ("sasl_opaque_data",),
+    "OpenResponse": ("connection_properties",),
+}
+
 
 def _sender(sender: str) -> str | None:
     return None if sender == "both" else sender
@@ -1349,9 +1354,15 @@ def test_every_truncation_is_refused(name: str, msg: Message, sender: str) -> No
             except DecodeError as e:
                 assert e.offset <= cut
             else:
+                if type(back) is type(msg):
+                    # the cut fell where an optional trailing field starts: it is absent
+                    assert any(
+                        getattr(back, a) is None and getattr(msg, a) is not None
+                        for a in OPTIONAL.get(type(msg).__name__, ())
+                    )
+                    continue
                 # only where one key carries two layouts can a cut frame be the other one
                 assert len(_DECODERS[(msg.KEY, msg.VERSION)]) > 1
-                assert type(back) is not type(msg)
     reader = FrameReader(_sender(sender))  # type: ignore[arg-type]
     reader.feed(frame[:-1])
     assert list(reader) == []
