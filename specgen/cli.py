@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from specgen import __version__, ir
+from specgen.capture import CaptureError
 from specgen.emitters.render import RenderError
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.adoc_tree import SpecSyntaxError
 from specgen.overlay import OverlayError
 from specgen.specs import ROOT, build_ir, find, registry
 
-INPUT_ERRORS = (SpecSyntaxError, SpecError, OverlayError, ir.IRError, LookupError)
+INPUT_ERRORS = (SpecSyntaxError, SpecError, OverlayError, ir.IRError, LookupError, CaptureError)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -53,6 +54,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="who sent the bytes (default: from a .c2s/.s2c file name, else unknown)",
     )
 
+    p_capture = sub.add_parser(
+        "capture", help="a recording TCP proxy: both directions' bytes and an index per connection"
+    )
+    p_capture.add_argument("--target", required=True, help="HOST:PORT of the server")
+    p_capture.add_argument("--listen", default="127.0.0.1:0", help="HOST:PORT to accept on")
+    p_capture.add_argument("--out", required=True, type=Path, help="an empty or new folder")
+    p_capture.add_argument("--duration", type=float, help="stop after this many seconds")
+    p_capture.add_argument("--connections", type=int, help="stop after this many connections")
+
     args = parser.parse_args(argv)
     try:
         return int(_COMMANDS[args.command](args))
@@ -64,6 +74,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 3
     except BrokenPipeError:
         return 0
+
+
+def _capture(args: argparse.Namespace) -> int:
+    from specgen import capture
+
+    if args.duration is None and args.connections is None:
+        raise capture.CaptureError("give --duration or --connections: a capture stops on its own")
+    cap = capture.run(
+        args.out,
+        capture.parse_address(args.target),
+        capture.parse_address(args.listen),
+        args.duration,
+        args.connections,
+    )
+    print(
+        f"capture: {cap.connections} connections, {cap.bytes['c2s']} bytes client->server, "
+        f"{cap.bytes['s2c']} bytes server->client in {args.out}"
+    )
+    return 0
 
 
 def _generate(args: argparse.Namespace) -> int:
@@ -211,6 +240,7 @@ def _jsonable(value: Any) -> Any:
 
 
 _COMMANDS = {
+    "capture": _capture,
     "generate": _generate,
     "check": _check,
     "list": _list,

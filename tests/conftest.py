@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from rabbitmq import RabbitNode, ServerUnavailable
 
 from specgen.ir import FindingLog, Protocol
 from specgen.specs import ROOT, SpecVersion, build_ir, find
@@ -38,3 +41,24 @@ def ir40(v40: SpecVersion) -> tuple[Protocol, FindingLog]:
 @pytest.fixture(scope="session")
 def ir_early(early: SpecVersion) -> tuple[Protocol, FindingLog]:
     return build_ir(early)
+
+
+@pytest.fixture(scope="session")
+def rabbit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RabbitNode]:
+    """One private RabbitMQ node for the whole run, on loopback, stopped by pid at the end.
+
+    Without the server installed the live tests skip, unless SPECGEN_REQUIRE_SERVER is set
+    (.ci/run sets it): then that is a failure.
+    """
+    required = bool(os.environ.get("SPECGEN_REQUIRE_SERVER"))
+    node = RabbitNode(tmp_path_factory.mktemp("rabbitmq"))
+    try:
+        node.start()
+    except ServerUnavailable as e:
+        if required:
+            pytest.fail(f"SPECGEN_REQUIRE_SERVER is set and the server is unavailable: {e}")
+        pytest.skip(str(e))
+    try:
+        yield node
+    finally:
+        node.stop()

@@ -81,11 +81,6 @@ class RabbitNode:
                     f"stream.listeners.tcp.default = 127.0.0.1:{self.stream_port}",
                     "stream.advertised_host = localhost",
                     f"stream.advertised_port = {self.stream_port}",
-                    # RABBIT-CR-DEMO is the one challenge-response mechanism the server ships;
-                    # the tests use it to see a real SASL challenge on the wire
-                    "auth_mechanisms.1 = PLAIN",
-                    "auth_mechanisms.2 = AMQPLAIN",
-                    "auth_mechanisms.3 = RABBIT-CR-DEMO",
                     "log.console = false",
                     "log.file.level = info",
                     "",

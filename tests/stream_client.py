@@ -27,6 +27,7 @@ class StreamClient:
         self.inbox: deque[rs.Message] = deque()
         self._ids = itertools.count(1)
         self.sent: list[bytes] = []
+        self.received = bytearray()  # every byte the server sent, for byte-level checks
         self.closed = False
 
     def next_id(self) -> int:
@@ -54,6 +55,7 @@ class StreamClient:
         if not data:
             self.closed = True
             return False
+        self.received += data
         self.reader.feed(data)
         self.inbox.extend(self.reader)
         return True
@@ -69,7 +71,9 @@ class StreamClient:
             if not self._fill(deadline):
                 seen = [type(m).__name__ for m in self.inbox]
                 state = "closed by the server" if self.closed else "timed out"
-                raise TimeoutError(f"no {kind.__name__} {match or ''}: {state}; inbox {seen}")
+                raise TimeoutError(
+                    f"no {getattr(kind, '__name__', kind)} {match or ''}: {state}; inbox {seen}"
+                )
 
     def take(self, kind: type[M]) -> list[M]:
         """Every frame of `kind` already received."""
@@ -90,7 +94,11 @@ class StreamClient:
     # ---- the opening sequence of the reference's Authentication section
 
     def handshake(
-        self, user: str = "guest", password: str = "guest", vhost: str = "/"
+        self,
+        user: str = "guest",
+        password: str = "guest",
+        vhost: str = "/",
+        heartbeat: int | None = None,
     ) -> rs.OpenResponse:
         peer = self.request(
             rs.PeerPropertiesRequest(self.next_id(), [rs.PeerProperty("product", "specgen-tests")]),
@@ -112,9 +120,22 @@ class StreamClient:
             )
         tune = self.recv(rs.TuneRequest)
         self.tune = tune
-        self.send(rs.TuneResponse(tune.frame_max, tune.heartbeat))
+        self.send(
+            rs.TuneResponse(tune.frame_max, tune.heartbeat if heartbeat is None else heartbeat)
+        )
         opened = self.request(rs.OpenRequest(self.next_id(), vhost), rs.OpenResponse)
         return opened
+
+    def frames_received(self) -> list[bytes]:
+        """The server's bytes cut into whole frames by their size prefixes."""
+        out, at = [], 0
+        while at + 4 <= len(self.received):
+            size = int.from_bytes(self.received[at : at + 4], "big")
+            if at + 4 + size > len(self.received):
+                break
+            out.append(bytes(self.received[at : at + 4 + size]))
+            at += 4 + size
+        return out
 
     def close(self) -> None:
         try:

@@ -3496,6 +3496,8 @@ class RouteResponse:
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
+    DECODE_KEYS: ClassVar[tuple[int, ...]] = (0x0018,)
+    """Other keys a real peer sends this message under; `encode` writes KEY."""
 
     correlation_id: int
     response_code: int
@@ -3631,6 +3633,8 @@ class PartitionsResponse:
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
+    DECODE_KEYS: ClassVar[tuple[int, ...]] = (0x0019,)
+    """Other keys a real peer sends this message under; `encode` writes KEY."""
 
     correlation_id: int
     response_code: int
