@@ -63,6 +63,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_capture.add_argument("--duration", type=float, help="stop after this many seconds")
     p_capture.add_argument("--connections", type=int, help="stop after this many connections")
 
+    p_report = sub.add_parser(
+        "report", help="tables and an offline HTML page of charts from a decoded capture, via Spark"
+    )
+    p_report.add_argument("out_dir", type=Path, help="the folder `specgen decode` wrote")
+    p_report.add_argument("--html", type=Path, help="where the page goes (OUT_DIR/report.html)")
+    p_report.add_argument("--master", help="Spark master URL (default: local, every core)")
+
     args = parser.parse_args(argv)
     try:
         return int(_COMMANDS[args.command](args))
@@ -93,6 +100,17 @@ def _capture(args: argparse.Namespace) -> int:
         f"{cap.bytes['s2c']} bytes server->client in {args.out}"
     )
     return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    # imported here: PySpark is an optional extra and slow to import
+    from specgen.pipeline import report
+
+    try:
+        return report.command(args.out_dir, args.html, args.master)
+    except report.ReportError as e:
+        print(f"specgen: {e}", file=sys.stderr)
+        return 2
 
 
 def _generate(args: argparse.Namespace) -> int:
@@ -247,6 +265,7 @@ _COMMANDS = {
     "ir": _ir,
     "lint": _lint,
     "frames": _frames,
+    "report": _report,
 }
 
 

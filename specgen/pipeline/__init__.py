@@ -1,0 +1,1 @@
+"""Spark pipeline: decode captured traffic into Parquet, and report on it."""

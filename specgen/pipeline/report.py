@@ -1,0 +1,747 @@
+"""`specgen report`: what a decoded capture says, from the Parquet tables `specgen decode` wrote.
+
+Every aggregate is a Spark DataFrame operation; only aggregated rows (a few hundred at most) come
+back to the driver. The result prints as plain text tables and is written as one HTML page with
+plotly.js inlined and a Content-Security-Policy that forbids every fetch, so the page opens
+offline and loads nothing from anywhere.
+
+Input contract (OUT_DIR/frames): capture, connection, direction ("c2s"/"s2c"), timestamp (UTC,
+nullable), offset, size, command, message, kind ("request"/"response"/"oneway"), correlation_id,
+response_code, and one nullable struct column per message class; the publish statistics read
+`publish_v1`, `publish_v2`, `publish_confirm` and `publish_error`. OUT_DIR/rejects is optional.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import reduce
+from itertools import cycle
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]
+from pyspark.errors import AnalysisException, PySparkException
+from pyspark.sql import Column, DataFrame, Row, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import DecimalType, TimestampType
+
+from generated.rabbitmq_stream.v4_0.enums import ResponseCode
+from specgen.pipeline import spark
+from specgen.specs import ROOT
+
+TEMPLATES = ROOT / "templates" / "report"
+NO_TIMESTAMPS = "no timestamps in this capture"
+PERCENTILES = (0.5, 0.95, 0.99)
+# percentile_approx keeps a bounded sketch per group, so it scales to any capture; at this
+# accuracy its answer is an actual latency within 0.01% of the exact rank.
+ACCURACY = 10_000
+# uint64 publishing ids: Parquet's unsigned 64-bit reads back as decimal(20,0), a signed writer
+# gives long; both cast losslessly to decimal(20,0), so publishes and confirms always join.
+PUBLISHING_ID = DecimalType(20, 0)
+MAX_POINTS = 300
+# bucket widths for the time charts, in seconds: the narrowest that keeps a chart under
+# MAX_POINTS points is used, so a chart stays readable (and small) for any capture length
+BUCKETS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400)
+CHART_CONNECTIONS = 8
+TABLE_ROWS = 50
+OK_COLOUR = "#2ca02c"
+# no green among them; a capture rarely shows more error codes than this, else they repeat
+ERROR_COLOURS = ("#d62728", "#ff7f0e", "#8c564b", "#e377c2", "#bcbd22", "#9467bd")
+DIRECTIONS = {"c2s": "client → server", "s2c": "server → client"}
+FRAME_COLUMNS = (
+    "capture",
+    "connection",
+    "direction",
+    "timestamp",
+    "offset",
+    "size",
+    "command",
+    "message",
+    "kind",
+    "correlation_id",
+    "response_code",
+)
+REJECT_COLUMNS = ("capture", "connection", "size", "error", "field")
+
+
+class ReportError(ValueError):
+    """OUT_DIR holds no usable frames table; the message says what is wrong and where."""
+
+
+@dataclass(frozen=True)
+class Table:
+    columns: tuple[str, ...]
+    rows: list[tuple[str, ...]]
+    numeric: tuple[bool, ...]  # right-aligned in both renderings
+
+
+@dataclass(frozen=True)
+class Chart:
+    id: str
+    figure: dict[str, Any]  # plotly.js `data` and `layout`, plain JSON
+
+
+@dataclass
+class Section:
+    title: str
+    table: Table | None = None
+    notes: list[str] = field(default_factory=list)
+    charts: list[Chart] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Report:
+    source: str
+    sections: list[Section]
+
+    @property
+    def charts(self) -> list[Chart]:
+        return [c for s in self.sections for c in s.charts]
+
+
+def command(out_dir: Path, html: Path | None, master: str | None) -> int:
+    """`specgen report`: the tables on stdout, the page at `html` (default OUT_DIR/report.html)."""
+    frames_path, rejects_path = _inputs(out_dir)
+    report = build(_session(master), frames_path, rejects_path)
+    print(format_text(report), end="")
+    target = html if html is not None else out_dir / "report.html"
+    write_html(report, target)
+    print(f"\nreport: {target}")
+    return 0
+
+
+def _inputs(out_dir: Path) -> tuple[Path, Path | None]:
+    """Checked before Spark starts, so a wrong path costs no JVM start-up."""
+    if not out_dir.is_dir():
+        raise ReportError(f"{out_dir}: no such folder")
+    if not any(out_dir.iterdir()):
+        raise ReportError(f"{out_dir} is empty: run `specgen decode` into it first")
+    frames = out_dir / "frames"
+    if not frames.exists():
+        raise ReportError(f"{out_dir}: no frames table ({frames} is what `specgen decode` writes)")
+    rejects = out_dir / "rejects"
+    return frames, rejects if rejects.exists() else None
+
+
+def _session(master: str | None) -> SparkSession:
+    """The project's session (or the one this process already runs), failures as one line."""
+    try:
+        return spark.session(master)
+    except spark.SessionError as e:
+        raise ReportError(str(e)) from e
+    except PySparkException as e:
+        raise ReportError(f"cannot start Spark (is Java 17 installed?): {e}") from e
+
+
+def _read(session: SparkSession, path: Path, columns: Sequence[str]) -> DataFrame:
+    try:
+        table = session.read.parquet(str(path))
+    except AnalysisException as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ReportError(f"{path}: cannot read it as Parquet: {first}") from e
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise ReportError(
+            f"{path}: no column {', '.join(missing)}: not what `specgen decode` writes"
+        )
+    return table
+
+
+def build(session: SparkSession, frames_path: Path, rejects_path: Path | None) -> Report:
+    frames = _read(session, frames_path, FRAME_COLUMNS)
+    if not isinstance(frames.schema["timestamp"].dataType, TimestampType):
+        raise ReportError(
+            f"{frames_path}: column timestamp is {frames.schema['timestamp'].dataType.simpleString()},"
+            " not a timestamp"
+        )
+    frames = frames.withColumn("ts", F.unix_micros("timestamp"))
+    rejects = _read(session, rejects_path, REJECT_COLUMNS) if rejects_path is not None else None
+    # the narrow columns every section reads; the struct columns stay on disk until the
+    # publish section needs them
+    base = frames.select(*[c for c in FRAME_COLUMNS if c != "timestamp"], "ts").persist()
+    try:
+        totals = base.agg(
+            F.count("*").alias("frames"),
+            F.count("ts").alias("timed"),
+            F.min("ts").alias("first"),
+            F.max("ts").alias("last"),
+            F.countDistinct("capture").alias("captures"),
+            F.sum("size").alias("bytes"),
+            *[
+                _sum_if(F.col("direction") == d, F.col("size")).alias(f"bytes_{d}")
+                for d in DIRECTIONS
+            ],
+        ).first()
+        assert totals is not None  # an aggregate without grouping always has one row
+        if totals["frames"] == 0:
+            raise ReportError(f"{frames_path} holds no frames")
+        timed = totals["timed"] > 0
+        connections, count, top = _connections(base, rejects, timed)
+        sections = [
+            _totals(totals, rejects, count),
+            _command_mix(base),
+            _response_codes(base, frames),
+            _request_latency(base, timed),
+            _publish_confirm(frames, timed),
+            _over_time(base, totals, top)
+            if timed
+            else Section("Frames and bytes over time", notes=[NO_TIMESTAMPS]),
+            connections,
+            _rejects(rejects),
+        ]
+        return Report(str(frames_path.parent), sections)
+    finally:
+        base.unpersist()
+
+
+def _sum_if(condition: Column, value: Column) -> Column:
+    return F.coalesce(F.sum(F.when(condition, value).otherwise(0)), F.lit(0))
+
+
+def _percentiles(column: str) -> Column:
+    return F.percentile_approx(column, list(PERCENTILES), ACCURACY)
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _utc(micros: int | None) -> str:
+    if micros is None:
+        return "-"
+    return datetime.fromtimestamp(micros / 1e6, UTC).isoformat(timespec="milliseconds")
+
+
+def _label(capture: str, connection: str) -> str:
+    return f"{capture}/{connection}"
+
+
+def _table(columns: Sequence[str], rows: list[tuple[Any, ...]], numeric: Sequence[bool]) -> Table:
+    return Table(tuple(columns), [tuple(str(v) for v in r) for r in rows], tuple(numeric))
+
+
+def _layout(title: str, x: str, y: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "title": {"text": title},
+        "xaxis": {"title": {"text": x}, "automargin": True},
+        "yaxis": {"title": {"text": y}, "automargin": True, "rangemode": "tozero"},
+        "height": 380,
+        "margin": {"t": 50, "r": 20, "b": 40, "l": 60},
+        "legend": {"orientation": "h", "y": -0.25},
+        **extra,
+    }
+
+
+def _totals(totals: Row, rejects: DataFrame | None, connections: int) -> Section:
+    rej = (
+        rejects.agg(F.count("*").alias("n"), F.coalesce(F.sum("size"), F.lit(0)).alias("b")).first()
+        if rejects is not None
+        else None
+    )
+    rows: list[tuple[Any, ...]] = [
+        ("captures", totals["captures"]),
+        ("connections", connections),
+        ("frames", totals["frames"]),
+        ("bytes", totals["bytes"]),
+        ("bytes client → server", totals["bytes_c2s"]),
+        ("bytes server → client", totals["bytes_s2c"]),
+        ("rejects", rej["n"] if rej else 0),
+        ("rejected bytes", rej["b"] if rej else 0),
+    ]
+    notes = []
+    if totals["timed"]:
+        rows += [
+            ("first frame (UTC)", _utc(totals["first"])),
+            ("last frame (UTC)", _utc(totals["last"])),
+            ("duration s", f"{(totals['last'] - totals['first']) / 1e6:.3f}"),
+        ]
+    else:
+        notes.append(NO_TIMESTAMPS)
+    return Section("Totals", _table(("measure", "value"), rows, (False, True)), notes)
+
+
+def _command_mix(base: DataFrame) -> Section:
+    rows = (
+        base.groupBy("command", "message", "direction")
+        .agg(F.count("*").alias("frames"), F.sum("size").alias("bytes"))
+        .orderBy(F.desc("frames"), "command", "message", "direction")
+        .collect()
+    )
+    table = _table(
+        ("command", "message", "direction", "frames", "bytes"),
+        [(r["command"], r["message"], r["direction"], r["frames"], r["bytes"]) for r in rows],
+        (False, False, False, True, True),
+    )
+    commands = list(dict.fromkeys(r["command"] for r in rows))  # busiest first
+    data = []
+    for direction, name in DIRECTIONS.items():
+        counts = {c: 0 for c in commands}
+        for r in rows:
+            if r["direction"] == direction:
+                counts[r["command"]] += r["frames"]
+        if any(counts.values()):
+            data.append({"type": "bar", "name": name, "x": commands, "y": list(counts.values())})
+    chart = Chart(
+        "chart-command-mix",
+        {
+            "data": data,
+            "layout": _layout("Frames per command", "command", "frames", barmode="group"),
+        },
+    )
+    return Section("Command mix", table, charts=[chart])
+
+
+def _code_name(code: int) -> str:
+    try:
+        return ResponseCode(code).name
+    except ValueError:
+        return f"unknown 0x{code:02x}"
+
+
+def _response_codes(base: DataFrame, frames: DataFrame) -> Section:
+    counts = (
+        base.filter(F.col("response_code").isNotNull())
+        .groupBy("command", "response_code")
+        .agg(F.count("*").alias("n"))
+    )
+    notes = []
+    if "publish_error" in frames.columns:
+        # a PublishError frame carries one code per failed publishing id: count those
+        errors = _exploded(frames, "publish_error", "publishing_error", "publishing_id", ("code",))
+        assert errors is not None
+        counts = counts.filter(F.col("command") != "PublishError").unionByName(
+            errors.groupBy(
+                F.lit("PublishError").alias("command"), F.col("code").alias("response_code")
+            ).agg(F.count("*").alias("n"))
+        )
+        notes.append("PublishError counts failed publishing ids, not frames")
+    rows = counts.orderBy("command", "response_code").collect()
+    if not rows:
+        return Section("Response codes per command", notes=["no response codes in this capture"])
+    table = _table(
+        ("command", "code", "name", "count"),
+        [(r["command"], r["response_code"], _code_name(r["response_code"]), r["n"]) for r in rows],
+        (False, True, False, True),
+    )
+    commands = list(dict.fromkeys(r["command"] for r in rows))
+    data = []
+    error_colours = cycle(ERROR_COLOURS)
+    for code in sorted({r["response_code"] for r in rows}):
+        by_command = {r["command"]: r["n"] for r in rows if r["response_code"] == code}
+        data.append(
+            {
+                "type": "bar",
+                "name": f"{code} {_code_name(code)}",
+                "x": commands,
+                "y": [by_command.get(c, 0) for c in commands],
+                # OK reads as fine at a glance, each error code in a colour of its own
+                "marker": {"color": OK_COLOUR if code == ResponseCode.OK else next(error_colours)},
+            }
+        )
+    chart = Chart(
+        "chart-response-codes",
+        {
+            "data": data,
+            "layout": _layout(
+                "Response codes per command", "command", "responses", barmode="stack"
+            ),
+        },
+    )
+    return Section("Response codes per command", table, notes, [chart])
+
+
+def _request_latency(base: DataFrame, timed: bool) -> Section:
+    title = "Request latency per command"
+    keyed = F.col("correlation_id").isNotNull()
+    requests = base.filter((F.col("kind") == "request") & keyed).select(
+        "capture",
+        "connection",
+        "command",
+        "correlation_id",
+        F.col("direction").alias("req_dir"),
+        F.col("offset").alias("req_offset"),
+        F.col("ts").alias("req_ts"),
+    )
+    # renamed so the self-join has no ambiguous columns
+    responses = base.filter((F.col("kind") == "response") & keyed).select(
+        *[
+            F.col(c).alias(f"r_{c}")
+            for c in ("capture", "connection", "command", "correlation_id", "direction", "ts")
+        ]
+    )
+    on = [
+        F.col("capture") == F.col("r_capture"),
+        F.col("connection") == F.col("r_connection"),
+        F.col("command") == F.col("r_command"),
+        F.col("correlation_id") == F.col("r_correlation_id"),
+        F.col("req_dir") != F.col("r_direction"),
+        # a reused correlation id pairs with the first response that is not older than the request
+        F.col("r_ts").isNull() | F.col("req_ts").isNull() | (F.col("r_ts") >= F.col("req_ts")),
+    ]
+    pairs = (
+        requests.join(responses, reduce(lambda a, b: a & b, on), "left")
+        .groupBy("capture", "connection", "command", "req_dir", "req_offset", "req_ts")
+        .agg(F.min("r_ts").alias("resp_ts"), F.count("r_direction").alias("responses"))
+        .withColumn("latency_ms", (F.col("resp_ts") - F.col("req_ts")) / 1000.0)
+    )
+    rows = (
+        pairs.groupBy("command")
+        .agg(
+            F.count("*").alias("requests"),
+            _sum_if(F.col("responses") == 0, F.lit(1)).alias("unanswered"),
+            F.count("latency_ms").alias("timed"),
+            _percentiles("latency_ms").alias("p"),
+        )
+        .orderBy(F.desc("requests"), "command")
+        .collect()
+    )
+    if not rows:
+        return Section(title, notes=["no requests with a correlation id in this capture"])
+    table = _table(
+        ("command", "requests", "unanswered", "timed", "p50 ms", "p95 ms", "p99 ms"),
+        [(r["command"], r["requests"], r["unanswered"], r["timed"], *_p(r["p"])) for r in rows],
+        (False, True, True, True, True, True, True),
+    )
+    if not timed:
+        return Section(title, table, [NO_TIMESTAMPS])
+    measured = [r for r in rows if r["p"] is not None]
+    commands = [r["command"] for r in measured]
+    data = [
+        {
+            "type": "bar",
+            "name": f"p{round(q * 100)}",
+            "x": commands,
+            "y": [r["p"][i] for r in measured],
+        }
+        for i, q in enumerate(PERCENTILES)
+    ]
+    chart = Chart(
+        "chart-request-latency",
+        {"data": data, "layout": _layout(title, "command", "ms", barmode="group")},
+    )
+    notes = ["requests are matched to responses by capture, connection, command and correlation id"]
+    return Section(title, table, notes, [chart])
+
+
+def _p(values: list[float] | None) -> tuple[str, ...]:
+    return tuple(_ms(v) for v in values) if values is not None else ("-",) * len(PERCENTILES)
+
+
+def _exploded(
+    frames: DataFrame, column: str, array: str, id_field: str | None, extra: Sequence[str] = ()
+) -> DataFrame | None:
+    """One row per publishing id in a struct column's array: capture, connection, publisher_id,
+    publishing_id (as decimal(20,0)), ts, then `extra` fields of each array element."""
+    if column not in frames.columns:
+        return None
+    item = F.col("item")[id_field] if id_field else F.col("item")
+    return (
+        frames.filter(F.col(column).isNotNull())
+        .select(
+            "capture",
+            "connection",
+            "ts",
+            F.col(column)["publisher_id"].cast("int").alias("publisher_id"),
+            F.explode(F.col(column)[array]).alias("item"),
+        )
+        .select(
+            "capture",
+            "connection",
+            "publisher_id",
+            item.cast(PUBLISHING_ID).alias("publishing_id"),
+            "ts",
+            *[F.col("item")[f].alias(f) for f in extra],
+        )
+    )
+
+
+def _publish_confirm(frames: DataFrame, timed: bool) -> Section:
+    title = "Publish-to-confirm latency"
+    publishes = [
+        df
+        for df in (
+            _exploded(frames, "publish_v1", "published_messages", "publishing_id"),
+            _exploded(frames, "publish_v2", "published_messages", "publishing_id"),
+        )
+        if df is not None
+    ]
+    if not publishes:
+        return Section(title, notes=["no publish columns in the frames table"])
+    keys = ["capture", "connection", "publisher_id", "publishing_id"]
+    published = (
+        reduce(DataFrame.unionByName, publishes).groupBy(keys).agg(F.min("ts").alias("published"))
+    )
+    joined = published
+    confirms = _exploded(frames, "publish_confirm", "publishing_ids", None)
+    if confirms is not None:
+        joined = joined.join(
+            confirms.groupBy(keys).agg(F.min("ts").alias("confirmed")), keys, "left"
+        )
+    else:
+        joined = joined.withColumn("confirmed", F.lit(None).cast("long"))
+    errors = _exploded(frames, "publish_error", "publishing_error", "publishing_id")
+    if errors is not None:
+        joined = joined.join(
+            errors.select(*keys).distinct().withColumn("errored", F.lit(1)), keys, "left"
+        )
+    else:
+        joined = joined.withColumn("errored", F.lit(None).cast("int"))
+    joined = joined.withColumn("latency_ms", (F.col("confirmed") - F.col("published")) / 1000.0)
+    publisher = ["capture", "connection", "publisher_id"]
+    curve_at = [i / 100 for i in range(1, 101)]
+    # one pass: a row per publisher and the total row (grouping id 7, sorted first); no rows
+    # at all when nothing was published
+    collected = (
+        joined.groupingSets([publisher, []], *publisher)
+        .agg(
+            F.grouping_id().alias("level"),
+            F.count("*").alias("ids"),
+            F.count("confirmed").alias("confirmed"),
+            _sum_if(F.col("confirmed").isNull(), F.lit(1)).alias("unconfirmed"),
+            F.count("errored").alias("errored"),
+            _percentiles("latency_ms").alias("p"),
+            F.percentile_approx("latency_ms", curve_at, ACCURACY).alias("curve"),
+        )
+        .orderBy(F.desc("level"), *publisher)
+        .limit(TABLE_ROWS + 1)
+        .collect()
+    )
+    if not collected:
+        return Section(title, notes=["no Publish frames in this capture"])
+    total, per = collected[0], collected[1:]
+
+    def row(name: str, r: Row) -> tuple[Any, ...]:
+        return (name, r["ids"], r["confirmed"], r["unconfirmed"], r["errored"], *_p(r["p"]))
+
+    rows = [
+        row(f"{_label(r['capture'], r['connection'])} publisher {r['publisher_id']}", r)
+        for r in per
+    ]
+    rows.append(row("all", total))
+    table = _table(
+        (
+            "publisher",
+            "published",
+            "confirmed",
+            "unconfirmed",
+            "errored",
+            "p50 ms",
+            "p95 ms",
+            "p99 ms",
+        ),
+        rows,
+        (False, True, True, True, True, True, True, True),
+    )
+    notes = [
+        "matched by capture, connection, publisher id and publishing id; the first confirm counts"
+    ]
+    if not timed:
+        return Section(title, table, [NO_TIMESTAMPS, *notes])
+    if total["curve"] is None:
+        return Section(title, table, ["no publishing id was confirmed", *notes])
+    data = [
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": "all publishers",
+            "x": [round(q * 100) for q in curve_at],
+            "y": total["curve"],
+        }
+    ]
+    chart = Chart(
+        "chart-publish-confirm",
+        {
+            "data": data,
+            "layout": _layout("Publish-to-confirm latency by percentile", "percentile", "ms"),
+        },
+    )
+    return Section(title, table, notes, [chart])
+
+
+def _bucket_seconds(first: int, last: int) -> int:
+    span = (last - first) / 1e6
+    for width in BUCKETS:
+        if span / width < MAX_POINTS:
+            return width
+    return int(span // MAX_POINTS) + 1
+
+
+def _over_time(base: DataFrame, totals: Row, top: list[tuple[str, str]]) -> Section:
+    width = _bucket_seconds(totals["first"], totals["last"])
+    bucket = F.floor(F.col("ts") / (width * 1_000_000)).alias("bucket")
+    # one pass: the busiest connections under their own label, the rest under none; the total
+    # per bucket is the sum of those few rows
+    label: Column = F.lit(None).cast("string")
+    for capture, connection in reversed(top):
+        chosen = (F.col("capture") == capture) & (F.col("connection") == connection)
+        label = F.when(chosen, F.lit(_label(capture, connection))).otherwise(label)
+    rows = (
+        base.filter(F.col("ts").isNotNull())
+        .groupBy(bucket, label.alias("label"))
+        .agg(F.count("*").alias("frames"), F.sum("size").alias("bytes"))
+        .collect()
+    )
+    series: dict[str, dict[int, Counter[str]]] = {"total": defaultdict(Counter)}
+    series.update({_label(c, n): defaultdict(Counter) for c, n in top})
+    for r in rows:
+        for name in ("total", r["label"]) if r["label"] else ("total",):
+            series[name][r["bucket"]].update(frames=r["frames"], bytes=r["bytes"])
+    start, end = totals["first"] // (width * 1_000_000), totals["last"] // (width * 1_000_000)
+    buckets = range(start, end + 1)
+    x = [_utc(b * width * 1_000_000) for b in buckets]
+    mode = "lines+markers" if len(buckets) < 60 else "lines"
+    charts = []
+    for measure, unit in (("frames", "frames/s"), ("bytes", "bytes/s")):
+        data = [
+            {
+                "type": "scatter",
+                "mode": mode,
+                "name": name,
+                "x": x,
+                # an idle bucket is a zero, not a gap a line would bridge
+                "y": [points[b][measure] / width for b in buckets],
+            }
+            for name, points in series.items()
+        ]
+        charts.append(
+            Chart(
+                f"chart-{measure}-over-time",
+                {
+                    "data": data,
+                    "layout": _layout(
+                        f"{unit}, {width} s buckets, total and per connection", "time (UTC)", unit
+                    ),
+                },
+            )
+        )
+    notes = [f"{width} s buckets; per connection for the {len(top)} busiest connections by bytes"]
+    return Section("Frames and bytes over time", notes=notes, charts=charts)
+
+
+def _connections(
+    base: DataFrame, rejects: DataFrame | None, timed: bool
+) -> tuple[Section, int, list[tuple[str, str]]]:
+    per = base.groupBy("capture", "connection").agg(
+        F.count("*").alias("frames"),
+        F.sum("size").alias("bytes"),
+        *[_sum_if(F.col("direction") == d, F.col("size")).alias(f"bytes_{d}") for d in DIRECTIONS],
+        F.min("ts").alias("first"),
+        F.max("ts").alias("last"),
+    )
+    if rejects is not None:
+        # a connection whose every frame was rejected still counts, with zero frames
+        per = per.join(
+            rejects.groupBy("capture", "connection").agg(F.count("*").alias("rejects")),
+            ["capture", "connection"],
+            "full",
+        )
+    else:
+        per = per.withColumn("rejects", F.lit(0))
+    per = per.fillna(0, subset=["frames", "bytes", "bytes_c2s", "bytes_s2c", "rejects"])
+    rows = per.orderBy(F.desc("bytes"), "capture", "connection").limit(TABLE_ROWS + 1).collect()
+    # counting costs a second pass, needed only when the table cannot show every connection
+    count = len(rows) if len(rows) <= TABLE_ROWS else per.count()
+    rows = rows[:TABLE_ROWS]
+    table = _table(
+        (
+            "capture",
+            "connection",
+            "frames",
+            "bytes c2s",
+            "bytes s2c",
+            "rejects",
+            "first (UTC)",
+            "duration s",
+        ),
+        [
+            (
+                r["capture"],
+                r["connection"],
+                r["frames"],
+                r["bytes_c2s"],
+                r["bytes_s2c"],
+                r["rejects"],
+                _utc(r["first"]),
+                "-" if r["first"] is None else f"{(r['last'] - r['first']) / 1e6:.3f}",
+            )
+            for r in rows
+        ],
+        (False, False, True, True, True, True, False, True),
+    )
+    notes = (
+        [f"all {count} connections"]
+        if count <= TABLE_ROWS
+        else [f"the {TABLE_ROWS} busiest of {count} connections"]
+    )
+    if not timed:
+        notes.append(NO_TIMESTAMPS)
+    top = [(r["capture"], r["connection"]) for r in rows[:CHART_CONNECTIONS] if r["frames"]]
+    return Section("Connections", table, notes), count, top
+
+
+def _rejects(rejects: DataFrame | None) -> Section:
+    title = "Rejected frames"
+    if rejects is None:
+        return Section(title, notes=["no rejects table"])
+    rows = (
+        rejects.groupBy("error", "field")
+        .agg(F.count("*").alias("n"), F.sum("size").alias("bytes"))
+        .orderBy(F.desc("n"), "error", "field")
+        .limit(TABLE_ROWS)
+        .collect()
+    )
+    if not rows:
+        return Section(title, notes=["no rejected frames"])
+    table = _table(
+        ("error", "field", "frames", "bytes"),
+        [(r["error"], r["field"] or "-", r["n"], r["bytes"]) for r in rows],
+        (False, False, True, True),
+    )
+    return Section(title, table)
+
+
+def format_text(report: Report) -> str:
+    """Plain aligned tables, one section after another, for a terminal or a log."""
+    lines = [f"specgen report: {report.source}"]
+    for section in report.sections:
+        lines += ["", section.title, "=" * len(section.title)]
+        if section.table is not None:
+            lines += _text_table(section.table)
+        lines += section.notes
+    return "\n".join(lines) + "\n"
+
+
+def _text_table(table: Table) -> list[str]:
+    widths = [max([len(c), *(len(r[i]) for r in table.rows)]) for i, c in enumerate(table.columns)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            c.rjust(w) if right else c.ljust(w)
+            for c, w, right in zip(cells, widths, table.numeric, strict=True)
+        ).rstrip()
+
+    return [line(table.columns), line(["-" * w for w in widths]), *map(line, table.rows)]
+
+
+def write_html(report: Report, path: Path) -> None:
+    """One self-contained page: plotly.js inline, the figures as JSON, the same tables."""
+    plotly_js: str = get_plotlyjs()
+    # the library is inlined inside <script>; this would end the element early
+    if "</script" in plotly_js.lower():
+        raise ReportError("the installed plotly.js contains </script> and cannot be inlined")
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    page = env.get_template("report.html.j2").render(
+        report=report,
+        figures={c.id: c.figure for c in report.charts},
+        plotly_js=plotly_js,
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page, encoding="utf-8")
