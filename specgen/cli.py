@@ -17,9 +17,18 @@ from specgen.emitters.render import RenderError
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.adoc_tree import SpecSyntaxError
 from specgen.overlay import OverlayError
+from specgen.pipeline.inputs import DecodeInputError
 from specgen.specs import ROOT, build_ir, find, registry
 
-INPUT_ERRORS = (SpecSyntaxError, SpecError, OverlayError, ir.IRError, LookupError, CaptureError)
+INPUT_ERRORS = (
+    SpecSyntaxError,
+    SpecError,
+    OverlayError,
+    ir.IRError,
+    LookupError,
+    CaptureError,
+    DecodeInputError,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -70,6 +79,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_report.add_argument("--html", type=Path, help="where the page goes (OUT_DIR/report.html)")
     p_report.add_argument("--master", help="Spark master URL (default: local, every core)")
 
+    p_decode = sub.add_parser(
+        "decode", help="decode capture folders into Parquet tables of frames and rejects, via Spark"
+    )
+    p_decode.add_argument("protocol", help="rabbitmq-stream/4.0 or rabbitmq-stream")
+    p_decode.add_argument("input_dir", type=Path, help="a capture folder or a folder of them")
+    p_decode.add_argument(
+        "--out", required=True, type=Path, help="a new or empty folder for frames/ and rejects/"
+    )
+    p_decode.add_argument("--master", help="Spark master URL (default: local[*])")
+    p_decode.add_argument(
+        "--overwrite", action="store_true", help="replace the tables of an existing --out"
+    )
+    p_decode.add_argument(
+        "--range-size",
+        type=int,
+        default=32 * 1024 * 1024,
+        help="bytes of a capture file per Spark task (default 32 MiB)",
+    )
+
     args = parser.parse_args(argv)
     try:
         return int(_COMMANDS[args.command](args))
@@ -111,6 +139,15 @@ def _report(args: argparse.Namespace) -> int:
     except report.ReportError as e:
         print(f"specgen: {e}", file=sys.stderr)
         return 2
+
+
+def _decode(args: argparse.Namespace) -> int:
+    # imported here: PySpark is an optional extra and slow to import
+    from specgen.pipeline import decode
+
+    return decode.main(
+        args.protocol, args.input_dir, args.out, args.master, args.overwrite, args.range_size
+    )
 
 
 def _generate(args: argparse.Namespace) -> int:
@@ -265,6 +302,7 @@ _COMMANDS = {
     "ir": _ir,
     "lint": _lint,
     "frames": _frames,
+    "decode": _decode,
     "report": _report,
 }
 

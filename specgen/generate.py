@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from specgen.emitters import conformance, python_codec
+from specgen.emitters import conformance, python_codec, spark_schema
 from specgen.emitters.render import Renderer
 from specgen.specs import ROOT, SpecVersion, build_ir, registry
 
@@ -33,6 +33,7 @@ def render_all(specs: list[SpecVersion] | None = None) -> dict[str, str]:
         files[f"{spec.package}/__init__.py"] = f'"""Generated codecs for {spec.protocol}."""\n'
         out = python_codec.emit(spec, protocol, renderer)
         out.update(conformance.emit(spec, protocol, renderer))
+        out.update(spark_schema.emit(spec, protocol, renderer))
         for name, text in out.items():
             files[f"{spec.package_path}/{name}"] = text
     return files

@@ -12,6 +12,9 @@ from rabbitmq import RabbitNode, ServerUnavailable
 from specgen.ir import FindingLog, Protocol
 from specgen.specs import ROOT, SpecVersion, build_ir, find
 
+# the session-wide Spark fixture lives beside this file (tests/ is on sys.path)
+pytest_plugins = ["spark_fixtures"]
+
 SPEC_DIR = ROOT / "specs" / "rabbitmq-stream"
 
 

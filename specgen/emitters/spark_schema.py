@@ -1,0 +1,289 @@
+"""Emitter: the schema of `specgen decode`'s frames table for one protocol version.
+
+`generated/<package>/<version>/spark_schema.py` holds the frames table as an Arrow schema and as
+Spark DDL, and one column builder per message class that turns a list of decoded messages into
+one Arrow struct column. Builders work column-wise: one list comprehension per leaf field,
+nested lists flattened once per level, then `pa.StructArray.from_arrays` and
+`pa.ListArray.from_arrays`; no per-row dicts, no per-field calls.
+
+Type mapping (Spark has no unsigned integers): every integer maps to the narrowest signed Spark
+type that holds all its values, so uint8 -> SMALLINT, uint16 and uint24 -> INT, uint32 ->
+BIGINT, and uint64 -> DECIMAL(20,0), exact over the whole range (a BIGINT would turn publishing
+ids and offsets above 2**63 negative without a word). A switch whose cases are integers takes the
+narrowest type holding every case (`uint64 | int64` -> DECIMAL(20,0)); a switch of structures
+becomes a struct with one nullable member per case. Strings are STRING, bytes BINARY, arrays
+ARRAY, structures STRUCT; bit-field members are integers of the owner, as in the dataclasses.
+A message without fields (Heartbeat) has no column: Parquet cannot store an empty struct, and
+the `message` column already says everything about it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from specgen.emitters.plan import PlanError, Planner, isort_key, snake
+from specgen.emitters.render import Renderer
+from specgen.ir import (
+    INT_WIDTHS,
+    Array,
+    BitField,
+    Bits,
+    Blob,
+    Field,
+    Prim,
+    Protocol,
+    Struct,
+    Switch,
+    TypeRef,
+)
+from specgen.specs import SpecVersion
+
+_CODES = {"int8": "b", "int16": "h", "int32": "i", "uint8": "B", "uint16": "H", "uint32": "I"}
+
+# (bits, Arrow type, Spark DDL type), narrowest first
+_SIGNED = (
+    (8, "pa.int8()", "TINYINT"),
+    (16, "pa.int16()", "SMALLINT"),
+    (32, "pa.int32()", "INT"),
+    (64, "pa.int64()", "BIGINT"),
+)
+_DECIMAL = ("pa.decimal128(20, 0)", "DECIMAL(20,0)")
+
+# locals a builder must not take for a column's values
+_TAKEN = {"msgs", "rows", "cid", "code", "x", "y", "pa", "row", "value"}
+
+
+@dataclass
+class Col:
+    """One column type: its Arrow and Spark spellings and what builds it."""
+
+    kind: Literal["leaf", "struct", "list", "union"]
+    arrow: str
+    ddl: str
+    via: str = ""  # leaf: build with this Arrow type, then cast (uint64 -> decimal is fast)
+    # struct: (column name, attribute, type, value may be None); union: (name, class, type, _)
+    members: list[tuple[str, str, Col, bool]] = field(default_factory=list)
+    item: Col | None = None
+
+
+@dataclass
+class Gather:
+    """One Python list per column level: `pick` an attribute, `select` a union case, or
+    `flatten` the lists of an array column into its items."""
+
+    kind: Literal["pick", "select", "flatten"]
+    target: str
+    source: str
+    name: str = ""  # attribute (pick) or class (select)
+    guard: bool = False  # the source list may hold None
+
+
+@dataclass
+class Expr:
+    """An Arrow array built from gathered lists (rendered recursively by the template)."""
+
+    kind: Literal["leaf", "struct", "list"]
+    source: str
+    arrow: str = ""
+    via: str = ""
+    names: list[str] = field(default_factory=list)
+    children: list[Expr] = field(default_factory=list)
+    item: Expr | None = None
+    mask: bool = False  # the source list may hold None: null where it does
+
+
+@dataclass
+class ColumnPlan:
+    column: str
+    cls: str
+    col: Col
+    gathers: list[Gather]
+    expr: Expr
+    roles: dict[str, str]  # "correlation_id"/"response_code" -> local holding its values
+
+
+def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str, str]:
+    planner = Planner(protocol)
+    plan = planner.plan()
+    mapper = _Mapper(protocol, planner.clashing)
+    columns: list[ColumnPlan] = []
+    fieldless: list[str] = []
+    for m in plan.messages:
+        mapper.owner = m.cls
+        fields = m.message.fields_at(m.version)
+        members = mapper.members(fields, f"{m.cls}")
+        if not members:
+            fieldless.append(m.cls)
+            continue
+        col = Col("struct", _struct_arrow(members), _struct_ddl(members), members=members)
+        code = _Code()
+        expr = code.struct(col, "msgs", False, [])
+        roles: dict[str, str] = {
+            f.role: code.picked[snake(f.name)]
+            for f in fields
+            if f.role and not isinstance(f.type, Bits)
+        }
+        columns.append(ColumnPlan(snake(m.cls), m.cls, col, code.gathers, expr, roles))
+    names = [c.column for c in columns]
+    if len(set(names)) != len(names):
+        raise PlanError(f"{protocol.source}: two message classes share a column name")
+    frame = protocol.frame
+    size_fmt = ">" + _CODES[frame.size_type]
+    header_fmt = size_fmt + "".join(_CODES[t] for t in (frame.key_type, frame.version_type))
+    imports = {c.cls for c in columns} | {"Message"}
+    imports |= {g.name for c in columns for g in c.gathers if g.kind == "select"}
+    text = renderer.render(
+        "python/spark_schema.py.j2",
+        spec,
+        protocol,
+        title=_title(spec),
+        version=spec.version,
+        columns=columns,
+        fieldless=fieldless,
+        imports=sorted(imports, key=isort_key),
+        size_fmt=size_fmt,
+        header_fmt=header_fmt,
+        header_fields=f"{frame.size_type} size, {frame.key_type} key, {frame.version_type} version",
+    )
+    return {"spark_schema.py": text}
+
+
+def _title(spec: SpecVersion) -> str:
+    return {"rabbitmq-stream": "RabbitMQ Streams"}.get(spec.protocol, spec.protocol)
+
+
+def _struct_arrow(members: list[tuple[str, str, Col, bool]]) -> str:
+    return "pa.struct([" + ", ".join(f'pa.field("{n}", {c.arrow})' for n, _, c, _ in members) + "])"
+
+
+def _struct_ddl(members: list[tuple[str, str, Col, bool]]) -> str:
+    return "STRUCT<" + ", ".join(f"`{n}`: {c.ddl}" for n, _, c, _ in members) + ">"
+
+
+def _int_range(name: str) -> tuple[int, int]:
+    width, signed = INT_WIDTHS[name]
+    bits = width * 8
+    return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+
+
+def _int_col(low: int, high: int) -> Col:
+    """The narrowest signed Spark integer holding low..high, else DECIMAL(20,0)."""
+    for bits, arrow, ddl in _SIGNED:
+        if low >= -(1 << (bits - 1)) and high < (1 << (bits - 1)):
+            return Col("leaf", arrow, ddl)
+    if low < -(1 << 63) or high >= 1 << 64:
+        raise PlanError(f"no Spark type holds integers {low}..{high}")
+    # unsigned values build as uint64 and cast in Arrow: far faster than Python ints to decimal
+    return Col("leaf", _DECIMAL[0], _DECIMAL[1], via="pa.uint64()" if low >= 0 else "")
+
+
+class _Mapper:
+    """IR types -> column types, naming nested classes as the Planner does."""
+
+    def __init__(self, protocol: Protocol, clashing: set[str]) -> None:
+        self.protocol = protocol
+        self.clashing = clashing
+        self.owner = ""
+
+    def members(self, fields: tuple[Field, ...], label: str) -> list[tuple[str, str, Col, bool]]:
+        out: list[tuple[str, str, Col, bool]] = []
+        for f in fields:
+            if isinstance(f.type, Bits):
+                for m in f.type.members:
+                    assert isinstance(m.type, BitField)
+                    if m.type.value is None:
+                        name = snake(m.name)
+                        out.append((name, name, _int_col(0, (1 << m.type.bits) - 1), False))
+                continue
+            name = snake(f.name)
+            maybe_none = f.optional or f.nullable or _has_empty_case(f.type)
+            out.append((name, name, self.col(f.type, f"{label}.{name}"), maybe_none))
+        return out
+
+    def col(self, t: TypeRef, label: str) -> Col:
+        if isinstance(t, Prim):
+            if t.name in INT_WIDTHS:
+                return _int_col(*_int_range(t.name))
+            if self.protocol.type(t.name).kind == "string":
+                return Col("leaf", "pa.string()", "STRING")
+            return Col("leaf", "pa.binary()", "BINARY")
+        if isinstance(t, Blob):
+            return Col("leaf", "pa.binary()", "BINARY")
+        if isinstance(t, Array):
+            item = self.col(t.item, f"{label}[]")
+            return Col("list", f"pa.list_({item.arrow})", f"ARRAY<{item.ddl}>", item=item)
+        if isinstance(t, Struct):
+            members = self.members(t.fields, label)
+            if not members:
+                raise PlanError(f"{label}: Parquet cannot store the empty structure {t.name}")
+            return Col("struct", _struct_arrow(members), _struct_ddl(members), members=members)
+        if isinstance(t, Switch):
+            return self._switch(t, label)
+        raise PlanError(f"{label}: no Spark type for {type(t).__name__}")
+
+    def _switch(self, t: Switch, label: str) -> Col:
+        types = [c.type for c in t.cases if c.type is not None]
+        if types and all(isinstance(x, Prim) and x.name in INT_WIDTHS for x in types):
+            ranges = [_int_range(x.name) for x in types if isinstance(x, Prim)]
+            return _int_col(min(r[0] for r in ranges), max(r[1] for r in ranges))
+        if types and all(isinstance(x, Struct) for x in types):
+            members: list[tuple[str, str, Col, bool]] = []
+            for x in types:
+                assert isinstance(x, Struct)
+                cls = f"{self.owner}{x.name}" if x.name in self.clashing else x.name
+                members.append((snake(x.name), cls, self.col(x, f"{label}.{snake(x.name)}"), True))
+            return Col("union", _struct_arrow(members), _struct_ddl(members), members=members)
+        raise PlanError(f"{label}: no Spark type for a switch mixing {sorted(map(str, types))}")
+
+
+def _has_empty_case(t: TypeRef) -> bool:
+    return isinstance(t, Switch) and any(c.type is None for c in t.cases)
+
+
+class _Code:
+    """Works out a column builder: the lists to gather and the Arrow expression over them."""
+
+    def __init__(self) -> None:
+        self.gathers: list[Gather] = []
+        self.used: set[str] = set(_TAKEN)
+        self.picked: dict[str, str] = {}  # top-level attribute -> its local
+
+    def local(self, path: list[str]) -> str:
+        base = re.sub(r"\W", "_", "_".join(path)) or "values"
+        name, n = base, 2
+        while name in self.used:
+            name, n = f"{base}_{n}", n + 1
+        self.used.add(name)
+        return name
+
+    def expr(self, col: Col, source: str, maybe_none: bool, path: list[str]) -> Expr:
+        if col.kind == "leaf":
+            return Expr("leaf", source, arrow=col.arrow, via=col.via)
+        if col.kind == "list":
+            assert col.item is not None
+            items = self.local([*path, "items"])
+            self.gathers.append(Gather("flatten", items, source, guard=maybe_none))
+            item = self.expr(col.item, items, False, [*path, "item"])
+            return Expr("list", source, item=item, mask=maybe_none)
+        if col.kind == "union":
+            children = []
+            for name, cls, member, _ in col.members:
+                target = self.local([*path, name])
+                self.gathers.append(Gather("select", target, source, cls))
+                children.append(self.expr(member, target, True, [*path, name]))
+            names = [name for name, _, _, _ in col.members]
+            return Expr("struct", source, names=names, children=children, mask=maybe_none)
+        return self.struct(col, source, maybe_none, path)
+
+    def struct(self, col: Col, source: str, maybe_none: bool, path: list[str]) -> Expr:
+        children = []
+        for name, attr, member, member_none in col.members:
+            target = self.local([*path, name])
+            if not path:
+                self.picked[attr] = target
+            self.gathers.append(Gather("pick", target, source, attr, guard=maybe_none))
+            children.append(self.expr(member, target, maybe_none or member_none, [*path, name]))
+        names = [name for name, _, _, _ in col.members]
+        return Expr("struct", source, names=names, children=children, mask=maybe_none)

@@ -1,0 +1,160 @@
+"""What `specgen decode` reads: capture folders, their byte files and their index (no Spark here).
+
+A capture is a folder holding, per connection, `<connection>.c2s.bin` and `<connection>.s2c.bin`
+(each direction's bytes back to back, as any recorder wrote them), optionally
+`<connection>.index.jsonl` (one JSON event per line; `read` events say which bytes arrived when)
+and `capture.json`. The input is one capture folder or a folder of them, at any depth. Files that
+belong to no capture are listed, never read; a folder without any capture is an error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DIRECTIONS = {"c2s": "client", "s2c": "server"}
+"""Direction -> who sent its bytes (the codec's `sender`)."""
+
+_BIN = re.compile(r"^(?P<connection>.+)\.(?P<direction>c2s|s2c)\.bin$")
+_INDEX = re.compile(r"^(?P<connection>.+)\.index\.jsonl$")
+_KNOWN = {"capture.json"}
+
+
+class DecodeInputError(ValueError):
+    """The input cannot be decoded as given; the message names the path (and line or offset)."""
+
+
+@dataclass(frozen=True)
+class Stream:
+    """One direction of one connection: a byte file of frames back to back."""
+
+    capture: str
+    connection: str
+    direction: str
+    path: Path
+    size: int
+
+
+@dataclass
+class Reads:
+    """An index's read events for one direction, by byte offset: when those bytes arrived."""
+
+    starts: list[int] = field(default_factory=list)
+    ends: list[int] = field(default_factory=list)
+    walls: list[float | None] = field(default_factory=list)
+
+    def within(self, start: int, end: int) -> Reads:
+        """The reads that delivered any byte of [start, end)."""
+        lo = bisect_right(self.ends, start)
+        hi = bisect_left(self.starts, end)
+        return Reads(self.starts[lo:hi], self.ends[lo:hi], self.walls[lo:hi])
+
+
+@dataclass
+class Inventory:
+    root: Path
+    captures: list[str]
+    streams: list[Stream]
+    indexes: dict[tuple[str, str], Path]  # (capture, connection) -> index file
+    ignored: list[str]  # files, relative to root, that belong to no capture
+
+    @property
+    def empty(self) -> list[Stream]:
+        return [s for s in self.streams if s.size == 0]
+
+
+def scan(root: Path) -> Inventory:
+    """Every capture under `root`: DecodeInputError when there is none, or `root` is no folder."""
+    if not root.exists():
+        raise DecodeInputError(f"{root}: no such folder")
+    if not root.is_dir():
+        raise DecodeInputError(f"{root}: not a folder; give the folder a capture was recorded into")
+    inventory = Inventory(root, [], [], {}, [])
+    for folder, dirs, files in os.walk(root, onerror=_walk_error):
+        dirs.sort()
+        here = Path(folder)
+        rel = here.relative_to(root).as_posix()
+        capture = root.resolve().name if rel == "." else rel
+        bins = {name: m for name in files if (m := _BIN.match(name))}
+        connections = {m["connection"] for m in bins.values()}
+        for name in sorted(files):
+            path = here / name
+            if name in bins:
+                m = bins[name]
+                inventory.streams.append(
+                    Stream(capture, m["connection"], m["direction"], path, _size(path))
+                )
+            elif (m := _INDEX.match(name)) and m["connection"] in connections:
+                inventory.indexes[(capture, m["connection"])] = path
+            elif not (bins and name in _KNOWN):
+                inventory.ignored.append(path.relative_to(root).as_posix())
+        if bins:
+            inventory.captures.append(capture)
+    if not inventory.streams:
+        extra = f" (it holds {len(inventory.ignored)} other files)" if inventory.ignored else ""
+        raise DecodeInputError(
+            f"{root}: no capture in it: no <connection>.c2s.bin or .s2c.bin file{extra}"
+        )
+    return inventory
+
+
+def load_index(path: Path) -> dict[str, Reads]:
+    """The read events of an index file, per direction, sorted by offset.
+
+    A last line without its newline is what a recorder stopped mid-write leaves: it is skipped.
+    Any other line that is not a JSON object, or a read event without direction, offset and
+    length, is an error naming the file and line.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise DecodeInputError(f"{path}: cannot read the index: {e}") from None
+    lines = text.split("\n")
+    events: dict[str, list[tuple[int, int, float | None]]] = {d: [] for d in DIRECTIONS}
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            if number == len(lines):  # unterminated last line
+                break
+            raise DecodeInputError(f"{path}:{number}: not a JSON line") from None
+        if not isinstance(event, dict):
+            raise DecodeInputError(f"{path}:{number}: not a JSON object")
+        if event.get("event") != "read":
+            continue
+        direction, offset, length = (event.get(k) for k in ("direction", "offset", "length"))
+        wall = event.get("wall")
+        if (
+            direction not in DIRECTIONS
+            or not isinstance(offset, int)
+            or not isinstance(length, int)
+            or offset < 0
+            or length < 0
+        ):
+            raise DecodeInputError(
+                f"{path}:{number}: a read event needs direction (c2s or s2c), offset and length"
+            )
+        stamp = float(wall) if isinstance(wall, int | float) else None
+        events[direction].append((offset, offset + length, stamp))
+    out: dict[str, Reads] = {}
+    for direction, reads in events.items():
+        reads.sort()
+        out[direction] = Reads([r[0] for r in reads], [r[1] for r in reads], [r[2] for r in reads])
+    return out
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError as e:
+        raise DecodeInputError(f"{path}: {e.strerror}") from None
+
+
+def _walk_error(e: OSError) -> None:
+    raise DecodeInputError(f"{e.filename}: {e.strerror}")

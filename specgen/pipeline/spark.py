@@ -1,0 +1,86 @@
+"""The one place a Spark session is built, for `specgen decode`, `specgen report` and the tests.
+
+Sized for the machine the project runs on (2 cores, 24 GiB): the driver JVM gets 4 GiB, a
+standalone cluster's executors 2 GiB each; the decoding itself runs in Python workers, outside
+the JVM heap. Python workers run this interpreter and can import `specgen` and `generated` on a
+standalone cluster too (PYTHONPATH points at the repository). The web UI is off, Spark's console
+progress bar is on, timestamps are UTC and written to Parquet as INT64 microseconds, which every
+Parquet reader understands (Spark's default, INT96, is legacy).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from urllib.parse import urlparse
+
+from pyspark.sql import SparkSession
+
+from specgen.specs import ROOT
+
+DEFAULT_MASTER = "local[*]"
+
+CONF = {
+    "spark.app.name": "specgen",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "true",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.driver.memory": "4g",
+    "spark.executor.memory": "2g",
+    "spark.python.worker.faulthandler.enabled": "true",
+    "spark.sql.execution.pyspark.udf.faulthandler.enabled": "true",
+    # the frames table is wide (a struct column per message class); print its plans whole
+    "spark.sql.debug.maxToStringFields": "1000",
+}
+
+LOG4J = Path(__file__).with_name("log4j2.properties")
+
+
+class SessionError(RuntimeError):
+    """A session on another master is already running in this process."""
+
+
+def session(master: str | None = None) -> SparkSession:
+    """A Spark session on `master` (default local[*]), or the one this process already runs.
+
+    A process holds one SparkContext: asking for another master while one runs is an error,
+    not a silent reuse of the wrong cluster.
+    """
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        running = active.sparkContext.master
+        if master is not None and master != running:
+            raise SessionError(
+                f"this process already runs Spark on {running}; cannot also use {master}"
+            )
+        return active
+    master = master or DEFAULT_MASTER
+    python = os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # Loopback masters: bind the driver to loopback too, so nothing listens on other interfaces
+    # and Spark does not warn that the host name resolves to 127.0.0.1.
+    if master.startswith("local") or urlparse(master).hostname in ("127.0.0.1", "localhost"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    pythonpath = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    builder = SparkSession.builder.master(master)
+    for key, value in CONF.items():
+        builder = builder.config(key, value)
+    builder = (
+        builder.config("spark.pyspark.python", python)
+        .config("spark.pyspark.driver.python", python)
+        .config("spark.executorEnv.PYTHONPATH", pythonpath)
+    )
+    if LOG4J.exists():
+        builder = builder.config(
+            "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J.as_uri()}"
+        )
+    if os.environ.get("SPARK_LOCAL_IP") == "127.0.0.1":
+        builder = builder.config("spark.driver.host", "127.0.0.1").config(
+            "spark.driver.bindAddress", "127.0.0.1"
+        )
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
