@@ -134,7 +134,8 @@ def run(
     job = prepare(protocol, input_dir, out, overwrite, target)
     for line in job.summary():
         echo(line)
-    frames_dir, rejects_dir = str(out / "frames"), str(out / "rejects")
+    # absolute: executors on a cluster do not run in this process's folder
+    frames_dir, rejects_dir = str((out / "frames").resolve()), str((out / "rejects").resolve())
     try:
         spark = session(master)
         ranges = spark.createDataFrame(
