@@ -7,7 +7,8 @@ file, length, monotonic and wall timestamps) and the accept and close events. Fr
 parsed here, so any protocol can be recorded and a decode bug never loses a capture.
 
 It stops on its own after a duration or a number of finished connections, whichever comes
-first, and writes `capture.json` (what was recorded, from where to where) when it stops.
+first, or on SIGINT/SIGTERM, and writes `capture.json` (what was recorded, from where to where)
+when it stops.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,6 +166,11 @@ class Capture:
             if writer.can_write_eof():
                 writer.write_eof()
 
+    def finish(self) -> None:
+        """Stop recording now (what a signal does)."""
+        if self._done is not None:
+            self._done.set()
+
     def _finished(self) -> None:
         self.finished += 1
         if self.max_connections and self.finished >= self.max_connections and self._done:
@@ -182,6 +189,10 @@ def run(
     async def main() -> Capture:
         cap = Capture(folder, target, listen, duration, max_connections)
         host, port = await cap.start()
+        # SIGINT/SIGTERM end the capture cleanly: files closed, capture.json written
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, cap.finish)
         print(
             f"capture: {host}:{port} -> {target[0]}:{target[1]}, recording into {folder}",
             flush=True,

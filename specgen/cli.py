@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import json
 import sys
@@ -281,8 +282,9 @@ def _sender_from_name(path: Path) -> str | None:
 
 
 def _jsonable(value: Any) -> Any:
-    if hasattr(value, "__dataclass_fields__"):
-        return {k: _jsonable(getattr(value, k)) for k in value.__dataclass_fields__}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        # fields() leaves out the ClassVars (KEY, VERSION, ...) that __dataclass_fields__ lists
+        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, list):
         return [_jsonable(v) for v in value]
     if isinstance(value, bytes):
