@@ -45,7 +45,8 @@ def codec_session(port: int) -> None:
     c = StreamClient(port=port)
     c.handshake()
     c.request(
-        rs.CreateRequest(c.next_id(), STREAM, [rs.Argument("max-length-bytes", "10000000")]), rs.CreateResponse
+        rs.CreateRequest(c.next_id(), STREAM, [rs.Argument("max-length-bytes", "10000000")]),
+        rs.CreateResponse,
     )
     c.request(rs.CreateRequest(c.next_id(), STREAM, []), rs.CreateResponse)  # already exists
     c.request(rs.MetadataRequest(c.next_id(), [STREAM, "no-such-stream"]), rs.MetadataResponse)
