@@ -166,7 +166,12 @@ def run(
         name: sum(pq.ParquetFile(f).metadata.num_rows for f in sorted(path.glob("*.parquet")))
         for name, path in dirs.items()
     }
-    assert sum(w.frames for w in written) == counts["frames"], "a task's part went missing"
+    told = sum(w.frames for w in written)
+    if told != counts["frames"]:  # a part written by a task is not on disk (an unshared --out?)
+        raise DecodeJobError(
+            f"tasks wrote {told} frames, {dirs['frames']} holds {counts['frames']}: "
+            "is --out on a filesystem every executor sees?"
+        )
     rejects = pq.read_table(
         dirs["rejects"], columns=["capture", "connection", "direction", "offset", "error"]
     ).to_pylist()
