@@ -11,7 +11,6 @@ reject that ends the walk.
 
 from __future__ import annotations
 
-import functools
 import importlib
 import os
 from collections.abc import Callable, Iterator
@@ -54,24 +53,6 @@ REJECTS_DDL = (
     "`bytes` BINARY, `error` STRING, `field` STRING, `error_offset` INT"
 )
 
-# Spark's mapInArrow returns one schema: frames columns, then these, null on the other table's
-# rows. `error` is never null on a reject, so it tells the tables apart.
-REJECT_EXTRA = [
-    ("reject_size", pa.int64(), "BIGINT", "size"),
-    ("bytes", pa.binary(), "BINARY", "bytes"),
-    ("error", pa.string(), "STRING", "error"),
-    ("field", pa.string(), "STRING", "field"),
-    ("error_offset", pa.int32(), "INT", "error_offset"),
-]
-REJECT_FROM_DECODED = [
-    ("capture", "capture"),
-    ("connection", "connection"),
-    ("direction", "direction"),
-    ("offset", "offset"),
-    *[(name, source) for source, _, _, name in REJECT_EXTRA],
-]
-"""rejects column <- decoded column."""
-
 Table = Literal["frames", "rejects"]
 
 
@@ -89,16 +70,6 @@ class Codec:
         package = importlib.import_module(import_name)
         schema = importlib.import_module(f"{import_name}.spark_schema")
         return cls(import_name, package, schema, Framing.of(package, schema))
-
-    @functools.cached_property
-    def decoded_schema(self) -> Any:
-        fields = list(self.schema.FRAMES_SCHEMA)
-        return pa.schema(fields + [pa.field(n, t) for n, t, _, _ in REJECT_EXTRA])
-
-    @property
-    def decoded_ddl(self) -> str:
-        extra = ", ".join(f"`{n}` {ddl}" for n, _, ddl, _ in REJECT_EXTRA)
-        return f"{self.schema.SPARK_DDL}, {extra}"
 
 
 def _where(r: Range, n: int) -> list[Any]:
@@ -265,15 +236,3 @@ def decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
         yield "frames", batch.build(codec)
     if rejects.offsets:
         yield "rejects", rejects.build()
-
-
-def decoded(codec: Codec, table: Table, batch: Any) -> Any:
-    """A frames or rejects batch in the one schema Spark's mapInArrow returns."""
-    n = batch.num_rows
-    schema = codec.decoded_schema
-    if table == "frames":
-        arrays = list(batch.columns) + [pa.nulls(n, t) for _, t, _, _ in REJECT_EXTRA]
-        return pa.RecordBatch.from_arrays(arrays, schema=schema)
-    source = {d: batch.column(r) for r, d in REJECT_FROM_DECODED}
-    arrays = [source[f.name] if f.name in source else pa.nulls(n, f.type) for f in schema]
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
