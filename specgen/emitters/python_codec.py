@@ -98,6 +98,7 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
             "DecodeError",
             "EncodeError",
             "FrameReader",
+            "FRAME_KEYS",
             "HEADER_SIZE",
             "Message",
             "Sender",
@@ -113,7 +114,7 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
         | {c.name for c in protocol.constants}
     )
     command_names = sorted(
-        {"HEADER_SIZE", "Message", "Sender", "decode", "encode"}
+        {"FRAME_KEYS", "HEADER_SIZE", "Message", "Sender", "decode", "encode"}
         | {s.name for s in plan.structs}
         | {m.cls for m in plan.messages},
         key=isort_key,

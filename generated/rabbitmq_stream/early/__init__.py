@@ -6,6 +6,7 @@ from generated.rabbitmq_stream.early import FrameReader, decode, encode
 """
 
 from .commands import (
+    FRAME_KEYS,
     HEADER_SIZE,
     Argument,
     Broker,
@@ -70,6 +71,7 @@ __all__ = [
     "DeleteResponse",
     "Deliver",
     "EncodeError",
+    "FRAME_KEYS",
     "FrameReader",
     "HEADER_SIZE",
     "Heartbeat",

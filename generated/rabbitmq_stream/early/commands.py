@@ -1998,6 +1998,10 @@ _DECODERS: dict[tuple[int, int], tuple[tuple[str, _Decoder], ...]] = {
     ),
 }
 
+FRAME_KEYS: frozenset[tuple[int, int]] = frozenset(_DECODERS)
+"""Every (key on the wire, version) pair `decode` has a layout for: what a framing check that
+resynchronises after unframeable bytes accepts as a frame header."""
+
 _ENCODERS: dict[type, Callable[..., None]] = {
     Publish: _encode_publish,
     PublishConfirm: _encode_publish_confirm,
@@ -2075,6 +2079,7 @@ def encode(msg: Message) -> bytes:
 
 
 __all__ = [
+    "FRAME_KEYS",
     "HEADER_SIZE",
     "Message",
     "Sender",

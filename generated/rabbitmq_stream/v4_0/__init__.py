@@ -6,6 +6,7 @@ from generated.rabbitmq_stream.v4_0 import FrameReader, decode, encode
 """
 
 from .commands import (
+    FRAME_KEYS,
     HEADER_SIZE,
     Argument,
     Broker,
@@ -128,6 +129,7 @@ __all__ = [
     "EncodeError",
     "ExchangeCommandVersionsRequest",
     "ExchangeCommandVersionsResponse",
+    "FRAME_KEYS",
     "FrameReader",
     "HEADER_SIZE",
     "Heartbeat",

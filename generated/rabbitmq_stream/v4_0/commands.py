@@ -4635,6 +4635,10 @@ _DECODERS: dict[tuple[int, int], tuple[tuple[str, _Decoder], ...]] = {
     (0x801E, 1): (("server", _decode_delete_super_stream_response),),
 }
 
+FRAME_KEYS: frozenset[tuple[int, int]] = frozenset(_DECODERS)
+"""Every (key on the wire, version) pair `decode` has a layout for: what a framing check that
+resynchronises after unframeable bytes accepts as a frame header."""
+
 _ENCODERS: dict[type, Callable[..., None]] = {
     DeclarePublisherRequest: _encode_declare_publisher_request,
     DeclarePublisherResponse: _encode_declare_publisher_response,
@@ -4740,6 +4744,7 @@ def encode(msg: Message) -> bytes:
 
 
 __all__ = [
+    "FRAME_KEYS",
     "HEADER_SIZE",
     "Message",
     "Sender",
