@@ -9,7 +9,7 @@ Types are a small closed algebra, enough for the three spec families on the road
     Array       repeated item; count from a length prefix or from an earlier field
     Struct      named inline structure (Kafka's inline struct)
     Switch      layout chosen by an earlier field or by the top bits of the next byte
-    Blob        raw bytes whose length an earlier field gives
+    Blob        raw bytes whose length an earlier field gives, optionally holding `Records`
     BitField    an unsigned integer inside the enclosing `bits` container
     Alternatives  what a spec says when it lists layouts without saying how to choose
                   (`uint64 (for offset) | int64 (for timestamp)`); never reaches an emitter
@@ -185,9 +185,44 @@ class Switch:
             seen.update(case.values)
 
 
+COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
+"""Compression algorithms a generated codec knows by name (gzip from the standard library, the
+others from the `compression` extra): gzip, snappy (framing format), lz4 (frame format), zstd."""
+
+
+@dataclass(frozen=True, slots=True)
+class Records:
+    """What a blob's bytes hold: `count_field` records, each a big-endian `item_prefix` length and
+    that many bytes, the whole compressed with the algorithm the `compression_field` value names."""
+
+    count_field: str  # sibling field: how many records
+    item_prefix: str  # integer type of each record's length
+    compression_field: str | None = None  # sibling field selecting the algorithm
+    codecs: tuple[tuple[int, str], ...] = ()  # compression_field value -> algorithm
+    size_field: str | None = None  # sibling field: the records' length once decompressed
+
+    def __post_init__(self) -> None:
+        if self.item_prefix not in INT_WIDTHS:
+            raise IRError(f"record length prefix {self.item_prefix!r} is not an integer")
+        if (self.compression_field is None) != (not self.codecs):
+            raise IRError("records name a compression field exactly when they list codecs")
+        for value, name in self.codecs:
+            if name not in COMPRESSIONS:
+                raise IRError(f"compression {value}: {name!r} is not one of {COMPRESSIONS}")
+
+
 @dataclass(frozen=True, slots=True)
 class Blob:
     length_field: str  # sibling field holding the length in bytes
+    records: Records | None = None  # what the bytes hold, when the spec says
+
+
+@dataclass(frozen=True, slots=True)
+class Checksum:
+    """A field whose value is a checksum of the bytes of a later sibling field."""
+
+    algorithm: Literal["crc32"]
+    over: str  # the sibling field whose bytes are summed
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +276,7 @@ class Field:
     role: Role = ""
     # absent when the frame ends before it: a trailing field a peer leaves out (decoded as None)
     optional: bool = False
+    checksum: Checksum | None = None  # decoders verify it (callers may opt out)
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", self.name):
@@ -249,6 +285,8 @@ class Field:
             raise IRError(f"{self.span}: {self.name}: only string and bytes can be null")
         if self.nullable and self.optional:
             raise IRError(f"{self.span}: {self.name}: optional and nullable: None would mean both")
+        if self.checksum and not (isinstance(self.type, Prim) and self.type.name in INT_WIDTHS):
+            raise IRError(f"{self.span}: {self.name}: a checksum is an integer field")
 
 
 NULLABLE = ("string", "bytes")
@@ -501,6 +539,12 @@ def _decode_value(name: str, value: Any) -> Any:
         return Versions.parse(value)
     if name == "frame":
         return _from_data(FrameLayout, value)
+    if name == "records":
+        return None if value is None else _from_data(Records, value)
+    if name == "checksum":
+        return None if value is None else _from_data(Checksum, value)
+    if name == "codecs":
+        return tuple((int(v), str(a)) for v, a in value)
     if name in ("type", "item"):
         return None if value is None else type_from_data(value)
     if name == "values" and value and isinstance(value[0], dict):

@@ -227,10 +227,26 @@ class Attr:
 
 
 @dataclass
+class RecordsView:
+    """A struct's blob of packed records: `records()` splits them out, `from_records` packs."""
+
+    blob: str  # attribute holding the blob
+    label: str  # Struct.attr, as errors name it
+    const: str  # module constant prefix for the record prefix and the codecs
+    prefix_code: str  # struct code of each record's length
+    count: str  # attribute: how many records
+    size: str  # attribute: decompressed length ("" when not compressed)
+    compression: str  # attribute selecting the algorithm ("" when not compressed)
+    codecs: tuple[tuple[int, str], ...]
+    args: list[str]  # from_records: constructor arguments in attribute order
+
+
+@dataclass
 class StructClass:
     name: str
     attrs: list[Attr]
     spec_name: str
+    records: RecordsView | None = None
 
 
 @dataclass
@@ -615,7 +631,13 @@ class Planner:
                 Field("Value", case.type), label, expr, body, self._run(limit), {}, tmp, None, limit
             )
             self._close(r, body)
-            cls = self._struct_class(case.type) if isinstance(case.type, Struct) else ""
+            cls = ""  # a peek switch's encoder tells the cases apart by the value's class
+            if isinstance(case.type, Struct):
+                cls = self._struct_class(case.type)
+            elif isinstance(case.type, Prim) and case.type.name not in INT_WIDTHS:
+                cls = "str" if self.protocol.type(case.type.name).kind == "string" else "bytes"
+            elif t.peek_bits:
+                raise PlanError(f"{label}: the peeked case {case.label!r} has no class of its own")
             cases.append(SwitchCase(case.values, case.label, body, tmp[0], cls))
         on_local = on_expr = on_label = ""
         if t.on is not None:
@@ -655,7 +677,7 @@ class Planner:
                             attrs.append(Attr(snake(m.name), "int", _doc(m)))
                     continue
                 attrs.append(Attr(snake(f.name), self._annotation(f.type, f.nullable), _doc(f)))
-            self.struct_classes[name] = StructClass(name, attrs, t.name)
+            self.struct_classes[name] = StructClass(name, attrs, t.name, _records(name, t, attrs))
         return name
 
     def _annotation(self, t: TypeRef, nullable: bool) -> str:
@@ -679,6 +701,51 @@ class Planner:
                     opts.append(a)
             return " | ".join(sorted(opts, key=lambda a: a == "None"))
         return "int"
+
+
+def _records(name: str, t: Struct, attrs: list[Attr]) -> RecordsView | None:
+    blobs = [f for f in t.fields if isinstance(f.type, Blob) and f.type.records is not None]
+    if not blobs:
+        return None
+    if len(blobs) > 1:
+        raise PlanError(f"{blobs[1].span}: {name}: one blob of records per structure")
+    f = blobs[0]
+    assert isinstance(f.type, Blob) and f.type.records is not None
+    r = f.type.records
+    if r.compression_field and not r.size_field:
+        raise PlanError(
+            f"{f.span}: {name}.{snake(f.name)}: compressed records need their decompressed "
+            "length, to bound what decompressing may allocate"
+        )
+    blob, length = snake(f.name), snake(f.type.length_field)
+    count, size = snake(r.count_field), snake(r.size_field or "")
+    compression = snake(r.compression_field or "")
+    derived = {
+        blob: "data",
+        length: "len(data)",
+        count: "len(records)",
+        size: "len(raw)",
+        compression: compression,
+    }
+    args = []
+    for a in attrs:
+        if a.name in derived and a.name:
+            args.append(derived[a.name])
+        elif a.annotation == "int":
+            args.append("0")  # reserved bits and the like
+        else:
+            raise PlanError(f"{f.span}: {name}.{a.name}: from_records cannot fill it")
+    return RecordsView(
+        blob,
+        f"{name}.{blob}",
+        f"_{snake(name).upper()}",
+        STRUCT_CODES[r.item_prefix],
+        count,
+        size,
+        compression,
+        r.codecs,
+        args,
+    )
 
 
 def _shape(t: Struct) -> str:

@@ -48,9 +48,11 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
             "spec_name": s.spec_name,
             "owner_note": f"laid out in {s.name[: -len(s.spec_name)]}",
             "attrs": s.attrs,
+            "records": s.records,
         }
         for s in plan.structs
     ]
+    uses_records = any(s.records is not None for s in plan.structs)
     files = {
         "errors.py": renderer.render("python/errors.py.j2", spec, protocol, **common),
         "commands.py": renderer.render(
@@ -60,6 +62,7 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
             structs=structs,
             messages=messages,
             dispatch=sorted(dispatch.items()),
+            uses_records=uses_records,
             header_fmt=header_fmt,
             header_fields=f"{frame.size_type} size, {frame.key_type} key, {frame.version_type} version",
             header_size=sum(
@@ -93,6 +96,8 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
             **common,
         ),
     }
+    if uses_records:
+        files["records.py"] = renderer.render("python/records.py.j2", spec, protocol, **common)
     exports = sorted(
         {
             "DecodeError",

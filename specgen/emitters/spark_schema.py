@@ -133,7 +133,12 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
     size_fmt = ">" + _CODES[frame.size_type]
     header_fmt = size_fmt + "".join(_CODES[t] for t in (frame.key_type, frame.version_type))
     imports = {c.cls for c in columns} | {"Message"}
-    imports |= {g.name for c in columns for g in c.gathers if g.kind == "select"}
+    imports |= {
+        g.name
+        for c in columns
+        for g in c.gathers
+        if g.kind == "select" and g.name not in ("bytes", "str")
+    }
     text = renderer.render(
         "python/spark_schema.py.j2",
         spec,
@@ -228,12 +233,23 @@ class _Mapper:
         if types and all(isinstance(x, Prim) and x.name in INT_WIDTHS for x in types):
             ranges = [_int_range(x.name) for x in types if isinstance(x, Prim)]
             return _int_col(min(r[0] for r in ranges), max(r[1] for r in ranges))
-        if types and all(isinstance(x, Struct) for x in types):
+        if t.peek_bits:
+            # one nullable member per case, the one the value's class selects set: a structure
+            # case by its class, a string or bytes case by its Python type (named by its label)
             members: list[tuple[str, str, Col, bool]] = []
-            for x in types:
-                assert isinstance(x, Struct)
-                cls = f"{self.owner}{x.name}" if x.name in self.clashing else x.name
-                members.append((snake(x.name), cls, self.col(x, f"{label}.{snake(x.name)}"), True))
+            for c in t.cases:
+                x = c.type
+                if isinstance(x, Struct):
+                    cls = f"{self.owner}{x.name}" if x.name in self.clashing else x.name
+                    members.append((snake(x.name), cls, self.col(x, f"{label}.{snake(x.name)}"), True))
+                elif isinstance(x, Prim) and x.name not in INT_WIDTHS:
+                    name = re.sub(r"\W+", "_", c.label.strip().lower()) or "value"
+                    py = "str" if self.protocol.type(x.name).kind == "string" else "bytes"
+                    members.append((name, py, self.col(x, f"{label}.{name}"), True))
+                else:
+                    raise PlanError(f"{label}: no Spark type for the peeked case {c.label!r}")
+            if len({m[1] for m in members}) != len(members):
+                raise PlanError(f"{label}: two cases of a peeked switch share a Python type")
             return Col("union", _struct_arrow(members), _struct_ddl(members), members=members)
         raise PlanError(f"{label}: no Spark type for a switch mixing {sorted(map(str, types))}")
 

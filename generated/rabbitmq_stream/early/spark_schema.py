@@ -92,7 +92,29 @@ FRAMES_SCHEMA = pa.schema(
                             pa.struct(
                                 [
                                     pa.field("publishing_id", pa.int64()),
-                                    pa.field("message", pa.binary()),
+                                    pa.field(
+                                        "message",
+                                        pa.struct(
+                                            [
+                                                pa.field("simple_entry", pa.binary()),
+                                                pa.field(
+                                                    "sub_batch_entry",
+                                                    pa.struct(
+                                                        [
+                                                            pa.field("compression_type", pa.int8()),
+                                                            pa.field("reserved", pa.int8()),
+                                                            pa.field("num_records", pa.int32()),
+                                                            pa.field(
+                                                                "uncompressed_length", pa.int64()
+                                                            ),
+                                                            pa.field("length", pa.int64()),
+                                                            pa.field("data", pa.binary()),
+                                                        ]
+                                                    ),
+                                                ),
+                                            ]
+                                        ),
+                                    ),
                                 ]
                             )
                         ),
@@ -377,7 +399,7 @@ SPARK_DDL = ", ".join(
         "`version` INT",
         "`correlation_id` BIGINT",
         "`response_code` INT",
-        "`publish` STRUCT<`stream`: STRING, `published_messages`: ARRAY<STRUCT<`publishing_id`: BIGINT, `message`: BINARY>>>",
+        "`publish` STRUCT<`stream`: STRING, `published_messages`: ARRAY<STRUCT<`publishing_id`: BIGINT, `message`: STRUCT<`simple_entry`: BINARY, `sub_batch_entry`: STRUCT<`compression_type`: TINYINT, `reserved`: TINYINT, `num_records`: INT, `uncompressed_length`: BIGINT, `length`: BIGINT, `data`: BINARY>>>>>",
         "`publish_confirm` STRUCT<`publishing_ids`: ARRAY<BIGINT>>",
         "`subscribe_request` STRUCT<`correlation_id`: INT, `subscription_id`: INT, `stream`: STRING, `offset`: DECIMAL(20,0)>",
         "`subscribe_response` STRUCT<`correlation_id`: INT, `response_code`: SMALLINT>",
@@ -501,6 +523,33 @@ def _publish(
     published_messages_items = [y for x in published_messages for y in x]
     published_messages_item_publishing_id = [x.publishing_id for x in published_messages_items]
     published_messages_item_message = [x.message for x in published_messages_items]
+    published_messages_item_message_simple_entry = [
+        x if isinstance(x, bytes) else None for x in published_messages_item_message
+    ]
+    published_messages_item_message_sub_batch_entry = [
+        x if isinstance(x, SubBatchEntry) else None for x in published_messages_item_message
+    ]
+    published_messages_item_message_sub_batch_entry_compression_type = [
+        None if x is None else x.compression_type
+        for x in published_messages_item_message_sub_batch_entry
+    ]
+    published_messages_item_message_sub_batch_entry_reserved = [
+        None if x is None else x.reserved for x in published_messages_item_message_sub_batch_entry
+    ]
+    published_messages_item_message_sub_batch_entry_num_records = [
+        None if x is None else x.num_records
+        for x in published_messages_item_message_sub_batch_entry
+    ]
+    published_messages_item_message_sub_batch_entry_uncompressed_length = [
+        None if x is None else x.uncompressed_length
+        for x in published_messages_item_message_sub_batch_entry
+    ]
+    published_messages_item_message_sub_batch_entry_length = [
+        None if x is None else x.length for x in published_messages_item_message_sub_batch_entry
+    ]
+    published_messages_item_message_sub_batch_entry_data = [
+        None if x is None else x.data for x in published_messages_item_message_sub_batch_entry
+    ]
     return pa.StructArray.from_arrays(
         [
             pa.array(stream, pa.string()),
@@ -509,7 +558,49 @@ def _publish(
                 pa.StructArray.from_arrays(
                     [
                         pa.array(published_messages_item_publishing_id, pa.int64()),
-                        pa.array(published_messages_item_message, pa.binary()),
+                        pa.StructArray.from_arrays(
+                            [
+                                pa.array(published_messages_item_message_simple_entry, pa.binary()),
+                                pa.StructArray.from_arrays(
+                                    [
+                                        pa.array(
+                                            published_messages_item_message_sub_batch_entry_compression_type,
+                                            pa.int8(),
+                                        ),
+                                        pa.array(
+                                            published_messages_item_message_sub_batch_entry_reserved,
+                                            pa.int8(),
+                                        ),
+                                        pa.array(
+                                            published_messages_item_message_sub_batch_entry_num_records,
+                                            pa.int32(),
+                                        ),
+                                        pa.array(
+                                            published_messages_item_message_sub_batch_entry_uncompressed_length,
+                                            pa.int64(),
+                                        ),
+                                        pa.array(
+                                            published_messages_item_message_sub_batch_entry_length,
+                                            pa.int64(),
+                                        ),
+                                        pa.array(
+                                            published_messages_item_message_sub_batch_entry_data,
+                                            pa.binary(),
+                                        ),
+                                    ],
+                                    names=[
+                                        "compression_type",
+                                        "reserved",
+                                        "num_records",
+                                        "uncompressed_length",
+                                        "length",
+                                        "data",
+                                    ],
+                                    mask=_nulls(published_messages_item_message_sub_batch_entry),
+                                ),
+                            ],
+                            names=["simple_entry", "sub_batch_entry"],
+                        ),
                     ],
                     names=["publishing_id", "message"],
                 ),

@@ -245,7 +245,7 @@ def _st_publish_error(draw: st.DrawFn) -> PublishError:
 @st.composite
 def _st_published_message(draw: st.DrawFn) -> PublishedMessage:
     publishing_id = draw(st.integers(-9223372036854775808, 9223372036854775807))
-    message = draw(st.none() | st.binary(max_size=64))
+    message = draw(st.one_of(st.binary(max_size=64), _st_sub_batch_entry()))
     return PublishedMessage(publishing_id, message)
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from .errors import DecodeError, EncodeError, _bad_count, _bad_length, _truncated
+from .records import compress, decompress, join, split
 
 Sender = Literal["client", "server"]
 
@@ -91,7 +92,7 @@ class OsirisChunk:
     epoch: int
     chunk_first_offset: int
     chunk_crc: int
-    """CRC-32 of the data entries"""
+    """CRC-32 (zlib.crc32) of the DataLength bytes of the data entries"""
     data_length: int
     trailer_length: int
     bloom_size: int
@@ -123,7 +124,8 @@ class PublishV1PublishedMessage:
     """PublishedMessage (as laid out in PublishV1)."""
 
     publishing_id: int
-    message: bytes | None
+    message: bytes | SubBatchEntry
+    """the message (a simple entry), or a sub-entry batch of records"""
 
 
 @dataclass(slots=True)
@@ -132,7 +134,8 @@ class PublishV2PublishedMessage:
 
     publishing_id: int
     filter_value: str | None
-    message: bytes | None
+    message: bytes | SubBatchEntry
+    """the message (a simple entry), or a sub-entry batch of records"""
 
 
 @dataclass(slots=True)
@@ -184,7 +187,44 @@ class SubBatchEntry:
     uncompressed_length: int
     length: int
     data: bytes
-    """the records, compressed as CompressionType says"""
+    """the records, compressed as CompressionType says; records() gives them back"""
+
+    def records(self) -> list[bytes]:
+        """The `num_records` records packed in `data`, decompressed as `compression_type` says.
+
+        DecodeError when they do not fill it exactly, the data is corrupt, or the
+        algorithm's package is missing; its offsets are offsets in the records.
+        """
+        algorithm = _SUB_BATCH_ENTRY_CODECS.get(self.compression_type)
+        if algorithm is None:
+            raise DecodeError(
+                "SubBatchEntry.compression_type", 0, f"no compression {self.compression_type}"
+            )
+        data = decompress(algorithm, self.data, self.uncompressed_length, "SubBatchEntry.data")
+        return split(data, self.num_records, _SUB_BATCH_ENTRY_RECORD, "SubBatchEntry.data")
+
+    @classmethod
+    def from_records(cls, records: list[bytes], compression_type: int = 0) -> SubBatchEntry:
+        """Pack `records`, compressed as `compression_type` says; the counts and lengths follow."""
+        raw = join(records, _SUB_BATCH_ENTRY_RECORD)
+        algorithm = _SUB_BATCH_ENTRY_CODECS.get(compression_type)
+        if algorithm is None:
+            raise EncodeError(
+                "SubBatchEntry.compression_type", f"no compression {compression_type}"
+            )
+        data = compress(algorithm, raw, "SubBatchEntry.data")
+        return cls(compression_type, 0, len(records), len(raw), len(data), data)
+
+
+_SUB_BATCH_ENTRY_RECORD = struct.Struct(">I")
+_SUB_BATCH_ENTRY_CODECS = {
+    0: "none",
+    1: "gzip",
+    2: "snappy",
+    3: "lz4",
+    4: "zstd",
+}
+"""`compression_type` value -> compression algorithm."""
 
 
 @dataclass(slots=True)
@@ -371,10 +411,18 @@ _PUBLISH_V1_0_FIELDS = (
     ("PublishV1.published_messages", 1, 4),
 )
 
-_PUBLISH_V1_1 = struct.Struct(">Qi")
-_PUBLISH_V1_1_FIELDS = (
-    ("PublishV1.published_messages[].publishing_id", 0, 8),
-    ("PublishV1.published_messages[].message", 8, 4),
+_PUBLISH_V1_1 = struct.Struct(">Q")
+_PUBLISH_V1_1_FIELDS = (("PublishV1.published_messages[].publishing_id", 0, 8),)
+
+_PUBLISH_V1_2 = struct.Struct(">i")
+_PUBLISH_V1_2_FIELDS = (("PublishV1.published_messages[].message", 0, 4),)
+
+_PUBLISH_V1_3 = struct.Struct(">BHII")
+_PUBLISH_V1_3_FIELDS = (
+    ("PublishV1.published_messages[].message.entry_header", 0, 1),
+    ("PublishV1.published_messages[].message.num_records", 1, 2),
+    ("PublishV1.published_messages[].message.uncompressed_length", 3, 4),
+    ("PublishV1.published_messages[].message.length", 7, 4),
 )
 
 
@@ -387,17 +435,49 @@ def _decode_publish_v1(buf: memoryview, at: int, end: int) -> PublishV1:
         raise _bad_count("PublishV1.published_messages", at, published_messages_count, 12, end)
     published_messages: list[PublishV1PublishedMessage] = []
     for _ in range(published_messages_count):
-        if end - at < 12:
+        if end - at < 8:
             raise _truncated(_PUBLISH_V1_1_FIELDS, at, end)
-        publishing_id, message_len = _PUBLISH_V1_1.unpack_from(buf, at)
-        at += 12
-        if message_len == -1:
-            message = None
-        elif message_len < 0 or message_len > end - at:
-            raise _bad_length("PublishV1.published_messages[].message", at, message_len, end)
+        (publishing_id,) = _PUBLISH_V1_1.unpack_from(buf, at)
+        at += 8
+        if at >= end:
+            raise DecodeError("PublishV1.published_messages[].message", at, "needs 1 byte, 0 left")
+        tag = buf[at] >> 7
+        message: bytes | SubBatchEntry
+        if tag == 0:  # simple entry
+            if end - at < 4:
+                raise _truncated(_PUBLISH_V1_2_FIELDS, at, end)
+            (value_len,) = _PUBLISH_V1_2.unpack_from(buf, at)
+            at += 4
+            if value_len < 0 or value_len > end - at:
+                raise _bad_length("PublishV1.published_messages[].message", at, value_len, end)
+            value = bytes(buf[at : at + value_len])
+            at += value_len
+            message = value
+        elif tag == 1:  # sub-entry batch
+            if end - at < 11:
+                raise _truncated(_PUBLISH_V1_3_FIELDS, at, end)
+            entry_header, num_records, uncompressed_length, length = _PUBLISH_V1_3.unpack_from(
+                buf, at
+            )
+            at += 11
+            if (entry_header >> 7) & 0x1 != 1:
+                raise DecodeError(
+                    "PublishV1.published_messages[].message.entry_type", at, "expected 1"
+                )
+            compression_type = (entry_header >> 4) & 0x7
+            reserved = entry_header & 0xF
+            if length > end - at:
+                raise _bad_length("PublishV1.published_messages[].message.data", at, length, end)
+            data = bytes(buf[at : at + length])
+            at += length
+            value_2 = SubBatchEntry(
+                compression_type, reserved, num_records, uncompressed_length, length, data
+            )
+            message = value_2
         else:
-            message = bytes(buf[at : at + message_len])
-            at += message_len
+            raise DecodeError(
+                "PublishV1.published_messages[].message", at, f"no layout for value {tag}"
+            )
         item_2 = PublishV1PublishedMessage(publishing_id, message)
         published_messages.append(item_2)
     msg = PublishV1(publisher_id, published_messages)
@@ -409,12 +489,31 @@ def _decode_publish_v1(buf: memoryview, at: int, end: int) -> PublishV1:
 def _encode_publish_v1(msg: PublishV1, parts: list[bytes]) -> None:
     parts.append(_PUBLISH_V1_0.pack(msg.publisher_id, len(msg.published_messages)))
     for item in msg.published_messages:
-        message_raw = None if item.message is None else item.message
-        parts.append(
-            _PUBLISH_V1_1.pack(item.publishing_id, -1 if message_raw is None else len(message_raw))
-        )
-        if message_raw is not None:
-            parts.append(message_raw)
+        parts.append(_PUBLISH_V1_1.pack(item.publishing_id))
+        if isinstance(item.message, bytes):  # simple entry
+            value_raw = item.message
+            parts.append(_PUBLISH_V1_2.pack(len(value_raw)))
+            parts.append(value_raw)
+        elif isinstance(item.message, SubBatchEntry):  # sub-entry batch
+            parts.append(
+                _PUBLISH_V1_3.pack(
+                    0x80 | (item.message.compression_type & 0x7) << 4 | item.message.reserved & 0xF,
+                    item.message.num_records,
+                    item.message.uncompressed_length,
+                    item.message.length,
+                )
+            )
+            if len(item.message.data) != item.message.length:
+                raise EncodeError(
+                    "PublishV1.published_messages[].message.data",
+                    f"{len(item.message.data)} bytes, but its length field says {item.message.length}",
+                )
+            parts.append(item.message.data)
+        else:
+            raise EncodeError(
+                "PublishV1.published_messages[].message",
+                f"cannot encode {type(item.message).__name__}",
+            )
 
 
 @dataclass(slots=True)
@@ -457,6 +556,14 @@ _PUBLISH_V2_1_FIELDS = (
 _PUBLISH_V2_2 = struct.Struct(">i")
 _PUBLISH_V2_2_FIELDS = (("PublishV2.published_messages[].message", 0, 4),)
 
+_PUBLISH_V2_3 = struct.Struct(">BHII")
+_PUBLISH_V2_3_FIELDS = (
+    ("PublishV2.published_messages[].message.entry_header", 0, 1),
+    ("PublishV2.published_messages[].message.num_records", 1, 2),
+    ("PublishV2.published_messages[].message.uncompressed_length", 3, 4),
+    ("PublishV2.published_messages[].message.length", 7, 4),
+)
+
 
 def _decode_publish_v2(buf: memoryview, at: int, end: int) -> PublishV2:
     if end - at < 5:
@@ -485,17 +592,45 @@ def _decode_publish_v2(buf: memoryview, at: int, end: int) -> PublishV2:
                     "PublishV2.published_messages[].filter_value", at + e.start, "invalid utf-8"
                 ) from None
             at += filter_value_len
-        if end - at < 4:
-            raise _truncated(_PUBLISH_V2_2_FIELDS, at, end)
-        (message_len,) = _PUBLISH_V2_2.unpack_from(buf, at)
-        at += 4
-        if message_len == -1:
-            message = None
-        elif message_len < 0 or message_len > end - at:
-            raise _bad_length("PublishV2.published_messages[].message", at, message_len, end)
+        if at >= end:
+            raise DecodeError("PublishV2.published_messages[].message", at, "needs 1 byte, 0 left")
+        tag = buf[at] >> 7
+        message: bytes | SubBatchEntry
+        if tag == 0:  # simple entry
+            if end - at < 4:
+                raise _truncated(_PUBLISH_V2_2_FIELDS, at, end)
+            (value_len,) = _PUBLISH_V2_2.unpack_from(buf, at)
+            at += 4
+            if value_len < 0 or value_len > end - at:
+                raise _bad_length("PublishV2.published_messages[].message", at, value_len, end)
+            value = bytes(buf[at : at + value_len])
+            at += value_len
+            message = value
+        elif tag == 1:  # sub-entry batch
+            if end - at < 11:
+                raise _truncated(_PUBLISH_V2_3_FIELDS, at, end)
+            entry_header, num_records, uncompressed_length, length = _PUBLISH_V2_3.unpack_from(
+                buf, at
+            )
+            at += 11
+            if (entry_header >> 7) & 0x1 != 1:
+                raise DecodeError(
+                    "PublishV2.published_messages[].message.entry_type", at, "expected 1"
+                )
+            compression_type = (entry_header >> 4) & 0x7
+            reserved = entry_header & 0xF
+            if length > end - at:
+                raise _bad_length("PublishV2.published_messages[].message.data", at, length, end)
+            data = bytes(buf[at : at + length])
+            at += length
+            value_2 = SubBatchEntry(
+                compression_type, reserved, num_records, uncompressed_length, length, data
+            )
+            message = value_2
         else:
-            message = bytes(buf[at : at + message_len])
-            at += message_len
+            raise DecodeError(
+                "PublishV2.published_messages[].message", at, f"no layout for value {tag}"
+            )
         item_2 = PublishV2PublishedMessage(publishing_id, filter_value, message)
         published_messages.append(item_2)
     msg = PublishV2(publisher_id, published_messages)
@@ -515,11 +650,30 @@ def _encode_publish_v2(msg: PublishV2, parts: list[bytes]) -> None:
         )
         if filter_value_raw is not None:
             parts.append(filter_value_raw)
-
-        message_raw = None if item.message is None else item.message
-        parts.append(_PUBLISH_V2_2.pack(-1 if message_raw is None else len(message_raw)))
-        if message_raw is not None:
-            parts.append(message_raw)
+        if isinstance(item.message, bytes):  # simple entry
+            value_raw = item.message
+            parts.append(_PUBLISH_V2_2.pack(len(value_raw)))
+            parts.append(value_raw)
+        elif isinstance(item.message, SubBatchEntry):  # sub-entry batch
+            parts.append(
+                _PUBLISH_V2_3.pack(
+                    0x80 | (item.message.compression_type & 0x7) << 4 | item.message.reserved & 0xF,
+                    item.message.num_records,
+                    item.message.uncompressed_length,
+                    item.message.length,
+                )
+            )
+            if len(item.message.data) != item.message.length:
+                raise EncodeError(
+                    "PublishV2.published_messages[].message.data",
+                    f"{len(item.message.data)} bytes, but its length field says {item.message.length}",
+                )
+            parts.append(item.message.data)
+        else:
+            raise EncodeError(
+                "PublishV2.published_messages[].message",
+                f"cannot encode {type(item.message).__name__}",
+            )
 
 
 @dataclass(slots=True)

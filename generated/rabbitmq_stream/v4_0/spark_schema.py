@@ -137,7 +137,29 @@ FRAMES_SCHEMA = pa.schema(
                             pa.struct(
                                 [
                                     pa.field("publishing_id", pa.decimal128(20, 0)),
-                                    pa.field("message", pa.binary()),
+                                    pa.field(
+                                        "message",
+                                        pa.struct(
+                                            [
+                                                pa.field("simple_entry", pa.binary()),
+                                                pa.field(
+                                                    "sub_batch_entry",
+                                                    pa.struct(
+                                                        [
+                                                            pa.field("compression_type", pa.int8()),
+                                                            pa.field("reserved", pa.int8()),
+                                                            pa.field("num_records", pa.int32()),
+                                                            pa.field(
+                                                                "uncompressed_length", pa.int64()
+                                                            ),
+                                                            pa.field("length", pa.int64()),
+                                                            pa.field("data", pa.binary()),
+                                                        ]
+                                                    ),
+                                                ),
+                                            ]
+                                        ),
+                                    ),
                                 ]
                             )
                         ),
@@ -157,7 +179,29 @@ FRAMES_SCHEMA = pa.schema(
                                 [
                                     pa.field("publishing_id", pa.decimal128(20, 0)),
                                     pa.field("filter_value", pa.string()),
-                                    pa.field("message", pa.binary()),
+                                    pa.field(
+                                        "message",
+                                        pa.struct(
+                                            [
+                                                pa.field("simple_entry", pa.binary()),
+                                                pa.field(
+                                                    "sub_batch_entry",
+                                                    pa.struct(
+                                                        [
+                                                            pa.field("compression_type", pa.int8()),
+                                                            pa.field("reserved", pa.int8()),
+                                                            pa.field("num_records", pa.int32()),
+                                                            pa.field(
+                                                                "uncompressed_length", pa.int64()
+                                                            ),
+                                                            pa.field("length", pa.int64()),
+                                                            pa.field("data", pa.binary()),
+                                                        ]
+                                                    ),
+                                                ),
+                                            ]
+                                        ),
+                                    ),
                                 ]
                             )
                         ),
@@ -807,8 +851,8 @@ SPARK_DDL = ", ".join(
         "`response_code` INT",
         "`declare_publisher_request` STRUCT<`correlation_id`: BIGINT, `publisher_id`: SMALLINT, `publisher_reference`: STRING, `stream`: STRING>",
         "`declare_publisher_response` STRUCT<`correlation_id`: BIGINT, `response_code`: INT>",
-        "`publish_v1` STRUCT<`publisher_id`: SMALLINT, `published_messages`: ARRAY<STRUCT<`publishing_id`: DECIMAL(20,0), `message`: BINARY>>>",
-        "`publish_v2` STRUCT<`publisher_id`: SMALLINT, `published_messages`: ARRAY<STRUCT<`publishing_id`: DECIMAL(20,0), `filter_value`: STRING, `message`: BINARY>>>",
+        "`publish_v1` STRUCT<`publisher_id`: SMALLINT, `published_messages`: ARRAY<STRUCT<`publishing_id`: DECIMAL(20,0), `message`: STRUCT<`simple_entry`: BINARY, `sub_batch_entry`: STRUCT<`compression_type`: TINYINT, `reserved`: TINYINT, `num_records`: INT, `uncompressed_length`: BIGINT, `length`: BIGINT, `data`: BINARY>>>>>",
+        "`publish_v2` STRUCT<`publisher_id`: SMALLINT, `published_messages`: ARRAY<STRUCT<`publishing_id`: DECIMAL(20,0), `filter_value`: STRING, `message`: STRUCT<`simple_entry`: BINARY, `sub_batch_entry`: STRUCT<`compression_type`: TINYINT, `reserved`: TINYINT, `num_records`: INT, `uncompressed_length`: BIGINT, `length`: BIGINT, `data`: BINARY>>>>>",
         "`publish_confirm` STRUCT<`publisher_id`: SMALLINT, `publishing_ids`: ARRAY<DECIMAL(20,0)>>",
         "`publish_error` STRUCT<`publisher_id`: SMALLINT, `publishing_error`: ARRAY<STRUCT<`publishing_id`: DECIMAL(20,0), `code`: INT>>>",
         "`query_publisher_sequence_request` STRUCT<`correlation_id`: BIGINT, `publisher_reference`: STRING, `stream`: STRING>",
@@ -1029,6 +1073,33 @@ def _publish_v1(
     published_messages_items = [y for x in published_messages for y in x]
     published_messages_item_publishing_id = [x.publishing_id for x in published_messages_items]
     published_messages_item_message = [x.message for x in published_messages_items]
+    published_messages_item_message_simple_entry = [
+        x if isinstance(x, bytes) else None for x in published_messages_item_message
+    ]
+    published_messages_item_message_sub_batch_entry = [
+        x if isinstance(x, SubBatchEntry) else None for x in published_messages_item_message
+    ]
+    published_messages_item_message_sub_batch_entry_compression_type = [
+        None if x is None else x.compression_type
+        for x in published_messages_item_message_sub_batch_entry
+    ]
+    published_messages_item_message_sub_batch_entry_reserved = [
+        None if x is None else x.reserved for x in published_messages_item_message_sub_batch_entry
+    ]
+    published_messages_item_message_sub_batch_entry_num_records = [
+        None if x is None else x.num_records
+        for x in published_messages_item_message_sub_batch_entry
+    ]
+    published_messages_item_message_sub_batch_entry_uncompressed_length = [
+        None if x is None else x.uncompressed_length
+        for x in published_messages_item_message_sub_batch_entry
+    ]
+    published_messages_item_message_sub_batch_entry_length = [
+        None if x is None else x.length for x in published_messages_item_message_sub_batch_entry
+    ]
+    published_messages_item_message_sub_batch_entry_data = [
+        None if x is None else x.data for x in published_messages_item_message_sub_batch_entry
+    ]
     return pa.StructArray.from_arrays(
         [
             pa.array(publisher_id, pa.int16()),
@@ -1039,7 +1110,49 @@ def _publish_v1(
                         pa.array(published_messages_item_publishing_id, pa.uint64()).cast(
                             pa.decimal128(20, 0)
                         ),
-                        pa.array(published_messages_item_message, pa.binary()),
+                        pa.StructArray.from_arrays(
+                            [
+                                pa.array(published_messages_item_message_simple_entry, pa.binary()),
+                                pa.StructArray.from_arrays(
+                                    [
+                                        pa.array(
+                                            published_messages_item_message_sub_batch_entry_compression_type,
+                                            pa.int8(),
+                                        ),
+                                        pa.array(
+                                            published_messages_item_message_sub_batch_entry_reserved,
+                                            pa.int8(),
+                                        ),
+                                        pa.array(
+                                            published_messages_item_message_sub_batch_entry_num_records,
+                                            pa.int32(),
+                                        ),
+                                        pa.array(
+                                            published_messages_item_message_sub_batch_entry_uncompressed_length,
+                                            pa.int64(),
+                                        ),
+                                        pa.array(
+                                            published_messages_item_message_sub_batch_entry_length,
+                                            pa.int64(),
+                                        ),
+                                        pa.array(
+                                            published_messages_item_message_sub_batch_entry_data,
+                                            pa.binary(),
+                                        ),
+                                    ],
+                                    names=[
+                                        "compression_type",
+                                        "reserved",
+                                        "num_records",
+                                        "uncompressed_length",
+                                        "length",
+                                        "data",
+                                    ],
+                                    mask=_nulls(published_messages_item_message_sub_batch_entry),
+                                ),
+                            ],
+                            names=["simple_entry", "sub_batch_entry"],
+                        ),
                     ],
                     names=["publishing_id", "message"],
                 ),
@@ -1058,6 +1171,33 @@ def _publish_v2(
     published_messages_item_publishing_id = [x.publishing_id for x in published_messages_items]
     published_messages_item_filter_value = [x.filter_value for x in published_messages_items]
     published_messages_item_message = [x.message for x in published_messages_items]
+    published_messages_item_message_simple_entry = [
+        x if isinstance(x, bytes) else None for x in published_messages_item_message
+    ]
+    published_messages_item_message_sub_batch_entry = [
+        x if isinstance(x, SubBatchEntry) else None for x in published_messages_item_message
+    ]
+    published_messages_item_message_sub_batch_entry_compression_type = [
+        None if x is None else x.compression_type
+        for x in published_messages_item_message_sub_batch_entry
+    ]
+    published_messages_item_message_sub_batch_entry_reserved = [
+        None if x is None else x.reserved for x in published_messages_item_message_sub_batch_entry
+    ]
+    published_messages_item_message_sub_batch_entry_num_records = [
+        None if x is None else x.num_records
+        for x in published_messages_item_message_sub_batch_entry
+    ]
+    published_messages_item_message_sub_batch_entry_uncompressed_length = [
+        None if x is None else x.uncompressed_length
+        for x in published_messages_item_message_sub_batch_entry
+    ]
+    published_messages_item_message_sub_batch_entry_length = [
+        None if x is None else x.length for x in published_messages_item_message_sub_batch_entry
+    ]
+    published_messages_item_message_sub_batch_entry_data = [
+        None if x is None else x.data for x in published_messages_item_message_sub_batch_entry
+    ]
     return pa.StructArray.from_arrays(
         [
             pa.array(publisher_id, pa.int16()),
@@ -1069,7 +1209,49 @@ def _publish_v2(
                             pa.decimal128(20, 0)
                         ),
                         pa.array(published_messages_item_filter_value, pa.string()),
-                        pa.array(published_messages_item_message, pa.binary()),
+                        pa.StructArray.from_arrays(
+                            [
+                                pa.array(published_messages_item_message_simple_entry, pa.binary()),
+                                pa.StructArray.from_arrays(
+                                    [
+                                        pa.array(
+                                            published_messages_item_message_sub_batch_entry_compression_type,
+                                            pa.int8(),
+                                        ),
+                                        pa.array(
+                                            published_messages_item_message_sub_batch_entry_reserved,
+                                            pa.int8(),
+                                        ),
+                                        pa.array(
+                                            published_messages_item_message_sub_batch_entry_num_records,
+                                            pa.int32(),
+                                        ),
+                                        pa.array(
+                                            published_messages_item_message_sub_batch_entry_uncompressed_length,
+                                            pa.int64(),
+                                        ),
+                                        pa.array(
+                                            published_messages_item_message_sub_batch_entry_length,
+                                            pa.int64(),
+                                        ),
+                                        pa.array(
+                                            published_messages_item_message_sub_batch_entry_data,
+                                            pa.binary(),
+                                        ),
+                                    ],
+                                    names=[
+                                        "compression_type",
+                                        "reserved",
+                                        "num_records",
+                                        "uncompressed_length",
+                                        "length",
+                                        "data",
+                                    ],
+                                    mask=_nulls(published_messages_item_message_sub_batch_entry),
+                                ),
+                            ],
+                            names=["simple_entry", "sub_batch_entry"],
+                        ),
                     ],
                     names=["publishing_id", "filter_value", "message"],
                 ),

@@ -475,7 +475,7 @@ def _st_publish_v1(draw: st.DrawFn) -> PublishV1:
 @st.composite
 def _st_publish_v1_published_message(draw: st.DrawFn) -> PublishV1PublishedMessage:
     publishing_id = draw(st.integers(0, 18446744073709551615))
-    message = draw(st.none() | st.binary(max_size=64))
+    message = draw(st.one_of(st.binary(max_size=64), _st_sub_batch_entry()))
     return PublishV1PublishedMessage(publishing_id, message)
 
 
@@ -490,7 +490,7 @@ def _st_publish_v2(draw: st.DrawFn) -> PublishV2:
 def _st_publish_v2_published_message(draw: st.DrawFn) -> PublishV2PublishedMessage:
     publishing_id = draw(st.integers(0, 18446744073709551615))
     filter_value = draw(st.none() | st.text(max_size=60))
-    message = draw(st.none() | st.binary(max_size=64))
+    message = draw(st.one_of(st.binary(max_size=64), _st_sub_batch_entry()))
     return PublishV2PublishedMessage(publishing_id, filter_value, message)
 
 
@@ -726,7 +726,6 @@ SAMPLES: list[tuple[str, Message, str]] = [
         ),
         "client",
     ),
-    ("PublishV1-null", PublishV1(0, []), "client"),
     ("PublishV2-min", PublishV2(0, []), "client"),
     (
         "PublishV2-max",
