@@ -71,7 +71,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_capture.add_argument("--listen", default="127.0.0.1:0", help="HOST:PORT to accept on")
     p_capture.add_argument("--out", required=True, type=Path, help="an empty or new folder")
     p_capture.add_argument("--duration", type=float, help="stop after this many seconds")
-    p_capture.add_argument("--connections", type=int, help="stop after this many connections")
+    p_capture.add_argument(
+        "--connections",
+        type=int,
+        help="stop when this many connections have finished (failed connects do not count)",
+    )
 
     p_report = sub.add_parser(
         "report", help="tables and an offline HTML page of charts from a decoded capture, via Spark"
@@ -117,16 +121,28 @@ def _capture(args: argparse.Namespace) -> int:
 
     if args.duration is None and args.connections is None:
         raise capture.CaptureError("give --duration or --connections: a capture stops on its own")
-    cap = capture.run(
-        args.out,
-        capture.parse_address(args.target),
-        capture.parse_address(args.listen),
-        args.duration,
-        args.connections,
-    )
+    if args.connections is not None and args.connections < 1:
+        raise capture.CaptureError("--connections: give 1 or more")
+    if args.duration is not None and not args.duration > 0:
+        raise capture.CaptureError("--duration: give a number of seconds above 0")
+    try:
+        cap = capture.run(
+            args.out,
+            capture.parse_address(args.target),
+            capture.parse_address(args.listen),
+            args.duration,
+            args.connections,
+        )
+    except capture.SummaryError as e:
+        # the capture ran and its files are complete; only the summary is missing
+        print(f"specgen: {e}", file=sys.stderr)
+        return 1
+    stopped = len(cap.recording_stopped)
     print(
-        f"capture: {cap.connections} connections, {cap.bytes['c2s']} bytes client->server, "
-        f"{cap.bytes['s2c']} bytes server->client in {args.out}"
+        f"capture: {cap.connections} connections, {cap.failed_connects} failed connects, "
+        f"{cap.bytes['c2s']} bytes client->server, {cap.bytes['s2c']} bytes server->client "
+        f"in {args.out}"
+        + (f"; recording stopped early in {stopped} connections (capture.json)" if stopped else "")
     )
     return 0
 
