@@ -134,6 +134,10 @@ def test_capture_stops_cleanly_on_sigterm_and_refuses_a_used_folder(tmp_path: Pa
     assert again.returncode == 2
     assert again.stderr.strip().endswith("not empty; a capture needs a folder of its own")
     assert main(["capture", "--target", "127.0.0.1:1", "--out", str(tmp_path / "new")]) == 2
+    # 0 connections would never be reached: refused like no limit at all
+    argv = ["capture", "--target", "127.0.0.1:1", "--out", str(tmp_path / "new")]
+    assert main([*argv, "--connections", "0"]) == main([*argv, "--duration", "0"]) == 2
+    assert not (tmp_path / "new").exists()
 
 
 def test_shipped_sample_round_trips_frame_by_frame() -> None:
