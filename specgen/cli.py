@@ -21,6 +21,11 @@ from specgen.overlay import OverlayError
 from specgen.pipeline.inputs import DecodeInputError
 from specgen.specs import ROOT, build_ir, find, registry
 
+
+class FramesInputError(ValueError):
+    """A file given to `specgen frames` cannot be read."""
+
+
 INPUT_ERRORS = (
     SpecSyntaxError,
     SpecError,
@@ -29,6 +34,7 @@ INPUT_ERRORS = (
     LookupError,
     CaptureError,
     DecodeInputError,
+    FramesInputError,
 )
 
 
@@ -224,15 +230,15 @@ def _frames(args: argparse.Namespace) -> int:
     spec = find(args.protocol)
     codec = importlib.import_module(spec.import_name)
     total = failed = 0
-    for path in args.files:
+    contents: list[bytes] = []
+    for path in args.files:  # all read first: a missing file is an input error (exit 2)
+        try:
+            contents.append(path.read_bytes())
+        except OSError as e:
+            raise FramesInputError(f"{path}: {e.strerror or e}") from None
+    for path, data in zip(args.files, contents, strict=True):
         sender = args.sender or _sender_from_name(path)
         reader = codec.FrameReader(sender)
-        try:
-            data = path.read_bytes()
-        except OSError as e:
-            print(json.dumps({"file": str(path), "error": str(e)}))
-            failed += 1
-            continue
         reader.feed(data)
         while True:
             offset = reader.offset
@@ -265,11 +271,17 @@ def _frames(args: argparse.Namespace) -> int:
                 fields=_jsonable(msg),
             )
             if args.roundtrip:
-                again = codec.encode(msg)
-                line["roundtrip"] = again == raw
-                if again != raw:
+                try:
+                    again = codec.encode(msg)
+                except codec.EncodeError as e:  # decoded, yet refused: one failing line
+                    line["roundtrip"] = False
+                    line["encode_error"] = str(e)
                     failed += 1
-                    line["reencoded"] = again.hex()
+                else:
+                    line["roundtrip"] = again == raw
+                    if again != raw:
+                        failed += 1
+                        line["reencoded"] = again.hex()
             print(json.dumps(line, ensure_ascii=False))
         if reader.pending:
             print(

@@ -224,6 +224,10 @@ class Checksum:
     algorithm: Literal["crc32"]
     over: str  # the sibling field whose bytes are summed
 
+    def __post_init__(self) -> None:
+        if self.algorithm != "crc32":
+            raise IRError(f"checksum algorithm {self.algorithm!r} is not crc32")
+
 
 @dataclass(frozen=True, slots=True)
 class Bits:

@@ -133,3 +133,42 @@ def test_frames_reports_garbage_with_field_and_offset(
     line = json.loads(capsys.readouterr().out.splitlines()[0])
     assert line["field"] == "Credit.credit"
     assert line["field_offset"] == 9
+
+
+def test_frames_missing_file_is_an_input_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = tmp_path / "conn-1.c2s.bin"
+    good.write_bytes(b"")
+    missing = tmp_path / "nope.c2s.bin"
+    assert main(["frames", "rabbitmq-stream", str(good), str(missing)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"specgen: {missing}: No such file or directory"]
+
+
+def test_frames_roundtrip_reports_a_refused_encode_as_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from generated.rabbitmq_stream import v4_0 as rs
+
+    # a reference over the documented 256 characters decodes and now encodes too
+    long = rs.encode(rs.DeclarePublisherRequest(1, 2, "r" * 300, "s"))
+    credit = rs.encode(rs.Credit(1, 5))
+    capture = tmp_path / "conn-1.c2s.bin"
+    capture.write_bytes(long + credit)
+    assert main(["frames", "rabbitmq-stream", str(capture), "--roundtrip"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("ok: 2 frames")
+    # whatever encode refuses after decoding is one failing line, never a traceback
+    real = rs.encode
+
+    def refuse_credit(msg: rs.Message) -> bytes:
+        if isinstance(msg, rs.Credit):
+            raise rs.EncodeError("Credit.credit", "refused for the test")
+        return real(msg)
+
+    monkeypatch.setattr(rs, "encode", refuse_credit)
+    assert main(["frames", "rabbitmq-stream", str(capture), "--roundtrip"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    bad = json.loads(lines[1])
+    assert (bad["roundtrip"], bad["encode_error"]) == (False, "Credit.credit: refused for the test")
+    assert lines[-1] == "FAILED: 2 frames in 1 files, 1 failed"

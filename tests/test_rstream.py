@@ -310,8 +310,23 @@ def test_publish_both_versions(version: int) -> None:
 # ---- a real rstream session through the recording proxy
 
 
+# the records of the two sub-entry batches the session publishes: compression none, then gzip
+SUB_ENTRY_RECORDS = {
+    0: [b"sub-entry none %d" % i for i in range(10)],
+    1: [b"sub-entry gzip %d " % i * (i + 1) for i in range(12)],
+}
+SESSION_MESSAGES = 300 + 1 + sum(map(len, SUB_ENTRY_RECORDS.values()))
+
+
 async def _rstream_session(host: str, port: int, stream: str) -> list[bytes]:
-    from rstream import AMQPMessage, Consumer, ConsumerOffsetSpecification, OffsetType, Producer
+    from rstream import (
+        AMQPMessage,
+        CompressionType,
+        Consumer,
+        ConsumerOffsetSpecification,
+        OffsetType,
+        Producer,
+    )
 
     payloads = [bytes([i % 251]) * (i * 37 % 3000) for i in range(300)]
     async with Producer(
@@ -321,6 +336,11 @@ async def _rstream_session(host: str, port: int, stream: str) -> list[bytes]:
         for p in payloads[:150]:
             await producer.send_wait(stream, p)
         await producer.send_batch(stream, payloads[150:])  # type: ignore[arg-type]
+        # sub-entry batches, as rstream, the Java and the Go clients publish them
+        for compression, records in SUB_ENTRY_RECORDS.items():
+            await producer.send_sub_entry(
+                stream, records, compression_type=CompressionType(compression)
+            )
         await producer.send_wait(stream, AMQPMessage(body=b"amqp 1.0 encoded"))
     received: list[bytes] = []
     done = asyncio.Event()
@@ -329,7 +349,7 @@ async def _rstream_session(host: str, port: int, stream: str) -> list[bytes]:
 
     async def on_message(msg: Any, context: Any) -> None:
         received.append(bytes(msg) if not isinstance(msg, bytes) else msg)
-        if len(received) >= 301:
+        if len(received) >= SESSION_MESSAGES:
             done.set()
 
     await consumer.subscribe(
@@ -359,9 +379,10 @@ def test_recorded_rstream_session_reencodes_identically(rabbit: RabbitNode, tmp_
         return cap, received
 
     cap, received = asyncio.run(run())
-    assert len(received) == 301
+    assert len(received) == SESSION_MESSAGES
     assert cap.connections >= 2
     counts: dict[str, int] = {}
+    batches: dict[str, list[tuple[int, list[bytes]]]] = {"published": [], "delivered": []}
     for path in sorted(folder.glob("*.bin")):
         data = path.read_bytes()
         direction = path.suffixes[-2].lstrip(".")
@@ -373,6 +394,18 @@ def test_recorded_rstream_session_reencodes_identically(rabbit: RabbitNode, tmp_
             frame = data[at : at + 4 + size]
             assert rs.encode(msg) == frame, f"{path.name}@{at}: {type(msg).__name__}"
             counts[type(msg).__name__] = counts.get(type(msg).__name__, 0) + 1
+            if isinstance(msg, rs.PublishV1):
+                batches["published"] += [
+                    (m.message.compression_type, m.message.records())
+                    for m in msg.published_messages
+                    if isinstance(m.message, rs.SubBatchEntry)
+                ]
+            elif isinstance(msg, rs.DeliverV1):
+                batches["delivered"] += [
+                    (e.compression_type, e.records())
+                    for e in msg.osiris_chunk.messages
+                    if isinstance(e, rs.SubBatchEntry)
+                ]
             at += 4 + size
         reader.finish()
         assert at == len(data)
@@ -388,6 +421,11 @@ def test_recorded_rstream_session_reencodes_identically(rabbit: RabbitNode, tmp_
             sum(e["length"] for e in reads[:i]) for i in range(len(reads))
         ]
         assert sum(e["length"] for e in reads) == len(data)
+    # rstream's sub-entry batches decode to the records it sent, both as published and as the
+    # server delivers them back (the server stores the entry as it came)
+    wanted = sorted(SUB_ENTRY_RECORDS.items())
+    assert sorted(batches["published"]) == wanted
+    assert sorted(batches["delivered"]) == wanted
     for name in (
         "PeerPropertiesRequest",
         "SaslAuthenticateResponse",

@@ -47,8 +47,16 @@ def test_responses_under_the_request_key(frame: bytes, cls: type, query: type) -
         rs.ResponseCode.STREAM_DOES_NOT_EXIST,
         [],
     )
-    # specgen writes the reference's key, with the response bit
-    assert rs.encode(msg)[4:6] == (query.KEY | 0x8000).to_bytes(2, "big")
+    # decoded, it remembers the key it came under and gives back its own bytes
+    assert msg.key_on_wire == query.KEY
+    assert rs.encode(msg) == frame
+    # built by a user, it is written under the reference's key, with the response bit
+    fresh = cls(msg.correlation_id, msg.response_code, msg.stream)
+    assert fresh == msg  # the key it came under is not part of its value
+    assert rs.encode(fresh)[4:6] == (query.KEY | 0x8000).to_bytes(2, "big")
+    fresh.key_on_wire = 0x1234
+    with pytest.raises(rs.EncodeError, match="key_on_wire"):
+        rs.encode(fresh)
     # from the client, the same key is the query
     reader = rs.FrameReader(sender="server")
     reader.feed(frame)
@@ -65,3 +73,11 @@ def test_declare_publisher_reference_is_never_null() -> None:
     with pytest.raises(rs.DecodeError) as info:
         rs.decode(null)
     assert info.value.field == "DeclarePublisherRequest.publisher_reference"
+
+
+def test_declare_publisher_reference_length_is_the_servers_rule() -> None:
+    """One rule both ways: 'max 256 characters' is documented, never refused by the codec."""
+    long = rs.DeclarePublisherRequest(7, 1, "r" * 300, "s")
+    frame = rs.encode(long)
+    assert rs.decode(frame) == long
+    assert rs.encode(rs.decode(frame)) == frame

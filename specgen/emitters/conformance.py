@@ -28,6 +28,7 @@ from specgen.ir import (
     Struct,
     Switch,
     TypeRef,
+    walk_fields,
 )
 from specgen.specs import SpecVersion
 
@@ -383,6 +384,10 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
                 "samples": samples,
                 "strategy": strategy,
                 "optional": [snake(f.name) for f in fields if f.optional],
+                # the checksum fields' names as DecodeError spells them (their last part)
+                "checksums": sorted(
+                    "." + snake(f.name) for _, f in walk_fields(fields) if f.checksum is not None
+                ),
             }
         )
     return {
@@ -400,6 +405,8 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
             classes=sorted(
                 {c["cls"] for c in cases} | {s.name for s in plan.structs}, key=isort_key
             ),
+            checksummed=[c["cls"] for c in cases if c["checksums"]],
+            checksum_fields=sorted({f for c in cases for f in c["checksums"]}),
             size_width=INT_WIDTHS[protocol.frame.size_type][0],
             size_code={"int32": "i", "uint32": "I"}[protocol.frame.size_type],
         )

@@ -82,6 +82,7 @@ class Run:
     items: list[Fixed]
     limit: str
     const: str = ""
+    mark: str = ""  # encode: local remembering this run's part (a checksum in it is patched)
     post: list[object] = field(default_factory=list)  # decode steps right after the unpack
     prepare: list[object] = field(default_factory=list)  # encode steps right before the pack
 
@@ -209,6 +210,29 @@ class OptionalStep:
     body: list[object]
     previous: str = ""  # encode: the optional field before it, which must then be present
     annotation: str = ""  # decode: the local's type, declared before the branches
+
+
+@dataclass
+class Mark:
+    """Remember where a checksummed field's bytes start (decode)."""
+
+    local: str
+
+
+@dataclass
+class ChecksumStep:
+    """Compare a checksum field with the checksum of the bytes since `mark` (decode, unless the
+    caller opted out)."""
+
+    label: str  # the checksum field, as DecodeError names it
+    local: str  # its decoded value
+    mark: str  # decode: byte offset where the summed bytes start; encode: their first part
+    algorithm: str
+    over: str  # label of the summed field
+    run_mark: str = ""  # encode: the part holding the checksum field, patched when sealing
+    offset: int = 0  # the checksum field's offset and struct code in that part
+    code: str = ""
+    width: int = 0
 
 
 @dataclass
@@ -385,6 +409,22 @@ class Planner:
         steps.append(run)
         steps.extend(run.post)
 
+    def _seal(self, step: ChecksumStep) -> None:
+        """Where encode(seal_checksums=True) patches the computed checksum in."""
+        for run in self.runs:
+            for label, offset, width in run.cut_table:
+                if label == step.label:
+                    run.mark = run.mark or self._local("ChecksumPart")
+                    code = next(i.code for i in run.items if i.label == label)
+                    step.run_mark, step.offset, step.code, step.width = (
+                        run.mark,
+                        offset,
+                        code,
+                        width,
+                    )
+                    return
+        raise PlanError(f"{step.label}: a checksum must be a fixed-width field before its data")
+
     def _after(self, run: Run, steps: list[object], step: object) -> None:
         """A decode step that needs the values the open run will read."""
         if run.items:
@@ -406,7 +446,15 @@ class Planner:
         limit: str,
     ) -> Run:
         env: dict[str, tuple[str, str]] = {}  # spec name -> (decode local, encode expr)
+        sums = {f.checksum.over: f for f in fields if f.checksum is not None}
         for f in fields:
+            summed = sums.pop(f.name, None)
+            mark = ""
+            if summed is not None:
+                self._close(run, steps)
+                run = self._run(limit)
+                mark = self._local(f.name + "Start")
+                steps.append(Mark(mark))
             run = self._field(
                 f,
                 f"{label}.{snake(f.name)}",
@@ -418,6 +466,21 @@ class Planner:
                 attrs,
                 limit,
             )
+            if summed is not None:
+                assert summed.checksum is not None
+                self._close(run, steps)
+                run = self._run(limit)
+                step = ChecksumStep(
+                    f"{label}.{snake(summed.name)}",
+                    env[summed.name][0],
+                    mark,
+                    summed.checksum.algorithm,
+                    f"{label}.{snake(f.name)}",
+                )
+                self._seal(step)
+                steps.append(step)
+        if sums:
+            raise PlanError(f"{label}: checksum over {sorted(sums)[0]}, which does not follow it")
         return run
 
     def _field(

@@ -3,9 +3,21 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
-from specgen.emitters.plan import MessagePlan, ModulePlan, Planner, isort_key, snake
+from specgen.emitters.plan import (
+    ArrayStep,
+    ChecksumStep,
+    MessagePlan,
+    ModulePlan,
+    OptionalStep,
+    Planner,
+    Run,
+    SwitchStep,
+    isort_key,
+    snake,
+)
 from specgen.emitters.render import Renderer
 from specgen.ir import INT_WIDTHS, Protocol
 from specgen.specs import SpecVersion
@@ -39,7 +51,8 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
     for m in messages:
         dispatch.setdefault((m["key"], m["version"]), []).append(m)
         for alias in m["decode_keys"]:
-            dispatch.setdefault((alias, m["version"]), []).append(m)
+            # decoded under another key: a wrapper remembers it, so encode writes it back
+            dispatch.setdefault((alias, m["version"]), []).append({**m, "alias": True})
     for entries in dispatch.values():
         entries.sort(key=lambda m: {"request": 0, "oneway": 0, "response": 1}[m["kind"]])
     structs = [
@@ -63,6 +76,10 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
             messages=messages,
             dispatch=sorted(dispatch.items()),
             uses_records=uses_records,
+            uses_checksums=any(
+                isinstance(s, ChecksumStep) for m in plan.messages for s in _steps(m.steps)
+            ),
+            aliased=[m["cls"] for m in messages if m["decode_keys"]],
             header_fmt=header_fmt,
             header_fields=f"{frame.size_type} size, {frame.key_type} key, {frame.version_type} version",
             header_size=sum(
@@ -140,6 +157,19 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
     return files
 
 
+def _steps(steps: list[object]) -> Iterator[object]:
+    """Every step, nested ones included."""
+    for s in steps:
+        yield s
+        if isinstance(s, Run):
+            yield from _steps(s.post)
+        elif isinstance(s, ArrayStep | OptionalStep):
+            yield from _steps(s.body)
+        elif isinstance(s, SwitchStep):
+            for c in s.cases:
+                yield from _steps(c.body)
+
+
 def _title(spec: SpecVersion) -> str:
     return {"rabbitmq-stream": "RabbitMQ Streams"}.get(spec.protocol, spec.protocol)
 
@@ -165,6 +195,7 @@ def _message_view(m: MessagePlan, plan: ModulePlan) -> dict[str, Any]:
         "command": m.command,
         "key": m.key,
         "decode_keys": m.message.decode_keys,
+        "alias": False,
         "version": m.version,
         "kind": m.kind,
         "sender": m.sender,

@@ -241,7 +241,9 @@ class _Mapper:
                 x = c.type
                 if isinstance(x, Struct):
                     cls = f"{self.owner}{x.name}" if x.name in self.clashing else x.name
-                    members.append((snake(x.name), cls, self.col(x, f"{label}.{snake(x.name)}"), True))
+                    members.append(
+                        (snake(x.name), cls, self.col(x, f"{label}.{snake(x.name)}"), True)
+                    )
                 elif isinstance(x, Prim) and x.name not in INT_WIDTHS:
                     name = re.sub(r"\W+", "_", c.label.strip().lower()) or "value"
                     py = "str" if self.protocol.type(x.name).kind == "string" else "bytes"

@@ -5,14 +5,16 @@
 `encode(msg)` gives a whole frame, size prefix included; `decode(frame)` takes one and dispatches
 on key and version. Bad input raises `DecodeError` naming the
 field and the byte offset in the frame; nothing is allocated for a length the frame cannot hold.
+A decoded message encodes back to the bytes it came from.
 """
 
 from __future__ import annotations
 
 import struct
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from .errors import DecodeError, EncodeError, _bad_count, _bad_length, _truncated
 from .records import compress, decompress, join, split
@@ -200,7 +202,7 @@ _PUBLISH_4_FIELDS = (
 )
 
 
-def _decode_publish(buf: memoryview, at: int, end: int) -> Publish:
+def _decode_publish(buf: memoryview, at: int, end: int, verify_checksums: bool) -> Publish:
     if end - at < 2:
         raise _truncated(_PUBLISH_0_FIELDS, at, end)
     (stream_len,) = _PUBLISH_0.unpack_from(buf, at)
@@ -272,7 +274,7 @@ def _decode_publish(buf: memoryview, at: int, end: int) -> Publish:
     return msg
 
 
-def _encode_publish(msg: Publish, parts: list[bytes]) -> None:
+def _encode_publish(msg: Publish, parts: list[bytes], seal_checksums: bool) -> None:
     stream_raw = None if msg.stream is None else msg.stream.encode("utf-8")
     parts.append(_PUBLISH_0.pack(-1 if stream_raw is None else len(stream_raw)))
     if stream_raw is not None:
@@ -331,7 +333,9 @@ _PUBLISH_CONFIRM_0 = struct.Struct(">i")
 _PUBLISH_CONFIRM_0_FIELDS = (("PublishConfirm.publishing_ids", 0, 4),)
 
 
-def _decode_publish_confirm(buf: memoryview, at: int, end: int) -> PublishConfirm:
+def _decode_publish_confirm(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> PublishConfirm:
     if end - at < 4:
         raise _truncated(_PUBLISH_CONFIRM_0_FIELDS, at, end)
     (publishing_ids_count,) = _PUBLISH_CONFIRM_0.unpack_from(buf, at)
@@ -346,7 +350,7 @@ def _decode_publish_confirm(buf: memoryview, at: int, end: int) -> PublishConfir
     return msg
 
 
-def _encode_publish_confirm(msg: PublishConfirm, parts: list[bytes]) -> None:
+def _encode_publish_confirm(msg: PublishConfirm, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_PUBLISH_CONFIRM_0.pack(len(msg.publishing_ids)))
     parts.append(struct.pack(f">{len(msg.publishing_ids)}q", *msg.publishing_ids))
 
@@ -389,7 +393,9 @@ _SUBSCRIBE_REQUEST_1 = struct.Struct(">Q")
 _SUBSCRIBE_REQUEST_1_FIELDS = (("SubscribeRequest.offset", 0, 8),)
 
 
-def _decode_subscribe_request(buf: memoryview, at: int, end: int) -> SubscribeRequest:
+def _decode_subscribe_request(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> SubscribeRequest:
     if end - at < 10:
         raise _truncated(_SUBSCRIBE_REQUEST_0_FIELDS, at, end)
     correlation_id, subscription_id, stream_len = _SUBSCRIBE_REQUEST_0.unpack_from(buf, at)
@@ -414,7 +420,9 @@ def _decode_subscribe_request(buf: memoryview, at: int, end: int) -> SubscribeRe
     return msg
 
 
-def _encode_subscribe_request(msg: SubscribeRequest, parts: list[bytes]) -> None:
+def _encode_subscribe_request(
+    msg: SubscribeRequest, parts: list[bytes], seal_checksums: bool
+) -> None:
     stream_raw = None if msg.stream is None else msg.stream.encode("utf-8")
     parts.append(
         _SUBSCRIBE_REQUEST_0.pack(
@@ -456,7 +464,9 @@ _SUBSCRIBE_RESPONSE_0_FIELDS = (
 )
 
 
-def _decode_subscribe_response(buf: memoryview, at: int, end: int) -> SubscribeResponse:
+def _decode_subscribe_response(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> SubscribeResponse:
     if end - at < 6:
         raise _truncated(_SUBSCRIBE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _SUBSCRIBE_RESPONSE_0.unpack_from(buf, at)
@@ -467,7 +477,9 @@ def _decode_subscribe_response(buf: memoryview, at: int, end: int) -> SubscribeR
     return msg
 
 
-def _encode_subscribe_response(msg: SubscribeResponse, parts: list[bytes]) -> None:
+def _encode_subscribe_response(
+    msg: SubscribeResponse, parts: list[bytes], seal_checksums: bool
+) -> None:
     parts.append(_SUBSCRIBE_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
@@ -518,7 +530,7 @@ _DELIVER_2_FIELDS = (
 )
 
 
-def _decode_deliver(buf: memoryview, at: int, end: int) -> Deliver:
+def _decode_deliver(buf: memoryview, at: int, end: int, verify_checksums: bool) -> Deliver:
     if end - at < 35:
         raise _truncated(_DELIVER_0_FIELDS, at, end)
     (
@@ -532,6 +544,7 @@ def _decode_deliver(buf: memoryview, at: int, end: int) -> Deliver:
         data_length,
     ) = _DELIVER_0.unpack_from(buf, at)
     at += 35
+    messages_start = at
     if data_length > end - at:
         raise _bad_length("Deliver.osiris_chunk.messages", at, data_length, end)
     messages_end = at + data_length
@@ -585,6 +598,14 @@ def _decode_deliver(buf: memoryview, at: int, end: int) -> Deliver:
             at,
             f"items end {messages_end - at} bytes before the size says",
         )
+    if verify_checksums:
+        crc = zlib.crc32(buf[messages_start:at])
+        if crc != chunk_crc:
+            raise DecodeError(
+                "Deliver.osiris_chunk.chunk_crc",
+                messages_start,
+                f"the {at - messages_start} bytes of Deliver.osiris_chunk.messages have CRC-32 {crc:#010x}, the field says {chunk_crc:#010x}",
+            )
     osiris_chunk = OsirisChunk(
         magic_version,
         num_entries,
@@ -601,7 +622,8 @@ def _decode_deliver(buf: memoryview, at: int, end: int) -> Deliver:
     return msg
 
 
-def _encode_deliver(msg: Deliver, parts: list[bytes]) -> None:
+def _encode_deliver(msg: Deliver, parts: list[bytes], seal_checksums: bool) -> None:
+    checksum_part = len(parts)
     parts.append(
         _DELIVER_0.pack(
             msg.subscription_id,
@@ -614,6 +636,7 @@ def _encode_deliver(msg: Deliver, parts: list[bytes]) -> None:
             msg.osiris_chunk.data_length,
         )
     )
+    messages_start = len(parts)
     if len(msg.osiris_chunk.messages) != msg.osiris_chunk.num_entries:
         raise EncodeError(
             "Deliver.osiris_chunk.messages",
@@ -653,6 +676,10 @@ def _encode_deliver(msg: Deliver, parts: list[bytes]) -> None:
             "Deliver.osiris_chunk.messages",
             f"{sum(map(len, parts[messages_mark:]))} bytes of items, but its size field says {msg.osiris_chunk.data_length}",
         )
+    if seal_checksums:  # write the checksum of the bytes just encoded, not the field's value
+        crc = zlib.crc32(b"".join(parts[messages_start:]))
+        part = parts[checksum_part]
+        parts[checksum_part] = part[:27] + struct.pack(">I", crc) + part[31:]
 
 
 @dataclass(slots=True)
@@ -684,7 +711,7 @@ _CREDIT_0_FIELDS = (
 )
 
 
-def _decode_credit(buf: memoryview, at: int, end: int) -> Credit:
+def _decode_credit(buf: memoryview, at: int, end: int, verify_checksums: bool) -> Credit:
     if end - at < 6:
         raise _truncated(_CREDIT_0_FIELDS, at, end)
     subscription_id, credit = _CREDIT_0.unpack_from(buf, at)
@@ -695,7 +722,7 @@ def _decode_credit(buf: memoryview, at: int, end: int) -> Credit:
     return msg
 
 
-def _encode_credit(msg: Credit, parts: list[bytes]) -> None:
+def _encode_credit(msg: Credit, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_CREDIT_0.pack(msg.subscription_id, msg.credit))
 
 
@@ -727,7 +754,9 @@ _UNSUBSCRIBE_REQUEST_0_FIELDS = (
 )
 
 
-def _decode_unsubscribe_request(buf: memoryview, at: int, end: int) -> UnsubscribeRequest:
+def _decode_unsubscribe_request(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> UnsubscribeRequest:
     if end - at < 8:
         raise _truncated(_UNSUBSCRIBE_REQUEST_0_FIELDS, at, end)
     correlation_id, subscription_id = _UNSUBSCRIBE_REQUEST_0.unpack_from(buf, at)
@@ -738,7 +767,9 @@ def _decode_unsubscribe_request(buf: memoryview, at: int, end: int) -> Unsubscri
     return msg
 
 
-def _encode_unsubscribe_request(msg: UnsubscribeRequest, parts: list[bytes]) -> None:
+def _encode_unsubscribe_request(
+    msg: UnsubscribeRequest, parts: list[bytes], seal_checksums: bool
+) -> None:
     parts.append(_UNSUBSCRIBE_REQUEST_0.pack(msg.correlation_id, msg.subscription_id))
 
 
@@ -772,7 +803,9 @@ _UNSUBSCRIBE_RESPONSE_0_FIELDS = (
 )
 
 
-def _decode_unsubscribe_response(buf: memoryview, at: int, end: int) -> UnsubscribeResponse:
+def _decode_unsubscribe_response(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> UnsubscribeResponse:
     if end - at < 6:
         raise _truncated(_UNSUBSCRIBE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _UNSUBSCRIBE_RESPONSE_0.unpack_from(buf, at)
@@ -783,7 +816,9 @@ def _decode_unsubscribe_response(buf: memoryview, at: int, end: int) -> Unsubscr
     return msg
 
 
-def _encode_unsubscribe_response(msg: UnsubscribeResponse, parts: list[bytes]) -> None:
+def _encode_unsubscribe_response(
+    msg: UnsubscribeResponse, parts: list[bytes], seal_checksums: bool
+) -> None:
     parts.append(_UNSUBSCRIBE_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
@@ -817,7 +852,9 @@ _PUBLISH_ERROR_1_FIELDS = (
 )
 
 
-def _decode_publish_error(buf: memoryview, at: int, end: int) -> PublishError:
+def _decode_publish_error(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> PublishError:
     if end - at < 4:
         raise _truncated(_PUBLISH_ERROR_0_FIELDS, at, end)
     (publishing_error_count,) = _PUBLISH_ERROR_0.unpack_from(buf, at)
@@ -838,7 +875,7 @@ def _decode_publish_error(buf: memoryview, at: int, end: int) -> PublishError:
     return msg
 
 
-def _encode_publish_error(msg: PublishError, parts: list[bytes]) -> None:
+def _encode_publish_error(msg: PublishError, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_PUBLISH_ERROR_0.pack(len(msg.publishing_error)))
     for item in msg.publishing_error:
         parts.append(_PUBLISH_ERROR_1.pack(item.publishing_id, item.code))
@@ -871,7 +908,9 @@ _METADATA_UPDATE_0_FIELDS = (
 )
 
 
-def _decode_metadata_update(buf: memoryview, at: int, end: int) -> MetadataUpdate:
+def _decode_metadata_update(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> MetadataUpdate:
     if end - at < 4:
         raise _truncated(_METADATA_UPDATE_0_FIELDS, at, end)
     code, stream_len = _METADATA_UPDATE_0.unpack_from(buf, at)
@@ -895,7 +934,7 @@ def _decode_metadata_update(buf: memoryview, at: int, end: int) -> MetadataUpdat
     return msg
 
 
-def _encode_metadata_update(msg: MetadataUpdate, parts: list[bytes]) -> None:
+def _encode_metadata_update(msg: MetadataUpdate, parts: list[bytes], seal_checksums: bool) -> None:
     stream_raw = (
         None if msg.metadata_info.stream is None else msg.metadata_info.stream.encode("utf-8")
     )
@@ -939,7 +978,9 @@ _METADATA_REQUEST_1 = struct.Struct(">h")
 _METADATA_REQUEST_1_FIELDS = (("MetadataRequest.stream[]", 0, 2),)
 
 
-def _decode_metadata_request(buf: memoryview, at: int, end: int) -> MetadataRequest:
+def _decode_metadata_request(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> MetadataRequest:
     if end - at < 8:
         raise _truncated(_METADATA_REQUEST_0_FIELDS, at, end)
     correlation_id, stream_count = _METADATA_REQUEST_0.unpack_from(buf, at)
@@ -971,7 +1012,9 @@ def _decode_metadata_request(buf: memoryview, at: int, end: int) -> MetadataRequ
     return msg
 
 
-def _encode_metadata_request(msg: MetadataRequest, parts: list[bytes]) -> None:
+def _encode_metadata_request(
+    msg: MetadataRequest, parts: list[bytes], seal_checksums: bool
+) -> None:
     parts.append(_METADATA_REQUEST_0.pack(msg.correlation_id, len(msg.stream)))
     for item in msg.stream:
         item_raw = None if item is None else item.encode("utf-8")
@@ -1031,7 +1074,9 @@ _METADATA_RESPONSE_5_FIELDS = (
 )
 
 
-def _decode_metadata_response(buf: memoryview, at: int, end: int) -> MetadataResponse:
+def _decode_metadata_response(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> MetadataResponse:
     if end - at < 8:
         raise _truncated(_METADATA_RESPONSE_0_FIELDS, at, end)
     correlation_id, broker_count = _METADATA_RESPONSE_0.unpack_from(buf, at)
@@ -1112,7 +1157,9 @@ def _decode_metadata_response(buf: memoryview, at: int, end: int) -> MetadataRes
     return msg
 
 
-def _encode_metadata_response(msg: MetadataResponse, parts: list[bytes]) -> None:
+def _encode_metadata_response(
+    msg: MetadataResponse, parts: list[bytes], seal_checksums: bool
+) -> None:
     parts.append(_METADATA_RESPONSE_0.pack(msg.correlation_id, len(msg.broker)))
     for item in msg.broker:
         host_raw = None if item.host is None else item.host.encode("utf-8")
@@ -1164,7 +1211,9 @@ _SASL_HANDSHAKE_REQUEST_0 = struct.Struct(">i")
 _SASL_HANDSHAKE_REQUEST_0_FIELDS = (("SaslHandshakeRequest.correlation_id", 0, 4),)
 
 
-def _decode_sasl_handshake_request(buf: memoryview, at: int, end: int) -> SaslHandshakeRequest:
+def _decode_sasl_handshake_request(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> SaslHandshakeRequest:
     if end - at < 4:
         raise _truncated(_SASL_HANDSHAKE_REQUEST_0_FIELDS, at, end)
     (correlation_id,) = _SASL_HANDSHAKE_REQUEST_0.unpack_from(buf, at)
@@ -1175,7 +1224,9 @@ def _decode_sasl_handshake_request(buf: memoryview, at: int, end: int) -> SaslHa
     return msg
 
 
-def _encode_sasl_handshake_request(msg: SaslHandshakeRequest, parts: list[bytes]) -> None:
+def _encode_sasl_handshake_request(
+    msg: SaslHandshakeRequest, parts: list[bytes], seal_checksums: bool
+) -> None:
     parts.append(_SASL_HANDSHAKE_REQUEST_0.pack(msg.correlation_id))
 
 
@@ -1212,7 +1263,9 @@ _SASL_HANDSHAKE_RESPONSE_1 = struct.Struct(">h")
 _SASL_HANDSHAKE_RESPONSE_1_FIELDS = (("SaslHandshakeResponse.mechanism[]", 0, 2),)
 
 
-def _decode_sasl_handshake_response(buf: memoryview, at: int, end: int) -> SaslHandshakeResponse:
+def _decode_sasl_handshake_response(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> SaslHandshakeResponse:
     if end - at < 10:
         raise _truncated(_SASL_HANDSHAKE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code, mechanism_count = _SASL_HANDSHAKE_RESPONSE_0.unpack_from(buf, at)
@@ -1244,7 +1297,9 @@ def _decode_sasl_handshake_response(buf: memoryview, at: int, end: int) -> SaslH
     return msg
 
 
-def _encode_sasl_handshake_response(msg: SaslHandshakeResponse, parts: list[bytes]) -> None:
+def _encode_sasl_handshake_response(
+    msg: SaslHandshakeResponse, parts: list[bytes], seal_checksums: bool
+) -> None:
     parts.append(
         _SASL_HANDSHAKE_RESPONSE_0.pack(msg.correlation_id, msg.response_code, len(msg.mechanism))
     )
@@ -1288,7 +1343,7 @@ _SASL_AUTHENTICATE_REQUEST_1_FIELDS = (("SaslAuthenticateRequest.sasl_opaque_dat
 
 
 def _decode_sasl_authenticate_request(
-    buf: memoryview, at: int, end: int
+    buf: memoryview, at: int, end: int, verify_checksums: bool
 ) -> SaslAuthenticateRequest:
     if end - at < 6:
         raise _truncated(_SASL_AUTHENTICATE_REQUEST_0_FIELDS, at, end)
@@ -1323,7 +1378,9 @@ def _decode_sasl_authenticate_request(
     return msg
 
 
-def _encode_sasl_authenticate_request(msg: SaslAuthenticateRequest, parts: list[bytes]) -> None:
+def _encode_sasl_authenticate_request(
+    msg: SaslAuthenticateRequest, parts: list[bytes], seal_checksums: bool
+) -> None:
     mechanism_raw = None if msg.mechanism is None else msg.mechanism.encode("utf-8")
     parts.append(
         _SASL_AUTHENTICATE_REQUEST_0.pack(
@@ -1374,7 +1431,7 @@ _SASL_AUTHENTICATE_RESPONSE_0_FIELDS = (
 
 
 def _decode_sasl_authenticate_response(
-    buf: memoryview, at: int, end: int
+    buf: memoryview, at: int, end: int, verify_checksums: bool
 ) -> SaslAuthenticateResponse:
     if end - at < 10:
         raise _truncated(_SASL_AUTHENTICATE_RESPONSE_0_FIELDS, at, end)
@@ -1397,7 +1454,9 @@ def _decode_sasl_authenticate_response(
     return msg
 
 
-def _encode_sasl_authenticate_response(msg: SaslAuthenticateResponse, parts: list[bytes]) -> None:
+def _encode_sasl_authenticate_response(
+    msg: SaslAuthenticateResponse, parts: list[bytes], seal_checksums: bool
+) -> None:
     sasl_opaque_data_raw = None if msg.sasl_opaque_data is None else msg.sasl_opaque_data
     parts.append(
         _SASL_AUTHENTICATE_RESPONSE_0.pack(
@@ -1440,7 +1499,7 @@ _TUNE_REQUEST_0_FIELDS = (
 )
 
 
-def _decode_tune_request(buf: memoryview, at: int, end: int) -> TuneRequest:
+def _decode_tune_request(buf: memoryview, at: int, end: int, verify_checksums: bool) -> TuneRequest:
     if end - at < 8:
         raise _truncated(_TUNE_REQUEST_0_FIELDS, at, end)
     frame_max, heartbeat = _TUNE_REQUEST_0.unpack_from(buf, at)
@@ -1451,7 +1510,7 @@ def _decode_tune_request(buf: memoryview, at: int, end: int) -> TuneRequest:
     return msg
 
 
-def _encode_tune_request(msg: TuneRequest, parts: list[bytes]) -> None:
+def _encode_tune_request(msg: TuneRequest, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_TUNE_REQUEST_0.pack(msg.frame_max, msg.heartbeat))
 
 
@@ -1485,7 +1544,9 @@ _TUNE_RESPONSE_0_FIELDS = (
 )
 
 
-def _decode_tune_response(buf: memoryview, at: int, end: int) -> TuneResponse:
+def _decode_tune_response(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> TuneResponse:
     if end - at < 8:
         raise _truncated(_TUNE_RESPONSE_0_FIELDS, at, end)
     frame_max, heartbeat = _TUNE_RESPONSE_0.unpack_from(buf, at)
@@ -1496,7 +1557,7 @@ def _decode_tune_response(buf: memoryview, at: int, end: int) -> TuneResponse:
     return msg
 
 
-def _encode_tune_response(msg: TuneResponse, parts: list[bytes]) -> None:
+def _encode_tune_response(msg: TuneResponse, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_TUNE_RESPONSE_0.pack(msg.frame_max, msg.heartbeat))
 
 
@@ -1528,7 +1589,7 @@ _OPEN_REQUEST_0_FIELDS = (
 )
 
 
-def _decode_open_request(buf: memoryview, at: int, end: int) -> OpenRequest:
+def _decode_open_request(buf: memoryview, at: int, end: int, verify_checksums: bool) -> OpenRequest:
     if end - at < 6:
         raise _truncated(_OPEN_REQUEST_0_FIELDS, at, end)
     correlation_id, virtual_host_len = _OPEN_REQUEST_0.unpack_from(buf, at)
@@ -1549,7 +1610,7 @@ def _decode_open_request(buf: memoryview, at: int, end: int) -> OpenRequest:
     return msg
 
 
-def _encode_open_request(msg: OpenRequest, parts: list[bytes]) -> None:
+def _encode_open_request(msg: OpenRequest, parts: list[bytes], seal_checksums: bool) -> None:
     virtual_host_raw = None if msg.virtual_host is None else msg.virtual_host.encode("utf-8")
     parts.append(
         _OPEN_REQUEST_0.pack(
@@ -1588,7 +1649,9 @@ _OPEN_RESPONSE_0_FIELDS = (
 )
 
 
-def _decode_open_response(buf: memoryview, at: int, end: int) -> OpenResponse:
+def _decode_open_response(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> OpenResponse:
     if end - at < 6:
         raise _truncated(_OPEN_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _OPEN_RESPONSE_0.unpack_from(buf, at)
@@ -1599,7 +1662,7 @@ def _decode_open_response(buf: memoryview, at: int, end: int) -> OpenResponse:
     return msg
 
 
-def _encode_open_response(msg: OpenResponse, parts: list[bytes]) -> None:
+def _encode_open_response(msg: OpenResponse, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_OPEN_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
@@ -1633,7 +1696,9 @@ _CLOSE_REQUEST_0_FIELDS = (
 )
 
 
-def _decode_close_request(buf: memoryview, at: int, end: int) -> CloseRequest:
+def _decode_close_request(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> CloseRequest:
     if end - at < 8:
         raise _truncated(_CLOSE_REQUEST_0_FIELDS, at, end)
     correlation_id, closing_code, closing_reason_len = _CLOSE_REQUEST_0.unpack_from(buf, at)
@@ -1656,7 +1721,7 @@ def _decode_close_request(buf: memoryview, at: int, end: int) -> CloseRequest:
     return msg
 
 
-def _encode_close_request(msg: CloseRequest, parts: list[bytes]) -> None:
+def _encode_close_request(msg: CloseRequest, parts: list[bytes], seal_checksums: bool) -> None:
     closing_reason_raw = None if msg.closing_reason is None else msg.closing_reason.encode("utf-8")
     parts.append(
         _CLOSE_REQUEST_0.pack(
@@ -1697,7 +1762,9 @@ _CLOSE_RESPONSE_0_FIELDS = (
 )
 
 
-def _decode_close_response(buf: memoryview, at: int, end: int) -> CloseResponse:
+def _decode_close_response(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> CloseResponse:
     if end - at < 6:
         raise _truncated(_CLOSE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _CLOSE_RESPONSE_0.unpack_from(buf, at)
@@ -1708,7 +1775,7 @@ def _decode_close_response(buf: memoryview, at: int, end: int) -> CloseResponse:
     return msg
 
 
-def _encode_close_response(msg: CloseResponse, parts: list[bytes]) -> None:
+def _encode_close_response(msg: CloseResponse, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_CLOSE_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
@@ -1730,14 +1797,14 @@ class Heartbeat:
         return encode(self)
 
 
-def _decode_heartbeat(buf: memoryview, at: int, end: int) -> Heartbeat:
+def _decode_heartbeat(buf: memoryview, at: int, end: int, verify_checksums: bool) -> Heartbeat:
     msg = Heartbeat()
     if at != end:
         raise DecodeError("Heartbeat", at, f"{end - at} bytes after the last field")
     return msg
 
 
-def _encode_heartbeat(msg: Heartbeat, parts: list[bytes]) -> None:
+def _encode_heartbeat(msg: Heartbeat, parts: list[bytes], seal_checksums: bool) -> None:
     pass
 
 
@@ -1779,7 +1846,9 @@ _CREATE_REQUEST_3 = struct.Struct(">h")
 _CREATE_REQUEST_3_FIELDS = (("CreateRequest.arguments[].value", 0, 2),)
 
 
-def _decode_create_request(buf: memoryview, at: int, end: int) -> CreateRequest:
+def _decode_create_request(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> CreateRequest:
     if end - at < 6:
         raise _truncated(_CREATE_REQUEST_0_FIELDS, at, end)
     correlation_id, stream_len = _CREATE_REQUEST_0.unpack_from(buf, at)
@@ -1842,7 +1911,7 @@ def _decode_create_request(buf: memoryview, at: int, end: int) -> CreateRequest:
     return msg
 
 
-def _encode_create_request(msg: CreateRequest, parts: list[bytes]) -> None:
+def _encode_create_request(msg: CreateRequest, parts: list[bytes], seal_checksums: bool) -> None:
     stream_raw = None if msg.stream is None else msg.stream.encode("utf-8")
     parts.append(
         _CREATE_REQUEST_0.pack(msg.correlation_id, -1 if stream_raw is None else len(stream_raw))
@@ -1892,7 +1961,9 @@ _CREATE_RESPONSE_0_FIELDS = (
 )
 
 
-def _decode_create_response(buf: memoryview, at: int, end: int) -> CreateResponse:
+def _decode_create_response(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> CreateResponse:
     if end - at < 6:
         raise _truncated(_CREATE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _CREATE_RESPONSE_0.unpack_from(buf, at)
@@ -1903,7 +1974,7 @@ def _decode_create_response(buf: memoryview, at: int, end: int) -> CreateRespons
     return msg
 
 
-def _encode_create_response(msg: CreateResponse, parts: list[bytes]) -> None:
+def _encode_create_response(msg: CreateResponse, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_CREATE_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
@@ -1935,7 +2006,9 @@ _DELETE_REQUEST_0_FIELDS = (
 )
 
 
-def _decode_delete_request(buf: memoryview, at: int, end: int) -> DeleteRequest:
+def _decode_delete_request(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> DeleteRequest:
     if end - at < 6:
         raise _truncated(_DELETE_REQUEST_0_FIELDS, at, end)
     correlation_id, stream_len = _DELETE_REQUEST_0.unpack_from(buf, at)
@@ -1956,7 +2029,7 @@ def _decode_delete_request(buf: memoryview, at: int, end: int) -> DeleteRequest:
     return msg
 
 
-def _encode_delete_request(msg: DeleteRequest, parts: list[bytes]) -> None:
+def _encode_delete_request(msg: DeleteRequest, parts: list[bytes], seal_checksums: bool) -> None:
     stream_raw = None if msg.stream is None else msg.stream.encode("utf-8")
     parts.append(
         _DELETE_REQUEST_0.pack(msg.correlation_id, -1 if stream_raw is None else len(stream_raw))
@@ -1995,7 +2068,9 @@ _DELETE_RESPONSE_0_FIELDS = (
 )
 
 
-def _decode_delete_response(buf: memoryview, at: int, end: int) -> DeleteResponse:
+def _decode_delete_response(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> DeleteResponse:
     if end - at < 6:
         raise _truncated(_DELETE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _DELETE_RESPONSE_0.unpack_from(buf, at)
@@ -2006,7 +2081,7 @@ def _decode_delete_response(buf: memoryview, at: int, end: int) -> DeleteRespons
     return msg
 
 
-def _encode_delete_response(msg: DeleteResponse, parts: list[bytes]) -> None:
+def _encode_delete_response(msg: DeleteResponse, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_DELETE_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
@@ -2041,7 +2116,7 @@ Message = (
 )
 """Any message of this protocol version."""
 
-_Decoder = Callable[[memoryview, int, int], Message]
+_Decoder = Callable[[memoryview, int, int, bool], Message]
 
 # (key on the wire, version) -> the layouts that key can carry, with who sends each.
 _DECODERS: dict[tuple[int, int], tuple[tuple[str, _Decoder], ...]] = {
@@ -2098,7 +2173,7 @@ FRAME_KEYS: frozenset[tuple[int, int]] = frozenset(_DECODERS)
 """Every (key on the wire, version) pair `decode` has a layout for: what a framing check that
 resynchronises after unframeable bytes accepts as a frame header."""
 
-_ENCODERS: dict[type, Callable[..., None]] = {
+_ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
     Publish: _encode_publish,
     PublishConfirm: _encode_publish_confirm,
     SubscribeRequest: _encode_subscribe_request,
@@ -2129,11 +2204,18 @@ _ENCODERS: dict[type, Callable[..., None]] = {
 }
 
 
-def decode(frame: bytes | bytearray | memoryview, sender: Sender | None = None) -> Message:
+def decode(
+    frame: bytes | bytearray | memoryview,
+    sender: Sender | None = None,
+    *,
+    verify_checksums: bool = True,
+) -> Message:
     """Decode one whole frame (size prefix included).
 
     `sender` ("client" or "server") picks the layout where one key carries two (this version has no response bit);
     without it the request layout is tried first, then the others.
+    Checksums in the frame are verified (DecodeError naming the checksum field when the bytes do
+    not match); `verify_checksums=False` skips that, for callers who trust their transport.
     """
     buf = memoryview(frame)
     end = len(buf)
@@ -2148,25 +2230,31 @@ def decode(frame: bytes | bytearray | memoryview, sender: Sender | None = None) 
     if layouts is None:
         raise DecodeError("frame.key", 4, f"no layout for key {key:#06x} version {version}")
     if len(layouts) == 1:
-        return layouts[0][1](buf, HEADER_SIZE, end)
+        return layouts[0][1](buf, HEADER_SIZE, end, verify_checksums)
     chosen = [d for s, d in layouts if sender is None or s in (sender, "both")] or [
         d for _, d in layouts
     ]
     for decoder in chosen[:-1]:
         try:
-            return decoder(buf, HEADER_SIZE, end)
+            return decoder(buf, HEADER_SIZE, end, verify_checksums)
         except DecodeError:
             continue
-    return chosen[-1](buf, HEADER_SIZE, end)
+    return chosen[-1](buf, HEADER_SIZE, end, verify_checksums)
 
 
-def encode(msg: Message) -> bytes:
-    """One frame for `msg`, size prefix included; EncodeError when a value does not fit."""
+def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
+    """One frame for `msg`, size prefix included; EncodeError when a value does not fit.
+
+    Every field is written as it is, checksums included, so a decoded frame encodes back to its
+    own bytes. `seal_checksums=True` writes each checksum computed over the bytes
+    it covers instead (to build a valid frame from new data).
+    """
     parts: list[bytes] = [b""]
     try:
-        _ENCODERS[type(msg)](msg, parts)
+        _ENCODERS[type(msg)](msg, parts, seal_checksums)
         size = sum(map(len, parts)) + HEADER_SIZE - 4
-        parts[0] = _HEADER.pack(size, msg.KEY, msg.VERSION)
+        key = msg.KEY
+        parts[0] = _HEADER.pack(size, key, msg.VERSION)
     except (struct.error, AttributeError, TypeError, UnicodeEncodeError, OverflowError) as e:
         raise EncodeError(type(msg).__name__, str(e)) from None
     except KeyError:

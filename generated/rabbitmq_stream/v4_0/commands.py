@@ -5,14 +5,17 @@
 `encode(msg)` gives a whole frame, size prefix included; `decode(frame)` takes one and dispatches
 on key (response bit 0x8000) and version. Bad input raises `DecodeError` naming the
 field and the byte offset in the frame; nothing is allocated for a length the frame cannot hold.
+A decoded message encodes back to the bytes it came from.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import struct
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from .errors import DecodeError, EncodeError, _bad_count, _bad_length, _truncated
 from .records import compress, decompress, join, split
@@ -273,7 +276,7 @@ _DECLARE_PUBLISHER_REQUEST_1_FIELDS = (("DeclarePublisherRequest.stream", 0, 2),
 
 
 def _decode_declare_publisher_request(
-    buf: memoryview, at: int, end: int
+    buf: memoryview, at: int, end: int, verify_checksums: bool
 ) -> DeclarePublisherRequest:
     if end - at < 7:
         raise _truncated(_DECLARE_PUBLISHER_REQUEST_0_FIELDS, at, end)
@@ -314,13 +317,10 @@ def _decode_declare_publisher_request(
     return msg
 
 
-def _encode_declare_publisher_request(msg: DeclarePublisherRequest, parts: list[bytes]) -> None:
+def _encode_declare_publisher_request(
+    msg: DeclarePublisherRequest, parts: list[bytes], seal_checksums: bool
+) -> None:
     publisher_reference_raw = msg.publisher_reference.encode("utf-8")
-    if msg.publisher_reference is not None and len(msg.publisher_reference) > 256:
-        raise EncodeError(
-            "DeclarePublisherRequest.publisher_reference",
-            f"{len(msg.publisher_reference)} characters, at most 256 allowed",
-        )
     parts.append(
         _DECLARE_PUBLISHER_REQUEST_0.pack(
             msg.correlation_id, msg.publisher_id, len(publisher_reference_raw)
@@ -364,7 +364,7 @@ _DECLARE_PUBLISHER_RESPONSE_0_FIELDS = (
 
 
 def _decode_declare_publisher_response(
-    buf: memoryview, at: int, end: int
+    buf: memoryview, at: int, end: int, verify_checksums: bool
 ) -> DeclarePublisherResponse:
     if end - at < 6:
         raise _truncated(_DECLARE_PUBLISHER_RESPONSE_0_FIELDS, at, end)
@@ -376,7 +376,9 @@ def _decode_declare_publisher_response(
     return msg
 
 
-def _encode_declare_publisher_response(msg: DeclarePublisherResponse, parts: list[bytes]) -> None:
+def _encode_declare_publisher_response(
+    msg: DeclarePublisherResponse, parts: list[bytes], seal_checksums: bool
+) -> None:
     parts.append(_DECLARE_PUBLISHER_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
@@ -426,7 +428,7 @@ _PUBLISH_V1_3_FIELDS = (
 )
 
 
-def _decode_publish_v1(buf: memoryview, at: int, end: int) -> PublishV1:
+def _decode_publish_v1(buf: memoryview, at: int, end: int, verify_checksums: bool) -> PublishV1:
     if end - at < 5:
         raise _truncated(_PUBLISH_V1_0_FIELDS, at, end)
     publisher_id, published_messages_count = _PUBLISH_V1_0.unpack_from(buf, at)
@@ -486,7 +488,7 @@ def _decode_publish_v1(buf: memoryview, at: int, end: int) -> PublishV1:
     return msg
 
 
-def _encode_publish_v1(msg: PublishV1, parts: list[bytes]) -> None:
+def _encode_publish_v1(msg: PublishV1, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_PUBLISH_V1_0.pack(msg.publisher_id, len(msg.published_messages)))
     for item in msg.published_messages:
         parts.append(_PUBLISH_V1_1.pack(item.publishing_id))
@@ -565,7 +567,7 @@ _PUBLISH_V2_3_FIELDS = (
 )
 
 
-def _decode_publish_v2(buf: memoryview, at: int, end: int) -> PublishV2:
+def _decode_publish_v2(buf: memoryview, at: int, end: int, verify_checksums: bool) -> PublishV2:
     if end - at < 5:
         raise _truncated(_PUBLISH_V2_0_FIELDS, at, end)
     publisher_id, published_messages_count = _PUBLISH_V2_0.unpack_from(buf, at)
@@ -639,7 +641,7 @@ def _decode_publish_v2(buf: memoryview, at: int, end: int) -> PublishV2:
     return msg
 
 
-def _encode_publish_v2(msg: PublishV2, parts: list[bytes]) -> None:
+def _encode_publish_v2(msg: PublishV2, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_PUBLISH_V2_0.pack(msg.publisher_id, len(msg.published_messages)))
     for item in msg.published_messages:
         filter_value_raw = None if item.filter_value is None else item.filter_value.encode("utf-8")
@@ -705,7 +707,9 @@ _PUBLISH_CONFIRM_0_FIELDS = (
 )
 
 
-def _decode_publish_confirm(buf: memoryview, at: int, end: int) -> PublishConfirm:
+def _decode_publish_confirm(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> PublishConfirm:
     if end - at < 5:
         raise _truncated(_PUBLISH_CONFIRM_0_FIELDS, at, end)
     publisher_id, publishing_ids_count = _PUBLISH_CONFIRM_0.unpack_from(buf, at)
@@ -720,7 +724,7 @@ def _decode_publish_confirm(buf: memoryview, at: int, end: int) -> PublishConfir
     return msg
 
 
-def _encode_publish_confirm(msg: PublishConfirm, parts: list[bytes]) -> None:
+def _encode_publish_confirm(msg: PublishConfirm, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_PUBLISH_CONFIRM_0.pack(msg.publisher_id, len(msg.publishing_ids)))
     parts.append(struct.pack(f">{len(msg.publishing_ids)}Q", *msg.publishing_ids))
 
@@ -759,7 +763,9 @@ _PUBLISH_ERROR_1_FIELDS = (
 )
 
 
-def _decode_publish_error(buf: memoryview, at: int, end: int) -> PublishError:
+def _decode_publish_error(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> PublishError:
     if end - at < 5:
         raise _truncated(_PUBLISH_ERROR_0_FIELDS, at, end)
     publisher_id, publishing_error_count = _PUBLISH_ERROR_0.unpack_from(buf, at)
@@ -780,7 +786,7 @@ def _decode_publish_error(buf: memoryview, at: int, end: int) -> PublishError:
     return msg
 
 
-def _encode_publish_error(msg: PublishError, parts: list[bytes]) -> None:
+def _encode_publish_error(msg: PublishError, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_PUBLISH_ERROR_0.pack(msg.publisher_id, len(msg.publishing_error)))
     for item in msg.publishing_error:
         parts.append(_PUBLISH_ERROR_1.pack(item.publishing_id, item.code))
@@ -820,7 +826,7 @@ _QUERY_PUBLISHER_SEQUENCE_REQUEST_1_FIELDS = (("QueryPublisherSequenceRequest.st
 
 
 def _decode_query_publisher_sequence_request(
-    buf: memoryview, at: int, end: int
+    buf: memoryview, at: int, end: int, verify_checksums: bool
 ) -> QueryPublisherSequenceRequest:
     if end - at < 6:
         raise _truncated(_QUERY_PUBLISHER_SEQUENCE_REQUEST_0_FIELDS, at, end)
@@ -867,16 +873,11 @@ def _decode_query_publisher_sequence_request(
 
 
 def _encode_query_publisher_sequence_request(
-    msg: QueryPublisherSequenceRequest, parts: list[bytes]
+    msg: QueryPublisherSequenceRequest, parts: list[bytes], seal_checksums: bool
 ) -> None:
     publisher_reference_raw = (
         None if msg.publisher_reference is None else msg.publisher_reference.encode("utf-8")
     )
-    if msg.publisher_reference is not None and len(msg.publisher_reference) > 256:
-        raise EncodeError(
-            "QueryPublisherSequenceRequest.publisher_reference",
-            f"{len(msg.publisher_reference)} characters, at most 256 allowed",
-        )
     parts.append(
         _QUERY_PUBLISHER_SEQUENCE_REQUEST_0.pack(
             msg.correlation_id,
@@ -926,7 +927,7 @@ _QUERY_PUBLISHER_SEQUENCE_RESPONSE_0_FIELDS = (
 
 
 def _decode_query_publisher_sequence_response(
-    buf: memoryview, at: int, end: int
+    buf: memoryview, at: int, end: int, verify_checksums: bool
 ) -> QueryPublisherSequenceResponse:
     if end - at < 14:
         raise _truncated(_QUERY_PUBLISHER_SEQUENCE_RESPONSE_0_FIELDS, at, end)
@@ -943,7 +944,7 @@ def _decode_query_publisher_sequence_response(
 
 
 def _encode_query_publisher_sequence_response(
-    msg: QueryPublisherSequenceResponse, parts: list[bytes]
+    msg: QueryPublisherSequenceResponse, parts: list[bytes], seal_checksums: bool
 ) -> None:
     parts.append(
         _QUERY_PUBLISHER_SEQUENCE_RESPONSE_0.pack(
@@ -980,7 +981,9 @@ _DELETE_PUBLISHER_REQUEST_0_FIELDS = (
 )
 
 
-def _decode_delete_publisher_request(buf: memoryview, at: int, end: int) -> DeletePublisherRequest:
+def _decode_delete_publisher_request(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> DeletePublisherRequest:
     if end - at < 5:
         raise _truncated(_DELETE_PUBLISHER_REQUEST_0_FIELDS, at, end)
     correlation_id, publisher_id = _DELETE_PUBLISHER_REQUEST_0.unpack_from(buf, at)
@@ -991,7 +994,9 @@ def _decode_delete_publisher_request(buf: memoryview, at: int, end: int) -> Dele
     return msg
 
 
-def _encode_delete_publisher_request(msg: DeletePublisherRequest, parts: list[bytes]) -> None:
+def _encode_delete_publisher_request(
+    msg: DeletePublisherRequest, parts: list[bytes], seal_checksums: bool
+) -> None:
     parts.append(_DELETE_PUBLISHER_REQUEST_0.pack(msg.correlation_id, msg.publisher_id))
 
 
@@ -1025,7 +1030,7 @@ _DELETE_PUBLISHER_RESPONSE_0_FIELDS = (
 
 
 def _decode_delete_publisher_response(
-    buf: memoryview, at: int, end: int
+    buf: memoryview, at: int, end: int, verify_checksums: bool
 ) -> DeletePublisherResponse:
     if end - at < 6:
         raise _truncated(_DELETE_PUBLISHER_RESPONSE_0_FIELDS, at, end)
@@ -1037,7 +1042,9 @@ def _decode_delete_publisher_response(
     return msg
 
 
-def _encode_delete_publisher_response(msg: DeletePublisherResponse, parts: list[bytes]) -> None:
+def _encode_delete_publisher_response(
+    msg: DeletePublisherResponse, parts: list[bytes], seal_checksums: bool
+) -> None:
     parts.append(_DELETE_PUBLISHER_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
@@ -1110,7 +1117,9 @@ _SUBSCRIBE_REQUEST_6 = struct.Struct(">h")
 _SUBSCRIBE_REQUEST_6_FIELDS = (("SubscribeRequest.properties[].value", 0, 2),)
 
 
-def _decode_subscribe_request(buf: memoryview, at: int, end: int) -> SubscribeRequest:
+def _decode_subscribe_request(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> SubscribeRequest:
     if end - at < 7:
         raise _truncated(_SUBSCRIBE_REQUEST_0_FIELDS, at, end)
     correlation_id, subscription_id, stream_len = _SUBSCRIBE_REQUEST_0.unpack_from(buf, at)
@@ -1201,7 +1210,9 @@ def _decode_subscribe_request(buf: memoryview, at: int, end: int) -> SubscribeRe
     return msg
 
 
-def _encode_subscribe_request(msg: SubscribeRequest, parts: list[bytes]) -> None:
+def _encode_subscribe_request(
+    msg: SubscribeRequest, parts: list[bytes], seal_checksums: bool
+) -> None:
     stream_raw = None if msg.stream is None else msg.stream.encode("utf-8")
     parts.append(
         _SUBSCRIBE_REQUEST_0.pack(
@@ -1270,7 +1281,9 @@ _SUBSCRIBE_RESPONSE_0_FIELDS = (
 )
 
 
-def _decode_subscribe_response(buf: memoryview, at: int, end: int) -> SubscribeResponse:
+def _decode_subscribe_response(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> SubscribeResponse:
     if end - at < 6:
         raise _truncated(_SUBSCRIBE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _SUBSCRIBE_RESPONSE_0.unpack_from(buf, at)
@@ -1281,7 +1294,9 @@ def _decode_subscribe_response(buf: memoryview, at: int, end: int) -> SubscribeR
     return msg
 
 
-def _encode_subscribe_response(msg: SubscribeResponse, parts: list[bytes]) -> None:
+def _encode_subscribe_response(
+    msg: SubscribeResponse, parts: list[bytes], seal_checksums: bool
+) -> None:
     parts.append(_SUBSCRIBE_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
@@ -1337,7 +1352,7 @@ _DELIVER_V1_2_FIELDS = (
 )
 
 
-def _decode_deliver_v1(buf: memoryview, at: int, end: int) -> DeliverV1:
+def _decode_deliver_v1(buf: memoryview, at: int, end: int, verify_checksums: bool) -> DeliverV1:
     if end - at < 49:
         raise _truncated(_DELIVER_V1_0_FIELDS, at, end)
     (
@@ -1357,6 +1372,7 @@ def _decode_deliver_v1(buf: memoryview, at: int, end: int) -> DeliverV1:
     ) = _DELIVER_V1_0.unpack_from(buf, at)
     at += 49
     reserved = int.from_bytes(reserved_raw, "big")
+    messages_start = at
     if data_length > end - at:
         raise _bad_length("DeliverV1.osiris_chunk.messages", at, data_length, end)
     messages_end = at + data_length
@@ -1412,6 +1428,14 @@ def _decode_deliver_v1(buf: memoryview, at: int, end: int) -> DeliverV1:
             at,
             f"items end {messages_end - at} bytes before the size says",
         )
+    if verify_checksums:
+        crc = zlib.crc32(buf[messages_start:at])
+        if crc != chunk_crc:
+            raise DecodeError(
+                "DeliverV1.osiris_chunk.chunk_crc",
+                messages_start,
+                f"the {at - messages_start} bytes of DeliverV1.osiris_chunk.messages have CRC-32 {crc:#010x}, the field says {chunk_crc:#010x}",
+            )
     osiris_chunk = OsirisChunk(
         magic_version,
         chunk_type,
@@ -1433,7 +1457,8 @@ def _decode_deliver_v1(buf: memoryview, at: int, end: int) -> DeliverV1:
     return msg
 
 
-def _encode_deliver_v1(msg: DeliverV1, parts: list[bytes]) -> None:
+def _encode_deliver_v1(msg: DeliverV1, parts: list[bytes], seal_checksums: bool) -> None:
+    checksum_part = len(parts)
     parts.append(
         _DELIVER_V1_0.pack(
             msg.subscription_id,
@@ -1451,6 +1476,7 @@ def _encode_deliver_v1(msg: DeliverV1, parts: list[bytes]) -> None:
             msg.osiris_chunk.reserved.to_bytes(3, "big"),
         )
     )
+    messages_start = len(parts)
     if len(msg.osiris_chunk.messages) != msg.osiris_chunk.num_entries:
         raise EncodeError(
             "DeliverV1.osiris_chunk.messages",
@@ -1490,6 +1516,10 @@ def _encode_deliver_v1(msg: DeliverV1, parts: list[bytes]) -> None:
             "DeliverV1.osiris_chunk.messages",
             f"{sum(map(len, parts[messages_mark:]))} bytes of items, but its size field says {msg.osiris_chunk.data_length}",
         )
+    if seal_checksums:  # write the checksum of the bytes just encoded, not the field's value
+        crc = zlib.crc32(b"".join(parts[messages_start:]))
+        part = parts[checksum_part]
+        parts[checksum_part] = part[:33] + struct.pack(">I", crc) + part[37:]
 
 
 @dataclass(slots=True)
@@ -1546,7 +1576,7 @@ _DELIVER_V2_2_FIELDS = (
 )
 
 
-def _decode_deliver_v2(buf: memoryview, at: int, end: int) -> DeliverV2:
+def _decode_deliver_v2(buf: memoryview, at: int, end: int, verify_checksums: bool) -> DeliverV2:
     if end - at < 57:
         raise _truncated(_DELIVER_V2_0_FIELDS, at, end)
     (
@@ -1567,6 +1597,7 @@ def _decode_deliver_v2(buf: memoryview, at: int, end: int) -> DeliverV2:
     ) = _DELIVER_V2_0.unpack_from(buf, at)
     at += 57
     reserved = int.from_bytes(reserved_raw, "big")
+    messages_start = at
     if data_length > end - at:
         raise _bad_length("DeliverV2.osiris_chunk.messages", at, data_length, end)
     messages_end = at + data_length
@@ -1622,6 +1653,14 @@ def _decode_deliver_v2(buf: memoryview, at: int, end: int) -> DeliverV2:
             at,
             f"items end {messages_end - at} bytes before the size says",
         )
+    if verify_checksums:
+        crc = zlib.crc32(buf[messages_start:at])
+        if crc != chunk_crc:
+            raise DecodeError(
+                "DeliverV2.osiris_chunk.chunk_crc",
+                messages_start,
+                f"the {at - messages_start} bytes of DeliverV2.osiris_chunk.messages have CRC-32 {crc:#010x}, the field says {chunk_crc:#010x}",
+            )
     osiris_chunk = OsirisChunk(
         magic_version,
         chunk_type,
@@ -1643,7 +1682,8 @@ def _decode_deliver_v2(buf: memoryview, at: int, end: int) -> DeliverV2:
     return msg
 
 
-def _encode_deliver_v2(msg: DeliverV2, parts: list[bytes]) -> None:
+def _encode_deliver_v2(msg: DeliverV2, parts: list[bytes], seal_checksums: bool) -> None:
+    checksum_part = len(parts)
     parts.append(
         _DELIVER_V2_0.pack(
             msg.subscription_id,
@@ -1662,6 +1702,7 @@ def _encode_deliver_v2(msg: DeliverV2, parts: list[bytes]) -> None:
             msg.osiris_chunk.reserved.to_bytes(3, "big"),
         )
     )
+    messages_start = len(parts)
     if len(msg.osiris_chunk.messages) != msg.osiris_chunk.num_entries:
         raise EncodeError(
             "DeliverV2.osiris_chunk.messages",
@@ -1701,6 +1742,10 @@ def _encode_deliver_v2(msg: DeliverV2, parts: list[bytes]) -> None:
             "DeliverV2.osiris_chunk.messages",
             f"{sum(map(len, parts[messages_mark:]))} bytes of items, but its size field says {msg.osiris_chunk.data_length}",
         )
+    if seal_checksums:  # write the checksum of the bytes just encoded, not the field's value
+        crc = zlib.crc32(b"".join(parts[messages_start:]))
+        part = parts[checksum_part]
+        parts[checksum_part] = part[:41] + struct.pack(">I", crc) + part[45:]
 
 
 @dataclass(slots=True)
@@ -1734,7 +1779,7 @@ _CREDIT_0_FIELDS = (
 )
 
 
-def _decode_credit(buf: memoryview, at: int, end: int) -> Credit:
+def _decode_credit(buf: memoryview, at: int, end: int, verify_checksums: bool) -> Credit:
     if end - at < 3:
         raise _truncated(_CREDIT_0_FIELDS, at, end)
     subscription_id, credit = _CREDIT_0.unpack_from(buf, at)
@@ -1745,7 +1790,7 @@ def _decode_credit(buf: memoryview, at: int, end: int) -> Credit:
     return msg
 
 
-def _encode_credit(msg: Credit, parts: list[bytes]) -> None:
+def _encode_credit(msg: Credit, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_CREDIT_0.pack(msg.subscription_id, msg.credit))
 
 
@@ -1778,7 +1823,9 @@ _CREDIT_RESPONSE_0_FIELDS = (
 )
 
 
-def _decode_credit_response(buf: memoryview, at: int, end: int) -> CreditResponse:
+def _decode_credit_response(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> CreditResponse:
     if end - at < 3:
         raise _truncated(_CREDIT_RESPONSE_0_FIELDS, at, end)
     response_code, subscription_id = _CREDIT_RESPONSE_0.unpack_from(buf, at)
@@ -1789,7 +1836,7 @@ def _decode_credit_response(buf: memoryview, at: int, end: int) -> CreditRespons
     return msg
 
 
-def _encode_credit_response(msg: CreditResponse, parts: list[bytes]) -> None:
+def _encode_credit_response(msg: CreditResponse, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_CREDIT_RESPONSE_0.pack(msg.response_code, msg.subscription_id))
 
 
@@ -1827,7 +1874,7 @@ _STORE_OFFSET_2 = struct.Struct(">Q")
 _STORE_OFFSET_2_FIELDS = (("StoreOffset.offset", 0, 8),)
 
 
-def _decode_store_offset(buf: memoryview, at: int, end: int) -> StoreOffset:
+def _decode_store_offset(buf: memoryview, at: int, end: int, verify_checksums: bool) -> StoreOffset:
     if end - at < 2:
         raise _truncated(_STORE_OFFSET_0_FIELDS, at, end)
     (reference_len,) = _STORE_OFFSET_0.unpack_from(buf, at)
@@ -1866,12 +1913,8 @@ def _decode_store_offset(buf: memoryview, at: int, end: int) -> StoreOffset:
     return msg
 
 
-def _encode_store_offset(msg: StoreOffset, parts: list[bytes]) -> None:
+def _encode_store_offset(msg: StoreOffset, parts: list[bytes], seal_checksums: bool) -> None:
     reference_raw = None if msg.reference is None else msg.reference.encode("utf-8")
-    if msg.reference is not None and len(msg.reference) > 256:
-        raise EncodeError(
-            "StoreOffset.reference", f"{len(msg.reference)} characters, at most 256 allowed"
-        )
     parts.append(_STORE_OFFSET_0.pack(-1 if reference_raw is None else len(reference_raw)))
     if reference_raw is not None:
         parts.append(reference_raw)
@@ -1916,7 +1959,9 @@ _QUERY_OFFSET_REQUEST_1 = struct.Struct(">h")
 _QUERY_OFFSET_REQUEST_1_FIELDS = (("QueryOffsetRequest.stream", 0, 2),)
 
 
-def _decode_query_offset_request(buf: memoryview, at: int, end: int) -> QueryOffsetRequest:
+def _decode_query_offset_request(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> QueryOffsetRequest:
     if end - at < 6:
         raise _truncated(_QUERY_OFFSET_REQUEST_0_FIELDS, at, end)
     correlation_id, reference_len = _QUERY_OFFSET_REQUEST_0.unpack_from(buf, at)
@@ -1953,12 +1998,10 @@ def _decode_query_offset_request(buf: memoryview, at: int, end: int) -> QueryOff
     return msg
 
 
-def _encode_query_offset_request(msg: QueryOffsetRequest, parts: list[bytes]) -> None:
+def _encode_query_offset_request(
+    msg: QueryOffsetRequest, parts: list[bytes], seal_checksums: bool
+) -> None:
     reference_raw = None if msg.reference is None else msg.reference.encode("utf-8")
-    if msg.reference is not None and len(msg.reference) > 256:
-        raise EncodeError(
-            "QueryOffsetRequest.reference", f"{len(msg.reference)} characters, at most 256 allowed"
-        )
     parts.append(
         _QUERY_OFFSET_REQUEST_0.pack(
             msg.correlation_id, -1 if reference_raw is None else len(reference_raw)
@@ -2004,7 +2047,9 @@ _QUERY_OFFSET_RESPONSE_0_FIELDS = (
 )
 
 
-def _decode_query_offset_response(buf: memoryview, at: int, end: int) -> QueryOffsetResponse:
+def _decode_query_offset_response(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> QueryOffsetResponse:
     if end - at < 14:
         raise _truncated(_QUERY_OFFSET_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code, offset = _QUERY_OFFSET_RESPONSE_0.unpack_from(buf, at)
@@ -2015,7 +2060,9 @@ def _decode_query_offset_response(buf: memoryview, at: int, end: int) -> QueryOf
     return msg
 
 
-def _encode_query_offset_response(msg: QueryOffsetResponse, parts: list[bytes]) -> None:
+def _encode_query_offset_response(
+    msg: QueryOffsetResponse, parts: list[bytes], seal_checksums: bool
+) -> None:
     parts.append(_QUERY_OFFSET_RESPONSE_0.pack(msg.correlation_id, msg.response_code, msg.offset))
 
 
@@ -2047,7 +2094,9 @@ _UNSUBSCRIBE_REQUEST_0_FIELDS = (
 )
 
 
-def _decode_unsubscribe_request(buf: memoryview, at: int, end: int) -> UnsubscribeRequest:
+def _decode_unsubscribe_request(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> UnsubscribeRequest:
     if end - at < 5:
         raise _truncated(_UNSUBSCRIBE_REQUEST_0_FIELDS, at, end)
     correlation_id, subscription_id = _UNSUBSCRIBE_REQUEST_0.unpack_from(buf, at)
@@ -2058,7 +2107,9 @@ def _decode_unsubscribe_request(buf: memoryview, at: int, end: int) -> Unsubscri
     return msg
 
 
-def _encode_unsubscribe_request(msg: UnsubscribeRequest, parts: list[bytes]) -> None:
+def _encode_unsubscribe_request(
+    msg: UnsubscribeRequest, parts: list[bytes], seal_checksums: bool
+) -> None:
     parts.append(_UNSUBSCRIBE_REQUEST_0.pack(msg.correlation_id, msg.subscription_id))
 
 
@@ -2091,7 +2142,9 @@ _UNSUBSCRIBE_RESPONSE_0_FIELDS = (
 )
 
 
-def _decode_unsubscribe_response(buf: memoryview, at: int, end: int) -> UnsubscribeResponse:
+def _decode_unsubscribe_response(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> UnsubscribeResponse:
     if end - at < 6:
         raise _truncated(_UNSUBSCRIBE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _UNSUBSCRIBE_RESPONSE_0.unpack_from(buf, at)
@@ -2102,7 +2155,9 @@ def _decode_unsubscribe_response(buf: memoryview, at: int, end: int) -> Unsubscr
     return msg
 
 
-def _encode_unsubscribe_response(msg: UnsubscribeResponse, parts: list[bytes]) -> None:
+def _encode_unsubscribe_response(
+    msg: UnsubscribeResponse, parts: list[bytes], seal_checksums: bool
+) -> None:
     parts.append(_UNSUBSCRIBE_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
@@ -2144,7 +2199,9 @@ _CREATE_REQUEST_3 = struct.Struct(">h")
 _CREATE_REQUEST_3_FIELDS = (("CreateRequest.arguments[].value", 0, 2),)
 
 
-def _decode_create_request(buf: memoryview, at: int, end: int) -> CreateRequest:
+def _decode_create_request(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> CreateRequest:
     if end - at < 6:
         raise _truncated(_CREATE_REQUEST_0_FIELDS, at, end)
     correlation_id, stream_len = _CREATE_REQUEST_0.unpack_from(buf, at)
@@ -2207,7 +2264,7 @@ def _decode_create_request(buf: memoryview, at: int, end: int) -> CreateRequest:
     return msg
 
 
-def _encode_create_request(msg: CreateRequest, parts: list[bytes]) -> None:
+def _encode_create_request(msg: CreateRequest, parts: list[bytes], seal_checksums: bool) -> None:
     stream_raw = None if msg.stream is None else msg.stream.encode("utf-8")
     parts.append(
         _CREATE_REQUEST_0.pack(msg.correlation_id, -1 if stream_raw is None else len(stream_raw))
@@ -2258,7 +2315,9 @@ _CREATE_RESPONSE_0_FIELDS = (
 )
 
 
-def _decode_create_response(buf: memoryview, at: int, end: int) -> CreateResponse:
+def _decode_create_response(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> CreateResponse:
     if end - at < 6:
         raise _truncated(_CREATE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _CREATE_RESPONSE_0.unpack_from(buf, at)
@@ -2269,7 +2328,7 @@ def _decode_create_response(buf: memoryview, at: int, end: int) -> CreateRespons
     return msg
 
 
-def _encode_create_response(msg: CreateResponse, parts: list[bytes]) -> None:
+def _encode_create_response(msg: CreateResponse, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_CREATE_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
@@ -2301,7 +2360,9 @@ _DELETE_REQUEST_0_FIELDS = (
 )
 
 
-def _decode_delete_request(buf: memoryview, at: int, end: int) -> DeleteRequest:
+def _decode_delete_request(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> DeleteRequest:
     if end - at < 6:
         raise _truncated(_DELETE_REQUEST_0_FIELDS, at, end)
     correlation_id, stream_len = _DELETE_REQUEST_0.unpack_from(buf, at)
@@ -2322,7 +2383,7 @@ def _decode_delete_request(buf: memoryview, at: int, end: int) -> DeleteRequest:
     return msg
 
 
-def _encode_delete_request(msg: DeleteRequest, parts: list[bytes]) -> None:
+def _encode_delete_request(msg: DeleteRequest, parts: list[bytes], seal_checksums: bool) -> None:
     stream_raw = None if msg.stream is None else msg.stream.encode("utf-8")
     parts.append(
         _DELETE_REQUEST_0.pack(msg.correlation_id, -1 if stream_raw is None else len(stream_raw))
@@ -2362,7 +2423,9 @@ _DELETE_RESPONSE_0_FIELDS = (
 )
 
 
-def _decode_delete_response(buf: memoryview, at: int, end: int) -> DeleteResponse:
+def _decode_delete_response(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> DeleteResponse:
     if end - at < 6:
         raise _truncated(_DELETE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _DELETE_RESPONSE_0.unpack_from(buf, at)
@@ -2373,7 +2436,7 @@ def _decode_delete_response(buf: memoryview, at: int, end: int) -> DeleteRespons
     return msg
 
 
-def _encode_delete_response(msg: DeleteResponse, parts: list[bytes]) -> None:
+def _encode_delete_response(msg: DeleteResponse, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_DELETE_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
@@ -2408,7 +2471,9 @@ _METADATA_REQUEST_1 = struct.Struct(">h")
 _METADATA_REQUEST_1_FIELDS = (("MetadataRequest.stream[]", 0, 2),)
 
 
-def _decode_metadata_request(buf: memoryview, at: int, end: int) -> MetadataRequest:
+def _decode_metadata_request(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> MetadataRequest:
     if end - at < 8:
         raise _truncated(_METADATA_REQUEST_0_FIELDS, at, end)
     correlation_id, stream_count = _METADATA_REQUEST_0.unpack_from(buf, at)
@@ -2440,7 +2505,9 @@ def _decode_metadata_request(buf: memoryview, at: int, end: int) -> MetadataRequ
     return msg
 
 
-def _encode_metadata_request(msg: MetadataRequest, parts: list[bytes]) -> None:
+def _encode_metadata_request(
+    msg: MetadataRequest, parts: list[bytes], seal_checksums: bool
+) -> None:
     parts.append(_METADATA_REQUEST_0.pack(msg.correlation_id, len(msg.stream)))
     for item in msg.stream:
         item_raw = None if item is None else item.encode("utf-8")
@@ -2500,7 +2567,9 @@ _METADATA_RESPONSE_5_FIELDS = (
 )
 
 
-def _decode_metadata_response(buf: memoryview, at: int, end: int) -> MetadataResponse:
+def _decode_metadata_response(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> MetadataResponse:
     if end - at < 8:
         raise _truncated(_METADATA_RESPONSE_0_FIELDS, at, end)
     correlation_id, broker_count = _METADATA_RESPONSE_0.unpack_from(buf, at)
@@ -2581,7 +2650,9 @@ def _decode_metadata_response(buf: memoryview, at: int, end: int) -> MetadataRes
     return msg
 
 
-def _encode_metadata_response(msg: MetadataResponse, parts: list[bytes]) -> None:
+def _encode_metadata_response(
+    msg: MetadataResponse, parts: list[bytes], seal_checksums: bool
+) -> None:
     parts.append(_METADATA_RESPONSE_0.pack(msg.correlation_id, len(msg.broker)))
     for item in msg.broker:
         host_raw = None if item.host is None else item.host.encode("utf-8")
@@ -2636,7 +2707,9 @@ _METADATA_UPDATE_0_FIELDS = (
 )
 
 
-def _decode_metadata_update(buf: memoryview, at: int, end: int) -> MetadataUpdate:
+def _decode_metadata_update(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> MetadataUpdate:
     if end - at < 4:
         raise _truncated(_METADATA_UPDATE_0_FIELDS, at, end)
     code, stream_len = _METADATA_UPDATE_0.unpack_from(buf, at)
@@ -2660,7 +2733,7 @@ def _decode_metadata_update(buf: memoryview, at: int, end: int) -> MetadataUpdat
     return msg
 
 
-def _encode_metadata_update(msg: MetadataUpdate, parts: list[bytes]) -> None:
+def _encode_metadata_update(msg: MetadataUpdate, parts: list[bytes], seal_checksums: bool) -> None:
     stream_raw = (
         None if msg.metadata_info.stream is None else msg.metadata_info.stream.encode("utf-8")
     )
@@ -2707,7 +2780,9 @@ _PEER_PROPERTIES_REQUEST_2 = struct.Struct(">h")
 _PEER_PROPERTIES_REQUEST_2_FIELDS = (("PeerPropertiesRequest.peer_properties[].value", 0, 2),)
 
 
-def _decode_peer_properties_request(buf: memoryview, at: int, end: int) -> PeerPropertiesRequest:
+def _decode_peer_properties_request(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> PeerPropertiesRequest:
     if end - at < 8:
         raise _truncated(_PEER_PROPERTIES_REQUEST_0_FIELDS, at, end)
     correlation_id, peer_properties_count = _PEER_PROPERTIES_REQUEST_0.unpack_from(buf, at)
@@ -2756,7 +2831,9 @@ def _decode_peer_properties_request(buf: memoryview, at: int, end: int) -> PeerP
     return msg
 
 
-def _encode_peer_properties_request(msg: PeerPropertiesRequest, parts: list[bytes]) -> None:
+def _encode_peer_properties_request(
+    msg: PeerPropertiesRequest, parts: list[bytes], seal_checksums: bool
+) -> None:
     parts.append(_PEER_PROPERTIES_REQUEST_0.pack(msg.correlation_id, len(msg.peer_properties)))
     for item in msg.peer_properties:
         key_raw = None if item.key is None else item.key.encode("utf-8")
@@ -2807,7 +2884,9 @@ _PEER_PROPERTIES_RESPONSE_2 = struct.Struct(">h")
 _PEER_PROPERTIES_RESPONSE_2_FIELDS = (("PeerPropertiesResponse.peer_properties[].value", 0, 2),)
 
 
-def _decode_peer_properties_response(buf: memoryview, at: int, end: int) -> PeerPropertiesResponse:
+def _decode_peer_properties_response(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> PeerPropertiesResponse:
     if end - at < 10:
         raise _truncated(_PEER_PROPERTIES_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code, peer_properties_count = _PEER_PROPERTIES_RESPONSE_0.unpack_from(
@@ -2860,7 +2939,9 @@ def _decode_peer_properties_response(buf: memoryview, at: int, end: int) -> Peer
     return msg
 
 
-def _encode_peer_properties_response(msg: PeerPropertiesResponse, parts: list[bytes]) -> None:
+def _encode_peer_properties_response(
+    msg: PeerPropertiesResponse, parts: list[bytes], seal_checksums: bool
+) -> None:
     parts.append(
         _PEER_PROPERTIES_RESPONSE_0.pack(
             msg.correlation_id, msg.response_code, len(msg.peer_properties)
@@ -2902,7 +2983,9 @@ _SASL_HANDSHAKE_REQUEST_0 = struct.Struct(">I")
 _SASL_HANDSHAKE_REQUEST_0_FIELDS = (("SaslHandshakeRequest.correlation_id", 0, 4),)
 
 
-def _decode_sasl_handshake_request(buf: memoryview, at: int, end: int) -> SaslHandshakeRequest:
+def _decode_sasl_handshake_request(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> SaslHandshakeRequest:
     if end - at < 4:
         raise _truncated(_SASL_HANDSHAKE_REQUEST_0_FIELDS, at, end)
     (correlation_id,) = _SASL_HANDSHAKE_REQUEST_0.unpack_from(buf, at)
@@ -2913,7 +2996,9 @@ def _decode_sasl_handshake_request(buf: memoryview, at: int, end: int) -> SaslHa
     return msg
 
 
-def _encode_sasl_handshake_request(msg: SaslHandshakeRequest, parts: list[bytes]) -> None:
+def _encode_sasl_handshake_request(
+    msg: SaslHandshakeRequest, parts: list[bytes], seal_checksums: bool
+) -> None:
     parts.append(_SASL_HANDSHAKE_REQUEST_0.pack(msg.correlation_id))
 
 
@@ -2951,7 +3036,9 @@ _SASL_HANDSHAKE_RESPONSE_1 = struct.Struct(">h")
 _SASL_HANDSHAKE_RESPONSE_1_FIELDS = (("SaslHandshakeResponse.mechanisms[]", 0, 2),)
 
 
-def _decode_sasl_handshake_response(buf: memoryview, at: int, end: int) -> SaslHandshakeResponse:
+def _decode_sasl_handshake_response(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> SaslHandshakeResponse:
     if end - at < 10:
         raise _truncated(_SASL_HANDSHAKE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code, mechanisms_count = _SASL_HANDSHAKE_RESPONSE_0.unpack_from(
@@ -2985,7 +3072,9 @@ def _decode_sasl_handshake_response(buf: memoryview, at: int, end: int) -> SaslH
     return msg
 
 
-def _encode_sasl_handshake_response(msg: SaslHandshakeResponse, parts: list[bytes]) -> None:
+def _encode_sasl_handshake_response(
+    msg: SaslHandshakeResponse, parts: list[bytes], seal_checksums: bool
+) -> None:
     parts.append(
         _SASL_HANDSHAKE_RESPONSE_0.pack(msg.correlation_id, msg.response_code, len(msg.mechanisms))
     )
@@ -3029,7 +3118,7 @@ _SASL_AUTHENTICATE_REQUEST_1_FIELDS = (("SaslAuthenticateRequest.sasl_opaque_dat
 
 
 def _decode_sasl_authenticate_request(
-    buf: memoryview, at: int, end: int
+    buf: memoryview, at: int, end: int, verify_checksums: bool
 ) -> SaslAuthenticateRequest:
     if end - at < 6:
         raise _truncated(_SASL_AUTHENTICATE_REQUEST_0_FIELDS, at, end)
@@ -3064,7 +3153,9 @@ def _decode_sasl_authenticate_request(
     return msg
 
 
-def _encode_sasl_authenticate_request(msg: SaslAuthenticateRequest, parts: list[bytes]) -> None:
+def _encode_sasl_authenticate_request(
+    msg: SaslAuthenticateRequest, parts: list[bytes], seal_checksums: bool
+) -> None:
     mechanism_raw = None if msg.mechanism is None else msg.mechanism.encode("utf-8")
     parts.append(
         _SASL_AUTHENTICATE_REQUEST_0.pack(
@@ -3118,7 +3209,7 @@ _SASL_AUTHENTICATE_RESPONSE_1_FIELDS = (("SaslAuthenticateResponse.sasl_opaque_d
 
 
 def _decode_sasl_authenticate_response(
-    buf: memoryview, at: int, end: int
+    buf: memoryview, at: int, end: int, verify_checksums: bool
 ) -> SaslAuthenticateResponse:
     if end - at < 6:
         raise _truncated(_SASL_AUTHENTICATE_RESPONSE_0_FIELDS, at, end)
@@ -3144,7 +3235,9 @@ def _decode_sasl_authenticate_response(
     return msg
 
 
-def _encode_sasl_authenticate_response(msg: SaslAuthenticateResponse, parts: list[bytes]) -> None:
+def _encode_sasl_authenticate_response(
+    msg: SaslAuthenticateResponse, parts: list[bytes], seal_checksums: bool
+) -> None:
     parts.append(_SASL_AUTHENTICATE_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
     if msg.sasl_opaque_data is not None:
         sasl_opaque_data_raw = msg.sasl_opaque_data
@@ -3182,7 +3275,7 @@ _TUNE_REQUEST_0_FIELDS = (
 )
 
 
-def _decode_tune_request(buf: memoryview, at: int, end: int) -> TuneRequest:
+def _decode_tune_request(buf: memoryview, at: int, end: int, verify_checksums: bool) -> TuneRequest:
     if end - at < 8:
         raise _truncated(_TUNE_REQUEST_0_FIELDS, at, end)
     frame_max, heartbeat = _TUNE_REQUEST_0.unpack_from(buf, at)
@@ -3193,7 +3286,7 @@ def _decode_tune_request(buf: memoryview, at: int, end: int) -> TuneRequest:
     return msg
 
 
-def _encode_tune_request(msg: TuneRequest, parts: list[bytes]) -> None:
+def _encode_tune_request(msg: TuneRequest, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_TUNE_REQUEST_0.pack(msg.frame_max, msg.heartbeat))
 
 
@@ -3227,7 +3320,9 @@ _TUNE_RESPONSE_0_FIELDS = (
 )
 
 
-def _decode_tune_response(buf: memoryview, at: int, end: int) -> TuneResponse:
+def _decode_tune_response(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> TuneResponse:
     if end - at < 8:
         raise _truncated(_TUNE_RESPONSE_0_FIELDS, at, end)
     frame_max, heartbeat = _TUNE_RESPONSE_0.unpack_from(buf, at)
@@ -3238,7 +3333,7 @@ def _decode_tune_response(buf: memoryview, at: int, end: int) -> TuneResponse:
     return msg
 
 
-def _encode_tune_response(msg: TuneResponse, parts: list[bytes]) -> None:
+def _encode_tune_response(msg: TuneResponse, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_TUNE_RESPONSE_0.pack(msg.frame_max, msg.heartbeat))
 
 
@@ -3270,7 +3365,7 @@ _OPEN_REQUEST_0_FIELDS = (
 )
 
 
-def _decode_open_request(buf: memoryview, at: int, end: int) -> OpenRequest:
+def _decode_open_request(buf: memoryview, at: int, end: int, verify_checksums: bool) -> OpenRequest:
     if end - at < 6:
         raise _truncated(_OPEN_REQUEST_0_FIELDS, at, end)
     correlation_id, virtual_host_len = _OPEN_REQUEST_0.unpack_from(buf, at)
@@ -3291,7 +3386,7 @@ def _decode_open_request(buf: memoryview, at: int, end: int) -> OpenRequest:
     return msg
 
 
-def _encode_open_request(msg: OpenRequest, parts: list[bytes]) -> None:
+def _encode_open_request(msg: OpenRequest, parts: list[bytes], seal_checksums: bool) -> None:
     virtual_host_raw = None if msg.virtual_host is None else msg.virtual_host.encode("utf-8")
     parts.append(
         _OPEN_REQUEST_0.pack(
@@ -3341,7 +3436,9 @@ _OPEN_RESPONSE_3 = struct.Struct(">h")
 _OPEN_RESPONSE_3_FIELDS = (("OpenResponse.connection_properties[].value", 0, 2),)
 
 
-def _decode_open_response(buf: memoryview, at: int, end: int) -> OpenResponse:
+def _decode_open_response(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> OpenResponse:
     if end - at < 6:
         raise _truncated(_OPEN_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _OPEN_RESPONSE_0.unpack_from(buf, at)
@@ -3400,7 +3497,7 @@ def _decode_open_response(buf: memoryview, at: int, end: int) -> OpenResponse:
     return msg
 
 
-def _encode_open_response(msg: OpenResponse, parts: list[bytes]) -> None:
+def _encode_open_response(msg: OpenResponse, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_OPEN_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
     if msg.connection_properties is not None:
         parts.append(_OPEN_RESPONSE_1.pack(len(msg.connection_properties)))
@@ -3446,7 +3543,9 @@ _CLOSE_REQUEST_0_FIELDS = (
 )
 
 
-def _decode_close_request(buf: memoryview, at: int, end: int) -> CloseRequest:
+def _decode_close_request(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> CloseRequest:
     if end - at < 8:
         raise _truncated(_CLOSE_REQUEST_0_FIELDS, at, end)
     correlation_id, closing_code, closing_reason_len = _CLOSE_REQUEST_0.unpack_from(buf, at)
@@ -3469,7 +3568,7 @@ def _decode_close_request(buf: memoryview, at: int, end: int) -> CloseRequest:
     return msg
 
 
-def _encode_close_request(msg: CloseRequest, parts: list[bytes]) -> None:
+def _encode_close_request(msg: CloseRequest, parts: list[bytes], seal_checksums: bool) -> None:
     closing_reason_raw = None if msg.closing_reason is None else msg.closing_reason.encode("utf-8")
     parts.append(
         _CLOSE_REQUEST_0.pack(
@@ -3511,7 +3610,9 @@ _CLOSE_RESPONSE_0_FIELDS = (
 )
 
 
-def _decode_close_response(buf: memoryview, at: int, end: int) -> CloseResponse:
+def _decode_close_response(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> CloseResponse:
     if end - at < 6:
         raise _truncated(_CLOSE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _CLOSE_RESPONSE_0.unpack_from(buf, at)
@@ -3522,7 +3623,7 @@ def _decode_close_response(buf: memoryview, at: int, end: int) -> CloseResponse:
     return msg
 
 
-def _encode_close_response(msg: CloseResponse, parts: list[bytes]) -> None:
+def _encode_close_response(msg: CloseResponse, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_CLOSE_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
@@ -3544,14 +3645,14 @@ class Heartbeat:
         return encode(self)
 
 
-def _decode_heartbeat(buf: memoryview, at: int, end: int) -> Heartbeat:
+def _decode_heartbeat(buf: memoryview, at: int, end: int, verify_checksums: bool) -> Heartbeat:
     msg = Heartbeat()
     if at != end:
         raise DecodeError("Heartbeat", at, f"{end - at} bytes after the last field")
     return msg
 
 
-def _encode_heartbeat(msg: Heartbeat, parts: list[bytes]) -> None:
+def _encode_heartbeat(msg: Heartbeat, parts: list[bytes], seal_checksums: bool) -> None:
     pass
 
 
@@ -3587,7 +3688,9 @@ _ROUTE_REQUEST_1 = struct.Struct(">h")
 _ROUTE_REQUEST_1_FIELDS = (("RouteRequest.super_stream", 0, 2),)
 
 
-def _decode_route_request(buf: memoryview, at: int, end: int) -> RouteRequest:
+def _decode_route_request(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> RouteRequest:
     if end - at < 6:
         raise _truncated(_ROUTE_REQUEST_0_FIELDS, at, end)
     correlation_id, routing_key_len = _ROUTE_REQUEST_0.unpack_from(buf, at)
@@ -3622,7 +3725,7 @@ def _decode_route_request(buf: memoryview, at: int, end: int) -> RouteRequest:
     return msg
 
 
-def _encode_route_request(msg: RouteRequest, parts: list[bytes]) -> None:
+def _encode_route_request(msg: RouteRequest, parts: list[bytes], seal_checksums: bool) -> None:
     routing_key_raw = None if msg.routing_key is None else msg.routing_key.encode("utf-8")
     parts.append(
         _ROUTE_REQUEST_0.pack(
@@ -3651,12 +3754,16 @@ class RouteResponse:
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
     DECODE_KEYS: ClassVar[tuple[int, ...]] = (0x0018,)
-    """Other keys a real peer sends this message under; `encode` writes KEY."""
+    """Other keys a real peer sends this message under; `encode` writes KEY unless `key_on_wire`
+    says otherwise."""
 
     correlation_id: int
     response_code: int
     """Values: ResponseCode."""
     stream: list[str | None]
+    key_on_wire: int | None = dataclasses.field(default=None, compare=False, kw_only=True)
+    """The key this message arrived under when it was one of DECODE_KEYS; `encode` writes it back,
+    so a decoded frame re-encodes to its own bytes. None: KEY."""
 
     def encode(self) -> bytes:
         """This message as one frame, size prefix included."""
@@ -3674,7 +3781,9 @@ _ROUTE_RESPONSE_1 = struct.Struct(">h")
 _ROUTE_RESPONSE_1_FIELDS = (("RouteResponse.stream[]", 0, 2),)
 
 
-def _decode_route_response(buf: memoryview, at: int, end: int) -> RouteResponse:
+def _decode_route_response(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> RouteResponse:
     if end - at < 10:
         raise _truncated(_ROUTE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code, stream_count = _ROUTE_RESPONSE_0.unpack_from(buf, at)
@@ -3704,13 +3813,21 @@ def _decode_route_response(buf: memoryview, at: int, end: int) -> RouteResponse:
     return msg
 
 
-def _encode_route_response(msg: RouteResponse, parts: list[bytes]) -> None:
+def _encode_route_response(msg: RouteResponse, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_ROUTE_RESPONSE_0.pack(msg.correlation_id, msg.response_code, len(msg.stream)))
     for item in msg.stream:
         item_raw = None if item is None else item.encode("utf-8")
         parts.append(_ROUTE_RESPONSE_1.pack(-1 if item_raw is None else len(item_raw)))
         if item_raw is not None:
             parts.append(item_raw)
+
+
+def _decode_route_response_as_0018(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> RouteResponse:
+    msg = _decode_route_response(buf, at, end, verify_checksums)
+    msg.key_on_wire = 0x0018
+    return msg
 
 
 @dataclass(slots=True)
@@ -3741,7 +3858,9 @@ _PARTITIONS_REQUEST_0_FIELDS = (
 )
 
 
-def _decode_partitions_request(buf: memoryview, at: int, end: int) -> PartitionsRequest:
+def _decode_partitions_request(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> PartitionsRequest:
     if end - at < 6:
         raise _truncated(_PARTITIONS_REQUEST_0_FIELDS, at, end)
     correlation_id, super_stream_len = _PARTITIONS_REQUEST_0.unpack_from(buf, at)
@@ -3764,7 +3883,9 @@ def _decode_partitions_request(buf: memoryview, at: int, end: int) -> Partitions
     return msg
 
 
-def _encode_partitions_request(msg: PartitionsRequest, parts: list[bytes]) -> None:
+def _encode_partitions_request(
+    msg: PartitionsRequest, parts: list[bytes], seal_checksums: bool
+) -> None:
     super_stream_raw = None if msg.super_stream is None else msg.super_stream.encode("utf-8")
     parts.append(
         _PARTITIONS_REQUEST_0.pack(
@@ -3788,12 +3909,16 @@ class PartitionsResponse:
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
     DECODE_KEYS: ClassVar[tuple[int, ...]] = (0x0019,)
-    """Other keys a real peer sends this message under; `encode` writes KEY."""
+    """Other keys a real peer sends this message under; `encode` writes KEY unless `key_on_wire`
+    says otherwise."""
 
     correlation_id: int
     response_code: int
     """Values: ResponseCode."""
     stream: list[str | None]
+    key_on_wire: int | None = dataclasses.field(default=None, compare=False, kw_only=True)
+    """The key this message arrived under when it was one of DECODE_KEYS; `encode` writes it back,
+    so a decoded frame re-encodes to its own bytes. None: KEY."""
 
     def encode(self) -> bytes:
         """This message as one frame, size prefix included."""
@@ -3811,7 +3936,9 @@ _PARTITIONS_RESPONSE_1 = struct.Struct(">h")
 _PARTITIONS_RESPONSE_1_FIELDS = (("PartitionsResponse.stream[]", 0, 2),)
 
 
-def _decode_partitions_response(buf: memoryview, at: int, end: int) -> PartitionsResponse:
+def _decode_partitions_response(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> PartitionsResponse:
     if end - at < 10:
         raise _truncated(_PARTITIONS_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code, stream_count = _PARTITIONS_RESPONSE_0.unpack_from(buf, at)
@@ -3843,7 +3970,9 @@ def _decode_partitions_response(buf: memoryview, at: int, end: int) -> Partition
     return msg
 
 
-def _encode_partitions_response(msg: PartitionsResponse, parts: list[bytes]) -> None:
+def _encode_partitions_response(
+    msg: PartitionsResponse, parts: list[bytes], seal_checksums: bool
+) -> None:
     parts.append(
         _PARTITIONS_RESPONSE_0.pack(msg.correlation_id, msg.response_code, len(msg.stream))
     )
@@ -3852,6 +3981,14 @@ def _encode_partitions_response(msg: PartitionsResponse, parts: list[bytes]) -> 
         parts.append(_PARTITIONS_RESPONSE_1.pack(-1 if item_raw is None else len(item_raw)))
         if item_raw is not None:
             parts.append(item_raw)
+
+
+def _decode_partitions_response_as_0019(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> PartitionsResponse:
+    msg = _decode_partitions_response(buf, at, end, verify_checksums)
+    msg.key_on_wire = 0x0019
+    return msg
 
 
 @dataclass(slots=True)
@@ -3885,7 +4022,9 @@ _CONSUMER_UPDATE_REQUEST_0_FIELDS = (
 )
 
 
-def _decode_consumer_update_request(buf: memoryview, at: int, end: int) -> ConsumerUpdateRequest:
+def _decode_consumer_update_request(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> ConsumerUpdateRequest:
     if end - at < 6:
         raise _truncated(_CONSUMER_UPDATE_REQUEST_0_FIELDS, at, end)
     correlation_id, subscription_id, active = _CONSUMER_UPDATE_REQUEST_0.unpack_from(buf, at)
@@ -3896,7 +4035,9 @@ def _decode_consumer_update_request(buf: memoryview, at: int, end: int) -> Consu
     return msg
 
 
-def _encode_consumer_update_request(msg: ConsumerUpdateRequest, parts: list[bytes]) -> None:
+def _encode_consumer_update_request(
+    msg: ConsumerUpdateRequest, parts: list[bytes], seal_checksums: bool
+) -> None:
     parts.append(
         _CONSUMER_UPDATE_REQUEST_0.pack(msg.correlation_id, msg.subscription_id, msg.active)
     )
@@ -3939,7 +4080,9 @@ _CONSUMER_UPDATE_RESPONSE_2 = struct.Struct(">q")
 _CONSUMER_UPDATE_RESPONSE_2_FIELDS = (("ConsumerUpdateResponse.offset_specification.offset", 0, 8),)
 
 
-def _decode_consumer_update_response(buf: memoryview, at: int, end: int) -> ConsumerUpdateResponse:
+def _decode_consumer_update_response(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> ConsumerUpdateResponse:
     if end - at < 8:
         raise _truncated(_CONSUMER_UPDATE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code, offset_type = _CONSUMER_UPDATE_RESPONSE_0.unpack_from(buf, at)
@@ -3972,7 +4115,9 @@ def _decode_consumer_update_response(buf: memoryview, at: int, end: int) -> Cons
     return msg
 
 
-def _encode_consumer_update_response(msg: ConsumerUpdateResponse, parts: list[bytes]) -> None:
+def _encode_consumer_update_response(
+    msg: ConsumerUpdateResponse, parts: list[bytes], seal_checksums: bool
+) -> None:
     parts.append(
         _CONSUMER_UPDATE_RESPONSE_0.pack(
             msg.correlation_id, msg.response_code, msg.offset_specification.offset_type
@@ -4031,7 +4176,7 @@ _EXCHANGE_COMMAND_VERSIONS_REQUEST_1_FIELDS = (
 
 
 def _decode_exchange_command_versions_request(
-    buf: memoryview, at: int, end: int
+    buf: memoryview, at: int, end: int, verify_checksums: bool
 ) -> ExchangeCommandVersionsRequest:
     if end - at < 8:
         raise _truncated(_EXCHANGE_COMMAND_VERSIONS_REQUEST_0_FIELDS, at, end)
@@ -4056,7 +4201,7 @@ def _decode_exchange_command_versions_request(
 
 
 def _encode_exchange_command_versions_request(
-    msg: ExchangeCommandVersionsRequest, parts: list[bytes]
+    msg: ExchangeCommandVersionsRequest, parts: list[bytes], seal_checksums: bool
 ) -> None:
     parts.append(_EXCHANGE_COMMAND_VERSIONS_REQUEST_0.pack(msg.correlation_id, len(msg.command)))
     for item in msg.command:
@@ -4104,7 +4249,7 @@ _EXCHANGE_COMMAND_VERSIONS_RESPONSE_1_FIELDS = (
 
 
 def _decode_exchange_command_versions_response(
-    buf: memoryview, at: int, end: int
+    buf: memoryview, at: int, end: int, verify_checksums: bool
 ) -> ExchangeCommandVersionsResponse:
     if end - at < 10:
         raise _truncated(_EXCHANGE_COMMAND_VERSIONS_RESPONSE_0_FIELDS, at, end)
@@ -4131,7 +4276,7 @@ def _decode_exchange_command_versions_response(
 
 
 def _encode_exchange_command_versions_response(
-    msg: ExchangeCommandVersionsResponse, parts: list[bytes]
+    msg: ExchangeCommandVersionsResponse, parts: list[bytes], seal_checksums: bool
 ) -> None:
     parts.append(
         _EXCHANGE_COMMAND_VERSIONS_RESPONSE_0.pack(
@@ -4172,7 +4317,9 @@ _STREAM_STATS_REQUEST_0_FIELDS = (
 )
 
 
-def _decode_stream_stats_request(buf: memoryview, at: int, end: int) -> StreamStatsRequest:
+def _decode_stream_stats_request(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> StreamStatsRequest:
     if end - at < 6:
         raise _truncated(_STREAM_STATS_REQUEST_0_FIELDS, at, end)
     correlation_id, stream_len = _STREAM_STATS_REQUEST_0.unpack_from(buf, at)
@@ -4193,7 +4340,9 @@ def _decode_stream_stats_request(buf: memoryview, at: int, end: int) -> StreamSt
     return msg
 
 
-def _encode_stream_stats_request(msg: StreamStatsRequest, parts: list[bytes]) -> None:
+def _encode_stream_stats_request(
+    msg: StreamStatsRequest, parts: list[bytes], seal_checksums: bool
+) -> None:
     stream_raw = None if msg.stream is None else msg.stream.encode("utf-8")
     parts.append(
         _STREAM_STATS_REQUEST_0.pack(
@@ -4241,7 +4390,9 @@ _STREAM_STATS_RESPONSE_2 = struct.Struct(">q")
 _STREAM_STATS_RESPONSE_2_FIELDS = (("StreamStatsResponse.stats[].value", 0, 8),)
 
 
-def _decode_stream_stats_response(buf: memoryview, at: int, end: int) -> StreamStatsResponse:
+def _decode_stream_stats_response(
+    buf: memoryview, at: int, end: int, verify_checksums: bool
+) -> StreamStatsResponse:
     if end - at < 10:
         raise _truncated(_STREAM_STATS_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code, stats_count = _STREAM_STATS_RESPONSE_0.unpack_from(buf, at)
@@ -4278,7 +4429,9 @@ def _decode_stream_stats_response(buf: memoryview, at: int, end: int) -> StreamS
     return msg
 
 
-def _encode_stream_stats_response(msg: StreamStatsResponse, parts: list[bytes]) -> None:
+def _encode_stream_stats_response(
+    msg: StreamStatsResponse, parts: list[bytes], seal_checksums: bool
+) -> None:
     parts.append(
         _STREAM_STATS_RESPONSE_0.pack(msg.correlation_id, msg.response_code, len(msg.stats))
     )
@@ -4343,7 +4496,7 @@ _CREATE_SUPER_STREAM_REQUEST_7_FIELDS = (("CreateSuperStreamRequest.arguments[].
 
 
 def _decode_create_super_stream_request(
-    buf: memoryview, at: int, end: int
+    buf: memoryview, at: int, end: int, verify_checksums: bool
 ) -> CreateSuperStreamRequest:
     if end - at < 6:
         raise _truncated(_CREATE_SUPER_STREAM_REQUEST_0_FIELDS, at, end)
@@ -4459,7 +4612,9 @@ def _decode_create_super_stream_request(
     return msg
 
 
-def _encode_create_super_stream_request(msg: CreateSuperStreamRequest, parts: list[bytes]) -> None:
+def _encode_create_super_stream_request(
+    msg: CreateSuperStreamRequest, parts: list[bytes], seal_checksums: bool
+) -> None:
     name_raw = None if msg.name is None else msg.name.encode("utf-8")
     parts.append(
         _CREATE_SUPER_STREAM_REQUEST_0.pack(
@@ -4529,7 +4684,7 @@ _CREATE_SUPER_STREAM_RESPONSE_0_FIELDS = (
 
 
 def _decode_create_super_stream_response(
-    buf: memoryview, at: int, end: int
+    buf: memoryview, at: int, end: int, verify_checksums: bool
 ) -> CreateSuperStreamResponse:
     if end - at < 6:
         raise _truncated(_CREATE_SUPER_STREAM_RESPONSE_0_FIELDS, at, end)
@@ -4542,7 +4697,7 @@ def _decode_create_super_stream_response(
 
 
 def _encode_create_super_stream_response(
-    msg: CreateSuperStreamResponse, parts: list[bytes]
+    msg: CreateSuperStreamResponse, parts: list[bytes], seal_checksums: bool
 ) -> None:
     parts.append(_CREATE_SUPER_STREAM_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
@@ -4576,7 +4731,7 @@ _DELETE_SUPER_STREAM_REQUEST_0_FIELDS = (
 
 
 def _decode_delete_super_stream_request(
-    buf: memoryview, at: int, end: int
+    buf: memoryview, at: int, end: int, verify_checksums: bool
 ) -> DeleteSuperStreamRequest:
     if end - at < 6:
         raise _truncated(_DELETE_SUPER_STREAM_REQUEST_0_FIELDS, at, end)
@@ -4600,7 +4755,9 @@ def _decode_delete_super_stream_request(
     return msg
 
 
-def _encode_delete_super_stream_request(msg: DeleteSuperStreamRequest, parts: list[bytes]) -> None:
+def _encode_delete_super_stream_request(
+    msg: DeleteSuperStreamRequest, parts: list[bytes], seal_checksums: bool
+) -> None:
     name_raw = None if msg.name is None else msg.name.encode("utf-8")
     parts.append(
         _DELETE_SUPER_STREAM_REQUEST_0.pack(
@@ -4643,7 +4800,7 @@ _DELETE_SUPER_STREAM_RESPONSE_0_FIELDS = (
 
 
 def _decode_delete_super_stream_response(
-    buf: memoryview, at: int, end: int
+    buf: memoryview, at: int, end: int, verify_checksums: bool
 ) -> DeleteSuperStreamResponse:
     if end - at < 6:
         raise _truncated(_DELETE_SUPER_STREAM_RESPONSE_0_FIELDS, at, end)
@@ -4656,7 +4813,7 @@ def _decode_delete_super_stream_response(
 
 
 def _encode_delete_super_stream_response(
-    msg: DeleteSuperStreamResponse, parts: list[bytes]
+    msg: DeleteSuperStreamResponse, parts: list[bytes], seal_checksums: bool
 ) -> None:
     parts.append(_DELETE_SUPER_STREAM_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
@@ -4720,7 +4877,7 @@ Message = (
 )
 """Any message of this protocol version."""
 
-_Decoder = Callable[[memoryview, int, int], Message]
+_Decoder = Callable[[memoryview, int, int, bool], Message]
 
 # (key on the wire, version) -> the layouts that key can carry, with who sends each.
 _DECODERS: dict[tuple[int, int], tuple[tuple[str, _Decoder], ...]] = {
@@ -4754,11 +4911,11 @@ _DECODERS: dict[tuple[int, int], tuple[tuple[str, _Decoder], ...]] = {
     (0x0017, 1): (("both", _decode_heartbeat),),
     (0x0018, 1): (
         ("client", _decode_route_request),
-        ("server", _decode_route_response),
+        ("server", _decode_route_response_as_0018),
     ),
     (0x0019, 1): (
         ("client", _decode_partitions_request),
-        ("server", _decode_partitions_response),
+        ("server", _decode_partitions_response_as_0019),
     ),
     (0x001A, 1): (("server", _decode_consumer_update_request),),
     (0x001B, 1): (("client", _decode_exchange_command_versions_request),),
@@ -4793,7 +4950,7 @@ FRAME_KEYS: frozenset[tuple[int, int]] = frozenset(_DECODERS)
 """Every (key on the wire, version) pair `decode` has a layout for: what a framing check that
 resynchronises after unframeable bytes accepts as a frame header."""
 
-_ENCODERS: dict[type, Callable[..., None]] = {
+_ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
     DeclarePublisherRequest: _encode_declare_publisher_request,
     DeclarePublisherResponse: _encode_declare_publisher_response,
     PublishV1: _encode_publish_v1,
@@ -4852,11 +5009,18 @@ _ENCODERS: dict[type, Callable[..., None]] = {
 }
 
 
-def decode(frame: bytes | bytearray | memoryview, sender: Sender | None = None) -> Message:
+def decode(
+    frame: bytes | bytearray | memoryview,
+    sender: Sender | None = None,
+    *,
+    verify_checksums: bool = True,
+) -> Message:
     """Decode one whole frame (size prefix included).
 
     `sender` ("client" or "server") picks the layout where one key carries two (Tune's answer reuses the request's key);
     without it the request layout is tried first, then the others.
+    Checksums in the frame are verified (DecodeError naming the checksum field when the bytes do
+    not match); `verify_checksums=False` skips that, for callers who trust their transport.
     """
     buf = memoryview(frame)
     end = len(buf)
@@ -4871,25 +5035,38 @@ def decode(frame: bytes | bytearray | memoryview, sender: Sender | None = None) 
     if layouts is None:
         raise DecodeError("frame.key", 4, f"no layout for key {key:#06x} version {version}")
     if len(layouts) == 1:
-        return layouts[0][1](buf, HEADER_SIZE, end)
+        return layouts[0][1](buf, HEADER_SIZE, end, verify_checksums)
     chosen = [d for s, d in layouts if sender is None or s in (sender, "both")] or [
         d for _, d in layouts
     ]
     for decoder in chosen[:-1]:
         try:
-            return decoder(buf, HEADER_SIZE, end)
+            return decoder(buf, HEADER_SIZE, end, verify_checksums)
         except DecodeError:
             continue
-    return chosen[-1](buf, HEADER_SIZE, end)
+    return chosen[-1](buf, HEADER_SIZE, end, verify_checksums)
 
 
-def encode(msg: Message) -> bytes:
-    """One frame for `msg`, size prefix included; EncodeError when a value does not fit."""
+def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
+    """One frame for `msg`, size prefix included; EncodeError when a value does not fit.
+
+    Every field is written as it is, checksums included, so a decoded frame encodes back to its
+    own bytes. `seal_checksums=True` writes each checksum computed over the bytes
+    it covers instead (to build a valid frame from new data).
+    """
     parts: list[bytes] = [b""]
     try:
-        _ENCODERS[type(msg)](msg, parts)
+        _ENCODERS[type(msg)](msg, parts, seal_checksums)
         size = sum(map(len, parts)) + HEADER_SIZE - 4
-        parts[0] = _HEADER.pack(size, msg.KEY, msg.VERSION)
+        key = msg.KEY
+        if isinstance(msg, RouteResponse | PartitionsResponse) and msg.key_on_wire is not None:
+            if msg.key_on_wire != key and msg.key_on_wire not in msg.DECODE_KEYS:
+                raise EncodeError(
+                    f"{type(msg).__name__}.key_on_wire",
+                    f"{msg.key_on_wire:#06x} is not a key of this message",
+                )
+            key = msg.key_on_wire
+        parts[0] = _HEADER.pack(size, key, msg.VERSION)
     except (struct.error, AttributeError, TypeError, UnicodeEncodeError, OverflowError) as e:
         raise EncodeError(type(msg).__name__, str(e)) from None
     except KeyError:

@@ -23,7 +23,8 @@ class FrameReader:
     Several frames in one chunk and one frame across many chunks are both normal; too few bytes
     for the next frame simply ends the iteration until more are fed. Consumed bytes are dropped
     once per `feed`. A size prefix over `max_frame_size` raises DecodeError at once, and
-    `finish()` raises one when the stream ended inside a frame.
+    `finish()` raises one when the stream ended inside a frame. Checksums in frames are verified
+    unless `verify_checksums=False`.
 
         reader = FrameReader(sender="server")
         reader.feed(sock.recv(65536))
@@ -32,10 +33,15 @@ class FrameReader:
     """
 
     def __init__(
-        self, sender: Sender | None = None, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+        self,
+        sender: Sender | None = None,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        *,
+        verify_checksums: bool = True,
     ) -> None:
         self.sender = sender
         self.max_frame_size = max_frame_size
+        self.verify_checksums = verify_checksums
         self._buf = bytearray()
         self._start = 0  # first byte of _buf not consumed yet
         self._base = 0  # stream offset of _buf[0]
@@ -86,7 +92,7 @@ class FrameReader:
         start, stop = span
         view = memoryview(self._buf)[start:stop]
         try:
-            return decode(view, self.sender)
+            return decode(view, self.sender, verify_checksums=self.verify_checksums)
         except DecodeError as e:
             # a fresh error: the old one's traceback would keep views on the buffer alive
             error = DecodeError(e.field, e.offset, e.reason)
