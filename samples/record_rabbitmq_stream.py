@@ -5,7 +5,8 @@
 Starts a private RabbitMQ node on loopback (the test suite's), runs `specgen capture` in front
 of its stream port, and drives through the proxy: a session on the generated codec (create,
 publish with confirms, consume with each offset type, credit, offsets, a few errors, close),
-a connection with a wrong password, and an rstream producer and consumer. Then it stops the
+a connection with a wrong password, and an rstream producer (single messages and sub-entry
+batches, uncompressed and gzip) and consumer. Then it stops the
 capture with SIGTERM and the node by pid. The main job decodes the result without a server.
 """
 
@@ -124,14 +125,21 @@ def wrong_password(port: int) -> None:
     c.close()
 
 
+SUB_ENTRIES = {0: 8, 1: 12}  # compression (none, gzip) -> records in the sub-entry batch
+
+
 async def rstream_session(port: int) -> None:
-    from rstream import Consumer, ConsumerOffsetSpecification, OffsetType, Producer
+    from rstream import CompressionType, Consumer, ConsumerOffsetSpecification, OffsetType, Producer
 
     async with Producer(
         "127.0.0.1", port, username="guest", password="guest", load_balancer_mode=True
     ) as p:
         for i in range(50):
             await p.send_wait(STREAM, f"rstream message {i}".encode())
+        # what the Java, Go and Python clients publish when batching on the client side
+        for compression, n in SUB_ENTRIES.items():
+            records = [f"rstream sub-entry {compression}.{i} ".encode() * 3 for i in range(n)]
+            await p.send_sub_entry(STREAM, records, compression_type=CompressionType(compression))
     got: list[bytes] = []
     done = asyncio.Event()
     consumer = Consumer(
@@ -141,7 +149,7 @@ async def rstream_session(port: int) -> None:
 
     async def on_message(msg: object, context: object) -> None:
         got.append(bytes(msg))  # type: ignore[call-overload]
-        if len(got) >= 251:  # the 201 published above, then these 50
+        if len(got) >= 251 + sum(SUB_ENTRIES.values()):  # 201 above, then these 50 and batches
             done.set()
 
     await consumer.subscribe(
