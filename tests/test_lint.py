@@ -68,3 +68,20 @@ def test_lint_lists_the_overlay_entries_it_applied(capsys: pytest.CaptureFixture
     assert "osiris-chunk-entries" in expected and "early-publishing-id" not in expected
     assert [ln.split(": overlay ")[1].split(":")[0] for ln in applied] == expected
     assert lines[-1].endswith(f"{len(expected)} overlay entries applied")
+
+
+def test_readme_examples_print_what_they_say(capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's `specgen list` and `specgen lint | head -4` examples are what they print."""
+    from specgen.specs import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for command, head in (
+        ("list", None),
+        ("lint rabbitmq-stream/4.0", 4),
+    ):
+        prompt = f"$ .venv/bin/specgen {command}" + (f" | head -{head}" if head else "") + "\n"
+        assert prompt in readme, prompt
+        shown = readme.split(prompt, 1)[1].split("\n\n", 1)[0].split("\n```", 1)[0]
+        assert main(command.split()) == 0
+        printed = capsys.readouterr().out.splitlines()
+        assert shown.splitlines() == printed[:head], command

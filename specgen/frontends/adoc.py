@@ -181,10 +181,14 @@ class _Builder:
         for key, word, span in self.examples:
             tc = next((t for t in table if t.name == word.lower()), None)
             if tc is not None and key & ~(flag or 0) != tc.key:
+                bare = key & ~(flag or 0)
+                shown = f"{key:#06x}" + (
+                    f" ({bare:#06x} without the response bit)" if bare != key else ""
+                )
                 self.log.add(
                     span,
                     "example-key",
-                    f"the example gives {word} key {key & ~(flag or 0):#06x}, the table {tc.key:#06x}",
+                    f"the example gives {word} key {shown}, the table {tc.key:#06x}",
                     "the table; the example only shows the response bit",
                 )
 
