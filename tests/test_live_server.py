@@ -38,10 +38,11 @@ def _connect(rabbit: RabbitNode) -> StreamClient:
 
 
 def _assert_reencodes(c: StreamClient) -> None:
-    """Every frame the server sent decodes and re-encodes to the very same bytes (Route and
-    Partitions answers under the request's key included)."""
-    for frame in c.frames_received():
-        msg = rs.decode(frame, sender="server")
+    """Every frame of the session, both ways, decodes and re-encodes to the very same bytes
+    (Route and Partitions answers under the request's key included)."""
+    both = [("server", f) for f in c.frames_received()] + [("client", f) for f in c.sent]
+    for sender, frame in both:
+        msg = rs.decode(frame, sender=sender)  # type: ignore[arg-type]
         again = rs.encode(msg)
         assert again == frame, f"{type(msg).__name__}: {frame.hex()} re-encodes as {again.hex()}"
 
