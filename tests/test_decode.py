@@ -4,7 +4,9 @@ The captures hold a whole session in both directions (handshake, publishes, conf
 response, a subscription and a delivery), an index with reads that split frames, a folder of
 captures at two depths, an empty file, files that belong to no capture, and every kind of bad
 frame: an unknown key, a body that contradicts itself, a frame cut by the end of the file, a
-tail too short for a size prefix and a file that is not frames at all.
+tail too short for a size prefix and a file that is not frames at all. Then the bytes that do
+not frame: an impossible size prefix mid-file (the issue's repro), garbage, a capture that
+starts mid-frame, at every range cut around them and under random corruption; a bad index line.
 """
 
 from __future__ import annotations
@@ -12,8 +14,12 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
+import random
+import struct
 import subprocess
 import sys
+import tempfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
@@ -73,7 +79,7 @@ from specgen.cli import main
 from specgen.emitters.plan import snake
 from specgen.pipeline import decode
 from specgen.pipeline.inputs import DecodeInputError, Stream, load_index, scan
-from specgen.pipeline.ranges import split
+from specgen.pipeline.ranges import RUN, UNFRAMED_KEEP, split
 
 RANGE = 512  # bytes per range: small, so that every file of some size is split
 CONTRACT = [
@@ -97,6 +103,8 @@ REJECT_COLUMNS = [
     "direction",
     "offset",
     "size",
+    "length",
+    "kind",
     "bytes",
     "error",
     "field",
@@ -123,7 +131,8 @@ class Reject:
     direction: str
     offset: int
     size: int | None
-    raw: bytes
+    kind: str  # "frame" or "unframed"
+    raw: bytes  # all the bytes the reject covers
     error: str  # a substring of the error
     field: str
     error_offset: int
@@ -135,6 +144,12 @@ class Captures:
     frames: list[Frame]
     rejects: list[Reject]
     frame_offsets: dict[Path, set[int]]  # every frame start (rejects included), per file
+    unframed: dict[Path, set[int]]  # every unframed reject's offset, per file
+
+    @property
+    def found(self) -> int:
+        """Frames the walk finds: frames and rejected frames."""
+        return len(self.frames) + sum(r.kind == "frame" for r in self.rejects)
 
 
 def _deliver() -> OsirisChunk:
@@ -143,9 +158,15 @@ def _deliver() -> OsirisChunk:
         SubBatchEntry(0, 0, 2, 10, 10, b"0123456789"),
         SimpleEntry(0, b""),
     ]
-    return OsirisChunk(
-        5, 0, 3, 4, 1_700_000_000_123, 2**64 - 1, 100, 0xDEADBEEF, 9 + 21 + 4, 0, 0, 0, entries
-    )
+    length = 9 + 21 + 4
+
+    def chunk(crc: int) -> OsirisChunk:
+        return OsirisChunk(
+            5, 0, 3, 4, 1_700_000_000_123, 2**64 - 1, 100, crc, length, 0, 0, 0, entries
+        )
+
+    # the chunk's CRC-32 covers its entries, the frame's last `length` bytes
+    return chunk(zlib.crc32(DeliverV1(1, chunk(0)).encode()[-length:]))
 
 
 def session_c2s() -> list[Any]:
@@ -162,7 +183,7 @@ def session_c2s() -> list[Any]:
         ],
         PublishV2(
             1,
-            [PublishV2PublishedMessage(10, "eu", b"x"), PublishV2PublishedMessage(11, None, None)],
+            [PublishV2PublishedMessage(10, "eu", b"x"), PublishV2PublishedMessage(11, None, b"")],
         ),
         DeclarePublisherRequest(6, 2, "", "missing"),
         SubscribeRequest(
@@ -212,12 +233,14 @@ class _Writer:
         self.frames: list[Frame] = []
         self.rejects: list[Reject] = []
         self.offsets: dict[Path, set[int]] = {}
+        self.unframed: dict[Path, set[int]] = {}
 
     def stream(
         self, capture: str, connection: str, direction: str, items: list[Any], chunk: int = 0
     ) -> list[dict[str, Any]]:
-        """Write one direction's file; items are messages, or (raw bytes, Reject fields).
-        Returns the index's read events when `chunk` is given: reads of `chunk` bytes."""
+        """Write one direction's file; items are messages, or (raw bytes, size, kind, error,
+        field, error offset) of a reject. Returns the index's read events when `chunk` is
+        given: reads of `chunk` bytes."""
         folder = self.root / capture
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{connection}.{direction}.bin"
@@ -226,13 +249,25 @@ class _Writer:
         for item in items:
             at = len(data)
             self.offsets.setdefault(path, set()).add(at)
+            self.unframed.setdefault(path, set())
             if isinstance(item, tuple):
-                raw, size, error, field, error_offset = item
+                raw, size, kind, error, field, error_offset = item
                 self.rejects.append(
                     Reject(
-                        capture, connection, direction, at, size, raw, error, field, error_offset
+                        capture,
+                        connection,
+                        direction,
+                        at,
+                        size,
+                        kind,
+                        raw,
+                        error,
+                        field,
+                        error_offset,
                     )
                 )
+                if kind == "unframed":
+                    self.unframed[path].add(at)
             else:
                 raw = item.encode()
                 mine.append(Frame(capture, connection, direction, at, raw, item))
@@ -291,7 +326,8 @@ def build_captures(root: Path) -> Captures:
     (root / "day1" / "conn-0001.index.jsonl").write_text(lines + '{"event": "re')
     (root / "day1" / "capture.json").write_text('{"listen": "127.0.0.1:5552"}\n')
     (root / "day1" / "notes.txt").write_text("not part of the capture\n")
-    # day1/conn-0002: an empty client file; the server's has a bad key, a bad body, a cut tail
+    # day1/conn-0002: an empty client file; the server's has a bad body, a frame of a key the
+    # codec does not know (one unframed reject, exactly that frame) and a cut tail
     w.stream("day1", "conn-0002", "c2s", [])
     bad_key = bytearray(DeclarePublisherResponse(2, 1).encode())
     bad_key[4:6] = b"\x77\x77"
@@ -304,10 +340,31 @@ def build_captures(root: Path) -> Captures:
         "s2c",
         [
             DeclarePublisherResponse(1, 1),
-            (bytes(bad_key), len(bad_key), "no layout for key 0x7777", "frame.key", 4),
-            (bytes(bad_body), len(bad_body), "1000 items", "PublishConfirm.publishing_ids", 13),
+            (
+                bytes(bad_body),
+                len(bad_body),
+                "frame",
+                "1000 items",
+                "PublishConfirm.publishing_ids",
+                13,
+            ),
+            (
+                bytes(bad_key),
+                len(bad_key),
+                "unframed",
+                "no layout for key 0x7777 version 1; 14 bytes skipped, resynchronised at offset 57",
+                "frame.key",
+                4,
+            ),
             CreditResponse(6, 3),
-            (tune[:-3], len(tune), "cut mid-frame: size says 12, 9 bytes follow", "frame", 13),
+            (
+                tune[:-3],
+                len(tune),
+                "unframed",
+                "cut mid-frame: size says 12, 9 bytes follow",
+                "frame",
+                13,
+            ),
         ],
     )
     # more/day2/conn-0001: many publishes and confirms, no index, two bytes of a frame at the end
@@ -327,7 +384,7 @@ def build_captures(root: Path) -> Captures:
         + [PublishConfirm(7, [i]) for i in range(40)]
         + [
             DeliverV2(3, 99, _deliver()),
-            (b"\x00\x00", None, "too few for the 4-byte size prefix", "frame.size", 2),
+            (b"\x00\x00", None, "unframed", "too few for the 4-byte size prefix", "frame.size", 2),
         ],
     )
     # more/day2/conn-0002: a file named like a capture that holds no frames at all
@@ -336,10 +393,19 @@ def build_captures(root: Path) -> Captures:
         "more/day2",
         "conn-0002",
         "c2s",
-        [(junk, 0x47455420 + 4, "cannot be framed", "frame.size", 0)],
+        [
+            (
+                junk,
+                0x47455420 + 4,
+                "unframed",
+                "is outside 4..67108864; nothing frames and decodes in the 35 bytes",
+                "frame.size",
+                0,
+            )
+        ],
     )
     (root / "README.txt").write_text("captures for the decode tests\n")
-    return Captures(root, w.frames, w.rejects, w.offsets)
+    return Captures(root, w.frames, w.rejects, w.offsets, w.unframed)
 
 
 @pytest.fixture(scope="module")
@@ -391,6 +457,14 @@ def plain(value: Any) -> Any:
     return value
 
 
+def columns_of(msg: Any) -> dict[str, Any]:
+    """A message's fields as its struct column holds them: all but `key_on_wire`, the key a
+    response came under, which is the frame's `key` column."""
+    fields = dataclasses.asdict(msg)
+    fields.pop("key_on_wire", None)
+    return fields
+
+
 # ---- no Spark: the walk, the index, the single-process decoder -------------------------------
 
 
@@ -400,11 +474,15 @@ def test_ranges_are_frame_aligned_and_cover_every_file(captures: Captures) -> No
     for path, starts in captures.frame_offsets.items():
         stream = Stream("c", "conn", "c2s", path, path.stat().st_size)
         ranges = split(stream, framing, RANGE)
-        assert ranges[0][0] == 0 and ranges[-1][1] == stream.size
-        for (_, end, _), (start, _, _) in zip(ranges, ranges[1:], strict=False):
-            assert end == start  # contiguous, nothing skipped
-        assert {start for start, _, _ in ranges} <= starts  # every range starts on a frame
-        assert sum(frames for _, _, frames in ranges) == len(starts)
+        assert ranges[0].start == 0 and ranges[-1].end == stream.size
+        for before, after in zip(ranges, ranges[1:], strict=False):
+            assert before.end == after.start  # contiguous, nothing skipped
+        assert {r.start for r in ranges} <= starts  # every range starts on a frame or a gap
+        gaps = [(r, g, n) for r in ranges for g, n in zip(r.gap_starts, r.gap_lengths, strict=True)]
+        assert {g for _, g, _ in gaps} == captures.unframed[path]
+        assert all(r.start <= g and g + n <= r.end for r, g, n in gaps)  # inside one range
+        framed = starts - captures.unframed[path]
+        assert sum(r.frames for r in ranges) == len(framed)
         split_any |= len(ranges) > 2
     assert split_any
     empty = captures.root / "day1" / "conn-0002.c2s.bin"
@@ -474,7 +552,7 @@ def test_decode_local_frames_match_what_was_encoded(
         own = snake(type(msg).__name__)
         assert {c for c in struct_columns if row[c] is not None} == ({own} if fields else set())
         if fields:
-            assert plain(row[own]) == dataclasses.asdict(msg)
+            assert plain(row[own]) == columns_of(msg)
     publish = next(r for r in got if r["message"] == "PublishConfirm" and r["capture"] == "day1")
     assert publish["publish_confirm"]["publishing_ids"][-1] == Decimal(2**64 - 1)  # exact uint64
     assert any(r["response_code"] == 2 for r in got)  # the error response is a frame like any
@@ -495,23 +573,34 @@ def test_decode_local_rejects_and_reconciliation(
             reject.direction,
             reject.offset,
         )
-        assert row["size"] == reject.size
+        assert (row["size"], row["length"], row["kind"]) == (
+            reject.size,
+            len(reject.raw),
+            reject.kind,
+        )
         assert row["bytes"] == reject.raw
-        assert reject.error in row["error"]
+        assert reject.error in row["error"], row["error"]
         assert (row["field"], row["error_offset"]) == (reject.field, reject.error_offset)
-    found = len(captures.frames) + len(captures.rejects)
-    assert result.found == found and result.reconciled
+    n = len(captures.frames)
+    assert result.found == captures.found == n + 1 and result.reconciled
+    assert (result.rejected, result.unframed) == (1, 4)
     assert (
-        f"reconciliation: {len(captures.frames)} frames + 5 rejects = {found} frames found in the input"
-        in lines
-    )
+        f"reconciliation: {n} frames + 1 rejected frame = {n + 1} frames found; "
+        "the rows hold every byte of all 7 files exactly once"
+    ) in lines
     assert lines[0].startswith(
         "decode: 2 captures, 4 connections, 7 byte files (1 empty), 1 index:"
     )
+    assert lines[0].endswith(" ranges, and 4 unframed spans (64 bytes)")
     assert lines[1] == "ignored 2 files that are not part of a capture: README.txt, day1/notes.txt"
+    assert "bytes per file: frames + rejected frames + unframed = the file's size" in lines
+    spaced = [" ".join(line.split()) for line in lines]
+    assert "day1/conn-0002.s2c.bin 25 + 29 + 27 = 81 bytes: ok" in spaced
+    assert "more/day2/conn-0002.c2s.bin 0 + 0 + 35 = 35 bytes: ok" in spaced
+    assert "more/day2/conn-0001.s2c.bin 953 + 0 + 2 = 955 bytes: ok" in spaced
 
 
-def test_a_lost_frame_fails_the_reconciliation(
+def test_a_lost_reject_fails_the_reconciliation(
     captures: Captures, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     real = decode.decode_range
@@ -525,18 +614,30 @@ def test_a_lost_frame_fails_the_reconciliation(
         "rabbitmq-stream", captures.root, tmp_path / "out", echo=lines.append
     )
     assert not result.reconciled
-    found = len(captures.frames) + len(captures.rejects)
+    n = len(captures.frames)
     assert (
-        f"reconciliation: {len(captures.frames)} frames + 0 rejects != {found} frames found in the input"
-        in lines
+        f"reconciliation: {n} frames + 0 rejected frames != {n + 1} frames found; "
+        "4 of 7 files reconcile byte for byte"
+    ) in lines
+    spaced = [" ".join(line.split()) for line in lines]
+    assert (
+        "more/day2/conn-0002.c2s.bin 0 + 0 + 0 = 0 bytes, not 35: FAILED: bytes 0..35 are in no row"
+        in spaced
     )
+    assert (
+        "day1/conn-0002.s2c.bin 25 + 0 + 0 = 25 bytes, not 81: FAILED: bytes 14..57 are in no row"
+        in spaced
+    )
+    assert lines[-1] == "decode: FAILED: 3 files do not reconcile"
 
 
 def test_every_protocol_with_a_frame_reader_decodes(tmp_path: Path) -> None:
     c = early_codec
+    entries: list[Any] = [c.SimpleEntry(5, b"hello")]
+    crc = zlib.crc32((5).to_bytes(4, "big") + b"hello")  # the chunk's CRC-32 covers its entries
     msgs = [
         c.PublishConfirm([1, 2]),
-        c.Deliver(1, c.OsirisChunk(5, 1, 1, 0, 7, 0, 9, [c.SimpleEntry(5, b"hello")])),
+        c.Deliver(1, c.OsirisChunk(5, 1, 1, 0, 7, crc, 9, entries)),
         c.SubscribeResponse(3, 1),
     ]
     folder = tmp_path / "early"
@@ -549,7 +650,7 @@ def test_every_protocol_with_a_frame_reader_decodes(tmp_path: Path) -> None:
     assert (result.frames, result.rejects) == (3, 0)
     got = rows(tmp_path / "out" / "frames")
     assert [r["message"] for r in got] == [type(m).__name__ for m in msgs]
-    assert plain(got[1]["deliver"]) == dataclasses.asdict(msgs[1])
+    assert plain(got[1]["deliver"]) == columns_of(msgs[1])
 
 
 @pytest.mark.parametrize("version", ["v4_0", "early"])
@@ -577,7 +678,7 @@ def _check_columns(schema: Any, msgs: list[Any]) -> None:
         own = schema.MESSAGE_COLUMNS.get(type(msg).__name__)
         for column in schema.MESSAGE_COLUMNS.values():
             value = columns[column][i].as_py()
-            assert value is None if column != own else plain(value) == dataclasses.asdict(msg)
+            assert value is None if column != own else plain(value) == columns_of(msg)
         assert columns["message"][i].as_py() == type(msg).__name__
 
 
@@ -605,6 +706,298 @@ def test_the_codec_package_does_not_need_pyarrow() -> None:
         "c.decode(c.Heartbeat().encode()); assert 'pyarrow' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ---- bytes that do not frame: resynchronisation and the byte reconciliation -----------------
+
+BAD_HEADER = struct.pack(">IHH", 1 << 31, 9, 1)  # the issue's impossible size prefix
+V40 = "generated.rabbitmq_stream.v4_0"
+
+
+def credits(n: int, first: int = 0) -> list[bytes]:
+    return [Credit(subscription_id=1, credit=i % 65536).encode() for i in range(first, first + n)]
+
+
+def write_repro(root: Path, before: int = 100, after: int = 100_000) -> Path:
+    """The issue's capture: `before` Credit frames, an impossible size prefix, `after` more."""
+    folder = root / "cap"
+    folder.mkdir(parents=True, exist_ok=True)
+    f = credits(before + after)
+    data = b"".join(f[:before]) + BAD_HEADER + b"".join(f[before:])
+    (folder / "conn-0001.c2s.bin").write_bytes(data)
+    return root
+
+
+def decode_one(tmp: Path, data: bytes, target: int = RANGE) -> tuple[decode.Result, list[str]]:
+    """decode_local of one client file holding `data`, into tmp/out."""
+    folder = tmp / "in" / "cap"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "conn-0001.c2s.bin").write_bytes(data)
+    lines: list[str] = []
+    result = decode.decode_local(
+        "rabbitmq-stream", tmp / "in", tmp / "out", overwrite=True, target=target, echo=lines.append
+    )
+    return result, lines
+
+
+def spaced(lines: list[str]) -> list[str]:
+    """The lines with their alignment collapsed to single spaces."""
+    return [" ".join(line.split()) for line in lines]
+
+
+def test_the_gap_reconciles_at_every_range_cut_around_it(tmp_path: Path) -> None:
+    root = write_repro(tmp_path / "in", before=40, after=40)  # the gap is bytes 440..448
+    stream = scan(root).streams[0]
+    framing = decode._codec(V40).framing
+    cut_at: set[int] = set()
+    for target in [1, 7, 8, 11, 12, 22, *range(425, 461)]:
+        ranges = split(stream, framing, target)
+        boundaries = {r.start for r in ranges[1:]}
+        assert not any(440 < b < 448 for b in boundaries)  # never inside the gap
+        cut_at |= boundaries & {429, 440, 448, 459}
+        lines: list[str] = []
+        result = decode.decode_local(
+            "rabbitmq-stream", root, tmp_path / "out", True, target, lines.append
+        )
+        assert result.reconciled, lines
+        assert (result.frames, result.rejected, result.unframed, result.found) == (80, 0, 1, 80)
+        got = rows(tmp_path / "out" / "rejects")
+        assert [(r["offset"], r["length"], r["kind"], r["bytes"]) for r in got] == [
+            (440, 8, "unframed", BAD_HEADER)
+        ]
+        offsets = [r["offset"] for r in rows(tmp_path / "out" / "frames")]
+        assert offsets == list(range(0, 440, 11)) + list(range(448, 448 + 440, 11))
+    # cut at the frame before the gap, the gap's start, its end, the frame after it
+    assert cut_at == {429, 440, 448, 459}
+
+
+def test_garbage_with_an_unknown_key_is_one_unframed_reject(tmp_path: Path) -> None:
+    garbage = struct.pack(">IHH", 20, 0x7777, 1) + random.Random(7).randbytes(50)
+    result, lines = decode_one(tmp_path, b"".join(credits(5)) + garbage + b"".join(credits(6)))
+    assert result.reconciled and (result.frames, result.rejects) == (11, 1)
+    (reject,) = rows(tmp_path / "out" / "rejects")
+    assert (reject["offset"], reject["length"], reject["kind"], reject["size"]) == (
+        55,
+        58,
+        "unframed",
+        24,
+    )
+    assert reject["bytes"] == garbage
+    assert reject["error"] == (
+        "no layout for key 0x7777 version 1; 58 bytes skipped, resynchronised at offset 113"
+    )
+    assert "cap/conn-0001.c2s.bin 121 + 0 + 58 = 179 bytes: ok" in spaced(lines)
+
+
+def test_a_frame_of_an_unknown_key_is_exactly_one_reject(tmp_path: Path) -> None:
+    unknown = struct.pack(">IHH", 10, 0x0042, 1) + b"abcdef"  # well sized, a key nobody knows
+    result, _ = decode_one(tmp_path, b"".join(credits(5)) + unknown + b"".join(credits(5)))
+    assert result.reconciled and (result.frames, result.rejects) == (10, 1)
+    (reject,) = rows(tmp_path / "out" / "rejects")
+    assert {k: reject[k] for k in ("offset", "size", "length", "kind", "bytes", "error")} == {
+        "offset": 55,
+        "size": 14,
+        "length": 14,
+        "kind": "unframed",
+        "bytes": unknown,
+        "error": "no layout for key 0x0042 version 1; 14 bytes skipped, resynchronised at offset 69",
+    }
+    assert (reject["field"], reject["error_offset"]) == ("frame.key", 4)
+
+
+def test_a_size_prefix_that_lands_mid_frame_costs_only_its_own_frame(tmp_path: Path) -> None:
+    frames = credits(12)
+    bad = bytearray(frames[5])
+    bad[3] = 9  # size 7 -> 9: the walk lands 2 bytes into the next frame, which does not frame
+    result, _ = decode_one(tmp_path, b"".join(frames[:5]) + bytes(bad) + b"".join(frames[6:]))
+    assert result.reconciled and (result.frames, result.rejects) == (11, 1)
+    (reject,) = rows(tmp_path / "out" / "rejects")
+    # the frame before the bad header did not decode, so the scan started inside it
+    assert (reject["offset"], reject["length"], reject["kind"], reject["bytes"]) == (
+        55,
+        11,
+        "unframed",
+        bytes(bad),
+    )
+    assert reject["error"].startswith("size prefix 9 leads to offset 68, where no frame starts")
+
+
+def test_a_file_that_ends_mid_frame(tmp_path: Path) -> None:
+    cut = PublishV1(1, [PublishV1PublishedMessage(7, b"x" * 40)]).encode()
+    result, lines = decode_one(tmp_path, b"".join(credits(10)) + cut[:30])
+    assert result.reconciled and (result.frames, result.rejects) == (10, 1)
+    (reject,) = rows(tmp_path / "out" / "rejects")
+    assert (reject["offset"], reject["size"], reject["length"], reject["kind"]) == (
+        110,
+        len(cut),
+        30,
+        "unframed",
+    )
+    assert reject["error"] == f"cut mid-frame: size says {len(cut) - 4}, 26 bytes follow"
+    assert "cap/conn-0001.c2s.bin 110 + 0 + 30 = 140 bytes: ok" in spaced(lines)
+
+
+def test_a_file_that_is_all_garbage_keeps_a_bounded_prefix(tmp_path: Path) -> None:
+    garbage = random.Random(3).randbytes(3 * 1024 * 1024)
+    result, lines = decode_one(tmp_path, garbage)
+    assert result.reconciled and (result.frames, result.rejects) == (0, 1)
+    (reject,) = rows(tmp_path / "out" / "rejects")
+    assert (reject["offset"], reject["length"], reject["kind"]) == (0, len(garbage), "unframed")
+    assert reject["bytes"] == garbage[:UNFRAMED_KEEP]
+    assert reject["error"].endswith(
+        f"nothing frames and decodes in the {len(garbage)} bytes to the end of the file "
+        f"(the first {UNFRAMED_KEEP} are kept)"
+    )
+    assert "cap/conn-0001.c2s.bin 0 + 0 + 3,145,728 = 3,145,728 bytes: ok" in spaced(lines)
+
+
+def test_a_capture_that_starts_mid_stream(tmp_path: Path) -> None:
+    tail = PublishV1(1, [PublishV1PublishedMessage(7, b"hello")]).encode()[-9:]
+    result, _ = decode_one(tmp_path, tail + b"".join(credits(10)))
+    assert result.reconciled and (result.frames, result.rejects) == (10, 1)
+    (reject,) = rows(tmp_path / "out" / "rejects")
+    assert (reject["offset"], reject["length"], reject["kind"], reject["bytes"]) == (
+        0,
+        9,
+        "unframed",
+        tail,
+    )
+    assert reject["error"].endswith("; 9 bytes skipped, resynchronised at offset 9")
+    assert [r["offset"] for r in rows(tmp_path / "out" / "frames")] == list(range(9, 119, 11))
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ("{not json", "not a JSON line"),
+        (
+            '{"event": "read", "direction": "c2s", "length": 4}',
+            "a read event needs direction (c2s or s2c), offset and length",
+        ),
+    ],
+)
+def test_a_corrupted_index_line_leaves_only_its_connection_untimed(
+    bad: str, message: str, tmp_path: Path
+) -> None:
+    w = _Writer(tmp_path / "in")
+    for connection in ("conn-0001", "conn-0002"):
+        reads = w.stream("cap", connection, "c2s", session_c2s(), chunk=64)
+        lines = [json.dumps(e) for e in reads]
+        if connection == "conn-0001":
+            lines.insert(2, bad)  # the third line, mid-file
+        (tmp_path / "in" / "cap" / f"{connection}.index.jsonl").write_text("\n".join(lines) + "\n")
+    out: list[str] = []
+    result = decode.decode_local(
+        "rabbitmq-stream", tmp_path / "in", tmp_path / "out", echo=out.append
+    )
+    index = tmp_path / "in" / "cap" / "conn-0001.index.jsonl"
+    warnings = [line for line in out if line.startswith("warning:")]
+    assert warnings == [
+        f"warning: {index}:3: {message}; the index is ignored: cap/conn-0001 gets no timestamps"
+    ]
+    assert result.reconciled and result.frames == 2 * len(session_c2s())
+    got = rows(tmp_path / "out" / "frames")
+    stamps = {(r["connection"], r["timestamp"] is None) for r in got}
+    assert stamps == {("conn-0001", True), ("conn-0002", False)}
+
+
+CLIENT_MESSAGES = st.one_of([s for _, s, sender in conformance40.STRATEGIES if sender == "client"])
+
+
+@st.composite
+def damage(draw: st.DrawFn) -> tuple[str, int, bytes]:
+    kind = draw(st.sampled_from(["replace", "insert", "delete"]))
+    return kind, draw(st.integers(0, 2**16)), draw(st.binary(min_size=1, max_size=12))
+
+
+def damaged(raws: list[bytes], damages: list[tuple[str, int, bytes]]) -> tuple[bytes, list[int]]:
+    """The frames back to back with the damage applied in order, and each frame's offset in the
+    result, -1 when any of its bytes was overwritten or deleted, or bytes were inserted in it."""
+    # every byte with its offset in the undamaged file, None where damage wrote it
+    cells: list[tuple[int, int | None]] = list(
+        zip(b"".join(raws), range(sum(map(len, raws))), strict=True)
+    )
+    for kind, position, payload in damages:
+        at = position % (len(cells) + (kind == "insert")) if cells else 0
+        if kind == "insert":
+            cells[at:at] = [(b, None) for b in payload]
+        elif kind == "replace":
+            cells[at : at + len(payload)] = [(b, None) for b in payload]
+        else:
+            del cells[at : at + len(payload)]
+    where = {origin: i for i, (_, origin) in enumerate(cells) if origin is not None}
+    starts: list[int] = []
+    origin = 0
+    for raw in raws:
+        at = where.get(origin, -1)
+        whole = at >= 0 and all(where.get(origin + k) == at + k for k in range(len(raw)))
+        starts.append(at if whole else -1)
+        origin += len(raw)
+    return bytes(b for b, _ in cells), starts
+
+
+def spared(raws: list[bytes], data: bytes, starts: list[int]) -> list[int]:
+    """The frames the walk must find: every frame from the start of the file up to the first
+    damage, and after damage every frame of an undamaged stretch but its first, when the stretch
+    holds RUN frames after its first (or runs to the end of the file) and no header elsewhere
+    than a frame start claims bytes over the frame's start (a size that frames, or a well-sized
+    frame of an unknown key that ends on a frame start: the walk may take it for a frame)."""
+    framing = decode._codec(V40).framing
+    real = {s for s in starts if s >= 0}
+    claims = []
+    for x in range(len(data) - framing.header_size + 1):
+        size, kv = framing.fast.unpack_from(data, x)
+        end = x + framing.width + size
+        if x in real or not framing.min_size <= size <= framing.max_size or end > len(data):
+            continue
+        if kv in framing.packed_keys or end in real or end == len(data):
+            claims.append((x, end))
+    out: list[int] = []
+    i = 0
+    while i < len(raws):
+        if starts[i] < 0:
+            i += 1
+            continue
+        first = i  # a stretch of frames back to back, none damaged
+        while (
+            i + 1 < len(raws) and starts[i + 1] >= 0 and starts[i + 1] == starts[i] + len(raws[i])
+        ):
+            i += 1
+        last = i
+        i += 1
+        if first == 0 and starts[0] == 0:
+            out += range(first, last + 1)  # the walk is in step from the start
+        elif last - first >= RUN or (
+            last == len(raws) - 1 and starts[last] + len(raws[last]) == len(data)
+        ):
+            out += [
+                k
+                for k in range(first + 1, last + 1)
+                if not any(x < starts[k] < end for x, end in claims)
+            ]
+    return out
+
+
+@given(
+    st.lists(CLIENT_MESSAGES, min_size=1, max_size=40),
+    st.lists(damage(), min_size=1, max_size=3),
+)
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+def test_damaged_captures_reconcile_and_keep_every_frame_clear_of_the_damage(
+    msgs: list[Any], damages: list[tuple[str, int, bytes]]
+) -> None:
+    raws = [m.encode() for m in msgs]
+    data, starts = damaged(raws, damages)
+    expected = spared(raws, data, starts)
+    with tempfile.TemporaryDirectory() as tmp:
+        result, lines = decode_one(Path(tmp), data)
+        assert result.reconciled, "\n".join(lines)
+        got = {
+            r["offset"]: (r["size"], r["message"])
+            for r in pq.read_table(Path(tmp) / "out" / "frames").to_pylist()
+        }
+    for i in expected:
+        assert got.get(starts[i]) == (len(raws[i]), type(msgs[i]).__name__), (i, starts[i])
 
 
 # ---- the CLI's bad input: one line, exit 2, before any Spark starts ---------------------------
@@ -710,7 +1103,68 @@ def test_cli_decode_overwrites_only_when_asked(
     assert main([*argv, "--overwrite"]) == 0
     stdout = capsys.readouterr().out
     assert (
-        f"reconciliation: {result.frames} frames + {result.rejects} rejects = {result.found} "
-        "frames found in the input" in stdout.splitlines()
+        f"reconciliation: {result.frames} frames + 1 rejected frame = {result.found} frames "
+        "found; the rows hold every byte of all 7 files exactly once" in stdout.splitlines()
     )
     assert len(rows(out / "frames")) == result.frames
+
+
+def test_the_issue_repro_keeps_every_good_frame(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lost = write_repro(tmp_path / "lost")
+    out = tmp_path / "lost-out"
+    assert main(["decode", "rabbitmq-stream", str(lost), "--out", str(out)]) == 0
+    stdout = capsys.readouterr().out.splitlines()
+    frames = pq.read_table(out / "frames", columns=["offset", "credit"]).sort_by("offset")
+    assert frames.num_rows == 100_100
+    assert frames["offset"].to_pylist() == list(range(0, 1100, 11)) + list(
+        range(1108, 1108 + 100_000 * 11, 11)
+    )
+    assert [c["credit"] for c in frames["credit"].to_pylist()] == [
+        i % 65536 for i in range(100_100)
+    ]
+    (reject,) = rows(out / "rejects")
+    assert {k: reject[k] for k in ("offset", "size", "length", "kind", "bytes", "error")} == {
+        "offset": 1100,
+        "size": (1 << 31) + 4,
+        "length": 8,
+        "kind": "unframed",
+        "bytes": BAD_HEADER,
+        "error": "size prefix 2147483648 is outside 4..67108864; 8 bytes skipped, "
+        "resynchronised at offset 1108",
+    }
+    assert "cap/conn-0001.c2s.bin 1,101,100 + 0 + 8 = 1,101,108 bytes: ok" in spaced(stdout)
+    assert (
+        "reconciliation: 100,100 frames + 0 rejected frames = 100,100 frames found; "
+        "the rows hold every byte of the 1 file exactly once"
+    ) in stdout
+
+
+def test_a_reconciliation_that_fails_exits_1(
+    spark: Any,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    root = write_repro(tmp_path / "in", before=40, after=40)
+    real = decode.check
+
+    def lose_the_rejects(files: Any, frames: Path, rejects: Path) -> Any:
+        for part in rejects.glob("*.parquet"):  # a part the job wrote is gone from --out
+            part.unlink()
+        return real(files, frames, rejects)
+
+    monkeypatch.setattr(decode, "check", lose_the_rejects)
+    argv = ["decode", "rabbitmq-stream", str(root), "--out", str(tmp_path / "out")]
+    assert main([*argv, "--range-size", "100"]) == 1
+    stdout = capsys.readouterr().out.splitlines()
+    assert (
+        "cap/conn-0001.c2s.bin 880 + 0 + 0 = 880 bytes, not 888: "
+        "FAILED: bytes 440..448 are in no row"
+    ) in spaced(stdout)
+    assert stdout[-2] == (
+        "reconciliation: 80 frames + 0 rejected frames = 80 frames found; "
+        "0 of 1 file reconcile byte for byte"
+    )
+    assert stdout[-1] == "decode: FAILED: 1 file does not reconcile"

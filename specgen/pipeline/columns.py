@@ -1,12 +1,13 @@
 """One range of one capture file in, Arrow record batches of frames and rejects out.
 
 `decode_range` is the whole per-task job, and both runners call it: the Spark job from
-`mapInArrow`, `decode_local` in one plain process. It reads its byte range once, walks the size
-prefixes, decodes each frame with the generated codec and builds columns batch by batch: the
-generated `message_columns` makes the decoded part column-wise, this module adds where each frame
-was seen. A frame that does not decode is a reject and the walk goes on (the size prefix still
-frames the next one); a frame cut by the end of the file, or an impossible size prefix, is a
-reject that ends the walk.
+`mapInArrow`, `decode_local` in one plain process. It reads its range's bytes between the gaps
+the driver's walk recorded, walks the size prefixes, decodes each frame with the generated codec
+and builds columns batch by batch: the generated `message_columns` makes the decoded part
+column-wise, this module adds where each frame was seen. A frame that does not decode is a
+rejected frame and the walk goes on (its size prefix still frames the next one); each gap is one
+unframed reject. A task never looks for frames in a gap nor anywhere else: where frames are is
+the driver's walk's decision alone (`ranges.py`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
 
 from specgen.pipeline.inputs import DIRECTIONS
-from specgen.pipeline.ranges import Framing, Range
+from specgen.pipeline.ranges import UNFRAMED_KEEP, Framing, Range, describe
 
 BATCH_FRAMES = 8192
 BATCH_BYTES = 16 * 1024 * 1024
@@ -38,19 +39,28 @@ REJECTS_SCHEMA = pa.schema(
         pa.field("direction", pa.string()),
         pa.field("offset", pa.int64()),
         pa.field("size", pa.int64()),
+        pa.field("length", pa.int64()),
+        pa.field("kind", pa.string()),
         pa.field("bytes", pa.binary()),
         pa.field("error", pa.string()),
         pa.field("field", pa.string()),
         pa.field("error_offset", pa.int32()),
     ]
 )
-"""Every frame that did not decode. `size` is the frame length its size prefix claims (prefix
-included, as in frames.size), null when too few bytes were left for a prefix; `bytes` is the
-frame, or what is left of it when cut; `error_offset` is where in those bytes the error is."""
+"""Every byte of a file that is not in a frame row is in exactly one of these rows.
+
+`kind` is "frame" for a frame that frames (its header does) but does not decode, and
+"unframed" for bytes the walk skipped: from a header that does not frame to where it found
+frames again, or to the end of the file (a frame cut by it included). `offset` and `length` are
+exact: the bytes [offset, offset + length) of the file. `size` is the frame length the size
+prefix claims (prefix included, as in frames.size), null when too few bytes were left for a
+prefix. `bytes` holds a rejected frame whole, and the first UNFRAMED_KEEP (1 MiB) bytes of an
+unframed span; `error_offset` is where in the rejected bytes the error is."""
 
 REJECTS_DDL = (
     "`capture` STRING, `connection` STRING, `direction` STRING, `offset` BIGINT, `size` BIGINT, "
-    "`bytes` BINARY, `error` STRING, `field` STRING, `error_offset` INT"
+    "`length` BIGINT, `kind` STRING, `bytes` BINARY, `error` STRING, `field` STRING, "
+    "`error_offset` INT"
 )
 
 Table = Literal["frames", "rejects"]
@@ -108,35 +118,50 @@ class _Frames:
 
 
 class _Rejects:
-    """A range's rejects, as plain lists until `build`."""
+    """A batch of a range's rejects, as plain lists until `build`."""
 
     def __init__(self, r: Range) -> None:
         self.r = r
         self.offsets: list[int] = []
         self.sizes: list[int | None] = []
+        self.lengths: list[int] = []
+        self.kinds: list[str] = []
         self.data: list[bytes] = []
         self.errors: list[str] = []
         self.fields: list[str] = []
         self.error_offsets: list[int] = []
+        self.bytes = 0
 
     def add(
-        self, offset: int, size: int | None, data: bytes, error: str, field: str, at: int
+        self,
+        offset: int,
+        size: int | None,
+        length: int,
+        kind: str,
+        data: bytes,
+        error: str,
+        field: str,
+        at: int,
     ) -> None:
         self.offsets.append(offset)
         self.sizes.append(size)
+        self.lengths.append(length)
+        self.kinds.append(kind)
         self.data.append(data)
         self.errors.append(error)
         self.fields.append(field)
         self.error_offsets.append(at)
+        self.bytes += len(data)
 
     def build(self) -> Any:
         n = len(self.offsets)
-        r = self.r
         return pa.RecordBatch.from_arrays(
             [
-                *_where(r, n),
+                *_where(self.r, n),
                 pa.array(self.offsets, pa.int64()),
                 pa.array(self.sizes, pa.int64()),
+                pa.array(self.lengths, pa.int64()),
+                pa.array(self.kinds, pa.string()),
                 pa.array(self.data, pa.binary()),
                 pa.array(self.errors, pa.string()),
                 pa.array(self.fields, pa.string()),
@@ -146,9 +171,19 @@ class _Rejects:
         )
 
 
+class RangeChanged(RuntimeError):
+    """A task's bytes no longer frame where the driver's walk found frames: the file changed."""
+
+
 def decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
     """("frames", batch in FRAMES_SCHEMA) and ("rejects", batch in REJECTS_SCHEMA) for one
-    range; its rows add up to the frames the walk found in it."""
+    range: its frame rows and rejected frames add up to the frames the walk found in it, and
+    with one unframed reject per gap they cover every byte of the range but a preamble.
+
+    The range's bytes are read between its gaps, a stretch at a time; of a gap only the part a
+    reject keeps is read. Between gaps every frame frames (the driver checked), so a size prefix
+    that runs past the next gap means the file changed since the walk: RangeChanged.
+    """
     framing = codec.framing
     decode: Callable[..., Any] = codec.package.decode
     decode_error: type[Exception] = codec.package.DecodeError
@@ -156,82 +191,73 @@ def decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
     width = framing.size_prefix.size
     unpack_size = framing.size_prefix.unpack_from
     unpack_header = framing.header.unpack_from
-    with open(r.path, "rb") as f:
-        data = os.pread(f.fileno(), r.end - r.start, r.start)
-    view = memoryview(data)
-    n = len(data)
     rejects = _Rejects(r)
     batch = _Frames(r)
-    pos = 0
-    if r.start == 0 and framing.preamble:
-        pos = framing.preamble
-        if n < pos:
-            rejects.add(0, None, data, f"cut in the {pos}-byte protocol header", "preamble", n)
     # timestamps: the read that delivered each frame's last byte, found by a moving pointer
     starts, ends, walls = r.read_starts, r.read_ends, r.read_walls
     i, reads = 0, len(ends)
-    while pos < n:
-        at = r.start + pos
-        if n - pos < width:
-            rejects.add(
-                at,
-                None,
-                bytes(view[pos:]),
-                f"cut mid-frame: {n - pos} bytes, too few for the {width}-byte size prefix",
-                "frame.size",
-                n - pos,
-            )
-            break
-        (size,) = unpack_size(view, pos)
-        length = size + width
-        if size < framing.min_size or size > framing.max_size:
-            rest = r.file_size - at
-            rejects.add(
-                at,
-                length,
-                bytes(view[pos:]),
-                f"size prefix {size} is outside {framing.min_size}..{framing.max_size}: "
-                f"the {rest} bytes from here on cannot be framed"
-                + (f" (the first {n - pos} are kept)" if n - pos < rest else ""),
-                "frame.size",
-                0,
-            )
-            break
-        if length > n - pos:
-            rejects.add(
-                at,
-                length,
-                bytes(view[pos:]),
-                f"cut mid-frame: size says {size}, {n - pos - width} bytes follow",
-                "frame",
-                n - pos,
-            )
-            break
-        frame = view[pos : pos + length]
-        try:
-            msg = decode(frame, sender)
-        except decode_error as e:
-            rejects.add(
-                at, length, bytes(frame), str(e), getattr(e, "field", ""), getattr(e, "offset", 0)
-            )
-        else:
-            batch.msgs.append(msg)
-            batch.offsets.append(at)
-            batch.sizes.append(length)
-            _, key, version = unpack_header(view, pos)  # a decoded frame holds a whole header
-            batch.keys.append(key)
-            batch.versions.append(version)
-            last = at + length - 1
-            while i < reads and ends[i] <= last:
-                i += 1
-            batch.walls.append(walls[i] if i < reads and starts[i] <= last else None)
-            batch.bytes += length
-            if len(batch.msgs) >= BATCH_FRAMES or batch.bytes >= BATCH_BYTES:
-                yield "frames", batch.build(codec)
-                batch = _Frames(r)
-        finally:
-            frame.release()
-        pos += length
+    pos = framing.first(r.file_size) if r.start == 0 else r.start
+    with open(r.path, "rb") as f:
+        fd = f.fileno()
+        for gap, gap_length in [*zip(r.gap_starts, r.gap_lengths, strict=True), (r.end, 0)]:
+            if gap > pos:
+                data = os.pread(fd, gap - pos, pos)
+                view = memoryview(data)
+                n, here = len(data), 0
+                while here < n:
+                    at = pos + here
+                    if n - here < width:
+                        raise RangeChanged(f"{r.path} @{at}: the walk found a frame here")
+                    (size,) = unpack_size(view, here)
+                    length = size + width
+                    if length > n - here:
+                        raise RangeChanged(
+                            f"{r.path} @{at}: size {size} runs past {gap}, where the walk "
+                            "found the next frame or gap"
+                        )
+                    frame = view[here : here + length]
+                    try:
+                        msg = decode(frame, sender)
+                    except decode_error as e:
+                        rejects.add(
+                            at,
+                            length,
+                            length,
+                            "frame",
+                            bytes(frame),
+                            str(e),
+                            getattr(e, "field", ""),
+                            getattr(e, "offset", 0),
+                        )
+                    else:
+                        batch.msgs.append(msg)
+                        batch.offsets.append(at)
+                        batch.sizes.append(length)
+                        _, key, version = unpack_header(view, here)
+                        batch.keys.append(key)
+                        batch.versions.append(version)
+                        last = at + length - 1
+                        while i < reads and ends[i] <= last:
+                            i += 1
+                        batch.walls.append(walls[i] if i < reads and starts[i] <= last else None)
+                        batch.bytes += length
+                        if len(batch.msgs) >= BATCH_FRAMES or batch.bytes >= BATCH_BYTES:
+                            yield "frames", batch.build(codec)
+                            batch = _Frames(r)
+                    finally:
+                        frame.release()
+                    here += length
+                view.release()
+            if gap_length:
+                kept = min(gap_length, UNFRAMED_KEEP)
+                # a header's worth past a short gap too: why it does not frame is read from it
+                head = os.pread(fd, max(kept, framing.header_size), gap)
+                size, error, field, at = describe(head, gap, gap_length, r.file_size, framing)
+                rejects.add(gap, size, gap_length, "unframed", head[:kept], error, field, at)
+            if rejects.bytes >= BATCH_BYTES:
+                yield "rejects", rejects.build()
+                rejects = _Rejects(r)
+            pos = gap + gap_length
     if batch.msgs:
         yield "frames", batch.build(codec)
     if rejects.offsets:

@@ -1,14 +1,17 @@
 """`specgen decode PROTOCOL INPUT_DIR --out OUT_DIR`: captures to Parquet with Spark, reconciled.
 
-The driver lists the captures, reads their indexes and splits every byte file into
-frame-aligned ranges by walking the size prefixes (`ranges.py`); that walk counts the frames
-found. Spark gets a small DataFrame of ranges, one partition each, and `mapInArrow` runs
+The driver lists the captures, reads their indexes and walks every byte file's frame headers
+(`ranges.py`): it counts the frames found, resynchronises after bytes that do not frame
+(recording each such gap) and cuts the file into ranges that start on a frame or a gap. Spark
+gets a small DataFrame of ranges, one partition each, and `mapInArrow` runs
 `columns.decode_range` on every range inside a Python worker, which reads only its own bytes,
 builds Arrow batches column-wise and writes them with pyarrow as that range's Parquet parts of
 OUT_DIR/frames and OUT_DIR/rejects; Spark gets back only counts. The JVM never sees a capture's
-bytes nor its decoded columns (so OUT_DIR must be on a filesystem every executor sees). Then
-the written tables are counted and the job checks that frames + rejects = frames found; it fails
-when they do not add up.
+bytes nor its decoded columns (so OUT_DIR must be on a filesystem every executor sees).
+
+Then the written tables are read back (`reconcile.py`) and the job checks, per file, that its
+frame rows, rejected frames and unframed spans hold every byte of the file exactly once, and
+that frames + rejected frames = frames found; it fails when they do not.
 
 `decode_local` does the same in one Python process with pyarrow's writer and the very same
 per-range function: the baseline the Spark job is measured against.
@@ -32,8 +35,17 @@ from specgen.pipeline.columns import (
     Codec,
     decode_range,
 )
-from specgen.pipeline.inputs import DecodeInputError, Inventory, load_index, scan
+from specgen.pipeline.inputs import (
+    BadIndex,
+    DecodeInputError,
+    Inventory,
+    Reads,
+    load_index,
+    scan,
+)
 from specgen.pipeline.ranges import TARGET, Range, plan
+from specgen.pipeline.reconcile import Example, FileTally, Key, Tally
+from specgen.pipeline.reconcile import tally as check
 from specgen.specs import find
 
 Echo = Callable[[str], None]
@@ -52,54 +64,162 @@ class Job:
     out: Path
     inventory: Inventory
     ranges: list[Range]
+    warnings: list[str]
 
     @property
     def found(self) -> int:
         return sum(r.frames for r in self.ranges)
 
+    def files(self) -> dict[Key, FileTally]:
+        """A fresh tally per byte file, with what the walk found in it."""
+        first = self.codec.framing.first
+        out = {
+            (s.capture, s.connection, s.direction): FileTally(
+                s.capture, s.connection, s.direction, s.size, first(s.size)
+            )
+            for s in self.inventory.streams
+        }
+        for r in self.ranges:
+            out[(r.capture, r.connection, r.direction)].found += r.frames
+        return out
+
     def summary(self) -> list[str]:
         inv = self.inventory
         connections = len({(s.capture, s.connection) for s in inv.streams})
         empty = f" ({len(inv.empty)} empty)" if inv.empty else ""
+        gaps = sum(len(r.gap_starts) for r in self.ranges)
+        skipped = sum(sum(r.gap_lengths) for r in self.ranges)
+        unframed = f", and {_n(gaps, 'unframed span')} ({_n(skipped, 'byte')})" if gaps else ""
         lines = [
             f"decode: {_n(len(inv.captures), 'capture')}, {_n(connections, 'connection')}, "
             f"{_n(len(inv.streams), 'byte file')}{empty}, {_n(len(inv.indexes), 'index', 'indexes')}: "
-            f"{_n(self.found, 'frame')} found in {_n(len(self.ranges), 'range')}"
+            f"{_n(self.found, 'frame')} found in {_n(len(self.ranges), 'range')}{unframed}"
         ]
         if inv.ignored:
             n = len(inv.ignored)
             shown = ", ".join(inv.ignored[:5]) + (f" and {n - 5} more" if n > 5 else "")
             verb = "is" if n == 1 else "are"
             lines.append(f"ignored {_n(n, 'file')} that {verb} not part of a capture: {shown}")
-        return lines
+        return lines + self.warnings
 
 
 @dataclass(frozen=True)
 class Result:
-    frames: int
-    rejects: int
-    found: int
-    examples: list[tuple[str, str, str, int, str]]  # a few rejects, for the summary
+    frames: int  # rows in the frames table
+    rejects: int  # rows in the rejects table
+    found: int  # frames the walk found
+    rejected: int  # rejects of kind "frame"
+    unframed: int  # rejects of kind "unframed"
+    files: list[FileTally]
+    problems: dict[str, str]  # file name -> what is wrong, for every file that does not reconcile
+    examples: list[Example]  # a few rejects, for the summary
 
     @property
     def reconciled(self) -> bool:
-        return self.frames + self.rejects == self.found
+        return self.frames + self.rejected == self.found and not self.problems
+
+    @classmethod
+    def of(cls, tally: Tally, found: int) -> Result:
+        files = sorted(tally.files.values(), key=lambda t: t.name)
+        problems = {t.name: p for t in files if (p := t.problem()) is not None}
+        for (capture, connection, direction), rows in sorted(tally.strays.items()):
+            name = f"{capture}/{connection}.{direction}.bin"
+            problems[name] = f"{_n(rows, 'row')} for a file that is not in the input"
+        return cls(
+            frames=sum(t.frames for t in files),
+            rejects=sum(t.rejected + t.unframed for t in files) + sum(tally.strays.values()),
+            found=found,
+            rejected=sum(t.rejected for t in files),
+            unframed=sum(t.unframed for t in files),
+            files=files,
+            problems=problems,
+            examples=tally.examples,
+        )
 
     def lines(self, out: Path) -> list[str]:
         lines = [
-            f"frames: {self.frames} rows in {out / 'frames'}",
-            f"rejects: {self.rejects} rows in {out / 'rejects'}",
+            f"frames: {_n(self.frames, 'row')} in {out / 'frames'}",
+            f"rejects: {_n(self.rejects, 'row')} in {out / 'rejects'}: "
+            f"{_n(self.rejected, 'frame')} that did not decode, "
+            f"{_n(self.unframed, 'unframed span')}",
         ]
-        for capture, connection, direction, offset, error in self.examples:
-            lines.append(f"  reject {capture}/{connection}.{direction}.bin @{offset}: {error}")
-        sign = "=" if self.reconciled else "!="
+        for capture, connection, direction, offset, length, kind, error in self.examples:
+            lines.append(
+                f"  reject {capture}/{connection}.{direction}.bin @{offset} "
+                f"({_n(length, 'byte')}, {kind}): {error}"
+            )
+        lines += self._bytes()
+        sign = "=" if self.frames + self.rejected == self.found else "!="
+        files = len(self.files)
+        good = files - sum(1 for t in self.files if t.name in self.problems)
         lines.append(
-            f"reconciliation: {self.frames} frames + {self.rejects} rejects {sign} "
-            f"{self.found} frames found in the input"
+            f"reconciliation: {_n(self.frames, 'frame')} + {_n(self.rejected, 'rejected frame')} "
+            f"{sign} {_n(self.found, 'frame')} found; "
+            + (
+                f"the rows hold every byte of {'the' if files == 1 else 'all'} "
+                f"{_n(files, 'file')} exactly once"
+                if good == files
+                else f"{good} of {_n(files, 'file')} reconcile byte for byte"
+            )
         )
         if not self.reconciled:
-            lines.append("decode: FAILED: the output does not account for every frame found")
+            bad = len(self.problems)
+            lines.append(
+                f"decode: FAILED: {_n(bad, 'file')} {'does' if bad == 1 else 'do'} not reconcile"
+                if bad
+                else "decode: FAILED: the output does not account for every frame found"
+            )
         return lines
+
+    def _bytes(self) -> list[str]:
+        """A line per file when there are few files; else one line of totals and a line per
+        file that does not reconcile."""
+        protocol_header = any(t.first for t in self.files)
+        terms = "frames + rejected frames + unframed" + (
+            " + protocol header" if protocol_header else ""
+        )
+
+        def parts(t: FileTally) -> list[int]:
+            return [t.frame_bytes, t.rejected_bytes, t.unframed_bytes] + (
+                [t.first] if protocol_header else []
+            )
+
+        # (label, the terms, their sum, the size, what is wrong)
+        rows: list[tuple[str, list[int], int, int, str | None]] = []
+        if len(self.files) <= PER_FILE:
+            title = f"bytes per file: {terms} = the file's size"
+            shown = self.files
+        else:
+            title = f"bytes in all files, then in each that does not reconcile: {terms} = size"
+            totals = [sum(column) for column in zip(*map(parts, self.files), strict=True)]
+            size = sum(t.size for t in self.files)
+            wrong = None if sum(totals) == size else "the sum is not the files' size"
+            rows.append((f"all {len(self.files)} files", totals, sum(totals), size, wrong))
+            shown = [t for t in self.files if t.name in self.problems]
+        rows += [(t.name, parts(t), t.total, t.size, self.problems.get(t.name)) for t in shown]
+        known = {t.name for t in self.files}
+        strays = [(n, p) for n, p in self.problems.items() if n not in known]
+        width = max([len(row[0]) for row in rows] + [len(n) for n, _ in strays], default=0)
+        count = len(rows[0][1]) if rows else 0
+        columns = [max(len(f"{row[1][i]:,}") for row in rows) for i in range(count)]
+        right = max([len(f"{row[2]:,}") for row in rows], default=0)
+        lines = [title]
+        for label, terms_, total, size_, problem in rows:
+            sums = " + ".join(f"{v:>{w},}" for v, w in zip(terms_, columns, strict=True))
+            if problem is None:
+                lines.append(f"  {label:<{width}}  {sums} = {total:>{right},} bytes: ok")
+            else:
+                short = "" if total == size_ else f", not {size_:,}"
+                lines.append(
+                    f"  {label:<{width}}  {sums} = {total:>{right},} bytes{short}: "
+                    f"FAILED: {problem}"
+                )
+        lines += [f"  {name:<{width}}  FAILED: {problem}" for name, problem in strays]
+        return lines
+
+
+PER_FILE = 20
+"""Up to this many byte files, the reconciliation prints a line per file."""
 
 
 def prepare(protocol: str, input_dir: Path, out: Path, overwrite: bool, target: int) -> Job:
@@ -108,9 +228,18 @@ def prepare(protocol: str, input_dir: Path, out: Path, overwrite: bool, target: 
     codec = _codec(spec.import_name)
     inventory = scan(input_dir)
     _check_out(out, overwrite, input_dir)
-    indexes = {key: load_index(path) for key, path in inventory.indexes.items()}
+    indexes: dict[tuple[str, str], dict[str, Reads]] = {}
+    warnings: list[str] = []
+    for (capture, connection), path in inventory.indexes.items():
+        try:
+            indexes[(capture, connection)] = load_index(path)
+        except BadIndex as e:
+            # an index only supplies timestamps: the bytes decode anyway, untimed
+            warnings.append(
+                f"warning: {e}; the index is ignored: {capture}/{connection} gets no timestamps"
+            )
     ranges = plan(inventory.streams, codec.framing, indexes, target)
-    return Job(codec, input_dir, out, inventory, ranges)
+    return Job(codec, input_dir, out, inventory, ranges, warnings)
 
 
 def run(
@@ -162,23 +291,16 @@ def run(
         if not any(path.glob("*.parquet")):  # a table with no rows still has its schema
             pq.write_table(schemas[name].empty_table(), path / "part-00000.parquet")
     # counted from what is on disk, not from what the tasks said they wrote
-    counts = {
-        name: sum(pq.ParquetFile(f).metadata.num_rows for f in sorted(path.glob("*.parquet")))
-        for name, path in dirs.items()
-    }
+    on_disk = sum(
+        pq.ParquetFile(f).metadata.num_rows for f in sorted(dirs["frames"].glob("*.parquet"))
+    )
     told = sum(w.frames for w in written)
-    if told != counts["frames"]:  # a part written by a task is not on disk (an unshared --out?)
+    if told != on_disk:  # a part written by a task is not on disk (an unshared --out?)
         raise DecodeJobError(
-            f"tasks wrote {told} frames, {dirs['frames']} holds {counts['frames']}: "
+            f"tasks wrote {told} frames, {dirs['frames']} holds {on_disk}: "
             "is --out on a filesystem every executor sees?"
         )
-    rejects = pq.read_table(
-        dirs["rejects"], columns=["capture", "connection", "direction", "offset", "error"]
-    ).to_pylist()
-    examples = sorted(
-        (x["capture"], x["connection"], x["direction"], x["offset"], x["error"]) for x in rejects
-    )[:3]
-    result = Result(counts["frames"], counts["rejects"], job.found, examples)
+    result = Result.of(check(job.files(), dirs["frames"], dirs["rejects"]), job.found)
     for line in result.lines(out):
         echo(line)
     return result
@@ -202,7 +324,6 @@ def decode_local(
         path.mkdir(parents=True)
     files = {name: path / "part-00000.parquet" for name, path in paths.items()}
     schemas = {"frames": job.codec.schema.FRAMES_SCHEMA, "rejects": REJECTS_SCHEMA}
-    examples: list[tuple[str, str, str, int, str]] = []
     with (
         pq.ParquetWriter(files["frames"], schemas["frames"]) as frames_writer,
         pq.ParquetWriter(files["rejects"], schemas["rejects"]) as rejects_writer,
@@ -211,15 +332,7 @@ def decode_local(
         for r in job.ranges:
             for table, batch in decode_range(r, job.codec):
                 writers[table].write_batch(batch)
-                if table == "rejects":
-                    examples += [
-                        (x["capture"], x["connection"], x["direction"], x["offset"], x["error"])
-                        for x in batch.select(
-                            ["capture", "connection", "direction", "offset", "error"]
-                        ).to_pylist()
-                    ]
-    counts = {name: pq.ParquetFile(path).metadata.num_rows for name, path in files.items()}
-    result = Result(counts["frames"], counts["rejects"], job.found, sorted(examples)[:3])
+    result = Result.of(check(job.files(), paths["frames"], paths["rejects"]), job.found)
     for line in result.lines(out):
         echo(line)
     return result
@@ -307,7 +420,7 @@ def _check_out(out: Path, overwrite: bool, input_dir: Path) -> None:
 
 
 def _n(count: int, one: str, many: str = "") -> str:
-    return f"{count} {one if count == 1 else many or one + 's'}"
+    return f"{count:,} {one if count == 1 else many or one + 's'}"
 
 
 def _first_line(e: Exception) -> str:

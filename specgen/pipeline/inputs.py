@@ -19,6 +19,9 @@ from pathlib import Path
 DIRECTIONS = {"c2s": "client", "s2c": "server"}
 """Direction -> who sent its bytes (the codec's `sender`)."""
 
+MAX_WALL = 1e11
+"""Wall times at or past this (the year 5138) are not times: an index holding one is bad."""
+
 _BIN = re.compile(r"^(?P<connection>.+)\.(?P<direction>c2s|s2c)\.bin$")
 _INDEX = re.compile(r"^(?P<connection>.+)\.index\.jsonl$")
 _KNOWN = {"capture.json"}
@@ -26,6 +29,11 @@ _KNOWN = {"capture.json"}
 
 class DecodeInputError(ValueError):
     """The input cannot be decoded as given; the message names the path (and line or offset)."""
+
+
+class BadIndex(DecodeInputError):
+    """An index that cannot be trusted: `path:line: what is wrong`. The decode job warns and
+    decodes that connection's bytes without timestamps (an index only supplies those)."""
 
 
 @dataclass(frozen=True)
@@ -107,12 +115,13 @@ def load_index(path: Path) -> dict[str, Reads]:
 
     A last line without its newline is what a recorder stopped mid-write leaves: it is skipped.
     Any other line that is not a JSON object, or a read event without direction, offset and
-    length, is an error naming the file and line.
+    length, raises BadIndex naming the file and line: one bad line makes every offset in the
+    file suspect, so the caller drops the whole index rather than guess.
     """
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise DecodeInputError(f"{path}: cannot read the index: {e}") from None
+        raise BadIndex(f"{path}: cannot read the index: {e}") from None
     lines = text.split("\n")
     events: dict[str, list[tuple[int, int, float | None]]] = {d: [] for d in DIRECTIONS}
     for number, line in enumerate(lines, 1):
@@ -123,9 +132,9 @@ def load_index(path: Path) -> dict[str, Reads]:
         except ValueError:
             if number == len(lines):  # unterminated last line
                 break
-            raise DecodeInputError(f"{path}:{number}: not a JSON line") from None
+            raise BadIndex(f"{path}:{number}: not a JSON line") from None
         if not isinstance(event, dict):
-            raise DecodeInputError(f"{path}:{number}: not a JSON object")
+            raise BadIndex(f"{path}:{number}: not a JSON object")
         if event.get("event") != "read":
             continue
         direction, offset, length = (event.get(k) for k in ("direction", "offset", "length"))
@@ -137,10 +146,13 @@ def load_index(path: Path) -> dict[str, Reads]:
             or offset < 0
             or length < 0
         ):
-            raise DecodeInputError(
+            raise BadIndex(
                 f"{path}:{number}: a read event needs direction (c2s or s2c), offset and length"
             )
         stamp = float(wall) if isinstance(wall, int | float) else None
+        if stamp is not None and not 0 <= stamp < MAX_WALL:  # NaN fails this too
+            # as a timestamp it would overflow the microseconds column and fail the whole task
+            raise BadIndex(f"{path}:{number}: wall {wall!r} is not a time in seconds since 1970")
         events[direction].append((offset, offset + length, stamp))
     out: dict[str, Reads] = {}
     for direction, reads in events.items():

@@ -160,6 +160,8 @@ def build(session: SparkSession, frames_path: Path, rejects_path: Path | None) -
         )
     frames = frames.withColumn("ts", F.unix_micros("timestamp"))
     rejects = _read(session, rejects_path, REJECT_COLUMNS) if rejects_path is not None else None
+    if rejects is not None:
+        rejects = _covered(rejects)
     # the narrow columns every section reads; the struct columns stay on disk until the
     # publish section needs them
     base = frames.select(*[c for c in FRAME_COLUMNS if c != "timestamp"], "ts").persist()
@@ -196,6 +198,15 @@ def build(session: SparkSession, frames_path: Path, rejects_path: Path | None) -
         return Report(str(frames_path.parent), sections)
     finally:
         base.unpersist()
+
+
+def _covered(rejects: DataFrame) -> DataFrame:
+    """The rejects with `length`, the bytes each covers in its file. Tables written before
+    decode recorded it have only `size`, what the size prefix claims, which was the length of
+    every reject they hold; an unframed span's claimed size can be anything (2 GiB for 8 bytes)."""
+    if "length" in rejects.columns:
+        return rejects
+    return rejects.withColumn("length", F.col("size"))
 
 
 def _sum_if(condition: Column, value: Column) -> Column:
@@ -238,7 +249,9 @@ def _layout(title: str, x: str, y: str, **extra: Any) -> dict[str, Any]:
 
 def _totals(totals: Row, rejects: DataFrame | None, connections: int) -> Section:
     rej = (
-        rejects.agg(F.count("*").alias("n"), F.coalesce(F.sum("size"), F.lit(0)).alias("b")).first()
+        rejects.agg(
+            F.count("*").alias("n"), F.coalesce(F.sum("length"), F.lit(0)).alias("b")
+        ).first()
         if rejects is not None
         else None
     )
@@ -689,7 +702,7 @@ def _rejects(rejects: DataFrame | None) -> Section:
         return Section(title, notes=["no rejects table"])
     rows = (
         rejects.groupBy("error", "field")
-        .agg(F.count("*").alias("n"), F.sum("size").alias("bytes"))
+        .agg(F.count("*").alias("n"), F.sum("length").alias("bytes"))
         .orderBy(F.desc("n"), "error", "field")
         .limit(TABLE_ROWS)
         .collect()
