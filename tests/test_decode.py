@@ -80,6 +80,7 @@ from specgen.emitters.plan import snake
 from specgen.pipeline import decode
 from specgen.pipeline.inputs import DecodeInputError, Stream, load_index, scan
 from specgen.pipeline.ranges import RUN, UNFRAMED_KEEP, split
+from specgen.pipeline.reconcile import FileTally, Tally
 
 RANGE = 512  # bytes per range: small, so that every file of some size is split
 CONTRACT = [
@@ -899,6 +900,30 @@ def test_a_corrupted_index_line_leaves_only_its_connection_untimed(
     got = rows(tmp_path / "out" / "frames")
     stamps = {(r["connection"], r["timestamp"] is None) for r in got}
     assert stamps == {("conn-0001", True), ("conn-0002", False)}
+
+
+def test_many_files_print_their_totals_and_every_file_that_fails() -> None:
+    files = {}
+    for i in range(25):
+        t = FileTally("cap", f"conn-{i:04d}", "c2s", size=1000, first=0, found=10)
+        t.frames, t.frame_bytes, t.spans = 10, 1000, [(0, 1000)]
+        files[t.capture, t.connection, t.direction] = t
+    broken = files["cap", "conn-0007", "c2s"]
+    broken.frames, broken.frame_bytes, broken.spans = 9, 900, [(0, 500), (600, 1000)]
+    result = decode.Result.of(Tally(files), found=250)
+    assert not result.reconciled
+    lines = spaced(result.lines(Path("out")))
+    assert lines[2:6] == [
+        "bytes in all files, then in each that does not reconcile: "
+        "frames + rejected frames + unframed = size",
+        "all 25 files 24,900 + 0 + 0 = 24,900 bytes, not 25,000: "
+        "FAILED: the sum is not the files' size",
+        "cap/conn-0007.c2s.bin 900 + 0 + 0 = 900 bytes, not 1,000: "
+        "FAILED: bytes 500..600 are in no row",
+        "reconciliation: 249 frames + 0 rejected frames != 250 frames found; "
+        "24 of 25 files reconcile byte for byte",
+    ]
+    assert lines[-1] == "decode: FAILED: 1 file does not reconcile"
 
 
 CLIENT_MESSAGES = st.one_of([s for _, s, sender in conformance40.STRATEGIES if sender == "client"])

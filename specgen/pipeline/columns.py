@@ -47,7 +47,8 @@ REJECTS_SCHEMA = pa.schema(
         pa.field("error_offset", pa.int32()),
     ]
 )
-"""Every byte of a file that is not in a frame row is in exactly one of these rows.
+"""Every byte of a file that is not in a frame row (nor a protocol header) is in exactly one of
+these rows.
 
 `kind` is "frame" for a frame that frames (its header does) but does not decode, and
 "unframed" for bytes the walk skipped: from a header that does not frame to where it found
