@@ -413,6 +413,24 @@ class _References(HTMLParser):
                 self.urls.append((tag, name, value))
 
 
+def test_rejected_bytes_are_the_bytes_rejects_cover(spark: SparkSession) -> None:
+    """An unframed span claims any size (2 GiB here for 8 bytes): bytes come from `length`;
+    tables written before decode recorded it have `size` only, which was the length then."""
+    rows = [
+        ("frame ends inside X", "X", 50, 50),
+        ("size prefix 2147483648 is outside 4..67108864", "frame.size", 2**31 + 4, 8),
+    ]
+    rejects = spark.createDataFrame(rows, "error STRING, field STRING, size BIGINT, length BIGINT")
+    section = report._rejects(report._covered(rejects))
+    assert section.table is not None
+    assert sorted(section.table.rows) == [
+        ("frame ends inside X", "X", "1", "50"),
+        ("size prefix 2147483648 is outside 4..67108864", "frame.size", "1", "8"),
+    ]
+    old = report._covered(rejects.drop("length"))
+    assert old.agg(F.sum("length")).first()[0] == 2**31 + 4 + 50
+
+
 def test_page_is_self_contained(run: Run) -> None:
     html = (run.out / "report.html").read_text(encoding="utf-8")
     parser = _References()
