@@ -108,6 +108,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=32 * 1024 * 1024,
         help="bytes of a capture file per Spark task (default 32 MiB)",
     )
+    p_decode.add_argument(
+        "--no-verify-checksums",
+        dest="verify_checksums",
+        action="store_false",
+        help="decode frames whose checksums do not match (default: they are rejects)",
+    )
 
     args = parser.parse_args(argv)
     try:
@@ -169,7 +175,13 @@ def _decode(args: argparse.Namespace) -> int:
     from specgen.pipeline import decode
 
     return decode.main(
-        args.protocol, args.input_dir, args.out, args.master, args.overwrite, args.range_size
+        args.protocol,
+        args.input_dir,
+        args.out,
+        args.master,
+        args.overwrite,
+        args.range_size,
+        args.verify_checksums,
     )
 
 

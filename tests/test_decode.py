@@ -1193,3 +1193,34 @@ def test_a_reconciliation_that_fails_exits_1(
         "0 of 1 file reconcile byte for byte"
     )
     assert stdout[-1] == "decode: FAILED: 1 file does not reconcile"
+
+
+def test_a_deliver_whose_crc_does_not_match_is_a_reject_unless_trusted(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A flipped data byte in a Deliver chunk: by default one rejected frame naming ChunkCrc,
+    the frames around it kept; with --no-verify-checksums it decodes as it is."""
+    good = DeliverV1(1, _deliver()).encode()
+    bad = bytearray(good)
+    bad[-6] ^= 0x20  # inside the sub-entry batch's data, before the last (empty) entry
+    folder = tmp_path / "in" / "cap"
+    folder.mkdir(parents=True)
+    (folder / "conn-0001.s2c.bin").write_bytes(good + bytes(bad) + good)
+    out = tmp_path / "out"
+    result = decode.decode_local("rabbitmq-stream", tmp_path / "in", out, echo=lambda _: None)
+    assert result.reconciled
+    (reject,) = rows(out / "rejects")
+    assert (reject["offset"], reject["kind"], reject["field"]) == (
+        len(good),
+        "frame",
+        "DeliverV1.osiris_chunk.chunk_crc",
+    )
+    assert reject["bytes"] == bytes(bad)
+    assert "CRC-32" in reject["error"]
+    assert pq.read_table(out / "frames").num_rows == 2
+    # the caller who trusts its transport, through the CLI on Spark
+    args = ["decode", "rabbitmq-stream", str(tmp_path / "in"), "--out", str(out), "--overwrite"]
+    assert main([*args, "--no-verify-checksums"]) == 0
+    capsys.readouterr()
+    assert pq.read_table(out / "frames").num_rows == 3
+    assert rows(out / "rejects") == []

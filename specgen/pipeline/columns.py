@@ -75,12 +75,14 @@ class Codec:
     package: ModuleType
     schema: ModuleType
     framing: Framing
+    verify_checksums: bool = True  # False: the caller trusts its transport (--no-verify-checksums)
 
     @classmethod
-    def load(cls, import_name: str) -> Codec:
+    def load(cls, import_name: str, verify_checksums: bool = True) -> Codec:
         package = importlib.import_module(import_name)
         schema = importlib.import_module(f"{import_name}.spark_schema")
-        return cls(import_name, package, schema, Framing.of(package, schema))
+        framing = Framing.of(package, schema, verify_checksums)
+        return cls(import_name, package, schema, framing, verify_checksums)
 
 
 def _where(r: Range, n: int) -> list[Any]:
@@ -186,7 +188,7 @@ def decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
     that runs past the next gap means the file changed since the walk: RangeChanged.
     """
     framing = codec.framing
-    decode: Callable[..., Any] = codec.package.decode
+    decode: Callable[..., Any] = codec.framing.decode  # with the codec's checksum choice
     decode_error: type[Exception] = codec.package.DecodeError
     sender = DIRECTIONS[r.direction]
     width = framing.size_prefix.size

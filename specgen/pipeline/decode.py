@@ -222,10 +222,17 @@ PER_FILE = 20
 """Up to this many byte files, the reconciliation prints a line per file."""
 
 
-def prepare(protocol: str, input_dir: Path, out: Path, overwrite: bool, target: int) -> Job:
+def prepare(
+    protocol: str,
+    input_dir: Path,
+    out: Path,
+    overwrite: bool,
+    target: int,
+    verify_checksums: bool = True,
+) -> Job:
     """Everything before decoding: the codec, the output check, the captures, the ranges."""
     spec = find(protocol)
-    codec = _codec(spec.import_name)
+    codec = _codec(spec.import_name, verify_checksums)
     inventory = scan(input_dir)
     _check_out(out, overwrite, input_dir)
     indexes: dict[tuple[str, str], dict[str, Reads]] = {}
@@ -250,14 +257,16 @@ def run(
     overwrite: bool = False,
     target: int = TARGET,
     echo: Echo = print,
+    verify_checksums: bool = True,
 ) -> Result:
-    """Decode with Spark on `master` (default local[*]); see the module docstring."""
+    """Decode with Spark on `master` (default local[*]); see the module docstring. Frames whose
+    checksums do not match their bytes are rejects, unless `verify_checksums` is False."""
     from py4j.protocol import Py4JError  # type: ignore[import-untyped]
     from pyspark.errors import PySparkException
 
     from specgen.pipeline.spark import SessionError, session
 
-    job = prepare(protocol, input_dir, out, overwrite, target)
+    job = prepare(protocol, input_dir, out, overwrite, target, verify_checksums)
     for line in job.summary():
         echo(line)
     # absolute: executors on a cluster do not run in this process's folder
@@ -280,7 +289,11 @@ def run(
         # cost 3x the decoding itself. A retried task rewrites the same part file.
         written = ranges.mapInArrow(
             functools.partial(
-                _write_partition, job.codec.name, str(dirs["frames"]), str(dirs["rejects"])
+                _write_partition,
+                job.codec.name,
+                job.codec.verify_checksums,
+                str(dirs["frames"]),
+                str(dirs["rejects"]),
             ),
             "`index` INT, `frames` BIGINT, `rejects` BIGINT",
         ).collect()
@@ -313,9 +326,10 @@ def decode_local(
     overwrite: bool = False,
     target: int = TARGET,
     echo: Echo = print,
+    verify_checksums: bool = True,
 ) -> Result:
     """The same decoding in this process, written with pyarrow: no Spark, no JVM."""
-    job = prepare(protocol, input_dir, out, overwrite, target)
+    job = prepare(protocol, input_dir, out, overwrite, target, verify_checksums)
     for line in job.summary():
         echo(line)
     paths = {"frames": out / "frames", "rejects": out / "rejects"}
@@ -345,6 +359,7 @@ def main(
     master: str | None,
     overwrite: bool,
     target: int = TARGET,
+    verify_checksums: bool = True,
 ) -> int:
     """The CLI's `decode`: 0 when every frame found is accounted for, 1 otherwise or when Spark
     fails; input errors raise DecodeInputError, which the CLI prints as one line (exit 2)."""
@@ -357,7 +372,9 @@ def main(
             "(local[*], local[N], spark://HOST:PORT, yarn, k8s://HOST:PORT)"
         )
     try:
-        result = run(protocol, input_dir, out, master, overwrite, target)
+        result = run(
+            protocol, input_dir, out, master, overwrite, target, verify_checksums=verify_checksums
+        )
     except DecodeJobError as e:
         print(f"specgen: decode failed: {e}", file=sys.stderr, flush=True)
         return 1
@@ -365,9 +382,9 @@ def main(
 
 
 @functools.cache
-def _codec(import_name: str) -> Codec:
+def _codec(import_name: str, verify_checksums: bool = True) -> Codec:
     try:
-        return Codec.load(import_name)
+        return Codec.load(import_name, verify_checksums)
     except ModuleNotFoundError as e:
         raise DecodeInputError(
             f"{import_name}: no generated {e.name} module; run `specgen generate`"
@@ -377,12 +394,16 @@ def _codec(import_name: str) -> Codec:
 
 
 def _write_partition(
-    import_name: str, frames_dir: str, rejects_dir: str, batches: Iterator[Any]
+    import_name: str,
+    verify_checksums: bool,
+    frames_dir: str,
+    rejects_dir: str,
+    batches: Iterator[Any],
 ) -> Iterator[Any]:
     """mapInArrow's function: ranges in, each decoded into its own Parquet parts; counts out."""
     import pyarrow as pa
 
-    codec = _codec(import_name)
+    codec = _codec(import_name, verify_checksums)
     schemas = {"frames": codec.schema.FRAMES_SCHEMA, "rejects": REJECTS_SCHEMA}
     folders = {"frames": Path(frames_dir), "rejects": Path(rejects_dir)}
     for batch in batches:

@@ -35,6 +35,7 @@ driver and the tasks cannot disagree about where frames are.
 
 from __future__ import annotations
 
+import functools
 import os
 import struct
 from collections.abc import Callable
@@ -137,14 +138,17 @@ class Framing:
         return frozenset(out)
 
     @classmethod
-    def of(cls, codec: ModuleType, schema: ModuleType) -> Framing:
-        """The framing of a generated codec package and its spark_schema module."""
+    def of(cls, codec: ModuleType, schema: ModuleType, verify_checksums: bool = True) -> Framing:
+        """The framing of a generated codec package and its spark_schema module; its `decode`
+        verifies checksums unless `verify_checksums` is False."""
         return cls(
             schema.SIZE_PREFIX,
             schema.FRAME_HEADER,
             codec.frame_reader.DEFAULT_MAX_FRAME_SIZE,
             frozenset(codec.FRAME_KEYS),
-            codec.decode,
+            codec.decode
+            if verify_checksums
+            else functools.partial(codec.decode, verify_checksums=False),
             codec.DecodeError,
             PREAMBLES.get(codec.PROTOCOL, 0),
         )
