@@ -358,9 +358,10 @@ def test_connections_and_rejects(run: Run) -> None:
         ["cap1", "c2", "7", "210", "236", "1", "2024-05-01T12:00:00.000+00:00", "2.000"],
     ]
     assert notes == ["all 2 connections"]
-    rows, _ = run.section("Rejected frames")
+    rows, _ = run.section("Rejects")
     assert rows == [
         [
+            "frame",
             "frame ends inside DeliverV1.chunk <script>alert(1)</script>",
             "DeliverV1.chunk",
             "1",

@@ -697,22 +697,25 @@ def _connections(
 
 
 def _rejects(rejects: DataFrame | None) -> Section:
-    title = "Rejected frames"
+    """Rejected frames and unframed spans, by kind, error and field."""
+    title = "Rejects"
     if rejects is None:
         return Section(title, notes=["no rejects table"])
+    # tables written before rejects had a kind held rejected frames only
+    kind = F.col("kind") if "kind" in rejects.columns else F.lit("frame")
     rows = (
-        rejects.groupBy("error", "field")
+        rejects.groupBy(kind.alias("kind"), "error", "field")
         .agg(F.count("*").alias("n"), F.sum("length").alias("bytes"))
-        .orderBy(F.desc("n"), "error", "field")
+        .orderBy(F.desc("n"), "kind", "error", "field")
         .limit(TABLE_ROWS)
         .collect()
     )
     if not rows:
-        return Section(title, notes=["no rejected frames"])
+        return Section(title, notes=["no rejected frames and no unframed bytes"])
     table = _table(
-        ("error", "field", "frames", "bytes"),
-        [(r["error"], r["field"] or "-", r["n"], r["bytes"]) for r in rows],
-        (False, False, True, True),
+        ("kind", "error", "field", "rejects", "bytes"),
+        [(r["kind"], r["error"], r["field"] or "-", r["n"], r["bytes"]) for r in rows],
+        (False, False, False, True, True),
     )
     return Section(title, table)
 
