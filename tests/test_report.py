@@ -418,16 +418,22 @@ def test_rejected_bytes_are_the_bytes_rejects_cover(spark: SparkSession) -> None
     """An unframed span claims any size (2 GiB here for 8 bytes): bytes come from `length`;
     tables written before decode recorded it have `size` only, which was the length then."""
     rows = [
-        ("frame ends inside X", "X", 50, 50),
-        ("size prefix 2147483648 is outside 4..67108864", "frame.size", 2**31 + 4, 8),
+        ("frame", "frame ends inside X", "X", 50, 50),
+        ("unframed", "size prefix 2147483648 is outside 4..67108864", "frame.size", 2**31 + 4, 8),
     ]
-    rejects = spark.createDataFrame(rows, "error STRING, field STRING, size BIGINT, length BIGINT")
+    rejects = spark.createDataFrame(
+        rows, "kind STRING, error STRING, field STRING, size BIGINT, length BIGINT"
+    )
     section = report._rejects(report._covered(rejects))
     assert section.table is not None
     assert sorted(section.table.rows) == [
-        ("frame ends inside X", "X", "1", "50"),
-        ("size prefix 2147483648 is outside 4..67108864", "frame.size", "1", "8"),
+        ("frame", "frame ends inside X", "X", "1", "50"),
+        ("unframed", "size prefix 2147483648 is outside 4..67108864", "frame.size", "1", "8"),
     ]
+    # a table from before rejects had a kind: every row was a rejected frame
+    section = report._rejects(report._covered(rejects.drop("kind")))
+    assert section.table is not None
+    assert {r[0] for r in section.table.rows} == {"frame"}
     old = report._covered(rejects.drop("length"))
     assert old.agg(F.sum("length")).first()[0] == 2**31 + 4 + 50
 
