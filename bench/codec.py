@@ -7,10 +7,12 @@ For each frame below, frames per second of:
   * no-crc       the generated `decode(..., verify_checksums=False)` (Deliver only)
   * floor        a hand-written decoder of the same frame with precompiled `struct.Struct`s and
                  the same bounds checks, giving tuples instead of dataclasses: the target
-  * rstream      rstream's `decode_frame` (a peer; it verifies the CRC too)
+  * rstream      rstream's `decode_frame` (a peer; it verifies the CRC too, but keeps a chunk's
+                 data as one blob where specgen splits it into entries)
 and the ratios specgen/floor (the roadmap's target is >= 0.75x) and specgen/rstream. The
-cost of the CRC check is the no-crc row against specgen. Each figure is the best of several
-timed repeats; results go to bench/results/codec.json.
+cost of the CRC check is the no-crc column against specgen. The decoders of one frame are timed
+in alternating rounds and each figure is its best round, so load on the machine weighs on all of
+them alike; results go to bench/results/codec.json.
 """
 
 from __future__ import annotations
@@ -150,23 +152,28 @@ def frames() -> list[tuple[str, bytes, str, Callable[[bytes], Any] | None]]:
     ]
 
 
-def rate(fn: Callable[[], Any], budget: float) -> float:
-    """Calls per second, the best of five repeats of about `budget / 5` seconds each."""
-    n, t = 1, 0.0
-    while t < budget / 50:
-        n *= 2
-        start = time.perf_counter()
-        for _ in range(n):
-            fn()
-        t = time.perf_counter() - start
-    per_repeat = max(1, int(n * (budget / 5) / t))
-    best = float("inf")
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(per_repeat):
-            fn()
-        best = min(best, time.perf_counter() - start)
-    return per_repeat / best
+def rates(fns: dict[str, Callable[[], Any]], budget: float) -> dict[str, float]:
+    """Calls per second of each function: the best of seven rounds, each round timing every
+    function in turn for about `budget / 7` seconds, so that what the machine is doing
+    meanwhile weighs on all of them alike (ratios are what this benchmark reports)."""
+    counts: dict[str, int] = {}
+    for name, fn in fns.items():
+        n, t = 1, 0.0
+        while t < budget / 70:
+            n *= 2
+            start = time.perf_counter()
+            for _ in range(n):
+                fn()
+            t = time.perf_counter() - start
+        counts[name] = max(1, int(n * (budget / 7) / t))
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(7):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            for _ in range(counts[name]):
+                fn()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return {name: counts[name] / best[name] for name in fns}
 
 
 def main() -> int:
@@ -189,10 +196,14 @@ def main() -> int:
         def theirs_fn(frame: bytes = frame) -> Any:
             return decode_frame(frame[4:])
 
-        ours = rate(ours_fn, budget)
-        no_crc = rate(no_crc_fn, budget) if name.startswith("Deliver") else None
-        floor_rate = None if floor is None else rate(lambda f=floor, b=frame: f(b), budget)
-        theirs = rate(theirs_fn, budget)
+        fns: dict[str, Callable[[], Any]] = {"ours": ours_fn, "theirs": theirs_fn}
+        if name.startswith("Deliver"):
+            fns["no_crc"] = no_crc_fn
+        if floor is not None:
+            fns["floor"] = lambda f=floor, b=frame: f(b)
+        got = rates(fns, budget)
+        ours, theirs = got["ours"], got["theirs"]
+        no_crc, floor_rate = got.get("no_crc"), got.get("floor")
         row = {
             "frame": name,
             "bytes": len(frame),

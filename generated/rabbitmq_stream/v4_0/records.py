@@ -54,8 +54,10 @@ def decompress(algorithm: str, data: bytes, size: int, field: str) -> bytes:
             if not inflate.eof and len(out) <= size:
                 raise DecodeError(field, 0, f"gzip data ends early after {len(out)} bytes")
         elif algorithm == "lz4":
-            lz4 = _module("lz4", field, DecodeError)
-            out = lz4.LZ4FrameDecompressor().decompress(data, max_length=size + 1)
+            unpack = _module("lz4", field, DecodeError).LZ4FrameDecompressor()
+            out = unpack.decompress(data, max_length=size + 1)
+            if not unpack.eof and len(out) <= size:
+                raise DecodeError(field, 0, f"lz4 data ends early after {len(out)} bytes")
         elif algorithm == "zstd":
             reader = _module("zstd", field, DecodeError).ZstdDecompressor().stream_reader(data)
             pieces: list[bytes] = []
