@@ -76,6 +76,21 @@ def _publish(c: StreamClient, publisher: int, messages: list[tuple[int, bytes]])
     return confirmed
 
 
+def _subscribe_from_first(c: StreamClient, subscription: int, stream: str, credit: int) -> None:
+    sub = c.request(
+        rs.SubscribeRequest(
+            c.next_id(),
+            subscription,
+            stream,
+            rs.SubscribeRequestOffsetSpecification(OFFSET_FIRST, None),
+            credit,
+            [],
+        ),
+        rs.SubscribeResponse,
+    )
+    assert sub.response_code == RC.OK
+
+
 def _chunk_crc_ok(chunk: rs.OsirisChunk) -> bool:
     data = bytearray()
     for entry in chunk.messages:
@@ -275,18 +290,7 @@ def test_deliver_with_a_corrupted_data_byte_is_refused(client: StreamClient) -> 
         == RC.OK
     )
     _publish(client, 1, [(i, b"payload %d" % i) for i in range(1, 21)])
-    sub = client.request(
-        rs.SubscribeRequest(
-            client.next_id(),
-            1,
-            stream,
-            rs.SubscribeRequestOffsetSpecification(OFFSET_FIRST, None),
-            1,
-            [],
-        ),
-        rs.SubscribeResponse,
-    )
-    assert sub.response_code == RC.OK
+    _subscribe_from_first(client, 1, stream, credit=1)
     deliver = client.recv(rs.DeliverV1, subscription_id=1)  # decoded, so its CRC matched
     frame = next(f for f in client.frames_received() if f[4:6] == b"\x00\x08")
     assert rs.encode(deliver) == frame
@@ -326,18 +330,7 @@ def test_ten_thousand_messages_round_trip(client: StreamClient) -> None:
         rs.QueryPublisherSequenceResponse,
     )
     assert (seq.response_code, seq.sequence) == (RC.OK, 10_000)
-    sub = client.request(
-        rs.SubscribeRequest(
-            client.next_id(),
-            1,
-            stream,
-            rs.SubscribeRequestOffsetSpecification(OFFSET_FIRST, None),
-            2,
-            [],
-        ),
-        rs.SubscribeResponse,
-    )
-    assert sub.response_code == RC.OK
+    _subscribe_from_first(client, 1, stream, credit=2)
     delivered = _consume(client, 1, 10_000)
     assert [o for o, _ in delivered] == list(range(10_000))
     assert [p for _, p in delivered] == payloads

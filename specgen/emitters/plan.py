@@ -55,6 +55,11 @@ def isort_key(name: str) -> tuple[int, str]:
     return (0 if name.isupper() else 1 if name[0].isupper() else 2, name.lower())
 
 
+def text_class(protocol: Protocol, name: str) -> str:
+    """The Python class of a length-prefixed primitive's values: by its kind, not its name."""
+    return "str" if protocol.type(name).kind == "string" else "bytes"
+
+
 def snake(name: str) -> str:
     s = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name)
     s = re.sub(r"(?<=[A-Z])([A-Z][a-z])", r"_\1", s)
@@ -115,7 +120,6 @@ class Text:
     is_string: bool
     null_length: int | None
     encoding: str
-    max_length: int | None
     raw: str  # encode: the content bytes
 
 
@@ -294,6 +298,7 @@ class ModulePlan:
     protocol: Protocol
     messages: list[MessagePlan]
     structs: list[StructClass]
+    checksums: bool = False  # some message verifies a checksum (decoders import zlib)
 
 
 # ---- planner -----------------------------------------------------------------------------
@@ -309,6 +314,7 @@ class Planner:
         self.owner = ""
         self.used: set[str] = set()
         self.runs: list[Run] = []
+        self.checksums = False
 
     def plan(self) -> ModulePlan:
         todo = []
@@ -325,7 +331,7 @@ class Planner:
         self.clashing = {name for name, found in layouts.items() if len(found) > 1}
         messages = [self._message(*item) for item in todo]
         structs = [self.struct_classes[k] for k in sorted(self.struct_classes)]
-        return ModulePlan(self.protocol, messages, structs)
+        return ModulePlan(self.protocol, messages, structs, self.checksums)
 
     def _message(
         self, command: str, sender: str, message: Message, version: int, versioned: bool
@@ -411,18 +417,16 @@ class Planner:
 
     def _seal(self, step: ChecksumStep) -> None:
         """Where encode(seal_checksums=True) patches the computed checksum in."""
+        self.checksums = True
         for run in self.runs:
-            for label, offset, width in run.cut_table:
-                if label == step.label:
+            offset = 0
+            for item in run.items:
+                if item.label == step.label:
                     run.mark = run.mark or self._local("ChecksumPart")
-                    code = next(i.code for i in run.items if i.label == label)
-                    step.run_mark, step.offset, step.code, step.width = (
-                        run.mark,
-                        offset,
-                        code,
-                        width,
-                    )
+                    step.run_mark, step.offset = run.mark, offset
+                    step.code, step.width = item.code, item.width
                     return
+                offset += item.width
         raise PlanError(f"{step.label}: a checksum must be a fixed-width field before its data")
 
     def _after(self, run: Run, steps: list[object], step: object) -> None:
@@ -540,10 +544,9 @@ class Planner:
                 len_local,
                 expr,
                 limit,
-                t.name == "string",
+                ptype.kind == "string",
                 ptype.null_length if nullable else None,
                 ptype.encoding or "utf-8",
-                f.max_length,
                 raw,
             )
             run.prepare.append(step)
@@ -698,7 +701,7 @@ class Planner:
             if isinstance(case.type, Struct):
                 cls = self._struct_class(case.type)
             elif isinstance(case.type, Prim) and case.type.name not in INT_WIDTHS:
-                cls = "str" if self.protocol.type(case.type.name).kind == "string" else "bytes"
+                cls = text_class(self.protocol, case.type.name)
             elif t.peek_bits:
                 raise PlanError(f"{label}: the peeked case {case.label!r} has no class of its own")
             cases.append(SwitchCase(case.values, case.label, body, tmp[0], cls))
@@ -747,7 +750,7 @@ class Planner:
         if isinstance(t, Prim):
             if t.name in INT_WIDTHS:
                 return "int"
-            base = "str" if t.name == "string" else "bytes"
+            base = text_class(self.protocol, t.name)
             return f"{base} | None" if nullable else base
         if isinstance(t, Blob):
             return "bytes"

@@ -3,21 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
-from specgen.emitters.plan import (
-    ArrayStep,
-    ChecksumStep,
-    MessagePlan,
-    ModulePlan,
-    OptionalStep,
-    Planner,
-    Run,
-    SwitchStep,
-    isort_key,
-    snake,
-)
+from specgen.emitters.plan import MessagePlan, ModulePlan, Planner, isort_key, snake
 from specgen.emitters.render import Renderer
 from specgen.ir import INT_WIDTHS, Protocol
 from specgen.specs import SpecVersion
@@ -76,9 +64,7 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
             messages=messages,
             dispatch=sorted(dispatch.items()),
             uses_records=uses_records,
-            uses_checksums=any(
-                isinstance(s, ChecksumStep) for m in plan.messages for s in _steps(m.steps)
-            ),
+            uses_checksums=plan.checksums,
             aliased=[m["cls"] for m in messages if m["decode_keys"]],
             header_fmt=header_fmt,
             header_fields=f"{frame.size_type} size, {frame.key_type} key, {frame.version_type} version",
@@ -155,19 +141,6 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
         **common,
     )
     return files
-
-
-def _steps(steps: list[object]) -> Iterator[object]:
-    """Every step, nested ones included."""
-    for s in steps:
-        yield s
-        if isinstance(s, Run):
-            yield from _steps(s.post)
-        elif isinstance(s, ArrayStep | OptionalStep):
-            yield from _steps(s.body)
-        elif isinstance(s, SwitchStep):
-            for c in s.cases:
-                yield from _steps(c.body)
 
 
 def _title(spec: SpecVersion) -> str:

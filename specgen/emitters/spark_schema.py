@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from specgen.emitters.plan import PlanError, Planner, isort_key, snake
+from specgen.emitters.plan import PlanError, Planner, isort_key, snake, text_class
 from specgen.emitters.render import Renderer
 from specgen.ir import (
     INT_WIDTHS,
@@ -246,7 +246,7 @@ class _Mapper:
                     )
                 elif isinstance(x, Prim) and x.name not in INT_WIDTHS:
                     name = re.sub(r"\W+", "_", c.label.strip().lower()) or "value"
-                    py = "str" if self.protocol.type(x.name).kind == "string" else "bytes"
+                    py = text_class(self.protocol, x.name)
                     members.append((name, py, self.col(x, f"{label}.{name}"), True))
                 else:
                     raise PlanError(f"{label}: no Spark type for the peeked case {c.label!r}")
