@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from specgen.emitters import conformance, python_codec, spark_schema
+from specgen.emitters.plan import ModulePlan, PlanError, Planner
 from specgen.emitters.render import Renderer
 from specgen.specs import ROOT, SpecVersion, build_ir, registry
 
@@ -24,19 +25,54 @@ _PACKAGE_DOC = '"""Generated code: one package per protocol, one sub-package per
 
 
 def render_all(specs: list[SpecVersion] | None = None) -> dict[str, str]:
-    """Relative path -> content for every generated file."""
+    """Relative path -> content for every generated file.
+
+    Each spec is parsed and planned once; every emitter reads that one plan. Files every version
+    of a protocol shares (errors, framing, the frame reader) are rendered once per protocol
+    package, from its latest version, after checking that all its versions frame alike.
+    """
     specs = registry() if specs is None else specs
     renderer = Renderer()
     files: dict[str, str] = {"__init__.py": _PACKAGE_DOC}
+    by_package: dict[str, list[tuple[SpecVersion, ModulePlan]]] = {}
     for spec in specs:
         protocol, _ = build_ir(spec)
-        files[f"{spec.package}/__init__.py"] = f'"""Generated codecs for {spec.protocol}."""\n'
-        out = python_codec.emit(spec, protocol, renderer)
-        out.update(conformance.emit(spec, protocol, renderer))
-        out.update(spark_schema.emit(spec, protocol, renderer))
+        plan = Planner(protocol).plan()
+        by_package.setdefault(spec.package, []).append((spec, plan))
+        out = python_codec.emit(spec, plan, renderer)
+        out.update(conformance.emit(spec, plan, renderer))
+        out.update(spark_schema.emit(spec, plan, renderer))
         for name, text in out.items():
             files[f"{spec.package_path}/{name}"] = text
+    for package, versions in by_package.items():
+        spec, plan = next(((s, p) for s, p in versions if s.latest), versions[-1])
+        for other, other_plan in versions:
+            if _wire(other_plan) != _wire(plan):
+                raise PlanError(
+                    f"{other.document}: {other.qualified} frames differently from "
+                    f"{spec.qualified}; versions of one package share their framing"
+                )
+        files[f"{package}/__init__.py"] = f'"""Generated codecs for {spec.protocol}."""\n'
+        shared = python_codec.emit_shared(spec, plan, renderer)
+        shared.update(python_codec.emit_helpers(spec, [p for _, p in versions], renderer))
+        for name, text in shared.items():
+            files[f"{package}/{name}"] = text
     return files
+
+
+def _wire(plan: ModulePlan) -> tuple[object, ...]:
+    """What the shared framing module says about a version's frames: field widths and roles,
+    the length rule, trailer, body keys and preambles. Signedness is left out (the early Streams
+    reference calls the same bytes int32 where 4.0 says uint32); each version's codec keeps its
+    own header struct."""
+    f = plan.frame
+    return (
+        [(h.width, h.role, h.name) for h in f.header],
+        f.counts,
+        f.trailer_bytes,
+        [(b.when, b.fmt) for b in f.body_keys],
+        sorted(f.preambles.items()),
+    )
 
 
 def write_tree(files: dict[str, str], target: Path = GENERATED) -> None:

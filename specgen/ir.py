@@ -4,15 +4,32 @@ It says what the bytes mean and nothing about how a spec spelled them (Kaitai's 
 versions as data (Kafka's). Every node is frozen, validates itself on construction, keeps a
 `SourceSpan` into the spec it came from, and round-trips through canonical JSON (`dump`/`load`).
 
-Types are a small closed algebra, enough for the three spec families on the roadmap:
-    Prim        fixed-width integers, length-prefixed `string` and `bytes`, `bits` containers
-    Array       repeated item; count from a length prefix or from an earlier field
+Types are an open algebra over a protocol's own primitives, shaped by the four front-ends
+(AsciiDoc, AMQP 0-9-1 XML, AMQP 1.0 XML, ABNF):
+    Prim        a primitive by name: a built-in integer (`uint16`) or one of `Protocol.types`,
+                whose `kind` says what it is (int, float, decimal, timestamp, bool, string,
+                bytes, void) and, for strings and binaries, the width of the length prefix
+    Ref         a named type of `Protocol.named`, so types are shared and may be recursive
+                (a field table holds field tables)
+    Array       repeated item; count from a prefix or an earlier field, or items filling a
+                byte-size prefix
+    Map         key/value pairs filling a byte-size prefix (AMQP field tables)
     Struct      named inline structure (Kafka's inline struct)
     Switch      layout chosen by an earlier field or by the top bits of the next byte
-    Blob        raw bytes whose length an earlier field gives, optionally holding `Records`
-    BitField    an unsigned integer inside the enclosing `bits` container
+    Choice      encoding chosen by a constructor read from the wire (a field-table value's
+                type octet, an AMQP 1.0 format code); decoders remember which one they saw
+    Blob        raw bytes whose length an earlier field gives (or the rest of the frame),
+                optionally holding `Records`
+    Bits        an integer container split into BitFields, most or least significant first
+    Presence    flag words saying which of the fields after them are on the wire, continued
+                while a continuation bit is set (AMQP content-header property flags)
     Alternatives  what a spec says when it lists layouts without saying how to choose
                   (`uint64 (for offset) | int64 (for timestamp)`); never reaches an emitter
+
+Framing is data too (`FrameLayout`): the preamble each direction starts with, the header
+fields, which one is the length and what it counts, a trailer, and which header fields (and
+leading body fields) identify a message. A message is identified by a tuple (`Message.ident`),
+and lists the messages that may answer it (`Message.replies`).
 """
 
 from __future__ import annotations
@@ -23,7 +40,7 @@ from collections.abc import Iterator
 from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, Literal
 
-IR_FORMAT = 1
+IR_FORMAT = 2
 
 
 class IRError(ValueError):
@@ -104,25 +121,59 @@ INT_WIDTHS: dict[str, tuple[int, bool]] = {
 }
 
 
+PrimKind = Literal["int", "float", "decimal", "timestamp", "bool", "string", "bytes", "void"]
+
+_FIXED_WIDTHS: dict[str, tuple[int, ...]] = {
+    "int": (1, 2, 3, 4, 8),
+    "float": (4, 8),  # IEEE 754 binary32, binary64
+    "decimal": (5, 9),  # a scale octet, then a signed 32- or 64-bit value
+    "timestamp": (8,),  # seconds since the epoch, unsigned
+    "bool": (1,),  # 0 or 1
+    "void": (0,),  # no bytes: the value None
+}
+
+
 @dataclass(frozen=True, slots=True)
 class PrimitiveType:
-    """A primitive as a spec's types section defines it."""
+    """A primitive as a spec defines it: what kind of value it is and how its bytes say it."""
 
     name: str
-    kind: Literal["int", "string", "bytes"]
-    width: int = 0  # bytes, for "int"
+    kind: PrimKind
+    width: int = 0  # bytes, for the fixed-width kinds
     signed: bool = False
     length_prefix: str = ""  # for string/bytes: the integer type of the length
     null_length: int | None = None  # length value that means null, e.g. -1
-    encoding: str = ""  # for string
+    encoding: str = ""  # for string: the text encoding ("utf-8", "latin-1", "utf-16-be")
+    # for string: "strict" refuses bytes the encoding cannot read; "surrogateescape" keeps them
+    # (a str that encodes back to the same bytes), for formats that call binary data a string
+    errors: Literal["strict", "surrogateescape"] = "strict"
     doc: str = ""
     span: SourceSpan | None = None
 
     def __post_init__(self) -> None:
-        if self.kind == "int" and self.width not in (1, 2, 3, 4, 8):
-            raise IRError(f"{self.name}: integer width {self.width} is not 1, 2, 3, 4 or 8")
-        if self.kind != "int" and self.length_prefix not in INT_WIDTHS:
-            raise IRError(f"{self.name}: length prefix {self.length_prefix!r} is not an integer")
+        if self.kind in ("string", "bytes"):
+            if self.length_prefix not in INT_WIDTHS:
+                raise IRError(
+                    f"{self.name}: length prefix {self.length_prefix!r} is not an integer"
+                )
+        elif self.kind not in _FIXED_WIDTHS:
+            raise IRError(f"{self.name}: no primitive kind {self.kind!r}")
+        elif self.width not in _FIXED_WIDTHS[self.kind]:
+            raise IRError(
+                f"{self.name}: a {self.kind} is {' or '.join(map(str, _FIXED_WIDTHS[self.kind]))}"
+                f" bytes wide, not {self.width}"
+            )
+
+    @property
+    def fixed(self) -> bool:
+        """Whether every value takes `width` bytes."""
+        return self.kind not in ("string", "bytes")
+
+
+BUILTIN: dict[str, PrimitiveType] = {
+    name: PrimitiveType(name, "int", width, signed) for name, (width, signed) in INT_WIDTHS.items()
+}
+"""The integer primitives every protocol has, by the names the IR uses for them."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -131,7 +182,14 @@ class PrimitiveType:
 
 @dataclass(frozen=True, slots=True)
 class Prim:
-    name: str  # int8 .. uint64, string, bytes
+    name: str  # a BUILTIN integer or a name in Protocol.types
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """A named type of `Protocol.named`; recursion goes through these."""
+
+    name: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,10 +198,29 @@ class Array:
     count_prefix: str | None = "int32"  # integer type of the element count on the wire
     count_field: str | None = None  # or: the earlier sibling field holding the count
     size_field: str | None = None  # the items fill exactly this many bytes (sibling field)
+    size_prefix: str | None = None  # or: a prefix of this integer type says it (no count)
 
     def __post_init__(self) -> None:
-        if (self.count_prefix is None) == (self.count_field is None):
-            raise IRError("an array has exactly one of count_prefix and count_field")
+        counted = (self.count_prefix is not None) + (self.count_field is not None)
+        if counted > 1 or (counted == 0) != (self.size_prefix is not None):
+            raise IRError(
+                "an array has exactly one of count_prefix, count_field and (alone) size_prefix"
+            )
+        if self.size_prefix is not None and self.size_prefix not in INT_WIDTHS:
+            raise IRError(f"array size prefix {self.size_prefix!r} is not an integer")
+
+
+@dataclass(frozen=True, slots=True)
+class Map:
+    """Key/value pairs, one after the other, filling the bytes a `size_prefix` gives."""
+
+    key: TypeRef
+    value: TypeRef
+    size_prefix: str = "uint32"
+
+    def __post_init__(self) -> None:
+        if self.size_prefix not in INT_WIDTHS:
+            raise IRError(f"map size prefix {self.size_prefix!r} is not an integer")
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +262,31 @@ class Switch:
             seen.update(case.values)
 
 
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """An encoding chosen by a constructor read from the wire (and consumed), each case giving
+    the layout that follows it. Decoders keep the constructor they saw, so a decoded value
+    encodes back to its own bytes; a value made afresh takes the first case in `prefer` (then
+    in case order) whose Python type holds it."""
+
+    constructor: str  # integer type of the constructor
+    cases: tuple[Case, ...]
+    prefer: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.constructor not in INT_WIDTHS:
+            raise IRError(f"constructor type {self.constructor!r} is not an integer")
+        seen: set[int] = set()
+        for case in self.cases:
+            if len(case.values) != 1:
+                raise IRError(f"constructor case {case.label!r} needs exactly one value")
+            if case.values[0] in seen:
+                raise IRError(f"constructor {case.values[0]} selects two cases")
+            seen.add(case.values[0])
+        if not set(self.prefer) <= seen:
+            raise IRError(f"preferred constructors {sorted(set(self.prefer) - seen)} have no case")
+
+
 COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
 """Compression algorithms a generated codec knows by name (gzip from the standard library, the
 others from the `compression` extra): gzip, snappy (framing format), lz4 (frame format), zstd."""
@@ -213,7 +315,7 @@ class Records:
 
 @dataclass(frozen=True, slots=True)
 class Blob:
-    length_field: str  # sibling field holding the length in bytes
+    length_field: str | None  # sibling field holding the length; None: the rest of the frame
     records: Records | None = None  # what the bytes hold, when the spec says
 
 
@@ -231,10 +333,14 @@ class Checksum:
 
 @dataclass(frozen=True, slots=True)
 class Bits:
-    """A big-endian unsigned container split into BitField members (most significant first)."""
+    """A big-endian unsigned container split into BitField members, taken from its most
+    significant bit down (`msb`) or from its least significant bit up (`lsb`, as AMQP packs
+    consecutive bit fields into octets). Members fill the container: unused bits are spelled
+    as fixed zero members."""
 
     width: int  # container width in bytes
     members: tuple[Field, ...]
+    order: Literal["msb", "lsb"] = "msb"
 
     def __post_init__(self) -> None:
         total = 0
@@ -249,7 +355,32 @@ class Bits:
 @dataclass(frozen=True, slots=True)
 class BitField:
     bits: int
-    value: int | None = None  # fixed value (a tag bit)
+    value: int | None = None  # fixed value (a tag bit, an unused bit)
+    boolean: bool = False  # a one-bit flag, True or False in code
+
+
+@dataclass(frozen=True, slots=True)
+class Presence:
+    """Flag words saying which later fields are present: `width`-byte words, each field's flag
+    taken from the most significant bit down; while a word's `continuation` bit is set another
+    word follows (None: one word, all bits flags). A field names its flag with `Field.present`.
+    The words are worked out on encode from which fields are None, so they are no attribute."""
+
+    width: int
+    continuation: int | None = 0  # bit number (0: least significant) that says "more words"
+
+    def __post_init__(self) -> None:
+        if self.width not in (1, 2, 4, 8):
+            raise IRError(f"flag words of {self.width} bytes")
+
+    @property
+    def per_word(self) -> int:
+        return self.width * 8 - (self.continuation is not None)
+
+    def flag(self, index: int) -> tuple[int, int]:
+        """(word, bit mask) of the index-th flag."""
+        word, at = divmod(index, self.per_word)
+        return word, 1 << (self.width * 8 - 1 - at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,14 +388,28 @@ class Alternatives:
     options: tuple[tuple[str, str], ...]  # (type name, label) as the spec lists them
 
 
-TypeRef = Prim | Array | Struct | Switch | Blob | Bits | BitField | Alternatives
+TypeRef = (
+    Prim | Ref | Array | Map | Struct | Switch | Choice | Blob | Bits | BitField | Presence
+) | Alternatives
+
+
+@dataclass(frozen=True, slots=True)
+class NamedType:
+    """A type a spec names and uses in several places, possibly from inside itself."""
+
+    name: str
+    type: TypeRef
+    doc: str = ""
+    span: SourceSpan | None = None
 
 
 # --------------------------------------------------------------------------------------------
 # Fields, messages, commands
 
 
-Role = Literal["", "correlation_id", "response_code"]
+Role = Literal["", "correlation_id", "response_code", "channel"]
+"""What a field means to tools beyond its codec: the decode pipeline gives each role used by a
+protocol one column (requests matched to responses, error codes, channels)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,26 +419,26 @@ class Field:
     versions: Versions = ALL_VERSIONS
     doc: str = ""
     span: SourceSpan | None = None
-    nullable: bool = False
+    nullable: bool = False  # the format can say null (checked against the type by Protocol)
     max_length: int | None = None  # "max 256 characters"
     enum: str | None = None  # name of an Enum the values come from
     role: Role = ""
     # absent when the frame ends before it: a trailing field a peer leaves out (decoded as None)
     optional: bool = False
     checksum: Checksum | None = None  # decoders verify it (callers may opt out)
+    present: tuple[str, int] | None = None  # on the wire when flag N of that Presence field is set
+    default: int | str | bool | None = None  # the spec's default value, for constructors
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", self.name):
             raise IRError(f"{self.span}: field name {self.name!r} is not a spec identifier")
-        if self.nullable and not (isinstance(self.type, Prim) and self.type.name in NULLABLE):
-            raise IRError(f"{self.span}: {self.name}: only string and bytes can be null")
         if self.nullable and self.optional:
             raise IRError(f"{self.span}: {self.name}: optional and nullable: None would mean both")
+        if self.present and (self.nullable or self.optional):
+            raise IRError(f"{self.span}: {self.name}: a flagged field is None when absent")
         if self.checksum and not (isinstance(self.type, Prim) and self.type.name in INT_WIDTHS):
             raise IRError(f"{self.span}: {self.name}: a checksum is an integer field")
 
-
-NULLABLE = ("string", "bytes")
 
 MessageKind = Literal["request", "response", "oneway"]
 Direction = Literal["client", "server", "both"]
@@ -305,19 +450,28 @@ class Message:
 
     name: str  # the spec's rule name, e.g. "DeclarePublisherRequest"
     kind: MessageKind
-    key: int  # the key on the wire, response bit included
+    ident: tuple[int, ...]  # the values of FrameLayout.dispatch (and body keys) on the wire
     versions: Versions
     fields: tuple[Field, ...]
     doc: str = ""
     span: SourceSpan | None = None
-    # other keys peers put on the wire for this layout; decoders accept them, encoders write `key`
-    decode_keys: tuple[int, ...] = ()
+    # other identities peers put on the wire for this layout; decoders accept them, encoders
+    # write `ident`
+    decode_idents: tuple[tuple[int, ...], ...] = ()
+    replies: tuple[str, ...] = ()  # names of the messages that may answer this one
+    synchronous: bool = False  # the sender waits for a reply before sending more
+    content: bool = False  # content frames (a header, then bodies) follow this message
+    sender: Direction | None = None  # who sends it, when the spec says per message
 
     def __post_init__(self) -> None:
         _check_unique(self.name, self.fields)
         optional = [f.optional for f in self.fields]
         if any(optional) and not all(optional[optional.index(True) :]):
             raise IRError(f"{self.span}: {self.name}: only trailing fields can be optional")
+        flags = {f.name for f in self.fields if isinstance(f.type, Presence)}
+        for f in self.fields:
+            if f.present and f.present[0] not in flags:
+                raise IRError(f"{f.span}: {f.name}: flag word {f.present[0]!r} is not a field")
 
     def fields_at(self, version: int) -> tuple[Field, ...]:
         return _project(self.fields, version)
@@ -325,10 +479,9 @@ class Message:
 
 @dataclass(frozen=True, slots=True)
 class Command:
-    name: str  # the spec's section name, e.g. "DeclarePublisher"
-    key: int  # without the response bit
+    name: str  # the spec's name, e.g. "DeclarePublisher" or "Basic.Get"
+    ident: tuple[int, ...]  # what identifies it in its spec: a key, or (class id, method id)
     sender: Direction  # who sends the request (or the one-way message)
-    expects_response: bool
     messages: tuple[Message, ...]
     doc: str = ""
     span: SourceSpan | None = None
@@ -340,6 +493,10 @@ class Command:
 
     def message(self, kind: MessageKind) -> Message | None:
         return next((m for m in self.messages if m.kind == kind), None)
+
+    @property
+    def expects_response(self) -> bool:
+        return any(m.replies for m in self.messages)
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,6 +512,7 @@ class Enum:
     values: tuple[EnumValue, ...]
     doc: str = ""
     span: SourceSpan | None = None
+    hex: bool = False  # the spec writes the values in hexadecimal
 
     def __post_init__(self) -> None:
         names = [v.name for v in self.values]
@@ -368,17 +526,70 @@ class Constant:
     value: int
     doc: str = ""
     span: SourceSpan | None = None
+    group: str = ""  # the spec's class of the constant, e.g. "hard-error"
+
+
+@dataclass(frozen=True, slots=True)
+class Preamble:
+    """Bytes a direction starts with that are no frame (a protocol header)."""
+
+    sender: Literal["client", "server"]
+    data: bytes
+    doc: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class BodyKey:
+    """Leading body fields that extend a message's identity when the header's dispatch values
+    are `when` (AMQP's class and method ids after frame type 1)."""
+
+    when: tuple[int, ...]
+    fields: tuple[Field, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class FrameLayout:
-    """What surrounds every message: `Size Key Version` and how responses are told apart."""
+    """What surrounds every message, as data.
 
-    size_type: str  # integer type of the size prefix (bytes after the prefix)
-    key_type: str
-    version_type: str
-    response_flag: int | None  # bit set in the key of a response; None: same key both ways
+    `header` fields come first; `length` names the one holding the frame's length, which
+    counts the bytes after itself (`after`) or the body's bytes between header and trailer
+    (`body`). The `trailer` (fixed-value fields) closes every frame. A message is found by the
+    values of the `dispatch` header fields, extended by `body_keys` read at the start of the
+    body; `version` names a header field matched against a message's version range. Header
+    fields that are none of these (a channel) travel with every message as attributes.
+    """
+
+    header: tuple[Field, ...]
+    length: str
+    length_counts: Literal["after", "body"]
+    dispatch: tuple[str, ...]
+    version: str | None = None
+    trailer: tuple[Field, ...] = ()
+    body_keys: tuple[BodyKey, ...] = ()
+    preambles: tuple[Preamble, ...] = ()
+    response_flag: int | None = None  # bit set in the first dispatch field of a response
     span: SourceSpan | None = None
+
+    def __post_init__(self) -> None:
+        names = [f.name for f in self.header]
+        for name in (self.length, *self.dispatch, *([self.version] if self.version else [])):
+            if name not in names:
+                raise IRError(f"{self.span}: frame field {name!r} is not in the header")
+        for f in (*self.header, *self.trailer, *(k for b in self.body_keys for k in b.fields)):
+            if not (isinstance(f.type, Prim) and f.type.name in INT_WIDTHS):
+                raise IRError(f"{self.span}: frame field {f.name} is not an integer")
+        for f in self.trailer:
+            if not isinstance(f.default, int):
+                raise IRError(f"{self.span}: trailer field {f.name} needs its fixed value")
+
+    @property
+    def carried(self) -> tuple[Field, ...]:
+        """Header fields every message carries as an attribute (not length, dispatch, version)."""
+        fixed = {self.length, *self.dispatch, self.version}
+        return tuple(f for f in self.header if f.name not in fixed)
+
+    def body_key(self, ident: tuple[int, ...]) -> BodyKey | None:
+        return next((b for b in self.body_keys if ident[: len(b.when)] == b.when), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,22 +603,57 @@ class Protocol:
     constants: tuple[Constant, ...]
     commands: tuple[Command, ...]
     overlays: tuple[str, ...] = ()  # ids of the overlay entries applied, in order
+    named: tuple[NamedType, ...] = ()
 
     def __post_init__(self) -> None:
-        keys: dict[int, str] = {}
+        idents: dict[tuple[int, ...], str] = {}
         for c in self.commands:
-            if c.key in keys:
-                raise IRError(f"{c.span}: key {c.key:#06x} of {c.name} is {keys[c.key]}'s too")
-            keys[c.key] = c.name
-        for name in (self.frame.size_type, self.frame.key_type, self.frame.version_type):
-            if name not in INT_WIDTHS:
-                raise IRError(f"{self.frame.span}: frame field type {name!r} is not an integer")
+            if c.ident in idents:
+                raise IRError(f"{c.span}: ident {c.ident} of {c.name} is {idents[c.ident]}'s too")
+            idents[c.ident] = c.name
+        known = {t.name for t in self.types} | set(BUILTIN)
+        names = {n.name for n in self.named}
+        for n in self.named:
+            for _, f in walk_type(n.type, n.name):
+                self._check_field(f, known, names)
+        for c in self.commands:
+            for m in c.messages:
+                for _, f in walk_fields(m.fields):
+                    self._check_field(f, known, names)
+
+    def _check_field(self, f: Field, known: set[str], names: set[str]) -> None:
+        for t in _types_in(f.type):
+            if isinstance(t, Prim) and t.name not in known:
+                raise IRError(f"{f.span}: {f.name}: type {t.name!r} is not defined by the spec")
+            if isinstance(t, Ref) and t.name not in names:
+                raise IRError(f"{f.span}: {f.name}: no named type {t.name!r}")
+        if f.nullable and not self.can_be_null(f.type):
+            raise IRError(f"{f.span}: {f.name}: its type has no way to say null on the wire")
+
+    def can_be_null(self, t: TypeRef) -> bool:
+        """Whether the wire format of `t` can say null (a length that means null, a void)."""
+        if isinstance(t, Prim):
+            p = self.type(t.name)
+            return p.null_length is not None or p.kind == "void"
+        if isinstance(t, Ref):
+            return self.can_be_null(self.named_type(t.name))
+        if isinstance(t, Choice):
+            return any(c.type is not None and self.can_be_null(c.type) for c in t.cases)
+        return False
 
     def type(self, name: str) -> PrimitiveType:
+        if name in BUILTIN:
+            return BUILTIN[name]
         for t in self.types:
             if t.name == name:
                 return t
         raise IRError(f"{self.source}: type {name!r} is not defined by the spec")
+
+    def named_type(self, name: str) -> TypeRef:
+        for n in self.named:
+            if n.name == name:
+                return n.type
+        raise IRError(f"{self.source}: no named type {name!r}")
 
     def command(self, name: str) -> Command:
         for c in self.commands:
@@ -417,6 +663,11 @@ class Protocol:
 
     def enum(self, name: str) -> Enum | None:
         return next((e for e in self.enums if e.name == name), None)
+
+    def messages(self) -> Iterator[tuple[Command, Message]]:
+        for c in self.commands:
+            for m in c.messages:
+                yield c, m
 
 
 def _check_unique(owner: str, members: tuple[Field, ...]) -> None:
@@ -448,7 +699,7 @@ def _project_type(t: TypeRef, version: int) -> TypeRef:
         return Struct(t.name, _project(t.fields, version))
     if isinstance(t, Array):
         return replace(t, item=_project_type(t.item, version))
-    if isinstance(t, Switch):
+    if isinstance(t, Switch | Choice):
         return replace(
             t,
             cases=tuple(
@@ -467,17 +718,38 @@ def walk_fields(members: tuple[Field, ...], path: str = "") -> Iterator[tuple[st
         yield from _walk_type(f.type, here)
 
 
-def _walk_type(t: TypeRef, path: str) -> Iterator[tuple[str, Field]]:
+def walk_type(t: TypeRef, path: str) -> Iterator[tuple[str, Field]]:
+    """Every field inside `t` (not through named types), with its dotted path."""
     if isinstance(t, Struct):
         yield from walk_fields(t.fields, path)
     elif isinstance(t, Array):
-        yield from _walk_type(t.item, path)
-    elif isinstance(t, Switch):
+        yield from walk_type(t.item, path)
+    elif isinstance(t, Map):
+        yield from walk_type(t.key, path)
+        yield from walk_type(t.value, path)
+    elif isinstance(t, Switch | Choice):
         for c in t.cases:
             if c.type is not None:
-                yield from _walk_type(c.type, path)
+                yield from walk_type(c.type, path)
     elif isinstance(t, Bits):
         yield from walk_fields(t.members, path)
+
+
+_walk_type = walk_type
+
+
+def _types_in(t: TypeRef) -> Iterator[TypeRef]:
+    """`t` and the types inside it, not through fields of structures nor named types."""
+    yield t
+    if isinstance(t, Array):
+        yield from _types_in(t.item)
+    elif isinstance(t, Map):
+        yield from _types_in(t.key)
+        yield from _types_in(t.value)
+    elif isinstance(t, Switch | Choice):
+        for c in t.cases:
+            if c.type is not None:
+                yield from _types_in(c.type)
 
 
 # --------------------------------------------------------------------------------------------
@@ -485,12 +757,16 @@ def _walk_type(t: TypeRef, path: str) -> Iterator[tuple[str, Field]]:
 
 _TYPE_TAGS: dict[str, type] = {
     "prim": Prim,
+    "ref": Ref,
     "array": Array,
+    "map": Map,
     "struct": Struct,
     "switch": Switch,
+    "choice": Choice,
     "blob": Blob,
     "bits": Bits,
     "bitfield": BitField,
+    "presence": Presence,
     "alternatives": Alternatives,
 }
 _TAG_OF = {cls: tag for tag, cls in _TYPE_TAGS.items()}
@@ -500,6 +776,8 @@ def to_data(node: Any) -> Any:
     """A node as plain JSON data; defaults are left out so the dump stays short and stable."""
     if isinstance(node, SourceSpan | Versions):
         return str(node)
+    if isinstance(node, bytes):
+        return node.hex()
     if isinstance(node, tuple):
         return [to_data(x) for x in node]
     if hasattr(node, "__dataclass_fields__"):
@@ -532,6 +810,8 @@ _NODE_LISTS = {
     "messages": Message,
     "fields": Field,
     "members": Field,
+    "header": Field,
+    "trailer": Field,
     "cases": Case,
 }
 
@@ -543,13 +823,27 @@ def _decode_value(name: str, value: Any) -> Any:
         return Versions.parse(value)
     if name == "frame":
         return _from_data(FrameLayout, value)
+    if name == "body_keys":
+        return tuple(_from_data(BodyKey, v) for v in value)
+    if name == "preambles":
+        return tuple(_from_data(Preamble, v) for v in value)
+    if name == "data":
+        return bytes.fromhex(value)
+    if name in ("ident", "when", "replies", "prefer", "dispatch"):
+        return tuple(value)
+    if name == "decode_idents":
+        return tuple(tuple(v) for v in value)
+    if name == "present":
+        return None if value is None else (str(value[0]), int(value[1]))
+    if name == "named":
+        return tuple(_from_data(NamedType, v) for v in value)
     if name == "records":
         return None if value is None else _from_data(Records, value)
     if name == "checksum":
         return None if value is None else _from_data(Checksum, value)
     if name == "codecs":
         return tuple((int(v), str(a)) for v, a in value)
-    if name in ("type", "item"):
+    if name in ("type", "item", "key", "value") and isinstance(value, dict):
         return None if value is None else type_from_data(value)
     if name == "values" and value and isinstance(value[0], dict):
         return tuple(_from_data(EnumValue, v) for v in value)
@@ -611,3 +905,99 @@ class FindingLog:
 
     def add(self, span: SourceSpan, code: str, message: str, resolution: str = "") -> None:
         self.items.append(Finding(span, code, message, resolution))
+
+
+# --------------------------------------------------------------------------------------------
+# Shared algorithms over the IR
+
+
+def shape(node: Any) -> Any:
+    """A node as JSON data without source spans and prose: what the bytes mean, nothing else.
+    Equal shapes are equal wire formats (layout equality, spec diffs)."""
+
+    def strip(data: Any) -> Any:
+        if isinstance(data, dict):
+            return {k: strip(v) for k, v in data.items() if k not in ("span", "doc")}
+        if isinstance(data, list):
+            return [strip(x) for x in data]
+        return data
+
+    return strip(to_data(node))
+
+
+def same(a: Any, b: Any) -> bool:
+    """IR equality that ignores spans and prose."""
+    return bool(shape(a) == shape(b))
+
+
+def merge_versions(layouts: list[tuple[int, tuple[Field, ...]]]) -> tuple[Field, ...]:
+    """One field list for all versions: a field's `versions` says where it is on the wire."""
+    first_version, merged = layouts[0]
+    out = [_with_versions(f, Versions(first_version, None)) for f in merged]
+    for version, layout in layouts[1:]:
+        out = _merge_two(out, list(layout), version)
+    return tuple(out)
+
+
+def _with_versions(f: Field, versions: Versions) -> Field:
+    return replace(f, versions=versions)
+
+
+def _merge_two(old: list[Field], new: list[Field], version: int) -> list[Field]:
+    """Align by name (longest common subsequence of same-typed fields); what only the old
+    layout has ends at version-1, what only the new one has starts at `version`."""
+    live = [f for f in old if f.versions.high is None]
+    n, m = len(live), len(new)
+    same = [[_same(live[i], new[j]) for j in range(m)] for i in range(n)]
+    lcs = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        for j in range(m - 1, -1, -1):
+            lcs[i][j] = lcs[i + 1][j + 1] + 1 if same[i][j] else max(lcs[i + 1][j], lcs[i][j + 1])
+    result: list[Field] = [f for f in old if f.versions.high is not None]
+    i = j = 0
+    while i < n or j < m:
+        if i < n and j < m and same[i][j]:
+            result.append(_merge_field(live[i], new[j], version))
+            i += 1
+            j += 1
+        elif j >= m or (i < n and lcs[i + 1][j] >= lcs[i][j + 1]):
+            result.append(replace(live[i], versions=Versions(live[i].versions.low, version - 1)))
+            i += 1
+        else:
+            result.append(replace(new[j], versions=Versions(version, None)))
+            j += 1
+    return result
+
+
+def _same(a: Field, b: Field) -> bool:
+    """The same field in two versions: same name, and the same type (structures by name)."""
+    if a.name != b.name:
+        return False
+    if isinstance(a.type, Struct) and isinstance(b.type, Struct):
+        return True
+    if isinstance(a.type, Array) and isinstance(b.type, Array):
+        if isinstance(a.type.item, Struct) and isinstance(b.type.item, Struct):
+            return True
+    return a.type == b.type
+
+
+def _merge_field(a: Field, b: Field, version: int) -> Field:
+    if isinstance(a.type, Struct) and isinstance(b.type, Struct):
+        return replace(
+            a,
+            type=Struct(
+                a.type.name, tuple(_merge_two(list(a.type.fields), list(b.type.fields), version))
+            ),
+        )
+    if (
+        isinstance(a.type, Array)
+        and isinstance(a.type.item, Struct)
+        and isinstance(b.type, Array)
+        and isinstance(b.type.item, Struct)
+    ):
+        item = Struct(
+            a.type.item.name,
+            tuple(_merge_two(list(a.type.item.fields), list(b.type.item.fields), version)),
+        )
+        return replace(a, type=replace(a.type, item=item))
+    return a

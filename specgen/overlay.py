@@ -12,7 +12,8 @@ Operations
     insert   target `Message[.Field...]` (a structure, or an array of structures): `field` is
              inserted before `before`, or at the end
     set      target `Command`: sets `sender` or `expects_response`; message kinds follow;
-             target `Message`: sets `decode_keys` (other keys a peer puts on the wire for it);
+             target `Message`: sets `decode_keys` (other keys a peer puts on the wire for it, as
+             the message's `decode_idents`);
              target `Message.Field[.Field...]`: sets `attributes` (`optional`, `nullable`)
 
 A target that does not exist is an error (the overlay went stale), and so are two entries with
@@ -219,9 +220,11 @@ def _set(protocol: Protocol, entry: Entry) -> Protocol:
                 if value not in ("client", "server", "both"):
                     raise OverlayError(f"{entry.span}: {entry.id}: sender {value!r}")
                 c = replace(c, sender=cast(Direction, value))
+                c = replace(
+                    c, messages=tuple(_rekind(m, c, c.expects_response) for m in c.messages)
+                )
             else:
-                c = replace(c, expects_response=bool(value))
-            c = replace(c, messages=tuple(_rekind(m, c) for m in c.messages))
+                c = replace(c, messages=tuple(_rekind(m, c, bool(value)) for m in c.messages))
         commands.append(c)
     if not found:
         raise OverlayError(f"{entry.span}: {entry.id}: no command {entry.target!r}")
@@ -239,7 +242,7 @@ def _set_decode_keys(protocol: Protocol, entry: Entry, value: Any) -> Protocol:
         for m in c.messages:
             if m.name == entry.target:
                 found = True
-                m = replace(m, decode_keys=tuple(keys))
+                m = replace(m, decode_idents=tuple((k,) for k in keys))
             messages.append(m)
         commands.append(replace(c, messages=tuple(messages)))
     if not found:
@@ -247,8 +250,9 @@ def _set_decode_keys(protocol: Protocol, entry: Entry, value: Any) -> Protocol:
     return replace(protocol, commands=tuple(commands))
 
 
-def _rekind(message: Message, command: Command) -> Message:
+def _rekind(message: Message, command: Command, expects_response: bool) -> Message:
     if message.kind == "response":
         return message
-    kind: MessageKind = "request" if command.expects_response else "oneway"
-    return replace(message, kind=kind)
+    kind: MessageKind = "request" if expects_response else "oneway"
+    replies = tuple(m.name for m in command.messages if m.kind == "response")
+    return replace(message, kind=kind, replies=replies if expects_response else ())

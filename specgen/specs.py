@@ -1,98 +1,21 @@
-"""Where the specs are and how one becomes an IR: spec text -> parse tree -> IR -> overlay."""
+"""How a spec becomes an IR: spec text -> parse tree -> IR (front-end by format) -> overlay."""
 
 from __future__ import annotations
 
-import tomllib
-from dataclasses import dataclass
-from pathlib import Path
-
 from specgen import overlay as overlay_mod
-from specgen.frontends import adoc, adoc_tree
+from specgen.frontends import frontend
 from specgen.ir import FindingLog, Protocol
+from specgen.registry import ROOT, SPECS, SpecVersion, find, registry, relative
 
-ROOT = Path(__file__).resolve().parents[1]
-SPECS = ROOT / "specs"
-
-
-@dataclass(frozen=True)
-class SpecVersion:
-    protocol: str  # "rabbitmq-stream"
-    package: str  # "rabbitmq_stream"
-    version: str  # "4.0"
-    module: str  # "v4_0"
-    document: Path
-    format: str
-    overlay: Path | None
-    latest: bool
-
-    @property
-    def qualified(self) -> str:
-        """The name the CLI takes: `rabbitmq-stream/4.0`."""
-        return f"{self.protocol}/{self.version}"
-
-    @property
-    def package_path(self) -> str:
-        return f"{self.package}/{self.module}"
-
-    @property
-    def import_name(self) -> str:
-        return f"generated.{self.package}.{self.module}"
-
-
-def registry(specs: Path = SPECS) -> list[SpecVersion]:
-    out = []
-    for meta in sorted(specs.glob("*/protocol.toml")):
-        data = tomllib.loads(meta.read_text(encoding="utf-8"))
-        overlay = meta.parent / data["overlay"] if data.get("overlay") else None
-        for v in data["versions"]:
-            out.append(
-                SpecVersion(
-                    protocol=data["name"],
-                    package=data["package"],
-                    version=v["name"],
-                    module=v["module"],
-                    document=meta.parent / v["document"],
-                    format=v["format"],
-                    overlay=overlay,
-                    latest=bool(v.get("latest", False)),
-                )
-            )
-    return out
-
-
-def find(name: str, specs: Path = SPECS) -> SpecVersion:
-    """`rabbitmq-stream/4.0`, `rabbitmq-stream` (its latest version), `rabbitmq_stream.v4_0`,
-    or the path of a spec document."""
-    versions = registry(specs)
-    for v in versions:
-        if name in (v.qualified, f"{v.package}.{v.module}", f"{v.package}/{v.module}"):
-            return v
-        if (v.protocol == name or v.package == name) and v.latest:
-            return v
-    path = Path(name)
-    if path.exists():
-        for v in versions:
-            if v.document.resolve() == path.resolve():
-                return v
-    known = ", ".join(v.qualified for v in versions)
-    raise LookupError(f"unknown spec {name!r}; known: {known}")
-
-
-def relative(path: Path) -> str:
-    try:
-        return path.resolve().relative_to(ROOT).as_posix()
-    except ValueError:
-        return path.as_posix()
+__all__ = ["ROOT", "SPECS", "SpecVersion", "build_ir", "find", "registry", "relative"]
 
 
 def build_ir(spec: SpecVersion, *, with_overlay: bool = True) -> tuple[Protocol, FindingLog]:
-    """Parse the spec document and apply its overlay; raises SpecSyntaxError / SpecError /
-    OverlayError, each naming file:line:column."""
-    if spec.format != "adoc":
-        raise NotImplementedError(f"{spec.qualified}: no front-end for {spec.format!r} yet")
-    path = relative(spec.document)
-    doc = adoc_tree.parse(spec.document.read_text(encoding="utf-8"), path)
-    protocol, log = adoc.build(doc, spec.protocol, spec.version)
+    """Parse the spec document with its format's front-end and apply its overlay; raises
+    SpecSyntaxError / SpecError / OverlayError, each naming file:line:column."""
+    protocol, log = frontend(spec.format)(
+        spec.document, relative(spec.document), spec.protocol, spec.version
+    )
     if with_overlay and spec.overlay is not None:
         protocol = overlay_mod.apply(protocol, overlay_mod.load(spec.overlay, ROOT))
     return protocol, log

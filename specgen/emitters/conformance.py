@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from specgen.emitters.plan import Planner, isort_key, snake
+from specgen.emitters.plan import ModulePlan, isort_key, snake
 from specgen.emitters.render import Renderer
 from specgen.ir import (
     INT_WIDTHS,
@@ -30,7 +30,7 @@ from specgen.ir import (
     TypeRef,
     walk_fields,
 )
-from specgen.specs import SpecVersion
+from specgen.registry import SpecVersion
 
 TEXT = "ünïcødé ✓ 流 "  # non-ASCII on purpose: UTF-8 lengths differ from character counts
 LONG_ARRAY = {"prim": 300, "other": 12}
@@ -57,7 +57,7 @@ def _derived(fields: tuple[Field, ...]) -> dict[str, tuple[str, str]]:
             out[t.count_field] = ("count", f.name)
         if isinstance(t, Array) and t.size_field:
             out[t.size_field] = ("size", f.name)
-        if isinstance(t, Blob):
+        if isinstance(t, Blob) and t.length_field:
             out[t.length_field] = ("length", f.name)
     return out
 
@@ -351,10 +351,9 @@ def _switch_cases(fields: tuple[Field, ...]) -> int:
     return n
 
 
-def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str, str]:
-    planner = Planner(protocol)
-    plan = planner.plan()
-    builder = _Builder(protocol, planner.clashing)
+def emit(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, str]:
+    protocol = plan.protocol
+    builder = _Builder(protocol, plan.clashing)
     strategies: dict[str, list[tuple[str, str]]] = {}
     cases = []
     for m in plan.messages:
@@ -407,8 +406,8 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
             ),
             checksummed=[c["cls"] for c in cases if c["checksums"]],
             checksum_fields=sorted({f for c in cases for f in c["checksums"]}),
-            size_width=INT_WIDTHS[protocol.frame.size_type][0],
-            size_code={"int32": "i", "uint32": "I"}[protocol.frame.size_type],
+            versioned=plan.frame.version is not None,
+            length_label=plan.frame.length.label,
         )
     }
 

@@ -13,7 +13,9 @@ where the speed comes from:
 from __future__ import annotations
 
 import json
+import keyword
 import re
+import struct
 from dataclasses import dataclass, field
 
 from specgen.ir import (
@@ -23,14 +25,21 @@ from specgen.ir import (
     BitField,
     Bits,
     Blob,
+    Choice,
+    Command,
     Field,
+    Map,
     Message,
+    NamedType,
+    Presence,
     Prim,
+    PrimitiveType,
     Protocol,
+    Ref,
     Struct,
     Switch,
     TypeRef,
-    to_data,
+    shape,
 )
 
 STRUCT_CODES = {
@@ -44,6 +53,9 @@ STRUCT_CODES = {
     "uint32": "I",
     "uint64": "Q",
 }
+"""The one table of struct codes: integer type -> `struct` format character."""
+
+FLOAT_CODES = {4: "f", 8: "d"}
 
 
 class PlanError(ValueError):
@@ -64,6 +76,23 @@ def snake(name: str) -> str:
     s = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name)
     s = re.sub(r"(?<=[A-Z])([A-Z][a-z])", r"_\1", s)
     return s.lower()
+
+
+def attr_name(name: str) -> str:
+    """A field's attribute: snake case, a Python keyword with `_` after it (`global_`)."""
+    s = snake(name)
+    return s + "_" if keyword.iskeyword(s) else s
+
+
+def class_name(command: Command, message: Message, versioned: bool, version: int) -> str:
+    """The one naming rule for message classes: the command's name as an identifier, then
+    Request/Response when the command has more than one message, then V<n> when the message
+    has more than one version (`DeclarePublisherRequest`, `DeliverV2`, `BasicGetOk`)."""
+    base = re.sub(r"\W", "", command.name)
+    suffix = {"request": "Request", "response": "Response", "oneway": ""}[message.kind]
+    if len(command.messages) == 1:
+        suffix = ""
+    return f"{base}{suffix}V{version}" if versioned else f"{base}{suffix}"
 
 
 # ---- steps -----------------------------------------------------------------------------
@@ -121,6 +150,7 @@ class Text:
     null_length: int | None
     encoding: str
     raw: str  # encode: the content bytes
+    errors: str = "strict"
 
 
 @dataclass
@@ -141,6 +171,12 @@ class BitMember:
     value: int | None
     label: str
     expr: str
+    boolean: bool = False
+
+    @property
+    def in_place(self) -> int:
+        """The member's bits where they sit in the container."""
+        return self.mask << self.shift
 
 
 @dataclass
@@ -214,6 +250,99 @@ class OptionalStep:
     body: list[object]
     previous: str = ""  # encode: the optional field before it, which must then be present
     annotation: str = ""  # decode: the local's type, declared before the branches
+    flag: str = ""  # decode: present when this holds (a Presence flag), instead of "bytes left"
+
+
+@dataclass
+class PresenceStep:
+    """Flag words: read while the continuation bit is set (decode), worked out from which
+    flagged fields are not None (encode)."""
+
+    label: str
+    local: str  # decode: the words, a list
+    limit: str
+    code: str
+    width: int
+    continuation: int  # mask of the continuation bit, 0 when there is none
+    allowed: list[int]  # per word: the flag bits of this version's fields
+    flags: list[tuple[str, int, int]] = field(default_factory=list)  # (encode expr, word, mask)
+
+    @property
+    def allowed_words(self) -> tuple[int, ...]:
+        """Per word, the bits that may be set: its flags, and "more" on all but the last."""
+        last = len(self.allowed) - 1
+        return tuple(a | (self.continuation if i < last else 0) for i, a in enumerate(self.allowed))
+
+
+@dataclass
+class Post:
+    """Decode: plain statements right after the values they use were read. `{at}` in a line
+    becomes the offset of the run's item `item` (for errors), once the run is complete."""
+
+    lines: list[str]
+    run: Run | None = None
+    item: int = 0
+
+    @property
+    def code(self) -> list[str]:
+        if self.run is None:
+            return self.lines
+        offset = sum(i.width for i in self.run.items[: self.item]) - self.run.size
+        at = f"at - {-offset}" if offset else "at"
+        return [line.replace("{at}", at) for line in self.lines]
+
+
+@dataclass
+class Prepare:
+    """Encode: plain statements before the run that packs their results."""
+
+    lines: list[str]
+
+
+@dataclass
+class RefStep:
+    """A value of a named type, through its generated functions."""
+
+    label: str
+    local: str
+    func: str  # _decode_<func> / _encode_<func>
+    expr: str
+    limit: str
+    ctor: str = ""  # decode: local taking the constructor a Choice saw (in a container)
+    ctor_expr: str = ""  # encode: expression giving the remembered constructor
+
+
+@dataclass
+class NamedPlan:
+    """The generated functions of one named type: a map, an array, or a constructor choice."""
+
+    name: str  # the spec's name
+    func: str
+    kind: str  # "map", "array", "choice", "value"
+    annotation: str
+    label: str
+    size_code: str = ""  # map/array: the byte-size prefix
+    size_width: int = 0
+    key_steps: list[object] = field(default_factory=list)  # map: decode the key into key_local
+    key_local: str = ""
+    key_expr: str = "key"
+    item: RefStep | None = None  # map value / array item when it is a named type
+    item_steps: list[object] = field(default_factory=list)  # else: its steps
+    item_local: str = ""
+    cases: list[ChoiceCase] = field(default_factory=list)
+    ctor_code: str = ""
+    ctor_width: int = 0
+    prefer: list[int] = field(default_factory=list)
+    runs: list[Run] = field(default_factory=list)
+
+
+@dataclass
+class ChoiceCase:
+    value: int
+    label: str
+    body: list[object]  # decode/encode steps of the value
+    local: str  # decode: local holding the value
+    fits: str  # encode: whether `value` can take this case
 
 
 @dataclass
@@ -283,7 +412,7 @@ class MessagePlan:
     message: Message
     command: str
     version: int
-    key: int
+    ident: tuple[int, ...]  # the message's identity, body keys included
     kind: str
     sender: str
     attrs: list[Attr]
@@ -291,6 +420,65 @@ class MessagePlan:
     func: str
     min_body: int
     runs: list[Run]
+    dispatch: tuple[int, ...]  # what `decode` looks it up by: ident, then the version if any
+    body_key: bytes = b""  # encode: the body key bytes that follow the header
+
+
+@dataclass
+class HeaderField:
+    name: str  # local and column name, snake case
+    label: str  # as DecodeError names it: frame.size
+    code: str
+    offset: int
+    width: int
+    role: str  # "length", "dispatch", "version" or "carried"
+    doc: str = ""
+
+    @property
+    def local(self) -> str:
+        return self.name + "_" if self.name in _RESERVED else self.name
+
+    @property
+    def hex_format(self) -> str:
+        """How a dispatch value is written: hex, two digits per byte."""
+        return f"#0{2 + 2 * self.width}x"
+
+
+@dataclass
+class BodyKeyPlan:
+    when: tuple[int, ...]
+    fmt: str
+    size: int
+    labels: list[str]
+
+
+@dataclass
+class FramePlan:
+    """Framing as the generated code needs it: offsets, struct formats, the length rule."""
+
+    header: list[HeaderField]
+    fmt: str
+    size: int  # header bytes
+    length: HeaderField
+    counts: str  # "after" or "body"
+    adjust: int  # a frame's bytes = its length field + adjust
+    min_length: int
+    trailer: list[tuple[str, str, int, int]]  # (label, struct code, width, fixed value)
+    trailer_fmt: str
+    trailer_size: int
+    trailer_bytes: bytes
+    dispatch: list[HeaderField]
+    version: HeaderField | None
+    carried: list[HeaderField]
+    body_keys: list[BodyKeyPlan]
+    preambles: dict[str, bytes]
+    response_flag: int | None
+    fields_doc: str  # "uint32 size, uint16 key, uint16 version"
+
+    @property
+    def key_fields(self) -> list[HeaderField]:
+        """The header fields `decode` dispatches on, the version last."""
+        return self.dispatch + ([self.version] if self.version else [])
 
 
 @dataclass
@@ -298,7 +486,14 @@ class ModulePlan:
     protocol: Protocol
     messages: list[MessagePlan]
     structs: list[StructClass]
+    frame: FramePlan
+    named: list[NamedPlan]
+    clashing: set[str]  # structure names laid out differently by different messages
     checksums: bool = False  # some message verifies a checksum (decoders import zlib)
+    decimals: bool = False  # some value is a decimal (decoders import Decimal)
+
+    def message_class(self, ident: tuple[int, ...]) -> MessagePlan | None:
+        return next((m for m in self.messages if m.ident == ident), None)
 
 
 # ---- planner -----------------------------------------------------------------------------
@@ -315,6 +510,8 @@ class Planner:
         self.used: set[str] = set()
         self.runs: list[Run] = []
         self.checksums = False
+        self.decimals = False
+        self.presence: dict[str, tuple[PresenceStep, Presence]] = {}
 
     def plan(self) -> ModulePlan:
         todo = []
@@ -323,51 +520,76 @@ class Planner:
                 high = message.versions.high or message.versions.low
                 versions = list(range(message.versions.low, high + 1))
                 for v in versions:
-                    todo.append((command.name, command.sender, message, v, len(versions) > 1))
+                    todo.append((command, message, v, len(versions) > 1))
         layouts: dict[str, set[str]] = {}
-        for _, _, message, v, _ in todo:
+        for _, message, v, _ in todo:
             for s in _structs(message.fields_at(v)):
                 layouts.setdefault(s.name, set()).add(_shape(s))
         self.clashing = {name for name, found in layouts.items() if len(found) > 1}
-        messages = [self._message(*item) for item in todo]
+        frame = plan_frame(self.protocol)
+        named = [self._named(n) for n in self.protocol.named]
+        messages = [self._message(*item, frame) for item in todo]
         structs = [self.struct_classes[k] for k in sorted(self.struct_classes)]
-        return ModulePlan(self.protocol, messages, structs, self.checksums)
+        return ModulePlan(
+            self.protocol,
+            messages,
+            structs,
+            frame,
+            named,
+            self.clashing,
+            self.checksums,
+            self.decimals,
+        )
 
     def _message(
-        self, command: str, sender: str, message: Message, version: int, versioned: bool
+        self, command: Command, message: Message, version: int, versioned: bool, frame: FramePlan
     ) -> MessagePlan:
-        suffix = {"request": "Request", "response": "Response", "oneway": ""}[message.kind]
-        cls = f"{command}{suffix}V{version}" if versioned else f"{command}{suffix}"
+        cls = class_name(command, message, versioned, version)
         self.owner = cls
-        self.used = {"buf", "at", "end", "parts", "msg", "struct"}
+        self.used = {"buf", "at", "end", "parts", "msg", "struct", "word", "words"}
         self.runs = []
+        self.presence = {}
         fields = message.fields_at(version)
         steps: list[object] = []
         attrs: list[Attr] = []
         args: list[str] = []
-        required = tuple(f for f in fields if not f.optional)
+        required = tuple(f for f in fields if not f.optional and not f.present)
         run = self._struct_body(required, cls, "msg", steps, self._run("end"), args, attrs, "end")
         self._close(run, steps)
         previous = ""
         for f in fields[len(required) :]:
             steps.append(self._optional(f, cls, steps, args, attrs, previous))
-            previous = f"msg.{snake(f.name)}"
+            previous = f"msg.{attr_name(f.name)}" if f.optional else ""
+        for h in frame.carried:  # set by decode() from the header
+            attrs.append(Attr(h.name, "int", h.doc, "0"))
+            args.append("0")
         steps.append(Build("msg", cls, args))
-        if message.kind == "response":
+        sender: str = message.sender or command.sender
+        if message.kind == "response" and message.sender is None:
             sender = {"client": "server", "server": "client"}.get(sender, sender)
+        body_key = b""
+        key = self.protocol.frame.body_key(message.ident)
+        if key is not None:
+            body_key = struct.pack(
+                ">" + "".join(STRUCT_CODES[_int_name(f)] for f in key.fields),
+                *message.ident[len(key.when) :],
+            )
+        dispatch = message.ident[: len(message.ident)] + ((version,) if frame.version else ())
         return MessagePlan(
             cls,
             message,
-            command,
+            command.name,
             version,
-            message.key,
+            message.ident,
             message.kind,
             sender,
             attrs,
             steps,
             snake(cls),
-            _min_size_fields(fields),
+            _min_size_fields(self.protocol, fields),
             self.runs,
+            dispatch,
+            body_key,
         )
 
     def _optional(
@@ -381,7 +603,7 @@ class Planner:
     ) -> OptionalStep:
         body: list[object] = []
         n_attrs, n_args = len(attrs), len(args)
-        label, expr = f"{cls}.{snake(f.name)}", f"msg.{snake(f.name)}"
+        label, expr = f"{cls}.{attr_name(f.name)}", f"msg.{attr_name(f.name)}"
         run = self._field(f, label, expr, body, self._run("end"), {}, args, attrs, "end")
         self._close(run, body)
         if len(attrs) != n_attrs + 1 or len(args) != n_args + 1:
@@ -390,7 +612,21 @@ class Planner:
         for step in body:  # declared once, before the branches
             if isinstance(step, ArrayStep | SwitchStep) and step.local == args[-1]:
                 step.annotation = ""
-        return OptionalStep(label, args[-1], expr, "end", body, previous, attrs[-1].annotation)
+        flag = ""
+        if f.present is not None:
+            presence, t = self.presence[f.present[0]]
+            word, mask = t.flag(f.present[1])
+            while len(presence.allowed) <= word:
+                presence.allowed.append(0)
+            presence.allowed[word] |= mask
+            presence.flags.append((expr, word, mask))
+            flag = f"{presence.local}[{word}] & {mask:#x}"
+            if word:
+                flag = f"len({presence.local}) > {word} and {flag}"
+            previous = ""
+        return OptionalStep(
+            label, args[-1], expr, "end", body, previous, attrs[-1].annotation, flag
+        )
 
     # ---- locals and runs
 
@@ -461,8 +697,8 @@ class Planner:
                 steps.append(Mark(mark))
             run = self._field(
                 f,
-                f"{label}.{snake(f.name)}",
-                f"{expr}.{snake(f.name)}",
+                f"{label}.{attr_name(f.name)}",
+                f"{expr}.{attr_name(f.name)}",
                 steps,
                 run,
                 env,
@@ -475,11 +711,11 @@ class Planner:
                 self._close(run, steps)
                 run = self._run(limit)
                 step = ChecksumStep(
-                    f"{label}.{snake(summed.name)}",
+                    f"{label}.{attr_name(summed.name)}",
                     env[summed.name][0],
                     mark,
                     summed.checksum.algorithm,
-                    f"{label}.{snake(f.name)}",
+                    f"{label}.{attr_name(f.name)}",
                 )
                 self._seal(step)
                 steps.append(step)
@@ -506,21 +742,17 @@ class Planner:
             )
         if isinstance(t, Bits):
             return self._bits(f, t, label, expr, steps, run, env, args, attrs)
+        if isinstance(t, Presence):
+            return self._presence(f, t, label, steps, run, env, limit)
         local = self._local(f.name)
         env[f.name] = (local, expr)
         args.append(local)
         if attrs is not None:
-            attrs.append(Attr(snake(f.name), self._annotation(t, f.nullable), _doc(f)))
-        if isinstance(t, Prim) and t.name in INT_WIDTHS:
-            if t.name == "uint24":
-                raw = self._local(f.name + "Raw")
-                run.items.append(Fixed(label, "3s", 3, raw, f"{expr}.to_bytes(3, 'big')"))
-                self._after(run, steps, Uint24(local, raw))
-                return run
-            run.items.append(Fixed(label, STRUCT_CODES[t.name], INT_WIDTHS[t.name][0], local, expr))
-            return run
+            attrs.append(Attr(attr_name(f.name), self._annotation(t, f.nullable), _doc(f)))
         if isinstance(t, Prim):
             ptype = self.protocol.type(t.name)
+            if ptype.fixed:
+                return self._fixed(ptype, label, local, expr, steps, run)
             len_local = self._local(f.name + "Len")
             raw = self._local(f.name + "Raw")
             nullable = f.nullable and ptype.null_length is not None
@@ -548,16 +780,31 @@ class Planner:
                 ptype.null_length if nullable else None,
                 ptype.encoding or "utf-8",
                 raw,
+                ptype.errors,
             )
             run.prepare.append(step)
             self._close(run, steps)
             steps.append(step)
             return self._run(limit)
+        if isinstance(t, Ref):
+            self._close(run, steps)
+            target = self.protocol.named_type(t.name)
+            if isinstance(target, Choice):
+                raise PlanError(
+                    f"{f.span}: {label}: a constructor-chosen value needs a map or array to "
+                    "remember its constructor in"
+                )
+            steps.append(RefStep(label, local, _func(t.name), expr, limit))
+            return self._run(limit)
         if isinstance(t, Blob):
             self._close(run, steps)
-            length_local, length_expr = env[t.length_field]
+            if t.length_field is None:
+                length_local, length_expr = "", ""
+            else:
+                length_local, length_expr = env[t.length_field]
             steps.append(BlobStep(label, local, length_local, length_expr, expr, limit))
             return self._run(limit)
+
         if isinstance(t, Array):
             return self._array(f, t, label, local, expr, steps, run, env, limit)
         if isinstance(t, Struct):
@@ -570,6 +817,70 @@ class Planner:
             steps.append(self._switch(t, label, local, expr, env, limit))
             return self._run(limit)
         raise PlanError(f"{f.span}: {label}: no plan for {type(t).__name__}")
+
+    def _fixed(
+        self,
+        ptype: PrimitiveType,
+        label: str,
+        local: str,
+        expr: str,
+        steps: list[object],
+        run: Run,
+    ) -> Run:
+        """A fixed-width primitive joins the open run; conversions follow the unpack."""
+        kind, name = ptype.kind, ptype.name
+        if kind == "int" and name == "uint24":
+            raw = self._local(local + "Raw")
+            run.items.append(Fixed(label, "3s", 3, raw, f"{expr}.to_bytes(3, 'big')"))
+            self._after(run, steps, Uint24(local, raw))
+        elif kind == "int":
+            run.items.append(Fixed(label, STRUCT_CODES[name], ptype.width, local, expr))
+        elif kind == "timestamp":
+            run.items.append(Fixed(label, "Q", 8, local, expr))
+        elif kind == "float":
+            run.items.append(Fixed(label, FLOAT_CODES[ptype.width], ptype.width, local, expr))
+        elif kind == "bool":
+            raw = self._local(local + "Raw")
+            run.items.append(Fixed(label, "B", 1, raw, f"1 if {expr} else 0"))
+            check = (
+                f'    raise DecodeError("{label}", {{at}}, f"boolean {{{raw}}} is neither 0 nor 1")'
+            )
+            lines = [f"if {raw} > 1:", check, f"{local} = {raw} == 1"]
+            self._after(run, steps, Post(lines, run, len(run.items) - 1))
+        elif kind == "decimal":
+            self.decimals = True
+            scale, value = self._local(local + "Scale"), self._local(local + "Value")
+            code = "i" if ptype.width == 5 else "q"
+            run.items.append(Fixed(label, "B", 1, scale, f"{local}_parts[0]"))
+            run.items.append(Fixed(label, code, ptype.width - 1, value, f"{local}_parts[1]"))
+            run.prepare.append(Prepare([f"{local}_parts = _decimal_parts({expr})"]))
+            self._after(run, steps, Post([f"{local} = Decimal({value}).scaleb(-{scale})"]))
+        elif kind == "void":
+            self._after(run, steps, Post([f"{local} = None"]))
+        else:
+            raise PlanError(f"{label}: no plan for a {kind}")
+        return run
+
+    def _presence(
+        self,
+        f: Field,
+        t: Presence,
+        label: str,
+        steps: list[object],
+        run: Run,
+        env: dict[str, tuple[str, str]],
+        limit: str,
+    ) -> Run:
+        self._close(run, steps)
+        words = self._local(f.name)
+        cont = 0 if t.continuation is None else 1 << t.continuation
+        step = PresenceStep(
+            label, words, limit, STRUCT_CODES[f"uint{t.width * 8}"], t.width, cont, []
+        )
+        self.presence[f.name] = (step, t)
+        env[f.name] = (words, "")
+        steps.append(step)
+        return self._run(limit)
 
     def _bits(
         self,
@@ -587,30 +898,49 @@ class Planner:
         owner_label, owner_expr = label.rsplit(".", 1)[0], expr.rsplit(".", 1)[0]
         members: list[BitMember] = []
         pack_terms: list[str] = []
-        shift = t.width * 8
+        pos = t.width * 8 if t.order == "msb" else 0
         for m in t.members:
             assert isinstance(m.type, BitField)
-            shift -= m.type.bits
+            if t.order == "msb":
+                pos -= m.type.bits
+                shift = pos
+            else:  # least significant first, as AMQP packs bit fields
+                shift = pos
+                pos += m.type.bits
             mask = (1 << m.type.bits) - 1
             if m.type.value is not None:
                 members.append(
-                    BitMember("", shift, mask, m.type.value, f"{owner_label}.{snake(m.name)}", "")
+                    BitMember(
+                        "", shift, mask, m.type.value, f"{owner_label}.{attr_name(m.name)}", ""
+                    )
                 )
                 if m.type.value:
                     pack_terms.append(f"{m.type.value << shift:#x}")
                 continue
             mlocal = self._local(m.name)
-            mexpr = f"{owner_expr}.{snake(m.name)}"
+            mexpr = f"{owner_expr}.{attr_name(m.name)}"
             members.append(
-                BitMember(mlocal, shift, mask, None, f"{owner_label}.{snake(m.name)}", mexpr)
+                BitMember(
+                    mlocal,
+                    shift,
+                    mask,
+                    None,
+                    f"{owner_label}.{attr_name(m.name)}",
+                    mexpr,
+                    m.type.boolean,
+                )
             )
             env[m.name] = (mlocal, mexpr)
             args.append(mlocal)
             if attrs is not None:
-                attrs.append(Attr(snake(m.name), "int", _doc(m)))
-            pack_terms.append(
-                f"({mexpr} & {mask:#x}) << {shift}" if shift else f"{mexpr} & {mask:#x}"
-            )
+                attrs.append(Attr(attr_name(m.name), "bool" if m.type.boolean else "int", _doc(m)))
+            if m.type.boolean:
+                pack_terms.append(f"({1 << shift:#x} if {mexpr} else 0)")
+            else:
+                pack_terms.append(
+                    f"({mexpr} & {mask:#x}) << {shift}" if shift else f"{mexpr} & {mask:#x}"
+                )
+
         code = {1: "B", 2: "H", 4: "I", 8: "Q"}[t.width]
         run.items.append(Fixed(label, code, t.width, container, " | ".join(pack_terms) or "0"))
         self._after(run, steps, BitsStep(container, members, label))
@@ -629,7 +959,13 @@ class Planner:
         limit: str,
     ) -> Run:
         step = ArrayStep(
-            label, local, "", limit, _min_size(t.item), expr, annotation=self._annotation(t, False)
+            label,
+            local,
+            "",
+            limit,
+            _min_size(self.protocol, t.item),
+            expr,
+            annotation=self._annotation(t, False),
         )
         if t.count_prefix is not None:
             step.count_local = self._local(f.name + "Count")
@@ -659,7 +995,7 @@ class Planner:
             step.item_var = self._local("Item")
             body: list[object] = []
             tmp: list[str] = []
-            nullable = isinstance(item, Prim) and item.name in ("string", "bytes")
+            nullable = self._item_nullable(item)
             r = self._field(
                 Field("Item", item, nullable=nullable),
                 f"{label}[]",
@@ -740,23 +1076,29 @@ class Planner:
                     for m in f.type.members:
                         assert isinstance(m.type, BitField)
                         if m.type.value is None:
-                            attrs.append(Attr(snake(m.name), "int", _doc(m)))
+                            kind = "bool" if m.type.boolean else "int"
+                            attrs.append(Attr(attr_name(m.name), kind, _doc(m)))
                     continue
-                attrs.append(Attr(snake(f.name), self._annotation(f.type, f.nullable), _doc(f)))
+                annotation = self._annotation(f.type, f.nullable)
+                attrs.append(Attr(attr_name(f.name), annotation, _doc(f)))
             self.struct_classes[name] = StructClass(name, attrs, t.name, _records(name, t, attrs))
         return name
 
     def _annotation(self, t: TypeRef, nullable: bool) -> str:
         if isinstance(t, Prim):
-            if t.name in INT_WIDTHS:
-                return "int"
-            base = text_class(self.protocol, t.name)
-            return f"{base} | None" if nullable else base
+            base = _PY_CLASS[self.protocol.type(t.name).kind]
+            return f"{base} | None" if nullable and base != "None" else base
+        if isinstance(t, Ref):
+            target = self.protocol.named_type(t.name)
+            if isinstance(target, Map):
+                return "dict[str, Any]"
+            if isinstance(target, Array):
+                return "list[Any]"
+            return "Any"
         if isinstance(t, Blob):
             return "bytes"
         if isinstance(t, Array):
-            item_nullable = isinstance(t.item, Prim) and t.item.name in ("string", "bytes")
-            return f"list[{self._annotation(t.item, item_nullable)}]"
+            return f"list[{self._annotation(t.item, self._item_nullable(t.item))}]"
         if isinstance(t, Struct):
             return self._struct_name(t)
         if isinstance(t, Switch):
@@ -767,6 +1109,230 @@ class Planner:
                     opts.append(a)
             return " | ".join(sorted(opts, key=lambda a: a == "None"))
         return "int"
+
+    def _item_nullable(self, t: TypeRef) -> bool:
+        """Array items of a type that can say null are decoded as None when they do."""
+        return isinstance(t, Prim) and self.protocol.type(t.name).null_length is not None
+
+    # ---- named types: one decode and one encode function each
+
+    def _named(self, n: NamedType) -> NamedPlan:
+        t = n.type
+        func = _func(n.name)
+        self.owner = f"value_{func}"
+        self.used = {"buf", "at", "end", "parts", "value", "out", "stop", "key", "item", "ctor"}
+        self.runs = []
+        label = n.name
+        if isinstance(t, Map | Array) and (isinstance(t, Map) or t.size_prefix is not None):
+            size = t.size_prefix
+            assert size is not None
+            plan = NamedPlan(
+                n.name,
+                func,
+                "map" if isinstance(t, Map) else "array",
+                "dict[str, Any]" if isinstance(t, Map) else "list[Any]",
+                label,
+                STRUCT_CODES[size],
+                INT_WIDTHS[size][0],
+            )
+            if isinstance(t, Map):
+                body: list[object] = []
+                tmp: list[str] = []
+                r = self._field(
+                    Field("Key", t.key),
+                    f"{label}.key",
+                    "key",
+                    body,
+                    self._run("stop"),
+                    {},
+                    tmp,
+                    None,
+                    "stop",
+                )
+                self._close(r, body)
+                plan.key_steps, plan.key_local = body, tmp[0]
+            item = t.value if isinstance(t, Map) else t.item
+            item_label = f"{label}[]"
+            if isinstance(item, Ref):
+                target = self.protocol.named_type(item.name)
+                ctor = "ctor" if isinstance(target, Choice) else ""
+                plan.item = RefStep(
+                    item_label, "item", _func(item.name), "item", "stop", ctor, "ctor"
+                )
+            else:
+                body, tmp = [], []
+                r = self._field(
+                    Field("Item", item),
+                    item_label,
+                    "item",
+                    body,
+                    self._run("stop"),
+                    {},
+                    tmp,
+                    None,
+                    "stop",
+                )
+                self._close(r, body)
+                plan.item_steps, plan.item_local = body, tmp[0]
+            plan.runs = self.runs
+            return plan
+        if isinstance(t, Choice):
+            plan = NamedPlan(n.name, func, "choice", "Any", label)
+            plan.ctor_code = STRUCT_CODES[t.constructor]
+            plan.ctor_width = INT_WIDTHS[t.constructor][0]
+            for case in t.cases:
+                if case.type is None:
+                    raise PlanError(f"{n.span}: {label}: constructor {case.label!r} has no type")
+                body, tmp = [], []
+                r = self._field(
+                    Field("Value", case.type),
+                    f"{label}",
+                    "value",
+                    body,
+                    self._run("end"),
+                    {},
+                    tmp,
+                    None,
+                    "end",
+                )
+                self._close(r, body)
+                plan.cases.append(
+                    ChoiceCase(case.values[0], case.label, body, tmp[0], self._fits(case.type))
+                )
+            order = [*t.prefer, *(c.values[0] for c in t.cases if c.values[0] not in t.prefer)]
+            plan.prefer = order
+            plan.runs = self.runs
+            return plan
+        raise PlanError(f"{n.span}: {label}: a named {type(t).__name__} has no plan yet")
+
+    def _fits(self, t: TypeRef) -> str:
+        """An expression: whether the Python `value` can be encoded as `t`."""
+        if isinstance(t, Ref):
+            target = self.protocol.named_type(t.name)
+            if isinstance(target, Map):
+                return "isinstance(value, dict)"
+            if isinstance(target, Array):
+                return "isinstance(value, list)"
+            return "False"
+        if not isinstance(t, Prim):
+            return "False"
+        p = self.protocol.type(t.name)
+        if p.kind in ("int", "timestamp"):
+            width, signed = (p.width, p.signed) if p.kind == "int" else (8, False)
+            low, high = (
+                (-(1 << (width * 8 - 1)), (1 << (width * 8 - 1)) - 1)
+                if signed
+                else (0, (1 << (width * 8)) - 1)
+            )
+            return f"type(value) is int and {low} <= value <= {high}"
+        return {
+            "float": "type(value) is float",
+            "decimal": "isinstance(value, Decimal)",
+            "bool": "type(value) is bool",
+            "string": "isinstance(value, str)",
+            "bytes": "isinstance(value, bytes)",
+            "void": "value is None",
+        }[p.kind]
+
+
+_PY_CLASS = {
+    "int": "int",
+    "timestamp": "int",
+    "float": "float",
+    "decimal": "Decimal",
+    "bool": "bool",
+    "string": "str",
+    "bytes": "bytes",
+    "void": "None",
+}
+"""The Python class of a primitive's values, by its kind."""
+
+
+def _func(name: str) -> str:
+    """A named type's function suffix: `field-value` -> `field_value`."""
+    return re.sub(r"\W+", "_", snake(name)).strip("_")
+
+
+def _int_name(f: Field) -> str:
+    assert isinstance(f.type, Prim) and f.type.name in INT_WIDTHS, f.name
+    return f.type.name
+
+
+def plan_frame(protocol: Protocol) -> FramePlan:
+    """The frame layout as offsets and struct formats."""
+    frame = protocol.frame
+    header: list[HeaderField] = []
+    offset = 0
+    for f in frame.header:
+        name = _int_name(f)
+        role = (
+            "length"
+            if f.name == frame.length
+            else "dispatch"
+            if f.name in frame.dispatch
+            else "version"
+            if f.name == frame.version
+            else "carried"
+        )
+        width = INT_WIDTHS[name][0]
+        if name == "uint24":
+            raise PlanError(f"{frame.span}: a 3-byte frame header field")
+        header.append(
+            HeaderField(
+                attr_name(f.name),
+                f"frame.{attr_name(f.name)}",
+                STRUCT_CODES[name],
+                offset,
+                width,
+                role,
+                f.doc,
+            )
+        )
+        offset += width
+    length = next(h for h in header if h.role == "length")
+    trailer = [
+        (
+            f"frame.{attr_name(f.name)}",
+            STRUCT_CODES[_int_name(f)],
+            INT_WIDTHS[_int_name(f)][0],
+            int(f.default or 0),
+        )
+        for f in frame.trailer
+    ]
+    trailer_fmt = ">" + "".join(code for _, code, _, _ in trailer)
+    trailer_bytes = struct.pack(trailer_fmt, *(v for _, _, _, v in trailer))
+    if frame.length_counts == "after":
+        adjust = length.offset + length.width
+        min_length = offset - adjust + len(trailer_bytes)
+    else:
+        adjust = offset + len(trailer_bytes)
+        min_length = 0
+    by_name = {f.name: h for f, h in zip(frame.header, header, strict=True)}
+    body_keys = []
+    for key in frame.body_keys:
+        fmt = ">" + "".join(STRUCT_CODES[_int_name(f)] for f in key.fields)
+        labels = [f"frame.{attr_name(f.name)}" for f in key.fields]
+        body_keys.append(BodyKeyPlan(key.when, fmt, struct.calcsize(fmt), labels))
+    return FramePlan(
+        header,
+        ">" + "".join(h.code for h in header),
+        offset,
+        length,
+        frame.length_counts,
+        adjust,
+        min_length,
+        trailer,
+        trailer_fmt,
+        len(trailer_bytes),
+        trailer_bytes,
+        [by_name[n] for n in frame.dispatch],
+        by_name[frame.version] if frame.version else None,
+        [h for h in header if h.role == "carried"],
+        body_keys,
+        {p.sender: p.data for p in frame.preambles},
+        frame.response_flag,
+        ", ".join(f"{_int_name(f)} {attr_name(f.name)}" for f in frame.header),
+    )
 
 
 def _records(name: str, t: Struct, attrs: list[Attr]) -> RecordsView | None:
@@ -780,10 +1346,10 @@ def _records(name: str, t: Struct, attrs: list[Attr]) -> RecordsView | None:
     r = f.type.records
     if r.compression_field and not r.size_field:
         raise PlanError(
-            f"{f.span}: {name}.{snake(f.name)}: compressed records need their decompressed "
+            f"{f.span}: {name}.{attr_name(f.name)}: compressed records need their decompressed "
             "length, to bound what decompressing may allocate"
         )
-    blob, length = snake(f.name), snake(f.type.length_field)
+    blob, length = snake(f.name), snake(f.type.length_field or "")
     count, size = snake(r.count_field), snake(r.size_field or "")
     compression = snake(r.compression_field or "")
     derived = {
@@ -816,15 +1382,7 @@ def _records(name: str, t: Struct, attrs: list[Attr]) -> RecordsView | None:
 
 def _shape(t: Struct) -> str:
     """A structure's layout without its spans and prose: equal shapes share one class."""
-
-    def strip(node: object) -> object:
-        if isinstance(node, dict):
-            return {k: strip(v) for k, v in node.items() if k not in ("span", "doc")}
-        if isinstance(node, list):
-            return [strip(x) for x in node]
-        return node
-
-    return json.dumps(strip(to_data(t)), sort_keys=True)
+    return json.dumps(shape(t), sort_keys=True)
 
 
 def _structs(fields: tuple[Field, ...]) -> list[Struct]:
@@ -860,31 +1418,28 @@ def _doc(f: Field) -> str:
     return " ".join(p for p in parts if p)
 
 
-def _min_size(t: TypeRef) -> int:
+def _min_size(protocol: Protocol, t: TypeRef) -> int:
     """The fewest bytes one value of `t` can take on the wire (for refusing counts early)."""
     if isinstance(t, Prim):
-        if t.name in INT_WIDTHS:
-            return INT_WIDTHS[t.name][0]
-        return 4 if t.name == "bytes" else 2
+        p = protocol.type(t.name)
+        return p.width if p.fixed else INT_WIDTHS[p.length_prefix][0]
     if isinstance(t, Array):
-        return INT_WIDTHS[t.count_prefix][0] if t.count_prefix else 0
+        prefix = t.count_prefix or t.size_prefix
+        return INT_WIDTHS[prefix][0] if prefix else 0
+    if isinstance(t, Map):
+        return INT_WIDTHS[t.size_prefix][0]
     if isinstance(t, Struct):
-        return _min_size_fields(t.fields)
-    if isinstance(t, Bits):
+        return _min_size_fields(protocol, t.fields)
+    if isinstance(t, Bits | Presence):
         return t.width
     if isinstance(t, Switch):
-        sizes = [0 if c.type is None else _min_size(c.type) for c in t.cases]
+        sizes = [0 if c.type is None else _min_size(protocol, c.type) for c in t.cases]
         return min(sizes) if sizes else 0
+    if isinstance(t, Ref):
+        target = protocol.named_type(t.name)
+        return 1 if isinstance(target, Choice) else _min_size(protocol, target)
     return 0
 
 
-def _min_size_fields(fields: tuple[Field, ...]) -> int:
-    total = 0
-    for f in fields:
-        if f.optional:
-            continue
-        if isinstance(f.type, Prim) and f.type.name in ("string", "bytes"):
-            total += 2 if f.type.name == "string" else 4
-        else:
-            total += _min_size(f.type)
-    return total
+def _min_size_fields(protocol: Protocol, fields: tuple[Field, ...]) -> int:
+    return sum(_min_size(protocol, f.type) for f in fields if not (f.optional or f.present))

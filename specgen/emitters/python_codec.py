@@ -5,42 +5,74 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from specgen.emitters.plan import MessagePlan, ModulePlan, Planner, isort_key, snake
+from specgen.emitters.plan import FramePlan, MessagePlan, ModulePlan, isort_key, snake
 from specgen.emitters.render import Renderer
-from specgen.ir import INT_WIDTHS, Protocol
-from specgen.specs import SpecVersion
-
-_CODES = {"int16": "h", "int32": "i", "uint16": "H", "uint32": "I", "int8": "b", "uint8": "B"}
+from specgen.ir import Protocol
+from specgen.registry import SpecVersion
 
 # 64 MiB: far above RabbitMQ's default frame_max (1 MiB), far below what would hurt a reader.
 DEFAULT_MAX_FRAME = 64 * 1024 * 1024
 
 
-def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str, str]:
-    """Files of `generated/<package>/<module>/`, by name."""
-    plan = Planner(protocol).plan()
-    frame = protocol.frame
-    header_fmt = ">" + "".join(
-        _CODES[t] for t in (frame.size_type, frame.key_type, frame.version_type)
-    )
-    size_width = INT_WIDTHS[frame.size_type][0]
-    common: dict[str, Any] = {
-        "title": _title(spec),
+def emit_shared(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, str]:
+    """Files of `generated/<package>/` every version shares: errors, framing, the frame reader,
+    and the value containers and records helpers when some version uses them."""
+    common = _common(spec, plan)
+    files = {
+        "errors.py": renderer.render("python/errors.py.j2", spec, plan.protocol, **common),
+        "framing.py": renderer.render(
+            "python/framing.py.j2",
+            spec,
+            plan.protocol,
+            default_max_frame=DEFAULT_MAX_FRAME,
+            **common,
+        ),
+        "frame_reader.py": renderer.render(
+            "python/frame_reader.py.j2", spec, plan.protocol, **common
+        ),
+    }
+    return files
+
+
+def emit_helpers(spec: SpecVersion, plans: list[ModulePlan], renderer: Renderer) -> dict[str, str]:
+    """Shared helper modules that only some protocols need."""
+    files: dict[str, str] = {}
+    common = _common(spec, plans[-1])
+    if any(s.records is not None for p in plans for s in p.structs):
+        files["records.py"] = renderer.render(
+            "python/records.py.j2", spec, plans[-1].protocol, **common
+        )
+    if any(p.named or p.decimals for p in plans):
+        files["values.py"] = renderer.render(
+            "python/values.py.j2", spec, plans[-1].protocol, **common
+        )
+    return files
+
+
+def _common(spec: SpecVersion, plan: ModulePlan) -> dict[str, Any]:
+    return {
+        "title": spec.title or spec.protocol,
         "version": spec.version,
         "protocol_name": spec.protocol,
-        "source": protocol.source,
+        "source": plan.protocol.source,
         "import_name": spec.import_name,
-        "response_flag": frame.response_flag,
-        "size_width": size_width,
-        "size_fmt": ">" + _CODES[frame.size_type],
+        "frame": plan.frame,
     }
+
+
+def emit(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, str]:
+    """Files of `generated/<package>/<module>/`, by name."""
+    protocol = plan.protocol
+    frame = plan.frame
+    common = _common(spec, plan)
     messages = [_message_view(m, plan) for m in plan.messages]
-    dispatch: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    dispatch: dict[tuple[int, ...], list[dict[str, Any]]] = {}
     for m in messages:
-        dispatch.setdefault((m["key"], m["version"]), []).append(m)
+        dispatch.setdefault(m["dispatch"], []).append(m)
         for alias in m["decode_keys"]:
             # decoded under another key: a wrapper remembers it, so encode writes it back
-            dispatch.setdefault((alias, m["version"]), []).append({**m, "alias": True})
+            key = (alias, *m["dispatch"][1:])
+            dispatch.setdefault(key, []).append({**m, "alias": f"{alias:04x}"})
     for entries in dispatch.values():
         entries.sort(key=lambda m: {"request": 0, "oneway": 0, "response": 1}[m["kind"]])
     structs = [
@@ -54,23 +86,58 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
         for s in plan.structs
     ]
     uses_records = any(s.records is not None for s in plan.structs)
+    key_fields = frame.key_fields
+    n_dispatch = len(frame.dispatch)
+    frame_keys = sorted({m.ident[:n_dispatch] + m.dispatch[len(m.ident) :] for m in plan.messages})
+    value_imports = sorted(
+        {"Table" for n in plan.named if n.kind == "map"}
+        | {"Values" for n in plan.named if n.kind == "array"}
+        | ({"_decimal_parts"} if plan.decimals else set()),
+        key=isort_key,
+    )
+    header_args = []
+    for h in frame.header:
+        if h.role == "length":
+            header_args.append(h.local)
+        elif h.role == "dispatch":
+            aliased_here = h is frame.dispatch[0] and any(
+                m.message.decode_idents for m in plan.messages
+            )
+            header_args.append(h.local if aliased_here else f"msg.{h.name.upper()}")
+        elif h.role == "version":
+            header_args.append("msg.VERSION")
+        else:
+            header_args.append(f"msg.{h.name}")
+    no_layout = " ".join(
+        f"{h.name} {{{h.local}:{h.hex_format}}}"
+        if h.role == "dispatch"
+        else f"{h.name} {{{h.local}}}"
+        for h in key_fields
+    )
     files = {
-        "errors.py": renderer.render("python/errors.py.j2", spec, protocol, **common),
         "commands.py": renderer.render(
             "python/commands.py.j2",
             spec,
             protocol,
             structs=structs,
             messages=messages,
-            dispatch=sorted(dispatch.items()),
+            named=plan.named,
+            dispatch=[(_key_repr(k, frame), v) for k, v in sorted(dispatch.items())],
+            frame_keys=[_key_repr(k, frame) for k in frame_keys],
             uses_records=uses_records,
             uses_checksums=plan.checksums,
+            decimals=plan.decimals,
+            value_imports=value_imports,
             aliased=[m["cls"] for m in messages if m["decode_keys"]],
-            header_fmt=header_fmt,
-            header_fields=f"{frame.size_type} size, {frame.key_type} key, {frame.version_type} version",
-            header_size=sum(
-                INT_WIDTHS[t][0] for t in (frame.size_type, frame.key_type, frame.version_type)
-            ),
+            has_kinds=any(m.kind != "oneway" for m in plan.messages),
+            dispatch_words=_dispatch_words(frame),
+            header_locals=", ".join(h.local for h in frame.header),
+            key_locals=", ".join(h.local for h in key_fields),
+            key_names=", ".join(h.name for h in key_fields)
+            + (", then the body key" if frame.body_keys else ""),
+            header_key_names=", ".join(h.name for h in key_fields),
+            header_args=", ".join(header_args),
+            no_layout=no_layout,
             **common,
         ),
         "enums.py": renderer.render(
@@ -79,28 +146,20 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
             protocol,
             commands=[
                 {
-                    "const": snake(c.name).upper(),
-                    "key": c.key,
+                    "const": re.sub(r"\W+", "_", snake(c.name.replace(".", ""))).upper(),
+                    "ident": c.ident,
                     "name": c.name,
                     "sender": c.sender,
                     "expects_response": c.expects_response,
                 }
                 for c in protocol.commands
             ],
+            single_key=all(len(c.ident) == 1 for c in protocol.commands),
             enums=protocol.enums,
             constants=protocol.constants,
             **common,
         ),
-        "frame_reader.py": renderer.render(
-            "python/frame_reader.py.j2",
-            spec,
-            protocol,
-            default_max_frame=DEFAULT_MAX_FRAME,
-            **common,
-        ),
     }
-    if uses_records:
-        files["records.py"] = renderer.render("python/records.py.j2", spec, protocol, **common)
     exports = sorted(
         {
             "DecodeError",
@@ -114,7 +173,7 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
             "encode",
             "PROTOCOL",
             "VERSION",
-            "Key",
+            _key_export(protocol),
         }
         | {s.name for s in plan.structs}
         | {m.cls for m in plan.messages}
@@ -128,7 +187,9 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
         key=isort_key,
     )
     enum_names = sorted(
-        {"Key"} | {e.name for e in protocol.enums} | {c.name for c in protocol.constants},
+        {_key_export(protocol)}
+        | {e.name for e in protocol.enums}
+        | {c.name for c in protocol.constants},
         key=isort_key,
     )
     files["__init__.py"] = renderer.render(
@@ -143,19 +204,46 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
     return files
 
 
-def _title(spec: SpecVersion) -> str:
-    return {"rabbitmq-stream": "RabbitMQ Streams"}.get(spec.protocol, spec.protocol)
+def _key_export(protocol: Protocol) -> str:
+    """`Key` (an IntEnum) where every command is one key, else `COMMANDS` (name -> identity)."""
+    return "Key" if all(len(c.ident) == 1 for c in protocol.commands) else "COMMANDS"
+
+
+def _key_repr(key: tuple[int, ...], frame: FramePlan) -> str:
+    """A dispatch tuple as the generated code writes it: header dispatch values in hex, body
+    keys and the version in decimal."""
+    out = []
+    for i, v in enumerate(key):
+        h = frame.dispatch[i] if i < len(frame.dispatch) else None
+        out.append(format(v, h.hex_format) if h is not None else str(v))
+    return "(" + ", ".join(out) + ("," if len(out) == 1 else "") + ")"
+
+
+def _dispatch_words(frame: FramePlan) -> str:
+    words = [h.name for h in frame.dispatch]
+    if frame.body_keys:
+        words.append("the ids at the start of the body")
+    if frame.version:
+        words.append(frame.version.name)
+    return " and ".join(words)
 
 
 def _message_view(m: MessagePlan, plan: ModulePlan) -> dict[str, Any]:
     command = plan.protocol.command(m.command)
+    frame = plan.frame
     kind_words = {"request": "request", "response": "response", "oneway": "one-way message"}[m.kind]
+    ident = _key_repr(m.ident, frame)
+    if len(m.ident) == 1:
+        ident = format(m.ident[0], frame.dispatch[0].hex_format)
+    versioned = f", version {m.version}" if frame.version else ""
+    noun = frame.dispatch[0].name if len(m.ident) == 1 else "identity"
     summary = (
-        f"{m.message.name}: {m.command} {kind_words}, key {m.key:#06x}, "
-        f"version {m.version}, sent by the {m.sender}."
+        f"{m.message.name}: {m.command} {kind_words}, {noun} {ident}{versioned}, "
+        f"sent by the {m.sender}."
     )
-    if m.message.decode_keys:
-        also = ", ".join(f"{k:#06x}" for k in m.message.decode_keys)
+    decode_keys = [i[0] for i in m.message.decode_idents]
+    if decode_keys:
+        also = ", ".join(f"{k:#06x}" for k in decode_keys)
         summary += f" Also decoded under key {also}, as a real peer sends it (see the overlay)."
     paragraphs = []
     if m.message.doc:
@@ -166,9 +254,17 @@ def _message_view(m: MessagePlan, plan: ModulePlan) -> dict[str, Any]:
         "cls": m.cls,
         "func": m.func,
         "command": m.command,
-        "key": m.key,
-        "decode_keys": m.message.decode_keys,
-        "alias": False,
+        "ident_repr": _key_repr(m.ident, frame),
+        "header_consts": [
+            (h.name.upper(), format(m.ident[i], h.hex_format)) for i, h in enumerate(frame.dispatch)
+        ],
+        "dispatch": m.dispatch,
+        "decode_keys": decode_keys,
+        "replies": [_reply_class(plan, r) for r in m.message.replies],
+        "synchronous": m.message.synchronous,
+        "content": m.message.content,
+        "body_key": m.body_key,
+        "alias": "",
         "version": m.version,
         "kind": m.kind,
         "sender": m.sender,
@@ -179,6 +275,14 @@ def _message_view(m: MessagePlan, plan: ModulePlan) -> dict[str, Any]:
         "paragraphs": paragraphs,
         "span": m.message.span,
     }
+
+
+def _reply_class(plan: ModulePlan, name: str) -> str:
+    """The class of the message named `name` (its first version's)."""
+    for m in plan.messages:
+        if m.message.name == name:
+            return m.cls
+    return name
 
 
 def _clean(text: str) -> str:

@@ -12,7 +12,7 @@ from black.parsing import InvalidInput
 
 from specgen import __version__
 from specgen.ir import Protocol
-from specgen.specs import ROOT, SpecVersion, relative
+from specgen.registry import ROOT, SpecVersion, relative
 
 TEMPLATES = ROOT / "templates"
 BLACK_MODE = Mode(line_length=100, target_versions={TargetVersion.PY311})

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from specgen.emitters.plan import PlanError, Planner, isort_key, snake, text_class
+from specgen.emitters.plan import ModulePlan, PlanError, attr_name, isort_key, snake
 from specgen.emitters.render import Renderer
 from specgen.ir import (
     INT_WIDTHS,
@@ -31,16 +31,20 @@ from specgen.ir import (
     BitField,
     Bits,
     Blob,
+    Choice,
+    Enum,
     Field,
+    Map,
+    Presence,
     Prim,
     Protocol,
+    Ref,
     Struct,
     Switch,
     TypeRef,
+    walk_fields,
 )
-from specgen.specs import SpecVersion
-
-_CODES = {"int8": "b", "int16": "h", "int32": "i", "uint8": "B", "uint16": "H", "uint32": "I"}
+from specgen.registry import SpecVersion
 
 # (bits, Arrow type, Spark DDL type), narrowest first
 _SIGNED = (
@@ -63,6 +67,7 @@ class Col:
     arrow: str
     ddl: str
     via: str = ""  # leaf: build with this Arrow type, then cast (uint64 -> decimal is fast)
+    convert: str = ""  # leaf: a function of the generated module that makes the values fit
     # struct: (column name, attribute, type, value may be None); union: (name, class, type, _)
     members: list[tuple[str, str, Col, bool]] = field(default_factory=list)
     item: Col | None = None
@@ -88,6 +93,7 @@ class Expr:
     source: str
     arrow: str = ""
     via: str = ""
+    convert: str = ""
     names: list[str] = field(default_factory=list)
     children: list[Expr] = field(default_factory=list)
     item: Expr | None = None
@@ -104,10 +110,9 @@ class ColumnPlan:
     roles: dict[str, str]  # "correlation_id"/"response_code" -> local holding its values
 
 
-def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str, str]:
-    planner = Planner(protocol)
-    plan = planner.plan()
-    mapper = _Mapper(protocol, planner.clashing)
+def emit(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, str]:
+    protocol = plan.protocol
+    mapper = _Mapper(protocol, plan.clashing)
     columns: list[ColumnPlan] = []
     fieldless: list[str] = []
     for m in plan.messages:
@@ -121,17 +126,24 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
         code = _Code()
         expr = code.struct(col, "msgs", False, [])
         roles: dict[str, str] = {
-            f.role: code.picked[snake(f.name)]
+            f.role: code.picked[attr_name(f.name)]
             for f in fields
-            if f.role and not isinstance(f.type, Bits)
+            if f.role and not isinstance(f.type, Bits) and attr_name(f.name) in code.picked
         }
         columns.append(ColumnPlan(snake(m.cls), m.cls, col, code.gathers, expr, roles))
     names = [c.column for c in columns]
     if len(set(names)) != len(names):
         raise PlanError(f"{protocol.source}: two message classes share a column name")
-    frame = protocol.frame
-    size_fmt = ">" + _CODES[frame.size_type]
-    header_fmt = size_fmt + "".join(_CODES[t] for t in (frame.key_type, frame.version_type))
+    frame = plan.frame
+    header_columns = [
+        (h.name, _int_col(*_int_range(_header_type(protocol, i))))
+        for i, h in enumerate(frame.header)
+        if h.role != "length"
+    ]
+    role_columns = _role_columns(protocol)
+    code_names = {
+        role: {v.value: v.name for v in e.values} for role, e in _role_enums(protocol).items()
+    }
     imports = {c.cls for c in columns} | {"Message"}
     imports |= {
         g.name
@@ -143,20 +155,48 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
         "python/spark_schema.py.j2",
         spec,
         protocol,
-        title=_title(spec),
+        title=spec.title or spec.protocol,
         version=spec.version,
         columns=columns,
         fieldless=fieldless,
         imports=sorted(imports, key=isort_key),
-        size_fmt=size_fmt,
-        header_fmt=header_fmt,
-        header_fields=f"{frame.size_type} size, {frame.key_type} key, {frame.version_type} version",
+        header_columns=header_columns,
+        role_columns=role_columns,
+        code_names=code_names,
+        frame=frame,
     )
     return {"spark_schema.py": text}
 
 
-def _title(spec: SpecVersion) -> str:
-    return {"rabbitmq-stream": "RabbitMQ Streams"}.get(spec.protocol, spec.protocol)
+def _header_type(protocol: Protocol, index: int) -> str:
+    t = protocol.frame.header[index].type
+    assert isinstance(t, Prim)
+    return t.name
+
+
+def _role_columns(protocol: Protocol) -> list[tuple[str, Col]]:
+    """One column per field role the protocol's messages use (the channel role is a header
+    column), typed to hold every field with that role."""
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    for _, m in protocol.messages():
+        for _, f in walk_fields(m.fields):
+            if f.role and f.role != "channel" and isinstance(f.type, Prim):
+                if f.type.name in INT_WIDTHS:
+                    ranges.setdefault(f.role, []).append(_int_range(f.type.name))
+    return [
+        (role, _int_col(min(r[0] for r in rs), max(r[1] for r in rs)))
+        for role, rs in sorted(ranges.items())
+    ]
+
+
+def _role_enums(protocol: Protocol) -> dict[str, Enum]:
+    """The enumeration each role's values come from, where the spec names one."""
+    out: dict[str, Enum] = {}
+    for _, m in protocol.messages():
+        for _, f in walk_fields(m.fields):
+            if f.role and f.enum and (e := protocol.enum(f.enum)) is not None:
+                out.setdefault(f.role, e)
+    return out
 
 
 def _struct_arrow(members: list[tuple[str, str, Col, bool]]) -> str:
@@ -199,21 +239,44 @@ class _Mapper:
                 for m in f.type.members:
                     assert isinstance(m.type, BitField)
                     if m.type.value is None:
-                        name = snake(m.name)
-                        out.append((name, name, _int_col(0, (1 << m.type.bits) - 1), False))
+                        name = attr_name(m.name)
+                        col = (
+                            Col("leaf", "pa.bool_()", "BOOLEAN")
+                            if m.type.boolean
+                            else _int_col(0, (1 << m.type.bits) - 1)
+                        )
+                        out.append((name, name, col, False))
                 continue
-            name = snake(f.name)
-            maybe_none = f.optional or f.nullable or _has_empty_case(f.type)
+            if isinstance(f.type, Presence):
+                continue  # worked out from which fields are present: no value of its own
+            if isinstance(f.type, Prim) and self.protocol.type(f.type.name).kind == "void":
+                continue  # always None
+            name = attr_name(f.name)
+            maybe_none = f.optional or f.nullable or bool(f.present) or _has_empty_case(f.type)
             out.append((name, name, self.col(f.type, f"{label}.{name}"), maybe_none))
         return out
 
     def col(self, t: TypeRef, label: str) -> Col:
         if isinstance(t, Prim):
-            if t.name in INT_WIDTHS:
+            p = self.protocol.type(t.name)
+            if p.kind == "int":
                 return _int_col(*_int_range(t.name))
-            if self.protocol.type(t.name).kind == "string":
-                return Col("leaf", "pa.string()", "STRING")
-            return Col("leaf", "pa.binary()", "BINARY")
+            return {
+                "string": Col("leaf", "pa.string()", "STRING"),
+                "bytes": Col("leaf", "pa.binary()", "BINARY"),
+                "bool": Col("leaf", "pa.bool_()", "BOOLEAN"),
+                "float": Col(
+                    "leaf",
+                    "pa.float32()" if p.width == 4 else "pa.float64()",
+                    "FLOAT" if p.width == 4 else "DOUBLE",
+                ),
+                "timestamp": Col("leaf", 'pa.timestamp("s", tz="UTC")', "TIMESTAMP"),
+                # a scale per value: exact as text, where one DECIMAL(p, s) column would round
+                "decimal": Col("leaf", "pa.string()", "STRING", convert="_texts"),
+            }[p.kind]
+        if isinstance(t, Ref | Map | Choice):
+            # field tables and the like: any shape, any depth; kept as JSON text
+            return Col("leaf", "pa.string()", "STRING", convert="_json")
         if isinstance(t, Blob):
             return Col("leaf", "pa.binary()", "BINARY")
         if isinstance(t, Array):
@@ -246,7 +309,7 @@ class _Mapper:
                     )
                 elif isinstance(x, Prim) and x.name not in INT_WIDTHS:
                     name = re.sub(r"\W+", "_", c.label.strip().lower()) or "value"
-                    py = text_class(self.protocol, x.name)
+                    py = "str" if self.protocol.type(x.name).kind == "string" else "bytes"
                     members.append((name, py, self.col(x, f"{label}.{name}"), True))
                 else:
                     raise PlanError(f"{label}: no Spark type for the peeked case {c.label!r}")
@@ -278,7 +341,7 @@ class _Code:
 
     def expr(self, col: Col, source: str, maybe_none: bool, path: list[str]) -> Expr:
         if col.kind == "leaf":
-            return Expr("leaf", source, arrow=col.arrow, via=col.via)
+            return Expr("leaf", source, arrow=col.arrow, via=col.via, convert=col.convert)
         if col.kind == "list":
             assert col.item is not None
             items = self.local([*path, "items"])

@@ -1,0 +1,30 @@
+"""Front-ends by spec format: each turns one spec document into an IR and a log of findings.
+
+A front-end is `build(path, rel, protocol, version) -> (Protocol, FindingLog)`: `path` is the
+document, `rel` its project-relative name for spans. It raises SpecSyntaxError or SpecError,
+each naming file:line:column. Modules are imported when their format is asked for, so a caller
+that needs one front-end does not load the others' grammars.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+
+from specgen.ir import FindingLog, Protocol
+
+Build = Callable[[Path, str, str, str], tuple[Protocol, FindingLog]]
+
+FRONTENDS: dict[str, str] = {
+    "adoc": "specgen.frontends.adoc",  # RabbitMQ Streams' PROTOCOL.adoc
+    "amqp-xml": "specgen.frontends.amqp_xml",  # the AMQP 0-9-1 (and 0-8) XML spec
+}
+"""Format name (as protocol.toml spells it) -> module with a `build` function."""
+
+
+def frontend(format: str) -> Build:
+    if format not in FRONTENDS:
+        raise LookupError(f"no front-end for format {format!r}; known: {', '.join(FRONTENDS)}")
+    build: Build = importlib.import_module(FRONTENDS[format]).build
+    return build

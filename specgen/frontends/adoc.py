@@ -20,9 +20,11 @@ Every place where the rule decides something the text left open becomes a `Findi
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Literal, cast
 
+from specgen.frontends import adoc_tree
 from specgen.frontends.adoc_tree import (
     Annotation,
     Block,
@@ -58,6 +60,7 @@ from specgen.ir import (
     Struct,
     TypeRef,
     Versions,
+    merge_versions,
 )
 
 HEADER_FIELDS = ("Key", "Version")
@@ -71,7 +74,12 @@ class SpecError(ValueError):
         self.span = span
 
 
-def build(doc: Document, protocol: str, version: str) -> tuple[Protocol, FindingLog]:
+def build(path: Path, rel: str, protocol: str, version: str) -> tuple[Protocol, FindingLog]:
+    """The front-end entry (see specgen.frontends): parse the document, then build its IR."""
+    return build_document(adoc_tree.parse(path.read_text(encoding="utf-8"), rel), protocol, version)
+
+
+def build_document(doc: Document, protocol: str, version: str) -> tuple[Protocol, FindingLog]:
     return _Builder(doc, protocol, version).run()
 
 
@@ -171,9 +179,15 @@ class _Builder:
             frame=self.frame,
             enums=tuple(self.enums.values()),
             constants=tuple(constants),
-            commands=tuple(sorted(commands, key=lambda c: c.key)),
+            commands=tuple(sorted(commands, key=lambda c: c.ident)),
         )
         return proto, self.log
+
+    def _header_type(self, name: str) -> str:
+        assert self.frame is not None
+        (f,) = [f for f in self.frame.header if f.name == name]
+        assert isinstance(f.type, Prim)
+        return f.type.name
 
     def _check_examples(self, table: list[_TableCommand]) -> None:
         """The frame structure's key examples against the commands table."""
@@ -319,9 +333,14 @@ class _Builder:
             raise SpecError(span, f"the frame structure does not define {', '.join(missing)}")
         self.frame_widths = {k: v[0] for k, v in widths.items()}
         self.frame = FrameLayout(
-            size_type=self._type_of(*widths["Size"]),
-            key_type=self._type_of(*widths["Key"]),
-            version_type=self._type_of(*widths["Version"]),
+            header=tuple(
+                Field(name, Prim(self._type_of(*widths[name])), span=span)
+                for name in ("Size", "Key", "Version")
+            ),
+            length="Size",
+            length_counts="after",
+            dispatch=("Key",),
+            version="Version",
             response_flag=flag,
             span=span,
         )
@@ -341,7 +360,9 @@ class _Builder:
                     EnumValue(_const_name(r[0].text), _int(r[1].text, r[1].span), r[0].text)
                     for r in rows
                 )
-                self._add_enum(Enum("ResponseCode", values, "Response codes (table).", block.span))
+                self._add_enum(
+                    Enum("ResponseCode", values, "Response codes (table).", block.span, hex=True)
+                )
 
     def _add_enum(self, enum: Enum) -> None:
         old = self.enums.get(enum.name)
@@ -456,12 +477,12 @@ class _Builder:
             key = keys.pop()
             self._check_key(tc, kind, key, first_head)
             versions = sorted(per_version)
-            fields = _merge_versions([(v, per_version[v][1]) for v in versions])
+            fields = merge_versions([(v, per_version[v][1]) for v in versions])
             messages.append(
                 Message(
                     rule_name,
                     kind,
-                    key,
+                    (key,),
                     Versions(versions[0], versions[-1]),
                     fields,
                     _rule_doc(first_head),
@@ -480,11 +501,12 @@ class _Builder:
             )
         if tc.expects_response and response is None:
             messages.append(self._generic_response(name, tc, section.span))
+        replies = tuple(m.name for m in messages if m.kind == "response")
+        messages = [replace(m, replies=replies) if m.kind == "request" else m for m in messages]
         return Command(
             name,
-            tc.key,
+            (tc.key,),
             tc.sender,
-            tc.expects_response,
             tuple(messages),
             "\n\n".join(docs),
             section.span,
@@ -521,7 +543,7 @@ class _Builder:
         return Message(
             f"{name}Response",
             "response",
-            key,
+            (key,),
             Versions(1, 1),
             tuple(fields),
             "The frame structure's generic response.",
@@ -608,9 +630,9 @@ class _Builder:
         for child in root.children:
             if child.name == "Key":
                 key = self._key(child.rule, head)
-                self._check_header(child, self.frame.key_type)
+                self._check_header(child, self._header_type("Key"))
             elif child.name == "Version":
-                self._check_header(child, self.frame.version_type)
+                self._check_header(child, self._header_type("Version"))
             else:
                 f = self._field(child, path=head.name)
                 if f is not None:
@@ -817,81 +839,3 @@ def _enum_values(text: str) -> tuple[EnumValue, ...]:
 
 def _rule_doc(rule: Rule) -> str:
     return rule.comment
-
-
-def _merge_versions(layouts: list[tuple[int, tuple[Field, ...]]]) -> tuple[Field, ...]:
-    """One field list for all versions: a field's `versions` says where it is on the wire."""
-    first_version, merged = layouts[0]
-    out = [_with_versions(f, Versions(first_version, None)) for f in merged]
-    for version, fields in layouts[1:]:
-        out = _merge_two(out, list(fields), version)
-    return tuple(out)
-
-
-def _with_versions(f: Field, versions: Versions) -> Field:
-    from dataclasses import replace
-
-    return replace(f, versions=versions)
-
-
-def _merge_two(old: list[Field], new: list[Field], version: int) -> list[Field]:
-    """Align by name (longest common subsequence of same-typed fields); what only the old
-    layout has ends at version-1, what only the new one has starts at `version`."""
-    from dataclasses import replace
-
-    live = [f for f in old if f.versions.high is None]
-    n, m = len(live), len(new)
-    same = [[_same(live[i], new[j]) for j in range(m)] for i in range(n)]
-    lcs = [[0] * (m + 1) for _ in range(n + 1)]
-    for i in range(n - 1, -1, -1):
-        for j in range(m - 1, -1, -1):
-            lcs[i][j] = lcs[i + 1][j + 1] + 1 if same[i][j] else max(lcs[i + 1][j], lcs[i][j + 1])
-    result: list[Field] = [f for f in old if f.versions.high is not None]
-    i = j = 0
-    while i < n or j < m:
-        if i < n and j < m and same[i][j]:
-            result.append(_merge_field(live[i], new[j], version))
-            i += 1
-            j += 1
-        elif j >= m or (i < n and lcs[i + 1][j] >= lcs[i][j + 1]):
-            result.append(replace(live[i], versions=Versions(live[i].versions.low, version - 1)))
-            i += 1
-        else:
-            result.append(replace(new[j], versions=Versions(version, None)))
-            j += 1
-    return result
-
-
-def _same(a: Field, b: Field) -> bool:
-    if a.name != b.name:
-        return False
-    if isinstance(a.type, Struct) and isinstance(b.type, Struct):
-        return True
-    if isinstance(a.type, Array) and isinstance(b.type, Array):
-        if isinstance(a.type.item, Struct) and isinstance(b.type.item, Struct):
-            return True
-    return a.type == b.type
-
-
-def _merge_field(a: Field, b: Field, version: int) -> Field:
-    from dataclasses import replace
-
-    if isinstance(a.type, Struct) and isinstance(b.type, Struct):
-        return replace(
-            a,
-            type=Struct(
-                a.type.name, tuple(_merge_two(list(a.type.fields), list(b.type.fields), version))
-            ),
-        )
-    if (
-        isinstance(a.type, Array)
-        and isinstance(a.type.item, Struct)
-        and isinstance(b.type, Array)
-        and isinstance(b.type.item, Struct)
-    ):
-        item = Struct(
-            a.type.item.name,
-            tuple(_merge_two(list(a.type.item.fields), list(b.type.item.fields), version)),
-        )
-        return replace(a, type=replace(a.type, item=item))
-    return a

@@ -5,6 +5,8 @@
 from generated.rabbitmq_stream.early import FrameReader, decode, encode
 """
 
+from ..errors import DecodeError, EncodeError
+from ..frame_reader import FrameReader as _FrameReader
 from .commands import (
     FRAME_KEYS,
     HEADER_SIZE,
@@ -52,11 +54,16 @@ from .commands import (
 from .enums import (
     Key,
 )
-from .errors import DecodeError, EncodeError
-from .frame_reader import FrameReader
 
 PROTOCOL = "rabbitmq-stream"
 VERSION = "early"
+
+
+class FrameReader(_FrameReader):
+    """The protocol's FrameReader, decoding with this version's `decode`."""
+
+    decode = staticmethod(decode)
+
 
 __all__ = [
     "Argument",

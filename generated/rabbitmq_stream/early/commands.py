@@ -2,8 +2,8 @@
 # Do not edit: change the spec, its overlay or templates/, then run `specgen generate`.
 """RabbitMQ Streams early: one dataclass per command, request and response, and their codecs.
 
-`encode(msg)` gives a whole frame, size prefix included; `decode(frame)` takes one and dispatches
-on key and version. Bad input raises `DecodeError` naming the
+`encode(msg)` gives a whole frame, header included; `decode(frame)` takes one and dispatches on
+key and version. Bad input raises `DecodeError` naming the
 field and the byte offset in the frame; nothing is allocated for a length the frame cannot hold.
 A decoded message encodes back to the bytes it came from.
 """
@@ -16,14 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from .errors import DecodeError, EncodeError, _bad_count, _bad_length, _truncated
-from .records import compress, decompress, join, split
+from ..errors import DecodeError, EncodeError, _bad_count, _bad_length, _truncated
+from ..framing import HEADER_SIZE
+from ..records import compress, decompress, join, split
 
 Sender = Literal["client", "server"]
 
-# Every frame starts `int32 size, int16 key, int16 version`; Size counts the bytes after itself.
-_HEADER = struct.Struct(">ihh")
-HEADER_SIZE = 8
+HEADER = struct.Struct(">ihh")
+"""This version's frame header: `int32 size, int16 key, int16 version`."""
 
 
 @dataclass(slots=True)
@@ -167,6 +167,7 @@ class Publish:
     """
 
     COMMAND: ClassVar[str] = "Publish"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0000,)
     KEY: ClassVar[int] = 0x0000
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
@@ -177,7 +178,7 @@ class Publish:
     published_messages: list[PublishedMessage]
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -316,6 +317,7 @@ class PublishConfirm:
     """
 
     COMMAND: ClassVar[str] = "PublishConfirm"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0001,)
     KEY: ClassVar[int] = 0x0001
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
@@ -325,7 +327,7 @@ class PublishConfirm:
     """to correlate with the messages sent"""
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -363,10 +365,13 @@ class SubscribeRequest:
     """
 
     COMMAND: ClassVar[str] = "Subscribe"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0002,)
     KEY: ClassVar[int] = 0x0002
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
+    REPLIES: ClassVar[tuple[str, ...]] = ("SubscribeResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
     """correlation id to correlate the response"""
@@ -378,7 +383,7 @@ class SubscribeRequest:
     """the offset to start consuming from"""
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -444,6 +449,7 @@ class SubscribeResponse:
     """
 
     COMMAND: ClassVar[str] = "Subscribe"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0002,)
     KEY: ClassVar[int] = 0x0002
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -453,7 +459,7 @@ class SubscribeResponse:
     response_code: int
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -493,6 +499,7 @@ class Deliver:
     """
 
     COMMAND: ClassVar[str] = "Deliver"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0003,)
     KEY: ClassVar[int] = 0x0003
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
@@ -502,7 +509,7 @@ class Deliver:
     osiris_chunk: OsirisChunk
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -690,6 +697,7 @@ class Credit:
     """
 
     COMMAND: ClassVar[str] = "Credit"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0004,)
     KEY: ClassVar[int] = 0x0004
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
@@ -700,7 +708,7 @@ class Credit:
     """the number of chunks that can be sent"""
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -734,16 +742,19 @@ class UnsubscribeRequest:
     """
 
     COMMAND: ClassVar[str] = "Unsubscribe"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0005,)
     KEY: ClassVar[int] = 0x0005
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
+    REPLIES: ClassVar[tuple[str, ...]] = ("UnsubscribeResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
     subscription_id: int
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -783,6 +794,7 @@ class UnsubscribeResponse:
     """
 
     COMMAND: ClassVar[str] = "Unsubscribe"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0005,)
     KEY: ClassVar[int] = 0x0005
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -792,7 +804,7 @@ class UnsubscribeResponse:
     response_code: int
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -830,6 +842,7 @@ class PublishError:
     """
 
     COMMAND: ClassVar[str] = "PublishError"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0006,)
     KEY: ClassVar[int] = 0x0006
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
@@ -838,7 +851,7 @@ class PublishError:
     publishing_error: list[PublishingError]
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -889,6 +902,7 @@ class MetadataUpdate:
     """
 
     COMMAND: ClassVar[str] = "MetadataUpdate"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0007,)
     KEY: ClassVar[int] = 0x0007
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
@@ -897,7 +911,7 @@ class MetadataUpdate:
     metadata_info: MetadataInfo
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -955,16 +969,19 @@ class MetadataRequest:
     """
 
     COMMAND: ClassVar[str] = "Metadata"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0008,)
     KEY: ClassVar[int] = 0x0008
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
+    REPLIES: ClassVar[tuple[str, ...]] = ("MetadataResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
     stream: list[str | None]
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -1031,6 +1048,7 @@ class MetadataResponse:
     """
 
     COMMAND: ClassVar[str] = "Metadata"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0008,)
     KEY: ClassVar[int] = 0x0008
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -1041,7 +1059,7 @@ class MetadataResponse:
     stream_metadata: list[StreamMetadata]
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -1195,15 +1213,18 @@ class SaslHandshakeRequest:
     """
 
     COMMAND: ClassVar[str] = "SaslHandshake"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0009,)
     KEY: ClassVar[int] = 0x0009
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
+    REPLIES: ClassVar[tuple[str, ...]] = ("SaslHandshakeResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -1238,6 +1259,7 @@ class SaslHandshakeResponse:
     """
 
     COMMAND: ClassVar[str] = "SaslHandshake"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0009,)
     KEY: ClassVar[int] = 0x0009
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -1248,7 +1270,7 @@ class SaslHandshakeResponse:
     mechanism: list[str | None]
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -1318,17 +1340,20 @@ class SaslAuthenticateRequest:
     """
 
     COMMAND: ClassVar[str] = "SaslAuthenticate"
+    IDENT: ClassVar[tuple[int, ...]] = (0x000A,)
     KEY: ClassVar[int] = 0x000A
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
+    REPLIES: ClassVar[tuple[str, ...]] = ("SaslAuthenticateResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
     mechanism: str | None
     sasl_opaque_data: bytes | None
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -1408,6 +1433,7 @@ class SaslAuthenticateResponse:
     """
 
     COMMAND: ClassVar[str] = "SaslAuthenticate"
+    IDENT: ClassVar[tuple[int, ...]] = (0x000A,)
     KEY: ClassVar[int] = 0x000A
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -1418,7 +1444,7 @@ class SaslAuthenticateResponse:
     sasl_opaque_data: bytes | None
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -1477,10 +1503,13 @@ class TuneRequest:
     """
 
     COMMAND: ClassVar[str] = "Tune"
+    IDENT: ClassVar[tuple[int, ...]] = (0x000B,)
     KEY: ClassVar[int] = 0x000B
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "server"
+    REPLIES: ClassVar[tuple[str, ...]] = ("TuneResponse",)
+    """The messages that may answer this one."""
 
     frame_max: int
     """in bytes, 0 means no limit"""
@@ -1488,7 +1517,7 @@ class TuneRequest:
     """in seconds, 0 means no heartbeat"""
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -1522,6 +1551,7 @@ class TuneResponse:
     """
 
     COMMAND: ClassVar[str] = "Tune"
+    IDENT: ClassVar[tuple[int, ...]] = (0x000B,)
     KEY: ClassVar[int] = 0x000B
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -1533,7 +1563,7 @@ class TuneResponse:
     """in seconds, 0 means no heartbeat"""
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -1569,16 +1599,19 @@ class OpenRequest:
     """
 
     COMMAND: ClassVar[str] = "Open"
+    IDENT: ClassVar[tuple[int, ...]] = (0x000C,)
     KEY: ClassVar[int] = 0x000C
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
+    REPLIES: ClassVar[tuple[str, ...]] = ("OpenResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
     virtual_host: str | None
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -1629,6 +1662,7 @@ class OpenResponse:
     """
 
     COMMAND: ClassVar[str] = "Open"
+    IDENT: ClassVar[tuple[int, ...]] = (0x000C,)
     KEY: ClassVar[int] = 0x000C
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -1638,7 +1672,7 @@ class OpenResponse:
     response_code: int
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -1674,17 +1708,20 @@ class CloseRequest:
     """
 
     COMMAND: ClassVar[str] = "Close"
+    IDENT: ClassVar[tuple[int, ...]] = (0x000D,)
     KEY: ClassVar[int] = 0x000D
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "both"
+    REPLIES: ClassVar[tuple[str, ...]] = ("CloseResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
     closing_code: int
     closing_reason: str | None
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -1742,6 +1779,7 @@ class CloseResponse:
     """
 
     COMMAND: ClassVar[str] = "Close"
+    IDENT: ClassVar[tuple[int, ...]] = (0x000D,)
     KEY: ClassVar[int] = 0x000D
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -1751,7 +1789,7 @@ class CloseResponse:
     response_code: int
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -1787,13 +1825,14 @@ class Heartbeat:
     """
 
     COMMAND: ClassVar[str] = "Heartbeat"
+    IDENT: ClassVar[tuple[int, ...]] = (0x000E,)
     KEY: ClassVar[int] = 0x000E
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -1816,17 +1855,20 @@ class CreateRequest:
     """
 
     COMMAND: ClassVar[str] = "Create"
+    IDENT: ClassVar[tuple[int, ...]] = (0x03E6,)
     KEY: ClassVar[int] = 0x03E6
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
+    REPLIES: ClassVar[tuple[str, ...]] = ("CreateResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
     stream: str | None
     arguments: list[Argument]
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -1941,6 +1983,7 @@ class CreateResponse:
     """
 
     COMMAND: ClassVar[str] = "Create"
+    IDENT: ClassVar[tuple[int, ...]] = (0x03E6,)
     KEY: ClassVar[int] = 0x03E6
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -1950,7 +1993,7 @@ class CreateResponse:
     response_code: int
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -1986,16 +2029,19 @@ class DeleteRequest:
     """
 
     COMMAND: ClassVar[str] = "Delete"
+    IDENT: ClassVar[tuple[int, ...]] = (0x03E7,)
     KEY: ClassVar[int] = 0x03E7
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
+    REPLIES: ClassVar[tuple[str, ...]] = ("DeleteResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
     stream: str | None
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -2048,6 +2094,7 @@ class DeleteResponse:
     """
 
     COMMAND: ClassVar[str] = "Delete"
+    IDENT: ClassVar[tuple[int, ...]] = (0x03E7,)
     KEY: ClassVar[int] = 0x03E7
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -2057,7 +2104,7 @@ class DeleteResponse:
     response_code: int
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -2118,8 +2165,8 @@ Message = (
 
 _Decoder = Callable[[memoryview, int, int, bool], Message]
 
-# (key on the wire, version) -> the layouts that key can carry, with who sends each.
-_DECODERS: dict[tuple[int, int], tuple[tuple[str, _Decoder], ...]] = {
+# (key, version) -> the layouts that identity can carry, with who sends each.
+_DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
     (0x0000, 1): (("client", _decode_publish),),
     (0x0001, 1): (("server", _decode_publish_confirm),),
     (0x0002, 1): (
@@ -2169,8 +2216,8 @@ _DECODERS: dict[tuple[int, int], tuple[tuple[str, _Decoder], ...]] = {
     ),
 }
 
-FRAME_KEYS: frozenset[tuple[int, int]] = frozenset(_DECODERS)
-"""Every (key on the wire, version) pair `decode` has a layout for: what a framing check that
+FRAME_KEYS: frozenset[tuple[int, ...]] = frozenset(_DECODERS)
+"""Every (key, version) header `decode` has a layout for: what a framing check that
 resynchronises after unframeable bytes accepts as a frame header."""
 
 _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
@@ -2210,9 +2257,10 @@ def decode(
     *,
     verify_checksums: bool = True,
 ) -> Message:
-    """Decode one whole frame (size prefix included).
+    """Decode one whole frame (header included).
 
-    `sender` ("client" or "server") picks the layout where one key carries two (this version has no response bit);
+    `sender` ("client" or "server") picks the layout where one identity carries two
+     (a response that reuses its request's identity);
     without it the request layout is tried first, then the others.
     Checksums in the frame are verified (DecodeError naming the checksum field when the bytes do
     not match); `verify_checksums=False` skips that, for callers who trust their transport.
@@ -2221,7 +2269,7 @@ def decode(
     end = len(buf)
     if end < HEADER_SIZE:
         raise DecodeError("frame", 0, f"a frame header needs {HEADER_SIZE} bytes, {end} given")
-    size, key, version = _HEADER.unpack_from(buf, 0)
+    size, key, version = HEADER.unpack_from(buf, 0)
     if size != end - 4:
         if size < 0 or size > end - 4:
             raise DecodeError("frame.size", 0, f"says {size} bytes, {end - 4} follow")
@@ -2243,7 +2291,7 @@ def decode(
 
 
 def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
-    """One frame for `msg`, size prefix included; EncodeError when a value does not fit.
+    """One frame for `msg`, header included; EncodeError when a value does not fit.
 
     Every field is written as it is, checksums included, so a decoded frame encodes back to its
     own bytes. `seal_checksums=True` writes each checksum computed over the bytes
@@ -2253,9 +2301,10 @@ def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
     try:
         _ENCODERS[type(msg)](msg, parts, seal_checksums)
         size = sum(map(len, parts)) + HEADER_SIZE - 4
-        key = msg.KEY
-        parts[0] = _HEADER.pack(size, key, msg.VERSION)
-    except (struct.error, AttributeError, TypeError, UnicodeEncodeError, OverflowError) as e:
+        parts[0] = HEADER.pack(size, msg.KEY, msg.VERSION)
+    except EncodeError:
+        raise
+    except (struct.error, AttributeError, TypeError, ValueError, OverflowError) as e:
         raise EncodeError(type(msg).__name__, str(e)) from None
     except KeyError:
         raise EncodeError(type(msg).__name__, "not a message of this protocol version") from None

@@ -19,7 +19,7 @@ Needs pyarrow; the codec package never imports this module and works without it.
 
 from __future__ import annotations
 
-import struct
+import json
 from collections.abc import Callable, Sequence
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any
@@ -61,11 +61,6 @@ from .commands import (
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-SIZE_PREFIX = struct.Struct(">i")
-"""A frame's size prefix; it counts the bytes after itself."""
-FRAME_HEADER = struct.Struct(">ihh")
-"""`int32 size, int16 key, int16 version`: the size, key and version columns as on the wire."""
-
 FRAMES_SCHEMA = pa.schema(
     [
         pa.field("capture", pa.string()),
@@ -74,13 +69,13 @@ FRAMES_SCHEMA = pa.schema(
         pa.field("timestamp", pa.timestamp("us", tz="UTC")),
         pa.field("offset", pa.int64()),
         pa.field("size", pa.int32()),
-        pa.field("key", pa.int32()),
+        pa.field("key", pa.int16()),
+        pa.field("version", pa.int16()),
         pa.field("command", pa.string()),
         pa.field("message", pa.string()),
         pa.field("kind", pa.string()),
-        pa.field("version", pa.int32()),
-        pa.field("correlation_id", pa.int64()),
-        pa.field("response_code", pa.int32()),
+        pa.field("correlation_id", pa.int32()),
+        pa.field("response_code", pa.int16()),
         pa.field(
             "publish",
             pa.struct(
@@ -381,8 +376,23 @@ FRAMES_SCHEMA = pa.schema(
         ),
     ]
 )
-"""The frames table. `size` counts the whole frame, size prefix included; `key` is as on the
-wire (response bit included); `timestamp` is null when the capture has no index."""
+"""The frames table. `size` counts the whole frame, header included; `key`, `version` are as in the frame header; `timestamp` is null when the capture has no index. `correlation_id` and `response_code` gather the fields with that role from every
+message class (null where a message has none)."""
+
+HEADER_COLUMNS: tuple[str, ...] = (
+    "key",
+    "version",
+)
+"""Frame header fields with a column of their own (all but the length), in header order."""
+
+ROLE_COLUMNS: tuple[str, ...] = (
+    "correlation_id",
+    "response_code",
+)
+"""Field roles with a column of their own."""
+
+CODE_NAMES: dict[str, dict[int, str]] = {}
+"""Role -> value -> the spec's name for it, for roles whose values an enumeration names."""
 
 SPARK_DDL = ", ".join(
     [
@@ -392,13 +402,13 @@ SPARK_DDL = ", ".join(
         "`timestamp` TIMESTAMP",
         "`offset` BIGINT",
         "`size` INT",
-        "`key` INT",
+        "`key` SMALLINT",
+        "`version` SMALLINT",
         "`command` STRING",
         "`message` STRING",
         "`kind` STRING",
-        "`version` INT",
-        "`correlation_id` BIGINT",
-        "`response_code` INT",
+        "`correlation_id` INT",
+        "`response_code` SMALLINT",
         "`publish` STRUCT<`stream`: STRING, `published_messages`: ARRAY<STRUCT<`publishing_id`: BIGINT, `message`: STRUCT<`simple_entry`: BINARY, `sub_batch_entry`: STRUCT<`compression_type`: TINYINT, `reserved`: TINYINT, `num_records`: INT, `uncompressed_length`: BIGINT, `length`: BIGINT, `data`: BINARY>>>>>",
         "`publish_confirm` STRUCT<`publishing_ids`: ARRAY<BIGINT>>",
         "`subscribe_request` STRUCT<`correlation_id`: INT, `subscription_id`: INT, `stream`: STRING, `offset`: DECIMAL(20,0)>",
@@ -468,33 +478,47 @@ def spark_schema() -> StructType:
 
 
 def message_columns(msgs: Sequence[Message]) -> dict[str, Any]:
-    """Columns `command` to `response_code` and every struct column for a batch of messages,
-    one row per message; a struct column is null on the rows of other classes."""
+    """Columns `command`, `message`, `kind`, the role columns and every struct column for a batch
+    of messages, one row per message; a struct column is null on the rows of other classes."""
     n = len(msgs)
     groups: dict[type, list[int]] = {}
     for row, msg in enumerate(msgs):
         groups.setdefault(type(msg), []).append(row)
-    cid: list[int | None] = [None] * n
-    code: list[int | None] = [None] * n
+    roles: dict[str, list[Any]] = {role: [None] * n for role in ROLE_COLUMNS}
     built: dict[str, Any] = {}
     for cls, rows in groups.items():
         if cls not in _BUILDERS:
             continue  # a message without fields has no column
         column, build = _BUILDERS[cls]
-        values = build([msgs[r] for r in rows], rows, cid, code)
+        values = build([msgs[r] for r in rows], rows, roles)
         built[column] = values if len(rows) == n else values.take(_spread(rows, n))
     out: dict[str, Any] = {
         "command": pa.array([m.COMMAND for m in msgs], pa.string()),
         "message": pa.array([type(m).__name__ for m in msgs], pa.string()),
         "kind": pa.array([m.KIND for m in msgs], pa.string()),
-        "correlation_id": pa.array(cid, pa.int64()),
-        "response_code": pa.array(code, pa.int32()),
     }
+    for role, values in roles.items():
+        out[role] = pa.array(values, FRAMES_SCHEMA.field(role).type)
     for column in MESSAGE_COLUMNS.values():
         out[column] = built.get(column)
         if out[column] is None:
             out[column] = pa.nulls(n, FRAMES_SCHEMA.field(column).type)
     return out
+
+
+def _json(values: list[Any]) -> list[str | None]:
+    """Values of any shape (field tables) as JSON text; bytes as hex, decimals as text."""
+    return [
+        None if v is None else json.dumps(v, default=_plain, ensure_ascii=False) for v in values
+    ]
+
+
+def _plain(value: Any) -> Any:
+    return value.hex() if isinstance(value, bytes | bytearray) else str(value)
+
+
+def _texts(values: list[Any]) -> list[str | None]:
+    return [None if v is None else str(v) for v in values]
 
 
 def _spread(rows: list[int], n: int) -> Any:
@@ -515,9 +539,7 @@ def _nulls(values: list[Any]) -> Any:
     return pa.array([v is None for v in values], pa.bool_())
 
 
-def _publish(
-    msgs: list[Publish], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _publish(msgs: list[Publish], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     stream = [x.stream for x in msgs]
     published_messages = [x.published_messages for x in msgs]
     published_messages_items = [y for x in published_messages for y in x]
@@ -611,7 +633,7 @@ def _publish(
 
 
 def _publish_confirm(
-    msgs: list[PublishConfirm], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[PublishConfirm], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     publishing_ids = [x.publishing_ids for x in msgs]
     publishing_ids_items = [y for x in publishing_ids for y in x]
@@ -626,14 +648,14 @@ def _publish_confirm(
 
 
 def _subscribe_request(
-    msgs: list[SubscribeRequest], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[SubscribeRequest], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     subscription_id = [x.subscription_id for x in msgs]
     stream = [x.stream for x in msgs]
     offset = [x.offset for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int32()),
@@ -646,14 +668,14 @@ def _subscribe_request(
 
 
 def _subscribe_response(
-    msgs: list[SubscribeResponse], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[SubscribeResponse], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     response_code = [x.response_code for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int32()),
@@ -663,9 +685,7 @@ def _subscribe_response(
     )
 
 
-def _deliver(
-    msgs: list[Deliver], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _deliver(msgs: list[Deliver], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     subscription_id = [x.subscription_id for x in msgs]
     osiris_chunk = [x.osiris_chunk for x in msgs]
     osiris_chunk_magic_version = [x.magic_version for x in osiris_chunk]
@@ -798,9 +818,7 @@ def _deliver(
     )
 
 
-def _credit(
-    msgs: list[Credit], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _credit(msgs: list[Credit], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     subscription_id = [x.subscription_id for x in msgs]
     credit = [x.credit for x in msgs]
     return pa.StructArray.from_arrays(
@@ -813,12 +831,12 @@ def _credit(
 
 
 def _unsubscribe_request(
-    msgs: list[UnsubscribeRequest], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[UnsubscribeRequest], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     subscription_id = [x.subscription_id for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int32()),
@@ -829,14 +847,14 @@ def _unsubscribe_request(
 
 
 def _unsubscribe_response(
-    msgs: list[UnsubscribeResponse], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[UnsubscribeResponse], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     response_code = [x.response_code for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int32()),
@@ -846,9 +864,7 @@ def _unsubscribe_response(
     )
 
 
-def _publish_error(
-    msgs: list[PublishError], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _publish_error(msgs: list[PublishError], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     publishing_error = [x.publishing_error for x in msgs]
     publishing_error_items = [y for x in publishing_error for y in x]
     publishing_error_item_publishing_id = [x.publishing_id for x in publishing_error_items]
@@ -871,7 +887,7 @@ def _publish_error(
 
 
 def _metadata_update(
-    msgs: list[MetadataUpdate], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[MetadataUpdate], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     metadata_info = [x.metadata_info for x in msgs]
     metadata_info_code = [x.code for x in metadata_info]
@@ -891,13 +907,13 @@ def _metadata_update(
 
 
 def _metadata_request(
-    msgs: list[MetadataRequest], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[MetadataRequest], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     stream = [x.stream for x in msgs]
     stream_items = [y for x in stream for y in x]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int32()),
@@ -908,7 +924,7 @@ def _metadata_request(
 
 
 def _metadata_response(
-    msgs: list[MetadataResponse], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[MetadataResponse], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     broker = [x.broker for x in msgs]
@@ -928,7 +944,7 @@ def _metadata_response(
         y for x in stream_metadata_item_replicas_references for y in x
     ]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int32()),
@@ -969,11 +985,11 @@ def _metadata_response(
 
 
 def _sasl_handshake_request(
-    msgs: list[SaslHandshakeRequest], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[SaslHandshakeRequest], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int32()),
@@ -983,19 +999,16 @@ def _sasl_handshake_request(
 
 
 def _sasl_handshake_response(
-    msgs: list[SaslHandshakeResponse],
-    rows: list[int],
-    cid: list[int | None],
-    code: list[int | None],
+    msgs: list[SaslHandshakeResponse], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     response_code = [x.response_code for x in msgs]
     mechanism = [x.mechanism for x in msgs]
     mechanism_items = [y for x in mechanism for y in x]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int32()),
@@ -1007,16 +1020,13 @@ def _sasl_handshake_response(
 
 
 def _sasl_authenticate_request(
-    msgs: list[SaslAuthenticateRequest],
-    rows: list[int],
-    cid: list[int | None],
-    code: list[int | None],
+    msgs: list[SaslAuthenticateRequest], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     mechanism = [x.mechanism for x in msgs]
     sasl_opaque_data = [x.sasl_opaque_data for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int32()),
@@ -1028,18 +1038,15 @@ def _sasl_authenticate_request(
 
 
 def _sasl_authenticate_response(
-    msgs: list[SaslAuthenticateResponse],
-    rows: list[int],
-    cid: list[int | None],
-    code: list[int | None],
+    msgs: list[SaslAuthenticateResponse], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     response_code = [x.response_code for x in msgs]
     sasl_opaque_data = [x.sasl_opaque_data for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int32()),
@@ -1050,9 +1057,7 @@ def _sasl_authenticate_response(
     )
 
 
-def _tune_request(
-    msgs: list[TuneRequest], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _tune_request(msgs: list[TuneRequest], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     frame_max = [x.frame_max for x in msgs]
     heartbeat = [x.heartbeat for x in msgs]
     return pa.StructArray.from_arrays(
@@ -1064,9 +1069,7 @@ def _tune_request(
     )
 
 
-def _tune_response(
-    msgs: list[TuneResponse], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _tune_response(msgs: list[TuneResponse], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     frame_max = [x.frame_max for x in msgs]
     heartbeat = [x.heartbeat for x in msgs]
     return pa.StructArray.from_arrays(
@@ -1078,13 +1081,11 @@ def _tune_response(
     )
 
 
-def _open_request(
-    msgs: list[OpenRequest], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _open_request(msgs: list[OpenRequest], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     virtual_host = [x.virtual_host for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int32()),
@@ -1094,15 +1095,13 @@ def _open_request(
     )
 
 
-def _open_response(
-    msgs: list[OpenResponse], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _open_response(msgs: list[OpenResponse], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     response_code = [x.response_code for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int32()),
@@ -1112,14 +1111,12 @@ def _open_response(
     )
 
 
-def _close_request(
-    msgs: list[CloseRequest], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _close_request(msgs: list[CloseRequest], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     closing_code = [x.closing_code for x in msgs]
     closing_reason = [x.closing_reason for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int32()),
@@ -1130,15 +1127,13 @@ def _close_request(
     )
 
 
-def _close_response(
-    msgs: list[CloseResponse], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _close_response(msgs: list[CloseResponse], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     response_code = [x.response_code for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int32()),
@@ -1148,9 +1143,7 @@ def _close_response(
     )
 
 
-def _create_request(
-    msgs: list[CreateRequest], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _create_request(msgs: list[CreateRequest], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     stream = [x.stream for x in msgs]
     arguments = [x.arguments for x in msgs]
@@ -1158,7 +1151,7 @@ def _create_request(
     arguments_item_key = [x.key for x in arguments_items]
     arguments_item_value = [x.value for x in arguments_items]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int32()),
@@ -1179,14 +1172,14 @@ def _create_request(
 
 
 def _create_response(
-    msgs: list[CreateResponse], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[CreateResponse], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     response_code = [x.response_code for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int32()),
@@ -1196,13 +1189,11 @@ def _create_response(
     )
 
 
-def _delete_request(
-    msgs: list[DeleteRequest], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _delete_request(msgs: list[DeleteRequest], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     stream = [x.stream for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int32()),
@@ -1213,14 +1204,14 @@ def _delete_request(
 
 
 def _delete_response(
-    msgs: list[DeleteResponse], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[DeleteResponse], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     response_code = [x.response_code for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int32()),
@@ -1230,7 +1221,7 @@ def _delete_response(
     )
 
 
-_Builder = Callable[[list[Any], list[int], list[int | None], list[int | None]], Any]
+_Builder = Callable[[list[Any], list[int], dict[str, list[Any]]], Any]
 
 _BUILDERS: dict[type, tuple[str, _Builder]] = {
     Publish: ("publish", _publish),

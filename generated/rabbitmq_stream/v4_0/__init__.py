@@ -5,6 +5,8 @@
 from generated.rabbitmq_stream.v4_0 import FrameReader, decode, encode
 """
 
+from ..errors import DecodeError, EncodeError
+from ..frame_reader import FrameReader as _FrameReader
 from .commands import (
     FRAME_KEYS,
     HEADER_SIZE,
@@ -92,11 +94,16 @@ from .enums import (
     OffsetType,
     ResponseCode,
 )
-from .errors import DecodeError, EncodeError
-from .frame_reader import FrameReader
 
 PROTOCOL = "rabbitmq-stream"
 VERSION = "4.0"
+
+
+class FrameReader(_FrameReader):
+    """The protocol's FrameReader, decoding with this version's `decode`."""
+
+    decode = staticmethod(decode)
+
 
 __all__ = [
     "Argument",

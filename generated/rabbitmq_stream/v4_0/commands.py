@@ -2,8 +2,8 @@
 # Do not edit: change the spec, its overlay or templates/, then run `specgen generate`.
 """RabbitMQ Streams 4.0: one dataclass per command, request and response, and their codecs.
 
-`encode(msg)` gives a whole frame, size prefix included; `decode(frame)` takes one and dispatches
-on key (response bit 0x8000) and version. Bad input raises `DecodeError` naming the
+`encode(msg)` gives a whole frame, header included; `decode(frame)` takes one and dispatches on
+key and version (response bit 0x8000). Bad input raises `DecodeError` naming the
 field and the byte offset in the frame; nothing is allocated for a length the frame cannot hold.
 A decoded message encodes back to the bytes it came from.
 """
@@ -17,14 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from .errors import DecodeError, EncodeError, _bad_count, _bad_length, _truncated
-from .records import compress, decompress, join, split
+from ..errors import DecodeError, EncodeError, _bad_count, _bad_length, _truncated
+from ..framing import HEADER_SIZE
+from ..records import compress, decompress, join, split
 
 Sender = Literal["client", "server"]
 
-# Every frame starts `uint32 size, uint16 key, uint16 version`; Size counts the bytes after itself.
-_HEADER = struct.Struct(">IHH")
-HEADER_SIZE = 8
+HEADER = struct.Struct(">IHH")
+"""This version's frame header: `uint32 size, uint16 key, uint16 version`."""
 
 
 @dataclass(slots=True)
@@ -248,10 +248,13 @@ class DeclarePublisherRequest:
     """
 
     COMMAND: ClassVar[str] = "DeclarePublisher"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0001,)
     KEY: ClassVar[int] = 0x0001
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
+    REPLIES: ClassVar[tuple[str, ...]] = ("DeclarePublisherResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
     publisher_id: int
@@ -260,7 +263,7 @@ class DeclarePublisherRequest:
     stream: str | None
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -342,6 +345,7 @@ class DeclarePublisherResponse:
     """
 
     COMMAND: ClassVar[str] = "DeclarePublisher"
+    IDENT: ClassVar[tuple[int, ...]] = (0x8001,)
     KEY: ClassVar[int] = 0x8001
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -352,7 +356,7 @@ class DeclarePublisherResponse:
     """Values: ResponseCode."""
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -394,6 +398,7 @@ class PublishV1:
     """
 
     COMMAND: ClassVar[str] = "Publish"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0002,)
     KEY: ClassVar[int] = 0x0002
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
@@ -403,7 +408,7 @@ class PublishV1:
     published_messages: list[PublishV1PublishedMessage]
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -530,6 +535,7 @@ class PublishV2:
     """
 
     COMMAND: ClassVar[str] = "Publish"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0002,)
     KEY: ClassVar[int] = 0x0002
     VERSION: ClassVar[int] = 2
     KIND: ClassVar[str] = "oneway"
@@ -539,7 +545,7 @@ class PublishV2:
     published_messages: list[PublishV2PublishedMessage]
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -686,6 +692,7 @@ class PublishConfirm:
     """
 
     COMMAND: ClassVar[str] = "PublishConfirm"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0003,)
     KEY: ClassVar[int] = 0x0003
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
@@ -696,7 +703,7 @@ class PublishConfirm:
     """to correlate with the messages sent"""
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -737,6 +744,7 @@ class PublishError:
     """
 
     COMMAND: ClassVar[str] = "PublishError"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0004,)
     KEY: ClassVar[int] = 0x0004
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
@@ -746,7 +754,7 @@ class PublishError:
     publishing_error: list[PublishingError]
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -800,10 +808,13 @@ class QueryPublisherSequenceRequest:
     """
 
     COMMAND: ClassVar[str] = "QueryPublisherSequence"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0005,)
     KEY: ClassVar[int] = 0x0005
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
+    REPLIES: ClassVar[tuple[str, ...]] = ("QueryPublisherSequenceResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
     publisher_reference: str | None
@@ -811,7 +822,7 @@ class QueryPublisherSequenceRequest:
     stream: str | None
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -903,6 +914,7 @@ class QueryPublisherSequenceResponse:
     """
 
     COMMAND: ClassVar[str] = "QueryPublisherSequence"
+    IDENT: ClassVar[tuple[int, ...]] = (0x8005,)
     KEY: ClassVar[int] = 0x8005
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -914,7 +926,7 @@ class QueryPublisherSequenceResponse:
     sequence: int
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -961,16 +973,19 @@ class DeletePublisherRequest:
     """
 
     COMMAND: ClassVar[str] = "DeletePublisher"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0006,)
     KEY: ClassVar[int] = 0x0006
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
+    REPLIES: ClassVar[tuple[str, ...]] = ("DeletePublisherResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
     publisher_id: int
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -1008,6 +1023,7 @@ class DeletePublisherResponse:
     """
 
     COMMAND: ClassVar[str] = "DeletePublisher"
+    IDENT: ClassVar[tuple[int, ...]] = (0x8006,)
     KEY: ClassVar[int] = 0x8006
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -1018,7 +1034,7 @@ class DeletePublisherResponse:
     """Values: ResponseCode."""
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -1068,10 +1084,13 @@ class SubscribeRequest:
     """
 
     COMMAND: ClassVar[str] = "Subscribe"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0007,)
     KEY: ClassVar[int] = 0x0007
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
+    REPLIES: ClassVar[tuple[str, ...]] = ("SubscribeResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
     """correlation id to correlate the response"""
@@ -1084,7 +1103,7 @@ class SubscribeRequest:
     properties: list[Property]
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -1260,6 +1279,7 @@ class SubscribeResponse:
     """
 
     COMMAND: ClassVar[str] = "Subscribe"
+    IDENT: ClassVar[tuple[int, ...]] = (0x8007,)
     KEY: ClassVar[int] = 0x8007
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -1270,7 +1290,7 @@ class SubscribeResponse:
     """Values: ResponseCode."""
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -1310,6 +1330,7 @@ class DeliverV1:
     """
 
     COMMAND: ClassVar[str] = "Deliver"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0008,)
     KEY: ClassVar[int] = 0x0008
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
@@ -1319,7 +1340,7 @@ class DeliverV1:
     osiris_chunk: OsirisChunk
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -1532,6 +1553,7 @@ class DeliverV2:
     """
 
     COMMAND: ClassVar[str] = "Deliver"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0008,)
     KEY: ClassVar[int] = 0x0008
     VERSION: ClassVar[int] = 2
     KIND: ClassVar[str] = "oneway"
@@ -1542,7 +1564,7 @@ class DeliverV2:
     osiris_chunk: OsirisChunk
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -1758,6 +1780,7 @@ class Credit:
     """
 
     COMMAND: ClassVar[str] = "Credit"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0009,)
     KEY: ClassVar[int] = 0x0009
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
@@ -1768,7 +1791,7 @@ class Credit:
     """the number of chunks that can be sent"""
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -1802,6 +1825,7 @@ class CreditResponse:
     """
 
     COMMAND: ClassVar[str] = "Credit"
+    IDENT: ClassVar[tuple[int, ...]] = (0x8009,)
     KEY: ClassVar[int] = 0x8009
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -1812,7 +1836,7 @@ class CreditResponse:
     subscription_id: int
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -1848,6 +1872,7 @@ class StoreOffset:
     """
 
     COMMAND: ClassVar[str] = "StoreOffset"
+    IDENT: ClassVar[tuple[int, ...]] = (0x000A,)
     KEY: ClassVar[int] = 0x000A
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
@@ -1860,7 +1885,7 @@ class StoreOffset:
     offset: int
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -1934,10 +1959,13 @@ class QueryOffsetRequest:
     """
 
     COMMAND: ClassVar[str] = "QueryOffset"
+    IDENT: ClassVar[tuple[int, ...]] = (0x000B,)
     KEY: ClassVar[int] = 0x000B
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
+    REPLIES: ClassVar[tuple[str, ...]] = ("QueryOffsetResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
     reference: str | None
@@ -1945,7 +1973,7 @@ class QueryOffsetRequest:
     stream: str | None
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -2024,6 +2052,7 @@ class QueryOffsetResponse:
     """
 
     COMMAND: ClassVar[str] = "QueryOffset"
+    IDENT: ClassVar[tuple[int, ...]] = (0x800B,)
     KEY: ClassVar[int] = 0x800B
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -2035,7 +2064,7 @@ class QueryOffsetResponse:
     offset: int
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -2074,16 +2103,19 @@ class UnsubscribeRequest:
     """
 
     COMMAND: ClassVar[str] = "Unsubscribe"
+    IDENT: ClassVar[tuple[int, ...]] = (0x000C,)
     KEY: ClassVar[int] = 0x000C
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
+    REPLIES: ClassVar[tuple[str, ...]] = ("UnsubscribeResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
     subscription_id: int
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -2121,6 +2153,7 @@ class UnsubscribeResponse:
     """
 
     COMMAND: ClassVar[str] = "Unsubscribe"
+    IDENT: ClassVar[tuple[int, ...]] = (0x800C,)
     KEY: ClassVar[int] = 0x800C
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -2131,7 +2164,7 @@ class UnsubscribeResponse:
     """Values: ResponseCode."""
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -2169,17 +2202,20 @@ class CreateRequest:
     """
 
     COMMAND: ClassVar[str] = "Create"
+    IDENT: ClassVar[tuple[int, ...]] = (0x000D,)
     KEY: ClassVar[int] = 0x000D
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
+    REPLIES: ClassVar[tuple[str, ...]] = ("CreateResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
     stream: str | None
     arguments: list[Argument]
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -2294,6 +2330,7 @@ class CreateResponse:
     """
 
     COMMAND: ClassVar[str] = "Create"
+    IDENT: ClassVar[tuple[int, ...]] = (0x800D,)
     KEY: ClassVar[int] = 0x800D
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -2304,7 +2341,7 @@ class CreateResponse:
     """Values: ResponseCode."""
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -2340,16 +2377,19 @@ class DeleteRequest:
     """
 
     COMMAND: ClassVar[str] = "Delete"
+    IDENT: ClassVar[tuple[int, ...]] = (0x000E,)
     KEY: ClassVar[int] = 0x000E
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
+    REPLIES: ClassVar[tuple[str, ...]] = ("DeleteResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
     stream: str | None
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -2402,6 +2442,7 @@ class DeleteResponse:
     """
 
     COMMAND: ClassVar[str] = "Delete"
+    IDENT: ClassVar[tuple[int, ...]] = (0x800E,)
     KEY: ClassVar[int] = 0x800E
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -2412,7 +2453,7 @@ class DeleteResponse:
     """Values: ResponseCode."""
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -2448,16 +2489,19 @@ class MetadataRequest:
     """
 
     COMMAND: ClassVar[str] = "Metadata"
+    IDENT: ClassVar[tuple[int, ...]] = (0x000F,)
     KEY: ClassVar[int] = 0x000F
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
+    REPLIES: ClassVar[tuple[str, ...]] = ("MetadataResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
     stream: list[str | None]
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -2524,6 +2568,7 @@ class MetadataResponse:
     """
 
     COMMAND: ClassVar[str] = "Metadata"
+    IDENT: ClassVar[tuple[int, ...]] = (0x800F,)
     KEY: ClassVar[int] = 0x800F
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -2534,7 +2579,7 @@ class MetadataResponse:
     stream_metadata: list[StreamMetadata]
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -2688,6 +2733,7 @@ class MetadataUpdate:
     """
 
     COMMAND: ClassVar[str] = "MetadataUpdate"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0010,)
     KEY: ClassVar[int] = 0x0010
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
@@ -2696,7 +2742,7 @@ class MetadataUpdate:
     metadata_info: MetadataInfo
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -2754,16 +2800,19 @@ class PeerPropertiesRequest:
     """
 
     COMMAND: ClassVar[str] = "PeerProperties"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0011,)
     KEY: ClassVar[int] = 0x0011
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
+    REPLIES: ClassVar[tuple[str, ...]] = ("PeerPropertiesResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
     peer_properties: list[PeerProperty]
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -2855,6 +2904,7 @@ class PeerPropertiesResponse:
     """
 
     COMMAND: ClassVar[str] = "PeerProperties"
+    IDENT: ClassVar[tuple[int, ...]] = (0x8011,)
     KEY: ClassVar[int] = 0x8011
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -2866,7 +2916,7 @@ class PeerPropertiesResponse:
     peer_properties: list[PeerProperty]
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -2967,15 +3017,18 @@ class SaslHandshakeRequest:
     """
 
     COMMAND: ClassVar[str] = "SaslHandshake"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0012,)
     KEY: ClassVar[int] = 0x0012
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
+    REPLIES: ClassVar[tuple[str, ...]] = ("SaslHandshakeResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -3010,6 +3063,7 @@ class SaslHandshakeResponse:
     """
 
     COMMAND: ClassVar[str] = "SaslHandshake"
+    IDENT: ClassVar[tuple[int, ...]] = (0x8012,)
     KEY: ClassVar[int] = 0x8012
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -3021,7 +3075,7 @@ class SaslHandshakeResponse:
     mechanisms: list[str | None]
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -3093,17 +3147,20 @@ class SaslAuthenticateRequest:
     """
 
     COMMAND: ClassVar[str] = "SaslAuthenticate"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0013,)
     KEY: ClassVar[int] = 0x0013
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
+    REPLIES: ClassVar[tuple[str, ...]] = ("SaslAuthenticateResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
     mechanism: str | None
     sasl_opaque_data: bytes | None
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -3183,6 +3240,7 @@ class SaslAuthenticateResponse:
     """
 
     COMMAND: ClassVar[str] = "SaslAuthenticate"
+    IDENT: ClassVar[tuple[int, ...]] = (0x8013,)
     KEY: ClassVar[int] = 0x8013
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -3194,7 +3252,7 @@ class SaslAuthenticateResponse:
     sasl_opaque_data: bytes | None = None
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -3253,10 +3311,13 @@ class TuneRequest:
     """
 
     COMMAND: ClassVar[str] = "Tune"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0014,)
     KEY: ClassVar[int] = 0x0014
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "server"
+    REPLIES: ClassVar[tuple[str, ...]] = ("TuneResponse",)
+    """The messages that may answer this one."""
 
     frame_max: int
     """in bytes, 0 means no limit"""
@@ -3264,7 +3325,7 @@ class TuneRequest:
     """in seconds, 0 means no heartbeat"""
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -3298,6 +3359,7 @@ class TuneResponse:
     """
 
     COMMAND: ClassVar[str] = "Tune"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0014,)
     KEY: ClassVar[int] = 0x0014
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -3309,7 +3371,7 @@ class TuneResponse:
     """in seconds, 0 means no heartbeat"""
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -3345,16 +3407,19 @@ class OpenRequest:
     """
 
     COMMAND: ClassVar[str] = "Open"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0015,)
     KEY: ClassVar[int] = 0x0015
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
+    REPLIES: ClassVar[tuple[str, ...]] = ("OpenResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
     virtual_host: str | None
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -3405,6 +3470,7 @@ class OpenResponse:
     """
 
     COMMAND: ClassVar[str] = "Open"
+    IDENT: ClassVar[tuple[int, ...]] = (0x8015,)
     KEY: ClassVar[int] = 0x8015
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -3416,7 +3482,7 @@ class OpenResponse:
     connection_properties: list[ConnectionProperty] | None = None
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -3521,17 +3587,20 @@ class CloseRequest:
     """
 
     COMMAND: ClassVar[str] = "Close"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0016,)
     KEY: ClassVar[int] = 0x0016
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "both"
+    REPLIES: ClassVar[tuple[str, ...]] = ("CloseResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
     closing_code: int
     closing_reason: str | None
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -3589,6 +3658,7 @@ class CloseResponse:
     """
 
     COMMAND: ClassVar[str] = "Close"
+    IDENT: ClassVar[tuple[int, ...]] = (0x8016,)
     KEY: ClassVar[int] = 0x8016
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -3599,7 +3669,7 @@ class CloseResponse:
     """Values: ResponseCode."""
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -3635,13 +3705,14 @@ class Heartbeat:
     """
 
     COMMAND: ClassVar[str] = "Heartbeat"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0017,)
     KEY: ClassVar[int] = 0x0017
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -3664,17 +3735,20 @@ class RouteRequest:
     """
 
     COMMAND: ClassVar[str] = "Route"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0018,)
     KEY: ClassVar[int] = 0x0018
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
+    REPLIES: ClassVar[tuple[str, ...]] = ("RouteResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
     routing_key: str | None
     super_stream: str | None
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -3749,6 +3823,7 @@ class RouteResponse:
     """
 
     COMMAND: ClassVar[str] = "Route"
+    IDENT: ClassVar[tuple[int, ...]] = (0x8018,)
     KEY: ClassVar[int] = 0x8018
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -3766,7 +3841,7 @@ class RouteResponse:
     so a decoded frame re-encodes to its own bytes. None: KEY."""
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -3838,16 +3913,19 @@ class PartitionsRequest:
     """
 
     COMMAND: ClassVar[str] = "Partitions"
+    IDENT: ClassVar[tuple[int, ...]] = (0x0019,)
     KEY: ClassVar[int] = 0x0019
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
+    REPLIES: ClassVar[tuple[str, ...]] = ("PartitionsResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
     super_stream: str | None
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -3904,6 +3982,7 @@ class PartitionsResponse:
     """
 
     COMMAND: ClassVar[str] = "Partitions"
+    IDENT: ClassVar[tuple[int, ...]] = (0x8019,)
     KEY: ClassVar[int] = 0x8019
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -3921,7 +4000,7 @@ class PartitionsResponse:
     so a decoded frame re-encodes to its own bytes. None: KEY."""
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -3999,10 +4078,13 @@ class ConsumerUpdateRequest:
     """
 
     COMMAND: ClassVar[str] = "ConsumerUpdate"
+    IDENT: ClassVar[tuple[int, ...]] = (0x001A,)
     KEY: ClassVar[int] = 0x001A
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "server"
+    REPLIES: ClassVar[tuple[str, ...]] = ("ConsumerUpdateResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
     subscription_id: int
@@ -4010,7 +4092,7 @@ class ConsumerUpdateRequest:
     """(boolean, 0 = false, 1 = true)"""
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -4051,6 +4133,7 @@ class ConsumerUpdateResponse:
     """
 
     COMMAND: ClassVar[str] = "ConsumerUpdate"
+    IDENT: ClassVar[tuple[int, ...]] = (0x801A,)
     KEY: ClassVar[int] = 0x801A
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -4062,7 +4145,7 @@ class ConsumerUpdateResponse:
     offset_specification: ConsumerUpdateResponseOffsetSpecification
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -4148,16 +4231,19 @@ class ExchangeCommandVersionsRequest:
     """
 
     COMMAND: ClassVar[str] = "ExchangeCommandVersions"
+    IDENT: ClassVar[tuple[int, ...]] = (0x001B,)
     KEY: ClassVar[int] = 0x001B
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
+    REPLIES: ClassVar[tuple[str, ...]] = ("ExchangeCommandVersionsResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
     command: list[Command]
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -4218,6 +4304,7 @@ class ExchangeCommandVersionsResponse:
     """
 
     COMMAND: ClassVar[str] = "ExchangeCommandVersions"
+    IDENT: ClassVar[tuple[int, ...]] = (0x801B,)
     KEY: ClassVar[int] = 0x801B
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -4229,7 +4316,7 @@ class ExchangeCommandVersionsResponse:
     command: list[Command]
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -4297,16 +4384,19 @@ class StreamStatsRequest:
     """
 
     COMMAND: ClassVar[str] = "StreamStats"
+    IDENT: ClassVar[tuple[int, ...]] = (0x001C,)
     KEY: ClassVar[int] = 0x001C
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
+    REPLIES: ClassVar[tuple[str, ...]] = ("StreamStatsResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
     stream: str | None
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -4361,6 +4451,7 @@ class StreamStatsResponse:
     """
 
     COMMAND: ClassVar[str] = "StreamStats"
+    IDENT: ClassVar[tuple[int, ...]] = (0x801C,)
     KEY: ClassVar[int] = 0x801C
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -4372,7 +4463,7 @@ class StreamStatsResponse:
     stats: list[Statistic]
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -4451,10 +4542,13 @@ class CreateSuperStreamRequest:
     """
 
     COMMAND: ClassVar[str] = "CreateSuperStream"
+    IDENT: ClassVar[tuple[int, ...]] = (0x001D,)
     KEY: ClassVar[int] = 0x001D
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
+    REPLIES: ClassVar[tuple[str, ...]] = ("CreateSuperStreamResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
     name: str | None
@@ -4463,7 +4557,7 @@ class CreateSuperStreamRequest:
     arguments: list[Argument]
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -4662,6 +4756,7 @@ class CreateSuperStreamResponse:
     """
 
     COMMAND: ClassVar[str] = "CreateSuperStream"
+    IDENT: ClassVar[tuple[int, ...]] = (0x801D,)
     KEY: ClassVar[int] = 0x801D
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -4672,7 +4767,7 @@ class CreateSuperStreamResponse:
     """Values: ResponseCode."""
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -4710,16 +4805,19 @@ class DeleteSuperStreamRequest:
     """
 
     COMMAND: ClassVar[str] = "DeleteSuperStream"
+    IDENT: ClassVar[tuple[int, ...]] = (0x001E,)
     KEY: ClassVar[int] = 0x001E
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
+    REPLIES: ClassVar[tuple[str, ...]] = ("DeleteSuperStreamResponse",)
+    """The messages that may answer this one."""
 
     correlation_id: int
     name: str | None
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -4778,6 +4876,7 @@ class DeleteSuperStreamResponse:
     """
 
     COMMAND: ClassVar[str] = "DeleteSuperStream"
+    IDENT: ClassVar[tuple[int, ...]] = (0x801E,)
     KEY: ClassVar[int] = 0x801E
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
@@ -4788,7 +4887,7 @@ class DeleteSuperStreamResponse:
     """Values: ResponseCode."""
 
     def encode(self) -> bytes:
-        """This message as one frame, size prefix included."""
+        """This message as one frame, header included."""
         return encode(self)
 
 
@@ -4879,8 +4978,8 @@ Message = (
 
 _Decoder = Callable[[memoryview, int, int, bool], Message]
 
-# (key on the wire, version) -> the layouts that key can carry, with who sends each.
-_DECODERS: dict[tuple[int, int], tuple[tuple[str, _Decoder], ...]] = {
+# (key, version) -> the layouts that identity can carry, with who sends each.
+_DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
     (0x0001, 1): (("client", _decode_declare_publisher_request),),
     (0x0002, 1): (("client", _decode_publish_v1),),
     (0x0002, 2): (("client", _decode_publish_v2),),
@@ -4946,8 +5045,8 @@ _DECODERS: dict[tuple[int, int], tuple[tuple[str, _Decoder], ...]] = {
     (0x801E, 1): (("server", _decode_delete_super_stream_response),),
 }
 
-FRAME_KEYS: frozenset[tuple[int, int]] = frozenset(_DECODERS)
-"""Every (key on the wire, version) pair `decode` has a layout for: what a framing check that
+FRAME_KEYS: frozenset[tuple[int, ...]] = frozenset(_DECODERS)
+"""Every (key, version) header `decode` has a layout for: what a framing check that
 resynchronises after unframeable bytes accepts as a frame header."""
 
 _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
@@ -5015,9 +5114,10 @@ def decode(
     *,
     verify_checksums: bool = True,
 ) -> Message:
-    """Decode one whole frame (size prefix included).
+    """Decode one whole frame (header included).
 
-    `sender` ("client" or "server") picks the layout where one key carries two (Tune's answer reuses the request's key);
+    `sender` ("client" or "server") picks the layout where one identity carries two
+     (a response that reuses its request's identity);
     without it the request layout is tried first, then the others.
     Checksums in the frame are verified (DecodeError naming the checksum field when the bytes do
     not match); `verify_checksums=False` skips that, for callers who trust their transport.
@@ -5026,7 +5126,7 @@ def decode(
     end = len(buf)
     if end < HEADER_SIZE:
         raise DecodeError("frame", 0, f"a frame header needs {HEADER_SIZE} bytes, {end} given")
-    size, key, version = _HEADER.unpack_from(buf, 0)
+    size, key, version = HEADER.unpack_from(buf, 0)
     if size != end - 4:
         if size < 0 or size > end - 4:
             raise DecodeError("frame.size", 0, f"says {size} bytes, {end - 4} follow")
@@ -5048,7 +5148,7 @@ def decode(
 
 
 def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
-    """One frame for `msg`, size prefix included; EncodeError when a value does not fit.
+    """One frame for `msg`, header included; EncodeError when a value does not fit.
 
     Every field is written as it is, checksums included, so a decoded frame encodes back to its
     own bytes. `seal_checksums=True` writes each checksum computed over the bytes
@@ -5066,8 +5166,10 @@ def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
                     f"{msg.key_on_wire:#06x} is not a key of this message",
                 )
             key = msg.key_on_wire
-        parts[0] = _HEADER.pack(size, key, msg.VERSION)
-    except (struct.error, AttributeError, TypeError, UnicodeEncodeError, OverflowError) as e:
+        parts[0] = HEADER.pack(size, key, msg.VERSION)
+    except EncodeError:
+        raise
+    except (struct.error, AttributeError, TypeError, ValueError, OverflowError) as e:
         raise EncodeError(type(msg).__name__, str(e)) from None
     except KeyError:
         raise EncodeError(type(msg).__name__, "not a message of this protocol version") from None

@@ -19,7 +19,7 @@ Needs pyarrow; the codec package never imports this module and works without it.
 
 from __future__ import annotations
 
-import struct
+import json
 from collections.abc import Callable, Sequence
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any
@@ -89,11 +89,6 @@ from .commands import (
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-SIZE_PREFIX = struct.Struct(">I")
-"""A frame's size prefix; it counts the bytes after itself."""
-FRAME_HEADER = struct.Struct(">IHH")
-"""`uint32 size, uint16 key, uint16 version`: the size, key and version columns as on the wire."""
-
 FRAMES_SCHEMA = pa.schema(
     [
         pa.field("capture", pa.string()),
@@ -103,10 +98,10 @@ FRAMES_SCHEMA = pa.schema(
         pa.field("offset", pa.int64()),
         pa.field("size", pa.int32()),
         pa.field("key", pa.int32()),
+        pa.field("version", pa.int32()),
         pa.field("command", pa.string()),
         pa.field("message", pa.string()),
         pa.field("kind", pa.string()),
-        pa.field("version", pa.int32()),
         pa.field("correlation_id", pa.int64()),
         pa.field("response_code", pa.int32()),
         pa.field(
@@ -831,8 +826,46 @@ FRAMES_SCHEMA = pa.schema(
         ),
     ]
 )
-"""The frames table. `size` counts the whole frame, size prefix included; `key` is as on the
-wire (response bit included); `timestamp` is null when the capture has no index."""
+"""The frames table. `size` counts the whole frame, header included; `key`, `version` are as in the frame header (the
+response bit included); `timestamp` is null when the capture has no index. `correlation_id` and `response_code` gather the fields with that role from every
+message class (null where a message has none)."""
+
+HEADER_COLUMNS: tuple[str, ...] = (
+    "key",
+    "version",
+)
+"""Frame header fields with a column of their own (all but the length), in header order."""
+
+ROLE_COLUMNS: tuple[str, ...] = (
+    "correlation_id",
+    "response_code",
+)
+"""Field roles with a column of their own."""
+
+CODE_NAMES: dict[str, dict[int, str]] = {
+    "response_code": {
+        1: "OK",
+        2: "STREAM_DOES_NOT_EXIST",
+        3: "SUBSCRIPTION_ID_ALREADY_EXISTS",
+        4: "SUBSCRIPTION_ID_DOES_NOT_EXIST",
+        5: "STREAM_ALREADY_EXISTS",
+        6: "STREAM_NOT_AVAILABLE",
+        7: "SASL_MECHANISM_NOT_SUPPORTED",
+        8: "AUTHENTICATION_FAILURE",
+        9: "SASL_ERROR",
+        10: "SASL_CHALLENGE",
+        11: "SASL_AUTHENTICATION_FAILURE_LOOPBACK",
+        12: "VIRTUAL_HOST_ACCESS_FAILURE",
+        13: "UNKNOWN_FRAME",
+        14: "FRAME_TOO_LARGE",
+        15: "INTERNAL_ERROR",
+        16: "ACCESS_REFUSED",
+        17: "PRECONDITION_FAILED",
+        18: "PUBLISHER_DOES_NOT_EXIST",
+        19: "NO_OFFSET",
+    },
+}
+"""Role -> value -> the spec's name for it, for roles whose values an enumeration names."""
 
 SPARK_DDL = ", ".join(
     [
@@ -843,10 +876,10 @@ SPARK_DDL = ", ".join(
         "`offset` BIGINT",
         "`size` INT",
         "`key` INT",
+        "`version` INT",
         "`command` STRING",
         "`message` STRING",
         "`kind` STRING",
-        "`version` INT",
         "`correlation_id` BIGINT",
         "`response_code` INT",
         "`declare_publisher_request` STRUCT<`correlation_id`: BIGINT, `publisher_id`: SMALLINT, `publisher_reference`: STRING, `stream`: STRING>",
@@ -974,33 +1007,47 @@ def spark_schema() -> StructType:
 
 
 def message_columns(msgs: Sequence[Message]) -> dict[str, Any]:
-    """Columns `command` to `response_code` and every struct column for a batch of messages,
-    one row per message; a struct column is null on the rows of other classes."""
+    """Columns `command`, `message`, `kind`, the role columns and every struct column for a batch
+    of messages, one row per message; a struct column is null on the rows of other classes."""
     n = len(msgs)
     groups: dict[type, list[int]] = {}
     for row, msg in enumerate(msgs):
         groups.setdefault(type(msg), []).append(row)
-    cid: list[int | None] = [None] * n
-    code: list[int | None] = [None] * n
+    roles: dict[str, list[Any]] = {role: [None] * n for role in ROLE_COLUMNS}
     built: dict[str, Any] = {}
     for cls, rows in groups.items():
         if cls not in _BUILDERS:
             continue  # a message without fields has no column
         column, build = _BUILDERS[cls]
-        values = build([msgs[r] for r in rows], rows, cid, code)
+        values = build([msgs[r] for r in rows], rows, roles)
         built[column] = values if len(rows) == n else values.take(_spread(rows, n))
     out: dict[str, Any] = {
         "command": pa.array([m.COMMAND for m in msgs], pa.string()),
         "message": pa.array([type(m).__name__ for m in msgs], pa.string()),
         "kind": pa.array([m.KIND for m in msgs], pa.string()),
-        "correlation_id": pa.array(cid, pa.int64()),
-        "response_code": pa.array(code, pa.int32()),
     }
+    for role, values in roles.items():
+        out[role] = pa.array(values, FRAMES_SCHEMA.field(role).type)
     for column in MESSAGE_COLUMNS.values():
         out[column] = built.get(column)
         if out[column] is None:
             out[column] = pa.nulls(n, FRAMES_SCHEMA.field(column).type)
     return out
+
+
+def _json(values: list[Any]) -> list[str | None]:
+    """Values of any shape (field tables) as JSON text; bytes as hex, decimals as text."""
+    return [
+        None if v is None else json.dumps(v, default=_plain, ensure_ascii=False) for v in values
+    ]
+
+
+def _plain(value: Any) -> Any:
+    return value.hex() if isinstance(value, bytes | bytearray) else str(value)
+
+
+def _texts(values: list[Any]) -> list[str | None]:
+    return [None if v is None else str(v) for v in values]
 
 
 def _spread(rows: list[int], n: int) -> Any:
@@ -1022,17 +1069,14 @@ def _nulls(values: list[Any]) -> Any:
 
 
 def _declare_publisher_request(
-    msgs: list[DeclarePublisherRequest],
-    rows: list[int],
-    cid: list[int | None],
-    code: list[int | None],
+    msgs: list[DeclarePublisherRequest], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     publisher_id = [x.publisher_id for x in msgs]
     publisher_reference = [x.publisher_reference for x in msgs]
     stream = [x.stream for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -1045,17 +1089,14 @@ def _declare_publisher_request(
 
 
 def _declare_publisher_response(
-    msgs: list[DeclarePublisherResponse],
-    rows: list[int],
-    cid: list[int | None],
-    code: list[int | None],
+    msgs: list[DeclarePublisherResponse], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     response_code = [x.response_code for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -1065,9 +1106,7 @@ def _declare_publisher_response(
     )
 
 
-def _publish_v1(
-    msgs: list[PublishV1], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _publish_v1(msgs: list[PublishV1], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     publisher_id = [x.publisher_id for x in msgs]
     published_messages = [x.published_messages for x in msgs]
     published_messages_items = [y for x in published_messages for y in x]
@@ -1162,9 +1201,7 @@ def _publish_v1(
     )
 
 
-def _publish_v2(
-    msgs: list[PublishV2], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _publish_v2(msgs: list[PublishV2], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     publisher_id = [x.publisher_id for x in msgs]
     published_messages = [x.published_messages for x in msgs]
     published_messages_items = [y for x in published_messages for y in x]
@@ -1262,7 +1299,7 @@ def _publish_v2(
 
 
 def _publish_confirm(
-    msgs: list[PublishConfirm], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[PublishConfirm], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     publisher_id = [x.publisher_id for x in msgs]
     publishing_ids = [x.publishing_ids for x in msgs]
@@ -1279,9 +1316,7 @@ def _publish_confirm(
     )
 
 
-def _publish_error(
-    msgs: list[PublishError], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _publish_error(msgs: list[PublishError], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     publisher_id = [x.publisher_id for x in msgs]
     publishing_error = [x.publishing_error for x in msgs]
     publishing_error_items = [y for x in publishing_error for y in x]
@@ -1308,16 +1343,13 @@ def _publish_error(
 
 
 def _query_publisher_sequence_request(
-    msgs: list[QueryPublisherSequenceRequest],
-    rows: list[int],
-    cid: list[int | None],
-    code: list[int | None],
+    msgs: list[QueryPublisherSequenceRequest], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     publisher_reference = [x.publisher_reference for x in msgs]
     stream = [x.stream for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -1329,18 +1361,15 @@ def _query_publisher_sequence_request(
 
 
 def _query_publisher_sequence_response(
-    msgs: list[QueryPublisherSequenceResponse],
-    rows: list[int],
-    cid: list[int | None],
-    code: list[int | None],
+    msgs: list[QueryPublisherSequenceResponse], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     response_code = [x.response_code for x in msgs]
     sequence = [x.sequence for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -1352,15 +1381,12 @@ def _query_publisher_sequence_response(
 
 
 def _delete_publisher_request(
-    msgs: list[DeletePublisherRequest],
-    rows: list[int],
-    cid: list[int | None],
-    code: list[int | None],
+    msgs: list[DeletePublisherRequest], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     publisher_id = [x.publisher_id for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -1371,17 +1397,14 @@ def _delete_publisher_request(
 
 
 def _delete_publisher_response(
-    msgs: list[DeletePublisherResponse],
-    rows: list[int],
-    cid: list[int | None],
-    code: list[int | None],
+    msgs: list[DeletePublisherResponse], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     response_code = [x.response_code for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -1392,7 +1415,7 @@ def _delete_publisher_response(
 
 
 def _subscribe_request(
-    msgs: list[SubscribeRequest], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[SubscribeRequest], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     subscription_id = [x.subscription_id for x in msgs]
@@ -1406,7 +1429,7 @@ def _subscribe_request(
     properties_item_key = [x.key for x in properties_items]
     properties_item_value = [x.value for x in properties_items]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -1443,14 +1466,14 @@ def _subscribe_request(
 
 
 def _subscribe_response(
-    msgs: list[SubscribeResponse], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[SubscribeResponse], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     response_code = [x.response_code for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -1460,9 +1483,7 @@ def _subscribe_response(
     )
 
 
-def _deliver_v1(
-    msgs: list[DeliverV1], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _deliver_v1(msgs: list[DeliverV1], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     subscription_id = [x.subscription_id for x in msgs]
     osiris_chunk = [x.osiris_chunk for x in msgs]
     osiris_chunk_magic_version = [x.magic_version for x in osiris_chunk]
@@ -1610,9 +1631,7 @@ def _deliver_v1(
     )
 
 
-def _deliver_v2(
-    msgs: list[DeliverV2], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _deliver_v2(msgs: list[DeliverV2], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     subscription_id = [x.subscription_id for x in msgs]
     committed_chunk_id = [x.committed_chunk_id for x in msgs]
     osiris_chunk = [x.osiris_chunk for x in msgs]
@@ -1762,9 +1781,7 @@ def _deliver_v2(
     )
 
 
-def _credit(
-    msgs: list[Credit], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _credit(msgs: list[Credit], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     subscription_id = [x.subscription_id for x in msgs]
     credit = [x.credit for x in msgs]
     return pa.StructArray.from_arrays(
@@ -1777,12 +1794,12 @@ def _credit(
 
 
 def _credit_response(
-    msgs: list[CreditResponse], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[CreditResponse], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     response_code = [x.response_code for x in msgs]
     subscription_id = [x.subscription_id for x in msgs]
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(response_code, pa.int32()),
@@ -1792,9 +1809,7 @@ def _credit_response(
     )
 
 
-def _store_offset(
-    msgs: list[StoreOffset], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _store_offset(msgs: list[StoreOffset], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     reference = [x.reference for x in msgs]
     stream = [x.stream for x in msgs]
     offset = [x.offset for x in msgs]
@@ -1809,13 +1824,13 @@ def _store_offset(
 
 
 def _query_offset_request(
-    msgs: list[QueryOffsetRequest], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[QueryOffsetRequest], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     reference = [x.reference for x in msgs]
     stream = [x.stream for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -1827,15 +1842,15 @@ def _query_offset_request(
 
 
 def _query_offset_response(
-    msgs: list[QueryOffsetResponse], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[QueryOffsetResponse], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     response_code = [x.response_code for x in msgs]
     offset = [x.offset for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -1847,12 +1862,12 @@ def _query_offset_response(
 
 
 def _unsubscribe_request(
-    msgs: list[UnsubscribeRequest], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[UnsubscribeRequest], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     subscription_id = [x.subscription_id for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -1863,14 +1878,14 @@ def _unsubscribe_request(
 
 
 def _unsubscribe_response(
-    msgs: list[UnsubscribeResponse], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[UnsubscribeResponse], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     response_code = [x.response_code for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -1880,9 +1895,7 @@ def _unsubscribe_response(
     )
 
 
-def _create_request(
-    msgs: list[CreateRequest], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _create_request(msgs: list[CreateRequest], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     stream = [x.stream for x in msgs]
     arguments = [x.arguments for x in msgs]
@@ -1890,7 +1903,7 @@ def _create_request(
     arguments_item_key = [x.key for x in arguments_items]
     arguments_item_value = [x.value for x in arguments_items]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -1911,14 +1924,14 @@ def _create_request(
 
 
 def _create_response(
-    msgs: list[CreateResponse], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[CreateResponse], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     response_code = [x.response_code for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -1928,13 +1941,11 @@ def _create_response(
     )
 
 
-def _delete_request(
-    msgs: list[DeleteRequest], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _delete_request(msgs: list[DeleteRequest], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     stream = [x.stream for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -1945,14 +1956,14 @@ def _delete_request(
 
 
 def _delete_response(
-    msgs: list[DeleteResponse], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[DeleteResponse], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     response_code = [x.response_code for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -1963,13 +1974,13 @@ def _delete_response(
 
 
 def _metadata_request(
-    msgs: list[MetadataRequest], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[MetadataRequest], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     stream = [x.stream for x in msgs]
     stream_items = [y for x in stream for y in x]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -1980,7 +1991,7 @@ def _metadata_request(
 
 
 def _metadata_response(
-    msgs: list[MetadataResponse], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[MetadataResponse], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     broker = [x.broker for x in msgs]
@@ -2000,7 +2011,7 @@ def _metadata_response(
         y for x in stream_metadata_item_replicas_references for y in x
     ]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -2041,7 +2052,7 @@ def _metadata_response(
 
 
 def _metadata_update(
-    msgs: list[MetadataUpdate], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[MetadataUpdate], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     metadata_info = [x.metadata_info for x in msgs]
     metadata_info_code = [x.code for x in metadata_info]
@@ -2061,10 +2072,7 @@ def _metadata_update(
 
 
 def _peer_properties_request(
-    msgs: list[PeerPropertiesRequest],
-    rows: list[int],
-    cid: list[int | None],
-    code: list[int | None],
+    msgs: list[PeerPropertiesRequest], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     peer_properties = [x.peer_properties for x in msgs]
@@ -2072,7 +2080,7 @@ def _peer_properties_request(
     peer_properties_item_key = [x.key for x in peer_properties_items]
     peer_properties_item_value = [x.value for x in peer_properties_items]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -2092,10 +2100,7 @@ def _peer_properties_request(
 
 
 def _peer_properties_response(
-    msgs: list[PeerPropertiesResponse],
-    rows: list[int],
-    cid: list[int | None],
-    code: list[int | None],
+    msgs: list[PeerPropertiesResponse], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     response_code = [x.response_code for x in msgs]
@@ -2104,9 +2109,9 @@ def _peer_properties_response(
     peer_properties_item_key = [x.key for x in peer_properties_items]
     peer_properties_item_value = [x.value for x in peer_properties_items]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -2127,11 +2132,11 @@ def _peer_properties_response(
 
 
 def _sasl_handshake_request(
-    msgs: list[SaslHandshakeRequest], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[SaslHandshakeRequest], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -2141,19 +2146,16 @@ def _sasl_handshake_request(
 
 
 def _sasl_handshake_response(
-    msgs: list[SaslHandshakeResponse],
-    rows: list[int],
-    cid: list[int | None],
-    code: list[int | None],
+    msgs: list[SaslHandshakeResponse], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     response_code = [x.response_code for x in msgs]
     mechanisms = [x.mechanisms for x in msgs]
     mechanisms_items = [y for x in mechanisms for y in x]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -2165,16 +2167,13 @@ def _sasl_handshake_response(
 
 
 def _sasl_authenticate_request(
-    msgs: list[SaslAuthenticateRequest],
-    rows: list[int],
-    cid: list[int | None],
-    code: list[int | None],
+    msgs: list[SaslAuthenticateRequest], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     mechanism = [x.mechanism for x in msgs]
     sasl_opaque_data = [x.sasl_opaque_data for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -2186,18 +2185,15 @@ def _sasl_authenticate_request(
 
 
 def _sasl_authenticate_response(
-    msgs: list[SaslAuthenticateResponse],
-    rows: list[int],
-    cid: list[int | None],
-    code: list[int | None],
+    msgs: list[SaslAuthenticateResponse], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     response_code = [x.response_code for x in msgs]
     sasl_opaque_data = [x.sasl_opaque_data for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -2208,9 +2204,7 @@ def _sasl_authenticate_response(
     )
 
 
-def _tune_request(
-    msgs: list[TuneRequest], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _tune_request(msgs: list[TuneRequest], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     frame_max = [x.frame_max for x in msgs]
     heartbeat = [x.heartbeat for x in msgs]
     return pa.StructArray.from_arrays(
@@ -2222,9 +2216,7 @@ def _tune_request(
     )
 
 
-def _tune_response(
-    msgs: list[TuneResponse], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _tune_response(msgs: list[TuneResponse], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     frame_max = [x.frame_max for x in msgs]
     heartbeat = [x.heartbeat for x in msgs]
     return pa.StructArray.from_arrays(
@@ -2236,13 +2228,11 @@ def _tune_response(
     )
 
 
-def _open_request(
-    msgs: list[OpenRequest], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _open_request(msgs: list[OpenRequest], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     virtual_host = [x.virtual_host for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -2252,9 +2242,7 @@ def _open_request(
     )
 
 
-def _open_response(
-    msgs: list[OpenResponse], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _open_response(msgs: list[OpenResponse], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     response_code = [x.response_code for x in msgs]
     connection_properties = [x.connection_properties for x in msgs]
@@ -2262,9 +2250,9 @@ def _open_response(
     connection_properties_item_key = [x.key for x in connection_properties_items]
     connection_properties_item_value = [x.value for x in connection_properties_items]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -2285,14 +2273,12 @@ def _open_response(
     )
 
 
-def _close_request(
-    msgs: list[CloseRequest], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _close_request(msgs: list[CloseRequest], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     closing_code = [x.closing_code for x in msgs]
     closing_reason = [x.closing_reason for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -2303,15 +2289,13 @@ def _close_request(
     )
 
 
-def _close_response(
-    msgs: list[CloseResponse], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _close_response(msgs: list[CloseResponse], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     response_code = [x.response_code for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -2321,14 +2305,12 @@ def _close_response(
     )
 
 
-def _route_request(
-    msgs: list[RouteRequest], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _route_request(msgs: list[RouteRequest], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     routing_key = [x.routing_key for x in msgs]
     super_stream = [x.super_stream for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -2339,17 +2321,15 @@ def _route_request(
     )
 
 
-def _route_response(
-    msgs: list[RouteResponse], rows: list[int], cid: list[int | None], code: list[int | None]
-) -> Any:
+def _route_response(msgs: list[RouteResponse], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     response_code = [x.response_code for x in msgs]
     stream = [x.stream for x in msgs]
     stream_items = [y for x in stream for y in x]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -2361,12 +2341,12 @@ def _route_response(
 
 
 def _partitions_request(
-    msgs: list[PartitionsRequest], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[PartitionsRequest], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     super_stream = [x.super_stream for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -2377,16 +2357,16 @@ def _partitions_request(
 
 
 def _partitions_response(
-    msgs: list[PartitionsResponse], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[PartitionsResponse], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     response_code = [x.response_code for x in msgs]
     stream = [x.stream for x in msgs]
     stream_items = [y for x in stream for y in x]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -2398,16 +2378,13 @@ def _partitions_response(
 
 
 def _consumer_update_request(
-    msgs: list[ConsumerUpdateRequest],
-    rows: list[int],
-    cid: list[int | None],
-    code: list[int | None],
+    msgs: list[ConsumerUpdateRequest], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     subscription_id = [x.subscription_id for x in msgs]
     active = [x.active for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -2419,10 +2396,7 @@ def _consumer_update_request(
 
 
 def _consumer_update_response(
-    msgs: list[ConsumerUpdateResponse],
-    rows: list[int],
-    cid: list[int | None],
-    code: list[int | None],
+    msgs: list[ConsumerUpdateResponse], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     response_code = [x.response_code for x in msgs]
@@ -2430,9 +2404,9 @@ def _consumer_update_response(
     offset_specification_offset_type = [x.offset_type for x in offset_specification]
     offset_specification_offset = [x.offset for x in offset_specification]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -2450,10 +2424,7 @@ def _consumer_update_response(
 
 
 def _exchange_command_versions_request(
-    msgs: list[ExchangeCommandVersionsRequest],
-    rows: list[int],
-    cid: list[int | None],
-    code: list[int | None],
+    msgs: list[ExchangeCommandVersionsRequest], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     command = [x.command for x in msgs]
@@ -2462,7 +2433,7 @@ def _exchange_command_versions_request(
     command_item_min_version = [x.min_version for x in command_items]
     command_item_max_version = [x.max_version for x in command_items]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -2483,10 +2454,7 @@ def _exchange_command_versions_request(
 
 
 def _exchange_command_versions_response(
-    msgs: list[ExchangeCommandVersionsResponse],
-    rows: list[int],
-    cid: list[int | None],
-    code: list[int | None],
+    msgs: list[ExchangeCommandVersionsResponse], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     response_code = [x.response_code for x in msgs]
@@ -2496,9 +2464,9 @@ def _exchange_command_versions_response(
     command_item_min_version = [x.min_version for x in command_items]
     command_item_max_version = [x.max_version for x in command_items]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -2520,12 +2488,12 @@ def _exchange_command_versions_response(
 
 
 def _stream_stats_request(
-    msgs: list[StreamStatsRequest], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[StreamStatsRequest], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     stream = [x.stream for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -2536,7 +2504,7 @@ def _stream_stats_request(
 
 
 def _stream_stats_response(
-    msgs: list[StreamStatsResponse], rows: list[int], cid: list[int | None], code: list[int | None]
+    msgs: list[StreamStatsResponse], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     response_code = [x.response_code for x in msgs]
@@ -2545,9 +2513,9 @@ def _stream_stats_response(
     stats_item_key = [x.key for x in stats_items]
     stats_item_value = [x.value for x in stats_items]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -2568,10 +2536,7 @@ def _stream_stats_response(
 
 
 def _create_super_stream_request(
-    msgs: list[CreateSuperStreamRequest],
-    rows: list[int],
-    cid: list[int | None],
-    code: list[int | None],
+    msgs: list[CreateSuperStreamRequest], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     name = [x.name for x in msgs]
@@ -2584,7 +2549,7 @@ def _create_super_stream_request(
     arguments_item_key = [x.key for x in arguments_items]
     arguments_item_value = [x.value for x in arguments_items]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -2609,17 +2574,14 @@ def _create_super_stream_request(
 
 
 def _create_super_stream_response(
-    msgs: list[CreateSuperStreamResponse],
-    rows: list[int],
-    cid: list[int | None],
-    code: list[int | None],
+    msgs: list[CreateSuperStreamResponse], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     response_code = [x.response_code for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -2630,15 +2592,12 @@ def _create_super_stream_response(
 
 
 def _delete_super_stream_request(
-    msgs: list[DeleteSuperStreamRequest],
-    rows: list[int],
-    cid: list[int | None],
-    code: list[int | None],
+    msgs: list[DeleteSuperStreamRequest], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     name = [x.name for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -2649,17 +2608,14 @@ def _delete_super_stream_request(
 
 
 def _delete_super_stream_response(
-    msgs: list[DeleteSuperStreamResponse],
-    rows: list[int],
-    cid: list[int | None],
-    code: list[int | None],
+    msgs: list[DeleteSuperStreamResponse], rows: list[int], roles: dict[str, list[Any]]
 ) -> Any:
     correlation_id = [x.correlation_id for x in msgs]
     response_code = [x.response_code for x in msgs]
     for row, value in zip(rows, correlation_id, strict=True):
-        cid[row] = value
+        roles["correlation_id"][row] = value
     for row, value in zip(rows, response_code, strict=True):
-        code[row] = value
+        roles["response_code"][row] = value
     return pa.StructArray.from_arrays(
         [
             pa.array(correlation_id, pa.int64()),
@@ -2669,7 +2625,7 @@ def _delete_super_stream_response(
     )
 
 
-_Builder = Callable[[list[Any], list[int], list[int | None], list[int | None]], Any]
+_Builder = Callable[[list[Any], list[int], dict[str, list[Any]]], Any]
 
 _BUILDERS: dict[type, tuple[str, _Builder]] = {
     DeclarePublisherRequest: ("declare_publisher_request", _declare_publisher_request),

@@ -29,6 +29,14 @@ from . import (
     decode,
     encode,
 )
+from ..framing import (
+    HEADER_SIZE,
+    LENGTH,
+    LENGTH_ADJUST,
+    LENGTH_OFFSET,
+    TRAILER,
+    TRAILER_SIZE,
+)
 from .commands import (
     _DECODERS,
     Argument,
@@ -105,8 +113,25 @@ from .commands import (
     UnsubscribeResponse,
 )
 
-_SIZE = struct.Struct(">I")
-_SIZE_WIDTH = 4
+VERSIONED = True
+
+
+def _dispatch(msg: Message) -> tuple[int, ...]:
+    """What `decode` looks a message's layouts up by."""
+    return msg.IDENT + ((msg.VERSION,) if VERSIONED else ())
+
+
+def _reframe(head_and_body: bytes) -> bytes:
+    """A header and a body with the length field set to fit them, then the trailer."""
+    frame = bytearray(head_and_body) + TRAILER
+    LENGTH.pack_into(frame, LENGTH_OFFSET, len(frame) - LENGTH_ADJUST)
+    return bytes(frame)
+
+
+def _body(frame: bytes) -> bytes:
+    """A frame without its trailer."""
+    return frame[: len(frame) - TRAILER_SIZE]
+
 
 # ---- strategies drawn from the IR
 
@@ -1328,11 +1353,6 @@ OPTIONAL: dict[str, tuple[str, ...]] = {
 }
 
 
-def _with_size(frame: bytes) -> bytes:
-    """The frame with its size prefix made to fit its length again."""
-    return _SIZE.pack(len(frame) - _SIZE_WIDTH) + frame[_SIZE_WIDTH:]
-
-
 @pytest.mark.parametrize(("name", "msg", "sender"), SAMPLES, ids=_IDS)
 def test_boundary_roundtrip(name: str, msg: Message, sender: str) -> None:
     frame = encode(msg)
@@ -1361,11 +1381,11 @@ def test_drawn_roundtrip(
 def test_whatever_decodes_encodes_back_to_its_bytes(
     name: str, msg: Message, sender: str, data: st.DataObject
 ) -> None:
-    """Mutate a valid frame (flip, overwrite, insert or delete bytes after the size prefix, which is
-    then fixed up): whenever the result still decodes, encoding it gives the very same bytes."""
-    frame = bytearray(encode(msg))
+    """Mutate a valid frame (flip, overwrite, insert or delete bytes after the length field, which
+    is then fixed up): whenever the result still decodes, encoding it gives the very same bytes."""
+    frame = bytearray(_body(encode(msg)))
     for _ in range(data.draw(st.integers(1, 3), label="mutations")):
-        at = data.draw(st.integers(_SIZE_WIDTH, len(frame)), label="at")
+        at = data.draw(st.integers(LENGTH_OFFSET + LENGTH.size, len(frame)), label="at")
         op = data.draw(st.sampled_from(["flip", "set", "insert", "delete"]), label="op")
         if op == "insert" or at == len(frame):
             frame[at:at] = data.draw(st.binary(min_size=1, max_size=4), label="bytes")
@@ -1375,7 +1395,7 @@ def test_whatever_decodes_encodes_back_to_its_bytes(
             frame[at] ^= 1 << data.draw(st.integers(0, 7), label="bit")
         else:
             frame[at] = data.draw(st.sampled_from([0x00, 0x01, 0x7F, 0x80, 0xFF]), label="value")
-    candidate = _with_size(bytes(frame))
+    candidate = _reframe(bytes(frame))
     try:
         back = decode(candidate, _sender(sender), verify_checksums=False)  # type: ignore[arg-type]
     except DecodeError:
@@ -1393,7 +1413,7 @@ def test_a_checksum_that_does_not_match_is_refused(name: str, msg: Message, send
     another check first), and decodes when the caller opts out of verifying."""
     frame = encode(msg)
     by_checksum = 0
-    for at in range(_SIZE_WIDTH, len(frame)):
+    for at in range(LENGTH_OFFSET + LENGTH.size, len(frame)):
         mutated = bytearray(frame)
         mutated[at] ^= 0x01
         try:
@@ -1411,14 +1431,13 @@ def test_a_checksum_that_does_not_match_is_refused(name: str, msg: Message, send
 @pytest.mark.parametrize(("name", "msg", "sender"), SAMPLES, ids=_IDS)
 def test_every_truncation_is_refused(name: str, msg: Message, sender: str) -> None:
     frame = encode(msg)
-    header = 4 + 4
     for cut in range(len(frame)):
         with pytest.raises(DecodeError):
             decode(frame[:cut], _sender(sender))  # type: ignore[arg-type]
-        if cut >= header:
-            # the size prefix agrees with the cut: the body itself is short
+        if HEADER_SIZE <= cut < len(frame) - TRAILER_SIZE:
+            # the length field agrees with the cut: the body itself is short
             try:
-                back = decode(_with_size(frame[:cut]), _sender(sender))  # type: ignore[arg-type]
+                back = decode(_reframe(frame[:cut]), _sender(sender))  # type: ignore[arg-type]
             except DecodeError as e:
                 assert e.offset <= cut
             else:
@@ -1430,8 +1449,8 @@ def test_every_truncation_is_refused(name: str, msg: Message, sender: str) -> No
                     )
                     continue
                 # only where one key carries two layouts can a cut frame be the other one
-                assert len(_DECODERS[(msg.KEY, msg.VERSION)]) > 1
-    reader = FrameReader(_sender(sender))  # type: ignore[arg-type]
+                assert len(_DECODERS[_dispatch(msg)]) > 1
+    reader = FrameReader(_sender(sender))
     reader.feed(frame[:-1])
     assert list(reader) == []
     with pytest.raises(DecodeError):
@@ -1444,12 +1463,12 @@ def test_trailing_bytes_are_reported(name: str, msg: Message, sender: str) -> No
     with pytest.raises(DecodeError, match="after the frame"):
         decode(frame + b"\x00", _sender(sender))  # type: ignore[arg-type]
     try:
-        back = decode(_with_size(frame + b"\x00\x00"), _sender(sender))  # type: ignore[arg-type]
+        back = decode(_reframe(_body(frame) + b"\x00\x00"), _sender(sender))  # type: ignore[arg-type]
     except DecodeError as e:
         assert e.offset <= len(frame)
     else:
         # only where one key carries two layouts can the longer frame be the other one
-        assert len(_DECODERS[(msg.KEY, msg.VERSION)]) > 1
+        assert len(_DECODERS[_dispatch(msg)]) > 1
         assert type(back) is not type(msg)
 
 
@@ -1468,7 +1487,7 @@ def test_oversized_lengths_are_refused_before_allocation(
     tracemalloc.start()
     try:
         for width, huge in ((2, b"\x7f\xff"), (4, b"\x7f\xff\xff\xff")):
-            for at in range(4, len(frame) - width + 1):
+            for at in range(LENGTH_OFFSET + LENGTH.size, len(frame) - width + 1):
                 mutated = bytearray(frame)
                 mutated[at : at + width] = huge
                 tracemalloc.reset_peak()
@@ -1490,7 +1509,7 @@ def test_frame_reader_any_chunking() -> None:
     for sender, messages in by_sender.items():
         stream = b"".join(encode(m) for m in messages)
         for chunk in (len(stream), 1, 7, 4093):
-            reader = FrameReader(_sender(sender))  # type: ignore[arg-type]
+            reader = FrameReader(_sender(sender))
             out: list[Message] = []
             for i in range(0, len(stream), chunk):
                 reader.feed(stream[i : i + chunk])
@@ -1502,7 +1521,9 @@ def test_frame_reader_any_chunking() -> None:
 
 def test_frame_reader_refuses_oversized_frame_before_buffering() -> None:
     reader = FrameReader(max_frame_size=1024)
-    reader.feed(_SIZE.pack(1025) + b"\x00" * 8)
+    header = bytearray(HEADER_SIZE + 8)
+    LENGTH.pack_into(header, LENGTH_OFFSET, 1025)
+    reader.feed(header)
     with pytest.raises(DecodeError) as info:
         list(reader)
     assert info.value.field == "frame.size"
@@ -1513,7 +1534,7 @@ def test_frame_reader_refuses_oversized_frame_before_buffering() -> None:
 @given(st.binary(max_size=64))
 def test_garbage_never_crashes(data: bytes) -> None:
     try:
-        decode(_with_size(_SIZE.pack(0) + data) if len(data) >= 4 else data)
+        decode(_reframe(data) if len(data) >= HEADER_SIZE else data)
     except DecodeError:
         pass
 
