@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from specgen.emitters.plan import ModulePlan, isort_key, snake
+from specgen.emitters.plan import ModulePlan, attr_name, isort_key, snake
 from specgen.emitters.render import Renderer
 from specgen.ir import (
     INT_WIDTHS,
@@ -22,9 +22,12 @@ from specgen.ir import (
     Bits,
     Blob,
     Field,
+    Map,
     Message,
+    Presence,
     Prim,
     Protocol,
+    Ref,
     Struct,
     Switch,
     TypeRef,
@@ -84,12 +87,17 @@ class _Builder:
                     if m.type.value is None:
                         order.append(m.name)
                         if m.name not in derived:
-                            values[m.name] = 0 if mode != "max" else (1 << m.type.bits) - 1
+                            if m.type.boolean:
+                                values[m.name] = mode == "max"
+                            else:
+                                values[m.name] = (1 << m.type.bits) - 1 if mode == "max" else 0
                 continue
+            if isinstance(f.type, Presence):
+                continue  # worked out from the fields it flags
             order.append(f.name)
             if f.name in derived:
                 continue
-            if f.optional and mode == "min":
+            if (f.optional or f.present) and mode == "min":
                 values[f.name] = None  # left out: the frame ends before it
                 continue
             if isinstance(f.type, Switch) and f.type.on:
@@ -114,15 +122,36 @@ class _Builder:
         if isinstance(t, Prim) and t.name in INT_WIDTHS:
             lo, hi = _ranges(t.name)
             return hi if mode == "max" else lo
+        if isinstance(t, Ref):
+            target = self.protocol.named_type(t.name)
+            if isinstance(target, Map):
+                return dict(MAX_TABLE) if mode == "max" else {}
+            return list(MAX_ARRAY) if mode == "max" else []
+        if isinstance(t, Prim) and self.protocol.type(t.name).fixed:
+            p = self.protocol.type(t.name)
+            top = mode == "max"
+            return {
+                "timestamp": (1 << 64) - 1 if top else 0,
+                "float": (3.4028234663852886e38 if p.width == 4 else 1.7976931348623157e308)
+                if top
+                else 0.0,
+                "decimal": Lit('Decimal("-21474836.48")' if top else 'Decimal("0")'),
+                "bool": top,
+                "void": None,
+            }[p.kind]
         if isinstance(t, Prim):
             nullable = f is not None and f.nullable
             if mode == "null" and nullable:
                 return None
-            if t.name == "bytes":
+            ptype = self.protocol.type(t.name)
+            if ptype.kind == "bytes":
+                if INT_WIDTHS[ptype.length_prefix][0] == 1:
+                    return bytes(range(255)) if mode == "max" else b""
                 return bytes(range(256)) * 2 if mode == "max" else b""
             if mode != "max":
                 return ""
             limit = f.max_length if f is not None and f.max_length else 40
+            limit = min(limit, (1 << (8 * INT_WIDTHS[ptype.length_prefix][0] - 1)) // 4)
             return (TEXT * (limit // len(TEXT) + 1))[:limit]
         if isinstance(t, Blob):
             return bytes(range(256)) if mode == "max" else b""
@@ -214,13 +243,18 @@ class _Builder:
                 for m in f.type.members:
                     assert isinstance(m.type, BitField)
                     if m.type.value is None:
-                        args.append(snake(m.name))
+                        args.append(attr_name(m.name))
                         if m.name not in derived:
-                            lines.append(
-                                (snake(m.name), f"draw(st.integers(0, {(1 << m.type.bits) - 1}))")
+                            drawn = (
+                                "draw(st.booleans())"
+                                if m.type.boolean
+                                else f"draw(st.integers(0, {(1 << m.type.bits) - 1}))"
                             )
+                            lines.append((attr_name(m.name), drawn))
                 continue
-            local = snake(f.name)
+            if isinstance(f.type, Presence):
+                continue
+            local = attr_name(f.name)
             args.append(local)
             if f.name in derived:
                 continue
@@ -239,6 +273,8 @@ class _Builder:
                 lines.append((local, f"{cond} else {branches[-1][1]}" if cond else branches[-1][1]))
                 continue
             drawn = f"draw({self.strategy(f.type, f, out)})"
+            if f.present:
+                drawn = f"draw(st.none() | {self.strategy(f.type, f, out)})"
             if f.optional:
                 # absent or present; once one optional field is absent, all after it are too
                 drawn = f"draw(st.none() | {self.strategy(f.type, f, out)})"
@@ -260,9 +296,21 @@ class _Builder:
         if isinstance(t, Prim) and t.name in INT_WIDTHS:
             lo, hi = _ranges(t.name)
             return f"st.integers({lo}, {hi})"
+        if isinstance(t, Ref):
+            target = self.protocol.named_type(t.name)
+            return "TABLES" if isinstance(target, Map) else "st.lists(VALUES, max_size=3)"
+        if isinstance(t, Prim) and self.protocol.type(t.name).fixed:
+            p = self.protocol.type(t.name)
+            return {
+                "timestamp": "st.integers(0, 2**64 - 1)",
+                "float": f"st.floats(allow_nan=False, width={p.width * 8})",
+                "decimal": "DECIMALS",
+                "bool": "st.booleans()",
+                "void": "st.none()",
+            }[p.kind]
         if isinstance(t, Prim):
             nullable = f is not None and f.nullable
-            if t.name == "bytes":
+            if self.protocol.type(t.name).kind == "bytes":
                 base = "st.binary(max_size=64)"
             else:
                 size = min(f.max_length, 60) if f is not None and f.max_length else 60
@@ -320,6 +368,28 @@ def _item(fields: tuple[Field, ...], name: str) -> TypeRef:
 
 def _nullable(t: TypeRef) -> bool:
     return isinstance(t, Prim) and t.name in ("string", "bytes")
+
+
+class Lit(str):
+    """A value written into the generated test as this Python source."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+MAX_TABLE = {
+    "int": -(1 << 63),
+    "text": TEXT,
+    "bytes": b"\x00\xff",
+    "flag": True,
+    "none": None,
+    "float": 1.5,
+    "decimal": Lit('Decimal("1.50")'),
+    "list": [1, "two", {"three": 3}],
+    "table": {"nested": {"deeper": []}},
+}
+"""A field table exercising every kind of value a fresh table can hold."""
+MAX_ARRAY = [1, "two", None, True, {"k": [2]}]
 
 
 def _render_value(v: Any) -> str:
@@ -382,10 +452,16 @@ def emit(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, s
                 "sender": m.sender,
                 "samples": samples,
                 "strategy": strategy,
-                "optional": [snake(f.name) for f in fields if f.optional],
+                "optional": [attr_name(f.name) for f in fields if f.optional],
+                # its last field takes the rest of the frame: any cut of it is a shorter value
+                "rest": any(
+                    isinstance(f.type, Blob) and f.type.length_field is None for f in fields
+                ),
                 # the checksum fields' names as DecodeError spells them (their last part)
                 "checksums": sorted(
-                    "." + snake(f.name) for _, f in walk_fields(fields) if f.checksum is not None
+                    "." + attr_name(f.name)
+                    for _, f in walk_fields(fields)
+                    if f.checksum is not None
                 ),
             }
         )
@@ -407,6 +483,7 @@ def emit(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, s
             checksummed=[c["cls"] for c in cases if c["checksums"]],
             checksum_fields=sorted({f for c in cases for f in c["checksums"]}),
             versioned=plan.frame.version is not None,
+            values=bool(plan.named) or plan.decimals,
             length_label=plan.frame.length.label,
         )
     }

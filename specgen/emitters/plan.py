@@ -632,7 +632,7 @@ class Planner:
 
     def _local(self, name: str) -> str:
         base = snake(name)
-        base = base + "_" if base in _RESERVED else base
+        base = base + "_" if base in _RESERVED or keyword.iskeyword(base) else base
         local, n = base, 2
         while local in self.used:
             local, n = f"{base}_{n}", n + 1

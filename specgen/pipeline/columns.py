@@ -81,7 +81,8 @@ class Codec:
     def load(cls, import_name: str, verify_checksums: bool = True) -> Codec:
         package = importlib.import_module(import_name)
         schema = importlib.import_module(f"{import_name}.spark_schema")
-        framing = Framing.of(package, schema, verify_checksums)
+        protocol = importlib.import_module(import_name.rsplit(".", 1)[0] + ".framing")
+        framing = Framing.of(package, protocol, verify_checksums)
         return cls(import_name, package, schema, framing, verify_checksums)
 
 
@@ -97,8 +98,7 @@ class _Frames:
         self.r = r
         self.offsets: list[int] = []
         self.sizes: list[int] = []
-        self.keys: list[int] = []
-        self.versions: list[int] = []
+        self.headers: list[tuple[int, ...]] = []
         self.walls: list[float | None] = []
         self.msgs: list[Any] = []
         self.bytes = 0
@@ -111,10 +111,13 @@ class _Frames:
             "timestamp": pc.round(pc.multiply(stamps, 1e6)).cast(pa.int64()).cast(TIMESTAMP),
             "offset": pa.array(self.offsets, pa.int64()),
             "size": pa.array(self.sizes, pa.int32()),
-            "key": pa.array(self.keys, pa.int32()),
-            "version": pa.array(self.versions, pa.int32()),
             **decoded,
         }
+        schema = codec.schema.FRAMES_SCHEMA
+        names = codec.framing.names
+        for column in codec.schema.HEADER_COLUMNS:
+            i = names.index(column)
+            columns[column] = pa.array([h[i] for h in self.headers], schema.field(column).type)
         schema = codec.schema.FRAMES_SCHEMA
         arrays = _where(self.r, n) + [columns[name] for name in schema.names[3:]]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
@@ -236,9 +239,7 @@ def decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
                         batch.msgs.append(msg)
                         batch.offsets.append(at)
                         batch.sizes.append(length)
-                        _, key, version = unpack_header(view, here)
-                        batch.keys.append(key)
-                        batch.versions.append(version)
+                        batch.headers.append(unpack_header(view, here))
                         last = at + length - 1
                         while i < reads and ends[i] <= last:
                             i += 1

@@ -46,7 +46,7 @@ from specgen.pipeline.inputs import (
 from specgen.pipeline.ranges import TARGET, Range, plan
 from specgen.pipeline.reconcile import Example, FileTally, Key, Tally
 from specgen.pipeline.reconcile import tally as check
-from specgen.specs import find
+from specgen.registry import find
 
 Echo = Callable[[str], None]
 

@@ -76,14 +76,6 @@ UNFRAMED_KEEP = 1024 * 1024
 """Bytes an unframed reject keeps of its gap (its `length` is always exact): a gap can be the
 whole of a file that holds no frames at all, and a task reads only this prefix of it."""
 
-PREAMBLES: dict[str, int] = {}
-"""Protocol name -> bytes each direction starts with that are not a frame, skipped by the walk.
-
-The hook for protocols with a protocol header: AMQP 1.0 opens each direction with the 8 bytes
-`AMQP 0 1 0 0` (`{"amqp-1.0": 8}`). RabbitMQ Streams has none, so nothing is registered. The
-reconciliation counts these bytes as the file's protocol header; a file shorter than its
-preamble is one unframed gap.
-"""
 
 _ORDER = "<>!=@"
 _UNSIGNED = {1: "B", 2: "H", 4: "I", 8: "Q"}
@@ -95,12 +87,14 @@ class Framing:
     """How frames follow each other in one direction's bytes, and what decodes them."""
 
     size_prefix: struct.Struct  # counts the bytes after itself
-    header: struct.Struct  # size, key, version
+    header: struct.Struct  # the whole frame header, the length first
     max_size: int  # the largest size prefix a frame can have
-    keys: frozenset[tuple[int, int]]  # (key, version) pairs `decode` knows
+    keys: frozenset[tuple[int, ...]]  # dispatch values `decode` knows (FRAME_KEYS)
     decode: Callable[..., Any]  # the codec's decode(frame, sender)
     decode_error: type[Exception]
     preamble: int = 0
+    names: tuple[str, ...] = ()  # the header's fields
+    dispatch: tuple[int, ...] = ()  # indexes of the header fields FRAME_KEYS holds, in order
 
     @property
     def width(self) -> int:
@@ -130,27 +124,69 @@ class Framing:
     def packed_keys(self) -> frozenset[int]:
         """FRAME_KEYS as `fast` reads them."""
         out = set()
-        for key, version in self.keys:
+        for key in self.keys:
+            values = [0] * len(self.names)
+            values[0] = self.min_size
+            for i, v in zip(self.dispatch, key, strict=True):
+                values[i] = v
             try:
-                out.add(self.fast.unpack(self.header.pack(self.min_size, key, version))[1])
+                out.add(self.fast.unpack(self.header.pack(*values))[1])
             except struct.error:
                 continue  # a pair the header cannot hold is never on the wire
         return frozenset(out)
 
+    def key(self, fields: tuple[int, ...]) -> tuple[int, ...]:
+        """The dispatch values of an unpacked header."""
+        return tuple(fields[i] for i in self.dispatch)
+
+    def describe_key(self, fields: tuple[int, ...]) -> str:
+        """`key 0x0001 version 1`: the dispatch values as the header names them."""
+        words = []
+        for i in self.dispatch:
+            code = self.header.format.lstrip(_ORDER)[i]
+            width = struct.calcsize(code)
+            first = i == self.dispatch[0]
+            words.append(
+                f"{self.names[i]} {fields[i]:#0{2 + 2 * width}x}"
+                if first
+                else f"{self.names[i]} {fields[i]}"
+            )
+        return " ".join(words)
+
     @classmethod
-    def of(cls, codec: ModuleType, schema: ModuleType, verify_checksums: bool = True) -> Framing:
-        """The framing of a generated codec package and its spark_schema module; its `decode`
-        verifies checksums unless `verify_checksums` is False."""
+    def of(cls, codec: ModuleType, framing: ModuleType, verify_checksums: bool = True) -> Framing:
+        """The framing of a generated codec package, from its protocol's generated `framing`
+        module; its `decode` verifies checksums unless `verify_checksums` is False.
+
+        The walk reads frames whose length field comes first and counts the bytes after itself,
+        with no trailer and no preamble: DecodeInputError names what else a framing has."""
+        unsupported = []
+        if framing.LENGTH_OFFSET != 0 or framing.LENGTH_ADJUST != framing.LENGTH.size:
+            unsupported.append("a length field that is not first or counts only the body")
+        if framing.TRAILER_SIZE:
+            unsupported.append(f"a {framing.TRAILER_SIZE}-byte trailer")
+        if any(framing.PREAMBLES.values()):
+            unsupported.append("a protocol header before the first frame")
+        if unsupported:
+            raise DecodeInputError(
+                f"{codec.PROTOCOL}: `specgen decode` cannot walk frames with "
+                + " and ".join(unsupported)
+                + " yet"
+            )
+        header = codec.commands.HEADER  # the version's own: signedness may differ
+        order = header.format[0] if header.format[0] in _ORDER else ">"
         return cls(
-            schema.SIZE_PREFIX,
-            schema.FRAME_HEADER,
-            codec.frame_reader.DEFAULT_MAX_FRAME_SIZE,
+            struct.Struct(order + header.format.lstrip(_ORDER)[0]),
+            header,
+            framing.DEFAULT_MAX_FRAME_SIZE,
             frozenset(codec.FRAME_KEYS),
             codec.decode
             if verify_checksums
             else functools.partial(codec.decode, verify_checksums=False),
             codec.DecodeError,
-            PREAMBLES.get(codec.PROTOCOL, 0),
+            0,
+            framing.HEADER_FIELDS,
+            framing.DISPATCH_INDEXES,
         )
 
     def first(self, file_size: int) -> int:
@@ -402,9 +438,9 @@ def describe(
             error = f"cut mid-frame: size says {value}, {file_size - offset - width} bytes follow"
             reason = (claimed, error, "frame", min(file_size - offset, 2**31 - 1))
         else:
-            _, key, version = f.header.unpack_from(head)
-            if (key, version) not in f.keys:
-                error = f"no layout for key {key:#06x} version {version}"
+            fields = f.header.unpack_from(head)
+            if f.key(fields) not in f.keys:
+                error = f"no layout for {f.describe_key(fields)}"
                 reason = (claimed, error, "frame.key", width)
             else:
                 error = (

@@ -31,7 +31,7 @@ from pyspark.sql.types import DecimalType, TimestampType
 
 from generated.rabbitmq_stream.v4_0.enums import ResponseCode
 from specgen.pipeline import spark
-from specgen.specs import ROOT
+from specgen.registry import ROOT
 
 TEMPLATES = ROOT / "templates" / "report"
 NO_TIMESTAMPS = "no timestamps in this capture"

@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 
-from specgen.specs import ROOT
+from specgen.registry import ROOT
 
 DEFAULT_MASTER = "local[*]"
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import struct
 import tracemalloc
 
 import pytest
@@ -609,6 +608,9 @@ STRATEGIES: list[tuple[str, st.SearchStrategy[Message], str]] = [
 
 _IDS = [s[0] for s in SAMPLES]
 
+# classes whose last field takes the rest of the frame: a cut or a longer frame is a valid value
+REST: frozenset[str] = frozenset({})
+
 # trailing fields a peer may leave out, per class: a frame cut where one starts is still valid
 OPTIONAL: dict[str, tuple[str, ...]] = {}
 
@@ -701,6 +703,8 @@ def test_every_truncation_is_refused(name: str, msg: Message, sender: str) -> No
             except DecodeError as e:
                 assert e.offset <= cut
             else:
+                if type(back) is type(msg) and type(msg).__name__ in REST:
+                    continue
                 if type(back) is type(msg):
                     # the cut fell where an optional trailing field starts: it is absent
                     assert any(
@@ -727,6 +731,8 @@ def test_trailing_bytes_are_reported(name: str, msg: Message, sender: str) -> No
     except DecodeError as e:
         assert e.offset <= len(frame)
     else:
+        if type(msg).__name__ in REST:
+            return
         # only where one key carries two layouts can the longer frame be the other one
         assert len(_DECODERS[_dispatch(msg)]) > 1
         assert type(back) is not type(msg)
@@ -758,7 +764,7 @@ def test_oversized_lengths_are_refused_before_allocation(
                 assert tracemalloc.get_traced_memory()[1] < 1 << 20
     finally:
         tracemalloc.stop()
-    assert refused > 0
+    assert refused > 0 or len(_body(bytes(frame))) <= HEADER_SIZE  # no body to mutate
 
 
 def test_frame_reader_any_chunking() -> None:
@@ -802,7 +808,7 @@ def test_garbage_never_crashes(data: bytes) -> None:
 @pytest.mark.parametrize(("name", "msg", "sender"), SAMPLES, ids=_IDS)
 def test_encode_refuses_out_of_range(name: str, msg: Message, sender: str) -> None:
     for f in dataclasses.fields(msg):
-        if isinstance(getattr(msg, f.name), int):
+        if isinstance(getattr(msg, f.name), int) and not isinstance(getattr(msg, f.name), bool):
             bad = copy.copy(msg)
             setattr(bad, f.name, 1 << 70)
             with pytest.raises(EncodeError):

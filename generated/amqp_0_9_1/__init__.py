@@ -1,0 +1,1 @@
+"""Generated codecs for amqp-0-9-1."""
