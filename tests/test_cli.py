@@ -18,9 +18,9 @@ def test_ir_prints_canonical_json_that_loads_back(
     assert main(["ir", "rabbitmq-stream/4.0"]) == 0
     text = capsys.readouterr().out
     data = json.loads(text)
-    assert [(c["name"], c["key"]) for c in data["commands"]][:2] == [
-        ("DeclarePublisher", 1),
-        ("Publish", 2),
+    assert [(c["name"], c["ident"]) for c in data["commands"]][:2] == [
+        ("DeclarePublisher", [1]),
+        ("Publish", [2]),
     ]
     protocol = ir.load(text)
     assert protocol == build_ir(v40)[0]
@@ -43,8 +43,13 @@ def test_unknown_spec_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
 def test_list_names_every_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["list"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [ln.split("\t")[0] for ln in lines] == ["rabbitmq-stream/4.0", "rabbitmq-stream/early"]
-    assert lines[0].split("\t")[1] == "generated.rabbitmq_stream.v4_0"
+    assert [ln.split("\t")[0] for ln in lines] == [
+        "amqp-0-9-1/0-9-1",
+        "amqp-0-9-1/0-9-1-rabbitmq",
+        "rabbitmq-stream/4.0",
+        "rabbitmq-stream/early",
+    ]
+    assert lines[2].split("\t")[1] == "generated.rabbitmq_stream.v4_0"
 
 
 def test_generated_is_fresh_and_generation_is_deterministic() -> None:

@@ -21,7 +21,7 @@ def test_v40_has_all_thirty_commands_with_their_table_keys(
     ir40: tuple[Protocol, FindingLog],
 ) -> None:
     protocol, _ = ir40
-    keys = {c.name.lower(): c.key for c in protocol.commands}
+    keys = {c.name.lower(): c.ident[0] for c in protocol.commands}
     assert len(protocol.commands) == 30
     assert keys == _table_keys("PROTOCOL-4.0.adoc")
     assert sorted(keys.values()) == list(range(0x0001, 0x001F))
@@ -39,7 +39,7 @@ def test_v40_commands_that_expect_a_response_have_both_layouts(
             assert "request" not in kinds, c.name
         for m in c.messages:
             if m.kind == "response" and c.name != "Tune":  # Tune's answer reuses the key
-                assert m.key == c.key | 0x8000, m.name
+                assert m.ident == (c.ident[0] | 0x8000,), m.name
 
 
 def test_v40_publish_and_deliver_have_two_versions(ir40: tuple[Protocol, FindingLog]) -> None:
@@ -65,12 +65,12 @@ def test_early_has_its_own_seventeen_commands_keys_and_signed_types(
 ) -> None:
     protocol, _ = ir_early
     assert len(protocol.commands) == 17
-    assert {c.name.lower(): c.key for c in protocol.commands} == _table_keys("PROTOCOL-early.adoc")
-    assert (protocol.frame.size_type, protocol.frame.key_type) == ("int32", "int16")
+    assert {c.name.lower(): c.ident[0] for c in protocol.commands} == _table_keys("PROTOCOL-early.adoc")
+    assert [f.type for f in protocol.frame.header[:2]] == [Prim("int32"), Prim("int16")]
     assert protocol.frame.response_flag is None
     credit_early = protocol.command("Credit")
     credit_40 = ir40[0].command("Credit")
-    assert (credit_early.key, credit_40.key) == (4, 0x0009)
+    assert (credit_early.ident, credit_40.ident) == ((4,), (0x0009,))
     assert credit_early.messages[0].fields[0].type == Prim("int32")
     assert credit_40.messages[0].fields[0].type == Prim("uint8")
 
