@@ -395,7 +395,11 @@ def test_without_timestamps_latency_sections_say_so(run_untimed: Run) -> None:
 
 def test_a_capture_without_publishes_says_so(spark: SparkSession, run: Run) -> None:
     no_rows = spark.read.parquet(str(run.out / "frames")).where("command != 'Publish'")
-    section = report._publish_confirm(no_rows.withColumn("ts", F.lit(None).cast("long")), True)
+    from specgen.analyses import rabbitmq_stream
+
+    section = rabbitmq_stream._publish_confirm(
+        no_rows.withColumn("ts", F.lit(None).cast("long")), True
+    )
     assert (section.table, section.notes) == (None, ["no Publish frames in this capture"])
 
 

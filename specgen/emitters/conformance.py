@@ -425,7 +425,7 @@ def emit(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, s
     protocol = plan.protocol
     builder = _Builder(protocol, plan.clashing)
     strategies: dict[str, list[tuple[str, str]]] = {}
-    cases = []
+    cases: list[dict[str, Any]] = []
     for m in plan.messages:
         builder.owner = m.cls
         fields = m.message.fields_at(m.version)

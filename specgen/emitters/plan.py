@@ -935,13 +935,15 @@ class Planner:
             if attrs is not None:
                 attrs.append(Attr(attr_name(m.name), "bool" if m.type.boolean else "int", _doc(m)))
             if m.type.boolean:
-                pack_terms.append(f"({1 << shift:#x} if {mexpr} else 0)")
+                pack_terms.append(f"{1 << shift:#x} if {mexpr} else 0")
             else:
                 pack_terms.append(
                     f"({mexpr} & {mask:#x}) << {shift}" if shift else f"{mexpr} & {mask:#x}"
                 )
 
         code = {1: "B", 2: "H", 4: "I", 8: "Q"}[t.width]
+        if len(pack_terms) > 1:  # a conditional term needs its own parentheses among others
+            pack_terms = [f"({t})" if " if " in t else t for t in pack_terms]
         run.items.append(Fixed(label, code, t.width, container, " | ".join(pack_terms) or "0"))
         self._after(run, steps, BitsStep(container, members, label))
         return run

@@ -137,6 +137,7 @@ def emit(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, s
             + (", then the body key" if frame.body_keys else ""),
             header_key_names=", ".join(h.name for h in key_fields),
             header_args=", ".join(header_args),
+            error_imports=_error_imports(plan),
             no_layout=no_layout,
             **common,
         ),
@@ -202,6 +203,36 @@ def emit(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, s
         **common,
     )
     return files
+
+
+def _error_imports(plan: ModulePlan) -> list[str]:
+    """The errors module's names the version's codec uses: its cold-path helpers only where a
+    step calls them."""
+    kinds: set[str] = set()
+
+    def visit(steps: list[object]) -> None:
+        for step in steps:
+            kinds.add(type(step).__name__)
+            for attr in ("body", "key_steps", "item_steps"):
+                visit(getattr(step, attr, []))
+            for case in getattr(step, "cases", []):
+                visit(getattr(case, "body", []))
+
+    for m in plan.messages:
+        visit(m.steps)
+    for n in plan.named:
+        visit(n.key_steps)
+        visit(n.item_steps)
+        for c in n.cases:
+            visit(c.body)
+    names = ["DecodeError", "EncodeError"]
+    if "ArrayStep" in kinds:
+        names.append("_bad_count")
+    if kinds & {"Text", "BlobStep", "ArrayStep"} or plan.named:
+        names.append("_bad_length")
+    if "Run" in kinds:
+        names.append("_truncated")
+    return names
 
 
 def _key_export(protocol: Protocol) -> str:

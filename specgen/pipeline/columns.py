@@ -27,8 +27,8 @@ from specgen.pipeline.ranges import UNFRAMED_KEEP, Framing, Range, describe
 
 BATCH_FRAMES = 8192
 BATCH_BYTES = 16 * 1024 * 1024
-"""A batch ends after this many frames or frame bytes, whichever comes first: big Deliver
-chunks must not make one batch hold hundreds of MiB."""
+"""A batch ends after this many frames or frame bytes, whichever comes first: frames of
+many MiB must not make one batch hold hundreds of MiB."""
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 
@@ -194,17 +194,20 @@ def decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
     decode: Callable[..., Any] = codec.framing.decode  # with the codec's checksum choice
     decode_error: type[Exception] = codec.package.DecodeError
     sender = DIRECTIONS[r.direction]
-    width = framing.size_prefix.size
-    unpack_size = framing.size_prefix.unpack_from
+    hsize = framing.header_size
+    li, adjust = framing.length_index, framing.length_adjust
     unpack_header = framing.header.unpack_from
     rejects = _Rejects(r)
     batch = _Frames(r)
     # timestamps: the read that delivered each frame's last byte, found by a moving pointer
     starts, ends, walls = r.read_starts, r.read_ends, r.read_walls
     i, reads = 0, len(ends)
-    pos = framing.first(r.file_size) if r.start == 0 else r.start
     with open(r.path, "rb") as f:
         fd = f.fileno()
+        pos = r.start
+        preamble = framing.preamble_of(sender)
+        if r.start == 0 and preamble and r.file_size >= len(preamble):
+            pos = framing.first(r.file_size, os.pread(fd, len(preamble), 0), sender)
         for gap, gap_length in [*zip(r.gap_starts, r.gap_lengths, strict=True), (r.end, 0)]:
             if gap > pos:
                 data = os.pread(fd, gap - pos, pos)
@@ -212,10 +215,11 @@ def decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
                 n, here = len(data), 0
                 while here < n:
                     at = pos + here
-                    if n - here < width:
+                    if n - here < hsize:
                         raise RangeChanged(f"{r.path} @{at}: the walk found a frame here")
-                    (size,) = unpack_size(view, here)
-                    length = size + width
+                    header = unpack_header(view, here)
+                    size = header[li]
+                    length = size + adjust
                     if length > n - here:
                         raise RangeChanged(
                             f"{r.path} @{at}: size {size} runs past {gap}, where the walk "
@@ -239,7 +243,7 @@ def decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
                         batch.msgs.append(msg)
                         batch.offsets.append(at)
                         batch.sizes.append(length)
-                        batch.headers.append(unpack_header(view, here))
+                        batch.headers.append(header)
                         last = at + length - 1
                         while i < reads and ends[i] <= last:
                             i += 1
@@ -256,7 +260,9 @@ def decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
                 kept = min(gap_length, UNFRAMED_KEEP)
                 # a header's worth past a short gap too: why it does not frame is read from it
                 head = os.pread(fd, max(kept, framing.header_size), gap)
-                size, error, field, at = describe(head, gap, gap_length, r.file_size, framing)
+                size, error, field, at = describe(
+                    head, gap, gap_length, r.file_size, framing, sender
+                )
                 rejects.add(gap, size, gap_length, "unframed", head[:kept], error, field, at)
             if rejects.bytes >= BATCH_BYTES:
                 yield "rejects", rejects.build()

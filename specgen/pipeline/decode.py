@@ -72,10 +72,10 @@ class Job:
 
     def files(self) -> dict[Key, FileTally]:
         """A fresh tally per byte file, with what the walk found in it."""
-        first = self.codec.framing.first
+        first = self.codec.framing.first_in  # after the sender's preamble, when there is one
         out = {
             (s.capture, s.connection, s.direction): FileTally(
-                s.capture, s.connection, s.direction, s.size, first(s.size)
+                s.capture, s.connection, s.direction, s.size, first(s)
             )
             for s in self.inventory.streams
         }

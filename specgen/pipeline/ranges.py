@@ -60,7 +60,7 @@ RUN = 4
 ends, that say the walk is back in step after a gap.
 
 For random bytes one header is already strong evidence: a size within 4..64 MiB passes 1 in 64
-offsets and one of RabbitMQ Streams' 54 (key, version) pairs 54 in 2^32, so about 2e-10 per
+offsets and, for a protocol that knows 54 (key, version) pairs, 54 in 2^32, so about 2e-10 per
 offset, or one false candidate per 5 GiB of noise, which must then also decode. But the bytes a
 gap skips are seldom noise: they are the rest of a frame whose body is application data, and
 payloads do hold frame-shaped bytes (a message body that is itself an encoded frame, a batch of
@@ -82,19 +82,36 @@ _UNSIGNED = {1: "B", 2: "H", 4: "I", 8: "Q"}
 _NUMPY_KIND = {"b": "i1", "h": "i2", "i": "i4", "l": "i4", "q": "i8"}
 
 
+def _codes(s: struct.Struct) -> str:
+    return s.format.lstrip(_ORDER)
+
+
+def _np_dtype(order: str, code: str) -> str:
+    kind = _NUMPY_KIND.get(code.lower(), "i4")
+    if code.isupper():
+        kind = "u" + kind[1:]
+    return ("<" if order == "<" else ">" if order in ">!" else "=") + kind
+
+
 @dataclass(frozen=True)
 class Framing:
     """How frames follow each other in one direction's bytes, and what decodes them."""
 
-    size_prefix: struct.Struct  # counts the bytes after itself
-    header: struct.Struct  # the whole frame header, the length first
-    max_size: int  # the largest size prefix a frame can have
+    size_prefix: struct.Struct  # the length field
+    header: struct.Struct  # the whole frame header
+    max_size: int  # the largest length field a frame can have
     keys: frozenset[tuple[int, ...]]  # dispatch values `decode` knows (FRAME_KEYS)
     decode: Callable[..., Any]  # the codec's decode(frame, sender)
     decode_error: type[Exception]
-    preamble: int = 0
+    preamble: int = 0  # kept for callers without a sender: always 0 (see `first`)
     names: tuple[str, ...] = ()  # the header's fields
     dispatch: tuple[int, ...] = ()  # indexes of the header fields FRAME_KEYS holds, in order
+    length_index: int = 0  # which header field is the length
+    length_offset: int = 0  # where the length field starts in the header
+    adjust: int = -1  # frame bytes = length field + adjust; -1: the length field's width
+    min_length: int = -1  # the smallest length field; -1: the rest of the header
+    trailer: bytes = b""  # bytes every frame ends with
+    preambles: tuple[tuple[str, bytes], ...] = ()  # sender -> bytes its direction starts with
 
     @property
     def width(self) -> int:
@@ -105,20 +122,39 @@ class Framing:
         return self.header.size
 
     @property
+    def length_adjust(self) -> int:
+        return self.width if self.adjust < 0 else self.adjust
+
+    @property
     def min_size(self) -> int:
-        """The smallest size prefix: a frame holds at least the rest of its header."""
-        return self.header.size - self.size_prefix.size
+        """The smallest length field: a frame holds at least the rest of its header."""
+        return self.header.size - self.size_prefix.size if self.min_length < 0 else self.min_length
+
+    @cached_property
+    def packed(self) -> bool:
+        """Whether the walk can use `fast`: the length first, counting the bytes after itself,
+        no trailer, and the rest of the header one 1-, 2-, 4- or 8-byte integer."""
+        return (
+            self.length_offset == 0
+            and self.length_index == 0
+            and self.length_adjust == self.width
+            and not self.trailer
+            and self.header.size - self.width in _UNSIGNED
+        )
+
+    @cached_property
+    def order(self) -> str:
+        return self.header.format[0] if self.header.format[0] in _ORDER else "@"
 
     @cached_property
     def fast(self) -> struct.Struct:
         """The header as (size, key and version as one unsigned integer): one unpack and one set
         lookup per frame in the walk's hot loop."""
-        order = self.header.format[0] if self.header.format[0] in _ORDER else "@"
-        size_char = self.size_prefix.format.lstrip(_ORDER)
+        size_char = _codes(self.size_prefix)
         rest = self.header.size - self.size_prefix.size
         if rest not in _UNSIGNED:
             raise ValueError(f"a {rest}-byte key and version cannot be read as one integer")
-        return struct.Struct(order + size_char + _UNSIGNED[rest])
+        return struct.Struct(self.order + size_char + _UNSIGNED[rest])
 
     @cached_property
     def packed_keys(self) -> frozenset[int]:
@@ -135,6 +171,17 @@ class Framing:
                 continue  # a pair the header cannot hold is never on the wire
         return frozenset(out)
 
+    @cached_property
+    def field_offsets(self) -> tuple[int, ...]:
+        """Where each header field starts in the header."""
+        codes = _codes(self.header)
+        order = self.order if self.order != "@" else "="
+        return tuple(struct.calcsize(order + codes[:i]) for i in range(len(codes)))
+
+    def preamble_of(self, sender: str | None) -> bytes:
+        """The bytes `sender`'s direction starts with before its first frame."""
+        return dict(self.preambles).get(sender or "", b"")
+
     def key(self, fields: tuple[int, ...]) -> tuple[int, ...]:
         """The dispatch values of an unpacked header."""
         return tuple(fields[i] for i in self.dispatch)
@@ -143,7 +190,7 @@ class Framing:
         """`key 0x0001 version 1`: the dispatch values as the header names them."""
         words = []
         for i in self.dispatch:
-            code = self.header.format.lstrip(_ORDER)[i]
+            code = _codes(self.header)[i]
             width = struct.calcsize(code)
             first = i == self.dispatch[0]
             words.append(
@@ -156,27 +203,12 @@ class Framing:
     @classmethod
     def of(cls, codec: ModuleType, framing: ModuleType, verify_checksums: bool = True) -> Framing:
         """The framing of a generated codec package, from its protocol's generated `framing`
-        module; its `decode` verifies checksums unless `verify_checksums` is False.
-
-        The walk reads frames whose length field comes first and counts the bytes after itself,
-        with no trailer and no preamble: DecodeInputError names what else a framing has."""
-        unsupported = []
-        if framing.LENGTH_OFFSET != 0 or framing.LENGTH_ADJUST != framing.LENGTH.size:
-            unsupported.append("a length field that is not first or counts only the body")
-        if framing.TRAILER_SIZE:
-            unsupported.append(f"a {framing.TRAILER_SIZE}-byte trailer")
-        if any(framing.PREAMBLES.values()):
-            unsupported.append("a protocol header before the first frame")
-        if unsupported:
-            raise DecodeInputError(
-                f"{codec.PROTOCOL}: `specgen decode` cannot walk frames with "
-                + " and ".join(unsupported)
-                + " yet"
-            )
+        module; its `decode` verifies checksums unless `verify_checksums` is False."""
         header = codec.commands.HEADER  # the version's own: signedness may differ
         order = header.format[0] if header.format[0] in _ORDER else ">"
+        length_code = _codes(header)[framing.LENGTH_INDEX]
         return cls(
-            struct.Struct(order + header.format.lstrip(_ORDER)[0]),
+            struct.Struct(order + length_code),
             header,
             framing.DEFAULT_MAX_FRAME_SIZE,
             frozenset(codec.FRAME_KEYS),
@@ -185,14 +217,44 @@ class Framing:
             else functools.partial(codec.decode, verify_checksums=False),
             codec.DecodeError,
             0,
-            framing.HEADER_FIELDS,
-            framing.DISPATCH_INDEXES,
+            tuple(framing.HEADER_FIELDS),
+            tuple(framing.DISPATCH_INDEXES),
+            framing.LENGTH_INDEX,
+            framing.LENGTH_OFFSET,
+            framing.LENGTH_ADJUST,
+            framing.MIN_LENGTH,
+            bytes(framing.TRAILER),
+            tuple(sorted((k, bytes(v)) for k, v in framing.PREAMBLES.items() if v)),
         )
 
-    def first(self, file_size: int) -> int:
-        """Where the first frame of a file of `file_size` bytes starts: after its preamble, or at
-        0 when the file is too short to hold one (the file is then one gap)."""
-        return self.preamble if file_size >= self.preamble else 0
+    def first(self, file_size: int, head: bytes | None = None, sender: str | None = None) -> int:
+        """Where the first frame of a file of `file_size` bytes starts: after the preamble of
+        `sender`'s direction when the file (`head`: its first bytes) starts with it, else at 0
+        (a file too short for its preamble is then one gap)."""
+        preamble = self.preamble_of(sender)
+        if preamble and head is not None and head[: len(preamble)] == preamble:
+            return len(preamble)
+        return 0
+
+    def first_in(self, stream: Stream) -> int:
+        """`first` of one direction's byte file, its preamble read from the file itself."""
+        preamble = self.preamble_of(DIRECTIONS.get(stream.direction))
+        if not preamble or stream.size < len(preamble):
+            return 0
+        try:
+            with open(stream.path, "rb") as f:
+                head = f.read(len(preamble))
+        except OSError as e:
+            raise DecodeInputError(f"{stream.path}: {e.strerror}") from None
+        return self.first(stream.size, head, DIRECTIONS[stream.direction])
+
+    def frame_end(self, fields: tuple[int, ...], pos: int) -> int:
+        """Where the frame whose header `fields` is at `pos` ends, -1 when the header does not
+        frame (a length out of range, unknown dispatch values)."""
+        value = fields[self.length_index]
+        if not self.min_size <= value <= self.max_size or self.key(fields) not in self.keys:
+            return -1
+        return pos + value + self.length_adjust
 
 
 @dataclass(frozen=True)
@@ -260,6 +322,40 @@ def split(stream: Stream, framing: Framing, target: int = TARGET) -> list[Cut]:
         os.close(fd)
 
 
+class _Cutter:
+    """The ranges a walk builds: where the current one started and its gaps (the walk keeps
+    the count of its frames, a local in its hot loop)."""
+
+    def __init__(self, walk: _Walk, target: int) -> None:
+        self.walk, self.target = walk, target
+        self.out: list[Cut] = []
+        self.start = 0
+        self.pos, self.gap_starts, self.gap_lengths = walk._start()
+
+    def at(self, pos: int, frames: int) -> int:
+        """End the current range, of `frames` frames, at `pos`, a frame or gap start; the
+        frames of the next one (none yet)."""
+        self.out.append(Cut(self.start, pos, frames, self.gap_starts, self.gap_lengths))
+        self.start, self.gap_starts, self.gap_lengths = pos, [], []
+        return 0
+
+    def gap(self, pos: int, length: int, frames: int) -> tuple[int, int]:
+        """Record the gap of a header at `pos` that does not frame (`length`: of the frame just
+        walked over, 0 after a gap): (where the walk resumes, the current range's frames)."""
+        gap, resume, pulled_back = self.walk._gap(pos, pos - length if length else -1)
+        if pulled_back:
+            frames -= 1  # the frame before was not one: it is the gap's start
+        if gap - self.start >= self.target and gap > self.start:
+            frames = self.at(gap, frames)
+        self.gap_starts.append(gap)
+        self.gap_lengths.append(resume - gap)
+        return resume, frames
+
+    def done(self, frames: int) -> list[Cut]:
+        self.out.append(Cut(self.start, self.walk.size, frames, self.gap_starts, self.gap_lengths))
+        return self.out
+
+
 class _Walk:
     """One file's walk: the hot loop over frames that frame, and the resynchronisation."""
 
@@ -269,19 +365,41 @@ class _Walk:
         self.framing = framing
         self.sender = sender
 
+    def _start(self) -> tuple[int, list[int], list[int]]:
+        """(where the walk starts, the gap before it): after the sender's preamble when the
+        file starts with it, else 0; a file too short for its preamble is one gap."""
+        preamble = self.framing.preamble_of(self.sender)
+        if not preamble:
+            return 0, [], []
+        if self.size < len(preamble):
+            return self.size, [0], [self.size]
+        head = os.pread(self.fd, len(preamble), 0)
+        return self.framing.first(self.size, head, self.sender), [], []
+
+    def _trailer_ok(self, end: int, window: bytes = b"", at: int = 0) -> bool:
+        trailer = self.framing.trailer
+        if not trailer:
+            return True
+        n = len(trailer)
+        if at <= end - n and end <= at + len(window):
+            return window[end - n - at : end - at] == trailer
+        return os.pread(self.fd, n, end - n) == trailer
+
     def cuts(self, target: int) -> list[Cut]:
+        """The file's ranges, walked frame by frame: the packed loop when the framing allows it
+        (one unpack and one set lookup per frame), else the generic one."""
+        if self.framing.packed:
+            return self._packed(target)
+        return self._generic(target)
+
+    def _packed(self, target: int) -> list[Cut]:
         size, fd, f = self.size, self.fd, self.framing
         width, header = f.width, f.header_size
         lo, hi = f.min_size, f.max_size
         keys = f.packed_keys
         unpack = f.fast.unpack_from
-        out: list[Cut] = []
-        start = frames = 0
-        gap_starts: list[int] = []
-        gap_lengths: list[int] = []
-        pos = f.first(size)
-        if pos == 0 and f.preamble:  # too short for its preamble
-            gap_starts, gap_lengths, pos = [0], [size], size
+        cut = _Cutter(self, target)
+        pos, frames, limit = cut.pos, 0, target
         window, at, window_end = b"", 0, 0
         length = 0  # of the frame just walked over; 0 after a gap
         while pos < size:
@@ -293,25 +411,44 @@ class _Walk:
                 value, kv = unpack(window, pos - at)
                 end = pos + width + value
                 if lo <= value <= hi and kv in keys and end <= size:
-                    if pos - start >= target:
-                        out.append(Cut(start, pos, frames, gap_starts, gap_lengths))
-                        start, frames, gap_starts, gap_lengths = pos, 0, [], []
+                    if pos >= limit:
+                        frames = cut.at(pos, frames)
+                        limit = pos + target
                     frames += 1
                     length = end - pos
                     pos = end
                     continue
-            gap, resume, pulled_back = self._gap(pos, pos - length if length else -1)
-            if pulled_back:
-                frames -= 1  # the frame before was not one: it is the gap's start
-            if gap - start >= target and gap > start:
-                out.append(Cut(start, gap, frames, gap_starts, gap_lengths))
-                start, frames, gap_starts, gap_lengths = gap, 0, [], []
-            gap_starts.append(gap)
-            gap_lengths.append(resume - gap)
-            pos, length = resume, 0
+            pos, frames = cut.gap(pos, length, frames)
+            length, limit = 0, cut.start + target
             window, at, window_end = b"", 0, 0  # the walk may resume before the window
-        out.append(Cut(start, size, frames, gap_starts, gap_lengths))
-        return out
+        return cut.done(frames)
+
+    def _generic(self, target: int) -> list[Cut]:
+        size, fd, f = self.size, self.fd, self.framing
+        header = f.header_size
+        unpack, frame_end, trailer_ok = f.header.unpack_from, f.frame_end, self._trailer_ok
+        cut = _Cutter(self, target)
+        pos, frames, limit = cut.pos, 0, target
+        window, at, window_end = b"", 0, 0
+        length = 0  # of the frame just walked over; 0 after a gap
+        while pos < size:
+            if pos + header > window_end and size - pos >= header:
+                window = os.pread(fd, WINDOW if length < WINDOW else header, pos)
+                at, window_end = pos, pos + len(window)
+            if pos + header <= window_end:
+                end = frame_end(unpack(window, pos - at), pos)
+                if pos < end <= size and trailer_ok(end, window, at):
+                    if pos >= limit:
+                        frames = cut.at(pos, frames)
+                        limit = pos + target
+                    frames += 1
+                    length = end - pos
+                    pos = end
+                    continue
+            pos, frames = cut.gap(pos, length, frames)
+            length, limit = 0, cut.start + target
+            window, at, window_end = b"", 0, 0  # the walk may resume before the window
+        return cut.done(frames)
 
     def _gap(self, pos: int, previous: int) -> tuple[int, int, bool]:
         """(gap start, where the walk resumes, whether the gap starts at `previous`) for a header
@@ -320,10 +457,10 @@ class _Walk:
         f = self.framing
         head = os.pread(self.fd, f.header_size, pos)
         if len(head) == f.header_size:
-            value, _ = f.fast.unpack(head)
-            own_end = pos + f.width + value
-            if f.min_size <= value <= f.max_size and own_end <= self.size:
-                # it fits, so the key is what is wrong: try it as exactly one unknown frame
+            value = f.header.unpack(head)[f.length_index]
+            own_end = pos + f.length_adjust + value
+            if f.min_size <= value <= f.max_size and pos < own_end <= self.size:
+                # it fits, so the key (or trailer) is what is wrong: try it as exactly one frame
                 if own_end == self.size or self._run(own_end):
                     return pos, own_end, False
         first = pos + 1
@@ -348,46 +485,64 @@ class _Walk:
         return self.size
 
     def _plausible(self, window: bytes, base: int) -> list[int]:
-        """The offsets in `window` (starting at file offset `base`) whose header has a size in
-        range and a known (key, version): checked for every offset at once with numpy."""
+        """The offsets in `window` (starting at file offset `base`) whose header has a length in
+        range, known dispatch values and the trailer where it ends: checked for every offset at
+        once with numpy, the trailer for the candidates only."""
         import numpy as np
 
         f = self.framing
         count = len(window) - f.header_size + 1
         if count <= 0:
             return []
-        order = ">" if f.fast.format[0] in ">!" else "<" if f.fast.format[0] == "<" else "="
-        size_char = f.fast.format[1]
-        size_kind = _NUMPY_KIND.get(size_char.lower(), "i4")
-        if size_char.isupper():
-            size_kind = "u" + size_kind[1:]
-        rest = f.header_size - f.width
+        order = f.order
+        codes = _codes(f.header)
+        offsets = f.field_offsets
         # unaligned views with a 1-byte stride: the header's fields read at every offset
-        sizes = np.ndarray((count,), np.dtype(order + size_kind), window, 0, (1,))
+        sizes = np.ndarray(
+            (count,),
+            np.dtype(_np_dtype(order, codes[f.length_index])),
+            window,
+            offsets[f.length_index],
+            (1,),
+        )
         found = np.flatnonzero((sizes >= f.min_size) & (sizes <= f.max_size))
-        if found.size:
-            kv = np.ndarray((count,), np.dtype(f"{order}u{rest}"), window, f.width, (1,))
+        if found.size and f.packed:
+            rest = f.header_size - f.width
+            o = "<" if order == "<" else ">" if order in ">!" else "="
+            kv = np.ndarray((count,), np.dtype(f"{o}u{rest}"), window, f.width, (1,))
             known = np.fromiter(f.packed_keys, np.dtype(f"u{rest}"), len(f.packed_keys))
-            found = found[np.isin(kv[found], known)]
-        return [base + int(i) for i in found]
+            return [base + int(i) for i in found[np.isin(kv[found], known)]]
+        for n, i in enumerate(f.dispatch):
+            if not found.size:
+                break
+            dtype = np.dtype(_np_dtype(order, codes[i]))
+            field = np.ndarray((count,), dtype, window, offsets[i], (1,))
+            values = np.array(sorted({k[n] for k in f.keys}), dtype=np.int64)
+            found = found[np.isin(field[found].astype(np.int64), values)]
+        out = []
+        for i in found.tolist():
+            end = base + i + int(sizes[i]) + f.length_adjust
+            if end <= self.size and self._trailer_ok(end, window, base):
+                out.append(base + i)
+        return out
 
     def _run(self, start: int) -> bool:
         """Whether RUN frames starting at `start` frame, chain exactly and decode; fewer do when
         the end of the file comes first (it ends them, or cuts the next one)."""
         f = self.framing
-        lo, hi, keys, unpack = f.min_size, f.max_size, f.packed_keys, f.fast.unpack
         spans: list[tuple[int, int]] = []
         pos = start
         while len(spans) < RUN and pos < self.size:
             head = os.pread(self.fd, f.header_size, pos)
             if len(head) < f.header_size:
                 break  # the end of the file cuts this header: no more evidence to get
-            value, kv = unpack(head)
-            if not (lo <= value <= hi and kv in keys):
+            end = f.frame_end(f.header.unpack(head), pos)
+            if end <= pos:
                 return False
-            end = pos + f.width + value
             if end > self.size:
                 break  # the end of the file cuts this frame
+            if not self._trailer_ok(end):
+                return False
             spans.append((pos, end - pos))
             pos = end
         return bool(spans) and all(self._decodes(at, length) for at, length in spans)
@@ -404,50 +559,69 @@ class _Walk:
 
 
 def describe(
-    head: bytes, offset: int, length: int, file_size: int, framing: Framing
+    head: bytes,
+    offset: int,
+    length: int,
+    file_size: int,
+    framing: Framing,
+    sender: str | None = None,
 ) -> tuple[int | None, str, str, int]:
-    """(size the prefix claims, error, field, error offset) of the gap of `length` bytes at
-    `offset`; `head` holds the file's bytes from `offset`, a whole header where the file has one.
+    """(size the length field claims, error, field, error offset) of the gap of `length` bytes at
+    `offset`; `head` holds the file's bytes from `offset`, a whole header where the file has one;
+    `sender` is who sent the file's bytes (its direction's preamble).
 
     Why the bytes there do not frame is read from the bytes themselves, so the task that writes
     the reject needs nothing from the driver but the gap.
     """
     f = framing
     width, available = f.width, min(len(head), f.header_size)
-    if offset < f.preamble:
+    reach = f.length_offset + width  # bytes up to the length field's end
+    preamble = len(f.preamble_of(sender))
+    name = f.names[f.length_index] if f.names else "size"
+    if offset == 0 and preamble and file_size < preamble:
         reason: tuple[int | None, str, str, int] = (
             None,
-            f"cut in the {f.preamble}-byte protocol header",
+            f"cut in the {preamble}-byte protocol header",
             "preamble",
             length,
         )
-    elif available < width:
+    elif available < reach:
         reason = (
             None,
-            f"cut mid-frame: {available} bytes, too few for the {width}-byte size prefix",
-            "frame.size",
+            f"cut mid-frame: {available} bytes, too few for the {width}-byte size prefix"
+            + (f" at header offset {f.length_offset}" if f.length_offset else ""),
+            f"frame.{name}",
             available,
         )
     else:
-        (value,) = f.size_prefix.unpack_from(head)
-        claimed = value + width
+        (value,) = f.size_prefix.unpack_from(head, f.length_offset)
+        claimed = value + f.length_adjust
         if not f.min_size <= value <= f.max_size:
             error = f"size prefix {value} is outside {f.min_size}..{f.max_size}"
-            reason = (claimed, error, "frame.size", 0)
+            reason = (claimed, error, f"frame.{name}", f.length_offset)
         elif available < f.header_size or offset + claimed > file_size:
-            error = f"cut mid-frame: size says {value}, {file_size - offset - width} bytes follow"
+            follow = file_size - offset - reach
+            error = f"cut mid-frame: size says {value}, {follow} bytes follow"
             reason = (claimed, error, "frame", min(file_size - offset, 2**31 - 1))
         else:
             fields = f.header.unpack_from(head)
+            dispatch = f.dispatch[0] if f.dispatch else 0
+            tail = b""
+            if f.trailer:
+                tail = head[claimed - len(f.trailer) : claimed] if len(head) >= claimed else b""
             if f.key(fields) not in f.keys:
                 error = f"no layout for {f.describe_key(fields)}"
-                reason = (claimed, error, "frame.key", width)
+                key_field = f.names[dispatch] if f.names and f.dispatch else "key"
+                reason = (claimed, error, f"frame.{key_field}", f.field_offsets[dispatch])
+            elif f.trailer and tail and tail != f.trailer:
+                error = f"the frame ends with {tail.hex()}, not the trailer {f.trailer.hex()}"
+                reason = (claimed, error, "frame.trailer", claimed - len(f.trailer))
             else:
                 error = (
                     f"size prefix {value} leads to offset {offset + claimed}, where no frame "
                     "starts, and the frame does not decode"
                 )
-                reason = (claimed, error, "frame.size", 0)
+                reason = (claimed, error, f"frame.{name}", f.length_offset)
     size, error, field, at = reason
     if offset + length < file_size:
         error += f"; {length} bytes skipped, resynchronised at offset {offset + length}"

@@ -7,8 +7,10 @@ offline and loads nothing from anywhere.
 
 Input contract (OUT_DIR/frames): capture, connection, direction ("c2s"/"s2c"), timestamp (UTC,
 nullable), offset, size, command, message, kind ("request"/"response"/"oneway"), correlation_id,
-response_code, and one nullable struct column per message class; the publish statistics read
-`publish_v1`, `publish_v2`, `publish_confirm` and `publish_error`. OUT_DIR/rejects is optional.
+response_code, and one nullable struct column per message class. Sections beyond the generic
+ones (command mix, response codes, request latency, traffic over time, connections, rejects) come
+from the protocols' analyses in `specgen/analyses/`, each run when the frames table has the
+columns it reads. OUT_DIR/rejects is optional.
 """
 
 from __future__ import annotations
@@ -20,16 +22,15 @@ from datetime import UTC, datetime
 from functools import reduce
 from itertools import cycle
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import jinja2
 from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]
 from pyspark.errors import AnalysisException, PySparkException
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import DecimalType, TimestampType
+from pyspark.sql.types import TimestampType
 
-from generated.rabbitmq_stream.v4_0.enums import ResponseCode
 from specgen.pipeline import spark
 from specgen.registry import ROOT
 
@@ -39,9 +40,6 @@ PERCENTILES = (0.5, 0.95, 0.99)
 # percentile_approx keeps a bounded sketch per group, so it scales to any capture; at this
 # accuracy its answer is an actual latency within 0.01% of the exact rank.
 ACCURACY = 10_000
-# uint64 publishing ids: Parquet's unsigned 64-bit reads back as decimal(20,0), a signed writer
-# gives long; both cast losslessly to decimal(20,0), so publishes and confirms always join.
-PUBLISHING_ID = DecimalType(20, 0)
 MAX_POINTS = 300
 # bucket widths for the time charts, in seconds: the narrowest that keeps a chart under
 # MAX_POINTS points is used, so a chart stays readable (and small) for any capture length
@@ -66,6 +64,20 @@ FRAME_COLUMNS = (
     "response_code",
 )
 REJECT_COLUMNS = ("capture", "connection", "size", "error", "field")
+
+
+class Analysis(Protocol):
+    """A protocol's own analyses (`specgen/analyses/`): sections beyond the generic ones, names
+    for its response codes, and how its frames count them."""
+
+    code_names: dict[int, str]
+    ok_codes: set[int]
+
+    def response_counts(
+        self, frames: DataFrame, counts: DataFrame, notes: list[str]
+    ) -> DataFrame: ...
+
+    def sections(self, frames: DataFrame, timed: bool) -> list[Section]: ...
 
 
 class ReportError(ValueError):
@@ -163,7 +175,7 @@ def build(session: SparkSession, frames_path: Path, rejects_path: Path | None) -
     if rejects is not None:
         rejects = _covered(rejects)
     # the narrow columns every section reads; the struct columns stay on disk until the
-    # publish section needs them
+    # analyses that read them need them
     base = frames.select(*[c for c in FRAME_COLUMNS if c != "timestamp"], "ts").persist()
     try:
         totals = base.agg(
@@ -183,12 +195,16 @@ def build(session: SparkSession, frames_path: Path, rejects_path: Path | None) -
             raise ReportError(f"{frames_path} holds no frames")
         timed = totals["timed"] > 0
         connections, count, top = _connections(base, rejects, timed)
+        # protocol-specific analyses, each run when the frames table has its columns
+        from specgen.analyses import for_columns
+
+        plugins = for_columns(set(frames.columns))
         sections = [
             _totals(totals, rejects, count),
             _command_mix(base),
-            _response_codes(base, frames),
+            _response_codes(base, frames, plugins),
             _request_latency(base, timed),
-            _publish_confirm(frames, timed),
+            *[section for plugin in plugins for section in plugin.sections(frames, timed)],
             _over_time(base, totals, top)
             if timed
             else Section("Frames and bytes over time", notes=[NO_TIMESTAMPS]),
@@ -308,30 +324,23 @@ def _command_mix(base: DataFrame) -> Section:
     return Section("Command mix", table, charts=[chart])
 
 
-def _code_name(code: int) -> str:
-    try:
-        return ResponseCode(code).name
-    except ValueError:
-        return f"unknown 0x{code:02x}"
-
-
-def _response_codes(base: DataFrame, frames: DataFrame) -> Section:
+def _response_codes(base: DataFrame, frames: DataFrame, plugins: list[Analysis]) -> Section:
     counts = (
         base.filter(F.col("response_code").isNotNull())
         .groupBy("command", "response_code")
         .agg(F.count("*").alias("n"))
     )
-    notes = []
-    if "publish_error" in frames.columns:
-        # a PublishError frame carries one code per failed publishing id: count those
-        errors = _exploded(frames, "publish_error", "publishing_error", "publishing_id", ("code",))
-        assert errors is not None
-        counts = counts.filter(F.col("command") != "PublishError").unionByName(
-            errors.groupBy(
-                F.lit("PublishError").alias("command"), F.col("code").alias("response_code")
-            ).agg(F.count("*").alias("n"))
-        )
-        notes.append("PublishError counts failed publishing ids, not frames")
+    notes: list[str] = []
+    names: dict[int, str] = {}
+    ok: set[int] = set()
+    for plugin in plugins:
+        counts = plugin.response_counts(frames, counts, notes)
+        names.update(plugin.code_names)
+        ok.update(plugin.ok_codes)
+
+    def _code_name(code: int) -> str:
+        return names.get(code, f"unknown 0x{code:02x}")
+
     rows = counts.orderBy("command", "response_code").collect()
     if not rows:
         return Section("Response codes per command", notes=["no response codes in this capture"])
@@ -352,7 +361,7 @@ def _response_codes(base: DataFrame, frames: DataFrame) -> Section:
                 "x": commands,
                 "y": [by_command.get(c, 0) for c in commands],
                 # OK reads as fine at a glance, each error code in a colour of its own
-                "marker": {"color": OK_COLOUR if code == ResponseCode.OK else next(error_colours)},
+                "marker": {"color": OK_COLOUR if code in ok else next(error_colours)},
             }
         )
     chart = Chart(
@@ -442,137 +451,6 @@ def _request_latency(base: DataFrame, timed: bool) -> Section:
 
 def _p(values: list[float] | None) -> tuple[str, ...]:
     return tuple(_ms(v) for v in values) if values is not None else ("-",) * len(PERCENTILES)
-
-
-def _exploded(
-    frames: DataFrame, column: str, array: str, id_field: str | None, extra: Sequence[str] = ()
-) -> DataFrame | None:
-    """One row per publishing id in a struct column's array: capture, connection, publisher_id,
-    publishing_id (as decimal(20,0)), ts, then `extra` fields of each array element."""
-    if column not in frames.columns:
-        return None
-    item = F.col("item")[id_field] if id_field else F.col("item")
-    return (
-        frames.filter(F.col(column).isNotNull())
-        .select(
-            "capture",
-            "connection",
-            "ts",
-            F.col(column)["publisher_id"].cast("int").alias("publisher_id"),
-            F.explode(F.col(column)[array]).alias("item"),
-        )
-        .select(
-            "capture",
-            "connection",
-            "publisher_id",
-            item.cast(PUBLISHING_ID).alias("publishing_id"),
-            "ts",
-            *[F.col("item")[f].alias(f) for f in extra],
-        )
-    )
-
-
-def _publish_confirm(frames: DataFrame, timed: bool) -> Section:
-    title = "Publish-to-confirm latency"
-    publishes = [
-        df
-        for df in (
-            _exploded(frames, "publish_v1", "published_messages", "publishing_id"),
-            _exploded(frames, "publish_v2", "published_messages", "publishing_id"),
-        )
-        if df is not None
-    ]
-    if not publishes:
-        return Section(title, notes=["no publish columns in the frames table"])
-    keys = ["capture", "connection", "publisher_id", "publishing_id"]
-    published = (
-        reduce(DataFrame.unionByName, publishes).groupBy(keys).agg(F.min("ts").alias("published"))
-    )
-    joined = published
-    confirms = _exploded(frames, "publish_confirm", "publishing_ids", None)
-    if confirms is not None:
-        joined = joined.join(
-            confirms.groupBy(keys).agg(F.min("ts").alias("confirmed")), keys, "left"
-        )
-    else:
-        joined = joined.withColumn("confirmed", F.lit(None).cast("long"))
-    errors = _exploded(frames, "publish_error", "publishing_error", "publishing_id")
-    if errors is not None:
-        joined = joined.join(
-            errors.select(*keys).distinct().withColumn("errored", F.lit(1)), keys, "left"
-        )
-    else:
-        joined = joined.withColumn("errored", F.lit(None).cast("int"))
-    joined = joined.withColumn("latency_ms", (F.col("confirmed") - F.col("published")) / 1000.0)
-    publisher = ["capture", "connection", "publisher_id"]
-    curve_at = [i / 100 for i in range(1, 101)]
-    # one pass: a row per publisher and the total row (grouping id 7, sorted first); no rows
-    # at all when nothing was published
-    collected = (
-        joined.groupingSets([publisher, []], *publisher)
-        .agg(
-            F.grouping_id().alias("level"),
-            F.count("*").alias("ids"),
-            F.count("confirmed").alias("confirmed"),
-            _sum_if(F.col("confirmed").isNull(), F.lit(1)).alias("unconfirmed"),
-            F.count("errored").alias("errored"),
-            _percentiles("latency_ms").alias("p"),
-            F.percentile_approx("latency_ms", curve_at, ACCURACY).alias("curve"),
-        )
-        .orderBy(F.desc("level"), *publisher)
-        .limit(TABLE_ROWS + 1)
-        .collect()
-    )
-    if not collected:
-        return Section(title, notes=["no Publish frames in this capture"])
-    total, per = collected[0], collected[1:]
-
-    def row(name: str, r: Row) -> tuple[Any, ...]:
-        return (name, r["ids"], r["confirmed"], r["unconfirmed"], r["errored"], *_p(r["p"]))
-
-    rows = [
-        row(f"{_label(r['capture'], r['connection'])} publisher {r['publisher_id']}", r)
-        for r in per
-    ]
-    rows.append(row("all", total))
-    table = _table(
-        (
-            "publisher",
-            "published",
-            "confirmed",
-            "unconfirmed",
-            "errored",
-            "p50 ms",
-            "p95 ms",
-            "p99 ms",
-        ),
-        rows,
-        (False, True, True, True, True, True, True, True),
-    )
-    notes = [
-        "matched by capture, connection, publisher id and publishing id; the first confirm counts"
-    ]
-    if not timed:
-        return Section(title, table, [NO_TIMESTAMPS, *notes])
-    if total["curve"] is None:
-        return Section(title, table, ["no publishing id was confirmed", *notes])
-    data = [
-        {
-            "type": "scatter",
-            "mode": "lines+markers",
-            "name": "all publishers",
-            "x": [round(q * 100) for q in curve_at],
-            "y": total["curve"],
-        }
-    ]
-    chart = Chart(
-        "chart-publish-confirm",
-        {
-            "data": data,
-            "layout": _layout("Publish-to-confirm latency by percentile", "percentile", "ms"),
-        },
-    )
-    return Section(title, table, notes, [chart])
 
 
 def _bucket_seconds(first: int, last: int) -> int:

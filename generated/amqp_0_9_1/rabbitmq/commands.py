@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, ClassVar, Literal
 
-from ..errors import DecodeError, EncodeError, _bad_count, _bad_length, _truncated
+from ..errors import DecodeError, EncodeError, _bad_length, _truncated
 from ..framing import HEADER_SIZE, TRAILER, TRAILER_SIZE
 from ..values import Table, Values, _decimal_parts
 
@@ -708,7 +708,7 @@ def _encode_connection_open(msg: ConnectionOpen, parts: list[bytes], seal_checks
     reserved1_raw = msg.reserved1.encode("utf-8", "surrogateescape")
     parts.append(_CONNECTION_OPEN_1.pack(len(reserved1_raw)))
     parts.append(reserved1_raw)
-    parts.append(_CONNECTION_OPEN_2.pack((0x1 if msg.reserved2 else 0)))
+    parts.append(_CONNECTION_OPEN_2.pack(0x1 if msg.reserved2 else 0))
 
 
 @dataclass(slots=True)
@@ -1336,7 +1336,7 @@ def _decode_channel_flow(buf: memoryview, at: int, end: int, verify_checksums: b
 
 def _encode_channel_flow(msg: ChannelFlow, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(b"\x00\x14\x00\x14")  # the body key: (0x01, 20, 20)
-    parts.append(_CHANNEL_FLOW_0.pack((0x1 if msg.active else 0)))
+    parts.append(_CHANNEL_FLOW_0.pack(0x1 if msg.active else 0))
 
 
 @dataclass(slots=True)
@@ -1391,7 +1391,7 @@ def _decode_channel_flow_ok(
 
 def _encode_channel_flow_ok(msg: ChannelFlowOk, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(b"\x00\x14\x00\x15")  # the body key: (0x01, 20, 21)
-    parts.append(_CHANNEL_FLOW_OK_0.pack((0x1 if msg.active else 0)))
+    parts.append(_CHANNEL_FLOW_OK_0.pack(0x1 if msg.active else 0))
 
 
 @dataclass(slots=True)
@@ -2001,7 +2001,7 @@ def _encode_exchange_bind(msg: ExchangeBind, parts: list[bytes], seal_checksums:
     routing_key_raw = msg.routing_key.encode("utf-8", "surrogateescape")
     parts.append(_EXCHANGE_BIND_2.pack(len(routing_key_raw)))
     parts.append(routing_key_raw)
-    parts.append(_EXCHANGE_BIND_3.pack((0x1 if msg.no_wait else 0)))
+    parts.append(_EXCHANGE_BIND_3.pack(0x1 if msg.no_wait else 0))
     _encode_table(msg.arguments, parts)
 
 
@@ -2183,7 +2183,7 @@ def _encode_exchange_unbind(msg: ExchangeUnbind, parts: list[bytes], seal_checks
     routing_key_raw = msg.routing_key.encode("utf-8", "surrogateescape")
     parts.append(_EXCHANGE_UNBIND_2.pack(len(routing_key_raw)))
     parts.append(routing_key_raw)
-    parts.append(_EXCHANGE_UNBIND_3.pack((0x1 if msg.no_wait else 0)))
+    parts.append(_EXCHANGE_UNBIND_3.pack(0x1 if msg.no_wait else 0))
     _encode_table(msg.arguments, parts)
 
 
@@ -2574,7 +2574,7 @@ def _encode_queue_bind(msg: QueueBind, parts: list[bytes], seal_checksums: bool)
     routing_key_raw = msg.routing_key.encode("utf-8", "surrogateescape")
     parts.append(_QUEUE_BIND_2.pack(len(routing_key_raw)))
     parts.append(routing_key_raw)
-    parts.append(_QUEUE_BIND_3.pack((0x1 if msg.no_wait else 0)))
+    parts.append(_QUEUE_BIND_3.pack(0x1 if msg.no_wait else 0))
     _encode_table(msg.arguments, parts)
 
 
@@ -2703,7 +2703,7 @@ def _encode_queue_purge(msg: QueuePurge, parts: list[bytes], seal_checksums: boo
     queue_raw = msg.queue.encode("utf-8", "surrogateescape")
     parts.append(_QUEUE_PURGE_0.pack(msg.reserved1, len(queue_raw)))
     parts.append(queue_raw)
-    parts.append(_QUEUE_PURGE_1.pack((0x1 if msg.no_wait else 0)))
+    parts.append(_QUEUE_PURGE_1.pack(0x1 if msg.no_wait else 0))
 
 
 @dataclass(slots=True)
@@ -3579,7 +3579,7 @@ def _decode_basic_qos(buf: memoryview, at: int, end: int, verify_checksums: bool
 def _encode_basic_qos(msg: BasicQos, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(b"\x00<\x00\n")  # the body key: (0x01, 60, 10)
     parts.append(
-        _BASIC_QOS_0.pack(msg.prefetch_size, msg.prefetch_count, (0x1 if msg.global_ else 0))
+        _BASIC_QOS_0.pack(msg.prefetch_size, msg.prefetch_count, 0x1 if msg.global_ else 0)
     )
 
 
@@ -3907,7 +3907,7 @@ def _encode_basic_cancel(msg: BasicCancel, parts: list[bytes], seal_checksums: b
     consumer_tag_raw = msg.consumer_tag.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_CANCEL_0.pack(len(consumer_tag_raw)))
     parts.append(consumer_tag_raw)
-    parts.append(_BASIC_CANCEL_1.pack((0x1 if msg.no_wait else 0)))
+    parts.append(_BASIC_CANCEL_1.pack(0x1 if msg.no_wait else 0))
 
 
 @dataclass(slots=True)
@@ -4333,7 +4333,7 @@ def _encode_basic_deliver(msg: BasicDeliver, parts: list[bytes], seal_checksums:
 
     exchange_raw = msg.exchange.encode("utf-8", "surrogateescape")
     parts.append(
-        _BASIC_DELIVER_1.pack(msg.delivery_tag, (0x1 if msg.redelivered else 0), len(exchange_raw))
+        _BASIC_DELIVER_1.pack(msg.delivery_tag, 0x1 if msg.redelivered else 0, len(exchange_raw))
     )
     parts.append(exchange_raw)
 
@@ -4430,7 +4430,7 @@ def _encode_basic_get(msg: BasicGet, parts: list[bytes], seal_checksums: bool) -
     queue_raw = msg.queue.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_GET_0.pack(msg.reserved1, len(queue_raw)))
     parts.append(queue_raw)
-    parts.append(_BASIC_GET_1.pack((0x1 if msg.no_ack else 0)))
+    parts.append(_BASIC_GET_1.pack(0x1 if msg.no_ack else 0))
 
 
 @dataclass(slots=True)
@@ -4538,7 +4538,7 @@ def _encode_basic_get_ok(msg: BasicGetOk, parts: list[bytes], seal_checksums: bo
     parts.append(b"\x00<\x00G")  # the body key: (0x01, 60, 71)
     exchange_raw = msg.exchange.encode("utf-8", "surrogateescape")
     parts.append(
-        _BASIC_GET_OK_0.pack(msg.delivery_tag, (0x1 if msg.redelivered else 0), len(exchange_raw))
+        _BASIC_GET_OK_0.pack(msg.delivery_tag, 0x1 if msg.redelivered else 0, len(exchange_raw))
     )
     parts.append(exchange_raw)
 
@@ -4677,7 +4677,7 @@ def _decode_basic_ack(buf: memoryview, at: int, end: int, verify_checksums: bool
 
 def _encode_basic_ack(msg: BasicAck, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(b"\x00<\x00P")  # the body key: (0x01, 60, 80)
-    parts.append(_BASIC_ACK_0.pack(msg.delivery_tag, (0x1 if msg.multiple else 0)))
+    parts.append(_BASIC_ACK_0.pack(msg.delivery_tag, 0x1 if msg.multiple else 0))
 
 
 @dataclass(slots=True)
@@ -4741,7 +4741,7 @@ def _decode_basic_reject(buf: memoryview, at: int, end: int, verify_checksums: b
 
 def _encode_basic_reject(msg: BasicReject, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(b"\x00<\x00Z")  # the body key: (0x01, 60, 90)
-    parts.append(_BASIC_REJECT_0.pack(msg.delivery_tag, (0x1 if msg.requeue else 0)))
+    parts.append(_BASIC_REJECT_0.pack(msg.delivery_tag, 0x1 if msg.requeue else 0))
 
 
 @dataclass(slots=True)
@@ -4806,7 +4806,7 @@ def _encode_basic_recover_async(
     msg: BasicRecoverAsync, parts: list[bytes], seal_checksums: bool
 ) -> None:
     parts.append(b"\x00<\x00d")  # the body key: (0x01, 60, 100)
-    parts.append(_BASIC_RECOVER_ASYNC_0.pack((0x1 if msg.requeue else 0)))
+    parts.append(_BASIC_RECOVER_ASYNC_0.pack(0x1 if msg.requeue else 0))
 
 
 @dataclass(slots=True)
@@ -4865,7 +4865,7 @@ def _decode_basic_recover(
 
 def _encode_basic_recover(msg: BasicRecover, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(b"\x00<\x00n")  # the body key: (0x01, 60, 110)
-    parts.append(_BASIC_RECOVER_0.pack((0x1 if msg.requeue else 0)))
+    parts.append(_BASIC_RECOVER_0.pack(0x1 if msg.requeue else 0))
 
 
 @dataclass(slots=True)
@@ -5048,7 +5048,7 @@ def _decode_confirm_select(
 
 def _encode_confirm_select(msg: ConfirmSelect, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(b"\x00U\x00\n")  # the body key: (0x01, 85, 10)
-    parts.append(_CONFIRM_SELECT_0.pack((0x1 if msg.nowait else 0)))
+    parts.append(_CONFIRM_SELECT_0.pack(0x1 if msg.nowait else 0))
 
 
 @dataclass(slots=True)

@@ -22,14 +22,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from . import (
-    DecodeError,
-    EncodeError,
-    FrameReader,
-    Message,
-    decode,
-    encode,
-)
 from ..framing import (
     HEADER_SIZE,
     LENGTH,
@@ -37,6 +29,14 @@ from ..framing import (
     LENGTH_OFFSET,
     TRAILER,
     TRAILER_SIZE,
+)
+from . import (
+    DecodeError,
+    EncodeError,
+    FrameReader,
+    Message,
+    decode,
+    encode,
 )
 from .commands import (
     _DECODERS,

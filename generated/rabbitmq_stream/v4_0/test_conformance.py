@@ -20,14 +20,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from . import (
-    DecodeError,
-    EncodeError,
-    FrameReader,
-    Message,
-    decode,
-    encode,
-)
 from ..framing import (
     HEADER_SIZE,
     LENGTH,
@@ -35,6 +27,14 @@ from ..framing import (
     LENGTH_OFFSET,
     TRAILER,
     TRAILER_SIZE,
+)
+from . import (
+    DecodeError,
+    EncodeError,
+    FrameReader,
+    Message,
+    decode,
+    encode,
 )
 from .commands import (
     _DECODERS,
