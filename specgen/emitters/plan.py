@@ -1138,21 +1138,9 @@ class Planner:
                 INT_WIDTHS[size][0],
             )
             if isinstance(t, Map):
-                body: list[object] = []
-                tmp: list[str] = []
-                r = self._field(
-                    Field("Key", t.key),
-                    f"{label}.key",
-                    "key",
-                    body,
-                    self._run("stop"),
-                    {},
-                    tmp,
-                    None,
-                    "stop",
+                plan.key_steps, plan.key_local = self._value(
+                    t.key, f"{label}.key", "key", "stop", "Key"
                 )
-                self._close(r, body)
-                plan.key_steps, plan.key_local = body, tmp[0]
             item = t.value if isinstance(t, Map) else t.item
             item_label = f"{label}[]"
             if isinstance(item, Ref):
@@ -1162,20 +1150,9 @@ class Planner:
                     item_label, "item", _func(item.name), "item", "stop", ctor, "ctor"
                 )
             else:
-                body, tmp = [], []
-                r = self._field(
-                    Field("Item", item),
-                    item_label,
-                    "item",
-                    body,
-                    self._run("stop"),
-                    {},
-                    tmp,
-                    None,
-                    "stop",
+                plan.item_steps, plan.item_local = self._value(
+                    item, item_label, "item", "stop", "Item"
                 )
-                self._close(r, body)
-                plan.item_steps, plan.item_local = body, tmp[0]
             plan.runs = self.runs
             return plan
         if isinstance(t, Choice):
@@ -1185,27 +1162,25 @@ class Planner:
             for case in t.cases:
                 if case.type is None:
                     raise PlanError(f"{n.span}: {label}: constructor {case.label!r} has no type")
-                body, tmp = [], []
-                r = self._field(
-                    Field("Value", case.type),
-                    f"{label}",
-                    "value",
-                    body,
-                    self._run("end"),
-                    {},
-                    tmp,
-                    None,
-                    "end",
-                )
-                self._close(r, body)
+                body, local = self._value(case.type, label, "value", "end")
                 plan.cases.append(
-                    ChoiceCase(case.values[0], case.label, body, tmp[0], self._fits(case.type))
+                    ChoiceCase(case.values[0], case.label, body, local, self._fits(case.type))
                 )
             order = [*t.prefer, *(c.values[0] for c in t.cases if c.values[0] not in t.prefer)]
             plan.prefer = order
             plan.runs = self.runs
             return plan
         raise PlanError(f"{n.span}: {label}: a named {type(t).__name__} has no plan yet")
+
+    def _value(
+        self, t: TypeRef, label: str, expr: str, limit: str, name: str = "Value"
+    ) -> tuple[list[object], str]:
+        """The steps of one value of `t` that `expr` holds, and the local they decode it into."""
+        body: list[object] = []
+        out: list[str] = []
+        run = self._field(Field(name, t), label, expr, body, self._run(limit), {}, out, None, limit)
+        self._close(run, body)
+        return body, out[0]
 
     def _fits(self, t: TypeRef) -> str:
         """An expression: whether the Python `value` can be encoded as `t`."""
