@@ -65,7 +65,9 @@ def test_early_has_its_own_seventeen_commands_keys_and_signed_types(
 ) -> None:
     protocol, _ = ir_early
     assert len(protocol.commands) == 17
-    assert {c.name.lower(): c.ident[0] for c in protocol.commands} == _table_keys("PROTOCOL-early.adoc")
+    assert {c.name.lower(): c.ident[0] for c in protocol.commands} == _table_keys(
+        "PROTOCOL-early.adoc"
+    )
     assert [f.type for f in protocol.frame.header[:2]] == [Prim("int32"), Prim("int16")]
     assert protocol.frame.response_flag is None
     credit_early = protocol.command("Credit")
