@@ -23,11 +23,13 @@ BIG = 2  # of which bodies over frame_max (several content-body frames each)
 
 
 @pytest.fixture(scope="module")
-def decoded(
-    spark: Any, tmp_path_factory: pytest.TempPathFactory
-) -> tuple[int, str, list[dict[str, Any]], int]:
+def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("amqp-sample") / "out"
+
+
+@pytest.fixture(scope="module")
+def decoded(spark: Any, out: Path) -> tuple[int, str, list[dict[str, Any]], int]:
     """`specgen decode amqp-0-9-1` in this process: it runs on the test run's Spark session."""
-    out = tmp_path_factory.mktemp("amqp-sample") / "out"
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         code = main(["decode", "amqp-0-9-1", str(SAMPLE), "--out", str(out)])
@@ -94,3 +96,25 @@ def test_every_frame_re_encodes_byte_for_byte() -> None:
             assert encode(decode(frame)) == frame, (path.name, frame[:64])
         total += len(raw)
     assert total > 3 * PUBLISHED
+
+
+def test_the_report_matches_confirms_and_counts_deliveries(
+    decoded: tuple[int, str, list[dict[str, Any]], int], out: Path, tmp_path: Path
+) -> None:
+    """The AMQP 0-9-1 analyses: every publish after Confirm.Select is matched with the Basic.Ack
+    that covers its number (RabbitMQ acks with `multiple`), and deliveries count per consumer
+    tag; reply codes are named from the spec's constants."""
+    frames = decoded[2]
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["report", str(out), "--html", str(tmp_path / "report.html")]) == 0
+    text = buf.getvalue()
+    confirm = text.split("Publish-to-confirm latency (Basic.Ack)", 1)[1].split("\n\n", 1)[0]
+    (row,) = [line.split() for line in confirm.splitlines() if "channel 1" in line]
+    assert row[3:6] == [str(PUBLISHED), str(PUBLISHED), "0"], confirm
+    delivered = sum(1 for r in frames if r["message"] == "BasicDeliver")
+    section = text.split("Deliveries per consumer tag", 1)[1].split("\n\n", 1)[0]
+    assert (
+        sum(int(line.split()[-2]) for line in section.splitlines() if "ctag" in line) == delivered
+    )
+    assert "REPLY_SUCCESS" in text

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-MODULES = ("specgen.analyses.rabbitmq_stream",)
+MODULES = ("specgen.analyses.amqp_0_9_1", "specgen.analyses.rabbitmq_stream")
 
 
 def for_columns(columns: set[str]) -> list[Any]:

@@ -163,8 +163,16 @@ def _read(session: SparkSession, path: Path, columns: Sequence[str]) -> DataFram
     return table
 
 
+ROLE_COLUMNS = ("correlation_id", "response_code")
+"""Columns a protocol's frames table has when some of its fields have that role; a protocol
+without them (no correlation ids in AMQP 0-9-1) reads them as null."""
+
+
 def build(session: SparkSession, frames_path: Path, rejects_path: Path | None) -> Report:
-    frames = _read(session, frames_path, FRAME_COLUMNS)
+    frames = _read(session, frames_path, [c for c in FRAME_COLUMNS if c not in ROLE_COLUMNS])
+    for role in ROLE_COLUMNS:
+        if role not in frames.columns:
+            frames = frames.withColumn(role, F.lit(None).cast("long"))
     if not isinstance(frames.schema["timestamp"].dataType, TimestampType):
         raise ReportError(
             f"{frames_path}: column timestamp is {frames.schema['timestamp'].dataType.simpleString()},"
