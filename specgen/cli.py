@@ -9,6 +9,7 @@ import importlib
 import json
 import sys
 from collections.abc import Sequence
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -241,6 +242,7 @@ def _lint(args: argparse.Namespace) -> int:
 def _frames(args: argparse.Namespace) -> int:
     spec = find(args.protocol)
     codec = importlib.import_module(spec.import_name)
+    preambles = importlib.import_module(f"generated.{spec.package}.framing").PREAMBLES
     total = failed = 0
     contents: list[bytes] = []
     for path in args.files:  # all read first: a missing file is an input error (exit 2)
@@ -250,7 +252,8 @@ def _frames(args: argparse.Namespace) -> int:
             raise FramesInputError(f"{path}: {e.strerror or e}") from None
     for path, data in zip(args.files, contents, strict=True):
         sender = args.sender or _sender_from_name(path)
-        reader = codec.FrameReader(sender)
+        preamble = preambles.get(sender or "", b"")  # a capture's file starts with it
+        reader = codec.FrameReader(sender, preamble=bool(preamble) and data.startswith(preamble))
         reader.feed(data)
         while True:
             offset = reader.offset
@@ -275,10 +278,11 @@ def _frames(args: argparse.Namespace) -> int:
                 failed += 1
                 print(json.dumps(line))
                 continue
+            ident = msg.IDENT  # one key, or a tuple such as (frame type, class id, method id)
             line.update(
                 command=msg.COMMAND,
                 kind=msg.KIND,
-                key=f"{msg.KEY:#06x}",
+                **({"key": f"{ident[0]:#06x}"} if len(ident) == 1 else {"ident": list(ident)}),
                 version=msg.VERSION,
                 fields=_jsonable(msg),
             )
@@ -327,6 +331,10 @@ def _jsonable(value: Any) -> Any:
         return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, list):
         return [_jsonable(v) for v in value]
+    if isinstance(value, dict):  # a field table
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, Decimal):
+        return str(value)  # exact, where a float would round
     if isinstance(value, bytes):
         return (
             {"hex": value.hex()}

@@ -177,3 +177,21 @@ def test_frames_roundtrip_reports_a_refused_encode_as_one_line(
     bad = json.loads(lines[1])
     assert (bad["roundtrip"], bad["encode_error"]) == (False, "Credit.credit: refused for the test")
     assert lines[-1] == "FAILED: 2 frames in 1 files, 1 failed"
+
+
+def test_frames_reads_the_amqp_sample_preamble_and_tables_and_reencodes_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The client file starts with the protocol header; tables and decimals print as JSON."""
+    sample = Path(__file__).resolve().parents[1] / "samples" / "amqp-0-9-1" / "session-1"
+    files = sorted(str(p) for p in sample.glob("*.bin"))
+    assert main(["frames", "amqp-0-9-1", *files, "--roundtrip"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == "ok: 1657 frames in 2 files, 0 failed, re-encoded identically"
+    first = json.loads(lines[0])
+    assert (first["command"], first["ident"], first["offset"]) == (
+        "Connection.StartOk",
+        [1, 10, 11],
+        8,
+    )
+    assert any('"headers": {' in line for line in lines)  # a field table, as a JSON object
