@@ -715,7 +715,7 @@ def walk_fields(members: tuple[Field, ...], path: str = "") -> Iterator[tuple[st
     for f in members:
         here = f"{path}.{f.name}" if path else f.name
         yield here, f
-        yield from _walk_type(f.type, here)
+        yield from walk_type(f.type, here)
 
 
 def walk_type(t: TypeRef, path: str) -> Iterator[tuple[str, Field]]:
@@ -733,9 +733,6 @@ def walk_type(t: TypeRef, path: str) -> Iterator[tuple[str, Field]]:
                 yield from walk_type(c.type, path)
     elif isinstance(t, Bits):
         yield from walk_fields(t.members, path)
-
-
-_walk_type = walk_type
 
 
 def _types_in(t: TypeRef) -> Iterator[TypeRef]:

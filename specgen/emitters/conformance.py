@@ -71,6 +71,23 @@ class _Builder:
         self.clashing = clashing
         self.owner = ""
 
+    def nullable(self, t: TypeRef) -> bool:
+        """Whether values of `t` can be null on the wire (array items are decoded so)."""
+        return isinstance(t, Prim) and self.protocol.type(t.name).null_length is not None
+
+    def any_nullable(self, fields: tuple[Field, ...]) -> bool:
+        for f in fields:
+            t = f.type
+            if isinstance(t, Prim) and f.nullable:
+                return True
+            while isinstance(t, Array):
+                if self.nullable(t.item):
+                    return True
+                t = t.item
+            if isinstance(t, Struct) and self.any_nullable(t.fields):
+                return True
+        return False
+
     def struct_name(self, t: Struct) -> str:
         return f"{self.owner}{t.name}" if t.name in self.clashing else t.name
 
@@ -168,7 +185,9 @@ class _Builder:
                 else LONG_ARRAY["other"]
             )
             return [
-                self.value(t.item, mode, case, Field("Item", t.item, nullable=_nullable(t.item)))
+                self.value(
+                    t.item, mode, case, Field("Item", t.item, nullable=self.nullable(t.item))
+                )
                 for _ in range(n)
             ]
         if isinstance(t, Struct):
@@ -319,7 +338,7 @@ class _Builder:
         if isinstance(t, Blob):
             return "st.binary(max_size=64)"
         if isinstance(t, Array):
-            item = self.strategy(t.item, Field("Item", t.item, nullable=_nullable(t.item)), out)
+            item = self.strategy(t.item, Field("Item", t.item, nullable=self.nullable(t.item)), out)
             return f"st.lists({item}, max_size=4)"
         if isinstance(t, Struct):
             return f"{self.strategies(self.struct_name(t), t.fields, out)}()"
@@ -336,7 +355,8 @@ class _Builder:
             return str(INT_WIDTHS[t.name][0])
         if isinstance(t, Prim):
             prefix = INT_WIDTHS[self.protocol.type(t.name).length_prefix][0]
-            content = f"len({v}.encode())" if t.name == "string" else f"len({v})"
+            kind = self.protocol.type(t.name).kind
+            content = f"len({v}.encode())" if kind == "string" else f"len({v})"
             return f"({prefix} + (0 if {v} is None else {content}))"
         if isinstance(t, Blob):
             return f"len({v})"
@@ -364,10 +384,6 @@ class _Builder:
 def _item(fields: tuple[Field, ...], name: str) -> TypeRef:
     t = next(f.type for f in fields if f.name == name)
     return t.item if isinstance(t, Array) else t
-
-
-def _nullable(t: TypeRef) -> bool:
-    return isinstance(t, Prim) and t.name in ("string", "bytes")
 
 
 class Lit(str):
@@ -430,9 +446,9 @@ def emit(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, s
         builder.owner = m.cls
         fields = m.message.fields_at(m.version)
         samples = []
-        has_text = any(isinstance(f.type, Prim) and f.nullable for f in fields) or _any_nullable(
-            fields
-        )
+        has_text = any(
+            isinstance(f.type, Prim) and f.nullable for f in fields
+        ) or builder.any_nullable(fields)
         modes = ["min", "max"] + (["null"] if has_text else [])
         for i in range(_switch_cases(fields)):
             for mode in modes if i == 0 else ["min"]:
@@ -487,20 +503,6 @@ def emit(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, s
             length_label=plan.frame.length.label,
         )
     }
-
-
-def _any_nullable(fields: tuple[Field, ...]) -> bool:
-    for f in fields:
-        t = f.type
-        if isinstance(t, Prim) and f.nullable:
-            return True
-        while isinstance(t, Array):
-            if _nullable(t.item):
-                return True
-            t = t.item
-        if isinstance(t, Struct) and _any_nullable(t.fields):
-            return True
-    return False
 
 
 __all__ = ["emit", "Message"]

@@ -574,7 +574,7 @@ class Planner:
                 ">" + "".join(STRUCT_CODES[_int_name(f)] for f in key.fields),
                 *message.ident[len(key.when) :],
             )
-        dispatch = message.ident[: len(message.ident)] + ((version,) if frame.version else ())
+        dispatch = message.ident + ((version,) if frame.version else ())
         return MessagePlan(
             cls,
             message,
