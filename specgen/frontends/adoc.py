@@ -106,13 +106,15 @@ class _TableCommand:
     key: int
     expects_response: bool
     span: SourceSpan
+    markers: tuple[str, ...] = ()  # `|<<route>> (experimental)`: ("experimental",)
 
 
 @dataclass
 class _Section:
-    title: str
+    title: str  # as written, markers removed
     span: SourceSpan
     blocks: list[tuple[int, Block]] = field(default_factory=list)  # (spec version, block)
+    markers: list[str] = field(default_factory=list)  # from the heading and `_Experimental_`
 
 
 class _Builder:
@@ -138,7 +140,7 @@ class _Builder:
         if not self.types:
             raise SpecError(SourceSpan(self.doc.path, 1), "no Types section")
         table_commands: list[_TableCommand] = []
-        sections: dict[str, _Section] = {}
+        sections: list[_Section] = []
         for title, blocks in chapters:
             if title == "Frame Structure":
                 self._frame(blocks)
@@ -149,10 +151,11 @@ class _Builder:
                 sections = self._command_sections(blocks)
         if self.frame is None:
             raise SpecError(SourceSpan(self.doc.path, 1), "no Frame Structure section")
-        commands = [self._command(tc, sections) for tc in table_commands]
+        matched = self._match_sections(table_commands, sections)
+        commands = [self._command(tc, matched[tc.name]) for tc in table_commands]
         self._check_examples(table_commands)
-        for lower, section in sections.items():
-            if not any(tc.name.lower() == lower for tc in table_commands):
+        for section in sections:
+            if all(s is not section for s in matched.values()):
                 self.log.add(
                     section.span,
                     "section-not-in-table",
@@ -308,10 +311,11 @@ class _Builder:
                     widths[rule.name] = (terms[0].name, rule.span)
             pairs = []
             for text, example_span in block.examples:
-                m = re.match(r"(0x[0-9A-Fa-f]+) => (\w+) (request|response)\b", text)
+                m = _EXAMPLE.match(text)
                 if m:
-                    pairs.append((int(m.group(1), 16), m.group(3)))
-                    self.examples.append((int(m.group(1), 16), m.group(2), example_span))
+                    key = _example_key(m.group(1))
+                    pairs.append((key, m.group(3)))
+                    self.examples.append((key, m.group(2), example_span))
             requests = [k for k, kind in pairs if kind == "request"]
             responses = [k for k, kind in pairs if kind == "response"]
             if requests and responses:
@@ -397,9 +401,14 @@ class _Builder:
                 raise SpecError(
                     row[0].span, f"a command row has {len(row)} cells, the header {len(header)}"
                 )
-            m = re.fullmatch(r"<<(\w+)>>", row[0].text)
+            # a status may follow the link, `(experimental)` or `_experimental_`; other text
+            # after it is not something we know how to read, so it stays an error
+            m = re.fullmatch(
+                r"<<(\w+)>>\s*(?:\(([A-Za-z][\w -]*)\)|_([A-Za-z][\w -]*)_)?", row[0].text
+            )
             if not m:
                 raise SpecError(row[0].span, f"expected <<command>>, found {row[0].text!r}")
+            marker = (m.group(2) or m.group(3) or "").strip().lower()
             sender_text = row[1].text.lower()
             sender: Direction = "both" if "&" in sender_text else cast("Direction", sender_text)
             if sender not in ("client", "server", "both"):
@@ -407,32 +416,136 @@ class _Builder:
             expects = row[3].text.lower().startswith("y")
             out.append(
                 _TableCommand(
-                    m.group(1), sender, _int(row[2].text, row[2].span), expects, row[0].span
+                    m.group(1),
+                    sender,
+                    _int(row[2].text, row[2].span),
+                    expects,
+                    row[0].span,
+                    (marker,) if marker else (),
                 )
             )
         return out
 
-    def _command_sections(self, blocks: list[Block]) -> dict[str, _Section]:
-        sections: dict[str, _Section] = {}
+    def _command_sections(self, blocks: list[Block]) -> list[_Section]:
+        sections: list[_Section] = []
         current: _Section | None = None
         version = 1
         for block in blocks:
             if isinstance(block, SectionTitle):
-                current = _Section(block.title, block.span)
-                sections[block.title.lower()] = current
+                title, marker = _split_marker(block.title)
+                current = _Section(title, block.span, markers=[marker] if marker else [])
+                sections.append(current)
                 version = 1
             elif isinstance(block, VersionMarker):
                 version = block.version
             elif current is not None:
-                current.blocks.append((version, block))
+                marker = _body_marker(block)
+                if marker and marker not in current.markers:
+                    current.markers.append(marker)
+                elif not marker:
+                    current.blocks.append((version, block))
         return sections
 
-    def _command(self, tc: _TableCommand, sections: dict[str, _Section]) -> Command:
-        section = sections.get(tc.name)
-        if section is None:
-            raise SpecError(tc.span, f"command {tc.name} has no section")
-        name = section.title
-        docs = [
+    def _match_sections(
+        self, table: list[_TableCommand], sections: list[_Section]
+    ) -> dict[str, _Section]:
+        """Each table anchor's section, by this rule, in this order:
+        (a) AsciiDoc's own ids: the title lowercased, spaces, underscores and punctuation
+            dropped, which covers the explicit `[[id]]` form and the `_`-prefixed auto id;
+        (b) the one unmatched section whose request Key comment is the table's key;
+        (c) the unmatched section closest in spelling (unique, and less than half the longer
+            name apart), first for anchors whose key no section claims, since their key gives no
+            evidence; every (b)/(c) match narrows what is left, so (b) is tried again after it.
+        Exact ids are silent; everything else is an `anchor-mismatch` finding."""
+        matched: dict[str, _Section] = {}
+        for tc in table:
+            section = next((s for s in sections if _id(s.title) == _id(tc.name)), None)
+            if section is None:
+                continue
+            matched[tc.name] = section
+            if tc.name.lower() != section.title.lower():
+                self._anchor_finding(tc, section, "matched by id")
+        keys = {id(s): self._section_key(s) for s in sections}
+
+        def free() -> list[_Section]:
+            return [
+                s
+                for s in sections
+                if keys[id(s)] is not None and all(m is not s for m in matched.values())
+            ]
+
+        while waiting := [tc for tc in table if tc.name not in matched]:
+            by_key = [
+                (tc, cands)
+                for tc in waiting
+                if len(cands := [s for s in free() if keys[id(s)] == tc.key]) == 1
+            ]
+            if by_key:
+                tc, (section,) = by_key[0]
+                matched[tc.name] = section
+                self._anchor_finding(tc, section, "matched by key")
+                continue
+            waiting.sort(key=lambda tc: any(keys[id(s)] == tc.key for s in free()))
+            found = next(
+                ((tc, s) for tc in waiting if (s := _closest(tc.name, free())) is not None), None
+            )
+            if found is None:
+                raise SpecError(waiting[0].span, f"command {waiting[0].name} has no section")
+            matched[found[0].name] = found[1]
+            self._anchor_finding(found[0], found[1], "matched by spelling")
+        return matched
+
+    def _anchor_finding(self, tc: _TableCommand, section: _Section, decision: str) -> None:
+        key = self._section_key(section)
+        self.log.add(
+            tc.span,
+            "anchor-mismatch",
+            f"the commands table's <<{tc.name}>> (key {tc.key:#06x}) names no section by that id;"
+            f" section {section.title!r} (request key {'?' if key is None else f'{key:#06x}'})",
+            decision,
+        )
+
+    def _section_key(self, section: _Section) -> int | None:
+        """The Key comment of a section's request (or one-way message): its first rule that
+        starts with the frame header and is not named ...Response."""
+        try:
+            heads = [
+                (head, body)
+                for _, block in section.blocks
+                if isinstance(block, CodeBlock)
+                for head, body in self._split_messages(block)
+            ]
+        except SpecError:
+            return None  # not a message layout; if a table anchor needs it, that reports it
+        request = next((hb for hb in heads if not hb[0].name.endswith("Response")), None)
+        if request is None:
+            return None
+        key_rule = next((r for r in request[1] if r.name == "Key"), None)
+        m = re.match(r"(0x[0-9A-Fa-f]+|\d+)\b", key_rule.comment) if key_rule else None
+        return int(m.group(1), 0) if m else None
+
+    def _command(self, tc: _TableCommand, section: _Section) -> Command:
+        name = _identifier(section.title)
+        if name != section.title:
+            self.log.add(
+                section.span,
+                "title-not-identifier",
+                f"the section title {section.title!r} is not one word",
+                f"the command is named {name}",
+            )
+        # A marker such as "(experimental)" is a status, not a contradiction: it goes in the
+        # command's doc so the generated classes of that version say so; lint lists it only
+        # when the table and the section disagree.
+        markers = list(dict.fromkeys([*tc.markers, *section.markers]))
+        if set(tc.markers) != set(section.markers):
+            self.log.add(
+                tc.span,
+                "marker-mismatch",
+                f"{name} is marked {', '.join(tc.markers) or 'nothing'} in the commands table,"
+                f" {', '.join(section.markers) or 'nothing'} in its section",
+                f"marked {', '.join(markers)}",
+            )
+        docs = [f"{m.capitalize()}." for m in markers] + [
             b.text
             for _, b in section.blocks
             if isinstance(b, Text) and b.kind in ("nb", "paragraph", "bullet", "numbered")
@@ -474,8 +587,7 @@ class _Builder:
                 raise SpecError(
                     first_head.span, f"{rule_name} has different keys in different versions"
                 )
-            key = keys.pop()
-            self._check_key(tc, kind, key, first_head)
+            key = self._check_key(tc, kind, keys.pop(), first_head)
             versions = sorted(per_version)
             fields = merge_versions([(v, per_version[v][1]) for v in versions])
             messages.append(
@@ -550,17 +662,30 @@ class _Builder:
             span,
         )
 
-    def _check_key(self, tc: _TableCommand, kind: MessageKind, key: int, head: Rule) -> None:
+    def _check_key(self, tc: _TableCommand, kind: MessageKind, key: int, head: Rule) -> int:
+        """The key on the wire of one message of `tc`: the rule's, unless the rule gives a
+        response the table's key without the frame structure's response bit (seq 27..41 of
+        the Streams reference explain the bit but still write `Key => int16 // 6`)."""
         assert self.frame is not None
         flag = self.frame.response_flag or 0
         expected = tc.key | (flag if kind == "response" else 0)
-        if key != expected and not (head.alternatives and _alias_target(head)):
+        if key == expected or (head.alternatives and _alias_target(head)):
+            return key
+        if flag and kind == "response" and key == tc.key:
             self.log.add(
                 head.span,
-                "key-mismatch",
-                f"{head.name} has key {key:#06x}, the table says {expected:#06x}",
-                "the rule's key",
+                "response-key-without-flag",
+                f"{head.name} has key {key:#06x}, the table's key without the response bit",
+                "the frame structure's response bit is set",
             )
+            return expected
+        self.log.add(
+            head.span,
+            "key-mismatch",
+            f"{head.name} has key {key:#06x}, the table says {expected:#06x}",
+            "the rule's key",
+        )
+        return key
 
     def _split_messages(self, block: CodeBlock) -> list[tuple[Rule, list[Rule]]]:
         """A rule whose body starts with the frame header (`Key Version`) or names another
@@ -812,6 +937,64 @@ def _rows(table: Table) -> tuple[tuple[object, ...], list[tuple]]:  # type: igno
     if len(cells) % width:
         raise SpecError(cells[-1].span, f"{len(cells)} cells do not fill rows of {width}")
     return header, [tuple(cells[i : i + width]) for i in range(0, len(cells), width)]
+
+
+def _id(text: str) -> str:
+    """A title or anchor as AsciiDoc ids compare: lowercase letters and digits only."""
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def _identifier(title: str) -> str:
+    """A command name from its section title: `Exchange Command Versions` -> ExchangeCommandVersions."""
+    words: list[str] = re.findall(r"[A-Za-z0-9]+", title)
+    if len(words) == 1:
+        return words[0]
+    return "".join(w[:1].upper() + w[1:] for w in words)
+
+
+def _split_marker(title: str) -> tuple[str, str]:
+    """`Route (experimental)` -> ("Route", "experimental"); a title without one keeps ""."""
+    m = re.fullmatch(r"(.*?)\s*\(([a-z][a-z -]*)\)", title)
+    return (m.group(1), m.group(2).strip()) if m else (title, "")
+
+
+def _body_marker(block: Block) -> str:
+    """A paragraph that is one emphasized word (`_Experimental_`) marks the section's status."""
+    if isinstance(block, Text) and block.kind == "paragraph":
+        m = re.fullmatch(r"_([A-Za-z]+)_", block.text.strip())
+        if m:
+            return m.group(1).lower()
+    return ""
+
+
+def _distance(a: str, b: str) -> int:
+    """Levenshtein distance."""
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+def _closest(anchor: str, sections: list[_Section]) -> _Section | None:
+    """The one section whose id is nearest `anchor`'s, if less than half the longer apart."""
+    scored = sorted((_distance(_id(anchor), _id(s.title)), i) for i, s in enumerate(sections))
+    if not scored or (len(scored) > 1 and scored[0][0] == scored[1][0]):
+        return None
+    d, i = scored[0]
+    longest = max(len(_id(anchor)), len(_id(sections[i].title)))
+    return sections[i] if 2 * d < longest else None
+
+
+# `0x0006 => subscribe request`, or the same key in binary, its digits grouped by bytes
+_EXAMPLE = re.compile(r"(0x[0-9A-Fa-f]+|0b[01]+(?: [01]+)*) => (\w+) (request|response)\b")
+
+
+def _example_key(number: str) -> int:
+    """The key an example writes in hex or in (space-grouped) binary."""
+    return int(number.replace(" ", ""), 0)
 
 
 def _int(text: str, span: SourceSpan) -> int:
