@@ -15,12 +15,15 @@ from typing import Any
 
 from specgen import __version__, ir
 from specgen.capture import CaptureError
+from specgen.emitters.plan import PlanError
 from specgen.emitters.render import RenderError
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.adoc_tree import SpecSyntaxError
 from specgen.overlay import OverlayError
 from specgen.pipeline.inputs import DecodeInputError
-from specgen.specs import ROOT, build_ir, find, registry
+from specgen.review.render import FORMATS
+from specgen.sources import resolve
+from specgen.specs import ROOT, SpecVersion, build_ir, find, registry
 
 
 class FramesInputError(ValueError):
@@ -36,7 +39,30 @@ INPUT_ERRORS = (
     CaptureError,
     DecodeInputError,
     FramesInputError,
+    PlanError,
 )
+
+
+SPEC_HELP = (
+    "rabbitmq-stream/4.0, rabbitmq-stream, a spec file (registered or not), or REV:PATH "
+    "(the file as git holds it at a revision)"
+)
+
+
+def _spec_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--protocol", help="the protocol of an unregistered file (default: from its content)"
+    )
+    parser.add_argument(
+        "--spec-format",
+        dest="spec_format",
+        help="the format of an unregistered file (default: from its name or content)",
+    )
+    parser.add_argument("--overlay", type=Path, help="an overlay file of errata to apply")
+
+
+def _resolve(args: argparse.Namespace, name: str) -> SpecVersion:
+    return resolve(name, protocol=args.protocol, format=args.spec_format, overlay=args.overlay)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -50,14 +76,51 @@ def main(argv: Sequence[str] | None = None) -> int:
         "list", help="the generated protocols and versions, with the names commands take"
     )
 
+    p_gen = sub.choices["generate"]
+    p_gen.add_argument(
+        "spec",
+        nargs="?",
+        help="one spec (a name, any spec file or REV:PATH) instead of every registered one; "
+        "needs --out",
+    )
+    p_gen.add_argument(
+        "--out", type=Path, help="write here (a new, empty or generated folder), not generated/"
+    )
+    _spec_options(p_gen)
+
     p_ir = sub.add_parser("ir", help="print a spec's IR as canonical JSON")
-    p_ir.add_argument("spec", help="rabbitmq-stream/4.0, rabbitmq-stream, or a spec file")
+    p_ir.add_argument("spec", help=SPEC_HELP)
     p_ir.add_argument("--no-overlay", action="store_true", help="the IR as the text says it")
+    _spec_options(p_ir)
 
     p_lint = sub.add_parser(
         "lint", help="report the spec's contradictions and how they were settled"
     )
-    p_lint.add_argument("spec")
+    p_lint.add_argument("spec", help=SPEC_HELP)
+    _spec_options(p_lint)
+
+    p_diff = sub.add_parser(
+        "diff",
+        help="what changed on the wire between two specs, and whom it breaks",
+        description="Compare two versions of a spec and print a reviewer's changelog: every "
+        "change with the rule that classified it as breaking or compatible for an old client "
+        "against a new server and the other way round. Exit 1 with --fail-on-breaking when "
+        "anything breaks.",
+    )
+    p_diff.add_argument("old", help=SPEC_HELP)
+    p_diff.add_argument("new", help=SPEC_HELP)
+    p_diff.add_argument("--format", dest="output", choices=FORMATS, default="text")
+    p_diff.add_argument(
+        "--fail-on-breaking", action="store_true", help="exit 1 when a change breaks on the wire"
+    )
+    p_diff.add_argument(
+        "--code", action="store_true", help="add the unified diff of the generated modules"
+    )
+    p_diff.add_argument("--html", type=Path, help="also write a self-contained review page here")
+    p_diff.add_argument(
+        "--no-overlay", action="store_true", help="compare the texts as written, without errata"
+    )
+    _spec_options(p_diff)
 
     p_frames = sub.add_parser("frames", help="decode files of raw frames, one JSON line per frame")
     p_frames.add_argument("protocol", help="rabbitmq-stream/4.0 or rabbitmq-stream")
@@ -187,13 +250,49 @@ def _decode(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from specgen.generate import GENERATED, generate
+    from specgen.generate import GENERATED, OutputError, generate, render_all, write_tree
 
-    files = generate()
-    print(
-        f"generated {len(files)} files into {GENERATED.name}/ from {len(registry())} spec versions"
-    )
+    if args.spec is None and args.out is None:
+        files = generate()
+        print(
+            f"generated {len(files)} files into {GENERATED.name}/ "
+            f"from {len(registry())} spec versions"
+        )
+        return 0
+    try:
+        if args.out is None:
+            raise OutputError("generating one spec needs --out DIR (generated/ holds every spec)")
+        specs = [_resolve(args, args.spec)] if args.spec else registry()
+        files = render_all(specs)
+        write_tree(files, args.out, fresh_only=True)
+    except OutputError as e:
+        print(f"specgen: {e}", file=sys.stderr)
+        return 2
+    print(f"generated {len(files)} files into {args.out} from {len(specs)} spec versions")
     return 0
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from specgen.review.changes import compare
+    from specgen.review.render import render
+
+    old_spec, new_spec = _resolve(args, args.old), _resolve(args, args.new)
+    old, _ = build_ir(old_spec, with_overlay=not args.no_overlay)
+    new, _ = build_ir(new_spec, with_overlay=not args.no_overlay)
+    if old.name != new.name:
+        raise LookupError(f"{args.old} is {old.name}, {args.new} is {new.name}: not one protocol")
+    review = compare(old, new, old_spec.label or args.old, new_spec.label or args.new)
+    if args.code:
+        from specgen.review.code import code_diff
+
+        review = dataclasses.replace(review, code=code_diff(old_spec, new_spec))
+    sys.stdout.write(render(review, args.output))
+    if args.html:
+        from specgen.review import html
+
+        args.html.write_text(html.render(review), encoding="utf-8")
+        print(f"review page: {args.html}", file=sys.stderr)
+    return 1 if args.fail_on_breaking and review.breaking else 0
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -219,20 +318,20 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _ir(args: argparse.Namespace) -> int:
-    protocol, _ = build_ir(find(args.spec), with_overlay=not args.no_overlay)
+    protocol, _ = build_ir(_resolve(args, args.spec), with_overlay=not args.no_overlay)
     sys.stdout.write(ir.dump(protocol))
     return 0
 
 
 def _lint(args: argparse.Namespace) -> int:
-    spec = find(args.spec)
+    spec = _resolve(args, args.spec)
     protocol, log = build_ir(spec)
     for finding in sorted(log.items, key=lambda f: (f.span.line, f.span.column)):
         print(finding)
     if spec.overlay is not None:
         from specgen import overlay
 
-        for entry in overlay.load(spec.overlay, ROOT):
+        for entry in overlay.load(spec.overlay, ROOT):  # the entries this version took
             if entry.id in protocol.overlays:
                 print(f"{entry.span}: overlay {entry.id}: {entry.target}: {entry.reason}")
     print(f"{len(log.items)} findings, {len(protocol.overlays)} overlay entries applied")
@@ -347,6 +446,7 @@ def _jsonable(value: Any) -> Any:
 _COMMANDS = {
     "capture": _capture,
     "generate": _generate,
+    "diff": _diff,
     "check": _check,
     "list": _list,
     "ir": _ir,

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, Literal
 
@@ -998,3 +998,53 @@ def _merge_field(a: Field, b: Field, version: int) -> Field:
         )
         return replace(a, type=replace(a.type, item=item))
     return a
+
+
+def settle_alternatives(protocol: Protocol, log: FindingLog) -> Protocol:
+    """Alternatives the text leaves open (`uint64 (offset) | int64 (timestamp)`) that no overlay
+    entry settled: when every option has the same fixed width, the bytes are the same whichever
+    is meant, so the field is read as the first option and a finding says so. Options of
+    different widths stay, and the planner refuses them: no reading of the text frames them."""
+
+    def settle(f: Field) -> Field:
+        t = f.type
+        if isinstance(t, Alternatives):
+            widths = {
+                protocol.type(name).width if protocol.type(name).fixed else -1
+                for name, _ in t.options
+            }
+            if len(widths) == 1 and -1 not in widths:
+                first, label = t.options[0]
+                log.add(
+                    f.span or SourceSpan(protocol.source, 1),
+                    "alternatives-same-width",
+                    f"{f.name} is one of {', '.join(n for n, _ in t.options)}, all {widths.pop()} bytes",
+                    f"read as {first}{f' ({label})' if label else ''}, the first listed; an overlay entry can say more",
+                )
+                note = f"One of {' | '.join(f'{n} ({lbl})' if lbl else n for n, lbl in t.options)}; read as {first}."
+                return replace(f, type=Prim(first), doc=f"{f.doc} {note}".strip())
+            return f
+        return replace(f, type=_settle_type(t, settle)) if _has_fields(t) else f
+
+    commands = tuple(
+        replace(
+            c,
+            messages=tuple(
+                replace(m, fields=tuple(settle(f) for f in m.fields)) for m in c.messages
+            ),
+        )
+        for c in protocol.commands
+    )
+    return replace(protocol, commands=commands)
+
+
+def _has_fields(t: TypeRef) -> bool:
+    return isinstance(t, Struct | Array)
+
+
+def _settle_type(t: TypeRef, settle: Callable[[Field], Field]) -> TypeRef:
+    if isinstance(t, Struct):
+        return Struct(t.name, tuple(settle(f) for f in t.fields))
+    if isinstance(t, Array):
+        return replace(t, item=_settle_type(t.item, settle)) if _has_fields(t.item) else t
+    return t

@@ -65,7 +65,10 @@ class Entry:
 
 def load(path: Path, root: Path) -> list[Entry]:
     text = path.read_text(encoding="utf-8")
-    rel = path.resolve().relative_to(root.resolve()).as_posix()
+    try:
+        rel = path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:  # an overlay read from a git revision into a scratch folder
+        rel = path.as_posix()
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:

@@ -25,6 +25,7 @@ class SpecVersion:
     overlay: Path | None
     latest: bool
     title: str = ""  # "RabbitMQ Streams"
+    label: str = ""  # how spans name the document when it is not a file of ours ("REV:PATH")
 
     @property
     def qualified(self) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from specgen import overlay as overlay_mod
 from specgen.frontends import frontend
-from specgen.ir import FindingLog, Protocol
+from specgen.ir import FindingLog, Protocol, settle_alternatives
 from specgen.registry import ROOT, SPECS, SpecVersion, find, registry, relative
 
 __all__ = ["ROOT", "SPECS", "SpecVersion", "build_ir", "find", "registry", "relative"]
@@ -14,8 +14,8 @@ def build_ir(spec: SpecVersion, *, with_overlay: bool = True) -> tuple[Protocol,
     """Parse the spec document with its format's front-end and apply its overlay; raises
     SpecSyntaxError / SpecError / OverlayError, each naming file:line:column."""
     protocol, log = frontend(spec.format)(
-        spec.document, relative(spec.document), spec.protocol, spec.version
+        spec.document, spec.label or relative(spec.document), spec.protocol, spec.version
     )
     if with_overlay and spec.overlay is not None:
         protocol = overlay_mod.apply(protocol, overlay_mod.load(spec.overlay, ROOT))
-    return protocol, log
+    return settle_alternatives(protocol, log), log

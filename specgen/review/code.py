@@ -1,0 +1,35 @@
+"""The generated code of both sides of a spec change, as one unified diff.
+
+Both sides are rendered in memory under the new side's package and module names, so the diff
+pairs each file with its counterpart and shows only what the spec change does to the code.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import replace
+
+from specgen.generate import render_all
+from specgen.registry import SpecVersion
+
+
+def code_diff(old: SpecVersion, new: SpecVersion) -> str:
+    aligned = replace(old, package=new.package, module=new.module, latest=new.latest)
+    before = render_all([aligned])
+    after = render_all([new])
+    out: list[str] = []
+    for rel in sorted(before.keys() | after.keys()):
+        a = before.get(rel, "").splitlines(keepends=True)
+        b = after.get(rel, "").splitlines(keepends=True)
+        if a == b:
+            continue
+        out.extend(
+            difflib.unified_diff(
+                a,
+                b,
+                f"a/{rel}" if rel in before else "/dev/null",
+                f"b/{rel}" if rel in after else "/dev/null",
+                n=3,
+            )
+        )
+    return "".join(out)

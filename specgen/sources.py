@@ -1,0 +1,185 @@
+"""Which spec a command-line argument means: a registered name, any spec file, or `REV:PATH`.
+
+`rabbitmq-stream/4.0` and `rabbitmq-stream` name registered versions (`specs/*/protocol.toml`).
+A path names a file: the registered version when it is one of ours, otherwise a new
+`SpecVersion` whose protocol and format come from the flags, the registry (a protocol whose
+title the document carries) or the file's content. `REV:PATH` is a file as git holds it at a
+revision (`main:specs/x.adoc`, `HEAD~3:PROTOCOL.adoc`), read with `git show`, no checkout.
+
+A document that is not registered gets no version-scoped overlay entries (they were written for
+the registered documents' text); `--overlay FILE` gives it errata of its own.
+"""
+
+from __future__ import annotations
+
+import atexit
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from specgen.registry import ROOT, SpecVersion, find, registry, relative
+
+FORMATS_BY_SUFFIX = {".adoc": "adoc", ".asciidoc": "adoc", ".xml": "amqp-xml"}
+
+
+class SourceError(LookupError):
+    """A spec argument names nothing readable: no such file, revision or protocol."""
+
+
+_TEMP: list[Path] = []
+
+
+def _scratch() -> Path:
+    if not _TEMP:
+        _TEMP.append(Path(tempfile.mkdtemp(prefix="specgen-rev-")))
+        atexit.register(shutil.rmtree, _TEMP[0], True)
+    return _TEMP[0]
+
+
+def resolve(
+    arg: str,
+    *,
+    protocol: str | None = None,
+    format: str | None = None,
+    overlay: Path | None = None,
+) -> SpecVersion:
+    """The SpecVersion `arg` names (see the module doc)."""
+    path = Path(arg)
+    if not path.exists():
+        try:
+            spec = find(arg)
+        except LookupError:
+            if _is_rev_path(arg):
+                return _from_git(arg, protocol, format, overlay)
+            raise
+        return spec if overlay is None else replace(spec, overlay=overlay)
+    for spec in registry():
+        if spec.document.resolve() == path.resolve() and protocol in (None, spec.protocol):
+            return spec if overlay is None else replace(spec, overlay=overlay)
+    return _unregistered(path, path.stem, "", protocol, format, overlay)
+
+
+def _is_rev_path(arg: str) -> bool:
+    # a Windows drive letter is not a revision; a revision has no spaces
+    rev, sep, rest = arg.partition(":")
+    return bool(sep and rest and rev and len(rev) > 1 and " " not in rev)
+
+
+def _from_git(
+    arg: str, protocol: str | None, format: str | None, overlay: Path | None
+) -> SpecVersion:
+    rev, _, rel = arg.partition(":")
+    # `REV:./PATH` makes git resolve PATH against the current directory, as a user expects
+    spec_path = rel if rel.startswith(("./", "../")) else f"./{rel}"
+    try:
+        proc = subprocess.run(
+            ["git", "show", f"{rev}:{spec_path}"], capture_output=True, check=False, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise SourceError(f"{arg}: cannot run git: {e}") from None
+    if proc.returncode != 0:
+        detail = proc.stderr.decode(errors="replace").strip().splitlines()
+        raise SourceError(f"{arg}: {detail[-1] if detail else 'git show failed'}")
+    folder = _scratch() / re.sub(r"[^A-Za-z0-9._-]+", "_", rev)
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / Path(rel).name
+    target.write_bytes(proc.stdout)
+    registered = _registered_at(rel, protocol)
+    if registered is not None:
+        # an older text of one of our documents: it keeps its name and takes its errata as
+        # they were at the same revision
+        if overlay is None and registered.overlay is not None:
+            overlay = _overlay_at(rev, registered.overlay, folder)
+        return replace(registered, document=target, label=arg, overlay=overlay)
+    return _unregistered(target, f"{Path(rel).stem}@{rev}", arg, protocol, format, overlay)
+
+
+def _overlay_at(rev: str, overlay: Path, folder: Path) -> Path | None:
+    proc = subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{rev}:{relative(overlay)}"],
+        capture_output=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        return None  # the revision had no overlay
+    target = folder / overlay.name
+    target.write_bytes(proc.stdout)
+    return target
+
+
+def _registered_at(rel: str, protocol: str | None) -> SpecVersion | None:
+    here = (Path.cwd() / rel).resolve()
+    for spec in registry():
+        if spec.document.resolve() == here and protocol in (None, spec.protocol):
+            return spec
+    return None
+
+
+def _unregistered(
+    path: Path,
+    version: str,
+    label: str,
+    protocol: str | None,
+    format: str | None,
+    overlay: Path | None,
+) -> SpecVersion:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    fmt = format or _format_of(path, text)
+    known = [s for s in registry() if s.latest]
+    if protocol is not None:
+        matches = [s for s in known if protocol in (s.protocol, s.package)]
+        if not matches:
+            names = ", ".join(s.protocol for s in known)
+            raise SourceError(f"unknown protocol {protocol!r}; known: {names}")
+    else:
+        matches = [s for s in known if s.format == fmt]
+        if len(matches) > 1:
+            titled = [s for s in matches if s.title and _mentions(text, s)]
+            matches = titled or matches
+        if len(matches) != 1:
+            names = ", ".join(s.protocol for s in matches) or "none"
+            raise SourceError(
+                f"{label or path}: cannot tell which protocol this {fmt} document is "
+                f"(candidates: {names}); give --protocol"
+            )
+    base = matches[0]
+    return SpecVersion(
+        protocol=base.protocol,
+        package=base.package,
+        version=version,
+        module=module_name(version),
+        document=path,
+        format=fmt,
+        overlay=overlay if overlay is not None else base.overlay,
+        latest=False,
+        title=base.title,
+        label=label,
+    )
+
+
+def _mentions(text: str, spec: SpecVersion) -> bool:
+    head = text[:4000].lower()
+    words = [w for w in re.split(r"\W+", spec.title.lower()) if len(w) > 2]
+    return bool(words) and all(w.rstrip("s") in head for w in words)
+
+
+def _format_of(path: Path, text: str) -> str:
+    if path.suffix.lower() in FORMATS_BY_SUFFIX:
+        return FORMATS_BY_SUFFIX[path.suffix.lower()]
+    head = text.lstrip()[:2000]
+    if head.startswith("<") and "<amqp" in head:
+        return "amqp-xml"
+    if re.match(r"=+ \S", head):
+        return "adoc"
+    raise SourceError(
+        f"{path}: cannot tell the spec format from its name or content; give --format"
+    )
+
+
+def module_name(version: str) -> str:
+    """A Python module name for a version label: `2021-02-26_768a61792e` -> `v2021_02_26_768a61792e`."""
+    name = re.sub(r"[^A-Za-z0-9]+", "_", version).strip("_").lower()
+    return name if name[:1].isalpha() else f"v{name}"
