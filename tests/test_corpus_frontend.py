@@ -18,7 +18,7 @@ import pytest
 
 from specgen.frontends.adoc import SpecError, build, build_document
 from specgen.frontends.adoc_tree import parse
-from specgen.ir import Command, FindingLog, Protocol
+from specgen.ir import Command, FindingLog, Prim, Protocol, Struct
 
 RESPONSE_FLAG = 0x8000  # "the most significant bit" of a uint16 key (changelog seq 27)
 
@@ -328,3 +328,35 @@ def test_ambiguous_keys_are_kept_as_written() -> None:
     assert any(f.startswith("ConsumerUpdateResponse has key 0x801a") for f in mismatches)
     # seq 50 corrects the table
     assert _command(_built(_seq(50))[0], "ConsumerUpdate").ident == (0x001A,)
+
+
+# ---- misspelt type names
+
+
+def _osiris_chunk(rel: str) -> dict[str, object]:
+    deliver = _command(_built(rel)[0], "Deliver").messages[0]
+    (chunk,) = [f for f in deliver.fields if f.name == "OsirisChunk"]
+    assert isinstance(chunk.type, Struct)
+    return {
+        f.name: f.type.name if isinstance(f.type, Prim) else type(f.type).__name__
+        for f in chunk.type.fields
+    }
+
+
+def test_unit32_and_unit24_are_the_integers_they_misspell() -> None:
+    # seq 43: `Reserved => unit32 // unused 4 bytes` (sic)
+    rel = _seq(43)
+    assert re.search(r"Reserved => unit32", _text(rel))
+    chunk = _osiris_chunk(rel)
+    assert chunk["Reserved"] == "uint32"
+    assert list(chunk)[-3:] == ["TrailerLength", "Reserved", "Messages"]
+    assert any(f.startswith("unit32 ") for f in _findings(_built(rel)[1], "type-typo"))
+    # seq 64: `Reserved => unit24`, then BloomFilterData, a sibling, not a member of Reserved
+    rel = _seq(64)
+    assert re.search(r"Reserved => unit24", _text(rel))
+    chunk = _osiris_chunk(rel)
+    assert chunk["Reserved"] == "uint24"
+    assert list(chunk)[-4:] == ["BloomSize", "Reserved", "BloomFilterData", "Messages"]
+    # seq 66 fixes the typo: the same layout, nothing to report
+    assert _osiris_chunk(_seq(66))["Reserved"] == "uint24"
+    assert not _findings(_built(_seq(66))[1], "type-typo")

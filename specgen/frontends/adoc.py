@@ -129,6 +129,7 @@ class _Builder:
         self.frame: FrameLayout | None = None
         self.generic_response: list[tuple[str, str]] = []
         self.examples: list[tuple[int, str, SourceSpan]] = []  # (key, command word, where)
+        self.typos: set[tuple[SourceSpan, str]] = set()  # misspelt type names reported
 
     # ---- document walk
 
@@ -274,6 +275,7 @@ class _Builder:
 
     def _type_of(self, name: str, span: SourceSpan) -> str:
         """The primitive `name`, declaring implied integer widths the types section left out."""
+        name = self._spelt(name, span)
         if name not in self.types:
             if name not in INT_WIDTHS:
                 raise SpecError(span, f"{name!r} is neither defined here nor a primitive type")
@@ -295,7 +297,26 @@ class _Builder:
         return name
 
     def _is_type(self, name: str) -> bool:
-        return name in self.types or name in INT_WIDTHS
+        return name in self.types or name in INT_WIDTHS or self._misspelt(name) is not None
+
+    def _misspelt(self, name: str) -> str | None:
+        """The one known type an undefined lowercase name is a slip of (a letter added, dropped
+        or changed, or two swapped: `unit32`). Types are lowercase in these references and
+        structures capitalised, so such a name cannot be a structure the body forgot; read as
+        one it would silently drop its bytes from the layout."""
+        if name in self.types or name in INT_WIDTHS or not name[:1].islower():
+            return None
+        near = [t for t in sorted({*self.types, *INT_WIDTHS}) if _distance(name, t) == 1]
+        return near[0] if len(near) == 1 else None
+
+    def _spelt(self, name: str, span: SourceSpan) -> str:
+        right = self._misspelt(name)
+        if right is None:
+            return name
+        if (span, name) not in self.typos:
+            self.typos.add((span, name))
+            self.log.add(span, "type-typo", f"{name} is not a type", f"read as {right}")
+        return right
 
     def _frame(self, blocks: list[Block]) -> None:
         widths: dict[str, tuple[str, SourceSpan]] = {}
@@ -968,14 +989,16 @@ def _body_marker(block: Block) -> str:
 
 
 def _distance(a: str, b: str) -> int:
-    """Levenshtein distance."""
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i]
-        for j, cb in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
-        prev = cur
-    return prev[-1]
+    """Edits from a to b: a letter inserted, deleted or changed, or two neighbours swapped."""
+    d = [[i + j if i * j == 0 else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            d[i][j] = min(
+                d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])
+            )
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+    return d[-1][-1]
 
 
 def _closest(anchor: str, sections: list[_Section]) -> _Section | None:
