@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import json
 import os
 import re
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 
 from specgen.frontends.adoc import SpecError, build, build_document
 from specgen.frontends.adoc_tree import parse
-from specgen.ir import Command, FindingLog, Prim, Protocol, Struct
+from specgen.ir import Command, FindingLog, Prim, Protocol, Struct, shape
 
 RESPONSE_FLAG = 0x8000  # "the most significant bit" of a uint16 key (changelog seq 27)
 
@@ -360,3 +361,36 @@ def test_unit32_and_unit24_are_the_integers_they_misspell() -> None:
     # seq 66 fixes the typo: the same layout, nothing to report
     assert _osiris_chunk(_seq(66))["Reserved"] == "uint24"
     assert not _findings(_built(_seq(66))[1], "type-typo")
+
+
+# ---- what the changelog calls prose changes nothing on the wire
+
+
+def _wire(rel: str) -> str:
+    data = shape(_built(rel)[0])
+    data.pop("source")
+    data.pop("version")
+    return json.dumps(data, sort_keys=True)
+
+
+def _tagged(tag: str) -> list[int]:
+    text = _text("changelog.md")
+    return [int(n) for n in re.findall(rf"^(\d+)\. \*\*[^*\n]+\*\* \[{tag}\]", text, re.M)]
+
+
+def test_prose_versions_have_the_wire_format_of_the_one_before() -> None:
+    prose = _tagged("prose")
+    assert len(prose) > 15 and 27 in prose
+    # seq 27 is prose to the changelog, but it is where the frame structure starts saying that
+    # a response key has the MSB set: from there on response keys carry it
+    for n in [n for n in prose if n != 27]:
+        assert _wire(_seq(n)) == _wire(_seq(n - 1)), n
+    before, after = _built(_seq(26))[0], _built(_seq(27))[0]
+    assert before.frame.response_flag is None and after.frame.response_flag == RESPONSE_FLAG
+
+
+def test_seq42_writing_keys_in_hex_with_the_bit_changes_nothing_on_the_wire() -> None:
+    """seq 41 leaves the response bit out of the section comments, seq 42 writes it: once the
+    frame's bit is applied to seq 41 the two are the same protocol."""
+    assert 42 in _tagged("names")
+    assert _wire(_seq(42)) == _wire(_seq(41))
