@@ -394,3 +394,18 @@ def test_seq42_writing_keys_in_hex_with_the_bit_changes_nothing_on_the_wire() ->
     frame's bit is applied to seq 41 the two are the same protocol."""
     assert 42 in _tagged("names")
     assert _wire(_seq(42)) == _wire(_seq(41))
+
+
+@pytest.mark.parametrize(
+    ("branch", "main_seq"),
+    [
+        ("2021-09-13_0dd4ce4c18", 39),  # differs only by Markdown-style Resources links
+        ("2022-05-17_2c9e0b4870", 46),  # plus the seq 48 StreamMetadata RHS fix ([names])
+        ("2023-05-15_b9a1992c71", 58),  # keeps the "still under development" intro
+        ("2024-06-22_cfb3f8d73a", 68),  # older Osiris link, Resources section
+    ],
+)
+def test_branch_versions_equal_the_main_line_version_the_changelog_names(
+    branch: str, main_seq: int
+) -> None:
+    assert _wire(f"branches/{branch}.adoc") == _wire(_seq(main_seq))
