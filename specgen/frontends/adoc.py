@@ -14,6 +14,11 @@ The reconciliation rule, applied the same way to every rule of every document:
         (`[Mechanisms]` with `Mechanisms => [Mechanism]`) it is one array, not two.
       * Key and Version belong to the frame: the Frame Structure section gives their widths,
         and a rule that says otherwise is reported and overruled.
+      * A rule's key comment is its key, except that a response written with the table's key
+        where the frame structure says responses set a bit gets that bit.
+      * A lowercase name that is no type but one slip from exactly one (`unit32`) is that type.
+The commands table names each command's section by anchor; an anchor that is no section's id
+finds it by the request's key, then by spelling (see `_match_sections`).
 Every place where the rule decides something the text left open becomes a `Finding`.
 """
 
@@ -542,8 +547,7 @@ class _Builder:
         if request is None:
             return None
         key_rule = next((r for r in request[1] if r.name == "Key"), None)
-        m = re.match(r"(0x[0-9A-Fa-f]+|\d+)\b", key_rule.comment) if key_rule else None
-        return int(m.group(1), 0) if m else None
+        return _comment_key(key_rule.comment) if key_rule else None
 
     def _command(self, tc: _TableCommand, section: _Section) -> Command:
         name = _identifier(section.title)
@@ -804,12 +808,12 @@ class _Builder:
         return "struct"
 
     def _key(self, rule: Rule, head: Rule) -> int:
-        m = re.match(r"(0x[0-9A-Fa-f]+|\d+)\b", rule.comment)
-        if not m:
+        key = _comment_key(rule.comment)
+        if key is None:
             raise SpecError(
                 rule.span, f"{head.name}: the Key line carries no key value in its comment"
             )
-        return int(m.group(1), 0)
+        return key
 
     def _check_header(self, node: _Node, expected: str) -> None:
         terms = _plain(node.rule.alternatives[0])
@@ -958,6 +962,12 @@ def _rows(table: Table) -> tuple[tuple[object, ...], list[tuple]]:  # type: igno
     if len(cells) % width:
         raise SpecError(cells[-1].span, f"{len(cells)} cells do not fill rows of {width}")
     return header, [tuple(cells[i : i + width]) for i in range(0, len(cells), width)]
+
+
+def _comment_key(comment: str) -> int | None:
+    """The key a Key line's comment starts with: `// 6`, `// 0x0006, to identify the command`."""
+    m = re.match(r"(0x[0-9A-Fa-f]+|\d+)\b", comment)
+    return int(m.group(1), 0) if m else None
 
 
 def _id(text: str) -> str:
