@@ -498,6 +498,7 @@ class ModulePlan:
 
 # ---- planner -----------------------------------------------------------------------------
 
+_MODULE_NAMES = ("Message", "DecodeError", "EncodeError", "FrameReader", "decode", "encode")
 _RESERVED = {"from", "type", "id", "len", "bytes", "str", "list", "format", "hash", "int", "class"}
 
 
@@ -525,7 +526,10 @@ class Planner:
         for _, message, v, _ in todo:
             for s in _structs(message.fields_at(v)):
                 layouts.setdefault(s.name, set()).add(_shape(s))
-        self.clashing = {name for name, found in layouts.items() if len(found) > 1}
+        # a structure named like a module-level name (a message class, the `Message` union,
+        # the codec's functions) takes its owner's prefix too, or one would shadow the other
+        taken = set(_MODULE_NAMES) | {class_name(c, m, vs, v) for c, m, v, vs in todo}
+        self.clashing = {name for name, found in layouts.items() if len(found) > 1 or name in taken}
         frame = plan_frame(self.protocol)
         named = [self._named(n) for n in self.protocol.named]
         messages = [self._message(*item, frame) for item in todo]
