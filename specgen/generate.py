@@ -24,7 +24,9 @@ GENERATED = ROOT / "generated"
 _PACKAGE_DOC = '"""Generated code: one package per protocol, one sub-package per spec version."""\n'
 
 
-def render_all(specs: list[SpecVersion] | None = None) -> dict[str, str]:
+def render_all(
+    specs: list[SpecVersion] | None = None, renderer: Renderer | None = None
+) -> dict[str, str]:
     """Relative path -> content for every generated file.
 
     Each spec is parsed and planned once; every emitter reads that one plan. Files every version
@@ -32,7 +34,7 @@ def render_all(specs: list[SpecVersion] | None = None) -> dict[str, str]:
     package, from its latest version, after checking that all its versions frame alike.
     """
     specs = registry() if specs is None else specs
-    renderer = Renderer()
+    renderer = renderer or Renderer()
     files: dict[str, str] = {"__init__.py": _PACKAGE_DOC}
     by_package: dict[str, list[tuple[SpecVersion, ModulePlan]]] = {}
     for spec in specs:

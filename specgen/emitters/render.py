@@ -23,7 +23,10 @@ class RenderError(RuntimeError):
 
 
 class Renderer:
-    def __init__(self, templates: Path = TEMPLATES) -> None:
+    def __init__(self, templates: Path = TEMPLATES, *, format_code: bool = True) -> None:
+        # format_code=False skips black (most of a run's time) for callers that only need to
+        # know the templates render valid Python, such as the walk over a spec's whole history
+        self.format_code = format_code
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(str(templates)),
             undefined=jinja2.StrictUndefined,
@@ -47,6 +50,12 @@ class Renderer:
             )
         except jinja2.TemplateError as e:
             raise RenderError(f"{template}: {type(e).__name__}: {e}") from e
+        if not self.format_code:
+            try:
+                compile(text, template, "exec")
+            except SyntaxError as e:
+                raise RenderError(f"{template} rendered invalid Python: {e}") from None
+            return text
         try:
             return black.format_str(text, mode=BLACK_MODE)
         except InvalidInput as e:
