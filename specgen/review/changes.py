@@ -147,6 +147,7 @@ class Change:
     summary: str
     breaks: tuple[str, ...] = ()  # OLD_CLIENT and/or NEW_CLIENT
     command: str | None = None  # the command's name on the new side (else the old)
+    message: str | None = None  # the message's name on the new side (else the old)
     old_path: tuple[str, ...] = ()  # the field path on the old side, if a field changed
     new_path: tuple[str, ...] = ()
     version: int | None = None
@@ -220,6 +221,7 @@ class _Differ:
     new: Protocol
     changes: list[Change] = field(default_factory=list)
     pairs: list[CommandPair] = field(default_factory=list)
+    current: str | None = None  # the message being compared, for the changes inside it
 
     def add(
         self,
@@ -246,6 +248,8 @@ class _Differ:
         ):
             cat = "names"
         breaks = _deployments(pairing, sender) if cat == "wire" else ()
+        if self.current is not None:
+            extra.setdefault("message", self.current)
         self.changes.append(Change(rule, cat, where, summary, breaks, **extra))
 
     def run(self) -> None:
@@ -417,7 +421,7 @@ class _Differ:
                 self.add(
                     "COMMAND_ADDED",
                     b.name,
-                    f"{b.name} added, key {_key(b.ident)}, sent by the {b.sender}",
+                    f"{b.name} added, key {_key(b.ident)}, sent by {_side(b.sender)}",
                     command=b.name,
                     new_span=b.span,
                 )
@@ -452,7 +456,7 @@ class _Differ:
             self.add(
                 "COMMAND_SENDER",
                 where,
-                f"sent by the {a.sender} -> the {b.sender}",
+                f"sent by {_side(a.sender)} -> {_side(b.sender)}",
                 BOTH,
                 **spans,
             )
@@ -486,6 +490,7 @@ class _Differ:
                     NEW_TO_OLD,
                     sender,
                     command=b.name,
+                    message=mb.name,
                     new_span=mb.span,
                 )
             elif mb is None:
@@ -498,10 +503,15 @@ class _Differ:
                     OLD_TO_NEW,
                     sender,
                     command=b.name,
+                    message=ma.name,
                     old_span=ma.span,
                 )
             else:
-                self._message(a, b, ma, mb, sender, flag_old, flag_new)
+                self.current = mb.name
+                try:
+                    self._message(a, b, ma, mb, sender, flag_old, flag_new)
+                finally:
+                    self.current = None
 
     def _message(
         self,
@@ -844,7 +854,15 @@ def _explained(
 
 
 def _versions(m: Message) -> set[int]:
-    high = m.versions.high if m.versions.high is not None else m.versions.low
+    """The versions a message has; an open range ends at the last version any field names."""
+    high = m.versions.high
+    if high is None:
+        bounds = [m.versions.low]
+        for _, f in walk_fields(m.fields):
+            bounds.append(f.versions.low)
+            if f.versions.high is not None:
+                bounds.append(f.versions.high + 1)  # the version after a field's last
+        high = max(bounds)
     return set(range(m.versions.low, high + 1))
 
 
@@ -893,3 +911,7 @@ def _type_diff(a: PrimitiveType, b: PrimitiveType) -> str:
         if x != y:
             parts.append(f"{attr} {x!r} -> {y!r}")
     return ", ".join(parts)
+
+
+def _side(sender: str) -> str:
+    return "both sides" if sender == "both" else f"the {sender}"

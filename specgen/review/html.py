@@ -15,7 +15,6 @@ changes; the path is the side's own (a renamed field's old name on the old side)
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -172,16 +171,8 @@ def field_marks(review: Review) -> dict[Mark, list[Change]]:
 
 
 def change_message(change: Change) -> str | None:
-    """The message a field change is in, as its `where` names it ("Cmd / Msg v2 / A / A.B").
-
-    `Change` carries the command and version but not the message, and neither a field's span
-    (responses share one) nor its path (request and response both have CorrelationId) tells
-    the request from the response; `where` is the one place the comparison names it.
-    """
-    parts = change.where.split(" / ")
-    if len(parts) < 2 or parts[0] != change.command:
-        return None
-    return re.sub(r" v\d+$", "", parts[1])
+    """The message a field change is in (None for changes above any message)."""
+    return change.message
 
 
 # --------------------------------------------------------------------------------------------
