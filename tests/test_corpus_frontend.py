@@ -8,14 +8,13 @@ regexes (an independent reading), or copied from the changelog, so a wrong parse
 
 from __future__ import annotations
 
-import csv
 import functools
 import json
-import os
 import re
 from pathlib import Path
 
 import pytest
+from corpus import MISSING, index, streams_corpus
 
 from specgen.frontends.adoc import SpecError, build, build_document
 from specgen.frontends.adoc_tree import parse
@@ -24,43 +23,17 @@ from specgen.ir import Command, FindingLog, Prim, Protocol, Struct, shape
 RESPONSE_FLAG = 0x8000  # "the most significant bit" of a uint16 key (changelog seq 27)
 
 
-def _corpus() -> Path | None:
-    """The Streams corpus folder: $SPECGEN_CORPUS (the specs-corpus folder, or the
-    rabbitmq-stream folder itself), else ../shared next to the checkout, else /work/shared."""
-    candidates = [
-        Path(os.environ["SPECGEN_CORPUS"]) if os.environ.get("SPECGEN_CORPUS") else None,
-        Path(__file__).resolve().parents[1].parent / "shared" / "specs-corpus",
-        Path("/work/shared/specs-corpus"),
-    ]
-    for base in candidates:
-        if base is None:
-            continue
-        for folder in (base / "rabbitmq-stream", base):
-            if (folder / "index.tsv").is_file() and (folder / "branches" / "index.tsv").is_file():
-                return folder
-    return None
-
-
-CORPUS = _corpus()
-pytestmark = pytest.mark.skipif(
-    CORPUS is None,
-    reason="the RabbitMQ Streams corpus (specs-corpus/rabbitmq-stream with index.tsv) is not "
-    "available: set SPECGEN_CORPUS or put it in ../shared/specs-corpus",
-)
-
-
-def _index(path: Path) -> list[dict[str, str]]:
-    with path.open(encoding="utf-8", newline="") as f:
-        return list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+CORPUS = streams_corpus()
+pytestmark = pytest.mark.skipif(CORPUS is None, reason=MISSING)
 
 
 @functools.cache
 def _rows() -> dict[str, dict[str, str]]:
     """Relative file path -> its index row; main-line rows keep their `seq`."""
     assert CORPUS is not None
-    out = {row["file"]: row for row in _index(CORPUS / "index.tsv")}
+    out = {row["file"]: row for row in index(CORPUS / "index.tsv")}
     out.update(
-        {f"branches/{row['file']}": row for row in _index(CORPUS / "branches" / "index.tsv")}
+        {f"branches/{row['file']}": row for row in index(CORPUS / "branches" / "index.tsv")}
     )
     return out
 
@@ -108,8 +81,8 @@ def _table(rel: str) -> dict[str, int]:
 
 def test_the_corpus_has_every_indexed_version() -> None:
     assert CORPUS is not None
-    main = _index(CORPUS / "index.tsv")
-    branches = _index(CORPUS / "branches" / "index.tsv")
+    main = index(CORPUS / "index.tsv")
+    branches = index(CORPUS / "branches" / "index.tsv")
     assert len(main) + len(branches) == 79
     assert [int(r["seq"]) for r in main] == list(range(1, 69))
     assert sorted(_files()) == sorted(_rows())
