@@ -348,10 +348,10 @@ def _every_version() -> list[Path]:
     return sorted(CORPUS.glob("*.adoc")) + sorted((CORPUS / "branches").glob("*.adoc"))
 
 
-@pytest.mark.skipif(CORPUS is None, reason=MISSING)
-def test_every_corpus_version_generates() -> None:
-    """All 79 versions go through every emitter and give valid Python (compiled, not
-    black-formatted: black is most of the time, and seq 29 above goes all the way)."""
+def test_every_corpus_version_lints_and_generates(capsys: pytest.CaptureFixture[str]) -> None:
+    """All 79 versions lint (each with its findings, file:line:column) and go through every
+    emitter to valid Python (compiled, not black-formatted: black is most of the time, and
+    seq 29 above goes all the way)."""
     from specgen.emitters.render import Renderer
     from specgen.generate import render_all
 
@@ -359,6 +359,11 @@ def test_every_corpus_version_generates() -> None:
     versions = _every_version()
     assert len(versions) == len(_main_line()) + len(index(CORPUS / "branches" / "index.tsv"))
     for path in versions:
+        assert main(["lint", str(path)]) == 0
+        lint = capsys.readouterr().out.splitlines()
+        assert re.fullmatch(r"(\d+) findings, 0 overlay entries applied", lint[-1]), lint[-1]
+        assert int(lint[-1].split()[0]) == len(lint) - 1 > 0
+        assert all(re.match(r"\S+\.adoc:\d+:\d+: [a-z-]+: ", line) for line in lint[:-1])
         files = render_all([resolve(str(path))], renderer)
         modules = [rel for rel in files if rel.endswith("/commands.py")]
         assert len(modules) == 1, (path.name, sorted(files))

@@ -27,6 +27,8 @@ from typing import Any, Literal
 
 from specgen.ir import (
     Array,
+    BitField,
+    Bits,
     Command,
     Enum,
     Field,
@@ -86,7 +88,8 @@ RULES: dict[str, str] = {
         "as a different command"
     ),
     "COMMAND_SENDER": (
-        "the side that sends it changed: one side waits for a frame the other never sends"
+        "a side that starts sending it meets old peers that do not expect it; a side that "
+        "stops is refused by new peers; swapped roles leave both sides waiting"
     ),
     "COMMAND_RESPONSE": (
         "whether a response follows changed: one side waits for a reply the other never "
@@ -211,8 +214,10 @@ def compare(old: Protocol, new: Protocol, old_label: str = "", new_label: str = 
 # --------------------------------------------------------------------------------------------
 
 
-def _key(ident: tuple[int, ...], hexa: bool = True) -> str:
-    return "/".join(f"{k:#06x}" if hexa else str(k) for k in ident)
+def _key(ident: tuple[int, ...]) -> str:
+    """A one-field key in hex (as the Streams reference writes keys); a (class, method) pair
+    in decimal (as AMQP writes them)."""
+    return f"{ident[0]:#06x}" if len(ident) == 1 else "/".join(str(k) for k in ident)
 
 
 @dataclass
@@ -248,6 +253,7 @@ class _Differ:
         ):
             cat = "names"
         breaks = _deployments(pairing, sender) if cat == "wire" else ()
+        breaks = extra.pop("breaks", breaks)
         if self.current is not None:
             extra.setdefault("message", self.current)
         self.changes.append(Change(rule, cat, where, summary, breaks, **extra))
@@ -457,8 +463,8 @@ class _Differ:
                 "COMMAND_SENDER",
                 where,
                 f"sent by {_side(a.sender)} -> {_side(b.sender)}",
-                BOTH,
                 **spans,
+                breaks=_sender_breaks(a.sender, b.sender),
             )
         if a.expects_response != b.expects_response:
             said = {True: "expects a response", False: "expects none"}
@@ -754,6 +760,29 @@ class _Differ:
         if isinstance(a, Prim) and isinstance(b, Prim):
             self._scalar(a, b, here, "FIELD", sender, ctx)
             return
+        if isinstance(a, Bits) and isinstance(b, Bits) and (a.width, a.order) == (b.width, b.order):
+            # packed flags: compared member by member, like the fields of a structure
+            self._fields(
+                a.members,
+                b.members,
+                where,
+                sender,
+                str(ctx["command"]),
+                int(str(ctx["version"])),
+                old_path,
+                new_path,
+            )
+            return
+        if isinstance(a, BitField) and isinstance(b, BitField):
+            if a.bits != b.bits:
+                self.add(
+                    "FIELD_WIDTH", here, f"{a.bits} bits -> {b.bits} bits", BOTH, sender, **ctx
+                )
+            elif a.value != b.value:
+                self.add(
+                    "FIELD_TYPE", here, f"fixed value {a.value} -> {b.value}", BOTH, sender, **ctx
+                )
+            return
         if shape(a) != shape(b):
             self.add(
                 "FIELD_TYPE",
@@ -833,6 +862,26 @@ def _deployments(pairing: Pairing, sender: str) -> tuple[str, ...]:
         if new_to_old:
             out.add(OLD_CLIENT)
     return tuple(d for d in (OLD_CLIENT, NEW_CLIENT) if d in out)
+
+
+def _sender_breaks(old: str, new: str) -> tuple[str, ...]:
+    """A command's senders changed. Roles swapped: the peers wait for each other, both ways.
+    A side that starts sending it meets old peers that do not expect it (a new server talking
+    to an old client); a side that stops sending it is refused by new peers (an old server
+    talking to a new client)."""
+    was, now = _senders(old), _senders(new)
+    if not was & now:
+        return (OLD_CLIENT, NEW_CLIENT)
+    out = set()
+    if "server" in now - was or "client" in was - now:
+        out.add(OLD_CLIENT)
+    if "client" in now - was or "server" in was - now:
+        out.add(NEW_CLIENT)
+    return tuple(d for d in (OLD_CLIENT, NEW_CLIENT) if d in out)
+
+
+def _senders(direction: str) -> set[str]:
+    return {"client", "server"} if direction == "both" else {direction}
 
 
 def _writer(command: Command, kind: str) -> str:
