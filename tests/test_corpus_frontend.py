@@ -32,9 +32,7 @@ def _rows() -> dict[str, dict[str, str]]:
     """Relative file path -> its index row; main-line rows keep their `seq`."""
     assert CORPUS is not None
     out = {row["file"]: row for row in index(CORPUS / "index.tsv")}
-    out.update(
-        {f"branches/{row['file']}": row for row in index(CORPUS / "branches" / "index.tsv")}
-    )
+    out.update({f"branches/{row['file']}": row for row in index(CORPUS / "branches" / "index.tsv")})
     return out
 
 
