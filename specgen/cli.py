@@ -153,6 +153,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_report.add_argument("out_dir", type=Path, help="the folder `specgen decode` wrote")
     p_report.add_argument("--html", type=Path, help="where the page goes (OUT_DIR/report.html)")
     p_report.add_argument("--master", help="Spark master URL (default: local, every core)")
+    p_report.add_argument(
+        "--json",
+        nargs="?",
+        const="-",
+        metavar="FILE",
+        help="the tables as JSON: to FILE beside the text, or alone on stdout (FILE - or none)",
+    )
 
     p_decode = sub.add_parser(
         "decode", help="decode capture folders into Parquet tables of frames and rejects, via Spark"
@@ -177,6 +184,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         dest="verify_checksums",
         action="store_false",
         help="decode frames whose checksums do not match (default: they are rejects)",
+    )
+    p_decode.add_argument(
+        "--max-rejects",
+        type=int,
+        metavar="N",
+        help="fail (exit 1) when the rejects table has more than N rows; the tables stay written",
     )
 
     args = parser.parse_args(argv)
@@ -228,7 +241,7 @@ def _report(args: argparse.Namespace) -> int:
     from specgen.pipeline import report
 
     try:
-        return report.command(args.out_dir, args.html, args.master)
+        return report.command(args.out_dir, args.html, args.master, args.json)
     except report.ReportError as e:
         print(f"specgen: {e}", file=sys.stderr)
         return 2
@@ -246,6 +259,7 @@ def _decode(args: argparse.Namespace) -> int:
         args.overwrite,
         args.range_size,
         args.verify_checksums,
+        args.max_rejects,
     )
 
 

@@ -271,11 +271,12 @@ def run(
         echo(line)
     # absolute: executors on a cluster do not run in this process's folder
     dirs = {name: (out / name).resolve() for name in ("frames", "rejects")}
-    for path in dirs.values():
-        shutil.rmtree(path, ignore_errors=True)
-        path.mkdir(parents=True)
     try:
+        # the session first: a master that cannot be reached leaves --out as it was
         spark = session(master)
+        for path in dirs.values():
+            shutil.rmtree(path, ignore_errors=True)
+            path.mkdir(parents=True)
         ranges = spark.createDataFrame(
             spark.sparkContext.parallelize(
                 [(i, *astuple(r)) for i, r in enumerate(job.ranges)],
@@ -360,11 +361,17 @@ def main(
     overwrite: bool,
     target: int = TARGET,
     verify_checksums: bool = True,
+    max_rejects: int | None = None,
 ) -> int:
-    """The CLI's `decode`: 0 when every frame found is accounted for, 1 otherwise or when Spark
-    fails; input errors raise DecodeInputError, which the CLI prints as one line (exit 2)."""
+    """The CLI's `decode`: 0 when every frame found is accounted for (and the rejects table
+    holds at most `max_rejects` rows, when given), 1 otherwise or when Spark fails; input errors
+    raise DecodeInputError, which the CLI prints as one line (exit 2)."""
+    from specgen.pipeline.spark import MasterUnreachable
+
     if target < 1:
         raise DecodeInputError(f"--range-size {target}: must be a positive number of bytes")
+    if max_rejects is not None and max_rejects < 0:
+        raise DecodeInputError(f"--max-rejects {max_rejects}: must be 0 or more")
     if master is not None and not MASTER_URL.fullmatch(master):
         # caught here: a bad URL would otherwise end in a JVM stack trace from spark-submit
         raise DecodeInputError(
@@ -377,6 +384,19 @@ def main(
         )
     except DecodeJobError as e:
         print(f"specgen: decode failed: {e}", file=sys.stderr, flush=True)
+        return 1
+    except MasterUnreachable as e:
+        print(f"specgen: {e}", file=sys.stderr, flush=True)
+        return 1
+    if max_rejects is not None and result.rejects > max_rejects:
+        # the tables stay: they are the evidence of what did not decode
+        sys.stdout.flush()  # so that this is the last line on a terminal
+        print(
+            f"specgen: decode failed: {_n(result.rejects, 'reject')}, more than "
+            f"--max-rejects {max_rejects:,}; the tables are in {out}",
+            file=sys.stderr,
+            flush=True,
+        )
         return 1
     return 0 if result.reconciled else 1
 

@@ -3,7 +3,7 @@
 Every aggregate is a Spark DataFrame operation; only aggregated rows (a few hundred at most) come
 back to the driver. The result prints as plain text tables and is written as one HTML page with
 plotly.js inlined and a Content-Security-Policy that forbids every fetch, so the page opens
-offline and loads nothing from anywhere.
+offline and loads nothing from anywhere; `--json` writes the same tables' values for tools.
 
 Input contract (OUT_DIR/frames): capture, connection, direction ("c2s"/"s2c"), timestamp (UTC,
 nullable), offset, size, command, message, kind ("request"/"response"/"oneway"), correlation_id,
@@ -15,14 +15,17 @@ columns it reads. OUT_DIR/rejects is optional.
 
 from __future__ import annotations
 
+import json
+import sys
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal
 from functools import reduce
 from itertools import cycle
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TextIO
 
 import jinja2
 from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]
@@ -84,11 +87,29 @@ class ReportError(ValueError):
     """OUT_DIR holds no usable frames table; the message says what is wrong and where."""
 
 
+Cell = int | float | str | None
+"""A table value as JSON has it: counts and measures as numbers, times as ISO 8601 strings, None
+where there is no value (a latency without timestamps)."""
+
+
 @dataclass(frozen=True)
 class Table:
     columns: tuple[str, ...]
-    rows: list[tuple[str, ...]]
+    values: list[tuple[Cell, ...]]
     numeric: tuple[bool, ...]  # right-aligned in both renderings
+
+    @property
+    def rows(self) -> list[tuple[str, ...]]:
+        """The values as the text and the page show them."""
+        return [tuple(map(_text, row)) for row in self.values]
+
+
+def _text(value: Cell) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):  # milliseconds and seconds, to the microsecond they came in
+        return f"{value:.3f}"
+    return str(value)
 
 
 @dataclass(frozen=True)
@@ -115,14 +136,24 @@ class Report:
         return [c for s in self.sections for c in s.charts]
 
 
-def command(out_dir: Path, html: Path | None, master: str | None) -> int:
-    """`specgen report`: the tables on stdout, the page at `html` (default OUT_DIR/report.html)."""
+def command(
+    out_dir: Path, html: Path | None, master: str | None, json_to: str | None = None
+) -> int:
+    """`specgen report`: the tables on stdout, the page at `html` (default OUT_DIR/report.html),
+    and with `json_to` the tables as JSON in that file, or alone on stdout when it is "-"."""
     frames_path, rejects_path = _inputs(out_dir)
     report = build(_session(master), frames_path, rejects_path)
-    print(format_text(report), end="")
+    # JSON on stdout is for a pipe: nothing else may share it
+    text = sys.stderr if json_to == "-" else sys.stdout
+    if json_to != "-":
+        print(format_text(report), end="")
     target = html if html is not None else out_dir / "report.html"
     write_html(report, target)
-    print(f"\nreport: {target}")
+    if json_to == "-":
+        write_json(report, sys.stdout)
+    elif json_to is not None:
+        _write_json_file(report, Path(json_to))
+    print(f"\nreport: {target}" + (f", {json_to}" if json_to not in (None, "-") else ""), file=text)
     return 0
 
 
@@ -143,8 +174,8 @@ def _session(master: str | None) -> SparkSession:
     """The project's session (or the one this process already runs), failures as one line."""
     try:
         return spark.session(master)
-    except spark.SessionError as e:
-        raise ReportError(str(e)) from e
+    except (spark.SessionError, spark.MasterUnreachable) as e:
+        raise ReportError(str(e)) from None
     except PySparkException as e:
         raise ReportError(f"cannot start Spark (is Java 17 installed?): {e}") from e
 
@@ -241,14 +272,19 @@ def _percentiles(column: str) -> Column:
     return F.percentile_approx(column, list(PERCENTILES), ACCURACY)
 
 
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
 def _utc(micros: int | None) -> str:
     if micros is None:
         return "-"
     return datetime.fromtimestamp(micros / 1e6, UTC).isoformat(timespec="milliseconds")
+
+
+def _when(micros: int | None) -> str | None:
+    """A table's time: an ISO string, or no value."""
+    return None if micros is None else _utc(micros)
+
+
+def _seconds(first: int | None, last: int | None) -> float | None:
+    return None if first is None or last is None else (last - first) / 1e6
 
 
 def _label(capture: str, connection: str) -> str:
@@ -256,7 +292,16 @@ def _label(capture: str, connection: str) -> str:
 
 
 def _table(columns: Sequence[str], rows: list[tuple[Any, ...]], numeric: Sequence[bool]) -> Table:
-    return Table(tuple(columns), [tuple(str(v) for v in r) for r in rows], tuple(numeric))
+    return Table(tuple(columns), [tuple(map(_cell, r)) for r in rows], tuple(numeric))
+
+
+def _cell(value: Any) -> Cell:
+    """A value Spark returned as a JSON-native one (a sum over decimals is a Decimal)."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if value is None or isinstance(value, int | float | str):
+        return value
+    return str(value)
 
 
 def _layout(title: str, x: str, y: str, **extra: Any) -> dict[str, Any]:
@@ -292,9 +337,9 @@ def _totals(totals: Row, rejects: DataFrame | None, connections: int) -> Section
     notes = []
     if totals["timed"]:
         rows += [
-            ("first frame (UTC)", _utc(totals["first"])),
-            ("last frame (UTC)", _utc(totals["last"])),
-            ("duration s", f"{(totals['last'] - totals['first']) / 1e6:.3f}"),
+            ("first frame (UTC)", _when(totals["first"])),
+            ("last frame (UTC)", _when(totals["last"])),
+            ("duration s", _seconds(totals["first"], totals["last"])),
         ]
     else:
         notes.append(NO_TIMESTAMPS)
@@ -457,8 +502,8 @@ def _request_latency(base: DataFrame, timed: bool) -> Section:
     return Section(title, table, notes, [chart])
 
 
-def _p(values: list[float] | None) -> tuple[str, ...]:
-    return tuple(_ms(v) for v in values) if values is not None else ("-",) * len(PERCENTILES)
+def _p(values: list[float] | None) -> tuple[float | None, ...]:
+    return tuple(values) if values is not None else (None,) * len(PERCENTILES)
 
 
 def _bucket_seconds(first: int, last: int) -> int:
@@ -564,8 +609,8 @@ def _connections(
                 r["bytes_c2s"],
                 r["bytes_s2c"],
                 r["rejects"],
-                _utc(r["first"]),
-                "-" if r["first"] is None else f"{(r['last'] - r['first']) / 1e6:.3f}",
+                _when(r["first"]),
+                _seconds(r["first"], r["last"]),
             )
             for r in rows
         ],
@@ -600,7 +645,7 @@ def _rejects(rejects: DataFrame | None) -> Section:
         return Section(title, notes=["no rejected frames and no unframed bytes"])
     table = _table(
         ("kind", "error", "field", "rejects", "bytes"),
-        [(r["kind"], r["error"], r["field"] or "-", r["n"], r["bytes"]) for r in rows],
+        [(r["kind"], r["error"], r["field"] or None, r["n"], r["bytes"]) for r in rows],
         (False, False, False, True, True),
     )
     return Section(title, table)
@@ -647,3 +692,34 @@ def write_html(report: Report, path: Path) -> None:
     )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page, encoding="utf-8")
+
+
+def as_json(report: Report) -> dict[str, Any]:
+    """The report's tables for tools: per section its title, column names, rows of JSON-native
+    values (the very values the text tables print) and notes; charts are the page's."""
+    return {
+        "source": report.source,
+        "sections": [
+            {
+                "title": section.title,
+                "columns": list(section.table.columns) if section.table else [],
+                "rows": [list(row) for row in section.table.values] if section.table else [],
+                "notes": section.notes,
+            }
+            for section in report.sections
+        ],
+    }
+
+
+def write_json(report: Report, out: TextIO) -> None:
+    json.dump(as_json(report), out, indent=1, ensure_ascii=False, allow_nan=False)
+    out.write("\n")
+
+
+def _write_json_file(report: Report, path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", encoding="utf-8") as f:
+            write_json(report, f)
+    except OSError as e:
+        raise ReportError(f"{path}: cannot write the JSON: {e.strerror}") from None

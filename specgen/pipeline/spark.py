@@ -11,9 +11,10 @@ Parquet reader understands (Spark's default, INT96, is legacy).
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import urlparse, urlsplit
 
 from pyspark.sql import SparkSession
 
@@ -39,9 +40,18 @@ CONF = {
 
 LOG4J = Path(__file__).with_name("log4j2.properties")
 
+CONNECT_TIMEOUT = 3.0
+"""Seconds to wait for a standalone master's port before giving up on it."""
+
+STANDALONE_PORT = 7077
+
 
 class SessionError(RuntimeError):
     """A session on another master is already running in this process."""
+
+
+class MasterUnreachable(RuntimeError):
+    """Nothing answers at a standalone master's address: one line naming the URL."""
 
 
 def session(master: str | None = None) -> SparkSession:
@@ -59,6 +69,7 @@ def session(master: str | None = None) -> SparkSession:
             )
         return active
     master = master or DEFAULT_MASTER
+    check_master(master)
     python = os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     # Loopback masters: bind the driver to loopback too, so nothing listens on other interfaces
     # and Spark does not warn that the host name resolves to 127.0.0.1.
@@ -84,3 +95,35 @@ def session(master: str | None = None) -> SparkSession:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+def check_master(master: str) -> None:
+    """A plain TCP connect to a `spark://` master (any of an HA list), before the JVM starts.
+
+    Without it, an unreachable master costs a minute of spark-submit retrying and a hundred
+    lines of Java stack trace; a connect tells the same in milliseconds. Other masters (local,
+    yarn, k8s) are not checked: they have no single address to try.
+    """
+    if not master.startswith("spark://"):
+        return
+    reasons = []
+    for address in master.removeprefix("spark://").split(","):
+        try:
+            parts = urlsplit(f"//{address}")
+            host, port = parts.hostname, parts.port or STANDALONE_PORT
+        except ValueError:  # a port that is not a number, or out of range
+            host, port = None, 0
+        if not host:
+            reasons.append(f"{address}: not HOST:PORT")
+            continue
+        try:
+            with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT):
+                return  # one master answers: Spark finds the leader itself
+        except TimeoutError:
+            reasons.append(f"no answer in {CONNECT_TIMEOUT:g} s")
+        except socket.gaierror:
+            reasons.append(f"unknown host {host}")
+        except OSError as e:
+            reasons.append((e.strerror or type(e).__name__).lower())
+    why = "; ".join(dict.fromkeys(reasons))
+    raise MasterUnreachable(f"cannot reach Spark master {master} ({why})")
