@@ -106,11 +106,19 @@ def _publish_confirm(frames: DataFrame, timed: bool) -> Section:
     joined = published
     confirms = _exploded(frames, "publish_confirm", "publishing_ids", None)
     if confirms is not None:
+        # `confirmed` marks the match, `confirmed_ts` times it: without timestamps a publishing
+        # id is still confirmed, only its latency is unknown
         joined = joined.join(
-            confirms.groupBy(keys).agg(F.min("ts").alias("confirmed")), keys, "left"
+            confirms.groupBy(keys).agg(
+                F.max(F.lit(1)).alias("confirmed"), F.min("ts").alias("confirmed_ts")
+            ),
+            keys,
+            "left",
         )
     else:
-        joined = joined.withColumn("confirmed", F.lit(None).cast("long"))
+        joined = joined.withColumn("confirmed", F.lit(None).cast("int")).withColumn(
+            "confirmed_ts", F.lit(None).cast("long")
+        )
     errors = _exploded(frames, "publish_error", "publishing_error", "publishing_id")
     if errors is not None:
         joined = joined.join(
@@ -118,7 +126,7 @@ def _publish_confirm(frames: DataFrame, timed: bool) -> Section:
         )
     else:
         joined = joined.withColumn("errored", F.lit(None).cast("int"))
-    joined = joined.withColumn("latency_ms", (F.col("confirmed") - F.col("published")) / 1000.0)
+    joined = joined.withColumn("latency_ms", (F.col("confirmed_ts") - F.col("published")) / 1000.0)
     publisher = ["capture", "connection", "publisher_id"]
     curve_at = [i / 100 for i in range(1, 101)]
     # one pass: a row per publisher and the total row (grouping id 7, sorted first); no rows
@@ -170,7 +178,10 @@ def _publish_confirm(frames: DataFrame, timed: bool) -> Section:
     if not timed:
         return Section(title, table, [NO_TIMESTAMPS, *notes])
     if total["curve"] is None:
-        return Section(title, table, ["no publishing id was confirmed", *notes])
+        why = (
+            "no confirm has timestamps" if total["confirmed"] else "no publishing id was confirmed"
+        )
+        return Section(title, table, [why, *notes])
     data = [
         {
             "type": "scatter",

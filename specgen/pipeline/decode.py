@@ -239,7 +239,7 @@ def prepare(
     warnings: list[str] = []
     for (capture, connection), path in inventory.indexes.items():
         try:
-            indexes[(capture, connection)] = load_index(path)
+            indexes[(capture, connection)] = load_index(path, warnings.append)
         except BadIndex as e:
             # an index only supplies timestamps: the bytes decode anyway, untimed
             warnings.append(

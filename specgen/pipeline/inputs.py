@@ -13,6 +13,7 @@ import json
 import os
 import re
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +22,9 @@ DIRECTIONS = {"c2s": "client", "s2c": "server"}
 
 MAX_WALL = 1e11
 """Wall times at or past this (the year 5138) are not times: an index holding one is bad."""
+
+EVENTS = frozenset({"accept", "read", "close", "recording_stopped"})
+"""The index events `specgen capture` writes; only `read` events matter for decoding."""
 
 _BIN = re.compile(r"^(?P<connection>.+)\.(?P<direction>c2s|s2c)\.bin$")
 _INDEX = re.compile(r"^(?P<connection>.+)\.index\.jsonl$")
@@ -110,13 +114,15 @@ def scan(root: Path) -> Inventory:
     return inventory
 
 
-def load_index(path: Path) -> dict[str, Reads]:
+def load_index(path: Path, warn: Callable[[str], None] | None = None) -> dict[str, Reads]:
     """The read events of an index file, per direction, sorted by offset.
 
     A last line without its newline is what a recorder stopped mid-write leaves: it is skipped.
-    Any other line that is not a JSON object, or a read event without direction, offset and
-    length, raises BadIndex naming the file and line: one bad line makes every offset in the
-    file suspect, so the caller drops the whole index rather than guess.
+    Any other line that is not JSON, or a read event without direction, offset and length,
+    raises BadIndex naming the file and line: one bad line makes every offset in the file
+    suspect, so the caller drops the whole index rather than guess. A JSON line that is no event
+    `specgen capture` writes (another recorder's, a newer version's) says nothing about offsets:
+    it is skipped, and `warn` hears of the first such line with a count of the others.
     """
     try:
         text = path.read_text(encoding="utf-8")
@@ -124,6 +130,46 @@ def load_index(path: Path) -> dict[str, Reads]:
         raise BadIndex(f"{path}: cannot read the index: {e}") from None
     lines = text.split("\n")
     events: dict[str, list[tuple[int, int, float | None]]] = {d: [] for d in DIRECTIONS}
+    unknown = _Unknown(path)
+    try:
+        _read_events(path, lines, events, unknown)
+    finally:  # a bad index is reported too; its unknown lines come first, as they came first
+        if warn is not None and (line := unknown.warning()) is not None:
+            warn(line)
+    out: dict[str, Reads] = {}
+    for direction, reads in events.items():
+        reads.sort()
+        out[direction] = Reads([r[0] for r in reads], [r[1] for r in reads], [r[2] for r in reads])
+    return out
+
+
+@dataclass
+class _Unknown:
+    """The first index line the reader does not understand, and how many more there are."""
+
+    path: Path
+    first: str | None = None
+    more: int = 0
+
+    def saw(self, number: int, what: str) -> None:
+        if self.first is None:
+            self.first = f"{self.path}:{number}: {what}"
+        else:
+            self.more += 1
+
+    def warning(self) -> str | None:
+        if self.first is None:
+            return None
+        others = f", and {self.more:,} more line{'s' if self.more > 1 else ''} like it"
+        return f"warning: {self.first}; ignored{others if self.more else ''}"
+
+
+def _read_events(
+    path: Path,
+    lines: list[str],
+    events: dict[str, list[tuple[int, int, float | None]]],
+    unknown: _Unknown,
+) -> None:
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -133,9 +179,13 @@ def load_index(path: Path) -> dict[str, Reads]:
             if number == len(lines):  # unterminated last line
                 break
             raise BadIndex(f"{path}:{number}: not a JSON line") from None
-        if not isinstance(event, dict):
-            raise BadIndex(f"{path}:{number}: not a JSON object")
-        if event.get("event") != "read":
+        if not isinstance(event, dict) or not isinstance(event.get("event"), str):
+            unknown.saw(number, 'a JSON line that is not an index event (no "event" field)')
+            continue
+        if event["event"] not in EVENTS:
+            unknown.saw(number, f"unknown index event {json.dumps(event['event'])}")
+            continue
+        if event["event"] != "read":
             continue
         direction, offset, length = (event.get(k) for k in ("direction", "offset", "length"))
         wall = event.get("wall")
@@ -154,11 +204,6 @@ def load_index(path: Path) -> dict[str, Reads]:
             # as a timestamp it would overflow the microseconds column and fail the whole task
             raise BadIndex(f"{path}:{number}: wall {wall!r} is not a time in seconds since 1970")
         events[direction].append((offset, offset + length, stamp))
-    out: dict[str, Reads] = {}
-    for direction, reads in events.items():
-        reads.sort()
-        out[direction] = Reads([r[0] for r in reads], [r[1] for r in reads], [r[2] for r in reads])
-    return out
 
 
 def _size(path: Path) -> int:
