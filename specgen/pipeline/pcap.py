@@ -1,0 +1,500 @@
+"""Packets and TCP segments out of pcap and pcapng capture files (no Spark here).
+
+`detect` tells the container by its magic number, `ranges` cuts an uncompressed file into byte
+ranges that start and end on record boundaries (so Spark tasks can read them in parallel),
+`packets` yields the packets whose record starts in a range and `segment` peels the link layer,
+IP and TCP off one packet. dpkt reads the containers and the protocol headers; the only bytes
+read by hand are the record headers the range walk needs (`_pcap_records`, `_pcapng_blocks`)
+and the magic numbers.
+"""
+
+from __future__ import annotations
+
+import gzip
+import math
+import os
+import socket
+import struct
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import IO, Any, Literal, cast
+
+import dpkt  # type: ignore[import-untyped]
+
+from specgen.pipeline.inputs import DecodeInputError
+
+Format = Literal["pcap", "pcapng", "pcap.gz", "pcapng.gz"]
+
+TO_END = 2**63 - 1
+"""The end of a range that runs to the end of the file (a gzip file's only range: its
+uncompressed size is unknown without decompressing it all)."""
+
+NS = 1_000_000_000
+
+# pcap magic (as the file's first four bytes) -> (struct byte order, digits after the second)
+_PCAP_MAGIC = {
+    b"\xa1\xb2\xc3\xd4": (">", 6),
+    b"\xd4\xc3\xb2\xa1": ("<", 6),
+    b"\xa1\xb2\x3c\x4d": (">", 9),
+    b"\x4d\x3c\xb2\xa1": ("<", 9),
+}
+_PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
+_GZIP_MAGIC = b"\x1f\x8b"
+_PCAP_FILE_HEADER = 24
+_PCAP_RECORD_HEADER = 16
+
+_SHB = 0x0A0D0D0A
+_IDB = 1
+_PB = 2  # the obsolete Packet Block; old Wireshark versions still wrote it
+_EPB = 6
+# Simple Packet Blocks (3) carry neither interface nor timestamp and dpkt has no class for
+# them: they are skipped like every other block that holds no packet.
+_BYTE_ORDER_BE = b"\x1a\x2b\x3c\x4d"
+_BYTE_ORDER_LE = b"\x4d\x3c\x2b\x1a"
+_OPT_TSRESOL = 9
+_OPT_TSOFFSET = 14
+
+LINKTYPE_NULL = 0
+LINKTYPE_ETHERNET = 1
+LINKTYPE_LOOP = 108
+LINKTYPE_SLL = 113
+LINKTYPE_SLL2 = 276
+# raw IP: 101 is the pcap LINKTYPE; 12 and 14 are the DLT_RAW values some writers put in the
+# file instead (14 on OpenBSD); 228 and 229 are raw IPv4 and raw IPv6 only.
+_RAW = frozenset({101, 12, 14, 228, 229})
+_TCP = 6
+
+
+class BadCapture(DecodeInputError):
+    """A capture file that cannot be read: the message names the path (and the offset)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Packet:
+    """One captured packet. `index` is the byte offset of its record in the (uncompressed)
+    file: unique and ordered within the file, and the same whichever range read it."""
+
+    index: int
+    ts: float
+    ts_ns: int
+    linktype: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One TCP segment. `missing` counts the payload bytes the sender sent but the capture did
+    not keep (a snaplen shorter than the packet): they follow `payload` in sequence space.
+    `ack` is the acknowledgement number, `ack_flag` the ACK flag (a SYN with it answers)."""
+
+    src: str
+    sport: int
+    dst: str
+    dport: int
+    seq: int
+    ack: int
+    syn: bool
+    fin: bool
+    rst: bool
+    payload: bytes
+    ts: float
+    ts_ns: int
+    index: int
+    missing: int = 0
+    ack_flag: bool = False
+
+
+# ---------------------------------------------------------------------------- containers
+
+
+def detect(path: Path | str) -> Format | None:
+    """The capture format by its magic number, or None for anything else."""
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if head[:2] == _GZIP_MAGIC:
+        try:
+            with gzip.open(path, "rb") as g:
+                inner = _kind(g.read(4))
+        except (OSError, EOFError):
+            return None
+        return None if inner is None else _gz(inner)
+    return _kind(head)
+
+
+def _kind(head: bytes) -> Literal["pcap", "pcapng"] | None:
+    if head in _PCAP_MAGIC:
+        return "pcap"
+    if head == _PCAPNG_MAGIC:
+        return "pcapng"
+    return None
+
+
+def _gz(inner: Literal["pcap", "pcapng"]) -> Format:
+    return "pcap.gz" if inner == "pcap" else "pcapng.gz"
+
+
+def _format(path: Path | str) -> Format:
+    fmt = detect(path)
+    if fmt is None:
+        raise BadCapture(f"{path}: not a pcap or pcapng file (nor a gzipped one)")
+    return fmt
+
+
+def _open(path: Path | str, fmt: Format) -> IO[bytes]:
+    if fmt.endswith(".gz"):
+        return cast(IO[bytes], gzip.open(path, "rb"))
+    return open(path, "rb")
+
+
+def ranges(path: Path | str, target_bytes: int) -> list[tuple[int, int]]:
+    """Byte ranges [start, end) of about `target_bytes` each, starting and ending on record
+    boundaries and together covering every record; `packets(path, start, end)` reads one.
+
+    A gzip file is one range (0, TO_END): it cannot be entered anywhere but at its start.
+    """
+    if target_bytes <= 0:
+        raise ValueError(f"target_bytes must be positive, not {target_bytes}")
+    fmt = _format(path)
+    if fmt.endswith(".gz"):
+        return [(0, TO_END)]
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        if fmt == "pcap":
+            starts: Iterable[int] = (offset for offset, _ in _pcap_records(f, path))
+        else:
+            starts = (block.offset for block in _pcapng_blocks(f, path))
+        return _cut(starts, size, target_bytes)
+
+
+def _cut(starts: Iterable[int], size: int, target_bytes: int) -> list[tuple[int, int]]:
+    """Ranges that begin on the given record starts, each closed at the first record start at
+    least `target_bytes` past its own; the last runs to the end of the file (a record cut short
+    by the end of the file belongs to it)."""
+    cuts: list[int] = []
+    for start in starts:
+        if not cuts or start - cuts[-1] >= target_bytes:
+            cuts.append(start)
+    return list(zip(cuts, [*cuts[1:], size], strict=True))
+
+
+def _pcap_records(f: IO[bytes], path: Path | str) -> Iterator[tuple[int, int]]:
+    """(offset, total length) of every record of a pcap file, from its record headers.
+
+    With `_pcapng_blocks` the only code that reads record headers by hand: a length-prefix walk
+    that seeks past the packet bytes (dpkt's reader would read them all).
+    """
+    head = f.read(_PCAP_FILE_HEADER)
+    if len(head) < _PCAP_FILE_HEADER or head[:4] not in _PCAP_MAGIC:
+        raise BadCapture(f"{path}: no pcap file header")
+    order = _PCAP_MAGIC[head[:4]][0]
+    offset = _PCAP_FILE_HEADER
+    while True:
+        f.seek(offset)
+        header = f.read(_PCAP_RECORD_HEADER)
+        if len(header) < _PCAP_RECORD_HEADER:
+            return
+        (incl_len,) = struct.unpack_from(order + "I", header, 8)
+        length = _PCAP_RECORD_HEADER + incl_len
+        yield offset, length
+        offset += length
+
+
+@dataclass(frozen=True)
+class _Block:
+    offset: int
+    type: int
+    length: int
+    order: str  # "<" or ">": the byte order of the section holding the block
+
+
+def _pcapng_blocks(f: IO[bytes], path: Path | str) -> Iterator[_Block]:
+    """Every block of a pcapng file, from its type and total length (the byte order changes at
+    each Section Header Block, whose byte-order magic follows its length).
+
+    With `_pcap_records` the only code that reads record headers by hand. The consumer may read
+    a block's body between two steps: the walk seeks to the next block itself.
+    """
+    offset = 0
+    order = "<"
+    while True:
+        f.seek(offset)
+        head = f.read(12)
+        if len(head) < 12:
+            return
+        if head[:4] == _PCAPNG_MAGIC:
+            order = _section_order(head[8:12], path, offset)
+        btype, length = struct.unpack_from(order + "II", head)
+        if length < 12 or length % 4:
+            raise BadCapture(f"{path}: offset {offset}: pcapng block of length {length}")
+        yield _Block(offset, btype, length, order)
+        offset += length
+
+
+def _section_order(magic: bytes, path: Path | str, offset: int) -> str:
+    if magic == _BYTE_ORDER_LE:
+        return "<"
+    if magic == _BYTE_ORDER_BE:
+        return ">"
+    raise BadCapture(f"{path}: offset {offset}: section header without a byte-order magic")
+
+
+def packets(path: Path | str, start: int | None = None, end: int | None = None) -> Iterator[Packet]:
+    """The packets whose record starts in [start, end) (a range from `ranges`), in file order;
+    the whole file without them. A record cut short by the end of the file yields what it
+    holds (its packet's missing bytes show as a truncated segment); a cut header ends it."""
+    fmt = _format(path)
+    lo = 0 if start is None else start
+    hi = TO_END if end is None else end
+    with _open(path, fmt) as f:
+        if fmt.startswith("pcapng"):
+            yield from _pcapng_packets(f, path, lo, hi)
+        else:
+            yield from _pcap_packets(f, path, lo, hi)
+
+
+def _pcap_packets(f: IO[bytes], path: Path | str, lo: int, hi: int) -> Iterator[Packet]:
+    try:
+        reader = dpkt.pcap.Reader(f)
+    except (ValueError, dpkt.Error) as e:
+        raise BadCapture(f"{path}: {e}") from e
+    linktype: int = reader.datalink()
+    if lo > f.tell():
+        f.seek(lo)
+    records = iter(reader)
+    while (offset := f.tell()) < hi:
+        try:
+            ts, data = next(records)
+        except StopIteration:
+            return
+        except dpkt.Error:  # a record header cut short by the end of the file
+            return
+        ns = _pcap_ns(ts)
+        yield Packet(offset, ns / NS, ns, linktype, bytes(data))
+
+
+def _pcap_ns(ts: Any) -> int:
+    """Exact nanoseconds from dpkt's pcap timestamp: a Decimal for nanosecond files, else
+    seconds + microseconds / 1e6 as a float (within 0.25 us of the truth below 2**32 s, so
+    rounding the fraction recovers the microseconds)."""
+    if isinstance(ts, Decimal):
+        return int(ts.scaleb(9))
+    value: float = ts
+    seconds = math.floor(value)
+    return seconds * NS + round((value - seconds) * 1e6) * 1000
+
+
+@dataclass(frozen=True)
+class _Interface:
+    linktype: int
+    tsresol: int  # the if_tsresol byte: 6 = microseconds unless the option says otherwise
+    tsoffset: int  # seconds added to every timestamp
+
+
+def _pcapng_packets(f: IO[bytes], path: Path | str, lo: int, hi: int) -> Iterator[Packet]:
+    # dpkt's reader knows one interface per file; this walk keeps every section's interfaces
+    # (each packet names its own, with its link type and timestamp resolution) and lets dpkt
+    # parse each block. Blocks before `lo` are walked too, for the interfaces they describe.
+    try:
+        dpkt.pcapng.Reader(f)  # checks the section header and its version
+    except (ValueError, dpkt.Error) as e:
+        raise BadCapture(f"{path}: {e}") from e
+    interfaces: list[_Interface] = []
+    for block in _pcapng_blocks(f, path):
+        if block.offset >= hi:
+            return
+        if block.type == _SHB:
+            interfaces = []
+        elif block.type == _IDB:
+            interfaces.append(_interface(_block_body(f, block, path)))
+        elif block.type in (_EPB, _PB) and block.offset >= lo:
+            packet = _packet(_block_body(f, block, path), interfaces, block, path)
+            if packet is None:
+                return
+            yield packet
+
+
+def _block_body(f: IO[bytes], block: _Block, path: Path | str) -> Any:
+    """The block parsed by dpkt, or None when the file ends inside it."""
+    f.seek(block.offset)
+    buf = f.read(block.length)
+    little = block.order == "<"
+    kind: Any
+    if block.type == _IDB:
+        kind = (
+            dpkt.pcapng.InterfaceDescriptionBlockLE
+            if little
+            else dpkt.pcapng.InterfaceDescriptionBlock
+        )
+    elif block.type == _EPB:
+        kind = dpkt.pcapng.EnhancedPacketBlockLE if little else dpkt.pcapng.EnhancedPacketBlock
+    else:
+        kind = dpkt.pcapng.PacketBlockLE if little else dpkt.pcapng.PacketBlock
+    try:
+        return kind(buf)
+    except dpkt.NeedData:
+        return None
+    except dpkt.Error as e:
+        raise BadCapture(f"{path}: offset {block.offset}: {e}") from e
+
+
+def _interface(idb: Any) -> _Interface:
+    if idb is None:  # the file ends inside the block: no packet can follow it
+        return _Interface(-1, 6, 0)
+    order = idb.__hdr_fmt__[0]
+    tsresol, tsoffset = 6, 0
+    for opt in idb.opts:
+        if opt.code == _OPT_TSRESOL and len(opt.data) >= 1:
+            tsresol = opt.data[0]
+        elif opt.code == _OPT_TSOFFSET and len(opt.data) >= 8:
+            (tsoffset,) = struct.unpack(order + "q", opt.data[:8])
+    return _Interface(int(idb.linktype), tsresol, tsoffset)
+
+
+def _packet(
+    block: Any, interfaces: list[_Interface], where: _Block, path: Path | str
+) -> Packet | None:
+    if block is None:
+        return None
+    iface_id: int = block.iface_id
+    if iface_id >= len(interfaces):
+        raise BadCapture(
+            f"{path}: offset {where.offset}: packet of undescribed interface {iface_id}"
+        )
+    iface = interfaces[iface_id]
+    ticks: int = (block.ts_high << 32) | block.ts_low
+    ns = _ticks_ns(ticks, iface.tsresol) + iface.tsoffset * NS
+    return Packet(where.offset, ns / NS, ns, iface.linktype, bytes(block.pkt_data))
+
+
+def _ticks_ns(ticks: int, tsresol: int) -> int:
+    """Timestamp units -> nanoseconds: if_tsresol is a negative power of 10, or of 2 when its
+    top bit is set (finer than a nanosecond rounds down)."""
+    exponent = tsresol & 0x7F
+    if tsresol & 0x80:
+        return (ticks * NS) >> exponent
+    scale: int = 10 ** abs(9 - exponent)
+    return ticks * scale if exponent <= 9 else ticks // scale
+
+
+# ---------------------------------------------------------------------------- protocols
+
+
+def segment(packet: Packet) -> Segment | None:
+    """The packet's TCP segment, or None: not IP, not TCP, an IP fragment or cut inside its
+    headers (`skipped` says which)."""
+    found = _decode(packet)
+    return found if isinstance(found, Segment) else None
+
+
+def skipped(packet: Packet) -> str | None:
+    """Why `segment` gives None for the packet ("linktype", "not-ip", "not-tcp", "fragment",
+    "malformed"), or None when it gives a segment."""
+    found = _decode(packet)
+    return found if isinstance(found, str) else None
+
+
+def segments(packets: Iterable[Packet], tally: Counter[str] | None = None) -> Iterator[Segment]:
+    """The TCP segments among the packets; `tally` counts the others by reason (see `skipped`)
+    and the segments as "tcp"."""
+    for packet in packets:
+        found = _decode(packet)
+        if tally is not None:
+            tally["tcp" if isinstance(found, Segment) else found] += 1
+        if isinstance(found, Segment):
+            yield found
+
+
+def _decode(packet: Packet) -> Segment | str:
+    try:
+        net = _network(packet.linktype, packet.data)
+        if isinstance(net, str):
+            return net
+        if isinstance(net, dpkt.ip.IP):
+            return _tcp4(net, packet)
+        return _tcp6(net, packet)
+    except (dpkt.Error, IndexError, struct.error):
+        return "malformed"
+
+
+def _network(linktype: int, data: bytes) -> Any:
+    """The dpkt IP or IP6 packet inside the link layer, or the reason there is none."""
+    if linktype == LINKTYPE_ETHERNET:
+        net = dpkt.ethernet.Ethernet(data).data  # dpkt strips 802.1Q / QinQ tags itself
+    elif linktype == LINKTYPE_SLL:
+        net = dpkt.sll.SLL(data).data
+    elif linktype == LINKTYPE_SLL2:
+        net = dpkt.sll2.SLL2(data).data
+    elif linktype in (LINKTYPE_NULL, LINKTYPE_LOOP):
+        # a 4-byte address family in the capturing host's byte order (network order for LOOP),
+        # and AF_INET6 differs by OS (10, 24, 28, 30): the IP version nibble is the reliable
+        # guide (dpkt's Loopback would take Linux's AF_INET6 for Ethernet)
+        net = _ip(data[4:])
+    elif linktype in _RAW:
+        net = _ip(data)
+    else:
+        return "linktype"
+    if isinstance(net, (dpkt.ip.IP, dpkt.ip6.IP6)):
+        return net
+    return "not-ip"
+
+
+def _ip(data: bytes) -> Any:
+    version = data[0] >> 4 if data else 0
+    if version == 4:
+        return dpkt.ip.IP(data)
+    if version == 6:
+        return dpkt.ip6.IP6(data)
+    return None
+
+
+def _tcp4(ip: Any, packet: Packet) -> Segment | str:
+    if ip.p != _TCP:
+        return "not-tcp"
+    if ip.mf or ip.offset:
+        # IP fragments are not reassembled: a fragmented TCP segment is rare on a LAN and
+        # reassembling would need every fragment, across ranges; the caller counts them
+        return "fragment"
+    tcp = ip.data
+    if not isinstance(tcp, dpkt.tcp.TCP):
+        return "malformed"
+    # the total length says what was sent (0 with TCP segmentation offload: unknown)
+    sent = ip.len - ip.hl * 4 - tcp.off * 4 if ip.len else len(tcp.data)
+    return _segment(socket.AF_INET, ip, tcp, sent, packet)
+
+
+def _tcp6(ip: Any, packet: Packet) -> Segment | str:
+    if dpkt.ip.IP_PROTO_FRAGMENT in ip.extension_hdrs:
+        return "fragment"
+    if ip.p != _TCP:
+        return "not-tcp"
+    tcp = ip.data
+    if not isinstance(tcp, dpkt.tcp.TCP):
+        return "malformed"
+    headers = sum(int(ext.length) for ext in ip.all_extension_headers) + tcp.off * 4
+    # the payload length says what was sent (0 for jumbograms and offloads: unknown)
+    sent = ip.plen - headers if ip.plen else len(tcp.data)
+    return _segment(socket.AF_INET6, ip, tcp, sent, packet)
+
+
+def _segment(family: int, ip: Any, tcp: Any, sent: int, packet: Packet) -> Segment:
+    payload = bytes(tcp.data)
+    return Segment(
+        src=socket.inet_ntop(family, ip.src),
+        sport=int(tcp.sport),
+        dst=socket.inet_ntop(family, ip.dst),
+        dport=int(tcp.dport),
+        seq=int(tcp.seq),
+        ack=int(tcp.ack),
+        syn=bool(tcp.flags & dpkt.tcp.TH_SYN),
+        fin=bool(tcp.flags & dpkt.tcp.TH_FIN),
+        rst=bool(tcp.flags & dpkt.tcp.TH_RST),
+        payload=payload,
+        ts=packet.ts,
+        ts_ns=packet.ts_ns,
+        index=packet.index,
+        missing=max(0, sent - len(payload)),
+        ack_flag=bool(tcp.flags & dpkt.tcp.TH_ACK),
+    )
