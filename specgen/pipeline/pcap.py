@@ -177,7 +177,7 @@ def _cut(starts: Iterable[int], size: int, target_bytes: int) -> list[tuple[int,
     for start in starts:
         if not cuts or start - cuts[-1] >= target_bytes:
             cuts.append(start)
-    return list(zip(cuts, [*cuts[1:], size], strict=True))
+    return list(zip(cuts, [*cuts[1:], size], strict=False))
 
 
 def _pcap_records(f: IO[bytes], path: Path | str) -> Iterator[tuple[int, int]]:
