@@ -265,6 +265,19 @@ def test_pcapng_sections_in_both_byte_orders(tmp_path: Path) -> None:
     assert [p for r in pcap.ranges(path, 1) for p in pcap.packets(path, *r)] == got
 
 
+def test_pcapng_obsolete_packet_block(tmp_path: Path) -> None:
+    # old Wireshark wrote Packet Blocks (type 2); dpkt's writer does not, so one is appended
+    path = write_pcapng(tmp_path / "pb.pcapng", [(0, 7, data_packet(1, b"enhanced"))], [Iface(1)])
+    old = dpkt.pcapng.PacketBlockLE(
+        iface_id=0, ts_high=0, ts_low=9, pkt_data=data_packet(9, b"old")
+    )
+    with open(path, "ab") as f:
+        f.write(bytes(old))
+    got = list(pcap.packets(path))
+    assert [p.ts_ns for p in got] == [7000, 9000]
+    assert [s.payload for s in read_segments(path)] == [b"enhanced", b"old"]
+
+
 @pytest.mark.parametrize("kind", ["pcap", "pcapng"])
 def test_gzip(tmp_path: Path, kind: str) -> None:
     plain = tmp_path / f"a.{kind}"
@@ -566,6 +579,9 @@ def test_truncated_segment_leaves_a_gap_unless_retransmitted() -> None:
     r = reassemble([seg(100, syn=True, ack=False, index=1), cut, rest])
     r.check()
     assert r.gaps == [Gap(3, 7, 104, 111)] and r.data() == b"abcklm"
+    r = reassemble([seg(100, syn=True, ack=False, index=1), cut])  # the cut one is the last
+    r.check()
+    assert (r.gaps, r.length, r.data()) == ([Gap(3, 7, 104, 111)], 10, b"abc")
     full = seg(101, b"abcdefghij", index=4)  # the retransmission, whole
     r = reassemble([seg(100, syn=True, ack=False, index=1), cut, rest, full])
     r.check()
