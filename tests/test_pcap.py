@@ -292,6 +292,23 @@ def test_gzip(tmp_path: Path, kind: str) -> None:
     assert list(pcap.packets(packed, *pcap.ranges(packed, 10)[0])) == list(pcap.packets(plain))
 
 
+def test_gzip_read_without_going_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # seeking back in a gzip file decompresses it again from the start: reading must not,
+    # but for the one step back to the start after dpkt has read the section header
+    frames = [(0, i + 1, data_packet(i, b"x" * 100)) for i in range(2000)]
+    packed = gzipped(write_pcapng(tmp_path / "a.pcapng", frames, [Iface(1)]))
+    rewinds = []
+    rewind = gzip._GzipReader._rewind  # type: ignore[attr-defined]
+
+    def counted(self: object) -> None:
+        rewinds.append(1)
+        rewind(self)
+
+    monkeypatch.setattr(gzip._GzipReader, "_rewind", counted)  # type: ignore[attr-defined]
+    assert len(list(pcap.packets(packed))) == 2000
+    assert len(rewinds) <= 1
+
+
 def test_detect_rejects_other_files(tmp_path: Path) -> None:
     (tmp_path / "x.bin").write_bytes(b"\x00\x01\x02\x03 not a capture")
     (tmp_path / "x.gz").write_bytes(gzip.compress(b"plain text"))

@@ -208,6 +208,7 @@ class _Block:
     type: int
     length: int
     order: str  # "<" or ">": the byte order of the section holding the block
+    head: bytes  # its first 12 bytes, read already: the file stands just after them
 
 
 def _pcapng_blocks(f: IO[bytes], path: Path | str) -> Iterator[_Block]:
@@ -215,7 +216,8 @@ def _pcapng_blocks(f: IO[bytes], path: Path | str) -> Iterator[_Block]:
     each Section Header Block, whose byte-order magic follows its length).
 
     With `_pcap_records` the only code that reads record headers by hand. The consumer may read
-    a block's body between two steps: the walk seeks to the next block itself.
+    the rest of a block between two steps (the walk seeks to the next block itself, a no-op
+    then); it must not seek back, which in a gzip file decompresses again from the start.
     """
     offset = 0
     order = "<"
@@ -229,7 +231,7 @@ def _pcapng_blocks(f: IO[bytes], path: Path | str) -> Iterator[_Block]:
         btype, length = struct.unpack_from(order + "II", head)
         if length < 12 or length % 4:
             raise BadCapture(f"{path}: offset {offset}: pcapng block of length {length}")
-        yield _Block(offset, btype, length, order)
+        yield _Block(offset, btype, length, order, head)
         offset += length
 
 
@@ -243,8 +245,9 @@ def _section_order(magic: bytes, path: Path | str, offset: int) -> str:
 
 def packets(path: Path | str, start: int | None = None, end: int | None = None) -> Iterator[Packet]:
     """The packets whose record starts in [start, end) (a range from `ranges`), in file order;
-    the whole file without them. A record cut short by the end of the file yields what it
-    holds (its packet's missing bytes show as a truncated segment); a cut header ends it."""
+    the whole file without them. At the end of a file cut short, a pcap record yields what it
+    holds (its packet's missing bytes show as a truncated segment) and a cut header ends it;
+    a cut pcapng block ends it (dpkt parses whole blocks only)."""
     fmt = _format(path)
     lo = 0 if start is None else start
     hi = TO_END if end is None else end
@@ -318,8 +321,7 @@ def _pcapng_packets(f: IO[bytes], path: Path | str, lo: int, hi: int) -> Iterato
 
 def _block_body(f: IO[bytes], block: _Block, path: Path | str) -> Any:
     """The block parsed by dpkt, or None when the file ends inside it."""
-    f.seek(block.offset)
-    buf = f.read(block.length)
+    buf = block.head + f.read(block.length - len(block.head))
     little = block.order == "<"
     kind: Any
     if block.type == _IDB:
