@@ -226,6 +226,7 @@ def test_decode_on_an_unreachable_master_is_one_line_and_writes_nothing(tmp_path
         f"specgen: cannot reach Spark master {master} (connection refused)"
     ]
     assert took < 15, took
+    assert done.stdout == ""  # checked before the captures are walked
     assert not out.exists()
 
 

@@ -366,7 +366,7 @@ def main(
     """The CLI's `decode`: 0 when every frame found is accounted for (and the rejects table
     holds at most `max_rejects` rows, when given), 1 otherwise or when Spark fails; input errors
     raise DecodeInputError, which the CLI prints as one line (exit 2)."""
-    from specgen.pipeline.spark import MasterUnreachable
+    from specgen.pipeline.spark import MasterUnreachable, check_master
 
     if target < 1:
         raise DecodeInputError(f"--range-size {target}: must be a positive number of bytes")
@@ -379,6 +379,8 @@ def main(
             "(local[*], local[N], spark://HOST:PORT, yarn, k8s://HOST:PORT)"
         )
     try:
+        if master is not None:
+            check_master(master)  # before walking the captures, which can take minutes
         result = run(
             protocol, input_dir, out, master, overwrite, target, verify_checksums=verify_checksums
         )

@@ -29,6 +29,7 @@ from typing import Any, Protocol, TextIO
 
 import jinja2
 from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]
+from py4j.protocol import Py4JError  # type: ignore[import-untyped]
 from pyspark.errors import AnalysisException, PySparkException
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
@@ -178,6 +179,9 @@ def _session(master: str | None) -> SparkSession:
         raise ReportError(str(e)) from None
     except PySparkException as e:
         raise ReportError(f"cannot start Spark (is Java 17 installed?): {e}") from e
+    except Py4JError as e:  # the JVM started but the master would not have it: its first line
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ReportError(f"cannot start Spark on {master or spark.DEFAULT_MASTER}: {first}") from e
 
 
 def _read(session: SparkSession, path: Path, columns: Sequence[str]) -> DataFrame:
