@@ -555,10 +555,19 @@ def test_missing_segment_is_a_gap_with_its_sequence_range() -> None:
         (0, b"aaaa", 10),
         (10, b"cccc", 20),
     ]
-    # bytes 14..20 never seen; the FIN at 24 ends the data but a bare ACK at 30 says 6 more
-    # bytes were sent before it: missing too
-    assert r.gaps == [Gap(4, 6, 14, 20), Gap(14, 6, 24, 30)]
-    assert r.length == 20 and r.unique_bytes + r.gap_bytes == 20
+    # bytes 14..20 never seen; the FIN at 24 ends the stream: nothing follows a FIN, so the
+    # segment at 30 after it (a bare ACK a broken stack sent) claims no bytes
+    assert r.gaps == [Gap(4, 6, 14, 20)]
+    assert r.length == 14 and r.unique_bytes + r.gap_bytes == 14
+
+
+def test_the_ack_after_a_fin_is_not_a_missing_byte() -> None:
+    """The FIN takes sequence number 24; the client's last ACK carries 25: no gap."""
+    r = reassemble(
+        [seg(9, syn=True, ack=False), seg(10, b"abcdefghijklmn"), seg(24, fin=True), seg(25)]
+    )
+    r.check()
+    assert r.gaps == [] and r.length == 14
 
 
 def test_gap_after_syn_before_the_first_byte_seen() -> None:

@@ -314,13 +314,17 @@ def _ends(ordered: list[Segment], unwrapped: list[int]) -> list[int]:
     sequence number is the next byte to send). RSTs are left out: their sequence number
     may be the one the peer expected, not the sender's own."""
     ends = []
+    fin: int | None = None  # where the FIN sits: it takes a sequence number but no byte
     for seg, u in zip(ordered, unwrapped, strict=True):
         start = u + seg.syn
         if seg.missing or seg.fin:
             ends.append(start + len(seg.payload) + seg.missing)
+            if seg.fin:
+                fin = start + len(seg.payload)
         elif not seg.payload and not seg.syn and not seg.rst:
             ends.append(start)
-    return ends
+    # the ACK that follows a FIN carries the FIN's sequence number + 1: no byte was there
+    return [e if fin is None else min(e, fin) for e in ends]
 
 
 class _Piece(NamedTuple):
