@@ -25,6 +25,7 @@ class SpecVersion:
     overlay: Path | None
     latest: bool
     title: str = ""  # "RabbitMQ Streams"
+    ports: tuple[int, ...] = ()  # the servers' default TCP ports (protocol.toml)
     label: str = ""  # how spans name the document when it is not a file of ours ("REV:PATH")
 
     @property
@@ -58,6 +59,7 @@ def registry(specs: Path = SPECS) -> list[SpecVersion]:
                     overlay=overlay,
                     latest=bool(v.get("latest", False)),
                     title=data.get("title", data["name"]),
+                    ports=tuple(data.get("ports", ())),
                 )
             )
     return out
