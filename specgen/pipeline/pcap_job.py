@@ -1,0 +1,462 @@
+"""pcap and pcapng input for `specgen decode`: packets -> TCP streams -> the capture layout.
+
+A pcap cannot be split at frame boundaries, and one connection's packets are spread over the
+whole file, so the job has two Spark stages before the ordinary decode:
+
+1. **Packets, in parallel over file ranges.** The driver walks the record headers of every
+   uncompressed capture file (as it walks size prefixes of byte files) and cuts it into ranges
+   of whole records; each task reads its range with dpkt (`pcap.packets`) and keeps the TCP
+   segments of the protocol's ports (`--port`, else the protocol's default ports), one row each
+   (payload included), plus one row of counts per range (packets read, packets skipped).
+2. **Streams, grouped by connection.** The segments are repartitioned by (file, client,
+   server) and sorted by packet number within each partition; each group is one TCP 4-tuple,
+   split into connections where a new SYN follows a FIN or RST, then reassembled per direction
+   (`reassembly.reassemble`: sequence numbers unwrapped, first copy wins, out-of-order segments
+   placed, holes become gaps). Every contiguous run of bytes is written as a byte file in the
+   capture layout under OUT/streams/<capture>/, with an index of read events whose wall times
+   are the packets' timestamps, so the report's latency sections work on pcap input.
+3. **Decoding** is the ordinary job over OUT/streams (ranges, resynchronisation, Parquet,
+   byte reconciliation per file). A run of bytes after a gap is its own byte file (connection
+   `<name>@<offset>`), so no frame is ever stitched across missing bytes; the decoder
+   resynchronises at its start as it does for any capture that starts mid-stream.
+
+Each gap becomes a reject of kind "gap" (its length is the missing bytes, its TCP sequence
+range is in the error text, it holds no bytes), and the pcap reconciliation checks, per
+direction: TCP payload bytes = bytes in frames + bytes in rejects + retransmitted duplicates,
+and the stream's extent = bytes kept + bytes missing in gaps; and over the job: packets read =
+TCP segments kept + packets skipped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import shutil
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+from specgen.pipeline import pcap, reassembly
+from specgen.pipeline.columns import REJECTS_SCHEMA
+from specgen.pipeline.decode import Echo, Result
+from specgen.pipeline.inputs import DecodeInputError
+from specgen.registry import find as find_spec
+
+STREAMS = "streams"
+"""OUT's folder of reassembled byte files (the capture layout), decoded by the ordinary job."""
+
+RANGE_TARGET = 64 * 1024 * 1024
+"""Bytes of a capture file per stage-1 task."""
+
+ROWS_PER_BATCH = 4096
+
+SEGMENT_FIELDS = [
+    ("kind", pa.string()),  # "segment" or "counts"
+    ("capture", pa.string()),
+    ("index", pa.int64()),
+    ("ts", pa.float64()),
+    ("client", pa.string()),
+    ("server", pa.string()),
+    ("direction", pa.string()),
+    ("seq", pa.int64()),
+    ("ack", pa.int64()),
+    ("ack_flag", pa.bool_()),
+    ("syn", pa.bool_()),
+    ("fin", pa.bool_()),
+    ("rst", pa.bool_()),
+    ("payload", pa.binary()),
+    ("missing", pa.int64()),
+    ("packets", pa.int64()),
+    ("skipped", pa.int64()),
+]
+SEGMENTS = pa.schema(SEGMENT_FIELDS)
+SEGMENTS_DDL = (
+    "`kind` STRING, `capture` STRING, `index` BIGINT, `ts` DOUBLE, `client` STRING, "
+    "`server` STRING, `direction` STRING, `seq` BIGINT, `ack` BIGINT, `ack_flag` BOOLEAN, "
+    "`syn` BOOLEAN, `fin` BOOLEAN, `rst` BOOLEAN, `payload` BINARY, `missing` BIGINT, "
+    "`packets` BIGINT, `skipped` BIGINT"
+)
+
+STREAM_FIELDS = [
+    ("capture", pa.string()),
+    ("connection", pa.string()),
+    ("direction", pa.string()),
+    ("payload_bytes", pa.int64()),
+    ("unique_bytes", pa.int64()),
+    ("duplicate_bytes", pa.int64()),
+    ("segments", pa.int64()),
+    ("parts", pa.int64()),
+    ("mid_stream", pa.bool_()),
+    ("gap_offsets", pa.list_(pa.int64())),
+    ("gap_lengths", pa.list_(pa.int64())),
+    ("gap_seqs", pa.list_(pa.string())),
+    ("conflicts", pa.list_(pa.string())),
+]
+STREAMS_SCHEMA = pa.schema(STREAM_FIELDS)
+STREAMS_DDL = (
+    "`capture` STRING, `connection` STRING, `direction` STRING, `payload_bytes` BIGINT, "
+    "`unique_bytes` BIGINT, `duplicate_bytes` BIGINT, `segments` BIGINT, `parts` BIGINT, "
+    "`mid_stream` BOOLEAN, `gap_offsets` ARRAY<BIGINT>, `gap_lengths` ARRAY<BIGINT>, "
+    "`gap_seqs` ARRAY<STRING>, `conflicts` ARRAY<STRING>"
+)
+
+
+@dataclass(frozen=True)
+class CaptureFile:
+    path: Path
+    capture: str  # its name in the tables: the path relative to the input, or the file name
+    kind: str  # what pcap.detect says: pcap, pcapng, pcap.gz, pcapng.gz
+    size: int
+
+
+def find(root: Path) -> list[CaptureFile]:
+    """The pcap and pcapng files at `root` (a file, or a folder searched at any depth), told
+    apart from other files by their magic numbers, not their names."""
+    if root.is_file():
+        kind = pcap.detect(root)
+        return [CaptureFile(root, root.name, kind, root.stat().st_size)] if kind else []
+    out = []
+    if root.is_dir():
+        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+            kind = pcap.detect(path)
+            if kind:
+                rel = path.relative_to(root).as_posix()
+                out.append(CaptureFile(path, rel, kind, path.stat().st_size))
+    return out
+
+
+def plan(files: list[CaptureFile], target: int = RANGE_TARGET) -> list[tuple[str, str, int, int]]:
+    """(path, capture, start, end) per stage-1 task: whole records, about `target` bytes each;
+    a compressed file is one task (it cannot be read from the middle)."""
+    out: list[tuple[str, str, int, int]] = []
+    for f in files:
+        try:
+            cuts = pcap.ranges(f.path, target)
+        except (OSError, ValueError) as e:
+            raise DecodeInputError(f"{f.path}: {e}") from None
+        out.extend((str(f.path), f.capture, start, end) for start, end in cuts)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Stage 1: packets of a range -> segment rows
+
+
+def segment_rows(
+    path: str, capture: str, start: int, end: int, ports: frozenset[int]
+) -> Iterator[dict[str, list[Any]]]:
+    """Column batches of the TCP segments in one range of a capture file, then its counts."""
+    columns: dict[str, list[Any]] = {name: [] for name, _ in SEGMENT_FIELDS}
+    packets = skipped = 0
+    for packet in pcap.packets(Path(path), start, end):
+        packets += 1
+        seg = pcap.segment(packet)
+        if seg is None or not ({seg.sport, seg.dport} & ports):
+            skipped += 1
+            continue
+        (client, server), direction = reassembly.connection_key(seg, ports)
+        row = {
+            "kind": "segment",
+            "capture": capture,
+            "index": seg.index,
+            "ts": seg.ts,
+            "client": _address(client),
+            "server": _address(server),
+            "direction": direction,
+            "seq": seg.seq,
+            "ack": seg.ack,
+            "ack_flag": seg.ack_flag,
+            "syn": seg.syn,
+            "fin": seg.fin,
+            "rst": seg.rst,
+            "payload": bytes(seg.payload),
+            "missing": seg.missing,
+            "packets": None,
+            "skipped": None,
+        }
+        for name, value in row.items():
+            columns[name].append(value)
+        if len(columns["kind"]) >= ROWS_PER_BATCH:
+            yield columns
+            columns = {name: [] for name, _ in SEGMENT_FIELDS}
+    counts = dict.fromkeys(columns, None) | {
+        "kind": "counts",
+        "capture": capture,
+        "packets": packets,
+        "skipped": skipped,
+    }
+    for name, value in counts.items():
+        columns[name].append(value)
+    yield columns
+
+
+def _address(endpoint: tuple[str, int]) -> str:
+    ip, port = endpoint
+    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+
+
+def _endpoint(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def stage1(ports: frozenset[int], batches: Iterable[Any]) -> Iterator[Any]:
+    """mapInArrow's function for stage 1: ranges in, segment rows out."""
+    for batch in batches:
+        for row in batch.to_pylist():
+            for columns in segment_rows(
+                row["path"], row["capture"], row["start"], row["end"], ports
+            ):
+                yield pa.RecordBatch.from_pydict(columns, schema=SEGMENTS)
+
+
+# --------------------------------------------------------------------------------------------
+# Stage 2: segments of a 4-tuple -> byte files, an index, and what was lost
+
+
+@dataclass
+class _Group:
+    capture: str
+    client: str
+    server: str
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+def stage2(streams_dir: str, ports: frozenset[int], batches: Iterable[Any]) -> Iterator[Any]:
+    """mapInArrow's function for stage 2: segment rows sorted by (capture, client, server,
+    index) in, one summary row per reassembled direction out; the byte files are written."""
+    group: _Group | None = None
+    for batch in batches:
+        for row in batch.to_pylist():
+            key = (row["capture"], row["client"], row["server"])
+            if group is None or (group.capture, group.client, group.server) != key:
+                if group is not None:
+                    yield from _finish(Path(streams_dir), group, ports)
+                group = _Group(*key)
+            group.rows.append(row)
+    if group is not None:
+        yield from _finish(Path(streams_dir), group, ports)
+
+
+def _finish(streams: Path, group: _Group, ports: frozenset[int]) -> Iterator[Any]:
+    summaries: dict[str, list[Any]] = {name: [] for name, _ in STREAM_FIELDS}
+    # port reuse: reassembly.connections splits the 4-tuple where a new SYN follows a FIN/RST
+    for conn in reassembly.connections([_segment(r) for r in group.rows], ports):
+        name = conn.name
+        folder = streams / group.capture
+        folder.mkdir(parents=True, exist_ok=True)
+        events: dict[str, list[str]] = {}
+        for direction in ("c2s", "s2c"):
+            segs = conn.direction(direction)
+            if not segs:
+                continue
+            result = reassembly.reassemble(segs)
+            for i, part in enumerate(result.parts):
+                file_name = name if i == 0 else f"{name}@{part.offset}"
+                (folder / f"{file_name}.{direction}.bin").write_bytes(part.data)
+                lines = events.setdefault(file_name, [])
+                base = part.offset
+                for offset, length, ts in part.reads:
+                    lines.append(
+                        json.dumps(
+                            {
+                                "event": "read",
+                                "direction": direction,
+                                "offset": offset - base,
+                                "length": length,
+                                "wall": ts,
+                            }
+                        )
+                    )
+            summary = {
+                "capture": group.capture,
+                "connection": name,
+                "direction": direction,
+                "payload_bytes": result.payload_bytes,
+                "unique_bytes": result.unique_bytes,
+                "duplicate_bytes": result.duplicate_bytes,
+                "segments": len(segs),
+                "parts": len(result.parts),
+                "mid_stream": result.started_mid_stream,
+                "gap_offsets": [g.offset for g in result.gaps],
+                "gap_lengths": [g.length for g in result.gaps],
+                "gap_seqs": [f"{g.seq_start}..{g.seq_end}" for g in result.gaps],
+                "conflicts": [str(c) for c in result.conflicts],
+            }
+            for key, value in summary.items():
+                summaries[key].append(value)
+        for file_name, lines in events.items():
+            (folder / f"{file_name}.index.jsonl").write_text(
+                "\n".join(lines) + "\n", encoding="utf-8"
+            )
+    if summaries["capture"]:
+        yield pa.RecordBatch.from_pydict(summaries, schema=STREAMS_SCHEMA)
+
+
+def _segment(row: dict[str, Any]) -> reassembly.Segment:
+    client, server = _endpoint(row["client"]), _endpoint(row["server"])
+    src, dst = (client, server) if row["direction"] == "c2s" else (server, client)
+    return reassembly.Segment(
+        src=src[0],
+        sport=src[1],
+        dst=dst[0],
+        dport=dst[1],
+        seq=row["seq"],
+        ack=row["ack"],
+        ack_flag=row["ack_flag"],
+        syn=row["syn"],
+        fin=row["fin"],
+        rst=row["rst"],
+        payload=row["payload"],
+        ts=row["ts"],
+        ts_ns=int(row["ts"] * 1e9),
+        index=row["index"],
+        missing=row["missing"],
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The driver
+
+
+@dataclass
+class Streams:
+    """What stages 1 and 2 made of the capture files."""
+
+    files: list[CaptureFile]
+    packets: int
+    skipped: int
+    segments: int
+    directions: list[dict[str, Any]]
+
+    @property
+    def payload_bytes(self) -> int:
+        return sum(d["payload_bytes"] for d in self.directions)
+
+    @property
+    def duplicate_bytes(self) -> int:
+        return sum(d["duplicate_bytes"] for d in self.directions)
+
+    @property
+    def gap_bytes(self) -> int:
+        return sum(sum(d["gap_lengths"]) for d in self.directions)
+
+
+def reassemble_on_spark(
+    spark: Any, files: list[CaptureFile], out: Path, ports: frozenset[int]
+) -> Streams:
+    """Stages 1 and 2: OUT/streams holds the byte files afterwards."""
+    streams_dir = (out / STREAMS).resolve()
+    shutil.rmtree(streams_dir, ignore_errors=True)
+    streams_dir.mkdir(parents=True)
+    tasks = plan(files)
+    ranges = spark.createDataFrame(
+        spark.sparkContext.parallelize(tasks, numSlices=max(1, len(tasks))),
+        "`path` STRING, `capture` STRING, `start` BIGINT, `end` BIGINT",
+    )
+    rows = ranges.mapInArrow(functools.partial(stage1, ports), SEGMENTS_DDL).persist()
+    try:
+        counts = rows.filter("kind = 'counts'").groupBy().sum("packets", "skipped").collect()[0]
+        segments = rows.filter("kind = 'segment'")
+        n_segments = segments.count()
+        partitions = max(1, min(64, len(tasks) * 2))
+        grouped = segments.repartition(
+            partitions, "capture", "client", "server"
+        ).sortWithinPartitions("capture", "client", "server", "index")
+        directions = [
+            r.asDict()
+            for r in grouped.mapInArrow(
+                functools.partial(stage2, str(streams_dir), ports), STREAMS_DDL
+            ).collect()
+        ]
+    finally:
+        rows.unpersist()
+    return Streams(files, int(counts[0] or 0), int(counts[1] or 0), n_segments, directions)
+
+
+def gap_rejects(streams: Streams, out: Path) -> int:
+    """Write every gap as a reject of kind "gap" (no bytes; its length is what is missing)."""
+    rows: dict[str, list[Any]] = {name: [] for name in REJECTS_SCHEMA.names}
+    for d in streams.directions:
+        for offset, length, seqs in zip(
+            d["gap_offsets"], d["gap_lengths"], d["gap_seqs"], strict=True
+        ):
+            values = {
+                "capture": d["capture"],
+                "connection": d["connection"],
+                "direction": d["direction"],
+                "offset": offset,
+                "size": length,
+                "length": length,
+                "kind": "gap",
+                "bytes": b"",
+                "error": f"{length} bytes missing from the capture (TCP sequence {seqs})",
+                "field": None,
+                "error_offset": None,
+            }
+            for name in rows:
+                rows[name].append(values.get(name))
+    if rows["capture"]:
+        table = pa.Table.from_pydict(rows, schema=REJECTS_SCHEMA)
+        pq.write_table(table, out / "rejects" / "part-gaps.parquet")
+    return len(rows["capture"])
+
+
+def run(
+    protocol: str,
+    files: list[CaptureFile],
+    out: Path,
+    master: str | None,
+    overwrite: bool,
+    ports: frozenset[int],
+    echo: Echo = print,
+    **decode_options: Any,
+) -> Result:
+    """The whole pcap job: stages 1 and 2, the ordinary decode of OUT/streams, the gaps as
+    rejects, then the packet and byte reconciliation."""
+    from specgen.pipeline import decode
+    from specgen.pipeline.spark import session
+
+    spec = find_spec(protocol)
+    ports = ports or frozenset(spec.ports)
+    if not ports:
+        raise DecodeInputError(
+            f"{spec.qualified} names no default port in its protocol.toml; give --port"
+        )
+    decode._check_out(out, overwrite, files[0].path.parent)
+    total = sum(f.size for f in files)
+    echo(
+        f"pcap: {len(files)} capture file{'s' if len(files) != 1 else ''} "
+        f"({total:,} bytes), TCP ports {', '.join(map(str, sorted(ports)))}"
+    )
+    spark = session(master)
+    streams = reassemble_on_spark(spark, files, out, ports)
+    echo(
+        f"pcap: {streams.packets:,} packets: {streams.segments:,} TCP segments of those ports, "
+        f"{streams.skipped:,} other packets; {len(streams.directions):,} directions reassembled"
+    )
+    result = decode.run(
+        protocol, out / STREAMS, out, master, overwrite=True, echo=echo, **decode_options
+    )
+    gaps = gap_rejects(streams, out)
+    kept = sum(t.total for t in result.files)
+    unique = streams.payload_bytes - streams.duplicate_bytes
+    ok = kept == unique and streams.packets == streams.segments + streams.skipped
+    echo(
+        f"pcap reconciliation: {streams.packets:,} packets = {streams.segments:,} segments + "
+        f"{streams.skipped:,} skipped; TCP payload {streams.payload_bytes:,} bytes = "
+        f"{kept:,} in frames and rejects + {streams.duplicate_bytes:,} retransmitted"
+        + ("" if ok else f" (FAILED: {unique:,} unique bytes)")
+        + f"; {gaps:,} gap{'s' if gaps != 1 else ''} ({streams.gap_bytes:,} bytes never captured)"
+    )
+    if not ok:
+        print("specgen: decode: the pcap reconciliation failed", file=sys.stderr)
+    return (
+        result if ok else dataclasses.replace(result, problems={**result.problems, "pcap": "bytes"})
+    )
