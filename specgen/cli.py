@@ -165,7 +165,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         "decode", help="decode capture folders into Parquet tables of frames and rejects, via Spark"
     )
     p_decode.add_argument("protocol", help="rabbitmq-stream/4.0 or rabbitmq-stream")
-    p_decode.add_argument("input_dir", type=Path, help="a capture folder or a folder of them")
+    p_decode.add_argument(
+        "input_dir",
+        type=Path,
+        help="a capture folder or a folder of them, or pcap/pcapng files (a file, or a folder of "
+        "them, gzipped or not)",
+    )
+    p_decode.add_argument(
+        "--port",
+        type=int,
+        action="append",
+        default=[],
+        help="pcap input: a TCP port the protocol's servers listen on (repeatable; default: "
+        "the protocol's own, from its protocol.toml)",
+    )
     p_decode.add_argument(
         "--out", required=True, type=Path, help="a new or empty folder for frames/ and rejects/"
     )
@@ -260,6 +273,7 @@ def _decode(args: argparse.Namespace) -> int:
         args.range_size,
         args.verify_checksums,
         args.max_rejects,
+        frozenset(args.port),
     )
 
 

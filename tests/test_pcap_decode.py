@@ -183,3 +183,49 @@ def test_a_capture_that_starts_mid_connection(
     assert sum(got.values()) >= sum(expected.values()) - sum(
         v for k, v in expected.items() if k[0] not in {c.name for c in whole}
     )
+
+
+def test_the_command_line_takes_a_folder_of_pcaps(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`specgen decode` tells pcaps by their magic (a gzipped one too, under any name), and a
+    lost segment is a reject that --max-rejects counts."""
+    from specgen.cli import main
+
+    conns = _connections()
+    packets = _all(conns)
+    folder = tmp_path / "captures"
+    (folder / "day1").mkdir(parents=True)
+    write(folder / "day1" / "a.pcap", packets[: len(packets) // 2])
+    raw = tmp_path / "b.pcap"
+    write(raw, packets[len(packets) // 2 :], nano=True)
+    import gzip
+
+    (folder / "b.dump").write_bytes(gzip.compress(raw.read_bytes()))
+    (folder / "notes.txt").write_text("not a capture")
+    out = tmp_path / "out"
+    assert main(["decode", "rabbitmq-stream", str(folder), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "pcap: 2 capture files" in text and "pcap reconciliation" in text
+    captures = {r["capture"] for r in _rows(out, "frames", ["capture"])}
+    assert captures == {"day1/a.pcap", "b.dump"}
+    victim = max(packets, key=lambda p: len(p.payload))
+    write(tmp_path / "lossy.pcap", [p for p in packets if p is not victim])
+    code = main(
+        [
+            "decode",
+            "rabbitmq-stream",
+            str(tmp_path / "lossy.pcap"),
+            "--out",
+            str(tmp_path / "o2"),
+            "--max-rejects",
+            "0",
+        ]
+    )
+    assert code == 1
+    assert "more than --max-rejects 0" in capsys.readouterr().err
+    # a port the capture does not use: an input error naming the way out
+    args = ["decode", "rabbitmq-stream", str(raw), "--out", str(tmp_path / "o3"), "--port", "9"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "no TCP payload on port 9 in 305 packets; give the server's port with --port" in err

@@ -362,10 +362,13 @@ def main(
     target: int = TARGET,
     verify_checksums: bool = True,
     max_rejects: int | None = None,
+    ports: frozenset[int] = frozenset(),
 ) -> int:
     """The CLI's `decode`: 0 when every frame found is accounted for (and the rejects table
     holds at most `max_rejects` rows, when given), 1 otherwise or when Spark fails; input errors
-    raise DecodeInputError, which the CLI prints as one line (exit 2)."""
+    raise DecodeInputError, which the CLI prints as one line (exit 2). An input of pcap or
+    pcapng files (told by their magic numbers) goes through `pcap_job` first."""
+    from specgen.pipeline import pcap_job
     from specgen.pipeline.spark import MasterUnreachable, check_master
 
     if target < 1:
@@ -381,9 +384,34 @@ def main(
     try:
         if master is not None:
             check_master(master)  # before walking the captures, which can take minutes
-        result = run(
-            protocol, input_dir, out, master, overwrite, target, verify_checksums=verify_checksums
-        )
+        pcaps = pcap_job.find(input_dir)
+        if pcaps:
+            if input_dir.is_dir() and any(input_dir.rglob("*.c2s.bin")):
+                raise DecodeInputError(
+                    f"{input_dir}: holds both pcap files and capture folders; decode them apart"
+                )
+            result = pcap_job.run(
+                protocol,
+                pcaps,
+                out,
+                master,
+                overwrite,
+                ports,
+                target=target,
+                verify_checksums=verify_checksums,
+            )
+        else:
+            if ports:
+                raise DecodeInputError("--port is for pcap input; a capture folder has no ports")
+            result = run(
+                protocol,
+                input_dir,
+                out,
+                master,
+                overwrite,
+                target,
+                verify_checksums=verify_checksums,
+            )
     except DecodeJobError as e:
         print(f"specgen: decode failed: {e}", file=sys.stderr, flush=True)
         return 1

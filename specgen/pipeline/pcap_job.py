@@ -435,12 +435,23 @@ def run(
         f"pcap: {len(files)} capture file{'s' if len(files) != 1 else ''} "
         f"({total:,} bytes), TCP ports {', '.join(map(str, sorted(ports)))}"
     )
-    spark = session(master)
-    streams = reassemble_on_spark(spark, files, out, ports)
+    from py4j.protocol import Py4JError  # type: ignore[import-untyped]
+    from pyspark.errors import PySparkException
+
+    try:
+        streams = reassemble_on_spark(session(master), files, out, ports)
+    except (PySparkException, Py4JError) as e:
+        raise decode.DecodeJobError(decode._first_line(e)) from None
     echo(
         f"pcap: {streams.packets:,} packets: {streams.segments:,} TCP segments of those ports, "
         f"{streams.skipped:,} other packets; {len(streams.directions):,} directions reassembled"
     )
+    if not streams.directions:
+        shutil.rmtree(out / STREAMS, ignore_errors=True)
+        raise DecodeInputError(
+            f"no TCP payload on port {', '.join(map(str, sorted(ports)))} in "
+            f"{streams.packets:,} packets; give the server's port with --port"
+        )
     result = decode.run(
         protocol, out / STREAMS, out, master, overwrite=True, echo=echo, **decode_options
     )

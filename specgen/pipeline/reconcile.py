@@ -104,14 +104,23 @@ def tally(files: dict[Key, FileTally], frames_dir: Path, rejects_dir: Path) -> T
         columns = [*WHERE, "offset", "length", "kind", "error"]
         for batch in _batches(path, columns):
             for key, rows in _by_file(batch):
+                kinds = rows.column("kind").cast(pa.string())
+                # a gap (pcap input) is bytes the capture never held: no part of any file
+                held = np.asarray(
+                    pc.not_equal(kinds, "gap").fill_null(True).to_numpy(zero_copy_only=False),
+                    dtype=bool,
+                )
+                if not held.all():
+                    rows = rows.filter(pa.array(held))
+                    kinds = rows.column("kind").cast(pa.string())
+                if rows.num_rows == 0:
+                    continue
                 offsets, lengths = _ints(rows, "offset"), _ints(rows, "length")
                 t = _file(out, key, len(offsets))
                 if t is None:
                     continue
                 framed = np.asarray(
-                    pc.equal(rows.column("kind").cast(pa.string()), "frame")
-                    .fill_null(False)
-                    .to_numpy(zero_copy_only=False),
+                    pc.equal(kinds, "frame").fill_null(False).to_numpy(zero_copy_only=False),
                     dtype=bool,
                 )
                 t.rejected += int(framed.sum())
