@@ -718,17 +718,10 @@ class _Differ:
         old_path: tuple[str, ...],
         new_path: tuple[str, ...],
     ) -> None:
-        if isinstance(a, Struct) and isinstance(b, Struct):
-            self._fields(
-                a.fields,
-                b.fields,
-                where,
-                sender,
-                str(ctx["command"]),
-                int(str(ctx["version"])),
-                old_path,
-                new_path,
-            )
+        members = _members(a, b)
+        if members is not None:
+            command, version = str(ctx["command"]), int(str(ctx["version"]))
+            self._fields(*members, where, sender, command, version, old_path, new_path)
             return
         if isinstance(a, Array) and isinstance(b, Array):
             if (a.count_prefix, a.count_field, a.size_field, a.size_prefix) != (
@@ -759,19 +752,6 @@ class _Differ:
             return
         if isinstance(a, Prim) and isinstance(b, Prim):
             self._scalar(a, b, here, "FIELD", sender, ctx)
-            return
-        if isinstance(a, Bits) and isinstance(b, Bits) and (a.width, a.order) == (b.width, b.order):
-            # packed flags: compared member by member, like the fields of a structure
-            self._fields(
-                a.members,
-                b.members,
-                where,
-                sender,
-                str(ctx["command"]),
-                int(str(ctx["version"])),
-                old_path,
-                new_path,
-            )
             return
         if isinstance(a, BitField) and isinstance(b, BitField):
             if a.bits != b.bits:
@@ -844,6 +824,16 @@ class _Differ:
 
 # --------------------------------------------------------------------------------------------
 # Helpers
+
+
+def _members(a: TypeRef, b: TypeRef) -> tuple[tuple[Field, ...], tuple[Field, ...]] | None:
+    """The fields to compare one by one inside two types: a structure's, or (packed flags of
+    the same container) a bit field's."""
+    if isinstance(a, Struct) and isinstance(b, Struct):
+        return a.fields, b.fields
+    if isinstance(a, Bits) and isinstance(b, Bits) and (a.width, a.order) == (b.width, b.order):
+        return a.members, b.members
+    return None
 
 
 def _deployments(pairing: Pairing, sender: str) -> tuple[str, ...]:
