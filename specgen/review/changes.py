@@ -22,14 +22,16 @@ those before it, so adding, removing, reordering or resizing a field breaks both
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from specgen.ir import (
     Array,
     BitField,
     Bits,
     Command,
+    Constant,
     Enum,
     Field,
     Message,
@@ -44,6 +46,7 @@ from specgen.ir import (
 )
 
 Category = Literal["wire", "names", "prose"]
+Named = TypeVar("Named", PrimitiveType, Enum, Constant)
 
 OLD_CLIENT = "old client, new server"
 NEW_CLIENT = "new client, old server"
@@ -309,13 +312,12 @@ class _Differ:
             self.add("FRAME_PREAMBLE", where, "the connection preamble changed", BOTH)
 
     def _types(self) -> None:
-        old = {t.name: t for t in self.old.types}
-        new = {t.name: t for t in self.new.types}
-        for name in sorted(old.keys() - new.keys()):
+        old, new, gone, came, kept = _by_name(self.old.types, self.new.types)
+        for name in gone:
             self.add("TYPE_REMOVED", f"type {name}", f"type {name} removed")
-        for name in sorted(new.keys() - old.keys()):
+        for name in came:
             self.add("TYPE_ADDED", f"type {name}", f"type {name} added")
-        for name in sorted(old.keys() & new.keys()):
+        for name in kept:
             a, b = old[name], new[name]
             if shape(a) == shape(b):
                 if a.doc != b.doc:
@@ -327,14 +329,13 @@ class _Differ:
                 self.add("TYPE_CHANGED", f"type {name}", _type_diff(a, b), BOTH)
 
     def _enums(self) -> None:
-        old = {e.name: e for e in self.old.enums}
-        new = {e.name: e for e in self.new.enums}
-        for name in sorted(old.keys() - new.keys()):
+        old, new, gone, came, kept = _by_name(self.old.enums, self.new.enums)
+        for name in gone:
             self.add("ENUM_REMOVED", f"enum {name}", f"enum {name} removed")
-        for name in sorted(new.keys() - old.keys()):
+        for name in came:
             values = ", ".join(f"{v.name} {v.value}" for v in new[name].values)
             self.add("ENUM_ADDED", f"enum {name}", f"enum {name} added: {values}")
-        for name in sorted(old.keys() & new.keys()):
+        for name in kept:
             self._enum(old[name], new[name])
 
     def _enum(self, a: Enum, b: Enum) -> None:
@@ -379,13 +380,12 @@ class _Differ:
             self.add("PROSE", where, "description changed")
 
     def _constants(self) -> None:
-        old = {c.name: c for c in self.old.constants}
-        new = {c.name: c for c in self.new.constants}
-        for name in sorted(old.keys() - new.keys()):
+        old, new, gone, came, kept = _by_name(self.old.constants, self.new.constants)
+        for name in gone:
             self.add("CONSTANT_REMOVED", f"constant {name}", f"{name} = {old[name].value} removed")
-        for name in sorted(new.keys() - old.keys()):
+        for name in came:
             self.add("CONSTANT_ADDED", f"constant {name}", f"{name} = {new[name].value} added")
-        for name in sorted(old.keys() & new.keys()):
+        for name in kept:
             if old[name].value != new[name].value:
                 self.add(
                     "CONSTANT_CHANGED",
@@ -824,6 +824,21 @@ class _Differ:
 
 # --------------------------------------------------------------------------------------------
 # Helpers
+
+
+def _by_name(
+    old_items: Iterable[Named], new_items: Iterable[Named]
+) -> tuple[dict[str, Named], dict[str, Named], list[str], list[str], list[str]]:
+    """Both sides by name, and the names only the old side has, only the new, and both."""
+    old = {x.name: x for x in old_items}
+    new = {x.name: x for x in new_items}
+    return (
+        old,
+        new,
+        sorted(old.keys() - new.keys()),
+        sorted(new.keys() - old.keys()),
+        sorted(old.keys() & new.keys()),
+    )
 
 
 def _members(a: TypeRef, b: TypeRef) -> tuple[tuple[Field, ...], tuple[Field, ...]] | None:
