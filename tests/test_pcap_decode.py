@@ -9,6 +9,7 @@ mid-connection) must lose nothing but what the damage took, each loss a reject.
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
 from pathlib import Path
@@ -106,6 +107,44 @@ def test_a_pcap_decodes_to_the_frames_of_the_recording(
     assert pcap_ts.keys() == rec_ts.keys()
     assert all(abs((pcap_ts[k] - rec_ts[k]).total_seconds()) < 2e-6 for k in rec_ts)
     assert any("pcap reconciliation" in line and "FAILED" not in line for line in lines), lines
+    # the report's latency sections work on pcap input: the same counts and latencies
+    got = _latencies(out, tmp_path / "pcap.json")
+    want = _latencies(recorded, tmp_path / "rec.json")
+    assert got.keys() == want.keys()
+    for title in want:
+        assert len(got[title]) == len(want[title]) > 0, title
+        for a, b in zip(got[title], want[title], strict=True):
+            # counts equal; latencies within 5 us (both sides round the same times to 1 us)
+            assert a == pytest.approx(b, abs=0.005), (title, a, b)
+
+
+def _latencies(out: Path, json_file: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """The report's latency tables without their capture and connection names."""
+    from specgen.cli import main
+
+    assert (
+        main(
+            [
+                "report",
+                str(out),
+                "--json",
+                str(json_file),
+                "--html",
+                str(json_file.with_suffix(".html")),
+            ]
+        )
+        == 0
+    )
+    sections = json.loads(json_file.read_text())["sections"]
+    wanted = ("Request latency per command", "Publish-to-confirm latency")
+    found = {s["title"]: s for s in sections if s["title"] in wanted}
+    assert set(found) == set(wanted)
+    return {
+        title: sorted(
+            tuple(round(v, 2) if isinstance(v, float) else v for v in row[1:]) for row in s["rows"]
+        )
+        for title, s in found.items()
+    }
 
 
 def test_reordered_and_duplicated_segments_change_nothing(
