@@ -1,10 +1,10 @@
 """tcpdump as a subprocess a test owns: started, known to listen, stopped by its pid.
 
-`capturing(path, interface, expression)` starts `tcpdump -i INTERFACE -w - -U
---immediate-mode -s 0 EXPRESSION` with its output redirected into `path`, returns once tcpdump
-says "listening on" (the filter is installed: a packet sent after that is captured), and on
-leaving waits until the file stopped growing, then stops tcpdump with SIGINT and reads its
-counts. Why these options:
+`start(path, interface, expression)` starts `tcpdump -i INTERFACE -w - -U --immediate-mode
+-s 0 EXPRESSION` with its output redirected into `path` and returns once tcpdump says
+"listening on" (the filter is installed: a packet sent after that is captured). After the
+traffic, `settle()` waits until the file stopped growing, and `stop()` (call it in a finally)
+ends tcpdump with SIGINT, by its pid; `counts()` are what it said then. Why these options:
 
 - `-w -` into a file the test opened: tcpdump started as root may drop to its own user after
   opening the interface (-Z), and then could not create a file in pytest's private folder.
@@ -25,8 +25,6 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -111,14 +109,3 @@ def start(path: Path, interface: str, expression: str) -> Tcpdump:
                 f"tcpdump cannot capture on {interface} (uid {os.getuid()}): it said {said}"
             )
     return dump
-
-
-@contextmanager
-def capturing(path: Path, interface: str, expression: str) -> Iterator[Tcpdump]:
-    """tcpdump listening while the block runs; stopped after it, whatever happened."""
-    dump = start(path, interface, expression)
-    try:
-        yield dump
-        dump.settle()
-    finally:
-        dump.stop()
