@@ -507,8 +507,10 @@ class Session:
         c.msg("s2c", rs.CloseResponse(cid, OK))
 
 
-def generate(folder: Path, frames: int, seed: int) -> Generated:
-    """A capture of at least `frames` frames in CONNECTIONS connections into `folder`."""
+def generate(folder: Path, frames: int, seed: int, index_every: int = 2) -> Generated:
+    """A capture of at least `frames` frames in CONNECTIONS connections into `folder`; every
+    `index_every`-th connection, from the first, has an index (bench/pcap.py indexes all: its
+    packets need the read times)."""
     started = time.perf_counter()
     rng = random.Random(seed)
     payloads = Payloads(rng)
@@ -521,7 +523,7 @@ def generate(folder: Path, frames: int, seed: int) -> Generated:
     created: set[str] = set()
     for i in range(CONNECTIONS):
         name = f"conn-{i + 1:04d}"
-        indexed = i % 2 == 0
+        indexed = i % index_every == 0
         conn = Connection(folder, name, indexed, rng, WALL_START + i * 0.75)
         quota = (frames - out.frames) // (CONNECTIONS - i)
         Session(conn, roles[i % len(roles)], publish, deliver, created).run(quota)
