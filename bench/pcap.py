@@ -423,7 +423,7 @@ def single(capture: Path, out: Path) -> dict[str, Any]:
 def write_streams(capture: Path, streams: Path, ports: frozenset[int]) -> dict[str, Any]:
     """The pcap's connections as byte files and indexes in `streams`, as the pcap job writes
     them; the counts for its reconciliation."""
-    from specgen.pipeline import pcap, reassembly
+    from specgen.pipeline import pcap, pcap_job, reassembly
 
     t0 = time.perf_counter()
     groups: dict[Any, list[Any]] = {}
@@ -441,36 +441,11 @@ def write_streams(capture: Path, streams: Path, ports: frozenset[int]) -> dict[s
     payload = duplicates = gaps = directions = 0
     for key in list(groups):
         for conn in reassembly.connections(groups.pop(key), ports):
-            events: dict[str, list[str]] = {}
-            for direction in ("c2s", "s2c"):
-                segs = conn.direction(direction)
-                if not segs:
-                    continue
-                result = reassembly.reassemble(segs)
+            for _, _, result in pcap_job.write_connection(streams, conn):
                 directions += 1
                 payload += result.payload_bytes
                 duplicates += result.duplicate_bytes
                 gaps += len(result.gaps)
-                for i, part in enumerate(result.parts):
-                    file_name = conn.name if i == 0 else f"{conn.name}@{part.offset}"
-                    (streams / f"{file_name}.{direction}.bin").write_bytes(part.data)
-                    lines = events.setdefault(file_name, [])
-                    for offset, length, ts in part.reads:
-                        lines.append(
-                            json.dumps(
-                                {
-                                    "event": "read",
-                                    "direction": direction,
-                                    "offset": offset - part.offset,
-                                    "length": length,
-                                    "wall": ts,
-                                }
-                            )
-                        )
-            for file_name, lines in events.items():
-                (streams / f"{file_name}.index.jsonl").write_text(
-                    "\n".join(lines) + "\n", encoding="utf-8"
-                )
     return {
         "read_s": read_s,
         "packets": packets,

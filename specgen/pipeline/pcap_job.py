@@ -248,40 +248,15 @@ def _finish(streams: Path, group: _Group, ports: frozenset[int]) -> Iterator[Any
     summaries: dict[str, list[Any]] = {name: [] for name, _ in STREAM_FIELDS}
     # port reuse: reassembly.connections splits the 4-tuple where a new SYN follows a FIN/RST
     for conn in reassembly.connections([_segment(r) for r in group.rows], ports):
-        name = conn.name
-        folder = streams / group.capture
-        folder.mkdir(parents=True, exist_ok=True)
-        events: dict[str, list[str]] = {}
-        for direction in ("c2s", "s2c"):
-            segs = conn.direction(direction)
-            if not segs:
-                continue
-            result = reassembly.reassemble(segs)
-            for i, part in enumerate(result.parts):
-                file_name = name if i == 0 else f"{name}@{part.offset}"
-                (folder / f"{file_name}.{direction}.bin").write_bytes(part.data)
-                lines = events.setdefault(file_name, [])
-                base = part.offset
-                for offset, length, ts in part.reads:
-                    lines.append(
-                        json.dumps(
-                            {
-                                "event": "read",
-                                "direction": direction,
-                                "offset": offset - base,
-                                "length": length,
-                                "wall": ts,
-                            }
-                        )
-                    )
+        for direction, segments, result in write_connection(streams / group.capture, conn):
             summary = {
                 "capture": group.capture,
-                "connection": name,
+                "connection": conn.name,
                 "direction": direction,
                 "payload_bytes": result.payload_bytes,
                 "unique_bytes": result.unique_bytes,
                 "duplicate_bytes": result.duplicate_bytes,
-                "segments": len(segs),
+                "segments": segments,
                 "parts": len(result.parts),
                 "mid_stream": result.started_mid_stream,
                 "gap_offsets": [g.offset for g in result.gaps],
@@ -291,12 +266,42 @@ def _finish(streams: Path, group: _Group, ports: frozenset[int]) -> Iterator[Any
             }
             for key, value in summary.items():
                 summaries[key].append(value)
-        for file_name, lines in events.items():
-            (folder / f"{file_name}.index.jsonl").write_text(
-                "\n".join(lines) + "\n", encoding="utf-8"
-            )
     if summaries["capture"]:
         yield pa.RecordBatch.from_pydict(summaries, schema=STREAMS_SCHEMA)
+
+
+def write_connection(
+    folder: Path, conn: reassembly.Connection
+) -> list[tuple[str, int, reassembly.Reassembled]]:
+    """Reassemble both directions of one connection into `folder` in the capture layout: a byte
+    file per contiguous run (a run after a gap is `<name>@<offset>`) and an index whose read
+    events carry the packets' times. (direction, segments, what reassembly found) per
+    direction that has segments."""
+    folder.mkdir(parents=True, exist_ok=True)
+    events: dict[str, list[str]] = {}
+    out = []
+    for direction in ("c2s", "s2c"):
+        segs = conn.direction(direction)
+        if not segs:
+            continue
+        result = reassembly.reassemble(segs)
+        for i, part in enumerate(result.parts):
+            file_name = conn.name if i == 0 else f"{conn.name}@{part.offset}"
+            (folder / f"{file_name}.{direction}.bin").write_bytes(part.data)
+            lines = events.setdefault(file_name, [])
+            for offset, length, ts in part.reads:
+                read = {
+                    "event": "read",
+                    "direction": direction,
+                    "offset": offset - part.offset,
+                    "length": length,
+                    "wall": ts,
+                }
+                lines.append(json.dumps(read))
+        out.append((direction, len(segs), result))
+    for file_name, lines in events.items():
+        (folder / f"{file_name}.index.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return out
 
 
 def _segment(row: dict[str, Any]) -> reassembly.Segment:
