@@ -477,15 +477,8 @@ class _Differ:
             )
         if a.doc != b.doc:
             self.add("PROSE", where, "command description changed", **spans)
-        for kind in ("request", "oneway", "response"):
-            ma, mb = a.message(kind), b.message(kind)
-            if ma is None and kind != "response":
-                # a request that became one-way (or back) is the same frame
-                ma = a.message("oneway" if kind == "request" else "request")
-                if ma is None or b.message(ma.kind) is not None:
-                    ma = None
-            if ma is None and mb is None:
-                continue
+        for ma, mb in _message_pairs(a, b):
+            kind = (mb or ma).kind  # type: ignore[union-attr]
             sender = _writer(b if mb else a, kind)
             if ma is None:
                 assert mb is not None
@@ -500,8 +493,6 @@ class _Differ:
                     new_span=mb.span,
                 )
             elif mb is None:
-                if kind != "response" and b.message("request" if kind == "oneway" else "oneway"):
-                    continue  # paired above from the other side
                 self.add(
                     "MESSAGE_REMOVED",
                     f"{where} / {ma.name}",
@@ -887,6 +878,20 @@ def _sender_breaks(old: str, new: str) -> tuple[str, ...]:
 
 def _senders(direction: str) -> set[str]:
     return {"client", "server"} if direction == "both" else {direction}
+
+
+def _message_pairs(a: Command, b: Command) -> list[tuple[Message | None, Message | None]]:
+    """Both sides' messages matched by kind; a request that became one-way (or back) is the
+    same frame, so a lone sending message on each side pairs whatever its kind."""
+    sends_a = [m for m in a.messages if m.kind != "response"]
+    sends_b = [m for m in b.messages if m.kind != "response"]
+    pairs: list[tuple[Message | None, Message | None]]
+    if len(sends_a) == len(sends_b) == 1:
+        pairs = [(sends_a[0], sends_b[0])]
+    else:
+        pairs = [(a.message(k), b.message(k)) for k in ("request", "oneway")]
+    pairs.append((a.message("response"), b.message("response")))
+    return [(x, y) for x, y in pairs if x is not None or y is not None]
 
 
 def _writer(command: Command, kind: str) -> str:
