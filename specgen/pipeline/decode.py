@@ -234,7 +234,7 @@ def prepare(
     spec = find(protocol)
     codec = _codec(spec.import_name, verify_checksums)
     inventory = scan(input_dir)
-    _check_out(out, overwrite, input_dir)
+    check_out(out, overwrite, input_dir)
     indexes: dict[tuple[str, str], dict[str, Reads]] = {}
     warnings: list[str] = []
     for (capture, connection), path in inventory.indexes.items():
@@ -299,7 +299,7 @@ def run(
             "`index` INT, `frames` BIGINT, `rejects` BIGINT",
         ).collect()
     except (PySparkException, Py4JError, SessionError) as e:
-        raise DecodeJobError(_first_line(e)) from None
+        raise DecodeJobError(first_line(e)) from None
     schemas = {"frames": job.codec.schema.FRAMES_SCHEMA, "rejects": REJECTS_SCHEMA}
     for name, path in dirs.items():
         if not any(path.glob("*.parquet")):  # a table with no rows still has its schema
@@ -479,7 +479,7 @@ def _write_partition(
             )
 
 
-def _check_out(out: Path, overwrite: bool, input_dir: Path) -> None:
+def check_out(out: Path, overwrite: bool, input_dir: Path) -> None:
     if out.exists() and not out.is_dir():
         raise DecodeInputError(f"{out}: exists and is not a folder")
     if out.exists() and any(out.iterdir()) and not overwrite:
@@ -494,7 +494,7 @@ def _n(count: int, one: str, many: str = "") -> str:
     return f"{count:,} {one if count == 1 else many or one + 's'}"
 
 
-def _first_line(e: Exception) -> str:
+def first_line(e: Exception) -> str:
     """The line that says what went wrong: a Python worker's exception, else Spark's first line."""
     lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
     raised = [ln for ln in lines if re.match(r"^[\w.]+(Error|Exception): ", ln)]

@@ -111,7 +111,6 @@ STREAMS_DDL = (
 class CaptureFile:
     path: Path
     capture: str  # its name in the tables: the path relative to the input, or the file name
-    kind: str  # what pcap.detect says: pcap, pcapng, pcap.gz, pcapng.gz
     size: int
 
 
@@ -119,15 +118,13 @@ def find(root: Path) -> list[CaptureFile]:
     """The pcap and pcapng files at `root` (a file, or a folder searched at any depth), told
     apart from other files by their magic numbers, not their names."""
     if root.is_file():
-        kind = pcap.detect(root)
-        return [CaptureFile(root, root.name, kind, root.stat().st_size)] if kind else []
+        return [CaptureFile(root, root.name, root.stat().st_size)] if pcap.detect(root) else []
     out = []
     if root.is_dir():
         for path in sorted(p for p in root.rglob("*") if p.is_file()):
-            kind = pcap.detect(path)
-            if kind:
+            if pcap.detect(path):
                 rel = path.relative_to(root).as_posix()
-                out.append(CaptureFile(path, rel, kind, path.stat().st_size))
+                out.append(CaptureFile(path, rel, path.stat().st_size))
     return out
 
 
@@ -334,7 +331,6 @@ def _segment(row: dict[str, Any]) -> reassembly.Segment:
 class Streams:
     """What stages 1 and 2 made of the capture files."""
 
-    files: list[CaptureFile]
     packets: int
     skipped: int
     segments: int
@@ -382,7 +378,7 @@ def reassemble_on_spark(
         ]
     finally:
         rows.unpersist()
-    return Streams(files, int(counts[0] or 0), int(counts[1] or 0), n_segments, directions)
+    return Streams(int(counts[0] or 0), int(counts[1] or 0), n_segments, directions)
 
 
 def gap_rejects(streams: Streams, out: Path) -> int:
@@ -434,7 +430,7 @@ def run(
         raise DecodeInputError(
             f"{spec.qualified} names no default port in its protocol.toml; give --port"
         )
-    decode._check_out(out, overwrite, files[0].path.parent)
+    decode.check_out(out, overwrite, files[0].path.parent)
     total = sum(f.size for f in files)
     echo(
         f"pcap: {len(files)} capture file{'s' if len(files) != 1 else ''} "
@@ -446,7 +442,7 @@ def run(
     try:
         streams = reassemble_on_spark(session(master), files, out, ports)
     except (PySparkException, Py4JError) as e:
-        raise decode.DecodeJobError(decode._first_line(e)) from None
+        raise decode.DecodeJobError(decode.first_line(e)) from None
     echo(
         f"pcap: {streams.packets:,} packets: {streams.segments:,} TCP segments of those ports, "
         f"{streams.skipped:,} other packets; {len(streams.directions):,} directions reassembled"
