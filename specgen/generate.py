@@ -14,9 +14,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from specgen.emitters import conformance, python_codec, spark_schema
+from specgen.emitters import amqp10, conformance, python_codec, spark_schema
 from specgen.emitters.plan import ModulePlan, PlanError, Planner
 from specgen.emitters.render import Renderer
+from specgen.ir import Protocol
 from specgen.specs import ROOT, SpecVersion, build_ir, registry
 
 GENERATED = ROOT / "generated"
@@ -37,8 +38,14 @@ def render_all(
     renderer = renderer or Renderer()
     files: dict[str, str] = {"__init__.py": _PACKAGE_DOC}
     by_package: dict[str, list[tuple[SpecVersion, ModulePlan]]] = {}
+    described: dict[str, list[tuple[SpecVersion, Protocol]]] = {}
     for spec in specs:
         protocol, _ = build_ir(spec)
+        if protocol.typedefs:  # a self-describing type system: its own emitters
+            described.setdefault(spec.package, []).append((spec, protocol))
+            for name, text in amqp10.emit(spec, protocol, renderer).items():
+                files[f"{spec.package_path}/{name}"] = text
+            continue
         plan = Planner(protocol).plan()
         by_package.setdefault(spec.package, []).append((spec, plan))
         out = python_codec.emit(spec, plan, renderer)
@@ -58,6 +65,11 @@ def render_all(
         shared = python_codec.emit_shared(spec, plan, renderer)
         shared.update(python_codec.emit_helpers(spec, [p for _, p in versions], renderer))
         for name, text in shared.items():
+            files[f"{package}/{name}"] = text
+    for package, found in described.items():
+        spec, protocol = next(((s, p) for s, p in found if s.latest), found[-1])
+        files[f"{package}/__init__.py"] = f'"""Generated codecs for {spec.title}."""\n'
+        for name, text in amqp10.emit_shared(spec, protocol, renderer).items():
             files[f"{package}/{name}"] = text
     return files
 

@@ -533,7 +533,7 @@ class Constant:
 class Preamble:
     """Bytes a direction starts with that are no frame (a protocol header)."""
 
-    sender: Literal["client", "server"]
+    sender: Literal["client", "server", "both"]
     data: bytes
     doc: str = ""
 
@@ -561,7 +561,7 @@ class FrameLayout:
 
     header: tuple[Field, ...]
     length: str
-    length_counts: Literal["after", "body"]
+    length_counts: Literal["after", "body", "frame"]  # "frame": the whole frame, itself included
     dispatch: tuple[str, ...]
     version: str | None = None
     trailer: tuple[Field, ...] = ()
@@ -569,6 +569,9 @@ class FrameLayout:
     preambles: tuple[Preamble, ...] = ()
     response_flag: int | None = None  # bit set in the first dispatch field of a response
     span: SourceSpan | None = None
+    # byte strings either peer may send where a frame could start, each a message of its own:
+    # AMQP 1.0's protocol headers, which open the connection and again follow the SASL layer
+    protocol_headers: tuple[Preamble, ...] = ()
 
     def __post_init__(self) -> None:
         names = [f.name for f in self.header]
@@ -592,6 +595,154 @@ class FrameLayout:
         return next((b for b in self.body_keys if ident[: len(b.when)] == b.when), None)
 
 
+# --------------------------------------------------------------------------------------------
+# Self-describing types (AMQP 1.0, Part 1): a value's bytes start with a constructor saying
+# how it is encoded, so one value has several legal encodings and a field may hold any type
+# that provides the archetype it requires.
+
+EncodingCategory = Literal["fixed", "variable", "compound", "array"]
+
+
+@dataclass(frozen=True, slots=True)
+class Encoding:
+    """One way a primitive is written: its format code and what follows it. `width` is the
+    value's bytes for a fixed encoding, else the bytes of the size (and count) prefix."""
+
+    code: int
+    category: EncodingCategory
+    width: int
+    name: str = ""  # "smalluint"; "" for the type's plain encoding
+    label: str = ""
+    span: SourceSpan | None = None
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.code <= 0xFF or self.code == 0:
+            raise IRError(f"{self.span}: format code {self.code:#x} is not one octet above 0")
+        if self.category == "fixed" and self.width not in (0, 1, 2, 4, 8, 16):
+            raise IRError(f"{self.span}: a fixed encoding of {self.width} bytes")
+        if self.category != "fixed" and self.width not in (1, 4):
+            raise IRError(f"{self.span}: a {self.category} encoding with a {self.width}-byte size")
+
+
+@dataclass(frozen=True, slots=True)
+class Descriptor:
+    """What a described value is: a symbolic name and a numeric code (domain << 32 | id)."""
+
+    name: str
+    code: int
+
+
+@dataclass(frozen=True, slots=True)
+class TypeChoice:
+    """A value a restricted type allows, as the spec writes it ("false", "2", "amqp:not-found")."""
+
+    name: str
+    value: str
+    doc: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CompositeField:
+    """A field of a composite type, by the spec's names: its value is encoded with its own
+    constructor as one item of the composite's list."""
+
+    name: str  # "max-frame-size"
+    type: str  # a TypeDef name, or "*": any type providing `requires`
+    mandatory: bool = False
+    multiple: bool = False  # an array of the type (or, briefly, one value alone)
+    default: str | None = None  # as the spec writes it
+    requires: tuple[str, ...] = ()  # archetypes the value must provide
+    label: str = ""
+    doc: str = ""
+    span: SourceSpan | None = None
+
+
+TypeClass = Literal["primitive", "composite", "restricted"]
+
+
+@dataclass(frozen=True, slots=True)
+class TypeDef:
+    """A type of a self-describing type system.
+
+    primitive   its `encodings`
+    composite   a described list: `descriptor`, then `fields` in order
+    restricted  the values of `source` (a type name, or "*"), limited to `choices` when listed;
+                with a `descriptor` it is a described value of its own (a message section)
+    """
+
+    name: str
+    klass: TypeClass
+    source: str = ""
+    encodings: tuple[Encoding, ...] = ()
+    descriptor: Descriptor | None = None
+    fields: tuple[CompositeField, ...] = ()
+    choices: tuple[TypeChoice, ...] = ()
+    provides: tuple[str, ...] = ()  # archetypes
+    section: str = ""  # the document's section ("performatives", "delivery-state")
+    document: str = ""  # the file of a multi-file spec that defines it
+    label: str = ""
+    doc: str = ""
+    span: SourceSpan | None = None
+
+    def __post_init__(self) -> None:
+        if self.klass == "primitive" and not self.encodings:
+            raise IRError(f"{self.span}: primitive {self.name} has no encoding")
+        if self.klass != "primitive" and self.encodings:
+            raise IRError(f"{self.span}: only primitives have encodings ({self.name})")
+        if self.klass == "composite" and self.descriptor is None:
+            raise IRError(f"{self.span}: composite {self.name} has no descriptor")
+        if self.klass == "restricted" and not self.source:
+            raise IRError(f"{self.span}: restricted {self.name} names no source type")
+        names = [f.name for f in self.fields]
+        if len(set(names)) != len(names):
+            raise IRError(f"{self.span}: {self.name} repeats a field name")
+
+
+def _check_typedefs(typedefs: tuple[TypeDef, ...]) -> None:
+    """Names unique, every type named exists, every format code and descriptor used once."""
+    if not typedefs:
+        return
+    by_name: dict[str, TypeDef] = {}
+    for t in typedefs:
+        if t.name in by_name:
+            raise IRError(f"{t.span}: type {t.name} is defined twice")
+        by_name[t.name] = t
+    codes: dict[int, str] = {}
+    descriptors: dict[int, str] = {}
+    for t in typedefs:
+        for e in t.encodings:
+            if e.code in codes:
+                raise IRError(f"{e.span}: format code {e.code:#04x} is {codes[e.code]}'s too")
+            codes[e.code] = t.name
+        if t.descriptor is not None:
+            if t.descriptor.code in descriptors:
+                raise IRError(
+                    f"{t.span}: descriptor {t.descriptor.code:#x} is "
+                    f"{descriptors[t.descriptor.code]}'s too"
+                )
+            descriptors[t.descriptor.code] = t.name
+        if t.klass == "restricted" and t.source != "*" and t.source not in by_name:
+            raise IRError(f"{t.span}: {t.name} restricts undefined type {t.source!r}")
+        for f in t.fields:
+            if f.type != "*" and f.type not in by_name:
+                raise IRError(f"{f.span}: {t.name}.{f.name}: type {f.type!r} is not defined")
+
+
+def primitive_of(typedefs: tuple[TypeDef, ...], name: str) -> TypeDef | None:
+    """The primitive a type name comes down to through restrictions (None for "*")."""
+    by_name = {t.name: t for t in typedefs}
+    seen: set[str] = set()
+    while name in by_name and name not in seen:
+        seen.add(name)
+        t = by_name[name]
+        if t.klass == "primitive":
+            return t
+        if t.klass == "composite":
+            return by_name.get("list")
+        name = t.source
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Protocol:
     name: str  # "rabbitmq-stream"
@@ -604,8 +755,11 @@ class Protocol:
     commands: tuple[Command, ...]
     overlays: tuple[str, ...] = ()  # ids of the overlay entries applied, in order
     named: tuple[NamedType, ...] = ()
+    # a self-describing type system (AMQP 1.0): every value carries its own constructor
+    typedefs: tuple[TypeDef, ...] = ()
 
     def __post_init__(self) -> None:
+        _check_typedefs(self.typedefs)
         idents: dict[tuple[int, ...], str] = {}
         for c in self.commands:
             if c.ident in idents:
@@ -795,6 +949,9 @@ def _from_data(cls: Any, data: Any) -> Any:
     for f in fields(cls):
         if f.name not in data:
             continue
+        if cls is TypeDef and f.name == "fields":
+            kw[f.name] = tuple(_from_data(CompositeField, v) for v in data[f.name])
+            continue
         kw[f.name] = _decode_value(f.name, data[f.name])
     return cls(**kw)
 
@@ -822,8 +979,18 @@ def _decode_value(name: str, value: Any) -> Any:
         return _from_data(FrameLayout, value)
     if name == "body_keys":
         return tuple(_from_data(BodyKey, v) for v in value)
-    if name == "preambles":
+    if name in ("preambles", "protocol_headers"):
         return tuple(_from_data(Preamble, v) for v in value)
+    if name == "typedefs":
+        return tuple(_from_data(TypeDef, v) for v in value)
+    if name == "encodings":
+        return tuple(_from_data(Encoding, v) for v in value)
+    if name == "descriptor":
+        return None if value is None else _from_data(Descriptor, value)
+    if name == "choices":
+        return tuple(_from_data(TypeChoice, v) for v in value)
+    if name == "provides" or name == "requires":
+        return tuple(value)
     if name == "data":
         return bytes.fromhex(value)
     if name in ("ident", "when", "replies", "prefer", "dispatch"):

@@ -19,6 +19,7 @@ Build = Callable[[Path, str, str, str], tuple[Protocol, FindingLog]]
 FRONTENDS: dict[str, str] = {
     "adoc": "specgen.frontends.adoc",  # RabbitMQ Streams' PROTOCOL.adoc
     "amqp-xml": "specgen.frontends.amqp_xml",  # the AMQP 0-9-1 (and 0-8) XML spec
+    "amqp10-xml": "specgen.frontends.amqp10_xml",  # AMQP 1.0's XML, alone or inside prose
 }
 """Format name (as protocol.toml spells it) -> module with a `build` function."""
 

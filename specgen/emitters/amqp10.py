@@ -1,0 +1,430 @@
+"""Self-describing protocols (AMQP 1.0): the IR's `typedefs` -> a value codec, composite
+dataclasses, sections, frames, a frame reader, a Spark schema and conformance tests.
+
+What the bytes mean comes from the IR alone: every format code, its category and width, which
+type it belongs to, descriptors, fields, choices, archetypes. What is ours is how AMQP's types
+meet Python's, one table (`PYTHON`): which builtin each type's values are, which get a wrapper
+class so a value knows its AMQP type (`UInt(5)` is a uint, a plain `5` a long), and the value
+of each zero-width encoding, which the spec says only in words ("the uint value 0").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from specgen.emitters.plan import PlanError
+from specgen.emitters.render import Renderer
+from specgen.ir import CompositeField, Encoding, Protocol, TypeDef
+from specgen.registry import SpecVersion
+
+# AMQP type -> (value kind, wrapper class or "", Python annotation)
+PYTHON: dict[str, tuple[str, str, str]] = {
+    "null": ("null", "", "None"),
+    "boolean": ("bool", "", "bool"),
+    "ubyte": ("int", "UByte", "int"),
+    "ushort": ("int", "UShort", "int"),
+    "uint": ("int", "UInt", "int"),
+    "ulong": ("int", "ULong", "int"),
+    "byte": ("int", "Byte", "int"),
+    "short": ("int", "Short", "int"),
+    "int": ("int", "Int", "int"),
+    "long": ("int", "Long", "int"),  # a plain int is a long; decoding gives plain ints
+    "float": ("float", "Float", "float"),
+    "double": ("float", "Double", "float"),  # a plain float is a double
+    "decimal32": ("decimal", "Decimal32", "bytes"),
+    "decimal64": ("decimal", "Decimal64", "bytes"),
+    "decimal128": ("decimal", "Decimal128", "bytes"),
+    "char": ("char", "Char", "str"),
+    "timestamp": ("int", "Timestamp", "int"),
+    "uuid": ("uuid", "", "uuid.UUID"),
+    "binary": ("binary", "", "bytes"),
+    "string": ("string", "", "str"),
+    "symbol": ("symbol", "Symbol", "str"),
+    "list": ("list", "", "list[Any]"),
+    "map": ("map", "", "dict[Any, Any]"),
+    "array": ("array", "Array", "list[Any]"),
+}
+PLAIN = {"long": "int", "double": "float"}  # decoded as the builtin, not the wrapper
+ZERO_WIDTH: dict[str, object] = {
+    "": None,
+    "true": True,
+    "false": False,
+    "uint0": 0,
+    "ulong0": 0,
+    "list0": [],
+}
+"""Zero-width encodings' values by encoding name ("" for null's only encoding)."""
+
+
+@dataclass
+class Enc:
+    code: int
+    category: str
+    width: int
+    name: str
+    label: str
+    fmt: str = ""  # struct format of a fixed numeric value
+    const: str = ""  # Python literal of a zero-width encoding's value
+    low: int | None = None  # integer range this encoding holds
+    high: int | None = None
+
+    @property
+    def hex(self) -> str:
+        return f"0x{self.code:02x}"
+
+
+@dataclass
+class Prim:
+    name: str
+    kind: str
+    wrapper: str
+    annotation: str
+    decoded: str  # the class decoded values have
+    encodings: list[Enc]  # smallest first
+    doc: str
+    signed: bool = False
+
+    @property
+    def codes(self) -> list[int]:
+        return [e.code for e in self.encodings]
+
+
+@dataclass
+class FieldPlan:
+    attr: str
+    name: str
+    type: str
+    annotation: str
+    prim: str  # primitive it comes down to; "" for "*" or a composite
+    composite: str  # class name when the type is a composite or described restricted
+    mandatory: bool
+    multiple: bool
+    default: str  # Python literal or ""
+    requires: tuple[str, ...]
+    codes: list[int]  # constructors allowed (null aside)
+    doc: str
+
+
+@dataclass
+class ClassPlan:
+    cls: str
+    name: str
+    klass: str  # composite or section
+    descriptor_name: str
+    descriptor_code: int
+    fields: list[FieldPlan]
+    provides: tuple[str, ...]
+    source: str  # sections: the source type
+    prim: str  # sections: its primitive ("" for "*")
+    doc: str
+    section: str
+
+    @property
+    def code_hex(self) -> str:
+        return f"0x{self.descriptor_code >> 32:08x}_{self.descriptor_code & 0xFFFFFFFF:08x}"
+
+
+@dataclass
+class EnumPlan:
+    cls: str
+    name: str
+    kind: str  # int, bool or symbol
+    members: list[tuple[str, str, str]]  # (NAME, literal, doc)
+    doc: str
+
+
+@dataclass
+class Amqp10Plan:
+    protocol: Protocol
+    prims: list[Prim]
+    classes: list[ClassPlan]
+    enums: list[EnumPlan]
+    constants: list[tuple[str, int, str]]
+    encodings_from: str
+    frame_archetypes: dict[int, str] = field(default_factory=dict)
+    headers: list[tuple[str, bytes, str]] = field(default_factory=list)
+
+    @property
+    def composites(self) -> list[ClassPlan]:
+        return [c for c in self.classes if c.klass == "composite"]
+
+    @property
+    def sections(self) -> list[ClassPlan]:
+        return [c for c in self.classes if c.klass == "section"]
+
+    @property
+    def wrappers(self) -> list[str]:
+        """The value classes, in the order an import lists them (natural, as ruff sorts)."""
+        names = [p.wrapper for p in self.prims if p.wrapper and p.kind != "array"]
+
+        def natural(name: str) -> list[object]:
+            return [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", name)]
+
+        return sorted([*names, "Array", "Described"], key=natural)
+
+    def providing(self, archetype: str) -> list[ClassPlan]:
+        return [c for c in self.classes if archetype in c.provides]
+
+
+def camel(name: str) -> str:
+    return "".join(p[:1].upper() + p[1:] for p in re.split(r"[-_ ]", name) if p)
+
+
+def snake(name: str) -> str:
+    out = re.sub(r"[^A-Za-z0-9]", "_", name).lower()
+    return out + "_" if out in _KEYWORDS else out
+
+
+def upper(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]", "_", name).upper()
+
+
+_KEYWORDS = {"global", "class", "from", "import", "type", "def", "in", "is", "not", "and", "or"}
+
+
+def plan(protocol: Protocol) -> Amqp10Plan:
+    types = {t.name: t for t in protocol.typedefs}
+    prims = [_prim(t) for t in protocol.typedefs if t.klass == "primitive"]
+    by_prim = {p.name: p for p in prims}
+    if "array" not in by_prim or "list" not in by_prim or "null" not in by_prim:
+        raise PlanError(
+            f"{protocol.source}: a self-describing type system needs null, list and array"
+        )
+
+    def prim_of(name: str) -> str:
+        seen = set()
+        while name in types and name not in seen:
+            seen.add(name)
+            t = types[name]
+            if t.klass == "primitive":
+                return name
+            if t.klass == "composite":
+                return ""
+            if t.descriptor is not None:
+                return ""
+            name = t.source
+        return ""
+
+    classes: list[ClassPlan] = []
+    for t in protocol.typedefs:
+        if t.descriptor is None:
+            continue
+        if t.klass == "composite":
+            fields = [_field(f, types, by_prim, prim_of) for f in t.fields]
+            classes.append(
+                ClassPlan(
+                    camel(t.name),
+                    t.name,
+                    "composite",
+                    t.descriptor.name,
+                    t.descriptor.code,
+                    fields,
+                    t.provides,
+                    "list",
+                    "list",
+                    _doc(t),
+                    t.section,
+                )
+            )
+        else:
+            source_prim = prim_of(t.source) if t.source != "*" else ""
+            classes.append(
+                ClassPlan(
+                    camel(t.name),
+                    t.name,
+                    "section",
+                    t.descriptor.name,
+                    t.descriptor.code,
+                    [],
+                    t.provides,
+                    t.source,
+                    source_prim,
+                    _doc(t),
+                    t.section,
+                )
+            )
+    names = [c.cls for c in classes]
+    if len(set(names)) != len(names):
+        raise PlanError(f"{protocol.source}: two described types share a class name")
+    enums = []
+    for t in protocol.typedefs:
+        if t.klass == "restricted" and t.choices:
+            p = prim_of(t.source)
+            kind = (
+                "bool" if p == "boolean" else "int" if p and by_prim[p].kind == "int" else "symbol"
+            )
+            members = [
+                (upper(c.name), _literal(c.value, kind), " ".join(c.doc.split())) for c in t.choices
+            ]
+            if len({m[0] for m in members}) != len(members):
+                raise PlanError(f"{t.span}: {t.name} repeats a choice name")
+            enums.append(EnumPlan(camel(t.name), t.name, kind, members, _doc(t)))
+    constants = [(upper(c.name), c.value, " ".join(c.doc.split())) for c in protocol.constants]
+    encodings_from = next(
+        (t.document for t in protocol.typedefs if t.klass == "primitive" and t.document),
+        protocol.source,
+    )
+    headers = [
+        (upper(h.doc.split(" protocol header")[0]), h.data, h.doc)
+        for h in protocol.frame.protocol_headers
+    ]
+    out = Amqp10Plan(protocol, prims, classes, enums, constants, encodings_from, headers=headers)
+    # which archetype a frame type's body provides: AMQP frames carry `frame`s, SASL `sasl-frame`s
+    out.frame_archetypes = {0: "frame", 1: "sasl-frame"}
+    return out
+
+
+def _literal(value: str, kind: str) -> str:
+    if kind == "bool":
+        return "True" if value == "true" else "False"
+    if kind == "int":
+        return str(int(value, 0))
+    return repr(value)
+
+
+def _doc(t: TypeDef) -> str:
+    text = t.doc or t.label
+    return text.replace("\\", "\\\\").replace('"""', "'''")
+
+
+def _prim(t: TypeDef) -> Prim:
+    if t.name not in PYTHON:
+        raise PlanError(
+            f"{t.span}: primitive {t.name!r} has no Python mapping (emitters/amqp10.PYTHON)"
+        )
+    kind, wrapper, annotation = PYTHON[t.name]
+    signed = bool(re.search(r"-\(2\^", t.label)) or any(
+        "two's-complement" in e.label for e in t.encodings
+    )
+    encs = [_enc(e, t, kind, signed) for e in t.encodings]
+    encs.sort(key=lambda e: (e.width, e.code))
+    decoded = (
+        PLAIN.get(t.name)
+        or wrapper
+        or {
+            "null": "None",
+            "bool": "bool",
+            "uuid": "uuid.UUID",
+            "binary": "bytes",
+            "string": "str",
+            "list": "list",
+            "map": "dict",
+        }[kind]
+    )
+    return Prim(t.name, kind, wrapper, annotation, decoded, encs, _doc(t), signed)
+
+
+_NUMERIC = {
+    ("int", 1): "B",
+    ("int", 2): "H",
+    ("int", 4): "I",
+    ("int", 8): "Q",
+    ("float", 4): "f",
+    ("float", 8): "d",
+    ("char", 4): "I",
+}
+
+
+def _enc(e: Encoding, t: TypeDef, kind: str, signed: bool) -> Enc:
+    out = Enc(e.code, e.category, e.width, e.name, e.label)
+    if e.category == "fixed" and e.width == 0:
+        if e.name not in ZERO_WIDTH:
+            raise PlanError(
+                f"{e.span}: zero-width encoding {e.name!r} of {t.name}: its value is unknown"
+            )
+        value = ZERO_WIDTH[e.name]
+        if kind == "int":
+            out.const = f"{PYTHON[t.name][1]}({value})"
+            out.low = out.high = int(value)  # type: ignore[call-overload]
+        else:
+            out.const = repr(value)
+    elif e.category == "fixed" and kind in ("int", "float", "char"):
+        fmt = _NUMERIC.get((kind, e.width))
+        if fmt is None:
+            raise PlanError(f"{e.span}: a {e.width}-byte {t.name}")
+        out.fmt = fmt.lower() if signed and kind == "int" else fmt
+        if kind == "int":
+            bits = e.width * 8
+            out.low, out.high = (
+                (-(1 << bits - 1), (1 << bits - 1) - 1) if signed else (0, (1 << bits) - 1)
+            )
+    return out
+
+
+def _field(
+    f: CompositeField, types: dict[str, TypeDef], by_prim: dict[str, Prim], prim_of: object
+) -> FieldPlan:
+    assert callable(prim_of)
+    prim = prim_of(f.type) if f.type != "*" else ""
+    t = types.get(f.type)
+    composite = camel(f.type) if t is not None and t.descriptor is not None else ""
+    if prim:
+        annotation = by_prim[prim].annotation
+        codes = list(by_prim[prim].codes)
+    elif composite:
+        annotation = composite
+        codes = [0]
+    else:
+        annotation = "Any"
+        codes = []  # anything
+    if f.multiple:
+        annotation = f"list[{annotation}]"
+        if codes:
+            codes = codes + by_prim["array"].codes
+    default = ""
+    if f.default is not None and prim:
+        kind = by_prim[prim].kind
+        choice = next((c for c in (t.choices if t else ()) if f.default in (c.name, c.value)), None)
+        value = choice.value if choice else f.default
+        if kind == "bool":
+            default = "True" if value == "true" else "False"
+        elif kind == "int":
+            default = str(int(value, 0))
+        else:
+            default = repr(value)
+    return FieldPlan(
+        snake(f.name),
+        f.name,
+        f.type,
+        annotation,
+        prim,
+        composite,
+        f.mandatory,
+        f.multiple,
+        default,
+        f.requires,
+        codes,
+        " ".join((f.doc or f.label).split()).replace('"""', "'''"),
+    )
+
+
+def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str, str]:
+    """The version package's files."""
+    p = plan(protocol)
+    ctx = {"plan": p, "version": spec, "ir": protocol}
+    files = {}
+    for name in (
+        "__init__",
+        "types",
+        "composites",
+        "enums",
+        "frames",
+        "spark_schema",
+        "test_conformance",
+    ):
+        files[f"{name}.py"] = renderer.render(f"python/amqp10/{name}.py.j2", spec, protocol, **ctx)
+    return files
+
+
+def emit_shared(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str, str]:
+    """The protocol package's files every version shares: errors, framing, the frame reader."""
+    p = plan(protocol)
+    ctx = {"plan": p, "version": spec, "ir": protocol}
+    return {
+        "errors.py": renderer.render("python/errors.py.j2", spec, protocol),
+        "framing.py": renderer.render("python/amqp10/framing.py.j2", spec, protocol, **ctx),
+        "frame_reader.py": renderer.render(
+            "python/amqp10/frame_reader.py.j2", spec, protocol, **ctx
+        ),
+    }

@@ -1,0 +1,458 @@
+"""AMQP 1.0 XML -> IR: a self-describing type system, read from the spec as published.
+
+Two shapes of document are read:
+
+  * the XML set: `index.xml`, whose `<xref type="amqp" name="...">` elements name its parts
+    (types, transport, messaging, transactions, security), each `<amqp>` of `<section>`s holding
+    `<type>` and `<definition>` elements; a single part file is read the same way;
+  * prose with the XML embedded (OASIS Part 2 as text): every `<type ...>...</type>` and
+    `<definition .../>` found in the text is parsed where it stands, so spans name the text's
+    own lines. Its doc is the prose line before it.
+
+Part 1 (`types.xml`) holds the primitive types and their encodings: format code, category and
+width. They are facts of the spec, never a table of ours. A document without them (Part 2 alone)
+takes them from the `types.xml` beside it, and the IR says so: the encodings' spans name that
+file, and the `encodings-from` finding records it.
+
+What the XML leaves undefined or contradictory is reported, never silently repaired:
+`requires-unprovided` (a field requires an archetype no type provides), `default-not-a-choice`
+(a default that is not one of its restricted type's choices), `descriptor-reused` (one
+descriptor code or name on two types; the first keeps it), `type-undefined` (a field of a type
+nobody defines; it is read as any type).
+
+The frame layout is Part 2 section 2.3: SIZE (uint32, the whole frame), DOFF (uint8, the
+header's length in 4-byte words), TYPE (uint8: 0 AMQP, 1 SASL) and two type-specific bytes
+(the channel for AMQP frames). The text gives it as a picture only; the builder checks the
+picture's words are there. Protocol headers ("AMQP", protocol id, major, minor, revision) come
+from the pictures that spell them (`"AMQP" | %d0 | major | ...`) and the version definitions.
+
+The XML is read by the same safe reader as AMQP 0-9-1's: no DTD loaded, no entity expanded.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+from specgen.frontends import xml_tree
+from specgen.frontends.adoc import SpecError
+from specgen.frontends.xml_tree import Element
+from specgen.ir import (
+    CompositeField,
+    Constant,
+    Descriptor,
+    Encoding,
+    Field,
+    FindingLog,
+    FrameLayout,
+    Preamble,
+    Prim,
+    Protocol,
+    SourceSpan,
+    TypeChoice,
+    TypeDef,
+)
+
+PART1 = "types.xml"
+_EMBEDDED = re.compile(r"<type\b[^>]*?/>|<type\b.*?</type>|<definition\b[^>]*?/>", re.S)
+_PICTURE = re.compile(r'"AMQP"\s*\|\s*%d(\d+)\s*\|')
+_WORD = re.compile(r"[A-Za-z]")
+
+
+def build(path: Path, rel: str, protocol: str, version: str) -> tuple[Protocol, FindingLog]:
+    log = FindingLog()
+    root = path.parent
+    prose_constants: list[Constant] = []
+    parts: list[tuple[str, list[tuple[Element, str, str]], str]] = []  # (file, items, text)
+    if path.suffix == ".xml":
+        doc = _parse_file(path, rel)
+        names = [
+            x.attr("name") or ""
+            for x in _descendants(doc)
+            if x.tag == "xref" and x.attr("type") == "amqp"
+        ]
+        if doc.attr("name") == "index" and names:
+            for name in names:
+                part = root / f"{name}.xml"
+                if not part.is_file():
+                    raise SpecError(doc.span, f"the index names part {name!r}: no {part.name}")
+                part_rel = _sibling(rel, part.name)
+                parts.append((part_rel, _items(_parse_file(part, part_rel)), part.read_text()))
+        else:
+            parts.append((rel, _items(doc), path.read_text(encoding="utf-8")))
+    else:
+        text = path.read_text(encoding="utf-8")
+        parts.append((rel, _embedded(text, rel), text))
+        prose_constants = _prose_constants(text, rel)
+    if not any(
+        t.tag == "type" and t.attr("class") == "primitive" for _, its, _ in parts for t, _, _ in its
+    ):
+        part1 = root / PART1
+        if not part1.is_file():
+            raise SpecError(
+                SourceSpan(rel, 1),
+                f"no primitive type is defined here and there is no {PART1} (Part 1) beside it to"
+                " take the encodings from",
+            )
+        part_rel = _sibling(rel, PART1)
+        items = [
+            i for i in _items(_parse_file(part1, part_rel)) if i[0].attr("class") == "primitive"
+        ]
+        parts.insert(0, (part_rel, items, part1.read_text(encoding="utf-8")))
+        log.add(
+            SourceSpan(rel, 1),
+            "encodings-from",
+            f"the document defines no primitive encodings (they are Part 1's); read from {part_rel}",
+        )
+    typedefs: list[TypeDef] = []
+    constants: list[Constant] = []
+    for file, items, _ in parts:
+        for element, section, prose in items:
+            if element.tag == "definition":
+                constants.append(_constant(element, prose, section))
+            else:
+                typedefs.append(_typedef(element, section, file, prose))
+    defined = {c.name for c in constants}
+    constants += [c for c in prose_constants if c.name not in defined]
+    typedefs = _check(typedefs, log)
+    texts = "\n".join(text for _, _, text in parts)
+    frame = _frame(texts, {c.name: c.value for c in constants}, SourceSpan(rel, 1), log)
+    return (
+        Protocol(
+            name=protocol,
+            version=version,
+            source=rel,
+            types=(),
+            frame=frame,
+            enums=(),
+            constants=tuple(constants),
+            commands=(),
+            typedefs=tuple(typedefs),
+        ),
+        log,
+    )
+
+
+def _sibling(rel: str, name: str) -> str:
+    return f"{rel.rsplit('/', 1)[0]}/{name}" if "/" in rel else name
+
+
+def _parse_file(path: Path, rel: str) -> Element:
+    return xml_tree.parse(path.read_text(encoding="utf-8"), rel)
+
+
+def _descendants(e: Element) -> list[Element]:
+    out = []
+    for c in e.elements():
+        out.append(c)
+        out.extend(_descendants(c))
+    return out
+
+
+def _items(doc: Element) -> list[tuple[Element, str, str]]:
+    """(type or definition element, its section's name, its doc) in document order."""
+    out: list[tuple[Element, str, str]] = []
+    for section in doc.findall("section"):
+        name = section.attr("name") or ""
+        for e in section.elements():
+            if e.tag in ("type", "definition"):
+                out.append((e, name, _doc_of(e)))
+    return out
+
+
+def _doc_of(e: Element) -> str:
+    """The element's `<doc>` paragraphs, whitespace collapsed, or its label."""
+    paras = []
+    for d in e.findall("doc"):
+        for p in d.elements() or [d]:
+            text = " ".join(p.text.split())
+            if text:
+                paras.append(text)
+    return "\n\n".join(paras) or (e.attr("label") or "")
+
+
+def _embedded(text: str, rel: str) -> list[tuple[Element, str, str]]:
+    """Every `<type>`/`<definition>` in prose, parsed in place; its doc is the line before it."""
+    out: list[tuple[Element, str, str]] = []
+    section = ""
+    line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+    for m in _EMBEDDED.finditer(text):
+        line = text.count("\n", 0, m.start()) + 1
+        column = m.start() - line_starts[line - 1] + 1
+        element = _shift(xml_tree.parse(m.group(0), rel), line - 1, column - 1)
+        before = [ln.strip() for ln in text[: line_starts[line - 1]].splitlines() if ln.strip()]
+        doc = before[-1] if before and not before[-1].startswith("<") else ""
+        heading = next((b for b in reversed(before) if re.match(r"\d+\.\d+ \w", b)), "")
+        section = heading.split(" ", 1)[1].lower() if heading else section
+        out.append((element, section, doc))
+    return out
+
+
+def _shift(e: Element, lines: int, columns: int) -> Element:
+    """`e` with spans moved from its snippet to where the snippet stands in the document."""
+
+    def move(s: SourceSpan) -> SourceSpan:
+        return SourceSpan(s.file, s.line + lines, s.column + (columns if s.line == 1 else 0))
+
+    return replace(
+        e,
+        span=move(e.span),
+        attr_spans={k: move(v) for k, v in e.attr_spans.items()},
+        children=tuple(
+            _shift(c, lines, columns) if isinstance(c, Element) else c for c in e.children
+        ),
+    )
+
+
+def _prose_constants(text: str, rel: str) -> list[Constant]:
+    """Constants prose names in passing, `512 (MIN-MAX-FRAME-SIZE)`: the first mention of each."""
+    out: dict[str, Constant] = {}
+    for m in re.finditer(r"\b(\d+) \(([A-Z][A-Z-]+)\)", text):
+        if m.group(2) not in out:
+            line = text.count("\n", 0, m.start()) + 1
+            column = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+            out[m.group(2)] = Constant(
+                m.group(2), int(m.group(1)), "", SourceSpan(rel, line, column), "prose"
+            )
+    return list(out.values())
+
+
+def _int(text: str, span: SourceSpan, what: str) -> int:
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise SpecError(span, f"{what} {text!r} is not a number") from None
+
+
+def _constant(e: Element, doc: str, section: str) -> Constant:
+    name = e.attr("name") or ""
+    value = e.attr("value") or ""
+    return Constant(
+        name,
+        _int(value, e.attr_spans.get("value", e.span), f"definition {name}"),
+        doc,
+        e.span,
+        section,
+    )
+
+
+def _typedef(e: Element, section: str, file: str, doc: str) -> TypeDef:
+    name = e.attr("name")
+    klass = e.attr("class")
+    if not name or klass not in ("primitive", "composite", "restricted"):
+        raise SpecError(
+            e.span,
+            f"a <type> needs a name and a class of primitive, composite or restricted, not {klass!r}",
+        )
+    encodings = tuple(_encoding(x, name) for x in e.findall("encoding"))
+    descriptor = None
+    if (d := e.find("descriptor")) is not None:
+        code = d.attr("code") or ""
+        m = re.fullmatch(r"(0x[0-9A-Fa-f]{1,8}):(0x[0-9A-Fa-f]{1,8})", code)
+        if not m:
+            raise SpecError(
+                d.attr_spans.get("code", d.span), f"descriptor code {code!r} is not domain:id"
+            )
+        descriptor = Descriptor(
+            d.attr("name") or "", int(m.group(1), 16) << 32 | int(m.group(2), 16)
+        )
+    fields = tuple(_field(f) for f in e.findall("field"))
+    choices = tuple(
+        TypeChoice(c.attr("name") or "", c.attr("value") or "", _doc_of(c))
+        for c in e.findall("choice")
+    )
+    provides = tuple(p.strip() for p in (e.attr("provides") or "").split(",") if p.strip())
+    try:
+        return TypeDef(
+            name=name,
+            klass=klass,  # type: ignore[arg-type]
+            source=e.attr("source") or "",
+            encodings=encodings,
+            descriptor=descriptor,
+            fields=fields,
+            choices=choices,
+            provides=provides,
+            section=section,
+            document=file,
+            label=e.attr("label") or "",
+            doc=doc,
+            span=e.span,
+        )
+    except ValueError as err:
+        raise SpecError(e.span, str(err).split(": ", 1)[-1]) from None
+
+
+def _encoding(x: Element, owner: str) -> Encoding:
+    code = _int(x.attr("code") or "", x.attr_spans.get("code", x.span), f"{owner} format code")
+    width = _int(x.attr("width") or "", x.attr_spans.get("width", x.span), f"{owner} width")
+    category = x.attr("category") or ""
+    if category not in ("fixed", "variable", "compound", "array"):
+        raise SpecError(
+            x.attr_spans.get("category", x.span), f"{owner}: encoding category {category!r}"
+        )
+    try:
+        return Encoding(code, category, width, x.attr("name") or "", x.attr("label") or "", x.span)  # type: ignore[arg-type]
+    except ValueError as err:
+        raise SpecError(x.span, str(err).split(": ", 1)[-1]) from None
+
+
+def _field(f: Element) -> CompositeField:
+    name = f.attr("name")
+    type_ = f.attr("type")
+    if not name or not type_:
+        raise SpecError(f.span, "a <field> needs a name and a type")
+    requires = tuple(r.strip() for r in (f.attr("requires") or "").split(",") if r.strip())
+    return CompositeField(
+        name=name,
+        type=type_,
+        mandatory=f.attr("mandatory") == "true",
+        multiple=f.attr("multiple") == "true",
+        default=f.attr("default"),
+        requires=requires,
+        label=f.attr("label") or "",
+        doc=_doc_of(f),
+        span=f.span,
+    )
+
+
+def _check(typedefs: list[TypeDef], log: FindingLog) -> list[TypeDef]:
+    """Report what the XML leaves undefined or contradictory; keep what can still be read."""
+    out: list[TypeDef] = []
+    names: dict[str, TypeDef] = {}
+    codes: dict[int, TypeDef] = {}
+    symbols: dict[str, TypeDef] = {}
+    for t in typedefs:
+        if t.name in names:
+            log.add(
+                t.span or SourceSpan("?", 1),
+                "type-redefined",
+                f"type {t.name} is defined twice (first at {names[t.name].span})",
+                "the first definition is kept",
+            )
+            continue
+        d = t.descriptor
+        if d is not None:
+            first = codes.get(d.code) or symbols.get(d.name)
+            if first is not None:
+                log.add(
+                    t.span or SourceSpan("?", 1),
+                    "descriptor-reused",
+                    f"{t.name}'s descriptor {d.name} {_code(d.code)} is "
+                    f"{first.name}'s too ({first.span})",
+                    f"decoders read it as {first.name}; {t.name} is generated without a descriptor",
+                )
+                t = (
+                    replace(t, descriptor=None, klass="restricted", source="list")
+                    if t.klass == "composite"
+                    else replace(t, descriptor=None)
+                )
+            else:
+                codes[d.code] = t
+                symbols[d.name] = t
+        names[t.name] = t
+        out.append(t)
+    provided = {p for t in out for p in t.provides}
+    return [_check_fields(t, names, provided, log) for t in out]
+
+
+def _check_fields(
+    t: TypeDef, names: dict[str, TypeDef], provided: set[str], log: FindingLog
+) -> TypeDef:
+    fields = []
+    for f in t.fields:
+        span = f.span or SourceSpan("?", 1)
+        for need in f.requires:
+            if need not in provided:
+                log.add(
+                    span,
+                    "requires-unprovided",
+                    f"{t.name}.{f.name} requires {need!r}, which no type of this document provides",
+                    "any described value is accepted there",
+                )
+        if f.type != "*" and f.type not in names:
+            log.add(
+                span,
+                "type-undefined",
+                f"{t.name}.{f.name} is of type {f.type!r}, which this document does not define",
+                "read as any type",
+            )
+            f = replace(f, type="*")
+        choices = _choices(names, f.type)
+        legal = {c.name for c in choices} | {c.value for c in choices}
+        if f.default is not None and choices and f.default not in legal:
+            log.add(
+                span,
+                "default-not-a-choice",
+                f"{t.name}.{f.name} defaults to {f.default!r}, not one of {f.type}'s choices"
+                f" ({', '.join(c.name for c in choices)})",
+                "no default is generated for it",
+            )
+            f = replace(f, default=None)
+        fields.append(f)
+    if t.klass == "restricted" and t.source != "*" and t.source not in names:
+        raise SpecError(
+            t.span or SourceSpan("?", 1), f"{t.name} restricts {t.source!r}, which is not defined"
+        )
+    return replace(t, fields=tuple(fields))
+
+
+def _choices(names: dict[str, TypeDef], name: str) -> tuple[TypeChoice, ...]:
+    t = names.get(name)
+    return t.choices if t is not None else ()
+
+
+def _code(code: int) -> str:
+    return f"{code >> 32:#010x}:{code & 0xFFFFFFFF:#010x}"
+
+
+def _frame(
+    text: str, definitions: dict[str, int], span: SourceSpan, log: FindingLog
+) -> FrameLayout:
+    for word in ("SIZE", "DOFF", "TYPE"):
+        if word not in text:
+            raise SpecError(span, f"the frame layout's {word} is nowhere in the text (section 2.3)")
+    header = (
+        Field("size", Prim("uint32"), doc="Total frame size in bytes, this field included."),
+        Field(
+            "doff", Prim("uint8"), doc="Data offset: the header's size in 4-byte words, at least 2."
+        ),
+        Field("type", Prim("uint8"), doc="Frame type: 0 an AMQP frame, 1 a SASL frame."),
+        Field("channel", Prim("uint16"), doc="The channel (AMQP frames); SASL frames ignore it."),
+    )
+    ids = sorted({int(m.group(1)) for m in _PICTURE.finditer(text)})
+    if not ids:
+        log.add(
+            span,
+            "no-protocol-header",
+            'no protocol header picture ("AMQP" | %d0 | ...) in the text',
+        )
+    prefixes = {0: "", 2: "TLS-", 3: "SASL-"}
+    headers = []
+    for pid in ids:
+        prefix = prefixes.get(pid, "")
+        version = [
+            definitions.get(f"{prefix}{part}", definitions.get(part))
+            for part in ("MAJOR", "MINOR", "REVISION")
+        ]
+        if None in version:
+            version = [1, 0, 0]
+            log.add(
+                span,
+                "protocol-version-undefined",
+                f"protocol id {pid}: no {prefix}MAJOR/MINOR/REVISION definitions",
+                "1.0.0, the version this document is",
+            )
+        data = b"AMQP" + bytes([pid, *[v for v in version if v is not None]])
+        names = {0: "AMQP", 2: "TLS", 3: "SASL"}
+        headers.append(
+            Preamble("both", data, f"{names.get(pid, f'protocol id {pid}')} protocol header")
+        )
+    return FrameLayout(
+        header=header,
+        length="size",
+        length_counts="frame",
+        dispatch=("doff", "type"),
+        protocol_headers=tuple(headers),
+        span=span,
+    )
