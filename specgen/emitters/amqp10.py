@@ -399,10 +399,78 @@ def _field(
     )
 
 
+# AMQP type -> (Arrow type, Spark type, how a value becomes a cell); anything else is JSON text
+SPARK: dict[str, tuple[str, str, str]] = {
+    "boolean": ("pa.bool_()", "BOOLEAN", "plain"),
+    "ubyte": ("pa.int16()", "SMALLINT", "plain"),
+    "ushort": ("pa.int32()", "INT", "plain"),
+    "uint": ("pa.int64()", "BIGINT", "plain"),
+    "ulong": ("pa.decimal128(20, 0)", "DECIMAL(20,0)", "plain"),
+    "byte": ("pa.int8()", "TINYINT", "plain"),
+    "short": ("pa.int16()", "SMALLINT", "plain"),
+    "int": ("pa.int32()", "INT", "plain"),
+    "long": ("pa.int64()", "BIGINT", "plain"),
+    "float": ("pa.float32()", "FLOAT", "plain"),
+    "double": ("pa.float64()", "DOUBLE", "plain"),
+    "timestamp": ('pa.timestamp("ms", tz="UTC")', "TIMESTAMP", "plain"),
+    "char": ("pa.string()", "STRING", "plain"),
+    "string": ("pa.string()", "STRING", "plain"),
+    "symbol": ("pa.string()", "STRING", "plain"),
+    "binary": ("pa.binary()", "BINARY", "plain"),
+    "uuid": ("pa.string()", "STRING", "text"),
+}
+"""Spark has no unsigned integers: each takes the narrowest signed type holding all its values
+(ulong is DECIMAL(20,0), exact over its range)."""
+
+
+def spark_column(f: FieldPlan) -> tuple[str, str, str]:
+    """(Arrow type, Spark type, conversion) of a field's column."""
+    if f.multiple or not f.prim or f.prim not in SPARK:
+        return ("pa.string()", "STRING", "json")
+    return SPARK[f.prim]
+
+
+SAMPLES: dict[str, str] = {
+    "null": "None",
+    "boolean": "True",
+    "float": "1.5",
+    "double": "1.5",
+    "decimal32": 'b"\\x01" * 4',
+    "decimal64": 'b"\\x01" * 8',
+    "decimal128": 'b"\\x01" * 16',
+    "char": 'Char("x")',
+    "uuid": "uuid.UUID(int=1)",
+    "binary": 'b"x"',
+    "string": '"x"',
+    "symbol": 'Symbol("x")',
+    "list": "[1]",
+    "map": '{"k": 1}',
+}
+"""A value of each type for the conformance tests' mandatory fields (integers: 1)."""
+
+
+def sample(f: FieldPlan, by_prim: dict[str, Prim]) -> str:
+    if f.prim:
+        one = "1" if by_prim[f.prim].kind == "int" else SAMPLES.get(f.prim, "None")
+    elif f.composite:
+        one = f"c.{f.composite}()"
+    else:
+        one = 'b"x"'
+    return f"[{one}]" if f.multiple else one
+
+
 def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str, str]:
     """The version package's files."""
     p = plan(protocol)
-    ctx = {"plan": p, "version": spec, "ir": protocol}
+    by_prim = {x.name: x for x in p.prims}
+    ctx = {
+        "plan": p,
+        "version": spec,
+        "ir": protocol,
+        "spark_column": spark_column,
+        "snake": snake,
+        "sample": lambda f: sample(f, by_prim),
+    }
     files = {}
     for name in (
         "__init__",
