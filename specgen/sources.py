@@ -22,7 +22,8 @@ from pathlib import Path
 
 from specgen.registry import ROOT, SpecVersion, find, registry, relative
 
-FORMATS_BY_SUFFIX = {".adoc": "adoc", ".asciidoc": "adoc", ".xml": "amqp-xml"}
+# .xml is told by content: AMQP 0-9-1's and AMQP 1.0's XML are different formats
+FORMATS_BY_SUFFIX = {".adoc": "adoc", ".asciidoc": "adoc"}
 
 
 class SourceError(LookupError):
@@ -171,6 +172,9 @@ def _format_of(path: Path, text: str) -> str:
         return FORMATS_BY_SUFFIX[path.suffix.lower()]
     head = text.lstrip()[:2000]
     if head.startswith("<") and "<amqp" in head:
+        # AMQP 1.0's XML defines <type>s in the amqp.xsd namespace; 0-9-1's defines <class>es
+        if "amqp.xsd" in head or re.search(r"<type\s[^>]*\bclass=", text):
+            return "amqp10-xml"
         return "amqp-xml"
     if re.match(r"=+ \S", head):
         return "adoc"

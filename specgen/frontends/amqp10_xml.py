@@ -37,6 +37,7 @@ from pathlib import Path
 
 from specgen.frontends import xml_tree
 from specgen.frontends.adoc import SpecError
+from specgen.frontends.adoc_tree import SpecSyntaxError
 from specgen.frontends.xml_tree import Element
 from specgen.ir import (
     CompositeField,
@@ -180,7 +181,10 @@ def _embedded(text: str, rel: str) -> list[tuple[Element, str, str]]:
     for m in _EMBEDDED.finditer(text):
         line = text.count("\n", 0, m.start()) + 1
         column = m.start() - line_starts[line - 1] + 1
-        element = _shift(xml_tree.parse(m.group(0), rel), line - 1, column - 1)
+        try:
+            element = _shift(xml_tree.parse(m.group(0), rel), line - 1, column - 1)
+        except SpecSyntaxError as e:
+            raise _shifted_error(e, rel, line - 1, column - 1) from None
         before = [ln.strip() for ln in text[: line_starts[line - 1]].splitlines() if ln.strip()]
         doc = before[-1] if before and not before[-1].startswith("<") else ""
         heading = next((b for b in reversed(before) if re.match(r"\d+\.\d+ \w", b)), "")
@@ -189,11 +193,26 @@ def _embedded(text: str, rel: str) -> list[tuple[Element, str, str]]:
     return out
 
 
+def _moved(s: SourceSpan, lines: int, columns: int) -> SourceSpan:
+    return SourceSpan(s.file, s.line + lines, s.column + (columns if s.line == 1 else 0))
+
+
+def _shifted_error(e: SpecSyntaxError, rel: str, lines: int, columns: int) -> SpecSyntaxError:
+    """A snippet's syntax error at the document's line and column (and so are spans it names)."""
+
+    def move(m: re.Match[str]) -> str:
+        return str(_moved(SourceSpan(rel, int(m.group(1)), int(m.group(2))), lines, columns))
+
+    message = str(e).split("\n", 1)[0].split(": ", 1)[1]
+    message = re.sub(re.escape(rel) + r":(\d+):(\d+)", move, message)
+    return SpecSyntaxError(_moved(e.span, lines, columns), message)
+
+
 def _shift(e: Element, lines: int, columns: int) -> Element:
     """`e` with spans moved from its snippet to where the snippet stands in the document."""
 
     def move(s: SourceSpan) -> SourceSpan:
-        return SourceSpan(s.file, s.line + lines, s.column + (columns if s.line == 1 else 0))
+        return _moved(s, lines, columns)
 
     return replace(
         e,
@@ -409,9 +428,14 @@ def _code(code: int) -> str:
 def _frame(
     text: str, definitions: dict[str, int], span: SourceSpan, log: FindingLog
 ) -> FrameLayout:
-    for word in ("SIZE", "DOFF", "TYPE"):
-        if word not in text:
-            raise SpecError(span, f"the frame layout's {word} is nowhere in the text (section 2.3)")
+    missing = [word for word in ("SIZE", "DOFF", "TYPE") if word not in text]
+    if missing:
+        log.add(
+            span,
+            "framing-not-drawn",
+            f"the text does not draw the frame layout ({', '.join(missing)} missing)",
+            "Part 2 section 2.3's layout is used: size, doff, type, channel",
+        )
     header = (
         Field("size", Prim("uint32"), doc="Total frame size in bytes, this field included."),
         Field(
