@@ -43,6 +43,9 @@ PREAMBLES: dict[str, bytes] = {
     "client": b"AMQP\x00\x00\t\x01",
 }
 """Sender -> the bytes its direction starts with before the first frame."""
+PROTOCOL_HEADERS: tuple[bytes, ...] = ()
+"""Byte strings that may stand wherever a frame starts, each a message of its own: none here
+(a protocol header before the first frame is a preamble)."""
 
 DEFAULT_MAX_FRAME_SIZE = 67108864
 """Refuse frames larger than this (length field value) before buffering them."""

@@ -98,7 +98,7 @@ class _Frames:
         self.r = r
         self.offsets: list[int] = []
         self.sizes: list[int] = []
-        self.headers: list[tuple[int, ...]] = []
+        self.headers: list[tuple[int, ...] | None] = []  # None: a protocol header
         self.walls: list[float | None] = []
         self.msgs: list[Any] = []
         self.bytes = 0
@@ -117,7 +117,9 @@ class _Frames:
         names = codec.framing.names
         for column in codec.schema.HEADER_COLUMNS:
             i = names.index(column)
-            columns[column] = pa.array([h[i] for h in self.headers], schema.field(column).type)
+            columns[column] = pa.array(
+                [None if h is None else h[i] for h in self.headers], schema.field(column).type
+            )
         schema = codec.schema.FRAMES_SCHEMA
         arrays = _where(self.r, n) + [columns[name] for name in schema.names[3:]]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
@@ -196,6 +198,8 @@ def decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
     sender = DIRECTIONS[r.direction]
     hsize = framing.header_size
     li, adjust = framing.length_index, framing.length_adjust
+    lo, hi = framing.min_size, framing.max_size
+    protocol_header_at = framing.protocol_header_at if framing.protocol_headers else None
     unpack_header = framing.header.unpack_from
     rejects = _Rejects(r)
     batch = _Frames(r)
@@ -215,14 +219,20 @@ def decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
                 n, here = len(data), 0
                 while here < n:
                     at = pos + here
-                    if n - here < hsize:
-                        raise RangeChanged(f"{r.path} @{at}: the walk found a frame here")
-                    header = unpack_header(view, here)
-                    size = header[li]
-                    length = size + adjust
+                    header: tuple[int, ...] | None = None
+                    own = protocol_header_at(view, here) if protocol_header_at else 0
+                    if own and not (
+                        n - here >= hsize and lo <= unpack_header(view, here)[li] <= hi
+                    ):
+                        length = own  # a protocol header: a message with no frame header
+                    else:
+                        if n - here < hsize:
+                            raise RangeChanged(f"{r.path} @{at}: the walk found a frame here")
+                        header = unpack_header(view, here)
+                        length = header[li] + adjust
                     if length > n - here:
                         raise RangeChanged(
-                            f"{r.path} @{at}: size {size} runs past {gap}, where the walk "
+                            f"{r.path} @{at}: a {length}-byte frame runs past {gap}, where the walk "
                             "found the next frame or gap"
                         )
                     frame = view[here : here + length]

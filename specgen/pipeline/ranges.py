@@ -112,6 +112,9 @@ class Framing:
     min_length: int = -1  # the smallest length field; -1: the rest of the header
     trailer: bytes = b""  # bytes every frame ends with
     preambles: tuple[tuple[str, bytes], ...] = ()  # sender -> bytes its direction starts with
+    # byte strings that may stand wherever a frame starts, each one message (AMQP 1.0's
+    # protocol headers, sent first and again after SASL); none of them frames as a header
+    protocol_headers: tuple[bytes, ...] = ()
 
     @property
     def width(self) -> int:
@@ -133,12 +136,14 @@ class Framing:
     @cached_property
     def packed(self) -> bool:
         """Whether the walk can use `fast`: the length first, counting the bytes after itself,
-        no trailer, and the rest of the header one 1-, 2-, 4- or 8-byte integer."""
+        no trailer, no protocol headers among the frames, and the rest of the header one 1-, 2-,
+        4- or 8-byte integer."""
         return (
             self.length_offset == 0
             and self.length_index == 0
             and self.length_adjust == self.width
             and not self.trailer
+            and not self.protocol_headers
             and self.header.size - self.width in _UNSIGNED
         )
 
@@ -178,6 +183,13 @@ class Framing:
         order = self.order if self.order != "@" else "="
         return tuple(struct.calcsize(order + codes[:i]) for i in range(len(codes)))
 
+    def protocol_header_at(self, data: bytes | memoryview, at: int) -> int:
+        """The length of the protocol header that `data` holds at `at`, 0 when it holds none."""
+        for h in self.protocol_headers:
+            if data[at : at + len(h)] == h:
+                return len(h)
+        return 0
+
     def preamble_of(self, sender: str | None) -> bytes:
         """The bytes `sender`'s direction starts with before its first frame."""
         return dict(self.preambles).get(sender or "", b"")
@@ -204,7 +216,9 @@ class Framing:
     def of(cls, codec: ModuleType, framing: ModuleType, verify_checksums: bool = True) -> Framing:
         """The framing of a generated codec package, from its protocol's generated `framing`
         module; its `decode` verifies checksums unless `verify_checksums` is False."""
-        header = codec.commands.HEADER  # the version's own: signedness may differ
+        # the version's own header where it has one: signedness may differ
+        commands = getattr(codec, "commands", None)
+        header = commands.HEADER if commands is not None else framing.HEADER
         order = header.format[0] if header.format[0] in _ORDER else ">"
         length_code = _codes(header)[framing.LENGTH_INDEX]
         return cls(
@@ -225,6 +239,7 @@ class Framing:
             framing.MIN_LENGTH,
             bytes(framing.TRAILER),
             tuple(sorted((k, bytes(v)) for k, v in framing.PREAMBLES.items() if v)),
+            tuple(bytes(h) for h in framing.PROTOCOL_HEADERS),
         )
 
     def first(self, file_size: int, head: bytes | None = None, sender: str | None = None) -> int:
@@ -445,10 +460,26 @@ class _Walk:
                     length = end - pos
                     pos = end
                     continue
+            if f.protocol_headers:
+                length = self._protocol_header(pos, window, at)
+                if length:
+                    if pos >= limit:
+                        frames = cut.at(pos, frames)
+                        limit = pos + target
+                    frames += 1
+                    pos += length
+                    continue
             pos, frames = cut.gap(pos, length, frames)
             length, limit = 0, cut.start + target
             window, at, window_end = b"", 0, 0  # the walk may resume before the window
         return cut.done(frames)
+
+    def _protocol_header(self, pos: int, window: bytes = b"", at: int = 0) -> int:
+        """The length of a protocol header at `pos`, 0 when none stands there."""
+        longest = max(len(h) for h in self.framing.protocol_headers)
+        if not at <= pos or pos + longest > at + len(window):
+            window, at = os.pread(self.fd, longest, pos), pos
+        return self.framing.protocol_header_at(window, pos - at)
 
     def _gap(self, pos: int, previous: int) -> tuple[int, int, bool]:
         """(gap start, where the walk resumes, whether the gap starts at `previous`) for a header
@@ -478,11 +509,21 @@ class _Walk:
         base = first
         while base <= last:
             window = os.pread(self.fd, min(SCAN, last - base + 1) + header - 1, base)
-            for candidate in self._plausible(window, base):
+            for candidate in sorted(self._plausible(window, base) + self._headers_in(window, base)):
                 if self._run(candidate):
                     return candidate
             base += SCAN
         return self.size
+
+    def _headers_in(self, window: bytes, base: int) -> list[int]:
+        """The offsets in `window` (at file offset `base`) where a protocol header starts."""
+        out = []
+        for h in self.framing.protocol_headers:
+            i = window.find(h)
+            while i >= 0:
+                out.append(base + i)
+                i = window.find(h, i + 1)
+        return out
 
     def _plausible(self, window: bytes, base: int) -> list[int]:
         """The offsets in `window` (starting at file offset `base`) whose header has a length in
@@ -534,6 +575,11 @@ class _Walk:
         pos = start
         while len(spans) < RUN and pos < self.size:
             head = os.pread(self.fd, f.header_size, pos)
+            own = f.protocol_header_at(head, 0) if f.protocol_headers else 0
+            if own:
+                spans.append((pos, own))
+                pos += own
+                continue
             if len(head) < f.header_size:
                 break  # the end of the file cuts this header: no more evidence to get
             end = f.frame_end(f.header.unpack(head), pos)
