@@ -1303,7 +1303,7 @@ def e_symbol(v: Any, out: bytearray, wire: Wire = None) -> None:
 def e_list(v: Any, out: bytearray, wire: Wire = None) -> None:
     """list: list0 when empty, list8 while size and count fit a byte, else list32 (or the wire's)."""
     code = _code_of(wire)
-    wires = wire[1] if code in (0xC0, 0xD0) else ()
+    wires = wire[1] if code in (0xC0, 0xD0) and wire.__class__ is tuple else ()
 
     items = v
 
@@ -1324,7 +1324,7 @@ def e_list(v: Any, out: bytearray, wire: Wire = None) -> None:
 def e_map(v: Any, out: bytearray, wire: Wire = None) -> None:
     """map: map8 while size and count fit a byte, else map32 (or the wire's)."""
     code = _code_of(wire)
-    wires = wire[1] if code in (0xC1, 0xD1) else ()
+    wires = wire[1] if code in (0xC1, 0xD1) and wire.__class__ is tuple else ()
 
     try:
         items = [x for pair in v.items() for x in pair]
@@ -1356,7 +1356,7 @@ def e_array(v: Any, out: bytearray, wire: Wire = None) -> None:
         head.append(0)
         encode_any(descriptor, head, ctor[1] if isinstance(ctor, tuple) else None)
     body = bytearray()
-    element = _ELEMENTS[type_](list(v), body, element_code)
+    element = _ELEMENTS[type_](list(v), body, element_code, wire[2] if ctor is not None else ())
     head.append(element)
     _compound_header(out, 0xE0, 0xF0, code, len(head) + len(body), len(v))
     out += head
@@ -1385,12 +1385,15 @@ def _element_type(v: Any) -> str:
     return _TYPE_OF_CLASS.get(type(first), "null") if first is not None else "null"
 
 
-def _elements_fixed(
-    codes: tuple[tuple[int, int, int, str], ...],
-) -> Callable[[list[Any], bytearray, int | None], int]:
+ElementsWriter = Callable[[list[Any], bytearray, int | None, tuple[Wire, ...]], int]
+"""Writes an array's elements without their constructor (given the wanted one and the wires
+the elements were read with) and returns the constructor it used."""
+
+
+def _elements_fixed(codes: tuple[tuple[int, int, int, str], ...]) -> ElementsWriter:
     """Array elements of an integer type: the smallest non-empty encoding holding them all."""
 
-    def write(items: list[Any], out: bytearray, wanted: int | None) -> int:
+    def write(items: list[Any], out: bytearray, wanted: int | None, wires: tuple[Wire, ...]) -> int:
         try:
             values = [int(x) for x in items]
         except (TypeError, ValueError):
@@ -1408,17 +1411,18 @@ def _elements_fixed(
     return write
 
 
-def _elements_by(
-    writer: Writer, small: int | None, large: int
-) -> Callable[[list[Any], bytearray, int | None], int]:
+def _elements_by(writer: Writer, small: int | None, large: int) -> ElementsWriter:
     """Array elements written by `writer` without their constructor: `small` when every one
-    fits its encoding (and the wire does not ask for `large`), else `large`."""
+    fits its encoding (and the wire does not ask for `large`), else `large`. A list or map
+    element keeps the encodings of what it holds (`wires`, one per element as read)."""
 
-    def write(items: list[Any], out: bytearray, wanted: int | None) -> int:
+    def write(items: list[Any], out: bytearray, wanted: int | None, wires: tuple[Wire, ...]) -> int:
         parts = []
-        for x in items:
+        n = len(wires)
+        for i, x in enumerate(items):
             one = bytearray()
-            writer(x, one, large)
+            inner = wires[i] if i < n else None
+            writer(x, one, (large, inner[1]) if inner.__class__ is tuple else large)
             parts.append(one)
         if small is not None and wanted != large and all(_shrinks(p) for p in parts):
             for p in parts:
@@ -1446,10 +1450,8 @@ def _shrunk(encoded: bytearray) -> bytes:
     return bytes((_U32.unpack_from(encoded, 1)[0],)) + encoded[5:]
 
 
-def _elements_single(
-    writer: Writer, code: int
-) -> Callable[[list[Any], bytearray, int | None], int]:
-    def write(items: list[Any], out: bytearray, wanted: int | None) -> int:
+def _elements_single(writer: Writer, code: int) -> ElementsWriter:
+    def write(items: list[Any], out: bytearray, wanted: int | None, wires: tuple[Wire, ...]) -> int:
         for x in items:
             one = bytearray()
             writer(x, one, code)
@@ -1459,7 +1461,8 @@ def _elements_single(
     return write
 
 
-_ELEMENTS: dict[str, Callable[[list[Any], bytearray, int | None], int]] = {
+_ELEMENTS: dict[str, ElementsWriter] = {
+    "null": _elements_single(e_null, 0x40),
     "boolean": _elements_single(e_boolean, 0x56),
     "ubyte": _elements_fixed(((0x50, 0, 255, "B"),)),
     "ushort": _elements_fixed(((0x60, 0, 65535, "H"),)),
