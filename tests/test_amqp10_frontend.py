@@ -74,10 +74,17 @@ def _stripped(folder: Path) -> dict[str, dict[str, Any]]:
             out[t.get("name", "")] = {
                 "class": t.get("class"),
                 "source": t.get("source", ""),
-                "provides": sorted(p.strip() for p in t.get("provides", "").split(",") if p.strip()),
+                "provides": sorted(
+                    p.strip() for p in t.get("provides", "").split(",") if p.strip()
+                ),
                 "descriptor": descriptor,
                 "encodings": sorted(
-                    (int(x.get("code", ""), 16), x.get("category"), int(x.get("width", "")), x.get("name", ""))
+                    (
+                        int(x.get("code", ""), 16),
+                        x.get("category"),
+                        int(x.get("width", "")),
+                        x.get("name", ""),
+                    )
                     for x in t.findall("encoding")
                 ),
                 "fields": [
@@ -147,7 +154,11 @@ def test_encodings_of_the_transport_text_come_from_part_1(
     primitives = [t for t in proto.typedefs if t.klass == "primitive"]
     assert len(primitives) == 24
     assert {t.document for t in primitives} == {"specs/amqp-1-0/types.xml"}
-    assert all(e.span and e.span.file == "specs/amqp-1-0/types.xml" for t in primitives for e in t.encodings)
+    assert all(
+        e.span and e.span.file == "specs/amqp-1-0/types.xml"
+        for t in primitives
+        for e in t.encodings
+    )
     assert any("encodings-from" in f and "types.xml" in f for f in findings)
 
 
@@ -179,7 +190,11 @@ def test_protocol_headers_and_definitions(full: tuple[Protocol, list[str]]) -> N
         b"AMQP\x03\x01\x00\x00",
     ]
     values = {c.name: c.value for c in proto.constants}
-    assert (values["PORT"], values["SECURE-PORT"], values["MIN-MAX-FRAME-SIZE"]) == (5672, 5671, 512)
+    assert (values["PORT"], values["SECURE-PORT"], values["MIN-MAX-FRAME-SIZE"]) == (
+        5672,
+        5671,
+        512,
+    )
     assert [f.name for f in proto.frame.header] == ["size", "doff", "type", "channel"]
 
 
@@ -247,7 +262,9 @@ def test_malformed_xml_names_file_line_column(tmp_path: Path) -> None:
 
 def test_malformed_embedded_xml_names_the_texts_line(tmp_path: Path) -> None:
     original = (SPEC_DIR / "amqp-core-transport-v1.0.txt").read_text(encoding="utf-8")
-    text = original.replace('<field name="hostname" type="string"/>', '<field name="hostname" type="string">', 1)
+    text = original.replace(
+        '<field name="hostname" type="string"/>', '<field name="hostname" type="string">', 1
+    )
     doc = tmp_path / "transport.txt"
     doc.write_text(text, encoding="utf-8")
     (tmp_path / "types.xml").write_text((SPEC_DIR / "types.xml").read_text(encoding="utf-8"))
@@ -276,3 +293,17 @@ def test_entities_are_never_expanded(tmp_path: Path) -> None:
     with pytest.raises(SpecSyntaxError) as e:
         amqp10_xml.build(doc, "entity.xml", "amqp-1-0", "test")
     assert str(e.value).startswith("entity.xml:2:")
+
+
+def test_cross_references_read_as_the_rendered_spec_does(full: tuple[Protocol, list[str]]) -> None:
+    # the OASIS text (the seed) renders <xref name="sender-settle-mode" choice="settled"/> as
+    # the word "settled": the docs the codec carries must read the same
+    seed = (SPEC_DIR / "amqp-core-transport-v1.0.txt").read_text(encoding="utf-8")
+    transfer = next(t for t in full[0].typedefs if t.name == "transfer")
+    settled = " ".join(next(f for f in transfer.fields if f.name == "settled").doc.split())
+    for words in (
+        "If the negotiated value for snd-settle-mode at attachment is settled, then this field",
+        "If the negotiated value for snd-settle-mode at attachment is unsettled, then this field",
+    ):
+        assert words in seed
+        assert words in settled

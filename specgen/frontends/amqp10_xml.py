@@ -167,10 +167,25 @@ def _doc_of(e: Element) -> str:
     paras = []
     for d in e.findall("doc"):
         for p in d.elements() or [d]:
-            text = " ".join(p.text.split())
+            text = " ".join(_prose(p).split())
             if text:
                 paras.append(text)
     return "\n\n".join(paras) or (e.attr("label") or "")
+
+
+def _prose(e: Element) -> str:
+    """An element's text as the rendered spec shows it: an empty `<xref>` reads as the choice
+    it names (`<xref name="sender-settle-mode" choice="settled"/>`: "settled"), else as the
+    name of what it refers to."""
+    out = []
+    for c in e.children:
+        if isinstance(c, str):
+            out.append(c)
+        elif c.tag == "xref" and not c.text.strip():
+            out.append(c.attr("choice") or c.attr("name") or "")
+        else:
+            out.append(_prose(c))
+    return "".join(out)
 
 
 def _embedded(text: str, rel: str) -> list[tuple[Element, str, str]]:

@@ -315,17 +315,17 @@ class Open(_Composite):
     connecting. It is not mandatory to provide the hostname. If no hostname is provided the
     receiving peer should select a default based on its own configuration. This field can be
     used by AMQP proxies to determine the correct back-end service to connect the client to.
-    This field may already have been specified by the frame, if a SASL layer is used, or, the
-    server name indication extension as described in RFC-4366, if a TLS layer is used, in
-    which case this field SHOULD be null or contain the same value. It is undefined what a
-    different value to those already specific means."""
+    This field may already have been specified by the sasl-init frame, if a SASL layer is
+    used, or, the server name indication extension as described in RFC-4366, if a TLS layer is
+    used, in which case this field SHOULD be null or contain the same value. It is undefined
+    what a different value to those already specific means."""
 
     max_frame_size: int | None = None
     """max-frame-size: The largest frame size that the sending peer is able to accept on this Connection. If this
     field is not set it means that the peer does not impose any specific limit. A peer MUST
     NOT send frames larger than its partner can handle. A peer that receives an oversized
     frame MUST close the Connection with the framing-error error-code. Both peers MUST accept
-    frames of up to octets large."""
+    frames of up to MIN-MAX-FRAME-SIZE octets large."""
 
     channel_max: int | None = None
     """channel-max: The channel-max value is the highest channel number that may be used on the Connection.
@@ -345,8 +345,9 @@ class Open(_Composite):
     outgoing_locales: list[str] | None = None
     """outgoing-locales (multiple): A list of the locales that the peer supports for sending informational text. This includes
     Connection, Session and Link error descriptions. A peer MUST support at least the en-US
-    locale (see ). Since this value is always supported, it need not be supplied in the
-    outgoing-locales. A null value or an empty list implies that only en-US is supported."""
+    locale (see ietf-language-tag). Since this value is always supported, it need not be
+    supplied in the outgoing-locales. A null value or an empty list implies that only en-US is
+    supported."""
 
     incoming_locales: list[str] | None = None
     """incoming-locales (multiple): A list of locales that the sending peer permits for incoming informational text. This list
@@ -361,7 +362,8 @@ class Open(_Composite):
     offered_capabilities: list[str] | None = None
     """offered-capabilities (multiple): If the receiver of the offered-capabilities requires an extension capability which is not
     present in the offered-capability list then it MUST close the connection. A list of
-    commonly defined connection capabilities and their meanings can be found here: ."""
+    commonly defined connection capabilities and their meanings can be found here:
+    http://www.amqp.org/specification/1.0/connection-capabilities."""
 
     desired_capabilities: list[str] | None = None
     """desired-capabilities (multiple): The desired-capability list defines which extension capabilities the sender MAY use if the
@@ -373,7 +375,7 @@ class Open(_Composite):
     properties: dict[Any, Any] | None = None
     """properties: The properties map contains a set of fields intended to indicate information about the
     connection and its container. A list of commonly defined connection properties and their
-    meanings can be found here:"""
+    meanings can be found here: http://www.amqp.org/specification/1.0/connection-properties"""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
 
@@ -421,13 +423,13 @@ class Begin(_Composite):
     which the remote Session sent the begin."""
 
     next_outgoing_id: int | None = None
-    """next-outgoing-id (mandatory): See ."""
+    """next-outgoing-id (mandatory): See session-flow-control."""
 
     incoming_window: int | None = None
-    """incoming-window (mandatory): See ."""
+    """incoming-window (mandatory): See session-flow-control."""
 
     outgoing_window: int | None = None
-    """outgoing-window (mandatory): See ."""
+    """outgoing-window (mandatory): See session-flow-control."""
 
     handle_max: int | None = None
     """handle-max: The handle-max value is the highest handle value that may be used on the Session. A peer
@@ -436,7 +438,8 @@ class Begin(_Composite):
     Connection with the framing-error error-code."""
 
     offered_capabilities: list[str] | None = None
-    """offered-capabilities (multiple): A list of commonly defined session capabilities and their meanings can be found here: ."""
+    """offered-capabilities (multiple): A list of commonly defined session capabilities and their meanings can be found here:
+    http://www.amqp.org/specification/1.0/session-capabilities."""
 
     desired_capabilities: list[str] | None = None
     """desired-capabilities (multiple): the extension capabilities the sender may use if the receiver supports them"""
@@ -444,7 +447,7 @@ class Begin(_Composite):
     properties: dict[Any, Any] | None = None
     """properties: The properties map contains a set of fields intended to indicate information about the
     session and its container. A list of commonly defined session properties and their
-    meanings can be found here: ."""
+    meanings can be found here: http://www.amqp.org/specification/1.0/session-properties."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
 
@@ -463,8 +466,8 @@ class Begin(_Composite):
 
 @dataclass(slots=True)
 class Attach(_Composite):
-    """attach (amqp:attach:list, performatives): The frame indicates that a Link Endpoint has been attached to the Session. The opening flag
-    is used to indicate that the Link Endpoint is newly created.
+    """attach (amqp:attach:list, performatives): The attach frame indicates that a Link Endpoint has been attached to the Session. The
+    opening flag is used to indicate that the Link Endpoint is newly created.
     """
 
     NAME: ClassVar[str] = "attach"
@@ -502,9 +505,10 @@ class Attach(_Composite):
 
     handle: int | None = None
     """handle (mandatory): The handle MUST NOT be used for other open Links. An attempt to attach using a handle
-    which is already associated with a Link MUST be responded to with an immediate carrying a
-    Handle-in-use . To make it easier to monitor AMQP link attach frames, it is recommended
-    that implementations always assign the lowest available handle to this field."""
+    which is already associated with a Link MUST be responded to with an immediate close
+    carrying a Handle-in-use session-error. To make it easier to monitor AMQP link attach
+    frames, it is recommended that implementations always assign the lowest available handle
+    to this field."""
 
     role: bool | None = None
     """role (mandatory): role of the link endpoint"""
@@ -532,12 +536,12 @@ class Attach(_Composite):
     The map is keyed by delivery-tag with values indicating the delivery state. The local and
     remote delivery states for a given delivery-tag MUST be compared to resolve any in-doubt
     deliveries. If necessary, deliveries MAY be resent, or resumed based on the outcome of
-    this comparison. See . If the local unsettled map is too large to be encoded within a
-    frame of the agreed maximum frame size then the session may be ended with the frame-size-
-    too-small error (see ). The endpoint SHOULD make use of the ability to send an incomplete
-    unsettled map (see below) to avoid sending an error. The unsettled map MUST NOT contain
-    null valued keys. When reattaching (as opposed to resuming), the unsettled map MUST be
-    null."""
+    this comparison. See resuming-deliveries. If the local unsettled map is too large to be
+    encoded within a frame of the agreed maximum frame size then the session may be ended with
+    the frame-size-too-small error (see amqp-error). The endpoint SHOULD make use of the
+    ability to send an incomplete unsettled map (see below) to avoid sending an error. The
+    unsettled map MUST NOT contain null valued keys. When reattaching (as opposed to
+    resuming), the unsettled map MUST be null."""
 
     incomplete_unsettled: bool | None = None
     """incomplete-unsettled: If set to true this field indicates that the unsettled map provided is not complete. When
@@ -549,15 +553,17 @@ class Attach(_Composite):
     to true)."""
 
     initial_delivery_count: int | None = None
-    """initial-delivery-count: This MUST NOT be null if role is sender, and it is ignored if the role is receiver. See ."""
+    """initial-delivery-count: This MUST NOT be null if role is sender, and it is ignored if the role is receiver. See
+    flow-control."""
 
     max_message_size: int | None = None
     """max-message-size: This field indicates the maximum message size supported by the link endpoint. Any attempt
-    to deliver a message larger than this results in a message-size-exceeded . If this field
-    is zero or unset, there is no maximum size imposed by the link endpoint."""
+    to deliver a message larger than this results in a message-size-exceeded link-error. If
+    this field is zero or unset, there is no maximum size imposed by the link endpoint."""
 
     offered_capabilities: list[str] | None = None
-    """offered-capabilities (multiple): A list of commonly defined session capabilities and their meanings can be found here: ."""
+    """offered-capabilities (multiple): A list of commonly defined session capabilities and their meanings can be found here:
+    http://www.amqp.org/specification/1.0/link-capabilities."""
 
     desired_capabilities: list[str] | None = None
     """desired-capabilities (multiple): the extension capabilities the sender may use if the receiver supports them"""
@@ -565,7 +571,7 @@ class Attach(_Composite):
     properties: dict[Any, Any] | None = None
     """properties: The properties map contains a set of fields intended to indicate information about the
     link and its container. A list of commonly defined link properties and their meanings can
-    be found here:"""
+    be found here: http://www.amqp.org/specification/1.0/link-properties"""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
 
@@ -616,28 +622,29 @@ class Flow(_Composite):
     }
 
     next_incoming_id: int | None = None
-    """next-incoming-id: Identifies the expected transfer-id of the next incoming frame. This value is not set if
-    and only if the sender has not yet received the frame for the session. See for more
-    details."""
+    """next-incoming-id: Identifies the expected transfer-id of the next incoming transfer frame. This value is not
+    set if and only if the sender has not yet received the begin frame for the session. See
+    session-flow-control for more details."""
 
     incoming_window: int | None = None
-    """incoming-window (mandatory): Defines the maximum number of incoming frames that the endpoint can currently receive. See
-    for more details."""
+    """incoming-window (mandatory): Defines the maximum number of incoming transfer frames that the endpoint can currently
+    receive. See session-flow-control for more details."""
 
     next_outgoing_id: int | None = None
-    """next-outgoing-id (mandatory): The transfer-id that will be assigned to the next outgoing frame. See for more details."""
+    """next-outgoing-id (mandatory): The transfer-id that will be assigned to the next outgoing transfer frame. See session-
+    flow-control for more details."""
 
     outgoing_window: int | None = None
-    """outgoing-window (mandatory): Defines the maximum number of outgoing frames that the endpoint could potentially
+    """outgoing-window (mandatory): Defines the maximum number of outgoing transfer frames that the endpoint could potentially
     currently send, if it was not constrained by restrictions imposed by its peer's incoming-
-    window. See for more details."""
+    window. See session-flow-control for more details."""
 
     handle: int | None = None
     """handle: If set, indicates that the flow frame carries flow state information for the local Link
     Endpoint associated with the given handle. If not set, the flow frame is carrying only
     information pertaining to the Session Endpoint. If set to a handle that is not currently
     associated with an attached Link, the recipient MUST respond by ending the session with an
-    session error."""
+    unattached-handle session error."""
 
     delivery_count: int | None = None
     """delivery-count: When the handle field is not set, this field MUST NOT be set. When the handle identifies
@@ -645,32 +652,33 @@ class Flow(_Composite):
     this field MUST be set to the current delivery-count of the Link Endpoint. When the flow
     state is being sent from the Receiver Endpoint to the Sender Endpoint this field MUST be
     set to the last known value of the corresponding Sending Endpoint. In the event that the
-    Receiving Link Endpoint has not yet seen the initial frame from the Sender this field MUST
-    NOT be set. See for more details."""
+    Receiving Link Endpoint has not yet seen the initial attach frame from the Sender this
+    field MUST NOT be set. See flow-control for more details."""
 
     link_credit: int | None = None
     """link-credit: The current maximum number of Messages that can be handled at the Receiver Endpoint of the
     Link. Only the receiver endpoint can independently set this value. The sender endpoint
-    sets this to the last known value seen from the receiver. See for more details. When the
-    handle field is not set, this field MUST NOT be set."""
+    sets this to the last known value seen from the receiver. See flow-control for more
+    details. When the handle field is not set, this field MUST NOT be set."""
 
     available: int | None = None
     """available: The number of Messages awaiting credit at the link sender endpoint. Only the sender can
     independently set this value. The receiver sets this to the last known value seen from the
-    sender. See for more details. When the handle field is not set, this field MUST NOT be
-    set."""
+    sender. See flow-control for more details. When the handle field is not set, this field
+    MUST NOT be set."""
 
     drain: bool | None = None
     """drain: When flow state is sent from the sender to the receiver, this field contains the actual
     drain mode of the sender. When flow state is sent from the receiver to the sender, this
-    field contains the desired drain mode of the receiver. See for more details. When the
-    handle field is not set, this field MUST NOT be set."""
+    field contains the desired drain mode of the receiver. See flow-control for more details.
+    When the handle field is not set, this field MUST NOT be set."""
 
     echo: bool | None = None
     """echo: request link state from other endpoint"""
 
     properties: dict[Any, Any] | None = None
-    """properties: A list of commonly defined link state properties and their meanings can be found here:"""
+    """properties: A list of commonly defined link state properties and their meanings can be found here:
+    http://www.amqp.org/specification/1.0/link-state-properties"""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
 
@@ -746,11 +754,11 @@ class Transfer(_Composite):
     then it MUST be interpreted as true if and only if the value of the settled flag on any of
     the preceding transfers was true; if no preceding transfer was sent with settled being
     true then the value when unset MUST be taken as false. If the negotiated value for snd-
-    settle-mode at attachment is , then this field MUST be true on at least one transfer frame
-    for a delivery (i.e. the delivery must be settled at the Sender at the point the delivery
-    has been completely transferred). If the negotiated value for snd-settle-mode at
-    attachment is , then this field MUST be false (or unset) on every transfer frame for a
-    delivery (unless the delivery is aborted)."""
+    settle-mode at attachment is settled, then this field MUST be true on at least one
+    transfer frame for a delivery (i.e. the delivery must be settled at the Sender at the
+    point the delivery has been completely transferred). If the negotiated value for snd-
+    settle-mode at attachment is unsettled, then this field MUST be false (or unset) on every
+    transfer frame for a delivery (unless the delivery is aborted)."""
 
     more: bool | None = None
     """more: Note that if both the more and aborted fields are set to true, the aborted flag takes
@@ -759,37 +767,39 @@ class Transfer(_Composite):
     aborted flag to true."""
 
     rcv_settle_mode: int | None = None
-    """rcv-settle-mode: If , this indicates that the Receiver MUST settle the delivery once it has arrived without
-    waiting for the Sender to settle first. If , this indicates that the Receiver MUST NOT
-    settle until sending its disposition to the Sender and receiving a settled disposition
-    from the sender. If not set, this value is defaulted to the value negotiated on link
-    attach. If the negotiated link value is , then it is illegal to set this field to . If the
-    message is being sent settled by the Sender, the value of this field is ignored. The
-    (implicit or explicit) value of this field does not form part of the transfer state, and
-    is not retained if a link is suspended and subsequently resumed."""
+    """rcv-settle-mode: If first, this indicates that the Receiver MUST settle the delivery once it has arrived
+    without waiting for the Sender to settle first. If second, this indicates that the
+    Receiver MUST NOT settle until sending its disposition to the Sender and receiving a
+    settled disposition from the sender. If not set, this value is defaulted to the value
+    negotiated on link attach. If the negotiated link value is first, then it is illegal to
+    set this field to second. If the message is being sent settled by the Sender, the value of
+    this field is ignored. The (implicit or explicit) value of this field does not form part
+    of the transfer state, and is not retained if a link is suspended and subsequently
+    resumed."""
 
     state: Any | None = None
     """state requires delivery-state: When set this informs the receiver of the state of the delivery at the sender. This is
     particularly useful when transfers of unsettled deliveries are resumed after a resuming a
     link. Setting the state on the transfer can be thought of as being equivalent to sending a
-    disposition immediately before the performative, i.e. it is the state of the delivery (not
-    the transfer) that existed at the point the frame was sent. Note that if the performative
-    (or an earlier performative referring to the delivery) indicates that the delivery has
-    attained a terminal state, then no future or sent by the sender can alter that terminal
-    state."""
+    disposition immediately before the transfer performative, i.e. it is the state of the
+    delivery (not the transfer) that existed at the point the frame was sent. Note that if the
+    transfer performative (or an earlier disposition performative referring to the delivery)
+    indicates that the delivery has attained a terminal state, then no future transfer or
+    disposition sent by the sender can alter that terminal state."""
 
     resume: bool | None = None
     """resume: If true, the resume flag indicates that the transfer is being used to reassociate an
-    unsettled delivery from a dissociated link endpoint. See for more details. The receiver
-    MUST ignore resumed deliveries that are not in its local unsettled map. The sender MUST
-    NOT send resumed transfers for deliveries not in its local unsettled map. If a resumed
-    delivery spans more than one transfer performative, then the resume flag MUST be set to
-    true on the first transfer of the resumed delivery. For subsequent transfers for the same
-    delivery the resume flag may be set to true, or may be omitted. In the case where the
-    exchange of unsettled maps makes clear that all message data has been successfully
-    transferred to the receiver, and that only the final state (and potentially settlement) at
-    the sender needs to be conveyed, then a resumed delivery may carry no payload and instead
-    act solely as a vehicle for carrying the terminal state of the delivery at the sender."""
+    unsettled delivery from a dissociated link endpoint. See resuming-deliveries for more
+    details. The receiver MUST ignore resumed deliveries that are not in its local unsettled
+    map. The sender MUST NOT send resumed transfers for deliveries not in its local unsettled
+    map. If a resumed delivery spans more than one transfer performative, then the resume flag
+    MUST be set to true on the first transfer of the resumed delivery. For subsequent
+    transfers for the same delivery the resume flag may be set to true, or may be omitted. In
+    the case where the exchange of unsettled maps makes clear that all message data has been
+    successfully transferred to the receiver, and that only the final state (and potentially
+    settlement) at the sender needs to be conveyed, then a resumed delivery may carry no
+    payload and instead act solely as a vehicle for carrying the terminal state of the
+    delivery at the sender."""
 
     aborted: bool | None = None
     """aborted: Aborted Messages should be discarded by the recipient (any payload within the frame
@@ -800,10 +810,10 @@ class Transfer(_Composite):
     communicate updated delivery state. This hint may be used to artificially increase the
     amount of batching an implementation uses when communicating delivery states, and thereby
     save bandwidth. If the message being delivered is too large to fit within a single frame,
-    then the setting of batchable to true on any of the performatives for the delivery is
-    equivalent to setting batchable to true for all the performatives for the delivery. The
-    batchable value does not form part of the transfer state, and is not retained if a link is
-    suspended and subsequently resumed."""
+    then the setting of batchable to true on any of the transfer performatives for the
+    delivery is equivalent to setting batchable to true for all the transfer performatives for
+    the delivery. The batchable value does not form part of the transfer state, and is not
+    retained if a link is suspended and subsequently resumed."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
 
@@ -833,7 +843,7 @@ class Disposition(_Composite):
     Note that it is possible for a disposition sent from sender to receiver to refer to a
     delivery which has not yet completed (i.e. a delivery which is spread over multiple frames
     and not all frames have yet been sent). The use of such interleaving is discouraged in favor
-    of carrying the modified state on the next performative for the delivery.
+    of carrying the modified state on the next transfer performative for the delivery.
 
     The disposition performative may refer to deliveries on links that are no longer attached.
     As long as the links have not been closed or detached with an error then the deliveries are
@@ -919,7 +929,7 @@ class Detach(_Composite):
     """handle (mandatory): the local handle of the link to be detached"""
 
     closed: bool | None = None
-    """closed: See ."""
+    """closed: See closing-a-link."""
 
     error: Error | None = None
     """error: If set, this field indicates that the Link is being detached due to an error condition.
@@ -1023,8 +1033,8 @@ class Error(_Composite):
 class Header(_Composite):
     """header (amqp:header:list, message-format): The header section carries standard delivery details about the transfer of a Message through
     the AMQP network. If the header section is omitted the receiver MUST assume the appropriate
-    default values for the fields within the unless other target or node specific defaults have
-    otherwise been set.
+    default values for the fields within the header unless other target or node specific
+    defaults have otherwise been set.
     """
 
     NAME: ClassVar[str] = "header"
@@ -1044,9 +1054,9 @@ class Header(_Composite):
     durable: bool | None = None
     """durable: Durable Messages MUST NOT be lost even if an intermediary is unexpectedly terminated and
     restarted. A target which is not capable of fulfilling this guarantee MUST NOT accept
-    messages where the durable header is set to true: if the source allows the outcome then
-    the message should be rejected with the error, otherwise the link must be detached by the
-    receiver with the same error."""
+    messages where the durable header is set to true: if the source allows the rejected
+    outcome then the message should be rejected with the precondition-failed error, otherwise
+    the link must be detached by the receiver with the same error."""
 
     priority: int | None = None
     """priority: This field contains the relative Message priority. Higher numbers indicate higher priority
@@ -1106,8 +1116,9 @@ class DeliveryAnnotations(_Section):
     the receiving peer. If the recipient does not understand the annotation it cannot be acted
     upon and its effects (such as any implied propagation) cannot be acted upon. Annotations may
     be specific to one implementation, or common to multiple implementations. The capabilities
-    negotiated on link and on the and should be used to establish which annotations a peer
-    supports. A registry of defined annotations and their meanings can be found here: .
+    negotiated on link attach and on the source and target should be used to establish which
+    annotations a peer supports. A registry of defined annotations and their meanings can be
+    found here: http://www.amqp.org/specification/1.0/delivery-annotations.
 
     If the delivery-annotations section is omitted, it is equivalent to a delivery-annotations
     section containing an empty map of annotations.
@@ -1128,15 +1139,17 @@ class MessageAnnotations(_Section):
     """message-annotations (amqp:message-annotations:map, message-format): The message-annotations section is used for properties of the message which are aimed at the
     infrastructure and should be propagated across every delivery step. Message annotations
     convey information about the message. Intermediaries MUST propagate the annotations unless
-    the annotations are explicitly augmented or modified (e.g. by the use of the outcome).
+    the annotations are explicitly augmented or modified (e.g. by the use of the modified
+    outcome).
 
-    The capabilities negotiated on link and on the and may be used to establish which
-    annotations a peer understands, however it a network of AMQP intermediaries it may not be
-    possible to know if every intermediary will understand the annotation. Note that for some
-    annotation it may not be necessary for the intermediary to understand their purpose - they
-    may be being used purely as an attribute which can be filtered on.
+    The capabilities negotiated on link attach and on the source and target may be used to
+    establish which annotations a peer understands, however it a network of AMQP intermediaries
+    it may not be possible to know if every intermediary will understand the annotation. Note
+    that for some annotation it may not be necessary for the intermediary to understand their
+    purpose - they may be being used purely as an attribute which can be filtered on.
 
-    A registry of defined annotations and their meanings can be found here: .
+    A registry of defined annotations and their meanings can be found here:
+    http://www.amqp.org/specification/1.0/message-annotations.
 
     If the message-annotations section is omitted, it is equivalent to a message-annotations
     section containing an empty map of annotations.
@@ -1272,9 +1285,9 @@ class ApplicationProperties(_Section):
     application data. Intermediaries may use the data within this structure for the purposes of
     filtering or routing.
 
-    The keys of this map are restricted to be of type (which excludes the possibility of a null
-    key) and the values are restricted to be of simple types only, that is (excluding , , and
-    types).
+    The keys of this map are restricted to be of type string (which excludes the possibility of
+    a null key) and the values are restricted to be of simple types only, that is (excluding
+    map, list, and array types).
     """
 
     NAME: ClassVar[str] = "application-properties"
@@ -1335,7 +1348,8 @@ class Footer(_Section):
     calculated or evaluated once the whole bare message has been constructed or seen (for
     example message hashes, HMACs, signatures and encryption details).
 
-    A registry of defined footers and their meanings can be found here: .
+    A registry of defined footers and their meanings can be found here:
+    http://www.amqp.org/specification/1.0/footer.
     """
 
     NAME: ClassVar[str] = "footer"
@@ -1350,13 +1364,14 @@ class Footer(_Section):
 
 @dataclass(slots=True)
 class Received(_Composite):
-    """received (amqp:received:list, delivery-state): At the target the state indicates the furthest point in the payload of the message which the
-    target will not need to have resent if the link is resumed. At the source the state
-    represents the earliest point in the payload which the Sender is able to resume transferring
-    at in the case of link resumption. When resuming a delivery, if this state is set on the
-    first performative it indicates the offset in the payload at which the first resumed
-    delivery is starting. The Sender MUST NOT send the state on or performatives except on the
-    first performative on a resumed delivery.
+    """received (amqp:received:list, delivery-state): At the target the received state indicates the furthest point in the payload of the message
+    which the target will not need to have resent if the link is resumed. At the source the
+    received state represents the earliest point in the payload which the Sender is able to
+    resume transferring at in the case of link resumption. When resuming a delivery, if this
+    state is set on the first transfer performative it indicates the offset in the payload at
+    which the first resumed delivery is starting. The Sender MUST NOT send the received state on
+    transfer or disposition performatives except on the first transfer performative on a resumed
+    delivery.
     """
 
     NAME: ClassVar[str] = "received"
@@ -1403,8 +1418,8 @@ class Accepted(_Composite):
     transfer of payload data will not be able to be resumed if the link becomes suspended. A
     delivery may become accepted at the source even before all transfer frames have been sent,
     this does not imply that the remaining transfers for the delivery will not be sent - only
-    the aborted flag on the performative can be used to indicate a premature termination of the
-    transfer.
+    the aborted flag on the transfer performative can be used to indicate a premature
+    termination of the transfer.
 
     At the target, the accepted outcome is used to indicate that an incoming Message has been
     successfully processed, and that the receiver of the Message is expecting the sender to
@@ -1591,21 +1606,21 @@ class Source(_Composite):
     }
 
     address: Any | None = None
-    """address requires address: The address of the source MUST NOT be set when sent on a frame sent by the receiving Link
-    Endpoint where the dynamic flag is set to true (that is where the receiver is requesting
-    the sender to create an addressable node). The address of the source MUST be set when sent
-    on a frame sent by the sending Link Endpoint where the dynamic flag is set to true (that
-    is where the sender has created an addressable node at the request of the receiver and is
-    now communicating the address of that created node). The generated name of the address
-    SHOULD include the link name and the container-id of the remote container to allow for
-    ease of identification."""
+    """address requires address: The address of the source MUST NOT be set when sent on a attach frame sent by the
+    receiving Link Endpoint where the dynamic flag is set to true (that is where the receiver
+    is requesting the sender to create an addressable node). The address of the source MUST be
+    set when sent on a attach frame sent by the sending Link Endpoint where the dynamic flag
+    is set to true (that is where the sender has created an addressable node at the request of
+    the receiver and is now communicating the address of that created node). The generated
+    name of the address SHOULD include the link name and the container-id of the remote
+    container to allow for ease of identification."""
 
     durable: int | None = None
     """durable: Indicates what state of the terminus will be retained durably: the state of durable
     messages, only existence and configuration of the terminus, or no state at all."""
 
     expiry_policy: str | None = None
-    """expiry-policy: See ."""
+    """expiry-policy: See terminus-expiry-policy."""
 
     timeout: int | None = None
     """timeout: The Source starts expiring as indicated by the expiry-policy."""
@@ -1622,7 +1637,7 @@ class Source(_Composite):
     """dynamic-node-properties: If the dynamic field is not set to true this field must be left unset. When set by the
     receiving Link endpoint, this field contains the desired properties of the Node the
     receiver wishes to be created. When set by the sending Link endpoint this field contains
-    the actual properties of the dynamically created node. See ."""
+    the actual properties of the dynamically created node. See node-properties."""
 
     distribution_mode: str | None = None
     """distribution-mode requires distribution-mode: This field MUST be set by the sending end of the Link if the endpoint supports more than
@@ -1630,25 +1645,25 @@ class Source(_Composite):
     a preference when a Node supports multiple distribution modes."""
 
     filter: dict[Any, Any] | None = None
-    """filter: See . The receiving endpoint sets its desired filter, the sending endpoint sets the filter
-    actually in place (including any filters defaulted at the node). The receiving endpoint
-    MUST check that the filter in place meets its needs and take responsibility for detaching
-    if it does not."""
+    """filter: See filter-set. The receiving endpoint sets its desired filter, the sending endpoint sets
+    the filter actually in place (including any filters defaulted at the node). The receiving
+    endpoint MUST check that the filter in place meets its needs and take responsibility for
+    detaching if it does not."""
 
     default_outcome: Any | None = None
     """default-outcome requires outcome: Indicates the outcome to be used for transfers that have not reached a terminal state at
     the receiver when the transfer is settled, including when the Source is destroyed. The
-    value MUST be a valid outcome (e.g. or )."""
+    value MUST be a valid outcome (e.g. released or rejected)."""
 
     outcomes: list[str] | None = None
     """outcomes (multiple): The values in this field are the symbolic descriptors of the outcomes that can be chosen
     on this link. This field MAY be empty, indicating that the default-outcome will be assumed
     for all message transfers (if the default-outcome is not set, and no outcomes are
-    provided, then the outcome must be supported by the source). When present, the values MUST
-    be a symbolic descriptor of a valid outcome, e.g. "amqp:accepted:list"."""
+    provided, then the accepted outcome must be supported by the source). When present, the
+    values MUST be a symbolic descriptor of a valid outcome, e.g. "amqp:accepted:list"."""
 
     capabilities: list[str] | None = None
-    """capabilities (multiple): See ."""
+    """capabilities (multiple): See http://www.amqp.org/specification/1.0/source-capabilities."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
 
@@ -1698,21 +1713,21 @@ class Target(_Composite):
     }
 
     address: Any | None = None
-    """address requires address: The address of the target MUST NOT be set when sent on a frame sent by the sending Link
-    Endpoint where the dynamic flag is set to true (that is where the sender is requesting the
-    receiver to create an addressable node). The address of the source MUST be set when sent
-    on a frame sent by the receiving Link Endpoint where the dynamic flag is set to true (that
-    is where the receiver has created an addressable node at the request of the sender and is
-    now communicating the address of that created node). The generated name of the address
-    SHOULD include the link name and the container-id of the remote container to allow for
-    ease of identification."""
+    """address requires address: The address of the target MUST NOT be set when sent on a attach frame sent by the sending
+    Link Endpoint where the dynamic flag is set to true (that is where the sender is
+    requesting the receiver to create an addressable node). The address of the source MUST be
+    set when sent on a attach frame sent by the receiving Link Endpoint where the dynamic flag
+    is set to true (that is where the receiver has created an addressable node at the request
+    of the sender and is now communicating the address of that created node). The generated
+    name of the address SHOULD include the link name and the container-id of the remote
+    container to allow for ease of identification."""
 
     durable: int | None = None
     """durable: Indicates what state of the terminus will be retained durably: the state of durable
     messages, only existence and configuration of the terminus, or not state at all."""
 
     expiry_policy: str | None = None
-    """expiry-policy: See ."""
+    """expiry-policy: See terminus-expiry-policy."""
 
     timeout: int | None = None
     """timeout: The Target starts expiring as indicated by the expiry-policy."""
@@ -1729,10 +1744,10 @@ class Target(_Composite):
     """dynamic-node-properties: If the dynamic field is not set to true this field must be left unset. When set by the
     sending Link endpoint, this field contains the desired properties of the Node the sender
     wishes to be created. When set by the receiving Link endpoint this field contains the
-    actual properties of the dynamically created node. See ."""
+    actual properties of the dynamically created node. See node-properties."""
 
     capabilities: list[str] | None = None
-    """capabilities (multiple): See ."""
+    """capabilities (multiple): See http://www.amqp.org/specification/1.0/target-capabilities."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
 
@@ -1848,7 +1863,7 @@ class Coordinator(_Composite):
     capabilities of the coordinator. When sent by the resource (the receiving endpoint),
     defined the actual capabilities of the coordinator. Note that it is the responsibility of
     the transaction controller to verify that the capabilities of the controller meet its
-    requirements. See ."""
+    requirements. See txn-capability."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
 
@@ -1860,7 +1875,7 @@ class Coordinator(_Composite):
 class Declare(_Composite):
     """declare (amqp:declare:list, coordination): The declare type defines the message body sent to the coordinator to declare a transaction.
     The txn-id allocated for this transaction is chosen by the transaction controller and
-    identified in the resulting outcome.
+    identified in the declared resulting outcome.
     """
 
     NAME: ClassVar[str] = "declare"
@@ -1875,8 +1890,9 @@ class Declare(_Composite):
     """global-id requires global-tx-id: Specifies that the txn-id allocated by this declare MUST be associated work with the
     indicated global transaction. If not set, the allocated txn-id will associated work with a
     local transaction. This field MUST NOT be set if the Coordinator does not have the
-    capability. Note that the specification of distributed transactions within AMQP 1.0 will
-    be provided separately in Book 6 Distributed Transactions."""
+    distributed-transactions capability. Note that the specification of distributed
+    transactions within AMQP 1.0 will be provided separately in Book 6 Distributed
+    Transactions."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
 

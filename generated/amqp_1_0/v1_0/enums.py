@@ -74,8 +74,8 @@ class ReceiverSettleMode(IntEnum):
 
     SECOND = 1
 
-    """The Receiver will only settle after sending the to the Sender and receiving a indicating
-    settlement of the delivery from the sender."""
+    """The Receiver will only settle after sending the disposition to the Sender and receiving a
+    disposition indicating settlement of the delivery from the sender."""
 
 
 class AmqpError(StrEnum):
@@ -137,9 +137,10 @@ class AmqpError(StrEnum):
 
     """The peer cannot send a frame because the smallest encoding of the performative with the
     currently valid values would be too large to fit within a frame of the agreed maximum frame
-    size. When transferring a message the message data can be sent in multiple frames thereby
-    avoiding this error. Similarly when attaching a link with a large unsettled map the endpoint
-    may make use of the incomplete-unsettled flag to avoid the need for overly large frames."""
+    size. When transferring a message the message data can be sent in multiple transfer frames
+    thereby avoiding this error. Similarly when attaching a link with a large unsettled map the
+    endpoint may make use of the incomplete-unsettled flag to avoid the need for overly large
+    frames."""
 
 
 class ConnectionError(StrEnum):
@@ -159,7 +160,7 @@ class ConnectionError(StrEnum):
     """The container is no longer available on the current connection. The peer should attempt
     reconnection to the container using the details provided in the info map. hostname the
     hostname of the container. This is the value that should be supplied in the hostname field
-    of the frame, and suring the SASL and TLS negotiation (if used). network-host the DNS
+    of the open frame, and suring the SASL and TLS negotiation (if used). network-host the DNS
     hostname or IP address of the machine hosting the container. port the port number on the
     machine hosting the container."""
 
@@ -205,7 +206,7 @@ class LinkError(StrEnum):
     """The address provided cannot be resolved to a terminus at the current container. The info map
     may contain the following information to allow the client to locate the attach to the
     terminus. hostname the hostname of the container hosting the terminus. This is the value
-    that should be supplied in the hostname field of the frame, and during SASL and TLS
+    that should be supplied in the hostname field of the open frame, and during SASL and TLS
     negotiation (if used). network-host the DNS hostname or IP address of the machine hosting
     the container. port the port number on the machine hosting the container. address the
     address of the terminus at the container."""
