@@ -1356,11 +1356,25 @@ def e_array(v: Any, out: bytearray, wire: Wire = None) -> None:
         head.append(0)
         encode_any(descriptor, head, ctor[1] if isinstance(ctor, tuple) else None)
     body = bytearray()
-    element = _ELEMENTS[type_](list(v), body, element_code, wire[2] if ctor is not None else ())
+    if _FIXED_WIDTH.get(element_code) == 0 and v and all(_zero_width(x, element_code) for x in v):
+        # read with a zero-width constructor (uint0, true, list0, ...): the constructor alone
+        element = element_code
+    else:
+        element = _ELEMENTS[type_](list(v), body, element_code, wire[2] if ctor is not None else ())
     head.append(element)
     _compound_header(out, 0xE0, 0xF0, code, len(head) + len(body), len(v))
     out += head
     out += body
+
+
+def _zero_width(v: Any, code: int) -> bool:
+    """Whether `v` encodes as the zero-width constructor `code` alone."""
+    one = bytearray()
+    try:
+        encode_any(v, one, code)
+    except EncodeError:
+        return False
+    return len(one) == 1 and one[0] == code
 
 
 def _compound_header(
