@@ -1,0 +1,752 @@
+"""Speed of the generated AMQP 1.0 codec against two peers measured in the same run.
+
+    .venv/bin/python bench/amqp10.py [--quick] [--budget SECONDS] [--only NAME ...]
+
+The peers: qpid-proton's C codec through its Python binding (`proton.Data`, `proton.Message`)
+and the pure-Python codec inside azure-servicebus (`azure.servicebus._pyamqp`). Four cases, each
+built from the same field values in all three codecs:
+
+  * open              container-id, hostname, max-frame-size, channel-max, idle-time-out, offered
+                      and desired capabilities, a properties map (product, version, platform)
+  * attach            name, handle, role, snd/rcv-settle-mode, a source (address, durable,
+                      capabilities), a target (address), initial-delivery-count, max-message-size,
+                      properties
+  * transfer          handle, delivery-id, delivery-tag, message-format, settled=false, and a
+                      message payload of a few hundred bytes carried as bytes (not decoded)
+  * transfer+message  the same frame, the payload's sections decoded into (or encoded from) a
+                      message: header, properties, application-properties, one data section
+
+What each peer's timed operation covers (the frame's 8-byte header included for every codec):
+  decode  bytes of one whole frame -> objects
+    specgen  `frames.decode(frame)`: header checks, the performative as its dataclass (every
+             field's constructor checked), the payload as bytes; +message: `decode_message`
+    proton   `struct` header parse, `Data.decode` of the body (C) into one reused `Data`,
+             `get_object()` (Python objects: Described, ulong, symbol, Array, dict), the payload
+             sliced off as bytes; +message: a new `Message()` and its `decode(payload)` (what
+             proton's own `recv_msg` does). proton's engine decodes performatives in C and never
+             builds Python objects for them; this is the closest Python-visible path.
+    pyamqp   `struct` header parse and `_decode.decode_frame(memoryview(frame)[doff*4:])` as its
+             transport's `receive_frame` does (a list of fields, the payload a memoryview);
+             +message: `_decode.decode_payload(payload)` as its receiver does
+  encode  a prebuilt object -> bytes of one whole frame
+    specgen  `frames.encode(Frame(...))` of a freshly built (never decoded) performative, so the
+             smallest encodings; +message: `encode_message` first
+    proton   `put_object` of a prebuilt `Described` tree into one reused `Data`, `Data.encode()`
+             (C), the frame header packed with `struct`; +message: `Message.encode()` first
+    pyamqp   `_encode.encode_frame(namedtuple)` and the channel spliced in as its transport's
+             `send_frame` does; +message: `_encode.encode_payload` first
+
+The three encoders write different, legal bytes for every case: proton uses list32, array32,
+map32 and sym32 where specgen picks the 8-bit forms; _pyamqp writes sym32 array elements, 0x56
+booleans and every trailing null field. Before timing,
+every codec decodes every codec's bytes and the decoded fields must agree (a field left unset
+may come back as its spec default: `_pyamqp` fills those in); a disagreement aborts the run.
+Decode is then timed on each distinct encoding ("bytes from" column), all three decoders reading
+the same bytes in a row, so each peer is timed on its own bytes as well as on specgen's.
+
+Timing: bench/codec.py's `rates`: the functions of one case and operation are timed in turn, in
+7 alternating rounds of about `budget / 7` seconds each, and each figure is its best round, so
+load on the machine weighs on all of them alike. Ratios are specgen's rate over the peer's on
+the same row (above 1.00x: specgen is faster). Results go to bench/results/amqp10.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import struct
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import proton
+
+try:
+    from azure.servicebus._pyamqp import _decode as py_decode
+    from azure.servicebus._pyamqp import _encode as py_encode
+    from azure.servicebus._pyamqp import message as py_message
+    from azure.servicebus._pyamqp import performatives as py_perf
+    from azure.servicebus._pyamqp.endpoints import Source as PySource
+    from azure.servicebus._pyamqp.endpoints import Target as PyTarget
+except ImportError:  # the bench extra, not the test suite's
+    sys.exit("bench/amqp10.py: azure-servicebus is missing: .venv/bin/pip install -e '.[bench]'")
+from proton import UNDESCRIBED, Array, Data, Described, int32, symbol, ubyte, uint, ulong, ushort
+
+from generated.amqp_1_0 import v1_0 as amqp
+from generated.amqp_1_0.v1_0 import composites as c
+from generated.amqp_1_0.v1_0 import types as t
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from codec import rates  # noqa: E402  (bench/codec.py: alternating rounds, best of 7)
+
+ROOT = Path(__file__).resolve().parents[1]
+CODECS = ("specgen", "proton", "pyamqp")
+HEAD = struct.Struct(">IBBH")  # size, doff, type, channel
+CHANNEL = struct.Struct(">H")
+
+# ---- the field values, shared by the three codecs
+
+CONTAINER = "specgen-bench-5f0c2a6e-7b1f-4d7e-9a43-1d8f4f0e2b7a"
+HOSTNAME = "broker.example.com"
+OFFERED = ["ANONYMOUS-RELAY", "DELAYED_DELIVERY"]
+DESIRED = ["ANONYMOUS-RELAY", "DELAYED_DELIVERY", "SHARED-SUBS"]
+CONN_PROPS = {
+    "product": "specgen-bench",
+    "version": "0.1.0",
+    "platform": "CPython 3.11.7 Linux x86_64",
+}
+LINK = "specgen-bench-sender-7f3a9c21"
+SOURCE_ADDRESS = "specgen-bench-5f0c2a6e/out"
+SOURCE_CAPS = ["queue", "shared"]
+TARGET_ADDRESS = "/queues/orders"
+LINK_PROPS = {"tracking-id": "c0a8-0001-7f3a", "client-version": "0.1.0"}
+MAX_MESSAGE = 1_048_576
+DELIVERY_TAG = struct.pack(">I", 42)
+
+MSG_ID = "order-7f3a9c21-000041"
+USER_ID = b"bench-user"
+REPLY_TO = "/queues/replies"
+CORRELATION_ID = "req-000041"
+CREATED_MS = 1_732_530_000_123
+TTL_MS = 60_000
+APP_PROPS: dict[str, Any] = {
+    "tenant": "acme-eu",
+    "event-type": "order.created",
+    "attempt": 1,
+    "priority-class": "standard",
+    "trace-id": "4bf92f3577b34da6a3ce929d0e0e4736",
+}
+BODY = json.dumps(
+    {
+        "order_id": "7f3a9c21-000041",
+        "customer": "C-0042",
+        "lines": [
+            {"sku": "SKU-1001", "qty": 2, "price": "19.99"},
+            {"sku": "SKU-2002", "qty": 1, "price": "5.49"},
+        ],
+        "currency": "EUR",
+        "total": "45.47",
+        "created": "2024-11-25T10:20:00.123Z",
+    },
+    separators=(",", ":"),
+).encode()
+
+
+# ---- one codec's view of one case
+
+
+@dataclass
+class Peer:
+    """One codec's handling of one case: its encode and decode, and a plain view of what it
+    decoded for the cross-check."""
+
+    encode: Callable[[], bytes]
+    decode: Callable[[bytes], Any]
+    view: Callable[[Any], dict[str, Any]]
+
+
+@dataclass
+class Case:
+    name: str
+    peers: dict[str, Peer]
+
+
+def norm(v: Any) -> Any:
+    """A codec's decoded value as plain Python, so the three can be compared: strings and
+    symbols as UTF-8 bytes (`_pyamqp` returns both as bytes), int subclasses as int, arrays as
+    lists, described values as ("d", descriptor, value)."""
+    if v is None or isinstance(v, bool):
+        return v
+    if isinstance(v, int):
+        return int(v)
+    if isinstance(v, str):
+        return v.encode()
+    if isinstance(v, bytes | bytearray | memoryview):
+        return bytes(v)
+    if isinstance(v, Array):
+        return [norm(x) for x in v.elements]
+    if isinstance(v, list | tuple):
+        return [norm(x) for x in v]
+    if isinstance(v, dict):
+        return {norm(k): norm(x) for k, x in v.items()}
+    if isinstance(v, Described):
+        return ("d", norm(v.descriptor), norm(v.value))
+    if isinstance(v, c._Composite):
+        return ("d", v.DESCRIPTOR_CODE, [norm(x) for x in v._values()])
+    if isinstance(v, c._Section):
+        return ("d", v.DESCRIPTOR_CODE, norm(v.value))
+    return v
+
+
+def agree(ref: Any, got: Any, where: str, defaults: list[Any] | None = None) -> list[str]:
+    """Where `got` differs from `ref`. A described value may come back as its bare value (a
+    codec that drops descriptors it has no class for), and a field `ref` leaves null may come
+    back as the field's default, from `defaults` (position by position)."""
+    if isinstance(ref, tuple) and ref[:1] == ("d",):
+        if isinstance(got, tuple) and got[:1] == ("d",):
+            if ref[1] != got[1]:
+                return [f"{where}: descriptor {ref[1]!r} != {got[1]!r}"]
+            got = got[2]
+        return agree(ref[2], got, where, defaults)
+    if isinstance(ref, list) and isinstance(got, list):
+        out = []
+        for i in range(max(len(ref), len(got))):
+            r = ref[i] if i < len(ref) else None
+            g = got[i] if i < len(got) else None
+            if r is None and g is not None:
+                if defaults is None or i >= len(defaults) or norm(defaults[i]) != g:
+                    out.append(f"{where}[{i}]: expected null or its default, got {g!r}")
+                continue
+            out += agree(r, g, f"{where}[{i}]")
+        return out
+    if isinstance(ref, dict) and isinstance(got, dict):
+        if ref.keys() != got.keys():
+            return [f"{where}: keys {sorted(ref)} != {sorted(got)}"]
+        return [e for k in ref for e in agree(ref[k], got[k], f"{where}[{k!r}]")]
+    return [] if ref == got and type(ref) is type(got) else [f"{where}: {ref!r} != {got!r}"]
+
+
+# ---- specgen
+
+
+def _ours_frame(frame: Any) -> dict[str, Any]:
+    body = frame.body
+    return {
+        "channel": frame.channel,
+        "performative": body.DESCRIPTOR_CODE,
+        "fields": [norm(v) for v in body._values()],
+        "payload": bytes(frame.payload),
+    }
+
+
+def _ours_message(msg: amqp.Message) -> dict[str, Any]:
+    return {
+        "header": norm(msg.header),
+        "properties": norm(msg.properties),
+        "application_properties": norm(msg.application_properties),
+        "data": [bytes(d.value) for d in msg.body],
+    }
+
+
+def _split_ours(got: tuple[Any, amqp.Message | None]) -> dict[str, Any]:
+    frame, msg = got
+    view = _ours_frame(frame)
+    if msg is not None:
+        view["payload"] = _ours_message(msg)
+    return view
+
+
+def ours_objects() -> dict[str, Any]:
+    sym = t.Symbol
+    open_ = c.Open(
+        container_id=CONTAINER,
+        hostname=HOSTNAME,
+        max_frame_size=t.UInt(131_072),
+        channel_max=t.UShort(2047),
+        idle_time_out=t.UInt(60_000),
+        offered_capabilities=[sym(x) for x in OFFERED],
+        desired_capabilities=[sym(x) for x in DESIRED],
+        properties={sym(k): v for k, v in CONN_PROPS.items()},
+    )
+    attach = c.Attach(
+        name=LINK,
+        handle=t.UInt(0),
+        role=False,
+        snd_settle_mode=t.UByte(2),
+        rcv_settle_mode=t.UByte(0),
+        source=c.Source(
+            address=SOURCE_ADDRESS,
+            durable=t.UInt(1),
+            capabilities=[sym(x) for x in SOURCE_CAPS],
+        ),
+        target=c.Target(address=TARGET_ADDRESS),
+        initial_delivery_count=t.UInt(0),
+        max_message_size=t.ULong(MAX_MESSAGE),
+        properties={sym(k): v for k, v in LINK_PROPS.items()},
+    )
+    transfer = c.Transfer(
+        handle=t.UInt(0),
+        delivery_id=t.UInt(41),
+        delivery_tag=DELIVERY_TAG,
+        message_format=t.UInt(0),
+        settled=False,
+    )
+    message = amqp.Message(
+        header=c.Header(durable=True, ttl=t.UInt(TTL_MS)),
+        properties=c.Properties(
+            message_id=MSG_ID,
+            user_id=USER_ID,
+            to=TARGET_ADDRESS,
+            subject="order.created",
+            reply_to=REPLY_TO,
+            correlation_id=CORRELATION_ID,
+            content_type=sym("application/json"),
+            creation_time=t.Timestamp(CREATED_MS),
+        ),
+        application_properties=c.ApplicationProperties(
+            {k: t.Int(v) if isinstance(v, int) else v for k, v in APP_PROPS.items()}
+        ),
+        body=[c.Data(BODY)],
+    )
+    return {"open": open_, "attach": attach, "transfer": transfer, "message": message}
+
+
+# ---- proton
+
+
+_PROTON_DATA = Data()
+
+
+def _proton_frame(channel: int, body: Any, payload: bytes = b"") -> Callable[[], bytes]:
+    data = Data()
+
+    def encode() -> bytes:
+        data.clear()
+        data.put_object(body)
+        enc = data.encode()
+        return HEAD.pack(8 + len(enc) + len(payload), 2, 0, channel) + enc + payload
+
+    return encode
+
+
+def proton_decode(frame: bytes) -> tuple[int, Any, bytes]:
+    size, doff, _, channel = HEAD.unpack_from(frame)
+    body = frame[doff * 4 :]
+    data = _PROTON_DATA
+    data.clear()
+    n = data.decode(body)  # leaves the cursor on the decoded value
+    return channel, data.get_object(), body[n:]
+
+
+def proton_decode_message(frame: bytes) -> tuple[tuple[int, Any, bytes], proton.Message]:
+    got = proton_decode(frame)
+    msg = proton.Message()
+    msg.decode(got[2])
+    return got, msg
+
+
+def _ms(seconds: float | None) -> int | None:
+    return None if seconds is None else round(seconds * 1000)
+
+
+def _proton_message(m: proton.Message) -> dict[str, Any]:
+    header = [m.durable, m.priority, _ms(m.ttl) or None, m.first_acquirer, m.delivery_count]
+    props = [
+        m.id,
+        m.user_id,
+        m.address,
+        m.subject,
+        m.reply_to,
+        m.correlation_id,
+        m.content_type,
+        # proton 0.40's getter wraps an unset content-encoding as symbol("None")
+        None if m.content_encoding == "None" else m.content_encoding,
+        _ms(m.expiry_time) or None,
+        _ms(m.creation_time) or None,
+        m.group_id,
+        m.group_sequence,
+        m.reply_to_group_id,
+    ]
+    return {
+        "header": norm(header),
+        "properties": norm(props),
+        "application_properties": norm(m.properties),
+        "data": [bytes(m.body)],
+    }
+
+
+def _proton_view(got: Any) -> dict[str, Any]:
+    (channel, perf, payload), msg = got if len(got) == 2 else (got, None)
+    view = {
+        "channel": channel,
+        "performative": int(perf.descriptor),
+        "fields": norm(perf.value),
+        "payload": bytes(payload),
+    }
+    if msg is not None:
+        view["payload"] = _proton_message(msg)
+    return view
+
+
+def proton_objects() -> dict[str, Any]:
+    def syms(xs: list[str]) -> Array:
+        return Array(UNDESCRIBED, Data.SYMBOL, *[symbol(x) for x in xs])
+
+    open_ = Described(
+        ulong(0x10),
+        [
+            CONTAINER,
+            HOSTNAME,
+            uint(131_072),
+            ushort(2047),
+            uint(60_000),
+            None,
+            None,
+            syms(OFFERED),
+            syms(DESIRED),
+            {symbol(k): v for k, v in CONN_PROPS.items()},
+        ],
+    )
+    source = Described(ulong(0x28), [SOURCE_ADDRESS, uint(1), *[None] * 8, syms(SOURCE_CAPS)])
+    attach = Described(
+        ulong(0x12),
+        [
+            LINK,
+            uint(0),
+            False,
+            ubyte(2),
+            ubyte(0),
+            source,
+            Described(ulong(0x29), [TARGET_ADDRESS]),
+            None,
+            None,
+            uint(0),
+            ulong(MAX_MESSAGE),
+            None,
+            None,
+            {symbol(k): v for k, v in LINK_PROPS.items()},
+        ],
+    )
+    transfer = Described(ulong(0x14), [uint(0), uint(41), DELIVERY_TAG, uint(0), False])
+    message = proton.Message(
+        body=BODY,
+        durable=True,
+        ttl=TTL_MS / 1000,
+        id=MSG_ID,
+        user_id=USER_ID,
+        address=TARGET_ADDRESS,
+        subject="order.created",
+        reply_to=REPLY_TO,
+        correlation_id=CORRELATION_ID,
+        content_type="application/json",
+        creation_time=CREATED_MS / 1000,
+        properties={k: int32(v) if isinstance(v, int) else v for k, v in APP_PROPS.items()},
+    )
+    message.inferred = True  # binary body as a data section, not an amqp-value
+    return {"open": open_, "attach": attach, "transfer": transfer, "message": message}
+
+
+# ---- _pyamqp
+
+
+def pyamqp_decode(frame: bytes) -> tuple[int, tuple[int, list[Any]]]:
+    size, doff, _, channel = HEAD.unpack_from(frame)
+    return channel, py_decode.decode_frame(memoryview(frame)[doff * 4 :])
+
+
+def pyamqp_decode_message(frame: bytes) -> tuple[tuple[int, Any], Any]:
+    got = pyamqp_decode(frame)
+    return got, py_decode.decode_payload(got[1][1][-1])
+
+
+def _pyamqp_frame(channel: int, perf: Any) -> bytes:
+    header, body = py_encode.encode_frame(perf)
+    return header + CHANNEL.pack(channel) + bytes(body or b"")
+
+
+def _pyamqp_view(got: Any) -> dict[str, Any]:
+    (channel, (code, fields)), msg = got if isinstance(got[0], tuple) else (got, None)
+    fields = list(fields)
+    payload = b""
+    if code == 0x14:
+        payload = bytes(fields.pop())
+    view = {
+        "channel": channel,
+        "performative": code,
+        "fields": norm(fields),
+        "payload": payload,
+    }
+    if msg is not None:
+        view["payload"] = {
+            "header": norm(msg.header),
+            "properties": norm(msg.properties),
+            "application_properties": norm(msg.application_properties),
+            "data": [bytes(d) for d in msg.data],
+        }
+    return view
+
+
+def pyamqp_objects() -> dict[str, Any]:
+    open_ = py_perf.OpenFrame(
+        CONTAINER, HOSTNAME, 131_072, 2047, 60_000, None, None, OFFERED, DESIRED, CONN_PROPS
+    )
+    source = PySource(
+        address=SOURCE_ADDRESS,
+        durable=1,
+        expiry_policy=None,
+        timeout=None,
+        dynamic=None,
+        dynamic_node_properties=None,
+        distribution_mode=None,
+        filters=None,
+        default_outcome=None,
+        outcomes=None,
+        capabilities=SOURCE_CAPS,
+    )
+    target = PyTarget(
+        address=TARGET_ADDRESS,
+        durable=None,
+        expiry_policy=None,
+        timeout=None,
+        dynamic=None,
+        dynamic_node_properties=None,
+        capabilities=None,
+    )
+    attach = py_perf.AttachFrame(
+        LINK,
+        0,
+        False,
+        2,
+        0,
+        source,
+        target,
+        None,
+        None,
+        0,
+        MAX_MESSAGE,
+        None,
+        None,
+        LINK_PROPS,
+    )
+    transfer = py_perf.TransferFrame(
+        0, 41, DELIVERY_TAG, 0, False, None, None, None, None, None, None, b""
+    )
+    message = py_message.Message(
+        header=py_message.Header(durable=True, ttl=TTL_MS),
+        properties=py_message.Properties(
+            message_id=MSG_ID,
+            user_id=USER_ID,
+            to=TARGET_ADDRESS,
+            subject="order.created",
+            reply_to=REPLY_TO,
+            correlation_id=CORRELATION_ID,
+            content_type="application/json",
+            creation_time=CREATED_MS,
+        ),
+        application_properties=APP_PROPS,
+        data=[BODY],
+    )
+    return {"open": open_, "attach": attach, "transfer": transfer, "message": message}
+
+
+# ---- the cases
+
+
+def cases() -> list[Case]:
+    o, p, y = ours_objects(), proton_objects(), pyamqp_objects()
+    payload = amqp.encode_message(o["message"])  # the opaque payload of "transfer"
+
+    def ours_decode(frame: bytes) -> tuple[Any, None]:
+        return amqp.decode(frame), None
+
+    def ours_decode_message(frame: bytes) -> tuple[Any, amqp.Message]:
+        got = amqp.decode(frame)
+        return got, amqp.decode_message(got.payload)
+
+    def ours_peer(channel: int, body: Any, pay: bytes = b"") -> Peer:
+        frame = amqp.Frame(0, channel, body, pay)
+        return Peer(lambda: amqp.encode(frame), ours_decode, _split_ours)
+
+    def pyamqp_peer(channel: int, perf: Any) -> Peer:
+        return Peer(lambda: _pyamqp_frame(channel, perf), pyamqp_decode, _pyamqp_view)
+
+    def ours_message_encode() -> bytes:
+        return amqp.encode(amqp.Frame(0, 1, o["transfer"], amqp.encode_message(o["message"])))
+
+    proton_transfer = Data()
+
+    def proton_message_encode() -> bytes:
+        pay = p["message"].encode()
+        proton_transfer.clear()
+        proton_transfer.put_object(p["transfer"])
+        enc = proton_transfer.encode()
+        return HEAD.pack(8 + len(enc) + len(pay), 2, 0, 1) + enc + pay
+
+    def pyamqp_message_encode() -> bytes:
+        out = bytearray()
+        py_encode.encode_payload(out, y["message"])
+        return _pyamqp_frame(1, y["transfer"]._replace(payload=out))
+
+    return [
+        Case(
+            "open",
+            {
+                "specgen": ours_peer(0, o["open"]),
+                "proton": Peer(_proton_frame(0, p["open"]), proton_decode, _proton_view),
+                "pyamqp": pyamqp_peer(0, y["open"]),
+            },
+        ),
+        Case(
+            "attach",
+            {
+                "specgen": ours_peer(1, o["attach"]),
+                "proton": Peer(_proton_frame(1, p["attach"]), proton_decode, _proton_view),
+                "pyamqp": pyamqp_peer(1, y["attach"]),
+            },
+        ),
+        Case(
+            "transfer",
+            {
+                "specgen": ours_peer(1, o["transfer"], payload),
+                "proton": Peer(
+                    _proton_frame(1, p["transfer"], payload), proton_decode, _proton_view
+                ),
+                "pyamqp": pyamqp_peer(1, y["transfer"]._replace(payload=payload)),
+            },
+        ),
+        Case(
+            "transfer+message",
+            {
+                "specgen": Peer(ours_message_encode, ours_decode_message, _split_ours),
+                "proton": Peer(proton_message_encode, proton_decode_message, _proton_view),
+                "pyamqp": Peer(pyamqp_message_encode, pyamqp_decode_message, _pyamqp_view),
+            },
+        ),
+    ]
+
+
+def _pyamqp_defaults(code: int) -> list[Any]:
+    return list(py_decode._PERFORMATIVE_FIELD_DEFAULTS.get(code, []))
+
+
+_MESSAGE_DEFAULTS = {
+    # header: durable false, priority 4, first-acquirer false, delivery-count 0 (proton
+    # reports these when the section leaves them out)
+    "header": [False, 4, None, False, 0],
+    # properties: proton reports an unset group-sequence as 0
+    "properties": [None] * 11 + [0, None],
+}
+
+
+def check(case: Case) -> tuple[dict[str, bytes], list[str]]:
+    """Every codec's bytes, and the disagreements found decoding each with every codec."""
+    encoded = {name: peer.encode() for name, peer in case.peers.items()}
+    ref = case.peers["specgen"].view(case.peers["specgen"].decode(encoded["specgen"]))
+    problems = []
+    for writer, frame in encoded.items():
+        for reader, peer in case.peers.items():
+            where = f"{case.name}: {reader} reading {writer}'s bytes"
+            try:
+                got = peer.view(peer.decode(frame))
+            except Exception as e:  # a peer that cannot read the bytes is a finding too
+                problems.append(f"{where}: {type(e).__name__}: {e}")
+                continue
+            for key in ("channel", "performative"):
+                problems += agree(ref[key], got[key], f"{where}: {key}")
+            problems += agree(
+                ref["fields"],
+                got["fields"],
+                f"{where}: fields",
+                _pyamqp_defaults(ref["performative"]),
+            )
+            if isinstance(ref["payload"], dict):
+                for key, value in ref["payload"].items():
+                    problems += agree(
+                        value, got["payload"][key], f"{where}: {key}", _MESSAGE_DEFAULTS.get(key)
+                    )
+            else:
+                problems += agree(ref["payload"], got["payload"], f"{where}: payload")
+    return encoded, problems
+
+
+def variants(encoded: dict[str, bytes]) -> list[tuple[str, bytes]]:
+    """The distinct encodings, each labelled with the codecs that write it ("specgen=pyamqp")."""
+    out: dict[bytes, list[str]] = {}
+    for name, frame in encoded.items():
+        out.setdefault(frame, []).append(name)
+    return [("=".join(names), frame) for frame, names in out.items()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    p.add_argument("--quick", action="store_true", help="a smoke run: 0.3 s a function")
+    p.add_argument("--budget", type=float, help="seconds per timed function (default 2.0)")
+    p.add_argument("--only", action="append", help="only this case (repeatable)")
+    args = p.parse_args(argv)
+    budget = args.budget or (0.3 if args.quick else 2.0)
+
+    chosen = [k for k in cases() if not args.only or k.name in args.only]
+    checked = [(k, *check(k)) for k in chosen]
+    failed = [msg for _, _, problems in checked for msg in problems]
+    for msg in failed:
+        print("DISAGREE", msg)
+    if failed:
+        return 1
+    print("bytes each codec writes (each decoded by all three; the fields agree):")
+    for case, encoded, _ in checked:
+        sizes = "  ".join(f"{n} {len(b):>4}" for n, b in encoded.items())
+        same = "all identical" if len(set(encoded.values())) == 1 else "differ"
+        print(f"  {case.name:18} {sizes}  ({same})")
+    print()
+
+    heads = ("specgen/s", "proton/s", "pyamqp/s")
+    print(
+        f"{'frame':18} {'op':6} {'bytes from':22} {'bytes':>5} "
+        + " ".join(f"{h:>11}" for h in heads)
+        + "  vs proton  vs pyamqp"
+    )
+    rows: list[dict[str, Any]] = []
+    for case, encoded, _ in checked:
+        decodes: dict[str, Callable[[], Any]] = {}
+        shown = variants(encoded)
+        for label, frame in shown:
+            for name, peer in case.peers.items():
+                decodes[f"{label}/{name}"] = lambda d=peer.decode, f=frame: d(f)
+        got = rates(decodes, budget)
+        encodes = {name: peer.encode for name, peer in case.peers.items()}
+        put = rates(encodes, budget)
+        lines = [
+            ("decode", label, len(frame), {n: got[f"{label}/{n}"] for n in CODECS})
+            for label, frame in shown
+        ]
+        lines.append(("encode", "(each its own)", None, put))
+        for op, label, size, r in lines:
+            row = {
+                "frame": case.name,
+                "operation": op,
+                "bytes_from": label,
+                "bytes": size if size is not None else {n: len(encoded[n]) for n in CODECS},
+                **{n: round(r[n]) for n in CODECS},
+                "vs_proton": round(r["specgen"] / r["proton"], 2),
+                "vs_pyamqp": round(r["specgen"] / r["pyamqp"], 2),
+            }
+            rows.append(row)
+            print(
+                f"{case.name:18} {op:6} {label:22} {'-' if size is None else size:>5} "
+                + " ".join(f"{r[n]:>11,.0f}" for n in CODECS)
+                + f"  {row['vs_proton']:>8.2f}x {row['vs_pyamqp']:>8.2f}x"
+            )
+    out = ROOT / "bench" / "results" / "amqp10.json"
+    out.write_text(
+        json.dumps(
+            {
+                "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "quick": args.quick,
+                "budget_s": budget,
+                "statistic": "best of 7 alternating rounds (bench/codec.py's rates)",
+                "versions": {
+                    "python": platform.python_version(),
+                    "python-qpid-proton": version("python-qpid-proton"),
+                    "azure-servicebus": version("azure-servicebus"),
+                },
+                "bytes": {
+                    case.name: {n: len(b) for n, b in encoded.items()}
+                    for case, encoded, _ in checked
+                },
+                "rows": rows,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    print(f"results: {out.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
