@@ -1356,7 +1356,12 @@ def e_array(v: Any, out: bytearray, wire: Wire = None) -> None:
         head.append(0)
         encode_any(descriptor, head, ctor[1] if isinstance(ctor, tuple) else None)
     body = bytearray()
-    if _FIXED_WIDTH.get(element_code) == 0 and v and all(_zero_width(x, element_code) for x in v):
+    if (
+        element_code is not None
+        and _FIXED_WIDTH.get(element_code) == 0
+        and v
+        and all(_zero_width(x, element_code) for x in v)
+    ):
         # read with a zero-width constructor (uint0, true, list0, ...): the constructor alone
         element = element_code
     else:
