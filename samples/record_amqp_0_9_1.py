@@ -12,15 +12,8 @@ capture with SIGTERM and the node by pid. The tests decode the result without a 
 
 from __future__ import annotations
 
-import os
 import random
-import shutil
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
-import time
 from decimal import Decimal
 from pathlib import Path
 
@@ -29,17 +22,11 @@ import pika
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from rabbitmq import RabbitNode  # noqa: E402
+from recording import record  # noqa: E402
 
 QUEUE = "sample-amqp-orders"
 PUBLISHED = 200
 BIG = {17: 140_000, 150: 270_000}  # index -> body size over frame_max (131072): 2 and 3 frames
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _properties(i: int, rnd: random.Random) -> pika.BasicProperties:
@@ -120,38 +107,7 @@ def pika_session(port: int) -> None:
 
 def main() -> int:
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "samples" / "amqp-0-9-1"
-    if out.exists():
-        shutil.rmtree(out)
-    with tempfile.TemporaryDirectory(prefix="specgen-sample-") as tmp:
-        node = RabbitNode(Path(tmp))
-        node.start()
-        proxy_port = _free_port()
-        capture = subprocess.Popen(
-            [
-                str(Path(sys.executable).with_name("specgen")),
-                "capture",
-                "--target", f"127.0.0.1:{node.amqp_port}",
-                "--listen", f"127.0.0.1:{proxy_port}",
-                "--out", str(out / "session-1"),
-                "--duration", "300",
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
-        )  # fmt: skip
-        try:
-            # the capture says when it listens (no probe connection, so no empty one recorded)
-            assert capture.stdout is not None
-            print(capture.stdout.readline().rstrip())
-            pika_session(proxy_port)
-            time.sleep(1.0)
-        finally:
-            os.kill(capture.pid, signal.SIGTERM)
-            capture.wait(timeout=30)
-            node.stop()
-    files = sorted(p.name for p in (out / "session-1").iterdir())
-    size = sum(p.stat().st_size for p in (out / "session-1").iterdir())
-    print(f"recorded {len(files)} files, {size} bytes into {out}")
-    return capture.returncode
+    return record(out, lambda node: node.amqp_port, pika_session)
 
 
 if __name__ == "__main__":

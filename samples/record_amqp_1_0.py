@@ -22,15 +22,8 @@ the codec reads losslessly. The tests decode the result without a server.
 
 from __future__ import annotations
 
-import os
 import random
-import shutil
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
-from rabbitmq import RabbitNode  # noqa: E402
+from recording import record  # noqa: E402
 
 from generated.amqp_1_0.frame_reader import FrameReader  # noqa: E402
 from generated.amqp_1_0.v1_0.frames import Frame, encode  # noqa: E402
@@ -51,12 +44,6 @@ PUBLISHED = 200
 MAX_FRAME_SIZE = 16384
 BIG = {23: 40_000, 120: 70_000, 177: 33_000}  # index -> body size over a frame: 3, 5, 3 frames
 REJECT, RELEASE = 60, 61  # the receiver's nth delivery (0-based): rejected, released
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _message(i: int, rnd: random.Random) -> Message:
@@ -168,42 +155,9 @@ def main() -> int:
     only_check = "--check" in args
     args = [a for a in args if a != "--check"]
     out = Path(args[0]) if args else ROOT / "samples" / "amqp-1-0"
-    if only_check:
-        print(f"{check(out / 'session-1')} frames in all")
-        return 0
-    if out.exists():
-        shutil.rmtree(out)
-    with tempfile.TemporaryDirectory(prefix="specgen-sample-") as tmp:
-        node = RabbitNode(Path(tmp))
-        node.start()
-        proxy_port = _free_port()
-        capture = subprocess.Popen(
-            [
-                str(Path(sys.executable).with_name("specgen")),
-                "capture",
-                "--target", f"127.0.0.1:{node.amqp_port}",
-                "--listen", f"127.0.0.1:{proxy_port}",
-                "--out", str(out / "session-1"),
-                "--duration", "300",
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
-        )  # fmt: skip
-        try:
-            # the capture says when it listens (no probe connection, so no empty one recorded)
-            assert capture.stdout is not None
-            print(capture.stdout.readline().rstrip())
-            proton_session(proxy_port)
-            time.sleep(1.0)
-        finally:
-            os.kill(capture.pid, signal.SIGTERM)
-            capture.wait(timeout=30)
-            node.stop()
-    files = sorted(p.name for p in (out / "session-1").iterdir())
-    size = sum(p.stat().st_size for p in (out / "session-1").iterdir())
-    print(f"recorded {len(files)} files, {size} bytes into {out}")
+    code = 0 if only_check else record(out, lambda node: node.amqp_port, proton_session)
     print(f"{check(out / 'session-1')} frames in all")
-    return capture.returncode
+    return code
 
 
 if __name__ == "__main__":

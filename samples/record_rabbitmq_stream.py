@@ -13,33 +13,21 @@ capture with SIGTERM and the node by pid. The main job decodes the result withou
 from __future__ import annotations
 
 import asyncio
-import os
 import random
-import shutil
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from rabbitmq import RabbitNode  # noqa: E402
+from recording import record  # noqa: E402
 from stream_client import StreamClient  # noqa: E402
 
 from generated.rabbitmq_stream import v4_0 as rs  # noqa: E402
 
 RC = rs.ResponseCode
 STREAM = "sample-orders"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def codec_session(port: int) -> None:
@@ -165,40 +153,13 @@ async def rstream_session(port: int) -> None:
 
 def main() -> int:
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "samples" / "rabbitmq-stream"
-    if out.exists():
-        shutil.rmtree(out)
-    with tempfile.TemporaryDirectory(prefix="specgen-sample-") as tmp:
-        node = RabbitNode(Path(tmp))
-        node.start()
-        proxy_port = _free_port()
-        capture = subprocess.Popen(
-            [
-                str(Path(sys.executable).with_name("specgen")),
-                "capture",
-                "--target", f"127.0.0.1:{node.stream_port}",
-                "--listen", f"127.0.0.1:{proxy_port}",
-                "--out", str(out / "session-1"),
-                "--duration", "300",
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
-        )  # fmt: skip
-        try:
-            # the capture says when it listens (no probe connection, so no empty one recorded)
-            assert capture.stdout is not None
-            print(capture.stdout.readline().rstrip())
-            codec_session(proxy_port)
-            wrong_password(proxy_port)
-            asyncio.run(rstream_session(proxy_port))
-            time.sleep(1.0)
-        finally:
-            os.kill(capture.pid, signal.SIGTERM)
-            capture.wait(timeout=30)
-            node.stop()
-    files = sorted(p.name for p in (out / "session-1").iterdir())
-    size = sum(p.stat().st_size for p in (out / "session-1").iterdir())
-    print(f"recorded {len(files)} files, {size} bytes into {out}")
-    return capture.returncode
+
+    def drive(port: int) -> None:
+        codec_session(port)
+        wrong_password(port)
+        asyncio.run(rstream_session(port))
+
+    return record(out, lambda node: node.stream_port, drive)
 
 
 if __name__ == "__main__":

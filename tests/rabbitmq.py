@@ -37,7 +37,7 @@ def installed_version() -> str | None:
     return sbin.parent.name.split("-", 1)[1] if sbin else None
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -72,7 +72,7 @@ class RabbitNode:
                 raise ServerUnavailable(f"127.0.0.1:{port} is taken by another process")
         for sub in ("mnesia", "log", "home"):
             (self.base / sub).mkdir(parents=True, exist_ok=True)
-        epmd_port, dist_port = _free_port(), _free_port()
+        epmd_port, dist_port = free_port(), free_port()
         (self.base / "enabled_plugins").write_text("[rabbitmq_stream,rabbitmq_amqp1_0].\n")
         (self.base / "rabbitmq.conf").write_text(
             "\n".join(
