@@ -38,7 +38,10 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import MISSING, dataclass, field, fields, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:  # specgen.abnf imports SourceSpan from here; its nodes are loaded lazily
+    from specgen.abnf import Rule
 
 IR_FORMAT = 2
 
@@ -548,6 +551,17 @@ class BodyKey:
 
 
 @dataclass(frozen=True, slots=True)
+class LengthEscape:
+    """A length-field value that is no length: a wider integer follows the field and holds the
+    length, counted as the field counts (AMQ RFC 006: a 2-octet size, or 0xFFFF then a 4-octet
+    size). Lengths below `value` take the short form and the others the wide one, so every
+    frame has exactly one encoding."""
+
+    value: int
+    wide: str  # integer type of the wider length
+
+
+@dataclass(frozen=True, slots=True)
 class FrameLayout:
     """What surrounds every message, as data.
 
@@ -572,9 +586,21 @@ class FrameLayout:
     # byte strings either peer may send where a frame could start, each a message of its own:
     # AMQP 1.0's protocol headers, which open the connection and again follow the SASL layer
     protocol_headers: tuple[Preamble, ...] = ()
+    length_escape: LengthEscape | None = None  # the length field may say "a wider one follows"
 
     def __post_init__(self) -> None:
         names = [f.name for f in self.header]
+        if self.length_escape is not None:
+            short = next((f for f in self.header if f.name == self.length), None)
+            wide = self.length_escape.wide
+            if short is not None and isinstance(short.type, Prim) and wide in INT_WIDTHS:
+                width = INT_WIDTHS.get(short.type.name, (0, False))[0]
+                if INT_WIDTHS[wide][0] <= width:
+                    raise IRError(f"{self.span}: escaped length {wide} is no wider than the field")
+                if not 0 < self.length_escape.value < 1 << (8 * width):
+                    raise IRError(f"{self.span}: length escape does not fit the length field")
+            else:
+                raise IRError(f"{self.span}: a length escape needs integer length fields")
         for name in (self.length, *self.dispatch, *([self.version] if self.version else [])):
             if name not in names:
                 raise IRError(f"{self.span}: frame field {name!r} is not in the header")
@@ -744,6 +770,23 @@ def primitive_of(typedefs: tuple[TypeDef, ...], name: str) -> TypeDef | None:
 
 
 @dataclass(frozen=True, slots=True)
+class Dialogue:
+    """A dialogue grammar: the command sequences a spec allows, as ABNF over steps (`C:OPEN`,
+    `S:OPEN-OK`), e.g. one AMQP 0-9-1 class's `<doc type="grammar">`. The rules are kept as
+    written; `specgen.dialogue` states what they mean and compiles them."""
+
+    name: str  # the class, e.g. "connection"
+    rules: tuple[Rule, ...]
+    start: str  # the rule a conversation is, e.g. "connection"
+    span: SourceSpan | None = None
+    doc: str = ""  # the grammar text as the spec writes it
+
+    def __post_init__(self) -> None:
+        if not any(r.name.lower() == self.start.lower() for r in self.rules):
+            raise IRError(f"{self.span}: dialogue {self.name} has no rule {self.start}")
+
+
+@dataclass(frozen=True, slots=True)
 class Protocol:
     name: str  # "rabbitmq-stream"
     version: str  # the spec document's version label, e.g. "4.0"
@@ -757,6 +800,7 @@ class Protocol:
     named: tuple[NamedType, ...] = ()
     # a self-describing type system (AMQP 1.0): every value carries its own constructor
     typedefs: tuple[TypeDef, ...] = ()
+    dialogues: tuple[Dialogue, ...] = ()  # the spec's dialogue grammars, one per class
 
     def __post_init__(self) -> None:
         _check_typedefs(self.typedefs)
@@ -935,6 +979,8 @@ def to_data(node: Any) -> Any:
         out: dict[str, Any] = {}
         if type(node) in _TAG_OF:
             out["kind"] = _TAG_OF[type(node)]
+        elif type(node).__module__ == "specgen.abnf" and type(node).__name__ in _abnf_exprs():
+            out["kind"] = type(node).__name__
         for f in fields(node):
             value = getattr(node, f.name)
             if f.default is not MISSING and value == f.default:
@@ -951,6 +997,9 @@ def _from_data(cls: Any, data: Any) -> Any:
             continue
         if cls is TypeDef and f.name == "fields":
             kw[f.name] = tuple(_from_data(CompositeField, v) for v in data[f.name])
+            continue
+        if cls is Dialogue and f.name == "rules":
+            kw[f.name] = tuple(_abnf_from_data(v) for v in data[f.name])
             continue
         kw[f.name] = _decode_value(f.name, data[f.name])
     return cls(**kw)
@@ -977,12 +1026,16 @@ def _decode_value(name: str, value: Any) -> Any:
         return Versions.parse(value)
     if name == "frame":
         return _from_data(FrameLayout, value)
+    if name == "length_escape":
+        return None if value is None else _from_data(LengthEscape, value)
     if name == "body_keys":
         return tuple(_from_data(BodyKey, v) for v in value)
     if name in ("preambles", "protocol_headers"):
         return tuple(_from_data(Preamble, v) for v in value)
     if name == "typedefs":
         return tuple(_from_data(TypeDef, v) for v in value)
+    if name == "dialogues":
+        return tuple(_from_data(Dialogue, v) for v in value)
     if name == "encodings":
         return tuple(_from_data(Encoding, v) for v in value)
     if name == "descriptor":
@@ -1018,6 +1071,41 @@ def _decode_value(name: str, value: Any) -> Any:
     if isinstance(value, list):
         return tuple(value)
     return value
+
+
+def _abnf_exprs() -> dict[str, type]:
+    """The ABNF expression classes by name (imported here, not at the top: abnf imports ir)."""
+    from specgen import abnf
+
+    return {cls.__name__: cls for cls in (abnf.RuleRef, abnf.CharVal, abnf.NumVal, abnf.NumRange,
+            abnf.ProseVal, abnf.Step, abnf.Seq, abnf.Alt, abnf.Repeat)}  # fmt: skip
+
+
+def _abnf_from_data(data: Any) -> Any:
+    """An ABNF rule (no "kind") or expression (tagged with its class name) from JSON data."""
+    from specgen import abnf
+
+    if "kind" not in data:
+        return abnf.Rule(
+            data["name"],
+            _abnf_from_data(data["expr"]),
+            SourceSpan.parse(data["span"]),
+            data.get("incremental", False),
+        )
+    cls = _abnf_exprs()[data["kind"]]
+    kw: dict[str, Any] = {}
+    for f in fields(cls):
+        if f.name not in data:
+            continue
+        value = data[f.name]
+        if f.name == "expr":
+            value = _abnf_from_data(value)
+        elif f.name in ("items", "options"):
+            value = tuple(_abnf_from_data(v) for v in value)
+        elif f.name == "values":
+            value = tuple(value)
+        kw[f.name] = value
+    return cls(**kw)
 
 
 def type_from_data(data: dict[str, Any]) -> TypeRef:

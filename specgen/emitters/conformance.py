@@ -21,6 +21,7 @@ from specgen.ir import (
     BitField,
     Bits,
     Blob,
+    Choice,
     Field,
     Map,
     Message,
@@ -69,6 +70,8 @@ class _Builder:
     def __init__(self, protocol: Protocol, clashing: set[str]) -> None:
         self.protocol = protocol
         self.clashing = clashing
+        flat = _flat_table(protocol)
+        self.max_table: dict[str, Any] = flat[0] if flat else MAX_TABLE
         self.owner = ""
 
     def nullable(self, t: TypeRef) -> bool:
@@ -142,7 +145,7 @@ class _Builder:
         if isinstance(t, Ref):
             target = self.protocol.named_type(t.name)
             if isinstance(target, Map):
-                return dict(MAX_TABLE) if mode == "max" else {}
+                return dict(self.max_table) if mode == "max" else {}
             return list(MAX_ARRAY) if mode == "max" else []
         if isinstance(t, Prim) and self.protocol.type(t.name).fixed:
             p = self.protocol.type(t.name)
@@ -408,6 +411,50 @@ MAX_TABLE = {
 MAX_ARRAY = [1, "two", None, True, {"k": [2]}]
 
 
+def _flat_table(protocol: Protocol) -> tuple[dict[str, Any], list[str]] | None:
+    """For field tables whose values are a few scalars (AMQ RFC 006: strings, integers,
+    decimals, times; no nested tables): the widest table and the hypothesis strategies of the
+    values the choice can hold. None for tables that may nest (AMQP 0-9-1), which MAX_TABLE and
+    the template's VALUES cover."""
+    maps = [n.type for n in protocol.named if isinstance(n.type, Map)]
+    if not maps or not isinstance(maps[0].value, Ref):
+        return None
+    choice = protocol.named_type(maps[0].value.name)
+    if not isinstance(choice, Choice):
+        return None
+    table: dict[str, Any] = {}
+    strategies: list[str] = []
+    ints: list[tuple[int, int]] = []
+    for case in choice.cases:
+        t = case.type
+        if not isinstance(t, Prim):
+            return None  # a nested table or array
+        if t.name in INT_WIDTHS:
+            ints.append(_ranges(t.name))
+            continue
+        kind = protocol.type(t.name).kind
+        if kind == "string":
+            table["text"], strategy = TEXT, "st.text(max_size=12)"
+        elif kind == "bytes":
+            table["bytes"], strategy = b"\x00\xff", "st.binary(max_size=12)"
+        elif kind == "decimal":
+            table["decimal"], strategy = Lit('Decimal("1.50")'), "DECIMALS"
+        else:
+            return None
+        strategies.append(strategy)
+    if ints:
+        # integers fill one range when the cases' ranges touch (int32, then uint32 above it)
+        ints.sort()
+        lo, hi = ints[0]
+        for a, b in ints[1:]:
+            if a > hi + 1:
+                return None
+            hi = max(hi, b)
+        table["int"], table["big"] = lo, hi
+        strategies.insert(0, f"st.integers({lo}, {hi})")
+    return table, strategies
+
+
 def _render_value(v: Any) -> str:
     if isinstance(v, Obj):
         return f"{v.cls}({', '.join(_render_value(a) for a in v.args)})"
@@ -500,6 +547,7 @@ def emit(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, s
             checksum_fields=sorted({f for c in cases for f in c["checksums"]}),
             versioned=plan.frame.version is not None,
             values=bool(plan.named) or plan.decimals,
+            table_values=(_flat_table(protocol) or (None, None))[1],
             length_label=plan.frame.length.label,
         )
     }

@@ -474,6 +474,10 @@ class FramePlan:
     preambles: dict[str, bytes]
     response_flag: int | None
     fields_doc: str  # "uint32 size, uint16 key, uint16 version"
+    escape: int | None = None  # a length value saying a wider length follows (FrameLayout)
+    wide_fmt: str = ""  # the header in that wide form: the escape as pad bytes, then the length
+    wide_code: str = ""  # struct code of the wider length
+    wide_width: int = 0
 
     @property
     def key_fields(self) -> list[HeaderField]:
@@ -1294,7 +1298,7 @@ def plan_frame(protocol: Protocol) -> FramePlan:
         fmt = ">" + "".join(STRUCT_CODES[_int_name(f)] for f in key.fields)
         labels = [f"frame.{attr_name(f.name)}" for f in key.fields]
         body_keys.append(BodyKeyPlan(key.when, fmt, struct.calcsize(fmt), labels))
-    return FramePlan(
+    plan = FramePlan(
         header,
         ">" + "".join(h.code for h in header),
         offset,
@@ -1314,6 +1318,15 @@ def plan_frame(protocol: Protocol) -> FramePlan:
         frame.response_flag,
         ", ".join(f"{_int_name(f)} {attr_name(f.name)}" for f in frame.header),
     )
+    if frame.length_escape is not None:
+        # the wide form unpacks to the same locals: the escape value skipped as padding
+        plan.escape = frame.length_escape.value
+        plan.wide_code = STRUCT_CODES[frame.length_escape.wide]
+        plan.wide_width = INT_WIDTHS[frame.length_escape.wide][0]
+        plan.wide_fmt = ">" + "".join(
+            "x" * h.width + plan.wide_code if h is length else h.code for h in header
+        )
+    return plan
 
 
 def _records(name: str, t: Struct, attrs: list[Attr]) -> RecordsView | None:

@@ -1,0 +1,1 @@
+"""Generated codecs for amqp-fast-0-8."""

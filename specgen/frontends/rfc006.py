@@ -1,0 +1,802 @@
+"""AMQ RFC 006 (AMQP/Fast 0.8, plain text with embedded ABNF) -> IR, with where its ABNF and
+its prose field lists disagree reported as findings.
+
+The document says everything twice: the "Frame Syntax" ABNF (and the field-table syntax chart)
+gives every command as `name = %dNN field-rule ...`, and each command's section lists its
+fields again in prose (`CONNECTION CHALLENGE` / `version  octet` ...), with a paragraph per
+field. This module reads both and maps them onto the IR that the AMQP 0-9-1 front-end uses:
+
+  * Frames: `command-size command-payload command-end`. The size is two octets, or 0xFFFF then
+    four octets (`FrameLayout.length_escape`); it counts the payload and the 0xCE command-end
+    octet (the Notes: "The command-end byte is included in the command-size"). The payload's
+    first octet, the command code, is a header field the frame dispatches on, so a command is
+    `Size, Code, fields..., CommandEnd`. The client starts with the initiation bytes
+    `protocol-id protocol-version` (%d128 %d1): a preamble.
+  * Every command rule of `command-payload` is a Command (one one-way Message) identified by
+    its `%dNN` code, named from the rule (`connection-challenge` -> Connection.Challenge).
+    Fields are the rule's items, named from their ABNF rule names (`confirm-tag` ->
+    ConfirmTag). Base types: OCTET (uint8), short-integer (uint16), long-integer (uint32),
+    short-string (an octet length, then UTF-8), long-string (a 2-octet length, then bytes),
+    BIT (consecutive bits packed into one octet, least significant bit first, as AMQP 0-9-1
+    packs them: the document says only "Bits are packed into octets").
+  * Field tables: the syntax chart's `field-table`: a 2-octet byte count, then short-string
+    names, each followed by a typed value: 'S' long string, 'I' signed long integer, 'D'
+    decimal (a `decimals` octet, then a long integer), 'T' time (a long integer, POSIX time_t).
+  * Who sends a command: its line in the class's "Command Summary" (the party that opens the
+    sentence; "Either party", or a summary saying the other party also sends it, is both), and
+    for handles the summary's grouping ("commands the client may send" ...).
+
+RULES WHERE THE ABNF AND THE PROSE DISAGREE (each case is a finding naming both lines):
+
+  1. The ABNF decides the bytes: which fields, in which order, of which wire type. The prose's
+     names and paragraphs are kept as documentation.
+  2. Except where the ABNF says `long-string` and the prose `field table`: the field is a field
+     table. That refines the ABNF rather than contradicting it: the document says field tables
+     "are long strings that contain name-value pairs" (Field Tables, line 887), and its
+     `field-table = short-integer *field-value-pair` has a long string's bytes.
+  3. A rule the ABNF uses but never defines (HANDLE CONSUME's `selector`) takes the type the
+     command's own prose list gives it.
+  4. A name the ABNF defines once but uses for two things: `out-of-band` is a short string
+     (CHANNEL OPEN: the out-of-band transport) and, between `partial` and `recovery` in HANDLE
+     SEND and HANDLE NOTIFY, the flag every prose list of those commands calls a bit (and the
+     Message Frames section, line 1651: "four fields that control exactly how the message is
+     framed"). Where a command's prose says `bit` for a field whose ABNF rule is a string, the
+     prose decides: the ABNF cannot give one rule name two meanings.
+  5. Repetitions that say "at least" where the prose and the Notes mean "exactly"
+     (`short-integer = 2*OCTET`, `long-integer = 4*OCTET`) are read as exact widths.
+  6. The frame size follows the Frames prose (line 208): two octets for 0x0..0xFFFE, else
+     0xFFFF and four octets for 0xFFFF..0xFFFFFFFF; the ABNF's `long-size` (0..0xFFFFFFFE)
+     would give one frame two encodings, so a wide size below 0xFFFF is refused.
+
+Field names: the ABNF rule names. Anything that cannot be mapped raises SpecError (or the ABNF
+parser's SpecSyntaxError) naming file:line:column.
+
+NOT IN THE IR YET: messages. After a HANDLE SEND or HANDLE NOTIFY (unless out-of-band), the
+sender writes `fragment-size` octets that are no command frame (`message = message-head /
+message-fragment`; the first fragment starts with the message head). The IR has no way to say
+"raw bytes whose length a field of the previous frame gives", so the generated FrameReader reads
+command streams only; the message head is checked against its prose (findings) but not
+generated.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from specgen import abnf
+from specgen.frontends.adoc import SpecError
+from specgen.ir import (
+    BitField,
+    Bits,
+    Case,
+    Choice,
+    Command,
+    Direction,
+    Field,
+    FindingLog,
+    FrameLayout,
+    LengthEscape,
+    Map,
+    Message,
+    NamedType,
+    Preamble,
+    Prim,
+    PrimitiveType,
+    Protocol,
+    Ref,
+    SourceSpan,
+    TypeRef,
+    Versions,
+)
+
+# ABNF base rules -> the prose's words for them and their IR types
+BASES: dict[str, tuple[str, TypeRef]] = {
+    "octet": ("octet", Prim("uint8")),
+    "bit": ("bit", BitField(1, boolean=True)),
+    "short-integer": ("short integer", Prim("uint16")),
+    "long-integer": ("long integer", Prim("uint32")),
+    "short-string": ("short string", Prim("shortstr")),
+    "long-string": ("long string", Prim("longstr")),
+    "field-table": ("field table", Ref("field-table")),
+}
+PROSE_TYPES = {words: name for name, (words, _) in BASES.items()}
+# the widths rule 5 reads `n*OCTET` as
+EXACT_WIDTHS = {"short-integer": 2, "long-integer": 4}
+
+CLASSES = ("connection", "channel", "handle")
+
+
+def build(path: Path, rel: str, protocol: str, version: str) -> tuple[Protocol, FindingLog]:
+    """The front-end entry (see specgen.frontends): read the ABNF and the prose, build the IR."""
+    return _Builder(path.read_text(encoding="utf-8"), rel, protocol, version).run()
+
+
+def camel(name: str) -> str:
+    """`confirm-tag` -> `ConfirmTag`."""
+    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[-\s_]+", name) if part)
+
+
+def command_name(rule: str) -> str:
+    """`connection-challenge` -> `Connection.Challenge`."""
+    klass, _, method = rule.partition("-")
+    return f"{camel(klass)}.{camel(method)}"
+
+
+# --------------------------------------------------------------------------------------------
+# The prose: field lists, field paragraphs, command summaries
+
+
+@dataclass
+class _ProseField:
+    name: str
+    type: str  # the prose's words: "short string", "field table"
+    line: int
+
+
+@dataclass
+class _ProseCommand:
+    name: str  # "CONNECTION CHALLENGE"
+    line: int
+    fields: list[_ProseField]
+    docs: dict[str, str] = field(default_factory=dict)  # field name -> its paragraph
+    doc_lines: dict[str, int] = field(default_factory=dict)  # field name -> its paragraph's line
+    intro: str = ""  # the sentence before the list
+
+
+_LIST_HEAD = re.compile(r"    ((?:CONNECTION|CHANNEL|HANDLE) [A-Z]+|MESSAGE)")
+_LIST_FIELD = re.compile(r"        (\S.*?)\s{2,}(\S.*?)\s*")
+_DOC_HEAD = re.compile(r"([a-z][a-z-]*(?: [a-z-]+)?):")
+
+
+def _prose_commands(lines: list[str]) -> dict[str, _ProseCommand]:
+    """Each `    CLASS METHOD` listing with its fields, the paragraphs after it, and the text
+    that introduces it."""
+    out: dict[str, _ProseCommand] = {}
+    i = 0
+    while i < len(lines):
+        m = _LIST_HEAD.fullmatch(lines[i])
+        if not m or not (i + 1 < len(lines) and _LIST_FIELD.fullmatch(lines[i + 1])):
+            i += 1
+            continue
+        intro_end = i - 1
+        while intro_end > 0 and not lines[intro_end].strip():
+            intro_end -= 1
+        intro_start = intro_end
+        while intro_start > 0 and lines[intro_start - 1].strip():
+            intro_start -= 1
+        intro = " ".join(" ".join(lines[intro_start : intro_end + 1]).split())
+        cmd = _ProseCommand(m.group(1), i + 1, [], intro=intro)
+        i += 1
+        while i < len(lines) and (fm := _LIST_FIELD.fullmatch(lines[i])):
+            if not fm.group(1).startswith(("[", "...")):
+                cmd.fields.append(_ProseField(fm.group(1), fm.group(2), i + 1))
+            i += 1
+        # paragraphs "name:\n    text" until the next heading or listing
+        while i < len(lines) and not _LIST_HEAD.fullmatch(lines[i]):
+            if i + 1 < len(lines) and re.fullmatch(r"[-=.*]{3,}", lines[i + 1]):
+                break
+            dm = _DOC_HEAD.fullmatch(lines[i])
+            if dm:
+                body: list[str] = []
+                i += 1
+                while i < len(lines) and lines[i].startswith("    "):
+                    body.append(lines[i].strip())
+                    i += 1
+                cmd.docs.setdefault(dm.group(1), " ".join(body))
+                cmd.doc_lines.setdefault(dm.group(1), i - len(body))
+                continue
+            i += 1
+        out.setdefault(cmd.name, cmd)
+    return out
+
+
+def _sections(lines: list[str]) -> list[tuple[str, int, int]]:
+    """(title, first line, last line) of every underlined heading, 1-based."""
+    heads = [
+        (lines[i], i + 1)
+        for i in range(len(lines) - 1)
+        if lines[i].strip()
+        and re.fullmatch(r"[-=.*]{3,}", lines[i + 1])
+        and len(lines[i + 1]) == len(lines[i])
+    ]
+    return [
+        (title, line, (heads[k + 1][1] - 1 if k + 1 < len(heads) else len(lines)))
+        for k, (title, line) in enumerate(heads)
+    ]
+
+
+@dataclass
+class _Summary:
+    line: int
+    text: str
+    group: Direction | None  # the handle summary's grouping, when there is one
+
+
+def _summaries(lines: list[str]) -> dict[str, _Summary]:
+    """`CLASS METHOD:` entries of the "... Command Summary" sections."""
+    out: dict[str, _Summary] = {}
+    for title, first, last in _sections(lines):
+        if not title.endswith("Command Summary"):
+            continue
+        group: Direction | None = None
+        i = first + 1
+        while i < last:
+            text = lines[i - 1]
+            if text.startswith("These are"):
+                group = (
+                    "both"
+                    if "either party" in text
+                    else "client"
+                    if "client may send" in text
+                    else "server"
+                    if "server may send" in text
+                    else None
+                )
+            m = re.fullmatch(r"((?:CONNECTION|CHANNEL|HANDLE) [A-Z]+):", text)
+            if m:
+                body: list[str] = []
+                j = i + 1
+                while j <= last and lines[j - 1].startswith("    "):
+                    body.append(lines[j - 1].strip())
+                    j += 1
+                out[m.group(1)] = _Summary(i, " ".join(body), group)
+                i = j
+                continue
+            i += 1
+    return out
+
+
+def _sender_of(name: str, summary: _Summary) -> Direction | None:
+    """Who sends `name`, as its summary sentence says."""
+    text = re.sub(r"^The (client|server)", lambda m: m.group(1).capitalize(), summary.text)
+    if re.match(r"(Either party|Server or client|Client or server)", text) or re.search(
+        r"(client|server) asks (client|server)\b.*, or (server|client) asks", text, re.I
+    ):
+        return "both"
+    first: Direction | None = (
+        "client" if text.startswith("Client") else "server" if text.startswith("Server") else None
+    )
+    if first is None:
+        return None
+    other = "Server" if first == "client" else "Client"
+    # "Client replies with zero or more CONNECTION TUNE commands": the other party sends it too
+    for sentence in re.split(r"(?<=\.)\s+", text):
+        if sentence.startswith(other) and name in sentence:
+            return "both"
+    return first
+
+
+# --------------------------------------------------------------------------------------------
+# The builder
+
+
+class _Builder:
+    def __init__(self, text: str, rel: str, protocol: str, version: str) -> None:
+        self.text = text
+        self.rel = rel
+        self.protocol = protocol
+        self.version = version
+        self.lines = text.splitlines()
+        self.log = FindingLog()
+        self.rules: dict[str, abnf.Rule] = {}
+
+    def span(self, line: int, column: int = 1) -> SourceSpan:
+        return SourceSpan(self.rel, line, column)
+
+    def run(self) -> tuple[Protocol, FindingLog]:
+        parsed: list[abnf.Rule] = []
+        for block in abnf.find_blocks(self.text, self.rel, "indented"):
+            # the document's ABNF has known slips (a dangling '/', single-quoted strings): read
+            # past them, each a finding
+            read = abnf.parse_rules_lenient(block.text, self.rel, block.line, block.column)
+            parsed.extend(read.rules)
+            for d in read.defects:
+                self.log.add(d.span, "abnf-syntax", d.message, "read as the parser says")
+        self.rules = abnf.merged(parsed)
+        for needed in ("command", "command-payload", "command-end", "initiation", "field-table"):
+            if needed not in self.rules:
+                raise SpecError(self.span(1), f"the ABNF defines no {needed!r} rule")
+        self.prose = _prose_commands(self.lines)
+        self.summaries = _summaries(self.lines)
+        self._check_bases()
+        commands = [self._command(name) for name in self._payload_rules()]
+        self._message_head()
+        self._plain_example()
+        frame = self._frame()
+        types = self._types()
+        named = self._field_table()
+        protocol = Protocol(
+            name=self.protocol,
+            version=self.version,
+            source=self.rel,
+            types=types,
+            frame=frame,
+            enums=(),
+            constants=(),
+            commands=tuple(commands),
+            named=named,
+        )
+        return protocol, self.log
+
+    # ---- ABNF helpers
+
+    def rule(self, name: str, where: SourceSpan) -> abnf.Rule:
+        r = self.rules.get(name.lower())
+        if r is None:
+            raise SpecError(where, f"the ABNF uses {name!r} but never defines it")
+        return r
+
+    def _num(self, expr: abnf.Expr, where: SourceSpan) -> int:
+        if isinstance(expr, abnf.NumVal) and len(expr.values) == 1:
+            return expr.values[0]
+        raise SpecError(where, f"expected one %-number, found {expr!r}")
+
+    def _payload_rules(self) -> list[str]:
+        payload = self.rules["command-payload"]
+        expr = payload.expr
+        options = expr.options if isinstance(expr, abnf.Alt) else (expr,)
+        names: list[str] = []
+        for o in options:
+            if not isinstance(o, abnf.RuleRef):
+                raise SpecError(payload.span, f"command-payload: {o!r} is no rule name")
+            names.append(o.name.lower())
+        return names
+
+    def _check_bases(self) -> None:
+        """Rule 5: `n*OCTET` read as exactly n octets, each such rule a finding."""
+        for name, width in EXACT_WIDTHS.items():
+            r = self.rules.get(name)
+            if r is None:
+                continue
+            e = r.expr
+            if (
+                isinstance(e, abnf.Repeat)
+                and isinstance(e.expr, abnf.RuleRef)
+                and e.expr.name.upper() == "OCTET"
+                and e.low == width
+                and e.high != width
+            ):
+                self.log.add(
+                    r.span,
+                    "abnf-repeat",
+                    f"{name} = {width}*OCTET says {width} or more octets; the prose's "
+                    f"{BASES[name][0]}s and the Notes' network-order integers are {width} octets",
+                    f"exactly {width} octets (rule 5)",
+                )
+
+    def _base(self, name: str, where: SourceSpan) -> str:
+        """The base rule a field rule resolves to (a key of BASES)."""
+        seen = name.lower()
+        for _ in range(16):
+            if seen in BASES:
+                return seen
+            r = self.rules.get(seen)
+            if r is None:
+                raise SpecError(where, f"the ABNF uses {seen!r} but never defines it")
+            if isinstance(r.expr, abnf.RuleRef):
+                seen = r.expr.name.lower()
+                continue
+            raise SpecError(r.span, f"{r.name}: not one of the base types {', '.join(BASES)}")
+        raise SpecError(where, f"{name}: the rule chain does not end")
+
+    # ---- commands
+
+    def _command(self, rule_name: str) -> Command:
+        r = self.rule(rule_name, self.rules["command-payload"].span)
+        expr = r.expr
+        items = expr.items if isinstance(expr, abnf.Seq) else (expr,)
+        code = self._num(items[0], r.span)
+        prose_name = rule_name.replace("-", " ").upper()
+        prose = self.prose.get(prose_name)
+        if prose is None:
+            raise SpecError(r.span, f"{rule_name}: no {prose_name} field list in the prose")
+        fields = self._fields(rule_name, r, items[1:], prose)
+        summary = self.summaries.get(prose_name)
+        sender = self._sender(prose_name, summary, r.span)
+        doc = " ".join(x for x in (summary.text if summary else "", prose.intro) if x)
+        doc = re.sub(r":$", ".", doc)
+        name = command_name(rule_name)
+        message = Message(
+            name=name.replace(".", ""),
+            kind="oneway",
+            ident=(code,),
+            versions=Versions(1, 1),
+            fields=self._pack(fields),
+            doc=doc,
+            span=r.span,
+            sender=sender,
+        )
+        return Command(
+            name=name,
+            ident=(code,),
+            sender=sender,
+            messages=(message,),
+            doc=doc,
+            span=r.span,
+        )
+
+    def _fields(
+        self, rule_name: str, r: abnf.Rule, items: tuple[abnf.Expr, ...], prose: _ProseCommand
+    ) -> list[tuple[str, TypeRef, SourceSpan, str]]:
+        """The rule's field items against the prose list: (name, type, span, doc) in ABNF order,
+        each disagreement a finding."""
+        fields: list[tuple[str, TypeRef, SourceSpan, str]] = []
+        prose_fields = list(prose.fields)
+        for k, item in enumerate(items):
+            if not isinstance(item, abnf.RuleRef):
+                raise SpecError(r.span, f"{rule_name}: field {k + 1} is no rule name ({item!r})")
+            fname = item.name.lower()
+            pf = prose_fields[k] if k < len(prose_fields) else None
+            base = self._field_base(rule_name, r, fname, pf, prose)
+            doc = prose.docs.get(fname) or (pf and prose.docs.get(pf.name)) or ""
+            own = self.rules.get(fname)
+            fields.append((fname, BASES[base][1], own.span if own else r.span, doc))
+            self._compare_field(rule_name, r, fname, base, pf, prose)
+        for pf in prose_fields[len(items) :]:
+            self.log.add(
+                self.span(pf.line, 9),
+                "prose-extra-field",
+                f"{prose.name}: the prose lists {pf.name} ({pf.type}), the ABNF "
+                f"(line {r.span.line}) has no such field",
+                "the ABNF: not on the wire (rule 1)",
+            )
+        names = {pf.name for pf in prose_fields} | {n for n, _, _, _ in fields}
+        for doc_name, line in prose.doc_lines.items():
+            if doc_name not in names:
+                self.log.add(
+                    self.span(line),
+                    "field-doc-name",
+                    f"{prose.name}: the paragraph {doc_name!r} names no field of the list "
+                    f"(line {prose.line}: {', '.join(pf.name for pf in prose_fields)})",
+                    "kept out of the fields' docs",
+                )
+        return fields
+
+    def _message_head(self) -> None:
+        """The message head (the start of a message's first fragment, after HANDLE SEND or
+        NOTIFY) against the Message Header prose: checked and reported, not generated (a
+        message is no command frame; see the module docstring)."""
+        head = self.rules.get("message-head")
+        prose = self.prose.get("MESSAGE")
+        if head is None or prose is None:
+            raise SpecError(self.span(1), "no message-head rule or MESSAGE field list")
+        items = head.expr.items if isinstance(head.expr, abnf.Seq) else (head.expr,)
+        self._fields("message-head", head, items, prose)
+
+    def _plain_example(self) -> None:
+        """The PLAIN field-table example writes its octets `%0d %28d`: the number before the
+        base, the reverse of ABNF's `%d0 %d28`; and it calls the answer a CHALLENGE RESPONSE."""
+        for i, line in enumerate(self.lines):
+            m = re.search(r"%(\d+)d\b", line)
+            if m and line.startswith("    "):
+                self.log.add(
+                    self.span(i + 1, m.start() + 1),
+                    "example-notation",
+                    f"the example writes {m.group(0)!r}: ABNF spells a decimal octet "
+                    f"%d{m.group(1)}",
+                    "read as decimal octets (the PLAIN golden vector)",
+                )
+            m = re.search(r"\bCHALLENGE RESPONSE\b", line)
+            if m:
+                self.log.add(
+                    self.span(i + 1, m.start() + 1),
+                    "command-name",
+                    "the text names a CHALLENGE RESPONSE, a command the document does not "
+                    "define; the client's answer to CONNECTION CHALLENGE is CONNECTION RESPONSE",
+                    "CONNECTION RESPONSE",
+                )
+
+    def _field_base(
+        self,
+        rule_name: str,
+        r: abnf.Rule,
+        fname: str,
+        pf: _ProseField | None,
+        prose: _ProseCommand,
+    ) -> str:
+        """The base type of one field, by the rules in the module docstring."""
+        prose_base = PROSE_TYPES.get(pf.type) if pf is not None else None
+        if fname not in self.rules and fname not in BASES:
+            if prose_base is None or pf is None:
+                raise SpecError(
+                    r.span,
+                    f"{rule_name}: {fname!r} is defined neither in the ABNF nor in the prose",
+                )
+            self.log.add(
+                r.span,
+                "abnf-undefined",
+                f"{rule_name} uses {fname!r}, which the ABNF never defines; the prose "
+                f"(line {pf.line}) says {pf.type}",
+                f"the prose's {pf.type} (rule 3)",
+            )
+            return prose_base
+        base = self._base(fname, r.span)
+        if pf is None:
+            return base
+        if base == "long-string" and prose_base == "field-table":
+            return "field-table"  # rule 2, reported by _compare_field
+        if prose_base == "bit" and base in ("short-string", "long-string"):
+            return "bit"  # rule 4, reported by _compare_field
+        return base
+
+    def _compare_field(
+        self,
+        rule_name: str,
+        r: abnf.Rule,
+        fname: str,
+        base: str,
+        pf: _ProseField | None,
+        prose: _ProseCommand,
+    ) -> None:
+        if pf is None:
+            self.log.add(
+                r.span,
+                "abnf-extra-field",
+                f"{rule_name}: the ABNF has {fname!r}, the prose list ({prose.name}, line "
+                f"{prose.line}) does not",
+                "the ABNF: on the wire (rule 1)",
+            )
+            return
+        where = self.span(pf.line, 9)
+        defined = self._base(fname, r.span) if fname in self.rules or fname in BASES else None
+        if pf.name != fname:
+            self.log.add(
+                where,
+                "field-name",
+                f"{prose.name}: the prose names field {pf.name!r} where the ABNF "
+                f"(line {r.span.line}) has {fname!r}",
+                f"the ABNF's name ({camel(fname)}, rule 1)",
+            )
+        prose_base = PROSE_TYPES.get(pf.type)
+        if prose_base is None:
+            self.log.add(
+                where,
+                "prose-type",
+                f"{prose.name}.{pf.name}: the prose type {pf.type!r} is no type of the document",
+                f"the ABNF's {BASES[base][0]} (rule 1)",
+            )
+            return
+        if defined is None or prose_base == defined:
+            return
+        rule = self.rules.get(fname)
+        line = rule.span.line if rule else r.span.line
+        if base == "field-table" and defined == "long-string":
+            code, resolution = "long-string-is-table", "a field table (rule 2, line 887)"
+        elif base == "bit":
+            code, resolution = "rule-name-clash", "the prose's bit (rule 4)"
+        else:
+            code, resolution = "field-type", f"the ABNF's {BASES[base][0]} (rule 1)"
+        self.log.add(
+            where,
+            code,
+            f"{prose.name}.{fname}: the ABNF (line {line}) says {defined}, the prose "
+            f"(line {pf.line}) {pf.type}",
+            resolution,
+        )
+
+    def _sender(self, name: str, summary: _Summary | None, where: SourceSpan) -> Direction:
+        if summary is None:
+            raise SpecError(where, f"{name} has no line in a Command Summary")
+        said = _sender_of(name, summary)
+        if said is None and summary.group is None:
+            raise SpecError(self.span(summary.line), f"{name}: the summary names no sender")
+        if said is not None and summary.group is not None and said != summary.group:
+            self.log.add(
+                self.span(summary.line),
+                "sender",
+                f"{name}: the summary's grouping says {summary.group}, its sentence "
+                f"({summary.text!r}) {said}",
+                "both (either party may send it)",
+            )
+            return "both"
+        result = summary.group or said
+        assert result is not None
+        return result
+
+    def _pack(self, fields: list[tuple[str, TypeRef, SourceSpan, str]]) -> tuple[Field, ...]:
+        """Fields in order; consecutive bits packed into octets, least significant bit first."""
+        out: list[Field] = []
+        bits: list[Field] = []
+        containers = 0
+
+        def flush() -> None:
+            nonlocal containers
+            while bits:
+                chunk, bits[:] = bits[:8], bits[8:]
+                containers += 1
+                members = list(chunk)
+                if len(chunk) < 8:
+                    members.append(
+                        Field(
+                            f"Unused{containers}",
+                            BitField(8 - len(chunk), value=0),
+                            doc="Unused bits, zero.",
+                            span=chunk[-1].span,
+                        )
+                    )
+                out.append(
+                    Field(
+                        f"Bits{containers}",
+                        Bits(width=1, members=tuple(members), order="lsb"),
+                        doc=f"{', '.join(f.name for f in chunk)}: consecutive bits packed into "
+                        "one octet, least significant bit first.",
+                        span=chunk[0].span,
+                    )
+                )
+
+        for name, t, span, doc in fields:
+            f = Field(camel(name), t, doc=doc, span=span)
+            if isinstance(t, BitField):
+                bits.append(f)
+            else:
+                flush()
+                out.append(f)
+        flush()
+        return tuple(out)
+
+    # ---- frame, types, field tables
+
+    def _frame(self) -> FrameLayout:
+        end_rule = self.rules["command-end"]
+        end = self._num(end_rule.expr, end_rule.span)
+        init = self.rules["initiation"]
+        init_items = init.expr.items if isinstance(init.expr, abnf.Seq) else (init.expr,)
+        data = bytes(
+            self._num(self.rule(i.name, init.span).expr, init.span)
+            for i in init_items
+            if isinstance(i, abnf.RuleRef)
+        )
+        size = self.rule("command-size", self.rules["command"].span)
+        self._check_sizes(size)
+        frames_prose = self._line_of("A frame always starts with a header")
+        return FrameLayout(
+            header=(
+                Field(
+                    "Size",
+                    Prim("uint16"),
+                    doc="command-size: the bytes that follow the size, the command-end octet "
+                    "included; 0xFFFF says a four-octet size follows instead.",
+                    span=size.span,
+                ),
+                Field(
+                    "Code",
+                    Prim("uint8"),
+                    doc="The command code, the first octet of command-payload (the header's "
+                    "`Code`: the messages' COMMAND is their name).",
+                    span=self.rules["command-payload"].span,
+                ),
+            ),
+            length="Size",
+            length_counts="after",
+            dispatch=("Code",),
+            trailer=(
+                Field(
+                    "CommandEnd",
+                    Prim("uint8"),
+                    doc="command-end: the octet that closes every command frame.",
+                    span=end_rule.span,
+                    default=end,
+                ),
+            ),
+            preambles=(
+                Preamble(
+                    "client",
+                    data,
+                    doc="Connection initiation: protocol-id (128, AMQP/Fast) then "
+                    "protocol-version (the client's highest, 1).",
+                ),
+            ),
+            length_escape=LengthEscape(0xFFFF, "uint32"),
+            span=self.span(frames_prose),
+        )
+
+    def _line_of(self, text: str) -> int:
+        return next((i + 1 for i, ln in enumerate(self.lines) if text in ln), 1)
+
+    def _check_sizes(self, size: abnf.Rule) -> None:
+        """Rule 6: the long-size range of the ABNF against the Frames prose."""
+        long_size = self.rules.get("long-size")
+        if long_size is None:
+            raise SpecError(size.span, "the ABNF defines no long-size")
+        e = long_size.expr
+        items = e.items if isinstance(e, abnf.Seq) else (e,)
+        rng = next((i for i in items if isinstance(i, abnf.NumRange)), None)
+        prose = self._line_of("holding a size 0xFFFF to 0xFFFFFFFF")
+        if rng is not None and (rng.low, rng.high) != (0xFFFF, 0xFFFFFFFF):
+            self.log.add(
+                long_size.span,
+                "frame-size",
+                f"long-size allows {rng.low:#x}..{rng.high:#x} after 0xFFFF, the Frames prose "
+                f"(line {prose}) 0xFFFF..0xFFFFFFFF",
+                "the prose (rule 6): sizes below 0xFFFF are written short, one encoding each",
+            )
+
+    def _types(self) -> tuple[PrimitiveType, ...]:
+        def span_of(name: str) -> SourceSpan | None:
+            r = self.rules.get(name)
+            return r.span if r else None
+
+        return (
+            PrimitiveType(
+                "shortstr",
+                "string",
+                length_prefix="uint8",
+                encoding="utf-8",
+                errors="surrogateescape",
+                doc="short-string: an octet length, then that many octets of UTF-8 (the Notes: "
+                "ANSI-C compatible, no binary zero).",
+                span=span_of("short-string"),
+            ),
+            PrimitiveType(
+                "longstr",
+                "bytes",
+                length_prefix="uint16",
+                doc="long-string: a two-octet length in network order, then that many octets "
+                "(binary-safe).",
+                span=span_of("long-string"),
+            ),
+            PrimitiveType(
+                "longstr-text",
+                "string",
+                length_prefix="uint16",
+                encoding="utf-8",
+                errors="surrogateescape",
+                doc="Field-table string value ('S'): a long string; bytes that are no UTF-8 are "
+                "kept (surrogateescape), so any value encodes back to its bytes.",
+                span=span_of("field-value"),
+            ),
+            PrimitiveType(
+                "decimal",
+                "decimal",
+                width=5,
+                doc="Field-table decimal value ('D'): the unsigned `decimals` octet, then a "
+                "signed long integer.",
+                span=span_of("decimal-value"),
+            ),
+        )
+
+    def _field_table(self) -> tuple[NamedType, ...]:
+        table = self.rules["field-table"]
+        value = self.rule("field-value", table.span)
+        options = value.expr.options if isinstance(value.expr, abnf.Alt) else (value.expr,)
+        layouts: dict[str, TypeRef] = {
+            "long-string": Prim("longstr-text"),
+            "decimal-value": Prim("decimal"),
+        }
+        labels = {"S": "string", "I": "integer", "D": "decimal", "T": "time"}
+        cases: list[Case] = []
+        for o in options:
+            items = o.items if isinstance(o, abnf.Seq) else ()
+            if len(items) != 2 or not isinstance(items[0], abnf.CharVal):
+                raise SpecError(value.span, f"field-value: {o!r} is not 'tag' then a value")
+            tag = items[0].text
+            what = items[1]
+            if not isinstance(what, abnf.RuleRef) or len(tag) != 1:
+                raise SpecError(value.span, f"field-value: {o!r} is not 'tag' then a value")
+            rule = what.name.lower()
+            if rule == "long-integer":
+                # the Notes: "Integer values are signed"; a time is a POSIX time_t
+                t: TypeRef = Prim("int32" if tag == "I" else "uint32")
+            elif rule in layouts:
+                t = layouts[rule]
+            else:
+                raise SpecError(value.span, f"field-value {tag!r}: no layout for {rule!r}")
+            cases.append(Case((ord(tag),), t, f"{tag} {labels.get(tag, rule)}"))
+        return (
+            NamedType(
+                "field-table",
+                Map(key=Prim("shortstr"), value=Ref("field-value"), size_prefix="uint16"),
+                doc="A field table: a two-octet byte count, then name-value pairs, each a "
+                "short-string name and a typed value (a long string's bytes, line 887). If a "
+                "field occurs more than once only the first instance should be used.",
+                span=table.span,
+            ),
+            NamedType(
+                "field-value",
+                Choice("uint8", tuple(cases), prefer=tuple(ord(c) for c in "SIDT")),
+                doc="A field-table value: a type octet ('S', 'I', 'D' or 'T'), then the value.",
+                span=value.span,
+            ),
+        )
