@@ -1,14 +1,24 @@
 """AMQP 0-9-1 analyses for `specgen report`: publish-to-Basic.Ack confirm latency, deliveries
-per consumer tag, and reply-code names.
+per consumer tag, reply-code names, and conversations checked against the spec's grammars.
 
 Confirms: once a channel is in confirm mode the broker numbers the messages published on it
 1, 2, 3, ... and acknowledges them with Basic.Ack (or Basic.Nack) frames whose delivery tag
 confirms that message, or with `multiple` every message up to it. Publishes are numbered per
 capture, connection and channel in wire order from the channel's Confirm.Select on, and each is
 matched with the first server Ack or Nack that covers its number.
+
+Conversations: each connection's channel 0 methods, after the client's protocol header (the
+decoder reads the client's bytes after it, so it is no row), are checked against the
+`connection` grammar, and each other channel's methods against `channel` (which nests the
+functional classes), with the generated `dialogue.check(..., crossing=True)`: each direction's
+order is the wire's, the interleaving of the two is left open (see specgen/dialogue.py).
+Content headers, bodies and heartbeats are no methods and are left out. Each conversation is
+checked in one task (`applyInPandas`), in order of read time, then direction, then offset.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
@@ -43,7 +53,7 @@ def response_counts(frames: DataFrame, counts: DataFrame, notes: list[str]) -> D
 
 
 def sections(frames: DataFrame, timed: bool) -> list[Section]:
-    return [_confirms(frames, timed), _deliveries(frames)]
+    return [_confirms(frames, timed), _deliveries(frames), _conversations(frames)]
 
 
 def _confirms(frames: DataFrame, timed: bool) -> Section:
@@ -166,3 +176,84 @@ def _deliveries(frames: DataFrame) -> Section:
         (False, False, True, True),
     )
     return Section(title, table)
+
+
+_VERDICTS = (
+    "capture STRING, connection STRING, channel INT, grammar STRING, status STRING, "
+    "steps INT, offset BIGINT, direction STRING, message STRING, expected STRING"
+)
+
+
+def _check_conversation(rows: Any) -> Any:
+    """One conversation's method frames (a pandas DataFrame) -> one verdict row."""
+    import pandas as pd  # type: ignore[import-untyped]
+
+    from generated.amqp_0_9_1.rabbitmq import dialogue
+
+    rows = rows.assign(side=(rows["direction"] != "c2s").astype(int))
+    rows = rows.sort_values(["ts", "side", "offset"], na_position="first", kind="stable")
+    channel = int(rows["channel"].iloc[0])
+    grammar = "connection" if channel == 0 else "channel"
+    roles = ["C" if d == "c2s" else "S" for d in rows["direction"]]
+    steps = [(r, dialogue.METHODS[m]) for r, m in zip(roles, rows["message"], strict=True)]
+    header = channel == 0 and dialogue.PROTOCOL_HEADER is not None
+    if header:
+        steps.insert(0, ("C", str(dialogue.PROTOCOL_HEADER)))
+    verdict = dialogue.check(grammar, steps, crossing=True)
+    at = None if verdict.at is None else verdict.at - header
+    frame = rows.iloc[at] if at is not None and at >= 0 else None
+    return pd.DataFrame(
+        [
+            {
+                "capture": rows["capture"].iloc[0],
+                "connection": rows["connection"].iloc[0],
+                "channel": channel,
+                "grammar": grammar,
+                "status": verdict.status,
+                "steps": len(steps),
+                "offset": None if frame is None else int(frame["offset"]),
+                "direction": None if frame is None else frame["direction"],
+                "message": None if frame is None else frame["message"],
+                "expected": ", ".join(verdict.expected),
+            }
+        ]
+    )
+
+
+def _conversations(frames: DataFrame) -> Section:
+    title = "Conversations against the grammar"
+    from generated.amqp_0_9_1.rabbitmq import dialogue
+
+    methods = frames.filter(F.col("message").isin(list(dialogue.METHODS))).select(
+        *_CHANNEL, "direction", "message", "offset", "ts"
+    )
+    verdicts = methods.groupBy(*_CHANNEL).applyInPandas(_check_conversation, _VERDICTS)
+    rows = verdicts.orderBy(*_CHANNEL).collect()
+    if not rows:
+        return Section(title, notes=["no methods in this capture"])
+    counts = {s: sum(1 for r in rows if r["status"] == s) for s in ("ok", "incomplete", "broken")}
+    notes = [
+        f"{len(rows)} conversations: {counts['ok']} follow their grammar, {counts['incomplete']} "
+        f"stop early (incomplete, not broken), {counts['broken']} break it",
+        "channel 0 against the connection grammar, other channels against the channel grammar; "
+        "each direction in wire order, their interleaving open",
+    ]
+    broken = [r for r in rows if r["status"] == "broken"]
+    if not broken:
+        return Section(title, notes=notes)
+    table = _table(
+        ("conversation", "grammar", "broke at offset", "direction", "method", "expected"),
+        [
+            (
+                f"{_label(r['capture'], r['connection'])} channel {r['channel']}",
+                r["grammar"],
+                r["offset"],
+                r["direction"],
+                r["message"] or "protocol header",
+                r["expected"],
+            )
+            for r in broken[:TABLE_ROWS]
+        ],
+        (False, False, True, False, False, False),
+    )
+    return Section(title, table, notes)

@@ -34,10 +34,12 @@ from __future__ import annotations
 
 import posixpath
 import re
+import textwrap
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from specgen import abnf, dialogue
 from specgen.frontends import xml_tree
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.xml_tree import Element
@@ -52,6 +54,7 @@ from specgen.ir import (
     Choice,
     Command,
     Constant,
+    Dialogue,
     Direction,
     Enum,
     EnumValue,
@@ -98,13 +101,15 @@ TAG_VOCABULARY = {
 
 def build(path: Path, rel: str, protocol: str, version: str) -> tuple[Protocol, FindingLog]:
     """The front-end entry (see specgen.frontends): parse the XML, then build its IR."""
-    root = xml_tree.parse(path.read_text(encoding="utf-8"), rel)
+    text = path.read_text(encoding="utf-8")
+    root = xml_tree.parse(text, rel)
     types_path = path.parent / FIELD_TYPES
     if not types_path.is_file():
         raise SpecError(root.span, f"no {FIELD_TYPES} next to the spec (the field-table tags)")
     types_rel = posixpath.join(posixpath.dirname(rel), FIELD_TYPES)
     tags = _FieldTypes.load(types_path, types_rel)
-    return _Builder(root, tags, protocol, version).run()
+    proto, log = _Builder(root, tags, protocol, version).run()
+    return replace(proto, dialogues=dialogues(root, text, log)), log
 
 
 # --------------------------------------------------------------------------------------------
@@ -1104,3 +1109,47 @@ class _Builder:
                 "XML numbers its other -ok replies",
                 f"the XML's index ({reply.index})",
             )
+
+
+# --------------------------------------------------------------------------------------------
+# Dialogue grammars
+
+
+def dialogues(root: Element, text: str, log: FindingLog) -> tuple[Dialogue, ...]:
+    """Each class's `<doc type="grammar">`, read as ABNF at its own line and column; its first
+    rule is the class's conversation. References no rule resolves (see specgen.dialogue) are
+    findings (`dialogue-undefined`)."""
+    lines = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    starts = [0]
+    for row in lines.split("\n")[:-1]:
+        starts.append(starts[-1] + len(row) + 1)
+    out: list[Dialogue] = []
+    for cls in root.findall("class"):
+        for doc in cls.findall("doc"):
+            if doc.attr("type") != "grammar":
+                continue
+            # the text starts after the start tag's '>'; the grammars use no references, so
+            # the element's text is the document's (checked, else the tag's position is used)
+            at = lines.index(">", starts[doc.span.line - 1] + doc.span.column - 1) + 1
+            body = doc.text
+            if lines[at : at + len(body)] != body:
+                raise SpecError(doc.span, "a grammar with character references is not read")
+            line = lines.count("\n", 0, at) + 1
+            column = at - starts[line - 1] + 1
+            rules = abnf.parse_rules(body, doc.span.file, line, column)
+            if not rules:
+                raise SpecError(doc.span, f"class {_name(cls)}'s grammar holds no rule")
+            out.append(
+                Dialogue(
+                    _name(cls), rules, rules[0].name, rules[0].span, textwrap.dedent(body).strip()
+                )
+            )
+    found = tuple(out)
+    for span, owner, name in dialogue.undefined(found):
+        log.add(
+            span,
+            "dialogue-undefined",
+            f"class {owner}'s grammar names {name}, which no rule, class or convention defines",
+            "the conversation checker refuses the grammar",
+        )
+    return found

@@ -1,0 +1,319 @@
+"""Dialogue grammars (the allowed sequences of commands) -> one deterministic automaton each.
+
+A spec's dialogue grammar is ABNF whose terminals are steps, `C:OPEN` (the client sends) or
+`S:OPEN-OK` (the server sends); AMQP 0-9-1 writes one per class in `<doc type="grammar">`,
+the 0-10 text and RFC 006 the same kind in prose. The IR keeps each as an `ir.Dialogue` (the
+rules as written, with spans); this module gives them their meaning, protocol-neutrally, and
+compiles each to a DFA that the generated `dialogue.py` checks conversations with.
+
+Semantics (the rules this module states and applies):
+
+* A step is qualified by the dialogue its rule belongs to: `C:OPEN` in the channel class's
+  grammar is the client sending `channel.open`; names are compared lower-cased. So
+  `C:protocol-header` in the connection grammar is `connection.protocol-header` (AMQP's
+  8-byte protocol header, which is no method but opens every connection).
+* A rule reference is resolved, in this order: (1) a rule of the same dialogue (`=/`
+  alternatives merged in); (2) the name of another dialogue: that dialogue's grammar, its steps
+  qualified by it (`use-connection = *channel` nests the channel grammar); (3)
+  `functional-class`, which AMQP uses and never defines: any one of the functional dialogues,
+  those that reference no other dialogue (in 0-9-1: exchange, queue, basic, tx, confirm;
+  connection names `channel`, channel names `functional-class`, so those two are structural);
+  (4) `content`, also never defined: the content frames (a header, then bodies) that follow a
+  method with content. They are frames, not methods, and a conversation is a sequence of
+  methods, so `content` matches no step (the decoder checks the frames themselves). Any other
+  name is an error naming the rule's file:line:column (`undefined` lists them for lint).
+  Recursion (a rule reaching itself) is refused: a dialogue must be a regular language.
+* Conversations on real traffic. A capture holds one byte stream per direction, so the order
+  of each role's steps is exact, but the order between the two is not: messages cross in
+  flight (a consumer's Basic.Cancel and the server's next Basic.Deliver; a Channel.Close and
+  the deliveries already sent), and a capture without read timestamps has no cross-direction
+  order at all. The strict reading (`check(..., crossing=False)`) takes steps in the order
+  given and is the grammar's own; the capture reading (`crossing=True`) accepts when *some*
+  interleaving of the roles' steps, each role's kept in order, is a word of the grammar. So
+  a method a role sends out of its turn, too early, twice or not at all still fails (the
+  client's Connection.Open before its Tune-Ok; a Basic.Publish on a channel never opened),
+  while a reply that crosses an unrelated message passes. What crossing cannot see is a
+  reply sent before its request by the *other* role (Start-Ok before Start): two streams
+  alone do not order them. The search is breadth-first over (steps taken per role, DFA state),
+  one diagonal (steps taken in all) at a time; past `limit` configurations it keeps those
+  closest to the order given (capture order), so its cost is linear in the conversation.
+* Verdicts: "ok" (all steps taken, the grammar complete), "incomplete" (all steps taken, more
+  were due: a capture can end mid-conversation, which is not a breach) or "broken" with the
+  index of the step no interleaving could take (the step of a role the grammar expected there,
+  else the earliest one left) and the steps the grammar allowed there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from specgen.abnf import (
+    Alt,
+    CharVal,
+    Expr,
+    NumRange,
+    NumVal,
+    ProseVal,
+    Repeat,
+    Rule,
+    RuleRef,
+    Seq,
+    Step,
+)
+from specgen.ir import Dialogue, SourceSpan
+
+FUNCTIONAL = "functional-class"
+"""AMQP's name for "any functional class's grammar", used and never defined."""
+
+EMPTY = frozenset({"content"})
+"""Names used and never defined that match no step: the content frames after a method."""
+
+PROTOCOL_HEADER = "protocol-header"
+
+
+class DialogueError(ValueError):
+    """A dialogue grammar that has no meaning as a conversation; str is file:line:column."""
+
+    def __init__(self, span: SourceSpan, message: str) -> None:
+        super().__init__(f"{span}: {message}")
+        self.span = span
+        self.message = message
+
+
+def terminal(dialogue: str, step: Step) -> str:
+    """The qualified name of a step: `C:OPEN` in the channel grammar -> "channel.open"."""
+    return f"{dialogue.lower()}.{step.name.lower()}"
+
+
+def label(role: str, name: str) -> str:
+    """The key the automata use for a step: "C:channel.open"."""
+    return f"{role.upper()}:{name}"
+
+
+def rules_of(d: Dialogue) -> dict[str, Rule]:
+    """The dialogue's rules by lower-cased name, `=/` alternatives merged into their rule."""
+    out: dict[str, Rule] = {}
+    for r in d.rules:
+        key = r.name.lower()
+        if r.incremental and key in out:
+            first = out[key]
+            options = _options(first.expr) + _options(r.expr)
+            out[key] = Rule(first.name, Alt(options), first.span)
+        elif key in out:
+            raise DialogueError(r.span, f"rule {r.name} is defined twice ({out[key].span})")
+        else:
+            out[key] = r
+    return out
+
+
+def _options(e: Expr) -> tuple[Expr, ...]:
+    return e.options if isinstance(e, Alt) else (e,)
+
+
+def _refs(e: Expr) -> Iterable[RuleRef]:
+    if isinstance(e, RuleRef):
+        yield e
+    elif isinstance(e, Seq):
+        for x in e.items:
+            yield from _refs(x)
+    elif isinstance(e, Alt):
+        for x in e.options:
+            yield from _refs(x)
+    elif isinstance(e, Repeat):
+        yield from _refs(e.expr)
+
+
+def structural(dialogues: Sequence[Dialogue]) -> set[str]:
+    """Dialogues that nest others (name another dialogue or `functional-class`)."""
+    names = {d.name.lower() for d in dialogues}
+    out = set()
+    for d in dialogues:
+        own = rules_of(d)
+        for r in d.rules:
+            for ref in _refs(r.expr):
+                key = ref.name.lower()
+                if key not in own and (key in names or key == FUNCTIONAL):
+                    out.add(d.name.lower())
+    return out
+
+
+def functional(dialogues: Sequence[Dialogue]) -> list[str]:
+    """What `functional-class` stands for: every dialogue that nests no other, in spec order."""
+    nesting = structural(dialogues)
+    return [d.name.lower() for d in dialogues if d.name.lower() not in nesting]
+
+
+def undefined(dialogues: Sequence[Dialogue]) -> list[tuple[SourceSpan, str, str]]:
+    """(rule span, dialogue, name) for each reference that no resolution rule resolves."""
+    names = {d.name.lower() for d in dialogues}
+    out = []
+    for d in dialogues:
+        own = rules_of(d)
+        for r in d.rules:
+            for ref in _refs(r.expr):
+                key = ref.name.lower()
+                if key not in own and key not in names and key != FUNCTIONAL and key not in EMPTY:
+                    out.append((r.span, d.name, ref.name))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Expressions -> NFA -> DFA
+
+
+@dataclass(frozen=True, slots=True)
+class Automaton:
+    """A DFA over step labels ("C:channel.open"); state 0 is the start."""
+
+    name: str
+    accepting: frozenset[int]
+    moves: tuple[dict[str, int], ...]  # per state: label -> next state
+
+    def run(self, steps: Iterable[tuple[str, str]]) -> tuple[int | None, int]:
+        """Strict order: (index of the first step refused or None, the state reached)."""
+        state = 0
+        for i, (role, name) in enumerate(steps):
+            nxt = self.moves[state].get(label(role, name))
+            if nxt is None:
+                return i, state
+            state = nxt
+        return None, state
+
+
+class _NFA:
+    def __init__(self, dialogues: Sequence[Dialogue]) -> None:
+        self.dialogues = {d.name.lower(): d for d in dialogues}
+        self.rules = {name: rules_of(d) for name, d in self.dialogues.items()}
+        self.functional = functional(dialogues)
+        self.eps: list[list[int]] = []
+        self.edges: list[list[tuple[str, int]]] = []
+
+    def state(self) -> int:
+        self.eps.append([])
+        self.edges.append([])
+        return len(self.eps) - 1
+
+    def build(
+        self, e: Expr, a: int, b: int, where: str, rule: Rule, active: tuple[str, ...]
+    ) -> None:
+        """Connect state a to state b with expression e, read inside dialogue `where`."""
+        if isinstance(e, Step):
+            self.edges[a].append((label(e.role, terminal(where, e)), b))
+        elif isinstance(e, Seq):
+            at = a
+            for i, item in enumerate(e.items):
+                to = b if i == len(e.items) - 1 else self.state()
+                self.build(item, at, to, where, rule, active)
+                at = to
+        elif isinstance(e, Alt):
+            for option in e.options:
+                self.build(option, a, b, where, rule, active)
+        elif isinstance(e, Repeat):
+            at = a
+            for _ in range(e.low):
+                to = self.state()
+                self.build(e.expr, at, to, where, rule, active)
+                at = to
+            if e.high is None:
+                loop = self.state()
+                self.eps[at].append(loop)
+                self.build(e.expr, loop, loop, where, rule, active)
+                self.eps[loop].append(b)
+            else:
+                self.eps[at].append(b)
+                for _ in range(e.high - e.low):
+                    to = self.state()
+                    self.build(e.expr, at, to, where, rule, active)
+                    self.eps[to].append(b)
+                    at = to
+        elif isinstance(e, RuleRef):
+            self.ref(e, a, b, where, rule, active)
+        else:
+            kind = {CharVal: "a quoted string", NumVal: "a number", NumRange: "a range"}
+            what = kind.get(type(e), "prose") if not isinstance(e, ProseVal) else "prose"
+            raise DialogueError(
+                rule.span, f"rule {rule.name} holds {what}: a dialogue's terminals are steps"
+            )
+
+    def ref(
+        self, e: RuleRef, a: int, b: int, where: str, rule: Rule, active: tuple[str, ...]
+    ) -> None:
+        key = e.name.lower()
+        own = self.rules[where]
+        if key in own:
+            target, dialogue = own[key], where
+        elif key in self.dialogues:
+            dialogue = key
+            d = self.dialogues[key]
+            target = self.rules[key][d.start.lower()]
+        elif key == FUNCTIONAL:
+            options = tuple(RuleRef(n) for n in self.functional if n != where)
+            if not options:
+                self.eps[a].append(b)
+            for option in options:
+                self.ref(option, a, b, where, rule, active)
+            return
+        elif key in EMPTY:
+            self.eps[a].append(b)
+            return
+        else:
+            raise DialogueError(
+                rule.span, f"rule {rule.name} of {where} names {e.name}, which nothing defines"
+            )
+        here = f"{dialogue}.{target.name.lower()}"
+        if here in active:
+            chain = " -> ".join((*active[active.index(here) :], here))
+            raise DialogueError(target.span, f"recursive dialogue rule ({chain}): not regular")
+        self.build(target.expr, a, b, dialogue, target, (*active, here))
+
+    def closure(self, states: Iterable[int]) -> frozenset[int]:
+        seen = set(states)
+        todo = list(seen)
+        while todo:
+            for nxt in self.eps[todo.pop()]:
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return frozenset(seen)
+
+
+def compile_dialogue(dialogues: Sequence[Dialogue], name: str) -> Automaton:
+    """The DFA of dialogue `name`, nested dialogues expanded; states numbered breadth-first
+    with labels in sorted order, so the tables are deterministic."""
+    nfa = _NFA(dialogues)
+    d = nfa.dialogues[name.lower()]
+    rules = nfa.rules[name.lower()]
+    if d.start.lower() not in rules:
+        raise DialogueError(
+            d.span or SourceSpan("?", 1), f"dialogue {d.name} has no rule {d.start}"
+        )
+    start, end = nfa.state(), nfa.state()
+    top = rules[d.start.lower()]
+    nfa.build(top.expr, start, end, name.lower(), top, (f"{name.lower()}.{top.name.lower()}",))
+    first = nfa.closure([start])
+    index = {first: 0}
+    order = [first]
+    moves: list[dict[str, int]] = []
+    at = 0
+    while at < len(order):
+        here = order[at]
+        targets: dict[str, set[int]] = {}
+        for s in here:
+            for lab, nxt in nfa.edges[s]:
+                targets.setdefault(lab, set()).add(nxt)
+        row: dict[str, int] = {}
+        for lab in sorted(targets):
+            subset = nfa.closure(targets[lab])
+            if subset not in index:
+                index[subset] = len(order)
+                order.append(subset)
+            row[lab] = index[subset]
+        moves.append(row)
+        at += 1
+    accepting = frozenset(i for i, subset in enumerate(order) if end in subset)
+    return Automaton(d.name.lower(), accepting, tuple(moves))
+
+
+def compile_all(dialogues: Sequence[Dialogue]) -> dict[str, Automaton]:
+    return {d.name.lower(): compile_dialogue(dialogues, d.name) for d in dialogues}
