@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from specgen.emitters import amqp10, conformance, python_codec, spark_schema
+from specgen.emitters import amqp010, amqp10, conformance, dialogue, python_codec, spark_schema
 from specgen.emitters.plan import ModulePlan, PlanError, Planner
 from specgen.emitters.render import Renderer
 from specgen.ir import Protocol
@@ -41,6 +41,10 @@ def render_all(
     described: dict[str, list[tuple[SpecVersion, Protocol]]] = {}
     for spec in specs:
         protocol, _ = build_ir(spec)
+        if spec.format == "amqp010-xml":  # AMQP 0-10: its own model and emitter, whole package
+            for name, text in amqp010.emit(spec, protocol, renderer).items():
+                files[f"{spec.package}/{name}"] = text
+            continue
         if protocol.typedefs:  # a self-describing type system: its own emitters
             described.setdefault(spec.package, []).append((spec, protocol))
             for name, text in amqp10.emit(spec, protocol, renderer).items():
@@ -51,6 +55,7 @@ def render_all(
         out = python_codec.emit(spec, plan, renderer)
         out.update(conformance.emit(spec, plan, renderer))
         out.update(spark_schema.emit(spec, plan, renderer))
+        out.update(dialogue.emit(spec, protocol, renderer))  # its dialogue grammars, if any
         for name, text in out.items():
             files[f"{spec.package_path}/{name}"] = text
     for package, versions in by_package.items():

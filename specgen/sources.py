@@ -171,6 +171,9 @@ def _format_of(path: Path, text: str) -> str:
     if path.suffix.lower() in FORMATS_BY_SUFFIX:
         return FORMATS_BY_SUFFIX[path.suffix.lower()]
     head = text.lstrip()[:2000]
+    # AMQP 0-10's root says its version, after a copyright comment longer than `head`
+    if head.startswith("<") and re.search(r'<amqp\s[^>]*\bmajor="0"[^>]*\bminor="10"', text):
+        return "amqp010-xml"
     if head.startswith("<") and "<amqp" in head:
         # AMQP 1.0's XML defines <type>s in the amqp.xsd namespace; 0-9-1's defines <class>es
         if "amqp.xsd" in head or re.search(r"<type\s[^>]*\bclass=", text):

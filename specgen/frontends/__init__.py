@@ -20,6 +20,8 @@ FRONTENDS: dict[str, str] = {
     "adoc": "specgen.frontends.adoc",  # RabbitMQ Streams' PROTOCOL.adoc
     "amqp-xml": "specgen.frontends.amqp_xml",  # the AMQP 0-9-1 (and 0-8) XML spec
     "amqp10-xml": "specgen.frontends.amqp10_xml",  # AMQP 1.0's XML, alone or inside prose
+    "amqp010-xml": "specgen.frontends.amqp010_xml",  # AMQP 0-10's XML (amqp.0-10.xml)
+    "rfc006-abnf": "specgen.frontends.rfc006",  # AMQ RFC 006 (AMQP/Fast 0.8): ABNF and prose
 }
 """Format name (as protocol.toml spells it) -> module with a `build` function."""
 

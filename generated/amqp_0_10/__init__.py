@@ -1,0 +1,1 @@
+"""Generated codecs for AMQP 0-10."""
