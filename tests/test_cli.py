@@ -44,14 +44,16 @@ def test_list_names_every_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["list"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [ln.split("\t")[0] for ln in lines] == [
+        "amqp-0-10/0-10",
         "amqp-0-9-1/0-9-1",
         "amqp-0-9-1/0-9-1-rabbitmq",
         "amqp-1-0/1.0",
         "amqp-1-0/1.0-transport",
+        "amqp-fast-0-8/0.8",
         "rabbitmq-stream/4.0",
         "rabbitmq-stream/early",
     ]
-    assert lines[4].split("\t")[1] == "generated.rabbitmq_stream.v4_0"
+    assert lines[6].split("\t")[1] == "generated.rabbitmq_stream.v4_0"
 
 
 def test_generated_is_fresh_and_generation_is_deterministic() -> None:
