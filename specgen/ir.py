@@ -448,6 +448,21 @@ Direction = Literal["client", "server", "both"]
 
 
 @dataclass(frozen=True, slots=True)
+class Follows:
+    """Raw octets that follow a message's frame on the stream, outside any framing: as many as
+    the message's integer field `count` says (AMQ RFC 006: after HANDLE SEND, `fragment-size`
+    octets of message data). When the boolean field `unless` (a bit member may be named) is
+    set, nothing follows (the data travels out of band). `layout` names the `Protocol.named`
+    structure such data starts with when the spec says it may (the message head); readers
+    yield the octets as they are, since whether they start with it is the dialogue's state."""
+
+    count: str
+    unless: str | None = None
+    layout: str | None = None
+    doc: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Message:
     """One frame layout: a request, a response or a one-way message of a command."""
 
@@ -465,6 +480,7 @@ class Message:
     synchronous: bool = False  # the sender waits for a reply before sending more
     content: bool = False  # content frames (a header, then bodies) follow this message
     sender: Direction | None = None  # who sends it, when the spec says per message
+    follows: Follows | None = None  # raw octets after the frame, outside any framing
 
     def __post_init__(self) -> None:
         _check_unique(self.name, self.fields)
@@ -475,6 +491,8 @@ class Message:
         for f in self.fields:
             if f.present and f.present[0] not in flags:
                 raise IRError(f"{f.span}: {f.name}: flag word {f.present[0]!r} is not a field")
+        if self.follows is not None:
+            _check_follows(self)
 
     def fields_at(self, version: int) -> tuple[Field, ...]:
         return _project(self.fields, version)
@@ -818,6 +836,8 @@ class Protocol:
             for m in c.messages:
                 for _, f in walk_fields(m.fields):
                     self._check_field(f, known, names)
+                if m.follows is not None and m.follows.layout not in (None, *names):
+                    raise IRError(f"{m.span}: {m.name}: no named type {m.follows.layout!r}")
 
     def _check_field(self, f: Field, known: set[str], names: set[str]) -> None:
         for t in _types_in(f.type):
@@ -866,6 +886,37 @@ class Protocol:
         for c in self.commands:
             for m in c.messages:
                 yield c, m
+
+
+def _check_follows(message: Message) -> None:
+    """`follows` names a required top-level integer field and, for `unless`, a boolean flag
+    (a top-level field or a member of a top-level bits field) of the same message."""
+    assert message.follows is not None
+    top = {f.name: f for f in message.fields}
+    count = top.get(message.follows.count)
+    if count is None or not isinstance(count.type, Prim) or count.type.name not in INT_WIDTHS:
+        raise IRError(
+            f"{message.span}: {message.name}: follows counts {message.follows.count!r}, "
+            "which is no integer field of it"
+        )
+    if count.optional or count.present:
+        raise IRError(f"{message.span}: {message.name}: follows counts an optional field")
+    unless = message.follows.unless
+    if unless is not None:
+        # a bit member is an attribute of the message itself; a nested structure's is not
+        flat = [
+            m
+            for f in message.fields
+            for m in (f.type.members if isinstance(f.type, Bits) else (f,))
+        ]
+        flag = next((f for f in flat if f.name == unless), None)
+        if flag is None or not (
+            isinstance(flag.type, BitField) and flag.type.boolean and flag.type.value is None
+        ):
+            raise IRError(
+                f"{message.span}: {message.name}: follows unless {unless!r}, which is no "
+                "boolean flag of it"
+            )
 
 
 def _check_unique(owner: str, members: tuple[Field, ...]) -> None:
@@ -1028,6 +1079,8 @@ def _decode_value(name: str, value: Any) -> Any:
         return _from_data(FrameLayout, value)
     if name == "length_escape":
         return None if value is None else _from_data(LengthEscape, value)
+    if name == "follows":
+        return None if value is None else _from_data(Follows, value)
     if name == "body_keys":
         return tuple(_from_data(BodyKey, v) for v in value)
     if name in ("preambles", "protocol_headers"):

@@ -4,7 +4,9 @@ Expected values are typed from the document: the command codes from its ABNF (`%
 checked against the line it is on), the lines of its disagreements, and the PLAIN LOGIN/PASSWORD
 field table built from the octets the document writes out (lines 978-980). Frames are built
 here from the Frame Syntax rules (a two-octet size, or 0xFFFF and a four-octet size, counting
-the payload and the 0xCE command-end), not from the encoder.
+the payload and the 0xCE command-end), not from the encoder. Message heads and the fragments
+after HANDLE SEND, NOTIFY and PREPARE are built from the `message-head` rule (line 751) and the
+Message Frames and Message Header sections.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import dataclasses
 import json
 import re
 import struct
+import types
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -25,7 +28,7 @@ from generated.amqp_fast_0_8 import v0_8 as fast
 from specgen.cli import main
 from specgen.frontends import rfc006
 from specgen.frontends.adoc import SpecError
-from specgen.ir import dump, load
+from specgen.ir import IRError, dump, load
 from specgen.pipeline.inputs import DecodeInputError
 from specgen.pipeline.ranges import Framing
 from specgen.specs import ROOT, build_ir, find
@@ -407,3 +410,269 @@ def test_a_command_without_its_code_is_an_error_at_its_line(tmp_path: Path) -> N
     broken.write_text(text, encoding="utf-8")
     with pytest.raises(SpecError, match=rf"^x\.txt:{spec_line(SPEC, '= %d21')}:5: "):
         rfc006.build(broken, "x.txt", "amqp-fast-0-8", "0.8")
+
+
+# --------------------------------------------------------------------------------------------
+# Messages: the octets after HANDLE SEND, NOTIFY and PREPARE (Message Frames, Message Header)
+
+
+def _table_et(t: int) -> bytes:
+    """headers: the Dictionaries section's short name "ET" (Expiration-Time), a 'T' time."""
+    pairs = shortstr("ET") + b"T" + struct.pack(">I", t)
+    return struct.pack(">H", len(pairs)) + pairs
+
+
+def _head(body_size: int, persistent: int, priority: int, expiration: int, ident: str) -> bytes:
+    """A message head by its ABNF (line 751): body-size, persistent (a bit, alone in its
+    octet), priority, expiration, mime-type, encoding, msg-identifier, headers."""
+    return (
+        struct.pack(">I", body_size)
+        + bytes([persistent, priority])
+        + struct.pack(">I", expiration)
+        + shortstr("text/plain")
+        + shortstr("")  # "If empty, defaults to the msg-encoding value" of HANDLE OPEN
+        + shortstr(ident)
+        + _table_et(expiration)
+    )
+
+
+def _send(fragment_size: int, partial: int, out_of_band: int, dest: str = "queue") -> bytes:
+    """HANDLE SEND (%d31): handle-id 1, confirm-tag 0, service-type 0, fragment-size, then
+    partial, out-of-band, recovery packed lsb first, then dest-name."""
+    bits = partial | out_of_band << 1
+    return frame(31, struct.pack(">HHHI", 1, 0, 0, fragment_size) + bytes([bits]) + shortstr(dest))
+
+
+def _open(options: bytes = b"\x00\x00") -> bytes:
+    """HANDLE OPEN (%d30): channel 1, handle 1, confirm-tag 0, producer, no mime-type or
+    encoding, then the options field table."""
+    return frame(30, struct.pack(">HHH", 1, 1, 0) + bytes([0b001]) + b"\x00\x00" + options)
+
+
+CLOSE = frame(49, struct.pack(">HH", 1, 200) + shortstr("Ok"))  # HANDLE CLOSE 200 'Ok'
+
+
+def _read(stream: bytes, chunk: int, **kw: Any) -> list[Any]:
+    reader = fast.FrameReader("client", preamble=True, **kw)
+    out: list[Any] = []
+    for i in range(0, len(stream), chunk):
+        reader.feed(stream[i : i + chunk])
+        out.extend(reader)
+    reader.finish()
+    assert reader.offset == len(stream)
+    return out
+
+
+def test_the_ir_says_which_commands_octets_follow() -> None:
+    protocol, _ = rfc006.build(SPEC, REL, "amqp-fast-0-8", "0.8")
+    follows = {
+        m.name: (m.follows.count, m.follows.unless, m.follows.layout)
+        for _, m in protocol.messages()
+        if m.follows is not None
+    }
+    assert follows == {
+        "HandleSend": ("FragmentSize", "OutOfBand", "message-head"),
+        "HandleNotify": ("FragmentSize", "OutOfBand", "message-head"),
+        # "[message header]" ends its list; its fragment-size is "the size of the message
+        # header plus zero or more octets of body data"; it has no out-of-band bit
+        "HandlePrepare": ("FragmentSize", None, "message-head"),
+    }
+    assert load(dump(protocol)) == protocol
+    head = next(n for n in protocol.named if n.name == "message-head")
+    assert head.span is not None and head.span.line == spec_line(SPEC, "message-head         =")
+
+
+def test_lint_reports_that_octets_follow_handle_prepare_too(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    line = _line_after("    HANDLE PREPARE", "[message header]")
+    hits = [x for x in _lint(capsys) if ": message-commands: " in x]
+    assert [x.split(": ")[0] for x in hits] == [f"{REL}:{line}:9"]
+    assert f"line {spec_line(SPEC, 'Messages come after specific commands')}" in hits[0]
+
+
+def test_a_message_head_decodes_and_encodes_back_exactly() -> None:
+    # persistent 1 ("held on safe storage"), priority 9 (high: 5-9), expiration a time_t
+    body = b"Hello, AMQP/Fast"
+    wire = _head(len(body), 1, 9, 1136073600, "msg-1")
+    head, at = fast.MessageHead.decode(wire + body)
+    assert at == len(wire)
+    assert head == fast.MessageHead(
+        len(body), True, 9, 1136073600, "text/plain", "", "msg-1", {"ET": 1136073600}
+    )
+    assert head.headers.constructors == {"ET": ord("T")}
+    assert head.encode() == wire
+    # "This field can be zero, in which case the message will not be expired"; a value made
+    # afresh takes 'I' for an integer, so it is built here with the document's 'I' octet
+    fresh = fast.MessageHead(0, False, 0, 0, "", "", "", {"ET": 0})
+    assert fresh.encode() == (
+        bytes(4)
+        + b"\x00\x00"
+        + bytes(4)
+        + b"\x00\x00\x00"
+        + b"\x00\x08"
+        + shortstr("ET")
+        + b"I"
+        + bytes(4)
+    )
+    # decode at an offset: the head inside a longer buffer
+    assert fast.MessageHead.decode(b"xx" + wire, 2) == (head, 2 + len(wire))
+
+
+def test_a_truncated_message_head_names_field_and_offset() -> None:
+    wire = _head(5, 1, 9, 0, "msg-1")
+    cases = [
+        (3, "MessageHead.body_size", 0),
+        (8, "MessageHead.expiration", 6),
+        (10, "MessageHead.mime_type", 10),  # its length octet
+        (15, "MessageHead.mime_type", 11),  # its 10 octets of text
+        (len(wire) - 3, "field-table", len(wire) - 8),  # the headers' pairs, after the count
+    ]
+    for cut, field, offset in cases:
+        with pytest.raises(fast.DecodeError) as e:
+            fast.MessageHead.decode(wire[:cut])
+        assert (e.value.field, e.value.offset) == (field, offset), cut
+    with pytest.raises(fast.DecodeError) as e:
+        fast.MessageHead.decode(wire[:4] + b"\x03" + wire[5:])  # persistent's unused bits
+    assert e.value.field == "MessageHead.unused1"
+    with pytest.raises(fast.EncodeError) as ee:
+        fast.MessageHead(1 << 32, False, 0, 0, "", "", "", {}).encode()
+    assert ee.value.field == "MessageHead"
+
+
+def test_fragments_after_handle_send_read_back_exactly() -> None:
+    """[OPEN][SEND][message][SEND][message][CLOSE] (Message Frames), the message cut into a
+    partial fragment and a last one, then an out-of-band SEND with nothing after it. The body
+    holds bytes that would read as CONNECTION PING frames: they are data, not frames."""
+    body = frame(14, b"\x01") * 3 + b"the end"
+    message = _head(len(body), 1, 4, 0, "msg-1") + body
+    first, last = message[:20], message[20:]
+    stream = (
+        bytes([128, 1])  # initiation: protocol-id, protocol-version
+        + _open()
+        + _send(len(first), partial=1, out_of_band=0)
+        + first
+        + _send(len(last), partial=0, out_of_band=0)
+        + last
+        + _send(999, partial=0, out_of_band=1)  # [OPEN][SEND][SEND][CLOSE]: no octets follow
+        + CLOSE
+    )
+    for chunk in (len(stream), 1, 7):
+        out = _read(stream, chunk)
+        kinds = [type(x).__name__ for x in out]
+        assert kinds == [
+            "HandleOpen", "HandleSend", "Fragment", "HandleSend", "Fragment", "HandleSend",
+            "HandleClose",
+        ]  # fmt: skip
+        assert out[1].partial and not out[3].partial and out[5].out_of_band
+        assert (out[2].data, out[4].data) == (first, last)
+        assert out[2].after is out[1] and out[4].after is out[3]
+        data = out[2].data + out[4].data
+        head, at = fast.MessageHead.decode(data)
+        assert head.body_size == len(body) and data[at:] == body
+    # frames(): the same items undecoded, each with its stream offset
+    reader = fast.FrameReader("client", preamble=True)
+    reader.feed(stream)
+    spans = list(reader.frames())
+    assert b"".join(b for _, b in spans) == stream[2:]
+    fragment_at = 2 + len(_open()) + len(_send(len(first), 1, 0))
+    assert spans[2] == (fragment_at, first)
+    assert spans[3][0] == fragment_at + len(first)
+
+
+def test_the_size_escape_and_a_long_fragment_in_one_stream() -> None:
+    """A HANDLE OPEN whose options make its size reach 0xFFFF (written 0xFFFF then four
+    octets), then a message of more than 0xFFFF octets after HANDLE NOTIFY's twin, SEND."""
+    value = b"v" * 65520
+    pairs = shortstr("k") + b"S" + struct.pack(">H", len(value)) + value
+    wide = _open(struct.pack(">H", len(pairs)) + pairs)
+    assert wide[:2] == b"\xff\xff" and struct.unpack_from(">I", wide, 2)[0] >= 0xFFFF
+    body = bytes(range(256)) * 300
+    message = _head(len(body), 0, 0, 0, "big") + body
+    assert len(message) > 0xFFFF
+    stream = bytes([128, 1]) + wide + _send(len(message), 0, 0) + message + CLOSE
+    for chunk in (len(stream), 4093):
+        out = _read(stream, chunk)
+        assert [type(x).__name__ for x in out] == [
+            "HandleOpen", "HandleSend", "Fragment", "HandleClose"
+        ]  # fmt: skip
+        assert out[0].options == {"k": value.decode()}
+        assert out[2].data == message
+
+
+def test_handle_notify_and_prepare_are_followed_by_their_octets() -> None:
+    # HANDLE NOTIFY (%d41): handle-id, message-nbr, fragment-size, then partial, out-of-band,
+    # recovery, delivered, redelivered in one octet, then dest-name
+    message = _head(3, 0, 0, 0, "m") + b"abc"
+    notify = frame(
+        41, struct.pack(">HII", 1, 7, len(message)) + bytes([0b01000]) + shortstr("queue")
+    )
+    # HANDLE PREPARE (%d43): handle-id, fragment-size, content-hash; the head and no body
+    head = _head(3, 0, 0, 0, "m")
+    prepare = frame(43, struct.pack(">HI", 1, len(head)) + shortstr(""))
+    reader = fast.FrameReader("server")
+    reader.feed(notify + message + prepare + head)
+    out = list(reader)
+    reader.finish()
+    assert [type(x).__name__ for x in out] == [
+        "HandleNotify",
+        "Fragment",
+        "HandlePrepare",
+        "Fragment",
+    ]
+    assert out[0].delivered and out[1].data == message and out[3].data == head
+    assert [fast.following(x) for x in out[::2]] == [len(message), len(head)]
+
+
+def test_a_fragment_cut_short_or_too_large_is_an_error_at_its_offset() -> None:
+    send = _send(10, 0, 0)
+    reader = fast.FrameReader("client")
+    reader.feed(send + b"12345")
+    assert [type(x).__name__ for x in reader] == ["HandleSend"]
+    with pytest.raises(fast.DecodeError) as e:
+        reader.finish()
+    assert (e.value.field, e.value.stream_offset) == ("Fragment", len(send))
+    assert "5 of 10 octets" in e.value.reason
+    # FRAME_MAX: "The largest frame size or fragment size ... prepared to accept"
+    big = fast.FrameReader("client", max_frame_size=1024)
+    big.feed(_send(1025, 0, 0))
+    with pytest.raises(fast.DecodeError) as e:
+        list(big)
+    assert (e.value.field, e.value.stream_offset) == ("HandleSend.fragment_size", len(send))
+
+
+def test_specgen_decode_refuses_the_octets_after_a_frame_for_now() -> None:
+    """Both reasons are named; without the escape the fragments alone still refuse, since the
+    range walk reads headers only and would take a fragment's bytes for frames."""
+    with pytest.raises(DecodeInputError, match=r"LENGTH_ESCAPE.* and .*`following`"):
+        Framing.of(fast, framing)
+    narrow = types.ModuleType(framing.__name__)
+    narrow.__dict__.update({k: v for k, v in vars(framing).items() if not k.startswith("__")})
+    narrow.LENGTH_ESCAPE = None
+    with pytest.raises(DecodeInputError, match=r"yet$") as e:
+        Framing.of(fast, narrow)
+    assert "LENGTH_ESCAPE" not in str(e.value) and "`following`" in str(e.value)
+
+
+def test_follows_must_name_a_count_and_a_flag_of_its_message() -> None:
+    protocol, _ = rfc006.build(SPEC, REL, "amqp-fast-0-8", "0.8")
+    send = protocol.command("Handle.Send").messages[0]
+    assert send.follows is not None
+    for bad, word in [
+        (dataclasses.replace(send.follows, count="DestName"), "no integer field"),
+        (dataclasses.replace(send.follows, count="Nope"), "no integer field"),
+        (dataclasses.replace(send.follows, unless="DestName"), "no boolean flag"),
+        (dataclasses.replace(send.follows, unless="Unused1"), "no boolean flag"),
+    ]:
+        with pytest.raises(IRError, match=word):
+            dataclasses.replace(send, follows=bad)
+    command = protocol.command("Handle.Send")
+    moved = dataclasses.replace(send, follows=dataclasses.replace(send.follows, layout="nope"))
+    with pytest.raises(IRError, match="no named type 'nope'"):
+        dataclasses.replace(
+            protocol,
+            commands=tuple(
+                dataclasses.replace(c, messages=(moved,)) if c is command else c
+                for c in protocol.commands
+            ),
+        )

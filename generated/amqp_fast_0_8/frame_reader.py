@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import DecodeError
@@ -21,6 +22,19 @@ from .framing import (
 )
 
 
+@dataclass(slots=True)
+class Fragment:
+    """Octets that follow a frame on the stream, outside any framing, as many as the frame's
+    FOLLOWS field says: the message data after HandleSend, HandleNotify, HandlePrepare.
+    A message's first fragment starts with its head (`MessageHead.decode(fragment.data)`),
+    the body after it.
+    """
+
+    data: bytes
+    after: Any
+    """The message whose frame they follow."""
+
+
 class FrameReader:
     """Feed byte chunks of any size; iterate to get each complete frame, decoded.
 
@@ -29,7 +43,10 @@ class FrameReader:
     once per `feed`. A length over `max_frame_size` raises DecodeError at once, and `finish()`
     raises one when the stream ended inside a frame. Checksums in frames are verified unless
     `verify_checksums=False`. With `preamble=True` the stream starts with the sender's
-    protocol header, checked and skipped. Each version's package binds `decode`:
+    protocol header, checked and skipped. After a frame that raw octets follow
+    (HandleSend, HandleNotify, HandlePrepare), those octets come next as
+    one `Fragment`, refused like a frame when over `max_frame_size` (the spec's frame-max
+    limits fragments too). Each version's package binds `decode` and `following`:
 
         reader = FrameReader(sender="server")
         reader.feed(sock.recv(65536))
@@ -38,6 +55,7 @@ class FrameReader:
     """
 
     decode: Callable[..., Any]
+    following: Callable[[Any], int]
 
     def __init__(
         self,
@@ -54,6 +72,8 @@ class FrameReader:
         self._start = 0  # first byte of _buf not consumed yet
         self._base = 0  # stream offset of _buf[0]
         self._preamble = PREAMBLES.get(sender or "", b"") if preamble else b""
+        self._following = 0  # octets of a fragment due before the next frame
+        self._after: Any = None  # the message they follow
 
     @property
     def offset(self) -> int:
@@ -71,6 +91,27 @@ class FrameReader:
             self._base += self._start
             self._start = 0
         self._buf += data
+
+    def _fragment_span(self) -> tuple[int, int] | None:
+        """The due fragment's bytes, once all of them are here."""
+        start, stop = self._start, self._start + self._following
+        if stop > len(self._buf):
+            return None
+        self._start, self._following = stop, 0
+        return start, stop
+
+    def _expect(self, message: Any, stop: int) -> None:
+        """Note the octets that follow `message`'s frame, which ended at `stop`."""
+        n = self.following(message)
+        if n > self.max_frame_size:
+            error = DecodeError(
+                f"{type(message).__name__}.{message.FOLLOWS}",
+                0,
+                f"says {n} octets follow the frame, over {self.max_frame_size}",
+            )
+            error.stream_offset = self._base + stop
+            raise error
+        self._following, self._after = n, message
 
     def _next_span(self) -> tuple[int, int] | None:
         start = self._start
@@ -112,29 +153,65 @@ class FrameReader:
         return self
 
     def __next__(self) -> Any:
+        if self._following:
+            fragment = self._fragment_span()
+            if fragment is None:
+                raise StopIteration
+            after, self._after = self._after, None
+            return Fragment(bytes(self._buf[fragment[0] : fragment[1]]), after)
         span = self._next_span()
         if span is None:
             raise StopIteration
         start, stop = span
         view = memoryview(self._buf)[start:stop]
         try:
-            return self.decode(view, self.sender, verify_checksums=self.verify_checksums)
+            message = self.decode(view, self.sender, verify_checksums=self.verify_checksums)
         except DecodeError as e:
             # a fresh error: the old one's traceback would keep views on the buffer alive
             error = DecodeError(e.field, e.offset, e.reason)
+        else:
+            self._expect(message, stop)
+            return message
         finally:
             view.release()
         error.stream_offset = self._base + start
         raise error
 
     def frames(self) -> Iterator[tuple[int, bytes]]:
-        """Complete frames as (stream offset, bytes, header included), undecoded."""
-        while (span := self._next_span()) is not None:
+        """Complete frames as (stream offset, bytes, header included), undecoded; the
+        octets that follow a frame outside any framing come as an item of their own (found by
+        decoding that frame)."""
+        while True:
+            if self._following:
+                span = self._fragment_span()
+                if span is None:
+                    return
+                yield self._base + span[0], bytes(self._buf[span[0] : span[1]])
+                continue
+            span = self._next_span()
+            if span is None:
+                return
             start, stop = span
-            yield self._base + start, bytes(self._buf[start:stop])
+            data = bytes(self._buf[start:stop])
+            try:
+                message = self.decode(data, self.sender, verify_checksums=self.verify_checksums)
+            except DecodeError as e:
+                # without its fields the stream cannot be followed past this frame
+                e.stream_offset = self._base + start
+                raise
+            self._expect(message, stop)
+            yield self._base + start, data
 
     def finish(self) -> None:
-        """Call at the end of the stream: DecodeError if it ended inside a frame."""
+        """Call at the end of the stream: DecodeError if it ended inside a frame or a fragment."""
+        if self._following:
+            error = DecodeError(
+                "Fragment",
+                self.pending,
+                f"stream ends {self.pending} of {self._following} octets into a fragment",
+            )
+            error.stream_offset = self.offset
+            raise error
         if self.pending:
             error = DecodeError("frame", 0, f"stream ends {self.pending} bytes into a frame")
             error.stream_offset = self.offset

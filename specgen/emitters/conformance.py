@@ -541,7 +541,8 @@ def emit(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, s
                 for name, lines in sorted(strategies.items())
             ],
             classes=sorted(
-                {c["cls"] for c in cases} | {s.name for s in plan.structs}, key=isort_key
+                {c["cls"] for c in cases} | {s.name for s in plan.structs if not s.codec},
+                key=isort_key,
             ),
             checksummed=[c["cls"] for c in cases if c["checksums"]],
             checksum_fields=sorted({f for c in cases for f in c["checksums"]}),
@@ -549,6 +550,7 @@ def emit(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, s
             values=bool(plan.named) or plan.decimals,
             table_values=(_flat_table(protocol) or (None, None))[1],
             length_label=plan.frame.length.label,
+            follows=[m.cls for m in plan.messages if m.follows is not None],
         )
     }
 

@@ -314,11 +314,12 @@ class RefStep:
 
 @dataclass
 class NamedPlan:
-    """The generated functions of one named type: a map, an array, or a constructor choice."""
+    """The generated functions of one named type: a map, an array, a constructor choice, or a
+    structure of its own (a dataclass with encode and decode)."""
 
     name: str  # the spec's name
     func: str
-    kind: str  # "map", "array", "choice", "value"
+    kind: str  # "map", "array", "choice", "struct"
     annotation: str
     label: str
     size_code: str = ""  # map/array: the byte-size prefix
@@ -334,6 +335,7 @@ class NamedPlan:
     ctor_width: int = 0
     prefer: list[int] = field(default_factory=list)
     runs: list[Run] = field(default_factory=list)
+    steps: list[object] = field(default_factory=list)  # struct: its fields, then its Build
 
 
 @dataclass
@@ -404,6 +406,18 @@ class StructClass:
     attrs: list[Attr]
     spec_name: str
     records: RecordsView | None = None
+    codec: str = ""  # a named structure: the suffix of its _decode_/_encode_ functions
+    doc: str = ""
+
+
+@dataclass
+class FollowsPlan:
+    """Octets after a message's frame: `count` attribute says how many, none when `unless`."""
+
+    count: str
+    unless: str = ""
+    layout: str = ""  # the class of the structure such data may start with
+    doc: str = ""
 
 
 @dataclass
@@ -422,6 +436,7 @@ class MessagePlan:
     runs: list[Run]
     dispatch: tuple[int, ...]  # what `decode` looks it up by: ident, then the version if any
     body_key: bytes = b""  # encode: the body key bytes that follow the header
+    follows: FollowsPlan | None = None
 
 
 @dataclass
@@ -583,6 +598,16 @@ class Planner:
                 *message.ident[len(key.when) :],
             )
         dispatch = message.ident + ((version,) if frame.version else ())
+        follows = None
+        if message.follows is not None:
+            layout = message.follows.layout
+            target = self.protocol.named_type(layout) if layout else None
+            follows = FollowsPlan(
+                attr_name(message.follows.count),
+                attr_name(message.follows.unless or ""),
+                self._struct_name(target) if isinstance(target, Struct) else "",
+                message.follows.doc,
+            )
         return MessagePlan(
             cls,
             message,
@@ -598,6 +623,7 @@ class Planner:
             self.runs,
             dispatch,
             body_key,
+            follows,
         )
 
     def _optional(
@@ -1176,6 +1202,19 @@ class Planner:
                 )
             order = [*t.prefer, *(c.values[0] for c in t.cases if c.values[0] not in t.prefer)]
             plan.prefer = order
+            plan.runs = self.runs
+            return plan
+        if isinstance(t, Struct):
+            # a structure of its own (AMQ RFC 006's message head): its dataclass gets a codec
+            cls = self._struct_class(t)
+            self.struct_classes[cls].codec, self.struct_classes[cls].doc = func, n.doc
+            plan = NamedPlan(n.name, func, "struct", cls, cls)
+            args: list[str] = []
+            run = self._struct_body(
+                t.fields, cls, "value", plan.steps, self._run("end"), args, None, "end"
+            )
+            self._close(run, plan.steps)
+            plan.steps.append(Build("value", cls, args))
             plan.runs = self.runs
             return plan
         raise PlanError(f"{n.span}: {label}: a named {type(t).__name__} has no plan yet")

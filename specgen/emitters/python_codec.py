@@ -57,6 +57,9 @@ def _common(spec: SpecVersion, plan: ModulePlan) -> dict[str, Any]:
         "source": plan.protocol.source,
         "import_name": spec.import_name,
         "frame": plan.frame,
+        # the classes of messages raw octets follow (RFC 006's HANDLE SEND), by name
+        "follows": [m.cls for m in plan.messages if m.follows is not None],
+        "follows_layout": next((m.follows.layout for m in plan.messages if m.follows), ""),
     }
 
 
@@ -82,6 +85,8 @@ def emit(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, s
             "owner_note": f"laid out in {s.name[: -len(s.spec_name)]}",
             "attrs": s.attrs,
             "records": s.records,
+            "codec": s.codec,
+            "doc": s.doc,
         }
         for s in plan.structs
     ]
@@ -181,8 +186,11 @@ def emit(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, s
         | {e.name for e in protocol.enums}
         | {c.name for c in protocol.constants}
     )
+    follows = {"following"} if common["follows"] else set()
+    exports = sorted({*exports, *follows, *({"Fragment"} if follows else ())})
     command_names = sorted(
         {"FRAME_KEYS", "HEADER_SIZE", "Message", "Sender", "decode", "encode"}
+        | follows
         | {s.name for s in plan.structs}
         | {m.cls for m in plan.messages},
         key=isort_key,
@@ -221,6 +229,7 @@ def _error_imports(plan: ModulePlan) -> list[str]:
     for m in plan.messages:
         visit(m.steps)
     for n in plan.named:
+        visit(n.steps)
         visit(n.key_steps)
         visit(n.item_steps)
         for c in n.cases:
@@ -294,6 +303,7 @@ def _message_view(m: MessagePlan, plan: ModulePlan) -> dict[str, Any]:
         "replies": [_reply_class(plan, r) for r in m.message.replies],
         "synchronous": m.message.synchronous,
         "content": m.message.content,
+        "follows": m.follows,
         "body_key": m.body_key,
         "alias": "",
         "version": m.version,

@@ -51,12 +51,15 @@ RULES WHERE THE ABNF AND THE PROSE DISAGREE (each case is a finding naming both 
 Field names: the ABNF rule names. Anything that cannot be mapped raises SpecError (or the ABNF
 parser's SpecSyntaxError) naming file:line:column.
 
-NOT IN THE IR YET: messages. After a HANDLE SEND or HANDLE NOTIFY (unless out-of-band), the
-sender writes `fragment-size` octets that are no command frame (`message = message-head /
-message-fragment`; the first fragment starts with the message head). The IR has no way to say
-"raw bytes whose length a field of the previous frame gives", so the generated FrameReader reads
-command streams only; the message head is checked against its prose (findings) but not
-generated.
+Messages: after a HANDLE SEND or HANDLE NOTIFY (unless its out-of-band bit is set) the sender
+writes `fragment-size` octets that are no command frame (`message = message-head /
+message-fragment`; a message's first fragment starts with the message head, the body after
+it). A command whose prose list ends with `[message fragment]` or `[message header]` gets
+`Message.follows` (its FragmentSize counts them, OutOfBand says none); HANDLE PREPARE's list
+ends with `[message header]` too, while Message Frames names only SEND and NOTIFY: a finding,
+read as octets following PREPARE as well (its fragment-size is "the size of the message header
+plus zero or more octets of body data"). The message head is the named structure
+`message-head` (MessageHead), from its ABNF, compared with the MESSAGE prose list.
 """
 
 from __future__ import annotations
@@ -76,6 +79,7 @@ from specgen.ir import (
     Direction,
     Field,
     FindingLog,
+    Follows,
     FrameLayout,
     LengthEscape,
     Map,
@@ -87,8 +91,10 @@ from specgen.ir import (
     Protocol,
     Ref,
     SourceSpan,
+    Struct,
     TypeRef,
     Versions,
+    walk_fields,
 )
 
 # ABNF base rules -> the prose's words for them and their IR types
@@ -110,7 +116,10 @@ CLASSES = ("connection", "channel", "handle")
 
 def build(path: Path, rel: str, protocol: str, version: str) -> tuple[Protocol, FindingLog]:
     """The front-end entry (see specgen.frontends): read the ABNF and the prose, build the IR."""
-    return _Builder(path.read_text(encoding="utf-8"), rel, protocol, version).run()
+    from specgen.frontends import rfc006_flow  # the connection dialogue (Command Flow Summary)
+
+    built = _Builder(path.read_text(encoding="utf-8"), rel, protocol, version).run()
+    return rfc006_flow.attach(built, path, rel)
 
 
 def camel(name: str) -> str:
@@ -143,6 +152,7 @@ class _ProseCommand:
     docs: dict[str, str] = field(default_factory=dict)  # field name -> its paragraph
     doc_lines: dict[str, int] = field(default_factory=dict)  # field name -> its paragraph's line
     intro: str = ""  # the sentence before the list
+    after: tuple[str, int] | None = None  # a closing `[message fragment]` line, and its line
 
 
 _LIST_HEAD = re.compile(r"    ((?:CONNECTION|CHANNEL|HANDLE) [A-Z]+|MESSAGE)")
@@ -173,6 +183,8 @@ def _prose_commands(lines: list[str]) -> dict[str, _ProseCommand]:
             if not fm.group(1).startswith(("[", "...")):
                 cmd.fields.append(_ProseField(fm.group(1), fm.group(2), i + 1))
             i += 1
+        if i < len(lines) and (am := re.fullmatch(r"        \[([a-z ]+)\]", lines[i])):
+            cmd.after = (am.group(1), i + 1)  # what follows the frame: `[message fragment]`
         # paragraphs "name:\n    text" until the next heading or listing
         while i < len(lines) and not _LIST_HEAD.fullmatch(lines[i]):
             if i + 1 < len(lines) and re.fullmatch(r"[-=.*]{3,}", lines[i + 1]):
@@ -302,11 +314,11 @@ class _Builder:
         self.summaries = _summaries(self.lines)
         self._check_bases()
         commands = [self._command(name) for name in self._payload_rules()]
-        self._message_head()
+        head = self._message_head()
         self._plain_example()
         frame = self._frame()
         types = self._types()
-        named = self._field_table()
+        named = (*self._field_table(), head)
         protocol = Protocol(
             name=self.protocol,
             version=self.version,
@@ -398,15 +410,17 @@ class _Builder:
         doc = " ".join(x for x in (summary.text if summary else "", prose.intro) if x)
         doc = re.sub(r":$", ".", doc)
         name = command_name(rule_name)
+        packed = self._pack(fields)
         message = Message(
             name=name.replace(".", ""),
             kind="oneway",
             ident=(code,),
             versions=Versions(1, 1),
-            fields=self._pack(fields),
+            fields=packed,
             doc=doc,
             span=r.span,
             sender=sender,
+            follows=self._follows(prose, packed, r.span),
         )
         return Command(
             name=name,
@@ -454,16 +468,59 @@ class _Builder:
                 )
         return fields
 
-    def _message_head(self) -> None:
-        """The message head (the start of a message's first fragment, after HANDLE SEND or
-        NOTIFY) against the Message Header prose: checked and reported, not generated (a
-        message is no command frame; see the module docstring)."""
+    def _message_head(self) -> NamedType:
+        """The message head (the start of a message's first fragment, after HANDLE SEND,
+        NOTIFY or PREPARE) from its ABNF, against the Message Header prose: a named structure,
+        the layout `Follows` points at."""
         head = self.rules.get("message-head")
         prose = self.prose.get("MESSAGE")
         if head is None or prose is None:
             raise SpecError(self.span(1), "no message-head rule or MESSAGE field list")
         items = head.expr.items if isinstance(head.expr, abnf.Seq) else (head.expr,)
-        self._fields("message-head", head, items, prose)
+        fields = self._pack(self._fields("message-head", head, items, prose))
+        block = self._line_of("The message has two sections, a header block and a body block")
+        return NamedType(
+            "message-head",
+            Struct("MessageHead", fields),
+            doc="The message head: the header block that starts a message's first fragment, "
+            "before the body block (Message Header, line "
+            f"{block}). {prose.intro}".rstrip(":")
+            + ".",
+            span=head.span,
+        )
+
+    def _follows(
+        self, prose: _ProseCommand, fields: tuple[Field, ...], where: SourceSpan
+    ) -> Follows | None:
+        """The octets after the frame: a prose list that ends with `[message fragment]` (HANDLE
+        SEND, NOTIFY) or `[message header]` (HANDLE PREPARE) is followed by `fragment-size`
+        octets (Message Frames: "The fragment-size field is the size of the message frame that
+        follows"), none when its out-of-band bit is set."""
+        if prose.after is None:
+            return None
+        what, line = prose.after
+        if what not in ("message fragment", "message header"):
+            raise SpecError(self.span(line, 9), f"{prose.name}: [{what}] is no message data")
+        count = camel("fragment-size")
+        if count not in {f.name for f in fields}:
+            raise SpecError(
+                where, f"{prose.name}: [{what}] follows, but no fragment-size says how long"
+            )
+        flag = next((f for _, f in walk_fields(fields) if f.name == camel("out-of-band")), None)
+        unless = flag.name if flag is not None and isinstance(flag.type, BitField) else None
+        frames = self._line_of("Messages come after specific commands")
+        named = " ".join(" ".join(self.lines[frames - 1 : frames + 1]).split())
+        if prose.name not in named:
+            self.log.add(
+                self.span(line, 9),
+                "message-commands",
+                f"{prose.name} ends with [{what}] and its fragment-size is 'the amount of data "
+                f"provided after the frame', but Message Frames (line {frames}) names only "
+                "HANDLE SEND and HANDLE NOTIFY as commands messages come after",
+                f"{camel('fragment-size')} octets follow {prose.name} too",
+            )
+        doc = prose.docs.get("fragment-size", "")
+        return Follows(count, unless, "message-head", doc=f"[{what}] {doc}".strip())
 
     def _plain_example(self) -> None:
         """The PLAIN field-table example writes its octets `%0d %28d`: the number before the

@@ -216,12 +216,18 @@ class Framing:
     def of(cls, codec: ModuleType, framing: ModuleType, verify_checksums: bool = True) -> Framing:
         """The framing of a generated codec package, from its protocol's generated `framing`
         module; its `decode` verifies checksums unless `verify_checksums` is False."""
+        unread = []
         if getattr(framing, "LENGTH_ESCAPE", None) is not None:
             # a length field that may say "a wider length follows" (AMQ RFC 006): the range
             # walk reads one fixed header; teaching it the wide form is left for later
+            unread.append("frames with an escaped length field (LENGTH_ESCAPE)")
+        if getattr(codec, "following", None) is not None:
+            # octets after some frames that only the frame's decoded fields count (RFC 006's
+            # message fragments): the walk reads headers only, so it would take them for frames
+            unread.append("octets that follow a frame outside any framing (`following`)")
+        if unread:
             raise DecodeInputError(
-                f"{framing.__name__}: frames with an escaped length field (LENGTH_ESCAPE) "
-                "are not read by `specgen decode` yet"
+                f"{framing.__name__}: {' and '.join(unread)} are not read by `specgen decode` yet"
             )
         # the version's own header where it has one: signedness may differ
         commands = getattr(codec, "commands", None)

@@ -6,6 +6,7 @@ from generated.amqp_fast_0_8.v0_8 import FrameReader, decode, encode
 """
 
 from ..errors import DecodeError, EncodeError
+from ..frame_reader import Fragment
 from ..frame_reader import FrameReader as _FrameReader
 from .commands import (
     FRAME_KEYS,
@@ -38,9 +39,11 @@ from .commands import (
     HandleSend,
     HandleUnget,
     Message,
+    MessageHead,
     Sender,
     decode,
     encode,
+    following,
 )
 from .enums import (
     Key,
@@ -54,6 +57,7 @@ class FrameReader(_FrameReader):
     """The protocol's FrameReader, decoding with this version's `decode`."""
 
     decode = staticmethod(decode)
+    following = staticmethod(following)
 
 
 __all__ = [
@@ -73,6 +77,7 @@ __all__ = [
     "DecodeError",
     "EncodeError",
     "FRAME_KEYS",
+    "Fragment",
     "FrameReader",
     "HEADER_SIZE",
     "HandleBrowse",
@@ -91,9 +96,11 @@ __all__ = [
     "HandleUnget",
     "Key",
     "Message",
+    "MessageHead",
     "PROTOCOL",
     "Sender",
     "VERSION",
     "decode",
     "encode",
+    "following",
 ]

@@ -35,6 +35,48 @@ HEADER = struct.Struct(">HB")
 
 
 @dataclass(slots=True)
+class MessageHead:
+    """The message head: the header block that starts a message's first fragment, before the body block (Message Header, line 1681). The header block holds this data (all integer data is in network byte order).
+
+    `encode()` gives its bytes; `MessageHead.decode(data, at)` reads one at `at` and returns it
+    with the offset after it (DecodeError naming the field and the byte offset in `data`).
+    """
+
+    body_size: int
+    """The length of the content block."""
+    persistent: bool
+    """If 1, the message is held on safe storage and will be delivered even if the server suffers a power failure or other crash. If 0, the message may be held only in memory. This flag lets the client choose between reliability and performance."""
+    priority: int
+    """A value from 0 to 9, where 0-4 is normal priority and 5-9 is high priority. The server will do its best to deliver high priority messages ahead of normal ones."""
+    expiration: int
+    """A time value in POSIX time_t format, after which the message can be expired by the server. The resolution of this field is 1 second, which is the assumed accuracy of clock synchronization on an AMQ network.  Note that the time_t format is always UTC.  This field can be zero, in which case the message will not be expired."""
+    mime_type: str
+    """The MIME content type of the message. If empty, defaults to the mime-type value specified in the open command for the type of destination being used."""
+    encoding: str
+    """The content encoding of the message. If empty, defaults to the msg-encoding value specified in the open command for the type of destination being used."""
+    msg_identifier: str
+    """The application-defined identifier for the message."""
+    headers: dict[str, Any]
+    """A set of application-defined headers which can be used for message matching and processing."""
+
+    def encode(self) -> bytes:
+        """These fields' bytes; EncodeError when a value does not fit."""
+        parts: list[bytes] = []
+        try:
+            _encode_message_head(self, parts)
+        except EncodeError:
+            raise
+        except (struct.error, AttributeError, TypeError, ValueError, OverflowError) as e:
+            raise EncodeError("MessageHead", str(e)) from None
+        return b"".join(parts)
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview, at: int = 0) -> tuple[MessageHead, int]:
+        """One MessageHead read from `data` at offset `at`, and the offset after it."""
+        return _decode_message_head(memoryview(data), at, len(data))
+
+
+@dataclass(slots=True)
 class ConnectionChallenge:
     """ConnectionChallenge: Connection.Challenge one-way message, code 0x0a, sent by the server.
 
@@ -996,6 +1038,12 @@ class HandleSend:
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "client"
+    FOLLOWS: ClassVar[str] = "fragment_size"
+    """The field saying how many octets follow this frame on the stream, outside any framing
+    (none while `out_of_band` is set); a message's first fragment starts with a MessageHead.
+
+    [message fragment] The amount of data provided after the frame; the size of the fragment.
+    """
 
     handle_id: int
     """The handle reference chosen by the client, must be open."""
@@ -1017,6 +1065,10 @@ class HandleSend:
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
+
+    def following(self) -> int:
+        """Octets that follow this frame on the stream, outside any framing."""
+        return 0 if self.out_of_band else self.fragment_size
 
 
 _HANDLE_SEND_0 = struct.Struct(">HHHIBB")
@@ -1536,6 +1588,12 @@ class HandleNotify:
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "server"
+    FOLLOWS: ClassVar[str] = "fragment_size"
+    """The field saying how many octets follow this frame on the stream, outside any framing
+    (none while `out_of_band` is set); a message's first fragment starts with a MessageHead.
+
+    [message fragment] The amount of data provided after the frame; the size of the fragment.
+    """
 
     handle_id: int
     """The handle reference sent by the client in the HANDLE CONSUME or HANDLE BROWSE command."""
@@ -1559,6 +1617,10 @@ class HandleNotify:
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
+
+    def following(self) -> int:
+        """Octets that follow this frame on the stream, outside any framing."""
+        return 0 if self.out_of_band else self.fragment_size
 
 
 _HANDLE_NOTIFY_0 = struct.Struct(">HIIBB")
@@ -1704,6 +1766,11 @@ class HandlePrepare:
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
+    FOLLOWS: ClassVar[str] = "fragment_size"
+    """The field saying how many octets follow this frame on the stream, outside any framing; a message's first fragment starts with a MessageHead.
+
+    [message header] The amount of data provided after the frame; the size of the message header plus zero or more octets of body data.
+    """
 
     handle_id: int
     """The handle reference chosen by the client, must be open."""
@@ -1715,6 +1782,10 @@ class HandlePrepare:
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
+
+    def following(self) -> int:
+        """Octets that follow this frame on the stream, outside any framing."""
+        return self.fragment_size
 
 
 _HANDLE_PREPARE_0 = struct.Struct(">HIB")
@@ -2082,6 +2153,90 @@ def _encode_field_value(value: Any, ctor: int | None, parts: list[bytes]) -> Non
         parts.append(_VALUE_FIELD_VALUE_3.pack(value))
 
 
+_VALUE_MESSAGE_HEAD_0 = struct.Struct(">IBBIB")
+_VALUE_MESSAGE_HEAD_0_FIELDS = (
+    ("MessageHead.body_size", 0, 4),
+    ("MessageHead.bits1", 4, 1),
+    ("MessageHead.priority", 5, 1),
+    ("MessageHead.expiration", 6, 4),
+    ("MessageHead.mime_type", 10, 1),
+)
+_VALUE_MESSAGE_HEAD_1 = struct.Struct(">B")
+_VALUE_MESSAGE_HEAD_1_FIELDS = (("MessageHead.encoding", 0, 1),)
+_VALUE_MESSAGE_HEAD_2 = struct.Struct(">B")
+_VALUE_MESSAGE_HEAD_2_FIELDS = (("MessageHead.msg_identifier", 0, 1),)
+
+
+def _decode_message_head(buf: memoryview, at: int, end: int) -> tuple[MessageHead, int]:
+    """A message-head: its fields in order. Returns it and the next offset."""
+    if end - at < 11:
+        raise _truncated(_VALUE_MESSAGE_HEAD_0_FIELDS, at, end)
+    body_size, bits1, priority, expiration, mime_type_len = _VALUE_MESSAGE_HEAD_0.unpack_from(
+        buf, at
+    )
+    at += 11
+    persistent = bits1 & 0x1 != 0
+    if (bits1 >> 1) & 0x7F != 0:
+        raise DecodeError("MessageHead.unused1", at, "expected 0")
+    if mime_type_len < 0 or mime_type_len > end - at:
+        raise _bad_length("MessageHead.mime_type", at, mime_type_len, end)
+    try:
+        mime_type = str(buf[at : at + mime_type_len], "utf-8", "surrogateescape")
+    except UnicodeDecodeError as e:
+        raise DecodeError("MessageHead.mime_type", at + e.start, "invalid utf-8") from None
+    at += mime_type_len
+    if end - at < 1:
+        raise _truncated(_VALUE_MESSAGE_HEAD_1_FIELDS, at, end)
+    (encoding_len,) = _VALUE_MESSAGE_HEAD_1.unpack_from(buf, at)
+    at += 1
+    if encoding_len < 0 or encoding_len > end - at:
+        raise _bad_length("MessageHead.encoding", at, encoding_len, end)
+    try:
+        encoding = str(buf[at : at + encoding_len], "utf-8", "surrogateescape")
+    except UnicodeDecodeError as e:
+        raise DecodeError("MessageHead.encoding", at + e.start, "invalid utf-8") from None
+    at += encoding_len
+    if end - at < 1:
+        raise _truncated(_VALUE_MESSAGE_HEAD_2_FIELDS, at, end)
+    (msg_identifier_len,) = _VALUE_MESSAGE_HEAD_2.unpack_from(buf, at)
+    at += 1
+    if msg_identifier_len < 0 or msg_identifier_len > end - at:
+        raise _bad_length("MessageHead.msg_identifier", at, msg_identifier_len, end)
+    try:
+        msg_identifier = str(buf[at : at + msg_identifier_len], "utf-8", "surrogateescape")
+    except UnicodeDecodeError as e:
+        raise DecodeError("MessageHead.msg_identifier", at + e.start, "invalid utf-8") from None
+    at += msg_identifier_len
+    headers, at = _decode_field_table(buf, at, end)
+    value = MessageHead(
+        body_size, persistent, priority, expiration, mime_type, encoding, msg_identifier, headers
+    )
+    return value, at
+
+
+def _encode_message_head(value: MessageHead, parts: list[bytes]) -> None:
+    mime_type_raw = value.mime_type.encode("utf-8", "surrogateescape")
+    parts.append(
+        _VALUE_MESSAGE_HEAD_0.pack(
+            value.body_size,
+            0x1 if value.persistent else 0,
+            value.priority,
+            value.expiration,
+            len(mime_type_raw),
+        )
+    )
+    parts.append(mime_type_raw)
+
+    encoding_raw = value.encoding.encode("utf-8", "surrogateescape")
+    parts.append(_VALUE_MESSAGE_HEAD_1.pack(len(encoding_raw)))
+    parts.append(encoding_raw)
+
+    msg_identifier_raw = value.msg_identifier.encode("utf-8", "surrogateescape")
+    parts.append(_VALUE_MESSAGE_HEAD_2.pack(len(msg_identifier_raw)))
+    parts.append(msg_identifier_raw)
+    _encode_field_table(value.headers, parts)
+
+
 Message = (
     ConnectionChallenge
     | ConnectionResponse
@@ -2238,6 +2393,14 @@ def decode(
     return chosen[-1](buf, header_size, stop, verify_checksums)
 
 
+def following(msg: Message) -> int:
+    """Octets that follow `msg`'s frame on the stream, outside any framing: the data after
+    HandleSend, HandleNotify, HandlePrepare; 0 for every other message."""
+    if isinstance(msg, HandleSend | HandleNotify | HandlePrepare):
+        return msg.following()
+    return 0
+
+
 def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
     """One frame for `msg`, header included; EncodeError when a value does not fit.
 
@@ -2273,6 +2436,8 @@ __all__ = [
     "Sender",
     "decode",
     "encode",
+    "following",
+    "MessageHead",
     "ConnectionChallenge",
     "ConnectionResponse",
     "ConnectionTune",

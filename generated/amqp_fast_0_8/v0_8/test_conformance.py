@@ -33,10 +33,12 @@ from ..framing import (
 from . import (
     DecodeError,
     EncodeError,
+    Fragment,
     FrameReader,
     Message,
     decode,
     encode,
+    following,
 )
 from .commands import (
     _DECODERS,
@@ -841,16 +843,35 @@ def test_frame_reader_any_chunking() -> None:
     for _, msg, sender in SAMPLES:
         by_sender.setdefault(sender, []).append(msg)
     for sender, messages in by_sender.items():
-        stream = b"".join(encode(m) for m in messages)
+        # raw octets follow some frames: a short run of them after each such sample
+        messages = [_small_fragment(m) for m in messages]
+        stream = b"".join(encode(m) + _FRAGMENT[: following(m)] for m in messages)
+        expected: list[Message | Fragment] = []
+        for m in messages:
+            expected.append(m)
+            if following(m):
+                expected.append(Fragment(_FRAGMENT[: following(m)], m))
         for chunk in (len(stream), 1, 7, 4093):
             reader = FrameReader(_sender(sender))
-            out: list[Message] = []
+            out: list[Message | Fragment] = []
             for i in range(0, len(stream), chunk):
                 reader.feed(stream[i : i + chunk])
                 out.extend(reader)
             reader.finish()
-            assert out == messages
+            assert out == expected
             assert reader.offset == len(stream)
+
+
+_FRAGMENT = bytes(range(5))
+
+
+def _small_fragment(msg: Message) -> Message:
+    """`msg` with a count of raw octets after it that a test can hold."""
+    if not isinstance(msg, HandleSend | HandleNotify | HandlePrepare):
+        return msg
+    fresh = copy.copy(msg)
+    setattr(fresh, msg.FOLLOWS, len(_FRAGMENT))
+    return fresh
 
 
 def test_frame_reader_refuses_oversized_frame_before_buffering() -> None:
