@@ -37,6 +37,25 @@ Semantics (the rules this module states and applies):
   alone do not order them. The search is breadth-first over (steps taken per role, DFA state),
   one diagonal (steps taken in all) at a time; past `limit` configurations it keeps those
   closest to the order given (capture order), so its cost is linear in the conversation.
+* Roles. `C:` is the client (the peer that opened the connection), `S:` the server. AMQP 0-10
+  adds two. `*:X` is X sent by either peer (its messages flow both ways on a session). `R:X`
+  is X sent by the receiver (the recipient) of the message the nearest `*:` step before it in
+  the same sequence sent: in `message = *:TRANSFER [ R:ACQUIRE ] [ R:ACCEPT / ... ]` the
+  peer that got the transfer acquires and accepts it (the text's "Transfer States": "sent to
+  the recipient ... acquired by the recipient"). So that sequence reads as two, one per
+  sender: `C:TRANSFER [S:ACQUIRE] [S:ACCEPT / ...]` / `S:TRANSFER [C:ACQUIRE] ...`. A `*:`
+  step no `R:` step follows is either role's; an `R:` step with no `*:` step before it in its
+  rule's sequence has no sender to be the receiver of, and is an error naming the rule.
+* Several grammars in one class. A class may write more than one grammar (0-10's dtx:
+  `dtx-demarcation` and `dtx-coordination`). A dialogue's conversation is its start rule;
+  each other rule that no rule of the dialogue references is a further grammar of the class,
+  and the conversation is their interleaving (each grammar's steps in its own order, the
+  grammars' steps mixed freely), which is deterministic only when no step is in two of them
+  (else an error). A grammar that must open (dtx-demarcation's `C:SELECT`) is then due in
+  every conversation of the class: one that never takes it is incomplete, not broken.
+* `channel`, named by 0-10's `use-connection = *channel` (kept from 0-9-1, whose channel class
+  0-10 replaced with sessions, whose controls are the session class's), matches no step when
+  no dialogue is called `channel`: a connection's own conversation is its connection controls.
 * Verdicts: "ok" (all steps taken, the grammar complete), "incomplete" (all steps taken, more
   were due: a capture can end mid-conversation, which is not a breach) or "broken" with the
   index of the step no interleaving could take (the step of a role the grammar expected there,
@@ -66,8 +85,12 @@ from specgen.ir import Dialogue, SourceSpan
 FUNCTIONAL = "functional-class"
 """AMQP's name for "any functional class's grammar", used and never defined."""
 
-EMPTY = frozenset({"content"})
-"""Names used and never defined that match no step: the content frames after a method."""
+EMPTY = frozenset({"content", "channel"})
+"""Names used and never defined that match no step: the content frames after a method, and
+0-10's `channel` (a dialogue called `channel` is resolved first, as in 0-9-1)."""
+
+ROLES = ("C", "S")
+"""The roles a step of a conversation has; `*` (either) and `R` (receiver) are read as them."""
 
 PROTOCOL_HEADER = "protocol-header"
 
@@ -156,6 +179,77 @@ def undefined(dialogues: Sequence[Dialogue]) -> list[tuple[SourceSpan, str, str]
                 if key not in own and key not in names and key != FUNCTIONAL and key not in EMPTY:
                     out.append((r.span, d.name, ref.name))
     return out
+
+
+def conventional(dialogues: Sequence[Dialogue]) -> list[tuple[SourceSpan, str, str]]:
+    """(rule span, dialogue, name) for each reference resolved by a convention that matches no
+    step (`content`, `channel`): used and never defined, so a lint finding for a new spec."""
+    names = {d.name.lower() for d in dialogues}
+    out = []
+    for d in dialogues:
+        own = rules_of(d)
+        for r in d.rules:
+            for ref in _refs(r.expr):
+                key = ref.name.lower()
+                if key not in own and key not in names and key in EMPTY:
+                    if (r.span, d.name, ref.name) not in out:
+                        out.append((r.span, d.name, ref.name))
+    return out
+
+
+def tops(d: Dialogue) -> list[Rule]:
+    """The class's grammars: its start rule, then each rule no rule of it references."""
+    own = rules_of(d)
+    used = {ref.name.lower() for r in d.rules for ref in _refs(r.expr)}
+    start = own[d.start.lower()]
+    rest = [r for k, r in own.items() if k != start.name.lower() and k not in used]
+    return [start, *rest]
+
+
+def bind(e: Expr, receiver: str | None, rule: Rule) -> Expr:
+    """`e` with `*:` and `R:` steps read as `C:`/`S:` (see the module docstring); `receiver` is
+    the role `R:` stands for here (None: no `*:` step before)."""
+    if isinstance(e, Step):
+        if e.role == "R":
+            if receiver is None:
+                raise DialogueError(
+                    rule.span, f"rule {rule.name}: R:{e.name} follows no *: step to receive"
+                )
+            return Step(receiver, e.name)
+        if e.role == "*":
+            return Alt(tuple(Step(r, e.name) for r in ROLES))
+        if e.role.upper() not in ROLES:
+            raise DialogueError(rule.span, f"rule {rule.name}: unknown role {e.role}:")
+        return e
+    if isinstance(e, Seq):
+        for i, item in enumerate(e.items):
+            rest = e.items[i + 1 :]
+            if isinstance(item, Step) and item.role == "*" and any(_receives(x) for x in rest):
+                head = [bind(x, receiver, rule) for x in e.items[:i]]
+                options = []
+                for sender in ROLES:
+                    other = ROLES[1 - ROLES.index(sender)]
+                    tail = bind(Seq(rest) if len(rest) > 1 else rest[0], other, rule)
+                    options.append(Seq((*head, Step(sender, item.name), tail)))
+                return Alt(tuple(options))
+        return Seq(tuple(bind(x, receiver, rule) for x in e.items))
+    if isinstance(e, Alt):
+        return Alt(tuple(bind(x, receiver, rule) for x in e.options))
+    if isinstance(e, Repeat):
+        return Repeat(bind(e.expr, receiver, rule), e.low, e.high)
+    return e
+
+
+def _receives(e: Expr) -> bool:
+    if isinstance(e, Step):
+        return e.role == "R"
+    if isinstance(e, Seq):
+        return any(_receives(x) for x in e.items)
+    if isinstance(e, Alt):
+        return any(_receives(x) for x in e.options)
+    if isinstance(e, Repeat):
+        return _receives(e.expr)
+    return False
 
 
 # --------------------------------------------------------------------------------------------
@@ -265,7 +359,7 @@ class _NFA:
         if here in active:
             chain = " -> ".join((*active[active.index(here) :], here))
             raise DialogueError(target.span, f"recursive dialogue rule ({chain}): not regular")
-        self.build(target.expr, a, b, dialogue, target, (*active, here))
+        self.build(bind(target.expr, None, target), a, b, dialogue, target, (*active, here))
 
     def closure(self, states: Iterable[int]) -> frozenset[int]:
         seen = set(states)
@@ -279,8 +373,8 @@ class _NFA:
 
 
 def compile_dialogue(dialogues: Sequence[Dialogue], name: str) -> Automaton:
-    """The DFA of dialogue `name`, nested dialogues expanded; states numbered breadth-first
-    with labels in sorted order, so the tables are deterministic."""
+    """The DFA of dialogue `name`, nested dialogues expanded, its grammars interleaved; states
+    numbered breadth-first with labels in sorted order, so the tables are deterministic."""
     nfa = _NFA(dialogues)
     d = nfa.dialogues[name.lower()]
     rules = nfa.rules[name.lower()]
@@ -288,9 +382,27 @@ def compile_dialogue(dialogues: Sequence[Dialogue], name: str) -> Automaton:
         raise DialogueError(
             d.span or SourceSpan("?", 1), f"dialogue {d.name} has no rule {d.start}"
         )
+    parts = [_determinize(nfa, name.lower(), top) for top in tops(d)]
+    accepting, moves = parts[0]
+    for top, (acc, mv) in zip(tops(d)[1:], parts[1:], strict=True):
+        shared = {lab for row in moves for lab in row} & {lab for row in mv for lab in row}
+        if shared:
+            raise DialogueError(
+                top.span,
+                f"grammar {top.name} of {d.name} shares {', '.join(sorted(shared))} with "
+                "another grammar of the class: their interleaving is ambiguous",
+            )
+        accepting, moves = _interleave(accepting, moves, acc, mv)
+    return Automaton(d.name.lower(), accepting, moves)
+
+
+Table = tuple[frozenset[int], tuple[dict[str, int], ...]]
+
+
+def _determinize(nfa: _NFA, where: str, top: Rule) -> Table:
     start, end = nfa.state(), nfa.state()
-    top = rules[d.start.lower()]
-    nfa.build(top.expr, start, end, name.lower(), top, (f"{name.lower()}.{top.name.lower()}",))
+    root = (f"{where}.{top.name.lower()}",)
+    nfa.build(bind(top.expr, None, top), start, end, where, top, root)
     first = nfa.closure([start])
     index = {first: 0}
     order = [first]
@@ -312,7 +424,35 @@ def compile_dialogue(dialogues: Sequence[Dialogue], name: str) -> Automaton:
         moves.append(row)
         at += 1
     accepting = frozenset(i for i, subset in enumerate(order) if end in subset)
-    return Automaton(d.name.lower(), accepting, tuple(moves))
+    return accepting, tuple(moves)
+
+
+def _interleave(
+    acc1: frozenset[int],
+    mv1: tuple[dict[str, int], ...],
+    acc2: frozenset[int],
+    mv2: tuple[dict[str, int], ...],
+) -> Table:
+    """The product DFA of two grammars over disjoint steps: each step moves one of them."""
+    index = {(0, 0): 0}
+    order = [(0, 0)]
+    moves: list[dict[str, int]] = []
+    at = 0
+    while at < len(order):
+        p, q = order[at]
+        options = {lab: (t, q) for lab, t in mv1[p].items()}
+        options.update({lab: (p, t) for lab, t in mv2[q].items()})
+        row: dict[str, int] = {}
+        for lab in sorted(options):
+            pair = options[lab]
+            if pair not in index:
+                index[pair] = len(order)
+                order.append(pair)
+            row[lab] = index[pair]
+        moves.append(row)
+        at += 1
+    accepting = frozenset(i for i, (p, q) in enumerate(order) if p in acc1 and q in acc2)
+    return accepting, tuple(moves)
 
 
 def compile_all(dialogues: Sequence[Dialogue]) -> dict[str, Automaton]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
+from specgen.emitters import dialogue
 from specgen.emitters.plan import PlanError
 from specgen.emitters.render import Renderer
 from specgen.frontends import amqp010_xml as fe
@@ -428,15 +429,21 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
     model = fe.load(spec.document, spec.label or relative(spec.document))
     p = plan(model)
     # these templates are written for trimmed blocks; the shared renderer otherwise
-    renderer = copy.copy(renderer)
-    renderer.env = renderer.env.overlay(trim_blocks=True, lstrip_blocks=True)
+    trimmed = copy.copy(renderer)
+    trimmed.env = renderer.env.overlay(trim_blocks=True, lstrip_blocks=True)
     ctx = {"plan": p, "version": spec, "ir": protocol, "model": model}
     files = {
         "__init__.py": f'"""Generated codecs for {spec.title}."""\n',
-        "errors.py": renderer.render("python/errors.py.j2", spec, protocol),
+        "errors.py": trimmed.render("python/errors.py.j2", spec, protocol),
     }
     for name in ("__init__", "codec", "frames", "test_conformance"):
-        files[f"{spec.module}/{name}.py"] = renderer.render(
+        files[f"{spec.module}/{name}.py"] = trimmed.render(
             f"python/amqp010/{name}.py.j2", spec, protocol, **ctx
         )
+    # the classes' dialogue grammars: the shared checker, its steps the model's controls and
+    # commands by codec class name ("ConnectionStartOk" -> "connection.start-ok")
+    classes = {d.name for d in protocol.dialogues}
+    steps = {fe.class_name(m.name): m.name for m in model.methods if m.cls in classes}
+    for name, text in dialogue.emit(spec, protocol, renderer, steps).items():
+        files[f"{spec.module}/{name}"] = text
     return files

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from specgen.dialogue import PROTOCOL_HEADER, Automaton, compile_all
+from specgen.abnf import steps
+from specgen.dialogue import PROTOCOL_HEADER, Automaton, compile_all, terminal, tops
 from specgen.emitters.render import Renderer
 from specgen.ir import Protocol
 from specgen.registry import SpecVersion
@@ -35,19 +36,32 @@ def hyphenated(camel: str) -> str:
 
 def methods(protocol: Protocol) -> dict[str, str]:
     """Message name -> step name ("ConnectionStartOk" -> "connection.start-ok") for every
-    command `Class.Method` of a class with a dialogue; a class's content properties (identified
-    by the class alone) and frames of no class (bodies, heartbeats) are no steps."""
+    command `Class.Method` of a class with a dialogue, identified by class and method (0-9-1)
+    or by one code and named by its grammar (RFC 006); a class's content properties (0-9-1's
+    Basic.Properties: the class alone, named by no grammar) and frames of no class (bodies,
+    heartbeats) are no steps."""
     classes = {d.name.lower() for d in protocol.dialogues}
+    named = {
+        terminal(d.name, s) for d in protocol.dialogues for r in d.rules for s in steps(r.expr)
+    }
     out: dict[str, str] = {}
     for c in protocol.commands:
         cls, _, method = c.name.partition(".")
-        if method and cls.lower() in classes and len(c.ident) >= 2:
+        step = f"{cls.lower()}.{hyphenated(method)}"
+        if method and cls.lower() in classes and (len(c.ident) >= 2 or step in named):
             for m in c.messages:
-                out[m.name] = f"{cls.lower()}.{hyphenated(method)}"
+                out[m.name] = step
     return out
 
 
-def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str, str]:
+def emit(
+    spec: SpecVersion,
+    protocol: Protocol,
+    renderer: Renderer,
+    steps_of: dict[str, str] | None = None,
+) -> dict[str, str]:
+    """`dialogue.py` for the spec's grammars (none without them); `steps_of` maps the codec's
+    message names to steps where the IR holds no commands (AMQP 0-10's own model)."""
     if not protocol.dialogues:
         return {}
     automata = compile_all(protocol.dialogues)
@@ -56,7 +70,8 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
             d.name.lower(),
             "check_" + re.sub(r"\W", "_", d.name.lower()),
             "_" + re.sub(r"\W", "_", d.name.upper()),
-            d.start,
+            # several grammars in one class (0-10's dtx) are interleaved: name them all
+            "` interleaved with `".join([d.start, *(r.name for r in tops(d)[1:])]),
             d.doc,
             str(d.span),
             automata[d.name.lower()],
@@ -71,7 +86,7 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
         version=spec.version,
         source=protocol.source,
         dialogues=plans,
-        methods=sorted(methods(protocol).items()),
+        methods=sorted((methods(protocol) if steps_of is None else steps_of).items()),
         protocol_header=next(
             (
                 label.split(":", 1)[1]

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import keyword
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from specgen import abnf
-from specgen.frontends import xml_tree
+from specgen.frontends import amqp010_dialogue, xml_tree
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.adoc_tree import SpecSyntaxError
 from specgen.frontends.xml_tree import Element
@@ -157,7 +157,16 @@ def build(path: Path, rel: str, protocol: str, version: str) -> tuple[Protocol, 
     """The front-end entry (see specgen.frontends)."""
     log = FindingLog()
     model = load(path, rel, log)
-    return to_protocol(model, protocol, version), log
+    proto = to_protocol(model, protocol, version)
+    # the classes' dialogue grammars, as the text states them (specgen.frontends.amqp010_dialogue)
+    found = amqp010_dialogue.read(
+        path.parent / TEXT,
+        _sibling(rel, TEXT),
+        [c.name for c in model.classes],
+        [m.name for m in model.methods],
+        log,
+    )
+    return replace(proto, dialogues=found), log
 
 
 def load(path: Path, rel: str, log: FindingLog | None = None) -> Model:
