@@ -42,12 +42,12 @@ from pathlib import Path
 from specgen import abnf, dialogue
 from specgen.frontends import xml_tree
 from specgen.frontends.adoc import SpecError
+from specgen.frontends.bits import pack_bits
 from specgen.frontends.xml_tree import Element
 from specgen.ir import (
     BUILTIN,
     Array,
     BitField,
-    Bits,
     Blob,
     BodyKey,
     Case,
@@ -736,44 +736,11 @@ class _Builder:
     # ---- fields
 
     def _fields(self, el: Element, class_name: str, where: str) -> tuple[Field, ...]:
-        out: list[Field] = []
-        bits: list[Field] = []
-        containers = 0
-
-        def flush() -> None:
-            nonlocal containers
-            while bits:
-                chunk, bits[:] = bits[:8], bits[8:]
-                containers += 1
-                members = list(chunk)
-                if len(chunk) < 8:
-                    members.append(
-                        Field(
-                            f"Unused{containers}",
-                            BitField(8 - len(chunk), value=0),
-                            doc="Unused bits, zero.",
-                            span=chunk[-1].span,
-                        )
-                    )
-                out.append(
-                    Field(
-                        f"Bits{containers}",
-                        Bits(width=1, members=tuple(members), order="lsb"),
-                        doc=f"{', '.join(f.name for f in chunk)}: consecutive bits packed into "
-                        "one octet, least significant bit first.",
-                        span=chunk[0].span,
-                    )
-                )
-
+        pairs = []
         for f_el in el.findall("field"):
             base, f = self._field(f_el, class_name, where)
-            if base == "bit":
-                bits.append(f)
-            else:
-                flush()
-                out.append(f)
-        flush()
-        return tuple(out)
+            pairs.append((f, base == "bit"))
+        return pack_bits(pairs)
 
     def _field(self, el: Element, class_name: str, where: str) -> tuple[str, Field]:
         """The base type and the IR field of a `<field>` (a bit field as a BitField member)."""

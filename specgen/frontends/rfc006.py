@@ -70,9 +70,9 @@ from pathlib import Path
 
 from specgen import abnf
 from specgen.frontends.adoc import SpecError
+from specgen.frontends.bits import pack_bits
 from specgen.ir import (
     BitField,
-    Bits,
     Case,
     Choice,
     Command,
@@ -654,44 +654,10 @@ class _Builder:
 
     def _pack(self, fields: list[tuple[str, TypeRef, SourceSpan, str]]) -> tuple[Field, ...]:
         """Fields in order; consecutive bits packed into octets, least significant bit first."""
-        out: list[Field] = []
-        bits: list[Field] = []
-        containers = 0
-
-        def flush() -> None:
-            nonlocal containers
-            while bits:
-                chunk, bits[:] = bits[:8], bits[8:]
-                containers += 1
-                members = list(chunk)
-                if len(chunk) < 8:
-                    members.append(
-                        Field(
-                            f"Unused{containers}",
-                            BitField(8 - len(chunk), value=0),
-                            doc="Unused bits, zero.",
-                            span=chunk[-1].span,
-                        )
-                    )
-                out.append(
-                    Field(
-                        f"Bits{containers}",
-                        Bits(width=1, members=tuple(members), order="lsb"),
-                        doc=f"{', '.join(f.name for f in chunk)}: consecutive bits packed into "
-                        "one octet, least significant bit first.",
-                        span=chunk[0].span,
-                    )
-                )
-
-        for name, t, span, doc in fields:
-            f = Field(camel(name), t, doc=doc, span=span)
-            if isinstance(t, BitField):
-                bits.append(f)
-            else:
-                flush()
-                out.append(f)
-        flush()
-        return tuple(out)
+        return pack_bits(
+            (Field(camel(name), t, doc=doc, span=span), isinstance(t, BitField))
+            for name, t, span, doc in fields
+        )
 
     # ---- frame, types, field tables
 
