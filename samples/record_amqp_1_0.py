@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from recording import record  # noqa: E402
 
-from generated.amqp_1_0.frame_reader import FrameReader  # noqa: E402
+from generated.amqp_1_0.v1_0 import FrameReader  # noqa: E402
 from generated.amqp_1_0.v1_0.frames import Frame, encode  # noqa: E402
 
 QUEUE = "sample-amqp10-orders"
@@ -134,7 +134,10 @@ def check(folder: Path) -> int:
     total = 0
     for path in sorted(folder.glob("*.bin")):
         data = path.read_bytes()
-        frames = FrameReader().feed(data)
+        reader = FrameReader()
+        reader.feed(data)
+        frames = list(reader)
+        reader.finish()
         at = 0
         for frame in frames:
             again = encode(frame)

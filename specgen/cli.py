@@ -8,6 +8,7 @@ import dataclasses
 import importlib
 import json
 import sys
+import uuid
 from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
@@ -380,7 +381,9 @@ def _frames(args: argparse.Namespace) -> int:
     for path, data in zip(args.files, contents, strict=True):
         sender = args.sender or _sender_from_name(path)
         preamble = preambles.get(sender or "", b"")  # a capture's file starts with it
-        reader = codec.FrameReader(sender, preamble=bool(preamble) and data.startswith(preamble))
+        # a protocol with no preamble (AMQP 1.0: its protocol headers are messages) takes none
+        skip = {"preamble": data.startswith(preamble)} if preamble else {}
+        reader = codec.FrameReader(sender, **skip)
         reader.feed(data)
         while True:
             offset = reader.offset
@@ -410,9 +413,10 @@ def _frames(args: argparse.Namespace) -> int:
                 command=msg.COMMAND,
                 kind=msg.KIND,
                 **({"key": f"{ident[0]:#06x}"} if len(ident) == 1 else {"ident": list(ident)}),
-                version=msg.VERSION,
-                fields=_jsonable(msg),
             )
+            if hasattr(msg, "VERSION"):  # a command's version; AMQP 1.0's frames have none
+                line["version"] = msg.VERSION
+            line["fields"] = _jsonable(msg)
             if args.roundtrip:
                 try:
                     again = codec.encode(msg)
@@ -455,11 +459,18 @@ def _sender_from_name(path: Path) -> str | None:
 def _jsonable(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         # fields() leaves out the ClassVars (KEY, VERSION, ...) that __dataclass_fields__ lists
-        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        # private fields are the codec's (AMQP 1.0's remembered encodings), not the message's
+        return {
+            f.name: _jsonable(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+            if not f.name.startswith("_")
+        }
     if isinstance(value, list):
         return [_jsonable(v) for v in value]
     if isinstance(value, dict):  # a field table
         return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, uuid.UUID):
+        return str(value)
     if isinstance(value, Decimal):
         return str(value)  # exact, where a float would round
     if isinstance(value, bytes):

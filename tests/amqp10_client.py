@@ -18,7 +18,7 @@ import time
 from collections import deque
 from typing import Any, TypeVar
 
-from generated.amqp_1_0.frame_reader import FrameReader
+from generated.amqp_1_0.v1_0 import FrameReader
 from generated.amqp_1_0.v1_0 import composites as c
 from generated.amqp_1_0.v1_0.frames import Frame, ProtocolHeader, decode, encode
 from generated.amqp_1_0.v1_0.types import Symbol
@@ -49,7 +49,7 @@ class Amqp10Client:
         self.max_frame_size = max_frame_size
         self.remote_max_frame_size = 512  # the spec's minimum, until the server's open says
         # the reader hands back each frame's bytes: we decode them ourselves and keep both
-        self.reader = FrameReader(decode=bytes, max_frame_size=max_frame_size or 1 << 26)
+        self.reader = FrameReader(max_frame_size=max_frame_size or 1 << 26)
         self.sent = bytearray()  # every byte sent, protocol headers included
         self.sent_frames = 0  # frames and protocol headers sent
         self.received = bytearray()  # every byte received
@@ -82,7 +82,8 @@ class Amqp10Client:
         if not chunk:
             raise ServerClosed("the server closed the socket")
         self.received += chunk
-        for raw in self.reader.feed(chunk):
+        self.reader.feed(chunk)
+        for _, raw in self.reader.frames():
             frame = decode(raw)
             self.raw_frames.append(raw)
             self.frames.append(frame)

@@ -21,7 +21,7 @@ import pytest
 from amqp10_client import AMQP_FRAME, Amqp10Client
 from rabbitmq import RabbitNode, installed_version
 
-from generated.amqp_1_0.frame_reader import FrameReader
+from generated.amqp_1_0.v1_0 import FrameReader
 from generated.amqp_1_0.v1_0 import composites as c
 from generated.amqp_1_0.v1_0.frames import (
     Frame,
@@ -291,10 +291,14 @@ def test_transfer_10000(rabbit: RabbitNode) -> None:
         again = encode(decode(raw))
         assert again == raw, f"{frame!r}: {raw.hex()} re-encodes as {again.hex()}"
         assert again == encode(frame)
-    server = FrameReader(max_frame_size=MAX_FRAME_SIZE).feed(bytes(c10.received))
+    reader = FrameReader(max_frame_size=MAX_FRAME_SIZE)
+    reader.feed(bytes(c10.received))
+    server = list(reader)
     assert len(server) == len(c10.raw_frames)
     assert [f.COMMAND for f in server] == [f.COMMAND for f in c10.frames]
-    client = FrameReader().feed(bytes(c10.sent))
+    reader = FrameReader()
+    reader.feed(bytes(c10.sent))
+    client = list(reader)
     assert len(client) == c10.sent_frames
     assert all(len(encode(f)) <= MAX_FRAME_SIZE for f in client)  # the negotiated limit
     assert b"".join(encode(f) for f in client) == bytes(c10.sent)

@@ -36,9 +36,8 @@ from typing import Any
 import proton
 import pytest
 
-from generated.amqp_1_0.frame_reader import FrameReader
+from generated.amqp_1_0.v1_0 import FrameReader, frames
 from generated.amqp_1_0.v1_0 import composites as c
-from generated.amqp_1_0.v1_0 import frames
 from generated.amqp_1_0.v1_0 import types as t
 
 P = proton
@@ -681,7 +680,10 @@ class Pipe:
 
 def read_stream(data: bytes) -> list[Any]:
     """Ours reading a whole stream; it must re-encode, frame by frame, to the same bytes."""
-    got = FrameReader().feed(data)
+    reader = FrameReader()
+    reader.feed(data)
+    got = list(reader)
+    reader.finish()
     assert b"".join(frames.encode(f) for f in got) == data
     return got
 

@@ -10,11 +10,13 @@ protocol headers (frames).
 from __future__ import annotations
 
 from ..errors import DecodeError, EncodeError
+from ..frame_reader import FrameReader as _FrameReader
 from ..framing import HEADER
 from .composites import *  # noqa: F403
 from .composites import CLASSES
 from .enums import *  # noqa: F403
 from .frames import *  # noqa: F403
+from .frames import decode
 from .types import (
     Array,
     Byte,
@@ -38,8 +40,16 @@ from .types import (
     encode_value,
 )
 
+
+class FrameReader(_FrameReader):
+    """The protocol's FrameReader, decoding with this version's `decode`."""
+
+    decode = staticmethod(decode)
+
+
 __all__ = [
     "CLASSES",
+    "FrameReader",
     "HEADER",
     "DecodeError",
     "EncodeError",

@@ -57,6 +57,12 @@ class ProtocolHeader:
     minor: int = 0
     revision: int = 0
     COMMAND = "protocol-header"
+    KIND = "oneway"
+
+    @property
+    def IDENT(self) -> tuple[int, ...]:  # noqa: N802 - every generated message names its ident
+        """What identifies it on the wire: the protocol id and the version."""
+        return (self.protocol_id, self.major, self.minor, self.revision)
 
     def encode(self) -> bytes:
         try:
@@ -85,6 +91,14 @@ class Frame:
     @property
     def COMMAND(self) -> str:  # noqa: N802 - the pipeline reads every message's COMMAND
         return "empty" if self.body is None else self.body.NAME
+
+    KIND = "oneway"
+
+    @property
+    def IDENT(self) -> tuple[int | None, ...]:  # noqa: N802 - every generated message names one
+        """What identifies it on the wire: the frame type and the performative's descriptor code
+        (None for an empty frame)."""
+        return (self.type, None if self.body is None else self.body.DESCRIPTOR_CODE)
 
     def encode(self) -> bytes:
         return encode(self)

@@ -18,9 +18,8 @@ import uuid
 import pytest
 
 from ..errors import DecodeError, EncodeError
-from ..frame_reader import FrameReader
+from . import FrameReader, frames, types
 from . import composites as c
-from . import frames, types
 from .types import Char, Symbol
 
 _ = (uuid, Char, Symbol)
@@ -1040,7 +1039,9 @@ def test_protocol_headers(header: bytes) -> None:
     decoded = frames.decode(header)
     assert isinstance(decoded, frames.ProtocolHeader) and decoded.known
     assert (decoded.protocol_id, frames.encode(decoded)) == (header[4], header)
-    assert FrameReader(frames.decode).feed(header + struct.pack(">IBBH", 8, 2, 0, 0))[0] == decoded
+    reader = FrameReader()
+    reader.feed(header + struct.pack(">IBBH", 8, 2, 0, 0))
+    assert next(reader) == decoded
 
 
 def test_extended_header_is_kept() -> None:
@@ -1068,9 +1069,10 @@ def test_bad_frames_name_field_and_offset(data: bytes, field: str) -> None:
 
 
 def test_frame_reader_refuses_oversized_frame_before_buffering() -> None:
-    reader = FrameReader(frames.decode, max_frame_size=1024)
+    reader = FrameReader(max_frame_size=1024)
+    reader.feed(struct.pack(">IBBH", 4096, 2, 0, 0))
     with pytest.raises(DecodeError) as e:
-        reader.feed(struct.pack(">IBBH", 4096, 2, 0, 0))
+        next(reader)
     assert e.value.field == "frame.size"
 
 
