@@ -264,3 +264,15 @@ def test_segment_decodes() -> None:
     assembler = a.Assembler()
     with pytest.raises(a.DecodeError):
         assembler.add(a.Frame(type=0, first_frame=False))
+
+
+def test_specgen_frames_refuses_0_10_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from specgen.cli import main
+
+    data = tmp_path / "conn.c2s.bin"
+    data.write_bytes(b"AMQP\x01\x01\x00\x0a")
+    assert main(["frames", "amqp-0-10", str(data)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "does not read amqp-0-10 yet" in err, err
