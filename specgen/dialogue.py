@@ -372,9 +372,13 @@ class _NFA:
         return frozenset(seen)
 
 
-def compile_dialogue(dialogues: Sequence[Dialogue], name: str) -> Automaton:
-    """The DFA of dialogue `name`, nested dialogues expanded, its grammars interleaved; states
-    numbered breadth-first with labels in sorted order, so the tables are deterministic."""
+def compile_dialogue(
+    dialogues: Sequence[Dialogue], name: str, *, minimal: bool = True
+) -> Automaton:
+    """The DFA of dialogue `name`, nested dialogues expanded, its grammars interleaved, then
+    minimized (`minimal=False` keeps the subset construction's states, for checking);
+    states numbered breadth-first with labels in sorted order, so the tables are
+    deterministic."""
     nfa = _NFA(dialogues)
     d = nfa.dialogues[name.lower()]
     rules = nfa.rules[name.lower()]
@@ -393,6 +397,8 @@ def compile_dialogue(dialogues: Sequence[Dialogue], name: str) -> Automaton:
                 "another grammar of the class: their interleaving is ambiguous",
             )
         accepting, moves = _interleave(accepting, moves, acc, mv)
+    if minimal:
+        accepting, moves = minimize(accepting, moves)
     return Automaton(d.name.lower(), accepting, moves)
 
 
@@ -453,6 +459,38 @@ def _interleave(
         at += 1
     accepting = frozenset(i for i, (p, q) in enumerate(order) if p in acc1 and q in acc2)
     return accepting, tuple(moves)
+
+
+def minimize(accepting: frozenset[int], moves: tuple[dict[str, int], ...]) -> Table:
+    """The smallest DFA of the same language (Moore's refinement: states are split until
+    those left together agree on accepting and, per label, on the block they move to),
+    renumbered breadth-first from the start with labels in sorted order, so the generated
+    tables stay deterministic and a reviewer reads one state per situation."""
+    block = [int(i in accepting) for i in range(len(moves))]
+    while True:
+        signature = [
+            (block[i], tuple((lab, block[t]) for lab, t in sorted(row.items())))
+            for i, row in enumerate(moves)
+        ]
+        ids: dict[tuple[int, tuple[tuple[str, int], ...]], int] = {}
+        refined = [ids.setdefault(sig, len(ids)) for sig in signature]
+        if len(ids) == len(set(block)):
+            break
+        block = refined
+    index = {block[0]: 0}
+    order = [0]  # a representative state per block, in breadth-first order
+    out: list[dict[str, int]] = []
+    at = 0
+    while at < len(order):
+        row: dict[str, int] = {}
+        for lab, t in sorted(moves[order[at]].items()):
+            if block[t] not in index:
+                index[block[t]] = len(order)
+                order.append(t)
+            row[lab] = index[block[t]]
+        out.append(row)
+        at += 1
+    return frozenset(i for i, s in enumerate(order) if s in accepting), tuple(out)
 
 
 def compile_all(dialogues: Sequence[Dialogue]) -> dict[str, Automaton]:

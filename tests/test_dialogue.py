@@ -275,3 +275,76 @@ def test_report_passes_the_pika_session_and_flags_a_broken_one(spark: Any, tmp_p
     (row,) = [line for line in section.splitlines() if "ConnectionOpen" in line]
     assert f"{offset:,}" in row or f" {offset} " in f" {row} ", row
     assert "ConnectionOpen" in row and "C:connection.tune-ok" in row and "c2s" in row, row
+
+
+# --------------------------------------------------------------------------------------------
+# Minimization: the generated tables are the smallest DFA of the grammar's language
+
+
+def _all_dialogues() -> list[tuple[str, tuple[Dialogue, ...]]]:
+    out = []
+    for spec in registry():
+        p, _ = build_ir(spec)
+        if p.dialogues:
+            out.append((spec.qualified, p.dialogues))
+    return out
+
+
+def test_minimized_tables_accept_the_same_conversations() -> None:
+    import random
+
+    rng = random.Random(20261125)
+    checked = 0
+    grammars = _all_dialogues()
+    for qualified, dialogues in grammars:
+        for d in dialogues:
+            full = compile_dialogue(dialogues, d.name, minimal=False)
+            small = compile_dialogue(dialogues, d.name)
+            assert len(small.moves) <= len(full.moves), (qualified, d.name)
+            labels = sorted({lab for row in full.moves for lab in row})
+            for _ in range(200):
+                word: list[tuple[str, str]] = []
+                state: int | None = 0
+                for _ in range(rng.randrange(1, 40)):
+                    row = full.moves[state] if state is not None else {}
+                    lab = rng.choice(sorted(row) if row and rng.random() < 0.85 else labels)
+                    word.append((lab[0], lab[2:]))
+                    state = row.get(lab) if state is not None else None
+                at_full, end_full = full.run(word)
+                at_small, end_small = small.run(word)
+                assert at_full == at_small, (qualified, d.name, word)
+                if at_full is None:
+                    assert (end_full in full.accepting) == (end_small in small.accepting)
+                checked += 1
+    assert checked == 200 * sum(len(ds) for _, ds in grammars) >= 200 * 20
+
+
+def test_minimized_states_are_all_distinguishable() -> None:
+    for qualified, dialogues in _all_dialogues():
+        for d in dialogues:
+            a = compile_dialogue(dialogues, d.name)
+            n = len(a.moves)
+            # pairs told apart by some word: first by accepting, then backwards over moves
+            apart = {
+                (p, q)
+                for p in range(n)
+                for q in range(n)
+                if (p in a.accepting) != (q in a.accepting)
+            }
+            grew = True
+            while grew:
+                grew = False
+                for p in range(n):
+                    for q in range(n):
+                        if p == q or (p, q) in apart:
+                            continue
+                        for lab in set(a.moves[p]) | set(a.moves[q]):
+                            tp, tq = a.moves[p].get(lab), a.moves[q].get(lab)
+                            if (tp is None) != (tq is None) or (
+                                tp is not None and tq is not None and (tp, tq) in apart
+                            ):
+                                apart.add((p, q))
+                                grew = True
+                                break
+            same = [(p, q) for p in range(n) for q in range(p + 1, n) if (p, q) not in apart]
+            assert same == [], (qualified, d.name, same)
