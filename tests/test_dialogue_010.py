@@ -1,6 +1,6 @@
-"""Dialogue grammars of AMQP 0-10 (the flattened text's class grammars) and AMQ RFC 006 (its
-connection Command Flow Summary, prose), read into the IR and checked with the generated
-validators (generated/amqp_0_10/v0_10/dialogue.py, generated/amqp_fast_0_8/v0_8/dialogue.py).
+"""Dialogue grammars of AMQP 0-10 (the flattened text's class grammars), read into the IR and
+checked with the generated validators (generated/amqp_0_10/v0_10/dialogue.py); AMQ RFC 006's
+Command Flow Summaries are tests/test_dialogue_006.py's.
 
 Legal and illegal conversations come from the documents' own text, quoted beside each case."""
 
@@ -11,17 +11,14 @@ from pathlib import Path
 import pytest
 
 from generated.amqp_0_10.v0_10 import dialogue as d010
-from generated.amqp_fast_0_8.v0_8 import dialogue as d006
-from specgen import abnf, ir
+from specgen import ir
 from specgen.abnf import Alt, Rule, Seq, Step
 from specgen.dialogue import DialogueError, bind, compile_dialogue
-from specgen.frontends import rfc006_flow
 from specgen.ir import Dialogue, FindingLog, SourceSpan
 from specgen.specs import build_ir, registry
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXT = "specs/amqp-0-10/amqp-0-10-text.txt"
-RFC = "specs/amqp-fast-0-8/amq-rfc006.txt"
 
 
 def built(qualified: str) -> tuple[ir.Protocol, FindingLog]:
@@ -32,11 +29,6 @@ def built(qualified: str) -> tuple[ir.Protocol, FindingLog]:
 @pytest.fixture(scope="module")
 def p010() -> tuple[ir.Protocol, FindingLog]:
     return built("amqp-0-10/0-10")
-
-
-@pytest.fixture(scope="module")
-def p006() -> tuple[ir.Protocol, FindingLog]:
-    return built("amqp-fast-0-8/0.8")
 
 
 # --------------------------------------------------------------------------------------------
@@ -212,120 +204,3 @@ def test_role_binding_semantics() -> None:
     )
     with pytest.raises(DialogueError, match="interleaving is ambiguous"):
         compile_dialogue([shared], "d")
-
-
-# --------------------------------------------------------------------------------------------
-# AMQ RFC 006: the connection Command Flow Summary
-
-
-def test_flow_summary_becomes_a_grammar(p006: tuple[ir.Protocol, FindingLog]) -> None:
-    p, log = p006
-    (d,) = p.dialogues
-    assert d.name == "connection" and d.start == "connection"
-    assert str(d.span) == f"{RFC}:1192:1"  # "Command Flow Summary"
-    # the grammar the rules give, written back as ABNF that the ABNF front-end reads again
-    rules = abnf.parse_rules(d.doc, RFC)
-    assert [(r.name, r.expr) for r in rules] == [(r.name, r.expr) for r in d.rules]
-    assert d.doc.splitlines()[1:] == [
-        "ping = S:PING / C:PING",  # "CONNECTION PING: Expect at any time." (both lists)
-        "close-connection = S:CLOSE C:CLOSE / C:CLOSE S:CLOSE",
-    ]
-    # every sentence of the summary was read by a rule
-    assert [f for f in log.items if f.code.startswith("flow-")] == []
-
-
-def test_ir_round_trip_rfc006(p006: tuple[ir.Protocol, FindingLog]) -> None:
-    p, _ = p006
-    assert ir.load(ir.dump(p)) == p
-
-
-# The document's own example (amq-rfc006.txt, "Example" after the summary), with the
-# initiation before it and the OPEN the flow asks for:
-#   S: CONNECTION CHALLENGE / C: CONNECTION RESPONSE / S: CONNECTION TUNE / C: CONNECTION TUNE
-#   ... / S: CONNECTION CLOSE / C: CONNECTION CLOSE
-HANDSHAKE = [
-    ("C", "protocol-header"),  # "after sending the 2-byte connection initiation sequence"
-    ("S", "CHALLENGE"),
-    ("C", "RESPONSE"),  # "Respond with a CONNECTION RESPONSE"
-    ("S", "TUNE"),  # "Respond with CONNECTION TUNE (if response was sufficient)"
-    ("C", "TUNE"),  # client: "Respond with CONNECTION TUNE"
-    ("C", "OPEN"),  # server: "Expect after a CONNECTION TUNE"
-    ("S", "REPLY"),  # client: "Expect after sending CONNECTION OPEN"
-]
-
-
-def test_rfc006_conversations() -> None:
-    assert d006.check("connection", [*HANDSHAKE, ("S", "CLOSE"), ("C", "CLOSE")]).ok
-    # "Respond with a CONNECTION REPLY if a confirmation is wanted": REPLY may be absent
-    assert d006.check("connection", [*HANDSHAKE[:-1], ("C", "CLOSE"), ("S", "CLOSE")]).ok
-    # "... or CONNECTION CHALLENGE (if more information is needed)": challenges repeat
-    again = [("S", "CHALLENGE"), ("C", "RESPONSE")]
-    assert d006.check(
-        "connection", [*HANDSHAKE[:3], *again, *HANDSHAKE[3:], ("S", "CLOSE"), ("C", "CLOSE")]
-    ).ok
-    # PING: "Expect at any time" in both lists
-    pinged = [*HANDSHAKE[:2], ("C", "PING"), ("S", "PING"), *HANDSHAKE[2:]]
-    assert d006.check("connection", [*pinged, ("C", "CLOSE"), ("S", "CLOSE")]).ok
-    # CLOSE: "Expect at any time": a challenge not understood is answered with CLOSE
-    assert d006.check("connection", [*HANDSHAKE[:2], ("C", "CLOSE"), ("S", "CLOSE")]).ok
-    # without the close handshake the conversation is not over
-    assert d006.check("connection", HANDSHAKE).status == "incomplete"
-
-
-def test_rfc006_illegal_conversations() -> None:
-    # server's list: "CONNECTION CHALLENGE: Never expected." -- a client CHALLENGE breaks
-    v = d006.check("connection", [*HANDSHAKE[:3], ("C", "CHALLENGE")])
-    assert v.broken and v.at == 3
-    assert "C:connection.challenge" not in {
-        k for a in d006.AUTOMATA.values() for row in a.moves for k in row
-    }
-    # client's list: "CONNECTION OPEN: Never expected." -- the server never sends OPEN
-    v = d006.check("connection", [*HANDSHAKE[:5], ("S", "OPEN")])
-    assert v.broken and v.at == 5
-    # OPEN before TUNE: the server expects OPEN "after a CONNECTION TUNE"
-    v = d006.check("connection", [*HANDSHAKE[:3], ("C", "OPEN")])
-    assert v.broken and v.at == 3 and "C:connection.open" not in v.expected
-    v = d006.check("connection", [*HANDSHAKE[:4], ("C", "OPEN")])  # the server's TUNE only
-    assert v.broken and v.at == 4 and "C:connection.tune" in v.expected
-    # RESPONSE before any CHALLENGE: "Expect after sending CONNECTION CHALLENGE"
-    v = d006.check("connection", [HANDSHAKE[0], ("C", "RESPONSE")])
-    assert v.broken and v.at == 1
-    # "CONNECTION REPLY: Never expected" at the server: the client never sends REPLY
-    assert d006.check("connection", [*HANDSHAKE[:6], ("C", "REPLY")]).broken
-
-
-def test_rfc006_methods_table() -> None:
-    assert d006.METHODS == {
-        "ConnectionChallenge": "connection.challenge",
-        "ConnectionClose": "connection.close",
-        "ConnectionOpen": "connection.open",
-        "ConnectionPing": "connection.ping",
-        "ConnectionReply": "connection.reply",
-        "ConnectionResponse": "connection.response",
-        "ConnectionTune": "connection.tune",
-    }
-
-
-def test_unread_sentences_are_findings() -> None:
-    text = "\n".join(
-        [
-            "Command Flow Summary",
-            "--------------------",
-            "",
-            "The client must expect and respond to the connection commands as",
-            "follows:",
-            "",
-            "CONNECTION CHALLENGE:",
-            "    Expect this after sending the 2-byte connection initiation sequence.",
-            "    Hum a tune.",
-            "",
-        ]
-    )
-    log = FindingLog()
-    d = rfc006_flow.read(text, "x.txt", log)
-    assert d is not None and d.rules[0].expr == Seq(
-        (Step("C", "protocol-header"), abnf.Repeat(Step("S", "CHALLENGE"), 0, 1))
-    )
-    (f,) = log.items
-    assert (f.code, str(f.span)) == ("flow-unread", "x.txt:9:5")
-    assert "Hum a tune." in f.message

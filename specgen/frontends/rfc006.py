@@ -116,7 +116,7 @@ CLASSES = ("connection", "channel", "handle")
 
 def build(path: Path, rel: str, protocol: str, version: str) -> tuple[Protocol, FindingLog]:
     """The front-end entry (see specgen.frontends): read the ABNF and the prose, build the IR."""
-    from specgen.frontends import rfc006_flow  # the connection dialogue (Command Flow Summary)
+    from specgen.frontends import rfc006_flow  # the dialogues (Command Flow Summaries)
 
     built = _Builder(path.read_text(encoding="utf-8"), rel, protocol, version).run()
     return rfc006_flow.attach(built, path, rel)

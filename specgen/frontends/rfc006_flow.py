@@ -1,4 +1,8 @@
-"""AMQ RFC 006's connection "Command Flow Summary" (prose) -> a connection-class `ir.Dialogue`.
+"""AMQ RFC 006's "Command Flow Summary" sections (prose) -> the IR's dialogues.
+
+The document has three, one per class of commands; `summaries` finds them and their
+paragraphs, this module reads the connection's (below) and `rfc006_lifetime` the channel's and
+the destination's, which describe a lifetime rather than an order.
 
 RFC 006 states its connection dialogue not as ABNF but as two lists, one per role: "The client
 must expect and respond to the connection commands as follows", then per command a paragraph
@@ -11,7 +15,9 @@ the grammars AMQP writes in ABNF (`specgen.dialogue`, `specgen.emitters.dialogue
 The rules, for a paragraph of role E (who receives) about command Y (so step O:Y, O the other
 role):
 
-* "Never expected." -- O never sends Y: no step O:Y exists, so the checker refuses it.
+* "Never expected." -- O never sends Y: no step O:Y exists, so the checker refuses it. A
+  sentence that would still order O:Y is a `flow-never` finding and orders nothing: the
+  receiver's list decides (as in `rfc006_lifetime`; this summary has none).
 * "Expect after sending X." / "Expect this after sending the 2-byte connection initiation
   sequence." / "Expect also after sending X." -- O:Y may follow E:X. The initiation sequence
   is the step `C:protocol-header`, the name AMQP's grammars give the bytes that open a
@@ -49,8 +55,8 @@ from specgen.ir import Dialogue, FindingLog, Protocol, SourceSpan
 
 HEADER = "protocol-header"  # the 2-byte connection initiation sequence, as a step
 
-_HEADING = re.compile(r"(CONNECTION [A-Z]+|Physical connection close):\s*$")
-_ROLE = re.compile(r"The (client|server) must expect and respond to the connection commands")
+_HEADING = re.compile(r"([A-Z]+ [A-Z]+|Physical connection close):\s*$")
+_ROLE = re.compile(r"The (client|server) must expect and respond to the (\w+) commands")
 
 # (pattern, kind); the groups name commands without their class word
 _SENTENCES: list[tuple[re.Pattern[str], str]] = [
@@ -88,6 +94,25 @@ _SENTENCES: list[tuple[re.Pattern[str], str]] = [
 
 
 @dataclass
+class Paragraph:
+    """One entry of a role's list: what `role` does on receiving `heading`'s command."""
+
+    role: str  # "C" or "S": the role whose list it is, who receives the command
+    heading: str  # "CHANNEL OPEN", or "Physical connection close"
+    line: int
+    body: list[tuple[str, int]]  # its lines, stripped, with their line numbers
+
+
+@dataclass
+class Summary:
+    """One "Command Flow Summary" section: both roles' lists for one class of commands."""
+
+    noun: str  # what the lists call the class: "connection", "channel", "destination"
+    line: int  # the section heading's line
+    paragraphs: list[Paragraph]
+
+
+@dataclass
 class _Flow:
     edges: list[tuple[Step, Step, int]]  # (from, to, line)
     any_time: list[tuple[Step, int]]
@@ -97,62 +122,81 @@ class _Flow:
 
 
 def attach(built: tuple[Protocol, FindingLog], path: Path, rel: str) -> tuple[Protocol, FindingLog]:
-    """RFC 006's front-end result with the connection dialogue filled in (its hook)."""
+    """RFC 006's front-end result with its dialogues filled in (its hook): the connection's
+    from its summary by this module's rules, each other class's (channel, destination) by
+    `rfc006_lifetime`'s."""
+    from specgen.frontends import rfc006_lifetime
+
     proto, log = built
-    found = read(path.read_text(encoding="utf-8"), rel, log)
-    return (replace(proto, dialogues=(found,)) if found else proto), log
+    found: list[Dialogue] = []
+    for summary in summaries(path.read_text(encoding="utf-8").splitlines()):
+        if summary.noun == "connection":
+            found.append(_dialogue(_flow(summary, rel, log), rel, log))
+        else:
+            found.append(rfc006_lifetime.read(summary, proto.commands, rel, log))
+    return (replace(proto, dialogues=tuple(found)) if found else proto), log
 
 
 def read(text: str, rel: str, log: FindingLog) -> Dialogue | None:
     """The connection dialogue of the document's connection Command Flow Summary, or None
     when it has none."""
-    flow = _parse(text.splitlines(), rel, log)
-    if flow is None:
-        return None
-    return _dialogue(flow, rel, log)
+    for summary in summaries(text.splitlines()):
+        if summary.noun == "connection":
+            return _dialogue(_flow(summary, rel, log), rel, log)
+    return None
 
 
-def _parse(lines: list[str], rel: str, log: FindingLog) -> _Flow | None:
-    at = next(
-        (
-            i
-            for i, ln in enumerate(lines)
-            if ln.strip() == "Command Flow Summary"
-            and any(_ROLE.match(x.strip()) for x in lines[i + 1 : i + 6])
-        ),
-        None,
-    )
-    if at is None:
-        return None
-    flow = _Flow([], [], [], [], at + 1)
-    role: str | None = None
-    i = at + 2
-    while i < len(lines):
-        ln = lines[i]
-        if i + 1 < len(lines) and set(lines[i + 1].strip()) == {"-"} and ln.strip():
-            break  # the next section
-        m = _ROLE.match(ln.strip())
-        if m:
-            role = "C" if m.group(1) == "client" else "S"
-            i += 1
+def summaries(lines: list[str]) -> list[Summary]:
+    """Every "Command Flow Summary" section (a heading followed within a few lines by "The
+    client/server must expect and respond to the X commands"), with its paragraphs."""
+    out: list[Summary] = []
+    for at, ln in enumerate(lines):
+        if ln.strip() != "Command Flow Summary":
             continue
-        h = _HEADING.match(ln)
-        if h is None or role is None:
-            i += 1
+        first = next(
+            (_ROLE.match(x.strip()) for x in lines[at + 1 : at + 6] if _ROLE.match(x.strip())), None
+        )
+        if first is None:
             continue
-        body: list[tuple[str, int]] = []
-        j = i + 1
-        while j < len(lines) and lines[j].startswith("    "):
-            body.append((lines[j].strip(), j + 1))
-            j += 1
-        _paragraph(flow, role, h.group(1), body, rel, log)
-        i = j
+        summary = Summary(first.group(2), at + 1, [])
+        role: str | None = None
+        i = at + 2
+        while i < len(lines):
+            ln = lines[i]
+            if i + 1 < len(lines) and set(lines[i + 1].strip()) == {"-"} and ln.strip():
+                break  # the next section
+            m = _ROLE.match(ln.strip())
+            if m:
+                role = "C" if m.group(1) == "client" else "S"
+                i += 1
+                continue
+            h = _HEADING.match(ln)
+            if h is None or role is None:
+                i += 1
+                continue
+            body: list[tuple[str, int]] = []
+            j = i + 1
+            while j < len(lines) and lines[j].startswith("    "):
+                body.append((lines[j].strip(), j + 1))
+                j += 1
+            summary.paragraphs.append(Paragraph(role, h.group(1), i + 1, body))
+            i = j
+        out.append(summary)
+    return out
+
+
+def _flow(summary: Summary, rel: str, log: FindingLog) -> _Flow:
+    flow = _Flow([], [], [], [], summary.line)
+    for p in summary.paragraphs:
+        _paragraph(flow, p.role, p.heading, p.body, rel, log)
     if not flow.edges:
-        raise SpecError(SourceSpan(rel, at + 1, 1), "the Command Flow Summary orders no command")
+        raise SpecError(
+            SourceSpan(rel, summary.line, 1), "the Command Flow Summary orders no command"
+        )
     return flow
 
 
-def _sentences(body: list[tuple[str, int]]) -> list[tuple[str, int]]:
+def sentences(body: list[tuple[str, int]]) -> list[tuple[str, int]]:
     """The paragraph's sentences, each with the line it starts on."""
     text = ""
     starts: list[tuple[int, int]] = []  # (offset in text, line)
@@ -171,7 +215,7 @@ def _paragraph(
 ) -> None:
     other = "S" if role == "C" else "C"
     command = heading.split()[1] if heading.startswith("CONNECTION ") else None
-    for sentence, line in _sentences(body):
+    for sentence, line in sentences(body):
         kind, groups = next(
             ((k, m.groups()) for p, k in _SENTENCES if (m := p.fullmatch(sentence))), ("", ())
         )
@@ -297,7 +341,33 @@ def _paths(
     return out
 
 
+def _without_never(flow: _Flow, rel: str, log: FindingLog) -> _Flow:
+    """The flow without the steps a receiver's list says are never expected, each sentence
+    that would still order one a finding: the receiver's list decides."""
+    never = dict(flow.never)
+
+    def kept(steps: tuple[Step, ...], line: int) -> bool:
+        bad = [s for s in steps if s in never]
+        for s in bad:
+            log.add(
+                SourceSpan(rel, line, 5),
+                "flow-never",
+                f"{s.role}:{s.name} is never expected (line {never[s]}), yet this sentence "
+                "orders it",
+                "the receiver's list decides: no such step",
+            )
+        return not bad
+
+    return replace(
+        flow,
+        edges=[(a, b, ln) for a, b, ln in flow.edges if kept((a, b), ln)],
+        any_time=[(s, ln) for s, ln in flow.any_time if kept((s,), ln)],
+        closes=[(a, b, ln) for a, b, ln in flow.closes if kept((a, b), ln)],
+    )
+
+
 def _dialogue(flow: _Flow, rel: str, log: FindingLog) -> Dialogue:
+    flow = _without_never(flow, rel, log)
     start = Step("C", HEADER)
     anywhere = {s for s, _ in flow.any_time}
     closing = {s for pair in flow.closes for s in pair[:2]}
@@ -326,14 +396,6 @@ def _dialogue(flow: _Flow, rel: str, log: FindingLog) -> Dialogue:
                     "not in the conversation",
                 )
     nodes = [n for n in nodes if n in reach]
-    for s, line in flow.never:
-        if s in reach or s in anywhere:
-            log.add(
-                SourceSpan(rel, line, 5),
-                "flow-never",
-                f"{s.role}:{s.name} is never expected, yet another sentence orders it",
-                "the order decides",
-            )
     span = SourceSpan(rel, flow.heading, 1)
     rules: list[Rule] = []
     loop: Expr | None = None

@@ -29,6 +29,12 @@ PROTOCOL_HEADER: Final[str | None] = "connection.protocol-header"
 """The step the client's protocol header is (no frame: the bytes that open a connection)."""
 
 METHODS: Final[dict[str, str]] = {
+    "ChannelAck": "channel.ack",
+    "ChannelClose": "channel.close",
+    "ChannelCommit": "channel.commit",
+    "ChannelOpen": "channel.open",
+    "ChannelReply": "channel.reply",
+    "ChannelRollback": "channel.rollback",
     "ConnectionChallenge": "connection.challenge",
     "ConnectionClose": "connection.close",
     "ConnectionOpen": "connection.open",
@@ -36,6 +42,20 @@ METHODS: Final[dict[str, str]] = {
     "ConnectionReply": "connection.reply",
     "ConnectionResponse": "connection.response",
     "ConnectionTune": "connection.tune",
+    "HandleBrowse": "handle.browse",
+    "HandleClose": "handle.close",
+    "HandleConsume": "handle.consume",
+    "HandleCreated": "handle.created",
+    "HandleFlow": "handle.flow",
+    "HandleIndex": "handle.index",
+    "HandleNotify": "handle.notify",
+    "HandleOpen": "handle.open",
+    "HandlePrepare": "handle.prepare",
+    "HandleQuery": "handle.query",
+    "HandleReady": "handle.ready",
+    "HandleReply": "handle.reply",
+    "HandleSend": "handle.send",
+    "HandleUnget": "handle.unget",
 }
 """The codec's message names (the frames table's `message` column) -> the steps they are;
 frames of no method (content headers and bodies, heartbeats) are absent."""
@@ -136,8 +156,182 @@ _CONNECTION = Automaton(
     ),
 )
 
+_CHANNEL = Automaton(
+    "channel",
+    "channel = open-channel *use-channel close-channel\nopen-channel = C:OPEN [ S:REPLY ]\nuse-channel = C:ACK [ S:REPLY ] / C:COMMIT [ S:REPLY ] / C:ROLLBACK [ S:REPLY ]\nclose-channel = S:CLOSE C:CLOSE / C:CLOSE S:CLOSE",
+    frozenset([5]),
+    (
+        {  # 0
+            "C:channel.open": 1,
+        },
+        {  # 1
+            "C:channel.ack": 1,
+            "C:channel.close": 2,
+            "C:channel.commit": 1,
+            "C:channel.rollback": 1,
+            "S:channel.close": 3,
+            "S:channel.reply": 4,
+        },
+        {  # 2
+            "S:channel.close": 5,
+        },
+        {  # 3
+            "C:channel.close": 5,
+        },
+        {  # 4
+            "C:channel.ack": 1,
+            "C:channel.close": 2,
+            "C:channel.commit": 1,
+            "C:channel.rollback": 1,
+            "S:channel.close": 3,
+        },
+        {},  # 5
+    ),
+)
+
+_HANDLE = Automaton(
+    "handle",
+    "handle = open-handle *use-handle [ unanswered-handle / consume-or-browse *( use-handle / consume-or-browse / S:NOTIFY ) [ unanswered-handle ] ] close-handle\nopen-handle = C:OPEN [ S:REPLY ]\nuse-handle = C:SEND [ S:REPLY ] / C:FLOW [ S:REPLY ] / C:UNGET [ S:REPLY ] / C:QUERY S:INDEX / C:PREPARE S:READY C:SEND [ S:REPLY ] / S:PREPARE C:READY\nconsume-or-browse = C:CONSUME [ S:REPLY [ S:CREATED ] / S:CREATED [ S:REPLY ] ] / C:BROWSE [ S:REPLY ]\nunanswered-handle = C:QUERY / C:PREPARE / C:PREPARE S:READY / S:PREPARE\nclose-handle = S:CLOSE C:CLOSE / C:CLOSE S:CLOSE",
+    frozenset([14]),
+    (
+        {  # 0
+            "C:handle.open": 1,
+        },
+        {  # 1
+            "C:handle.browse": 2,
+            "C:handle.close": 3,
+            "C:handle.consume": 4,
+            "C:handle.flow": 1,
+            "C:handle.prepare": 5,
+            "C:handle.query": 6,
+            "C:handle.send": 1,
+            "C:handle.unget": 1,
+            "S:handle.close": 7,
+            "S:handle.prepare": 8,
+            "S:handle.reply": 9,
+        },
+        {  # 2
+            "C:handle.browse": 2,
+            "C:handle.close": 3,
+            "C:handle.consume": 4,
+            "C:handle.flow": 2,
+            "C:handle.prepare": 10,
+            "C:handle.query": 11,
+            "C:handle.send": 2,
+            "C:handle.unget": 2,
+            "S:handle.close": 7,
+            "S:handle.notify": 12,
+            "S:handle.prepare": 13,
+            "S:handle.reply": 12,
+        },
+        {  # 3
+            "S:handle.close": 14,
+        },
+        {  # 4
+            "C:handle.browse": 2,
+            "C:handle.close": 3,
+            "C:handle.consume": 4,
+            "C:handle.flow": 2,
+            "C:handle.prepare": 10,
+            "C:handle.query": 11,
+            "C:handle.send": 2,
+            "C:handle.unget": 2,
+            "S:handle.close": 7,
+            "S:handle.created": 2,
+            "S:handle.notify": 12,
+            "S:handle.prepare": 13,
+            "S:handle.reply": 15,
+        },
+        {  # 5
+            "C:handle.close": 3,
+            "S:handle.close": 7,
+            "S:handle.ready": 16,
+        },
+        {  # 6
+            "C:handle.close": 3,
+            "S:handle.close": 7,
+            "S:handle.index": 9,
+        },
+        {  # 7
+            "C:handle.close": 14,
+        },
+        {  # 8
+            "C:handle.close": 3,
+            "C:handle.ready": 9,
+            "S:handle.close": 7,
+        },
+        {  # 9
+            "C:handle.browse": 2,
+            "C:handle.close": 3,
+            "C:handle.consume": 4,
+            "C:handle.flow": 1,
+            "C:handle.prepare": 5,
+            "C:handle.query": 6,
+            "C:handle.send": 1,
+            "C:handle.unget": 1,
+            "S:handle.close": 7,
+            "S:handle.prepare": 8,
+        },
+        {  # 10
+            "C:handle.close": 3,
+            "S:handle.close": 7,
+            "S:handle.ready": 17,
+        },
+        {  # 11
+            "C:handle.close": 3,
+            "S:handle.close": 7,
+            "S:handle.index": 12,
+        },
+        {  # 12
+            "C:handle.browse": 2,
+            "C:handle.close": 3,
+            "C:handle.consume": 4,
+            "C:handle.flow": 2,
+            "C:handle.prepare": 10,
+            "C:handle.query": 11,
+            "C:handle.send": 2,
+            "C:handle.unget": 2,
+            "S:handle.close": 7,
+            "S:handle.notify": 12,
+            "S:handle.prepare": 13,
+        },
+        {  # 13
+            "C:handle.close": 3,
+            "C:handle.ready": 12,
+            "S:handle.close": 7,
+        },
+        {},  # 14
+        {  # 15
+            "C:handle.browse": 2,
+            "C:handle.close": 3,
+            "C:handle.consume": 4,
+            "C:handle.flow": 2,
+            "C:handle.prepare": 10,
+            "C:handle.query": 11,
+            "C:handle.send": 2,
+            "C:handle.unget": 2,
+            "S:handle.close": 7,
+            "S:handle.created": 12,
+            "S:handle.notify": 12,
+            "S:handle.prepare": 13,
+        },
+        {  # 16
+            "C:handle.close": 3,
+            "C:handle.send": 1,
+            "S:handle.close": 7,
+        },
+        {  # 17
+            "C:handle.close": 3,
+            "C:handle.send": 2,
+            "S:handle.close": 7,
+        },
+    ),
+)
+
 AUTOMATA: Final[dict[str, Automaton]] = {
     "connection": _CONNECTION,
+    "channel": _CHANNEL,
+    "handle": _HANDLE,
 }
 """Every dialogue grammar of the spec by its class name."""
 
@@ -243,3 +437,33 @@ def check_connection(
         close-connection = S:CLOSE C:CLOSE / C:CLOSE S:CLOSE
     """
     return check("connection", steps, crossing=crossing, limit=limit)
+
+
+def check_channel(
+    steps: Iterable[tuple[str, str]], *, crossing: bool = False, limit: int = 4096
+) -> Verdict:
+    """Check a conversation against the channel grammar, from its rule `channel`
+    (specs/amqp-fast-0-8/amq-rfc006.txt:1565:1):
+
+        channel = open-channel *use-channel close-channel
+        open-channel = C:OPEN [ S:REPLY ]
+        use-channel = C:ACK [ S:REPLY ] / C:COMMIT [ S:REPLY ] / C:ROLLBACK [ S:REPLY ]
+        close-channel = S:CLOSE C:CLOSE / C:CLOSE S:CLOSE
+    """
+    return check("channel", steps, crossing=crossing, limit=limit)
+
+
+def check_handle(
+    steps: Iterable[tuple[str, str]], *, crossing: bool = False, limit: int = 4096
+) -> Verdict:
+    """Check a conversation against the handle grammar, from its rule `handle`
+    (specs/amqp-fast-0-8/amq-rfc006.txt:2334:1):
+
+        handle = open-handle *use-handle [ unanswered-handle / consume-or-browse *( use-handle / consume-or-browse / S:NOTIFY ) [ unanswered-handle ] ] close-handle
+        open-handle = C:OPEN [ S:REPLY ]
+        use-handle = C:SEND [ S:REPLY ] / C:FLOW [ S:REPLY ] / C:UNGET [ S:REPLY ] / C:QUERY S:INDEX / C:PREPARE S:READY C:SEND [ S:REPLY ] / S:PREPARE C:READY
+        consume-or-browse = C:CONSUME [ S:REPLY [ S:CREATED ] / S:CREATED [ S:REPLY ] ] / C:BROWSE [ S:REPLY ]
+        unanswered-handle = C:QUERY / C:PREPARE / C:PREPARE S:READY / S:PREPARE
+        close-handle = S:CLOSE C:CLOSE / C:CLOSE S:CLOSE
+    """
+    return check("handle", steps, crossing=crossing, limit=limit)
