@@ -6,8 +6,8 @@ specs/amqp-0-9-1/amqp0-9-1.extended.xml.
 A conversation is a list of steps `(role, name)`: role "C" (the client sends) or "S" (the
 server sends), name a method as `class.method` ("channel.open"); a bare name ("OPEN") is taken
 in the grammar checked. Each grammar is a DFA (`AUTOMATA`): one dict of moves per state, state
-0 the start. Rule references resolve within the class, then to another class's grammar (the
-connection nests `channel`), `functional-class` to any functional class's grammar, and
+0 the start. Rule references resolve within the class, then to another class's grammar (AMQP
+0-9-1's connection nests `channel`), `functional-class` to any functional class's grammar, and
 `content` (the frames after a method with content, not methods) to nothing.
 
 `check(grammar, steps)` reads the steps in the order given. With `crossing=True` it reads them
