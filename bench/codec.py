@@ -6,7 +6,8 @@ For each frame below, frames per second of:
   * specgen      the generated `decode` (Deliver: its chunk CRC verified, the default)
   * no-crc       the generated `decode(..., verify_checksums=False)` (Deliver only)
   * floor        a hand-written decoder of the same frame with precompiled `struct.Struct`s and
-                 the same bounds checks, giving tuples instead of dataclasses: the target
+                 the same checks (the header's size, key and version, then every length and
+                 count), giving tuples instead of dataclasses: the target
   * rstream      rstream's `decode_frame` (a peer; it verifies the CRC too, but keeps a chunk's
                  data as one blob where specgen splits it into entries)
 and the ratios specgen/floor (the roadmap's target is >= 0.75x) and specgen/rstream. The
@@ -47,7 +48,18 @@ class Bad(ValueError):
     pass
 
 
+def _header(b: bytes | memoryview, key: int) -> None:
+    """The checks every floor makes first, as the generated decoder does: the size field counts
+    the bytes after it, and the key and version are this frame's."""
+    if len(b) < 8:
+        raise Bad("header")
+    size, k, version = _HEAD.unpack_from(b, 0)
+    if size != len(b) - 4 or k != key or version != 1:
+        raise Bad("header")
+
+
 def floor_credit(b: bytes) -> tuple[Any, ...]:
+    _header(b, 0x0009)
     if len(b) != 11:
         raise Bad("size")
     return _CREDIT.unpack_from(b, 8)
@@ -55,6 +67,7 @@ def floor_credit(b: bytes) -> tuple[Any, ...]:
 
 def floor_publish(b: bytes) -> tuple[int, list[tuple[int, bytes]]]:
     view = memoryview(b)
+    _header(view, 0x0002)
     end = len(b)
     pid, n = _PUB.unpack_from(view, 8)
     at = 13
@@ -74,6 +87,7 @@ def floor_publish(b: bytes) -> tuple[int, list[tuple[int, bytes]]]:
 
 
 def floor_confirm(b: bytes) -> tuple[int, list[int]]:
+    _header(b, 0x0003)
     pid, n = _CONFIRM.unpack_from(b, 8)
     if n < 0 or n * 8 > len(b) - 13:
         raise Bad("count")
@@ -82,6 +96,7 @@ def floor_confirm(b: bytes) -> tuple[int, list[int]]:
 
 def _floor_deliver(b: bytes, crc: bool) -> tuple[Any, ...]:
     view = memoryview(b)
+    _header(view, 0x0008)
     end = len(b)
     fields = _CHUNK.unpack_from(view, 8)
     at = 8 + _CHUNK.size
