@@ -387,9 +387,13 @@ def _wireshark(pcap: Path, port: int, tmp: Path) -> dict[tuple[int, str], list[W
     with pdml.open("wb") as out:
         done = subprocess.run(
             # -n: no name lookups; -d: the proxy's port is AMQP; frames spanning packets are
-            # reassembled (the default, said explicitly: without it they would not be frames)
+            # reassembled (the default, said explicitly: without it they would not be frames),
+            # and so are segments captured out of order: on loopback the capture now and then
+            # records two segments of one burst swapped, which specgen's reader puts back in
+            # order and Wireshark, by default, does not (it then loses the frame they carry)
             [tshark, "-n", "-r", str(pcap), "-d", f"tcp.port=={port},amqp"]
-            + ["-o", "tcp.desegment_tcp_streams:TRUE", "-T", "pdml"]
+            + ["-o", "tcp.desegment_tcp_streams:TRUE"]
+            + ["-o", "tcp.reassemble_out_of_order:TRUE", "-T", "pdml"]
             + ["-J", "tcp amqp _ws.malformed"],  # only these protocols' fields
             stdout=out,
             stderr=subprocess.PIPE,
