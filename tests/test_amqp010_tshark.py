@@ -89,6 +89,7 @@ class Values:
         self.py = {
             c.STRUCT: c for c in vars(a).values() if isinstance(c, type) and hasattr(c, "STRUCT")
         }
+        self.methods = {v.NAME: v for v in (*a.CONTROLS.values(), *a.COMMANDS.values())}
 
     def resolve(self, name: str, cls: str) -> tuple[str, Any]:
         """("enum", Domain) | ("struct", Struct) | ("type", type name) that `name` means."""
@@ -121,17 +122,13 @@ class Values:
         )
 
     def method(self, m: fe.Method, i: int) -> Built:
-        cls = {
-            **{v.NAME: v for v in a.CONTROLS.values()},
-            **{v.NAME: v for v in a.COMMANDS.values()},
-        }
         chosen = []
         for k, f in enumerate(m.fields):
             kind, value = self.of(f.type, m.cls, i + k)
             if f.name == "class-code":
                 value = 4  # a class Wireshark knows (message), so it names no protocol error
             chosen.append((f.name, kind, value))
-        built = cls[m.name](**{fe.attr_name(n): v for n, _, v in chosen})
+        built = self.methods[m.name](**{fe.attr_name(n): v for n, _, v in chosen})
         return Built(m, built, chosen)
 
 

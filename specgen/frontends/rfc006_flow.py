@@ -153,9 +153,7 @@ def summaries(lines: list[str]) -> list[Summary]:
     for at, ln in enumerate(lines):
         if ln.strip() != "Command Flow Summary":
             continue
-        first = next(
-            (_ROLE.match(x.strip()) for x in lines[at + 1 : at + 6] if _ROLE.match(x.strip())), None
-        )
+        first = next((m for x in lines[at + 1 : at + 6] if (m := _ROLE.match(x.strip()))), None)
         if first is None:
             continue
         summary = Summary(first.group(2), at + 1, [])

@@ -144,7 +144,7 @@ def read(summary: Summary, commands: Sequence[Command], rel: str, log: FindingLo
             raise SpecError(SourceSpan(rel, p.line, 1), f"{p.heading} is no command")
         _paragraph(r, p.role, p.heading, p.body, rel, log)
     _resolve(r, commands, rel, log)
-    return _dialogue(r, summary, rel)
+    return _dialogue(r)
 
 
 def _other(role: str) -> str:
@@ -256,10 +256,6 @@ def _resolve(r: _Reading, commands: Sequence[Command], rel: str, log: FindingLog
     own = [c for c in commands if _method(c)[0] == r.cls]
     known = {_method(c)[1] for c in own}
     r.order = {_method(c)[1]: i for i, c in enumerate(own)}
-    sends = {
-        role: [Step(role, m) for m in sorted(known) if Step(role, m) not in r.never]
-        for role in ("C", "S")
-    }
 
     def allowed(step: Step, heading: str, line: int) -> bool:
         if step.name not in known:
@@ -300,12 +296,9 @@ def _resolve(r: _Reading, commands: Sequence[Command], rel: str, log: FindingLog
     for y, name, opening, heading, line in r.by_field:
         key = re.sub(r"[-_\s]", "", name).lower()
         sender = _other(y.role)
-        targets = [
-            x
-            for x in sends[sender]
-            for c in own
-            if _method(c)[1] == x.name and key in _field_names(c)
-        ]
+        # the commands the sender may send (its peer's list expects them) carrying the field
+        sent = [Step(sender, _method(c)[1]) for c in own if key in _field_names(c)]
+        targets = [x for x in sent if x not in r.never]
         if not targets:
             raise SpecError(
                 SourceSpan(rel, line, 5),
@@ -409,11 +402,11 @@ def _unique(xs: list[Expr]) -> list[Expr]:
     return out
 
 
-def _dialogue(r: _Reading, summary: Summary, rel: str) -> Dialogue:
+def _dialogue(r: _Reading) -> Dialogue:
     cls = r.cls.lower()
     if not r.openers or not r.closes:
         raise SpecError(
-            SourceSpan(rel, summary.line, 1),
+            r.span,
             f"the {r.noun} Command Flow Summary says no command that opens "
             f"{'or closes ' if not r.closes else ''}a {r.noun}",
         )
@@ -475,6 +468,5 @@ def _dialogue(r: _Reading, summary: Summary, rel: str) -> Dialogue:
     rules.insert(0, (cls, top))
     doc = "\n".join(f"{name} = {render(expr)}" for name, expr in rules)
     # read back by the ABNF front-end: the rules are what the doc says, in its canonical form
-    parsed = parse_rules(doc, rel)
-    span = SourceSpan(rel, summary.line, 1)
-    return Dialogue(cls, tuple(replace(x, span=span) for x in parsed), cls, span, doc)
+    parsed = parse_rules(doc, r.span.file)
+    return Dialogue(cls, tuple(replace(x, span=r.span) for x in parsed), cls, r.span, doc)
