@@ -15,7 +15,21 @@ from typing import Any
 from ..errors import DecodeError, EncodeError
 from ..framing import HEADER, PROTOCOL_HEADERS
 from . import composites as c
-from .types import read
+from .types import Described, read
+
+
+def _what(value: Any) -> str:
+    """A decoded value as an error names it: a described value by its descriptor's type."""
+    if isinstance(value, Described):
+        d = value.descriptor
+        reserved = (
+            ""
+            if type(d).__name__ in ("ULong", "Symbol")
+            else " (reserved: descriptors are ulong or symbol)"
+        )
+        return f"a value described by {type(d).__name__.lower()} {d!r}{reserved}"
+    return getattr(value, "NAME", type(value).__name__)
+
 
 __all__ = [
     "FRAME_KEYS",
@@ -130,9 +144,8 @@ def decode(
         return Frame(frame_type, channel, None, b"", extended)
     body, end, _ = read(buf, start, n)
     if not isinstance(body, bodies):
-        name = getattr(body, "NAME", type(body).__name__)
         raise DecodeError(
-            "frame.body", start, f"{name} is no performative of a type {frame_type} frame"
+            "frame.body", start, f"{_what(body)} is no performative of a type {frame_type} frame"
         )
     return Frame(frame_type, channel, body, bytes(buf[end:]), extended)
 

@@ -818,10 +818,11 @@ def read(buf: memoryview, pos: int, end: int) -> tuple[Any, int, Wire]:
 
 def _described(buf: memoryview, pos: int, end: int) -> tuple[Any, int, Wire]:
     descriptor, pos, dwire = read(buf, pos, end)
-    try:
-        reader = DESCRIBED.get(descriptor)
-    except TypeError:  # a list or map as descriptor: legal, and no type of ours
-        reader = None
+    # Only a ulong or a symbol names a described type (types.xml, "Descriptor Values": other
+    # descriptor types, numeric ones other than ulong included, are reserved). A uint 0x17 is
+    # no `end`: it stays a Described of its own, which re-encodes as it came.
+    kind = descriptor.__class__
+    reader = DESCRIBED.get(descriptor) if kind is ULong or kind is Symbol else None
     if reader is not None:
         return reader(buf, pos, end, dwire)
     value, pos, vwire = read(buf, pos, end)
