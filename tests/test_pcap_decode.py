@@ -9,12 +9,15 @@ mid-connection) must lose nothing but what the damage took, each loss a reject.
 
 from __future__ import annotations
 
+import gzip
 import json
 import random
+import struct
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import dpkt  # type: ignore[import-untyped]
 import pyarrow.parquet as pq
 import pytest
 from pcap_writer import Connection, Packet, connection, write
@@ -268,3 +271,140 @@ def test_the_command_line_takes_a_folder_of_pcaps(
     assert main(args) == 2
     err = capsys.readouterr().err
     assert "no TCP payload on port 9 in 305 packets; give the server's port with --port" in err
+
+
+# ---- damaged capture files: the damage is a reject, the rest decodes, every byte reconciles ------
+
+
+def _record_offsets(packets: list[Packet]) -> list[int]:
+    """Where each packet's record starts in the pcap `write` makes of them."""
+    offsets, at = [], 24
+    for p in packets:
+        offsets.append(at)
+        at += 16 + len(p.frame)
+    return offsets
+
+
+def _decode_file(capture: Path, out: Path, lines: list[str]) -> Any:
+    return pcap_job.run(
+        "rabbitmq-stream",
+        pcap_job.find(capture),
+        out,
+        None,
+        False,
+        frozenset(),
+        echo=lines.append,
+    )
+
+
+def _kinds(out: Path) -> list[dict[str, Any]]:
+    return _rows(out, "rejects", ["kind", "offset", "length", "error", "capture", "connection"])
+
+
+def test_a_record_length_of_0x80000000_is_a_capture_reject_and_the_rest_decodes(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    conns = _connections()
+    packets = _all(conns)
+    victim = max(range(len(packets)), key=lambda i: len(packets[i].payload))
+    # what the decoder makes of the capture without that packet: the frames to expect
+    (tmp_path / "lost").mkdir()
+    _, lost_out = _decode(tmp_path / "lost", [p for i, p in enumerate(packets) if i != victim])
+    capture = tmp_path / "damaged.pcap"
+    write(capture, packets)
+    data = bytearray(capture.read_bytes())
+    offset = _record_offsets(packets)[victim]
+    data[offset + 8 : offset + 12] = (0x80000000).to_bytes(4, "little")
+    capture.write_bytes(data)
+    lines: list[str] = []
+    result = _decode_file(capture, tmp_path / "out", lines)
+    assert result.reconciled, lines
+    rejects = _kinds(tmp_path / "out")
+    (damage,) = [r for r in rejects if r["kind"] == "capture"]
+    assert (damage["offset"], damage["length"]) == (offset, 16 + len(packets[victim].frame))
+    assert damage["capture"] == "damaged.pcap" and damage["connection"] is None
+    assert "snap length" in damage["error"]
+    # the packet's bytes are a gap in its stream, as if it had never been captured
+    others = sorted(
+        (r["kind"], r["offset"], r["length"]) for r in rejects if r["kind"] != "capture"
+    )
+    assert others == sorted((r["kind"], r["offset"], r["length"]) for r in _kinds(lost_out))
+    assert "gap" in {kind for kind, _, _ in others}
+    assert _frames(tmp_path / "out") == _frames(lost_out)  # every frame outside the record
+    size = len(data)
+    assert any(
+        line.startswith("capture reconciliation: 1 file:") and f"= {size:,} bytes" in line
+        for line in lines
+    ), lines
+
+
+def test_a_pcapng_block_of_length_0x7ffffff0_is_a_capture_reject(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    conns = _connections()
+    packets = _all(conns)
+    victim = len(packets) // 2
+    (tmp_path / "lost").mkdir()
+    _, lost_out = _decode(tmp_path / "lost", [p for i, p in enumerate(packets) if i != victim])
+    capture = tmp_path / "damaged.pcapng"
+    with capture.open("wb") as f:
+        writer = dpkt.pcapng.Writer(f, linktype=dpkt.pcap.DLT_EN10MB)
+        for p in packets:
+            writer.writepkt(p.frame, ts=p.ts)
+    data = bytearray(capture.read_bytes())
+    blocks, at = [], 0
+    while at < len(data):
+        btype, length = struct.unpack_from("<II", data, at)
+        if btype == 6:
+            blocks.append((at, length))
+        at += length
+    offset, length = blocks[victim]
+    struct.pack_into("<I", data, offset + 4, 0x7FFFFFF0)
+    capture.write_bytes(data)
+    lines: list[str] = []
+    result = _decode_file(capture, tmp_path / "out", lines)
+    assert result.reconciled, lines
+    (damage,) = [r for r in _kinds(tmp_path / "out") if r["kind"] == "capture"]
+    assert (damage["offset"], damage["length"]) == (offset, length)
+    assert _frames(tmp_path / "out") == _frames(lost_out)
+
+
+def test_a_gzipped_pcap_cut_short_decodes_what_came_before(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    from specgen.cli import main
+
+    capture = tmp_path / "whole.pcap"
+    write(capture, _all(_connections()))
+    packed = gzip.compress(capture.read_bytes())
+    cut = tmp_path / "cut" / "session.pcap.gz"
+    cut.parent.mkdir()
+    cut.write_bytes(packed[: len(packed) // 2])
+    out = tmp_path / "out"
+    code = main(["decode", "rabbitmq-stream", str(cut), "--out", str(out)])
+    assert code == 0
+    frames = pq.read_table(out / "frames").num_rows
+    assert frames > 50
+    (damage,) = [r for r in _kinds(out) if r["kind"] == "capture"]
+    assert "gzip stream breaks" in damage["error"] and "EOFError" in damage["error"]
+
+
+def test_a_capture_file_that_does_not_add_up_fails_the_reconciliation(tmp_path: Path) -> None:
+    capture = tmp_path / "a.pcap"
+    write(capture, _all(_connections())[:5])
+    (f,) = pcap_job.find(capture)
+    size = capture.stat().st_size
+    good = pcap_job.FileCounts(record_bytes=size - 24, end=size)
+    streams = pcap_job.Streams(5, 0, 5, [], {"a.pcap": good})
+    lines: list[str] = []
+    assert pcap_job.reconcile_files([f], streams, lines.append) == {}
+    assert lines == [
+        f"capture reconciliation: 1 file: 24 bytes of file headers + {size - 24:,} in records "
+        f"+ 0 damaged = {size:,} bytes, each file's size"
+    ]
+    short = pcap_job.FileCounts(record_bytes=size - 40, end=size)  # 16 bytes unaccounted for
+    streams = pcap_job.Streams(5, 0, 5, [], {"a.pcap": short})
+    lines = []
+    problems = pcap_job.reconcile_files([f], streams, lines.append)
+    assert problems == {"a.pcap": f"{size - 16:,} bytes accounted for, its size is {size:,}"}
+    assert "FAILED" in lines[-1]

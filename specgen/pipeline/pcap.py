@@ -2,28 +2,28 @@
 
 `detect` tells the container by its magic number, `ranges` cuts an uncompressed file into byte
 ranges that start and end on record boundaries (so Spark tasks can read them in parallel),
-`packets` yields the packets whose record starts in a range and `segment` peels the link layer,
-IP and TCP off one packet. dpkt reads the containers and the protocol headers; the only bytes
-read by hand are the record headers the range walk needs (`_pcap_records`, `_pcapng_blocks`)
-and the magic numbers.
+`packets` yields the packets whose record starts in a range (`scan` yields the damaged stretches
+too and counts the range's bytes) and `segment` peels the link layer, IP and TCP off one packet.
+The record walk, with its damage and resynchronisation, is `records`; dpkt parses pcapng blocks
+and the protocol headers.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
-import math
 import os
 import socket
 import struct
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
-from typing import IO, Any, Literal, cast
+from typing import Any, Literal
 
 import dpkt  # type: ignore[import-untyped]
 
+from specgen.pipeline import records
 from specgen.pipeline.inputs import DecodeInputError
 
 Format = Literal["pcap", "pcapng", "pcap.gz", "pcapng.gz"]
@@ -124,6 +124,24 @@ def detect(path: Path | str) -> Format | None:
     return _kind(head)
 
 
+def not_a_capture(path: Path | str) -> str:
+    """Why `path` is no capture file, for a message: what it starts with."""
+    with open(path, "rb") as f:
+        head = f.read(8)
+    if not head:
+        return f"{path}: not a pcap or pcapng file (it is empty)"
+    shown = " ".join(f"{b:02x}" for b in head)
+    if head[:2] == _GZIP_MAGIC:
+        try:
+            with gzip.open(path, "rb") as g:
+                inner = g.read(8)
+        except (OSError, EOFError) as e:
+            return f"{path}: a gzip file that cannot be read ({e})"
+        shown = " ".join(f"{b:02x}" for b in inner) or "nothing"
+        return f"{path}: a gzip file, but no pcap or pcapng in it (it starts with {shown})"
+    return f"{path}: not a pcap or pcapng file (starts with {shown})"
+
+
 def _kind(head: bytes) -> Literal["pcap", "pcapng"] | None:
     if head in _PCAP_MAGIC:
         return "pcap"
@@ -139,19 +157,14 @@ def _gz(inner: Literal["pcap", "pcapng"]) -> Format:
 def _format(path: Path | str) -> Format:
     fmt = detect(path)
     if fmt is None:
-        raise BadCapture(f"{path}: not a pcap or pcapng file (nor a gzipped one)")
+        raise BadCapture(not_a_capture(path))
     return fmt
-
-
-def _open(path: Path | str, fmt: Format) -> IO[bytes]:
-    if fmt.endswith(".gz"):
-        return cast(IO[bytes], gzip.open(path, "rb"))
-    return open(path, "rb")
 
 
 def ranges(path: Path | str, target_bytes: int) -> list[tuple[int, int]]:
     """Byte ranges [start, end) of about `target_bytes` each, starting and ending on record
-    boundaries and together covering every record; `packets(path, start, end)` reads one.
+    boundaries (a damaged stretch starts one too) and together covering every record;
+    `packets(path, start, end)` reads one.
 
     A gzip file is one range (0, TO_END): it cannot be entered anywhere but at its start.
     """
@@ -161,11 +174,8 @@ def ranges(path: Path | str, target_bytes: int) -> list[tuple[int, int]]:
     if fmt.endswith(".gz"):
         return [(0, TO_END)]
     size = os.path.getsize(path)
-    with open(path, "rb") as f:
-        if fmt == "pcap":
-            starts: Iterable[int] = (offset for offset, _ in _pcap_records(f, path))
-        else:
-            starts = (block.offset for block in _pcapng_blocks(f, path))
+    with records.open_window(path, compressed=False) as w:
+        starts = (item.offset for item in _walk(w, fmt, path, 0, with_data=False))
         return _cut(starts, size, target_bytes)
 
 
@@ -180,113 +190,112 @@ def _cut(starts: Iterable[int], size: int, target_bytes: int) -> list[tuple[int,
     return list(zip(cuts, [*cuts[1:], size], strict=False))
 
 
-def _pcap_records(f: IO[bytes], path: Path | str) -> Iterator[tuple[int, int]]:
-    """(offset, total length) of every record of a pcap file, from its record headers.
-
-    With `_pcapng_blocks` the only code that reads record headers by hand: a length-prefix walk
-    that seeks past the packet bytes (dpkt's reader would read them all).
-    """
-    head = f.read(_PCAP_FILE_HEADER)
-    if len(head) < _PCAP_FILE_HEADER or head[:4] not in _PCAP_MAGIC:
+def _walk(
+    w: records.Window, fmt: Format, path: Path | str, start: int, with_data: bool = True
+) -> Iterator[records.Record | records.Damage]:
+    """The file's records and damaged stretches from `start` (pcapng: from its first block,
+    whose interfaces the packets after `start` need)."""
+    if fmt.startswith("pcapng"):
+        head = w.read_at(0, 12)
+        if len(head) < 12 or head[:4] != _PCAPNG_MAGIC:
+            raise BadCapture(f"{path}: no pcapng section header")
+        yield from records.pcapng_blocks(w, with_data)
+        return
+    header = records.pcap_header(w.read_at(0, _PCAP_FILE_HEADER))
+    if header is None:
         raise BadCapture(f"{path}: no pcap file header")
-    order = _PCAP_MAGIC[head[:4]][0]
-    offset = _PCAP_FILE_HEADER
-    while True:
-        f.seek(offset)
-        header = f.read(_PCAP_RECORD_HEADER)
-        if len(header) < _PCAP_RECORD_HEADER:
-            return
-        (incl_len,) = struct.unpack_from(order + "I", header, 8)
-        length = _PCAP_RECORD_HEADER + incl_len
-        yield offset, length
-        offset += length
+    yield from records.pcap_records(w, header, max(start, _PCAP_FILE_HEADER), with_data)
 
 
-@dataclass(frozen=True)
-class _Block:
-    offset: int
-    type: int
-    length: int
-    order: str  # "<" or ">": the byte order of the section holding the block
-    head: bytes  # its first 12 bytes, read already: the file stands just after them
+def file_header(fmt: Format) -> int:
+    """Bytes of the file before its first record (a pcapng file has none: its header is a
+    block)."""
+    return 0 if fmt.startswith("pcapng") else _PCAP_FILE_HEADER
 
 
-def _pcapng_blocks(f: IO[bytes], path: Path | str) -> Iterator[_Block]:
-    """Every block of a pcapng file, from its type and total length (the byte order changes at
-    each Section Header Block, whose byte-order magic follows its length).
+@dataclass
+class Tally:
+    """What reading one range of a capture file found: bytes in records and in damage (those
+    starting in the range), and the file's size once the read reached its end (for gzip, the
+    decompressed size: the only way to know it)."""
 
-    With `_pcap_records` the only code that reads record headers by hand. The consumer may read
-    the rest of a block between two steps (the walk seeks to the next block itself, a no-op
-    then); it must not seek back, which in a gzip file decompresses again from the start.
-    """
-    offset = 0
-    order = "<"
-    while True:
-        f.seek(offset)
-        head = f.read(12)
-        if len(head) < 12:
-            return
-        if head[:4] == _PCAPNG_MAGIC:
-            order = _section_order(head[8:12], path, offset)
-        btype, length = struct.unpack_from(order + "II", head)
-        if length < 12 or length % 4:
-            raise BadCapture(f"{path}: offset {offset}: pcapng block of length {length}")
-        yield _Block(offset, btype, length, order, head)
-        offset += length
-
-
-def _section_order(magic: bytes, path: Path | str, offset: int) -> str:
-    if magic == _BYTE_ORDER_LE:
-        return "<"
-    if magic == _BYTE_ORDER_BE:
-        return ">"
-    raise BadCapture(f"{path}: offset {offset}: section header without a byte-order magic")
+    record_bytes: int = 0
+    damaged_bytes: int = 0
+    end: int | None = None
+    broken: str | None = None  # why a gzip stream stopped decompressing
 
 
 def packets(path: Path | str, start: int | None = None, end: int | None = None) -> Iterator[Packet]:
     """The packets whose record starts in [start, end) (a range from `ranges`), in file order;
     the whole file without them. At the end of a file cut short, a pcap record yields what it
-    holds (its packet's missing bytes show as a truncated segment) and a cut header ends it;
-    a cut pcapng block ends it (dpkt parses whole blocks only)."""
+    holds (its packet's missing bytes show as a truncated segment). Damaged stretches are
+    skipped: `scan` yields them too."""
+    for item in scan(path, start, end):
+        if isinstance(item, Packet):
+            yield item
+
+
+def scan(
+    path: Path | str, start: int | None = None, end: int | None = None, tally: Tally | None = None
+) -> Iterator[Packet | records.Damage]:
+    """`packets`, and every damaged stretch that starts in the range, in file order; `tally`
+    counts the range's bytes."""
     fmt = _format(path)
     lo = 0 if start is None else start
     hi = TO_END if end is None else end
-    with _open(path, fmt) as f:
-        if fmt.startswith("pcapng"):
-            yield from _pcapng_packets(f, path, lo, hi)
+    tally = Tally() if tally is None else tally
+    with records.open_window(path, compressed=fmt.endswith(".gz")) as w:
+        header = None if fmt.startswith("pcapng") else records.pcap_header(w.read_at(0, 24))
+        interfaces: list[_Interface] = []
+        # records come without their bytes: only a range's own and interface blocks are read
+        for item in _walk(w, fmt, path, lo, with_data=False):
+            if item.offset >= hi:
+                break
+            mine = item.offset >= lo
+            if isinstance(item, records.Record) and (mine or item.type == _IDB):
+                item = dataclasses.replace(item, data=w.read_at(item.offset, item.length))
+            if isinstance(item, records.Damage):
+                if mine:
+                    tally.damaged_bytes += item.length
+                    yield item
+                continue
+            packet: Packet | None = None
+            problem: str | None = None
+            try:
+                if item.type == records.PCAP:
+                    if mine and header is not None:
+                        packet = _pcap_packet(item, header)
+                elif item.type == _SHB:
+                    interfaces = []
+                elif item.type == _IDB:
+                    # a placeholder keeps the later interfaces' numbers if this one is unreadable
+                    interfaces.append(_Interface(-1, 6, 0))
+                    interfaces[-1] = _interface(_block_body(item))
+                elif item.type in (_EPB, _PB) and mine:
+                    packet = _packet(_block_body(item), interfaces, item)
+            except _Unreadable as e:
+                problem = str(e)
+            if not mine:
+                continue
+            if problem is not None:
+                # a block whose length chains but whose content dpkt cannot read: damage too
+                tally.damaged_bytes += item.length
+                yield records.Damage(
+                    item.offset, item.length, problem, item.data[: records.MAX_KEPT]
+                )
+                continue
+            tally.record_bytes += item.length
+            if packet is not None:
+                yield packet
         else:
-            yield from _pcap_packets(f, path, lo, hi)
+            tally.end = w.end()
+        tally.broken = w.broken
 
 
-def _pcap_packets(f: IO[bytes], path: Path | str, lo: int, hi: int) -> Iterator[Packet]:
-    try:
-        reader = dpkt.pcap.Reader(f)
-    except (ValueError, dpkt.Error) as e:
-        raise BadCapture(f"{path}: {e}") from e
-    linktype: int = reader.datalink()
-    if lo > f.tell():
-        f.seek(lo)
-    records = iter(reader)
-    while (offset := f.tell()) < hi:
-        try:
-            ts, data = next(records)
-        except StopIteration:
-            return
-        except dpkt.Error:  # a record header cut short by the end of the file
-            return
-        ns = _pcap_ns(ts)
-        yield Packet(offset, ns / NS, ns, linktype, bytes(data))
-
-
-def _pcap_ns(ts: Any) -> int:
-    """Exact nanoseconds from dpkt's pcap timestamp: a Decimal for nanosecond files, else
-    seconds + microseconds / 1e6 as a float (within 0.25 us of the truth below 2**32 s, so
-    rounding the fraction recovers the microseconds)."""
-    if isinstance(ts, Decimal):
-        return int(ts.scaleb(9))
-    value: float = ts
-    seconds = math.floor(value)
-    return seconds * NS + round((value - seconds) * 1e6) * 1000
+def _pcap_packet(record: records.Record, header: records.PcapHeader) -> Packet:
+    seconds, frac = struct.unpack_from(header.order + "II", record.data)
+    ns = seconds * NS + (frac if header.nano else frac * 1000)
+    return Packet(record.offset, ns / NS, ns, header.linktype, record.data[_PCAP_RECORD_HEADER:])
 
 
 @dataclass(frozen=True)
@@ -296,32 +305,12 @@ class _Interface:
     tsoffset: int  # seconds added to every timestamp
 
 
-def _pcapng_packets(f: IO[bytes], path: Path | str, lo: int, hi: int) -> Iterator[Packet]:
-    # dpkt's reader knows one interface per file; this walk keeps every section's interfaces
-    # (each packet names its own, with its link type and timestamp resolution) and lets dpkt
-    # parse each block. Blocks before `lo` are walked too, for the interfaces they describe.
-    try:
-        dpkt.pcapng.Reader(f)  # checks the section header and its version
-    except (ValueError, dpkt.Error) as e:
-        raise BadCapture(f"{path}: {e}") from e
-    interfaces: list[_Interface] = []
-    for block in _pcapng_blocks(f, path):
-        if block.offset >= hi:
-            return
-        if block.type == _SHB:
-            interfaces = []
-        elif block.type == _IDB:
-            interfaces.append(_interface(_block_body(f, block, path)))
-        elif block.type in (_EPB, _PB) and block.offset >= lo:
-            packet = _packet(_block_body(f, block, path), interfaces, block, path)
-            if packet is None:
-                return
-            yield packet
+class _Unreadable(Exception):
+    """A block whose length is sound but whose content is not what its type says."""
 
 
-def _block_body(f: IO[bytes], block: _Block, path: Path | str) -> Any:
-    """The block parsed by dpkt, or None when the file ends inside it."""
-    buf = block.head + f.read(block.length - len(block.head))
+def _block_body(block: records.Record) -> Any:
+    """The block parsed by dpkt."""
     little = block.order == "<"
     kind: Any
     if block.type == _IDB:
@@ -335,16 +324,12 @@ def _block_body(f: IO[bytes], block: _Block, path: Path | str) -> Any:
     else:
         kind = dpkt.pcapng.PacketBlockLE if little else dpkt.pcapng.PacketBlock
     try:
-        return kind(buf)
-    except dpkt.NeedData:
-        return None
-    except dpkt.Error as e:
-        raise BadCapture(f"{path}: offset {block.offset}: {e}") from e
+        return kind(block.data)
+    except (dpkt.Error, struct.error, ValueError, IndexError) as e:
+        raise _Unreadable(f"block type {block.type} cannot be read: {e or type(e).__name__}") from e
 
 
 def _interface(idb: Any) -> _Interface:
-    if idb is None:  # the file ends inside the block: no packet can follow it
-        return _Interface(-1, 6, 0)
     order = idb.__hdr_fmt__[0]
     tsresol, tsoffset = 6, 0
     for opt in idb.opts:
@@ -355,16 +340,10 @@ def _interface(idb: Any) -> _Interface:
     return _Interface(int(idb.linktype), tsresol, tsoffset)
 
 
-def _packet(
-    block: Any, interfaces: list[_Interface], where: _Block, path: Path | str
-) -> Packet | None:
-    if block is None:
-        return None
+def _packet(block: Any, interfaces: list[_Interface], where: records.Record) -> Packet:
     iface_id: int = block.iface_id
     if iface_id >= len(interfaces):
-        raise BadCapture(
-            f"{path}: offset {where.offset}: packet of undescribed interface {iface_id}"
-        )
+        raise _Unreadable(f"a packet of interface {iface_id}, which no block describes")
     iface = interfaces[iface_id]
     ticks: int = (block.ts_high << 32) | block.ts_low
     ns = _ticks_ns(ticks, iface.tsresol) + iface.tsoffset * NS

@@ -42,7 +42,7 @@ from typing import Any
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
-from specgen.pipeline import pcap, reassembly
+from specgen.pipeline import pcap, reassembly, records
 from specgen.pipeline.columns import REJECTS_SCHEMA
 from specgen.pipeline.decode import Echo, Result
 from specgen.pipeline.inputs import DecodeInputError
@@ -74,13 +74,22 @@ SEGMENT_FIELDS = [
     ("missing", pa.int64()),
     ("packets", pa.int64()),
     ("skipped", pa.int64()),
+    # "damage" rows: a damaged stretch of the capture file (index: its offset, payload: its
+    # first bytes); "counts" rows: the range's bytes in records and in damage, and where the
+    # file ended when the range read to its end (for gzip the decompressed size)
+    ("length", pa.int64()),
+    ("error", pa.string()),
+    ("record_bytes", pa.int64()),
+    ("damaged_bytes", pa.int64()),
+    ("file_end", pa.int64()),
 ]
 SEGMENTS = pa.schema(SEGMENT_FIELDS)
 SEGMENTS_DDL = (
     "`kind` STRING, `capture` STRING, `index` BIGINT, `ts` DOUBLE, `client` STRING, "
     "`server` STRING, `direction` STRING, `seq` BIGINT, `ack` BIGINT, `ack_flag` BOOLEAN, "
     "`syn` BOOLEAN, `fin` BOOLEAN, `rst` BOOLEAN, `payload` BINARY, `missing` BIGINT, "
-    "`packets` BIGINT, `skipped` BIGINT"
+    "`packets` BIGINT, `skipped` BIGINT, `length` BIGINT, `error` STRING, "
+    "`record_bytes` BIGINT, `damaged_bytes` BIGINT, `file_end` BIGINT"
 )
 
 STREAM_FIELDS = [
@@ -116,9 +125,12 @@ class CaptureFile:
 
 def find(root: Path) -> list[CaptureFile]:
     """The pcap and pcapng files at `root` (a file, or a folder searched at any depth), told
-    apart from other files by their magic numbers, not their names."""
+    apart from other files by their magic numbers, not their names. A file given that is none
+    is an input error saying what it is."""
     if root.is_file():
-        return [CaptureFile(root, root.name, root.stat().st_size)] if pcap.detect(root) else []
+        if not pcap.detect(root):
+            raise DecodeInputError(pcap.not_a_capture(root))
+        return [CaptureFile(root, root.name, root.stat().st_size)]
     out = []
     if root.is_dir():
         for path in sorted(p for p in root.rglob("*") if p.is_file()):
@@ -151,9 +163,22 @@ def segment_rows(
     """Column batches of the TCP segments in one range of a capture file, then its counts."""
     columns: dict[str, list[Any]] = {name: [] for name, _ in SEGMENT_FIELDS}
     packets = skipped = 0
-    for packet in pcap.packets(Path(path), start, end):
+    tally = pcap.Tally()
+    for item in pcap.scan(Path(path), start, end, tally):
+        if isinstance(item, records.Damage):
+            row: dict[str, Any] = {
+                "kind": "damage",
+                "capture": capture,
+                "index": item.offset,
+                "payload": item.data,
+                "length": item.length,
+                "error": item.reason,
+            }
+            for name in columns:
+                columns[name].append(row.get(name))
+            continue
         packets += 1
-        seg = pcap.segment(packet)
+        seg = pcap.segment(item)
         if seg is None or not ({seg.sport, seg.dport} & ports):
             skipped += 1
             continue
@@ -174,22 +199,24 @@ def segment_rows(
             "rst": seg.rst,
             "payload": bytes(seg.payload),
             "missing": seg.missing,
-            "packets": None,
-            "skipped": None,
         }
-        for name, value in row.items():
-            columns[name].append(value)
+        for name in columns:
+            columns[name].append(row.get(name))
         if len(columns["kind"]) >= ROWS_PER_BATCH:
             yield columns
             columns = {name: [] for name, _ in SEGMENT_FIELDS}
-    counts = dict.fromkeys(columns, None) | {
+    counts = {
         "kind": "counts",
         "capture": capture,
         "packets": packets,
         "skipped": skipped,
+        "record_bytes": tally.record_bytes,
+        "damaged_bytes": tally.damaged_bytes,
+        "file_end": tally.end,
+        "error": tally.broken,
     }
-    for name, value in counts.items():
-        columns[name].append(value)
+    for name in columns:
+        columns[name].append(counts.get(name))
     yield columns
 
 
@@ -328,6 +355,16 @@ def _segment(row: dict[str, Any]) -> reassembly.Segment:
 
 
 @dataclass
+class FileCounts:
+    """What stage 1 read of one capture file, over all its ranges."""
+
+    record_bytes: int = 0
+    damaged_bytes: int = 0
+    end: int | None = None  # where the file ended (gzip: its decompressed size)
+    broken: str | None = None  # why a gzip stream stopped decompressing
+
+
+@dataclass
 class Streams:
     """What stages 1 and 2 made of the capture files."""
 
@@ -335,6 +372,8 @@ class Streams:
     skipped: int
     segments: int
     directions: list[dict[str, Any]]
+    files: dict[str, FileCounts] = field(default_factory=dict)  # by capture name
+    damage: list[dict[str, Any]] = field(default_factory=list)  # damaged stretches, in order
 
     @property
     def payload_bytes(self) -> int:
@@ -363,7 +402,27 @@ def reassemble_on_spark(
     )
     rows = ranges.mapInArrow(functools.partial(stage1, ports), SEGMENTS_DDL).persist()
     try:
-        counts = rows.filter("kind = 'counts'").groupBy().sum("packets", "skipped").collect()[0]
+        per_range = rows.filter("kind = 'counts'").select(
+            "capture", "packets", "skipped", "record_bytes", "damaged_bytes", "file_end", "error"
+        )
+        by_file: dict[str, FileCounts] = {}
+        packets = skipped = 0
+        for r in per_range.collect():
+            packets += r["packets"] or 0
+            skipped += r["skipped"] or 0
+            fc = by_file.setdefault(r["capture"], FileCounts())
+            fc.record_bytes += r["record_bytes"] or 0
+            fc.damaged_bytes += r["damaged_bytes"] or 0
+            if r["file_end"] is not None:
+                fc.end = r["file_end"]
+            fc.broken = fc.broken or r["error"]
+        damage = [
+            r.asDict()
+            for r in rows.filter("kind = 'damage'")
+            .select("capture", "index", "length", "error", "payload")
+            .orderBy("capture", "index")
+            .collect()
+        ]
         segments = rows.filter("kind = 'segment'")
         n_segments = segments.count()
         partitions = max(1, min(64, len(tasks) * 2))
@@ -378,7 +437,7 @@ def reassemble_on_spark(
         ]
     finally:
         rows.unpersist()
-    return Streams(int(counts[0] or 0), int(counts[1] or 0), n_segments, directions)
+    return Streams(packets, skipped, n_segments, directions, by_file, damage)
 
 
 def gap_rejects(streams: Streams, out: Path) -> int:
@@ -407,6 +466,77 @@ def gap_rejects(streams: Streams, out: Path) -> int:
         table = pa.Table.from_pydict(rows, schema=REJECTS_SCHEMA)
         pq.write_table(table, out / "rejects" / "part-gaps.parquet")
     return len(rows["capture"])
+
+
+def capture_rejects(streams: Streams, out: Path) -> int:
+    """Write every damaged stretch of a capture file as a reject of kind "capture": its file
+    offset and length, its first bytes, why (no connection: it belongs to none)."""
+    rows: dict[str, list[Any]] = {name: [] for name in REJECTS_SCHEMA.names}
+    for d in streams.damage:
+        values = {
+            "capture": d["capture"],
+            "offset": d["index"],
+            "size": d["length"],
+            "length": d["length"],
+            "kind": "capture",
+            "bytes": d["payload"],
+            "error": f"capture file offset {d['index']:,}, {d['length']:,} bytes: {d['error']}",
+        }
+        for name in rows:
+            rows[name].append(values.get(name))
+    if rows["capture"]:
+        table = pa.Table.from_pydict(rows, schema=REJECTS_SCHEMA)
+        pq.write_table(table, out / "rejects" / "part-capture.parquet")
+    return len(rows["capture"])
+
+
+def reconcile_files(files: list[CaptureFile], streams: Streams, echo: Echo) -> dict[str, str]:
+    """Per capture file: file header + bytes in records + damaged bytes = the file's size (for
+    gzip, its decompressed size). Echoes a line per file with damage or a problem, a warning
+    per broken gzip stream; returns what is wrong, by file."""
+    problems: dict[str, str] = {}
+    total = header_total = records_total = damaged_total = 0
+    for f in files:
+        counts = streams.files.get(f.capture, FileCounts())
+        fmt = pcap.detect(f.path) or "pcap"
+        header = pcap.file_header(fmt)
+        compressed = fmt.endswith(".gz")
+        size = counts.end if compressed else f.size
+        got = header + counts.record_bytes + counts.damaged_bytes
+        what = "decompressed size" if compressed else "size"
+        if size is None:
+            problems[f.capture] = "it was never read to its end"
+        elif got != size:
+            problems[f.capture] = f"{got:,} bytes accounted for, its {what} is {size:,}"
+        else:
+            total += size
+        header_total += header
+        records_total += counts.record_bytes
+        damaged_total += counts.damaged_bytes
+        if counts.broken is not None:
+            echo(
+                f"warning: {f.path}: the gzip stream breaks after {counts.end or 0:,} "
+                f"decompressed bytes ({counts.broken}); decoded what came before it"
+            )
+        if counts.damaged_bytes or f.capture in problems:
+            n = sum(1 for d in streams.damage if d["capture"] == f.capture)
+            echo(
+                f"  {f.capture}: {header:,} header + {counts.record_bytes:,} in records + "
+                f"{counts.damaged_bytes:,} damaged ({n} stretch{'es' if n != 1 else ''}) = "
+                + (f"{size:,} bytes: ok" if f.capture not in problems else "FAILED: ")
+                + problems.get(f.capture, "")
+            )
+    n = len(files)
+    echo(
+        f"capture reconciliation: {n} file{'s' if n != 1 else ''}: {header_total:,} bytes of "
+        f"file headers + {records_total:,} in records + {damaged_total:,} damaged "
+        + (
+            f"= {total:,} bytes, each file's size"
+            if not problems
+            else f"(FAILED for {len(problems)} file{'s' if len(problems) != 1 else ''})"
+        )
+    )
+    return problems
 
 
 def run(
@@ -457,6 +587,8 @@ def run(
         protocol, out / STREAMS, out, master, overwrite=True, echo=echo, **decode_options
     )
     gaps = gap_rejects(streams, out)
+    damaged = capture_rejects(streams, out)
+    file_problems = reconcile_files(files, streams, echo)
     kept = sum(t.total for t in result.files)
     unique = streams.payload_bytes - streams.duplicate_bytes
     ok = kept == unique and streams.packets == streams.segments + streams.skipped
@@ -467,8 +599,16 @@ def run(
         + ("" if ok else f" (FAILED: {unique:,} unique bytes)")
         + f"; {gaps:,} gap{'s' if gaps != 1 else ''} ({streams.gap_bytes:,} bytes never captured)"
     )
+    if damaged:
+        echo(
+            f"rejects: {damaged:,} damaged stretch{'es' if damaged != 1 else ''} of capture files "
+            f"(kind 'capture') in {out / 'rejects'}"
+        )
+    problems = dict(result.problems)
     if not ok:
         print("specgen: decode: the pcap reconciliation failed", file=sys.stderr)
-    return (
-        result if ok else dataclasses.replace(result, problems={**result.problems, "pcap": "bytes"})
-    )
+        problems["pcap"] = "bytes"
+    for capture, problem in file_problems.items():
+        print(f"specgen: decode: {capture}: {problem}", file=sys.stderr)
+        problems[capture] = problem
+    return dataclasses.replace(result, problems=problems) if problems else result

@@ -105,9 +105,11 @@ def tally(files: dict[Key, FileTally], frames_dir: Path, rejects_dir: Path) -> T
         for batch in _batches(path, columns):
             for key, rows in _by_file(batch):
                 kinds = rows.column("kind").cast(pa.string())
-                # a gap (pcap input) is bytes the capture never held: no part of any file
+                # a gap (pcap input) is bytes the capture never held, and a damaged stretch of
+                # a capture file ("capture") is bytes of no connection: no part of any byte file
+                outside = pc.is_in(kinds, value_set=pa.array(["gap", "capture"]))
                 held = np.asarray(
-                    pc.not_equal(kinds, "gap").fill_null(True).to_numpy(zero_copy_only=False),
+                    pc.invert(outside.fill_null(False)).to_numpy(zero_copy_only=False),
                     dtype=bool,
                 )
                 if not held.all():
