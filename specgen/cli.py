@@ -22,6 +22,7 @@ from specgen.frontends.adoc import SpecError
 from specgen.frontends.adoc_tree import SpecSyntaxError
 from specgen.overlay import OverlayError
 from specgen.pipeline.inputs import DecodeInputError
+from specgen.pipeline.interrupt import Interrupted
 from specgen.review.render import FORMATS
 from specgen.sources import resolve
 from specgen.specs import ROOT, SpecVersion, build_ir, find, registry
@@ -217,6 +218,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 3
     except BrokenPipeError:
         return 0
+    except (KeyboardInterrupt, Interrupted):
+        return _interrupted(args.command)
+
+
+def _interrupted(command: str) -> int:
+    """Ctrl-C: one line and exit 130 (128 + SIGINT), as a shell reports it."""
+    sys.stdout.flush()
+    print(f"specgen: {command}: interrupted", file=sys.stderr, flush=True)
+    return 130
 
 
 def _capture(args: argparse.Namespace) -> int:

@@ -10,8 +10,10 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -221,7 +223,7 @@ def test_decode_on_an_unreachable_master_is_one_line_and_writes_nothing(tmp_path
     done, took = _specgen(
         "decode", "rabbitmq-stream", str(STREAM), "--out", str(out), "--master", master
     )
-    assert done.returncode == 1
+    assert done.returncode == 2  # an environment error: 2, as from `report` below
     assert done.stderr.splitlines() == [
         f"specgen: cannot reach Spark master {master} (connection refused)"
     ]
@@ -244,7 +246,7 @@ def test_an_existing_out_stays_as_it_was(stream_out: Path, tmp_path: Path) -> No
         "--master",
         master,
     )
-    assert done.returncode == 1 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
     assert _tree(out) == before
     done, took = _specgen("report", str(out), "--master", master)
     assert done.returncode == 2
@@ -253,6 +255,59 @@ def test_an_existing_out_stays_as_it_was(stream_out: Path, tmp_path: Path) -> No
     ]
     assert took < 15, took
     assert _tree(out) == before  # no report.html
+
+
+def test_ctrl_c_during_decode_is_one_line_and_exit_130(tmp_path: Path) -> None:
+    # a new session, as a terminal's foreground job: Ctrl-C reaches the whole process group
+    # (the JVM, Spark's Python workers), not only specgen
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "specgen", "decode", "rabbitmq-stream", str(STREAM)]
+        + ["--out", str(tmp_path / "out")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()  # the walk's summary: Spark starts next
+        assert first.startswith("decode:"), first
+        time.sleep(3)  # the JVM is starting or the job runs: both must end in one line
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    # the JVM's own first line is Java's; everything specgen prints is one line
+    lines = [line for line in err.splitlines() if not line.startswith("WARNING: Using incubator")]
+    assert lines == ["specgen: decode: interrupted"], err
+    assert "Traceback" not in out
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (b"", "(it is empty)"),
+        (b"hello, not a capture", "(starts with 68 65 6c 6c 6f 2c 20 6e)"),
+        (b"\x1f\x8b garbage", "a gzip file that cannot be read"),
+    ],
+)
+def test_a_file_that_is_no_capture_says_what_it_is(
+    tmp_path: Path, content: bytes, said: str
+) -> None:
+    bad = tmp_path / "x.pcap"
+    bad.write_bytes(content)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(["decode", "rabbitmq-stream", str(bad), "--out", str(tmp_path / "out")])
+    assert code == 2
+    line = err.getvalue().strip()
+    assert line.startswith(f"specgen: {bad}: ") and said in line, line
+    assert "folder" not in line
+    assert not (tmp_path / "out").exists()
 
 
 # ---- publish-to-confirm without timestamps -----------------------------------------------------

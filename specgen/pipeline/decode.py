@@ -366,7 +366,8 @@ def main(
 ) -> int:
     """The CLI's `decode`: 0 when every frame found is accounted for (and the rejects table
     holds at most `max_rejects` rows, when given), 1 otherwise or when Spark fails; input errors
-    raise DecodeInputError, which the CLI prints as one line (exit 2). An input of pcap or
+    raise DecodeInputError, which the CLI prints as one line (exit 2), and an unreachable
+    master is exit 2 too. An input of pcap or
     pcapng files (told by their magic numbers) goes through `pcap_job` first."""
     from specgen.pipeline import pcap_job
     from specgen.pipeline.spark import MasterUnreachable, check_master
@@ -416,8 +417,9 @@ def main(
         print(f"specgen: decode failed: {e}", file=sys.stderr, flush=True)
         return 1
     except MasterUnreachable as e:
+        # an environment error, as `report` and the top-level help say: exit 2
         print(f"specgen: {e}", file=sys.stderr, flush=True)
-        return 1
+        return 2
     if max_rejects is not None and result.rejects > max_rejects:
         # the tables stay: they are the evidence of what did not decode
         sys.stdout.flush()  # so that this is the last line on a terminal

@@ -4,20 +4,24 @@ Sized for the machine the project runs on (2 cores, 24 GiB): the driver JVM gets
 standalone cluster's executors 2 GiB each; the decoding itself runs in Python workers, outside
 the JVM heap. Python workers run this interpreter and can import `specgen` and `generated` on a
 standalone cluster too (PYTHONPATH points at the repository). The web UI is off, Spark's console
-progress bar is on, timestamps are UTC and written to Parquet as INT64 microseconds, which every
-Parquet reader understands (Spark's default, INT96, is legacy).
+progress bar is on when stderr is a terminal (not in a log), timestamps are UTC and written to
+Parquet as INT64 microseconds, which every Parquet reader understands (Spark's default, INT96,
+is legacy). Ctrl-C is one line and exit 130 (`interrupt`).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import sys
+import threading
 from pathlib import Path
 from urllib.parse import urlparse, urlsplit
 
 from pyspark.sql import SparkSession
 
+from specgen.pipeline import interrupt
 from specgen.registry import ROOT
 
 DEFAULT_MASTER = "local[*]"
@@ -25,7 +29,8 @@ DEFAULT_MASTER = "local[*]"
 CONF = {
     "spark.app.name": "specgen",
     "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "true",
+    # stage bars redraw one line with carriage returns: on a terminal only, not in a log
+    "spark.ui.showConsoleProgress": "true" if sys.stderr.isatty() else "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
@@ -92,7 +97,17 @@ def session(master: str | None = None) -> SparkSession:
         builder = builder.config("spark.driver.host", "127.0.0.1").config(
             "spark.driver.bindAddress", "127.0.0.1"
         )
-    spark = builder.getOrCreate()
+    # Ctrl-C waits until the session stands (the threads py4j starts meanwhile inherit the
+    # mask), then meets ours instead of the handler the SparkContext installs (see interrupt)
+    main = threading.current_thread() is threading.main_thread()
+    if main:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        spark = builder.getOrCreate()
+    finally:
+        if main:
+            interrupt.install()
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     spark.sparkContext.setLogLevel("WARN")
     return spark
 
