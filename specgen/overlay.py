@@ -64,11 +64,20 @@ class Entry:
 
 
 def load(path: Path, root: Path) -> list[Entry]:
-    text = path.read_text(encoding="utf-8")
     try:
         rel = path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:  # an overlay read from a git revision into a scratch folder
         rel = path.as_posix()
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8").replace("\r\n", "\n")
+    except UnicodeDecodeError as e:
+        # one line at the first bad byte, as the front-ends report a spec that is not UTF-8
+        line = data.count(b"\n", 0, e.start) + 1
+        start = data.rfind(b"\n", 0, e.start) + 1
+        column = len(data[start : e.start].decode("utf-8", "replace")) + 1
+        where = f"{rel}:{line}:{column}"
+        raise OverlayError(f"{where}: not UTF-8 (byte 0x{data[e.start]:02x})") from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:

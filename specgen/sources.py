@@ -20,6 +20,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from specgen.frontends.spec_text import not_utf8
 from specgen.registry import ROOT, SpecVersion, find, registry, relative
 
 # .xml is told by content: AMQP 0-9-1's and AMQP 1.0's XML are different formats
@@ -127,8 +128,13 @@ def _unregistered(
     format: str | None,
     overlay: Path | None,
 ) -> SpecVersion:
+    # only sniffed here (bytes that are not UTF-8 are the front-end's to report, at their line)
     text = path.read_text(encoding="utf-8", errors="replace")
-    fmt = format or _format_of(path, text)
+    try:
+        fmt = format or _format_of(path, text)
+    except SourceError:
+        _refuse_if_not_utf8(path, label)
+        raise
     known = [s for s in registry() if s.latest]
     if protocol is not None:
         matches = [s for s in known if protocol in (s.protocol, s.package)]
@@ -141,6 +147,7 @@ def _unregistered(
             titled = [s for s in matches if s.title and _mentions(text, s)]
             matches = titled or matches
         if len(matches) != 1:
+            _refuse_if_not_utf8(path, label)
             names = ", ".join(s.protocol for s in matches) or "none"
             raise SourceError(
                 f"{label or path}: cannot tell which protocol this {fmt} document is "
@@ -159,6 +166,15 @@ def _unregistered(
         title=base.title,
         label=label,
     )
+
+
+def _refuse_if_not_utf8(path: Path, label: str) -> None:
+    """When the content told nothing, a document that is not UTF-8 is refused for that first
+    (often the reason), as its front-end would: at the first bad byte, naming the file as spans
+    do."""
+    error = not_utf8(path.read_bytes(), label or relative(path))
+    if error is not None:
+        raise error from None  # no SourceError being handled rides along
 
 
 def _mentions(text: str, spec: SpecVersion) -> bool:
@@ -182,7 +198,7 @@ def _format_of(path: Path, text: str) -> str:
     if re.match(r"=+ \S", head):
         return "adoc"
     raise SourceError(
-        f"{path}: cannot tell the spec format from its name or content; give --format"
+        f"{path}: cannot tell the spec format from its name or content; give --spec-format"
     )
 
 

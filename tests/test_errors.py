@@ -180,3 +180,15 @@ def test_decode_keys_need_a_message_and_16_bit_keys(tmp_path: Path, v40: SpecVer
     )
     with pytest.raises(overlay.OverlayError, match="16-bit keys"):
         overlay.apply(protocol, overlay.load(wide, tmp_path))
+
+
+def test_an_overlay_that_is_not_utf8_is_one_line_at_its_first_bad_byte(tmp_path: Path) -> None:
+    path = _overlay(tmp_path, [_entry()])
+    text = path.read_bytes()
+    at = text.index(b'"test"')  # the reason's value, on its own line
+    path.write_bytes(text[:at] + b"\xff" + text[at:])
+    line = text[:at].count(b"\n") + 1
+    column = at - (text.rfind(b"\n", 0, at) + 1) + 1
+    with pytest.raises(overlay.OverlayError) as info:
+        overlay.load(path, tmp_path)
+    assert str(info.value) == f"overlay.json:{line}:{column}: not UTF-8 (byte 0xff)"

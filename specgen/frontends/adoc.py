@@ -44,6 +44,7 @@ from specgen.frontends.adoc_tree import (
     Text,
     VersionMarker,
 )
+from specgen.frontends.spec_text import read_spec_text
 from specgen.ir import (
     INT_WIDTHS,
     Alternatives,
@@ -81,7 +82,7 @@ class SpecError(ValueError):
 
 def build(path: Path, rel: str, protocol: str, version: str) -> tuple[Protocol, FindingLog]:
     """The front-end entry (see specgen.frontends): parse the document, then build its IR."""
-    return build_document(adoc_tree.parse(path.read_text(encoding="utf-8"), rel), protocol, version)
+    return build_document(adoc_tree.parse(read_spec_text(path, rel), rel), protocol, version)
 
 
 def build_document(doc: Document, protocol: str, version: str) -> tuple[Protocol, FindingLog]:

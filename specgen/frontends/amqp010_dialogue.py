@@ -39,6 +39,7 @@ from pathlib import Path
 
 from specgen import abnf, dialogue
 from specgen.frontends.adoc_tree import SpecSyntaxError
+from specgen.frontends.spec_text import read_spec_text
 from specgen.ir import Dialogue, FindingLog, SourceSpan
 
 PROTOCOL_HEADER = "protocol-header"  # the bytes that open a connection: a step, no control
@@ -55,7 +56,7 @@ def read(
     the document's order, `methods` the qualified names of its controls and commands."""
     if not path.is_file():
         return ()  # the XML front-end already reports the missing text (`text-absent`)
-    text = path.read_text(encoding="utf-8")
+    text = read_spec_text(path, rel)
     starts = [0]
     for row in text.split("\n")[:-1]:
         starts.append(starts[-1] + len(row) + 1)

@@ -25,6 +25,7 @@ from specgen import abnf
 from specgen.frontends import amqp010_dialogue, xml_tree
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.adoc_tree import SpecSyntaxError
+from specgen.frontends.spec_text import read_spec_text
 from specgen.frontends.xml_tree import Element
 from specgen.ir import (
     Constant,
@@ -172,7 +173,7 @@ def build(path: Path, rel: str, protocol: str, version: str) -> tuple[Protocol, 
 def load(path: Path, rel: str, log: FindingLog | None = None) -> Model:
     """The document's model; raises SpecSyntaxError / SpecError naming file:line:column."""
     log = log if log is not None else FindingLog()
-    root = xml_tree.parse(path.read_text(encoding="utf-8"), rel)
+    root = xml_tree.parse(read_spec_text(path, rel), rel)
     if root.tag != "amqp":
         raise SpecError(root.span, f"the root element is <{root.tag}>, not <amqp>")
     types = tuple(_type(e) for e in root.findall("type"))
@@ -559,7 +560,7 @@ def _check_abnf(
             "the XML alone",
         )
         return
-    text = text_path.read_text(encoding="utf-8")
+    text = read_spec_text(text_path, text_rel)
     # the text's finder gives one rule per block: a type's rules are its own and those after
     # it up to the next type's (`vbin8 = size octets`, then `size = uint8`, `octets = ...`)
     groups: list[tuple[Type, list[abnf.Rule]]] = []

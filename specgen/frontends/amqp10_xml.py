@@ -38,6 +38,7 @@ from pathlib import Path
 from specgen.frontends import xml_tree
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.adoc_tree import SpecSyntaxError
+from specgen.frontends.spec_text import read_spec_text
 from specgen.frontends.xml_tree import Element
 from specgen.ir import (
     CompositeField,
@@ -67,7 +68,7 @@ def build(path: Path, rel: str, protocol: str, version: str) -> tuple[Protocol, 
     prose_constants: list[Constant] = []
     parts: list[tuple[str, list[tuple[Element, str, str]], str]] = []  # (file, items, text)
     if path.suffix == ".xml":
-        doc = _parse_file(path, rel)
+        doc, doc_text = _parse_file(path, rel)
         names = [
             x.attr("name") or ""
             for x in _descendants(doc)
@@ -79,11 +80,12 @@ def build(path: Path, rel: str, protocol: str, version: str) -> tuple[Protocol, 
                 if not part.is_file():
                     raise SpecError(doc.span, f"the index names part {name!r}: no {part.name}")
                 part_rel = _sibling(rel, part.name)
-                parts.append((part_rel, _items(_parse_file(part, part_rel)), part.read_text()))
+                part_doc, part_text = _parse_file(part, part_rel)
+                parts.append((part_rel, _items(part_doc), part_text))
         else:
-            parts.append((rel, _items(doc), path.read_text(encoding="utf-8")))
+            parts.append((rel, _items(doc), doc_text))
     else:
-        text = path.read_text(encoding="utf-8")
+        text = read_spec_text(path, rel)
         parts.append((rel, _embedded(text, rel), text))
         prose_constants = _prose_constants(text, rel)
     if not any(
@@ -97,10 +99,9 @@ def build(path: Path, rel: str, protocol: str, version: str) -> tuple[Protocol, 
                 " take the encodings from",
             )
         part_rel = _sibling(rel, PART1)
-        items = [
-            i for i in _items(_parse_file(part1, part_rel)) if i[0].attr("class") == "primitive"
-        ]
-        parts.insert(0, (part_rel, items, part1.read_text(encoding="utf-8")))
+        part1_doc, part1_text = _parse_file(part1, part_rel)
+        items = [i for i in _items(part1_doc) if i[0].attr("class") == "primitive"]
+        parts.insert(0, (part_rel, items, part1_text))
         log.add(
             SourceSpan(rel, 1),
             "encodings-from",
@@ -139,8 +140,10 @@ def _sibling(rel: str, name: str) -> str:
     return f"{rel.rsplit('/', 1)[0]}/{name}" if "/" in rel else name
 
 
-def _parse_file(path: Path, rel: str) -> Element:
-    return xml_tree.parse(path.read_text(encoding="utf-8"), rel)
+def _parse_file(path: Path, rel: str) -> tuple[Element, str]:
+    """The file's root element and its text (`rel` names it in spans and errors)."""
+    text = read_spec_text(path, rel)
+    return xml_tree.parse(text, rel), text
 
 
 def _descendants(e: Element) -> list[Element]:

@@ -43,6 +43,7 @@ from specgen import abnf, dialogue
 from specgen.frontends import xml_tree
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.bits import pack_bits
+from specgen.frontends.spec_text import read_spec_text
 from specgen.frontends.xml_tree import Element
 from specgen.ir import (
     BUILTIN,
@@ -101,7 +102,7 @@ TAG_VOCABULARY = {
 
 def build(path: Path, rel: str, protocol: str, version: str) -> tuple[Protocol, FindingLog]:
     """The front-end entry (see specgen.frontends): parse the XML, then build its IR."""
-    text = path.read_text(encoding="utf-8")
+    text = read_spec_text(path, rel)
     root = xml_tree.parse(text, rel)
     types_path = path.parent / FIELD_TYPES
     if not types_path.is_file():
@@ -186,7 +187,7 @@ class _FieldTypes:
 
     @classmethod
     def load(cls, path: Path, rel: str) -> _FieldTypes:
-        text = path.read_text(encoding="utf-8")
+        text = read_spec_text(path, rel)
         top = SourceSpan(rel, 1)
         try:
             data = tomllib.loads(text)

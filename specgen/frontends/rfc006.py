@@ -71,6 +71,7 @@ from pathlib import Path
 from specgen import abnf
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.bits import pack_bits
+from specgen.frontends.spec_text import read_spec_text
 from specgen.ir import (
     BitField,
     Case,
@@ -118,7 +119,7 @@ def build(path: Path, rel: str, protocol: str, version: str) -> tuple[Protocol, 
     """The front-end entry (see specgen.frontends): read the ABNF and the prose, build the IR."""
     from specgen.frontends import rfc006_flow  # the dialogues (Command Flow Summaries)
 
-    built = _Builder(path.read_text(encoding="utf-8"), rel, protocol, version).run()
+    built = _Builder(read_spec_text(path, rel), rel, protocol, version).run()
     return rfc006_flow.attach(built, path, rel)
 
 

@@ -51,6 +51,7 @@ from pathlib import Path
 
 from specgen.abnf import Alt, Expr, Repeat, Rule, RuleRef, Seq, Step
 from specgen.frontends.adoc import SpecError
+from specgen.frontends.spec_text import read_spec_text
 from specgen.ir import Dialogue, FindingLog, Protocol, SourceSpan
 
 HEADER = "protocol-header"  # the 2-byte connection initiation sequence, as a step
@@ -129,7 +130,7 @@ def attach(built: tuple[Protocol, FindingLog], path: Path, rel: str) -> tuple[Pr
 
     proto, log = built
     found: list[Dialogue] = []
-    for summary in summaries(path.read_text(encoding="utf-8").splitlines()):
+    for summary in summaries(read_spec_text(path, rel).splitlines()):
         if summary.noun == "connection":
             found.append(_dialogue(_flow(summary, rel, log), rel, log))
         else:

@@ -23,6 +23,7 @@ from pathlib import Path
 from lark import Lark, Token, Transformer, Tree, UnexpectedCharacters, UnexpectedInput
 
 from specgen.frontends.adoc_tree import SpecSyntaxError
+from specgen.frontends.spec_text import read_spec_text
 from specgen.ir import SourceSpan
 
 GRAMMAR = Path(__file__).resolve().parents[2] / "grammars" / "xml.lark"
@@ -63,6 +64,7 @@ def parse(text: str, path: str) -> Element:
     """Parse a whole document and return its root element; `path` (relative) is what spans and
     errors name."""
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    _check_depth(text, path)
     tree = _parse(text, path)
     root, *tail = (c for c in tree.children if isinstance(c, Tree) or c.type in {"TEXT", "CDATA"})
     assert isinstance(root, Tree)
@@ -79,6 +81,48 @@ def parse(text: str, path: str) -> Element:
             where = _advance(path, extra, offset)
             raise SpecSyntaxError(where, "text after the root element")
     return _element(root, path)
+
+
+# The markup that opens and closes elements, lexed as grammars/xml.lark lexes it, for the depth
+# check; markup in which a '<' or '>' opens or closes nothing (comments, CDATA, processing
+# instructions and the XML declaration, a DOCTYPE's quoted ids, quoted attribute values) is
+# matched whole. A '<' none of these match is where lark fails too: the check stops there.
+# Linear: a start or end tag cannot run past the next '<', nothing backtracks (possessive), and
+# the rest is matched once.
+_MARKUP = re.compile(
+    r"""
+      <!--.*?-->
+    | <!\[CDATA\[.*?\]\]>
+    | <\?.*?\?>
+    | <!DOCTYPE(?:[^>\["']++|"[^"]*+"|'[^']*+')*+>
+    | (?P<end></[^<>]*+>)
+    | (?P<start><[^\s!?/<>"'=](?:[^<>"']++|"[^"<]*+"|'[^'<]*+')*+>)
+    | (?P<other><)
+    """,
+    re.S | re.X,
+)
+
+
+def _check_depth(text: str, path: str) -> None:
+    """Refuse an element nested more than MAX_DEPTH deep before lark reads anything: a scan of
+    the tags that stops at the first such element, so a hostile document costs no parse (lark
+    takes seconds over 100,000 nested elements). `_element` checks again, as a backstop."""
+    depth = 0
+    for m in _MARKUP.finditer(text):
+        kind = m.lastgroup
+        if kind == "start":
+            if depth == MAX_DEPTH:  # this element, empty or not, is one deeper
+                start = m.start()
+                span = SourceSpan(
+                    path, text.count("\n", 0, start) + 1, start - text.rfind("\n", 0, start)
+                )
+                raise SpecSyntaxError(span, f"elements nested more than {MAX_DEPTH} deep")
+            if not m[0].endswith("/>"):
+                depth += 1
+        elif kind == "end":
+            depth = max(depth - 1, 0)
+        elif kind == "other":
+            return  # not well-formed here: lark says how
 
 
 def _parse(text: str, path: str) -> Tree[Token]:
@@ -99,17 +143,7 @@ def parse_file(path: Path, root: Path) -> Element:
         name = path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
         name = path.as_posix()
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line_start = data.rfind(b"\n", 0, e.start) + 1
-        column = len(data[line_start : e.start].decode("utf-8", "replace")) + 1
-        span = SourceSpan(name, data.count(b"\n", 0, e.start) + 1, column)
-        error = SpecSyntaxError(span, f"not UTF-8 (byte 0x{data[e.start]:02x})")
-    else:
-        return parse(text, name)
-    raise error
+    return parse(read_spec_text(path, name), name)
 
 
 # ---- lark -> Element
