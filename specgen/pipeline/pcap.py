@@ -4,14 +4,14 @@
 ranges that start and end on record boundaries (so Spark tasks can read them in parallel),
 `packets` yields the packets whose record starts in a range (`scan` yields the damaged stretches
 too and counts the range's bytes) and `segment` peels the link layer, IP and TCP off one packet.
-The record walk, with its damage and resynchronisation, is `records`; dpkt parses pcapng blocks
-and the protocol headers.
+The record walk, with its damage and resynchronisation, is `records`; packet blocks are read by
+hand, dpkt parses interface blocks and the protocol headers.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import gzip
+import itertools
 import os
 import socket
 import struct
@@ -163,7 +163,7 @@ def _format(path: Path | str) -> Format:
 
 def ranges(path: Path | str, target_bytes: int) -> list[tuple[int, int]]:
     """Byte ranges [start, end) of about `target_bytes` each, starting and ending on record
-    boundaries (a damaged stretch starts one too) and together covering every record;
+    boundaries and together covering every record and damaged stretch;
     `packets(path, start, end)` reads one.
 
     A gzip file is one range (0, TO_END): it cannot be entered anywhere but at its start.
@@ -175,8 +175,14 @@ def ranges(path: Path | str, target_bytes: int) -> list[tuple[int, int]]:
         return [(0, TO_END)]
     size = os.path.getsize(path)
     with records.open_window(path, compressed=False) as w:
-        starts = (item.offset for item in _walk(w, fmt, path, 0, with_data=False))
-        return _cut(starts, size, target_bytes)
+        # a range starts on a record, never on damage, but for the first: a walk resynchronises
+        # after damage by the time of the record before it, which a range must have read too
+        items = _walk(w, fmt, path, 0, with_data=False)
+        first = next(items, None)
+        if first is None:
+            return []
+        starts = (item.offset for item in items if isinstance(item, records.Record))
+        return _cut(itertools.chain([first.offset], starts), size, target_bytes)
 
 
 def _cut(starts: Iterable[int], size: int, target_bytes: int) -> list[tuple[int, int]]:
@@ -199,7 +205,7 @@ def _walk(
         head = w.read_at(0, 12)
         if len(head) < 12 or head[:4] != _PCAPNG_MAGIC:
             raise BadCapture(f"{path}: no pcapng section header")
-        yield from records.pcapng_blocks(w, with_data)
+        yield from records.pcapng_blocks(w, start if with_data else None)
         return
     header = records.pcap_header(w.read_at(0, _PCAP_FILE_HEADER))
     if header is None:
@@ -247,13 +253,12 @@ def scan(
     with records.open_window(path, compressed=fmt.endswith(".gz")) as w:
         header = None if fmt.startswith("pcapng") else records.pcap_header(w.read_at(0, 24))
         interfaces: list[_Interface] = []
-        # records come without their bytes: only a range's own and interface blocks are read
-        for item in _walk(w, fmt, path, lo, with_data=False):
+        # a pcap walk starts at `lo`; a pcapng walk starts at the file's start, and of the
+        # blocks before `lo` only the interfaces are read
+        for item in _walk(w, fmt, path, lo):
             if item.offset >= hi:
                 break
             mine = item.offset >= lo
-            if isinstance(item, records.Record) and (mine or item.type == _IDB):
-                item = dataclasses.replace(item, data=w.read_at(item.offset, item.length))
             if isinstance(item, records.Damage):
                 if mine:
                     tally.damaged_bytes += item.length
@@ -270,9 +275,9 @@ def scan(
                 elif item.type == _IDB:
                     # a placeholder keeps the later interfaces' numbers if this one is unreadable
                     interfaces.append(_Interface(-1, 6, 0))
-                    interfaces[-1] = _interface(_block_body(item))
+                    interfaces[-1] = _interface(_idb(item))
                 elif item.type in (_EPB, _PB) and mine:
-                    packet = _packet(_block_body(item), interfaces, item)
+                    packet = _packet(item, interfaces)
             except _Unreadable as e:
                 problem = str(e)
             if not mine:
@@ -309,24 +314,17 @@ class _Unreadable(Exception):
     """A block whose length is sound but whose content is not what its type says."""
 
 
-def _block_body(block: records.Record) -> Any:
-    """The block parsed by dpkt."""
-    little = block.order == "<"
-    kind: Any
-    if block.type == _IDB:
-        kind = (
-            dpkt.pcapng.InterfaceDescriptionBlockLE
-            if little
-            else dpkt.pcapng.InterfaceDescriptionBlock
-        )
-    elif block.type == _EPB:
-        kind = dpkt.pcapng.EnhancedPacketBlockLE if little else dpkt.pcapng.EnhancedPacketBlock
-    else:
-        kind = dpkt.pcapng.PacketBlockLE if little else dpkt.pcapng.PacketBlock
+def _idb(block: records.Record) -> Any:
+    """An Interface Description Block parsed by dpkt (its options: resolution, offset)."""
+    kind: Any = (
+        dpkt.pcapng.InterfaceDescriptionBlockLE
+        if block.order == "<"
+        else dpkt.pcapng.InterfaceDescriptionBlock
+    )
     try:
         return kind(block.data)
     except (dpkt.Error, struct.error, ValueError, IndexError) as e:
-        raise _Unreadable(f"block type {block.type} cannot be read: {e or type(e).__name__}") from e
+        raise _Unreadable(f"an interface block that cannot be read: {e or type(e).__name__}") from e
 
 
 def _interface(idb: Any) -> _Interface:
@@ -340,14 +338,23 @@ def _interface(idb: Any) -> _Interface:
     return _Interface(int(idb.linktype), tsresol, tsoffset)
 
 
-def _packet(block: Any, interfaces: list[_Interface], where: records.Record) -> Packet:
-    iface_id: int = block.iface_id
+def _packet(block: records.Record, interfaces: list[_Interface]) -> Packet:
+    """An Enhanced Packet Block's (or the obsolete Packet Block's) packet, read by hand: its
+    fixed fields, then `caplen` bytes that must fit before the options and the trailer."""
+    data, order = block.data, block.order
+    if block.type == _EPB:
+        iface_id, ts_high, ts_low, caplen = struct.unpack_from(order + "IIII", data, 8)
+        at = 28
+    else:
+        iface_id, _, ts_high, ts_low, caplen = struct.unpack_from(order + "HHIII", data, 8)
+        at = 28
+    if at + caplen > block.length - 4:
+        raise _Unreadable(f"a captured length of {caplen:,} does not fit its block")
     if iface_id >= len(interfaces):
         raise _Unreadable(f"a packet of interface {iface_id}, which no block describes")
     iface = interfaces[iface_id]
-    ticks: int = (block.ts_high << 32) | block.ts_low
-    ns = _ticks_ns(ticks, iface.tsresol) + iface.tsoffset * NS
-    return Packet(where.offset, ns / NS, ns, iface.linktype, bytes(block.pkt_data))
+    ns = _ticks_ns((ts_high << 32) | ts_low, iface.tsresol) + iface.tsoffset * NS
+    return Packet(block.offset, ns / NS, ns, iface.linktype, data[at : at + caplen])
 
 
 def _ticks_ns(ticks: int, tsresol: int) -> int:

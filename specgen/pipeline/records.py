@@ -41,7 +41,7 @@ import struct
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO, cast
+from typing import IO, NamedTuple, cast
 
 import numpy as np
 
@@ -63,6 +63,7 @@ SHB = 0x0A0D0D0A
 SHB_MAGIC = b"\x0a\x0d\x0d\x0a"
 BYTE_ORDER_LE = b"\x4d\x3c\x2b\x1a"
 BYTE_ORDER_BE = b"\x1a\x2b\x3c\x4d"
+IDB = 1
 BLOCK_TYPES = frozenset({SHB, 1, 2, 3, 4, 5, 6, 0xA, 0xB, 0xBAD, 0x40000BAD})
 """The block types pcapng defines (section, interface, packet, simple packet, name
 resolution, statistics, enhanced packet, decryption secrets, custom): what may be resynced to."""
@@ -73,10 +74,10 @@ NEAR = 30 * 24 * 3600
 """Seconds a pcap resynchronisation candidate's time may lie from the last record's."""
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
+class Record(NamedTuple):
     """One pcap record or pcapng block: `length` bytes of the file from `offset`. `data` is the
-    whole record (header included) when read with data; `cut` when the file ends inside it."""
+    whole record (header included) when read with data; `cut` when the file ends inside it.
+    (A tuple: one is made per packet, and a frozen dataclass costs three times as much.)"""
 
     offset: int
     length: int
@@ -205,11 +206,14 @@ def pcap_records(
     """Every record and damaged stretch from `start` (a record start) to the end of the file."""
     record = struct.Struct(header.order + "IIII")
     limit = header.limit
+    frac_max = 1_000_000_000 if header.nano else 1_000_000
     offset = start
     last: int | None = None  # the seconds of the last record read
+    head = b""  # the next record's header when the last read reached it already
     while True:
         w.release(offset)
-        head = w.read_at(offset, PCAP_RECORD_HEADER)
+        if len(head) < PCAP_RECORD_HEADER:
+            head = w.read_at(offset, PCAP_RECORD_HEADER)
         if not head:
             if w.broken is not None:
                 yield _gzip_break(w, offset, offset)
@@ -227,10 +231,15 @@ def pcap_records(
             yield _damage(w, offset, stop, why, stop)
             if stop is None:
                 return
-            offset = stop
+            offset, head = stop, b""
             continue
         end = offset + PCAP_RECORD_HEADER + incl
-        after = w.read_at(end, PCAP_RECORD_HEADER)
+        # one read: the record (when its bytes are wanted) and the header after it
+        if with_data:
+            chunk = w.read_at(offset, end - offset + PCAP_RECORD_HEADER)
+            data, after = chunk[: end - offset], chunk[end - offset :]
+        else:
+            data, after = b"", w.read_at(end, PCAP_RECORD_HEADER)
         if not after and not w.ends_at(end):  # the record runs past the end of the file
             stop = _resync_pcap(w, header, offset + 1, last)
             if stop is None and w.broken is not None:
@@ -239,25 +248,27 @@ def pcap_records(
             if stop is not None:
                 why = f"record of {incl:,} bytes runs past the end of the file"
                 yield _damage(w, offset, stop, why, stop)
-                offset = stop
+                offset, head = stop, b""
                 continue
             size = w.end() - offset  # the file was cut short inside its last record
             data = w.read_at(offset, size) if with_data else b""
             yield Record(offset, size, PCAP, header.order, data, cut=True)
             return
-        if len(after) == PCAP_RECORD_HEADER and not _pcap_plausible(header, *record.unpack(after)):
+        if len(after) == PCAP_RECORD_HEADER and not (
+            (fields := record.unpack(after))[1] < frac_max
+            and 1 <= fields[2] <= limit
+            and fields[3] >= fields[2]
+        ):  # the same test as _pcap_plausible, inline: it runs once per record
             # the next header cannot be one: either it is damaged, or this record's length is
             # wrong and a record that chains starts inside this one
             stop = _resync_pcap(w, header, offset + 1, seconds, end)
             if stop is not None:
                 why = f"record length {incl:,} does not lead to a record header"
                 yield _damage(w, offset, stop, why, stop)
-                offset = stop
+                offset, head = stop, b""
                 continue
-        data = w.read_at(offset, end - offset) if with_data else b""
         yield Record(offset, end - offset, PCAP, header.order, data)
-        offset = end
-        last = seconds
+        offset, head, last = end, after, seconds
 
 
 def _resync_pcap(
@@ -330,9 +341,10 @@ def _pcap_plausible(header: PcapHeader, ts: int, frac: int, incl: int, orig: int
 # -------------------------------------------------------------------------------------- pcapng
 
 
-def pcapng_blocks(w: Window, with_data: bool = True) -> Iterator[Record | Damage]:
+def pcapng_blocks(w: Window, data_from: int | None = 0) -> Iterator[Record | Damage]:
     """Every block and damaged stretch of a pcapng file, from its start (the byte order changes
-    at each Section Header Block, whose byte-order magic follows its length)."""
+    at each Section Header Block, whose byte-order magic follows its length). Blocks at or
+    after `data_from`, and interface descriptions anywhere, come with their bytes."""
     offset = 0
     order = "<"
     while True:
@@ -356,8 +368,14 @@ def pcapng_blocks(w: Window, with_data: bool = True) -> Iterator[Record | Damage
         btype, length = struct.unpack_from(block_order + "II", head)
         if why is None:
             why = _block_fault(length)
+        data = b""
         if why is None:
-            trailer = w.read_at(offset + length - 4, 4)
+            wanted = btype == IDB or (data_from is not None and offset >= data_from)
+            if wanted:  # one read: the block, its trailer included
+                data = w.read_at(offset, length)
+                trailer = data[-4:] if len(data) == length else b""
+            else:
+                trailer = w.read_at(offset + length - 4, 4)
             if len(trailer) < 4:
                 stop = _resync_pcapng(w, order, offset + 4)
                 if stop is None and w.broken is not None:
@@ -380,7 +398,6 @@ def pcapng_blocks(w: Window, with_data: bool = True) -> Iterator[Record | Damage
                 order = "<" if w.read_at(offset + 8, 4) == BYTE_ORDER_LE else ">"
             continue
         order = block_order
-        data = w.read_at(offset, length) if with_data else b""
         yield Record(offset, length, btype, order, data)
         offset += length
 
