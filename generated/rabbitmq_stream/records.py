@@ -5,8 +5,9 @@
 gzip comes from the standard library; snappy (framing format), lz4 (frame format) and zstd come
 from `cramjam`, `lz4` and `zstandard`, installed with `pip install 'specgen[compression]'`. A
 missing package is a DecodeError (EncodeError when packing) that names the extra. Decompressing
-never produces more than the declared length plus one byte, so a lying length field or a
-compression bomb costs no more memory than the frame claims.
+never produces more than the declared length plus one byte (plus one 64 KiB chunk for snappy,
+which is read a chunk at a time), so a lying length field or a compression bomb costs no more
+memory than the frame claims.
 """
 
 from __future__ import annotations
@@ -67,8 +68,7 @@ def decompress(algorithm: str, data: bytes, size: int, field: str) -> bytes:
                 got += len(piece)
             out = b"".join(pieces)
         else:  # snappy, framing format; frames hold at most 64 KiB each
-            cramjam = _module("snappy", field, DecodeError)
-            out = bytes(cramjam.snappy.decompress(data))
+            out = _snappy(_module("snappy", field, DecodeError), data, size, field)
     except DecodeError:
         raise
     except Exception as e:  # every library has its own error types for corrupt input
@@ -79,6 +79,36 @@ def decompress(algorithm: str, data: bytes, size: int, field: str) -> bytes:
             field, 0, f"{algorithm} data holds {holds} bytes, the length field says {size}"
         )
     return out
+
+
+_SNAPPY_STREAM = b"\xff\x06\x00\x00sNaPpY"
+"""The snappy framing format's stream identifier chunk, which every stream starts with."""
+
+
+def _snappy(cramjam: Any, data: bytes, size: int, field: str) -> bytes:
+    """A snappy framing-format stream, decompressed a chunk at a time (each at most 64 KiB,
+    its checksum verified by cramjam) and no further once past `size`: a chunk that expands
+    20-fold costs 64 KiB, not 20 times the frame."""
+    if not data.startswith(_SNAPPY_STREAM):
+        raise DecodeError(field, 0, "snappy data does not start with the stream identifier")
+    parts: list[bytes] = []
+    total = 0
+    at = len(_SNAPPY_STREAM)
+    while at < len(data) and total <= size:
+        if len(data) - at < 4:
+            raise DecodeError(field, at, "a snappy chunk header cut short")
+        kind = data[at]
+        end = at + 4 + int.from_bytes(data[at + 1 : at + 4], "little")
+        if end > len(data):
+            raise DecodeError(field, at, "a snappy chunk runs past the data")
+        if kind in (0x00, 0x01):  # compressed or uncompressed data
+            piece = bytes(cramjam.snappy.decompress(_SNAPPY_STREAM + data[at:end]))
+            parts.append(piece)
+            total += len(piece)
+        elif kind < 0x80:
+            raise DecodeError(field, at, f"reserved unskippable snappy chunk type {kind:#04x}")
+        at = end  # 0x80..0xff: skippable (padding, a repeated stream identifier)
+    return b"".join(parts)
 
 
 def compress(algorithm: str, data: bytes, field: str) -> bytes:

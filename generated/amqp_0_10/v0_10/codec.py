@@ -1214,8 +1214,13 @@ def _r_typed(buf: memoryview, at: int, end: int, path: str) -> tuple[Typed, int]
     if code not in TYPE_CODES:
         raise DecodeError(f"{path}.type", at, f"unknown type code 0x{code:02x}")
     name = TYPE_CODES[code]
-    value, at = _READERS[name](buf, at + 1, end, path)
-    return Typed(name, value), at
+    try:  # free until raised: maps and lists nest through here, and input may nest them endlessly
+        value, after = _READERS[name](buf, at + 1, end, path)
+    except RecursionError:
+        # nested past Python's stack: a DecodeError at the level where it ran out (raised again
+        # one level up should even this run out of stack)
+        raise DecodeError(path, at, "values nested deeper than the stack allows") from None
+    return Typed(name, value), after
 
 
 def _w_typed(out: bytearray, value: Typed, path: str) -> None:

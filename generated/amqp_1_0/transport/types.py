@@ -808,12 +808,17 @@ def read(buf: memoryview, pos: int, end: int) -> tuple[Any, int, Wire]:
     if pos >= end:
         raise DecodeError("constructor", pos, "needs 1 byte, 0 left")
     code = buf[pos]
-    if code == 0:
-        return _described(buf, pos + 1, end)
-    body = _READERS[code]
-    if body is None:
-        raise DecodeError("constructor", pos, f"unknown format code {code:#04x}")
-    return body(buf, pos + 1, end)
+    try:  # free until raised: values nest through here, and input may nest them endlessly
+        if code == 0:
+            return _described(buf, pos + 1, end)
+        body = _READERS[code]
+        if body is None:
+            raise DecodeError("constructor", pos, f"unknown format code {code:#04x}")
+        return body(buf, pos + 1, end)
+    except RecursionError:
+        # described values or compounds nested past Python's stack: a DecodeError at the level
+        # where it ran out (raised again one level up should even this run out of stack)
+        raise DecodeError("value", pos, "values nested deeper than the stack allows") from None
 
 
 def _described(buf: memoryview, pos: int, end: int) -> tuple[Any, int, Wire]:

@@ -2030,7 +2030,11 @@ def _decode_field_table(buf: memoryview, at: int, end: int) -> tuple[Table, int]
         at += key_len
         if key_2 in out:
             raise DecodeError("field-table", at, f"key {key_2!r} twice")
-        item, ctor, at = _decode_field_value(buf, at, stop)
+        try:  # free until raised: field-tables may nest, and input may nest them endlessly
+            item, ctor, at = _decode_field_value(buf, at, stop)
+        except RecursionError:
+            # nested past Python's stack: a DecodeError at the level where it ran out
+            raise DecodeError("field-table", at, "nested deeper than the stack allows") from None
         out[key_2] = item
         out.constructors[key_2] = ctor
     return out, at
