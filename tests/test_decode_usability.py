@@ -257,6 +257,27 @@ def test_an_existing_out_stays_as_it_was(stream_out: Path, tmp_path: Path) -> No
     assert _tree(out) == before  # no report.html
 
 
+def test_a_spark_that_cannot_start_is_exit_2_from_decode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pyspark.errors import PySparkException
+
+    from specgen.pipeline import spark
+
+    def no_java(master: str | None = None) -> None:
+        raise PySparkException("Java gateway process exited before sending its port number")
+
+    monkeypatch.setattr(spark, "session", no_java)
+    out = tmp_path / "out"
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["decode", "rabbitmq-stream", str(STREAM), "--out", str(out)])
+    want = "specgen: cannot start Spark (is Java 17 installed?): Java gateway process exited"
+    assert code == 2 and err.getvalue().startswith(want), err.getvalue()
+    assert len(err.getvalue().splitlines()) == 1
+    assert not out.exists() or not any(out.iterdir())
+
+
 def test_ctrl_c_during_decode_is_one_line_and_exit_130(tmp_path: Path) -> None:
     # a new session, as a terminal's foreground job: Ctrl-C reaches the whole process group
     # (the JVM, Spark's Python workers), not only specgen

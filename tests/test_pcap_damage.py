@@ -14,8 +14,10 @@ import gzip
 import random
 import struct
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_pcap import Iface, data_packet, write_pcap, write_pcapng
@@ -129,48 +131,29 @@ def write_ng(path: Path) -> Path:
     return write_pcapng(path, [(0, 1000 + i, f) for i, (_, f) in enumerate(FRAMES)], [Iface(1)])
 
 
-def test_an_enhanced_packet_block_of_length_0x7ffffff0_is_damage(tmp_path: Path) -> None:
-    path = write_ng(tmp_path / "a.pcapng")
-    blocks = pcapng_blocks(path)
-    epbs = [b for b in blocks if b[1] == 6]
-    data = bytearray(path.read_bytes())
-    offset, _, length = epbs[4]
-    struct.pack_into("<I", data, offset + 4, 0x7FFFFFF0)
-    path.write_bytes(data)
-    got, damage, tally = read(path)
-    assert [p.data for p in got] == [f for i, (_, f) in enumerate(FRAMES) if i != 4]
-    (d,) = damage
-    assert (d.offset, d.length) == (offset, length)
-    assert "more than any block" in d.reason
-    accounted(path, tally, 0)
-
-
-def test_a_block_length_not_a_multiple_of_4_is_damage(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("victim", "length_of", "said"),
+    [
+        (4, lambda n: 0x7FFFFFF0, "more than any block"),  # the repro
+        (1, lambda n: n + 2, "not a multiple of 4"),
+        (6, lambda n: n + 8, "not repeated at its end"),  # a multiple of 4, still wrong
+        (3, lambda n: 8, "less than 12"),
+    ],
+)
+def test_an_impossible_block_length_is_that_block_damaged(
+    tmp_path: Path, victim: int, length_of: Callable[[int], int], said: str
+) -> None:
     path = write_ng(tmp_path / "a.pcapng")
     epbs = [b for b in pcapng_blocks(path) if b[1] == 6]
     data = bytearray(path.read_bytes())
-    offset, _, length = epbs[1]
-    struct.pack_into("<I", data, offset + 4, length + 2)
+    offset, _, length = epbs[victim]
+    struct.pack_into("<I", data, offset + 4, length_of(length))
     path.write_bytes(data)
     got, damage, tally = read(path)
-    assert [p.data for p in got] == [f for i, (_, f) in enumerate(FRAMES) if i != 1]
+    assert [p.data for p in got] == [f for i, (_, f) in enumerate(FRAMES) if i != victim]
     (d,) = damage
     assert (d.offset, d.length) == (offset, length)
-    assert "not a multiple of 4" in d.reason
-    accounted(path, tally, 0)
-
-
-def test_a_block_whose_trailer_disagrees_is_damage(tmp_path: Path) -> None:
-    path = write_ng(tmp_path / "a.pcapng")
-    epbs = [b for b in pcapng_blocks(path) if b[1] == 6]
-    data = bytearray(path.read_bytes())
-    offset, _, length = epbs[6]
-    struct.pack_into("<I", data, offset + 4, length + 8)  # a multiple of 4, still wrong
-    path.write_bytes(data)
-    got, damage, tally = read(path)
-    assert [p.data for p in got] == [f for i, (_, f) in enumerate(FRAMES) if i != 6]
-    (d,) = damage
-    assert (d.offset, d.length) == (offset, length)
+    assert said in d.reason
     accounted(path, tally, 0)
 
 

@@ -264,16 +264,15 @@ def run(
     from py4j.protocol import Py4JError  # type: ignore[import-untyped]
     from pyspark.errors import PySparkException
 
-    from specgen.pipeline.spark import SessionError, session
+    from specgen.pipeline.spark import start
 
     job = prepare(protocol, input_dir, out, overwrite, target, verify_checksums)
     for line in job.summary():
         echo(line)
     # absolute: executors on a cluster do not run in this process's folder
     dirs = {name: (out / name).resolve() for name in ("frames", "rejects")}
+    spark = start(master)  # first: a Spark that cannot start leaves --out as it was
     try:
-        # the session first: a master that cannot be reached leaves --out as it was
-        spark = session(master)
         for path in dirs.values():
             shutil.rmtree(path, ignore_errors=True)
             path.mkdir(parents=True)
@@ -298,7 +297,7 @@ def run(
             ),
             "`index` INT, `frames` BIGINT, `rejects` BIGINT",
         ).collect()
-    except (PySparkException, Py4JError, SessionError) as e:
+    except (PySparkException, Py4JError) as e:
         raise DecodeJobError(first_line(e)) from None
     schemas = {"frames": job.codec.schema.FRAMES_SCHEMA, "rejects": REJECTS_SCHEMA}
     for name, path in dirs.items():
@@ -370,7 +369,7 @@ def main(
     master is exit 2 too. An input of pcap or
     pcapng files (told by their magic numbers) goes through `pcap_job` first."""
     from specgen.pipeline import pcap_job
-    from specgen.pipeline.spark import MasterUnreachable, check_master
+    from specgen.pipeline.spark import MasterUnreachable, Unavailable, check_master
 
     if target < 1:
         raise DecodeInputError(f"--range-size {target}: must be a positive number of bytes")
@@ -416,7 +415,7 @@ def main(
     except DecodeJobError as e:
         print(f"specgen: decode failed: {e}", file=sys.stderr, flush=True)
         return 1
-    except MasterUnreachable as e:
+    except (MasterUnreachable, Unavailable) as e:
         # an environment error, as `report` and the top-level help say: exit 2
         print(f"specgen: {e}", file=sys.stderr, flush=True)
         return 2

@@ -552,7 +552,7 @@ def run(
     """The whole pcap job: stages 1 and 2, the ordinary decode of OUT/streams, the gaps as
     rejects, then the packet and byte reconciliation."""
     from specgen.pipeline import decode
-    from specgen.pipeline.spark import session
+    from specgen.pipeline.spark import start
 
     spec = find_spec(protocol)
     ports = ports or frozenset(spec.ports)
@@ -569,8 +569,9 @@ def run(
     from py4j.protocol import Py4JError  # type: ignore[import-untyped]
     from pyspark.errors import PySparkException
 
+    spark = start(master)  # an environment error (exit 2) before any job runs
     try:
-        streams = reassemble_on_spark(session(master), files, out, ports)
+        streams = reassemble_on_spark(spark, files, out, ports)
     except (PySparkException, Py4JError) as e:
         raise decode.DecodeJobError(decode.first_line(e)) from None
     echo(

@@ -29,8 +29,7 @@ from typing import Any, Protocol, TextIO
 
 import jinja2
 from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]
-from py4j.protocol import Py4JError  # type: ignore[import-untyped]
-from pyspark.errors import AnalysisException, PySparkException
+from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampType
@@ -174,14 +173,9 @@ def _inputs(out_dir: Path) -> tuple[Path, Path | None]:
 def _session(master: str | None) -> SparkSession:
     """The project's session (or the one this process already runs), failures as one line."""
     try:
-        return spark.session(master)
-    except (spark.SessionError, spark.MasterUnreachable) as e:
+        return spark.start(master)
+    except (spark.Unavailable, spark.MasterUnreachable) as e:
         raise ReportError(str(e)) from None
-    except PySparkException as e:
-        raise ReportError(f"cannot start Spark (is Java 17 installed?): {e}") from e
-    except Py4JError as e:  # the JVM started but the master would not have it: its first line
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ReportError(f"cannot start Spark on {master or spark.DEFAULT_MASTER}: {first}") from e
 
 
 def _read(session: SparkSession, path: Path, columns: Sequence[str]) -> DataFrame:

@@ -59,6 +59,27 @@ class MasterUnreachable(RuntimeError):
     """Nothing answers at a standalone master's address: one line naming the URL."""
 
 
+class Unavailable(RuntimeError):
+    """Spark cannot be started here (no Java, a master that will not have us): an environment
+    error, one line, exit 2 from every command."""
+
+
+def start(master: str | None = None) -> SparkSession:
+    """`session`, its failures to start as Unavailable (MasterUnreachable stays itself)."""
+    from py4j.protocol import Py4JError  # type: ignore[import-untyped]
+    from pyspark.errors import PySparkException
+
+    try:
+        return session(master)
+    except SessionError as e:
+        raise Unavailable(str(e)) from None
+    except PySparkException as e:
+        raise Unavailable(f"cannot start Spark (is Java 17 installed?): {e}") from e
+    except Py4JError as e:  # the JVM started but the master would not have it: its first line
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise Unavailable(f"cannot start Spark on {master or DEFAULT_MASTER}: {first}") from e
+
+
 def session(master: str | None = None) -> SparkSession:
     """A Spark session on `master` (default local[*]), or the one this process already runs.
 
