@@ -1,5 +1,7 @@
 """specgen's command line. Exit codes: 0 fine, 1 the check found drift or frames failed,
-2 a spec, overlay or input error (printed as one `file:line:column: message` line)."""
+2 a spec, overlay, input or environment error (one line: `file:line:column: message` for a
+spec; a Spark that cannot start or a master that cannot be reached), 130 interrupted (Ctrl-C,
+one line)."""
 
 from __future__ import annotations
 
