@@ -1033,7 +1033,11 @@ def test_damaged_captures_reconcile_and_keep_every_frame_clear_of_the_damage(
     "make, message",
     [
         (lambda tmp: tmp / "nowhere", "nowhere: no such folder"),
-        (lambda tmp: _file(tmp / "capture.bin"), "capture.bin: not a folder"),
+        (
+            lambda tmp: _file(tmp / "capture.bin"),
+            "capture.bin: not a pcap or pcapng file (starts with 00 00 00 04 00 17 00 01); "
+            "give pcap files, or the folder a capture was recorded into",
+        ),
         (lambda tmp: _folder(tmp / "photos", "a.jpg"), "photos: no capture in it"),
     ],
 )

@@ -327,7 +327,7 @@ def test_a_file_that_is_no_capture_says_what_it_is(
     assert code == 2
     line = err.getvalue().strip()
     assert line.startswith(f"specgen: {bad}: ") and said in line, line
-    assert "folder" not in line
+    assert "not a folder" not in line
     assert not (tmp_path / "out").exists()
 
 

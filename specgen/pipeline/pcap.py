@@ -139,7 +139,10 @@ def not_a_capture(path: Path | str) -> str:
             return f"{path}: a gzip file that cannot be read ({e})"
         shown = " ".join(f"{b:02x}" for b in inner) or "nothing"
         return f"{path}: a gzip file, but no pcap or pcapng in it (it starts with {shown})"
-    return f"{path}: not a pcap or pcapng file (starts with {shown})"
+    return (
+        f"{path}: not a pcap or pcapng file (starts with {shown}); give pcap files, or the "
+        "folder a capture was recorded into"
+    )
 
 
 def _kind(head: bytes) -> Literal["pcap", "pcapng"] | None:
