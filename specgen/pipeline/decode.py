@@ -365,8 +365,8 @@ def main(
 ) -> int:
     """The CLI's `decode`: 0 when every frame found is accounted for (and the rejects table
     holds at most `max_rejects` rows, when given), 1 otherwise or when Spark fails; input errors
-    raise DecodeInputError, which the CLI prints as one line (exit 2), and an unreachable
-    master is exit 2 too. An input of pcap or
+    raise DecodeInputError, which the CLI prints as one line (exit 2), and a Spark that
+    cannot start or a master that cannot be reached are exit 2 too. An input of pcap or
     pcapng files (told by their magic numbers) goes through `pcap_job` first."""
     from specgen.pipeline import pcap_job
     from specgen.pipeline.spark import MasterUnreachable, Unavailable, check_master

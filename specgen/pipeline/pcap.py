@@ -34,26 +34,13 @@ uncompressed size is unknown without decompressing it all)."""
 
 NS = 1_000_000_000
 
-# pcap magic (as the file's first four bytes) -> (struct byte order, digits after the second)
-_PCAP_MAGIC = {
-    b"\xa1\xb2\xc3\xd4": (">", 6),
-    b"\xd4\xc3\xb2\xa1": ("<", 6),
-    b"\xa1\xb2\x3c\x4d": (">", 9),
-    b"\x4d\x3c\xb2\xa1": ("<", 9),
-}
-_PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
 _GZIP_MAGIC = b"\x1f\x8b"
-_PCAP_FILE_HEADER = 24
-_PCAP_RECORD_HEADER = 16
-
-_SHB = 0x0A0D0D0A
-_IDB = 1
+_SHB = records.SHB
+_IDB = records.IDB
 _PB = 2  # the obsolete Packet Block; old Wireshark versions still wrote it
 _EPB = 6
-# Simple Packet Blocks (3) carry neither interface nor timestamp and dpkt has no class for
-# them: they are skipped like every other block that holds no packet.
-_BYTE_ORDER_BE = b"\x1a\x2b\x3c\x4d"
-_BYTE_ORDER_LE = b"\x4d\x3c\x2b\x1a"
+# Simple Packet Blocks (3) carry neither interface nor timestamp: they are skipped like every
+# other block that holds no packet.
 _OPT_TSRESOL = 9
 _OPT_TSOFFSET = 14
 
@@ -146,9 +133,9 @@ def not_a_capture(path: Path | str) -> str:
 
 
 def _kind(head: bytes) -> Literal["pcap", "pcapng"] | None:
-    if head in _PCAP_MAGIC:
+    if head in records.PCAP_MAGIC:
         return "pcap"
-    if head == _PCAPNG_MAGIC:
+    if head == records.SHB_MAGIC:
         return "pcapng"
     return None
 
@@ -206,20 +193,20 @@ def _walk(
     whose interfaces the packets after `start` need)."""
     if fmt.startswith("pcapng"):
         head = w.read_at(0, 12)
-        if len(head) < 12 or head[:4] != _PCAPNG_MAGIC:
+        if len(head) < 12 or head[:4] != records.SHB_MAGIC:
             raise BadCapture(f"{path}: no pcapng section header")
         yield from records.pcapng_blocks(w, start if with_data else None)
         return
-    header = records.pcap_header(w.read_at(0, _PCAP_FILE_HEADER))
+    header = records.pcap_header(w.read_at(0, records.PCAP_FILE_HEADER))
     if header is None:
         raise BadCapture(f"{path}: no pcap file header")
-    yield from records.pcap_records(w, header, max(start, _PCAP_FILE_HEADER), with_data)
+    yield from records.pcap_records(w, header, max(start, records.PCAP_FILE_HEADER), with_data)
 
 
 def file_header(fmt: Format) -> int:
     """Bytes of the file before its first record (a pcapng file has none: its header is a
     block)."""
-    return 0 if fmt.startswith("pcapng") else _PCAP_FILE_HEADER
+    return 0 if fmt.startswith("pcapng") else records.PCAP_FILE_HEADER
 
 
 @dataclass
@@ -254,7 +241,11 @@ def scan(
     hi = TO_END if end is None else end
     tally = Tally() if tally is None else tally
     with records.open_window(path, compressed=fmt.endswith(".gz")) as w:
-        header = None if fmt.startswith("pcapng") else records.pcap_header(w.read_at(0, 24))
+        header = (
+            None
+            if fmt.startswith("pcapng")
+            else records.pcap_header(w.read_at(0, records.PCAP_FILE_HEADER))
+        )
         interfaces: list[_Interface] = []
         # a pcap walk starts at `lo`; a pcapng walk starts at the file's start, and of the
         # blocks before `lo` only the interfaces are read
@@ -303,7 +294,9 @@ def scan(
 def _pcap_packet(record: records.Record, header: records.PcapHeader) -> Packet:
     seconds, frac = struct.unpack_from(header.order + "II", record.data)
     ns = seconds * NS + (frac if header.nano else frac * 1000)
-    return Packet(record.offset, ns / NS, ns, header.linktype, record.data[_PCAP_RECORD_HEADER:])
+    return Packet(
+        record.offset, ns / NS, ns, header.linktype, record.data[records.PCAP_RECORD_HEADER :]
+    )
 
 
 @dataclass(frozen=True)

@@ -121,6 +121,7 @@ class CaptureFile:
     path: Path
     capture: str  # its name in the tables: the path relative to the input, or the file name
     size: int
+    format: pcap.Format
 
 
 def find(root: Path) -> list[CaptureFile]:
@@ -128,15 +129,16 @@ def find(root: Path) -> list[CaptureFile]:
     apart from other files by their magic numbers, not their names. A file given that is none
     is an input error saying what it is."""
     if root.is_file():
-        if not pcap.detect(root):
+        fmt = pcap.detect(root)
+        if fmt is None:
             raise DecodeInputError(pcap.not_a_capture(root))
-        return [CaptureFile(root, root.name, root.stat().st_size)]
+        return [CaptureFile(root, root.name, root.stat().st_size, fmt)]
     out = []
     if root.is_dir():
         for path in sorted(p for p in root.rglob("*") if p.is_file()):
-            if pcap.detect(path):
+            if fmt := pcap.detect(path):
                 rel = path.relative_to(root).as_posix()
-                out.append(CaptureFile(path, rel, path.stat().st_size))
+                out.append(CaptureFile(path, rel, path.stat().st_size, fmt))
     return out
 
 
@@ -166,7 +168,7 @@ def segment_rows(
     tally = pcap.Tally()
     for item in pcap.scan(Path(path), start, end, tally):
         if isinstance(item, records.Damage):
-            row: dict[str, Any] = {
+            damage = {
                 "kind": "damage",
                 "capture": capture,
                 "index": item.offset,
@@ -174,8 +176,7 @@ def segment_rows(
                 "length": item.length,
                 "error": item.reason,
             }
-            for name in columns:
-                columns[name].append(row.get(name))
+            _append(columns, damage)
             continue
         packets += 1
         seg = pcap.segment(item)
@@ -200,8 +201,7 @@ def segment_rows(
             "payload": bytes(seg.payload),
             "missing": seg.missing,
         }
-        for name in columns:
-            columns[name].append(row.get(name))
+        _append(columns, row)
         if len(columns["kind"]) >= ROWS_PER_BATCH:
             yield columns
             columns = {name: [] for name, _ in SEGMENT_FIELDS}
@@ -215,9 +215,14 @@ def segment_rows(
         "file_end": tally.end,
         "error": tally.broken,
     }
-    for name in columns:
-        columns[name].append(counts.get(name))
+    _append(columns, counts)
     yield columns
+
+
+def _append(columns: dict[str, list[Any]], row: dict[str, Any]) -> None:
+    """One row onto column lists: every column gets a value, None where the row has none."""
+    for name, values in columns.items():
+        values.append(row.get(name))
 
 
 def _address(endpoint: tuple[str, int]) -> str:
@@ -442,12 +447,9 @@ def reassemble_on_spark(
 
 def gap_rejects(streams: Streams, out: Path) -> int:
     """Write every gap as a reject of kind "gap" (no bytes; its length is what is missing)."""
-    rows: dict[str, list[Any]] = {name: [] for name in REJECTS_SCHEMA.names}
-    for d in streams.directions:
-        for offset, length, seqs in zip(
-            d["gap_offsets"], d["gap_lengths"], d["gap_seqs"], strict=True
-        ):
-            values = {
+    return _write_rejects(
+        [
+            {
                 "capture": d["capture"],
                 "connection": d["connection"],
                 "direction": d["direction"],
@@ -457,37 +459,44 @@ def gap_rejects(streams: Streams, out: Path) -> int:
                 "kind": "gap",
                 "bytes": b"",
                 "error": f"{length} bytes missing from the capture (TCP sequence {seqs})",
-                "field": None,
-                "error_offset": None,
             }
-            for name in rows:
-                rows[name].append(values.get(name))
-    if rows["capture"]:
-        table = pa.Table.from_pydict(rows, schema=REJECTS_SCHEMA)
-        pq.write_table(table, out / "rejects" / "part-gaps.parquet")
-    return len(rows["capture"])
+            for d in streams.directions
+            for offset, length, seqs in zip(
+                d["gap_offsets"], d["gap_lengths"], d["gap_seqs"], strict=True
+            )
+        ],
+        out / "rejects" / "part-gaps.parquet",
+    )
 
 
 def capture_rejects(streams: Streams, out: Path) -> int:
     """Write every damaged stretch of a capture file as a reject of kind "capture": its file
     offset and length, its first bytes, why (no connection: it belongs to none)."""
-    rows: dict[str, list[Any]] = {name: [] for name in REJECTS_SCHEMA.names}
-    for d in streams.damage:
-        values = {
-            "capture": d["capture"],
-            "offset": d["index"],
-            "size": d["length"],
-            "length": d["length"],
-            "kind": "capture",
-            "bytes": d["payload"],
-            "error": f"capture file offset {d['index']:,}, {d['length']:,} bytes: {d['error']}",
-        }
-        for name in rows:
-            rows[name].append(values.get(name))
-    if rows["capture"]:
-        table = pa.Table.from_pydict(rows, schema=REJECTS_SCHEMA)
-        pq.write_table(table, out / "rejects" / "part-capture.parquet")
-    return len(rows["capture"])
+    return _write_rejects(
+        [
+            {
+                "capture": d["capture"],
+                "offset": d["index"],
+                "size": d["length"],
+                "length": d["length"],
+                "kind": "capture",
+                "bytes": d["payload"],
+                "error": f"capture file offset {d['index']:,}, {d['length']:,} bytes: {d['error']}",
+            }
+            for d in streams.damage
+        ],
+        out / "rejects" / "part-capture.parquet",
+    )
+
+
+def _write_rejects(rows: list[dict[str, Any]], path: Path) -> int:
+    """The rows as one Parquet part of the rejects table (none written for no rows)."""
+    if rows:
+        columns: dict[str, list[Any]] = {name: [] for name in REJECTS_SCHEMA.names}
+        for row in rows:
+            _append(columns, row)
+        pq.write_table(pa.Table.from_pydict(columns, schema=REJECTS_SCHEMA), path)
+    return len(rows)
 
 
 def reconcile_files(files: list[CaptureFile], streams: Streams, echo: Echo) -> dict[str, str]:
@@ -498,9 +507,8 @@ def reconcile_files(files: list[CaptureFile], streams: Streams, echo: Echo) -> d
     total = header_total = records_total = damaged_total = 0
     for f in files:
         counts = streams.files.get(f.capture, FileCounts())
-        fmt = pcap.detect(f.path) or "pcap"
-        header = pcap.file_header(fmt)
-        compressed = fmt.endswith(".gz")
+        header = pcap.file_header(f.format)
+        compressed = f.format.endswith(".gz")
         size = counts.end if compressed else f.size
         got = header + counts.record_bytes + counts.damaged_bytes
         what = "decompressed size" if compressed else "size"

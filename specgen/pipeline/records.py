@@ -177,6 +177,11 @@ class PcapHeader:
     linktype: int
 
     @property
+    def frac_max(self) -> int:
+        """One second in the file's sub-second units (micro- or nanoseconds)."""
+        return 1_000_000_000 if self.nano else 1_000_000
+
+    @property
     def limit(self) -> int:
         """The longest record: the snap length, or libpcap's largest (262,144) when that is
         more: libpcap reads records longer than their file's snap length (dpkt's writer keeps
@@ -206,7 +211,7 @@ def pcap_records(
     """Every record and damaged stretch from `start` (a record start) to the end of the file."""
     record = struct.Struct(header.order + "IIII")
     limit = header.limit
-    frac_max = 1_000_000_000 if header.nano else 1_000_000
+    frac_max = header.frac_max
     offset = start
     last: int | None = None  # the seconds of the last record read
     head = b""  # the next record's header when the last read reached it already
@@ -219,7 +224,7 @@ def pcap_records(
                 yield _gzip_break(w, offset, offset)
             return
         if len(head) < PCAP_RECORD_HEADER:
-            yield _damage(w, offset, offset + len(head), "a record header cut short", None)
+            yield _damage(w, offset, None, "a record header cut short")
             return
         seconds, _, incl, _ = record.unpack(head)
         if incl > limit:
@@ -228,7 +233,7 @@ def pcap_records(
                 f"and than any record a reader takes ({limit:,})"
             )
             stop = _resync_pcap(w, header, offset + 1, last)
-            yield _damage(w, offset, stop, why, stop)
+            yield _damage(w, offset, stop, why)
             if stop is None:
                 return
             offset, head = stop, b""
@@ -247,7 +252,7 @@ def pcap_records(
                 return
             if stop is not None:
                 why = f"record of {incl:,} bytes runs past the end of the file"
-                yield _damage(w, offset, stop, why, stop)
+                yield _damage(w, offset, stop, why)
                 offset, head = stop, b""
                 continue
             size = w.end() - offset  # the file was cut short inside its last record
@@ -264,7 +269,7 @@ def pcap_records(
             stop = _resync_pcap(w, header, offset + 1, seconds, end)
             if stop is not None:
                 why = f"record length {incl:,} does not lead to a record header"
-                yield _damage(w, offset, stop, why, stop)
+                yield _damage(w, offset, stop, why)
                 offset, head = stop, b""
                 continue
         yield Record(offset, end - offset, PCAP, header.order, data)
@@ -280,9 +285,8 @@ def _resync_pcap(
     bytes late (sub-second part as seconds, captured length as sub-second part, original
     length as captured length) chains as well as the true one when the lengths agree, and only
     its time gives it away."""
-    order = "<" if header.order == "<" else ">"
-    dtype = np.dtype(order + "u4")
-    frac_max = 1_000_000_000 if header.nano else 1_000_000
+    big = header.order == ">"
+    frac_max = header.frac_max
     limit = header.limit
     pos = frm
     while until is None or pos < until:
@@ -293,7 +297,7 @@ def _resync_pcap(
         if until is not None:
             n = min(n, until - pos)
         raw = np.frombuffer(chunk, dtype=np.uint8)
-        fields = [_u32(raw, i, n, dtype) for i in (0, 4, 8, 12)]
+        fields = [_u32(raw, i, n, big) for i in (0, 4, 8, 12)]
         ts, frac, incl, orig = fields
         ok = (frac < frac_max) & (incl >= 1) & (incl <= limit) & (orig >= incl)
         if near is not None:
@@ -309,10 +313,10 @@ def _resync_pcap(
     return None
 
 
-def _u32(raw: np.ndarray, at: int, n: int, dtype: np.dtype) -> np.ndarray:
+def _u32(raw: np.ndarray, at: int, n: int, big: bool) -> np.ndarray:
     """The uint32 at `at` past every one of the first `n` byte positions."""
     b = raw[at : at + n + 3].astype(np.uint32)
-    if dtype.byteorder == ">":
+    if big:
         return (b[:n] << 24) | (b[1 : n + 1] << 16) | (b[2 : n + 2] << 8) | b[3 : n + 3]
     return b[:n] | (b[1 : n + 1] << 8) | (b[2 : n + 2] << 16) | (b[3 : n + 3] << 24)
 
@@ -334,8 +338,7 @@ def _pcap_chains(w: Window, header: PcapHeader, q: int) -> bool:
 def _pcap_plausible(header: PcapHeader, ts: int, frac: int, incl: int, orig: int) -> bool:
     """A record header as writers write them: its sub-second part below a second, a captured
     length of 1 to the snap length, not above the original length."""
-    frac_max = 1_000_000_000 if header.nano else 1_000_000
-    return frac < frac_max and 1 <= incl <= header.limit and orig >= incl
+    return frac < header.frac_max and 1 <= incl <= header.limit and orig >= incl
 
 
 # -------------------------------------------------------------------------------------- pcapng
@@ -355,7 +358,7 @@ def pcapng_blocks(w: Window, data_from: int | None = 0) -> Iterator[Record | Dam
                 yield _gzip_break(w, offset, offset)
             return
         if len(head) < 12:
-            yield _damage(w, offset, offset + len(head), "a block header cut short", None)
+            yield _damage(w, offset, None, "a block header cut short")
             return
         block_order = order
         why = None
@@ -382,7 +385,7 @@ def pcapng_blocks(w: Window, data_from: int | None = 0) -> Iterator[Record | Dam
                     yield _gzip_break(w, offset, w.end())
                     return
                 if stop is None:
-                    yield _damage(w, offset, None, "a block cut short by the end of the file", None)
+                    yield _damage(w, offset, None, "a block cut short by the end of the file")
                     return
                 why = f"block of {length:,} bytes runs past the end of the file"
             elif struct.unpack(block_order + "I", trailer)[0] != length:
@@ -390,7 +393,7 @@ def pcapng_blocks(w: Window, data_from: int | None = 0) -> Iterator[Record | Dam
                 why = f"block length {length:,} is not repeated at its end ({copy:,} there)"
         if why is not None:
             stop = _resync_pcapng(w, order, offset + 4)
-            yield _damage(w, offset, stop, why, stop)
+            yield _damage(w, offset, stop, why)
             if stop is None:
                 return
             offset = stop
@@ -445,15 +448,16 @@ def _resync_pcapng(w: Window, order: str, frm: int) -> int | None:
 # -------------------------------------------------------------------------------------- shared
 
 
-def _damage(w: Window, offset: int, stop: int | None, why: str, found: int | None) -> Damage:
+def _damage(w: Window, offset: int, stop: int | None, why: str) -> Damage:
+    """The stretch from `offset` to `stop`, where a record that chains starts, or to the end
+    of the file (None)."""
     end = w.end() if stop is None else stop
-    where = (
-        f"; the next record that chains starts at offset {found:,}"
-        if found is not None
-        else "; no record follows"
-    )
-    if stop is None and w.broken is not None:
-        where += f" (the gzip stream breaks there: {w.broken})"
+    if stop is not None:
+        where = f"; the next record that chains starts at offset {stop:,}"
+    else:
+        where = "; no record follows"
+        if w.broken is not None:
+            where += f" (the gzip stream breaks there: {w.broken})"
     return Damage(offset, end - offset, why + where, w.read_at(offset, min(end - offset, MAX_KEPT)))
 
 
