@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import DecodeError, EncodeError
 from ..framing import HEADER, PROTOCOL_HEADERS
 from . import composites as c
-from .types import Described, read
+from .types import Described, Symbol, ULong, read
 
 
 def _what(value: Any) -> str:
@@ -23,9 +23,7 @@ def _what(value: Any) -> str:
     if isinstance(value, Described):
         d = value.descriptor
         reserved = (
-            ""
-            if type(d).__name__ in ("ULong", "Symbol")
-            else " (reserved: descriptors are ulong or symbol)"
+            "" if type(d) in (ULong, Symbol) else " (reserved: descriptors are ulong or symbol)"
         )
         return f"a value described by {type(d).__name__.lower()} {d!r}{reserved}"
     return getattr(value, "NAME", type(value).__name__)
