@@ -86,6 +86,24 @@ def test_a_lying_uncompressed_length_is_refused_without_inflating_the_bomb(
         tracemalloc.stop()
 
 
+def test_a_lying_snappy_length_is_refused_a_chunk_at_a_time() -> None:
+    # snappy expands about 21-fold: 50 MB of zeros is 2.4 MB compressed; with the length
+    # checked only after decompressing, refusing it cost the whole 50 MB (the fuzzer found it)
+    bomb = rs.SubBatchEntry.from_records([bytes(50_000_000)], 2)
+    assert bomb.length < 3_000_000
+    bomb.uncompressed_length = 100
+    tracemalloc.start()
+    try:
+        with pytest.raises(rs.DecodeError, match="more than 100 bytes"):
+            bomb.records()
+        assert tracemalloc.get_traced_memory()[1] < 4 << 20
+    finally:
+        tracemalloc.stop()
+    # the length it really has still decodes, chunk by chunk, to the same records
+    bomb.uncompressed_length = 4 + 50_000_000
+    assert bomb.records() == [bytes(50_000_000)]
+
+
 def test_records_that_do_not_fill_the_data_exactly() -> None:
     with pytest.raises(rs.DecodeError, match="bytes after the last of 3 records"):
         _entry(0, RAW, records=3).records()
