@@ -131,7 +131,7 @@ _FIXED_WIDTHS: dict[str, tuple[int, ...]] = {
     "float": (4, 8),  # IEEE 754 binary32, binary64
     "decimal": (5, 9),  # a scale octet, then a signed 32- or 64-bit value
     "timestamp": (8,),  # seconds since the epoch, unsigned
-    "bool": (1,),  # 0 or 1
+    "bool": (0, 1),  # 0 or 1; 0 bytes: a flag whose presence bit is its value (AMQP 0-10 `bit`)
     "void": (0,),  # no bytes: the value None
 }
 
@@ -152,9 +152,13 @@ class PrimitiveType:
     errors: Literal["strict", "surrogateescape"] = "strict"
     doc: str = ""
     span: SourceSpan | None = None
+    # the type's code where values carry their type (a self-describing map, list or array)
+    code: int | None = None
 
     def __post_init__(self) -> None:
-        if self.kind in ("string", "bytes"):
+        if self.kind == "bytes" and self.width and not self.length_prefix:
+            pass  # `width` opaque octets, no length on the wire (a UUID, AMQP 0-10's bin40)
+        elif self.kind in ("string", "bytes"):
             if self.length_prefix not in INT_WIDTHS:
                 raise IRError(
                     f"{self.name}: length prefix {self.length_prefix!r} is not an integer"
@@ -170,7 +174,7 @@ class PrimitiveType:
     @property
     def fixed(self) -> bool:
         """Whether every value takes `width` bytes."""
-        return self.kind not in ("string", "bytes")
+        return self.kind not in ("string", "bytes") or not self.length_prefix
 
 
 BUILTIN: dict[str, PrimitiveType] = {
@@ -228,11 +232,19 @@ class Map:
 
 @dataclass(frozen=True, slots=True)
 class Struct:
+    """Fields in order. A `size_prefix` (an integer type) says how many octets the struct's
+    encoding takes, before it; a coded struct's `ident` (its class code and code, one octet each)
+    follows the size, so a reader can tell which struct it holds."""
+
     name: str
     fields: tuple[Field, ...]
+    size_prefix: str | None = None
+    ident: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         _check_unique(self.name, self.fields)
+        if self.size_prefix is not None and self.size_prefix not in INT_WIDTHS:
+            raise IRError(f"struct {self.name}: size prefix {self.size_prefix!r} is no integer")
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,12 +377,15 @@ class BitField:
 @dataclass(frozen=True, slots=True)
 class Presence:
     """Flag words saying which later fields are present: `width`-byte words, each field's flag
-    taken from the most significant bit down; while a word's `continuation` bit is set another
+    taken from the most significant bit down (`msb`, AMQP 0-9-1's property flags) or from the
+    least significant bit up (`lsb`, AMQP 0-10's packing flags, whose words are little-endian
+    octets: flag 8 is bit 0 of the second octet); while a word's `continuation` bit is set another
     word follows (None: one word, all bits flags). A field names its flag with `Field.present`.
     The words are worked out on encode from which fields are None, so they are no attribute."""
 
     width: int
     continuation: int | None = 0  # bit number (0: least significant) that says "more words"
+    order: Literal["msb", "lsb"] = "msb"
 
     def __post_init__(self) -> None:
         if self.width not in (1, 2, 4, 8):
@@ -383,6 +398,8 @@ class Presence:
     def flag(self, index: int) -> tuple[int, int]:
         """(word, bit mask) of the index-th flag."""
         word, at = divmod(index, self.per_word)
+        if self.order == "lsb":
+            return word, 1 << at
         return word, 1 << (self.width * 8 - 1 - at)
 
 
@@ -391,9 +408,27 @@ class Alternatives:
     options: tuple[tuple[str, str], ...]  # (type name, label) as the spec lists them
 
 
+@dataclass(frozen=True, slots=True)
+class Typed:
+    """A self-describing value: a constructor (a format code, or a descriptor and the value it
+    describes) saying how the bytes after it are encoded, drawn from the `Protocol.typedefs`
+    entry `name`: one of that primitive's encodings, that composite's described list, or a
+    restricted type's source. `name` "*" takes any described type providing one of `requires`
+    (the constructor's descriptor chooses); with a type named, `requires` narrows its values."""
+
+    name: str
+    requires: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.name == "*" and not self.requires:
+            raise IRError(f"a value of any type names the archetypes it requires ({self.name})")
+
+
 TypeRef = (
-    Prim | Ref | Array | Map | Struct | Switch | Choice | Blob | Bits | BitField | Presence
-) | Alternatives
+    (Prim | Ref | Array | Map | Struct | Switch | Choice | Blob | Bits | BitField | Presence)
+    | Alternatives
+    | Typed
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -431,6 +466,7 @@ class Field:
     checksum: Checksum | None = None  # decoders verify it (callers may opt out)
     present: tuple[str, int] | None = None  # on the wire when flag N of that Presence field is set
     default: int | str | bool | None = None  # the spec's default value, for constructors
+    multiple: bool = False  # one value, or an array of them (a self-describing field)
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", self.name):
@@ -481,6 +517,10 @@ class Message:
     content: bool = False  # content frames (a header, then bodies) follow this message
     sender: Direction | None = None  # who sends it, when the spec says per message
     follows: Follows | None = None  # raw octets after the frame, outside any framing
+    # a described value: this descriptor, then the fields as a self-describing list (each field
+    # a `Typed` value); trailing absent fields are left off and the list's own width (0, 1 or
+    # 4 octets of size and count) is the smallest that holds the rest
+    descriptor: Descriptor | None = None
 
     def __post_init__(self) -> None:
         _check_unique(self.name, self.fields)
@@ -534,6 +574,7 @@ class Enum:
     doc: str = ""
     span: SourceSpan | None = None
     hex: bool = False  # the spec writes the values in hexadecimal
+    over: str = ""  # the type whose values these are, when the spec names one (a restricted type)
 
     def __post_init__(self) -> None:
         names = [v.name for v in self.values]
@@ -605,9 +646,17 @@ class FrameLayout:
     # AMQP 1.0's protocol headers, which open the connection and again follow the SASL layer
     protocol_headers: tuple[Preamble, ...] = ()
     length_escape: LengthEscape | None = None  # the length field may say "a wider one follows"
+    # the header field giving the header's own size in 4-octet words: octets past the fields
+    # above are an extended header, before the body (AMQP 1.0's doff)
+    header_words: str | None = None
+    segments: Segments | None = None  # frames carry parts of segments, which make up messages
 
     def __post_init__(self) -> None:
         names = [f.name for f in self.header]
+        if self.header_words is not None and self.header_words not in names:
+            raise IRError(f"{self.span}: frame field {self.header_words!r} is not in the header")
+        if self.segments is not None and self.segments.flags not in names:
+            raise IRError(f"{self.span}: frame field {self.segments.flags!r} is not in the header")
         if self.length_escape is not None:
             short = next((f for f in self.header if f.name == self.length), None)
             wide = self.length_escape.wide
@@ -637,6 +686,21 @@ class FrameLayout:
 
     def body_key(self, ident: tuple[int, ...]) -> BodyKey | None:
         return next((b for b in self.body_keys if ident[: len(b.when)] == b.when), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Segments:
+    """A segment layer: each frame carries part of a segment, the segment's type is the frame's
+    dispatch value, and bits of the header field `flags` mark a frame as its segment's first or
+    last, and the segment as its message's first or last (AMQP 0-10: a command's segment, then
+    a header segment, then body segments)."""
+
+    flags: str
+    first_segment: int
+    last_segment: int
+    first_frame: int
+    last_frame: int
+    doc: str = ""
 
 
 # --------------------------------------------------------------------------------------------
@@ -829,6 +893,7 @@ class Protocol:
             idents[c.ident] = c.name
         known = {t.name for t in self.types} | set(BUILTIN)
         names = {n.name for n in self.named}
+        names |= {f"typed:{t.name}" for t in self.typedefs} | {"typed:*"}
         for n in self.named:
             for _, f in walk_type(n.type, n.name):
                 self._check_field(f, known, names)
@@ -845,6 +910,8 @@ class Protocol:
                 raise IRError(f"{f.span}: {f.name}: type {t.name!r} is not defined by the spec")
             if isinstance(t, Ref) and t.name not in names:
                 raise IRError(f"{f.span}: {f.name}: no named type {t.name!r}")
+            if isinstance(t, Typed) and f"typed:{t.name}" not in names:
+                raise IRError(f"{f.span}: {f.name}: no self-describing type {t.name!r}")
         if f.nullable and not self.can_be_null(f.type):
             raise IRError(f"{f.span}: {f.name}: its type has no way to say null on the wire")
 
@@ -857,7 +924,7 @@ class Protocol:
             return self.can_be_null(self.named_type(t.name))
         if isinstance(t, Choice):
             return any(c.type is not None and self.can_be_null(c.type) for c in t.cases)
-        return False
+        return isinstance(t, Typed)  # a self-describing value may be the null constructor
 
     def type(self, name: str) -> PrimitiveType:
         if name in BUILTIN:
@@ -1014,6 +1081,7 @@ _TYPE_TAGS: dict[str, type] = {
     "bitfield": BitField,
     "presence": Presence,
     "alternatives": Alternatives,
+    "typed": Typed,
 }
 _TAG_OF = {cls: tag for tag, cls in _TYPE_TAGS.items()}
 
@@ -1077,6 +1145,8 @@ def _decode_value(name: str, value: Any) -> Any:
         return Versions.parse(value)
     if name == "frame":
         return _from_data(FrameLayout, value)
+    if name == "segments":
+        return None if value is None else _from_data(Segments, value)
     if name == "length_escape":
         return None if value is None else _from_data(LengthEscape, value)
     if name == "follows":

@@ -25,19 +25,32 @@ from specgen import abnf
 from specgen.frontends import amqp010_dialogue, xml_tree
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.adoc_tree import SpecSyntaxError
+from specgen.frontends.amqp_xml import camel
 from specgen.frontends.spec_text import read_spec_text
 from specgen.frontends.xml_tree import Element
 from specgen.ir import (
+    ALL_VERSIONS,
+    INT_WIDTHS,
+    Command,
     Constant,
+    Direction,
     Enum,
     EnumValue,
     Field,
     FindingLog,
     FrameLayout,
+    Message,
+    NamedType,
+    Presence,
     Prim,
+    PrimitiveType,
+    PrimKind,
     Protocol,
+    Ref,
+    Segments,
     SourceSpan,
 )
+from specgen.ir import Struct as IRStruct
 
 TEXT = "amqp-0-10-text.txt"  # the flattened prose, read beside the XML for the ABNF check
 PACKS = (0, 1, 2, 4)  # packing-flag widths the XML uses
@@ -120,6 +133,7 @@ class Method:
     label: str
     doc: str
     span: SourceSpan
+    roles: tuple[str, ...] = ()  # who implements it (`<implement role>`): the other side sends
 
 
 @dataclass(frozen=True)
@@ -336,6 +350,7 @@ def _method(e: Element, cls: Class) -> tuple[Method, Struct | None]:
         label=_label(e),
         doc=_doc(e),
         span=e.span,
+        roles=tuple(sorted({(i.attr("role") or "").strip() for i in e.findall("implement")})),
     )
     return method, result_struct
 
@@ -646,13 +661,19 @@ def _width(rules: tuple[abnf.Rule, ...], start: str, model: Model) -> tuple[str,
 
 
 def to_protocol(model: Model, protocol: str, version: str) -> Protocol:
-    """What the shared IR holds of 0-10: enums, constants and the frame header as data."""
+    """The whole document in the shared IR: every type (with its type code), struct (size
+    prefix, packing flags counted from the least significant bit, class code and code),
+    domain enum (over its type), control and command (its class code and code after the
+    segment type; a command's session header first), and the frame header with its segment
+    layer. The packing flags are a `Presence` field named `PackingFlags`; each field names its
+    flag, and a `bit` field is its flag alone."""
     enums = tuple(
         Enum(
             name=class_name(d.name),
             values=tuple(EnumValue(const_name(c.name), c.value, c.doc) for c in d.choices),
             doc=d.doc,
             span=d.span,
+            over=base_type(model, d.type, d.name.rpartition(".")[0], d.span)[1],
         )
         for d in model.domains
         if d.choices
@@ -676,14 +697,118 @@ def to_protocol(model: Model, protocol: str, version: str) -> Protocol:
         length_counts="frame",
         dispatch=("type",),
         span=span,
+        segments=Segments(
+            "flags",
+            first_segment=0x08,
+            last_segment=0x04,
+            first_frame=0x02,
+            last_frame=0x01,
+            doc="A control or command is one segment; a command with content is followed by "
+            "a header segment (coded structs) and body segments.",
+        ),
     )
+    named = tuple(
+        NamedType(s.name, _ir_struct(model, s), doc=s.doc, span=s.span) for s in model.structs
+    )
+    commands = tuple(_ir_command(model, m) for m in model.methods)
     return Protocol(
         name=protocol,
         version=version,
         source=model.source,
-        types=(),
+        types=tuple(_ir_type(t) for t in model.types),
         frame=frame,
         enums=enums,
         constants=model.constants,
-        commands=(),
+        commands=commands,
+        named=named,
     )
+
+
+_SEGMENT = {"control": 0, "command": 1}  # the frame's segment type of each
+_SIZE_PREFIX = {0: None, 1: "uint8", 2: "uint16", 4: "uint32"}
+_TEXT = {"latin": "iso8859-15", "utf16": "utf-16-be"}
+_KIND: dict[str, PrimKind] = {"float": "float", "double": "float", "datetime": "timestamp"}
+
+
+def _ir_type(t: Type) -> PrimitiveType:
+    """A `<type>` as a primitive: integers by name, then by what the label and width say."""
+    common = {"doc": t.label, "span": t.span, "code": t.code}
+    if t.variable is not None:
+        prefix = _SIZE_PREFIX[t.variable] or "uint8"
+        if t.name.startswith("str"):
+            encoding = _TEXT.get(t.name.rpartition("-")[2], "utf-8")
+            return PrimitiveType(
+                t.name, "string", length_prefix=prefix, encoding=encoding, **common
+            )
+        return PrimitiveType(t.name, "bytes", length_prefix=prefix, **common)
+    width = t.fixed or 0
+    if t.name in INT_WIDTHS:
+        return PrimitiveType(t.name, "int", width, INT_WIDTHS[t.name][1], **common)
+    if t.name == "sequence-no":  # an RFC 1982 serial number: unsigned arithmetic modulo 2^32
+        return PrimitiveType(t.name, "int", width, False, **common)
+    if t.name in ("boolean", "bit"):
+        return PrimitiveType(t.name, "bool", width, **common)
+    if t.name == "void":
+        return PrimitiveType(t.name, "void", 0, **common)
+    if t.name.startswith("dec"):
+        return PrimitiveType(t.name, "decimal", width, **common)
+    if t.name in _KIND:
+        return PrimitiveType(t.name, _KIND[t.name], width, **common)
+    return PrimitiveType(t.name, "bytes", width, **common)  # opaque octets: binN, uuid, chars
+
+
+def _flagged(
+    model: Model, fields: tuple[StructField, ...], cls: str, pack: int
+) -> tuple[Field, ...]:
+    out: list[Field] = []
+    if pack:
+        out.append(
+            Field(
+                "PackingFlags",
+                Presence(pack, continuation=None, order="lsb"),
+                doc="which of the fields after it are present",
+            )
+        )
+    for i, sf in enumerate(fields):
+        kind, target, enum = base_type(model, sf.type, cls, sf.span)
+        out.append(
+            Field(
+                camel(sf.name),
+                Prim(target) if kind == "type" else Ref(target),
+                doc=sf.doc or sf.label,
+                span=sf.span,
+                enum=class_name(enum) if enum else None,
+                present=("PackingFlags", i) if pack else None,
+            )
+        )
+    return tuple(out)
+
+
+def _ir_struct(model: Model, s: Struct) -> IRStruct:
+    return IRStruct(
+        class_name(s.name),
+        _flagged(model, s.fields, s.cls, s.pack),
+        size_prefix=_SIZE_PREFIX[s.size],
+        ident=(s.class_code, s.code) if s.class_code is not None and s.code is not None else (),
+    )
+
+
+def _ir_command(model: Model, m: Method) -> Command:
+    head: tuple[Field, ...] = ()
+    if m.kind == "command":
+        head = (Field("SessionHeader", Ref("session.header"), doc="the command's session header"),)
+    sender: Direction = (
+        "client" if m.roles == ("server",) else "server" if m.roles == ("client",) else "both"
+    )
+    name = f"{camel(m.cls)}.{camel(m.name.rpartition('.')[2])}"
+    message = Message(
+        name=class_name(m.name),
+        kind="oneway",
+        ident=(_SEGMENT[m.kind], m.class_code, m.code),
+        versions=ALL_VERSIONS,
+        fields=head + _flagged(model, m.fields, m.cls, 2),
+        doc=m.doc,
+        span=m.span,
+        content=m.body,
+    )
+    return Command(name, (m.class_code, m.code), sender, (message,), doc=m.doc, span=m.span)

@@ -38,9 +38,12 @@ from pathlib import Path
 from specgen.frontends import xml_tree
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.adoc_tree import SpecSyntaxError
+from specgen.frontends.amqp_xml import camel
 from specgen.frontends.spec_text import read_spec_text
 from specgen.frontends.xml_tree import Element
 from specgen.ir import (
+    ALL_VERSIONS,
+    Command,
     CompositeField,
     Constant,
     Descriptor,
@@ -48,11 +51,13 @@ from specgen.ir import (
     Field,
     FindingLog,
     FrameLayout,
+    Message,
     Preamble,
     Prim,
     Protocol,
     SourceSpan,
     TypeChoice,
+    Typed,
     TypeDef,
 )
 
@@ -129,7 +134,7 @@ def build(path: Path, rel: str, protocol: str, version: str) -> tuple[Protocol, 
             frame=frame,
             enums=(),
             constants=tuple(constants),
-            commands=(),
+            commands=_commands(typedefs),
             typedefs=tuple(typedefs),
         ),
         log,
@@ -494,7 +499,48 @@ def _frame(
         header=header,
         length="size",
         length_counts="frame",
-        dispatch=("doff", "type"),
+        dispatch=("type",),
         protocol_headers=tuple(headers),
         span=span,
+        header_words="doff",
     )
+
+
+FRAME_TYPES = {"performatives": 0, "sasl": 1}
+"""The frame type whose body each section's composites are (Part 2 section 2.3.1: 0x00 an AMQP
+frame, 0x01 a SASL frame, its body a SASL frame body)."""
+
+
+def _commands(typedefs: list[TypeDef]) -> tuple[Command, ...]:
+    """The frame bodies as commands: every composite of the performatives and SASL sections, one
+    message each, identified by its frame type and descriptor code, its fields self-describing
+    values (a field not mandatory may be null)."""
+    out: list[Command] = []
+    for t in typedefs:
+        if t.klass != "composite" or t.section not in FRAME_TYPES or t.descriptor is None:
+            continue
+        ident = (FRAME_TYPES[t.section], t.descriptor.code)
+        fields = tuple(
+            Field(
+                camel(f.name),
+                Typed(f.type, f.requires),
+                doc=f.doc or f.label,
+                span=f.span,
+                nullable=not f.mandatory,
+                multiple=f.multiple,
+                default=f.default,
+            )
+            for f in t.fields
+        )
+        message = Message(
+            camel(t.name),
+            "oneway",
+            ident,
+            ALL_VERSIONS,
+            fields,
+            doc=t.doc or t.label,
+            span=t.span,
+            descriptor=t.descriptor,
+        )
+        out.append(Command(camel(t.name), ident, "both", (message,), doc=t.doc, span=t.span))
+    return tuple(out)

@@ -22,6 +22,7 @@ those before it, so adding, removing, reordering or resizing a field breaks both
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeVar
@@ -31,6 +32,7 @@ from specgen.ir import (
     BitField,
     Bits,
     Command,
+    CompositeField,
     Constant,
     Enum,
     Field,
@@ -38,8 +40,11 @@ from specgen.ir import (
     Prim,
     PrimitiveType,
     Protocol,
+    Ref,
     SourceSpan,
     Struct,
+    Typed,
+    TypeDef,
     TypeRef,
     shape,
     walk_fields,
@@ -79,6 +84,16 @@ RULES: dict[str, str] = {
     "TYPE_ADDED": "a new type name; no bytes change until a field uses it",
     "TYPE_REMOVED": "a type name is gone; the fields that used it are compared one by one",
     "TYPE_SIGNEDNESS": "the same bytes; only values past the signed range read differently",
+    "NAMED_TYPE_ADDED": "a new structure; no bytes change until a field uses it",
+    "NAMED_TYPE_REMOVED": "a structure is gone; the fields that used it are compared one by one",
+    "TYPEDEF_ENCODINGS": (
+        "the type's format codes differ: a value one side writes has a constructor the other "
+        "does not read"
+    ),
+    "TYPEDEF_SOURCE": "the restricted type stands for another type: its values are written differently",
+    "TYPEDEF_DESCRIPTOR": "a described type travels under another descriptor",
+    "TYPEDEF_CHOICES": "the values the restricted type allows differ",
+    "TYPEDEF_PROVIDES": "which archetypes the type provides changed: fields that take them accept it or not",
     # commands
     "COMMAND_ADDED": (
         "old peers never send it; new peers send it only to peers that know it (an "
@@ -110,6 +125,11 @@ RULES: dict[str, str] = {
     "VERSION_REMOVED": "an old peer still uses a version the new text no longer has",
     # fields
     "FIELD_ADDED": "no field tags: the frame's layout changes and every later field moves",
+    "FIELD_ADDED_TRAILING": (
+        "a field that may be absent, added last to a structure that says which fields it holds "
+        "(a list's length, packing flags): an old writer's value reads as before, while a value "
+        "in the new field reaches an old reader as an item its type does not have"
+    ),
     "FIELD_REMOVED": "no field tags: the frame's layout changes and every later field moves",
     "FIELD_REORDERED": "no field tags: fields are read in order",
     "FIELD_RENAMED": "same position, same type; names are not on the wire",
@@ -118,6 +138,12 @@ RULES: dict[str, str] = {
     "FIELD_TYPE": "the field is written as a different kind of value",
     "FIELD_LENGTH_PREFIX": "the length before the value has another width",
     "FIELD_ARRAY": "an array adds (or loses) a count before its items",
+    "FIELD_MULTIPLE": (
+        "one value or an array of them: a reader of single values refuses an array, and the "
+        "other way round"
+    ),
+    "FIELD_DEFAULT": "an absent field now means another value: the two sides read it differently",
+    "STRUCT_FRAMING": "the struct's size prefix or code differs: its bytes are cut differently",
     "FIELD_NULLABLE": "a new writer may send null, which an old reader refuses",
     "FIELD_NOT_NULLABLE": "an old writer may send null, which the new reader refuses",
     "FIELD_OPTIONAL": "a new writer may leave it out, which an old reader refuses",
@@ -251,6 +277,8 @@ class _Differ:
             "FIELD_ENUM",
             "TYPE_ADDED",
             "TYPE_REMOVED",
+            "NAMED_TYPE_ADDED",
+            "NAMED_TYPE_REMOVED",
             "CONSTANT_ADDED",
             "CONSTANT_REMOVED",
         ):
@@ -264,6 +292,8 @@ class _Differ:
     def run(self) -> None:
         self._frame()
         self._types()
+        self._named()
+        self._typedefs()
         self._enums()
         self._constants()
         self._commands()
@@ -310,6 +340,82 @@ class _Differ:
             self.add("FRAME_TRAILER", where, "the frame trailer changed", BOTH)
         if shape(a.preambles) != shape(b.preambles):
             self.add("FRAME_PREAMBLE", where, "the connection preamble changed", BOTH)
+
+    def _named(self) -> None:
+        """Structures the spec names (AMQP 0-10's structs), member by member."""
+        old = {n.name: n for n in self.old.named}
+        new = {n.name: n for n in self.new.named}
+        for name in sorted(old.keys() - new.keys()):
+            self.add("NAMED_TYPE_REMOVED", f"struct {name}", f"{name} removed")
+        for name in sorted(new.keys() - old.keys()):
+            self.add("NAMED_TYPE_ADDED", f"struct {name}", f"{name} added")
+        for name in sorted(old.keys() & new.keys()):
+            a, b = old[name], new[name]
+            where = f"struct {name}"
+            ctx: dict[str, Any] = {"command": "", "version": 1}
+            self._type(a.type, b.type, where, where, "both", ctx, (), ())
+            if a.doc != b.doc:
+                self.add("PROSE", where, "description changed")
+
+    def _typedefs(self) -> None:
+        """A self-describing type system's types (AMQP 1.0): encodings, the source a restricted
+        type stands for, descriptors, allowed values, archetypes, and a composite's fields."""
+        old = {t.name: t for t in self.old.typedefs}
+        new = {t.name: t for t in self.new.typedefs}
+        for name in sorted(old.keys() - new.keys()):
+            self.add("TYPE_REMOVED", f"type {name}", f"type {name} removed")
+        for name in sorted(new.keys() - old.keys()):
+            self.add("TYPE_ADDED", f"type {name}", f"type {name} added")
+        for name in sorted(old.keys() & new.keys()):
+            a, b = old[name], new[name]
+            where = f"type {name}"
+            if shape(a.encodings) != shape(b.encodings) or a.klass != b.klass:
+                self.add("TYPEDEF_ENCODINGS", where, f"{_encodings(a)} -> {_encodings(b)}", BOTH)
+            if a.source != b.source and self._wire_of(a.source, self.old) != self._wire_of(
+                b.source, self.new
+            ):
+                self.add("TYPEDEF_SOURCE", where, f"{a.source} -> {b.source}", BOTH)
+            if shape(a.descriptor) != shape(b.descriptor):
+                self.add("TYPEDEF_DESCRIPTOR", where, f"{_desc(a)} -> {_desc(b)}", BOTH)
+            if [(c.name, c.value) for c in a.choices] != [(c.name, c.value) for c in b.choices]:
+                gone = sorted({c.value for c in a.choices} - {c.value for c in b.choices})
+                came = sorted({c.value for c in b.choices} - {c.value for c in a.choices})
+                pairing = OLD_TO_NEW if gone and not came else NEW_TO_OLD if came else NONE
+                if gone and came:
+                    pairing = BOTH
+                said = ", ".join([*(f"-{v}" for v in gone), *(f"+{v}" for v in came)])
+                self.add("TYPEDEF_CHOICES", where, said or "names of values changed", pairing)
+            if a.provides != b.provides:
+                self.add(
+                    "TYPEDEF_PROVIDES",
+                    where,
+                    f"{', '.join(a.provides) or 'none'} -> {', '.join(b.provides) or 'none'}",
+                    BOTH,
+                )
+            if a.klass == b.klass == "composite" and not any(
+                c.descriptor == b.descriptor for c in self.new.commands for c in c.messages
+            ):
+                # composites that are no frame body (sections, delivery states, terminus...)
+                fa = tuple(_composite_field(f) for f in a.fields)
+                fb = tuple(_composite_field(f) for f in b.fields)
+                self._fields(fa, fb, where, "both", "", 1, (), (), list_encoded=True)
+            if a.doc != b.doc:
+                self.add("PROSE", where, "description changed")
+
+    def _wire_of(self, name: str, protocol: Protocol) -> tuple[object, ...]:
+        """What a self-describing type is on the wire: a primitive's encodings, a described
+        type's descriptor, or the archetypes an any-type field requires."""
+        seen: set[str] = set()
+        by_name = {t.name: t for t in protocol.typedefs}
+        while name in by_name and name not in seen:
+            seen.add(name)
+            t = by_name[name]
+            if t.descriptor is not None:
+                return ("described", t.descriptor.code, t.klass)
+            if t.klass == "primitive":
+                return ("primitive", tuple((e.code, e.category, e.width) for e in t.encodings))
+            name = t.source
+        return ("any", name)
 
     def _types(self) -> None:
         old, new, gone, came, kept = _by_name(self.old.types, self.new.types)
@@ -579,6 +685,7 @@ class _Differ:
         version: int,
         old_prefix: tuple[str, ...],
         new_prefix: tuple[str, ...],
+        list_encoded: bool = False,
     ) -> None:
         ctx: dict[str, Any] = {"command": command, "version": version}
         old_names = [f.name for f in old]
@@ -618,9 +725,23 @@ class _Differ:
                 old_span=f.span,
                 **ctx,
             )
+        trailing = [g for g in added if all(h in added for h in new[new.index(g) :])]
         for g in added:
             i = new.index(g)
             after = f" after {new[i - 1].name}" if i else " first"
+            may_be_absent = g.present is not None or (list_encoded and g.nullable)
+            if g in trailing and may_be_absent:
+                self.add(
+                    "FIELD_ADDED_TRAILING",
+                    _at(where, new_prefix, g.name),
+                    f"{g.name} ({_type_name(g.type)}) added last{after}",
+                    NEW_TO_OLD,
+                    sender,
+                    new_path=(*new_prefix, g.name),
+                    new_span=g.span,
+                    **ctx,
+                )
+                continue
             self.add(
                 "FIELD_ADDED",
                 _at(where, new_prefix, g.name),
@@ -695,6 +816,18 @@ class _Differ:
             )
         if f.enum != g.enum:
             self.add("FIELD_ENUM", here, f"values named by {f.enum} -> {g.enum}", **ctx)
+        if f.multiple != g.multiple:
+            said = "one value or an array" if g.multiple else "one value only"
+            self.add("FIELD_MULTIPLE", here, f"{g.name}: {said}", BOTH, sender, **ctx)
+        if f.default != g.default:
+            self.add(
+                "FIELD_DEFAULT",
+                here,
+                f"default {f.default!r} -> {g.default!r}",
+                BOTH,
+                sender,
+                **ctx,
+            )
         if f.doc != g.doc:
             self.add("PROSE", here, "field description changed", **ctx)
 
@@ -709,6 +842,24 @@ class _Differ:
         old_path: tuple[str, ...],
         new_path: tuple[str, ...],
     ) -> None:
+        if isinstance(a, Typed) and isinstance(b, Typed):
+            wa, wb = self._wire_of(a.name, self.old), self._wire_of(b.name, self.new)
+            if wa != wb or a.requires != b.requires:
+                self.add(
+                    "FIELD_TYPE", here, f"{_type_name(a)} -> {_type_name(b)}", BOTH, sender, **ctx
+                )
+            return
+        if isinstance(a, Struct) and isinstance(b, Struct):
+            if (a.size_prefix, a.ident) != (b.size_prefix, b.ident):
+                self.add(
+                    "STRUCT_FRAMING",
+                    here,
+                    f"size {a.size_prefix or 'none'} code {_key(a.ident) if a.ident else 'none'}"
+                    f" -> size {b.size_prefix or 'none'} code {_key(b.ident) if b.ident else 'none'}",
+                    BOTH,
+                    sender,
+                    **ctx,
+                )
         members = _members(a, b)
         if members is not None:
             command, version = str(ctx["command"]), int(str(ctx["version"]))
@@ -940,7 +1091,33 @@ def _type_name(t: TypeRef) -> str:
         return f"[{_type_name(t.item)}]"
     if isinstance(t, Struct):
         return t.name
+    if isinstance(t, Typed):
+        return t.name if t.name != "*" else f"any {'/'.join(t.requires)}"
+    if isinstance(t, Ref):
+        return t.name
     return type(t).__name__.lower()
+
+
+def _encodings(t: TypeDef) -> str:
+    return " ".join(f"{e.code:#04x}" for e in t.encodings) or t.klass
+
+
+def _desc(t: TypeDef) -> str:
+    return "none" if t.descriptor is None else f"{t.descriptor.name} ({_key((t.descriptor.code,))})"
+
+
+def _composite_field(f: CompositeField) -> Field:
+    """A composite's field as the commands' fields are (see frontends.amqp10_xml)."""
+    name = "".join(p[:1].upper() + p[1:] for p in re.split(r"[-\s]+", f.name) if p)
+    return Field(
+        name,
+        Typed(f.type, f.requires),
+        span=f.span,
+        doc=f.doc or f.label,
+        nullable=not f.mandatory,
+        multiple=f.multiple,
+        default=f.default,
+    )
 
 
 def _layout(fields: tuple[Field, ...]) -> str:
