@@ -38,7 +38,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import MISSING, dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 if TYPE_CHECKING:  # specgen.abnf imports SourceSpan from here; its nodes are loaded lazily
     from specgen.abnf import Rule
@@ -1229,6 +1229,21 @@ def _abnf_from_data(data: Any) -> Any:
             value = tuple(value)
         kw[f.name] = value
     return cls(**kw)
+
+
+T = TypeVar("T")
+
+
+def attribute_from_data(name: str, value: Any) -> Any:
+    """One attribute's value from the IR's JSON, as a node's reader decodes it."""
+    return _decode_value(name, value)
+
+
+def from_data(cls: type[T], data: dict[str, Any]) -> T:
+    """A node of class `cls` from the IR's JSON (an overlay's `node`, `attributes`)."""
+    if cls in _TAG_OF:
+        return cast(T, type_from_data({"kind": _TAG_OF[cls], **data}))
+    return cast(T, _from_data(cls, data))
 
 
 def type_from_data(data: dict[str, Any]) -> TypeRef:

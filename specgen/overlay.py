@@ -16,6 +16,19 @@ Operations
              the message's `decode_idents`);
              target `Message.Field[.Field...]`: sets `attributes` (`optional`, `nullable`)
 
+Any other node of the IR, of any protocol, is addressed as `KIND:NAME[.MEMBER...]`:
+
+    type:NAME            a primitive type            enum:NAME        an enumeration
+    constant:NAME        a constant                  command:NAME     a command
+    message:NAME[.F...]  a message or field below    named:NAME[.F...] a named structure or field
+    typedef:NAME[.FIELD] a self-describing type (AMQP 1.0) or one of its composite fields
+    frame                the frame layout
+
+`set` takes `attributes` (any attribute of that node but its name, as the IR's JSON writes it),
+`replace` takes `node` (the whole node, in the IR's JSON). The result is checked as the
+front-end's output is: an attribute the node does not have, or a value the IR refuses, is an
+error naming the entry.
+
 A target that does not exist is an error (the overlay went stale), and so are two entries with
 the same target, unless the later one lists the earlier one's id in `waives`.
 """
@@ -23,23 +36,30 @@ the same target, unless the later one lists the earlier one's id in `waives`.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, cast
 
 from specgen.ir import (
     Array,
     Command,
+    Constant,
     Direction,
+    Enum,
     Field,
     IRError,
     Message,
     MessageKind,
+    NamedType,
+    PrimitiveType,
     Protocol,
     SourceSpan,
     Struct,
+    TypeDef,
     TypeRef,
+    attribute_from_data,
     field_from_data,
+    from_data,
 )
 
 
@@ -126,6 +146,14 @@ def apply(protocol: Protocol, entries: list[Entry]) -> Protocol:
 
 
 def _apply_one(protocol: Protocol, entry: Entry) -> Protocol:
+    kind, colon, _ = entry.target.partition(":")
+    if (colon and kind in NODE_KINDS) or entry.target == "frame":
+        try:
+            return _apply_node(protocol, entry)
+        except (IRError, TypeError, ValueError, KeyError) as e:
+            if isinstance(e, OverlayError):
+                raise
+            raise OverlayError(f"{entry.span}: {entry.id}: {e}") from None
     if entry.op == "set":
         return _set(protocol, entry)
     return _apply_fields(protocol, entry)
@@ -268,3 +296,122 @@ def _rekind(message: Message, command: Command, expects_response: bool) -> Messa
     kind: MessageKind = "request" if expects_response else "oneway"
     replies = tuple(m.name for m in command.messages if m.kind == "response")
     return replace(message, kind=kind, replies=replies if expects_response else ())
+
+
+# --------------------------------------------------------------------------------------------
+# Any node, by kind and name
+
+NODE_KINDS = ("type", "enum", "constant", "command", "message", "named", "typedef")
+_TOP: dict[str, tuple[str, type]] = {
+    "type": ("types", PrimitiveType),
+    "enum": ("enums", Enum),
+    "constant": ("constants", Constant),
+    "command": ("commands", Command),
+    "named": ("named", NamedType),
+    "typedef": ("typedefs", TypeDef),
+}
+
+
+def _changed(node: Any, entry: Entry) -> Any:
+    """`node` as the entry's `set` or `replace` makes it (checked by the node's own rules)."""
+    if entry.op == "replace":
+        data = entry.data.get("node")
+        if not isinstance(data, dict):
+            raise OverlayError(f"{entry.span}: {entry.id}: replace takes `node`, the IR's JSON")
+        return from_data(type(node), data)
+    if entry.op != "set":
+        raise OverlayError(f"{entry.span}: {entry.id}: {entry.target} takes set or replace")
+    attrs = entry.data.get("attributes")
+    if not isinstance(attrs, dict) or not attrs:
+        raise OverlayError(f"{entry.span}: {entry.id}: set takes `attributes`")
+    names = {f.name for f in fields(node)} - {"name"}
+    unknown = sorted(set(attrs) - names)
+    if unknown:
+        raise OverlayError(
+            f"{entry.span}: {entry.id}: {type(node).__name__} has no attribute {unknown[0]!r}"
+            f" (it has: {', '.join(sorted(names))})"
+        )
+    return replace(node, **{k: attribute_from_data(k, v) for k, v in attrs.items()})
+
+
+def _apply_node(protocol: Protocol, entry: Entry) -> Protocol:
+    if entry.target == "frame":
+        return replace(protocol, frame=_changed(protocol.frame, entry))
+    kind, _, path = entry.target.partition(":")
+    name, members = path, []
+    if kind in ("message", "named", "typedef"):
+        # names may hold dots (AMQP 0-10's `session.header`): the longest name that matches
+        known = (
+            [m.name for _, m in protocol.messages()]
+            if kind == "message"
+            else [n.name for n in getattr(protocol, _TOP[kind][0])]
+        )
+        heads = [k for k in known if path == k or path.startswith(f"{k}.")]
+        if heads:
+            name = max(heads, key=len)
+            members = [m for m in path[len(name) + 1 :].split(".") if m]
+        else:
+            name = path.split(".")[0]
+    if kind == "message":
+        hits = [m for _, m in protocol.messages() if m.name == name]
+        if not hits:
+            raise OverlayError(f"{entry.span}: {entry.id}: no message {name!r} (stale overlay?)")
+        commands = tuple(
+            replace(
+                c,
+                messages=tuple(
+                    _in_message(m, members, entry) if m.name == name else m for m in c.messages
+                ),
+            )
+            for c in protocol.commands
+        )
+        return replace(protocol, commands=commands)
+    attr, _cls = _TOP[kind]
+    nodes = list(getattr(protocol, attr))
+    i = next((i for i, n in enumerate(nodes) if n.name == name), None)
+    if i is None:
+        raise OverlayError(f"{entry.span}: {entry.id}: no {kind} {name!r} (stale overlay?)")
+    node = nodes[i]
+    if not members:
+        nodes[i] = _changed(node, entry)
+    elif kind == "named":
+        nodes[i] = replace(node, type=_in_type(node.type, members, entry))
+    elif kind == "typedef" and len(members) == 1:
+        fields_ = list(node.fields)
+        j = next((j for j, f in enumerate(fields_) if f.name == members[0]), None)
+        if j is None:
+            raise OverlayError(f"{entry.span}: {entry.id}: {name} has no field {members[0]!r}")
+        fields_[j] = _changed(fields_[j], entry)
+        nodes[i] = replace(node, fields=tuple(fields_))
+    else:
+        raise OverlayError(f"{entry.span}: {entry.id}: {kind} {name} has no member path")
+    changes: dict[str, Any] = {attr: tuple(nodes)}
+    return replace(protocol, **changes)
+
+
+def _in_message(message: Message, members: list[str], entry: Entry) -> Message:
+    if not members:
+        return cast(Message, _changed(message, entry))
+    return replace(message, fields=_in_fields(message.fields, members, entry))
+
+
+def _in_fields(fields_: tuple[Field, ...], members: list[str], entry: Entry) -> tuple[Field, ...]:
+    name, rest = members[0], members[1:]
+    if not any(f.name == name for f in fields_):
+        raise OverlayError(f"{entry.span}: {entry.id}: no field {name!r} on {entry.target}")
+    return tuple(
+        (_changed(f, entry) if not rest else replace(f, type=_in_type(f.type, rest, entry)))
+        if f.name == name
+        else f
+        for f in fields_
+    )
+
+
+def _in_type(t: TypeRef, members: list[str], entry: Entry) -> TypeRef:
+    if isinstance(t, Struct):
+        return replace(t, fields=_in_fields(t.fields, members, entry))
+    if isinstance(t, Array):
+        return replace(t, item=_in_type(t.item, members, entry))
+    raise OverlayError(
+        f"{entry.span}: {entry.id}: {entry.target} goes through a {type(t).__name__}"
+    )

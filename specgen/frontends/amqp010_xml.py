@@ -732,29 +732,41 @@ _KIND: dict[str, PrimKind] = {"float": "float", "double": "float", "datetime": "
 
 def _ir_type(t: Type) -> PrimitiveType:
     """A `<type>` as a primitive: integers by name, then by what the label and width say."""
-    common = {"doc": t.label, "span": t.span, "code": t.code}
+
+    def prim(
+        kind: PrimKind, width: int = 0, signed: bool = False, prefix: str = "", text: str = ""
+    ) -> PrimitiveType:
+        return PrimitiveType(
+            t.name,
+            kind,
+            width,
+            signed,
+            prefix,
+            encoding=text,
+            doc=t.label,
+            span=t.span,
+            code=t.code,
+        )
+
     if t.variable is not None:
         prefix = _SIZE_PREFIX[t.variable] or "uint8"
         if t.name.startswith("str"):
-            encoding = _TEXT.get(t.name.rpartition("-")[2], "utf-8")
-            return PrimitiveType(
-                t.name, "string", length_prefix=prefix, encoding=encoding, **common
-            )
-        return PrimitiveType(t.name, "bytes", length_prefix=prefix, **common)
+            return prim("string", prefix=prefix, text=_TEXT.get(t.name.rpartition("-")[2], "utf-8"))
+        return prim("bytes", prefix=prefix)
     width = t.fixed or 0
     if t.name in INT_WIDTHS:
-        return PrimitiveType(t.name, "int", width, INT_WIDTHS[t.name][1], **common)
+        return prim("int", width, INT_WIDTHS[t.name][1])
     if t.name == "sequence-no":  # an RFC 1982 serial number: unsigned arithmetic modulo 2^32
-        return PrimitiveType(t.name, "int", width, False, **common)
+        return prim("int", width)
     if t.name in ("boolean", "bit"):
-        return PrimitiveType(t.name, "bool", width, **common)
+        return prim("bool", width)
     if t.name == "void":
-        return PrimitiveType(t.name, "void", 0, **common)
+        return prim("void")
     if t.name.startswith("dec"):
-        return PrimitiveType(t.name, "decimal", width, **common)
+        return prim("decimal", width)
     if t.name in _KIND:
-        return PrimitiveType(t.name, _KIND[t.name], width, **common)
-    return PrimitiveType(t.name, "bytes", width, **common)  # opaque octets: binN, uuid, chars
+        return prim(_KIND[t.name], width)
+    return prim("bytes", width)  # opaque octets: binN, uuid, the fixed-width characters
 
 
 def _flagged(

@@ -393,7 +393,7 @@ class _Differ:
                     BOTH,
                 )
             if a.klass == b.klass == "composite" and not any(
-                c.descriptor == b.descriptor for c in self.new.commands for c in c.messages
+                m.descriptor == b.descriptor for _, m in self.new.messages()
             ):
                 # composites that are no frame body (sections, delivery states, terminus...)
                 fa = tuple(_composite_field(f) for f in a.fields)
@@ -671,7 +671,17 @@ class _Differ:
             )
         for v in sorted(va & vb):
             label = f"{where} v{v}" if len(va | vb) > 1 else where
-            self._fields(a.fields_at(v), b.fields_at(v), label, sender, cb.name, v, (), ())
+            self._fields(
+                a.fields_at(v),
+                b.fields_at(v),
+                label,
+                sender,
+                cb.name,
+                v,
+                (),
+                (),
+                list_encoded=a.descriptor is not None and b.descriptor is not None,
+            )
 
     # ---- fields
 
