@@ -276,3 +276,25 @@ def test_specgen_frames_refuses_0_10_in_one_line(
     assert main(["frames", "amqp-0-10", str(data)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "does not read amqp-0-10 yet" in err, err
+
+
+def test_the_package_decodes_and_encodes_whole_frames_as_every_version_does() -> None:
+    """`decode(buf)` takes one whole frame (or the protocol header) and `encode` gives it back,
+    as in every other version package; a control alone encodes as its segment's payload."""
+    tune = a.ConnectionTune(channel_max=7, max_frame_size=4096, heartbeat_min=0, heartbeat_max=60)
+    payload = a.encode(tune)
+    assert payload[:2] == bytes((0x01, 0x05))  # <class name="connection" code="0x1">, tune 0x5
+    frame = a.Frame(type=a.SegmentType.CONTROL, payload=payload, channel=3)
+    data = a.encode(frame)
+    # the 12-octet header: flags (whole segment, whole frame), type 0, size, 0, track, channel, 0
+    assert data[:12] == bytes((0x0F, 0)) + (12 + len(payload)).to_bytes(2, "big") + bytes(
+        (0, 0, 0, 3, 0, 0, 0, 0)
+    )
+    back = a.decode(data)
+    assert back == frame and a.encode(back) == data
+    assert a.Segment(type=back.type, payload=back.payload).decode() == tune
+    assert a.decode(b"AMQP\x01\x01\x00\x0a") == a.ProtocolHeader()
+    assert a.encode(a.ProtocolHeader()) == a.PROTOCOL_HEADER
+    with pytest.raises(a.DecodeError) as e:
+        a.decode(data + b"\x00")
+    assert e.value.field == "frame" and e.value.offset == len(data)

@@ -47,7 +47,6 @@ __all__ = [
     "decode_control",
     "decode_header",
     "decode_value",
-    "encode",
     "encode_header",
     "encode_value",
     "SegmentType",

@@ -30,7 +30,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DecodeError, EncodeError
-from .codec import SegmentType, Track, decode_command, decode_control, decode_header
+from .codec import (
+    Command,
+    Control,
+    SegmentType,
+    Track,
+    decode_command,
+    decode_control,
+    decode_header,
+)
+from .codec import encode as encode_method
 
 __all__ = [
     "FIRST_FRAME",
@@ -45,7 +54,9 @@ __all__ = [
     "FrameReader",
     "ProtocolHeader",
     "Segment",
+    "decode",
     "decode_frame",
+    "encode",
     "encode_frame",
     "frames_of",
 ]
@@ -139,6 +150,34 @@ def decode_frame(data: bytes | bytearray | memoryview, at: int = 0) -> tuple[Fra
         last_frame=bool(flags & LAST_FRAME),
     )
     return frame, at + size
+
+
+def decode(
+    frame: bytes | bytearray | memoryview, sender: str | None = None
+) -> Frame | ProtocolHeader:
+    """One whole frame (header included), or the 8-octet protocol header, as every version
+    package's `decode` takes it. A frame's payload is all or part of a segment: `Assembler`
+    joins frames into segments, whose `decode()` gives the control, command or header.
+    `sender` is accepted for symmetry: no layout here depends on who sent the frame.
+    DecodeError names the field and the byte offset."""
+    buf = memoryview(frame)
+    if len(buf) == 8 and buf[:4].tobytes() == b"AMQP":
+        return ProtocolHeader(protocol_class=buf[4], instance=buf[5], major=buf[6], minor=buf[7])
+    value, end = decode_frame(buf)
+    if end != len(buf):
+        raise DecodeError("frame", end, f"{len(buf) - end} bytes after the frame")
+    return value
+
+
+def encode(msg: Frame | ProtocolHeader | Control | Command) -> bytes:
+    """A frame's bytes (header included) or the protocol header's, as every version package's
+    `encode` gives them; a control or command alone encodes as its segment's payload (put it in
+    a Frame, or `frames_of` a Segment, to send it). EncodeError when a value does not fit."""
+    if isinstance(msg, Frame):
+        return encode_frame(msg)
+    if isinstance(msg, ProtocolHeader):
+        return b"AMQP" + bytes((msg.protocol_class, msg.instance, msg.major, msg.minor))
+    return encode_method(msg)
 
 
 class FrameReader:
