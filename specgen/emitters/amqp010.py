@@ -129,6 +129,7 @@ class StructPlan:
     result: str = ""  # a command's result struct class
     header: list[str] = field(default_factory=list)  # its header segment's struct classes
     body: bool = False
+    span: str = ""  # where the spec defines it
 
     @property
     def all_flags(self) -> int:
@@ -241,6 +242,7 @@ def plan(model: fe.Model) -> Amqp010Plan:
                 s.code,
                 s.doc,
             )
+            sp.span = str(s.span)
             if sp.code is not None and sp.size != 4:
                 raise PlanError(f"{s.span}: coded struct {s.name} has a {s.size}-octet size")
             samples[s.name] = sp.sample
@@ -259,6 +261,7 @@ def plan(model: fe.Model) -> Amqp010Plan:
             raise PlanError(f"{m.span}: {m.name} has a field named like the session header")
         mp.kind, mp.size, mp.pack = m.kind, 0, 2
         mp.class_code, mp.code, mp.doc = m.class_code, m.code, m.doc
+        mp.span = str(m.span)
         mp.body = m.body
         if m.result:
             mp.result = fe.class_name(fe.resolve(model, m.result, m.cls, m.span)[1])

@@ -119,6 +119,7 @@ class ClassPlan:
     prim: str  # sections: its primitive ("" for "*")
     doc: str
     section: str
+    span: str = ""  # where the spec defines it
 
     @property
     def code_hex(self) -> str:
@@ -225,6 +226,7 @@ def plan(protocol: Protocol) -> Amqp10Plan:
                     "list",
                     _doc(t),
                     t.section,
+                    str(t.span or ""),
                 )
             )
         else:
@@ -242,6 +244,7 @@ def plan(protocol: Protocol) -> Amqp10Plan:
                     source_prim,
                     _doc(t),
                     t.section,
+                    str(t.span or ""),
                 )
             )
     names = [c.cls for c in classes]

@@ -259,6 +259,14 @@ def _key_repr(key: tuple[int, ...], frame: FramePlan) -> str:
     return "(" + ", ".join(out) + ("," if len(out) == 1 else "") + ")"
 
 
+def _ident_words(m: MessagePlan, plan: ModulePlan) -> str:
+    """Each part of a message's identity by its field's name, in decimal and hex."""
+    ir_frame = plan.protocol.frame
+    body = ir_frame.body_key(m.message.ident)
+    names = [*ir_frame.dispatch, *(f.name for f in (body.fields if body else ()))]
+    return ", ".join(f"{n} {v} ({v:#04x})" for n, v in zip(names, m.message.ident, strict=False))
+
+
 def _dispatch_words(frame: FramePlan) -> str:
     words = [h.name for h in frame.dispatch]
     if frame.body_keys:
@@ -281,15 +289,19 @@ def _message_view(m: MessagePlan, plan: ModulePlan) -> dict[str, Any]:
         f"{m.message.name}: {m.command} {kind_words}, {noun} {ident}{versioned}, "
         f"sent by the {m.sender}."
     )
+    words = _ident_words(m, plan)
+    if len(m.ident) > 1 and words:
+        summary += f" On the wire: {words}."
     decode_keys = [i[0] for i in m.message.decode_idents]
     if decode_keys:
         also = ", ".join(f"{k:#06x}" for k in decode_keys)
         summary += f" Also decoded under key {also}, as a real peer sends it (see the overlay)."
-    paragraphs = []
-    if m.message.doc:
-        paragraphs.append(_clean(m.message.doc))
-    if command.doc and m.kind != "response":
-        paragraphs.extend(_clean(p) for p in command.doc.split("\n\n"))
+    paragraphs: list[str] = []
+    texts = [m.message.doc, command.doc if m.kind != "response" else ""]
+    for para in (p for text in texts if text for p in text.split("\n\n")):
+        # a message's prose often is its command's: each paragraph once
+        if para.strip() and _clean(para) not in paragraphs:
+            paragraphs.append(_clean(para))
     return {
         "cls": m.cls,
         "func": m.func,
@@ -304,7 +316,7 @@ def _message_view(m: MessagePlan, plan: ModulePlan) -> dict[str, Any]:
         "synchronous": m.message.synchronous,
         "content": m.message.content,
         "follows": m.follows,
-        "body_key": m.body_key,
+        "body_key": "".join(f"\\x{b:02x}" for b in m.body_key),
         "alias": "",
         "version": m.version,
         "kind": m.kind,

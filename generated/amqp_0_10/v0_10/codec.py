@@ -1573,7 +1573,10 @@ class StreamReturnCode(enum.IntEnum):
 
 @dataclass(slots=True, kw_only=True)
 class SessionHeader:
-    """The session header appears on commands after the class and command id, but prior to command arguments."""
+    """The session header appears on commands after the class and command id, but prior to command arguments.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:2045:5
+    """
 
     STRUCT: ClassVar[str] = "session.header"
     SIZE: ClassVar[int] = 1
@@ -1635,7 +1638,10 @@ def _w_session_header(out: bytearray, value: SessionHeader, path: str) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class SessionCommandFragment:
-    """byte-ranges within a set of commands"""
+    """byte-ranges within a set of commands
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:2058:5
+    """
 
     STRUCT: ClassVar[str] = "session.command-fragment"
     SIZE: ClassVar[int] = 0
@@ -1683,7 +1689,10 @@ def _w_session_command_fragment(out: bytearray, value: SessionCommandFragment, p
 
 @dataclass(slots=True, kw_only=True)
 class MessageDeliveryProperties:
-    """message.delivery-properties"""
+    """message.delivery-properties
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:3006:5
+    """
 
     STRUCT: ClassVar[str] = "message.delivery-properties"
     SIZE: ClassVar[int] = 4
@@ -1871,6 +1880,8 @@ class MessageFragmentProperties:
     """These properties permit the transfer of message fragments. These may be used in conjunction with byte level flow control to limit the rate at which large messages are received. Only the first fragment carries the delivery-properties and message-properties.
 
     Syntactically each fragment appears as a complete message to the lower layers of the protocol, however the model layer is required to treat all the fragments as a single message. For example all fragments must be delivered to the same client. In pre-acquired mode, no message fragments can be delivered by the broker until the entire message has been received.
+
+        Spec: specs/amqp-0-10/amqp.0-10.xml:3131:5
     """
 
     STRUCT: ClassVar[str] = "message.fragment-properties"
@@ -1968,7 +1979,10 @@ def _w_message_fragment_properties(
 
 @dataclass(slots=True, kw_only=True)
 class MessageReplyTo:
-    """The reply-to domain provides a simple address structure for replying to to a message to a destination within the same virtual-host."""
+    """The reply-to domain provides a simple address structure for replying to to a message to a destination within the same virtual-host.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:3157:5
+    """
 
     STRUCT: ClassVar[str] = "message.reply-to"
     SIZE: ClassVar[int] = 2
@@ -2042,7 +2056,10 @@ def _w_message_reply_to(out: bytearray, value: MessageReplyTo, path: str) -> Non
 
 @dataclass(slots=True, kw_only=True)
 class MessageProperties:
-    """message.message-properties"""
+    """message.message-properties
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:3164:5
+    """
 
     STRUCT: ClassVar[str] = "message.message-properties"
     SIZE: ClassVar[int] = 4
@@ -2189,7 +2206,10 @@ def _w_message_message_properties(out: bytearray, value: MessageProperties, path
 
 @dataclass(slots=True, kw_only=True)
 class MessageAcquired:
-    """Identifies a set of previously transferred messages that have now been acquired."""
+    """Identifies a set of previously transferred messages that have now been acquired.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:3471:9
+    """
 
     STRUCT: ClassVar[str] = "message.acquired"
     SIZE: ClassVar[int] = 4
@@ -2262,7 +2282,10 @@ def _w_message_acquired(out: bytearray, value: MessageAcquired, path: str) -> No
 
 @dataclass(slots=True, kw_only=True)
 class MessageResumeResult:
-    """message.message-resume-result"""
+    """message.message-resume-result
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:3519:9
+    """
 
     STRUCT: ClassVar[str] = "message.message-resume-result"
     SIZE: ClassVar[int] = 4
@@ -2339,7 +2362,10 @@ def _w_message_message_resume_result(out: bytearray, value: MessageResumeResult,
 
 @dataclass(slots=True, kw_only=True)
 class DtxXaResult:
-    """dtx.xa-result"""
+    """dtx.xa-result
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:4015:5
+    """
 
     STRUCT: ClassVar[str] = "dtx.xa-result"
     SIZE: ClassVar[int] = 4
@@ -2411,7 +2437,10 @@ def _w_dtx_xa_result(out: bytearray, value: DtxXaResult, path: str) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class DtxXid:
-    """An xid uniquely identifies a transaction branch."""
+    """An xid uniquely identifies a transaction branch.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:4021:5
+    """
 
     STRUCT: ClassVar[str] = "dtx.xid"
     SIZE: ClassVar[int] = 2
@@ -2492,7 +2521,10 @@ def _w_dtx_xid(out: bytearray, value: DtxXid, path: str) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class DtxGetTimeoutResult:
-    """Returns the value of the timeout last specified through set-timeout."""
+    """Returns the value of the timeout last specified through set-timeout.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:4366:9
+    """
 
     STRUCT: ClassVar[str] = "dtx.get-timeout-result"
     SIZE: ClassVar[int] = 4
@@ -2569,7 +2601,10 @@ def _w_dtx_get_timeout_result(out: bytearray, value: DtxGetTimeoutResult, path: 
 
 @dataclass(slots=True, kw_only=True)
 class DtxRecoverResult:
-    """Returns to the client a table with single item that is a sequence of transaction xids that are in a prepared or heuristically completed state."""
+    """Returns to the client a table with single item that is a sequence of transaction xids that are in a prepared or heuristically completed state.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:4456:9
+    """
 
     STRUCT: ClassVar[str] = "dtx.recover-result"
     SIZE: ClassVar[int] = 4
@@ -2642,7 +2677,10 @@ def _w_dtx_recover_result(out: bytearray, value: DtxRecoverResult, path: str) ->
 
 @dataclass(slots=True, kw_only=True)
 class ExchangeQueryResult:
-    """This is sent in response to a query request and conveys information on a particular exchange."""
+    """This is sent in response to a query request and conveys information on a particular exchange.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:4885:9
+    """
 
     STRUCT: ClassVar[str] = "exchange.exchange-query-result"
     SIZE: ClassVar[int] = 4
@@ -2746,7 +2784,10 @@ def _w_exchange_exchange_query_result(
 
 @dataclass(slots=True, kw_only=True)
 class ExchangeBoundResult:
-    """exchange.exchange-bound-result"""
+    """exchange.exchange-bound-result
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:5107:9
+    """
 
     STRUCT: ClassVar[str] = "exchange.exchange-bound-result"
     SIZE: ClassVar[int] = 4
@@ -2856,7 +2897,10 @@ def _w_exchange_exchange_bound_result(
 
 @dataclass(slots=True, kw_only=True)
 class QueueQueryResult:
-    """This is sent in response to queue.query, and conveys the requested information about a queue. If no queue with the specified name exists then none of the fields within the returned result struct will be populated."""
+    """This is sent in response to queue.query, and conveys the requested information about a queue. If no queue with the specified name exists then none of the fields within the returned result struct will be populated.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:5506:9
+    """
 
     STRUCT: ClassVar[str] = "queue.queue-query-result"
     SIZE: ClassVar[int] = 4
@@ -2991,7 +3035,10 @@ def _w_queue_queue_query_result(out: bytearray, value: QueueQueryResult, path: s
 
 @dataclass(slots=True, kw_only=True)
 class FileProperties:
-    """file.file-properties"""
+    """file.file-properties
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:5602:5
+    """
 
     STRUCT: ClassVar[str] = "file.file-properties"
     SIZE: ClassVar[int] = 4
@@ -3136,7 +3183,10 @@ def _w_file_file_properties(out: bytearray, value: FileProperties, path: str) ->
 
 @dataclass(slots=True, kw_only=True)
 class StreamProperties:
-    """stream.stream-properties"""
+    """stream.stream-properties
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:6253:5
+    """
 
     STRUCT: ClassVar[str] = "stream.stream-properties"
     SIZE: ClassVar[int] = 4
@@ -3295,7 +3345,10 @@ _CODED_WRITERS: dict[type[Any], Writer] = {
 
 @dataclass(slots=True, kw_only=True)
 class ConnectionStart:
-    """This control starts the connection negotiation process by telling the client the supported security mechanisms and locales from which the client can choose."""
+    """This control starts the connection negotiation process by telling the client the supported security mechanisms and locales from which the client can choose.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:1466:5
+    """
 
     NAME: ClassVar[str] = "connection.start"
     KIND: ClassVar[str] = "control"
@@ -3355,7 +3408,10 @@ def _w_body_connection_start(out: bytearray, value: ConnectionStart) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ConnectionStartOk:
-    """This control selects a SASL security mechanism."""
+    """This control selects a SASL security mechanism.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:1540:5
+    """
 
     NAME: ClassVar[str] = "connection.start-ok"
     KIND: ClassVar[str] = "control"
@@ -3426,7 +3482,10 @@ def _w_body_connection_start_ok(out: bytearray, value: ConnectionStartOk) -> Non
 
 @dataclass(slots=True, kw_only=True)
 class ConnectionSecure:
-    """The SASL protocol works by exchanging challenges and responses until both peers have received sufficient information to authenticate each other. This control challenges the client to provide more information."""
+    """The SASL protocol works by exchanging challenges and responses until both peers have received sufficient information to authenticate each other. This control challenges the client to provide more information.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:1603:5
+    """
 
     NAME: ClassVar[str] = "connection.secure"
     KIND: ClassVar[str] = "control"
@@ -3468,7 +3527,10 @@ def _w_body_connection_secure(out: bytearray, value: ConnectionSecure) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ConnectionSecureOk:
-    """This control attempts to authenticate, passing a block of SASL data for the security mechanism at the server side."""
+    """This control attempts to authenticate, passing a block of SASL data for the security mechanism at the server side.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:1623:5
+    """
 
     NAME: ClassVar[str] = "connection.secure-ok"
     KIND: ClassVar[str] = "control"
@@ -3514,7 +3576,10 @@ def _w_body_connection_secure_ok(out: bytearray, value: ConnectionSecureOk) -> N
 
 @dataclass(slots=True, kw_only=True)
 class ConnectionTune:
-    """This control proposes a set of connection configuration values to the client. The client can accept and/or adjust these."""
+    """This control proposes a set of connection configuration values to the client. The client can accept and/or adjust these.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:1641:5
+    """
 
     NAME: ClassVar[str] = "connection.tune"
     KIND: ClassVar[str] = "control"
@@ -3583,7 +3648,10 @@ def _w_body_connection_tune(out: bytearray, value: ConnectionTune) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ConnectionTuneOk:
-    """This control sends the client's connection tuning parameters to the server. Certain fields are negotiated, others provide capability information."""
+    """This control sends the client's connection tuning parameters to the server. Certain fields are negotiated, others provide capability information.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:1709:5
+    """
 
     NAME: ClassVar[str] = "connection.tune-ok"
     KIND: ClassVar[str] = "control"
@@ -3643,7 +3711,10 @@ def _w_body_connection_tune_ok(out: bytearray, value: ConnectionTuneOk) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ConnectionOpen:
-    """This control opens a connection to a virtual host, which is a collection of resources, and acts to separate multiple application domains within a server. The server may apply arbitrary limits per virtual host, such as the number of each type of entity that may be used, per connection and/or in total."""
+    """This control opens a connection to a virtual host, which is a collection of resources, and acts to separate multiple application domains within a server. The server may apply arbitrary limits per virtual host, such as the number of each type of entity that may be used, per connection and/or in total.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:1796:5
+    """
 
     NAME: ClassVar[str] = "connection.open"
     KIND: ClassVar[str] = "control"
@@ -3702,7 +3773,10 @@ def _w_body_connection_open(out: bytearray, value: ConnectionOpen) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ConnectionOpenOk:
-    """This control signals to the client that the connection is ready for use."""
+    """This control signals to the client that the connection is ready for use.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:1856:5
+    """
 
     NAME: ClassVar[str] = "connection.open-ok"
     KIND: ClassVar[str] = "control"
@@ -3744,7 +3818,10 @@ def _w_body_connection_open_ok(out: bytearray, value: ConnectionOpenOk) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ConnectionRedirect:
-    """This control redirects the client to another server, based on the requested virtual host and/or capabilities."""
+    """This control redirects the client to another server, based on the requested virtual host and/or capabilities.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:1877:5
+    """
 
     NAME: ClassVar[str] = "connection.redirect"
     KIND: ClassVar[str] = "control"
@@ -3799,7 +3876,10 @@ def _w_body_connection_redirect(out: bytearray, value: ConnectionRedirect) -> No
 
 @dataclass(slots=True, kw_only=True)
 class ConnectionHeartbeat:
-    """The heartbeat control may be used to generate artificial network traffic when a connection is idle. If a connection is idle for more than twice the negotiated heartbeat delay, the peers MAY be considered disconnected."""
+    """The heartbeat control may be used to generate artificial network traffic when a connection is idle. If a connection is idle for more than twice the negotiated heartbeat delay, the peers MAY be considered disconnected.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:1909:5
+    """
 
     NAME: ClassVar[str] = "connection.heartbeat"
     KIND: ClassVar[str] = "control"
@@ -3832,7 +3912,10 @@ def _w_body_connection_heartbeat(out: bytearray, value: ConnectionHeartbeat) -> 
 
 @dataclass(slots=True, kw_only=True)
 class ConnectionClose:
-    """This control indicates that the sender wants to close the connection. The reason for close is indicated with the reply-code and reply-text. The channel this control is sent on MAY be used to indicate which channel caused the connection to close."""
+    """This control indicates that the sender wants to close the connection. The reason for close is indicated with the reply-code and reply-text. The channel this control is sent on MAY be used to indicate which channel caused the connection to close.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:1919:5
+    """
 
     NAME: ClassVar[str] = "connection.close"
     KIND: ClassVar[str] = "control"
@@ -3884,7 +3967,10 @@ def _w_body_connection_close(out: bytearray, value: ConnectionClose) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ConnectionCloseOk:
-    """This control confirms a connection.close control and tells the recipient that it is safe to release resources for the connection and close the socket."""
+    """This control confirms a connection.close control and tells the recipient that it is safe to release resources for the connection and close the socket.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:1946:5
+    """
 
     NAME: ClassVar[str] = "connection.close-ok"
     KIND: ClassVar[str] = "control"
@@ -3915,7 +4001,10 @@ def _w_body_connection_close_ok(out: bytearray, value: ConnectionCloseOk) -> Non
 
 @dataclass(slots=True, kw_only=True)
 class SessionAttach:
-    """Requests that the current transport be attached to the named session. Success or failure will be indicated with an attached or detached response. This control is idempotent."""
+    """Requests that the current transport be attached to the named session. Success or failure will be indicated with an attached or detached response. This control is idempotent.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:2071:5
+    """
 
     NAME: ClassVar[str] = "session.attach"
     KIND: ClassVar[str] = "control"
@@ -3965,7 +4054,10 @@ def _w_body_session_attach(out: bytearray, value: SessionAttach) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class SessionAttached:
-    """Confirms successful attachment of the transport to the named session."""
+    """Confirms successful attachment of the transport to the named session.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:2122:5
+    """
 
     NAME: ClassVar[str] = "session.attached"
     KIND: ClassVar[str] = "control"
@@ -4007,7 +4099,10 @@ def _w_body_session_attached(out: bytearray, value: SessionAttached) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class SessionDetach:
-    """Detaches the current transport from the named session."""
+    """Detaches the current transport from the named session.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:2137:5
+    """
 
     NAME: ClassVar[str] = "session.detach"
     KIND: ClassVar[str] = "control"
@@ -4049,7 +4144,10 @@ def _w_body_session_detach(out: bytearray, value: SessionDetach) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class SessionDetached:
-    """Confirms detachment of the current transport from the named session."""
+    """Confirms detachment of the current transport from the named session.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:2154:5
+    """
 
     NAME: ClassVar[str] = "session.detached"
     KIND: ClassVar[str] = "control"
@@ -4101,7 +4199,10 @@ def _w_body_session_detached(out: bytearray, value: SessionDetached) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class SessionRequestTimeout:
-    """This control may be sent by either the sender or receiver of commands. It requests that the execution timeout be changed. This is the minimum amount of time that a peer must preserve execution state for a detached session."""
+    """This control may be sent by either the sender or receiver of commands. It requests that the execution timeout be changed. This is the minimum amount of time that a peer must preserve execution state for a detached session.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:2179:5
+    """
 
     NAME: ClassVar[str] = "session.request-timeout"
     KIND: ClassVar[str] = "control"
@@ -4147,7 +4248,10 @@ def _w_body_session_request_timeout(out: bytearray, value: SessionRequestTimeout
 
 @dataclass(slots=True, kw_only=True)
 class SessionTimeout:
-    """This control may be sent by the either the sender or receiver of commands. It is a one-to-one reply to the request-timeout control that indicates the granted timeout for execution state."""
+    """This control may be sent by the either the sender or receiver of commands. It is a one-to-one reply to the request-timeout control that indicates the granted timeout for execution state.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:2206:5
+    """
 
     NAME: ClassVar[str] = "session.timeout"
     KIND: ClassVar[str] = "control"
@@ -4189,7 +4293,10 @@ def _w_body_session_timeout(out: bytearray, value: SessionTimeout) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class SessionCommandPoint:
-    """This control is sent by the sender of commands and handled by the receiver of commands. This establishes the sequence numbers associated with all subsequent command data sent from the sender to the receiver. The subsequent command data will be numbered starting with the values supplied in this control and proceeding sequentially. This must be used at least once prior to sending any command data on newly attached transports."""
+    """This control is sent by the sender of commands and handled by the receiver of commands. This establishes the sequence numbers associated with all subsequent command data sent from the sender to the receiver. The subsequent command data will be numbered starting with the values supplied in this control and proceeding sequentially. This must be used at least once prior to sending any command data on newly attached transports.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:2224:5
+    """
 
     NAME: ClassVar[str] = "session.command-point"
     KIND: ClassVar[str] = "control"
@@ -4244,7 +4351,10 @@ def _w_body_session_command_point(out: bytearray, value: SessionCommandPoint) ->
 
 @dataclass(slots=True, kw_only=True)
 class SessionExpected:
-    """This control is sent by the receiver of commands and handled by the sender of commands. It informs the sender of what commands and command fragments are expected at the receiver. This control is only sent in response to a flush control with the expected flag set. The expected control is never sent spontaneously."""
+    """This control is sent by the receiver of commands and handled by the sender of commands. It informs the sender of what commands and command fragments are expected at the receiver. This control is only sent in response to a flush control with the expected flag set. The expected control is never sent spontaneously.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:2263:5
+    """
 
     NAME: ClassVar[str] = "session.expected"
     KIND: ClassVar[str] = "control"
@@ -4304,6 +4414,8 @@ class SessionConfirmed:
     A simple implementation of an AMQP client or server may be implemented to take no action on receipt of session.confirmed controls, and take action only when receiving session.completed controls.
 
     A simple implementation of an AMQP client or server may be implemented such that it never spontaneously sends session.confirmed and that when requested for the set of confirmed commands (via the session.flush control) it responds with the same set of commands as it would to when the set of completed commands was requested (trivially all completed commands are confirmed).
+
+        Spec: specs/amqp-0-10/amqp.0-10.xml:2303:5
     """
 
     NAME: ClassVar[str] = "session.confirmed"
@@ -4355,7 +4467,10 @@ def _w_body_session_confirmed(out: bytearray, value: SessionConfirmed) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class SessionCompleted:
-    """This control is sent by the receiver of commands, and handled by the sender of commands. It informs the sender of all commands completed by the receiver. This excludes commands known by the receiver to be considered complete at the sender."""
+    """This control is sent by the receiver of commands, and handled by the sender of commands. It informs the sender of all commands completed by the receiver. This excludes commands known by the receiver to be considered complete at the sender.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:2366:5
+    """
 
     NAME: ClassVar[str] = "session.completed"
     KIND: ClassVar[str] = "control"
@@ -4405,7 +4520,10 @@ def _w_body_session_completed(out: bytearray, value: SessionCompleted) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class SessionKnownCompleted:
-    """This control is sent by the sender of commands, and handled by the receiver of commands. It is sent in reply to one or more completed controls from the receiver. It informs the receiver that commands are known to be completed by the sender."""
+    """This control is sent by the sender of commands, and handled by the receiver of commands. It is sent in reply to one or more completed controls from the receiver. It informs the receiver that commands are known to be completed by the sender.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:2421:5
+    """
 
     NAME: ClassVar[str] = "session.known-completed"
     KIND: ClassVar[str] = "control"
@@ -4451,7 +4569,10 @@ def _w_body_session_known_completed(out: bytearray, value: SessionKnownCompleted
 
 @dataclass(slots=True, kw_only=True)
 class SessionFlush:
-    """This control is sent by the sender of commands and handled by the receiver of commands. It requests that the receiver produce the indicated command sets. The receiver should issue the indicated sets at the earliest possible opportunity."""
+    """This control is sent by the sender of commands and handled by the receiver of commands. It requests that the receiver produce the indicated command sets. The receiver should issue the indicated sets at the earliest possible opportunity.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:2452:5
+    """
 
     NAME: ClassVar[str] = "session.flush"
     KIND: ClassVar[str] = "control"
@@ -4508,7 +4629,10 @@ def _w_body_session_flush(out: bytearray, value: SessionFlush) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class SessionGap:
-    """This control is sent by the sender of commands and handled by the receiver of commands. It sends command ranges for which there will be no further data forthcoming. The receiver should proceed with the next available commands that arrive after the gap."""
+    """This control is sent by the sender of commands and handled by the receiver of commands. It sends command ranges for which there will be no further data forthcoming. The receiver should proceed with the next available commands that arrive after the gap.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:2466:5
+    """
 
     NAME: ClassVar[str] = "session.gap"
     KIND: ClassVar[str] = "control"
@@ -4550,7 +4674,10 @@ def _w_body_session_gap(out: bytearray, value: SessionGap) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ExecutionSync:
-    """This command is complete when all prior commands are completed."""
+    """This command is complete when all prior commands are completed.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:2608:5
+    """
 
     NAME: ClassVar[str] = "execution.sync"
     KIND: ClassVar[str] = "command"
@@ -4594,7 +4721,10 @@ def _w_body_execution_sync(out: bytearray, value: ExecutionSync) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ExecutionResult:
-    """This command carries data resulting from the execution of a command."""
+    """This command carries data resulting from the execution of a command.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:2619:5
+    """
 
     NAME: ClassVar[str] = "execution.result"
     KIND: ClassVar[str] = "command"
@@ -4656,7 +4786,10 @@ def _w_body_execution_result(out: bytearray, value: ExecutionResult) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ExecutionException:
-    """This command informs a peer of an execution exception. The command-id, when given, correlates the error to a specific command."""
+    """This command informs a peer of an execution exception. The command-id, when given, correlates the error to a specific command.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:2633:5
+    """
 
     NAME: ClassVar[str] = "execution.exception"
     KIND: ClassVar[str] = "command"
@@ -4771,6 +4904,8 @@ class MessageTransfer:
     """This command transfers a message between two peers. When a client uses this command to publish a message to a broker, the destination identifies a specific exchange. The message will then be routed to queues as defined by the exchange configuration.
 
     The client may request a broker to transfer messages to it, from a particular queue, by issuing a subscribe command. The subscribe command specifies the destination that the broker should use for any resulting transfers.
+
+        Spec: specs/amqp-0-10/amqp.0-10.xml:3279:5
     """
 
     NAME: ClassVar[str] = "message.transfer"
@@ -4848,7 +4983,10 @@ def _w_body_message_transfer(out: bytearray, value: MessageTransfer) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class MessageAccept:
-    """Accepts the message. Once a transfer is accepted, the command-id may no longer be referenced from other commands."""
+    """Accepts the message. Once a transfer is accepted, the command-id may no longer be referenced from other commands.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:3346:5
+    """
 
     NAME: ClassVar[str] = "message.accept"
     KIND: ClassVar[str] = "command"
@@ -4901,7 +5039,10 @@ def _w_body_message_accept(out: bytearray, value: MessageAccept) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class MessageReject:
-    """Indicates that the message transfers are unprocessable in some way. A server may reject a message if it is unroutable. A client may reject a message if it is invalid. A message may be rejected for other reasons as well. Once a transfer is rejected, the command-id may no longer be referenced from other commands."""
+    """Indicates that the message transfers are unprocessable in some way. A server may reject a message if it is unroutable. A client may reject a message if it is invalid. A message may be rejected for other reasons as well. Once a transfer is rejected, the command-id may no longer be referenced from other commands.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:3370:5
+    """
 
     NAME: ClassVar[str] = "message.reject"
     KIND: ClassVar[str] = "command"
@@ -4973,7 +5114,10 @@ def _w_body_message_reject(out: bytearray, value: MessageReject) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class MessageRelease:
-    """Release previously transferred messages. When acquired messages are released, they become available for acquisition by any subscriber. Once a transfer is released, the command-id may no longer be referenced from other commands."""
+    """Release previously transferred messages. When acquired messages are released, they become available for acquisition by any subscriber. Once a transfer is released, the command-id may no longer be referenced from other commands.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:3415:5
+    """
 
     NAME: ClassVar[str] = "message.release"
     KIND: ClassVar[str] = "command"
@@ -5034,7 +5178,10 @@ def _w_body_message_release(out: bytearray, value: MessageRelease) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class MessageAcquire:
-    """Acquires previously transferred messages for consumption. The acquired ids (if any) are sent via message.acquired."""
+    """Acquires previously transferred messages for consumption. The acquired ids (if any) are sent via message.acquired.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:3450:5
+    """
 
     NAME: ClassVar[str] = "message.acquire"
     KIND: ClassVar[str] = "command"
@@ -5087,7 +5234,10 @@ def _w_body_message_acquire(out: bytearray, value: MessageAcquire) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class MessageResume:
-    """This command resumes an interrupted transfer. The recipient should return the amount of partially transferred data associated with the given resume-id, or zero if there is no data at all. If a non-zero result is returned, the recipient should expect to receive message fragment(s) containing the remainder of the interrupted message."""
+    """This command resumes an interrupted transfer. The recipient should return the amount of partially transferred data associated with the given resume-id, or zero if there is no data at all. If a non-zero result is returned, the recipient should expect to receive message fragment(s) containing the remainder of the interrupted message.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:3487:5
+    """
 
     NAME: ClassVar[str] = "message.resume"
     KIND: ClassVar[str] = "command"
@@ -5149,7 +5299,10 @@ def _w_body_message_resume(out: bytearray, value: MessageResume) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class MessageSubscribe:
-    """This command asks the server to start a "subscription", which is a request for messages from a specific queue. Subscriptions last as long as the session they were created on, or until the client cancels them."""
+    """This command asks the server to start a "subscription", which is a request for messages from a specific queue. Subscriptions last as long as the session they were created on, or until the client cancels them.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:3531:5
+    """
 
     NAME: ClassVar[str] = "message.subscribe"
     KIND: ClassVar[str] = "command"
@@ -5266,7 +5419,10 @@ def _w_body_message_subscribe(out: bytearray, value: MessageSubscribe) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class MessageCancel:
-    """This command cancels a subscription. This does not affect already delivered messages, but it does mean the server will not send any more messages for that subscription. The client may receive an arbitrary number of messages in between sending the cancel command and receiving notification that the cancel command is complete."""
+    """This command cancels a subscription. This does not affect already delivered messages, but it does mean the server will not send any more messages for that subscription. The client may receive an arbitrary number of messages in between sending the cancel command and receiving notification that the cancel command is complete.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:3625:5
+    """
 
     NAME: ClassVar[str] = "message.cancel"
     KIND: ClassVar[str] = "command"
@@ -5326,6 +5482,8 @@ class MessageSetFlowMode:
     The sender MUST NOT send partial assemblies. This means that if there is not enough byte credit available to send a complete message, the sender must either wait or use message fragmentation (see the fragment-properties header struct) to send the first part of the message data in a complete assembly.
 
     Window based flow control is identical to credit based flow control, however message transfer completion implicitly grants a single unit of message credit, and the size of the message in byte credits for each completed message transfer. Completion of the transfer command with session.completed is the only way credit is implicitly updated; message.accept, message.release, message.reject, tx.commit and tx.rollback have no effect on the outstanding credit balances.
+
+        Spec: specs/amqp-0-10/amqp.0-10.xml:3655:5
     """
 
     NAME: ClassVar[str] = "message.set-flow-mode"
@@ -5393,7 +5551,10 @@ def _w_body_message_set_flow_mode(out: bytearray, value: MessageSetFlowMode) -> 
 
 @dataclass(slots=True, kw_only=True)
 class MessageFlow:
-    """This command controls the flow of message data to a given destination. It is used by the recipient of messages to dynamically match the incoming rate of message flow to its processing or forwarding capacity. Upon receipt of this command, the sender must add "value" number of the specified unit to the available credit balance for the specified destination. A value of (0xFFFFFFFF) indicates an infinite amount of credit. This disables any limit for the given unit until the credit balance is zeroed with message.stop or message.flush."""
+    """This command controls the flow of message data to a given destination. It is used by the recipient of messages to dynamically match the incoming rate of message flow to its processing or forwarding capacity. Upon receipt of this command, the sender must add "value" number of the specified unit to the available credit balance for the specified destination. A value of (0xFFFFFFFF) indicates an infinite amount of credit. This disables any limit for the given unit until the credit balance is zeroed with message.stop or message.flush.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:3725:5
+    """
 
     NAME: ClassVar[str] = "message.flow"
     KIND: ClassVar[str] = "command"
@@ -5465,7 +5626,10 @@ def _w_body_message_flow(out: bytearray, value: MessageFlow) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class MessageFlush:
-    """Forces the sender to exhaust his credit supply. The sender's credit will always be zero when this command completes. The command completes when immediately available message data has been transferred, or when the credit supply is exhausted."""
+    """Forces the sender to exhaust his credit supply. The sender's credit will always be zero when this command completes. The command completes when immediately available message data has been transferred, or when the credit supply is exhausted.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:3755:5
+    """
 
     NAME: ClassVar[str] = "message.flush"
     KIND: ClassVar[str] = "command"
@@ -5518,7 +5682,10 @@ def _w_body_message_flush(out: bytearray, value: MessageFlush) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class MessageStop:
-    """On receipt of this command, a producer of messages MUST set his credit to zero for the given destination. When notifying of completion, credit MUST be zero and no further messages will be sent until such a time as further credit is received."""
+    """On receipt of this command, a producer of messages MUST set his credit to zero for the given destination. When notifying of completion, credit MUST be zero and no further messages will be sent until such a time as further credit is received.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:3769:5
+    """
 
     NAME: ClassVar[str] = "message.stop"
     KIND: ClassVar[str] = "command"
@@ -5571,7 +5738,10 @@ def _w_body_message_stop(out: bytearray, value: MessageStop) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class TxSelect:
-    """This command sets the session to use standard transactions. The client must use this command exactly once on a session before using the Commit or Rollback commands."""
+    """This command sets the session to use standard transactions. The client must use this command exactly once on a session before using the Commit or Rollback commands.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:3814:5
+    """
 
     NAME: ClassVar[str] = "tx.select"
     KIND: ClassVar[str] = "command"
@@ -5620,6 +5790,8 @@ class TxCommit:
     In more detail, the commit acts on all messages which have been transferred from the Client to the Server, and on all acceptances of messages sent from Server to Client. Since the commit acts on commands sent in the same direction as the commit command itself, there is no ambiguity on the scope of the commands being committed. Further, the commit will not be completed until all preceding commands which it affects have been completed.
 
     Since transactions act on explicit accept commands, the only valid accept-mode for message subscribers is explicit. For transferring messages from Client to Server (publishing) all accept-modes are permitted.
+
+        Spec: specs/amqp-0-10/amqp.0-10.xml:3847:5
     """
 
     NAME: ClassVar[str] = "tx.commit"
@@ -5669,6 +5841,8 @@ class TxRollback:
     In more detail, when a rollback is issued, any the effects of transfers which occurred from Client to Server are discarded. The Server will issue completion notification for all such transfers prior to the completion of the rollback. Similarly the effects of any message.accept issued from Client to Server prior to the issuance of the tx.rollback will be discarded; and notification of completion for all such commands will be issued before the issuance of the completion for the rollback.
 
     After the completion of the rollback, the client will still hold the messages which it has not yet accepted (including those for which accepts were previously issued within the transaction); i.e. the messages remain "acquired". If the Client wishes to release those messages back to the Server, then appropriate message.release commands must be issued.
+
+        Spec: specs/amqp-0-10/amqp.0-10.xml:3879:5
     """
 
     NAME: ClassVar[str] = "tx.rollback"
@@ -5713,7 +5887,10 @@ def _w_body_tx_rollback(out: bytearray, value: TxRollback) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class DtxSelect:
-    """This command sets the session to use distributed transactions. The client must use this command at least once on a session before using XA demarcation operations."""
+    """This command sets the session to use distributed transactions. The client must use this command at least once on a session before using XA demarcation operations.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:4034:5
+    """
 
     NAME: ClassVar[str] = "dtx.select"
     KIND: ClassVar[str] = "command"
@@ -5757,7 +5934,10 @@ def _w_body_dtx_select(out: bytearray, value: DtxSelect) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class DtxStart:
-    """This command is called when messages should be produced and consumed on behalf a transaction branch identified by xid."""
+    """This command is called when messages should be produced and consumed on behalf a transaction branch identified by xid.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:4045:5
+    """
 
     NAME: ClassVar[str] = "dtx.start"
     KIND: ClassVar[str] = "command"
@@ -5826,7 +6006,10 @@ def _w_body_dtx_start(out: bytearray, value: DtxStart) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class DtxEnd:
-    """This command is called when the work done on behalf a transaction branch finishes or needs to be suspended."""
+    """This command is called when the work done on behalf a transaction branch finishes or needs to be suspended.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:4123:5
+    """
 
     NAME: ClassVar[str] = "dtx.end"
     KIND: ClassVar[str] = "command"
@@ -5895,7 +6078,10 @@ def _w_body_dtx_end(out: bytearray, value: DtxEnd) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class DtxCommit:
-    """Commit the work done on behalf a transaction branch. This command commits the work associated with xid. Any produced messages are made available and any consumed messages are discarded."""
+    """Commit the work done on behalf a transaction branch. This command commits the work associated with xid. Any produced messages are made available and any consumed messages are discarded.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:4221:5
+    """
 
     NAME: ClassVar[str] = "dtx.commit"
     KIND: ClassVar[str] = "command"
@@ -5956,7 +6142,10 @@ def _w_body_dtx_commit(out: bytearray, value: DtxCommit) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class DtxForget:
-    """This command is called to forget about a heuristically completed transaction branch."""
+    """This command is called to forget about a heuristically completed transaction branch.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:4306:5
+    """
 
     NAME: ClassVar[str] = "dtx.forget"
     KIND: ClassVar[str] = "command"
@@ -6009,7 +6198,10 @@ def _w_body_dtx_forget(out: bytearray, value: DtxForget) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class DtxGetTimeout:
-    """This command obtains the current transaction timeout value in seconds. If set-timeout was not used prior to invoking this command, the return value is the default timeout; otherwise, the value used in the previous set-timeout call is returned."""
+    """This command obtains the current transaction timeout value in seconds. If set-timeout was not used prior to invoking this command, the return value is the default timeout; otherwise, the value used in the previous set-timeout call is returned.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:4343:5
+    """
 
     NAME: ClassVar[str] = "dtx.get-timeout"
     KIND: ClassVar[str] = "command"
@@ -6062,7 +6254,10 @@ def _w_body_dtx_get_timeout(out: bytearray, value: DtxGetTimeout) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class DtxPrepare:
-    """This command prepares for commitment any message produced or consumed on behalf of xid."""
+    """This command prepares for commitment any message produced or consumed on behalf of xid.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:4379:5
+    """
 
     NAME: ClassVar[str] = "dtx.prepare"
     KIND: ClassVar[str] = "command"
@@ -6115,7 +6310,10 @@ def _w_body_dtx_prepare(out: bytearray, value: DtxPrepare) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class DtxRecover:
-    """This command is called to obtain a list of transaction branches that are in a prepared or heuristically completed state."""
+    """This command is called to obtain a list of transaction branches that are in a prepared or heuristically completed state.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:4447:5
+    """
 
     NAME: ClassVar[str] = "dtx.recover"
     KIND: ClassVar[str] = "command"
@@ -6159,7 +6357,10 @@ def _w_body_dtx_recover(out: bytearray, value: DtxRecover) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class DtxRollback:
-    """This command rolls back the work associated with xid. Any produced messages are discarded and any consumed messages are re-enqueued."""
+    """This command rolls back the work associated with xid. Any produced messages are discarded and any consumed messages are re-enqueued.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:4473:5
+    """
 
     NAME: ClassVar[str] = "dtx.rollback"
     KIND: ClassVar[str] = "command"
@@ -6212,7 +6413,10 @@ def _w_body_dtx_rollback(out: bytearray, value: DtxRollback) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class DtxSetTimeout:
-    """Sets the specified transaction branch timeout value in seconds."""
+    """Sets the specified transaction branch timeout value in seconds.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:4539:5
+    """
 
     NAME: ClassVar[str] = "dtx.set-timeout"
     KIND: ClassVar[str] = "command"
@@ -6274,7 +6478,10 @@ def _w_body_dtx_set_timeout(out: bytearray, value: DtxSetTimeout) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ExchangeDeclare:
-    """This command creates an exchange if it does not already exist, and if the exchange exists, verifies that it is of the correct and expected class."""
+    """This command creates an exchange if it does not already exist, and if the exchange exists, verifies that it is of the correct and expected class.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:4671:5
+    """
 
     NAME: ClassVar[str] = "exchange.declare"
     KIND: ClassVar[str] = "command"
@@ -6378,7 +6585,10 @@ def _w_body_exchange_declare(out: bytearray, value: ExchangeDeclare) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ExchangeDelete:
-    """This command deletes an exchange. When an exchange is deleted all queue bindings on the exchange are cancelled."""
+    """This command deletes an exchange. When an exchange is deleted all queue bindings on the exchange are cancelled.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:4823:5
+    """
 
     NAME: ClassVar[str] = "exchange.delete"
     KIND: ClassVar[str] = "command"
@@ -6439,7 +6649,10 @@ def _w_body_exchange_delete(out: bytearray, value: ExchangeDelete) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ExchangeQuery:
-    """This command is used to request information on a particular exchange."""
+    """This command is used to request information on a particular exchange.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:4870:5
+    """
 
     NAME: ClassVar[str] = "exchange.query"
     KIND: ClassVar[str] = "command"
@@ -6492,7 +6705,10 @@ def _w_body_exchange_query(out: bytearray, value: ExchangeQuery) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ExchangeBind:
-    """This command binds a queue to an exchange. Until a queue is bound it will not receive any messages. In a classic messaging model, store-and-forward queues are bound to a direct exchange and subscription queues are bound to a topic exchange."""
+    """This command binds a queue to an exchange. Until a queue is bound it will not receive any messages. In a classic messaging model, store-and-forward queues are bound to a direct exchange and subscription queues are bound to a topic exchange.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:4922:5
+    """
 
     NAME: ClassVar[str] = "exchange.bind"
     KIND: ClassVar[str] = "command"
@@ -6572,7 +6788,10 @@ def _w_body_exchange_bind(out: bytearray, value: ExchangeBind) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ExchangeUnbind:
-    """This command unbinds a queue from an exchange."""
+    """This command unbinds a queue from an exchange.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:5021:5
+    """
 
     NAME: ClassVar[str] = "exchange.unbind"
     KIND: ClassVar[str] = "command"
@@ -6643,7 +6862,10 @@ def _w_body_exchange_unbind(out: bytearray, value: ExchangeUnbind) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ExchangeBound:
-    """This command is used to request information on the bindings to a particular exchange."""
+    """This command is used to request information on the bindings to a particular exchange.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:5072:5
+    """
 
     NAME: ClassVar[str] = "exchange.bound"
     KIND: ClassVar[str] = "command"
@@ -6723,7 +6945,10 @@ def _w_body_exchange_bound(out: bytearray, value: ExchangeBound) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class QueueDeclare:
-    """This command creates or checks a queue. When creating a new queue the client can specify various properties that control the durability of the queue and its contents, and the level of sharing for the queue."""
+    """This command creates or checks a queue. When creating a new queue the client can specify various properties that control the durability of the queue and its contents, and the level of sharing for the queue.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:5190:5
+    """
 
     NAME: ClassVar[str] = "queue.declare"
     KIND: ClassVar[str] = "command"
@@ -6828,7 +7053,10 @@ def _w_body_queue_declare(out: bytearray, value: QueueDeclare) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class QueueDelete:
-    """This command deletes a queue. When a queue is deleted any pending messages are sent to the alternate-exchange if defined, or discarded if it is not."""
+    """This command deletes a queue. When a queue is deleted any pending messages are sent to the alternate-exchange if defined, or discarded if it is not.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:5390:5
+    """
 
     NAME: ClassVar[str] = "queue.delete"
     KIND: ClassVar[str] = "command"
@@ -6897,7 +7125,10 @@ def _w_body_queue_delete(out: bytearray, value: QueueDelete) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class QueuePurge:
-    """This command removes all messages from a queue. It does not cancel subscribers. Purged messages are deleted without any formal "undo" mechanism."""
+    """This command removes all messages from a queue. It does not cancel subscribers. Purged messages are deleted without any formal "undo" mechanism.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:5445:5
+    """
 
     NAME: ClassVar[str] = "queue.purge"
     KIND: ClassVar[str] = "command"
@@ -6950,7 +7181,10 @@ def _w_body_queue_purge(out: bytearray, value: QueuePurge) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class QueueQuery:
-    """This command requests information about a queue."""
+    """This command requests information about a queue.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:5496:5
+    """
 
     NAME: ClassVar[str] = "queue.query"
     KIND: ClassVar[str] = "command"
@@ -7003,7 +7237,10 @@ def _w_body_queue_query(out: bytearray, value: QueueQuery) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class FileQos:
-    """This command requests a specific quality of service. The QoS can be specified for the current session or for all sessions on the connection. The particular properties and semantics of a qos command always depend on the content class semantics. Though the qos command could in principle apply to both peers, it is currently meaningful only for the server."""
+    """This command requests a specific quality of service. The QoS can be specified for the current session or for all sessions on the connection. The particular properties and semantics of a qos command always depend on the content class semantics. Though the qos command could in principle apply to both peers, it is currently meaningful only for the server.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:5644:5
+    """
 
     NAME: ClassVar[str] = "file.qos"
     KIND: ClassVar[str] = "command"
@@ -7073,7 +7310,10 @@ def _w_body_file_qos(out: bytearray, value: FileQos) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class FileQosOk:
-    """This command tells the client that the requested QoS levels could be handled by the server. The requested QoS applies to all active consumers until a new QoS is defined."""
+    """This command tells the client that the requested QoS levels could be handled by the server. The requested QoS applies to all active consumers until a new QoS is defined.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:5694:5
+    """
 
     NAME: ClassVar[str] = "file.qos-ok"
     KIND: ClassVar[str] = "command"
@@ -7117,7 +7357,10 @@ def _w_body_file_qos_ok(out: bytearray, value: FileQosOk) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class FileConsume:
-    """This command asks the server to start a "consumer", which is a transient request for messages from a specific queue. Consumers last as long as the session they were created on, or until the client cancels them."""
+    """This command asks the server to start a "consumer", which is a transient request for messages from a specific queue. Consumers last as long as the session they were created on, or until the client cancels them.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:5705:5
+    """
 
     NAME: ClassVar[str] = "file.consume"
     KIND: ClassVar[str] = "command"
@@ -7220,7 +7463,10 @@ def _w_body_file_consume(out: bytearray, value: FileConsume) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class FileConsumeOk:
-    """This command provides the client with a consumer tag which it MUST use in commands that work with the consumer."""
+    """This command provides the client with a consumer tag which it MUST use in commands that work with the consumer.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:5801:5
+    """
 
     NAME: ClassVar[str] = "file.consume-ok"
     KIND: ClassVar[str] = "command"
@@ -7273,7 +7519,10 @@ def _w_body_file_consume_ok(out: bytearray, value: FileConsumeOk) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class FileCancel:
-    """This command cancels a consumer. This does not affect already delivered messages, but it does mean the server will not send any more messages for that consumer."""
+    """This command cancels a consumer. This does not affect already delivered messages, but it does mean the server will not send any more messages for that consumer.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:5818:5
+    """
 
     NAME: ClassVar[str] = "file.cancel"
     KIND: ClassVar[str] = "command"
@@ -7326,7 +7575,10 @@ def _w_body_file_cancel(out: bytearray, value: FileCancel) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class FileOpen:
-    """This command requests permission to start staging a message. Staging means sending the message into a temporary area at the recipient end and then delivering the message by referring to this temporary area. Staging is how the protocol handles partial file transfers - if a message is partially staged and the connection breaks, the next time the sender starts to stage it, it can restart from where it left off."""
+    """This command requests permission to start staging a message. Staging means sending the message into a temporary area at the recipient end and then delivering the message by referring to this temporary area. Staging is how the protocol handles partial file transfers - if a message is partially staged and the connection breaks, the next time the sender starts to stage it, it can restart from where it left off.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:5835:5
+    """
 
     NAME: ClassVar[str] = "file.open"
     KIND: ClassVar[str] = "command"
@@ -7388,7 +7640,10 @@ def _w_body_file_open(out: bytearray, value: FileOpen) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class FileOpenOk:
-    """This command confirms that the recipient is ready to accept staged data. If the message was already partially-staged at a previous time the recipient will report the number of octets already staged."""
+    """This command confirms that the recipient is ready to accept staged data. If the message was already partially-staged at a previous time the recipient will report the number of octets already staged.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:5877:5
+    """
 
     NAME: ClassVar[str] = "file.open-ok"
     KIND: ClassVar[str] = "command"
@@ -7441,7 +7696,10 @@ def _w_body_file_open_ok(out: bytearray, value: FileOpenOk) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class FileStage:
-    """This command stages the message, sending the message content to the recipient from the octet offset specified in the Open-Ok command."""
+    """This command stages the message, sending the message content to the recipient from the octet offset specified in the Open-Ok command.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:5913:5
+    """
 
     NAME: ClassVar[str] = "file.stage"
     KIND: ClassVar[str] = "command"
@@ -7485,7 +7743,10 @@ def _w_body_file_stage(out: bytearray, value: FileStage) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class FilePublish:
-    """This command publishes a staged file message to a specific exchange. The file message will be routed to queues as defined by the exchange configuration and distributed to any active consumers when the transaction, if any, is committed."""
+    """This command publishes a staged file message to a specific exchange. The file message will be routed to queues as defined by the exchange configuration and distributed to any active consumers when the transaction, if any, is committed.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:5932:5
+    """
 
     NAME: ClassVar[str] = "file.publish"
     KIND: ClassVar[str] = "command"
@@ -7572,7 +7833,10 @@ def _w_body_file_publish(out: bytearray, value: FilePublish) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class FileReturn:
-    """This command returns an undeliverable message that was published with the "immediate" flag set, or an unroutable message published with the "mandatory" flag set. The reply code and text provide information about the reason that the message was undeliverable."""
+    """This command returns an undeliverable message that was published with the "immediate" flag set, or an unroutable message published with the "mandatory" flag set. The reply code and text provide information about the reason that the message was undeliverable.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:6008:5
+    """
 
     NAME: ClassVar[str] = "file.return"
     KIND: ClassVar[str] = "command"
@@ -7653,7 +7917,10 @@ def _w_body_file_return(out: bytearray, value: FileReturn) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class FileDeliver:
-    """This command delivers a staged file message to the client, via a consumer. In the asynchronous message delivery model, the client starts a consumer using the consume command, then the server responds with Deliver commands as and when messages arrive for that consumer."""
+    """This command delivers a staged file message to the client, via a consumer. In the asynchronous message delivery model, the client starts a consumer using the consume command, then the server responds with Deliver commands as and when messages arrive for that consumer.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:6047:5
+    """
 
     NAME: ClassVar[str] = "file.deliver"
     KIND: ClassVar[str] = "command"
@@ -7750,7 +8017,10 @@ def _w_body_file_deliver(out: bytearray, value: FileDeliver) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class FileAck:
-    """This command acknowledges one or more messages delivered via the Deliver command. The client can ask to confirm a single message or a set of messages up to and including a specific message."""
+    """This command acknowledges one or more messages delivered via the Deliver command. The client can ask to confirm a single message or a set of messages up to and including a specific message.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:6111:5
+    """
 
     NAME: ClassVar[str] = "file.ack"
     KIND: ClassVar[str] = "command"
@@ -7811,7 +8081,10 @@ def _w_body_file_ack(out: bytearray, value: FileAck) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class FileReject:
-    """This command allows a client to reject a message. It can be used to return untreatable messages to their original queue. Note that file content is staged before delivery, so the client will not use this command to interrupt delivery of a large message."""
+    """This command allows a client to reject a message. It can be used to return untreatable messages to their original queue. Note that file content is staged before delivery, so the client will not use this command to interrupt delivery of a large message.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:6152:5
+    """
 
     NAME: ClassVar[str] = "file.reject"
     KIND: ClassVar[str] = "command"
@@ -7872,7 +8145,10 @@ def _w_body_file_reject(out: bytearray, value: FileReject) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class StreamQos:
-    """This command requests a specific quality of service. The QoS can be specified for the current session or for all sessions on the connection. The particular properties and semantics of a qos command always depend on the content class semantics. Though the qos command could in principle apply to both peers, it is currently meaningful only for the server."""
+    """This command requests a specific quality of service. The QoS can be specified for the current session or for all sessions on the connection. The particular properties and semantics of a qos command always depend on the content class semantics. Though the qos command could in principle apply to both peers, it is currently meaningful only for the server.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:6290:5
+    """
 
     NAME: ClassVar[str] = "stream.qos"
     KIND: ClassVar[str] = "command"
@@ -7951,7 +8227,10 @@ def _w_body_stream_qos(out: bytearray, value: StreamQos) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class StreamQosOk:
-    """This command tells the client that the requested QoS levels could be handled by the server. The requested QoS applies to all active consumers until a new QoS is defined."""
+    """This command tells the client that the requested QoS levels could be handled by the server. The requested QoS applies to all active consumers until a new QoS is defined.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:6352:5
+    """
 
     NAME: ClassVar[str] = "stream.qos-ok"
     KIND: ClassVar[str] = "command"
@@ -7995,7 +8274,10 @@ def _w_body_stream_qos_ok(out: bytearray, value: StreamQosOk) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class StreamConsume:
-    """This command asks the server to start a "consumer", which is a transient request for messages from a specific queue. Consumers last as long as the session they were created on, or until the client cancels them."""
+    """This command asks the server to start a "consumer", which is a transient request for messages from a specific queue. Consumers last as long as the session they were created on, or until the client cancels them.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:6363:5
+    """
 
     NAME: ClassVar[str] = "stream.consume"
     KIND: ClassVar[str] = "command"
@@ -8090,7 +8372,10 @@ def _w_body_stream_consume(out: bytearray, value: StreamConsume) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class StreamConsumeOk:
-    """This command provides the client with a consumer tag which it may use in commands that work with the consumer."""
+    """This command provides the client with a consumer tag which it may use in commands that work with the consumer.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:6460:5
+    """
 
     NAME: ClassVar[str] = "stream.consume-ok"
     KIND: ClassVar[str] = "command"
@@ -8143,7 +8428,10 @@ def _w_body_stream_consume_ok(out: bytearray, value: StreamConsumeOk) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class StreamCancel:
-    """This command cancels a consumer. Since message delivery is asynchronous the client may continue to receive messages for a short while after cancelling a consumer. It may process or discard these as appropriate."""
+    """This command cancels a consumer. Since message delivery is asynchronous the client may continue to receive messages for a short while after cancelling a consumer. It may process or discard these as appropriate.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:6477:5
+    """
 
     NAME: ClassVar[str] = "stream.cancel"
     KIND: ClassVar[str] = "command"
@@ -8196,7 +8484,10 @@ def _w_body_stream_cancel(out: bytearray, value: StreamCancel) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class StreamPublish:
-    """This command publishes a message to a specific exchange. The message will be routed to queues as defined by the exchange configuration and distributed to any active consumers as appropriate."""
+    """This command publishes a message to a specific exchange. The message will be routed to queues as defined by the exchange configuration and distributed to any active consumers as appropriate.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:6491:5
+    """
 
     NAME: ClassVar[str] = "stream.publish"
     KIND: ClassVar[str] = "command"
@@ -8274,7 +8565,10 @@ def _w_body_stream_publish(out: bytearray, value: StreamPublish) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class StreamReturn:
-    """This command returns an undeliverable message that was published with the "immediate" flag set, or an unroutable message published with the "mandatory" flag set. The reply code and text provide information about the reason that the message was undeliverable."""
+    """This command returns an undeliverable message that was published with the "immediate" flag set, or an unroutable message published with the "mandatory" flag set. The reply code and text provide information about the reason that the message was undeliverable.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:6566:5
+    """
 
     NAME: ClassVar[str] = "stream.return"
     KIND: ClassVar[str] = "command"
@@ -8355,7 +8649,10 @@ def _w_body_stream_return(out: bytearray, value: StreamReturn) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class StreamDeliver:
-    """This command delivers a message to the client, via a consumer. In the asynchronous message delivery model, the client starts a consumer using the Consume command, then the server responds with Deliver commands as and when messages arrive for that consumer."""
+    """This command delivers a message to the client, via a consumer. In the asynchronous message delivery model, the client starts a consumer using the Consume command, then the server responds with Deliver commands as and when messages arrive for that consumer.
+
+    Spec: specs/amqp-0-10/amqp.0-10.xml:6605:5
+    """
 
     NAME: ClassVar[str] = "stream.deliver"
     KIND: ClassVar[str] = "command"

@@ -32,8 +32,6 @@ class ContentBody:
 
     A piece of content: the bytes of the frame body, in order.
 
-    A piece of content: the bytes of the frame body, in order.
-
     Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:170:3
     """
 
@@ -73,8 +71,6 @@ class Heartbeat:
 
     A heartbeat frame, on channel 0, with an empty body.
 
-    A heartbeat frame, on channel 0, with an empty body.
-
     Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:171:3
     """
 
@@ -106,17 +102,13 @@ def _encode_heartbeat(msg: Heartbeat, parts: list[bytes], seal_checksums: bool) 
 
 @dataclass(slots=True)
 class ConnectionStart:
-    """ConnectionStart: Connection.Start request, identity (0x01, 10, 10), sent by the server.
+    """ConnectionStart: Connection.Start request, identity (0x01, 10, 10), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 10 (0x0a).
 
-        start connection negotiation
+    start connection negotiation
 
     This method starts the connection negotiation process by telling the client the protocol version that the server proposes, along with a list of security mechanisms which the client can use for authentication.
 
-        start connection negotiation
-
-        This method starts the connection negotiation process by telling the client the protocol version that the server proposes, along with a list of security mechanisms which the client can use for authentication.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:502:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:502:5
     """
 
     COMMAND: ClassVar[str] = "Connection.Start"
@@ -207,7 +199,7 @@ def _decode_connection_start(
 def _encode_connection_start(
     msg: ConnectionStart, parts: list[bytes], seal_checksums: bool
 ) -> None:
-    parts.append(b"\x00\n\x00\n")  # the body key: (0x01, 10, 10)
+    parts.append(b"\x00\x0a\x00\x0a")  # the body key: (0x01, 10, 10)
     parts.append(_CONNECTION_START_0.pack(msg.version_major, msg.version_minor))
     _encode_table(msg.server_properties, parts)
 
@@ -222,13 +214,13 @@ def _encode_connection_start(
 
 @dataclass(slots=True)
 class ConnectionStartOk:
-    """ConnectionStartOk: Connection.StartOk response, identity (0x01, 10, 11), sent by the client.
+    """ConnectionStartOk: Connection.StartOk response, identity (0x01, 10, 11), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 11 (0x0b).
 
-        select security mechanism and locale
+    select security mechanism and locale
 
     This method selects a SASL security mechanism.
 
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:602:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:602:5
     """
 
     COMMAND: ClassVar[str] = "Connection.StartOk"
@@ -322,7 +314,7 @@ def _decode_connection_start_ok(
 def _encode_connection_start_ok(
     msg: ConnectionStartOk, parts: list[bytes], seal_checksums: bool
 ) -> None:
-    parts.append(b"\x00\n\x00\x0b")  # the body key: (0x01, 10, 11)
+    parts.append(b"\x00\x0a\x00\x0b")  # the body key: (0x01, 10, 11)
     _encode_table(msg.client_properties, parts)
 
     mechanism_raw = msg.mechanism.encode("utf-8", "surrogateescape")
@@ -340,17 +332,13 @@ def _encode_connection_start_ok(
 
 @dataclass(slots=True)
 class ConnectionSecure:
-    """ConnectionSecure: Connection.Secure request, identity (0x01, 10, 20), sent by the server.
+    """ConnectionSecure: Connection.Secure request, identity (0x01, 10, 20), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 20 (0x14).
 
-        security mechanism challenge
+    security mechanism challenge
 
     The SASL protocol works by exchanging challenges and responses until both peers have received sufficient information to authenticate each other. This method challenges the client to provide more information.
 
-        security mechanism challenge
-
-        The SASL protocol works by exchanging challenges and responses until both peers have received sufficient information to authenticate each other. This method challenges the client to provide more information.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:667:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:667:5
     """
 
     COMMAND: ClassVar[str] = "Connection.Secure"
@@ -399,7 +387,7 @@ def _decode_connection_secure(
 def _encode_connection_secure(
     msg: ConnectionSecure, parts: list[bytes], seal_checksums: bool
 ) -> None:
-    parts.append(b"\x00\n\x00\x14")  # the body key: (0x01, 10, 20)
+    parts.append(b"\x00\x0a\x00\x14")  # the body key: (0x01, 10, 20)
     challenge_raw = msg.challenge
     parts.append(_CONNECTION_SECURE_0.pack(len(challenge_raw)))
     parts.append(challenge_raw)
@@ -407,13 +395,13 @@ def _encode_connection_secure(
 
 @dataclass(slots=True)
 class ConnectionSecureOk:
-    """ConnectionSecureOk: Connection.SecureOk response, identity (0x01, 10, 21), sent by the client.
+    """ConnectionSecureOk: Connection.SecureOk response, identity (0x01, 10, 21), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 21 (0x15).
 
-        security mechanism response
+    security mechanism response
 
     This method attempts to authenticate, passing a block of SASL data for the security mechanism at the server side.
 
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:685:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:685:5
     """
 
     COMMAND: ClassVar[str] = "Connection.SecureOk"
@@ -462,7 +450,7 @@ def _decode_connection_secure_ok(
 def _encode_connection_secure_ok(
     msg: ConnectionSecureOk, parts: list[bytes], seal_checksums: bool
 ) -> None:
-    parts.append(b"\x00\n\x00\x15")  # the body key: (0x01, 10, 21)
+    parts.append(b"\x00\x0a\x00\x15")  # the body key: (0x01, 10, 21)
     response_raw = msg.response
     parts.append(_CONNECTION_SECURE_OK_0.pack(len(response_raw)))
     parts.append(response_raw)
@@ -470,17 +458,13 @@ def _encode_connection_secure_ok(
 
 @dataclass(slots=True)
 class ConnectionTune:
-    """ConnectionTune: Connection.Tune request, identity (0x01, 10, 30), sent by the server.
+    """ConnectionTune: Connection.Tune request, identity (0x01, 10, 30), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 30 (0x1e).
 
-        propose connection tuning parameters
+    propose connection tuning parameters
 
     This method proposes a set of connection configuration values to the client. The client can accept and/or adjust these.
 
-        propose connection tuning parameters
-
-        This method proposes a set of connection configuration values to the client. The client can accept and/or adjust these.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:704:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:704:5
     """
 
     COMMAND: ClassVar[str] = "Connection.Tune"
@@ -535,19 +519,19 @@ def _decode_connection_tune(
 
 
 def _encode_connection_tune(msg: ConnectionTune, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00\n\x00\x1e")  # the body key: (0x01, 10, 30)
+    parts.append(b"\x00\x0a\x00\x1e")  # the body key: (0x01, 10, 30)
     parts.append(_CONNECTION_TUNE_0.pack(msg.channel_max, msg.frame_max, msg.heartbeat))
 
 
 @dataclass(slots=True)
 class ConnectionTuneOk:
-    """ConnectionTuneOk: Connection.TuneOk response, identity (0x01, 10, 31), sent by the client.
+    """ConnectionTuneOk: Connection.TuneOk response, identity (0x01, 10, 31), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 31 (0x1f).
 
-        negotiate connection tuning parameters
+    negotiate connection tuning parameters
 
     This method sends the client's connection tuning parameters to the server. Certain fields are negotiated, others provide capability information.
 
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:750:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:750:5
     """
 
     COMMAND: ClassVar[str] = "Connection.TuneOk"
@@ -604,23 +588,19 @@ def _decode_connection_tune_ok(
 def _encode_connection_tune_ok(
     msg: ConnectionTuneOk, parts: list[bytes], seal_checksums: bool
 ) -> None:
-    parts.append(b"\x00\n\x00\x1f")  # the body key: (0x01, 10, 31)
+    parts.append(b"\x00\x0a\x00\x1f")  # the body key: (0x01, 10, 31)
     parts.append(_CONNECTION_TUNE_OK_0.pack(msg.channel_max, msg.frame_max, msg.heartbeat))
 
 
 @dataclass(slots=True)
 class ConnectionOpen:
-    """ConnectionOpen: Connection.Open request, identity (0x01, 10, 40), sent by the client.
+    """ConnectionOpen: Connection.Open request, identity (0x01, 10, 40), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 40 (0x28).
 
-        open connection to virtual host
+    open connection to virtual host
 
     This method opens a connection to a virtual host, which is a collection of resources, and acts to separate multiple application domains within a server. The server may apply arbitrary limits per virtual host, such as the number of each type of entity that may be used, per connection and/or in total.
 
-        open connection to virtual host
-
-        This method opens a connection to a virtual host, which is a collection of resources, and acts to separate multiple application domains within a server. The server may apply arbitrary limits per virtual host, such as the number of each type of entity that may be used, per connection and/or in total.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:810:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:810:5
     """
 
     COMMAND: ClassVar[str] = "Connection.Open"
@@ -700,7 +680,7 @@ def _decode_connection_open(
 
 
 def _encode_connection_open(msg: ConnectionOpen, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00\n\x00(")  # the body key: (0x01, 10, 40)
+    parts.append(b"\x00\x0a\x00\x28")  # the body key: (0x01, 10, 40)
     virtual_host_raw = msg.virtual_host.encode("utf-8", "surrogateescape")
     parts.append(_CONNECTION_OPEN_0.pack(len(virtual_host_raw)))
     parts.append(virtual_host_raw)
@@ -713,13 +693,13 @@ def _encode_connection_open(msg: ConnectionOpen, parts: list[bytes], seal_checks
 
 @dataclass(slots=True)
 class ConnectionOpenOk:
-    """ConnectionOpenOk: Connection.OpenOk response, identity (0x01, 10, 41), sent by the server.
+    """ConnectionOpenOk: Connection.OpenOk response, identity (0x01, 10, 41), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 41 (0x29).
 
-        signal that connection is ready
+    signal that connection is ready
 
     This method signals to the client that the connection is ready for use.
 
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:846:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:846:5
     """
 
     COMMAND: ClassVar[str] = "Connection.OpenOk"
@@ -767,7 +747,7 @@ def _decode_connection_open_ok(
 def _encode_connection_open_ok(
     msg: ConnectionOpenOk, parts: list[bytes], seal_checksums: bool
 ) -> None:
-    parts.append(b"\x00\n\x00)")  # the body key: (0x01, 10, 41)
+    parts.append(b"\x00\x0a\x00\x29")  # the body key: (0x01, 10, 41)
     reserved1_raw = msg.reserved1.encode("utf-8", "surrogateescape")
     parts.append(_CONNECTION_OPEN_OK_0.pack(len(reserved1_raw)))
     parts.append(reserved1_raw)
@@ -775,17 +755,13 @@ def _encode_connection_open_ok(
 
 @dataclass(slots=True)
 class ConnectionClose:
-    """ConnectionClose: Connection.Close request, identity (0x01, 10, 50), sent by the both.
+    """ConnectionClose: Connection.Close request, identity (0x01, 10, 50), sent by the both. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 50 (0x32).
 
-        request a connection close
+    request a connection close
 
     This method indicates that the sender wants to close the connection. This may be due to internal conditions (e.g. a forced shut-down) or due to an error handling a specific method, i.e. an exception. When a close is due to an exception, the sender provides the class and method id of the method which caused the exception.
 
-        request a connection close
-
-        This method indicates that the sender wants to close the connection. This may be due to internal conditions (e.g. a forced shut-down) or due to an error handling a specific method, i.e. an exception. When a close is due to an exception, the sender provides the class and method id of the method which caused the exception.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:857:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:857:5
     """
 
     COMMAND: ClassVar[str] = "Connection.Close"
@@ -866,7 +842,7 @@ def _decode_connection_close(
 def _encode_connection_close(
     msg: ConnectionClose, parts: list[bytes], seal_checksums: bool
 ) -> None:
-    parts.append(b"\x00\n\x002")  # the body key: (0x01, 10, 50)
+    parts.append(b"\x00\x0a\x00\x32")  # the body key: (0x01, 10, 50)
     reply_text_raw = msg.reply_text.encode("utf-8", "surrogateescape")
     parts.append(_CONNECTION_CLOSE_0.pack(msg.reply_code, len(reply_text_raw)))
     parts.append(reply_text_raw)
@@ -875,13 +851,13 @@ def _encode_connection_close(
 
 @dataclass(slots=True)
 class ConnectionCloseOk:
-    """ConnectionCloseOk: Connection.CloseOk response, identity (0x01, 10, 51), sent by the both.
+    """ConnectionCloseOk: Connection.CloseOk response, identity (0x01, 10, 51), sent by the both. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 51 (0x33).
 
-        confirm a connection close
+    confirm a connection close
 
     This method confirms a Connection.Close method and tells the recipient that it is safe to release resources for the connection and close the socket.
 
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:893:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:893:5
     """
 
     COMMAND: ClassVar[str] = "Connection.CloseOk"
@@ -912,22 +888,18 @@ def _decode_connection_close_ok(
 def _encode_connection_close_ok(
     msg: ConnectionCloseOk, parts: list[bytes], seal_checksums: bool
 ) -> None:
-    parts.append(b"\x00\n\x003")  # the body key: (0x01, 10, 51)
+    parts.append(b"\x00\x0a\x00\x33")  # the body key: (0x01, 10, 51)
 
 
 @dataclass(slots=True)
 class ConnectionBlocked:
-    """ConnectionBlocked: Connection.Blocked one-way message, identity (0x01, 10, 60), sent by the both.
+    """ConnectionBlocked: Connection.Blocked one-way message, identity (0x01, 10, 60), sent by the both. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 60 (0x3c).
 
-        indicate that connection is blocked
+    indicate that connection is blocked
 
     This method indicates that a connection has been blocked and does not accept new publishes.
 
-        indicate that connection is blocked
-
-        This method indicates that a connection has been blocked and does not accept new publishes.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:908:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:908:5
     """
 
     COMMAND: ClassVar[str] = "Connection.Blocked"
@@ -976,7 +948,7 @@ def _decode_connection_blocked(
 def _encode_connection_blocked(
     msg: ConnectionBlocked, parts: list[bytes], seal_checksums: bool
 ) -> None:
-    parts.append(b"\x00\n\x00<")  # the body key: (0x01, 10, 60)
+    parts.append(b"\x00\x0a\x00\x3c")  # the body key: (0x01, 10, 60)
     reason_raw = msg.reason.encode("utf-8", "surrogateescape")
     parts.append(_CONNECTION_BLOCKED_0.pack(len(reason_raw)))
     parts.append(reason_raw)
@@ -984,17 +956,13 @@ def _encode_connection_blocked(
 
 @dataclass(slots=True)
 class ConnectionUnblocked:
-    """ConnectionUnblocked: Connection.Unblocked one-way message, identity (0x01, 10, 61), sent by the both.
+    """ConnectionUnblocked: Connection.Unblocked one-way message, identity (0x01, 10, 61), sent by the both. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 61 (0x3d).
 
-        indicate that connection is unblocked
+    indicate that connection is unblocked
 
     This method indicates that a connection has been unblocked and now accepts publishes.
 
-        indicate that connection is unblocked
-
-        This method indicates that a connection has been unblocked and now accepts publishes.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:922:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:922:5
     """
 
     COMMAND: ClassVar[str] = "Connection.Unblocked"
@@ -1024,22 +992,18 @@ def _decode_connection_unblocked(
 def _encode_connection_unblocked(
     msg: ConnectionUnblocked, parts: list[bytes], seal_checksums: bool
 ) -> None:
-    parts.append(b"\x00\n\x00=")  # the body key: (0x01, 10, 61)
+    parts.append(b"\x00\x0a\x00\x3d")  # the body key: (0x01, 10, 61)
 
 
 @dataclass(slots=True)
 class ConnectionUpdateSecret:
-    """ConnectionUpdateSecret: Connection.UpdateSecret request, identity (0x01, 10, 70), sent by the server.
+    """ConnectionUpdateSecret: Connection.UpdateSecret request, identity (0x01, 10, 70), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 70 (0x46).
 
-        update secret
+    update secret
 
     This method updates the secret used to authenticate this connection. It is used when secrets have an expiration date and need to be renewed, like OAuth 2 tokens.
 
-        update secret
-
-        This method updates the secret used to authenticate this connection. It is used when secrets have an expiration date and need to be renewed, like OAuth 2 tokens.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:931:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:931:5
     """
 
     COMMAND: ClassVar[str] = "Connection.UpdateSecret"
@@ -1106,7 +1070,7 @@ def _decode_connection_update_secret(
 def _encode_connection_update_secret(
     msg: ConnectionUpdateSecret, parts: list[bytes], seal_checksums: bool
 ) -> None:
-    parts.append(b"\x00\n\x00F")  # the body key: (0x01, 10, 70)
+    parts.append(b"\x00\x0a\x00\x46")  # the body key: (0x01, 10, 70)
     new_secret_raw = msg.new_secret
     parts.append(_CONNECTION_UPDATE_SECRET_0.pack(len(new_secret_raw)))
     parts.append(new_secret_raw)
@@ -1118,13 +1082,13 @@ def _encode_connection_update_secret(
 
 @dataclass(slots=True)
 class ConnectionUpdateSecretOk:
-    """ConnectionUpdateSecretOk: Connection.UpdateSecretOk response, identity (0x01, 10, 71), sent by the client.
+    """ConnectionUpdateSecretOk: Connection.UpdateSecretOk response, identity (0x01, 10, 71), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 71 (0x47).
 
-        update secret response
+    update secret response
 
     This method confirms the updated secret is valid.
 
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:953:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:953:5
     """
 
     COMMAND: ClassVar[str] = "Connection.UpdateSecretOk"
@@ -1155,22 +1119,18 @@ def _decode_connection_update_secret_ok(
 def _encode_connection_update_secret_ok(
     msg: ConnectionUpdateSecretOk, parts: list[bytes], seal_checksums: bool
 ) -> None:
-    parts.append(b"\x00\n\x00G")  # the body key: (0x01, 10, 71)
+    parts.append(b"\x00\x0a\x00\x47")  # the body key: (0x01, 10, 71)
 
 
 @dataclass(slots=True)
 class ChannelOpen:
-    """ChannelOpen: Channel.Open request, identity (0x01, 20, 10), sent by the client.
+    """ChannelOpen: Channel.Open request, identity (0x01, 20, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 10 (0x0a).
 
-        open a channel for use
+    open a channel for use
 
     This method opens a channel to the server.
 
-        open a channel for use
-
-        This method opens a channel to the server.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:986:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:986:5
     """
 
     COMMAND: ClassVar[str] = "Channel.Open"
@@ -1216,7 +1176,7 @@ def _decode_channel_open(buf: memoryview, at: int, end: int, verify_checksums: b
 
 
 def _encode_channel_open(msg: ChannelOpen, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00\x14\x00\n")  # the body key: (0x01, 20, 10)
+    parts.append(b"\x00\x14\x00\x0a")  # the body key: (0x01, 20, 10)
     reserved1_raw = msg.reserved1.encode("utf-8", "surrogateescape")
     parts.append(_CHANNEL_OPEN_0.pack(len(reserved1_raw)))
     parts.append(reserved1_raw)
@@ -1224,13 +1184,13 @@ def _encode_channel_open(msg: ChannelOpen, parts: list[bytes], seal_checksums: b
 
 @dataclass(slots=True)
 class ChannelOpenOk:
-    """ChannelOpenOk: Channel.OpenOk response, identity (0x01, 20, 11), sent by the server.
+    """ChannelOpenOk: Channel.OpenOk response, identity (0x01, 20, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 11 (0x0b).
 
-        signal that the channel is ready
+    signal that the channel is ready
 
     This method signals to the client that the channel is ready for use.
 
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1004:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1004:5
     """
 
     COMMAND: ClassVar[str] = "Channel.OpenOk"
@@ -1281,17 +1241,13 @@ def _encode_channel_open_ok(msg: ChannelOpenOk, parts: list[bytes], seal_checksu
 
 @dataclass(slots=True)
 class ChannelFlow:
-    """ChannelFlow: Channel.Flow request, identity (0x01, 20, 20), sent by the both.
+    """ChannelFlow: Channel.Flow request, identity (0x01, 20, 20), sent by the both. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 20 (0x14).
 
-        enable/disable flow from peer
+    enable/disable flow from peer
 
     This method asks the peer to pause or restart the flow of content data sent by a consumer. This is a simple flow-control mechanism that a peer can use to avoid overflowing its queues or otherwise finding itself receiving more messages than it can process. Note that this method is not intended for window control. It does not affect contents returned by Basic.Get-Ok methods.
 
-        enable/disable flow from peer
-
-        This method asks the peer to pause or restart the flow of content data sent by a consumer. This is a simple flow-control mechanism that a peer can use to avoid overflowing its queues or otherwise finding itself receiving more messages than it can process. Note that this method is not intended for window control. It does not affect contents returned by Basic.Get-Ok methods.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1015:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1015:5
     """
 
     COMMAND: ClassVar[str] = "Channel.Flow"
@@ -1341,13 +1297,13 @@ def _encode_channel_flow(msg: ChannelFlow, parts: list[bytes], seal_checksums: b
 
 @dataclass(slots=True)
 class ChannelFlowOk:
-    """ChannelFlowOk: Channel.FlowOk response, identity (0x01, 20, 21), sent by the both.
+    """ChannelFlowOk: Channel.FlowOk response, identity (0x01, 20, 21), sent by the both. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 21 (0x15).
 
-        confirm a flow method
+    confirm a flow method
 
     Confirms to the peer that a flow command was received and processed.
 
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1067:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1067:5
     """
 
     COMMAND: ClassVar[str] = "Channel.FlowOk"
@@ -1396,17 +1352,13 @@ def _encode_channel_flow_ok(msg: ChannelFlowOk, parts: list[bytes], seal_checksu
 
 @dataclass(slots=True)
 class ChannelClose:
-    """ChannelClose: Channel.Close request, identity (0x01, 20, 40), sent by the both.
+    """ChannelClose: Channel.Close request, identity (0x01, 20, 40), sent by the both. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 40 (0x28).
 
-        request a channel close
+    request a channel close
 
     This method indicates that the sender wants to close the channel. This may be due to internal conditions (e.g. a forced shut-down) or due to an error handling a specific method, i.e. an exception. When a close is due to an exception, the sender provides the class and method id of the method which caused the exception.
 
-        request a channel close
-
-        This method indicates that the sender wants to close the channel. This may be due to internal conditions (e.g. a forced shut-down) or due to an error handling a specific method, i.e. an exception. When a close is due to an exception, the sender provides the class and method id of the method which caused the exception.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1083:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1083:5
     """
 
     COMMAND: ClassVar[str] = "Channel.Close"
@@ -1485,7 +1437,7 @@ def _decode_channel_close(
 
 
 def _encode_channel_close(msg: ChannelClose, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00\x14\x00(")  # the body key: (0x01, 20, 40)
+    parts.append(b"\x00\x14\x00\x28")  # the body key: (0x01, 20, 40)
     reply_text_raw = msg.reply_text.encode("utf-8", "surrogateescape")
     parts.append(_CHANNEL_CLOSE_0.pack(msg.reply_code, len(reply_text_raw)))
     parts.append(reply_text_raw)
@@ -1494,13 +1446,13 @@ def _encode_channel_close(msg: ChannelClose, parts: list[bytes], seal_checksums:
 
 @dataclass(slots=True)
 class ChannelCloseOk:
-    """ChannelCloseOk: Channel.CloseOk response, identity (0x01, 20, 41), sent by the both.
+    """ChannelCloseOk: Channel.CloseOk response, identity (0x01, 20, 41), sent by the both. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 41 (0x29).
 
-        confirm a channel close
+    confirm a channel close
 
     This method confirms a Channel.Close method and tells the recipient that it is safe to release resources for the channel.
 
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1119:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1119:5
     """
 
     COMMAND: ClassVar[str] = "Channel.CloseOk"
@@ -1529,22 +1481,18 @@ def _decode_channel_close_ok(
 
 
 def _encode_channel_close_ok(msg: ChannelCloseOk, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00\x14\x00)")  # the body key: (0x01, 20, 41)
+    parts.append(b"\x00\x14\x00\x29")  # the body key: (0x01, 20, 41)
 
 
 @dataclass(slots=True)
 class ExchangeDeclare:
-    """ExchangeDeclare: Exchange.Declare request, identity (0x01, 40, 10), sent by the client.
+    """ExchangeDeclare: Exchange.Declare request, identity (0x01, 40, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 10 (0x0a).
 
-        verify exchange exists, create if needed
+    verify exchange exists, create if needed
 
     This method creates an exchange if it does not already exist, and if the exchange exists, verifies that it is of the correct and expected class.
 
-        verify exchange exists, create if needed
-
-        This method creates an exchange if it does not already exist, and if the exchange exists, verifies that it is of the correct and expected class.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1213:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1213:5
     """
 
     COMMAND: ClassVar[str] = "Exchange.Declare"
@@ -1662,7 +1610,7 @@ def _decode_exchange_declare(
 def _encode_exchange_declare(
     msg: ExchangeDeclare, parts: list[bytes], seal_checksums: bool
 ) -> None:
-    parts.append(b"\x00(\x00\n")  # the body key: (0x01, 40, 10)
+    parts.append(b"\x00\x28\x00\x0a")  # the body key: (0x01, 40, 10)
     exchange_raw = msg.exchange.encode("utf-8", "surrogateescape")
     parts.append(_EXCHANGE_DECLARE_0.pack(msg.reserved1, len(exchange_raw)))
     parts.append(exchange_raw)
@@ -1684,13 +1632,13 @@ def _encode_exchange_declare(
 
 @dataclass(slots=True)
 class ExchangeDeclareOk:
-    """ExchangeDeclareOk: Exchange.DeclareOk response, identity (0x01, 40, 11), sent by the server.
+    """ExchangeDeclareOk: Exchange.DeclareOk response, identity (0x01, 40, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 11 (0x0b).
 
-        confirm exchange declaration
+    confirm exchange declaration
 
     This method confirms a Declare method and confirms the name of the exchange, essential for automatically-named exchanges.
 
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1378:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1378:5
     """
 
     COMMAND: ClassVar[str] = "Exchange.DeclareOk"
@@ -1721,22 +1669,18 @@ def _decode_exchange_declare_ok(
 def _encode_exchange_declare_ok(
     msg: ExchangeDeclareOk, parts: list[bytes], seal_checksums: bool
 ) -> None:
-    parts.append(b"\x00(\x00\x0b")  # the body key: (0x01, 40, 11)
+    parts.append(b"\x00\x28\x00\x0b")  # the body key: (0x01, 40, 11)
 
 
 @dataclass(slots=True)
 class ExchangeDelete:
-    """ExchangeDelete: Exchange.Delete request, identity (0x01, 40, 20), sent by the client.
+    """ExchangeDelete: Exchange.Delete request, identity (0x01, 40, 20), sent by the client. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 20 (0x14).
 
-        delete an exchange
+    delete an exchange
 
     This method deletes an exchange. When an exchange is deleted all queue bindings on the exchange are cancelled.
 
-        delete an exchange
-
-        This method deletes an exchange. When an exchange is deleted all queue bindings on the exchange are cancelled.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1388:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1388:5
     """
 
     COMMAND: ClassVar[str] = "Exchange.Delete"
@@ -1812,7 +1756,7 @@ def _decode_exchange_delete(
 
 
 def _encode_exchange_delete(msg: ExchangeDelete, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00(\x00\x14")  # the body key: (0x01, 40, 20)
+    parts.append(b"\x00\x28\x00\x14")  # the body key: (0x01, 40, 20)
     exchange_raw = msg.exchange.encode("utf-8", "surrogateescape")
     parts.append(_EXCHANGE_DELETE_0.pack(msg.reserved1, len(exchange_raw)))
     parts.append(exchange_raw)
@@ -1823,13 +1767,13 @@ def _encode_exchange_delete(msg: ExchangeDelete, parts: list[bytes], seal_checks
 
 @dataclass(slots=True)
 class ExchangeDeleteOk:
-    """ExchangeDeleteOk: Exchange.DeleteOk response, identity (0x01, 40, 21), sent by the server.
+    """ExchangeDeleteOk: Exchange.DeleteOk response, identity (0x01, 40, 21), sent by the server. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 21 (0x15).
 
-        confirm deletion of an exchange
+    confirm deletion of an exchange
 
     This method confirms the deletion of an exchange.
 
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1430:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1430:5
     """
 
     COMMAND: ClassVar[str] = "Exchange.DeleteOk"
@@ -1860,22 +1804,18 @@ def _decode_exchange_delete_ok(
 def _encode_exchange_delete_ok(
     msg: ExchangeDeleteOk, parts: list[bytes], seal_checksums: bool
 ) -> None:
-    parts.append(b"\x00(\x00\x15")  # the body key: (0x01, 40, 21)
+    parts.append(b"\x00\x28\x00\x15")  # the body key: (0x01, 40, 21)
 
 
 @dataclass(slots=True)
 class ExchangeBind:
-    """ExchangeBind: Exchange.Bind request, identity (0x01, 40, 30), sent by the client.
+    """ExchangeBind: Exchange.Bind request, identity (0x01, 40, 30), sent by the client. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 30 (0x1e).
 
-        bind exchange to an exchange
+    bind exchange to an exchange
 
     This method binds an exchange to an exchange.
 
-        bind exchange to an exchange
-
-        This method binds an exchange to an exchange.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1438:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1438:5
     """
 
     COMMAND: ClassVar[str] = "Exchange.Bind"
@@ -1989,7 +1929,7 @@ def _decode_exchange_bind(
 
 
 def _encode_exchange_bind(msg: ExchangeBind, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00(\x00\x1e")  # the body key: (0x01, 40, 30)
+    parts.append(b"\x00\x28\x00\x1e")  # the body key: (0x01, 40, 30)
     destination_raw = msg.destination.encode("utf-8", "surrogateescape")
     parts.append(_EXCHANGE_BIND_0.pack(msg.reserved1, len(destination_raw)))
     parts.append(destination_raw)
@@ -2007,13 +1947,13 @@ def _encode_exchange_bind(msg: ExchangeBind, parts: list[bytes], seal_checksums:
 
 @dataclass(slots=True)
 class ExchangeBindOk:
-    """ExchangeBindOk: Exchange.BindOk response, identity (0x01, 40, 31), sent by the server.
+    """ExchangeBindOk: Exchange.BindOk response, identity (0x01, 40, 31), sent by the server. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 31 (0x1f).
 
-        confirm bind successful
+    confirm bind successful
 
     This method confirms that the bind was successful.
 
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1559:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1559:5
     """
 
     COMMAND: ClassVar[str] = "Exchange.BindOk"
@@ -2042,22 +1982,18 @@ def _decode_exchange_bind_ok(
 
 
 def _encode_exchange_bind_ok(msg: ExchangeBindOk, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00(\x00\x1f")  # the body key: (0x01, 40, 31)
+    parts.append(b"\x00\x28\x00\x1f")  # the body key: (0x01, 40, 31)
 
 
 @dataclass(slots=True)
 class ExchangeUnbind:
-    """ExchangeUnbind: Exchange.Unbind request, identity (0x01, 40, 40), sent by the client.
+    """ExchangeUnbind: Exchange.Unbind request, identity (0x01, 40, 40), sent by the client. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 40 (0x28).
 
-        unbind an exchange from an exchange
+    unbind an exchange from an exchange
 
     This method unbinds an exchange from an exchange.
 
-        unbind an exchange from an exchange
-
-        This method unbinds an exchange from an exchange.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1568:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1568:5
     """
 
     COMMAND: ClassVar[str] = "Exchange.Unbind"
@@ -2171,7 +2107,7 @@ def _decode_exchange_unbind(
 
 
 def _encode_exchange_unbind(msg: ExchangeUnbind, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00(\x00(")  # the body key: (0x01, 40, 40)
+    parts.append(b"\x00\x28\x00\x28")  # the body key: (0x01, 40, 40)
     destination_raw = msg.destination.encode("utf-8", "surrogateescape")
     parts.append(_EXCHANGE_UNBIND_0.pack(msg.reserved1, len(destination_raw)))
     parts.append(destination_raw)
@@ -2189,13 +2125,13 @@ def _encode_exchange_unbind(msg: ExchangeUnbind, parts: list[bytes], seal_checks
 
 @dataclass(slots=True)
 class ExchangeUnbindOk:
-    """ExchangeUnbindOk: Exchange.UnbindOk response, identity (0x01, 40, 51), sent by the server.
+    """ExchangeUnbindOk: Exchange.UnbindOk response, identity (0x01, 40, 51), sent by the server. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 51 (0x33).
 
-        confirm unbind successful
+    confirm unbind successful
 
     This method confirms that the unbind was successful.
 
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1643:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1643:5
     """
 
     COMMAND: ClassVar[str] = "Exchange.UnbindOk"
@@ -2226,22 +2162,18 @@ def _decode_exchange_unbind_ok(
 def _encode_exchange_unbind_ok(
     msg: ExchangeUnbindOk, parts: list[bytes], seal_checksums: bool
 ) -> None:
-    parts.append(b"\x00(\x003")  # the body key: (0x01, 40, 51)
+    parts.append(b"\x00\x28\x00\x33")  # the body key: (0x01, 40, 51)
 
 
 @dataclass(slots=True)
 class QueueDeclare:
-    """QueueDeclare: Queue.Declare request, identity (0x01, 50, 10), sent by the client.
+    """QueueDeclare: Queue.Declare request, identity (0x01, 50, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 10 (0x0a).
 
-        declare queue, create if needed
+    declare queue, create if needed
 
     This method creates or checks a queue. When creating a new queue the client can specify various properties that control the durability of the queue and its contents, and the level of sharing for the queue.
 
-        declare queue, create if needed
-
-        This method creates or checks a queue. When creating a new queue the client can specify various properties that control the durability of the queue and its contents, and the level of sharing for the queue.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1673:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1673:5
     """
 
     COMMAND: ClassVar[str] = "Queue.Declare"
@@ -2339,7 +2271,7 @@ def _decode_queue_declare(
 
 
 def _encode_queue_declare(msg: QueueDeclare, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x002\x00\n")  # the body key: (0x01, 50, 10)
+    parts.append(b"\x00\x32\x00\x0a")  # the body key: (0x01, 50, 10)
     queue_raw = msg.queue.encode("utf-8", "surrogateescape")
     parts.append(_QUEUE_DECLARE_0.pack(msg.reserved1, len(queue_raw)))
     parts.append(queue_raw)
@@ -2357,13 +2289,13 @@ def _encode_queue_declare(msg: QueueDeclare, parts: list[bytes], seal_checksums:
 
 @dataclass(slots=True)
 class QueueDeclareOk:
-    """QueueDeclareOk: Queue.DeclareOk response, identity (0x01, 50, 11), sent by the server.
+    """QueueDeclareOk: Queue.DeclareOk response, identity (0x01, 50, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 11 (0x0b).
 
-        confirms a queue definition
+    confirms a queue definition
 
     This method confirms a Declare method and confirms the name of the queue, essential for automatically-named queues.
 
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1869:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1869:5
     """
 
     COMMAND: ClassVar[str] = "Queue.DeclareOk"
@@ -2431,7 +2363,7 @@ def _decode_queue_declare_ok(
 
 
 def _encode_queue_declare_ok(msg: QueueDeclareOk, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x002\x00\x0b")  # the body key: (0x01, 50, 11)
+    parts.append(b"\x00\x32\x00\x0b")  # the body key: (0x01, 50, 11)
     queue_raw = msg.queue.encode("utf-8", "surrogateescape")
     parts.append(_QUEUE_DECLARE_OK_0.pack(len(queue_raw)))
     parts.append(queue_raw)
@@ -2440,17 +2372,13 @@ def _encode_queue_declare_ok(msg: QueueDeclareOk, parts: list[bytes], seal_check
 
 @dataclass(slots=True)
 class QueueBind:
-    """QueueBind: Queue.Bind request, identity (0x01, 50, 20), sent by the client.
+    """QueueBind: Queue.Bind request, identity (0x01, 50, 20), sent by the client. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 20 (0x14).
 
-        bind queue to an exchange
+    bind queue to an exchange
 
     This method binds a queue to an exchange. Until a queue is bound it will not receive any messages. In a classic messaging model, store-and-forward queues are bound to a direct exchange and subscription queues are bound to a topic exchange.
 
-        bind queue to an exchange
-
-        This method binds a queue to an exchange. Until a queue is bound it will not receive any messages. In a classic messaging model, store-and-forward queues are bound to a direct exchange and subscription queues are bound to a topic exchange.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1897:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:1897:5
     """
 
     COMMAND: ClassVar[str] = "Queue.Bind"
@@ -2562,7 +2490,7 @@ def _decode_queue_bind(buf: memoryview, at: int, end: int, verify_checksums: boo
 
 
 def _encode_queue_bind(msg: QueueBind, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x002\x00\x14")  # the body key: (0x01, 50, 20)
+    parts.append(b"\x00\x32\x00\x14")  # the body key: (0x01, 50, 20)
     queue_raw = msg.queue.encode("utf-8", "surrogateescape")
     parts.append(_QUEUE_BIND_0.pack(msg.reserved1, len(queue_raw)))
     parts.append(queue_raw)
@@ -2580,13 +2508,13 @@ def _encode_queue_bind(msg: QueueBind, parts: list[bytes], seal_checksums: bool)
 
 @dataclass(slots=True)
 class QueueBindOk:
-    """QueueBindOk: Queue.BindOk response, identity (0x01, 50, 21), sent by the server.
+    """QueueBindOk: Queue.BindOk response, identity (0x01, 50, 21), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 21 (0x15).
 
-        confirm bind successful
+    confirm bind successful
 
     This method confirms that the bind was successful.
 
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2038:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2038:5
     """
 
     COMMAND: ClassVar[str] = "Queue.BindOk"
@@ -2615,22 +2543,18 @@ def _decode_queue_bind_ok(
 
 
 def _encode_queue_bind_ok(msg: QueueBindOk, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x002\x00\x15")  # the body key: (0x01, 50, 21)
+    parts.append(b"\x00\x32\x00\x15")  # the body key: (0x01, 50, 21)
 
 
 @dataclass(slots=True)
 class QueuePurge:
-    """QueuePurge: Queue.Purge request, identity (0x01, 50, 30), sent by the client.
+    """QueuePurge: Queue.Purge request, identity (0x01, 50, 30), sent by the client. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 30 (0x1e).
 
-        purge a queue
+    purge a queue
 
     This method removes all messages from a queue which are not awaiting acknowledgment.
 
-        purge a queue
-
-        This method removes all messages from a queue which are not awaiting acknowledgment.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2115:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2115:5
     """
 
     COMMAND: ClassVar[str] = "Queue.Purge"
@@ -2699,7 +2623,7 @@ def _decode_queue_purge(buf: memoryview, at: int, end: int, verify_checksums: bo
 
 
 def _encode_queue_purge(msg: QueuePurge, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x002\x00\x1e")  # the body key: (0x01, 50, 30)
+    parts.append(b"\x00\x32\x00\x1e")  # the body key: (0x01, 50, 30)
     queue_raw = msg.queue.encode("utf-8", "surrogateescape")
     parts.append(_QUEUE_PURGE_0.pack(msg.reserved1, len(queue_raw)))
     parts.append(queue_raw)
@@ -2708,13 +2632,13 @@ def _encode_queue_purge(msg: QueuePurge, parts: list[bytes], seal_checksums: boo
 
 @dataclass(slots=True)
 class QueuePurgeOk:
-    """QueuePurgeOk: Queue.PurgeOk response, identity (0x01, 50, 31), sent by the server.
+    """QueuePurgeOk: Queue.PurgeOk response, identity (0x01, 50, 31), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 31 (0x1f).
 
-        confirms a queue purge
+    confirms a queue purge
 
     This method confirms the purge of a queue.
 
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2168:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2168:5
     """
 
     COMMAND: ClassVar[str] = "Queue.PurgeOk"
@@ -2755,23 +2679,19 @@ def _decode_queue_purge_ok(
 
 
 def _encode_queue_purge_ok(msg: QueuePurgeOk, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x002\x00\x1f")  # the body key: (0x01, 50, 31)
+    parts.append(b"\x00\x32\x00\x1f")  # the body key: (0x01, 50, 31)
     parts.append(_QUEUE_PURGE_OK_0.pack(msg.message_count))
 
 
 @dataclass(slots=True)
 class QueueDelete:
-    """QueueDelete: Queue.Delete request, identity (0x01, 50, 40), sent by the client.
+    """QueueDelete: Queue.Delete request, identity (0x01, 50, 40), sent by the client. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 40 (0x28).
 
-        delete a queue
+    delete a queue
 
     This method deletes a queue. When a queue is deleted any pending messages are sent to a dead-letter queue if this is defined in the server configuration, and all consumers on the queue are cancelled.
 
-        delete a queue
-
-        This method deletes a queue. When a queue is deleted any pending messages are sent to a dead-letter queue if this is defined in the server configuration, and all consumers on the queue are cancelled.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2182:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2182:5
     """
 
     COMMAND: ClassVar[str] = "Queue.Delete"
@@ -2850,7 +2770,7 @@ def _decode_queue_delete(buf: memoryview, at: int, end: int, verify_checksums: b
 
 
 def _encode_queue_delete(msg: QueueDelete, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x002\x00(")  # the body key: (0x01, 50, 40)
+    parts.append(b"\x00\x32\x00\x28")  # the body key: (0x01, 50, 40)
     queue_raw = msg.queue.encode("utf-8", "surrogateescape")
     parts.append(_QUEUE_DELETE_0.pack(msg.reserved1, len(queue_raw)))
     parts.append(queue_raw)
@@ -2865,13 +2785,13 @@ def _encode_queue_delete(msg: QueueDelete, parts: list[bytes], seal_checksums: b
 
 @dataclass(slots=True)
 class QueueDeleteOk:
-    """QueueDeleteOk: Queue.DeleteOk response, identity (0x01, 50, 41), sent by the server.
+    """QueueDeleteOk: Queue.DeleteOk response, identity (0x01, 50, 41), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 41 (0x29).
 
-        confirm deletion of a queue
+    confirm deletion of a queue
 
     This method confirms the deletion of a queue.
 
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2262:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2262:5
     """
 
     COMMAND: ClassVar[str] = "Queue.DeleteOk"
@@ -2912,23 +2832,19 @@ def _decode_queue_delete_ok(
 
 
 def _encode_queue_delete_ok(msg: QueueDeleteOk, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x002\x00)")  # the body key: (0x01, 50, 41)
+    parts.append(b"\x00\x32\x00\x29")  # the body key: (0x01, 50, 41)
     parts.append(_QUEUE_DELETE_OK_0.pack(msg.message_count))
 
 
 @dataclass(slots=True)
 class QueueUnbind:
-    """QueueUnbind: Queue.Unbind request, identity (0x01, 50, 50), sent by the client.
+    """QueueUnbind: Queue.Unbind request, identity (0x01, 50, 50), sent by the client. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 50 (0x32).
 
-        unbind a queue from an exchange
+    unbind a queue from an exchange
 
     This method unbinds a queue from an exchange.
 
-        unbind a queue from an exchange
-
-        This method unbinds a queue from an exchange.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2046:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2046:5
     """
 
     COMMAND: ClassVar[str] = "Queue.Unbind"
@@ -3026,7 +2942,7 @@ def _decode_queue_unbind(buf: memoryview, at: int, end: int, verify_checksums: b
 
 
 def _encode_queue_unbind(msg: QueueUnbind, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x002\x002")  # the body key: (0x01, 50, 50)
+    parts.append(b"\x00\x32\x00\x32")  # the body key: (0x01, 50, 50)
     queue_raw = msg.queue.encode("utf-8", "surrogateescape")
     parts.append(_QUEUE_UNBIND_0.pack(msg.reserved1, len(queue_raw)))
     parts.append(queue_raw)
@@ -3043,13 +2959,13 @@ def _encode_queue_unbind(msg: QueueUnbind, parts: list[bytes], seal_checksums: b
 
 @dataclass(slots=True)
 class QueueUnbindOk:
-    """QueueUnbindOk: Queue.UnbindOk response, identity (0x01, 50, 51), sent by the server.
+    """QueueUnbindOk: Queue.UnbindOk response, identity (0x01, 50, 51), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 51 (0x33).
 
-        confirm unbind successful
+    confirm unbind successful
 
     This method confirms that the unbind was successful.
 
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2108:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2108:5
     """
 
     COMMAND: ClassVar[str] = "Queue.UnbindOk"
@@ -3078,14 +2994,12 @@ def _decode_queue_unbind_ok(
 
 
 def _encode_queue_unbind_ok(msg: QueueUnbindOk, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x002\x003")  # the body key: (0x01, 50, 51)
+    parts.append(b"\x00\x32\x00\x33")  # the body key: (0x01, 50, 51)
 
 
 @dataclass(slots=True)
 class BasicProperties:
-    """BasicProperties: Basic.Properties one-way message, identity (0x02, 60), sent by the both.
-
-    Content header of class basic (work with basic content): the size of the content and the properties set, each flagged in PropertyFlags.
+    """BasicProperties: Basic.Properties one-way message, identity (0x02, 60), sent by the both. On the wire: Type 2 (0x02), ClassId 60 (0x3c).
 
     Content header of class basic (work with basic content): the size of the content and the properties set, each flagged in PropertyFlags.
 
@@ -3423,7 +3337,7 @@ def _decode_basic_properties(
 def _encode_basic_properties(
     msg: BasicProperties, parts: list[bytes], seal_checksums: bool
 ) -> None:
-    parts.append(b"\x00<")  # the body key: (0x02, 60)
+    parts.append(b"\x00\x3c")  # the body key: (0x02, 60)
     parts.append(_BASIC_PROPERTIES_0.pack(msg.weight, msg.body_size))
     words = [0] * 1
     if msg.content_type is not None:
@@ -3511,17 +3425,13 @@ def _encode_basic_properties(
 
 @dataclass(slots=True)
 class BasicQos:
-    """BasicQos: Basic.Qos request, identity (0x01, 60, 10), sent by the client.
+    """BasicQos: Basic.Qos request, identity (0x01, 60, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 10 (0x0a).
 
-        specify quality of service
+    specify quality of service
 
     This method requests a specific quality of service. The QoS can be specified for the current channel or for all channels on the connection. The particular properties and semantics of a qos method always depend on the content class semantics. Though the qos method could in principle apply to both peers, it is currently meaningful only for the server.
 
-        specify quality of service
-
-        This method requests a specific quality of service. The QoS can be specified for the current channel or for all channels on the connection. The particular properties and semantics of a qos method always depend on the content class semantics. Though the qos method could in principle apply to both peers, it is currently meaningful only for the server.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2442:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2442:5
     """
 
     COMMAND: ClassVar[str] = "Basic.Qos"
@@ -3577,7 +3487,7 @@ def _decode_basic_qos(buf: memoryview, at: int, end: int, verify_checksums: bool
 
 
 def _encode_basic_qos(msg: BasicQos, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00<\x00\n")  # the body key: (0x01, 60, 10)
+    parts.append(b"\x00\x3c\x00\x0a")  # the body key: (0x01, 60, 10)
     parts.append(
         _BASIC_QOS_0.pack(msg.prefetch_size, msg.prefetch_count, 0x1 if msg.global_ else 0)
     )
@@ -3585,13 +3495,13 @@ def _encode_basic_qos(msg: BasicQos, parts: list[bytes], seal_checksums: bool) -
 
 @dataclass(slots=True)
 class BasicQosOk:
-    """BasicQosOk: Basic.QosOk response, identity (0x01, 60, 11), sent by the server.
+    """BasicQosOk: Basic.QosOk response, identity (0x01, 60, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 11 (0x0b).
 
-        confirm the requested qos
+    confirm the requested qos
 
     This method tells the client that the requested QoS levels could be handled by the server. The requested QoS applies to all active consumers until a new QoS is defined.
 
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2513:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2513:5
     """
 
     COMMAND: ClassVar[str] = "Basic.QosOk"
@@ -3618,22 +3528,18 @@ def _decode_basic_qos_ok(buf: memoryview, at: int, end: int, verify_checksums: b
 
 
 def _encode_basic_qos_ok(msg: BasicQosOk, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00<\x00\x0b")  # the body key: (0x01, 60, 11)
+    parts.append(b"\x00\x3c\x00\x0b")  # the body key: (0x01, 60, 11)
 
 
 @dataclass(slots=True)
 class BasicConsume:
-    """BasicConsume: Basic.Consume request, identity (0x01, 60, 20), sent by the client.
+    """BasicConsume: Basic.Consume request, identity (0x01, 60, 20), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 20 (0x14).
 
-        start a queue consumer
+    start a queue consumer
 
     This method asks the server to start a "consumer", which is a transient request for messages from a specific queue. Consumers last as long as the channel they were declared on, or until the client cancels them.
 
-        start a queue consumer
-
-        This method asks the server to start a "consumer", which is a transient request for messages from a specific queue. Consumers last as long as the channel they were declared on, or until the client cancels them.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2524:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2524:5
     """
 
     COMMAND: ClassVar[str] = "Basic.Consume"
@@ -3744,7 +3650,7 @@ def _decode_basic_consume(
 
 
 def _encode_basic_consume(msg: BasicConsume, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00<\x00\x14")  # the body key: (0x01, 60, 20)
+    parts.append(b"\x00\x3c\x00\x14")  # the body key: (0x01, 60, 20)
     queue_raw = msg.queue.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_CONSUME_0.pack(msg.reserved1, len(queue_raw)))
     parts.append(queue_raw)
@@ -3765,13 +3671,13 @@ def _encode_basic_consume(msg: BasicConsume, parts: list[bytes], seal_checksums:
 
 @dataclass(slots=True)
 class BasicConsumeOk:
-    """BasicConsumeOk: Basic.ConsumeOk response, identity (0x01, 60, 21), sent by the server.
+    """BasicConsumeOk: Basic.ConsumeOk response, identity (0x01, 60, 21), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 21 (0x15).
 
-        confirm a new consumer
+    confirm a new consumer
 
     The server provides the client with a consumer tag, which is used by the client for methods called on the consumer at a later stage.
 
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2616:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2616:5
     """
 
     COMMAND: ClassVar[str] = "Basic.ConsumeOk"
@@ -3819,7 +3725,7 @@ def _decode_basic_consume_ok(
 
 
 def _encode_basic_consume_ok(msg: BasicConsumeOk, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00<\x00\x15")  # the body key: (0x01, 60, 21)
+    parts.append(b"\x00\x3c\x00\x15")  # the body key: (0x01, 60, 21)
     consumer_tag_raw = msg.consumer_tag.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_CONSUME_OK_0.pack(len(consumer_tag_raw)))
     parts.append(consumer_tag_raw)
@@ -3827,21 +3733,15 @@ def _encode_basic_consume_ok(msg: BasicConsumeOk, parts: list[bytes], seal_check
 
 @dataclass(slots=True)
 class BasicCancel:
-    """BasicCancel: Basic.Cancel request, identity (0x01, 60, 30), sent by the both.
+    """BasicCancel: Basic.Cancel request, identity (0x01, 60, 30), sent by the both. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 30 (0x1e).
 
-        end a queue consumer
+    end a queue consumer
 
     This method cancels a consumer. This does not affect already delivered messages, but it does mean the server will not send any more messages for that consumer. The client may receive an arbitrary number of messages in between sending the cancel method and receiving the cancel-ok reply.
 
     It may also be sent from the server to the client in the event of the consumer being unexpectedly cancelled (i.e. cancelled for any reason other than the server receiving the corresponding basic.cancel from the client). This allows clients to be notified of the loss of consumers due to events such as queue deletion. Note that as it is not a MUST for clients to accept this method from the server, it is advisable for the broker to be able to identify those clients that are capable of accepting the method, through some means of capability negotiation.
 
-        end a queue consumer
-
-        This method cancels a consumer. This does not affect already delivered messages, but it does mean the server will not send any more messages for that consumer. The client may receive an arbitrary number of messages in between sending the cancel method and receiving the cancel-ok reply.
-
-        It may also be sent from the server to the client in the event of the consumer being unexpectedly cancelled (i.e. cancelled for any reason other than the server receiving the corresponding basic.cancel from the client). This allows clients to be notified of the loss of consumers due to events such as queue deletion. Note that as it is not a MUST for clients to accept this method from the server, it is advisable for the broker to be able to identify those clients that are capable of accepting the method, through some means of capability negotiation.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2631:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2631:5
     """
 
     COMMAND: ClassVar[str] = "Basic.Cancel"
@@ -3903,7 +3803,7 @@ def _decode_basic_cancel(buf: memoryview, at: int, end: int, verify_checksums: b
 
 
 def _encode_basic_cancel(msg: BasicCancel, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00<\x00\x1e")  # the body key: (0x01, 60, 30)
+    parts.append(b"\x00\x3c\x00\x1e")  # the body key: (0x01, 60, 30)
     consumer_tag_raw = msg.consumer_tag.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_CANCEL_0.pack(len(consumer_tag_raw)))
     parts.append(consumer_tag_raw)
@@ -3912,13 +3812,13 @@ def _encode_basic_cancel(msg: BasicCancel, parts: list[bytes], seal_checksums: b
 
 @dataclass(slots=True)
 class BasicCancelOk:
-    """BasicCancelOk: Basic.CancelOk response, identity (0x01, 60, 31), sent by the both.
+    """BasicCancelOk: Basic.CancelOk response, identity (0x01, 60, 31), sent by the both. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 31 (0x1f).
 
-        confirm a cancelled consumer
+    confirm a cancelled consumer
 
     This method confirms that the cancellation was completed.
 
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2668:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2668:5
     """
 
     COMMAND: ClassVar[str] = "Basic.CancelOk"
@@ -3966,7 +3866,7 @@ def _decode_basic_cancel_ok(
 
 
 def _encode_basic_cancel_ok(msg: BasicCancelOk, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00<\x00\x1f")  # the body key: (0x01, 60, 31)
+    parts.append(b"\x00\x3c\x00\x1f")  # the body key: (0x01, 60, 31)
     consumer_tag_raw = msg.consumer_tag.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_CANCEL_OK_0.pack(len(consumer_tag_raw)))
     parts.append(consumer_tag_raw)
@@ -3974,17 +3874,13 @@ def _encode_basic_cancel_ok(msg: BasicCancelOk, parts: list[bytes], seal_checksu
 
 @dataclass(slots=True)
 class BasicPublish:
-    """BasicPublish: Basic.Publish one-way message, identity (0x01, 60, 40), sent by the client.
+    """BasicPublish: Basic.Publish one-way message, identity (0x01, 60, 40), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 40 (0x28).
 
-        publish a message
+    publish a message
 
     This method publishes a message to a specific exchange. The message will be routed to queues as defined by the exchange configuration and distributed to any active consumers when the transaction, if any, is committed.
 
-        publish a message
-
-        This method publishes a message to a specific exchange. The message will be routed to queues as defined by the exchange configuration and distributed to any active consumers when the transaction, if any, is committed.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2679:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2679:5
     """
 
     COMMAND: ClassVar[str] = "Basic.Publish"
@@ -4077,7 +3973,7 @@ def _decode_basic_publish(
 
 
 def _encode_basic_publish(msg: BasicPublish, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00<\x00(")  # the body key: (0x01, 60, 40)
+    parts.append(b"\x00\x3c\x00\x28")  # the body key: (0x01, 60, 40)
     exchange_raw = msg.exchange.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_PUBLISH_0.pack(msg.reserved1, len(exchange_raw)))
     parts.append(exchange_raw)
@@ -4092,17 +3988,13 @@ def _encode_basic_publish(msg: BasicPublish, parts: list[bytes], seal_checksums:
 
 @dataclass(slots=True)
 class BasicReturn:
-    """BasicReturn: Basic.Return one-way message, identity (0x01, 60, 50), sent by the server.
+    """BasicReturn: Basic.Return one-way message, identity (0x01, 60, 50), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 50 (0x32).
 
-        return a failed message
+    return a failed message
 
     This method returns an undeliverable message that was published with the "immediate" flag set, or an unroutable message published with the "mandatory" flag set. The reply code and text provide information about the reason that the message was undeliverable.
 
-        return a failed message
-
-        This method returns an undeliverable message that was published with the "immediate" flag set, or an unroutable message published with the "mandatory" flag set. The reply code and text provide information about the reason that the message was undeliverable.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2779:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2779:5
     """
 
     COMMAND: ClassVar[str] = "Basic.Return"
@@ -4198,7 +4090,7 @@ def _decode_basic_return(buf: memoryview, at: int, end: int, verify_checksums: b
 
 
 def _encode_basic_return(msg: BasicReturn, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00<\x002")  # the body key: (0x01, 60, 50)
+    parts.append(b"\x00\x3c\x00\x32")  # the body key: (0x01, 60, 50)
     reply_text_raw = msg.reply_text.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_RETURN_0.pack(msg.reply_code, len(reply_text_raw)))
     parts.append(reply_text_raw)
@@ -4214,17 +4106,13 @@ def _encode_basic_return(msg: BasicReturn, parts: list[bytes], seal_checksums: b
 
 @dataclass(slots=True)
 class BasicDeliver:
-    """BasicDeliver: Basic.Deliver one-way message, identity (0x01, 60, 60), sent by the server.
+    """BasicDeliver: Basic.Deliver one-way message, identity (0x01, 60, 60), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 60 (0x3c).
 
-        notify the client of a consumer message
+    notify the client of a consumer message
 
     This method delivers a message to the client, via a consumer. In the asynchronous message delivery model, the client starts a consumer using the Consume method, then the server responds with Deliver methods as and when messages arrive for that consumer.
 
-        notify the client of a consumer message
-
-        This method delivers a message to the client, via a consumer. In the asynchronous message delivery model, the client starts a consumer using the Consume method, then the server responds with Deliver methods as and when messages arrive for that consumer.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2808:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2808:5
     """
 
     COMMAND: ClassVar[str] = "Basic.Deliver"
@@ -4326,7 +4214,7 @@ def _decode_basic_deliver(
 
 
 def _encode_basic_deliver(msg: BasicDeliver, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00<\x00<")  # the body key: (0x01, 60, 60)
+    parts.append(b"\x00\x3c\x00\x3c")  # the body key: (0x01, 60, 60)
     consumer_tag_raw = msg.consumer_tag.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_DELIVER_0.pack(len(consumer_tag_raw)))
     parts.append(consumer_tag_raw)
@@ -4344,17 +4232,13 @@ def _encode_basic_deliver(msg: BasicDeliver, parts: list[bytes], seal_checksums:
 
 @dataclass(slots=True)
 class BasicGet:
-    """BasicGet: Basic.Get request, identity (0x01, 60, 70), sent by the client.
+    """BasicGet: Basic.Get request, identity (0x01, 60, 70), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 70 (0x46).
 
-        direct access to a queue
+    direct access to a queue
 
     This method provides a direct access to the messages in a queue using a synchronous dialogue that is designed for specific types of application where synchronous functionality is more important than performance.
 
-        direct access to a queue
-
-        This method provides a direct access to the messages in a queue using a synchronous dialogue that is designed for specific types of application where synchronous functionality is more important than performance.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2850:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2850:5
     """
 
     COMMAND: ClassVar[str] = "Basic.Get"
@@ -4426,7 +4310,7 @@ def _decode_basic_get(buf: memoryview, at: int, end: int, verify_checksums: bool
 
 
 def _encode_basic_get(msg: BasicGet, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00<\x00F")  # the body key: (0x01, 60, 70)
+    parts.append(b"\x00\x3c\x00\x46")  # the body key: (0x01, 60, 70)
     queue_raw = msg.queue.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_GET_0.pack(msg.reserved1, len(queue_raw)))
     parts.append(queue_raw)
@@ -4435,13 +4319,13 @@ def _encode_basic_get(msg: BasicGet, parts: list[bytes], seal_checksums: bool) -
 
 @dataclass(slots=True)
 class BasicGetOk:
-    """BasicGetOk: Basic.GetOk response, identity (0x01, 60, 71), sent by the server.
+    """BasicGetOk: Basic.GetOk response, identity (0x01, 60, 71), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 71 (0x47).
 
-        provide client with a message
+    provide client with a message
 
     This method delivers a message to the client following a get method. A message delivered by 'get-ok' must be acknowledged unless the no-ack option was set in the get method.
 
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2870:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2870:5
     """
 
     COMMAND: ClassVar[str] = "Basic.GetOk"
@@ -4535,7 +4419,7 @@ def _decode_basic_get_ok(buf: memoryview, at: int, end: int, verify_checksums: b
 
 
 def _encode_basic_get_ok(msg: BasicGetOk, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00<\x00G")  # the body key: (0x01, 60, 71)
+    parts.append(b"\x00\x3c\x00\x47")  # the body key: (0x01, 60, 71)
     exchange_raw = msg.exchange.encode("utf-8", "surrogateescape")
     parts.append(
         _BASIC_GET_OK_0.pack(msg.delivery_tag, 0x1 if msg.redelivered else 0, len(exchange_raw))
@@ -4550,13 +4434,13 @@ def _encode_basic_get_ok(msg: BasicGetOk, parts: list[bytes], seal_checksums: bo
 
 @dataclass(slots=True)
 class BasicGetEmpty:
-    """BasicGetEmpty: Basic.GetEmpty response, identity (0x01, 60, 72), sent by the server.
+    """BasicGetEmpty: Basic.GetEmpty response, identity (0x01, 60, 72), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 72 (0x48).
 
-        indicate no messages available
+    indicate no messages available
 
     This method tells the client that the queue has no messages available for the client.
 
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2896:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2896:5
     """
 
     COMMAND: ClassVar[str] = "Basic.GetEmpty"
@@ -4602,7 +4486,7 @@ def _decode_basic_get_empty(
 
 
 def _encode_basic_get_empty(msg: BasicGetEmpty, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00<\x00H")  # the body key: (0x01, 60, 72)
+    parts.append(b"\x00\x3c\x00\x48")  # the body key: (0x01, 60, 72)
     reserved1_raw = msg.reserved1.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_GET_EMPTY_0.pack(len(reserved1_raw)))
     parts.append(reserved1_raw)
@@ -4610,9 +4494,9 @@ def _encode_basic_get_empty(msg: BasicGetEmpty, parts: list[bytes], seal_checksu
 
 @dataclass(slots=True)
 class BasicAck:
-    """BasicAck: Basic.Ack one-way message, identity (0x01, 60, 80), sent by the both.
+    """BasicAck: Basic.Ack one-way message, identity (0x01, 60, 80), sent by the both. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 80 (0x50).
 
-        acknowledge one or more messages
+    acknowledge one or more messages
 
     When sent by the client, this method acknowledges one or more messages delivered via the Deliver or Get-Ok methods.
 
@@ -4620,15 +4504,7 @@ class BasicAck:
 
     The acknowledgement can be for a single message or a set of messages up to and including a specific message.
 
-        acknowledge one or more messages
-
-        When sent by the client, this method acknowledges one or more messages delivered via the Deliver or Get-Ok methods.
-
-        When sent by server, this method acknowledges one or more messages published with the Publish method on a channel in confirm mode.
-
-        The acknowledgement can be for a single message or a set of messages up to and including a specific message.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2909:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2909:5
     """
 
     COMMAND: ClassVar[str] = "Basic.Ack"
@@ -4676,23 +4552,19 @@ def _decode_basic_ack(buf: memoryview, at: int, end: int, verify_checksums: bool
 
 
 def _encode_basic_ack(msg: BasicAck, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00<\x00P")  # the body key: (0x01, 60, 80)
+    parts.append(b"\x00\x3c\x00\x50")  # the body key: (0x01, 60, 80)
     parts.append(_BASIC_ACK_0.pack(msg.delivery_tag, 0x1 if msg.multiple else 0))
 
 
 @dataclass(slots=True)
 class BasicReject:
-    """BasicReject: Basic.Reject one-way message, identity (0x01, 60, 90), sent by the client.
+    """BasicReject: Basic.Reject one-way message, identity (0x01, 60, 90), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 90 (0x5a).
 
-        reject an incoming message
+    reject an incoming message
 
     This method allows a client to reject a message. It can be used to interrupt and cancel large incoming messages, or return untreatable messages to their original queue.
 
-        reject an incoming message
-
-        This method allows a client to reject a message. It can be used to interrupt and cancel large incoming messages, or return untreatable messages to their original queue.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2953:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2953:5
     """
 
     COMMAND: ClassVar[str] = "Basic.Reject"
@@ -4740,27 +4612,21 @@ def _decode_basic_reject(buf: memoryview, at: int, end: int, verify_checksums: b
 
 
 def _encode_basic_reject(msg: BasicReject, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00<\x00Z")  # the body key: (0x01, 60, 90)
+    parts.append(b"\x00\x3c\x00\x5a")  # the body key: (0x01, 60, 90)
     parts.append(_BASIC_REJECT_0.pack(msg.delivery_tag, 0x1 if msg.requeue else 0))
 
 
 @dataclass(slots=True)
 class BasicRecoverAsync:
-    """BasicRecoverAsync: Basic.RecoverAsync one-way message, identity (0x01, 60, 100), sent by the client.
+    """BasicRecoverAsync: Basic.RecoverAsync one-way message, identity (0x01, 60, 100), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 100 (0x64).
 
-        redeliver unacknowledged messages
+    redeliver unacknowledged messages
 
     This method asks the server to redeliver all unacknowledged messages on a specified channel. Zero or more messages may be redelivered. This method is deprecated in favour of the synchronous Recover/Recover-Ok.
 
     Deprecated.
 
-        redeliver unacknowledged messages
-
-        This method asks the server to redeliver all unacknowledged messages on a specified channel. Zero or more messages may be redelivered. This method is deprecated in favour of the synchronous Recover/Recover-Ok.
-
-        Deprecated.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:3017:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:3017:5
     """
 
     COMMAND: ClassVar[str] = "Basic.RecoverAsync"
@@ -4805,23 +4671,19 @@ def _decode_basic_recover_async(
 def _encode_basic_recover_async(
     msg: BasicRecoverAsync, parts: list[bytes], seal_checksums: bool
 ) -> None:
-    parts.append(b"\x00<\x00d")  # the body key: (0x01, 60, 100)
+    parts.append(b"\x00\x3c\x00\x64")  # the body key: (0x01, 60, 100)
     parts.append(_BASIC_RECOVER_ASYNC_0.pack(0x1 if msg.requeue else 0))
 
 
 @dataclass(slots=True)
 class BasicRecover:
-    """BasicRecover: Basic.Recover one-way message, identity (0x01, 60, 110), sent by the client.
+    """BasicRecover: Basic.Recover one-way message, identity (0x01, 60, 110), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 110 (0x6e).
 
-        redeliver unacknowledged messages
+    redeliver unacknowledged messages
 
     This method asks the server to redeliver all unacknowledged messages on a specified channel. Zero or more messages may be redelivered. This method replaces the asynchronous Recover.
 
-        redeliver unacknowledged messages
-
-        This method asks the server to redeliver all unacknowledged messages on a specified channel. Zero or more messages may be redelivered. This method replaces the asynchronous Recover.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:3044:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:3044:5
     """
 
     COMMAND: ClassVar[str] = "Basic.Recover"
@@ -4864,23 +4726,19 @@ def _decode_basic_recover(
 
 
 def _encode_basic_recover(msg: BasicRecover, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00<\x00n")  # the body key: (0x01, 60, 110)
+    parts.append(b"\x00\x3c\x00\x6e")  # the body key: (0x01, 60, 110)
     parts.append(_BASIC_RECOVER_0.pack(0x1 if msg.requeue else 0))
 
 
 @dataclass(slots=True)
 class BasicRecoverOk:
-    """BasicRecoverOk: Basic.RecoverOk one-way message, identity (0x01, 60, 111), sent by the server.
+    """BasicRecoverOk: Basic.RecoverOk one-way message, identity (0x01, 60, 111), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 111 (0x6f).
 
-        confirm recovery
+    confirm recovery
 
     This method acknowledges a Basic.Recover method.
 
-        confirm recovery
-
-        This method acknowledges a Basic.Recover method.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:3068:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:3068:5
     """
 
     COMMAND: ClassVar[str] = "Basic.RecoverOk"
@@ -4909,26 +4767,20 @@ def _decode_basic_recover_ok(
 
 
 def _encode_basic_recover_ok(msg: BasicRecoverOk, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00<\x00o")  # the body key: (0x01, 60, 111)
+    parts.append(b"\x00\x3c\x00\x6f")  # the body key: (0x01, 60, 111)
 
 
 @dataclass(slots=True)
 class BasicNack:
-    """BasicNack: Basic.Nack one-way message, identity (0x01, 60, 120), sent by the both.
+    """BasicNack: Basic.Nack one-way message, identity (0x01, 60, 120), sent by the both. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 120 (0x78).
 
-        reject one or more incoming messages
+    reject one or more incoming messages
 
     This method allows a client to reject one or more incoming messages. It can be used to interrupt and cancel large incoming messages, or return untreatable messages to their original queue.
 
     This method is also used by the server to inform publishers on channels in confirm mode of unhandled messages. If a publisher receives this method, it probably needs to republish the offending messages.
 
-        reject one or more incoming messages
-
-        This method allows a client to reject one or more incoming messages. It can be used to interrupt and cancel large incoming messages, or return untreatable messages to their original queue.
-
-        This method is also used by the server to inform publishers on channels in confirm mode of unhandled messages. If a publisher receives this method, it probably needs to republish the offending messages.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:3075:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:3075:5
     """
 
     COMMAND: ClassVar[str] = "Basic.Nack"
@@ -4981,7 +4833,7 @@ def _decode_basic_nack(buf: memoryview, at: int, end: int, verify_checksums: boo
 
 
 def _encode_basic_nack(msg: BasicNack, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00<\x00x")  # the body key: (0x01, 60, 120)
+    parts.append(b"\x00\x3c\x00\x78")  # the body key: (0x01, 60, 120)
     parts.append(
         _BASIC_NACK_0.pack(
             msg.delivery_tag, (0x1 if msg.multiple else 0) | (0x2 if msg.requeue else 0)
@@ -4991,17 +4843,13 @@ def _encode_basic_nack(msg: BasicNack, parts: list[bytes], seal_checksums: bool)
 
 @dataclass(slots=True)
 class ConfirmSelect:
-    """ConfirmSelect: Confirm.Select request, identity (0x01, 85, 10), sent by the client.
+    """ConfirmSelect: Confirm.Select request, identity (0x01, 85, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 85 (0x55), MethodId 10 (0x0a).
 
-        select confirm mode (i.e. enable publisher acknowledgements)
+    select confirm mode (i.e. enable publisher acknowledgements)
 
     This method sets the channel to use publisher acknowledgements. The client can only use this method on a non-transactional channel.
 
-        select confirm mode (i.e. enable publisher acknowledgements)
-
-        This method sets the channel to use publisher acknowledgements. The client can only use this method on a non-transactional channel.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:3362:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:3362:5
     """
 
     COMMAND: ClassVar[str] = "Confirm.Select"
@@ -5047,19 +4895,19 @@ def _decode_confirm_select(
 
 
 def _encode_confirm_select(msg: ConfirmSelect, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00U\x00\n")  # the body key: (0x01, 85, 10)
+    parts.append(b"\x00\x55\x00\x0a")  # the body key: (0x01, 85, 10)
     parts.append(_CONFIRM_SELECT_0.pack(0x1 if msg.nowait else 0))
 
 
 @dataclass(slots=True)
 class ConfirmSelectOk:
-    """ConfirmSelectOk: Confirm.SelectOk response, identity (0x01, 85, 11), sent by the server.
+    """ConfirmSelectOk: Confirm.SelectOk response, identity (0x01, 85, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 85 (0x55), MethodId 11 (0x0b).
 
-        acknowledge confirm mode
+    acknowledge confirm mode
 
     This method confirms to the client that the channel was successfully set to use publisher acknowledgements.
 
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:3374:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:3374:5
     """
 
     COMMAND: ClassVar[str] = "Confirm.SelectOk"
@@ -5090,22 +4938,18 @@ def _decode_confirm_select_ok(
 def _encode_confirm_select_ok(
     msg: ConfirmSelectOk, parts: list[bytes], seal_checksums: bool
 ) -> None:
-    parts.append(b"\x00U\x00\x0b")  # the body key: (0x01, 85, 11)
+    parts.append(b"\x00\x55\x00\x0b")  # the body key: (0x01, 85, 11)
 
 
 @dataclass(slots=True)
 class TxSelect:
-    """TxSelect: Tx.Select request, identity (0x01, 90, 10), sent by the client.
+    """TxSelect: Tx.Select request, identity (0x01, 90, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 10 (0x0a).
 
-        select standard transaction mode
+    select standard transaction mode
 
     This method sets the channel to use standard transactions. The client must use this method at least once on a channel before using the Commit or Rollback methods.
 
-        select standard transaction mode
-
-        This method sets the channel to use standard transactions. The client must use this method at least once on a channel before using the Commit or Rollback methods.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:3222:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:3222:5
     """
 
     COMMAND: ClassVar[str] = "Tx.Select"
@@ -5134,18 +4978,18 @@ def _decode_tx_select(buf: memoryview, at: int, end: int, verify_checksums: bool
 
 
 def _encode_tx_select(msg: TxSelect, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00Z\x00\n")  # the body key: (0x01, 90, 10)
+    parts.append(b"\x00\x5a\x00\x0a")  # the body key: (0x01, 90, 10)
 
 
 @dataclass(slots=True)
 class TxSelectOk:
-    """TxSelectOk: Tx.SelectOk response, identity (0x01, 90, 11), sent by the server.
+    """TxSelectOk: Tx.SelectOk response, identity (0x01, 90, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 11 (0x0b).
 
-        confirm transaction mode
+    confirm transaction mode
 
     This method confirms to the client that the channel was successfully set to use standard transactions.
 
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:3231:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:3231:5
     """
 
     COMMAND: ClassVar[str] = "Tx.SelectOk"
@@ -5172,22 +5016,18 @@ def _decode_tx_select_ok(buf: memoryview, at: int, end: int, verify_checksums: b
 
 
 def _encode_tx_select_ok(msg: TxSelectOk, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00Z\x00\x0b")  # the body key: (0x01, 90, 11)
+    parts.append(b"\x00\x5a\x00\x0b")  # the body key: (0x01, 90, 11)
 
 
 @dataclass(slots=True)
 class TxCommit:
-    """TxCommit: Tx.Commit request, identity (0x01, 90, 20), sent by the client.
+    """TxCommit: Tx.Commit request, identity (0x01, 90, 20), sent by the client. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 20 (0x14).
 
-        commit the current transaction
+    commit the current transaction
 
     This method commits all message publications and acknowledgments performed in the current transaction. A new transaction starts immediately after a commit.
 
-        commit the current transaction
-
-        This method commits all message publications and acknowledgments performed in the current transaction. A new transaction starts immediately after a commit.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:3241:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:3241:5
     """
 
     COMMAND: ClassVar[str] = "Tx.Commit"
@@ -5216,18 +5056,18 @@ def _decode_tx_commit(buf: memoryview, at: int, end: int, verify_checksums: bool
 
 
 def _encode_tx_commit(msg: TxCommit, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00Z\x00\x14")  # the body key: (0x01, 90, 20)
+    parts.append(b"\x00\x5a\x00\x14")  # the body key: (0x01, 90, 20)
 
 
 @dataclass(slots=True)
 class TxCommitOk:
-    """TxCommitOk: Tx.CommitOk response, identity (0x01, 90, 21), sent by the server.
+    """TxCommitOk: Tx.CommitOk response, identity (0x01, 90, 21), sent by the server. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 21 (0x15).
 
-        confirm a successful commit
+    confirm a successful commit
 
     This method confirms to the client that the commit succeeded. Note that if a commit fails, the server raises a channel exception.
 
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:3259:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:3259:5
     """
 
     COMMAND: ClassVar[str] = "Tx.CommitOk"
@@ -5254,22 +5094,18 @@ def _decode_tx_commit_ok(buf: memoryview, at: int, end: int, verify_checksums: b
 
 
 def _encode_tx_commit_ok(msg: TxCommitOk, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00Z\x00\x15")  # the body key: (0x01, 90, 21)
+    parts.append(b"\x00\x5a\x00\x15")  # the body key: (0x01, 90, 21)
 
 
 @dataclass(slots=True)
 class TxRollback:
-    """TxRollback: Tx.Rollback request, identity (0x01, 90, 30), sent by the client.
+    """TxRollback: Tx.Rollback request, identity (0x01, 90, 30), sent by the client. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 30 (0x1e).
 
-        abandon the current transaction
+    abandon the current transaction
 
     This method abandons all message publications and acknowledgments performed in the current transaction. A new transaction starts immediately after a rollback. Note that unacked messages will not be automatically redelivered by rollback; if that is required an explicit recover call should be issued.
 
-        abandon the current transaction
-
-        This method abandons all message publications and acknowledgments performed in the current transaction. A new transaction starts immediately after a rollback. Note that unacked messages will not be automatically redelivered by rollback; if that is required an explicit recover call should be issued.
-
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:3269:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:3269:5
     """
 
     COMMAND: ClassVar[str] = "Tx.Rollback"
@@ -5298,18 +5134,18 @@ def _decode_tx_rollback(buf: memoryview, at: int, end: int, verify_checksums: bo
 
 
 def _encode_tx_rollback(msg: TxRollback, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00Z\x00\x1e")  # the body key: (0x01, 90, 30)
+    parts.append(b"\x00\x5a\x00\x1e")  # the body key: (0x01, 90, 30)
 
 
 @dataclass(slots=True)
 class TxRollbackOk:
-    """TxRollbackOk: Tx.RollbackOk response, identity (0x01, 90, 31), sent by the server.
+    """TxRollbackOk: Tx.RollbackOk response, identity (0x01, 90, 31), sent by the server. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 31 (0x1f).
 
-        confirm successful rollback
+    confirm successful rollback
 
     This method confirms to the client that the rollback succeeded. Note that if an rollback fails, the server raises a channel exception.
 
-        Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:3290:5
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:3290:5
     """
 
     COMMAND: ClassVar[str] = "Tx.RollbackOk"
@@ -5338,7 +5174,7 @@ def _decode_tx_rollback_ok(
 
 
 def _encode_tx_rollback_ok(msg: TxRollbackOk, parts: list[bytes], seal_checksums: bool) -> None:
-    parts.append(b"\x00Z\x00\x1f")  # the body key: (0x01, 90, 31)
+    parts.append(b"\x00\x5a\x00\x1f")  # the body key: (0x01, 90, 31)
 
 
 _VALUE_TABLE_0 = struct.Struct(">B")

@@ -250,7 +250,10 @@ class _Section:
 
 @dataclass(slots=True)
 class Open(_Composite):
-    """open (amqp:open:list, performatives): Negotiate connection parameters."""
+    """open (amqp:open:list, performatives): Negotiate connection parameters.
+
+    Spec: specs/amqp-1-0/amqp-core-transport-v1.0.txt:855:1
+    """
 
     NAME: ClassVar[str] = "open"
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:open:list"
@@ -323,7 +326,10 @@ class Open(_Composite):
 
 @dataclass(slots=True)
 class Begin(_Composite):
-    """begin (amqp:begin:list, performatives): Begin a session on a channel."""
+    """begin (amqp:begin:list, performatives): Begin a session on a channel.
+
+    Spec: specs/amqp-1-0/amqp-core-transport-v1.0.txt:912:1
+    """
 
     NAME: ClassVar[str] = "begin"
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:begin:list"
@@ -385,7 +391,10 @@ class Begin(_Composite):
 
 @dataclass(slots=True)
 class Attach(_Composite):
-    """attach (amqp:attach:list, performatives): Attach a link to a session."""
+    """attach (amqp:attach:list, performatives): Attach a link to a session.
+
+    Spec: specs/amqp-1-0/amqp-core-transport-v1.0.txt:945:1
+    """
 
     NAME: ClassVar[str] = "attach"
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:attach:list"
@@ -479,7 +488,10 @@ class Attach(_Composite):
 
 @dataclass(slots=True)
 class Flow(_Composite):
-    """flow (amqp:flow:list, performatives): Update link state."""
+    """flow (amqp:flow:list, performatives): Update link state.
+
+    Spec: specs/amqp-1-0/amqp-core-transport-v1.0.txt:1023:1
+    """
 
     NAME: ClassVar[str] = "flow"
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:flow:list"
@@ -557,7 +569,10 @@ class Flow(_Composite):
 
 @dataclass(slots=True)
 class Transfer(_Composite):
-    """transfer (amqp:transfer:list, performatives): Transfer a message."""
+    """transfer (amqp:transfer:list, performatives): Transfer a message.
+
+    Spec: specs/amqp-1-0/amqp-core-transport-v1.0.txt:1097:1
+    """
 
     NAME: ClassVar[str] = "transfer"
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:transfer:list"
@@ -637,7 +652,10 @@ class Transfer(_Composite):
 
 @dataclass(slots=True)
 class Disposition(_Composite):
-    """disposition (amqp:disposition:list, performatives): Inform remote peer of delivery state changes."""
+    """disposition (amqp:disposition:list, performatives): Inform remote peer of delivery state changes.
+
+    Spec: specs/amqp-1-0/amqp-core-transport-v1.0.txt:1175:1
+    """
 
     NAME: ClassVar[str] = "disposition"
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:disposition:list"
@@ -690,7 +708,10 @@ class Disposition(_Composite):
 
 @dataclass(slots=True)
 class Detach(_Composite):
-    """detach (amqp:detach:list, performatives): Detach the link endpoint from the session."""
+    """detach (amqp:detach:list, performatives): Detach the link endpoint from the session.
+
+    Spec: specs/amqp-1-0/amqp-core-transport-v1.0.txt:1211:1
+    """
 
     NAME: ClassVar[str] = "detach"
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:detach:list"
@@ -727,7 +748,10 @@ class Detach(_Composite):
 
 @dataclass(slots=True)
 class End(_Composite):
-    """end (amqp:end:list, performatives): End the session."""
+    """end (amqp:end:list, performatives): End the session.
+
+    Spec: specs/amqp-1-0/amqp-core-transport-v1.0.txt:1225:1
+    """
 
     NAME: ClassVar[str] = "end"
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:end:list"
@@ -748,7 +772,10 @@ class End(_Composite):
 
 @dataclass(slots=True)
 class Close(_Composite):
-    """close (amqp:close:list, performatives): Signal a connection close."""
+    """close (amqp:close:list, performatives): Signal a connection close.
+
+    Spec: specs/amqp-1-0/amqp-core-transport-v1.0.txt:1237:1
+    """
 
     NAME: ClassVar[str] = "close"
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:close:list"
@@ -769,7 +796,10 @@ class Close(_Composite):
 
 @dataclass(slots=True)
 class Error(_Composite):
-    """error (amqp:error:list, definitions): Details of an error."""
+    """error (amqp:error:list, definitions): Details of an error.
+
+    Spec: specs/amqp-1-0/amqp-core-transport-v1.0.txt:1360:1
+    """
 
     NAME: ClassVar[str] = "error"
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:error:list"

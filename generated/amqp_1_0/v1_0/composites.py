@@ -283,6 +283,8 @@ class Open(_Composite):
     """open (amqp:open:list, performatives): The first frame sent on a connection in either direction MUST contain an Open body. (Note
     that the Connection header which is sent first on the Connection is *not* a frame.) The
     fields indicate the capabilities and limitations of the sending peer.
+
+    Spec: specs/amqp-1-0/transport.xml:2404:5
     """
 
     NAME: ClassVar[str] = "open"
@@ -396,7 +398,10 @@ class Open(_Composite):
 
 @dataclass(slots=True)
 class Begin(_Composite):
-    """begin (amqp:begin:list, performatives): Indicate that a Session has begun on the channel."""
+    """begin (amqp:begin:list, performatives): Indicate that a Session has begun on the channel.
+
+    Spec: specs/amqp-1-0/transport.xml:2559:5
+    """
 
     NAME: ClassVar[str] = "begin"
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:begin:list"
@@ -468,6 +473,8 @@ class Begin(_Composite):
 class Attach(_Composite):
     """attach (amqp:attach:list, performatives): The attach frame indicates that a Link Endpoint has been attached to the Session. The
     opening flag is used to indicate that the Link Endpoint is newly created.
+
+    Spec: specs/amqp-1-0/transport.xml:2641:5
     """
 
     NAME: ClassVar[str] = "attach"
@@ -596,7 +603,10 @@ class Attach(_Composite):
 
 @dataclass(slots=True)
 class Flow(_Composite):
-    """flow (amqp:flow:list, performatives): Updates the flow state for the specified Link."""
+    """flow (amqp:flow:list, performatives): Updates the flow state for the specified Link.
+
+    Spec: specs/amqp-1-0/transport.xml:2813:5
+    """
 
     NAME: ClassVar[str] = "flow"
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:flow:list"
@@ -703,6 +713,8 @@ class Transfer(_Composite):
     """transfer (amqp:transfer:list, performatives): The transfer frame is used to send Messages across a Link. Messages may be carried by a
     single transfer up to the maximum negotiated frame size for the Connection. Larger Messages
     may be split across several transfer frames.
+
+    Spec: specs/amqp-1-0/transport.xml:2955:5
     """
 
     NAME: ClassVar[str] = "transfer"
@@ -848,6 +860,8 @@ class Disposition(_Composite):
     The disposition performative may refer to deliveries on links that are no longer attached.
     As long as the links have not been closed or detached with an error then the deliveries are
     still "live" and the updated state MUST be applied.
+
+    Spec: specs/amqp-1-0/transport.xml:3148:5
     """
 
     NAME: ClassVar[str] = "disposition"
@@ -909,6 +923,8 @@ class Disposition(_Composite):
 class Detach(_Composite):
     """detach (amqp:detach:list, performatives): Detach the Link Endpoint from the Session. This un-maps the handle and makes it available
     for use by other Links.
+
+    Spec: specs/amqp-1-0/transport.xml:3230:5
     """
 
     NAME: ClassVar[str] = "detach"
@@ -947,7 +963,10 @@ class Detach(_Composite):
 
 @dataclass(slots=True)
 class End(_Composite):
-    """end (amqp:end:list, performatives): Indicates that the Session has ended."""
+    """end (amqp:end:list, performatives): Indicates that the Session has ended.
+
+    Spec: specs/amqp-1-0/transport.xml:3263:5
+    """
 
     NAME: ClassVar[str] = "end"
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:end:list"
@@ -973,6 +992,8 @@ class Close(_Composite):
     other kind) on the Connection. Orderly shutdown requires that this frame MUST be written by
     the sender. It is illegal to send any more frames (or bytes of any other kind) after sending
     a close frame.
+
+    Spec: specs/amqp-1-0/transport.xml:3282:5
     """
 
     NAME: ClassVar[str] = "close"
@@ -995,7 +1016,10 @@ class Close(_Composite):
 
 @dataclass(slots=True)
 class Error(_Composite):
-    """error (amqp:error:list, definitions): details of an error"""
+    """error (amqp:error:list, definitions): details of an error
+
+    Spec: specs/amqp-1-0/transport.xml:3446:5
+    """
 
     NAME: ClassVar[str] = "error"
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:error:list"
@@ -1035,6 +1059,8 @@ class Header(_Composite):
     the AMQP network. If the header section is omitted the receiver MUST assume the appropriate
     default values for the fields within the header unless other target or node specific
     defaults have otherwise been set.
+
+    Spec: specs/amqp-1-0/messaging.xml:270:5
     """
 
     NAME: ClassVar[str] = "header"
@@ -1122,6 +1148,8 @@ class DeliveryAnnotations(_Section):
 
     If the delivery-annotations section is omitted, it is equivalent to a delivery-annotations
     section containing an empty map of annotations.
+
+    Spec: specs/amqp-1-0/messaging.xml:383:5
     """
 
     NAME: ClassVar[str] = "delivery-annotations"
@@ -1153,6 +1181,8 @@ class MessageAnnotations(_Section):
 
     If the message-annotations section is omitted, it is equivalent to a message-annotations
     section containing an empty map of annotations.
+
+    Spec: specs/amqp-1-0/messaging.xml:406:5
     """
 
     NAME: ClassVar[str] = "message-annotations"
@@ -1170,6 +1200,8 @@ class Properties(_Composite):
     """properties (amqp:properties:list, message-format): The properties section is used for a defined set of standard properties of the message. The
     properties section is part of the bare message and thus must, if retransmitted by an
     intermediary, remain completely unaltered.
+
+    Spec: specs/amqp-1-0/messaging.xml:439:5
     """
 
     NAME: ClassVar[str] = "properties"
@@ -1288,6 +1320,8 @@ class ApplicationProperties(_Section):
     The keys of this map are restricted to be of type string (which excludes the possibility of
     a null key) and the values are restricted to be of simple types only, that is (excluding
     map, list, and array types).
+
+    Spec: specs/amqp-1-0/messaging.xml:607:5
     """
 
     NAME: ClassVar[str] = "application-properties"
@@ -1302,7 +1336,10 @@ class ApplicationProperties(_Section):
 
 @dataclass(slots=True)
 class Data(_Section):
-    """data (amqp:data:binary, message-format): A data section contains opaque binary data."""
+    """data (amqp:data:binary, message-format): A data section contains opaque binary data.
+
+    Spec: specs/amqp-1-0/messaging.xml:626:5
+    """
 
     NAME: ClassVar[str] = "data"
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:data:binary"
@@ -1316,7 +1353,10 @@ class Data(_Section):
 
 @dataclass(slots=True)
 class AmqpSequence(_Section):
-    """amqp-sequence (amqp:amqp-sequence:list, message-format): A sequence section contains an arbitrary number of structured data elements."""
+    """amqp-sequence (amqp:amqp-sequence:list, message-format): A sequence section contains an arbitrary number of structured data elements.
+
+    Spec: specs/amqp-1-0/messaging.xml:636:5
+    """
 
     NAME: ClassVar[str] = "amqp-sequence"
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:amqp-sequence:list"
@@ -1330,7 +1370,10 @@ class AmqpSequence(_Section):
 
 @dataclass(slots=True)
 class AmqpValue(_Section):
-    """amqp-value (amqp:amqp-value:*, message-format): An amqp-value section contains a single AMQP value."""
+    """amqp-value (amqp:amqp-value:*, message-format): An amqp-value section contains a single AMQP value.
+
+    Spec: specs/amqp-1-0/messaging.xml:646:5
+    """
 
     NAME: ClassVar[str] = "amqp-value"
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:amqp-value:*"
@@ -1350,6 +1393,8 @@ class Footer(_Section):
 
     A registry of defined footers and their meanings can be found here:
     http://www.amqp.org/specification/1.0/footer.
+
+    Spec: specs/amqp-1-0/messaging.xml:656:5
     """
 
     NAME: ClassVar[str] = "footer"
@@ -1372,6 +1417,8 @@ class Received(_Composite):
     which the first resumed delivery is starting. The Sender MUST NOT send the received state on
     transfer or disposition performatives except on the first transfer performative on a resumed
     delivery.
+
+    Spec: specs/amqp-1-0/messaging.xml:815:5
     """
 
     NAME: ClassVar[str] = "received"
@@ -1427,6 +1474,8 @@ class Accepted(_Composite):
 
     The accepted outcome does not increment the delivery-count in the header of the accepted
     Message.
+
+    Spec: specs/amqp-1-0/messaging.xml:864:5
     """
 
     NAME: ClassVar[str] = "accepted"
@@ -1455,6 +1504,8 @@ class Rejected(_Composite):
     At the source, the rejected outcome means that the target has informed the source that the
     message was rejected, and the source has taken the required action. The delivery SHOULD NOT
     ever spontaneously attain the rejected state at the source.
+
+    Spec: specs/amqp-1-0/messaging.xml:890:5
     """
 
     NAME: ClassVar[str] = "rejected"
@@ -1494,6 +1545,8 @@ class Released(_Composite):
 
     At the target, the released outcome is used to indicate that a given transfer was not and
     will not be acted upon.
+
+    Spec: specs/amqp-1-0/messaging.xml:918:5
     """
 
     NAME: ClassVar[str] = "released"
@@ -1530,6 +1583,8 @@ class Modified(_Composite):
     At the target, the modified outcome is used to indicate that a given transfer was not and
     will not be acted upon, and that the message should be modified in the specified ways at the
     node.
+
+    Spec: specs/amqp-1-0/messaging.xml:945:5
     """
 
     NAME: ClassVar[str] = "modified"
@@ -1578,6 +1633,8 @@ class Source(_Composite):
     attachment from their partners) but are instead only used as producers of messages, it is
     unnecessary to provide spurious detail on the source. For this purpose it is possible to use
     a "minimal" source in which all the fields are left unset.
+
+    Spec: specs/amqp-1-0/messaging.xml:1317:5
     """
 
     NAME: ClassVar[str] = "source"
@@ -1689,6 +1746,8 @@ class Target(_Composite):
     attachment from their partners) but are instead only used as consumers of messages, it is
     unnecessary to provide spurious detail on the source. For this purpose it is possible to use
     a "minimal" target in which all the fields are left unset.
+
+    Spec: specs/amqp-1-0/messaging.xml:1467:5
     """
 
     NAME: ClassVar[str] = "target"
@@ -1767,6 +1826,8 @@ class Target(_Composite):
 class DeleteOnClose(_Composite):
     """delete-on-close (amqp:delete-on-close:list, addressing): A Node dynamically created with this lifetime policy will be deleted at the point that the
     Link which caused its creation ceases to exist.
+
+    Spec: specs/amqp-1-0/messaging.xml:1726:5
     """
 
     NAME: ClassVar[str] = "delete-on-close"
@@ -1787,6 +1848,8 @@ class DeleteOnClose(_Composite):
 class DeleteOnNoLinks(_Composite):
     """delete-on-no-links (amqp:delete-on-no-links:list, addressing): A Node dynamically created with this lifetime policy will be deleted at the point that there
     remain no Links for which the node is either the source or target.
+
+    Spec: specs/amqp-1-0/messaging.xml:1739:5
     """
 
     NAME: ClassVar[str] = "delete-on-no-links"
@@ -1807,6 +1870,8 @@ class DeleteOnNoLinks(_Composite):
 class DeleteOnNoMessages(_Composite):
     """delete-on-no-messages (amqp:delete-on-no-messages:list, addressing): A Node dynamically created with this lifetime policy will be deleted at the point that the
     Link which caused its creation no longer exists and there remain no Messages at the Node.
+
+    Spec: specs/amqp-1-0/messaging.xml:1752:5
     """
 
     NAME: ClassVar[str] = "delete-on-no-messages"
@@ -1828,6 +1893,8 @@ class DeleteOnNoLinksOrMessages(_Composite):
     """delete-on-no-links-or-messages (amqp:delete-on-no-links-or-messages:list, addressing): A Node dynamically created with this lifetime policy will be deleted at the point that the
     there are no Links which have this Node as their source or target, and there remain no
     Messages at the Node.
+
+    Spec: specs/amqp-1-0/messaging.xml:1766:5
     """
 
     NAME: ClassVar[str] = "delete-on-no-links-or-messages"
@@ -1848,6 +1915,8 @@ class DeleteOnNoLinksOrMessages(_Composite):
 class Coordinator(_Composite):
     """coordinator (amqp:coordinator:list, coordination): The coordinator type defines a special target used for establishing a link with a
     transaction coordinator.
+
+    Spec: specs/amqp-1-0/transactions.xml:649:5
     """
 
     NAME: ClassVar[str] = "coordinator"
@@ -1876,6 +1945,8 @@ class Declare(_Composite):
     """declare (amqp:declare:list, coordination): The declare type defines the message body sent to the coordinator to declare a transaction.
     The txn-id allocated for this transaction is chosen by the transaction controller and
     identified in the declared resulting outcome.
+
+    Spec: specs/amqp-1-0/transactions.xml:675:5
     """
 
     NAME: ClassVar[str] = "declare"
@@ -1905,6 +1976,8 @@ class Discharge(_Composite):
     """discharge (amqp:discharge:list, coordination): The discharge type defines the message body sent to the coordinator to indicate that the
     txn-id is no longer in use. If the transaction is not associated with a global-id, then this
     also indicates the disposition of the local transaction.
+
+    Spec: specs/amqp-1-0/transactions.xml:701:5
     """
 
     NAME: ClassVar[str] = "discharge"
@@ -1942,6 +2015,8 @@ class Discharge(_Composite):
 class Declared(_Composite):
     """declared (amqp:declared:list, coordination): Indicates that a transaction identifier has successfully been allocated in response to a
     declare message sent to a transaction coordinator.
+
+    Spec: specs/amqp-1-0/transactions.xml:739:5
     """
 
     NAME: ClassVar[str] = "declared"
@@ -1969,6 +2044,8 @@ class TransactionalState(_Composite):
     """transactional-state (amqp:transactional-state:list, coordination): The transactional-state type defines a delivery-state that is used to associate a delivery
     with a transaction as well as to indicate which outcome is to be applied if the transaction
     commits.
+
+    Spec: specs/amqp-1-0/transactions.xml:753:5
     """
 
     NAME: ClassVar[str] = "transactional-state"
@@ -1999,7 +2076,10 @@ class TransactionalState(_Composite):
 
 @dataclass(slots=True)
 class SaslMechanisms(_Composite):
-    """sasl-mechanisms (amqp:sasl-mechanisms:list, sasl): Advertises the available SASL mechanisms that may be used for authentication."""
+    """sasl-mechanisms (amqp:sasl-mechanisms:list, sasl): Advertises the available SASL mechanisms that may be used for authentication.
+
+    Spec: specs/amqp-1-0/security.xml:370:5
+    """
 
     NAME: ClassVar[str] = "sasl-mechanisms"
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:sasl-mechanisms:list"
@@ -2023,7 +2103,10 @@ class SaslMechanisms(_Composite):
 
 @dataclass(slots=True)
 class SaslInit(_Composite):
-    """sasl-init (amqp:sasl-init:list, sasl): Selects the sasl mechanism and provides the initial response if needed."""
+    """sasl-init (amqp:sasl-init:list, sasl): Selects the sasl mechanism and provides the initial response if needed.
+
+    Spec: specs/amqp-1-0/security.xml:396:5
+    """
 
     NAME: ClassVar[str] = "sasl-init"
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:sasl-init:list"
@@ -2069,7 +2152,10 @@ class SaslInit(_Composite):
 
 @dataclass(slots=True)
 class SaslChallenge(_Composite):
-    """sasl-challenge (amqp:sasl-challenge:list, sasl): Send the SASL challenge data as defined by the SASL specification."""
+    """sasl-challenge (amqp:sasl-challenge:list, sasl): Send the SASL challenge data as defined by the SASL specification.
+
+    Spec: specs/amqp-1-0/security.xml:450:5
+    """
 
     NAME: ClassVar[str] = "sasl-challenge"
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:sasl-challenge:list"
@@ -2090,7 +2176,10 @@ class SaslChallenge(_Composite):
 
 @dataclass(slots=True)
 class SaslResponse(_Composite):
-    """sasl-response (amqp:sasl-response:list, sasl): Send the SASL response data as defined by the SASL specification."""
+    """sasl-response (amqp:sasl-response:list, sasl): Send the SASL response data as defined by the SASL specification.
+
+    Spec: specs/amqp-1-0/security.xml:470:5
+    """
 
     NAME: ClassVar[str] = "sasl-response"
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:sasl-response:list"
@@ -2115,6 +2204,8 @@ class SaslOutcome(_Composite):
     """sasl-outcome (amqp:sasl-outcome:list, sasl): This frame indicates the outcome of the SASL dialog. Upon successful completion of the SASL
     dialog the Security Layer has been established, and the peers must exchange protocol headers
     to either start a nested Security Layer, or to establish the AMQP Connection.
+
+    Spec: specs/amqp-1-0/security.xml:490:5
     """
 
     NAME: ClassVar[str] = "sasl-outcome"

@@ -82,8 +82,6 @@ class ConnectionChallenge:
 
     Server asks client to authenticate itself.  Client replies with a suitable CONNECTION RESPONSE. Authentication (logging-in) is done through a series of challenges by the server and responses from the client. The server starts the process by sending a CONNECTION CHALLENGE command to the client.
 
-    Server asks client to authenticate itself.  Client replies with a suitable CONNECTION RESPONSE. Authentication (logging-in) is done through a series of challenges by the server and responses from the client. The server starts the process by sending a CONNECTION CHALLENGE command to the client.
-
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:637:5
     """
 
@@ -147,8 +145,6 @@ class ConnectionResponse:
 
     Client provides server with its credentials.  The actual credentials depend on the security mechanisms implemented; this is not yet part of the standard proposal. Server replies with another CONNECTION CHALLENGE or a CONNECTION TUNE. The client responds to a CONNECTION CHALLENGE with a CONNECTION RESPONSE command.
 
-    Client provides server with its credentials.  The actual credentials depend on the security mechanisms implemented; this is not yet part of the standard proposal. Server replies with another CONNECTION CHALLENGE or a CONNECTION TUNE. The client responds to a CONNECTION CHALLENGE with a CONNECTION RESPONSE command.
-
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:645:5
     """
 
@@ -209,8 +205,6 @@ class ConnectionTune:
 
     Server asks client to confirm tuning parameters.  Client replies with zero or more CONNECTION TUNE commands, followed by a CONNECTION OPEN. After authentication the client and server negotiates various parameters for the connection. This negotiation consists of an exchange of CONNECTION TUNE commands (one from the server to the client and zero or more in response back from the client to the server).
 
-    Server asks client to confirm tuning parameters.  Client replies with zero or more CONNECTION TUNE commands, followed by a CONNECTION OPEN. After authentication the client and server negotiates various parameters for the connection. This negotiation consists of an exchange of CONNECTION TUNE commands (one from the server to the client and zero or more in response back from the client to the server).
-
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:649:5
     """
 
@@ -250,8 +244,6 @@ def _encode_connection_tune(msg: ConnectionTune, parts: list[bytes], seal_checks
 @dataclass(slots=True)
 class ConnectionOpen:
     """ConnectionOpen: Connection.Open one-way message, code 0x0d, sent by the client.
-
-    The client asks the server to open a connection to a virtual host. After sending CONNECTION TUNE, the client should immediately send CONNECTION OPEN to prepare the connection.
 
     The client asks the server to open a connection to a virtual host. After sending CONNECTION TUNE, the client should immediately send CONNECTION OPEN to prepare the connection.
 
@@ -338,8 +330,6 @@ class ConnectionPing:
 
     Either party asks the other to respond with a high-priority message. The CONNECTION PING command implements the connection heartbeat.
 
-    Either party asks the other to respond with a high-priority message. The CONNECTION PING command implements the connection heartbeat.
-
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:659:5
     """
 
@@ -385,8 +375,6 @@ def _encode_connection_ping(msg: ConnectionPing, parts: list[bytes], seal_checks
 @dataclass(slots=True)
 class ConnectionReply:
     """ConnectionReply: Connection.Reply one-way message, code 0x12, sent by the server.
-
-    Server responds to a satisfactory CONNECTION OPEN with a CONNECTION REPLY to tell the client that the connection is ready. The server confirms a CONNECTION OPEN command by sending CONNECTION REPLY command to the client.
 
     Server responds to a satisfactory CONNECTION OPEN with a CONNECTION REPLY to tell the client that the connection is ready. The server confirms a CONNECTION OPEN command by sending CONNECTION REPLY command to the client.
 
@@ -454,8 +442,6 @@ class ConnectionClose:
 
     Either party closes the connection, the other confirms with CONNECTION CLOSE. Either party can close the connection at any time by sending the CONNECTION CLOSE command.
 
-    Either party closes the connection, the other confirms with CONNECTION CLOSE. Either party can close the connection at any time by sending the CONNECTION CLOSE command.
-
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:666:5
     """
 
@@ -514,8 +500,6 @@ def _encode_connection_close(
 @dataclass(slots=True)
 class ChannelOpen:
     """ChannelOpen: Channel.Open one-way message, code 0x14, sent by the client.
-
-    Client asks server to open a new channel. Server may respond with CHANNEL REPLY, or with nothing if client did not request confirmation. The client opens a channel by sending CHANNEL OPEN to the server.
 
     Client asks server to open a new channel. Server may respond with CHANNEL REPLY, or with nothing if client did not request confirmation. The client opens a channel by sending CHANNEL OPEN to the server.
 
@@ -606,8 +590,6 @@ class ChannelAck:
 
     Client acknowledges one or more destination message that is has processed. The client does manual acknowledgement of messages received through HANDLE NOTIFY commands (see later) using the CHANNEL ACK command.
 
-    Client acknowledges one or more destination message that is has processed. The client does manual acknowledgement of messages received through HANDLE NOTIFY commands (see later) using the CHANNEL ACK command.
-
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:675:5
     """
 
@@ -656,8 +638,6 @@ def _encode_channel_ack(msg: ChannelAck, parts: list[bytes], seal_checksums: boo
 @dataclass(slots=True)
 class ChannelCommit:
     """ChannelCommit: Channel.Commit one-way message, code 0x16, sent by the client.
-
-    Client asks server to commit the current transaction. The client sends CHANNEL COMMIT to commit work done in the current transaction.
 
     Client asks server to commit the current transaction. The client sends CHANNEL COMMIT to commit work done in the current transaction.
 
@@ -715,8 +695,6 @@ class ChannelRollback:
 
     Client asks server to rollback the current transaction. The client sends CHANNEL ROLLBACK to roll back work done in the current transaction.
 
-    Client asks server to rollback the current transaction. The client sends CHANNEL ROLLBACK to roll back work done in the current transaction.
-
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:681:5
     """
 
@@ -770,8 +748,6 @@ def _encode_channel_rollback(
 @dataclass(slots=True)
 class ChannelReply:
     """ChannelReply: Channel.Reply one-way message, code 0x1c, sent by the both.
-
-    Server or client confirms a channel command. The server can optionally confirm channel commands using CHANNEL REPLY.
 
     Server or client confirms a channel command. The server can optionally confirm channel commands using CHANNEL REPLY.
 
@@ -842,8 +818,6 @@ class ChannelClose:
 
     Either party closes the channel, the other confirms. Either party can close a channel at any time by sending CHANNEL CLOSE.
 
-    Either party closes the channel, the other confirms. Either party can close a channel at any time by sending CHANNEL CLOSE.
-
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:686:5
     """
 
@@ -903,8 +877,6 @@ def _encode_channel_close(msg: ChannelClose, parts: list[bytes], seal_checksums:
 @dataclass(slots=True)
 class HandleOpen:
     """HandleOpen: Handle.Open one-way message, code 0x1e, sent by the client.
-
-    Client asks server to prepare to use a specified destination or set of destinations. The client opens access to a destination by sending HANDLE OPEN to the server.
 
     Client asks server to prepare to use a specified destination or set of destinations. The client opens access to a destination by sending HANDLE OPEN to the server.
 
@@ -1027,8 +999,6 @@ class HandleSend:
 
     Client sends a message to a specific destination. To send a message to a destination the client sends a HANDLE SEND command.
 
-    Client sends a message to a specific destination. To send a message to a destination the client sends a HANDLE SEND command.
-
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:697:5
     """
 
@@ -1136,8 +1106,6 @@ def _encode_handle_send(msg: HandleSend, parts: list[bytes], seal_checksums: boo
 @dataclass(slots=True)
 class HandleConsume:
     """HandleConsume: Handle.Consume one-way message, code 0x20, sent by the client.
-
-    Client waits for a message from a specific destination. The client asks to receive messages from a specific destination by sending the HANDLE CONSUME command.
 
     Client waits for a message from a specific destination. The client asks to receive messages from a specific destination by sending the HANDLE CONSUME command.
 
@@ -1253,8 +1221,6 @@ class HandleFlow:
 
     Client tells server to stop/restart messages from a specific destination. The client asks the server to pause or restart messages from a destination.
 
-    Client tells server to stop/restart messages from a specific destination. The client asks the server to pause or restart messages from a destination.
-
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:715:5
     """
 
@@ -1309,8 +1275,6 @@ class HandleUnget:
 
     Client pushes a message back onto the destination (for queues only). For queue services only, the client can push a message back to its original destination by sending the HANDLE UNGET command.
 
-    Client pushes a message back onto the destination (for queues only). For queue services only, the client can push a message back to its original destination by sending the HANDLE UNGET command.
-
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:718:5
     """
 
@@ -1359,8 +1323,6 @@ def _encode_handle_unget(msg: HandleUnget, parts: list[bytes], seal_checksums: b
 @dataclass(slots=True)
 class HandleQuery:
     """HandleQuery: Handle.Query one-way message, code 0x24, sent by the client.
-
-    Client asks for a list of all messages waiting on a destination. The client can ask the server for a list of all outstanding messages on a destination by sending the HANDLE QUERY command.
 
     Client asks for a list of all messages waiting on a destination. The client can ask the server for a list of all outstanding messages on a destination by sending the HANDLE QUERY command.
 
@@ -1461,8 +1423,6 @@ class HandleBrowse:
 
     Client asks server for a specific message without marking it as being delivered to that client. The client asks to look at (but not consume) a single message using HANDLE BROWSE.
 
-    Client asks server for a specific message without marking it as being delivered to that client. The client asks to look at (but not consume) a single message using HANDLE BROWSE.
-
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:723:5
     """
 
@@ -1513,8 +1473,6 @@ def _encode_handle_browse(msg: HandleBrowse, parts: list[bytes], seal_checksums:
 @dataclass(slots=True)
 class HandleCreated:
     """HandleCreated: Handle.Created one-way message, code 0x28, sent by the server.
-
-    Server informs client that a dynamic queue is now available. When the client does HANDLE CONSUME on a dynamic queue with an empty name (so that the server generates a name), the server replies to the client with a HANDLE CREATED command.
 
     Server informs client that a dynamic queue is now available. When the client does HANDLE CONSUME on a dynamic queue with an empty name (so that the server generates a name), the server replies to the client with a HANDLE CREATED command.
 
@@ -1574,8 +1532,6 @@ def _encode_handle_created(msg: HandleCreated, parts: list[bytes], seal_checksum
 @dataclass(slots=True)
 class HandleNotify:
     """HandleNotify: Handle.Notify one-way message, code 0x29, sent by the server.
-
-    Server sends a message from a destination back to the client. When the server has a message to send to the client it sends a HANDLE NOTIFY command.
 
     Server sends a message from a destination back to the client. When the server has a message to send to the client it sends a HANDLE NOTIFY command.
 
@@ -1696,8 +1652,6 @@ class HandleIndex:
 
     Server provides client with the list of messages waiting on the destination. The server responds to a HANDLE QUERY command with a HANDLE INDEX command.
 
-    Server provides client with the list of messages waiting on the destination. The server responds to a HANDLE QUERY command with a HANDLE INDEX command.
-
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:733:5
     """
 
@@ -1752,8 +1706,6 @@ def _encode_handle_index(msg: HandleIndex, parts: list[bytes], seal_checksums: b
 @dataclass(slots=True)
 class HandlePrepare:
     """HandlePrepare: Handle.Prepare one-way message, code 0x2b, sent by the both.
-
-    Client asks server, or server asks client, to prepare space for a large message. The HANDLE PREPARE command carries the message header plus zero or more octets of body data, as for a HANDLE SEND command.
 
     Client asks server, or server asks client, to prepare space for a large message. The HANDLE PREPARE command carries the message header plus zero or more octets of body data, as for a HANDLE SEND command.
 
@@ -1828,8 +1780,6 @@ class HandleReady:
 
     Server tells client that a specified message can be transferred. The party receiving HANDLE PREPARE answers with HANDLE READY.
 
-    Server tells client that a specified message can be transferred. The party receiving HANDLE PREPARE answers with HANDLE READY.
-
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:739:5
     """
 
@@ -1875,8 +1825,6 @@ def _encode_handle_ready(msg: HandleReady, parts: list[bytes], seal_checksums: b
 @dataclass(slots=True)
 class HandleReply:
     """HandleReply: Handle.Reply one-way message, code 0x30, sent by the server.
-
-    Server confirms a destination command. The server may confirm destination commands - when the client asks for this - using HANDLE REPLY.
 
     Server confirms a destination command. The server may confirm destination commands - when the client asks for this - using HANDLE REPLY.
 
@@ -1942,8 +1890,6 @@ def _encode_handle_reply(msg: HandleReply, parts: list[bytes], seal_checksums: b
 @dataclass(slots=True)
 class HandleClose:
     """HandleClose: Handle.Close one-way message, code 0x31, sent by the both.
-
-    Either party closes access to the destination, the other confirms. Either party can close a handle at any time by sending HANDLE CLOSE.
 
     Either party closes access to the destination, the other confirms. Either party can close a handle at any time by sending HANDLE CLOSE.
 
