@@ -4,10 +4,11 @@ The XML (`<amqp major minor revision port>`) gives constants, domains, and class
 this module maps them, and the framing the XML only names in constants, onto the IR. Earlier
 versions of the same XML (0-8) are read by rule where they write things differently, each rule
 that applies reported once as a finding: names spelt with spaces (`frame method`) are the
-hyphenated names of 0-9-1 (`frame-method`); an `<amqp>` without `revision` is versioned by
-major and minor alone and opens with the header those versions define, 'AMQP' 1 1 major minor
-(protocol class and instance, AMQP 0-8 section 4.2.2), where 0-9-1 writes 'AMQP' 0 major minor
-revision.
+hyphenated names of 0-9-1 (`frame-method`); an `<amqp>` without `revision` (0-8's: `major="8"
+minor="0"`) is versioned by major and minor alone and opens with the header of the versions
+before 0-9-1, 'AMQP' 1 1 major minor (protocol class 1, instance 1; RabbitMQ's rabbit_reader
+takes `<<"AMQP", 1, 1, 8, 0>>` as 0-8 and `<<"AMQP", 1, 1, 0, 9>>` as 0-9), where 0-9-1 writes
+'AMQP' 0 major minor revision.
 
   * Domains resolve through `<domain name type>` chains to the base types: octet, short, long,
     longlong (uint8..uint64), bit, shortstr (uint8-prefixed UTF-8, bytes kept through
@@ -28,10 +29,10 @@ Field-table values: THE TAGS ARE RABBITMQ'S. The XML does not list the type octe
 0-9-1 PDF's grammar (section 4.2.5.5) does, and RabbitMQ, its clients and the Qpid family use a
 different list (RabbitMQ's "AMQP 0-9-1 errata: field types"; rabbit_binary_parser.erl and
 rabbit_binary_generator.erl; the same tags in pika and the Java client). So
-`field-types.toml`, shipped with the protocol (`specs/amqp-0-9-1/`, protocol.toml's `[data]`,
-or a file of that name beside the XML, or `--data field-types=FILE`), lists per tag the IR
-type, what the grammar says, what RabbitMQ reads and sends, and the evidence; RabbitMQ's tags decide, and each
-tag where the grammar disagrees is reported (`field-type-tag`) at the XML's `table` domain.
+`field-types.toml` (shipped with the protocol: protocol.toml's `[data]`; or a file of that
+name beside the XML; or `--data field-types=FILE`) lists per tag the IR type, what the grammar
+says, what RabbitMQ reads and sends, and the evidence; RabbitMQ's tags decide, and each tag
+where the grammar disagrees is reported (`field-type-tag`) at the XML's `table` domain.
 A value made afresh takes the first tag of the file's `prefer` list whose type holds it.
 
 Anything the builder cannot map raises SpecError naming file:line:column.
@@ -144,7 +145,7 @@ def build(
     tags = _FieldTypes.load(types_path, types_rel)
     builder = _Builder(root, tags, protocol, version)
     if respelt:
-        first, written = respelt[0]
+        first = respelt[0][0]
         examples = ", ".join(repr(w) for w in list(dict.fromkeys(w for _, w in respelt))[:4])
         builder.log.add(
             first,
