@@ -20,6 +20,7 @@ from specgen import __version__, ir
 from specgen.capture import CaptureError
 from specgen.emitters.plan import PlanError
 from specgen.emitters.render import RenderError
+from specgen.frontends import FRONTENDS
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.adoc_tree import SpecSyntaxError
 from specgen.overlay import OverlayError
@@ -54,19 +55,53 @@ SPEC_HELP = (
 
 
 def _spec_options(parser: argparse.ArgumentParser) -> None:
+    # the values are listed here because an unregistered file needs them; registered ones not
+    protocols = sorted({s.protocol for s in registry()})
+    data = sorted({(name, s.protocol) for s in registry() for name, _ in s.data})
+    shipped = ", ".join(f"{name} ({protocol})" for name, protocol in data)
     parser.add_argument(
-        "--protocol", help="the protocol of an unregistered file (default: from its content)"
+        "--protocol",
+        metavar="PROTOCOL",
+        help="the protocol of an unregistered file, one of: "
+        f"{', '.join(protocols)} (default: the one whose format and title its content has); "
+        "implies the format when the protocol's documents all have one",
     )
     parser.add_argument(
         "--spec-format",
         dest="spec_format",
-        help="the format of an unregistered file (default: from its name or content)",
+        choices=sorted(FRONTENDS),
+        metavar="FORMAT",
+        help=f"the format of an unregistered file, one of: {', '.join(sorted(FRONTENDS))} "
+        "(default: from --protocol, the file's suffix, or its content: XML by its root element)",
     )
     parser.add_argument("--overlay", type=Path, help="an overlay file of errata to apply")
+    parser.add_argument(
+        "--data",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        type=_data_file,
+        help="a file the protocol ships for what its documents do not say, replaced by yours "
+        f"(repeatable); the names: {shipped or 'none'} (default: a file of the shipped one's "
+        "name beside the spec, else the protocol's own)",
+    )
+
+
+def _data_file(value: str) -> tuple[str, Path]:
+    name, sep, file = value.partition("=")
+    if not sep or not name or not file:
+        raise argparse.ArgumentTypeError(f"{value!r} is not NAME=FILE (field-types=FILE)")
+    return name, Path(file)
 
 
 def _resolve(args: argparse.Namespace, name: str) -> SpecVersion:
-    return resolve(name, protocol=args.protocol, format=args.spec_format, overlay=args.overlay)
+    return resolve(
+        name,
+        protocol=args.protocol,
+        format=args.spec_format,
+        overlay=args.overlay,
+        data=dict(args.data),
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -27,6 +27,8 @@ class SpecVersion:
     title: str = ""  # "RabbitMQ Streams"
     ports: tuple[int, ...] = ()  # the servers' default TCP ports (protocol.toml)
     label: str = ""  # how spans name the document when it is not a file of ours ("REV:PATH")
+    # what the documents do not say, by name (protocol.toml's [data]: AMQP's field-table tags)
+    data: tuple[tuple[str, Path], ...] = ()
 
     @property
     def qualified(self) -> str:
@@ -47,6 +49,7 @@ def registry(specs: Path = SPECS) -> list[SpecVersion]:
     for meta in sorted(specs.glob("*/protocol.toml")):
         data = tomllib.loads(meta.read_text(encoding="utf-8"))
         overlay = meta.parent / data["overlay"] if data.get("overlay") else None
+        shipped = tuple((name, meta.parent / file) for name, file in data.get("data", {}).items())
         for v in data["versions"]:
             out.append(
                 SpecVersion(
@@ -60,6 +63,7 @@ def registry(specs: Path = SPECS) -> list[SpecVersion]:
                     latest=bool(v.get("latest", False)),
                     title=data.get("title", data["name"]),
                     ports=tuple(data.get("ports", ())),
+                    data=shipped,
                 )
             )
     return out

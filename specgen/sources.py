@@ -7,7 +7,14 @@ title the document carries) or the file's content. `REV:PATH` is a file as git h
 revision (`main:specs/x.adoc`, `HEAD~3:PROTOCOL.adoc`), read with `git show`, no checkout.
 
 A document that is not registered gets no version-scoped overlay entries (they were written for
-the registered documents' text); `--overlay FILE` gives it errata of its own.
+the registered documents' text); `--overlay FILE` gives it errata of its own. It takes its
+protocol's data (protocol.toml's `[data]`, what the documents do not say), except that a file of
+the same name beside it is its own, and `--data NAME=FILE` overrides either.
+
+Its format: `--spec-format`; else the one format `--protocol`'s documents have; else the file's
+suffix (`.adoc`); else, for XML, its root element, read by the XML grammar past the declaration,
+comments and DOCTYPE however long they are: AMQP 1.0's `<amqp>` carries no version, 0-10's says
+0-10, every other (0-8, 0-9-1) is the class-and-method XML.
 """
 
 from __future__ import annotations
@@ -17,9 +24,12 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
+from specgen.frontends import FRONTENDS, xml_tree
+from specgen.frontends.adoc_tree import SpecSyntaxError
 from specgen.frontends.spec_text import not_utf8
 from specgen.registry import ROOT, SpecVersion, find, registry, relative
 
@@ -47,8 +57,15 @@ def resolve(
     protocol: str | None = None,
     format: str | None = None,
     overlay: Path | None = None,
+    data: Mapping[str, Path] | None = None,
 ) -> SpecVersion:
-    """The SpecVersion `arg` names (see the module doc)."""
+    """The SpecVersion `arg` names (see the module doc); `data` overrides its data files."""
+    return _with_data(_resolve(arg, protocol, format, overlay), data or {})
+
+
+def _resolve(
+    arg: str, protocol: str | None, format: str | None, overlay: Path | None
+) -> SpecVersion:
     path = Path(arg)
     if not path.exists():
         try:
@@ -62,6 +79,20 @@ def resolve(
         if spec.document.resolve() == path.resolve() and protocol in (None, spec.protocol):
             return spec if overlay is None else replace(spec, overlay=overlay)
     return _unregistered(path, path.stem, "", protocol, format, overlay)
+
+
+def _with_data(spec: SpecVersion, given: Mapping[str, Path]) -> SpecVersion:
+    shipped = dict(spec.data)
+    for name, path in given.items():
+        if name not in shipped:
+            takes = ", ".join(shipped) or "none"
+            raise SourceError(
+                f"--data {name}=...: {spec.protocol} takes no {name!r} (it takes: {takes})"
+            )
+        if not path.is_file():
+            raise SourceError(f"--data {name}={path}: no such file")
+        shipped[name] = path
+    return replace(spec, data=tuple(shipped.items())) if given else spec
 
 
 def _is_rev_path(arg: str) -> bool:
@@ -94,20 +125,22 @@ def _from_git(
         # an older text of one of our documents: it keeps its name and takes its errata as
         # they were at the same revision
         if overlay is None and registered.overlay is not None:
-            overlay = _overlay_at(rev, registered.overlay, folder)
-        return replace(registered, document=target, label=arg, overlay=overlay)
+            overlay = _file_at(rev, registered.overlay, folder)
+        data = tuple((n, _file_at(rev, p, folder) or p) for n, p in registered.data)
+        return replace(registered, document=target, label=arg, overlay=overlay, data=data)
     return _unregistered(target, f"{Path(rel).stem}@{rev}", arg, protocol, format, overlay)
 
 
-def _overlay_at(rev: str, overlay: Path, folder: Path) -> Path | None:
+def _file_at(rev: str, ours: Path, folder: Path) -> Path | None:
+    """One of our files (an overlay, a data file) as it was at `rev`, if it existed then."""
     proc = subprocess.run(
-        ["git", "-C", str(ROOT), "show", f"{rev}:{relative(overlay)}"],
+        ["git", "-C", str(ROOT), "show", f"{rev}:{relative(ours)}"],
         capture_output=True,
         check=False,
     )
     if proc.returncode != 0:
-        return None  # the revision had no overlay
-    target = folder / overlay.name
+        return None  # the revision had no such file
+    target = folder / ours.name
     target.write_bytes(proc.stdout)
     return target
 
@@ -128,20 +161,24 @@ def _unregistered(
     format: str | None,
     overlay: Path | None,
 ) -> SpecVersion:
-    # only sniffed here (bytes that are not UTF-8 are the front-end's to report, at their line)
+    # only read for its format and title here (bytes that are not UTF-8 are the front-end's to
+    # report, at their line)
     text = path.read_text(encoding="utf-8", errors="replace")
-    try:
-        fmt = format or _format_of(path, text)
-    except SourceError:
-        _refuse_if_not_utf8(path, label)
-        raise
     known = [s for s in registry() if s.latest]
     if protocol is not None:
         matches = [s for s in known if protocol in (s.protocol, s.package)]
         if not matches:
             names = ", ".join(s.protocol for s in known)
-            raise SourceError(f"unknown protocol {protocol!r}; known: {names}")
+            raise SourceError(f"unknown protocol {protocol!r} (--protocol); known: {names}")
+        formats = sorted({s.format for s in registry() if s.protocol == matches[0].protocol})
+        fmt = format or (formats[0] if len(formats) == 1 else _detect(path, text, label))
+        if fmt not in formats and format is None:
+            raise SourceError(
+                f"{label or path}: a {fmt} document, but {matches[0].protocol} is read from "
+                f"{', '.join(formats)}; give --spec-format to insist"
+            )
     else:
+        fmt = format or _detect(path, text, label)
         matches = [s for s in known if s.format == fmt]
         if len(matches) > 1:
             titled = [s for s in matches if s.title and _mentions(text, s)]
@@ -165,7 +202,22 @@ def _unregistered(
         latest=False,
         title=base.title,
         label=label,
+        data=tuple((name, _beside(path, shipped)) for name, shipped in base.data),
     )
+
+
+def _beside(document: Path, shipped: Path) -> Path:
+    """A data file of the shipped one's name beside the document is the document's own."""
+    own = document.parent / shipped.name
+    return own if own.is_file() else shipped
+
+
+def _detect(path: Path, text: str, label: str) -> str:
+    try:
+        return _format_of(path, text, label or relative(path))
+    except (SourceError, SpecSyntaxError):
+        _refuse_if_not_utf8(path, label)  # often the reason the content tells nothing
+        raise
 
 
 def _refuse_if_not_utf8(path: Path, label: str) -> None:
@@ -183,23 +235,38 @@ def _mentions(text: str, spec: SpecVersion) -> bool:
     return bool(words) and all(w.rstrip("s") in head for w in words)
 
 
-def _format_of(path: Path, text: str) -> str:
+def _format_of(path: Path, text: str, name: str) -> str:
     if path.suffix.lower() in FORMATS_BY_SUFFIX:
         return FORMATS_BY_SUFFIX[path.suffix.lower()]
-    head = text.lstrip()[:2000]
-    # AMQP 0-10's root says its version, after a copyright comment longer than `head`
-    if head.startswith("<") and re.search(r'<amqp\s[^>]*\bmajor="0"[^>]*\bminor="10"', text):
-        return "amqp010-xml"
-    if head.startswith("<") and "<amqp" in head:
-        # AMQP 1.0's XML defines <type>s in the amqp.xsd namespace; 0-9-1's defines <class>es
-        if "amqp.xsd" in head or re.search(r"<type\s[^>]*\bclass=", text):
-            return "amqp10-xml"
-        return "amqp-xml"
-    if re.match(r"=+ \S", head):
+    body = text.removeprefix("\ufeff").lstrip()
+    if body.startswith("<"):
+        # XML: the root element decides, however long the comments before it
+        root = xml_tree.root_start(text, name)
+        fmt = _xml_format(root)
+        if fmt is None:
+            raise SourceError(
+                f"{root.span}: the root element is <{root.tag}>, which no front-end reads "
+                f"(AMQP's XML has <amqp>); give --spec-format ({', '.join(sorted(FRONTENDS))})"
+            )
+        return fmt
+    if re.match(r"=+ \S", body):
         return "adoc"
     raise SourceError(
-        f"{path}: cannot tell the spec format from its name or content; give --spec-format"
+        f"{path}: cannot tell the spec format from its name or content; give --spec-format "
+        f"({', '.join(sorted(FRONTENDS))}) or --protocol"
     )
+
+
+def _xml_format(root: xml_tree.Element) -> str | None:
+    """AMQP's XML families, told apart by what their `<amqp>` root says: 1.0's parts carry no
+    version (they are named: `name="index"`), 0-10's says 0-10, and the others (0-8, 0-9,
+    0-9-1) are the class-and-method XML."""
+    if root.tag != "amqp":
+        return None
+    if "major" not in root.attrs:
+        return "amqp10-xml"
+    version = ((root.attr("major") or "").strip(), (root.attr("minor") or "").strip())
+    return "amqp010-xml" if version == ("0", "10") else "amqp-xml"
 
 
 def module_name(version: str) -> str:

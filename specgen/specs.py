@@ -14,7 +14,11 @@ def build_ir(spec: SpecVersion, *, with_overlay: bool = True) -> tuple[Protocol,
     """Parse the spec document with its format's front-end and apply its overlay; raises
     SpecSyntaxError / SpecError / OverlayError, each naming file:line:column."""
     protocol, log = frontend(spec.format)(
-        spec.document, spec.label or relative(spec.document), spec.protocol, spec.version
+        spec.document,
+        spec.label or relative(spec.document),
+        spec.protocol,
+        spec.version,
+        dict(spec.data),
     )
     if with_overlay and spec.overlay is not None:
         protocol = overlay_mod.apply(protocol, overlay_mod.load(spec.overlay, ROOT))

@@ -35,3 +35,16 @@ def streams_corpus() -> Path | None:
 def index(path: Path) -> list[dict[str, str]]:
     with path.open(encoding="utf-8", newline="") as f:
         return list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+
+
+def corpus_file(rel: str) -> Path | None:
+    """A file of the spec corpus (`amqp-0-8/amqp0-8.xml`), found as the Streams corpus is."""
+    candidates = [
+        Path(os.environ["SPECGEN_CORPUS"]) if os.environ.get("SPECGEN_CORPUS") else None,
+        Path(__file__).resolve().parents[1].parent / "shared" / "specs-corpus",
+        Path("/work/shared/specs-corpus"),
+    ]
+    for base in candidates:
+        if base is not None and (base / rel).is_file():
+            return base / rel
+    return None

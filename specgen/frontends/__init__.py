@@ -1,20 +1,31 @@
 """Front-ends by spec format: each turns one spec document into an IR and a log of findings.
 
-A front-end is `build(path, rel, protocol, version) -> (Protocol, FindingLog)`: `path` is the
-document, `rel` its project-relative name for spans. It raises SpecSyntaxError or SpecError,
-each naming file:line:column. Modules are imported when their format is asked for, so a caller
+A front-end is `build(path, rel, protocol, version, data) -> (Protocol, FindingLog)`: `path` is
+the document, `rel` its project-relative name for spans, `data` the files the protocol ships for
+what its documents do not say (protocol.toml's `[data]`, by name: AMQP's field-table tags), which
+a front-end that needs none ignores. It raises SpecSyntaxError or SpecError, each naming
+file:line:column. Modules are imported when their format is asked for, so a caller
 that needs one front-end does not load the others' grammars.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
+from typing import Protocol as Interface
 
 from specgen.ir import FindingLog, Protocol
 
-Build = Callable[[Path, str, str, str], tuple[Protocol, FindingLog]]
+NO_DATA: Mapping[str, Path] = MappingProxyType({})
+
+
+class Build(Interface):
+    def __call__(
+        self, path: Path, rel: str, protocol: str, version: str, data: Mapping[str, Path] = ...
+    ) -> tuple[Protocol, FindingLog]: ...
+
 
 FRONTENDS: dict[str, str] = {
     "adoc": "specgen.frontends.adoc",  # RabbitMQ Streams' PROTOCOL.adoc

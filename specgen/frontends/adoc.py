@@ -25,11 +25,12 @@ Every place where the rule decides something the text left open becomes a `Findi
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, cast
 
-from specgen.frontends import adoc_tree
+from specgen.frontends import NO_DATA, adoc_tree
 from specgen.frontends.adoc_tree import (
     Annotation,
     Block,
@@ -80,7 +81,9 @@ class SpecError(ValueError):
         self.span = span
 
 
-def build(path: Path, rel: str, protocol: str, version: str) -> tuple[Protocol, FindingLog]:
+def build(
+    path: Path, rel: str, protocol: str, version: str, data: Mapping[str, Path] = NO_DATA
+) -> tuple[Protocol, FindingLog]:
     """The front-end entry (see specgen.frontends): parse the document, then build its IR."""
     return build_document(adoc_tree.parse(read_spec_text(path, rel), rel), protocol, version)
 

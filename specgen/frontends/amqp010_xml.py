@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import keyword
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from specgen import abnf
-from specgen.frontends import amqp010_dialogue, xml_tree
+from specgen.frontends import NO_DATA, amqp010_dialogue, xml_tree
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.adoc_tree import SpecSyntaxError
 from specgen.frontends.amqp_xml import camel
@@ -168,7 +169,9 @@ class Model:
         return next((s for s in self.structs if s.name == name), None)
 
 
-def build(path: Path, rel: str, protocol: str, version: str) -> tuple[Protocol, FindingLog]:
+def build(
+    path: Path, rel: str, protocol: str, version: str, data: Mapping[str, Path] = NO_DATA
+) -> tuple[Protocol, FindingLog]:
     """The front-end entry (see specgen.frontends)."""
     log = FindingLog()
     model = load(path, rel, log)

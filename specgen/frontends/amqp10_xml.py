@@ -32,10 +32,11 @@ The XML is read by the same safe reader as AMQP 0-9-1's: no DTD loaded, no entit
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from specgen.frontends import xml_tree
+from specgen.frontends import NO_DATA, xml_tree
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.adoc_tree import SpecSyntaxError
 from specgen.frontends.amqp_xml import camel
@@ -67,7 +68,9 @@ _PICTURE = re.compile(r'"AMQP"\s*\|\s*%d(\d+)\s*\|')
 _WORD = re.compile(r"[A-Za-z]")
 
 
-def build(path: Path, rel: str, protocol: str, version: str) -> tuple[Protocol, FindingLog]:
+def build(
+    path: Path, rel: str, protocol: str, version: str, data: Mapping[str, Path] = NO_DATA
+) -> tuple[Protocol, FindingLog]:
     log = FindingLog()
     root = path.parent
     prose_constants: list[Constant] = []

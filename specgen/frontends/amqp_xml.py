@@ -1,7 +1,14 @@
 """AMQP 0-9-1 XML spec -> IR, with what the XML contradicts or leaves open reported as findings.
 
 The XML (`<amqp major minor revision port>`) gives constants, domains, and classes of methods;
-this module maps them, and the framing the XML only names in constants, onto the IR:
+this module maps them, and the framing the XML only names in constants, onto the IR. Earlier
+versions of the same XML (0-8) are read by rule where they write things differently, each rule
+that applies reported once as a finding: names spelt with spaces (`frame method`) are the
+hyphenated names of 0-9-1 (`frame-method`); an `<amqp>` without `revision` (0-8's: `major="8"
+minor="0"`) is versioned by major and minor alone and opens with the header of the versions
+before 0-9-1, 'AMQP' 1 1 major minor (protocol class 1, instance 1; RabbitMQ's rabbit_reader
+takes `<<"AMQP", 1, 1, 8, 0>>` as 0-8 and `<<"AMQP", 1, 1, 0, 9>>` as 0-9), where 0-9-1 writes
+'AMQP' 0 major minor revision.
 
   * Domains resolve through `<domain name type>` chains to the base types: octet, short, long,
     longlong (uint8..uint64), bit, shortstr (uint8-prefixed UTF-8, bytes kept through
@@ -22,9 +29,10 @@ Field-table values: THE TAGS ARE RABBITMQ'S. The XML does not list the type octe
 0-9-1 PDF's grammar (section 4.2.5.5) does, and RabbitMQ, its clients and the Qpid family use a
 different list (RabbitMQ's "AMQP 0-9-1 errata: field types"; rabbit_binary_parser.erl and
 rabbit_binary_generator.erl; the same tags in pika and the Java client). So
-`specs/<protocol>/field-types.toml`, next to the XML, lists per tag the IR type, what the
-grammar says, what RabbitMQ reads and sends, and the evidence; RabbitMQ's tags decide, and each
-tag where the grammar disagrees is reported (`field-type-tag`) at the XML's `table` domain.
+`field-types.toml` (shipped with the protocol: protocol.toml's `[data]`; or a file of that
+name beside the XML; or `--data field-types=FILE`) lists per tag the IR type, what the grammar
+says, what RabbitMQ reads and sends, and the evidence; RabbitMQ's tags decide, and each tag
+where the grammar disagrees is reported (`field-type-tag`) at the XML's `table` domain.
 A value made afresh takes the first tag of the file's `prefer` list whose type holds it.
 
 Anything the builder cannot map raises SpecError naming file:line:column.
@@ -36,11 +44,12 @@ import posixpath
 import re
 import textwrap
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from specgen import abnf, dialogue
-from specgen.frontends import xml_tree
+from specgen.frontends import NO_DATA, xml_tree
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.bits import pack_bits
 from specgen.frontends.spec_text import read_spec_text
@@ -77,13 +86,26 @@ from specgen.ir import (
     TypeRef,
     Versions,
 )
+from specgen.registry import relative
 
 FIELD_TYPES = "field-types.toml"
+FIELD_TYPES_DATA = "field-types"  # its name among the protocol's data (protocol.toml [data])
 
 INTS = {"octet": "uint8", "short": "uint16", "long": "uint32", "longlong": "uint64"}
 BASE_TYPES = (*INTS, "bit", "shortstr", "longstr", "timestamp", "table")
 FRAME_CONSTANTS = ("frame-method", "frame-header", "frame-body", "frame-heartbeat", "frame-end")
 ERROR_CLASSES = ("soft-error", "hard-error")
+
+# Attribute values that are names or refer to them, per element: 0-8 spells them with spaces.
+NAME_ATTRIBUTES = {
+    "constant": ("name", "class"),
+    "domain": ("name", "type"),
+    "class": ("name",),
+    "method": ("name",),
+    "field": ("name", "domain", "type"),
+    "response": ("name",),
+    "assert": ("method", "field"),
+}
 
 # Attributes the XML uses on these elements; any other is reported and ignored.
 KNOWN_ATTRIBUTES = {
@@ -100,17 +122,58 @@ TAG_VOCABULARY = {
 }  # fmt: skip
 
 
-def build(path: Path, rel: str, protocol: str, version: str) -> tuple[Protocol, FindingLog]:
-    """The front-end entry (see specgen.frontends): parse the XML, then build its IR."""
+def build(
+    path: Path, rel: str, protocol: str, version: str, data: Mapping[str, Path] = NO_DATA
+) -> tuple[Protocol, FindingLog]:
+    """The front-end entry (see specgen.frontends): parse the XML, then build its IR. The
+    field-table tags are `data["field-types"]`, else the file of that name beside the XML."""
     text = read_spec_text(path, rel)
-    root = xml_tree.parse(text, rel)
-    types_path = path.parent / FIELD_TYPES
-    if not types_path.is_file():
-        raise SpecError(root.span, f"no {FIELD_TYPES} next to the spec (the field-table tags)")
-    types_rel = posixpath.join(posixpath.dirname(rel), FIELD_TYPES)
+    root, respelt = hyphenated(xml_tree.parse(text, rel))
+    given = data.get(FIELD_TYPES_DATA)
+    if given is not None:
+        types_path, types_rel = given, relative(given)
+    else:
+        types_path = path.parent / FIELD_TYPES
+        types_rel = posixpath.join(posixpath.dirname(rel), FIELD_TYPES)
+        if not types_path.is_file():
+            raise SpecError(
+                root.span,
+                f"no {FIELD_TYPES} beside the spec and none given (the field-table tags, which "
+                f"the XML does not list): give --data {FIELD_TYPES_DATA}=FILE, or --protocol "
+                "of a protocol that ships one",
+            )
     tags = _FieldTypes.load(types_path, types_rel)
-    proto, log = _Builder(root, tags, protocol, version).run()
+    builder = _Builder(root, tags, protocol, version)
+    if respelt:
+        first = respelt[0][0]
+        examples = ", ".join(repr(w) for w in list(dict.fromkeys(w for _, w in respelt))[:4])
+        builder.log.add(
+            first,
+            "name-spelling",
+            f"{len(respelt)} names are written with spaces, as AMQP 0-8 writes them "
+            f"({examples}, ...)",
+            "read with hyphens, as 0-9-1 writes them ('frame method' is frame-method)",
+        )
+    proto, log = builder.run()
     return replace(proto, dialogues=dialogues(root, text, log)), log
+
+
+def hyphenated(root: Element) -> tuple[Element, list[tuple[SourceSpan, str]]]:
+    """The document with every name (NAME_ATTRIBUTES) that has spaces inside written with
+    hyphens instead, and where each such name was and how it was written."""
+    respelt: list[tuple[SourceSpan, str]] = []
+
+    def visit(el: Element) -> Element:
+        attrs = dict(el.attrs)
+        for attr in NAME_ATTRIBUTES.get(el.tag, ()):
+            value = attrs.get(attr)
+            if value is not None and len(value.split()) > 1:
+                attrs[attr] = "-".join(value.split())
+                respelt.append((el.attr_spans.get(attr, el.span), value.strip()))
+        children = tuple(c if isinstance(c, str) else visit(c) for c in el.children)
+        return replace(el, attrs=attrs, children=children)
+
+    return visit(root), respelt
 
 
 # --------------------------------------------------------------------------------------------
@@ -527,10 +590,33 @@ class _Builder:
         method_span, header_span, end_span = (
             self.constants[c][1].span for c in ("frame-method", "frame-header", "frame-end")
         )
-        version = tuple(_integer(self.root, a) for a in ("major", "minor", "revision"))
-        for part, value in zip(("major", "minor", "revision"), version, strict=True):
+        parts = (
+            ("major", "minor", "revision") if "revision" in self.root.attrs else ("major", "minor")
+        )
+        version = tuple(_integer(self.root, a) for a in parts)
+        for part, value in zip(parts, version, strict=True):
             if not 0 <= value <= 255:
                 raise SpecError(self.root.attr_spans[part], f"{part} {value} is not an octet")
+        if len(version) == 3:
+            protocol_header = b"AMQP\x00" + bytes(version)
+            header_doc = (
+                "Protocol header: 'AMQP', 0, then the major, minor and revision of the XML's "
+                "<amqp> element."
+            )
+        else:
+            protocol_header = b"AMQP\x01\x01" + bytes(version)
+            header_doc = (
+                "Protocol header: 'AMQP', 1 (the protocol class), 1 (the protocol instance), "
+                "then the major and minor version of the XML's <amqp> element."
+            )
+            self.log.add(
+                self.root.span,
+                "revision-absent",
+                f"<amqp> has no revision attribute: version {version[0]}-{version[1]}, as AMQP "
+                "0-8 numbers itself",
+                f"the protocol header of the versions before 0-9-1: 'AMQP' 1 1 {version[0]} "
+                f"{version[1]} ({protocol_header!r})",
+            )
         return FrameLayout(
             header=(
                 Field("Type", Prim("uint8"), doc="Frame type (the frame-* constants).", span=root),
@@ -565,14 +651,7 @@ class _Builder:
                 ),
                 BodyKey((header,), (Field("ClassId", Prim("uint16"), span=header_span),)),
             ),
-            preambles=(
-                Preamble(
-                    "client",
-                    b"AMQP\x00" + bytes(version),
-                    doc="Protocol header: 'AMQP', 0, then the major, minor and revision of the "
-                    "XML's <amqp> element.",
-                ),
-            ),
+            preambles=(Preamble("client", protocol_header, doc=header_doc),),
             span=root,
         )
 

@@ -65,10 +65,12 @@ plus zero or more octets of body data"). The message head is the named structure
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from specgen import abnf
+from specgen.frontends import NO_DATA
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.bits import pack_bits
 from specgen.frontends.spec_text import read_spec_text
@@ -115,7 +117,9 @@ EXACT_WIDTHS = {"short-integer": 2, "long-integer": 4}
 CLASSES = ("connection", "channel", "handle")
 
 
-def build(path: Path, rel: str, protocol: str, version: str) -> tuple[Protocol, FindingLog]:
+def build(
+    path: Path, rel: str, protocol: str, version: str, data: Mapping[str, Path] = NO_DATA
+) -> tuple[Protocol, FindingLog]:
     """The front-end entry (see specgen.frontends): read the ABNF and the prose, build the IR."""
     from specgen.frontends import rfc006_flow  # the dialogues (Command Flow Summaries)
 

@@ -83,6 +83,59 @@ def parse(text: str, path: str) -> Element:
     return _element(root, path)
 
 
+def root_start(text: str, path: str) -> Element:
+    """The root element's start tag alone: its tag and attributes, no children. What comes
+    before it (declaration, comments however long, processing instructions, a DOCTYPE) is
+    parsed by the document's grammar; nothing after the tag is read. Errors as `parse`'s."""
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    _check_depth(text, path)  # a deep document is refused here as parse would, before lark
+    error: SpecSyntaxError
+    try:
+        parser = _parser().parse_interactive(text)
+        for token in parser.iter_parse():  # each token is yielded before it is fed
+            if token.type in ("_TAG_END", "_EMPTY_END"):
+                break
+        else:
+            _parse(text, path)  # the file ends before a start tag does: say so as parse does
+        stack = parser.parser_state.value_stack
+    except _Refused as e:
+        error = e.error(path)
+    except UnexpectedInput as e:
+        span, message = _describe(e, text, path)
+        error = SpecSyntaxError(span, message, e.get_context(text).rstrip())
+    else:
+        return _start_tag(_tokens(stack), path)
+    raise error  # outside the handlers, so no lark exception rides along as __context__
+
+
+def _tokens(stack: list[object]) -> list[Token]:
+    out: list[Token] = []
+    for value in stack:
+        if isinstance(value, Token):
+            out.append(value)
+        elif isinstance(value, Tree):
+            out.extend(_tokens(list(value.children)))
+    return out
+
+
+def _start_tag(tokens: list[Token], path: str) -> Element:
+    """The element whose start tag the parser stopped after (the last STAG_OPEN's tokens)."""
+    at = max(i for i, t in enumerate(tokens) if t.type == "STAG_OPEN")
+    start = tokens[at]
+    attrs: dict[str, str] = {}
+    attr_spans: dict[str, SourceSpan] = {}
+    rest = [t for t in tokens[at + 1 :] if t.type in ("NAME", "ATTR_VALUE")]
+    for name, value in zip(rest[::2], rest[1::2], strict=True):
+        if name in attrs:
+            raise SpecSyntaxError(
+                _span(path, name),
+                f"duplicate attribute {str(name)!r} on <{start[1:]}> (first at {attr_spans[name]})",
+            )
+        attrs[str(name)] = _resolve(path, value, 1, len(value) - 1)
+        attr_spans[str(name)] = _span(path, name)
+    return Element(start[1:], attrs, (), _span(path, start), attr_spans)
+
+
 # The markup that opens and closes elements, lexed as grammars/xml.lark lexes it, for the depth
 # check; markup in which a '<' or '>' opens or closes nothing (comments, CDATA, processing
 # instructions and the XML declaration, a DOCTYPE's quoted ids, quoted attribute values) is
