@@ -829,7 +829,9 @@ class _Differ:
         if f.multiple != g.multiple:
             said = "one value or an array" if g.multiple else "one value only"
             self.add("FIELD_MULTIPLE", here, f"{g.name}: {said}", BOTH, sender, **ctx)
-        if f.default != g.default:
+        if f.default != g.default and (g.nullable or g.optional or g.present is not None):
+            # only where the field may be absent does its default reach a reader; elsewhere
+            # it is what a constructor fills in, and every field is on the wire
             self.add(
                 "FIELD_DEFAULT",
                 here,
