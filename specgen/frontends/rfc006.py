@@ -65,10 +65,11 @@ plus zero or more octets of body data"). The message head is the named structure
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from specgen import abnf
+from specgen.frontends import rfc006_flow, rfc006_lifetime
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.bits import pack_bits
 from specgen.frontends.spec_text import read_spec_text
@@ -77,6 +78,7 @@ from specgen.ir import (
     Case,
     Choice,
     Command,
+    Dialogue,
     Direction,
     Field,
     FindingLog,
@@ -117,10 +119,21 @@ CLASSES = ("connection", "channel", "handle")
 
 def build(path: Path, rel: str, protocol: str, version: str) -> tuple[Protocol, FindingLog]:
     """The front-end entry (see specgen.frontends): read the ABNF and the prose, build the IR."""
-    from specgen.frontends import rfc006_flow  # the dialogues (Command Flow Summaries)
+    proto, log = _Builder(read_spec_text(path, rel), rel, protocol, version).run()
+    return _with_dialogues(proto, log, path, rel), log
 
-    built = _Builder(read_spec_text(path, rel), rel, protocol, version).run()
-    return rfc006_flow.attach(built, path, rel)
+
+def _with_dialogues(proto: Protocol, log: FindingLog, path: Path, rel: str) -> Protocol:
+    """The protocol with its dialogues, one per "Command Flow Summary": the connection's read
+    by `rfc006_flow`'s rules, each other class's (channel, destination) by
+    `rfc006_lifetime`'s."""
+    found: list[Dialogue] = []
+    for summary in rfc006_flow.summaries(read_spec_text(path, rel).splitlines()):
+        if summary.noun == "connection":
+            found.append(rfc006_flow.connection(summary, rel, log))
+        else:
+            found.append(rfc006_lifetime.read(summary, proto.commands, rel, log))
+    return replace(proto, dialogues=tuple(found)) if found else proto
 
 
 def camel(name: str) -> str:
