@@ -42,7 +42,7 @@ from typing import Any
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
-from specgen.pipeline import pcap, reassembly, records
+from specgen.pipeline import decode, pcap, reassembly, records
 from specgen.pipeline.columns import REJECTS_SCHEMA
 from specgen.pipeline.decode import Echo, Result
 from specgen.pipeline.inputs import DecodeInputError
@@ -559,7 +559,6 @@ def run(
 ) -> Result:
     """The whole pcap job: stages 1 and 2, the ordinary decode of OUT/streams, the gaps as
     rejects, then the packet and byte reconciliation."""
-    from specgen.pipeline import decode
     from specgen.pipeline.spark import start
 
     spec = find_spec(protocol)
