@@ -1,5 +1,6 @@
 """The report's protocol analyses read the generated version a table was decoded with, found
-through the registry from the name the table carries."""
+through the registry from the name the table carries; the pcap job's default ports come from the
+protocol's generated framing module."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 
 from specgen.analyses import for_columns
-from specgen.pipeline import report
+from specgen.pipeline import pcap_job, report
 from specgen.pipeline.decode import decode_local
+from specgen.pipeline.inputs import DecodeInputError
 from specgen.registry import find
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,3 +78,11 @@ def test_a_table_of_one_protocol_runs_no_analysis_of_another() -> None:
     assert len(for_columns(columns)) == 2  # a table that does not say: the columns decide
     (only,) = for_columns(columns, find("rabbitmq-stream"))
     assert type(only).__module__ == "specgen.analyses.rabbitmq_stream"
+
+
+def test_default_ports_are_the_generated_framing_modules() -> None:
+    assert pcap_job.default_ports(find("amqp-0-9-1/0-9-1")) == {5672}
+    assert pcap_job.default_ports(find("rabbitmq-stream/early")) == {5552}
+    # AMQP 0-10's package frames segments its own way: no framing module, so no default
+    with pytest.raises(DecodeInputError, match="no generated framing module .*give --port"):
+        pcap_job.default_ports(find("amqp-0-10"))

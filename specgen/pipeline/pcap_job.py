@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 import json
 import shutil
 import sys
@@ -46,6 +47,7 @@ from specgen.pipeline import decode, pcap, reassembly, records
 from specgen.pipeline.columns import REJECTS_SCHEMA
 from specgen.pipeline.decode import Echo, Result
 from specgen.pipeline.inputs import DecodeInputError
+from specgen.registry import SpecVersion
 from specgen.registry import find as find_spec
 
 STREAMS = "streams"
@@ -547,6 +549,23 @@ def reconcile_files(files: list[CaptureFile], streams: Streams, echo: Echo) -> d
     return problems
 
 
+def default_ports(spec: SpecVersion) -> frozenset[int]:
+    """The protocol's default server ports, as its generated framing module states them."""
+    try:
+        framing = importlib.import_module(spec.framing_name)
+    except ModuleNotFoundError:
+        raise DecodeInputError(
+            f"{spec.qualified}: no generated framing module {spec.framing_name} "
+            "(run `specgen generate`); give --port"
+        ) from None
+    ports = frozenset(framing.PORTS)
+    if not ports:
+        raise DecodeInputError(
+            f"{spec.qualified} names no default port in its protocol.toml; give --port"
+        )
+    return ports
+
+
 def run(
     protocol: str,
     files: list[CaptureFile],
@@ -562,11 +581,7 @@ def run(
     from specgen.pipeline.spark import start
 
     spec = find_spec(protocol)
-    ports = ports or frozenset(spec.ports)
-    if not ports:
-        raise DecodeInputError(
-            f"{spec.qualified} names no default port in its protocol.toml; give --port"
-        )
+    ports = ports or default_ports(spec)
     decode.check_out(out, overwrite, files[0].path.parent)
     total = sum(f.size for f in files)
     echo(
