@@ -119,16 +119,17 @@ CLASSES = ("connection", "channel", "handle")
 
 def build(path: Path, rel: str, protocol: str, version: str) -> tuple[Protocol, FindingLog]:
     """The front-end entry (see specgen.frontends): read the ABNF and the prose, build the IR."""
-    proto, log = _Builder(read_spec_text(path, rel), rel, protocol, version).run()
-    return _with_dialogues(proto, log, path, rel), log
+    text = read_spec_text(path, rel)
+    proto, log = _Builder(text, rel, protocol, version).run()
+    return _with_dialogues(proto, log, text, rel), log
 
 
-def _with_dialogues(proto: Protocol, log: FindingLog, path: Path, rel: str) -> Protocol:
+def _with_dialogues(proto: Protocol, log: FindingLog, text: str, rel: str) -> Protocol:
     """The protocol with its dialogues, one per "Command Flow Summary": the connection's read
     by `rfc006_flow`'s rules, each other class's (channel, destination) by
     `rfc006_lifetime`'s."""
     found: list[Dialogue] = []
-    for summary in rfc006_flow.summaries(read_spec_text(path, rel).splitlines()):
+    for summary in rfc006_flow.summaries(text.splitlines()):
         if summary.noun == "connection":
             found.append(rfc006_flow.connection(summary, rel, log))
         else:
