@@ -167,6 +167,7 @@ def build(session: SparkSession, frames_path: Path, rejects_path: Path | None) -
             " not a timestamp"
         )
     frames = frames.withColumn("ts", F.unix_micros("timestamp"))
+    decoded_with = _decoded_with(frames_path)  # before any Spark job: it can refuse the table
     rejects = _read(session, rejects_path, REJECT_COLUMNS) if rejects_path is not None else None
     if rejects is not None:
         rejects = _covered(rejects)
@@ -192,7 +193,7 @@ def build(session: SparkSession, frames_path: Path, rejects_path: Path | None) -
         timed = totals["timed"] > 0
         connections, count, top = _connections(base, rejects, timed)
         # protocol-specific analyses, each run when the frames table has its columns
-        plugins = analyses.for_columns(set(frames.columns), _decoded_with(frames_path))
+        plugins = analyses.for_columns(set(frames.columns), decoded_with)
         sections = [
             _totals(totals, rejects, count),
             _command_mix(base),
