@@ -4,8 +4,9 @@ Several protocol documents state their wire syntax or their dialogues in ABNF: A
 AMQP/Fast frame syntax, indented blocks under plain-text prose), the AMQP 0-10 text (primitive
 types and class dialogues, flattened into running prose) and the AMQP 0-9-1 XML
 (`<doc type="grammar">`). This module is their one ABNF reader: `grammars/abnf.lark` parses, a
-post-lexer applies ABNF's line layout, and the parse tree becomes the dataclasses below, each rule
-with its `SourceSpan` in the document. No lark object leaves this module.
+post-lexer applies ABNF's line layout, and the parse tree becomes the dataclasses of
+`specgen.abnf_ast` (imported here too), each rule with its `SourceSpan` in the document. No lark
+object leaves this module.
 
 Strict and lenient parsing:
 - `parse_rules` is strict: anything outside RFC 5234 and the extensions that `grammars/abnf.lark`
@@ -30,78 +31,21 @@ from typing import Literal, cast
 from lark import Lark, Token, Tree, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from lark.lark import PostLex
 
-from specgen.frontends.adoc_tree import SpecSyntaxError
-from specgen.ir import SourceSpan
+from specgen.abnf_ast import Alt as Alt
+from specgen.abnf_ast import Base as Base
+from specgen.abnf_ast import CharVal as CharVal
+from specgen.abnf_ast import Expr as Expr
+from specgen.abnf_ast import NumRange as NumRange
+from specgen.abnf_ast import NumVal as NumVal
+from specgen.abnf_ast import ProseVal as ProseVal
+from specgen.abnf_ast import Repeat as Repeat
+from specgen.abnf_ast import Rule as Rule
+from specgen.abnf_ast import RuleRef as RuleRef
+from specgen.abnf_ast import Seq as Seq
+from specgen.abnf_ast import Step as Step
+from specgen.spans import SourceSpan, SpecSyntaxError
 
 GRAMMAR = Path(__file__).resolve().parents[1] / "grammars" / "abnf.lark"
-
-Base = Literal["b", "d", "x"]
-
-
-# ---- the AST (frozen, slotted; shared API, see the module docstring)
-
-
-@dataclass(frozen=True, slots=True)
-class RuleRef:
-    name: str  # a rule name, as written (case kept)
-
-
-@dataclass(frozen=True, slots=True)
-class CharVal:
-    text: str
-    case_sensitive: bool = False  # RFC 7405 %s"..." -> True
-
-
-@dataclass(frozen=True, slots=True)
-class NumVal:
-    base: Base
-    values: tuple[int, ...]  # %d13.10 -> ("d", (13, 10))
-
-
-@dataclass(frozen=True, slots=True)
-class NumRange:
-    base: Base
-    low: int  # %x30-39, also AMQ RFC 006's "%x0 .. %xFFFE"
-    high: int
-
-
-@dataclass(frozen=True, slots=True)
-class ProseVal:
-    text: str  # <prose>, without the brackets
-
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    role: str  # "C" client, "S" server; the 0-10 text also has "R" (receiver) and "*" (either)
-    name: str  # C:OPEN -> Step("C", "OPEN")
-
-
-@dataclass(frozen=True, slots=True)
-class Seq:
-    items: tuple[Expr, ...]  # concatenation, 2+ items
-
-
-@dataclass(frozen=True, slots=True)
-class Alt:
-    options: tuple[Expr, ...]  # alternation, 2+ options
-
-
-@dataclass(frozen=True, slots=True)
-class Repeat:
-    expr: Expr
-    low: int = 0
-    high: int | None = None  # *x (0, None), 1*x, 2*4x, 3x = (3, 3), [x] = (0, 1)
-
-
-Expr = RuleRef | CharVal | NumVal | NumRange | ProseVal | Step | Seq | Alt | Repeat
-
-
-@dataclass(frozen=True, slots=True)
-class Rule:
-    name: str
-    expr: Expr
-    span: SourceSpan  # where the rule's name starts
-    incremental: bool = False  # "=/" adds alternatives
 
 
 @dataclass(frozen=True, slots=True)

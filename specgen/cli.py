@@ -310,9 +310,9 @@ def _report(args: argparse.Namespace) -> int:
 
 def _decode(args: argparse.Namespace) -> int:
     # imported here: PySpark is an optional extra and slow to import
-    from specgen.pipeline import decode
+    from specgen.pipeline import decode_command
 
-    return decode.main(
+    return decode_command.main(
         args.protocol,
         args.input_dir,
         args.out,

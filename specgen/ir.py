@@ -38,10 +38,11 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import MISSING, dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
-if TYPE_CHECKING:  # specgen.abnf imports SourceSpan from here; its nodes are loaded lazily
-    from specgen.abnf import Rule
+from specgen import abnf_ast
+from specgen.abnf_ast import Rule
+from specgen.spans import SourceSpan as SourceSpan
 
 IR_FORMAT = 2
 
@@ -52,21 +53,6 @@ class IRError(ValueError):
 
 # --------------------------------------------------------------------------------------------
 # Positions and versions
-
-
-@dataclass(frozen=True, slots=True)
-class SourceSpan:
-    file: str  # path relative to the project root, never absolute
-    line: int
-    column: int = 1
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.column}"
-
-    @classmethod
-    def parse(cls, text: str) -> SourceSpan:
-        file, line, column = text.rsplit(":", 2)
-        return cls(file, int(line), int(column))
 
 
 @dataclass(frozen=True, slots=True)
@@ -1098,7 +1084,7 @@ def to_data(node: Any) -> Any:
         out: dict[str, Any] = {}
         if type(node) in _TAG_OF:
             out["kind"] = _TAG_OF[type(node)]
-        elif type(node).__module__ == "specgen.abnf" and type(node).__name__ in _abnf_exprs():
+        elif type(node) in _abnf_exprs().values():
             out["kind"] = type(node).__name__
         for f in fields(node):
             value = getattr(node, f.name)
@@ -1197,19 +1183,16 @@ def _decode_value(name: str, value: Any) -> Any:
 
 
 def _abnf_exprs() -> dict[str, type]:
-    """The ABNF expression classes by name (imported here, not at the top: abnf imports ir)."""
-    from specgen import abnf
-
-    return {cls.__name__: cls for cls in (abnf.RuleRef, abnf.CharVal, abnf.NumVal, abnf.NumRange,
-            abnf.ProseVal, abnf.Step, abnf.Seq, abnf.Alt, abnf.Repeat)}  # fmt: skip
+    """The ABNF expression classes by name."""
+    return {cls.__name__: cls for cls in (abnf_ast.RuleRef, abnf_ast.CharVal, abnf_ast.NumVal,
+            abnf_ast.NumRange, abnf_ast.ProseVal, abnf_ast.Step, abnf_ast.Seq, abnf_ast.Alt,
+            abnf_ast.Repeat)}  # fmt: skip
 
 
 def _abnf_from_data(data: Any) -> Any:
     """An ABNF rule (no "kind") or expression (tagged with its class name) from JSON data."""
-    from specgen import abnf
-
     if "kind" not in data:
-        return abnf.Rule(
+        return Rule(
             data["name"],
             _abnf_from_data(data["expr"]),
             SourceSpan.parse(data["span"]),

@@ -43,6 +43,11 @@ class SpecVersion:
     def import_name(self) -> str:
         return f"generated.{self.package}.{self.module}"
 
+    @property
+    def framing_name(self) -> str:
+        """The generated framing module of the protocol, which all its versions share."""
+        return f"generated.{self.package}.framing"
+
 
 def registry(specs: Path = SPECS) -> list[SpecVersion]:
     out = []

@@ -46,6 +46,9 @@ PREAMBLES: dict[str, bytes] = {
 PROTOCOL_HEADERS: tuple[bytes, ...] = ()
 """Byte strings that may stand wherever a frame starts, each a message of its own: none here
 (a protocol header before the first frame is a preamble)."""
+PORTS: tuple[int, ...] = (5672,)
+"""The servers' default TCP ports (protocol.toml): where `specgen decode` finds this protocol's
+connections in a pcap when no --port is given."""
 
 DEFAULT_MAX_FRAME_SIZE = 67108864
 """Refuse frames larger than this (length field value) before buffering them."""

@@ -49,6 +49,9 @@ PROTOCOL_HEADERS: tuple[bytes, ...] = (
 )
 """Protocol headers either peer may send where a frame could start."""
 FRAME_TYPES: dict[int, str] = {0: "AMQP", 1: "SASL"}
+PORTS: tuple[int, ...] = (5672,)
+"""The servers' default TCP ports (protocol.toml): where `specgen decode` finds this protocol's
+connections in a pcap when no --port is given."""
 
 DEFAULT_MAX_FRAME_SIZE = 67108864
 """Refuse frames larger than this (length field value) before buffering them."""

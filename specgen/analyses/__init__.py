@@ -2,24 +2,29 @@
 
 The report's own sections are generic: they read the columns every frames table has. An analysis
 module adds what only one protocol's messages can say (publish-to-confirm latency for RabbitMQ
-Streams), the names of its response codes, and how its frames count them. Each declares the
-struct columns it reads (`COLUMNS`) and runs only on a frames table that has them, so the report
-never names a protocol or a command.
+Streams), the names of its response codes, and how its frames count them. Each names its
+protocol (`PROTOCOL`) and the struct columns it reads (`COLUMNS`), runs only on a frames table
+that has them, and reads the generated package of the spec version the table was decoded with,
+found through the registry; so the report never names a protocol, a version or a command.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from specgen.analyses import amqp_0_9_1, rabbitmq_stream
+from specgen.pipeline.sections import Analysis
+from specgen.registry import SpecVersion, find
 
-MODULES = ("specgen.analyses.amqp_0_9_1", "specgen.analyses.rabbitmq_stream")
+MODULES = (amqp_0_9_1, rabbitmq_stream)
 
 
-def for_columns(columns: set[str]) -> list[Any]:
-    """The analysis modules whose columns the frames table has."""
-    out = []
-    for name in MODULES:
-        module = importlib.import_module(name)
+def for_columns(columns: set[str], spec: SpecVersion | None = None) -> list[Analysis]:
+    """The analyses whose columns the frames table has, each reading the generated package of
+    `spec`, the version the table was decoded with; for a table that does not say which (one
+    written by an older `specgen decode`, or by another writer), its protocol's latest version."""
+    out: list[Analysis] = []
+    for module in MODULES:
+        if spec is not None and spec.protocol != module.PROTOCOL:
+            continue
         if module.applies(columns):
-            out.append(module)
+            out.append(module.Analyses(spec if spec is not None else find(module.PROTOCOL)))
     return out

@@ -18,28 +18,27 @@ checked in one task (`applyInPandas`), in order of read time, then direction, th
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from generated.amqp_0_9_1.rabbitmq.enums import ReplyCode
-from specgen.pipeline.report import (
+from specgen.pipeline.sections import (
     NO_TIMESTAMPS,
     TABLE_ROWS,
     Section,
-    _label,
-    _p,
-    _percentiles,
-    _sum_if,
-    _table,
+    connection_label,
+    percentiles,
+    quantiles,
+    sum_if,
+    tabulate,
 )
+from specgen.registry import SpecVersion
 
+PROTOCOL = "amqp-0-9-1"
 COLUMNS = ("basic_publish", "basic_deliver")
 """The struct columns this module reads; it runs when the frames table has any of them."""
-
-code_names: dict[int, str] = {c.value: c.name for c in ReplyCode}
-ok_codes: set[int] = {ReplyCode.REPLY_SUCCESS}
 
 _CHANNEL = ["capture", "connection", "channel"]
 
@@ -48,12 +47,22 @@ def applies(columns: set[str]) -> bool:
     return bool(columns.intersection(COLUMNS)) and "channel" in columns
 
 
-def response_counts(frames: DataFrame, counts: DataFrame, notes: list[str]) -> DataFrame:
-    return counts  # reply codes are counted per frame as they are
+class Analyses:
+    """The analyses of frames decoded with one version of the protocol (`spec`): reply codes
+    named by that version's generated `ReplyCode`, conversations checked against its grammars
+    (its generated `dialogue`)."""
 
+    def __init__(self, spec: SpecVersion) -> None:
+        self.package = spec.import_name
+        codes = importlib.import_module(f"{self.package}.enums").ReplyCode
+        self.code_names: dict[int, str] = {c.value: c.name for c in codes}
+        self.ok_codes: set[int] = {codes.REPLY_SUCCESS}
 
-def sections(frames: DataFrame, timed: bool) -> list[Section]:
-    return [_confirms(frames, timed), _deliveries(frames), _conversations(frames)]
+    def response_counts(self, frames: DataFrame, counts: DataFrame, notes: list[str]) -> DataFrame:
+        return counts  # reply codes are counted per frame as they are
+
+    def sections(self, frames: DataFrame, timed: bool) -> list[Section]:
+        return [_confirms(frames, timed), _deliveries(frames), _conversations(frames, self.package)]
 
 
 def _confirms(frames: DataFrame, timed: bool) -> Section:
@@ -114,8 +123,8 @@ def _confirms(frames: DataFrame, timed: bool) -> Section:
         .agg(
             F.count("*").alias("published"),
             F.count("ack_offset").alias("answered"),
-            _sum_if(F.col("nacked") == F.lit(True), F.lit(1)).alias("nacked"),
-            _percentiles("latency_ms").alias("p"),
+            sum_if(F.col("nacked") == F.lit(True), F.lit(1)).alias("nacked"),
+            percentiles("latency_ms").alias("p"),
         )
         .orderBy("capture", "connection", "channel")
         .limit(TABLE_ROWS)
@@ -123,15 +132,15 @@ def _confirms(frames: DataFrame, timed: bool) -> Section:
     )
     if not rows:
         return Section(title, notes=["no publishes after Confirm.Select in this capture"])
-    table = _table(
+    table = tabulate(
         ("channel", "published", "acked or nacked", "nacked", "p50 ms", "p95 ms", "p99 ms"),
         [
             (
-                f"{_label(r['capture'], r['connection'])} channel {r['channel']}",
+                f"{connection_label(r['capture'], r['connection'])} channel {r['channel']}",
                 r["published"],
                 r["answered"],
                 r["nacked"] or 0,
-                *_p(r["p"]),
+                *quantiles(r["p"]),
             )
             for r in rows
         ],
@@ -154,7 +163,7 @@ def _deliveries(frames: DataFrame) -> Section:
         )
         .agg(
             F.count("*").alias("n"),
-            _sum_if(F.col("basic_deliver")["redelivered"], F.lit(1)).alias("again"),
+            sum_if(F.col("basic_deliver")["redelivered"], F.lit(1)).alias("again"),
         )
         .orderBy(F.desc("n"))
         .limit(TABLE_ROWS)
@@ -162,11 +171,11 @@ def _deliveries(frames: DataFrame) -> Section:
     )
     if not rows:
         return Section(title, notes=["no Basic.Deliver in this capture"])
-    table = _table(
+    table = tabulate(
         ("channel", "consumer tag", "deliveries", "redelivered"),
         [
             (
-                f"{_label(r['capture'], r['connection'])} channel {r['channel']}",
+                f"{connection_label(r['capture'], r['connection'])} channel {r['channel']}",
                 r["tag"],
                 r["n"],
                 r["again"] or 0,
@@ -184,11 +193,12 @@ _VERDICTS = (
 )
 
 
-def _check_conversation(rows: Any) -> Any:
-    """One conversation's method frames (a pandas DataFrame) -> one verdict row."""
+def _check_conversation(package: str, rows: Any) -> Any:
+    """One conversation's method frames (a pandas DataFrame) -> one verdict row, by the grammars
+    of the generated `package`."""
     import pandas as pd  # type: ignore[import-untyped]
 
-    from generated.amqp_0_9_1.rabbitmq import dialogue
+    dialogue = importlib.import_module(f"{package}.dialogue")
 
     rows = rows.assign(side=(rows["direction"] != "c2s").astype(int))
     rows = rows.sort_values(["ts", "side", "offset"], na_position="first", kind="stable")
@@ -220,14 +230,18 @@ def _check_conversation(rows: Any) -> Any:
     )
 
 
-def _conversations(frames: DataFrame) -> Section:
+def _conversations(frames: DataFrame, package: str) -> Section:
     title = "Conversations against the grammar"
-    from generated.amqp_0_9_1.rabbitmq import dialogue
+    dialogue = importlib.import_module(f"{package}.dialogue")
 
     methods = frames.filter(F.col("message").isin(list(dialogue.METHODS))).select(
         *_CHANNEL, "direction", "message", "offset", "ts"
     )
-    verdicts = methods.groupBy(*_CHANNEL).applyInPandas(_check_conversation, _VERDICTS)
+
+    def check(rows: Any) -> Any:  # a function, not a partial: Spark reads its signature
+        return _check_conversation(package, rows)
+
+    verdicts = methods.groupBy(*_CHANNEL).applyInPandas(check, _VERDICTS)
     rows = verdicts.orderBy(*_CHANNEL).collect()
     if not rows:
         return Section(title, notes=["no methods in this capture"])
@@ -241,11 +255,11 @@ def _conversations(frames: DataFrame) -> Section:
     broken = [r for r in rows if r["status"] == "broken"]
     if not broken:
         return Section(title, notes=notes)
-    table = _table(
+    table = tabulate(
         ("conversation", "grammar", "broke at offset", "direction", "method", "expected"),
         [
             (
-                f"{_label(r['capture'], r['connection'])} channel {r['channel']}",
+                f"{connection_label(r['capture'], r['connection'])} channel {r['channel']}",
                 r["grammar"],
                 r["offset"],
                 r["direction"],

@@ -3,6 +3,7 @@ names, and PublishError counted per failed publishing id."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from functools import reduce
 from typing import Any
@@ -11,26 +12,24 @@ from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql.types import DecimalType
 
-from generated.rabbitmq_stream.v4_0.enums import ResponseCode
-from specgen.pipeline.report import (
+from specgen.pipeline.sections import (
     ACCURACY,
     NO_TIMESTAMPS,
     TABLE_ROWS,
     Chart,
     Section,
-    _label,
-    _layout,
-    _p,
-    _percentiles,
-    _sum_if,
-    _table,
+    chart_layout,
+    connection_label,
+    percentiles,
+    quantiles,
+    sum_if,
+    tabulate,
 )
+from specgen.registry import SpecVersion
 
+PROTOCOL = "rabbitmq-stream"
 COLUMNS = ("publish_v1", "publish_v2", "publish_confirm", "publish_error")
 """The struct columns this module reads; it runs when the frames table has any of them."""
-
-code_names: dict[int, str] = {c.value: c.name for c in ResponseCode}
-ok_codes: set[int] = {ResponseCode.OK}
 
 # uint64 publishing ids: Parquet's unsigned 64-bit reads back as decimal(20,0), a signed writer
 # gives long; both cast losslessly to decimal(20,0), so publishes and confirms always join.
@@ -39,6 +38,24 @@ PUBLISHING_ID = DecimalType(20, 0)
 
 def applies(columns: set[str]) -> bool:
     return bool(columns.intersection(COLUMNS))
+
+
+class Analyses:
+    """The analyses of frames decoded with one version of the protocol (`spec`), whose response
+    codes are named by that version's generated `ResponseCode`; a version without one (the
+    early protocol names none) leaves them unnamed."""
+
+    def __init__(self, spec: SpecVersion) -> None:
+        enums = importlib.import_module(f"{spec.import_name}.enums")
+        codes = getattr(enums, "ResponseCode", None)
+        self.code_names: dict[int, str] = {c.value: c.name for c in codes} if codes else {}
+        self.ok_codes: set[int] = {codes.OK} if codes else set()
+
+    def response_counts(self, frames: DataFrame, counts: DataFrame, notes: list[str]) -> DataFrame:
+        return response_counts(frames, counts, notes)
+
+    def sections(self, frames: DataFrame, timed: bool) -> list[Section]:
+        return [_publish_confirm(frames, timed)]
 
 
 def response_counts(frames: DataFrame, counts: DataFrame, notes: list[str]) -> DataFrame:
@@ -53,10 +70,6 @@ def response_counts(frames: DataFrame, counts: DataFrame, notes: list[str]) -> D
             F.lit("PublishError").alias("command"), F.col("code").alias("response_code")
         ).agg(F.count("*").alias("n"))
     )
-
-
-def sections(frames: DataFrame, timed: bool) -> list[Section]:
-    return [_publish_confirm(frames, timed)]
 
 
 def _exploded(
@@ -137,9 +150,9 @@ def _publish_confirm(frames: DataFrame, timed: bool) -> Section:
             F.grouping_id().alias("level"),
             F.count("*").alias("ids"),
             F.count("confirmed").alias("confirmed"),
-            _sum_if(F.col("confirmed").isNull(), F.lit(1)).alias("unconfirmed"),
+            sum_if(F.col("confirmed").isNull(), F.lit(1)).alias("unconfirmed"),
             F.count("errored").alias("errored"),
-            _percentiles("latency_ms").alias("p"),
+            percentiles("latency_ms").alias("p"),
             F.percentile_approx("latency_ms", curve_at, ACCURACY).alias("curve"),
         )
         .orderBy(F.desc("level"), *publisher)
@@ -151,14 +164,14 @@ def _publish_confirm(frames: DataFrame, timed: bool) -> Section:
     total, per = collected[0], collected[1:]
 
     def row(name: str, r: Row) -> tuple[Any, ...]:
-        return (name, r["ids"], r["confirmed"], r["unconfirmed"], r["errored"], *_p(r["p"]))
+        return (name, r["ids"], r["confirmed"], r["unconfirmed"], r["errored"], *quantiles(r["p"]))
 
     rows = [
-        row(f"{_label(r['capture'], r['connection'])} publisher {r['publisher_id']}", r)
+        row(f"{connection_label(r['capture'], r['connection'])} publisher {r['publisher_id']}", r)
         for r in per
     ]
     rows.append(row("all", total))
-    table = _table(
+    table = tabulate(
         (
             "publisher",
             "published",
@@ -195,7 +208,7 @@ def _publish_confirm(frames: DataFrame, timed: bool) -> Section:
         "chart-publish-confirm",
         {
             "data": data,
-            "layout": _layout("Publish-to-confirm latency by percentile", "percentile", "ms"),
+            "layout": chart_layout("Publish-to-confirm latency by percentile", "percentile", "ms"),
         },
     )
     return Section(title, table, notes, [chart])

@@ -45,8 +45,9 @@ class Renderer:
 
     def render(self, template: str, spec: SpecVersion, protocol: Protocol, **context: Any) -> str:
         try:
+            # every template knows the version it renders (its name, its ports...)
             text = self.env.get_template(template).render(
-                header=self.header(spec, protocol), **context
+                header=self.header(spec, protocol), spec=spec, **context
             )
         except jinja2.TemplateError as e:
             raise RenderError(f"{template}: {type(e).__name__}: {e}") from e

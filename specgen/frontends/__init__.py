@@ -13,12 +13,10 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from pathlib import Path
-from types import MappingProxyType
 from typing import Protocol as Interface
 
+from specgen.frontends.data import NO_DATA as NO_DATA
 from specgen.ir import FindingLog, Protocol
-
-NO_DATA: Mapping[str, Path] = MappingProxyType({})
 
 
 class Build(Interface):

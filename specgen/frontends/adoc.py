@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, cast
 
-from specgen.frontends import NO_DATA, adoc_tree
+from specgen.frontends import adoc_tree
 from specgen.frontends.adoc_tree import (
     Annotation,
     Block,
@@ -45,6 +45,7 @@ from specgen.frontends.adoc_tree import (
     Text,
     VersionMarker,
 )
+from specgen.frontends.data import NO_DATA
 from specgen.frontends.spec_text import read_spec_text
 from specgen.ir import (
     INT_WIDTHS,

@@ -12,17 +12,10 @@ from pathlib import Path
 
 from lark import Lark, Token, Tree, UnexpectedInput
 
-from specgen.ir import SourceSpan
+from specgen.spans import SourceSpan
+from specgen.spans import SpecSyntaxError as SpecSyntaxError  # where the front-ends import it
 
 GRAMMAR = Path(__file__).resolve().parents[2] / "grammars" / "adoc.lark"
-
-
-class SpecSyntaxError(ValueError):
-    """The spec text does not follow the grammar; str() is `file:line:column: message`."""
-
-    def __init__(self, span: SourceSpan, message: str, context: str = "") -> None:
-        super().__init__(f"{span}: {message}" + (f"\n{context}" if context else ""))
-        self.span = span
 
 
 # ---- terms of a layout rule's right-hand side

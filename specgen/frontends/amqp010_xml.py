@@ -23,10 +23,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from specgen import abnf
-from specgen.frontends import NO_DATA, amqp010_dialogue, xml_tree
+from specgen.frontends import amqp010_dialogue, xml_tree
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.adoc_tree import SpecSyntaxError
 from specgen.frontends.amqp_xml import camel
+from specgen.frontends.data import NO_DATA
 from specgen.frontends.spec_text import read_spec_text
 from specgen.frontends.xml_tree import Element
 from specgen.ir import (

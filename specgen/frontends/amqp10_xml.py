@@ -36,10 +36,11 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from specgen.frontends import NO_DATA, xml_tree
+from specgen.frontends import xml_tree
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.adoc_tree import SpecSyntaxError
 from specgen.frontends.amqp_xml import camel
+from specgen.frontends.data import NO_DATA
 from specgen.frontends.spec_text import read_spec_text
 from specgen.frontends.xml_tree import Element
 from specgen.ir import (

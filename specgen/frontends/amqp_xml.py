@@ -49,9 +49,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from specgen import abnf, dialogue
-from specgen.frontends import NO_DATA, xml_tree
+from specgen.frontends import xml_tree
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.bits import pack_bits
+from specgen.frontends.data import NO_DATA
 from specgen.frontends.spec_text import read_spec_text
 from specgen.frontends.xml_tree import Element
 from specgen.ir import (

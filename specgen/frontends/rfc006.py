@@ -66,19 +66,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from specgen import abnf
-from specgen.frontends import NO_DATA
+from specgen.frontends import rfc006_flow, rfc006_lifetime
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.bits import pack_bits
+from specgen.frontends.data import NO_DATA
 from specgen.frontends.spec_text import read_spec_text
 from specgen.ir import (
     BitField,
     Case,
     Choice,
     Command,
+    Dialogue,
     Direction,
     Field,
     FindingLog,
@@ -121,10 +123,22 @@ def build(
     path: Path, rel: str, protocol: str, version: str, data: Mapping[str, Path] = NO_DATA
 ) -> tuple[Protocol, FindingLog]:
     """The front-end entry (see specgen.frontends): read the ABNF and the prose, build the IR."""
-    from specgen.frontends import rfc006_flow  # the dialogues (Command Flow Summaries)
+    text = read_spec_text(path, rel)
+    proto, log = _Builder(text, rel, protocol, version).run()
+    return _with_dialogues(proto, log, text, rel), log
 
-    built = _Builder(read_spec_text(path, rel), rel, protocol, version).run()
-    return rfc006_flow.attach(built, path, rel)
+
+def _with_dialogues(proto: Protocol, log: FindingLog, text: str, rel: str) -> Protocol:
+    """The protocol with its dialogues, one per "Command Flow Summary": the connection's read
+    by `rfc006_flow`'s rules, each other class's (channel, destination) by
+    `rfc006_lifetime`'s."""
+    found: list[Dialogue] = []
+    for summary in rfc006_flow.summaries(text.splitlines()):
+        if summary.noun == "connection":
+            found.append(rfc006_flow.connection(summary, rel, log))
+        else:
+            found.append(rfc006_lifetime.read(summary, proto.commands, rel, log))
+    return replace(proto, dialogues=tuple(found)) if found else proto
 
 
 def camel(name: str) -> str:

@@ -2,7 +2,7 @@
 
 The document has three, one per class of commands; `summaries` finds them and their
 paragraphs, this module reads the connection's (below) and `rfc006_lifetime` the channel's and
-the destination's, which describe a lifetime rather than an order.
+the destination's, which describe a lifetime rather than an order; `rfc006.build` asks each.
 
 RFC 006 states its connection dialogue not as ABNF but as two lists, one per role: "The client
 must expect and respond to the connection commands as follows", then per command a paragraph
@@ -47,12 +47,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from specgen.abnf import Alt, Expr, Repeat, Rule, RuleRef, Seq, Step
 from specgen.frontends.adoc import SpecError
-from specgen.frontends.spec_text import read_spec_text
-from specgen.ir import Dialogue, FindingLog, Protocol, SourceSpan
+from specgen.ir import Dialogue, FindingLog, SourceSpan
 
 HEADER = "protocol-header"  # the 2-byte connection initiation sequence, as a step
 
@@ -122,29 +120,18 @@ class _Flow:
     heading: int  # the summary's heading line
 
 
-def attach(built: tuple[Protocol, FindingLog], path: Path, rel: str) -> tuple[Protocol, FindingLog]:
-    """RFC 006's front-end result with its dialogues filled in (its hook): the connection's
-    from its summary by this module's rules, each other class's (channel, destination) by
-    `rfc006_lifetime`'s."""
-    from specgen.frontends import rfc006_lifetime
-
-    proto, log = built
-    found: list[Dialogue] = []
-    for summary in summaries(read_spec_text(path, rel).splitlines()):
-        if summary.noun == "connection":
-            found.append(_dialogue(_flow(summary, rel, log), rel, log))
-        else:
-            found.append(rfc006_lifetime.read(summary, proto.commands, rel, log))
-    return (replace(proto, dialogues=tuple(found)) if found else proto), log
-
-
 def read(text: str, rel: str, log: FindingLog) -> Dialogue | None:
     """The connection dialogue of the document's connection Command Flow Summary, or None
     when it has none."""
     for summary in summaries(text.splitlines()):
         if summary.noun == "connection":
-            return _dialogue(_flow(summary, rel, log), rel, log)
+            return connection(summary, rel, log)
     return None
+
+
+def connection(summary: Summary, rel: str, log: FindingLog) -> Dialogue:
+    """The dialogue of the connection's summary, by this module's rules."""
+    return _dialogue(_flow(summary, rel, log), rel, log)
 
 
 def summaries(lines: list[str]) -> list[Summary]:

@@ -32,6 +32,11 @@ many MiB must not make one batch hold hundreds of MiB."""
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 
+SPEC_KEY = b"specgen.spec"
+"""The key of a frames table's Parquet metadata that names the spec version it was decoded with
+(`rabbitmq-stream/4.0`): each generated FRAMES_SCHEMA carries it, so every part written holds it
+and `specgen report` reads that version's generated code."""
+
 REJECTS_SCHEMA = pa.schema(
     [
         pa.field("capture", pa.string()),

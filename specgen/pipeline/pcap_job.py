@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 import json
 import shutil
 import sys
@@ -42,10 +43,11 @@ from typing import Any
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
-from specgen.pipeline import pcap, reassembly, records
+from specgen.pipeline import decode, pcap, reassembly, records
 from specgen.pipeline.columns import REJECTS_SCHEMA
 from specgen.pipeline.decode import Echo, Result
 from specgen.pipeline.inputs import DecodeInputError
+from specgen.registry import SpecVersion
 from specgen.registry import find as find_spec
 
 STREAMS = "streams"
@@ -547,6 +549,23 @@ def reconcile_files(files: list[CaptureFile], streams: Streams, echo: Echo) -> d
     return problems
 
 
+def default_ports(spec: SpecVersion) -> frozenset[int]:
+    """The protocol's default server ports, as its generated framing module states them."""
+    try:
+        framing = importlib.import_module(spec.framing_name)
+    except ModuleNotFoundError:
+        raise DecodeInputError(
+            f"{spec.qualified}: no generated framing module {spec.framing_name} "
+            "(run `specgen generate`); give --port"
+        ) from None
+    ports = frozenset(framing.PORTS)
+    if not ports:
+        raise DecodeInputError(
+            f"{spec.qualified} names no default port in its protocol.toml; give --port"
+        )
+    return ports
+
+
 def run(
     protocol: str,
     files: list[CaptureFile],
@@ -559,15 +578,10 @@ def run(
 ) -> Result:
     """The whole pcap job: stages 1 and 2, the ordinary decode of OUT/streams, the gaps as
     rejects, then the packet and byte reconciliation."""
-    from specgen.pipeline import decode
     from specgen.pipeline.spark import start
 
     spec = find_spec(protocol)
-    ports = ports or frozenset(spec.ports)
-    if not ports:
-        raise DecodeInputError(
-            f"{spec.qualified} names no default port in its protocol.toml; give --port"
-        )
+    ports = ports or default_ports(spec)
     decode.check_out(out, overwrite, files[0].path.parent)
     total = sum(f.size for f in files)
     echo(

@@ -19,36 +19,48 @@ import json
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from decimal import Decimal
 from functools import reduce
 from itertools import cycle
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import Any, TextIO
 
 import jinja2
+import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.parquet as pq  # type: ignore[import-untyped]
 from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampType
 
+from specgen import analyses
 from specgen.pipeline import spark
-from specgen.registry import ROOT
+from specgen.pipeline.columns import SPEC_KEY
+from specgen.pipeline.sections import (
+    NO_TIMESTAMPS,
+    PERCENTILES,
+    TABLE_ROWS,
+    Analysis,
+    Chart,
+    Section,
+    Table,
+    chart_layout,
+    connection_label,
+    percentiles,
+    quantiles,
+    sum_if,
+    tabulate,
+)
+from specgen.registry import ROOT, SpecVersion, find
 
 TEMPLATES = ROOT / "templates" / "report"
-NO_TIMESTAMPS = "no timestamps in this capture"
-PERCENTILES = (0.5, 0.95, 0.99)
-# percentile_approx keeps a bounded sketch per group, so it scales to any capture; at this
-# accuracy its answer is an actual latency within 0.01% of the exact rank.
-ACCURACY = 10_000
 MAX_POINTS = 300
 # bucket widths for the time charts, in seconds: the narrowest that keeps a chart under
 # MAX_POINTS points is used, so a chart stays readable (and small) for any capture length
 BUCKETS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400)
 CHART_CONNECTIONS = 8
-TABLE_ROWS = 50
 OK_COLOUR = "#2ca02c"
 # no green among them; a capture rarely shows more error codes than this, else they repeat
 ERROR_COLOURS = ("#d62728", "#ff7f0e", "#8c564b", "#e377c2", "#bcbd22", "#9467bd")
@@ -69,61 +81,8 @@ FRAME_COLUMNS = (
 REJECT_COLUMNS = ("capture", "connection", "size", "error", "field")
 
 
-class Analysis(Protocol):
-    """A protocol's own analyses (`specgen/analyses/`): sections beyond the generic ones, names
-    for its response codes, and how its frames count them."""
-
-    code_names: dict[int, str]
-    ok_codes: set[int]
-
-    def response_counts(
-        self, frames: DataFrame, counts: DataFrame, notes: list[str]
-    ) -> DataFrame: ...
-
-    def sections(self, frames: DataFrame, timed: bool) -> list[Section]: ...
-
-
 class ReportError(ValueError):
     """OUT_DIR holds no usable frames table; the message says what is wrong and where."""
-
-
-Cell = int | float | str | None
-"""A table value as JSON has it: counts and measures as numbers, times as ISO 8601 strings, None
-where there is no value (a latency without timestamps)."""
-
-
-@dataclass(frozen=True)
-class Table:
-    columns: tuple[str, ...]
-    values: list[tuple[Cell, ...]]
-    numeric: tuple[bool, ...]  # right-aligned in both renderings
-
-    @property
-    def rows(self) -> list[tuple[str, ...]]:
-        """The values as the text and the page show them."""
-        return [tuple(map(_text, row)) for row in self.values]
-
-
-def _text(value: Cell) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):  # milliseconds and seconds, to the microsecond they came in
-        return f"{value:.3f}"
-    return str(value)
-
-
-@dataclass(frozen=True)
-class Chart:
-    id: str
-    figure: dict[str, Any]  # plotly.js `data` and `layout`, plain JSON
-
-
-@dataclass
-class Section:
-    title: str
-    table: Table | None = None
-    notes: list[str] = field(default_factory=list)
-    charts: list[Chart] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -208,6 +167,7 @@ def build(session: SparkSession, frames_path: Path, rejects_path: Path | None) -
             " not a timestamp"
         )
     frames = frames.withColumn("ts", F.unix_micros("timestamp"))
+    decoded_with = _decoded_with(frames_path)  # before any Spark job: it can refuse the table
     rejects = _read(session, rejects_path, REJECT_COLUMNS) if rejects_path is not None else None
     if rejects is not None:
         rejects = _covered(rejects)
@@ -223,7 +183,7 @@ def build(session: SparkSession, frames_path: Path, rejects_path: Path | None) -
             F.countDistinct("capture").alias("captures"),
             F.sum("size").alias("bytes"),
             *[
-                _sum_if(F.col("direction") == d, F.col("size")).alias(f"bytes_{d}")
+                sum_if(F.col("direction") == d, F.col("size")).alias(f"bytes_{d}")
                 for d in DIRECTIONS
             ],
         ).first()
@@ -233,9 +193,7 @@ def build(session: SparkSession, frames_path: Path, rejects_path: Path | None) -
         timed = totals["timed"] > 0
         connections, count, top = _connections(base, rejects, timed)
         # protocol-specific analyses, each run when the frames table has its columns
-        from specgen.analyses import for_columns
-
-        plugins = for_columns(set(frames.columns))
+        plugins = analyses.for_columns(set(frames.columns), decoded_with)
         sections = [
             _totals(totals, rejects, count),
             _command_mix(base),
@@ -253,6 +211,26 @@ def build(session: SparkSession, frames_path: Path, rejects_path: Path | None) -
         base.unpersist()
 
 
+def _decoded_with(frames_path: Path) -> SpecVersion | None:
+    """The spec version the frames table was decoded with, as its Parquet metadata names it
+    (the generated FRAMES_SCHEMA carries SPEC_KEY, and one job writes every part with it); None
+    when it does not say."""
+    parts = [frames_path] if frames_path.is_file() else sorted(frames_path.rglob("*.parquet"))
+    try:
+        metadata = (pq.read_schema(parts[0]).metadata or {}) if parts else {}
+    except (OSError, pa.ArrowException):
+        return None  # Spark read the table; a part pyarrow cannot open names no spec
+    if SPEC_KEY not in metadata:
+        return None
+    name = metadata[SPEC_KEY].decode()
+    try:
+        return find(name)
+    except LookupError:
+        raise ReportError(
+            f"{frames_path}: decoded with {name}, a spec this specgen does not know"
+        ) from None
+
+
 def _covered(rejects: DataFrame) -> DataFrame:
     """The rejects with `length`, the bytes each covers in its file. Tables written before
     decode recorded it have only `size`, what the size prefix claims, which was the length of
@@ -260,14 +238,6 @@ def _covered(rejects: DataFrame) -> DataFrame:
     if "length" in rejects.columns:
         return rejects
     return rejects.withColumn("length", F.col("size"))
-
-
-def _sum_if(condition: Column, value: Column) -> Column:
-    return F.coalesce(F.sum(F.when(condition, value).otherwise(0)), F.lit(0))
-
-
-def _percentiles(column: str) -> Column:
-    return F.percentile_approx(column, list(PERCENTILES), ACCURACY)
 
 
 def _utc(micros: int | None) -> str:
@@ -283,35 +253,6 @@ def _when(micros: int | None) -> str | None:
 
 def _seconds(first: int | None, last: int | None) -> float | None:
     return None if first is None or last is None else (last - first) / 1e6
-
-
-def _label(capture: str, connection: str) -> str:
-    return f"{capture}/{connection}"
-
-
-def _table(columns: Sequence[str], rows: list[tuple[Any, ...]], numeric: Sequence[bool]) -> Table:
-    return Table(tuple(columns), [tuple(map(_cell, r)) for r in rows], tuple(numeric))
-
-
-def _cell(value: Any) -> Cell:
-    """A value Spark returned as a JSON-native one (a sum over decimals is a Decimal)."""
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if value is None or isinstance(value, int | float | str):
-        return value
-    return str(value)
-
-
-def _layout(title: str, x: str, y: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "title": {"text": title},
-        "xaxis": {"title": {"text": x}, "automargin": True},
-        "yaxis": {"title": {"text": y}, "automargin": True, "rangemode": "tozero"},
-        "height": 380,
-        "margin": {"t": 50, "r": 20, "b": 40, "l": 60},
-        "legend": {"orientation": "h", "y": -0.25},
-        **extra,
-    }
 
 
 def _totals(totals: Row, rejects: DataFrame | None, connections: int) -> Section:
@@ -341,7 +282,7 @@ def _totals(totals: Row, rejects: DataFrame | None, connections: int) -> Section
         ]
     else:
         notes.append(NO_TIMESTAMPS)
-    return Section("Totals", _table(("measure", "value"), rows, (False, True)), notes)
+    return Section("Totals", tabulate(("measure", "value"), rows, (False, True)), notes)
 
 
 def _command_mix(base: DataFrame) -> Section:
@@ -351,7 +292,7 @@ def _command_mix(base: DataFrame) -> Section:
         .orderBy(F.desc("frames"), "command", "message", "direction")
         .collect()
     )
-    table = _table(
+    table = tabulate(
         ("command", "message", "direction", "frames", "bytes"),
         [(r["command"], r["message"], r["direction"], r["frames"], r["bytes"]) for r in rows],
         (False, False, False, True, True),
@@ -369,7 +310,7 @@ def _command_mix(base: DataFrame) -> Section:
         "chart-command-mix",
         {
             "data": data,
-            "layout": _layout("Frames per command", "command", "frames", barmode="group"),
+            "layout": chart_layout("Frames per command", "command", "frames", barmode="group"),
         },
     )
     return Section("Command mix", table, charts=[chart])
@@ -395,7 +336,7 @@ def _response_codes(base: DataFrame, frames: DataFrame, plugins: list[Analysis])
     rows = counts.orderBy("command", "response_code").collect()
     if not rows:
         return Section("Response codes per command", notes=["no response codes in this capture"])
-    table = _table(
+    table = tabulate(
         ("command", "code", "name", "count"),
         [(r["command"], r["response_code"], _code_name(r["response_code"]), r["n"]) for r in rows],
         (False, True, False, True),
@@ -419,7 +360,7 @@ def _response_codes(base: DataFrame, frames: DataFrame, plugins: list[Analysis])
         "chart-response-codes",
         {
             "data": data,
-            "layout": _layout(
+            "layout": chart_layout(
                 "Response codes per command", "command", "responses", barmode="stack"
             ),
         },
@@ -465,18 +406,21 @@ def _request_latency(base: DataFrame, timed: bool) -> Section:
         pairs.groupBy("command")
         .agg(
             F.count("*").alias("requests"),
-            _sum_if(F.col("responses") == 0, F.lit(1)).alias("unanswered"),
+            sum_if(F.col("responses") == 0, F.lit(1)).alias("unanswered"),
             F.count("latency_ms").alias("timed"),
-            _percentiles("latency_ms").alias("p"),
+            percentiles("latency_ms").alias("p"),
         )
         .orderBy(F.desc("requests"), "command")
         .collect()
     )
     if not rows:
         return Section(title, notes=["no requests with a correlation id in this capture"])
-    table = _table(
+    table = tabulate(
         ("command", "requests", "unanswered", "timed", "p50 ms", "p95 ms", "p99 ms"),
-        [(r["command"], r["requests"], r["unanswered"], r["timed"], *_p(r["p"])) for r in rows],
+        [
+            (r["command"], r["requests"], r["unanswered"], r["timed"], *quantiles(r["p"]))
+            for r in rows
+        ],
         (False, True, True, True, True, True, True),
     )
     if not timed:
@@ -494,14 +438,10 @@ def _request_latency(base: DataFrame, timed: bool) -> Section:
     ]
     chart = Chart(
         "chart-request-latency",
-        {"data": data, "layout": _layout(title, "command", "ms", barmode="group")},
+        {"data": data, "layout": chart_layout(title, "command", "ms", barmode="group")},
     )
     notes = ["requests are matched to responses by capture, connection, command and correlation id"]
     return Section(title, table, notes, [chart])
-
-
-def _p(values: list[float] | None) -> tuple[float | None, ...]:
-    return tuple(values) if values is not None else (None,) * len(PERCENTILES)
 
 
 def _bucket_seconds(first: int, last: int) -> int:
@@ -520,7 +460,7 @@ def _over_time(base: DataFrame, totals: Row, top: list[tuple[str, str]]) -> Sect
     label: Column = F.lit(None).cast("string")
     for capture, connection in reversed(top):
         chosen = (F.col("capture") == capture) & (F.col("connection") == connection)
-        label = F.when(chosen, F.lit(_label(capture, connection))).otherwise(label)
+        label = F.when(chosen, F.lit(connection_label(capture, connection))).otherwise(label)
     rows = (
         base.filter(F.col("ts").isNotNull())
         .groupBy(bucket, label.alias("label"))
@@ -528,7 +468,7 @@ def _over_time(base: DataFrame, totals: Row, top: list[tuple[str, str]]) -> Sect
         .collect()
     )
     series: dict[str, dict[int, Counter[str]]] = {"total": defaultdict(Counter)}
-    series.update({_label(c, n): defaultdict(Counter) for c, n in top})
+    series.update({connection_label(c, n): defaultdict(Counter) for c, n in top})
     for r in rows:
         for name in ("total", r["label"]) if r["label"] else ("total",):
             series[name][r["bucket"]].update(frames=r["frames"], bytes=r["bytes"])
@@ -554,7 +494,7 @@ def _over_time(base: DataFrame, totals: Row, top: list[tuple[str, str]]) -> Sect
                 f"chart-{measure}-over-time",
                 {
                     "data": data,
-                    "layout": _layout(
+                    "layout": chart_layout(
                         f"{unit}, {width} s buckets, total and per connection", "time (UTC)", unit
                     ),
                 },
@@ -570,7 +510,7 @@ def _connections(
     per = base.groupBy("capture", "connection").agg(
         F.count("*").alias("frames"),
         F.sum("size").alias("bytes"),
-        *[_sum_if(F.col("direction") == d, F.col("size")).alias(f"bytes_{d}") for d in DIRECTIONS],
+        *[sum_if(F.col("direction") == d, F.col("size")).alias(f"bytes_{d}") for d in DIRECTIONS],
         F.min("ts").alias("first"),
         F.max("ts").alias("last"),
     )
@@ -588,7 +528,7 @@ def _connections(
     # counting costs a second pass, needed only when the table cannot show every connection
     count = len(rows) if len(rows) <= TABLE_ROWS else per.count()
     rows = rows[:TABLE_ROWS]
-    table = _table(
+    table = tabulate(
         (
             "capture",
             "connection",
@@ -641,7 +581,7 @@ def _rejects(rejects: DataFrame | None) -> Section:
     )
     if not rows:
         return Section(title, notes=["no rejected frames and no unframed bytes"])
-    table = _table(
+    table = tabulate(
         ("kind", "error", "field", "rejects", "bytes"),
         [(r["kind"], r["error"], r["field"] or None, r["n"], r["bytes"]) for r in rows],
         (False, False, False, True, True),

@@ -446,10 +446,12 @@ FRAMES_SCHEMA = pa.schema(
             ),
         ),
         pa.field("confirm_select", pa.struct([pa.field("nowait", pa.bool_())])),
-    ]
+    ],
+    metadata={"specgen.spec": "amqp-0-9-1/0-9-1-rabbitmq"},
 )
 """The frames table. `size` counts the whole frame, header and trailer included; `type`, `channel` are as in the frame header; `timestamp` is null when the capture has no index. `response_code` gather the fields with that role from every
-message class (null where a message has none)."""
+message class (null where a message has none).
+Its metadata (`specgen.spec`) names the spec version, so a table says what decoded it."""
 
 HEADER_COLUMNS: tuple[str, ...] = (
     "type",

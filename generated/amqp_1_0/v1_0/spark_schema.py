@@ -227,10 +227,12 @@ FRAMES_SCHEMA = pa.schema(
             ),
         ),
         pa.field("payload", pa.binary()),
-    ]
+    ],
+    metadata={"specgen.spec": "amqp-1-0/1.0"},
 )
 """The frames table. `size` counts the whole frame (8 for a protocol header); `timestamp` is
-null when the capture has no index."""
+null when the capture has no index. Its metadata (`specgen.spec`) names the spec version, so a
+table says what decoded it."""
 
 HEADER_COLUMNS: tuple[str, ...] = ()
 """Header fields read from the frame header by the pipeline: none, since a protocol header

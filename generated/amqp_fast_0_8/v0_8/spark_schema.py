@@ -332,9 +332,11 @@ FRAMES_SCHEMA = pa.schema(
                 ]
             ),
         ),
-    ]
+    ],
+    metadata={"specgen.spec": "amqp-fast-0-8/0.8"},
 )
-"""The frames table. `size` counts the whole frame, header and trailer included; `code` is as in the frame header; `timestamp` is null when the capture has no index."""
+"""The frames table. `size` counts the whole frame, header and trailer included; `code` is as in the frame header; `timestamp` is null when the capture has no index.
+Its metadata (`specgen.spec`) names the spec version, so a table says what decoded it."""
 
 HEADER_COLUMNS: tuple[str, ...] = ("code",)
 """Frame header fields with a column of their own (all but the length), in header order."""

@@ -374,10 +374,12 @@ FRAMES_SCHEMA = pa.schema(
                 [pa.field("correlation_id", pa.int32()), pa.field("response_code", pa.int16())]
             ),
         ),
-    ]
+    ],
+    metadata={"specgen.spec": "rabbitmq-stream/early"},
 )
 """The frames table. `size` counts the whole frame, header included; `key`, `version` are as in the frame header; `timestamp` is null when the capture has no index. `correlation_id` and `response_code` gather the fields with that role from every
-message class (null where a message has none)."""
+message class (null where a message has none).
+Its metadata (`specgen.spec`) names the spec version, so a table says what decoded it."""
 
 HEADER_COLUMNS: tuple[str, ...] = (
     "key",

@@ -824,11 +824,13 @@ FRAMES_SCHEMA = pa.schema(
                 [pa.field("correlation_id", pa.int64()), pa.field("response_code", pa.int32())]
             ),
         ),
-    ]
+    ],
+    metadata={"specgen.spec": "rabbitmq-stream/4.0"},
 )
 """The frames table. `size` counts the whole frame, header included; `key`, `version` are as in the frame header (the
 response bit included); `timestamp` is null when the capture has no index. `correlation_id` and `response_code` gather the fields with that role from every
-message class (null where a message has none)."""
+message class (null where a message has none).
+Its metadata (`specgen.spec`) names the spec version, so a table says what decoded it."""
 
 HEADER_COLUMNS: tuple[str, ...] = (
     "key",
