@@ -24,7 +24,6 @@ import functools
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal, cast
 
 from lark import Lark, Token, Tree, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
@@ -32,8 +31,9 @@ from lark.lark import PostLex
 
 from specgen.frontends.adoc_tree import SpecSyntaxError
 from specgen.ir import SourceSpan
+from specgen.locations import GRAMMARS
 
-GRAMMAR = Path(__file__).resolve().parents[1] / "grammars" / "abnf.lark"
+GRAMMAR = GRAMMARS / "abnf.lark"
 
 Base = Literal["b", "d", "x"]
 

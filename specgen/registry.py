@@ -10,8 +10,9 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SPECS = ROOT / "specs"
+from specgen.locations import DATA, SPECS
+
+ROOT = DATA  # spec paths in spans and generated headers are relative to it: `specs/...`
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from lark import Lark, Token, Tree, UnexpectedInput
 
 from specgen.ir import SourceSpan
+from specgen.locations import GRAMMARS
 
-GRAMMAR = Path(__file__).resolve().parents[2] / "grammars" / "adoc.lark"
+GRAMMAR = GRAMMARS / "adoc.lark"
 
 
 class SpecSyntaxError(ValueError):

@@ -34,10 +34,10 @@ from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampType
 
+from specgen.locations import TEMPLATES as ALL_TEMPLATES
 from specgen.pipeline import spark
-from specgen.registry import ROOT
 
-TEMPLATES = ROOT / "templates" / "report"
+TEMPLATES = ALL_TEMPLATES / "report"
 NO_TIMESTAMPS = "no timestamps in this capture"
 PERCENTILES = (0.5, 0.95, 0.99)
 # percentile_approx keeps a bounded sketch per group, so it scales to any capture; at this

@@ -1,0 +1,45 @@
+"""Where specgen's own files are: the grammars, templates and shipped specs it reads, and the
+checkout whose `generated/` a bare `specgen generate` and `specgen check` work on.
+
+Installed (`pip install .` or a wheel), the files are package data under `specgen/_data/`
+(setup.py maps the repository's top-level `grammars/`, `templates/` and `specs/` there), found
+through `importlib.resources`. Run from a checkout (an editable install, or the checkout on
+PYTHONPATH), they are the checkout's own folders, so an edit shows at once. A checkout is the
+folder above this package when it holds specgen's pyproject.toml and a `generated/` folder;
+an installed specgen has no checkout and writes codecs only where `--out` says.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import tomllib
+from pathlib import Path
+
+
+def _package() -> Path:
+    files = importlib.resources.files("specgen")
+    if not isinstance(files, Path):  # a zipped install: lark and jinja2 read real files
+        raise ImportError(f"specgen must be installed as files, not in an archive: {files}")
+    return files
+
+
+def _checkout(package: Path) -> Path | None:
+    root = package.parent
+    try:
+        meta = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    if meta.get("project", {}).get("name") != "specgen" or not (root / "generated").is_dir():
+        return None
+    return root
+
+
+PACKAGE = _package()
+CHECKOUT = _checkout(PACKAGE)
+"""The repository specgen runs from, or None when it is installed."""
+DATA = CHECKOUT or PACKAGE / "_data"
+"""The folder holding grammars/, templates/ and specs/; spans name spec files relative to it,
+so generated headers and lint lines read the same installed or not."""
+GRAMMARS = DATA / "grammars"
+TEMPLATES = DATA / "templates"
+SPECS = DATA / "specs"
