@@ -386,7 +386,7 @@ def _frames(args: argparse.Namespace) -> int:
     spec = find(args.protocol)
     codec = importlib.import_module(spec.import_name)
     try:
-        preambles = importlib.import_module(f"generated.{spec.package}.framing").PREAMBLES
+        preambles = importlib.import_module(f"specgen_codecs.{spec.package}.framing").PREAMBLES
     except ModuleNotFoundError:  # AMQP 0-10's package frames segments its own way
         raise FramesInputError(
             f"specgen frames does not read {spec.protocol} yet: its package has no framing module"

@@ -40,7 +40,7 @@ class SpecVersion:
 
     @property
     def import_name(self) -> str:
-        return f"generated.{self.package}.{self.module}"
+        return f"specgen_codecs.{self.package}.{self.module}"
 
 
 def registry(specs: Path = SPECS) -> list[SpecVersion]:

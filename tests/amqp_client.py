@@ -12,7 +12,7 @@ import time
 from collections import deque
 from typing import Any, TypeVar
 
-from generated.amqp_0_9_1 import rabbitmq as amqp
+from specgen_codecs.amqp_0_9_1 import rabbitmq as amqp
 
 M = TypeVar("M")
 PREAMBLE = b"AMQP\x00\x00\x09\x01"

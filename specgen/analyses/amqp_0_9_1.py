@@ -23,7 +23,6 @@ from typing import Any
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from generated.amqp_0_9_1.rabbitmq.enums import ReplyCode
 from specgen.pipeline.report import (
     NO_TIMESTAMPS,
     TABLE_ROWS,
@@ -34,6 +33,7 @@ from specgen.pipeline.report import (
     _sum_if,
     _table,
 )
+from specgen_codecs.amqp_0_9_1.rabbitmq.enums import ReplyCode
 
 COLUMNS = ("basic_publish", "basic_deliver")
 """The struct columns this module reads; it runs when the frames table has any of them."""
@@ -188,7 +188,7 @@ def _check_conversation(rows: Any) -> Any:
     """One conversation's method frames (a pandas DataFrame) -> one verdict row."""
     import pandas as pd  # type: ignore[import-untyped]
 
-    from generated.amqp_0_9_1.rabbitmq import dialogue
+    from specgen_codecs.amqp_0_9_1.rabbitmq import dialogue
 
     rows = rows.assign(side=(rows["direction"] != "c2s").astype(int))
     rows = rows.sort_values(["ts", "side", "offset"], na_position="first", kind="stable")
@@ -222,7 +222,7 @@ def _check_conversation(rows: Any) -> Any:
 
 def _conversations(frames: DataFrame) -> Section:
     title = "Conversations against the grammar"
-    from generated.amqp_0_9_1.rabbitmq import dialogue
+    from specgen_codecs.amqp_0_9_1.rabbitmq import dialogue
 
     methods = frames.filter(F.col("message").isin(list(dialogue.METHODS))).select(
         *_CHANNEL, "direction", "message", "offset", "ts"

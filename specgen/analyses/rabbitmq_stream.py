@@ -11,7 +11,6 @@ from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql.types import DecimalType
 
-from generated.rabbitmq_stream.v4_0.enums import ResponseCode
 from specgen.pipeline.report import (
     ACCURACY,
     NO_TIMESTAMPS,
@@ -25,6 +24,7 @@ from specgen.pipeline.report import (
     _sum_if,
     _table,
 )
+from specgen_codecs.rabbitmq_stream.v4_0.enums import ResponseCode
 
 COLUMNS = ("publish_v1", "publish_v2", "publish_confirm", "publish_error")
 """The struct columns this module reads; it runs when the frames table has any of them."""
