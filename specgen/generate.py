@@ -101,13 +101,13 @@ class OutputError(ValueError):
     """An output folder the generator will not replace."""
 
 
-def committed(command: str) -> Path:
+def committed(command: str, instead: str) -> Path:
     """The checkout's `generated/`, which the bare `generate` rewrites and `check` compares.
     Installed, there is none: refusing here keeps the codecs in site-packages untouched."""
     if GENERATED is None:
         raise OutputError(
-            f"{command}: specgen is installed, not run from its checkout, so there is no "
-            "generated/ to work on; give SPEC --out DIR"
+            f"{command}: this specgen is installed, not run from its checkout, so it has no "
+            f"generated/ to {instead}"
         )
     return GENERATED
 
@@ -141,7 +141,7 @@ def write_tree(files: dict[str, str], target: Path, *, fresh_only: bool = False)
 
 def generate(target: Path | None = None) -> dict[str, str]:
     """Every registered spec into `target` (default: the checkout's generated/)."""
-    target = target or committed("generate")
+    target = target or committed("generate", "rewrite; give SPEC --out DIR, or --out DIR alone")
     files = render_all()
     write_tree(files, target)
     return files
@@ -150,7 +150,7 @@ def generate(target: Path | None = None) -> dict[str, str]:
 def stale(target: Path | None = None) -> list[str]:
     """Unified diffs between what the generator makes now and what `target` (default: the
     checkout's generated/) holds."""
-    target = target or committed("check")
+    target = target or committed("check", "compare; run check in specgen's checkout")
     files = render_all()
     with tempfile.TemporaryDirectory(prefix="specgen-check-") as tmp:
         fresh = Path(tmp) / "generated"
