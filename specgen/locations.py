@@ -7,11 +7,17 @@ through `importlib.resources`. Run from a checkout (an editable install, or the 
 PYTHONPATH), they are the checkout's own folders, so an edit shows at once. A checkout is the
 folder above this package when it holds specgen's pyproject.toml and a `generated/` folder;
 an installed specgen has no checkout and writes codecs only where `--out` says.
+
+In a checkout, `specgen_codecs` is that checkout's `generated/`, also when the checkout runs
+through PYTHONPATH beside an editable install of another checkout (whose import hook would
+otherwise hand out the other checkout's codecs).
 """
 
 from __future__ import annotations
 
 import importlib.resources
+import importlib.util
+import sys
 import tomllib
 from pathlib import Path
 
@@ -34,8 +40,23 @@ def _checkout(package: Path) -> Path | None:
     return root
 
 
+def _codecs_of(checkout: Path) -> None:
+    if "specgen_codecs" in sys.modules:  # imported before specgen: left as the importer found it
+        return
+    folder = checkout / "generated"
+    spec = importlib.util.spec_from_file_location(
+        "specgen_codecs", folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["specgen_codecs"] = module
+    spec.loader.exec_module(module)
+
+
 PACKAGE = _package()
 CHECKOUT = _checkout(PACKAGE)
+if CHECKOUT is not None:
+    _codecs_of(CHECKOUT)
 """The repository specgen runs from, or None when it is installed."""
 DATA = CHECKOUT or PACKAGE / "_data"
 """The folder holding grammars/, templates/ and specs/; spans name spec files relative to it,
