@@ -77,9 +77,9 @@ except ImportError:  # the bench extra, not the test suite's
     sys.exit("bench/amqp10.py: azure-servicebus is missing: .venv/bin/pip install -e '.[bench]'")
 from proton import UNDESCRIBED, Array, Data, Described, int32, symbol, ubyte, uint, ulong, ushort
 
-from generated.amqp_1_0 import v1_0 as amqp
-from generated.amqp_1_0.v1_0 import composites as c
-from generated.amqp_1_0.v1_0 import types as t
+from specgen_codecs.amqp_1_0 import v1_0 as amqp
+from specgen_codecs.amqp_1_0.v1_0 import composites as c
+from specgen_codecs.amqp_1_0.v1_0 import types as t
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from codec import rates  # noqa: E402  (bench/codec.py: alternating rounds, best of 7)

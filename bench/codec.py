@@ -29,7 +29,7 @@ from typing import Any
 
 from rstream.encoding import decode_frame
 
-from generated.rabbitmq_stream import v4_0 as rs
+from specgen_codecs.rabbitmq_stream import v4_0 as rs
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -374,7 +374,7 @@ class Target:
         self.spec = spec
         self.name = spec.qualified
         self.mod: ModuleType = importlib.import_module(spec.import_name)
-        self.errors: ModuleType = importlib.import_module(f"generated.{spec.package}.errors")
+        self.errors: ModuleType = importlib.import_module(f"specgen_codecs.{spec.package}.errors")
         self.decode_error: type[Exception] = self.errors.DecodeError
         self.encode_error: type[Exception] = self.errors.EncodeError
         self.known = KNOWN.get(spec.protocol)
@@ -491,7 +491,7 @@ class FramedTarget(Target):
 
     def __init__(self, spec: SpecVersion) -> None:
         super().__init__(spec)
-        self.framing: ModuleType = importlib.import_module(f"generated.{spec.package}.framing")
+        self.framing: ModuleType = importlib.import_module(f"specgen_codecs.{spec.package}.framing")
         self.offset: int = self.framing.LENGTH_OFFSET
         self.width: int = self.framing.LENGTH.size
         self.adjust: int = self.framing.LENGTH_ADJUST

@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from recording import record  # noqa: E402
 from stream_client import StreamClient  # noqa: E402
 
-from generated.rabbitmq_stream import v4_0 as rs  # noqa: E402
+from specgen_codecs.rabbitmq_stream import v4_0 as rs  # noqa: E402
 
 RC = rs.ResponseCode
 STREAM = "sample-orders"

@@ -25,7 +25,6 @@ import functools
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal, cast
 
 from lark import Lark, Token, Tree, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
@@ -43,9 +42,10 @@ from specgen.abnf_ast import Rule as Rule
 from specgen.abnf_ast import RuleRef as RuleRef
 from specgen.abnf_ast import Seq as Seq
 from specgen.abnf_ast import Step as Step
+from specgen.locations import GRAMMARS
 from specgen.spans import SourceSpan, SpecSyntaxError
 
-GRAMMAR = Path(__file__).resolve().parents[1] / "grammars" / "abnf.lark"
+GRAMMAR = GRAMMARS / "abnf.lark"
 
 
 @dataclass(frozen=True, slots=True)

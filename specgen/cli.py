@@ -326,16 +326,15 @@ def _decode(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from specgen.generate import GENERATED, OutputError, generate, render_all, write_tree
+    from specgen.generate import OutputError, generate, render_all, write_tree
 
-    if args.spec is None and args.out is None:
-        files = generate()
-        print(
-            f"generated {len(files)} files into {GENERATED.name}/ "
-            f"from {len(registry())} spec versions"
-        )
-        return 0
     try:
+        if args.spec is None and args.out is None:
+            files = generate()
+            print(
+                f"generated {len(files)} files into generated/ from {len(registry())} spec versions"
+            )
+            return 0
         if args.out is None:
             raise OutputError("generating one spec needs --out DIR (generated/ holds every spec)")
         specs = [_resolve(args, args.spec)] if args.spec else registry()
@@ -372,9 +371,13 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from specgen.generate import stale
+    from specgen.generate import OutputError, stale
 
-    diffs = stale()
+    try:
+        diffs = stale()
+    except OutputError as e:
+        print(f"specgen: {e}", file=sys.stderr)
+        return 2
     if not diffs:
         print("generated/ is up to date")
         return 0
@@ -418,7 +421,7 @@ def _frames(args: argparse.Namespace) -> int:
     spec = find(args.protocol)
     codec = importlib.import_module(spec.import_name)
     try:
-        preambles = importlib.import_module(f"generated.{spec.package}.framing").PREAMBLES
+        preambles = importlib.import_module(f"specgen_codecs.{spec.package}.framing").PREAMBLES
     except ModuleNotFoundError:  # AMQP 0-10's package frames segments its own way
         raise FramesInputError(
             f"specgen frames does not read {spec.protocol} yet: its package has no framing module"

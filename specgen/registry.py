@@ -10,8 +10,9 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SPECS = ROOT / "specs"
+from specgen.locations import DATA, SPECS
+
+ROOT = DATA  # spec paths in spans and generated headers are relative to it: `specs/...`
 
 
 @dataclass(frozen=True)
@@ -41,12 +42,12 @@ class SpecVersion:
 
     @property
     def import_name(self) -> str:
-        return f"generated.{self.package}.{self.module}"
+        return f"specgen_codecs.{self.package}.{self.module}"
 
     @property
     def framing_name(self) -> str:
         """The generated framing module of the protocol, which all its versions share."""
-        return f"generated.{self.package}.framing"
+        return f"specgen_codecs.{self.package}.framing"
 
 
 def registry(specs: Path = SPECS) -> list[SpecVersion]:

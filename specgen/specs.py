@@ -5,7 +5,8 @@ from __future__ import annotations
 from specgen import overlay as overlay_mod
 from specgen.frontends import frontend
 from specgen.ir import FindingLog, Protocol, settle_alternatives
-from specgen.registry import ROOT, SPECS, SpecVersion, find, registry, relative
+from specgen.locations import SPECS
+from specgen.registry import ROOT, SpecVersion, find, registry, relative
 
 __all__ = ["ROOT", "SPECS", "SpecVersion", "build_ir", "find", "registry", "relative"]
 

@@ -30,10 +30,10 @@ import warnings
 from collections import deque
 from typing import Any, TypeVar
 
-from generated.amqp_1_0.v1_0 import FrameReader
-from generated.amqp_1_0.v1_0 import composites as c
-from generated.amqp_1_0.v1_0.frames import Frame, ProtocolHeader, decode, encode
-from generated.amqp_1_0.v1_0.types import Symbol
+from specgen_codecs.amqp_1_0.v1_0 import FrameReader
+from specgen_codecs.amqp_1_0.v1_0 import composites as c
+from specgen_codecs.amqp_1_0.v1_0.frames import Frame, ProtocolHeader, decode, encode
+from specgen_codecs.amqp_1_0.v1_0.types import Symbol
 
 B = TypeVar("B")
 AMQP, SASL = 0, 3  # protocol ids

@@ -16,7 +16,7 @@ from collections import deque
 from types import ModuleType
 from typing import Any, TypeVar
 
-from generated.amqp_0_9_1 import rabbitmq as amqp
+from specgen_codecs.amqp_0_9_1 import rabbitmq as amqp
 
 M = TypeVar("M")
 

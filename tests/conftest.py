@@ -1,4 +1,14 @@
-"""Shared fixtures: the spec documents and their IRs, built once per run."""
+"""Shared fixtures: the spec documents and their IRs, built once per run; and the two test
+layers.
+
+The layers: `pytest -m "not slow"` is the fast one (no RabbitMQ server, no Spark, no browser,
+no builds), `pytest` the full suite. Nothing is marked by hand where a fixture tells: a test
+that asks for `rabbit` is marked `server`, for `spark` `spark`, for `chromium` `browser`, and
+each of those `slow`; so are the modules and tests in SLOW, each with its reason. A test that starts one of them
+without its fixture would slip into the fast layer, so outside those marks Spark finds no Java
+and a RabbitMQ node refuses to start: such a test fails, it never quietly runs slow. A test that
+starts Spark in a child process (not through the fixture) says so with `@pytest.mark.spark`.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +22,65 @@ from rabbitmq import RabbitNode, ServerUnavailable
 from specgen.ir import FindingLog, Protocol
 from specgen.specs import ROOT, SpecVersion, build_ir, find
 
-# the session-wide Spark fixture lives beside this file (tests/ is on sys.path)
-pytest_plugins = ["spark_fixtures"]
+# the session-wide Spark fixture and the Chromium one live beside this file (tests/ is on
+# sys.path)
+pytest_plugins = ["spark_fixtures", "chromium"]
+
+# fixture -> the mark its users get (each of these marks also makes a test slow)
+NEEDS = {"rabbit": "server", "spark": "spark", "chromium": "browser"}
+# modules ("test_x") and tests ("test_x::test_y", every parameter) too slow for the fast layer
+SLOW = {
+    "test_install": "builds a wheel, makes venvs and pip-installs specgen several times",
+    "test_cli::test_generated_is_fresh_and_generation_is_deterministic": "three whole generations",
+    "test_cli::test_check_reports_drift_with_a_diff": "two whole generations",
+    "test_review_diff::test_every_corpus_version_lints_and_generates": "79 spec versions generated",
+    "test_review_diff::test_generate_any_spec_file_and_run_its_conformance_tests": (
+        "generates, then runs the generated tests in a child pytest"
+    ),
+    "test_review_diff::test_code_diff_shows_the_new_version": "renders both sides' codecs",
+    "test_decode::test_damaged_captures_reconcile_and_keep_every_frame_clear_of_the_damage": (
+        "decodes many damaged captures at many range sizes"
+    ),
+    "test_decode::test_the_gap_reconciles_at_every_range_cut_around_it": "a decode per cut",
+    "test_fuzz": "300 mutated inputs per generated version",
+    "test_corpus_frontend": "walks every published Streams reference (the corpus)",
+    "test_review_diff::test_each_change_is_classified_as_the_changelog_tags_it": (
+        "diffs every consecutive pair of the corpus"
+    ),
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        for fixture, mark in NEEDS.items():
+            if fixture in used:
+                item.add_marker(mark)
+        module = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
+        test = f"{module}::{getattr(item, 'originalname', item.name)}"
+        if (
+            module in SLOW
+            or test in SLOW
+            or any(item.get_closest_marker(m) for m in NEEDS.values())
+        ):
+            item.add_marker("slow")
+
+
+@pytest.fixture(autouse=True)
+def _only_marked_tests_start_services(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside the `spark` and `server` marks, starting Spark or RabbitMQ fails (see the
+    module doc): JAVA_HOME names no Java, for this process and the ones it starts."""
+    if request.node.get_closest_marker("spark") is None:
+        monkeypatch.setenv("JAVA_HOME", "/nonexistent/unmarked-test-started-spark")
+    if request.node.get_closest_marker("server") is None:
+
+        def refuse(self: RabbitNode) -> None:
+            raise AssertionError("this test starts RabbitMQ without the `rabbit` fixture")
+
+        monkeypatch.setattr(RabbitNode, "start", refuse)
+
 
 SPEC_DIR = ROOT / "specs" / "rabbitmq-stream"
 

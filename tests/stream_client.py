@@ -13,7 +13,7 @@ import time
 from collections import deque
 from typing import Any, TypeVar
 
-from generated.rabbitmq_stream import v4_0 as rs
+from specgen_codecs.rabbitmq_stream import v4_0 as rs
 
 M = TypeVar("M")
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from generated.amqp_0_10 import v0_10 as a
 from specgen.frontends import amqp010_xml as fe
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.adoc_tree import SpecSyntaxError
 from specgen.ir import FindingLog
+from specgen_codecs.amqp_0_10 import v0_10 as a
 
 ROOT = Path(__file__).resolve().parents[1]
 XML = ROOT / "specs" / "amqp-0-10" / "amqp.0-10.xml"

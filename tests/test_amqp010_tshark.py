@@ -28,8 +28,8 @@ from typing import Any, NoReturn
 import dpkt  # type: ignore[import-untyped]
 import pytest
 
-from generated.amqp_0_10 import v0_10 as a
 from specgen.frontends import amqp010_xml as fe
+from specgen_codecs.amqp_0_10 import v0_10 as a
 
 ROOT = Path(__file__).resolve().parents[1]
 XML = ROOT / "specs" / "amqp-0-10" / "amqp.0-10.xml"

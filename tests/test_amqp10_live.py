@@ -23,9 +23,9 @@ import pytest
 from amqp10_client import AMQP_FRAME, Amqp10Client
 from rabbitmq import RabbitNode, installed_version
 
-from generated.amqp_1_0.v1_0 import FrameReader
-from generated.amqp_1_0.v1_0 import composites as c
-from generated.amqp_1_0.v1_0.frames import (
+from specgen_codecs.amqp_1_0.v1_0 import FrameReader
+from specgen_codecs.amqp_1_0.v1_0 import composites as c
+from specgen_codecs.amqp_1_0.v1_0.frames import (
     Frame,
     Message,
     ProtocolHeader,
@@ -34,7 +34,7 @@ from generated.amqp_1_0.v1_0.frames import (
     encode,
     encode_message,
 )
-from generated.amqp_1_0.v1_0.types import Int, Symbol, Timestamp, UByte, UInt, ULong
+from specgen_codecs.amqp_1_0.v1_0.types import Int, Symbol, Timestamp, UByte, UInt, ULong
 
 N = 10_000
 BATCH = 250  # deliveries per sendall

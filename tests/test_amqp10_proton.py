@@ -36,9 +36,9 @@ from typing import Any
 import proton
 import pytest
 
-from generated.amqp_1_0.v1_0 import FrameReader, frames
-from generated.amqp_1_0.v1_0 import composites as c
-from generated.amqp_1_0.v1_0 import types as t
+from specgen_codecs.amqp_1_0.v1_0 import FrameReader, frames
+from specgen_codecs.amqp_1_0.v1_0 import composites as c
+from specgen_codecs.amqp_1_0.v1_0 import types as t
 
 P = proton
 Data = P.Data

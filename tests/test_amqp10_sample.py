@@ -20,8 +20,8 @@ from typing import Any
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 
-from generated.amqp_1_0.v1_0 import Frame, decode, decode_message, encode
 from specgen.cli import main
+from specgen_codecs.amqp_1_0.v1_0 import Frame, decode, decode_message, encode
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "samples" / "amqp-1-0" / "session-1"

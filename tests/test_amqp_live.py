@@ -17,8 +17,8 @@ import pytest
 from amqp_client import AmqpClient
 from rabbitmq import RabbitNode
 
-from generated.amqp_0_9_1 import rabbitmq as amqp
-from generated.amqp_0_9_1.values import Table, Values
+from specgen_codecs.amqp_0_9_1 import rabbitmq as amqp
+from specgen_codecs.amqp_0_9_1.values import Table, Values
 
 N = 10_000
 BATCH = 500  # messages per sendall

@@ -13,8 +13,8 @@ from typing import Any
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 
-from generated.amqp_0_9_1.rabbitmq import FrameReader, decode, encode
 from specgen.cli import main
+from specgen_codecs.amqp_0_9_1.rabbitmq import FrameReader, decode, encode
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "samples" / "amqp-0-9-1" / "session-1"

@@ -53,7 +53,7 @@ def test_list_names_every_version(capsys: pytest.CaptureFixture[str]) -> None:
         "rabbitmq-stream/4.0",
         "rabbitmq-stream/early",
     ]
-    assert lines[6].split("\t")[1] == "generated.rabbitmq_stream.v4_0"
+    assert lines[6].split("\t")[1] == "specgen_codecs.rabbitmq_stream.v4_0"
 
 
 def test_generated_is_fresh_and_generation_is_deterministic() -> None:
@@ -158,7 +158,7 @@ def test_frames_missing_file_is_an_input_error(
 def test_frames_roundtrip_reports_a_refused_encode_as_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from generated.rabbitmq_stream import v4_0 as rs
+    from specgen_codecs.rabbitmq_stream import v4_0 as rs
 
     # a reference over the documented 256 characters decodes and now encodes too
     long = rs.encode(rs.DeclarePublisherRequest(1, 2, "r" * 300, "s"))

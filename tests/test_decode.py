@@ -31,8 +31,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generated.rabbitmq_stream import early as early_codec
-from generated.rabbitmq_stream.v4_0 import (
+from specgen.cli import main
+from specgen.emitters.plan import snake
+from specgen.pipeline import decode
+from specgen.pipeline.inputs import DecodeInputError, Stream, load_index, scan
+from specgen.pipeline.ranges import RUN, UNFRAMED_KEEP, split
+from specgen.pipeline.reconcile import FileTally, Tally
+from specgen_codecs.rabbitmq_stream import early as early_codec
+from specgen_codecs.rabbitmq_stream.v4_0 import (
     Broker,
     CloseRequest,
     CloseResponse,
@@ -73,14 +79,8 @@ from generated.rabbitmq_stream.v4_0 import (
     TuneRequest,
     TuneResponse,
 )
-from generated.rabbitmq_stream.v4_0 import spark_schema as schema40
-from generated.rabbitmq_stream.v4_0 import test_conformance as conformance40
-from specgen.cli import main
-from specgen.emitters.plan import snake
-from specgen.pipeline import decode
-from specgen.pipeline.inputs import DecodeInputError, Stream, load_index, scan
-from specgen.pipeline.ranges import RUN, UNFRAMED_KEEP, split
-from specgen.pipeline.reconcile import FileTally, Tally
+from specgen_codecs.rabbitmq_stream.v4_0 import spark_schema as schema40
+from specgen_codecs.rabbitmq_stream.v4_0 import test_conformance as conformance40
 
 RANGE = 512  # bytes per range: small, so that every file of some size is split
 CONTRACT = [
@@ -470,7 +470,7 @@ def columns_of(msg: Any) -> dict[str, Any]:
 
 
 def test_ranges_are_frame_aligned_and_cover_every_file(captures: Captures) -> None:
-    framing = decode._codec("generated.rabbitmq_stream.v4_0").framing
+    framing = decode._codec("specgen_codecs.rabbitmq_stream.v4_0").framing
     split_any = False
     for path, starts in captures.frame_offsets.items():
         stream = Stream("c", "conn", "c2s", path, path.stat().st_size)
@@ -656,10 +656,12 @@ def test_every_protocol_with_a_frame_reader_decodes(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("version", ["v4_0", "early"])
 def test_message_columns_hold_every_conformance_sample(version: str) -> None:
-    conformance = importlib.import_module(f"generated.rabbitmq_stream.{version}.test_conformance")
+    conformance = importlib.import_module(
+        f"specgen_codecs.rabbitmq_stream.{version}.test_conformance"
+    )
     msgs = [msg for _, msg, _ in conformance.SAMPLES]
     _check_columns(
-        importlib.import_module(f"generated.rabbitmq_stream.{version}.spark_schema"), msgs
+        importlib.import_module(f"specgen_codecs.rabbitmq_stream.{version}.spark_schema"), msgs
     )
 
 
@@ -704,7 +706,7 @@ def test_integers_map_to_spark_types_that_hold_them() -> None:
 
 def test_the_codec_package_does_not_need_pyarrow() -> None:
     code = (
-        "import sys, generated.rabbitmq_stream.v4_0 as c; "
+        "import sys, specgen_codecs.rabbitmq_stream.v4_0 as c; "
         "c.decode(c.Heartbeat().encode()); assert 'pyarrow' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -713,7 +715,7 @@ def test_the_codec_package_does_not_need_pyarrow() -> None:
 # ---- bytes that do not frame: resynchronisation and the byte reconciliation -----------------
 
 BAD_HEADER = struct.pack(">IHH", 1 << 31, 9, 1)  # the impossible size prefix
-V40 = "generated.rabbitmq_stream.v4_0"
+V40 = "specgen_codecs.rabbitmq_stream.v4_0"
 
 
 def credits(n: int, first: int = 0) -> list[bytes]:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
-from generated.amqp_0_9_1 import framing
-from generated.amqp_0_9_1.rabbitmq import (
+from specgen.pipeline import decode
+from specgen_codecs.amqp_0_9_1 import framing
+from specgen_codecs.amqp_0_9_1.rabbitmq import (
     BasicProperties,
     BasicPublish,
     ChannelOpen,
@@ -21,7 +22,6 @@ from generated.amqp_0_9_1.rabbitmq import (
     Heartbeat,
     encode,
 )
-from specgen.pipeline import decode
 
 PREAMBLE = framing.PREAMBLES["client"]
 

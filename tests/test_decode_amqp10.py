@@ -18,9 +18,9 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 from proton_engine import Conversation, converse
 
-from generated.amqp_1_0.framing import PROTOCOL_HEADERS
-from generated.amqp_1_0.v1_0 import FrameReader, decode_message
 from specgen.pipeline import decode
+from specgen_codecs.amqp_1_0.framing import PROTOCOL_HEADERS
+from specgen_codecs.amqp_1_0.v1_0 import FrameReader, decode_message
 
 SASL_HEADER, AMQP_HEADER = b"AMQP\x03\x01\x00\x00", b"AMQP\x00\x01\x00\x00"
 MESSAGES = 300

@@ -278,6 +278,7 @@ def test_a_spark_that_cannot_start_is_exit_2_from_decode(
     assert not out.exists() or not any(out.iterdir())
 
 
+@pytest.mark.spark  # Spark starts in the child `specgen decode`, not through the fixture
 def test_ctrl_c_during_decode_is_one_line_and_exit_130(tmp_path: Path) -> None:
     # a new session, as a terminal's foreground job: Ctrl-C reaches the whole process group
     # (the JVM, Spark's Python workers), not only specgen

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from generated.amqp_0_9_1 import v0_9_1 as amqp091
-from generated.amqp_0_10 import v0_10 as amqp010
-from generated.amqp_1_0 import v1_0 as amqp10
+from specgen_codecs.amqp_0_9_1 import v0_9_1 as amqp091
+from specgen_codecs.amqp_0_10 import v0_10 as amqp010
+from specgen_codecs.amqp_1_0 import v1_0 as amqp10
 
 DEPTH = 1000
 

@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
-from generated.amqp_0_9_1.rabbitmq import FrameReader, decode
-from generated.amqp_0_9_1.rabbitmq import dialogue as dl
-from generated.amqp_0_9_1.v0_9_1 import dialogue as standard
 from specgen import ir
 from specgen.abnf import Alt, Repeat, Rule, RuleRef, Seq, Step
 from specgen.cli import main
 from specgen.dialogue import DialogueError, compile_dialogue, functional, undefined
 from specgen.ir import Dialogue, SourceSpan
 from specgen.specs import build_ir, registry
+from specgen_codecs.amqp_0_9_1.rabbitmq import FrameReader, decode
+from specgen_codecs.amqp_0_9_1.rabbitmq import dialogue as dl
+from specgen_codecs.amqp_0_9_1.v0_9_1 import dialogue as standard
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "specs" / "amqp-0-9-1" / "amqp0-9-1.extended.xml"

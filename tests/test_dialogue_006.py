@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from generated.amqp_fast_0_8.v0_8 import dialogue as d006
 from specgen import abnf, ir
 from specgen.abnf import Seq, Step
 from specgen.frontends import rfc006_flow, rfc006_lifetime
 from specgen.frontends.adoc import SpecError
 from specgen.ir import FindingLog
 from specgen.specs import build_ir, registry
+from specgen_codecs.amqp_fast_0_8.v0_8 import dialogue as d006
 
 ROOT = Path(__file__).resolve().parents[1]
 RFC = "specs/amqp-fast-0-8/amq-rfc006.txt"

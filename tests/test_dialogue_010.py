@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from generated.amqp_0_10.v0_10 import dialogue as d010
 from specgen import ir
 from specgen.abnf import Alt, Rule, Seq, Step
 from specgen.dialogue import DialogueError, bind, compile_dialogue
 from specgen.ir import Dialogue, FindingLog, SourceSpan
 from specgen.specs import build_ir, registry
+from specgen_codecs.amqp_0_10.v0_10 import dialogue as d010
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXT = "specs/amqp-0-10/amqp-0-10-text.txt"

@@ -24,7 +24,7 @@ VERSIONS = registry()
 
 
 def _package(spec: SpecVersion) -> ModuleType:
-    return importlib.import_module(f"generated.{spec.package}.{spec.module}")
+    return importlib.import_module(f"specgen_codecs.{spec.package}.{spec.module}")
 
 
 @pytest.mark.parametrize("spec", VERSIONS, ids=lambda s: s.qualified)

@@ -18,7 +18,7 @@ import pytest
 from rabbitmq import RabbitNode, installed_version
 from stream_client import StreamClient
 
-from generated.rabbitmq_stream import v4_0 as rs
+from specgen_codecs.rabbitmq_stream import v4_0 as rs
 
 RC = rs.ResponseCode
 OFFSET_FIRST, OFFSET_LAST, OFFSET_NEXT, OFFSET_OFFSET, OFFSET_TIMESTAMP = 1, 2, 3, 4, 5

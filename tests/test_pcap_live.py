@@ -39,9 +39,9 @@ import tcpdump
 from rabbitmq import RabbitNode
 from stream_client import StreamClient
 
-from generated.amqp_0_9_1.rabbitmq.spark_schema import MESSAGE_COLUMNS as AMQP_COLUMNS
-from generated.rabbitmq_stream import v4_0 as rs
 from specgen.pipeline import decode, pcap_job
+from specgen_codecs.amqp_0_9_1.rabbitmq.spark_schema import MESSAGE_COLUMNS as AMQP_COLUMNS
+from specgen_codecs.rabbitmq_stream import v4_0 as rs
 
 SPECGEN = str(Path(sys.executable).with_name("specgen"))
 RC = rs.ResponseCode

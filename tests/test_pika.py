@@ -23,10 +23,10 @@ import pika.frame  # type: ignore[import-untyped]
 import pika.spec  # type: ignore[import-untyped]
 import pytest
 
-from generated.amqp_0_9_1 import rabbitmq as rmq
-from generated.amqp_0_9_1 import v0_9_1 as wg
-from generated.amqp_0_9_1.errors import DecodeError, EncodeError
-from generated.amqp_0_9_1.values import Table
+from specgen_codecs.amqp_0_9_1 import rabbitmq as rmq
+from specgen_codecs.amqp_0_9_1 import v0_9_1 as wg
+from specgen_codecs.amqp_0_9_1.errors import DecodeError, EncodeError
+from specgen_codecs.amqp_0_9_1.values import Table
 
 CHANNEL = 65535
 

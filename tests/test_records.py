@@ -16,7 +16,7 @@ import pytest
 import zstandard
 from rstream.compression import CompressionHelper, CompressionType
 
-from generated.rabbitmq_stream import v4_0 as rs
+from specgen_codecs.rabbitmq_stream import v4_0 as rs
 
 RECORDS = [b"", b"one", bytes(range(256)) * 40, "ünïcødé".encode()]
 RAW = b"".join(len(r).to_bytes(4, "big") + r for r in RECORDS)

@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from chromium import dump_dom
+from chromium import DumpDom
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -476,8 +476,8 @@ def test_input_errors_are_one_line_and_exit_2(
     assert err.count("\n") == 1
 
 
-def test_charts_draw_in_headless_chromium(run: Run, tmp_path: Path) -> None:
-    dom = dump_dom(run.out / "report.html", tmp_path / "profile", 10000)
+def test_charts_draw_in_headless_chromium(run: Run, tmp_path: Path, chromium: DumpDom) -> None:
+    dom = chromium(run.out / "report.html", tmp_path / "profile", 10000)
     # the page lists every fetch its Content-Security-Policy refused; there must be none
     assert re.search(r'<pre id="csp-violations"></pre>', dom), dom[dom.find("csp-violations") :][
         :500

@@ -14,7 +14,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from chromium import dump_dom
+from chromium import DumpDom
 
 from specgen.ir import (
     Array,
@@ -309,7 +309,9 @@ def _paths(
     ],
     ids=["early-4.0", "corpus-2020-06-19-2020-09-01"],
 )
-def test_real_review_marks_in_chromium(old: str, new: str, tmp_path: Path) -> None:
+def test_real_review_marks_in_chromium(
+    old: str, new: str, tmp_path: Path, chromium: DumpDom
+) -> None:
     a, _ = build_ir(resolve(old))
     b, _ = build_ir(resolve(new))
     review = compare(a, b)
@@ -317,7 +319,7 @@ def test_real_review_marks_in_chromium(old: str, new: str, tmp_path: Path) -> No
     assert expected, "the pair was chosen for its field changes"
     page_file = tmp_path / "review.html"
     page_file.write_text(render(review), encoding="utf-8")
-    dom = dump_dom(page_file, tmp_path / "profile", 5000)
+    dom = chromium(page_file, tmp_path / "profile", 5000)
     # the page lists every fetch its Content-Security-Policy refused; there must be none
     assert '<pre id="csp-violations"></pre>' in dom
     page = Page.read(dom)

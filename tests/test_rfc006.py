@@ -23,8 +23,6 @@ from typing import Any
 import pytest
 from conftest import spec_line
 
-from generated.amqp_fast_0_8 import framing
-from generated.amqp_fast_0_8 import v0_8 as fast
 from specgen.cli import main
 from specgen.frontends import rfc006
 from specgen.frontends.adoc import SpecError
@@ -32,6 +30,8 @@ from specgen.ir import IRError, dump, load
 from specgen.pipeline.inputs import DecodeInputError
 from specgen.pipeline.ranges import Framing
 from specgen.specs import ROOT, build_ir, find
+from specgen_codecs.amqp_fast_0_8 import framing
+from specgen_codecs.amqp_fast_0_8 import v0_8 as fast
 
 SPEC = ROOT / "specs" / "amqp-fast-0-8" / "amq-rfc006.txt"
 REL = "specs/amqp-fast-0-8/amq-rfc006.txt"

@@ -27,9 +27,9 @@ from rstream.constants import OffsetType as ROffsetType
 from rstream.encoding import decode_frame, encode_frame, encode_publish
 from stream_client import StreamClient
 
-from generated.rabbitmq_stream import v4_0 as rs
 from specgen.capture import Capture
 from specgen.cli import main as specgen_main
+from specgen_codecs.rabbitmq_stream import v4_0 as rs
 
 S = "strøm-ü-🐇"  # non-ASCII in every string
 U32, U64, I64 = 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF, -(1 << 63)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from generated.rabbitmq_stream import v4_0 as rs
+from specgen_codecs.rabbitmq_stream import v4_0 as rs
 
 SASL_OK = bytes.fromhex("0000000a80130001000000030001")
 OPEN_REFUSED = bytes.fromhex("0000000a8015000100000004000c")

@@ -12,9 +12,9 @@ from black.parsing import InvalidInput
 
 from specgen import __version__
 from specgen.ir import Protocol
-from specgen.registry import ROOT, SpecVersion, relative
+from specgen.locations import TEMPLATES
+from specgen.registry import SpecVersion, relative
 
-TEMPLATES = ROOT / "templates"
 BLACK_MODE = Mode(line_length=100, target_versions={TargetVersion.PY311})
 
 

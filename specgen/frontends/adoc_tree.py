@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from lark import Lark, Token, Tree, UnexpectedInput
 
+from specgen.locations import GRAMMARS
 from specgen.spans import SourceSpan
 from specgen.spans import SpecSyntaxError as SpecSyntaxError  # where the front-ends import it
 
-GRAMMAR = Path(__file__).resolve().parents[2] / "grammars" / "adoc.lark"
+GRAMMAR = GRAMMARS / "adoc.lark"
 
 
 # ---- terms of a layout rule's right-hand side

@@ -25,8 +25,9 @@ from lark import Lark, Token, Transformer, Tree, UnexpectedCharacters, Unexpecte
 from specgen.frontends.adoc_tree import SpecSyntaxError
 from specgen.frontends.spec_text import read_spec_text
 from specgen.ir import SourceSpan
+from specgen.locations import GRAMMARS
 
-GRAMMAR = Path(__file__).resolve().parents[2] / "grammars" / "xml.lark"
+GRAMMAR = GRAMMARS / "xml.lark"
 
 MAX_DEPTH = 100  # the AMQP specs nest 9 deep; far deeper is an attack on the recursion here
 PREDEFINED = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'"}

@@ -36,6 +36,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampType
 
 from specgen import analyses
+from specgen.locations import TEMPLATES as ALL_TEMPLATES
 from specgen.pipeline import spark
 from specgen.pipeline.columns import SPEC_KEY
 from specgen.pipeline.sections import (
@@ -53,9 +54,9 @@ from specgen.pipeline.sections import (
     sum_if,
     tabulate,
 )
-from specgen.registry import ROOT, SpecVersion, find
+from specgen.registry import SpecVersion, find
 
-TEMPLATES = ROOT / "templates" / "report"
+TEMPLATES = ALL_TEMPLATES / "report"
 MAX_POINTS = 300
 # bucket widths for the time charts, in seconds: the narrowest that keeps a chart under
 # MAX_POINTS points is used, so a chart stays readable (and small) for any capture length

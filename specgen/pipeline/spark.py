@@ -2,11 +2,11 @@
 
 Sized for the machine the project runs on (2 cores, 24 GiB): the driver JVM gets 4 GiB, a
 standalone cluster's executors 2 GiB each; the decoding itself runs in Python workers, outside
-the JVM heap. Python workers run this interpreter and can import `specgen` and `generated` on a
-standalone cluster too (PYTHONPATH points at the repository). The web UI is off, Spark's console
-progress bar is on when stderr is a terminal (not in a log), timestamps are UTC and written to
-Parquet as INT64 microseconds, which every Parquet reader understands (Spark's default, INT96,
-is legacy). Ctrl-C is one line and exit 130 (`interrupt`).
+the JVM heap. Python workers run this interpreter, so they import `specgen` and the codecs as
+it does, on a standalone cluster too (run from a checkout, PYTHONPATH also points at it). The
+web UI is off, Spark's console progress bar is on when stderr is a terminal (not in a log),
+timestamps are UTC and written to Parquet as INT64 microseconds, which every Parquet reader
+understands (Spark's default, INT96, is legacy). Ctrl-C is one line and exit 130 (`interrupt`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from urllib.parse import urlparse, urlsplit
 
 from pyspark.sql import SparkSession
 
+from specgen.locations import CHECKOUT
 from specgen.pipeline import interrupt
-from specgen.registry import ROOT
 
 DEFAULT_MASTER = "local[*]"
 
@@ -101,7 +101,9 @@ def session(master: str | None = None) -> SparkSession:
     # and Spark does not warn that the host name resolves to 127.0.0.1.
     if master.startswith("local") or urlparse(master).hostname in ("127.0.0.1", "localhost"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    pythonpath = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    pythonpath = os.pathsep.join(
+        p for p in (str(CHECKOUT or ""), os.environ.get("PYTHONPATH")) if p
+    )
     builder = SparkSession.builder.master(master)
     for key, value in CONF.items():
         builder = builder.config(key, value)

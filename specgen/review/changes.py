@@ -305,13 +305,14 @@ class _Differ:
         where = "frame"
         old_h = {f.name: f for f in a.header}
         new_h = {f.name: f for f in b.header}
-        for name in old_h.keys() - new_h.keys():
+        # header order, not set order: the changelog must not depend on the hash seed
+        for name in (n for n in old_h if n not in new_h):
             self.add("FRAME_FIELD_REMOVED", where, f"header field {name} removed", BOTH)
-        for name in new_h.keys() - old_h.keys():
+        for name in (n for n in new_h if n not in old_h):
             self.add("FRAME_FIELD_ADDED", where, f"header field {name} added", BOTH)
         if [n for n in old_h if n in new_h] != [n for n in new_h if n in old_h]:
             self.add("FRAME_FIELD_WIDTH", where, "header fields reordered", BOTH)
-        for name in old_h.keys() & new_h.keys():
+        for name in (n for n in new_h if n in old_h):
             self._scalar(
                 old_h[name].type,
                 new_h[name].type,

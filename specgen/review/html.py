@@ -4,8 +4,8 @@ side by side with the changed fields marked, and the generated code's diff.
 The page loads nothing (a Content-Security-Policy forbids every fetch; styles are inline) and
 shows everything without a script: the fields are marked here, when the page is rendered, and
 the changelog's filters are CSS. Every text is escaped by the template (autoescape); nothing is
-passed as markup. The template sits beside the report's, under `templates/` at the project
-root (read through `ROOT`, like the report's; not package data).
+passed as markup. The template sits beside the report's, under `templates/` (package data when installed; see
+`specgen.locations`).
 
 Rows are identified for tools and tests by `data-side`, `data-command`, `data-message`,
 `data-version` and `data-path`. The command and message are named as a `Change` names them (the
@@ -23,6 +23,7 @@ from typing import Literal
 
 import jinja2
 
+from specgen import locations
 from specgen.ir import (
     Alternatives,
     Array,
@@ -42,10 +43,9 @@ from specgen.ir import (
     Switch,
     TypeRef,
 )
-from specgen.registry import ROOT
 from specgen.review.changes import NEW_CLIENT, OLD_CLIENT, Change, CommandPair, Review
 
-TEMPLATES = ROOT / "templates" / "review"
+TEMPLATES = locations.TEMPLATES / "review"
 
 Side = Literal["old", "new"]
 # (side, command, message, version, dotted path): one field row of one layout

@@ -2,7 +2,7 @@
 # Do not edit: change the spec, its overlay or templates/, then run `specgen generate`.
 """AMQP 0-9-1 0-9-1 codec, generated from specs/amqp-0-9-1/amqp0-9-1.xml.
 
-from generated.amqp_0_9_1.v0_9_1 import FrameReader, decode, encode
+from specgen_codecs.amqp_0_9_1.v0_9_1 import FrameReader, decode, encode
 """
 
 from ..errors import DecodeError, EncodeError

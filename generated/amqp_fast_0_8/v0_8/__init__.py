@@ -2,7 +2,7 @@
 # Do not edit: change the spec, its overlay or templates/, then run `specgen generate`.
 """AMQP/Fast 0.8 0.8 codec, generated from specs/amqp-fast-0-8/amq-rfc006.txt.
 
-from generated.amqp_fast_0_8.v0_8 import FrameReader, decode, encode
+from specgen_codecs.amqp_fast_0_8.v0_8 import FrameReader, decode, encode
 """
 
 from ..errors import DecodeError, EncodeError

@@ -2,7 +2,7 @@
 # Do not edit: change the spec, its overlay or templates/, then run `specgen generate`.
 """RabbitMQ Streams early codec, generated from specs/rabbitmq-stream/PROTOCOL-early.adoc.
 
-from generated.rabbitmq_stream.early import FrameReader, decode, encode
+from specgen_codecs.rabbitmq_stream.early import FrameReader, decode, encode
 """
 
 from ..errors import DecodeError, EncodeError

@@ -2,7 +2,7 @@
 # Do not edit: change the spec, its overlay or templates/, then run `specgen generate`.
 """RabbitMQ Streams 4.0 codec, generated from specs/rabbitmq-stream/PROTOCOL-4.0.adoc.
 
-from generated.rabbitmq_stream.v4_0 import FrameReader, decode, encode
+from specgen_codecs.rabbitmq_stream.v4_0 import FrameReader, decode, encode
 """
 
 from ..errors import DecodeError, EncodeError

@@ -1,0 +1,66 @@
+"""Where specgen's own files are: the grammars, templates and shipped specs it reads, and the
+checkout whose `generated/` a bare `specgen generate` and `specgen check` work on.
+
+Installed (`pip install .` or a wheel), the files are package data under `specgen/_data/`
+(setup.py maps the repository's top-level `grammars/`, `templates/` and `specs/` there), found
+through `importlib.resources`. Run from a checkout (an editable install, or the checkout on
+PYTHONPATH), they are the checkout's own folders, so an edit shows at once. A checkout is the
+folder above this package when it holds specgen's pyproject.toml and a `generated/` folder;
+an installed specgen has no checkout and writes codecs only where `--out` says.
+
+In a checkout, `specgen_codecs` is that checkout's `generated/`, also when the checkout runs
+through PYTHONPATH beside an editable install of another checkout (whose import hook would
+otherwise hand out the other checkout's codecs).
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import importlib.util
+import sys
+import tomllib
+from pathlib import Path
+
+
+def _package() -> Path:
+    files = importlib.resources.files("specgen")
+    if not isinstance(files, Path):  # a zipped install: lark and jinja2 read real files
+        raise ImportError(f"specgen must be installed as files, not in an archive: {files}")
+    return files
+
+
+def _checkout(package: Path) -> Path | None:
+    root = package.parent
+    try:
+        meta = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    if meta.get("project", {}).get("name") != "specgen" or not (root / "generated").is_dir():
+        return None
+    return root
+
+
+def _codecs_of(checkout: Path) -> None:
+    if "specgen_codecs" in sys.modules:  # imported before specgen: left as the importer found it
+        return
+    folder = checkout / "generated"
+    spec = importlib.util.spec_from_file_location(
+        "specgen_codecs", folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["specgen_codecs"] = module
+    spec.loader.exec_module(module)
+
+
+PACKAGE = _package()
+CHECKOUT = _checkout(PACKAGE)
+if CHECKOUT is not None:
+    _codecs_of(CHECKOUT)
+"""The repository specgen runs from, or None when it is installed."""
+DATA = CHECKOUT or PACKAGE / "_data"
+"""The folder holding grammars/, templates/ and specs/; spans name spec files relative to it,
+so generated headers and lint lines read the same installed or not."""
+GRAMMARS = DATA / "grammars"
+TEMPLATES = DATA / "templates"
+SPECS = DATA / "specs"
