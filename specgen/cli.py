@@ -372,7 +372,8 @@ def _lint(args: argparse.Namespace) -> int:
     if spec.overlay is not None:
         from specgen import overlay
 
-        for entry in overlay.load(spec.overlay, ROOT):  # the entries this version took
+        # the entries this version took
+        for entry in overlay.load(spec.overlay, ROOT, spec.overlay_label):
             if entry.id in protocol.overlays:
                 print(f"{entry.span}: overlay {entry.id}: {entry.target}: {entry.reason}")
     print(f"{len(log.items)} findings, {len(protocol.overlays)} overlay entries applied")

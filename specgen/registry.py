@@ -27,6 +27,7 @@ class SpecVersion:
     title: str = ""  # "RabbitMQ Streams"
     ports: tuple[int, ...] = ()  # the servers' default TCP ports (protocol.toml)
     label: str = ""  # how spans name the document when it is not a file of ours ("REV:PATH")
+    overlay_label: str = ""  # the same for the overlay: never a scratch folder's path
 
     @property
     def qualified(self) -> str:

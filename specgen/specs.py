@@ -17,5 +17,7 @@ def build_ir(spec: SpecVersion, *, with_overlay: bool = True) -> tuple[Protocol,
         spec.document, spec.label or relative(spec.document), spec.protocol, spec.version
     )
     if with_overlay and spec.overlay is not None:
-        protocol = overlay_mod.apply(protocol, overlay_mod.load(spec.overlay, ROOT))
+        protocol = overlay_mod.apply(
+            protocol, overlay_mod.load(spec.overlay, ROOT, spec.overlay_label)
+        )
     return settle_alternatives(protocol, log), log

@@ -1,7 +1,10 @@
 """The generated code of both sides of a spec change, as one unified diff.
 
-Both sides are rendered in memory under the new side's package and module names, so the diff
-pairs each file with its counterpart and shows only what the spec change does to the code.
+Both sides are rendered in memory under the new side's package, module and version names, and
+with the new side's names for the document and its overlay (the provenance headers and `Spec:`
+lines), so the diff pairs each file with its counterpart and shows only what the spec change does
+to the code: an unchanged spec read at a git revision (`REV:PATH`, kept in a scratch folder)
+diffs empty.
 """
 
 from __future__ import annotations
@@ -10,11 +13,19 @@ import difflib
 from dataclasses import replace
 
 from specgen.generate import render_all
-from specgen.registry import SpecVersion
+from specgen.registry import SpecVersion, relative
 
 
 def code_diff(old: SpecVersion, new: SpecVersion) -> str:
-    aligned = replace(old, package=new.package, module=new.module, latest=new.latest)
+    aligned = replace(
+        old,
+        package=new.package,
+        module=new.module,
+        version=new.version,
+        latest=new.latest,
+        label=new.label or relative(new.document),
+        overlay_label=new.overlay_label or (relative(new.overlay) if new.overlay else ""),
+    )
     before = render_all([aligned])
     after = render_all([new])
     out: list[str] = []
