@@ -70,7 +70,10 @@ def load(path: Path, root: Path, label: str = "") -> list[Entry]:
         rel = label or path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
         rel = path.as_posix()
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise OverlayError(f"{path}: {e.strerror or e}") from None
     try:
         text = data.decode("utf-8").replace("\r\n", "\n")
     except UnicodeDecodeError as e:

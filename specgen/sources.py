@@ -56,12 +56,29 @@ def resolve(
         except LookupError:
             if _is_rev_path(arg):
                 return _from_git(arg, protocol, format, overlay)
-            raise
+            if _is_path(arg):
+                raise SourceError(f"{arg}: no such file") from None
+            known = ", ".join(s.qualified for s in registry()) or "none"
+            raise SourceError(f"unknown spec {arg!r} and no such file; known: {known}") from None
         return spec if overlay is None else replace(spec, overlay=overlay)
     for spec in registry():
         if spec.document.resolve() == path.resolve() and protocol in (None, spec.protocol):
             return spec if overlay is None else replace(spec, overlay=overlay)
     return _unregistered(path, path.stem, "", protocol, format, overlay)
+
+
+# suffixes of spec documents: a name with one is a file, never a registered spec's name
+DOCUMENT_SUFFIXES = (".adoc", ".asciidoc", ".xml", ".txt", ".md", ".html", ".rst")
+
+
+def _is_path(arg: str) -> bool:
+    """Whether `arg` can only mean a file: a document's suffix, a path from here or the root,
+    or a folder that is no registered protocol (`rabbitmq-stream/4.0` names a version)."""
+    path = Path(arg)
+    if path.suffix.lower() in DOCUMENT_SUFFIXES or arg.startswith(("/", "./", "../", "~")):
+        return True
+    protocols = {s.protocol for s in registry()} | {s.package for s in registry()}
+    return len(path.parts) > 1 and path.parts[0] not in protocols
 
 
 def _is_rev_path(arg: str) -> bool:

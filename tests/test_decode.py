@@ -1056,7 +1056,7 @@ def test_cli_refuses_an_existing_out_unknown_protocols_and_bad_masters(
     out = _folder(tmp_path / "out", "frames/part-0.parquet")
     assert main(["decode", "rabbitmq-stream", str(captures.root), "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "already exists; pass --overwrite" in err
+    assert err.count("\n") == 1 and "not empty; specgen decode writes into a new or empty" in err
     assert main(["decode", "no-such-protocol", str(captures.root), "--out", str(out)]) == 2
     assert "unknown spec 'no-such-protocol'" in capsys.readouterr().err
     fresh = str(tmp_path / "fresh")
@@ -1129,7 +1129,7 @@ def test_cli_decode_overwrites_only_when_asked(
         "4096",
     ]
     assert main(argv) == 2
-    assert "already exists" in capsys.readouterr().err
+    assert "--overwrite replaces what it wrote there" in capsys.readouterr().err
     assert main([*argv, "--overwrite"]) == 0
     stdout = capsys.readouterr().out
     assert (

@@ -10,13 +10,15 @@ diffs empty.
 from __future__ import annotations
 
 import difflib
+import time
 from dataclasses import replace
 
 from specgen.generate import render_all
+from specgen.progress import Progress, seconds
 from specgen.registry import SpecVersion, relative
 
 
-def code_diff(old: SpecVersion, new: SpecVersion) -> str:
+def code_diff(old: SpecVersion, new: SpecVersion, progress: Progress | None = None) -> str:
     aligned = replace(
         old,
         package=new.package,
@@ -26,8 +28,14 @@ def code_diff(old: SpecVersion, new: SpecVersion) -> str:
         label=new.label or relative(new.document),
         overlay_label=new.overlay_label or (relative(new.overlay) if new.overlay else ""),
     )
+    start = time.monotonic()
     before = render_all([aligned])
+    if progress is not None:
+        progress.line(f"code of {old.label or relative(old.document)} rendered ({seconds(start)})")
+    start = time.monotonic()
     after = render_all([new])
+    if progress is not None:
+        progress.line(f"code of {new.label or relative(new.document)} rendered ({seconds(start)})")
     out: list[str] = []
     for rel in sorted(before.keys() | after.keys()):
         a = before.get(rel, "").splitlines(keepends=True)
