@@ -26,6 +26,7 @@ from specgen.specs import ROOT, SpecVersion, build_ir, registry
 GENERATED = ROOT / "generated"
 
 _PACKAGE_DOC = '"""Generated code: one package per protocol, one sub-package per spec version."""\n'
+_PROTOCOL_DOC = '"""Generated codecs for '  # how each protocol package's __init__ starts
 
 
 def render_all(
@@ -76,14 +77,14 @@ def render_all(
                     f"{other.document}: {other.qualified} frames differently from "
                     f"{spec.qualified}; versions of one package share their framing"
                 )
-        files[f"{package}/__init__.py"] = f'"""Generated codecs for {spec.protocol}."""\n'
+        files[f"{package}/__init__.py"] = f'{_PROTOCOL_DOC}{spec.protocol}."""\n'
         shared = python_codec.emit_shared(spec, plan, renderer)
         shared.update(python_codec.emit_helpers(spec, [p for _, p in versions], renderer))
         for name, text in shared.items():
             files[f"{package}/{name}"] = text
     for package, found in described.items():
         spec, protocol = next(((s, p) for s, p in found if s.latest), found[-1])
-        files[f"{package}/__init__.py"] = f'"""Generated codecs for {spec.title}."""\n'
+        files[f"{package}/__init__.py"] = f'{_PROTOCOL_DOC}{spec.title}."""\n'
         for name, text in amqp10.emit_shared(spec, protocol, renderer).items():
             files[f"{package}/{name}"] = text
     return files
@@ -132,8 +133,10 @@ def write_tree(
             path = staging / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-        if fresh_only and target.is_dir() and any(target.iterdir()) and not _ours(target):
-            outdir.clear(target, {rel.split("/")[0] for rel in files})
+        if fresh_only and target.is_dir() and any(target.iterdir()):
+            # --overwrite: what generate wrote there before (its packages, also of specs not
+            # rendered this time) and the names it writes now go; other files stay
+            outdir.clear(target, {rel.split("/")[0] for rel in files} | _packages(target))
             for entry in staging.iterdir():
                 os.rename(entry, target / entry.name)
             return
@@ -146,10 +149,14 @@ def write_tree(
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _ours(target: Path) -> bool:
-    """Whether `target` is a tree `generate` wrote (its top-level package says so)."""
-    marker = target / "__init__.py"
-    return marker.is_file() and marker.read_text(encoding="utf-8") == _PACKAGE_DOC
+def _packages(target: Path) -> set[str]:
+    """The protocol packages in `target` that generate wrote (their __init__ says so)."""
+    found = set()
+    for entry in target.iterdir():
+        marker = entry / "__init__.py"
+        if marker.is_file() and marker.read_text(encoding="utf-8").startswith(_PROTOCOL_DOC):
+            found.add(entry.name)
+    return found
 
 
 def generate(target: Path = GENERATED, progress: Progress | None = None) -> dict[str, str]:

@@ -220,8 +220,12 @@ def test_generate_out_follows_the_rule(tmp_path: Path, capsys: pytest.CaptureFix
     argv = ["generate", "rabbitmq-stream/early", "--out", str(out)]
     assert main(argv) == 2
     assert "not empty; specgen generate writes into a new or empty folder" in _one_line(capsys)
+    # a package an earlier generate wrote, of a spec not rendered this time
+    (out / "old_protocol").mkdir()
+    (out / "old_protocol" / "__init__.py").write_text('"""Generated codecs for old."""\n')
     assert main([*argv, "--overwrite"]) == 0
     assert (out / "notes.txt").read_text() == "mine"
+    assert not (out / "old_protocol").exists()
     assert (out / "rabbitmq_stream" / "early" / "commands.py").is_file()
     captured = capsys.readouterr()
     # progress: a whole line per spec on stderr, the result on stdout
