@@ -84,6 +84,7 @@ def start(master: str | None = None, progress: Progress | None = None) -> SparkS
     try:
         if progress is None or SparkSession.getActiveSession() is not None:
             return session(master)
+        check_master(master or DEFAULT_MASTER)  # no "starting" for a master nobody runs
         began = time.monotonic()
         progress.line(f"starting Spark on {master or DEFAULT_MASTER}")
         spark = session(master)
