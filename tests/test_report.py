@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
@@ -511,3 +512,11 @@ def test_report_says_what_it_computes_on_stderr(
     assert [re.sub(r" \(\d+\.\d s\)$", "", ln) for ln in progress[1:]] == [
         f"report: {t}" for t in titles
     ]
+
+
+def test_spark_draws_no_stage_bars_into_a_log(spark: SparkSession) -> None:
+    """The session was built with stderr captured (not a terminal): Spark's carriage-return
+    stage bars would be glued to the next line of a log."""
+    if sys.stderr.isatty():
+        pytest.skip("stderr is a terminal here (pytest -s)")
+    assert spark.sparkContext.getConf().get("spark.ui.showConsoleProgress") == "false"
