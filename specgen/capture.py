@@ -50,6 +50,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from specgen import outdir
+
 READ_SIZE = 1 << 16
 CONNECT_TIMEOUT = 10.0
 SUMMARY_RESERVE = 1 << 16
@@ -60,6 +62,8 @@ WARN_FIRST = 5
 WARN_EVERY = 1.0
 SENDER = {"c2s": "client", "s2c": "server"}
 RECEIVER = {"c2s": "server", "s2c": "client"}
+WRITES = ("capture.json", "conn-*.c2s.bin", "conn-*.s2c.bin", "conn-*.index.jsonl")
+"""What a capture writes into its folder: what --overwrite removes first (`outdir`)."""
 _TCP_CLOSE = 7  # tcpi_state of a connection that is over (reset, or closed both ways)
 
 
@@ -327,6 +331,7 @@ class Capture:
     listen: tuple[str, int] = ("127.0.0.1", 0)
     duration: float | None = None
     max_connections: int | None = None
+    overwrite: bool = False  # replace what a capture wrote in `folder` (`outdir`)
     connections: int = 0  # that reached the target
     finished: int = 0
     failed_connects: int = 0
@@ -390,17 +395,18 @@ class Capture:
         self._done.set()
 
     def _prepare_folder(self) -> None:
-        if self.folder.exists() and not self.folder.is_dir():
-            raise CaptureError(f"{self.folder}: not a folder")
+        try:
+            outdir.check(self.folder, "capture", self.overwrite)
+        except outdir.OutputError as e:
+            raise CaptureError(str(e)) from None
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            used = any(self.folder.iterdir())
+            if self.overwrite:
+                outdir.clear(self.folder, WRITES)
         except OSError as e:
             raise CaptureError(
                 f"{self.folder}: cannot make the capture folder: {_why(e)}"
             ) from None
-        if used:
-            raise CaptureError(f"{self.folder}: not empty; a capture needs a folder of its own")
 
     async def _bind(self) -> socket.socket:
         host, port = self.listen
@@ -638,11 +644,12 @@ def run(
     listen: tuple[str, int],
     duration: float | None,
     max_connections: int | None,
+    overwrite: bool = False,
 ) -> Capture:
     """Record until the duration ends or enough connections finished (blocking)."""
 
     async def main() -> Capture:
-        cap = Capture(folder, target, listen, duration, max_connections)
+        cap = Capture(folder, target, listen, duration, max_connections, overwrite)
         # SIGINT/SIGTERM end the capture cleanly: close events, files closed, capture.json
         # written; set first, so that a signal during start() is one too
         loop = asyncio.get_running_loop()

@@ -16,7 +16,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from specgen import __version__, ir
+from specgen import __version__, ir, outdir
 from specgen.capture import CaptureError
 from specgen.emitters.plan import PlanError
 from specgen.emitters.render import RenderError
@@ -26,6 +26,7 @@ from specgen.frontends.adoc_tree import SpecSyntaxError
 from specgen.overlay import OverlayError
 from specgen.pipeline.inputs import DecodeInputError
 from specgen.pipeline.interrupt import Interrupted
+from specgen.progress import Progress
 from specgen.review.render import FORMATS
 from specgen.sources import resolve
 from specgen.specs import ROOT, SpecVersion, build_ir, find, registry
@@ -45,6 +46,7 @@ INPUT_ERRORS = (
     DecodeInputError,
     FramesInputError,
     PlanError,
+    outdir.OutputError,
 )
 
 
@@ -74,7 +76,9 @@ def _spec_options(parser: argparse.ArgumentParser) -> None:
         help=f"the format of an unregistered file, one of: {', '.join(sorted(FRONTENDS))} "
         "(default: from --protocol, the file's suffix, or its content: XML by its root element)",
     )
-    parser.add_argument("--overlay", type=Path, help="an overlay file of errata to apply")
+    parser.add_argument(
+        "--overlay", type=Path, metavar="FILE", help="an overlay file of errata to apply"
+    )
     parser.add_argument(
         "--data",
         action="append",
@@ -104,38 +108,47 @@ def _resolve(args: argparse.Namespace, name: str) -> SpecVersion:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="specgen", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"specgen {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+def parser() -> argparse.ArgumentParser:
+    """The command line; every argument documented, metavars in capitals."""
+    top = argparse.ArgumentParser(prog="specgen", description=__doc__)
+    top.add_argument("--version", action="version", version=f"specgen {__version__}")
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    sub.add_parser("generate", help="regenerate generated/ from every spec (all or nothing)")
-    sub.add_parser("check", help="fail with a unified diff when generated/ is stale")
+    p_gen = sub.add_parser(
+        "generate",
+        help="regenerate generated/ from every spec (all or nothing), or one spec into --out",
+        description="Without arguments, rewrite generated/ from every registered spec, all or "
+        "nothing. With SPEC (or --out alone, every spec), write into DIR instead. " + OUT_RULE,
+    )
+    p_gen.add_argument("spec", nargs="?", metavar="SPEC", help=SPEC_HELP + "; needs --out")
+    _out_options(p_gen, "the package tree")
+    _spec_options(p_gen)
+
+    p_check = sub.add_parser(
+        "check",
+        help="fail with a unified diff when generated/ (or --out) is stale",
+        description="Render what `specgen generate` would write, with the same arguments, and "
+        "compare it with what the folder holds: exit 1 and a unified diff when they differ.",
+    )
+    p_check.add_argument("spec", nargs="?", metavar="SPEC", help=SPEC_HELP + "; needs --out")
+    p_check.add_argument(
+        "--out", type=Path, metavar="DIR", help="the folder to check (default: generated/)"
+    )
+    _spec_options(p_check)
+
     sub.add_parser(
         "list", help="the generated protocols and versions, with the names commands take"
     )
 
-    p_gen = sub.choices["generate"]
-    p_gen.add_argument(
-        "spec",
-        nargs="?",
-        help="one spec (a name, any spec file or REV:PATH) instead of every registered one; "
-        "needs --out",
-    )
-    p_gen.add_argument(
-        "--out", type=Path, help="write here (a new, empty or generated folder), not generated/"
-    )
-    _spec_options(p_gen)
-
     p_ir = sub.add_parser("ir", help="print a spec's IR as canonical JSON")
-    p_ir.add_argument("spec", help=SPEC_HELP)
+    p_ir.add_argument("spec", metavar="SPEC", help=SPEC_HELP)
     p_ir.add_argument("--no-overlay", action="store_true", help="the IR as the text says it")
     _spec_options(p_ir)
 
     p_lint = sub.add_parser(
         "lint", help="report the spec's contradictions and how they were settled"
     )
-    p_lint.add_argument("spec", help=SPEC_HELP)
+    p_lint.add_argument("spec", metavar="SPEC", help=SPEC_HELP)
     _spec_options(p_lint)
 
     p_diff = sub.add_parser(
@@ -146,24 +159,40 @@ def main(argv: Sequence[str] | None = None) -> int:
         "against a new server and the other way round. Exit 1 with --fail-on-breaking when "
         "anything breaks.",
     )
-    p_diff.add_argument("old", help=SPEC_HELP)
-    p_diff.add_argument("new", help=SPEC_HELP)
-    p_diff.add_argument("--format", dest="output", choices=FORMATS, default="text")
+    p_diff.add_argument("old", metavar="OLD", help="the spec before: " + SPEC_HELP)
+    p_diff.add_argument("new", metavar="NEW", help="the spec after, as OLD")
+    p_diff.add_argument(
+        "--format",
+        dest="output",
+        choices=FORMATS,
+        default="text",
+        help="text for a terminal, markdown for a pull-request comment, json for tools "
+        "(default: text)",
+    )
     p_diff.add_argument(
         "--fail-on-breaking", action="store_true", help="exit 1 when a change breaks on the wire"
     )
     p_diff.add_argument(
         "--code", action="store_true", help="add the unified diff of the generated modules"
     )
-    p_diff.add_argument("--html", type=Path, help="also write a self-contained review page here")
+    p_diff.add_argument(
+        "--html", type=Path, metavar="FILE", help="also write a self-contained review page here"
+    )
     p_diff.add_argument(
         "--no-overlay", action="store_true", help="compare the texts as written, without errata"
     )
     _spec_options(p_diff)
 
+    protocols = _protocol_help()
     p_frames = sub.add_parser("frames", help="decode files of raw frames, one JSON line per frame")
-    p_frames.add_argument("protocol", help="rabbitmq-stream/4.0 or rabbitmq-stream")
-    p_frames.add_argument("files", nargs="+", type=Path)
+    p_frames.add_argument("protocol", metavar="PROTOCOL", help=protocols)
+    p_frames.add_argument(
+        "files",
+        nargs="+",
+        type=Path,
+        metavar="FILE",
+        help="files of frames back to back, as a capture's .c2s.bin and .s2c.bin hold them",
+    )
     p_frames.add_argument(
         "--roundtrip", action="store_true", help="re-encode and compare each frame"
     )
@@ -174,24 +203,53 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
 
     p_capture = sub.add_parser(
-        "capture", help="a recording TCP proxy: both directions' bytes and an index per connection"
+        "capture",
+        help="a recording TCP proxy: both directions' bytes and an index per connection",
+        description="Accept on --listen, connect each client to --target, forward both ways and "
+        "record every byte. " + OUT_RULE,
     )
-    p_capture.add_argument("--target", required=True, help="HOST:PORT of the server")
-    p_capture.add_argument("--listen", default="127.0.0.1:0", help="HOST:PORT to accept on")
-    p_capture.add_argument("--out", required=True, type=Path, help="an empty or new folder")
-    p_capture.add_argument("--duration", type=float, help="stop after this many seconds")
+    p_capture.add_argument(
+        "--target", required=True, metavar="HOST:PORT", help="the server to forward to"
+    )
+    p_capture.add_argument(
+        "--listen",
+        default="127.0.0.1:0",
+        metavar="HOST:PORT",
+        help="where clients connect (default: 127.0.0.1, a free port, printed)",
+    )
+    p_capture.add_argument(
+        "--out", required=True, type=Path, metavar="DIR", help="the capture's folder"
+    )
+    p_capture.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="write into a folder that holds files, replacing a capture's files there",
+    )
+    p_capture.add_argument(
+        "--duration", type=float, metavar="SECONDS", help="stop after this many seconds"
+    )
     p_capture.add_argument(
         "--connections",
         type=int,
-        help="stop when this many connections have finished (failed connects do not count)",
+        metavar="N",
+        help="stop when N connections have finished (failed connects do not count)",
     )
 
     p_report = sub.add_parser(
         "report", help="tables and an offline HTML page of charts from a decoded capture, via Spark"
     )
-    p_report.add_argument("out_dir", type=Path, help="the folder `specgen decode` wrote")
-    p_report.add_argument("--html", type=Path, help="where the page goes (OUT_DIR/report.html)")
-    p_report.add_argument("--master", help="Spark master URL (default: local, every core)")
+    p_report.add_argument(
+        "out_dir", type=Path, metavar="OUT_DIR", help="the folder `specgen decode` wrote"
+    )
+    p_report.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="where the page goes (default: OUT_DIR/report.html, replaced)",
+    )
+    p_report.add_argument(
+        "--master", metavar="URL", help="Spark master URL (default: local[*], every core)"
+    )
     p_report.add_argument(
         "--json",
         nargs="?",
@@ -201,12 +259,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
 
     p_decode = sub.add_parser(
-        "decode", help="decode capture folders into Parquet tables of frames and rejects, via Spark"
+        "decode",
+        help="decode capture folders into Parquet tables of frames and rejects, via Spark",
+        description="Decode captures with the generated codec on Spark into OUT_DIR/frames and "
+        "OUT_DIR/rejects (and OUT_DIR/streams for pcap input). " + OUT_RULE,
     )
-    p_decode.add_argument("protocol", help="rabbitmq-stream/4.0 or rabbitmq-stream")
+    p_decode.add_argument("protocol", metavar="PROTOCOL", help=protocols)
     p_decode.add_argument(
         "input_dir",
         type=Path,
+        metavar="INPUT",
         help="a capture folder or a folder of them, or pcap/pcapng files (a file, or a folder of "
         "them, gzipped or not)",
     )
@@ -215,21 +277,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=int,
         action="append",
         default=[],
+        metavar="PORT",
         help="pcap input: a TCP port the protocol's servers listen on (repeatable; default: "
         "the protocol's own, from its protocol.toml)",
     )
     p_decode.add_argument(
-        "--out", required=True, type=Path, help="a new or empty folder for frames/ and rejects/"
+        "--out",
+        required=True,
+        type=Path,
+        metavar="OUT_DIR",
+        help="the folder for frames/ and rejects/",
     )
-    p_decode.add_argument("--master", help="Spark master URL (default: local[*])")
     p_decode.add_argument(
-        "--overwrite", action="store_true", help="replace the tables of an existing --out"
+        "--master", metavar="URL", help="Spark master URL (default: local[*], every core)"
+    )
+    p_decode.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="write into a folder that holds files, replacing what decode wrote there "
+        "(frames/, rejects/, streams/ and the report page made from them)",
     )
     p_decode.add_argument(
         "--range-size",
         type=int,
         default=32 * 1024 * 1024,
-        help="bytes of a capture file per Spark task (default 32 MiB)",
+        metavar="BYTES",
+        help="bytes of a capture file per Spark task (default: 32 MiB)",
     )
     p_decode.add_argument(
         "--no-verify-checksums",
@@ -243,8 +316,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="N",
         help="fail (exit 1) when the rejects table has more than N rows; the tables stay written",
     )
+    return top
 
-    args = parser.parse_args(argv)
+
+OUT_RULE = (
+    "An output folder must be new or empty; one that holds anything is refused unless "
+    "--overwrite is given, which removes what this command writes there and keeps other files."
+)
+
+
+def _out_options(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--out", type=Path, metavar="DIR", help=f"write {what} here instead of generated/"
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="write into a --out that holds files, replacing what generate wrote there",
+    )
+
+
+def _protocol_help() -> str:
+    """The names `frames` and `decode` take, from the registry (what `specgen list` prints)."""
+    names = [s.qualified for s in registry()]
+    names += sorted({s.protocol for s in registry() if s.latest})
+    return "one of " + ", ".join(names) + " (a protocol alone: its latest version)"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     try:
         return int(_COMMANDS[args.command](args))
     except INPUT_ERRORS as e:
@@ -255,6 +355,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 3
     except BrokenPipeError:
         return 0
+    except OSError as e:  # a file or folder the system refused: an environment error, one line
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"specgen: {where}{e.strerror or e}", file=sys.stderr)
+        return 2
     except (KeyboardInterrupt, Interrupted):
         return _interrupted(args.command)
 
@@ -282,6 +386,7 @@ def _capture(args: argparse.Namespace) -> int:
             capture.parse_address(args.listen),
             args.duration,
             args.connections,
+            args.overwrite,
         )
     except capture.SummaryError as e:
         # the capture ran and its files are complete; only the summary is missing
@@ -326,25 +431,28 @@ def _decode(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from specgen.generate import OutputError, generate, render_all, write_tree
+    from specgen.generate import generate, render_all, write_tree
 
-    try:
-        if args.spec is None and args.out is None:
-            files = generate()
-            print(
-                f"generated {len(files)} files into generated/ from {len(registry())} spec versions"
-            )
-            return 0
-        if args.out is None:
-            raise OutputError("generating one spec needs --out DIR (generated/ holds every spec)")
-        specs = [_resolve(args, args.spec)] if args.spec else registry()
-        files = render_all(specs)
-        write_tree(files, args.out, fresh_only=True)
-    except OutputError as e:
-        print(f"specgen: {e}", file=sys.stderr)
-        return 2
+    progress = Progress("generate")
+    if args.spec is None and args.out is None:
+        files = generate(progress=progress)  # refused (exit 2) when installed: no checkout
+        print(f"generated {len(files)} files into generated/ from {len(registry())} spec versions")
+        return 0
+    specs = _specs(args)
+    outdir.check(args.out, "generate", args.overwrite)  # before the minute of rendering
+    files = render_all(specs, progress=progress)
+    write_tree(files, args.out, fresh_only=True, overwrite=args.overwrite)
     print(f"generated {len(files)} files into {args.out} from {len(specs)} spec versions")
     return 0
+
+
+def _specs(args: argparse.Namespace) -> list[SpecVersion]:
+    """What `generate` and `check` render: one spec (into --out) or every registered one."""
+    if args.spec is not None and args.out is None:
+        raise outdir.OutputError(
+            f"specgen {args.command} SPEC needs --out DIR (generated/ holds every spec)"
+        )
+    return [_resolve(args, args.spec)] if args.spec else registry()
 
 
 def _diff(args: argparse.Namespace) -> int:
@@ -360,7 +468,8 @@ def _diff(args: argparse.Namespace) -> int:
     if args.code:
         from specgen.review.code import code_diff
 
-        review = dataclasses.replace(review, code=code_diff(old_spec, new_spec))
+        code = code_diff(old_spec, new_spec, Progress("diff"))
+        review = dataclasses.replace(review, code=code)
     sys.stdout.write(render(review, args.output))
     if args.html:
         from specgen.review import html
@@ -371,21 +480,19 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from specgen.generate import OutputError, stale
+    from specgen.generate import stale
 
-    try:
-        diffs = stale()
-    except OutputError as e:
-        print(f"specgen: {e}", file=sys.stderr)
-        return 2
+    specs = _specs(args)
+    diffs = stale(args.out, Progress("check"), specs)  # refused when installed without --out
+    name = f"{args.out}" if args.out is not None else "generated/"
     if not diffs:
-        print("generated/ is up to date")
+        print(f"{name} is up to date")
         return 0
     for d in diffs:
         sys.stdout.write(d)
-    print(
-        f"\ngenerated/ is stale ({len(diffs)} files differ): run `specgen generate` and commit the result"
-    )
+    again = "specgen generate" + (f" {args.spec}" if args.spec else "")
+    again += f" --out {args.out} --overwrite" if args.out is not None else ""
+    print(f"\n{name} is stale ({len(diffs)} files differ): run `{again}` and commit the result")
     return 1
 
 
@@ -410,7 +517,8 @@ def _lint(args: argparse.Namespace) -> int:
     if spec.overlay is not None:
         from specgen import overlay
 
-        for entry in overlay.load(spec.overlay, ROOT):  # the entries this version took
+        # the entries this version took
+        for entry in overlay.load(spec.overlay, ROOT, spec.overlay_label):
             if entry.id in protocol.overlays:
                 print(f"{entry.span}: overlay {entry.id}: {entry.target}: {entry.reason}")
     print(f"{len(log.items)} findings, {len(protocol.overlays)} overlay entries applied")

@@ -12,25 +12,32 @@ import filecmp
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
+from specgen import outdir
 from specgen.emitters import amqp010, amqp10, conformance, dialogue, python_codec, spark_schema
 from specgen.emitters.plan import ModulePlan, PlanError, Planner
 from specgen.emitters.render import Renderer
 from specgen.ir import Protocol
 from specgen.locations import CHECKOUT
+from specgen.progress import Progress, seconds
 from specgen.specs import SpecVersion, build_ir, registry
 
 GENERATED = CHECKOUT / "generated" if CHECKOUT else None
 """The checkout's codecs; an installed specgen has none and writes only where --out says."""
 
 _PACKAGE_DOC = '"""Generated code: one package per protocol, one sub-package per spec version."""\n'
+_PROTOCOL_DOC = '"""Generated codecs for '  # how each protocol package's __init__ starts
 
 
 def render_all(
-    specs: list[SpecVersion] | None = None, renderer: Renderer | None = None
+    specs: list[SpecVersion] | None = None,
+    renderer: Renderer | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, str]:
-    """Relative path -> content for every generated file.
+    """Relative path -> content for every generated file (with `progress`, a line per spec as
+    it is done: a whole run takes most of a minute).
 
     Each spec is parsed and planned once; every emitter reads that one plan. Files every version
     of a protocol shares (errors, framing, the frame reader) are rendered once per protocol
@@ -43,15 +50,18 @@ def render_all(
     by_package: dict[str, list[tuple[SpecVersion, ModulePlan]]] = {}
     described: dict[str, list[tuple[SpecVersion, Protocol]]] = {}
     for spec in specs:
+        start, before = time.monotonic(), len(files)
         protocol, _ = build_ir(spec)
         if spec.format == "amqp010-xml":  # AMQP 0-10: its own model and emitter, whole package
             for name, text in amqp010.emit(spec, protocol, renderer).items():
                 files[f"{spec.package}/{name}"] = text
+            _done(progress, spec, len(files) - before, start)
             continue
         if protocol.typedefs:  # a self-describing type system: its own emitters
             described.setdefault(spec.package, []).append((spec, protocol))
             for name, text in amqp10.emit(spec, protocol, renderer).items():
                 files[f"{spec.package_path}/{name}"] = text
+            _done(progress, spec, len(files) - before, start)
             continue
         plan = Planner(protocol).plan()
         by_package.setdefault(spec.package, []).append((spec, plan))
@@ -61,6 +71,7 @@ def render_all(
         out.update(dialogue.emit(spec, protocol, renderer))  # its dialogue grammars, if any
         for name, text in out.items():
             files[f"{spec.package_path}/{name}"] = text
+        _done(progress, spec, len(files) - before, start)
     for package, versions in by_package.items():
         spec, plan = next(((s, p) for s, p in versions if s.latest), versions[-1])
         for other, other_plan in versions:
@@ -69,17 +80,22 @@ def render_all(
                     f"{other.document}: {other.qualified} frames differently from "
                     f"{spec.qualified}; versions of one package share their framing"
                 )
-        files[f"{package}/__init__.py"] = f'"""Generated codecs for {spec.protocol}."""\n'
+        files[f"{package}/__init__.py"] = f'{_PROTOCOL_DOC}{spec.protocol}."""\n'
         shared = python_codec.emit_shared(spec, plan, renderer)
         shared.update(python_codec.emit_helpers(spec, [p for _, p in versions], renderer))
         for name, text in shared.items():
             files[f"{package}/{name}"] = text
     for package, found in described.items():
         spec, protocol = next(((s, p) for s, p in found if s.latest), found[-1])
-        files[f"{package}/__init__.py"] = f'"""Generated codecs for {spec.title}."""\n'
+        files[f"{package}/__init__.py"] = f'{_PROTOCOL_DOC}{spec.title}."""\n'
         for name, text in amqp10.emit_shared(spec, protocol, renderer).items():
             files[f"{package}/{name}"] = text
     return files
+
+
+def _done(progress: Progress | None, spec: SpecVersion, files: int, start: float) -> None:
+    if progress is not None:
+        progress.line(f"{spec.qualified} rendered, {files} files of its own ({seconds(start)})")
 
 
 def _wire(plan: ModulePlan) -> tuple[object, ...]:
@@ -97,8 +113,7 @@ def _wire(plan: ModulePlan) -> tuple[object, ...]:
     )
 
 
-class OutputError(ValueError):
-    """An output folder the generator will not replace."""
+OutputError = outdir.OutputError
 
 
 def committed(command: str, instead: str) -> Path:
@@ -112,17 +127,19 @@ def committed(command: str, instead: str) -> Path:
     return GENERATED
 
 
-def write_tree(files: dict[str, str], target: Path, *, fresh_only: bool = False) -> None:
+def write_tree(
+    files: dict[str, str],
+    target: Path,
+    *,
+    fresh_only: bool = False,
+    overwrite: bool = False,
+) -> None:
     """Replace `target` with exactly `files`, swapping whole directories. With `fresh_only`
-    (a folder the user named), `target` must be new, empty, or generated by us before: a
-    folder of other files is never swapped away."""
-    if fresh_only and target.exists():
-        if not target.is_dir():
-            raise OutputError(f"{target}: exists and is not a folder")
-        ours = target / "__init__.py"
-        is_ours = ours.is_file() and ours.read_text(encoding="utf-8") == _PACKAGE_DOC
-        if any(target.iterdir()) and not is_ours:
-            raise OutputError(f"{target}: not empty and not made by specgen generate; not replaced")
+    (a folder the user named) the output folder rule applies (`outdir`): a folder that holds
+    anything needs `overwrite`, and a folder of other files keeps them (only the names
+    generated are replaced)."""
+    if fresh_only:
+        outdir.check(target, "generate", overwrite)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".generated-", dir=target.parent))
     try:
@@ -130,6 +147,13 @@ def write_tree(files: dict[str, str], target: Path, *, fresh_only: bool = False)
             path = staging / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
+        if fresh_only and target.is_dir() and any(target.iterdir()):
+            # --overwrite: what generate wrote there before (its packages, also of specs not
+            # rendered this time) and the names it writes now go; other files stay
+            outdir.clear(target, {rel.split("/")[0] for rel in files} | _packages(target))
+            for entry in staging.iterdir():
+                os.rename(entry, target / entry.name)
+            return
         old = target.parent / f"{staging.name}-old"
         if target.exists():
             os.rename(target, old)
@@ -139,33 +163,56 @@ def write_tree(files: dict[str, str], target: Path, *, fresh_only: bool = False)
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def generate(target: Path | None = None) -> dict[str, str]:
+def _packages(target: Path) -> set[str]:
+    """The protocol packages in `target` that generate wrote (their __init__ says so)."""
+    found = set()
+    for entry in target.iterdir():
+        marker = entry / "__init__.py"
+        if marker.is_file() and marker.read_text(encoding="utf-8").startswith(_PROTOCOL_DOC):
+            found.add(entry.name)
+    return found
+
+
+def generate(target: Path | None = None, progress: Progress | None = None) -> dict[str, str]:
     """Every registered spec into `target` (default: the checkout's generated/)."""
     target = target or committed("generate", "rewrite; give SPEC --out DIR, or --out DIR alone")
-    files = render_all()
+    files = render_all(progress=progress)
     write_tree(files, target)
     return files
 
 
-def stale(target: Path | None = None) -> list[str]:
-    """Unified diffs between what the generator makes now and what `target` (default: the
-    checkout's generated/) holds."""
+def stale(
+    target: Path | None = None,
+    progress: Progress | None = None,
+    specs: list[SpecVersion] | None = None,
+) -> list[str]:
+    """Unified diffs between what the generator makes now (from `specs`, default every
+    registered one) and what `target` (default: the checkout's generated/) holds."""
+    default = target is None
     target = target or committed("check", "compare; run check in specgen's checkout")
-    files = render_all()
+    files = render_all(specs, progress=progress)
+    # generated/ holds nothing else; a folder named with --out may keep other files beside
+    ours = None if default or target == GENERATED else {rel.split("/")[0] for rel in files}
+    label = "generated" if target == GENERATED else target.as_posix().rstrip("/")
     with tempfile.TemporaryDirectory(prefix="specgen-check-") as tmp:
         fresh = Path(tmp) / "generated"
         write_tree(files, fresh)
-        return _diff_trees(fresh, target)
+        return _diff_trees(fresh, target, label, ours)
 
 
-def _diff_trees(fresh: Path, committed: Path) -> list[str]:
+def _diff_trees(
+    fresh: Path, committed: Path, label: str = "generated", ours: set[str] | None = None
+) -> list[str]:
     def listing(root: Path) -> set[str]:
         if not root.exists():
             return set()
         return {
             p.relative_to(root).as_posix()
             for p in root.rglob("*")
-            if p.is_file() and "__pycache__" not in p.parts and not p.name.endswith(".pyc")
+            if p.is_file()
+            and "__pycache__" not in p.parts
+            and not p.name.endswith(".pyc")
+            and (ours is None or p.relative_to(root).parts[0] in ours)
         }
 
     new, old = listing(fresh), listing(committed)
@@ -179,9 +226,9 @@ def _diff_trees(fresh: Path, committed: Path) -> list[str]:
         diffs.append(
             "".join(
                 difflib.unified_diff(
-                    before, after, f"generated/{rel} (committed)", f"generated/{rel} (fresh)"
+                    before, after, f"{label}/{rel} (committed)", f"{label}/{rel} (fresh)"
                 )
             )
-            or f"generated/{rel}: differs\n"
+            or f"{label}/{rel}: differs\n"
         )
     return diffs

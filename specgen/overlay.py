@@ -83,12 +83,17 @@ class Entry:
         return not self.versions or version in self.versions
 
 
-def load(path: Path, root: Path) -> list[Entry]:
+def load(path: Path, root: Path, label: str = "") -> list[Entry]:
+    """The overlay's entries; spans name it `label` when given (`REV:PATH` for an overlay read
+    from a git revision into a scratch folder), else its path under `root`."""
     try:
-        rel = path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:  # an overlay read from a git revision into a scratch folder
+        rel = label or path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
         rel = path.as_posix()
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise OverlayError(f"{path}: {e.strerror or e}") from None
     try:
         text = data.decode("utf-8").replace("\r\n", "\n")
     except UnicodeDecodeError as e:

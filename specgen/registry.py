@@ -30,6 +30,7 @@ class SpecVersion:
     label: str = ""  # how spans name the document when it is not a file of ours ("REV:PATH")
     # what the documents do not say, by name (protocol.toml's [data]: AMQP's field-table tags)
     data: tuple[tuple[str, Path], ...] = ()
+    overlay_label: str = ""  # the same for the overlay: never a scratch folder's path
 
     @property
     def qualified(self) -> str:

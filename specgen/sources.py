@@ -73,7 +73,10 @@ def _resolve(
         except LookupError:
             if _is_rev_path(arg):
                 return _from_git(arg, protocol, format, overlay)
-            raise
+            if _is_path(arg):
+                raise SourceError(f"{arg}: no such file") from None
+            known = ", ".join(s.qualified for s in registry()) or "none"
+            raise SourceError(f"unknown spec {arg!r} and no such file; known: {known}") from None
         return spec if overlay is None else replace(spec, overlay=overlay)
     for spec in registry():
         if spec.document.resolve() == path.resolve() and protocol in (None, spec.protocol):
@@ -93,6 +96,20 @@ def _with_data(spec: SpecVersion, given: Mapping[str, Path]) -> SpecVersion:
             raise SourceError(f"--data {name}={path}: no such file")
         shipped[name] = path
     return replace(spec, data=tuple(shipped.items())) if given else spec
+
+
+# suffixes of spec documents: a name with one is a file, never a registered spec's name
+DOCUMENT_SUFFIXES = (".adoc", ".asciidoc", ".xml", ".txt", ".md", ".html", ".rst")
+
+
+def _is_path(arg: str) -> bool:
+    """Whether `arg` can only mean a file: a document's suffix, a path from here or the root,
+    or a folder that is no registered protocol (`rabbitmq-stream/4.0` names a version)."""
+    path = Path(arg)
+    if path.suffix.lower() in DOCUMENT_SUFFIXES or arg.startswith(("/", "./", "../", "~")):
+        return True
+    protocols = {s.protocol for s in registry()} | {s.package for s in registry()}
+    return len(path.parts) > 1 and path.parts[0] not in protocols
 
 
 def _is_rev_path(arg: str) -> bool:
@@ -116,19 +133,68 @@ def _from_git(
     if proc.returncode != 0:
         detail = proc.stderr.decode(errors="replace").strip().splitlines()
         raise SourceError(f"{arg}: {detail[-1] if detail else 'git show failed'}")
-    folder = _scratch() / re.sub(r"[^A-Za-z0-9._-]+", "_", rev)
+    # one folder per revision and spec folder: the document's companions (field-types.toml,
+    # the parts an index names, 0-10's text beside its XML) come from the same revision
+    folder = _scratch() / _safe(rev) / _safe(str(Path(rel).parent))
     folder.mkdir(parents=True, exist_ok=True)
+    _siblings_at(rev, spec_path, folder)
     target = folder / Path(rel).name
     target.write_bytes(proc.stdout)
     registered = _registered_at(rel, protocol)
     if registered is not None:
         # an older text of one of our documents: it keeps its name and takes its errata as
         # they were at the same revision
+        overlay_label = ""
         if overlay is None and registered.overlay is not None:
             overlay = _file_at(rev, registered.overlay, folder)
+            overlay_label = f"{rev}:{relative(registered.overlay)}"
         data = tuple((n, _file_at(rev, p, folder) or p) for n, p in registered.data)
-        return replace(registered, document=target, label=arg, overlay=overlay, data=data)
+        return replace(
+            registered,
+            document=target,
+            label=arg,
+            overlay=overlay,
+            overlay_label=overlay_label,
+            data=data,
+        )
     return _unregistered(target, f"{Path(rel).stem}@{rev}", arg, protocol, format, overlay)
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+
+
+def _siblings_at(rev: str, spec_path: str, folder: Path) -> None:
+    """The files beside `spec_path` at `rev`, copied into `folder` (one `git cat-file` for all);
+    nothing when git cannot list them (the document itself is then still read)."""
+    listing = subprocess.run(
+        ["git", "ls-tree", "-z", rev, "--", f"{Path(spec_path).parent.as_posix()}/"],
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
+    blobs: list[tuple[bytes, str]] = []
+    for entry in listing.stdout.split(b"\0") if listing.returncode == 0 else []:
+        meta, _, path = entry.partition(b"\t")
+        if meta.split(b" ")[1:2] == [b"blob"]:
+            blobs.append((meta.split(b" ")[2], Path(path.decode(errors="replace")).name))
+    if not blobs:
+        return
+    batch = subprocess.run(
+        ["git", "cat-file", "--batch"],
+        input=b"".join(oid + b"\n" for oid, _ in blobs),
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
+    data, at = batch.stdout, 0
+    for _, name in blobs:  # each answer: "<oid> blob <size>\n<bytes>\n"
+        header_end = data.find(b"\n", at)
+        if header_end < 0:
+            return
+        size = int(data[at:header_end].split(b" ")[2])
+        (folder / name).write_bytes(data[header_end + 1 : header_end + 1 + size])
+        at = header_end + 1 + size + 1
 
 
 def _file_at(rev: str, ours: Path, folder: Path) -> Path | None:

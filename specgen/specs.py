@@ -22,5 +22,7 @@ def build_ir(spec: SpecVersion, *, with_overlay: bool = True) -> tuple[Protocol,
         dict(spec.data),
     )
     if with_overlay and spec.overlay is not None:
-        protocol = overlay_mod.apply(protocol, overlay_mod.load(spec.overlay, ROOT))
+        protocol = overlay_mod.apply(
+            protocol, overlay_mod.load(spec.overlay, ROOT, spec.overlay_label)
+        )
     return settle_alternatives(protocol, log), log

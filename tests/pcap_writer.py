@@ -124,3 +124,29 @@ def write(path: Path, packets: list[Packet], nano: bool = False) -> None:
         writer = dpkt.pcap.Writer(f, linktype=dpkt.pcap.DLT_EN10MB, nano=nano)
         for p in packets:
             writer.writepkt(p.frame, ts=p.ts)
+
+
+def session(folder: Path, server_port: int) -> list[Packet]:
+    """Every recorded connection in `folder` as packets, in time order (client ports 40001...)."""
+    names = sorted(p.name.split(".")[0] for p in folder.glob("*.index.jsonl"))
+    conns = [connection(folder, name, 40001 + i, server_port) for i, name in enumerate(names)]
+    return sorted((p for c in conns for p in c.packets), key=lambda p: p.ts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python tests/pcap_writer.py CAPTURE_FOLDER OUT.pcap [PORT]`: the README's pcap example
+    is the shipped Streams session written this way (server port 5552 by default)."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) not in (2, 3):
+        print(main.__doc__, file=sys.stderr)
+        return 2
+    packets = session(Path(args[0]), int(args[2]) if len(args) == 3 else 5552)
+    write(Path(args[1]), packets)
+    print(f"{args[1]}: {len(packets)} packets")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

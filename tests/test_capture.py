@@ -132,7 +132,10 @@ def test_capture_stops_cleanly_on_sigterm_and_refuses_a_used_folder(tmp_path: Pa
         timeout=60,
     )
     assert again.returncode == 2
-    assert again.stderr.strip().endswith("not empty; a capture needs a folder of its own")
+    assert again.stderr.strip().endswith(
+        "not empty; specgen capture writes into a new or empty folder "
+        "(--overwrite replaces what it wrote there and keeps other files)"
+    )
     assert main(["capture", "--target", "127.0.0.1:1", "--out", str(tmp_path / "new")]) == 2
     # 0 connections would never be reached: refused like no limit at all
     argv = ["capture", "--target", "127.0.0.1:1", "--out", str(tmp_path / "new")]
@@ -542,7 +545,7 @@ def test_an_unusable_out_folder_is_a_one_line_error(
         want = f"{out}: cannot write capture.json: Permission denied"
     else:
         want = {
-            "a file": f"{out}: not a folder",
+            "a file": f"{out}: exists and is not a folder",
             "under a file": f"{out}: cannot make the capture folder: Not a directory",
         }[case]
     argv = ["capture", "--target", "127.0.0.1:1", "--out", str(out), "--duration", "1"]

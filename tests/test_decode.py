@@ -15,6 +15,7 @@ import dataclasses
 import importlib
 import json
 import random
+import re
 import struct
 import subprocess
 import sys
@@ -1058,7 +1059,7 @@ def test_cli_refuses_an_existing_out_unknown_protocols_and_bad_masters(
     out = _folder(tmp_path / "out", "frames/part-0.parquet")
     assert main(["decode", "rabbitmq-stream", str(captures.root), "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "already exists; pass --overwrite" in err
+    assert err.count("\n") == 1 and "not empty; specgen decode writes into a new or empty" in err
     assert main(["decode", "no-such-protocol", str(captures.root), "--out", str(out)]) == 2
     assert "unknown spec 'no-such-protocol'" in capsys.readouterr().err
     fresh = str(tmp_path / "fresh")
@@ -1131,9 +1132,22 @@ def test_cli_decode_overwrites_only_when_asked(
         "4096",
     ]
     assert main(argv) == 2
-    assert "already exists" in capsys.readouterr().err
+    assert "--overwrite replaces what it wrote there" in capsys.readouterr().err
+    (out / "report.html").write_text("the page of the tables before")
     assert main([*argv, "--overwrite"]) == 0
-    stdout = capsys.readouterr().out
+    assert not (out / "report.html").exists()  # no page of old tables beside new ones
+    captured = capsys.readouterr()
+    stdout = captured.out
+    # what it is doing, on stderr, each a whole line of its own
+    progress = captured.err.splitlines()
+    assert re.fullmatch(r"decode: decoding \d+ ranges \([\d,]+ bytes\) in Spark tasks", progress[0])
+    assert re.fullmatch(
+        rf"decode: \d+ ranges decoded: {result.frames} frames, {result.rejects} rejects "
+        r"\(\d+\.\d s\); "
+        "reconciling",
+        progress[-1],
+    )
+    assert all(re.fullmatch(r"decode: \d+ of \d+ ranges done", ln) for ln in progress[1:-1])
     assert (
         f"reconciliation: {result.frames} frames + 1 rejected frame = {result.found} frames "
         "found; the rows hold every byte of all 7 files exactly once" in stdout.splitlines()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
@@ -493,3 +494,29 @@ def test_charts_draw_in_headless_chromium(run: Run, tmp_path: Path, chromium: Du
         assert "js-plotly-plot" in m.group(1), chart
         assert 'class="main-svg"' in drawn, chart
         assert 'class="point"' in drawn or 'class="js-line"' in drawn, chart
+
+
+def test_report_says_what_it_computes_on_stderr(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = write_fixture(tmp_path / "out")
+    assert main(["report", str(out)]) == 0
+    captured = capsys.readouterr()
+    titles = re.findall(r"^(.+)\n=+$", captured.out, flags=re.MULTILINE)
+    assert len(titles) >= 8
+    progress = captured.err.splitlines()
+    # the session runs already (the fixture's): no start-up lines, then one line per section
+    assert progress[0] == (
+        f"report: {len(EVENTS)} frames in 2 connections in {out / 'frames'}; computing the sections"
+    )
+    assert [re.sub(r" \(\d+\.\d s\)$", "", ln) for ln in progress[1:]] == [
+        f"report: {t}" for t in titles
+    ]
+
+
+def test_spark_draws_no_stage_bars_into_a_log(spark: SparkSession) -> None:
+    """The session was built with stderr captured (not a terminal): Spark's carriage-return
+    stage bars would be glued to the next line of a log."""
+    if sys.stderr.isatty():
+        pytest.skip("stderr is a terminal here (pytest -s)")
+    assert spark.sparkContext.getConf().get("spark.ui.showConsoleProgress") == "false"

@@ -339,7 +339,9 @@ def test_generate_out_refuses_a_folder_it_did_not_make(
     foreign.mkdir()
     (foreign / "notes.txt").write_text("keep me")
     assert main(["generate", str(_file(29)), "--out", str(foreign)]) == 2
-    assert "not made by specgen generate" in capsys.readouterr().err
+    assert (
+        "not empty; specgen generate writes into a new or empty folder" in capsys.readouterr().err
+    )
     assert (foreign / "notes.txt").read_text() == "keep me"
     assert main(["generate", str(_file(29))]) == 2  # one spec, no --out: generated/ is not it
 

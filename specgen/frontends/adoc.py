@@ -301,7 +301,7 @@ class _Builder:
                 "int",
                 width=width,
                 signed=signed,
-                doc=f"implied by its name ({span})",
+                doc="implied by its name",  # the span says where (no path in prose: diffs compare it)
                 span=span,
             )
         return name

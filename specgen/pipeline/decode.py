@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import re
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import astuple, dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ from typing import Any
 
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
+from specgen import outdir
 from specgen.pipeline.columns import (
     REJECTS_SCHEMA,
     Codec,
@@ -45,6 +47,7 @@ from specgen.pipeline.inputs import (
 from specgen.pipeline.ranges import TARGET, Range, plan
 from specgen.pipeline.reconcile import Example, FileTally, Key, Tally
 from specgen.pipeline.reconcile import tally as check
+from specgen.progress import Progress, seconds
 from specgen.registry import find
 
 Echo = Callable[[str], None]
@@ -261,15 +264,17 @@ def run(
     from py4j.protocol import Py4JError  # type: ignore[import-untyped]
     from pyspark.errors import PySparkException
 
-    from specgen.pipeline.spark import start
+    from specgen.pipeline.spark import start, tasks_done
 
     job = prepare(protocol, input_dir, out, overwrite, target, verify_checksums)
     for line in job.summary():
         echo(line)
     # absolute: executors on a cluster do not run in this process's folder
     dirs = {name: (out / name).resolve() for name in ("frames", "rejects")}
-    spark = start(master)  # first: a Spark that cannot start leaves --out as it was
+    progress = Progress("decode")
+    spark = start(master, progress)  # first: a Spark that cannot start leaves --out as it was
     try:
+        outdir.clear(out, WRITES, keep=input_dir)
         for path in dirs.values():
             shutil.rmtree(path, ignore_errors=True)
             path.mkdir(parents=True)
@@ -284,18 +289,26 @@ def run(
         # only its counts: the decoded columns never cross into the JVM. Measured on 5 M frames,
         # converting the wide nested frames schema to Spark rows and writing it from the JVM
         # cost 3x the decoding itself. A retried task rewrites the same part file.
-        written = ranges.mapInArrow(
-            functools.partial(
-                _write_partition,
-                job.codec.name,
-                job.codec.verify_checksums,
-                str(dirs["frames"]),
-                str(dirs["rejects"]),
-            ),
-            "`index` INT, `frames` BIGINT, `rejects` BIGINT",
-        ).collect()
+        began = time.monotonic()
+        size = sum(r.end - r.start for r in job.ranges)
+        progress.line(f"decoding {_n(len(job.ranges), 'range')} ({size:,} bytes) in Spark tasks")
+        with tasks_done(spark, progress, "ranges"):
+            written = ranges.mapInArrow(
+                functools.partial(
+                    _write_partition,
+                    job.codec.name,
+                    job.codec.verify_checksums,
+                    str(dirs["frames"]),
+                    str(dirs["rejects"]),
+                ),
+                "`index` INT, `frames` BIGINT, `rejects` BIGINT",
+            ).collect()
     except (PySparkException, Py4JError) as e:
         raise DecodeJobError(first_line(e)) from None
+    progress.line(
+        f"{_n(len(written), 'range')} decoded: {_n(sum(w.frames for w in written), 'frame')}, "
+        f"{_n(sum(w.rejects for w in written), 'reject')} ({seconds(began)}); reconciling"
+    )
     schemas = {"frames": job.codec.schema.FRAMES_SCHEMA, "rejects": REJECTS_SCHEMA}
     for name, path in dirs.items():
         if not any(path.glob("*.parquet")):  # a table with no rows still has its schema
@@ -330,6 +343,7 @@ def decode_local(
     for line in job.summary():
         echo(line)
     paths = {"frames": out / "frames", "rejects": out / "rejects"}
+    outdir.clear(out, WRITES, keep=input_dir)
     for path in paths.values():
         shutil.rmtree(path, ignore_errors=True)
         path.mkdir(parents=True)
@@ -397,11 +411,16 @@ def _write_partition(
             )
 
 
+WRITES = ("frames", "rejects", "streams", "report.html")
+"""What decode writes into --out (streams/: pcap input), and the report page made from it:
+what --overwrite removes (`outdir`), so no page of old tables stays beside new ones."""
+
+
 def check_out(out: Path, overwrite: bool, input_dir: Path) -> None:
-    if out.exists() and not out.is_dir():
-        raise DecodeInputError(f"{out}: exists and is not a folder")
-    if out.exists() and any(out.iterdir()) and not overwrite:
-        raise DecodeInputError(f"{out}: already exists; pass --overwrite to replace its tables")
+    try:
+        outdir.check(out, "decode", overwrite)
+    except outdir.OutputError as e:
+        raise DecodeInputError(str(e)) from None
     inside = input_dir.resolve()
     for table in ("frames", "rejects"):
         if inside.is_relative_to((out / table).resolve()):

@@ -47,6 +47,7 @@ from specgen.pipeline import decode, pcap, reassembly, records
 from specgen.pipeline.columns import REJECTS_SCHEMA
 from specgen.pipeline.decode import Echo, Result
 from specgen.pipeline.inputs import DecodeInputError
+from specgen.progress import Progress
 from specgen.registry import SpecVersion
 from specgen.registry import find as find_spec
 
@@ -578,7 +579,7 @@ def run(
 ) -> Result:
     """The whole pcap job: stages 1 and 2, the ordinary decode of OUT/streams, the gaps as
     rejects, then the packet and byte reconciliation."""
-    from specgen.pipeline.spark import start
+    from specgen.pipeline.spark import start, tasks_done
 
     spec = find_spec(protocol)
     ports = ports or default_ports(spec)
@@ -591,9 +592,12 @@ def run(
     from py4j.protocol import Py4JError  # type: ignore[import-untyped]
     from pyspark.errors import PySparkException
 
-    spark = start(master)  # an environment error (exit 2) before any job runs
+    progress = Progress("decode")
+    spark = start(master, progress)  # an environment error (exit 2) before any job runs
     try:
-        streams = reassemble_on_spark(spark, files, out, ports)
+        progress.line(f"reading packets and reassembling TCP ({total:,} bytes of pcap)")
+        with tasks_done(spark, progress, "tasks"):
+            streams = reassemble_on_spark(spark, files, out, ports)
     except (PySparkException, Py4JError) as e:
         raise decode.DecodeJobError(decode.first_line(e)) from None
     echo(

@@ -15,10 +15,12 @@ columns it reads. OUT_DIR/rejects is optional.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
+import time
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import reduce
@@ -54,6 +56,7 @@ from specgen.pipeline.sections import (
     sum_if,
     tabulate,
 )
+from specgen.progress import Progress, seconds
 from specgen.registry import SpecVersion, find
 
 TEMPLATES = ALL_TEMPLATES / "report"
@@ -102,7 +105,8 @@ def command(
     """`specgen report`: the tables on stdout, the page at `html` (default OUT_DIR/report.html),
     and with `json_to` the tables as JSON in that file, or alone on stdout when it is "-"."""
     frames_path, rejects_path = _inputs(out_dir)
-    report = build(_session(master), frames_path, rejects_path)
+    progress = Progress("report")
+    report = build(_session(master, progress), frames_path, rejects_path, progress)
     # JSON on stdout is for a pipe: nothing else may share it
     text = sys.stderr if json_to == "-" else sys.stdout
     if json_to != "-":
@@ -130,10 +134,10 @@ def _inputs(out_dir: Path) -> tuple[Path, Path | None]:
     return frames, rejects if rejects.exists() else None
 
 
-def _session(master: str | None) -> SparkSession:
+def _session(master: str | None, progress: Progress | None = None) -> SparkSession:
     """The project's session (or the one this process already runs), failures as one line."""
     try:
-        return spark.start(master)
+        return spark.start(master, progress)
     except (spark.Unavailable, spark.MasterUnreachable) as e:
         raise ReportError(str(e)) from None
 
@@ -157,7 +161,14 @@ ROLE_COLUMNS = ("correlation_id", "response_code")
 without them (no correlation ids in AMQP 0-9-1) reads them as null."""
 
 
-def build(session: SparkSession, frames_path: Path, rejects_path: Path | None) -> Report:
+def build(
+    session: SparkSession,
+    frames_path: Path,
+    rejects_path: Path | None,
+    progress: Progress | None = None,
+) -> Report:
+    """Every section, each computed with Spark in turn (with `progress`, a line per section:
+    a report takes most of a minute)."""
     frames = _read(session, frames_path, [c for c in FRAME_COLUMNS if c not in ROLE_COLUMNS])
     for role in ROLE_COLUMNS:
         if role not in frames.columns:
@@ -195,18 +206,32 @@ def build(session: SparkSession, frames_path: Path, rejects_path: Path | None) -
         connections, count, top = _connections(base, rejects, timed)
         # protocol-specific analyses, each run when the frames table has its columns
         plugins = analyses.for_columns(set(frames.columns), decoded_with)
-        sections = [
-            _totals(totals, rejects, count),
-            _command_mix(base),
-            _response_codes(base, frames, plugins),
-            _request_latency(base, timed),
-            *[section for plugin in plugins for section in plugin.sections(frames, timed)],
-            _over_time(base, totals, top)
-            if timed
-            else Section("Frames and bytes over time", notes=[NO_TIMESTAMPS]),
-            connections,
-            _rejects(rejects),
+        if progress is not None:
+            progress.line(
+                f"{totals['frames']:,} frames in {count:,} connections in {frames_path}; "
+                "computing the sections"
+            )
+        steps: list[Callable[[], Sequence[Section]]] = [
+            lambda: [_totals(totals, rejects, count)],
+            lambda: [_command_mix(base)],
+            lambda: [_response_codes(base, frames, plugins)],
+            lambda: [_request_latency(base, timed)],
+            *[functools.partial(plugin.sections, frames, timed) for plugin in plugins],
+            lambda: [
+                _over_time(base, totals, top)
+                if timed
+                else Section("Frames and bytes over time", notes=[NO_TIMESTAMPS])
+            ],
+            lambda: [connections],
+            lambda: [_rejects(rejects)],
         ]
+        sections: list[Section] = []
+        for step in steps:
+            began = time.monotonic()
+            for section in step():
+                sections.append(section)
+                if progress is not None:
+                    progress.line(f"{section.title} ({seconds(began)})")
         return Report(str(frames_path.parent), sections)
     finally:
         base.unpersist()

@@ -16,21 +16,24 @@ import signal
 import socket
 import sys
 import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TextIO
 from urllib.parse import urlparse, urlsplit
 
 from pyspark.sql import SparkSession
 
 from specgen.locations import CHECKOUT
 from specgen.pipeline import interrupt
+from specgen.progress import Progress, seconds
 
 DEFAULT_MASTER = "local[*]"
 
 CONF = {
     "spark.app.name": "specgen",
     "spark.ui.enabled": "false",
-    # stage bars redraw one line with carriage returns: on a terminal only, not in a log
-    "spark.ui.showConsoleProgress": "true" if sys.stderr.isatty() else "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
@@ -44,6 +47,14 @@ CONF = {
 }
 
 LOG4J = Path(__file__).with_name("log4j2.properties")
+
+
+def console_progress(stream: TextIO | None = None) -> str:
+    """spark.ui.showConsoleProgress: Spark's stage bars redraw one line with carriage returns,
+    which a log keeps glued to the next line; on only when stderr is a terminal, asked when the
+    session starts (not when this module is imported)."""
+    return "true" if (stream if stream is not None else sys.stderr).isatty() else "false"
+
 
 CONNECT_TIMEOUT = 3.0
 """Seconds to wait for a standalone master's port before giving up on it."""
@@ -64,13 +75,21 @@ class Unavailable(RuntimeError):
     error, one line, exit 2 from every command."""
 
 
-def start(master: str | None = None) -> SparkSession:
-    """`session`, its failures to start as Unavailable (MasterUnreachable stays itself)."""
+def start(master: str | None = None, progress: Progress | None = None) -> SparkSession:
+    """`session`, its failures to start as Unavailable (MasterUnreachable stays itself); with
+    `progress`, a line before and after a start (the JVM takes seconds)."""
     from py4j.protocol import Py4JError  # type: ignore[import-untyped]
     from pyspark.errors import PySparkException
 
     try:
-        return session(master)
+        if progress is None or SparkSession.getActiveSession() is not None:
+            return session(master)
+        check_master(master or DEFAULT_MASTER)  # no "starting" for a master nobody runs
+        began = time.monotonic()
+        progress.line(f"starting Spark on {master or DEFAULT_MASTER}")
+        spark = session(master)
+        progress.line(f"Spark started ({seconds(began)})")
+        return spark
     except SessionError as e:
         raise Unavailable(str(e)) from None
     except PySparkException as e:
@@ -107,6 +126,7 @@ def session(master: str | None = None) -> SparkSession:
     builder = SparkSession.builder.master(master)
     for key, value in CONF.items():
         builder = builder.config(key, value)
+    builder = builder.config("spark.ui.showConsoleProgress", console_progress())
     builder = (
         builder.config("spark.pyspark.python", python)
         .config("spark.pyspark.driver.python", python)
@@ -133,6 +153,38 @@ def session(master: str | None = None) -> SparkSession:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+@contextmanager
+def tasks_done(spark: SparkSession, progress: Progress | None, what: str) -> Iterator[None]:
+    """While the body runs Spark jobs, how many of their tasks are done, now and then (Spark's
+    own status tracker, polled every second from a thread of ours)."""
+    if progress is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def poll() -> None:
+        tracker = spark.sparkContext.statusTracker()
+        while not stop.wait(1.0):
+            try:
+                found = [tracker.getStageInfo(i) for i in tracker.getActiveStageIds()]
+            except Exception:  # the session ending under us ends the polling
+                return
+            stages = [st for st in found if st is not None]
+            if stages:
+                total = sum(st.numTasks for st in stages)
+                done = sum(st.numCompletedTasks for st in stages)
+                progress.update(f"{done} of {total} {what} done")
+
+    poller = threading.Thread(target=poll, name="specgen-progress", daemon=True)
+    poller.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        poller.join()
+        progress.done()
 
 
 def check_master(master: str) -> None:

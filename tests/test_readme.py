@@ -1,0 +1,97 @@
+"""The README's figures for the shipped samples, recomputed from the samples.
+
+Each test finds a console block's command in README.md, runs what it runs on the real sample
+(the frames command, the decode, the pcap the README writes, the report), and requires the
+README to show exactly what came out. A re-recorded sample that changes a figure fails here
+until the README says the new one."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from pcap_writer import session, write
+from pyspark.sql import SparkSession
+
+from specgen.cli import main
+from specgen.pipeline import decode
+from specgen.specs import ROOT
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+SAMPLES = ROOT / "samples"
+
+
+def _after(command: str, lines: int) -> list[str]:
+    """The `lines` console lines the README shows after `$ .venv/bin/COMMAND`."""
+    head = f"$ .venv/bin/{command}\n"
+    assert head in README, f"the README no longer shows `{command}`"
+    return README.split(head, 1)[1].splitlines()[:lines]
+
+
+def test_the_setup_list_names_every_package_setup_installs() -> None:
+    setup = (ROOT / ".ci" / "setup").read_text(encoding="utf-8")
+    packages = re.findall(r"need_apt\+=\(([\w.-]+)\)", setup)
+    assert packages, "no apt packages found in .ci/setup"
+    said = " ".join(README.split("`.ci/setup`:", 1)[1].split(";", 1)[0].split())
+    spoken = {"openjdk-17-jre-headless": "OpenJDK 17", "chromium": "Chromium"}
+    assert [p for p in packages if spoken.get(p, p) not in said] == []
+
+
+@pytest.mark.parametrize("protocol", ["rabbitmq-stream", "amqp-1-0"])
+def test_the_frames_figure(protocol: str, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = SAMPLES / protocol / "session-1"
+    command = f"specgen frames {protocol} samples/{protocol}/session-1/*.bin --roundtrip | tail -1"
+    (shown,) = _after(command, 1)
+    assert main(["frames", protocol, *map(str, sorted(folder.glob("*.bin"))), "--roundtrip"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == shown
+
+
+def test_the_decode_of_the_shipped_sample(tmp_path: Path) -> None:
+    shown = _after("specgen decode rabbitmq-stream samples/rabbitmq-stream --out out/sample", 19)
+    lines: list[str] = []
+    out = tmp_path / "sample"
+    decode.decode_local("rabbitmq-stream", SAMPLES / "rabbitmq-stream", out, echo=lines.append)
+    assert [ln.replace(str(out), "out/sample") for ln in lines] == shown
+
+
+def test_the_pcap_figures(tmp_path: Path) -> None:
+    made, *_, first, second = _after(
+        "python tests/pcap_writer.py samples/rabbitmq-stream/session-1 session.pcap"
+        "   # the shipped session as tcpdump would have seen it",
+        4,
+    )
+    packets = session(SAMPLES / "rabbitmq-stream" / "session-1", 5552)
+    write(tmp_path / "session.pcap", packets)
+    size = (tmp_path / "session.pcap").stat().st_size
+    payload = sum(len(p.payload) for p in packets)
+    assert made == f"session.pcap: {len(packets)} packets"
+    assert first == f"pcap: 1 capture file ({size:,} bytes), TCP ports 5552"
+    assert second.startswith(f"pcap: {len(packets):,} packets: {len(packets):,} TCP segments")
+    tail = README.split(second, 1)[1].split("```", 1)[0]
+    assert f"TCP payload {payload:,} bytes = {payload:,} in frames and rejects" in tail
+
+
+def _section(text: str, title: str, lines: int) -> list[str]:
+    return text.split(f"\n{title}\n", 1)[1].splitlines()[: lines - 1]
+
+
+def test_the_report_figures(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The publish-to-confirm table of the Streams sample, and the conversations of the
+    AMQP 0-9-1 one (the README decodes it into out/amqp091 first)."""
+    table = README.split("```console\nPublish-to-confirm latency\n", 1)[1].split("```", 1)[0]
+    shown = table.splitlines()
+    decode.decode_local("rabbitmq-stream", SAMPLES / "rabbitmq-stream", tmp_path / "rs")
+    readme_decode = "specgen decode amqp-0-9-1 samples/amqp-0-9-1 --out out/amqp091"
+    _after(f"{readme_decode} --overwrite > /dev/null", 0)  # the folder the report reads
+    decode.decode_local("amqp-0-9-1", SAMPLES / "amqp-0-9-1", tmp_path / "amqp091")
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "rs")]) == 0
+    assert _section(capsys.readouterr().out, "Publish-to-confirm latency", len(shown) + 1) == shown
+    conversations = _after('specgen report out/amqp091 | grep -A2 "^Conversations"', 3)
+    assert main(["report", str(tmp_path / "amqp091")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("Conversations"))
+    assert lines[at : at + 3] == conversations
