@@ -1,0 +1,158 @@
+"""Shared algorithms over the IR: shapes, version merging, settling alternatives."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from specgen.ir.canonical import to_data
+from specgen.ir.findings import FindingLog
+from specgen.ir.nodes import Alternatives, Array, Field, Prim, Struct, TypeRef, Versions
+from specgen.ir.protocol import Protocol
+from specgen.spans import SourceSpan
+
+# --------------------------------------------------------------------------------------------
+# Shared algorithms over the IR
+
+
+def shape(node: Any) -> Any:
+    """A node as JSON data without source spans and prose: what the bytes mean, nothing else.
+    Equal shapes are equal wire formats (layout equality, spec diffs)."""
+
+    def strip(data: Any) -> Any:
+        if isinstance(data, dict):
+            return {k: strip(v) for k, v in data.items() if k not in ("span", "doc")}
+        if isinstance(data, list):
+            return [strip(x) for x in data]
+        return data
+
+    return strip(to_data(node))
+
+
+def same(a: Any, b: Any) -> bool:
+    """IR equality that ignores spans and prose."""
+    return bool(shape(a) == shape(b))
+
+
+def merge_versions(layouts: list[tuple[int, tuple[Field, ...]]]) -> tuple[Field, ...]:
+    """One field list for all versions: a field's `versions` says where it is on the wire."""
+    first_version, merged = layouts[0]
+    out = [_with_versions(f, Versions(first_version, None)) for f in merged]
+    for version, layout in layouts[1:]:
+        out = _merge_two(out, list(layout), version)
+    return tuple(out)
+
+
+def _with_versions(f: Field, versions: Versions) -> Field:
+    return replace(f, versions=versions)
+
+
+def _merge_two(old: list[Field], new: list[Field], version: int) -> list[Field]:
+    """Align by name (longest common subsequence of same-typed fields); what only the old
+    layout has ends at version-1, what only the new one has starts at `version`."""
+    live = [f for f in old if f.versions.high is None]
+    n, m = len(live), len(new)
+    same = [[_same(live[i], new[j]) for j in range(m)] for i in range(n)]
+    lcs = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        for j in range(m - 1, -1, -1):
+            lcs[i][j] = lcs[i + 1][j + 1] + 1 if same[i][j] else max(lcs[i + 1][j], lcs[i][j + 1])
+    result: list[Field] = [f for f in old if f.versions.high is not None]
+    i = j = 0
+    while i < n or j < m:
+        if i < n and j < m and same[i][j]:
+            result.append(_merge_field(live[i], new[j], version))
+            i += 1
+            j += 1
+        elif j >= m or (i < n and lcs[i + 1][j] >= lcs[i][j + 1]):
+            result.append(replace(live[i], versions=Versions(live[i].versions.low, version - 1)))
+            i += 1
+        else:
+            result.append(replace(new[j], versions=Versions(version, None)))
+            j += 1
+    return result
+
+
+def _same(a: Field, b: Field) -> bool:
+    """The same field in two versions: same name, and the same type (structures by name)."""
+    if a.name != b.name:
+        return False
+    if isinstance(a.type, Struct) and isinstance(b.type, Struct):
+        return True
+    if isinstance(a.type, Array) and isinstance(b.type, Array):
+        if isinstance(a.type.item, Struct) and isinstance(b.type.item, Struct):
+            return True
+    return a.type == b.type
+
+
+def _merge_field(a: Field, b: Field, version: int) -> Field:
+    if isinstance(a.type, Struct) and isinstance(b.type, Struct):
+        return replace(
+            a,
+            type=Struct(
+                a.type.name, tuple(_merge_two(list(a.type.fields), list(b.type.fields), version))
+            ),
+        )
+    if (
+        isinstance(a.type, Array)
+        and isinstance(a.type.item, Struct)
+        and isinstance(b.type, Array)
+        and isinstance(b.type.item, Struct)
+    ):
+        item = Struct(
+            a.type.item.name,
+            tuple(_merge_two(list(a.type.item.fields), list(b.type.item.fields), version)),
+        )
+        return replace(a, type=replace(a.type, item=item))
+    return a
+
+
+def settle_alternatives(protocol: Protocol, log: FindingLog) -> Protocol:
+    """Alternatives the text leaves open (`uint64 (offset) | int64 (timestamp)`) that no overlay
+    entry settled: when every option has the same fixed width, the bytes are the same whichever
+    is meant, so the field is read as the first option and a finding says so. Options of
+    different widths stay, and the planner refuses them: no reading of the text frames them."""
+
+    def settle(f: Field) -> Field:
+        t = f.type
+        if isinstance(t, Alternatives):
+            widths = {
+                protocol.type(name).width if protocol.type(name).fixed else -1
+                for name, _ in t.options
+            }
+            if len(widths) == 1 and -1 not in widths:
+                first, label = t.options[0]
+                log.add(
+                    f.span or SourceSpan(protocol.source, 1),
+                    "alternatives-same-width",
+                    f"{f.name} is one of {', '.join(n for n, _ in t.options)}, all {widths.pop()} bytes",
+                    f"read as {first}{f' ({label})' if label else ''}, the first listed; an overlay entry can say more",
+                )
+                note = f"One of {' | '.join(f'{n} ({lbl})' if lbl else n for n, lbl in t.options)}; read as {first}."
+                return replace(f, type=Prim(first), doc=f"{f.doc} {note}".strip())
+            return f
+        return replace(f, type=_settle_type(t, settle)) if _has_fields(t) else f
+
+    commands = tuple(
+        replace(
+            c,
+            messages=tuple(
+                replace(m, fields=tuple(settle(f) for f in m.fields)) for m in c.messages
+            ),
+        )
+        for c in protocol.commands
+    )
+    return replace(protocol, commands=commands)
+
+
+def _has_fields(t: TypeRef) -> bool:
+    return isinstance(t, Struct | Array)
+
+
+def _settle_type(t: TypeRef, settle: Callable[[Field], Field]) -> TypeRef:
+    if isinstance(t, Struct):
+        return Struct(t.name, tuple(settle(f) for f in t.fields))
+    if isinstance(t, Array):
+        return replace(t, item=_settle_type(t.item, settle)) if _has_fields(t.item) else t
+    return t

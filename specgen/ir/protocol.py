@@ -1,0 +1,135 @@
+"""A whole protocol version as the IR holds it, and its dialogue grammars."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from specgen.abnf_ast import Rule
+from specgen.ir.errors import IRError
+from specgen.ir.nodes import (
+    BUILTIN,
+    Choice,
+    Command,
+    Constant,
+    Enum,
+    Field,
+    FrameLayout,
+    Message,
+    NamedType,
+    Prim,
+    PrimitiveType,
+    Ref,
+    Typed,
+    TypeDef,
+    TypeRef,
+    _check_typedefs,
+    _types_in,
+    walk_fields,
+    walk_type,
+)
+from specgen.spans import SourceSpan
+
+
+@dataclass(frozen=True, slots=True)
+class Dialogue:
+    """A dialogue grammar: the command sequences a spec allows, as ABNF over steps (`C:OPEN`,
+    `S:OPEN-OK`), e.g. one AMQP 0-9-1 class's `<doc type="grammar">`. The rules are kept as
+    written; `specgen.dialogue` states what they mean and compiles them."""
+
+    name: str  # the class, e.g. "connection"
+    rules: tuple[Rule, ...]
+    start: str  # the rule a conversation is, e.g. "connection"
+    span: SourceSpan | None = None
+    doc: str = ""  # the grammar text as the spec writes it
+
+    def __post_init__(self) -> None:
+        if not any(r.name.lower() == self.start.lower() for r in self.rules):
+            raise IRError(f"{self.span}: dialogue {self.name} has no rule {self.start}")
+
+
+@dataclass(frozen=True, slots=True)
+class Protocol:
+    name: str  # "rabbitmq-stream"
+    version: str  # the spec document's version label, e.g. "4.0"
+    source: str  # the spec file, relative path
+    types: tuple[PrimitiveType, ...]
+    frame: FrameLayout
+    enums: tuple[Enum, ...]
+    constants: tuple[Constant, ...]
+    commands: tuple[Command, ...]
+    overlays: tuple[str, ...] = ()  # ids of the overlay entries applied, in order
+    named: tuple[NamedType, ...] = ()
+    # a self-describing type system (AMQP 1.0): every value carries its own constructor
+    typedefs: tuple[TypeDef, ...] = ()
+    dialogues: tuple[Dialogue, ...] = ()  # the spec's dialogue grammars, one per class
+
+    def __post_init__(self) -> None:
+        _check_typedefs(self.typedefs)
+        idents: dict[tuple[int, ...], str] = {}
+        for c in self.commands:
+            if c.ident in idents:
+                raise IRError(f"{c.span}: ident {c.ident} of {c.name} is {idents[c.ident]}'s too")
+            idents[c.ident] = c.name
+        known = {t.name for t in self.types} | set(BUILTIN)
+        names = {n.name for n in self.named}
+        names |= {f"typed:{t.name}" for t in self.typedefs} | {"typed:*"}
+        for n in self.named:
+            for _, f in walk_type(n.type, n.name):
+                self._check_field(f, known, names)
+        for c in self.commands:
+            for m in c.messages:
+                for _, f in walk_fields(m.fields):
+                    self._check_field(f, known, names)
+                if m.follows is not None and m.follows.layout not in (None, *names):
+                    raise IRError(f"{m.span}: {m.name}: no named type {m.follows.layout!r}")
+
+    def _check_field(self, f: Field, known: set[str], names: set[str]) -> None:
+        for t in _types_in(f.type):
+            if isinstance(t, Prim) and t.name not in known:
+                raise IRError(f"{f.span}: {f.name}: type {t.name!r} is not defined by the spec")
+            if isinstance(t, Ref) and t.name not in names:
+                raise IRError(f"{f.span}: {f.name}: no named type {t.name!r}")
+            if isinstance(t, Typed) and f"typed:{t.name}" not in names:
+                raise IRError(f"{f.span}: {f.name}: no self-describing type {t.name!r}")
+        if f.nullable and not self.can_be_null(f.type):
+            raise IRError(f"{f.span}: {f.name}: its type has no way to say null on the wire")
+
+    def can_be_null(self, t: TypeRef) -> bool:
+        """Whether the wire format of `t` can say null (a length that means null, a void)."""
+        if isinstance(t, Prim):
+            p = self.type(t.name)
+            return p.null_length is not None or p.kind == "void"
+        if isinstance(t, Ref):
+            return self.can_be_null(self.named_type(t.name))
+        if isinstance(t, Choice):
+            return any(c.type is not None and self.can_be_null(c.type) for c in t.cases)
+        return isinstance(t, Typed)  # a self-describing value may be the null constructor
+
+    def type(self, name: str) -> PrimitiveType:
+        if name in BUILTIN:
+            return BUILTIN[name]
+        for t in self.types:
+            if t.name == name:
+                return t
+        raise IRError(f"{self.source}: type {name!r} is not defined by the spec")
+
+    def named_type(self, name: str) -> TypeRef:
+        for n in self.named:
+            if n.name == name:
+                return n.type
+        raise IRError(f"{self.source}: no named type {name!r}")
+
+    def command(self, name: str) -> Command:
+        for c in self.commands:
+            if c.name == name:
+                return c
+        raise IRError(f"{self.source}: no command {name!r}")
+
+    def enum(self, name: str) -> Enum | None:
+        return next((e for e in self.enums if e.name == name), None)
+
+    def messages(self) -> Iterator[tuple[Command, Message]]:
+        for c in self.commands:
+            for m in c.messages:
+                yield c, m
