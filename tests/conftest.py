@@ -13,6 +13,7 @@ starts Spark in a child process (not through the fixture) says so with `@pytest.
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -125,10 +126,26 @@ def rabbit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RabbitNode]:
     try:
         node.start()
     except ServerUnavailable as e:
+        node.stop()
         if required:
             pytest.fail(f"SPECGEN_REQUIRE_SERVER is set and the server is unavailable: {e}")
         pytest.skip(str(e))
+    except BaseException:  # interrupted while it boots: what start() spawned goes too
+        node.stop()
+        raise
     try:
         yield node
     finally:
         node.stop()
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """`kill PID` of a test run (SIGTERM) ends it as Ctrl-C does: pytest unwinds and the
+    session fixtures' teardown stops the RabbitMQ node and Spark it started. Python's default
+    for SIGTERM exits at once, leaving the node running on its ports, where the next run's live
+    tests meet it and fail."""
+    signal.signal(signal.SIGTERM, _interrupted)
