@@ -52,7 +52,7 @@ def render_all(
     for spec in specs:
         start, before = time.monotonic(), len(files)
         protocol, _ = build_ir(spec)
-        if spec.format == "amqp010-xml":  # AMQP 0-10: its own model and emitter, whole package
+        if spec.format == "amqp010-xml":  # AMQP 0-10: its own emitter (from the IR), whole package
             for name, text in amqp010.emit(spec, protocol, renderer).items():
                 files[f"{spec.package}/{name}"] = text
             _done(progress, spec, len(files) - before, start)

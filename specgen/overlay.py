@@ -22,6 +22,7 @@ Any other node of the IR, of any protocol, is addressed as `KIND:NAME[.MEMBER...
     constant:NAME        a constant                  command:NAME     a command
     message:NAME[.F...]  a message or field below    named:NAME[.F...] a named structure or field
     typedef:NAME[.FIELD] a self-describing type (AMQP 1.0) or one of its composite fields
+    alias:NAME           a name the spec gives a type (AMQP 0-10's domains)
     frame                the frame layout
 
 `set` takes `attributes` (any attribute of that node but its name, as the IR's JSON writes it),
@@ -306,7 +307,7 @@ def _rekind(message: Message, command: Command, expects_response: bool) -> Messa
 # --------------------------------------------------------------------------------------------
 # Any node, by kind and name
 
-NODE_KINDS = ("type", "enum", "constant", "command", "message", "named", "typedef")
+NODE_KINDS = ("type", "enum", "constant", "command", "message", "named", "typedef", "alias")
 _TOP: dict[str, tuple[str, type]] = {
     "type": ("types", PrimitiveType),
     "enum": ("enums", Enum),
@@ -314,6 +315,7 @@ _TOP: dict[str, tuple[str, type]] = {
     "command": ("commands", Command),
     "named": ("named", NamedType),
     "typedef": ("typedefs", TypeDef),
+    "alias": ("aliases", NamedType),
 }
 
 
@@ -344,7 +346,7 @@ def _apply_node(protocol: Protocol, entry: Entry) -> Protocol:
         return replace(protocol, frame=_changed(protocol.frame, entry))
     kind, _, path = entry.target.partition(":")
     name, members = path, []
-    if kind in ("message", "named", "typedef"):
+    if kind in ("message", "named", "typedef", "alias"):
         # names may hold dots (AMQP 0-10's `session.header`): the longest name that matches
         known = (
             [m.name for _, m in protocol.messages()]

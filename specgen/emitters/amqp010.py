@@ -1,25 +1,39 @@
-"""AMQP 0-10: the front-end's `Model` -> a codec package (primitives, structs with packing
-flags, enums, controls and commands, segments and frames) and its conformance tests.
+"""AMQP 0-10: its `Protocol` (the IR after the overlay) -> a codec package (primitives,
+structs with packing flags, enums, controls and commands, segments and frames) and its
+conformance tests. The plan reads the IR alone, never the document, so an overlay entry
+reaches the code.
 
-What the bytes mean comes from the XML: every type's code and width, every struct's size and
-pack widths, codes and fields, the domains' choices, the classes' and methods' codes. What is
-ours is how 0-10's types meet Python's, one table (`PRIMS`): which builtin each primitive's
-values are and which of the codec's readers implements it (checked against the XML's widths).
-The frame header (12 octets) and the protocol header are AMQP 0-10's transport section, which
-the XML does not contain: they live in the frames template, with the section they come from.
+What the bytes mean comes from the IR: every type's code and width, every struct's size
+prefix, packing flags, codes and fields, the enums, the classes' and methods' codes, the
+protocol header. What is ours is how 0-10's types meet Python's, one table (`PRIMS`): which
+builtin each primitive's values are and which of the codec's readers implements it (checked
+against the IR's widths). The frame header's layout (12 octets) lives in the frames template,
+with the transport section it comes from.
 """
 
 from __future__ import annotations
 
 import copy
+import itertools
+import re
 from dataclasses import dataclass, field
 
 from specgen.emitters import dialogue
-from specgen.emitters.plan import PlanError
+from specgen.emitters.plan import PlanError, attr_name
 from specgen.emitters.render import Renderer
-from specgen.frontends import amqp010_xml as fe
-from specgen.ir import Protocol
-from specgen.registry import SpecVersion, relative
+from specgen.ir import (
+    INT_WIDTHS,
+    Field,
+    NamedType,
+    Presence,
+    Prim,
+    PrimitiveType,
+    Protocol,
+    Ref,
+    SourceSpan,
+    Struct,
+)
+from specgen.registry import SpecVersion
 
 # type name -> (implementation, parameter, Python annotation). Implementations: int and
 # float (a struct format), bool, bin (fixed octets), char (an encoding), uuid, dec (the
@@ -172,7 +186,9 @@ class EnumPlan:
 
 @dataclass
 class Amqp010Plan:
-    model: fe.Model
+    source: str  # the spec document, as spans name it
+    major: int  # the protocol header's version
+    minor: int
     prims: list[PrimPlan]
     enums: list[EnumPlan]
     structs: list[StructPlan]
@@ -205,86 +221,139 @@ def py(name: str) -> str:
     return name.replace("-", "_").replace(".", "_").lower()
 
 
-def plan(model: fe.Model) -> Amqp010Plan:
-    prims = [_prim(t) for t in model.types]
+def const(name: str) -> str:
+    """`MIN-MAX-FRAME-SIZE` -> `MIN_MAX_FRAME_SIZE`."""
+    return re.sub(r"[-.\s]+", "_", name).upper()
+
+
+def plan(protocol: Protocol) -> Amqp010Plan:
+    """The package's plan, from the IR alone (after the overlay)."""
+    prims = [_prim(t) for t in protocol.types]
     by_prim = {p.name: p for p in prims}
-    coded = [s for s in model.structs if s.code is not None]
+    named: dict[str, tuple[NamedType, Struct]] = {}
+    for n in protocol.named:
+        if not isinstance(n.type, Struct):
+            raise PlanError(f"{n.span}: named type {n.name} is no struct")
+        named[n.name] = (n, n.type)
+    coded = [s for _, s in named.values() if s.ident]
     if "struct32" in by_prim:
         if not coded:
-            raise PlanError(f"{model.source}: struct32 is defined but no struct has a code")
-        by_prim["struct32"].sample = f"{fe.class_name(coded[0].name)}()"
+            raise PlanError(f"{protocol.source}: struct32 is defined but no struct has a code")
+        by_prim["struct32"].sample = f"{coded[0].name}()"
     enums = [
-        EnumPlan(
-            fe.class_name(d.name),
-            d.name,
-            [(fe.const_name(c.name), c.value, c.doc) for c in d.choices],
-            d.doc,
-        )
-        for d in model.domains
-        if d.choices
+        EnumPlan(e.name, e.spec_name or e.name, [(v.name, v.value, v.doc) for v in e.values], e.doc)
+        for e in protocol.enums
     ]
+    ctx = _Context(protocol, by_prim, named, {})
     structs: list[StructPlan] = []
-    samples: dict[str, str] = {}  # struct name -> a literal with every field present
     # structs used as fields come first so their samples exist for the structs holding them
-    pending = list(model.structs)
+    pending = list(named.values())
     for _ in range(len(pending) + 1):
         later = []
-        for s in pending:
-            nested = [fe.base_type(model, f.type, s.cls, f.span) for f in s.fields]
-            if any(k == "struct" and t not in samples for k, t, _ in nested):
-                later.append(s)
+        for n, s in pending:
+            nested = [f.type.name for f in s.fields if isinstance(f.type, Ref)]
+            if any(t not in ctx.samples for t in nested):
+                later.append((n, s))
                 continue
-            sp = _struct(model, s.name, s.cls, s.fields, by_prim, samples)
-            sp.size, sp.pack, sp.class_code, sp.code, sp.doc = (
-                s.size,
-                s.pack,
-                s.class_code,
-                s.code,
-                s.doc,
-            )
-            sp.span = str(s.span)
+            sp = _struct(ctx, n.name, s.name, s.fields, str(n.span or ""))
+            sp.size = INT_WIDTHS[s.size_prefix][0] if s.size_prefix else 0
+            sp.class_code, sp.code = _codes(s.ident, n.span)
+            sp.doc = n.doc
             if sp.code is not None and sp.size != 4:
-                raise PlanError(f"{s.span}: coded struct {s.name} has a {s.size}-octet size")
-            samples[s.name] = sp.sample
+                raise PlanError(f"{n.span}: coded struct {n.name} has a {sp.size}-octet size")
+            ctx.samples[n.name] = sp.sample
             structs.append(sp)
         pending = later
     if pending:
-        raise PlanError(f"{pending[0].span}: struct {pending[0].name} contains itself")
-    order = {s.name: i for i, s in enumerate(model.structs)}
+        raise PlanError(f"{pending[0][0].span}: struct {pending[0][0].name} contains itself")
+    order = {name: i for i, name in enumerate(named)}
     structs.sort(key=lambda s: order[s.name])
-    if model.struct("session.header") is None:
-        raise PlanError(f"{model.source}: no session.header struct for the commands")
+    kinds = _kinds(protocol)
     methods: list[StructPlan] = []
-    for m in model.methods:
-        mp = _struct(model, m.name, m.cls, m.fields, by_prim, samples)
+    for _, m in protocol.messages():
+        if len(m.ident) != 3 or kinds.get(m.ident[0]) not in ("control", "command"):
+            raise PlanError(f"{m.span}: {m.name}: {m.ident} is no control's or command's ident")
+        kind = kinds[m.ident[0]]
+        head = list(itertools.takewhile(lambda f: not isinstance(f.type, Presence), m.fields))
+        # the templates write a command's session header by its class, SessionHeader
+        want = ["SessionHeader"] if kind == "command" else []
+        got = [named[f.type.name][1].name for f in head if isinstance(f.type, Ref)]
+        if got != want or len(head) != len(want):
+            raise PlanError(f"{m.span}: {m.name}: a {kind} starts with {want or 'its flags'}")
+        mp = _struct(ctx, m.spec_name or m.name, m.name, m.fields[len(head) :], str(m.span or ""))
         if any(f.attr == "session_header" for f in mp.fields):
             raise PlanError(f"{m.span}: {m.name} has a field named like the session header")
-        mp.kind, mp.size, mp.pack = m.kind, 0, 2
-        mp.class_code, mp.code, mp.doc = m.class_code, m.code, m.doc
-        mp.span = str(m.span)
-        mp.body = m.body
+        mp.kind = kind
+        mp.class_code, mp.code = m.ident[1], m.ident[2]
+        mp.doc = m.doc
+        mp.body = m.content
+        for name in (*([m.result] if m.result else []), *m.content_header):
+            if not named[name][1].ident:  # read back by its codes (`STRUCTS`)
+                raise PlanError(f"{m.span}: {m.name}: {name} is no coded struct")
         if m.result:
-            mp.result = fe.class_name(fe.resolve(model, m.result, m.cls, m.span)[1])
-        mp.header = [fe.class_name(fe.resolve(model, h, m.cls, m.span)[1]) for h in m.header]
+            mp.result = named[m.result][1].name
+        mp.header = [named[h][1].name for h in m.content_header]
         methods.append(mp)
+    preamble = next((p.data for p in protocol.frame.preambles if len(p.data) == 8), b"")
+    if not preamble.startswith(b"AMQP\x01\x01"):
+        raise PlanError(f"{protocol.source}: no protocol header AMQP 1 1 major minor")
     return Amqp010Plan(
-        model=model,
+        source=protocol.source,
+        major=preamble[6],
+        minor=preamble[7],
         prims=prims,
         enums=enums,
         structs=structs,
         methods=methods,
-        classes=[(fe.const_name(c.name), c.code, c.doc) for c in model.classes],
-        constants=[(fe.const_name(c.name), c.value, c.doc) for c in model.constants],
-        domains=[
-            (d.name, fe.base_type(model, d.name, "", d.span)[1], d.label) for d in model.domains
+        classes=[(const(c.name), c.value, c.doc) for c in protocol.constants if c.group == "class"],
+        constants=[
+            (const(c.name), c.value, c.doc) for c in protocol.constants if c.group != "class"
         ],
+        domains=[(a.name, _type_name(a), a.label) for a in protocol.aliases],
     )
 
 
-def _prim(t: fe.Type) -> PrimPlan:
+@dataclass
+class _Context:
+    """What planning a struct's fields reads: the IR, the primitives' plans, the structs by
+    name and the samples of those planned so far."""
+
+    protocol: Protocol
+    prims: dict[str, PrimPlan]
+    named: dict[str, tuple[NamedType, Struct]]
+    samples: dict[str, str]  # struct name -> a literal with every field present
+
+
+def _kinds(protocol: Protocol) -> dict[int, str]:
+    """Segment type -> "control", "command"...: the enum of the frame's dispatch field."""
+    frame = protocol.frame
+    field_ = next(f for f in frame.header if f.name == frame.dispatch[0])
+    enum = protocol.enum(field_.enum or "")
+    if enum is None:
+        raise PlanError(f"{frame.span}: frame field {field_.name} names no enum of its values")
+    return {v.value: v.name.lower() for v in enum.values}
+
+
+def _codes(ident: tuple[int, ...], span: SourceSpan | None) -> tuple[int | None, int | None]:
+    if not ident:
+        return None, None
+    if len(ident) != 2:
+        raise PlanError(f"{span}: a coded struct's ident is its class code and code: {ident}")
+    return ident[0], ident[1]
+
+
+def _type_name(alias: NamedType) -> str:
+    if not isinstance(alias.type, Prim | Ref):
+        raise PlanError(f"{alias.span}: alias {alias.name} is no primitive or struct")
+    return alias.type.name
+
+
+def _prim(t: PrimitiveType) -> PrimPlan:
     if t.name not in PRIMS:
         raise PlanError(f"{t.span}: type {t.name!r} has no Python implementation here")
     impl, param, annotation = PRIMS[t.name]
+    fixed = t.width if t.fixed else None
+    variable = None if t.fixed else INT_WIDTHS[t.length_prefix][0]
     width = {
         "int": _FMT_WIDTH.get(param),
         "float": _FMT_WIDTH.get(param),
@@ -293,11 +362,11 @@ def _prim(t: fe.Type) -> PrimPlan:
         "uuid": 16,
         "dec": 1 + _FMT_WIDTH.get(param, 0),
         "void": 0,
-        "bin": t.fixed,
+        "bin": fixed,
     }.get(impl)
-    if t.fixed is not None and width != t.fixed:
-        raise PlanError(f"{t.span}: {t.name} is {t.fixed} octets wide; {impl} makes {width}")
-    if t.variable is not None and impl in ("int", "float", "bool", "char", "uuid", "dec", "void"):
+    if fixed is not None and width != fixed:
+        raise PlanError(f"{t.span}: {t.name} is {fixed} octets wide; {impl} makes {width}")
+    if variable is not None and impl in ("int", "float", "bool", "char", "uuid", "dec", "void"):
         raise PlanError(f"{t.span}: {t.name} has a size prefix; {impl} has none")
     return PrimPlan(
         name=t.name,
@@ -306,15 +375,15 @@ def _prim(t: fe.Type) -> PrimPlan:
         param=param,
         annotation=annotation,
         code=t.code,
-        fixed=t.fixed,
-        variable=t.variable,
+        fixed=fixed,
+        variable=variable,
         label=t.label,
         doc=t.doc,
-        sample=_sample(t, impl, param),
+        sample=_sample(fixed, impl, param),
     )
 
 
-def _sample(t: fe.Type, impl: str, param: str) -> str:
+def _sample(fixed: int | None, impl: str, param: str) -> str:
     """A value exercising the encoding: the extreme integers, non-ASCII text, two ranges."""
     if impl == "int":
         bits = 8 * _FMT_WIDTH[param]
@@ -326,7 +395,7 @@ def _sample(t: fe.Type, impl: str, param: str) -> str:
         "uuid": 'uuid.UUID("0123abcd-4567-89ef-0123-456789abcdef")',
         "dec": 'decimal.Decimal("-1.25")' if param == "i" else 'decimal.Decimal("123456789.000")',
         "void": "None",
-        "bin": f"bytes(range({t.fixed}))",
+        "bin": f"bytes(range({fixed}))",
         "vbin": 'b"\\x00\\xff"',
         "str": '"\\u20acuro"' if param == "iso-8859-15" else '"h\\u00e9llo \\u03c0"',
         "ranges": "[(0, 2), (5, 6)]",
@@ -338,103 +407,92 @@ def _sample(t: fe.Type, impl: str, param: str) -> str:
     return samples[impl]
 
 
-def _struct(
-    model: fe.Model,
-    name: str,
-    cls: str,
-    fields: tuple[fe.StructField, ...],
-    by_prim: dict[str, PrimPlan],
-    samples: dict[str, str],
-) -> StructPlan:
+def _struct(ctx: _Context, name: str, cls: str, fields: tuple[Field, ...], span: str) -> StructPlan:
+    """A struct's (or a method's, after its head) plan: its packing flags, then its fields,
+    flag i saying whether field i is present."""
+    pack, word = 0, ""
+    if fields and isinstance(fields[0].type, Presence):
+        flags = fields[0].type
+        if (flags.order, flags.continuation) != ("lsb", None) or flags.width not in (1, 2, 4):
+            raise PlanError(f"{fields[0].span}: {cls}: packing flags are 1, 2 or 4 octets, lsb")
+        pack, word, fields = flags.width, fields[0].name, fields[1:]
     plans: list[FieldPlan] = []
     for i, f in enumerate(fields):
-        kind, target, enum_domain = fe.base_type(model, f.type, cls, f.span)
-        enum = fe.class_name(enum_domain) if enum_domain else ""
-        if kind == "struct":
-            sclass = fe.class_name(target)
-            struct = model.struct(target)
-            assert struct is not None
-            plans.append(
-                FieldPlan(
-                    fe.attr_name(f.name),
-                    f.name,
-                    "struct",
-                    py(target),
-                    sclass,
-                    "",
-                    sclass,
-                    f.required,
-                    i,
-                    f.doc,
-                    samples[target],
-                )
-            )
-            continue
-        p = by_prim[target]
-        if target == "bit":
-            plans.append(
-                FieldPlan(
-                    fe.attr_name(f.name),
-                    f.name,
-                    "bit",
-                    p.py,
-                    "",
-                    "",
-                    "bool",
-                    f.required,
-                    i,
-                    f.doc,
-                    "True",
-                )
-            )
-            continue
-        if p.impl == "void":
-            raise PlanError(f"{f.span}: field {f.name} is void: a packing flag would say nothing")
-        annotation = f"{enum} | int" if enum else p.annotation
-        sample = p.sample
-        if enum:
-            domain = model.domain(enum_domain)
-            assert domain is not None
-            sample = f"{enum}.{fe.const_name(domain.choices[-1].name)}"
-        plans.append(
-            FieldPlan(
-                fe.attr_name(f.name),
-                f.name,
-                "prim",
-                p.py,
-                "",
-                enum,
-                annotation,
-                f.required,
-                i,
-                f.doc,
-                sample,
-            )
-        )
+        # the templates take field i's flag to be bit i, and a struct without flags has no
+        # absent fields
+        if f.present != ((word, i) if pack else None):
+            raise PlanError(f"{f.span}: {cls}.{f.name} is not flagged by flag {i}")
+        plans.append(_field(ctx, f, i))
     names = [f.attr for f in plans]
     if len(set(names)) != len(names):
         raise PlanError(f"{name}: two fields share a Python name")
     return StructPlan(
         name=name,
-        cls=fe.class_name(name),
+        cls=cls,
         py=py(name),
         size=0,
-        pack=0,
+        pack=pack,
         class_code=None,
         code=None,
         fields=plans,
         doc="",
+        span=span,
+    )
+
+
+def _field(ctx: _Context, f: Field, flag: int) -> FieldPlan:
+    attr = attr_name(f.name)
+    spelled = f.spec_name or f.name
+    if isinstance(f.type, Ref):
+        if f.type.name not in ctx.named:
+            raise PlanError(f"{f.span}: {f.name}: no struct {f.type.name}")
+        sclass = ctx.named[f.type.name][1].name
+        return FieldPlan(
+            attr,
+            spelled,
+            "struct",
+            py(f.type.name),
+            sclass,
+            "",
+            sclass,
+            f.required,
+            flag,
+            f.doc,
+            ctx.samples[f.type.name],
+        )
+    if not isinstance(f.type, Prim):
+        raise PlanError(f"{f.span}: {f.name}: a field is a primitive or a struct here")
+    # the spec's own types, not the IR's builtin integers of the same names: those have codes
+    t = next((t for t in ctx.protocol.types if t.name == f.type.name), None)
+    if t is None:
+        raise PlanError(f"{f.span}: {f.name}: type {f.type.name} is not the spec's")
+    p = ctx.prims[t.name]
+    if t.kind == "bool" and t.width == 0:  # its flag alone says its value
+        return FieldPlan(
+            attr, spelled, "bit", p.py, "", "", "bool", f.required, flag, f.doc, "True"
+        )
+    if p.impl == "void":
+        raise PlanError(f"{f.span}: field {f.name} is void: a packing flag would say nothing")
+    annotation, sample = p.annotation, p.sample
+    enum = ""
+    if f.enum:
+        found = ctx.protocol.enum(f.enum)
+        if found is None or not found.values:
+            raise PlanError(f"{f.span}: {f.name}: no enum {f.enum} with values")
+        enum, annotation = found.name, f"{found.name} | int"
+        sample = f"{found.name}.{found.values[-1].name}"
+    return FieldPlan(
+        attr, spelled, "prim", p.py, "", enum, annotation, f.required, flag, f.doc, sample
     )
 
 
 def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str, str]:
     """The protocol package's files, by path inside it: errors and the version package."""
-    model = fe.load(spec.document, spec.label or relative(spec.document))
-    p = plan(model)
+    p = plan(protocol)
     # these templates are written for trimmed blocks; the shared renderer otherwise
     trimmed = copy.copy(renderer)
     trimmed.env = renderer.env.overlay(trim_blocks=True, lstrip_blocks=True)
-    ctx = {"plan": p, "version": spec, "ir": protocol, "model": model}
+    ctx = {"plan": p, "version": spec, "ir": protocol}
     files = {
         "__init__.py": f'"""Generated codecs for {spec.title}."""\n',
         "errors.py": trimmed.render("python/errors.py.j2", spec, protocol),
@@ -443,10 +501,7 @@ def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str,
         files[f"{spec.module}/{name}.py"] = trimmed.render(
             f"python/amqp010/{name}.py.j2", spec, protocol, **ctx
         )
-    # the classes' dialogue grammars: the shared checker, its steps the model's controls and
-    # commands by codec class name ("ConnectionStartOk" -> "connection.start-ok")
-    classes = {d.name for d in protocol.dialogues}
-    steps = {fe.class_name(m.name): m.name for m in model.methods if m.cls in classes}
-    for name, text in dialogue.emit(spec, protocol, renderer, steps).items():
+    # the classes' dialogue grammars: the shared checker, its steps the commands of their classes
+    for name, text in dialogue.emit(spec, protocol, renderer).items():
         files[f"{spec.module}/{name}"] = text
     return files

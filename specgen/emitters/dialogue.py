@@ -54,14 +54,8 @@ def methods(protocol: Protocol) -> dict[str, str]:
     return out
 
 
-def emit(
-    spec: SpecVersion,
-    protocol: Protocol,
-    renderer: Renderer,
-    steps_of: dict[str, str] | None = None,
-) -> dict[str, str]:
-    """`dialogue.py` for the spec's grammars (none without them); `steps_of` maps the codec's
-    message names to steps where the IR holds no commands (AMQP 0-10's own model)."""
+def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str, str]:
+    """`dialogue.py` for the spec's grammars (none without them)."""
     if not protocol.dialogues:
         return {}
     automata = compile_all(protocol.dialogues)
@@ -86,7 +80,7 @@ def emit(
         version=spec.version,
         source=protocol.source,
         dialogues=plans,
-        methods=sorted((methods(protocol) if steps_of is None else steps_of).items()),
+        methods=sorted(methods(protocol).items()),
         protocol_header=next(
             (
                 label.split(":", 1)[1]

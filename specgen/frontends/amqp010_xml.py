@@ -1,12 +1,11 @@
-"""AMQP 0-10's XML (`amqp.0-10.xml`) -> a model of its types, structs, domains and methods.
+"""AMQP 0-10's XML (`amqp.0-10.xml`) -> the shared IR of its types, structs, domains and methods.
 
-AMQP 0-10 does not fit the shared IR's command plan: its controls and commands are structs
-whose packing flags say which fields are present, structs nest with their own size prefixes
-and flags, header segments carry coded structs, and maps, lists and arrays carry values
-tagged with type codes. So the document's structure is kept in this module's own frozen
-dataclasses (`Model`), which `specgen.emitters.amqp010` renders; `build` also returns the
-shared `Protocol` with what the IR does hold for every protocol (the domains' enums, the
-constants and the frame header as data), so `specgen ir`, `lint` and `diff` see 0-10 too.
+The document is read into this module's frozen dataclasses (`Model`: names resolved, codes
+and widths checked), then `to_protocol` states all of it in the shared IR: controls and
+commands whose packing flags say which fields are present, structs with their own size
+prefixes and flags, the coded structs a header segment may carry, a command's result, the
+domains as aliases and enums, the classes as constants. `specgen.emitters.amqp010` renders
+that `Protocol` (after the overlay), so `specgen ir`, `lint`, `diff` and the codec see one IR.
 
 Findings (`specgen lint`): each type's wire width in its attributes (`fixed-width`,
 `variable-width`) is checked against the ABNF beside it in the XML (`<doc type="bnf">`) and
@@ -43,6 +42,7 @@ from specgen.ir import (
     FrameLayout,
     Message,
     NamedType,
+    Preamble,
     Presence,
     Prim,
     PrimitiveType,
@@ -670,7 +670,8 @@ def to_protocol(model: Model, protocol: str, version: str) -> Protocol:
     domain enum (over its type), control and command (its class code and code after the
     segment type; a command's session header first), and the frame header with its segment
     layer. The packing flags are a `Presence` field named `PackingFlags`; each field names its
-    flag, and a `bit` field is its flag alone."""
+    flag, and a `bit` field is its flag alone. Every domain is an alias of the type it comes to;
+    the classes are constants of group "class"."""
     enums = tuple(
         Enum(
             name=class_name(d.name),
@@ -678,22 +679,27 @@ def to_protocol(model: Model, protocol: str, version: str) -> Protocol:
             doc=d.doc,
             span=d.span,
             over=base_type(model, d.type, d.name.rpartition(".")[0], d.span)[1],
+            spec_name=d.name,
         )
         for d in model.domains
         if d.choices
     )
+    aliases = tuple(_alias(model, d) for d in model.domains)
+    classes = tuple(Constant(c.name, c.code, c.doc, c.span, group="class") for c in model.classes)
     span = SourceSpan(model.source, 1, 1)
 
-    def f(name: str, prim: str) -> Field:
-        return Field(name, Prim(prim), span=span)
+    def f(name: str, prim: str, domain: str = "") -> Field:
+        # the frame's type and track take the values of the XML's domains of those names
+        enum = class_name(domain) if model.domain(domain) is not None else None
+        return Field(name, Prim(prim), span=span, enum=enum)
 
     frame = FrameLayout(
         header=(
             f("flags", "uint8"),
-            f("type", "uint8"),
+            f("type", "uint8", "segment-type"),
             f("size", "uint16"),
             f("reserved", "uint8"),
-            f("track", "uint8"),
+            f("track", "uint8", "track"),
             f("channel", "uint16"),
             f("reserved2", "uint32"),
         ),
@@ -701,6 +707,15 @@ def to_protocol(model: Model, protocol: str, version: str) -> Protocol:
         length_counts="frame",
         dispatch=("type",),
         span=span,
+        # the transport section: "AMQP", class 1, instance 1, then the XML's major and minor;
+        # the client sends it first and the server answers with its own
+        preambles=(
+            Preamble(
+                "both",
+                b"AMQP\x01\x01" + bytes((model.major, model.minor)),
+                doc="the protocol header: AMQP, class 1, instance 1, major, minor",
+            ),
+        ),
         segments=Segments(
             "flags",
             first_segment=0x08,
@@ -712,7 +727,8 @@ def to_protocol(model: Model, protocol: str, version: str) -> Protocol:
         ),
     )
     named = tuple(
-        NamedType(s.name, _ir_struct(model, s), doc=s.doc, span=s.span) for s in model.structs
+        NamedType(s.name, _ir_struct(model, s), doc=s.doc, span=s.span, label=s.label)
+        for s in model.structs
     )
     commands = tuple(_ir_command(model, m) for m in model.methods)
     return Protocol(
@@ -722,9 +738,10 @@ def to_protocol(model: Model, protocol: str, version: str) -> Protocol:
         types=tuple(_ir_type(t) for t in model.types),
         frame=frame,
         enums=enums,
-        constants=model.constants,
+        constants=model.constants + classes,
         commands=commands,
         named=named,
+        aliases=aliases,
     )
 
 
@@ -747,9 +764,10 @@ def _ir_type(t: Type) -> PrimitiveType:
             signed,
             prefix,
             encoding=text,
-            doc=t.label,
+            doc=t.doc,
             span=t.span,
             code=t.code,
+            label=t.label,
         )
 
     if t.variable is not None:
@@ -795,9 +813,22 @@ def _flagged(
                 span=sf.span,
                 enum=class_name(enum) if enum else None,
                 present=("PackingFlags", i) if pack else None,
+                required=sf.required,
+                spec_name=sf.name,
             )
         )
     return tuple(out)
+
+
+def _alias(model: Model, d: Domain) -> NamedType:
+    kind, target, _ = base_type(model, d.name, "", d.span)
+    return NamedType(
+        d.name,
+        Prim(target) if kind == "type" else Ref(target),
+        doc=d.doc,
+        span=d.span,
+        label=d.label,
+    )
 
 
 def _ir_struct(model: Model, s: Struct) -> IRStruct:
@@ -817,6 +848,10 @@ def _ir_command(model: Model, m: Method) -> Command:
         "client" if m.roles == ("server",) else "server" if m.roles == ("client",) else "both"
     )
     name = f"{camel(m.cls)}.{camel(m.name.rpartition('.')[2])}"
+
+    def struct(ref: str) -> str:
+        return resolve(model, ref, m.cls, m.span)[1]  # `_check_names`: a coded struct
+
     message = Message(
         name=class_name(m.name),
         kind="oneway",
@@ -826,5 +861,8 @@ def _ir_command(model: Model, m: Method) -> Command:
         doc=m.doc,
         span=m.span,
         content=m.body,
+        result=struct(m.result) if m.result else None,
+        content_header=tuple(struct(h) for h in m.header),
+        spec_name=m.name,
     )
     return Command(name, (m.class_code, m.code), sender, (message,), doc=m.doc, span=m.span)

@@ -16,13 +16,17 @@ from specgen.spans import SourceSpan
 # Shared algorithms over the IR
 
 
+_PROSE = ("span", "doc", "spec_name")
+
+
 def shape(node: Any) -> Any:
     """A node as JSON data without source spans and prose: what the bytes mean, nothing else.
-    Equal shapes are equal wire formats (layout equality, spec diffs)."""
+    Equal shapes are equal wire formats (layout equality, spec diffs). Prose is a doc, a span
+    and the spec's spelling of a name the IR spells its own way."""
 
     def strip(data: Any) -> Any:
         if isinstance(data, dict):
-            return {k: strip(v) for k, v in data.items() if k not in ("span", "doc")}
+            return {k: strip(v) for k, v in data.items() if k not in _PROSE}
         if isinstance(data, list):
             return [strip(x) for x in data]
         return data

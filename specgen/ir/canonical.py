@@ -164,7 +164,7 @@ def _decode_value(name: str, value: Any) -> Any:
         return tuple(tuple(v) for v in value)
     if name == "present":
         return None if value is None else (str(value[0]), int(value[1]))
-    if name == "named":
+    if name in ("named", "aliases"):
         return tuple(_from_data(NamedType, v) for v in value)
     if name == "records":
         return None if value is None else _from_data(Records, value)

@@ -100,6 +100,7 @@ class PrimitiveType:
     span: SourceSpan | None = None
     # the type's code where values carry their type (a self-describing map, list or array)
     code: int | None = None
+    label: str = ""  # the spec's one-line title beside its doc ("8-bit signed integral value")
 
     def __post_init__(self) -> None:
         if self.kind == "bytes" and self.width and not self.length_prefix:
@@ -385,6 +386,7 @@ class NamedType:
     type: TypeRef
     doc: str = ""
     span: SourceSpan | None = None
+    label: str = ""  # the spec's one-line title beside its doc
 
 
 # --------------------------------------------------------------------------------------------
@@ -413,12 +415,18 @@ class Field:
     present: tuple[str, int] | None = None  # on the wire when flag N of that Presence field is set
     default: int | str | bool | None = None  # the spec's default value, for constructors
     multiple: bool = False  # one value, or an array of them (a self-describing field)
+    # the spec says a writer includes it (a flagged field's flag set); readers still accept
+    # a peer's message without it, so this documents, it does not reject
+    required: bool = False
+    spec_name: str = ""  # the name as the spec writes it ("max-frame-size")
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", self.name):
             raise IRError(f"{self.span}: field name {self.name!r} is not a spec identifier")
         if self.nullable and self.optional:
             raise IRError(f"{self.span}: {self.name}: optional and nullable: None would mean both")
+        if self.required and self.optional:
+            raise IRError(f"{self.span}: {self.name}: required and optional")
         if self.present and (self.nullable or self.optional):
             raise IRError(f"{self.span}: {self.name}: a flagged field is None when absent")
         if self.checksum and not (isinstance(self.type, Prim) and self.type.name in INT_WIDTHS):
@@ -467,6 +475,11 @@ class Message:
     # a `Typed` value); trailing absent fields are left off and the list's own width (0, 1 or
     # 4 octets of size and count) is the smallest that holds the rest
     descriptor: Descriptor | None = None
+    result: str | None = None  # the `Protocol.named` structure the peer's result for it carries
+    # the `Protocol.named` structures its content's header may carry, each identified by its
+    # own `Struct.ident` (AMQP 0-10: a header segment of coded structs)
+    content_header: tuple[str, ...] = ()
+    spec_name: str = ""  # the name as the spec writes it ("connection.start-ok")
 
     def __post_init__(self) -> None:
         _check_unique(self.name, self.fields)
@@ -479,6 +492,8 @@ class Message:
                 raise IRError(f"{f.span}: {f.name}: flag word {f.present[0]!r} is not a field")
         if self.follows is not None:
             _check_follows(self)
+        if len(set(self.content_header)) != len(self.content_header):
+            raise IRError(f"{self.span}: {self.name}: its content header names a structure twice")
 
     def fields_at(self, version: int) -> tuple[Field, ...]:
         return _project(self.fields, version)
@@ -521,6 +536,7 @@ class Enum:
     span: SourceSpan | None = None
     hex: bool = False  # the spec writes the values in hexadecimal
     over: str = ""  # the type whose values these are, when the spec names one (a restricted type)
+    spec_name: str = ""  # the name as the spec writes it ("message.accept-mode")
 
     def __post_init__(self) -> None:
         names = [v.name for v in self.values]

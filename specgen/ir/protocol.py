@@ -63,6 +63,9 @@ class Protocol:
     # a self-describing type system (AMQP 1.0): every value carries its own constructor
     typedefs: tuple[TypeDef, ...] = ()
     dialogues: tuple[Dialogue, ...] = ()  # the spec's dialogue grammars, one per class
+    # names the spec gives types, each for its `type` (AMQP 0-10's domains): fields hold the
+    # type itself, so these are for readers of the code and the tools, not the wire
+    aliases: tuple[NamedType, ...] = ()
 
     def __post_init__(self) -> None:
         _check_typedefs(self.typedefs)
@@ -77,12 +80,21 @@ class Protocol:
         for n in self.named:
             for _, f in walk_type(n.type, n.name):
                 self._check_field(f, known, names)
+        seen: set[str] = set()
+        for a in self.aliases:
+            if a.name in seen:
+                raise IRError(f"{a.span}: alias {a.name} is defined twice")
+            seen.add(a.name)
+            self._check_field(Field("Alias", a.type, span=a.span), known, names)
         for c in self.commands:
             for m in c.messages:
                 for _, f in walk_fields(m.fields):
                     self._check_field(f, known, names)
                 if m.follows is not None and m.follows.layout not in (None, *names):
                     raise IRError(f"{m.span}: {m.name}: no named type {m.follows.layout!r}")
+                for name in (*([m.result] if m.result else []), *m.content_header):
+                    if name not in names:
+                        raise IRError(f"{m.span}: {m.name}: no named type {name!r}")
 
     def _check_field(self, f: Field, known: set[str], names: set[str]) -> None:
         for t in _types_in(f.type):

@@ -426,8 +426,8 @@ class _Differ:
             self.add("TYPE_ADDED", f"type {name}", f"type {name} added")
         for name in kept:
             a, b = old[name], new[name]
-            if shape(a) == shape(b):
-                if a.doc != b.doc:
+            if shape(replace(a, label="")) == shape(replace(b, label="")):
+                if (a.doc, a.label) != (b.doc, b.label):
                     self.add("PROSE", f"type {name}", "description changed")
                 continue
             if _same_but_sign(a, b):
