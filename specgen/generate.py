@@ -51,6 +51,7 @@ def render_all(
     by_package: dict[str, list[tuple[SpecVersion, ModulePlan]]] = {}
     described: dict[str, list[tuple[SpecVersion, Protocol]]] = {}
     codes: dict[str, list[python_codec.VersionCode]] = {}
+    schemas: dict[str, list[spark_schema.SchemaCode]] = {}
     spent: dict[str, tuple[float, int]] = {}  # per version: seconds and files before its codec
     for spec in specs:
         start, before = time.monotonic(), len(files)
@@ -69,8 +70,8 @@ def render_all(
         plan = Planner(protocol).plan()
         by_package.setdefault(spec.package, []).append((spec, plan))
         codes.setdefault(spec.package, []).append(python_codec.prepare(spec, plan, renderer))
+        schemas.setdefault(spec.package, []).append(spark_schema.prepare(spec, plan, renderer))
         out = conformance.emit(spec, plan, renderer)
-        out.update(spark_schema.emit(spec, plan, renderer))
         out.update(dialogue.emit(spec, protocol, renderer))  # its dialogue grammars, if any
         for name, text in out.items():
             files[f"{spec.package_path}/{name}"] = text
@@ -78,14 +79,19 @@ def render_all(
     for package, prepared in codes.items():
         # what every version renders alike is generated once, in the package's shared module
         common = python_codec.shared_blocks(prepared, renderer)
-        for code in prepared:
+        builders = spark_schema.shared_builders(schemas[package], prepared, common)
+        for code, schema in zip(prepared, schemas[package], strict=True):
             start = time.monotonic()
             out = python_codec.emit(code, renderer, common)
+            out.update(spark_schema.emit(schema, renderer, builders))
             for name, text in out.items():
                 files[f"{code.spec.package_path}/{name}"] = text
             took, count = spent[code.spec.qualified]
             _done(progress, code.spec, count + len(out), start - took)
-        for name, text in python_codec.emit_shared_codecs(prepared, common, renderer).items():
+        shared = python_codec.emit_shared_codecs(prepared, common, renderer)
+        classes = {name for b in prepared[0].blocks if b.ident in common for name in b.defines}
+        shared.update(spark_schema.emit_shared(schemas[package], builders, classes, renderer))
+        for name, text in shared.items():
             files[f"{package}/{name}"] = text
     for package, versions in by_package.items():
         spec, plan = next(((s, p) for s, p in versions if s.latest), versions[-1])

@@ -104,3 +104,31 @@ def test_shared_classes_name_every_versions_spec(package: str) -> None:
             lines.add(text.strip())
         assert len(lines) == 1, f"{node.name}: {sorted(lines)}"
     assert checked > 10
+
+
+def test_frames_table_builders_are_shared_with_their_classes() -> None:
+    pytest.importorskip("pyarrow")
+    old = _module("amqp_0_9_1.v0_9_1.spark_schema")
+    new = _module("amqp_0_9_1.rabbitmq.spark_schema")
+    builders = _module("amqp_0_9_1.shared_spark")
+    common = _module("amqp_0_9_1.shared")
+    column, build = old._BUILDERS[common.QueueDeclare]
+    assert (column, build) == new._BUILDERS[common.QueueDeclare]
+    assert build is builders._queue_declare
+    # a class each version lays out its own way keeps its own builder
+    assert old._BUILDERS[old.ExchangeDeclare][1] is not new._BUILDERS[new.ExchangeDeclare][1]
+    msg = common.QueueDeclare(0, "q1", False, True, False, False, False, {"k": "v"}, channel=3)
+    for schema in (old, new):
+        row = schema.message_columns([msg])["queue_declare"].to_pylist()
+        assert row == [
+            {
+                "reserved1": 0,
+                "queue": "q1",
+                "passive": False,
+                "durable": True,
+                "exclusive": False,
+                "auto_delete": False,
+                "no_wait": False,
+                "arguments": '{"k": "v"}',
+            }
+        ]

@@ -115,7 +115,7 @@ def prepare(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> VersionC
 
 def _macro(renderer: Renderer, name: str, view: object) -> str:
     """One block of a codec module, from its macro in `_codec_macros.j2`."""
-    return str(getattr(renderer.env.get_template("python/_codec_macros.j2").module, name)(view))
+    return renderer.macro("python/_codec_macros.j2", name, view)
 
 
 def shared_blocks(versions: list[VersionCode], renderer: Renderer) -> set[tuple[str, str]]:
