@@ -41,7 +41,8 @@ def render_all(
 
     Each spec is parsed and planned once; every emitter reads that one plan. Files every version
     of a protocol shares (errors, framing, the frame reader) are rendered once per protocol
-    package, from its latest version, after checking that all its versions frame alike.
+    package, from its latest version, after checking that all its versions frame alike; so is
+    the code of every message the versions rendered together lay out alike (`shared.py`).
     """
     specs = registry() if specs is None else specs
     renderer = renderer or Renderer()
@@ -49,6 +50,9 @@ def render_all(
     files: dict[str, str] = {"__init__.py": _PACKAGE_DOC, "py.typed": ""}
     by_package: dict[str, list[tuple[SpecVersion, ModulePlan]]] = {}
     described: dict[str, list[tuple[SpecVersion, Protocol]]] = {}
+    codes: dict[str, list[python_codec.VersionCode]] = {}
+    schemas: dict[str, list[spark_schema.SchemaCode]] = {}
+    spent: dict[str, tuple[float, int]] = {}  # per version: seconds and files before its codec
     for spec in specs:
         start, before = time.monotonic(), len(files)
         protocol, _ = build_ir(spec)
@@ -65,13 +69,30 @@ def render_all(
             continue
         plan = Planner(protocol).plan()
         by_package.setdefault(spec.package, []).append((spec, plan))
-        out = python_codec.emit(spec, plan, renderer)
-        out.update(conformance.emit(spec, plan, renderer))
-        out.update(spark_schema.emit(spec, plan, renderer))
+        codes.setdefault(spec.package, []).append(python_codec.prepare(spec, plan, renderer))
+        schemas.setdefault(spec.package, []).append(spark_schema.prepare(spec, plan, renderer))
+        out = conformance.emit(spec, plan, renderer)
         out.update(dialogue.emit(spec, protocol, renderer))  # its dialogue grammars, if any
         for name, text in out.items():
             files[f"{spec.package_path}/{name}"] = text
-        _done(progress, spec, len(files) - before, start)
+        spent[spec.qualified] = (time.monotonic() - start, len(files) - before)
+    for package, prepared in codes.items():
+        # what every version renders alike is generated once, in the package's shared module
+        common = python_codec.shared_blocks(prepared, renderer)
+        builders = spark_schema.shared_builders(schemas[package], prepared, common)
+        for code, schema in zip(prepared, schemas[package], strict=True):
+            start = time.monotonic()
+            out = python_codec.emit(code, renderer, common)
+            out.update(spark_schema.emit(schema, renderer, builders))
+            for name, text in out.items():
+                files[f"{code.spec.package_path}/{name}"] = text
+            took, count = spent[code.spec.qualified]
+            _done(progress, code.spec, count + len(out), start - took)
+        shared = python_codec.emit_shared_codecs(prepared, common, renderer)
+        classes = {name for b in prepared[0].blocks if b.ident in common for name in b.defines}
+        shared.update(spark_schema.emit_shared(schemas[package], builders, classes, renderer))
+        for name, text in shared.items():
+            files[f"{package}/{name}"] = text
     for package, versions in by_package.items():
         spec, plan = next(((s, p) for s, p in versions if s.latest), versions[-1])
         for other, other_plan in versions:

@@ -37,8 +37,10 @@ def test_every_version_package_decodes_encodes_and_reads_frames(spec: SpecVersio
 
 
 def _modules(spec: SpecVersion) -> list[Path]:
+    """The version's modules, and the package's shared one (classes its versions lay out alike)."""
     folder = ROOT / "generated" / spec.package / spec.module
-    return sorted(p for p in folder.glob("*.py") if not p.name.startswith("test_"))
+    shared = sorted((ROOT / "generated" / spec.package).glob("shared.py"))
+    return sorted(p for p in folder.glob("*.py") if not p.name.startswith("test_")) + shared
 
 
 def _classes(spec: SpecVersion) -> list[tuple[Path, ast.ClassDef, str]]:
@@ -72,7 +74,11 @@ def test_prose_appears_once_per_docstring(spec: SpecVersion) -> None:
 
 
 def test_body_keys_are_written_as_hex_escapes() -> None:
-    text = (ROOT / "generated/amqp_0_9_1/v0_9_1/commands.py").read_text(encoding="utf-8")
+    # the version's codec, and the classes it shares with the package's other versions
+    text = "".join(
+        (ROOT / "generated/amqp_0_9_1" / rel).read_text(encoding="utf-8")
+        for rel in ("v0_9_1/commands.py", "shared.py")
+    )
     keys = re.findall(
         r'parts\.append\(b"([^"]*)"\)  # the body key: \((0x\w+), (\d+), (\d+)\)', text
     )

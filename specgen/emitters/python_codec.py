@@ -3,15 +3,29 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
+from specgen.emitters import sharing
 from specgen.emitters.plan import FramePlan, MessagePlan, ModulePlan, isort_key, snake
 from specgen.emitters.render import Renderer
+from specgen.emitters.sharing import Block, block
 from specgen.ir import Protocol
 from specgen.registry import SpecVersion
 
 # 64 MiB: far above RabbitMQ's default frame_max (1 MiB), far below what would hurt a reader.
 DEFAULT_MAX_FRAME = 64 * 1024 * 1024
+
+# the framing module's names a frame encoder may read, in the order isort writes them
+_FRAMING = (
+    "HEADER_SIZE",
+    "LENGTH",
+    "LENGTH_ESCAPE",
+    "LENGTH_OFFSET",
+    "TRAILER",
+    "TRAILER_SIZE",
+    "WIDE_HEADER",
+)
 
 
 def emit_shared(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, str]:
@@ -63,22 +77,22 @@ def _common(spec: SpecVersion, plan: ModulePlan) -> dict[str, Any]:
     }
 
 
-def emit(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, str]:
-    """Files of `generated/<package>/<module>/`, by name."""
-    protocol = plan.protocol
-    frame = plan.frame
-    common = _common(spec, plan)
+@dataclass
+class VersionCode:
+    """One version's codec module before it is rendered: its views and its top-level blocks
+    (rendered without Spec: lines, for comparing with the other versions')."""
+
+    spec: SpecVersion
+    plan: ModulePlan
+    messages: list[dict[str, Any]]
+    structs: list[dict[str, Any]]
+    blocks: list[Block]
+
+
+def prepare(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> VersionCode:
+    """A version's views and blocks, for `shared_blocks` and `emit`."""
     messages = [_message_view(m, plan) for m in plan.messages]
-    dispatch: dict[tuple[int, ...], list[dict[str, Any]]] = {}
-    for m in messages:
-        dispatch.setdefault(m["dispatch"], []).append(m)
-        for alias in m["decode_keys"]:
-            # decoded under another key: a wrapper remembers it, so encode writes it back
-            key = (alias, *m["dispatch"][1:])
-            dispatch.setdefault(key, []).append({**m, "alias": f"{alias:04x}"})
-    for entries in dispatch.values():
-        entries.sort(key=lambda m: {"request": 0, "oneway": 0, "response": 1}[m["kind"]])
-    structs = [
+    structs: list[dict[str, Any]] = [
         {
             "name": s.name,
             "spec_name": s.spec_name,
@@ -90,50 +104,186 @@ def emit(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, s
         }
         for s in plan.structs
     ]
-    uses_records = any(s.records is not None for s in plan.structs)
-    key_fields = frame.key_fields
-    n_dispatch = len(frame.dispatch)
-    frame_keys = sorted({m.ident[:n_dispatch] + m.dispatch[len(m.ident) :] for m in plan.messages})
+    blocks = [block("struct", s["name"], _macro(renderer, "struct_class", s)) for s in structs]
+    blocks += [
+        block("message", m["cls"], _macro(renderer, "message", {**m, "spans": []}))
+        for m in messages
+    ]
+    blocks += [block("named", n.func, _macro(renderer, "named", n)) for n in plan.named]
+    return VersionCode(spec, plan, messages, structs, blocks)
+
+
+def _macro(renderer: Renderer, name: str, view: object) -> str:
+    """One block of a codec module, from its macro in `_codec_macros.j2`."""
+    return renderer.macro("python/_codec_macros.j2", name, view)
+
+
+def shared_blocks(versions: list[VersionCode], renderer: Renderer) -> set[tuple[str, str]]:
+    """The blocks every version of one package renders alike and frames alike, to generate once
+    in the package's shared module; none unless some message is among them."""
+    found = sharing.shared([v.blocks for v in versions])
+    if not any(kind == "message" for kind, _ in found):
+        return set()
+    latest = next((v for v in versions if v.spec.latest), versions[-1])
+    views = [m for m in latest.messages if ("message", m["cls"]) in found]
+    checksums = any(b.ident in found and "zlib" in b.uses for b in latest.blocks)
+    template = renderer.env.get_template("python/_frame_encode.j2")
+    framings = {
+        (v.plan.frame.fmt, template.render(**_encode_context(v.plan.frame, views, checksums)))
+        for v in versions
+    }
+    # a shared class's encode() frames with the shared module's header: only when identical
+    return found if len(framings) == 1 else set()
+
+
+def _encode_context(
+    frame: FramePlan, messages: list[dict[str, Any]], checksums: bool
+) -> dict[str, Any]:
+    """What the frame encoder (`_frame_encode.j2`) needs beyond the frame."""
+    aliased = [m["cls"] for m in messages if m["decode_keys"]]
+    header_args = []
+    for h in frame.header:
+        if h.role == "length":
+            header_args.append(h.local)
+        elif h.role == "dispatch":
+            aliased_here = h is frame.dispatch[0] and bool(aliased)
+            header_args.append(h.local if aliased_here else f"msg.{h.name.upper()}")
+        elif h.role == "version":
+            header_args.append("msg.VERSION")
+        else:
+            header_args.append(f"msg.{h.name}")
+    return {
+        "frame": frame,
+        "aliased": aliased,
+        "header_args": ", ".join(header_args),
+        "uses_checksums": checksums,
+    }
+
+
+def _imports(plan: ModulePlan, used: set[str]) -> dict[str, Any]:
+    """The helper modules' names a codec module's blocks read (`used`)."""
     value_imports = sorted(
         {"Table" for n in plan.named if n.kind == "map"}
         | {"Values" for n in plan.named if n.kind == "array"}
         | ({"_decimal_parts"} if plan.decimals else set()),
         key=isort_key,
     )
-    header_args = []
-    for h in frame.header:
-        if h.role == "length":
-            header_args.append(h.local)
-        elif h.role == "dispatch":
-            aliased_here = h is frame.dispatch[0] and any(
-                m.message.decode_idents for m in plan.messages
-            )
-            header_args.append(h.local if aliased_here else f"msg.{h.name.upper()}")
-        elif h.role == "version":
-            header_args.append("msg.VERSION")
+    return {
+        "used": used,
+        "error_imports": [
+            n for n in _error_imports(plan) if n in ("DecodeError", "EncodeError") or n in used
+        ],
+        "record_imports": [n for n in ("compress", "decompress", "join", "split") if n in used],
+        "value_imports": [n for n in value_imports if n in used],
+    }
+
+
+def emit_shared_codecs(
+    versions: list[VersionCode], found: set[tuple[str, str]], renderer: Renderer
+) -> dict[str, str]:
+    """`shared.py` of a package: the blocks in `found`, each message with the Spec: line of
+    every version, and an encoder framing them as every version does."""
+    if not found:
+        return {}
+    latest = next((v for v in versions if v.spec.latest), versions[-1])
+    spans: dict[str, list[str]] = {}
+    for v in versions:
+        for m in v.messages:
+            spans.setdefault(m["cls"], []).append(f"{m['span']} ({v.spec.version})")
+    blocks = [b for b in latest.blocks if b.ident in found]
+    views = [m for m in latest.messages if ("message", m["cls"]) in found]
+    texts = []
+    for b in blocks:
+        if b.kind == "message":
+            view = next(m for m in views if m["cls"] == b.key)
+            texts.append(_macro(renderer, "message", {**view, "spans": spans[b.key]}))
         else:
-            header_args.append(f"msg.{h.name}")
+            texts.append(b.text)
+    framing = _encode_context(latest.plan.frame, views, any("zlib" in b.uses for b in blocks))
+    encoder = renderer.env.get_template("python/_frame_encode.j2").render(**framing)
+    used = sharing.used_names([*blocks, block("encoder", "encode", encoder)])
+    exports = sorted(b.key for b in blocks if b.kind == "struct") + [m["cls"] for m in views]
+    return {
+        "shared.py": renderer.render(
+            "python/shared.py.j2",
+            latest.spec,
+            latest.plan.protocol,
+            blocks=texts,
+            messages=views,
+            has_structs=any(b.kind == "struct" for b in blocks),
+            versions=[v.spec.version for v in versions],
+            exports=exports,
+            framing_imports=[n for n in _FRAMING if n in used],
+            **_imports(latest.plan, used),
+            **framing,
+            **{k: v for k, v in _common(latest.spec, latest.plan).items() if k != "frame"},
+        )
+    }
+
+
+def emit(
+    code: VersionCode, renderer: Renderer, found: set[tuple[str, str]] | None = None
+) -> dict[str, str]:
+    """Files of `generated/<package>/<module>/`, by name; the blocks in `found` are imported
+    from the package's shared module instead of rendered here."""
+    spec, plan = code.spec, code.plan
+    found = found or set()
+    protocol = plan.protocol
+    frame = plan.frame
+    common = _common(spec, plan)
+    messages = code.messages
+    structs = code.structs
+    dispatch: dict[tuple[int, ...], list[dict[str, Any]]] = {}
+    for m in messages:
+        dispatch.setdefault(m["dispatch"], []).append(m)
+        for alias in m["decode_keys"]:
+            # decoded under another key: a wrapper remembers it, so encode writes it back
+            key = (alias, *m["dispatch"][1:])
+            dispatch.setdefault(key, []).append({**m, "alias": f"{alias:04x}"})
+    for entries in dispatch.values():
+        entries.sort(key=lambda m: {"request": 0, "oneway": 0, "response": 1}[m["kind"]])
+    local = [b for b in code.blocks if b.ident not in found]
+    texts = []
+    for b in local:
+        if b.kind == "message":
+            view = next(m for m in messages if m["cls"] == b.key)
+            texts.append(_macro(renderer, "message", {**view, "spans": [view["span"]]}))
+        else:
+            texts.append(b.text)
+    # from the shared module: its classes and codecs this module dispatches to or names
+    bound = {name for b in code.blocks if b.ident in found for name in b.defines}
+    wanted = sharing.used_names(local)
+    for m in messages:
+        if ("message", m["cls"]) in found:
+            wanted |= {m["cls"], f"_decode_{m['func']}", f"_encode_{m['func']}"}
+            wanted |= {f"_decode_{m['func']}_as_{k:04x}" for k in m["decode_keys"]}
+    wanted |= {s["name"] for s in structs}
+    shared_imports = sorted(bound & wanted, key=isort_key)
+    key_fields = frame.key_fields
+    n_dispatch = len(frame.dispatch)
+    frame_keys = sorted({m.ident[:n_dispatch] + m.dispatch[len(m.ident) :] for m in plan.messages})
     no_layout = " ".join(
         f"{h.name} {{{h.local}:{h.hex_format}}}"
         if h.role == "dispatch"
         else f"{h.name} {{{h.local}}}"
         for h in key_fields
     )
+    context = {
+        **common,
+        **_imports(plan, sharing.used_names(local)),
+        **_encode_context(frame, messages, plan.checksums),
+    }
     files = {
         "commands.py": renderer.render(
             "python/commands.py.j2",
             spec,
             protocol,
+            blocks=texts,
             structs=structs,
             messages=messages,
-            named=plan.named,
+            shared_imports=shared_imports,
             dispatch=[(_key_repr(k, frame), v) for k, v in sorted(dispatch.items())],
             frame_keys=[_key_repr(k, frame) for k in frame_keys],
-            uses_records=uses_records,
-            uses_checksums=plan.checksums,
-            decimals=plan.decimals,
-            value_imports=value_imports,
-            aliased=[m["cls"] for m in messages if m["decode_keys"]],
             has_kinds=any(m.kind != "oneway" for m in plan.messages),
             dispatch_words=_dispatch_words(frame),
             header_locals=", ".join(h.local for h in frame.header),
@@ -141,10 +291,8 @@ def emit(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, s
             key_names=", ".join(h.name for h in key_fields)
             + (", then the body key" if frame.body_keys else ""),
             header_key_names=", ".join(h.name for h in key_fields),
-            header_args=", ".join(header_args),
-            error_imports=_error_imports(plan),
             no_layout=no_layout,
-            **common,
+            **context,
         ),
         "enums.py": renderer.render(
             "python/enums.py.j2",

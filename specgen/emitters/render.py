@@ -45,6 +45,13 @@ class Renderer:
             "# Do not edit: change the spec, its overlay or templates/, then run `specgen generate`."
         )
 
+    def macro(self, template: str, name: str, *args: Any) -> str:
+        """One macro of `template` called with `args`: a block of a module, before black."""
+        try:
+            return str(getattr(self.env.get_template(template).module, name)(*args))
+        except jinja2.TemplateError as e:
+            raise RenderError(f"{template}: {name}: {type(e).__name__}: {e}") from e
+
     def render(self, template: str, spec: SpecVersion, protocol: Protocol, **context: Any) -> str:
         try:
             # every template knows the version it renders (its name, its ports...)

@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
+from specgen.emitters import sharing
 from specgen.emitters.plan import ModulePlan, PlanError, attr_name, isort_key, snake
+from specgen.emitters.python_codec import VersionCode
 from specgen.emitters.render import Renderer
+from specgen.emitters.sharing import Block, block
 from specgen.ir import (
     INT_WIDTHS,
     Array,
@@ -110,7 +113,20 @@ class ColumnPlan:
     roles: dict[str, str]  # "correlation_id"/"response_code" -> local holding its values
 
 
-def emit(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, str]:
+@dataclass
+class SchemaCode:
+    """One version's frames-table module before it is rendered: its template context and a
+    block per column builder (for comparing with the other versions')."""
+
+    spec: SpecVersion
+    plan: ModulePlan
+    columns: list[ColumnPlan]
+    context: dict[str, Any]
+    blocks: list[Block]
+
+
+def prepare(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> SchemaCode:
+    """A version's columns, their builders rendered, for `shared_builders` and `emit`."""
     protocol = plan.protocol
     mapper = _Mapper(protocol, plan.clashing)
     columns: list[ColumnPlan] = []
@@ -144,28 +160,83 @@ def emit(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, s
     code_names = {
         role: {v.value: v.name for v in e.values} for role, e in _role_enums(protocol).items()
     }
-    imports = {c.cls for c in columns} | {"Message"}
+    blocks = [
+        block("builder", c.column, renderer.macro("python/_spark_macros.j2", "builder", c))
+        for c in columns
+    ]
+    context = {
+        "title": spec.title or spec.protocol,
+        "version": spec.version,
+        "fieldless": fieldless,
+        "header_columns": header_columns,
+        "role_columns": role_columns,
+        "code_names": code_names,
+        "frame": frame,
+    }
+    return SchemaCode(spec, plan, columns, context, blocks)
+
+
+def shared_builders(
+    codes: list[SchemaCode], codecs: list[VersionCode], codec_shared: set[tuple[str, str]]
+) -> set[tuple[str, str]]:
+    """The column builders every version renders alike and whose classes (`codecs`' blocks)
+    are shared too: a builder names its class in its signature, so both must be one."""
+    found = sharing.shared([c.blocks for c in codes])
+    for code, codec in zip(codes, codecs, strict=True):
+        local = {name for b in codec.blocks if b.ident not in codec_shared for name in b.defines}
+        found -= {b.ident for b in code.blocks if b.uses & local}
+    return found
+
+
+def emit(
+    code: SchemaCode, renderer: Renderer, found: set[tuple[str, str]] | None = None
+) -> dict[str, str]:
+    """`spark_schema.py` of a version; the builders in `found` come from `shared_spark.py`."""
+    found = found or set()
+    local = [b for b in code.blocks if b.ident not in found]
+    imports = {c.cls for c in code.columns} | {"Message"}
     imports |= {
         g.name
-        for c in columns
+        for c in code.columns
+        if ("builder", c.column) not in found
         for g in c.gathers
         if g.kind == "select" and g.name not in ("bytes", "str")
     }
     text = renderer.render(
         "python/spark_schema.py.j2",
-        spec,
-        protocol,
-        title=spec.title or spec.protocol,
-        version=spec.version,
-        columns=columns,
-        fieldless=fieldless,
+        code.spec,
+        code.plan.protocol,
+        columns=code.columns,
+        blocks=[b.text for b in local],
+        used=sharing.used_names(local),
+        shared_imports=sorted((f"_{key}" for kind, key in found), key=isort_key),
         imports=sorted(imports, key=isort_key),
-        header_columns=header_columns,
-        role_columns=role_columns,
-        code_names=code_names,
-        frame=frame,
+        **code.context,
     )
     return {"spark_schema.py": text}
+
+
+def emit_shared(
+    codes: list[SchemaCode], found: set[tuple[str, str]], classes: set[str], renderer: Renderer
+) -> dict[str, str]:
+    """`shared_spark.py` of a package: the column builders in `found`, once, over `classes`
+    (what the package's shared codec module defines)."""
+    if not found:
+        return {}
+    latest = next((c for c in codes if c.spec.latest), codes[-1])
+    blocks = [b for b in latest.blocks if b.ident in found]
+    used = sharing.used_names(blocks)
+    text = renderer.render(
+        "python/shared_spark.py.j2",
+        latest.spec,
+        latest.plan.protocol,
+        title=latest.spec.title or latest.spec.protocol,
+        versions=[c.spec.version for c in codes],
+        blocks=[b.text for b in blocks],
+        classes=sorted(classes & used, key=isort_key),
+        used=used,
+    )
+    return {"shared_spark.py": text}
 
 
 def _header_type(protocol: Protocol, index: int) -> str:

@@ -21,11 +21,48 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
 
+from ..shared_spark import (
+    _basic_consume,
+    _basic_consume_ok,
+    _basic_deliver,
+    _basic_get,
+    _basic_get_empty,
+    _basic_get_ok,
+    _basic_properties,
+    _basic_publish,
+    _basic_recover,
+    _basic_recover_async,
+    _basic_reject,
+    _basic_return,
+    _channel_close,
+    _channel_flow,
+    _channel_flow_ok,
+    _channel_open,
+    _channel_open_ok,
+    _connection_close,
+    _connection_open,
+    _connection_open_ok,
+    _connection_secure,
+    _connection_secure_ok,
+    _connection_start,
+    _connection_start_ok,
+    _connection_tune,
+    _connection_tune_ok,
+    _content_body,
+    _exchange_delete,
+    _queue_bind,
+    _queue_declare,
+    _queue_declare_ok,
+    _queue_delete,
+    _queue_delete_ok,
+    _queue_purge,
+    _queue_purge_ok,
+    _queue_unbind,
+)
 from .commands import (
     BasicAck,
     BasicCancel,
@@ -640,6 +677,14 @@ def message_columns(msgs: Sequence[Message]) -> dict[str, Any]:
     return out
 
 
+def _spread(rows: list[int], n: int) -> Any:
+    """Indices that put a class's values back on its rows, null elsewhere (for `take`)."""
+    index: list[int | None] = [None] * n
+    for i, row in enumerate(rows):
+        index[row] = i
+    return pa.array(index, pa.int32())
+
+
 def _json(values: list[Any]) -> list[str | None]:
     """Values of any shape (field tables) as JSON text; bytes as hex, decimals as text."""
     return [
@@ -649,180 +694,6 @@ def _json(values: list[Any]) -> list[str | None]:
 
 def _plain(value: Any) -> Any:
     return value.hex() if isinstance(value, bytes | bytearray) else str(value)
-
-
-def _texts(values: list[Any]) -> list[str | None]:
-    return [None if v is None else str(v) for v in values]
-
-
-def _spread(rows: list[int], n: int) -> Any:
-    """Indices that put a class's values back on its rows, null elsewhere (for `take`)."""
-    index: list[int | None] = [None] * n
-    for i, row in enumerate(rows):
-        index[row] = i
-    return pa.array(index, pa.int32())
-
-
-def _offsets(lists: list[Any]) -> Any:
-    return pa.array(
-        list(accumulate((0 if v is None else len(v) for v in lists), initial=0)), pa.int32()
-    )
-
-
-def _nulls(values: list[Any]) -> Any:
-    return pa.array([v is None for v in values], pa.bool_())
-
-
-def _content_body(msgs: list[ContentBody], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    payload = [x.payload for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(payload, pa.binary()),
-        ],
-        names=["payload"],
-    )
-
-
-def _connection_start(
-    msgs: list[ConnectionStart], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    version_major = [x.version_major for x in msgs]
-    version_minor = [x.version_minor for x in msgs]
-    server_properties = [x.server_properties for x in msgs]
-    mechanisms = [x.mechanisms for x in msgs]
-    locales = [x.locales for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(version_major, pa.int16()),
-            pa.array(version_minor, pa.int16()),
-            pa.array(_json(server_properties), pa.string()),
-            pa.array(mechanisms, pa.binary()),
-            pa.array(locales, pa.binary()),
-        ],
-        names=["version_major", "version_minor", "server_properties", "mechanisms", "locales"],
-    )
-
-
-def _connection_start_ok(
-    msgs: list[ConnectionStartOk], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    client_properties = [x.client_properties for x in msgs]
-    mechanism = [x.mechanism for x in msgs]
-    response = [x.response for x in msgs]
-    locale = [x.locale for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(_json(client_properties), pa.string()),
-            pa.array(mechanism, pa.string()),
-            pa.array(response, pa.binary()),
-            pa.array(locale, pa.string()),
-        ],
-        names=["client_properties", "mechanism", "response", "locale"],
-    )
-
-
-def _connection_secure(
-    msgs: list[ConnectionSecure], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    challenge = [x.challenge for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(challenge, pa.binary()),
-        ],
-        names=["challenge"],
-    )
-
-
-def _connection_secure_ok(
-    msgs: list[ConnectionSecureOk], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    response = [x.response for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(response, pa.binary()),
-        ],
-        names=["response"],
-    )
-
-
-def _connection_tune(
-    msgs: list[ConnectionTune], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    channel_max = [x.channel_max for x in msgs]
-    frame_max = [x.frame_max for x in msgs]
-    heartbeat = [x.heartbeat for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(channel_max, pa.int32()),
-            pa.array(frame_max, pa.int64()),
-            pa.array(heartbeat, pa.int32()),
-        ],
-        names=["channel_max", "frame_max", "heartbeat"],
-    )
-
-
-def _connection_tune_ok(
-    msgs: list[ConnectionTuneOk], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    channel_max = [x.channel_max for x in msgs]
-    frame_max = [x.frame_max for x in msgs]
-    heartbeat = [x.heartbeat for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(channel_max, pa.int32()),
-            pa.array(frame_max, pa.int64()),
-            pa.array(heartbeat, pa.int32()),
-        ],
-        names=["channel_max", "frame_max", "heartbeat"],
-    )
-
-
-def _connection_open(
-    msgs: list[ConnectionOpen], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    virtual_host = [x.virtual_host for x in msgs]
-    reserved1 = [x.reserved1 for x in msgs]
-    reserved2 = [x.reserved2 for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(virtual_host, pa.string()),
-            pa.array(reserved1, pa.string()),
-            pa.array(reserved2, pa.bool_()),
-        ],
-        names=["virtual_host", "reserved1", "reserved2"],
-    )
-
-
-def _connection_open_ok(
-    msgs: list[ConnectionOpenOk], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    reserved1 = [x.reserved1 for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(reserved1, pa.string()),
-        ],
-        names=["reserved1"],
-    )
-
-
-def _connection_close(
-    msgs: list[ConnectionClose], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    reply_code = [x.reply_code for x in msgs]
-    reply_text = [x.reply_text for x in msgs]
-    class_id = [x.class_id for x in msgs]
-    method_id = [x.method_id for x in msgs]
-    for row, value in zip(rows, reply_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(reply_code, pa.int32()),
-            pa.array(reply_text, pa.string()),
-            pa.array(class_id, pa.int32()),
-            pa.array(method_id, pa.int32()),
-        ],
-        names=["reply_code", "reply_text", "class_id", "method_id"],
-    )
 
 
 def _connection_blocked(
@@ -848,68 +719,6 @@ def _connection_update_secret(
             pa.array(reason, pa.string()),
         ],
         names=["new_secret", "reason"],
-    )
-
-
-def _channel_open(msgs: list[ChannelOpen], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    reserved1 = [x.reserved1 for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(reserved1, pa.string()),
-        ],
-        names=["reserved1"],
-    )
-
-
-def _channel_open_ok(
-    msgs: list[ChannelOpenOk], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    reserved1 = [x.reserved1 for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(reserved1, pa.binary()),
-        ],
-        names=["reserved1"],
-    )
-
-
-def _channel_flow(msgs: list[ChannelFlow], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    active = [x.active for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(active, pa.bool_()),
-        ],
-        names=["active"],
-    )
-
-
-def _channel_flow_ok(
-    msgs: list[ChannelFlowOk], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    active = [x.active for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(active, pa.bool_()),
-        ],
-        names=["active"],
-    )
-
-
-def _channel_close(msgs: list[ChannelClose], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    reply_code = [x.reply_code for x in msgs]
-    reply_text = [x.reply_text for x in msgs]
-    class_id = [x.class_id for x in msgs]
-    method_id = [x.method_id for x in msgs]
-    for row, value in zip(rows, reply_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(reply_code, pa.int32()),
-            pa.array(reply_text, pa.string()),
-            pa.array(class_id, pa.int32()),
-            pa.array(method_id, pa.int32()),
-        ],
-        names=["reply_code", "reply_text", "class_id", "method_id"],
     )
 
 
@@ -948,24 +757,6 @@ def _exchange_declare(
             "no_wait",
             "arguments",
         ],
-    )
-
-
-def _exchange_delete(
-    msgs: list[ExchangeDelete], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    reserved1 = [x.reserved1 for x in msgs]
-    exchange = [x.exchange for x in msgs]
-    if_unused = [x.if_unused for x in msgs]
-    no_wait = [x.no_wait for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(reserved1, pa.int32()),
-            pa.array(exchange, pa.string()),
-            pa.array(if_unused, pa.bool_()),
-            pa.array(no_wait, pa.bool_()),
-        ],
-        names=["reserved1", "exchange", "if_unused", "no_wait"],
     )
 
 
@@ -1011,206 +802,6 @@ def _exchange_unbind(
     )
 
 
-def _queue_declare(msgs: list[QueueDeclare], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    reserved1 = [x.reserved1 for x in msgs]
-    queue = [x.queue for x in msgs]
-    passive = [x.passive for x in msgs]
-    durable = [x.durable for x in msgs]
-    exclusive = [x.exclusive for x in msgs]
-    auto_delete = [x.auto_delete for x in msgs]
-    no_wait = [x.no_wait for x in msgs]
-    arguments = [x.arguments for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(reserved1, pa.int32()),
-            pa.array(queue, pa.string()),
-            pa.array(passive, pa.bool_()),
-            pa.array(durable, pa.bool_()),
-            pa.array(exclusive, pa.bool_()),
-            pa.array(auto_delete, pa.bool_()),
-            pa.array(no_wait, pa.bool_()),
-            pa.array(_json(arguments), pa.string()),
-        ],
-        names=[
-            "reserved1",
-            "queue",
-            "passive",
-            "durable",
-            "exclusive",
-            "auto_delete",
-            "no_wait",
-            "arguments",
-        ],
-    )
-
-
-def _queue_declare_ok(
-    msgs: list[QueueDeclareOk], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    queue = [x.queue for x in msgs]
-    message_count = [x.message_count for x in msgs]
-    consumer_count = [x.consumer_count for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(queue, pa.string()),
-            pa.array(message_count, pa.int64()),
-            pa.array(consumer_count, pa.int64()),
-        ],
-        names=["queue", "message_count", "consumer_count"],
-    )
-
-
-def _queue_bind(msgs: list[QueueBind], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    reserved1 = [x.reserved1 for x in msgs]
-    queue = [x.queue for x in msgs]
-    exchange = [x.exchange for x in msgs]
-    routing_key = [x.routing_key for x in msgs]
-    no_wait = [x.no_wait for x in msgs]
-    arguments = [x.arguments for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(reserved1, pa.int32()),
-            pa.array(queue, pa.string()),
-            pa.array(exchange, pa.string()),
-            pa.array(routing_key, pa.string()),
-            pa.array(no_wait, pa.bool_()),
-            pa.array(_json(arguments), pa.string()),
-        ],
-        names=["reserved1", "queue", "exchange", "routing_key", "no_wait", "arguments"],
-    )
-
-
-def _queue_purge(msgs: list[QueuePurge], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    reserved1 = [x.reserved1 for x in msgs]
-    queue = [x.queue for x in msgs]
-    no_wait = [x.no_wait for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(reserved1, pa.int32()),
-            pa.array(queue, pa.string()),
-            pa.array(no_wait, pa.bool_()),
-        ],
-        names=["reserved1", "queue", "no_wait"],
-    )
-
-
-def _queue_purge_ok(msgs: list[QueuePurgeOk], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    message_count = [x.message_count for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(message_count, pa.int64()),
-        ],
-        names=["message_count"],
-    )
-
-
-def _queue_delete(msgs: list[QueueDelete], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    reserved1 = [x.reserved1 for x in msgs]
-    queue = [x.queue for x in msgs]
-    if_unused = [x.if_unused for x in msgs]
-    if_empty = [x.if_empty for x in msgs]
-    no_wait = [x.no_wait for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(reserved1, pa.int32()),
-            pa.array(queue, pa.string()),
-            pa.array(if_unused, pa.bool_()),
-            pa.array(if_empty, pa.bool_()),
-            pa.array(no_wait, pa.bool_()),
-        ],
-        names=["reserved1", "queue", "if_unused", "if_empty", "no_wait"],
-    )
-
-
-def _queue_delete_ok(
-    msgs: list[QueueDeleteOk], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    message_count = [x.message_count for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(message_count, pa.int64()),
-        ],
-        names=["message_count"],
-    )
-
-
-def _queue_unbind(msgs: list[QueueUnbind], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    reserved1 = [x.reserved1 for x in msgs]
-    queue = [x.queue for x in msgs]
-    exchange = [x.exchange for x in msgs]
-    routing_key = [x.routing_key for x in msgs]
-    arguments = [x.arguments for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(reserved1, pa.int32()),
-            pa.array(queue, pa.string()),
-            pa.array(exchange, pa.string()),
-            pa.array(routing_key, pa.string()),
-            pa.array(_json(arguments), pa.string()),
-        ],
-        names=["reserved1", "queue", "exchange", "routing_key", "arguments"],
-    )
-
-
-def _basic_properties(
-    msgs: list[BasicProperties], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    weight = [x.weight for x in msgs]
-    body_size = [x.body_size for x in msgs]
-    content_type = [x.content_type for x in msgs]
-    content_encoding = [x.content_encoding for x in msgs]
-    headers = [x.headers for x in msgs]
-    delivery_mode = [x.delivery_mode for x in msgs]
-    priority = [x.priority for x in msgs]
-    correlation_id = [x.correlation_id for x in msgs]
-    reply_to = [x.reply_to for x in msgs]
-    expiration = [x.expiration for x in msgs]
-    message_id = [x.message_id for x in msgs]
-    timestamp = [x.timestamp for x in msgs]
-    type = [x.type for x in msgs]
-    user_id = [x.user_id for x in msgs]
-    app_id = [x.app_id for x in msgs]
-    reserved = [x.reserved for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(weight, pa.int32()),
-            pa.array(body_size, pa.uint64()).cast(pa.decimal128(20, 0)),
-            pa.array(content_type, pa.string()),
-            pa.array(content_encoding, pa.string()),
-            pa.array(_json(headers), pa.string()),
-            pa.array(delivery_mode, pa.int16()),
-            pa.array(priority, pa.int16()),
-            pa.array(correlation_id, pa.string()),
-            pa.array(reply_to, pa.string()),
-            pa.array(expiration, pa.string()),
-            pa.array(message_id, pa.string()),
-            pa.array(timestamp, pa.timestamp("s", tz="UTC")),
-            pa.array(type, pa.string()),
-            pa.array(user_id, pa.string()),
-            pa.array(app_id, pa.string()),
-            pa.array(reserved, pa.string()),
-        ],
-        names=[
-            "weight",
-            "body_size",
-            "content_type",
-            "content_encoding",
-            "headers",
-            "delivery_mode",
-            "priority",
-            "correlation_id",
-            "reply_to",
-            "expiration",
-            "message_id",
-            "timestamp",
-            "type",
-            "user_id",
-            "app_id",
-            "reserved",
-        ],
-    )
-
-
 def _basic_qos(msgs: list[BasicQos], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     prefetch_size = [x.prefetch_size for x in msgs]
     prefetch_count = [x.prefetch_count for x in msgs]
@@ -1222,51 +813,6 @@ def _basic_qos(msgs: list[BasicQos], rows: list[int], roles: dict[str, list[Any]
             pa.array(global_, pa.bool_()),
         ],
         names=["prefetch_size", "prefetch_count", "global_"],
-    )
-
-
-def _basic_consume(msgs: list[BasicConsume], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    reserved1 = [x.reserved1 for x in msgs]
-    queue = [x.queue for x in msgs]
-    consumer_tag = [x.consumer_tag for x in msgs]
-    no_local = [x.no_local for x in msgs]
-    no_ack = [x.no_ack for x in msgs]
-    exclusive = [x.exclusive for x in msgs]
-    no_wait = [x.no_wait for x in msgs]
-    arguments = [x.arguments for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(reserved1, pa.int32()),
-            pa.array(queue, pa.string()),
-            pa.array(consumer_tag, pa.string()),
-            pa.array(no_local, pa.bool_()),
-            pa.array(no_ack, pa.bool_()),
-            pa.array(exclusive, pa.bool_()),
-            pa.array(no_wait, pa.bool_()),
-            pa.array(_json(arguments), pa.string()),
-        ],
-        names=[
-            "reserved1",
-            "queue",
-            "consumer_tag",
-            "no_local",
-            "no_ack",
-            "exclusive",
-            "no_wait",
-            "arguments",
-        ],
-    )
-
-
-def _basic_consume_ok(
-    msgs: list[BasicConsumeOk], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    consumer_tag = [x.consumer_tag for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(consumer_tag, pa.string()),
-        ],
-        names=["consumer_tag"],
     )
 
 
@@ -1294,104 +840,6 @@ def _basic_cancel_ok(
     )
 
 
-def _basic_publish(msgs: list[BasicPublish], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    reserved1 = [x.reserved1 for x in msgs]
-    exchange = [x.exchange for x in msgs]
-    routing_key = [x.routing_key for x in msgs]
-    mandatory = [x.mandatory for x in msgs]
-    immediate = [x.immediate for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(reserved1, pa.int32()),
-            pa.array(exchange, pa.string()),
-            pa.array(routing_key, pa.string()),
-            pa.array(mandatory, pa.bool_()),
-            pa.array(immediate, pa.bool_()),
-        ],
-        names=["reserved1", "exchange", "routing_key", "mandatory", "immediate"],
-    )
-
-
-def _basic_return(msgs: list[BasicReturn], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    reply_code = [x.reply_code for x in msgs]
-    reply_text = [x.reply_text for x in msgs]
-    exchange = [x.exchange for x in msgs]
-    routing_key = [x.routing_key for x in msgs]
-    for row, value in zip(rows, reply_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(reply_code, pa.int32()),
-            pa.array(reply_text, pa.string()),
-            pa.array(exchange, pa.string()),
-            pa.array(routing_key, pa.string()),
-        ],
-        names=["reply_code", "reply_text", "exchange", "routing_key"],
-    )
-
-
-def _basic_deliver(msgs: list[BasicDeliver], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    consumer_tag = [x.consumer_tag for x in msgs]
-    delivery_tag = [x.delivery_tag for x in msgs]
-    redelivered = [x.redelivered for x in msgs]
-    exchange = [x.exchange for x in msgs]
-    routing_key = [x.routing_key for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(consumer_tag, pa.string()),
-            pa.array(delivery_tag, pa.uint64()).cast(pa.decimal128(20, 0)),
-            pa.array(redelivered, pa.bool_()),
-            pa.array(exchange, pa.string()),
-            pa.array(routing_key, pa.string()),
-        ],
-        names=["consumer_tag", "delivery_tag", "redelivered", "exchange", "routing_key"],
-    )
-
-
-def _basic_get(msgs: list[BasicGet], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    reserved1 = [x.reserved1 for x in msgs]
-    queue = [x.queue for x in msgs]
-    no_ack = [x.no_ack for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(reserved1, pa.int32()),
-            pa.array(queue, pa.string()),
-            pa.array(no_ack, pa.bool_()),
-        ],
-        names=["reserved1", "queue", "no_ack"],
-    )
-
-
-def _basic_get_ok(msgs: list[BasicGetOk], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    delivery_tag = [x.delivery_tag for x in msgs]
-    redelivered = [x.redelivered for x in msgs]
-    exchange = [x.exchange for x in msgs]
-    routing_key = [x.routing_key for x in msgs]
-    message_count = [x.message_count for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(delivery_tag, pa.uint64()).cast(pa.decimal128(20, 0)),
-            pa.array(redelivered, pa.bool_()),
-            pa.array(exchange, pa.string()),
-            pa.array(routing_key, pa.string()),
-            pa.array(message_count, pa.int64()),
-        ],
-        names=["delivery_tag", "redelivered", "exchange", "routing_key", "message_count"],
-    )
-
-
-def _basic_get_empty(
-    msgs: list[BasicGetEmpty], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    reserved1 = [x.reserved1 for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(reserved1, pa.string()),
-        ],
-        names=["reserved1"],
-    )
-
-
 def _basic_ack(msgs: list[BasicAck], rows: list[int], roles: dict[str, list[Any]]) -> Any:
     delivery_tag = [x.delivery_tag for x in msgs]
     multiple = [x.multiple for x in msgs]
@@ -1401,40 +849,6 @@ def _basic_ack(msgs: list[BasicAck], rows: list[int], roles: dict[str, list[Any]
             pa.array(multiple, pa.bool_()),
         ],
         names=["delivery_tag", "multiple"],
-    )
-
-
-def _basic_reject(msgs: list[BasicReject], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    delivery_tag = [x.delivery_tag for x in msgs]
-    requeue = [x.requeue for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(delivery_tag, pa.uint64()).cast(pa.decimal128(20, 0)),
-            pa.array(requeue, pa.bool_()),
-        ],
-        names=["delivery_tag", "requeue"],
-    )
-
-
-def _basic_recover_async(
-    msgs: list[BasicRecoverAsync], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    requeue = [x.requeue for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(requeue, pa.bool_()),
-        ],
-        names=["requeue"],
-    )
-
-
-def _basic_recover(msgs: list[BasicRecover], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    requeue = [x.requeue for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(requeue, pa.bool_()),
-        ],
-        names=["requeue"],
     )
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -458,6 +457,14 @@ def message_columns(msgs: Sequence[Message]) -> dict[str, Any]:
     return out
 
 
+def _spread(rows: list[int], n: int) -> Any:
+    """Indices that put a class's values back on its rows, null elsewhere (for `take`)."""
+    index: list[int | None] = [None] * n
+    for i, row in enumerate(rows):
+        index[row] = i
+    return pa.array(index, pa.int32())
+
+
 def _json(values: list[Any]) -> list[str | None]:
     """Values of any shape (field tables) as JSON text; bytes as hex, decimals as text."""
     return [
@@ -467,28 +474,6 @@ def _json(values: list[Any]) -> list[str | None]:
 
 def _plain(value: Any) -> Any:
     return value.hex() if isinstance(value, bytes | bytearray) else str(value)
-
-
-def _texts(values: list[Any]) -> list[str | None]:
-    return [None if v is None else str(v) for v in values]
-
-
-def _spread(rows: list[int], n: int) -> Any:
-    """Indices that put a class's values back on its rows, null elsewhere (for `take`)."""
-    index: list[int | None] = [None] * n
-    for i, row in enumerate(rows):
-        index[row] = i
-    return pa.array(index, pa.int32())
-
-
-def _offsets(lists: list[Any]) -> Any:
-    return pa.array(
-        list(accumulate((0 if v is None else len(v) for v in lists), initial=0)), pa.int32()
-    )
-
-
-def _nulls(values: list[Any]) -> Any:
-    return pa.array([v is None for v in values], pa.bool_())
 
 
 def _connection_challenge(

@@ -19,7 +19,6 @@ Needs pyarrow; the codec package never imports this module and works without it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any
@@ -506,21 +505,6 @@ def message_columns(msgs: Sequence[Message]) -> dict[str, Any]:
         if out[column] is None:
             out[column] = pa.nulls(n, FRAMES_SCHEMA.field(column).type)
     return out
-
-
-def _json(values: list[Any]) -> list[str | None]:
-    """Values of any shape (field tables) as JSON text; bytes as hex, decimals as text."""
-    return [
-        None if v is None else json.dumps(v, default=_plain, ensure_ascii=False) for v in values
-    ]
-
-
-def _plain(value: Any) -> Any:
-    return value.hex() if isinstance(value, bytes | bytearray) else str(value)
-
-
-def _texts(values: list[Any]) -> list[str | None]:
-    return [None if v is None else str(v) for v in values]
 
 
 def _spread(rows: list[int], n: int) -> Any:
