@@ -12,6 +12,7 @@ starts Spark in a child process (not through the fixture) says so with `@pytest.
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 from collections.abc import Iterator
@@ -133,10 +134,13 @@ def rabbit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RabbitNode]:
     except BaseException:  # interrupted while it boots: what start() spawned goes too
         node.stop()
         raise
+    # an interrupted run skips session teardown but still exits through atexit
+    atexit.register(node.stop)
     try:
         yield node
     finally:
         node.stop()
+        atexit.unregister(node.stop)
 
 
 def _interrupted(signum: int, frame: object) -> None:
@@ -144,8 +148,8 @@ def _interrupted(signum: int, frame: object) -> None:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """`kill PID` of a test run (SIGTERM) ends it as Ctrl-C does: pytest unwinds and the
-    session fixtures' teardown stops the RabbitMQ node and Spark it started. Python's default
-    for SIGTERM exits at once, leaving the node running on its ports, where the next run's live
-    tests meet it and fail."""
+    """`kill PID` of a test run (SIGTERM) ends it as Ctrl-C does: Python exits through its
+    atexit handlers, where the RabbitMQ fixture stops its node (pytest skips session teardown
+    when interrupted). Python's default for SIGTERM exits at once, leaving the node running on
+    its ports, where the next run's live tests meet it and fail."""
     signal.signal(signal.SIGTERM, _interrupted)
