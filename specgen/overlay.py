@@ -44,19 +44,14 @@ from typing import Any, cast
 from specgen.ir import (
     Array,
     Command,
-    Constant,
     Direction,
-    Enum,
     Field,
     IRError,
     Message,
     MessageKind,
-    NamedType,
-    PrimitiveType,
     Protocol,
     SourceSpan,
     Struct,
-    TypeDef,
     TypeRef,
     attribute_from_data,
     field_from_data,
@@ -231,7 +226,7 @@ def _edit(fields: tuple[Field, ...], path: list[str], entry: Entry) -> tuple[Fie
 
 def _edit_type(t: TypeRef, path: list[str], entry: Entry) -> TypeRef:
     if isinstance(t, Struct):
-        return Struct(t.name, _edit(t.fields, path, entry))
+        return replace(t, fields=_edit(t.fields, path, entry))
     if isinstance(t, Array):
         return replace(t, item=_edit_type(t.item, path, entry))
     raise OverlayError(
@@ -308,14 +303,14 @@ def _rekind(message: Message, command: Command, expects_response: bool) -> Messa
 # Any node, by kind and name
 
 NODE_KINDS = ("type", "enum", "constant", "command", "message", "named", "typedef", "alias")
-_TOP: dict[str, tuple[str, type]] = {
-    "type": ("types", PrimitiveType),
-    "enum": ("enums", Enum),
-    "constant": ("constants", Constant),
-    "command": ("commands", Command),
-    "named": ("named", NamedType),
-    "typedef": ("typedefs", TypeDef),
-    "alias": ("aliases", NamedType),
+_TOP: dict[str, str] = {  # kind -> the Protocol attribute holding those nodes
+    "type": "types",
+    "enum": "enums",
+    "constant": "constants",
+    "command": "commands",
+    "named": "named",
+    "typedef": "typedefs",
+    "alias": "aliases",
 }
 
 
@@ -351,7 +346,7 @@ def _apply_node(protocol: Protocol, entry: Entry) -> Protocol:
         known = (
             [m.name for _, m in protocol.messages()]
             if kind == "message"
-            else [n.name for n in getattr(protocol, _TOP[kind][0])]
+            else [n.name for n in getattr(protocol, _TOP[kind])]
         )
         heads = [k for k in known if path == k or path.startswith(f"{k}.")]
         if heads:
@@ -373,7 +368,7 @@ def _apply_node(protocol: Protocol, entry: Entry) -> Protocol:
             for c in protocol.commands
         )
         return replace(protocol, commands=commands)
-    attr, _cls = _TOP[kind]
+    attr = _TOP[kind]
     nodes = list(getattr(protocol, attr))
     i = next((i for i, n in enumerate(nodes) if n.name == name), None)
     if i is None:

@@ -25,7 +25,6 @@ from specgen import abnf
 from specgen.frontends import amqp010_dialogue, xml_tree
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.adoc_tree import SpecSyntaxError
-from specgen.frontends.amqp_xml import camel
 from specgen.frontends.data import NO_DATA
 from specgen.frontends.spec_text import read_spec_text
 from specgen.frontends.xml_tree import Element
@@ -51,6 +50,7 @@ from specgen.ir import (
     Ref,
     Segments,
     SourceSpan,
+    field_name,
 )
 from specgen.ir import Struct as IRStruct
 
@@ -807,7 +807,7 @@ def _flagged(
         kind, target, enum = base_type(model, sf.type, cls, sf.span)
         out.append(
             Field(
-                camel(sf.name),
+                field_name(sf.name),
                 Prim(target) if kind == "type" else Ref(target),
                 doc=sf.doc or sf.label,
                 span=sf.span,
@@ -847,7 +847,7 @@ def _ir_command(model: Model, m: Method) -> Command:
     sender: Direction = (
         "client" if m.roles == ("server",) else "server" if m.roles == ("client",) else "both"
     )
-    name = f"{camel(m.cls)}.{camel(m.name.rpartition('.')[2])}"
+    name = f"{field_name(m.cls)}.{field_name(m.name.rpartition('.')[2])}"
 
     def struct(ref: str) -> str:
         return resolve(model, ref, m.cls, m.span)[1]  # `_check_names`: a coded struct

@@ -39,7 +39,6 @@ from pathlib import Path
 from specgen.frontends import xml_tree
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.adoc_tree import SpecSyntaxError
-from specgen.frontends.amqp_xml import camel
 from specgen.frontends.data import NO_DATA
 from specgen.frontends.spec_text import read_spec_text
 from specgen.frontends.xml_tree import Element
@@ -59,8 +58,8 @@ from specgen.ir import (
     Protocol,
     SourceSpan,
     TypeChoice,
-    Typed,
     TypeDef,
+    field_name,
 )
 
 PART1 = "types.xml"
@@ -524,27 +523,15 @@ def _commands(typedefs: list[TypeDef]) -> tuple[Command, ...]:
         if t.klass != "composite" or t.section not in FRAME_TYPES or t.descriptor is None:
             continue
         ident = (FRAME_TYPES[t.section], t.descriptor.code)
-        fields = tuple(
-            Field(
-                camel(f.name),
-                Typed(f.type, f.requires),
-                doc=f.doc or f.label,
-                span=f.span,
-                nullable=not f.mandatory,
-                multiple=f.multiple,
-                default=f.default,
-            )
-            for f in t.fields
-        )
         message = Message(
-            camel(t.name),
+            field_name(t.name),
             "oneway",
             ident,
             ALL_VERSIONS,
-            fields,
+            tuple(f.as_field() for f in t.fields),
             doc=t.doc or t.label,
             span=t.span,
             descriptor=t.descriptor,
         )
-        out.append(Command(camel(t.name), ident, "both", (message,), doc=t.doc, span=t.span))
+        out.append(Command(field_name(t.name), ident, "both", (message,), doc=t.doc, span=t.span))
     return tuple(out)

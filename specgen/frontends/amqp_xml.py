@@ -87,6 +87,7 @@ from specgen.ir import (
     TypeRef,
     Versions,
 )
+from specgen.ir import field_name as camel
 from specgen.registry import relative
 
 FIELD_TYPES = "field-types.toml"
@@ -179,11 +180,6 @@ def hyphenated(root: Element) -> tuple[Element, list[tuple[SourceSpan, str]]]:
 
 # --------------------------------------------------------------------------------------------
 # Names and prose
-
-
-def camel(name: str) -> str:
-    """`consumer-tag` -> `ConsumerTag`, `reserved-1` -> `Reserved1`."""
-    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[-\s_]+", name) if part)
 
 
 def upper_snake(name: str) -> str:

@@ -101,6 +101,7 @@ from specgen.ir import (
     Versions,
     walk_fields,
 )
+from specgen.ir import field_name as camel
 
 # ABNF base rules -> the prose's words for them and their IR types
 BASES: dict[str, tuple[str, TypeRef]] = {
@@ -139,11 +140,6 @@ def _with_dialogues(proto: Protocol, log: FindingLog, text: str, rel: str) -> Pr
         else:
             found.append(rfc006_lifetime.read(summary, proto.commands, rel, log))
     return replace(proto, dialogues=tuple(found)) if found else proto
-
-
-def camel(name: str) -> str:
-    """`confirm-tag` -> `ConfirmTag`."""
-    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[-\s_]+", name) if part)
 
 
 def command_name(rule: str) -> str:

@@ -101,6 +101,7 @@ from specgen.ir.nodes import Typed as Typed
 from specgen.ir.nodes import TypeDef as TypeDef
 from specgen.ir.nodes import TypeRef as TypeRef
 from specgen.ir.nodes import Versions as Versions
+from specgen.ir.nodes import field_name as field_name
 from specgen.ir.nodes import primitive_of as primitive_of
 from specgen.ir.nodes import walk_fields as walk_fields
 from specgen.ir.nodes import walk_type as walk_type

@@ -726,6 +726,23 @@ class CompositeField:
     doc: str = ""
     span: SourceSpan | None = None
 
+    def as_field(self) -> Field:
+        """This field as a message's field: a self-describing value, null when not mandatory."""
+        return Field(
+            field_name(self.name),
+            Typed(self.type, self.requires),
+            doc=self.doc or self.label,
+            span=self.span,
+            nullable=not self.mandatory,
+            multiple=self.multiple,
+            default=self.default,
+        )
+
+
+def field_name(name: str) -> str:
+    """A spec's name as a field's: `consumer-tag` -> `ConsumerTag`, `reserved-1` -> `Reserved1`."""
+    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[-\s_]+", name) if part)
+
 
 TypeClass = Literal["primitive", "composite", "restricted"]
 

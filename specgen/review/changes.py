@@ -22,7 +22,6 @@ those before it, so adding, removing, reordering or resizing a field breaks both
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeVar
@@ -32,11 +31,11 @@ from specgen.ir import (
     BitField,
     Bits,
     Command,
-    CompositeField,
     Constant,
     Enum,
     Field,
     Message,
+    NamedType,
     Prim,
     PrimitiveType,
     Protocol,
@@ -51,7 +50,7 @@ from specgen.ir import (
 )
 
 Category = Literal["wire", "names", "prose"]
-Named = TypeVar("Named", PrimitiveType, Enum, Constant)
+Named = TypeVar("Named", PrimitiveType, Enum, Constant, NamedType, TypeDef)
 
 OLD_CLIENT = "old client, new server"
 NEW_CLIENT = "new client, old server"
@@ -256,6 +255,7 @@ class _Differ:
     changes: list[Change] = field(default_factory=list)
     pairs: list[CommandPair] = field(default_factory=list)
     current: str | None = None  # the message being compared, for the changes inside it
+    typedef_index: dict[int, dict[str, TypeDef]] = field(default_factory=dict)
 
     def add(
         self,
@@ -344,13 +344,12 @@ class _Differ:
 
     def _named(self) -> None:
         """Structures the spec names (AMQP 0-10's structs), member by member."""
-        old = {n.name: n for n in self.old.named}
-        new = {n.name: n for n in self.new.named}
-        for name in sorted(old.keys() - new.keys()):
+        old, new, gone, came, kept = _by_name(self.old.named, self.new.named)
+        for name in gone:
             self.add("NAMED_TYPE_REMOVED", f"struct {name}", f"{name} removed")
-        for name in sorted(new.keys() - old.keys()):
+        for name in came:
             self.add("NAMED_TYPE_ADDED", f"struct {name}", f"{name} added")
-        for name in sorted(old.keys() & new.keys()):
+        for name in kept:
             a, b = old[name], new[name]
             where = f"struct {name}"
             ctx: dict[str, Any] = {"command": "", "version": 1}
@@ -361,13 +360,12 @@ class _Differ:
     def _typedefs(self) -> None:
         """A self-describing type system's types (AMQP 1.0): encodings, the source a restricted
         type stands for, descriptors, allowed values, archetypes, and a composite's fields."""
-        old = {t.name: t for t in self.old.typedefs}
-        new = {t.name: t for t in self.new.typedefs}
-        for name in sorted(old.keys() - new.keys()):
+        old, new, gone, came, kept = _by_name(self.old.typedefs, self.new.typedefs)
+        for name in gone:
             self.add("TYPE_REMOVED", f"type {name}", f"type {name} removed")
-        for name in sorted(new.keys() - old.keys()):
+        for name in came:
             self.add("TYPE_ADDED", f"type {name}", f"type {name} added")
-        for name in sorted(old.keys() & new.keys()):
+        for name in kept:
             a, b = old[name], new[name]
             where = f"type {name}"
             if shape(a.encodings) != shape(b.encodings) or a.klass != b.klass:
@@ -397,8 +395,8 @@ class _Differ:
                 m.descriptor == b.descriptor for _, m in self.new.messages()
             ):
                 # composites that are no frame body (sections, delivery states, terminus...)
-                fa = tuple(_composite_field(f) for f in a.fields)
-                fb = tuple(_composite_field(f) for f in b.fields)
+                fa = tuple(f.as_field() for f in a.fields)
+                fb = tuple(f.as_field() for f in b.fields)
                 self._fields(fa, fb, where, "both", "", 1, (), (), list_encoded=True)
             if a.doc != b.doc:
                 self.add("PROSE", where, "description changed")
@@ -407,7 +405,7 @@ class _Differ:
         """What a self-describing type is on the wire: a primitive's encodings, a described
         type's descriptor, or the archetypes an any-type field requires."""
         seen: set[str] = set()
-        by_name = {t.name: t for t in protocol.typedefs}
+        by_name = self._typedefs_of(protocol)
         while name in by_name and name not in seen:
             seen.add(name)
             t = by_name[name]
@@ -417,6 +415,13 @@ class _Differ:
                 return ("primitive", tuple((e.code, e.category, e.width) for e in t.encodings))
             name = t.source
         return ("any", name)
+
+    def _typedefs_of(self, protocol: Protocol) -> dict[str, TypeDef]:
+        """`protocol`'s self-describing types by name, built once per side."""
+        found = self.typedef_index.get(id(protocol))
+        if found is None:
+            found = self.typedef_index[id(protocol)] = {t.name: t for t in protocol.typedefs}
+        return found
 
     def _types(self) -> None:
         old, new, gone, came, kept = _by_name(self.old.types, self.new.types)
@@ -1117,20 +1122,6 @@ def _encodings(t: TypeDef) -> str:
 
 def _desc(t: TypeDef) -> str:
     return "none" if t.descriptor is None else f"{t.descriptor.name} ({_key((t.descriptor.code,))})"
-
-
-def _composite_field(f: CompositeField) -> Field:
-    """A composite's field as the commands' fields are (see frontends.amqp10_xml)."""
-    name = "".join(p[:1].upper() + p[1:] for p in re.split(r"[-\s]+", f.name) if p)
-    return Field(
-        name,
-        Typed(f.type, f.requires),
-        span=f.span,
-        doc=f.doc or f.label,
-        nullable=not f.mandatory,
-        multiple=f.multiple,
-        default=f.default,
-    )
 
 
 def _layout(fields: tuple[Field, ...]) -> str:
