@@ -278,3 +278,24 @@ def test_a_bad_overlay_entry_names_itself(
     with pytest.raises(overlay.OverlayError, match=message) as e:
         overlay.apply(_ir("amqp-1-0/1.0"), entries)
     assert "overlay.json:" in str(e.value) and "bad" in str(e.value)
+
+
+def test_an_overlay_on_a_field_inside_a_struct_keeps_the_struct(tmp_path: Path) -> None:
+    # editing one member of a struct must not lose the struct's size prefix and code
+    entries = _overlay(
+        tmp_path,
+        {"id": "s", "op": "set", "target": "named:message.delivery-properties.Priority",
+         "attributes": {"doc": "set by an overlay"}},
+    )  # fmt: skip
+    before = next(n for n in _ir("amqp-0-10").named if n.name == "message.delivery-properties")
+    after = next(
+        n
+        for n in overlay.apply(_ir("amqp-0-10"), entries).named
+        if n.name == "message.delivery-properties"
+    )
+    assert isinstance(before.type, ir.Struct) and isinstance(after.type, ir.Struct)
+    assert (after.type.size_prefix, after.type.ident) == (
+        before.type.size_prefix,
+        before.type.ident,
+    )
+    assert next(f for f in after.type.fields if f.name == "Priority").doc == "set by an overlay"
