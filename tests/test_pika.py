@@ -383,3 +383,79 @@ def test_working_group_spec_agrees(pika_cls: type[Any]) -> None:
     theirs = wg.decode(frame)
     assert type(theirs).__name__ == name
     assert wg.encode(theirs) == frame
+
+
+# --------------------------------------------------------------------------- defaults
+
+
+def test_constructor_defaults_as_the_issue_wrote_them() -> None:
+    """Reserved fields, flags and the fields after them need not be given (pika's classes
+    need none): the message encodes as pika's does with the same two values."""
+    msg = rmq.QueueDeclare(channel=1, queue="q1", durable=True)
+    assert msg.arguments == {} and msg.arguments is not rmq.QueueDeclare(channel=1).arguments
+    want = pika.frame.Method(1, pika.spec.Queue.Declare(queue="q1", durable=True)).marshal()
+    assert rmq.encode(msg) == want
+    assert wg.encode(wg.QueueDeclare(channel=1, queue="q1", durable=True)) == want
+
+
+def _defaulted(ours: type[Any]) -> set[str]:
+    return {
+        f.name
+        for f in dataclasses.fields(ours)
+        if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+    }
+
+
+# pika's own choice where the wire's default is the empty value: a convenience, not the spec
+PIKA_CHOICES = {
+    ("Exchange.Declare", "type"): "direct",
+    ("Basic.Reject", "requeue"): True,  # the spec: "If requeue is true, the server will attempt..."
+    ("Basic.Nack", "requeue"): True,
+}
+
+
+@pytest.mark.parametrize(
+    "pika_cls",
+    [m for m in METHODS if m.NAME not in NOT_IN_SPEC],
+    ids=[n for n in METHOD_IDS if n not in NOT_IN_SPEC],
+)
+def test_defaults_write_what_pika_writes(pika_cls: type[Any]) -> None:
+    """Every field we default, left to its default on both sides, gives pika's bytes: our
+    defaults are the wire's (reserved values, unset flags, empty strings and tables). Where
+    pika defaults to None (which it cannot write) it is given our default."""
+    ours = _our_class(pika_cls.NAME)
+    args = _pika_args(pika_cls)
+    fields = [f for f in dataclasses.fields(ours) if f.name != "channel"]
+    values = _values(ours)
+    left = _defaulted(ours)
+    pika_defaults = inspect.signature(pika_cls.__init__).parameters
+    kwargs = {}
+    for arg, f in zip(args, fields, strict=True):
+        if f.name not in left:
+            kwargs[arg] = _pika_value(str(f.type), values[f.name])
+            continue
+        ours_default = (
+            f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
+        )
+        theirs = pika_defaults[arg].default
+        if (pika_cls.NAME, arg) in PIKA_CHOICES:
+            assert theirs == PIKA_CHOICES[pika_cls.NAME, arg] != ours_default
+            kwargs[arg] = ours_default
+        elif theirs is None or theirs is inspect.Parameter.empty:
+            kwargs[arg] = ours_default
+        elif isinstance(ours_default, bytes) and isinstance(theirs, str):
+            assert theirs.encode() == ours_default, f"{pika_cls.NAME}.{arg}"  # both write it alike
+        else:
+            assert theirs == ours_default, f"{pika_cls.NAME}.{arg}"
+    given = {f.name: values[f.name] for f in fields if f.name not in left}
+    want = pika.frame.Method(CHANNEL, pika_cls(**kwargs)).marshal()
+    assert rmq.encode(ours(**given, channel=CHANNEL)) == want
+
+
+def test_defaults_where_the_wire_has_them() -> None:
+    """Which fields default is decided by the spec: its reserved values and flags start the
+    run; a message whose first fields are neither keeps them required."""
+    assert _defaulted(rmq.QueueDeclare) == {f.name for f in dataclasses.fields(rmq.QueueDeclare)}
+    assert _defaulted(rmq.BasicAck) == {"multiple", "channel"}  # the delivery tag is the caller's
+    assert _defaulted(rmq.BasicPublish) >= {"reserved1", "exchange", "routing_key", "mandatory"}
+    assert "delivery_tag" not in _defaulted(rmq.BasicDeliver)

@@ -10,6 +10,7 @@ them as every version does: the versions' frame headers are byte-identical.
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -626,9 +627,9 @@ class ConnectionOpen:
 The name of the virtual host to work with.
 
 Must not be empty. At most 127 characters."""
-    reserved1: str
+    reserved1: str = ""
     """Reserved: must be empty."""
-    reserved2: bool
+    reserved2: bool = False
     """Reserved: must be zero."""
     channel: int = 0
     """Channel number; 0 for the connection."""
@@ -718,7 +719,7 @@ class ConnectionOpenOk:
     SENDER: ClassVar[str] = "server"
     SYNCHRONOUS: ClassVar[bool] = True
 
-    reserved1: str
+    reserved1: str = ""
     """Reserved: must be empty."""
     channel: int = 0
     """Channel number; 0 for the connection."""
@@ -923,7 +924,7 @@ class ChannelOpen:
     """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
-    reserved1: str
+    reserved1: str = ""
     """Reserved: must be empty."""
     channel: int = 0
     """Channel number; 0 for the connection."""
@@ -982,7 +983,7 @@ class ChannelOpenOk:
     SENDER: ClassVar[str] = "server"
     SYNCHRONOUS: ClassVar[bool] = True
 
-    reserved1: bytes
+    reserved1: bytes = b""
     """Reserved: must be empty."""
     channel: int = 0
     """Channel number; 0 for the connection."""
@@ -1042,7 +1043,7 @@ class ChannelFlow:
     """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
-    active: bool
+    active: bool = False
     """start/stop content frames
 
 If 1, the peer starts sending content frames. If 0, the peer stops sending content frames."""
@@ -1096,7 +1097,7 @@ class ChannelFlowOk:
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "both"
 
-    active: bool
+    active: bool = False
     """current flow setting
 
 Confirms the setting of the processed flow method: 1 means the peer will start sending or continue to send content frames; 0 means it will not."""
@@ -1334,19 +1335,19 @@ class ExchangeDelete:
     """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
-    reserved1: int
+    reserved1: int = 0
     """Reserved: must be zero."""
-    exchange: str
+    exchange: str = ""
     """exchange name
 
 The exchange name is a client-selected string that identifies the exchange for publish methods.
 
 Must not be empty. Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
-    if_unused: bool
+    if_unused: bool = False
     """delete only if unused
 
 If set, the server will only delete the exchange if it has no queue bindings. If the exchange has queue bindings the server does not delete it but raises a channel exception instead."""
-    no_wait: bool
+    no_wait: bool = False
     """do not send reply method
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
@@ -1471,35 +1472,35 @@ class QueueDeclare:
     """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
-    reserved1: int
+    reserved1: int = 0
     """Reserved: must be zero."""
-    queue: str
+    queue: str = ""
     """queue name
 
 The queue name identifies the queue within the vhost. In methods where the queue name may be blank, and that has no specific significance, this refers to the 'current' queue for the channel, meaning the last queue that the client declared on the channel. If the client did not declare a queue, and the method needs a queue name, this will result in a 502 (syntax error) channel exception.
 
 Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
-    passive: bool
+    passive: bool = False
     """do not create queue
 
 If set, the server will reply with Declare-Ok if the queue already exists with the same name, and raise an error if not. The client can use this to check whether a queue exists without modifying the server state. When set, all other method fields except name and no-wait are ignored. A declare with both passive and no-wait has no effect. Arguments are compared for semantic equivalence."""
-    durable: bool
+    durable: bool = False
     """request a durable queue
 
 If set when creating a new queue, the queue will be marked as durable. Durable queues remain active when a server restarts. Non-durable queues (transient queues) are purged if/when a server restarts. Note that durable queues do not necessarily hold persistent messages, although it does not make sense to send persistent messages to a transient queue."""
-    exclusive: bool
+    exclusive: bool = False
     """request an exclusive queue
 
 Exclusive queues may only be accessed by the current connection, and are deleted when that connection closes. Passive declaration of an exclusive queue by other connections are not allowed."""
-    auto_delete: bool
+    auto_delete: bool = False
     """auto-delete queue when unused
 
 If set, the queue is deleted when all consumers have finished using it. The last consumer can be cancelled either explicitly or because its channel is closed. If there was no consumer ever on the queue, it won't be deleted. Applications can explicitly delete auto-delete queues using the Delete method as normal."""
-    no_wait: bool
+    no_wait: bool = False
     """do not send reply method
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
-    arguments: dict[str, Any]
+    arguments: dict[str, Any] = dataclasses.field(default_factory=dict)
     """arguments for declaration
 
 A set of arguments for the declaration. The syntax and semantics of these arguments depends on the server implementation."""
@@ -1678,29 +1679,29 @@ class QueueBind:
     """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
-    reserved1: int
+    reserved1: int = 0
     """Reserved: must be zero."""
-    queue: str
+    queue: str = ""
     """queue name
 
 Specifies the name of the queue to bind.
 
 Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
-    exchange: str
+    exchange: str = ""
     """name of the exchange to bind to
 
 The exchange name is a client-selected string that identifies the exchange for publish methods.
 
 Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
-    routing_key: str
+    routing_key: str = ""
     """message routing key
 
 Specifies the routing key for the binding. The routing key is used for routing messages depending on the exchange configuration. Not all exchanges use a routing key - refer to the specific exchange documentation. If the queue name is empty, the server uses the last queue declared on the channel. If the routing key is also empty, the server uses this queue name for the routing key as well. If the queue name is provided but the routing key is empty, the server does the binding with that empty routing key. The meaning of empty routing keys depends on the exchange implementation."""
-    no_wait: bool
+    no_wait: bool = False
     """do not send reply method
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
-    arguments: dict[str, Any]
+    arguments: dict[str, Any] = dataclasses.field(default_factory=dict)
     """arguments for binding
 
 A set of arguments for the binding. The syntax and semantics of these arguments depends on the exchange class."""
@@ -1856,15 +1857,15 @@ class QueuePurge:
     """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
-    reserved1: int
+    reserved1: int = 0
     """Reserved: must be zero."""
-    queue: str
+    queue: str = ""
     """queue name
 
 Specifies the name of the queue to purge.
 
 Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
-    no_wait: bool
+    no_wait: bool = False
     """do not send reply method
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
@@ -1995,23 +1996,23 @@ class QueueDelete:
     """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
-    reserved1: int
+    reserved1: int = 0
     """Reserved: must be zero."""
-    queue: str
+    queue: str = ""
     """queue name
 
 Specifies the name of the queue to delete.
 
 Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
-    if_unused: bool
+    if_unused: bool = False
     """delete only if unused
 
 If set, the server will only delete the queue if it has no consumers. If the queue has consumers the server does does not delete it but raises a channel exception instead."""
-    if_empty: bool
+    if_empty: bool = False
     """delete only if empty
 
 If set, the server will only delete the queue if it has no messages."""
-    no_wait: bool
+    no_wait: bool = False
     """do not send reply method
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
@@ -2150,25 +2151,25 @@ class QueueUnbind:
     """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
-    reserved1: int
+    reserved1: int = 0
     """Reserved: must be zero."""
-    queue: str
+    queue: str = ""
     """queue name
 
 Specifies the name of the queue to unbind.
 
 Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
-    exchange: str
+    exchange: str = ""
     """exchange name
 
 The name of the exchange to unbind from.
 
 Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
-    routing_key: str
+    routing_key: str = ""
     """routing key of binding
 
 Specifies the routing key of the binding to unbind."""
-    arguments: dict[str, Any]
+    arguments: dict[str, Any] = dataclasses.field(default_factory=dict)
     """arguments of binding
 
 Specifies the arguments of the binding to unbind."""
@@ -2308,9 +2309,9 @@ class BasicProperties:
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
 
-    weight: int
+    weight: int = 0
     """unused, must be zero"""
-    body_size: int
+    body_size: int = 0
     """Total size of the content bodies that follow."""
     content_type: str | None = None
     """MIME content type"""
@@ -2779,35 +2780,35 @@ class BasicConsume:
     """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
-    reserved1: int
+    reserved1: int = 0
     """Reserved: must be zero."""
-    queue: str
+    queue: str = ""
     """queue name
 
 Specifies the name of the queue to consume from.
 
 Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
-    consumer_tag: str
+    consumer_tag: str = ""
     """consumer tag
 
 Specifies the identifier for the consumer. The consumer tag is local to a channel, so two clients can use the same consumer tags. If this field is empty the server will generate a unique tag."""
-    no_local: bool
+    no_local: bool = False
     """do not deliver own messages
 
 If the no-local field is set the server will not send messages to the connection that published them."""
-    no_ack: bool
+    no_ack: bool = False
     """no acknowledgement needed
 
 If this field is set the server does not expect acknowledgements for messages. That is, when a message is delivered to the client the server assumes the delivery will succeed and immediately dequeues it. This functionality may increase performance but at the cost of reliability. Messages can get lost if a client dies before they are delivered to the application."""
-    exclusive: bool
+    exclusive: bool = False
     """request exclusive access
 
 Request exclusive consumer access, meaning only this consumer can access the queue."""
-    no_wait: bool
+    no_wait: bool = False
     """do not send reply method
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
-    arguments: dict[str, Any]
+    arguments: dict[str, Any] = dataclasses.field(default_factory=dict)
     """arguments for declaration
 
 A set of arguments for the consume. The syntax and semantics of these arguments depends on the server implementation."""
@@ -2980,23 +2981,23 @@ class BasicPublish:
     CONTENT: ClassVar[bool] = True
     """Content frames (a header, then bodies) follow this message."""
 
-    reserved1: int
+    reserved1: int = 0
     """Reserved: must be zero."""
-    exchange: str
+    exchange: str = ""
     """exchange name
 
 Specifies the name of the exchange to publish to. The exchange name can be empty, meaning the default exchange. If the exchange name is specified, and that exchange does not exist, the server will raise a channel exception.
 
 Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
-    routing_key: str
+    routing_key: str = ""
     """Message routing key
 
 Specifies the routing key for the message. The routing key is used for routing messages depending on the exchange configuration."""
-    mandatory: bool
+    mandatory: bool = False
     """indicate mandatory routing
 
 This flag tells the server how to react if the message cannot be routed to a queue. If this flag is set, the server will return an unroutable message with a Return method. If this flag is zero, the server silently drops the message."""
-    immediate: bool
+    immediate: bool = False
     """request immediate delivery
 
 This flag tells the server how to react if the message cannot be routed to a queue consumer immediately. If this flag is set, the server will return an undeliverable message with a Return method. If this flag is zero, the server will queue the message, but with no guarantee that it will ever be consumed."""
@@ -3222,17 +3223,17 @@ Identifier for the consumer, valid within the current channel."""
     """server-assigned delivery tag
 
 The server-assigned and channel-specific delivery tag"""
-    redelivered: bool
+    redelivered: bool = False
     """message is being redelivered
 
 This indicates that the message has been previously delivered to this or another client."""
-    exchange: str
+    exchange: str = ""
     """exchange name
 
 Specifies the name of the exchange that the message was originally published to. May be empty, indicating the default exchange.
 
 Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
-    routing_key: str
+    routing_key: str = ""
     """Message routing key
 
 Specifies the routing key name specified when the message was published."""
@@ -3345,15 +3346,15 @@ class BasicGet:
     """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
-    reserved1: int
+    reserved1: int = 0
     """Reserved: must be zero."""
-    queue: str
+    queue: str = ""
     """queue name
 
 Specifies the name of the queue to get a message from.
 
 Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
-    no_ack: bool
+    no_ack: bool = False
     """no acknowledgement needed
 
 If this field is set the server does not expect acknowledgements for messages. That is, when a message is delivered to the client the server assumes the delivery will succeed and immediately dequeues it. This functionality may increase performance but at the cost of reliability. Messages can get lost if a client dies before they are delivered to the application."""
@@ -3434,21 +3435,21 @@ class BasicGetOk:
     """server-assigned delivery tag
 
 The server-assigned and channel-specific delivery tag"""
-    redelivered: bool
+    redelivered: bool = False
     """message is being redelivered
 
 This indicates that the message has been previously delivered to this or another client."""
-    exchange: str
+    exchange: str = ""
     """exchange name
 
 Specifies the name of the exchange that the message was originally published to. If empty, the message was published to the default exchange.
 
 Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
-    routing_key: str
+    routing_key: str = ""
     """Message routing key
 
 Specifies the routing key name specified when the message was published."""
-    message_count: int
+    message_count: int = 0
     """number of messages in queue
 
 The number of messages in the queue, which will be zero for newly-declared queues. This is the number of messages present in the queue, and committed if the channel on which they were published is transacted, that are not waiting acknowledgement."""
@@ -3544,7 +3545,7 @@ class BasicGetEmpty:
     SENDER: ClassVar[str] = "server"
     SYNCHRONOUS: ClassVar[bool] = True
 
-    reserved1: str
+    reserved1: str = ""
     """Reserved: must be empty."""
     channel: int = 0
     """Channel number; 0 for the connection."""
@@ -3608,7 +3609,7 @@ class BasicReject:
     """server-assigned delivery tag
 
 The server-assigned and channel-specific delivery tag"""
-    requeue: bool
+    requeue: bool = False
     """requeue the message
 
 If requeue is true, the server will attempt to requeue the message. If requeue is false or the requeue attempt fails the messages are discarded or dead-lettered."""
@@ -3667,7 +3668,7 @@ class BasicRecoverAsync:
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "client"
 
-    requeue: bool
+    requeue: bool = False
     """requeue the message
 
 If this field is zero, the message will be redelivered to the original recipient. If this bit is 1, the server will attempt to requeue the message, potentially then delivering it to an alternative subscriber."""
@@ -3725,7 +3726,7 @@ class BasicRecover:
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "client"
 
-    requeue: bool
+    requeue: bool = False
     """requeue the message
 
 If this field is zero, the message will be redelivered to the original recipient. If this bit is 1, the server will attempt to requeue the message, potentially then delivering it to an alternative subscriber."""

@@ -16,7 +16,7 @@ import json
 import keyword
 import re
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from specgen.ir import (
     INT_WIDTHS,
@@ -382,7 +382,8 @@ class Attr:
     name: str
     annotation: str
     doc: str
-    default: str = ""
+    default: str = ""  # the constructor's default, a Python literal ("" for none)
+    factory: str = ""  # or a mutable default's type, built per instance ("dict", "list")
 
 
 @dataclass
@@ -580,6 +581,7 @@ class Planner:
         run = self._struct_body(required, cls, "msg", steps, self._run("end"), args, attrs, "end")
         self._close(run, steps)
         previous = ""
+        attrs[:] = _with_defaults(attrs, required)
         for f in fields[len(required) :]:
             steps.append(self._optional(f, cls, steps, args, attrs, previous))
             previous = f"msg.{attr_name(f.name)}" if f.optional else ""
@@ -1435,6 +1437,53 @@ def _structs(fields: tuple[Field, ...]) -> list[Struct]:
 
     for f in fields:
         visit(f.type)
+    return out
+
+
+_ZEROS = {"int": "0", "bool": "False", "str": '""', "bytes": 'b""', "float": "0.0"}
+"""The empty value of each attribute type: a well-formed wire value (an unset flag, an empty
+string or table) a constructor may leave out."""
+_FACTORIES = {"dict[str, Any]": "dict"}
+
+
+def _with_defaults(attrs: list[Attr], fields: tuple[Field, ...]) -> list[Attr]:
+    """Constructor defaults: a field the spec gives a default or a reserved value has it, a flag
+    is unset, and every field after either has its type's empty value, as pika's classes do (Python keeps
+    positional order: `QueueDeclare(queue="q1", durable=True)` leaves the reserved ticket and
+    the other flags at their wire default). A field with no empty value (a structure) ends that:
+    the fields before it stay required."""
+    given: dict[str, int | str | bool] = {}
+    for f in fields:
+        members = f.type.members if isinstance(f.type, Bits) else ()
+        for m in (f, *members):
+            if m.default is not None:
+                given[attr_name(m.name)] = m.default
+    out, defaulting = [], False
+    for a in attrs:
+        if a.name in given:
+            value = given[a.name]
+            # a reserved longstr: empty text in the spec, bytes in Python
+            text = (
+                repr(value.encode())
+                if a.annotation == "bytes" and isinstance(value, str)
+                else repr(value)
+            )
+            out.append(replace(a, default=text))
+            defaulting = True
+        elif a.annotation == "bool":  # a flag: unset unless the caller sets it
+            out.append(replace(a, default="False"))
+            defaulting = True
+        elif defaulting and a.annotation in _ZEROS:
+            out.append(replace(a, default=_ZEROS[a.annotation]))
+        elif defaulting and (a.annotation in _FACTORIES or a.annotation.startswith("list[")):
+            out.append(replace(a, factory=_FACTORIES.get(a.annotation, "list")))
+        else:
+            out.append(a)
+            defaulting = False
+    for i in range(len(out) - 1, -1, -1):  # a required field makes every field before it required
+        if not (out[i].default or out[i].factory):
+            out[:i] = [replace(a, default="", factory="") for a in out[:i]]
+            break
     return out
 
 

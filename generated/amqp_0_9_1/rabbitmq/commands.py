@@ -10,6 +10,7 @@ A decoded message encodes back to the bytes it came from.
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -433,39 +434,39 @@ class ExchangeDeclare:
     """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
-    reserved1: int
+    reserved1: int = 0
     """Reserved: must be zero."""
-    exchange: str
+    exchange: str = ""
     """exchange name
 
 The exchange name is a client-selected string that identifies the exchange for publish methods.
 
 Must not be empty. Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
-    type: str
+    type: str = ""
     """exchange type
 
 Each exchange belongs to one of a set of exchange types implemented by the server. The exchange types define the functionality of the exchange - i.e. how messages are routed through it. It is not valid or meaningful to attempt to change the type of an existing exchange."""
-    passive: bool
+    passive: bool = False
     """do not create exchange
 
 If set, the server will reply with Declare-Ok if the exchange already exists with the same name, and raise an error if not. The client can use this to check whether an exchange exists without modifying the server state. When set, all other method fields except name and no-wait are ignored. A declare with both passive and no-wait has no effect. Arguments are compared for semantic equivalence."""
-    durable: bool
+    durable: bool = False
     """request a durable exchange
 
 If set when creating a new exchange, the exchange will be marked as durable. Durable exchanges remain active when a server restarts. Non-durable exchanges (transient exchanges) are purged if/when a server restarts."""
-    auto_delete: bool
+    auto_delete: bool = False
     """auto-delete when unused
 
 If set, the exchange is deleted when all queues have finished using it."""
-    internal: bool
+    internal: bool = False
     """create internal exchange
 
 If set, the exchange may not be used directly by publishers, but only when bound to other exchanges. Internal exchanges are used to construct wiring that is not visible to applications."""
-    no_wait: bool
+    no_wait: bool = False
     """do not send reply method
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
-    arguments: dict[str, Any]
+    arguments: dict[str, Any] = dataclasses.field(default_factory=dict)
     """arguments for declaration
 
 A set of arguments for the declaration. The syntax and semantics of these arguments depends on the server implementation."""
@@ -579,29 +580,29 @@ class ExchangeBind:
     """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
-    reserved1: int
+    reserved1: int = 0
     """Reserved: must be zero."""
-    destination: str
+    destination: str = ""
     """name of the destination exchange to bind to
 
 Specifies the name of the destination exchange to bind.
 
 Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
-    source: str
+    source: str = ""
     """name of the source exchange to bind to
 
 Specifies the name of the source exchange to bind.
 
 Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
-    routing_key: str
+    routing_key: str = ""
     """message routing key
 
 Specifies the routing key for the binding. The routing key is used for routing messages depending on the exchange configuration. Not all exchanges use a routing key - refer to the specific exchange documentation."""
-    no_wait: bool
+    no_wait: bool = False
     """do not send reply method
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
-    arguments: dict[str, Any]
+    arguments: dict[str, Any] = dataclasses.field(default_factory=dict)
     """arguments for binding
 
 A set of arguments for the binding. The syntax and semantics of these arguments depends on the exchange class."""
@@ -757,29 +758,29 @@ class ExchangeUnbind:
     """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
-    reserved1: int
+    reserved1: int = 0
     """Reserved: must be zero."""
-    destination: str
+    destination: str = ""
     """exchange name
 
 Specifies the name of the destination exchange to unbind.
 
 Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
-    source: str
+    source: str = ""
     """exchange name
 
 Specifies the name of the source exchange to unbind.
 
 Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
-    routing_key: str
+    routing_key: str = ""
     """routing key of binding
 
 Specifies the routing key of the binding to unbind."""
-    no_wait: bool
+    no_wait: bool = False
     """do not send reply method
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
-    arguments: dict[str, Any]
+    arguments: dict[str, Any] = dataclasses.field(default_factory=dict)
     """arguments of binding
 
 Specifies the arguments of the binding to unbind."""
@@ -945,7 +946,7 @@ The client can request that messages be sent in advance so that when the client 
     """prefetch window in messages
 
 Specifies a prefetch window in terms of whole messages. This field may be used in combination with the prefetch-size field; a message will only be sent in advance if both prefetch windows (and those at the channel and connection level) allow it. The prefetch-count is ignored if the no-ack option is set."""
-    global_: bool
+    global_: bool = False
     """apply to entire connection
 
 RabbitMQ has reinterpreted this field. The original specification said: "By default the QoS settings apply to the current channel only. If this field is set, they are applied to the entire connection." Instead, RabbitMQ takes global=false to mean that the QoS settings should apply per-consumer (for new consumers on the channel; existing ones being unaffected) and global=true to mean that the QoS settings should apply per-channel."""
@@ -1013,7 +1014,7 @@ class BasicCancel:
     """consumer tag
 
 Identifier for the consumer, valid within the current channel."""
-    no_wait: bool
+    no_wait: bool = False
     """do not send reply method
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
@@ -1153,7 +1154,7 @@ class BasicAck:
     """server-assigned delivery tag
 
 The server-assigned and channel-specific delivery tag"""
-    multiple: bool
+    multiple: bool = False
     """acknowledge multiple messages
 
 If set to 1, the delivery tag is treated as "up to and including", so that multiple messages can be acknowledged with a single method. If set to zero, the delivery tag refers to a single message. If the multiple field is 1, and the delivery tag is zero, this indicates acknowledgement of all outstanding messages."""
@@ -1215,11 +1216,11 @@ class BasicNack:
     """server-assigned delivery tag
 
 The server-assigned and channel-specific delivery tag"""
-    multiple: bool
+    multiple: bool = False
     """reject multiple messages
 
 If set to 1, the delivery tag is treated as "up to and including", so that multiple messages can be rejected with a single method. If set to zero, the delivery tag refers to a single message. If the multiple field is 1, and the delivery tag is zero, this indicates rejection of all outstanding messages."""
-    requeue: bool
+    requeue: bool = False
     """requeue the message
 
 If requeue is true, the server will attempt to requeue the message. If requeue is false or the requeue attempt fails the messages are discarded or dead-lettered. Clients receiving the Nack methods should ignore this flag."""
@@ -1283,7 +1284,7 @@ class ConfirmSelect:
     """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
-    nowait: bool
+    nowait: bool = False
     """do not send reply method
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""

@@ -10,6 +10,7 @@ A decoded message encodes back to the bytes it came from.
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -202,35 +203,35 @@ class ExchangeDeclare:
     """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
-    reserved1: int
+    reserved1: int = 0
     """Reserved: must be zero."""
-    exchange: str
+    exchange: str = ""
     """exchange name
 
 The exchange name is a client-selected string that identifies the exchange for publish methods.
 
 Must not be empty. Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
-    type: str
+    type: str = ""
     """exchange type
 
 Each exchange belongs to one of a set of exchange types implemented by the server. The exchange types define the functionality of the exchange - i.e. how messages are routed through it. It is not valid or meaningful to attempt to change the type of an existing exchange."""
-    passive: bool
+    passive: bool = False
     """do not create exchange
 
 If set, the server will reply with Declare-Ok if the exchange already exists with the same name, and raise an error if not. The client can use this to check whether an exchange exists without modifying the server state. When set, all other method fields except name and no-wait are ignored. A declare with both passive and no-wait has no effect. Arguments are compared for semantic equivalence."""
-    durable: bool
+    durable: bool = False
     """request a durable exchange
 
 If set when creating a new exchange, the exchange will be marked as durable. Durable exchanges remain active when a server restarts. Non-durable exchanges (transient exchanges) are purged if/when a server restarts."""
-    reserved2: bool
+    reserved2: bool = False
     """Reserved: must be zero."""
-    reserved3: bool
+    reserved3: bool = False
     """Reserved: must be zero."""
-    no_wait: bool
+    no_wait: bool = False
     """do not send reply method
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
-    arguments: dict[str, Any]
+    arguments: dict[str, Any] = dataclasses.field(default_factory=dict)
     """arguments for declaration
 
 A set of arguments for the declaration. The syntax and semantics of these arguments depends on the server implementation."""
@@ -352,7 +353,7 @@ The client can request that messages be sent in advance so that when the client 
     """prefetch window in messages
 
 Specifies a prefetch window in terms of whole messages. This field may be used in combination with the prefetch-size field; a message will only be sent in advance if both prefetch windows (and those at the channel and connection level) allow it. The prefetch-count is ignored if the no-ack option is set."""
-    global_: bool
+    global_: bool = False
     """apply to entire connection
 
 By default the QoS settings apply to the current channel only. If this field is set, they are applied to the entire connection."""
@@ -418,7 +419,7 @@ class BasicCancel:
     """consumer tag
 
 Identifier for the consumer, valid within the current channel."""
-    no_wait: bool
+    no_wait: bool = False
     """do not send reply method
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
@@ -554,7 +555,7 @@ class BasicAck:
     """server-assigned delivery tag
 
 The server-assigned and channel-specific delivery tag"""
-    multiple: bool
+    multiple: bool = False
     """acknowledge multiple messages
 
 If set to 1, the delivery tag is treated as "up to and including", so that the client can acknowledge multiple messages with a single method. If set to zero, the delivery tag refers to a single message. If the multiple field is 1, and the delivery tag is zero, tells the server to acknowledge all outstanding messages."""

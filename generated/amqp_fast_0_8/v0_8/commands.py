@@ -10,6 +10,7 @@ A decoded message encodes back to the bytes it came from.
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -340,7 +341,7 @@ class ConnectionPing:
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
 
-    respond: bool
+    respond: bool = False
     """If 1, asks the recipient to respond with a CONNECTION PING command.  Note: the response to a PING should never be a PING with respond set to 1.  (For hopefully obvious reasons.)"""
 
     def encode(self) -> bytes:
@@ -517,13 +518,13 @@ class ChannelOpen:
     """The channel ID chosen by the client, must be greater than zero."""
     confirm_tag: int
     """If non-zero, the client wants a confirmation from the server. See 'Confirmation Tags' section."""
-    transacted: bool
+    transacted: bool = False
     """If 1, the channel operates in transacted mode. Transacted channels support the COMMIT and ROLLBACK commands.  See explanation below."""
-    restartable: bool
+    restartable: bool = False
     """If 1, the channel operates in restartable mode.  See explanation below."""
-    options: dict[str, Any]
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)
     """Channel options as name/value pairs.  To be defined later."""
-    out_of_band: str
+    out_of_band: str = ""
     """In case of out-of-band message transfers (using shared memory or other non-network stream methods), provides specifications of how and where the out-of-band transfers occur.  The interpretation of the out-of-band string is not defined here; it is by agreement between implementations of the client and server."""
 
     def encode(self) -> bytes:
@@ -896,17 +897,17 @@ class HandleOpen:
     """The handle reference chosen by the client. This ID must be unique within the connection and must not refer to a handle that is already open.  It may not be zero."""
     confirm_tag: int
     """If non-zero, the client wants a confirmation from the server."""
-    producer: bool
+    producer: bool = False
     """If 1, the client requests access to post messages to the destination. Used for queues and topics only."""
-    consumer: bool
+    consumer: bool = False
     """If 1, the client requests access to consume messages from the destination (I.E. to listen to the destination)."""
-    browser: bool
+    browser: bool = False
     """If 1, the client requests access to browse messages from the destination."""
-    mime_type: str
+    mime_type: str = ""
     """The default MIME content type for HANDLE SEND commands sent to the destination. This can be overridden on a per-message basis. If empty, defaults to 'application/octet-stream'."""
-    encoding: str
+    encoding: str = ""
     """The default content encoding for HANDLE SEND commands sent to the destination. This can be overridden on a per-message basis. If empty, defaults to 'binary'."""
-    options: dict[str, Any]
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)
     """Handle options as name/value pairs.  To be defined later."""
 
     def encode(self) -> bytes:
@@ -1023,13 +1024,13 @@ class HandleSend:
     """The service type required. The valid service types are defined below."""
     fragment_size: int
     """The amount of data provided after the frame; the size of the fragment."""
-    partial: bool
+    partial: bool = False
     """A message is sent as one or more fragments. This field indicates whether this is the final fragment for the message.  If set to zero, this is the final or only fragment. Message fragments are sent consecutively on a particular channel and with the same tag."""
-    out_of_band: bool
+    out_of_band: bool = False
     """Indicates whether the message data is transferred out-of-band or not. If set, the server should not expect to read the message fragment from the connection stream, but from some other location as defined by the out-of-band field sent during the HANDLE OPEN command."""
-    recovery: bool
+    recovery: bool = False
     """If 1, tells the server that the message is being sent partially, from the recovery point indicated by the server in the HANDLE READY command (used in restartable operations only)."""
-    dest_name: str
+    dest_name: str = ""
     """The name of the destination to write to."""
 
     def encode(self) -> bytes:
@@ -1127,17 +1128,17 @@ class HandleConsume:
     """The service type required.  Must be either queue or topic, may not be the "any" service."""
     prefetch: int
     """The number of outstanding messages the client can handle at once. The server will send up to this many messages without receiving a CHANNEL ACK from the client. The minimum value for this field is 1, the maximum is 65535."""
-    no_local: bool
+    no_local: bool = False
     """If 1, the client will not receive messages sent on the same connection.  This field is used only for topic services."""
-    no_ack: bool
+    no_ack: bool = False
     """If 1, the client will not acknowledge messages received from this destination. The client can specify 'no ack' when it wants the highest possible throughput and can tolerate lost messages."""
-    dynamic: bool
+    dynamic: bool = False
     """For queue services only. If 1, the server will create the queue if it does not exist. If the destination name is empty, the server will generate a new unique destination name and respond to the client with HANDLE CREATED."""
-    exclusive: bool
+    exclusive: bool = False
     """For queue services only.  If 1, the server will restrict access to a single consumer (the first one to request access to the queue)."""
-    dest_name: str
+    dest_name: str = ""
     """The name of the destination to listen to."""
-    selector: dict[str, Any]
+    selector: dict[str, Any] = dataclasses.field(default_factory=dict)
     """The fields to select on, if any.  Fields are selected on by presence and value - an empty field value means "present", any non-empty value means "this value".  Field selectors are always inclusive, i.e. ALL fields must match for a message to be passed to the handle."""
 
     def encode(self) -> bytes:
@@ -1235,7 +1236,7 @@ class HandleFlow:
     """The handle reference chosen by the client, must be open."""
     confirm_tag: int
     """If non-zero, the client wants a confirmation from the server."""
-    flow_pause: bool
+    flow_pause: bool = False
     """If 1, the server stops sending messages to the client.  If 0, the server restarts sending messages to the client."""
 
     def encode(self) -> bytes:
@@ -1557,17 +1558,17 @@ class HandleNotify:
     """A server message ID: this must be used in any command that refers to the message."""
     fragment_size: int
     """The amount of data provided after the frame; the size of the fragment."""
-    partial: bool
+    partial: bool = False
     """Indicates whether this is the final fragment for the message, 1 = more fragments, or 0 = final or only fragment. Message fragments are sent consecutively on the current channel."""
-    out_of_band: bool
+    out_of_band: bool = False
     """Indicates whether the message data is transferred out-of-band or not. If set, the client should not expect to read the message fragment from the connection stream, but from some other location as defined by the out-of-band field sent during the HANDLE OPEN command."""
-    recovery: bool
+    recovery: bool = False
     """If 1, tells the client that the message is being sent partially, from the recovery point indicated by the client in the HANDLE READY command (used in restartable operations only)."""
-    delivered: bool
+    delivered: bool = False
     """If 1, the message is being delivered to the client and the client should process it accordingly and acknowledge the message with CHANNEL ACK when it can. This field will be zero when the client asked for the message using HANDLE BROWSE, and 1 when the client used HANDLE CONSUME. The client MUST NOT process messages with the delivered field set to zero."""
-    redelivered: bool
+    redelivered: bool = False
     """If 1, the server considers the message to have already been delivered to the client at some past time.  This is a hint which the client can use to double-check that it has not already processed the message."""
-    dest_name: str
+    dest_name: str = ""
     """The full name of the destination from which the message came. Note: this field is not set when 'partial' is 1.  I.E. you expect it only on the last fragment of a message."""
 
     def encode(self) -> bytes:
