@@ -100,13 +100,20 @@ def class_name(command: Command, message: Message, versioned: bool, version: int
 
 @dataclass
 class Fixed:
-    """One member of a fused run."""
+    """One member of a fused run. Encoding packs `expr` as `conv` says: "" the value itself,
+    "uint24" its three octets, "bool" 1 or 0, "part" item `part` of the `expr`_parts pair,
+    "len" the length of `expr` (`null` when it is None and the type has a null length), "bits"
+    the container packed from `bits`."""
 
     label: str  # Message.field.path, as DecodeError names it
     code: str  # struct code
     width: int
     local: str  # decode target
-    expr: str  # encode source expression
+    expr: str  # encode: the value's attribute path or local
+    conv: str = ""
+    part: int = 0
+    null: int | None = None
+    bits: list[BitMember] = field(default_factory=list)
 
 
 @dataclass
@@ -177,6 +184,16 @@ class BitMember:
     def in_place(self) -> int:
         """The member's bits where they sit in the container."""
         return self.mask << self.shift
+
+    @property
+    def placed(self) -> int:
+        """A fixed member's value where it sits in the container."""
+        return (self.value or 0) << self.shift
+
+    @property
+    def bit(self) -> int:
+        """A boolean member's bit where it sits in the container."""
+        return 1 << self.shift
 
 
 @dataclass
@@ -250,7 +267,11 @@ class OptionalStep:
     body: list[object]
     previous: str = ""  # encode: the optional field before it, which must then be present
     annotation: str = ""  # decode: the local's type, declared before the branches
-    flag: str = ""  # decode: present when this holds (a Presence flag), instead of "bytes left"
+    # decode, a Presence-flagged field: present when bit `flag_mask` of word `flag_word` of the
+    # words in local `flag_words` is set (instead of "bytes left")
+    flag_words: str = ""
+    flag_word: int = 0
+    flag_mask: int = 0
 
 
 @dataclass
@@ -275,28 +296,43 @@ class PresenceStep:
 
 
 @dataclass
-class Post:
-    """Decode: plain statements right after the values they use were read. `{at}` in a line
-    becomes the offset of the run's item `item` (for errors), once the run is complete."""
+class BoolCheck:
+    """Decode: a boolean octet the run read into `raw` is 0 or 1; `local` takes its truth."""
 
-    lines: list[str]
-    run: Run | None = None
-    item: int = 0
+    label: str
+    raw: str
+    local: str
+    run: Run
+    item: int  # the octet's place in the run, for the error's offset
 
     @property
-    def code(self) -> list[str]:
-        if self.run is None:
-            return self.lines
-        offset = sum(i.width for i in self.run.items[: self.item]) - self.run.size
-        at = f"at - {-offset}" if offset else "at"
-        return [line.replace("{at}", at) for line in self.lines]
+    def back(self) -> int:
+        """How far before the run's end the octet is (the run is complete when rendered)."""
+        return self.run.size - sum(i.width for i in self.run.items[: self.item])
 
 
 @dataclass
-class Prepare:
-    """Encode: plain statements before the run that packs their results."""
+class DecimalValue:
+    """Decode: `local` is the decimal of the `value` and `scale` the run read."""
 
-    lines: list[str]
+    local: str
+    value: str
+    scale: str
+
+
+@dataclass
+class DecimalParts:
+    """Encode: split the decimal `expr` into the run's scale and value (`local`_parts)."""
+
+    local: str
+    expr: str
+
+
+@dataclass
+class NoneValue:
+    """Decode: a void field, which has no octets, is None."""
+
+    local: str
 
 
 @dataclass
@@ -344,7 +380,11 @@ class ChoiceCase:
     label: str
     body: list[object]  # decode/encode steps of the value
     local: str  # decode: local holding the value
-    fits: str  # encode: whether `value` can take this case
+    # encode: which values this case can take: "int" (an int from `low` to `high`), or a kind
+    # of value: "dict", "list", "float", "decimal", "bool", "string", "bytes", "void", "none"
+    fits: str
+    low: int = 0
+    high: int = 0
 
 
 @dataclass
@@ -648,7 +688,7 @@ class Planner:
         for step in body:  # declared once, before the branches
             if isinstance(step, ArrayStep | SwitchStep) and step.local == args[-1]:
                 step.annotation = ""
-        flag = ""
+        step = OptionalStep(label, args[-1], expr, "end", body, previous, attrs[-1].annotation)
         if f.present is not None:
             presence, t = self.presence[f.present[0]]
             word, mask = t.flag(f.present[1])
@@ -656,13 +696,9 @@ class Planner:
                 presence.allowed.append(0)
             presence.allowed[word] |= mask
             presence.flags.append((expr, word, mask))
-            flag = f"{presence.local}[{word}] & {mask:#x}"
-            if word:
-                flag = f"len({presence.local}) > {word} and {flag}"
-            previous = ""
-        return OptionalStep(
-            label, args[-1], expr, "end", body, previous, attrs[-1].annotation, flag
-        )
+            step.flag_words, step.flag_word, step.flag_mask = presence.local, word, mask
+            step.previous = ""
+        return step
 
     # ---- locals and runs
 
@@ -792,18 +828,15 @@ class Planner:
             len_local = self._local(f.name + "Len")
             raw = self._local(f.name + "Raw")
             nullable = f.nullable and ptype.null_length is not None
-            len_expr = (
-                f"{ptype.null_length} if {raw} is None else len({raw})"
-                if nullable
-                else f"len({raw})"
-            )
             run.items.append(
                 Fixed(
                     label,
                     STRUCT_CODES[ptype.length_prefix],
                     INT_WIDTHS[ptype.length_prefix][0],
                     len_local,
-                    len_expr,
+                    raw,
+                    "len",
+                    null=ptype.null_length if nullable else None,
                 )
             )
             step = Text(
@@ -867,7 +900,7 @@ class Planner:
         kind, name = ptype.kind, ptype.name
         if kind == "int" and name == "uint24":
             raw = self._local(local + "Raw")
-            run.items.append(Fixed(label, "3s", 3, raw, f"{expr}.to_bytes(3, 'big')"))
+            run.items.append(Fixed(label, "3s", 3, raw, expr, "uint24"))
             self._after(run, steps, Uint24(local, raw))
         elif kind == "int":
             run.items.append(Fixed(label, STRUCT_CODES[name], ptype.width, local, expr))
@@ -877,22 +910,18 @@ class Planner:
             run.items.append(Fixed(label, FLOAT_CODES[ptype.width], ptype.width, local, expr))
         elif kind == "bool":
             raw = self._local(local + "Raw")
-            run.items.append(Fixed(label, "B", 1, raw, f"1 if {expr} else 0"))
-            check = (
-                f'    raise DecodeError("{label}", {{at}}, f"boolean {{{raw}}} is neither 0 nor 1")'
-            )
-            lines = [f"if {raw} > 1:", check, f"{local} = {raw} == 1"]
-            self._after(run, steps, Post(lines, run, len(run.items) - 1))
+            run.items.append(Fixed(label, "B", 1, raw, expr, "bool"))
+            self._after(run, steps, BoolCheck(label, raw, local, run, len(run.items) - 1))
         elif kind == "decimal":
             self.decimals = True
             scale, value = self._local(local + "Scale"), self._local(local + "Value")
             code = "i" if ptype.width == 5 else "q"
-            run.items.append(Fixed(label, "B", 1, scale, f"{local}_parts[0]"))
-            run.items.append(Fixed(label, code, ptype.width - 1, value, f"{local}_parts[1]"))
-            run.prepare.append(Prepare([f"{local}_parts = _decimal_parts({expr})"]))
-            self._after(run, steps, Post([f"{local} = Decimal({value}).scaleb(-{scale})"]))
+            run.items.append(Fixed(label, "B", 1, scale, local, "part", 0))
+            run.items.append(Fixed(label, code, ptype.width - 1, value, local, "part", 1))
+            run.prepare.append(DecimalParts(local, expr))
+            self._after(run, steps, DecimalValue(local, value, scale))
         elif kind == "void":
-            self._after(run, steps, Post([f"{local} = None"]))
+            self._after(run, steps, NoneValue(local))
         else:
             raise PlanError(f"{label}: no plan for a {kind}")
         return run
@@ -933,7 +962,6 @@ class Planner:
         container = self._local(f.name)
         owner_label, owner_expr = label.rsplit(".", 1)[0], expr.rsplit(".", 1)[0]
         members: list[BitMember] = []
-        pack_terms: list[str] = []
         pos = t.width * 8 if t.order == "msb" else 0
         for m in t.members:
             assert isinstance(m.type, BitField)
@@ -950,8 +978,6 @@ class Planner:
                         "", shift, mask, m.type.value, f"{owner_label}.{attr_name(m.name)}", ""
                     )
                 )
-                if m.type.value:
-                    pack_terms.append(f"{m.type.value << shift:#x}")
                 continue
             mlocal = self._local(m.name)
             mexpr = f"{owner_expr}.{attr_name(m.name)}"
@@ -970,17 +996,9 @@ class Planner:
             args.append(mlocal)
             if attrs is not None:
                 attrs.append(Attr(attr_name(m.name), "bool" if m.type.boolean else "int", _doc(m)))
-            if m.type.boolean:
-                pack_terms.append(f"{1 << shift:#x} if {mexpr} else 0")
-            else:
-                pack_terms.append(
-                    f"({mexpr} & {mask:#x}) << {shift}" if shift else f"{mexpr} & {mask:#x}"
-                )
 
         code = {1: "B", 2: "H", 4: "I", 8: "Q"}[t.width]
-        if len(pack_terms) > 1:  # a conditional term needs its own parentheses among others
-            pack_terms = [f"({t})" if " if " in t else t for t in pack_terms]
-        run.items.append(Fixed(label, code, t.width, container, " | ".join(pack_terms) or "0"))
+        run.items.append(Fixed(label, code, t.width, container, "", "bits", bits=members))
         self._after(run, steps, BitsStep(container, members, label))
         return run
 
@@ -1013,7 +1031,8 @@ class Planner:
                     STRUCT_CODES[t.count_prefix],
                     INT_WIDTHS[t.count_prefix][0],
                     step.count_local,
-                    f"len({expr})",
+                    expr,
+                    "len",
                 )
             )
         else:
@@ -1200,7 +1219,7 @@ class Planner:
                     raise PlanError(f"{n.span}: {label}: constructor {case.label!r} has no type")
                 body, local = self._value(case.type, label, "value", "end")
                 plan.cases.append(
-                    ChoiceCase(case.values[0], case.label, body, local, self._fits(case.type))
+                    ChoiceCase(case.values[0], case.label, body, local, *self._fits(case.type))
                 )
             order = [*t.prefer, *(c.values[0] for c in t.cases if c.values[0] not in t.prefer)]
             plan.prefer = order
@@ -1231,34 +1250,23 @@ class Planner:
         self._close(run, body)
         return body, out[0]
 
-    def _fits(self, t: TypeRef) -> str:
-        """An expression: whether the Python `value` can be encoded as `t`."""
+    def _fits(self, t: TypeRef) -> tuple[str, int, int]:
+        """Which Python values can be encoded as `t` (ChoiceCase.fits, low, high)."""
         if isinstance(t, Ref):
             target = self.protocol.named_type(t.name)
-            if isinstance(target, Map):
-                return "isinstance(value, dict)"
-            if isinstance(target, Array):
-                return "isinstance(value, list)"
-            return "False"
+            if isinstance(target, Map | Array):
+                return ("dict" if isinstance(target, Map) else "list"), 0, 0
+            return "none", 0, 0
         if not isinstance(t, Prim):
-            return "False"
+            return "none", 0, 0
         p = self.protocol.type(t.name)
         if p.kind in ("int", "timestamp"):
             width, signed = (p.width, p.signed) if p.kind == "int" else (8, False)
-            low, high = (
-                (-(1 << (width * 8 - 1)), (1 << (width * 8 - 1)) - 1)
-                if signed
-                else (0, (1 << (width * 8)) - 1)
-            )
-            return f"type(value) is int and {low} <= value <= {high}"
-        return {
-            "float": "type(value) is float",
-            "decimal": "isinstance(value, Decimal)",
-            "bool": "type(value) is bool",
-            "string": "isinstance(value, str)",
-            "bytes": "isinstance(value, bytes)",
-            "void": "value is None",
-        }[p.kind]
+            bits = width * 8
+            if signed:
+                return "int", -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+            return "int", 0, (1 << bits) - 1
+        return p.kind, 0, 0
 
 
 _PY_CLASS = {
