@@ -5,14 +5,17 @@ For every message layout (command x request/response x version) the generated mo
     arrays), strings and bytes null, and one sample per case of every switch;
   * a hypothesis strategy that draws any valid message, derived fields (counts, sizes,
     lengths) computed from what they describe, as an encoder must write them.
-The test bodies live in the template; this module only works out values and strategies.
+The test bodies live in the template; this module only works out values, strategies and sizes,
+as the data of `conformance_nodes`, which the template writes out.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
+from specgen.emitters import conformance_nodes as n
 from specgen.emitters.plan import ModulePlan, attr_name, isort_key, snake
 from specgen.emitters.render import Renderer
 from specgen.ir import (
@@ -155,7 +158,7 @@ class _Builder:
                 "float": (3.4028234663852886e38 if p.width == 4 else 1.7976931348623157e308)
                 if top
                 else 0.0,
-                "decimal": Lit('Decimal("-21474836.48")' if top else 'Decimal("0")'),
+                "decimal": Decimal("-21474836.48") if top else Decimal("0"),
                 "bool": top,
                 "void": None,
             }[p.kind]
@@ -182,7 +185,7 @@ class _Builder:
                 return [
                     self.value(c.type, mode, case, None) for c in t.item.cases if c.type is not None
                 ] * 3
-            n = (
+            length = (
                 LONG_ARRAY["prim"]
                 if isinstance(t.item, Prim) and t.item.name in INT_WIDTHS
                 else LONG_ARRAY["other"]
@@ -191,7 +194,7 @@ class _Builder:
                 self.value(
                     t.item, mode, case, Field("Item", t.item, nullable=self.nullable(t.item))
                 )
-                for _ in range(n)
+                for _ in range(length)
             ]
         if isinstance(t, Struct):
             return Obj(self.struct_name(t), self.sample(t.fields, mode, case))
@@ -247,18 +250,15 @@ class _Builder:
 
     # ---- hypothesis strategies: one composite function per class
 
-    def strategies(
-        self, cls: str, fields: tuple[Field, ...], out: dict[str, list[tuple[str, str]]]
-    ) -> str:
-        """Register `_st_<cls>` (draw lines) in `out`; returns its name."""
+    def strategies(self, cls: str, fields: tuple[Field, ...], out: dict[str, n.Composite]) -> str:
+        """Register `_st_<cls>` in `out`; returns its name."""
         name = f"_st_{snake(cls)}"
         if name in out:
             return name
-        out[name] = []  # reserve: recursion on shared structures
-        lines: list[tuple[str, str]] = [("#cls", cls)]
+        out[name] = n.Composite(name, cls, (), ())  # reserve: recursion on shared structures
+        lines: list[tuple[str, n.Expr]] = []
         derived = _derived(fields)
         args: list[str] = []
-        post: list[tuple[str, str]] = []
         previous_optional = ""
         for f in fields:
             if isinstance(f.type, Bits):
@@ -267,12 +267,12 @@ class _Builder:
                     if m.type.value is None:
                         args.append(attr_name(m.name))
                         if m.name not in derived:
-                            drawn = (
-                                "draw(st.booleans())"
+                            bit: n.Strategy = (
+                                n.Booleans()
                                 if m.type.boolean
-                                else f"draw(st.integers(0, {(1 << m.type.bits) - 1}))"
+                                else n.Integers(0, (1 << m.type.bits) - 1)
                             )
-                            lines.append((attr_name(m.name), drawn))
+                            lines.append((attr_name(m.name), n.Draw(bit)))
                 continue
             if isinstance(f.type, Presence):
                 continue
@@ -281,119 +281,111 @@ class _Builder:
             if f.name in derived:
                 continue
             if isinstance(f.type, Switch) and f.type.on:
-                values = sorted(v for c in f.type.cases for v in c.values)
-                lines = [(a, b) for a, b in lines if a != snake(f.type.on)]
-                lines.append((snake(f.type.on), f"draw(st.sampled_from({tuple(values)!r}))"))
-                branches = []
-                for c in f.type.cases:
-                    expr = "None" if c.type is None else f"draw({self.strategy(c.type, None, out)})"
-                    branches.append((c.values, expr))
-                cond = " else ".join(
-                    f"{expr} if {snake(f.type.on)} in {tuple(vals)!r}"
-                    for vals, expr in branches[:-1]
-                )
-                lines.append((local, f"{cond} else {branches[-1][1]}" if cond else branches[-1][1]))
+                on = snake(f.type.on)
+                values = tuple(sorted(v for c in f.type.cases for v in c.values))
+                lines = [(a, b) for a, b in lines if a != on]
+                lines.append((on, n.Draw(n.Sampled(values))))
+                branches = [n.Branch(c.values, self.case_draw(c.type, out)) for c in f.type.cases]
+                lines.append((local, n.Chosen(on, tuple(branches[:-1]), branches[-1].value)))
                 continue
-            drawn = f"draw({self.strategy(f.type, f, out)})"
-            if f.present:
-                drawn = f"draw(st.none() | {self.strategy(f.type, f, out)})"
+            strategy = self.strategy(f.type, f, out)
+            inner = n.Draw(n.NoneOr(strategy) if f.present or f.optional else strategy)
+            drawn: n.Expr = inner
             if f.optional:
                 # absent or present; once one optional field is absent, all after it are too
-                drawn = f"draw(st.none() | {self.strategy(f.type, f, out)})"
                 if previous_optional:
-                    drawn = f"None if {previous_optional} is None else {drawn}"
+                    drawn = n.ThenNone(previous_optional, inner)
                 previous_optional = local
             lines.append((local, drawn))
         for dname, (kind, target) in derived.items():
             tl = snake(target)
             if kind in ("count", "length"):
-                post.append((snake(dname), f"len({tl})"))
+                lines.append((snake(dname), n.Len((tl,))))
             else:
                 item = _item(fields, target)
-                post.append((snake(dname), f"sum({self.size_expr(item, 'x')} for x in {tl})"))
-        out[name] = lines + post + [("#return", f"{cls}({', '.join(args)})")]
+                lines.append((snake(dname), n.SumOf(self.size_expr(item, ("x",)), "x", (tl,))))
+        out[name] = n.Composite(name, cls, tuple(lines), tuple(args))
         return name
 
-    def strategy(self, t: TypeRef, f: Field | None, out: dict[str, list[tuple[str, str]]]) -> str:
+    def strategy(self, t: TypeRef, f: Field | None, out: dict[str, n.Composite]) -> n.Strategy:
         if isinstance(t, Prim) and t.name in INT_WIDTHS:
-            lo, hi = _ranges(t.name)
-            return f"st.integers({lo}, {hi})"
+            return n.Integers(*_ranges(t.name))
         if isinstance(t, Ref):
-            target = self.protocol.named_type(t.name)
-            return "TABLES" if isinstance(target, Map) else "st.lists(VALUES, max_size=3)"
+            if isinstance(self.protocol.named_type(t.name), Map):
+                return n.Defined("TABLES")
+            return n.Lists(n.Defined("VALUES"), 3)
         if isinstance(t, Prim) and self.protocol.type(t.name).fixed:
             p = self.protocol.type(t.name)
-            return {
-                "timestamp": "st.integers(0, 2**64 - 1)",
-                "float": f"st.floats(allow_nan=False, width={p.width * 8})",
-                "decimal": "DECIMALS",
-                "bool": "st.booleans()",
-                "void": "st.none()",
-            }[p.kind]
+            fixed: dict[str, n.Strategy] = {
+                "timestamp": n.Unsigned(64),
+                "float": n.Floats(p.width * 8),
+                "decimal": n.Defined("DECIMALS"),
+                "bool": n.Booleans(),
+                "void": n.Nones(),
+            }
+            return fixed[p.kind]
         if isinstance(t, Prim):
             nullable = f is not None and f.nullable
+            base: n.Strategy
             if self.protocol.type(t.name).kind == "bytes":
-                base = "st.binary(max_size=64)"
+                base = n.Binary(64)
             else:
-                size = min(f.max_length, 60) if f is not None and f.max_length else 60
-                base = f"st.text(max_size={size})"
-            return f"st.none() | {base}" if nullable else base
+                base = n.Text(min(f.max_length, 60) if f is not None and f.max_length else 60)
+            return n.NoneOr(base) if nullable else base
         if isinstance(t, Blob):
-            return "st.binary(max_size=64)"
+            return n.Binary(64)
         if isinstance(t, Array):
             item = self.strategy(t.item, Field("Item", t.item, nullable=self.nullable(t.item)), out)
-            return f"st.lists({item}, max_size=4)"
+            return n.Lists(item, 4)
         if isinstance(t, Struct):
-            return f"{self.strategies(self.struct_name(t), t.fields, out)}()"
+            return n.StructDraw(self.strategies(self.struct_name(t), t.fields, out))
         if isinstance(t, Switch):
-            return (
-                "st.one_of("
-                + ", ".join(self.strategy(c.type, None, out) for c in t.cases if c.type is not None)
-                + ")"
+            return n.OneOf(
+                tuple(self.strategy(c.type, None, out) for c in t.cases if c.type is not None)
             )
         raise TypeError(t)
 
-    def size_expr(self, t: TypeRef, v: str) -> str:
+    def case_draw(self, t: TypeRef | None, out: dict[str, n.Composite]) -> n.Draw | None:
+        """A switch case's drawn value; None for a case that carries nothing."""
+        return None if t is None else n.Draw(self.strategy(t, None, out))
+
+    def size_expr(self, t: TypeRef, v: n.Path) -> n.Size:
+        """The size on the wire of the value of type `t` at `v`, as the template computes it."""
         if isinstance(t, Prim) and t.name in INT_WIDTHS:
-            return str(INT_WIDTHS[t.name][0])
+            return n.Const(INT_WIDTHS[t.name][0])
         if isinstance(t, Prim):
             prefix = INT_WIDTHS[self.protocol.type(t.name).length_prefix][0]
             kind = self.protocol.type(t.name).kind
-            content = f"len({v}.encode())" if kind == "string" else f"len({v})"
-            return f"({prefix} + (0 if {v} is None else {content}))"
+            return n.Prefixed(prefix, n.Len(v, encoded=kind == "string"))
         if isinstance(t, Blob):
-            return f"len({v})"
+            return n.Len(v)
         if isinstance(t, Struct):
-            parts = []
-            for f in t.fields:
-                if isinstance(f.type, Bits):
-                    parts.append(str(f.type.width))
-                else:
-                    parts.append(self.size_expr(f.type, f"{v}.{snake(f.name)}"))
-            return "(" + " + ".join(parts) + ")"
+            return n.Plus(
+                tuple(
+                    n.Const(f.type.width)
+                    if isinstance(f.type, Bits)
+                    else self.size_expr(f.type, (*v, snake(f.name)))
+                    for f in t.fields
+                )
+            )
         if isinstance(t, Array):
             prefix = INT_WIDTHS[t.count_prefix][0] if t.count_prefix else 0
-            return f"({prefix} + sum({self.size_expr(t.item, 'y')} for y in {v}))"
+            return n.Plus((n.Const(prefix), n.SumOf(self.size_expr(t.item, ("y",)), "y", v)))
         if isinstance(t, Switch):
-            cases = [c for c in t.cases if isinstance(c.type, Struct)]
-            expr = "0"
-            for c in reversed(cases):
-                assert isinstance(c.type, Struct)
-                expr = f"({self.size_expr(c.type, v)} if isinstance({v}, {self.struct_name(c.type)}) else {expr})"
-            return expr
+            return n.ByClass(
+                tuple(
+                    n.ClassCase(self.struct_name(c.type), self.size_expr(c.type, v))
+                    for c in t.cases
+                    if isinstance(c.type, Struct)
+                ),
+                v,
+            )
         raise TypeError(t)
 
 
 def _item(fields: tuple[Field, ...], name: str) -> TypeRef:
     t = next(f.type for f in fields if f.name == name)
     return t.item if isinstance(t, Array) else t
-
-
-class Lit(str):
-    """A value written into the generated test as this Python source."""
-
-    def __repr__(self) -> str:
-        return str(self)
 
 
 MAX_TABLE = {
@@ -403,7 +395,7 @@ MAX_TABLE = {
     "flag": True,
     "none": None,
     "float": 1.5,
-    "decimal": Lit('Decimal("1.50")'),
+    "decimal": Decimal("1.50"),
     "list": [1, "two", {"three": 3}],
     "table": {"nested": {"deeper": []}},
 }
@@ -411,7 +403,7 @@ MAX_TABLE = {
 MAX_ARRAY = [1, "two", None, True, {"k": [2]}]
 
 
-def _flat_table(protocol: Protocol) -> tuple[dict[str, Any], list[str]] | None:
+def _flat_table(protocol: Protocol) -> tuple[dict[str, Any], list[n.Strategy]] | None:
     """For field tables whose values are a few scalars (AMQ RFC 006: strings, integers,
     decimals, times; no nested tables): the widest table and the hypothesis strategies of the
     values the choice can hold. None for tables that may nest (AMQP 0-9-1), which MAX_TABLE and
@@ -423,8 +415,9 @@ def _flat_table(protocol: Protocol) -> tuple[dict[str, Any], list[str]] | None:
     if not isinstance(choice, Choice):
         return None
     table: dict[str, Any] = {}
-    strategies: list[str] = []
+    strategies: list[n.Strategy] = []
     ints: list[tuple[int, int]] = []
+    strategy: n.Strategy
     for case in choice.cases:
         t = case.type
         if not isinstance(t, Prim):
@@ -434,11 +427,11 @@ def _flat_table(protocol: Protocol) -> tuple[dict[str, Any], list[str]] | None:
             continue
         kind = protocol.type(t.name).kind
         if kind == "string":
-            table["text"], strategy = TEXT, "st.text(max_size=12)"
+            table["text"], strategy = TEXT, n.Text(12)
         elif kind == "bytes":
-            table["bytes"], strategy = b"\x00\xff", "st.binary(max_size=12)"
+            table["bytes"], strategy = b"\x00\xff", n.Binary(12)
         elif kind == "decimal":
-            table["decimal"], strategy = Lit('Decimal("1.50")'), "DECIMALS"
+            table["decimal"], strategy = Decimal("1.50"), n.Defined("DECIMALS")
         else:
             return None
         strategies.append(strategy)
@@ -451,43 +444,50 @@ def _flat_table(protocol: Protocol) -> tuple[dict[str, Any], list[str]] | None:
                 return None
             hi = max(hi, b)
         table["int"], table["big"] = lo, hi
-        strategies.insert(0, f"st.integers({lo}, {hi})")
+        strategies.insert(0, n.Integers(lo, hi))
     return table, strategies
 
 
-def _render_value(v: Any) -> str:
+def _value(v: Any) -> n.Value:
+    """A sample value as the template writes it: runs of one value or one pair written once."""
     if isinstance(v, Obj):
-        return f"{v.cls}({', '.join(_render_value(a) for a in v.args)})"
+        return n.Call(v.cls, _values(v.args))
     if isinstance(v, list):
         if len(v) > 3 and all(x == v[0] for x in v):
-            return f"[{_render_value(v[0])}] * {len(v)}"
+            return n.Repeat(_values(v[:1]), len(v))
         if len(v) > 3 and len(v) % 2 == 0 and v == v[:2] * (len(v) // 2):
-            return f"[{', '.join(_render_value(x) for x in v[:2])}] * {len(v) // 2}"
-        return "[" + ", ".join(_render_value(x) for x in v) + "]"
-    if isinstance(v, bytes):
-        if v == bytes(range(256)) * (len(v) // 256) and v:
-            return f"bytes(range(256)) * {len(v) // 256}"
-        return repr(v)
-    return repr(v)
+            return n.Repeat(_values(v[:2]), len(v) // 2)
+        return n.ListOf(_values(v))
+    if isinstance(v, dict):
+        return n.DictOf(tuple((_value(k), _value(x)) for k, x in v.items()))
+    if isinstance(v, Decimal):
+        return n.DecimalOf(str(v))
+    if isinstance(v, bytes) and v and v == bytes(range(256)) * (len(v) // 256):
+        return n.ByteRange(len(v) // 256)
+    return n.Literal(repr(v))
+
+
+def _values(vs: list[Any]) -> tuple[n.Value, ...]:
+    return tuple(_value(v) for v in vs)
 
 
 def _switch_cases(fields: tuple[Field, ...]) -> int:
-    n = 1
+    most = 1
     for f in fields:
         t = f.type
         while isinstance(t, Array):
             t = t.item
         if isinstance(t, Switch) and t.on:
-            n = max(n, len(t.cases))
+            most = max(most, len(t.cases))
         if isinstance(t, Struct):
-            n = max(n, _switch_cases(t.fields))
-    return n
+            most = max(most, _switch_cases(t.fields))
+    return most
 
 
 def emit(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, str]:
     protocol = plan.protocol
     builder = _Builder(protocol, plan.clashing)
-    strategies: dict[str, list[tuple[str, str]]] = {}
+    strategies: dict[str, n.Composite] = {}
     cases: list[dict[str, Any]] = []
     for m in plan.messages:
         builder.owner = m.cls
@@ -501,13 +501,11 @@ def emit(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, s
             for mode in modes if i == 0 else ["min"]:
                 values = builder.sample(fields, mode, i)
                 label = mode if i == 0 else f"case{i}"
-                samples.append((label, f"{m.cls}({', '.join(_render_value(v) for v in values)})"))
+                samples.append((label, n.Call(m.cls, _values(values))))
         # one more sample per switch case at max, so every case's widest value is exercised
         for i in range(1, _switch_cases(fields)):
             values = builder.sample(fields, "max", i)
-            samples.append(
-                (f"case{i}-max", f"{m.cls}({', '.join(_render_value(v) for v in values)})")
-            )
+            samples.append((f"case{i}-max", n.Call(m.cls, _values(values))))
         strategy = builder.strategies(m.cls, fields, strategies)
         cases.append(
             {
@@ -536,10 +534,7 @@ def emit(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, s
             title=spec.protocol,
             version=spec.version,
             cases=cases,
-            strategies=[
-                (name, lines, any("draw(" in expr for _, expr in lines))
-                for name, lines in sorted(strategies.items())
-            ],
+            strategies=[strategies[name] for name in sorted(strategies)],
             classes=sorted(
                 {c["cls"] for c in cases} | {s.name for s in plan.structs if not s.codec},
                 key=isort_key,
