@@ -14,7 +14,6 @@ import pytest
 from specgen.analyses import for_columns
 from specgen.pipeline import pcap_job, report
 from specgen.pipeline.decode import decode_local
-from specgen.pipeline.inputs import DecodeInputError
 from specgen.registry import find
 
 ROOT = Path(__file__).resolve().parents[1]

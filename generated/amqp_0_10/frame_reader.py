@@ -226,7 +226,7 @@ class Segment:
     """A whole segment: the joined payloads of its frames. Each version's package binds
     `decode_payload`, which `decode()` gives the payload to by the segment's type."""
 
-    decode_payload: ClassVar[Callable[[int, bytes], Any]]
+    decode_payload: ClassVar[Callable[..., Any]]  # (segment type, payload) -> value
 
     type: int
     payload: bytes

@@ -36,7 +36,6 @@ from specgen.ir import (
     Struct,
 )
 
-
 # type name -> (implementation, parameter, Python annotation). Implementations: int and
 # float (a struct format), bool, bin (fixed octets), char (an encoding), uuid, dec (the
 # mantissa's format), void, vbin, str (an encoding), ranges (a pair's format), map, list,
@@ -238,9 +237,12 @@ class PackedPlan:
     @property
     def sample_names(self) -> list[str]:
         """The codec classes the conformance tests' sample values name."""
-        enums = {f.enum for s in self.structs + self.methods for f in s.fields if f.enum}
-        names = {s.cls for s in self.structs + self.methods} | enums
-        return sorted(names, key=str.lower)
+        return sorted({s.cls for s in self.structs + self.methods}, key=str.lower)
+
+    @property
+    def sample_enums(self) -> list[str]:
+        """The enums the conformance tests' sample values name."""
+        return sorted({f.enum for s in self.structs + self.methods for f in s.fields if f.enum})
 
     @property
     def used_prims(self) -> list[PrimPlan]:
@@ -400,7 +402,9 @@ def _header_enums(protocol: Protocol) -> tuple[str, str]:
     enum = protocol.enum(kinds or "")
     names = {v.name for v in enum.values} if enum else set()
     if not {"CONTROL", "COMMAND", "HEADER", "BODY"} <= names or len(others) != 1:
-        raise PlanError(f"{frame.span}: segment types CONTROL, COMMAND, HEADER, BODY and one more enum")
+        raise PlanError(
+            f"{frame.span}: segment types CONTROL, COMMAND, HEADER, BODY and one more enum"
+        )
     return kinds or "", others[0] or ""
 
 
@@ -553,5 +557,3 @@ def _field(ctx: _Context, f: Field, flag: int) -> FieldPlan:
     return FieldPlan(
         attr, spelled, "prim", p.py, "", enum, p.annotation, f.required, flag, f.doc, sample
     )
-
-

@@ -75,8 +75,12 @@ def emit_helpers(spec: SpecVersion, plans: list[ModulePlan], renderer: Renderer)
     packed = next((p.packed for p in plans if p.packed is not None), None)
     if packed is not None or any(p.named or p.decimals for p in plans):
         # a segment layer's values say their own type: the typed primitives' codecs
-        body = "" if packed is None else _packed_macro(
-            renderer, "_typed_value_macros", "values_module", packed, common["title"]
+        body = (
+            ""
+            if packed is None
+            else _packed_macro(
+                renderer, "_typed_value_macros", "values_module", packed, common["title"]
+            )
         )
         files["values.py"] = renderer.render(
             "python/values.py.j2", spec, plans[-1].protocol, packed_body=body, **common
