@@ -97,9 +97,10 @@ from .enums import (
 
 @dataclass(slots=True, kw_only=True)
 class SessionHeader:
-    """The session header appears on commands after the class and command id, but prior to command arguments.
+    """session.header: struct.
 
-    session.header: struct.
+    The session header appears on commands after the class and command id, but prior to command arguments.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:2045:5
     """
 
@@ -158,9 +159,10 @@ def _w_session_header(out: bytearray, value: SessionHeader, path: str) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class SessionCommandFragment:
-    """byte-ranges within a set of commands
+    """session.command-fragment: struct.
 
-    session.command-fragment: struct.
+    byte-ranges within a set of commands
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:2058:5
     """
 
@@ -212,9 +214,8 @@ def _w_session_command_fragment(out: bytearray, value: SessionCommandFragment, p
 
 @dataclass(slots=True, kw_only=True)
 class MessageDeliveryProperties:
-    """message.delivery-properties
+    """message.delivery-properties: struct, class code 0x04 (4), code 0x01 (1).
 
-    message.delivery-properties: struct, class code 0x04 (4), code 0x01 (1).
     Spec: specs/amqp-0-10/amqp.0-10.xml:3006:5
     """
 
@@ -394,12 +395,13 @@ def _w_message_delivery_properties(
 
 @dataclass(slots=True, kw_only=True)
 class MessageFragmentProperties:
-    """These properties permit the transfer of message fragments. These may be used in conjunction with byte level flow control to limit the rate at which large messages are received. Only the first fragment carries the delivery-properties and message-properties.
+    """message.fragment-properties: struct, class code 0x04 (4), code 0x02 (2).
+
+    These properties permit the transfer of message fragments. These may be used in conjunction with byte level flow control to limit the rate at which large messages are received. Only the first fragment carries the delivery-properties and message-properties.
 
     Syntactically each fragment appears as a complete message to the lower layers of the protocol, however the model layer is required to treat all the fragments as a single message. For example all fragments must be delivered to the same client. In pre-acquired mode, no message fragments can be delivered by the broker until the entire message has been received.
 
-        message.fragment-properties: struct, class code 0x04 (4), code 0x02 (2).
-        Spec: specs/amqp-0-10/amqp.0-10.xml:3131:5
+    Spec: specs/amqp-0-10/amqp.0-10.xml:3131:5
     """
 
     IDENT: ClassVar[tuple[int, int]] = (0x04, 0x02)
@@ -490,9 +492,10 @@ def _w_message_fragment_properties(
 
 @dataclass(slots=True, kw_only=True)
 class MessageReplyTo:
-    """The reply-to domain provides a simple address structure for replying to to a message to a destination within the same virtual-host.
+    """message.reply-to: struct.
 
-    message.reply-to: struct.
+    The reply-to domain provides a simple address structure for replying to to a message to a destination within the same virtual-host.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:3157:5
     """
 
@@ -563,9 +566,8 @@ def _w_message_reply_to(out: bytearray, value: MessageReplyTo, path: str) -> Non
 
 @dataclass(slots=True, kw_only=True)
 class MessageProperties:
-    """message.message-properties
+    """message.message-properties: struct, class code 0x04 (4), code 0x03 (3).
 
-    message.message-properties: struct, class code 0x04 (4), code 0x03 (3).
     Spec: specs/amqp-0-10/amqp.0-10.xml:3164:5
     """
 
@@ -709,9 +711,10 @@ def _w_message_message_properties(out: bytearray, value: MessageProperties, path
 
 @dataclass(slots=True, kw_only=True)
 class MessageAcquired:
-    """Identifies a set of previously transferred messages that have now been acquired.
+    """message.acquired: struct, class code 0x04 (4), code 0x04 (4).
 
-    message.acquired: struct, class code 0x04 (4), code 0x04 (4).
+    Identifies a set of previously transferred messages that have now been acquired.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:3471:9
     """
 
@@ -781,9 +784,8 @@ def _w_message_acquired(out: bytearray, value: MessageAcquired, path: str) -> No
 
 @dataclass(slots=True, kw_only=True)
 class MessageResumeResult:
-    """message.message-resume-result
+    """message.message-resume-result: struct, class code 0x04 (4), code 0x05 (5).
 
-    message.message-resume-result: struct, class code 0x04 (4), code 0x05 (5).
     Spec: specs/amqp-0-10/amqp.0-10.xml:3519:9
     """
 
@@ -855,9 +857,8 @@ def _w_message_message_resume_result(out: bytearray, value: MessageResumeResult,
 
 @dataclass(slots=True, kw_only=True)
 class DtxXaResult:
-    """dtx.xa-result
+    """dtx.xa-result: struct, class code 0x06 (6), code 0x01 (1).
 
-    dtx.xa-result: struct, class code 0x06 (6), code 0x01 (1).
     Spec: specs/amqp-0-10/amqp.0-10.xml:4015:5
     """
 
@@ -926,9 +927,10 @@ def _w_dtx_xa_result(out: bytearray, value: DtxXaResult, path: str) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class DtxXid:
-    """An xid uniquely identifies a transaction branch.
+    """dtx.xid: struct.
 
-    dtx.xid: struct.
+    An xid uniquely identifies a transaction branch.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:4021:5
     """
 
@@ -1006,9 +1008,10 @@ def _w_dtx_xid(out: bytearray, value: DtxXid, path: str) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class DtxGetTimeoutResult:
-    """Returns the value of the timeout last specified through set-timeout.
+    """dtx.get-timeout-result: struct, class code 0x06 (6), code 0x02 (2).
 
-    dtx.get-timeout-result: struct, class code 0x06 (6), code 0x02 (2).
+    Returns the value of the timeout last specified through set-timeout.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:4366:9
     """
 
@@ -1080,9 +1083,10 @@ def _w_dtx_get_timeout_result(out: bytearray, value: DtxGetTimeoutResult, path: 
 
 @dataclass(slots=True, kw_only=True)
 class DtxRecoverResult:
-    """Returns to the client a table with single item that is a sequence of transaction xids that are in a prepared or heuristically completed state.
+    """dtx.recover-result: struct, class code 0x06 (6), code 0x03 (3).
 
-    dtx.recover-result: struct, class code 0x06 (6), code 0x03 (3).
+    Returns to the client a table with single item that is a sequence of transaction xids that are in a prepared or heuristically completed state.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:4456:9
     """
 
@@ -1152,9 +1156,10 @@ def _w_dtx_recover_result(out: bytearray, value: DtxRecoverResult, path: str) ->
 
 @dataclass(slots=True, kw_only=True)
 class ExchangeQueryResult:
-    """This is sent in response to a query request and conveys information on a particular exchange.
+    """exchange.exchange-query-result: struct, class code 0x07 (7), code 0x01 (1).
 
-    exchange.exchange-query-result: struct, class code 0x07 (7), code 0x01 (1).
+    This is sent in response to a query request and conveys information on a particular exchange.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:4885:9
     """
 
@@ -1253,9 +1258,8 @@ def _w_exchange_exchange_query_result(
 
 @dataclass(slots=True, kw_only=True)
 class ExchangeBoundResult:
-    """exchange.exchange-bound-result
+    """exchange.exchange-bound-result: struct, class code 0x07 (7), code 0x02 (2).
 
-    exchange.exchange-bound-result: struct, class code 0x07 (7), code 0x02 (2).
     Spec: specs/amqp-0-10/amqp.0-10.xml:5107:9
     """
 
@@ -1360,9 +1364,10 @@ def _w_exchange_exchange_bound_result(
 
 @dataclass(slots=True, kw_only=True)
 class QueueQueryResult:
-    """This is sent in response to queue.query, and conveys the requested information about a queue. If no queue with the specified name exists then none of the fields within the returned result struct will be populated.
+    """queue.queue-query-result: struct, class code 0x08 (8), code 0x01 (1).
 
-    queue.queue-query-result: struct, class code 0x08 (8), code 0x01 (1).
+    This is sent in response to queue.query, and conveys the requested information about a queue. If no queue with the specified name exists then none of the fields within the returned result struct will be populated.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:5506:9
     """
 
@@ -1494,9 +1499,8 @@ def _w_queue_queue_query_result(out: bytearray, value: QueueQueryResult, path: s
 
 @dataclass(slots=True, kw_only=True)
 class FileProperties:
-    """file.file-properties
+    """file.file-properties: struct, class code 0x09 (9), code 0x01 (1).
 
-    file.file-properties: struct, class code 0x09 (9), code 0x01 (1).
     Spec: specs/amqp-0-10/amqp.0-10.xml:5602:5
     """
 
@@ -1638,9 +1642,8 @@ def _w_file_file_properties(out: bytearray, value: FileProperties, path: str) ->
 
 @dataclass(slots=True, kw_only=True)
 class StreamProperties:
-    """stream.stream-properties
+    """stream.stream-properties: struct, class code 0x0a (10), code 0x01 (1).
 
-    stream.stream-properties: struct, class code 0x0a (10), code 0x01 (1).
     Spec: specs/amqp-0-10/amqp.0-10.xml:6253:5
     """
 
@@ -1796,9 +1799,10 @@ _CODED_WRITERS: dict[type[Any], Writer] = {
 
 @dataclass(slots=True, kw_only=True)
 class ConnectionStart:
-    """This control starts the connection negotiation process by telling the client the supported security mechanisms and locales from which the client can choose.
+    """connection.start: control, class code 0x01 (1), code 0x01 (1).
 
-    connection.start: control, class code 0x01 (1), code 0x01 (1).
+    This control starts the connection negotiation process by telling the client the supported security mechanisms and locales from which the client can choose.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:1466:5
     """
 
@@ -1854,9 +1858,10 @@ def _w_body_connection_start(out: bytearray, value: ConnectionStart) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ConnectionStartOk:
-    """This control selects a SASL security mechanism.
+    """connection.start-ok: control, class code 0x01 (1), code 0x02 (2).
 
-    connection.start-ok: control, class code 0x01 (1), code 0x02 (2).
+    This control selects a SASL security mechanism.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:1540:5
     """
 
@@ -1923,9 +1928,10 @@ def _w_body_connection_start_ok(out: bytearray, value: ConnectionStartOk) -> Non
 
 @dataclass(slots=True, kw_only=True)
 class ConnectionSecure:
-    """The SASL protocol works by exchanging challenges and responses until both peers have received sufficient information to authenticate each other. This control challenges the client to provide more information.
+    """connection.secure: control, class code 0x01 (1), code 0x03 (3).
 
-    connection.secure: control, class code 0x01 (1), code 0x03 (3).
+    The SASL protocol works by exchanging challenges and responses until both peers have received sufficient information to authenticate each other. This control challenges the client to provide more information.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:1603:5
     """
 
@@ -1963,9 +1969,10 @@ def _w_body_connection_secure(out: bytearray, value: ConnectionSecure) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ConnectionSecureOk:
-    """This control attempts to authenticate, passing a block of SASL data for the security mechanism at the server side.
+    """connection.secure-ok: control, class code 0x01 (1), code 0x04 (4).
 
-    connection.secure-ok: control, class code 0x01 (1), code 0x04 (4).
+    This control attempts to authenticate, passing a block of SASL data for the security mechanism at the server side.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:1623:5
     """
 
@@ -2005,9 +2012,10 @@ def _w_body_connection_secure_ok(out: bytearray, value: ConnectionSecureOk) -> N
 
 @dataclass(slots=True, kw_only=True)
 class ConnectionTune:
-    """This control proposes a set of connection configuration values to the client. The client can accept and/or adjust these.
+    """connection.tune: control, class code 0x01 (1), code 0x05 (5).
 
-    connection.tune: control, class code 0x01 (1), code 0x05 (5).
+    This control proposes a set of connection configuration values to the client. The client can accept and/or adjust these.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:1641:5
     """
 
@@ -2072,9 +2080,10 @@ def _w_body_connection_tune(out: bytearray, value: ConnectionTune) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ConnectionTuneOk:
-    """This control sends the client's connection tuning parameters to the server. Certain fields are negotiated, others provide capability information.
+    """connection.tune-ok: control, class code 0x01 (1), code 0x06 (6).
 
-    connection.tune-ok: control, class code 0x01 (1), code 0x06 (6).
+    This control sends the client's connection tuning parameters to the server. Certain fields are negotiated, others provide capability information.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:1709:5
     """
 
@@ -2130,9 +2139,10 @@ def _w_body_connection_tune_ok(out: bytearray, value: ConnectionTuneOk) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ConnectionOpen:
-    """This control opens a connection to a virtual host, which is a collection of resources, and acts to separate multiple application domains within a server. The server may apply arbitrary limits per virtual host, such as the number of each type of entity that may be used, per connection and/or in total.
+    """connection.open: control, class code 0x01 (1), code 0x07 (7).
 
-    connection.open: control, class code 0x01 (1), code 0x07 (7).
+    This control opens a connection to a virtual host, which is a collection of resources, and acts to separate multiple application domains within a server. The server may apply arbitrary limits per virtual host, such as the number of each type of entity that may be used, per connection and/or in total.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:1796:5
     """
 
@@ -2187,9 +2197,10 @@ def _w_body_connection_open(out: bytearray, value: ConnectionOpen) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ConnectionOpenOk:
-    """This control signals to the client that the connection is ready for use.
+    """connection.open-ok: control, class code 0x01 (1), code 0x08 (8).
 
-    connection.open-ok: control, class code 0x01 (1), code 0x08 (8).
+    This control signals to the client that the connection is ready for use.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:1856:5
     """
 
@@ -2227,9 +2238,10 @@ def _w_body_connection_open_ok(out: bytearray, value: ConnectionOpenOk) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ConnectionRedirect:
-    """This control redirects the client to another server, based on the requested virtual host and/or capabilities.
+    """connection.redirect: control, class code 0x01 (1), code 0x09 (9).
 
-    connection.redirect: control, class code 0x01 (1), code 0x09 (9).
+    This control redirects the client to another server, based on the requested virtual host and/or capabilities.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:1877:5
     """
 
@@ -2278,9 +2290,10 @@ def _w_body_connection_redirect(out: bytearray, value: ConnectionRedirect) -> No
 
 @dataclass(slots=True, kw_only=True)
 class ConnectionHeartbeat:
-    """The heartbeat control may be used to generate artificial network traffic when a connection is idle. If a connection is idle for more than twice the negotiated heartbeat delay, the peers MAY be considered disconnected.
+    """connection.heartbeat: control, class code 0x01 (1), code 0x0a (10).
 
-    connection.heartbeat: control, class code 0x01 (1), code 0x0a (10).
+    The heartbeat control may be used to generate artificial network traffic when a connection is idle. If a connection is idle for more than twice the negotiated heartbeat delay, the peers MAY be considered disconnected.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:1909:5
     """
 
@@ -2307,9 +2320,10 @@ def _w_body_connection_heartbeat(out: bytearray, value: ConnectionHeartbeat) -> 
 
 @dataclass(slots=True, kw_only=True)
 class ConnectionClose:
-    """This control indicates that the sender wants to close the connection. The reason for close is indicated with the reply-code and reply-text. The channel this control is sent on MAY be used to indicate which channel caused the connection to close.
+    """connection.close: control, class code 0x01 (1), code 0x0b (11).
 
-    connection.close: control, class code 0x01 (1), code 0x0b (11).
+    This control indicates that the sender wants to close the connection. The reason for close is indicated with the reply-code and reply-text. The channel this control is sent on MAY be used to indicate which channel caused the connection to close.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:1919:5
     """
 
@@ -2357,9 +2371,10 @@ def _w_body_connection_close(out: bytearray, value: ConnectionClose) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ConnectionCloseOk:
-    """This control confirms a connection.close control and tells the recipient that it is safe to release resources for the connection and close the socket.
+    """connection.close-ok: control, class code 0x01 (1), code 0x0c (12).
 
-    connection.close-ok: control, class code 0x01 (1), code 0x0c (12).
+    This control confirms a connection.close control and tells the recipient that it is safe to release resources for the connection and close the socket.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:1946:5
     """
 
@@ -2386,9 +2401,10 @@ def _w_body_connection_close_ok(out: bytearray, value: ConnectionCloseOk) -> Non
 
 @dataclass(slots=True, kw_only=True)
 class SessionAttach:
-    """Requests that the current transport be attached to the named session. Success or failure will be indicated with an attached or detached response. This control is idempotent.
+    """session.attach: control, class code 0x02 (2), code 0x01 (1).
 
-    session.attach: control, class code 0x02 (2), code 0x01 (1).
+    Requests that the current transport be attached to the named session. Success or failure will be indicated with an attached or detached response. This control is idempotent.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:2071:5
     """
 
@@ -2434,9 +2450,10 @@ def _w_body_session_attach(out: bytearray, value: SessionAttach) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class SessionAttached:
-    """Confirms successful attachment of the transport to the named session.
+    """session.attached: control, class code 0x02 (2), code 0x02 (2).
 
-    session.attached: control, class code 0x02 (2), code 0x02 (2).
+    Confirms successful attachment of the transport to the named session.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:2122:5
     """
 
@@ -2474,9 +2491,10 @@ def _w_body_session_attached(out: bytearray, value: SessionAttached) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class SessionDetach:
-    """Detaches the current transport from the named session.
+    """session.detach: control, class code 0x02 (2), code 0x03 (3).
 
-    session.detach: control, class code 0x02 (2), code 0x03 (3).
+    Detaches the current transport from the named session.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:2137:5
     """
 
@@ -2514,9 +2532,10 @@ def _w_body_session_detach(out: bytearray, value: SessionDetach) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class SessionDetached:
-    """Confirms detachment of the current transport from the named session.
+    """session.detached: control, class code 0x02 (2), code 0x04 (4).
 
-    session.detached: control, class code 0x02 (2), code 0x04 (4).
+    Confirms detachment of the current transport from the named session.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:2154:5
     """
 
@@ -2564,9 +2583,10 @@ def _w_body_session_detached(out: bytearray, value: SessionDetached) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class SessionRequestTimeout:
-    """This control may be sent by either the sender or receiver of commands. It requests that the execution timeout be changed. This is the minimum amount of time that a peer must preserve execution state for a detached session.
+    """session.request-timeout: control, class code 0x02 (2), code 0x05 (5).
 
-    session.request-timeout: control, class code 0x02 (2), code 0x05 (5).
+    This control may be sent by either the sender or receiver of commands. It requests that the execution timeout be changed. This is the minimum amount of time that a peer must preserve execution state for a detached session.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:2179:5
     """
 
@@ -2606,9 +2626,10 @@ def _w_body_session_request_timeout(out: bytearray, value: SessionRequestTimeout
 
 @dataclass(slots=True, kw_only=True)
 class SessionTimeout:
-    """This control may be sent by the either the sender or receiver of commands. It is a one-to-one reply to the request-timeout control that indicates the granted timeout for execution state.
+    """session.timeout: control, class code 0x02 (2), code 0x06 (6).
 
-    session.timeout: control, class code 0x02 (2), code 0x06 (6).
+    This control may be sent by the either the sender or receiver of commands. It is a one-to-one reply to the request-timeout control that indicates the granted timeout for execution state.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:2206:5
     """
 
@@ -2646,9 +2667,10 @@ def _w_body_session_timeout(out: bytearray, value: SessionTimeout) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class SessionCommandPoint:
-    """This control is sent by the sender of commands and handled by the receiver of commands. This establishes the sequence numbers associated with all subsequent command data sent from the sender to the receiver. The subsequent command data will be numbered starting with the values supplied in this control and proceeding sequentially. This must be used at least once prior to sending any command data on newly attached transports.
+    """session.command-point: control, class code 0x02 (2), code 0x07 (7).
 
-    session.command-point: control, class code 0x02 (2), code 0x07 (7).
+    This control is sent by the sender of commands and handled by the receiver of commands. This establishes the sequence numbers associated with all subsequent command data sent from the sender to the receiver. The subsequent command data will be numbered starting with the values supplied in this control and proceeding sequentially. This must be used at least once prior to sending any command data on newly attached transports.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:2224:5
     """
 
@@ -2697,9 +2719,10 @@ def _w_body_session_command_point(out: bytearray, value: SessionCommandPoint) ->
 
 @dataclass(slots=True, kw_only=True)
 class SessionExpected:
-    """This control is sent by the receiver of commands and handled by the sender of commands. It informs the sender of what commands and command fragments are expected at the receiver. This control is only sent in response to a flush control with the expected flag set. The expected control is never sent spontaneously.
+    """session.expected: control, class code 0x02 (2), code 0x08 (8).
 
-    session.expected: control, class code 0x02 (2), code 0x08 (8).
+    This control is sent by the receiver of commands and handled by the sender of commands. It informs the sender of what commands and command fragments are expected at the receiver. This control is only sent in response to a flush control with the expected flag set. The expected control is never sent spontaneously.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:2263:5
     """
 
@@ -2746,7 +2769,9 @@ def _w_body_session_expected(out: bytearray, value: SessionExpected) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class SessionConfirmed:
-    """This control is sent by the receiver of commands and handled by the sender of commands. This sends the set of commands that will definitely be completed by this peer to the sender. This excludes commands known by the receiver to be considered confirmed or complete at the sender.
+    """session.confirmed: control, class code 0x02 (2), code 0x09 (9).
+
+    This control is sent by the receiver of commands and handled by the sender of commands. This sends the set of commands that will definitely be completed by this peer to the sender. This excludes commands known by the receiver to be considered confirmed or complete at the sender.
 
     This control must be sent if the partner requests the set of confirmed commands using the session.flush control with the confirmed flag set.
 
@@ -2756,8 +2781,7 @@ class SessionConfirmed:
 
     A simple implementation of an AMQP client or server may be implemented such that it never spontaneously sends session.confirmed and that when requested for the set of confirmed commands (via the session.flush control) it responds with the same set of commands as it would to when the set of completed commands was requested (trivially all completed commands are confirmed).
 
-        session.confirmed: control, class code 0x02 (2), code 0x09 (9).
-        Spec: specs/amqp-0-10/amqp.0-10.xml:2303:5
+    Spec: specs/amqp-0-10/amqp.0-10.xml:2303:5
     """
 
     IDENT: ClassVar[tuple[int, int]] = (0x02, 0x09)
@@ -2803,9 +2827,10 @@ def _w_body_session_confirmed(out: bytearray, value: SessionConfirmed) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class SessionCompleted:
-    """This control is sent by the receiver of commands, and handled by the sender of commands. It informs the sender of all commands completed by the receiver. This excludes commands known by the receiver to be considered complete at the sender.
+    """session.completed: control, class code 0x02 (2), code 0x0a (10).
 
-    session.completed: control, class code 0x02 (2), code 0x0a (10).
+    This control is sent by the receiver of commands, and handled by the sender of commands. It informs the sender of all commands completed by the receiver. This excludes commands known by the receiver to be considered complete at the sender.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:2366:5
     """
 
@@ -2851,9 +2876,10 @@ def _w_body_session_completed(out: bytearray, value: SessionCompleted) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class SessionKnownCompleted:
-    """This control is sent by the sender of commands, and handled by the receiver of commands. It is sent in reply to one or more completed controls from the receiver. It informs the receiver that commands are known to be completed by the sender.
+    """session.known-completed: control, class code 0x02 (2), code 0x0b (11).
 
-    session.known-completed: control, class code 0x02 (2), code 0x0b (11).
+    This control is sent by the sender of commands, and handled by the receiver of commands. It is sent in reply to one or more completed controls from the receiver. It informs the receiver that commands are known to be completed by the sender.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:2421:5
     """
 
@@ -2893,9 +2919,10 @@ def _w_body_session_known_completed(out: bytearray, value: SessionKnownCompleted
 
 @dataclass(slots=True, kw_only=True)
 class SessionFlush:
-    """This control is sent by the sender of commands and handled by the receiver of commands. It requests that the receiver produce the indicated command sets. The receiver should issue the indicated sets at the earliest possible opportunity.
+    """session.flush: control, class code 0x02 (2), code 0x0c (12).
 
-    session.flush: control, class code 0x02 (2), code 0x0c (12).
+    This control is sent by the sender of commands and handled by the receiver of commands. It requests that the receiver produce the indicated command sets. The receiver should issue the indicated sets at the earliest possible opportunity.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:2452:5
     """
 
@@ -2948,9 +2975,10 @@ def _w_body_session_flush(out: bytearray, value: SessionFlush) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class SessionGap:
-    """This control is sent by the sender of commands and handled by the receiver of commands. It sends command ranges for which there will be no further data forthcoming. The receiver should proceed with the next available commands that arrive after the gap.
+    """session.gap: control, class code 0x02 (2), code 0x0d (13).
 
-    session.gap: control, class code 0x02 (2), code 0x0d (13).
+    This control is sent by the sender of commands and handled by the receiver of commands. It sends command ranges for which there will be no further data forthcoming. The receiver should proceed with the next available commands that arrive after the gap.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:2466:5
     """
 
@@ -2988,9 +3016,10 @@ def _w_body_session_gap(out: bytearray, value: SessionGap) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ExecutionSync:
-    """This command is complete when all prior commands are completed.
+    """execution.sync: command, class code 0x03 (3), code 0x01 (1).
 
-    execution.sync: command, class code 0x03 (3), code 0x01 (1).
+    This command is complete when all prior commands are completed.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:2608:5
     """
 
@@ -3030,9 +3059,10 @@ def _w_body_execution_sync(out: bytearray, value: ExecutionSync) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ExecutionResult:
-    """This command carries data resulting from the execution of a command.
+    """execution.result: command, class code 0x03 (3), code 0x02 (2).
 
-    execution.result: command, class code 0x03 (3), code 0x02 (2).
+    This command carries data resulting from the execution of a command.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:2619:5
     """
 
@@ -3090,9 +3120,10 @@ def _w_body_execution_result(out: bytearray, value: ExecutionResult) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ExecutionException:
-    """This command informs a peer of an execution exception. The command-id, when given, correlates the error to a specific command.
+    """execution.exception: command, class code 0x03 (3), code 0x03 (3).
 
-    execution.exception: command, class code 0x03 (3), code 0x03 (3).
+    This command informs a peer of an execution exception. The command-id, when given, correlates the error to a specific command.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:2633:5
     """
 
@@ -3198,12 +3229,13 @@ def _w_body_execution_exception(out: bytearray, value: ExecutionException) -> No
 
 @dataclass(slots=True, kw_only=True)
 class MessageTransfer:
-    """This command transfers a message between two peers. When a client uses this command to publish a message to a broker, the destination identifies a specific exchange. The message will then be routed to queues as defined by the exchange configuration.
+    """message.transfer: command, class code 0x04 (4), code 0x01 (1).
+
+    This command transfers a message between two peers. When a client uses this command to publish a message to a broker, the destination identifies a specific exchange. The message will then be routed to queues as defined by the exchange configuration.
 
     The client may request a broker to transfer messages to it, from a particular queue, by issuing a subscribe command. The subscribe command specifies the destination that the broker should use for any resulting transfers.
 
-        message.transfer: command, class code 0x04 (4), code 0x01 (1).
-        Spec: specs/amqp-0-10/amqp.0-10.xml:3279:5
+    Spec: specs/amqp-0-10/amqp.0-10.xml:3279:5
     """
 
     IDENT: ClassVar[tuple[int, int]] = (0x04, 0x01)
@@ -3275,9 +3307,10 @@ def _w_body_message_transfer(out: bytearray, value: MessageTransfer) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class MessageAccept:
-    """Accepts the message. Once a transfer is accepted, the command-id may no longer be referenced from other commands.
+    """message.accept: command, class code 0x04 (4), code 0x02 (2).
 
-    message.accept: command, class code 0x04 (4), code 0x02 (2).
+    Accepts the message. Once a transfer is accepted, the command-id may no longer be referenced from other commands.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:3346:5
     """
 
@@ -3326,9 +3359,10 @@ def _w_body_message_accept(out: bytearray, value: MessageAccept) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class MessageReject:
-    """Indicates that the message transfers are unprocessable in some way. A server may reject a message if it is unroutable. A client may reject a message if it is invalid. A message may be rejected for other reasons as well. Once a transfer is rejected, the command-id may no longer be referenced from other commands.
+    """message.reject: command, class code 0x04 (4), code 0x03 (3).
 
-    message.reject: command, class code 0x04 (4), code 0x03 (3).
+    Indicates that the message transfers are unprocessable in some way. A server may reject a message if it is unroutable. A client may reject a message if it is invalid. A message may be rejected for other reasons as well. Once a transfer is rejected, the command-id may no longer be referenced from other commands.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:3370:5
     """
 
@@ -3396,9 +3430,10 @@ def _w_body_message_reject(out: bytearray, value: MessageReject) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class MessageRelease:
-    """Release previously transferred messages. When acquired messages are released, they become available for acquisition by any subscriber. Once a transfer is released, the command-id may no longer be referenced from other commands.
+    """message.release: command, class code 0x04 (4), code 0x04 (4).
 
-    message.release: command, class code 0x04 (4), code 0x04 (4).
+    Release previously transferred messages. When acquired messages are released, they become available for acquisition by any subscriber. Once a transfer is released, the command-id may no longer be referenced from other commands.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:3415:5
     """
 
@@ -3455,9 +3490,10 @@ def _w_body_message_release(out: bytearray, value: MessageRelease) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class MessageAcquire:
-    """Acquires previously transferred messages for consumption. The acquired ids (if any) are sent via message.acquired.
+    """message.acquire: command, class code 0x04 (4), code 0x05 (5).
 
-    message.acquire: command, class code 0x04 (4), code 0x05 (5).
+    Acquires previously transferred messages for consumption. The acquired ids (if any) are sent via message.acquired.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:3450:5
     """
 
@@ -3506,9 +3542,10 @@ def _w_body_message_acquire(out: bytearray, value: MessageAcquire) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class MessageResume:
-    """This command resumes an interrupted transfer. The recipient should return the amount of partially transferred data associated with the given resume-id, or zero if there is no data at all. If a non-zero result is returned, the recipient should expect to receive message fragment(s) containing the remainder of the interrupted message.
+    """message.resume: command, class code 0x04 (4), code 0x06 (6).
 
-    message.resume: command, class code 0x04 (4), code 0x06 (6).
+    This command resumes an interrupted transfer. The recipient should return the amount of partially transferred data associated with the given resume-id, or zero if there is no data at all. If a non-zero result is returned, the recipient should expect to receive message fragment(s) containing the remainder of the interrupted message.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:3487:5
     """
 
@@ -3566,9 +3603,10 @@ def _w_body_message_resume(out: bytearray, value: MessageResume) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class MessageSubscribe:
-    """This command asks the server to start a "subscription", which is a request for messages from a specific queue. Subscriptions last as long as the session they were created on, or until the client cancels them.
+    """message.subscribe: command, class code 0x04 (4), code 0x07 (7).
 
-    message.subscribe: command, class code 0x04 (4), code 0x07 (7).
+    This command asks the server to start a "subscription", which is a request for messages from a specific queue. Subscriptions last as long as the session they were created on, or until the client cancels them.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:3531:5
     """
 
@@ -3681,9 +3719,10 @@ def _w_body_message_subscribe(out: bytearray, value: MessageSubscribe) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class MessageCancel:
-    """This command cancels a subscription. This does not affect already delivered messages, but it does mean the server will not send any more messages for that subscription. The client may receive an arbitrary number of messages in between sending the cancel command and receiving notification that the cancel command is complete.
+    """message.cancel: command, class code 0x04 (4), code 0x08 (8).
 
-    message.cancel: command, class code 0x04 (4), code 0x08 (8).
+    This command cancels a subscription. This does not affect already delivered messages, but it does mean the server will not send any more messages for that subscription. The client may receive an arbitrary number of messages in between sending the cancel command and receiving notification that the cancel command is complete.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:3625:5
     """
 
@@ -3732,7 +3771,9 @@ def _w_body_message_cancel(out: bytearray, value: MessageCancel) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class MessageSetFlowMode:
-    """Sets the mode of flow control used for a given destination to either window or credit based flow control.
+    """message.set-flow-mode: command, class code 0x04 (4), code 0x09 (9).
+
+    Sets the mode of flow control used for a given destination to either window or credit based flow control.
 
     With credit based flow control, the sender of messages continually maintains its current credit balance with the recipient. The credit balance consists of two values, a message count, and a byte count. Whenever message data is sent, both counts must be decremented. If either value reaches zero, the flow of message data must stop. Additional credit is received via the message.flow command.
 
@@ -3740,8 +3781,7 @@ class MessageSetFlowMode:
 
     Window based flow control is identical to credit based flow control, however message transfer completion implicitly grants a single unit of message credit, and the size of the message in byte credits for each completed message transfer. Completion of the transfer command with session.completed is the only way credit is implicitly updated; message.accept, message.release, message.reject, tx.commit and tx.rollback have no effect on the outstanding credit balances.
 
-        message.set-flow-mode: command, class code 0x04 (4), code 0x09 (9).
-        Spec: specs/amqp-0-10/amqp.0-10.xml:3655:5
+    Spec: specs/amqp-0-10/amqp.0-10.xml:3655:5
     """
 
     IDENT: ClassVar[tuple[int, int]] = (0x04, 0x09)
@@ -3801,9 +3841,10 @@ def _w_body_message_set_flow_mode(out: bytearray, value: MessageSetFlowMode) -> 
 
 @dataclass(slots=True, kw_only=True)
 class MessageFlow:
-    """This command controls the flow of message data to a given destination. It is used by the recipient of messages to dynamically match the incoming rate of message flow to its processing or forwarding capacity. Upon receipt of this command, the sender must add "value" number of the specified unit to the available credit balance for the specified destination. A value of (0xFFFFFFFF) indicates an infinite amount of credit. This disables any limit for the given unit until the credit balance is zeroed with message.stop or message.flush.
+    """message.flow: command, class code 0x04 (4), code 0x0a (10).
 
-    message.flow: command, class code 0x04 (4), code 0x0a (10).
+    This command controls the flow of message data to a given destination. It is used by the recipient of messages to dynamically match the incoming rate of message flow to its processing or forwarding capacity. Upon receipt of this command, the sender must add "value" number of the specified unit to the available credit balance for the specified destination. A value of (0xFFFFFFFF) indicates an infinite amount of credit. This disables any limit for the given unit until the credit balance is zeroed with message.stop or message.flush.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:3725:5
     """
 
@@ -3871,9 +3912,10 @@ def _w_body_message_flow(out: bytearray, value: MessageFlow) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class MessageFlush:
-    """Forces the sender to exhaust his credit supply. The sender's credit will always be zero when this command completes. The command completes when immediately available message data has been transferred, or when the credit supply is exhausted.
+    """message.flush: command, class code 0x04 (4), code 0x0b (11).
 
-    message.flush: command, class code 0x04 (4), code 0x0b (11).
+    Forces the sender to exhaust his credit supply. The sender's credit will always be zero when this command completes. The command completes when immediately available message data has been transferred, or when the credit supply is exhausted.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:3755:5
     """
 
@@ -3922,9 +3964,10 @@ def _w_body_message_flush(out: bytearray, value: MessageFlush) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class MessageStop:
-    """On receipt of this command, a producer of messages MUST set his credit to zero for the given destination. When notifying of completion, credit MUST be zero and no further messages will be sent until such a time as further credit is received.
+    """message.stop: command, class code 0x04 (4), code 0x0c (12).
 
-    message.stop: command, class code 0x04 (4), code 0x0c (12).
+    On receipt of this command, a producer of messages MUST set his credit to zero for the given destination. When notifying of completion, credit MUST be zero and no further messages will be sent until such a time as further credit is received.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:3769:5
     """
 
@@ -3973,9 +4016,10 @@ def _w_body_message_stop(out: bytearray, value: MessageStop) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class TxSelect:
-    """This command sets the session to use standard transactions. The client must use this command exactly once on a session before using the Commit or Rollback commands.
+    """tx.select: command, class code 0x05 (5), code 0x01 (1).
 
-    tx.select: command, class code 0x05 (5), code 0x01 (1).
+    This command sets the session to use standard transactions. The client must use this command exactly once on a session before using the Commit or Rollback commands.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:3814:5
     """
 
@@ -4015,14 +4059,15 @@ def _w_body_tx_select(out: bytearray, value: TxSelect) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class TxCommit:
-    """This command commits all messages published and accepted in the current transaction. A new transaction starts immediately after a commit.
+    """tx.commit: command, class code 0x05 (5), code 0x02 (2).
+
+    This command commits all messages published and accepted in the current transaction. A new transaction starts immediately after a commit.
 
     In more detail, the commit acts on all messages which have been transferred from the Client to the Server, and on all acceptances of messages sent from Server to Client. Since the commit acts on commands sent in the same direction as the commit command itself, there is no ambiguity on the scope of the commands being committed. Further, the commit will not be completed until all preceding commands which it affects have been completed.
 
     Since transactions act on explicit accept commands, the only valid accept-mode for message subscribers is explicit. For transferring messages from Client to Server (publishing) all accept-modes are permitted.
 
-        tx.commit: command, class code 0x05 (5), code 0x02 (2).
-        Spec: specs/amqp-0-10/amqp.0-10.xml:3847:5
+    Spec: specs/amqp-0-10/amqp.0-10.xml:3847:5
     """
 
     IDENT: ClassVar[tuple[int, int]] = (0x05, 0x02)
@@ -4061,14 +4106,15 @@ def _w_body_tx_commit(out: bytearray, value: TxCommit) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class TxRollback:
-    """This command abandons the current transaction. In particular the transfers from Client to Server (publishes) and accepts of transfers from Server to Client which occurred in the current transaction are discarded. A new transaction starts immediately after a rollback.
+    """tx.rollback: command, class code 0x05 (5), code 0x03 (3).
+
+    This command abandons the current transaction. In particular the transfers from Client to Server (publishes) and accepts of transfers from Server to Client which occurred in the current transaction are discarded. A new transaction starts immediately after a rollback.
 
     In more detail, when a rollback is issued, any the effects of transfers which occurred from Client to Server are discarded. The Server will issue completion notification for all such transfers prior to the completion of the rollback. Similarly the effects of any message.accept issued from Client to Server prior to the issuance of the tx.rollback will be discarded; and notification of completion for all such commands will be issued before the issuance of the completion for the rollback.
 
     After the completion of the rollback, the client will still hold the messages which it has not yet accepted (including those for which accepts were previously issued within the transaction); i.e. the messages remain "acquired". If the Client wishes to release those messages back to the Server, then appropriate message.release commands must be issued.
 
-        tx.rollback: command, class code 0x05 (5), code 0x03 (3).
-        Spec: specs/amqp-0-10/amqp.0-10.xml:3879:5
+    Spec: specs/amqp-0-10/amqp.0-10.xml:3879:5
     """
 
     IDENT: ClassVar[tuple[int, int]] = (0x05, 0x03)
@@ -4107,9 +4153,10 @@ def _w_body_tx_rollback(out: bytearray, value: TxRollback) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class DtxSelect:
-    """This command sets the session to use distributed transactions. The client must use this command at least once on a session before using XA demarcation operations.
+    """dtx.select: command, class code 0x06 (6), code 0x01 (1).
 
-    dtx.select: command, class code 0x06 (6), code 0x01 (1).
+    This command sets the session to use distributed transactions. The client must use this command at least once on a session before using XA demarcation operations.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:4034:5
     """
 
@@ -4149,9 +4196,10 @@ def _w_body_dtx_select(out: bytearray, value: DtxSelect) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class DtxStart:
-    """This command is called when messages should be produced and consumed on behalf a transaction branch identified by xid.
+    """dtx.start: command, class code 0x06 (6), code 0x02 (2).
 
-    dtx.start: command, class code 0x06 (6), code 0x02 (2).
+    This command is called when messages should be produced and consumed on behalf a transaction branch identified by xid.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:4045:5
     """
 
@@ -4216,9 +4264,10 @@ def _w_body_dtx_start(out: bytearray, value: DtxStart) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class DtxEnd:
-    """This command is called when the work done on behalf a transaction branch finishes or needs to be suspended.
+    """dtx.end: command, class code 0x06 (6), code 0x03 (3).
 
-    dtx.end: command, class code 0x06 (6), code 0x03 (3).
+    This command is called when the work done on behalf a transaction branch finishes or needs to be suspended.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:4123:5
     """
 
@@ -4283,9 +4332,10 @@ def _w_body_dtx_end(out: bytearray, value: DtxEnd) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class DtxCommit:
-    """Commit the work done on behalf a transaction branch. This command commits the work associated with xid. Any produced messages are made available and any consumed messages are discarded.
+    """dtx.commit: command, class code 0x06 (6), code 0x04 (4).
 
-    dtx.commit: command, class code 0x06 (6), code 0x04 (4).
+    Commit the work done on behalf a transaction branch. This command commits the work associated with xid. Any produced messages are made available and any consumed messages are discarded.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:4221:5
     """
 
@@ -4342,9 +4392,10 @@ def _w_body_dtx_commit(out: bytearray, value: DtxCommit) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class DtxForget:
-    """This command is called to forget about a heuristically completed transaction branch.
+    """dtx.forget: command, class code 0x06 (6), code 0x05 (5).
 
-    dtx.forget: command, class code 0x06 (6), code 0x05 (5).
+    This command is called to forget about a heuristically completed transaction branch.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:4306:5
     """
 
@@ -4393,9 +4444,10 @@ def _w_body_dtx_forget(out: bytearray, value: DtxForget) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class DtxGetTimeout:
-    """This command obtains the current transaction timeout value in seconds. If set-timeout was not used prior to invoking this command, the return value is the default timeout; otherwise, the value used in the previous set-timeout call is returned.
+    """dtx.get-timeout: command, class code 0x06 (6), code 0x06 (6).
 
-    dtx.get-timeout: command, class code 0x06 (6), code 0x06 (6).
+    This command obtains the current transaction timeout value in seconds. If set-timeout was not used prior to invoking this command, the return value is the default timeout; otherwise, the value used in the previous set-timeout call is returned.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:4343:5
     """
 
@@ -4444,9 +4496,10 @@ def _w_body_dtx_get_timeout(out: bytearray, value: DtxGetTimeout) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class DtxPrepare:
-    """This command prepares for commitment any message produced or consumed on behalf of xid.
+    """dtx.prepare: command, class code 0x06 (6), code 0x07 (7).
 
-    dtx.prepare: command, class code 0x06 (6), code 0x07 (7).
+    This command prepares for commitment any message produced or consumed on behalf of xid.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:4379:5
     """
 
@@ -4495,9 +4548,10 @@ def _w_body_dtx_prepare(out: bytearray, value: DtxPrepare) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class DtxRecover:
-    """This command is called to obtain a list of transaction branches that are in a prepared or heuristically completed state.
+    """dtx.recover: command, class code 0x06 (6), code 0x08 (8).
 
-    dtx.recover: command, class code 0x06 (6), code 0x08 (8).
+    This command is called to obtain a list of transaction branches that are in a prepared or heuristically completed state.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:4447:5
     """
 
@@ -4537,9 +4591,10 @@ def _w_body_dtx_recover(out: bytearray, value: DtxRecover) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class DtxRollback:
-    """This command rolls back the work associated with xid. Any produced messages are discarded and any consumed messages are re-enqueued.
+    """dtx.rollback: command, class code 0x06 (6), code 0x09 (9).
 
-    dtx.rollback: command, class code 0x06 (6), code 0x09 (9).
+    This command rolls back the work associated with xid. Any produced messages are discarded and any consumed messages are re-enqueued.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:4473:5
     """
 
@@ -4588,9 +4643,10 @@ def _w_body_dtx_rollback(out: bytearray, value: DtxRollback) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class DtxSetTimeout:
-    """Sets the specified transaction branch timeout value in seconds.
+    """dtx.set-timeout: command, class code 0x06 (6), code 0x0a (10).
 
-    dtx.set-timeout: command, class code 0x06 (6), code 0x0a (10).
+    Sets the specified transaction branch timeout value in seconds.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:4539:5
     """
 
@@ -4648,9 +4704,10 @@ def _w_body_dtx_set_timeout(out: bytearray, value: DtxSetTimeout) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ExchangeDeclare:
-    """This command creates an exchange if it does not already exist, and if the exchange exists, verifies that it is of the correct and expected class.
+    """exchange.declare: command, class code 0x07 (7), code 0x01 (1).
 
-    exchange.declare: command, class code 0x07 (7), code 0x01 (1).
+    This command creates an exchange if it does not already exist, and if the exchange exists, verifies that it is of the correct and expected class.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:4671:5
     """
 
@@ -4750,9 +4807,10 @@ def _w_body_exchange_declare(out: bytearray, value: ExchangeDeclare) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ExchangeDelete:
-    """This command deletes an exchange. When an exchange is deleted all queue bindings on the exchange are cancelled.
+    """exchange.delete: command, class code 0x07 (7), code 0x02 (2).
 
-    exchange.delete: command, class code 0x07 (7), code 0x02 (2).
+    This command deletes an exchange. When an exchange is deleted all queue bindings on the exchange are cancelled.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:4823:5
     """
 
@@ -4809,9 +4867,10 @@ def _w_body_exchange_delete(out: bytearray, value: ExchangeDelete) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ExchangeQuery:
-    """This command is used to request information on a particular exchange.
+    """exchange.query: command, class code 0x07 (7), code 0x03 (3).
 
-    exchange.query: command, class code 0x07 (7), code 0x03 (3).
+    This command is used to request information on a particular exchange.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:4870:5
     """
 
@@ -4860,9 +4919,10 @@ def _w_body_exchange_query(out: bytearray, value: ExchangeQuery) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ExchangeBind:
-    """This command binds a queue to an exchange. Until a queue is bound it will not receive any messages. In a classic messaging model, store-and-forward queues are bound to a direct exchange and subscription queues are bound to a topic exchange.
+    """exchange.bind: command, class code 0x07 (7), code 0x04 (4).
 
-    exchange.bind: command, class code 0x07 (7), code 0x04 (4).
+    This command binds a queue to an exchange. Until a queue is bound it will not receive any messages. In a classic messaging model, store-and-forward queues are bound to a direct exchange and subscription queues are bound to a topic exchange.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:4922:5
     """
 
@@ -4938,9 +4998,10 @@ def _w_body_exchange_bind(out: bytearray, value: ExchangeBind) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ExchangeUnbind:
-    """This command unbinds a queue from an exchange.
+    """exchange.unbind: command, class code 0x07 (7), code 0x05 (5).
 
-    exchange.unbind: command, class code 0x07 (7), code 0x05 (5).
+    This command unbinds a queue from an exchange.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:5021:5
     """
 
@@ -5007,9 +5068,10 @@ def _w_body_exchange_unbind(out: bytearray, value: ExchangeUnbind) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class ExchangeBound:
-    """This command is used to request information on the bindings to a particular exchange.
+    """exchange.bound: command, class code 0x07 (7), code 0x06 (6).
 
-    exchange.bound: command, class code 0x07 (7), code 0x06 (6).
+    This command is used to request information on the bindings to a particular exchange.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:5072:5
     """
 
@@ -5085,9 +5147,10 @@ def _w_body_exchange_bound(out: bytearray, value: ExchangeBound) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class QueueDeclare:
-    """This command creates or checks a queue. When creating a new queue the client can specify various properties that control the durability of the queue and its contents, and the level of sharing for the queue.
+    """queue.declare: command, class code 0x08 (8), code 0x01 (1).
 
-    queue.declare: command, class code 0x08 (8), code 0x01 (1).
+    This command creates or checks a queue. When creating a new queue the client can specify various properties that control the durability of the queue and its contents, and the level of sharing for the queue.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:5190:5
     """
 
@@ -5188,9 +5251,10 @@ def _w_body_queue_declare(out: bytearray, value: QueueDeclare) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class QueueDelete:
-    """This command deletes a queue. When a queue is deleted any pending messages are sent to the alternate-exchange if defined, or discarded if it is not.
+    """queue.delete: command, class code 0x08 (8), code 0x02 (2).
 
-    queue.delete: command, class code 0x08 (8), code 0x02 (2).
+    This command deletes a queue. When a queue is deleted any pending messages are sent to the alternate-exchange if defined, or discarded if it is not.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:5390:5
     """
 
@@ -5255,9 +5319,10 @@ def _w_body_queue_delete(out: bytearray, value: QueueDelete) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class QueuePurge:
-    """This command removes all messages from a queue. It does not cancel subscribers. Purged messages are deleted without any formal "undo" mechanism.
+    """queue.purge: command, class code 0x08 (8), code 0x03 (3).
 
-    queue.purge: command, class code 0x08 (8), code 0x03 (3).
+    This command removes all messages from a queue. It does not cancel subscribers. Purged messages are deleted without any formal "undo" mechanism.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:5445:5
     """
 
@@ -5306,9 +5371,10 @@ def _w_body_queue_purge(out: bytearray, value: QueuePurge) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class QueueQuery:
-    """This command requests information about a queue.
+    """queue.query: command, class code 0x08 (8), code 0x04 (4).
 
-    queue.query: command, class code 0x08 (8), code 0x04 (4).
+    This command requests information about a queue.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:5496:5
     """
 
@@ -5357,9 +5423,10 @@ def _w_body_queue_query(out: bytearray, value: QueueQuery) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class FileQos:
-    """This command requests a specific quality of service. The QoS can be specified for the current session or for all sessions on the connection. The particular properties and semantics of a qos command always depend on the content class semantics. Though the qos command could in principle apply to both peers, it is currently meaningful only for the server.
+    """file.qos: command, class code 0x09 (9), code 0x01 (1).
 
-    file.qos: command, class code 0x09 (9), code 0x01 (1).
+    This command requests a specific quality of service. The QoS can be specified for the current session or for all sessions on the connection. The particular properties and semantics of a qos command always depend on the content class semantics. Though the qos command could in principle apply to both peers, it is currently meaningful only for the server.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:5644:5
     """
 
@@ -5425,9 +5492,10 @@ def _w_body_file_qos(out: bytearray, value: FileQos) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class FileQosOk:
-    """This command tells the client that the requested QoS levels could be handled by the server. The requested QoS applies to all active consumers until a new QoS is defined.
+    """file.qos-ok: command, class code 0x09 (9), code 0x02 (2).
 
-    file.qos-ok: command, class code 0x09 (9), code 0x02 (2).
+    This command tells the client that the requested QoS levels could be handled by the server. The requested QoS applies to all active consumers until a new QoS is defined.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:5694:5
     """
 
@@ -5467,9 +5535,10 @@ def _w_body_file_qos_ok(out: bytearray, value: FileQosOk) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class FileConsume:
-    """This command asks the server to start a "consumer", which is a transient request for messages from a specific queue. Consumers last as long as the session they were created on, or until the client cancels them.
+    """file.consume: command, class code 0x09 (9), code 0x03 (3).
 
-    file.consume: command, class code 0x09 (9), code 0x03 (3).
+    This command asks the server to start a "consumer", which is a transient request for messages from a specific queue. Consumers last as long as the session they were created on, or until the client cancels them.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:5705:5
     """
 
@@ -5568,9 +5637,10 @@ def _w_body_file_consume(out: bytearray, value: FileConsume) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class FileConsumeOk:
-    """This command provides the client with a consumer tag which it MUST use in commands that work with the consumer.
+    """file.consume-ok: command, class code 0x09 (9), code 0x04 (4).
 
-    file.consume-ok: command, class code 0x09 (9), code 0x04 (4).
+    This command provides the client with a consumer tag which it MUST use in commands that work with the consumer.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:5801:5
     """
 
@@ -5619,9 +5689,10 @@ def _w_body_file_consume_ok(out: bytearray, value: FileConsumeOk) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class FileCancel:
-    """This command cancels a consumer. This does not affect already delivered messages, but it does mean the server will not send any more messages for that consumer.
+    """file.cancel: command, class code 0x09 (9), code 0x05 (5).
 
-    file.cancel: command, class code 0x09 (9), code 0x05 (5).
+    This command cancels a consumer. This does not affect already delivered messages, but it does mean the server will not send any more messages for that consumer.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:5818:5
     """
 
@@ -5670,9 +5741,10 @@ def _w_body_file_cancel(out: bytearray, value: FileCancel) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class FileOpen:
-    """This command requests permission to start staging a message. Staging means sending the message into a temporary area at the recipient end and then delivering the message by referring to this temporary area. Staging is how the protocol handles partial file transfers - if a message is partially staged and the connection breaks, the next time the sender starts to stage it, it can restart from where it left off.
+    """file.open: command, class code 0x09 (9), code 0x06 (6).
 
-    file.open: command, class code 0x09 (9), code 0x06 (6).
+    This command requests permission to start staging a message. Staging means sending the message into a temporary area at the recipient end and then delivering the message by referring to this temporary area. Staging is how the protocol handles partial file transfers - if a message is partially staged and the connection breaks, the next time the sender starts to stage it, it can restart from where it left off.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:5835:5
     """
 
@@ -5730,9 +5802,10 @@ def _w_body_file_open(out: bytearray, value: FileOpen) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class FileOpenOk:
-    """This command confirms that the recipient is ready to accept staged data. If the message was already partially-staged at a previous time the recipient will report the number of octets already staged.
+    """file.open-ok: command, class code 0x09 (9), code 0x07 (7).
 
-    file.open-ok: command, class code 0x09 (9), code 0x07 (7).
+    This command confirms that the recipient is ready to accept staged data. If the message was already partially-staged at a previous time the recipient will report the number of octets already staged.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:5877:5
     """
 
@@ -5781,9 +5854,10 @@ def _w_body_file_open_ok(out: bytearray, value: FileOpenOk) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class FileStage:
-    """This command stages the message, sending the message content to the recipient from the octet offset specified in the Open-Ok command.
+    """file.stage: command, class code 0x09 (9), code 0x08 (8).
 
-    file.stage: command, class code 0x09 (9), code 0x08 (8).
+    This command stages the message, sending the message content to the recipient from the octet offset specified in the Open-Ok command.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:5913:5
     """
 
@@ -5823,9 +5897,10 @@ def _w_body_file_stage(out: bytearray, value: FileStage) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class FilePublish:
-    """This command publishes a staged file message to a specific exchange. The file message will be routed to queues as defined by the exchange configuration and distributed to any active consumers when the transaction, if any, is committed.
+    """file.publish: command, class code 0x09 (9), code 0x09 (9).
 
-    file.publish: command, class code 0x09 (9), code 0x09 (9).
+    This command publishes a staged file message to a specific exchange. The file message will be routed to queues as defined by the exchange configuration and distributed to any active consumers when the transaction, if any, is committed.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:5932:5
     """
 
@@ -5908,9 +5983,10 @@ def _w_body_file_publish(out: bytearray, value: FilePublish) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class FileReturn:
-    """This command returns an undeliverable message that was published with the "immediate" flag set, or an unroutable message published with the "mandatory" flag set. The reply code and text provide information about the reason that the message was undeliverable.
+    """file.return: command, class code 0x09 (9), code 0x0a (10).
 
-    file.return: command, class code 0x09 (9), code 0x0a (10).
+    This command returns an undeliverable message that was published with the "immediate" flag set, or an unroutable message published with the "mandatory" flag set. The reply code and text provide information about the reason that the message was undeliverable.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:6008:5
     """
 
@@ -5987,9 +6063,10 @@ def _w_body_file_return(out: bytearray, value: FileReturn) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class FileDeliver:
-    """This command delivers a staged file message to the client, via a consumer. In the asynchronous message delivery model, the client starts a consumer using the consume command, then the server responds with Deliver commands as and when messages arrive for that consumer.
+    """file.deliver: command, class code 0x09 (9), code 0x0b (11).
 
-    file.deliver: command, class code 0x09 (9), code 0x0b (11).
+    This command delivers a staged file message to the client, via a consumer. In the asynchronous message delivery model, the client starts a consumer using the consume command, then the server responds with Deliver commands as and when messages arrive for that consumer.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:6047:5
     """
 
@@ -6082,9 +6159,10 @@ def _w_body_file_deliver(out: bytearray, value: FileDeliver) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class FileAck:
-    """This command acknowledges one or more messages delivered via the Deliver command. The client can ask to confirm a single message or a set of messages up to and including a specific message.
+    """file.ack: command, class code 0x09 (9), code 0x0c (12).
 
-    file.ack: command, class code 0x09 (9), code 0x0c (12).
+    This command acknowledges one or more messages delivered via the Deliver command. The client can ask to confirm a single message or a set of messages up to and including a specific message.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:6111:5
     """
 
@@ -6141,9 +6219,10 @@ def _w_body_file_ack(out: bytearray, value: FileAck) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class FileReject:
-    """This command allows a client to reject a message. It can be used to return untreatable messages to their original queue. Note that file content is staged before delivery, so the client will not use this command to interrupt delivery of a large message.
+    """file.reject: command, class code 0x09 (9), code 0x0d (13).
 
-    file.reject: command, class code 0x09 (9), code 0x0d (13).
+    This command allows a client to reject a message. It can be used to return untreatable messages to their original queue. Note that file content is staged before delivery, so the client will not use this command to interrupt delivery of a large message.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:6152:5
     """
 
@@ -6200,9 +6279,10 @@ def _w_body_file_reject(out: bytearray, value: FileReject) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class StreamQos:
-    """This command requests a specific quality of service. The QoS can be specified for the current session or for all sessions on the connection. The particular properties and semantics of a qos command always depend on the content class semantics. Though the qos command could in principle apply to both peers, it is currently meaningful only for the server.
+    """stream.qos: command, class code 0x0a (10), code 0x01 (1).
 
-    stream.qos: command, class code 0x0a (10), code 0x01 (1).
+    This command requests a specific quality of service. The QoS can be specified for the current session or for all sessions on the connection. The particular properties and semantics of a qos command always depend on the content class semantics. Though the qos command could in principle apply to both peers, it is currently meaningful only for the server.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:6290:5
     """
 
@@ -6277,9 +6357,10 @@ def _w_body_stream_qos(out: bytearray, value: StreamQos) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class StreamQosOk:
-    """This command tells the client that the requested QoS levels could be handled by the server. The requested QoS applies to all active consumers until a new QoS is defined.
+    """stream.qos-ok: command, class code 0x0a (10), code 0x02 (2).
 
-    stream.qos-ok: command, class code 0x0a (10), code 0x02 (2).
+    This command tells the client that the requested QoS levels could be handled by the server. The requested QoS applies to all active consumers until a new QoS is defined.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:6352:5
     """
 
@@ -6319,9 +6400,10 @@ def _w_body_stream_qos_ok(out: bytearray, value: StreamQosOk) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class StreamConsume:
-    """This command asks the server to start a "consumer", which is a transient request for messages from a specific queue. Consumers last as long as the session they were created on, or until the client cancels them.
+    """stream.consume: command, class code 0x0a (10), code 0x03 (3).
 
-    stream.consume: command, class code 0x0a (10), code 0x03 (3).
+    This command asks the server to start a "consumer", which is a transient request for messages from a specific queue. Consumers last as long as the session they were created on, or until the client cancels them.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:6363:5
     """
 
@@ -6412,9 +6494,10 @@ def _w_body_stream_consume(out: bytearray, value: StreamConsume) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class StreamConsumeOk:
-    """This command provides the client with a consumer tag which it may use in commands that work with the consumer.
+    """stream.consume-ok: command, class code 0x0a (10), code 0x04 (4).
 
-    stream.consume-ok: command, class code 0x0a (10), code 0x04 (4).
+    This command provides the client with a consumer tag which it may use in commands that work with the consumer.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:6460:5
     """
 
@@ -6463,9 +6546,10 @@ def _w_body_stream_consume_ok(out: bytearray, value: StreamConsumeOk) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class StreamCancel:
-    """This command cancels a consumer. Since message delivery is asynchronous the client may continue to receive messages for a short while after cancelling a consumer. It may process or discard these as appropriate.
+    """stream.cancel: command, class code 0x0a (10), code 0x05 (5).
 
-    stream.cancel: command, class code 0x0a (10), code 0x05 (5).
+    This command cancels a consumer. Since message delivery is asynchronous the client may continue to receive messages for a short while after cancelling a consumer. It may process or discard these as appropriate.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:6477:5
     """
 
@@ -6514,9 +6598,10 @@ def _w_body_stream_cancel(out: bytearray, value: StreamCancel) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class StreamPublish:
-    """This command publishes a message to a specific exchange. The message will be routed to queues as defined by the exchange configuration and distributed to any active consumers as appropriate.
+    """stream.publish: command, class code 0x0a (10), code 0x06 (6).
 
-    stream.publish: command, class code 0x0a (10), code 0x06 (6).
+    This command publishes a message to a specific exchange. The message will be routed to queues as defined by the exchange configuration and distributed to any active consumers as appropriate.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:6491:5
     """
 
@@ -6590,9 +6675,10 @@ def _w_body_stream_publish(out: bytearray, value: StreamPublish) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class StreamReturn:
-    """This command returns an undeliverable message that was published with the "immediate" flag set, or an unroutable message published with the "mandatory" flag set. The reply code and text provide information about the reason that the message was undeliverable.
+    """stream.return: command, class code 0x0a (10), code 0x07 (7).
 
-    stream.return: command, class code 0x0a (10), code 0x07 (7).
+    This command returns an undeliverable message that was published with the "immediate" flag set, or an unroutable message published with the "mandatory" flag set. The reply code and text provide information about the reason that the message was undeliverable.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:6566:5
     """
 
@@ -6669,9 +6755,10 @@ def _w_body_stream_return(out: bytearray, value: StreamReturn) -> None:
 
 @dataclass(slots=True, kw_only=True)
 class StreamDeliver:
-    """This command delivers a message to the client, via a consumer. In the asynchronous message delivery model, the client starts a consumer using the Consume command, then the server responds with Deliver commands as and when messages arrive for that consumer.
+    """stream.deliver: command, class code 0x0a (10), code 0x08 (8).
 
-    stream.deliver: command, class code 0x0a (10), code 0x08 (8).
+    This command delivers a message to the client, via a consumer. In the asynchronous message delivery model, the client starts a consumer using the Consume command, then the server responds with Deliver commands as and when messages arrive for that consumer.
+
     Spec: specs/amqp-0-10/amqp.0-10.xml:6605:5
     """
 
