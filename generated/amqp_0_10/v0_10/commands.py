@@ -107,10 +107,8 @@ class SessionHeader:
     IDENT: ClassVar[tuple[int, ...]] = ()
     KIND: ClassVar[str] = "struct"
     STRUCT: ClassVar[str] = "session.header"
-    SIZE: ClassVar[int] = 1
-    """Octets of its size prefix."""
-    PACK: ClassVar[int] = 1
-    """Octets of its packing flags."""
+    SIZE: ClassVar[int] = 1  # octets of its size prefix
+    PACK: ClassVar[int] = 1  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = None
     CODE: ClassVar[int | None] = None
     sync: bool = False
@@ -169,10 +167,8 @@ class SessionCommandFragment:
     IDENT: ClassVar[tuple[int, ...]] = ()
     KIND: ClassVar[str] = "struct"
     STRUCT: ClassVar[str] = "session.command-fragment"
-    SIZE: ClassVar[int] = 0
-    """Octets of its size prefix."""
-    PACK: ClassVar[int] = 0
-    """Octets of its packing flags."""
+    SIZE: ClassVar[int] = 0  # octets of its size prefix
+    PACK: ClassVar[int] = 0  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = None
     CODE: ClassVar[int | None] = None
     command_id: int
@@ -222,10 +218,8 @@ class MessageDeliveryProperties:
     IDENT: ClassVar[tuple[int, int]] = (0x04, 0x01)
     KIND: ClassVar[str] = "struct"
     STRUCT: ClassVar[str] = "message.delivery-properties"
-    SIZE: ClassVar[int] = 4
-    """Octets of its size prefix."""
-    PACK: ClassVar[int] = 2
-    """Octets of its packing flags."""
+    SIZE: ClassVar[int] = 4  # octets of its size prefix
+    PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = 4
     CODE: ClassVar[int | None] = 1
     discard_unroutable: bool = False
@@ -407,10 +401,8 @@ class MessageFragmentProperties:
     IDENT: ClassVar[tuple[int, int]] = (0x04, 0x02)
     KIND: ClassVar[str] = "struct"
     STRUCT: ClassVar[str] = "message.fragment-properties"
-    SIZE: ClassVar[int] = 4
-    """Octets of its size prefix."""
-    PACK: ClassVar[int] = 2
-    """Octets of its packing flags."""
+    SIZE: ClassVar[int] = 4  # octets of its size prefix
+    PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = 4
     CODE: ClassVar[int | None] = 2
     first: bool = False
@@ -502,10 +494,8 @@ class MessageReplyTo:
     IDENT: ClassVar[tuple[int, ...]] = ()
     KIND: ClassVar[str] = "struct"
     STRUCT: ClassVar[str] = "message.reply-to"
-    SIZE: ClassVar[int] = 2
-    """Octets of its size prefix."""
-    PACK: ClassVar[int] = 2
-    """Octets of its packing flags."""
+    SIZE: ClassVar[int] = 2  # octets of its size prefix
+    PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = None
     CODE: ClassVar[int | None] = None
     exchange: str | None = None
@@ -574,10 +564,8 @@ class MessageProperties:
     IDENT: ClassVar[tuple[int, int]] = (0x04, 0x03)
     KIND: ClassVar[str] = "struct"
     STRUCT: ClassVar[str] = "message.message-properties"
-    SIZE: ClassVar[int] = 4
-    """Octets of its size prefix."""
-    PACK: ClassVar[int] = 2
-    """Octets of its packing flags."""
+    SIZE: ClassVar[int] = 4  # octets of its size prefix
+    PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = 4
     CODE: ClassVar[int | None] = 3
     content_length: int | None = None
@@ -721,10 +709,8 @@ class MessageAcquired:
     IDENT: ClassVar[tuple[int, int]] = (0x04, 0x04)
     KIND: ClassVar[str] = "struct"
     STRUCT: ClassVar[str] = "message.acquired"
-    SIZE: ClassVar[int] = 4
-    """Octets of its size prefix."""
-    PACK: ClassVar[int] = 2
-    """Octets of its packing flags."""
+    SIZE: ClassVar[int] = 4  # octets of its size prefix
+    PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = 4
     CODE: ClassVar[int | None] = 4
     transfers: list[tuple[int, int]] | None = None
@@ -792,10 +778,8 @@ class MessageResumeResult:
     IDENT: ClassVar[tuple[int, int]] = (0x04, 0x05)
     KIND: ClassVar[str] = "struct"
     STRUCT: ClassVar[str] = "message.message-resume-result"
-    SIZE: ClassVar[int] = 4
-    """Octets of its size prefix."""
-    PACK: ClassVar[int] = 2
-    """Octets of its packing flags."""
+    SIZE: ClassVar[int] = 4  # octets of its size prefix
+    PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = 4
     CODE: ClassVar[int | None] = 5
     offset: int | None = None
@@ -865,10 +849,8 @@ class DtxXaResult:
     IDENT: ClassVar[tuple[int, int]] = (0x06, 0x01)
     KIND: ClassVar[str] = "struct"
     STRUCT: ClassVar[str] = "dtx.xa-result"
-    SIZE: ClassVar[int] = 4
-    """Octets of its size prefix."""
-    PACK: ClassVar[int] = 2
-    """Octets of its packing flags."""
+    SIZE: ClassVar[int] = 4  # octets of its size prefix
+    PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = 6
     CODE: ClassVar[int | None] = 1
     status: DtxXaStatus | int | None = None
@@ -937,10 +919,8 @@ class DtxXid:
     IDENT: ClassVar[tuple[int, ...]] = ()
     KIND: ClassVar[str] = "struct"
     STRUCT: ClassVar[str] = "dtx.xid"
-    SIZE: ClassVar[int] = 2
-    """Octets of its size prefix."""
-    PACK: ClassVar[int] = 2
-    """Octets of its packing flags."""
+    SIZE: ClassVar[int] = 2  # octets of its size prefix
+    PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = None
     CODE: ClassVar[int | None] = None
     format: int | None = None
@@ -1018,10 +998,8 @@ class DtxGetTimeoutResult:
     IDENT: ClassVar[tuple[int, int]] = (0x06, 0x02)
     KIND: ClassVar[str] = "struct"
     STRUCT: ClassVar[str] = "dtx.get-timeout-result"
-    SIZE: ClassVar[int] = 4
-    """Octets of its size prefix."""
-    PACK: ClassVar[int] = 2
-    """Octets of its packing flags."""
+    SIZE: ClassVar[int] = 4  # octets of its size prefix
+    PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = 6
     CODE: ClassVar[int | None] = 2
     timeout: int | None = None
@@ -1093,10 +1071,8 @@ class DtxRecoverResult:
     IDENT: ClassVar[tuple[int, int]] = (0x06, 0x03)
     KIND: ClassVar[str] = "struct"
     STRUCT: ClassVar[str] = "dtx.recover-result"
-    SIZE: ClassVar[int] = 4
-    """Octets of its size prefix."""
-    PACK: ClassVar[int] = 2
-    """Octets of its packing flags."""
+    SIZE: ClassVar[int] = 4  # octets of its size prefix
+    PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = 6
     CODE: ClassVar[int | None] = 3
     in_doubt: Array | None = None
@@ -1166,10 +1142,8 @@ class ExchangeQueryResult:
     IDENT: ClassVar[tuple[int, int]] = (0x07, 0x01)
     KIND: ClassVar[str] = "struct"
     STRUCT: ClassVar[str] = "exchange.exchange-query-result"
-    SIZE: ClassVar[int] = 4
-    """Octets of its size prefix."""
-    PACK: ClassVar[int] = 2
-    """Octets of its packing flags."""
+    SIZE: ClassVar[int] = 4  # octets of its size prefix
+    PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = 7
     CODE: ClassVar[int | None] = 1
     type: str | None = None
@@ -1266,10 +1240,8 @@ class ExchangeBoundResult:
     IDENT: ClassVar[tuple[int, int]] = (0x07, 0x02)
     KIND: ClassVar[str] = "struct"
     STRUCT: ClassVar[str] = "exchange.exchange-bound-result"
-    SIZE: ClassVar[int] = 4
-    """Octets of its size prefix."""
-    PACK: ClassVar[int] = 2
-    """Octets of its packing flags."""
+    SIZE: ClassVar[int] = 4  # octets of its size prefix
+    PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = 7
     CODE: ClassVar[int | None] = 2
     exchange_not_found: bool = False
@@ -1374,10 +1346,8 @@ class QueueQueryResult:
     IDENT: ClassVar[tuple[int, int]] = (0x08, 0x01)
     KIND: ClassVar[str] = "struct"
     STRUCT: ClassVar[str] = "queue.queue-query-result"
-    SIZE: ClassVar[int] = 4
-    """Octets of its size prefix."""
-    PACK: ClassVar[int] = 2
-    """Octets of its packing flags."""
+    SIZE: ClassVar[int] = 4  # octets of its size prefix
+    PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = 8
     CODE: ClassVar[int | None] = 1
     queue: str | None = None
@@ -1507,10 +1477,8 @@ class FileProperties:
     IDENT: ClassVar[tuple[int, int]] = (0x09, 0x01)
     KIND: ClassVar[str] = "struct"
     STRUCT: ClassVar[str] = "file.file-properties"
-    SIZE: ClassVar[int] = 4
-    """Octets of its size prefix."""
-    PACK: ClassVar[int] = 2
-    """Octets of its packing flags."""
+    SIZE: ClassVar[int] = 4  # octets of its size prefix
+    PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = 9
     CODE: ClassVar[int | None] = 1
     content_type: str | None = None
@@ -1650,10 +1618,8 @@ class StreamProperties:
     IDENT: ClassVar[tuple[int, int]] = (0x0A, 0x01)
     KIND: ClassVar[str] = "struct"
     STRUCT: ClassVar[str] = "stream.stream-properties"
-    SIZE: ClassVar[int] = 4
-    """Octets of its size prefix."""
-    PACK: ClassVar[int] = 2
-    """Octets of its packing flags."""
+    SIZE: ClassVar[int] = 4  # octets of its size prefix
+    PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = 10
     CODE: ClassVar[int | None] = 1
     content_type: str | None = None
@@ -3029,13 +2995,12 @@ class ExecutionSync:
     CLASS_CODE: ClassVar[int] = 0x03
     CODE: ClassVar[int] = 0x01
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
 
 
 def _r_body_execution_sync(buf: memoryview, at: int, end: int) -> tuple[ExecutionSync, int]:
@@ -3072,13 +3037,12 @@ class ExecutionResult:
     CLASS_CODE: ClassVar[int] = 0x03
     CODE: ClassVar[int] = 0x02
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     command_id: int | None = None
     """command-id (required)"""
     value: Any | None = None
@@ -3133,13 +3097,12 @@ class ExecutionException:
     CLASS_CODE: ClassVar[int] = 0x03
     CODE: ClassVar[int] = 0x03
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     error_code: ExecutionErrorCode | int | None = None
     """error-code (required): error code indicating the type of error"""
     command_id: int | None = None
@@ -3244,17 +3207,16 @@ class MessageTransfer:
     CLASS_CODE: ClassVar[int] = 0x04
     CODE: ClassVar[int] = 0x01
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = (
         MessageDeliveryProperties,
         MessageFragmentProperties,
         MessageProperties,
     )
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = True
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     destination: str | None = None
     """destination: Specifies the destination to which the message is to be transferred."""
     accept_mode: MessageAcceptMode | int | None = None
@@ -3320,13 +3282,12 @@ class MessageAccept:
     CLASS_CODE: ClassVar[int] = 0x04
     CODE: ClassVar[int] = 0x02
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     transfers: list[tuple[int, int]] | None = None
     """transfers (required): Identifies the messages previously transferred that should be accepted."""
 
@@ -3372,13 +3333,12 @@ class MessageReject:
     CLASS_CODE: ClassVar[int] = 0x04
     CODE: ClassVar[int] = 0x03
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     transfers: list[tuple[int, int]] | None = None
     """transfers (required): Identifies the messages previously transferred that should be rejected."""
     code: MessageRejectCode | int | None = None
@@ -3443,13 +3403,12 @@ class MessageRelease:
     CLASS_CODE: ClassVar[int] = 0x04
     CODE: ClassVar[int] = 0x04
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     transfers: list[tuple[int, int]] | None = None
     """transfers (required): Indicates the messages to be released."""
     set_redelivered: bool = False
@@ -3503,13 +3462,12 @@ class MessageAcquire:
     CLASS_CODE: ClassVar[int] = 0x04
     CODE: ClassVar[int] = 0x05
     RESULT: ClassVar[type[Any] | None] = MessageAcquired
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     transfers: list[tuple[int, int]] | None = None
     """transfers (required): Indicates the messages to be acquired."""
 
@@ -3555,13 +3513,12 @@ class MessageResume:
     CLASS_CODE: ClassVar[int] = 0x04
     CODE: ClassVar[int] = 0x06
     RESULT: ClassVar[type[Any] | None] = MessageResumeResult
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     destination: str | None = None
     """destination: The destination to which the remaining message fragments are transferred."""
     resume_id: str | None = None
@@ -3616,13 +3573,12 @@ class MessageSubscribe:
     CLASS_CODE: ClassVar[int] = 0x04
     CODE: ClassVar[int] = 0x07
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     queue: str | None = None
     """queue (required): Specifies the name of the subscribed queue."""
     destination: str | None = None
@@ -3732,13 +3688,12 @@ class MessageCancel:
     CLASS_CODE: ClassVar[int] = 0x04
     CODE: ClassVar[int] = 0x08
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     destination: str | None = None
     """destination (required)"""
 
@@ -3790,13 +3745,12 @@ class MessageSetFlowMode:
     CLASS_CODE: ClassVar[int] = 0x04
     CODE: ClassVar[int] = 0x09
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     destination: str | None = None
     """destination"""
     flow_mode: MessageFlowMode | int | None = None
@@ -3854,13 +3808,12 @@ class MessageFlow:
     CLASS_CODE: ClassVar[int] = 0x04
     CODE: ClassVar[int] = 0x0A
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     destination: str | None = None
     """destination"""
     unit: MessageCreditUnit | int | None = None
@@ -3925,13 +3878,12 @@ class MessageFlush:
     CLASS_CODE: ClassVar[int] = 0x04
     CODE: ClassVar[int] = 0x0B
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     destination: str | None = None
     """destination"""
 
@@ -3977,13 +3929,12 @@ class MessageStop:
     CLASS_CODE: ClassVar[int] = 0x04
     CODE: ClassVar[int] = 0x0C
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     destination: str | None = None
     """destination"""
 
@@ -4029,13 +3980,12 @@ class TxSelect:
     CLASS_CODE: ClassVar[int] = 0x05
     CODE: ClassVar[int] = 0x01
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
 
 
 def _r_body_tx_select(buf: memoryview, at: int, end: int) -> tuple[TxSelect, int]:
@@ -4076,13 +4026,12 @@ class TxCommit:
     CLASS_CODE: ClassVar[int] = 0x05
     CODE: ClassVar[int] = 0x02
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
 
 
 def _r_body_tx_commit(buf: memoryview, at: int, end: int) -> tuple[TxCommit, int]:
@@ -4123,13 +4072,12 @@ class TxRollback:
     CLASS_CODE: ClassVar[int] = 0x05
     CODE: ClassVar[int] = 0x03
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
 
 
 def _r_body_tx_rollback(buf: memoryview, at: int, end: int) -> tuple[TxRollback, int]:
@@ -4166,13 +4114,12 @@ class DtxSelect:
     CLASS_CODE: ClassVar[int] = 0x06
     CODE: ClassVar[int] = 0x01
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
 
 
 def _r_body_dtx_select(buf: memoryview, at: int, end: int) -> tuple[DtxSelect, int]:
@@ -4209,13 +4156,12 @@ class DtxStart:
     CLASS_CODE: ClassVar[int] = 0x06
     CODE: ClassVar[int] = 0x02
     RESULT: ClassVar[type[Any] | None] = DtxXaResult
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     xid: DtxXid | None = None
     """xid (required): Specifies the xid of the transaction branch to be started."""
     join: bool = False
@@ -4277,13 +4223,12 @@ class DtxEnd:
     CLASS_CODE: ClassVar[int] = 0x06
     CODE: ClassVar[int] = 0x03
     RESULT: ClassVar[type[Any] | None] = DtxXaResult
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     xid: DtxXid | None = None
     """xid (required): Specifies the xid of the transaction branch to be ended."""
     fail: bool = False
@@ -4345,13 +4290,12 @@ class DtxCommit:
     CLASS_CODE: ClassVar[int] = 0x06
     CODE: ClassVar[int] = 0x04
     RESULT: ClassVar[type[Any] | None] = DtxXaResult
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     xid: DtxXid | None = None
     """xid (required): Specifies the xid of the transaction branch to be committed."""
     one_phase: bool = False
@@ -4405,13 +4349,12 @@ class DtxForget:
     CLASS_CODE: ClassVar[int] = 0x06
     CODE: ClassVar[int] = 0x05
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     xid: DtxXid | None = None
     """xid (required): Specifies the xid of the transaction branch to be forgotten."""
 
@@ -4457,13 +4400,12 @@ class DtxGetTimeout:
     CLASS_CODE: ClassVar[int] = 0x06
     CODE: ClassVar[int] = 0x06
     RESULT: ClassVar[type[Any] | None] = DtxGetTimeoutResult
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     xid: DtxXid | None = None
     """xid (required): Specifies the xid of the transaction branch for getting the timeout."""
 
@@ -4509,13 +4451,12 @@ class DtxPrepare:
     CLASS_CODE: ClassVar[int] = 0x06
     CODE: ClassVar[int] = 0x07
     RESULT: ClassVar[type[Any] | None] = DtxXaResult
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     xid: DtxXid | None = None
     """xid (required): Specifies the xid of the transaction branch that can be prepared."""
 
@@ -4561,13 +4502,12 @@ class DtxRecover:
     CLASS_CODE: ClassVar[int] = 0x06
     CODE: ClassVar[int] = 0x08
     RESULT: ClassVar[type[Any] | None] = DtxRecoverResult
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
 
 
 def _r_body_dtx_recover(buf: memoryview, at: int, end: int) -> tuple[DtxRecover, int]:
@@ -4604,13 +4544,12 @@ class DtxRollback:
     CLASS_CODE: ClassVar[int] = 0x06
     CODE: ClassVar[int] = 0x09
     RESULT: ClassVar[type[Any] | None] = DtxXaResult
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     xid: DtxXid | None = None
     """xid (required): Specifies the xid of the transaction branch that can be rolled back."""
 
@@ -4656,13 +4595,12 @@ class DtxSetTimeout:
     CLASS_CODE: ClassVar[int] = 0x06
     CODE: ClassVar[int] = 0x0A
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     xid: DtxXid | None = None
     """xid (required): Specifies the xid of the transaction branch for setting the timeout."""
     timeout: int | None = None
@@ -4717,13 +4655,12 @@ class ExchangeDeclare:
     CLASS_CODE: ClassVar[int] = 0x07
     CODE: ClassVar[int] = 0x01
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     exchange: str | None = None
     """exchange (required)"""
     type: str | None = None
@@ -4820,13 +4757,12 @@ class ExchangeDelete:
     CLASS_CODE: ClassVar[int] = 0x07
     CODE: ClassVar[int] = 0x02
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     exchange: str | None = None
     """exchange (required)"""
     if_unused: bool = False
@@ -4880,13 +4816,12 @@ class ExchangeQuery:
     CLASS_CODE: ClassVar[int] = 0x07
     CODE: ClassVar[int] = 0x03
     RESULT: ClassVar[type[Any] | None] = ExchangeQueryResult
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     name: str | None = None
     """name: The name of the exchange for which information is requested. If not specified explicitly the default exchange is implied."""
 
@@ -4932,13 +4867,12 @@ class ExchangeBind:
     CLASS_CODE: ClassVar[int] = 0x07
     CODE: ClassVar[int] = 0x04
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     queue: str | None = None
     """queue (required): Specifies the name of the queue to bind."""
     exchange: str | None = None
@@ -5011,13 +4945,12 @@ class ExchangeUnbind:
     CLASS_CODE: ClassVar[int] = 0x07
     CODE: ClassVar[int] = 0x05
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     queue: str | None = None
     """queue (required): Specifies the name of the queue to unbind."""
     exchange: str | None = None
@@ -5081,13 +5014,12 @@ class ExchangeBound:
     CLASS_CODE: ClassVar[int] = 0x07
     CODE: ClassVar[int] = 0x06
     RESULT: ClassVar[type[Any] | None] = ExchangeBoundResult
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     exchange: str | None = None
     """exchange: The name of the exchange for which binding information is being requested. If not specified explicitly the default exchange is implied."""
     queue: str | None = None
@@ -5160,13 +5092,12 @@ class QueueDeclare:
     CLASS_CODE: ClassVar[int] = 0x08
     CODE: ClassVar[int] = 0x01
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     queue: str | None = None
     """queue (required)"""
     alternate_exchange: str | None = None
@@ -5264,13 +5195,12 @@ class QueueDelete:
     CLASS_CODE: ClassVar[int] = 0x08
     CODE: ClassVar[int] = 0x02
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     queue: str | None = None
     """queue (required): Specifies the name of the queue to delete."""
     if_unused: bool = False
@@ -5332,13 +5262,12 @@ class QueuePurge:
     CLASS_CODE: ClassVar[int] = 0x08
     CODE: ClassVar[int] = 0x03
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     queue: str | None = None
     """queue (required): Specifies the name of the queue to purge."""
 
@@ -5384,13 +5313,12 @@ class QueueQuery:
     CLASS_CODE: ClassVar[int] = 0x08
     CODE: ClassVar[int] = 0x04
     RESULT: ClassVar[type[Any] | None] = QueueQueryResult
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     queue: str | None = None
     """queue (required): the queried queue"""
 
@@ -5436,13 +5364,12 @@ class FileQos:
     CLASS_CODE: ClassVar[int] = 0x09
     CODE: ClassVar[int] = 0x01
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     prefetch_size: int | None = None
     """prefetch-size: The client can request that messages be sent in advance so that when the client finishes processing a message, the following message is already held locally, rather than needing to be sent within the session. Pre-fetching gives a performance improvement. This field specifies the pre-fetch window size in octets. May be set to zero, meaning "no specific limit". Note that other pre-fetch limits may still apply. The prefetch-size is ignored if the no-ack option is set."""
     prefetch_count: int | None = None
@@ -5505,13 +5432,12 @@ class FileQosOk:
     CLASS_CODE: ClassVar[int] = 0x09
     CODE: ClassVar[int] = 0x02
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
 
 
 def _r_body_file_qos_ok(buf: memoryview, at: int, end: int) -> tuple[FileQosOk, int]:
@@ -5548,13 +5474,12 @@ class FileConsume:
     CLASS_CODE: ClassVar[int] = 0x09
     CODE: ClassVar[int] = 0x03
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     queue: str | None = None
     """queue: Specifies the name of the queue to consume from."""
     consumer_tag: str | None = None
@@ -5650,13 +5575,12 @@ class FileConsumeOk:
     CLASS_CODE: ClassVar[int] = 0x09
     CODE: ClassVar[int] = 0x04
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     consumer_tag: str | None = None
     """consumer-tag: Holds the consumer tag specified by the client or provided by the server."""
 
@@ -5702,13 +5626,12 @@ class FileCancel:
     CLASS_CODE: ClassVar[int] = 0x09
     CODE: ClassVar[int] = 0x05
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     consumer_tag: str | None = None
     """consumer-tag: the identifier of the consumer to be cancelled."""
 
@@ -5754,13 +5677,12 @@ class FileOpen:
     CLASS_CODE: ClassVar[int] = 0x09
     CODE: ClassVar[int] = 0x06
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     identifier: str | None = None
     """identifier: This is the staging identifier. This is an arbitrary string chosen by the sender. For staging to work correctly the sender must use the same staging identifier when staging the same message a second time after recovery from a failure. A good choice for the staging identifier would be the SHA1 hash of the message properties data (including the original filename, revised time, etc.)."""
     content_size: int | None = None
@@ -5815,13 +5737,12 @@ class FileOpenOk:
     CLASS_CODE: ClassVar[int] = 0x09
     CODE: ClassVar[int] = 0x07
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     staged_size: int | None = None
     """staged-size: The amount of previously-staged content in octets. For a new message this will be zero."""
 
@@ -5867,13 +5788,12 @@ class FileStage:
     CLASS_CODE: ClassVar[int] = 0x09
     CODE: ClassVar[int] = 0x08
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = (FileProperties,)
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = True
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
 
 
 def _r_body_file_stage(buf: memoryview, at: int, end: int) -> tuple[FileStage, int]:
@@ -5910,13 +5830,12 @@ class FilePublish:
     CLASS_CODE: ClassVar[int] = 0x09
     CODE: ClassVar[int] = 0x09
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     exchange: str | None = None
     """exchange: Specifies the name of the exchange to publish to. The exchange name can be empty, meaning the default exchange. If the exchange name is specified, and that exchange does not exist, the server will raise an exception."""
     routing_key: str | None = None
@@ -5996,13 +5915,12 @@ class FileReturn:
     CLASS_CODE: ClassVar[int] = 0x09
     CODE: ClassVar[int] = 0x0A
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = (FileProperties,)
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = True
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     reply_code: FileReturnCode | int | None = None
     """reply-code"""
     reply_text: str | None = None
@@ -6076,13 +5994,12 @@ class FileDeliver:
     CLASS_CODE: ClassVar[int] = 0x09
     CODE: ClassVar[int] = 0x0B
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     consumer_tag: str | None = None
     """consumer-tag"""
     delivery_tag: int | None = None
@@ -6172,13 +6089,12 @@ class FileAck:
     CLASS_CODE: ClassVar[int] = 0x09
     CODE: ClassVar[int] = 0x0C
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     delivery_tag: int | None = None
     """delivery-tag: The identifier of the message being acknowledged"""
     multiple: bool = False
@@ -6232,13 +6148,12 @@ class FileReject:
     CLASS_CODE: ClassVar[int] = 0x09
     CODE: ClassVar[int] = 0x0D
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     delivery_tag: int | None = None
     """delivery-tag: the identifier of the message to be rejected"""
     requeue: bool = False
@@ -6292,13 +6207,12 @@ class StreamQos:
     CLASS_CODE: ClassVar[int] = 0x0A
     CODE: ClassVar[int] = 0x01
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     prefetch_size: int | None = None
     """prefetch-size: The client can request that messages be sent in advance so that when the client finishes processing a message, the following message is already held locally, rather than needing to be sent within the session. Pre-fetching gives a performance improvement. This field specifies the pre-fetch window size in octets. May be set to zero, meaning "no specific limit". Note that other pre-fetch limits may still apply."""
     prefetch_count: int | None = None
@@ -6370,13 +6284,12 @@ class StreamQosOk:
     CLASS_CODE: ClassVar[int] = 0x0A
     CODE: ClassVar[int] = 0x02
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
 
 
 def _r_body_stream_qos_ok(buf: memoryview, at: int, end: int) -> tuple[StreamQosOk, int]:
@@ -6413,13 +6326,12 @@ class StreamConsume:
     CLASS_CODE: ClassVar[int] = 0x0A
     CODE: ClassVar[int] = 0x03
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     queue: str | None = None
     """queue: Specifies the name of the queue to consume from."""
     consumer_tag: str | None = None
@@ -6507,13 +6419,12 @@ class StreamConsumeOk:
     CLASS_CODE: ClassVar[int] = 0x0A
     CODE: ClassVar[int] = 0x04
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     consumer_tag: str | None = None
     """consumer-tag: Holds the consumer tag specified by the client or provided by the server."""
 
@@ -6559,13 +6470,12 @@ class StreamCancel:
     CLASS_CODE: ClassVar[int] = 0x0A
     CODE: ClassVar[int] = 0x05
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = False
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     consumer_tag: str | None = None
     """consumer-tag"""
 
@@ -6611,13 +6521,12 @@ class StreamPublish:
     CLASS_CODE: ClassVar[int] = 0x0A
     CODE: ClassVar[int] = 0x06
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = (StreamProperties,)
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = True
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     exchange: str | None = None
     """exchange: Specifies the name of the exchange to publish to. The exchange name can be empty, meaning the default exchange. If the exchange name is specified, and that exchange does not exist, the server will raise an exception."""
     routing_key: str | None = None
@@ -6688,13 +6597,12 @@ class StreamReturn:
     CLASS_CODE: ClassVar[int] = 0x0A
     CODE: ClassVar[int] = 0x07
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = (StreamProperties,)
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = True
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     reply_code: StreamReturnCode | int | None = None
     """reply-code"""
     reply_text: str | None = None
@@ -6768,13 +6676,12 @@ class StreamDeliver:
     CLASS_CODE: ClassVar[int] = 0x0A
     CODE: ClassVar[int] = 0x08
     RESULT: ClassVar[type[Any] | None] = None
+    # the coded structs its header segment may carry; whether a body segment follows
     HEADER: ClassVar[tuple[type[Any], ...]] = (StreamProperties,)
-    """The coded structs its header segment may carry."""
     BODY: ClassVar[bool] = True
-    """Whether a body segment follows."""
 
+    # the session header every command carries before its fields
     session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    """The session header every command carries before its fields."""
     consumer_tag: str | None = None
     """consumer-tag"""
     delivery_tag: int | None = None
