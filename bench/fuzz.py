@@ -40,9 +40,10 @@ reproducible, and one version's inputs do not depend on which others run.
 
 Each input goes through:
   * decode: the version's `decode(frame, sender)` (Streams, 0-9-1 and 0.8 alternate
-    `verify_checksums` True/False); for AMQP 0-10, whose package has no one-frame `decode`,
-    `decode_frame` over the input frame after frame, an `Assembler`, and `Segment.decode`
-    (`decode_control` / `decode_command` / `decode_header`) for every segment completed;
+    `verify_checksums` True/False); for AMQP 0-10, whose `decode` gives a frame (its
+    messages are segments joined from frames), `decode_frame` over the input frame after
+    frame, an `Assembler`, and `Segment.decode` (`decode_control` / `decode_command` /
+    `decode_header`) for every segment completed;
   * the sub-decoders a decoded frame offers: `SubBatchEntry.records()` (Streams: decompresses
     and splits), `decode_message` of a transfer's payload (AMQP 1.0), `MessageHead.decode` of
     a fragment the 0.8 FrameReader yields;
@@ -50,8 +51,8 @@ Each input goes through:
     each control, command and header segment; AMQP 1.0 messages via `encode_message`);
   * the version's FrameReader (same sender and checksum setting) fed the whole input at once,
     then a fresh one fed it in a random chunking (one byte at a time, small random pieces, or
-    a few random cuts), each followed by `finish()` where the reader has one (0-10's reader
-    has none); both must yield the same messages and end with the same error, if any.
+    a few random cuts), each followed by `finish()`; both must yield the same messages and end
+    with the same error, if any.
 
 Reported per version: inputs run; inputs where anything raised an exception other than the
 version's `DecodeError` (or its `EncodeError` while re-encoding, which counts as a round-trip
@@ -973,7 +974,7 @@ class Amqp010Target(Target):
         return _Reader010(self.mod)
 
     def finish(self, reader: Any) -> None:
-        """0-10's FrameReader has no finish(): nothing to check at the end of the input."""
+        reader.reader.finish()
 
 
 _HEADER_STRUCTS = ("MessageDeliveryProperties", "MessageFragmentProperties", "MessageProperties")

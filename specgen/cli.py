@@ -529,11 +529,16 @@ def _frames(args: argparse.Namespace) -> int:
     spec = find(args.protocol)
     codec = importlib.import_module(spec.import_name)
     try:
-        preambles = importlib.import_module(f"specgen_codecs.{spec.package}.framing").PREAMBLES
-    except ModuleNotFoundError:  # AMQP 0-10's package frames segments its own way
+        framing = importlib.import_module(f"specgen_codecs.{spec.package}.framing")
+    except ModuleNotFoundError:
         raise FramesInputError(
             f"specgen frames does not read {spec.protocol} yet: its package has no framing module"
         ) from None
+    if getattr(framing, "SEGMENTED", False):  # a message is segments joined from frames
+        raise FramesInputError(
+            f"specgen frames does not read {spec.protocol} yet: its frames carry segments"
+        )
+    preambles = framing.PREAMBLES
     total = failed = 0
     contents: list[bytes] = []
     for path in args.files:  # all read first: a missing file is an input error (exit 2)

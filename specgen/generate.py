@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from specgen import outdir
-from specgen.emitters import amqp010, amqp10, conformance, dialogue, python_codec, spark_schema
+from specgen.emitters import amqp10, conformance, dialogue, python_codec, spark_schema
 from specgen.emitters.plan import ModulePlan, PlanError, Planner
 from specgen.emitters.render import Renderer
 from specgen.ir import Protocol
@@ -56,11 +56,6 @@ def render_all(
     for spec in specs:
         start, before = time.monotonic(), len(files)
         protocol, _ = build_ir(spec)
-        if spec.format == "amqp010-xml":  # AMQP 0-10: its own emitter (from the IR), whole package
-            for name, text in amqp010.emit(spec, protocol, renderer).items():
-                files[f"{spec.package}/{name}"] = text
-            _done(progress, spec, len(files) - before, start)
-            continue
         if protocol.typedefs:  # a self-describing type system: its own emitters
             described.setdefault(spec.package, []).append((spec, protocol))
             for name, text in amqp10.emit(spec, protocol, renderer).items():

@@ -298,3 +298,32 @@ def test_the_package_decodes_and_encodes_whole_frames_as_every_version_does() ->
     with pytest.raises(a.DecodeError) as e:
         a.decode(data + b"\x00")
     assert e.value.field == "frame" and e.value.offset == len(data)
+
+
+def test_every_class_has_its_identity_and_kind_from_the_xml(model: fe.Model) -> None:
+    """IDENT and KIND on every struct, control and command, as the XML's codes say, and the
+    docstring's first line giving the codes in hex and in decimal."""
+    methods = {c.NAME: c for c in (*a.CONTROLS.values(), *a.COMMANDS.values())}
+    structs = {c.STRUCT: c for c in (getattr(a, n) for n in a.__all__) if hasattr(c, "STRUCT")}
+    assert (len(methods), len(structs)) == (len(model.methods), len(model.structs))
+    for m in model.methods:
+        cls = methods[m.name]
+        assert (cls.IDENT, cls.KIND) == ((m.class_code, m.code), m.kind)
+        words = f"class code {m.class_code:#04x} ({m.class_code}), code {m.code:#04x} ({m.code})"
+        assert words in (cls.__doc__ or "").splitlines()[0], m.name
+    for s in model.structs:
+        ident = (s.class_code, s.code) if s.code is not None else ()
+        assert (structs[s.name].IDENT, structs[s.name].KIND) == (ident, "struct")
+
+
+def test_frame_reader_finish_reports_a_stream_cut_inside_a_frame() -> None:
+    tune = a.encode(a.ConnectionTune(heartbeat_max=10))
+    data = a.encode(a.Frame(type=a.SegmentType.CONTROL, payload=tune))
+    reader = a.FrameReader()
+    reader.feed(data[:-1])
+    assert list(reader) == []
+    with pytest.raises(a.DecodeError) as e:
+        reader.finish()
+    assert e.value.stream_offset == 0
+    reader.feed(data[-1:])
+    assert [f.payload for f in reader] == [tune]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from specgen import overlay
-from specgen.emitters import amqp010
+from specgen.emitters import plan_packed
 from specgen.emitters.plan import PlanError
 from specgen.generate import render_all
 from specgen.ir import Field, Prim, Protocol, Ref
@@ -101,7 +101,8 @@ def test_an_overlay_reaches_the_generated_code(tmp_path: Path) -> None:
     ]  # fmt: skip
     path.write_text(json.dumps({"entries": [{**base, **e} for e in entries]}, indent=1))
     spec = replace(find("amqp-0-10"), overlay=path)
-    codec = render_all([spec])["amqp_0_10/v0_10/codec.py"]
+    files = render_all([spec])
+    codec = files["amqp_0_10/v0_10/commands.py"] + files["amqp_0_10/v0_10/enums.py"]
     assert "MIN_MAX_FRAME_SIZE = 8192\n" in codec and "4096" not in codec
     flow = codec[codec.index("class MessageFlow:") : codec.index("class MessageFlush:")]
     assert '"""value: credit, sixteen bits wide by this overlay"""' in flow
@@ -119,7 +120,7 @@ def test_a_field_without_its_flag_is_refused(tmp_path: Path, protocol: Protocol)
     path.write_text(json.dumps({"entries": [entry]}))
     changed = overlay.apply(protocol, overlay.load(path, tmp_path))
     with pytest.raises(PlanError, match="MessageFlow.Extra is not flagged by flag 3"):
-        amqp010.plan(changed)
+        plan_packed.plan(changed)
 
 
 def test_a_void_field_is_refused(protocol: Protocol) -> None:
@@ -131,4 +132,4 @@ def test_a_void_field_is_refused(protocol: Protocol) -> None:
         for c in protocol.commands
     )
     with pytest.raises(PlanError, match="field Value is void"):
-        amqp010.plan(replace(protocol, commands=commands))
+        plan_packed.plan(replace(protocol, commands=commands))

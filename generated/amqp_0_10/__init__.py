@@ -1,1 +1,1 @@
-"""Generated codecs for AMQP 0-10."""
+"""Generated codecs for amqp-0-10."""

@@ -486,6 +486,13 @@ def _switch_cases(fields: tuple[Field, ...]) -> int:
 
 def emit(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, str]:
     protocol = plan.protocol
+    if plan.packed is not None:  # packing-flag structs: their cases come from their plan
+        body = renderer.trimmed_macro("python/_packed_macros.j2", "conformance", plan.packed)
+        return {
+            "test_conformance.py": renderer.render(
+                "python/test_conformance.py.j2", spec, protocol, packed_body=body
+            )
+        }
     builder = _Builder(protocol, plan.clashing)
     strategies: dict[str, n.Composite] = {}
     cases: list[dict[str, Any]] = []
@@ -546,6 +553,7 @@ def emit(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, s
             table_values=(_flat_table(protocol) or (None, None))[1],
             length_label=plan.frame.length.label,
             follows=[m.cls for m in plan.messages if m.follows is not None],
+            packed_body="",
         )
     }
 

@@ -18,6 +18,10 @@ import re
 import struct
 from dataclasses import dataclass, field, replace
 
+from specgen.emitters import plan_packed
+from specgen.emitters.naming import PlanError as PlanError
+from specgen.emitters.naming import attr_name as attr_name
+from specgen.emitters.naming import snake as snake
 from specgen.ir import (
     INT_WIDTHS,
     Alternatives,
@@ -58,10 +62,6 @@ STRUCT_CODES = {
 FLOAT_CODES = {4: "f", 8: "d"}
 
 
-class PlanError(ValueError):
-    pass
-
-
 def isort_key(name: str) -> tuple[int, str]:
     """The order isort (and ruff) give imported names: CONSTANTS, Classes, functions."""
     return (0 if name.isupper() else 1 if name[0].isupper() else 2, name.lower())
@@ -70,18 +70,6 @@ def isort_key(name: str) -> tuple[int, str]:
 def text_class(protocol: Protocol, name: str) -> str:
     """The Python class of a length-prefixed primitive's values: by its kind, not its name."""
     return "str" if protocol.type(name).kind == "string" else "bytes"
-
-
-def snake(name: str) -> str:
-    s = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name)
-    s = re.sub(r"(?<=[A-Z])([A-Z][a-z])", r"_\1", s)
-    return s.lower()
-
-
-def attr_name(name: str) -> str:
-    """A field's attribute: snake case, a Python keyword with `_` after it (`global_`)."""
-    s = snake(name)
-    return s + "_" if keyword.iskeyword(s) else s
 
 
 def class_name(command: Command, message: Message, versioned: bool, version: int) -> str:
@@ -551,6 +539,9 @@ class ModulePlan:
     clashing: set[str]  # structure names laid out differently by different messages
     checksums: bool = False  # some message verifies a checksum (decoders import zlib)
     decimals: bool = False  # some value is a decimal (decoders import Decimal)
+    # a segment layer's messages: packing-flag structs in segments (`plan_packed`), planned
+    # there instead of as fused runs; `messages`, `structs` and `named` are then empty
+    packed: plan_packed.PackedPlan | None = None
 
     def message_class(self, ident: tuple[int, ...]) -> MessagePlan | None:
         return next((m for m in self.messages if m.ident == ident), None)
@@ -575,6 +566,10 @@ class Planner:
         self.presence: dict[str, tuple[PresenceStep, Presence]] = {}
 
     def plan(self) -> ModulePlan:
+        if self.protocol.frame.segments is not None:
+            frame = plan_frame(self.protocol)
+            packed = plan_packed.plan(self.protocol)
+            return ModulePlan(self.protocol, [], [], frame, [], set(), packed=packed)
         todo = []
         for command in self.protocol.commands:
             for message in command.messages:
@@ -1338,6 +1333,9 @@ def plan_frame(protocol: Protocol) -> FramePlan:
     if frame.length_counts == "after":
         adjust = length.offset + length.width
         min_length = offset - adjust + len(trailer_bytes)
+    elif frame.length_counts == "frame":  # the length is the frame's, header included
+        adjust = 0
+        min_length = offset + len(trailer_bytes)
     else:
         adjust = offset + len(trailer_bytes)
         min_length = 0

@@ -8,6 +8,7 @@ from typing import Any
 
 from specgen.emitters import sharing
 from specgen.emitters.plan import FramePlan, MessagePlan, ModulePlan, isort_key, snake
+from specgen.emitters.plan_packed import PackedPlan
 from specgen.emitters.render import Renderer
 from specgen.emitters.sharing import Block, block
 from specgen.ir import Protocol
@@ -32,6 +33,12 @@ def emit_shared(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict
     """Files of `generated/<package>/` every version shares: errors, framing, the frame reader,
     and the value containers and records helpers when some version uses them."""
     common = _common(spec, plan)
+    segments = {"segment_facts": "", "assembly": ""}
+    if plan.packed is not None:  # a segment layer: its header bits, and segments of frames
+        for key, name in (("segment_facts", "framing_facts"), ("assembly", "assembly")):
+            segments[key] = _packed_macro(
+                renderer, "_segment_macros", name, plan.packed.segments, plan.frame
+            )
     files = {
         "errors.py": renderer.render("python/errors.py.j2", spec, plan.protocol, **common),
         "framing.py": renderer.render(
@@ -39,13 +46,22 @@ def emit_shared(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict
             spec,
             plan.protocol,
             default_max_frame=DEFAULT_MAX_FRAME,
+            segment_facts=segments["segment_facts"],
             **common,
         ),
         "frame_reader.py": renderer.render(
-            "python/frame_reader.py.j2", spec, plan.protocol, **common
+            "python/frame_reader.py.j2",
+            spec,
+            plan.protocol,
+            assembly=segments["assembly"],
+            **common,
         ),
     }
     return files
+
+
+def _packed_macro(renderer: Renderer, template: str, name: str, *args: Any) -> str:
+    return renderer.trimmed_macro(f"python/{template}.j2", name, *args)
 
 
 def emit_helpers(spec: SpecVersion, plans: list[ModulePlan], renderer: Renderer) -> dict[str, str]:
@@ -56,9 +72,18 @@ def emit_helpers(spec: SpecVersion, plans: list[ModulePlan], renderer: Renderer)
         files["records.py"] = renderer.render(
             "python/records.py.j2", spec, plans[-1].protocol, **common
         )
-    if any(p.named or p.decimals for p in plans):
+    packed = next((p.packed for p in plans if p.packed is not None), None)
+    if packed is not None or any(p.named or p.decimals for p in plans):
+        # a segment layer's values say their own type: the typed primitives' codecs
+        body = (
+            ""
+            if packed is None
+            else _packed_macro(
+                renderer, "_typed_value_macros", "values_module", packed, common["title"]
+            )
+        )
         files["values.py"] = renderer.render(
-            "python/values.py.j2", spec, plans[-1].protocol, **common
+            "python/values.py.j2", spec, plans[-1].protocol, packed_body=body, **common
         )
     return files
 
@@ -227,6 +252,8 @@ def emit(
     """Files of `generated/<package>/<module>/`, by name; the blocks in `found` are imported
     from the package's shared module instead of rendered here."""
     spec, plan = code.spec, code.plan
+    if plan.packed is not None:
+        return _emit_packed(spec, plan, plan.packed, renderer)
     found = found or set()
     protocol = plan.protocol
     frame = plan.frame
@@ -292,6 +319,7 @@ def emit(
             + (", then the body key" if frame.body_keys else ""),
             header_key_names=", ".join(h.name for h in key_fields),
             no_layout=no_layout,
+            packed_body="",
             **context,
         ),
         "enums.py": renderer.render(
@@ -311,6 +339,7 @@ def emit(
             single_key=all(len(c.ident) == 1 for c in protocol.commands),
             enums=protocol.enums,
             constants=protocol.constants,
+            domain_tables="",
             **common,
         ),
     }
@@ -356,6 +385,135 @@ def emit(
         exports=exports,
         command_names=command_names,
         enum_names=enum_names,
+        also=[],
+        **common,
+    )
+    return files
+
+
+# what a segment layer's version package re-exports from the package's shared modules
+_PACKED_SHARED = {
+    "frame_reader": ["Frame", "ProtocolHeader", "decode_frame", "encode_frame", "frames_of"],
+    "framing": [
+        "FIRST_FRAME",
+        "FIRST_SEGMENT",
+        "HEADER_SIZE",
+        "LAST_FRAME",
+        "LAST_SEGMENT",
+        "MAX_FRAME_SIZE",
+        "PROTOCOL_HEADER",
+    ],
+    "values": [
+        "TYPE_CODES",
+        "TYPES",
+        "Array",
+        "Typed",
+        "TypeInfo",
+        "decode_value",
+        "encode_value",
+    ],
+}
+_PACKED_COMMANDS = (
+    "COMMANDS",
+    "CONTROLS",
+    "STRUCTS",
+    "Assembler",
+    "Command",
+    "Control",
+    "Segment",
+    "decode",
+    "decode_command",
+    "decode_control",
+    "decode_header",
+    "decode_segment",
+    "encode",
+    "encode_header",
+    "encode_method",
+)
+# the values module's helpers every commands module of a segment layer calls
+_PACKED_HELPERS = {
+    "Reader",
+    "Writer",
+    "_as_enum",
+    "_bad",
+    "_r_flags",
+    "_r_size",
+    "_r_struct32",
+    "_short",
+    "_sized",
+    "_w_struct32",
+    "register_coded",
+}
+
+
+def _natural(name: str) -> tuple[int, list[int | str]]:
+    """isort's order with numbers by value, as ruff sorts imported names (`_r_str8`, `_r_str16`)."""
+    parts = re.split(r"(\d+)", name.lower())
+    return isort_key(name)[0], [int(p) if p.isdigit() else p for p in parts]
+
+
+def _emit_packed(
+    spec: SpecVersion, plan: ModulePlan, packed: PackedPlan, renderer: Renderer
+) -> dict[str, str]:
+    """A segment layer's version package: its commands (packing-flag structs), enums and
+    `__init__`, from `plan_packed`'s plan."""
+    protocol = plan.protocol
+    common = _common(spec, plan)
+    fields = [f for s in packed.structs + packed.methods for f in s.fields]
+    annotations = " ".join(p.annotation for p in packed.used_prims)
+    value_names = _PACKED_HELPERS | {n for p in packed.used_prims for n in (p.reader, p.writer)}
+    value_names |= {n for n in ("Array", "Typed") if n in annotations}
+    enums = {f.enum for f in fields if f.enum}
+    enums |= {packed.segments.type_enum, packed.segments.track_enum}
+    body = _packed_macro(
+        renderer,
+        "_packed_macros",
+        "commands_module",
+        packed,
+        common["title"],
+        spec.version,
+        sorted(enums, key=isort_key),
+        sorted(value_names, key=_natural),
+        [m for m in ("decimal", "uuid") if f"{m}." in annotations],
+    )
+    files = {
+        "commands.py": renderer.render(
+            "python/commands.py.j2", spec, protocol, packed_body=body, **common
+        ),
+        "enums.py": renderer.render(
+            "python/enums.py.j2",
+            spec,
+            protocol,
+            commands=[],
+            single_key=False,
+            enums=protocol.enums,
+            constants=packed.constants,
+            domain_tables=_packed_macro(renderer, "_packed_macros", "domain_tables", packed),
+            **common,
+        ),
+    }
+    classes = [s.cls for s in packed.structs + packed.methods]
+    command_names = sorted({*_PACKED_COMMANDS, *classes}, key=isort_key)
+    enum_names = sorted(
+        {"CLASS_CODES", "CONSTANTS", "DOMAINS"}
+        | {e.name for e in protocol.enums}
+        | {c.name for c in packed.constants},
+        key=isort_key,
+    )
+    also = [(m, sorted(names, key=isort_key)) for m, names in sorted(_PACKED_SHARED.items())]
+    shared = [n for _, names in also for n in names]
+    exports = sorted(
+        {"DecodeError", "EncodeError", "FrameReader", "PROTOCOL", "VERSION"}
+        | {*command_names, *enum_names, *shared}
+    )
+    files["__init__.py"] = renderer.render(
+        "python/package_init.py.j2",
+        spec,
+        protocol,
+        exports=exports,
+        command_names=command_names,
+        enum_names=enum_names,
+        also=also,
         **common,
     )
     return files

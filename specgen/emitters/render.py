@@ -33,6 +33,7 @@ class Renderer:
             keep_trailing_newline=True,
             autoescape=False,
         )
+        self._trimmed: jinja2.Environment | None = None
 
     def header(self, spec: SpecVersion, protocol: Protocol) -> str:
         overlay = (
@@ -49,6 +50,15 @@ class Renderer:
         """One macro of `template` called with `args`: a block of a module, before black."""
         try:
             return str(getattr(self.env.get_template(template).module, name)(*args))
+        except jinja2.TemplateError as e:
+            raise RenderError(f"{template}: {name}: {type(e).__name__}: {e}") from e
+
+    def trimmed_macro(self, template: str, name: str, *args: Any) -> str:
+        """`macro`, for the macro files written for trimmed blocks (`_packed_macros.j2`...)."""
+        if self._trimmed is None:
+            self._trimmed = self.env.overlay(trim_blocks=True, lstrip_blocks=True)
+        try:
+            return str(getattr(self._trimmed.get_template(template).module, name)(*args))
         except jinja2.TemplateError as e:
             raise RenderError(f"{template}: {name}: {type(e).__name__}: {e}") from e
 

@@ -192,6 +192,8 @@ def emit(
     code: SchemaCode, renderer: Renderer, found: set[tuple[str, str]] | None = None
 ) -> dict[str, str]:
     """`spark_schema.py` of a version; the builders in `found` come from `shared_spark.py`."""
+    if code.plan.packed is not None:  # segments of packing-flag structs: no columns yet
+        return {}
     found = found or set()
     local = [b for b in code.blocks if b.ident not in found]
     imports = {c.cls for c in code.columns} | {"Message"}

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
+from .. import frame_reader, framing, values
 from ..errors import DecodeError
-from . import codec, frames
-from .codec import (
-    Array,
+from ..values import Array, Typed
+from . import FrameReader, commands
+from .commands import (
     ConnectionClose,
-    ConnectionCloseCode,
     ConnectionCloseOk,
     ConnectionHeartbeat,
     ConnectionOpen,
@@ -42,7 +42,6 @@ from .codec import (
     DtxSetTimeout,
     DtxStart,
     DtxXaResult,
-    DtxXaStatus,
     DtxXid,
     ExchangeBind,
     ExchangeBound,
@@ -52,7 +51,6 @@ from .codec import (
     ExchangeQuery,
     ExchangeQueryResult,
     ExchangeUnbind,
-    ExecutionErrorCode,
     ExecutionException,
     ExecutionResult,
     ExecutionSync,
@@ -69,25 +67,17 @@ from .codec import (
     FileQosOk,
     FileReject,
     FileReturn,
-    FileReturnCode,
     FileStage,
     MessageAccept,
-    MessageAcceptMode,
     MessageAcquire,
     MessageAcquired,
-    MessageAcquireMode,
     MessageCancel,
-    MessageCreditUnit,
-    MessageDeliveryMode,
-    MessageDeliveryPriority,
     MessageDeliveryProperties,
     MessageFlow,
-    MessageFlowMode,
     MessageFlush,
     MessageFragmentProperties,
     MessageProperties,
     MessageReject,
-    MessageRejectCode,
     MessageRelease,
     MessageReplyTo,
     MessageResume,
@@ -108,7 +98,6 @@ from .codec import (
     SessionCompleted,
     SessionConfirmed,
     SessionDetach,
-    SessionDetachCode,
     SessionDetached,
     SessionExpected,
     SessionFlush,
@@ -126,11 +115,24 @@ from .codec import (
     StreamQos,
     StreamQosOk,
     StreamReturn,
-    StreamReturnCode,
     TxCommit,
     TxRollback,
     TxSelect,
-    Typed,
+)
+from .enums import (
+    ConnectionCloseCode,
+    DtxXaStatus,
+    ExecutionErrorCode,
+    FileReturnCode,
+    MessageAcceptMode,
+    MessageAcquireMode,
+    MessageCreditUnit,
+    MessageDeliveryMode,
+    MessageDeliveryPriority,
+    MessageFlowMode,
+    MessageRejectCode,
+    SessionDetachCode,
+    StreamReturnCode,
 )
 
 TYPE_FACTS = [
@@ -233,49 +235,61 @@ SAMPLES: list[tuple[str, Any]] = [
 
 @pytest.mark.parametrize(("name", "code", "fixed", "variable"), TYPE_FACTS)
 def test_type_facts(name: str, code: int | None, fixed: int | None, variable: int | None) -> None:
-    info = codec.TYPES[name]
+    info = values.TYPES[name]
     assert (info.code, info.fixed_width, info.variable_width) == (code, fixed, variable)
     if code is not None:
-        assert codec.TYPE_CODES[code] == name
+        assert values.TYPE_CODES[code] == name
 
 
 @pytest.mark.parametrize(("name", "value"), SAMPLES)
 def test_value_round_trip_and_width(name: str, value: Any) -> None:
-    data = codec.encode_value(name, value)
-    info = codec.TYPES[name]
+    data = values.encode_value(name, value)
+    info = values.TYPES[name]
     if info.fixed_width is not None:
         assert len(data) == info.fixed_width
     else:
         assert info.variable_width is not None
         size = int.from_bytes(data[: info.variable_width], "big")
         assert size == len(data) - info.variable_width
-    assert codec.decode_value(name, data) == value
+    assert values.decode_value(name, data) == value
     for cut in range(len(data)):
         with pytest.raises(DecodeError) as e:
-            codec.decode_value(name, data[:cut])
+            values.decode_value(name, data[:cut])
         assert e.value.field and 0 <= e.value.offset <= len(data)
 
 
 def test_sequence_set_example() -> None:
     """The sequence-set type's own example: [(0, 2), (5, 6), (15, 15)]."""
     data = bytes.fromhex("0018000000000000000200000005000000060000000F0000000F")
-    assert codec.decode_value("sequence-set", data) == [(0, 2), (5, 6), (15, 15)]
-    assert codec.encode_value("sequence-set", [(0, 2), (5, 6), (15, 15)]) == data
+    assert values.decode_value("sequence-set", data) == [(0, 2), (5, 6), (15, 15)]
+    assert values.encode_value("sequence-set", [(0, 2), (5, 6), (15, 15)]) == data
 
 
 def test_typed_containers() -> None:
     value = {"k": Typed("list", [Typed("array", Array("uint16", [1, 2]))])}
-    data = codec.encode_value("map", value)
-    assert codec.decode_value("map", data) == value
+    data = values.encode_value("map", value)
+    assert values.decode_value("map", data) == value
     with pytest.raises(DecodeError, match="type code"):
-        codec.decode_value("list", bytes.fromhex("0000000500000001ff"))
+        values.decode_value("list", bytes.fromhex("0000000500000001ff"))
 
 
 STRUCT_CASES: list[tuple[str, Any, str, int, int, int]] = [
-    ("SessionHeader", SessionHeader(sync=True), "0100", 1, 1, 0x1),
+    (
+        "SessionHeader",
+        SessionHeader(
+            sync=True,
+        ),
+        "0100",
+        1,
+        1,
+        0x1,
+    ),
     (
         "SessionCommandFragment",
-        SessionCommandFragment(command_id=4294967295, byte_ranges=[(0, 2), (5, 6)]),
+        SessionCommandFragment(
+            command_id=4294967295,
+            byte_ranges=[(0, 2), (5, 6)],
+        ),
         "",
         0,
         0,
@@ -304,7 +318,11 @@ STRUCT_CASES: list[tuple[str, Any, str, int, int, int]] = [
     ),
     (
         "MessageFragmentProperties",
-        MessageFragmentProperties(first=True, last=True, fragment_size=18446744073709551615),
+        MessageFragmentProperties(
+            first=True,
+            last=True,
+            fragment_size=18446744073709551615,
+        ),
         "0000000404020000",
         6,
         2,
@@ -312,7 +330,10 @@ STRUCT_CASES: list[tuple[str, Any, str, int, int, int]] = [
     ),
     (
         "MessageReplyTo",
-        MessageReplyTo(exchange="h\u00e9llo \u03c0", routing_key="h\u00e9llo \u03c0"),
+        MessageReplyTo(
+            exchange="h\u00e9llo \u03c0",
+            routing_key="h\u00e9llo \u03c0",
+        ),
         "00020000",
         2,
         2,
@@ -324,7 +345,10 @@ STRUCT_CASES: list[tuple[str, Any, str, int, int, int]] = [
             content_length=18446744073709551615,
             message_id=uuid.UUID("0123abcd-4567-89ef-0123-456789abcdef"),
             correlation_id=b"\x00\xff",
-            reply_to=MessageReplyTo(exchange="h\u00e9llo \u03c0", routing_key="h\u00e9llo \u03c0"),
+            reply_to=MessageReplyTo(
+                exchange="h\u00e9llo \u03c0",
+                routing_key="h\u00e9llo \u03c0",
+            ),
             content_type="h\u00e9llo \u03c0",
             content_encoding="h\u00e9llo \u03c0",
             user_id=b"\x00\xff",
@@ -340,28 +364,63 @@ STRUCT_CASES: list[tuple[str, Any, str, int, int, int]] = [
         2,
         0x1FF,
     ),
-    ("MessageAcquired", MessageAcquired(transfers=[(0, 2), (5, 6)]), "0000000404040000", 6, 2, 0x1),
+    (
+        "MessageAcquired",
+        MessageAcquired(
+            transfers=[(0, 2), (5, 6)],
+        ),
+        "0000000404040000",
+        6,
+        2,
+        0x1,
+    ),
     (
         "MessageResumeResult",
-        MessageResumeResult(offset=18446744073709551615),
+        MessageResumeResult(
+            offset=18446744073709551615,
+        ),
         "0000000404050000",
         6,
         2,
         0x1,
     ),
-    ("DtxXaResult", DtxXaResult(status=DtxXaStatus.XA_RDONLY), "0000000406010000", 6, 2, 0x1),
+    (
+        "DtxXaResult",
+        DtxXaResult(
+            status=DtxXaStatus.XA_RDONLY,
+        ),
+        "0000000406010000",
+        6,
+        2,
+        0x1,
+    ),
     (
         "DtxXid",
-        DtxXid(format=4294967295, global_id=b"\x00\xff", branch_id=b"\x00\xff"),
+        DtxXid(
+            format=4294967295,
+            global_id=b"\x00\xff",
+            branch_id=b"\x00\xff",
+        ),
         "00020000",
         2,
         2,
         0x7,
     ),
-    ("DtxGetTimeoutResult", DtxGetTimeoutResult(timeout=4294967295), "0000000406020000", 6, 2, 0x1),
+    (
+        "DtxGetTimeoutResult",
+        DtxGetTimeoutResult(
+            timeout=4294967295,
+        ),
+        "0000000406020000",
+        6,
+        2,
+        0x1,
+    ),
     (
         "DtxRecoverResult",
-        DtxRecoverResult(in_doubt=Array("str16", ["a", "b"])),
+        DtxRecoverResult(
+            in_doubt=Array("str16", ["a", "b"]),
+        ),
         "0000000406030000",
         6,
         2,
@@ -481,12 +540,33 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
         2,
         0xF,
     ),
-    ("ConnectionSecure", ConnectionSecure(challenge=b"\x00\xff"), "01030000", 2, 2, 0x1),
-    ("ConnectionSecureOk", ConnectionSecureOk(response=b"\x00\xff"), "01040000", 2, 2, 0x1),
+    (
+        "ConnectionSecure",
+        ConnectionSecure(
+            challenge=b"\x00\xff",
+        ),
+        "01030000",
+        2,
+        2,
+        0x1,
+    ),
+    (
+        "ConnectionSecureOk",
+        ConnectionSecureOk(
+            response=b"\x00\xff",
+        ),
+        "01040000",
+        2,
+        2,
+        0x1,
+    ),
     (
         "ConnectionTune",
         ConnectionTune(
-            channel_max=65535, max_frame_size=65535, heartbeat_min=65535, heartbeat_max=65535
+            channel_max=65535,
+            max_frame_size=65535,
+            heartbeat_min=65535,
+            heartbeat_max=65535,
         ),
         "01050000",
         2,
@@ -495,7 +575,11 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
     ),
     (
         "ConnectionTuneOk",
-        ConnectionTuneOk(channel_max=65535, max_frame_size=65535, heartbeat=65535),
+        ConnectionTuneOk(
+            channel_max=65535,
+            max_frame_size=65535,
+            heartbeat=65535,
+        ),
         "01060000",
         2,
         2,
@@ -504,7 +588,9 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
     (
         "ConnectionOpen",
         ConnectionOpen(
-            virtual_host="h\u00e9llo \u03c0", capabilities=Array("str16", ["a", "b"]), insist=True
+            virtual_host="h\u00e9llo \u03c0",
+            capabilities=Array("str16", ["a", "b"]),
+            insist=True,
         ),
         "01070000",
         2,
@@ -513,7 +599,9 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
     ),
     (
         "ConnectionOpenOk",
-        ConnectionOpenOk(known_hosts=Array("str16", ["a", "b"])),
+        ConnectionOpenOk(
+            known_hosts=Array("str16", ["a", "b"]),
+        ),
         "01080000",
         2,
         2,
@@ -521,7 +609,10 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
     ),
     (
         "ConnectionRedirect",
-        ConnectionRedirect(host="h\u00e9llo \u03c0", known_hosts=Array("str16", ["a", "b"])),
+        ConnectionRedirect(
+            host="h\u00e9llo \u03c0",
+            known_hosts=Array("str16", ["a", "b"]),
+        ),
         "01090000",
         2,
         2,
@@ -531,7 +622,8 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
     (
         "ConnectionClose",
         ConnectionClose(
-            reply_code=ConnectionCloseCode.FRAMING_ERROR, reply_text="h\u00e9llo \u03c0"
+            reply_code=ConnectionCloseCode.FRAMING_ERROR,
+            reply_text="h\u00e9llo \u03c0",
         ),
         "010b0000",
         2,
@@ -539,22 +631,74 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
         0x3,
     ),
     ("ConnectionCloseOk", ConnectionCloseOk(), "010c0000", 2, 2, 0x0),
-    ("SessionAttach", SessionAttach(name=b"\x00\xff", force=True), "02010000", 2, 2, 0x3),
-    ("SessionAttached", SessionAttached(name=b"\x00\xff"), "02020000", 2, 2, 0x1),
-    ("SessionDetach", SessionDetach(name=b"\x00\xff"), "02030000", 2, 2, 0x1),
+    (
+        "SessionAttach",
+        SessionAttach(
+            name=b"\x00\xff",
+            force=True,
+        ),
+        "02010000",
+        2,
+        2,
+        0x3,
+    ),
+    (
+        "SessionAttached",
+        SessionAttached(
+            name=b"\x00\xff",
+        ),
+        "02020000",
+        2,
+        2,
+        0x1,
+    ),
+    (
+        "SessionDetach",
+        SessionDetach(
+            name=b"\x00\xff",
+        ),
+        "02030000",
+        2,
+        2,
+        0x1,
+    ),
     (
         "SessionDetached",
-        SessionDetached(name=b"\x00\xff", code=SessionDetachCode.UNKNOWN_IDS),
+        SessionDetached(
+            name=b"\x00\xff",
+            code=SessionDetachCode.UNKNOWN_IDS,
+        ),
         "02040000",
         2,
         2,
         0x3,
     ),
-    ("SessionRequestTimeout", SessionRequestTimeout(timeout=4294967295), "02050000", 2, 2, 0x1),
-    ("SessionTimeout", SessionTimeout(timeout=4294967295), "02060000", 2, 2, 0x1),
+    (
+        "SessionRequestTimeout",
+        SessionRequestTimeout(
+            timeout=4294967295,
+        ),
+        "02050000",
+        2,
+        2,
+        0x1,
+    ),
+    (
+        "SessionTimeout",
+        SessionTimeout(
+            timeout=4294967295,
+        ),
+        "02060000",
+        2,
+        2,
+        0x1,
+    ),
     (
         "SessionCommandPoint",
-        SessionCommandPoint(command_id=4294967295, command_offset=18446744073709551615),
+        SessionCommandPoint(
+            command_id=4294967295,
+            command_offset=18446744073709551615,
+        ),
         "02070000",
         2,
         2,
@@ -562,7 +706,10 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
     ),
     (
         "SessionExpected",
-        SessionExpected(commands=[(0, 2), (5, 6)], fragments=Array("str16", ["a", "b"])),
+        SessionExpected(
+            commands=[(0, 2), (5, 6)],
+            fragments=Array("str16", ["a", "b"]),
+        ),
         "02080000",
         2,
         2,
@@ -570,7 +717,10 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
     ),
     (
         "SessionConfirmed",
-        SessionConfirmed(commands=[(0, 2), (5, 6)], fragments=Array("str16", ["a", "b"])),
+        SessionConfirmed(
+            commands=[(0, 2), (5, 6)],
+            fragments=Array("str16", ["a", "b"]),
+        ),
         "02090000",
         2,
         2,
@@ -578,7 +728,10 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
     ),
     (
         "SessionCompleted",
-        SessionCompleted(commands=[(0, 2), (5, 6)], timely_reply=True),
+        SessionCompleted(
+            commands=[(0, 2), (5, 6)],
+            timely_reply=True,
+        ),
         "020a0000",
         2,
         2,
@@ -586,7 +739,9 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
     ),
     (
         "SessionKnownCompleted",
-        SessionKnownCompleted(commands=[(0, 2), (5, 6)]),
+        SessionKnownCompleted(
+            commands=[(0, 2), (5, 6)],
+        ),
         "020b0000",
         2,
         2,
@@ -594,17 +749,33 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
     ),
     (
         "SessionFlush",
-        SessionFlush(expected=True, confirmed=True, completed=True),
+        SessionFlush(
+            expected=True,
+            confirmed=True,
+            completed=True,
+        ),
         "020c0000",
         2,
         2,
         0x7,
     ),
-    ("SessionGap", SessionGap(commands=[(0, 2), (5, 6)]), "020d0000", 2, 2, 0x1),
+    (
+        "SessionGap",
+        SessionGap(
+            commands=[(0, 2), (5, 6)],
+        ),
+        "020d0000",
+        2,
+        2,
+        0x1,
+    ),
     ("ExecutionSync", ExecutionSync(), "030101000000", 4, 2, 0x0),
     (
         "ExecutionResult",
-        ExecutionResult(command_id=4294967295, value=MessageDeliveryProperties()),
+        ExecutionResult(
+            command_id=4294967295,
+            value=MessageDeliveryProperties(),
+        ),
         "030201000000",
         4,
         2,
@@ -642,11 +813,22 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
         2,
         0x7,
     ),
-    ("MessageAccept", MessageAccept(transfers=[(0, 2), (5, 6)]), "040201000000", 4, 2, 0x1),
+    (
+        "MessageAccept",
+        MessageAccept(
+            transfers=[(0, 2), (5, 6)],
+        ),
+        "040201000000",
+        4,
+        2,
+        0x1,
+    ),
     (
         "MessageReject",
         MessageReject(
-            transfers=[(0, 2), (5, 6)], code=MessageRejectCode.IMMEDIATE, text="h\u00e9llo \u03c0"
+            transfers=[(0, 2), (5, 6)],
+            code=MessageRejectCode.IMMEDIATE,
+            text="h\u00e9llo \u03c0",
         ),
         "040301000000",
         4,
@@ -655,16 +837,31 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
     ),
     (
         "MessageRelease",
-        MessageRelease(transfers=[(0, 2), (5, 6)], set_redelivered=True),
+        MessageRelease(
+            transfers=[(0, 2), (5, 6)],
+            set_redelivered=True,
+        ),
         "040401000000",
         4,
         2,
         0x3,
     ),
-    ("MessageAcquire", MessageAcquire(transfers=[(0, 2), (5, 6)]), "040501000000", 4, 2, 0x1),
+    (
+        "MessageAcquire",
+        MessageAcquire(
+            transfers=[(0, 2), (5, 6)],
+        ),
+        "040501000000",
+        4,
+        2,
+        0x1,
+    ),
     (
         "MessageResume",
-        MessageResume(destination="h\u00e9llo \u03c0", resume_id="h\u00e9llo \u03c0"),
+        MessageResume(
+            destination="h\u00e9llo \u03c0",
+            resume_id="h\u00e9llo \u03c0",
+        ),
         "040601000000",
         4,
         2,
@@ -687,10 +884,22 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
         2,
         0xFF,
     ),
-    ("MessageCancel", MessageCancel(destination="h\u00e9llo \u03c0"), "040801000000", 4, 2, 0x1),
+    (
+        "MessageCancel",
+        MessageCancel(
+            destination="h\u00e9llo \u03c0",
+        ),
+        "040801000000",
+        4,
+        2,
+        0x1,
+    ),
     (
         "MessageSetFlowMode",
-        MessageSetFlowMode(destination="h\u00e9llo \u03c0", flow_mode=MessageFlowMode.WINDOW),
+        MessageSetFlowMode(
+            destination="h\u00e9llo \u03c0",
+            flow_mode=MessageFlowMode.WINDOW,
+        ),
         "040901000000",
         4,
         2,
@@ -698,14 +907,36 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
     ),
     (
         "MessageFlow",
-        MessageFlow(destination="h\u00e9llo \u03c0", unit=MessageCreditUnit.BYTE, value=4294967295),
+        MessageFlow(
+            destination="h\u00e9llo \u03c0",
+            unit=MessageCreditUnit.BYTE,
+            value=4294967295,
+        ),
         "040a01000000",
         4,
         2,
         0x7,
     ),
-    ("MessageFlush", MessageFlush(destination="h\u00e9llo \u03c0"), "040b01000000", 4, 2, 0x1),
-    ("MessageStop", MessageStop(destination="h\u00e9llo \u03c0"), "040c01000000", 4, 2, 0x1),
+    (
+        "MessageFlush",
+        MessageFlush(
+            destination="h\u00e9llo \u03c0",
+        ),
+        "040b01000000",
+        4,
+        2,
+        0x1,
+    ),
+    (
+        "MessageStop",
+        MessageStop(
+            destination="h\u00e9llo \u03c0",
+        ),
+        "040c01000000",
+        4,
+        2,
+        0x1,
+    ),
     ("TxSelect", TxSelect(), "050101000000", 4, 2, 0x0),
     ("TxCommit", TxCommit(), "050201000000", 4, 2, 0x0),
     ("TxRollback", TxRollback(), "050301000000", 4, 2, 0x0),
@@ -713,7 +944,11 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
     (
         "DtxStart",
         DtxStart(
-            xid=DtxXid(format=4294967295, global_id=b"\x00\xff", branch_id=b"\x00\xff"),
+            xid=DtxXid(
+                format=4294967295,
+                global_id=b"\x00\xff",
+                branch_id=b"\x00\xff",
+            ),
             join=True,
             resume=True,
         ),
@@ -725,7 +960,11 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
     (
         "DtxEnd",
         DtxEnd(
-            xid=DtxXid(format=4294967295, global_id=b"\x00\xff", branch_id=b"\x00\xff"),
+            xid=DtxXid(
+                format=4294967295,
+                global_id=b"\x00\xff",
+                branch_id=b"\x00\xff",
+            ),
             fail=True,
             suspend=True,
         ),
@@ -737,7 +976,11 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
     (
         "DtxCommit",
         DtxCommit(
-            xid=DtxXid(format=4294967295, global_id=b"\x00\xff", branch_id=b"\x00\xff"),
+            xid=DtxXid(
+                format=4294967295,
+                global_id=b"\x00\xff",
+                branch_id=b"\x00\xff",
+            ),
             one_phase=True,
         ),
         "060401000000",
@@ -747,7 +990,13 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
     ),
     (
         "DtxForget",
-        DtxForget(xid=DtxXid(format=4294967295, global_id=b"\x00\xff", branch_id=b"\x00\xff")),
+        DtxForget(
+            xid=DtxXid(
+                format=4294967295,
+                global_id=b"\x00\xff",
+                branch_id=b"\x00\xff",
+            ),
+        ),
         "060501000000",
         4,
         2,
@@ -755,7 +1004,13 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
     ),
     (
         "DtxGetTimeout",
-        DtxGetTimeout(xid=DtxXid(format=4294967295, global_id=b"\x00\xff", branch_id=b"\x00\xff")),
+        DtxGetTimeout(
+            xid=DtxXid(
+                format=4294967295,
+                global_id=b"\x00\xff",
+                branch_id=b"\x00\xff",
+            ),
+        ),
         "060601000000",
         4,
         2,
@@ -763,7 +1018,13 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
     ),
     (
         "DtxPrepare",
-        DtxPrepare(xid=DtxXid(format=4294967295, global_id=b"\x00\xff", branch_id=b"\x00\xff")),
+        DtxPrepare(
+            xid=DtxXid(
+                format=4294967295,
+                global_id=b"\x00\xff",
+                branch_id=b"\x00\xff",
+            ),
+        ),
         "060701000000",
         4,
         2,
@@ -772,7 +1033,13 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
     ("DtxRecover", DtxRecover(), "060801000000", 4, 2, 0x0),
     (
         "DtxRollback",
-        DtxRollback(xid=DtxXid(format=4294967295, global_id=b"\x00\xff", branch_id=b"\x00\xff")),
+        DtxRollback(
+            xid=DtxXid(
+                format=4294967295,
+                global_id=b"\x00\xff",
+                branch_id=b"\x00\xff",
+            ),
+        ),
         "060901000000",
         4,
         2,
@@ -781,7 +1048,11 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
     (
         "DtxSetTimeout",
         DtxSetTimeout(
-            xid=DtxXid(format=4294967295, global_id=b"\x00\xff", branch_id=b"\x00\xff"),
+            xid=DtxXid(
+                format=4294967295,
+                global_id=b"\x00\xff",
+                branch_id=b"\x00\xff",
+            ),
             timeout=4294967295,
         ),
         "060a01000000",
@@ -807,13 +1078,25 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
     ),
     (
         "ExchangeDelete",
-        ExchangeDelete(exchange="h\u00e9llo \u03c0", if_unused=True),
+        ExchangeDelete(
+            exchange="h\u00e9llo \u03c0",
+            if_unused=True,
+        ),
         "070201000000",
         4,
         2,
         0x3,
     ),
-    ("ExchangeQuery", ExchangeQuery(name="h\u00e9llo \u03c0"), "070301000000", 4, 2, 0x1),
+    (
+        "ExchangeQuery",
+        ExchangeQuery(
+            name="h\u00e9llo \u03c0",
+        ),
+        "070301000000",
+        4,
+        2,
+        0x1,
+    ),
     (
         "ExchangeBind",
         ExchangeBind(
@@ -830,7 +1113,9 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
     (
         "ExchangeUnbind",
         ExchangeUnbind(
-            queue="h\u00e9llo \u03c0", exchange="h\u00e9llo \u03c0", binding_key="h\u00e9llo \u03c0"
+            queue="h\u00e9llo \u03c0",
+            exchange="h\u00e9llo \u03c0",
+            binding_key="h\u00e9llo \u03c0",
         ),
         "070501000000",
         4,
@@ -868,17 +1153,43 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
     ),
     (
         "QueueDelete",
-        QueueDelete(queue="h\u00e9llo \u03c0", if_unused=True, if_empty=True),
+        QueueDelete(
+            queue="h\u00e9llo \u03c0",
+            if_unused=True,
+            if_empty=True,
+        ),
         "080201000000",
         4,
         2,
         0x7,
     ),
-    ("QueuePurge", QueuePurge(queue="h\u00e9llo \u03c0"), "080301000000", 4, 2, 0x1),
-    ("QueueQuery", QueueQuery(queue="h\u00e9llo \u03c0"), "080401000000", 4, 2, 0x1),
+    (
+        "QueuePurge",
+        QueuePurge(
+            queue="h\u00e9llo \u03c0",
+        ),
+        "080301000000",
+        4,
+        2,
+        0x1,
+    ),
+    (
+        "QueueQuery",
+        QueueQuery(
+            queue="h\u00e9llo \u03c0",
+        ),
+        "080401000000",
+        4,
+        2,
+        0x1,
+    ),
     (
         "FileQos",
-        FileQos(prefetch_size=4294967295, prefetch_count=65535, global_=True),
+        FileQos(
+            prefetch_size=4294967295,
+            prefetch_count=65535,
+            global_=True,
+        ),
         "090101000000",
         4,
         2,
@@ -901,17 +1212,47 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
         2,
         0x7F,
     ),
-    ("FileConsumeOk", FileConsumeOk(consumer_tag="h\u00e9llo \u03c0"), "090401000000", 4, 2, 0x1),
-    ("FileCancel", FileCancel(consumer_tag="h\u00e9llo \u03c0"), "090501000000", 4, 2, 0x1),
+    (
+        "FileConsumeOk",
+        FileConsumeOk(
+            consumer_tag="h\u00e9llo \u03c0",
+        ),
+        "090401000000",
+        4,
+        2,
+        0x1,
+    ),
+    (
+        "FileCancel",
+        FileCancel(
+            consumer_tag="h\u00e9llo \u03c0",
+        ),
+        "090501000000",
+        4,
+        2,
+        0x1,
+    ),
     (
         "FileOpen",
-        FileOpen(identifier="h\u00e9llo \u03c0", content_size=18446744073709551615),
+        FileOpen(
+            identifier="h\u00e9llo \u03c0",
+            content_size=18446744073709551615,
+        ),
         "090601000000",
         4,
         2,
         0x3,
     ),
-    ("FileOpenOk", FileOpenOk(staged_size=18446744073709551615), "090701000000", 4, 2, 0x1),
+    (
+        "FileOpenOk",
+        FileOpenOk(
+            staged_size=18446744073709551615,
+        ),
+        "090701000000",
+        4,
+        2,
+        0x1,
+    ),
     ("FileStage", FileStage(), "090801000000", 4, 2, 0x0),
     (
         "FilePublish",
@@ -957,7 +1298,10 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
     ),
     (
         "FileAck",
-        FileAck(delivery_tag=18446744073709551615, multiple=True),
+        FileAck(
+            delivery_tag=18446744073709551615,
+            multiple=True,
+        ),
         "090c01000000",
         4,
         2,
@@ -965,7 +1309,10 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
     ),
     (
         "FileReject",
-        FileReject(delivery_tag=18446744073709551615, requeue=True),
+        FileReject(
+            delivery_tag=18446744073709551615,
+            requeue=True,
+        ),
         "090d01000000",
         4,
         2,
@@ -974,7 +1321,10 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
     (
         "StreamQos",
         StreamQos(
-            prefetch_size=4294967295, prefetch_count=65535, consume_rate=4294967295, global_=True
+            prefetch_size=4294967295,
+            prefetch_count=65535,
+            consume_rate=4294967295,
+            global_=True,
         ),
         "0a0101000000",
         4,
@@ -999,13 +1349,24 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
     ),
     (
         "StreamConsumeOk",
-        StreamConsumeOk(consumer_tag="h\u00e9llo \u03c0"),
+        StreamConsumeOk(
+            consumer_tag="h\u00e9llo \u03c0",
+        ),
         "0a0401000000",
         4,
         2,
         0x1,
     ),
-    ("StreamCancel", StreamCancel(consumer_tag="h\u00e9llo \u03c0"), "0a0501000000", 4, 2, 0x1),
+    (
+        "StreamCancel",
+        StreamCancel(
+            consumer_tag="h\u00e9llo \u03c0",
+        ),
+        "0a0501000000",
+        4,
+        2,
+        0x1,
+    ),
     (
         "StreamPublish",
         StreamPublish(
@@ -1050,13 +1411,13 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
 
 def _struct_bytes(value: Any) -> bytes:
     out = bytearray()
-    getattr(codec, f"_w_{codec_name(value)}")(out, value, "test")
+    getattr(commands, f"_w_{codec_name(value)}")(out, value, "test")
     return bytes(out)
 
 
 def _struct_value(value: Any, data: bytes) -> Any:
     buf = memoryview(data)
-    decoded, at = getattr(codec, f"_r_{codec_name(value)}")(buf, 0, len(buf), "test")
+    decoded, at = getattr(commands, f"_r_{codec_name(value)}")(buf, 0, len(buf), "test")
     assert at == len(buf)
     return decoded
 
@@ -1069,7 +1430,7 @@ def codec_name(value: Any) -> str:
 @pytest.mark.parametrize(("cls", "full", "absent", "flags_at", "pack", "all_flags"), STRUCT_CASES)
 def test_struct(cls: str, full: Any, absent: str, flags_at: int, pack: int, all_flags: int) -> None:
     if pack:
-        empty = getattr(codec, cls)()
+        empty = getattr(commands, cls)()
         assert _struct_bytes(empty).hex() == absent
         assert _struct_value(empty, bytes.fromhex(absent)) == empty
     data = _struct_bytes(full)
@@ -1084,11 +1445,11 @@ def test_struct(cls: str, full: Any, absent: str, flags_at: int, pack: int, all_
 @pytest.mark.parametrize(("cls", "full", "absent", "flags_at", "pack", "all_flags"), METHOD_CASES)
 def test_method(cls: str, full: Any, absent: str, flags_at: int, pack: int, all_flags: int) -> None:
     kind = type(full).KIND
-    decode = codec.decode_control if kind == "control" else codec.decode_command
-    empty = getattr(codec, cls)()
-    assert codec.encode(empty).hex() == absent
+    decode = commands.decode_control if kind == "control" else commands.decode_command
+    empty = getattr(commands, cls)()
+    assert commands.encode(empty).hex() == absent
     assert decode(bytes.fromhex(absent)) == empty
-    data = codec.encode(full)
+    data = commands.encode(full)
     assert (data[0], data[1]) == (type(full).CLASS_CODE, type(full).CODE)
     assert int.from_bytes(data[flags_at : flags_at + pack], "little") == all_flags
     assert decode(data) == full
@@ -1109,32 +1470,32 @@ def test_header_segment() -> None:
         MessageFragmentProperties(),
         MessageProperties(),
     ]
-    assert codec.decode_header(codec.encode_header(entries)) == entries
+    assert commands.decode_header(commands.encode_header(entries)) == entries
 
 
 def test_frame_header() -> None:
     """Flags (first/last segment, first/last frame), type, size, track and channel."""
-    frame = frames.Frame(type=1, payload=b"\x01\x02", track=1, channel=3)
-    data = frames.encode_frame(frame)
+    frame = frame_reader.Frame(type=1, payload=b"\x01\x02", track=1, channel=3)
+    data = frame_reader.encode_frame(frame)
     assert data == bytes.fromhex("0f01000e000100030000000001 02".replace(" ", ""))
-    assert frames.decode_frame(data) == (frame, 14)
+    assert frame_reader.decode_frame(data) == (frame, 14)
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            frames.decode_frame(data[:cut])
+            frame_reader.decode_frame(data[:cut])
 
 
 def test_frames_reassemble() -> None:
-    segment = frames.Segment(type=3, payload=bytes(range(256)) * 40, track=1, channel=2)
-    cut = frames.frames_of(segment, 4096)
-    assert len(cut) == 3 and all(len(frames.encode_frame(f)) <= 4096 for f in cut)
-    reader = frames.FrameReader(protocol_header=True)
-    assembler = frames.Assembler()
-    stream = frames.PROTOCOL_HEADER + b"".join(frames.encode_frame(f) for f in cut)
+    segment = commands.Segment(type=3, payload=bytes(range(256)) * 40, track=1, channel=2)
+    cut = frame_reader.frames_of(segment, 4096)
+    assert len(cut) == 3 and all(len(frame_reader.encode_frame(f)) <= 4096 for f in cut)
+    reader = FrameReader(preamble=True)
+    assembler = commands.Assembler()
+    stream = framing.PROTOCOL_HEADER + b"".join(frame_reader.encode_frame(f) for f in cut)
     done = []
     for i in range(0, len(stream), 1000):
         reader.feed(stream[i : i + 1000])
         for item in reader:
-            if isinstance(item, frames.Frame):
+            if isinstance(item, frame_reader.Frame):
                 whole = assembler.add(item)
                 if whole is not None:
                     done.append(whole)

@@ -1,26 +1,28 @@
-"""AMQP 0-10: its `Protocol` (the IR after the overlay) -> a codec package (primitives,
-structs with packing flags, enums, controls and commands, segments and frames) and its
-conformance tests. The plan reads the IR alone, never the document, so an overlay entry
-reaches the code.
+"""Plans for protocols whose messages are segment payloads of packing-flag structs.
 
-What the bytes mean comes from the IR: every type's code and width, every struct's size
-prefix, packing flags, codes and fields, the enums, the classes' and methods' codes, the
-protocol header. What is ours is how 0-10's types meet Python's, one table (`PRIMS`): which
-builtin each primitive's values are and which of the codec's readers implements it (checked
-against the IR's widths). The frame header's layout (12 octets) lives in the frames template,
-with the transport section it comes from.
+Such a protocol frames segments (`FrameLayout.segments`: first/last flags in the frame header)
+and lays out its controls, commands and structs as a class code and code, then packing flags
+counted from the least significant bit with no continuation bit (`Presence(order="lsb",
+continuation=None)`), then the fields the flags say are present. Structs may carry a size
+prefix (`Struct.size_prefix`) and codes (`Struct.ident`), and values of maps, lists and arrays
+carry their type's code (`PrimitiveType.code`). `Planner(protocol).plan()` calls `plan` when the
+IR has a segment layer; the plan is data (names, widths, codes, masks), the templates
+(`_packed_macros.j2`, `_typed_value_macros.j2`, `_segment_macros.j2`) write the code.
+
+What the bytes mean comes from the IR: every type's code and width, every struct's size prefix,
+packing flags, codes and fields, the enums, the classes' and methods' codes, the protocol
+header. What is ours is how the spec's types meet Python's, one table (`PRIMS`): which builtin
+each primitive's values are and which of the codec's readers implements it (checked against
+the IR's widths).
 """
 
 from __future__ import annotations
 
-import copy
 import itertools
 import re
 from dataclasses import dataclass, field
 
-from specgen.emitters import dialogue
-from specgen.emitters.plan import PlanError, attr_name
-from specgen.emitters.render import Renderer
+from specgen.emitters.naming import PlanError, attr_name
 from specgen.ir import (
     INT_WIDTHS,
     Field,
@@ -33,7 +35,6 @@ from specgen.ir import (
     SourceSpan,
     Struct,
 )
-from specgen.registry import SpecVersion
 
 # type name -> (implementation, parameter, Python annotation). Implementations: int and
 # float (a struct format), bool, bin (fixed octets), char (an encoding), uuid, dec (the
@@ -101,11 +102,15 @@ class PrimPlan:
     variable: int | None
     label: str
     doc: str
-    sample: str  # a Python literal of a value to round-trip
+    sample: str  # a literal of a value to round-trip ("": the template writes one from `impl`)
 
     @property
-    def code_hex(self) -> str:
-        return "None" if self.code is None else f"0x{self.code:02x}"
+    def reader(self) -> str:
+        return "_r_" + self.py
+
+    @property
+    def writer(self) -> str:
+        return "_w_" + self.py
 
 
 @dataclass
@@ -116,16 +121,16 @@ class FieldPlan:
     prim: str  # the primitive's py name, or the struct's reader suffix
     cls: str  # the struct's class name ("" for primitives)
     enum: str  # the enum class its values come from ("" for none)
-    annotation: str  # without "| None"
+    annotation: str  # of its values (an enum's: of the integers beside the enum's members)
     required: bool
     flag: int  # its packing flag's bit index
     doc: str
-    sample: str
+    sample: str  # a primitive's sample literal; an enum's sample member's name
 
     @property
-    def mask(self) -> str:
+    def mask(self) -> int:
         """Its packing flag in the flags read as a little-endian integer."""
-        return f"0x{1 << self.flag:x}"
+        return 1 << self.flag
 
 
 @dataclass
@@ -170,11 +175,6 @@ class StructPlan:
         size = (len(codes) + self.pack).to_bytes(self.size, "big") if self.size else b""
         return (size + codes + flags).hex()
 
-    @property
-    def sample(self) -> str:
-        """A literal of it with every field present."""
-        return f"{self.cls}({', '.join(f'{f.attr}={f.sample}' for f in self.fields)})"
-
 
 @dataclass
 class EnumPlan:
@@ -185,16 +185,40 @@ class EnumPlan:
 
 
 @dataclass
-class Amqp010Plan:
+class ConstPlan:
+    name: str  # CONST_NAME
+    value: int
+    doc: str
+    group: str
+
+
+@dataclass
+class SegmentPlan:
+    """The segment layer's frame header bits and the protocol header before the first frame."""
+
+    flags: str  # the header field holding them
+    first_segment: int
+    last_segment: int
+    first_frame: int
+    last_frame: int
+    protocol_header: bytes
+    doc: str
+    type_enum: str  # the segment types' enum (the frame's dispatch field's)
+    track_enum: str  # the enum of the other header field that has one
+
+
+@dataclass
+class PackedPlan:
     source: str  # the spec document, as spans name it
     major: int  # the protocol header's version
     minor: int
+    segments: SegmentPlan
     prims: list[PrimPlan]
     enums: list[EnumPlan]
     structs: list[StructPlan]
     methods: list[StructPlan]
-    classes: list[tuple[str, int, str]]  # (CONST_NAME, code, doc)
-    constants: list[tuple[str, int, str]]
+    classes: list[ConstPlan]
+    constants: list[ConstPlan]
     domains: list[tuple[str, str, str]] = field(default_factory=list)  # (name, base, label)
 
     @property
@@ -202,11 +226,29 @@ class Amqp010Plan:
         return [s for s in self.structs if s.code is not None]
 
     @property
+    def by_cls(self) -> dict[str, StructPlan]:
+        """Struct class -> its plan: the templates write a struct field's sample from it."""
+        return {s.cls: s for s in self.structs}
+
+    @property
+    def prim_by_py(self) -> dict[str, PrimPlan]:
+        return {p.py: p for p in self.prims}
+
+    @property
     def sample_names(self) -> list[str]:
         """The codec classes the conformance tests' sample values name."""
-        enums = {f.enum for s in self.structs + self.methods for f in s.fields if f.enum}
-        names = {s.cls for s in self.structs + self.methods} | enums | {"Array", "Typed"}
-        return sorted(names, key=str.lower)
+        return sorted({s.cls for s in self.structs + self.methods}, key=str.lower)
+
+    @property
+    def sample_enums(self) -> list[str]:
+        """The enums the conformance tests' sample values name."""
+        return sorted({f.enum for s in self.structs + self.methods for f in s.fields if f.enum})
+
+    @property
+    def used_prims(self) -> list[PrimPlan]:
+        """The primitives a struct's, control's or command's field is read and written as."""
+        used = {f.prim for s in self.structs + self.methods for f in s.fields if f.kind == "prim"}
+        return [p for p in self.prims if p.py in used]
 
     @property
     def controls(self) -> list[StructPlan]:
@@ -226,7 +268,7 @@ def const(name: str) -> str:
     return re.sub(r"[-.\s]+", "_", name).upper()
 
 
-def plan(protocol: Protocol) -> Amqp010Plan:
+def plan(protocol: Protocol) -> PackedPlan:
     """The package's plan, from the IR alone (after the overlay)."""
     prims = [_prim(t) for t in protocol.types]
     by_prim = {p.name: p for p in prims}
@@ -239,20 +281,19 @@ def plan(protocol: Protocol) -> Amqp010Plan:
     if "struct32" in by_prim:
         if not coded:
             raise PlanError(f"{protocol.source}: struct32 is defined but no struct has a code")
-        by_prim["struct32"].sample = f"{coded[0].name}()"
     enums = [
         EnumPlan(e.name, e.spec_name or e.name, [(v.name, v.value, v.doc) for v in e.values], e.doc)
         for e in protocol.enums
     ]
-    ctx = _Context(protocol, by_prim, named, {})
+    ctx = _Context(protocol, by_prim, named, set())
     structs: list[StructPlan] = []
-    # structs used as fields come first so their samples exist for the structs holding them
+    # structs used as fields come first: a struct that holds itself has no finite sample
     pending = list(named.values())
     for _ in range(len(pending) + 1):
         later = []
         for n, s in pending:
             nested = [f.type.name for f in s.fields if isinstance(f.type, Ref)]
-            if any(t not in ctx.samples for t in nested):
+            if any(t not in ctx.planned for t in nested):
                 later.append((n, s))
                 continue
             sp = _struct(ctx, n.name, s.name, s.fields, str(n.span or ""))
@@ -261,7 +302,7 @@ def plan(protocol: Protocol) -> Amqp010Plan:
             sp.doc = n.doc
             if sp.code is not None and sp.size != 4:
                 raise PlanError(f"{n.span}: coded struct {n.name} has a {sp.size}-octet size")
-            ctx.samples[n.name] = sp.sample
+            ctx.planned.add(n.name)
             structs.append(sp)
         pending = later
     if pending:
@@ -297,17 +338,35 @@ def plan(protocol: Protocol) -> Amqp010Plan:
     preamble = next((p.data for p in protocol.frame.preambles if len(p.data) == 8), b"")
     if not preamble.startswith(b"AMQP\x01\x01"):
         raise PlanError(f"{protocol.source}: no protocol header AMQP 1 1 major minor")
-    return Amqp010Plan(
+    seg = protocol.frame.segments
+    assert seg is not None  # Planner plans a protocol here for its segment layer
+    return PackedPlan(
         source=protocol.source,
         major=preamble[6],
         minor=preamble[7],
+        segments=SegmentPlan(
+            seg.flags,
+            seg.first_segment,
+            seg.last_segment,
+            seg.first_frame,
+            seg.last_frame,
+            preamble,
+            seg.doc,
+            *_header_enums(protocol),
+        ),
         prims=prims,
         enums=enums,
         structs=structs,
         methods=methods,
-        classes=[(const(c.name), c.value, c.doc) for c in protocol.constants if c.group == "class"],
+        classes=[
+            ConstPlan(const(c.name), c.value, c.doc, c.group)
+            for c in protocol.constants
+            if c.group == "class"
+        ],
         constants=[
-            (const(c.name), c.value, c.doc) for c in protocol.constants if c.group != "class"
+            ConstPlan(const(c.name), c.value, c.doc, c.group)
+            for c in protocol.constants
+            if c.group != "class"
         ],
         domains=[(a.name, _type_name(a), a.label) for a in protocol.aliases],
     )
@@ -316,12 +375,12 @@ def plan(protocol: Protocol) -> Amqp010Plan:
 @dataclass
 class _Context:
     """What planning a struct's fields reads: the IR, the primitives' plans, the structs by
-    name and the samples of those planned so far."""
+    name and the names of those planned so far."""
 
     protocol: Protocol
     prims: dict[str, PrimPlan]
     named: dict[str, tuple[NamedType, Struct]]
-    samples: dict[str, str]  # struct name -> a literal with every field present
+    planned: set[str]  # struct names
 
 
 def _kinds(protocol: Protocol) -> dict[int, str]:
@@ -332,6 +391,21 @@ def _kinds(protocol: Protocol) -> dict[int, str]:
     if enum is None:
         raise PlanError(f"{frame.span}: frame field {field_.name} names no enum of its values")
     return {v.value: v.name.lower() for v in enum.values}
+
+
+def _header_enums(protocol: Protocol) -> tuple[str, str]:
+    """The segment types' enum, with members named for what the segments carry, and the other
+    enum a frame header field takes its values from."""
+    frame = protocol.frame
+    kinds = next(f.enum for f in frame.header if f.name == frame.dispatch[0])
+    others = [f.enum for f in frame.header if f.enum and f.name != frame.dispatch[0]]
+    enum = protocol.enum(kinds or "")
+    names = {v.name for v in enum.values} if enum else set()
+    if not {"CONTROL", "COMMAND", "HEADER", "BODY"} <= names or len(others) != 1:
+        raise PlanError(
+            f"{frame.span}: segment types CONTROL, COMMAND, HEADER, BODY and one more enum"
+        )
+    return kinds or "", others[0] or ""
 
 
 def _codes(ident: tuple[int, ...], span: SourceSpan | None) -> tuple[int | None, int | None]:
@@ -379,11 +453,11 @@ def _prim(t: PrimitiveType) -> PrimPlan:
         variable=variable,
         label=t.label,
         doc=t.doc,
-        sample=_sample(fixed, impl, param),
+        sample=_sample(impl, param),
     )
 
 
-def _sample(fixed: int | None, impl: str, param: str) -> str:
+def _sample(impl: str, param: str) -> str:
     """A value exercising the encoding: the extreme integers, non-ASCII text, two ranges."""
     if impl == "int":
         bits = 8 * _FMT_WIDTH[param]
@@ -395,7 +469,7 @@ def _sample(fixed: int | None, impl: str, param: str) -> str:
         "uuid": 'uuid.UUID("0123abcd-4567-89ef-0123-456789abcdef")',
         "dec": 'decimal.Decimal("-1.25")' if param == "i" else 'decimal.Decimal("123456789.000")',
         "void": "None",
-        "bin": f"bytes(range({fixed}))",
+        "bin": "",  # set by the template: bytes(range(width))
         "vbin": 'b"\\x00\\xff"',
         "str": '"\\u20acuro"' if param == "iso-8859-15" else '"h\\u00e9llo \\u03c0"',
         "ranges": "[(0, 2), (5, 6)]",
@@ -458,7 +532,7 @@ def _field(ctx: _Context, f: Field, flag: int) -> FieldPlan:
             f.required,
             flag,
             f.doc,
-            ctx.samples[f.type.name],
+            "",
         )
     if not isinstance(f.type, Prim):
         raise PlanError(f"{f.span}: {f.name}: a field is a primitive or a struct here")
@@ -473,35 +547,13 @@ def _field(ctx: _Context, f: Field, flag: int) -> FieldPlan:
         )
     if p.impl == "void":
         raise PlanError(f"{f.span}: field {f.name} is void: a packing flag would say nothing")
-    annotation, sample = p.annotation, p.sample
+    sample = p.sample
     enum = ""
     if f.enum:
         found = ctx.protocol.enum(f.enum)
         if found is None or not found.values:
             raise PlanError(f"{f.span}: {f.name}: no enum {f.enum} with values")
-        enum, annotation = found.name, f"{found.name} | int"
-        sample = f"{found.name}.{found.values[-1].name}"
+        enum, sample = found.name, found.values[-1].name
     return FieldPlan(
-        attr, spelled, "prim", p.py, "", enum, annotation, f.required, flag, f.doc, sample
+        attr, spelled, "prim", p.py, "", enum, p.annotation, f.required, flag, f.doc, sample
     )
-
-
-def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str, str]:
-    """The protocol package's files, by path inside it: errors and the version package."""
-    p = plan(protocol)
-    # these templates are written for trimmed blocks; the shared renderer otherwise
-    trimmed = copy.copy(renderer)
-    trimmed.env = renderer.env.overlay(trim_blocks=True, lstrip_blocks=True)
-    ctx = {"plan": p, "version": spec, "ir": protocol}
-    files = {
-        "__init__.py": f'"""Generated codecs for {spec.title}."""\n',
-        "errors.py": trimmed.render("python/errors.py.j2", spec, protocol),
-    }
-    for name in ("__init__", "codec", "frames", "test_conformance"):
-        files[f"{spec.module}/{name}.py"] = trimmed.render(
-            f"python/amqp010/{name}.py.j2", spec, protocol, **ctx
-        )
-    # the classes' dialogue grammars: the shared checker, its steps the commands of their classes
-    for name, text in dialogue.emit(spec, protocol, renderer).items():
-        files[f"{spec.module}/{name}"] = text
-    return files
