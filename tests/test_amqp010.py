@@ -327,3 +327,15 @@ def test_frame_reader_finish_reports_a_stream_cut_inside_a_frame() -> None:
     assert e.value.stream_offset == 0
     reader.feed(data[-1:])
     assert [f.payload for f in reader] == [tune]
+
+
+def test_specgen_decode_refuses_0_10_without_wrong_advice() -> None:
+    """The package is generated but has no table layout yet: decode says so plainly instead of
+    telling the user to run `specgen generate`, which would not make one."""
+    from specgen.pipeline import decode
+    from specgen.pipeline.inputs import DecodeInputError
+
+    with pytest.raises(DecodeInputError) as e:
+        decode._codec("specgen_codecs.amqp_0_10.v0_10")
+    assert "does not read specgen_codecs.amqp_0_10.v0_10 yet" in str(e.value)
+    assert "run `specgen generate`" not in str(e.value)

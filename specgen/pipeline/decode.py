@@ -368,6 +368,11 @@ def _codec(import_name: str, verify_checksums: bool = True) -> Codec:
     try:
         return Codec.load(import_name, verify_checksums)
     except ModuleNotFoundError as e:
+        if e.name == f"{import_name}.spark_schema":  # generated, but with no table layout
+            raise DecodeInputError(
+                f"specgen decode does not read {import_name} yet: its package has no "
+                "spark_schema module (regenerating does not make one)"
+            ) from None
         raise DecodeInputError(
             f"{import_name}: no generated {e.name} module; run `specgen generate`"
         ) from None
