@@ -22,8 +22,7 @@ import struct
 import pytest
 
 from specgen_codecs.amqp_1_0 import v1_0 as amqp
-from specgen_codecs.amqp_1_0.v1_0.frames import BODIES
-from specgen_codecs.amqp_1_0.v1_0.types import decode_value_wire
+from specgen_codecs.amqp_1_0.v1_0.commands import BODIES, decode_value_wire
 
 PERFORMATIVES = [cls for bodies in BODIES.values() for cls in bodies]
 SECTIONS = [

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from specgen.emitters.plan import ModulePlan, attr_name, isort_key, snake
+from specgen.emitters.python_codec import described_files
 from specgen.emitters.render import Renderer
 from specgen.ir import (
     INT_WIDTHS,
@@ -485,6 +486,8 @@ def _switch_cases(fields: tuple[Field, ...]) -> int:
 
 
 def emit(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, str]:
+    if plan.described is not None:
+        return described_files(spec, plan, renderer, ("test_conformance",))
     protocol = plan.protocol
     builder = _Builder(protocol, plan.clashing)
     strategies: dict[str, list[tuple[str, str]]] = {}

@@ -18,6 +18,9 @@ import re
 import struct
 from dataclasses import dataclass, field
 
+from specgen.emitters import plan_described
+from specgen.emitters.errors import PlanError as PlanError  # callers import it from here
+from specgen.emitters.plan_described import DescribedPlan
 from specgen.ir import (
     INT_WIDTHS,
     Alternatives,
@@ -56,10 +59,6 @@ STRUCT_CODES = {
 """The one table of struct codes: integer type -> `struct` format character."""
 
 FLOAT_CODES = {4: "f", 8: "d"}
-
-
-class PlanError(ValueError):
-    pass
 
 
 def isort_key(name: str) -> tuple[int, str]:
@@ -510,6 +509,7 @@ class ModulePlan:
     clashing: set[str]  # structure names laid out differently by different messages
     checksums: bool = False  # some message verifies a checksum (decoders import zlib)
     decimals: bool = False  # some value is a decimal (decoders import Decimal)
+    described: DescribedPlan | None = None  # self-describing values (typedefs): their own plan
 
     def message_class(self, ident: tuple[int, ...]) -> MessagePlan | None:
         return next((m for m in self.messages if m.ident == ident), None)
@@ -534,6 +534,12 @@ class Planner:
         self.presence: dict[str, tuple[PresenceStep, Presence]] = {}
 
     def plan(self) -> ModulePlan:
+        if self.protocol.typedefs:
+            # values that say their own type: described types, not commands, are the messages
+            described = plan_described.plan(self.protocol)
+            return ModulePlan(
+                self.protocol, [], [], plan_frame(self.protocol), [], set(), described=described
+            )
         todo = []
         for command in self.protocol.commands:
             for message in command.messages:

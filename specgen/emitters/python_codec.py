@@ -7,7 +7,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from specgen.emitters import sharing
-from specgen.emitters.plan import FramePlan, MessagePlan, ModulePlan, isort_key, snake
+from specgen.emitters.plan import (
+    FramePlan,
+    MessagePlan,
+    ModulePlan,
+    PlanError,
+    isort_key,
+    snake,
+)
 from specgen.emitters.render import Renderer
 from specgen.emitters.sharing import Block, block
 from specgen.ir import Protocol
@@ -31,6 +38,8 @@ _FRAMING = (
 def emit_shared(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, str]:
     """Files of `generated/<package>/` every version shares: errors, framing, the frame reader,
     and the value containers and records helpers when some version uses them."""
+    if plan.described is not None:
+        return described_files(spec, plan, renderer, ("errors", "framing", "frame_reader"))
     common = _common(spec, plan)
     files = {
         "errors.py": renderer.render("python/errors.py.j2", spec, plan.protocol, **common),
@@ -50,6 +59,8 @@ def emit_shared(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict
 
 def emit_helpers(spec: SpecVersion, plans: list[ModulePlan], renderer: Renderer) -> dict[str, str]:
     """Shared helper modules that only some protocols need."""
+    if plans[-1].described is not None:
+        return _described_values(spec, plans, renderer)
     files: dict[str, str] = {}
     common = _common(spec, plans[-1])
     if any(s.records is not None for p in plans for s in p.structs):
@@ -61,6 +72,34 @@ def emit_helpers(spec: SpecVersion, plans: list[ModulePlan], renderer: Renderer)
             "python/values.py.j2", spec, plans[-1].protocol, **common
         )
     return files
+
+
+_TEMPLATES = {"__init__": "package_init"}  # module -> its template, where the names differ
+
+
+def described_files(
+    spec: SpecVersion, plan: ModulePlan, renderer: Renderer, modules: tuple[str, ...]
+) -> dict[str, str]:
+    """Modules of self-describing values (`plan.described`), each from the family's template,
+    which calls its `_described_macros.j2` piece."""
+    context = {"described": plan.described, "ir": plan.protocol}
+    return {
+        f"{name}.py": renderer.render(
+            f"python/{_TEMPLATES.get(name, name)}.py.j2", spec, plan.protocol, **context
+        )
+        for name in modules
+    }
+
+
+def _described_values(
+    spec: SpecVersion, plans: list[ModulePlan], renderer: Renderer
+) -> dict[str, str]:
+    """`values.py`: the type system, once for every version; so their primitives must agree."""
+    prims = [p.described.prims if p.described else None for p in plans]
+    if any(p != prims[-1] for p in prims):
+        raise PlanError(f"{spec.document}: versions of one package encode primitives differently")
+    latest = next((p for p in plans if p.protocol.version == spec.version), plans[-1])
+    return described_files(spec, latest, renderer, ("values",))
 
 
 def _common(spec: SpecVersion, plan: ModulePlan) -> dict[str, Any]:
@@ -91,6 +130,8 @@ class VersionCode:
 
 def prepare(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> VersionCode:
     """A version's views and blocks, for `shared_blocks` and `emit`."""
+    if plan.described is not None:  # no blocks to share: its versions share values.py instead
+        return VersionCode(spec, plan, [], [], [])
     messages = [_message_view(m, plan) for m in plan.messages]
     structs: list[dict[str, Any]] = [
         {
@@ -227,6 +268,8 @@ def emit(
     """Files of `generated/<package>/<module>/`, by name; the blocks in `found` are imported
     from the package's shared module instead of rendered here."""
     spec, plan = code.spec, code.plan
+    if plan.described is not None:
+        return described_files(spec, plan, renderer, ("__init__", "commands", "enums"))
     found = found or set()
     protocol = plan.protocol
     frame = plan.frame

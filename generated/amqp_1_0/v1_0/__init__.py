@@ -2,9 +2,9 @@
 # Do not edit: change the spec, its overlay or templates/, then run `specgen generate`.
 """amqp-1-0 1.0, generated from specs/amqp-1-0/index.xml.
 
-The type system's values and encodings (types), every described type as a dataclass
-(composites), the restricted types' choices and the definitions (enums), and frames,
-protocol headers and messages (frames).
+Every described type as a dataclass, frames and protocol headers, messages as
+sections (commands); the restricted types' choices and the definitions (enums); the type
+system's values and encodings, every version's (the package's values).
 """
 
 from __future__ import annotations
@@ -12,12 +12,7 @@ from __future__ import annotations
 from ..errors import DecodeError, EncodeError
 from ..frame_reader import FrameReader as _FrameReader
 from ..framing import HEADER
-from .composites import *  # noqa: F403
-from .composites import CLASSES
-from .enums import *  # noqa: F403
-from .frames import *  # noqa: F403
-from .frames import decode
-from .types import (
+from ..values import (
     Array,
     Byte,
     Char,
@@ -36,9 +31,11 @@ from .types import (
     UInt,
     ULong,
     UShort,
-    decode_value,
     encode_value,
 )
+from .commands import *  # noqa: F403
+from .commands import CLASSES, decode, decode_value, decode_value_wire
+from .enums import *  # noqa: F403
 
 
 class FrameReader(_FrameReader):
@@ -56,6 +53,7 @@ __all__ = [
     "Array",
     "Described",
     "decode_value",
+    "decode_value_wire",
     "encode_value",
     "UByte",
     "UShort",
