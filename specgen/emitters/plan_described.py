@@ -65,7 +65,7 @@ class Enc:
     name: str
     label: str
     fmt: str = ""  # struct format of a fixed numeric value
-    const: str = ""  # Python literal of a zero-width encoding's value
+    zero: object = None  # a zero-width encoding's value (None, True, False, 0 or [])
     low: int | None = None  # integer range this encoding holds
     high: int | None = None
 
@@ -95,7 +95,7 @@ class FieldPlan:
     attr: str
     name: str
     type: str
-    annotation: str
+    annotation: str  # of one value (a `multiple` field holds a list of them)
     prim: str  # primitive it comes down to; "" for "*" or a composite
     composite: str  # class name when the type is a composite or described restricted
     mandatory: bool
@@ -107,7 +107,7 @@ class FieldPlan:
     allowed: str = ""  # the name of its constructors' set in the module ("" for any)
     column: tuple[str, str, str] = ("", "", "")  # Arrow type, Spark type, how a value becomes one
     writer: str = ""  # the function writing its value
-    sample: str = ""  # a value of its type, for the conformance tests
+    kind: str = ""  # its primitive's kind (int, string, ...; "" for "*" or a composite)
 
 
 @dataclass
@@ -327,7 +327,7 @@ def _name_sets(out: DescribedPlan, by_prim: dict[str, Prim]) -> None:
                 base = f.prim or "composite"
                 f.allowed = name(f.codes, f"{base}_or_array" if f.multiple else base)
             f.column = spark_column(f)
-            f.sample = sample(f, by_prim)
+            f.kind = by_prim[f.prim].kind if f.prim else ""
         if c.klass == "section" and c.prim:
             c.allowed = name(by_prim[c.prim].codes, c.prim)
             c.annotation = by_prim[c.prim].annotation
@@ -397,12 +397,9 @@ def _enc(e: Encoding, t: TypeDef, kind: str, signed: bool) -> Enc:
             raise PlanError(
                 f"{e.span}: zero-width encoding {e.name!r} of {t.name}: its value is unknown"
             )
-        value = ZERO_WIDTH[e.name]
+        out.zero = ZERO_WIDTH[e.name]
         if kind == "int":
-            out.const = f"{PYTHON[t.name][1]}({value})"
-            out.low = out.high = int(value)  # type: ignore[call-overload]
-        else:
-            out.const = repr(value)
+            out.low = out.high = int(out.zero)  # type: ignore[call-overload]
     elif e.category == "fixed" and kind in ("int", "float", "char"):
         fmt = _NUMERIC.get((kind, e.width))
         if fmt is None:
@@ -432,10 +429,8 @@ def _field(
     else:
         annotation = "Any"
         codes = []  # anything
-    if f.multiple:
-        annotation = f"list[{annotation}]"
-        if codes:
-            codes = codes + by_prim["array"].codes
+    if f.multiple and codes:
+        codes = codes + by_prim["array"].codes
     default = ""
     if f.default is not None and prim:
         kind = by_prim[prim].kind
@@ -492,32 +487,3 @@ def spark_column(f: FieldPlan) -> tuple[str, str, str]:
     if f.multiple or not f.prim or f.prim not in SPARK:
         return ("pa.string()", "STRING", "json")
     return SPARK[f.prim]
-
-
-SAMPLES: dict[str, str] = {
-    "null": "None",
-    "boolean": "True",
-    "float": "1.5",
-    "double": "1.5",
-    "decimal32": 'b"\\x01" * 4',
-    "decimal64": 'b"\\x01" * 8',
-    "decimal128": 'b"\\x01" * 16',
-    "char": 'Char("x")',
-    "uuid": "uuid.UUID(int=1)",
-    "binary": 'b"x"',
-    "string": '"x"',
-    "symbol": 'Symbol("x")',
-    "list": "[1]",
-    "map": '{"k": 1}',
-}
-"""A value of each type for the conformance tests' mandatory fields (integers: 1)."""
-
-
-def sample(f: FieldPlan, by_prim: dict[str, Prim]) -> str:
-    if f.prim:
-        one = "1" if by_prim[f.prim].kind == "int" else SAMPLES.get(f.prim, "None")
-    elif f.composite:
-        one = f"c.{f.composite}()"
-    else:
-        one = 'b"x"'
-    return f"[{one}]" if f.multiple else one
