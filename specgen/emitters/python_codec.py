@@ -74,9 +74,6 @@ def emit_helpers(spec: SpecVersion, plans: list[ModulePlan], renderer: Renderer)
     return files
 
 
-_TEMPLATES = {"__init__": "package_init"}  # module -> its template, where the names differ
-
-
 def described_files(
     spec: SpecVersion, plan: ModulePlan, renderer: Renderer, modules: tuple[str, ...]
 ) -> dict[str, str]:
@@ -84,11 +81,31 @@ def described_files(
     which calls its `_described_macros.j2` piece."""
     context = {"described": plan.described, "ir": plan.protocol}
     return {
-        f"{name}.py": renderer.render(
-            f"python/{_TEMPLATES.get(name, name)}.py.j2", spec, plan.protocol, **context
-        )
+        f"{name}.py": renderer.render(f"python/{name}.py.j2", spec, plan.protocol, **context)
         for name in modules
     }
+
+
+def _described_init(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> str:
+    """The version's `__init__`: the family's, naming its described types, frames and values."""
+    d = plan.described
+    assert d is not None
+    commands = {c.cls for c in d.classes} | {"BODIES", "CLASSES", "DESCRIBED", "FRAME_KEYS"}
+    commands |= {"Frame", "ProtocolHeader", "decode", "decode_value", "decode_value_wire", "encode"}
+    if d.sections:
+        commands |= {"Message", "decode_message", "encode_message"}
+    enums = {e.cls for e in d.enums} | {name for name, _, _ in d.constants}
+    values = {*d.wrappers, "encode_value"}
+    return renderer.render(
+        "python/package_init.py.j2",
+        spec,
+        plan.protocol,
+        command_names=sorted(commands, key=isort_key),
+        enum_names=sorted(enums, key=isort_key),
+        value_names=[*d.wrappers, "encode_value"],  # wrappers as ruff sorts them: naturally
+        exports=sorted(commands | enums | values | {"DecodeError", "EncodeError", "FrameReader"}),
+        **_common(spec, plan),
+    )
 
 
 def _described_values(
@@ -269,7 +286,9 @@ def emit(
     from the package's shared module instead of rendered here."""
     spec, plan = code.spec, code.plan
     if plan.described is not None:
-        return described_files(spec, plan, renderer, ("__init__", "commands", "enums"))
+        files = described_files(spec, plan, renderer, ("commands", "enums"))
+        files["__init__.py"] = _described_init(spec, plan, renderer)
+        return files
     found = found or set()
     protocol = plan.protocol
     frame = plan.frame
