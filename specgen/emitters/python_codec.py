@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from specgen.emitters import sharing
@@ -17,7 +18,7 @@ from specgen.emitters.plan import (
 )
 from specgen.emitters.render import Renderer
 from specgen.emitters.sharing import Block, block
-from specgen.ir import Protocol
+from specgen.ir import Constant, Protocol
 from specgen.registry import SpecVersion
 
 # 64 MiB: far above RabbitMQ's default frame_max (1 MiB), far below what would hurt a reader.
@@ -94,7 +95,7 @@ def _described_init(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> 
     commands |= {"Frame", "ProtocolHeader", "decode", "decode_value", "decode_value_wire", "encode"}
     if d.sections:
         commands |= {"Message", "decode_message", "encode_message"}
-    enums = {e.cls for e in d.enums} | {name for name, _, _ in d.constants}
+    enums = {e.cls for e in d.enums} | {name for name, _, _ in d.constants} | {"COMMANDS"}
     values = {*d.wrappers, "encode_value"}
     return renderer.render(
         "python/package_init.py.j2",
@@ -286,8 +287,16 @@ def emit(
     from the package's shared module instead of rendered here."""
     spec, plan = code.spec, code.plan
     if plan.described is not None:
-        files = described_files(spec, plan, renderer, ("commands", "enums"))
+        files = described_files(spec, plan, renderer, ("commands",))
         files["__init__.py"] = _described_init(spec, plan, renderer)
+        # constants as Python names (the spec's may hold hyphens), their prose on one line
+        names = [
+            replace(c, name=name, doc=doc)
+            for c, (name, _, doc) in zip(
+                plan.protocol.constants, plan.described.constants, strict=True
+            )
+        ]
+        files["enums.py"] = _enums(spec, plan, renderer, names, described=plan.described)
         return files
     found = found or set()
     protocol = plan.protocol
@@ -356,25 +365,7 @@ def emit(
             no_layout=no_layout,
             **context,
         ),
-        "enums.py": renderer.render(
-            "python/enums.py.j2",
-            spec,
-            protocol,
-            commands=[
-                {
-                    "const": re.sub(r"\W+", "_", snake(c.name.replace(".", ""))).upper(),
-                    "ident": c.ident,
-                    "name": c.name,
-                    "sender": c.sender,
-                    "expects_response": c.expects_response,
-                }
-                for c in protocol.commands
-            ],
-            single_key=all(len(c.ident) == 1 for c in protocol.commands),
-            enums=protocol.enums,
-            constants=protocol.constants,
-            **common,
-        ),
+        "enums.py": _enums(spec, plan, renderer, protocol.constants),
     }
     exports = sorted(
         {
@@ -421,6 +412,37 @@ def emit(
         **common,
     )
     return files
+
+
+def _enums(
+    spec: SpecVersion,
+    plan: ModulePlan,
+    renderer: Renderer,
+    constants: Sequence[Constant],
+    **context: Any,
+) -> str:
+    """`enums.py`: the commands' keys or identities, the enumerations and the constants."""
+    protocol = plan.protocol
+    return renderer.render(
+        "python/enums.py.j2",
+        spec,
+        protocol,
+        commands=[
+            {
+                "const": re.sub(r"\W+", "_", snake(c.name.replace(".", ""))).upper(),
+                "ident": c.ident,
+                "name": c.name,
+                "sender": c.sender,
+                "expects_response": c.expects_response,
+            }
+            for c in protocol.commands
+        ],
+        single_key=all(len(c.ident) == 1 for c in protocol.commands),
+        enums=protocol.enums,
+        constants=constants,
+        **_common(spec, plan),
+        **context,
+    )
 
 
 def _error_imports(plan: ModulePlan) -> list[str]:

@@ -51,6 +51,7 @@ from .commands import (
     encode,
 )
 from .enums import (
+    COMMANDS,
     MAJOR,
     MIN_MAX_FRAME_SIZE,
     MINOR,
@@ -82,6 +83,7 @@ __all__ = [
     "Begin",
     "Byte",
     "CLASSES",
+    "COMMANDS",
     "Char",
     "Close",
     "ConnectionError",

@@ -84,6 +84,7 @@ from .commands import (
     encode_message,
 )
 from .enums import (
+    COMMANDS,
     MAJOR,
     MESSAGE_FORMAT,
     MIN_MAX_FRAME_SIZE,
@@ -134,6 +135,7 @@ __all__ = [
     "Begin",
     "Byte",
     "CLASSES",
+    "COMMANDS",
     "Char",
     "Close",
     "ConnectionError",
