@@ -78,8 +78,8 @@ except ImportError:  # the bench extra, not the test suite's
 from proton import UNDESCRIBED, Array, Data, Described, int32, symbol, ubyte, uint, ulong, ushort
 
 from specgen_codecs.amqp_1_0 import v1_0 as amqp
-from specgen_codecs.amqp_1_0.v1_0 import composites as c
-from specgen_codecs.amqp_1_0.v1_0 import types as t
+from specgen_codecs.amqp_1_0 import values as t
+from specgen_codecs.amqp_1_0.v1_0 import commands as c
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from codec import rates  # noqa: E402  (bench/codec.py: alternating rounds, best of 7)
@@ -176,9 +176,9 @@ def norm(v: Any) -> Any:
         return {norm(k): norm(x) for k, x in v.items()}
     if isinstance(v, Described):
         return ("d", norm(v.descriptor), norm(v.value))
-    if isinstance(v, c._Composite):
+    if isinstance(v, c.Composite):
         return ("d", v.DESCRIPTOR_CODE, [norm(x) for x in v._values()])
-    if isinstance(v, c._Section):
+    if isinstance(v, c.Section):
         return ("d", v.DESCRIPTOR_CODE, norm(v.value))
     return v
 

@@ -767,7 +767,7 @@ class Amqp10Target(Target):
 
     def seeds(self, rng: random.Random) -> list[Seed]:
         out = _pick(self, _sample_frames(self, SAMPLES / "amqp-1-0", False), rng)
-        frames = importlib.import_module(f"{self.spec.import_name}.frames")
+        frames = importlib.import_module(f"{self.spec.import_name}.commands")
         for frame_type, bodies in frames.BODIES.items():
             for cls in bodies:
                 try:

@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from recording import record  # noqa: E402
 
 from specgen_codecs.amqp_1_0.v1_0 import FrameReader  # noqa: E402
-from specgen_codecs.amqp_1_0.v1_0.frames import Frame, encode  # noqa: E402
+from specgen_codecs.amqp_1_0.v1_0.commands import Frame, encode  # noqa: E402
 
 QUEUE = "sample-amqp10-orders"
 PUBLISHED = 200

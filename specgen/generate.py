@@ -16,10 +16,9 @@ import time
 from pathlib import Path
 
 from specgen import outdir
-from specgen.emitters import amqp10, conformance, dialogue, python_codec, spark_schema
+from specgen.emitters import conformance, dialogue, python_codec, spark_schema
 from specgen.emitters.plan import ModulePlan, PlanError, Planner
 from specgen.emitters.render import Renderer
-from specgen.ir import Protocol
 from specgen.locations import CHECKOUT
 from specgen.progress import Progress, seconds
 from specgen.specs import SpecVersion, build_ir, registry
@@ -49,19 +48,12 @@ def render_all(
     # py.typed: type checkers read the installed codecs' annotations (PEP 561)
     files: dict[str, str] = {"__init__.py": _PACKAGE_DOC, "py.typed": ""}
     by_package: dict[str, list[tuple[SpecVersion, ModulePlan]]] = {}
-    described: dict[str, list[tuple[SpecVersion, Protocol]]] = {}
     codes: dict[str, list[python_codec.VersionCode]] = {}
     schemas: dict[str, list[spark_schema.SchemaCode]] = {}
     spent: dict[str, tuple[float, int]] = {}  # per version: seconds and files before its codec
     for spec in specs:
         start, before = time.monotonic(), len(files)
         protocol, _ = build_ir(spec)
-        if protocol.typedefs:  # a self-describing type system: its own emitters
-            described.setdefault(spec.package, []).append((spec, protocol))
-            for name, text in amqp10.emit(spec, protocol, renderer).items():
-                files[f"{spec.package_path}/{name}"] = text
-            _done(progress, spec, len(files) - before, start)
-            continue
         plan = Planner(protocol).plan()
         by_package.setdefault(spec.package, []).append((spec, plan))
         codes.setdefault(spec.package, []).append(python_codec.prepare(spec, plan, renderer))
@@ -100,11 +92,6 @@ def render_all(
         shared = python_codec.emit_shared(spec, plan, renderer)
         shared.update(python_codec.emit_helpers(spec, [p for _, p in versions], renderer))
         for name, text in shared.items():
-            files[f"{package}/{name}"] = text
-    for package, found in described.items():
-        spec, protocol = next(((s, p) for s, p in found if s.latest), found[-1])
-        files[f"{package}/__init__.py"] = f'{_PROTOCOL_DOC}{spec.title}."""\n'
-        for name, text in amqp10.emit_shared(spec, protocol, renderer).items():
             files[f"{package}/{name}"] = text
     return files
 

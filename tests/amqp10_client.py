@@ -31,9 +31,9 @@ from collections import deque
 from typing import Any, TypeVar
 
 from specgen_codecs.amqp_1_0.v1_0 import FrameReader
-from specgen_codecs.amqp_1_0.v1_0 import composites as c
-from specgen_codecs.amqp_1_0.v1_0.frames import Frame, ProtocolHeader, decode, encode
-from specgen_codecs.amqp_1_0.v1_0.types import Symbol
+from specgen_codecs.amqp_1_0.v1_0 import commands as c
+from specgen_codecs.amqp_1_0.v1_0.commands import Frame, ProtocolHeader, decode, encode
+from specgen_codecs.amqp_1_0.values import Symbol
 
 B = TypeVar("B")
 AMQP, SASL = 0, 3  # protocol ids

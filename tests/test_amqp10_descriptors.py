@@ -22,8 +22,7 @@ import struct
 import pytest
 
 from specgen_codecs.amqp_1_0 import v1_0 as amqp
-from specgen_codecs.amqp_1_0.v1_0.frames import BODIES
-from specgen_codecs.amqp_1_0.v1_0.types import decode_value_wire
+from specgen_codecs.amqp_1_0.v1_0.commands import BODIES, decode_value_wire
 
 PERFORMATIVES = [cls for bodies in BODIES.values() for cls in bodies]
 SECTIONS = [
@@ -120,3 +119,23 @@ def test_a_reserved_descriptor_is_a_described_value_that_reencodes_as_it_came(
     assert end == len(raw)
     assert isinstance(value, amqp.Described)
     assert amqp.encode_value(value, decode_value_wire(raw)[2]) == raw
+
+
+# amqp-value (Part 3, amqp:amqp-value:* = 0x00000000:0x00000077) holding the str8 "x": a section
+# v1_0 defines and the transport text does not
+AMQP_VALUE = b"\x00\x53\x77\xa1\x01x"
+AMQP_VALUE_BY_NAME = b"\x00\xa3\x11amqp:amqp-value:*\xa1\x01x"
+
+
+@pytest.mark.parametrize("data", [AMQP_VALUE, AMQP_VALUE_BY_NAME], ids=["code", "symbol"])
+def test_each_version_reads_only_its_own_described_types(data: bytes) -> None:
+    # the versions share values.py; each passes it its own descriptor table
+    from specgen_codecs.amqp_1_0 import transport, values
+
+    ours, end = amqp.decode_value(data)
+    assert (type(ours), ours.value, end) == (amqp.AmqpValue, "x", len(data))
+    for decode in (transport.decode_value, values.decode_value):
+        other, end = decode(data)
+        assert type(other) is values.Described and other.value == "x" and end == len(data)
+        assert values.encode_value(other, transport.decode_value_wire(data)[2]) == data
+    assert not hasattr(transport, "AmqpValue")

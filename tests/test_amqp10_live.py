@@ -24,8 +24,8 @@ from amqp10_client import AMQP_FRAME, Amqp10Client
 from rabbitmq import RabbitNode, installed_version
 
 from specgen_codecs.amqp_1_0.v1_0 import FrameReader
-from specgen_codecs.amqp_1_0.v1_0 import composites as c
-from specgen_codecs.amqp_1_0.v1_0.frames import (
+from specgen_codecs.amqp_1_0.v1_0 import commands as c
+from specgen_codecs.amqp_1_0.v1_0.commands import (
     Frame,
     Message,
     ProtocolHeader,
@@ -34,7 +34,7 @@ from specgen_codecs.amqp_1_0.v1_0.frames import (
     encode,
     encode_message,
 )
-from specgen_codecs.amqp_1_0.v1_0.types import Int, Symbol, Timestamp, UByte, UInt, ULong
+from specgen_codecs.amqp_1_0.values import Int, Symbol, Timestamp, UByte, UInt, ULong
 
 N = 10_000
 BATCH = 250  # deliveries per sendall

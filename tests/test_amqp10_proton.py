@@ -36,9 +36,9 @@ from typing import Any
 import proton
 import pytest
 
-from specgen_codecs.amqp_1_0.v1_0 import FrameReader, frames
-from specgen_codecs.amqp_1_0.v1_0 import composites as c
-from specgen_codecs.amqp_1_0.v1_0 import types as t
+from specgen_codecs.amqp_1_0 import v1_0 as t
+from specgen_codecs.amqp_1_0.v1_0 import FrameReader
+from specgen_codecs.amqp_1_0.v1_0 import commands as c
 
 P = proton
 Data = P.Data
@@ -85,10 +85,10 @@ def to_ours(p: Any) -> Any:
         cls = _class_of(p.descriptor)
         if cls is None:
             return t.Described(to_ours(p.descriptor), to_ours(p.value))
-        if issubclass(cls, c._Section):
+        if issubclass(cls, c.Section):
             return cls(to_ours(p.value))
         values = [to_ours(x) for x in p.value]
-        for i in cls._MULTIPLE:  # a bare value in a `multiple` field is a list of one
+        for i in cls.MULTIPLE:  # a bare value in a `multiple` field is a list of one
             if i < len(values) and values[i] is not None and not isinstance(values[i], list):
                 values[i] = [values[i]]
         return cls(*values)
@@ -105,9 +105,9 @@ def _class_of(descriptor: Any) -> Any:
 def shape(x: Any) -> Any:
     """`x` with the class of every value in it, so that equal shapes mean equal AMQP types and
     equal values (`UInt(5) == 5` alone would hide a wrong type)."""
-    if isinstance(x, c._Composite):
+    if isinstance(x, c.Composite):
         return (type(x).__name__, tuple(shape(v) for v in x._values()))
-    if isinstance(x, c._Section):
+    if isinstance(x, c.Section):
         return (type(x).__name__, shape(x.value))
     if isinstance(x, t.Array):
         return ("Array", x.type, shape(x.descriptor), tuple(shape(v) for v in x))
@@ -612,11 +612,11 @@ def _as_ours_writes_it(p: Any) -> Any:
     if not isinstance(p, P.Described):
         return p
     cls = _class_of(p.descriptor)
-    if cls is None or issubclass(cls, c._Section):
+    if cls is None or issubclass(cls, c.Section):
         return p
     fields = list(p.value)
     for i, v in enumerate(fields):
-        if i in cls._MULTIPLE and isinstance(v, P.Array) and len(v.elements) == 1:
+        if i in cls.MULTIPLE and isinstance(v, P.Array) and len(v.elements) == 1:
             fields[i] = v.elements[0]
         else:
             fields[i] = _as_ours_writes_it(v)
@@ -684,13 +684,13 @@ def read_stream(data: bytes) -> list[Any]:
     reader.feed(data)
     got = list(reader)
     reader.finish()
-    assert b"".join(frames.encode(f) for f in got) == data
+    assert b"".join(c.encode(f) for f in got) == data
     return got
 
 
 def fresh(x: Any) -> Any:
     """`x` rebuilt without the encodings it was read with, as a caller would build it."""
-    if isinstance(x, c._Composite):
+    if isinstance(x, c.Composite):
         return type(x)(*[fresh(v) for v in x._values()])
     if isinstance(x, t.Array):
         return t.Array([fresh(v) for v in x], x.type, x.descriptor)
@@ -704,7 +704,7 @@ def fresh(x: Any) -> Any:
 def _holds_map_or_array(x: Any) -> bool:
     if isinstance(x, dict | t.Array):
         return True
-    if isinstance(x, c._Composite):
+    if isinstance(x, c.Composite):
         return any(_holds_map_or_array(v) for v in x._values())
     return isinstance(x, list) and any(_holds_map_or_array(v) for v in x)
 
@@ -712,7 +712,7 @@ def _holds_map_or_array(x: Any) -> bool:
 def _as_proton_reads(data: bytes, cls: Any) -> Any:
     """A composite's fields as proton decodes them, a `multiple` field always as a list."""
     fields = list(proton_decode(data).value)
-    for i in cls._MULTIPLE:
+    for i in cls.MULTIPLE:
         if i < len(fields) and isinstance(fields[i], P.Array):
             fields[i] = list(fields[i].elements)
         elif i < len(fields) and fields[i] is not None:
@@ -728,7 +728,7 @@ def assert_fresh_encoding_matches(frame: Any, raw: bytes) -> None:
     elements whatever their size (see `f00000...b3` and `d1...` in its open frames), and an
     array even for one mechanism or capability, where ours writes map8/array8/sym8 and a bare
     value for one. There proton's own decoder must read both as the same values."""
-    ours = frames.encode(frames.Frame(frame.type, frame.channel, fresh(frame.body), frame.payload))
+    ours = c.encode(c.Frame(frame.type, frame.channel, fresh(frame.body), frame.payload))
     if not _holds_map_or_array(frame.body):
         assert ours == raw
         return
@@ -784,7 +784,7 @@ def test_engine_open_from_proton(settings: dict[str, Any], expected: dict[str, A
     conn.open()
     data = take(transport)
     header, frame = read_stream(data)
-    assert header == frames.ProtocolHeader(0, 1, 0, 0)
+    assert header == c.ProtocolHeader(0, 1, 0, 0)
     assert (frame.type, frame.channel, frame.payload) == (0, 0, b"")
     typed = {"max_frame_size": t.UInt, "channel_max": t.UShort, "idle_time_out": t.UInt}
     fields = {k: None if v is None else typed[k](v) for k, v in expected.items()}
@@ -914,7 +914,7 @@ def test_engine_conversation_from_proton(outcome: str) -> None:
 
     sent = read_stream(bytes(pipe.c2s))
     back = read_stream(bytes(pipe.s2c))
-    assert sent[0] == back[0] == frames.ProtocolHeader(0, 1, 0, 0)
+    assert sent[0] == back[0] == c.ProtocolHeader(0, 1, 0, 0)
     c_open, c_begin, c_attach, c_transfer = (f.body for f in sent[1:5])
     assert (c_open.container_id, c_open.hostname) == ("proton-client", "broker.example")
     assert c_begin.remote_channel is None and c_begin.next_outgoing_id == 0
@@ -957,8 +957,8 @@ def _frames_and_bytes(got: list[Any], data: bytes) -> list[tuple[Any, bytes]]:
     out = []
     pos = 0
     for f in got:
-        n = 8 if isinstance(f, frames.ProtocolHeader) else int.from_bytes(data[pos : pos + 4])
-        if isinstance(f, frames.Frame):
+        n = 8 if isinstance(f, c.ProtocolHeader) else int.from_bytes(data[pos : pos + 4])
+        if isinstance(f, c.Frame):
             out.append((f, data[pos : pos + n]))
         pos += n
     return out
@@ -966,12 +966,12 @@ def _frames_and_bytes(got: list[Any], data: bytes) -> list[tuple[Any, bytes]]:
 
 # ---- the engine, ours to proton: frames we encode, pushed into a proton transport
 
-AMQP_HEADER = frames.ProtocolHeader(0).encode()
-SASL_HEADER = frames.ProtocolHeader(3).encode()
+AMQP_HEADER = c.ProtocolHeader(0).encode()
+SASL_HEADER = c.ProtocolHeader(3).encode()
 
 
 def amqp(channel: int, body: Any, payload: bytes = b"") -> bytes:
-    return frames.encode(frames.Frame(0, channel, body, payload))
+    return c.encode(c.Frame(0, channel, body, payload))
 
 
 def _server() -> tuple[Any, Any, Any]:
@@ -1249,7 +1249,7 @@ def test_engine_conversation_into_proton(state: Any) -> None:
 
 
 def sasl(body: Any) -> bytes:
-    return frames.encode(frames.Frame(1, 0, body))
+    return c.encode(c.Frame(1, 0, body))
 
 
 @pytest.mark.parametrize(
@@ -1268,7 +1268,7 @@ def test_sasl_server_in_proton(initial_response: bytes | None, hostname: str | N
     header, mechanisms = read_stream(written)
     # proton writes even one mechanism as an array (array32, sym32); ours would write it bare
     assert_fresh_encoding_matches(mechanisms, written[8:])
-    assert header == frames.ProtocolHeader(3, 1, 0, 0)
+    assert header == c.ProtocolHeader(3, 1, 0, 0)
     assert mechanisms.type == 1
     assert mechanisms.body.sasl_server_mechanisms == ["ANONYMOUS"]
     init = c.SaslInit(
@@ -1312,7 +1312,7 @@ def test_sasl_client_in_proton(offered: list[str], field_code: int, code: int) -
     client.allow_insecure_mechs = True  # PLAIN without TLS: we are in memory
     conn.open()
     (header,) = read_stream(take(transport))
-    assert header == frames.ProtocolHeader(3, 1, 0, 0)
+    assert header == c.ProtocolHeader(3, 1, 0, 0)
     mechanisms = c.SaslMechanisms([t.Symbol(m) for m in offered])
     data = sasl(mechanisms)
     list8 = data[11] == 0xC0  # after the frame header and 00 53 40: the list's constructor
@@ -1334,7 +1334,7 @@ def test_sasl_client_in_proton(offered: list[str], field_code: int, code: int) -
     if code == 0:
         assert transport.condition is None
         assert [type(getattr(f, "body", f)).__name__ for f in after] == ["ProtocolHeader", "Open"]
-        assert after[0] == frames.ProtocolHeader(0, 1, 0, 0)
+        assert after[0] == c.ProtocolHeader(0, 1, 0, 0)
         assert after[1].body.container_id == "proton-client"
     else:
         assert transport.condition is not None
@@ -1367,8 +1367,8 @@ def test_message_from_proton() -> None:
         expiry_time=2.0,
     )
     data = bytes(message.encode())
-    msg = frames.decode_message(data)
-    assert frames.encode_message(msg) == data  # byte for byte, from the remembered encodings
+    msg = c.decode_message(data)
+    assert c.encode_message(msg) == data  # byte for byte, from the remembered encodings
     assert msg.header == c.Header(True, 9, 1500, True, 2)  # proton's ttl is in seconds
     assert msg.message_annotations.value == {"x-opt-a": "v"}
     props = msg.properties
@@ -1393,7 +1393,7 @@ def test_message_from_proton() -> None:
     ids=["amqp-value-string", "amqp-value-map", "data-vbin32", "amqp-sequence"],
 )
 def test_message_into_proton(body: Any) -> None:
-    msg = frames.Message(
+    msg = c.Message(
         header=c.Header(durable=True, priority=4, ttl=2**32 - 1, delivery_count=0),
         message_annotations=c.MessageAnnotations({t.Symbol("x-opt-z"): t.UInt(256)}),
         properties=c.Properties(
@@ -1408,7 +1408,7 @@ def test_message_into_proton(body: Any) -> None:
         body=body,
     )
     message = P.Message()
-    message.decode(frames.encode_message(msg))
+    message.decode(c.encode_message(msg))
     assert (message.durable, message.priority, message.ttl) == (True, 4, (2**32 - 1) / 1000)
     assert message.annotations == {"x-opt-z": 256}
     assert shape(message.annotations[sym("x-opt-z")]) == shape(P.uint(256))

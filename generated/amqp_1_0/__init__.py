@@ -1,1 +1,1 @@
-"""Generated codecs for AMQP 1.0."""
+"""Generated codecs for amqp-1-0."""

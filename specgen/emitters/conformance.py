@@ -17,6 +17,7 @@ from typing import Any
 
 from specgen.emitters import conformance_nodes as n
 from specgen.emitters.plan import ModulePlan, attr_name, isort_key, snake
+from specgen.emitters.python_codec import described_files
 from specgen.emitters.render import Renderer
 from specgen.ir import (
     INT_WIDTHS,
@@ -485,6 +486,8 @@ def _switch_cases(fields: tuple[Field, ...]) -> int:
 
 
 def emit(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, str]:
+    if plan.described is not None:
+        return described_files(spec, plan, renderer, ("test_conformance",))
     protocol = plan.protocol
     if plan.packed is not None:  # packing-flag structs: their cases come from their plan
         body = renderer.trimmed_macro("python/_packed_macros.j2", "conformance", plan.packed)

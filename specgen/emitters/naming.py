@@ -1,6 +1,6 @@
 """What every planner shares and nothing else: the planning error and the naming of fields.
 
-Its own module so that the planners for each kind of layout (`plan`, `plan_packed`) import it
+Its own module so that the planners for each kind of layout (`plan`, `plan_packed`, `plan_described`) import it
 without importing one another.
 """
 

@@ -18,10 +18,11 @@ import re
 import struct
 from dataclasses import dataclass, field, replace
 
-from specgen.emitters import plan_packed
+from specgen.emitters import plan_described, plan_packed
 from specgen.emitters.naming import PlanError as PlanError
 from specgen.emitters.naming import attr_name as attr_name
 from specgen.emitters.naming import snake as snake
+from specgen.emitters.plan_described import DescribedPlan
 from specgen.ir import (
     INT_WIDTHS,
     Alternatives,
@@ -542,6 +543,8 @@ class ModulePlan:
     # a segment layer's messages: packing-flag structs in segments (`plan_packed`), planned
     # there instead of as fused runs; `messages`, `structs` and `named` are then empty
     packed: plan_packed.PackedPlan | None = None
+    # self-describing values (typedefs): described types are the messages (`plan_described`)
+    described: DescribedPlan | None = None
 
     def message_class(self, ident: tuple[int, ...]) -> MessagePlan | None:
         return next((m for m in self.messages if m.ident == ident), None)
@@ -570,6 +573,12 @@ class Planner:
             frame = plan_frame(self.protocol)
             packed = plan_packed.plan(self.protocol)
             return ModulePlan(self.protocol, [], [], frame, [], set(), packed=packed)
+        if self.protocol.typedefs:
+            # values that say their own type: described types, not commands, are the messages
+            described = plan_described.plan(self.protocol)
+            return ModulePlan(
+                self.protocol, [], [], plan_frame(self.protocol), [], set(), described=described
+            )
         todo = []
         for command in self.protocol.commands:
             for message in command.messages:

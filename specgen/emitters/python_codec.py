@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from specgen.emitters import sharing
-from specgen.emitters.plan import FramePlan, MessagePlan, ModulePlan, isort_key, snake
+from specgen.emitters.plan import (
+    FramePlan,
+    MessagePlan,
+    ModulePlan,
+    PlanError,
+    isort_key,
+    snake,
+)
 from specgen.emitters.plan_packed import PackedPlan
 from specgen.emitters.render import Renderer
 from specgen.emitters.sharing import Block, block
-from specgen.ir import Protocol
+from specgen.ir import Constant, Protocol
 from specgen.registry import SpecVersion
 
 # 64 MiB: far above RabbitMQ's default frame_max (1 MiB), far below what would hurt a reader.
@@ -32,6 +40,8 @@ _FRAMING = (
 def emit_shared(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, str]:
     """Files of `generated/<package>/` every version shares: errors, framing, the frame reader,
     and the value containers and records helpers when some version uses them."""
+    if plan.described is not None:
+        return described_files(spec, plan, renderer, ("errors", "framing", "frame_reader"))
     common = _common(spec, plan)
     segments = {"segment_facts": "", "assembly": ""}
     if plan.packed is not None:  # a segment layer: its header bits, and segments of frames
@@ -66,6 +76,8 @@ def _packed_macro(renderer: Renderer, template: str, name: str, *args: Any) -> s
 
 def emit_helpers(spec: SpecVersion, plans: list[ModulePlan], renderer: Renderer) -> dict[str, str]:
     """Shared helper modules that only some protocols need."""
+    if plans[-1].described is not None:
+        return _described_values(spec, plans, renderer)
     files: dict[str, str] = {}
     common = _common(spec, plans[-1])
     if any(s.records is not None for p in plans for s in p.structs):
@@ -86,6 +98,52 @@ def emit_helpers(spec: SpecVersion, plans: list[ModulePlan], renderer: Renderer)
             "python/values.py.j2", spec, plans[-1].protocol, packed_body=body, **common
         )
     return files
+
+
+def described_files(
+    spec: SpecVersion, plan: ModulePlan, renderer: Renderer, modules: tuple[str, ...]
+) -> dict[str, str]:
+    """Modules of self-describing values (`plan.described`), each from the family's template,
+    which calls its `_described_macros.j2` piece."""
+    context = {"described": plan.described, "ir": plan.protocol}
+    return {
+        f"{name}.py": renderer.render(f"python/{name}.py.j2", spec, plan.protocol, **context)
+        for name in modules
+    }
+
+
+def _described_init(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> str:
+    """The version's `__init__`: the family's, naming its described types, frames and values."""
+    d = plan.described
+    assert d is not None
+    commands = {c.cls for c in d.classes} | {"BODIES", "CLASSES", "DESCRIBED", "FRAME_KEYS"}
+    commands |= {"Frame", "ProtocolHeader", "decode", "decode_value", "decode_value_wire", "encode"}
+    if d.sections:
+        commands |= {"Message", "decode_message", "encode_message"}
+    enums = {e.cls for e in d.enums} | {name for name, _, _ in d.constants} | {"COMMANDS"}
+    values = {*d.wrappers, "encode_value"}
+    return renderer.render(
+        "python/package_init.py.j2",
+        spec,
+        plan.protocol,
+        command_names=sorted(commands, key=isort_key),
+        enum_names=sorted(enums, key=isort_key),
+        value_names=[*d.wrappers, "encode_value"],  # wrappers as ruff sorts them: naturally
+        also=[],
+        exports=sorted(commands | enums | values | {"DecodeError", "EncodeError", "FrameReader"}),
+        **_common(spec, plan),
+    )
+
+
+def _described_values(
+    spec: SpecVersion, plans: list[ModulePlan], renderer: Renderer
+) -> dict[str, str]:
+    """`values.py`: the type system, once for every version; so their primitives must agree."""
+    prims = [p.described.prims if p.described else None for p in plans]
+    if any(p != prims[-1] for p in prims):
+        raise PlanError(f"{spec.document}: versions of one package encode primitives differently")
+    latest = next((p for p in plans if p.protocol.version == spec.version), plans[-1])
+    return described_files(spec, latest, renderer, ("values",))
 
 
 def _common(spec: SpecVersion, plan: ModulePlan) -> dict[str, Any]:
@@ -116,6 +174,8 @@ class VersionCode:
 
 def prepare(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> VersionCode:
     """A version's views and blocks, for `shared_blocks` and `emit`."""
+    if plan.described is not None:  # no blocks to share: its versions share values.py instead
+        return VersionCode(spec, plan, [], [], [])
     messages = [_message_view(m, plan) for m in plan.messages]
     structs: list[dict[str, Any]] = [
         {
@@ -254,6 +314,18 @@ def emit(
     spec, plan = code.spec, code.plan
     if plan.packed is not None:
         return _emit_packed(spec, plan, plan.packed, renderer)
+    if plan.described is not None:
+        files = described_files(spec, plan, renderer, ("commands",))
+        files["__init__.py"] = _described_init(spec, plan, renderer)
+        # constants as Python names (the spec's may hold hyphens), their prose on one line
+        names = [
+            replace(c, name=name, doc=doc)
+            for c, (name, _, doc) in zip(
+                plan.protocol.constants, plan.described.constants, strict=True
+            )
+        ]
+        files["enums.py"] = _enums(spec, plan, renderer, names, described=plan.described)
+        return files
     found = found or set()
     protocol = plan.protocol
     frame = plan.frame
@@ -322,26 +394,7 @@ def emit(
             packed_body="",
             **context,
         ),
-        "enums.py": renderer.render(
-            "python/enums.py.j2",
-            spec,
-            protocol,
-            commands=[
-                {
-                    "const": re.sub(r"\W+", "_", snake(c.name.replace(".", ""))).upper(),
-                    "ident": c.ident,
-                    "name": c.name,
-                    "sender": c.sender,
-                    "expects_response": c.expects_response,
-                }
-                for c in protocol.commands
-            ],
-            single_key=all(len(c.ident) == 1 for c in protocol.commands),
-            enums=protocol.enums,
-            constants=protocol.constants,
-            domain_tables="",
-            **common,
-        ),
+        "enums.py": _enums(spec, plan, renderer, protocol.constants),
     }
     exports = sorted(
         {
@@ -517,6 +570,37 @@ def _emit_packed(
         **common,
     )
     return files
+
+
+def _enums(
+    spec: SpecVersion,
+    plan: ModulePlan,
+    renderer: Renderer,
+    constants: Sequence[Constant],
+    **context: Any,
+) -> str:
+    """`enums.py`: the commands' keys or identities, the enumerations and the constants."""
+    protocol = plan.protocol
+    return renderer.render(
+        "python/enums.py.j2",
+        spec,
+        protocol,
+        commands=[
+            {
+                "const": re.sub(r"\W+", "_", snake(c.name.replace(".", ""))).upper(),
+                "ident": c.ident,
+                "name": c.name,
+                "sender": c.sender,
+                "expects_response": c.expects_response,
+            }
+            for c in protocol.commands
+        ],
+        single_key=all(len(c.ident) == 1 for c in protocol.commands),
+        enums=protocol.enums,
+        constants=constants,
+        **_common(spec, plan),
+        **{"domain_tables": "", **context},
+    )
 
 
 def _error_imports(plan: ModulePlan) -> list[str]:

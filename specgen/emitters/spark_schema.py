@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from specgen.emitters import sharing
 from specgen.emitters.plan import ModulePlan, PlanError, attr_name, isort_key, snake
-from specgen.emitters.python_codec import VersionCode
+from specgen.emitters.python_codec import VersionCode, described_files
 from specgen.emitters.render import Renderer
 from specgen.emitters.sharing import Block, block
 from specgen.ir import (
@@ -127,6 +127,8 @@ class SchemaCode:
 
 def prepare(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> SchemaCode:
     """A version's columns, their builders rendered, for `shared_builders` and `emit`."""
+    if plan.described is not None:  # one struct column per performative, from its fields
+        return SchemaCode(spec, plan, [], {}, [])
     protocol = plan.protocol
     mapper = _Mapper(protocol, plan.clashing)
     columns: list[ColumnPlan] = []
@@ -194,6 +196,8 @@ def emit(
     """`spark_schema.py` of a version; the builders in `found` come from `shared_spark.py`."""
     if code.plan.packed is not None:  # segments of packing-flag structs: no columns yet
         return {}
+    if code.plan.described is not None:
+        return described_files(code.spec, code.plan, renderer, ("spark_schema",))
     found = found or set()
     local = [b for b in code.blocks if b.ident not in found]
     imports = {c.cls for c in code.columns} | {"Message"}

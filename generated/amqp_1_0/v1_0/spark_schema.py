@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
 
-from . import composites as c
-from .frames import Frame, ProtocolHeader
+from . import commands as c
+from .commands import Frame, ProtocolHeader
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType

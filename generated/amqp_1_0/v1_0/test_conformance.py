@@ -17,70 +17,71 @@ import uuid
 
 import pytest
 
+from .. import values
 from ..errors import DecodeError, EncodeError
-from . import FrameReader, frames, types
-from . import composites as c
-from .types import Char, Symbol
+from ..values import Char, Symbol
+from . import FrameReader
+from . import commands as c
 
 _ = (uuid, Char, Symbol)
 
 INTEGERS = [
-    ("ubyte", types.UByte, 0x50, 1, False, 0),
-    ("ubyte", types.UByte, 0x50, 1, False, 255),
-    ("ushort", types.UShort, 0x60, 2, False, 0),
-    ("ushort", types.UShort, 0x60, 2, False, 65535),
-    ("uint", types.UInt, 0x43, 0, False, 0),
-    ("uint", types.UInt, 0x43, 0, False, 0),
-    ("uint", types.UInt, 0x52, 1, False, 1),
-    ("uint", types.UInt, 0x52, 1, False, 255),
-    ("uint", types.UInt, 0x70, 4, False, 256),
-    ("uint", types.UInt, 0x70, 4, False, 4294967295),
-    ("ulong", types.ULong, 0x44, 0, False, 0),
-    ("ulong", types.ULong, 0x44, 0, False, 0),
-    ("ulong", types.ULong, 0x53, 1, False, 1),
-    ("ulong", types.ULong, 0x53, 1, False, 255),
-    ("ulong", types.ULong, 0x80, 8, False, 256),
-    ("ulong", types.ULong, 0x80, 8, False, 18446744073709551615),
-    ("byte", types.Byte, 0x51, 1, True, -128),
-    ("byte", types.Byte, 0x51, 1, True, 127),
-    ("short", types.Short, 0x61, 2, True, -32768),
-    ("short", types.Short, 0x61, 2, True, 32767),
-    ("int", types.Int, 0x54, 1, True, -128),
-    ("int", types.Int, 0x54, 1, True, 127),
-    ("int", types.Int, 0x71, 4, True, -129),
-    ("int", types.Int, 0x71, 4, True, -2147483648),
-    ("int", types.Int, 0x71, 4, True, 128),
-    ("int", types.Int, 0x71, 4, True, 2147483647),
-    ("long", types.Long, 0x55, 1, True, -128),
-    ("long", types.Long, 0x55, 1, True, 127),
-    ("long", types.Long, 0x81, 8, True, -129),
-    ("long", types.Long, 0x81, 8, True, -9223372036854775808),
-    ("long", types.Long, 0x81, 8, True, 128),
-    ("long", types.Long, 0x81, 8, True, 9223372036854775807),
-    ("timestamp", types.Timestamp, 0x83, 8, False, 0),
-    ("timestamp", types.Timestamp, 0x83, 8, False, 18446744073709551615),
+    ("ubyte", values.UByte, 0x50, 1, False, 0),
+    ("ubyte", values.UByte, 0x50, 1, False, 255),
+    ("ushort", values.UShort, 0x60, 2, False, 0),
+    ("ushort", values.UShort, 0x60, 2, False, 65535),
+    ("uint", values.UInt, 0x43, 0, False, 0),
+    ("uint", values.UInt, 0x43, 0, False, 0),
+    ("uint", values.UInt, 0x52, 1, False, 1),
+    ("uint", values.UInt, 0x52, 1, False, 255),
+    ("uint", values.UInt, 0x70, 4, False, 256),
+    ("uint", values.UInt, 0x70, 4, False, 4294967295),
+    ("ulong", values.ULong, 0x44, 0, False, 0),
+    ("ulong", values.ULong, 0x44, 0, False, 0),
+    ("ulong", values.ULong, 0x53, 1, False, 1),
+    ("ulong", values.ULong, 0x53, 1, False, 255),
+    ("ulong", values.ULong, 0x80, 8, False, 256),
+    ("ulong", values.ULong, 0x80, 8, False, 18446744073709551615),
+    ("byte", values.Byte, 0x51, 1, True, -128),
+    ("byte", values.Byte, 0x51, 1, True, 127),
+    ("short", values.Short, 0x61, 2, True, -32768),
+    ("short", values.Short, 0x61, 2, True, 32767),
+    ("int", values.Int, 0x54, 1, True, -128),
+    ("int", values.Int, 0x54, 1, True, 127),
+    ("int", values.Int, 0x71, 4, True, -129),
+    ("int", values.Int, 0x71, 4, True, -2147483648),
+    ("int", values.Int, 0x71, 4, True, 128),
+    ("int", values.Int, 0x71, 4, True, 2147483647),
+    ("long", values.Long, 0x55, 1, True, -128),
+    ("long", values.Long, 0x55, 1, True, 127),
+    ("long", values.Long, 0x81, 8, True, -129),
+    ("long", values.Long, 0x81, 8, True, -9223372036854775808),
+    ("long", values.Long, 0x81, 8, True, 128),
+    ("long", values.Long, 0x81, 8, True, 9223372036854775807),
+    ("timestamp", values.Timestamp, 0x83, 8, False, 0),
+    ("timestamp", values.Timestamp, 0x83, 8, False, 18446744073709551615),
 ]
 """(type, class, expected format code, width, signed, value): each edge of each encoding."""
 
 OUT_OF_RANGE = [
-    (types.UByte, -1),
-    (types.UByte, 256),
-    (types.UShort, -1),
-    (types.UShort, 65536),
-    (types.UInt, -1),
-    (types.UInt, 4294967296),
-    (types.ULong, -1),
-    (types.ULong, 18446744073709551616),
-    (types.Byte, -129),
-    (types.Byte, 128),
-    (types.Short, -32769),
-    (types.Short, 32768),
-    (types.Int, -2147483649),
-    (types.Int, 2147483648),
-    (types.Long, -9223372036854775809),
-    (types.Long, 9223372036854775808),
-    (types.Timestamp, -1),
-    (types.Timestamp, 18446744073709551616),
+    (values.UByte, -1),
+    (values.UByte, 256),
+    (values.UShort, -1),
+    (values.UShort, 65536),
+    (values.UInt, -1),
+    (values.UInt, 4294967296),
+    (values.ULong, -1),
+    (values.ULong, 18446744073709551616),
+    (values.Byte, -129),
+    (values.Byte, 128),
+    (values.Short, -32769),
+    (values.Short, 32768),
+    (values.Int, -2147483649),
+    (values.Int, 2147483648),
+    (values.Long, -9223372036854775809),
+    (values.Long, 9223372036854775808),
+    (values.Timestamp, -1),
+    (values.Timestamp, 18446744073709551616),
 ]
 
 ENCODINGS = [
@@ -132,8 +133,8 @@ def test_integer_takes_smallest_encoding(
     name: str, cls: type, code: int, width: int, signed: bool, value: int
 ) -> None:
     expected = bytes([code]) + value.to_bytes(width, "big", signed=signed)
-    assert types.encode_value(cls(value)) == expected
-    decoded, end = types.decode_value(expected)
+    assert values.encode_value(cls(value)) == expected
+    decoded, end = c.decode_value(expected)
     assert (decoded, type(decoded).__name__ in (cls.__name__, "int"), end) == (
         value,
         True,
@@ -144,7 +145,7 @@ def test_integer_takes_smallest_encoding(
 @pytest.mark.parametrize(("cls", "value"), OUT_OF_RANGE)
 def test_integer_out_of_range_is_refused(cls: type, value: int) -> None:
     with pytest.raises(EncodeError):
-        types.encode_value(cls(value))
+        values.encode_value(cls(value))
 
 
 @pytest.mark.parametrize(("code", "category", "width", "name"), ENCODINGS)
@@ -175,10 +176,10 @@ def test_every_encoding_decodes_and_reencodes_with_its_wire(
             + (3).to_bytes(width, "big")
             + items
         )
-    value, end, wire = types.decode_value_wire(data)
+    value, end, wire = c.decode_value_wire(data)
     assert end == len(data)
-    assert types.TYPE_OF[code] == name
-    assert types.encode_value(value, wire) == data
+    assert values.TYPE_OF[code] == name
+    assert values.encode_value(value, wire) == data
 
 
 @pytest.mark.parametrize(
@@ -201,9 +202,9 @@ def test_array_of_every_fixed_encoding_reencodes_with_its_wire(
         items = b"\x01" * width * 3
     body = (3).to_bytes(1, "big") + bytes([code]) + items
     data = b"\xe0" + len(body).to_bytes(1, "big") + body
-    value, end, wire = types.decode_value_wire(data)
+    value, end, wire = c.decode_value_wire(data)
     assert (end, len(value), value.type) == (len(data), 3, name)
-    assert types.encode_value(value, wire) == data
+    assert values.encode_value(value, wire) == data
 
 
 @pytest.mark.parametrize(
@@ -226,8 +227,8 @@ def test_variable_width_switches_at_256_bytes(name: str, length: int) -> None:
         expected = bytes([small, length]) + raw
     else:
         expected = bytes([large]) + length.to_bytes(4, "big") + raw
-    assert types.encode_value(value) == expected
-    assert types.decode_value(expected) == (value, len(expected))
+    assert values.encode_value(value) == expected
+    assert c.decode_value(expected) == (value, len(expected))
 
 
 def test_open_is_its_descriptor_and_a_list() -> None:
@@ -242,12 +243,12 @@ def test_open_is_its_descriptor_and_a_list() -> None:
 
     assert items[0] == 0xC0 and items[2] == 1  # list8, no trailing nulls
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_begin_is_its_descriptor_and_a_list() -> None:
@@ -264,12 +265,12 @@ def test_begin_is_its_descriptor_and_a_list() -> None:
 
     assert items[0] == 0xC0 and items[2] == 4  # list8, no trailing nulls
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_attach_is_its_descriptor_and_a_list() -> None:
@@ -286,12 +287,12 @@ def test_attach_is_its_descriptor_and_a_list() -> None:
 
     assert items[0] == 0xC0 and items[2] == 3  # list8, no trailing nulls
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_flow_is_its_descriptor_and_a_list() -> None:
@@ -308,12 +309,12 @@ def test_flow_is_its_descriptor_and_a_list() -> None:
 
     assert items[0] == 0xC0 and items[2] == 4  # list8, no trailing nulls
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_transfer_is_its_descriptor_and_a_list() -> None:
@@ -328,12 +329,12 @@ def test_transfer_is_its_descriptor_and_a_list() -> None:
 
     assert items[0] == 0xC0 and items[2] == 1  # list8, no trailing nulls
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_disposition_is_its_descriptor_and_a_list() -> None:
@@ -349,12 +350,12 @@ def test_disposition_is_its_descriptor_and_a_list() -> None:
 
     assert items[0] == 0xC0 and items[2] == 2  # list8, no trailing nulls
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_detach_is_its_descriptor_and_a_list() -> None:
@@ -369,12 +370,12 @@ def test_detach_is_its_descriptor_and_a_list() -> None:
 
     assert items[0] == 0xC0 and items[2] == 1  # list8, no trailing nulls
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_end_is_its_descriptor_and_a_list() -> None:
@@ -387,12 +388,12 @@ def test_end_is_its_descriptor_and_a_list() -> None:
 
     assert items == b"\x45"  # list0: no field set
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_close_is_its_descriptor_and_a_list() -> None:
@@ -405,12 +406,12 @@ def test_close_is_its_descriptor_and_a_list() -> None:
 
     assert items == b"\x45"  # list0: no field set
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_error_is_its_descriptor_and_a_list() -> None:
@@ -425,12 +426,12 @@ def test_error_is_its_descriptor_and_a_list() -> None:
 
     assert items[0] == 0xC0 and items[2] == 1  # list8, no trailing nulls
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_header_is_its_descriptor_and_a_list() -> None:
@@ -443,12 +444,12 @@ def test_header_is_its_descriptor_and_a_list() -> None:
 
     assert items == b"\x45"  # list0: no field set
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_properties_is_its_descriptor_and_a_list() -> None:
@@ -461,12 +462,12 @@ def test_properties_is_its_descriptor_and_a_list() -> None:
 
     assert items == b"\x45"  # list0: no field set
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_received_is_its_descriptor_and_a_list() -> None:
@@ -482,12 +483,12 @@ def test_received_is_its_descriptor_and_a_list() -> None:
 
     assert items[0] == 0xC0 and items[2] == 2  # list8, no trailing nulls
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_accepted_is_its_descriptor_and_a_list() -> None:
@@ -500,12 +501,12 @@ def test_accepted_is_its_descriptor_and_a_list() -> None:
 
     assert items == b"\x45"  # list0: no field set
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_rejected_is_its_descriptor_and_a_list() -> None:
@@ -518,12 +519,12 @@ def test_rejected_is_its_descriptor_and_a_list() -> None:
 
     assert items == b"\x45"  # list0: no field set
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_released_is_its_descriptor_and_a_list() -> None:
@@ -536,12 +537,12 @@ def test_released_is_its_descriptor_and_a_list() -> None:
 
     assert items == b"\x45"  # list0: no field set
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_modified_is_its_descriptor_and_a_list() -> None:
@@ -554,12 +555,12 @@ def test_modified_is_its_descriptor_and_a_list() -> None:
 
     assert items == b"\x45"  # list0: no field set
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_source_is_its_descriptor_and_a_list() -> None:
@@ -572,12 +573,12 @@ def test_source_is_its_descriptor_and_a_list() -> None:
 
     assert items == b"\x45"  # list0: no field set
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_target_is_its_descriptor_and_a_list() -> None:
@@ -590,12 +591,12 @@ def test_target_is_its_descriptor_and_a_list() -> None:
 
     assert items == b"\x45"  # list0: no field set
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_delete_on_close_is_its_descriptor_and_a_list() -> None:
@@ -608,12 +609,12 @@ def test_delete_on_close_is_its_descriptor_and_a_list() -> None:
 
     assert items == b"\x45"  # list0: no field set
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_delete_on_no_links_is_its_descriptor_and_a_list() -> None:
@@ -626,12 +627,12 @@ def test_delete_on_no_links_is_its_descriptor_and_a_list() -> None:
 
     assert items == b"\x45"  # list0: no field set
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_delete_on_no_messages_is_its_descriptor_and_a_list() -> None:
@@ -644,12 +645,12 @@ def test_delete_on_no_messages_is_its_descriptor_and_a_list() -> None:
 
     assert items == b"\x45"  # list0: no field set
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_delete_on_no_links_or_messages_is_its_descriptor_and_a_list() -> None:
@@ -662,12 +663,12 @@ def test_delete_on_no_links_or_messages_is_its_descriptor_and_a_list() -> None:
 
     assert items == b"\x45"  # list0: no field set
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_coordinator_is_its_descriptor_and_a_list() -> None:
@@ -680,12 +681,12 @@ def test_coordinator_is_its_descriptor_and_a_list() -> None:
 
     assert items == b"\x45"  # list0: no field set
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_declare_is_its_descriptor_and_a_list() -> None:
@@ -698,12 +699,12 @@ def test_declare_is_its_descriptor_and_a_list() -> None:
 
     assert items == b"\x45"  # list0: no field set
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_discharge_is_its_descriptor_and_a_list() -> None:
@@ -718,12 +719,12 @@ def test_discharge_is_its_descriptor_and_a_list() -> None:
 
     assert items[0] == 0xC0 and items[2] == 1  # list8, no trailing nulls
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_declared_is_its_descriptor_and_a_list() -> None:
@@ -738,12 +739,12 @@ def test_declared_is_its_descriptor_and_a_list() -> None:
 
     assert items[0] == 0xC0 and items[2] == 1  # list8, no trailing nulls
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_transactional_state_is_its_descriptor_and_a_list() -> None:
@@ -758,12 +759,12 @@ def test_transactional_state_is_its_descriptor_and_a_list() -> None:
 
     assert items[0] == 0xC0 and items[2] == 1  # list8, no trailing nulls
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_sasl_mechanisms_is_its_descriptor_and_a_list() -> None:
@@ -778,12 +779,12 @@ def test_sasl_mechanisms_is_its_descriptor_and_a_list() -> None:
 
     assert items[0] == 0xC0 and items[2] == 1  # list8, no trailing nulls
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_sasl_init_is_its_descriptor_and_a_list() -> None:
@@ -798,12 +799,12 @@ def test_sasl_init_is_its_descriptor_and_a_list() -> None:
 
     assert items[0] == 0xC0 and items[2] == 1  # list8, no trailing nulls
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_sasl_challenge_is_its_descriptor_and_a_list() -> None:
@@ -818,12 +819,12 @@ def test_sasl_challenge_is_its_descriptor_and_a_list() -> None:
 
     assert items[0] == 0xC0 and items[2] == 1  # list8, no trailing nulls
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_sasl_response_is_its_descriptor_and_a_list() -> None:
@@ -838,12 +839,12 @@ def test_sasl_response_is_its_descriptor_and_a_list() -> None:
 
     assert items[0] == 0xC0 and items[2] == 1  # list8, no trailing nulls
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_sasl_outcome_is_its_descriptor_and_a_list() -> None:
@@ -858,12 +859,12 @@ def test_sasl_outcome_is_its_descriptor_and_a_list() -> None:
 
     assert items[0] == 0xC0 and items[2] == 1  # list8, no trailing nulls
 
-    decoded, end = types.decode_value(data)
+    decoded, end = c.decode_value(data)
     assert (decoded, end) == (value, len(data))
     assert decoded.encode() == data
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
-            types.decode_value(data[:cut])
+            c.decode_value(data[:cut])
 
 
 def test_open_refuses_a_missing_mandatory_field() -> None:
@@ -872,7 +873,7 @@ def test_open_refuses_a_missing_mandatory_field() -> None:
     code = 0x00000000_00000010
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
-        types.decode_value(b"\x00" + descriptor + b"\x45")
+        c.decode_value(b"\x00" + descriptor + b"\x45")
 
 
 def test_begin_refuses_a_missing_mandatory_field() -> None:
@@ -881,7 +882,7 @@ def test_begin_refuses_a_missing_mandatory_field() -> None:
     code = 0x00000000_00000011
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
-        types.decode_value(b"\x00" + descriptor + b"\x45")
+        c.decode_value(b"\x00" + descriptor + b"\x45")
 
 
 def test_attach_refuses_a_missing_mandatory_field() -> None:
@@ -890,7 +891,7 @@ def test_attach_refuses_a_missing_mandatory_field() -> None:
     code = 0x00000000_00000012
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
-        types.decode_value(b"\x00" + descriptor + b"\x45")
+        c.decode_value(b"\x00" + descriptor + b"\x45")
 
 
 def test_flow_refuses_a_missing_mandatory_field() -> None:
@@ -899,7 +900,7 @@ def test_flow_refuses_a_missing_mandatory_field() -> None:
     code = 0x00000000_00000013
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
-        types.decode_value(b"\x00" + descriptor + b"\x45")
+        c.decode_value(b"\x00" + descriptor + b"\x45")
 
 
 def test_transfer_refuses_a_missing_mandatory_field() -> None:
@@ -908,7 +909,7 @@ def test_transfer_refuses_a_missing_mandatory_field() -> None:
     code = 0x00000000_00000014
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
-        types.decode_value(b"\x00" + descriptor + b"\x45")
+        c.decode_value(b"\x00" + descriptor + b"\x45")
 
 
 def test_disposition_refuses_a_missing_mandatory_field() -> None:
@@ -917,7 +918,7 @@ def test_disposition_refuses_a_missing_mandatory_field() -> None:
     code = 0x00000000_00000015
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
-        types.decode_value(b"\x00" + descriptor + b"\x45")
+        c.decode_value(b"\x00" + descriptor + b"\x45")
 
 
 def test_detach_refuses_a_missing_mandatory_field() -> None:
@@ -926,7 +927,7 @@ def test_detach_refuses_a_missing_mandatory_field() -> None:
     code = 0x00000000_00000016
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
-        types.decode_value(b"\x00" + descriptor + b"\x45")
+        c.decode_value(b"\x00" + descriptor + b"\x45")
 
 
 def test_error_refuses_a_missing_mandatory_field() -> None:
@@ -935,7 +936,7 @@ def test_error_refuses_a_missing_mandatory_field() -> None:
     code = 0x00000000_0000001D
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
-        types.decode_value(b"\x00" + descriptor + b"\x45")
+        c.decode_value(b"\x00" + descriptor + b"\x45")
 
 
 def test_received_refuses_a_missing_mandatory_field() -> None:
@@ -944,7 +945,7 @@ def test_received_refuses_a_missing_mandatory_field() -> None:
     code = 0x00000000_00000023
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
-        types.decode_value(b"\x00" + descriptor + b"\x45")
+        c.decode_value(b"\x00" + descriptor + b"\x45")
 
 
 def test_discharge_refuses_a_missing_mandatory_field() -> None:
@@ -953,7 +954,7 @@ def test_discharge_refuses_a_missing_mandatory_field() -> None:
     code = 0x00000000_00000032
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
-        types.decode_value(b"\x00" + descriptor + b"\x45")
+        c.decode_value(b"\x00" + descriptor + b"\x45")
 
 
 def test_declared_refuses_a_missing_mandatory_field() -> None:
@@ -962,7 +963,7 @@ def test_declared_refuses_a_missing_mandatory_field() -> None:
     code = 0x00000000_00000033
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
-        types.decode_value(b"\x00" + descriptor + b"\x45")
+        c.decode_value(b"\x00" + descriptor + b"\x45")
 
 
 def test_transactional_state_refuses_a_missing_mandatory_field() -> None:
@@ -971,7 +972,7 @@ def test_transactional_state_refuses_a_missing_mandatory_field() -> None:
     code = 0x00000000_00000034
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
-        types.decode_value(b"\x00" + descriptor + b"\x45")
+        c.decode_value(b"\x00" + descriptor + b"\x45")
 
 
 def test_sasl_mechanisms_refuses_a_missing_mandatory_field() -> None:
@@ -980,7 +981,7 @@ def test_sasl_mechanisms_refuses_a_missing_mandatory_field() -> None:
     code = 0x00000000_00000040
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
-        types.decode_value(b"\x00" + descriptor + b"\x45")
+        c.decode_value(b"\x00" + descriptor + b"\x45")
 
 
 def test_sasl_init_refuses_a_missing_mandatory_field() -> None:
@@ -989,7 +990,7 @@ def test_sasl_init_refuses_a_missing_mandatory_field() -> None:
     code = 0x00000000_00000041
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
-        types.decode_value(b"\x00" + descriptor + b"\x45")
+        c.decode_value(b"\x00" + descriptor + b"\x45")
 
 
 def test_sasl_challenge_refuses_a_missing_mandatory_field() -> None:
@@ -998,7 +999,7 @@ def test_sasl_challenge_refuses_a_missing_mandatory_field() -> None:
     code = 0x00000000_00000042
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
-        types.decode_value(b"\x00" + descriptor + b"\x45")
+        c.decode_value(b"\x00" + descriptor + b"\x45")
 
 
 def test_sasl_response_refuses_a_missing_mandatory_field() -> None:
@@ -1007,7 +1008,7 @@ def test_sasl_response_refuses_a_missing_mandatory_field() -> None:
     code = 0x00000000_00000043
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
-        types.decode_value(b"\x00" + descriptor + b"\x45")
+        c.decode_value(b"\x00" + descriptor + b"\x45")
 
 
 def test_sasl_outcome_refuses_a_missing_mandatory_field() -> None:
@@ -1016,15 +1017,15 @@ def test_sasl_outcome_refuses_a_missing_mandatory_field() -> None:
     code = 0x00000000_00000044
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
-        types.decode_value(b"\x00" + descriptor + b"\x45")
+        c.decode_value(b"\x00" + descriptor + b"\x45")
 
 
 def test_empty_frame_is_a_heartbeat() -> None:
     # section 2.4.5: a frame with no body, 8 bytes: size 8, doff 2, type 0, channel 0
     data = struct.pack(">IBBH", 8, 2, 0, 0)
-    frame = frames.decode(data)
-    assert isinstance(frame, frames.Frame) and frame.body is None
-    assert frames.encode(frame) == data
+    frame = c.decode(data)
+    assert isinstance(frame, c.Frame) and frame.body is None
+    assert c.encode(frame) == data
 
 
 @pytest.mark.parametrize(
@@ -1036,9 +1037,9 @@ def test_empty_frame_is_a_heartbeat() -> None:
     ],
 )
 def test_protocol_headers(header: bytes) -> None:
-    decoded = frames.decode(header)
-    assert isinstance(decoded, frames.ProtocolHeader) and decoded.known
-    assert (decoded.protocol_id, frames.encode(decoded)) == (header[4], header)
+    decoded = c.decode(header)
+    assert isinstance(decoded, c.ProtocolHeader) and decoded.known
+    assert (decoded.protocol_id, c.encode(decoded)) == (header[4], header)
     reader = FrameReader()
     reader.feed(header + struct.pack(">IBBH", 8, 2, 0, 0))
     assert next(reader) == decoded
@@ -1046,9 +1047,9 @@ def test_protocol_headers(header: bytes) -> None:
 
 def test_extended_header_is_kept() -> None:
     data = struct.pack(">IBBH", 12, 3, 0, 5) + b"\x01\x02\x03\x04"
-    frame = frames.decode(data)
-    assert isinstance(frame, frames.Frame)
-    assert (frame.extended, frame.channel, frames.encode(frame)) == (b"\x01\x02\x03\x04", 5, data)
+    frame = c.decode(data)
+    assert isinstance(frame, c.Frame)
+    assert (frame.extended, frame.channel, c.encode(frame)) == (b"\x01\x02\x03\x04", 5, data)
 
 
 @pytest.mark.parametrize(
@@ -1064,7 +1065,7 @@ def test_extended_header_is_kept() -> None:
 )
 def test_bad_frames_name_field_and_offset(data: bytes, field: str) -> None:
     with pytest.raises(DecodeError) as e:
-        frames.decode(data)
+        c.decode(data)
     assert e.value.field == field
 
 
@@ -1080,4 +1081,4 @@ def test_array_of_zero_width_items_is_bounded() -> None:
     # array32 claiming 2^32-1 nulls in 5 bytes: refused before anything is allocated
     data = b"\xf0" + (5).to_bytes(4, "big") + (2**32 - 1).to_bytes(4, "big") + b"\x40"
     with pytest.raises(DecodeError):
-        types.decode_value(data)
+        c.decode_value(data)

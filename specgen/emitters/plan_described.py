@@ -1,11 +1,13 @@
-"""Self-describing protocols (AMQP 1.0): the IR's `typedefs` -> a value codec, composite
-dataclasses, sections, frames, a frame reader, a Spark schema and conformance tests.
+"""Planning self-describing values (`Protocol.typedefs`: AMQP 1.0's type system): every
+format code as a primitive's encoding, every described type (a composite's list, a restricted
+type's one value) as a class with its fields' constructors, defaults and columns, every
+restricted type with choices as an enum. `Planner.plan()` calls `plan` when the IR has typedefs.
 
 What the bytes mean comes from the IR alone: every format code, its category and width, which
-type it belongs to, descriptors, fields, choices, archetypes. What is ours is how AMQP's types
+type it belongs to, descriptors, fields, choices, archetypes. What is ours is how the types
 meet Python's, one table (`PYTHON`): which builtin each type's values are, which get a wrapper
-class so a value knows its AMQP type (`UInt(5)` is a uint, a plain `5` a long), and the value
-of each zero-width encoding, which the spec says only in words ("the uint value 0").
+class so a value knows its type (`UInt(5)` is a uint, a plain `5` a long), and the value of
+each zero-width encoding, which the spec says only in words ("the uint value 0").
 """
 
 from __future__ import annotations
@@ -13,10 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from specgen.emitters.plan import PlanError
-from specgen.emitters.render import Renderer
+from specgen.emitters.naming import PlanError
 from specgen.ir import CompositeField, Encoding, Protocol, TypeDef
-from specgen.registry import SpecVersion
 
 # AMQP type -> (value kind, wrapper class or "", Python annotation)
 PYTHON: dict[str, tuple[str, str, str]] = {
@@ -65,7 +65,7 @@ class Enc:
     name: str
     label: str
     fmt: str = ""  # struct format of a fixed numeric value
-    const: str = ""  # Python literal of a zero-width encoding's value
+    zero: object = None  # a zero-width encoding's value (None, True, False, 0 or [])
     low: int | None = None  # integer range this encoding holds
     high: int | None = None
 
@@ -95,7 +95,7 @@ class FieldPlan:
     attr: str
     name: str
     type: str
-    annotation: str
+    annotation: str  # of one value (a `multiple` field holds a list of them)
     prim: str  # primitive it comes down to; "" for "*" or a composite
     composite: str  # class name when the type is a composite or described restricted
     mandatory: bool
@@ -104,6 +104,10 @@ class FieldPlan:
     requires: tuple[str, ...]
     codes: list[int]  # constructors allowed (null aside)
     doc: str
+    allowed: str = ""  # the name of its constructors' set in the module ("" for any)
+    column: tuple[str, str, str] = ("", "", "")  # Arrow type, Spark type, how a value becomes one
+    writer: str = ""  # the function writing its value
+    kind: str = ""  # its primitive's kind (int, string, ...; "" for "*" or a composite)
 
 
 @dataclass
@@ -120,6 +124,14 @@ class ClassPlan:
     doc: str
     section: str
     span: str = ""  # where the spec defines it
+    allowed: str = ""  # sections: the name of its value's constructors' set ("" for any)
+    annotation: str = "Any"  # sections: its value's annotation
+    writer: str = ""  # sections: the function writing its value
+    kind: str = "value"  # "oneway" for a frame's body (a performative), as messages say
+
+    @property
+    def column(self) -> str:
+        return snake(self.name)
 
     @property
     def code_hex(self) -> str:
@@ -136,7 +148,7 @@ class EnumPlan:
 
 
 @dataclass
-class Amqp10Plan:
+class DescribedPlan:
     protocol: Protocol
     prims: list[Prim]
     classes: list[ClassPlan]
@@ -145,6 +157,12 @@ class Amqp10Plan:
     encodings_from: str
     frame_archetypes: dict[int, str] = field(default_factory=dict)
     headers: list[tuple[str, bytes, str]] = field(default_factory=list)
+    allowed: list[tuple[str, list[int]]] = field(default_factory=list)
+    """The constructor sets fields and sections allow, by the name the module gives them."""
+    multiples: list[tuple[str, str, str]] = field(default_factory=list)
+    """Writers of `multiple` fields: (name, the item's writer, the array's element type)."""
+    writers: list[str] = field(default_factory=list)
+    """The value module's writers the composites call, sorted."""
 
     @property
     def composites(self) -> list[ClassPlan]:
@@ -184,7 +202,7 @@ def upper(name: str) -> str:
 _KEYWORDS = {"global", "class", "from", "import", "type", "def", "in", "is", "not", "and", "or"}
 
 
-def plan(protocol: Protocol) -> Amqp10Plan:
+def plan(protocol: Protocol) -> DescribedPlan:
     types = {t.name: t for t in protocol.typedefs}
     prims = [_prim(t) for t in protocol.typedefs if t.klass == "primitive"]
     by_prim = {p.name: p for p in prims}
@@ -272,10 +290,53 @@ def plan(protocol: Protocol) -> Amqp10Plan:
         (upper(h.doc.split(" protocol header")[0]), h.data, h.doc)
         for h in protocol.frame.protocol_headers
     ]
-    out = Amqp10Plan(protocol, prims, classes, enums, constants, encodings_from, headers=headers)
+    out = DescribedPlan(protocol, prims, classes, enums, constants, encodings_from, headers=headers)
     # which archetype a frame type's body provides: AMQP frames carry `frame`s, SASL `sasl-frame`s
     out.frame_archetypes = {0: "frame", 1: "sasl-frame"}
+    _name_sets(out, by_prim)
     return out
+
+
+def _name_sets(out: DescribedPlan, by_prim: dict[str, Prim]) -> None:
+    """Name each distinct constructor set once (`STRING`, `SYMBOL_OR_ARRAY`, `DESCRIBED`), and
+    give fields their columns and samples."""
+    sets: dict[tuple[int, ...], str] = {}
+
+    def name(codes: list[int], label: str) -> str:
+        key = tuple(codes)
+        if key not in sets:
+            sets[key] = upper(label)
+        return sets[key]
+
+    writers: set[str] = set()
+    multiples: dict[str, tuple[str, str]] = {}
+    for c in out.classes:
+        if set(c.provides) & set(out.frame_archetypes.values()):
+            c.kind = "oneway"
+        c.writer = f"e_{c.prim}" if c.prim else "encode_any"
+        if c.klass == "section":
+            writers.add(c.writer)
+        for f in c.fields:
+            item = f"e_{f.prim}" if f.prim else "encode_any"
+            writers.add(item)
+            f.writer = item
+            if f.multiple:
+                f.writer = f"{item}_or_array"
+                multiples[f.writer] = (item, f.prim or "null")
+            if f.codes:
+                base = f.prim or "composite"
+                f.allowed = name(f.codes, f"{base}_or_array" if f.multiple else base)
+            f.column = spark_column(f)
+            f.kind = by_prim[f.prim].kind if f.prim else ""
+        if c.klass == "section" and c.prim:
+            c.allowed = name(by_prim[c.prim].codes, c.prim)
+            c.annotation = by_prim[c.prim].annotation
+    labels = list(sets.values())
+    if len(set(labels)) != len(labels):
+        raise PlanError(f"{out.protocol.source}: two constructor sets of one type")
+    out.allowed = sorted(((n, list(k)) for k, n in sets.items()), key=lambda x: x[0])
+    out.multiples = [(name, *multiples[name]) for name in sorted(multiples)]
+    out.writers = sorted(writers)
 
 
 def _literal(value: str, kind: str) -> str:
@@ -294,7 +355,7 @@ def _doc(t: TypeDef) -> str:
 def _prim(t: TypeDef) -> Prim:
     if t.name not in PYTHON:
         raise PlanError(
-            f"{t.span}: primitive {t.name!r} has no Python mapping (emitters/amqp10.PYTHON)"
+            f"{t.span}: primitive {t.name!r} has no Python mapping (emitters/plan_described.PYTHON)"
         )
     kind, wrapper, annotation = PYTHON[t.name]
     signed = bool(re.search(r"-\(2\^", t.label)) or any(
@@ -336,12 +397,9 @@ def _enc(e: Encoding, t: TypeDef, kind: str, signed: bool) -> Enc:
             raise PlanError(
                 f"{e.span}: zero-width encoding {e.name!r} of {t.name}: its value is unknown"
             )
-        value = ZERO_WIDTH[e.name]
+        out.zero = ZERO_WIDTH[e.name]
         if kind == "int":
-            out.const = f"{PYTHON[t.name][1]}({value})"
-            out.low = out.high = int(value)  # type: ignore[call-overload]
-        else:
-            out.const = repr(value)
+            out.low = out.high = int(out.zero)  # type: ignore[call-overload]
     elif e.category == "fixed" and kind in ("int", "float", "char"):
         fmt = _NUMERIC.get((kind, e.width))
         if fmt is None:
@@ -371,10 +429,8 @@ def _field(
     else:
         annotation = "Any"
         codes = []  # anything
-    if f.multiple:
-        annotation = f"list[{annotation}]"
-        if codes:
-            codes = codes + by_prim["array"].codes
+    if f.multiple and codes:
+        codes = codes + by_prim["array"].codes
     default = ""
     if f.default is not None and prim:
         kind = by_prim[prim].kind
@@ -431,71 +487,3 @@ def spark_column(f: FieldPlan) -> tuple[str, str, str]:
     if f.multiple or not f.prim or f.prim not in SPARK:
         return ("pa.string()", "STRING", "json")
     return SPARK[f.prim]
-
-
-SAMPLES: dict[str, str] = {
-    "null": "None",
-    "boolean": "True",
-    "float": "1.5",
-    "double": "1.5",
-    "decimal32": 'b"\\x01" * 4',
-    "decimal64": 'b"\\x01" * 8',
-    "decimal128": 'b"\\x01" * 16',
-    "char": 'Char("x")',
-    "uuid": "uuid.UUID(int=1)",
-    "binary": 'b"x"',
-    "string": '"x"',
-    "symbol": 'Symbol("x")',
-    "list": "[1]",
-    "map": '{"k": 1}',
-}
-"""A value of each type for the conformance tests' mandatory fields (integers: 1)."""
-
-
-def sample(f: FieldPlan, by_prim: dict[str, Prim]) -> str:
-    if f.prim:
-        one = "1" if by_prim[f.prim].kind == "int" else SAMPLES.get(f.prim, "None")
-    elif f.composite:
-        one = f"c.{f.composite}()"
-    else:
-        one = 'b"x"'
-    return f"[{one}]" if f.multiple else one
-
-
-def emit(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str, str]:
-    """The version package's files."""
-    p = plan(protocol)
-    by_prim = {x.name: x for x in p.prims}
-    ctx = {
-        "plan": p,
-        "version": spec,
-        "ir": protocol,
-        "spark_column": spark_column,
-        "snake": snake,
-        "sample": lambda f: sample(f, by_prim),
-    }
-    files = {}
-    for name in (
-        "__init__",
-        "types",
-        "composites",
-        "enums",
-        "frames",
-        "spark_schema",
-        "test_conformance",
-    ):
-        files[f"{name}.py"] = renderer.render(f"python/amqp10/{name}.py.j2", spec, protocol, **ctx)
-    return files
-
-
-def emit_shared(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str, str]:
-    """The protocol package's files every version shares: errors, framing, the frame reader."""
-    p = plan(protocol)
-    ctx = {"plan": p, "version": spec, "ir": protocol}
-    return {
-        "errors.py": renderer.render("python/errors.py.j2", spec, protocol),
-        "framing.py": renderer.render("python/amqp10/framing.py.j2", spec, protocol, **ctx),
-        "frame_reader.py": renderer.render(
-            "python/amqp10/frame_reader.py.j2", spec, protocol, **ctx
-        ),
-    }
