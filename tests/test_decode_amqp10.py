@@ -141,3 +141,25 @@ def test_a_stream_cut_inside_a_protocol_header_leaves_a_gap(
 
 def test_the_framing_names_every_protocol_header() -> None:
     assert set(PROTOCOL_HEADERS) == {AMQP_HEADER, SASL_HEADER, b"AMQP\x02\x01\x00\x00"}
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 7, 8, 4096])
+def test_the_frame_reader_finds_protocol_headers_split_across_feeds(
+    conversation: Conversation, chunk: int
+) -> None:
+    """Protocol headers (first, and again after SASL) split anywhere across feeds come out as
+    the same messages, at the same offsets, as when the stream is fed whole; a frame's first
+    octets are never taken for a protocol header's."""
+    for data in (conversation.c2s, conversation.s2c):
+        whole = FrameReader()
+        whole.feed(data)
+        want = list(whole.frames())
+        reader, got = FrameReader(), []
+        for i in range(0, len(data), chunk):
+            reader.feed(data[i : i + chunk])
+            got.extend(reader.frames())
+        reader.finish()
+        assert got == want
+        headers = [raw for _, raw in got if raw in PROTOCOL_HEADERS]
+        assert headers[:2] == [SASL_HEADER, AMQP_HEADER]  # SASL first, AMQP after it
+        assert b"".join(raw for _, raw in got) == data

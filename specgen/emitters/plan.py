@@ -523,6 +523,9 @@ class FramePlan:
     wide_fmt: str = ""  # the header in that wide form: the escape as pad bytes, then the length
     wide_code: str = ""  # struct code of the wider length
     wide_width: int = 0
+    # byte strings that may stand wherever a frame starts, each a message: (bytes, what it is)
+    protocol_headers: list[tuple[bytes, str]] = field(default_factory=list)
+    header_words: HeaderField | None = None  # the header's own size, in 4-octet words
 
     @property
     def key_fields(self) -> list[HeaderField]:
@@ -1307,7 +1310,7 @@ def plan_frame(protocol: Protocol) -> FramePlan:
             "length"
             if f.name == frame.length
             else "dispatch"
-            if f.name in frame.dispatch
+            if f.name in frame.dispatch or f.name == frame.header_words
             else "version"
             if f.name == frame.version
             else "carried"
@@ -1366,7 +1369,12 @@ def plan_frame(protocol: Protocol) -> FramePlan:
         trailer_fmt,
         len(trailer_bytes),
         trailer_bytes,
-        [by_name[n] for n in frame.dispatch],
+        # a header that gives its own size is read as a layout key too: its range is checked
+        # with the frame type's (FRAME_KEYS), before the body is found after it
+        [
+            by_name[n]
+            for n in (*([frame.header_words] if frame.header_words else []), *frame.dispatch)
+        ],
         by_name[frame.version] if frame.version else None,
         [h for h in header if h.role == "carried"],
         body_keys,
@@ -1374,6 +1382,9 @@ def plan_frame(protocol: Protocol) -> FramePlan:
         frame.response_flag,
         ", ".join(f"{_int_name(f)} {attr_name(f.name)}" for f in frame.header),
     )
+    plan.protocol_headers = [(h.data, h.doc) for h in frame.protocol_headers]
+    if frame.header_words:
+        plan.header_words = by_name[frame.header_words]
     if frame.length_escape is not None:
         # the wide form unpacks to the same locals: the escape value skipped as padding
         plan.escape = frame.length_escape.value

@@ -291,9 +291,29 @@ def plan(protocol: Protocol) -> DescribedPlan:
         for h in protocol.frame.protocol_headers
     ]
     out = DescribedPlan(protocol, prims, classes, enums, constants, encodings_from, headers=headers)
-    # which archetype a frame type's body provides: AMQP frames carry `frame`s, SASL `sasl-frame`s
-    out.frame_archetypes = {0: "frame", 1: "sasl-frame"}
+    out.frame_archetypes = _frame_archetypes(protocol, classes)
     _name_sets(out, by_prim)
+    return out
+
+
+def _frame_archetypes(protocol: Protocol, classes: list[ClassPlan]) -> dict[int, str]:
+    """Which archetype the bodies of each frame type provide, from the commands the IR frames
+    (their identity is the frame type, then the descriptor): the one every described type sent
+    in frames of that type provides (1.0: `frame` in AMQP frames, `sasl-frame` in SASL ones)."""
+    provides = {c.descriptor_code: set(c.provides) for c in classes}
+    shared: dict[int, set[str]] = {}
+    for command in protocol.commands:
+        for m in command.messages:
+            if m.descriptor is not None and m.descriptor.code in provides:
+                kinds = provides[m.descriptor.code]
+                shared[m.ident[0]] = shared.get(m.ident[0], kinds) & kinds
+    out: dict[int, str] = {}
+    for frame_type, kinds in sorted(shared.items()):
+        if len(kinds) != 1:
+            raise PlanError(
+                f"frame type {frame_type}: its bodies share no one archetype ({sorted(kinds)})"
+            )
+        out[frame_type] = kinds.pop()
     return out
 
 

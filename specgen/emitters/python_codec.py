@@ -40,8 +40,6 @@ _FRAMING = (
 def emit_shared(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, str]:
     """Files of `generated/<package>/` every version shares: errors, framing, the frame reader,
     and the value containers and records helpers when some version uses them."""
-    if plan.described is not None:
-        return described_files(spec, plan, renderer, ("errors", "framing", "frame_reader"))
     common = _common(spec, plan)
     segments = {"segment_facts": "", "assembly": ""}
     if plan.packed is not None:  # a segment layer: its header bits, and segments of frames

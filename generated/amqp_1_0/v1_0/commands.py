@@ -4031,9 +4031,13 @@ class Frame:
 
 
 def decode(
-    frame: bytes | bytearray | memoryview, sender: str | None = None
+    frame: bytes | bytearray | memoryview,
+    sender: str | None = None,
+    *,
+    verify_checksums: bool = True,
 ) -> Frame | ProtocolHeader:
-    """One frame, or one protocol header; DecodeError names the field and byte offset."""
+    """One frame, or one protocol header; DecodeError names the field and byte offset.
+    (`verify_checksums` is every protocol's argument; these frames carry no checksum.)"""
     buf = frame if isinstance(frame, memoryview) else memoryview(frame)
     n = len(buf)
     if n == 8 and buf[:4].tobytes() == b"AMQP":
