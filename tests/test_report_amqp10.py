@@ -18,6 +18,7 @@ from typing import Any
 
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
+from chromium import DumpDom
 from pyspark.sql import SparkSession
 
 from specgen.pipeline import report
@@ -262,3 +263,17 @@ def test_the_sub_second_sample_is_bucketed_in_milliseconds(
     shown = {row[0]: row[1] for row in section.table.values}
     assert sum(shown.values()) == facts.frames == len(stamps)
     assert sorted(shown.values()) == sorted(per_bucket.values())
+
+
+def test_the_protocol_charts_draw_in_headless_chromium(
+    built: report.Report, tmp_path: Path, chromium: DumpDom
+) -> None:
+    page = tmp_path / "report.html"
+    report.write_html(built, page)
+    dom = chromium(page, tmp_path / "profile", 10000)
+    for chart in ("chart-transfer-disposition", "chart-credit"):
+        at = dom.index(f'id="{chart}"')
+        drawn = dom[at : dom.index("</section>", at)]
+        # plotly.js draws its SVG and the trace's bars or lines inside the div it plotted
+        assert 'class="main-svg"' in drawn, chart
+        assert 'class="point"' in drawn or 'class="js-line"' in drawn, chart

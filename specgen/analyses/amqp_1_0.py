@@ -25,7 +25,6 @@ from the receiver that covers it.
 from __future__ import annotations
 
 from collections import defaultdict
-from functools import reduce
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
@@ -85,8 +84,8 @@ class Analyses:
         framed = _sessions(frames)
         ends = _ends(framed)
         deliveries = _deliveries(framed, ends).persist()
+        settled = _settlements(framed, deliveries).persist()
         try:
-            settled = _settlements(framed, deliveries)
             return [
                 _links(deliveries),
                 _outcomes(settled),
@@ -95,6 +94,7 @@ class Analyses:
                 _multi_frame(deliveries),
             ]
         finally:
+            settled.unpersist()
             deliveries.unpersist()
 
 
@@ -147,19 +147,17 @@ def _ends(framed: DataFrame) -> DataFrame:
 
 
 def _named(rows: DataFrame, ends: DataFrame) -> DataFrame:
-    """`rows` (frames of one end: _END columns and offset) with the name, role, address and
-    initial count of the latest Attach of that end before each; null when none was seen."""
-    keyed = rows.withColumn("row", F.monotonically_increasing_id())
-    bound = ends.select(*[F.col(c).alias(f"a_{c}") for c in _END], *ends.drop(*_END).columns)
-    on = [F.col(c) == F.col(f"a_{c}") for c in _END]
-    on.append(F.col("attached_at") < F.col("offset"))
-    joined = keyed.join(bound, reduce(lambda a, b: a & b, on), "left")
-    latest = Window.partitionBy("row").orderBy(F.col("attached_at").desc_nulls_last())
-    return (
-        joined.withColumn("n", F.row_number().over(latest))
-        .filter(F.col("n") == 1)
-        .drop("n", "row", *[f"a_{c}" for c in _END])
+    """`rows` (frames of one end: _END columns and offset) with the name, address and initial
+    count of the latest Attach of that end before each; null when none was seen. One pass: the
+    Attach rows run in offset order with the frames, and each frame takes what came last."""
+    attaches = ends.drop("receiver").withColumnRenamed("attached_at", "offset")
+    merged = rows.withColumn("frame", F.lit(True)).unionByName(
+        attaches.withColumn("frame", F.lit(False)), allowMissingColumns=True
     )
+    upto = Window.partitionBy(*_END).orderBy("offset").rowsBetween(Window.unboundedPreceding, 0)
+    for column in ("name", "address", "initial_count"):
+        merged = merged.withColumn(column, F.last(column, ignorenulls=True).over(upto))
+    return merged.filter(F.col("frame")).drop("frame")
 
 
 def _deliveries(framed: DataFrame, ends: DataFrame) -> DataFrame:
