@@ -31,6 +31,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from specgen.pipeline.sections import (
+    DIRECTIONS,
     NO_TIMESTAMPS,
     PERCENTILES,
     TABLE_ROWS,
@@ -60,6 +61,7 @@ _CONNECTION = ["capture", "connection"]
 _SESSION = [*_CONNECTION, "session"]
 _END = ["capture", "connection", "direction", "session", "handle"]  # one end of a link
 _LINK = [*_SESSION, "name"]
+_DELIVERY = [*_END, "name", "seq"]  # a delivery: its link's end, and its number on it
 
 
 def applies(columns: set[str]) -> bool:
@@ -67,15 +69,14 @@ def applies(columns: set[str]) -> bool:
 
 
 class Analyses:
-    """The analyses of frames decoded with one version of AMQP 1.0. Outcomes are read from the
-    delivery states' descriptor names in the frames table, not from code of the version, so
-    `spec` names nothing more."""
-
-    code_names: dict[int, str] = {}
-    ok_codes: set[int] = set()
+    """The analyses of frames decoded with one version of AMQP 1.0 (`spec`). Outcomes are read
+    from the delivery states in the frames table, JSON keyed by their descriptor name
+    (`{"amqp:accepted:list": {}}`), so no code of the version is needed."""
 
     def __init__(self, spec: SpecVersion) -> None:
         self.spec = spec
+        self.code_names: dict[int, str] = {}  # performatives carry no response codes
+        self.ok_codes: set[int] = set()
 
     def response_counts(self, frames: DataFrame, counts: DataFrame, notes: list[str]) -> DataFrame:
         return counts  # performatives carry no response codes
@@ -150,14 +151,21 @@ def _named(rows: DataFrame, ends: DataFrame) -> DataFrame:
     """`rows` (frames of one end: _END columns and offset) with the name, address and initial
     count of the latest Attach of that end before each; null when none was seen. One pass: the
     Attach rows run in offset order with the frames, and each frame takes what came last."""
-    attaches = ends.drop("receiver").withColumnRenamed("attached_at", "offset")
-    merged = rows.withColumn("frame", F.lit(True)).unionByName(
-        attaches.withColumn("frame", F.lit(False)), allowMissingColumns=True
+    bound = ["name", "address", "initial_count"]
+    attaches = ends.select(
+        *_END,
+        F.col("attached_at").alias("offset"),
+        F.struct(*bound).alias("link"),
     )
+    merged = rows.withColumn("link", F.lit(None).cast(attaches.schema["link"].dataType))
+    merged = merged.unionByName(attaches, allowMissingColumns=True)
     upto = Window.partitionBy(*_END).orderBy("offset").rowsBetween(Window.unboundedPreceding, 0)
-    for column in ("name", "address", "initial_count"):
-        merged = merged.withColumn(column, F.last(column, ignorenulls=True).over(upto))
-    return merged.filter(F.col("frame")).drop("frame")
+    frames = merged.withColumn("frame", F.col("link").isNull()).withColumn(
+        "link", F.last("link", ignorenulls=True).over(upto)
+    )
+    return frames.filter(F.col("frame")).select(
+        *rows.columns, *[F.col("link")[c].alias(c) for c in bound]
+    )
 
 
 def _deliveries(framed: DataFrame, ends: DataFrame) -> DataFrame:
@@ -181,13 +189,12 @@ def _deliveries(framed: DataFrame, ends: DataFrame) -> DataFrame:
     )
     named = _named(frames, ends.filter(~F.col("receiver")))
     # a delivery starts where the link's previous transfer had no `more`
-    link = Window.partitionBy(*_END).orderBy("offset")
+    link = Window.partitionBy(*_END, "name").orderBy("offset")
     starts = (~F.lag("more", 1, False).over(link)).cast("int")
     numbered = named.withColumn(
         "seq", F.sum(starts).over(link.rowsBetween(Window.unboundedPreceding, 0))
     )
-    return numbered.groupBy(*_END, "seq").agg(
-        F.first("name", ignorenulls=True).alias("name"),
+    return numbered.groupBy(*_DELIVERY).agg(
         F.first("address", ignorenulls=True).alias("address"),
         F.first("initial_count", ignorenulls=True).alias("initial_count"),
         F.min_by("delivery_id", "offset").alias("delivery_id"),
@@ -201,15 +208,12 @@ def _deliveries(framed: DataFrame, ends: DataFrame) -> DataFrame:
     )
 
 
-def _link_label(capture: str, connection: str, name: str | None, handle: int) -> str:
+def _link_label(capture: str, connection: str, name: str | None, handle: int | None) -> str:
     return f"{connection_label(capture, connection)} {name if name else f'handle {handle}'}"
 
 
 def _label(r: Any) -> str:
     return _link_label(r["capture"], r["connection"], r["name"], r["handle"])
-
-
-_DIRECTION = {"c2s": "client → server", "s2c": "server → client"}
 
 
 def _links(deliveries: DataFrame) -> Section:
@@ -234,7 +238,7 @@ def _links(deliveries: DataFrame) -> Section:
             (
                 _label(r),
                 r["address"] or None,
-                _DIRECTION.get(r["direction"], r["direction"]),
+                DIRECTIONS.get(r["direction"], r["direction"]),
                 r["deliveries"],
                 r["frames"],
                 r["bytes"],
@@ -282,8 +286,7 @@ def _settlements(framed: DataFrame, deliveries: DataFrame) -> DataFrame:
         F.col("d_ts").isNull() | F.col("ts").isNull() | (F.col("d_ts") >= F.col("ts"))
     )
     order = F.struct(F.col("d_ts"), F.col("d_offset"))
-    return joined.groupBy(*_END, "seq").agg(
-        F.first("name", ignorenulls=True).alias("name"),
+    return joined.groupBy(*_DELIVERY).agg(
         F.first("ts").alias("ts"),
         F.max("presettled").alias("presettled"),
         F.min_by("outcome", F.when(F.col("outcome").isNotNull(), order)).alias("outcome"),
@@ -466,7 +469,7 @@ def _credit_chart(
             used += of["used"].get(b, 0)
             ys["granted"].append(granted)
             ys["used"].append(used)
-        label = _link_label(link[0], link[1], link[3], 0)
+        label = _link_label(link[0], link[1], link[3], None)
         for measure, y in ys.items():
             data.append(
                 {"type": "scatter", "mode": "lines", "name": f"{label} {measure}", "x": x, "y": y}

@@ -41,6 +41,7 @@ from specgen.locations import TEMPLATES as ALL_TEMPLATES
 from specgen.pipeline import spark
 from specgen.pipeline.columns import SPEC_KEY
 from specgen.pipeline.sections import (
+    DIRECTIONS,
     NO_TIMESTAMPS,
     PERCENTILES,
     TABLE_ROWS,
@@ -67,7 +68,6 @@ OK_COLOUR = "#2ca02c"
 NO_CODE_COLOUR = "#7f7f7f"  # grey: no code is neither success nor an error
 # no green among them; a capture rarely shows more error codes than this, else they repeat
 ERROR_COLOURS = ("#d62728", "#ff7f0e", "#8c564b", "#e377c2", "#bcbd22", "#9467bd")
-DIRECTIONS = {"c2s": "client → server", "s2c": "server → client"}
 FRAME_COLUMNS = (
     "capture",
     "connection",

@@ -16,6 +16,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 NO_TIMESTAMPS = "no timestamps in this capture"
+DIRECTIONS = {"c2s": "client → server", "s2c": "server → client"}
 PERCENTILES = (0.5, 0.95, 0.99)
 # percentile_approx keeps a bounded sketch per group, so it scales to any capture; at this
 # accuracy its answer is an actual latency within 0.01% of the exact rank.
