@@ -13,17 +13,22 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 from chromium import DumpDom
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
+from specgen.analyses import amqp_1_0
 from specgen.pipeline import report
 from specgen.pipeline.decode import decode_local
 from specgen.pipeline.sections import Section
+from specgen.registry import find
 from specgen_codecs.amqp_1_0 import v1_0 as amqp
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -277,3 +282,137 @@ def test_the_protocol_charts_draw_in_headless_chromium(
         # plotly.js draws its SVG and the trace's bars or lines inside the div it plotted
         assert 'class="main-svg"' in drawn, chart
         assert 'class="point"' in drawn or 'class="js-line"' in drawn, chart
+
+
+# A hand-built conversation for what the sample does not do: the server's channel 5 is the
+# client's channel 0 (its Begin answers it), a continuation transfer without a delivery id, a
+# delivery settled on sending, a modified and a rejected outcome, a sender's own Disposition,
+# and handle 0 reused for a second link after a Detach.
+STRUCTS = {
+    "begin": [("remote_channel", pa.int32())],
+    "attach": [
+        ("name", pa.string()),
+        ("handle", pa.int64()),
+        ("role", pa.bool_()),
+        ("source", pa.string()),
+        ("target", pa.string()),
+        ("initial_delivery_count", pa.int64()),
+    ],
+    "transfer": [
+        ("handle", pa.int64()),
+        ("delivery_id", pa.int64()),
+        ("more", pa.bool_()),
+        ("settled", pa.bool_()),
+        ("aborted", pa.bool_()),
+    ],
+    "disposition": [
+        ("role", pa.bool_()),
+        ("first", pa.int64()),
+        ("last", pa.int64()),
+        ("settled", pa.bool_()),
+        ("state", pa.string()),
+    ],
+    "flow": [("handle", pa.int64()), ("delivery_count", pa.int64()), ("link_credit", pa.int64())],
+    "detach": [("handle", pa.int64())],
+}
+HAND = pa.schema(
+    [
+        ("capture", pa.string()),
+        ("connection", pa.string()),
+        ("direction", pa.string()),
+        ("timestamp", pa.timestamp("us", tz="UTC")),
+        ("offset", pa.int64()),
+        ("size", pa.int32()),
+        ("channel", pa.int32()),
+        ("payload", pa.binary()),
+        *[(name, pa.struct(fields)) for name, fields in STRUCTS.items()],
+    ]
+)
+T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
+TARGET = '{"amqp:target:list": {"address": "/queue/q", "durable": 0}}'
+# (direction, channel, ms, performative, fields, payload bytes)
+HAND_EVENTS: list[tuple[str, int, int, str, dict[str, Any], int]] = [
+    ("c2s", 0, 0, "begin", {"remote_channel": None}, 0),
+    ("s2c", 5, 1, "begin", {"remote_channel": 0}, 0),
+    ("c2s", 0, 2, "attach", {"name": "orders", "handle": 0, "role": False, "target": TARGET,
+                             "initial_delivery_count": 10}, 0),
+    ("s2c", 5, 3, "attach", {"name": "orders", "handle": 7, "role": True}, 0),
+    ("s2c", 5, 4, "flow", {"handle": 7, "delivery_count": None, "link_credit": 3}, 0),
+    ("c2s", 0, 100, "transfer", {"handle": 0, "delivery_id": 0, "more": True}, 300),
+    ("c2s", 0, 101, "transfer", {"handle": 0, "delivery_id": None, "more": None}, 50),
+    ("c2s", 0, 110, "transfer", {"handle": 0, "delivery_id": 1}, 20),
+    ("c2s", 0, 120, "transfer", {"handle": 0, "delivery_id": 2, "settled": True}, 10),
+    ("s2c", 5, 130, "disposition", {"role": True, "first": 0, "last": 1,
+                                   "state": '{"amqp:modified:list": {"delivery_failed": true}}'}, 0),
+    ("s2c", 5, 131, "flow", {"handle": 7, "delivery_count": 13, "link_credit": 2}, 0),
+    ("c2s", 0, 140, "disposition", {"role": False, "first": 0, "last": 1, "settled": True}, 0),
+    ("c2s", 0, 150, "detach", {"handle": 0}, 0),
+    ("c2s", 0, 160, "attach", {"name": "audit", "handle": 0, "role": False}, 0),
+    ("s2c", 5, 161, "attach", {"name": "audit", "handle": 8, "role": True}, 0),
+    ("c2s", 0, 200, "transfer", {"handle": 0, "delivery_id": 3}, 5),
+    ("s2c", 5, 205, "disposition", {"role": True, "first": 3,
+                                   "state": '{"amqp:rejected:list": {"error": null}}'}, 0),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def hand_sections(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> list[Section]:
+    offsets: Counter[str] = Counter()
+    rows = []
+    for direction, channel, ms, performative, fields, payload in HAND_EVENTS:
+        size = 40 + payload
+        rows.append(
+            {
+                "capture": "cap",
+                "connection": "c1",
+                "direction": direction,
+                "timestamp": T0 + timedelta(milliseconds=ms),
+                "offset": offsets[direction],
+                "size": size,
+                "channel": channel,
+                "payload": b"x" * payload,
+                performative: fields,
+            }
+        )
+        offsets[direction] += size
+    folder = tmp_path_factory.mktemp("hand") / "frames"
+    folder.mkdir()
+    pq.write_table(pa.Table.from_pylist(rows, HAND), folder / "part-0.parquet")
+    frames = spark.read.parquet(str(folder)).withColumn("ts", F.unix_micros("timestamp"))
+    assert amqp_1_0.applies(set(frames.columns))
+    return amqp_1_0.Analyses(find("amqp-1-0")).sections(frames, True)
+
+
+def _hand(sections: list[Section], title: str) -> dict[str, tuple[Any, ...]]:
+    (section,) = [s for s in sections if s.title == title]
+    assert section.table is not None, section.notes
+    return {row[0].removeprefix("cap/c1 "): row[1:] for row in section.table.values}  # type: ignore[union-attr]
+
+
+def test_links_across_paired_channels_and_a_reused_handle(hand_sections: list[Section]) -> None:
+    rows = _hand(hand_sections, "Transfers and bytes per link")
+    # address, direction, deliveries, transfer frames, bytes, payload
+    assert rows == {
+        "orders": ("/queue/q", "client → server", 3, 4, 4 * 40 + 380, 380),
+        "audit": (None, "client → server", 1, 1, 45, 5),
+    }
+    multi = _hand(hand_sections, "Multi-frame transfers")
+    assert multi == {"orders": (0, 2 * 40, 2, 350, "no")}  # after the Begin and the Attach
+
+
+def test_outcomes_and_latency_by_delivery_id(hand_sections: list[Section]) -> None:
+    rows = _hand(hand_sections, "Settlement outcomes per link")
+    # deliveries, accepted, rejected, released, modified, settled on sending, no outcome
+    assert rows == {"orders": (3, 0, 0, 0, 2, 1, 0), "audit": (1, 0, 1, 0, 0, 0, 0)}
+    latency = _hand(hand_sections, "Transfer-to-disposition latency")
+    # the modified disposition answers delivery 0 (first frame at 100 ms) and 1 (110 ms) at
+    # 130 ms; the sender's own Disposition at 140 ms is no answer
+    assert latency["orders"][:2] == (3, 2)
+    assert latency["orders"][2] in (20.0, 30.0) and latency["orders"][4] == 30.0
+    assert latency["audit"] == (1, 1, 5.0, 5.0, 5.0)
+
+
+def test_credit_from_the_receivers_flows(hand_sections: list[Section]) -> None:
+    rows = _hand(hand_sections, "Credit granted and used per link")
+    # the last Flow: delivery_count 13 + link_credit 2 - initial 10 = 5 granted, 3 used
+    assert rows == {"orders": (2, 5, 3, 2)}
