@@ -131,7 +131,8 @@ def _facts(times: dict[tuple[str, int], float]) -> Facts:
 
 
 @pytest.fixture(scope="module")
-def decoded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def decoded(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample decoded on the test session's Spark (the fixture marks its users `spark`)."""
     out = tmp_path_factory.mktemp("amqp10") / "out"
     decode_local("amqp-1-0", SAMPLE, out, echo=lambda _: None)
     return out

@@ -6,11 +6,12 @@ plotly.js inlined and a Content-Security-Policy that forbids every fetch, so the
 offline and loads nothing from anywhere; `--json` writes the same tables' values for tools.
 
 Input contract (OUT_DIR/frames): capture, connection, direction ("c2s"/"s2c"), timestamp (UTC,
-nullable), offset, size, command, message, kind ("request"/"response"/"oneway"), correlation_id,
-response_code, and one nullable struct column per message class. Sections beyond the generic
-ones (command mix, response codes, request latency, traffic over time, connections, rejects) come
-from the protocols' analyses in `specgen/analyses/`, each run when the frames table has the
-columns it reads. OUT_DIR/rejects is optional.
+nullable), offset, size, command, message, kind ("request"/"response"/"oneway"), correlation_id
+and response_code when the protocol's fields have those roles, and one nullable struct column per
+message class. Sections beyond the generic ones (command mix, response codes and request latency
+when the table has their columns, traffic over time, connections, rejects) come from the
+protocols' analyses in `specgen/analyses/`, each run when the frames table has the columns it
+reads. OUT_DIR/rejects is optional.
 """
 
 from __future__ import annotations
