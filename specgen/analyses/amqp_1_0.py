@@ -471,8 +471,17 @@ def _credit_chart(
             ys["used"].append(used)
         label = _link_label(link[0], link[1], link[3], None)
         for measure, y in ys.items():
+            # one legend group per link: a click hides both its lines and the axis rescales, so
+            # a link granted 50 at a time can be read beside one granted 65,536 at once
             data.append(
-                {"type": "scatter", "mode": "lines", "name": f"{label} {measure}", "x": x, "y": y}
+                {
+                    "type": "scatter",
+                    "mode": "lines",
+                    "name": f"{label} {measure}",
+                    "legendgroup": label,
+                    "x": x,
+                    "y": y,
+                }
             )
     return Chart(
         "chart-credit",
