@@ -390,8 +390,6 @@ def _credit(framed: DataFrame, ends: DataFrame, deliveries: DataFrame, timed: bo
         F.first("handle").alias("handle"),
         F.first("direction").alias("direction"),
         F.count("*").alias("used"),
-        F.min("ts").alias("first_ts"),
-        F.max("ts").alias("last_ts"),
     )
     base = F.coalesce(F.col("initial_count"), F.lit(0))
     limits = (
@@ -408,7 +406,6 @@ def _credit(framed: DataFrame, ends: DataFrame, deliveries: DataFrame, timed: bo
             F.first("handle").alias("handle"),
             F.count("*").alias("flows"),
             F.max_by("granted", "offset").alias("granted"),
-            F.max("granted").alias("most"),
             F.first("used").alias("used"),
         )
         .orderBy(F.desc("used"), *_LINK)
