@@ -137,7 +137,9 @@ def parser() -> argparse.ArgumentParser:
     _spec_options(p_check)
 
     sub.add_parser(
-        "list", help="the generated protocols and versions, with the names commands take"
+        "list",
+        help="the generated protocols and versions, with the names commands take and whether "
+        "`frames` and `decode` read them",
     )
 
     p_ir = sub.add_parser("ir", help="print a spec's IR as canonical JSON")
@@ -499,7 +501,8 @@ def _check(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     for spec in registry():
         latest = "  (latest)" if spec.latest else ""
-        print(f"{spec.qualified}\t{spec.import_name}\t{spec.document.name}{latest}")
+        readers = _readers(spec)
+        print(f"{spec.qualified}\t{spec.import_name}\t{spec.document.name}\t{readers}{latest}")
     return 0
 
 
@@ -525,11 +528,11 @@ def _lint(args: argparse.Namespace) -> int:
     return 0
 
 
-def _frames(args: argparse.Namespace) -> int:
-    spec = find(args.protocol)
-    codec = importlib.import_module(spec.import_name)
+def _preambles(spec: SpecVersion) -> dict[str, bytes]:
+    """What each sender's bytes start with, from the protocol's framing module: FramesInputError
+    when it has none (`specgen frames` cannot walk its frames)."""
     try:
-        framing = importlib.import_module(f"specgen_codecs.{spec.package}.framing")
+        framing = importlib.import_module(spec.framing_name)
     except ModuleNotFoundError:
         raise FramesInputError(
             f"specgen frames does not read {spec.protocol} yet: its package has no framing module"
@@ -538,7 +541,33 @@ def _frames(args: argparse.Namespace) -> int:
         raise FramesInputError(
             f"specgen frames does not read {spec.protocol} yet: its frames carry segments"
         )
-    preambles = framing.PREAMBLES
+    preambles: dict[str, bytes] = framing.PREAMBLES
+    return preambles
+
+
+def _readers(spec: SpecVersion) -> str:
+    """Which of `specgen frames` and `specgen decode` read this version, asked the way each
+    command asks before it reads anything."""
+    names = []
+    try:
+        _preambles(spec)
+        names.append("frames")
+    except FramesInputError:
+        pass
+    try:
+        from specgen.pipeline import decode
+    except ImportError:  # without the pipeline extra nothing decodes
+        pass
+    else:
+        if decode.decodes(spec.import_name):
+            names.append("decode")
+    return ", ".join(names) or "-"
+
+
+def _frames(args: argparse.Namespace) -> int:
+    spec = find(args.protocol)
+    codec = importlib.import_module(spec.import_name)
+    preambles = _preambles(spec)
     total = failed = 0
     contents: list[bytes] = []
     for path in args.files:  # all read first: a missing file is an input error (exit 2)

@@ -9,7 +9,7 @@ import pytest
 
 from specgen import generate, ir
 from specgen.cli import main
-from specgen.specs import SpecVersion, build_ir
+from specgen.specs import ROOT, SpecVersion, build_ir
 
 
 def test_ir_prints_canonical_json_that_loads_back(
@@ -54,6 +54,29 @@ def test_list_names_every_version(capsys: pytest.CaptureFixture[str]) -> None:
         "rabbitmq-stream/early",
     ]
     assert lines[6].split("\t")[1] == "specgen_codecs.rabbitmq_stream.v4_0"
+
+
+def test_list_marks_the_versions_frames_and_decode_read(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert main(["list"]) == 0
+    marks = {
+        ln.split("\t")[0]: ln.split("\t")[3].removesuffix("  (latest)")
+        for ln in capsys.readouterr().out.splitlines()
+    }
+    # the shipped samples of these decode and re-encode (tests/test_readme.py)
+    for name in ("rabbitmq-stream/4.0", "amqp-0-9-1/0-9-1-rabbitmq", "amqp-1-0/1.0"):
+        assert marks[name] == "frames, decode"
+    sample = ROOT / "samples" / "amqp-1-0" / "session-1"
+    for name, mark in marks.items():
+        # a version the list leaves unmarked is one the command refuses, by name, before reading
+        if "frames" not in mark:
+            assert main(["frames", name, str(sample / "conn-0001.c2s.bin")]) == 2
+            assert f"does not read {name.split('/')[0]}" in capsys.readouterr().err
+        if "decode" not in mark:
+            out = tmp_path / name.replace("/", "_")
+            assert main(["decode", name, str(sample.parent), "--out", str(out)]) == 2
+            assert capsys.readouterr().err.startswith("specgen: ")
 
 
 def test_generated_is_fresh_and_generation_is_deterministic() -> None:

@@ -95,3 +95,18 @@ def test_the_report_figures(
     lines = capsys.readouterr().out.splitlines()
     at = next(i for i, ln in enumerate(lines) if ln.startswith("Conversations"))
     assert lines[at : at + 3] == conversations
+
+
+def test_the_amqp_1_0_report_figures(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The outcome and credit tables of the AMQP 1.0 sample, decoded where the README does."""
+    _after("specgen decode amqp-1-0 samples/amqp-1-0 --out out/amqp10 --overwrite | tail -1", 0)
+    decode.decode_local("amqp-1-0", SAMPLES / "amqp-1-0", tmp_path / "amqp10")
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "amqp10")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    for title in ("Settlement outcomes", "Credit granted"):
+        shown = _after(f'specgen report out/amqp10 | grep -A5 "^{title}"', 6)
+        at = next(i for i, ln in enumerate(lines) if ln.startswith(title))
+        assert lines[at : at + 6] == shown

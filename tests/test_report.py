@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import re
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
@@ -23,10 +25,14 @@ from chromium import DumpDom
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from specgen.analyses import for_columns
 from specgen.cli import main
 from specgen.pipeline import report
+from specgen.pipeline.sections import MAX_POINTS, bucket_width, width_text
+from specgen.registry import find
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
+T0_US = int(T0.timestamp() * 1_000_000)
 CHARTS = (
     "chart-command-mix",
     "chart-response-codes",
@@ -274,7 +280,8 @@ def _run(out: Path, *options: str) -> Run:
 
 @pytest.fixture(scope="module")
 def run(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Run:
-    return _run(write_fixture(tmp_path_factory.mktemp("report")))
+    out = write_fixture(tmp_path_factory.mktemp("report"))
+    return _run(out, "--json", str(out / "report.json"))
 
 
 @pytest.fixture(scope="module")
@@ -369,13 +376,83 @@ def test_connections_and_rejects(run: Run) -> None:
     ]
 
 
-def test_over_time_uses_one_second_buckets(run: Run) -> None:
-    _, notes = run.section("Frames and bytes over time")
-    assert notes == ["1 s buckets; per connection for the 2 busiest connections by bytes"]
+def test_over_time_buckets_are_chosen_from_the_span(run: Run) -> None:
+    """The fixture spans 2 s: 50 ms buckets, 41 of them (20 ms would make 101)."""
+    rows, notes = run.section("Frames and bytes over time")
+    assert notes == [
+        "50 ms buckets; per connection for the 2 busiest connections by bytes",
+        "the table lists the buckets with frames, the charts every bucket",
+    ]
+    frames: Counter[int] = Counter()
+    size: Counter[int] = Counter()
+    for _, _, ms, _, n, *_ in EVENTS:
+        frames[ms // 50] += 1
+        size[ms // 50] += n
+    start = T0.timestamp()
+    assert rows == [
+        [
+            datetime.fromtimestamp(start + b * 0.05, UTC).isoformat(timespec="milliseconds"),
+            str(frames[b]),
+            str(size[b]),
+            f"{frames[b] * 20:.3f}",
+            f"{size[b] * 20:.3f}",
+        ]
+        for b in sorted(frames)
+    ]
     html = (run.out / "report.html").read_text(encoding="utf-8")
-    # frames per second, total: 19 frames in the first second, 4 in the next, 1 in the last
+    # the chart's total frames per second: every bucket, the idle ones as zeros
     assert '"name": "total", "type": "scatter", "x": ["2024-05-01T12:00:00.000+00:00"' in html
-    assert '"y": [19.0, 4.0, 1.0]' in html
+    every = [float(frames[b] * 20) for b in range(41)]
+    assert f'"y": {json.dumps(every)}' in html
+
+
+def test_the_over_time_data_is_in_the_json(run: Run) -> None:
+    data = json.loads((run.out / "report.json").read_text(encoding="utf-8"))
+    (section,) = [s for s in data["sections"] if s["title"] == "Frames and bytes over time"]
+    assert section["columns"] == ["bucket start (UTC)", "frames", "bytes", "frames/s", "bytes/s"]
+    assert sum(row[1] for row in section["rows"]) == len(EVENTS)
+    assert sum(row[2] for row in section["rows"]) == sum(e[4] for e in EVENTS)
+
+
+@pytest.mark.parametrize(
+    ("span_us", "width_us", "text"),
+    [
+        (0, 1_000, "1 ms"),
+        (99_000, 1_000, "1 ms"),
+        (121_336, 2_000, "2 ms"),  # the AMQP 1.0 sample
+        (2_000_000, 50_000, "50 ms"),
+        (99_000_000, 1_000_000, "1 s"),
+        (3_600_000_000, 60_000_000, "60 s"),
+        (86_400_000_000, 900_000_000, "900 s"),
+    ],
+)
+def test_bucket_widths(span_us: int, width_us: int, text: str) -> None:
+    width = bucket_width(T0_US, T0_US + span_us)
+    assert (width, width_text(width)) == (width_us, text)
+    assert span_us / width < MAX_POINTS
+
+
+def test_reply_code_zero_is_none_and_not_an_error(spark: SparkSession) -> None:
+    """pika closes a channel with reply code 0, a code the AMQP 0-9-1 spec does not name."""
+    base = spark.createDataFrame(
+        [("Channel.Close", 0), ("Channel.Close", 200), ("Channel.Close", 404)],
+        "command STRING, response_code INT",
+    )
+    plugins = for_columns({"basic_publish", "channel"}, find("amqp-0-9-1"))
+    section = report._response_codes(base, base, plugins)
+    assert section.table is not None
+    assert section.table.rows == [
+        ("Channel.Close", "0", "none", "1"),
+        ("Channel.Close", "200", "REPLY_SUCCESS", "1"),
+        ("Channel.Close", "404", "NOT_FOUND", "1"),
+    ]
+    (chart,) = section.charts
+    colours = {t["name"]: t["marker"]["color"] for t in chart.figure["data"]}
+    assert colours == {
+        "0 none": report.NO_CODE_COLOUR,
+        "200 REPLY_SUCCESS": report.OK_COLOUR,
+        "404 NOT_FOUND": report.ERROR_COLOURS[0],
+    }
 
 
 def test_without_timestamps_latency_sections_say_so(run_untimed: Run) -> None:

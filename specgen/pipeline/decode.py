@@ -380,6 +380,15 @@ def _codec(import_name: str, verify_checksums: bool = True) -> Codec:
         raise DecodeInputError(f"{import_name}: the codec has no frame reader: {e}") from None
 
 
+def decodes(import_name: str) -> bool:
+    """Whether `specgen decode` reads frames of this generated version (`specgen list` says)."""
+    try:
+        _codec(import_name)
+    except DecodeInputError:
+        return False
+    return True
+
+
 def _write_partition(
     import_name: str,
     verify_checksums: bool,

@@ -6,11 +6,12 @@ plotly.js inlined and a Content-Security-Policy that forbids every fetch, so the
 offline and loads nothing from anywhere; `--json` writes the same tables' values for tools.
 
 Input contract (OUT_DIR/frames): capture, connection, direction ("c2s"/"s2c"), timestamp (UTC,
-nullable), offset, size, command, message, kind ("request"/"response"/"oneway"), correlation_id,
-response_code, and one nullable struct column per message class. Sections beyond the generic
-ones (command mix, response codes, request latency, traffic over time, connections, rejects) come
-from the protocols' analyses in `specgen/analyses/`, each run when the frames table has the
-columns it reads. OUT_DIR/rejects is optional.
+nullable), offset, size, command, message, kind ("request"/"response"/"oneway"), correlation_id
+and response_code when the protocol's fields have those roles, and one nullable struct column per
+message class. Sections beyond the generic ones (command mix, response codes and request latency
+when the table has their columns, traffic over time, connections, rejects) come from the
+protocols' analyses in `specgen/analyses/`, each run when the frames table has the columns it
+reads. OUT_DIR/rejects is optional.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from functools import reduce
 from itertools import cycle
 from pathlib import Path
@@ -42,6 +42,7 @@ from specgen.locations import TEMPLATES as ALL_TEMPLATES
 from specgen.pipeline import spark
 from specgen.pipeline.columns import SPEC_KEY
 from specgen.pipeline.sections import (
+    DIRECTIONS,
     NO_TIMESTAMPS,
     PERCENTILES,
     TABLE_ROWS,
@@ -49,26 +50,25 @@ from specgen.pipeline.sections import (
     Chart,
     Section,
     Table,
+    bucket_width,
     chart_layout,
     connection_label,
+    iso_time,
     percentiles,
     quantiles,
     sum_if,
     tabulate,
+    width_text,
 )
 from specgen.progress import Progress, seconds
 from specgen.registry import SpecVersion, find
 
 TEMPLATES = ALL_TEMPLATES / "report"
-MAX_POINTS = 300
-# bucket widths for the time charts, in seconds: the narrowest that keeps a chart under
-# MAX_POINTS points is used, so a chart stays readable (and small) for any capture length
-BUCKETS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400)
 CHART_CONNECTIONS = 8
 OK_COLOUR = "#2ca02c"
+NO_CODE_COLOUR = "#7f7f7f"  # grey: no code is neither success nor an error
 # no green among them; a capture rarely shows more error codes than this, else they repeat
 ERROR_COLOURS = ("#d62728", "#ff7f0e", "#8c564b", "#e377c2", "#bcbd22", "#9467bd")
-DIRECTIONS = {"c2s": "client → server", "s2c": "server → client"}
 FRAME_COLUMNS = (
     "capture",
     "connection",
@@ -170,6 +170,8 @@ def build(
     """Every section, each computed with Spark in turn (with `progress`, a line per section:
     a report takes most of a minute)."""
     frames = _read(session, frames_path, [c for c in FRAME_COLUMNS if c not in ROLE_COLUMNS])
+    # a protocol whose fields have no such role (AMQP 1.0 has neither) gets no section on it
+    roles = {role for role in ROLE_COLUMNS if role in frames.columns}
     for role in ROLE_COLUMNS:
         if role not in frames.columns:
             frames = frames.withColumn(role, F.lit(None).cast("long"))
@@ -214,8 +216,8 @@ def build(
         steps: list[Callable[[], Sequence[Section]]] = [
             lambda: [_totals(totals, rejects, count)],
             lambda: [_command_mix(base)],
-            lambda: [_response_codes(base, frames, plugins)],
-            lambda: [_request_latency(base, timed)],
+            lambda: [_response_codes(base, frames, plugins)] if "response_code" in roles else [],
+            lambda: [_request_latency(base, timed)] if "correlation_id" in roles else [],
             *[functools.partial(plugin.sections, frames, timed) for plugin in plugins],
             lambda: [
                 _over_time(base, totals, top)
@@ -267,9 +269,7 @@ def _covered(rejects: DataFrame) -> DataFrame:
 
 
 def _utc(micros: int | None) -> str:
-    if micros is None:
-        return "-"
-    return datetime.fromtimestamp(micros / 1e6, UTC).isoformat(timespec="milliseconds")
+    return "-" if micros is None else iso_time(micros)
 
 
 def _when(micros: int | None) -> str | None:
@@ -357,7 +357,15 @@ def _response_codes(base: DataFrame, frames: DataFrame, plugins: list[Analysis])
         ok.update(plugin.ok_codes)
 
     def _code_name(code: int) -> str:
-        return names.get(code, f"unknown 0x{code:02x}")
+        # 0 is what a peer writes when it has no code to give (pika's Channel.Close)
+        return names.get(code, "none" if code == 0 else f"unknown 0x{code:02x}")
+
+    error_colours = cycle(ERROR_COLOURS)
+
+    def _colour(code: int) -> str:
+        if code in ok:
+            return OK_COLOUR
+        return NO_CODE_COLOUR if code == 0 and code not in names else next(error_colours)
 
     rows = counts.orderBy("command", "response_code").collect()
     if not rows:
@@ -369,7 +377,6 @@ def _response_codes(base: DataFrame, frames: DataFrame, plugins: list[Analysis])
     )
     commands = list(dict.fromkeys(r["command"] for r in rows))
     data = []
-    error_colours = cycle(ERROR_COLOURS)
     for code in sorted({r["response_code"] for r in rows}):
         by_command = {r["command"]: r["n"] for r in rows if r["response_code"] == code}
         data.append(
@@ -378,8 +385,9 @@ def _response_codes(base: DataFrame, frames: DataFrame, plugins: list[Analysis])
                 "name": f"{code} {_code_name(code)}",
                 "x": commands,
                 "y": [by_command.get(c, 0) for c in commands],
-                # OK reads as fine at a glance, each error code in a colour of its own
-                "marker": {"color": OK_COLOUR if code in ok else next(error_colours)},
+                # OK reads as fine at a glance, no code as neither, each error code in a
+                # colour of its own
+                "marker": {"color": _colour(code)},
             }
         )
     chart = Chart(
@@ -470,17 +478,10 @@ def _request_latency(base: DataFrame, timed: bool) -> Section:
     return Section(title, table, notes, [chart])
 
 
-def _bucket_seconds(first: int, last: int) -> int:
-    span = (last - first) / 1e6
-    for width in BUCKETS:
-        if span / width < MAX_POINTS:
-            return width
-    return int(span // MAX_POINTS) + 1
-
-
 def _over_time(base: DataFrame, totals: Row, top: list[tuple[str, str]]) -> Section:
-    width = _bucket_seconds(totals["first"], totals["last"])
-    bucket = F.floor(F.col("ts") / (width * 1_000_000)).alias("bucket")
+    width = bucket_width(totals["first"], totals["last"])
+    per_second = 1_000_000 / width
+    bucket = F.floor(F.col("ts") / width).alias("bucket")
     # one pass: the busiest connections under their own label, the rest under none; the total
     # per bucket is the sum of those few rows
     label: Column = F.lit(None).cast("string")
@@ -498,10 +499,10 @@ def _over_time(base: DataFrame, totals: Row, top: list[tuple[str, str]]) -> Sect
     for r in rows:
         for name in ("total", r["label"]) if r["label"] else ("total",):
             series[name][r["bucket"]].update(frames=r["frames"], bytes=r["bytes"])
-    start, end = totals["first"] // (width * 1_000_000), totals["last"] // (width * 1_000_000)
-    buckets = range(start, end + 1)
-    x = [_utc(b * width * 1_000_000) for b in buckets]
+    buckets = range(totals["first"] // width, totals["last"] // width + 1)
+    x = [_utc(b * width) for b in buckets]
     mode = "lines+markers" if len(buckets) < 60 else "lines"
+    every = width_text(width)
     charts = []
     for measure, unit in (("frames", "frames/s"), ("bytes", "bytes/s")):
         data = [
@@ -511,7 +512,7 @@ def _over_time(base: DataFrame, totals: Row, top: list[tuple[str, str]]) -> Sect
                 "name": name,
                 "x": x,
                 # an idle bucket is a zero, not a gap a line would bridge
-                "y": [points[b][measure] / width for b in buckets],
+                "y": [points[b][measure] * per_second for b in buckets],
             }
             for name, points in series.items()
         ]
@@ -521,13 +522,34 @@ def _over_time(base: DataFrame, totals: Row, top: list[tuple[str, str]]) -> Sect
                 {
                     "data": data,
                     "layout": chart_layout(
-                        f"{unit}, {width} s buckets, total and per connection", "time (UTC)", unit
+                        f"{unit}, {every} buckets, total and per connection", "time (UTC)", unit
                     ),
                 },
             )
         )
-    notes = [f"{width} s buckets; per connection for the {len(top)} busiest connections by bytes"]
-    return Section("Frames and bytes over time", notes=notes, charts=charts)
+    # the table holds the total series for the terminal and --json; idle buckets are left out
+    # so a bursty capture does not print a page of zeros
+    total = series["total"]
+    table = tabulate(
+        ("bucket start (UTC)", "frames", "bytes", "frames/s", "bytes/s"),
+        [
+            (
+                _utc(b * width),
+                total[b]["frames"],
+                total[b]["bytes"],
+                total[b]["frames"] * per_second,
+                total[b]["bytes"] * per_second,
+            )
+            for b in buckets
+            if total[b]["frames"]
+        ],
+        (False, True, True, True, True),
+    )
+    notes = [
+        f"{every} buckets; per connection for the {len(top)} busiest connections by bytes",
+        "the table lists the buckets with frames, the charts every bucket",
+    ]
+    return Section("Frames and bytes over time", table, notes, charts)
 
 
 def _connections(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Protocol
 
@@ -15,11 +16,20 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 NO_TIMESTAMPS = "no timestamps in this capture"
+DIRECTIONS = {"c2s": "client → server", "s2c": "server → client"}
 PERCENTILES = (0.5, 0.95, 0.99)
 # percentile_approx keeps a bounded sketch per group, so it scales to any capture; at this
 # accuracy its answer is an actual latency within 0.01% of the exact rank.
 ACCURACY = 10_000
 TABLE_ROWS = 50
+MAX_POINTS = 100
+# bucket widths for the time charts, in microseconds: the narrowest that keeps a chart under
+# MAX_POINTS buckets is used, so a 100 ms capture is drawn in milliseconds and a day in minutes
+BUCKETS = (
+    *(ms * 1_000 for ms in (1, 2, 5, 10, 20, 50, 100, 200, 500)),
+    *(s * 1_000_000 for s in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600)),
+    *(s * 1_000_000 for s in (7200, 21600, 43200, 86400)),
+)
 
 
 Cell = int | float | str | None
@@ -116,3 +126,24 @@ def chart_layout(title: str, x: str, y: str, **extra: Any) -> dict[str, Any]:
         "legend": {"orientation": "h", "y": -0.25},
         **extra,
     }
+
+
+def bucket_width(first: int, last: int) -> int:
+    """The time charts' bucket width in microseconds, for a capture from `first` to `last`."""
+    span = last - first
+    for width in BUCKETS:
+        if span / width < MAX_POINTS:
+            return width
+    return span // MAX_POINTS + 1
+
+
+def width_text(micros: int) -> str:
+    """A bucket width as the notes and chart titles say it: `2 ms`, `1 s`, `300 s`."""
+    if micros < 1_000_000:
+        return f"{micros // 1_000} ms"
+    return f"{micros // 1_000_000} s"
+
+
+def iso_time(micros: int) -> str:
+    """A time as the tables and charts give it: ISO 8601, UTC, to the millisecond."""
+    return datetime.fromtimestamp(micros / 1e6, UTC).isoformat(timespec="milliseconds")
