@@ -139,3 +139,18 @@ def test_each_version_reads_only_its_own_described_types(data: bytes) -> None:
         assert type(other) is values.Described and other.value == "x" and end == len(data)
         assert values.encode_value(other, transport.decode_value_wire(data)[2]) == data
     assert not hasattr(transport, "AmqpValue")
+
+
+def test_the_versions_share_one_frame_and_protocol_header() -> None:
+    """What is the same in both versions is generated once (values.py) and imported by each:
+    the frame, the protocol header and frame encoding; each version's `decode` still reads a
+    frame's body with its own types."""
+    from specgen_codecs.amqp_1_0 import transport, values
+
+    for name in ("Frame", "ProtocolHeader"):
+        assert getattr(amqp, name) is getattr(transport, name) is getattr(values, name)
+    assert amqp.encode is transport.encode is values.encode_frame
+    open_frame = amqp.encode(amqp.Frame(0, 3, amqp.Open(container_id="c")))
+    assert type(transport.decode(open_frame).body) is transport.Open is not amqp.Open
+    assert type(amqp.decode(open_frame).body) is amqp.Open
+    assert transport.encode(transport.decode(open_frame)) == open_frame

@@ -25,10 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..errors import DecodeError, EncodeError
-from ..framing import HEADER, PROTOCOL_HEADERS
+from ..framing import HEADER
 from ..values import (
     Composite,
     Described,
+    Frame,
+    ProtocolHeader,
     Registry,
     Section,
     Symbol,
@@ -61,6 +63,7 @@ from ..values import (
 )
 from ..values import decode_value as _decode_value
 from ..values import decode_value_wire as _decode_value_wire
+from ..values import encode_frame as encode
 
 __all__ = [
     "Open",
@@ -3973,63 +3976,6 @@ BODIES: dict[int, tuple[type, ...]] = {
 """Frame type -> the performatives its body may hold (types providing `frame`, `sasl-frame`)."""
 
 
-@dataclass(slots=True)
-class ProtocolHeader:
-    """`AMQP`, a protocol id (0 AMQP, 2 TLS, 3 SASL) and the version: sent first, and again
-    after a security layer."""
-
-    protocol_id: int
-    major: int = 1
-    minor: int = 0
-    revision: int = 0
-    COMMAND = "protocol-header"
-    KIND = "oneway"
-
-    @property
-    def IDENT(self) -> tuple[int, ...]:  # noqa: N802 - every generated message names its ident
-        """What identifies it on the wire: the protocol id and the version."""
-        return (self.protocol_id, self.major, self.minor, self.revision)
-
-    def encode(self) -> bytes:
-        try:
-            return b"AMQP" + bytes((self.protocol_id, self.major, self.minor, self.revision))
-        except ValueError:
-            raise EncodeError("protocol-header", "each part is one octet") from None
-
-    @property
-    def known(self) -> bool:
-        """Whether the spec defines this header."""
-        return self.encode() in PROTOCOL_HEADERS
-
-
-@dataclass(slots=True)
-class Frame:
-    """One frame: `type` 0 (AMQP) or 1 (SASL), `channel`, the performative (`body`, None for an
-    empty frame), the `payload` after it (a transfer's message bytes) and the `extended`
-    header bytes (a multiple of 4)."""
-
-    type: int = 0
-    channel: int = 0
-    body: Any = None
-    payload: bytes = b""
-    extended: bytes = field(default=b"", repr=False)
-
-    @property
-    def COMMAND(self) -> str:  # noqa: N802 - the pipeline reads every message's COMMAND
-        return "empty" if self.body is None else self.body.NAME
-
-    KIND = "oneway"
-
-    @property
-    def IDENT(self) -> tuple[int | None, ...]:  # noqa: N802 - every generated message names one
-        """What identifies it on the wire: the frame type and the performative's descriptor code
-        (None for an empty frame)."""
-        return (self.type, None if self.body is None else self.body.DESCRIPTOR_CODE)
-
-    def encode(self) -> bytes:
-        return encode(self)
-
-
 def decode(
     frame: bytes | bytearray | memoryview,
     sender: str | None = None,
@@ -4064,29 +4010,6 @@ def decode(
             "frame.body", start, f"{_what(body)} is no performative of a type {frame_type} frame"
         )
     return Frame(frame_type, channel, body, bytes(buf[end:]), extended)
-
-
-def encode(msg: Frame | ProtocolHeader) -> bytes:
-    """A frame's bytes (or a protocol header's)."""
-    if isinstance(msg, ProtocolHeader):
-        return msg.encode()
-    if len(msg.extended) % 4:
-        raise EncodeError("frame.extended", f"{len(msg.extended)} bytes is not whole 4-byte words")
-    out = bytearray(8)
-    out += msg.extended
-    if msg.body is not None:
-        msg.body.encode_to(out)
-    out += msg.payload
-    doff = 2 + len(msg.extended) // 4
-    if doff > 255:
-        raise EncodeError("frame.doff", f"an extended header of {len(msg.extended)} bytes")
-    try:
-        HEADER.pack_into(out, 0, len(out), doff, msg.type, msg.channel)
-    except Exception:
-        raise EncodeError(
-            "frame", f"type {msg.type} channel {msg.channel} do not fit the header"
-        ) from None
-    return bytes(out)
 
 
 @dataclass(slots=True)
