@@ -266,16 +266,33 @@ def test_segment_decodes() -> None:
         assembler.add(a.Frame(type=0, first_frame=False))
 
 
-def test_specgen_frames_refuses_0_10_in_one_line(
+def test_specgen_frames_reads_0_10_messages_from_their_frames(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A control cut into two frames: a line per frame, and the one that completes the control
+    names it with its fields; each frame and the control's segment re-encode."""
+    import json
+
     from specgen.cli import main
 
+    tune = a.ConnectionTune(channel_max=7, max_frame_size=4096, heartbeat_min=0, heartbeat_max=60)
+    segment = a.Segment(type=a.SegmentType.CONTROL, payload=a.encode(tune))
+    frames = a.frames_of(segment, 12 + 4)  # 4 payload octets a frame: the control takes 3
     data = tmp_path / "conn.c2s.bin"
-    data.write_bytes(b"AMQP\x01\x01\x00\x0a")
-    assert main(["frames", "amqp-0-10", str(data)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "does not read amqp-0-10 yet" in err, err
+    data.write_bytes(b"AMQP\x01\x01\x00\x0a" + b"".join(a.encode(f) for f in frames))
+    assert main(["frames", "amqp-0-10", str(data), "--roundtrip"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == "ok: 3 frames in 1 files, 0 failed, re-encoded identically"
+    rows = [json.loads(line) for line in lines[:-1]]
+    assert [r["offset"] for r in rows] == [8, 24, 40]
+    assert ["command" in r for r in rows] == [False, False, True]
+    assert rows[-1]["command"] == "connection.tune" and rows[-1]["frames"] == 3
+    assert rows[-1]["fields"] == {
+        "channel_max": 7,
+        "max_frame_size": 4096,
+        "heartbeat_min": 0,
+        "heartbeat_max": 60,
+    }
 
 
 def test_the_package_decodes_and_encodes_whole_frames_as_every_version_does() -> None:
@@ -329,13 +346,29 @@ def test_frame_reader_finish_reports_a_stream_cut_inside_a_frame() -> None:
     assert [f.payload for f in reader] == [tune]
 
 
-def test_specgen_decode_refuses_0_10_without_wrong_advice() -> None:
-    """The package is generated but has no table layout yet: decode says so plainly instead of
-    telling the user to run `specgen generate`, which would not make one."""
-    from specgen.pipeline import decode
-    from specgen.pipeline.inputs import DecodeInputError
+def test_the_frames_table_has_a_column_per_command_and_header_struct() -> None:
+    """`specgen decode` reads 0-10 (its package has a spark_schema): the table has one struct
+    column per control and command with fields, members in the XML's field order, integers in
+    the narrowest signed type holding them, and one per struct a header segment may carry."""
+    import pyarrow as pa  # type: ignore[import-untyped]
 
-    with pytest.raises(DecodeInputError) as e:
-        decode._codec("specgen_codecs.amqp_0_10.v0_10")
-    assert "does not read specgen_codecs.amqp_0_10.v0_10 yet" in str(e.value)
-    assert "run `specgen generate`" not in str(e.value)
+    from specgen.pipeline import decode
+
+    schema = decode._codec("specgen_codecs.amqp_0_10.v0_10").schema.FRAMES_SCHEMA
+    # <command name="transfer">: destination (str8), accept-mode, acquire-mode (uint8 domains)
+    transfer = schema.field("message_transfer").type
+    assert [(f.name, f.type) for f in transfer] == [
+        ("destination", pa.string()),
+        ("accept_mode", pa.int16()),
+        ("acquire_mode", pa.int16()),
+    ]
+    # <struct name="message-properties" code="0x3">: content-length is uint64
+    props = schema.field("message_properties").type
+    assert props.field("content_length").type == pa.decimal128(20, 0)
+    # session.completed's commands: a sequence-set, as (first, last) pairs
+    completed = schema.field("session_completed").type.field("commands").type
+    assert completed == pa.list_(
+        pa.struct([pa.field("first", pa.int64()), pa.field("last", pa.int64())])
+    )
+    # the frame header: the 16-bit channel needs an INT, the 8-bit type a SMALLINT
+    assert schema.field("channel").type == pa.int32() and schema.field("type").type == pa.int16()

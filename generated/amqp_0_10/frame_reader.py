@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from .errors import DecodeError, EncodeError
@@ -309,3 +309,84 @@ class Assembler:
             first_segment=first.first_segment,
             last_segment=first.last_segment,
         )
+
+
+@dataclass(slots=True, kw_only=True)
+class Assembly:
+    """One whole message: the control or command its first segment holds, the coded structs of
+    its header segment, the bytes of its body segments, the segments themselves (as the wire
+    cut them, for re-encoding) and how many frames carried them."""
+
+    method: Any
+    header: list[Any] = field(default_factory=list)
+    body: bytes = b""
+    segments: list[Segment] = field(default_factory=list)
+    frames: int = 0
+    channel: int = 0
+    track: int = 0
+
+
+class Assemblies:
+    """Frames of one direction of a connection, in order -> whole messages (`Assembly`).
+
+    A message is the segments from one whose first-segment flag is set to one whose last-segment
+    flag is set, on one channel and track: a control or command, then (a command that has them)
+    its header and body segments. `add` returns the message the frame completes, else None.
+    A message that starts with a header or body, or a new message before the last one ended,
+    raises DecodeError, as do the `Assembler`'s checks and the segment's decoding. Each
+    version's package binds `assembler`, its `Assembler`.
+    """
+
+    assembler: ClassVar[type[Assembler]] = Assembler
+
+    def __init__(self) -> None:
+        self._segments = self.assembler()
+        self._open: dict[tuple[int, int], Assembly] = {}
+        self._frames: dict[tuple[int, int], int] = {}
+
+    def add(self, frame: Frame) -> Assembly | None:
+        key = (frame.channel, int(frame.track))
+        # frames of a message not yet whole, counted per channel and track as segments are
+        self._frames[key] = self._frames.get(key, 0) + 1
+        segment = self._segments.add(frame)
+        if segment is None:
+            return None
+        value = segment.decode()
+        if segment.first_segment:
+            if key in self._open:
+                raise DecodeError(
+                    "frame.flags",
+                    0,
+                    f"channel {key[0]} track {key[1]}: a message starts before the last one ended",
+                )
+            if isinstance(value, bytes | list):  # a body's bytes, a header's structs
+                raise DecodeError("frame.type", 1, "a message starts with a header or body segment")
+            message = Assembly(method=value, channel=key[0], track=key[1])
+        else:
+            if key not in self._open:
+                raise DecodeError(
+                    "frame.flags",
+                    0,
+                    f"channel {key[0]} track {key[1]}: a segment continues no message",
+                )
+            message = self._open.pop(key)
+            if isinstance(value, list):
+                message.header = value
+            elif isinstance(value, bytes):
+                message.body += value
+            else:
+                raise DecodeError(
+                    "frame.type", 1, "a control or command segment inside another message"
+                )
+        message.segments.append(segment)
+        if not segment.last_segment:
+            self._open[key] = message
+            return None
+        message.frames = self._frames.pop(key)
+        return message
+
+    def reset(self) -> None:
+        """Forget every message not yet whole: the bytes after a gap start afresh."""
+        self._segments = self.assembler()
+        self._open.clear()
+        self._frames.clear()

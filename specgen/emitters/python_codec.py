@@ -467,8 +467,10 @@ _PACKED_SHARED = {
 _PACKED_COMMANDS = (
     "COMMANDS",
     "CONTROLS",
+    "FRAME_KEYS",
     "STRUCTS",
     "Assembler",
+    "Assemblies",
     "Command",
     "Control",
     "Segment",

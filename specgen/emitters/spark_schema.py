@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from specgen.emitters import sharing
 from specgen.emitters.plan import ModulePlan, PlanError, attr_name, isort_key, snake
+from specgen.emitters.plan_packed import FieldPlan, PackedPlan, PrimPlan, StructPlan
 from specgen.emitters.python_codec import VersionCode, described_files
 from specgen.emitters.render import Renderer
 from specgen.emitters.sharing import Block, block
@@ -127,8 +128,8 @@ class SchemaCode:
 
 def prepare(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> SchemaCode:
     """A version's columns, their builders rendered, for `shared_builders` and `emit`."""
-    if plan.described is not None:  # one struct column per performative, from its fields
-        return SchemaCode(spec, plan, [], {}, [])
+    if plan.described is not None or plan.packed is not None:  # columns from their own plans
+        return SchemaCode(spec, plan, [], {"title": spec.title or spec.protocol}, [])
     protocol = plan.protocol
     mapper = _Mapper(protocol, plan.clashing)
     columns: list[ColumnPlan] = []
@@ -194,8 +195,24 @@ def emit(
     code: SchemaCode, renderer: Renderer, found: set[tuple[str, str]] | None = None
 ) -> dict[str, str]:
     """`spark_schema.py` of a version; the builders in `found` come from `shared_spark.py`."""
-    if code.plan.packed is not None:  # segments of packing-flag structs: no columns yet
-        return {}
+    if code.plan.packed is not None:  # packing-flag structs in segments: a row per frame
+        header_columns = [
+            (h.name, _int_col(*_int_range(_header_type(code.plan.protocol, i))))
+            for i, h in enumerate(code.plan.frame.header)
+            if h.role != "length"
+        ]
+        body = renderer.trimmed_macro(
+            "python/_packed_macros.j2",
+            "spark_schema",
+            packed_columns(code.plan.packed),
+            header_columns,
+            code.spec,
+            code.context.get("title", code.spec.protocol),
+        )
+        text = renderer.render(
+            "python/spark_schema.py.j2", code.spec, code.plan.protocol, packed_body=body
+        )
+        return {"spark_schema.py": text}
     if code.plan.described is not None:
         return described_files(code.spec, code.plan, renderer, ("spark_schema",))
     found = found or set()
@@ -445,3 +462,111 @@ class _Code:
             children.append(self.expr(member, target, maybe_none or member_none, [*path, name]))
         names = [name for name, _, _, _ in col.members]
         return Expr("struct", source, names=names, children=children, mask=maybe_none)
+
+
+@dataclass
+class PackedMember:
+    """One member of a packing-flag struct's column: its attribute, Arrow and Spark types and
+    the generated converter that makes its values fit (`_same` when they already do)."""
+
+    attr: str
+    arrow: str
+    ddl: str
+    convert: str
+
+
+@dataclass
+class PackedColumn:
+    column: str
+    cls: str
+    members: list[PackedMember]
+
+    @property
+    def arrow(self) -> str:
+        return (
+            "pa.struct(["
+            + ", ".join(f'pa.field("{m.attr}", {m.arrow})' for m in self.members)
+            + "])"
+        )
+
+    @property
+    def ddl(self) -> str:
+        return "STRUCT<" + ", ".join(f"`{m.attr}`: {m.ddl}" for m in self.members) + ">"
+
+
+@dataclass
+class PackedColumns:
+    """What a segment layer's frames table holds beside its frame header: a struct column per
+    control and command with fields, and one per coded struct a command's header may carry."""
+
+    plan: PackedPlan
+    methods: list[PackedColumn]
+    headers: list[PackedColumn]
+    fieldless: list[str]
+
+
+_RANGES = (
+    'pa.list_(pa.struct([pa.field("first", pa.int64()), pa.field("last", pa.int64())]))',
+    "ARRAY<STRUCT<`first`: BIGINT, `last`: BIGINT>>",
+)
+
+
+def packed_columns(packed: PackedPlan) -> PackedColumns:
+    """The columns of a segment layer's frames table, from the plan of its structs."""
+    prims = {p.py: p for p in packed.prims}
+    by_cls = {s.cls: s for s in packed.structs}
+
+    def columns(structs: list[StructPlan]) -> tuple[list[PackedColumn], list[str]]:
+        out, fieldless = [], []
+        for s in structs:
+            members = [m for f in s.fields if (m := _packed_member(f, prims)) is not None]
+            if members:
+                out.append(PackedColumn(snake(s.cls), s.cls, members))
+            else:
+                fieldless.append(s.cls)
+        return out, fieldless
+
+    methods, fieldless = columns(packed.methods)
+    carried = dict.fromkeys(c for m in packed.methods for c in m.header)
+    headers, _ = columns([by_cls[c] for c in carried if c in by_cls])
+    names = [c.column for c in methods + headers]
+    if len(set(names)) != len(names):
+        raise PlanError(f"{packed.source}: two struct columns share a name")
+    return PackedColumns(packed, methods, headers, fieldless)
+
+
+def _packed_member(f: FieldPlan, prims: dict[str, PrimPlan]) -> PackedMember | None:
+    """A field's column member: integers in the narrowest signed type holding them, text and
+    bytes as they are, sequence sets and byte ranges as lists of (first, last), and values of
+    any shape (maps, lists, arrays, coded and nested structs) as JSON text."""
+    if f.kind == "bit":
+        return PackedMember(f.attr, "pa.bool_()", "BOOLEAN", "_same")
+    if f.kind == "struct":
+        return PackedMember(f.attr, "pa.string()", "STRING", "_json")
+    p = prims[f.prim]
+    if p.impl == "void":
+        return None
+    if p.impl == "int":
+        signed = p.name.startswith("int") or p.name == "datetime"  # time_t: signed seconds
+        width = p.fixed or 8
+        bits = 8 * width
+        low, high = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+        col = _int_col(low, high)
+        return PackedMember(f.attr, col.arrow, col.ddl, "_decimals" if col.via else "_ints")
+    simple = {
+        "bool": ("pa.bool_()", "BOOLEAN", "_same"),
+        "char": ("pa.string()", "STRING", "_same"),
+        "str": ("pa.string()", "STRING", "_same"),
+        "bin": ("pa.binary()", "BINARY", "_same"),
+        "vbin": ("pa.binary()", "BINARY", "_same"),
+        "uuid": ("pa.string()", "STRING", "_text"),
+        "dec": ("pa.string()", "STRING", "_text"),
+        "float": (
+            "pa.float32()" if p.fixed == 4 else "pa.float64()",
+            "FLOAT" if p.fixed == 4 else "DOUBLE",
+            "_same",
+        ),
+        "ranges": (_RANGES[0], _RANGES[1], "_ranges"),
+    }
+    arrow, ddl, convert = simple.get(p.impl, ("pa.string()", "STRING", "_json"))
+    return PackedMember(f.attr, arrow, ddl, convert)

@@ -208,6 +208,8 @@ def decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
     unpack_header = framing.header.unpack_from
     rejects = _Rejects(r)
     batch = _Frames(r)
+    # a segment layer's frames join into messages; a row carries the message its frame completes
+    messages = framing.assemblies() if framing.assemblies is not None else None
     # timestamps: the read that delivered each frame's last byte, found by a moving pointer
     starts, ends, walls = r.read_starts, r.read_ends, r.read_walls
     i, reads = 0, len(ends)
@@ -243,7 +245,11 @@ def decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
                     frame = view[here : here + length]
                     try:
                         msg = decode(frame, sender)
+                        if messages is not None:
+                            msg = messages.add(msg) or msg
                     except decode_error as e:
+                        if messages is not None:
+                            messages.reset()  # what was open cannot be finished now
                         rejects.add(
                             at,
                             length,
@@ -272,6 +278,8 @@ def decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
                     here += length
                 view.release()
             if gap_length:
+                if messages is not None:
+                    messages.reset()  # no message continues over bytes that do not frame
                 kept = min(gap_length, UNFRAMED_KEEP)
                 # a header's worth past a short gap too: why it does not frame is read from it
                 head = os.pread(fd, max(kept, framing.header_size), gap)

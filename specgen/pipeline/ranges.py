@@ -115,6 +115,9 @@ class Framing:
     # byte strings that may stand wherever a frame starts, each one message (AMQP 1.0's
     # protocol headers, sent first and again after SASL); none of them frames as a header
     protocol_headers: tuple[bytes, ...] = ()
+    # a segment layer (`framing.SEGMENTED`): frames join into messages, so a file is one range
+    # (an open message may span any cut) and decoding feeds each frame to a fresh `Assemblies`
+    assemblies: Callable[[], Any] | None = None
 
     @property
     def width(self) -> int:
@@ -192,7 +195,9 @@ class Framing:
 
     def preamble_of(self, sender: str | None) -> bytes:
         """The bytes `sender`'s direction starts with before its first frame."""
-        return dict(self.preambles).get(sender or "", b"")
+        preambles = dict(self.preambles)
+        # "both": each peer starts with the same bytes (AMQP 0-10's protocol header)
+        return preambles.get(sender or "", preambles.get("both", b""))
 
     def key(self, fields: tuple[int, ...]) -> tuple[int, ...]:
         """The dispatch values of an unpacked header."""
@@ -231,7 +236,7 @@ class Framing:
             )
         # the version's own header where it has one: signedness may differ
         commands = getattr(codec, "commands", None)
-        header = commands.HEADER if commands is not None else framing.HEADER
+        header = getattr(commands, "HEADER", framing.HEADER)
         order = header.format[0] if header.format[0] in _ORDER else ">"
         length_code = _codes(header)[framing.LENGTH_INDEX]
         return cls(
@@ -253,6 +258,7 @@ class Framing:
             bytes(framing.TRAILER),
             tuple(sorted((k, bytes(v)) for k, v in framing.PREAMBLES.items() if v)),
             tuple(bytes(h) for h in framing.PROTOCOL_HEADERS),
+            getattr(codec, "Assemblies", None) if getattr(framing, "SEGMENTED", False) else None,
         )
 
     def first(self, file_size: int, head: bytes | None = None, sender: str | None = None) -> int:
@@ -338,6 +344,8 @@ def split(stream: Stream, framing: Framing, target: int = TARGET) -> list[Cut]:
     """
     if stream.size == 0:
         return []
+    if framing.assemblies is not None:  # a message's frames may straddle any cut: one range
+        target = max(target, stream.size + 1)
     try:
         fd = os.open(stream.path, os.O_RDONLY)
     except OSError as e:

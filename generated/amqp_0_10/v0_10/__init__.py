@@ -35,8 +35,10 @@ from ..values import (
 from .commands import (
     COMMANDS,
     CONTROLS,
+    FRAME_KEYS,
     STRUCTS,
     Assembler,
+    Assemblies,
     Command,
     ConnectionClose,
     ConnectionCloseOk,
@@ -185,6 +187,7 @@ class FrameReader(_FrameReader):
 __all__ = [
     "Array",
     "Assembler",
+    "Assemblies",
     "CLASS_CODES",
     "COMMANDS",
     "CONSTANTS",
@@ -236,6 +239,7 @@ __all__ = [
     "ExecutionSync",
     "FIRST_FRAME",
     "FIRST_SEGMENT",
+    "FRAME_KEYS",
     "FileAck",
     "FileCancel",
     "FileConsume",

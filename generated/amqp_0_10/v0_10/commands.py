@@ -26,6 +26,7 @@ from typing import Any, ClassVar, TypeAlias
 
 from ..errors import DecodeError
 from ..frame_reader import Assembler as _Assembler
+from ..frame_reader import Assemblies as _Assemblies
 from ..frame_reader import Frame, ProtocolHeader, decode_frame, encode_frame
 from ..frame_reader import Segment as _Segment
 from ..framing import PROTOCOL_HEADER
@@ -7172,6 +7173,16 @@ class Assembler(_Assembler):
     """Frames of one direction of a connection, in order -> this version's segments."""
 
     segment = Segment
+
+
+class Assemblies(_Assemblies):
+    """Frames of one direction of a connection, in order -> this version's whole messages."""
+
+    assembler = Assembler
+
+
+FRAME_KEYS: frozenset[tuple[int, ...]] = frozenset((int(t),) for t in SegmentType)
+"""The frame header's dispatch values `decode` reads a frame of: every segment type."""
 
 
 def decode(
