@@ -5,8 +5,10 @@
 
 It plays one connection as a client and a broker would, into the layout `specgen capture`
 writes (OUT/session-1: conn-0001.c2s.bin, conn-0001.s2c.bin, conn-0001.index.jsonl,
-capture.json): both protocol headers; connection.start, start-ok (PLAIN), tune (a max frame
-size of 4096), tune-ok, open, open-ok; session.attach, attached and command-point on channel 1;
+capture.json), and the same session as a pcap on port 5672 (OUT/pcap/session-1.pcap, by
+tests/pcap_writer.py: a packet per write, at most 1,448 octets each). The session: both
+protocol headers; connection.start, start-ok (PLAIN), tune (a max frame size of 4096),
+tune-ok, open, open-ok; session.attach, attached and command-point on channel 1;
 queue.declare; 300 message.transfer commands from the client, each with a header segment
 (delivery-properties with a routing key, message-properties with a content type, an
 application header and, every 7th, a message id) and a body segment, 200 to amq.direct and
@@ -36,7 +38,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
+
+import pcap_writer  # noqa: E402
 
 import specgen.locations  # noqa: E402,F401  (maps specgen_codecs to this checkout's generated/)
 from specgen_codecs.amqp_0_10.v0_10 import (  # noqa: E402
@@ -87,6 +92,7 @@ PUBLISHED = {"amq.direct": 200, "amq.topic": 100}
 DELIVERED = 200
 REJECT, RELEASE = 57, 58  # the broker's nth transfer (0-based) the client rejects, releases
 COMPLETE_EVERY = 20
+PORT = 5672  # the pcap's server port: AMQP's, shared by 0-9-1 and 1.0
 
 
 class Session:
@@ -358,6 +364,9 @@ def main() -> int:
     folder = out / "session-1"
     if not only_check:
         write(play(), folder)
+        # the same session as tcpdump would have seen it on the server's port
+        (out / "pcap").mkdir(exist_ok=True)
+        pcap_writer.write(out / "pcap" / "session-1.pcap", pcap_writer.session(folder, PORT))
     return 1 if check(folder) else 0
 
 

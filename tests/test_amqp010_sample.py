@@ -17,7 +17,10 @@ import contextlib
 import importlib.util
 import io
 import json
+import os
 import shutil
+import subprocess
+import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -26,7 +29,7 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 
 from specgen.cli import main
-from specgen.pipeline import decode
+from specgen.pipeline import decode, pcap_job
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "samples" / "amqp-0-10" / "session-1"
@@ -163,3 +166,119 @@ def test_a_damaged_copy_resynchronises(tmp_path: Path) -> None:
     # the other direction is untouched: as many rows as the spec's format finds frames
     s2c = _walk((folder / "conn-0001.s2c.bin").read_bytes())
     assert sum(1 for r in frames if r["direction"] == "s2c") == len(s2c)
+
+
+# --------------------------------------------------------------------------------------------
+# Wireshark's dissector and the shipped pcap
+
+PCAP = ROOT / "samples" / "amqp-0-10" / "pcap" / "session-1.pcap"
+
+
+def _wireshark_frames(pcap: Path) -> dict[str, list[dict[str, Any]]]:
+    """Every AMQP frame tshark dissects in the pcap, per direction in stream order: its
+    position bits, type, length, track, channel, and what it names of a control or command."""
+    tshark = shutil.which("tshark")
+    if tshark is None:
+        if os.environ.get("SPECGEN_REQUIRE_SERVER"):
+            pytest.fail("SPECGEN_REQUIRE_SERVER is set and tshark is not installed")
+        pytest.skip("tshark is not installed (apt-get install tshark)")
+    done = subprocess.run(
+        [tshark, "-n", "-r", str(pcap), "-d", "tcp.port==5672,amqp", "-T", "pdml"]
+        + ["-J", "tcp amqp"],
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
+    out: dict[str, list[dict[str, Any]]] = {"c2s": [], "s2c": []}
+    for packet in ET.fromstring(done.stdout).iter("packet"):
+        port = next(
+            (f.get("show") for f in packet.iter("field") if f.get("name") == "tcp.srcport"), None
+        )
+        direction = "s2c" if port == "5672" else "c2s"
+        for proto in packet.iter("proto"):
+            if proto.get("name") != "amqp":
+                continue
+            shown = {}
+            for f in proto.iter("field"):
+                shown.setdefault(f.get("name", ""), f)
+            if "amqp.type" not in shown:
+                continue  # the protocol header
+            frame: dict[str, Any] = {
+                k: int(shown[f"amqp.{w}"].get("show") or "0")
+                for k, w in (
+                    ("position", "frame-position"),
+                    ("type", "type"),
+                    ("size", "length"),
+                    ("track", "track-number"),
+                    ("channel", "channel"),
+                )
+            }
+            method = next((f for n, f in shown.items() if n.endswith(".method")), None)
+            if method is not None:  # "Method: message.transfer (1)"
+                frame["command"] = (method.get("showname") or "").split()[1]
+            if "amqp.session.header.sync" in shown:
+                frame["sync"] = shown["amqp.session.header.sync"].get("show") == "1"
+            if "amqp.message.transfer.destination" in shown:
+                frame["destination"] = shown["amqp.message.transfer.destination"].get("show")
+            out[direction].append(frame)
+    return out
+
+
+def test_the_sample_agrees_with_wireshark_frame_by_frame(tmp_path: Path) -> None:
+    """Wireshark's AMQP dissector, reading the shipped pcap, finds the frames our decoder finds,
+    with the same header fields, and names the same controls and commands in the same order,
+    with the same sync bits and transfer destinations."""
+    shark = _wireshark_frames(PCAP)
+    decode.decode_local("amqp-0-10", SAMPLE, tmp_path / "out", echo=lambda _: None)
+    frames = pq.read_table(tmp_path / "out" / "frames").to_pylist()
+    for direction in ("c2s", "s2c"):
+        ours = sorted((r for r in frames if r["direction"] == direction), key=lambda r: r["offset"])
+        theirs = shark[direction]
+        assert len(theirs) > 600  # every frame of the session, not an empty match
+        assert [
+            (f["position"], f["type"], f["size"], f["track"], f["channel"]) for f in theirs
+        ] == [(r["flags"], r["type"], r["size"], r["track"], r["channel"]) for r in ours]
+        # a message's command segment is where Wireshark names it; our row is its last frame
+        named = [f for f in theirs if "command" in f]
+        whole = [r for r in ours if r["kind"] != "frame"]
+        assert [f["command"] for f in named] == [r["command"] for r in whole]
+        assert [f["sync"] for f in named if "sync" in f] == [
+            r["sync"] for r in whole if r["kind"] == "command"
+        ]
+        assert [f["destination"] for f in named if "destination" in f] == [
+            r["message_transfer"]["destination"] for r in whole if r["message_transfer"]
+        ]
+
+
+def test_the_pcap_decodes_to_the_frames_of_the_recording(
+    decoded: tuple[int, str, Any, int], tmp_path: Path
+) -> None:
+    """`specgen decode` of the shipped pcap: port 5672 found from the framing module, the TCP
+    streams reassembled, the same frame rows as the byte files give, reconciled."""
+    _, _, recorded, _ = decoded
+    lines: list[str] = []
+    result = pcap_job.run(
+        "amqp-0-10",
+        pcap_job.find(PCAP.parent),
+        tmp_path / "out",
+        None,
+        False,
+        frozenset(),
+        echo=lines.append,
+    )
+    assert result.reconciled and result.rejects == 0, lines
+    assert any("pcap reconciliation" in line and "FAILED" not in line for line in lines), lines
+    frames = pq.read_table(tmp_path / "out" / "frames").to_pylist()
+    skip = {"capture", "connection"}
+
+    def content(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        return sorted(
+            tuple((k, repr(v)) for k, v in r.items() if k not in skip and k != "timestamp")
+            for r in rows
+        )
+
+    assert content(frames) == content(recorded)
+    # packets are stamped with the index's wall times: the same times, to the microsecond
+    stamps = Counter(r["timestamp"] for r in frames)
+    assert stamps == Counter(r["timestamp"] for r in recorded)
