@@ -5,7 +5,8 @@
 
 It plays one connection as a client and a broker would, into the layout `specgen capture`
 writes (OUT/session-1: conn-0001.c2s.bin, conn-0001.s2c.bin, conn-0001.index.jsonl,
-capture.json), and the same session as a pcap on port 5672 (OUT/pcap/session-1.pcap, by
+capture.json), and the same session as a pcap on port 5672 (pcap/amqp-0-10.pcap beside OUT,
+beside the sample so that `specgen decode` of the sample's folder is not mixed input; by
 tests/pcap_writer.py: a packet per write, at most 1,448 octets each). The session: both
 protocol headers; connection.start, start-ok (PLAIN), tune (a max frame size of 4096),
 tune-ok, open, open-ok; session.attach, attached and command-point on channel 1;
@@ -365,8 +366,9 @@ def main() -> int:
     if not only_check:
         write(play(), folder)
         # the same session as tcpdump would have seen it on the server's port
-        (out / "pcap").mkdir(exist_ok=True)
-        pcap_writer.write(out / "pcap" / "session-1.pcap", pcap_writer.session(folder, PORT))
+        pcaps = out.parent / "pcap"
+        pcaps.mkdir(exist_ok=True)
+        pcap_writer.write(pcaps / f"{out.name}.pcap", pcap_writer.session(folder, PORT))
     return 1 if check(folder) else 0
 
 

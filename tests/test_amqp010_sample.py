@@ -25,6 +25,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pcap_writer
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 
@@ -171,7 +172,7 @@ def test_a_damaged_copy_resynchronises(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------------------------
 # Wireshark's dissector and the shipped pcap
 
-PCAP = ROOT / "samples" / "amqp-0-10" / "pcap" / "session-1.pcap"
+PCAP = ROOT / "samples" / "pcap" / "amqp-0-10.pcap"
 
 
 def _wireshark_frames(pcap: Path) -> dict[str, list[dict[str, Any]]]:
@@ -260,7 +261,7 @@ def test_the_pcap_decodes_to_the_frames_of_the_recording(
     lines: list[str] = []
     result = pcap_job.run(
         "amqp-0-10",
-        pcap_job.find(PCAP.parent),
+        pcap_job.find(PCAP),
         tmp_path / "out",
         None,
         False,
@@ -282,3 +283,49 @@ def test_the_pcap_decodes_to_the_frames_of_the_recording(
     # packets are stamped with the index's wall times: the same times, to the microsecond
     stamps = Counter(r["timestamp"] for r in frames)
     assert stamps == Counter(r["timestamp"] for r in recorded)
+
+
+def test_connections_of_other_amqp_versions_on_the_port_are_set_aside(
+    decoded: tuple[int, str, Any, int], tmp_path: Path
+) -> None:
+    """One pcap on port 5672 with three connections: the 0-10 sample, the 0-9-1 sample and the
+    1.0 sample. Decoded as 0-10, the other two are told apart by how their clients open (0-9-1's
+    protocol header, 1.0's SASL header) and set aside whole; the 0-10 rows are the recording's.
+    Decoded as 0-9-1, the 0-10 and 1.0 connections are the ones set aside."""
+    _, _, recorded, _ = decoded
+    conns = [
+        pcap_writer.connection(SAMPLE, "conn-0001", 40001, 5672),
+        pcap_writer.connection(
+            ROOT / "samples" / "amqp-0-9-1" / "session-1", "conn-0001", 40002, 5672
+        ),
+        pcap_writer.connection(
+            ROOT / "samples" / "amqp-1-0" / "session-1", "conn-0001", 40003, 5672
+        ),
+    ]
+    capture = tmp_path / "mixed.pcap"
+    pcap_writer.write(capture, sorted((p for c in conns for p in c.packets), key=lambda p: p.ts))
+    sizes = {
+        c.client_port: sum(len(p.payload) for p in c.packets) for c in conns
+    }  # TCP payload of each connection, both ways
+    for protocol, ours in (("amqp-0-10", 40001), ("amqp-0-9-1", 40002)):
+        lines: list[str] = []
+        out = tmp_path / protocol
+        result = pcap_job.run(
+            protocol, pcap_job.find(capture), out, None, False, frozenset(), echo=lines.append
+        )
+        assert result.reconciled and result.rejects == 0, lines
+        others = [port for port in sizes if port != ours]
+        (said,) = [line for line in lines if "of another protocol" in line]
+        assert said.startswith(
+            f"pcap: 2 connections of another protocol ({sum(sizes[p] for p in others):,} bytes)"
+        ), said
+        frames = pq.read_table(out / "frames", columns=["connection"]).to_pylist()
+        assert {r["connection"] for r in frames} == {f"10.0.0.1_{ours}-10.0.0.2_5672"}
+        aside = sorted(p.name for p in (out / "other-protocols" / "mixed.pcap").iterdir())
+        assert aside == sorted(
+            f"10.0.0.1_{port}-10.0.0.2_5672.{kind}"
+            for port in others
+            for kind in ("c2s.bin", "s2c.bin", "index.jsonl")
+        )
+        if protocol == "amqp-0-10":
+            assert len(frames) == len(recorded)

@@ -43,7 +43,7 @@ from typing import Any
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
-from specgen.pipeline import decode, pcap, reassembly, records
+from specgen.pipeline import decode, openings, pcap, reassembly, records
 from specgen.pipeline.columns import REJECTS_SCHEMA
 from specgen.pipeline.decode import Echo, Result
 from specgen.pipeline.inputs import DecodeInputError
@@ -604,6 +604,22 @@ def run(
         f"pcap: {streams.packets:,} packets: {streams.segments:,} TCP segments of those ports, "
         f"{streams.skipped:,} other packets; {len(streams.directions):,} directions reassembled"
     )
+    # a shared port: connections whose client opened as another protocol does are set aside
+    own, foreign = openings.set_aside(
+        (out / STREAMS).resolve(),
+        out,
+        streams.directions,
+        importlib.import_module(spec.framing_name),
+    )
+    streams = dataclasses.replace(streams, directions=own)
+    for line in openings.lines(foreign, out):
+        echo(line)
+    if not streams.directions and foreign:
+        shutil.rmtree(out / STREAMS, ignore_errors=True)
+        raise DecodeInputError(
+            f"every connection on port {', '.join(map(str, sorted(ports)))} speaks another "
+            f"protocol than {spec.qualified} (their byte files are in {out / openings.OTHER})"
+        )
     if not streams.directions:
         shutil.rmtree(out / STREAMS, ignore_errors=True)
         raise DecodeInputError(
