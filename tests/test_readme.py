@@ -38,7 +38,7 @@ def test_the_setup_list_names_every_package_setup_installs() -> None:
     assert [p for p in packages if spoken.get(p, p) not in said] == []
 
 
-@pytest.mark.parametrize("protocol", ["rabbitmq-stream", "amqp-1-0"])
+@pytest.mark.parametrize("protocol", ["rabbitmq-stream", "amqp-1-0", "amqp-0-10"])
 def test_the_frames_figure(protocol: str, capsys: pytest.CaptureFixture[str]) -> None:
     folder = SAMPLES / protocol / "session-1"
     command = f"specgen frames {protocol} samples/{protocol}/session-1/*.bin --roundtrip | tail -1"
@@ -110,3 +110,22 @@ def test_the_amqp_1_0_report_figures(
         shown = _after(f'specgen report out/amqp10 | grep -A5 "^{title}"', 6)
         at = next(i for i, ln in enumerate(lines) if ln.startswith(title))
         assert lines[at : at + 6] == shown
+
+
+def test_the_amqp_0_10_figures(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The decode's last line and the outcome table of the AMQP 0-10 sample."""
+    (shown,) = _after(
+        "specgen decode amqp-0-10 samples/amqp-0-10 --out out/amqp010 --overwrite | tail -1", 1
+    )
+    lines: list[str] = []
+    decode.decode_local("amqp-0-10", SAMPLES / "amqp-0-10", tmp_path / "amqp010", echo=lines.append)
+    assert lines[-1] == shown
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "amqp010")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    title = "Transfer outcomes"
+    table = _after(f'specgen report out/amqp010 | grep -A6 "^{title}"', 7)
+    at = next(i for i, ln in enumerate(out) if ln.startswith(title))
+    assert out[at : at + 7] == table
