@@ -329,3 +329,24 @@ def test_connections_of_other_amqp_versions_on_the_port_are_set_aside(
         )
         if protocol == "amqp-0-10":
             assert len(frames) == len(recorded)
+
+
+def test_ranges_cut_only_between_messages(tmp_path: Path) -> None:
+    """With ranges of a few KiB the walk cuts each file many times, only where no message is
+    open (a message's frames would be split from each other otherwise), and the rows are the
+    ones a single range per file gives, with no rejects."""
+    whole = decode.decode_local("amqp-0-10", SAMPLE, tmp_path / "one", echo=lambda _: None)
+    lines: list[str] = []
+    small = decode.decode_local(
+        "amqp-0-10", SAMPLE, tmp_path / "many", target=4096, echo=lines.append
+    )
+    assert whole.reconciled and small.reconciled and small.rejects == 0, lines
+    ranges = int(lines[0].split(" in ")[1].split()[0].replace(",", ""))
+    assert ranges > 50, lines[0]  # 480 KiB in 4 KiB ranges, cut between messages only
+    one = pq.read_table(tmp_path / "one" / "frames").to_pylist()
+    many = pq.read_table(tmp_path / "many" / "frames").to_pylist()
+
+    def key(r: dict[str, Any]) -> tuple[str, int]:
+        return r["direction"], r["offset"]
+
+    assert sorted(many, key=key) == sorted(one, key=key)

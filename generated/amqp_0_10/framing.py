@@ -71,6 +71,8 @@ def frame_size(length: int) -> int:
 
 SEGMENTED = True
 """Frames carry segments: a message is a segment, or several (`frame_reader.Assembler`)."""
+SEGMENT_FLAGS = "flags"
+"""The header field holding the four flags below."""
 FIRST_SEGMENT = 0x08
 """In header field `flags`: the frame's segment is its message's first."""
 LAST_SEGMENT = 0x04

@@ -115,9 +115,11 @@ class Framing:
     # byte strings that may stand wherever a frame starts, each one message (AMQP 1.0's
     # protocol headers, sent first and again after SASL); none of them frames as a header
     protocol_headers: tuple[bytes, ...] = ()
-    # a segment layer (`framing.SEGMENTED`): frames join into messages, so a file is one range
-    # (an open message may span any cut) and decoding feeds each frame to a fresh `Assemblies`
+    # a segment layer (`framing.SEGMENTED`): frames join into messages, so decoding feeds
+    # each frame to a fresh `Assemblies` per range, and the walk cuts only where no message is
+    # open: (the flags field's index, a message's first frame's flags, its last frame's)
     assemblies: Callable[[], Any] | None = None
+    message_flags: tuple[int, int, int] | None = None
 
     @property
     def width(self) -> int:
@@ -258,8 +260,17 @@ class Framing:
             bytes(framing.TRAILER),
             tuple(sorted((k, bytes(v)) for k, v in framing.PREAMBLES.items() if v)),
             tuple(bytes(h) for h in framing.PROTOCOL_HEADERS),
-            getattr(codec, "Assemblies", None) if getattr(framing, "SEGMENTED", False) else None,
+            *_segments(codec, framing),
         )
+
+    def opens(self, fields: tuple[int, ...]) -> int:
+        """How the frame whose header is `fields` changes the count of open messages: +1 when
+        it starts one that goes on, -1 when it ends one it did not start, else 0."""
+        if self.message_flags is None:
+            return 0
+        at, start, end = self.message_flags
+        flags = fields[at]
+        return ((flags & start) == start) - ((flags & end) == end)
 
     def first(self, file_size: int, head: bytes | None = None, sender: str | None = None) -> int:
         """Where the first frame of a file of `file_size` bytes starts: after the preamble of
@@ -344,8 +355,6 @@ def split(stream: Stream, framing: Framing, target: int = TARGET) -> list[Cut]:
     """
     if stream.size == 0:
         return []
-    if framing.assemblies is not None:  # a message's frames may straddle any cut: one range
-        target = max(target, stream.size + 1)
     try:
         fd = os.open(stream.path, os.O_RDONLY)
     except OSError as e:
@@ -467,16 +476,22 @@ class _Walk:
         pos, frames, limit = cut.pos, 0, target
         window, at, window_end = b"", 0, 0
         length = 0  # of the frame just walked over; 0 after a gap
+        opens = f.opens if f.message_flags is not None else None
+        open_messages = 0  # a segment layer's: a range starts only where none is open
         while pos < size:
             if pos + header > window_end and size - pos >= header:
                 window = os.pread(fd, WINDOW if length < WINDOW else header, pos)
                 at, window_end = pos, pos + len(window)
             if pos + header <= window_end:
-                end = frame_end(unpack(window, pos - at), pos)
+                fields = unpack(window, pos - at)
+                end = frame_end(fields, pos)
                 if pos < end <= size and trailer_ok(end, window, at):
-                    if pos >= limit:
+                    if pos >= limit and not open_messages:
                         frames = cut.at(pos, frames)
                         limit = pos + target
+                    if opens is not None:
+                        # a capture may start inside a message: an end it did not see start
+                        open_messages = max(0, open_messages + opens(fields))
                     frames += 1
                     length = end - pos
                     pos = end
@@ -492,6 +507,7 @@ class _Walk:
                     continue
             pos, frames = cut.gap(pos, length, frames)
             length, limit = 0, cut.start + target
+            open_messages = 0  # decoding starts messages afresh after a gap
             window, at, window_end = b"", 0, 0  # the walk may resume before the window
         return cut.done(frames)
 
@@ -623,6 +639,18 @@ class _Walk:
         except self.framing.decode_error:
             return False
         return True
+
+
+def _segments(
+    codec: ModuleType, framing: ModuleType
+) -> tuple[Callable[[], Any] | None, tuple[int, int, int] | None]:
+    """`Framing.assemblies` and `Framing.message_flags` of a segment layer, else Nones."""
+    if not getattr(framing, "SEGMENTED", False):
+        return None, None
+    flags = tuple(framing.HEADER_FIELDS).index(framing.SEGMENT_FLAGS)
+    first = framing.FIRST_SEGMENT | framing.FIRST_FRAME
+    last = framing.LAST_SEGMENT | framing.LAST_FRAME
+    return getattr(codec, "Assemblies", None), (flags, first, last)
 
 
 def describe(
