@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from .errors import DecodeError
 from .framing import (
@@ -30,9 +30,18 @@ class Fragment:
     the body after it.
     """
 
+    # a row of `specgen decode`'s frames table, beside the messages
+    COMMAND: ClassVar[str] = "fragment"
+    KIND: ClassVar[str] = "fragment"
+
     data: bytes
     after: Any
     """The message whose frame they follow."""
+
+    @property
+    def follows(self) -> str:
+        """The class name of the message whose frame they follow."""
+        return type(self.after).__name__
 
 
 class FrameReader:

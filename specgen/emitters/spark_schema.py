@@ -149,6 +149,8 @@ def prepare(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> SchemaCo
             if f.role and not isinstance(f.type, Bits) and attr_name(f.name) in code.picked
         }
         columns.append(ColumnPlan(snake(m.cls), m.cls, col, code.gathers, expr, roles))
+    if any(m.follows is not None for m in plan.messages):
+        columns.append(_fragment_column())
     names = [c.column for c in columns]
     if len(set(names)) != len(names):
         raise PlanError(f"{protocol.source}: two message classes share a column name")
@@ -200,7 +202,7 @@ def emit(
         return described_files(code.spec, code.plan, renderer, ("spark_schema",))
     found = found or set()
     local = [b for b in code.blocks if b.ident not in found]
-    imports = {c.cls for c in code.columns} | {"Message"}
+    imports = {c.cls for c in code.columns if c.cls != "Fragment"} | {"Message"}
     imports |= {
         g.name
         for c in code.columns
@@ -217,6 +219,7 @@ def emit(
         used=sharing.used_names(local),
         shared_imports=sorted((f"_{key}" for kind, key in found), key=isort_key),
         imports=sorted(imports, key=isort_key),
+        fragments=any(c.cls == "Fragment" for c in code.columns),
         **code.context,
     )
     return {"spark_schema.py": text}
@@ -243,6 +246,16 @@ def emit_shared(
         used=used,
     )
     return {"shared_spark.py": text}
+
+
+def _fragment_column() -> ColumnPlan:
+    """The column of the rows that hold the octets following a frame outside any framing (the
+    frame reader's `Fragment`): the class of the message whose frame they follow."""
+    members = [("follows", "follows", Col("leaf", "pa.string()", "STRING"), False)]
+    col = Col("struct", _struct_arrow(members), _struct_ddl(members), members=members)
+    code = _Code()
+    expr = code.struct(col, "msgs", False, [])
+    return ColumnPlan("fragment", "Fragment", col, code.gathers, expr, {})
 
 
 def _header_type(protocol: Protocol, index: int) -> str:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
 
+from ..frame_reader import Fragment
 from .commands import (
     ChannelAck,
     ChannelClose,
@@ -331,10 +332,12 @@ FRAMES_SCHEMA = pa.schema(
                 ]
             ),
         ),
+        pa.field("fragment", pa.struct([pa.field("follows", pa.string())])),
     ],
     metadata={"specgen.spec": "amqp-fast-0-8/0.8"},
 )
-"""The frames table. `size` counts the whole frame, header and trailer included; `code` is as in the frame header; `timestamp` is null when the capture has no index.
+"""The frames table. `size` counts the whole frame, header and trailer included; `code` is as in the frame header; `timestamp` is null when the capture has no index. A row of command `fragment` holds the octets that follow a frame outside any
+framing: `size` counts them, `fragment.follows` names the message whose frame they follow.
 Its metadata (`specgen.spec`) names the spec version, so a table says what decoded it."""
 
 HEADER_COLUMNS: tuple[str, ...] = ("code",)
@@ -385,6 +388,7 @@ SPARK_DDL = ", ".join(
         "`handle_ready` STRUCT<`handle_id`: INT, `message_size`: BIGINT>",
         "`handle_reply` STRUCT<`handle_id`: INT, `confirm_tag`: INT, `reply_code`: INT, `reply_text`: STRING>",
         "`handle_close` STRUCT<`handle_id`: INT, `reply_code`: INT, `reply_text`: STRING>",
+        "`fragment` STRUCT<`follows`: STRING>",
     ]
 )
 """FRAMES_SCHEMA in Spark's DDL, as `DataFrame.mapInArrow` and `createDataFrame` take it."""
@@ -417,6 +421,7 @@ MESSAGE_COLUMNS: dict[str, str] = {
     "HandleReady": "handle_ready",
     "HandleReply": "handle_reply",
     "HandleClose": "handle_close",
+    "Fragment": "fragment",
 }
 """Message class name -> its struct column."""
 
@@ -428,7 +433,7 @@ def spark_schema() -> StructType:
     return from_arrow_schema(FRAMES_SCHEMA)
 
 
-def message_columns(msgs: Sequence[Message]) -> dict[str, Any]:
+def message_columns(msgs: Sequence[Message | Fragment]) -> dict[str, Any]:
     """Columns `command`, `message`, `kind`, the role columns and every struct column for a batch
     of messages, one row per message; a struct column is null on the rows of other classes."""
     n = len(msgs)
@@ -960,6 +965,16 @@ def _handle_close(msgs: list[HandleClose], rows: list[int], roles: dict[str, lis
     )
 
 
+def _fragment(msgs: list[Fragment], rows: list[int], roles: dict[str, list[Any]]) -> Any:
+    follows = [x.follows for x in msgs]
+    return pa.StructArray.from_arrays(
+        [
+            pa.array(follows, pa.string()),
+        ],
+        names=["follows"],
+    )
+
+
 _Builder = Callable[[list[Any], list[int], dict[str, list[Any]]], Any]
 
 _BUILDERS: dict[type, tuple[str, _Builder]] = {
@@ -990,4 +1005,5 @@ _BUILDERS: dict[type, tuple[str, _Builder]] = {
     HandleReady: ("handle_ready", _handle_ready),
     HandleReply: ("handle_reply", _handle_reply),
     HandleClose: ("handle_close", _handle_close),
+    Fragment: ("fragment", _fragment),
 }
