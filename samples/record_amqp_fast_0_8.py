@@ -6,7 +6,9 @@
 No server speaks AMQP/Fast 0.8 any more, so this script plays both peers of one connection and
 writes what `specgen capture` would have recorded between them: OUT/session-1/ with
 conn-0001.c2s.bin, conn-0001.s2c.bin, conn-0001.index.jsonl (one read event per write, at the
-times the script's clock gives) and capture.json. Everything comes from a seeded generator
+times the script's clock gives) and capture.json; and OUT.pcap.gz, the same session as
+tcpdump would have seen it on port 3018 (tests/pcap_writer.py: a handshake, segments at the
+recorded times, a FIN exchange). Everything comes from a seeded generator
 and a fixed start time, so a second run writes the same bytes.
 
 The session, in the document's commands: the 2-octet initiation, CONNECTION CHALLENGE /
@@ -28,6 +30,7 @@ the octets its frame announced: the sample must be one the codec reads losslessl
 
 from __future__ import annotations
 
+import gzip
 import json
 import random
 import sys
@@ -35,7 +38,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
+
+import pcap_writer  # noqa: E402
 
 import specgen.locations  # noqa: E402, F401  (specgen_codecs is this checkout's generated/)
 from specgen_codecs.amqp_fast_0_8.framing import PREAMBLES  # noqa: E402
@@ -78,6 +84,7 @@ ACK_EVERY = 50
 LONG_STRING = 0xFFFF  # octets a long string holds: a full one makes a frame past 0xFFFF
 START = 1795700000.0  # the capture's first wall-clock second (fixed: the bytes are the same)
 OK = 200
+PORT = 3018  # the server's port in the pcap: the framing's default (PORTS)
 
 
 class Session:
@@ -125,7 +132,14 @@ class Session:
 def _message(i: int, rnd: random.Random) -> bytes:
     """A message: its head (the header block, with properties and headers), then its body."""
     size = BIG.get(i) or rnd.randrange(0, 900)
-    body = rnd.randbytes(size) if i % 3 else (f"order {i}: " + "x" * size).encode()[:size]
+    if i % 3:  # order lines as JSON text, as many as fill the size
+        lines = []
+        while sum(map(len, lines)) < size:
+            sku, qty = rnd.randrange(10_000), rnd.randrange(1, 20)
+            lines.append(f'{{"order": {i}, "sku": "SKU-{sku:05d}", "qty": {qty}}}\n')
+        body = "".join(lines).encode()[:size]
+    else:  # an opaque payload: a few random octets, then zeros (a padded record)
+        body = rnd.randbytes(min(size, 64)) + bytes(max(0, size - 64))
     head = MessageHead(
         body_size=len(body),
         persistent=i % 2 == 0,
@@ -287,6 +301,18 @@ def write(s: Session, out: Path) -> None:
     (folder / "capture.json").write_text(json.dumps(capture, indent=2) + "\n", encoding="utf-8")
 
 
+def write_pcap(out: Path) -> Path:
+    """The session as tcpdump would have seen it on the server's port (3018, the framing's
+    PORTS), gzipped: OUT.pcap.gz beside OUT, so that decoding OUT reads only the recording."""
+    raw = out.parent / f"{out.name}.pcap"
+    pcap_writer.write(raw, pcap_writer.session(out / "session-1", PORT))
+    target = raw.with_suffix(".pcap.gz")
+    # mtime 0: the same session gives the same bytes
+    target.write_bytes(gzip.compress(raw.read_bytes(), 9, mtime=0))
+    raw.unlink()
+    return target
+
+
 def check(folder: Path) -> int:
     """Every frame of every byte file re-encodes to its exact bytes, every fragment is as long
     as its frame said; prints a line per file and returns the number of problems."""
@@ -318,6 +344,7 @@ def main() -> int:
     out = Path(args[0]) if args else ROOT / "samples" / "amqp-fast-0-8"
     if not only_check:
         write(play(), out)
+        print(f"{write_pcap(out).relative_to(out.parent)}: the same session as a pcap")
     problems = check(out)
     print("ok" if not problems else f"{problems} frames do not re-encode")
     return 1 if problems else 0

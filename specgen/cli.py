@@ -568,7 +568,7 @@ def _frames(args: argparse.Namespace) -> int:
     spec = find(args.protocol)
     codec = importlib.import_module(spec.import_name)
     preambles = _preambles(spec)
-    total = failed = 0
+    total = failed = fragments = 0
     contents: list[bytes] = []
     for path in args.files:  # all read first: a missing file is an input error (exit 2)
         try:
@@ -582,6 +582,8 @@ def _frames(args: argparse.Namespace) -> int:
         skip = {"preamble": data.startswith(preamble)} if preamble else {}
         reader = codec.FrameReader(sender, **skip)
         reader.feed(data)
+        following = getattr(codec, "following", None)  # octets after some frames (RFC 006)
+        after: Any = None  # the message whose fragment is the reader's next item
         while True:
             offset = reader.offset
             try:
@@ -596,6 +598,15 @@ def _frames(args: argparse.Namespace) -> int:
             offset, raw = got
             total += 1
             line: dict[str, Any] = {"file": str(path), "offset": offset}
+            if after is not None:
+                # raw octets outside any framing, as many as the frame before said: a line of
+                # their own, naming that frame's message; they are written as they were read
+                line.update(command="fragment", kind="fragment", size=len(raw))
+                line["follows"] = type(after).__name__
+                after = None
+                total, fragments = total - 1, fragments + 1
+                print(json.dumps(line, ensure_ascii=False))
+                continue
             try:
                 msg = codec.decode(raw, sender)
             except codec.DecodeError as e:
@@ -613,6 +624,8 @@ def _frames(args: argparse.Namespace) -> int:
             )
             if hasattr(msg, "VERSION"):  # a command's version; AMQP 1.0's frames have none
                 line["version"] = msg.VERSION
+            if following is not None and following(msg):
+                after = msg
             line["fields"] = _jsonable(msg)
             if args.roundtrip:
                 try:
@@ -640,7 +653,8 @@ def _frames(args: argparse.Namespace) -> int:
             failed += 1
     verdict = "ok" if failed == 0 else "FAILED"
     extra = ", re-encoded identically" if args.roundtrip and failed == 0 else ""
-    print(f"{verdict}: {total} frames in {len(args.files)} files, {failed} failed{extra}")
+    counted = f"{total} frames" + (f" and {fragments} fragments" if fragments else "")
+    print(f"{verdict}: {counted} in {len(args.files)} files, {failed} failed{extra}")
     return 1 if failed else 0
 
 

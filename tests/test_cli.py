@@ -65,7 +65,12 @@ def test_list_marks_the_versions_frames_and_decode_read(
         for ln in capsys.readouterr().out.splitlines()
     }
     # the shipped samples of these decode and re-encode (tests/test_readme.py)
-    for name in ("rabbitmq-stream/4.0", "amqp-0-9-1/0-9-1-rabbitmq", "amqp-1-0/1.0"):
+    for name in (
+        "rabbitmq-stream/4.0",
+        "amqp-0-9-1/0-9-1-rabbitmq",
+        "amqp-1-0/1.0",
+        "amqp-fast-0-8/0.8",
+    ):
         assert marks[name] == "frames, decode"
     sample = ROOT / "samples" / "amqp-1-0" / "session-1"
     for name, mark in marks.items():

@@ -14,14 +14,18 @@ message fragment from the connection stream").
 
 from __future__ import annotations
 
+import json
 import shutil
 import struct
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
+import pytest
+from pyspark.sql import SparkSession
 
-from specgen.pipeline import decode
+from specgen.cli import main
+from specgen.pipeline import decode, pcap_job
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "samples" / "amqp-fast-0-8" / "session-1"
@@ -141,9 +145,7 @@ def test_a_corrupted_escaped_size_is_one_gap_and_every_other_row_stays(tmp_path:
     struct.pack_into(">I", s2c, at + 2, 0x7FFFFFF0)  # the four-octet size, past any frame-max
     result, frames, rejects, _ = _decode(tmp_path, _copy(tmp_path, s2c=bytes(s2c)))
     assert result.reconciled
-    assert [(r["kind"], r["offset"], r["length"]) for r in rejects] == [
-        ("unframed", at, length)
-    ]
+    assert [(r["kind"], r["offset"], r["length"]) for r in rejects] == [("unframed", at, length)]
     assert rejects[0]["field"] == "frame.size" and rejects[0]["error_offset"] == 2
     assert rejects[0]["error"].startswith(f"wide size {0x7FFFFFF0} (after the escape 0xffff)")
     assert _rows(frames, "s2c") == items[:index] + items[index + 1 :]
@@ -189,3 +191,51 @@ def test_a_fragment_cut_by_the_end_of_the_file_is_one_gap_naming_its_frame(
         f"cut mid-fragment: HandleNotify.fragment_size says {length} octets follow, 700 do"
     )
     assert _rows(frames, "s2c") == items[:index]
+
+
+def test_frames_roundtrip_reencodes_every_frame_and_names_every_fragment(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    files = [str(SAMPLE / f"conn-0001.{d}.bin") for d in ("c2s", "s2c")]
+    assert main(["frames", "amqp-fast-0-8", *files, "--roundtrip"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    items = [json.loads(line) for line in lines[:-1]]
+    data = {f: Path(f).read_bytes() for f in files}
+    expected = [(files[0], o, n, w) for o, n, w in _walk(data[files[0]], len(PREAMBLE))] + [
+        (files[1], o, n, w) for o, n, w in _walk(data[files[1]])
+    ]
+    fragments = [i for i in items if i["command"] == "fragment"]
+    frames = [i for i in items if i["command"] != "fragment"]
+    assert [(i["file"], i["offset"]) for i in items] == [(f, o) for f, o, _, _ in expected]
+    assert [i["size"] for i in fragments] == [n for *_, n, w in expected if w == "fragment"]
+    assert {i["follows"] for i in fragments} == {"HandleSend", "HandleNotify"}
+    assert all(i["roundtrip"] for i in frames)
+    assert lines[-1] == (
+        f"ok: {len(frames)} frames and {len(fragments)} fragments in 2 files, 0 failed, "
+        "re-encoded identically"
+    )
+
+
+def test_the_shipped_pcap_decodes_to_the_frames_of_the_recording(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """samples/amqp-fast-0-8.pcap.gz is the same session as tcpdump would have seen it on the
+    framing's default port (3018): found without --port, its rows are the recording's."""
+    _, recorded, _, _ = _decode(tmp_path / "recorded", SAMPLE.parent)
+    lines: list[str] = []
+    out = tmp_path / "pcap"
+    files = pcap_job.find(ROOT / "samples" / "amqp-fast-0-8.pcap.gz")
+    result = pcap_job.run("amqp-fast-0-8", files, out, None, False, frozenset(), echo=lines.append)
+    assert result.reconciled and result.rejects == 0, lines
+    frames = pq.read_table(out / "frames").to_pylist()
+    columns = ("direction", "offset", "size", "command", "message", "fragment")
+    assert {f["connection"] for f in frames} == {"10.0.0.1_40001-10.0.0.2_3018"}
+    assert sorted(tuple(f[c] for c in columns) for f in frames) == sorted(
+        tuple(f[c] for c in columns) for f in recorded
+    )
+    # timestamps come from the packets: the recorded wall times, to the microsecond
+    when = {(f["direction"], f["offset"]): f["timestamp"] for f in recorded}
+    assert all(
+        abs((f["timestamp"] - when[(f["direction"], f["offset"])]).total_seconds()) < 2e-6
+        for f in frames
+    )
