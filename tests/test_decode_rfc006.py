@@ -239,3 +239,28 @@ def test_the_shipped_pcap_decodes_to_the_frames_of_the_recording(
         abs((f["timestamp"] - when[(f["direction"], f["offset"])]).total_seconds()) < 2e-6
         for f in frames
     )
+
+
+def test_a_fragment_size_past_any_frame_is_one_gap_naming_it(tmp_path: Path) -> None:
+    """FRAME_MAX: "The largest frame size or fragment size ... prepared to accept": a HANDLE
+    SEND whose fragment-size is past the decoder's maximum keeps its row, and the octets from
+    there to the next frames that chain and decode are one gap that names the field."""
+    c2s = bytearray((SAMPLE / "conn-0001.c2s.bin").read_bytes())
+    items = _walk(bytes(c2s), len(PREAMBLE))
+    index = next(i for i, it in enumerate(items) if it[2] == "31" and i > 20)
+    at, length, _ = items[index]
+    fragment = items[index + 1]
+    struct.pack_into(">I", c2s, at + 3 + 6, 0x7FFFFFFF)  # after size, code and three shorts
+    result, frames, rejects, _ = _decode(tmp_path, _copy(tmp_path, c2s=bytes(c2s)))
+    assert result.reconciled
+    assert [(r["kind"], r["offset"]) for r in rejects] == [("unframed", at + length)]
+    gap = rejects[0]
+    assert (gap["field"], gap["size"]) == ("HandleSend.fragment_size", 0x7FFFFFFF)
+    assert gap["error"].startswith(
+        f"HandleSend.fragment_size says {0x7FFFFFFF} octets follow the frame, over 67108864; "
+    )
+    rows = _rows(frames, "c2s")
+    assert rows[: index + 1] == items[: index + 1]  # the frame itself stays a row
+    # the walk picks up at the first frame after the lost fragment
+    assert gap["offset"] + gap["length"] == fragment[0] + fragment[1]
+    assert rows[index + 1 :] == items[index + 2 :]

@@ -555,7 +555,7 @@ class _Walk:
                         if fragment > 0:
                             # cut by the end of the file (one gap to it), or more than any
                             # frame may hold (a gap from its start, as for a bad header)
-                            to = size if end + fragment > size else -1
+                            to = -1 if fragment > f.max_size else size
                             pos, frames = cut.gap(end, 0, frames, to, fragment=True)
                             length = step = 0
                             limit = cut.start + target
