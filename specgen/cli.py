@@ -583,7 +583,10 @@ def _frames(args: argparse.Namespace) -> int:
         reader = codec.FrameReader(sender, **skip)
         reader.feed(data)
         following = getattr(codec, "following", None)  # octets after some frames (RFC 006)
+        continued = getattr(codec, "continued", None)
+        head = getattr(codec, "FRAGMENT_HEAD", None)  # what a message's first octets start with
         after: Any = None  # the message whose fragment is the reader's next item
+        going_on = False  # the last message octets followed goes on after the next
         while True:
             offset = reader.offset
             try:
@@ -603,8 +606,22 @@ def _frames(args: argparse.Namespace) -> int:
                 # their own, naming that frame's message; they are written as they were read
                 line.update(command="fragment", kind="fragment", size=len(raw))
                 line["follows"] = type(after).__name__
+                line["first"] = first = not going_on
+                going_on = bool(continued(after)) if continued is not None else False
                 after = None
                 total, fragments = total - 1, fragments + 1
+                if first and head is not None:
+                    # a message's first octets start with its head: it decodes and re-encodes
+                    try:
+                        value, end = head.decode(raw)
+                    except codec.DecodeError as e:
+                        line.update(error=str(e), field=e.field, field_offset=offset + e.offset)
+                        failed += 1
+                    else:
+                        line["head"] = _jsonable(value)
+                        if args.roundtrip:
+                            line["roundtrip"] = value.encode() == raw[:end]
+                            failed += not line["roundtrip"]
                 print(json.dumps(line, ensure_ascii=False))
                 continue
             try:

@@ -61,6 +61,32 @@ def _walk(data: bytes, start: int = 0) -> list[tuple[int, int, str]]:
     return out
 
 
+def _firsts(data: bytes, start: int = 0) -> dict[int, tuple[int, str] | None]:
+    """Fragment offset -> (body-size, identifier) of the message head it starts with, by the
+    head's ABNF (body-size, persistent, priority, expiration, mime-type, encoding, identifier,
+    headers), or None for a fragment that goes on with a message: one after a frame with
+    `partial` set ("The intermediate commands have 'partial' set to 1")."""
+    out: dict[int, tuple[int, str] | None] = {}
+    going_on = False
+    items = _walk(data, start)
+    for (at, _, what), (frag, _, after) in zip(items, items[1:], strict=False):
+        if after != "fragment":
+            continue
+        header = 6 if data[at : at + 2] == b"\xff\xff" else 2
+        code = int(what)
+        if going_on:
+            out[frag] = None
+        else:
+            (size,) = struct.unpack_from(">I", data, frag)
+            at_id = frag + 10
+            for _ in range(2):  # mime-type, encoding
+                at_id += 1 + data[at_id]
+            out[frag] = (size, data[at_id + 1 : at_id + 1 + data[at_id]].decode())
+        flags = FOLLOWED[code][1]
+        going_on = flags is not None and bool(data[at + header + 1 + flags] & 1)
+    return out
+
+
 def _copy(tmp_path: Path, **files: bytes) -> Path:
     folder = tmp_path / "capture" / "session-1"
     folder.mkdir(parents=True)
@@ -123,6 +149,20 @@ def test_the_sample_decodes_whole_with_a_row_per_frame_and_per_fragment(tmp_path
             assert row["offset"] == before["offset"] + before["size"]
     assert fragments == sum(1 for f in frames if f["command"] == "fragment") > 900
     assert all(f["timestamp"] is not None for f in frames)
+    # a message's first fragment carries its head, decoded; the ones that go on carry none
+    for direction, data, start in (("c2s", c2s, len(PREAMBLE)), ("s2c", s2c, 0)):
+        firsts = _firsts(data, start)
+        got = {
+            f["offset"]: f["fragment"]
+            for f in frames
+            if f["direction"] == direction and f["command"] == "fragment"
+        }
+        assert got.keys() == firsts.keys()
+        for at, want in firsts.items():
+            head = got[at]["head"]
+            assert got[at]["first"] == (want is not None)
+            assert (None if head is None else (head["body_size"], head["msg_identifier"])) == want
+        assert sum(v is None for v in firsts.values()) == 6  # 3, 4 and 2 fragments
 
 
 def test_ranges_cut_anywhere_give_the_same_rows(tmp_path: Path) -> None:
@@ -206,6 +246,18 @@ def test_frames_roundtrip_reencodes_every_frame_and_names_every_fragment(
     ]
     fragments = [i for i in items if i["command"] == "fragment"]
     frames = [i for i in items if i["command"] != "fragment"]
+    # a message's first fragment: its head decoded and re-encoded to the octets it came from
+    firsts = {(files[0], o): v for o, v in _firsts(data[files[0]], len(PREAMBLE)).items()}
+    firsts |= {(files[1], o): v for o, v in _firsts(data[files[1]]).items()}
+    assert len(firsts) == len(fragments)
+    for i in fragments:
+        want = firsts[(i["file"], i["offset"])]
+        assert i["first"] == (want is not None)
+        if want is not None:
+            assert (i["head"]["body_size"], i["head"]["msg_identifier"]) == want
+            assert i["roundtrip"] is True
+        else:
+            assert "head" not in i and "roundtrip" not in i
     assert [(i["file"], i["offset"]) for i in items] == [(f, o) for f, o, _, _ in expected]
     assert [i["size"] for i in fragments] == [n for *_, n, w in expected if w == "fragment"]
     assert {i["follows"] for i in fragments} == {"HandleSend", "HandleNotify"}

@@ -472,16 +472,18 @@ def _read(stream: bytes, chunk: int, **kw: Any) -> list[Any]:
 def test_the_ir_says_which_commands_octets_follow() -> None:
     protocol, _ = rfc006.build(SPEC, REL, "amqp-fast-0-8", "0.8")
     follows = {
-        m.name: (m.follows.count, m.follows.unless, m.follows.layout)
+        m.name: (m.follows.count, m.follows.unless, m.follows.layout, m.follows.more)
         for _, m in protocol.messages()
         if m.follows is not None
     }
     assert follows == {
-        "HandleSend": ("FragmentSize", "OutOfBand", "message-head"),
-        "HandleNotify": ("FragmentSize", "OutOfBand", "message-head"),
+        # "The intermediate commands have 'partial' set to 1, the final one has 'partial' set
+        # to zero" (Message Header): the message's octets go on after the next frame
+        "HandleSend": ("FragmentSize", "OutOfBand", "message-head", "Partial"),
+        "HandleNotify": ("FragmentSize", "OutOfBand", "message-head", "Partial"),
         # "[message header]" ends its list; its fragment-size is "the size of the message
-        # header plus zero or more octets of body data"; it has no out-of-band bit
-        "HandlePrepare": ("FragmentSize", None, "message-head"),
+        # header plus zero or more octets of body data"; it has no out-of-band or partial bit
+        "HandlePrepare": ("FragmentSize", None, "message-head", None),
     }
     assert load(dump(protocol)) == protocol
     head = next(n for n in protocol.named if n.name == "message-head")
@@ -652,10 +654,25 @@ def test_the_range_walk_knows_which_frames_octets_follow() -> None:
     f = Framing.of(fast, framing)
     assert f.follows == {(31,), (41,), (43,)}  # HANDLE SEND, NOTIFY, PREPARE
     send = _send(10, 0, 0)
-    assert f.fragment(send, (len(send) - 2, 31), "client") == 10
-    assert f.fragment(_send(10, 0, 1), (len(send) - 2, 31), "client") == 0  # out of band
-    assert f.fragment(send[:-1] + b"\x00", (len(send) - 2, 31), "client") == -1  # no decode
-    assert f.fragment(_open(), (10, 30), "client") == 0
+    assert f.fragment(send, (len(send) - 2, 31), "client") == (10, False)
+    # "The intermediate commands have 'partial' set to 1": the message goes on
+    assert f.fragment(_send(10, 1, 0), (len(send) - 2, 31), "client") == (10, True)
+    assert f.fragment(_send(10, 0, 1), (len(send) - 2, 31), "client") == (0, False)  # oob
+    assert f.fragment(send[:-1] + b"\x00", (len(send) - 2, 31), "client") == (-1, False)
+    assert f.fragment(_open(), (10, 30), "client") == (0, False)
+
+
+def test_the_reader_says_which_fragments_start_a_message() -> None:
+    """Message Frames: "partial ... will be zero on messages that are not fragmented, or on
+    the last fragment of a message"; the fragment after one with partial set goes on."""
+    head = _head(3, 0, 0, 0, "m")
+    one, two = head + b"a", b"bc"
+    reader = fast.FrameReader("client")
+    reader.feed(_send(len(one), 1, 0) + one + _send(2, 0, 0) + two + _send(len(head), 0, 0) + head)
+    out = [x for x in reader if isinstance(x, fast.Fragment)]
+    assert [(x.data, x.first) for x in out] == [(one, True), (two, False), (head, True)]
+    assert fast.continued(fast.decode(_send(1, 1, 0))) and not fast.continued(fast.decode(_open()))
+    assert fast.FRAGMENT_HEAD is fast.MessageHead
 
 
 def test_follows_must_name_a_count_and_a_flag_of_its_message() -> None:
@@ -667,6 +684,7 @@ def test_follows_must_name_a_count_and_a_flag_of_its_message() -> None:
         (dataclasses.replace(send.follows, count="Nope"), "no integer field"),
         (dataclasses.replace(send.follows, unless="DestName"), "no boolean flag"),
         (dataclasses.replace(send.follows, unless="Unused1"), "no boolean flag"),
+        (dataclasses.replace(send.follows, more="DestName"), "follows more 'DestName'"),
     ]:
         with pytest.raises(IRError, match=word):
             dataclasses.replace(send, follows=bad)

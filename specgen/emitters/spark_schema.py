@@ -149,8 +149,10 @@ def prepare(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> SchemaCo
             if f.role and not isinstance(f.type, Bits) and attr_name(f.name) in code.picked
         }
         columns.append(ColumnPlan(snake(m.cls), m.cls, col, code.gathers, expr, roles))
-    if any(m.follows is not None for m in plan.messages):
-        columns.append(_fragment_column())
+    layouts = [m.message.follows.layout for m in plan.messages if m.message.follows is not None]
+    if layouts:
+        head = protocol.named_type(layouts[0]) if layouts[0] else None
+        columns.append(_fragment_column(mapper, head if isinstance(head, Struct) else None))
     names = [c.column for c in columns]
     if len(set(names)) != len(names):
         raise PlanError(f"{protocol.source}: two message classes share a column name")
@@ -248,10 +250,17 @@ def emit_shared(
     return {"shared_spark.py": text}
 
 
-def _fragment_column() -> ColumnPlan:
+def _fragment_column(mapper: _Mapper, head: Struct | None) -> ColumnPlan:
     """The column of the rows that hold the octets following a frame outside any framing (the
-    frame reader's `Fragment`): the class of the message whose frame they follow."""
-    members = [("follows", "follows", Col("leaf", "pa.string()", "STRING"), False)]
+    frame reader's `Fragment`): the class of the message whose frame they follow, whether they
+    start a message, and the head such octets start with (null where they do not)."""
+    members = [
+        ("follows", "follows", Col("leaf", "pa.string()", "STRING"), False),
+        ("first", "first", Col("leaf", "pa.bool_()", "BOOLEAN"), False),
+    ]
+    if head is not None:
+        mapper.owner = "Fragment"
+        members.append(("head", "head", mapper.col(head, "Fragment.head"), True))
     col = Col("struct", _struct_arrow(members), _struct_ddl(members), members=members)
     code = _Code()
     expr = code.struct(col, "msgs", False, [])

@@ -184,6 +184,15 @@ class _Rejects:
         )
 
 
+def _head(layout: Any, data: bytes, error: type[Exception]) -> Any:
+    """The `layout` a message's first octets start with, None when they hold no whole one
+    (a writer may cut a message anywhere; the row keeps the octets either way)."""
+    try:
+        return layout.decode(data)[0]
+    except error:
+        return None
+
+
 def _cut_fragment(
     msg: Any, octets: int, gap: int, length: int, r: Range, most: int
 ) -> tuple[int, str, str, int]:
@@ -224,7 +233,12 @@ def decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
     fields_at = framing.fields_at
     following = framing.following  # None: no message says octets follow its frame
     fragment_of: Callable[..., Any] | None = getattr(codec.package, "Fragment", None)
+    continued = framing.continued
+    # what a message's first octets start with, decoded into the fragment row when they hold it
+    head_of = getattr(codec.package, "FRAGMENT_HEAD", None)
     cut: tuple[Any, int] | None = None  # (message, octets) of a fragment the next gap starts at
+    going_on = False  # the last message octets followed goes on after the next (the walk
+    # starts no range there, and both start afresh after a gap)
     rejects = _Rejects(r)
     batch = _Frames(r)
     # timestamps: the read that delivered each frame's last byte, found by a moving pointer
@@ -291,7 +305,12 @@ def decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
                             start = here + length
                             if start + octets <= n and octets <= hi:
                                 data = bytes(view[start : start + octets])
-                                batch.msgs.append(fragment_of(data, msg))
+                                first = not going_on
+                                going_on = bool(continued(msg)) if continued else False
+                                fragment = fragment_of(data, msg, first)
+                                if first and head_of is not None:
+                                    fragment.head = _head(head_of, data, decode_error)
+                                batch.msgs.append(fragment)
                                 batch.offsets.append(pos + start)
                                 batch.sizes.append(octets)
                                 batch.headers.append(None)
@@ -330,6 +349,7 @@ def decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
                         head, gap, gap_length, r.file_size, framing, sender
                     )
                 rejects.add(gap, size, gap_length, "unframed", head[:kept], error, field, at)
+                going_on = False
             cut = None
             if rejects.bytes >= BATCH_BYTES:
                 yield "rejects", rejects.build()

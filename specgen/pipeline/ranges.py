@@ -34,7 +34,10 @@ and the runs alike. And some messages say how many raw octets follow their frame
 framing (the codec's `following`, the classes with a FOLLOWS field: RFC 006's message
 fragments after HANDLE SEND, NOTIFY and PREPARE): the walk decodes those frames (only those),
 counts the octets as one more item found (a `fragment` row) and steps over frame and fragment
-as one, so no range starts between them and no header is looked for inside a fragment. A
+as one, so no range starts between them and no header is looked for inside a fragment; nor
+does a range start while a message's octets go on after the next such frame (the codec's
+`continued`: RFC 006's `partial`), so each task knows which fragments start a message (their
+rows carry its head) from its own start; walk and tasks both start afresh after a gap. A
 fragment cut by the end of the file is one gap from its first octet; one that claims more than
 a frame may hold is a gap from there as a bad header is. A frame that says octets follow but
 does not decode cannot say how many: the bytes after it are walked as frames, and fail as such.
@@ -135,6 +138,8 @@ class Framing:
     # how many follow a decoded one (the codec's `following`); the octets are one fragment
     follows: frozenset[tuple[int, ...]] = frozenset()
     following: Callable[[Any], int] | None = None
+    # whether a message's octets go on after the next such frame (a range never starts there)
+    continued: Callable[[Any], bool] | None = None
 
     @property
     def width(self) -> int:
@@ -300,6 +305,7 @@ class Framing:
             framing.WIDE_HEADER if escape is not None else None,
             follows if following is not None else frozenset(),
             following if follows else None,
+            getattr(codec, "continued", None) if follows else None,
         )
 
     def first(self, file_size: int, head: bytes | None = None, sender: str | None = None) -> int:
@@ -334,16 +340,18 @@ class Framing:
 
     def fragment(
         self, frame: bytes | memoryview, fields: tuple[int, ...], sender: str | None
-    ) -> int:
-        """How many octets follow the frame `frame` (header `fields`) outside any framing: 0
-        for a message that none follow, -1 when it says some may but does not decode (so
-        nobody can tell how many)."""
+    ) -> tuple[int, bool]:
+        """(how many octets follow the frame `frame` (header `fields`) outside any framing,
+        whether its message's octets go on after the next such frame): 0 for a message that
+        none follow, -1 when it says some may but does not decode (nobody can tell how many)."""
         if self.following is None or self.key(fields) not in self.follows:
-            return 0
+            return 0, False
         try:
-            return int(self.following(self.decode(frame, sender)))
+            msg = self.decode(frame, sender)
         except self.decode_error:
-            return -1
+            return -1, False
+        more = bool(self.continued(msg)) if self.continued is not None else False
+        return int(self.following(msg)), more
 
 
 @dataclass(frozen=True)
@@ -530,6 +538,9 @@ class _Walk:
         window, at, window_end = b"", 0, 0
         length = 0  # of the frame just walked over; 0 after a gap or a fragment
         step = 0  # bytes walked over last: past a big one, read just a header
+        # a message's octets go on after the next frame octets follow: no range starts here,
+        # so a task knows which octets start a message (`Fragment.first`) from its own start
+        going_on = False
         while pos < size:
             if pos + reach > window_end and window_end < size:
                 window = os.pread(fd, WINDOW if step < WINDOW else reach, pos)
@@ -538,7 +549,7 @@ class _Walk:
             if got is not None:
                 end = frame_end(got[0], pos, got[1])
                 if pos < end <= size and trailer_ok(end, window, at):
-                    if pos >= limit:
+                    if pos >= limit and not going_on:
                         frames = cut.at(pos, frames)
                         limit = pos + target
                     frames += 1
@@ -546,11 +557,11 @@ class _Walk:
                     if follows and f.key(got[0]) in follows:
                         # the frame and the octets it says follow it are walked over as one
                         # (a range never starts inside them): one more row, a fragment
-                        fragment = self._fragment(pos, end, got[0], window, at)
+                        fragment, more = self._fragment(pos, end, got[0], window, at)
                         if fragment > 0 and end + fragment <= size and fragment <= f.max_size:
                             frames += 1
                             step += fragment
-                            pos, length = end + fragment, 0
+                            pos, length, going_on = end + fragment, 0, more
                             continue
                         if fragment > 0:
                             # cut by the end of the file (one gap to it), or more than any
@@ -558,6 +569,7 @@ class _Walk:
                             to = -1 if fragment > f.max_size else size
                             pos, frames = cut.gap(end, 0, frames, to, fragment=True)
                             length = step = 0
+                            going_on = False
                             limit = cut.start + target
                             window, at, window_end = b"", 0, 0
                             continue
@@ -575,13 +587,15 @@ class _Walk:
                     continue
             pos, frames = cut.gap(pos, length, frames)
             length = step = 0
+            going_on = False  # the tasks too start afresh after a gap
             limit = cut.start + target
             window, at, window_end = b"", 0, 0  # the walk may resume before the window
         return cut.done(frames)
 
-    def _fragment(self, pos: int, end: int, fields: tuple[int, ...], window: bytes, at: int) -> int:
-        """The octets that follow the frame [pos, end) (header `fields`), -1 when it does not
-        decode."""
+    def _fragment(
+        self, pos: int, end: int, fields: tuple[int, ...], window: bytes, at: int
+    ) -> tuple[int, bool]:
+        """`Framing.fragment` of the frame [pos, end) (header `fields`)."""
         if at <= pos and end <= at + len(window):
             frame: bytes | memoryview = memoryview(window)[pos - at : end - at]
         else:
@@ -722,7 +736,7 @@ class _Walk:
             if f.follows and f.key(got[0]) in f.follows:
                 # the octets it says follow are no frames: the run goes on after them
                 start = spans[-1][0]
-                fragment = f.fragment(os.pread(self.fd, end - start, start), got[0], self.sender)
+                fragment, _ = f.fragment(os.pread(self.fd, end - start, start), got[0], self.sender)
                 if fragment < 0 or fragment > f.max_size:
                     return False
                 pos += fragment
