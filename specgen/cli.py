@@ -564,7 +564,7 @@ def _frames(args: argparse.Namespace) -> int:
     spec = find(args.protocol)
     codec = importlib.import_module(spec.import_name)
     preambles = _preambles(spec)
-    total = failed = 0
+    total = failed = fragments = 0
     contents: list[bytes] = []
     for path in args.files:  # all read first: a missing file is an input error (exit 2)
         try:
@@ -581,6 +581,11 @@ def _frames(args: argparse.Namespace) -> int:
         skip = {"preamble": data.startswith(preamble)} if preamble else {}
         reader = codec.FrameReader(sender, **skip)
         reader.feed(data)
+        following = getattr(codec, "following", None)  # octets after some frames (RFC 006)
+        continued = getattr(codec, "continued", None)
+        head = getattr(codec, "FRAGMENT_HEAD", None)  # what a message's first octets start with
+        after: Any = None  # the message whose fragment is the reader's next item
+        going_on = False  # the last message octets followed goes on after the next
         while True:
             offset = reader.offset
             try:
@@ -595,6 +600,29 @@ def _frames(args: argparse.Namespace) -> int:
             offset, raw = got
             total += 1
             line: dict[str, Any] = {"file": str(path), "offset": offset}
+            if after is not None:
+                # raw octets outside any framing, as many as the frame before said: a line of
+                # their own, naming that frame's message; they are written as they were read
+                line.update(command="fragment", kind="fragment", size=len(raw))
+                line["follows"] = type(after).__name__
+                line["first"] = first = not going_on
+                going_on = bool(continued(after)) if continued is not None else False
+                after = None
+                total, fragments = total - 1, fragments + 1
+                if first and head is not None:
+                    # a message's first octets start with its head: it decodes and re-encodes
+                    try:
+                        value, end = head.decode(raw)
+                    except codec.DecodeError as e:
+                        line.update(error=str(e), field=e.field, field_offset=offset + e.offset)
+                        failed += 1
+                    else:
+                        line["head"] = _jsonable(value)
+                        if args.roundtrip:
+                            line["roundtrip"] = value.encode() == raw[:end]
+                            failed += not line["roundtrip"]
+                print(json.dumps(line, ensure_ascii=False))
+                continue
             try:
                 msg = codec.decode(raw, sender)
             except codec.DecodeError as e:
@@ -616,6 +644,8 @@ def _frames(args: argparse.Namespace) -> int:
             )
             if hasattr(msg, "VERSION"):  # a command's version; AMQP 1.0's frames have none
                 line["version"] = msg.VERSION
+            if following is not None and following(msg):
+                after = msg
             line["fields"] = _jsonable(msg)
             if args.roundtrip:
                 try:
@@ -643,7 +673,8 @@ def _frames(args: argparse.Namespace) -> int:
             failed += 1
     verdict = "ok" if failed == 0 else "FAILED"
     extra = ", re-encoded identically" if args.roundtrip and failed == 0 else ""
-    print(f"{verdict}: {total} frames in {len(args.files)} files, {failed} failed{extra}")
+    counted = f"{total} frames" + (f" and {fragments} fragments" if fragments else "")
+    print(f"{verdict}: {counted} in {len(args.files)} files, {failed} failed{extra}")
     return 1 if failed else 0
 
 

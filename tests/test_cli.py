@@ -70,6 +70,7 @@ def test_list_marks_the_versions_frames_and_decode_read(
         "amqp-0-9-1/0-9-1-rabbitmq",
         "amqp-1-0/1.0",
         "amqp-0-10/0-10",
+        "amqp-fast-0-8/0.8",
     ):
         assert marks[name] == "frames, decode"
     sample = ROOT / "samples" / "amqp-1-0" / "session-1"

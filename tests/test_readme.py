@@ -38,7 +38,7 @@ def test_the_setup_list_names_every_package_setup_installs() -> None:
     assert [p for p in packages if spoken.get(p, p) not in said] == []
 
 
-@pytest.mark.parametrize("protocol", ["rabbitmq-stream", "amqp-1-0", "amqp-0-10"])
+@pytest.mark.parametrize("protocol", ["rabbitmq-stream", "amqp-1-0", "amqp-0-10", "amqp-fast-0-8"])
 def test_the_frames_figure(protocol: str, capsys: pytest.CaptureFixture[str]) -> None:
     folder = SAMPLES / protocol / "session-1"
     command = f"specgen frames {protocol} samples/{protocol}/session-1/*.bin --roundtrip | tail -1"
@@ -129,3 +129,25 @@ def test_the_amqp_0_10_figures(
     table = _after(f'specgen report out/amqp010 | grep -A6 "^{title}"', 7)
     at = next(i for i, ln in enumerate(out) if ln.startswith(title))
     assert out[at : at + 7] == table
+
+
+def test_the_amqp_fast_0_8_figures(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The 0.8 sample's decode line and destinations table, decoded where the README does."""
+    (shown,) = _after(
+        "specgen decode amqp-fast-0-8 samples/amqp-fast-0-8 --out out/fast08 --overwrite | tail -1",
+        1,
+    )
+    lines: list[str] = []
+    decode.decode_local(
+        "amqp-fast-0-8", SAMPLES / "amqp-fast-0-8", tmp_path / "fast08", echo=lines.append
+    )
+    assert lines[-1] == shown
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "fast08")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    title = "Messages per destination"
+    table = _after(f'specgen report out/fast08 | grep -A7 "^{title}"', 8)
+    at = next(i for i, ln in enumerate(out) if ln.startswith(title))
+    assert out[at : at + 8] == table

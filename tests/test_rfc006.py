@@ -15,7 +15,6 @@ import dataclasses
 import json
 import re
 import struct
-import types
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,6 @@ from specgen.cli import main
 from specgen.frontends import rfc006
 from specgen.frontends.adoc import SpecError
 from specgen.ir import IRError, dump, load
-from specgen.pipeline.inputs import DecodeInputError
 from specgen.pipeline.ranges import Framing
 from specgen.specs import ROOT, build_ir, find
 from specgen_codecs.amqp_fast_0_8 import framing
@@ -393,9 +391,17 @@ def test_truncated_and_garbage_frames_name_field_and_offset() -> None:
     assert e.value.offset == 2 + 1 + 2 + 2  # after size, code, count and the name "X"
 
 
-def test_specgen_decode_refuses_the_escaped_length_for_now() -> None:
-    with pytest.raises(DecodeInputError, match="LENGTH_ESCAPE"):
-        Framing.of(fast, framing)
+def test_the_range_walk_reads_the_escaped_length_from_the_framing_facts() -> None:
+    f = Framing.of(fast, framing)
+    assert (f.escape, f.wide) == (0xFFFF, framing.WIDE_HEADER)
+    # Frame Syntax: 0xFFFF, then the four-octet size, then the code
+    wide = frame(42, struct.pack(">HI", 1, 0) + struct.pack(">H", 0xFFFE) + b"7" * 0xFFFE)
+    assert wide[:2] == b"\xff\xff"
+    fields, adjust = f.fields_at(wide, 0) or ((), 0)
+    assert fields == (len(wide) - 6, 42) and f.frame_end(fields, 10, adjust) == 10 + len(wide)
+    # a short header needs its 3 octets, a wide one its 7
+    assert f.fields_at(wide[:6], 0) is None and f.fields_at(frame(15, b"")[:2], 0) is None
+    assert f.fields_at(frame(15, b""), 0) == ((2, 15), 2)
 
 
 # --------------------------------------------------------------------------------------------
@@ -466,16 +472,18 @@ def _read(stream: bytes, chunk: int, **kw: Any) -> list[Any]:
 def test_the_ir_says_which_commands_octets_follow() -> None:
     protocol, _ = rfc006.build(SPEC, REL, "amqp-fast-0-8", "0.8")
     follows = {
-        m.name: (m.follows.count, m.follows.unless, m.follows.layout)
+        m.name: (m.follows.count, m.follows.unless, m.follows.layout, m.follows.more)
         for _, m in protocol.messages()
         if m.follows is not None
     }
     assert follows == {
-        "HandleSend": ("FragmentSize", "OutOfBand", "message-head"),
-        "HandleNotify": ("FragmentSize", "OutOfBand", "message-head"),
+        # "The intermediate commands have 'partial' set to 1, the final one has 'partial' set
+        # to zero" (Message Header): the message's octets go on after the next frame
+        "HandleSend": ("FragmentSize", "OutOfBand", "message-head", "Partial"),
+        "HandleNotify": ("FragmentSize", "OutOfBand", "message-head", "Partial"),
         # "[message header]" ends its list; its fragment-size is "the size of the message
-        # header plus zero or more octets of body data"; it has no out-of-band bit
-        "HandlePrepare": ("FragmentSize", None, "message-head"),
+        # header plus zero or more octets of body data"; it has no out-of-band or partial bit
+        "HandlePrepare": ("FragmentSize", None, "message-head", None),
     }
     assert load(dump(protocol)) == protocol
     head = next(n for n in protocol.named if n.name == "message-head")
@@ -641,17 +649,30 @@ def test_a_fragment_cut_short_or_too_large_is_an_error_at_its_offset() -> None:
     assert (e.value.field, e.value.stream_offset) == ("HandleSend.fragment_size", len(send))
 
 
-def test_specgen_decode_refuses_the_octets_after_a_frame_for_now() -> None:
-    """Both reasons are named; without the escape the fragments alone still refuse, since the
-    range walk reads headers only and would take a fragment's bytes for frames."""
-    with pytest.raises(DecodeInputError, match=r"LENGTH_ESCAPE.* and .*`following`"):
-        Framing.of(fast, framing)
-    narrow = types.ModuleType(framing.__name__)
-    narrow.__dict__.update({k: v for k, v in vars(framing).items() if not k.startswith("__")})
-    narrow.LENGTH_ESCAPE = None
-    with pytest.raises(DecodeInputError, match=r"yet$") as e:
-        Framing.of(fast, narrow)
-    assert "LENGTH_ESCAPE" not in str(e.value) and "`following`" in str(e.value)
+def test_the_range_walk_knows_which_frames_octets_follow() -> None:
+    """From the codec: the messages whose class names a FOLLOWS field, and `following`."""
+    f = Framing.of(fast, framing)
+    assert f.follows == {(31,), (41,), (43,)}  # HANDLE SEND, NOTIFY, PREPARE
+    send = _send(10, 0, 0)
+    assert f.fragment(send, (len(send) - 2, 31), "client") == (10, False)
+    # "The intermediate commands have 'partial' set to 1": the message goes on
+    assert f.fragment(_send(10, 1, 0), (len(send) - 2, 31), "client") == (10, True)
+    assert f.fragment(_send(10, 0, 1), (len(send) - 2, 31), "client") == (0, False)  # oob
+    assert f.fragment(send[:-1] + b"\x00", (len(send) - 2, 31), "client") == (-1, False)
+    assert f.fragment(_open(), (10, 30), "client") == (0, False)
+
+
+def test_the_reader_says_which_fragments_start_a_message() -> None:
+    """Message Frames: "partial ... will be zero on messages that are not fragmented, or on
+    the last fragment of a message"; the fragment after one with partial set goes on."""
+    head = _head(3, 0, 0, 0, "m")
+    one, two = head + b"a", b"bc"
+    reader = fast.FrameReader("client")
+    reader.feed(_send(len(one), 1, 0) + one + _send(2, 0, 0) + two + _send(len(head), 0, 0) + head)
+    out = [x for x in reader if isinstance(x, fast.Fragment)]
+    assert [(x.data, x.first) for x in out] == [(one, True), (two, False), (head, True)]
+    assert fast.continued(fast.decode(_send(1, 1, 0))) and not fast.continued(fast.decode(_open()))
+    assert fast.FRAGMENT_HEAD is fast.MessageHead
 
 
 def test_follows_must_name_a_count_and_a_flag_of_its_message() -> None:
@@ -663,6 +684,7 @@ def test_follows_must_name_a_count_and_a_flag_of_its_message() -> None:
         (dataclasses.replace(send.follows, count="Nope"), "no integer field"),
         (dataclasses.replace(send.follows, unless="DestName"), "no boolean flag"),
         (dataclasses.replace(send.follows, unless="Unused1"), "no boolean flag"),
+        (dataclasses.replace(send.follows, more="DestName"), "follows more 'DestName'"),
     ]:
         with pytest.raises(IRError, match=word):
             dataclasses.replace(send, follows=bad)

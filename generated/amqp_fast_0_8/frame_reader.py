@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from .errors import DecodeError
 from .framing import (
@@ -30,9 +30,23 @@ class Fragment:
     the body after it.
     """
 
+    # a row of `specgen decode`'s frames table, beside the messages
+    COMMAND: ClassVar[str] = "fragment"
+    KIND: ClassVar[str] = "fragment"
+
     data: bytes
     after: Any
     """The message whose frame they follow."""
+    first: bool = True
+    """Whether they start a message: the first octets of their direction, or the first after a
+    frame whose message ended (`continued` false); then they start with its head."""
+    head: Any = None
+    """That head, where a reader decoded it (`specgen decode` does, for a first fragment)."""
+
+    @property
+    def follows(self) -> str:
+        """The class name of the message whose frame they follow."""
+        return type(self.after).__name__
 
 
 class FrameReader:
@@ -56,6 +70,7 @@ class FrameReader:
 
     decode: Callable[..., Any]
     following: Callable[[Any], int]
+    continued: Callable[[Any], bool]
 
     def __init__(
         self,
@@ -74,6 +89,8 @@ class FrameReader:
         self._preamble = PREAMBLES.get(sender or "", b"") if preamble else b""
         self._following = 0  # octets of a fragment due before the next frame
         self._after: Any = None  # the message they follow
+        self._first = True  # whether they start a message
+        self._continued = False  # the last message octets followed goes on after the next
 
     @property
     def offset(self) -> int:
@@ -112,6 +129,8 @@ class FrameReader:
             error.stream_offset = self._base + stop
             raise error
         self._following, self._after = n, message
+        if n:
+            self._first, self._continued = not self._continued, self.continued(message)
 
     def _next_span(self) -> tuple[int, int] | None:
         start = self._start
@@ -158,7 +177,7 @@ class FrameReader:
             if fragment is None:
                 raise StopIteration
             after, self._after = self._after, None
-            return Fragment(bytes(self._buf[fragment[0] : fragment[1]]), after)
+            return Fragment(bytes(self._buf[fragment[0] : fragment[1]]), after, self._first)
         span = self._next_span()
         if span is None:
             raise StopIteration

@@ -10,11 +10,11 @@ found through the registry; so the report never names a protocol, a version or a
 
 from __future__ import annotations
 
-from specgen.analyses import amqp_0_9_1, amqp_0_10, amqp_1_0, rabbitmq_stream
+from specgen.analyses import amqp_0_9_1, amqp_0_10, amqp_1_0, amqp_fast_0_8, rabbitmq_stream
 from specgen.pipeline.sections import Analysis
 from specgen.registry import SpecVersion, find
 
-MODULES = (amqp_0_9_1, amqp_0_10, amqp_1_0, rabbitmq_stream)
+MODULES = (amqp_0_9_1, amqp_0_10, amqp_1_0, amqp_fast_0_8, rabbitmq_stream)
 
 
 def for_columns(columns: set[str], spec: SpecVersion | None = None) -> list[Analysis]:

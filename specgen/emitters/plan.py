@@ -448,6 +448,7 @@ class FollowsPlan:
     unless: str = ""
     layout: str = ""  # the class of the structure such data may start with
     doc: str = ""
+    more: str = ""  # the flag saying the message's octets go on after the next such frame
 
 
 @dataclass
@@ -656,6 +657,7 @@ class Planner:
                 attr_name(message.follows.unless or ""),
                 self._struct_name(target) if isinstance(target, Struct) else "",
                 message.follows.doc,
+                attr_name(message.follows.more or ""),
             )
         return MessagePlan(
             cls,

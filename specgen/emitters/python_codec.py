@@ -155,6 +155,8 @@ def _common(spec: SpecVersion, plan: ModulePlan) -> dict[str, Any]:
         # the classes of messages raw octets follow (RFC 006's HANDLE SEND), by name
         "follows": [m.cls for m in plan.messages if m.follows is not None],
         "follows_layout": next((m.follows.layout for m in plan.messages if m.follows), ""),
+        # of those, the classes whose flag says the message's octets go on after the next one
+        "follows_more": [m.cls for m in plan.messages if m.follows is not None and m.follows.more],
     }
 
 
@@ -414,7 +416,9 @@ def emit(
         | {e.name for e in protocol.enums}
         | {c.name for c in protocol.constants}
     )
-    follows = {"following"} if common["follows"] else set()
+    follows = {"following", "continued"} if common["follows"] else set()
+    if common["follows"] and common["follows_layout"]:
+        follows.add("FRAGMENT_HEAD")
     exports = sorted({*exports, *follows, *({"Fragment"} if follows else ())})
     command_names = sorted(
         {"FRAME_KEYS", "HEADER_SIZE", "Message", "Sender", "decode", "encode"}

@@ -150,6 +150,10 @@ def prepare(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> SchemaCo
             if f.role and not isinstance(f.type, Bits) and attr_name(f.name) in code.picked
         }
         columns.append(ColumnPlan(snake(m.cls), m.cls, col, code.gathers, expr, roles))
+    layouts = [m.message.follows.layout for m in plan.messages if m.message.follows is not None]
+    if layouts:
+        head = protocol.named_type(layouts[0]) if layouts[0] else None
+        columns.append(_fragment_column(mapper, head if isinstance(head, Struct) else None))
     names = [c.column for c in columns]
     if len(set(names)) != len(names):
         raise PlanError(f"{protocol.source}: two message classes share a column name")
@@ -217,7 +221,7 @@ def emit(
         return described_files(code.spec, code.plan, renderer, ("spark_schema",))
     found = found or set()
     local = [b for b in code.blocks if b.ident not in found]
-    imports = {c.cls for c in code.columns} | {"Message"}
+    imports = {c.cls for c in code.columns if c.cls != "Fragment"} | {"Message"}
     imports |= {
         g.name
         for c in code.columns
@@ -234,6 +238,7 @@ def emit(
         used=sharing.used_names(local),
         shared_imports=sorted((f"_{key}" for kind, key in found), key=isort_key),
         imports=sorted(imports, key=isort_key),
+        fragments=any(c.cls == "Fragment" for c in code.columns),
         **code.context,
     )
     return {"spark_schema.py": text}
@@ -260,6 +265,23 @@ def emit_shared(
         used=used,
     )
     return {"shared_spark.py": text}
+
+
+def _fragment_column(mapper: _Mapper, head: Struct | None) -> ColumnPlan:
+    """The column of the rows that hold the octets following a frame outside any framing (the
+    frame reader's `Fragment`): the class of the message whose frame they follow, whether they
+    start a message, and the head such octets start with (null where they do not)."""
+    members = [
+        ("follows", "follows", Col("leaf", "pa.string()", "STRING"), False),
+        ("first", "first", Col("leaf", "pa.bool_()", "BOOLEAN"), False),
+    ]
+    if head is not None:
+        mapper.owner = "Fragment"
+        members.append(("head", "head", mapper.col(head, "Fragment.head"), True))
+    col = Col("struct", _struct_arrow(members), _struct_ddl(members), members=members)
+    code = _Code()
+    expr = code.struct(col, "msgs", False, [])
+    return ColumnPlan("fragment", "Fragment", col, code.gathers, expr, {})
 
 
 def _header_type(protocol: Protocol, index: int) -> str:

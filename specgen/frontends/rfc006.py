@@ -523,6 +523,10 @@ class _Builder:
             )
         flag = next((f for _, f in walk_fields(fields) if f.name == camel("out-of-band")), None)
         unless = flag.name if flag is not None and isinstance(flag.type, BitField) else None
+        # Message Frames: "The partial field indicates whether the message is split into
+        # fragments; it will be zero ... on the last fragment of a message"
+        part = next((f for _, f in walk_fields(fields) if f.name == camel("partial")), None)
+        more = part.name if part is not None and isinstance(part.type, BitField) else None
         frames = self._line_of("Messages come after specific commands")
         named = " ".join(" ".join(self.lines[frames - 1 : frames + 1]).split())
         if prose.name not in named:
@@ -535,7 +539,7 @@ class _Builder:
                 f"{camel('fragment-size')} octets follow {prose.name} too",
             )
         doc = prose.docs.get("fragment-size", "")
-        return Follows(count, unless, "message-head", doc=f"[{what}] {doc}".strip())
+        return Follows(count, unless, "message-head", doc=f"[{what}] {doc}".strip(), more=more)
 
     def _plain_example(self) -> None:
         """The PLAIN field-table example writes its octets `%0d %28d`: the number before the

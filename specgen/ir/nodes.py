@@ -443,13 +443,17 @@ class Follows:
     the message's integer field `count` says (AMQ RFC 006: after HANDLE SEND, `fragment-size`
     octets of message data). When the boolean field `unless` (a bit member may be named) is
     set, nothing follows (the data travels out of band). `layout` names the `Protocol.named`
-    structure such data starts with when the spec says it may (the message head); readers
-    yield the octets as they are, since whether they start with it is the dialogue's state."""
+    structure such data starts with when the spec says it may (the message head). When the
+    boolean field `more` is set, further octets of the same message follow the next such frame
+    (RFC 006's `partial`: "The intermediate commands have 'partial' set to 1"); so the octets
+    after a frame of a direction's first such message, or after one whose `more` was clear,
+    start a message, with `layout`."""
 
     count: str
     unless: str | None = None
     layout: str | None = None
     doc: str = ""
+    more: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -843,20 +847,19 @@ def _check_follows(message: Message) -> None:
         )
     if count.optional or count.present:
         raise IRError(f"{message.span}: {message.name}: follows counts an optional field")
-    unless = message.follows.unless
-    if unless is not None:
-        # a bit member is an attribute of the message itself; a nested structure's is not
-        flat = [
-            m
-            for f in message.fields
-            for m in (f.type.members if isinstance(f.type, Bits) else (f,))
-        ]
-        flag = next((f for f in flat if f.name == unless), None)
+    # a bit member is an attribute of the message itself; a nested structure's is not
+    flat = [
+        m for f in message.fields for m in (f.type.members if isinstance(f.type, Bits) else (f,))
+    ]
+    for role, name in (("unless", message.follows.unless), ("more", message.follows.more)):
+        if name is None:
+            continue
+        flag = next((f for f in flat if f.name == name), None)
         if flag is None or not (
             isinstance(flag.type, BitField) and flag.type.boolean and flag.type.value is None
         ):
             raise IRError(
-                f"{message.span}: {message.name}: follows unless {unless!r}, which is no "
+                f"{message.span}: {message.name}: follows {role} {name!r}, which is no "
                 "boolean flag of it"
             )
 

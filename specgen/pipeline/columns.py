@@ -184,6 +184,30 @@ class _Rejects:
         )
 
 
+def _head(layout: Any, data: bytes, error: type[Exception]) -> Any:
+    """The `layout` a message's first octets start with, None when they hold no whole one
+    (a writer may cut a message anywhere; the row keeps the octets either way)."""
+    try:
+        return layout.decode(data)[0]
+    except error:
+        return None
+
+
+def _cut_fragment(
+    msg: Any, octets: int, gap: int, length: int, r: Range, most: int
+) -> tuple[int, str, str, int]:
+    """(size, error, field, error offset) of a gap that starts where `msg`'s frame says
+    `octets` follow it: cut by the end of the file, or more than a frame may hold."""
+    field = f"{type(msg).__name__}.{getattr(msg, 'FOLLOWS', 'following')}"
+    if octets > most:
+        error = f"{field} says {octets} octets follow the frame, over {most}"
+    else:
+        error = f"cut mid-fragment: {field} says {octets} octets follow, {r.file_size - gap} do"
+    if gap + length < r.file_size:
+        error += f"; {length} bytes skipped, resynchronised at offset {gap + length}"
+    return octets, error, field, 0
+
+
 class RangeChanged(RuntimeError):
     """A task's bytes no longer frame where the driver's walk found frames: the file changed."""
 
@@ -202,10 +226,19 @@ def decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
     decode_error: type[Exception] = codec.package.DecodeError
     sender = DIRECTIONS[r.direction]
     hsize = framing.header_size
-    li, adjust = framing.length_index, framing.length_adjust
+    li = framing.length_index
     lo, hi = framing.min_size, framing.max_size
     protocol_header_at = framing.protocol_header_at if framing.protocol_headers else None
     unpack_header = framing.header.unpack_from
+    fields_at = framing.fields_at
+    following = framing.following  # None: no message says octets follow its frame
+    fragment_of: Callable[..., Any] | None = getattr(codec.package, "Fragment", None)
+    continued = framing.continued
+    # what a message's first octets start with, decoded into the fragment row when they hold it
+    head_of = getattr(codec.package, "FRAGMENT_HEAD", None)
+    cut: tuple[Any, int] | None = None  # (message, octets) of a fragment the next gap starts at
+    going_on = False  # the last message octets followed goes on after the next (the walk
+    # starts no range there, and both start afresh after a gap)
     rejects = _Rejects(r)
     batch = _Frames(r)
     # a segment layer's frames join into messages; a row carries the message its frame completes
@@ -233,10 +266,11 @@ def decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
                     ):
                         length = own  # a protocol header: a message with no frame header
                     else:
-                        if n - here < hsize:
+                        got = fields_at(view, here)
+                        if got is None:
                             raise RangeChanged(f"{r.path} @{at}: the walk found a frame here")
-                        header = unpack_header(view, here)
-                        length = header[li] + adjust
+                        header = got[0]
+                        length = header[li] + got[1]
                     if length > n - here:
                         raise RangeChanged(
                             f"{r.path} @{at}: a {length}-byte frame runs past {gap}, where the walk "
@@ -270,6 +304,38 @@ def decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
                             i += 1
                         batch.walls.append(walls[i] if i < reads and starts[i] <= last else None)
                         batch.bytes += length
+                        octets = following(msg) if following is not None else 0
+                        if octets > 0 and fragment_of is not None:
+                            # the octets after the frame, outside any framing: a row of their
+                            # own, unless the walk found them cut (the gap that starts there)
+                            start = here + length
+                            if start + octets <= n and octets <= hi:
+                                data = bytes(view[start : start + octets])
+                                first = not going_on
+                                going_on = bool(continued(msg)) if continued else False
+                                fragment = fragment_of(data, msg, first)
+                                if first and head_of is not None:
+                                    fragment.head = _head(head_of, data, decode_error)
+                                batch.msgs.append(fragment)
+                                batch.offsets.append(pos + start)
+                                batch.sizes.append(octets)
+                                batch.headers.append(None)
+                                last = pos + start + octets - 1
+                                while i < reads and ends[i] <= last:
+                                    i += 1
+                                batch.walls.append(
+                                    walls[i] if i < reads and starts[i] <= last else None
+                                )
+                                batch.bytes += octets
+                                length += octets
+                            elif start == n and gap < r.end:
+                                cut = (msg, octets)
+                            else:
+                                raise RangeChanged(
+                                    f"{r.path} @{pos + start}: {octets} octets follow the frame "
+                                    f"at {at}, and run past {gap}, where the walk found the "
+                                    "next frame or gap"
+                                )
                         if len(batch.msgs) >= BATCH_FRAMES or batch.bytes >= BATCH_BYTES:
                             yield "frames", batch.build(codec)
                             batch = _Frames(r)
@@ -282,11 +348,17 @@ def decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
                     messages.reset()  # no message continues over bytes that do not frame
                 kept = min(gap_length, UNFRAMED_KEEP)
                 # a header's worth past a short gap too: why it does not frame is read from it
-                head = os.pread(fd, max(kept, framing.header_size), gap)
-                size, error, field, at = describe(
-                    head, gap, gap_length, r.file_size, framing, sender
-                )
+                head = os.pread(fd, max(kept, framing.reach), gap)
+                size: int | None
+                if cut is not None:  # the walk ended the frames where a fragment starts
+                    size, error, field, at = _cut_fragment(cut[0], cut[1], gap, gap_length, r, hi)
+                else:
+                    size, error, field, at = describe(
+                        head, gap, gap_length, r.file_size, framing, sender
+                    )
                 rejects.add(gap, size, gap_length, "unframed", head[:kept], error, field, at)
+                going_on = False
+            cut = None
             if rejects.bytes >= BATCH_BYTES:
                 yield "rejects", rejects.build()
                 rejects = _Rejects(r)

@@ -27,6 +27,21 @@ filter" (a known opcode, a data length under a threshold, an all-zero tag taken 
 a zero-filled data block"). One plausible header is weak evidence inside payloads, so here the
 evidence is RUN headers chained exactly, every frame decoding.
 
+Two framing facts widen this, both read from the generated code, never from a protocol's
+name. A length field may hold an escape (`LENGTH_ESCAPE`, AMQ RFC 006's 0xFFFF) saying a wider
+length follows it (`WIDE_HEADER`): such a header frames as the wide one, in the walk, the scan
+and the runs alike. And some messages say how many raw octets follow their frame outside any
+framing (the codec's `following`, the classes with a FOLLOWS field: RFC 006's message
+fragments after HANDLE SEND, NOTIFY and PREPARE): the walk decodes those frames (only those),
+counts the octets as one more item found (a `fragment` row) and steps over frame and fragment
+as one, so no range starts between them and no header is looked for inside a fragment; nor
+does a range start while a message's octets go on after the next such frame (the codec's
+`continued`: RFC 006's `partial`), so each task knows which fragments start a message (their
+rows carry its head) from its own start; walk and tasks both start afresh after a gap. A
+fragment cut by the end of the file is one gap from its first octet; one that claims more than
+a frame may hold is a gap from there as a bad header is. A frame that says octets follow but
+does not decode cannot say how many: the bytes after it are walked as frames, and fail as such.
+
 The walk cuts the file at the first frame start or gap end past every `target` bytes, so a gap
 never crosses a range boundary and no task holds a whole capture. The gaps are recorded in each
 `Range`; a task (`columns.decode_range`) never resynchronises by itself, it follows them, so the
@@ -120,6 +135,16 @@ class Framing:
     # open: (the flags field's index, a message's first frame's flags, its last frame's)
     assemblies: Callable[[], Any] | None = None
     message_flags: tuple[int, int, int] | None = None
+    # a length field value that is no length: the header then has the `wide` layout, the same
+    # fields with a wider length after the escape (AMQ RFC 006's 0xFFFF, then 4 octets)
+    escape: int | None = None
+    wide: struct.Struct | None = None
+    # dispatch values of the messages whose frame raw octets follow, outside any framing, and
+    # how many follow a decoded one (the codec's `following`); the octets are one fragment
+    follows: frozenset[tuple[int, ...]] = frozenset()
+    following: Callable[[Any], int] | None = None
+    # whether a message's octets go on after the next such frame (a range never starts there)
+    continued: Callable[[Any], bool] | None = None
 
     @property
     def width(self) -> int:
@@ -128,6 +153,32 @@ class Framing:
     @property
     def header_size(self) -> int:
         return self.header.size
+
+    @property
+    def reach(self) -> int:
+        """The most bytes a header can take: the wide one's when the length may be escaped."""
+        return max(self.header.size, self.wide.size if self.wide is not None else 0)
+
+    def fields_at(self, data: bytes | memoryview, at: int) -> tuple[tuple[int, ...], int] | None:
+        """(the header's fields, frame bytes = length field + this) of the header at `at` in
+        `data`, the wide form read when the length field holds the escape; None when `data`
+        ends before the header does."""
+        if len(data) - at < self.header.size:
+            return None
+        fields = self.header.unpack_from(data, at)
+        if self.escape is None or fields[self.length_index] != self.escape:
+            return fields, self.length_adjust
+        assert self.wide is not None
+        if len(data) - at < self.wide.size:
+            return None
+        # the escape and the wider length both count: the frame is that much longer
+        return self.wide.unpack_from(
+            data, at
+        ), self.length_adjust + self.wide.size - self.header.size
+
+    def is_escaped(self, fields: tuple[int, ...]) -> bool:
+        """Whether unpacked `fields` are a wide header's (their length is past the escape)."""
+        return self.escape is not None and fields[self.length_index] >= self.escape
 
     @property
     def length_adjust(self) -> int:
@@ -149,6 +200,8 @@ class Framing:
             and self.length_adjust == self.width
             and not self.trailer
             and not self.protocol_headers
+            and self.escape is None
+            and not self.follows
             and self.header.size - self.width in _UNSIGNED
         )
 
@@ -223,19 +276,14 @@ class Framing:
     def of(cls, codec: ModuleType, framing: ModuleType, verify_checksums: bool = True) -> Framing:
         """The framing of a generated codec package, from its protocol's generated `framing`
         module; its `decode` verifies checksums unless `verify_checksums` is False."""
-        unread = []
-        if getattr(framing, "LENGTH_ESCAPE", None) is not None:
-            # a length field that may say "a wider length follows" (AMQ RFC 006): the range
-            # walk reads one fixed header; teaching it the wide form is left for later
-            unread.append("frames with an escaped length field (LENGTH_ESCAPE)")
-        if getattr(codec, "following", None) is not None:
-            # octets after some frames that only the frame's decoded fields count (RFC 006's
-            # message fragments): the walk reads headers only, so it would take them for frames
-            unread.append("octets that follow a frame outside any framing (`following`)")
-        if unread:
-            raise DecodeInputError(
-                f"{framing.__name__}: {' and '.join(unread)} are not read by `specgen decode` yet"
-            )
+        escape = getattr(framing, "LENGTH_ESCAPE", None)
+        following = getattr(codec, "following", None)
+        # the messages that say octets follow them: their class names the count (FOLLOWS)
+        follows = frozenset(
+            tuple(cls.IDENT)
+            for cls in vars(codec).values()
+            if isinstance(cls, type) and getattr(cls, "FOLLOWS", None) and hasattr(cls, "IDENT")
+        )
         # the version's own header where it has one: signedness may differ
         commands = getattr(codec, "commands", None)
         header = getattr(commands, "HEADER", framing.HEADER)
@@ -261,6 +309,11 @@ class Framing:
             tuple(sorted((k, bytes(v)) for k, v in framing.PREAMBLES.items() if v)),
             tuple(bytes(h) for h in framing.PROTOCOL_HEADERS),
             *_segments(codec, framing),
+            escape,
+            framing.WIDE_HEADER if escape is not None else None,
+            follows if following is not None else frozenset(),
+            following if follows else None,
+            getattr(codec, "continued", None) if follows else None,
         )
 
     def opens(self, fields: tuple[int, ...]) -> int:
@@ -293,13 +346,29 @@ class Framing:
             raise DecodeInputError(f"{stream.path}: {e.strerror}") from None
         return self.first(stream.size, head, DIRECTIONS[stream.direction])
 
-    def frame_end(self, fields: tuple[int, ...], pos: int) -> int:
+    def frame_end(self, fields: tuple[int, ...], pos: int, adjust: int | None = None) -> int:
         """Where the frame whose header `fields` is at `pos` ends, -1 when the header does not
-        frame (a length out of range, unknown dispatch values)."""
+        frame (a length out of range, unknown dispatch values); `adjust`: as `fields_at` gives
+        it (default: the short header's)."""
         value = fields[self.length_index]
         if not self.min_size <= value <= self.max_size or self.key(fields) not in self.keys:
             return -1
-        return pos + value + self.length_adjust
+        return pos + value + (self.length_adjust if adjust is None else adjust)
+
+    def fragment(
+        self, frame: bytes | memoryview, fields: tuple[int, ...], sender: str | None
+    ) -> tuple[int, bool]:
+        """(how many octets follow the frame `frame` (header `fields`) outside any framing,
+        whether its message's octets go on after the next such frame): 0 for a message that
+        none follow, -1 when it says some may but does not decode (nobody can tell how many)."""
+        if self.following is None or self.key(fields) not in self.follows:
+            return 0, False
+        try:
+            msg = self.decode(frame, sender)
+        except self.decode_error:
+            return -1, False
+        more = bool(self.continued(msg)) if self.continued is not None else False
+        return int(self.following(msg)), more
 
 
 @dataclass(frozen=True)
@@ -384,13 +453,21 @@ class _Cutter:
         self.start, self.gap_starts, self.gap_lengths = pos, [], []
         return 0
 
-    def gap(self, pos: int, length: int, frames: int) -> tuple[int, int]:
+    def gap(
+        self, pos: int, length: int, frames: int, resume: int = -1, fragment: bool = False
+    ) -> tuple[int, int]:
         """Record the gap of a header at `pos` that does not frame (`length`: of the frame just
-        walked over, 0 after a gap): (where the walk resumes, the current range's frames)."""
-        gap, resume, pulled_back = self.walk._gap(pos, pos - length if length else -1)
+        walked over, 0 after a gap or a fragment): (where the walk resumes, the current range's
+        frames). `resume`: where the gap ends when the caller knows (a fragment cut by the end
+        of the file), else the walk looks for it. `fragment`: the gap starts where the frame
+        before says octets follow, so it stays in that frame's range (its task says why)."""
+        if resume >= 0:
+            gap, pulled_back = pos, False
+        else:
+            gap, resume, pulled_back = self.walk._gap(pos, pos - length if length else -1)
         if pulled_back:
             frames -= 1  # the frame before was not one: it is the gap's start
-        if gap - self.start >= self.target and gap > self.start:
+        if gap - self.start >= self.target and gap > self.start and not fragment:
             frames = self.at(gap, frames)
         self.gap_starts.append(gap)
         self.gap_lengths.append(resume - gap)
@@ -470,35 +547,60 @@ class _Walk:
 
     def _generic(self, target: int) -> list[Cut]:
         size, fd, f = self.size, self.fd, self.framing
-        header = f.header_size
-        unpack, frame_end, trailer_ok = f.header.unpack_from, f.frame_end, self._trailer_ok
+        reach = f.reach
+        fields_at, frame_end, trailer_ok = f.fields_at, f.frame_end, self._trailer_ok
+        follows = f.follows
         cut = _Cutter(self, target)
         pos, frames, limit = cut.pos, 0, target
         window, at, window_end = b"", 0, 0
-        length = 0  # of the frame just walked over; 0 after a gap
+        length = 0  # of the frame just walked over; 0 after a gap or a fragment
+        step = 0  # bytes walked over last: past a big one, read just a header
+        # a message's octets go on after the next frame octets follow: no range starts here,
+        # so a task knows which octets start a message (`Fragment.first`) from its own start
+        going_on = False
         opens = f.opens if f.message_flags is not None else None
         open_messages = 0  # a segment layer's: a range starts only where none is open
         while pos < size:
-            if pos + header > window_end and size - pos >= header:
-                window = os.pread(fd, WINDOW if length < WINDOW else header, pos)
+            if pos + reach > window_end and window_end < size:
+                window = os.pread(fd, WINDOW if step < WINDOW else reach, pos)
                 at, window_end = pos, pos + len(window)
-            if pos + header <= window_end:
-                fields = unpack(window, pos - at)
-                end = frame_end(fields, pos)
+            got = fields_at(window, pos - at) if pos < window_end else None
+            if got is not None:
+                end = frame_end(got[0], pos, got[1])
                 if pos < end <= size and trailer_ok(end, window, at):
-                    if pos >= limit and not open_messages:
+                    if pos >= limit and not going_on and not open_messages:
                         frames = cut.at(pos, frames)
                         limit = pos + target
                     if opens is not None:
                         # a capture may start inside a message: an end it did not see start
-                        open_messages = max(0, open_messages + opens(fields))
+                        open_messages = max(0, open_messages + opens(got[0]))
                     frames += 1
-                    length = end - pos
+                    length = step = end - pos
+                    if follows and f.key(got[0]) in follows:
+                        # the frame and the octets it says follow it are walked over as one
+                        # (a range never starts inside them): one more row, a fragment
+                        fragment, more = self._fragment(pos, end, got[0], window, at)
+                        if fragment > 0 and end + fragment <= size and fragment <= f.max_size:
+                            frames += 1
+                            step += fragment
+                            pos, length, going_on = end + fragment, 0, more
+                            continue
+                        if fragment > 0:
+                            # cut by the end of the file (one gap to it), or more than any
+                            # frame may hold (a gap from its start, as for a bad header)
+                            to = -1 if fragment > f.max_size else size
+                            pos, frames = cut.gap(end, 0, frames, to, fragment=True)
+                            length = step = 0
+                            going_on = False
+                            limit = cut.start + target
+                            window, at, window_end = b"", 0, 0
+                            continue
                     pos = end
                     continue
             if f.protocol_headers:
                 length = self._protocol_header(pos, window, at)
                 if length:
+                    step = length
                     if pos >= limit:
                         frames = cut.at(pos, frames)
                         limit = pos + target
@@ -506,10 +608,22 @@ class _Walk:
                     pos += length
                     continue
             pos, frames = cut.gap(pos, length, frames)
-            length, limit = 0, cut.start + target
+            length = step = 0
+            going_on = False  # the tasks too start afresh after a gap
             open_messages = 0  # decoding starts messages afresh after a gap
+            limit = cut.start + target
             window, at, window_end = b"", 0, 0  # the walk may resume before the window
         return cut.done(frames)
+
+    def _fragment(
+        self, pos: int, end: int, fields: tuple[int, ...], window: bytes, at: int
+    ) -> tuple[int, bool]:
+        """`Framing.fragment` of the frame [pos, end) (header `fields`)."""
+        if at <= pos and end <= at + len(window):
+            frame: bytes | memoryview = memoryview(window)[pos - at : end - at]
+        else:
+            frame = os.pread(self.fd, end - pos, pos)
+        return self.framing.fragment(frame, fields, self.sender)
 
     def _protocol_header(self, pos: int, window: bytes = b"", at: int = 0) -> int:
         """The length of a protocol header at `pos`, 0 when none stands there."""
@@ -523,10 +637,10 @@ class _Walk:
         at `pos` that does not frame; `previous` is the start of the frame just walked over
         (-1 after a gap or at the start)."""
         f = self.framing
-        head = os.pread(self.fd, f.header_size, pos)
-        if len(head) == f.header_size:
-            value = f.header.unpack(head)[f.length_index]
-            own_end = pos + f.length_adjust + value
+        got = f.fields_at(os.pread(self.fd, f.reach, pos), 0)
+        if got is not None:
+            value = got[0][f.length_index]
+            own_end = pos + got[1] + value
             if f.min_size <= value <= f.max_size and pos < own_end <= self.size:
                 # it fits, so the key (or trailer) is what is wrong: try it as exactly one frame
                 if own_end == self.size or self._run(own_end):
@@ -545,7 +659,9 @@ class _Walk:
         last = self.size - header  # the last offset a whole header fits at
         base = first
         while base <= last:
-            window = os.pread(self.fd, min(SCAN, last - base + 1) + header - 1, base)
+            # a wide header's extra bytes too, for a candidate at the window's last offsets
+            more = self.framing.reach - header
+            window = os.pread(self.fd, min(SCAN, last - base + 1) + header - 1 + more, base)
             for candidate in sorted(self._plausible(window, base) + self._headers_in(window, base)):
                 if self._run(candidate):
                     return candidate
@@ -584,6 +700,12 @@ class _Walk:
             (1,),
         )
         found = np.flatnonzero((sizes >= f.min_size) & (sizes <= f.max_size))
+        wide: list[int] = []
+        if f.escape is not None:
+            # an escaped length is no length: each such header is checked whole, wide
+            escaped = sizes[found] == f.escape
+            wide = [int(i) for i in found[escaped]]
+            found = found[~escaped]
         if found.size and f.packed:
             rest = f.header_size - f.width
             o = "<" if order == "<" else ">" if order in ">!" else "="
@@ -602,7 +724,12 @@ class _Walk:
             end = base + i + int(sizes[i]) + f.length_adjust
             if end <= self.size and self._trailer_ok(end, window, base):
                 out.append(base + i)
-        return out
+        for i in wide:
+            got = f.fields_at(window, i)
+            end = -1 if got is None else f.frame_end(got[0], base + i, got[1])
+            if base + i < end <= self.size and self._trailer_ok(end, window, base):
+                out.append(base + i)
+        return sorted(out)
 
     def _run(self, start: int) -> bool:
         """Whether RUN frames starting at `start` frame, chain exactly and decode; fewer do when
@@ -611,15 +738,16 @@ class _Walk:
         spans: list[tuple[int, int]] = []
         pos = start
         while len(spans) < RUN and pos < self.size:
-            head = os.pread(self.fd, f.header_size, pos)
+            head = os.pread(self.fd, f.reach, pos)
             own = f.protocol_header_at(head, 0) if f.protocol_headers else 0
             if own:
                 spans.append((pos, own))
                 pos += own
                 continue
-            if len(head) < f.header_size:
+            got = f.fields_at(head, 0)
+            if got is None:
                 break  # the end of the file cuts this header: no more evidence to get
-            end = f.frame_end(f.header.unpack(head), pos)
+            end = f.frame_end(got[0], pos, got[1])
             if end <= pos:
                 return False
             if end > self.size:
@@ -628,6 +756,15 @@ class _Walk:
                 return False
             spans.append((pos, end - pos))
             pos = end
+            if f.follows and f.key(got[0]) in f.follows:
+                # the octets it says follow are no frames: the run goes on after them
+                start = spans[-1][0]
+                fragment, _ = f.fragment(os.pread(self.fd, end - start, start), got[0], self.sender)
+                if fragment < 0 or fragment > f.max_size:
+                    return False
+                pos += fragment
+                if pos > self.size:
+                    break  # the end of the file cuts the fragment
         return bool(spans) and all(self._decodes(at, length) for at, length in spans)
 
     def _decodes(self, at: int, length: int) -> bool:
@@ -688,18 +825,42 @@ def describe(
             f"frame.{name}",
             available,
         )
+    elif (
+        f.escape is not None
+        and f.size_prefix.unpack_from(head, f.length_offset)[0] == f.escape
+        and len(head) < f.reach
+    ):
+        reason = (
+            None,
+            f"cut mid-frame: {len(head)} bytes, too few for the {f.reach}-byte header whose "
+            f"size prefix {f.escape:#x} says a wider size follows",
+            f"frame.{name}",
+            len(head),
+        )
     else:
-        (value,) = f.size_prefix.unpack_from(head, f.length_offset)
-        claimed = value + f.length_adjust
+        got = f.fields_at(head, 0)
+        fields: tuple[int, ...] = ()
+        if got is None:  # a header cut by the end of the file: only its size prefix is read
+            (value,), adjust = f.size_prefix.unpack_from(head, f.length_offset), f.length_adjust
+        else:
+            fields, adjust = got
+            value = fields[f.length_index]
+        claimed = value + adjust
+        # an escaped size: the wider one, after the escape, is what is wrong
+        where = f.length_offset + (width if adjust != f.length_adjust else 0)
         if not f.min_size <= value <= f.max_size:
             error = f"size prefix {value} is outside {f.min_size}..{f.max_size}"
-            reason = (claimed, error, f"frame.{name}", f.length_offset)
+            if adjust != f.length_adjust:
+                error = (
+                    f"wide size {value} (after the escape {f.escape:#x}) is outside "
+                    f"{f.min_size}..{f.max_size}"
+                )
+            reason = (claimed, error, f"frame.{name}", where)
         elif available < f.header_size or offset + claimed > file_size:
             follow = file_size - offset - reach
             error = f"cut mid-frame: size says {value}, {follow} bytes follow"
             reason = (claimed, error, "frame", min(file_size - offset, 2**31 - 1))
         else:
-            fields = f.header.unpack_from(head)
             dispatch = f.dispatch[0] if f.dispatch else 0
             tail = b""
             if f.trailer:
@@ -707,7 +868,8 @@ def describe(
             if f.key(fields) not in f.keys:
                 error = f"no layout for {f.describe_key(fields)}"
                 key_field = f.names[dispatch] if f.names and f.dispatch else "key"
-                reason = (claimed, error, f"frame.{key_field}", f.field_offsets[dispatch])
+                at = f.field_offsets[dispatch] + (claimed - value - f.length_adjust)
+                reason = (claimed, error, f"frame.{key_field}", at)
             elif f.trailer and tail and tail != f.trailer:
                 error = f"the frame ends with {tail.hex()}, not the trailer {f.trailer.hex()}"
                 reason = (claimed, error, "frame.trailer", claimed - len(f.trailer))
@@ -716,7 +878,7 @@ def describe(
                     f"size prefix {value} leads to offset {offset + claimed}, where no frame "
                     "starts, and the frame does not decode"
                 )
-                reason = (claimed, error, f"frame.{name}", f.length_offset)
+                reason = (claimed, error, f"frame.{name}", where)
     size, error, field, at = reason
     if offset + length < file_size:
         error += f"; {length} bytes skipped, resynchronised at offset {offset + length}"

@@ -9,6 +9,7 @@ from ..errors import DecodeError, EncodeError
 from ..frame_reader import Fragment
 from ..frame_reader import FrameReader as _FrameReader
 from .commands import (
+    FRAGMENT_HEAD,
     FRAME_KEYS,
     HEADER_SIZE,
     ChannelAck,
@@ -41,6 +42,7 @@ from .commands import (
     Message,
     MessageHead,
     Sender,
+    continued,
     decode,
     encode,
     following,
@@ -58,6 +60,7 @@ class FrameReader(_FrameReader):
 
     decode = staticmethod(decode)
     following = staticmethod(following)
+    continued = staticmethod(continued)
 
 
 __all__ = [
@@ -76,6 +79,7 @@ __all__ = [
     "ConnectionTune",
     "DecodeError",
     "EncodeError",
+    "FRAGMENT_HEAD",
     "FRAME_KEYS",
     "Fragment",
     "FrameReader",
@@ -100,6 +104,7 @@ __all__ = [
     "PROTOCOL",
     "Sender",
     "VERSION",
+    "continued",
     "decode",
     "encode",
     "following",

@@ -1041,6 +1041,11 @@ class HandleSend:
         """Octets that follow this frame on the stream, outside any framing."""
         return 0 if self.out_of_band else self.fragment_size
 
+    def continued(self) -> bool:
+        """Whether this message's octets go on after the next frame that octets follow
+        (`partial`): the octets after that one are no message's first."""
+        return self.partial
+
 
 _HANDLE_SEND_0 = struct.Struct(">HHHIBB")
 _HANDLE_SEND_0_FIELDS = (
@@ -1578,6 +1583,11 @@ class HandleNotify:
     def following(self) -> int:
         """Octets that follow this frame on the stream, outside any framing."""
         return 0 if self.out_of_band else self.fragment_size
+
+    def continued(self) -> bool:
+        """Whether this message's octets go on after the next frame that octets follow
+        (`partial`): the octets after that one are no message's first."""
+        return self.partial
 
 
 _HANDLE_NOTIFY_0 = struct.Struct(">HIIBB")
@@ -2352,6 +2362,19 @@ def following(msg: Message) -> int:
     return 0
 
 
+def continued(msg: Message) -> bool:
+    """Whether the octets of `msg`'s message go on after the next frame that octets follow
+    (the flag of HandleSend, HandleNotify); False for every other message, so the
+    octets after its frame start a message."""
+    if isinstance(msg, HandleSend | HandleNotify):
+        return msg.continued()
+    return False
+
+
+FRAGMENT_HEAD = MessageHead
+"""What a message's first octets after its frame start with (`Fragment.first`)."""
+
+
 def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
     """One frame for `msg`, header included; EncodeError when a value does not fit.
 
@@ -2388,6 +2411,8 @@ __all__ = [
     "decode",
     "encode",
     "following",
+    "continued",
+    "FRAGMENT_HEAD",
     "MessageHead",
     "ConnectionChallenge",
     "ConnectionResponse",

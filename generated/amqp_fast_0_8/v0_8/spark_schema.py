@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
 
+from ..frame_reader import Fragment
 from .commands import (
     ChannelAck,
     ChannelClose,
@@ -331,10 +332,37 @@ FRAMES_SCHEMA = pa.schema(
                 ]
             ),
         ),
+        pa.field(
+            "fragment",
+            pa.struct(
+                [
+                    pa.field("follows", pa.string()),
+                    pa.field("first", pa.bool_()),
+                    pa.field(
+                        "head",
+                        pa.struct(
+                            [
+                                pa.field("body_size", pa.int64()),
+                                pa.field("persistent", pa.bool_()),
+                                pa.field("priority", pa.int16()),
+                                pa.field("expiration", pa.int64()),
+                                pa.field("mime_type", pa.string()),
+                                pa.field("encoding", pa.string()),
+                                pa.field("msg_identifier", pa.string()),
+                                pa.field("headers", pa.string()),
+                            ]
+                        ),
+                    ),
+                ]
+            ),
+        ),
     ],
     metadata={"specgen.spec": "amqp-fast-0-8/0.8"},
 )
-"""The frames table. `size` counts the whole frame, header and trailer included; `code` is as in the frame header; `timestamp` is null when the capture has no index.
+"""The frames table. `size` counts the whole frame, header and trailer included; `code` is as in the frame header; `timestamp` is null when the capture has no index. A row of command `fragment` holds the octets that follow a frame outside any
+framing: `size` counts them, `fragment.follows` names the message whose frame they follow,
+`fragment.first` says whether they start a message and `fragment.head` holds the head they then
+start with (null where they hold no whole one).
 Its metadata (`specgen.spec`) names the spec version, so a table says what decoded it."""
 
 HEADER_COLUMNS: tuple[str, ...] = ("code",)
@@ -385,6 +413,7 @@ SPARK_DDL = ", ".join(
         "`handle_ready` STRUCT<`handle_id`: INT, `message_size`: BIGINT>",
         "`handle_reply` STRUCT<`handle_id`: INT, `confirm_tag`: INT, `reply_code`: INT, `reply_text`: STRING>",
         "`handle_close` STRUCT<`handle_id`: INT, `reply_code`: INT, `reply_text`: STRING>",
+        "`fragment` STRUCT<`follows`: STRING, `first`: BOOLEAN, `head`: STRUCT<`body_size`: BIGINT, `persistent`: BOOLEAN, `priority`: SMALLINT, `expiration`: BIGINT, `mime_type`: STRING, `encoding`: STRING, `msg_identifier`: STRING, `headers`: STRING>>",
     ]
 )
 """FRAMES_SCHEMA in Spark's DDL, as `DataFrame.mapInArrow` and `createDataFrame` take it."""
@@ -417,6 +446,7 @@ MESSAGE_COLUMNS: dict[str, str] = {
     "HandleReady": "handle_ready",
     "HandleReply": "handle_reply",
     "HandleClose": "handle_close",
+    "Fragment": "fragment",
 }
 """Message class name -> its struct column."""
 
@@ -428,7 +458,7 @@ def spark_schema() -> StructType:
     return from_arrow_schema(FRAMES_SCHEMA)
 
 
-def message_columns(msgs: Sequence[Message]) -> dict[str, Any]:
+def message_columns(msgs: Sequence[Message | Fragment]) -> dict[str, Any]:
     """Columns `command`, `message`, `kind`, the role columns and every struct column for a batch
     of messages, one row per message; a struct column is null on the rows of other classes."""
     n = len(msgs)
@@ -474,6 +504,10 @@ def _json(values: list[Any]) -> list[str | None]:
 
 def _plain(value: Any) -> Any:
     return value.hex() if isinstance(value, bytes | bytearray) else str(value)
+
+
+def _nulls(values: list[Any]) -> Any:
+    return pa.array([v is None for v in values], pa.bool_())
 
 
 def _connection_challenge(
@@ -960,6 +994,50 @@ def _handle_close(msgs: list[HandleClose], rows: list[int], roles: dict[str, lis
     )
 
 
+def _fragment(msgs: list[Fragment], rows: list[int], roles: dict[str, list[Any]]) -> Any:
+    follows = [x.follows for x in msgs]
+    first = [x.first for x in msgs]
+    head = [x.head for x in msgs]
+    head_body_size = [None if x is None else x.body_size for x in head]
+    head_persistent = [None if x is None else x.persistent for x in head]
+    head_priority = [None if x is None else x.priority for x in head]
+    head_expiration = [None if x is None else x.expiration for x in head]
+    head_mime_type = [None if x is None else x.mime_type for x in head]
+    head_encoding = [None if x is None else x.encoding for x in head]
+    head_msg_identifier = [None if x is None else x.msg_identifier for x in head]
+    head_headers = [None if x is None else x.headers for x in head]
+    return pa.StructArray.from_arrays(
+        [
+            pa.array(follows, pa.string()),
+            pa.array(first, pa.bool_()),
+            pa.StructArray.from_arrays(
+                [
+                    pa.array(head_body_size, pa.int64()),
+                    pa.array(head_persistent, pa.bool_()),
+                    pa.array(head_priority, pa.int16()),
+                    pa.array(head_expiration, pa.int64()),
+                    pa.array(head_mime_type, pa.string()),
+                    pa.array(head_encoding, pa.string()),
+                    pa.array(head_msg_identifier, pa.string()),
+                    pa.array(_json(head_headers), pa.string()),
+                ],
+                names=[
+                    "body_size",
+                    "persistent",
+                    "priority",
+                    "expiration",
+                    "mime_type",
+                    "encoding",
+                    "msg_identifier",
+                    "headers",
+                ],
+                mask=_nulls(head),
+            ),
+        ],
+        names=["follows", "first", "head"],
+    )
+
+
 _Builder = Callable[[list[Any], list[int], dict[str, list[Any]]], Any]
 
 _BUILDERS: dict[type, tuple[str, _Builder]] = {
@@ -990,4 +1068,5 @@ _BUILDERS: dict[type, tuple[str, _Builder]] = {
     HandleReady: ("handle_ready", _handle_ready),
     HandleReply: ("handle_reply", _handle_reply),
     HandleClose: ("handle_close", _handle_close),
+    Fragment: ("fragment", _fragment),
 }
