@@ -6,7 +6,7 @@
 No server speaks AMQP/Fast 0.8 any more, so this script plays both peers of one connection and
 writes what `specgen capture` would have recorded between them: OUT/session-1/ with
 conn-0001.c2s.bin, conn-0001.s2c.bin, conn-0001.index.jsonl (one read event per write, at the
-times the script's clock gives) and capture.json; and OUT.pcap.gz, the same session as
+times the script's clock gives) and capture.json; and pcap/OUT.pcap.gz, the same session as
 tcpdump would have seen it on port 3018 (tests/pcap_writer.py: a handshake, segments at the
 recorded times, a FIN exchange). Everything comes from a seeded generator
 and a fixed start time, so a second run writes the same bytes.
@@ -303,8 +303,10 @@ def write(s: Session, out: Path) -> None:
 
 def write_pcap(out: Path) -> Path:
     """The session as tcpdump would have seen it on the server's port (3018, the framing's
-    PORTS), gzipped: OUT.pcap.gz beside OUT, so that decoding OUT reads only the recording."""
-    raw = out.parent / f"{out.name}.pcap"
+    PORTS), gzipped: pcap/OUT.pcap.gz beside OUT, with the other samples' pcaps, so that
+    decoding OUT reads only the recording."""
+    (out.parent / "pcap").mkdir(exist_ok=True)
+    raw = out.parent / "pcap" / f"{out.name}.pcap"
     pcap_writer.write(raw, pcap_writer.session(out / "session-1", PORT))
     target = raw.with_suffix(".pcap.gz")
     # mtime 0: the same session gives the same bytes

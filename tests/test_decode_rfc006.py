@@ -271,12 +271,12 @@ def test_frames_roundtrip_reencodes_every_frame_and_names_every_fragment(
 def test_the_shipped_pcap_decodes_to_the_frames_of_the_recording(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    """samples/amqp-fast-0-8.pcap.gz is the same session as tcpdump would have seen it on the
+    """samples/pcap/amqp-fast-0-8.pcap.gz is the same session as tcpdump would have seen it on the
     framing's default port (3018): found without --port, its rows are the recording's."""
     _, recorded, _, _ = _decode(tmp_path / "recorded", SAMPLE.parent)
     lines: list[str] = []
     out = tmp_path / "pcap"
-    files = pcap_job.find(ROOT / "samples" / "amqp-fast-0-8.pcap.gz")
+    files = pcap_job.find(ROOT / "samples" / "pcap" / "amqp-fast-0-8.pcap.gz")
     result = pcap_job.run("amqp-fast-0-8", files, out, None, False, frozenset(), echo=lines.append)
     assert result.reconciled and result.rejects == 0, lines
     frames = pq.read_table(out / "frames").to_pylist()
