@@ -21,6 +21,7 @@ from .framing import (
 
 _PROTOCOL_HEADER_STARTS = frozenset(h[0] for h in PROTOCOL_HEADERS)
 """The first octets of the protocol headers: only a frame starting with one needs a closer look."""
+_PROTOCOL_HEADER_LONGEST = max(map(len, PROTOCOL_HEADERS))
 
 
 class FrameReader:
@@ -115,7 +116,7 @@ class FrameReader:
     def _protocol_header(self, start: int) -> int | None:
         """The length of the protocol header at `start`: 0 when none stands there, None while
         the bytes fed so far could still be one."""
-        have = bytes(self._buf[start : start + max(map(len, PROTOCOL_HEADERS))])
+        have = bytes(self._buf[start : start + _PROTOCOL_HEADER_LONGEST])
         for header in PROTOCOL_HEADERS:
             if have[: len(header)] == header[: len(have)]:  # agrees as far as both go
                 return len(header) if len(have) >= len(header) else None
