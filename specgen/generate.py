@@ -11,7 +11,6 @@ import difflib
 import filecmp
 import multiprocessing
 import os
-import pickle
 import shutil
 import tempfile
 import time
@@ -133,11 +132,14 @@ def _parallel(
             order = sorted(packages, key=len, reverse=True)
             futures = {pool.submit(_work, p, *settings): p[0].package for p in order}
             for future in as_completed(futures):
-                result = future.result()
+                try:
+                    result = future.result()
+                except Exception:  # not the package's error (the worker catches those): the
+                    continue  # pool broke, or a value would not pickle; it renders serially
                 if result is not None:
                     results[futures[future]] = result
                     _report(progress, result[1])
-    except (OSError, BrokenProcessPool, pickle.PicklingError):
+    except (OSError, BrokenProcessPool):
         pass  # no pool here (no /dev/shm, a process limit...): what is missing renders serially
     return results
 

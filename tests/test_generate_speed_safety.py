@@ -20,11 +20,13 @@ from pathlib import Path
 
 import black
 import pytest
+from black.report import NothingChanged
 
 from specgen import format_cache, generate
 from specgen.emitters.render import Renderer
 from specgen.format_cache import BLACK_MODE, MANIFEST, Formatter
 from specgen.locations import CHECKOUT
+from specgen.specs import SpecVersion, registry
 
 ROOT = Path(__file__).resolve().parents[1]
 GENERATED = ROOT / "generated"
@@ -52,7 +54,7 @@ def _safe(pair: tuple[str, str]) -> str | None:
     text, expected = pair
     try:
         out = black.format_file_contents(text, fast=False, mode=BLACK_MODE)
-    except black.NothingChanged:
+    except NothingChanged:
         out = text
     except Exception as e:  # black's safety checks raise AssertionError
         return f"{type(e).__name__}: {e}"
@@ -96,7 +98,7 @@ def _no_black(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*_: object, **__: object) -> str:
         raise AssertionError("black ran")
 
-    monkeypatch.setattr(format_cache.black, "format_str", refuse)
+    monkeypatch.setattr(black, "format_str", refuse)
 
 
 def test_a_manifest_entry_takes_the_committed_file_without_black(
@@ -255,4 +257,50 @@ def test_the_pool_writes_what_the_serial_run_writes(
     assert list(pooled.files) == list(serial.files)
     assert pooled.files == serial.files
     assert pooled.formatter.manifest_text() == serial.formatter.manifest_text()
-    assert pooled.formatter.manifest_text() == (GENERATED / MANIFEST).read_text(encoding="utf-8")
+    for rel, text in pooled.files.items():
+        assert (GENERATED / rel).read_text(encoding="utf-8") == text, rel
+
+
+def _two_packages() -> list[SpecVersion]:
+    chosen = {"rabbitmq-stream/early", "amqp-fast-0-8/0.8"}
+    return [s for s in registry() if s.qualified in chosen]
+
+
+class _Odd(Exception):
+    """An error that does not survive pickling (its __init__ takes two arguments)."""
+
+    def __init__(self, where: str, line: int) -> None:
+        super().__init__(f"{where}:{line}: broken")
+
+
+def test_a_package_failing_in_a_worker_raises_its_own_error_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SPECGEN_CACHE_DIR", str(tmp_path / "cache"))
+    real = generate._render_package
+    parent = os.getpid()
+    calls: list[tuple[str, bool]] = []
+
+    def failing(specs: list[SpecVersion], renderer: Renderer) -> object:
+        calls.append((specs[0].package, os.getpid() == parent))
+        if specs[0].package == "amqp_fast_0_8":
+            raise _Odd("spec.xml", 3)
+        return real(specs, renderer)
+
+    monkeypatch.setattr(generate, "_render_package", failing)
+    with pytest.raises(_Odd, match="spec.xml:3: broken"):
+        generate.render(_two_packages(), jobs=2)
+    assert calls == [("amqp_fast_0_8", True)]  # the workers' calls are in their own processes
+
+
+def test_without_a_pool_the_packages_render_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SPECGEN_CACHE_DIR", str(tmp_path / "cache"))
+    serial = generate.render(_two_packages(), jobs=1).files
+
+    def no_pool(*_: object, **__: object) -> None:
+        raise OSError("no /dev/shm")
+
+    monkeypatch.setattr(generate, "ProcessPoolExecutor", no_pool)
+    assert generate.render(_two_packages(), jobs=2).files == serial
