@@ -313,7 +313,7 @@ def generate(
     formatting manifest beside the files (`format_cache`)."""
     target = target or committed("generate", "rewrite; give SPEC --out DIR, or --out DIR alone")
     run = render(progress=progress, jobs=jobs, cached=cached)
-    _formatted(progress, run)
+    say_formatted(progress, run)
     write_tree({**run.files, MANIFEST: run.formatter.manifest_text()}, target)
     format_cache.prune(run.formatter.folder)
     return run.files
@@ -333,7 +333,7 @@ def stale(
     default = target is None
     target = target or committed("check", "compare; run check in specgen's checkout")
     run = render(specs, progress=progress, jobs=jobs, cached=cached)
-    _formatted(progress, run)
+    say_formatted(progress, run)
     files = run.files
     # generated/ holds nothing else; a folder named with --out may keep other files beside
     ours = None if default or target == GENERATED else {rel.split("/")[0] for rel in files}
@@ -344,7 +344,8 @@ def stale(
         return _diff_trees(fresh, target, label, ours)
 
 
-def _formatted(progress: Progress | None, run: Rendered) -> None:
+def say_formatted(progress: Progress | None, run: Rendered) -> None:
+    """A progress line: how many modules black formatted, how many came from a store."""
     if progress is not None:
         total = len(run.formatter.used)
         progress.line(
