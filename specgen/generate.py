@@ -12,6 +12,7 @@ import filecmp
 import multiprocessing
 import os
 import shutil
+import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -74,12 +75,12 @@ def render(
     Protocol packages depend on nothing of each other, so up to `jobs` of them (default: the
     cores this process may use) render at once in forked worker processes; the files are put
     together in the registry's order whichever worker finishes first, so the output is the
-    same byte for byte. Without fork, with one package or one job, or when the pool cannot
-    start, they render one after the other here. A package that fails in a worker is rendered
-    again here, so its error (a spec's file:line:column...) is the one a serial run raises.
-    With `cached`, black's output comes from the manifest beside the checkout's generated/ and
-    the user's cache when they know the text (`format_cache`); without, black formats every
-    module. A `renderer` given brings its own formatter, and renders everything here.
+    same byte for byte. Off Linux (no safe fork), with one package or one job, or when the pool
+    cannot start, they render one after the other here. A package that fails in a worker is
+    rendered again here, so its error (a spec's file:line:column...) is the one a serial run
+    raises. With `cached`, black's output comes from the manifest beside the checkout's
+    generated/ and the user's cache when they know the text (`format_cache`); without, black
+    formats every module. A `renderer` given brings its own formatter, and renders everything here.
     """
     specs = registry() if specs is None else specs
     pooled = renderer is None  # a renderer given (its formatter, its templates) stays here
@@ -120,10 +121,12 @@ def _parallel(
     """The packages rendered in worker processes, by package name; those missing are left for
     the caller to render serially (all of them when there is no pool)."""
     jobs = min(jobs or _cores(), len(packages))
-    if jobs < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    if jobs < 2 or not sys.platform.startswith("linux"):
         return {}
     # fork: the workers start with this process's state (its imports, the registry, a test's
-    # monkeypatching), so a worker renders exactly what this process would
+    # monkeypatching), so a worker renders exactly what this process would; on Linux only
+    # (macOS's system libraries are not safe to fork, why Python spawns there, and spawned
+    # workers would import everything again and miss that state)
     settings = (renderer.templates, renderer.format_code, renderer.formatter.settings())
     results: dict[str, _Result] = {}
     try:
