@@ -25,12 +25,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import black
+import jinja2
 from black.mode import Mode, TargetVersion
+from jinja2.bccache import Bucket, BytecodeCache
 
 BLACK_MODE = Mode(line_length=100, target_versions={TargetVersion.PY311})
 MANIFEST = ".format-manifest.json"
@@ -157,21 +160,80 @@ class Formatter:
         return text
 
     def _store(self, k: str, text: str) -> None:
-        if self.folder is None:
-            return
-        body = text.encode("utf-8")
+        if self.folder is not None:
+            _write(self.folder, k, text.encode("utf-8"))
+
+
+class TemplateCache(BytecodeCache):
+    """jinja's compiled templates in the user's cache (`jinja/` beside `format/`), so that
+    neither a run nor each of its workers compiles every template again. jinja keys a template
+    by its name and checks its source's hash; the folder is named by what else the compiled
+    code depends on (jinja's and Python's versions, the environment's options), and every entry
+    starts with the sha256 of the code it holds: a damaged one is compiled afresh."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    @classmethod
+    def of(cls, formatter: Formatter, env: jinja2.Environment) -> TemplateCache | None:
+        """The cache for `env`, when `formatter` has a cache folder."""
+        if formatter.folder is None:
+            return None
+        options = repr(
+            (
+                env.block_start_string,
+                env.block_end_string,
+                env.variable_start_string,
+                env.variable_end_string,
+                env.comment_start_string,
+                env.comment_end_string,
+                env.line_statement_prefix,
+                env.line_comment_prefix,
+                env.trim_blocks,
+                env.lstrip_blocks,
+                env.newline_sequence,
+                env.keep_trailing_newline,
+                env.autoescape,
+                env.optimized,
+                env.is_async,
+                sorted(env.extensions),
+                env.undefined.__qualname__,
+            )
+        )
+        tag = digest(f"jinja {jinja2.__version__}; python {sys.version}; {options}")[:24]
+        return cls(formatter.folder.parent / "jinja" / tag)
+
+    def load_bytecode(self, bucket: Bucket) -> None:
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.folder)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(digest(body).encode("ascii") + b"\n" + body)
-                os.replace(tmp, self.folder / k)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            data = (self.folder / bucket.key).read_bytes()
         except OSError:
-            pass  # a read-only or full disk costs the cache only
+            return
+        head, _, body = data.partition(b"\n")
+        if head.decode("ascii", "replace") != digest(body):
+            return
+        try:
+            bucket.bytecode_from_string(body)
+        except Exception:  # whatever jinja or marshal make of it: compiled afresh
+            bucket.reset()
+
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        _write(self.folder, bucket.key, bucket.bytecode_to_string())
+
+
+def _write(folder: Path, name: str, body: bytes) -> None:
+    """`body` under `name` in `folder`, after its sha256, atomically; nothing when it cannot."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(digest(body).encode("ascii") + b"\n" + body)
+            os.replace(tmp, folder / name)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError:
+        pass  # a read-only or full disk costs the cache only
 
 
 def _read_manifest(path: Path) -> dict[str, str]:

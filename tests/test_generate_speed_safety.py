@@ -304,3 +304,29 @@ def test_without_a_pool_the_packages_render_here(
 
     monkeypatch.setattr(generate, "ProcessPoolExecutor", no_pool)
     assert generate.render(_two_packages(), jobs=2).files == serial
+
+
+def test_compiled_templates_are_kept_and_a_damaged_one_is_compiled_again(
+    tmp_path: Path,
+) -> None:
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    body = "{% macro m(xs) %}\n{% for x in xs %}\n  {{ x }}\n{% endfor %}\n{% endmacro %}\n"
+    (templates / "t.j2").write_text(body, encoding="utf-8")
+    folder = tmp_path / "cache" / "format"
+
+    def both(formatter: Formatter) -> tuple[str, str]:
+        plain = Renderer(templates, formatter=formatter).macro("t.j2", "m", [1, 2])
+        trimmed = Renderer(templates, formatter=formatter).trimmed_macro("t.j2", "m", [1, 2])
+        return plain, trimmed
+
+    expected = both(Formatter())  # no cache folder: compiled every time
+    assert expected[0] != expected[1]
+    assert both(Formatter(folder=folder)) == expected
+    entries = [p for p in (tmp_path / "cache" / "jinja").rglob("*") if p.is_file()]
+    assert len(entries) == 2  # one per environment: their options name their folders
+    assert both(Formatter(folder=folder)) == expected
+    for entry in entries:
+        entry.write_bytes(entry.read_bytes()[:-5] + b"xxxxx")
+    assert both(Formatter(folder=folder)) == expected
+    assert Renderer(templates).env.bytecode_cache is None

@@ -9,7 +9,7 @@ import jinja2
 from black.parsing import InvalidInput
 
 from specgen import __version__
-from specgen.format_cache import Formatter
+from specgen.format_cache import Formatter, TemplateCache
 from specgen.ir import Protocol
 from specgen.locations import TEMPLATES
 from specgen.registry import SpecVersion, relative
@@ -39,6 +39,8 @@ class Renderer:
             keep_trailing_newline=True,
             autoescape=False,
         )
+        # compiled templates kept beside the format cache, when there is one
+        self.env.bytecode_cache = TemplateCache.of(self.formatter, self.env)
         self._trimmed: jinja2.Environment | None = None
 
     def header(self, spec: SpecVersion, protocol: Protocol) -> str:
@@ -63,6 +65,7 @@ class Renderer:
         """`macro`, for the macro files written for trimmed blocks (`_packed_macros.j2`...)."""
         if self._trimmed is None:
             self._trimmed = self.env.overlay(trim_blocks=True, lstrip_blocks=True)
+            self._trimmed.bytecode_cache = TemplateCache.of(self.formatter, self._trimmed)
         try:
             return str(getattr(self._trimmed.get_template(template).module, name)(*args))
         except jinja2.TemplateError as e:
