@@ -265,17 +265,24 @@ def _index(tree: Path) -> dict[str, Path]:
 
 
 def prune(folder: Path | None, days: float = PRUNE_DAYS) -> None:
-    """Remove the cache entries (and stray temporary files) unused for `days` days."""
+    """Remove the cache entries (and stray temporary files) unused for `days` days, in `folder`
+    and in the compiled templates' folders beside it (those are not touched when used: one
+    compiled a month ago is compiled again)."""
     if folder is None:
         return
     cutoff = time.time() - days * 86400
     try:
-        entries = list(folder.iterdir())
+        folders = [folder, *(p for p in (folder.parent / "jinja").iterdir() if p.is_dir())]
     except OSError:
-        return
-    for entry in entries:
+        folders = [folder]
+    for where in folders:
         try:
-            if entry.is_file() and entry.stat().st_mtime < cutoff:
-                entry.unlink()
+            entries = list(where.iterdir())
         except OSError:
             continue
+        for entry in entries:
+            try:
+                if entry.is_file() and entry.stat().st_mtime < cutoff:
+                    entry.unlink()
+            except OSError:
+                continue

@@ -221,8 +221,14 @@ def test_entries_unused_for_a_month_are_pruned(tmp_path: Path) -> None:
     old = folder / format_cache.key(UGLY)
     past = time.time() - (format_cache.PRUNE_DAYS + 1) * 86400
     os.utime(old, (past, past))
+    compiled = tmp_path / "jinja" / "tag"
+    compiled.mkdir(parents=True)
+    (compiled / "old").write_bytes(b"")
+    (compiled / "new").write_bytes(b"")
+    os.utime(compiled / "old", (past, past))
     format_cache.prune(folder)
     assert sorted(p.name for p in folder.iterdir()) == [format_cache.key("y=1\n")]
+    assert [p.name for p in compiled.iterdir()] == ["new"]
     format_cache.prune(tmp_path / "nowhere")
 
 
