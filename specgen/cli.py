@@ -462,7 +462,7 @@ def _decode(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from specgen.generate import generate, render, say_formatted, write_tree
+    from specgen.generate import generate, render_all, write_tree
 
     progress = Progress("generate")
     speed = {"jobs": args.jobs, "cached": args.cached}
@@ -473,10 +473,9 @@ def _generate(args: argparse.Namespace) -> int:
         return 0
     specs = _specs(args)
     outdir.check(args.out, "generate", args.overwrite)  # before the rendering
-    run = render(specs, progress=progress, **speed)
-    say_formatted(progress, run)
-    write_tree(run.files, args.out, fresh_only=True, overwrite=args.overwrite)
-    print(f"generated {len(run.files)} files into {args.out} from {len(specs)} spec versions")
+    files = render_all(specs, progress=progress, **speed)
+    write_tree(files, args.out, fresh_only=True, overwrite=args.overwrite)
+    print(f"generated {len(files)} files into {args.out} from {len(specs)} spec versions")
     return 0
 
 
