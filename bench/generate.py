@@ -99,7 +99,7 @@ def _run(
     if proc.returncode != 0:
         sys.exit(f"{' '.join(argv[2:])} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
     found = FORMATTED.search(proc.stderr)
-    return took, cpu, f"{found[1]}/{found[2]}" if found else "?"
+    return took, cpu, f"{found[1]}/{found[2]}" if found else "-"  # --out does not say
 
 
 def main() -> int:
