@@ -123,6 +123,7 @@ def parser() -> argparse.ArgumentParser:
     p_gen.add_argument("spec", nargs="?", metavar="SPEC", help=SPEC_HELP + "; needs --out")
     _out_options(p_gen, "the package tree")
     _spec_options(p_gen)
+    _speed_options(p_gen)
 
     p_check = sub.add_parser(
         "check",
@@ -135,6 +136,7 @@ def parser() -> argparse.ArgumentParser:
         "--out", type=Path, metavar="DIR", help="the folder to check (default: generated/)"
     )
     _spec_options(p_check)
+    _speed_options(p_check)
 
     sub.add_parser(
         "list",
@@ -338,6 +340,33 @@ def _out_options(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+def _speed_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--jobs",
+        type=_jobs,
+        metavar="N",
+        help="render up to N protocol packages at once in worker processes "
+        "(default: one per core; 1 renders them one after the other)",
+    )
+    parser.add_argument(
+        "--no-cache",
+        dest="cached",
+        action="store_false",
+        help="run black on every module instead of taking its output from generated/'s "
+        "format manifest or the user's format cache (the output is the same)",
+    )
+
+
+def _jobs(value: str) -> int:
+    try:
+        jobs = int(value)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of jobs (1 or more)")
+    return jobs
+
+
 def _protocol_help() -> str:
     """The names `frames` and `decode` take, from the registry (what `specgen list` prints)."""
     names = [s.qualified for s in registry()]
@@ -436,13 +465,15 @@ def _generate(args: argparse.Namespace) -> int:
     from specgen.generate import generate, render_all, write_tree
 
     progress = Progress("generate")
+    speed = {"jobs": args.jobs, "cached": args.cached}
     if args.spec is None and args.out is None:
-        files = generate(progress=progress)  # refused (exit 2) when installed: no checkout
+        # refused (exit 2) when installed: no checkout
+        files = generate(progress=progress, **speed)
         print(f"generated {len(files)} files into generated/ from {len(registry())} spec versions")
         return 0
     specs = _specs(args)
-    outdir.check(args.out, "generate", args.overwrite)  # before the minute of rendering
-    files = render_all(specs, progress=progress)
+    outdir.check(args.out, "generate", args.overwrite)  # before the rendering
+    files = render_all(specs, progress=progress, **speed)
     write_tree(files, args.out, fresh_only=True, overwrite=args.overwrite)
     print(f"generated {len(files)} files into {args.out} from {len(specs)} spec versions")
     return 0
@@ -485,7 +516,8 @@ def _check(args: argparse.Namespace) -> int:
     from specgen.generate import stale
 
     specs = _specs(args)
-    diffs = stale(args.out, Progress("check"), specs)  # refused when installed without --out
+    # refused when installed without --out
+    diffs = stale(args.out, Progress("check"), specs, jobs=args.jobs, cached=args.cached)
     name = f"{args.out}" if args.out is not None else "generated/"
     if not diffs:
         print(f"{name} is up to date")

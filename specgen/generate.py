@@ -9,18 +9,23 @@ from __future__ import annotations
 
 import difflib
 import filecmp
+import multiprocessing
 import os
 import shutil
+import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from specgen import outdir
+from specgen import format_cache, outdir
 from specgen.emitters import conformance, dialogue, python_codec, spark_schema
 from specgen.emitters.plan import ModulePlan, PlanError, Planner
 from specgen.emitters.render import Renderer
+from specgen.format_cache import MANIFEST, Formatter
 from specgen.locations import CHECKOUT
-from specgen.progress import Progress, seconds
+from specgen.progress import Progress
 from specgen.specs import SpecVersion, build_ir, registry
 
 GENERATED = CHECKOUT / "generated" if CHECKOUT else None
@@ -34,71 +39,195 @@ def render_all(
     specs: list[SpecVersion] | None = None,
     renderer: Renderer | None = None,
     progress: Progress | None = None,
+    *,
+    jobs: int | None = None,
+    cached: bool = True,
 ) -> dict[str, str]:
     """Relative path -> content for every generated file (with `progress`, a line per spec as
-    it is done: a whole run takes most of a minute).
+    it is done). `render` says how, and what `jobs` and `cached` mean."""
+    return render(specs, renderer, progress, jobs=jobs, cached=cached).files
+
+
+class Rendered:
+    """A run's files, and the formatting it did: the manifest generate writes beside them."""
+
+    def __init__(self, files: dict[str, str], formatter: Formatter, formatted: int) -> None:
+        self.files = files
+        self.formatter = formatter  # `used` holds the keys of every worker's run
+        self.formatted = formatted  # modules black formatted (the others came from a store)
+
+
+def render(
+    specs: list[SpecVersion] | None = None,
+    renderer: Renderer | None = None,
+    progress: Progress | None = None,
+    *,
+    jobs: int | None = None,
+    cached: bool = True,
+) -> Rendered:
+    """Every generated file, and what formatting them took.
 
     Each spec is parsed and planned once; every emitter reads that one plan. Files every version
     of a protocol shares (errors, framing, the frame reader) are rendered once per protocol
     package, from its latest version, after checking that all its versions frame alike; so is
     the code of every message the versions rendered together lay out alike (`shared.py`).
+
+    Protocol packages depend on nothing of each other, so up to `jobs` of them (default: the
+    cores this process may use) render at once in forked worker processes; the files are put
+    together in the registry's order whichever worker finishes first, so the output is the
+    same byte for byte. Off Linux (no safe fork), with one package or one job, or when the pool
+    cannot start, they render one after the other here. A package that fails in a worker is
+    rendered again here, so its error (a spec's file:line:column...) is the one a serial run
+    raises. With `cached`, black's output comes from the manifest beside the checkout's
+    generated/ and the user's cache when they know the text (`format_cache`); without, black
+    formats every module. A `renderer` given brings its own formatter, and renders everything here.
     """
     specs = registry() if specs is None else specs
-    renderer = renderer or Renderer()
+    pooled = renderer is None  # a renderer given (its formatter, its templates) stays here
+    if renderer is None:
+        renderer = Renderer(formatter=Formatter.default(GENERATED, cached))
+    packages: dict[str, list[SpecVersion]] = {}
+    for spec in specs:
+        packages.setdefault(spec.package, []).append(spec)
     # py.typed: type checkers read the installed codecs' annotations (PEP 561)
     files: dict[str, str] = {"__init__.py": _PACKAGE_DOC, "py.typed": ""}
-    by_package: dict[str, list[tuple[SpecVersion, ModulePlan]]] = {}
-    codes: dict[str, list[python_codec.VersionCode]] = {}
-    schemas: dict[str, list[spark_schema.SchemaCode]] = {}
+    done = _parallel(list(packages.values()), renderer, progress, jobs) if pooled else {}
+    formatted = 0
+    for package in packages.values():
+        result = done.get(package[0].package)
+        if result is None:  # serial, or failed in a worker: here, raising what it raises
+            before = renderer.formatter.ran
+            out, timings = _render_package(package, renderer)
+            _report(progress, timings)
+            formatted += renderer.formatter.ran - before
+        else:
+            out, timings, used, ran = result
+            renderer.formatter.used.update(used)
+            formatted += ran
+        files.update(out)
+    return Rendered(files, renderer.formatter, formatted)
+
+
+_Timings = list[tuple[str, int, float]]  # per version: its name, its files, seconds
+_Result = tuple[dict[str, str], _Timings, dict[str, str], int]
+
+
+def _parallel(
+    packages: list[list[SpecVersion]],
+    renderer: Renderer,
+    progress: Progress | None,
+    jobs: int | None,
+) -> dict[str, _Result]:
+    """The packages rendered in worker processes, by package name; those missing are left for
+    the caller to render serially (all of them when there is no pool)."""
+    jobs = min(jobs or _cores(), len(packages))
+    if jobs < 2 or not sys.platform.startswith("linux"):
+        return {}
+    # fork: the workers start with this process's state (its imports, the registry, a test's
+    # monkeypatching), so a worker renders exactly what this process would; on Linux only
+    # (macOS's system libraries are not safe to fork, why Python spawns there, and spawned
+    # workers would import everything again and miss that state)
+    settings = (renderer.templates, renderer.format_code, renderer.formatter.settings())
+    results: dict[str, _Result] = {}
+    try:
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+            # the biggest first: the versions of a package are rendered by one worker
+            order = sorted(packages, key=len, reverse=True)
+            futures = {pool.submit(_work, p, *settings): p[0].package for p in order}
+            for future in as_completed(futures):
+                try:
+                    result = future.result()
+                except Exception:  # not the package's error (the worker catches those): the
+                    continue  # pool broke, or a value would not pickle; it renders serially
+                if result is not None:
+                    results[futures[future]] = result
+                    _report(progress, result[1])
+    except (OSError, BrokenProcessPool):
+        pass  # no pool here (no /dev/shm, a process limit...): what is missing renders serially
+    return results
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _work(
+    specs: list[SpecVersion],
+    templates: Path,
+    format_code: bool,
+    stores: tuple[Path | None, Path | None],
+) -> _Result | None:
+    """One package in a worker; None when it fails (the parent renders it again to raise)."""
+    try:
+        formatter = Formatter(*stores)
+        renderer = Renderer(templates, format_code=format_code, formatter=formatter)
+        files, timings = _render_package(specs, renderer)
+        return files, timings, formatter.used, formatter.ran
+    except Exception:
+        return None
+
+
+def _render_package(
+    specs: list[SpecVersion], renderer: Renderer
+) -> tuple[dict[str, str], _Timings]:
+    """The files of the versions of one protocol package (`specs`, all of that package)."""
+    files: dict[str, str] = {}
+    plans: list[tuple[SpecVersion, ModulePlan]] = []
+    codes: list[python_codec.VersionCode] = []
+    schemas: list[spark_schema.SchemaCode] = []
     spent: dict[str, tuple[float, int]] = {}  # per version: seconds and files before its codec
+    timings: _Timings = []
     for spec in specs:
         start, before = time.monotonic(), len(files)
         protocol, _ = build_ir(spec)
         plan = Planner(protocol).plan()
-        by_package.setdefault(spec.package, []).append((spec, plan))
-        codes.setdefault(spec.package, []).append(python_codec.prepare(spec, plan, renderer))
-        schemas.setdefault(spec.package, []).append(spark_schema.prepare(spec, plan, renderer))
+        plans.append((spec, plan))
+        codes.append(python_codec.prepare(spec, plan, renderer))
+        schemas.append(spark_schema.prepare(spec, plan, renderer))
         out = conformance.emit(spec, plan, renderer)
         out.update(dialogue.emit(spec, protocol, renderer))  # its dialogue grammars, if any
         for name, text in out.items():
             files[f"{spec.package_path}/{name}"] = text
         spent[spec.qualified] = (time.monotonic() - start, len(files) - before)
-    for package, prepared in codes.items():
-        # what every version renders alike is generated once, in the package's shared module
-        common = python_codec.shared_blocks(prepared, renderer)
-        builders = spark_schema.shared_builders(schemas[package], prepared, common)
-        for code, schema in zip(prepared, schemas[package], strict=True):
-            start = time.monotonic()
-            out = python_codec.emit(code, renderer, common)
-            out.update(spark_schema.emit(schema, renderer, builders))
-            for name, text in out.items():
-                files[f"{code.spec.package_path}/{name}"] = text
-            took, count = spent[code.spec.qualified]
-            _done(progress, code.spec, count + len(out), start - took)
-        shared = python_codec.emit_shared_codecs(prepared, common, renderer)
-        classes = {name for b in prepared[0].blocks if b.ident in common for name in b.defines}
-        shared.update(spark_schema.emit_shared(schemas[package], builders, classes, renderer))
-        for name, text in shared.items():
-            files[f"{package}/{name}"] = text
-    for package, versions in by_package.items():
-        spec, plan = next(((s, p) for s, p in versions if s.latest), versions[-1])
-        for other, other_plan in versions:
-            if _wire(other_plan) != _wire(plan):
-                raise PlanError(
-                    f"{other.document}: {other.qualified} frames differently from "
-                    f"{spec.qualified}; versions of one package share their framing"
-                )
-        files[f"{package}/__init__.py"] = f'{_PROTOCOL_DOC}{spec.protocol}."""\n'
-        shared = python_codec.emit_shared(spec, plan, renderer)
-        shared.update(python_codec.emit_helpers(spec, [p for _, p in versions], renderer))
-        for name, text in shared.items():
-            files[f"{package}/{name}"] = text
-    return files
+    package = specs[0].package
+    # what every version renders alike is generated once, in the package's shared module
+    common = python_codec.shared_blocks(codes, renderer)
+    builders = spark_schema.shared_builders(schemas, codes, common)
+    for code, schema in zip(codes, schemas, strict=True):
+        start = time.monotonic()
+        out = python_codec.emit(code, renderer, common)
+        out.update(spark_schema.emit(schema, renderer, builders))
+        for name, text in out.items():
+            files[f"{code.spec.package_path}/{name}"] = text
+        took, count = spent[code.spec.qualified]
+        timings.append((code.spec.qualified, count + len(out), time.monotonic() - start + took))
+    shared = python_codec.emit_shared_codecs(codes, common, renderer)
+    classes = {name for b in codes[0].blocks if b.ident in common for name in b.defines}
+    shared.update(spark_schema.emit_shared(schemas, builders, classes, renderer))
+    for name, text in shared.items():
+        files[f"{package}/{name}"] = text
+    spec, plan = next(((s, p) for s, p in plans if s.latest), plans[-1])
+    for other, other_plan in plans:
+        if _wire(other_plan) != _wire(plan):
+            raise PlanError(
+                f"{other.document}: {other.qualified} frames differently from "
+                f"{spec.qualified}; versions of one package share their framing"
+            )
+    files[f"{package}/__init__.py"] = f'{_PROTOCOL_DOC}{spec.protocol}."""\n'
+    shared = python_codec.emit_shared(spec, plan, renderer)
+    shared.update(python_codec.emit_helpers(spec, [p for _, p in plans], renderer))
+    for name, text in shared.items():
+        files[f"{package}/{name}"] = text
+    return files, timings
 
 
-def _done(progress: Progress | None, spec: SpecVersion, files: int, start: float) -> None:
+def _report(progress: Progress | None, timings: _Timings) -> None:
     if progress is not None:
-        progress.line(f"{spec.qualified} rendered, {files} files of its own ({seconds(start)})")
+        for name, files, took in timings:
+            progress.line(f"{name} rendered, {files} files of its own ({took:.1f} s)")
 
 
 def _wire(plan: ModulePlan) -> tuple[object, ...]:
@@ -176,24 +305,39 @@ def _packages(target: Path) -> set[str]:
     return found
 
 
-def generate(target: Path | None = None, progress: Progress | None = None) -> dict[str, str]:
-    """Every registered spec into `target` (default: the checkout's generated/)."""
+def generate(
+    target: Path | None = None,
+    progress: Progress | None = None,
+    *,
+    jobs: int | None = None,
+    cached: bool = True,
+) -> dict[str, str]:
+    """Every registered spec into `target` (default: the checkout's generated/), with the
+    formatting manifest beside the files (`format_cache`)."""
     target = target or committed("generate", "rewrite; give SPEC --out DIR, or --out DIR alone")
-    files = render_all(progress=progress)
-    write_tree(files, target)
-    return files
+    run = render(progress=progress, jobs=jobs, cached=cached)
+    say_formatted(progress, run)
+    write_tree({**run.files, MANIFEST: run.formatter.manifest_text()}, target)
+    format_cache.prune(run.formatter.folder)
+    return run.files
 
 
 def stale(
     target: Path | None = None,
     progress: Progress | None = None,
     specs: list[SpecVersion] | None = None,
+    *,
+    jobs: int | None = None,
+    cached: bool = True,
 ) -> list[str]:
     """Unified diffs between what the generator makes now (from `specs`, default every
-    registered one) and what `target` (default: the checkout's generated/) holds."""
+    registered one) and what `target` (default: the checkout's generated/) holds. The manifest
+    is not compared: it only makes a run faster (`format_cache`)."""
     default = target is None
     target = target or committed("check", "compare; run check in specgen's checkout")
-    files = render_all(specs, progress=progress)
+    run = render(specs, progress=progress, jobs=jobs, cached=cached)
+    say_formatted(progress, run)
+    files = run.files
     # generated/ holds nothing else; a folder named with --out may keep other files beside
     ours = None if default or target == GENERATED else {rel.split("/")[0] for rel in files}
     label = "generated" if target == GENERATED else target.as_posix().rstrip("/")
@@ -201,6 +345,16 @@ def stale(
         fresh = Path(tmp) / "generated"
         write_tree(files, fresh)
         return _diff_trees(fresh, target, label, ours)
+
+
+def say_formatted(progress: Progress | None, run: Rendered) -> None:
+    """A progress line: how many modules black formatted, how many came from a store."""
+    if progress is not None:
+        total = len(run.formatter.used)
+        progress.line(
+            f"black formatted {run.formatted} of {total} modules "
+            "(the others came from generated/'s manifest or the format cache)"
+        )
 
 
 def _diff_trees(
@@ -216,6 +370,7 @@ def _diff_trees(
             and "__pycache__" not in p.parts
             and not p.name.endswith(".pyc")
             and (ours is None or p.relative_to(root).parts[0] in ours)
+            and p.relative_to(root).as_posix() != MANIFEST
         }
 
     new, old = listing(fresh), listing(committed)

@@ -5,17 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import black
 import jinja2
-from black.mode import Mode, TargetVersion
 from black.parsing import InvalidInput
 
 from specgen import __version__
+from specgen.format_cache import Formatter, TemplateCache
 from specgen.ir import Protocol
 from specgen.locations import TEMPLATES
 from specgen.registry import SpecVersion, relative
-
-BLACK_MODE = Mode(line_length=100, target_versions={TargetVersion.PY311})
 
 
 class RenderError(RuntimeError):
@@ -23,16 +20,27 @@ class RenderError(RuntimeError):
 
 
 class Renderer:
-    def __init__(self, templates: Path = TEMPLATES, *, format_code: bool = True) -> None:
+    def __init__(
+        self,
+        templates: Path = TEMPLATES,
+        *,
+        format_code: bool = True,
+        formatter: Formatter | None = None,
+    ) -> None:
         # format_code=False skips black (most of a run's time) for callers that only need to
         # know the templates render valid Python, such as the walk over a spec's whole history
+        self.templates = templates
         self.format_code = format_code
+        # black with no stores unless told: generate and check pass the cached one
+        self.formatter = formatter or Formatter()
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(str(templates)),
             undefined=jinja2.StrictUndefined,
             keep_trailing_newline=True,
             autoescape=False,
         )
+        # compiled templates kept beside the format cache, when there is one
+        self.env.bytecode_cache = TemplateCache.of(self.formatter, self.env)
         self._trimmed: jinja2.Environment | None = None
 
     def header(self, spec: SpecVersion, protocol: Protocol) -> str:
@@ -57,6 +65,7 @@ class Renderer:
         """`macro`, for the macro files written for trimmed blocks (`_packed_macros.j2`...)."""
         if self._trimmed is None:
             self._trimmed = self.env.overlay(trim_blocks=True, lstrip_blocks=True)
+            self._trimmed.bytecode_cache = TemplateCache.of(self.formatter, self._trimmed)
         try:
             return str(getattr(self._trimmed.get_template(template).module, name)(*args))
         except jinja2.TemplateError as e:
@@ -77,7 +86,7 @@ class Renderer:
                 raise RenderError(f"{template} rendered invalid Python: {e}") from None
             return text
         try:
-            return black.format_str(text, mode=BLACK_MODE)
+            return self.formatter.format(text)
         except InvalidInput as e:
             numbered = "\n".join(f"{i + 1:5} {line}" for i, line in enumerate(text.splitlines()))
             raise RenderError(f"{template} rendered invalid Python: {e}\n{numbered}") from None
