@@ -264,15 +264,12 @@ def _d_56(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
     return value == 1, pos + 1, 0x56
 
 
-_S_50 = struct.Struct(">B")
-
-
 def _d_50(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """ubyte: 8-bit unsigned integer."""
     if pos + 1 > end:
         raise _short("ubyte", pos, 1, end)
 
-    return UByte(_S_50.unpack_from(buf, pos)[0]), pos + 1, 0x50
+    return UByte(buf[pos]), pos + 1, 0x50
 
 
 _S_60 = struct.Struct(">H")
@@ -291,15 +288,12 @@ def _d_43(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
     return UInt(0), pos, 0x43
 
 
-_S_52 = struct.Struct(">B")
-
-
 def _d_52(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """uint smalluint: unsigned integer value in the range 0 to 255 inclusive."""
     if pos + 1 > end:
         raise _short("uint", pos, 1, end)
 
-    return UInt(_S_52.unpack_from(buf, pos)[0]), pos + 1, 0x52
+    return UInt(buf[pos]), pos + 1, 0x52
 
 
 _S_70 = struct.Struct(">I")
@@ -318,15 +312,12 @@ def _d_44(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
     return ULong(0), pos, 0x44
 
 
-_S_53 = struct.Struct(">B")
-
-
 def _d_53(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """ulong smallulong: unsigned long value in the range 0 to 255 inclusive."""
     if pos + 1 > end:
         raise _short("ulong", pos, 1, end)
 
-    return ULong(_S_53.unpack_from(buf, pos)[0]), pos + 1, 0x53
+    return ULong(buf[pos]), pos + 1, 0x53
 
 
 _S_80 = struct.Struct(">Q")
@@ -561,10 +552,10 @@ def _d_a3(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
         raise DecodeError("symbol", pos - 1, f"length {n} but {end - pos} bytes left")
 
     try:
-        text = str(buf[pos : pos + n], "ascii")
+        text = Symbol(buf[pos : pos + n], "ascii")
     except UnicodeDecodeError as e:
         raise DecodeError("symbol", pos + e.start, "not ASCII") from None
-    return Symbol(text), pos + n, 0xA3
+    return text, pos + n, 0xA3
 
 
 def _d_b3(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
@@ -579,10 +570,10 @@ def _d_b3(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
         raise DecodeError("symbol", pos - 4, f"length {n} but {end - pos} bytes left")
 
     try:
-        text = str(buf[pos : pos + n], "ascii")
+        text = Symbol(buf[pos : pos + n], "ascii")
     except UnicodeDecodeError as e:
         raise DecodeError("symbol", pos + e.start, "not ASCII") from None
-    return Symbol(text), pos + n, 0xB3
+    return text, pos + n, 0xB3
 
 
 def _d_45(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
@@ -680,7 +671,17 @@ def read_items(
     items: list[Any] = []
     wires: list[Wire] = []
     for _ in range(count):
-        value, pos, wire = read(buf, pos, stop, described)
+        # `read`, its dispatch inlined
+        if pos >= stop:
+            raise DecodeError("constructor", pos, "needs 1 byte, 0 left")
+        code = buf[pos]
+        reader = _ITEM_READERS[code]
+        if reader is None:
+            raise DecodeError("constructor", pos, f"unknown format code {code:#04x}")
+        try:
+            value, pos, wire = reader(buf, pos + 1, stop, described)
+        except RecursionError:
+            raise DecodeError("value", pos, "values nested deeper than the stack allows") from None
         items.append(value)
         wires.append(wire)
     return items, tuple(wires), pos
@@ -1712,6 +1713,68 @@ def read_list(
             items[i], pos, wires[i] = read(buf, pos, stop, described)
         except DecodeError as e:
             raise DecodeError(f"{name}.{names[i]}", e.offset, f"{e.field}: {e.reason}") from None
+    if pos != stop:
+        raise DecodeError(name, pos, f"{stop - pos} bytes after the last field")
+    return items, wires, pos, (code, tuple(wires[:count]))
+
+
+def field_readers(codes: frozenset[int] | None) -> list[Reader | None]:
+    """A field's readers by format code: those of its type's constructors and null's (a field
+    may always be null), None for every other code; for a field of any type (`codes` None),
+    every known constructor's, a described value's included."""
+    table: list[Reader | None] = list(_READERS) if codes is None else [None] * 256
+    for code in range(256) if codes is None else (*codes, NULL):
+        table[code] = _described if code == 0 else _READERS[code]
+    return table
+
+
+_ITEM_READERS = field_readers(None)
+"""Every constructor's reader by format code, a described value's included: `read`'s dispatch."""
+
+
+def read_fields(
+    buf: memoryview,
+    pos: int,
+    end: int,
+    described: Registry,
+    name: str,
+    names: tuple[str, ...],
+    readers: tuple[list[Reader | None], ...],
+) -> tuple[list[Any], list[Wire], int, Wire]:
+    """`read_list` with each field's constructor checked as it is read: `readers` holds, per
+    field, the readers of the constructors its type allows (`field_readers`). A constructor
+    its field's type does not allow stops the reading and returns None as the list's wire:
+    the caller then reads the list again with `read_list` and its checks, which name the
+    first fault in the order they always have."""
+    at = pos
+    if pos >= end:
+        raise DecodeError(name, pos, "no list after the descriptor")
+    code = buf[pos]
+    size = len(names)
+    if code == LIST0:
+        return [None] * size, [None] * size, pos + 1, LIST0
+    if code != LIST8 and code != LIST32:
+        raise DecodeError(name, at, f"format code {code:#04x}: a composite is a list")
+    _, count, pos, stop = _compound(buf, pos + 1, end, 1 if code == LIST8 else 4, name)
+    if count > size:
+        raise DecodeError(name, at, f"{count} fields; {name} has {size}")
+    items: list[Any] = [None] * size
+    wires: list[Wire] = [None] * size
+    for i in range(count):
+        if pos >= stop:
+            raise DecodeError(f"{name}.{names[i]}", pos, "constructor: needs 1 byte, 0 left")
+        reader = readers[i][buf[pos]]
+        if reader is None:
+            return items, wires, pos, None
+        try:
+            items[i], pos, wires[i] = reader(buf, pos + 1, stop, described)
+        except DecodeError as e:
+            raise DecodeError(f"{name}.{names[i]}", e.offset, f"{e.field}: {e.reason}") from None
+        except RecursionError:
+            # as `read` says it at the field's constructor
+            raise DecodeError(
+                f"{name}.{names[i]}", pos, "value: values nested deeper than the stack allows"
+            ) from None
     if pos != stop:
         raise DecodeError(name, pos, f"{stop - pos} bytes after the last field")
     return items, wires, pos, (code, tuple(wires[:count]))

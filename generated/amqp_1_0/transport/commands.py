@@ -49,11 +49,13 @@ from ..values import (
     e_ushort,
     encode_any,
     end_list,
+    field_readers,
     mistyped,
     multiple,
     not_kind,
     put,
     read,
+    read_fields,
     read_list,
 )
 from ..values import decode_value as _decode_value
@@ -167,6 +169,45 @@ USHORT = frozenset(
 
 e_symbol_or_array = multiple(e_symbol, "symbol")
 
+# each field's readers by format code (`read_fields`): its type's constructors and null
+_ANY_READERS = field_readers(None)
+
+_BINARY_READERS = field_readers(BINARY)
+
+_BOOLEAN_READERS = field_readers(BOOLEAN)
+
+_COMPOSITE_READERS = field_readers(COMPOSITE)
+
+_MAP_READERS = field_readers(MAP)
+
+_STRING_READERS = field_readers(STRING)
+
+_SYMBOL_READERS = field_readers(SYMBOL)
+
+_SYMBOL_OR_ARRAY_READERS = field_readers(SYMBOL_OR_ARRAY)
+
+_UBYTE_READERS = field_readers(UBYTE)
+
+_UINT_READERS = field_readers(UINT)
+
+_ULONG_READERS = field_readers(ULONG)
+
+_USHORT_READERS = field_readers(USHORT)
+
+
+_OPEN_READERS = (
+    _STRING_READERS,
+    _STRING_READERS,
+    _UINT_READERS,
+    _USHORT_READERS,
+    _UINT_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _MAP_READERS,
+)
+
 
 @dataclass(slots=True)
 class Open(Composite):
@@ -245,39 +286,41 @@ class Open(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "open", Open.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in STRING:
-            raise mistyped("open.container-id", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in STRING:
-            raise mistyped("open.hostname", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in UINT:
-            raise mistyped("open.max-frame-size", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in USHORT:
-            raise mistyped("open.channel-max", w[3], at)
-        if v[4] is not None and code_of(w[4]) not in UINT:
-            raise mistyped("open.idle-time-out", w[4], at)
-        if v[5] is not None:
-            if code_of(w[5]) not in SYMBOL_OR_ARRAY:
+        v, w, pos, lwire = read_fields(buf, pos, end, described, "open", Open.FIELDS, _OPEN_READERS)
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "open", Open.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in STRING:
+                raise mistyped("open.container-id", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in STRING:
+                raise mistyped("open.hostname", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in UINT:
+                raise mistyped("open.max-frame-size", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in USHORT:
+                raise mistyped("open.channel-max", w[3], at)
+            if v[4] is not None and code_of(w[4]) not in UINT:
+                raise mistyped("open.idle-time-out", w[4], at)
+            if v[5] is not None and code_of(w[5]) not in SYMBOL_OR_ARRAY:
                 raise mistyped("open.outgoing-locales", w[5], at)
+            if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
+                raise mistyped("open.incoming-locales", w[6], at)
+            if v[7] is not None and code_of(w[7]) not in SYMBOL_OR_ARRAY:
+                raise mistyped("open.offered-capabilities", w[7], at)
+            if v[8] is not None and code_of(w[8]) not in SYMBOL_OR_ARRAY:
+                raise mistyped("open.desired-capabilities", w[8], at)
+            if v[9] is not None and code_of(w[9]) not in MAP:
+                raise mistyped("open.properties", w[9], at)
+        if v[5] is not None:
             if not isinstance(v[5], list):
                 v[5] = [v[5]]
         if v[6] is not None:
-            if code_of(w[6]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("open.incoming-locales", w[6], at)
             if not isinstance(v[6], list):
                 v[6] = [v[6]]
         if v[7] is not None:
-            if code_of(w[7]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("open.offered-capabilities", w[7], at)
             if not isinstance(v[7], list):
                 v[7] = [v[7]]
         if v[8] is not None:
-            if code_of(w[8]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("open.desired-capabilities", w[8], at)
             if not isinstance(v[8], list):
                 v[8] = [v[8]]
-        if v[9] is not None and code_of(w[9]) not in MAP:
-            raise mistyped("open.properties", w[9], at)
         if v[0] is None:
             raise absent("open.container-id", at)
         obj = Open(*v)
@@ -318,6 +361,18 @@ class Open(Composite):
         put(e_symbol_or_array, values, 8, count, body, wires, "open.desired-capabilities")
         put(e_map, values, 9, count, body, wires, "open.properties")
         end_list(out, code, body, count)
+
+
+_BEGIN_READERS = (
+    _USHORT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _MAP_READERS,
+)
 
 
 @dataclass(slots=True)
@@ -386,29 +441,33 @@ class Begin(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "begin", Begin.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in USHORT:
-            raise mistyped("begin.remote-channel", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in UINT:
-            raise mistyped("begin.next-outgoing-id", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in UINT:
-            raise mistyped("begin.incoming-window", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in UINT:
-            raise mistyped("begin.outgoing-window", w[3], at)
-        if v[4] is not None and code_of(w[4]) not in UINT:
-            raise mistyped("begin.handle-max", w[4], at)
-        if v[5] is not None:
-            if code_of(w[5]) not in SYMBOL_OR_ARRAY:
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "begin", Begin.FIELDS, _BEGIN_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "begin", Begin.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in USHORT:
+                raise mistyped("begin.remote-channel", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in UINT:
+                raise mistyped("begin.next-outgoing-id", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in UINT:
+                raise mistyped("begin.incoming-window", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in UINT:
+                raise mistyped("begin.outgoing-window", w[3], at)
+            if v[4] is not None and code_of(w[4]) not in UINT:
+                raise mistyped("begin.handle-max", w[4], at)
+            if v[5] is not None and code_of(w[5]) not in SYMBOL_OR_ARRAY:
                 raise mistyped("begin.offered-capabilities", w[5], at)
+            if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
+                raise mistyped("begin.desired-capabilities", w[6], at)
+            if v[7] is not None and code_of(w[7]) not in MAP:
+                raise mistyped("begin.properties", w[7], at)
+        if v[5] is not None:
             if not isinstance(v[5], list):
                 v[5] = [v[5]]
         if v[6] is not None:
-            if code_of(w[6]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("begin.desired-capabilities", w[6], at)
             if not isinstance(v[6], list):
                 v[6] = [v[6]]
-        if v[7] is not None and code_of(w[7]) not in MAP:
-            raise mistyped("begin.properties", w[7], at)
         if v[1] is None:
             raise absent("begin.next-outgoing-id", at)
         if v[2] is None:
@@ -457,6 +516,24 @@ class Begin(Composite):
         put(e_symbol_or_array, values, 6, count, body, wires, "begin.desired-capabilities")
         put(e_map, values, 7, count, body, wires, "begin.properties")
         end_list(out, code, body, count)
+
+
+_ATTACH_READERS = (
+    _STRING_READERS,
+    _UINT_READERS,
+    _BOOLEAN_READERS,
+    _UBYTE_READERS,
+    _UBYTE_READERS,
+    _ANY_READERS,
+    _ANY_READERS,
+    _MAP_READERS,
+    _BOOLEAN_READERS,
+    _UINT_READERS,
+    _ULONG_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _MAP_READERS,
+)
 
 
 @dataclass(slots=True)
@@ -551,37 +628,41 @@ class Attach(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "attach", Attach.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in STRING:
-            raise mistyped("attach.name", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in UINT:
-            raise mistyped("attach.handle", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in BOOLEAN:
-            raise mistyped("attach.role", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in UBYTE:
-            raise mistyped("attach.snd-settle-mode", w[3], at)
-        if v[4] is not None and code_of(w[4]) not in UBYTE:
-            raise mistyped("attach.rcv-settle-mode", w[4], at)
-        if v[7] is not None and code_of(w[7]) not in MAP:
-            raise mistyped("attach.unsettled", w[7], at)
-        if v[8] is not None and code_of(w[8]) not in BOOLEAN:
-            raise mistyped("attach.incomplete-unsettled", w[8], at)
-        if v[9] is not None and code_of(w[9]) not in UINT:
-            raise mistyped("attach.initial-delivery-count", w[9], at)
-        if v[10] is not None and code_of(w[10]) not in ULONG:
-            raise mistyped("attach.max-message-size", w[10], at)
-        if v[11] is not None:
-            if code_of(w[11]) not in SYMBOL_OR_ARRAY:
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "attach", Attach.FIELDS, _ATTACH_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "attach", Attach.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in STRING:
+                raise mistyped("attach.name", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in UINT:
+                raise mistyped("attach.handle", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in BOOLEAN:
+                raise mistyped("attach.role", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in UBYTE:
+                raise mistyped("attach.snd-settle-mode", w[3], at)
+            if v[4] is not None and code_of(w[4]) not in UBYTE:
+                raise mistyped("attach.rcv-settle-mode", w[4], at)
+            if v[7] is not None and code_of(w[7]) not in MAP:
+                raise mistyped("attach.unsettled", w[7], at)
+            if v[8] is not None and code_of(w[8]) not in BOOLEAN:
+                raise mistyped("attach.incomplete-unsettled", w[8], at)
+            if v[9] is not None and code_of(w[9]) not in UINT:
+                raise mistyped("attach.initial-delivery-count", w[9], at)
+            if v[10] is not None and code_of(w[10]) not in ULONG:
+                raise mistyped("attach.max-message-size", w[10], at)
+            if v[11] is not None and code_of(w[11]) not in SYMBOL_OR_ARRAY:
                 raise mistyped("attach.offered-capabilities", w[11], at)
+            if v[12] is not None and code_of(w[12]) not in SYMBOL_OR_ARRAY:
+                raise mistyped("attach.desired-capabilities", w[12], at)
+            if v[13] is not None and code_of(w[13]) not in MAP:
+                raise mistyped("attach.properties", w[13], at)
+        if v[11] is not None:
             if not isinstance(v[11], list):
                 v[11] = [v[11]]
         if v[12] is not None:
-            if code_of(w[12]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("attach.desired-capabilities", w[12], at)
             if not isinstance(v[12], list):
                 v[12] = [v[12]]
-        if v[13] is not None and code_of(w[13]) not in MAP:
-            raise mistyped("attach.properties", w[13], at)
         if v[0] is None:
             raise absent("attach.name", at)
         if v[1] is None:
@@ -642,6 +723,21 @@ class Attach(Composite):
         put(e_symbol_or_array, values, 12, count, body, wires, "attach.desired-capabilities")
         put(e_map, values, 13, count, body, wires, "attach.properties")
         end_list(out, code, body, count)
+
+
+_FLOW_READERS = (
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _BOOLEAN_READERS,
+    _BOOLEAN_READERS,
+    _MAP_READERS,
+)
 
 
 @dataclass(slots=True)
@@ -718,29 +814,31 @@ class Flow(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "flow", Flow.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in UINT:
-            raise mistyped("flow.next-incoming-id", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in UINT:
-            raise mistyped("flow.incoming-window", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in UINT:
-            raise mistyped("flow.next-outgoing-id", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in UINT:
-            raise mistyped("flow.outgoing-window", w[3], at)
-        if v[4] is not None and code_of(w[4]) not in UINT:
-            raise mistyped("flow.handle", w[4], at)
-        if v[5] is not None and code_of(w[5]) not in UINT:
-            raise mistyped("flow.delivery-count", w[5], at)
-        if v[6] is not None and code_of(w[6]) not in UINT:
-            raise mistyped("flow.link-credit", w[6], at)
-        if v[7] is not None and code_of(w[7]) not in UINT:
-            raise mistyped("flow.available", w[7], at)
-        if v[8] is not None and code_of(w[8]) not in BOOLEAN:
-            raise mistyped("flow.drain", w[8], at)
-        if v[9] is not None and code_of(w[9]) not in BOOLEAN:
-            raise mistyped("flow.echo", w[9], at)
-        if v[10] is not None and code_of(w[10]) not in MAP:
-            raise mistyped("flow.properties", w[10], at)
+        v, w, pos, lwire = read_fields(buf, pos, end, described, "flow", Flow.FIELDS, _FLOW_READERS)
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "flow", Flow.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in UINT:
+                raise mistyped("flow.next-incoming-id", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in UINT:
+                raise mistyped("flow.incoming-window", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in UINT:
+                raise mistyped("flow.next-outgoing-id", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in UINT:
+                raise mistyped("flow.outgoing-window", w[3], at)
+            if v[4] is not None and code_of(w[4]) not in UINT:
+                raise mistyped("flow.handle", w[4], at)
+            if v[5] is not None and code_of(w[5]) not in UINT:
+                raise mistyped("flow.delivery-count", w[5], at)
+            if v[6] is not None and code_of(w[6]) not in UINT:
+                raise mistyped("flow.link-credit", w[6], at)
+            if v[7] is not None and code_of(w[7]) not in UINT:
+                raise mistyped("flow.available", w[7], at)
+            if v[8] is not None and code_of(w[8]) not in BOOLEAN:
+                raise mistyped("flow.drain", w[8], at)
+            if v[9] is not None and code_of(w[9]) not in BOOLEAN:
+                raise mistyped("flow.echo", w[9], at)
+            if v[10] is not None and code_of(w[10]) not in MAP:
+                raise mistyped("flow.properties", w[10], at)
         if v[1] is None:
             raise absent("flow.incoming-window", at)
         if v[2] is None:
@@ -791,6 +889,21 @@ class Flow(Composite):
         put(e_boolean, values, 9, count, body, wires, "flow.echo")
         put(e_map, values, 10, count, body, wires, "flow.properties")
         end_list(out, code, body, count)
+
+
+_TRANSFER_READERS = (
+    _UINT_READERS,
+    _UINT_READERS,
+    _BINARY_READERS,
+    _UINT_READERS,
+    _BOOLEAN_READERS,
+    _BOOLEAN_READERS,
+    _UBYTE_READERS,
+    _ANY_READERS,
+    _BOOLEAN_READERS,
+    _BOOLEAN_READERS,
+    _BOOLEAN_READERS,
+)
 
 
 @dataclass(slots=True)
@@ -869,27 +982,31 @@ class Transfer(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "transfer", Transfer.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in UINT:
-            raise mistyped("transfer.handle", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in UINT:
-            raise mistyped("transfer.delivery-id", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in BINARY:
-            raise mistyped("transfer.delivery-tag", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in UINT:
-            raise mistyped("transfer.message-format", w[3], at)
-        if v[4] is not None and code_of(w[4]) not in BOOLEAN:
-            raise mistyped("transfer.settled", w[4], at)
-        if v[5] is not None and code_of(w[5]) not in BOOLEAN:
-            raise mistyped("transfer.more", w[5], at)
-        if v[6] is not None and code_of(w[6]) not in UBYTE:
-            raise mistyped("transfer.rcv-settle-mode", w[6], at)
-        if v[8] is not None and code_of(w[8]) not in BOOLEAN:
-            raise mistyped("transfer.resume", w[8], at)
-        if v[9] is not None and code_of(w[9]) not in BOOLEAN:
-            raise mistyped("transfer.aborted", w[9], at)
-        if v[10] is not None and code_of(w[10]) not in BOOLEAN:
-            raise mistyped("transfer.batchable", w[10], at)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "transfer", Transfer.FIELDS, _TRANSFER_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "transfer", Transfer.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in UINT:
+                raise mistyped("transfer.handle", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in UINT:
+                raise mistyped("transfer.delivery-id", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in BINARY:
+                raise mistyped("transfer.delivery-tag", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in UINT:
+                raise mistyped("transfer.message-format", w[3], at)
+            if v[4] is not None and code_of(w[4]) not in BOOLEAN:
+                raise mistyped("transfer.settled", w[4], at)
+            if v[5] is not None and code_of(w[5]) not in BOOLEAN:
+                raise mistyped("transfer.more", w[5], at)
+            if v[6] is not None and code_of(w[6]) not in UBYTE:
+                raise mistyped("transfer.rcv-settle-mode", w[6], at)
+            if v[8] is not None and code_of(w[8]) not in BOOLEAN:
+                raise mistyped("transfer.resume", w[8], at)
+            if v[9] is not None and code_of(w[9]) not in BOOLEAN:
+                raise mistyped("transfer.aborted", w[9], at)
+            if v[10] is not None and code_of(w[10]) not in BOOLEAN:
+                raise mistyped("transfer.batchable", w[10], at)
         if v[0] is None:
             raise absent("transfer.handle", at)
         obj = Transfer(*v)
@@ -936,6 +1053,16 @@ class Transfer(Composite):
         put(e_boolean, values, 9, count, body, wires, "transfer.aborted")
         put(e_boolean, values, 10, count, body, wires, "transfer.batchable")
         end_list(out, code, body, count)
+
+
+_DISPOSITION_READERS = (
+    _BOOLEAN_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _BOOLEAN_READERS,
+    _ANY_READERS,
+    _BOOLEAN_READERS,
+)
 
 
 @dataclass(slots=True)
@@ -992,17 +1119,21 @@ class Disposition(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "disposition", Disposition.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in BOOLEAN:
-            raise mistyped("disposition.role", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in UINT:
-            raise mistyped("disposition.first", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in UINT:
-            raise mistyped("disposition.last", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in BOOLEAN:
-            raise mistyped("disposition.settled", w[3], at)
-        if v[5] is not None and code_of(w[5]) not in BOOLEAN:
-            raise mistyped("disposition.batchable", w[5], at)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "disposition", Disposition.FIELDS, _DISPOSITION_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "disposition", Disposition.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in BOOLEAN:
+                raise mistyped("disposition.role", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in UINT:
+                raise mistyped("disposition.first", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in UINT:
+                raise mistyped("disposition.last", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in BOOLEAN:
+                raise mistyped("disposition.settled", w[3], at)
+            if v[5] is not None and code_of(w[5]) not in BOOLEAN:
+                raise mistyped("disposition.batchable", w[5], at)
         if v[0] is None:
             raise absent("disposition.role", at)
         if v[1] is None:
@@ -1043,6 +1174,13 @@ class Disposition(Composite):
         put(encode_any, values, 4, count, body, wires, "disposition.state")
         put(e_boolean, values, 5, count, body, wires, "disposition.batchable")
         end_list(out, code, body, count)
+
+
+_DETACH_READERS = (
+    _UINT_READERS,
+    _BOOLEAN_READERS,
+    _COMPOSITE_READERS,
+)
 
 
 @dataclass(slots=True)
@@ -1086,14 +1224,20 @@ class Detach(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "detach", Detach.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in UINT:
-            raise mistyped("detach.handle", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in BOOLEAN:
-            raise mistyped("detach.closed", w[1], at)
-        if v[2] is not None:
-            if code_of(w[2]) not in COMPOSITE:
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "detach", Detach.FIELDS, _DETACH_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "detach", Detach.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in UINT:
+                raise mistyped("detach.handle", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in BOOLEAN:
+                raise mistyped("detach.closed", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in COMPOSITE:
                 raise mistyped("detach.error", w[2], at)
+            if v[2] is not None and not isinstance(v[2], Error | list):
+                raise not_kind("detach.error", v[2], Error, at)
+        if v[2] is not None:
             if not isinstance(v[2], Error | list):
                 raise not_kind("detach.error", v[2], Error, at)
         if v[0] is None:
@@ -1128,6 +1272,9 @@ class Detach(Composite):
         end_list(out, code, body, count)
 
 
+_END_READERS = (_COMPOSITE_READERS,)
+
+
 @dataclass(slots=True)
 class End(Composite):
     """end (amqp:end:list, descriptor 0x00000000_00000017 = 23, performatives): End the session.
@@ -1157,10 +1304,14 @@ class End(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "end", End.FIELDS)
-        if v[0] is not None:
-            if code_of(w[0]) not in COMPOSITE:
+        v, w, pos, lwire = read_fields(buf, pos, end, described, "end", End.FIELDS, _END_READERS)
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "end", End.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in COMPOSITE:
                 raise mistyped("end.error", w[0], at)
+            if v[0] is not None and not isinstance(v[0], Error | list):
+                raise not_kind("end.error", v[0], Error, at)
+        if v[0] is not None:
             if not isinstance(v[0], Error | list):
                 raise not_kind("end.error", v[0], Error, at)
         obj = End(*v)
@@ -1179,6 +1330,9 @@ class End(Composite):
         body = bytearray()
         put(encode_any, values, 0, count, body, wires, "end.error")
         end_list(out, code, body, count)
+
+
+_CLOSE_READERS = (_COMPOSITE_READERS,)
 
 
 @dataclass(slots=True)
@@ -1210,10 +1364,16 @@ class Close(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "close", Close.FIELDS)
-        if v[0] is not None:
-            if code_of(w[0]) not in COMPOSITE:
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "close", Close.FIELDS, _CLOSE_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "close", Close.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in COMPOSITE:
                 raise mistyped("close.error", w[0], at)
+            if v[0] is not None and not isinstance(v[0], Error | list):
+                raise not_kind("close.error", v[0], Error, at)
+        if v[0] is not None:
             if not isinstance(v[0], Error | list):
                 raise not_kind("close.error", v[0], Error, at)
         obj = Close(*v)
@@ -1236,6 +1396,13 @@ class Close(Composite):
         body = bytearray()
         put(encode_any, values, 0, count, body, wires, "close.error")
         end_list(out, code, body, count)
+
+
+_ERROR_READERS = (
+    _SYMBOL_READERS,
+    _STRING_READERS,
+    _MAP_READERS,
+)
 
 
 @dataclass(slots=True)
@@ -1277,13 +1444,17 @@ class Error(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "error", Error.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in SYMBOL:
-            raise mistyped("error.condition", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in STRING:
-            raise mistyped("error.description", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in MAP:
-            raise mistyped("error.info", w[2], at)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "error", Error.FIELDS, _ERROR_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "error", Error.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in SYMBOL:
+                raise mistyped("error.condition", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in STRING:
+                raise mistyped("error.description", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in MAP:
+                raise mistyped("error.info", w[2], at)
         if v[0] is None:
             raise absent("error.condition", at)
         obj = Error(*v)
@@ -1387,6 +1558,9 @@ FRAME_KEYS: frozenset[tuple[int, int]] = frozenset(
 )
 """(doff, type) pairs a frame may have: a header of 2 to 255 words, an AMQP or a SASL frame."""
 
+SMALLULONG = 0x53
+"""The format code of a ulong 0 to 255, which every performative's descriptor code is."""
+
 BODIES: dict[int, tuple[type, ...]] = {
     0: (
         Open,
@@ -1429,12 +1603,27 @@ def decode(
             "frame.type", 5, f"frame type {frame_type} is neither 0 (AMQP) nor 1 (SASL)"
         )
     start = doff * 4
-    extended = bytes(buf[8:start])
+    extended = b"" if start == 8 else bytes(buf[8:start])
     if start == n:
         return Frame(frame_type, channel, None, b"", extended)
-    body, end, _ = read(buf, start, n, DESCRIBED)
+    # the common performative, described by a smallulong code: straight to its reader
+    reader = (
+        DESCRIBED.get(buf[start + 2])
+        if start + 3 <= n and buf[start] == 0 and buf[start + 1] == SMALLULONG
+        else None
+    )
+    if reader is not None:
+        body, end, _ = reader(buf, start + 3, n, SMALLULONG, DESCRIBED)
+    else:
+        body, end, _ = read(buf, start, n, DESCRIBED)
     if not isinstance(body, bodies):
         raise DecodeError(
             "frame.body", start, f"{_what(body)} is no performative of a type {frame_type} frame"
         )
-    return Frame(frame_type, channel, body, bytes(buf[end:]), extended)
+    return Frame(
+        frame_type,
+        channel,
+        body,
+        frame[end:] if frame.__class__ is bytes else bytes(buf[end:]),
+        extended,
+    )

@@ -52,11 +52,13 @@ from ..values import (
     e_ushort,
     encode_any,
     end_list,
+    field_readers,
     mistyped,
     multiple,
     not_kind,
     put,
     read,
+    read_fields,
     read_list,
     read_section,
     write_descriptor,
@@ -219,6 +221,49 @@ USHORT = frozenset(
 
 e_symbol_or_array = multiple(e_symbol, "symbol")
 
+# each field's readers by format code (`read_fields`): its type's constructors and null
+_ANY_READERS = field_readers(None)
+
+_BINARY_READERS = field_readers(BINARY)
+
+_BOOLEAN_READERS = field_readers(BOOLEAN)
+
+_COMPOSITE_READERS = field_readers(COMPOSITE)
+
+_LIST_READERS = field_readers(LIST)
+
+_MAP_READERS = field_readers(MAP)
+
+_STRING_READERS = field_readers(STRING)
+
+_SYMBOL_READERS = field_readers(SYMBOL)
+
+_SYMBOL_OR_ARRAY_READERS = field_readers(SYMBOL_OR_ARRAY)
+
+_TIMESTAMP_READERS = field_readers(TIMESTAMP)
+
+_UBYTE_READERS = field_readers(UBYTE)
+
+_UINT_READERS = field_readers(UINT)
+
+_ULONG_READERS = field_readers(ULONG)
+
+_USHORT_READERS = field_readers(USHORT)
+
+
+_OPEN_READERS = (
+    _STRING_READERS,
+    _STRING_READERS,
+    _UINT_READERS,
+    _USHORT_READERS,
+    _UINT_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _MAP_READERS,
+)
+
 
 @dataclass(slots=True)
 class Open(Composite):
@@ -339,39 +384,41 @@ class Open(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "open", Open.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in STRING:
-            raise mistyped("open.container-id", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in STRING:
-            raise mistyped("open.hostname", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in UINT:
-            raise mistyped("open.max-frame-size", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in USHORT:
-            raise mistyped("open.channel-max", w[3], at)
-        if v[4] is not None and code_of(w[4]) not in UINT:
-            raise mistyped("open.idle-time-out", w[4], at)
-        if v[5] is not None:
-            if code_of(w[5]) not in SYMBOL_OR_ARRAY:
+        v, w, pos, lwire = read_fields(buf, pos, end, described, "open", Open.FIELDS, _OPEN_READERS)
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "open", Open.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in STRING:
+                raise mistyped("open.container-id", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in STRING:
+                raise mistyped("open.hostname", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in UINT:
+                raise mistyped("open.max-frame-size", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in USHORT:
+                raise mistyped("open.channel-max", w[3], at)
+            if v[4] is not None and code_of(w[4]) not in UINT:
+                raise mistyped("open.idle-time-out", w[4], at)
+            if v[5] is not None and code_of(w[5]) not in SYMBOL_OR_ARRAY:
                 raise mistyped("open.outgoing-locales", w[5], at)
+            if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
+                raise mistyped("open.incoming-locales", w[6], at)
+            if v[7] is not None and code_of(w[7]) not in SYMBOL_OR_ARRAY:
+                raise mistyped("open.offered-capabilities", w[7], at)
+            if v[8] is not None and code_of(w[8]) not in SYMBOL_OR_ARRAY:
+                raise mistyped("open.desired-capabilities", w[8], at)
+            if v[9] is not None and code_of(w[9]) not in MAP:
+                raise mistyped("open.properties", w[9], at)
+        if v[5] is not None:
             if not isinstance(v[5], list):
                 v[5] = [v[5]]
         if v[6] is not None:
-            if code_of(w[6]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("open.incoming-locales", w[6], at)
             if not isinstance(v[6], list):
                 v[6] = [v[6]]
         if v[7] is not None:
-            if code_of(w[7]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("open.offered-capabilities", w[7], at)
             if not isinstance(v[7], list):
                 v[7] = [v[7]]
         if v[8] is not None:
-            if code_of(w[8]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("open.desired-capabilities", w[8], at)
             if not isinstance(v[8], list):
                 v[8] = [v[8]]
-        if v[9] is not None and code_of(w[9]) not in MAP:
-            raise mistyped("open.properties", w[9], at)
         if v[0] is None:
             raise absent("open.container-id", at)
         obj = Open(*v)
@@ -412,6 +459,18 @@ class Open(Composite):
         put(e_symbol_or_array, values, 8, count, body, wires, "open.desired-capabilities")
         put(e_map, values, 9, count, body, wires, "open.properties")
         end_list(out, code, body, count)
+
+
+_BEGIN_READERS = (
+    _USHORT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _MAP_READERS,
+)
 
 
 @dataclass(slots=True)
@@ -488,29 +547,33 @@ class Begin(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "begin", Begin.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in USHORT:
-            raise mistyped("begin.remote-channel", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in UINT:
-            raise mistyped("begin.next-outgoing-id", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in UINT:
-            raise mistyped("begin.incoming-window", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in UINT:
-            raise mistyped("begin.outgoing-window", w[3], at)
-        if v[4] is not None and code_of(w[4]) not in UINT:
-            raise mistyped("begin.handle-max", w[4], at)
-        if v[5] is not None:
-            if code_of(w[5]) not in SYMBOL_OR_ARRAY:
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "begin", Begin.FIELDS, _BEGIN_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "begin", Begin.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in USHORT:
+                raise mistyped("begin.remote-channel", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in UINT:
+                raise mistyped("begin.next-outgoing-id", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in UINT:
+                raise mistyped("begin.incoming-window", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in UINT:
+                raise mistyped("begin.outgoing-window", w[3], at)
+            if v[4] is not None and code_of(w[4]) not in UINT:
+                raise mistyped("begin.handle-max", w[4], at)
+            if v[5] is not None and code_of(w[5]) not in SYMBOL_OR_ARRAY:
                 raise mistyped("begin.offered-capabilities", w[5], at)
+            if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
+                raise mistyped("begin.desired-capabilities", w[6], at)
+            if v[7] is not None and code_of(w[7]) not in MAP:
+                raise mistyped("begin.properties", w[7], at)
+        if v[5] is not None:
             if not isinstance(v[5], list):
                 v[5] = [v[5]]
         if v[6] is not None:
-            if code_of(w[6]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("begin.desired-capabilities", w[6], at)
             if not isinstance(v[6], list):
                 v[6] = [v[6]]
-        if v[7] is not None and code_of(w[7]) not in MAP:
-            raise mistyped("begin.properties", w[7], at)
         if v[1] is None:
             raise absent("begin.next-outgoing-id", at)
         if v[2] is None:
@@ -559,6 +622,24 @@ class Begin(Composite):
         put(e_symbol_or_array, values, 6, count, body, wires, "begin.desired-capabilities")
         put(e_map, values, 7, count, body, wires, "begin.properties")
         end_list(out, code, body, count)
+
+
+_ATTACH_READERS = (
+    _STRING_READERS,
+    _UINT_READERS,
+    _BOOLEAN_READERS,
+    _UBYTE_READERS,
+    _UBYTE_READERS,
+    _ANY_READERS,
+    _ANY_READERS,
+    _MAP_READERS,
+    _BOOLEAN_READERS,
+    _UINT_READERS,
+    _ULONG_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _MAP_READERS,
+)
 
 
 @dataclass(slots=True)
@@ -688,37 +769,41 @@ class Attach(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "attach", Attach.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in STRING:
-            raise mistyped("attach.name", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in UINT:
-            raise mistyped("attach.handle", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in BOOLEAN:
-            raise mistyped("attach.role", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in UBYTE:
-            raise mistyped("attach.snd-settle-mode", w[3], at)
-        if v[4] is not None and code_of(w[4]) not in UBYTE:
-            raise mistyped("attach.rcv-settle-mode", w[4], at)
-        if v[7] is not None and code_of(w[7]) not in MAP:
-            raise mistyped("attach.unsettled", w[7], at)
-        if v[8] is not None and code_of(w[8]) not in BOOLEAN:
-            raise mistyped("attach.incomplete-unsettled", w[8], at)
-        if v[9] is not None and code_of(w[9]) not in UINT:
-            raise mistyped("attach.initial-delivery-count", w[9], at)
-        if v[10] is not None and code_of(w[10]) not in ULONG:
-            raise mistyped("attach.max-message-size", w[10], at)
-        if v[11] is not None:
-            if code_of(w[11]) not in SYMBOL_OR_ARRAY:
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "attach", Attach.FIELDS, _ATTACH_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "attach", Attach.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in STRING:
+                raise mistyped("attach.name", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in UINT:
+                raise mistyped("attach.handle", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in BOOLEAN:
+                raise mistyped("attach.role", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in UBYTE:
+                raise mistyped("attach.snd-settle-mode", w[3], at)
+            if v[4] is not None and code_of(w[4]) not in UBYTE:
+                raise mistyped("attach.rcv-settle-mode", w[4], at)
+            if v[7] is not None and code_of(w[7]) not in MAP:
+                raise mistyped("attach.unsettled", w[7], at)
+            if v[8] is not None and code_of(w[8]) not in BOOLEAN:
+                raise mistyped("attach.incomplete-unsettled", w[8], at)
+            if v[9] is not None and code_of(w[9]) not in UINT:
+                raise mistyped("attach.initial-delivery-count", w[9], at)
+            if v[10] is not None and code_of(w[10]) not in ULONG:
+                raise mistyped("attach.max-message-size", w[10], at)
+            if v[11] is not None and code_of(w[11]) not in SYMBOL_OR_ARRAY:
                 raise mistyped("attach.offered-capabilities", w[11], at)
+            if v[12] is not None and code_of(w[12]) not in SYMBOL_OR_ARRAY:
+                raise mistyped("attach.desired-capabilities", w[12], at)
+            if v[13] is not None and code_of(w[13]) not in MAP:
+                raise mistyped("attach.properties", w[13], at)
+        if v[11] is not None:
             if not isinstance(v[11], list):
                 v[11] = [v[11]]
         if v[12] is not None:
-            if code_of(w[12]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("attach.desired-capabilities", w[12], at)
             if not isinstance(v[12], list):
                 v[12] = [v[12]]
-        if v[13] is not None and code_of(w[13]) not in MAP:
-            raise mistyped("attach.properties", w[13], at)
         if v[0] is None:
             raise absent("attach.name", at)
         if v[1] is None:
@@ -779,6 +864,21 @@ class Attach(Composite):
         put(e_symbol_or_array, values, 12, count, body, wires, "attach.desired-capabilities")
         put(e_map, values, 13, count, body, wires, "attach.properties")
         end_list(out, code, body, count)
+
+
+_FLOW_READERS = (
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _BOOLEAN_READERS,
+    _BOOLEAN_READERS,
+    _MAP_READERS,
+)
 
 
 @dataclass(slots=True)
@@ -881,29 +981,31 @@ class Flow(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "flow", Flow.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in UINT:
-            raise mistyped("flow.next-incoming-id", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in UINT:
-            raise mistyped("flow.incoming-window", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in UINT:
-            raise mistyped("flow.next-outgoing-id", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in UINT:
-            raise mistyped("flow.outgoing-window", w[3], at)
-        if v[4] is not None and code_of(w[4]) not in UINT:
-            raise mistyped("flow.handle", w[4], at)
-        if v[5] is not None and code_of(w[5]) not in UINT:
-            raise mistyped("flow.delivery-count", w[5], at)
-        if v[6] is not None and code_of(w[6]) not in UINT:
-            raise mistyped("flow.link-credit", w[6], at)
-        if v[7] is not None and code_of(w[7]) not in UINT:
-            raise mistyped("flow.available", w[7], at)
-        if v[8] is not None and code_of(w[8]) not in BOOLEAN:
-            raise mistyped("flow.drain", w[8], at)
-        if v[9] is not None and code_of(w[9]) not in BOOLEAN:
-            raise mistyped("flow.echo", w[9], at)
-        if v[10] is not None and code_of(w[10]) not in MAP:
-            raise mistyped("flow.properties", w[10], at)
+        v, w, pos, lwire = read_fields(buf, pos, end, described, "flow", Flow.FIELDS, _FLOW_READERS)
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "flow", Flow.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in UINT:
+                raise mistyped("flow.next-incoming-id", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in UINT:
+                raise mistyped("flow.incoming-window", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in UINT:
+                raise mistyped("flow.next-outgoing-id", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in UINT:
+                raise mistyped("flow.outgoing-window", w[3], at)
+            if v[4] is not None and code_of(w[4]) not in UINT:
+                raise mistyped("flow.handle", w[4], at)
+            if v[5] is not None and code_of(w[5]) not in UINT:
+                raise mistyped("flow.delivery-count", w[5], at)
+            if v[6] is not None and code_of(w[6]) not in UINT:
+                raise mistyped("flow.link-credit", w[6], at)
+            if v[7] is not None and code_of(w[7]) not in UINT:
+                raise mistyped("flow.available", w[7], at)
+            if v[8] is not None and code_of(w[8]) not in BOOLEAN:
+                raise mistyped("flow.drain", w[8], at)
+            if v[9] is not None and code_of(w[9]) not in BOOLEAN:
+                raise mistyped("flow.echo", w[9], at)
+            if v[10] is not None and code_of(w[10]) not in MAP:
+                raise mistyped("flow.properties", w[10], at)
         if v[1] is None:
             raise absent("flow.incoming-window", at)
         if v[2] is None:
@@ -954,6 +1056,21 @@ class Flow(Composite):
         put(e_boolean, values, 9, count, body, wires, "flow.echo")
         put(e_map, values, 10, count, body, wires, "flow.properties")
         end_list(out, code, body, count)
+
+
+_TRANSFER_READERS = (
+    _UINT_READERS,
+    _UINT_READERS,
+    _BINARY_READERS,
+    _UINT_READERS,
+    _BOOLEAN_READERS,
+    _BOOLEAN_READERS,
+    _UBYTE_READERS,
+    _ANY_READERS,
+    _BOOLEAN_READERS,
+    _BOOLEAN_READERS,
+    _BOOLEAN_READERS,
+)
 
 
 @dataclass(slots=True)
@@ -1086,27 +1203,31 @@ class Transfer(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "transfer", Transfer.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in UINT:
-            raise mistyped("transfer.handle", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in UINT:
-            raise mistyped("transfer.delivery-id", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in BINARY:
-            raise mistyped("transfer.delivery-tag", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in UINT:
-            raise mistyped("transfer.message-format", w[3], at)
-        if v[4] is not None and code_of(w[4]) not in BOOLEAN:
-            raise mistyped("transfer.settled", w[4], at)
-        if v[5] is not None and code_of(w[5]) not in BOOLEAN:
-            raise mistyped("transfer.more", w[5], at)
-        if v[6] is not None and code_of(w[6]) not in UBYTE:
-            raise mistyped("transfer.rcv-settle-mode", w[6], at)
-        if v[8] is not None and code_of(w[8]) not in BOOLEAN:
-            raise mistyped("transfer.resume", w[8], at)
-        if v[9] is not None and code_of(w[9]) not in BOOLEAN:
-            raise mistyped("transfer.aborted", w[9], at)
-        if v[10] is not None and code_of(w[10]) not in BOOLEAN:
-            raise mistyped("transfer.batchable", w[10], at)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "transfer", Transfer.FIELDS, _TRANSFER_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "transfer", Transfer.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in UINT:
+                raise mistyped("transfer.handle", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in UINT:
+                raise mistyped("transfer.delivery-id", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in BINARY:
+                raise mistyped("transfer.delivery-tag", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in UINT:
+                raise mistyped("transfer.message-format", w[3], at)
+            if v[4] is not None and code_of(w[4]) not in BOOLEAN:
+                raise mistyped("transfer.settled", w[4], at)
+            if v[5] is not None and code_of(w[5]) not in BOOLEAN:
+                raise mistyped("transfer.more", w[5], at)
+            if v[6] is not None and code_of(w[6]) not in UBYTE:
+                raise mistyped("transfer.rcv-settle-mode", w[6], at)
+            if v[8] is not None and code_of(w[8]) not in BOOLEAN:
+                raise mistyped("transfer.resume", w[8], at)
+            if v[9] is not None and code_of(w[9]) not in BOOLEAN:
+                raise mistyped("transfer.aborted", w[9], at)
+            if v[10] is not None and code_of(w[10]) not in BOOLEAN:
+                raise mistyped("transfer.batchable", w[10], at)
         if v[0] is None:
             raise absent("transfer.handle", at)
         obj = Transfer(*v)
@@ -1153,6 +1274,16 @@ class Transfer(Composite):
         put(e_boolean, values, 9, count, body, wires, "transfer.aborted")
         put(e_boolean, values, 10, count, body, wires, "transfer.batchable")
         end_list(out, code, body, count)
+
+
+_DISPOSITION_READERS = (
+    _BOOLEAN_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _BOOLEAN_READERS,
+    _ANY_READERS,
+    _BOOLEAN_READERS,
+)
 
 
 @dataclass(slots=True)
@@ -1227,17 +1358,21 @@ class Disposition(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "disposition", Disposition.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in BOOLEAN:
-            raise mistyped("disposition.role", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in UINT:
-            raise mistyped("disposition.first", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in UINT:
-            raise mistyped("disposition.last", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in BOOLEAN:
-            raise mistyped("disposition.settled", w[3], at)
-        if v[5] is not None and code_of(w[5]) not in BOOLEAN:
-            raise mistyped("disposition.batchable", w[5], at)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "disposition", Disposition.FIELDS, _DISPOSITION_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "disposition", Disposition.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in BOOLEAN:
+                raise mistyped("disposition.role", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in UINT:
+                raise mistyped("disposition.first", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in UINT:
+                raise mistyped("disposition.last", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in BOOLEAN:
+                raise mistyped("disposition.settled", w[3], at)
+            if v[5] is not None and code_of(w[5]) not in BOOLEAN:
+                raise mistyped("disposition.batchable", w[5], at)
         if v[0] is None:
             raise absent("disposition.role", at)
         if v[1] is None:
@@ -1278,6 +1413,13 @@ class Disposition(Composite):
         put(encode_any, values, 4, count, body, wires, "disposition.state")
         put(e_boolean, values, 5, count, body, wires, "disposition.batchable")
         end_list(out, code, body, count)
+
+
+_DETACH_READERS = (
+    _UINT_READERS,
+    _BOOLEAN_READERS,
+    _COMPOSITE_READERS,
+)
 
 
 @dataclass(slots=True)
@@ -1323,14 +1465,20 @@ class Detach(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "detach", Detach.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in UINT:
-            raise mistyped("detach.handle", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in BOOLEAN:
-            raise mistyped("detach.closed", w[1], at)
-        if v[2] is not None:
-            if code_of(w[2]) not in COMPOSITE:
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "detach", Detach.FIELDS, _DETACH_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "detach", Detach.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in UINT:
+                raise mistyped("detach.handle", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in BOOLEAN:
+                raise mistyped("detach.closed", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in COMPOSITE:
                 raise mistyped("detach.error", w[2], at)
+            if v[2] is not None and not isinstance(v[2], Error | list):
+                raise not_kind("detach.error", v[2], Error, at)
+        if v[2] is not None:
             if not isinstance(v[2], Error | list):
                 raise not_kind("detach.error", v[2], Error, at)
         if v[0] is None:
@@ -1365,6 +1513,9 @@ class Detach(Composite):
         end_list(out, code, body, count)
 
 
+_END_READERS = (_COMPOSITE_READERS,)
+
+
 @dataclass(slots=True)
 class End(Composite):
     """end (amqp:end:list, descriptor 0x00000000_00000017 = 23, performatives): Indicates that the Session has ended.
@@ -1395,10 +1546,14 @@ class End(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "end", End.FIELDS)
-        if v[0] is not None:
-            if code_of(w[0]) not in COMPOSITE:
+        v, w, pos, lwire = read_fields(buf, pos, end, described, "end", End.FIELDS, _END_READERS)
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "end", End.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in COMPOSITE:
                 raise mistyped("end.error", w[0], at)
+            if v[0] is not None and not isinstance(v[0], Error | list):
+                raise not_kind("end.error", v[0], Error, at)
+        if v[0] is not None:
             if not isinstance(v[0], Error | list):
                 raise not_kind("end.error", v[0], Error, at)
         obj = End(*v)
@@ -1417,6 +1572,9 @@ class End(Composite):
         body = bytearray()
         put(encode_any, values, 0, count, body, wires, "end.error")
         end_list(out, code, body, count)
+
+
+_CLOSE_READERS = (_COMPOSITE_READERS,)
 
 
 @dataclass(slots=True)
@@ -1452,10 +1610,16 @@ class Close(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "close", Close.FIELDS)
-        if v[0] is not None:
-            if code_of(w[0]) not in COMPOSITE:
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "close", Close.FIELDS, _CLOSE_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "close", Close.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in COMPOSITE:
                 raise mistyped("close.error", w[0], at)
+            if v[0] is not None and not isinstance(v[0], Error | list):
+                raise not_kind("close.error", v[0], Error, at)
+        if v[0] is not None:
             if not isinstance(v[0], Error | list):
                 raise not_kind("close.error", v[0], Error, at)
         obj = Close(*v)
@@ -1478,6 +1642,13 @@ class Close(Composite):
         body = bytearray()
         put(encode_any, values, 0, count, body, wires, "close.error")
         end_list(out, code, body, count)
+
+
+_ERROR_READERS = (
+    _SYMBOL_READERS,
+    _STRING_READERS,
+    _MAP_READERS,
+)
 
 
 @dataclass(slots=True)
@@ -1520,13 +1691,17 @@ class Error(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "error", Error.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in SYMBOL:
-            raise mistyped("error.condition", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in STRING:
-            raise mistyped("error.description", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in MAP:
-            raise mistyped("error.info", w[2], at)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "error", Error.FIELDS, _ERROR_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "error", Error.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in SYMBOL:
+                raise mistyped("error.condition", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in STRING:
+                raise mistyped("error.description", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in MAP:
+                raise mistyped("error.info", w[2], at)
         if v[0] is None:
             raise absent("error.condition", at)
         obj = Error(*v)
@@ -1557,6 +1732,15 @@ class Error(Composite):
         put(e_string, values, 1, count, body, wires, "error.description")
         put(e_map, values, 2, count, body, wires, "error.info")
         end_list(out, code, body, count)
+
+
+_HEADER_READERS = (
+    _BOOLEAN_READERS,
+    _UBYTE_READERS,
+    _UINT_READERS,
+    _BOOLEAN_READERS,
+    _UINT_READERS,
+)
 
 
 @dataclass(slots=True)
@@ -1640,17 +1824,21 @@ class Header(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "header", Header.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in BOOLEAN:
-            raise mistyped("header.durable", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in UBYTE:
-            raise mistyped("header.priority", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in UINT:
-            raise mistyped("header.ttl", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in BOOLEAN:
-            raise mistyped("header.first-acquirer", w[3], at)
-        if v[4] is not None and code_of(w[4]) not in UINT:
-            raise mistyped("header.delivery-count", w[4], at)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "header", Header.FIELDS, _HEADER_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "header", Header.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in BOOLEAN:
+                raise mistyped("header.durable", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in UBYTE:
+                raise mistyped("header.priority", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in UINT:
+                raise mistyped("header.ttl", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in BOOLEAN:
+                raise mistyped("header.first-acquirer", w[3], at)
+            if v[4] is not None and code_of(w[4]) not in UINT:
+                raise mistyped("header.delivery-count", w[4], at)
         obj = Header(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -1801,6 +1989,23 @@ class MessageAnnotations(Section):
             raise EncodeError("message-annotations.value", f"{e.field}: {e.reason}") from None
 
 
+_PROPERTIES_READERS = (
+    _ANY_READERS,
+    _BINARY_READERS,
+    _ANY_READERS,
+    _STRING_READERS,
+    _ANY_READERS,
+    _ANY_READERS,
+    _SYMBOL_READERS,
+    _SYMBOL_READERS,
+    _TIMESTAMP_READERS,
+    _TIMESTAMP_READERS,
+    _STRING_READERS,
+    _UINT_READERS,
+    _STRING_READERS,
+)
+
+
 @dataclass(slots=True)
 class Properties(Composite):
     """properties (amqp:properties:list, descriptor 0x00000000_00000073 = 115, message-format): The properties section is used for a defined set of standard properties of the message. The
@@ -1908,25 +2113,29 @@ class Properties(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "properties", Properties.FIELDS)
-        if v[1] is not None and code_of(w[1]) not in BINARY:
-            raise mistyped("properties.user-id", w[1], at)
-        if v[3] is not None and code_of(w[3]) not in STRING:
-            raise mistyped("properties.subject", w[3], at)
-        if v[6] is not None and code_of(w[6]) not in SYMBOL:
-            raise mistyped("properties.content-type", w[6], at)
-        if v[7] is not None and code_of(w[7]) not in SYMBOL:
-            raise mistyped("properties.content-encoding", w[7], at)
-        if v[8] is not None and code_of(w[8]) not in TIMESTAMP:
-            raise mistyped("properties.absolute-expiry-time", w[8], at)
-        if v[9] is not None and code_of(w[9]) not in TIMESTAMP:
-            raise mistyped("properties.creation-time", w[9], at)
-        if v[10] is not None and code_of(w[10]) not in STRING:
-            raise mistyped("properties.group-id", w[10], at)
-        if v[11] is not None and code_of(w[11]) not in UINT:
-            raise mistyped("properties.group-sequence", w[11], at)
-        if v[12] is not None and code_of(w[12]) not in STRING:
-            raise mistyped("properties.reply-to-group-id", w[12], at)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "properties", Properties.FIELDS, _PROPERTIES_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "properties", Properties.FIELDS)
+            if v[1] is not None and code_of(w[1]) not in BINARY:
+                raise mistyped("properties.user-id", w[1], at)
+            if v[3] is not None and code_of(w[3]) not in STRING:
+                raise mistyped("properties.subject", w[3], at)
+            if v[6] is not None and code_of(w[6]) not in SYMBOL:
+                raise mistyped("properties.content-type", w[6], at)
+            if v[7] is not None and code_of(w[7]) not in SYMBOL:
+                raise mistyped("properties.content-encoding", w[7], at)
+            if v[8] is not None and code_of(w[8]) not in TIMESTAMP:
+                raise mistyped("properties.absolute-expiry-time", w[8], at)
+            if v[9] is not None and code_of(w[9]) not in TIMESTAMP:
+                raise mistyped("properties.creation-time", w[9], at)
+            if v[10] is not None and code_of(w[10]) not in STRING:
+                raise mistyped("properties.group-id", w[10], at)
+            if v[11] is not None and code_of(w[11]) not in UINT:
+                raise mistyped("properties.group-sequence", w[11], at)
+            if v[12] is not None and code_of(w[12]) not in STRING:
+                raise mistyped("properties.reply-to-group-id", w[12], at)
         obj = Properties(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -2200,6 +2409,12 @@ class Footer(Section):
             raise EncodeError("footer.value", f"{e.field}: {e.reason}") from None
 
 
+_RECEIVED_READERS = (
+    _UINT_READERS,
+    _ULONG_READERS,
+)
+
+
 @dataclass(slots=True)
 class Received(Composite):
     """received (amqp:received:list, descriptor 0x00000000_00000023 = 35, delivery-state): At the target the received state indicates the furthest point in the payload of the message
@@ -2254,11 +2469,15 @@ class Received(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "received", Received.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in UINT:
-            raise mistyped("received.section-number", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in ULONG:
-            raise mistyped("received.section-offset", w[1], at)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "received", Received.FIELDS, _RECEIVED_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "received", Received.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in UINT:
+                raise mistyped("received.section-number", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in ULONG:
+                raise mistyped("received.section-offset", w[1], at)
         if v[0] is None:
             raise absent("received.section-number", at)
         if v[1] is None:
@@ -2291,6 +2510,9 @@ class Received(Composite):
         put(e_uint, values, 0, count, body, wires, "received.section-number")
         put(e_ulong, values, 1, count, body, wires, "received.section-offset")
         end_list(out, code, body, count)
+
+
+_ACCEPTED_READERS = ()
 
 
 @dataclass(slots=True)
@@ -2333,7 +2555,12 @@ class Accepted(Composite):
         buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
-        v, w, pos, lwire = read_list(buf, pos, end, described, "accepted", Accepted.FIELDS)
+        at = pos
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "accepted", Accepted.FIELDS, _ACCEPTED_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "accepted", Accepted.FIELDS)
         obj = Accepted(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -2353,6 +2580,9 @@ class Accepted(Composite):
         )
         body = bytearray()
         end_list(out, code, body, count)
+
+
+_REJECTED_READERS = (_COMPOSITE_READERS,)
 
 
 @dataclass(slots=True)
@@ -2394,10 +2624,16 @@ class Rejected(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "rejected", Rejected.FIELDS)
-        if v[0] is not None:
-            if code_of(w[0]) not in COMPOSITE:
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "rejected", Rejected.FIELDS, _REJECTED_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "rejected", Rejected.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in COMPOSITE:
                 raise mistyped("rejected.error", w[0], at)
+            if v[0] is not None and not isinstance(v[0], Error | list):
+                raise not_kind("rejected.error", v[0], Error, at)
+        if v[0] is not None:
             if not isinstance(v[0], Error | list):
                 raise not_kind("rejected.error", v[0], Error, at)
         obj = Rejected(*v)
@@ -2420,6 +2656,9 @@ class Rejected(Composite):
         body = bytearray()
         put(encode_any, values, 0, count, body, wires, "rejected.error")
         end_list(out, code, body, count)
+
+
+_RELEASED_READERS = ()
 
 
 @dataclass(slots=True)
@@ -2463,7 +2702,12 @@ class Released(Composite):
         buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
-        v, w, pos, lwire = read_list(buf, pos, end, described, "released", Released.FIELDS)
+        at = pos
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "released", Released.FIELDS, _RELEASED_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "released", Released.FIELDS)
         obj = Released(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -2483,6 +2727,13 @@ class Released(Composite):
         )
         body = bytearray()
         end_list(out, code, body, count)
+
+
+_MODIFIED_READERS = (
+    _BOOLEAN_READERS,
+    _BOOLEAN_READERS,
+    _MAP_READERS,
+)
 
 
 @dataclass(slots=True)
@@ -2547,13 +2798,17 @@ class Modified(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "modified", Modified.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in BOOLEAN:
-            raise mistyped("modified.delivery-failed", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in BOOLEAN:
-            raise mistyped("modified.undeliverable-here", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in MAP:
-            raise mistyped("modified.message-annotations", w[2], at)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "modified", Modified.FIELDS, _MODIFIED_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "modified", Modified.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in BOOLEAN:
+                raise mistyped("modified.delivery-failed", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in BOOLEAN:
+                raise mistyped("modified.undeliverable-here", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in MAP:
+                raise mistyped("modified.message-annotations", w[2], at)
         obj = Modified(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -2580,6 +2835,21 @@ class Modified(Composite):
         put(e_boolean, values, 1, count, body, wires, "modified.undeliverable-here")
         put(e_map, values, 2, count, body, wires, "modified.message-annotations")
         end_list(out, code, body, count)
+
+
+_SOURCE_READERS = (
+    _ANY_READERS,
+    _UINT_READERS,
+    _SYMBOL_READERS,
+    _UINT_READERS,
+    _BOOLEAN_READERS,
+    _MAP_READERS,
+    _SYMBOL_READERS,
+    _MAP_READERS,
+    _ANY_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+)
 
 
 @dataclass(slots=True)
@@ -2693,29 +2963,33 @@ class Source(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "source", Source.FIELDS)
-        if v[1] is not None and code_of(w[1]) not in UINT:
-            raise mistyped("source.durable", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in SYMBOL:
-            raise mistyped("source.expiry-policy", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in UINT:
-            raise mistyped("source.timeout", w[3], at)
-        if v[4] is not None and code_of(w[4]) not in BOOLEAN:
-            raise mistyped("source.dynamic", w[4], at)
-        if v[5] is not None and code_of(w[5]) not in MAP:
-            raise mistyped("source.dynamic-node-properties", w[5], at)
-        if v[6] is not None and code_of(w[6]) not in SYMBOL:
-            raise mistyped("source.distribution-mode", w[6], at)
-        if v[7] is not None and code_of(w[7]) not in MAP:
-            raise mistyped("source.filter", w[7], at)
-        if v[9] is not None:
-            if code_of(w[9]) not in SYMBOL_OR_ARRAY:
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "source", Source.FIELDS, _SOURCE_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "source", Source.FIELDS)
+            if v[1] is not None and code_of(w[1]) not in UINT:
+                raise mistyped("source.durable", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in SYMBOL:
+                raise mistyped("source.expiry-policy", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in UINT:
+                raise mistyped("source.timeout", w[3], at)
+            if v[4] is not None and code_of(w[4]) not in BOOLEAN:
+                raise mistyped("source.dynamic", w[4], at)
+            if v[5] is not None and code_of(w[5]) not in MAP:
+                raise mistyped("source.dynamic-node-properties", w[5], at)
+            if v[6] is not None and code_of(w[6]) not in SYMBOL:
+                raise mistyped("source.distribution-mode", w[6], at)
+            if v[7] is not None and code_of(w[7]) not in MAP:
+                raise mistyped("source.filter", w[7], at)
+            if v[9] is not None and code_of(w[9]) not in SYMBOL_OR_ARRAY:
                 raise mistyped("source.outcomes", w[9], at)
+            if v[10] is not None and code_of(w[10]) not in SYMBOL_OR_ARRAY:
+                raise mistyped("source.capabilities", w[10], at)
+        if v[9] is not None:
             if not isinstance(v[9], list):
                 v[9] = [v[9]]
         if v[10] is not None:
-            if code_of(w[10]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("source.capabilities", w[10], at)
             if not isinstance(v[10], list):
                 v[10] = [v[10]]
         obj = Source(*v)
@@ -2760,6 +3034,17 @@ class Source(Composite):
         put(e_symbol_or_array, values, 9, count, body, wires, "source.outcomes")
         put(e_symbol_or_array, values, 10, count, body, wires, "source.capabilities")
         end_list(out, code, body, count)
+
+
+_TARGET_READERS = (
+    _ANY_READERS,
+    _UINT_READERS,
+    _SYMBOL_READERS,
+    _UINT_READERS,
+    _BOOLEAN_READERS,
+    _MAP_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+)
 
 
 @dataclass(slots=True)
@@ -2845,20 +3130,24 @@ class Target(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "target", Target.FIELDS)
-        if v[1] is not None and code_of(w[1]) not in UINT:
-            raise mistyped("target.durable", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in SYMBOL:
-            raise mistyped("target.expiry-policy", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in UINT:
-            raise mistyped("target.timeout", w[3], at)
-        if v[4] is not None and code_of(w[4]) not in BOOLEAN:
-            raise mistyped("target.dynamic", w[4], at)
-        if v[5] is not None and code_of(w[5]) not in MAP:
-            raise mistyped("target.dynamic-node-properties", w[5], at)
-        if v[6] is not None:
-            if code_of(w[6]) not in SYMBOL_OR_ARRAY:
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "target", Target.FIELDS, _TARGET_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "target", Target.FIELDS)
+            if v[1] is not None and code_of(w[1]) not in UINT:
+                raise mistyped("target.durable", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in SYMBOL:
+                raise mistyped("target.expiry-policy", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in UINT:
+                raise mistyped("target.timeout", w[3], at)
+            if v[4] is not None and code_of(w[4]) not in BOOLEAN:
+                raise mistyped("target.dynamic", w[4], at)
+            if v[5] is not None and code_of(w[5]) not in MAP:
+                raise mistyped("target.dynamic-node-properties", w[5], at)
+            if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
                 raise mistyped("target.capabilities", w[6], at)
+        if v[6] is not None:
             if not isinstance(v[6], list):
                 v[6] = [v[6]]
         obj = Target(*v)
@@ -2897,6 +3186,9 @@ class Target(Composite):
         end_list(out, code, body, count)
 
 
+_DELETE_ON_CLOSE_READERS = ()
+
+
 @dataclass(slots=True)
 class DeleteOnClose(Composite):
     """delete-on-close (amqp:delete-on-close:list, descriptor 0x00000000_0000002b = 43, addressing): A Node dynamically created with this lifetime policy will be deleted at the point that the
@@ -2923,9 +3215,20 @@ class DeleteOnClose(Composite):
         buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
-        v, w, pos, lwire = read_list(
-            buf, pos, end, described, "delete-on-close", DeleteOnClose.FIELDS
+        at = pos
+        v, w, pos, lwire = read_fields(
+            buf,
+            pos,
+            end,
+            described,
+            "delete-on-close",
+            DeleteOnClose.FIELDS,
+            _DELETE_ON_CLOSE_READERS,
         )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(
+                buf, at, end, described, "delete-on-close", DeleteOnClose.FIELDS
+            )
         obj = DeleteOnClose(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -2945,6 +3248,9 @@ class DeleteOnClose(Composite):
         )
         body = bytearray()
         end_list(out, code, body, count)
+
+
+_DELETE_ON_NO_LINKS_READERS = ()
 
 
 @dataclass(slots=True)
@@ -2973,9 +3279,20 @@ class DeleteOnNoLinks(Composite):
         buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
-        v, w, pos, lwire = read_list(
-            buf, pos, end, described, "delete-on-no-links", DeleteOnNoLinks.FIELDS
+        at = pos
+        v, w, pos, lwire = read_fields(
+            buf,
+            pos,
+            end,
+            described,
+            "delete-on-no-links",
+            DeleteOnNoLinks.FIELDS,
+            _DELETE_ON_NO_LINKS_READERS,
         )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(
+                buf, at, end, described, "delete-on-no-links", DeleteOnNoLinks.FIELDS
+            )
         obj = DeleteOnNoLinks(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -2995,6 +3312,9 @@ class DeleteOnNoLinks(Composite):
         )
         body = bytearray()
         end_list(out, code, body, count)
+
+
+_DELETE_ON_NO_MESSAGES_READERS = ()
 
 
 @dataclass(slots=True)
@@ -3023,9 +3343,20 @@ class DeleteOnNoMessages(Composite):
         buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
-        v, w, pos, lwire = read_list(
-            buf, pos, end, described, "delete-on-no-messages", DeleteOnNoMessages.FIELDS
+        at = pos
+        v, w, pos, lwire = read_fields(
+            buf,
+            pos,
+            end,
+            described,
+            "delete-on-no-messages",
+            DeleteOnNoMessages.FIELDS,
+            _DELETE_ON_NO_MESSAGES_READERS,
         )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(
+                buf, at, end, described, "delete-on-no-messages", DeleteOnNoMessages.FIELDS
+            )
         obj = DeleteOnNoMessages(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -3045,6 +3376,9 @@ class DeleteOnNoMessages(Composite):
         )
         body = bytearray()
         end_list(out, code, body, count)
+
+
+_DELETE_ON_NO_LINKS_OR_MESSAGES_READERS = ()
 
 
 @dataclass(slots=True)
@@ -3074,14 +3408,25 @@ class DeleteOnNoLinksOrMessages(Composite):
         buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
-        v, w, pos, lwire = read_list(
+        at = pos
+        v, w, pos, lwire = read_fields(
             buf,
             pos,
             end,
             described,
             "delete-on-no-links-or-messages",
             DeleteOnNoLinksOrMessages.FIELDS,
+            _DELETE_ON_NO_LINKS_OR_MESSAGES_READERS,
         )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(
+                buf,
+                at,
+                end,
+                described,
+                "delete-on-no-links-or-messages",
+                DeleteOnNoLinksOrMessages.FIELDS,
+            )
         obj = DeleteOnNoLinksOrMessages(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -3101,6 +3446,9 @@ class DeleteOnNoLinksOrMessages(Composite):
         )
         body = bytearray()
         end_list(out, code, body, count)
+
+
+_COORDINATOR_READERS = (_SYMBOL_OR_ARRAY_READERS,)
 
 
 @dataclass(slots=True)
@@ -3141,10 +3489,14 @@ class Coordinator(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "coordinator", Coordinator.FIELDS)
-        if v[0] is not None:
-            if code_of(w[0]) not in SYMBOL_OR_ARRAY:
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "coordinator", Coordinator.FIELDS, _COORDINATOR_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "coordinator", Coordinator.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in SYMBOL_OR_ARRAY:
                 raise mistyped("coordinator.capabilities", w[0], at)
+        if v[0] is not None:
             if not isinstance(v[0], list):
                 v[0] = [v[0]]
         obj = Coordinator(*v)
@@ -3167,6 +3519,9 @@ class Coordinator(Composite):
         body = bytearray()
         put(e_symbol_or_array, values, 0, count, body, wires, "coordinator.capabilities")
         end_list(out, code, body, count)
+
+
+_DECLARE_READERS = (_ANY_READERS,)
 
 
 @dataclass(slots=True)
@@ -3204,7 +3559,12 @@ class Declare(Composite):
         buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
-        v, w, pos, lwire = read_list(buf, pos, end, described, "declare", Declare.FIELDS)
+        at = pos
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "declare", Declare.FIELDS, _DECLARE_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "declare", Declare.FIELDS)
         obj = Declare(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -3225,6 +3585,12 @@ class Declare(Composite):
         body = bytearray()
         put(encode_any, values, 0, count, body, wires, "declare.global-id")
         end_list(out, code, body, count)
+
+
+_DISCHARGE_READERS = (
+    _ANY_READERS,
+    _BOOLEAN_READERS,
+)
 
 
 @dataclass(slots=True)
@@ -3269,9 +3635,13 @@ class Discharge(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "discharge", Discharge.FIELDS)
-        if v[1] is not None and code_of(w[1]) not in BOOLEAN:
-            raise mistyped("discharge.fail", w[1], at)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "discharge", Discharge.FIELDS, _DISCHARGE_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "discharge", Discharge.FIELDS)
+            if v[1] is not None and code_of(w[1]) not in BOOLEAN:
+                raise mistyped("discharge.fail", w[1], at)
         if v[0] is None:
             raise absent("discharge.txn-id", at)
         obj = Discharge(*v)
@@ -3300,6 +3670,9 @@ class Discharge(Composite):
         put(encode_any, values, 0, count, body, wires, "discharge.txn-id")
         put(e_boolean, values, 1, count, body, wires, "discharge.fail")
         end_list(out, code, body, count)
+
+
+_DECLARED_READERS = (_ANY_READERS,)
 
 
 @dataclass(slots=True)
@@ -3335,7 +3708,11 @@ class Declared(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "declared", Declared.FIELDS)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "declared", Declared.FIELDS, _DECLARED_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "declared", Declared.FIELDS)
         if v[0] is None:
             raise absent("declared.txn-id", at)
         obj = Declared(*v)
@@ -3360,6 +3737,12 @@ class Declared(Composite):
         body = bytearray()
         put(encode_any, values, 0, count, body, wires, "declared.txn-id")
         end_list(out, code, body, count)
+
+
+_TRANSACTIONAL_STATE_READERS = (
+    _ANY_READERS,
+    _ANY_READERS,
+)
 
 
 @dataclass(slots=True)
@@ -3399,9 +3782,19 @@ class TransactionalState(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(
-            buf, pos, end, described, "transactional-state", TransactionalState.FIELDS
+        v, w, pos, lwire = read_fields(
+            buf,
+            pos,
+            end,
+            described,
+            "transactional-state",
+            TransactionalState.FIELDS,
+            _TRANSACTIONAL_STATE_READERS,
         )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(
+                buf, at, end, described, "transactional-state", TransactionalState.FIELDS
+            )
         if v[0] is None:
             raise absent("transactional-state.txn-id", at)
         obj = TransactionalState(*v)
@@ -3430,6 +3823,9 @@ class TransactionalState(Composite):
         put(encode_any, values, 0, count, body, wires, "transactional-state.txn-id")
         put(encode_any, values, 1, count, body, wires, "transactional-state.outcome")
         end_list(out, code, body, count)
+
+
+_SASL_MECHANISMS_READERS = (_SYMBOL_OR_ARRAY_READERS,)
 
 
 @dataclass(slots=True)
@@ -3468,12 +3864,22 @@ class SaslMechanisms(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(
-            buf, pos, end, described, "sasl-mechanisms", SaslMechanisms.FIELDS
+        v, w, pos, lwire = read_fields(
+            buf,
+            pos,
+            end,
+            described,
+            "sasl-mechanisms",
+            SaslMechanisms.FIELDS,
+            _SASL_MECHANISMS_READERS,
         )
-        if v[0] is not None:
-            if code_of(w[0]) not in SYMBOL_OR_ARRAY:
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(
+                buf, at, end, described, "sasl-mechanisms", SaslMechanisms.FIELDS
+            )
+            if v[0] is not None and code_of(w[0]) not in SYMBOL_OR_ARRAY:
                 raise mistyped("sasl-mechanisms.sasl-server-mechanisms", w[0], at)
+        if v[0] is not None:
             if not isinstance(v[0], list):
                 v[0] = [v[0]]
         if v[0] is None:
@@ -3508,6 +3914,13 @@ class SaslMechanisms(Composite):
             "sasl-mechanisms.sasl-server-mechanisms",
         )
         end_list(out, code, body, count)
+
+
+_SASL_INIT_READERS = (
+    _SYMBOL_READERS,
+    _BINARY_READERS,
+    _STRING_READERS,
+)
 
 
 @dataclass(slots=True)
@@ -3560,13 +3973,17 @@ class SaslInit(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "sasl-init", SaslInit.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in SYMBOL:
-            raise mistyped("sasl-init.mechanism", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in BINARY:
-            raise mistyped("sasl-init.initial-response", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in STRING:
-            raise mistyped("sasl-init.hostname", w[2], at)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "sasl-init", SaslInit.FIELDS, _SASL_INIT_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "sasl-init", SaslInit.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in SYMBOL:
+                raise mistyped("sasl-init.mechanism", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in BINARY:
+                raise mistyped("sasl-init.initial-response", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in STRING:
+                raise mistyped("sasl-init.hostname", w[2], at)
         if v[0] is None:
             raise absent("sasl-init.mechanism", at)
         obj = SaslInit(*v)
@@ -3599,6 +4016,9 @@ class SaslInit(Composite):
         end_list(out, code, body, count)
 
 
+_SASL_CHALLENGE_READERS = (_BINARY_READERS,)
+
+
 @dataclass(slots=True)
 class SaslChallenge(Composite):
     """sasl-challenge (amqp:sasl-challenge:list, descriptor 0x00000000_00000042 = 66, sasl): Send the SASL challenge data as defined by the SASL specification.
@@ -3628,11 +4048,21 @@ class SaslChallenge(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(
-            buf, pos, end, described, "sasl-challenge", SaslChallenge.FIELDS
+        v, w, pos, lwire = read_fields(
+            buf,
+            pos,
+            end,
+            described,
+            "sasl-challenge",
+            SaslChallenge.FIELDS,
+            _SASL_CHALLENGE_READERS,
         )
-        if v[0] is not None and code_of(w[0]) not in BINARY:
-            raise mistyped("sasl-challenge.challenge", w[0], at)
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(
+                buf, at, end, described, "sasl-challenge", SaslChallenge.FIELDS
+            )
+            if v[0] is not None and code_of(w[0]) not in BINARY:
+                raise mistyped("sasl-challenge.challenge", w[0], at)
         if v[0] is None:
             raise absent("sasl-challenge.challenge", at)
         obj = SaslChallenge(*v)
@@ -3657,6 +4087,9 @@ class SaslChallenge(Composite):
         body = bytearray()
         put(e_binary, values, 0, count, body, wires, "sasl-challenge.challenge")
         end_list(out, code, body, count)
+
+
+_SASL_RESPONSE_READERS = (_BINARY_READERS,)
 
 
 @dataclass(slots=True)
@@ -3689,9 +4122,15 @@ class SaslResponse(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "sasl-response", SaslResponse.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in BINARY:
-            raise mistyped("sasl-response.response", w[0], at)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "sasl-response", SaslResponse.FIELDS, _SASL_RESPONSE_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(
+                buf, at, end, described, "sasl-response", SaslResponse.FIELDS
+            )
+            if v[0] is not None and code_of(w[0]) not in BINARY:
+                raise mistyped("sasl-response.response", w[0], at)
         if v[0] is None:
             raise absent("sasl-response.response", at)
         obj = SaslResponse(*v)
@@ -3716,6 +4155,12 @@ class SaslResponse(Composite):
         body = bytearray()
         put(e_binary, values, 0, count, body, wires, "sasl-response.response")
         end_list(out, code, body, count)
+
+
+_SASL_OUTCOME_READERS = (
+    _UBYTE_READERS,
+    _BINARY_READERS,
+)
 
 
 @dataclass(slots=True)
@@ -3757,11 +4202,17 @@ class SaslOutcome(Composite):
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "sasl-outcome", SaslOutcome.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in UBYTE:
-            raise mistyped("sasl-outcome.code", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in BINARY:
-            raise mistyped("sasl-outcome.additional-data", w[1], at)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "sasl-outcome", SaslOutcome.FIELDS, _SASL_OUTCOME_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(
+                buf, at, end, described, "sasl-outcome", SaslOutcome.FIELDS
+            )
+            if v[0] is not None and code_of(w[0]) not in UBYTE:
+                raise mistyped("sasl-outcome.code", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in BINARY:
+                raise mistyped("sasl-outcome.additional-data", w[1], at)
         if v[0] is None:
             raise absent("sasl-outcome.code", at)
         obj = SaslOutcome(*v)
@@ -3953,6 +4404,9 @@ FRAME_KEYS: frozenset[tuple[int, int]] = frozenset(
 )
 """(doff, type) pairs a frame may have: a header of 2 to 255 words, an AMQP or a SASL frame."""
 
+SMALLULONG = 0x53
+"""The format code of a ulong 0 to 255, which every performative's descriptor code is."""
+
 BODIES: dict[int, tuple[type, ...]] = {
     0: (
         Open,
@@ -4001,15 +4455,30 @@ def decode(
             "frame.type", 5, f"frame type {frame_type} is neither 0 (AMQP) nor 1 (SASL)"
         )
     start = doff * 4
-    extended = bytes(buf[8:start])
+    extended = b"" if start == 8 else bytes(buf[8:start])
     if start == n:
         return Frame(frame_type, channel, None, b"", extended)
-    body, end, _ = read(buf, start, n, DESCRIBED)
+    # the common performative, described by a smallulong code: straight to its reader
+    reader = (
+        DESCRIBED.get(buf[start + 2])
+        if start + 3 <= n and buf[start] == 0 and buf[start + 1] == SMALLULONG
+        else None
+    )
+    if reader is not None:
+        body, end, _ = reader(buf, start + 3, n, SMALLULONG, DESCRIBED)
+    else:
+        body, end, _ = read(buf, start, n, DESCRIBED)
     if not isinstance(body, bodies):
         raise DecodeError(
             "frame.body", start, f"{_what(body)} is no performative of a type {frame_type} frame"
         )
-    return Frame(frame_type, channel, body, bytes(buf[end:]), extended)
+    return Frame(
+        frame_type,
+        channel,
+        body,
+        frame[end:] if frame.__class__ is bytes else bytes(buf[end:]),
+        extended,
+    )
 
 
 @dataclass(slots=True)
