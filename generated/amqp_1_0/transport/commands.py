@@ -209,7 +209,7 @@ _OPEN_READERS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Open(Composite):
     """open (amqp:open:list, descriptor 0x00000000_00000010 = 16, performatives): Negotiate connection parameters.
 
@@ -279,6 +279,40 @@ class Open(Composite):
     """properties: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        container_id: str | None = None,
+        hostname: str | None = None,
+        max_frame_size: int | None = None,
+        channel_max: int | None = None,
+        idle_time_out: int | None = None,
+        outgoing_locales: list[str] | None = None,
+        incoming_locales: list[str] | None = None,
+        offered_capabilities: list[str] | None = None,
+        desired_capabilities: list[str] | None = None,
+        properties: dict[Any, Any] | None = None,
+    ) -> None:
+        self.container_id = container_id
+        self.hostname = hostname
+        self.max_frame_size = max_frame_size
+        self.channel_max = channel_max
+        self.idle_time_out = idle_time_out
+        self.outgoing_locales = outgoing_locales
+        self.incoming_locales = incoming_locales
+        self.offered_capabilities = offered_capabilities
+        self.desired_capabilities = desired_capabilities
+        self.properties = properties
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(container_id={self.container_id!r}, hostname={self.hostname!r}, max_frame_size={self.max_frame_size!r}, channel_max={self.channel_max!r}, idle_time_out={self.idle_time_out!r}, outgoing_locales={self.outgoing_locales!r}, incoming_locales={self.incoming_locales!r}, offered_capabilities={self.offered_capabilities!r}, desired_capabilities={self.desired_capabilities!r}, properties={self.properties!r})"
 
     @staticmethod
     def read_from(
@@ -375,7 +409,7 @@ _BEGIN_READERS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Begin(Composite):
     """begin (amqp:begin:list, descriptor 0x00000000_00000011 = 17, performatives): Begin a session on a channel.
 
@@ -434,6 +468,36 @@ class Begin(Composite):
     """properties: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        remote_channel: int | None = None,
+        next_outgoing_id: int | None = None,
+        incoming_window: int | None = None,
+        outgoing_window: int | None = None,
+        handle_max: int | None = None,
+        offered_capabilities: list[str] | None = None,
+        desired_capabilities: list[str] | None = None,
+        properties: dict[Any, Any] | None = None,
+    ) -> None:
+        self.remote_channel = remote_channel
+        self.next_outgoing_id = next_outgoing_id
+        self.incoming_window = incoming_window
+        self.outgoing_window = outgoing_window
+        self.handle_max = handle_max
+        self.offered_capabilities = offered_capabilities
+        self.desired_capabilities = desired_capabilities
+        self.properties = properties
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(remote_channel={self.remote_channel!r}, next_outgoing_id={self.next_outgoing_id!r}, incoming_window={self.incoming_window!r}, outgoing_window={self.outgoing_window!r}, handle_max={self.handle_max!r}, offered_capabilities={self.offered_capabilities!r}, desired_capabilities={self.desired_capabilities!r}, properties={self.properties!r})"
 
     @staticmethod
     def read_from(
@@ -536,7 +600,7 @@ _ATTACH_READERS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Attach(Composite):
     """attach (amqp:attach:list, descriptor 0x00000000_00000012 = 18, performatives): Attach a link to a session.
 
@@ -621,6 +685,48 @@ class Attach(Composite):
     """properties: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        name: str | None = None,
+        handle: int | None = None,
+        role: bool | None = None,
+        snd_settle_mode: int | None = None,
+        rcv_settle_mode: int | None = None,
+        source: Any | None = None,
+        target: Any | None = None,
+        unsettled: dict[Any, Any] | None = None,
+        incomplete_unsettled: bool | None = None,
+        initial_delivery_count: int | None = None,
+        max_message_size: int | None = None,
+        offered_capabilities: list[str] | None = None,
+        desired_capabilities: list[str] | None = None,
+        properties: dict[Any, Any] | None = None,
+    ) -> None:
+        self.name = name
+        self.handle = handle
+        self.role = role
+        self.snd_settle_mode = snd_settle_mode
+        self.rcv_settle_mode = rcv_settle_mode
+        self.source = source
+        self.target = target
+        self.unsettled = unsettled
+        self.incomplete_unsettled = incomplete_unsettled
+        self.initial_delivery_count = initial_delivery_count
+        self.max_message_size = max_message_size
+        self.offered_capabilities = offered_capabilities
+        self.desired_capabilities = desired_capabilities
+        self.properties = properties
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, handle={self.handle!r}, role={self.role!r}, snd_settle_mode={self.snd_settle_mode!r}, rcv_settle_mode={self.rcv_settle_mode!r}, source={self.source!r}, target={self.target!r}, unsettled={self.unsettled!r}, incomplete_unsettled={self.incomplete_unsettled!r}, initial_delivery_count={self.initial_delivery_count!r}, max_message_size={self.max_message_size!r}, offered_capabilities={self.offered_capabilities!r}, desired_capabilities={self.desired_capabilities!r}, properties={self.properties!r})"
 
     @staticmethod
     def read_from(
@@ -740,7 +846,7 @@ _FLOW_READERS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Flow(Composite):
     """flow (amqp:flow:list, descriptor 0x00000000_00000013 = 19, performatives): Update link state.
 
@@ -807,6 +913,42 @@ class Flow(Composite):
     """properties: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        next_incoming_id: int | None = None,
+        incoming_window: int | None = None,
+        next_outgoing_id: int | None = None,
+        outgoing_window: int | None = None,
+        handle: int | None = None,
+        delivery_count: int | None = None,
+        link_credit: int | None = None,
+        available: int | None = None,
+        drain: bool | None = None,
+        echo: bool | None = None,
+        properties: dict[Any, Any] | None = None,
+    ) -> None:
+        self.next_incoming_id = next_incoming_id
+        self.incoming_window = incoming_window
+        self.next_outgoing_id = next_outgoing_id
+        self.outgoing_window = outgoing_window
+        self.handle = handle
+        self.delivery_count = delivery_count
+        self.link_credit = link_credit
+        self.available = available
+        self.drain = drain
+        self.echo = echo
+        self.properties = properties
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(next_incoming_id={self.next_incoming_id!r}, incoming_window={self.incoming_window!r}, next_outgoing_id={self.next_outgoing_id!r}, outgoing_window={self.outgoing_window!r}, handle={self.handle!r}, delivery_count={self.delivery_count!r}, link_credit={self.link_credit!r}, available={self.available!r}, drain={self.drain!r}, echo={self.echo!r}, properties={self.properties!r})"
 
     @staticmethod
     def read_from(
@@ -906,7 +1048,7 @@ _TRANSFER_READERS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Transfer(Composite):
     """transfer (amqp:transfer:list, descriptor 0x00000000_00000014 = 20, performatives): Transfer a message.
 
@@ -975,6 +1117,42 @@ class Transfer(Composite):
     """batchable: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        handle: int | None = None,
+        delivery_id: int | None = None,
+        delivery_tag: bytes | None = None,
+        message_format: int | None = None,
+        settled: bool | None = None,
+        more: bool | None = None,
+        rcv_settle_mode: int | None = None,
+        state: Any | None = None,
+        resume: bool | None = None,
+        aborted: bool | None = None,
+        batchable: bool | None = None,
+    ) -> None:
+        self.handle = handle
+        self.delivery_id = delivery_id
+        self.delivery_tag = delivery_tag
+        self.message_format = message_format
+        self.settled = settled
+        self.more = more
+        self.rcv_settle_mode = rcv_settle_mode
+        self.state = state
+        self.resume = resume
+        self.aborted = aborted
+        self.batchable = batchable
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(handle={self.handle!r}, delivery_id={self.delivery_id!r}, delivery_tag={self.delivery_tag!r}, message_format={self.message_format!r}, settled={self.settled!r}, more={self.more!r}, rcv_settle_mode={self.rcv_settle_mode!r}, state={self.state!r}, resume={self.resume!r}, aborted={self.aborted!r}, batchable={self.batchable!r})"
 
     @staticmethod
     def read_from(
@@ -1065,7 +1243,7 @@ _DISPOSITION_READERS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Disposition(Composite):
     """disposition (amqp:disposition:list, descriptor 0x00000000_00000015 = 21, performatives): Inform remote peer of delivery state changes.
 
@@ -1112,6 +1290,32 @@ class Disposition(Composite):
     """batchable: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        role: bool | None = None,
+        first: int | None = None,
+        last: int | None = None,
+        settled: bool | None = None,
+        state: Any | None = None,
+        batchable: bool | None = None,
+    ) -> None:
+        self.role = role
+        self.first = first
+        self.last = last
+        self.settled = settled
+        self.state = state
+        self.batchable = batchable
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(role={self.role!r}, first={self.first!r}, last={self.last!r}, settled={self.settled!r}, state={self.state!r}, batchable={self.batchable!r})"
 
     @staticmethod
     def read_from(
@@ -1183,7 +1387,7 @@ _DETACH_READERS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Detach(Composite):
     """detach (amqp:detach:list, descriptor 0x00000000_00000016 = 22, performatives): Detach the link endpoint from the session.
 
@@ -1217,6 +1421,26 @@ class Detach(Composite):
     """error: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        handle: int | None = None,
+        closed: bool | None = None,
+        error: Error | None = None,
+    ) -> None:
+        self.handle = handle
+        self.closed = closed
+        self.error = error
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(handle={self.handle!r}, closed={self.closed!r}, error={self.error!r})"
 
     @staticmethod
     def read_from(
@@ -1275,7 +1499,7 @@ class Detach(Composite):
 _END_READERS = (_COMPOSITE_READERS,)
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class End(Composite):
     """end (amqp:end:list, descriptor 0x00000000_00000017 = 23, performatives): End the session.
 
@@ -1297,6 +1521,22 @@ class End(Composite):
     """error: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        error: Error | None = None,
+    ) -> None:
+        self.error = error
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error={self.error!r})"
 
     @staticmethod
     def read_from(
@@ -1335,7 +1575,7 @@ class End(Composite):
 _CLOSE_READERS = (_COMPOSITE_READERS,)
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Close(Composite):
     """close (amqp:close:list, descriptor 0x00000000_00000018 = 24, performatives): Signal a connection close.
 
@@ -1357,6 +1597,22 @@ class Close(Composite):
     """error: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        error: Error | None = None,
+    ) -> None:
+        self.error = error
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error={self.error!r})"
 
     @staticmethod
     def read_from(
@@ -1405,7 +1661,7 @@ _ERROR_READERS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Error(Composite):
     """error (amqp:error:list, descriptor 0x00000000_0000001d = 29, definitions): Details of an error.
 
@@ -1437,6 +1693,26 @@ class Error(Composite):
     """info: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        condition: str | None = None,
+        description: str | None = None,
+        info: dict[Any, Any] | None = None,
+    ) -> None:
+        self.condition = condition
+        self.description = description
+        self.info = info
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(condition={self.condition!r}, description={self.description!r}, info={self.info!r})"
 
     @staticmethod
     def read_from(

@@ -265,7 +265,7 @@ _OPEN_READERS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Open(Composite):
     """open (amqp:open:list, descriptor 0x00000000_00000010 = 16, performatives): The first frame sent on a connection in either direction MUST contain an Open body. (Note
     that the Connection header which is sent first on the Connection is *not* a frame.) The
@@ -377,6 +377,40 @@ class Open(Composite):
     meanings can be found here: http://www.amqp.org/specification/1.0/connection-properties"""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        container_id: str | None = None,
+        hostname: str | None = None,
+        max_frame_size: int | None = None,
+        channel_max: int | None = None,
+        idle_time_out: int | None = None,
+        outgoing_locales: list[str] | None = None,
+        incoming_locales: list[str] | None = None,
+        offered_capabilities: list[str] | None = None,
+        desired_capabilities: list[str] | None = None,
+        properties: dict[Any, Any] | None = None,
+    ) -> None:
+        self.container_id = container_id
+        self.hostname = hostname
+        self.max_frame_size = max_frame_size
+        self.channel_max = channel_max
+        self.idle_time_out = idle_time_out
+        self.outgoing_locales = outgoing_locales
+        self.incoming_locales = incoming_locales
+        self.offered_capabilities = offered_capabilities
+        self.desired_capabilities = desired_capabilities
+        self.properties = properties
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(container_id={self.container_id!r}, hostname={self.hostname!r}, max_frame_size={self.max_frame_size!r}, channel_max={self.channel_max!r}, idle_time_out={self.idle_time_out!r}, outgoing_locales={self.outgoing_locales!r}, incoming_locales={self.incoming_locales!r}, offered_capabilities={self.offered_capabilities!r}, desired_capabilities={self.desired_capabilities!r}, properties={self.properties!r})"
 
     @staticmethod
     def read_from(
@@ -473,7 +507,7 @@ _BEGIN_READERS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Begin(Composite):
     """begin (amqp:begin:list, descriptor 0x00000000_00000011 = 17, performatives): Indicate that a Session has begun on the channel.
 
@@ -540,6 +574,36 @@ class Begin(Composite):
     meanings can be found here: http://www.amqp.org/specification/1.0/session-properties."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        remote_channel: int | None = None,
+        next_outgoing_id: int | None = None,
+        incoming_window: int | None = None,
+        outgoing_window: int | None = None,
+        handle_max: int | None = None,
+        offered_capabilities: list[str] | None = None,
+        desired_capabilities: list[str] | None = None,
+        properties: dict[Any, Any] | None = None,
+    ) -> None:
+        self.remote_channel = remote_channel
+        self.next_outgoing_id = next_outgoing_id
+        self.incoming_window = incoming_window
+        self.outgoing_window = outgoing_window
+        self.handle_max = handle_max
+        self.offered_capabilities = offered_capabilities
+        self.desired_capabilities = desired_capabilities
+        self.properties = properties
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(remote_channel={self.remote_channel!r}, next_outgoing_id={self.next_outgoing_id!r}, incoming_window={self.incoming_window!r}, outgoing_window={self.outgoing_window!r}, handle_max={self.handle_max!r}, offered_capabilities={self.offered_capabilities!r}, desired_capabilities={self.desired_capabilities!r}, properties={self.properties!r})"
 
     @staticmethod
     def read_from(
@@ -642,7 +706,7 @@ _ATTACH_READERS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Attach(Composite):
     """attach (amqp:attach:list, descriptor 0x00000000_00000012 = 18, performatives): The attach frame indicates that a Link Endpoint has been attached to the Session. The
     opening flag is used to indicate that the Link Endpoint is newly created.
@@ -762,6 +826,48 @@ class Attach(Composite):
     be found here: http://www.amqp.org/specification/1.0/link-properties"""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        name: str | None = None,
+        handle: int | None = None,
+        role: bool | None = None,
+        snd_settle_mode: int | None = None,
+        rcv_settle_mode: int | None = None,
+        source: Any | None = None,
+        target: Any | None = None,
+        unsettled: dict[Any, Any] | None = None,
+        incomplete_unsettled: bool | None = None,
+        initial_delivery_count: int | None = None,
+        max_message_size: int | None = None,
+        offered_capabilities: list[str] | None = None,
+        desired_capabilities: list[str] | None = None,
+        properties: dict[Any, Any] | None = None,
+    ) -> None:
+        self.name = name
+        self.handle = handle
+        self.role = role
+        self.snd_settle_mode = snd_settle_mode
+        self.rcv_settle_mode = rcv_settle_mode
+        self.source = source
+        self.target = target
+        self.unsettled = unsettled
+        self.incomplete_unsettled = incomplete_unsettled
+        self.initial_delivery_count = initial_delivery_count
+        self.max_message_size = max_message_size
+        self.offered_capabilities = offered_capabilities
+        self.desired_capabilities = desired_capabilities
+        self.properties = properties
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, handle={self.handle!r}, role={self.role!r}, snd_settle_mode={self.snd_settle_mode!r}, rcv_settle_mode={self.rcv_settle_mode!r}, source={self.source!r}, target={self.target!r}, unsettled={self.unsettled!r}, incomplete_unsettled={self.incomplete_unsettled!r}, initial_delivery_count={self.initial_delivery_count!r}, max_message_size={self.max_message_size!r}, offered_capabilities={self.offered_capabilities!r}, desired_capabilities={self.desired_capabilities!r}, properties={self.properties!r})"
 
     @staticmethod
     def read_from(
@@ -881,7 +987,7 @@ _FLOW_READERS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Flow(Composite):
     """flow (amqp:flow:list, descriptor 0x00000000_00000013 = 19, performatives): Updates the flow state for the specified Link.
 
@@ -974,6 +1080,42 @@ class Flow(Composite):
     http://www.amqp.org/specification/1.0/link-state-properties"""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        next_incoming_id: int | None = None,
+        incoming_window: int | None = None,
+        next_outgoing_id: int | None = None,
+        outgoing_window: int | None = None,
+        handle: int | None = None,
+        delivery_count: int | None = None,
+        link_credit: int | None = None,
+        available: int | None = None,
+        drain: bool | None = None,
+        echo: bool | None = None,
+        properties: dict[Any, Any] | None = None,
+    ) -> None:
+        self.next_incoming_id = next_incoming_id
+        self.incoming_window = incoming_window
+        self.next_outgoing_id = next_outgoing_id
+        self.outgoing_window = outgoing_window
+        self.handle = handle
+        self.delivery_count = delivery_count
+        self.link_credit = link_credit
+        self.available = available
+        self.drain = drain
+        self.echo = echo
+        self.properties = properties
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(next_incoming_id={self.next_incoming_id!r}, incoming_window={self.incoming_window!r}, next_outgoing_id={self.next_outgoing_id!r}, outgoing_window={self.outgoing_window!r}, handle={self.handle!r}, delivery_count={self.delivery_count!r}, link_credit={self.link_credit!r}, available={self.available!r}, drain={self.drain!r}, echo={self.echo!r}, properties={self.properties!r})"
 
     @staticmethod
     def read_from(
@@ -1073,7 +1215,7 @@ _TRANSFER_READERS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Transfer(Composite):
     """transfer (amqp:transfer:list, descriptor 0x00000000_00000014 = 20, performatives): The transfer frame is used to send Messages across a Link. Messages may be carried by a
     single transfer up to the maximum negotiated frame size for the Connection. Larger Messages
@@ -1196,6 +1338,42 @@ class Transfer(Composite):
     retained if a link is suspended and subsequently resumed."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        handle: int | None = None,
+        delivery_id: int | None = None,
+        delivery_tag: bytes | None = None,
+        message_format: int | None = None,
+        settled: bool | None = None,
+        more: bool | None = None,
+        rcv_settle_mode: int | None = None,
+        state: Any | None = None,
+        resume: bool | None = None,
+        aborted: bool | None = None,
+        batchable: bool | None = None,
+    ) -> None:
+        self.handle = handle
+        self.delivery_id = delivery_id
+        self.delivery_tag = delivery_tag
+        self.message_format = message_format
+        self.settled = settled
+        self.more = more
+        self.rcv_settle_mode = rcv_settle_mode
+        self.state = state
+        self.resume = resume
+        self.aborted = aborted
+        self.batchable = batchable
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(handle={self.handle!r}, delivery_id={self.delivery_id!r}, delivery_tag={self.delivery_tag!r}, message_format={self.message_format!r}, settled={self.settled!r}, more={self.more!r}, rcv_settle_mode={self.rcv_settle_mode!r}, state={self.state!r}, resume={self.resume!r}, aborted={self.aborted!r}, batchable={self.batchable!r})"
 
     @staticmethod
     def read_from(
@@ -1286,7 +1464,7 @@ _DISPOSITION_READERS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Disposition(Composite):
     """disposition (amqp:disposition:list, descriptor 0x00000000_00000015 = 21, performatives): The disposition frame is used to inform the remote peer of local changes in the state of
     deliveries. The disposition frame may reference deliveries from many different links
@@ -1351,6 +1529,32 @@ class Disposition(Composite):
     delivery states, and thereby save bandwidth."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        role: bool | None = None,
+        first: int | None = None,
+        last: int | None = None,
+        settled: bool | None = None,
+        state: Any | None = None,
+        batchable: bool | None = None,
+    ) -> None:
+        self.role = role
+        self.first = first
+        self.last = last
+        self.settled = settled
+        self.state = state
+        self.batchable = batchable
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(role={self.role!r}, first={self.first!r}, last={self.last!r}, settled={self.settled!r}, state={self.state!r}, batchable={self.batchable!r})"
 
     @staticmethod
     def read_from(
@@ -1422,7 +1626,7 @@ _DETACH_READERS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Detach(Composite):
     """detach (amqp:detach:list, descriptor 0x00000000_00000016 = 22, performatives): Detach the Link Endpoint from the Session. This un-maps the handle and makes it available
     for use by other Links.
@@ -1458,6 +1662,26 @@ class Detach(Composite):
     The value of the field should contain details on the cause of the error."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        handle: int | None = None,
+        closed: bool | None = None,
+        error: Error | None = None,
+    ) -> None:
+        self.handle = handle
+        self.closed = closed
+        self.error = error
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(handle={self.handle!r}, closed={self.closed!r}, error={self.error!r})"
 
     @staticmethod
     def read_from(
@@ -1516,7 +1740,7 @@ class Detach(Composite):
 _END_READERS = (_COMPOSITE_READERS,)
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class End(Composite):
     """end (amqp:end:list, descriptor 0x00000000_00000017 = 23, performatives): Indicates that the Session has ended.
 
@@ -1539,6 +1763,22 @@ class End(Composite):
     The value of the field should contain details on the cause of the error."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        error: Error | None = None,
+    ) -> None:
+        self.error = error
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error={self.error!r})"
 
     @staticmethod
     def read_from(
@@ -1577,7 +1817,7 @@ class End(Composite):
 _CLOSE_READERS = (_COMPOSITE_READERS,)
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Close(Composite):
     """close (amqp:close:list, descriptor 0x00000000_00000018 = 24, performatives): Sending a close signals that the sender will not be sending any more frames (or bytes of any
     other kind) on the Connection. Orderly shutdown requires that this frame MUST be written by
@@ -1603,6 +1843,22 @@ class Close(Composite):
     condition. The value of the field should contain details on the cause of the error."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        error: Error | None = None,
+    ) -> None:
+        self.error = error
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error={self.error!r})"
 
     @staticmethod
     def read_from(
@@ -1651,7 +1907,7 @@ _ERROR_READERS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Error(Composite):
     """error (amqp:error:list, descriptor 0x00000000_0000001d = 29, definitions): details of an error
 
@@ -1684,6 +1940,26 @@ class Error(Composite):
     """info: map carrying information about the error condition"""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        condition: str | None = None,
+        description: str | None = None,
+        info: dict[Any, Any] | None = None,
+    ) -> None:
+        self.condition = condition
+        self.description = description
+        self.info = info
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(condition={self.condition!r}, description={self.description!r}, info={self.info!r})"
 
     @staticmethod
     def read_from(
@@ -1743,7 +2019,7 @@ _HEADER_READERS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Header(Composite):
     """header (amqp:header:list, descriptor 0x00000000_00000070 = 112, message-format): The header section carries standard delivery details about the transfer of a Message through
     the AMQP network. If the header section is omitted the receiver MUST assume the appropriate
@@ -1817,6 +2093,30 @@ class Header(Composite):
     sender, according to rules defined for each outcome."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        durable: bool | None = None,
+        priority: int | None = None,
+        ttl: int | None = None,
+        first_acquirer: bool | None = None,
+        delivery_count: int | None = None,
+    ) -> None:
+        self.durable = durable
+        self.priority = priority
+        self.ttl = ttl
+        self.first_acquirer = first_acquirer
+        self.delivery_count = delivery_count
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(durable={self.durable!r}, priority={self.priority!r}, ttl={self.ttl!r}, first_acquirer={self.first_acquirer!r}, delivery_count={self.delivery_count!r})"
 
     @staticmethod
     def read_from(
@@ -1871,7 +2171,7 @@ class Header(Composite):
         end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class DeliveryAnnotations(Section):
     """delivery-annotations (amqp:delivery-annotations:map, descriptor 0x00000000_00000071 = 113, message-format): The delivery-annotations section is used for delivery-specific non-standard properties at
     the head of the message. Delivery annotations convey information from the sending peer to
@@ -1898,6 +2198,19 @@ class DeliveryAnnotations(Section):
     value: dict[Any, Any] | None = None
     """The section's annotations value."""
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, value: dict[Any, Any] | None = None) -> None:
+        self.value = value
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.value,) == (other.value,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(value={self.value!r})"
 
     @staticmethod
     def read_from(
@@ -1927,7 +2240,7 @@ class DeliveryAnnotations(Section):
             raise EncodeError("delivery-annotations.value", f"{e.field}: {e.reason}") from None
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class MessageAnnotations(Section):
     """message-annotations (amqp:message-annotations:map, descriptor 0x00000000_00000072 = 114, message-format): The message-annotations section is used for properties of the message which are aimed at the
     infrastructure and should be propagated across every delivery step. Message annotations
@@ -1960,6 +2273,19 @@ class MessageAnnotations(Section):
     value: dict[Any, Any] | None = None
     """The section's annotations value."""
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, value: dict[Any, Any] | None = None) -> None:
+        self.value = value
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.value,) == (other.value,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(value={self.value!r})"
 
     @staticmethod
     def read_from(
@@ -2006,7 +2332,7 @@ _PROPERTIES_READERS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Properties(Composite):
     """properties (amqp:properties:list, descriptor 0x00000000_00000073 = 115, message-format): The properties section is used for a defined set of standard properties of the message. The
     properties section is part of the bare message and thus must, if retransmitted by an
@@ -2106,6 +2432,46 @@ class Properties(Composite):
     to a specific group."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        message_id: Any | None = None,
+        user_id: bytes | None = None,
+        to: Any | None = None,
+        subject: str | None = None,
+        reply_to: Any | None = None,
+        correlation_id: Any | None = None,
+        content_type: str | None = None,
+        content_encoding: str | None = None,
+        absolute_expiry_time: int | None = None,
+        creation_time: int | None = None,
+        group_id: str | None = None,
+        group_sequence: int | None = None,
+        reply_to_group_id: str | None = None,
+    ) -> None:
+        self.message_id = message_id
+        self.user_id = user_id
+        self.to = to
+        self.subject = subject
+        self.reply_to = reply_to
+        self.correlation_id = correlation_id
+        self.content_type = content_type
+        self.content_encoding = content_encoding
+        self.absolute_expiry_time = absolute_expiry_time
+        self.creation_time = creation_time
+        self.group_id = group_id
+        self.group_sequence = group_sequence
+        self.reply_to_group_id = reply_to_group_id
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(message_id={self.message_id!r}, user_id={self.user_id!r}, to={self.to!r}, subject={self.subject!r}, reply_to={self.reply_to!r}, correlation_id={self.correlation_id!r}, content_type={self.content_type!r}, content_encoding={self.content_encoding!r}, absolute_expiry_time={self.absolute_expiry_time!r}, creation_time={self.creation_time!r}, group_id={self.group_id!r}, group_sequence={self.group_sequence!r}, reply_to_group_id={self.reply_to_group_id!r})"
 
     @staticmethod
     def read_from(
@@ -2184,7 +2550,7 @@ class Properties(Composite):
         end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class ApplicationProperties(Section):
     """application-properties (amqp:application-properties:map, descriptor 0x00000000_00000074 = 116, message-format): The application-properties section is a part of the bare message used for structured
     application data. Intermediaries may use the data within this structure for the purposes of
@@ -2207,6 +2573,19 @@ class ApplicationProperties(Section):
     value: dict[Any, Any] | None = None
     """The section's map value."""
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, value: dict[Any, Any] | None = None) -> None:
+        self.value = value
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.value,) == (other.value,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(value={self.value!r})"
 
     @staticmethod
     def read_from(
@@ -2238,7 +2617,7 @@ class ApplicationProperties(Section):
             raise EncodeError("application-properties.value", f"{e.field}: {e.reason}") from None
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Data(Section):
     """data (amqp:data:binary, descriptor 0x00000000_00000075 = 117, message-format): A data section contains opaque binary data.
 
@@ -2255,6 +2634,19 @@ class Data(Section):
     value: bytes | None = None
     """The section's binary value."""
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, value: bytes | None = None) -> None:
+        self.value = value
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.value,) == (other.value,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(value={self.value!r})"
 
     @staticmethod
     def read_from(
@@ -2279,7 +2671,7 @@ class Data(Section):
             raise EncodeError("data.value", f"{e.field}: {e.reason}") from None
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class AmqpSequence(Section):
     """amqp-sequence (amqp:amqp-sequence:list, descriptor 0x00000000_00000076 = 118, message-format): A sequence section contains an arbitrary number of structured data elements.
 
@@ -2296,6 +2688,19 @@ class AmqpSequence(Section):
     value: list[Any] | None = None
     """The section's list value."""
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, value: list[Any] | None = None) -> None:
+        self.value = value
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.value,) == (other.value,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(value={self.value!r})"
 
     @staticmethod
     def read_from(
@@ -2325,7 +2730,7 @@ class AmqpSequence(Section):
             raise EncodeError("amqp-sequence.value", f"{e.field}: {e.reason}") from None
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class AmqpValue(Section):
     """amqp-value (amqp:amqp-value:*, descriptor 0x00000000_00000077 = 119, message-format): An amqp-value section contains a single AMQP value.
 
@@ -2342,6 +2747,19 @@ class AmqpValue(Section):
     value: Any | None = None
     """The section's * value."""
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, value: Any | None = None) -> None:
+        self.value = value
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.value,) == (other.value,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(value={self.value!r})"
 
     @staticmethod
     def read_from(
@@ -2363,7 +2781,7 @@ class AmqpValue(Section):
             raise EncodeError("amqp-value.value", f"{e.field}: {e.reason}") from None
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Footer(Section):
     """footer (amqp:footer:map, descriptor 0x00000000_00000078 = 120, message-format): The footer section is used for details about the message or delivery which can only be
     calculated or evaluated once the whole bare message has been constructed or seen (for
@@ -2385,6 +2803,19 @@ class Footer(Section):
     value: dict[Any, Any] | None = None
     """The section's annotations value."""
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, value: dict[Any, Any] | None = None) -> None:
+        self.value = value
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.value,) == (other.value,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(value={self.value!r})"
 
     @staticmethod
     def read_from(
@@ -2415,7 +2846,7 @@ _RECEIVED_READERS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Received(Composite):
     """received (amqp:received:list, descriptor 0x00000000_00000023 = 35, delivery-state): At the target the received state indicates the furthest point in the payload of the message
     which the target will not need to have resent if the link is resumed. At the source the
@@ -2462,6 +2893,24 @@ class Received(Composite):
     number=0, section-offset=0) indicates that no message data at all has been transferred."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        section_number: int | None = None,
+        section_offset: int | None = None,
+    ) -> None:
+        self.section_number = section_number
+        self.section_offset = section_offset
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(section_number={self.section_number!r}, section_offset={self.section_offset!r})"
 
     @staticmethod
     def read_from(
@@ -2515,7 +2964,7 @@ class Received(Composite):
 _ACCEPTED_READERS = ()
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Accepted(Composite):
     """accepted (amqp:accepted:list, descriptor 0x00000000_00000024 = 36, delivery-state): At the source the accepted state means that the message has been retired from the node, and
     transfer of payload data will not be able to be resumed if the link becomes suspended. A
@@ -2549,6 +2998,20 @@ class Accepted(Composite):
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+    ) -> None:
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
 
     @staticmethod
     def read_from(
@@ -2585,7 +3048,7 @@ class Accepted(Composite):
 _REJECTED_READERS = (_COMPOSITE_READERS,)
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Rejected(Composite):
     """rejected (amqp:rejected:list, descriptor 0x00000000_00000025 = 37, delivery-state): At the target, the rejected outcome is used to indicate that an incoming Message is invalid
     and therefore unprocessable. The rejected outcome when applied to a Message will cause the
@@ -2617,6 +3080,22 @@ class Rejected(Composite):
     rejected Message associated with the symbolic key "rejected"."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        error: Error | None = None,
+    ) -> None:
+        self.error = error
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error={self.error!r})"
 
     @staticmethod
     def read_from(
@@ -2661,7 +3140,7 @@ class Rejected(Composite):
 _RELEASED_READERS = ()
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Released(Composite):
     """released (amqp:released:list, descriptor 0x00000000_00000026 = 38, delivery-state): At the source the released outcome means that the message is no longer acquired by the
     receiver, and has been made available for (re-)delivery to the same or other targets
@@ -2696,6 +3175,20 @@ class Released(Composite):
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+    ) -> None:
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
 
     @staticmethod
     def read_from(
@@ -2736,7 +3229,7 @@ _MODIFIED_READERS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Modified(Composite):
     """modified (amqp:modified:list, descriptor 0x00000000_00000027 = 39, delivery-state): At the source the modified outcome means that the message is no longer acquired by the
     receiver, and has been made available for (re-)delivery to the same or other targets
@@ -2791,6 +3284,26 @@ class Modified(Composite):
     has no such value, the value in this map is added."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        delivery_failed: bool | None = None,
+        undeliverable_here: bool | None = None,
+        message_annotations: dict[Any, Any] | None = None,
+    ) -> None:
+        self.delivery_failed = delivery_failed
+        self.undeliverable_here = undeliverable_here
+        self.message_annotations = message_annotations
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(delivery_failed={self.delivery_failed!r}, undeliverable_here={self.undeliverable_here!r}, message_annotations={self.message_annotations!r})"
 
     @staticmethod
     def read_from(
@@ -2852,7 +3365,7 @@ _SOURCE_READERS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Source(Composite):
     """source (amqp:source:list, descriptor 0x00000000_00000028 = 40, addressing): For containers which do not implement address resolution (and do not admit spontaneous link
     attachment from their partners) but are instead only used as producers of messages, it is
@@ -2956,6 +3469,42 @@ class Source(Composite):
     """capabilities (multiple): See http://www.amqp.org/specification/1.0/source-capabilities."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        address: Any | None = None,
+        durable: int | None = None,
+        expiry_policy: str | None = None,
+        timeout: int | None = None,
+        dynamic: bool | None = None,
+        dynamic_node_properties: dict[Any, Any] | None = None,
+        distribution_mode: str | None = None,
+        filter: dict[Any, Any] | None = None,
+        default_outcome: Any | None = None,
+        outcomes: list[str] | None = None,
+        capabilities: list[str] | None = None,
+    ) -> None:
+        self.address = address
+        self.durable = durable
+        self.expiry_policy = expiry_policy
+        self.timeout = timeout
+        self.dynamic = dynamic
+        self.dynamic_node_properties = dynamic_node_properties
+        self.distribution_mode = distribution_mode
+        self.filter = filter
+        self.default_outcome = default_outcome
+        self.outcomes = outcomes
+        self.capabilities = capabilities
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(address={self.address!r}, durable={self.durable!r}, expiry_policy={self.expiry_policy!r}, timeout={self.timeout!r}, dynamic={self.dynamic!r}, dynamic_node_properties={self.dynamic_node_properties!r}, distribution_mode={self.distribution_mode!r}, filter={self.filter!r}, default_outcome={self.default_outcome!r}, outcomes={self.outcomes!r}, capabilities={self.capabilities!r})"
 
     @staticmethod
     def read_from(
@@ -3047,7 +3596,7 @@ _TARGET_READERS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Target(Composite):
     """target (amqp:target:list, descriptor 0x00000000_00000029 = 41, addressing): For containers which do not implement address resolution (and do not admit spontaneous link
     attachment from their partners) but are instead only used as consumers of messages, it is
@@ -3123,6 +3672,34 @@ class Target(Composite):
     """capabilities (multiple): See http://www.amqp.org/specification/1.0/target-capabilities."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        address: Any | None = None,
+        durable: int | None = None,
+        expiry_policy: str | None = None,
+        timeout: int | None = None,
+        dynamic: bool | None = None,
+        dynamic_node_properties: dict[Any, Any] | None = None,
+        capabilities: list[str] | None = None,
+    ) -> None:
+        self.address = address
+        self.durable = durable
+        self.expiry_policy = expiry_policy
+        self.timeout = timeout
+        self.dynamic = dynamic
+        self.dynamic_node_properties = dynamic_node_properties
+        self.capabilities = capabilities
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(address={self.address!r}, durable={self.durable!r}, expiry_policy={self.expiry_policy!r}, timeout={self.timeout!r}, dynamic={self.dynamic!r}, dynamic_node_properties={self.dynamic_node_properties!r}, capabilities={self.capabilities!r})"
 
     @staticmethod
     def read_from(
@@ -3189,7 +3766,7 @@ class Target(Composite):
 _DELETE_ON_CLOSE_READERS = ()
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class DeleteOnClose(Composite):
     """delete-on-close (amqp:delete-on-close:list, descriptor 0x00000000_0000002b = 43, addressing): A Node dynamically created with this lifetime policy will be deleted at the point that the
     Link which caused its creation ceases to exist.
@@ -3209,6 +3786,20 @@ class DeleteOnClose(Composite):
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+    ) -> None:
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
 
     @staticmethod
     def read_from(
@@ -3253,7 +3844,7 @@ class DeleteOnClose(Composite):
 _DELETE_ON_NO_LINKS_READERS = ()
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class DeleteOnNoLinks(Composite):
     """delete-on-no-links (amqp:delete-on-no-links:list, descriptor 0x00000000_0000002c = 44, addressing): A Node dynamically created with this lifetime policy will be deleted at the point that there
     remain no Links for which the node is either the source or target.
@@ -3273,6 +3864,20 @@ class DeleteOnNoLinks(Composite):
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+    ) -> None:
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
 
     @staticmethod
     def read_from(
@@ -3317,7 +3922,7 @@ class DeleteOnNoLinks(Composite):
 _DELETE_ON_NO_MESSAGES_READERS = ()
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class DeleteOnNoMessages(Composite):
     """delete-on-no-messages (amqp:delete-on-no-messages:list, descriptor 0x00000000_0000002d = 45, addressing): A Node dynamically created with this lifetime policy will be deleted at the point that the
     Link which caused its creation no longer exists and there remain no Messages at the Node.
@@ -3337,6 +3942,20 @@ class DeleteOnNoMessages(Composite):
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+    ) -> None:
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
 
     @staticmethod
     def read_from(
@@ -3381,7 +4000,7 @@ class DeleteOnNoMessages(Composite):
 _DELETE_ON_NO_LINKS_OR_MESSAGES_READERS = ()
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class DeleteOnNoLinksOrMessages(Composite):
     """delete-on-no-links-or-messages (amqp:delete-on-no-links-or-messages:list, descriptor 0x00000000_0000002e = 46, addressing): A Node dynamically created with this lifetime policy will be deleted at the point that the
     there are no Links which have this Node as their source or target, and there remain no
@@ -3402,6 +4021,20 @@ class DeleteOnNoLinksOrMessages(Composite):
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+    ) -> None:
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
 
     @staticmethod
     def read_from(
@@ -3451,7 +4084,7 @@ class DeleteOnNoLinksOrMessages(Composite):
 _COORDINATOR_READERS = (_SYMBOL_OR_ARRAY_READERS,)
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Coordinator(Composite):
     """coordinator (amqp:coordinator:list, descriptor 0x00000000_00000030 = 48, coordination): The coordinator type defines a special target used for establishing a link with a
     transaction coordinator.
@@ -3482,6 +4115,22 @@ class Coordinator(Composite):
     requirements. See txn-capability."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        capabilities: list[str] | None = None,
+    ) -> None:
+        self.capabilities = capabilities
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(capabilities={self.capabilities!r})"
 
     @staticmethod
     def read_from(
@@ -3524,7 +4173,7 @@ class Coordinator(Composite):
 _DECLARE_READERS = (_ANY_READERS,)
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Declare(Composite):
     """declare (amqp:declare:list, descriptor 0x00000000_00000031 = 49, coordination): The declare type defines the message body sent to the coordinator to declare a transaction.
     The txn-id allocated for this transaction is chosen by the transaction controller and
@@ -3553,6 +4202,22 @@ class Declare(Composite):
     Transactions."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        global_id: Any | None = None,
+    ) -> None:
+        self.global_id = global_id
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(global_id={self.global_id!r})"
 
     @staticmethod
     def read_from(
@@ -3593,7 +4258,7 @@ _DISCHARGE_READERS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Discharge(Composite):
     """discharge (amqp:discharge:list, descriptor 0x00000000_00000032 = 50, coordination): The discharge type defines the message body sent to the coordinator to indicate that the
     txn-id is no longer in use. If the transaction is not associated with a global-id, then this
@@ -3628,6 +4293,24 @@ class Discharge(Composite):
     within AMQP 1.0 will be provided separately in Book 6 Distributed Transactions)."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        txn_id: Any | None = None,
+        fail: bool | None = None,
+    ) -> None:
+        self.txn_id = txn_id
+        self.fail = fail
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(txn_id={self.txn_id!r}, fail={self.fail!r})"
 
     @staticmethod
     def read_from(
@@ -3675,7 +4358,7 @@ class Discharge(Composite):
 _DECLARED_READERS = (_ANY_READERS,)
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Declared(Composite):
     """declared (amqp:declared:list, descriptor 0x00000000_00000033 = 51, coordination): Indicates that a transaction identifier has successfully been allocated in response to a
     declare message sent to a transaction coordinator.
@@ -3701,6 +4384,22 @@ class Declared(Composite):
     """txn-id (mandatory) requires txn-id: the allocated transaction id"""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        txn_id: Any | None = None,
+    ) -> None:
+        self.txn_id = txn_id
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(txn_id={self.txn_id!r})"
 
     @staticmethod
     def read_from(
@@ -3745,7 +4444,7 @@ _TRANSACTIONAL_STATE_READERS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class TransactionalState(Composite):
     """transactional-state (amqp:transactional-state:list, descriptor 0x00000000_00000034 = 52, coordination): The transactional-state type defines a delivery-state that is used to associate a delivery
     with a transaction as well as to indicate which outcome is to be applied if the transaction
@@ -3775,6 +4474,24 @@ class TransactionalState(Composite):
     """outcome requires outcome: This field indicates the provisional outcome to be applied if the transaction commits."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        txn_id: Any | None = None,
+        outcome: Any | None = None,
+    ) -> None:
+        self.txn_id = txn_id
+        self.outcome = outcome
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(txn_id={self.txn_id!r}, outcome={self.outcome!r})"
 
     @staticmethod
     def read_from(
@@ -3828,7 +4545,7 @@ class TransactionalState(Composite):
 _SASL_MECHANISMS_READERS = (_SYMBOL_OR_ARRAY_READERS,)
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class SaslMechanisms(Composite):
     """sasl-mechanisms (amqp:sasl-mechanisms:list, descriptor 0x00000000_00000040 = 64, sasl): Advertises the available SASL mechanisms that may be used for authentication.
 
@@ -3857,6 +4574,24 @@ class SaslMechanisms(Composite):
     mechanism ANONYMOUS. The server mechanisms are ordered in decreasing level of preference."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        sasl_server_mechanisms: list[str] | None = None,
+    ) -> None:
+        self.sasl_server_mechanisms = sasl_server_mechanisms
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}(sasl_server_mechanisms={self.sasl_server_mechanisms!r})"
+        )
 
     @staticmethod
     def read_from(
@@ -3923,7 +4658,7 @@ _SASL_INIT_READERS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class SaslInit(Composite):
     """sasl-init (amqp:sasl-init:list, descriptor 0x00000000_00000041 = 65, sasl): Selects the sasl mechanism and provides the initial response if needed.
 
@@ -3966,6 +4701,26 @@ class SaslInit(Composite):
     same value. It is undefined what a different value to those already specific means."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        mechanism: str | None = None,
+        initial_response: bytes | None = None,
+        hostname: str | None = None,
+    ) -> None:
+        self.mechanism = mechanism
+        self.initial_response = initial_response
+        self.hostname = hostname
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(mechanism={self.mechanism!r}, initial_response={self.initial_response!r}, hostname={self.hostname!r})"
 
     @staticmethod
     def read_from(
@@ -4019,7 +4774,7 @@ class SaslInit(Composite):
 _SASL_CHALLENGE_READERS = (_BINARY_READERS,)
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class SaslChallenge(Composite):
     """sasl-challenge (amqp:sasl-challenge:list, descriptor 0x00000000_00000042 = 66, sasl): Send the SASL challenge data as defined by the SASL specification.
 
@@ -4041,6 +4796,22 @@ class SaslChallenge(Composite):
     """challenge (mandatory): Challenge information, a block of opaque binary data passed to the security mechanism."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        challenge: bytes | None = None,
+    ) -> None:
+        self.challenge = challenge
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(challenge={self.challenge!r})"
 
     @staticmethod
     def read_from(
@@ -4092,7 +4863,7 @@ class SaslChallenge(Composite):
 _SASL_RESPONSE_READERS = (_BINARY_READERS,)
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class SaslResponse(Composite):
     """sasl-response (amqp:sasl-response:list, descriptor 0x00000000_00000043 = 67, sasl): Send the SASL response data as defined by the SASL specification.
 
@@ -4115,6 +4886,22 @@ class SaslResponse(Composite):
     defined by the SASL security mechanism."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        response: bytes | None = None,
+    ) -> None:
+        self.response = response
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(response={self.response!r})"
 
     @staticmethod
     def read_from(
@@ -4163,7 +4950,7 @@ _SASL_OUTCOME_READERS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class SaslOutcome(Composite):
     """sasl-outcome (amqp:sasl-outcome:list, descriptor 0x00000000_00000044 = 68, sasl): This frame indicates the outcome of the SASL dialog. Upon successful completion of the SASL
     dialog the Security Layer has been established, and the peers must exchange protocol headers
@@ -4195,6 +4982,24 @@ class SaslOutcome(Composite):
     this field is not set."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        code: int | None = None,
+        additional_data: bytes | None = None,
+    ) -> None:
+        self.code = code
+        self.additional_data = additional_data
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(code={self.code!r}, additional_data={self.additional_data!r})"
 
     @staticmethod
     def read_from(
