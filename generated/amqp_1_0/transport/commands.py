@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 from ..errors import DecodeError, EncodeError
 from ..framing import HEADER
 from ..values import (
+    Buffer,
     Composite,
     Described,
     Frame,
@@ -53,7 +54,7 @@ from ..values import (
     mistyped,
     multiple,
     not_kind,
-    put,
+    put_fields,
     read,
     read_fields,
     read_list,
@@ -207,6 +208,18 @@ _OPEN_READERS = (
     _SYMBOL_OR_ARRAY_READERS,
     _MAP_READERS,
 )
+_OPEN_WRITERS = (
+    e_string,
+    e_string,
+    e_uint,
+    e_ushort,
+    e_uint,
+    e_symbol_or_array,
+    e_symbol_or_array,
+    e_symbol_or_array,
+    e_symbol_or_array,
+    e_map,
+)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -316,7 +329,7 @@ class Open(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -384,16 +397,7 @@ class Open(Composite):
             out, self._wire if wire is None else wire, "amqp:open:list", 0x00000000_00000010, values
         )
         body = bytearray()
-        put(e_string, values, 0, count, body, wires, "open.container-id")
-        put(e_string, values, 1, count, body, wires, "open.hostname")
-        put(e_uint, values, 2, count, body, wires, "open.max-frame-size")
-        put(e_ushort, values, 3, count, body, wires, "open.channel-max")
-        put(e_uint, values, 4, count, body, wires, "open.idle-time-out")
-        put(e_symbol_or_array, values, 5, count, body, wires, "open.outgoing-locales")
-        put(e_symbol_or_array, values, 6, count, body, wires, "open.incoming-locales")
-        put(e_symbol_or_array, values, 7, count, body, wires, "open.offered-capabilities")
-        put(e_symbol_or_array, values, 8, count, body, wires, "open.desired-capabilities")
-        put(e_map, values, 9, count, body, wires, "open.properties")
+        put_fields(values, count, body, wires, _OPEN_WRITERS, "open", Open.FIELDS)
         end_list(out, code, body, count)
 
 
@@ -406,6 +410,16 @@ _BEGIN_READERS = (
     _SYMBOL_OR_ARRAY_READERS,
     _SYMBOL_OR_ARRAY_READERS,
     _MAP_READERS,
+)
+_BEGIN_WRITERS = (
+    e_ushort,
+    e_uint,
+    e_uint,
+    e_uint,
+    e_uint,
+    e_symbol_or_array,
+    e_symbol_or_array,
+    e_map,
 )
 
 
@@ -501,7 +515,7 @@ class Begin(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -571,14 +585,7 @@ class Begin(Composite):
             values,
         )
         body = bytearray()
-        put(e_ushort, values, 0, count, body, wires, "begin.remote-channel")
-        put(e_uint, values, 1, count, body, wires, "begin.next-outgoing-id")
-        put(e_uint, values, 2, count, body, wires, "begin.incoming-window")
-        put(e_uint, values, 3, count, body, wires, "begin.outgoing-window")
-        put(e_uint, values, 4, count, body, wires, "begin.handle-max")
-        put(e_symbol_or_array, values, 5, count, body, wires, "begin.offered-capabilities")
-        put(e_symbol_or_array, values, 6, count, body, wires, "begin.desired-capabilities")
-        put(e_map, values, 7, count, body, wires, "begin.properties")
+        put_fields(values, count, body, wires, _BEGIN_WRITERS, "begin", Begin.FIELDS)
         end_list(out, code, body, count)
 
 
@@ -597,6 +604,22 @@ _ATTACH_READERS = (
     _SYMBOL_OR_ARRAY_READERS,
     _SYMBOL_OR_ARRAY_READERS,
     _MAP_READERS,
+)
+_ATTACH_WRITERS = (
+    e_string,
+    e_uint,
+    e_boolean,
+    e_ubyte,
+    e_ubyte,
+    encode_any,
+    encode_any,
+    e_map,
+    e_boolean,
+    e_uint,
+    e_ulong,
+    e_symbol_or_array,
+    e_symbol_or_array,
+    e_map,
 )
 
 
@@ -730,7 +753,7 @@ class Attach(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -814,20 +837,7 @@ class Attach(Composite):
             values,
         )
         body = bytearray()
-        put(e_string, values, 0, count, body, wires, "attach.name")
-        put(e_uint, values, 1, count, body, wires, "attach.handle")
-        put(e_boolean, values, 2, count, body, wires, "attach.role")
-        put(e_ubyte, values, 3, count, body, wires, "attach.snd-settle-mode")
-        put(e_ubyte, values, 4, count, body, wires, "attach.rcv-settle-mode")
-        put(encode_any, values, 5, count, body, wires, "attach.source")
-        put(encode_any, values, 6, count, body, wires, "attach.target")
-        put(e_map, values, 7, count, body, wires, "attach.unsettled")
-        put(e_boolean, values, 8, count, body, wires, "attach.incomplete-unsettled")
-        put(e_uint, values, 9, count, body, wires, "attach.initial-delivery-count")
-        put(e_ulong, values, 10, count, body, wires, "attach.max-message-size")
-        put(e_symbol_or_array, values, 11, count, body, wires, "attach.offered-capabilities")
-        put(e_symbol_or_array, values, 12, count, body, wires, "attach.desired-capabilities")
-        put(e_map, values, 13, count, body, wires, "attach.properties")
+        put_fields(values, count, body, wires, _ATTACH_WRITERS, "attach", Attach.FIELDS)
         end_list(out, code, body, count)
 
 
@@ -843,6 +853,19 @@ _FLOW_READERS = (
     _BOOLEAN_READERS,
     _BOOLEAN_READERS,
     _MAP_READERS,
+)
+_FLOW_WRITERS = (
+    e_uint,
+    e_uint,
+    e_uint,
+    e_uint,
+    e_uint,
+    e_uint,
+    e_uint,
+    e_uint,
+    e_boolean,
+    e_boolean,
+    e_map,
 )
 
 
@@ -952,7 +975,7 @@ class Flow(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -1019,17 +1042,7 @@ class Flow(Composite):
             out, self._wire if wire is None else wire, "amqp:flow:list", 0x00000000_00000013, values
         )
         body = bytearray()
-        put(e_uint, values, 0, count, body, wires, "flow.next-incoming-id")
-        put(e_uint, values, 1, count, body, wires, "flow.incoming-window")
-        put(e_uint, values, 2, count, body, wires, "flow.next-outgoing-id")
-        put(e_uint, values, 3, count, body, wires, "flow.outgoing-window")
-        put(e_uint, values, 4, count, body, wires, "flow.handle")
-        put(e_uint, values, 5, count, body, wires, "flow.delivery-count")
-        put(e_uint, values, 6, count, body, wires, "flow.link-credit")
-        put(e_uint, values, 7, count, body, wires, "flow.available")
-        put(e_boolean, values, 8, count, body, wires, "flow.drain")
-        put(e_boolean, values, 9, count, body, wires, "flow.echo")
-        put(e_map, values, 10, count, body, wires, "flow.properties")
+        put_fields(values, count, body, wires, _FLOW_WRITERS, "flow", Flow.FIELDS)
         end_list(out, code, body, count)
 
 
@@ -1045,6 +1058,19 @@ _TRANSFER_READERS = (
     _BOOLEAN_READERS,
     _BOOLEAN_READERS,
     _BOOLEAN_READERS,
+)
+_TRANSFER_WRITERS = (
+    e_uint,
+    e_uint,
+    e_binary,
+    e_uint,
+    e_boolean,
+    e_boolean,
+    e_ubyte,
+    encode_any,
+    e_boolean,
+    e_boolean,
+    e_boolean,
 )
 
 
@@ -1156,7 +1182,7 @@ class Transfer(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -1219,17 +1245,7 @@ class Transfer(Composite):
             values,
         )
         body = bytearray()
-        put(e_uint, values, 0, count, body, wires, "transfer.handle")
-        put(e_uint, values, 1, count, body, wires, "transfer.delivery-id")
-        put(e_binary, values, 2, count, body, wires, "transfer.delivery-tag")
-        put(e_uint, values, 3, count, body, wires, "transfer.message-format")
-        put(e_boolean, values, 4, count, body, wires, "transfer.settled")
-        put(e_boolean, values, 5, count, body, wires, "transfer.more")
-        put(e_ubyte, values, 6, count, body, wires, "transfer.rcv-settle-mode")
-        put(encode_any, values, 7, count, body, wires, "transfer.state")
-        put(e_boolean, values, 8, count, body, wires, "transfer.resume")
-        put(e_boolean, values, 9, count, body, wires, "transfer.aborted")
-        put(e_boolean, values, 10, count, body, wires, "transfer.batchable")
+        put_fields(values, count, body, wires, _TRANSFER_WRITERS, "transfer", Transfer.FIELDS)
         end_list(out, code, body, count)
 
 
@@ -1240,6 +1256,14 @@ _DISPOSITION_READERS = (
     _BOOLEAN_READERS,
     _ANY_READERS,
     _BOOLEAN_READERS,
+)
+_DISPOSITION_WRITERS = (
+    e_boolean,
+    e_uint,
+    e_uint,
+    e_boolean,
+    encode_any,
+    e_boolean,
 )
 
 
@@ -1319,7 +1343,7 @@ class Disposition(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -1371,12 +1395,9 @@ class Disposition(Composite):
             values,
         )
         body = bytearray()
-        put(e_boolean, values, 0, count, body, wires, "disposition.role")
-        put(e_uint, values, 1, count, body, wires, "disposition.first")
-        put(e_uint, values, 2, count, body, wires, "disposition.last")
-        put(e_boolean, values, 3, count, body, wires, "disposition.settled")
-        put(encode_any, values, 4, count, body, wires, "disposition.state")
-        put(e_boolean, values, 5, count, body, wires, "disposition.batchable")
+        put_fields(
+            values, count, body, wires, _DISPOSITION_WRITERS, "disposition", Disposition.FIELDS
+        )
         end_list(out, code, body, count)
 
 
@@ -1384,6 +1405,11 @@ _DETACH_READERS = (
     _UINT_READERS,
     _BOOLEAN_READERS,
     _COMPOSITE_READERS,
+)
+_DETACH_WRITERS = (
+    e_uint,
+    e_boolean,
+    encode_any,
 )
 
 
@@ -1444,7 +1470,7 @@ class Detach(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -1490,13 +1516,12 @@ class Detach(Composite):
             values,
         )
         body = bytearray()
-        put(e_uint, values, 0, count, body, wires, "detach.handle")
-        put(e_boolean, values, 1, count, body, wires, "detach.closed")
-        put(encode_any, values, 2, count, body, wires, "detach.error")
+        put_fields(values, count, body, wires, _DETACH_WRITERS, "detach", Detach.FIELDS)
         end_list(out, code, body, count)
 
 
 _END_READERS = (_COMPOSITE_READERS,)
+_END_WRITERS = (encode_any,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -1540,7 +1565,7 @@ class End(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -1568,11 +1593,12 @@ class End(Composite):
             out, self._wire if wire is None else wire, "amqp:end:list", 0x00000000_00000017, values
         )
         body = bytearray()
-        put(encode_any, values, 0, count, body, wires, "end.error")
+        put_fields(values, count, body, wires, _END_WRITERS, "end", End.FIELDS)
         end_list(out, code, body, count)
 
 
 _CLOSE_READERS = (_COMPOSITE_READERS,)
+_CLOSE_WRITERS = (encode_any,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -1616,7 +1642,7 @@ class Close(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -1650,7 +1676,7 @@ class Close(Composite):
             values,
         )
         body = bytearray()
-        put(encode_any, values, 0, count, body, wires, "close.error")
+        put_fields(values, count, body, wires, _CLOSE_WRITERS, "close", Close.FIELDS)
         end_list(out, code, body, count)
 
 
@@ -1658,6 +1684,11 @@ _ERROR_READERS = (
     _SYMBOL_READERS,
     _STRING_READERS,
     _MAP_READERS,
+)
+_ERROR_WRITERS = (
+    e_symbol,
+    e_string,
+    e_map,
 )
 
 
@@ -1716,7 +1747,7 @@ class Error(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -1757,9 +1788,7 @@ class Error(Composite):
             values,
         )
         body = bytearray()
-        put(e_symbol, values, 0, count, body, wires, "error.condition")
-        put(e_string, values, 1, count, body, wires, "error.description")
-        put(e_map, values, 2, count, body, wires, "error.info")
+        put_fields(values, count, body, wires, _ERROR_WRITERS, "error", Error.FIELDS)
         end_list(out, code, body, count)
 
 
@@ -1862,9 +1891,9 @@ def decode(
 ) -> Frame | ProtocolHeader:
     """One frame, or one protocol header; DecodeError names the field and byte offset.
     (`verify_checksums` is every protocol's argument; these frames carry no checksum.)"""
-    buf = frame if isinstance(frame, memoryview) else memoryview(frame)
+    buf = frame if isinstance(frame, bytes | memoryview) else memoryview(frame)
     n = len(buf)
-    if n == 8 and buf[:4].tobytes() == b"AMQP":
+    if n == 8 and bytes(buf[:4]) == b"AMQP":
         return ProtocolHeader(buf[4], buf[5], buf[6], buf[7])
     if n < 8:
         raise DecodeError("frame.size", 0, f"needs 8 bytes, {n} left")
@@ -1896,10 +1925,4 @@ def decode(
         raise DecodeError(
             "frame.body", start, f"{_what(body)} is no performative of a type {frame_type} frame"
         )
-    return Frame(
-        frame_type,
-        channel,
-        body,
-        frame[end:] if frame.__class__ is bytes else bytes(buf[end:]),
-        extended,
-    )
+    return Frame(frame_type, channel, body, bytes(buf[end:]), extended)

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 from ..errors import DecodeError, EncodeError
 from ..framing import HEADER
 from ..values import (
+    Buffer,
     Composite,
     Described,
     Frame,
@@ -56,7 +57,7 @@ from ..values import (
     mistyped,
     multiple,
     not_kind,
-    put,
+    put_fields,
     read,
     read_fields,
     read_list,
@@ -263,6 +264,18 @@ _OPEN_READERS = (
     _SYMBOL_OR_ARRAY_READERS,
     _MAP_READERS,
 )
+_OPEN_WRITERS = (
+    e_string,
+    e_string,
+    e_uint,
+    e_ushort,
+    e_uint,
+    e_symbol_or_array,
+    e_symbol_or_array,
+    e_symbol_or_array,
+    e_symbol_or_array,
+    e_map,
+)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -414,7 +427,7 @@ class Open(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -482,16 +495,7 @@ class Open(Composite):
             out, self._wire if wire is None else wire, "amqp:open:list", 0x00000000_00000010, values
         )
         body = bytearray()
-        put(e_string, values, 0, count, body, wires, "open.container-id")
-        put(e_string, values, 1, count, body, wires, "open.hostname")
-        put(e_uint, values, 2, count, body, wires, "open.max-frame-size")
-        put(e_ushort, values, 3, count, body, wires, "open.channel-max")
-        put(e_uint, values, 4, count, body, wires, "open.idle-time-out")
-        put(e_symbol_or_array, values, 5, count, body, wires, "open.outgoing-locales")
-        put(e_symbol_or_array, values, 6, count, body, wires, "open.incoming-locales")
-        put(e_symbol_or_array, values, 7, count, body, wires, "open.offered-capabilities")
-        put(e_symbol_or_array, values, 8, count, body, wires, "open.desired-capabilities")
-        put(e_map, values, 9, count, body, wires, "open.properties")
+        put_fields(values, count, body, wires, _OPEN_WRITERS, "open", Open.FIELDS)
         end_list(out, code, body, count)
 
 
@@ -504,6 +508,16 @@ _BEGIN_READERS = (
     _SYMBOL_OR_ARRAY_READERS,
     _SYMBOL_OR_ARRAY_READERS,
     _MAP_READERS,
+)
+_BEGIN_WRITERS = (
+    e_ushort,
+    e_uint,
+    e_uint,
+    e_uint,
+    e_uint,
+    e_symbol_or_array,
+    e_symbol_or_array,
+    e_map,
 )
 
 
@@ -607,7 +621,7 @@ class Begin(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -677,14 +691,7 @@ class Begin(Composite):
             values,
         )
         body = bytearray()
-        put(e_ushort, values, 0, count, body, wires, "begin.remote-channel")
-        put(e_uint, values, 1, count, body, wires, "begin.next-outgoing-id")
-        put(e_uint, values, 2, count, body, wires, "begin.incoming-window")
-        put(e_uint, values, 3, count, body, wires, "begin.outgoing-window")
-        put(e_uint, values, 4, count, body, wires, "begin.handle-max")
-        put(e_symbol_or_array, values, 5, count, body, wires, "begin.offered-capabilities")
-        put(e_symbol_or_array, values, 6, count, body, wires, "begin.desired-capabilities")
-        put(e_map, values, 7, count, body, wires, "begin.properties")
+        put_fields(values, count, body, wires, _BEGIN_WRITERS, "begin", Begin.FIELDS)
         end_list(out, code, body, count)
 
 
@@ -703,6 +710,22 @@ _ATTACH_READERS = (
     _SYMBOL_OR_ARRAY_READERS,
     _SYMBOL_OR_ARRAY_READERS,
     _MAP_READERS,
+)
+_ATTACH_WRITERS = (
+    e_string,
+    e_uint,
+    e_boolean,
+    e_ubyte,
+    e_ubyte,
+    encode_any,
+    encode_any,
+    e_map,
+    e_boolean,
+    e_uint,
+    e_ulong,
+    e_symbol_or_array,
+    e_symbol_or_array,
+    e_map,
 )
 
 
@@ -871,7 +894,7 @@ class Attach(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -955,20 +978,7 @@ class Attach(Composite):
             values,
         )
         body = bytearray()
-        put(e_string, values, 0, count, body, wires, "attach.name")
-        put(e_uint, values, 1, count, body, wires, "attach.handle")
-        put(e_boolean, values, 2, count, body, wires, "attach.role")
-        put(e_ubyte, values, 3, count, body, wires, "attach.snd-settle-mode")
-        put(e_ubyte, values, 4, count, body, wires, "attach.rcv-settle-mode")
-        put(encode_any, values, 5, count, body, wires, "attach.source")
-        put(encode_any, values, 6, count, body, wires, "attach.target")
-        put(e_map, values, 7, count, body, wires, "attach.unsettled")
-        put(e_boolean, values, 8, count, body, wires, "attach.incomplete-unsettled")
-        put(e_uint, values, 9, count, body, wires, "attach.initial-delivery-count")
-        put(e_ulong, values, 10, count, body, wires, "attach.max-message-size")
-        put(e_symbol_or_array, values, 11, count, body, wires, "attach.offered-capabilities")
-        put(e_symbol_or_array, values, 12, count, body, wires, "attach.desired-capabilities")
-        put(e_map, values, 13, count, body, wires, "attach.properties")
+        put_fields(values, count, body, wires, _ATTACH_WRITERS, "attach", Attach.FIELDS)
         end_list(out, code, body, count)
 
 
@@ -984,6 +994,19 @@ _FLOW_READERS = (
     _BOOLEAN_READERS,
     _BOOLEAN_READERS,
     _MAP_READERS,
+)
+_FLOW_WRITERS = (
+    e_uint,
+    e_uint,
+    e_uint,
+    e_uint,
+    e_uint,
+    e_uint,
+    e_uint,
+    e_uint,
+    e_boolean,
+    e_boolean,
+    e_map,
 )
 
 
@@ -1119,7 +1142,7 @@ class Flow(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -1186,17 +1209,7 @@ class Flow(Composite):
             out, self._wire if wire is None else wire, "amqp:flow:list", 0x00000000_00000013, values
         )
         body = bytearray()
-        put(e_uint, values, 0, count, body, wires, "flow.next-incoming-id")
-        put(e_uint, values, 1, count, body, wires, "flow.incoming-window")
-        put(e_uint, values, 2, count, body, wires, "flow.next-outgoing-id")
-        put(e_uint, values, 3, count, body, wires, "flow.outgoing-window")
-        put(e_uint, values, 4, count, body, wires, "flow.handle")
-        put(e_uint, values, 5, count, body, wires, "flow.delivery-count")
-        put(e_uint, values, 6, count, body, wires, "flow.link-credit")
-        put(e_uint, values, 7, count, body, wires, "flow.available")
-        put(e_boolean, values, 8, count, body, wires, "flow.drain")
-        put(e_boolean, values, 9, count, body, wires, "flow.echo")
-        put(e_map, values, 10, count, body, wires, "flow.properties")
+        put_fields(values, count, body, wires, _FLOW_WRITERS, "flow", Flow.FIELDS)
         end_list(out, code, body, count)
 
 
@@ -1212,6 +1225,19 @@ _TRANSFER_READERS = (
     _BOOLEAN_READERS,
     _BOOLEAN_READERS,
     _BOOLEAN_READERS,
+)
+_TRANSFER_WRITERS = (
+    e_uint,
+    e_uint,
+    e_binary,
+    e_uint,
+    e_boolean,
+    e_boolean,
+    e_ubyte,
+    encode_any,
+    e_boolean,
+    e_boolean,
+    e_boolean,
 )
 
 
@@ -1377,7 +1403,7 @@ class Transfer(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -1440,17 +1466,7 @@ class Transfer(Composite):
             values,
         )
         body = bytearray()
-        put(e_uint, values, 0, count, body, wires, "transfer.handle")
-        put(e_uint, values, 1, count, body, wires, "transfer.delivery-id")
-        put(e_binary, values, 2, count, body, wires, "transfer.delivery-tag")
-        put(e_uint, values, 3, count, body, wires, "transfer.message-format")
-        put(e_boolean, values, 4, count, body, wires, "transfer.settled")
-        put(e_boolean, values, 5, count, body, wires, "transfer.more")
-        put(e_ubyte, values, 6, count, body, wires, "transfer.rcv-settle-mode")
-        put(encode_any, values, 7, count, body, wires, "transfer.state")
-        put(e_boolean, values, 8, count, body, wires, "transfer.resume")
-        put(e_boolean, values, 9, count, body, wires, "transfer.aborted")
-        put(e_boolean, values, 10, count, body, wires, "transfer.batchable")
+        put_fields(values, count, body, wires, _TRANSFER_WRITERS, "transfer", Transfer.FIELDS)
         end_list(out, code, body, count)
 
 
@@ -1461,6 +1477,14 @@ _DISPOSITION_READERS = (
     _BOOLEAN_READERS,
     _ANY_READERS,
     _BOOLEAN_READERS,
+)
+_DISPOSITION_WRITERS = (
+    e_boolean,
+    e_uint,
+    e_uint,
+    e_boolean,
+    encode_any,
+    e_boolean,
 )
 
 
@@ -1558,7 +1582,7 @@ class Disposition(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -1610,12 +1634,9 @@ class Disposition(Composite):
             values,
         )
         body = bytearray()
-        put(e_boolean, values, 0, count, body, wires, "disposition.role")
-        put(e_uint, values, 1, count, body, wires, "disposition.first")
-        put(e_uint, values, 2, count, body, wires, "disposition.last")
-        put(e_boolean, values, 3, count, body, wires, "disposition.settled")
-        put(encode_any, values, 4, count, body, wires, "disposition.state")
-        put(e_boolean, values, 5, count, body, wires, "disposition.batchable")
+        put_fields(
+            values, count, body, wires, _DISPOSITION_WRITERS, "disposition", Disposition.FIELDS
+        )
         end_list(out, code, body, count)
 
 
@@ -1623,6 +1644,11 @@ _DETACH_READERS = (
     _UINT_READERS,
     _BOOLEAN_READERS,
     _COMPOSITE_READERS,
+)
+_DETACH_WRITERS = (
+    e_uint,
+    e_boolean,
+    encode_any,
 )
 
 
@@ -1685,7 +1711,7 @@ class Detach(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -1731,13 +1757,12 @@ class Detach(Composite):
             values,
         )
         body = bytearray()
-        put(e_uint, values, 0, count, body, wires, "detach.handle")
-        put(e_boolean, values, 1, count, body, wires, "detach.closed")
-        put(encode_any, values, 2, count, body, wires, "detach.error")
+        put_fields(values, count, body, wires, _DETACH_WRITERS, "detach", Detach.FIELDS)
         end_list(out, code, body, count)
 
 
 _END_READERS = (_COMPOSITE_READERS,)
+_END_WRITERS = (encode_any,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -1782,7 +1807,7 @@ class End(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -1810,11 +1835,12 @@ class End(Composite):
             out, self._wire if wire is None else wire, "amqp:end:list", 0x00000000_00000017, values
         )
         body = bytearray()
-        put(encode_any, values, 0, count, body, wires, "end.error")
+        put_fields(values, count, body, wires, _END_WRITERS, "end", End.FIELDS)
         end_list(out, code, body, count)
 
 
 _CLOSE_READERS = (_COMPOSITE_READERS,)
+_CLOSE_WRITERS = (encode_any,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -1862,7 +1888,7 @@ class Close(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -1896,7 +1922,7 @@ class Close(Composite):
             values,
         )
         body = bytearray()
-        put(encode_any, values, 0, count, body, wires, "close.error")
+        put_fields(values, count, body, wires, _CLOSE_WRITERS, "close", Close.FIELDS)
         end_list(out, code, body, count)
 
 
@@ -1904,6 +1930,11 @@ _ERROR_READERS = (
     _SYMBOL_READERS,
     _STRING_READERS,
     _MAP_READERS,
+)
+_ERROR_WRITERS = (
+    e_symbol,
+    e_string,
+    e_map,
 )
 
 
@@ -1963,7 +1994,7 @@ class Error(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -2004,9 +2035,7 @@ class Error(Composite):
             values,
         )
         body = bytearray()
-        put(e_symbol, values, 0, count, body, wires, "error.condition")
-        put(e_string, values, 1, count, body, wires, "error.description")
-        put(e_map, values, 2, count, body, wires, "error.info")
+        put_fields(values, count, body, wires, _ERROR_WRITERS, "error", Error.FIELDS)
         end_list(out, code, body, count)
 
 
@@ -2016,6 +2045,13 @@ _HEADER_READERS = (
     _UINT_READERS,
     _BOOLEAN_READERS,
     _UINT_READERS,
+)
+_HEADER_WRITERS = (
+    e_boolean,
+    e_ubyte,
+    e_uint,
+    e_boolean,
+    e_uint,
 )
 
 
@@ -2120,7 +2156,7 @@ class Header(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -2163,11 +2199,7 @@ class Header(Composite):
             values,
         )
         body = bytearray()
-        put(e_boolean, values, 0, count, body, wires, "header.durable")
-        put(e_ubyte, values, 1, count, body, wires, "header.priority")
-        put(e_uint, values, 2, count, body, wires, "header.ttl")
-        put(e_boolean, values, 3, count, body, wires, "header.first-acquirer")
-        put(e_uint, values, 4, count, body, wires, "header.delivery-count")
+        put_fields(values, count, body, wires, _HEADER_WRITERS, "header", Header.FIELDS)
         end_list(out, code, body, count)
 
 
@@ -2214,7 +2246,7 @@ class DeliveryAnnotations(Section):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The one value after the descriptor, its constructor checked against its type."""
         at = pos
@@ -2289,7 +2321,7 @@ class MessageAnnotations(Section):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The one value after the descriptor, its constructor checked against its type."""
         at = pos
@@ -2329,6 +2361,21 @@ _PROPERTIES_READERS = (
     _STRING_READERS,
     _UINT_READERS,
     _STRING_READERS,
+)
+_PROPERTIES_WRITERS = (
+    encode_any,
+    e_binary,
+    encode_any,
+    e_string,
+    encode_any,
+    encode_any,
+    e_symbol,
+    e_symbol,
+    e_timestamp,
+    e_timestamp,
+    e_string,
+    e_uint,
+    e_string,
 )
 
 
@@ -2475,7 +2522,7 @@ class Properties(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -2534,19 +2581,7 @@ class Properties(Composite):
             values,
         )
         body = bytearray()
-        put(encode_any, values, 0, count, body, wires, "properties.message-id")
-        put(e_binary, values, 1, count, body, wires, "properties.user-id")
-        put(encode_any, values, 2, count, body, wires, "properties.to")
-        put(e_string, values, 3, count, body, wires, "properties.subject")
-        put(encode_any, values, 4, count, body, wires, "properties.reply-to")
-        put(encode_any, values, 5, count, body, wires, "properties.correlation-id")
-        put(e_symbol, values, 6, count, body, wires, "properties.content-type")
-        put(e_symbol, values, 7, count, body, wires, "properties.content-encoding")
-        put(e_timestamp, values, 8, count, body, wires, "properties.absolute-expiry-time")
-        put(e_timestamp, values, 9, count, body, wires, "properties.creation-time")
-        put(e_string, values, 10, count, body, wires, "properties.group-id")
-        put(e_uint, values, 11, count, body, wires, "properties.group-sequence")
-        put(e_string, values, 12, count, body, wires, "properties.reply-to-group-id")
+        put_fields(values, count, body, wires, _PROPERTIES_WRITERS, "properties", Properties.FIELDS)
         end_list(out, code, body, count)
 
 
@@ -2589,7 +2624,7 @@ class ApplicationProperties(Section):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The one value after the descriptor, its constructor checked against its type."""
         at = pos
@@ -2650,7 +2685,7 @@ class Data(Section):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The one value after the descriptor, its constructor checked against its type."""
         at = pos
@@ -2704,7 +2739,7 @@ class AmqpSequence(Section):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The one value after the descriptor, its constructor checked against its type."""
         at = pos
@@ -2763,7 +2798,7 @@ class AmqpValue(Section):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The one value after the descriptor."""
         value, pos, vwire = read_section(buf, pos, end, described, "amqp-value")
@@ -2819,7 +2854,7 @@ class Footer(Section):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The one value after the descriptor, its constructor checked against its type."""
         at = pos
@@ -2843,6 +2878,10 @@ class Footer(Section):
 _RECEIVED_READERS = (
     _UINT_READERS,
     _ULONG_READERS,
+)
+_RECEIVED_WRITERS = (
+    e_uint,
+    e_ulong,
 )
 
 
@@ -2914,7 +2953,7 @@ class Received(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -2956,12 +2995,12 @@ class Received(Composite):
             values,
         )
         body = bytearray()
-        put(e_uint, values, 0, count, body, wires, "received.section-number")
-        put(e_ulong, values, 1, count, body, wires, "received.section-offset")
+        put_fields(values, count, body, wires, _RECEIVED_WRITERS, "received", Received.FIELDS)
         end_list(out, code, body, count)
 
 
 _ACCEPTED_READERS = ()
+_ACCEPTED_WRITERS = ()
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -3015,7 +3054,7 @@ class Accepted(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -3042,10 +3081,12 @@ class Accepted(Composite):
             values,
         )
         body = bytearray()
+        put_fields(values, count, body, wires, _ACCEPTED_WRITERS, "accepted", Accepted.FIELDS)
         end_list(out, code, body, count)
 
 
 _REJECTED_READERS = (_COMPOSITE_READERS,)
+_REJECTED_WRITERS = (encode_any,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -3099,7 +3140,7 @@ class Rejected(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -3133,11 +3174,12 @@ class Rejected(Composite):
             values,
         )
         body = bytearray()
-        put(encode_any, values, 0, count, body, wires, "rejected.error")
+        put_fields(values, count, body, wires, _REJECTED_WRITERS, "rejected", Rejected.FIELDS)
         end_list(out, code, body, count)
 
 
 _RELEASED_READERS = ()
+_RELEASED_WRITERS = ()
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -3192,7 +3234,7 @@ class Released(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -3219,6 +3261,7 @@ class Released(Composite):
             values,
         )
         body = bytearray()
+        put_fields(values, count, body, wires, _RELEASED_WRITERS, "released", Released.FIELDS)
         end_list(out, code, body, count)
 
 
@@ -3226,6 +3269,11 @@ _MODIFIED_READERS = (
     _BOOLEAN_READERS,
     _BOOLEAN_READERS,
     _MAP_READERS,
+)
+_MODIFIED_WRITERS = (
+    e_boolean,
+    e_boolean,
+    e_map,
 )
 
 
@@ -3307,7 +3355,7 @@ class Modified(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -3344,9 +3392,7 @@ class Modified(Composite):
             values,
         )
         body = bytearray()
-        put(e_boolean, values, 0, count, body, wires, "modified.delivery-failed")
-        put(e_boolean, values, 1, count, body, wires, "modified.undeliverable-here")
-        put(e_map, values, 2, count, body, wires, "modified.message-annotations")
+        put_fields(values, count, body, wires, _MODIFIED_WRITERS, "modified", Modified.FIELDS)
         end_list(out, code, body, count)
 
 
@@ -3362,6 +3408,19 @@ _SOURCE_READERS = (
     _ANY_READERS,
     _SYMBOL_OR_ARRAY_READERS,
     _SYMBOL_OR_ARRAY_READERS,
+)
+_SOURCE_WRITERS = (
+    encode_any,
+    e_uint,
+    e_symbol,
+    e_uint,
+    e_boolean,
+    e_map,
+    e_symbol,
+    e_map,
+    encode_any,
+    e_symbol_or_array,
+    e_symbol_or_array,
 )
 
 
@@ -3508,7 +3567,7 @@ class Source(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -3571,17 +3630,7 @@ class Source(Composite):
             values,
         )
         body = bytearray()
-        put(encode_any, values, 0, count, body, wires, "source.address")
-        put(e_uint, values, 1, count, body, wires, "source.durable")
-        put(e_symbol, values, 2, count, body, wires, "source.expiry-policy")
-        put(e_uint, values, 3, count, body, wires, "source.timeout")
-        put(e_boolean, values, 4, count, body, wires, "source.dynamic")
-        put(e_map, values, 5, count, body, wires, "source.dynamic-node-properties")
-        put(e_symbol, values, 6, count, body, wires, "source.distribution-mode")
-        put(e_map, values, 7, count, body, wires, "source.filter")
-        put(encode_any, values, 8, count, body, wires, "source.default-outcome")
-        put(e_symbol_or_array, values, 9, count, body, wires, "source.outcomes")
-        put(e_symbol_or_array, values, 10, count, body, wires, "source.capabilities")
+        put_fields(values, count, body, wires, _SOURCE_WRITERS, "source", Source.FIELDS)
         end_list(out, code, body, count)
 
 
@@ -3593,6 +3642,15 @@ _TARGET_READERS = (
     _BOOLEAN_READERS,
     _MAP_READERS,
     _SYMBOL_OR_ARRAY_READERS,
+)
+_TARGET_WRITERS = (
+    encode_any,
+    e_uint,
+    e_symbol,
+    e_uint,
+    e_boolean,
+    e_map,
+    e_symbol_or_array,
 )
 
 
@@ -3703,7 +3761,7 @@ class Target(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -3753,17 +3811,12 @@ class Target(Composite):
             values,
         )
         body = bytearray()
-        put(encode_any, values, 0, count, body, wires, "target.address")
-        put(e_uint, values, 1, count, body, wires, "target.durable")
-        put(e_symbol, values, 2, count, body, wires, "target.expiry-policy")
-        put(e_uint, values, 3, count, body, wires, "target.timeout")
-        put(e_boolean, values, 4, count, body, wires, "target.dynamic")
-        put(e_map, values, 5, count, body, wires, "target.dynamic-node-properties")
-        put(e_symbol_or_array, values, 6, count, body, wires, "target.capabilities")
+        put_fields(values, count, body, wires, _TARGET_WRITERS, "target", Target.FIELDS)
         end_list(out, code, body, count)
 
 
 _DELETE_ON_CLOSE_READERS = ()
+_DELETE_ON_CLOSE_WRITERS = ()
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -3803,7 +3856,7 @@ class DeleteOnClose(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -3838,10 +3891,20 @@ class DeleteOnClose(Composite):
             values,
         )
         body = bytearray()
+        put_fields(
+            values,
+            count,
+            body,
+            wires,
+            _DELETE_ON_CLOSE_WRITERS,
+            "delete-on-close",
+            DeleteOnClose.FIELDS,
+        )
         end_list(out, code, body, count)
 
 
 _DELETE_ON_NO_LINKS_READERS = ()
+_DELETE_ON_NO_LINKS_WRITERS = ()
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -3881,7 +3944,7 @@ class DeleteOnNoLinks(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -3916,10 +3979,20 @@ class DeleteOnNoLinks(Composite):
             values,
         )
         body = bytearray()
+        put_fields(
+            values,
+            count,
+            body,
+            wires,
+            _DELETE_ON_NO_LINKS_WRITERS,
+            "delete-on-no-links",
+            DeleteOnNoLinks.FIELDS,
+        )
         end_list(out, code, body, count)
 
 
 _DELETE_ON_NO_MESSAGES_READERS = ()
+_DELETE_ON_NO_MESSAGES_WRITERS = ()
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -3959,7 +4032,7 @@ class DeleteOnNoMessages(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -3994,10 +4067,20 @@ class DeleteOnNoMessages(Composite):
             values,
         )
         body = bytearray()
+        put_fields(
+            values,
+            count,
+            body,
+            wires,
+            _DELETE_ON_NO_MESSAGES_WRITERS,
+            "delete-on-no-messages",
+            DeleteOnNoMessages.FIELDS,
+        )
         end_list(out, code, body, count)
 
 
 _DELETE_ON_NO_LINKS_OR_MESSAGES_READERS = ()
+_DELETE_ON_NO_LINKS_OR_MESSAGES_WRITERS = ()
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -4038,7 +4121,7 @@ class DeleteOnNoLinksOrMessages(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -4078,10 +4161,20 @@ class DeleteOnNoLinksOrMessages(Composite):
             values,
         )
         body = bytearray()
+        put_fields(
+            values,
+            count,
+            body,
+            wires,
+            _DELETE_ON_NO_LINKS_OR_MESSAGES_WRITERS,
+            "delete-on-no-links-or-messages",
+            DeleteOnNoLinksOrMessages.FIELDS,
+        )
         end_list(out, code, body, count)
 
 
 _COORDINATOR_READERS = (_SYMBOL_OR_ARRAY_READERS,)
+_COORDINATOR_WRITERS = (e_symbol_or_array,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -4134,7 +4227,7 @@ class Coordinator(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -4166,11 +4259,14 @@ class Coordinator(Composite):
             values,
         )
         body = bytearray()
-        put(e_symbol_or_array, values, 0, count, body, wires, "coordinator.capabilities")
+        put_fields(
+            values, count, body, wires, _COORDINATOR_WRITERS, "coordinator", Coordinator.FIELDS
+        )
         end_list(out, code, body, count)
 
 
 _DECLARE_READERS = (_ANY_READERS,)
+_DECLARE_WRITERS = (encode_any,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -4221,7 +4317,7 @@ class Declare(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -4248,13 +4344,17 @@ class Declare(Composite):
             values,
         )
         body = bytearray()
-        put(encode_any, values, 0, count, body, wires, "declare.global-id")
+        put_fields(values, count, body, wires, _DECLARE_WRITERS, "declare", Declare.FIELDS)
         end_list(out, code, body, count)
 
 
 _DISCHARGE_READERS = (
     _ANY_READERS,
     _BOOLEAN_READERS,
+)
+_DISCHARGE_WRITERS = (
+    encode_any,
+    e_boolean,
 )
 
 
@@ -4314,7 +4414,7 @@ class Discharge(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -4350,12 +4450,12 @@ class Discharge(Composite):
             values,
         )
         body = bytearray()
-        put(encode_any, values, 0, count, body, wires, "discharge.txn-id")
-        put(e_boolean, values, 1, count, body, wires, "discharge.fail")
+        put_fields(values, count, body, wires, _DISCHARGE_WRITERS, "discharge", Discharge.FIELDS)
         end_list(out, code, body, count)
 
 
 _DECLARED_READERS = (_ANY_READERS,)
+_DECLARED_WRITERS = (encode_any,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -4403,7 +4503,7 @@ class Declared(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -4434,13 +4534,17 @@ class Declared(Composite):
             values,
         )
         body = bytearray()
-        put(encode_any, values, 0, count, body, wires, "declared.txn-id")
+        put_fields(values, count, body, wires, _DECLARED_WRITERS, "declared", Declared.FIELDS)
         end_list(out, code, body, count)
 
 
 _TRANSACTIONAL_STATE_READERS = (
     _ANY_READERS,
     _ANY_READERS,
+)
+_TRANSACTIONAL_STATE_WRITERS = (
+    encode_any,
+    encode_any,
 )
 
 
@@ -4495,7 +4599,7 @@ class TransactionalState(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -4537,12 +4641,20 @@ class TransactionalState(Composite):
             values,
         )
         body = bytearray()
-        put(encode_any, values, 0, count, body, wires, "transactional-state.txn-id")
-        put(encode_any, values, 1, count, body, wires, "transactional-state.outcome")
+        put_fields(
+            values,
+            count,
+            body,
+            wires,
+            _TRANSACTIONAL_STATE_WRITERS,
+            "transactional-state",
+            TransactionalState.FIELDS,
+        )
         end_list(out, code, body, count)
 
 
 _SASL_MECHANISMS_READERS = (_SYMBOL_OR_ARRAY_READERS,)
+_SASL_MECHANISMS_WRITERS = (e_symbol_or_array,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -4595,7 +4707,7 @@ class SaslMechanisms(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -4639,14 +4751,14 @@ class SaslMechanisms(Composite):
             values,
         )
         body = bytearray()
-        put(
-            e_symbol_or_array,
+        put_fields(
             values,
-            0,
             count,
             body,
             wires,
-            "sasl-mechanisms.sasl-server-mechanisms",
+            _SASL_MECHANISMS_WRITERS,
+            "sasl-mechanisms",
+            SaslMechanisms.FIELDS,
         )
         end_list(out, code, body, count)
 
@@ -4655,6 +4767,11 @@ _SASL_INIT_READERS = (
     _SYMBOL_READERS,
     _BINARY_READERS,
     _STRING_READERS,
+)
+_SASL_INIT_WRITERS = (
+    e_symbol,
+    e_binary,
+    e_string,
 )
 
 
@@ -4724,7 +4841,7 @@ class SaslInit(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -4765,13 +4882,12 @@ class SaslInit(Composite):
             values,
         )
         body = bytearray()
-        put(e_symbol, values, 0, count, body, wires, "sasl-init.mechanism")
-        put(e_binary, values, 1, count, body, wires, "sasl-init.initial-response")
-        put(e_string, values, 2, count, body, wires, "sasl-init.hostname")
+        put_fields(values, count, body, wires, _SASL_INIT_WRITERS, "sasl-init", SaslInit.FIELDS)
         end_list(out, code, body, count)
 
 
 _SASL_CHALLENGE_READERS = (_BINARY_READERS,)
+_SASL_CHALLENGE_WRITERS = (e_binary,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -4815,7 +4931,7 @@ class SaslChallenge(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -4856,11 +4972,20 @@ class SaslChallenge(Composite):
             values,
         )
         body = bytearray()
-        put(e_binary, values, 0, count, body, wires, "sasl-challenge.challenge")
+        put_fields(
+            values,
+            count,
+            body,
+            wires,
+            _SASL_CHALLENGE_WRITERS,
+            "sasl-challenge",
+            SaslChallenge.FIELDS,
+        )
         end_list(out, code, body, count)
 
 
 _SASL_RESPONSE_READERS = (_BINARY_READERS,)
+_SASL_RESPONSE_WRITERS = (e_binary,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -4905,7 +5030,7 @@ class SaslResponse(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -4940,13 +5065,19 @@ class SaslResponse(Composite):
             values,
         )
         body = bytearray()
-        put(e_binary, values, 0, count, body, wires, "sasl-response.response")
+        put_fields(
+            values, count, body, wires, _SASL_RESPONSE_WRITERS, "sasl-response", SaslResponse.FIELDS
+        )
         end_list(out, code, body, count)
 
 
 _SASL_OUTCOME_READERS = (
     _UBYTE_READERS,
     _BINARY_READERS,
+)
+_SASL_OUTCOME_WRITERS = (
+    e_ubyte,
+    e_binary,
 )
 
 
@@ -5003,7 +5134,7 @@ class SaslOutcome(Composite):
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
@@ -5043,8 +5174,9 @@ class SaslOutcome(Composite):
             values,
         )
         body = bytearray()
-        put(e_ubyte, values, 0, count, body, wires, "sasl-outcome.code")
-        put(e_binary, values, 1, count, body, wires, "sasl-outcome.additional-data")
+        put_fields(
+            values, count, body, wires, _SASL_OUTCOME_WRITERS, "sasl-outcome", SaslOutcome.FIELDS
+        )
         end_list(out, code, body, count)
 
 
@@ -5243,9 +5375,9 @@ def decode(
 ) -> Frame | ProtocolHeader:
     """One frame, or one protocol header; DecodeError names the field and byte offset.
     (`verify_checksums` is every protocol's argument; these frames carry no checksum.)"""
-    buf = frame if isinstance(frame, memoryview) else memoryview(frame)
+    buf = frame if isinstance(frame, bytes | memoryview) else memoryview(frame)
     n = len(buf)
-    if n == 8 and buf[:4].tobytes() == b"AMQP":
+    if n == 8 and bytes(buf[:4]) == b"AMQP":
         return ProtocolHeader(buf[4], buf[5], buf[6], buf[7])
     if n < 8:
         raise DecodeError("frame.size", 0, f"needs 8 bytes, {n} left")
@@ -5277,13 +5409,7 @@ def decode(
         raise DecodeError(
             "frame.body", start, f"{_what(body)} is no performative of a type {frame_type} frame"
         )
-    return Frame(
-        frame_type,
-        channel,
-        body,
-        frame[end:] if frame.__class__ is bytes else bytes(buf[end:]),
-        extended,
-    )
+    return Frame(frame_type, channel, body, bytes(buf[end:]), extended)
 
 
 @dataclass(slots=True)
@@ -5326,7 +5452,7 @@ _SLOTS = (
 
 def decode_message(data: bytes | bytearray | memoryview) -> Message:
     """A transfer's payload (all of one message's transfers joined) as its sections."""
-    buf = data if isinstance(data, memoryview) else memoryview(data)
+    buf = data if isinstance(data, bytes | memoryview) else memoryview(data)
     pos, end = 0, len(buf)
     msg = Message()
     last = -1
