@@ -1464,7 +1464,22 @@ def _elements_by(writer: Writer, small: int | None, large: int) -> ElementsWrite
     fits its encoding (and the wire does not ask for `large`), else `large`. A list or map
     element keeps the encodings of what it holds (`wires`, one per element as read)."""
 
+    variable = small in (0xA0, 0xA1, 0xA3)  # vbin8, str8, sym8: a length byte, then the bytes
+
     def write(items: list[Any], out: bytearray, wanted: int | None, wires: tuple[Wire, ...]) -> int:
+        if variable and small is not None and wanted != large:
+            # each in its smallest encoding: when that is `small` for every one, those bytes
+            # without their constructors are the elements (else the general way below)
+            start = len(out)
+            for x in items:
+                mark = len(out)
+                writer(x, out, None)
+                if out[mark] != small:
+                    del out[start:]
+                    break
+                del out[mark]
+            else:
+                return small
         parts = []
         n = len(wires)
         for i, x in enumerate(items):
