@@ -1892,6 +1892,49 @@ def put_fields(
             raise EncodeError(f"{name}.{names[i]}", f"{e.field}: {e.reason}") from None
 
 
+def write_list(
+    out: bytearray,
+    wire: Wire,
+    name: str,
+    code: int,
+    values: tuple[Any, ...],
+    writers: tuple[Writer, ...],
+    short: str,
+    names: tuple[str, ...],
+) -> None:
+    """A composite whole: `begin_list`, `put_fields` and `end_list` in one. `short` and `names`
+    name a field whose writer fails."""
+    if wire is None and 0 < code <= 255:  # a fresh object: its smallulong code, its list afresh
+        out += bytes((0, 0x53, code))
+        wires: tuple[Wire, ...] = ()
+        lcode = None
+    else:
+        lwire = write_descriptor(out, name, code, wire)
+        lcode = lwire if lwire.__class__ is int else lwire[0] if lwire is not None else None
+        wires = lwire[1] if isinstance(lwire, tuple) else ()
+    count = len(values)
+    while count and values[count - 1] is None:
+        count -= 1
+    known = len(wires)
+    if known > count:
+        count = known
+    if count == 0 and lcode != LIST8 and lcode != LIST32:
+        out.append(LIST0)
+        return
+    body = bytearray()
+    for i in range(count):
+        v = values[i]
+        if v is None:
+            body.append(NULL)
+            continue
+        try:
+            writers[i](v, body, wires[i] if i < known else None)
+        except EncodeError as e:
+            raise EncodeError(f"{short}.{names[i]}", f"{e.field}: {e.reason}") from None
+    _compound_header(out, LIST8, LIST32, lcode, len(body), count)
+    out += body
+
+
 def end_list(out: bytearray, code: int | None, body: bytearray, count: int) -> None:
     """A composite's list around its fields: list0 when none is written (unless read as more)."""
     if count == 0 and code not in (LIST8, LIST32):
@@ -2004,17 +2047,18 @@ def encode_frame(msg: Frame | ProtocolHeader) -> bytes:
     if len(msg.extended) % 4:
         raise EncodeError("frame.extended", f"{len(msg.extended)} bytes is not whole 4-byte words")
     out = bytearray(8)
-    out += msg.extended
+    if msg.extended:
+        out += msg.extended
     if msg.body is not None:
         msg.body.encode_to(out)
-    out += msg.payload
+    payload = msg.payload
     doff = 2 + len(msg.extended) // 4
     if doff > 255:
         raise EncodeError("frame.doff", f"an extended header of {len(msg.extended)} bytes")
     try:
-        HEADER.pack_into(out, 0, len(out), doff, msg.type, msg.channel)
+        HEADER.pack_into(out, 0, len(out) + len(payload), doff, msg.type, msg.channel)
     except Exception:
         raise EncodeError(
             "frame", f"type {msg.type} channel {msg.channel} do not fit the header"
         ) from None
-    return bytes(out)
+    return b"".join((out, payload)) if payload else bytes(out)  # the payload copied once

@@ -37,7 +37,6 @@ from ..values import (
     ULong,
     Wire,
     absent,
-    begin_list,
     code_of,
     e_binary,
     e_boolean,
@@ -49,15 +48,14 @@ from ..values import (
     e_ulong,
     e_ushort,
     encode_any,
-    end_list,
     field_readers,
     mistyped,
     multiple,
     not_kind,
-    put_fields,
     read,
     read_fields,
     read_list,
+    write_list,
 )
 from ..values import decode_value as _decode_value
 from ..values import decode_value_wire as _decode_value_wire
@@ -393,12 +391,16 @@ class Open(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("open.container-id", "mandatory field is None")
-        wires, count, code = begin_list(
-            out, self._wire if wire is None else wire, "amqp:open:list", 0x00000000_00000010, values
+        write_list(
+            out,
+            self._wire if wire is None else wire,
+            "amqp:open:list",
+            0x00000000_00000010,
+            values,
+            _OPEN_WRITERS,
+            "open",
+            Open.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _OPEN_WRITERS, "open", Open.FIELDS)
-        end_list(out, code, body, count)
 
 
 _BEGIN_READERS = (
@@ -577,16 +579,16 @@ class Begin(Composite):
             raise EncodeError("begin.incoming-window", "mandatory field is None")
         if values[3] is None:
             raise EncodeError("begin.outgoing-window", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:begin:list",
             0x00000000_00000011,
             values,
+            _BEGIN_WRITERS,
+            "begin",
+            Begin.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _BEGIN_WRITERS, "begin", Begin.FIELDS)
-        end_list(out, code, body, count)
 
 
 _ATTACH_READERS = (
@@ -829,16 +831,16 @@ class Attach(Composite):
             raise EncodeError("attach.handle", "mandatory field is None")
         if values[2] is None:
             raise EncodeError("attach.role", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:attach:list",
             0x00000000_00000012,
             values,
+            _ATTACH_WRITERS,
+            "attach",
+            Attach.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _ATTACH_WRITERS, "attach", Attach.FIELDS)
-        end_list(out, code, body, count)
 
 
 _FLOW_READERS = (
@@ -1038,12 +1040,16 @@ class Flow(Composite):
             raise EncodeError("flow.next-outgoing-id", "mandatory field is None")
         if values[3] is None:
             raise EncodeError("flow.outgoing-window", "mandatory field is None")
-        wires, count, code = begin_list(
-            out, self._wire if wire is None else wire, "amqp:flow:list", 0x00000000_00000013, values
+        write_list(
+            out,
+            self._wire if wire is None else wire,
+            "amqp:flow:list",
+            0x00000000_00000013,
+            values,
+            _FLOW_WRITERS,
+            "flow",
+            Flow.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _FLOW_WRITERS, "flow", Flow.FIELDS)
-        end_list(out, code, body, count)
 
 
 _TRANSFER_READERS = (
@@ -1237,16 +1243,16 @@ class Transfer(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("transfer.handle", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:transfer:list",
             0x00000000_00000014,
             values,
+            _TRANSFER_WRITERS,
+            "transfer",
+            Transfer.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _TRANSFER_WRITERS, "transfer", Transfer.FIELDS)
-        end_list(out, code, body, count)
 
 
 _DISPOSITION_READERS = (
@@ -1387,18 +1393,16 @@ class Disposition(Composite):
             raise EncodeError("disposition.role", "mandatory field is None")
         if values[1] is None:
             raise EncodeError("disposition.first", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:disposition:list",
             0x00000000_00000015,
             values,
+            _DISPOSITION_WRITERS,
+            "disposition",
+            Disposition.FIELDS,
         )
-        body = bytearray()
-        put_fields(
-            values, count, body, wires, _DISPOSITION_WRITERS, "disposition", Disposition.FIELDS
-        )
-        end_list(out, code, body, count)
 
 
 _DETACH_READERS = (
@@ -1508,16 +1512,16 @@ class Detach(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("detach.handle", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:detach:list",
             0x00000000_00000016,
             values,
+            _DETACH_WRITERS,
+            "detach",
+            Detach.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _DETACH_WRITERS, "detach", Detach.FIELDS)
-        end_list(out, code, body, count)
 
 
 _END_READERS = (_COMPOSITE_READERS,)
@@ -1589,12 +1593,16 @@ class End(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
-            out, self._wire if wire is None else wire, "amqp:end:list", 0x00000000_00000017, values
+        write_list(
+            out,
+            self._wire if wire is None else wire,
+            "amqp:end:list",
+            0x00000000_00000017,
+            values,
+            _END_WRITERS,
+            "end",
+            End.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _END_WRITERS, "end", End.FIELDS)
-        end_list(out, code, body, count)
 
 
 _CLOSE_READERS = (_COMPOSITE_READERS,)
@@ -1668,16 +1676,16 @@ class Close(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:close:list",
             0x00000000_00000018,
             values,
+            _CLOSE_WRITERS,
+            "close",
+            Close.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _CLOSE_WRITERS, "close", Close.FIELDS)
-        end_list(out, code, body, count)
 
 
 _ERROR_READERS = (
@@ -1780,16 +1788,16 @@ class Error(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("error.condition", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:error:list",
             0x00000000_0000001D,
             values,
+            _ERROR_WRITERS,
+            "error",
+            Error.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _ERROR_WRITERS, "error", Error.FIELDS)
-        end_list(out, code, body, count)
 
 
 CLASSES: dict[int, type] = {

@@ -38,7 +38,6 @@ from ..values import (
     ULong,
     Wire,
     absent,
-    begin_list,
     code_of,
     e_binary,
     e_boolean,
@@ -52,17 +51,16 @@ from ..values import (
     e_ulong,
     e_ushort,
     encode_any,
-    end_list,
     field_readers,
     mistyped,
     multiple,
     not_kind,
-    put_fields,
     read,
     read_fields,
     read_list,
     read_section,
     write_descriptor,
+    write_list,
 )
 from ..values import decode_value as _decode_value
 from ..values import decode_value_wire as _decode_value_wire
@@ -491,12 +489,16 @@ class Open(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("open.container-id", "mandatory field is None")
-        wires, count, code = begin_list(
-            out, self._wire if wire is None else wire, "amqp:open:list", 0x00000000_00000010, values
+        write_list(
+            out,
+            self._wire if wire is None else wire,
+            "amqp:open:list",
+            0x00000000_00000010,
+            values,
+            _OPEN_WRITERS,
+            "open",
+            Open.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _OPEN_WRITERS, "open", Open.FIELDS)
-        end_list(out, code, body, count)
 
 
 _BEGIN_READERS = (
@@ -683,16 +685,16 @@ class Begin(Composite):
             raise EncodeError("begin.incoming-window", "mandatory field is None")
         if values[3] is None:
             raise EncodeError("begin.outgoing-window", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:begin:list",
             0x00000000_00000011,
             values,
+            _BEGIN_WRITERS,
+            "begin",
+            Begin.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _BEGIN_WRITERS, "begin", Begin.FIELDS)
-        end_list(out, code, body, count)
 
 
 _ATTACH_READERS = (
@@ -970,16 +972,16 @@ class Attach(Composite):
             raise EncodeError("attach.handle", "mandatory field is None")
         if values[2] is None:
             raise EncodeError("attach.role", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:attach:list",
             0x00000000_00000012,
             values,
+            _ATTACH_WRITERS,
+            "attach",
+            Attach.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _ATTACH_WRITERS, "attach", Attach.FIELDS)
-        end_list(out, code, body, count)
 
 
 _FLOW_READERS = (
@@ -1205,12 +1207,16 @@ class Flow(Composite):
             raise EncodeError("flow.next-outgoing-id", "mandatory field is None")
         if values[3] is None:
             raise EncodeError("flow.outgoing-window", "mandatory field is None")
-        wires, count, code = begin_list(
-            out, self._wire if wire is None else wire, "amqp:flow:list", 0x00000000_00000013, values
+        write_list(
+            out,
+            self._wire if wire is None else wire,
+            "amqp:flow:list",
+            0x00000000_00000013,
+            values,
+            _FLOW_WRITERS,
+            "flow",
+            Flow.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _FLOW_WRITERS, "flow", Flow.FIELDS)
-        end_list(out, code, body, count)
 
 
 _TRANSFER_READERS = (
@@ -1458,16 +1464,16 @@ class Transfer(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("transfer.handle", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:transfer:list",
             0x00000000_00000014,
             values,
+            _TRANSFER_WRITERS,
+            "transfer",
+            Transfer.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _TRANSFER_WRITERS, "transfer", Transfer.FIELDS)
-        end_list(out, code, body, count)
 
 
 _DISPOSITION_READERS = (
@@ -1626,18 +1632,16 @@ class Disposition(Composite):
             raise EncodeError("disposition.role", "mandatory field is None")
         if values[1] is None:
             raise EncodeError("disposition.first", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:disposition:list",
             0x00000000_00000015,
             values,
+            _DISPOSITION_WRITERS,
+            "disposition",
+            Disposition.FIELDS,
         )
-        body = bytearray()
-        put_fields(
-            values, count, body, wires, _DISPOSITION_WRITERS, "disposition", Disposition.FIELDS
-        )
-        end_list(out, code, body, count)
 
 
 _DETACH_READERS = (
@@ -1749,16 +1753,16 @@ class Detach(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("detach.handle", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:detach:list",
             0x00000000_00000016,
             values,
+            _DETACH_WRITERS,
+            "detach",
+            Detach.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _DETACH_WRITERS, "detach", Detach.FIELDS)
-        end_list(out, code, body, count)
 
 
 _END_READERS = (_COMPOSITE_READERS,)
@@ -1831,12 +1835,16 @@ class End(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
-            out, self._wire if wire is None else wire, "amqp:end:list", 0x00000000_00000017, values
+        write_list(
+            out,
+            self._wire if wire is None else wire,
+            "amqp:end:list",
+            0x00000000_00000017,
+            values,
+            _END_WRITERS,
+            "end",
+            End.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _END_WRITERS, "end", End.FIELDS)
-        end_list(out, code, body, count)
 
 
 _CLOSE_READERS = (_COMPOSITE_READERS,)
@@ -1914,16 +1922,16 @@ class Close(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:close:list",
             0x00000000_00000018,
             values,
+            _CLOSE_WRITERS,
+            "close",
+            Close.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _CLOSE_WRITERS, "close", Close.FIELDS)
-        end_list(out, code, body, count)
 
 
 _ERROR_READERS = (
@@ -2027,16 +2035,16 @@ class Error(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("error.condition", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:error:list",
             0x00000000_0000001D,
             values,
+            _ERROR_WRITERS,
+            "error",
+            Error.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _ERROR_WRITERS, "error", Error.FIELDS)
-        end_list(out, code, body, count)
 
 
 _HEADER_READERS = (
@@ -2191,16 +2199,16 @@ class Header(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:header:list",
             0x00000000_00000070,
             values,
+            _HEADER_WRITERS,
+            "header",
+            Header.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _HEADER_WRITERS, "header", Header.FIELDS)
-        end_list(out, code, body, count)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -2573,16 +2581,16 @@ class Properties(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:properties:list",
             0x00000000_00000073,
             values,
+            _PROPERTIES_WRITERS,
+            "properties",
+            Properties.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _PROPERTIES_WRITERS, "properties", Properties.FIELDS)
-        end_list(out, code, body, count)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -2987,16 +2995,16 @@ class Received(Composite):
             raise EncodeError("received.section-number", "mandatory field is None")
         if values[1] is None:
             raise EncodeError("received.section-offset", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:received:list",
             0x00000000_00000023,
             values,
+            _RECEIVED_WRITERS,
+            "received",
+            Received.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _RECEIVED_WRITERS, "received", Received.FIELDS)
-        end_list(out, code, body, count)
 
 
 _ACCEPTED_READERS = ()
@@ -3073,16 +3081,16 @@ class Accepted(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:accepted:list",
             0x00000000_00000024,
             values,
+            _ACCEPTED_WRITERS,
+            "accepted",
+            Accepted.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _ACCEPTED_WRITERS, "accepted", Accepted.FIELDS)
-        end_list(out, code, body, count)
 
 
 _REJECTED_READERS = (_COMPOSITE_READERS,)
@@ -3166,16 +3174,16 @@ class Rejected(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:rejected:list",
             0x00000000_00000025,
             values,
+            _REJECTED_WRITERS,
+            "rejected",
+            Rejected.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _REJECTED_WRITERS, "rejected", Rejected.FIELDS)
-        end_list(out, code, body, count)
 
 
 _RELEASED_READERS = ()
@@ -3253,16 +3261,16 @@ class Released(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:released:list",
             0x00000000_00000026,
             values,
+            _RELEASED_WRITERS,
+            "released",
+            Released.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _RELEASED_WRITERS, "released", Released.FIELDS)
-        end_list(out, code, body, count)
 
 
 _MODIFIED_READERS = (
@@ -3384,16 +3392,16 @@ class Modified(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:modified:list",
             0x00000000_00000027,
             values,
+            _MODIFIED_WRITERS,
+            "modified",
+            Modified.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _MODIFIED_WRITERS, "modified", Modified.FIELDS)
-        end_list(out, code, body, count)
 
 
 _SOURCE_READERS = (
@@ -3622,16 +3630,16 @@ class Source(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:source:list",
             0x00000000_00000028,
             values,
+            _SOURCE_WRITERS,
+            "source",
+            Source.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _SOURCE_WRITERS, "source", Source.FIELDS)
-        end_list(out, code, body, count)
 
 
 _TARGET_READERS = (
@@ -3803,16 +3811,16 @@ class Target(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:target:list",
             0x00000000_00000029,
             values,
+            _TARGET_WRITERS,
+            "target",
+            Target.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _TARGET_WRITERS, "target", Target.FIELDS)
-        end_list(out, code, body, count)
 
 
 _DELETE_ON_CLOSE_READERS = ()
@@ -3883,24 +3891,16 @@ class DeleteOnClose(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:delete-on-close:list",
             0x00000000_0000002B,
             values,
-        )
-        body = bytearray()
-        put_fields(
-            values,
-            count,
-            body,
-            wires,
             _DELETE_ON_CLOSE_WRITERS,
             "delete-on-close",
             DeleteOnClose.FIELDS,
         )
-        end_list(out, code, body, count)
 
 
 _DELETE_ON_NO_LINKS_READERS = ()
@@ -3971,24 +3971,16 @@ class DeleteOnNoLinks(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:delete-on-no-links:list",
             0x00000000_0000002C,
             values,
-        )
-        body = bytearray()
-        put_fields(
-            values,
-            count,
-            body,
-            wires,
             _DELETE_ON_NO_LINKS_WRITERS,
             "delete-on-no-links",
             DeleteOnNoLinks.FIELDS,
         )
-        end_list(out, code, body, count)
 
 
 _DELETE_ON_NO_MESSAGES_READERS = ()
@@ -4059,24 +4051,16 @@ class DeleteOnNoMessages(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:delete-on-no-messages:list",
             0x00000000_0000002D,
             values,
-        )
-        body = bytearray()
-        put_fields(
-            values,
-            count,
-            body,
-            wires,
             _DELETE_ON_NO_MESSAGES_WRITERS,
             "delete-on-no-messages",
             DeleteOnNoMessages.FIELDS,
         )
-        end_list(out, code, body, count)
 
 
 _DELETE_ON_NO_LINKS_OR_MESSAGES_READERS = ()
@@ -4153,24 +4137,16 @@ class DeleteOnNoLinksOrMessages(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:delete-on-no-links-or-messages:list",
             0x00000000_0000002E,
             values,
-        )
-        body = bytearray()
-        put_fields(
-            values,
-            count,
-            body,
-            wires,
             _DELETE_ON_NO_LINKS_OR_MESSAGES_WRITERS,
             "delete-on-no-links-or-messages",
             DeleteOnNoLinksOrMessages.FIELDS,
         )
-        end_list(out, code, body, count)
 
 
 _COORDINATOR_READERS = (_SYMBOL_OR_ARRAY_READERS,)
@@ -4251,18 +4227,16 @@ class Coordinator(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:coordinator:list",
             0x00000000_00000030,
             values,
+            _COORDINATOR_WRITERS,
+            "coordinator",
+            Coordinator.FIELDS,
         )
-        body = bytearray()
-        put_fields(
-            values, count, body, wires, _COORDINATOR_WRITERS, "coordinator", Coordinator.FIELDS
-        )
-        end_list(out, code, body, count)
 
 
 _DECLARE_READERS = (_ANY_READERS,)
@@ -4336,16 +4310,16 @@ class Declare(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:declare:list",
             0x00000000_00000031,
             values,
+            _DECLARE_WRITERS,
+            "declare",
+            Declare.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _DECLARE_WRITERS, "declare", Declare.FIELDS)
-        end_list(out, code, body, count)
 
 
 _DISCHARGE_READERS = (
@@ -4442,16 +4416,16 @@ class Discharge(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("discharge.txn-id", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:discharge:list",
             0x00000000_00000032,
             values,
+            _DISCHARGE_WRITERS,
+            "discharge",
+            Discharge.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _DISCHARGE_WRITERS, "discharge", Discharge.FIELDS)
-        end_list(out, code, body, count)
 
 
 _DECLARED_READERS = (_ANY_READERS,)
@@ -4526,16 +4500,16 @@ class Declared(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("declared.txn-id", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:declared:list",
             0x00000000_00000033,
             values,
+            _DECLARED_WRITERS,
+            "declared",
+            Declared.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _DECLARED_WRITERS, "declared", Declared.FIELDS)
-        end_list(out, code, body, count)
 
 
 _TRANSACTIONAL_STATE_READERS = (
@@ -4633,24 +4607,16 @@ class TransactionalState(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("transactional-state.txn-id", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:transactional-state:list",
             0x00000000_00000034,
             values,
-        )
-        body = bytearray()
-        put_fields(
-            values,
-            count,
-            body,
-            wires,
             _TRANSACTIONAL_STATE_WRITERS,
             "transactional-state",
             TransactionalState.FIELDS,
         )
-        end_list(out, code, body, count)
 
 
 _SASL_MECHANISMS_READERS = (_SYMBOL_OR_ARRAY_READERS,)
@@ -4743,24 +4709,16 @@ class SaslMechanisms(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("sasl-mechanisms.sasl-server-mechanisms", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:sasl-mechanisms:list",
             0x00000000_00000040,
             values,
-        )
-        body = bytearray()
-        put_fields(
-            values,
-            count,
-            body,
-            wires,
             _SASL_MECHANISMS_WRITERS,
             "sasl-mechanisms",
             SaslMechanisms.FIELDS,
         )
-        end_list(out, code, body, count)
 
 
 _SASL_INIT_READERS = (
@@ -4874,16 +4832,16 @@ class SaslInit(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("sasl-init.mechanism", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:sasl-init:list",
             0x00000000_00000041,
             values,
+            _SASL_INIT_WRITERS,
+            "sasl-init",
+            SaslInit.FIELDS,
         )
-        body = bytearray()
-        put_fields(values, count, body, wires, _SASL_INIT_WRITERS, "sasl-init", SaslInit.FIELDS)
-        end_list(out, code, body, count)
 
 
 _SASL_CHALLENGE_READERS = (_BINARY_READERS,)
@@ -4964,24 +4922,16 @@ class SaslChallenge(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("sasl-challenge.challenge", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:sasl-challenge:list",
             0x00000000_00000042,
             values,
-        )
-        body = bytearray()
-        put_fields(
-            values,
-            count,
-            body,
-            wires,
             _SASL_CHALLENGE_WRITERS,
             "sasl-challenge",
             SaslChallenge.FIELDS,
         )
-        end_list(out, code, body, count)
 
 
 _SASL_RESPONSE_READERS = (_BINARY_READERS,)
@@ -5057,18 +5007,16 @@ class SaslResponse(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("sasl-response.response", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:sasl-response:list",
             0x00000000_00000043,
             values,
+            _SASL_RESPONSE_WRITERS,
+            "sasl-response",
+            SaslResponse.FIELDS,
         )
-        body = bytearray()
-        put_fields(
-            values, count, body, wires, _SASL_RESPONSE_WRITERS, "sasl-response", SaslResponse.FIELDS
-        )
-        end_list(out, code, body, count)
 
 
 _SASL_OUTCOME_READERS = (
@@ -5166,18 +5114,16 @@ class SaslOutcome(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("sasl-outcome.code", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:sasl-outcome:list",
             0x00000000_00000044,
             values,
+            _SASL_OUTCOME_WRITERS,
+            "sasl-outcome",
+            SaslOutcome.FIELDS,
         )
-        body = bytearray()
-        put_fields(
-            values, count, body, wires, _SASL_OUTCOME_WRITERS, "sasl-outcome", SaslOutcome.FIELDS
-        )
-        end_list(out, code, body, count)
 
 
 CLASSES: dict[int, type] = {
