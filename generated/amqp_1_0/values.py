@@ -37,11 +37,13 @@ from typing import Any, ClassVar
 from .errors import DecodeError, EncodeError
 from .framing import HEADER, PROTOCOL_HEADERS
 
+Buffer = bytes | memoryview
+"""What decoding reads: the bytes given (no copy), or a memoryview over anything else."""
 Wire = Any
 """The encoding a decoded value had: a format code, or a tuple for compound values."""
-Registry = Mapping[Any, Callable[[memoryview, int, int, Wire, Any], tuple[Any, int, Wire]]]
+Registry = Mapping[Any, Callable[[Buffer, int, int, Wire, Any], tuple[Any, int, Wire]]]
 """Descriptor (code and symbolic name) -> reader of what follows it: a version's described types."""
-Reader = Callable[[memoryview, int, int, Registry], tuple[Any, int, Wire]]
+Reader = Callable[[Buffer, int, int, Registry], tuple[Any, int, Wire]]
 Writer = Callable[[Any, bytearray, Wire], None]
 
 MAX_ZERO_WIDTH_ITEMS = 1 << 16
@@ -238,22 +240,22 @@ def _short(name: str, at: int, need: int, end: int) -> DecodeError:
     return DecodeError(name, at, f"needs {need} bytes, {max(0, end - at)} left")
 
 
-def _d_40(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_40(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """null: the null value."""
     return None, pos, 0x40
 
 
-def _d_41(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_41(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """boolean true: the boolean value true."""
     return True, pos, 0x41
 
 
-def _d_42(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_42(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """boolean false: the boolean value false."""
     return False, pos, 0x42
 
 
-def _d_56(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_56(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """boolean: boolean with the octet 0x00 being false and octet 0x01 being true."""
     if pos + 1 > end:
         raise _short("boolean", pos, 1, end)
@@ -264,21 +266,18 @@ def _d_56(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
     return value == 1, pos + 1, 0x56
 
 
-_S_50 = struct.Struct(">B")
-
-
-def _d_50(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_50(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """ubyte: 8-bit unsigned integer."""
     if pos + 1 > end:
         raise _short("ubyte", pos, 1, end)
 
-    return UByte(_S_50.unpack_from(buf, pos)[0]), pos + 1, 0x50
+    return UByte(buf[pos]), pos + 1, 0x50
 
 
 _S_60 = struct.Struct(">H")
 
 
-def _d_60(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_60(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """ushort: 16-bit unsigned integer in network byte order."""
     if pos + 2 > end:
         raise _short("ushort", pos, 2, end)
@@ -286,26 +285,23 @@ def _d_60(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
     return UShort(_S_60.unpack_from(buf, pos)[0]), pos + 2, 0x60
 
 
-def _d_43(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_43(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """uint uint0: the uint value 0."""
     return UInt(0), pos, 0x43
 
 
-_S_52 = struct.Struct(">B")
-
-
-def _d_52(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_52(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """uint smalluint: unsigned integer value in the range 0 to 255 inclusive."""
     if pos + 1 > end:
         raise _short("uint", pos, 1, end)
 
-    return UInt(_S_52.unpack_from(buf, pos)[0]), pos + 1, 0x52
+    return UInt(buf[pos]), pos + 1, 0x52
 
 
 _S_70 = struct.Struct(">I")
 
 
-def _d_70(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_70(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """uint: 32-bit unsigned integer in network byte order."""
     if pos + 4 > end:
         raise _short("uint", pos, 4, end)
@@ -313,26 +309,23 @@ def _d_70(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
     return UInt(_S_70.unpack_from(buf, pos)[0]), pos + 4, 0x70
 
 
-def _d_44(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_44(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """ulong ulong0: the ulong value 0."""
     return ULong(0), pos, 0x44
 
 
-_S_53 = struct.Struct(">B")
-
-
-def _d_53(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_53(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """ulong smallulong: unsigned long value in the range 0 to 255 inclusive."""
     if pos + 1 > end:
         raise _short("ulong", pos, 1, end)
 
-    return ULong(_S_53.unpack_from(buf, pos)[0]), pos + 1, 0x53
+    return ULong(buf[pos]), pos + 1, 0x53
 
 
 _S_80 = struct.Struct(">Q")
 
 
-def _d_80(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_80(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """ulong: 64-bit unsigned integer in network byte order."""
     if pos + 8 > end:
         raise _short("ulong", pos, 8, end)
@@ -343,7 +336,7 @@ def _d_80(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
 _S_51 = struct.Struct(">b")
 
 
-def _d_51(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_51(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """byte: 8-bit two's-complement integer."""
     if pos + 1 > end:
         raise _short("byte", pos, 1, end)
@@ -354,7 +347,7 @@ def _d_51(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
 _S_61 = struct.Struct(">h")
 
 
-def _d_61(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_61(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """short: 16-bit two's-complement integer in network byte order."""
     if pos + 2 > end:
         raise _short("short", pos, 2, end)
@@ -365,7 +358,7 @@ def _d_61(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
 _S_54 = struct.Struct(">b")
 
 
-def _d_54(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_54(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """int smallint: signed integer value in the range -128 to 127 inclusive."""
     if pos + 1 > end:
         raise _short("int", pos, 1, end)
@@ -376,7 +369,7 @@ def _d_54(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
 _S_71 = struct.Struct(">i")
 
 
-def _d_71(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_71(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """int: 32-bit two's-complement integer in network byte order."""
     if pos + 4 > end:
         raise _short("int", pos, 4, end)
@@ -387,7 +380,7 @@ def _d_71(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
 _S_55 = struct.Struct(">b")
 
 
-def _d_55(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_55(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """long smalllong: signed long value in the range -128 to 127 inclusive."""
     if pos + 1 > end:
         raise _short("long", pos, 1, end)
@@ -398,7 +391,7 @@ def _d_55(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
 _S_81 = struct.Struct(">q")
 
 
-def _d_81(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_81(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """long: 64-bit two's-complement integer in network byte order."""
     if pos + 8 > end:
         raise _short("long", pos, 8, end)
@@ -409,7 +402,7 @@ def _d_81(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
 _S_72 = struct.Struct(">f")
 
 
-def _d_72(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_72(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """float ieee-754: IEEE 754-2008 binary32."""
     if pos + 4 > end:
         raise _short("float", pos, 4, end)
@@ -420,7 +413,7 @@ def _d_72(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
 _S_82 = struct.Struct(">d")
 
 
-def _d_82(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_82(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """double ieee-754: IEEE 754-2008 binary64."""
     if pos + 8 > end:
         raise _short("double", pos, 8, end)
@@ -428,7 +421,7 @@ def _d_82(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
     return float(_S_82.unpack_from(buf, pos)[0]), pos + 8, 0x82
 
 
-def _d_74(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_74(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """decimal32 ieee-754: IEEE 754-2008 decimal32 using the Binary Integer Decimal encoding."""
     if pos + 4 > end:
         raise _short("decimal32", pos, 4, end)
@@ -436,7 +429,7 @@ def _d_74(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
     return Decimal32(buf[pos : pos + 4]), pos + 4, 0x74
 
 
-def _d_84(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_84(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """decimal64 ieee-754: IEEE 754-2008 decimal64 using the Binary Integer Decimal encoding."""
     if pos + 8 > end:
         raise _short("decimal64", pos, 8, end)
@@ -444,7 +437,7 @@ def _d_84(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
     return Decimal64(buf[pos : pos + 8]), pos + 8, 0x84
 
 
-def _d_94(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_94(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """decimal128 ieee-754: IEEE 754-2008 decimal128 using the Binary Integer Decimal encoding."""
     if pos + 16 > end:
         raise _short("decimal128", pos, 16, end)
@@ -455,7 +448,7 @@ def _d_94(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
 _S_73 = struct.Struct(">I")
 
 
-def _d_73(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_73(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """char utf32: a UTF-32BE encoded unicode character."""
     if pos + 4 > end:
         raise _short("char", pos, 4, end)
@@ -469,7 +462,7 @@ def _d_73(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
 _S_83 = struct.Struct(">Q")
 
 
-def _d_83(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_83(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """timestamp ms64: 64-bit signed integer representing milliseconds since the unix epoch."""
     if pos + 8 > end:
         raise _short("timestamp", pos, 8, end)
@@ -477,7 +470,7 @@ def _d_83(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
     return Timestamp(_S_83.unpack_from(buf, pos)[0]), pos + 8, 0x83
 
 
-def _d_98(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_98(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """uuid: UUID as defined in section 4.1.2 of RFC-4122."""
     if pos + 16 > end:
         raise _short("uuid", pos, 16, end)
@@ -485,7 +478,7 @@ def _d_98(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
     return uuid.UUID(bytes=bytes(buf[pos : pos + 16])), pos + 16, 0x98
 
 
-def _d_a0(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_a0(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """binary vbin8: up to 2^8 - 1 octets of binary data."""
     if pos + 1 > end:
         raise _short("binary", pos, 1, end)
@@ -499,7 +492,7 @@ def _d_a0(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
     return bytes(buf[pos : pos + n]), pos + n, 0xA0
 
 
-def _d_b0(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_b0(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """binary vbin32: up to 2^32 - 1 octets of binary data."""
     if pos + 4 > end:
         raise _short("binary", pos, 4, end)
@@ -513,7 +506,7 @@ def _d_b0(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
     return bytes(buf[pos : pos + n]), pos + n, 0xB0
 
 
-def _d_a1(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_a1(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """string str8-utf8: up to 2^8 - 1 octets worth of UTF-8 unicode (with no byte order mark)."""
     if pos + 1 > end:
         raise _short("string", pos, 1, end)
@@ -531,7 +524,7 @@ def _d_a1(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
     return text, pos + n, 0xA1
 
 
-def _d_b1(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_b1(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """string str32-utf8: up to 2^32 - 1 octets worth of UTF-8 unicode (with no byte order mark)."""
     if pos + 4 > end:
         raise _short("string", pos, 4, end)
@@ -549,7 +542,7 @@ def _d_b1(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
     return text, pos + n, 0xB1
 
 
-def _d_a3(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_a3(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """symbol sym8: up to 2^8 - 1 seven bit ASCII characters representing a symbolic value."""
     if pos + 1 > end:
         raise _short("symbol", pos, 1, end)
@@ -561,13 +554,13 @@ def _d_a3(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
         raise DecodeError("symbol", pos - 1, f"length {n} but {end - pos} bytes left")
 
     try:
-        text = str(buf[pos : pos + n], "ascii")
+        text = Symbol(buf[pos : pos + n], "ascii")
     except UnicodeDecodeError as e:
         raise DecodeError("symbol", pos + e.start, "not ASCII") from None
-    return Symbol(text), pos + n, 0xA3
+    return text, pos + n, 0xA3
 
 
-def _d_b3(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_b3(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """symbol sym32: up to 2^32 - 1 seven bit ASCII characters representing a symbolic value."""
     if pos + 4 > end:
         raise _short("symbol", pos, 4, end)
@@ -579,18 +572,18 @@ def _d_b3(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
         raise DecodeError("symbol", pos - 4, f"length {n} but {end - pos} bytes left")
 
     try:
-        text = str(buf[pos : pos + n], "ascii")
+        text = Symbol(buf[pos : pos + n], "ascii")
     except UnicodeDecodeError as e:
         raise DecodeError("symbol", pos + e.start, "not ASCII") from None
-    return Symbol(text), pos + n, 0xB3
+    return text, pos + n, 0xB3
 
 
-def _d_45(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_45(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """list list0: the empty list (i.e. the list with no elements)."""
     return [], pos, 0x45
 
 
-def _d_c0(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_c0(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """list list8: up to 2^8 - 1 list elements with total size less than 2^8 octets."""
     size, count, pos, stop = _compound(buf, pos, end, 1, "list")
     items, wires, pos = read_items(buf, pos, stop, count, described)
@@ -600,7 +593,7 @@ def _d_c0(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
     return items, pos, (0xC0, wires)
 
 
-def _d_d0(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_d0(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """list list32: up to 2^32 - 1 list elements with total size less than 2^32 octets."""
     size, count, pos, stop = _compound(buf, pos, end, 4, "list")
     items, wires, pos = read_items(buf, pos, stop, count, described)
@@ -610,7 +603,7 @@ def _d_d0(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
     return items, pos, (0xD0, wires)
 
 
-def _d_c1(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_c1(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """map map8: up to 2^8 - 1 octets of encoded map data."""
     size, count, pos, stop = _compound(buf, pos, end, 1, "map")
     items, wires, pos = read_items(buf, pos, stop, count, described)
@@ -626,7 +619,7 @@ def _d_c1(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
     return value, pos, (0xC1, wires)
 
 
-def _d_d1(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_d1(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """map map32: up to 2^32 - 1 octets of encoded map data."""
     size, count, pos, stop = _compound(buf, pos, end, 4, "map")
     items, wires, pos = read_items(buf, pos, stop, count, described)
@@ -642,12 +635,12 @@ def _d_d1(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any
     return value, pos, (0xD1, wires)
 
 
-def _d_e0(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_e0(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """array array8: up to 2^8 - 1 array elements with total size less than 2^8 octets."""
     return _array(buf, pos, end, 1, 0xE0, described)
 
 
-def _d_f0(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _d_f0(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """array array32: up to 2^32 - 1 array elements with total size less than 2^32 octets."""
     return _array(buf, pos, end, 4, 0xF0, described)
 
@@ -657,9 +650,7 @@ _U8X2 = struct.Struct(">BB")
 _U32X2 = struct.Struct(">II")
 
 
-def _compound(
-    buf: memoryview, pos: int, end: int, width: int, name: str
-) -> tuple[int, int, int, int]:
+def _compound(buf: Buffer, pos: int, end: int, width: int, name: str) -> tuple[int, int, int, int]:
     """(size, count, where the items start, where they stop) of a list, map or array; the
     count is checked against the bytes before anything is allocated."""
     if pos + 2 * width > end:
@@ -674,20 +665,30 @@ def _compound(
 
 
 def read_items(
-    buf: memoryview, pos: int, stop: int, count: int, described: Registry
+    buf: Buffer, pos: int, stop: int, count: int, described: Registry
 ) -> tuple[list[Any], tuple[Wire, ...], int]:
     """`count` values one after the other, each with its constructor."""
     items: list[Any] = []
     wires: list[Wire] = []
     for _ in range(count):
-        value, pos, wire = read(buf, pos, stop, described)
+        # `read`, its dispatch inlined
+        if pos >= stop:
+            raise DecodeError("constructor", pos, "needs 1 byte, 0 left")
+        code = buf[pos]
+        reader = _ITEM_READERS[code]
+        if reader is None:
+            raise DecodeError("constructor", pos, f"unknown format code {code:#04x}")
+        try:
+            value, pos, wire = reader(buf, pos + 1, stop, described)
+        except RecursionError:
+            raise DecodeError("value", pos, "values nested deeper than the stack allows") from None
         items.append(value)
         wires.append(wire)
     return items, tuple(wires), pos
 
 
 def _array(
-    buf: memoryview, pos: int, end: int, width: int, code: int, described: Registry
+    buf: Buffer, pos: int, end: int, width: int, code: int, described: Registry
 ) -> tuple[Any, int, Wire]:
     _, count, pos, stop = _compound(buf, pos, end, width, "array")
     if pos >= stop:
@@ -817,7 +818,7 @@ _ARRAY_CODES = frozenset(
 )
 
 
-def read(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def read(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """The value at `pos` (constructor included): (value, where it ends, its wire)."""
     if pos >= end:
         raise DecodeError("constructor", pos, "needs 1 byte, 0 left")
@@ -835,7 +836,13 @@ def read(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any,
         raise DecodeError("value", pos, "values nested deeper than the stack allows") from None
 
 
-def _described(buf: memoryview, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+def _described(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+    if (
+        pos + 2 <= end and buf[pos] == 0x53
+    ):  # a smallulong code, as most are: straight to its reader
+        reader = described.get(buf[pos + 1])
+        if reader is not None:
+            return reader(buf, pos + 2, end, 0x53, described)
     descriptor, pos, dwire = read(buf, pos, end, described)
     # Only a ulong or a symbol names a described type (types.xml, "Descriptor Values": other
     # descriptor types, numeric ones other than ulong included, are reserved). A uint 0x17 is
@@ -852,7 +859,7 @@ def decode_value(
     data: bytes | bytearray | memoryview, offset: int = 0, described: Registry = NO_TYPES
 ) -> tuple[Any, int]:
     """The value at `offset` and where it ends; DecodeError names the type and byte offset."""
-    buf = data if isinstance(data, memoryview) else memoryview(data)
+    buf = data if isinstance(data, bytes | memoryview) else memoryview(data)
     value, end, _ = read(buf, offset, len(buf), described)
     return value, end
 
@@ -861,7 +868,7 @@ def decode_value_wire(
     data: bytes | bytearray | memoryview, offset: int = 0, described: Registry = NO_TYPES
 ) -> tuple[Any, int, Wire]:
     """`decode_value` and the encoding it saw."""
-    buf = data if isinstance(data, memoryview) else memoryview(data)
+    buf = data if isinstance(data, bytes | memoryview) else memoryview(data)
     return read(buf, offset, len(buf), described)
 
 
@@ -1457,7 +1464,22 @@ def _elements_by(writer: Writer, small: int | None, large: int) -> ElementsWrite
     fits its encoding (and the wire does not ask for `large`), else `large`. A list or map
     element keeps the encodings of what it holds (`wires`, one per element as read)."""
 
+    variable = small in (0xA0, 0xA1, 0xA3)  # vbin8, str8, sym8: a length byte, then the bytes
+
     def write(items: list[Any], out: bytearray, wanted: int | None, wires: tuple[Wire, ...]) -> int:
+        if variable and small is not None and wanted != large:
+            # each in its smallest encoding: when that is `small` for every one, those bytes
+            # without their constructors are the elements (else the general way below)
+            start = len(out)
+            for x in items:
+                mark = len(out)
+                writer(x, out, None)
+                if out[mark] != small:
+                    del out[start:]
+                    break
+                del out[mark]
+            else:
+                return small
         parts = []
         n = len(wires)
         for i, x in enumerate(items):
@@ -1688,7 +1710,7 @@ def absent(name: str, at: int) -> DecodeError:
 
 
 def read_list(
-    buf: memoryview, pos: int, end: int, described: Registry, name: str, names: tuple[str, ...]
+    buf: Buffer, pos: int, end: int, described: Registry, name: str, names: tuple[str, ...]
 ) -> tuple[list[Any], list[Wire], int, Wire]:
     """A composite's list after its descriptor: one value and one wire per field in `names`
     (None where the list ends early), where the list ends, and the list's own wire. The count
@@ -1717,8 +1739,70 @@ def read_list(
     return items, wires, pos, (code, tuple(wires[:count]))
 
 
+def field_readers(codes: frozenset[int] | None) -> list[Reader | None]:
+    """A field's readers by format code: those of its type's constructors and null's (a field
+    may always be null), None for every other code; for a field of any type (`codes` None),
+    every known constructor's, a described value's included."""
+    table: list[Reader | None] = list(_READERS) if codes is None else [None] * 256
+    for code in range(256) if codes is None else (*codes, NULL):
+        table[code] = _described if code == 0 else _READERS[code]
+    return table
+
+
+_ITEM_READERS = field_readers(None)
+"""Every constructor's reader by format code, a described value's included: `read`'s dispatch."""
+
+
+def read_fields(
+    buf: Buffer,
+    pos: int,
+    end: int,
+    described: Registry,
+    name: str,
+    names: tuple[str, ...],
+    readers: tuple[list[Reader | None], ...],
+) -> tuple[list[Any], list[Wire], int, Wire]:
+    """`read_list` with each field's constructor checked as it is read: `readers` holds, per
+    field, the readers of the constructors its type allows (`field_readers`). A constructor
+    its field's type does not allow stops the reading and returns None as the list's wire:
+    the caller then reads the list again with `read_list` and its checks, which name the
+    first fault in the order they always have."""
+    at = pos
+    if pos >= end:
+        raise DecodeError(name, pos, "no list after the descriptor")
+    code = buf[pos]
+    size = len(names)
+    if code == LIST0:
+        return [None] * size, [None] * size, pos + 1, LIST0
+    if code != LIST8 and code != LIST32:
+        raise DecodeError(name, at, f"format code {code:#04x}: a composite is a list")
+    _, count, pos, stop = _compound(buf, pos + 1, end, 1 if code == LIST8 else 4, name)
+    if count > size:
+        raise DecodeError(name, at, f"{count} fields; {name} has {size}")
+    items: list[Any] = [None] * size
+    wires: list[Wire] = [None] * size
+    for i in range(count):
+        if pos >= stop:
+            raise DecodeError(f"{name}.{names[i]}", pos, "constructor: needs 1 byte, 0 left")
+        reader = readers[i][buf[pos]]
+        if reader is None:
+            return items, wires, pos, None
+        try:
+            items[i], pos, wires[i] = reader(buf, pos + 1, stop, described)
+        except DecodeError as e:
+            raise DecodeError(f"{name}.{names[i]}", e.offset, f"{e.field}: {e.reason}") from None
+        except RecursionError:
+            # as `read` says it at the field's constructor
+            raise DecodeError(
+                f"{name}.{names[i]}", pos, "value: values nested deeper than the stack allows"
+            ) from None
+    if pos != stop:
+        raise DecodeError(name, pos, f"{stop - pos} bytes after the last field")
+    return items, wires, pos, (code, tuple(wires[:count]))
+
+
 def read_section(
-    buf: memoryview, pos: int, end: int, described: Registry, name: str
+    buf: Buffer, pos: int, end: int, described: Registry, name: str
 ) -> tuple[Any, int, Wire]:
     """A section's one value after its descriptor."""
     try:
@@ -1737,6 +1821,9 @@ def write_descriptor(out: bytearray, name: str, code: int, wire: Wire) -> Wire:
     """0x00, then the descriptor as the wire had it (its symbol or its code), else its code;
     returns the wire of what follows the descriptor."""
     dwire, vwire = _split(wire)
+    if (dwire is None or dwire == 0x53) and 0 < code <= 255:  # the smallulong most codes take
+        out += bytes((0, 0x53, code))
+        return vwire
     out.append(0)
     if dwire is not None and TYPE_OF.get(dwire if dwire.__class__ is int else -1) == "symbol":
         e_symbol(Symbol(name), out, dwire)
@@ -1780,6 +1867,72 @@ def put(
         writer(v, body, wires[i] if i < len(wires) else None)
     except EncodeError as e:
         raise EncodeError(name, f"{e.field}: {e.reason}") from None
+
+
+def put_fields(
+    values: tuple[Any, ...],
+    count: int,
+    body: bytearray,
+    wires: tuple[Wire, ...],
+    writers: tuple[Writer, ...],
+    name: str,
+    names: tuple[str, ...],
+) -> None:
+    """`put` of fields 0 to `count`: each null when None, else by its writer with the wire it was
+    read with."""
+    known = len(wires)
+    for i in range(count):
+        v = values[i]
+        if v is None:
+            body.append(NULL)
+            continue
+        try:
+            writers[i](v, body, wires[i] if i < known else None)
+        except EncodeError as e:
+            raise EncodeError(f"{name}.{names[i]}", f"{e.field}: {e.reason}") from None
+
+
+def write_list(
+    out: bytearray,
+    wire: Wire,
+    name: str,
+    code: int,
+    values: tuple[Any, ...],
+    writers: tuple[Writer, ...],
+    short: str,
+    names: tuple[str, ...],
+) -> None:
+    """A composite whole: `begin_list`, `put_fields` and `end_list` in one. `short` and `names`
+    name a field whose writer fails."""
+    if wire is None and 0 < code <= 255:  # a fresh object: its smallulong code, its list afresh
+        out += bytes((0, 0x53, code))
+        wires: tuple[Wire, ...] = ()
+        lcode = None
+    else:
+        lwire = write_descriptor(out, name, code, wire)
+        lcode = lwire if lwire.__class__ is int else lwire[0] if lwire is not None else None
+        wires = lwire[1] if isinstance(lwire, tuple) else ()
+    count = len(values)
+    while count and values[count - 1] is None:
+        count -= 1
+    known = len(wires)
+    if known > count:
+        count = known
+    if count == 0 and lcode != LIST8 and lcode != LIST32:
+        out.append(LIST0)
+        return
+    body = bytearray()
+    for i in range(count):
+        v = values[i]
+        if v is None:
+            body.append(NULL)
+            continue
+        try:
+            writers[i](v, body, wires[i] if i < known else None)
+        except EncodeError as e:
+            raise EncodeError(f"{short}.{names[i]}", f"{e.field}: {e.reason}") from None
+    _compound_header(out, LIST8, LIST32, lcode, len(body), count)
+    out += body
 
 
 def end_list(out: bytearray, code: int | None, body: bytearray, count: int) -> None:
@@ -1894,17 +2047,18 @@ def encode_frame(msg: Frame | ProtocolHeader) -> bytes:
     if len(msg.extended) % 4:
         raise EncodeError("frame.extended", f"{len(msg.extended)} bytes is not whole 4-byte words")
     out = bytearray(8)
-    out += msg.extended
+    if msg.extended:
+        out += msg.extended
     if msg.body is not None:
         msg.body.encode_to(out)
-    out += msg.payload
+    payload = msg.payload
     doff = 2 + len(msg.extended) // 4
     if doff > 255:
         raise EncodeError("frame.doff", f"an extended header of {len(msg.extended)} bytes")
     try:
-        HEADER.pack_into(out, 0, len(out), doff, msg.type, msg.channel)
+        HEADER.pack_into(out, 0, len(out) + len(payload), doff, msg.type, msg.channel)
     except Exception:
         raise EncodeError(
             "frame", f"type {msg.type} channel {msg.channel} do not fit the header"
         ) from None
-    return bytes(out)
+    return b"".join((out, payload)) if payload else bytes(out)  # the payload copied once

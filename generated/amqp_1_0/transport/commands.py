@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 from ..errors import DecodeError, EncodeError
 from ..framing import HEADER
 from ..values import (
+    Buffer,
     Composite,
     Described,
     Frame,
@@ -36,7 +37,6 @@ from ..values import (
     ULong,
     Wire,
     absent,
-    begin_list,
     code_of,
     e_binary,
     e_boolean,
@@ -48,13 +48,14 @@ from ..values import (
     e_ulong,
     e_ushort,
     encode_any,
-    end_list,
+    field_readers,
     mistyped,
     multiple,
     not_kind,
-    put,
     read,
+    read_fields,
     read_list,
+    write_list,
 )
 from ..values import decode_value as _decode_value
 from ..values import decode_value_wire as _decode_value_wire
@@ -167,8 +168,59 @@ USHORT = frozenset(
 
 e_symbol_or_array = multiple(e_symbol, "symbol")
 
+# each field's readers by format code (`read_fields`): its type's constructors and null
+_ANY_READERS = field_readers(None)
 
-@dataclass(slots=True)
+_BINARY_READERS = field_readers(BINARY)
+
+_BOOLEAN_READERS = field_readers(BOOLEAN)
+
+_COMPOSITE_READERS = field_readers(COMPOSITE)
+
+_MAP_READERS = field_readers(MAP)
+
+_STRING_READERS = field_readers(STRING)
+
+_SYMBOL_READERS = field_readers(SYMBOL)
+
+_SYMBOL_OR_ARRAY_READERS = field_readers(SYMBOL_OR_ARRAY)
+
+_UBYTE_READERS = field_readers(UBYTE)
+
+_UINT_READERS = field_readers(UINT)
+
+_ULONG_READERS = field_readers(ULONG)
+
+_USHORT_READERS = field_readers(USHORT)
+
+
+_OPEN_READERS = (
+    _STRING_READERS,
+    _STRING_READERS,
+    _UINT_READERS,
+    _USHORT_READERS,
+    _UINT_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _MAP_READERS,
+)
+_OPEN_WRITERS = (
+    e_string,
+    e_string,
+    e_uint,
+    e_ushort,
+    e_uint,
+    e_symbol_or_array,
+    e_symbol_or_array,
+    e_symbol_or_array,
+    e_symbol_or_array,
+    e_map,
+)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Open(Composite):
     """open (amqp:open:list, descriptor 0x00000000_00000010 = 16, performatives): Negotiate connection parameters.
 
@@ -238,46 +290,82 @@ class Open(Composite):
     """properties: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        container_id: str | None = None,
+        hostname: str | None = None,
+        max_frame_size: int | None = None,
+        channel_max: int | None = None,
+        idle_time_out: int | None = None,
+        outgoing_locales: list[str] | None = None,
+        incoming_locales: list[str] | None = None,
+        offered_capabilities: list[str] | None = None,
+        desired_capabilities: list[str] | None = None,
+        properties: dict[Any, Any] | None = None,
+    ) -> None:
+        self.container_id = container_id
+        self.hostname = hostname
+        self.max_frame_size = max_frame_size
+        self.channel_max = channel_max
+        self.idle_time_out = idle_time_out
+        self.outgoing_locales = outgoing_locales
+        self.incoming_locales = incoming_locales
+        self.offered_capabilities = offered_capabilities
+        self.desired_capabilities = desired_capabilities
+        self.properties = properties
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(container_id={self.container_id!r}, hostname={self.hostname!r}, max_frame_size={self.max_frame_size!r}, channel_max={self.channel_max!r}, idle_time_out={self.idle_time_out!r}, outgoing_locales={self.outgoing_locales!r}, incoming_locales={self.incoming_locales!r}, offered_capabilities={self.offered_capabilities!r}, desired_capabilities={self.desired_capabilities!r}, properties={self.properties!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "open", Open.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in STRING:
-            raise mistyped("open.container-id", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in STRING:
-            raise mistyped("open.hostname", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in UINT:
-            raise mistyped("open.max-frame-size", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in USHORT:
-            raise mistyped("open.channel-max", w[3], at)
-        if v[4] is not None and code_of(w[4]) not in UINT:
-            raise mistyped("open.idle-time-out", w[4], at)
-        if v[5] is not None:
-            if code_of(w[5]) not in SYMBOL_OR_ARRAY:
+        v, w, pos, lwire = read_fields(buf, pos, end, described, "open", Open.FIELDS, _OPEN_READERS)
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "open", Open.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in STRING:
+                raise mistyped("open.container-id", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in STRING:
+                raise mistyped("open.hostname", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in UINT:
+                raise mistyped("open.max-frame-size", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in USHORT:
+                raise mistyped("open.channel-max", w[3], at)
+            if v[4] is not None and code_of(w[4]) not in UINT:
+                raise mistyped("open.idle-time-out", w[4], at)
+            if v[5] is not None and code_of(w[5]) not in SYMBOL_OR_ARRAY:
                 raise mistyped("open.outgoing-locales", w[5], at)
+            if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
+                raise mistyped("open.incoming-locales", w[6], at)
+            if v[7] is not None and code_of(w[7]) not in SYMBOL_OR_ARRAY:
+                raise mistyped("open.offered-capabilities", w[7], at)
+            if v[8] is not None and code_of(w[8]) not in SYMBOL_OR_ARRAY:
+                raise mistyped("open.desired-capabilities", w[8], at)
+            if v[9] is not None and code_of(w[9]) not in MAP:
+                raise mistyped("open.properties", w[9], at)
+        if v[5] is not None:
             if not isinstance(v[5], list):
                 v[5] = [v[5]]
         if v[6] is not None:
-            if code_of(w[6]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("open.incoming-locales", w[6], at)
             if not isinstance(v[6], list):
                 v[6] = [v[6]]
         if v[7] is not None:
-            if code_of(w[7]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("open.offered-capabilities", w[7], at)
             if not isinstance(v[7], list):
                 v[7] = [v[7]]
         if v[8] is not None:
-            if code_of(w[8]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("open.desired-capabilities", w[8], at)
             if not isinstance(v[8], list):
                 v[8] = [v[8]]
-        if v[9] is not None and code_of(w[9]) not in MAP:
-            raise mistyped("open.properties", w[9], at)
         if v[0] is None:
             raise absent("open.container-id", at)
         obj = Open(*v)
@@ -303,24 +391,41 @@ class Open(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("open.container-id", "mandatory field is None")
-        wires, count, code = begin_list(
-            out, self._wire if wire is None else wire, "amqp:open:list", 0x00000000_00000010, values
+        write_list(
+            out,
+            self._wire if wire is None else wire,
+            "amqp:open:list",
+            0x00000000_00000010,
+            values,
+            _OPEN_WRITERS,
+            "open",
+            Open.FIELDS,
         )
-        body = bytearray()
-        put(e_string, values, 0, count, body, wires, "open.container-id")
-        put(e_string, values, 1, count, body, wires, "open.hostname")
-        put(e_uint, values, 2, count, body, wires, "open.max-frame-size")
-        put(e_ushort, values, 3, count, body, wires, "open.channel-max")
-        put(e_uint, values, 4, count, body, wires, "open.idle-time-out")
-        put(e_symbol_or_array, values, 5, count, body, wires, "open.outgoing-locales")
-        put(e_symbol_or_array, values, 6, count, body, wires, "open.incoming-locales")
-        put(e_symbol_or_array, values, 7, count, body, wires, "open.offered-capabilities")
-        put(e_symbol_or_array, values, 8, count, body, wires, "open.desired-capabilities")
-        put(e_map, values, 9, count, body, wires, "open.properties")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_BEGIN_READERS = (
+    _USHORT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _MAP_READERS,
+)
+_BEGIN_WRITERS = (
+    e_ushort,
+    e_uint,
+    e_uint,
+    e_uint,
+    e_uint,
+    e_symbol_or_array,
+    e_symbol_or_array,
+    e_map,
+)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Begin(Composite):
     """begin (amqp:begin:list, descriptor 0x00000000_00000011 = 17, performatives): Begin a session on a channel.
 
@@ -379,36 +484,70 @@ class Begin(Composite):
     """properties: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        remote_channel: int | None = None,
+        next_outgoing_id: int | None = None,
+        incoming_window: int | None = None,
+        outgoing_window: int | None = None,
+        handle_max: int | None = None,
+        offered_capabilities: list[str] | None = None,
+        desired_capabilities: list[str] | None = None,
+        properties: dict[Any, Any] | None = None,
+    ) -> None:
+        self.remote_channel = remote_channel
+        self.next_outgoing_id = next_outgoing_id
+        self.incoming_window = incoming_window
+        self.outgoing_window = outgoing_window
+        self.handle_max = handle_max
+        self.offered_capabilities = offered_capabilities
+        self.desired_capabilities = desired_capabilities
+        self.properties = properties
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(remote_channel={self.remote_channel!r}, next_outgoing_id={self.next_outgoing_id!r}, incoming_window={self.incoming_window!r}, outgoing_window={self.outgoing_window!r}, handle_max={self.handle_max!r}, offered_capabilities={self.offered_capabilities!r}, desired_capabilities={self.desired_capabilities!r}, properties={self.properties!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "begin", Begin.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in USHORT:
-            raise mistyped("begin.remote-channel", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in UINT:
-            raise mistyped("begin.next-outgoing-id", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in UINT:
-            raise mistyped("begin.incoming-window", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in UINT:
-            raise mistyped("begin.outgoing-window", w[3], at)
-        if v[4] is not None and code_of(w[4]) not in UINT:
-            raise mistyped("begin.handle-max", w[4], at)
-        if v[5] is not None:
-            if code_of(w[5]) not in SYMBOL_OR_ARRAY:
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "begin", Begin.FIELDS, _BEGIN_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "begin", Begin.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in USHORT:
+                raise mistyped("begin.remote-channel", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in UINT:
+                raise mistyped("begin.next-outgoing-id", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in UINT:
+                raise mistyped("begin.incoming-window", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in UINT:
+                raise mistyped("begin.outgoing-window", w[3], at)
+            if v[4] is not None and code_of(w[4]) not in UINT:
+                raise mistyped("begin.handle-max", w[4], at)
+            if v[5] is not None and code_of(w[5]) not in SYMBOL_OR_ARRAY:
                 raise mistyped("begin.offered-capabilities", w[5], at)
+            if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
+                raise mistyped("begin.desired-capabilities", w[6], at)
+            if v[7] is not None and code_of(w[7]) not in MAP:
+                raise mistyped("begin.properties", w[7], at)
+        if v[5] is not None:
             if not isinstance(v[5], list):
                 v[5] = [v[5]]
         if v[6] is not None:
-            if code_of(w[6]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("begin.desired-capabilities", w[6], at)
             if not isinstance(v[6], list):
                 v[6] = [v[6]]
-        if v[7] is not None and code_of(w[7]) not in MAP:
-            raise mistyped("begin.properties", w[7], at)
         if v[1] is None:
             raise absent("begin.next-outgoing-id", at)
         if v[2] is None:
@@ -440,26 +579,53 @@ class Begin(Composite):
             raise EncodeError("begin.incoming-window", "mandatory field is None")
         if values[3] is None:
             raise EncodeError("begin.outgoing-window", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:begin:list",
             0x00000000_00000011,
             values,
+            _BEGIN_WRITERS,
+            "begin",
+            Begin.FIELDS,
         )
-        body = bytearray()
-        put(e_ushort, values, 0, count, body, wires, "begin.remote-channel")
-        put(e_uint, values, 1, count, body, wires, "begin.next-outgoing-id")
-        put(e_uint, values, 2, count, body, wires, "begin.incoming-window")
-        put(e_uint, values, 3, count, body, wires, "begin.outgoing-window")
-        put(e_uint, values, 4, count, body, wires, "begin.handle-max")
-        put(e_symbol_or_array, values, 5, count, body, wires, "begin.offered-capabilities")
-        put(e_symbol_or_array, values, 6, count, body, wires, "begin.desired-capabilities")
-        put(e_map, values, 7, count, body, wires, "begin.properties")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_ATTACH_READERS = (
+    _STRING_READERS,
+    _UINT_READERS,
+    _BOOLEAN_READERS,
+    _UBYTE_READERS,
+    _UBYTE_READERS,
+    _ANY_READERS,
+    _ANY_READERS,
+    _MAP_READERS,
+    _BOOLEAN_READERS,
+    _UINT_READERS,
+    _ULONG_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _MAP_READERS,
+)
+_ATTACH_WRITERS = (
+    e_string,
+    e_uint,
+    e_boolean,
+    e_ubyte,
+    e_ubyte,
+    encode_any,
+    encode_any,
+    e_map,
+    e_boolean,
+    e_uint,
+    e_ulong,
+    e_symbol_or_array,
+    e_symbol_or_array,
+    e_map,
+)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Attach(Composite):
     """attach (amqp:attach:list, descriptor 0x00000000_00000012 = 18, performatives): Attach a link to a session.
 
@@ -544,44 +710,90 @@ class Attach(Composite):
     """properties: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        name: str | None = None,
+        handle: int | None = None,
+        role: bool | None = None,
+        snd_settle_mode: int | None = None,
+        rcv_settle_mode: int | None = None,
+        source: Any | None = None,
+        target: Any | None = None,
+        unsettled: dict[Any, Any] | None = None,
+        incomplete_unsettled: bool | None = None,
+        initial_delivery_count: int | None = None,
+        max_message_size: int | None = None,
+        offered_capabilities: list[str] | None = None,
+        desired_capabilities: list[str] | None = None,
+        properties: dict[Any, Any] | None = None,
+    ) -> None:
+        self.name = name
+        self.handle = handle
+        self.role = role
+        self.snd_settle_mode = snd_settle_mode
+        self.rcv_settle_mode = rcv_settle_mode
+        self.source = source
+        self.target = target
+        self.unsettled = unsettled
+        self.incomplete_unsettled = incomplete_unsettled
+        self.initial_delivery_count = initial_delivery_count
+        self.max_message_size = max_message_size
+        self.offered_capabilities = offered_capabilities
+        self.desired_capabilities = desired_capabilities
+        self.properties = properties
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, handle={self.handle!r}, role={self.role!r}, snd_settle_mode={self.snd_settle_mode!r}, rcv_settle_mode={self.rcv_settle_mode!r}, source={self.source!r}, target={self.target!r}, unsettled={self.unsettled!r}, incomplete_unsettled={self.incomplete_unsettled!r}, initial_delivery_count={self.initial_delivery_count!r}, max_message_size={self.max_message_size!r}, offered_capabilities={self.offered_capabilities!r}, desired_capabilities={self.desired_capabilities!r}, properties={self.properties!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "attach", Attach.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in STRING:
-            raise mistyped("attach.name", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in UINT:
-            raise mistyped("attach.handle", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in BOOLEAN:
-            raise mistyped("attach.role", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in UBYTE:
-            raise mistyped("attach.snd-settle-mode", w[3], at)
-        if v[4] is not None and code_of(w[4]) not in UBYTE:
-            raise mistyped("attach.rcv-settle-mode", w[4], at)
-        if v[7] is not None and code_of(w[7]) not in MAP:
-            raise mistyped("attach.unsettled", w[7], at)
-        if v[8] is not None and code_of(w[8]) not in BOOLEAN:
-            raise mistyped("attach.incomplete-unsettled", w[8], at)
-        if v[9] is not None and code_of(w[9]) not in UINT:
-            raise mistyped("attach.initial-delivery-count", w[9], at)
-        if v[10] is not None and code_of(w[10]) not in ULONG:
-            raise mistyped("attach.max-message-size", w[10], at)
-        if v[11] is not None:
-            if code_of(w[11]) not in SYMBOL_OR_ARRAY:
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "attach", Attach.FIELDS, _ATTACH_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "attach", Attach.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in STRING:
+                raise mistyped("attach.name", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in UINT:
+                raise mistyped("attach.handle", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in BOOLEAN:
+                raise mistyped("attach.role", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in UBYTE:
+                raise mistyped("attach.snd-settle-mode", w[3], at)
+            if v[4] is not None and code_of(w[4]) not in UBYTE:
+                raise mistyped("attach.rcv-settle-mode", w[4], at)
+            if v[7] is not None and code_of(w[7]) not in MAP:
+                raise mistyped("attach.unsettled", w[7], at)
+            if v[8] is not None and code_of(w[8]) not in BOOLEAN:
+                raise mistyped("attach.incomplete-unsettled", w[8], at)
+            if v[9] is not None and code_of(w[9]) not in UINT:
+                raise mistyped("attach.initial-delivery-count", w[9], at)
+            if v[10] is not None and code_of(w[10]) not in ULONG:
+                raise mistyped("attach.max-message-size", w[10], at)
+            if v[11] is not None and code_of(w[11]) not in SYMBOL_OR_ARRAY:
                 raise mistyped("attach.offered-capabilities", w[11], at)
+            if v[12] is not None and code_of(w[12]) not in SYMBOL_OR_ARRAY:
+                raise mistyped("attach.desired-capabilities", w[12], at)
+            if v[13] is not None and code_of(w[13]) not in MAP:
+                raise mistyped("attach.properties", w[13], at)
+        if v[11] is not None:
             if not isinstance(v[11], list):
                 v[11] = [v[11]]
         if v[12] is not None:
-            if code_of(w[12]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("attach.desired-capabilities", w[12], at)
             if not isinstance(v[12], list):
                 v[12] = [v[12]]
-        if v[13] is not None and code_of(w[13]) not in MAP:
-            raise mistyped("attach.properties", w[13], at)
         if v[0] is None:
             raise absent("attach.name", at)
         if v[1] is None:
@@ -619,32 +831,47 @@ class Attach(Composite):
             raise EncodeError("attach.handle", "mandatory field is None")
         if values[2] is None:
             raise EncodeError("attach.role", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:attach:list",
             0x00000000_00000012,
             values,
+            _ATTACH_WRITERS,
+            "attach",
+            Attach.FIELDS,
         )
-        body = bytearray()
-        put(e_string, values, 0, count, body, wires, "attach.name")
-        put(e_uint, values, 1, count, body, wires, "attach.handle")
-        put(e_boolean, values, 2, count, body, wires, "attach.role")
-        put(e_ubyte, values, 3, count, body, wires, "attach.snd-settle-mode")
-        put(e_ubyte, values, 4, count, body, wires, "attach.rcv-settle-mode")
-        put(encode_any, values, 5, count, body, wires, "attach.source")
-        put(encode_any, values, 6, count, body, wires, "attach.target")
-        put(e_map, values, 7, count, body, wires, "attach.unsettled")
-        put(e_boolean, values, 8, count, body, wires, "attach.incomplete-unsettled")
-        put(e_uint, values, 9, count, body, wires, "attach.initial-delivery-count")
-        put(e_ulong, values, 10, count, body, wires, "attach.max-message-size")
-        put(e_symbol_or_array, values, 11, count, body, wires, "attach.offered-capabilities")
-        put(e_symbol_or_array, values, 12, count, body, wires, "attach.desired-capabilities")
-        put(e_map, values, 13, count, body, wires, "attach.properties")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_FLOW_READERS = (
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _BOOLEAN_READERS,
+    _BOOLEAN_READERS,
+    _MAP_READERS,
+)
+_FLOW_WRITERS = (
+    e_uint,
+    e_uint,
+    e_uint,
+    e_uint,
+    e_uint,
+    e_uint,
+    e_uint,
+    e_uint,
+    e_boolean,
+    e_boolean,
+    e_map,
+)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Flow(Composite):
     """flow (amqp:flow:list, descriptor 0x00000000_00000013 = 19, performatives): Update link state.
 
@@ -711,36 +938,74 @@ class Flow(Composite):
     """properties: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        next_incoming_id: int | None = None,
+        incoming_window: int | None = None,
+        next_outgoing_id: int | None = None,
+        outgoing_window: int | None = None,
+        handle: int | None = None,
+        delivery_count: int | None = None,
+        link_credit: int | None = None,
+        available: int | None = None,
+        drain: bool | None = None,
+        echo: bool | None = None,
+        properties: dict[Any, Any] | None = None,
+    ) -> None:
+        self.next_incoming_id = next_incoming_id
+        self.incoming_window = incoming_window
+        self.next_outgoing_id = next_outgoing_id
+        self.outgoing_window = outgoing_window
+        self.handle = handle
+        self.delivery_count = delivery_count
+        self.link_credit = link_credit
+        self.available = available
+        self.drain = drain
+        self.echo = echo
+        self.properties = properties
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(next_incoming_id={self.next_incoming_id!r}, incoming_window={self.incoming_window!r}, next_outgoing_id={self.next_outgoing_id!r}, outgoing_window={self.outgoing_window!r}, handle={self.handle!r}, delivery_count={self.delivery_count!r}, link_credit={self.link_credit!r}, available={self.available!r}, drain={self.drain!r}, echo={self.echo!r}, properties={self.properties!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "flow", Flow.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in UINT:
-            raise mistyped("flow.next-incoming-id", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in UINT:
-            raise mistyped("flow.incoming-window", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in UINT:
-            raise mistyped("flow.next-outgoing-id", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in UINT:
-            raise mistyped("flow.outgoing-window", w[3], at)
-        if v[4] is not None and code_of(w[4]) not in UINT:
-            raise mistyped("flow.handle", w[4], at)
-        if v[5] is not None and code_of(w[5]) not in UINT:
-            raise mistyped("flow.delivery-count", w[5], at)
-        if v[6] is not None and code_of(w[6]) not in UINT:
-            raise mistyped("flow.link-credit", w[6], at)
-        if v[7] is not None and code_of(w[7]) not in UINT:
-            raise mistyped("flow.available", w[7], at)
-        if v[8] is not None and code_of(w[8]) not in BOOLEAN:
-            raise mistyped("flow.drain", w[8], at)
-        if v[9] is not None and code_of(w[9]) not in BOOLEAN:
-            raise mistyped("flow.echo", w[9], at)
-        if v[10] is not None and code_of(w[10]) not in MAP:
-            raise mistyped("flow.properties", w[10], at)
+        v, w, pos, lwire = read_fields(buf, pos, end, described, "flow", Flow.FIELDS, _FLOW_READERS)
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "flow", Flow.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in UINT:
+                raise mistyped("flow.next-incoming-id", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in UINT:
+                raise mistyped("flow.incoming-window", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in UINT:
+                raise mistyped("flow.next-outgoing-id", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in UINT:
+                raise mistyped("flow.outgoing-window", w[3], at)
+            if v[4] is not None and code_of(w[4]) not in UINT:
+                raise mistyped("flow.handle", w[4], at)
+            if v[5] is not None and code_of(w[5]) not in UINT:
+                raise mistyped("flow.delivery-count", w[5], at)
+            if v[6] is not None and code_of(w[6]) not in UINT:
+                raise mistyped("flow.link-credit", w[6], at)
+            if v[7] is not None and code_of(w[7]) not in UINT:
+                raise mistyped("flow.available", w[7], at)
+            if v[8] is not None and code_of(w[8]) not in BOOLEAN:
+                raise mistyped("flow.drain", w[8], at)
+            if v[9] is not None and code_of(w[9]) not in BOOLEAN:
+                raise mistyped("flow.echo", w[9], at)
+            if v[10] is not None and code_of(w[10]) not in MAP:
+                raise mistyped("flow.properties", w[10], at)
         if v[1] is None:
             raise absent("flow.incoming-window", at)
         if v[2] is None:
@@ -775,25 +1040,47 @@ class Flow(Composite):
             raise EncodeError("flow.next-outgoing-id", "mandatory field is None")
         if values[3] is None:
             raise EncodeError("flow.outgoing-window", "mandatory field is None")
-        wires, count, code = begin_list(
-            out, self._wire if wire is None else wire, "amqp:flow:list", 0x00000000_00000013, values
+        write_list(
+            out,
+            self._wire if wire is None else wire,
+            "amqp:flow:list",
+            0x00000000_00000013,
+            values,
+            _FLOW_WRITERS,
+            "flow",
+            Flow.FIELDS,
         )
-        body = bytearray()
-        put(e_uint, values, 0, count, body, wires, "flow.next-incoming-id")
-        put(e_uint, values, 1, count, body, wires, "flow.incoming-window")
-        put(e_uint, values, 2, count, body, wires, "flow.next-outgoing-id")
-        put(e_uint, values, 3, count, body, wires, "flow.outgoing-window")
-        put(e_uint, values, 4, count, body, wires, "flow.handle")
-        put(e_uint, values, 5, count, body, wires, "flow.delivery-count")
-        put(e_uint, values, 6, count, body, wires, "flow.link-credit")
-        put(e_uint, values, 7, count, body, wires, "flow.available")
-        put(e_boolean, values, 8, count, body, wires, "flow.drain")
-        put(e_boolean, values, 9, count, body, wires, "flow.echo")
-        put(e_map, values, 10, count, body, wires, "flow.properties")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_TRANSFER_READERS = (
+    _UINT_READERS,
+    _UINT_READERS,
+    _BINARY_READERS,
+    _UINT_READERS,
+    _BOOLEAN_READERS,
+    _BOOLEAN_READERS,
+    _UBYTE_READERS,
+    _ANY_READERS,
+    _BOOLEAN_READERS,
+    _BOOLEAN_READERS,
+    _BOOLEAN_READERS,
+)
+_TRANSFER_WRITERS = (
+    e_uint,
+    e_uint,
+    e_binary,
+    e_uint,
+    e_boolean,
+    e_boolean,
+    e_ubyte,
+    encode_any,
+    e_boolean,
+    e_boolean,
+    e_boolean,
+)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Transfer(Composite):
     """transfer (amqp:transfer:list, descriptor 0x00000000_00000014 = 20, performatives): Transfer a message.
 
@@ -862,34 +1149,74 @@ class Transfer(Composite):
     """batchable: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        handle: int | None = None,
+        delivery_id: int | None = None,
+        delivery_tag: bytes | None = None,
+        message_format: int | None = None,
+        settled: bool | None = None,
+        more: bool | None = None,
+        rcv_settle_mode: int | None = None,
+        state: Any | None = None,
+        resume: bool | None = None,
+        aborted: bool | None = None,
+        batchable: bool | None = None,
+    ) -> None:
+        self.handle = handle
+        self.delivery_id = delivery_id
+        self.delivery_tag = delivery_tag
+        self.message_format = message_format
+        self.settled = settled
+        self.more = more
+        self.rcv_settle_mode = rcv_settle_mode
+        self.state = state
+        self.resume = resume
+        self.aborted = aborted
+        self.batchable = batchable
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(handle={self.handle!r}, delivery_id={self.delivery_id!r}, delivery_tag={self.delivery_tag!r}, message_format={self.message_format!r}, settled={self.settled!r}, more={self.more!r}, rcv_settle_mode={self.rcv_settle_mode!r}, state={self.state!r}, resume={self.resume!r}, aborted={self.aborted!r}, batchable={self.batchable!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "transfer", Transfer.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in UINT:
-            raise mistyped("transfer.handle", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in UINT:
-            raise mistyped("transfer.delivery-id", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in BINARY:
-            raise mistyped("transfer.delivery-tag", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in UINT:
-            raise mistyped("transfer.message-format", w[3], at)
-        if v[4] is not None and code_of(w[4]) not in BOOLEAN:
-            raise mistyped("transfer.settled", w[4], at)
-        if v[5] is not None and code_of(w[5]) not in BOOLEAN:
-            raise mistyped("transfer.more", w[5], at)
-        if v[6] is not None and code_of(w[6]) not in UBYTE:
-            raise mistyped("transfer.rcv-settle-mode", w[6], at)
-        if v[8] is not None and code_of(w[8]) not in BOOLEAN:
-            raise mistyped("transfer.resume", w[8], at)
-        if v[9] is not None and code_of(w[9]) not in BOOLEAN:
-            raise mistyped("transfer.aborted", w[9], at)
-        if v[10] is not None and code_of(w[10]) not in BOOLEAN:
-            raise mistyped("transfer.batchable", w[10], at)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "transfer", Transfer.FIELDS, _TRANSFER_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "transfer", Transfer.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in UINT:
+                raise mistyped("transfer.handle", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in UINT:
+                raise mistyped("transfer.delivery-id", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in BINARY:
+                raise mistyped("transfer.delivery-tag", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in UINT:
+                raise mistyped("transfer.message-format", w[3], at)
+            if v[4] is not None and code_of(w[4]) not in BOOLEAN:
+                raise mistyped("transfer.settled", w[4], at)
+            if v[5] is not None and code_of(w[5]) not in BOOLEAN:
+                raise mistyped("transfer.more", w[5], at)
+            if v[6] is not None and code_of(w[6]) not in UBYTE:
+                raise mistyped("transfer.rcv-settle-mode", w[6], at)
+            if v[8] is not None and code_of(w[8]) not in BOOLEAN:
+                raise mistyped("transfer.resume", w[8], at)
+            if v[9] is not None and code_of(w[9]) not in BOOLEAN:
+                raise mistyped("transfer.aborted", w[9], at)
+            if v[10] is not None and code_of(w[10]) not in BOOLEAN:
+                raise mistyped("transfer.batchable", w[10], at)
         if v[0] is None:
             raise absent("transfer.handle", at)
         obj = Transfer(*v)
@@ -916,29 +1243,37 @@ class Transfer(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("transfer.handle", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:transfer:list",
             0x00000000_00000014,
             values,
+            _TRANSFER_WRITERS,
+            "transfer",
+            Transfer.FIELDS,
         )
-        body = bytearray()
-        put(e_uint, values, 0, count, body, wires, "transfer.handle")
-        put(e_uint, values, 1, count, body, wires, "transfer.delivery-id")
-        put(e_binary, values, 2, count, body, wires, "transfer.delivery-tag")
-        put(e_uint, values, 3, count, body, wires, "transfer.message-format")
-        put(e_boolean, values, 4, count, body, wires, "transfer.settled")
-        put(e_boolean, values, 5, count, body, wires, "transfer.more")
-        put(e_ubyte, values, 6, count, body, wires, "transfer.rcv-settle-mode")
-        put(encode_any, values, 7, count, body, wires, "transfer.state")
-        put(e_boolean, values, 8, count, body, wires, "transfer.resume")
-        put(e_boolean, values, 9, count, body, wires, "transfer.aborted")
-        put(e_boolean, values, 10, count, body, wires, "transfer.batchable")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_DISPOSITION_READERS = (
+    _BOOLEAN_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _BOOLEAN_READERS,
+    _ANY_READERS,
+    _BOOLEAN_READERS,
+)
+_DISPOSITION_WRITERS = (
+    e_boolean,
+    e_uint,
+    e_uint,
+    e_boolean,
+    encode_any,
+    e_boolean,
+)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Disposition(Composite):
     """disposition (amqp:disposition:list, descriptor 0x00000000_00000015 = 21, performatives): Inform remote peer of delivery state changes.
 
@@ -985,24 +1320,54 @@ class Disposition(Composite):
     """batchable: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        role: bool | None = None,
+        first: int | None = None,
+        last: int | None = None,
+        settled: bool | None = None,
+        state: Any | None = None,
+        batchable: bool | None = None,
+    ) -> None:
+        self.role = role
+        self.first = first
+        self.last = last
+        self.settled = settled
+        self.state = state
+        self.batchable = batchable
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(role={self.role!r}, first={self.first!r}, last={self.last!r}, settled={self.settled!r}, state={self.state!r}, batchable={self.batchable!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "disposition", Disposition.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in BOOLEAN:
-            raise mistyped("disposition.role", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in UINT:
-            raise mistyped("disposition.first", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in UINT:
-            raise mistyped("disposition.last", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in BOOLEAN:
-            raise mistyped("disposition.settled", w[3], at)
-        if v[5] is not None and code_of(w[5]) not in BOOLEAN:
-            raise mistyped("disposition.batchable", w[5], at)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "disposition", Disposition.FIELDS, _DISPOSITION_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "disposition", Disposition.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in BOOLEAN:
+                raise mistyped("disposition.role", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in UINT:
+                raise mistyped("disposition.first", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in UINT:
+                raise mistyped("disposition.last", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in BOOLEAN:
+                raise mistyped("disposition.settled", w[3], at)
+            if v[5] is not None and code_of(w[5]) not in BOOLEAN:
+                raise mistyped("disposition.batchable", w[5], at)
         if v[0] is None:
             raise absent("disposition.role", at)
         if v[1] is None:
@@ -1028,24 +1393,31 @@ class Disposition(Composite):
             raise EncodeError("disposition.role", "mandatory field is None")
         if values[1] is None:
             raise EncodeError("disposition.first", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:disposition:list",
             0x00000000_00000015,
             values,
+            _DISPOSITION_WRITERS,
+            "disposition",
+            Disposition.FIELDS,
         )
-        body = bytearray()
-        put(e_boolean, values, 0, count, body, wires, "disposition.role")
-        put(e_uint, values, 1, count, body, wires, "disposition.first")
-        put(e_uint, values, 2, count, body, wires, "disposition.last")
-        put(e_boolean, values, 3, count, body, wires, "disposition.settled")
-        put(encode_any, values, 4, count, body, wires, "disposition.state")
-        put(e_boolean, values, 5, count, body, wires, "disposition.batchable")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_DETACH_READERS = (
+    _UINT_READERS,
+    _BOOLEAN_READERS,
+    _COMPOSITE_READERS,
+)
+_DETACH_WRITERS = (
+    e_uint,
+    e_boolean,
+    encode_any,
+)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Detach(Composite):
     """detach (amqp:detach:list, descriptor 0x00000000_00000016 = 22, performatives): Detach the link endpoint from the session.
 
@@ -1079,21 +1451,47 @@ class Detach(Composite):
     """error: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        handle: int | None = None,
+        closed: bool | None = None,
+        error: Error | None = None,
+    ) -> None:
+        self.handle = handle
+        self.closed = closed
+        self.error = error
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(handle={self.handle!r}, closed={self.closed!r}, error={self.error!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "detach", Detach.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in UINT:
-            raise mistyped("detach.handle", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in BOOLEAN:
-            raise mistyped("detach.closed", w[1], at)
-        if v[2] is not None:
-            if code_of(w[2]) not in COMPOSITE:
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "detach", Detach.FIELDS, _DETACH_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "detach", Detach.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in UINT:
+                raise mistyped("detach.handle", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in BOOLEAN:
+                raise mistyped("detach.closed", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in COMPOSITE:
                 raise mistyped("detach.error", w[2], at)
+            if v[2] is not None and not isinstance(v[2], Error | list):
+                raise not_kind("detach.error", v[2], Error, at)
+        if v[2] is not None:
             if not isinstance(v[2], Error | list):
                 raise not_kind("detach.error", v[2], Error, at)
         if v[0] is None:
@@ -1114,21 +1512,23 @@ class Detach(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("detach.handle", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:detach:list",
             0x00000000_00000016,
             values,
+            _DETACH_WRITERS,
+            "detach",
+            Detach.FIELDS,
         )
-        body = bytearray()
-        put(e_uint, values, 0, count, body, wires, "detach.handle")
-        put(e_boolean, values, 1, count, body, wires, "detach.closed")
-        put(encode_any, values, 2, count, body, wires, "detach.error")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_END_READERS = (_COMPOSITE_READERS,)
+_END_WRITERS = (encode_any,)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class End(Composite):
     """end (amqp:end:list, descriptor 0x00000000_00000017 = 23, performatives): End the session.
 
@@ -1150,17 +1550,37 @@ class End(Composite):
     """error: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        error: Error | None = None,
+    ) -> None:
+        self.error = error
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error={self.error!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "end", End.FIELDS)
-        if v[0] is not None:
-            if code_of(w[0]) not in COMPOSITE:
+        v, w, pos, lwire = read_fields(buf, pos, end, described, "end", End.FIELDS, _END_READERS)
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "end", End.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in COMPOSITE:
                 raise mistyped("end.error", w[0], at)
+            if v[0] is not None and not isinstance(v[0], Error | list):
+                raise not_kind("end.error", v[0], Error, at)
+        if v[0] is not None:
             if not isinstance(v[0], Error | list):
                 raise not_kind("end.error", v[0], Error, at)
         obj = End(*v)
@@ -1173,15 +1593,23 @@ class End(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
-            out, self._wire if wire is None else wire, "amqp:end:list", 0x00000000_00000017, values
+        write_list(
+            out,
+            self._wire if wire is None else wire,
+            "amqp:end:list",
+            0x00000000_00000017,
+            values,
+            _END_WRITERS,
+            "end",
+            End.FIELDS,
         )
-        body = bytearray()
-        put(encode_any, values, 0, count, body, wires, "end.error")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_CLOSE_READERS = (_COMPOSITE_READERS,)
+_CLOSE_WRITERS = (encode_any,)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Close(Composite):
     """close (amqp:close:list, descriptor 0x00000000_00000018 = 24, performatives): Signal a connection close.
 
@@ -1203,17 +1631,39 @@ class Close(Composite):
     """error: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        error: Error | None = None,
+    ) -> None:
+        self.error = error
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error={self.error!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "close", Close.FIELDS)
-        if v[0] is not None:
-            if code_of(w[0]) not in COMPOSITE:
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "close", Close.FIELDS, _CLOSE_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "close", Close.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in COMPOSITE:
                 raise mistyped("close.error", w[0], at)
+            if v[0] is not None and not isinstance(v[0], Error | list):
+                raise not_kind("close.error", v[0], Error, at)
+        if v[0] is not None:
             if not isinstance(v[0], Error | list):
                 raise not_kind("close.error", v[0], Error, at)
         obj = Close(*v)
@@ -1226,19 +1676,31 @@ class Close(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:close:list",
             0x00000000_00000018,
             values,
+            _CLOSE_WRITERS,
+            "close",
+            Close.FIELDS,
         )
-        body = bytearray()
-        put(encode_any, values, 0, count, body, wires, "close.error")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_ERROR_READERS = (
+    _SYMBOL_READERS,
+    _STRING_READERS,
+    _MAP_READERS,
+)
+_ERROR_WRITERS = (
+    e_symbol,
+    e_string,
+    e_map,
+)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Error(Composite):
     """error (amqp:error:list, descriptor 0x00000000_0000001d = 29, definitions): Details of an error.
 
@@ -1270,20 +1732,44 @@ class Error(Composite):
     """info: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        condition: str | None = None,
+        description: str | None = None,
+        info: dict[Any, Any] | None = None,
+    ) -> None:
+        self.condition = condition
+        self.description = description
+        self.info = info
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(condition={self.condition!r}, description={self.description!r}, info={self.info!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "error", Error.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in SYMBOL:
-            raise mistyped("error.condition", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in STRING:
-            raise mistyped("error.description", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in MAP:
-            raise mistyped("error.info", w[2], at)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "error", Error.FIELDS, _ERROR_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "error", Error.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in SYMBOL:
+                raise mistyped("error.condition", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in STRING:
+                raise mistyped("error.description", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in MAP:
+                raise mistyped("error.info", w[2], at)
         if v[0] is None:
             raise absent("error.condition", at)
         obj = Error(*v)
@@ -1302,18 +1788,16 @@ class Error(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("error.condition", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:error:list",
             0x00000000_0000001D,
             values,
+            _ERROR_WRITERS,
+            "error",
+            Error.FIELDS,
         )
-        body = bytearray()
-        put(e_symbol, values, 0, count, body, wires, "error.condition")
-        put(e_string, values, 1, count, body, wires, "error.description")
-        put(e_map, values, 2, count, body, wires, "error.info")
-        end_list(out, code, body, count)
 
 
 CLASSES: dict[int, type] = {
@@ -1387,6 +1871,9 @@ FRAME_KEYS: frozenset[tuple[int, int]] = frozenset(
 )
 """(doff, type) pairs a frame may have: a header of 2 to 255 words, an AMQP or a SASL frame."""
 
+SMALLULONG = 0x53
+"""The format code of a ulong 0 to 255, which every performative's descriptor code is."""
+
 BODIES: dict[int, tuple[type, ...]] = {
     0: (
         Open,
@@ -1412,9 +1899,9 @@ def decode(
 ) -> Frame | ProtocolHeader:
     """One frame, or one protocol header; DecodeError names the field and byte offset.
     (`verify_checksums` is every protocol's argument; these frames carry no checksum.)"""
-    buf = frame if isinstance(frame, memoryview) else memoryview(frame)
+    buf = frame if isinstance(frame, bytes | memoryview) else memoryview(frame)
     n = len(buf)
-    if n == 8 and buf[:4].tobytes() == b"AMQP":
+    if n == 8 and bytes(buf[:4]) == b"AMQP":
         return ProtocolHeader(buf[4], buf[5], buf[6], buf[7])
     if n < 8:
         raise DecodeError("frame.size", 0, f"needs 8 bytes, {n} left")
@@ -1429,10 +1916,19 @@ def decode(
             "frame.type", 5, f"frame type {frame_type} is neither 0 (AMQP) nor 1 (SASL)"
         )
     start = doff * 4
-    extended = bytes(buf[8:start])
+    extended = b"" if start == 8 else bytes(buf[8:start])
     if start == n:
         return Frame(frame_type, channel, None, b"", extended)
-    body, end, _ = read(buf, start, n, DESCRIBED)
+    # the common performative, described by a smallulong code: straight to its reader
+    reader = (
+        DESCRIBED.get(buf[start + 2])
+        if start + 3 <= n and buf[start] == 0 and buf[start + 1] == SMALLULONG
+        else None
+    )
+    if reader is not None:
+        body, end, _ = reader(buf, start + 3, n, SMALLULONG, DESCRIBED)
+    else:
+        body, end, _ = read(buf, start, n, DESCRIBED)
     if not isinstance(body, bodies):
         raise DecodeError(
             "frame.body", start, f"{_what(body)} is no performative of a type {frame_type} frame"

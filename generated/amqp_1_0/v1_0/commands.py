@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 from ..errors import DecodeError, EncodeError
 from ..framing import HEADER
 from ..values import (
+    Buffer,
     Composite,
     Described,
     Frame,
@@ -37,7 +38,6 @@ from ..values import (
     ULong,
     Wire,
     absent,
-    begin_list,
     code_of,
     e_binary,
     e_boolean,
@@ -51,15 +51,16 @@ from ..values import (
     e_ulong,
     e_ushort,
     encode_any,
-    end_list,
+    field_readers,
     mistyped,
     multiple,
     not_kind,
-    put,
     read,
+    read_fields,
     read_list,
     read_section,
     write_descriptor,
+    write_list,
 )
 from ..values import decode_value as _decode_value
 from ..values import decode_value_wire as _decode_value_wire
@@ -219,8 +220,63 @@ USHORT = frozenset(
 
 e_symbol_or_array = multiple(e_symbol, "symbol")
 
+# each field's readers by format code (`read_fields`): its type's constructors and null
+_ANY_READERS = field_readers(None)
 
-@dataclass(slots=True)
+_BINARY_READERS = field_readers(BINARY)
+
+_BOOLEAN_READERS = field_readers(BOOLEAN)
+
+_COMPOSITE_READERS = field_readers(COMPOSITE)
+
+_LIST_READERS = field_readers(LIST)
+
+_MAP_READERS = field_readers(MAP)
+
+_STRING_READERS = field_readers(STRING)
+
+_SYMBOL_READERS = field_readers(SYMBOL)
+
+_SYMBOL_OR_ARRAY_READERS = field_readers(SYMBOL_OR_ARRAY)
+
+_TIMESTAMP_READERS = field_readers(TIMESTAMP)
+
+_UBYTE_READERS = field_readers(UBYTE)
+
+_UINT_READERS = field_readers(UINT)
+
+_ULONG_READERS = field_readers(ULONG)
+
+_USHORT_READERS = field_readers(USHORT)
+
+
+_OPEN_READERS = (
+    _STRING_READERS,
+    _STRING_READERS,
+    _UINT_READERS,
+    _USHORT_READERS,
+    _UINT_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _MAP_READERS,
+)
+_OPEN_WRITERS = (
+    e_string,
+    e_string,
+    e_uint,
+    e_ushort,
+    e_uint,
+    e_symbol_or_array,
+    e_symbol_or_array,
+    e_symbol_or_array,
+    e_symbol_or_array,
+    e_map,
+)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Open(Composite):
     """open (amqp:open:list, descriptor 0x00000000_00000010 = 16, performatives): The first frame sent on a connection in either direction MUST contain an Open body. (Note
     that the Connection header which is sent first on the Connection is *not* a frame.) The
@@ -332,46 +388,82 @@ class Open(Composite):
     meanings can be found here: http://www.amqp.org/specification/1.0/connection-properties"""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        container_id: str | None = None,
+        hostname: str | None = None,
+        max_frame_size: int | None = None,
+        channel_max: int | None = None,
+        idle_time_out: int | None = None,
+        outgoing_locales: list[str] | None = None,
+        incoming_locales: list[str] | None = None,
+        offered_capabilities: list[str] | None = None,
+        desired_capabilities: list[str] | None = None,
+        properties: dict[Any, Any] | None = None,
+    ) -> None:
+        self.container_id = container_id
+        self.hostname = hostname
+        self.max_frame_size = max_frame_size
+        self.channel_max = channel_max
+        self.idle_time_out = idle_time_out
+        self.outgoing_locales = outgoing_locales
+        self.incoming_locales = incoming_locales
+        self.offered_capabilities = offered_capabilities
+        self.desired_capabilities = desired_capabilities
+        self.properties = properties
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(container_id={self.container_id!r}, hostname={self.hostname!r}, max_frame_size={self.max_frame_size!r}, channel_max={self.channel_max!r}, idle_time_out={self.idle_time_out!r}, outgoing_locales={self.outgoing_locales!r}, incoming_locales={self.incoming_locales!r}, offered_capabilities={self.offered_capabilities!r}, desired_capabilities={self.desired_capabilities!r}, properties={self.properties!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "open", Open.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in STRING:
-            raise mistyped("open.container-id", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in STRING:
-            raise mistyped("open.hostname", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in UINT:
-            raise mistyped("open.max-frame-size", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in USHORT:
-            raise mistyped("open.channel-max", w[3], at)
-        if v[4] is not None and code_of(w[4]) not in UINT:
-            raise mistyped("open.idle-time-out", w[4], at)
-        if v[5] is not None:
-            if code_of(w[5]) not in SYMBOL_OR_ARRAY:
+        v, w, pos, lwire = read_fields(buf, pos, end, described, "open", Open.FIELDS, _OPEN_READERS)
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "open", Open.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in STRING:
+                raise mistyped("open.container-id", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in STRING:
+                raise mistyped("open.hostname", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in UINT:
+                raise mistyped("open.max-frame-size", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in USHORT:
+                raise mistyped("open.channel-max", w[3], at)
+            if v[4] is not None and code_of(w[4]) not in UINT:
+                raise mistyped("open.idle-time-out", w[4], at)
+            if v[5] is not None and code_of(w[5]) not in SYMBOL_OR_ARRAY:
                 raise mistyped("open.outgoing-locales", w[5], at)
+            if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
+                raise mistyped("open.incoming-locales", w[6], at)
+            if v[7] is not None and code_of(w[7]) not in SYMBOL_OR_ARRAY:
+                raise mistyped("open.offered-capabilities", w[7], at)
+            if v[8] is not None and code_of(w[8]) not in SYMBOL_OR_ARRAY:
+                raise mistyped("open.desired-capabilities", w[8], at)
+            if v[9] is not None and code_of(w[9]) not in MAP:
+                raise mistyped("open.properties", w[9], at)
+        if v[5] is not None:
             if not isinstance(v[5], list):
                 v[5] = [v[5]]
         if v[6] is not None:
-            if code_of(w[6]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("open.incoming-locales", w[6], at)
             if not isinstance(v[6], list):
                 v[6] = [v[6]]
         if v[7] is not None:
-            if code_of(w[7]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("open.offered-capabilities", w[7], at)
             if not isinstance(v[7], list):
                 v[7] = [v[7]]
         if v[8] is not None:
-            if code_of(w[8]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("open.desired-capabilities", w[8], at)
             if not isinstance(v[8], list):
                 v[8] = [v[8]]
-        if v[9] is not None and code_of(w[9]) not in MAP:
-            raise mistyped("open.properties", w[9], at)
         if v[0] is None:
             raise absent("open.container-id", at)
         obj = Open(*v)
@@ -397,24 +489,41 @@ class Open(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("open.container-id", "mandatory field is None")
-        wires, count, code = begin_list(
-            out, self._wire if wire is None else wire, "amqp:open:list", 0x00000000_00000010, values
+        write_list(
+            out,
+            self._wire if wire is None else wire,
+            "amqp:open:list",
+            0x00000000_00000010,
+            values,
+            _OPEN_WRITERS,
+            "open",
+            Open.FIELDS,
         )
-        body = bytearray()
-        put(e_string, values, 0, count, body, wires, "open.container-id")
-        put(e_string, values, 1, count, body, wires, "open.hostname")
-        put(e_uint, values, 2, count, body, wires, "open.max-frame-size")
-        put(e_ushort, values, 3, count, body, wires, "open.channel-max")
-        put(e_uint, values, 4, count, body, wires, "open.idle-time-out")
-        put(e_symbol_or_array, values, 5, count, body, wires, "open.outgoing-locales")
-        put(e_symbol_or_array, values, 6, count, body, wires, "open.incoming-locales")
-        put(e_symbol_or_array, values, 7, count, body, wires, "open.offered-capabilities")
-        put(e_symbol_or_array, values, 8, count, body, wires, "open.desired-capabilities")
-        put(e_map, values, 9, count, body, wires, "open.properties")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_BEGIN_READERS = (
+    _USHORT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _MAP_READERS,
+)
+_BEGIN_WRITERS = (
+    e_ushort,
+    e_uint,
+    e_uint,
+    e_uint,
+    e_uint,
+    e_symbol_or_array,
+    e_symbol_or_array,
+    e_map,
+)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Begin(Composite):
     """begin (amqp:begin:list, descriptor 0x00000000_00000011 = 17, performatives): Indicate that a Session has begun on the channel.
 
@@ -481,36 +590,70 @@ class Begin(Composite):
     meanings can be found here: http://www.amqp.org/specification/1.0/session-properties."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        remote_channel: int | None = None,
+        next_outgoing_id: int | None = None,
+        incoming_window: int | None = None,
+        outgoing_window: int | None = None,
+        handle_max: int | None = None,
+        offered_capabilities: list[str] | None = None,
+        desired_capabilities: list[str] | None = None,
+        properties: dict[Any, Any] | None = None,
+    ) -> None:
+        self.remote_channel = remote_channel
+        self.next_outgoing_id = next_outgoing_id
+        self.incoming_window = incoming_window
+        self.outgoing_window = outgoing_window
+        self.handle_max = handle_max
+        self.offered_capabilities = offered_capabilities
+        self.desired_capabilities = desired_capabilities
+        self.properties = properties
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(remote_channel={self.remote_channel!r}, next_outgoing_id={self.next_outgoing_id!r}, incoming_window={self.incoming_window!r}, outgoing_window={self.outgoing_window!r}, handle_max={self.handle_max!r}, offered_capabilities={self.offered_capabilities!r}, desired_capabilities={self.desired_capabilities!r}, properties={self.properties!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "begin", Begin.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in USHORT:
-            raise mistyped("begin.remote-channel", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in UINT:
-            raise mistyped("begin.next-outgoing-id", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in UINT:
-            raise mistyped("begin.incoming-window", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in UINT:
-            raise mistyped("begin.outgoing-window", w[3], at)
-        if v[4] is not None and code_of(w[4]) not in UINT:
-            raise mistyped("begin.handle-max", w[4], at)
-        if v[5] is not None:
-            if code_of(w[5]) not in SYMBOL_OR_ARRAY:
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "begin", Begin.FIELDS, _BEGIN_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "begin", Begin.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in USHORT:
+                raise mistyped("begin.remote-channel", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in UINT:
+                raise mistyped("begin.next-outgoing-id", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in UINT:
+                raise mistyped("begin.incoming-window", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in UINT:
+                raise mistyped("begin.outgoing-window", w[3], at)
+            if v[4] is not None and code_of(w[4]) not in UINT:
+                raise mistyped("begin.handle-max", w[4], at)
+            if v[5] is not None and code_of(w[5]) not in SYMBOL_OR_ARRAY:
                 raise mistyped("begin.offered-capabilities", w[5], at)
+            if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
+                raise mistyped("begin.desired-capabilities", w[6], at)
+            if v[7] is not None and code_of(w[7]) not in MAP:
+                raise mistyped("begin.properties", w[7], at)
+        if v[5] is not None:
             if not isinstance(v[5], list):
                 v[5] = [v[5]]
         if v[6] is not None:
-            if code_of(w[6]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("begin.desired-capabilities", w[6], at)
             if not isinstance(v[6], list):
                 v[6] = [v[6]]
-        if v[7] is not None and code_of(w[7]) not in MAP:
-            raise mistyped("begin.properties", w[7], at)
         if v[1] is None:
             raise absent("begin.next-outgoing-id", at)
         if v[2] is None:
@@ -542,26 +685,53 @@ class Begin(Composite):
             raise EncodeError("begin.incoming-window", "mandatory field is None")
         if values[3] is None:
             raise EncodeError("begin.outgoing-window", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:begin:list",
             0x00000000_00000011,
             values,
+            _BEGIN_WRITERS,
+            "begin",
+            Begin.FIELDS,
         )
-        body = bytearray()
-        put(e_ushort, values, 0, count, body, wires, "begin.remote-channel")
-        put(e_uint, values, 1, count, body, wires, "begin.next-outgoing-id")
-        put(e_uint, values, 2, count, body, wires, "begin.incoming-window")
-        put(e_uint, values, 3, count, body, wires, "begin.outgoing-window")
-        put(e_uint, values, 4, count, body, wires, "begin.handle-max")
-        put(e_symbol_or_array, values, 5, count, body, wires, "begin.offered-capabilities")
-        put(e_symbol_or_array, values, 6, count, body, wires, "begin.desired-capabilities")
-        put(e_map, values, 7, count, body, wires, "begin.properties")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_ATTACH_READERS = (
+    _STRING_READERS,
+    _UINT_READERS,
+    _BOOLEAN_READERS,
+    _UBYTE_READERS,
+    _UBYTE_READERS,
+    _ANY_READERS,
+    _ANY_READERS,
+    _MAP_READERS,
+    _BOOLEAN_READERS,
+    _UINT_READERS,
+    _ULONG_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _MAP_READERS,
+)
+_ATTACH_WRITERS = (
+    e_string,
+    e_uint,
+    e_boolean,
+    e_ubyte,
+    e_ubyte,
+    encode_any,
+    encode_any,
+    e_map,
+    e_boolean,
+    e_uint,
+    e_ulong,
+    e_symbol_or_array,
+    e_symbol_or_array,
+    e_map,
+)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Attach(Composite):
     """attach (amqp:attach:list, descriptor 0x00000000_00000012 = 18, performatives): The attach frame indicates that a Link Endpoint has been attached to the Session. The
     opening flag is used to indicate that the Link Endpoint is newly created.
@@ -681,44 +851,90 @@ class Attach(Composite):
     be found here: http://www.amqp.org/specification/1.0/link-properties"""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        name: str | None = None,
+        handle: int | None = None,
+        role: bool | None = None,
+        snd_settle_mode: int | None = None,
+        rcv_settle_mode: int | None = None,
+        source: Any | None = None,
+        target: Any | None = None,
+        unsettled: dict[Any, Any] | None = None,
+        incomplete_unsettled: bool | None = None,
+        initial_delivery_count: int | None = None,
+        max_message_size: int | None = None,
+        offered_capabilities: list[str] | None = None,
+        desired_capabilities: list[str] | None = None,
+        properties: dict[Any, Any] | None = None,
+    ) -> None:
+        self.name = name
+        self.handle = handle
+        self.role = role
+        self.snd_settle_mode = snd_settle_mode
+        self.rcv_settle_mode = rcv_settle_mode
+        self.source = source
+        self.target = target
+        self.unsettled = unsettled
+        self.incomplete_unsettled = incomplete_unsettled
+        self.initial_delivery_count = initial_delivery_count
+        self.max_message_size = max_message_size
+        self.offered_capabilities = offered_capabilities
+        self.desired_capabilities = desired_capabilities
+        self.properties = properties
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, handle={self.handle!r}, role={self.role!r}, snd_settle_mode={self.snd_settle_mode!r}, rcv_settle_mode={self.rcv_settle_mode!r}, source={self.source!r}, target={self.target!r}, unsettled={self.unsettled!r}, incomplete_unsettled={self.incomplete_unsettled!r}, initial_delivery_count={self.initial_delivery_count!r}, max_message_size={self.max_message_size!r}, offered_capabilities={self.offered_capabilities!r}, desired_capabilities={self.desired_capabilities!r}, properties={self.properties!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "attach", Attach.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in STRING:
-            raise mistyped("attach.name", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in UINT:
-            raise mistyped("attach.handle", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in BOOLEAN:
-            raise mistyped("attach.role", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in UBYTE:
-            raise mistyped("attach.snd-settle-mode", w[3], at)
-        if v[4] is not None and code_of(w[4]) not in UBYTE:
-            raise mistyped("attach.rcv-settle-mode", w[4], at)
-        if v[7] is not None and code_of(w[7]) not in MAP:
-            raise mistyped("attach.unsettled", w[7], at)
-        if v[8] is not None and code_of(w[8]) not in BOOLEAN:
-            raise mistyped("attach.incomplete-unsettled", w[8], at)
-        if v[9] is not None and code_of(w[9]) not in UINT:
-            raise mistyped("attach.initial-delivery-count", w[9], at)
-        if v[10] is not None and code_of(w[10]) not in ULONG:
-            raise mistyped("attach.max-message-size", w[10], at)
-        if v[11] is not None:
-            if code_of(w[11]) not in SYMBOL_OR_ARRAY:
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "attach", Attach.FIELDS, _ATTACH_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "attach", Attach.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in STRING:
+                raise mistyped("attach.name", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in UINT:
+                raise mistyped("attach.handle", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in BOOLEAN:
+                raise mistyped("attach.role", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in UBYTE:
+                raise mistyped("attach.snd-settle-mode", w[3], at)
+            if v[4] is not None and code_of(w[4]) not in UBYTE:
+                raise mistyped("attach.rcv-settle-mode", w[4], at)
+            if v[7] is not None and code_of(w[7]) not in MAP:
+                raise mistyped("attach.unsettled", w[7], at)
+            if v[8] is not None and code_of(w[8]) not in BOOLEAN:
+                raise mistyped("attach.incomplete-unsettled", w[8], at)
+            if v[9] is not None and code_of(w[9]) not in UINT:
+                raise mistyped("attach.initial-delivery-count", w[9], at)
+            if v[10] is not None and code_of(w[10]) not in ULONG:
+                raise mistyped("attach.max-message-size", w[10], at)
+            if v[11] is not None and code_of(w[11]) not in SYMBOL_OR_ARRAY:
                 raise mistyped("attach.offered-capabilities", w[11], at)
+            if v[12] is not None and code_of(w[12]) not in SYMBOL_OR_ARRAY:
+                raise mistyped("attach.desired-capabilities", w[12], at)
+            if v[13] is not None and code_of(w[13]) not in MAP:
+                raise mistyped("attach.properties", w[13], at)
+        if v[11] is not None:
             if not isinstance(v[11], list):
                 v[11] = [v[11]]
         if v[12] is not None:
-            if code_of(w[12]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("attach.desired-capabilities", w[12], at)
             if not isinstance(v[12], list):
                 v[12] = [v[12]]
-        if v[13] is not None and code_of(w[13]) not in MAP:
-            raise mistyped("attach.properties", w[13], at)
         if v[0] is None:
             raise absent("attach.name", at)
         if v[1] is None:
@@ -756,32 +972,47 @@ class Attach(Composite):
             raise EncodeError("attach.handle", "mandatory field is None")
         if values[2] is None:
             raise EncodeError("attach.role", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:attach:list",
             0x00000000_00000012,
             values,
+            _ATTACH_WRITERS,
+            "attach",
+            Attach.FIELDS,
         )
-        body = bytearray()
-        put(e_string, values, 0, count, body, wires, "attach.name")
-        put(e_uint, values, 1, count, body, wires, "attach.handle")
-        put(e_boolean, values, 2, count, body, wires, "attach.role")
-        put(e_ubyte, values, 3, count, body, wires, "attach.snd-settle-mode")
-        put(e_ubyte, values, 4, count, body, wires, "attach.rcv-settle-mode")
-        put(encode_any, values, 5, count, body, wires, "attach.source")
-        put(encode_any, values, 6, count, body, wires, "attach.target")
-        put(e_map, values, 7, count, body, wires, "attach.unsettled")
-        put(e_boolean, values, 8, count, body, wires, "attach.incomplete-unsettled")
-        put(e_uint, values, 9, count, body, wires, "attach.initial-delivery-count")
-        put(e_ulong, values, 10, count, body, wires, "attach.max-message-size")
-        put(e_symbol_or_array, values, 11, count, body, wires, "attach.offered-capabilities")
-        put(e_symbol_or_array, values, 12, count, body, wires, "attach.desired-capabilities")
-        put(e_map, values, 13, count, body, wires, "attach.properties")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_FLOW_READERS = (
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _BOOLEAN_READERS,
+    _BOOLEAN_READERS,
+    _MAP_READERS,
+)
+_FLOW_WRITERS = (
+    e_uint,
+    e_uint,
+    e_uint,
+    e_uint,
+    e_uint,
+    e_uint,
+    e_uint,
+    e_uint,
+    e_boolean,
+    e_boolean,
+    e_map,
+)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Flow(Composite):
     """flow (amqp:flow:list, descriptor 0x00000000_00000013 = 19, performatives): Updates the flow state for the specified Link.
 
@@ -874,36 +1105,74 @@ class Flow(Composite):
     http://www.amqp.org/specification/1.0/link-state-properties"""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        next_incoming_id: int | None = None,
+        incoming_window: int | None = None,
+        next_outgoing_id: int | None = None,
+        outgoing_window: int | None = None,
+        handle: int | None = None,
+        delivery_count: int | None = None,
+        link_credit: int | None = None,
+        available: int | None = None,
+        drain: bool | None = None,
+        echo: bool | None = None,
+        properties: dict[Any, Any] | None = None,
+    ) -> None:
+        self.next_incoming_id = next_incoming_id
+        self.incoming_window = incoming_window
+        self.next_outgoing_id = next_outgoing_id
+        self.outgoing_window = outgoing_window
+        self.handle = handle
+        self.delivery_count = delivery_count
+        self.link_credit = link_credit
+        self.available = available
+        self.drain = drain
+        self.echo = echo
+        self.properties = properties
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(next_incoming_id={self.next_incoming_id!r}, incoming_window={self.incoming_window!r}, next_outgoing_id={self.next_outgoing_id!r}, outgoing_window={self.outgoing_window!r}, handle={self.handle!r}, delivery_count={self.delivery_count!r}, link_credit={self.link_credit!r}, available={self.available!r}, drain={self.drain!r}, echo={self.echo!r}, properties={self.properties!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "flow", Flow.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in UINT:
-            raise mistyped("flow.next-incoming-id", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in UINT:
-            raise mistyped("flow.incoming-window", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in UINT:
-            raise mistyped("flow.next-outgoing-id", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in UINT:
-            raise mistyped("flow.outgoing-window", w[3], at)
-        if v[4] is not None and code_of(w[4]) not in UINT:
-            raise mistyped("flow.handle", w[4], at)
-        if v[5] is not None and code_of(w[5]) not in UINT:
-            raise mistyped("flow.delivery-count", w[5], at)
-        if v[6] is not None and code_of(w[6]) not in UINT:
-            raise mistyped("flow.link-credit", w[6], at)
-        if v[7] is not None and code_of(w[7]) not in UINT:
-            raise mistyped("flow.available", w[7], at)
-        if v[8] is not None and code_of(w[8]) not in BOOLEAN:
-            raise mistyped("flow.drain", w[8], at)
-        if v[9] is not None and code_of(w[9]) not in BOOLEAN:
-            raise mistyped("flow.echo", w[9], at)
-        if v[10] is not None and code_of(w[10]) not in MAP:
-            raise mistyped("flow.properties", w[10], at)
+        v, w, pos, lwire = read_fields(buf, pos, end, described, "flow", Flow.FIELDS, _FLOW_READERS)
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "flow", Flow.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in UINT:
+                raise mistyped("flow.next-incoming-id", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in UINT:
+                raise mistyped("flow.incoming-window", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in UINT:
+                raise mistyped("flow.next-outgoing-id", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in UINT:
+                raise mistyped("flow.outgoing-window", w[3], at)
+            if v[4] is not None and code_of(w[4]) not in UINT:
+                raise mistyped("flow.handle", w[4], at)
+            if v[5] is not None and code_of(w[5]) not in UINT:
+                raise mistyped("flow.delivery-count", w[5], at)
+            if v[6] is not None and code_of(w[6]) not in UINT:
+                raise mistyped("flow.link-credit", w[6], at)
+            if v[7] is not None and code_of(w[7]) not in UINT:
+                raise mistyped("flow.available", w[7], at)
+            if v[8] is not None and code_of(w[8]) not in BOOLEAN:
+                raise mistyped("flow.drain", w[8], at)
+            if v[9] is not None and code_of(w[9]) not in BOOLEAN:
+                raise mistyped("flow.echo", w[9], at)
+            if v[10] is not None and code_of(w[10]) not in MAP:
+                raise mistyped("flow.properties", w[10], at)
         if v[1] is None:
             raise absent("flow.incoming-window", at)
         if v[2] is None:
@@ -938,25 +1207,47 @@ class Flow(Composite):
             raise EncodeError("flow.next-outgoing-id", "mandatory field is None")
         if values[3] is None:
             raise EncodeError("flow.outgoing-window", "mandatory field is None")
-        wires, count, code = begin_list(
-            out, self._wire if wire is None else wire, "amqp:flow:list", 0x00000000_00000013, values
+        write_list(
+            out,
+            self._wire if wire is None else wire,
+            "amqp:flow:list",
+            0x00000000_00000013,
+            values,
+            _FLOW_WRITERS,
+            "flow",
+            Flow.FIELDS,
         )
-        body = bytearray()
-        put(e_uint, values, 0, count, body, wires, "flow.next-incoming-id")
-        put(e_uint, values, 1, count, body, wires, "flow.incoming-window")
-        put(e_uint, values, 2, count, body, wires, "flow.next-outgoing-id")
-        put(e_uint, values, 3, count, body, wires, "flow.outgoing-window")
-        put(e_uint, values, 4, count, body, wires, "flow.handle")
-        put(e_uint, values, 5, count, body, wires, "flow.delivery-count")
-        put(e_uint, values, 6, count, body, wires, "flow.link-credit")
-        put(e_uint, values, 7, count, body, wires, "flow.available")
-        put(e_boolean, values, 8, count, body, wires, "flow.drain")
-        put(e_boolean, values, 9, count, body, wires, "flow.echo")
-        put(e_map, values, 10, count, body, wires, "flow.properties")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_TRANSFER_READERS = (
+    _UINT_READERS,
+    _UINT_READERS,
+    _BINARY_READERS,
+    _UINT_READERS,
+    _BOOLEAN_READERS,
+    _BOOLEAN_READERS,
+    _UBYTE_READERS,
+    _ANY_READERS,
+    _BOOLEAN_READERS,
+    _BOOLEAN_READERS,
+    _BOOLEAN_READERS,
+)
+_TRANSFER_WRITERS = (
+    e_uint,
+    e_uint,
+    e_binary,
+    e_uint,
+    e_boolean,
+    e_boolean,
+    e_ubyte,
+    encode_any,
+    e_boolean,
+    e_boolean,
+    e_boolean,
+)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Transfer(Composite):
     """transfer (amqp:transfer:list, descriptor 0x00000000_00000014 = 20, performatives): The transfer frame is used to send Messages across a Link. Messages may be carried by a
     single transfer up to the maximum negotiated frame size for the Connection. Larger Messages
@@ -1079,34 +1370,74 @@ class Transfer(Composite):
     retained if a link is suspended and subsequently resumed."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        handle: int | None = None,
+        delivery_id: int | None = None,
+        delivery_tag: bytes | None = None,
+        message_format: int | None = None,
+        settled: bool | None = None,
+        more: bool | None = None,
+        rcv_settle_mode: int | None = None,
+        state: Any | None = None,
+        resume: bool | None = None,
+        aborted: bool | None = None,
+        batchable: bool | None = None,
+    ) -> None:
+        self.handle = handle
+        self.delivery_id = delivery_id
+        self.delivery_tag = delivery_tag
+        self.message_format = message_format
+        self.settled = settled
+        self.more = more
+        self.rcv_settle_mode = rcv_settle_mode
+        self.state = state
+        self.resume = resume
+        self.aborted = aborted
+        self.batchable = batchable
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(handle={self.handle!r}, delivery_id={self.delivery_id!r}, delivery_tag={self.delivery_tag!r}, message_format={self.message_format!r}, settled={self.settled!r}, more={self.more!r}, rcv_settle_mode={self.rcv_settle_mode!r}, state={self.state!r}, resume={self.resume!r}, aborted={self.aborted!r}, batchable={self.batchable!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "transfer", Transfer.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in UINT:
-            raise mistyped("transfer.handle", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in UINT:
-            raise mistyped("transfer.delivery-id", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in BINARY:
-            raise mistyped("transfer.delivery-tag", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in UINT:
-            raise mistyped("transfer.message-format", w[3], at)
-        if v[4] is not None and code_of(w[4]) not in BOOLEAN:
-            raise mistyped("transfer.settled", w[4], at)
-        if v[5] is not None and code_of(w[5]) not in BOOLEAN:
-            raise mistyped("transfer.more", w[5], at)
-        if v[6] is not None and code_of(w[6]) not in UBYTE:
-            raise mistyped("transfer.rcv-settle-mode", w[6], at)
-        if v[8] is not None and code_of(w[8]) not in BOOLEAN:
-            raise mistyped("transfer.resume", w[8], at)
-        if v[9] is not None and code_of(w[9]) not in BOOLEAN:
-            raise mistyped("transfer.aborted", w[9], at)
-        if v[10] is not None and code_of(w[10]) not in BOOLEAN:
-            raise mistyped("transfer.batchable", w[10], at)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "transfer", Transfer.FIELDS, _TRANSFER_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "transfer", Transfer.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in UINT:
+                raise mistyped("transfer.handle", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in UINT:
+                raise mistyped("transfer.delivery-id", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in BINARY:
+                raise mistyped("transfer.delivery-tag", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in UINT:
+                raise mistyped("transfer.message-format", w[3], at)
+            if v[4] is not None and code_of(w[4]) not in BOOLEAN:
+                raise mistyped("transfer.settled", w[4], at)
+            if v[5] is not None and code_of(w[5]) not in BOOLEAN:
+                raise mistyped("transfer.more", w[5], at)
+            if v[6] is not None and code_of(w[6]) not in UBYTE:
+                raise mistyped("transfer.rcv-settle-mode", w[6], at)
+            if v[8] is not None and code_of(w[8]) not in BOOLEAN:
+                raise mistyped("transfer.resume", w[8], at)
+            if v[9] is not None and code_of(w[9]) not in BOOLEAN:
+                raise mistyped("transfer.aborted", w[9], at)
+            if v[10] is not None and code_of(w[10]) not in BOOLEAN:
+                raise mistyped("transfer.batchable", w[10], at)
         if v[0] is None:
             raise absent("transfer.handle", at)
         obj = Transfer(*v)
@@ -1133,29 +1464,37 @@ class Transfer(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("transfer.handle", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:transfer:list",
             0x00000000_00000014,
             values,
+            _TRANSFER_WRITERS,
+            "transfer",
+            Transfer.FIELDS,
         )
-        body = bytearray()
-        put(e_uint, values, 0, count, body, wires, "transfer.handle")
-        put(e_uint, values, 1, count, body, wires, "transfer.delivery-id")
-        put(e_binary, values, 2, count, body, wires, "transfer.delivery-tag")
-        put(e_uint, values, 3, count, body, wires, "transfer.message-format")
-        put(e_boolean, values, 4, count, body, wires, "transfer.settled")
-        put(e_boolean, values, 5, count, body, wires, "transfer.more")
-        put(e_ubyte, values, 6, count, body, wires, "transfer.rcv-settle-mode")
-        put(encode_any, values, 7, count, body, wires, "transfer.state")
-        put(e_boolean, values, 8, count, body, wires, "transfer.resume")
-        put(e_boolean, values, 9, count, body, wires, "transfer.aborted")
-        put(e_boolean, values, 10, count, body, wires, "transfer.batchable")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_DISPOSITION_READERS = (
+    _BOOLEAN_READERS,
+    _UINT_READERS,
+    _UINT_READERS,
+    _BOOLEAN_READERS,
+    _ANY_READERS,
+    _BOOLEAN_READERS,
+)
+_DISPOSITION_WRITERS = (
+    e_boolean,
+    e_uint,
+    e_uint,
+    e_boolean,
+    encode_any,
+    e_boolean,
+)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Disposition(Composite):
     """disposition (amqp:disposition:list, descriptor 0x00000000_00000015 = 21, performatives): The disposition frame is used to inform the remote peer of local changes in the state of
     deliveries. The disposition frame may reference deliveries from many different links
@@ -1220,24 +1559,54 @@ class Disposition(Composite):
     delivery states, and thereby save bandwidth."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        role: bool | None = None,
+        first: int | None = None,
+        last: int | None = None,
+        settled: bool | None = None,
+        state: Any | None = None,
+        batchable: bool | None = None,
+    ) -> None:
+        self.role = role
+        self.first = first
+        self.last = last
+        self.settled = settled
+        self.state = state
+        self.batchable = batchable
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(role={self.role!r}, first={self.first!r}, last={self.last!r}, settled={self.settled!r}, state={self.state!r}, batchable={self.batchable!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "disposition", Disposition.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in BOOLEAN:
-            raise mistyped("disposition.role", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in UINT:
-            raise mistyped("disposition.first", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in UINT:
-            raise mistyped("disposition.last", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in BOOLEAN:
-            raise mistyped("disposition.settled", w[3], at)
-        if v[5] is not None and code_of(w[5]) not in BOOLEAN:
-            raise mistyped("disposition.batchable", w[5], at)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "disposition", Disposition.FIELDS, _DISPOSITION_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "disposition", Disposition.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in BOOLEAN:
+                raise mistyped("disposition.role", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in UINT:
+                raise mistyped("disposition.first", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in UINT:
+                raise mistyped("disposition.last", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in BOOLEAN:
+                raise mistyped("disposition.settled", w[3], at)
+            if v[5] is not None and code_of(w[5]) not in BOOLEAN:
+                raise mistyped("disposition.batchable", w[5], at)
         if v[0] is None:
             raise absent("disposition.role", at)
         if v[1] is None:
@@ -1263,24 +1632,31 @@ class Disposition(Composite):
             raise EncodeError("disposition.role", "mandatory field is None")
         if values[1] is None:
             raise EncodeError("disposition.first", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:disposition:list",
             0x00000000_00000015,
             values,
+            _DISPOSITION_WRITERS,
+            "disposition",
+            Disposition.FIELDS,
         )
-        body = bytearray()
-        put(e_boolean, values, 0, count, body, wires, "disposition.role")
-        put(e_uint, values, 1, count, body, wires, "disposition.first")
-        put(e_uint, values, 2, count, body, wires, "disposition.last")
-        put(e_boolean, values, 3, count, body, wires, "disposition.settled")
-        put(encode_any, values, 4, count, body, wires, "disposition.state")
-        put(e_boolean, values, 5, count, body, wires, "disposition.batchable")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_DETACH_READERS = (
+    _UINT_READERS,
+    _BOOLEAN_READERS,
+    _COMPOSITE_READERS,
+)
+_DETACH_WRITERS = (
+    e_uint,
+    e_boolean,
+    encode_any,
+)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Detach(Composite):
     """detach (amqp:detach:list, descriptor 0x00000000_00000016 = 22, performatives): Detach the Link Endpoint from the Session. This un-maps the handle and makes it available
     for use by other Links.
@@ -1316,21 +1692,47 @@ class Detach(Composite):
     The value of the field should contain details on the cause of the error."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        handle: int | None = None,
+        closed: bool | None = None,
+        error: Error | None = None,
+    ) -> None:
+        self.handle = handle
+        self.closed = closed
+        self.error = error
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(handle={self.handle!r}, closed={self.closed!r}, error={self.error!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "detach", Detach.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in UINT:
-            raise mistyped("detach.handle", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in BOOLEAN:
-            raise mistyped("detach.closed", w[1], at)
-        if v[2] is not None:
-            if code_of(w[2]) not in COMPOSITE:
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "detach", Detach.FIELDS, _DETACH_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "detach", Detach.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in UINT:
+                raise mistyped("detach.handle", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in BOOLEAN:
+                raise mistyped("detach.closed", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in COMPOSITE:
                 raise mistyped("detach.error", w[2], at)
+            if v[2] is not None and not isinstance(v[2], Error | list):
+                raise not_kind("detach.error", v[2], Error, at)
+        if v[2] is not None:
             if not isinstance(v[2], Error | list):
                 raise not_kind("detach.error", v[2], Error, at)
         if v[0] is None:
@@ -1351,21 +1753,23 @@ class Detach(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("detach.handle", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:detach:list",
             0x00000000_00000016,
             values,
+            _DETACH_WRITERS,
+            "detach",
+            Detach.FIELDS,
         )
-        body = bytearray()
-        put(e_uint, values, 0, count, body, wires, "detach.handle")
-        put(e_boolean, values, 1, count, body, wires, "detach.closed")
-        put(encode_any, values, 2, count, body, wires, "detach.error")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_END_READERS = (_COMPOSITE_READERS,)
+_END_WRITERS = (encode_any,)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class End(Composite):
     """end (amqp:end:list, descriptor 0x00000000_00000017 = 23, performatives): Indicates that the Session has ended.
 
@@ -1388,17 +1792,37 @@ class End(Composite):
     The value of the field should contain details on the cause of the error."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        error: Error | None = None,
+    ) -> None:
+        self.error = error
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error={self.error!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "end", End.FIELDS)
-        if v[0] is not None:
-            if code_of(w[0]) not in COMPOSITE:
+        v, w, pos, lwire = read_fields(buf, pos, end, described, "end", End.FIELDS, _END_READERS)
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "end", End.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in COMPOSITE:
                 raise mistyped("end.error", w[0], at)
+            if v[0] is not None and not isinstance(v[0], Error | list):
+                raise not_kind("end.error", v[0], Error, at)
+        if v[0] is not None:
             if not isinstance(v[0], Error | list):
                 raise not_kind("end.error", v[0], Error, at)
         obj = End(*v)
@@ -1411,15 +1835,23 @@ class End(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
-            out, self._wire if wire is None else wire, "amqp:end:list", 0x00000000_00000017, values
+        write_list(
+            out,
+            self._wire if wire is None else wire,
+            "amqp:end:list",
+            0x00000000_00000017,
+            values,
+            _END_WRITERS,
+            "end",
+            End.FIELDS,
         )
-        body = bytearray()
-        put(encode_any, values, 0, count, body, wires, "end.error")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_CLOSE_READERS = (_COMPOSITE_READERS,)
+_CLOSE_WRITERS = (encode_any,)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Close(Composite):
     """close (amqp:close:list, descriptor 0x00000000_00000018 = 24, performatives): Sending a close signals that the sender will not be sending any more frames (or bytes of any
     other kind) on the Connection. Orderly shutdown requires that this frame MUST be written by
@@ -1445,17 +1877,39 @@ class Close(Composite):
     condition. The value of the field should contain details on the cause of the error."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        error: Error | None = None,
+    ) -> None:
+        self.error = error
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error={self.error!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "close", Close.FIELDS)
-        if v[0] is not None:
-            if code_of(w[0]) not in COMPOSITE:
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "close", Close.FIELDS, _CLOSE_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "close", Close.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in COMPOSITE:
                 raise mistyped("close.error", w[0], at)
+            if v[0] is not None and not isinstance(v[0], Error | list):
+                raise not_kind("close.error", v[0], Error, at)
+        if v[0] is not None:
             if not isinstance(v[0], Error | list):
                 raise not_kind("close.error", v[0], Error, at)
         obj = Close(*v)
@@ -1468,19 +1922,31 @@ class Close(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:close:list",
             0x00000000_00000018,
             values,
+            _CLOSE_WRITERS,
+            "close",
+            Close.FIELDS,
         )
-        body = bytearray()
-        put(encode_any, values, 0, count, body, wires, "close.error")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_ERROR_READERS = (
+    _SYMBOL_READERS,
+    _STRING_READERS,
+    _MAP_READERS,
+)
+_ERROR_WRITERS = (
+    e_symbol,
+    e_string,
+    e_map,
+)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Error(Composite):
     """error (amqp:error:list, descriptor 0x00000000_0000001d = 29, definitions): details of an error
 
@@ -1513,20 +1979,44 @@ class Error(Composite):
     """info: map carrying information about the error condition"""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        condition: str | None = None,
+        description: str | None = None,
+        info: dict[Any, Any] | None = None,
+    ) -> None:
+        self.condition = condition
+        self.description = description
+        self.info = info
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(condition={self.condition!r}, description={self.description!r}, info={self.info!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "error", Error.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in SYMBOL:
-            raise mistyped("error.condition", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in STRING:
-            raise mistyped("error.description", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in MAP:
-            raise mistyped("error.info", w[2], at)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "error", Error.FIELDS, _ERROR_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "error", Error.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in SYMBOL:
+                raise mistyped("error.condition", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in STRING:
+                raise mistyped("error.description", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in MAP:
+                raise mistyped("error.info", w[2], at)
         if v[0] is None:
             raise absent("error.condition", at)
         obj = Error(*v)
@@ -1545,21 +2035,35 @@ class Error(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("error.condition", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:error:list",
             0x00000000_0000001D,
             values,
+            _ERROR_WRITERS,
+            "error",
+            Error.FIELDS,
         )
-        body = bytearray()
-        put(e_symbol, values, 0, count, body, wires, "error.condition")
-        put(e_string, values, 1, count, body, wires, "error.description")
-        put(e_map, values, 2, count, body, wires, "error.info")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_HEADER_READERS = (
+    _BOOLEAN_READERS,
+    _UBYTE_READERS,
+    _UINT_READERS,
+    _BOOLEAN_READERS,
+    _UINT_READERS,
+)
+_HEADER_WRITERS = (
+    e_boolean,
+    e_ubyte,
+    e_uint,
+    e_boolean,
+    e_uint,
+)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Header(Composite):
     """header (amqp:header:list, descriptor 0x00000000_00000070 = 112, message-format): The header section carries standard delivery details about the transfer of a Message through
     the AMQP network. If the header section is omitted the receiver MUST assume the appropriate
@@ -1633,24 +2137,52 @@ class Header(Composite):
     sender, according to rules defined for each outcome."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        durable: bool | None = None,
+        priority: int | None = None,
+        ttl: int | None = None,
+        first_acquirer: bool | None = None,
+        delivery_count: int | None = None,
+    ) -> None:
+        self.durable = durable
+        self.priority = priority
+        self.ttl = ttl
+        self.first_acquirer = first_acquirer
+        self.delivery_count = delivery_count
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(durable={self.durable!r}, priority={self.priority!r}, ttl={self.ttl!r}, first_acquirer={self.first_acquirer!r}, delivery_count={self.delivery_count!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "header", Header.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in BOOLEAN:
-            raise mistyped("header.durable", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in UBYTE:
-            raise mistyped("header.priority", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in UINT:
-            raise mistyped("header.ttl", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in BOOLEAN:
-            raise mistyped("header.first-acquirer", w[3], at)
-        if v[4] is not None and code_of(w[4]) not in UINT:
-            raise mistyped("header.delivery-count", w[4], at)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "header", Header.FIELDS, _HEADER_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "header", Header.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in BOOLEAN:
+                raise mistyped("header.durable", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in UBYTE:
+                raise mistyped("header.priority", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in UINT:
+                raise mistyped("header.ttl", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in BOOLEAN:
+                raise mistyped("header.first-acquirer", w[3], at)
+            if v[4] is not None and code_of(w[4]) not in UINT:
+                raise mistyped("header.delivery-count", w[4], at)
         obj = Header(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -1667,23 +2199,19 @@ class Header(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:header:list",
             0x00000000_00000070,
             values,
+            _HEADER_WRITERS,
+            "header",
+            Header.FIELDS,
         )
-        body = bytearray()
-        put(e_boolean, values, 0, count, body, wires, "header.durable")
-        put(e_ubyte, values, 1, count, body, wires, "header.priority")
-        put(e_uint, values, 2, count, body, wires, "header.ttl")
-        put(e_boolean, values, 3, count, body, wires, "header.first-acquirer")
-        put(e_uint, values, 4, count, body, wires, "header.delivery-count")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class DeliveryAnnotations(Section):
     """delivery-annotations (amqp:delivery-annotations:map, descriptor 0x00000000_00000071 = 113, message-format): The delivery-annotations section is used for delivery-specific non-standard properties at
     the head of the message. Delivery annotations convey information from the sending peer to
@@ -1710,10 +2238,23 @@ class DeliveryAnnotations(Section):
     value: dict[Any, Any] | None = None
     """The section's annotations value."""
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, value: dict[Any, Any] | None = None) -> None:
+        self.value = value
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.value,) == (other.value,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(value={self.value!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The one value after the descriptor, its constructor checked against its type."""
         at = pos
@@ -1739,7 +2280,7 @@ class DeliveryAnnotations(Section):
             raise EncodeError("delivery-annotations.value", f"{e.field}: {e.reason}") from None
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class MessageAnnotations(Section):
     """message-annotations (amqp:message-annotations:map, descriptor 0x00000000_00000072 = 114, message-format): The message-annotations section is used for properties of the message which are aimed at the
     infrastructure and should be propagated across every delivery step. Message annotations
@@ -1772,10 +2313,23 @@ class MessageAnnotations(Section):
     value: dict[Any, Any] | None = None
     """The section's annotations value."""
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, value: dict[Any, Any] | None = None) -> None:
+        self.value = value
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.value,) == (other.value,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(value={self.value!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The one value after the descriptor, its constructor checked against its type."""
         at = pos
@@ -1801,7 +2355,39 @@ class MessageAnnotations(Section):
             raise EncodeError("message-annotations.value", f"{e.field}: {e.reason}") from None
 
 
-@dataclass(slots=True)
+_PROPERTIES_READERS = (
+    _ANY_READERS,
+    _BINARY_READERS,
+    _ANY_READERS,
+    _STRING_READERS,
+    _ANY_READERS,
+    _ANY_READERS,
+    _SYMBOL_READERS,
+    _SYMBOL_READERS,
+    _TIMESTAMP_READERS,
+    _TIMESTAMP_READERS,
+    _STRING_READERS,
+    _UINT_READERS,
+    _STRING_READERS,
+)
+_PROPERTIES_WRITERS = (
+    encode_any,
+    e_binary,
+    encode_any,
+    e_string,
+    encode_any,
+    encode_any,
+    e_symbol,
+    e_symbol,
+    e_timestamp,
+    e_timestamp,
+    e_string,
+    e_uint,
+    e_string,
+)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Properties(Composite):
     """properties (amqp:properties:list, descriptor 0x00000000_00000073 = 115, message-format): The properties section is used for a defined set of standard properties of the message. The
     properties section is part of the bare message and thus must, if retransmitted by an
@@ -1901,32 +2487,76 @@ class Properties(Composite):
     to a specific group."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        message_id: Any | None = None,
+        user_id: bytes | None = None,
+        to: Any | None = None,
+        subject: str | None = None,
+        reply_to: Any | None = None,
+        correlation_id: Any | None = None,
+        content_type: str | None = None,
+        content_encoding: str | None = None,
+        absolute_expiry_time: int | None = None,
+        creation_time: int | None = None,
+        group_id: str | None = None,
+        group_sequence: int | None = None,
+        reply_to_group_id: str | None = None,
+    ) -> None:
+        self.message_id = message_id
+        self.user_id = user_id
+        self.to = to
+        self.subject = subject
+        self.reply_to = reply_to
+        self.correlation_id = correlation_id
+        self.content_type = content_type
+        self.content_encoding = content_encoding
+        self.absolute_expiry_time = absolute_expiry_time
+        self.creation_time = creation_time
+        self.group_id = group_id
+        self.group_sequence = group_sequence
+        self.reply_to_group_id = reply_to_group_id
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(message_id={self.message_id!r}, user_id={self.user_id!r}, to={self.to!r}, subject={self.subject!r}, reply_to={self.reply_to!r}, correlation_id={self.correlation_id!r}, content_type={self.content_type!r}, content_encoding={self.content_encoding!r}, absolute_expiry_time={self.absolute_expiry_time!r}, creation_time={self.creation_time!r}, group_id={self.group_id!r}, group_sequence={self.group_sequence!r}, reply_to_group_id={self.reply_to_group_id!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "properties", Properties.FIELDS)
-        if v[1] is not None and code_of(w[1]) not in BINARY:
-            raise mistyped("properties.user-id", w[1], at)
-        if v[3] is not None and code_of(w[3]) not in STRING:
-            raise mistyped("properties.subject", w[3], at)
-        if v[6] is not None and code_of(w[6]) not in SYMBOL:
-            raise mistyped("properties.content-type", w[6], at)
-        if v[7] is not None and code_of(w[7]) not in SYMBOL:
-            raise mistyped("properties.content-encoding", w[7], at)
-        if v[8] is not None and code_of(w[8]) not in TIMESTAMP:
-            raise mistyped("properties.absolute-expiry-time", w[8], at)
-        if v[9] is not None and code_of(w[9]) not in TIMESTAMP:
-            raise mistyped("properties.creation-time", w[9], at)
-        if v[10] is not None and code_of(w[10]) not in STRING:
-            raise mistyped("properties.group-id", w[10], at)
-        if v[11] is not None and code_of(w[11]) not in UINT:
-            raise mistyped("properties.group-sequence", w[11], at)
-        if v[12] is not None and code_of(w[12]) not in STRING:
-            raise mistyped("properties.reply-to-group-id", w[12], at)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "properties", Properties.FIELDS, _PROPERTIES_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "properties", Properties.FIELDS)
+            if v[1] is not None and code_of(w[1]) not in BINARY:
+                raise mistyped("properties.user-id", w[1], at)
+            if v[3] is not None and code_of(w[3]) not in STRING:
+                raise mistyped("properties.subject", w[3], at)
+            if v[6] is not None and code_of(w[6]) not in SYMBOL:
+                raise mistyped("properties.content-type", w[6], at)
+            if v[7] is not None and code_of(w[7]) not in SYMBOL:
+                raise mistyped("properties.content-encoding", w[7], at)
+            if v[8] is not None and code_of(w[8]) not in TIMESTAMP:
+                raise mistyped("properties.absolute-expiry-time", w[8], at)
+            if v[9] is not None and code_of(w[9]) not in TIMESTAMP:
+                raise mistyped("properties.creation-time", w[9], at)
+            if v[10] is not None and code_of(w[10]) not in STRING:
+                raise mistyped("properties.group-id", w[10], at)
+            if v[11] is not None and code_of(w[11]) not in UINT:
+                raise mistyped("properties.group-sequence", w[11], at)
+            if v[12] is not None and code_of(w[12]) not in STRING:
+                raise mistyped("properties.reply-to-group-id", w[12], at)
         obj = Properties(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -1951,31 +2581,19 @@ class Properties(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:properties:list",
             0x00000000_00000073,
             values,
+            _PROPERTIES_WRITERS,
+            "properties",
+            Properties.FIELDS,
         )
-        body = bytearray()
-        put(encode_any, values, 0, count, body, wires, "properties.message-id")
-        put(e_binary, values, 1, count, body, wires, "properties.user-id")
-        put(encode_any, values, 2, count, body, wires, "properties.to")
-        put(e_string, values, 3, count, body, wires, "properties.subject")
-        put(encode_any, values, 4, count, body, wires, "properties.reply-to")
-        put(encode_any, values, 5, count, body, wires, "properties.correlation-id")
-        put(e_symbol, values, 6, count, body, wires, "properties.content-type")
-        put(e_symbol, values, 7, count, body, wires, "properties.content-encoding")
-        put(e_timestamp, values, 8, count, body, wires, "properties.absolute-expiry-time")
-        put(e_timestamp, values, 9, count, body, wires, "properties.creation-time")
-        put(e_string, values, 10, count, body, wires, "properties.group-id")
-        put(e_uint, values, 11, count, body, wires, "properties.group-sequence")
-        put(e_string, values, 12, count, body, wires, "properties.reply-to-group-id")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class ApplicationProperties(Section):
     """application-properties (amqp:application-properties:map, descriptor 0x00000000_00000074 = 116, message-format): The application-properties section is a part of the bare message used for structured
     application data. Intermediaries may use the data within this structure for the purposes of
@@ -1998,10 +2616,23 @@ class ApplicationProperties(Section):
     value: dict[Any, Any] | None = None
     """The section's map value."""
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, value: dict[Any, Any] | None = None) -> None:
+        self.value = value
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.value,) == (other.value,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(value={self.value!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The one value after the descriptor, its constructor checked against its type."""
         at = pos
@@ -2029,7 +2660,7 @@ class ApplicationProperties(Section):
             raise EncodeError("application-properties.value", f"{e.field}: {e.reason}") from None
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Data(Section):
     """data (amqp:data:binary, descriptor 0x00000000_00000075 = 117, message-format): A data section contains opaque binary data.
 
@@ -2046,10 +2677,23 @@ class Data(Section):
     value: bytes | None = None
     """The section's binary value."""
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, value: bytes | None = None) -> None:
+        self.value = value
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.value,) == (other.value,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(value={self.value!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The one value after the descriptor, its constructor checked against its type."""
         at = pos
@@ -2070,7 +2714,7 @@ class Data(Section):
             raise EncodeError("data.value", f"{e.field}: {e.reason}") from None
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class AmqpSequence(Section):
     """amqp-sequence (amqp:amqp-sequence:list, descriptor 0x00000000_00000076 = 118, message-format): A sequence section contains an arbitrary number of structured data elements.
 
@@ -2087,10 +2731,23 @@ class AmqpSequence(Section):
     value: list[Any] | None = None
     """The section's list value."""
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, value: list[Any] | None = None) -> None:
+        self.value = value
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.value,) == (other.value,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(value={self.value!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The one value after the descriptor, its constructor checked against its type."""
         at = pos
@@ -2116,7 +2773,7 @@ class AmqpSequence(Section):
             raise EncodeError("amqp-sequence.value", f"{e.field}: {e.reason}") from None
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class AmqpValue(Section):
     """amqp-value (amqp:amqp-value:*, descriptor 0x00000000_00000077 = 119, message-format): An amqp-value section contains a single AMQP value.
 
@@ -2133,10 +2790,23 @@ class AmqpValue(Section):
     value: Any | None = None
     """The section's * value."""
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, value: Any | None = None) -> None:
+        self.value = value
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.value,) == (other.value,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(value={self.value!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The one value after the descriptor."""
         value, pos, vwire = read_section(buf, pos, end, described, "amqp-value")
@@ -2154,7 +2824,7 @@ class AmqpValue(Section):
             raise EncodeError("amqp-value.value", f"{e.field}: {e.reason}") from None
 
 
-@dataclass(slots=True)
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Footer(Section):
     """footer (amqp:footer:map, descriptor 0x00000000_00000078 = 120, message-format): The footer section is used for details about the message or delivery which can only be
     calculated or evaluated once the whole bare message has been constructed or seen (for
@@ -2176,10 +2846,23 @@ class Footer(Section):
     value: dict[Any, Any] | None = None
     """The section's annotations value."""
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, value: dict[Any, Any] | None = None) -> None:
+        self.value = value
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.value,) == (other.value,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(value={self.value!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The one value after the descriptor, its constructor checked against its type."""
         at = pos
@@ -2200,7 +2883,17 @@ class Footer(Section):
             raise EncodeError("footer.value", f"{e.field}: {e.reason}") from None
 
 
-@dataclass(slots=True)
+_RECEIVED_READERS = (
+    _UINT_READERS,
+    _ULONG_READERS,
+)
+_RECEIVED_WRITERS = (
+    e_uint,
+    e_ulong,
+)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Received(Composite):
     """received (amqp:received:list, descriptor 0x00000000_00000023 = 35, delivery-state): At the target the received state indicates the furthest point in the payload of the message
     which the target will not need to have resent if the link is resumed. At the source the
@@ -2247,18 +2940,40 @@ class Received(Composite):
     number=0, section-offset=0) indicates that no message data at all has been transferred."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        section_number: int | None = None,
+        section_offset: int | None = None,
+    ) -> None:
+        self.section_number = section_number
+        self.section_offset = section_offset
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(section_number={self.section_number!r}, section_offset={self.section_offset!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "received", Received.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in UINT:
-            raise mistyped("received.section-number", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in ULONG:
-            raise mistyped("received.section-offset", w[1], at)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "received", Received.FIELDS, _RECEIVED_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "received", Received.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in UINT:
+                raise mistyped("received.section-number", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in ULONG:
+                raise mistyped("received.section-offset", w[1], at)
         if v[0] is None:
             raise absent("received.section-number", at)
         if v[1] is None:
@@ -2280,20 +2995,23 @@ class Received(Composite):
             raise EncodeError("received.section-number", "mandatory field is None")
         if values[1] is None:
             raise EncodeError("received.section-offset", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:received:list",
             0x00000000_00000023,
             values,
+            _RECEIVED_WRITERS,
+            "received",
+            Received.FIELDS,
         )
-        body = bytearray()
-        put(e_uint, values, 0, count, body, wires, "received.section-number")
-        put(e_ulong, values, 1, count, body, wires, "received.section-offset")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_ACCEPTED_READERS = ()
+_ACCEPTED_WRITERS = ()
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Accepted(Composite):
     """accepted (amqp:accepted:list, descriptor 0x00000000_00000024 = 36, delivery-state): At the source the accepted state means that the message has been retired from the node, and
     transfer of payload data will not be able to be resumed if the link becomes suspended. A
@@ -2327,13 +3045,32 @@ class Accepted(Composite):
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+    ) -> None:
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
-        v, w, pos, lwire = read_list(buf, pos, end, described, "accepted", Accepted.FIELDS)
+        at = pos
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "accepted", Accepted.FIELDS, _ACCEPTED_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "accepted", Accepted.FIELDS)
         obj = Accepted(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -2344,18 +3081,23 @@ class Accepted(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:accepted:list",
             0x00000000_00000024,
             values,
+            _ACCEPTED_WRITERS,
+            "accepted",
+            Accepted.FIELDS,
         )
-        body = bytearray()
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_REJECTED_READERS = (_COMPOSITE_READERS,)
+_REJECTED_WRITERS = (encode_any,)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Rejected(Composite):
     """rejected (amqp:rejected:list, descriptor 0x00000000_00000025 = 37, delivery-state): At the target, the rejected outcome is used to indicate that an incoming Message is invalid
     and therefore unprocessable. The rejected outcome when applied to a Message will cause the
@@ -2387,17 +3129,39 @@ class Rejected(Composite):
     rejected Message associated with the symbolic key "rejected"."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        error: Error | None = None,
+    ) -> None:
+        self.error = error
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error={self.error!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "rejected", Rejected.FIELDS)
-        if v[0] is not None:
-            if code_of(w[0]) not in COMPOSITE:
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "rejected", Rejected.FIELDS, _REJECTED_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "rejected", Rejected.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in COMPOSITE:
                 raise mistyped("rejected.error", w[0], at)
+            if v[0] is not None and not isinstance(v[0], Error | list):
+                raise not_kind("rejected.error", v[0], Error, at)
+        if v[0] is not None:
             if not isinstance(v[0], Error | list):
                 raise not_kind("rejected.error", v[0], Error, at)
         obj = Rejected(*v)
@@ -2410,19 +3174,23 @@ class Rejected(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:rejected:list",
             0x00000000_00000025,
             values,
+            _REJECTED_WRITERS,
+            "rejected",
+            Rejected.FIELDS,
         )
-        body = bytearray()
-        put(encode_any, values, 0, count, body, wires, "rejected.error")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_RELEASED_READERS = ()
+_RELEASED_WRITERS = ()
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Released(Composite):
     """released (amqp:released:list, descriptor 0x00000000_00000026 = 38, delivery-state): At the source the released outcome means that the message is no longer acquired by the
     receiver, and has been made available for (re-)delivery to the same or other targets
@@ -2457,13 +3225,32 @@ class Released(Composite):
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+    ) -> None:
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
-        v, w, pos, lwire = read_list(buf, pos, end, described, "released", Released.FIELDS)
+        at = pos
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "released", Released.FIELDS, _RELEASED_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "released", Released.FIELDS)
         obj = Released(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -2474,18 +3261,31 @@ class Released(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:released:list",
             0x00000000_00000026,
             values,
+            _RELEASED_WRITERS,
+            "released",
+            Released.FIELDS,
         )
-        body = bytearray()
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_MODIFIED_READERS = (
+    _BOOLEAN_READERS,
+    _BOOLEAN_READERS,
+    _MAP_READERS,
+)
+_MODIFIED_WRITERS = (
+    e_boolean,
+    e_boolean,
+    e_map,
+)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Modified(Composite):
     """modified (amqp:modified:list, descriptor 0x00000000_00000027 = 39, delivery-state): At the source the modified outcome means that the message is no longer acquired by the
     receiver, and has been made available for (re-)delivery to the same or other targets
@@ -2540,20 +3340,44 @@ class Modified(Composite):
     has no such value, the value in this map is added."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        delivery_failed: bool | None = None,
+        undeliverable_here: bool | None = None,
+        message_annotations: dict[Any, Any] | None = None,
+    ) -> None:
+        self.delivery_failed = delivery_failed
+        self.undeliverable_here = undeliverable_here
+        self.message_annotations = message_annotations
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(delivery_failed={self.delivery_failed!r}, undeliverable_here={self.undeliverable_here!r}, message_annotations={self.message_annotations!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "modified", Modified.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in BOOLEAN:
-            raise mistyped("modified.delivery-failed", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in BOOLEAN:
-            raise mistyped("modified.undeliverable-here", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in MAP:
-            raise mistyped("modified.message-annotations", w[2], at)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "modified", Modified.FIELDS, _MODIFIED_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "modified", Modified.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in BOOLEAN:
+                raise mistyped("modified.delivery-failed", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in BOOLEAN:
+                raise mistyped("modified.undeliverable-here", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in MAP:
+                raise mistyped("modified.message-annotations", w[2], at)
         obj = Modified(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -2568,21 +3392,47 @@ class Modified(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:modified:list",
             0x00000000_00000027,
             values,
+            _MODIFIED_WRITERS,
+            "modified",
+            Modified.FIELDS,
         )
-        body = bytearray()
-        put(e_boolean, values, 0, count, body, wires, "modified.delivery-failed")
-        put(e_boolean, values, 1, count, body, wires, "modified.undeliverable-here")
-        put(e_map, values, 2, count, body, wires, "modified.message-annotations")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_SOURCE_READERS = (
+    _ANY_READERS,
+    _UINT_READERS,
+    _SYMBOL_READERS,
+    _UINT_READERS,
+    _BOOLEAN_READERS,
+    _MAP_READERS,
+    _SYMBOL_READERS,
+    _MAP_READERS,
+    _ANY_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+)
+_SOURCE_WRITERS = (
+    encode_any,
+    e_uint,
+    e_symbol,
+    e_uint,
+    e_boolean,
+    e_map,
+    e_symbol,
+    e_map,
+    encode_any,
+    e_symbol_or_array,
+    e_symbol_or_array,
+)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Source(Composite):
     """source (amqp:source:list, descriptor 0x00000000_00000028 = 40, addressing): For containers which do not implement address resolution (and do not admit spontaneous link
     attachment from their partners) but are instead only used as producers of messages, it is
@@ -2686,36 +3536,76 @@ class Source(Composite):
     """capabilities (multiple): See http://www.amqp.org/specification/1.0/source-capabilities."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        address: Any | None = None,
+        durable: int | None = None,
+        expiry_policy: str | None = None,
+        timeout: int | None = None,
+        dynamic: bool | None = None,
+        dynamic_node_properties: dict[Any, Any] | None = None,
+        distribution_mode: str | None = None,
+        filter: dict[Any, Any] | None = None,
+        default_outcome: Any | None = None,
+        outcomes: list[str] | None = None,
+        capabilities: list[str] | None = None,
+    ) -> None:
+        self.address = address
+        self.durable = durable
+        self.expiry_policy = expiry_policy
+        self.timeout = timeout
+        self.dynamic = dynamic
+        self.dynamic_node_properties = dynamic_node_properties
+        self.distribution_mode = distribution_mode
+        self.filter = filter
+        self.default_outcome = default_outcome
+        self.outcomes = outcomes
+        self.capabilities = capabilities
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(address={self.address!r}, durable={self.durable!r}, expiry_policy={self.expiry_policy!r}, timeout={self.timeout!r}, dynamic={self.dynamic!r}, dynamic_node_properties={self.dynamic_node_properties!r}, distribution_mode={self.distribution_mode!r}, filter={self.filter!r}, default_outcome={self.default_outcome!r}, outcomes={self.outcomes!r}, capabilities={self.capabilities!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "source", Source.FIELDS)
-        if v[1] is not None and code_of(w[1]) not in UINT:
-            raise mistyped("source.durable", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in SYMBOL:
-            raise mistyped("source.expiry-policy", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in UINT:
-            raise mistyped("source.timeout", w[3], at)
-        if v[4] is not None and code_of(w[4]) not in BOOLEAN:
-            raise mistyped("source.dynamic", w[4], at)
-        if v[5] is not None and code_of(w[5]) not in MAP:
-            raise mistyped("source.dynamic-node-properties", w[5], at)
-        if v[6] is not None and code_of(w[6]) not in SYMBOL:
-            raise mistyped("source.distribution-mode", w[6], at)
-        if v[7] is not None and code_of(w[7]) not in MAP:
-            raise mistyped("source.filter", w[7], at)
-        if v[9] is not None:
-            if code_of(w[9]) not in SYMBOL_OR_ARRAY:
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "source", Source.FIELDS, _SOURCE_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "source", Source.FIELDS)
+            if v[1] is not None and code_of(w[1]) not in UINT:
+                raise mistyped("source.durable", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in SYMBOL:
+                raise mistyped("source.expiry-policy", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in UINT:
+                raise mistyped("source.timeout", w[3], at)
+            if v[4] is not None and code_of(w[4]) not in BOOLEAN:
+                raise mistyped("source.dynamic", w[4], at)
+            if v[5] is not None and code_of(w[5]) not in MAP:
+                raise mistyped("source.dynamic-node-properties", w[5], at)
+            if v[6] is not None and code_of(w[6]) not in SYMBOL:
+                raise mistyped("source.distribution-mode", w[6], at)
+            if v[7] is not None and code_of(w[7]) not in MAP:
+                raise mistyped("source.filter", w[7], at)
+            if v[9] is not None and code_of(w[9]) not in SYMBOL_OR_ARRAY:
                 raise mistyped("source.outcomes", w[9], at)
+            if v[10] is not None and code_of(w[10]) not in SYMBOL_OR_ARRAY:
+                raise mistyped("source.capabilities", w[10], at)
+        if v[9] is not None:
             if not isinstance(v[9], list):
                 v[9] = [v[9]]
         if v[10] is not None:
-            if code_of(w[10]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("source.capabilities", w[10], at)
             if not isinstance(v[10], list):
                 v[10] = [v[10]]
         obj = Source(*v)
@@ -2740,29 +3630,39 @@ class Source(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:source:list",
             0x00000000_00000028,
             values,
+            _SOURCE_WRITERS,
+            "source",
+            Source.FIELDS,
         )
-        body = bytearray()
-        put(encode_any, values, 0, count, body, wires, "source.address")
-        put(e_uint, values, 1, count, body, wires, "source.durable")
-        put(e_symbol, values, 2, count, body, wires, "source.expiry-policy")
-        put(e_uint, values, 3, count, body, wires, "source.timeout")
-        put(e_boolean, values, 4, count, body, wires, "source.dynamic")
-        put(e_map, values, 5, count, body, wires, "source.dynamic-node-properties")
-        put(e_symbol, values, 6, count, body, wires, "source.distribution-mode")
-        put(e_map, values, 7, count, body, wires, "source.filter")
-        put(encode_any, values, 8, count, body, wires, "source.default-outcome")
-        put(e_symbol_or_array, values, 9, count, body, wires, "source.outcomes")
-        put(e_symbol_or_array, values, 10, count, body, wires, "source.capabilities")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_TARGET_READERS = (
+    _ANY_READERS,
+    _UINT_READERS,
+    _SYMBOL_READERS,
+    _UINT_READERS,
+    _BOOLEAN_READERS,
+    _MAP_READERS,
+    _SYMBOL_OR_ARRAY_READERS,
+)
+_TARGET_WRITERS = (
+    encode_any,
+    e_uint,
+    e_symbol,
+    e_uint,
+    e_boolean,
+    e_map,
+    e_symbol_or_array,
+)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Target(Composite):
     """target (amqp:target:list, descriptor 0x00000000_00000029 = 41, addressing): For containers which do not implement address resolution (and do not admit spontaneous link
     attachment from their partners) but are instead only used as consumers of messages, it is
@@ -2838,27 +3738,59 @@ class Target(Composite):
     """capabilities (multiple): See http://www.amqp.org/specification/1.0/target-capabilities."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        address: Any | None = None,
+        durable: int | None = None,
+        expiry_policy: str | None = None,
+        timeout: int | None = None,
+        dynamic: bool | None = None,
+        dynamic_node_properties: dict[Any, Any] | None = None,
+        capabilities: list[str] | None = None,
+    ) -> None:
+        self.address = address
+        self.durable = durable
+        self.expiry_policy = expiry_policy
+        self.timeout = timeout
+        self.dynamic = dynamic
+        self.dynamic_node_properties = dynamic_node_properties
+        self.capabilities = capabilities
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(address={self.address!r}, durable={self.durable!r}, expiry_policy={self.expiry_policy!r}, timeout={self.timeout!r}, dynamic={self.dynamic!r}, dynamic_node_properties={self.dynamic_node_properties!r}, capabilities={self.capabilities!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "target", Target.FIELDS)
-        if v[1] is not None and code_of(w[1]) not in UINT:
-            raise mistyped("target.durable", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in SYMBOL:
-            raise mistyped("target.expiry-policy", w[2], at)
-        if v[3] is not None and code_of(w[3]) not in UINT:
-            raise mistyped("target.timeout", w[3], at)
-        if v[4] is not None and code_of(w[4]) not in BOOLEAN:
-            raise mistyped("target.dynamic", w[4], at)
-        if v[5] is not None and code_of(w[5]) not in MAP:
-            raise mistyped("target.dynamic-node-properties", w[5], at)
-        if v[6] is not None:
-            if code_of(w[6]) not in SYMBOL_OR_ARRAY:
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "target", Target.FIELDS, _TARGET_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "target", Target.FIELDS)
+            if v[1] is not None and code_of(w[1]) not in UINT:
+                raise mistyped("target.durable", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in SYMBOL:
+                raise mistyped("target.expiry-policy", w[2], at)
+            if v[3] is not None and code_of(w[3]) not in UINT:
+                raise mistyped("target.timeout", w[3], at)
+            if v[4] is not None and code_of(w[4]) not in BOOLEAN:
+                raise mistyped("target.dynamic", w[4], at)
+            if v[5] is not None and code_of(w[5]) not in MAP:
+                raise mistyped("target.dynamic-node-properties", w[5], at)
+            if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
                 raise mistyped("target.capabilities", w[6], at)
+        if v[6] is not None:
             if not isinstance(v[6], list):
                 v[6] = [v[6]]
         obj = Target(*v)
@@ -2879,25 +3811,23 @@ class Target(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:target:list",
             0x00000000_00000029,
             values,
+            _TARGET_WRITERS,
+            "target",
+            Target.FIELDS,
         )
-        body = bytearray()
-        put(encode_any, values, 0, count, body, wires, "target.address")
-        put(e_uint, values, 1, count, body, wires, "target.durable")
-        put(e_symbol, values, 2, count, body, wires, "target.expiry-policy")
-        put(e_uint, values, 3, count, body, wires, "target.timeout")
-        put(e_boolean, values, 4, count, body, wires, "target.dynamic")
-        put(e_map, values, 5, count, body, wires, "target.dynamic-node-properties")
-        put(e_symbol_or_array, values, 6, count, body, wires, "target.capabilities")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_DELETE_ON_CLOSE_READERS = ()
+_DELETE_ON_CLOSE_WRITERS = ()
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class DeleteOnClose(Composite):
     """delete-on-close (amqp:delete-on-close:list, descriptor 0x00000000_0000002b = 43, addressing): A Node dynamically created with this lifetime policy will be deleted at the point that the
     Link which caused its creation ceases to exist.
@@ -2917,15 +3847,40 @@ class DeleteOnClose(Composite):
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+    ) -> None:
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
-        v, w, pos, lwire = read_list(
-            buf, pos, end, described, "delete-on-close", DeleteOnClose.FIELDS
+        at = pos
+        v, w, pos, lwire = read_fields(
+            buf,
+            pos,
+            end,
+            described,
+            "delete-on-close",
+            DeleteOnClose.FIELDS,
+            _DELETE_ON_CLOSE_READERS,
         )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(
+                buf, at, end, described, "delete-on-close", DeleteOnClose.FIELDS
+            )
         obj = DeleteOnClose(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -2936,18 +3891,23 @@ class DeleteOnClose(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:delete-on-close:list",
             0x00000000_0000002B,
             values,
+            _DELETE_ON_CLOSE_WRITERS,
+            "delete-on-close",
+            DeleteOnClose.FIELDS,
         )
-        body = bytearray()
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_DELETE_ON_NO_LINKS_READERS = ()
+_DELETE_ON_NO_LINKS_WRITERS = ()
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class DeleteOnNoLinks(Composite):
     """delete-on-no-links (amqp:delete-on-no-links:list, descriptor 0x00000000_0000002c = 44, addressing): A Node dynamically created with this lifetime policy will be deleted at the point that there
     remain no Links for which the node is either the source or target.
@@ -2967,15 +3927,40 @@ class DeleteOnNoLinks(Composite):
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+    ) -> None:
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
-        v, w, pos, lwire = read_list(
-            buf, pos, end, described, "delete-on-no-links", DeleteOnNoLinks.FIELDS
+        at = pos
+        v, w, pos, lwire = read_fields(
+            buf,
+            pos,
+            end,
+            described,
+            "delete-on-no-links",
+            DeleteOnNoLinks.FIELDS,
+            _DELETE_ON_NO_LINKS_READERS,
         )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(
+                buf, at, end, described, "delete-on-no-links", DeleteOnNoLinks.FIELDS
+            )
         obj = DeleteOnNoLinks(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -2986,18 +3971,23 @@ class DeleteOnNoLinks(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:delete-on-no-links:list",
             0x00000000_0000002C,
             values,
+            _DELETE_ON_NO_LINKS_WRITERS,
+            "delete-on-no-links",
+            DeleteOnNoLinks.FIELDS,
         )
-        body = bytearray()
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_DELETE_ON_NO_MESSAGES_READERS = ()
+_DELETE_ON_NO_MESSAGES_WRITERS = ()
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class DeleteOnNoMessages(Composite):
     """delete-on-no-messages (amqp:delete-on-no-messages:list, descriptor 0x00000000_0000002d = 45, addressing): A Node dynamically created with this lifetime policy will be deleted at the point that the
     Link which caused its creation no longer exists and there remain no Messages at the Node.
@@ -3017,15 +4007,40 @@ class DeleteOnNoMessages(Composite):
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+    ) -> None:
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
-        v, w, pos, lwire = read_list(
-            buf, pos, end, described, "delete-on-no-messages", DeleteOnNoMessages.FIELDS
+        at = pos
+        v, w, pos, lwire = read_fields(
+            buf,
+            pos,
+            end,
+            described,
+            "delete-on-no-messages",
+            DeleteOnNoMessages.FIELDS,
+            _DELETE_ON_NO_MESSAGES_READERS,
         )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(
+                buf, at, end, described, "delete-on-no-messages", DeleteOnNoMessages.FIELDS
+            )
         obj = DeleteOnNoMessages(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -3036,18 +4051,23 @@ class DeleteOnNoMessages(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:delete-on-no-messages:list",
             0x00000000_0000002D,
             values,
+            _DELETE_ON_NO_MESSAGES_WRITERS,
+            "delete-on-no-messages",
+            DeleteOnNoMessages.FIELDS,
         )
-        body = bytearray()
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_DELETE_ON_NO_LINKS_OR_MESSAGES_READERS = ()
+_DELETE_ON_NO_LINKS_OR_MESSAGES_WRITERS = ()
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class DeleteOnNoLinksOrMessages(Composite):
     """delete-on-no-links-or-messages (amqp:delete-on-no-links-or-messages:list, descriptor 0x00000000_0000002e = 46, addressing): A Node dynamically created with this lifetime policy will be deleted at the point that the
     there are no Links which have this Node as their source or target, and there remain no
@@ -3068,20 +4088,45 @@ class DeleteOnNoLinksOrMessages(Composite):
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+    ) -> None:
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
-        v, w, pos, lwire = read_list(
+        at = pos
+        v, w, pos, lwire = read_fields(
             buf,
             pos,
             end,
             described,
             "delete-on-no-links-or-messages",
             DeleteOnNoLinksOrMessages.FIELDS,
+            _DELETE_ON_NO_LINKS_OR_MESSAGES_READERS,
         )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(
+                buf,
+                at,
+                end,
+                described,
+                "delete-on-no-links-or-messages",
+                DeleteOnNoLinksOrMessages.FIELDS,
+            )
         obj = DeleteOnNoLinksOrMessages(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -3092,18 +4137,23 @@ class DeleteOnNoLinksOrMessages(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:delete-on-no-links-or-messages:list",
             0x00000000_0000002E,
             values,
+            _DELETE_ON_NO_LINKS_OR_MESSAGES_WRITERS,
+            "delete-on-no-links-or-messages",
+            DeleteOnNoLinksOrMessages.FIELDS,
         )
-        body = bytearray()
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_COORDINATOR_READERS = (_SYMBOL_OR_ARRAY_READERS,)
+_COORDINATOR_WRITERS = (e_symbol_or_array,)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Coordinator(Composite):
     """coordinator (amqp:coordinator:list, descriptor 0x00000000_00000030 = 48, coordination): The coordinator type defines a special target used for establishing a link with a
     transaction coordinator.
@@ -3134,17 +4184,37 @@ class Coordinator(Composite):
     requirements. See txn-capability."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        capabilities: list[str] | None = None,
+    ) -> None:
+        self.capabilities = capabilities
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(capabilities={self.capabilities!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "coordinator", Coordinator.FIELDS)
-        if v[0] is not None:
-            if code_of(w[0]) not in SYMBOL_OR_ARRAY:
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "coordinator", Coordinator.FIELDS, _COORDINATOR_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "coordinator", Coordinator.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in SYMBOL_OR_ARRAY:
                 raise mistyped("coordinator.capabilities", w[0], at)
+        if v[0] is not None:
             if not isinstance(v[0], list):
                 v[0] = [v[0]]
         obj = Coordinator(*v)
@@ -3157,19 +4227,23 @@ class Coordinator(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:coordinator:list",
             0x00000000_00000030,
             values,
+            _COORDINATOR_WRITERS,
+            "coordinator",
+            Coordinator.FIELDS,
         )
-        body = bytearray()
-        put(e_symbol_or_array, values, 0, count, body, wires, "coordinator.capabilities")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_DECLARE_READERS = (_ANY_READERS,)
+_DECLARE_WRITERS = (encode_any,)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Declare(Composite):
     """declare (amqp:declare:list, descriptor 0x00000000_00000031 = 49, coordination): The declare type defines the message body sent to the coordinator to declare a transaction.
     The txn-id allocated for this transaction is chosen by the transaction controller and
@@ -3198,13 +4272,34 @@ class Declare(Composite):
     Transactions."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        global_id: Any | None = None,
+    ) -> None:
+        self.global_id = global_id
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(global_id={self.global_id!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
-        v, w, pos, lwire = read_list(buf, pos, end, described, "declare", Declare.FIELDS)
+        at = pos
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "declare", Declare.FIELDS, _DECLARE_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "declare", Declare.FIELDS)
         obj = Declare(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -3215,19 +4310,29 @@ class Declare(Composite):
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         """The described list: the wire's encodings where the values still fit them."""
         values = self._values()
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:declare:list",
             0x00000000_00000031,
             values,
+            _DECLARE_WRITERS,
+            "declare",
+            Declare.FIELDS,
         )
-        body = bytearray()
-        put(encode_any, values, 0, count, body, wires, "declare.global-id")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_DISCHARGE_READERS = (
+    _ANY_READERS,
+    _BOOLEAN_READERS,
+)
+_DISCHARGE_WRITERS = (
+    encode_any,
+    e_boolean,
+)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Discharge(Composite):
     """discharge (amqp:discharge:list, descriptor 0x00000000_00000032 = 50, coordination): The discharge type defines the message body sent to the coordinator to indicate that the
     txn-id is no longer in use. If the transaction is not associated with a global-id, then this
@@ -3262,16 +4367,38 @@ class Discharge(Composite):
     within AMQP 1.0 will be provided separately in Book 6 Distributed Transactions)."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        txn_id: Any | None = None,
+        fail: bool | None = None,
+    ) -> None:
+        self.txn_id = txn_id
+        self.fail = fail
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(txn_id={self.txn_id!r}, fail={self.fail!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "discharge", Discharge.FIELDS)
-        if v[1] is not None and code_of(w[1]) not in BOOLEAN:
-            raise mistyped("discharge.fail", w[1], at)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "discharge", Discharge.FIELDS, _DISCHARGE_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "discharge", Discharge.FIELDS)
+            if v[1] is not None and code_of(w[1]) not in BOOLEAN:
+                raise mistyped("discharge.fail", w[1], at)
         if v[0] is None:
             raise absent("discharge.txn-id", at)
         obj = Discharge(*v)
@@ -3289,20 +4416,23 @@ class Discharge(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("discharge.txn-id", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:discharge:list",
             0x00000000_00000032,
             values,
+            _DISCHARGE_WRITERS,
+            "discharge",
+            Discharge.FIELDS,
         )
-        body = bytearray()
-        put(encode_any, values, 0, count, body, wires, "discharge.txn-id")
-        put(e_boolean, values, 1, count, body, wires, "discharge.fail")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_DECLARED_READERS = (_ANY_READERS,)
+_DECLARED_WRITERS = (encode_any,)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class Declared(Composite):
     """declared (amqp:declared:list, descriptor 0x00000000_00000033 = 51, coordination): Indicates that a transaction identifier has successfully been allocated in response to a
     declare message sent to a transaction coordinator.
@@ -3328,14 +4458,34 @@ class Declared(Composite):
     """txn-id (mandatory) requires txn-id: the allocated transaction id"""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        txn_id: Any | None = None,
+    ) -> None:
+        self.txn_id = txn_id
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(txn_id={self.txn_id!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "declared", Declared.FIELDS)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "declared", Declared.FIELDS, _DECLARED_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "declared", Declared.FIELDS)
         if v[0] is None:
             raise absent("declared.txn-id", at)
         obj = Declared(*v)
@@ -3350,19 +4500,29 @@ class Declared(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("declared.txn-id", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:declared:list",
             0x00000000_00000033,
             values,
+            _DECLARED_WRITERS,
+            "declared",
+            Declared.FIELDS,
         )
-        body = bytearray()
-        put(encode_any, values, 0, count, body, wires, "declared.txn-id")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_TRANSACTIONAL_STATE_READERS = (
+    _ANY_READERS,
+    _ANY_READERS,
+)
+_TRANSACTIONAL_STATE_WRITERS = (
+    encode_any,
+    encode_any,
+)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class TransactionalState(Composite):
     """transactional-state (amqp:transactional-state:list, descriptor 0x00000000_00000034 = 52, coordination): The transactional-state type defines a delivery-state that is used to associate a delivery
     with a transaction as well as to indicate which outcome is to be applied if the transaction
@@ -3392,16 +4552,44 @@ class TransactionalState(Composite):
     """outcome requires outcome: This field indicates the provisional outcome to be applied if the transaction commits."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        txn_id: Any | None = None,
+        outcome: Any | None = None,
+    ) -> None:
+        self.txn_id = txn_id
+        self.outcome = outcome
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(txn_id={self.txn_id!r}, outcome={self.outcome!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(
-            buf, pos, end, described, "transactional-state", TransactionalState.FIELDS
+        v, w, pos, lwire = read_fields(
+            buf,
+            pos,
+            end,
+            described,
+            "transactional-state",
+            TransactionalState.FIELDS,
+            _TRANSACTIONAL_STATE_READERS,
         )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(
+                buf, at, end, described, "transactional-state", TransactionalState.FIELDS
+            )
         if v[0] is None:
             raise absent("transactional-state.txn-id", at)
         obj = TransactionalState(*v)
@@ -3419,20 +4607,23 @@ class TransactionalState(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("transactional-state.txn-id", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:transactional-state:list",
             0x00000000_00000034,
             values,
+            _TRANSACTIONAL_STATE_WRITERS,
+            "transactional-state",
+            TransactionalState.FIELDS,
         )
-        body = bytearray()
-        put(encode_any, values, 0, count, body, wires, "transactional-state.txn-id")
-        put(encode_any, values, 1, count, body, wires, "transactional-state.outcome")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_SASL_MECHANISMS_READERS = (_SYMBOL_OR_ARRAY_READERS,)
+_SASL_MECHANISMS_WRITERS = (e_symbol_or_array,)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class SaslMechanisms(Composite):
     """sasl-mechanisms (amqp:sasl-mechanisms:list, descriptor 0x00000000_00000040 = 64, sasl): Advertises the available SASL mechanisms that may be used for authentication.
 
@@ -3461,19 +4652,47 @@ class SaslMechanisms(Composite):
     mechanism ANONYMOUS. The server mechanisms are ordered in decreasing level of preference."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        sasl_server_mechanisms: list[str] | None = None,
+    ) -> None:
+        self.sasl_server_mechanisms = sasl_server_mechanisms
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}(sasl_server_mechanisms={self.sasl_server_mechanisms!r})"
+        )
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(
-            buf, pos, end, described, "sasl-mechanisms", SaslMechanisms.FIELDS
+        v, w, pos, lwire = read_fields(
+            buf,
+            pos,
+            end,
+            described,
+            "sasl-mechanisms",
+            SaslMechanisms.FIELDS,
+            _SASL_MECHANISMS_READERS,
         )
-        if v[0] is not None:
-            if code_of(w[0]) not in SYMBOL_OR_ARRAY:
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(
+                buf, at, end, described, "sasl-mechanisms", SaslMechanisms.FIELDS
+            )
+            if v[0] is not None and code_of(w[0]) not in SYMBOL_OR_ARRAY:
                 raise mistyped("sasl-mechanisms.sasl-server-mechanisms", w[0], at)
+        if v[0] is not None:
             if not isinstance(v[0], list):
                 v[0] = [v[0]]
         if v[0] is None:
@@ -3490,27 +4709,31 @@ class SaslMechanisms(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("sasl-mechanisms.sasl-server-mechanisms", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:sasl-mechanisms:list",
             0x00000000_00000040,
             values,
+            _SASL_MECHANISMS_WRITERS,
+            "sasl-mechanisms",
+            SaslMechanisms.FIELDS,
         )
-        body = bytearray()
-        put(
-            e_symbol_or_array,
-            values,
-            0,
-            count,
-            body,
-            wires,
-            "sasl-mechanisms.sasl-server-mechanisms",
-        )
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_SASL_INIT_READERS = (
+    _SYMBOL_READERS,
+    _BINARY_READERS,
+    _STRING_READERS,
+)
+_SASL_INIT_WRITERS = (
+    e_symbol,
+    e_binary,
+    e_string,
+)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class SaslInit(Composite):
     """sasl-init (amqp:sasl-init:list, descriptor 0x00000000_00000041 = 65, sasl): Selects the sasl mechanism and provides the initial response if needed.
 
@@ -3553,20 +4776,44 @@ class SaslInit(Composite):
     same value. It is undefined what a different value to those already specific means."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        mechanism: str | None = None,
+        initial_response: bytes | None = None,
+        hostname: str | None = None,
+    ) -> None:
+        self.mechanism = mechanism
+        self.initial_response = initial_response
+        self.hostname = hostname
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(mechanism={self.mechanism!r}, initial_response={self.initial_response!r}, hostname={self.hostname!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "sasl-init", SaslInit.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in SYMBOL:
-            raise mistyped("sasl-init.mechanism", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in BINARY:
-            raise mistyped("sasl-init.initial-response", w[1], at)
-        if v[2] is not None and code_of(w[2]) not in STRING:
-            raise mistyped("sasl-init.hostname", w[2], at)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "sasl-init", SaslInit.FIELDS, _SASL_INIT_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(buf, at, end, described, "sasl-init", SaslInit.FIELDS)
+            if v[0] is not None and code_of(w[0]) not in SYMBOL:
+                raise mistyped("sasl-init.mechanism", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in BINARY:
+                raise mistyped("sasl-init.initial-response", w[1], at)
+            if v[2] is not None and code_of(w[2]) not in STRING:
+                raise mistyped("sasl-init.hostname", w[2], at)
         if v[0] is None:
             raise absent("sasl-init.mechanism", at)
         obj = SaslInit(*v)
@@ -3585,21 +4832,23 @@ class SaslInit(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("sasl-init.mechanism", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:sasl-init:list",
             0x00000000_00000041,
             values,
+            _SASL_INIT_WRITERS,
+            "sasl-init",
+            SaslInit.FIELDS,
         )
-        body = bytearray()
-        put(e_symbol, values, 0, count, body, wires, "sasl-init.mechanism")
-        put(e_binary, values, 1, count, body, wires, "sasl-init.initial-response")
-        put(e_string, values, 2, count, body, wires, "sasl-init.hostname")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_SASL_CHALLENGE_READERS = (_BINARY_READERS,)
+_SASL_CHALLENGE_WRITERS = (e_binary,)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class SaslChallenge(Composite):
     """sasl-challenge (amqp:sasl-challenge:list, descriptor 0x00000000_00000042 = 66, sasl): Send the SASL challenge data as defined by the SASL specification.
 
@@ -3621,18 +4870,44 @@ class SaslChallenge(Composite):
     """challenge (mandatory): Challenge information, a block of opaque binary data passed to the security mechanism."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        challenge: bytes | None = None,
+    ) -> None:
+        self.challenge = challenge
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(challenge={self.challenge!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(
-            buf, pos, end, described, "sasl-challenge", SaslChallenge.FIELDS
+        v, w, pos, lwire = read_fields(
+            buf,
+            pos,
+            end,
+            described,
+            "sasl-challenge",
+            SaslChallenge.FIELDS,
+            _SASL_CHALLENGE_READERS,
         )
-        if v[0] is not None and code_of(w[0]) not in BINARY:
-            raise mistyped("sasl-challenge.challenge", w[0], at)
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(
+                buf, at, end, described, "sasl-challenge", SaslChallenge.FIELDS
+            )
+            if v[0] is not None and code_of(w[0]) not in BINARY:
+                raise mistyped("sasl-challenge.challenge", w[0], at)
         if v[0] is None:
             raise absent("sasl-challenge.challenge", at)
         obj = SaslChallenge(*v)
@@ -3647,19 +4922,23 @@ class SaslChallenge(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("sasl-challenge.challenge", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:sasl-challenge:list",
             0x00000000_00000042,
             values,
+            _SASL_CHALLENGE_WRITERS,
+            "sasl-challenge",
+            SaslChallenge.FIELDS,
         )
-        body = bytearray()
-        put(e_binary, values, 0, count, body, wires, "sasl-challenge.challenge")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_SASL_RESPONSE_READERS = (_BINARY_READERS,)
+_SASL_RESPONSE_WRITERS = (e_binary,)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class SaslResponse(Composite):
     """sasl-response (amqp:sasl-response:list, descriptor 0x00000000_00000043 = 67, sasl): Send the SASL response data as defined by the SASL specification.
 
@@ -3682,16 +4961,38 @@ class SaslResponse(Composite):
     defined by the SASL security mechanism."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        response: bytes | None = None,
+    ) -> None:
+        self.response = response
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(response={self.response!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "sasl-response", SaslResponse.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in BINARY:
-            raise mistyped("sasl-response.response", w[0], at)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "sasl-response", SaslResponse.FIELDS, _SASL_RESPONSE_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(
+                buf, at, end, described, "sasl-response", SaslResponse.FIELDS
+            )
+            if v[0] is not None and code_of(w[0]) not in BINARY:
+                raise mistyped("sasl-response.response", w[0], at)
         if v[0] is None:
             raise absent("sasl-response.response", at)
         obj = SaslResponse(*v)
@@ -3706,19 +5007,29 @@ class SaslResponse(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("sasl-response.response", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:sasl-response:list",
             0x00000000_00000043,
             values,
+            _SASL_RESPONSE_WRITERS,
+            "sasl-response",
+            SaslResponse.FIELDS,
         )
-        body = bytearray()
-        put(e_binary, values, 0, count, body, wires, "sasl-response.response")
-        end_list(out, code, body, count)
 
 
-@dataclass(slots=True)
+_SASL_OUTCOME_READERS = (
+    _UBYTE_READERS,
+    _BINARY_READERS,
+)
+_SASL_OUTCOME_WRITERS = (
+    e_ubyte,
+    e_binary,
+)
+
+
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
 class SaslOutcome(Composite):
     """sasl-outcome (amqp:sasl-outcome:list, descriptor 0x00000000_00000044 = 68, sasl): This frame indicates the outcome of the SASL dialog. Upon successful completion of the SASL
     dialog the Security Layer has been established, and the peers must exchange protocol headers
@@ -3750,18 +5061,42 @@ class SaslOutcome(Composite):
     this field is not set."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        code: int | None = None,
+        additional_data: bytes | None = None,
+    ) -> None:
+        self.code = code
+        self.additional_data = additional_data
+        self._wire = None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(code={self.code!r}, additional_data={self.additional_data!r})"
 
     @staticmethod
     def read_from(
-        buf: memoryview, pos: int, end: int, dwire: Wire, described: Registry
+        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
         """The list after the descriptor, each field's constructor checked against its type."""
         at = pos
-        v, w, pos, lwire = read_list(buf, pos, end, described, "sasl-outcome", SaslOutcome.FIELDS)
-        if v[0] is not None and code_of(w[0]) not in UBYTE:
-            raise mistyped("sasl-outcome.code", w[0], at)
-        if v[1] is not None and code_of(w[1]) not in BINARY:
-            raise mistyped("sasl-outcome.additional-data", w[1], at)
+        v, w, pos, lwire = read_fields(
+            buf, pos, end, described, "sasl-outcome", SaslOutcome.FIELDS, _SASL_OUTCOME_READERS
+        )
+        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+            v, w, pos, lwire = read_list(
+                buf, at, end, described, "sasl-outcome", SaslOutcome.FIELDS
+            )
+            if v[0] is not None and code_of(w[0]) not in UBYTE:
+                raise mistyped("sasl-outcome.code", w[0], at)
+            if v[1] is not None and code_of(w[1]) not in BINARY:
+                raise mistyped("sasl-outcome.additional-data", w[1], at)
         if v[0] is None:
             raise absent("sasl-outcome.code", at)
         obj = SaslOutcome(*v)
@@ -3779,17 +5114,16 @@ class SaslOutcome(Composite):
         values = self._values()
         if values[0] is None:
             raise EncodeError("sasl-outcome.code", "mandatory field is None")
-        wires, count, code = begin_list(
+        write_list(
             out,
             self._wire if wire is None else wire,
             "amqp:sasl-outcome:list",
             0x00000000_00000044,
             values,
+            _SASL_OUTCOME_WRITERS,
+            "sasl-outcome",
+            SaslOutcome.FIELDS,
         )
-        body = bytearray()
-        put(e_ubyte, values, 0, count, body, wires, "sasl-outcome.code")
-        put(e_binary, values, 1, count, body, wires, "sasl-outcome.additional-data")
-        end_list(out, code, body, count)
 
 
 CLASSES: dict[int, type] = {
@@ -3953,6 +5287,9 @@ FRAME_KEYS: frozenset[tuple[int, int]] = frozenset(
 )
 """(doff, type) pairs a frame may have: a header of 2 to 255 words, an AMQP or a SASL frame."""
 
+SMALLULONG = 0x53
+"""The format code of a ulong 0 to 255, which every performative's descriptor code is."""
+
 BODIES: dict[int, tuple[type, ...]] = {
     0: (
         Open,
@@ -3984,9 +5321,9 @@ def decode(
 ) -> Frame | ProtocolHeader:
     """One frame, or one protocol header; DecodeError names the field and byte offset.
     (`verify_checksums` is every protocol's argument; these frames carry no checksum.)"""
-    buf = frame if isinstance(frame, memoryview) else memoryview(frame)
+    buf = frame if isinstance(frame, bytes | memoryview) else memoryview(frame)
     n = len(buf)
-    if n == 8 and buf[:4].tobytes() == b"AMQP":
+    if n == 8 and bytes(buf[:4]) == b"AMQP":
         return ProtocolHeader(buf[4], buf[5], buf[6], buf[7])
     if n < 8:
         raise DecodeError("frame.size", 0, f"needs 8 bytes, {n} left")
@@ -4001,10 +5338,19 @@ def decode(
             "frame.type", 5, f"frame type {frame_type} is neither 0 (AMQP) nor 1 (SASL)"
         )
     start = doff * 4
-    extended = bytes(buf[8:start])
+    extended = b"" if start == 8 else bytes(buf[8:start])
     if start == n:
         return Frame(frame_type, channel, None, b"", extended)
-    body, end, _ = read(buf, start, n, DESCRIBED)
+    # the common performative, described by a smallulong code: straight to its reader
+    reader = (
+        DESCRIBED.get(buf[start + 2])
+        if start + 3 <= n and buf[start] == 0 and buf[start + 1] == SMALLULONG
+        else None
+    )
+    if reader is not None:
+        body, end, _ = reader(buf, start + 3, n, SMALLULONG, DESCRIBED)
+    else:
+        body, end, _ = read(buf, start, n, DESCRIBED)
     if not isinstance(body, bodies):
         raise DecodeError(
             "frame.body", start, f"{_what(body)} is no performative of a type {frame_type} frame"
@@ -4052,7 +5398,7 @@ _SLOTS = (
 
 def decode_message(data: bytes | bytearray | memoryview) -> Message:
     """A transfer's payload (all of one message's transfers joined) as its sections."""
-    buf = data if isinstance(data, memoryview) else memoryview(data)
+    buf = data if isinstance(data, bytes | memoryview) else memoryview(data)
     pos, end = 0, len(buf)
     msg = Message()
     last = -1
