@@ -188,7 +188,7 @@ def _sized(out: bytearray, start: int, width: int, path: str) -> None:
 def _r_size(buf: memoryview, at: int, end: int, width: int, path: str) -> tuple[int, int]:
     if end - at < width:
         raise _short(path, at, end, width)
-    size = int.from_bytes(buf[at : at + width], "big")
+    size = buf[at] if width == 1 else int.from_bytes(buf[at : at + width], "big")
     at += width
     if size > end - at:
         raise DecodeError(path, at - width, f"size {size} but {end - at} bytes left")
@@ -583,7 +583,12 @@ def _w_bin1024(out: bytearray, value: bytes, path: str) -> None:
 
 
 def _r_vbin8(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
-    size, at = _r_size(buf, at, end, 1, path)
+    if end - at < 1:
+        raise _short(path, at, end, 1)
+    size = buf[at]
+    at += 1
+    if size > end - at:
+        raise DecodeError(path, at - 1, f"size {size} but {end - at} bytes left")
     return bytes(buf[at : at + size]), at + size
 
 
@@ -597,9 +602,14 @@ def _w_vbin8(out: bytearray, value: bytes, path: str) -> None:
 
 
 def _r_str8_latin(buf: memoryview, at: int, end: int, path: str) -> tuple[str, int]:
-    size, at = _r_size(buf, at, end, 1, path)
+    if end - at < 1:
+        raise _short(path, at, end, 1)
+    size = buf[at]
+    at += 1
+    if size > end - at:
+        raise DecodeError(path, at - 1, f"size {size} but {end - at} bytes left")
     try:
-        return bytes(buf[at : at + size]).decode("iso-8859-15"), at + size
+        return str(buf[at : at + size], "iso-8859-15"), at + size
     except UnicodeDecodeError as e:
         raise DecodeError(path, at + e.start, f"not iso-8859-15: {e.reason}") from None
 
@@ -613,14 +623,19 @@ def _w_str8_latin(out: bytearray, value: str, path: str) -> None:
         raise _bad(path, value, "iso-8859-15 text") from None
     if len(data) >= 1 << 8:
         raise EncodeError(path, f"{len(data)} octets do not fit a 1-octet size")
-    out += len(data).to_bytes(1, "big")
+    out.append(len(data))
     out += data
 
 
 def _r_str8(buf: memoryview, at: int, end: int, path: str) -> tuple[str, int]:
-    size, at = _r_size(buf, at, end, 1, path)
+    if end - at < 1:
+        raise _short(path, at, end, 1)
+    size = buf[at]
+    at += 1
+    if size > end - at:
+        raise DecodeError(path, at - 1, f"size {size} but {end - at} bytes left")
     try:
-        return bytes(buf[at : at + size]).decode("utf-8"), at + size
+        return str(buf[at : at + size], "utf-8"), at + size
     except UnicodeDecodeError as e:
         raise DecodeError(path, at + e.start, f"not utf-8: {e.reason}") from None
 
@@ -634,14 +649,19 @@ def _w_str8(out: bytearray, value: str, path: str) -> None:
         raise _bad(path, value, "utf-8 text") from None
     if len(data) >= 1 << 8:
         raise EncodeError(path, f"{len(data)} octets do not fit a 1-octet size")
-    out += len(data).to_bytes(1, "big")
+    out.append(len(data))
     out += data
 
 
 def _r_str8_utf16(buf: memoryview, at: int, end: int, path: str) -> tuple[str, int]:
-    size, at = _r_size(buf, at, end, 1, path)
+    if end - at < 1:
+        raise _short(path, at, end, 1)
+    size = buf[at]
+    at += 1
+    if size > end - at:
+        raise DecodeError(path, at - 1, f"size {size} but {end - at} bytes left")
     try:
-        return bytes(buf[at : at + size]).decode("utf-16-be"), at + size
+        return str(buf[at : at + size], "utf-16-be"), at + size
     except UnicodeDecodeError as e:
         raise DecodeError(path, at + e.start, f"not utf-16-be: {e.reason}") from None
 
@@ -655,12 +675,17 @@ def _w_str8_utf16(out: bytearray, value: str, path: str) -> None:
         raise _bad(path, value, "utf-16-be text") from None
     if len(data) >= 1 << 8:
         raise EncodeError(path, f"{len(data)} octets do not fit a 1-octet size")
-    out += len(data).to_bytes(1, "big")
+    out.append(len(data))
     out += data
 
 
 def _r_vbin16(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
-    size, at = _r_size(buf, at, end, 2, path)
+    if end - at < 2:
+        raise _short(path, at, end, 2)
+    size = buf[at] << 8 | buf[at + 1]
+    at += 2
+    if size > end - at:
+        raise DecodeError(path, at - 2, f"size {size} but {end - at} bytes left")
     return bytes(buf[at : at + size]), at + size
 
 
@@ -674,9 +699,14 @@ def _w_vbin16(out: bytearray, value: bytes, path: str) -> None:
 
 
 def _r_str16_latin(buf: memoryview, at: int, end: int, path: str) -> tuple[str, int]:
-    size, at = _r_size(buf, at, end, 2, path)
+    if end - at < 2:
+        raise _short(path, at, end, 2)
+    size = buf[at] << 8 | buf[at + 1]
+    at += 2
+    if size > end - at:
+        raise DecodeError(path, at - 2, f"size {size} but {end - at} bytes left")
     try:
-        return bytes(buf[at : at + size]).decode("iso-8859-15"), at + size
+        return str(buf[at : at + size], "iso-8859-15"), at + size
     except UnicodeDecodeError as e:
         raise DecodeError(path, at + e.start, f"not iso-8859-15: {e.reason}") from None
 
@@ -695,9 +725,14 @@ def _w_str16_latin(out: bytearray, value: str, path: str) -> None:
 
 
 def _r_str16(buf: memoryview, at: int, end: int, path: str) -> tuple[str, int]:
-    size, at = _r_size(buf, at, end, 2, path)
+    if end - at < 2:
+        raise _short(path, at, end, 2)
+    size = buf[at] << 8 | buf[at + 1]
+    at += 2
+    if size > end - at:
+        raise DecodeError(path, at - 2, f"size {size} but {end - at} bytes left")
     try:
-        return bytes(buf[at : at + size]).decode("utf-8"), at + size
+        return str(buf[at : at + size], "utf-8"), at + size
     except UnicodeDecodeError as e:
         raise DecodeError(path, at + e.start, f"not utf-8: {e.reason}") from None
 
@@ -716,9 +751,14 @@ def _w_str16(out: bytearray, value: str, path: str) -> None:
 
 
 def _r_str16_utf16(buf: memoryview, at: int, end: int, path: str) -> tuple[str, int]:
-    size, at = _r_size(buf, at, end, 2, path)
+    if end - at < 2:
+        raise _short(path, at, end, 2)
+    size = buf[at] << 8 | buf[at + 1]
+    at += 2
+    if size > end - at:
+        raise DecodeError(path, at - 2, f"size {size} but {end - at} bytes left")
     try:
-        return bytes(buf[at : at + size]).decode("utf-16-be"), at + size
+        return str(buf[at : at + size], "utf-16-be"), at + size
     except UnicodeDecodeError as e:
         raise DecodeError(path, at + e.start, f"not utf-16-be: {e.reason}") from None
 
@@ -742,14 +782,16 @@ _BYTE_RANGES_PAIR = struct.Struct(">QQ")
 def _r_byte_ranges(
     buf: memoryview, at: int, end: int, path: str
 ) -> tuple[list[tuple[int, int]], int]:
-    size, at = _r_size(buf, at, end, 2, path)
+    if end - at < 2:
+        raise _short(path, at, end, 2)
+    size = buf[at] << 8 | buf[at + 1]
+    at += 2
+    if size > end - at:
+        raise DecodeError(path, at - 2, f"size {size} but {end - at} bytes left")
     width = _BYTE_RANGES_PAIR.size
     if size % width:
         raise DecodeError(path, at - 2, f"size {size} is no multiple of {width}")
-    pairs = [
-        (int(lower), int(upper))
-        for lower, upper in _BYTE_RANGES_PAIR.iter_unpack(buf[at : at + size])
-    ]
+    pairs: list[tuple[int, int]] = list(_BYTE_RANGES_PAIR.iter_unpack(buf[at : at + size]))
     return pairs, at + size
 
 
@@ -772,14 +814,16 @@ _SEQUENCE_SET_PAIR = struct.Struct(">II")
 def _r_sequence_set(
     buf: memoryview, at: int, end: int, path: str
 ) -> tuple[list[tuple[int, int]], int]:
-    size, at = _r_size(buf, at, end, 2, path)
+    if end - at < 2:
+        raise _short(path, at, end, 2)
+    size = buf[at] << 8 | buf[at + 1]
+    at += 2
+    if size > end - at:
+        raise DecodeError(path, at - 2, f"size {size} but {end - at} bytes left")
     width = _SEQUENCE_SET_PAIR.size
     if size % width:
         raise DecodeError(path, at - 2, f"size {size} is no multiple of {width}")
-    pairs = [
-        (int(lower), int(upper))
-        for lower, upper in _SEQUENCE_SET_PAIR.iter_unpack(buf[at : at + size])
-    ]
+    pairs: list[tuple[int, int]] = list(_SEQUENCE_SET_PAIR.iter_unpack(buf[at : at + size]))
     return pairs, at + size
 
 
@@ -797,7 +841,12 @@ def _w_sequence_set(out: bytearray, value: list[tuple[int, int]], path: str) -> 
 
 
 def _r_vbin32(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
-    size, at = _r_size(buf, at, end, 4, path)
+    if end - at < 4:
+        raise _short(path, at, end, 4)
+    size = int.from_bytes(buf[at : at + 4], "big")
+    at += 4
+    if size > end - at:
+        raise DecodeError(path, at - 4, f"size {size} but {end - at} bytes left")
     return bytes(buf[at : at + size]), at + size
 
 
