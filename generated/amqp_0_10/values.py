@@ -800,12 +800,16 @@ def _w_byte_ranges(out: bytearray, value: list[tuple[int, int]], path: str) -> N
         raise _bad(path, value, "a list of (lower, upper) pairs")
     start = len(out)
     out += bytes(2)
+    pack = _BYTE_RANGES_PAIR.pack
     for pair in value:
         try:
-            out += _BYTE_RANGES_PAIR.pack(*pair)
+            out += pack(*pair)
         except (struct.error, TypeError):
             raise _bad(path, pair, "a (lower, upper) pair of 32-bit numbers") from None
-    _sized(out, start, 2, path)
+    size = len(out) - start - 2
+    if size >= 65536:
+        raise EncodeError(path, f"{size} octets do not fit a 2-octet size")
+    out[start : start + 2] = size.to_bytes(2, "big")
 
 
 _SEQUENCE_SET_PAIR = struct.Struct(">II")
@@ -832,12 +836,16 @@ def _w_sequence_set(out: bytearray, value: list[tuple[int, int]], path: str) -> 
         raise _bad(path, value, "a list of (lower, upper) pairs")
     start = len(out)
     out += bytes(2)
+    pack = _SEQUENCE_SET_PAIR.pack
     for pair in value:
         try:
-            out += _SEQUENCE_SET_PAIR.pack(*pair)
+            out += pack(*pair)
         except (struct.error, TypeError):
             raise _bad(path, pair, "a (lower, upper) pair of 16-bit numbers") from None
-    _sized(out, start, 2, path)
+    size = len(out) - start - 2
+    if size >= 65536:
+        raise EncodeError(path, f"{size} octets do not fit a 2-octet size")
+    out[start : start + 2] = size.to_bytes(2, "big")
 
 
 def _r_vbin32(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
@@ -860,9 +868,17 @@ def _w_vbin32(out: bytearray, value: bytes, path: str) -> None:
 
 
 def _r_map(buf: memoryview, at: int, end: int, path: str) -> tuple[dict[str, Typed], int]:
-    size, at = _r_size(buf, at, end, 4, path)
+    if end - at < 4:
+        raise _short(path, at, end, 4)
+    size = int.from_bytes(buf[at : at + 4], "big")
+    at += 4
+    if size > end - at:
+        raise DecodeError(path, at - 4, f"size {size} but {end - at} bytes left")
     limit = at + size
-    count, at = _r_uint32(buf, at, limit, f"{path}.count")
+    if limit - at < 4:
+        raise _short(f"{path}.count", at, limit, 4)
+    count: int = _UINT32.unpack_from(buf, at)[0]
+    at += 4
     entries: dict[str, Typed] = {}
     for _ in range(count):
         key_at = at
@@ -884,13 +900,24 @@ def _w_map(out: bytearray, value: dict[str, Typed], path: str) -> None:
     for key, item in value.items():
         _w_str8(out, key, f"{path}.key")
         _w_typed(out, item, f"{path}[{key!r}]")
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 4294967296:
+        raise EncodeError(path, f"{size} octets do not fit a 4-octet size")
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
 def _r_list(buf: memoryview, at: int, end: int, path: str) -> tuple[list[Typed], int]:
-    size, at = _r_size(buf, at, end, 4, path)
+    if end - at < 4:
+        raise _short(path, at, end, 4)
+    size = int.from_bytes(buf[at : at + 4], "big")
+    at += 4
+    if size > end - at:
+        raise DecodeError(path, at - 4, f"size {size} but {end - at} bytes left")
     limit = at + size
-    count, at = _r_uint32(buf, at, limit, f"{path}.count")
+    if limit - at < 4:
+        raise _short(f"{path}.count", at, limit, 4)
+    count: int = _UINT32.unpack_from(buf, at)[0]
+    at += 4
     items: list[Typed] = []
     for i in range(count):
         item, at = _r_typed(buf, at, limit, f"{path}[{i}]")
@@ -908,21 +935,29 @@ def _w_list(out: bytearray, value: list[Typed], path: str) -> None:
     out += len(value).to_bytes(4, "big")
     for i, item in enumerate(value):
         _w_typed(out, item, f"{path}[{i}]")
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 4294967296:
+        raise EncodeError(path, f"{size} octets do not fit a 4-octet size")
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
 def _r_array(buf: memoryview, at: int, end: int, path: str) -> tuple[Array, int]:
-    size, at = _r_size(buf, at, end, 4, path)
+    if end - at < 4:
+        raise _short(path, at, end, 4)
+    size = int.from_bytes(buf[at : at + 4], "big")
+    at += 4
+    if size > end - at:
+        raise DecodeError(path, at - 4, f"size {size} but {end - at} bytes left")
     limit = at + size
     if limit - at < 5:
         raise _short(f"{path}.type", at, limit, 5)
     code = buf[at]
-    if code not in TYPE_CODES:
+    entry = _BY_CODE.get(code)
+    if entry is None:
         raise DecodeError(f"{path}.type", at, f"unknown type code 0x{code:02x}")
-    name = TYPE_CODES[code]
-    count = int.from_bytes(buf[at + 1 : at + 5], "big")
+    name, read = entry
+    count: int = _UINT32.unpack_from(buf, at + 1)[0]
     at += 5
-    read = _READERS[name]
     values: list[Any] = []
     for i in range(count):
         item, at = read(buf, at, limit, f"{path}[{i}]")
@@ -945,7 +980,10 @@ def _w_array(out: bytearray, value: Array, path: str) -> None:
     write = _WRITERS[value.type]
     for i, item in enumerate(value.values):
         write(out, item, f"{path}[{i}]")
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 4294967296:
+        raise EncodeError(path, f"{size} octets do not fit a 4-octet size")
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
 def _r_struct32(buf: memoryview, at: int, end: int, path: str) -> tuple[Any, int]:
@@ -1057,12 +1095,12 @@ def _w_bit(out: bytearray, value: None, path: str) -> None:
 def _r_typed(buf: memoryview, at: int, end: int, path: str) -> tuple[Typed, int]:
     if end - at < 1:
         raise _short(f"{path}.type", at, end, 1)
-    code = buf[at]
-    if code not in TYPE_CODES:
-        raise DecodeError(f"{path}.type", at, f"unknown type code 0x{code:02x}")
-    name = TYPE_CODES[code]
+    entry = _BY_CODE.get(buf[at])
+    if entry is None:
+        raise DecodeError(f"{path}.type", at, f"unknown type code 0x{buf[at]:02x}")
+    name, read = entry
     try:  # free until raised: maps and lists nest through here, and input may nest them endlessly
-        value, after = _READERS[name](buf, at + 1, end, path)
+        value, after = read(buf, at + 1, end, path)
     except RecursionError:
         # nested past Python's stack: a DecodeError at the level where it ran out (raised again
         # one level up should even this run out of stack)
@@ -1073,11 +1111,12 @@ def _r_typed(buf: memoryview, at: int, end: int, path: str) -> tuple[Typed, int]
 def _w_typed(out: bytearray, value: Typed, path: str) -> None:
     if not isinstance(value, Typed):
         raise _bad(path, value, "a Typed value")
-    info = TYPES.get(value.type)
-    if info is None or info.code is None:
+    entry = _CODED_TYPES.get(value.type)
+    if entry is None:
         raise EncodeError(f"{path}.type", f"{value.type!r} is no type with a code")
-    out.append(info.code)
-    _WRITERS[value.type](out, value.value, path)
+    code, write = entry
+    out.append(code)
+    write(out, value.value, path)
 
 
 _READERS: dict[str, Reader] = {
@@ -1174,6 +1213,14 @@ _WRITERS: dict[str, Writer] = {
     "void": _w_void,
     "bit": _w_bit,
 }
+_BY_CODE: dict[int, tuple[str, Reader]] = {
+    code: (name, _READERS[name]) for code, name in TYPE_CODES.items()
+}
+"""Type code -> its type's name and reader, as maps, lists and arrays tag their values."""
+_CODED_TYPES: dict[str, tuple[int, Writer]] = {
+    name: (info.code, _WRITERS[name]) for name, info in TYPES.items() if info.code is not None
+}
+"""Type name -> its type code and writer, for the types maps, lists and arrays may hold."""
 
 
 def decode_value(type_name: str, data: bytes | bytearray | memoryview) -> Any:

@@ -12228,38 +12228,44 @@ def encode_method(value: Control | Command) -> bytes:
     write = _METHOD_WRITERS.get(type(value))
     if write is None:
         raise _bad(type(value).__name__, value, "a control or command")
-    out = bytearray((value.CLASS_CODE, value.CODE))
+    out = bytearray(value.IDENT)
     write(out, value)
     return bytes(out)
 
 
-def _decode(
-    kind: str,
-    readers: dict[int, Callable[[memoryview, int, int], tuple[Any, int]]],
-    data: bytes | bytearray | memoryview,
-) -> Any:
+def decode_control(data: bytes | bytearray | memoryview) -> Control:
+    """A control segment's payload."""
     buf = memoryview(data)
     end = len(buf)
     if end < 2:
-        raise _short(f"{kind}.code", 0, end, 2)
-    read = readers.get(buf[0] << 8 | buf[1])
+        raise _short("control.code", 0, end, 2)
+    read = _CONTROL_READERS.get(buf[0] << 8 | buf[1])
     if read is None:
-        raise DecodeError(f"{kind}.code", 0, f"no {kind} has class code {buf[0]} and code {buf[1]}")
+        raise DecodeError(
+            "control.code", 0, f"no control has class code {buf[0]} and code {buf[1]}"
+        )
+    value: Control
     value, at = read(buf, 2, end)
     if at != end:
         raise DecodeError(type(value).__name__, at, f"{end - at} bytes after the fields")
     return value
 
 
-def decode_control(data: bytes | bytearray | memoryview) -> Control:
-    """A control segment's payload."""
-    value: Control = _decode("control", _CONTROL_READERS, data)
-    return value
-
-
 def decode_command(data: bytes | bytearray | memoryview) -> Command:
     """A command segment's payload."""
-    value: Command = _decode("command", _COMMAND_READERS, data)
+    buf = memoryview(data)
+    end = len(buf)
+    if end < 2:
+        raise _short("command.code", 0, end, 2)
+    read = _COMMAND_READERS.get(buf[0] << 8 | buf[1])
+    if read is None:
+        raise DecodeError(
+            "command.code", 0, f"no command has class code {buf[0]} and code {buf[1]}"
+        )
+    value: Command
+    value, at = read(buf, 2, end)
+    if at != end:
+        raise DecodeError(type(value).__name__, at, f"{end - at} bytes after the fields")
     return value
 
 
@@ -12331,18 +12337,19 @@ def decode(
     `decode()` gives the control, command or header. `sender` and `verify_checksums` are taken
     as every version package takes them: no layout here depends on who sent the frame, and a
     frame has no checksum. DecodeError names the field and the byte offset."""
-    buf = memoryview(frame)
-    n = len(buf)
-    if n == len(PROTOCOL_HEADER) and buf[:4] == PROTOCOL_HEADER[:4]:
-        return ProtocolHeader(protocol_class=buf[4], instance=buf[5], major=buf[6], minor=buf[7])
+    n = len(frame)
+    if n == len(PROTOCOL_HEADER) and frame[:4] == PROTOCOL_HEADER[:4]:
+        return ProtocolHeader(
+            protocol_class=frame[4], instance=frame[5], major=frame[6], minor=frame[7]
+        )
     if n >= HEADER_SIZE:
-        flags, type_, size, reserved, track, channel, reserved2 = HEADER.unpack_from(buf)
+        flags, type_, size, reserved, track, channel, reserved2 = HEADER.unpack_from(frame)
         if size == n and not (flags & 0xF0 or reserved or track & 0xF0 or reserved2):
             # a well-formed frame, all of `frame`, read here; anything else goes through
             # decode_frame for its checks and DecodeErrors
             return Frame(
                 type=_SegmentType.get(type_, type_),
-                payload=bytes(buf[HEADER_SIZE:]),
+                payload=bytes(frame[HEADER_SIZE:]),
                 track=_Track.get(track, track),
                 channel=channel,
                 first_segment=bool(flags & FIRST_SEGMENT),
@@ -12350,7 +12357,7 @@ def decode(
                 first_frame=bool(flags & FIRST_FRAME),
                 last_frame=bool(flags & LAST_FRAME),
             )
-    value, end = decode_frame(buf)
+    value, end = decode_frame(frame)
     if end != n:
         raise DecodeError("frame", end, f"{n - end} bytes after the frame")
     value.type = _SegmentType.get(value.type, value.type)
