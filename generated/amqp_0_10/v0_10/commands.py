@@ -107,6 +107,8 @@ _UINT32 = struct.Struct(">I")
 _SEQUENCE_NO = struct.Struct(">I")
 _UINT64 = struct.Struct(">Q")
 _DATETIME = struct.Struct(">q")
+_BYTE_RANGES_PAIR = struct.Struct(">QQ")
+_SEQUENCE_SET_PAIR = struct.Struct(">II")
 # each enum's members by value: a value the spec does not name stays an int
 _ConnectionCloseCode: dict[int, ConnectionCloseCode] = {m.value: m for m in ConnectionCloseCode}
 _DtxXaStatus: dict[int, DtxXaStatus] = {m.value: m for m in DtxXaStatus}
@@ -270,7 +272,11 @@ def _r_body_session_command_fragment(
         at += 4
     else:  # too short: the reader's DecodeError
         command_id, at = _r_sequence_no(buf, at, end, "SessionCommandFragment.command_id")
-    byte_ranges, at = _r_byte_ranges(buf, at, end, "SessionCommandFragment.byte_ranges")
+    if end - at >= 2 and (size := buf[at] << 8 | buf[at + 1]) <= end - at - 2 and not size % 16:
+        byte_ranges = list(_BYTE_RANGES_PAIR.iter_unpack(buf[at + 2 : at + 2 + size]))
+        at += 2 + size
+    else:  # the reader's DecodeError
+        byte_ranges, at = _r_byte_ranges(buf, at, end, "SessionCommandFragment.byte_ranges")
     return (
         SessionCommandFragment(
             command_id=command_id,
@@ -1164,7 +1170,11 @@ def _r_body_message_acquired(buf: memoryview, at: int, end: int) -> tuple[Messag
     at += 2
     transfers: list[tuple[int, int]] | None = None
     if flags & 0x1:
-        transfers, at = _r_sequence_set(buf, at, end, "MessageAcquired.transfers")
+        if end - at >= 2 and (size := buf[at] << 8 | buf[at + 1]) <= end - at - 2 and not size % 8:
+            transfers = list(_SEQUENCE_SET_PAIR.iter_unpack(buf[at + 2 : at + 2 + size]))
+            at += 2 + size
+        else:  # the reader's DecodeError
+            transfers, at = _r_sequence_set(buf, at, end, "MessageAcquired.transfers")
     return (
         MessageAcquired(
             transfers=transfers,
@@ -4380,7 +4390,11 @@ def _r_body_session_expected(buf: memoryview, at: int, end: int) -> tuple[Sessio
     at += 2
     commands: list[tuple[int, int]] | None = None
     if flags & 0x1:
-        commands, at = _r_sequence_set(buf, at, end, "SessionExpected.commands")
+        if end - at >= 2 and (size := buf[at] << 8 | buf[at + 1]) <= end - at - 2 and not size % 8:
+            commands = list(_SEQUENCE_SET_PAIR.iter_unpack(buf[at + 2 : at + 2 + size]))
+            at += 2 + size
+        else:  # the reader's DecodeError
+            commands, at = _r_sequence_set(buf, at, end, "SessionExpected.commands")
     fragments: Array | None = None
     if flags & 0x2:
         fragments, at = _r_array(buf, at, end, "SessionExpected.fragments")
@@ -4472,7 +4486,11 @@ def _r_body_session_confirmed(buf: memoryview, at: int, end: int) -> tuple[Sessi
     at += 2
     commands: list[tuple[int, int]] | None = None
     if flags & 0x1:
-        commands, at = _r_sequence_set(buf, at, end, "SessionConfirmed.commands")
+        if end - at >= 2 and (size := buf[at] << 8 | buf[at + 1]) <= end - at - 2 and not size % 8:
+            commands = list(_SEQUENCE_SET_PAIR.iter_unpack(buf[at + 2 : at + 2 + size]))
+            at += 2 + size
+        else:  # the reader's DecodeError
+            commands, at = _r_sequence_set(buf, at, end, "SessionConfirmed.commands")
     fragments: Array | None = None
     if flags & 0x2:
         fragments, at = _r_array(buf, at, end, "SessionConfirmed.fragments")
@@ -4556,7 +4574,11 @@ def _r_body_session_completed(buf: memoryview, at: int, end: int) -> tuple[Sessi
     at += 2
     commands: list[tuple[int, int]] | None = None
     if flags & 0x1:
-        commands, at = _r_sequence_set(buf, at, end, "SessionCompleted.commands")
+        if end - at >= 2 and (size := buf[at] << 8 | buf[at + 1]) <= end - at - 2 and not size % 8:
+            commands = list(_SEQUENCE_SET_PAIR.iter_unpack(buf[at + 2 : at + 2 + size]))
+            at += 2 + size
+        else:  # the reader's DecodeError
+            commands, at = _r_sequence_set(buf, at, end, "SessionCompleted.commands")
     timely_reply = bool(flags & 0x2)
     return (
         SessionCompleted(
@@ -4633,7 +4655,11 @@ def _r_body_session_known_completed(
     at += 2
     commands: list[tuple[int, int]] | None = None
     if flags & 0x1:
-        commands, at = _r_sequence_set(buf, at, end, "SessionKnownCompleted.commands")
+        if end - at >= 2 and (size := buf[at] << 8 | buf[at + 1]) <= end - at - 2 and not size % 8:
+            commands = list(_SEQUENCE_SET_PAIR.iter_unpack(buf[at + 2 : at + 2 + size]))
+            at += 2 + size
+        else:  # the reader's DecodeError
+            commands, at = _r_sequence_set(buf, at, end, "SessionKnownCompleted.commands")
     return (
         SessionKnownCompleted(
             commands=commands,
@@ -4795,7 +4821,11 @@ def _r_body_session_gap(buf: memoryview, at: int, end: int) -> tuple[SessionGap,
     at += 2
     commands: list[tuple[int, int]] | None = None
     if flags & 0x1:
-        commands, at = _r_sequence_set(buf, at, end, "SessionGap.commands")
+        if end - at >= 2 and (size := buf[at] << 8 | buf[at + 1]) <= end - at - 2 and not size % 8:
+            commands = list(_SEQUENCE_SET_PAIR.iter_unpack(buf[at + 2 : at + 2 + size]))
+            at += 2 + size
+        else:  # the reader's DecodeError
+            commands, at = _r_sequence_set(buf, at, end, "SessionGap.commands")
     return (
         SessionGap(
             commands=commands,
@@ -5470,7 +5500,11 @@ def _r_body_message_accept(buf: memoryview, at: int, end: int) -> tuple[MessageA
     at += 2
     transfers: list[tuple[int, int]] | None = None
     if flags & 0x1:
-        transfers, at = _r_sequence_set(buf, at, end, "MessageAccept.transfers")
+        if end - at >= 2 and (size := buf[at] << 8 | buf[at + 1]) <= end - at - 2 and not size % 8:
+            transfers = list(_SEQUENCE_SET_PAIR.iter_unpack(buf[at + 2 : at + 2 + size]))
+            at += 2 + size
+        else:  # the reader's DecodeError
+            transfers, at = _r_sequence_set(buf, at, end, "MessageAccept.transfers")
     return (
         MessageAccept(
             session_header=session_header,
@@ -5578,7 +5612,11 @@ def _r_body_message_reject(buf: memoryview, at: int, end: int) -> tuple[MessageR
     at += 2
     transfers: list[tuple[int, int]] | None = None
     if flags & 0x1:
-        transfers, at = _r_sequence_set(buf, at, end, "MessageReject.transfers")
+        if end - at >= 2 and (size := buf[at] << 8 | buf[at + 1]) <= end - at - 2 and not size % 8:
+            transfers = list(_SEQUENCE_SET_PAIR.iter_unpack(buf[at + 2 : at + 2 + size]))
+            at += 2 + size
+        else:  # the reader's DecodeError
+            transfers, at = _r_sequence_set(buf, at, end, "MessageReject.transfers")
     code: MessageRejectCode | int | None = None
     if flags & 0x2:
         if end - at >= 2:
@@ -5701,7 +5739,11 @@ def _r_body_message_release(buf: memoryview, at: int, end: int) -> tuple[Message
     at += 2
     transfers: list[tuple[int, int]] | None = None
     if flags & 0x1:
-        transfers, at = _r_sequence_set(buf, at, end, "MessageRelease.transfers")
+        if end - at >= 2 and (size := buf[at] << 8 | buf[at + 1]) <= end - at - 2 and not size % 8:
+            transfers = list(_SEQUENCE_SET_PAIR.iter_unpack(buf[at + 2 : at + 2 + size]))
+            at += 2 + size
+        else:  # the reader's DecodeError
+            transfers, at = _r_sequence_set(buf, at, end, "MessageRelease.transfers")
     set_redelivered = bool(flags & 0x2)
     return (
         MessageRelease(
@@ -5800,7 +5842,11 @@ def _r_body_message_acquire(buf: memoryview, at: int, end: int) -> tuple[Message
     at += 2
     transfers: list[tuple[int, int]] | None = None
     if flags & 0x1:
-        transfers, at = _r_sequence_set(buf, at, end, "MessageAcquire.transfers")
+        if end - at >= 2 and (size := buf[at] << 8 | buf[at + 1]) <= end - at - 2 and not size % 8:
+            transfers = list(_SEQUENCE_SET_PAIR.iter_unpack(buf[at + 2 : at + 2 + size]))
+            at += 2 + size
+        else:  # the reader's DecodeError
+            transfers, at = _r_sequence_set(buf, at, end, "MessageAcquire.transfers")
     return (
         MessageAcquire(
             session_header=session_header,
