@@ -12319,17 +12319,26 @@ def encode_header(entries: list[Any]) -> bytes:
     """A header segment's payload: coded structs, each with its size, codes and flags."""
     out = bytearray()
     for i, entry in enumerate(entries):
-        _w_struct32(out, entry, f"header[{i}]")
+        write = _CODED_WRITERS.get(type(entry))
+        if write is None:  # the struct32 writer's EncodeError
+            _w_struct32(out, entry, f"header[{i}]")
+        else:
+            write(out, entry, f"header[{i}]")
     return bytes(out)
 
 
 def decode_header(data: bytes | bytearray | memoryview) -> list[Any]:
     """A header segment's coded structs (`STRUCTS` names them by their codes)."""
     buf = memoryview(data)
+    end = len(buf)
     entries: list[Any] = []
     at = 0
-    while at < len(buf):
-        entry, at = _r_struct32(buf, at, len(buf), f"header[{len(entries)}]")
+    while at < end:
+        read = _CODED_READERS.get((buf[at + 4], buf[at + 5])) if end - at >= 6 else None
+        if read is None:  # the struct32 reader's DecodeError
+            entry, at = _r_struct32(buf, at, end, f"header[{len(entries)}]")
+        else:
+            entry, at = read(buf, at, end, f"header[{len(entries)}]")
         entries.append(entry)
     return entries
 
