@@ -798,18 +798,20 @@ def _r_byte_ranges(
 def _w_byte_ranges(out: bytearray, value: list[tuple[int, int]], path: str) -> None:
     if not isinstance(value, list):
         raise _bad(path, value, "a list of (lower, upper) pairs")
-    start = len(out)
-    out += bytes(2)
     pack = _BYTE_RANGES_PAIR.pack
-    for pair in value:
-        try:
-            out += pack(*pair)
-        except (struct.error, TypeError):
-            raise _bad(path, pair, "a (lower, upper) pair of 32-bit numbers") from None
-    size = len(out) - start - 2
-    if size >= 65536:
-        raise EncodeError(path, f"{size} octets do not fit a 2-octet size")
-    out[start : start + 2] = size.to_bytes(2, "big")
+    try:
+        data = b"".join([pack(*pair) for pair in value])
+    except (struct.error, TypeError):
+        for pair in value:  # the first pair that does not pack
+            try:
+                pack(*pair)
+            except (struct.error, TypeError):
+                raise _bad(path, pair, "a (lower, upper) pair of 32-bit numbers") from None
+        raise
+    if len(data) >= 65536:
+        raise EncodeError(path, f"{len(data)} octets do not fit a 2-octet size")
+    out += len(data).to_bytes(2, "big")
+    out += data
 
 
 _SEQUENCE_SET_PAIR = struct.Struct(">II")
@@ -834,18 +836,20 @@ def _r_sequence_set(
 def _w_sequence_set(out: bytearray, value: list[tuple[int, int]], path: str) -> None:
     if not isinstance(value, list):
         raise _bad(path, value, "a list of (lower, upper) pairs")
-    start = len(out)
-    out += bytes(2)
     pack = _SEQUENCE_SET_PAIR.pack
-    for pair in value:
-        try:
-            out += pack(*pair)
-        except (struct.error, TypeError):
-            raise _bad(path, pair, "a (lower, upper) pair of 16-bit numbers") from None
-    size = len(out) - start - 2
-    if size >= 65536:
-        raise EncodeError(path, f"{size} octets do not fit a 2-octet size")
-    out[start : start + 2] = size.to_bytes(2, "big")
+    try:
+        data = b"".join([pack(*pair) for pair in value])
+    except (struct.error, TypeError):
+        for pair in value:  # the first pair that does not pack
+            try:
+                pack(*pair)
+            except (struct.error, TypeError):
+                raise _bad(path, pair, "a (lower, upper) pair of 16-bit numbers") from None
+        raise
+    if len(data) >= 65536:
+        raise EncodeError(path, f"{len(data)} octets do not fit a 2-octet size")
+    out += len(data).to_bytes(2, "big")
+    out += data
 
 
 def _r_vbin32(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
@@ -895,7 +899,7 @@ def _w_map(out: bytearray, value: dict[str, Typed], path: str) -> None:
     if not isinstance(value, dict):
         raise _bad(path, value, "a dict of str to Typed")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += len(value).to_bytes(4, "big")
     for key, item in value.items():
         _w_str8(out, key, f"{path}.key")
@@ -931,7 +935,7 @@ def _w_list(out: bytearray, value: list[Typed], path: str) -> None:
     if not isinstance(value, list):
         raise _bad(path, value, "a list of Typed")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += len(value).to_bytes(4, "big")
     for i, item in enumerate(value):
         _w_typed(out, item, f"{path}[{i}]")
@@ -974,7 +978,7 @@ def _w_array(out: bytearray, value: Array, path: str) -> None:
     if info is None or info.code is None:
         raise EncodeError(f"{path}.type", f"{value.type!r} is no type with a code")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out.append(info.code)
     out += len(value.values).to_bytes(4, "big")
     write = _WRITERS[value.type]

@@ -192,7 +192,7 @@ def _r_body_session_header(buf: memoryview, at: int, end: int) -> tuple[SessionH
 def _w_body_session_header(out: bytearray, msg: SessionHeader) -> None:
     flags = 0
     start = len(out)
-    out += bytes(1)
+    out += b"\x00"
     if msg.sync is True:
         flags |= 0x1
     elif msg.sync is not False:
@@ -213,7 +213,7 @@ def _w_session_header(out: bytearray, value: SessionHeader, path: str) -> None:
     if not isinstance(value, SessionHeader):
         raise _bad(path, value, "a SessionHeader")
     start = len(out)
-    out += bytes(1)
+    out += b"\x00"
     _w_body_session_header(out, value)
     _sized(out, start, 1, path)
 
@@ -538,7 +538,7 @@ def _r_body_message_delivery_properties(
 def _w_body_message_delivery_properties(out: bytearray, msg: MessageDeliveryProperties) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     if msg.discard_unroutable is True:
         flags |= 0x1
     elif msg.discard_unroutable is not False:
@@ -627,7 +627,7 @@ def _w_message_delivery_properties(
     if not isinstance(value, MessageDeliveryProperties):
         raise _bad(path, value, "a MessageDeliveryProperties")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += b"\x04\x01"
     _w_body_message_delivery_properties(out, value)
     _sized(out, start, 4, path)
@@ -728,7 +728,7 @@ def _r_body_message_fragment_properties(
 def _w_body_message_fragment_properties(out: bytearray, msg: MessageFragmentProperties) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     if msg.first is True:
         flags |= 0x1
     elif msg.first is not False:
@@ -771,7 +771,7 @@ def _w_message_fragment_properties(
     if not isinstance(value, MessageFragmentProperties):
         raise _bad(path, value, "a MessageFragmentProperties")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += b"\x04\x02"
     _w_body_message_fragment_properties(out, value)
     _sized(out, start, 4, path)
@@ -850,7 +850,7 @@ def _r_body_message_reply_to(buf: memoryview, at: int, end: int) -> tuple[Messag
 def _w_body_message_reply_to(out: bytearray, msg: MessageReplyTo) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     exchange = msg.exchange
     if exchange is not None:
         flags |= 0x1
@@ -878,7 +878,7 @@ def _w_message_reply_to(out: bytearray, value: MessageReplyTo, path: str) -> Non
     if not isinstance(value, MessageReplyTo):
         raise _bad(path, value, "a MessageReplyTo")
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     _w_body_message_reply_to(out, value)
     _sized(out, start, 2, path)
 
@@ -1053,7 +1053,7 @@ def _r_body_message_message_properties(
 def _w_body_message_message_properties(out: bytearray, msg: MessageProperties) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     content_length = msg.content_length
     if content_length is not None:
         flags |= 0x1
@@ -1116,7 +1116,7 @@ def _w_message_message_properties(out: bytearray, value: MessageProperties, path
     if not isinstance(value, MessageProperties):
         raise _bad(path, value, "a MessageProperties")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += b"\x04\x03"
     _w_body_message_message_properties(out, value)
     _sized(out, start, 4, path)
@@ -1186,7 +1186,7 @@ def _r_body_message_acquired(buf: memoryview, at: int, end: int) -> tuple[Messag
 def _w_body_message_acquired(out: bytearray, msg: MessageAcquired) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     transfers = msg.transfers
     if transfers is not None:
         flags |= 0x1
@@ -1217,7 +1217,7 @@ def _w_message_acquired(out: bytearray, value: MessageAcquired, path: str) -> No
     if not isinstance(value, MessageAcquired):
         raise _bad(path, value, "a MessageAcquired")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += b"\x04\x04"
     _w_body_message_acquired(out, value)
     _sized(out, start, 4, path)
@@ -1289,7 +1289,7 @@ def _r_body_message_message_resume_result(
 def _w_body_message_message_resume_result(out: bytearray, msg: MessageResumeResult) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     offset = msg.offset
     if offset is not None:
         flags |= 0x1
@@ -1320,7 +1320,7 @@ def _w_message_message_resume_result(out: bytearray, value: MessageResumeResult,
     if not isinstance(value, MessageResumeResult):
         raise _bad(path, value, "a MessageResumeResult")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += b"\x04\x05"
     _w_body_message_message_resume_result(out, value)
     _sized(out, start, 4, path)
@@ -1389,7 +1389,7 @@ def _r_body_dtx_xa_result(buf: memoryview, at: int, end: int) -> tuple[DtxXaResu
 def _w_body_dtx_xa_result(out: bytearray, msg: DtxXaResult) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     status = msg.status
     if status is not None:
         flags |= 0x1
@@ -1418,7 +1418,7 @@ def _w_dtx_xa_result(out: bytearray, value: DtxXaResult, path: str) -> None:
     if not isinstance(value, DtxXaResult):
         raise _bad(path, value, "a DtxXaResult")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += b"\x06\x01"
     _w_body_dtx_xa_result(out, value)
     _sized(out, start, 4, path)
@@ -1514,7 +1514,7 @@ def _r_body_dtx_xid(buf: memoryview, at: int, end: int) -> tuple[DtxXid, int]:
 def _w_body_dtx_xid(out: bytearray, msg: DtxXid) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     format = msg.format
     if format is not None:
         flags |= 0x1
@@ -1544,7 +1544,7 @@ def _w_dtx_xid(out: bytearray, value: DtxXid, path: str) -> None:
     if not isinstance(value, DtxXid):
         raise _bad(path, value, "a DtxXid")
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     _w_body_dtx_xid(out, value)
     _sized(out, start, 2, path)
 
@@ -1617,7 +1617,7 @@ def _r_body_dtx_get_timeout_result(
 def _w_body_dtx_get_timeout_result(out: bytearray, msg: DtxGetTimeoutResult) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     timeout = msg.timeout
     if timeout is not None:
         flags |= 0x1
@@ -1648,7 +1648,7 @@ def _w_dtx_get_timeout_result(out: bytearray, value: DtxGetTimeoutResult, path: 
     if not isinstance(value, DtxGetTimeoutResult):
         raise _bad(path, value, "a DtxGetTimeoutResult")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += b"\x06\x02"
     _w_body_dtx_get_timeout_result(out, value)
     _sized(out, start, 4, path)
@@ -1714,7 +1714,7 @@ def _r_body_dtx_recover_result(buf: memoryview, at: int, end: int) -> tuple[DtxR
 def _w_body_dtx_recover_result(out: bytearray, msg: DtxRecoverResult) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     in_doubt = msg.in_doubt
     if in_doubt is not None:
         flags |= 0x1
@@ -1745,7 +1745,7 @@ def _w_dtx_recover_result(out: bytearray, value: DtxRecoverResult, path: str) ->
     if not isinstance(value, DtxRecoverResult):
         raise _bad(path, value, "a DtxRecoverResult")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += b"\x06\x03"
     _w_body_dtx_recover_result(out, value)
     _sized(out, start, 4, path)
@@ -1847,7 +1847,7 @@ def _r_body_exchange_exchange_query_result(
 def _w_body_exchange_exchange_query_result(out: bytearray, msg: ExchangeQueryResult) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     type = msg.type
     if type is not None:
         flags |= 0x1
@@ -1892,7 +1892,7 @@ def _w_exchange_exchange_query_result(
     if not isinstance(value, ExchangeQueryResult):
         raise _bad(path, value, "a ExchangeQueryResult")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += b"\x07\x01"
     _w_body_exchange_exchange_query_result(out, value)
     _sized(out, start, 4, path)
@@ -2008,7 +2008,7 @@ def _r_body_exchange_exchange_bound_result(
 def _w_body_exchange_exchange_bound_result(out: bytearray, msg: ExchangeBoundResult) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     if msg.exchange_not_found is True:
         flags |= 0x1
     elif msg.exchange_not_found is not False:
@@ -2057,7 +2057,7 @@ def _w_exchange_exchange_bound_result(
     if not isinstance(value, ExchangeBoundResult):
         raise _bad(path, value, "a ExchangeBoundResult")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += b"\x07\x02"
     _w_body_exchange_exchange_bound_result(out, value)
     _sized(out, start, 4, path)
@@ -2221,7 +2221,7 @@ def _r_body_queue_queue_query_result(
 def _w_body_queue_queue_query_result(out: bytearray, msg: QueueQueryResult) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     queue = msg.queue
     if queue is not None:
         flags |= 0x1
@@ -2280,7 +2280,7 @@ def _w_queue_queue_query_result(out: bytearray, value: QueueQueryResult, path: s
     if not isinstance(value, QueueQueryResult):
         raise _bad(path, value, "a QueueQueryResult")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += b"\x08\x01"
     _w_body_queue_queue_query_result(out, value)
     _sized(out, start, 4, path)
@@ -2458,7 +2458,7 @@ def _r_body_file_file_properties(buf: memoryview, at: int, end: int) -> tuple[Fi
 def _w_body_file_file_properties(out: bytearray, msg: FileProperties) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     content_type = msg.content_type
     if content_type is not None:
         flags |= 0x1
@@ -2524,7 +2524,7 @@ def _w_file_file_properties(out: bytearray, value: FileProperties, path: str) ->
     if not isinstance(value, FileProperties):
         raise _bad(path, value, "a FileProperties")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += b"\x09\x01"
     _w_body_file_file_properties(out, value)
     _sized(out, start, 4, path)
@@ -2650,7 +2650,7 @@ def _r_body_stream_stream_properties(
 def _w_body_stream_stream_properties(out: bytearray, msg: StreamProperties) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     content_type = msg.content_type
     if content_type is not None:
         flags |= 0x1
@@ -2700,7 +2700,7 @@ def _w_stream_stream_properties(out: bytearray, value: StreamProperties, path: s
     if not isinstance(value, StreamProperties):
         raise _bad(path, value, "a StreamProperties")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += b"\x0a\x01"
     _w_body_stream_stream_properties(out, value)
     _sized(out, start, 4, path)
@@ -2838,7 +2838,7 @@ def _r_body_connection_start(buf: memoryview, at: int, end: int) -> tuple[Connec
 def _w_body_connection_start(out: bytearray, msg: ConnectionStart) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     server_properties = msg.server_properties
     if server_properties is not None:
         flags |= 0x1
@@ -2951,7 +2951,7 @@ def _r_body_connection_start_ok(
 def _w_body_connection_start_ok(out: bytearray, msg: ConnectionStartOk) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     client_properties = msg.client_properties
     if client_properties is not None:
         flags |= 0x1
@@ -3030,7 +3030,7 @@ def _r_body_connection_secure(buf: memoryview, at: int, end: int) -> tuple[Conne
 def _w_body_connection_secure(out: bytearray, msg: ConnectionSecure) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     challenge = msg.challenge
     if challenge is not None:
         flags |= 0x1
@@ -3101,7 +3101,7 @@ def _r_body_connection_secure_ok(
 def _w_body_connection_secure_ok(out: bytearray, msg: ConnectionSecureOk) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     response = msg.response
     if response is not None:
         flags |= 0x1
@@ -3220,7 +3220,7 @@ def _r_body_connection_tune(buf: memoryview, at: int, end: int) -> tuple[Connect
 def _w_body_connection_tune(out: bytearray, msg: ConnectionTune) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     channel_max = msg.channel_max
     if channel_max is not None:
         flags |= 0x1
@@ -3337,7 +3337,7 @@ def _r_body_connection_tune_ok(buf: memoryview, at: int, end: int) -> tuple[Conn
 def _w_body_connection_tune_ok(out: bytearray, msg: ConnectionTuneOk) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     channel_max = msg.channel_max
     if channel_max is not None:
         flags |= 0x1
@@ -3436,7 +3436,7 @@ def _r_body_connection_open(buf: memoryview, at: int, end: int) -> tuple[Connect
 def _w_body_connection_open(out: bytearray, msg: ConnectionOpen) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     virtual_host = msg.virtual_host
     if virtual_host is not None:
         flags |= 0x1
@@ -3511,7 +3511,7 @@ def _r_body_connection_open_ok(buf: memoryview, at: int, end: int) -> tuple[Conn
 def _w_body_connection_open_ok(out: bytearray, msg: ConnectionOpenOk) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     known_hosts = msg.known_hosts
     if known_hosts is not None:
         flags |= 0x1
@@ -3595,7 +3595,7 @@ def _r_body_connection_redirect(
 def _w_body_connection_redirect(out: bytearray, msg: ConnectionRedirect) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     host = msg.host
     if host is not None:
         flags |= 0x1
@@ -3653,7 +3653,7 @@ def _r_body_connection_heartbeat(
 def _w_body_connection_heartbeat(out: bytearray, msg: ConnectionHeartbeat) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     out[start] = flags & 0xFF
     out[start + 1] = flags >> 8
 
@@ -3734,7 +3734,7 @@ def _r_body_connection_close(buf: memoryview, at: int, end: int) -> tuple[Connec
 def _w_body_connection_close(out: bytearray, msg: ConnectionClose) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     reply_code = msg.reply_code
     if reply_code is not None:
         flags |= 0x1
@@ -3790,7 +3790,7 @@ def _r_body_connection_close_ok(
 def _w_body_connection_close_ok(out: bytearray, msg: ConnectionCloseOk) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     out[start] = flags & 0xFF
     out[start + 1] = flags >> 8
 
@@ -3859,7 +3859,7 @@ def _r_body_session_attach(buf: memoryview, at: int, end: int) -> tuple[SessionA
 def _w_body_session_attach(out: bytearray, msg: SessionAttach) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     name = msg.name
     if name is not None:
         flags |= 0x1
@@ -3930,7 +3930,7 @@ def _r_body_session_attached(buf: memoryview, at: int, end: int) -> tuple[Sessio
 def _w_body_session_attached(out: bytearray, msg: SessionAttached) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     name = msg.name
     if name is not None:
         flags |= 0x1
@@ -3997,7 +3997,7 @@ def _r_body_session_detach(buf: memoryview, at: int, end: int) -> tuple[SessionD
 def _w_body_session_detach(out: bytearray, msg: SessionDetach) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     name = msg.name
     if name is not None:
         flags |= 0x1
@@ -4077,7 +4077,7 @@ def _r_body_session_detached(buf: memoryview, at: int, end: int) -> tuple[Sessio
 def _w_body_session_detached(out: bytearray, msg: SessionDetached) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     name = msg.name
     if name is not None:
         flags |= 0x1
@@ -4159,7 +4159,7 @@ def _r_body_session_request_timeout(
 def _w_body_session_request_timeout(out: bytearray, msg: SessionRequestTimeout) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     timeout = msg.timeout
     if timeout is not None:
         flags |= 0x1
@@ -4230,7 +4230,7 @@ def _r_body_session_timeout(buf: memoryview, at: int, end: int) -> tuple[Session
 def _w_body_session_timeout(out: bytearray, msg: SessionTimeout) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     timeout = msg.timeout
     if timeout is not None:
         flags |= 0x1
@@ -4322,7 +4322,7 @@ def _r_body_session_command_point(
 def _w_body_session_command_point(out: bytearray, msg: SessionCommandPoint) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     command_id = msg.command_id
     if command_id is not None:
         flags |= 0x1
@@ -4410,7 +4410,7 @@ def _r_body_session_expected(buf: memoryview, at: int, end: int) -> tuple[Sessio
 def _w_body_session_expected(out: bytearray, msg: SessionExpected) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     commands = msg.commands
     if commands is not None:
         flags |= 0x1
@@ -4506,7 +4506,7 @@ def _r_body_session_confirmed(buf: memoryview, at: int, end: int) -> tuple[Sessi
 def _w_body_session_confirmed(out: bytearray, msg: SessionConfirmed) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     commands = msg.commands
     if commands is not None:
         flags |= 0x1
@@ -4592,7 +4592,7 @@ def _r_body_session_completed(buf: memoryview, at: int, end: int) -> tuple[Sessi
 def _w_body_session_completed(out: bytearray, msg: SessionCompleted) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     commands = msg.commands
     if commands is not None:
         flags |= 0x1
@@ -4671,7 +4671,7 @@ def _r_body_session_known_completed(
 def _w_body_session_known_completed(out: bytearray, msg: SessionKnownCompleted) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     commands = msg.commands
     if commands is not None:
         flags |= 0x1
@@ -4758,7 +4758,7 @@ def _r_body_session_flush(buf: memoryview, at: int, end: int) -> tuple[SessionFl
 def _w_body_session_flush(out: bytearray, msg: SessionFlush) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     if msg.expected is True:
         flags |= 0x1
     elif msg.expected is not False:
@@ -4837,7 +4837,7 @@ def _r_body_session_gap(buf: memoryview, at: int, end: int) -> tuple[SessionGap,
 def _w_body_session_gap(out: bytearray, msg: SessionGap) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     commands = msg.commands
     if commands is not None:
         flags |= 0x1
@@ -4917,7 +4917,7 @@ def _w_body_execution_sync(out: bytearray, msg: ExecutionSync) -> None:
         _w_session_header(out, session_header, "ExecutionSync.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     out[start] = flags & 0xFF
     out[start + 1] = flags >> 8
 
@@ -5023,7 +5023,7 @@ def _w_body_execution_result(out: bytearray, msg: ExecutionResult) -> None:
         _w_session_header(out, session_header, "ExecutionResult.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     command_id = msg.command_id
     if command_id is not None:
         flags |= 0x1
@@ -5226,7 +5226,7 @@ def _w_body_execution_exception(out: bytearray, msg: ExecutionException) -> None
         _w_session_header(out, session_header, "ExecutionException.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     error_code = msg.error_code
     if error_code is not None:
         flags |= 0x1
@@ -5403,7 +5403,7 @@ def _w_body_message_transfer(out: bytearray, msg: MessageTransfer) -> None:
         _w_session_header(out, session_header, "MessageTransfer.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     destination = msg.destination
     if destination is not None:
         flags |= 0x1
@@ -5522,7 +5522,7 @@ def _w_body_message_accept(out: bytearray, msg: MessageAccept) -> None:
         _w_session_header(out, session_header, "MessageAccept.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     transfers = msg.transfers
     if transfers is not None:
         flags |= 0x1
@@ -5647,7 +5647,7 @@ def _w_body_message_reject(out: bytearray, msg: MessageReject) -> None:
         _w_session_header(out, session_header, "MessageReject.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     transfers = msg.transfers
     if transfers is not None:
         flags |= 0x1
@@ -5763,7 +5763,7 @@ def _w_body_message_release(out: bytearray, msg: MessageRelease) -> None:
         _w_session_header(out, session_header, "MessageRelease.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     transfers = msg.transfers
     if transfers is not None:
         flags |= 0x1
@@ -5864,7 +5864,7 @@ def _w_body_message_acquire(out: bytearray, msg: MessageAcquire) -> None:
         _w_session_header(out, session_header, "MessageAcquire.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     transfers = msg.transfers
     if transfers is not None:
         flags |= 0x1
@@ -5970,7 +5970,7 @@ def _w_body_message_resume(out: bytearray, msg: MessageResume) -> None:
         _w_session_header(out, session_header, "MessageResume.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     destination = msg.destination
     if destination is not None:
         flags |= 0x1
@@ -6172,7 +6172,7 @@ def _w_body_message_subscribe(out: bytearray, msg: MessageSubscribe) -> None:
         _w_session_header(out, session_header, "MessageSubscribe.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     queue = msg.queue
     if queue is not None:
         flags |= 0x1
@@ -6307,7 +6307,7 @@ def _w_body_message_cancel(out: bytearray, msg: MessageCancel) -> None:
         _w_session_header(out, session_header, "MessageCancel.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     destination = msg.destination
     if destination is not None:
         flags |= 0x1
@@ -6428,7 +6428,7 @@ def _w_body_message_set_flow_mode(out: bytearray, msg: MessageSetFlowMode) -> No
         _w_session_header(out, session_header, "MessageSetFlowMode.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     destination = msg.destination
     if destination is not None:
         flags |= 0x1
@@ -6564,7 +6564,7 @@ def _w_body_message_flow(out: bytearray, msg: MessageFlow) -> None:
         _w_session_header(out, session_header, "MessageFlow.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     destination = msg.destination
     if destination is not None:
         flags |= 0x1
@@ -6668,7 +6668,7 @@ def _w_body_message_flush(out: bytearray, msg: MessageFlush) -> None:
         _w_session_header(out, session_header, "MessageFlush.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     destination = msg.destination
     if destination is not None:
         flags |= 0x1
@@ -6761,7 +6761,7 @@ def _w_body_message_stop(out: bytearray, msg: MessageStop) -> None:
         _w_session_header(out, session_header, "MessageStop.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     destination = msg.destination
     if destination is not None:
         flags |= 0x1
@@ -6841,7 +6841,7 @@ def _w_body_tx_select(out: bytearray, msg: TxSelect) -> None:
         _w_session_header(out, session_header, "TxSelect.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     out[start] = flags & 0xFF
     out[start + 1] = flags >> 8
 
@@ -6921,7 +6921,7 @@ def _w_body_tx_commit(out: bytearray, msg: TxCommit) -> None:
         _w_session_header(out, session_header, "TxCommit.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     out[start] = flags & 0xFF
     out[start + 1] = flags >> 8
 
@@ -7001,7 +7001,7 @@ def _w_body_tx_rollback(out: bytearray, msg: TxRollback) -> None:
         _w_session_header(out, session_header, "TxRollback.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     out[start] = flags & 0xFF
     out[start + 1] = flags >> 8
 
@@ -7077,7 +7077,7 @@ def _w_body_dtx_select(out: bytearray, msg: DtxSelect) -> None:
         _w_session_header(out, session_header, "DtxSelect.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     out[start] = flags & 0xFF
     out[start + 1] = flags >> 8
 
@@ -7185,7 +7185,7 @@ def _w_body_dtx_start(out: bytearray, msg: DtxStart) -> None:
         _w_session_header(out, session_header, "DtxStart.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     xid = msg.xid
     if xid is not None:
         flags |= 0x1
@@ -7305,7 +7305,7 @@ def _w_body_dtx_end(out: bytearray, msg: DtxEnd) -> None:
         _w_session_header(out, session_header, "DtxEnd.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     xid = msg.xid
     if xid is not None:
         flags |= 0x1
@@ -7417,7 +7417,7 @@ def _w_body_dtx_commit(out: bytearray, msg: DtxCommit) -> None:
         _w_session_header(out, session_header, "DtxCommit.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     xid = msg.xid
     if xid is not None:
         flags |= 0x1
@@ -7514,7 +7514,7 @@ def _w_body_dtx_forget(out: bytearray, msg: DtxForget) -> None:
         _w_session_header(out, session_header, "DtxForget.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     xid = msg.xid
     if xid is not None:
         flags |= 0x1
@@ -7607,7 +7607,7 @@ def _w_body_dtx_get_timeout(out: bytearray, msg: DtxGetTimeout) -> None:
         _w_session_header(out, session_header, "DtxGetTimeout.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     xid = msg.xid
     if xid is not None:
         flags |= 0x1
@@ -7700,7 +7700,7 @@ def _w_body_dtx_prepare(out: bytearray, msg: DtxPrepare) -> None:
         _w_session_header(out, session_header, "DtxPrepare.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     xid = msg.xid
     if xid is not None:
         flags |= 0x1
@@ -7780,7 +7780,7 @@ def _w_body_dtx_recover(out: bytearray, msg: DtxRecover) -> None:
         _w_session_header(out, session_header, "DtxRecover.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     out[start] = flags & 0xFF
     out[start + 1] = flags >> 8
 
@@ -7869,7 +7869,7 @@ def _w_body_dtx_rollback(out: bytearray, msg: DtxRollback) -> None:
         _w_session_header(out, session_header, "DtxRollback.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     xid = msg.xid
     if xid is not None:
         flags |= 0x1
@@ -7979,7 +7979,7 @@ def _w_body_dtx_set_timeout(out: bytearray, msg: DtxSetTimeout) -> None:
         _w_session_header(out, session_header, "DtxSetTimeout.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     xid = msg.xid
     if xid is not None:
         flags |= 0x1
@@ -8151,7 +8151,7 @@ def _w_body_exchange_declare(out: bytearray, msg: ExchangeDeclare) -> None:
         _w_session_header(out, session_header, "ExchangeDeclare.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     exchange = msg.exchange
     if exchange is not None:
         flags |= 0x1
@@ -8279,7 +8279,7 @@ def _w_body_exchange_delete(out: bytearray, msg: ExchangeDelete) -> None:
         _w_session_header(out, session_header, "ExchangeDelete.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     exchange = msg.exchange
     if exchange is not None:
         flags |= 0x1
@@ -8376,7 +8376,7 @@ def _w_body_exchange_query(out: bytearray, msg: ExchangeQuery) -> None:
         _w_session_header(out, session_header, "ExchangeQuery.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     name = msg.name
     if name is not None:
         flags |= 0x1
@@ -8502,7 +8502,7 @@ def _w_body_exchange_bind(out: bytearray, msg: ExchangeBind) -> None:
         _w_session_header(out, session_header, "ExchangeBind.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     queue = msg.queue
     if queue is not None:
         flags |= 0x1
@@ -8630,7 +8630,7 @@ def _w_body_exchange_unbind(out: bytearray, msg: ExchangeUnbind) -> None:
         _w_session_header(out, session_header, "ExchangeUnbind.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     queue = msg.queue
     if queue is not None:
         flags |= 0x1
@@ -8764,7 +8764,7 @@ def _w_body_exchange_bound(out: bytearray, msg: ExchangeBound) -> None:
         _w_session_header(out, session_header, "ExchangeBound.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     exchange = msg.exchange
     if exchange is not None:
         flags |= 0x1
@@ -8944,7 +8944,7 @@ def _w_body_queue_declare(out: bytearray, msg: QueueDeclare) -> None:
         _w_session_header(out, session_header, "QueueDeclare.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     queue = msg.queue
     if queue is not None:
         flags |= 0x1
@@ -9080,7 +9080,7 @@ def _w_body_queue_delete(out: bytearray, msg: QueueDelete) -> None:
         _w_session_header(out, session_header, "QueueDelete.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     queue = msg.queue
     if queue is not None:
         flags |= 0x1
@@ -9181,7 +9181,7 @@ def _w_body_queue_purge(out: bytearray, msg: QueuePurge) -> None:
         _w_session_header(out, session_header, "QueuePurge.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     queue = msg.queue
     if queue is not None:
         flags |= 0x1
@@ -9274,7 +9274,7 @@ def _w_body_queue_query(out: bytearray, msg: QueueQuery) -> None:
         _w_session_header(out, session_header, "QueueQuery.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     queue = msg.queue
     if queue is not None:
         flags |= 0x1
@@ -9396,7 +9396,7 @@ def _w_body_file_qos(out: bytearray, msg: FileQos) -> None:
         _w_session_header(out, session_header, "FileQos.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     prefetch_size = msg.prefetch_size
     if prefetch_size is not None:
         flags |= 0x1
@@ -9484,7 +9484,7 @@ def _w_body_file_qos_ok(out: bytearray, msg: FileQosOk) -> None:
         _w_session_header(out, session_header, "FileQosOk.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     out[start] = flags & 0xFF
     out[start + 1] = flags >> 8
 
@@ -9646,7 +9646,7 @@ def _w_body_file_consume(out: bytearray, msg: FileConsume) -> None:
         _w_session_header(out, session_header, "FileConsume.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     queue = msg.queue
     if queue is not None:
         flags |= 0x1
@@ -9766,7 +9766,7 @@ def _w_body_file_consume_ok(out: bytearray, msg: FileConsumeOk) -> None:
         _w_session_header(out, session_header, "FileConsumeOk.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     consumer_tag = msg.consumer_tag
     if consumer_tag is not None:
         flags |= 0x1
@@ -9862,7 +9862,7 @@ def _w_body_file_cancel(out: bytearray, msg: FileCancel) -> None:
         _w_session_header(out, session_header, "FileCancel.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     consumer_tag = msg.consumer_tag
     if consumer_tag is not None:
         flags |= 0x1
@@ -9972,7 +9972,7 @@ def _w_body_file_open(out: bytearray, msg: FileOpen) -> None:
         _w_session_header(out, session_header, "FileOpen.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     identifier = msg.identifier
     if identifier is not None:
         flags |= 0x1
@@ -10073,7 +10073,7 @@ def _w_body_file_open_ok(out: bytearray, msg: FileOpenOk) -> None:
         _w_session_header(out, session_header, "FileOpenOk.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     staged_size = msg.staged_size
     if staged_size is not None:
         flags |= 0x1
@@ -10153,7 +10153,7 @@ def _w_body_file_stage(out: bytearray, msg: FileStage) -> None:
         _w_session_header(out, session_header, "FileStage.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     out[start] = flags & 0xFF
     out[start + 1] = flags >> 8
 
@@ -10295,7 +10295,7 @@ def _w_body_file_publish(out: bytearray, msg: FilePublish) -> None:
         _w_session_header(out, session_header, "FilePublish.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     exchange = msg.exchange
     if exchange is not None:
         flags |= 0x1
@@ -10448,7 +10448,7 @@ def _w_body_file_return(out: bytearray, msg: FileReturn) -> None:
         _w_session_header(out, session_header, "FileReturn.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     reply_code = msg.reply_code
     if reply_code is not None:
         flags |= 0x1
@@ -10624,7 +10624,7 @@ def _w_body_file_deliver(out: bytearray, msg: FileDeliver) -> None:
         _w_session_header(out, session_header, "FileDeliver.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     consumer_tag = msg.consumer_tag
     if consumer_tag is not None:
         flags |= 0x1
@@ -10752,7 +10752,7 @@ def _w_body_file_ack(out: bytearray, msg: FileAck) -> None:
         _w_session_header(out, session_header, "FileAck.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     delivery_tag = msg.delivery_tag
     if delivery_tag is not None:
         flags |= 0x1
@@ -10864,7 +10864,7 @@ def _w_body_file_reject(out: bytearray, msg: FileReject) -> None:
         _w_session_header(out, session_header, "FileReject.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     delivery_tag = msg.delivery_tag
     if delivery_tag is not None:
         flags |= 0x1
@@ -11010,7 +11010,7 @@ def _w_body_stream_qos(out: bytearray, msg: StreamQos) -> None:
         _w_session_header(out, session_header, "StreamQos.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     prefetch_size = msg.prefetch_size
     if prefetch_size is not None:
         flags |= 0x1
@@ -11102,7 +11102,7 @@ def _w_body_stream_qos_ok(out: bytearray, msg: StreamQosOk) -> None:
         _w_session_header(out, session_header, "StreamQosOk.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     out[start] = flags & 0xFF
     out[start + 1] = flags >> 8
 
@@ -11254,7 +11254,7 @@ def _w_body_stream_consume(out: bytearray, msg: StreamConsume) -> None:
         _w_session_header(out, session_header, "StreamConsume.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     queue = msg.queue
     if queue is not None:
         flags |= 0x1
@@ -11370,7 +11370,7 @@ def _w_body_stream_consume_ok(out: bytearray, msg: StreamConsumeOk) -> None:
         _w_session_header(out, session_header, "StreamConsumeOk.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     consumer_tag = msg.consumer_tag
     if consumer_tag is not None:
         flags |= 0x1
@@ -11466,7 +11466,7 @@ def _w_body_stream_cancel(out: bytearray, msg: StreamCancel) -> None:
         _w_session_header(out, session_header, "StreamCancel.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     consumer_tag = msg.consumer_tag
     if consumer_tag is not None:
         flags |= 0x1
@@ -11594,7 +11594,7 @@ def _w_body_stream_publish(out: bytearray, msg: StreamPublish) -> None:
         _w_session_header(out, session_header, "StreamPublish.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     exchange = msg.exchange
     if exchange is not None:
         flags |= 0x1
@@ -11743,7 +11743,7 @@ def _w_body_stream_return(out: bytearray, msg: StreamReturn) -> None:
         _w_session_header(out, session_header, "StreamReturn.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     reply_code = msg.reply_code
     if reply_code is not None:
         flags |= 0x1
@@ -11891,7 +11891,7 @@ def _w_body_stream_deliver(out: bytearray, msg: StreamDeliver) -> None:
         _w_session_header(out, session_header, "StreamDeliver.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     consumer_tag = msg.consumer_tag
     if consumer_tag is not None:
         flags |= 0x1
