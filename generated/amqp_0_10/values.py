@@ -165,7 +165,7 @@ class Array:
     values: list[Any]
 
 
-Reader = Callable[[memoryview, int, int, str], tuple[Any, int]]
+Reader = Callable[[bytes | memoryview, int, int, str], tuple[Any, int]]
 Writer = Callable[[bytearray, Any, str], None]
 
 
@@ -185,7 +185,7 @@ def _sized(out: bytearray, start: int, width: int, path: str) -> None:
     out[start : start + width] = size.to_bytes(width, "big")
 
 
-def _r_size(buf: memoryview, at: int, end: int, width: int, path: str) -> tuple[int, int]:
+def _r_size(buf: bytes | memoryview, at: int, end: int, width: int, path: str) -> tuple[int, int]:
     if end - at < width:
         raise _short(path, at, end, width)
     size = buf[at] if width == 1 else int.from_bytes(buf[at : at + width], "big")
@@ -195,7 +195,7 @@ def _r_size(buf: memoryview, at: int, end: int, width: int, path: str) -> tuple[
     return size, at
 
 
-def _r_bin8(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
+def _r_bin8(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
     if end - at < 1:
         raise _short(path, at, end, 1)
     return bytes(buf[at : at + 1]), at + 1
@@ -210,7 +210,7 @@ def _w_bin8(out: bytearray, value: bytes, path: str) -> None:
 _INT8 = struct.Struct(">b")
 
 
-def _r_int8(buf: memoryview, at: int, end: int, path: str) -> tuple[int, int]:
+def _r_int8(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
     if end - at < 1:
         raise _short(path, at, end, 1)
     value: int = _INT8.unpack_from(buf, at)[0]
@@ -229,7 +229,7 @@ def _w_int8(out: bytearray, value: int, path: str) -> None:
 _UINT8 = struct.Struct(">B")
 
 
-def _r_uint8(buf: memoryview, at: int, end: int, path: str) -> tuple[int, int]:
+def _r_uint8(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
     if end - at < 1:
         raise _short(path, at, end, 1)
     value: int = _UINT8.unpack_from(buf, at)[0]
@@ -245,7 +245,7 @@ def _w_uint8(out: bytearray, value: int, path: str) -> None:
         raise _bad(path, value, "a uint8") from None
 
 
-def _r_char(buf: memoryview, at: int, end: int, path: str) -> tuple[str, int]:
+def _r_char(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[str, int]:
     if end - at < 1:
         raise _short(path, at, end, 1)
     try:
@@ -263,7 +263,7 @@ def _w_char(out: bytearray, value: str, path: str) -> None:
         raise _bad(path, value, "a iso-8859-15 character") from None
 
 
-def _r_boolean(buf: memoryview, at: int, end: int, path: str) -> tuple[bool, int]:
+def _r_boolean(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bool, int]:
     if end - at < 1:
         raise _short(path, at, end, 1)
     octet = buf[at]
@@ -278,7 +278,7 @@ def _w_boolean(out: bytearray, value: bool, path: str) -> None:
     out.append(1 if value else 0)
 
 
-def _r_bin16(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
+def _r_bin16(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
     if end - at < 2:
         raise _short(path, at, end, 2)
     return bytes(buf[at : at + 2]), at + 2
@@ -293,7 +293,7 @@ def _w_bin16(out: bytearray, value: bytes, path: str) -> None:
 _INT16 = struct.Struct(">h")
 
 
-def _r_int16(buf: memoryview, at: int, end: int, path: str) -> tuple[int, int]:
+def _r_int16(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
     if end - at < 2:
         raise _short(path, at, end, 2)
     value: int = _INT16.unpack_from(buf, at)[0]
@@ -312,7 +312,7 @@ def _w_int16(out: bytearray, value: int, path: str) -> None:
 _UINT16 = struct.Struct(">H")
 
 
-def _r_uint16(buf: memoryview, at: int, end: int, path: str) -> tuple[int, int]:
+def _r_uint16(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
     if end - at < 2:
         raise _short(path, at, end, 2)
     value: int = _UINT16.unpack_from(buf, at)[0]
@@ -328,7 +328,7 @@ def _w_uint16(out: bytearray, value: int, path: str) -> None:
         raise _bad(path, value, "a uint16") from None
 
 
-def _r_bin32(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
+def _r_bin32(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
     if end - at < 4:
         raise _short(path, at, end, 4)
     return bytes(buf[at : at + 4]), at + 4
@@ -343,7 +343,7 @@ def _w_bin32(out: bytearray, value: bytes, path: str) -> None:
 _INT32 = struct.Struct(">i")
 
 
-def _r_int32(buf: memoryview, at: int, end: int, path: str) -> tuple[int, int]:
+def _r_int32(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
     if end - at < 4:
         raise _short(path, at, end, 4)
     value: int = _INT32.unpack_from(buf, at)[0]
@@ -362,7 +362,7 @@ def _w_int32(out: bytearray, value: int, path: str) -> None:
 _UINT32 = struct.Struct(">I")
 
 
-def _r_uint32(buf: memoryview, at: int, end: int, path: str) -> tuple[int, int]:
+def _r_uint32(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
     if end - at < 4:
         raise _short(path, at, end, 4)
     value: int = _UINT32.unpack_from(buf, at)[0]
@@ -381,7 +381,7 @@ def _w_uint32(out: bytearray, value: int, path: str) -> None:
 _FLOAT = struct.Struct(">f")
 
 
-def _r_float(buf: memoryview, at: int, end: int, path: str) -> tuple[float, int]:
+def _r_float(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[float, int]:
     if end - at < 4:
         raise _short(path, at, end, 4)
     value: float = _FLOAT.unpack_from(buf, at)[0]
@@ -397,7 +397,7 @@ def _w_float(out: bytearray, value: float, path: str) -> None:
         raise _bad(path, value, "a float") from None
 
 
-def _r_char_utf32(buf: memoryview, at: int, end: int, path: str) -> tuple[str, int]:
+def _r_char_utf32(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[str, int]:
     if end - at < 4:
         raise _short(path, at, end, 4)
     try:
@@ -418,7 +418,7 @@ def _w_char_utf32(out: bytearray, value: str, path: str) -> None:
 _SEQUENCE_NO = struct.Struct(">I")
 
 
-def _r_sequence_no(buf: memoryview, at: int, end: int, path: str) -> tuple[int, int]:
+def _r_sequence_no(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
     if end - at < 4:
         raise _short(path, at, end, 4)
     value: int = _SEQUENCE_NO.unpack_from(buf, at)[0]
@@ -434,7 +434,7 @@ def _w_sequence_no(out: bytearray, value: int, path: str) -> None:
         raise _bad(path, value, "a sequence-no") from None
 
 
-def _r_bin64(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
+def _r_bin64(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
     if end - at < 8:
         raise _short(path, at, end, 8)
     return bytes(buf[at : at + 8]), at + 8
@@ -449,7 +449,7 @@ def _w_bin64(out: bytearray, value: bytes, path: str) -> None:
 _INT64 = struct.Struct(">q")
 
 
-def _r_int64(buf: memoryview, at: int, end: int, path: str) -> tuple[int, int]:
+def _r_int64(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
     if end - at < 8:
         raise _short(path, at, end, 8)
     value: int = _INT64.unpack_from(buf, at)[0]
@@ -468,7 +468,7 @@ def _w_int64(out: bytearray, value: int, path: str) -> None:
 _UINT64 = struct.Struct(">Q")
 
 
-def _r_uint64(buf: memoryview, at: int, end: int, path: str) -> tuple[int, int]:
+def _r_uint64(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
     if end - at < 8:
         raise _short(path, at, end, 8)
     value: int = _UINT64.unpack_from(buf, at)[0]
@@ -487,7 +487,7 @@ def _w_uint64(out: bytearray, value: int, path: str) -> None:
 _DOUBLE = struct.Struct(">d")
 
 
-def _r_double(buf: memoryview, at: int, end: int, path: str) -> tuple[float, int]:
+def _r_double(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[float, int]:
     if end - at < 8:
         raise _short(path, at, end, 8)
     value: float = _DOUBLE.unpack_from(buf, at)[0]
@@ -506,7 +506,7 @@ def _w_double(out: bytearray, value: float, path: str) -> None:
 _DATETIME = struct.Struct(">q")
 
 
-def _r_datetime(buf: memoryview, at: int, end: int, path: str) -> tuple[int, int]:
+def _r_datetime(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
     if end - at < 8:
         raise _short(path, at, end, 8)
     value: int = _DATETIME.unpack_from(buf, at)[0]
@@ -522,7 +522,7 @@ def _w_datetime(out: bytearray, value: int, path: str) -> None:
         raise _bad(path, value, "a datetime") from None
 
 
-def _r_bin128(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
+def _r_bin128(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
     if end - at < 16:
         raise _short(path, at, end, 16)
     return bytes(buf[at : at + 16]), at + 16
@@ -534,7 +534,7 @@ def _w_bin128(out: bytearray, value: bytes, path: str) -> None:
     out += value
 
 
-def _r_uuid(buf: memoryview, at: int, end: int, path: str) -> tuple[uuid.UUID, int]:
+def _r_uuid(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[uuid.UUID, int]:
     if end - at < 16:
         raise _short(path, at, end, 16)
     return uuid.UUID(bytes=bytes(buf[at : at + 16])), at + 16
@@ -546,7 +546,7 @@ def _w_uuid(out: bytearray, value: uuid.UUID, path: str) -> None:
     out += value.bytes
 
 
-def _r_bin256(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
+def _r_bin256(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
     if end - at < 32:
         raise _short(path, at, end, 32)
     return bytes(buf[at : at + 32]), at + 32
@@ -558,7 +558,7 @@ def _w_bin256(out: bytearray, value: bytes, path: str) -> None:
     out += value
 
 
-def _r_bin512(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
+def _r_bin512(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
     if end - at < 64:
         raise _short(path, at, end, 64)
     return bytes(buf[at : at + 64]), at + 64
@@ -570,7 +570,7 @@ def _w_bin512(out: bytearray, value: bytes, path: str) -> None:
     out += value
 
 
-def _r_bin1024(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
+def _r_bin1024(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
     if end - at < 128:
         raise _short(path, at, end, 128)
     return bytes(buf[at : at + 128]), at + 128
@@ -582,7 +582,7 @@ def _w_bin1024(out: bytearray, value: bytes, path: str) -> None:
     out += value
 
 
-def _r_vbin8(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
+def _r_vbin8(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
     if end - at < 1:
         raise _short(path, at, end, 1)
     size = buf[at]
@@ -601,7 +601,7 @@ def _w_vbin8(out: bytearray, value: bytes, path: str) -> None:
     out += value
 
 
-def _r_str8_latin(buf: memoryview, at: int, end: int, path: str) -> tuple[str, int]:
+def _r_str8_latin(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[str, int]:
     if end - at < 1:
         raise _short(path, at, end, 1)
     size = buf[at]
@@ -627,7 +627,7 @@ def _w_str8_latin(out: bytearray, value: str, path: str) -> None:
     out += data
 
 
-def _r_str8(buf: memoryview, at: int, end: int, path: str) -> tuple[str, int]:
+def _r_str8(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[str, int]:
     if end - at < 1:
         raise _short(path, at, end, 1)
     size = buf[at]
@@ -653,7 +653,7 @@ def _w_str8(out: bytearray, value: str, path: str) -> None:
     out += data
 
 
-def _r_str8_utf16(buf: memoryview, at: int, end: int, path: str) -> tuple[str, int]:
+def _r_str8_utf16(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[str, int]:
     if end - at < 1:
         raise _short(path, at, end, 1)
     size = buf[at]
@@ -679,7 +679,7 @@ def _w_str8_utf16(out: bytearray, value: str, path: str) -> None:
     out += data
 
 
-def _r_vbin16(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
+def _r_vbin16(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
     if end - at < 2:
         raise _short(path, at, end, 2)
     size = buf[at] << 8 | buf[at + 1]
@@ -698,7 +698,7 @@ def _w_vbin16(out: bytearray, value: bytes, path: str) -> None:
     out += value
 
 
-def _r_str16_latin(buf: memoryview, at: int, end: int, path: str) -> tuple[str, int]:
+def _r_str16_latin(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[str, int]:
     if end - at < 2:
         raise _short(path, at, end, 2)
     size = buf[at] << 8 | buf[at + 1]
@@ -724,7 +724,7 @@ def _w_str16_latin(out: bytearray, value: str, path: str) -> None:
     out += data
 
 
-def _r_str16(buf: memoryview, at: int, end: int, path: str) -> tuple[str, int]:
+def _r_str16(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[str, int]:
     if end - at < 2:
         raise _short(path, at, end, 2)
     size = buf[at] << 8 | buf[at + 1]
@@ -750,7 +750,7 @@ def _w_str16(out: bytearray, value: str, path: str) -> None:
     out += data
 
 
-def _r_str16_utf16(buf: memoryview, at: int, end: int, path: str) -> tuple[str, int]:
+def _r_str16_utf16(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[str, int]:
     if end - at < 2:
         raise _short(path, at, end, 2)
     size = buf[at] << 8 | buf[at + 1]
@@ -780,7 +780,7 @@ _BYTE_RANGES_PAIR = struct.Struct(">QQ")
 
 
 def _r_byte_ranges(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[list[tuple[int, int]], int]:
     if end - at < 2:
         raise _short(path, at, end, 2)
@@ -818,7 +818,7 @@ _SEQUENCE_SET_PAIR = struct.Struct(">II")
 
 
 def _r_sequence_set(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[list[tuple[int, int]], int]:
     if end - at < 2:
         raise _short(path, at, end, 2)
@@ -852,7 +852,7 @@ def _w_sequence_set(out: bytearray, value: list[tuple[int, int]], path: str) -> 
     out += data
 
 
-def _r_vbin32(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
+def _r_vbin32(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
     if end - at < 4:
         raise _short(path, at, end, 4)
     size = int.from_bytes(buf[at : at + 4], "big")
@@ -871,7 +871,7 @@ def _w_vbin32(out: bytearray, value: bytes, path: str) -> None:
     out += value
 
 
-def _r_map(buf: memoryview, at: int, end: int, path: str) -> tuple[dict[str, Typed], int]:
+def _r_map(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[dict[str, Typed], int]:
     if end - at < 4:
         raise _short(path, at, end, 4)
     size = int.from_bytes(buf[at : at + 4], "big")
@@ -910,7 +910,7 @@ def _w_map(out: bytearray, value: dict[str, Typed], path: str) -> None:
     out[start : start + 4] = size.to_bytes(4, "big")
 
 
-def _r_list(buf: memoryview, at: int, end: int, path: str) -> tuple[list[Typed], int]:
+def _r_list(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[list[Typed], int]:
     if end - at < 4:
         raise _short(path, at, end, 4)
     size = int.from_bytes(buf[at : at + 4], "big")
@@ -945,7 +945,7 @@ def _w_list(out: bytearray, value: list[Typed], path: str) -> None:
     out[start : start + 4] = size.to_bytes(4, "big")
 
 
-def _r_array(buf: memoryview, at: int, end: int, path: str) -> tuple[Array, int]:
+def _r_array(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[Array, int]:
     if end - at < 4:
         raise _short(path, at, end, 4)
     size = int.from_bytes(buf[at : at + 4], "big")
@@ -990,7 +990,7 @@ def _w_array(out: bytearray, value: Array, path: str) -> None:
     out[start : start + 4] = size.to_bytes(4, "big")
 
 
-def _r_struct32(buf: memoryview, at: int, end: int, path: str) -> tuple[Any, int]:
+def _r_struct32(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[Any, int]:
     if end - at < 6:
         raise _short(path, at, end, 6)
     key = (buf[at + 4], buf[at + 5])
@@ -1006,7 +1006,7 @@ def _w_struct32(out: bytearray, value: Any, path: str) -> None:
     write(out, value, path)
 
 
-def _r_bin40(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
+def _r_bin40(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
     if end - at < 5:
         raise _short(path, at, end, 5)
     return bytes(buf[at : at + 5]), at + 5
@@ -1021,7 +1021,7 @@ def _w_bin40(out: bytearray, value: bytes, path: str) -> None:
 _DEC32 = struct.Struct(">Bi")
 
 
-def _r_dec32(buf: memoryview, at: int, end: int, path: str) -> tuple[decimal.Decimal, int]:
+def _r_dec32(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[decimal.Decimal, int]:
     if end - at < 5:
         raise _short(path, at, end, 5)
     exponent, mantissa = _DEC32.unpack_from(buf, at)
@@ -1042,7 +1042,7 @@ def _w_dec32(out: bytearray, value: decimal.Decimal, path: str) -> None:
         raise _bad(path, value, "a dec32 (exponent 0..255, mantissa in range)") from None
 
 
-def _r_bin72(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
+def _r_bin72(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
     if end - at < 9:
         raise _short(path, at, end, 9)
     return bytes(buf[at : at + 9]), at + 9
@@ -1057,7 +1057,7 @@ def _w_bin72(out: bytearray, value: bytes, path: str) -> None:
 _DEC64 = struct.Struct(">Bq")
 
 
-def _r_dec64(buf: memoryview, at: int, end: int, path: str) -> tuple[decimal.Decimal, int]:
+def _r_dec64(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[decimal.Decimal, int]:
     if end - at < 9:
         raise _short(path, at, end, 9)
     exponent, mantissa = _DEC64.unpack_from(buf, at)
@@ -1078,7 +1078,7 @@ def _w_dec64(out: bytearray, value: decimal.Decimal, path: str) -> None:
         raise _bad(path, value, "a dec64 (exponent 0..255, mantissa in range)") from None
 
 
-def _r_void(buf: memoryview, at: int, end: int, path: str) -> tuple[None, int]:
+def _r_void(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[None, int]:
     return None, at
 
 
@@ -1087,7 +1087,7 @@ def _w_void(out: bytearray, value: None, path: str) -> None:
         raise _bad(path, value, "None (void has no value)")
 
 
-def _r_bit(buf: memoryview, at: int, end: int, path: str) -> tuple[None, int]:
+def _r_bit(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[None, int]:
     return None, at
 
 
@@ -1096,7 +1096,7 @@ def _w_bit(out: bytearray, value: None, path: str) -> None:
         raise _bad(path, value, "None (bit has no value)")
 
 
-def _r_typed(buf: memoryview, at: int, end: int, path: str) -> tuple[Typed, int]:
+def _r_typed(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[Typed, int]:
     if end - at < 1:
         raise _short(f"{path}.type", at, end, 1)
     entry = _BY_CODE.get(buf[at])
@@ -1248,7 +1248,7 @@ def encode_value(type_name: str, value: Any) -> bytes:
 
 
 def _r_flags(
-    buf: memoryview, at: int, end: int, width: int, known: int, path: str
+    buf: bytes | memoryview, at: int, end: int, width: int, known: int, path: str
 ) -> tuple[int, int]:
     """Packing flags: `width` octets, bit i of octet i // 8 for field i; a flag set outside
     `known` names a field the struct does not have."""

@@ -171,7 +171,7 @@ class SessionHeader:
         return (self.sync,) == (other.sync,)
 
 
-def _r_body_session_header(buf: memoryview, at: int, end: int) -> tuple[SessionHeader, int]:
+def _r_body_session_header(buf: bytes | memoryview, at: int, end: int) -> tuple[SessionHeader, int]:
     if end - at < 1:
         raise _short("SessionHeader.packing_flags", at, end, 1)
     flags = buf[at]
@@ -200,7 +200,9 @@ def _w_body_session_header(out: bytearray, msg: SessionHeader) -> None:
     out[start] = flags
 
 
-def _r_session_header(buf: memoryview, at: int, end: int, path: str) -> tuple[SessionHeader, int]:
+def _r_session_header(
+    buf: bytes | memoryview, at: int, end: int, path: str
+) -> tuple[SessionHeader, int]:
     size, at = _r_size(buf, at, end, 1, path)
     limit = at + size
     value, at = _r_body_session_header(buf, at, limit)
@@ -265,7 +267,7 @@ class SessionCommandFragment:
 
 
 def _r_body_session_command_fragment(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[SessionCommandFragment, int]:
     if end - at >= 4:
         command_id = _SEQUENCE_NO.unpack_from(buf, at)[0]
@@ -294,7 +296,7 @@ def _w_body_session_command_fragment(out: bytearray, msg: SessionCommandFragment
 
 
 def _r_session_command_fragment(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[SessionCommandFragment, int]:
     return _r_body_session_command_fragment(buf, at, end)
 
@@ -446,7 +448,7 @@ If the redelivered flag is set on transfer to a Server, then any delivery of the
 
 
 def _r_body_message_delivery_properties(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[MessageDeliveryProperties, int]:
     if end - at < 2:
         raise _short("MessageDeliveryProperties.packing_flags", at, end, 2)
@@ -602,7 +604,7 @@ def _w_body_message_delivery_properties(out: bytearray, msg: MessageDeliveryProp
 
 
 def _r_message_delivery_properties(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[MessageDeliveryProperties, int]:
     size, at = _r_size(buf, at, end, 4, path)
     limit = at + size
@@ -694,7 +696,7 @@ class MessageFragmentProperties:
 
 
 def _r_body_message_fragment_properties(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[MessageFragmentProperties, int]:
     if end - at < 2:
         raise _short("MessageFragmentProperties.packing_flags", at, end, 2)
@@ -746,7 +748,7 @@ def _w_body_message_fragment_properties(out: bytearray, msg: MessageFragmentProp
 
 
 def _r_message_fragment_properties(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[MessageFragmentProperties, int]:
     size, at = _r_size(buf, at, end, 4, path)
     limit = at + size
@@ -823,7 +825,9 @@ class MessageReplyTo:
         return (self.exchange, self.routing_key) == (other.exchange, other.routing_key)
 
 
-def _r_body_message_reply_to(buf: memoryview, at: int, end: int) -> tuple[MessageReplyTo, int]:
+def _r_body_message_reply_to(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[MessageReplyTo, int]:
     if end - at < 2:
         raise _short("MessageReplyTo.packing_flags", at, end, 2)
     flags = buf[at] | buf[at + 1] << 8
@@ -864,7 +868,7 @@ def _w_body_message_reply_to(out: bytearray, msg: MessageReplyTo) -> None:
 
 
 def _r_message_reply_to(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[MessageReplyTo, int]:
     size, at = _r_size(buf, at, end, 2, path)
     limit = at + size
@@ -993,7 +997,7 @@ class MessageProperties:
 
 
 def _r_body_message_message_properties(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[MessageProperties, int]:
     if end - at < 2:
         raise _short("MessageProperties.packing_flags", at, end, 2)
@@ -1095,7 +1099,7 @@ def _w_body_message_message_properties(out: bytearray, msg: MessageProperties) -
 
 
 def _r_message_message_properties(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[MessageProperties, int]:
     size, at = _r_size(buf, at, end, 4, path)
     limit = at + size
@@ -1159,7 +1163,9 @@ class MessageAcquired:
         return (self.transfers,) == (other.transfers,)
 
 
-def _r_body_message_acquired(buf: memoryview, at: int, end: int) -> tuple[MessageAcquired, int]:
+def _r_body_message_acquired(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[MessageAcquired, int]:
     if end - at < 2:
         raise _short("MessageAcquired.packing_flags", at, end, 2)
     flags = buf[at] | buf[at + 1] << 8
@@ -1196,7 +1202,7 @@ def _w_body_message_acquired(out: bytearray, msg: MessageAcquired) -> None:
 
 
 def _r_message_acquired(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[MessageAcquired, int]:
     size, at = _r_size(buf, at, end, 4, path)
     limit = at + size
@@ -1259,7 +1265,7 @@ class MessageResumeResult:
 
 
 def _r_body_message_message_resume_result(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[MessageResumeResult, int]:
     if end - at < 2:
         raise _short("MessageResumeResult.packing_flags", at, end, 2)
@@ -1299,7 +1305,7 @@ def _w_body_message_message_resume_result(out: bytearray, msg: MessageResumeResu
 
 
 def _r_message_message_resume_result(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[MessageResumeResult, int]:
     size, at = _r_size(buf, at, end, 4, path)
     limit = at + size
@@ -1361,7 +1367,7 @@ class DtxXaResult:
         return (self.status,) == (other.status,)
 
 
-def _r_body_dtx_xa_result(buf: memoryview, at: int, end: int) -> tuple[DtxXaResult, int]:
+def _r_body_dtx_xa_result(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxXaResult, int]:
     if end - at < 2:
         raise _short("DtxXaResult.packing_flags", at, end, 2)
     flags = buf[at] | buf[at + 1] << 8
@@ -1398,7 +1404,9 @@ def _w_body_dtx_xa_result(out: bytearray, msg: DtxXaResult) -> None:
     out[start + 1] = flags >> 8
 
 
-def _r_dtx_xa_result(buf: memoryview, at: int, end: int, path: str) -> tuple[DtxXaResult, int]:
+def _r_dtx_xa_result(
+    buf: bytes | memoryview, at: int, end: int, path: str
+) -> tuple[DtxXaResult, int]:
     size, at = _r_size(buf, at, end, 4, path)
     limit = at + size
     if limit - at < 2:
@@ -1479,7 +1487,7 @@ class DtxXid:
         )
 
 
-def _r_body_dtx_xid(buf: memoryview, at: int, end: int) -> tuple[DtxXid, int]:
+def _r_body_dtx_xid(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxXid, int]:
     if end - at < 2:
         raise _short("DtxXid.packing_flags", at, end, 2)
     flags = buf[at] | buf[at + 1] << 8
@@ -1531,7 +1539,7 @@ def _w_body_dtx_xid(out: bytearray, msg: DtxXid) -> None:
     out[start + 1] = flags >> 8
 
 
-def _r_dtx_xid(buf: memoryview, at: int, end: int, path: str) -> tuple[DtxXid, int]:
+def _r_dtx_xid(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[DtxXid, int]:
     size, at = _r_size(buf, at, end, 2, path)
     limit = at + size
     value, at = _r_body_dtx_xid(buf, at, limit)
@@ -1587,7 +1595,7 @@ class DtxGetTimeoutResult:
 
 
 def _r_body_dtx_get_timeout_result(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[DtxGetTimeoutResult, int]:
     if end - at < 2:
         raise _short("DtxGetTimeoutResult.packing_flags", at, end, 2)
@@ -1627,7 +1635,7 @@ def _w_body_dtx_get_timeout_result(out: bytearray, msg: DtxGetTimeoutResult) -> 
 
 
 def _r_dtx_get_timeout_result(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[DtxGetTimeoutResult, int]:
     size, at = _r_size(buf, at, end, 4, path)
     limit = at + size
@@ -1691,7 +1699,9 @@ class DtxRecoverResult:
         return (self.in_doubt,) == (other.in_doubt,)
 
 
-def _r_body_dtx_recover_result(buf: memoryview, at: int, end: int) -> tuple[DtxRecoverResult, int]:
+def _r_body_dtx_recover_result(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[DtxRecoverResult, int]:
     if end - at < 2:
         raise _short("DtxRecoverResult.packing_flags", at, end, 2)
     flags = buf[at] | buf[at + 1] << 8
@@ -1724,7 +1734,7 @@ def _w_body_dtx_recover_result(out: bytearray, msg: DtxRecoverResult) -> None:
 
 
 def _r_dtx_recover_result(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[DtxRecoverResult, int]:
     size, at = _r_size(buf, at, end, 4, path)
     limit = at + size
@@ -1813,7 +1823,7 @@ class ExchangeQueryResult:
 
 
 def _r_body_exchange_exchange_query_result(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ExchangeQueryResult, int]:
     if end - at < 2:
         raise _short("ExchangeQueryResult.packing_flags", at, end, 2)
@@ -1869,7 +1879,7 @@ def _w_body_exchange_exchange_query_result(out: bytearray, msg: ExchangeQueryRes
 
 
 def _r_exchange_exchange_query_result(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[ExchangeQueryResult, int]:
     size, at = _r_size(buf, at, end, 4, path)
     limit = at + size
@@ -1976,7 +1986,7 @@ class ExchangeBoundResult:
 
 
 def _r_body_exchange_exchange_bound_result(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ExchangeBoundResult, int]:
     if end - at < 2:
         raise _short("ExchangeBoundResult.packing_flags", at, end, 2)
@@ -2034,7 +2044,7 @@ def _w_body_exchange_exchange_bound_result(out: bytearray, msg: ExchangeBoundRes
 
 
 def _r_exchange_exchange_bound_result(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[ExchangeBoundResult, int]:
     size, at = _r_size(buf, at, end, 4, path)
     limit = at + size
@@ -2167,7 +2177,7 @@ class QueueQueryResult:
 
 
 def _r_body_queue_queue_query_result(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[QueueQueryResult, int]:
     if end - at < 2:
         raise _short("QueueQueryResult.packing_flags", at, end, 2)
@@ -2259,7 +2269,7 @@ def _w_body_queue_queue_query_result(out: bytearray, msg: QueueQueryResult) -> N
 
 
 def _r_queue_queue_query_result(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[QueueQueryResult, int]:
     size, at = _r_size(buf, at, end, 4, path)
     limit = at + size
@@ -2395,7 +2405,9 @@ class FileProperties:
         )
 
 
-def _r_body_file_file_properties(buf: memoryview, at: int, end: int) -> tuple[FileProperties, int]:
+def _r_body_file_file_properties(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[FileProperties, int]:
     if end - at < 2:
         raise _short("FileProperties.packing_flags", at, end, 2)
     flags = buf[at] | buf[at + 1] << 8
@@ -2503,7 +2515,7 @@ def _w_body_file_file_properties(out: bytearray, msg: FileProperties) -> None:
 
 
 def _r_file_file_properties(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[FileProperties, int]:
     size, at = _r_size(buf, at, end, 4, path)
     limit = at + size
@@ -2602,7 +2614,7 @@ class StreamProperties:
 
 
 def _r_body_stream_stream_properties(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[StreamProperties, int]:
     if end - at < 2:
         raise _short("StreamProperties.packing_flags", at, end, 2)
@@ -2679,7 +2691,7 @@ def _w_body_stream_stream_properties(out: bytearray, msg: StreamProperties) -> N
 
 
 def _r_stream_stream_properties(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[StreamProperties, int]:
     size, at = _r_size(buf, at, end, 4, path)
     limit = at + size
@@ -2807,7 +2819,9 @@ class ConnectionStart:
         )
 
 
-def _r_body_connection_start(buf: memoryview, at: int, end: int) -> tuple[ConnectionStart, int]:
+def _r_body_connection_start(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[ConnectionStart, int]:
     if end - at < 2:
         raise _short("ConnectionStart.packing_flags", at, end, 2)
     flags = buf[at] | buf[at + 1] << 8
@@ -2915,7 +2929,7 @@ class ConnectionStartOk:
 
 
 def _r_body_connection_start_ok(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ConnectionStartOk, int]:
     if end - at < 2:
         raise _short("ConnectionStartOk.packing_flags", at, end, 2)
@@ -3007,7 +3021,9 @@ class ConnectionSecure:
         return (self.challenge,) == (other.challenge,)
 
 
-def _r_body_connection_secure(buf: memoryview, at: int, end: int) -> tuple[ConnectionSecure, int]:
+def _r_body_connection_secure(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[ConnectionSecure, int]:
     if end - at < 2:
         raise _short("ConnectionSecure.packing_flags", at, end, 2)
     flags = buf[at] | buf[at + 1] << 8
@@ -3075,7 +3091,7 @@ class ConnectionSecureOk:
 
 
 def _r_body_connection_secure_ok(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ConnectionSecureOk, int]:
     if end - at < 2:
         raise _short("ConnectionSecureOk.packing_flags", at, end, 2)
@@ -3169,7 +3185,9 @@ class ConnectionTune:
         )
 
 
-def _r_body_connection_tune(buf: memoryview, at: int, end: int) -> tuple[ConnectionTune, int]:
+def _r_body_connection_tune(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[ConnectionTune, int]:
     if end - at < 2:
         raise _short("ConnectionTune.packing_flags", at, end, 2)
     flags = buf[at] | buf[at + 1] << 8
@@ -3294,7 +3312,9 @@ class ConnectionTuneOk:
         )
 
 
-def _r_body_connection_tune_ok(buf: memoryview, at: int, end: int) -> tuple[ConnectionTuneOk, int]:
+def _r_body_connection_tune_ok(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[ConnectionTuneOk, int]:
     if end - at < 2:
         raise _short("ConnectionTuneOk.packing_flags", at, end, 2)
     flags = buf[at] | buf[at + 1] << 8
@@ -3407,7 +3427,9 @@ class ConnectionOpen:
         )
 
 
-def _r_body_connection_open(buf: memoryview, at: int, end: int) -> tuple[ConnectionOpen, int]:
+def _r_body_connection_open(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[ConnectionOpen, int]:
     if end - at < 2:
         raise _short("ConnectionOpen.packing_flags", at, end, 2)
     flags = buf[at] | buf[at + 1] << 8
@@ -3488,7 +3510,9 @@ class ConnectionOpenOk:
         return (self.known_hosts,) == (other.known_hosts,)
 
 
-def _r_body_connection_open_ok(buf: memoryview, at: int, end: int) -> tuple[ConnectionOpenOk, int]:
+def _r_body_connection_open_ok(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[ConnectionOpenOk, int]:
     if end - at < 2:
         raise _short("ConnectionOpenOk.packing_flags", at, end, 2)
     flags = buf[at] | buf[at + 1] << 8
@@ -3565,7 +3589,7 @@ class ConnectionRedirect:
 
 
 def _r_body_connection_redirect(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ConnectionRedirect, int]:
     if end - at < 2:
         raise _short("ConnectionRedirect.packing_flags", at, end, 2)
@@ -3635,7 +3659,7 @@ class ConnectionHeartbeat:
 
 
 def _r_body_connection_heartbeat(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ConnectionHeartbeat, int]:
     if end - at < 2:
         raise _short("ConnectionHeartbeat.packing_flags", at, end, 2)
@@ -3702,7 +3726,9 @@ class ConnectionClose:
         return (self.reply_code, self.reply_text) == (other.reply_code, other.reply_text)
 
 
-def _r_body_connection_close(buf: memoryview, at: int, end: int) -> tuple[ConnectionClose, int]:
+def _r_body_connection_close(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[ConnectionClose, int]:
     if end - at < 2:
         raise _short("ConnectionClose.packing_flags", at, end, 2)
     flags = buf[at] | buf[at + 1] << 8
@@ -3774,7 +3800,7 @@ class ConnectionCloseOk:
 
 
 def _r_body_connection_close_ok(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ConnectionCloseOk, int]:
     if end - at < 2:
         raise _short("ConnectionCloseOk.packing_flags", at, end, 2)
@@ -3834,7 +3860,7 @@ class SessionAttach:
         return (self.name, self.force) == (other.name, other.force)
 
 
-def _r_body_session_attach(buf: memoryview, at: int, end: int) -> tuple[SessionAttach, int]:
+def _r_body_session_attach(buf: bytes | memoryview, at: int, end: int) -> tuple[SessionAttach, int]:
     if end - at < 2:
         raise _short("SessionAttach.packing_flags", at, end, 2)
     flags = buf[at] | buf[at + 1] << 8
@@ -3907,7 +3933,9 @@ class SessionAttached:
         return (self.name,) == (other.name,)
 
 
-def _r_body_session_attached(buf: memoryview, at: int, end: int) -> tuple[SessionAttached, int]:
+def _r_body_session_attached(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[SessionAttached, int]:
     if end - at < 2:
         raise _short("SessionAttached.packing_flags", at, end, 2)
     flags = buf[at] | buf[at + 1] << 8
@@ -3974,7 +4002,7 @@ class SessionDetach:
         return (self.name,) == (other.name,)
 
 
-def _r_body_session_detach(buf: memoryview, at: int, end: int) -> tuple[SessionDetach, int]:
+def _r_body_session_detach(buf: bytes | memoryview, at: int, end: int) -> tuple[SessionDetach, int]:
     if end - at < 2:
         raise _short("SessionDetach.packing_flags", at, end, 2)
     flags = buf[at] | buf[at + 1] << 8
@@ -4045,7 +4073,9 @@ class SessionDetached:
         return (self.name, self.code) == (other.name, other.code)
 
 
-def _r_body_session_detached(buf: memoryview, at: int, end: int) -> tuple[SessionDetached, int]:
+def _r_body_session_detached(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[SessionDetached, int]:
     if end - at < 2:
         raise _short("SessionDetached.packing_flags", at, end, 2)
     flags = buf[at] | buf[at + 1] << 8
@@ -4129,7 +4159,7 @@ class SessionRequestTimeout:
 
 
 def _r_body_session_request_timeout(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[SessionRequestTimeout, int]:
     if end - at < 2:
         raise _short("SessionRequestTimeout.packing_flags", at, end, 2)
@@ -4203,7 +4233,9 @@ class SessionTimeout:
         return (self.timeout,) == (other.timeout,)
 
 
-def _r_body_session_timeout(buf: memoryview, at: int, end: int) -> tuple[SessionTimeout, int]:
+def _r_body_session_timeout(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[SessionTimeout, int]:
     if end - at < 2:
         raise _short("SessionTimeout.packing_flags", at, end, 2)
     flags = buf[at] | buf[at + 1] << 8
@@ -4284,7 +4316,7 @@ class SessionCommandPoint:
 
 
 def _r_body_session_command_point(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[SessionCommandPoint, int]:
     if end - at < 2:
         raise _short("SessionCommandPoint.packing_flags", at, end, 2)
@@ -4379,7 +4411,9 @@ class SessionExpected:
         return (self.commands, self.fragments) == (other.commands, other.fragments)
 
 
-def _r_body_session_expected(buf: memoryview, at: int, end: int) -> tuple[SessionExpected, int]:
+def _r_body_session_expected(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[SessionExpected, int]:
     if end - at < 2:
         raise _short("SessionExpected.packing_flags", at, end, 2)
     flags = buf[at] | buf[at + 1] << 8
@@ -4475,7 +4509,9 @@ class SessionConfirmed:
         return (self.commands, self.fragments) == (other.commands, other.fragments)
 
 
-def _r_body_session_confirmed(buf: memoryview, at: int, end: int) -> tuple[SessionConfirmed, int]:
+def _r_body_session_confirmed(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[SessionConfirmed, int]:
     if end - at < 2:
         raise _short("SessionConfirmed.packing_flags", at, end, 2)
     flags = buf[at] | buf[at + 1] << 8
@@ -4563,7 +4599,9 @@ class SessionCompleted:
         return (self.commands, self.timely_reply) == (other.commands, other.timely_reply)
 
 
-def _r_body_session_completed(buf: memoryview, at: int, end: int) -> tuple[SessionCompleted, int]:
+def _r_body_session_completed(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[SessionCompleted, int]:
     if end - at < 2:
         raise _short("SessionCompleted.packing_flags", at, end, 2)
     flags = buf[at] | buf[at + 1] << 8
@@ -4641,7 +4679,7 @@ class SessionKnownCompleted:
 
 
 def _r_body_session_known_completed(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[SessionKnownCompleted, int]:
     if end - at < 2:
         raise _short("SessionKnownCompleted.packing_flags", at, end, 2)
@@ -4733,7 +4771,7 @@ class SessionFlush:
         )
 
 
-def _r_body_session_flush(buf: memoryview, at: int, end: int) -> tuple[SessionFlush, int]:
+def _r_body_session_flush(buf: bytes | memoryview, at: int, end: int) -> tuple[SessionFlush, int]:
     if end - at < 2:
         raise _short("SessionFlush.packing_flags", at, end, 2)
     flags = buf[at] | buf[at + 1] << 8
@@ -4810,7 +4848,7 @@ class SessionGap:
         return (self.commands,) == (other.commands,)
 
 
-def _r_body_session_gap(buf: memoryview, at: int, end: int) -> tuple[SessionGap, int]:
+def _r_body_session_gap(buf: bytes | memoryview, at: int, end: int) -> tuple[SessionGap, int]:
     if end - at < 2:
         raise _short("SessionGap.packing_flags", at, end, 2)
     flags = buf[at] | buf[at + 1] << 8
@@ -4886,7 +4924,7 @@ class ExecutionSync:
         return (self.session_header,) == (other.session_header,)
 
 
-def _r_body_execution_sync(buf: memoryview, at: int, end: int) -> tuple[ExecutionSync, int]:
+def _r_body_execution_sync(buf: bytes | memoryview, at: int, end: int) -> tuple[ExecutionSync, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -4980,7 +5018,9 @@ class ExecutionResult:
         )
 
 
-def _r_body_execution_result(buf: memoryview, at: int, end: int) -> tuple[ExecutionResult, int]:
+def _r_body_execution_result(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[ExecutionResult, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -5143,7 +5183,7 @@ class ExecutionException:
 
 
 def _r_body_execution_exception(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ExecutionException, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
@@ -5350,7 +5390,9 @@ class MessageTransfer:
         )
 
 
-def _r_body_message_transfer(buf: memoryview, at: int, end: int) -> tuple[MessageTransfer, int]:
+def _r_body_message_transfer(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[MessageTransfer, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -5483,7 +5525,7 @@ class MessageAccept:
         return (self.session_header, self.transfers) == (other.session_header, other.transfers)
 
 
-def _r_body_message_accept(buf: memoryview, at: int, end: int) -> tuple[MessageAccept, int]:
+def _r_body_message_accept(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageAccept, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -5595,7 +5637,7 @@ class MessageReject:
         )
 
 
-def _r_body_message_reject(buf: memoryview, at: int, end: int) -> tuple[MessageReject, int]:
+def _r_body_message_reject(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageReject, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -5722,7 +5764,9 @@ class MessageRelease:
         )
 
 
-def _r_body_message_release(buf: memoryview, at: int, end: int) -> tuple[MessageRelease, int]:
+def _r_body_message_release(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[MessageRelease, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -5825,7 +5869,9 @@ class MessageAcquire:
         return (self.session_header, self.transfers) == (other.session_header, other.transfers)
 
 
-def _r_body_message_acquire(buf: memoryview, at: int, end: int) -> tuple[MessageAcquire, int]:
+def _r_body_message_acquire(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[MessageAcquire, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -5931,7 +5977,7 @@ class MessageResume:
         )
 
 
-def _r_body_message_resume(buf: memoryview, at: int, end: int) -> tuple[MessageResume, int]:
+def _r_body_message_resume(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageResume, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -6097,7 +6143,9 @@ class MessageSubscribe:
         )
 
 
-def _r_body_message_subscribe(buf: memoryview, at: int, end: int) -> tuple[MessageSubscribe, int]:
+def _r_body_message_subscribe(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[MessageSubscribe, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -6272,7 +6320,7 @@ class MessageCancel:
         return (self.session_header, self.destination) == (other.session_header, other.destination)
 
 
-def _r_body_message_cancel(buf: memoryview, at: int, end: int) -> tuple[MessageCancel, int]:
+def _r_body_message_cancel(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageCancel, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -6381,7 +6429,7 @@ class MessageSetFlowMode:
 
 
 def _r_body_message_set_flow_mode(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[MessageSetFlowMode, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
@@ -6512,7 +6560,7 @@ class MessageFlow:
         )
 
 
-def _r_body_message_flow(buf: memoryview, at: int, end: int) -> tuple[MessageFlow, int]:
+def _r_body_message_flow(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageFlow, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -6633,7 +6681,7 @@ class MessageFlush:
         return (self.session_header, self.destination) == (other.session_header, other.destination)
 
 
-def _r_body_message_flush(buf: memoryview, at: int, end: int) -> tuple[MessageFlush, int]:
+def _r_body_message_flush(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageFlush, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -6726,7 +6774,7 @@ class MessageStop:
         return (self.session_header, self.destination) == (other.session_header, other.destination)
 
 
-def _r_body_message_stop(buf: memoryview, at: int, end: int) -> tuple[MessageStop, int]:
+def _r_body_message_stop(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageStop, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -6810,7 +6858,7 @@ class TxSelect:
         return (self.session_header,) == (other.session_header,)
 
 
-def _r_body_tx_select(buf: memoryview, at: int, end: int) -> tuple[TxSelect, int]:
+def _r_body_tx_select(buf: bytes | memoryview, at: int, end: int) -> tuple[TxSelect, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -6890,7 +6938,7 @@ class TxCommit:
         return (self.session_header,) == (other.session_header,)
 
 
-def _r_body_tx_commit(buf: memoryview, at: int, end: int) -> tuple[TxCommit, int]:
+def _r_body_tx_commit(buf: bytes | memoryview, at: int, end: int) -> tuple[TxCommit, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -6970,7 +7018,7 @@ class TxRollback:
         return (self.session_header,) == (other.session_header,)
 
 
-def _r_body_tx_rollback(buf: memoryview, at: int, end: int) -> tuple[TxRollback, int]:
+def _r_body_tx_rollback(buf: bytes | memoryview, at: int, end: int) -> tuple[TxRollback, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -7046,7 +7094,7 @@ class DtxSelect:
         return (self.session_header,) == (other.session_header,)
 
 
-def _r_body_dtx_select(buf: memoryview, at: int, end: int) -> tuple[DtxSelect, int]:
+def _r_body_dtx_select(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxSelect, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -7146,7 +7194,7 @@ class DtxStart:
         )
 
 
-def _r_body_dtx_start(buf: memoryview, at: int, end: int) -> tuple[DtxStart, int]:
+def _r_body_dtx_start(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxStart, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -7266,7 +7314,7 @@ class DtxEnd:
         )
 
 
-def _r_body_dtx_end(buf: memoryview, at: int, end: int) -> tuple[DtxEnd, int]:
+def _r_body_dtx_end(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxEnd, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -7380,7 +7428,7 @@ class DtxCommit:
         )
 
 
-def _r_body_dtx_commit(buf: memoryview, at: int, end: int) -> tuple[DtxCommit, int]:
+def _r_body_dtx_commit(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxCommit, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -7479,7 +7527,7 @@ class DtxForget:
         return (self.session_header, self.xid) == (other.session_header, other.xid)
 
 
-def _r_body_dtx_forget(buf: memoryview, at: int, end: int) -> tuple[DtxForget, int]:
+def _r_body_dtx_forget(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxForget, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -7572,7 +7620,9 @@ class DtxGetTimeout:
         return (self.session_header, self.xid) == (other.session_header, other.xid)
 
 
-def _r_body_dtx_get_timeout(buf: memoryview, at: int, end: int) -> tuple[DtxGetTimeout, int]:
+def _r_body_dtx_get_timeout(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[DtxGetTimeout, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -7665,7 +7715,7 @@ class DtxPrepare:
         return (self.session_header, self.xid) == (other.session_header, other.xid)
 
 
-def _r_body_dtx_prepare(buf: memoryview, at: int, end: int) -> tuple[DtxPrepare, int]:
+def _r_body_dtx_prepare(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxPrepare, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -7749,7 +7799,7 @@ class DtxRecover:
         return (self.session_header,) == (other.session_header,)
 
 
-def _r_body_dtx_recover(buf: memoryview, at: int, end: int) -> tuple[DtxRecover, int]:
+def _r_body_dtx_recover(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxRecover, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -7834,7 +7884,7 @@ class DtxRollback:
         return (self.session_header, self.xid) == (other.session_header, other.xid)
 
 
-def _r_body_dtx_rollback(buf: memoryview, at: int, end: int) -> tuple[DtxRollback, int]:
+def _r_body_dtx_rollback(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxRollback, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -7936,7 +7986,9 @@ class DtxSetTimeout:
         )
 
 
-def _r_body_dtx_set_timeout(buf: memoryview, at: int, end: int) -> tuple[DtxSetTimeout, int]:
+def _r_body_dtx_set_timeout(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[DtxSetTimeout, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -8098,7 +8150,9 @@ class ExchangeDeclare:
         )
 
 
-def _r_body_exchange_declare(buf: memoryview, at: int, end: int) -> tuple[ExchangeDeclare, int]:
+def _r_body_exchange_declare(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[ExchangeDeclare, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -8242,7 +8296,9 @@ class ExchangeDelete:
         )
 
 
-def _r_body_exchange_delete(buf: memoryview, at: int, end: int) -> tuple[ExchangeDelete, int]:
+def _r_body_exchange_delete(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[ExchangeDelete, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -8341,7 +8397,7 @@ class ExchangeQuery:
         return (self.session_header, self.name) == (other.session_header, other.name)
 
 
-def _r_body_exchange_query(buf: memoryview, at: int, end: int) -> tuple[ExchangeQuery, int]:
+def _r_body_exchange_query(buf: bytes | memoryview, at: int, end: int) -> tuple[ExchangeQuery, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -8455,7 +8511,7 @@ class ExchangeBind:
         ) == (other.session_header, other.queue, other.exchange, other.binding_key, other.arguments)
 
 
-def _r_body_exchange_bind(buf: memoryview, at: int, end: int) -> tuple[ExchangeBind, int]:
+def _r_body_exchange_bind(buf: bytes | memoryview, at: int, end: int) -> tuple[ExchangeBind, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -8587,7 +8643,9 @@ class ExchangeUnbind:
         )
 
 
-def _r_body_exchange_unbind(buf: memoryview, at: int, end: int) -> tuple[ExchangeUnbind, int]:
+def _r_body_exchange_unbind(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[ExchangeUnbind, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -8717,7 +8775,7 @@ class ExchangeBound:
         ) == (other.session_header, other.exchange, other.queue, other.binding_key, other.arguments)
 
 
-def _r_body_exchange_bound(buf: memoryview, at: int, end: int) -> tuple[ExchangeBound, int]:
+def _r_body_exchange_bound(buf: bytes | memoryview, at: int, end: int) -> tuple[ExchangeBound, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -8893,7 +8951,7 @@ If this field is set and the exclusive field is not set the queue is deleted whe
         )
 
 
-def _r_body_queue_declare(buf: memoryview, at: int, end: int) -> tuple[QueueDeclare, int]:
+def _r_body_queue_declare(buf: bytes | memoryview, at: int, end: int) -> tuple[QueueDeclare, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -9041,7 +9099,7 @@ class QueueDelete:
         )
 
 
-def _r_body_queue_delete(buf: memoryview, at: int, end: int) -> tuple[QueueDelete, int]:
+def _r_body_queue_delete(buf: bytes | memoryview, at: int, end: int) -> tuple[QueueDelete, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -9146,7 +9204,7 @@ class QueuePurge:
         return (self.session_header, self.queue) == (other.session_header, other.queue)
 
 
-def _r_body_queue_purge(buf: memoryview, at: int, end: int) -> tuple[QueuePurge, int]:
+def _r_body_queue_purge(buf: bytes | memoryview, at: int, end: int) -> tuple[QueuePurge, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -9239,7 +9297,7 @@ class QueueQuery:
         return (self.session_header, self.queue) == (other.session_header, other.queue)
 
 
-def _r_body_queue_query(buf: memoryview, at: int, end: int) -> tuple[QueueQuery, int]:
+def _r_body_queue_query(buf: bytes | memoryview, at: int, end: int) -> tuple[QueueQuery, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -9347,7 +9405,7 @@ class FileQos:
         )
 
 
-def _r_body_file_qos(buf: memoryview, at: int, end: int) -> tuple[FileQos, int]:
+def _r_body_file_qos(buf: bytes | memoryview, at: int, end: int) -> tuple[FileQos, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -9453,7 +9511,7 @@ class FileQosOk:
         return (self.session_header,) == (other.session_header,)
 
 
-def _r_body_file_qos_ok(buf: memoryview, at: int, end: int) -> tuple[FileQosOk, int]:
+def _r_body_file_qos_ok(buf: bytes | memoryview, at: int, end: int) -> tuple[FileQosOk, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -9595,7 +9653,7 @@ class FileConsume:
         )
 
 
-def _r_body_file_consume(buf: memoryview, at: int, end: int) -> tuple[FileConsume, int]:
+def _r_body_file_consume(buf: bytes | memoryview, at: int, end: int) -> tuple[FileConsume, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -9731,7 +9789,9 @@ class FileConsumeOk:
         )
 
 
-def _r_body_file_consume_ok(buf: memoryview, at: int, end: int) -> tuple[FileConsumeOk, int]:
+def _r_body_file_consume_ok(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[FileConsumeOk, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -9827,7 +9887,7 @@ class FileCancel:
         )
 
 
-def _r_body_file_cancel(buf: memoryview, at: int, end: int) -> tuple[FileCancel, int]:
+def _r_body_file_cancel(buf: bytes | memoryview, at: int, end: int) -> tuple[FileCancel, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -9929,7 +9989,7 @@ class FileOpen:
         )
 
 
-def _r_body_file_open(buf: memoryview, at: int, end: int) -> tuple[FileOpen, int]:
+def _r_body_file_open(buf: bytes | memoryview, at: int, end: int) -> tuple[FileOpen, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -10034,7 +10094,7 @@ class FileOpenOk:
         return (self.session_header, self.staged_size) == (other.session_header, other.staged_size)
 
 
-def _r_body_file_open_ok(buf: memoryview, at: int, end: int) -> tuple[FileOpenOk, int]:
+def _r_body_file_open_ok(buf: bytes | memoryview, at: int, end: int) -> tuple[FileOpenOk, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -10122,7 +10182,7 @@ class FileStage:
         return (self.session_header,) == (other.session_header,)
 
 
-def _r_body_file_stage(buf: memoryview, at: int, end: int) -> tuple[FileStage, int]:
+def _r_body_file_stage(buf: bytes | memoryview, at: int, end: int) -> tuple[FileStage, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -10248,7 +10308,7 @@ class FilePublish:
         )
 
 
-def _r_body_file_publish(buf: memoryview, at: int, end: int) -> tuple[FilePublish, int]:
+def _r_body_file_publish(buf: bytes | memoryview, at: int, end: int) -> tuple[FilePublish, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -10396,7 +10456,7 @@ class FileReturn:
         )
 
 
-def _r_body_file_return(buf: memoryview, at: int, end: int) -> tuple[FileReturn, int]:
+def _r_body_file_return(buf: bytes | memoryview, at: int, end: int) -> tuple[FileReturn, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -10567,7 +10627,7 @@ class FileDeliver:
         )
 
 
-def _r_body_file_deliver(buf: memoryview, at: int, end: int) -> tuple[FileDeliver, int]:
+def _r_body_file_deliver(buf: bytes | memoryview, at: int, end: int) -> tuple[FileDeliver, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -10711,7 +10771,7 @@ class FileAck:
         )
 
 
-def _r_body_file_ack(buf: memoryview, at: int, end: int) -> tuple[FileAck, int]:
+def _r_body_file_ack(buf: bytes | memoryview, at: int, end: int) -> tuple[FileAck, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -10823,7 +10883,7 @@ class FileReject:
         )
 
 
-def _r_body_file_reject(buf: memoryview, at: int, end: int) -> tuple[FileReject, int]:
+def _r_body_file_reject(buf: bytes | memoryview, at: int, end: int) -> tuple[FileReject, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -10953,7 +11013,7 @@ class StreamQos:
         )
 
 
-def _r_body_stream_qos(buf: memoryview, at: int, end: int) -> tuple[StreamQos, int]:
+def _r_body_stream_qos(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamQos, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -11071,7 +11131,7 @@ class StreamQosOk:
         return (self.session_header,) == (other.session_header,)
 
 
-def _r_body_stream_qos_ok(buf: memoryview, at: int, end: int) -> tuple[StreamQosOk, int]:
+def _r_body_stream_qos_ok(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamQosOk, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -11205,7 +11265,7 @@ class StreamConsume:
         )
 
 
-def _r_body_stream_consume(buf: memoryview, at: int, end: int) -> tuple[StreamConsume, int]:
+def _r_body_stream_consume(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamConsume, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -11335,7 +11395,9 @@ class StreamConsumeOk:
         )
 
 
-def _r_body_stream_consume_ok(buf: memoryview, at: int, end: int) -> tuple[StreamConsumeOk, int]:
+def _r_body_stream_consume_ok(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[StreamConsumeOk, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -11431,7 +11493,7 @@ class StreamCancel:
         )
 
 
-def _r_body_stream_cancel(buf: memoryview, at: int, end: int) -> tuple[StreamCancel, int]:
+def _r_body_stream_cancel(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamCancel, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -11551,7 +11613,7 @@ class StreamPublish:
         )
 
 
-def _r_body_stream_publish(buf: memoryview, at: int, end: int) -> tuple[StreamPublish, int]:
+def _r_body_stream_publish(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamPublish, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -11691,7 +11753,7 @@ class StreamReturn:
         )
 
 
-def _r_body_stream_return(buf: memoryview, at: int, end: int) -> tuple[StreamReturn, int]:
+def _r_body_stream_return(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamReturn, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -11840,7 +11902,7 @@ class StreamDeliver:
         )
 
 
-def _r_body_stream_deliver(buf: memoryview, at: int, end: int) -> tuple[StreamDeliver, int]:
+def _r_body_stream_deliver(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamDeliver, int]:
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -12090,7 +12152,7 @@ COMMANDS: dict[tuple[int, int], type[Any]] = {
     (0x0A, 0x08): StreamDeliver,
 }
 """(class code, command code) -> command."""
-_CONTROL_READERS: dict[int, Callable[[memoryview, int, int], tuple[Any, int]]] = {
+_CONTROL_READERS: dict[int, Callable[[bytes | memoryview, int, int], tuple[Any, int]]] = {
     0x0101: _r_body_connection_start,
     0x0102: _r_body_connection_start_ok,
     0x0103: _r_body_connection_secure,
@@ -12118,7 +12180,7 @@ _CONTROL_READERS: dict[int, Callable[[memoryview, int, int], tuple[Any, int]]] =
     0x020D: _r_body_session_gap,
 }
 """class code << 8 | control code -> the control's reader (after the two codes)."""
-_COMMAND_READERS: dict[int, Callable[[memoryview, int, int], tuple[Any, int]]] = {
+_COMMAND_READERS: dict[int, Callable[[bytes | memoryview, int, int], tuple[Any, int]]] = {
     0x0301: _r_body_execution_sync,
     0x0302: _r_body_execution_result,
     0x0303: _r_body_execution_exception,
@@ -12281,7 +12343,7 @@ def encode_method(value: Control | Command) -> bytes:
 
 def decode_control(data: bytes | bytearray | memoryview) -> Control:
     """A control segment's payload."""
-    buf = memoryview(data)
+    buf = data if isinstance(data, bytes) else memoryview(data)  # bytes index and slice fastest
     end = len(buf)
     if end < 2:
         raise _short("control.code", 0, end, 2)
@@ -12299,7 +12361,7 @@ def decode_control(data: bytes | bytearray | memoryview) -> Control:
 
 def decode_command(data: bytes | bytearray | memoryview) -> Command:
     """A command segment's payload."""
-    buf = memoryview(data)
+    buf = data if isinstance(data, bytes) else memoryview(data)  # bytes index and slice fastest
     end = len(buf)
     if end < 2:
         raise _short("command.code", 0, end, 2)
@@ -12329,7 +12391,7 @@ def encode_header(entries: list[Any]) -> bytes:
 
 def decode_header(data: bytes | bytearray | memoryview) -> list[Any]:
     """A header segment's coded structs (`STRUCTS` names them by their codes)."""
-    buf = memoryview(data)
+    buf = data if isinstance(data, bytes) else memoryview(data)  # bytes index and slice fastest
     end = len(buf)
     entries: list[Any] = []
     at = 0
