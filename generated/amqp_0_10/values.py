@@ -798,18 +798,18 @@ def _r_byte_ranges(
 def _w_byte_ranges(out: bytearray, value: list[tuple[int, int]], path: str) -> None:
     if not isinstance(value, list):
         raise _bad(path, value, "a list of (lower, upper) pairs")
-    start = len(out)
-    out += b"\x00\x00"
+    size = _BYTE_RANGES_PAIR.size * len(value)
+    # the size first; one too large for its octets is refused after the pairs, as a bad pair
+    # is the first error to name
+    out += (size % 65536).to_bytes(2, "big")
     pack = _BYTE_RANGES_PAIR.pack
     for pair in value:
         try:
             out += pack(*pair)
         except (struct.error, TypeError):
             raise _bad(path, pair, "a (lower, upper) pair of 32-bit numbers") from None
-    size = len(out) - start - 2
     if size >= 65536:
         raise EncodeError(path, f"{size} octets do not fit a 2-octet size")
-    out[start : start + 2] = size.to_bytes(2, "big")
 
 
 _SEQUENCE_SET_PAIR = struct.Struct(">II")
@@ -834,18 +834,18 @@ def _r_sequence_set(
 def _w_sequence_set(out: bytearray, value: list[tuple[int, int]], path: str) -> None:
     if not isinstance(value, list):
         raise _bad(path, value, "a list of (lower, upper) pairs")
-    start = len(out)
-    out += b"\x00\x00"
+    size = _SEQUENCE_SET_PAIR.size * len(value)
+    # the size first; one too large for its octets is refused after the pairs, as a bad pair
+    # is the first error to name
+    out += (size % 65536).to_bytes(2, "big")
     pack = _SEQUENCE_SET_PAIR.pack
     for pair in value:
         try:
             out += pack(*pair)
         except (struct.error, TypeError):
             raise _bad(path, pair, "a (lower, upper) pair of 16-bit numbers") from None
-    size = len(out) - start - 2
     if size >= 65536:
         raise EncodeError(path, f"{size} octets do not fit a 2-octet size")
-    out[start : start + 2] = size.to_bytes(2, "big")
 
 
 def _r_vbin32(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
