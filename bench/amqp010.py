@@ -38,9 +38,10 @@ Goals printed beside each figure: decode and encode >= 0.80x the floor (goal 1),
 0.95x decoding the same frames at known offsets (goal 3), import of specgen_codecs.amqp_0_10.v0_10
 <= 20 ms (goal 7).
 
-Timing: `rates` below: the functions of one row are timed in turn, in 7 alternating rounds of
-about `budget / 7` seconds each, and each figure is its best round, so load on the machine weighs
-on all of them alike; only ratios measured in the same run are reported. Results go to
+Timing: `rates` below: the functions of one row are timed in turn, in 15 alternating rounds of
+about `budget / 15` seconds each, and each figure is its best round, so load on the machine weighs
+on all of them alike (short rounds, many of them: on the shared 2-core machine a single cell still
+moves by about 0.1x between runs); only ratios measured in the same run are reported. Results go to
 bench/results/amqp010.json.
 """
 
@@ -101,21 +102,21 @@ GOAL_READER = 0.95
 GOAL_IMPORT_MS = 20.0
 
 
-def rates(fns: dict[str, Callable[[], Any]], budget: float) -> dict[str, float]:
-    """Calls per second of each function: the best of seven rounds, each round timing every
-    function in turn for about `budget / 7` seconds."""
+def rates(fns: dict[str, Callable[[], Any]], budget: float, rounds: int = 15) -> dict[str, float]:
+    """Calls per second of each function: the best of `rounds` rounds, each round timing every
+    function in turn for about `budget / rounds` seconds."""
     counts: dict[str, int] = {}
     for name, fn in fns.items():
         n, t = 1, 0.0
-        while t < budget / 70:
+        while t < budget / (10 * rounds):
             n *= 2
             start = time.perf_counter()
             for _ in range(n):
                 fn()
             t = time.perf_counter() - start
-        counts[name] = max(1, int(n * (budget / 7) / t))
+        counts[name] = max(1, int(n * (budget / rounds) / t))
     best = dict.fromkeys(fns, float("inf"))
-    for _ in range(7):
+    for _ in range(rounds):
         for name, fn in fns.items():
             start = time.perf_counter()
             for _ in range(counts[name]):
