@@ -621,9 +621,10 @@ def _w_str8_latin(out: bytearray, value: str, path: str) -> None:
         data = value.encode("iso-8859-15")
     except UnicodeEncodeError:
         raise _bad(path, value, "iso-8859-15 text") from None
-    if len(data) >= 1 << 8:
-        raise EncodeError(path, f"{len(data)} octets do not fit a 1-octet size")
-    out.append(len(data))
+    size = len(data)
+    if size >= 256:
+        raise EncodeError(path, f"{size} octets do not fit a 1-octet size")
+    out.append(size)
     out += data
 
 
@@ -644,12 +645,13 @@ def _w_str8(out: bytearray, value: str, path: str) -> None:
     if not isinstance(value, str):
         raise _bad(path, value, "a str")
     try:
-        data = value.encode("utf-8")
+        data = value.encode()
     except UnicodeEncodeError:
         raise _bad(path, value, "utf-8 text") from None
-    if len(data) >= 1 << 8:
-        raise EncodeError(path, f"{len(data)} octets do not fit a 1-octet size")
-    out.append(len(data))
+    size = len(data)
+    if size >= 256:
+        raise EncodeError(path, f"{size} octets do not fit a 1-octet size")
+    out.append(size)
     out += data
 
 
@@ -673,9 +675,10 @@ def _w_str8_utf16(out: bytearray, value: str, path: str) -> None:
         data = value.encode("utf-16-be")
     except UnicodeEncodeError:
         raise _bad(path, value, "utf-16-be text") from None
-    if len(data) >= 1 << 8:
-        raise EncodeError(path, f"{len(data)} octets do not fit a 1-octet size")
-    out.append(len(data))
+    size = len(data)
+    if size >= 256:
+        raise EncodeError(path, f"{size} octets do not fit a 1-octet size")
+    out.append(size)
     out += data
 
 
@@ -718,9 +721,10 @@ def _w_str16_latin(out: bytearray, value: str, path: str) -> None:
         data = value.encode("iso-8859-15")
     except UnicodeEncodeError:
         raise _bad(path, value, "iso-8859-15 text") from None
-    if len(data) >= 1 << 16:
-        raise EncodeError(path, f"{len(data)} octets do not fit a 2-octet size")
-    out += len(data).to_bytes(2, "big")
+    size = len(data)
+    if size >= 65536:
+        raise EncodeError(path, f"{size} octets do not fit a 2-octet size")
+    out += size.to_bytes(2, "big")
     out += data
 
 
@@ -741,12 +745,13 @@ def _w_str16(out: bytearray, value: str, path: str) -> None:
     if not isinstance(value, str):
         raise _bad(path, value, "a str")
     try:
-        data = value.encode("utf-8")
+        data = value.encode()
     except UnicodeEncodeError:
         raise _bad(path, value, "utf-8 text") from None
-    if len(data) >= 1 << 16:
-        raise EncodeError(path, f"{len(data)} octets do not fit a 2-octet size")
-    out += len(data).to_bytes(2, "big")
+    size = len(data)
+    if size >= 65536:
+        raise EncodeError(path, f"{size} octets do not fit a 2-octet size")
+    out += size.to_bytes(2, "big")
     out += data
 
 
@@ -770,9 +775,10 @@ def _w_str16_utf16(out: bytearray, value: str, path: str) -> None:
         data = value.encode("utf-16-be")
     except UnicodeEncodeError:
         raise _bad(path, value, "utf-16-be text") from None
-    if len(data) >= 1 << 16:
-        raise EncodeError(path, f"{len(data)} octets do not fit a 2-octet size")
-    out += len(data).to_bytes(2, "big")
+    size = len(data)
+    if size >= 65536:
+        raise EncodeError(path, f"{size} octets do not fit a 2-octet size")
+    out += size.to_bytes(2, "big")
     out += data
 
 
