@@ -107,7 +107,7 @@ def test_an_overlay_reaches_the_generated_code(tmp_path: Path) -> None:
     flow = codec[codec.index("class MessageFlow:") : codec.index("class MessageFlush:")]
     assert '"""value: credit, sixteen bits wide by this overlay"""' in flow
     assert '_r_uint16(buf, at, end, "MessageFlow.value")' in flow
-    assert '_w_uint16(out, value.value, "MessageFlow.value")' in flow
+    assert '_w_uint16(out, value, "MessageFlow.value")' in flow
     assert "uint32" not in flow
     assert '"message.destination": "str8",  # where this overlay sends it\n' in codec
 

@@ -165,7 +165,7 @@ class Array:
     values: list[Any]
 
 
-Reader = Callable[[memoryview, int, int, str], tuple[Any, int]]
+Reader = Callable[[bytes | memoryview, int, int, str], tuple[Any, int]]
 Writer = Callable[[bytearray, Any, str], None]
 
 
@@ -185,17 +185,17 @@ def _sized(out: bytearray, start: int, width: int, path: str) -> None:
     out[start : start + width] = size.to_bytes(width, "big")
 
 
-def _r_size(buf: memoryview, at: int, end: int, width: int, path: str) -> tuple[int, int]:
+def _r_size(buf: bytes | memoryview, at: int, end: int, width: int, path: str) -> tuple[int, int]:
     if end - at < width:
         raise _short(path, at, end, width)
-    size = int.from_bytes(buf[at : at + width], "big")
+    size = buf[at] if width == 1 else int.from_bytes(buf[at : at + width], "big")
     at += width
     if size > end - at:
         raise DecodeError(path, at - width, f"size {size} but {end - at} bytes left")
     return size, at
 
 
-def _r_bin8(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
+def _r_bin8(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
     if end - at < 1:
         raise _short(path, at, end, 1)
     return bytes(buf[at : at + 1]), at + 1
@@ -210,7 +210,7 @@ def _w_bin8(out: bytearray, value: bytes, path: str) -> None:
 _INT8 = struct.Struct(">b")
 
 
-def _r_int8(buf: memoryview, at: int, end: int, path: str) -> tuple[int, int]:
+def _r_int8(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
     if end - at < 1:
         raise _short(path, at, end, 1)
     value: int = _INT8.unpack_from(buf, at)[0]
@@ -229,7 +229,7 @@ def _w_int8(out: bytearray, value: int, path: str) -> None:
 _UINT8 = struct.Struct(">B")
 
 
-def _r_uint8(buf: memoryview, at: int, end: int, path: str) -> tuple[int, int]:
+def _r_uint8(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
     if end - at < 1:
         raise _short(path, at, end, 1)
     value: int = _UINT8.unpack_from(buf, at)[0]
@@ -245,7 +245,7 @@ def _w_uint8(out: bytearray, value: int, path: str) -> None:
         raise _bad(path, value, "a uint8") from None
 
 
-def _r_char(buf: memoryview, at: int, end: int, path: str) -> tuple[str, int]:
+def _r_char(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[str, int]:
     if end - at < 1:
         raise _short(path, at, end, 1)
     try:
@@ -263,7 +263,7 @@ def _w_char(out: bytearray, value: str, path: str) -> None:
         raise _bad(path, value, "a iso-8859-15 character") from None
 
 
-def _r_boolean(buf: memoryview, at: int, end: int, path: str) -> tuple[bool, int]:
+def _r_boolean(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bool, int]:
     if end - at < 1:
         raise _short(path, at, end, 1)
     octet = buf[at]
@@ -278,7 +278,7 @@ def _w_boolean(out: bytearray, value: bool, path: str) -> None:
     out.append(1 if value else 0)
 
 
-def _r_bin16(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
+def _r_bin16(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
     if end - at < 2:
         raise _short(path, at, end, 2)
     return bytes(buf[at : at + 2]), at + 2
@@ -293,7 +293,7 @@ def _w_bin16(out: bytearray, value: bytes, path: str) -> None:
 _INT16 = struct.Struct(">h")
 
 
-def _r_int16(buf: memoryview, at: int, end: int, path: str) -> tuple[int, int]:
+def _r_int16(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
     if end - at < 2:
         raise _short(path, at, end, 2)
     value: int = _INT16.unpack_from(buf, at)[0]
@@ -312,7 +312,7 @@ def _w_int16(out: bytearray, value: int, path: str) -> None:
 _UINT16 = struct.Struct(">H")
 
 
-def _r_uint16(buf: memoryview, at: int, end: int, path: str) -> tuple[int, int]:
+def _r_uint16(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
     if end - at < 2:
         raise _short(path, at, end, 2)
     value: int = _UINT16.unpack_from(buf, at)[0]
@@ -328,7 +328,7 @@ def _w_uint16(out: bytearray, value: int, path: str) -> None:
         raise _bad(path, value, "a uint16") from None
 
 
-def _r_bin32(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
+def _r_bin32(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
     if end - at < 4:
         raise _short(path, at, end, 4)
     return bytes(buf[at : at + 4]), at + 4
@@ -343,7 +343,7 @@ def _w_bin32(out: bytearray, value: bytes, path: str) -> None:
 _INT32 = struct.Struct(">i")
 
 
-def _r_int32(buf: memoryview, at: int, end: int, path: str) -> tuple[int, int]:
+def _r_int32(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
     if end - at < 4:
         raise _short(path, at, end, 4)
     value: int = _INT32.unpack_from(buf, at)[0]
@@ -362,7 +362,7 @@ def _w_int32(out: bytearray, value: int, path: str) -> None:
 _UINT32 = struct.Struct(">I")
 
 
-def _r_uint32(buf: memoryview, at: int, end: int, path: str) -> tuple[int, int]:
+def _r_uint32(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
     if end - at < 4:
         raise _short(path, at, end, 4)
     value: int = _UINT32.unpack_from(buf, at)[0]
@@ -381,7 +381,7 @@ def _w_uint32(out: bytearray, value: int, path: str) -> None:
 _FLOAT = struct.Struct(">f")
 
 
-def _r_float(buf: memoryview, at: int, end: int, path: str) -> tuple[float, int]:
+def _r_float(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[float, int]:
     if end - at < 4:
         raise _short(path, at, end, 4)
     value: float = _FLOAT.unpack_from(buf, at)[0]
@@ -397,7 +397,7 @@ def _w_float(out: bytearray, value: float, path: str) -> None:
         raise _bad(path, value, "a float") from None
 
 
-def _r_char_utf32(buf: memoryview, at: int, end: int, path: str) -> tuple[str, int]:
+def _r_char_utf32(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[str, int]:
     if end - at < 4:
         raise _short(path, at, end, 4)
     try:
@@ -418,7 +418,7 @@ def _w_char_utf32(out: bytearray, value: str, path: str) -> None:
 _SEQUENCE_NO = struct.Struct(">I")
 
 
-def _r_sequence_no(buf: memoryview, at: int, end: int, path: str) -> tuple[int, int]:
+def _r_sequence_no(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
     if end - at < 4:
         raise _short(path, at, end, 4)
     value: int = _SEQUENCE_NO.unpack_from(buf, at)[0]
@@ -434,7 +434,7 @@ def _w_sequence_no(out: bytearray, value: int, path: str) -> None:
         raise _bad(path, value, "a sequence-no") from None
 
 
-def _r_bin64(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
+def _r_bin64(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
     if end - at < 8:
         raise _short(path, at, end, 8)
     return bytes(buf[at : at + 8]), at + 8
@@ -449,7 +449,7 @@ def _w_bin64(out: bytearray, value: bytes, path: str) -> None:
 _INT64 = struct.Struct(">q")
 
 
-def _r_int64(buf: memoryview, at: int, end: int, path: str) -> tuple[int, int]:
+def _r_int64(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
     if end - at < 8:
         raise _short(path, at, end, 8)
     value: int = _INT64.unpack_from(buf, at)[0]
@@ -468,7 +468,7 @@ def _w_int64(out: bytearray, value: int, path: str) -> None:
 _UINT64 = struct.Struct(">Q")
 
 
-def _r_uint64(buf: memoryview, at: int, end: int, path: str) -> tuple[int, int]:
+def _r_uint64(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
     if end - at < 8:
         raise _short(path, at, end, 8)
     value: int = _UINT64.unpack_from(buf, at)[0]
@@ -487,7 +487,7 @@ def _w_uint64(out: bytearray, value: int, path: str) -> None:
 _DOUBLE = struct.Struct(">d")
 
 
-def _r_double(buf: memoryview, at: int, end: int, path: str) -> tuple[float, int]:
+def _r_double(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[float, int]:
     if end - at < 8:
         raise _short(path, at, end, 8)
     value: float = _DOUBLE.unpack_from(buf, at)[0]
@@ -506,7 +506,7 @@ def _w_double(out: bytearray, value: float, path: str) -> None:
 _DATETIME = struct.Struct(">q")
 
 
-def _r_datetime(buf: memoryview, at: int, end: int, path: str) -> tuple[int, int]:
+def _r_datetime(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
     if end - at < 8:
         raise _short(path, at, end, 8)
     value: int = _DATETIME.unpack_from(buf, at)[0]
@@ -522,7 +522,7 @@ def _w_datetime(out: bytearray, value: int, path: str) -> None:
         raise _bad(path, value, "a datetime") from None
 
 
-def _r_bin128(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
+def _r_bin128(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
     if end - at < 16:
         raise _short(path, at, end, 16)
     return bytes(buf[at : at + 16]), at + 16
@@ -534,7 +534,7 @@ def _w_bin128(out: bytearray, value: bytes, path: str) -> None:
     out += value
 
 
-def _r_uuid(buf: memoryview, at: int, end: int, path: str) -> tuple[uuid.UUID, int]:
+def _r_uuid(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[uuid.UUID, int]:
     if end - at < 16:
         raise _short(path, at, end, 16)
     return uuid.UUID(bytes=bytes(buf[at : at + 16])), at + 16
@@ -546,7 +546,7 @@ def _w_uuid(out: bytearray, value: uuid.UUID, path: str) -> None:
     out += value.bytes
 
 
-def _r_bin256(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
+def _r_bin256(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
     if end - at < 32:
         raise _short(path, at, end, 32)
     return bytes(buf[at : at + 32]), at + 32
@@ -558,7 +558,7 @@ def _w_bin256(out: bytearray, value: bytes, path: str) -> None:
     out += value
 
 
-def _r_bin512(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
+def _r_bin512(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
     if end - at < 64:
         raise _short(path, at, end, 64)
     return bytes(buf[at : at + 64]), at + 64
@@ -570,7 +570,7 @@ def _w_bin512(out: bytearray, value: bytes, path: str) -> None:
     out += value
 
 
-def _r_bin1024(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
+def _r_bin1024(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
     if end - at < 128:
         raise _short(path, at, end, 128)
     return bytes(buf[at : at + 128]), at + 128
@@ -582,8 +582,13 @@ def _w_bin1024(out: bytearray, value: bytes, path: str) -> None:
     out += value
 
 
-def _r_vbin8(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
-    size, at = _r_size(buf, at, end, 1, path)
+def _r_vbin8(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
+    if end - at < 1:
+        raise _short(path, at, end, 1)
+    size = buf[at]
+    at += 1
+    if size > end - at:
+        raise DecodeError(path, at - 1, f"size {size} but {end - at} bytes left")
     return bytes(buf[at : at + size]), at + size
 
 
@@ -596,10 +601,15 @@ def _w_vbin8(out: bytearray, value: bytes, path: str) -> None:
     out += value
 
 
-def _r_str8_latin(buf: memoryview, at: int, end: int, path: str) -> tuple[str, int]:
-    size, at = _r_size(buf, at, end, 1, path)
+def _r_str8_latin(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[str, int]:
+    if end - at < 1:
+        raise _short(path, at, end, 1)
+    size = buf[at]
+    at += 1
+    if size > end - at:
+        raise DecodeError(path, at - 1, f"size {size} but {end - at} bytes left")
     try:
-        return bytes(buf[at : at + size]).decode("iso-8859-15"), at + size
+        return str(buf[at : at + size], "iso-8859-15"), at + size
     except UnicodeDecodeError as e:
         raise DecodeError(path, at + e.start, f"not iso-8859-15: {e.reason}") from None
 
@@ -611,16 +621,22 @@ def _w_str8_latin(out: bytearray, value: str, path: str) -> None:
         data = value.encode("iso-8859-15")
     except UnicodeEncodeError:
         raise _bad(path, value, "iso-8859-15 text") from None
-    if len(data) >= 1 << 8:
-        raise EncodeError(path, f"{len(data)} octets do not fit a 1-octet size")
-    out += len(data).to_bytes(1, "big")
+    size = len(data)
+    if size >= 256:
+        raise EncodeError(path, f"{size} octets do not fit a 1-octet size")
+    out.append(size)
     out += data
 
 
-def _r_str8(buf: memoryview, at: int, end: int, path: str) -> tuple[str, int]:
-    size, at = _r_size(buf, at, end, 1, path)
+def _r_str8(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[str, int]:
+    if end - at < 1:
+        raise _short(path, at, end, 1)
+    size = buf[at]
+    at += 1
+    if size > end - at:
+        raise DecodeError(path, at - 1, f"size {size} but {end - at} bytes left")
     try:
-        return bytes(buf[at : at + size]).decode("utf-8"), at + size
+        return str(buf[at : at + size], "utf-8"), at + size
     except UnicodeDecodeError as e:
         raise DecodeError(path, at + e.start, f"not utf-8: {e.reason}") from None
 
@@ -629,19 +645,25 @@ def _w_str8(out: bytearray, value: str, path: str) -> None:
     if not isinstance(value, str):
         raise _bad(path, value, "a str")
     try:
-        data = value.encode("utf-8")
+        data = value.encode()
     except UnicodeEncodeError:
         raise _bad(path, value, "utf-8 text") from None
-    if len(data) >= 1 << 8:
-        raise EncodeError(path, f"{len(data)} octets do not fit a 1-octet size")
-    out += len(data).to_bytes(1, "big")
+    size = len(data)
+    if size >= 256:
+        raise EncodeError(path, f"{size} octets do not fit a 1-octet size")
+    out.append(size)
     out += data
 
 
-def _r_str8_utf16(buf: memoryview, at: int, end: int, path: str) -> tuple[str, int]:
-    size, at = _r_size(buf, at, end, 1, path)
+def _r_str8_utf16(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[str, int]:
+    if end - at < 1:
+        raise _short(path, at, end, 1)
+    size = buf[at]
+    at += 1
+    if size > end - at:
+        raise DecodeError(path, at - 1, f"size {size} but {end - at} bytes left")
     try:
-        return bytes(buf[at : at + size]).decode("utf-16-be"), at + size
+        return str(buf[at : at + size], "utf-16-be"), at + size
     except UnicodeDecodeError as e:
         raise DecodeError(path, at + e.start, f"not utf-16-be: {e.reason}") from None
 
@@ -653,14 +675,20 @@ def _w_str8_utf16(out: bytearray, value: str, path: str) -> None:
         data = value.encode("utf-16-be")
     except UnicodeEncodeError:
         raise _bad(path, value, "utf-16-be text") from None
-    if len(data) >= 1 << 8:
-        raise EncodeError(path, f"{len(data)} octets do not fit a 1-octet size")
-    out += len(data).to_bytes(1, "big")
+    size = len(data)
+    if size >= 256:
+        raise EncodeError(path, f"{size} octets do not fit a 1-octet size")
+    out.append(size)
     out += data
 
 
-def _r_vbin16(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
-    size, at = _r_size(buf, at, end, 2, path)
+def _r_vbin16(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
+    if end - at < 2:
+        raise _short(path, at, end, 2)
+    size = buf[at] << 8 | buf[at + 1]
+    at += 2
+    if size > end - at:
+        raise DecodeError(path, at - 2, f"size {size} but {end - at} bytes left")
     return bytes(buf[at : at + size]), at + size
 
 
@@ -673,10 +701,15 @@ def _w_vbin16(out: bytearray, value: bytes, path: str) -> None:
     out += value
 
 
-def _r_str16_latin(buf: memoryview, at: int, end: int, path: str) -> tuple[str, int]:
-    size, at = _r_size(buf, at, end, 2, path)
+def _r_str16_latin(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[str, int]:
+    if end - at < 2:
+        raise _short(path, at, end, 2)
+    size = buf[at] << 8 | buf[at + 1]
+    at += 2
+    if size > end - at:
+        raise DecodeError(path, at - 2, f"size {size} but {end - at} bytes left")
     try:
-        return bytes(buf[at : at + size]).decode("iso-8859-15"), at + size
+        return str(buf[at : at + size], "iso-8859-15"), at + size
     except UnicodeDecodeError as e:
         raise DecodeError(path, at + e.start, f"not iso-8859-15: {e.reason}") from None
 
@@ -688,16 +721,22 @@ def _w_str16_latin(out: bytearray, value: str, path: str) -> None:
         data = value.encode("iso-8859-15")
     except UnicodeEncodeError:
         raise _bad(path, value, "iso-8859-15 text") from None
-    if len(data) >= 1 << 16:
-        raise EncodeError(path, f"{len(data)} octets do not fit a 2-octet size")
-    out += len(data).to_bytes(2, "big")
+    size = len(data)
+    if size >= 65536:
+        raise EncodeError(path, f"{size} octets do not fit a 2-octet size")
+    out += size.to_bytes(2, "big")
     out += data
 
 
-def _r_str16(buf: memoryview, at: int, end: int, path: str) -> tuple[str, int]:
-    size, at = _r_size(buf, at, end, 2, path)
+def _r_str16(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[str, int]:
+    if end - at < 2:
+        raise _short(path, at, end, 2)
+    size = buf[at] << 8 | buf[at + 1]
+    at += 2
+    if size > end - at:
+        raise DecodeError(path, at - 2, f"size {size} but {end - at} bytes left")
     try:
-        return bytes(buf[at : at + size]).decode("utf-8"), at + size
+        return str(buf[at : at + size], "utf-8"), at + size
     except UnicodeDecodeError as e:
         raise DecodeError(path, at + e.start, f"not utf-8: {e.reason}") from None
 
@@ -706,19 +745,25 @@ def _w_str16(out: bytearray, value: str, path: str) -> None:
     if not isinstance(value, str):
         raise _bad(path, value, "a str")
     try:
-        data = value.encode("utf-8")
+        data = value.encode()
     except UnicodeEncodeError:
         raise _bad(path, value, "utf-8 text") from None
-    if len(data) >= 1 << 16:
-        raise EncodeError(path, f"{len(data)} octets do not fit a 2-octet size")
-    out += len(data).to_bytes(2, "big")
+    size = len(data)
+    if size >= 65536:
+        raise EncodeError(path, f"{size} octets do not fit a 2-octet size")
+    out += size.to_bytes(2, "big")
     out += data
 
 
-def _r_str16_utf16(buf: memoryview, at: int, end: int, path: str) -> tuple[str, int]:
-    size, at = _r_size(buf, at, end, 2, path)
+def _r_str16_utf16(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[str, int]:
+    if end - at < 2:
+        raise _short(path, at, end, 2)
+    size = buf[at] << 8 | buf[at + 1]
+    at += 2
+    if size > end - at:
+        raise DecodeError(path, at - 2, f"size {size} but {end - at} bytes left")
     try:
-        return bytes(buf[at : at + size]).decode("utf-16-be"), at + size
+        return str(buf[at : at + size], "utf-16-be"), at + size
     except UnicodeDecodeError as e:
         raise DecodeError(path, at + e.start, f"not utf-16-be: {e.reason}") from None
 
@@ -730,9 +775,10 @@ def _w_str16_utf16(out: bytearray, value: str, path: str) -> None:
         data = value.encode("utf-16-be")
     except UnicodeEncodeError:
         raise _bad(path, value, "utf-16-be text") from None
-    if len(data) >= 1 << 16:
-        raise EncodeError(path, f"{len(data)} octets do not fit a 2-octet size")
-    out += len(data).to_bytes(2, "big")
+    size = len(data)
+    if size >= 65536:
+        raise EncodeError(path, f"{size} octets do not fit a 2-octet size")
+    out += size.to_bytes(2, "big")
     out += data
 
 
@@ -740,64 +786,81 @@ _BYTE_RANGES_PAIR = struct.Struct(">QQ")
 
 
 def _r_byte_ranges(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[list[tuple[int, int]], int]:
-    size, at = _r_size(buf, at, end, 2, path)
+    if end - at < 2:
+        raise _short(path, at, end, 2)
+    size = buf[at] << 8 | buf[at + 1]
+    at += 2
+    if size > end - at:
+        raise DecodeError(path, at - 2, f"size {size} but {end - at} bytes left")
     width = _BYTE_RANGES_PAIR.size
     if size % width:
         raise DecodeError(path, at - 2, f"size {size} is no multiple of {width}")
-    pairs = [
-        (int(lower), int(upper))
-        for lower, upper in _BYTE_RANGES_PAIR.iter_unpack(buf[at : at + size])
-    ]
+    pairs: list[tuple[int, int]] = list(_BYTE_RANGES_PAIR.iter_unpack(buf[at : at + size]))
     return pairs, at + size
 
 
 def _w_byte_ranges(out: bytearray, value: list[tuple[int, int]], path: str) -> None:
     if not isinstance(value, list):
         raise _bad(path, value, "a list of (lower, upper) pairs")
-    start = len(out)
-    out += bytes(2)
+    size = _BYTE_RANGES_PAIR.size * len(value)
+    # the size first; one too large for its octets is refused after the pairs, as a bad pair
+    # is the first error to name
+    out += (size % 65536).to_bytes(2, "big")
+    pack = _BYTE_RANGES_PAIR.pack
     for pair in value:
         try:
-            out += _BYTE_RANGES_PAIR.pack(*pair)
+            out += pack(*pair)
         except (struct.error, TypeError):
             raise _bad(path, pair, "a (lower, upper) pair of 32-bit numbers") from None
-    _sized(out, start, 2, path)
+    if size >= 65536:
+        raise EncodeError(path, f"{size} octets do not fit a 2-octet size")
 
 
 _SEQUENCE_SET_PAIR = struct.Struct(">II")
 
 
 def _r_sequence_set(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[list[tuple[int, int]], int]:
-    size, at = _r_size(buf, at, end, 2, path)
+    if end - at < 2:
+        raise _short(path, at, end, 2)
+    size = buf[at] << 8 | buf[at + 1]
+    at += 2
+    if size > end - at:
+        raise DecodeError(path, at - 2, f"size {size} but {end - at} bytes left")
     width = _SEQUENCE_SET_PAIR.size
     if size % width:
         raise DecodeError(path, at - 2, f"size {size} is no multiple of {width}")
-    pairs = [
-        (int(lower), int(upper))
-        for lower, upper in _SEQUENCE_SET_PAIR.iter_unpack(buf[at : at + size])
-    ]
+    pairs: list[tuple[int, int]] = list(_SEQUENCE_SET_PAIR.iter_unpack(buf[at : at + size]))
     return pairs, at + size
 
 
 def _w_sequence_set(out: bytearray, value: list[tuple[int, int]], path: str) -> None:
     if not isinstance(value, list):
         raise _bad(path, value, "a list of (lower, upper) pairs")
-    start = len(out)
-    out += bytes(2)
+    size = _SEQUENCE_SET_PAIR.size * len(value)
+    # the size first; one too large for its octets is refused after the pairs, as a bad pair
+    # is the first error to name
+    out += (size % 65536).to_bytes(2, "big")
+    pack = _SEQUENCE_SET_PAIR.pack
     for pair in value:
         try:
-            out += _SEQUENCE_SET_PAIR.pack(*pair)
+            out += pack(*pair)
         except (struct.error, TypeError):
             raise _bad(path, pair, "a (lower, upper) pair of 16-bit numbers") from None
-    _sized(out, start, 2, path)
+    if size >= 65536:
+        raise EncodeError(path, f"{size} octets do not fit a 2-octet size")
 
 
-def _r_vbin32(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
-    size, at = _r_size(buf, at, end, 4, path)
+def _r_vbin32(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
+    if end - at < 4:
+        raise _short(path, at, end, 4)
+    size = int.from_bytes(buf[at : at + 4], "big")
+    at += 4
+    if size > end - at:
+        raise DecodeError(path, at - 4, f"size {size} but {end - at} bytes left")
     return bytes(buf[at : at + size]), at + size
 
 
@@ -810,10 +873,18 @@ def _w_vbin32(out: bytearray, value: bytes, path: str) -> None:
     out += value
 
 
-def _r_map(buf: memoryview, at: int, end: int, path: str) -> tuple[dict[str, Typed], int]:
-    size, at = _r_size(buf, at, end, 4, path)
+def _r_map(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[dict[str, Typed], int]:
+    if end - at < 4:
+        raise _short(path, at, end, 4)
+    size = int.from_bytes(buf[at : at + 4], "big")
+    at += 4
+    if size > end - at:
+        raise DecodeError(path, at - 4, f"size {size} but {end - at} bytes left")
     limit = at + size
-    count, at = _r_uint32(buf, at, limit, f"{path}.count")
+    if limit - at < 4:
+        raise _short(f"{path}.count", at, limit, 4)
+    count: int = _UINT32.unpack_from(buf, at)[0]
+    at += 4
     entries: dict[str, Typed] = {}
     for _ in range(count):
         key_at = at
@@ -830,18 +901,29 @@ def _w_map(out: bytearray, value: dict[str, Typed], path: str) -> None:
     if not isinstance(value, dict):
         raise _bad(path, value, "a dict of str to Typed")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += len(value).to_bytes(4, "big")
     for key, item in value.items():
         _w_str8(out, key, f"{path}.key")
         _w_typed(out, item, f"{path}[{key!r}]")
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 4294967296:
+        raise EncodeError(path, f"{size} octets do not fit a 4-octet size")
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
-def _r_list(buf: memoryview, at: int, end: int, path: str) -> tuple[list[Typed], int]:
-    size, at = _r_size(buf, at, end, 4, path)
+def _r_list(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[list[Typed], int]:
+    if end - at < 4:
+        raise _short(path, at, end, 4)
+    size = int.from_bytes(buf[at : at + 4], "big")
+    at += 4
+    if size > end - at:
+        raise DecodeError(path, at - 4, f"size {size} but {end - at} bytes left")
     limit = at + size
-    count, at = _r_uint32(buf, at, limit, f"{path}.count")
+    if limit - at < 4:
+        raise _short(f"{path}.count", at, limit, 4)
+    count: int = _UINT32.unpack_from(buf, at)[0]
+    at += 4
     items: list[Typed] = []
     for i in range(count):
         item, at = _r_typed(buf, at, limit, f"{path}[{i}]")
@@ -855,25 +937,33 @@ def _w_list(out: bytearray, value: list[Typed], path: str) -> None:
     if not isinstance(value, list):
         raise _bad(path, value, "a list of Typed")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += len(value).to_bytes(4, "big")
     for i, item in enumerate(value):
         _w_typed(out, item, f"{path}[{i}]")
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 4294967296:
+        raise EncodeError(path, f"{size} octets do not fit a 4-octet size")
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
-def _r_array(buf: memoryview, at: int, end: int, path: str) -> tuple[Array, int]:
-    size, at = _r_size(buf, at, end, 4, path)
+def _r_array(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[Array, int]:
+    if end - at < 4:
+        raise _short(path, at, end, 4)
+    size = int.from_bytes(buf[at : at + 4], "big")
+    at += 4
+    if size > end - at:
+        raise DecodeError(path, at - 4, f"size {size} but {end - at} bytes left")
     limit = at + size
     if limit - at < 5:
         raise _short(f"{path}.type", at, limit, 5)
     code = buf[at]
-    if code not in TYPE_CODES:
+    entry = _BY_CODE.get(code)
+    if entry is None:
         raise DecodeError(f"{path}.type", at, f"unknown type code 0x{code:02x}")
-    name = TYPE_CODES[code]
-    count = int.from_bytes(buf[at + 1 : at + 5], "big")
+    name, read = entry
+    count: int = _UINT32.unpack_from(buf, at + 1)[0]
     at += 5
-    read = _READERS[name]
     values: list[Any] = []
     for i in range(count):
         item, at = read(buf, at, limit, f"{path}[{i}]")
@@ -890,16 +980,19 @@ def _w_array(out: bytearray, value: Array, path: str) -> None:
     if info is None or info.code is None:
         raise EncodeError(f"{path}.type", f"{value.type!r} is no type with a code")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out.append(info.code)
     out += len(value.values).to_bytes(4, "big")
     write = _WRITERS[value.type]
     for i, item in enumerate(value.values):
         write(out, item, f"{path}[{i}]")
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 4294967296:
+        raise EncodeError(path, f"{size} octets do not fit a 4-octet size")
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
-def _r_struct32(buf: memoryview, at: int, end: int, path: str) -> tuple[Any, int]:
+def _r_struct32(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[Any, int]:
     if end - at < 6:
         raise _short(path, at, end, 6)
     key = (buf[at + 4], buf[at + 5])
@@ -915,7 +1008,7 @@ def _w_struct32(out: bytearray, value: Any, path: str) -> None:
     write(out, value, path)
 
 
-def _r_bin40(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
+def _r_bin40(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
     if end - at < 5:
         raise _short(path, at, end, 5)
     return bytes(buf[at : at + 5]), at + 5
@@ -930,7 +1023,7 @@ def _w_bin40(out: bytearray, value: bytes, path: str) -> None:
 _DEC32 = struct.Struct(">Bi")
 
 
-def _r_dec32(buf: memoryview, at: int, end: int, path: str) -> tuple[decimal.Decimal, int]:
+def _r_dec32(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[decimal.Decimal, int]:
     if end - at < 5:
         raise _short(path, at, end, 5)
     exponent, mantissa = _DEC32.unpack_from(buf, at)
@@ -951,7 +1044,7 @@ def _w_dec32(out: bytearray, value: decimal.Decimal, path: str) -> None:
         raise _bad(path, value, "a dec32 (exponent 0..255, mantissa in range)") from None
 
 
-def _r_bin72(buf: memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
+def _r_bin72(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
     if end - at < 9:
         raise _short(path, at, end, 9)
     return bytes(buf[at : at + 9]), at + 9
@@ -966,7 +1059,7 @@ def _w_bin72(out: bytearray, value: bytes, path: str) -> None:
 _DEC64 = struct.Struct(">Bq")
 
 
-def _r_dec64(buf: memoryview, at: int, end: int, path: str) -> tuple[decimal.Decimal, int]:
+def _r_dec64(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[decimal.Decimal, int]:
     if end - at < 9:
         raise _short(path, at, end, 9)
     exponent, mantissa = _DEC64.unpack_from(buf, at)
@@ -987,7 +1080,7 @@ def _w_dec64(out: bytearray, value: decimal.Decimal, path: str) -> None:
         raise _bad(path, value, "a dec64 (exponent 0..255, mantissa in range)") from None
 
 
-def _r_void(buf: memoryview, at: int, end: int, path: str) -> tuple[None, int]:
+def _r_void(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[None, int]:
     return None, at
 
 
@@ -996,7 +1089,7 @@ def _w_void(out: bytearray, value: None, path: str) -> None:
         raise _bad(path, value, "None (void has no value)")
 
 
-def _r_bit(buf: memoryview, at: int, end: int, path: str) -> tuple[None, int]:
+def _r_bit(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[None, int]:
     return None, at
 
 
@@ -1005,15 +1098,15 @@ def _w_bit(out: bytearray, value: None, path: str) -> None:
         raise _bad(path, value, "None (bit has no value)")
 
 
-def _r_typed(buf: memoryview, at: int, end: int, path: str) -> tuple[Typed, int]:
+def _r_typed(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[Typed, int]:
     if end - at < 1:
         raise _short(f"{path}.type", at, end, 1)
-    code = buf[at]
-    if code not in TYPE_CODES:
-        raise DecodeError(f"{path}.type", at, f"unknown type code 0x{code:02x}")
-    name = TYPE_CODES[code]
+    entry = _BY_CODE.get(buf[at])
+    if entry is None:
+        raise DecodeError(f"{path}.type", at, f"unknown type code 0x{buf[at]:02x}")
+    name, read = entry
     try:  # free until raised: maps and lists nest through here, and input may nest them endlessly
-        value, after = _READERS[name](buf, at + 1, end, path)
+        value, after = read(buf, at + 1, end, path)
     except RecursionError:
         # nested past Python's stack: a DecodeError at the level where it ran out (raised again
         # one level up should even this run out of stack)
@@ -1024,11 +1117,12 @@ def _r_typed(buf: memoryview, at: int, end: int, path: str) -> tuple[Typed, int]
 def _w_typed(out: bytearray, value: Typed, path: str) -> None:
     if not isinstance(value, Typed):
         raise _bad(path, value, "a Typed value")
-    info = TYPES.get(value.type)
-    if info is None or info.code is None:
+    entry = _CODED_TYPES.get(value.type)
+    if entry is None:
         raise EncodeError(f"{path}.type", f"{value.type!r} is no type with a code")
-    out.append(info.code)
-    _WRITERS[value.type](out, value.value, path)
+    code, write = entry
+    out.append(code)
+    write(out, value.value, path)
 
 
 _READERS: dict[str, Reader] = {
@@ -1125,6 +1219,14 @@ _WRITERS: dict[str, Writer] = {
     "void": _w_void,
     "bit": _w_bit,
 }
+_BY_CODE: dict[int, tuple[str, Reader]] = {
+    code: (name, _READERS[name]) for code, name in TYPE_CODES.items()
+}
+"""Type code -> its type's name and reader, as maps, lists and arrays tag their values."""
+_CODED_TYPES: dict[str, tuple[int, Writer]] = {
+    name: (info.code, _WRITERS[name]) for name, info in TYPES.items() if info.code is not None
+}
+"""Type name -> its type code and writer, for the types maps, lists and arrays may hold."""
 
 
 def decode_value(type_name: str, data: bytes | bytearray | memoryview) -> Any:
@@ -1148,7 +1250,7 @@ def encode_value(type_name: str, value: Any) -> bytes:
 
 
 def _r_flags(
-    buf: memoryview, at: int, end: int, width: int, known: int, path: str
+    buf: bytes | memoryview, at: int, end: int, width: int, known: int, path: str
 ) -> tuple[int, int]:
     """Packing flags: `width` octets, bit i of octet i // 8 for field i; a flag set outside
     `known` names a field the struct does not have."""

@@ -491,9 +491,7 @@ _PACKED_COMMANDS = (
 _PACKED_HELPERS = {
     "Reader",
     "Writer",
-    "_as_enum",
     "_bad",
-    "_r_flags",
     "_r_size",
     "_r_struct32",
     "_short",

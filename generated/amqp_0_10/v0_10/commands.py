@@ -19,9 +19,10 @@ the byte offset; encoding raises EncodeError naming the field.
 
 from __future__ import annotations
 
+import struct
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, TypeAlias
 
 from ..errors import DecodeError
@@ -29,18 +30,24 @@ from ..frame_reader import Assembler as _Assembler
 from ..frame_reader import Assemblies as _Assemblies
 from ..frame_reader import Frame, ProtocolHeader, decode_frame, encode_frame
 from ..frame_reader import Segment as _Segment
-from ..framing import PROTOCOL_HEADER
+from ..framing import (
+    FIRST_FRAME,
+    FIRST_SEGMENT,
+    HEADER,
+    HEADER_SIZE,
+    LAST_FRAME,
+    LAST_SEGMENT,
+    PROTOCOL_HEADER,
+)
 from ..values import (
     Array,
     Reader,
     Typed,
     Writer,
-    _as_enum,
     _bad,
     _r_array,
     _r_byte_ranges,
     _r_datetime,
-    _r_flags,
     _r_map,
     _r_sequence_no,
     _r_sequence_set,
@@ -95,8 +102,39 @@ from .enums import (
     Track,
 )
 
+_UINT16 = struct.Struct(">H")
+_UINT32 = struct.Struct(">I")
+_SEQUENCE_NO = struct.Struct(">I")
+_UINT64 = struct.Struct(">Q")
+_DATETIME = struct.Struct(">q")
+_BYTE_RANGES_PAIR = struct.Struct(">QQ")
+_SEQUENCE_SET_PAIR = struct.Struct(">II")
+# each enum's members by value: a value the spec does not name stays an int
+_ConnectionCloseCode: dict[int, ConnectionCloseCode] = {m.value: m for m in ConnectionCloseCode}
+_DtxXaStatus: dict[int, DtxXaStatus] = {m.value: m for m in DtxXaStatus}
+_ExecutionErrorCode: dict[int, ExecutionErrorCode] = {m.value: m for m in ExecutionErrorCode}
+_FileReturnCode: dict[int, FileReturnCode] = {m.value: m for m in FileReturnCode}
+_MessageAcceptMode: dict[int, MessageAcceptMode] = {m.value: m for m in MessageAcceptMode}
+_MessageAcquireMode: dict[int, MessageAcquireMode] = {m.value: m for m in MessageAcquireMode}
+_MessageCreditUnit: dict[int, MessageCreditUnit] = {m.value: m for m in MessageCreditUnit}
+_MessageDeliveryMode: dict[int, MessageDeliveryMode] = {m.value: m for m in MessageDeliveryMode}
+_MessageDeliveryPriority: dict[int, MessageDeliveryPriority] = {
+    m.value: m for m in MessageDeliveryPriority
+}
+_MessageFlowMode: dict[int, MessageFlowMode] = {m.value: m for m in MessageFlowMode}
+_MessageRejectCode: dict[int, MessageRejectCode] = {m.value: m for m in MessageRejectCode}
+_SegmentType: dict[int, SegmentType] = {m.value: m for m in SegmentType}
+_SessionDetachCode: dict[int, SessionDetachCode] = {m.value: m for m in SessionDetachCode}
+_StreamReturnCode: dict[int, StreamReturnCode] = {m.value: m for m in StreamReturnCode}
+_Track: dict[int, Track] = {m.value: m for m in Track}
 
-@dataclass(slots=True, kw_only=True)
+# The classes below are written out (slots, __init__, __repr__, __eq__) rather than made by
+# @dataclass(slots=True), which builds each class twice and compiles its methods from source at
+# import; @dataclass(init=False, repr=False, eq=False) only records their fields, so that
+# dataclasses.fields() and replace() work on them as on any dataclass.
+
+
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class SessionHeader:
     """session.header: struct.
 
@@ -105,6 +143,8 @@ class SessionHeader:
     Spec: specs/amqp-0-10/amqp.0-10.xml:2045:5
     """
 
+    __slots__ = ("sync",)
+
     IDENT: ClassVar[tuple[int, ...]] = ()
     KIND: ClassVar[str] = "struct"
     STRUCT: ClassVar[str] = "session.header"
@@ -112,12 +152,34 @@ class SessionHeader:
     PACK: ClassVar[int] = 1  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = None
     CODE: ClassVar[int | None] = None
-    sync: bool = False
+    sync: bool
     """sync: Request notification of completion for this command."""
 
+    def __init__(
+        self,
+        *,
+        sync: bool = False,
+    ) -> None:
+        self.sync = sync
 
-def _r_body_session_header(buf: memoryview, at: int, end: int) -> tuple[SessionHeader, int]:
-    flags, at = _r_flags(buf, at, end, 1, 0x1, "SessionHeader.packing_flags")
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" f"sync={self.sync!r}" ")"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SessionHeader) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.sync,) == (other.sync,)
+
+
+def _r_body_session_header(buf: bytes | memoryview, at: int, end: int) -> tuple[SessionHeader, int]:
+    if end - at < 1:
+        raise _short("SessionHeader.packing_flags", at, end, 1)
+    flags = buf[at]
+    if flags & ~0x1:
+        raise DecodeError(
+            "SessionHeader.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 1
     sync = bool(flags & 0x1)
     return (
         SessionHeader(
@@ -127,18 +189,20 @@ def _r_body_session_header(buf: memoryview, at: int, end: int) -> tuple[SessionH
     )
 
 
-def _w_body_session_header(out: bytearray, value: SessionHeader) -> None:
+def _w_body_session_header(out: bytearray, msg: SessionHeader) -> None:
     flags = 0
     start = len(out)
-    out += bytes(1)
-    if not isinstance(value.sync, bool):
-        raise _bad("SessionHeader.sync", value.sync, "a bool")
-    if value.sync:
+    out += b"\x00"
+    if msg.sync is True:
         flags |= 0x1
-    out[start : start + 1] = flags.to_bytes(1, "little")
+    elif msg.sync is not False:
+        raise _bad("SessionHeader.sync", msg.sync, "a bool")
+    out[start] = flags
 
 
-def _r_session_header(buf: memoryview, at: int, end: int, path: str) -> tuple[SessionHeader, int]:
+def _r_session_header(
+    buf: bytes | memoryview, at: int, end: int, path: str
+) -> tuple[SessionHeader, int]:
     size, at = _r_size(buf, at, end, 1, path)
     limit = at + size
     value, at = _r_body_session_header(buf, at, limit)
@@ -151,12 +215,12 @@ def _w_session_header(out: bytearray, value: SessionHeader, path: str) -> None:
     if not isinstance(value, SessionHeader):
         raise _bad(path, value, "a SessionHeader")
     start = len(out)
-    out += bytes(1)
+    out += b"\x00"
     _w_body_session_header(out, value)
     _sized(out, start, 1, path)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class SessionCommandFragment:
     """session.command-fragment: struct.
 
@@ -164,6 +228,8 @@ class SessionCommandFragment:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:2058:5
     """
+
+    __slots__ = ("command_id", "byte_ranges")
 
     IDENT: ClassVar[tuple[int, ...]] = ()
     KIND: ClassVar[str] = "struct"
@@ -177,12 +243,42 @@ class SessionCommandFragment:
     byte_ranges: list[tuple[int, int]]
     """byte-ranges (required)"""
 
+    def __init__(
+        self,
+        *,
+        command_id: int,
+        byte_ranges: list[tuple[int, int]],
+    ) -> None:
+        self.command_id = command_id
+        self.byte_ranges = byte_ranges
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"command_id={self.command_id!r}, "
+            f"byte_ranges={self.byte_ranges!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SessionCommandFragment) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.command_id, self.byte_ranges) == (other.command_id, other.byte_ranges)
+
 
 def _r_body_session_command_fragment(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[SessionCommandFragment, int]:
-    command_id, at = _r_sequence_no(buf, at, end, "SessionCommandFragment.command_id")
-    byte_ranges, at = _r_byte_ranges(buf, at, end, "SessionCommandFragment.byte_ranges")
+    if end - at >= 4:
+        command_id = _SEQUENCE_NO.unpack_from(buf, at)[0]
+        at += 4
+    else:  # too short: the reader's DecodeError
+        command_id, at = _r_sequence_no(buf, at, end, "SessionCommandFragment.command_id")
+    if end - at >= 2 and (size := buf[at] << 8 | buf[at + 1]) <= end - at - 2 and not size % 16:
+        byte_ranges = list(_BYTE_RANGES_PAIR.iter_unpack(buf[at + 2 : at + 2 + size]))
+        at += 2 + size
+    else:  # the reader's DecodeError
+        byte_ranges, at = _r_byte_ranges(buf, at, end, "SessionCommandFragment.byte_ranges")
     return (
         SessionCommandFragment(
             command_id=command_id,
@@ -192,13 +288,15 @@ def _r_body_session_command_fragment(
     )
 
 
-def _w_body_session_command_fragment(out: bytearray, value: SessionCommandFragment) -> None:
-    _w_sequence_no(out, value.command_id, "SessionCommandFragment.command_id")
-    _w_byte_ranges(out, value.byte_ranges, "SessionCommandFragment.byte_ranges")
+def _w_body_session_command_fragment(out: bytearray, msg: SessionCommandFragment) -> None:
+    command_id = msg.command_id
+    _w_sequence_no(out, command_id, "SessionCommandFragment.command_id")
+    byte_ranges = msg.byte_ranges
+    _w_byte_ranges(out, byte_ranges, "SessionCommandFragment.byte_ranges")
 
 
 def _r_session_command_fragment(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[SessionCommandFragment, int]:
     return _r_body_session_command_fragment(buf, at, end)
 
@@ -209,12 +307,27 @@ def _w_session_command_fragment(out: bytearray, value: SessionCommandFragment, p
     _w_body_session_command_fragment(out, value)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class MessageDeliveryProperties:
     """message.delivery-properties: struct, class code 0x04 (4), code 0x01 (1).
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:3006:5
     """
+
+    __slots__ = (
+        "discard_unroutable",
+        "immediate",
+        "redelivered",
+        "priority",
+        "delivery_mode",
+        "ttl",
+        "timestamp",
+        "expiration",
+        "exchange",
+        "routing_key",
+        "resume_id",
+        "resume_ttl",
+    )
 
     IDENT: ClassVar[tuple[int, int]] = (0x04, 0x01)
     KIND: ClassVar[str] = "struct"
@@ -223,60 +336,172 @@ class MessageDeliveryProperties:
     PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = 4
     CODE: ClassVar[int | None] = 1
-    discard_unroutable: bool = False
+    discard_unroutable: bool
     """discard-unroutable: If set on a message that is not routable the broker can discard it. If not set, an unroutable message should be handled by reject when accept-mode is explicit; or by routing to the alternate-exchange if defined when accept-mode is none."""
-    immediate: bool = False
+    immediate: bool
     """immediate: If the immediate flag is set to true on a message transferred to a Server, then the message should be considered unroutable (and not delivered to any queues) if, for any queue that it is to be routed to according to the standard routing behavior, there is not a subscription on that queue able to receive the message. The treatment of unroutable messages is dependent on the value of the discard-unroutable flag.
 
 The immediate flag is ignored on transferred to a Client."""
-    redelivered: bool = False
+    redelivered: bool
     """redelivered: This boolean flag indicates that the message may have been previously delivered to this or another client.
 
 If the redelivered flag is set on transfer to a Server, then any delivery of the message from that Server to a Client must also have the redelivered flag set to true."""
-    priority: MessageDeliveryPriority | int | None = None
+    priority: MessageDeliveryPriority | int | None
     """priority (required): Message priority, which can be between 0 and 9. Messages with higher priorities may be delivered before those with lower priorities."""
-    delivery_mode: MessageDeliveryMode | int | None = None
+    delivery_mode: MessageDeliveryMode | int | None
     """delivery-mode (required): The delivery mode may be non-persistent or persistent."""
-    ttl: int | None = None
+    ttl: int | None
     """ttl: Duration in milliseconds for which the message should be considered "live". If this is set then a message expiration time will be computed based on the current time plus this value. Messages that live longer than their expiration time will be discarded (or dead lettered)."""
-    timestamp: int | None = None
+    timestamp: int | None
     """timestamp: The timestamp is set by the broker on arrival of the message."""
-    expiration: int | None = None
+    expiration: int | None
     """expiration: The expiration header assigned by the broker. After receiving the message the broker sets expiration to the sum of the ttl specified in the publish command and the current time. (ttl=expiration - timestamp)"""
-    exchange: str | None = None
+    exchange: str | None
     """exchange: Identifies the exchange specified in the destination field of the message.transfer used to publish the message. This MUST be set by the broker upon receipt of a message."""
-    routing_key: str | None = None
+    routing_key: str | None
     """routing-key: The value of the key determines to which queue the exchange will send the message. The way in which keys are used to make this routing decision depends on the type of exchange to which the message is sent. For example, a direct exchange will route a message to a queue if that queue is bound to the exchange with a binding-key identical to the routing-key of the message."""
-    resume_id: str | None = None
+    resume_id: str | None
     """resume-id: When a resume-id is provided the recipient MAY use it to retain message data should the session expire while the message transfer is still incomplete."""
-    resume_ttl: int | None = None
+    resume_ttl: int | None
     """resume-ttl: When a resume-ttl is provided the recipient MAY use it has a guideline for how long to retain the partially complete data when a resume-id is specified. If no resume-id is specified then this value should be ignored."""
+
+    def __init__(
+        self,
+        *,
+        discard_unroutable: bool = False,
+        immediate: bool = False,
+        redelivered: bool = False,
+        priority: MessageDeliveryPriority | int | None = None,
+        delivery_mode: MessageDeliveryMode | int | None = None,
+        ttl: int | None = None,
+        timestamp: int | None = None,
+        expiration: int | None = None,
+        exchange: str | None = None,
+        routing_key: str | None = None,
+        resume_id: str | None = None,
+        resume_ttl: int | None = None,
+    ) -> None:
+        self.discard_unroutable = discard_unroutable
+        self.immediate = immediate
+        self.redelivered = redelivered
+        self.priority = priority
+        self.delivery_mode = delivery_mode
+        self.ttl = ttl
+        self.timestamp = timestamp
+        self.expiration = expiration
+        self.exchange = exchange
+        self.routing_key = routing_key
+        self.resume_id = resume_id
+        self.resume_ttl = resume_ttl
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"discard_unroutable={self.discard_unroutable!r}, "
+            f"immediate={self.immediate!r}, "
+            f"redelivered={self.redelivered!r}, "
+            f"priority={self.priority!r}, "
+            f"delivery_mode={self.delivery_mode!r}, "
+            f"ttl={self.ttl!r}, "
+            f"timestamp={self.timestamp!r}, "
+            f"expiration={self.expiration!r}, "
+            f"exchange={self.exchange!r}, "
+            f"routing_key={self.routing_key!r}, "
+            f"resume_id={self.resume_id!r}, "
+            f"resume_ttl={self.resume_ttl!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if (
+            not isinstance(other, MessageDeliveryProperties)
+            or other.__class__ is not self.__class__
+        ):
+            return NotImplemented
+        return (
+            self.discard_unroutable,
+            self.immediate,
+            self.redelivered,
+            self.priority,
+            self.delivery_mode,
+            self.ttl,
+            self.timestamp,
+            self.expiration,
+            self.exchange,
+            self.routing_key,
+            self.resume_id,
+            self.resume_ttl,
+        ) == (
+            other.discard_unroutable,
+            other.immediate,
+            other.redelivered,
+            other.priority,
+            other.delivery_mode,
+            other.ttl,
+            other.timestamp,
+            other.expiration,
+            other.exchange,
+            other.routing_key,
+            other.resume_id,
+            other.resume_ttl,
+        )
 
 
 def _r_body_message_delivery_properties(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[MessageDeliveryProperties, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0xFFF, "MessageDeliveryProperties.packing_flags")
+    if end - at < 2:
+        raise _short("MessageDeliveryProperties.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0xFFF:
+        raise DecodeError(
+            "MessageDeliveryProperties.packing_flags",
+            at,
+            f"flags 0x{flags:x} name fields it does not have",
+        )
+    at += 2
     discard_unroutable = bool(flags & 0x1)
     immediate = bool(flags & 0x2)
     redelivered = bool(flags & 0x4)
     priority: MessageDeliveryPriority | int | None = None
     if flags & 0x8:
-        priority_value, at = _r_uint8(buf, at, end, "MessageDeliveryProperties.priority")
-        priority = _as_enum(MessageDeliveryPriority, priority_value)
+        if end - at >= 1:
+            priority_value = buf[at]
+            at += 1
+        else:  # too short: the reader's DecodeError
+            priority_value, at = _r_uint8(buf, at, end, "MessageDeliveryProperties.priority")
+        priority = _MessageDeliveryPriority.get(priority_value, priority_value)
     delivery_mode: MessageDeliveryMode | int | None = None
     if flags & 0x10:
-        delivery_mode_value, at = _r_uint8(buf, at, end, "MessageDeliveryProperties.delivery_mode")
-        delivery_mode = _as_enum(MessageDeliveryMode, delivery_mode_value)
+        if end - at >= 1:
+            delivery_mode_value = buf[at]
+            at += 1
+        else:  # too short: the reader's DecodeError
+            delivery_mode_value, at = _r_uint8(
+                buf, at, end, "MessageDeliveryProperties.delivery_mode"
+            )
+        delivery_mode = _MessageDeliveryMode.get(delivery_mode_value, delivery_mode_value)
     ttl: int | None = None
     if flags & 0x20:
-        ttl, at = _r_uint64(buf, at, end, "MessageDeliveryProperties.ttl")
+        if end - at >= 8:
+            ttl = _UINT64.unpack_from(buf, at)[0]
+            at += 8
+        else:  # too short: the reader's DecodeError
+            ttl, at = _r_uint64(buf, at, end, "MessageDeliveryProperties.ttl")
     timestamp: int | None = None
     if flags & 0x40:
-        timestamp, at = _r_datetime(buf, at, end, "MessageDeliveryProperties.timestamp")
+        if end - at >= 8:
+            timestamp = _DATETIME.unpack_from(buf, at)[0]
+            at += 8
+        else:  # too short: the reader's DecodeError
+            timestamp, at = _r_datetime(buf, at, end, "MessageDeliveryProperties.timestamp")
     expiration: int | None = None
     if flags & 0x80:
-        expiration, at = _r_datetime(buf, at, end, "MessageDeliveryProperties.expiration")
+        if end - at >= 8:
+            expiration = _DATETIME.unpack_from(buf, at)[0]
+            at += 8
+        else:  # too short: the reader's DecodeError
+            expiration, at = _r_datetime(buf, at, end, "MessageDeliveryProperties.expiration")
     exchange: str | None = None
     if flags & 0x100:
         exchange, at = _r_str8(buf, at, end, "MessageDeliveryProperties.exchange")
@@ -288,7 +513,11 @@ def _r_body_message_delivery_properties(
         resume_id, at = _r_str16(buf, at, end, "MessageDeliveryProperties.resume_id")
     resume_ttl: int | None = None
     if flags & 0x800:
-        resume_ttl, at = _r_uint64(buf, at, end, "MessageDeliveryProperties.resume_ttl")
+        if end - at >= 8:
+            resume_ttl = _UINT64.unpack_from(buf, at)[0]
+            at += 8
+        else:  # too short: the reader's DecodeError
+            resume_ttl, at = _r_uint64(buf, at, end, "MessageDeliveryProperties.resume_ttl")
     return (
         MessageDeliveryProperties(
             discard_unroutable=discard_unroutable,
@@ -308,56 +537,74 @@ def _r_body_message_delivery_properties(
     )
 
 
-def _w_body_message_delivery_properties(out: bytearray, value: MessageDeliveryProperties) -> None:
+def _w_body_message_delivery_properties(out: bytearray, msg: MessageDeliveryProperties) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if not isinstance(value.discard_unroutable, bool):
-        raise _bad(
-            "MessageDeliveryProperties.discard_unroutable", value.discard_unroutable, "a bool"
-        )
-    if value.discard_unroutable:
+    out += b"\x00\x00"
+    if msg.discard_unroutable is True:
         flags |= 0x1
-    if not isinstance(value.immediate, bool):
-        raise _bad("MessageDeliveryProperties.immediate", value.immediate, "a bool")
-    if value.immediate:
+    elif msg.discard_unroutable is not False:
+        raise _bad("MessageDeliveryProperties.discard_unroutable", msg.discard_unroutable, "a bool")
+    if msg.immediate is True:
         flags |= 0x2
-    if not isinstance(value.redelivered, bool):
-        raise _bad("MessageDeliveryProperties.redelivered", value.redelivered, "a bool")
-    if value.redelivered:
+    elif msg.immediate is not False:
+        raise _bad("MessageDeliveryProperties.immediate", msg.immediate, "a bool")
+    if msg.redelivered is True:
         flags |= 0x4
-    if value.priority is not None:
+    elif msg.redelivered is not False:
+        raise _bad("MessageDeliveryProperties.redelivered", msg.redelivered, "a bool")
+    priority = msg.priority
+    if priority is not None:
         flags |= 0x8
-        _w_uint8(out, value.priority, "MessageDeliveryProperties.priority")
-    if value.delivery_mode is not None:
+        if priority.__class__ is not bool and isinstance(priority, int) and 0 <= priority <= 0xFF:
+            out.append(priority)
+        else:  # the writer's EncodeError
+            _w_uint8(out, priority, "MessageDeliveryProperties.priority")
+    delivery_mode = msg.delivery_mode
+    if delivery_mode is not None:
         flags |= 0x10
-        _w_uint8(out, value.delivery_mode, "MessageDeliveryProperties.delivery_mode")
-    if value.ttl is not None:
+        if (
+            delivery_mode.__class__ is not bool
+            and isinstance(delivery_mode, int)
+            and 0 <= delivery_mode <= 0xFF
+        ):
+            out.append(delivery_mode)
+        else:  # the writer's EncodeError
+            _w_uint8(out, delivery_mode, "MessageDeliveryProperties.delivery_mode")
+    ttl = msg.ttl
+    if ttl is not None:
         flags |= 0x20
-        _w_uint64(out, value.ttl, "MessageDeliveryProperties.ttl")
-    if value.timestamp is not None:
+        _w_uint64(out, ttl, "MessageDeliveryProperties.ttl")
+    timestamp = msg.timestamp
+    if timestamp is not None:
         flags |= 0x40
-        _w_datetime(out, value.timestamp, "MessageDeliveryProperties.timestamp")
-    if value.expiration is not None:
+        _w_datetime(out, timestamp, "MessageDeliveryProperties.timestamp")
+    expiration = msg.expiration
+    if expiration is not None:
         flags |= 0x80
-        _w_datetime(out, value.expiration, "MessageDeliveryProperties.expiration")
-    if value.exchange is not None:
+        _w_datetime(out, expiration, "MessageDeliveryProperties.expiration")
+    exchange = msg.exchange
+    if exchange is not None:
         flags |= 0x100
-        _w_str8(out, value.exchange, "MessageDeliveryProperties.exchange")
-    if value.routing_key is not None:
+        _w_str8(out, exchange, "MessageDeliveryProperties.exchange")
+    routing_key = msg.routing_key
+    if routing_key is not None:
         flags |= 0x200
-        _w_str8(out, value.routing_key, "MessageDeliveryProperties.routing_key")
-    if value.resume_id is not None:
+        _w_str8(out, routing_key, "MessageDeliveryProperties.routing_key")
+    resume_id = msg.resume_id
+    if resume_id is not None:
         flags |= 0x400
-        _w_str16(out, value.resume_id, "MessageDeliveryProperties.resume_id")
-    if value.resume_ttl is not None:
+        _w_str16(out, resume_id, "MessageDeliveryProperties.resume_id")
+    resume_ttl = msg.resume_ttl
+    if resume_ttl is not None:
         flags |= 0x800
-        _w_uint64(out, value.resume_ttl, "MessageDeliveryProperties.resume_ttl")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_uint64(out, resume_ttl, "MessageDeliveryProperties.resume_ttl")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
 def _r_message_delivery_properties(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[MessageDeliveryProperties, int]:
     size, at = _r_size(buf, at, end, 4, path)
     limit = at + size
@@ -382,13 +629,13 @@ def _w_message_delivery_properties(
     if not isinstance(value, MessageDeliveryProperties):
         raise _bad(path, value, "a MessageDeliveryProperties")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += b"\x04\x01"
     _w_body_message_delivery_properties(out, value)
     _sized(out, start, 4, path)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class MessageFragmentProperties:
     """message.fragment-properties: struct, class code 0x04 (4), code 0x02 (2).
 
@@ -399,6 +646,8 @@ class MessageFragmentProperties:
     Spec: specs/amqp-0-10/amqp.0-10.xml:3131:5
     """
 
+    __slots__ = ("first", "last", "fragment_size")
+
     IDENT: ClassVar[tuple[int, int]] = (0x04, 0x02)
     KIND: ClassVar[str] = "struct"
     STRUCT: ClassVar[str] = "message.fragment-properties"
@@ -406,23 +655,68 @@ class MessageFragmentProperties:
     PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = 4
     CODE: ClassVar[int | None] = 2
-    first: bool = False
+    first: bool
     """first: True if this fragment contains the start of the message, false otherwise."""
-    last: bool = False
+    last: bool
     """last: True if this fragment contains the end of the message, false otherwise."""
-    fragment_size: int | None = None
+    fragment_size: int | None
     """fragment-size: This field may optionally contain the size of the fragment."""
+
+    def __init__(
+        self,
+        *,
+        first: bool = False,
+        last: bool = False,
+        fragment_size: int | None = None,
+    ) -> None:
+        self.first = first
+        self.last = last
+        self.fragment_size = fragment_size
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"first={self.first!r}, "
+            f"last={self.last!r}, "
+            f"fragment_size={self.fragment_size!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if (
+            not isinstance(other, MessageFragmentProperties)
+            or other.__class__ is not self.__class__
+        ):
+            return NotImplemented
+        return (self.first, self.last, self.fragment_size) == (
+            other.first,
+            other.last,
+            other.fragment_size,
+        )
 
 
 def _r_body_message_fragment_properties(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[MessageFragmentProperties, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x7, "MessageFragmentProperties.packing_flags")
+    if end - at < 2:
+        raise _short("MessageFragmentProperties.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x7:
+        raise DecodeError(
+            "MessageFragmentProperties.packing_flags",
+            at,
+            f"flags 0x{flags:x} name fields it does not have",
+        )
+    at += 2
     first = bool(flags & 0x1)
     last = bool(flags & 0x2)
     fragment_size: int | None = None
     if flags & 0x4:
-        fragment_size, at = _r_uint64(buf, at, end, "MessageFragmentProperties.fragment_size")
+        if end - at >= 8:
+            fragment_size = _UINT64.unpack_from(buf, at)[0]
+            at += 8
+        else:  # too short: the reader's DecodeError
+            fragment_size, at = _r_uint64(buf, at, end, "MessageFragmentProperties.fragment_size")
     return (
         MessageFragmentProperties(
             first=first,
@@ -433,26 +727,28 @@ def _r_body_message_fragment_properties(
     )
 
 
-def _w_body_message_fragment_properties(out: bytearray, value: MessageFragmentProperties) -> None:
+def _w_body_message_fragment_properties(out: bytearray, msg: MessageFragmentProperties) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if not isinstance(value.first, bool):
-        raise _bad("MessageFragmentProperties.first", value.first, "a bool")
-    if value.first:
+    out += b"\x00\x00"
+    if msg.first is True:
         flags |= 0x1
-    if not isinstance(value.last, bool):
-        raise _bad("MessageFragmentProperties.last", value.last, "a bool")
-    if value.last:
+    elif msg.first is not False:
+        raise _bad("MessageFragmentProperties.first", msg.first, "a bool")
+    if msg.last is True:
         flags |= 0x2
-    if value.fragment_size is not None:
+    elif msg.last is not False:
+        raise _bad("MessageFragmentProperties.last", msg.last, "a bool")
+    fragment_size = msg.fragment_size
+    if fragment_size is not None:
         flags |= 0x4
-        _w_uint64(out, value.fragment_size, "MessageFragmentProperties.fragment_size")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_uint64(out, fragment_size, "MessageFragmentProperties.fragment_size")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
 def _r_message_fragment_properties(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[MessageFragmentProperties, int]:
     size, at = _r_size(buf, at, end, 4, path)
     limit = at + size
@@ -477,13 +773,13 @@ def _w_message_fragment_properties(
     if not isinstance(value, MessageFragmentProperties):
         raise _bad(path, value, "a MessageFragmentProperties")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += b"\x04\x02"
     _w_body_message_fragment_properties(out, value)
     _sized(out, start, 4, path)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class MessageReplyTo:
     """message.reply-to: struct.
 
@@ -492,6 +788,8 @@ class MessageReplyTo:
     Spec: specs/amqp-0-10/amqp.0-10.xml:3157:5
     """
 
+    __slots__ = ("exchange", "routing_key")
+
     IDENT: ClassVar[tuple[int, ...]] = ()
     KIND: ClassVar[str] = "struct"
     STRUCT: ClassVar[str] = "message.reply-to"
@@ -499,14 +797,45 @@ class MessageReplyTo:
     PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = None
     CODE: ClassVar[int | None] = None
-    exchange: str | None = None
+    exchange: str | None
     """exchange: the name of the exchange to reply to"""
-    routing_key: str | None = None
+    routing_key: str | None
     """routing-key: the routing-key to use when replying"""
 
+    def __init__(
+        self,
+        *,
+        exchange: str | None = None,
+        routing_key: str | None = None,
+    ) -> None:
+        self.exchange = exchange
+        self.routing_key = routing_key
 
-def _r_body_message_reply_to(buf: memoryview, at: int, end: int) -> tuple[MessageReplyTo, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x3, "MessageReplyTo.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"exchange={self.exchange!r}, "
+            f"routing_key={self.routing_key!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MessageReplyTo) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.exchange, self.routing_key) == (other.exchange, other.routing_key)
+
+
+def _r_body_message_reply_to(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[MessageReplyTo, int]:
+    if end - at < 2:
+        raise _short("MessageReplyTo.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x3:
+        raise DecodeError(
+            "MessageReplyTo.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     exchange: str | None = None
     if flags & 0x1:
         exchange, at = _r_str8(buf, at, end, "MessageReplyTo.exchange")
@@ -522,21 +851,24 @@ def _r_body_message_reply_to(buf: memoryview, at: int, end: int) -> tuple[Messag
     )
 
 
-def _w_body_message_reply_to(out: bytearray, value: MessageReplyTo) -> None:
+def _w_body_message_reply_to(out: bytearray, msg: MessageReplyTo) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.exchange is not None:
+    out += b"\x00\x00"
+    exchange = msg.exchange
+    if exchange is not None:
         flags |= 0x1
-        _w_str8(out, value.exchange, "MessageReplyTo.exchange")
-    if value.routing_key is not None:
+        _w_str8(out, exchange, "MessageReplyTo.exchange")
+    routing_key = msg.routing_key
+    if routing_key is not None:
         flags |= 0x2
-        _w_str8(out, value.routing_key, "MessageReplyTo.routing_key")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_str8(out, routing_key, "MessageReplyTo.routing_key")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
 def _r_message_reply_to(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[MessageReplyTo, int]:
     size, at = _r_size(buf, at, end, 2, path)
     limit = at + size
@@ -550,17 +882,29 @@ def _w_message_reply_to(out: bytearray, value: MessageReplyTo, path: str) -> Non
     if not isinstance(value, MessageReplyTo):
         raise _bad(path, value, "a MessageReplyTo")
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     _w_body_message_reply_to(out, value)
     _sized(out, start, 2, path)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class MessageProperties:
     """message.message-properties: struct, class code 0x04 (4), code 0x03 (3).
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:3164:5
     """
+
+    __slots__ = (
+        "content_length",
+        "message_id",
+        "correlation_id",
+        "reply_to",
+        "content_type",
+        "content_encoding",
+        "user_id",
+        "app_id",
+        "application_headers",
+    )
 
     IDENT: ClassVar[tuple[int, int]] = (0x04, 0x03)
     KIND: ClassVar[str] = "struct"
@@ -569,33 +913,107 @@ class MessageProperties:
     PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = 4
     CODE: ClassVar[int | None] = 3
-    content_length: int | None = None
+    content_length: int | None
     """content-length: The length of the body segment in bytes."""
-    message_id: uuid.UUID | None = None
+    message_id: uuid.UUID | None
     """message-id: Message-id is an optional property of UUID type which uniquely identifies a message within the message system. The message producer is usually responsible for setting the message-id. The server MAY discard a message as a duplicate if the value of the message-id matches that of a previously received message. Duplicate messages MUST still be accepted if transferred with an accept-mode of "explicit"."""
-    correlation_id: bytes | None = None
+    correlation_id: bytes | None
     """correlation-id: This is a client-specific id that may be used to mark or identify messages between clients. The server ignores this field."""
-    reply_to: MessageReplyTo | None = None
+    reply_to: MessageReplyTo | None
     """reply-to: The destination of any message that is sent in reply to this message."""
-    content_type: str | None = None
+    content_type: str | None
     """content-type: The RFC-2046 MIME type for the message content (such as "text/plain"). This is set by the originating client."""
-    content_encoding: str | None = None
+    content_encoding: str | None
     """content-encoding: The encoding for character-based message content. This is set by the originating client. Examples include UTF-8 and ISO-8859-15."""
-    user_id: bytes | None = None
+    user_id: bytes | None
     """user-id: The identity of the user responsible for producing the message. The client sets this value, and it is authenticated by the broker."""
-    app_id: bytes | None = None
+    app_id: bytes | None
     """app-id: The identity of the client application responsible for producing the message."""
-    application_headers: dict[str, Typed] | None = None
+    application_headers: dict[str, Typed] | None
     """application-headers: This is a collection of user-defined headers or properties which may be set by the producing client and retrieved by the consuming client."""
+
+    def __init__(
+        self,
+        *,
+        content_length: int | None = None,
+        message_id: uuid.UUID | None = None,
+        correlation_id: bytes | None = None,
+        reply_to: MessageReplyTo | None = None,
+        content_type: str | None = None,
+        content_encoding: str | None = None,
+        user_id: bytes | None = None,
+        app_id: bytes | None = None,
+        application_headers: dict[str, Typed] | None = None,
+    ) -> None:
+        self.content_length = content_length
+        self.message_id = message_id
+        self.correlation_id = correlation_id
+        self.reply_to = reply_to
+        self.content_type = content_type
+        self.content_encoding = content_encoding
+        self.user_id = user_id
+        self.app_id = app_id
+        self.application_headers = application_headers
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"content_length={self.content_length!r}, "
+            f"message_id={self.message_id!r}, "
+            f"correlation_id={self.correlation_id!r}, "
+            f"reply_to={self.reply_to!r}, "
+            f"content_type={self.content_type!r}, "
+            f"content_encoding={self.content_encoding!r}, "
+            f"user_id={self.user_id!r}, "
+            f"app_id={self.app_id!r}, "
+            f"application_headers={self.application_headers!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MessageProperties) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.content_length,
+            self.message_id,
+            self.correlation_id,
+            self.reply_to,
+            self.content_type,
+            self.content_encoding,
+            self.user_id,
+            self.app_id,
+            self.application_headers,
+        ) == (
+            other.content_length,
+            other.message_id,
+            other.correlation_id,
+            other.reply_to,
+            other.content_type,
+            other.content_encoding,
+            other.user_id,
+            other.app_id,
+            other.application_headers,
+        )
 
 
 def _r_body_message_message_properties(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[MessageProperties, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x1FF, "MessageProperties.packing_flags")
+    if end - at < 2:
+        raise _short("MessageProperties.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1FF:
+        raise DecodeError(
+            "MessageProperties.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     content_length: int | None = None
     if flags & 0x1:
-        content_length, at = _r_uint64(buf, at, end, "MessageProperties.content_length")
+        if end - at >= 8:
+            content_length = _UINT64.unpack_from(buf, at)[0]
+            at += 8
+        else:  # too short: the reader's DecodeError
+            content_length, at = _r_uint64(buf, at, end, "MessageProperties.content_length")
     message_id: uuid.UUID | None = None
     if flags & 0x2:
         message_id, at = _r_uuid(buf, at, end, "MessageProperties.message_id")
@@ -636,42 +1054,52 @@ def _r_body_message_message_properties(
     )
 
 
-def _w_body_message_message_properties(out: bytearray, value: MessageProperties) -> None:
+def _w_body_message_message_properties(out: bytearray, msg: MessageProperties) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.content_length is not None:
+    out += b"\x00\x00"
+    content_length = msg.content_length
+    if content_length is not None:
         flags |= 0x1
-        _w_uint64(out, value.content_length, "MessageProperties.content_length")
-    if value.message_id is not None:
+        _w_uint64(out, content_length, "MessageProperties.content_length")
+    message_id = msg.message_id
+    if message_id is not None:
         flags |= 0x2
-        _w_uuid(out, value.message_id, "MessageProperties.message_id")
-    if value.correlation_id is not None:
+        _w_uuid(out, message_id, "MessageProperties.message_id")
+    correlation_id = msg.correlation_id
+    if correlation_id is not None:
         flags |= 0x4
-        _w_vbin16(out, value.correlation_id, "MessageProperties.correlation_id")
-    if value.reply_to is not None:
+        _w_vbin16(out, correlation_id, "MessageProperties.correlation_id")
+    reply_to = msg.reply_to
+    if reply_to is not None:
         flags |= 0x8
-        _w_message_reply_to(out, value.reply_to, "MessageProperties.reply_to")
-    if value.content_type is not None:
+        _w_message_reply_to(out, reply_to, "MessageProperties.reply_to")
+    content_type = msg.content_type
+    if content_type is not None:
         flags |= 0x10
-        _w_str8(out, value.content_type, "MessageProperties.content_type")
-    if value.content_encoding is not None:
+        _w_str8(out, content_type, "MessageProperties.content_type")
+    content_encoding = msg.content_encoding
+    if content_encoding is not None:
         flags |= 0x20
-        _w_str8(out, value.content_encoding, "MessageProperties.content_encoding")
-    if value.user_id is not None:
+        _w_str8(out, content_encoding, "MessageProperties.content_encoding")
+    user_id = msg.user_id
+    if user_id is not None:
         flags |= 0x40
-        _w_vbin16(out, value.user_id, "MessageProperties.user_id")
-    if value.app_id is not None:
+        _w_vbin16(out, user_id, "MessageProperties.user_id")
+    app_id = msg.app_id
+    if app_id is not None:
         flags |= 0x80
-        _w_vbin16(out, value.app_id, "MessageProperties.app_id")
-    if value.application_headers is not None:
+        _w_vbin16(out, app_id, "MessageProperties.app_id")
+    application_headers = msg.application_headers
+    if application_headers is not None:
         flags |= 0x100
-        _w_map(out, value.application_headers, "MessageProperties.application_headers")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_map(out, application_headers, "MessageProperties.application_headers")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
 def _r_message_message_properties(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[MessageProperties, int]:
     size, at = _r_size(buf, at, end, 4, path)
     limit = at + size
@@ -692,13 +1120,13 @@ def _w_message_message_properties(out: bytearray, value: MessageProperties, path
     if not isinstance(value, MessageProperties):
         raise _bad(path, value, "a MessageProperties")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += b"\x04\x03"
     _w_body_message_message_properties(out, value)
     _sized(out, start, 4, path)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class MessageAcquired:
     """message.acquired: struct, class code 0x04 (4), code 0x04 (4).
 
@@ -707,6 +1135,8 @@ class MessageAcquired:
     Spec: specs/amqp-0-10/amqp.0-10.xml:3471:9
     """
 
+    __slots__ = ("transfers",)
+
     IDENT: ClassVar[tuple[int, int]] = (0x04, 0x04)
     KIND: ClassVar[str] = "struct"
     STRUCT: ClassVar[str] = "message.acquired"
@@ -714,15 +1144,43 @@ class MessageAcquired:
     PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = 4
     CODE: ClassVar[int | None] = 4
-    transfers: list[tuple[int, int]] | None = None
+    transfers: list[tuple[int, int]] | None
     """transfers (required): Indicates the acquired messages."""
 
+    def __init__(
+        self,
+        *,
+        transfers: list[tuple[int, int]] | None = None,
+    ) -> None:
+        self.transfers = transfers
 
-def _r_body_message_acquired(buf: memoryview, at: int, end: int) -> tuple[MessageAcquired, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "MessageAcquired.packing_flags")
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" f"transfers={self.transfers!r}" ")"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MessageAcquired) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.transfers,) == (other.transfers,)
+
+
+def _r_body_message_acquired(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[MessageAcquired, int]:
+    if end - at < 2:
+        raise _short("MessageAcquired.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "MessageAcquired.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     transfers: list[tuple[int, int]] | None = None
     if flags & 0x1:
-        transfers, at = _r_sequence_set(buf, at, end, "MessageAcquired.transfers")
+        if end - at >= 2 and (size := buf[at] << 8 | buf[at + 1]) <= end - at - 2 and not size % 8:
+            transfers = list(_SEQUENCE_SET_PAIR.iter_unpack(buf[at + 2 : at + 2 + size]))
+            at += 2 + size
+        else:  # the reader's DecodeError
+            transfers, at = _r_sequence_set(buf, at, end, "MessageAcquired.transfers")
     return (
         MessageAcquired(
             transfers=transfers,
@@ -731,18 +1189,20 @@ def _r_body_message_acquired(buf: memoryview, at: int, end: int) -> tuple[Messag
     )
 
 
-def _w_body_message_acquired(out: bytearray, value: MessageAcquired) -> None:
+def _w_body_message_acquired(out: bytearray, msg: MessageAcquired) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.transfers is not None:
+    out += b"\x00\x00"
+    transfers = msg.transfers
+    if transfers is not None:
         flags |= 0x1
-        _w_sequence_set(out, value.transfers, "MessageAcquired.transfers")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_sequence_set(out, transfers, "MessageAcquired.transfers")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
 def _r_message_acquired(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[MessageAcquired, int]:
     size, at = _r_size(buf, at, end, 4, path)
     limit = at + size
@@ -763,18 +1223,20 @@ def _w_message_acquired(out: bytearray, value: MessageAcquired, path: str) -> No
     if not isinstance(value, MessageAcquired):
         raise _bad(path, value, "a MessageAcquired")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += b"\x04\x04"
     _w_body_message_acquired(out, value)
     _sized(out, start, 4, path)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class MessageResumeResult:
     """message.message-resume-result: struct, class code 0x04 (4), code 0x05 (5).
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:3519:9
     """
+
+    __slots__ = ("offset",)
 
     IDENT: ClassVar[tuple[int, int]] = (0x04, 0x05)
     KIND: ClassVar[str] = "struct"
@@ -783,17 +1245,45 @@ class MessageResumeResult:
     PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = 4
     CODE: ClassVar[int | None] = 5
-    offset: int | None = None
+    offset: int | None
     """offset: Indicates the amount of data already transferred."""
+
+    def __init__(
+        self,
+        *,
+        offset: int | None = None,
+    ) -> None:
+        self.offset = offset
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" f"offset={self.offset!r}" ")"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MessageResumeResult) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.offset,) == (other.offset,)
 
 
 def _r_body_message_message_resume_result(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[MessageResumeResult, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "MessageResumeResult.packing_flags")
+    if end - at < 2:
+        raise _short("MessageResumeResult.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "MessageResumeResult.packing_flags",
+            at,
+            f"flags 0x{flags:x} name fields it does not have",
+        )
+    at += 2
     offset: int | None = None
     if flags & 0x1:
-        offset, at = _r_uint64(buf, at, end, "MessageResumeResult.offset")
+        if end - at >= 8:
+            offset = _UINT64.unpack_from(buf, at)[0]
+            at += 8
+        else:  # too short: the reader's DecodeError
+            offset, at = _r_uint64(buf, at, end, "MessageResumeResult.offset")
     return (
         MessageResumeResult(
             offset=offset,
@@ -802,18 +1292,20 @@ def _r_body_message_message_resume_result(
     )
 
 
-def _w_body_message_message_resume_result(out: bytearray, value: MessageResumeResult) -> None:
+def _w_body_message_message_resume_result(out: bytearray, msg: MessageResumeResult) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.offset is not None:
+    out += b"\x00\x00"
+    offset = msg.offset
+    if offset is not None:
         flags |= 0x1
-        _w_uint64(out, value.offset, "MessageResumeResult.offset")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_uint64(out, offset, "MessageResumeResult.offset")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
 def _r_message_message_resume_result(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[MessageResumeResult, int]:
     size, at = _r_size(buf, at, end, 4, path)
     limit = at + size
@@ -834,18 +1326,20 @@ def _w_message_message_resume_result(out: bytearray, value: MessageResumeResult,
     if not isinstance(value, MessageResumeResult):
         raise _bad(path, value, "a MessageResumeResult")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += b"\x04\x05"
     _w_body_message_message_resume_result(out, value)
     _sized(out, start, 4, path)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class DtxXaResult:
     """dtx.xa-result: struct, class code 0x06 (6), code 0x01 (1).
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:4015:5
     """
+
+    __slots__ = ("status",)
 
     IDENT: ClassVar[tuple[int, int]] = (0x06, 0x01)
     KIND: ClassVar[str] = "struct"
@@ -854,16 +1348,42 @@ class DtxXaResult:
     PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = 6
     CODE: ClassVar[int | None] = 1
-    status: DtxXaStatus | int | None = None
+    status: DtxXaStatus | int | None
     """status (required)"""
 
+    def __init__(
+        self,
+        *,
+        status: DtxXaStatus | int | None = None,
+    ) -> None:
+        self.status = status
 
-def _r_body_dtx_xa_result(buf: memoryview, at: int, end: int) -> tuple[DtxXaResult, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "DtxXaResult.packing_flags")
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" f"status={self.status!r}" ")"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DtxXaResult) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.status,) == (other.status,)
+
+
+def _r_body_dtx_xa_result(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxXaResult, int]:
+    if end - at < 2:
+        raise _short("DtxXaResult.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "DtxXaResult.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     status: DtxXaStatus | int | None = None
     if flags & 0x1:
-        status_value, at = _r_uint16(buf, at, end, "DtxXaResult.status")
-        status = _as_enum(DtxXaStatus, status_value)
+        if end - at >= 2:
+            status_value = _UINT16.unpack_from(buf, at)[0]
+            at += 2
+        else:  # too short: the reader's DecodeError
+            status_value, at = _r_uint16(buf, at, end, "DtxXaResult.status")
+        status = _DtxXaStatus.get(status_value, status_value)
     return (
         DtxXaResult(
             status=status,
@@ -872,17 +1392,21 @@ def _r_body_dtx_xa_result(buf: memoryview, at: int, end: int) -> tuple[DtxXaResu
     )
 
 
-def _w_body_dtx_xa_result(out: bytearray, value: DtxXaResult) -> None:
+def _w_body_dtx_xa_result(out: bytearray, msg: DtxXaResult) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.status is not None:
+    out += b"\x00\x00"
+    status = msg.status
+    if status is not None:
         flags |= 0x1
-        _w_uint16(out, value.status, "DtxXaResult.status")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_uint16(out, status, "DtxXaResult.status")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-def _r_dtx_xa_result(buf: memoryview, at: int, end: int, path: str) -> tuple[DtxXaResult, int]:
+def _r_dtx_xa_result(
+    buf: bytes | memoryview, at: int, end: int, path: str
+) -> tuple[DtxXaResult, int]:
     size, at = _r_size(buf, at, end, 4, path)
     limit = at + size
     if limit - at < 2:
@@ -902,13 +1426,13 @@ def _w_dtx_xa_result(out: bytearray, value: DtxXaResult, path: str) -> None:
     if not isinstance(value, DtxXaResult):
         raise _bad(path, value, "a DtxXaResult")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += b"\x06\x01"
     _w_body_dtx_xa_result(out, value)
     _sized(out, start, 4, path)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class DtxXid:
     """dtx.xid: struct.
 
@@ -917,6 +1441,8 @@ class DtxXid:
     Spec: specs/amqp-0-10/amqp.0-10.xml:4021:5
     """
 
+    __slots__ = ("format", "global_id", "branch_id")
+
     IDENT: ClassVar[tuple[int, ...]] = ()
     KIND: ClassVar[str] = "struct"
     STRUCT: ClassVar[str] = "dtx.xid"
@@ -924,19 +1450,59 @@ class DtxXid:
     PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = None
     CODE: ClassVar[int | None] = None
-    format: int | None = None
+    format: int | None
     """format (required): implementation specific format code"""
-    global_id: bytes | None = None
+    global_id: bytes | None
     """global-id (required): global transaction id"""
-    branch_id: bytes | None = None
+    branch_id: bytes | None
     """branch-id (required): branch qualifier"""
 
+    def __init__(
+        self,
+        *,
+        format: int | None = None,
+        global_id: bytes | None = None,
+        branch_id: bytes | None = None,
+    ) -> None:
+        self.format = format
+        self.global_id = global_id
+        self.branch_id = branch_id
 
-def _r_body_dtx_xid(buf: memoryview, at: int, end: int) -> tuple[DtxXid, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x7, "DtxXid.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"format={self.format!r}, "
+            f"global_id={self.global_id!r}, "
+            f"branch_id={self.branch_id!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DtxXid) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.format, self.global_id, self.branch_id) == (
+            other.format,
+            other.global_id,
+            other.branch_id,
+        )
+
+
+def _r_body_dtx_xid(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxXid, int]:
+    if end - at < 2:
+        raise _short("DtxXid.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x7:
+        raise DecodeError(
+            "DtxXid.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     format: int | None = None
     if flags & 0x1:
-        format, at = _r_uint32(buf, at, end, "DtxXid.format")
+        if end - at >= 4:
+            format = _UINT32.unpack_from(buf, at)[0]
+            at += 4
+        else:  # too short: the reader's DecodeError
+            format, at = _r_uint32(buf, at, end, "DtxXid.format")
     global_id: bytes | None = None
     if flags & 0x2:
         global_id, at = _r_vbin8(buf, at, end, "DtxXid.global_id")
@@ -953,23 +1519,27 @@ def _r_body_dtx_xid(buf: memoryview, at: int, end: int) -> tuple[DtxXid, int]:
     )
 
 
-def _w_body_dtx_xid(out: bytearray, value: DtxXid) -> None:
+def _w_body_dtx_xid(out: bytearray, msg: DtxXid) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.format is not None:
+    out += b"\x00\x00"
+    format = msg.format
+    if format is not None:
         flags |= 0x1
-        _w_uint32(out, value.format, "DtxXid.format")
-    if value.global_id is not None:
+        _w_uint32(out, format, "DtxXid.format")
+    global_id = msg.global_id
+    if global_id is not None:
         flags |= 0x2
-        _w_vbin8(out, value.global_id, "DtxXid.global_id")
-    if value.branch_id is not None:
+        _w_vbin8(out, global_id, "DtxXid.global_id")
+    branch_id = msg.branch_id
+    if branch_id is not None:
         flags |= 0x4
-        _w_vbin8(out, value.branch_id, "DtxXid.branch_id")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_vbin8(out, branch_id, "DtxXid.branch_id")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-def _r_dtx_xid(buf: memoryview, at: int, end: int, path: str) -> tuple[DtxXid, int]:
+def _r_dtx_xid(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[DtxXid, int]:
     size, at = _r_size(buf, at, end, 2, path)
     limit = at + size
     value, at = _r_body_dtx_xid(buf, at, limit)
@@ -982,12 +1552,12 @@ def _w_dtx_xid(out: bytearray, value: DtxXid, path: str) -> None:
     if not isinstance(value, DtxXid):
         raise _bad(path, value, "a DtxXid")
     start = len(out)
-    out += bytes(2)
+    out += b"\x00\x00"
     _w_body_dtx_xid(out, value)
     _sized(out, start, 2, path)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class DtxGetTimeoutResult:
     """dtx.get-timeout-result: struct, class code 0x06 (6), code 0x02 (2).
 
@@ -996,6 +1566,8 @@ class DtxGetTimeoutResult:
     Spec: specs/amqp-0-10/amqp.0-10.xml:4366:9
     """
 
+    __slots__ = ("timeout",)
+
     IDENT: ClassVar[tuple[int, int]] = (0x06, 0x02)
     KIND: ClassVar[str] = "struct"
     STRUCT: ClassVar[str] = "dtx.get-timeout-result"
@@ -1003,17 +1575,45 @@ class DtxGetTimeoutResult:
     PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = 6
     CODE: ClassVar[int | None] = 2
-    timeout: int | None = None
+    timeout: int | None
     """timeout (required): The current transaction timeout value in seconds."""
+
+    def __init__(
+        self,
+        *,
+        timeout: int | None = None,
+    ) -> None:
+        self.timeout = timeout
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" f"timeout={self.timeout!r}" ")"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DtxGetTimeoutResult) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.timeout,) == (other.timeout,)
 
 
 def _r_body_dtx_get_timeout_result(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[DtxGetTimeoutResult, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "DtxGetTimeoutResult.packing_flags")
+    if end - at < 2:
+        raise _short("DtxGetTimeoutResult.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "DtxGetTimeoutResult.packing_flags",
+            at,
+            f"flags 0x{flags:x} name fields it does not have",
+        )
+    at += 2
     timeout: int | None = None
     if flags & 0x1:
-        timeout, at = _r_uint32(buf, at, end, "DtxGetTimeoutResult.timeout")
+        if end - at >= 4:
+            timeout = _UINT32.unpack_from(buf, at)[0]
+            at += 4
+        else:  # too short: the reader's DecodeError
+            timeout, at = _r_uint32(buf, at, end, "DtxGetTimeoutResult.timeout")
     return (
         DtxGetTimeoutResult(
             timeout=timeout,
@@ -1022,18 +1622,20 @@ def _r_body_dtx_get_timeout_result(
     )
 
 
-def _w_body_dtx_get_timeout_result(out: bytearray, value: DtxGetTimeoutResult) -> None:
+def _w_body_dtx_get_timeout_result(out: bytearray, msg: DtxGetTimeoutResult) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.timeout is not None:
+    out += b"\x00\x00"
+    timeout = msg.timeout
+    if timeout is not None:
         flags |= 0x1
-        _w_uint32(out, value.timeout, "DtxGetTimeoutResult.timeout")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_uint32(out, timeout, "DtxGetTimeoutResult.timeout")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
 def _r_dtx_get_timeout_result(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[DtxGetTimeoutResult, int]:
     size, at = _r_size(buf, at, end, 4, path)
     limit = at + size
@@ -1054,13 +1656,13 @@ def _w_dtx_get_timeout_result(out: bytearray, value: DtxGetTimeoutResult, path: 
     if not isinstance(value, DtxGetTimeoutResult):
         raise _bad(path, value, "a DtxGetTimeoutResult")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += b"\x06\x02"
     _w_body_dtx_get_timeout_result(out, value)
     _sized(out, start, 4, path)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class DtxRecoverResult:
     """dtx.recover-result: struct, class code 0x06 (6), code 0x03 (3).
 
@@ -1069,6 +1671,8 @@ class DtxRecoverResult:
     Spec: specs/amqp-0-10/amqp.0-10.xml:4456:9
     """
 
+    __slots__ = ("in_doubt",)
+
     IDENT: ClassVar[tuple[int, int]] = (0x06, 0x03)
     KIND: ClassVar[str] = "struct"
     STRUCT: ClassVar[str] = "dtx.recover-result"
@@ -1076,12 +1680,36 @@ class DtxRecoverResult:
     PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = 6
     CODE: ClassVar[int | None] = 3
-    in_doubt: Array | None = None
+    in_doubt: Array | None
     """in-doubt (required): Array containing the xids to be recovered (xids that are in a prepared or heuristically completed state)."""
 
+    def __init__(
+        self,
+        *,
+        in_doubt: Array | None = None,
+    ) -> None:
+        self.in_doubt = in_doubt
 
-def _r_body_dtx_recover_result(buf: memoryview, at: int, end: int) -> tuple[DtxRecoverResult, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "DtxRecoverResult.packing_flags")
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" f"in_doubt={self.in_doubt!r}" ")"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DtxRecoverResult) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.in_doubt,) == (other.in_doubt,)
+
+
+def _r_body_dtx_recover_result(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[DtxRecoverResult, int]:
+    if end - at < 2:
+        raise _short("DtxRecoverResult.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "DtxRecoverResult.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     in_doubt: Array | None = None
     if flags & 0x1:
         in_doubt, at = _r_array(buf, at, end, "DtxRecoverResult.in_doubt")
@@ -1093,18 +1721,20 @@ def _r_body_dtx_recover_result(buf: memoryview, at: int, end: int) -> tuple[DtxR
     )
 
 
-def _w_body_dtx_recover_result(out: bytearray, value: DtxRecoverResult) -> None:
+def _w_body_dtx_recover_result(out: bytearray, msg: DtxRecoverResult) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.in_doubt is not None:
+    out += b"\x00\x00"
+    in_doubt = msg.in_doubt
+    if in_doubt is not None:
         flags |= 0x1
-        _w_array(out, value.in_doubt, "DtxRecoverResult.in_doubt")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_array(out, in_doubt, "DtxRecoverResult.in_doubt")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
 def _r_dtx_recover_result(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[DtxRecoverResult, int]:
     size, at = _r_size(buf, at, end, 4, path)
     limit = at + size
@@ -1125,13 +1755,13 @@ def _w_dtx_recover_result(out: bytearray, value: DtxRecoverResult, path: str) ->
     if not isinstance(value, DtxRecoverResult):
         raise _bad(path, value, "a DtxRecoverResult")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += b"\x06\x03"
     _w_body_dtx_recover_result(out, value)
     _sized(out, start, 4, path)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class ExchangeQueryResult:
     """exchange.exchange-query-result: struct, class code 0x07 (7), code 0x01 (1).
 
@@ -1140,6 +1770,8 @@ class ExchangeQueryResult:
     Spec: specs/amqp-0-10/amqp.0-10.xml:4885:9
     """
 
+    __slots__ = ("type", "durable", "not_found", "arguments")
+
     IDENT: ClassVar[tuple[int, int]] = (0x07, 0x01)
     KIND: ClassVar[str] = "struct"
     STRUCT: ClassVar[str] = "exchange.exchange-query-result"
@@ -1147,20 +1779,62 @@ class ExchangeQueryResult:
     PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = 7
     CODE: ClassVar[int | None] = 1
-    type: str | None = None
+    type: str | None
     """type: The type of the exchange. Will be empty if the exchange is not found."""
-    durable: bool = False
+    durable: bool
     """durable: The durability of the exchange, i.e. if set the exchange is durable. Will not be set if the exchange is not found."""
-    not_found: bool = False
+    not_found: bool
     """not-found: If set, the exchange for which information was requested is not known."""
-    arguments: dict[str, Typed] | None = None
+    arguments: dict[str, Typed] | None
     """arguments: A set of properties of the exchange whose syntax and semantics depends on the server implementation. Will be empty if the exchange is not found."""
+
+    def __init__(
+        self,
+        *,
+        type: str | None = None,
+        durable: bool = False,
+        not_found: bool = False,
+        arguments: dict[str, Typed] | None = None,
+    ) -> None:
+        self.type = type
+        self.durable = durable
+        self.not_found = not_found
+        self.arguments = arguments
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"type={self.type!r}, "
+            f"durable={self.durable!r}, "
+            f"not_found={self.not_found!r}, "
+            f"arguments={self.arguments!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExchangeQueryResult) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.type, self.durable, self.not_found, self.arguments) == (
+            other.type,
+            other.durable,
+            other.not_found,
+            other.arguments,
+        )
 
 
 def _r_body_exchange_exchange_query_result(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ExchangeQueryResult, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0xF, "ExchangeQueryResult.packing_flags")
+    if end - at < 2:
+        raise _short("ExchangeQueryResult.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0xF:
+        raise DecodeError(
+            "ExchangeQueryResult.packing_flags",
+            at,
+            f"flags 0x{flags:x} name fields it does not have",
+        )
+    at += 2
     type: str | None = None
     if flags & 0x1:
         type, at = _r_str8(buf, at, end, "ExchangeQueryResult.type")
@@ -1180,29 +1854,32 @@ def _r_body_exchange_exchange_query_result(
     )
 
 
-def _w_body_exchange_exchange_query_result(out: bytearray, value: ExchangeQueryResult) -> None:
+def _w_body_exchange_exchange_query_result(out: bytearray, msg: ExchangeQueryResult) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.type is not None:
+    out += b"\x00\x00"
+    type = msg.type
+    if type is not None:
         flags |= 0x1
-        _w_str8(out, value.type, "ExchangeQueryResult.type")
-    if not isinstance(value.durable, bool):
-        raise _bad("ExchangeQueryResult.durable", value.durable, "a bool")
-    if value.durable:
+        _w_str8(out, type, "ExchangeQueryResult.type")
+    if msg.durable is True:
         flags |= 0x2
-    if not isinstance(value.not_found, bool):
-        raise _bad("ExchangeQueryResult.not_found", value.not_found, "a bool")
-    if value.not_found:
+    elif msg.durable is not False:
+        raise _bad("ExchangeQueryResult.durable", msg.durable, "a bool")
+    if msg.not_found is True:
         flags |= 0x4
-    if value.arguments is not None:
+    elif msg.not_found is not False:
+        raise _bad("ExchangeQueryResult.not_found", msg.not_found, "a bool")
+    arguments = msg.arguments
+    if arguments is not None:
         flags |= 0x8
-        _w_map(out, value.arguments, "ExchangeQueryResult.arguments")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_map(out, arguments, "ExchangeQueryResult.arguments")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
 def _r_exchange_exchange_query_result(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[ExchangeQueryResult, int]:
     size, at = _r_size(buf, at, end, 4, path)
     limit = at + size
@@ -1225,18 +1902,26 @@ def _w_exchange_exchange_query_result(
     if not isinstance(value, ExchangeQueryResult):
         raise _bad(path, value, "a ExchangeQueryResult")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += b"\x07\x01"
     _w_body_exchange_exchange_query_result(out, value)
     _sized(out, start, 4, path)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class ExchangeBoundResult:
     """exchange.exchange-bound-result: struct, class code 0x07 (7), code 0x02 (2).
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:5107:9
     """
+
+    __slots__ = (
+        "exchange_not_found",
+        "queue_not_found",
+        "queue_not_matched",
+        "key_not_matched",
+        "args_not_matched",
+    )
 
     IDENT: ClassVar[tuple[int, int]] = (0x07, 0x02)
     KIND: ClassVar[str] = "struct"
@@ -1245,22 +1930,74 @@ class ExchangeBoundResult:
     PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = 7
     CODE: ClassVar[int | None] = 2
-    exchange_not_found: bool = False
+    exchange_not_found: bool
     """exchange-not-found: If set, the exchange for which information was requested is not known."""
-    queue_not_found: bool = False
+    queue_not_found: bool
     """queue-not-found: If set, the queue specified is not known."""
-    queue_not_matched: bool = False
+    queue_not_matched: bool
     """queue-not-matched: A bit which if set indicates that no binding was found from the specified exchange to the specified queue."""
-    key_not_matched: bool = False
+    key_not_matched: bool
     """key-not-matched: A bit which if set indicates that no binding was found from the specified exchange with the specified binding-key."""
-    args_not_matched: bool = False
+    args_not_matched: bool
     """args-not-matched: A bit which if set indicates that no binding was found from the specified exchange with the specified arguments."""
+
+    def __init__(
+        self,
+        *,
+        exchange_not_found: bool = False,
+        queue_not_found: bool = False,
+        queue_not_matched: bool = False,
+        key_not_matched: bool = False,
+        args_not_matched: bool = False,
+    ) -> None:
+        self.exchange_not_found = exchange_not_found
+        self.queue_not_found = queue_not_found
+        self.queue_not_matched = queue_not_matched
+        self.key_not_matched = key_not_matched
+        self.args_not_matched = args_not_matched
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"exchange_not_found={self.exchange_not_found!r}, "
+            f"queue_not_found={self.queue_not_found!r}, "
+            f"queue_not_matched={self.queue_not_matched!r}, "
+            f"key_not_matched={self.key_not_matched!r}, "
+            f"args_not_matched={self.args_not_matched!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExchangeBoundResult) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.exchange_not_found,
+            self.queue_not_found,
+            self.queue_not_matched,
+            self.key_not_matched,
+            self.args_not_matched,
+        ) == (
+            other.exchange_not_found,
+            other.queue_not_found,
+            other.queue_not_matched,
+            other.key_not_matched,
+            other.args_not_matched,
+        )
 
 
 def _r_body_exchange_exchange_bound_result(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ExchangeBoundResult, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x1F, "ExchangeBoundResult.packing_flags")
+    if end - at < 2:
+        raise _short("ExchangeBoundResult.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1F:
+        raise DecodeError(
+            "ExchangeBoundResult.packing_flags",
+            at,
+            f"flags 0x{flags:x} name fields it does not have",
+        )
+    at += 2
     exchange_not_found = bool(flags & 0x1)
     queue_not_found = bool(flags & 0x2)
     queue_not_matched = bool(flags & 0x4)
@@ -1278,35 +2015,36 @@ def _r_body_exchange_exchange_bound_result(
     )
 
 
-def _w_body_exchange_exchange_bound_result(out: bytearray, value: ExchangeBoundResult) -> None:
+def _w_body_exchange_exchange_bound_result(out: bytearray, msg: ExchangeBoundResult) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if not isinstance(value.exchange_not_found, bool):
-        raise _bad("ExchangeBoundResult.exchange_not_found", value.exchange_not_found, "a bool")
-    if value.exchange_not_found:
+    out += b"\x00\x00"
+    if msg.exchange_not_found is True:
         flags |= 0x1
-    if not isinstance(value.queue_not_found, bool):
-        raise _bad("ExchangeBoundResult.queue_not_found", value.queue_not_found, "a bool")
-    if value.queue_not_found:
+    elif msg.exchange_not_found is not False:
+        raise _bad("ExchangeBoundResult.exchange_not_found", msg.exchange_not_found, "a bool")
+    if msg.queue_not_found is True:
         flags |= 0x2
-    if not isinstance(value.queue_not_matched, bool):
-        raise _bad("ExchangeBoundResult.queue_not_matched", value.queue_not_matched, "a bool")
-    if value.queue_not_matched:
+    elif msg.queue_not_found is not False:
+        raise _bad("ExchangeBoundResult.queue_not_found", msg.queue_not_found, "a bool")
+    if msg.queue_not_matched is True:
         flags |= 0x4
-    if not isinstance(value.key_not_matched, bool):
-        raise _bad("ExchangeBoundResult.key_not_matched", value.key_not_matched, "a bool")
-    if value.key_not_matched:
+    elif msg.queue_not_matched is not False:
+        raise _bad("ExchangeBoundResult.queue_not_matched", msg.queue_not_matched, "a bool")
+    if msg.key_not_matched is True:
         flags |= 0x8
-    if not isinstance(value.args_not_matched, bool):
-        raise _bad("ExchangeBoundResult.args_not_matched", value.args_not_matched, "a bool")
-    if value.args_not_matched:
+    elif msg.key_not_matched is not False:
+        raise _bad("ExchangeBoundResult.key_not_matched", msg.key_not_matched, "a bool")
+    if msg.args_not_matched is True:
         flags |= 0x10
-    out[start : start + 2] = flags.to_bytes(2, "little")
+    elif msg.args_not_matched is not False:
+        raise _bad("ExchangeBoundResult.args_not_matched", msg.args_not_matched, "a bool")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
 def _r_exchange_exchange_bound_result(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[ExchangeBoundResult, int]:
     size, at = _r_size(buf, at, end, 4, path)
     limit = at + size
@@ -1329,13 +2067,13 @@ def _w_exchange_exchange_bound_result(
     if not isinstance(value, ExchangeBoundResult):
         raise _bad(path, value, "a ExchangeBoundResult")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += b"\x07\x02"
     _w_body_exchange_exchange_bound_result(out, value)
     _sized(out, start, 4, path)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class QueueQueryResult:
     """queue.queue-query-result: struct, class code 0x08 (8), code 0x01 (1).
 
@@ -1344,6 +2082,17 @@ class QueueQueryResult:
     Spec: specs/amqp-0-10/amqp.0-10.xml:5506:9
     """
 
+    __slots__ = (
+        "queue",
+        "alternate_exchange",
+        "durable",
+        "exclusive",
+        "auto_delete",
+        "arguments",
+        "message_count",
+        "subscriber_count",
+    )
+
     IDENT: ClassVar[tuple[int, int]] = (0x08, 0x01)
     KIND: ClassVar[str] = "struct"
     STRUCT: ClassVar[str] = "queue.queue-query-result"
@@ -1351,28 +2100,93 @@ class QueueQueryResult:
     PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = 8
     CODE: ClassVar[int | None] = 1
-    queue: str | None = None
+    queue: str | None
     """queue (required): Reports the name of the queue."""
-    alternate_exchange: str | None = None
+    alternate_exchange: str | None
     """alternate-exchange"""
-    durable: bool = False
+    durable: bool
     """durable"""
-    exclusive: bool = False
+    exclusive: bool
     """exclusive"""
-    auto_delete: bool = False
+    auto_delete: bool
     """auto-delete"""
-    arguments: dict[str, Typed] | None = None
+    arguments: dict[str, Typed] | None
     """arguments"""
-    message_count: int | None = None
+    message_count: int | None
     """message-count (required): Reports the number of messages in the queue."""
-    subscriber_count: int | None = None
+    subscriber_count: int | None
     """subscriber-count (required): Reports the number of subscribers for the queue."""
+
+    def __init__(
+        self,
+        *,
+        queue: str | None = None,
+        alternate_exchange: str | None = None,
+        durable: bool = False,
+        exclusive: bool = False,
+        auto_delete: bool = False,
+        arguments: dict[str, Typed] | None = None,
+        message_count: int | None = None,
+        subscriber_count: int | None = None,
+    ) -> None:
+        self.queue = queue
+        self.alternate_exchange = alternate_exchange
+        self.durable = durable
+        self.exclusive = exclusive
+        self.auto_delete = auto_delete
+        self.arguments = arguments
+        self.message_count = message_count
+        self.subscriber_count = subscriber_count
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"queue={self.queue!r}, "
+            f"alternate_exchange={self.alternate_exchange!r}, "
+            f"durable={self.durable!r}, "
+            f"exclusive={self.exclusive!r}, "
+            f"auto_delete={self.auto_delete!r}, "
+            f"arguments={self.arguments!r}, "
+            f"message_count={self.message_count!r}, "
+            f"subscriber_count={self.subscriber_count!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueueQueryResult) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.queue,
+            self.alternate_exchange,
+            self.durable,
+            self.exclusive,
+            self.auto_delete,
+            self.arguments,
+            self.message_count,
+            self.subscriber_count,
+        ) == (
+            other.queue,
+            other.alternate_exchange,
+            other.durable,
+            other.exclusive,
+            other.auto_delete,
+            other.arguments,
+            other.message_count,
+            other.subscriber_count,
+        )
 
 
 def _r_body_queue_queue_query_result(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[QueueQueryResult, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0xFF, "QueueQueryResult.packing_flags")
+    if end - at < 2:
+        raise _short("QueueQueryResult.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0xFF:
+        raise DecodeError(
+            "QueueQueryResult.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     queue: str | None = None
     if flags & 0x1:
         queue, at = _r_str8(buf, at, end, "QueueQueryResult.queue")
@@ -1387,10 +2201,18 @@ def _r_body_queue_queue_query_result(
         arguments, at = _r_map(buf, at, end, "QueueQueryResult.arguments")
     message_count: int | None = None
     if flags & 0x40:
-        message_count, at = _r_uint32(buf, at, end, "QueueQueryResult.message_count")
+        if end - at >= 4:
+            message_count = _UINT32.unpack_from(buf, at)[0]
+            at += 4
+        else:  # too short: the reader's DecodeError
+            message_count, at = _r_uint32(buf, at, end, "QueueQueryResult.message_count")
     subscriber_count: int | None = None
     if flags & 0x80:
-        subscriber_count, at = _r_uint32(buf, at, end, "QueueQueryResult.subscriber_count")
+        if end - at >= 4:
+            subscriber_count = _UINT32.unpack_from(buf, at)[0]
+            at += 4
+        else:  # too short: the reader's DecodeError
+            subscriber_count, at = _r_uint32(buf, at, end, "QueueQueryResult.subscriber_count")
     return (
         QueueQueryResult(
             queue=queue,
@@ -1406,42 +2228,48 @@ def _r_body_queue_queue_query_result(
     )
 
 
-def _w_body_queue_queue_query_result(out: bytearray, value: QueueQueryResult) -> None:
+def _w_body_queue_queue_query_result(out: bytearray, msg: QueueQueryResult) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.queue is not None:
+    out += b"\x00\x00"
+    queue = msg.queue
+    if queue is not None:
         flags |= 0x1
-        _w_str8(out, value.queue, "QueueQueryResult.queue")
-    if value.alternate_exchange is not None:
+        _w_str8(out, queue, "QueueQueryResult.queue")
+    alternate_exchange = msg.alternate_exchange
+    if alternate_exchange is not None:
         flags |= 0x2
-        _w_str8(out, value.alternate_exchange, "QueueQueryResult.alternate_exchange")
-    if not isinstance(value.durable, bool):
-        raise _bad("QueueQueryResult.durable", value.durable, "a bool")
-    if value.durable:
+        _w_str8(out, alternate_exchange, "QueueQueryResult.alternate_exchange")
+    if msg.durable is True:
         flags |= 0x4
-    if not isinstance(value.exclusive, bool):
-        raise _bad("QueueQueryResult.exclusive", value.exclusive, "a bool")
-    if value.exclusive:
+    elif msg.durable is not False:
+        raise _bad("QueueQueryResult.durable", msg.durable, "a bool")
+    if msg.exclusive is True:
         flags |= 0x8
-    if not isinstance(value.auto_delete, bool):
-        raise _bad("QueueQueryResult.auto_delete", value.auto_delete, "a bool")
-    if value.auto_delete:
+    elif msg.exclusive is not False:
+        raise _bad("QueueQueryResult.exclusive", msg.exclusive, "a bool")
+    if msg.auto_delete is True:
         flags |= 0x10
-    if value.arguments is not None:
+    elif msg.auto_delete is not False:
+        raise _bad("QueueQueryResult.auto_delete", msg.auto_delete, "a bool")
+    arguments = msg.arguments
+    if arguments is not None:
         flags |= 0x20
-        _w_map(out, value.arguments, "QueueQueryResult.arguments")
-    if value.message_count is not None:
+        _w_map(out, arguments, "QueueQueryResult.arguments")
+    message_count = msg.message_count
+    if message_count is not None:
         flags |= 0x40
-        _w_uint32(out, value.message_count, "QueueQueryResult.message_count")
-    if value.subscriber_count is not None:
+        _w_uint32(out, message_count, "QueueQueryResult.message_count")
+    subscriber_count = msg.subscriber_count
+    if subscriber_count is not None:
         flags |= 0x80
-        _w_uint32(out, value.subscriber_count, "QueueQueryResult.subscriber_count")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_uint32(out, subscriber_count, "QueueQueryResult.subscriber_count")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
 def _r_queue_queue_query_result(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[QueueQueryResult, int]:
     size, at = _r_size(buf, at, end, 4, path)
     limit = at + size
@@ -1462,18 +2290,30 @@ def _w_queue_queue_query_result(out: bytearray, value: QueueQueryResult, path: s
     if not isinstance(value, QueueQueryResult):
         raise _bad(path, value, "a QueueQueryResult")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += b"\x08\x01"
     _w_body_queue_queue_query_result(out, value)
     _sized(out, start, 4, path)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class FileProperties:
     """file.file-properties: struct, class code 0x09 (9), code 0x01 (1).
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:5602:5
     """
+
+    __slots__ = (
+        "content_type",
+        "content_encoding",
+        "headers",
+        "priority",
+        "reply_to",
+        "message_id",
+        "filename",
+        "timestamp",
+        "cluster_id",
+    )
 
     IDENT: ClassVar[tuple[int, int]] = (0x09, 0x01)
     KIND: ClassVar[str] = "struct"
@@ -1482,28 +2322,100 @@ class FileProperties:
     PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = 9
     CODE: ClassVar[int | None] = 1
-    content_type: str | None = None
+    content_type: str | None
     """content-type: MIME content type"""
-    content_encoding: str | None = None
+    content_encoding: str | None
     """content-encoding: MIME content encoding"""
-    headers: dict[str, Typed] | None = None
+    headers: dict[str, Typed] | None
     """headers: message header field table"""
-    priority: int | None = None
+    priority: int | None
     """priority: message priority, 0 to 9"""
-    reply_to: str | None = None
+    reply_to: str | None
     """reply-to: destination to reply to"""
-    message_id: str | None = None
+    message_id: str | None
     """message-id: application message identifier"""
-    filename: str | None = None
+    filename: str | None
     """filename: message filename"""
-    timestamp: int | None = None
+    timestamp: int | None
     """timestamp: message timestamp"""
-    cluster_id: str | None = None
+    cluster_id: str | None
     """cluster-id: intra-cluster routing identifier"""
 
+    def __init__(
+        self,
+        *,
+        content_type: str | None = None,
+        content_encoding: str | None = None,
+        headers: dict[str, Typed] | None = None,
+        priority: int | None = None,
+        reply_to: str | None = None,
+        message_id: str | None = None,
+        filename: str | None = None,
+        timestamp: int | None = None,
+        cluster_id: str | None = None,
+    ) -> None:
+        self.content_type = content_type
+        self.content_encoding = content_encoding
+        self.headers = headers
+        self.priority = priority
+        self.reply_to = reply_to
+        self.message_id = message_id
+        self.filename = filename
+        self.timestamp = timestamp
+        self.cluster_id = cluster_id
 
-def _r_body_file_file_properties(buf: memoryview, at: int, end: int) -> tuple[FileProperties, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x1FF, "FileProperties.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"content_type={self.content_type!r}, "
+            f"content_encoding={self.content_encoding!r}, "
+            f"headers={self.headers!r}, "
+            f"priority={self.priority!r}, "
+            f"reply_to={self.reply_to!r}, "
+            f"message_id={self.message_id!r}, "
+            f"filename={self.filename!r}, "
+            f"timestamp={self.timestamp!r}, "
+            f"cluster_id={self.cluster_id!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FileProperties) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.content_type,
+            self.content_encoding,
+            self.headers,
+            self.priority,
+            self.reply_to,
+            self.message_id,
+            self.filename,
+            self.timestamp,
+            self.cluster_id,
+        ) == (
+            other.content_type,
+            other.content_encoding,
+            other.headers,
+            other.priority,
+            other.reply_to,
+            other.message_id,
+            other.filename,
+            other.timestamp,
+            other.cluster_id,
+        )
+
+
+def _r_body_file_file_properties(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[FileProperties, int]:
+    if end - at < 2:
+        raise _short("FileProperties.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1FF:
+        raise DecodeError(
+            "FileProperties.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     content_type: str | None = None
     if flags & 0x1:
         content_type, at = _r_str8(buf, at, end, "FileProperties.content_type")
@@ -1515,7 +2427,11 @@ def _r_body_file_file_properties(buf: memoryview, at: int, end: int) -> tuple[Fi
         headers, at = _r_map(buf, at, end, "FileProperties.headers")
     priority: int | None = None
     if flags & 0x8:
-        priority, at = _r_uint8(buf, at, end, "FileProperties.priority")
+        if end - at >= 1:
+            priority = buf[at]
+            at += 1
+        else:  # too short: the reader's DecodeError
+            priority, at = _r_uint8(buf, at, end, "FileProperties.priority")
     reply_to: str | None = None
     if flags & 0x10:
         reply_to, at = _r_str8(buf, at, end, "FileProperties.reply_to")
@@ -1527,7 +2443,11 @@ def _r_body_file_file_properties(buf: memoryview, at: int, end: int) -> tuple[Fi
         filename, at = _r_str8(buf, at, end, "FileProperties.filename")
     timestamp: int | None = None
     if flags & 0x80:
-        timestamp, at = _r_datetime(buf, at, end, "FileProperties.timestamp")
+        if end - at >= 8:
+            timestamp = _DATETIME.unpack_from(buf, at)[0]
+            at += 8
+        else:  # too short: the reader's DecodeError
+            timestamp, at = _r_datetime(buf, at, end, "FileProperties.timestamp")
     cluster_id: str | None = None
     if flags & 0x100:
         cluster_id, at = _r_str8(buf, at, end, "FileProperties.cluster_id")
@@ -1547,42 +2467,55 @@ def _r_body_file_file_properties(buf: memoryview, at: int, end: int) -> tuple[Fi
     )
 
 
-def _w_body_file_file_properties(out: bytearray, value: FileProperties) -> None:
+def _w_body_file_file_properties(out: bytearray, msg: FileProperties) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.content_type is not None:
+    out += b"\x00\x00"
+    content_type = msg.content_type
+    if content_type is not None:
         flags |= 0x1
-        _w_str8(out, value.content_type, "FileProperties.content_type")
-    if value.content_encoding is not None:
+        _w_str8(out, content_type, "FileProperties.content_type")
+    content_encoding = msg.content_encoding
+    if content_encoding is not None:
         flags |= 0x2
-        _w_str8(out, value.content_encoding, "FileProperties.content_encoding")
-    if value.headers is not None:
+        _w_str8(out, content_encoding, "FileProperties.content_encoding")
+    headers = msg.headers
+    if headers is not None:
         flags |= 0x4
-        _w_map(out, value.headers, "FileProperties.headers")
-    if value.priority is not None:
+        _w_map(out, headers, "FileProperties.headers")
+    priority = msg.priority
+    if priority is not None:
         flags |= 0x8
-        _w_uint8(out, value.priority, "FileProperties.priority")
-    if value.reply_to is not None:
+        if priority.__class__ is not bool and isinstance(priority, int) and 0 <= priority <= 0xFF:
+            out.append(priority)
+        else:  # the writer's EncodeError
+            _w_uint8(out, priority, "FileProperties.priority")
+    reply_to = msg.reply_to
+    if reply_to is not None:
         flags |= 0x10
-        _w_str8(out, value.reply_to, "FileProperties.reply_to")
-    if value.message_id is not None:
+        _w_str8(out, reply_to, "FileProperties.reply_to")
+    message_id = msg.message_id
+    if message_id is not None:
         flags |= 0x20
-        _w_str8(out, value.message_id, "FileProperties.message_id")
-    if value.filename is not None:
+        _w_str8(out, message_id, "FileProperties.message_id")
+    filename = msg.filename
+    if filename is not None:
         flags |= 0x40
-        _w_str8(out, value.filename, "FileProperties.filename")
-    if value.timestamp is not None:
+        _w_str8(out, filename, "FileProperties.filename")
+    timestamp = msg.timestamp
+    if timestamp is not None:
         flags |= 0x80
-        _w_datetime(out, value.timestamp, "FileProperties.timestamp")
-    if value.cluster_id is not None:
+        _w_datetime(out, timestamp, "FileProperties.timestamp")
+    cluster_id = msg.cluster_id
+    if cluster_id is not None:
         flags |= 0x100
-        _w_str8(out, value.cluster_id, "FileProperties.cluster_id")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_str8(out, cluster_id, "FileProperties.cluster_id")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
 def _r_file_file_properties(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[FileProperties, int]:
     size, at = _r_size(buf, at, end, 4, path)
     limit = at + size
@@ -1603,18 +2536,20 @@ def _w_file_file_properties(out: bytearray, value: FileProperties, path: str) ->
     if not isinstance(value, FileProperties):
         raise _bad(path, value, "a FileProperties")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += b"\x09\x01"
     _w_body_file_file_properties(out, value)
     _sized(out, start, 4, path)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class StreamProperties:
     """stream.stream-properties: struct, class code 0x0a (10), code 0x01 (1).
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:6253:5
     """
+
+    __slots__ = ("content_type", "content_encoding", "headers", "priority", "timestamp")
 
     IDENT: ClassVar[tuple[int, int]] = (0x0A, 0x01)
     KIND: ClassVar[str] = "struct"
@@ -1623,22 +2558,72 @@ class StreamProperties:
     PACK: ClassVar[int] = 2  # octets of its packing flags
     CLASS_CODE: ClassVar[int | None] = 10
     CODE: ClassVar[int | None] = 1
-    content_type: str | None = None
+    content_type: str | None
     """content-type: MIME content type"""
-    content_encoding: str | None = None
+    content_encoding: str | None
     """content-encoding: MIME content encoding"""
-    headers: dict[str, Typed] | None = None
+    headers: dict[str, Typed] | None
     """headers: message header field table"""
-    priority: int | None = None
+    priority: int | None
     """priority: message priority, 0 to 9"""
-    timestamp: int | None = None
+    timestamp: int | None
     """timestamp: message timestamp"""
+
+    def __init__(
+        self,
+        *,
+        content_type: str | None = None,
+        content_encoding: str | None = None,
+        headers: dict[str, Typed] | None = None,
+        priority: int | None = None,
+        timestamp: int | None = None,
+    ) -> None:
+        self.content_type = content_type
+        self.content_encoding = content_encoding
+        self.headers = headers
+        self.priority = priority
+        self.timestamp = timestamp
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"content_type={self.content_type!r}, "
+            f"content_encoding={self.content_encoding!r}, "
+            f"headers={self.headers!r}, "
+            f"priority={self.priority!r}, "
+            f"timestamp={self.timestamp!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StreamProperties) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.content_type,
+            self.content_encoding,
+            self.headers,
+            self.priority,
+            self.timestamp,
+        ) == (
+            other.content_type,
+            other.content_encoding,
+            other.headers,
+            other.priority,
+            other.timestamp,
+        )
 
 
 def _r_body_stream_stream_properties(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[StreamProperties, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x1F, "StreamProperties.packing_flags")
+    if end - at < 2:
+        raise _short("StreamProperties.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1F:
+        raise DecodeError(
+            "StreamProperties.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     content_type: str | None = None
     if flags & 0x1:
         content_type, at = _r_str8(buf, at, end, "StreamProperties.content_type")
@@ -1650,10 +2635,18 @@ def _r_body_stream_stream_properties(
         headers, at = _r_map(buf, at, end, "StreamProperties.headers")
     priority: int | None = None
     if flags & 0x8:
-        priority, at = _r_uint8(buf, at, end, "StreamProperties.priority")
+        if end - at >= 1:
+            priority = buf[at]
+            at += 1
+        else:  # too short: the reader's DecodeError
+            priority, at = _r_uint8(buf, at, end, "StreamProperties.priority")
     timestamp: int | None = None
     if flags & 0x10:
-        timestamp, at = _r_datetime(buf, at, end, "StreamProperties.timestamp")
+        if end - at >= 8:
+            timestamp = _DATETIME.unpack_from(buf, at)[0]
+            at += 8
+        else:  # too short: the reader's DecodeError
+            timestamp, at = _r_datetime(buf, at, end, "StreamProperties.timestamp")
     return (
         StreamProperties(
             content_type=content_type,
@@ -1666,30 +2659,39 @@ def _r_body_stream_stream_properties(
     )
 
 
-def _w_body_stream_stream_properties(out: bytearray, value: StreamProperties) -> None:
+def _w_body_stream_stream_properties(out: bytearray, msg: StreamProperties) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.content_type is not None:
+    out += b"\x00\x00"
+    content_type = msg.content_type
+    if content_type is not None:
         flags |= 0x1
-        _w_str8(out, value.content_type, "StreamProperties.content_type")
-    if value.content_encoding is not None:
+        _w_str8(out, content_type, "StreamProperties.content_type")
+    content_encoding = msg.content_encoding
+    if content_encoding is not None:
         flags |= 0x2
-        _w_str8(out, value.content_encoding, "StreamProperties.content_encoding")
-    if value.headers is not None:
+        _w_str8(out, content_encoding, "StreamProperties.content_encoding")
+    headers = msg.headers
+    if headers is not None:
         flags |= 0x4
-        _w_map(out, value.headers, "StreamProperties.headers")
-    if value.priority is not None:
+        _w_map(out, headers, "StreamProperties.headers")
+    priority = msg.priority
+    if priority is not None:
         flags |= 0x8
-        _w_uint8(out, value.priority, "StreamProperties.priority")
-    if value.timestamp is not None:
+        if priority.__class__ is not bool and isinstance(priority, int) and 0 <= priority <= 0xFF:
+            out.append(priority)
+        else:  # the writer's EncodeError
+            _w_uint8(out, priority, "StreamProperties.priority")
+    timestamp = msg.timestamp
+    if timestamp is not None:
         flags |= 0x10
-        _w_datetime(out, value.timestamp, "StreamProperties.timestamp")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_datetime(out, timestamp, "StreamProperties.timestamp")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
 def _r_stream_stream_properties(
-    buf: memoryview, at: int, end: int, path: str
+    buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[StreamProperties, int]:
     size, at = _r_size(buf, at, end, 4, path)
     limit = at + size
@@ -1710,7 +2712,7 @@ def _w_stream_stream_properties(out: bytearray, value: StreamProperties, path: s
     if not isinstance(value, StreamProperties):
         raise _bad(path, value, "a StreamProperties")
     start = len(out)
-    out += bytes(4)
+    out += b"\x00\x00\x00\x00"
     out += b"\x0a\x01"
     _w_body_stream_stream_properties(out, value)
     _sized(out, start, 4, path)
@@ -1764,7 +2766,7 @@ _CODED_WRITERS: dict[type[Any], Writer] = {
 }
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class ConnectionStart:
     """connection.start: control, class code 0x01 (1), code 0x01 (1).
 
@@ -1773,21 +2775,61 @@ class ConnectionStart:
     Spec: specs/amqp-0-10/amqp.0-10.xml:1466:5
     """
 
+    __slots__ = ("server_properties", "mechanisms", "locales")
+
     IDENT: ClassVar[tuple[int, int]] = (0x01, 0x01)
     KIND: ClassVar[str] = "control"
     NAME: ClassVar[str] = "connection.start"
     CLASS_CODE: ClassVar[int] = 0x01
     CODE: ClassVar[int] = 0x01
-    server_properties: dict[str, Typed] | None = None
+    server_properties: dict[str, Typed] | None
     """server-properties: server properties"""
-    mechanisms: Array | None = None
+    mechanisms: Array | None
     """mechanisms (required): A list of the security mechanisms that the server supports."""
-    locales: Array | None = None
+    locales: Array | None
     """locales (required): A list of the message locales that the server supports. The locale defines the language in which the server will send reply texts."""
 
+    def __init__(
+        self,
+        *,
+        server_properties: dict[str, Typed] | None = None,
+        mechanisms: Array | None = None,
+        locales: Array | None = None,
+    ) -> None:
+        self.server_properties = server_properties
+        self.mechanisms = mechanisms
+        self.locales = locales
 
-def _r_body_connection_start(buf: memoryview, at: int, end: int) -> tuple[ConnectionStart, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x7, "ConnectionStart.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"server_properties={self.server_properties!r}, "
+            f"mechanisms={self.mechanisms!r}, "
+            f"locales={self.locales!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionStart) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.server_properties, self.mechanisms, self.locales) == (
+            other.server_properties,
+            other.mechanisms,
+            other.locales,
+        )
+
+
+def _r_body_connection_start(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[ConnectionStart, int]:
+    if end - at < 2:
+        raise _short("ConnectionStart.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x7:
+        raise DecodeError(
+            "ConnectionStart.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     server_properties: dict[str, Typed] | None = None
     if flags & 0x1:
         server_properties, at = _r_map(buf, at, end, "ConnectionStart.server_properties")
@@ -1807,23 +2849,27 @@ def _r_body_connection_start(buf: memoryview, at: int, end: int) -> tuple[Connec
     )
 
 
-def _w_body_connection_start(out: bytearray, value: ConnectionStart) -> None:
+def _w_body_connection_start(out: bytearray, msg: ConnectionStart) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.server_properties is not None:
+    out += b"\x00\x00"
+    server_properties = msg.server_properties
+    if server_properties is not None:
         flags |= 0x1
-        _w_map(out, value.server_properties, "ConnectionStart.server_properties")
-    if value.mechanisms is not None:
+        _w_map(out, server_properties, "ConnectionStart.server_properties")
+    mechanisms = msg.mechanisms
+    if mechanisms is not None:
         flags |= 0x2
-        _w_array(out, value.mechanisms, "ConnectionStart.mechanisms")
-    if value.locales is not None:
+        _w_array(out, mechanisms, "ConnectionStart.mechanisms")
+    locales = msg.locales
+    if locales is not None:
         flags |= 0x4
-        _w_array(out, value.locales, "ConnectionStart.locales")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_array(out, locales, "ConnectionStart.locales")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class ConnectionStartOk:
     """connection.start-ok: control, class code 0x01 (1), code 0x02 (2).
 
@@ -1832,25 +2878,67 @@ class ConnectionStartOk:
     Spec: specs/amqp-0-10/amqp.0-10.xml:1540:5
     """
 
+    __slots__ = ("client_properties", "mechanism", "response", "locale")
+
     IDENT: ClassVar[tuple[int, int]] = (0x01, 0x02)
     KIND: ClassVar[str] = "control"
     NAME: ClassVar[str] = "connection.start-ok"
     CLASS_CODE: ClassVar[int] = 0x01
     CODE: ClassVar[int] = 0x02
-    client_properties: dict[str, Typed] | None = None
+    client_properties: dict[str, Typed] | None
     """client-properties: client properties"""
-    mechanism: str | None = None
+    mechanism: str | None
     """mechanism (required): A single security mechanisms selected by the client, which must be one of those specified by the server."""
-    response: bytes | None = None
+    response: bytes | None
     """response (required): A block of opaque data passed to the security mechanism. The contents of this data are defined by the SASL security mechanism."""
-    locale: str | None = None
+    locale: str | None
     """locale (required): A single message locale selected by the client, which must be one of those specified by the server."""
+
+    def __init__(
+        self,
+        *,
+        client_properties: dict[str, Typed] | None = None,
+        mechanism: str | None = None,
+        response: bytes | None = None,
+        locale: str | None = None,
+    ) -> None:
+        self.client_properties = client_properties
+        self.mechanism = mechanism
+        self.response = response
+        self.locale = locale
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"client_properties={self.client_properties!r}, "
+            f"mechanism={self.mechanism!r}, "
+            f"response={self.response!r}, "
+            f"locale={self.locale!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionStartOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.client_properties, self.mechanism, self.response, self.locale) == (
+            other.client_properties,
+            other.mechanism,
+            other.response,
+            other.locale,
+        )
 
 
 def _r_body_connection_start_ok(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ConnectionStartOk, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0xF, "ConnectionStartOk.packing_flags")
+    if end - at < 2:
+        raise _short("ConnectionStartOk.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0xF:
+        raise DecodeError(
+            "ConnectionStartOk.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     client_properties: dict[str, Typed] | None = None
     if flags & 0x1:
         client_properties, at = _r_map(buf, at, end, "ConnectionStartOk.client_properties")
@@ -1874,26 +2962,31 @@ def _r_body_connection_start_ok(
     )
 
 
-def _w_body_connection_start_ok(out: bytearray, value: ConnectionStartOk) -> None:
+def _w_body_connection_start_ok(out: bytearray, msg: ConnectionStartOk) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.client_properties is not None:
+    out += b"\x00\x00"
+    client_properties = msg.client_properties
+    if client_properties is not None:
         flags |= 0x1
-        _w_map(out, value.client_properties, "ConnectionStartOk.client_properties")
-    if value.mechanism is not None:
+        _w_map(out, client_properties, "ConnectionStartOk.client_properties")
+    mechanism = msg.mechanism
+    if mechanism is not None:
         flags |= 0x2
-        _w_str8(out, value.mechanism, "ConnectionStartOk.mechanism")
-    if value.response is not None:
+        _w_str8(out, mechanism, "ConnectionStartOk.mechanism")
+    response = msg.response
+    if response is not None:
         flags |= 0x4
-        _w_vbin32(out, value.response, "ConnectionStartOk.response")
-    if value.locale is not None:
+        _w_vbin32(out, response, "ConnectionStartOk.response")
+    locale = msg.locale
+    if locale is not None:
         flags |= 0x8
-        _w_str8(out, value.locale, "ConnectionStartOk.locale")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_str8(out, locale, "ConnectionStartOk.locale")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class ConnectionSecure:
     """connection.secure: control, class code 0x01 (1), code 0x03 (3).
 
@@ -1902,17 +2995,43 @@ class ConnectionSecure:
     Spec: specs/amqp-0-10/amqp.0-10.xml:1603:5
     """
 
+    __slots__ = ("challenge",)
+
     IDENT: ClassVar[tuple[int, int]] = (0x01, 0x03)
     KIND: ClassVar[str] = "control"
     NAME: ClassVar[str] = "connection.secure"
     CLASS_CODE: ClassVar[int] = 0x01
     CODE: ClassVar[int] = 0x03
-    challenge: bytes | None = None
+    challenge: bytes | None
     """challenge (required): Challenge information, a block of opaque binary data passed to the security mechanism."""
 
+    def __init__(
+        self,
+        *,
+        challenge: bytes | None = None,
+    ) -> None:
+        self.challenge = challenge
 
-def _r_body_connection_secure(buf: memoryview, at: int, end: int) -> tuple[ConnectionSecure, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "ConnectionSecure.packing_flags")
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" f"challenge={self.challenge!r}" ")"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionSecure) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.challenge,) == (other.challenge,)
+
+
+def _r_body_connection_secure(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[ConnectionSecure, int]:
+    if end - at < 2:
+        raise _short("ConnectionSecure.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "ConnectionSecure.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     challenge: bytes | None = None
     if flags & 0x1:
         challenge, at = _r_vbin32(buf, at, end, "ConnectionSecure.challenge")
@@ -1924,17 +3043,19 @@ def _r_body_connection_secure(buf: memoryview, at: int, end: int) -> tuple[Conne
     )
 
 
-def _w_body_connection_secure(out: bytearray, value: ConnectionSecure) -> None:
+def _w_body_connection_secure(out: bytearray, msg: ConnectionSecure) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.challenge is not None:
+    out += b"\x00\x00"
+    challenge = msg.challenge
+    if challenge is not None:
         flags |= 0x1
-        _w_vbin32(out, value.challenge, "ConnectionSecure.challenge")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_vbin32(out, challenge, "ConnectionSecure.challenge")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class ConnectionSecureOk:
     """connection.secure-ok: control, class code 0x01 (1), code 0x04 (4).
 
@@ -1943,19 +3064,45 @@ class ConnectionSecureOk:
     Spec: specs/amqp-0-10/amqp.0-10.xml:1623:5
     """
 
+    __slots__ = ("response",)
+
     IDENT: ClassVar[tuple[int, int]] = (0x01, 0x04)
     KIND: ClassVar[str] = "control"
     NAME: ClassVar[str] = "connection.secure-ok"
     CLASS_CODE: ClassVar[int] = 0x01
     CODE: ClassVar[int] = 0x04
-    response: bytes | None = None
+    response: bytes | None
     """response (required): A block of opaque data passed to the security mechanism. The contents of this data are defined by the SASL security mechanism."""
+
+    def __init__(
+        self,
+        *,
+        response: bytes | None = None,
+    ) -> None:
+        self.response = response
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" f"response={self.response!r}" ")"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionSecureOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.response,) == (other.response,)
 
 
 def _r_body_connection_secure_ok(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ConnectionSecureOk, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "ConnectionSecureOk.packing_flags")
+    if end - at < 2:
+        raise _short("ConnectionSecureOk.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "ConnectionSecureOk.packing_flags",
+            at,
+            f"flags 0x{flags:x} name fields it does not have",
+        )
+    at += 2
     response: bytes | None = None
     if flags & 0x1:
         response, at = _r_vbin32(buf, at, end, "ConnectionSecureOk.response")
@@ -1967,17 +3114,19 @@ def _r_body_connection_secure_ok(
     )
 
 
-def _w_body_connection_secure_ok(out: bytearray, value: ConnectionSecureOk) -> None:
+def _w_body_connection_secure_ok(out: bytearray, msg: ConnectionSecureOk) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.response is not None:
+    out += b"\x00\x00"
+    response = msg.response
+    if response is not None:
         flags |= 0x1
-        _w_vbin32(out, value.response, "ConnectionSecureOk.response")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_vbin32(out, response, "ConnectionSecureOk.response")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class ConnectionTune:
     """connection.tune: control, class code 0x01 (1), code 0x05 (5).
 
@@ -1986,35 +3135,95 @@ class ConnectionTune:
     Spec: specs/amqp-0-10/amqp.0-10.xml:1641:5
     """
 
+    __slots__ = ("channel_max", "max_frame_size", "heartbeat_min", "heartbeat_max")
+
     IDENT: ClassVar[tuple[int, int]] = (0x01, 0x05)
     KIND: ClassVar[str] = "control"
     NAME: ClassVar[str] = "connection.tune"
     CLASS_CODE: ClassVar[int] = 0x01
     CODE: ClassVar[int] = 0x05
-    channel_max: int | None = None
+    channel_max: int | None
     """channel-max: The maximum total number of channels that the server allows per connection. If this is not set it means that the server does not impose a fixed limit, but the number of allowed channels may be limited by available server resources."""
-    max_frame_size: int | None = None
+    max_frame_size: int | None
     """max-frame-size: The largest frame size that the server proposes for the connection. The client can negotiate a lower value. If this is not set means that the server does not impose any specific limit but may reject very large frames if it cannot allocate resources for them."""
-    heartbeat_min: int | None = None
+    heartbeat_min: int | None
     """heartbeat-min: The minimum delay, in seconds, of the connection heartbeat supported by the server. If this is not set it means the server does not support sending heartbeats."""
-    heartbeat_max: int | None = None
+    heartbeat_max: int | None
     """heartbeat-max: The maximum delay, in seconds, of the connection heartbeat supported by the server. If this is not set it means the server has no maximum."""
 
+    def __init__(
+        self,
+        *,
+        channel_max: int | None = None,
+        max_frame_size: int | None = None,
+        heartbeat_min: int | None = None,
+        heartbeat_max: int | None = None,
+    ) -> None:
+        self.channel_max = channel_max
+        self.max_frame_size = max_frame_size
+        self.heartbeat_min = heartbeat_min
+        self.heartbeat_max = heartbeat_max
 
-def _r_body_connection_tune(buf: memoryview, at: int, end: int) -> tuple[ConnectionTune, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0xF, "ConnectionTune.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"channel_max={self.channel_max!r}, "
+            f"max_frame_size={self.max_frame_size!r}, "
+            f"heartbeat_min={self.heartbeat_min!r}, "
+            f"heartbeat_max={self.heartbeat_max!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionTune) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel_max, self.max_frame_size, self.heartbeat_min, self.heartbeat_max) == (
+            other.channel_max,
+            other.max_frame_size,
+            other.heartbeat_min,
+            other.heartbeat_max,
+        )
+
+
+def _r_body_connection_tune(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[ConnectionTune, int]:
+    if end - at < 2:
+        raise _short("ConnectionTune.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0xF:
+        raise DecodeError(
+            "ConnectionTune.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     channel_max: int | None = None
     if flags & 0x1:
-        channel_max, at = _r_uint16(buf, at, end, "ConnectionTune.channel_max")
+        if end - at >= 2:
+            channel_max = _UINT16.unpack_from(buf, at)[0]
+            at += 2
+        else:  # too short: the reader's DecodeError
+            channel_max, at = _r_uint16(buf, at, end, "ConnectionTune.channel_max")
     max_frame_size: int | None = None
     if flags & 0x2:
-        max_frame_size, at = _r_uint16(buf, at, end, "ConnectionTune.max_frame_size")
+        if end - at >= 2:
+            max_frame_size = _UINT16.unpack_from(buf, at)[0]
+            at += 2
+        else:  # too short: the reader's DecodeError
+            max_frame_size, at = _r_uint16(buf, at, end, "ConnectionTune.max_frame_size")
     heartbeat_min: int | None = None
     if flags & 0x4:
-        heartbeat_min, at = _r_uint16(buf, at, end, "ConnectionTune.heartbeat_min")
+        if end - at >= 2:
+            heartbeat_min = _UINT16.unpack_from(buf, at)[0]
+            at += 2
+        else:  # too short: the reader's DecodeError
+            heartbeat_min, at = _r_uint16(buf, at, end, "ConnectionTune.heartbeat_min")
     heartbeat_max: int | None = None
     if flags & 0x8:
-        heartbeat_max, at = _r_uint16(buf, at, end, "ConnectionTune.heartbeat_max")
+        if end - at >= 2:
+            heartbeat_max = _UINT16.unpack_from(buf, at)[0]
+            at += 2
+        else:  # too short: the reader's DecodeError
+            heartbeat_max, at = _r_uint16(buf, at, end, "ConnectionTune.heartbeat_max")
     return (
         ConnectionTune(
             channel_max=channel_max,
@@ -2026,26 +3235,31 @@ def _r_body_connection_tune(buf: memoryview, at: int, end: int) -> tuple[Connect
     )
 
 
-def _w_body_connection_tune(out: bytearray, value: ConnectionTune) -> None:
+def _w_body_connection_tune(out: bytearray, msg: ConnectionTune) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.channel_max is not None:
+    out += b"\x00\x00"
+    channel_max = msg.channel_max
+    if channel_max is not None:
         flags |= 0x1
-        _w_uint16(out, value.channel_max, "ConnectionTune.channel_max")
-    if value.max_frame_size is not None:
+        _w_uint16(out, channel_max, "ConnectionTune.channel_max")
+    max_frame_size = msg.max_frame_size
+    if max_frame_size is not None:
         flags |= 0x2
-        _w_uint16(out, value.max_frame_size, "ConnectionTune.max_frame_size")
-    if value.heartbeat_min is not None:
+        _w_uint16(out, max_frame_size, "ConnectionTune.max_frame_size")
+    heartbeat_min = msg.heartbeat_min
+    if heartbeat_min is not None:
         flags |= 0x4
-        _w_uint16(out, value.heartbeat_min, "ConnectionTune.heartbeat_min")
-    if value.heartbeat_max is not None:
+        _w_uint16(out, heartbeat_min, "ConnectionTune.heartbeat_min")
+    heartbeat_max = msg.heartbeat_max
+    if heartbeat_max is not None:
         flags |= 0x8
-        _w_uint16(out, value.heartbeat_max, "ConnectionTune.heartbeat_max")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_uint16(out, heartbeat_max, "ConnectionTune.heartbeat_max")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class ConnectionTuneOk:
     """connection.tune-ok: control, class code 0x01 (1), code 0x06 (6).
 
@@ -2054,30 +3268,82 @@ class ConnectionTuneOk:
     Spec: specs/amqp-0-10/amqp.0-10.xml:1709:5
     """
 
+    __slots__ = ("channel_max", "max_frame_size", "heartbeat")
+
     IDENT: ClassVar[tuple[int, int]] = (0x01, 0x06)
     KIND: ClassVar[str] = "control"
     NAME: ClassVar[str] = "connection.tune-ok"
     CLASS_CODE: ClassVar[int] = 0x01
     CODE: ClassVar[int] = 0x06
-    channel_max: int | None = None
+    channel_max: int | None
     """channel-max (required): The maximum total number of channels that the client will use per connection."""
-    max_frame_size: int | None = None
+    max_frame_size: int | None
     """max-frame-size: The largest frame size that the client and server will use for the connection. If it is not set means that the client does not impose any specific limit but may reject very large frames if it cannot allocate resources for them. Note that the max-frame-size limit applies principally to content frames, where large contents can be broken into frames of arbitrary size."""
-    heartbeat: int | None = None
+    heartbeat: int | None
     """heartbeat: The delay, in seconds, of the connection heartbeat chosen by the client. If it is not set it means the client does not want a heartbeat."""
 
+    def __init__(
+        self,
+        *,
+        channel_max: int | None = None,
+        max_frame_size: int | None = None,
+        heartbeat: int | None = None,
+    ) -> None:
+        self.channel_max = channel_max
+        self.max_frame_size = max_frame_size
+        self.heartbeat = heartbeat
 
-def _r_body_connection_tune_ok(buf: memoryview, at: int, end: int) -> tuple[ConnectionTuneOk, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x7, "ConnectionTuneOk.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"channel_max={self.channel_max!r}, "
+            f"max_frame_size={self.max_frame_size!r}, "
+            f"heartbeat={self.heartbeat!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionTuneOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel_max, self.max_frame_size, self.heartbeat) == (
+            other.channel_max,
+            other.max_frame_size,
+            other.heartbeat,
+        )
+
+
+def _r_body_connection_tune_ok(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[ConnectionTuneOk, int]:
+    if end - at < 2:
+        raise _short("ConnectionTuneOk.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x7:
+        raise DecodeError(
+            "ConnectionTuneOk.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     channel_max: int | None = None
     if flags & 0x1:
-        channel_max, at = _r_uint16(buf, at, end, "ConnectionTuneOk.channel_max")
+        if end - at >= 2:
+            channel_max = _UINT16.unpack_from(buf, at)[0]
+            at += 2
+        else:  # too short: the reader's DecodeError
+            channel_max, at = _r_uint16(buf, at, end, "ConnectionTuneOk.channel_max")
     max_frame_size: int | None = None
     if flags & 0x2:
-        max_frame_size, at = _r_uint16(buf, at, end, "ConnectionTuneOk.max_frame_size")
+        if end - at >= 2:
+            max_frame_size = _UINT16.unpack_from(buf, at)[0]
+            at += 2
+        else:  # too short: the reader's DecodeError
+            max_frame_size, at = _r_uint16(buf, at, end, "ConnectionTuneOk.max_frame_size")
     heartbeat: int | None = None
     if flags & 0x4:
-        heartbeat, at = _r_uint16(buf, at, end, "ConnectionTuneOk.heartbeat")
+        if end - at >= 2:
+            heartbeat = _UINT16.unpack_from(buf, at)[0]
+            at += 2
+        else:  # too short: the reader's DecodeError
+            heartbeat, at = _r_uint16(buf, at, end, "ConnectionTuneOk.heartbeat")
     return (
         ConnectionTuneOk(
             channel_max=channel_max,
@@ -2088,23 +3354,27 @@ def _r_body_connection_tune_ok(buf: memoryview, at: int, end: int) -> tuple[Conn
     )
 
 
-def _w_body_connection_tune_ok(out: bytearray, value: ConnectionTuneOk) -> None:
+def _w_body_connection_tune_ok(out: bytearray, msg: ConnectionTuneOk) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.channel_max is not None:
+    out += b"\x00\x00"
+    channel_max = msg.channel_max
+    if channel_max is not None:
         flags |= 0x1
-        _w_uint16(out, value.channel_max, "ConnectionTuneOk.channel_max")
-    if value.max_frame_size is not None:
+        _w_uint16(out, channel_max, "ConnectionTuneOk.channel_max")
+    max_frame_size = msg.max_frame_size
+    if max_frame_size is not None:
         flags |= 0x2
-        _w_uint16(out, value.max_frame_size, "ConnectionTuneOk.max_frame_size")
-    if value.heartbeat is not None:
+        _w_uint16(out, max_frame_size, "ConnectionTuneOk.max_frame_size")
+    heartbeat = msg.heartbeat
+    if heartbeat is not None:
         flags |= 0x4
-        _w_uint16(out, value.heartbeat, "ConnectionTuneOk.heartbeat")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_uint16(out, heartbeat, "ConnectionTuneOk.heartbeat")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class ConnectionOpen:
     """connection.open: control, class code 0x01 (1), code 0x07 (7).
 
@@ -2113,21 +3383,61 @@ class ConnectionOpen:
     Spec: specs/amqp-0-10/amqp.0-10.xml:1796:5
     """
 
+    __slots__ = ("virtual_host", "capabilities", "insist")
+
     IDENT: ClassVar[tuple[int, int]] = (0x01, 0x07)
     KIND: ClassVar[str] = "control"
     NAME: ClassVar[str] = "connection.open"
     CLASS_CODE: ClassVar[int] = 0x01
     CODE: ClassVar[int] = 0x07
-    virtual_host: str | None = None
+    virtual_host: str | None
     """virtual-host (required): The name of the virtual host to work with."""
-    capabilities: Array | None = None
+    capabilities: Array | None
     """capabilities: The client can specify zero or more capability names. The server can use this to determine how to process the client's connection request."""
-    insist: bool = False
+    insist: bool
     """insist: In a configuration with multiple collaborating servers, the server may respond to a connection.open control with a Connection.Redirect. The insist option tells the server that the client is insisting on a connection to the specified server."""
 
+    def __init__(
+        self,
+        *,
+        virtual_host: str | None = None,
+        capabilities: Array | None = None,
+        insist: bool = False,
+    ) -> None:
+        self.virtual_host = virtual_host
+        self.capabilities = capabilities
+        self.insist = insist
 
-def _r_body_connection_open(buf: memoryview, at: int, end: int) -> tuple[ConnectionOpen, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x7, "ConnectionOpen.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"virtual_host={self.virtual_host!r}, "
+            f"capabilities={self.capabilities!r}, "
+            f"insist={self.insist!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionOpen) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.virtual_host, self.capabilities, self.insist) == (
+            other.virtual_host,
+            other.capabilities,
+            other.insist,
+        )
+
+
+def _r_body_connection_open(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[ConnectionOpen, int]:
+    if end - at < 2:
+        raise _short("ConnectionOpen.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x7:
+        raise DecodeError(
+            "ConnectionOpen.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     virtual_host: str | None = None
     if flags & 0x1:
         virtual_host, at = _r_str8(buf, at, end, "ConnectionOpen.virtual_host")
@@ -2145,24 +3455,27 @@ def _r_body_connection_open(buf: memoryview, at: int, end: int) -> tuple[Connect
     )
 
 
-def _w_body_connection_open(out: bytearray, value: ConnectionOpen) -> None:
+def _w_body_connection_open(out: bytearray, msg: ConnectionOpen) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.virtual_host is not None:
+    out += b"\x00\x00"
+    virtual_host = msg.virtual_host
+    if virtual_host is not None:
         flags |= 0x1
-        _w_str8(out, value.virtual_host, "ConnectionOpen.virtual_host")
-    if value.capabilities is not None:
+        _w_str8(out, virtual_host, "ConnectionOpen.virtual_host")
+    capabilities = msg.capabilities
+    if capabilities is not None:
         flags |= 0x2
-        _w_array(out, value.capabilities, "ConnectionOpen.capabilities")
-    if not isinstance(value.insist, bool):
-        raise _bad("ConnectionOpen.insist", value.insist, "a bool")
-    if value.insist:
+        _w_array(out, capabilities, "ConnectionOpen.capabilities")
+    if msg.insist is True:
         flags |= 0x4
-    out[start : start + 2] = flags.to_bytes(2, "little")
+    elif msg.insist is not False:
+        raise _bad("ConnectionOpen.insist", msg.insist, "a bool")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class ConnectionOpenOk:
     """connection.open-ok: control, class code 0x01 (1), code 0x08 (8).
 
@@ -2171,17 +3484,43 @@ class ConnectionOpenOk:
     Spec: specs/amqp-0-10/amqp.0-10.xml:1856:5
     """
 
+    __slots__ = ("known_hosts",)
+
     IDENT: ClassVar[tuple[int, int]] = (0x01, 0x08)
     KIND: ClassVar[str] = "control"
     NAME: ClassVar[str] = "connection.open-ok"
     CLASS_CODE: ClassVar[int] = 0x01
     CODE: ClassVar[int] = 0x08
-    known_hosts: Array | None = None
+    known_hosts: Array | None
     """known-hosts: Specifies an array of equivalent or alternative hosts that the server knows about, which will normally include the current server itself. Each entry in the array will be in the form of an IP address or DNS name, optionally followed by a colon and a port number. Clients can cache this information and use it when reconnecting to a server after a failure. This field may be empty."""
 
+    def __init__(
+        self,
+        *,
+        known_hosts: Array | None = None,
+    ) -> None:
+        self.known_hosts = known_hosts
 
-def _r_body_connection_open_ok(buf: memoryview, at: int, end: int) -> tuple[ConnectionOpenOk, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "ConnectionOpenOk.packing_flags")
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" f"known_hosts={self.known_hosts!r}" ")"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionOpenOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.known_hosts,) == (other.known_hosts,)
+
+
+def _r_body_connection_open_ok(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[ConnectionOpenOk, int]:
+    if end - at < 2:
+        raise _short("ConnectionOpenOk.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "ConnectionOpenOk.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     known_hosts: Array | None = None
     if flags & 0x1:
         known_hosts, at = _r_array(buf, at, end, "ConnectionOpenOk.known_hosts")
@@ -2193,17 +3532,19 @@ def _r_body_connection_open_ok(buf: memoryview, at: int, end: int) -> tuple[Conn
     )
 
 
-def _w_body_connection_open_ok(out: bytearray, value: ConnectionOpenOk) -> None:
+def _w_body_connection_open_ok(out: bytearray, msg: ConnectionOpenOk) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.known_hosts is not None:
+    out += b"\x00\x00"
+    known_hosts = msg.known_hosts
+    if known_hosts is not None:
         flags |= 0x1
-        _w_array(out, value.known_hosts, "ConnectionOpenOk.known_hosts")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_array(out, known_hosts, "ConnectionOpenOk.known_hosts")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class ConnectionRedirect:
     """connection.redirect: control, class code 0x01 (1), code 0x09 (9).
 
@@ -2212,21 +3553,54 @@ class ConnectionRedirect:
     Spec: specs/amqp-0-10/amqp.0-10.xml:1877:5
     """
 
+    __slots__ = ("host", "known_hosts")
+
     IDENT: ClassVar[tuple[int, int]] = (0x01, 0x09)
     KIND: ClassVar[str] = "control"
     NAME: ClassVar[str] = "connection.redirect"
     CLASS_CODE: ClassVar[int] = 0x01
     CODE: ClassVar[int] = 0x09
-    host: str | None = None
+    host: str | None
     """host (required): Specifies the server to connect to."""
-    known_hosts: Array | None = None
+    known_hosts: Array | None
     """known-hosts: An array of equivalent or alternative hosts that the server knows about."""
+
+    def __init__(
+        self,
+        *,
+        host: str | None = None,
+        known_hosts: Array | None = None,
+    ) -> None:
+        self.host = host
+        self.known_hosts = known_hosts
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"host={self.host!r}, "
+            f"known_hosts={self.known_hosts!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionRedirect) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.host, self.known_hosts) == (other.host, other.known_hosts)
 
 
 def _r_body_connection_redirect(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ConnectionRedirect, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x3, "ConnectionRedirect.packing_flags")
+    if end - at < 2:
+        raise _short("ConnectionRedirect.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x3:
+        raise DecodeError(
+            "ConnectionRedirect.packing_flags",
+            at,
+            f"flags 0x{flags:x} name fields it does not have",
+        )
+    at += 2
     host: str | None = None
     if flags & 0x1:
         host, at = _r_str16(buf, at, end, "ConnectionRedirect.host")
@@ -2242,20 +3616,23 @@ def _r_body_connection_redirect(
     )
 
 
-def _w_body_connection_redirect(out: bytearray, value: ConnectionRedirect) -> None:
+def _w_body_connection_redirect(out: bytearray, msg: ConnectionRedirect) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.host is not None:
+    out += b"\x00\x00"
+    host = msg.host
+    if host is not None:
         flags |= 0x1
-        _w_str16(out, value.host, "ConnectionRedirect.host")
-    if value.known_hosts is not None:
+        _w_str16(out, host, "ConnectionRedirect.host")
+    known_hosts = msg.known_hosts
+    if known_hosts is not None:
         flags |= 0x2
-        _w_array(out, value.known_hosts, "ConnectionRedirect.known_hosts")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_array(out, known_hosts, "ConnectionRedirect.known_hosts")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class ConnectionHeartbeat:
     """connection.heartbeat: control, class code 0x01 (1), code 0x0a (10).
 
@@ -2264,28 +3641,48 @@ class ConnectionHeartbeat:
     Spec: specs/amqp-0-10/amqp.0-10.xml:1909:5
     """
 
+    __slots__ = ()
+
     IDENT: ClassVar[tuple[int, int]] = (0x01, 0x0A)
     KIND: ClassVar[str] = "control"
     NAME: ClassVar[str] = "connection.heartbeat"
     CLASS_CODE: ClassVar[int] = 0x01
     CODE: ClassVar[int] = 0x0A
 
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}()"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionHeartbeat) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return True
+
 
 def _r_body_connection_heartbeat(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ConnectionHeartbeat, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x0, "ConnectionHeartbeat.packing_flags")
+    if end - at < 2:
+        raise _short("ConnectionHeartbeat.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x0:
+        raise DecodeError(
+            "ConnectionHeartbeat.packing_flags",
+            at,
+            f"flags 0x{flags:x} name fields it does not have",
+        )
+    at += 2
     return ConnectionHeartbeat(), at
 
 
-def _w_body_connection_heartbeat(out: bytearray, value: ConnectionHeartbeat) -> None:
+def _w_body_connection_heartbeat(out: bytearray, msg: ConnectionHeartbeat) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    out[start : start + 2] = flags.to_bytes(2, "little")
+    out += b"\x00\x00"
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class ConnectionClose:
     """connection.close: control, class code 0x01 (1), code 0x0b (11).
 
@@ -2294,23 +3691,60 @@ class ConnectionClose:
     Spec: specs/amqp-0-10/amqp.0-10.xml:1919:5
     """
 
+    __slots__ = ("reply_code", "reply_text")
+
     IDENT: ClassVar[tuple[int, int]] = (0x01, 0x0B)
     KIND: ClassVar[str] = "control"
     NAME: ClassVar[str] = "connection.close"
     CLASS_CODE: ClassVar[int] = 0x01
     CODE: ClassVar[int] = 0x0B
-    reply_code: ConnectionCloseCode | int | None = None
+    reply_code: ConnectionCloseCode | int | None
     """reply-code (required): Indicates the reason for connection closure."""
-    reply_text: str | None = None
+    reply_text: str | None
     """reply-text: This text can be logged as an aid to resolving issues."""
 
+    def __init__(
+        self,
+        *,
+        reply_code: ConnectionCloseCode | int | None = None,
+        reply_text: str | None = None,
+    ) -> None:
+        self.reply_code = reply_code
+        self.reply_text = reply_text
 
-def _r_body_connection_close(buf: memoryview, at: int, end: int) -> tuple[ConnectionClose, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x3, "ConnectionClose.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"reply_code={self.reply_code!r}, "
+            f"reply_text={self.reply_text!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionClose) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.reply_code, self.reply_text) == (other.reply_code, other.reply_text)
+
+
+def _r_body_connection_close(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[ConnectionClose, int]:
+    if end - at < 2:
+        raise _short("ConnectionClose.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x3:
+        raise DecodeError(
+            "ConnectionClose.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     reply_code: ConnectionCloseCode | int | None = None
     if flags & 0x1:
-        reply_code_value, at = _r_uint16(buf, at, end, "ConnectionClose.reply_code")
-        reply_code = _as_enum(ConnectionCloseCode, reply_code_value)
+        if end - at >= 2:
+            reply_code_value = _UINT16.unpack_from(buf, at)[0]
+            at += 2
+        else:  # too short: the reader's DecodeError
+            reply_code_value, at = _r_uint16(buf, at, end, "ConnectionClose.reply_code")
+        reply_code = _ConnectionCloseCode.get(reply_code_value, reply_code_value)
     reply_text: str | None = None
     if flags & 0x2:
         reply_text, at = _r_str8(buf, at, end, "ConnectionClose.reply_text")
@@ -2323,20 +3757,23 @@ def _r_body_connection_close(buf: memoryview, at: int, end: int) -> tuple[Connec
     )
 
 
-def _w_body_connection_close(out: bytearray, value: ConnectionClose) -> None:
+def _w_body_connection_close(out: bytearray, msg: ConnectionClose) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.reply_code is not None:
+    out += b"\x00\x00"
+    reply_code = msg.reply_code
+    if reply_code is not None:
         flags |= 0x1
-        _w_uint16(out, value.reply_code, "ConnectionClose.reply_code")
-    if value.reply_text is not None:
+        _w_uint16(out, reply_code, "ConnectionClose.reply_code")
+    reply_text = msg.reply_text
+    if reply_text is not None:
         flags |= 0x2
-        _w_str8(out, value.reply_text, "ConnectionClose.reply_text")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_str8(out, reply_text, "ConnectionClose.reply_text")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class ConnectionCloseOk:
     """connection.close-ok: control, class code 0x01 (1), code 0x0c (12).
 
@@ -2345,28 +3782,46 @@ class ConnectionCloseOk:
     Spec: specs/amqp-0-10/amqp.0-10.xml:1946:5
     """
 
+    __slots__ = ()
+
     IDENT: ClassVar[tuple[int, int]] = (0x01, 0x0C)
     KIND: ClassVar[str] = "control"
     NAME: ClassVar[str] = "connection.close-ok"
     CLASS_CODE: ClassVar[int] = 0x01
     CODE: ClassVar[int] = 0x0C
 
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}()"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionCloseOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return True
+
 
 def _r_body_connection_close_ok(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ConnectionCloseOk, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x0, "ConnectionCloseOk.packing_flags")
+    if end - at < 2:
+        raise _short("ConnectionCloseOk.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x0:
+        raise DecodeError(
+            "ConnectionCloseOk.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     return ConnectionCloseOk(), at
 
 
-def _w_body_connection_close_ok(out: bytearray, value: ConnectionCloseOk) -> None:
+def _w_body_connection_close_ok(out: bytearray, msg: ConnectionCloseOk) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    out[start : start + 2] = flags.to_bytes(2, "little")
+    out += b"\x00\x00"
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class SessionAttach:
     """session.attach: control, class code 0x02 (2), code 0x01 (1).
 
@@ -2375,19 +3830,45 @@ class SessionAttach:
     Spec: specs/amqp-0-10/amqp.0-10.xml:2071:5
     """
 
+    __slots__ = ("name", "force")
+
     IDENT: ClassVar[tuple[int, int]] = (0x02, 0x01)
     KIND: ClassVar[str] = "control"
     NAME: ClassVar[str] = "session.attach"
     CLASS_CODE: ClassVar[int] = 0x02
     CODE: ClassVar[int] = 0x01
-    name: bytes | None = None
+    name: bytes | None
     """name (required): Identifies the session to be attached to the current transport."""
-    force: bool = False
+    force: bool
     """force: If set then a busy session will be forcibly detached from its other transport and reattached to the current transport."""
 
+    def __init__(
+        self,
+        *,
+        name: bytes | None = None,
+        force: bool = False,
+    ) -> None:
+        self.name = name
+        self.force = force
 
-def _r_body_session_attach(buf: memoryview, at: int, end: int) -> tuple[SessionAttach, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x3, "SessionAttach.packing_flags")
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" f"name={self.name!r}, " f"force={self.force!r}" ")"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SessionAttach) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.name, self.force) == (other.name, other.force)
+
+
+def _r_body_session_attach(buf: bytes | memoryview, at: int, end: int) -> tuple[SessionAttach, int]:
+    if end - at < 2:
+        raise _short("SessionAttach.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x3:
+        raise DecodeError(
+            "SessionAttach.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     name: bytes | None = None
     if flags & 0x1:
         name, at = _r_vbin16(buf, at, end, "SessionAttach.name")
@@ -2401,21 +3882,23 @@ def _r_body_session_attach(buf: memoryview, at: int, end: int) -> tuple[SessionA
     )
 
 
-def _w_body_session_attach(out: bytearray, value: SessionAttach) -> None:
+def _w_body_session_attach(out: bytearray, msg: SessionAttach) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.name is not None:
+    out += b"\x00\x00"
+    name = msg.name
+    if name is not None:
         flags |= 0x1
-        _w_vbin16(out, value.name, "SessionAttach.name")
-    if not isinstance(value.force, bool):
-        raise _bad("SessionAttach.force", value.force, "a bool")
-    if value.force:
+        _w_vbin16(out, name, "SessionAttach.name")
+    if msg.force is True:
         flags |= 0x2
-    out[start : start + 2] = flags.to_bytes(2, "little")
+    elif msg.force is not False:
+        raise _bad("SessionAttach.force", msg.force, "a bool")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class SessionAttached:
     """session.attached: control, class code 0x02 (2), code 0x02 (2).
 
@@ -2424,17 +3907,43 @@ class SessionAttached:
     Spec: specs/amqp-0-10/amqp.0-10.xml:2122:5
     """
 
+    __slots__ = ("name",)
+
     IDENT: ClassVar[tuple[int, int]] = (0x02, 0x02)
     KIND: ClassVar[str] = "control"
     NAME: ClassVar[str] = "session.attached"
     CLASS_CODE: ClassVar[int] = 0x02
     CODE: ClassVar[int] = 0x02
-    name: bytes | None = None
+    name: bytes | None
     """name (required): Identifies the session now attached to the current transport."""
 
+    def __init__(
+        self,
+        *,
+        name: bytes | None = None,
+    ) -> None:
+        self.name = name
 
-def _r_body_session_attached(buf: memoryview, at: int, end: int) -> tuple[SessionAttached, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "SessionAttached.packing_flags")
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" f"name={self.name!r}" ")"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SessionAttached) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.name,) == (other.name,)
+
+
+def _r_body_session_attached(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[SessionAttached, int]:
+    if end - at < 2:
+        raise _short("SessionAttached.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "SessionAttached.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     name: bytes | None = None
     if flags & 0x1:
         name, at = _r_vbin16(buf, at, end, "SessionAttached.name")
@@ -2446,17 +3955,19 @@ def _r_body_session_attached(buf: memoryview, at: int, end: int) -> tuple[Sessio
     )
 
 
-def _w_body_session_attached(out: bytearray, value: SessionAttached) -> None:
+def _w_body_session_attached(out: bytearray, msg: SessionAttached) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.name is not None:
+    out += b"\x00\x00"
+    name = msg.name
+    if name is not None:
         flags |= 0x1
-        _w_vbin16(out, value.name, "SessionAttached.name")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_vbin16(out, name, "SessionAttached.name")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class SessionDetach:
     """session.detach: control, class code 0x02 (2), code 0x03 (3).
 
@@ -2465,17 +3976,41 @@ class SessionDetach:
     Spec: specs/amqp-0-10/amqp.0-10.xml:2137:5
     """
 
+    __slots__ = ("name",)
+
     IDENT: ClassVar[tuple[int, int]] = (0x02, 0x03)
     KIND: ClassVar[str] = "control"
     NAME: ClassVar[str] = "session.detach"
     CLASS_CODE: ClassVar[int] = 0x02
     CODE: ClassVar[int] = 0x03
-    name: bytes | None = None
+    name: bytes | None
     """name (required): Identifies the session to detach."""
 
+    def __init__(
+        self,
+        *,
+        name: bytes | None = None,
+    ) -> None:
+        self.name = name
 
-def _r_body_session_detach(buf: memoryview, at: int, end: int) -> tuple[SessionDetach, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "SessionDetach.packing_flags")
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" f"name={self.name!r}" ")"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SessionDetach) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.name,) == (other.name,)
+
+
+def _r_body_session_detach(buf: bytes | memoryview, at: int, end: int) -> tuple[SessionDetach, int]:
+    if end - at < 2:
+        raise _short("SessionDetach.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "SessionDetach.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     name: bytes | None = None
     if flags & 0x1:
         name, at = _r_vbin16(buf, at, end, "SessionDetach.name")
@@ -2487,17 +4022,19 @@ def _r_body_session_detach(buf: memoryview, at: int, end: int) -> tuple[SessionD
     )
 
 
-def _w_body_session_detach(out: bytearray, value: SessionDetach) -> None:
+def _w_body_session_detach(out: bytearray, msg: SessionDetach) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.name is not None:
+    out += b"\x00\x00"
+    name = msg.name
+    if name is not None:
         flags |= 0x1
-        _w_vbin16(out, value.name, "SessionDetach.name")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_vbin16(out, name, "SessionDetach.name")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class SessionDetached:
     """session.detached: control, class code 0x02 (2), code 0x04 (4).
 
@@ -2506,26 +4043,58 @@ class SessionDetached:
     Spec: specs/amqp-0-10/amqp.0-10.xml:2154:5
     """
 
+    __slots__ = ("name", "code")
+
     IDENT: ClassVar[tuple[int, int]] = (0x02, 0x04)
     KIND: ClassVar[str] = "control"
     NAME: ClassVar[str] = "session.detached"
     CLASS_CODE: ClassVar[int] = 0x02
     CODE: ClassVar[int] = 0x04
-    name: bytes | None = None
+    name: bytes | None
     """name (required): Identifies the detached session."""
-    code: SessionDetachCode | int | None = None
+    code: SessionDetachCode | int | None
     """code (required): Identifies the reason for detaching from the named session."""
 
+    def __init__(
+        self,
+        *,
+        name: bytes | None = None,
+        code: SessionDetachCode | int | None = None,
+    ) -> None:
+        self.name = name
+        self.code = code
 
-def _r_body_session_detached(buf: memoryview, at: int, end: int) -> tuple[SessionDetached, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x3, "SessionDetached.packing_flags")
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" f"name={self.name!r}, " f"code={self.code!r}" ")"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SessionDetached) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.name, self.code) == (other.name, other.code)
+
+
+def _r_body_session_detached(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[SessionDetached, int]:
+    if end - at < 2:
+        raise _short("SessionDetached.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x3:
+        raise DecodeError(
+            "SessionDetached.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     name: bytes | None = None
     if flags & 0x1:
         name, at = _r_vbin16(buf, at, end, "SessionDetached.name")
     code: SessionDetachCode | int | None = None
     if flags & 0x2:
-        code_value, at = _r_uint8(buf, at, end, "SessionDetached.code")
-        code = _as_enum(SessionDetachCode, code_value)
+        if end - at >= 1:
+            code_value = buf[at]
+            at += 1
+        else:  # too short: the reader's DecodeError
+            code_value, at = _r_uint8(buf, at, end, "SessionDetached.code")
+        code = _SessionDetachCode.get(code_value, code_value)
     return (
         SessionDetached(
             name=name,
@@ -2535,20 +4104,26 @@ def _r_body_session_detached(buf: memoryview, at: int, end: int) -> tuple[Sessio
     )
 
 
-def _w_body_session_detached(out: bytearray, value: SessionDetached) -> None:
+def _w_body_session_detached(out: bytearray, msg: SessionDetached) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.name is not None:
+    out += b"\x00\x00"
+    name = msg.name
+    if name is not None:
         flags |= 0x1
-        _w_vbin16(out, value.name, "SessionDetached.name")
-    if value.code is not None:
+        _w_vbin16(out, name, "SessionDetached.name")
+    code = msg.code
+    if code is not None:
         flags |= 0x2
-        _w_uint8(out, value.code, "SessionDetached.code")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        if code.__class__ is not bool and isinstance(code, int) and 0 <= code <= 0xFF:
+            out.append(code)
+        else:  # the writer's EncodeError
+            _w_uint8(out, code, "SessionDetached.code")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class SessionRequestTimeout:
     """session.request-timeout: control, class code 0x02 (2), code 0x05 (5).
 
@@ -2557,22 +4132,52 @@ class SessionRequestTimeout:
     Spec: specs/amqp-0-10/amqp.0-10.xml:2179:5
     """
 
+    __slots__ = ("timeout",)
+
     IDENT: ClassVar[tuple[int, int]] = (0x02, 0x05)
     KIND: ClassVar[str] = "control"
     NAME: ClassVar[str] = "session.request-timeout"
     CLASS_CODE: ClassVar[int] = 0x02
     CODE: ClassVar[int] = 0x05
-    timeout: int | None = None
+    timeout: int | None
     """timeout: The requested timeout for execution state in seconds. If not set, this control requests that execution state is preserved indefinitely."""
+
+    def __init__(
+        self,
+        *,
+        timeout: int | None = None,
+    ) -> None:
+        self.timeout = timeout
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" f"timeout={self.timeout!r}" ")"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SessionRequestTimeout) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.timeout,) == (other.timeout,)
 
 
 def _r_body_session_request_timeout(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[SessionRequestTimeout, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "SessionRequestTimeout.packing_flags")
+    if end - at < 2:
+        raise _short("SessionRequestTimeout.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "SessionRequestTimeout.packing_flags",
+            at,
+            f"flags 0x{flags:x} name fields it does not have",
+        )
+    at += 2
     timeout: int | None = None
     if flags & 0x1:
-        timeout, at = _r_uint32(buf, at, end, "SessionRequestTimeout.timeout")
+        if end - at >= 4:
+            timeout = _UINT32.unpack_from(buf, at)[0]
+            at += 4
+        else:  # too short: the reader's DecodeError
+            timeout, at = _r_uint32(buf, at, end, "SessionRequestTimeout.timeout")
     return (
         SessionRequestTimeout(
             timeout=timeout,
@@ -2581,17 +4186,19 @@ def _r_body_session_request_timeout(
     )
 
 
-def _w_body_session_request_timeout(out: bytearray, value: SessionRequestTimeout) -> None:
+def _w_body_session_request_timeout(out: bytearray, msg: SessionRequestTimeout) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.timeout is not None:
+    out += b"\x00\x00"
+    timeout = msg.timeout
+    if timeout is not None:
         flags |= 0x1
-        _w_uint32(out, value.timeout, "SessionRequestTimeout.timeout")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_uint32(out, timeout, "SessionRequestTimeout.timeout")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class SessionTimeout:
     """session.timeout: control, class code 0x02 (2), code 0x06 (6).
 
@@ -2600,20 +4207,50 @@ class SessionTimeout:
     Spec: specs/amqp-0-10/amqp.0-10.xml:2206:5
     """
 
+    __slots__ = ("timeout",)
+
     IDENT: ClassVar[tuple[int, int]] = (0x02, 0x06)
     KIND: ClassVar[str] = "control"
     NAME: ClassVar[str] = "session.timeout"
     CLASS_CODE: ClassVar[int] = 0x02
     CODE: ClassVar[int] = 0x06
-    timeout: int | None = None
+    timeout: int | None
     """timeout: The timeout for execution state. If not set, then execution state is preserved indefinitely."""
 
+    def __init__(
+        self,
+        *,
+        timeout: int | None = None,
+    ) -> None:
+        self.timeout = timeout
 
-def _r_body_session_timeout(buf: memoryview, at: int, end: int) -> tuple[SessionTimeout, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "SessionTimeout.packing_flags")
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" f"timeout={self.timeout!r}" ")"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SessionTimeout) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.timeout,) == (other.timeout,)
+
+
+def _r_body_session_timeout(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[SessionTimeout, int]:
+    if end - at < 2:
+        raise _short("SessionTimeout.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "SessionTimeout.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     timeout: int | None = None
     if flags & 0x1:
-        timeout, at = _r_uint32(buf, at, end, "SessionTimeout.timeout")
+        if end - at >= 4:
+            timeout = _UINT32.unpack_from(buf, at)[0]
+            at += 4
+        else:  # too short: the reader's DecodeError
+            timeout, at = _r_uint32(buf, at, end, "SessionTimeout.timeout")
     return (
         SessionTimeout(
             timeout=timeout,
@@ -2622,17 +4259,19 @@ def _r_body_session_timeout(buf: memoryview, at: int, end: int) -> tuple[Session
     )
 
 
-def _w_body_session_timeout(out: bytearray, value: SessionTimeout) -> None:
+def _w_body_session_timeout(out: bytearray, msg: SessionTimeout) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.timeout is not None:
+    out += b"\x00\x00"
+    timeout = msg.timeout
+    if timeout is not None:
         flags |= 0x1
-        _w_uint32(out, value.timeout, "SessionTimeout.timeout")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_uint32(out, timeout, "SessionTimeout.timeout")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class SessionCommandPoint:
     """session.command-point: control, class code 0x02 (2), code 0x07 (7).
 
@@ -2641,27 +4280,68 @@ class SessionCommandPoint:
     Spec: specs/amqp-0-10/amqp.0-10.xml:2224:5
     """
 
+    __slots__ = ("command_id", "command_offset")
+
     IDENT: ClassVar[tuple[int, int]] = (0x02, 0x07)
     KIND: ClassVar[str] = "control"
     NAME: ClassVar[str] = "session.command-point"
     CLASS_CODE: ClassVar[int] = 0x02
     CODE: ClassVar[int] = 0x07
-    command_id: int | None = None
+    command_id: int | None
     """command-id (required): the command-id of the next command"""
-    command_offset: int | None = None
+    command_offset: int | None
     """command-offset (required): the byte offset within the command"""
+
+    def __init__(
+        self,
+        *,
+        command_id: int | None = None,
+        command_offset: int | None = None,
+    ) -> None:
+        self.command_id = command_id
+        self.command_offset = command_offset
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"command_id={self.command_id!r}, "
+            f"command_offset={self.command_offset!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SessionCommandPoint) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.command_id, self.command_offset) == (other.command_id, other.command_offset)
 
 
 def _r_body_session_command_point(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[SessionCommandPoint, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x3, "SessionCommandPoint.packing_flags")
+    if end - at < 2:
+        raise _short("SessionCommandPoint.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x3:
+        raise DecodeError(
+            "SessionCommandPoint.packing_flags",
+            at,
+            f"flags 0x{flags:x} name fields it does not have",
+        )
+    at += 2
     command_id: int | None = None
     if flags & 0x1:
-        command_id, at = _r_sequence_no(buf, at, end, "SessionCommandPoint.command_id")
+        if end - at >= 4:
+            command_id = _SEQUENCE_NO.unpack_from(buf, at)[0]
+            at += 4
+        else:  # too short: the reader's DecodeError
+            command_id, at = _r_sequence_no(buf, at, end, "SessionCommandPoint.command_id")
     command_offset: int | None = None
     if flags & 0x2:
-        command_offset, at = _r_uint64(buf, at, end, "SessionCommandPoint.command_offset")
+        if end - at >= 8:
+            command_offset = _UINT64.unpack_from(buf, at)[0]
+            at += 8
+        else:  # too short: the reader's DecodeError
+            command_offset, at = _r_uint64(buf, at, end, "SessionCommandPoint.command_offset")
     return (
         SessionCommandPoint(
             command_id=command_id,
@@ -2671,20 +4351,23 @@ def _r_body_session_command_point(
     )
 
 
-def _w_body_session_command_point(out: bytearray, value: SessionCommandPoint) -> None:
+def _w_body_session_command_point(out: bytearray, msg: SessionCommandPoint) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.command_id is not None:
+    out += b"\x00\x00"
+    command_id = msg.command_id
+    if command_id is not None:
         flags |= 0x1
-        _w_sequence_no(out, value.command_id, "SessionCommandPoint.command_id")
-    if value.command_offset is not None:
+        _w_sequence_no(out, command_id, "SessionCommandPoint.command_id")
+    command_offset = msg.command_offset
+    if command_offset is not None:
         flags |= 0x2
-        _w_uint64(out, value.command_offset, "SessionCommandPoint.command_offset")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_uint64(out, command_offset, "SessionCommandPoint.command_offset")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class SessionExpected:
     """session.expected: control, class code 0x02 (2), code 0x08 (8).
 
@@ -2693,22 +4376,59 @@ class SessionExpected:
     Spec: specs/amqp-0-10/amqp.0-10.xml:2263:5
     """
 
+    __slots__ = ("commands", "fragments")
+
     IDENT: ClassVar[tuple[int, int]] = (0x02, 0x08)
     KIND: ClassVar[str] = "control"
     NAME: ClassVar[str] = "session.expected"
     CLASS_CODE: ClassVar[int] = 0x02
     CODE: ClassVar[int] = 0x08
-    commands: list[tuple[int, int]] | None = None
+    commands: list[tuple[int, int]] | None
     """commands (required): expected commands"""
-    fragments: Array | None = None
+    fragments: Array | None
     """fragments: expected fragments"""
 
+    def __init__(
+        self,
+        *,
+        commands: list[tuple[int, int]] | None = None,
+        fragments: Array | None = None,
+    ) -> None:
+        self.commands = commands
+        self.fragments = fragments
 
-def _r_body_session_expected(buf: memoryview, at: int, end: int) -> tuple[SessionExpected, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x3, "SessionExpected.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"commands={self.commands!r}, "
+            f"fragments={self.fragments!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SessionExpected) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.commands, self.fragments) == (other.commands, other.fragments)
+
+
+def _r_body_session_expected(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[SessionExpected, int]:
+    if end - at < 2:
+        raise _short("SessionExpected.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x3:
+        raise DecodeError(
+            "SessionExpected.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     commands: list[tuple[int, int]] | None = None
     if flags & 0x1:
-        commands, at = _r_sequence_set(buf, at, end, "SessionExpected.commands")
+        if end - at >= 2 and (size := buf[at] << 8 | buf[at + 1]) <= end - at - 2 and not size % 8:
+            commands = list(_SEQUENCE_SET_PAIR.iter_unpack(buf[at + 2 : at + 2 + size]))
+            at += 2 + size
+        else:  # the reader's DecodeError
+            commands, at = _r_sequence_set(buf, at, end, "SessionExpected.commands")
     fragments: Array | None = None
     if flags & 0x2:
         fragments, at = _r_array(buf, at, end, "SessionExpected.fragments")
@@ -2721,20 +4441,23 @@ def _r_body_session_expected(buf: memoryview, at: int, end: int) -> tuple[Sessio
     )
 
 
-def _w_body_session_expected(out: bytearray, value: SessionExpected) -> None:
+def _w_body_session_expected(out: bytearray, msg: SessionExpected) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.commands is not None:
+    out += b"\x00\x00"
+    commands = msg.commands
+    if commands is not None:
         flags |= 0x1
-        _w_sequence_set(out, value.commands, "SessionExpected.commands")
-    if value.fragments is not None:
+        _w_sequence_set(out, commands, "SessionExpected.commands")
+    fragments = msg.fragments
+    if fragments is not None:
         flags |= 0x2
-        _w_array(out, value.fragments, "SessionExpected.fragments")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_array(out, fragments, "SessionExpected.fragments")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class SessionConfirmed:
     """session.confirmed: control, class code 0x02 (2), code 0x09 (9).
 
@@ -2751,22 +4474,59 @@ class SessionConfirmed:
     Spec: specs/amqp-0-10/amqp.0-10.xml:2303:5
     """
 
+    __slots__ = ("commands", "fragments")
+
     IDENT: ClassVar[tuple[int, int]] = (0x02, 0x09)
     KIND: ClassVar[str] = "control"
     NAME: ClassVar[str] = "session.confirmed"
     CLASS_CODE: ClassVar[int] = 0x02
     CODE: ClassVar[int] = 0x09
-    commands: list[tuple[int, int]] | None = None
+    commands: list[tuple[int, int]] | None
     """commands: entirely confirmed commands"""
-    fragments: Array | None = None
+    fragments: Array | None
     """fragments: partially confirmed commands"""
 
+    def __init__(
+        self,
+        *,
+        commands: list[tuple[int, int]] | None = None,
+        fragments: Array | None = None,
+    ) -> None:
+        self.commands = commands
+        self.fragments = fragments
 
-def _r_body_session_confirmed(buf: memoryview, at: int, end: int) -> tuple[SessionConfirmed, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x3, "SessionConfirmed.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"commands={self.commands!r}, "
+            f"fragments={self.fragments!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SessionConfirmed) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.commands, self.fragments) == (other.commands, other.fragments)
+
+
+def _r_body_session_confirmed(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[SessionConfirmed, int]:
+    if end - at < 2:
+        raise _short("SessionConfirmed.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x3:
+        raise DecodeError(
+            "SessionConfirmed.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     commands: list[tuple[int, int]] | None = None
     if flags & 0x1:
-        commands, at = _r_sequence_set(buf, at, end, "SessionConfirmed.commands")
+        if end - at >= 2 and (size := buf[at] << 8 | buf[at + 1]) <= end - at - 2 and not size % 8:
+            commands = list(_SEQUENCE_SET_PAIR.iter_unpack(buf[at + 2 : at + 2 + size]))
+            at += 2 + size
+        else:  # the reader's DecodeError
+            commands, at = _r_sequence_set(buf, at, end, "SessionConfirmed.commands")
     fragments: Array | None = None
     if flags & 0x2:
         fragments, at = _r_array(buf, at, end, "SessionConfirmed.fragments")
@@ -2779,20 +4539,23 @@ def _r_body_session_confirmed(buf: memoryview, at: int, end: int) -> tuple[Sessi
     )
 
 
-def _w_body_session_confirmed(out: bytearray, value: SessionConfirmed) -> None:
+def _w_body_session_confirmed(out: bytearray, msg: SessionConfirmed) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.commands is not None:
+    out += b"\x00\x00"
+    commands = msg.commands
+    if commands is not None:
         flags |= 0x1
-        _w_sequence_set(out, value.commands, "SessionConfirmed.commands")
-    if value.fragments is not None:
+        _w_sequence_set(out, commands, "SessionConfirmed.commands")
+    fragments = msg.fragments
+    if fragments is not None:
         flags |= 0x2
-        _w_array(out, value.fragments, "SessionConfirmed.fragments")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_array(out, fragments, "SessionConfirmed.fragments")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class SessionCompleted:
     """session.completed: control, class code 0x02 (2), code 0x0a (10).
 
@@ -2801,22 +4564,59 @@ class SessionCompleted:
     Spec: specs/amqp-0-10/amqp.0-10.xml:2366:5
     """
 
+    __slots__ = ("commands", "timely_reply")
+
     IDENT: ClassVar[tuple[int, int]] = (0x02, 0x0A)
     KIND: ClassVar[str] = "control"
     NAME: ClassVar[str] = "session.completed"
     CLASS_CODE: ClassVar[int] = 0x02
     CODE: ClassVar[int] = 0x0A
-    commands: list[tuple[int, int]] | None = None
+    commands: list[tuple[int, int]] | None
     """commands: The ids of all completed commands. This excludes commands known by the receiver to be considered complete at the sender."""
-    timely_reply: bool = False
+    timely_reply: bool
     """timely-reply: If set, the sender is no longer free to delay the known-completed reply."""
 
+    def __init__(
+        self,
+        *,
+        commands: list[tuple[int, int]] | None = None,
+        timely_reply: bool = False,
+    ) -> None:
+        self.commands = commands
+        self.timely_reply = timely_reply
 
-def _r_body_session_completed(buf: memoryview, at: int, end: int) -> tuple[SessionCompleted, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x3, "SessionCompleted.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"commands={self.commands!r}, "
+            f"timely_reply={self.timely_reply!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SessionCompleted) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.commands, self.timely_reply) == (other.commands, other.timely_reply)
+
+
+def _r_body_session_completed(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[SessionCompleted, int]:
+    if end - at < 2:
+        raise _short("SessionCompleted.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x3:
+        raise DecodeError(
+            "SessionCompleted.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     commands: list[tuple[int, int]] | None = None
     if flags & 0x1:
-        commands, at = _r_sequence_set(buf, at, end, "SessionCompleted.commands")
+        if end - at >= 2 and (size := buf[at] << 8 | buf[at + 1]) <= end - at - 2 and not size % 8:
+            commands = list(_SEQUENCE_SET_PAIR.iter_unpack(buf[at + 2 : at + 2 + size]))
+            at += 2 + size
+        else:  # the reader's DecodeError
+            commands, at = _r_sequence_set(buf, at, end, "SessionCompleted.commands")
     timely_reply = bool(flags & 0x2)
     return (
         SessionCompleted(
@@ -2827,21 +4627,23 @@ def _r_body_session_completed(buf: memoryview, at: int, end: int) -> tuple[Sessi
     )
 
 
-def _w_body_session_completed(out: bytearray, value: SessionCompleted) -> None:
+def _w_body_session_completed(out: bytearray, msg: SessionCompleted) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.commands is not None:
+    out += b"\x00\x00"
+    commands = msg.commands
+    if commands is not None:
         flags |= 0x1
-        _w_sequence_set(out, value.commands, "SessionCompleted.commands")
-    if not isinstance(value.timely_reply, bool):
-        raise _bad("SessionCompleted.timely_reply", value.timely_reply, "a bool")
-    if value.timely_reply:
+        _w_sequence_set(out, commands, "SessionCompleted.commands")
+    if msg.timely_reply is True:
         flags |= 0x2
-    out[start : start + 2] = flags.to_bytes(2, "little")
+    elif msg.timely_reply is not False:
+        raise _bad("SessionCompleted.timely_reply", msg.timely_reply, "a bool")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class SessionKnownCompleted:
     """session.known-completed: control, class code 0x02 (2), code 0x0b (11).
 
@@ -2850,22 +4652,52 @@ class SessionKnownCompleted:
     Spec: specs/amqp-0-10/amqp.0-10.xml:2421:5
     """
 
+    __slots__ = ("commands",)
+
     IDENT: ClassVar[tuple[int, int]] = (0x02, 0x0B)
     KIND: ClassVar[str] = "control"
     NAME: ClassVar[str] = "session.known-completed"
     CLASS_CODE: ClassVar[int] = 0x02
     CODE: ClassVar[int] = 0x0B
-    commands: list[tuple[int, int]] | None = None
+    commands: list[tuple[int, int]] | None
     """commands: The set of completed commands for one or more session.completed controls."""
+
+    def __init__(
+        self,
+        *,
+        commands: list[tuple[int, int]] | None = None,
+    ) -> None:
+        self.commands = commands
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" f"commands={self.commands!r}" ")"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SessionKnownCompleted) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.commands,) == (other.commands,)
 
 
 def _r_body_session_known_completed(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[SessionKnownCompleted, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "SessionKnownCompleted.packing_flags")
+    if end - at < 2:
+        raise _short("SessionKnownCompleted.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "SessionKnownCompleted.packing_flags",
+            at,
+            f"flags 0x{flags:x} name fields it does not have",
+        )
+    at += 2
     commands: list[tuple[int, int]] | None = None
     if flags & 0x1:
-        commands, at = _r_sequence_set(buf, at, end, "SessionKnownCompleted.commands")
+        if end - at >= 2 and (size := buf[at] << 8 | buf[at + 1]) <= end - at - 2 and not size % 8:
+            commands = list(_SEQUENCE_SET_PAIR.iter_unpack(buf[at + 2 : at + 2 + size]))
+            at += 2 + size
+        else:  # the reader's DecodeError
+            commands, at = _r_sequence_set(buf, at, end, "SessionKnownCompleted.commands")
     return (
         SessionKnownCompleted(
             commands=commands,
@@ -2874,17 +4706,19 @@ def _r_body_session_known_completed(
     )
 
 
-def _w_body_session_known_completed(out: bytearray, value: SessionKnownCompleted) -> None:
+def _w_body_session_known_completed(out: bytearray, msg: SessionKnownCompleted) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.commands is not None:
+    out += b"\x00\x00"
+    commands = msg.commands
+    if commands is not None:
         flags |= 0x1
-        _w_sequence_set(out, value.commands, "SessionKnownCompleted.commands")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_sequence_set(out, commands, "SessionKnownCompleted.commands")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class SessionFlush:
     """session.flush: control, class code 0x02 (2), code 0x0c (12).
 
@@ -2893,21 +4727,59 @@ class SessionFlush:
     Spec: specs/amqp-0-10/amqp.0-10.xml:2452:5
     """
 
+    __slots__ = ("expected", "confirmed", "completed")
+
     IDENT: ClassVar[tuple[int, int]] = (0x02, 0x0C)
     KIND: ClassVar[str] = "control"
     NAME: ClassVar[str] = "session.flush"
     CLASS_CODE: ClassVar[int] = 0x02
     CODE: ClassVar[int] = 0x0C
-    expected: bool = False
+    expected: bool
     """expected: request notification of expected commands"""
-    confirmed: bool = False
+    confirmed: bool
     """confirmed: request notification of confirmed commands"""
-    completed: bool = False
+    completed: bool
     """completed: request notification of completed commands"""
 
+    def __init__(
+        self,
+        *,
+        expected: bool = False,
+        confirmed: bool = False,
+        completed: bool = False,
+    ) -> None:
+        self.expected = expected
+        self.confirmed = confirmed
+        self.completed = completed
 
-def _r_body_session_flush(buf: memoryview, at: int, end: int) -> tuple[SessionFlush, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x7, "SessionFlush.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"expected={self.expected!r}, "
+            f"confirmed={self.confirmed!r}, "
+            f"completed={self.completed!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SessionFlush) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.expected, self.confirmed, self.completed) == (
+            other.expected,
+            other.confirmed,
+            other.completed,
+        )
+
+
+def _r_body_session_flush(buf: bytes | memoryview, at: int, end: int) -> tuple[SessionFlush, int]:
+    if end - at < 2:
+        raise _short("SessionFlush.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x7:
+        raise DecodeError(
+            "SessionFlush.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     expected = bool(flags & 0x1)
     confirmed = bool(flags & 0x2)
     completed = bool(flags & 0x4)
@@ -2921,26 +4793,27 @@ def _r_body_session_flush(buf: memoryview, at: int, end: int) -> tuple[SessionFl
     )
 
 
-def _w_body_session_flush(out: bytearray, value: SessionFlush) -> None:
+def _w_body_session_flush(out: bytearray, msg: SessionFlush) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if not isinstance(value.expected, bool):
-        raise _bad("SessionFlush.expected", value.expected, "a bool")
-    if value.expected:
+    out += b"\x00\x00"
+    if msg.expected is True:
         flags |= 0x1
-    if not isinstance(value.confirmed, bool):
-        raise _bad("SessionFlush.confirmed", value.confirmed, "a bool")
-    if value.confirmed:
+    elif msg.expected is not False:
+        raise _bad("SessionFlush.expected", msg.expected, "a bool")
+    if msg.confirmed is True:
         flags |= 0x2
-    if not isinstance(value.completed, bool):
-        raise _bad("SessionFlush.completed", value.completed, "a bool")
-    if value.completed:
+    elif msg.confirmed is not False:
+        raise _bad("SessionFlush.confirmed", msg.confirmed, "a bool")
+    if msg.completed is True:
         flags |= 0x4
-    out[start : start + 2] = flags.to_bytes(2, "little")
+    elif msg.completed is not False:
+        raise _bad("SessionFlush.completed", msg.completed, "a bool")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class SessionGap:
     """session.gap: control, class code 0x02 (2), code 0x0d (13).
 
@@ -2949,20 +4822,48 @@ class SessionGap:
     Spec: specs/amqp-0-10/amqp.0-10.xml:2466:5
     """
 
+    __slots__ = ("commands",)
+
     IDENT: ClassVar[tuple[int, int]] = (0x02, 0x0D)
     KIND: ClassVar[str] = "control"
     NAME: ClassVar[str] = "session.gap"
     CLASS_CODE: ClassVar[int] = 0x02
     CODE: ClassVar[int] = 0x0D
-    commands: list[tuple[int, int]] | None = None
+    commands: list[tuple[int, int]] | None
     """commands: The set of command-ids that are contained in this gap."""
 
+    def __init__(
+        self,
+        *,
+        commands: list[tuple[int, int]] | None = None,
+    ) -> None:
+        self.commands = commands
 
-def _r_body_session_gap(buf: memoryview, at: int, end: int) -> tuple[SessionGap, int]:
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "SessionGap.packing_flags")
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" f"commands={self.commands!r}" ")"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SessionGap) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.commands,) == (other.commands,)
+
+
+def _r_body_session_gap(buf: bytes | memoryview, at: int, end: int) -> tuple[SessionGap, int]:
+    if end - at < 2:
+        raise _short("SessionGap.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "SessionGap.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     commands: list[tuple[int, int]] | None = None
     if flags & 0x1:
-        commands, at = _r_sequence_set(buf, at, end, "SessionGap.commands")
+        if end - at >= 2 and (size := buf[at] << 8 | buf[at + 1]) <= end - at - 2 and not size % 8:
+            commands = list(_SEQUENCE_SET_PAIR.iter_unpack(buf[at + 2 : at + 2 + size]))
+            at += 2 + size
+        else:  # the reader's DecodeError
+            commands, at = _r_sequence_set(buf, at, end, "SessionGap.commands")
     return (
         SessionGap(
             commands=commands,
@@ -2971,17 +4872,19 @@ def _r_body_session_gap(buf: memoryview, at: int, end: int) -> tuple[SessionGap,
     )
 
 
-def _w_body_session_gap(out: bytearray, value: SessionGap) -> None:
+def _w_body_session_gap(out: bytearray, msg: SessionGap) -> None:
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.commands is not None:
+    out += b"\x00\x00"
+    commands = msg.commands
+    if commands is not None:
         flags |= 0x1
-        _w_sequence_set(out, value.commands, "SessionGap.commands")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_sequence_set(out, commands, "SessionGap.commands")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class ExecutionSync:
     """execution.sync: command, class code 0x03 (3), code 0x01 (1).
 
@@ -2989,6 +4892,8 @@ class ExecutionSync:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:2608:5
     """
+
+    __slots__ = ("session_header",)
 
     IDENT: ClassVar[tuple[int, int]] = (0x03, 0x01)
     KIND: ClassVar[str] = "command"
@@ -3000,13 +4905,40 @@ class ExecutionSync:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" f"session_header={self.session_header!r}" ")"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExecutionSync) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header,) == (other.session_header,)
 
 
-def _r_body_execution_sync(buf: memoryview, at: int, end: int) -> tuple[ExecutionSync, int]:
-    session_header, at = _r_session_header(buf, at, end, "ExecutionSync.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x0, "ExecutionSync.packing_flags")
+def _r_body_execution_sync(buf: bytes | memoryview, at: int, end: int) -> tuple[ExecutionSync, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "ExecutionSync.session_header")
+    if end - at < 2:
+        raise _short("ExecutionSync.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x0:
+        raise DecodeError(
+            "ExecutionSync.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     return (
         ExecutionSync(
             session_header=session_header,
@@ -3015,15 +4947,20 @@ def _r_body_execution_sync(buf: memoryview, at: int, end: int) -> tuple[Executio
     )
 
 
-def _w_body_execution_sync(out: bytearray, value: ExecutionSync) -> None:
-    _w_session_header(out, value.session_header, "ExecutionSync.session_header")
+def _w_body_execution_sync(out: bytearray, msg: ExecutionSync) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "ExecutionSync.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    out[start : start + 2] = flags.to_bytes(2, "little")
+    out += b"\x00\x00"
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class ExecutionResult:
     """execution.result: command, class code 0x03 (3), code 0x02 (2).
 
@@ -3031,6 +4968,8 @@ class ExecutionResult:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:2619:5
     """
+
+    __slots__ = ("session_header", "command_id", "value")
 
     IDENT: ClassVar[tuple[int, int]] = (0x03, 0x02)
     KIND: ClassVar[str] = "command"
@@ -3042,20 +4981,67 @@ class ExecutionResult:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    command_id: int | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    command_id: int | None
     """command-id (required)"""
-    value: Any | None = None
+    value: Any | None
     """value"""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        command_id: int | None = None,
+        value: Any | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.command_id = command_id
+        self.value = value
 
-def _r_body_execution_result(buf: memoryview, at: int, end: int) -> tuple[ExecutionResult, int]:
-    session_header, at = _r_session_header(buf, at, end, "ExecutionResult.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x3, "ExecutionResult.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"command_id={self.command_id!r}, "
+            f"value={self.value!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExecutionResult) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.command_id, self.value) == (
+            other.session_header,
+            other.command_id,
+            other.value,
+        )
+
+
+def _r_body_execution_result(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[ExecutionResult, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "ExecutionResult.session_header")
+    if end - at < 2:
+        raise _short("ExecutionResult.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x3:
+        raise DecodeError(
+            "ExecutionResult.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     command_id: int | None = None
     if flags & 0x1:
-        command_id, at = _r_sequence_no(buf, at, end, "ExecutionResult.command_id")
+        if end - at >= 4:
+            command_id = _SEQUENCE_NO.unpack_from(buf, at)[0]
+            at += 4
+        else:  # too short: the reader's DecodeError
+            command_id, at = _r_sequence_no(buf, at, end, "ExecutionResult.command_id")
     value: Any | None = None
     if flags & 0x2:
         value, at = _r_struct32(buf, at, end, "ExecutionResult.value")
@@ -3069,21 +5055,28 @@ def _r_body_execution_result(buf: memoryview, at: int, end: int) -> tuple[Execut
     )
 
 
-def _w_body_execution_result(out: bytearray, value: ExecutionResult) -> None:
-    _w_session_header(out, value.session_header, "ExecutionResult.session_header")
+def _w_body_execution_result(out: bytearray, msg: ExecutionResult) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "ExecutionResult.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.command_id is not None:
+    out += b"\x00\x00"
+    command_id = msg.command_id
+    if command_id is not None:
         flags |= 0x1
-        _w_sequence_no(out, value.command_id, "ExecutionResult.command_id")
-    if value.value is not None:
+        _w_sequence_no(out, command_id, "ExecutionResult.command_id")
+    value = msg.value
+    if value is not None:
         flags |= 0x2
-        _w_struct32(out, value.value, "ExecutionResult.value")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_struct32(out, value, "ExecutionResult.value")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class ExecutionException:
     """execution.exception: command, class code 0x03 (3), code 0x03 (3).
 
@@ -3091,6 +5084,17 @@ class ExecutionException:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:2633:5
     """
+
+    __slots__ = (
+        "session_header",
+        "error_code",
+        "command_id",
+        "class_code",
+        "command_code",
+        "field_index",
+        "description",
+        "error_info",
+    )
 
     IDENT: ClassVar[tuple[int, int]] = (0x03, 0x03)
     KIND: ClassVar[str] = "command"
@@ -3102,45 +5106,137 @@ class ExecutionException:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    error_code: ExecutionErrorCode | int | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    error_code: ExecutionErrorCode | int | None
     """error-code (required): error code indicating the type of error"""
-    command_id: int | None = None
+    command_id: int | None
     """command-id: The command-id of the command which caused the exception. If the exception was not caused by a specific command, this value is not set."""
-    class_code: int | None = None
+    class_code: int | None
     """class-code: the class code of the command whose execution gave rise to the error (if appropriate)"""
-    command_code: int | None = None
+    command_code: int | None
     """command-code: the class code of the command whose execution gave rise to the error (if appropriate)"""
-    field_index: int | None = None
+    field_index: int | None
     """field-index: The zero based index of the exceptional field within the arguments to the exceptional command. If the exception was not caused by a specific field, this value is not set."""
-    description: str | None = None
+    description: str | None
     """description: The description provided is implementation defined, but MUST be in the language appropriate for the selected locale. The intention is that this description is suitable for logging or alerting output."""
-    error_info: dict[str, Typed] | None = None
+    error_info: dict[str, Typed] | None
     """error-info: map to carry additional information about the error"""
+
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        error_code: ExecutionErrorCode | int | None = None,
+        command_id: int | None = None,
+        class_code: int | None = None,
+        command_code: int | None = None,
+        field_index: int | None = None,
+        description: str | None = None,
+        error_info: dict[str, Typed] | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.error_code = error_code
+        self.command_id = command_id
+        self.class_code = class_code
+        self.command_code = command_code
+        self.field_index = field_index
+        self.description = description
+        self.error_info = error_info
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"error_code={self.error_code!r}, "
+            f"command_id={self.command_id!r}, "
+            f"class_code={self.class_code!r}, "
+            f"command_code={self.command_code!r}, "
+            f"field_index={self.field_index!r}, "
+            f"description={self.description!r}, "
+            f"error_info={self.error_info!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExecutionException) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.session_header,
+            self.error_code,
+            self.command_id,
+            self.class_code,
+            self.command_code,
+            self.field_index,
+            self.description,
+            self.error_info,
+        ) == (
+            other.session_header,
+            other.error_code,
+            other.command_id,
+            other.class_code,
+            other.command_code,
+            other.field_index,
+            other.description,
+            other.error_info,
+        )
 
 
 def _r_body_execution_exception(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ExecutionException, int]:
-    session_header, at = _r_session_header(buf, at, end, "ExecutionException.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x7F, "ExecutionException.packing_flags")
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "ExecutionException.session_header")
+    if end - at < 2:
+        raise _short("ExecutionException.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x7F:
+        raise DecodeError(
+            "ExecutionException.packing_flags",
+            at,
+            f"flags 0x{flags:x} name fields it does not have",
+        )
+    at += 2
     error_code: ExecutionErrorCode | int | None = None
     if flags & 0x1:
-        error_code_value, at = _r_uint16(buf, at, end, "ExecutionException.error_code")
-        error_code = _as_enum(ExecutionErrorCode, error_code_value)
+        if end - at >= 2:
+            error_code_value = _UINT16.unpack_from(buf, at)[0]
+            at += 2
+        else:  # too short: the reader's DecodeError
+            error_code_value, at = _r_uint16(buf, at, end, "ExecutionException.error_code")
+        error_code = _ExecutionErrorCode.get(error_code_value, error_code_value)
     command_id: int | None = None
     if flags & 0x2:
-        command_id, at = _r_sequence_no(buf, at, end, "ExecutionException.command_id")
+        if end - at >= 4:
+            command_id = _SEQUENCE_NO.unpack_from(buf, at)[0]
+            at += 4
+        else:  # too short: the reader's DecodeError
+            command_id, at = _r_sequence_no(buf, at, end, "ExecutionException.command_id")
     class_code: int | None = None
     if flags & 0x4:
-        class_code, at = _r_uint8(buf, at, end, "ExecutionException.class_code")
+        if end - at >= 1:
+            class_code = buf[at]
+            at += 1
+        else:  # too short: the reader's DecodeError
+            class_code, at = _r_uint8(buf, at, end, "ExecutionException.class_code")
     command_code: int | None = None
     if flags & 0x8:
-        command_code, at = _r_uint8(buf, at, end, "ExecutionException.command_code")
+        if end - at >= 1:
+            command_code = buf[at]
+            at += 1
+        else:  # too short: the reader's DecodeError
+            command_code, at = _r_uint8(buf, at, end, "ExecutionException.command_code")
     field_index: int | None = None
     if flags & 0x10:
-        field_index, at = _r_uint8(buf, at, end, "ExecutionException.field_index")
+        if end - at >= 1:
+            field_index = buf[at]
+            at += 1
+        else:  # too short: the reader's DecodeError
+            field_index, at = _r_uint8(buf, at, end, "ExecutionException.field_index")
     description: str | None = None
     if flags & 0x20:
         description, at = _r_str16(buf, at, end, "ExecutionException.description")
@@ -3162,36 +5258,69 @@ def _r_body_execution_exception(
     )
 
 
-def _w_body_execution_exception(out: bytearray, value: ExecutionException) -> None:
-    _w_session_header(out, value.session_header, "ExecutionException.session_header")
+def _w_body_execution_exception(out: bytearray, msg: ExecutionException) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "ExecutionException.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.error_code is not None:
+    out += b"\x00\x00"
+    error_code = msg.error_code
+    if error_code is not None:
         flags |= 0x1
-        _w_uint16(out, value.error_code, "ExecutionException.error_code")
-    if value.command_id is not None:
+        _w_uint16(out, error_code, "ExecutionException.error_code")
+    command_id = msg.command_id
+    if command_id is not None:
         flags |= 0x2
-        _w_sequence_no(out, value.command_id, "ExecutionException.command_id")
-    if value.class_code is not None:
+        _w_sequence_no(out, command_id, "ExecutionException.command_id")
+    class_code = msg.class_code
+    if class_code is not None:
         flags |= 0x4
-        _w_uint8(out, value.class_code, "ExecutionException.class_code")
-    if value.command_code is not None:
+        if (
+            class_code.__class__ is not bool
+            and isinstance(class_code, int)
+            and 0 <= class_code <= 0xFF
+        ):
+            out.append(class_code)
+        else:  # the writer's EncodeError
+            _w_uint8(out, class_code, "ExecutionException.class_code")
+    command_code = msg.command_code
+    if command_code is not None:
         flags |= 0x8
-        _w_uint8(out, value.command_code, "ExecutionException.command_code")
-    if value.field_index is not None:
+        if (
+            command_code.__class__ is not bool
+            and isinstance(command_code, int)
+            and 0 <= command_code <= 0xFF
+        ):
+            out.append(command_code)
+        else:  # the writer's EncodeError
+            _w_uint8(out, command_code, "ExecutionException.command_code")
+    field_index = msg.field_index
+    if field_index is not None:
         flags |= 0x10
-        _w_uint8(out, value.field_index, "ExecutionException.field_index")
-    if value.description is not None:
+        if (
+            field_index.__class__ is not bool
+            and isinstance(field_index, int)
+            and 0 <= field_index <= 0xFF
+        ):
+            out.append(field_index)
+        else:  # the writer's EncodeError
+            _w_uint8(out, field_index, "ExecutionException.field_index")
+    description = msg.description
+    if description is not None:
         flags |= 0x20
-        _w_str16(out, value.description, "ExecutionException.description")
-    if value.error_info is not None:
+        _w_str16(out, description, "ExecutionException.description")
+    error_info = msg.error_info
+    if error_info is not None:
         flags |= 0x40
-        _w_map(out, value.error_info, "ExecutionException.error_info")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_map(out, error_info, "ExecutionException.error_info")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class MessageTransfer:
     """message.transfer: command, class code 0x04 (4), code 0x01 (1).
 
@@ -3201,6 +5330,8 @@ class MessageTransfer:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:3279:5
     """
+
+    __slots__ = ("session_header", "destination", "accept_mode", "acquire_mode")
 
     IDENT: ClassVar[tuple[int, int]] = (0x04, 0x01)
     KIND: ClassVar[str] = "command"
@@ -3216,30 +5347,85 @@ class MessageTransfer:
     )
     BODY: ClassVar[bool] = True
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    destination: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    destination: str | None
     """destination: Specifies the destination to which the message is to be transferred."""
-    accept_mode: MessageAcceptMode | int | None = None
+    accept_mode: MessageAcceptMode | int | None
     """accept-mode (required): Indicates whether message.accept, session.complete, or nothing at all is required to indicate successful transfer of the message."""
-    acquire_mode: MessageAcquireMode | int | None = None
+    acquire_mode: MessageAcquireMode | int | None
     """acquire-mode (required): Indicates whether or not the transferred message has been acquired."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        destination: str | None = None,
+        accept_mode: MessageAcceptMode | int | None = None,
+        acquire_mode: MessageAcquireMode | int | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.destination = destination
+        self.accept_mode = accept_mode
+        self.acquire_mode = acquire_mode
 
-def _r_body_message_transfer(buf: memoryview, at: int, end: int) -> tuple[MessageTransfer, int]:
-    session_header, at = _r_session_header(buf, at, end, "MessageTransfer.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x7, "MessageTransfer.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"destination={self.destination!r}, "
+            f"accept_mode={self.accept_mode!r}, "
+            f"acquire_mode={self.acquire_mode!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MessageTransfer) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.destination, self.accept_mode, self.acquire_mode) == (
+            other.session_header,
+            other.destination,
+            other.accept_mode,
+            other.acquire_mode,
+        )
+
+
+def _r_body_message_transfer(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[MessageTransfer, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "MessageTransfer.session_header")
+    if end - at < 2:
+        raise _short("MessageTransfer.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x7:
+        raise DecodeError(
+            "MessageTransfer.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     destination: str | None = None
     if flags & 0x1:
         destination, at = _r_str8(buf, at, end, "MessageTransfer.destination")
     accept_mode: MessageAcceptMode | int | None = None
     if flags & 0x2:
-        accept_mode_value, at = _r_uint8(buf, at, end, "MessageTransfer.accept_mode")
-        accept_mode = _as_enum(MessageAcceptMode, accept_mode_value)
+        if end - at >= 1:
+            accept_mode_value = buf[at]
+            at += 1
+        else:  # too short: the reader's DecodeError
+            accept_mode_value, at = _r_uint8(buf, at, end, "MessageTransfer.accept_mode")
+        accept_mode = _MessageAcceptMode.get(accept_mode_value, accept_mode_value)
     acquire_mode: MessageAcquireMode | int | None = None
     if flags & 0x4:
-        acquire_mode_value, at = _r_uint8(buf, at, end, "MessageTransfer.acquire_mode")
-        acquire_mode = _as_enum(MessageAcquireMode, acquire_mode_value)
+        if end - at >= 1:
+            acquire_mode_value = buf[at]
+            at += 1
+        else:  # too short: the reader's DecodeError
+            acquire_mode_value, at = _r_uint8(buf, at, end, "MessageTransfer.acquire_mode")
+        acquire_mode = _MessageAcquireMode.get(acquire_mode_value, acquire_mode_value)
     return (
         MessageTransfer(
             session_header=session_header,
@@ -3251,24 +5437,46 @@ def _r_body_message_transfer(buf: memoryview, at: int, end: int) -> tuple[Messag
     )
 
 
-def _w_body_message_transfer(out: bytearray, value: MessageTransfer) -> None:
-    _w_session_header(out, value.session_header, "MessageTransfer.session_header")
+def _w_body_message_transfer(out: bytearray, msg: MessageTransfer) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "MessageTransfer.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.destination is not None:
+    out += b"\x00\x00"
+    destination = msg.destination
+    if destination is not None:
         flags |= 0x1
-        _w_str8(out, value.destination, "MessageTransfer.destination")
-    if value.accept_mode is not None:
+        _w_str8(out, destination, "MessageTransfer.destination")
+    accept_mode = msg.accept_mode
+    if accept_mode is not None:
         flags |= 0x2
-        _w_uint8(out, value.accept_mode, "MessageTransfer.accept_mode")
-    if value.acquire_mode is not None:
+        if (
+            accept_mode.__class__ is not bool
+            and isinstance(accept_mode, int)
+            and 0 <= accept_mode <= 0xFF
+        ):
+            out.append(accept_mode)
+        else:  # the writer's EncodeError
+            _w_uint8(out, accept_mode, "MessageTransfer.accept_mode")
+    acquire_mode = msg.acquire_mode
+    if acquire_mode is not None:
         flags |= 0x4
-        _w_uint8(out, value.acquire_mode, "MessageTransfer.acquire_mode")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        if (
+            acquire_mode.__class__ is not bool
+            and isinstance(acquire_mode, int)
+            and 0 <= acquire_mode <= 0xFF
+        ):
+            out.append(acquire_mode)
+        else:  # the writer's EncodeError
+            _w_uint8(out, acquire_mode, "MessageTransfer.acquire_mode")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class MessageAccept:
     """message.accept: command, class code 0x04 (4), code 0x02 (2).
 
@@ -3276,6 +5484,8 @@ class MessageAccept:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:3346:5
     """
+
+    __slots__ = ("session_header", "transfers")
 
     IDENT: ClassVar[tuple[int, int]] = (0x04, 0x02)
     KIND: ClassVar[str] = "command"
@@ -3287,18 +5497,56 @@ class MessageAccept:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    transfers: list[tuple[int, int]] | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    transfers: list[tuple[int, int]] | None
     """transfers (required): Identifies the messages previously transferred that should be accepted."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        transfers: list[tuple[int, int]] | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.transfers = transfers
 
-def _r_body_message_accept(buf: memoryview, at: int, end: int) -> tuple[MessageAccept, int]:
-    session_header, at = _r_session_header(buf, at, end, "MessageAccept.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "MessageAccept.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"transfers={self.transfers!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MessageAccept) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.transfers) == (other.session_header, other.transfers)
+
+
+def _r_body_message_accept(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageAccept, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "MessageAccept.session_header")
+    if end - at < 2:
+        raise _short("MessageAccept.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "MessageAccept.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     transfers: list[tuple[int, int]] | None = None
     if flags & 0x1:
-        transfers, at = _r_sequence_set(buf, at, end, "MessageAccept.transfers")
+        if end - at >= 2 and (size := buf[at] << 8 | buf[at + 1]) <= end - at - 2 and not size % 8:
+            transfers = list(_SEQUENCE_SET_PAIR.iter_unpack(buf[at + 2 : at + 2 + size]))
+            at += 2 + size
+        else:  # the reader's DecodeError
+            transfers, at = _r_sequence_set(buf, at, end, "MessageAccept.transfers")
     return (
         MessageAccept(
             session_header=session_header,
@@ -3308,18 +5556,24 @@ def _r_body_message_accept(buf: memoryview, at: int, end: int) -> tuple[MessageA
     )
 
 
-def _w_body_message_accept(out: bytearray, value: MessageAccept) -> None:
-    _w_session_header(out, value.session_header, "MessageAccept.session_header")
+def _w_body_message_accept(out: bytearray, msg: MessageAccept) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "MessageAccept.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.transfers is not None:
+    out += b"\x00\x00"
+    transfers = msg.transfers
+    if transfers is not None:
         flags |= 0x1
-        _w_sequence_set(out, value.transfers, "MessageAccept.transfers")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_sequence_set(out, transfers, "MessageAccept.transfers")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class MessageReject:
     """message.reject: command, class code 0x04 (4), code 0x03 (3).
 
@@ -3327,6 +5581,8 @@ class MessageReject:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:3370:5
     """
+
+    __slots__ = ("session_header", "transfers", "code", "text")
 
     IDENT: ClassVar[tuple[int, int]] = (0x04, 0x03)
     KIND: ClassVar[str] = "command"
@@ -3338,26 +5594,79 @@ class MessageReject:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    transfers: list[tuple[int, int]] | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    transfers: list[tuple[int, int]] | None
     """transfers (required): Identifies the messages previously transferred that should be rejected."""
-    code: MessageRejectCode | int | None = None
+    code: MessageRejectCode | int | None
     """code (required): Code describing the reason for rejection."""
-    text: str | None = None
+    text: str | None
     """text: Text describing the reason for rejection."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        transfers: list[tuple[int, int]] | None = None,
+        code: MessageRejectCode | int | None = None,
+        text: str | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.transfers = transfers
+        self.code = code
+        self.text = text
 
-def _r_body_message_reject(buf: memoryview, at: int, end: int) -> tuple[MessageReject, int]:
-    session_header, at = _r_session_header(buf, at, end, "MessageReject.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x7, "MessageReject.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"transfers={self.transfers!r}, "
+            f"code={self.code!r}, "
+            f"text={self.text!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MessageReject) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.transfers, self.code, self.text) == (
+            other.session_header,
+            other.transfers,
+            other.code,
+            other.text,
+        )
+
+
+def _r_body_message_reject(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageReject, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "MessageReject.session_header")
+    if end - at < 2:
+        raise _short("MessageReject.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x7:
+        raise DecodeError(
+            "MessageReject.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     transfers: list[tuple[int, int]] | None = None
     if flags & 0x1:
-        transfers, at = _r_sequence_set(buf, at, end, "MessageReject.transfers")
+        if end - at >= 2 and (size := buf[at] << 8 | buf[at + 1]) <= end - at - 2 and not size % 8:
+            transfers = list(_SEQUENCE_SET_PAIR.iter_unpack(buf[at + 2 : at + 2 + size]))
+            at += 2 + size
+        else:  # the reader's DecodeError
+            transfers, at = _r_sequence_set(buf, at, end, "MessageReject.transfers")
     code: MessageRejectCode | int | None = None
     if flags & 0x2:
-        code_value, at = _r_uint16(buf, at, end, "MessageReject.code")
-        code = _as_enum(MessageRejectCode, code_value)
+        if end - at >= 2:
+            code_value = _UINT16.unpack_from(buf, at)[0]
+            at += 2
+        else:  # too short: the reader's DecodeError
+            code_value, at = _r_uint16(buf, at, end, "MessageReject.code")
+        code = _MessageRejectCode.get(code_value, code_value)
     text: str | None = None
     if flags & 0x4:
         text, at = _r_str8(buf, at, end, "MessageReject.text")
@@ -3372,24 +5681,32 @@ def _r_body_message_reject(buf: memoryview, at: int, end: int) -> tuple[MessageR
     )
 
 
-def _w_body_message_reject(out: bytearray, value: MessageReject) -> None:
-    _w_session_header(out, value.session_header, "MessageReject.session_header")
+def _w_body_message_reject(out: bytearray, msg: MessageReject) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "MessageReject.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.transfers is not None:
+    out += b"\x00\x00"
+    transfers = msg.transfers
+    if transfers is not None:
         flags |= 0x1
-        _w_sequence_set(out, value.transfers, "MessageReject.transfers")
-    if value.code is not None:
+        _w_sequence_set(out, transfers, "MessageReject.transfers")
+    code = msg.code
+    if code is not None:
         flags |= 0x2
-        _w_uint16(out, value.code, "MessageReject.code")
-    if value.text is not None:
+        _w_uint16(out, code, "MessageReject.code")
+    text = msg.text
+    if text is not None:
         flags |= 0x4
-        _w_str8(out, value.text, "MessageReject.text")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_str8(out, text, "MessageReject.text")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class MessageRelease:
     """message.release: command, class code 0x04 (4), code 0x04 (4).
 
@@ -3397,6 +5714,8 @@ class MessageRelease:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:3415:5
     """
+
+    __slots__ = ("session_header", "transfers", "set_redelivered")
 
     IDENT: ClassVar[tuple[int, int]] = (0x04, 0x04)
     KIND: ClassVar[str] = "command"
@@ -3408,20 +5727,67 @@ class MessageRelease:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    transfers: list[tuple[int, int]] | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    transfers: list[tuple[int, int]] | None
     """transfers (required): Indicates the messages to be released."""
-    set_redelivered: bool = False
+    set_redelivered: bool
     """set-redelivered: By setting set-redelivered to true, any acquired messages released to a queue with this command will be marked as redelivered on their next transfer from that queue. If this flag is not set, then an acquired message will retain its original redelivered status on the queue. Messages that are not acquired are unaffected by the value of this flag."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        transfers: list[tuple[int, int]] | None = None,
+        set_redelivered: bool = False,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.transfers = transfers
+        self.set_redelivered = set_redelivered
 
-def _r_body_message_release(buf: memoryview, at: int, end: int) -> tuple[MessageRelease, int]:
-    session_header, at = _r_session_header(buf, at, end, "MessageRelease.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x3, "MessageRelease.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"transfers={self.transfers!r}, "
+            f"set_redelivered={self.set_redelivered!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MessageRelease) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.transfers, self.set_redelivered) == (
+            other.session_header,
+            other.transfers,
+            other.set_redelivered,
+        )
+
+
+def _r_body_message_release(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[MessageRelease, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "MessageRelease.session_header")
+    if end - at < 2:
+        raise _short("MessageRelease.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x3:
+        raise DecodeError(
+            "MessageRelease.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     transfers: list[tuple[int, int]] | None = None
     if flags & 0x1:
-        transfers, at = _r_sequence_set(buf, at, end, "MessageRelease.transfers")
+        if end - at >= 2 and (size := buf[at] << 8 | buf[at + 1]) <= end - at - 2 and not size % 8:
+            transfers = list(_SEQUENCE_SET_PAIR.iter_unpack(buf[at + 2 : at + 2 + size]))
+            at += 2 + size
+        else:  # the reader's DecodeError
+            transfers, at = _r_sequence_set(buf, at, end, "MessageRelease.transfers")
     set_redelivered = bool(flags & 0x2)
     return (
         MessageRelease(
@@ -3433,22 +5799,28 @@ def _r_body_message_release(buf: memoryview, at: int, end: int) -> tuple[Message
     )
 
 
-def _w_body_message_release(out: bytearray, value: MessageRelease) -> None:
-    _w_session_header(out, value.session_header, "MessageRelease.session_header")
+def _w_body_message_release(out: bytearray, msg: MessageRelease) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "MessageRelease.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.transfers is not None:
+    out += b"\x00\x00"
+    transfers = msg.transfers
+    if transfers is not None:
         flags |= 0x1
-        _w_sequence_set(out, value.transfers, "MessageRelease.transfers")
-    if not isinstance(value.set_redelivered, bool):
-        raise _bad("MessageRelease.set_redelivered", value.set_redelivered, "a bool")
-    if value.set_redelivered:
+        _w_sequence_set(out, transfers, "MessageRelease.transfers")
+    if msg.set_redelivered is True:
         flags |= 0x2
-    out[start : start + 2] = flags.to_bytes(2, "little")
+    elif msg.set_redelivered is not False:
+        raise _bad("MessageRelease.set_redelivered", msg.set_redelivered, "a bool")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class MessageAcquire:
     """message.acquire: command, class code 0x04 (4), code 0x05 (5).
 
@@ -3456,6 +5828,8 @@ class MessageAcquire:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:3450:5
     """
+
+    __slots__ = ("session_header", "transfers")
 
     IDENT: ClassVar[tuple[int, int]] = (0x04, 0x05)
     KIND: ClassVar[str] = "command"
@@ -3467,18 +5841,58 @@ class MessageAcquire:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    transfers: list[tuple[int, int]] | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    transfers: list[tuple[int, int]] | None
     """transfers (required): Indicates the messages to be acquired."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        transfers: list[tuple[int, int]] | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.transfers = transfers
 
-def _r_body_message_acquire(buf: memoryview, at: int, end: int) -> tuple[MessageAcquire, int]:
-    session_header, at = _r_session_header(buf, at, end, "MessageAcquire.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "MessageAcquire.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"transfers={self.transfers!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MessageAcquire) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.transfers) == (other.session_header, other.transfers)
+
+
+def _r_body_message_acquire(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[MessageAcquire, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "MessageAcquire.session_header")
+    if end - at < 2:
+        raise _short("MessageAcquire.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "MessageAcquire.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     transfers: list[tuple[int, int]] | None = None
     if flags & 0x1:
-        transfers, at = _r_sequence_set(buf, at, end, "MessageAcquire.transfers")
+        if end - at >= 2 and (size := buf[at] << 8 | buf[at + 1]) <= end - at - 2 and not size % 8:
+            transfers = list(_SEQUENCE_SET_PAIR.iter_unpack(buf[at + 2 : at + 2 + size]))
+            at += 2 + size
+        else:  # the reader's DecodeError
+            transfers, at = _r_sequence_set(buf, at, end, "MessageAcquire.transfers")
     return (
         MessageAcquire(
             session_header=session_header,
@@ -3488,18 +5902,24 @@ def _r_body_message_acquire(buf: memoryview, at: int, end: int) -> tuple[Message
     )
 
 
-def _w_body_message_acquire(out: bytearray, value: MessageAcquire) -> None:
-    _w_session_header(out, value.session_header, "MessageAcquire.session_header")
+def _w_body_message_acquire(out: bytearray, msg: MessageAcquire) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "MessageAcquire.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.transfers is not None:
+    out += b"\x00\x00"
+    transfers = msg.transfers
+    if transfers is not None:
         flags |= 0x1
-        _w_sequence_set(out, value.transfers, "MessageAcquire.transfers")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_sequence_set(out, transfers, "MessageAcquire.transfers")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class MessageResume:
     """message.resume: command, class code 0x04 (4), code 0x06 (6).
 
@@ -3507,6 +5927,8 @@ class MessageResume:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:3487:5
     """
+
+    __slots__ = ("session_header", "destination", "resume_id")
 
     IDENT: ClassVar[tuple[int, int]] = (0x04, 0x06)
     KIND: ClassVar[str] = "command"
@@ -3518,17 +5940,58 @@ class MessageResume:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    destination: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    destination: str | None
     """destination: The destination to which the remaining message fragments are transferred."""
-    resume_id: str | None = None
+    resume_id: str | None
     """resume-id (required): The name of the transfer being resumed."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        destination: str | None = None,
+        resume_id: str | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.destination = destination
+        self.resume_id = resume_id
 
-def _r_body_message_resume(buf: memoryview, at: int, end: int) -> tuple[MessageResume, int]:
-    session_header, at = _r_session_header(buf, at, end, "MessageResume.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x3, "MessageResume.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"destination={self.destination!r}, "
+            f"resume_id={self.resume_id!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MessageResume) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.destination, self.resume_id) == (
+            other.session_header,
+            other.destination,
+            other.resume_id,
+        )
+
+
+def _r_body_message_resume(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageResume, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "MessageResume.session_header")
+    if end - at < 2:
+        raise _short("MessageResume.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x3:
+        raise DecodeError(
+            "MessageResume.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     destination: str | None = None
     if flags & 0x1:
         destination, at = _r_str8(buf, at, end, "MessageResume.destination")
@@ -3545,21 +6008,28 @@ def _r_body_message_resume(buf: memoryview, at: int, end: int) -> tuple[MessageR
     )
 
 
-def _w_body_message_resume(out: bytearray, value: MessageResume) -> None:
-    _w_session_header(out, value.session_header, "MessageResume.session_header")
+def _w_body_message_resume(out: bytearray, msg: MessageResume) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "MessageResume.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.destination is not None:
+    out += b"\x00\x00"
+    destination = msg.destination
+    if destination is not None:
         flags |= 0x1
-        _w_str8(out, value.destination, "MessageResume.destination")
-    if value.resume_id is not None:
+        _w_str8(out, destination, "MessageResume.destination")
+    resume_id = msg.resume_id
+    if resume_id is not None:
         flags |= 0x2
-        _w_str16(out, value.resume_id, "MessageResume.resume_id")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_str16(out, resume_id, "MessageResume.resume_id")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class MessageSubscribe:
     """message.subscribe: command, class code 0x04 (4), code 0x07 (7).
 
@@ -3567,6 +6037,18 @@ class MessageSubscribe:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:3531:5
     """
+
+    __slots__ = (
+        "session_header",
+        "queue",
+        "destination",
+        "accept_mode",
+        "acquire_mode",
+        "exclusive",
+        "resume_id",
+        "resume_ttl",
+        "arguments",
+    )
 
     IDENT: ClassVar[tuple[int, int]] = (0x04, 0x07)
     KIND: ClassVar[str] = "command"
@@ -3578,29 +6060,106 @@ class MessageSubscribe:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    queue: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    queue: str | None
     """queue (required): Specifies the name of the subscribed queue."""
-    destination: str | None = None
+    destination: str | None
     """destination: The client specified name for the subscription. This is used as the destination for all messages transferred from this subscription. The destination is scoped to the session."""
-    accept_mode: MessageAcceptMode | int | None = None
+    accept_mode: MessageAcceptMode | int | None
     """accept-mode (required): The accept-mode to use for messages transferred from this subscription."""
-    acquire_mode: MessageAcquireMode | int | None = None
+    acquire_mode: MessageAcquireMode | int | None
     """acquire-mode (required): The acquire-mode to use for messages transferred from this subscription."""
-    exclusive: bool = False
+    exclusive: bool
     """exclusive: Request an exclusive subscription. This prevents other subscribers from subscribing to the queue."""
-    resume_id: str | None = None
+    resume_id: str | None
     """resume-id: Requests that the broker use the supplied resume-id when transferring messages for this subscription."""
-    resume_ttl: int | None = None
+    resume_ttl: int | None
     """resume-ttl: Requested duration in milliseconds for the broker use as resume-ttl when transferring messages for this subscription."""
-    arguments: dict[str, Typed] | None = None
+    arguments: dict[str, Typed] | None
     """arguments: The syntax and semantics of these arguments depends on the providers implementation."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        queue: str | None = None,
+        destination: str | None = None,
+        accept_mode: MessageAcceptMode | int | None = None,
+        acquire_mode: MessageAcquireMode | int | None = None,
+        exclusive: bool = False,
+        resume_id: str | None = None,
+        resume_ttl: int | None = None,
+        arguments: dict[str, Typed] | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.queue = queue
+        self.destination = destination
+        self.accept_mode = accept_mode
+        self.acquire_mode = acquire_mode
+        self.exclusive = exclusive
+        self.resume_id = resume_id
+        self.resume_ttl = resume_ttl
+        self.arguments = arguments
 
-def _r_body_message_subscribe(buf: memoryview, at: int, end: int) -> tuple[MessageSubscribe, int]:
-    session_header, at = _r_session_header(buf, at, end, "MessageSubscribe.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0xFF, "MessageSubscribe.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"queue={self.queue!r}, "
+            f"destination={self.destination!r}, "
+            f"accept_mode={self.accept_mode!r}, "
+            f"acquire_mode={self.acquire_mode!r}, "
+            f"exclusive={self.exclusive!r}, "
+            f"resume_id={self.resume_id!r}, "
+            f"resume_ttl={self.resume_ttl!r}, "
+            f"arguments={self.arguments!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MessageSubscribe) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.session_header,
+            self.queue,
+            self.destination,
+            self.accept_mode,
+            self.acquire_mode,
+            self.exclusive,
+            self.resume_id,
+            self.resume_ttl,
+            self.arguments,
+        ) == (
+            other.session_header,
+            other.queue,
+            other.destination,
+            other.accept_mode,
+            other.acquire_mode,
+            other.exclusive,
+            other.resume_id,
+            other.resume_ttl,
+            other.arguments,
+        )
+
+
+def _r_body_message_subscribe(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[MessageSubscribe, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "MessageSubscribe.session_header")
+    if end - at < 2:
+        raise _short("MessageSubscribe.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0xFF:
+        raise DecodeError(
+            "MessageSubscribe.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     queue: str | None = None
     if flags & 0x1:
         queue, at = _r_str8(buf, at, end, "MessageSubscribe.queue")
@@ -3609,19 +6168,31 @@ def _r_body_message_subscribe(buf: memoryview, at: int, end: int) -> tuple[Messa
         destination, at = _r_str8(buf, at, end, "MessageSubscribe.destination")
     accept_mode: MessageAcceptMode | int | None = None
     if flags & 0x4:
-        accept_mode_value, at = _r_uint8(buf, at, end, "MessageSubscribe.accept_mode")
-        accept_mode = _as_enum(MessageAcceptMode, accept_mode_value)
+        if end - at >= 1:
+            accept_mode_value = buf[at]
+            at += 1
+        else:  # too short: the reader's DecodeError
+            accept_mode_value, at = _r_uint8(buf, at, end, "MessageSubscribe.accept_mode")
+        accept_mode = _MessageAcceptMode.get(accept_mode_value, accept_mode_value)
     acquire_mode: MessageAcquireMode | int | None = None
     if flags & 0x8:
-        acquire_mode_value, at = _r_uint8(buf, at, end, "MessageSubscribe.acquire_mode")
-        acquire_mode = _as_enum(MessageAcquireMode, acquire_mode_value)
+        if end - at >= 1:
+            acquire_mode_value = buf[at]
+            at += 1
+        else:  # too short: the reader's DecodeError
+            acquire_mode_value, at = _r_uint8(buf, at, end, "MessageSubscribe.acquire_mode")
+        acquire_mode = _MessageAcquireMode.get(acquire_mode_value, acquire_mode_value)
     exclusive = bool(flags & 0x10)
     resume_id: str | None = None
     if flags & 0x20:
         resume_id, at = _r_str16(buf, at, end, "MessageSubscribe.resume_id")
     resume_ttl: int | None = None
     if flags & 0x40:
-        resume_ttl, at = _r_uint64(buf, at, end, "MessageSubscribe.resume_ttl")
+        if end - at >= 8:
+            resume_ttl = _UINT64.unpack_from(buf, at)[0]
+            at += 8
+        else:  # too short: the reader's DecodeError
+            resume_ttl, at = _r_uint64(buf, at, end, "MessageSubscribe.resume_ttl")
     arguments: dict[str, Typed] | None = None
     if flags & 0x80:
         arguments, at = _r_map(buf, at, end, "MessageSubscribe.arguments")
@@ -3641,40 +6212,66 @@ def _r_body_message_subscribe(buf: memoryview, at: int, end: int) -> tuple[Messa
     )
 
 
-def _w_body_message_subscribe(out: bytearray, value: MessageSubscribe) -> None:
-    _w_session_header(out, value.session_header, "MessageSubscribe.session_header")
+def _w_body_message_subscribe(out: bytearray, msg: MessageSubscribe) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "MessageSubscribe.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.queue is not None:
+    out += b"\x00\x00"
+    queue = msg.queue
+    if queue is not None:
         flags |= 0x1
-        _w_str8(out, value.queue, "MessageSubscribe.queue")
-    if value.destination is not None:
+        _w_str8(out, queue, "MessageSubscribe.queue")
+    destination = msg.destination
+    if destination is not None:
         flags |= 0x2
-        _w_str8(out, value.destination, "MessageSubscribe.destination")
-    if value.accept_mode is not None:
+        _w_str8(out, destination, "MessageSubscribe.destination")
+    accept_mode = msg.accept_mode
+    if accept_mode is not None:
         flags |= 0x4
-        _w_uint8(out, value.accept_mode, "MessageSubscribe.accept_mode")
-    if value.acquire_mode is not None:
+        if (
+            accept_mode.__class__ is not bool
+            and isinstance(accept_mode, int)
+            and 0 <= accept_mode <= 0xFF
+        ):
+            out.append(accept_mode)
+        else:  # the writer's EncodeError
+            _w_uint8(out, accept_mode, "MessageSubscribe.accept_mode")
+    acquire_mode = msg.acquire_mode
+    if acquire_mode is not None:
         flags |= 0x8
-        _w_uint8(out, value.acquire_mode, "MessageSubscribe.acquire_mode")
-    if not isinstance(value.exclusive, bool):
-        raise _bad("MessageSubscribe.exclusive", value.exclusive, "a bool")
-    if value.exclusive:
+        if (
+            acquire_mode.__class__ is not bool
+            and isinstance(acquire_mode, int)
+            and 0 <= acquire_mode <= 0xFF
+        ):
+            out.append(acquire_mode)
+        else:  # the writer's EncodeError
+            _w_uint8(out, acquire_mode, "MessageSubscribe.acquire_mode")
+    if msg.exclusive is True:
         flags |= 0x10
-    if value.resume_id is not None:
+    elif msg.exclusive is not False:
+        raise _bad("MessageSubscribe.exclusive", msg.exclusive, "a bool")
+    resume_id = msg.resume_id
+    if resume_id is not None:
         flags |= 0x20
-        _w_str16(out, value.resume_id, "MessageSubscribe.resume_id")
-    if value.resume_ttl is not None:
+        _w_str16(out, resume_id, "MessageSubscribe.resume_id")
+    resume_ttl = msg.resume_ttl
+    if resume_ttl is not None:
         flags |= 0x40
-        _w_uint64(out, value.resume_ttl, "MessageSubscribe.resume_ttl")
-    if value.arguments is not None:
+        _w_uint64(out, resume_ttl, "MessageSubscribe.resume_ttl")
+    arguments = msg.arguments
+    if arguments is not None:
         flags |= 0x80
-        _w_map(out, value.arguments, "MessageSubscribe.arguments")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_map(out, arguments, "MessageSubscribe.arguments")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class MessageCancel:
     """message.cancel: command, class code 0x04 (4), code 0x08 (8).
 
@@ -3682,6 +6279,8 @@ class MessageCancel:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:3625:5
     """
+
+    __slots__ = ("session_header", "destination")
 
     IDENT: ClassVar[tuple[int, int]] = (0x04, 0x08)
     KIND: ClassVar[str] = "command"
@@ -3693,15 +6292,49 @@ class MessageCancel:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    destination: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    destination: str | None
     """destination (required)"""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        destination: str | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.destination = destination
 
-def _r_body_message_cancel(buf: memoryview, at: int, end: int) -> tuple[MessageCancel, int]:
-    session_header, at = _r_session_header(buf, at, end, "MessageCancel.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "MessageCancel.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"destination={self.destination!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MessageCancel) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.destination) == (other.session_header, other.destination)
+
+
+def _r_body_message_cancel(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageCancel, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "MessageCancel.session_header")
+    if end - at < 2:
+        raise _short("MessageCancel.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "MessageCancel.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     destination: str | None = None
     if flags & 0x1:
         destination, at = _r_str8(buf, at, end, "MessageCancel.destination")
@@ -3714,18 +6347,24 @@ def _r_body_message_cancel(buf: memoryview, at: int, end: int) -> tuple[MessageC
     )
 
 
-def _w_body_message_cancel(out: bytearray, value: MessageCancel) -> None:
-    _w_session_header(out, value.session_header, "MessageCancel.session_header")
+def _w_body_message_cancel(out: bytearray, msg: MessageCancel) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "MessageCancel.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.destination is not None:
+    out += b"\x00\x00"
+    destination = msg.destination
+    if destination is not None:
         flags |= 0x1
-        _w_str8(out, value.destination, "MessageCancel.destination")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_str8(out, destination, "MessageCancel.destination")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class MessageSetFlowMode:
     """message.set-flow-mode: command, class code 0x04 (4), code 0x09 (9).
 
@@ -3740,6 +6379,8 @@ class MessageSetFlowMode:
     Spec: specs/amqp-0-10/amqp.0-10.xml:3655:5
     """
 
+    __slots__ = ("session_header", "destination", "flow_mode")
+
     IDENT: ClassVar[tuple[int, int]] = (0x04, 0x09)
     KIND: ClassVar[str] = "command"
     NAME: ClassVar[str] = "message.set-flow-mode"
@@ -3750,26 +6391,73 @@ class MessageSetFlowMode:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    destination: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    destination: str | None
     """destination"""
-    flow_mode: MessageFlowMode | int | None = None
+    flow_mode: MessageFlowMode | int | None
     """flow-mode (required): The new flow control mode."""
+
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        destination: str | None = None,
+        flow_mode: MessageFlowMode | int | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.destination = destination
+        self.flow_mode = flow_mode
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"destination={self.destination!r}, "
+            f"flow_mode={self.flow_mode!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MessageSetFlowMode) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.destination, self.flow_mode) == (
+            other.session_header,
+            other.destination,
+            other.flow_mode,
+        )
 
 
 def _r_body_message_set_flow_mode(
-    buf: memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int
 ) -> tuple[MessageSetFlowMode, int]:
-    session_header, at = _r_session_header(buf, at, end, "MessageSetFlowMode.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x3, "MessageSetFlowMode.packing_flags")
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "MessageSetFlowMode.session_header")
+    if end - at < 2:
+        raise _short("MessageSetFlowMode.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x3:
+        raise DecodeError(
+            "MessageSetFlowMode.packing_flags",
+            at,
+            f"flags 0x{flags:x} name fields it does not have",
+        )
+    at += 2
     destination: str | None = None
     if flags & 0x1:
         destination, at = _r_str8(buf, at, end, "MessageSetFlowMode.destination")
     flow_mode: MessageFlowMode | int | None = None
     if flags & 0x2:
-        flow_mode_value, at = _r_uint8(buf, at, end, "MessageSetFlowMode.flow_mode")
-        flow_mode = _as_enum(MessageFlowMode, flow_mode_value)
+        if end - at >= 1:
+            flow_mode_value = buf[at]
+            at += 1
+        else:  # too short: the reader's DecodeError
+            flow_mode_value, at = _r_uint8(buf, at, end, "MessageSetFlowMode.flow_mode")
+        flow_mode = _MessageFlowMode.get(flow_mode_value, flow_mode_value)
     return (
         MessageSetFlowMode(
             session_header=session_header,
@@ -3780,21 +6468,35 @@ def _r_body_message_set_flow_mode(
     )
 
 
-def _w_body_message_set_flow_mode(out: bytearray, value: MessageSetFlowMode) -> None:
-    _w_session_header(out, value.session_header, "MessageSetFlowMode.session_header")
+def _w_body_message_set_flow_mode(out: bytearray, msg: MessageSetFlowMode) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "MessageSetFlowMode.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.destination is not None:
+    out += b"\x00\x00"
+    destination = msg.destination
+    if destination is not None:
         flags |= 0x1
-        _w_str8(out, value.destination, "MessageSetFlowMode.destination")
-    if value.flow_mode is not None:
+        _w_str8(out, destination, "MessageSetFlowMode.destination")
+    flow_mode = msg.flow_mode
+    if flow_mode is not None:
         flags |= 0x2
-        _w_uint8(out, value.flow_mode, "MessageSetFlowMode.flow_mode")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        if (
+            flow_mode.__class__ is not bool
+            and isinstance(flow_mode, int)
+            and 0 <= flow_mode <= 0xFF
+        ):
+            out.append(flow_mode)
+        else:  # the writer's EncodeError
+            _w_uint8(out, flow_mode, "MessageSetFlowMode.flow_mode")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class MessageFlow:
     """message.flow: command, class code 0x04 (4), code 0x0a (10).
 
@@ -3802,6 +6504,8 @@ class MessageFlow:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:3725:5
     """
+
+    __slots__ = ("session_header", "destination", "unit", "value")
 
     IDENT: ClassVar[tuple[int, int]] = (0x04, 0x0A)
     KIND: ClassVar[str] = "command"
@@ -3813,29 +6517,82 @@ class MessageFlow:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    destination: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    destination: str | None
     """destination"""
-    unit: MessageCreditUnit | int | None = None
+    unit: MessageCreditUnit | int | None
     """unit (required): The unit of value."""
-    value: int | None = None
+    value: int | None
     """value: If the value is not set then this indicates an infinite amount of credit."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        destination: str | None = None,
+        unit: MessageCreditUnit | int | None = None,
+        value: int | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.destination = destination
+        self.unit = unit
+        self.value = value
 
-def _r_body_message_flow(buf: memoryview, at: int, end: int) -> tuple[MessageFlow, int]:
-    session_header, at = _r_session_header(buf, at, end, "MessageFlow.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x7, "MessageFlow.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"destination={self.destination!r}, "
+            f"unit={self.unit!r}, "
+            f"value={self.value!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MessageFlow) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.destination, self.unit, self.value) == (
+            other.session_header,
+            other.destination,
+            other.unit,
+            other.value,
+        )
+
+
+def _r_body_message_flow(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageFlow, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "MessageFlow.session_header")
+    if end - at < 2:
+        raise _short("MessageFlow.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x7:
+        raise DecodeError(
+            "MessageFlow.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     destination: str | None = None
     if flags & 0x1:
         destination, at = _r_str8(buf, at, end, "MessageFlow.destination")
     unit: MessageCreditUnit | int | None = None
     if flags & 0x2:
-        unit_value, at = _r_uint8(buf, at, end, "MessageFlow.unit")
-        unit = _as_enum(MessageCreditUnit, unit_value)
+        if end - at >= 1:
+            unit_value = buf[at]
+            at += 1
+        else:  # too short: the reader's DecodeError
+            unit_value, at = _r_uint8(buf, at, end, "MessageFlow.unit")
+        unit = _MessageCreditUnit.get(unit_value, unit_value)
     value: int | None = None
     if flags & 0x4:
-        value, at = _r_uint32(buf, at, end, "MessageFlow.value")
+        if end - at >= 4:
+            value = _UINT32.unpack_from(buf, at)[0]
+            at += 4
+        else:  # too short: the reader's DecodeError
+            value, at = _r_uint32(buf, at, end, "MessageFlow.value")
     return (
         MessageFlow(
             session_header=session_header,
@@ -3847,24 +6604,35 @@ def _r_body_message_flow(buf: memoryview, at: int, end: int) -> tuple[MessageFlo
     )
 
 
-def _w_body_message_flow(out: bytearray, value: MessageFlow) -> None:
-    _w_session_header(out, value.session_header, "MessageFlow.session_header")
+def _w_body_message_flow(out: bytearray, msg: MessageFlow) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "MessageFlow.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.destination is not None:
+    out += b"\x00\x00"
+    destination = msg.destination
+    if destination is not None:
         flags |= 0x1
-        _w_str8(out, value.destination, "MessageFlow.destination")
-    if value.unit is not None:
+        _w_str8(out, destination, "MessageFlow.destination")
+    unit = msg.unit
+    if unit is not None:
         flags |= 0x2
-        _w_uint8(out, value.unit, "MessageFlow.unit")
-    if value.value is not None:
+        if unit.__class__ is not bool and isinstance(unit, int) and 0 <= unit <= 0xFF:
+            out.append(unit)
+        else:  # the writer's EncodeError
+            _w_uint8(out, unit, "MessageFlow.unit")
+    value = msg.value
+    if value is not None:
         flags |= 0x4
-        _w_uint32(out, value.value, "MessageFlow.value")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_uint32(out, value, "MessageFlow.value")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class MessageFlush:
     """message.flush: command, class code 0x04 (4), code 0x0b (11).
 
@@ -3872,6 +6640,8 @@ class MessageFlush:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:3755:5
     """
+
+    __slots__ = ("session_header", "destination")
 
     IDENT: ClassVar[tuple[int, int]] = (0x04, 0x0B)
     KIND: ClassVar[str] = "command"
@@ -3883,15 +6653,49 @@ class MessageFlush:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    destination: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    destination: str | None
     """destination"""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        destination: str | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.destination = destination
 
-def _r_body_message_flush(buf: memoryview, at: int, end: int) -> tuple[MessageFlush, int]:
-    session_header, at = _r_session_header(buf, at, end, "MessageFlush.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "MessageFlush.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"destination={self.destination!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MessageFlush) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.destination) == (other.session_header, other.destination)
+
+
+def _r_body_message_flush(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageFlush, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "MessageFlush.session_header")
+    if end - at < 2:
+        raise _short("MessageFlush.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "MessageFlush.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     destination: str | None = None
     if flags & 0x1:
         destination, at = _r_str8(buf, at, end, "MessageFlush.destination")
@@ -3904,18 +6708,24 @@ def _r_body_message_flush(buf: memoryview, at: int, end: int) -> tuple[MessageFl
     )
 
 
-def _w_body_message_flush(out: bytearray, value: MessageFlush) -> None:
-    _w_session_header(out, value.session_header, "MessageFlush.session_header")
+def _w_body_message_flush(out: bytearray, msg: MessageFlush) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "MessageFlush.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.destination is not None:
+    out += b"\x00\x00"
+    destination = msg.destination
+    if destination is not None:
         flags |= 0x1
-        _w_str8(out, value.destination, "MessageFlush.destination")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_str8(out, destination, "MessageFlush.destination")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class MessageStop:
     """message.stop: command, class code 0x04 (4), code 0x0c (12).
 
@@ -3923,6 +6733,8 @@ class MessageStop:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:3769:5
     """
+
+    __slots__ = ("session_header", "destination")
 
     IDENT: ClassVar[tuple[int, int]] = (0x04, 0x0C)
     KIND: ClassVar[str] = "command"
@@ -3934,15 +6746,49 @@ class MessageStop:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    destination: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    destination: str | None
     """destination"""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        destination: str | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.destination = destination
 
-def _r_body_message_stop(buf: memoryview, at: int, end: int) -> tuple[MessageStop, int]:
-    session_header, at = _r_session_header(buf, at, end, "MessageStop.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "MessageStop.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"destination={self.destination!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MessageStop) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.destination) == (other.session_header, other.destination)
+
+
+def _r_body_message_stop(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageStop, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "MessageStop.session_header")
+    if end - at < 2:
+        raise _short("MessageStop.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "MessageStop.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     destination: str | None = None
     if flags & 0x1:
         destination, at = _r_str8(buf, at, end, "MessageStop.destination")
@@ -3955,18 +6801,24 @@ def _r_body_message_stop(buf: memoryview, at: int, end: int) -> tuple[MessageSto
     )
 
 
-def _w_body_message_stop(out: bytearray, value: MessageStop) -> None:
-    _w_session_header(out, value.session_header, "MessageStop.session_header")
+def _w_body_message_stop(out: bytearray, msg: MessageStop) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "MessageStop.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.destination is not None:
+    out += b"\x00\x00"
+    destination = msg.destination
+    if destination is not None:
         flags |= 0x1
-        _w_str8(out, value.destination, "MessageStop.destination")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_str8(out, destination, "MessageStop.destination")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class TxSelect:
     """tx.select: command, class code 0x05 (5), code 0x01 (1).
 
@@ -3974,6 +6826,8 @@ class TxSelect:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:3814:5
     """
+
+    __slots__ = ("session_header",)
 
     IDENT: ClassVar[tuple[int, int]] = (0x05, 0x01)
     KIND: ClassVar[str] = "command"
@@ -3985,13 +6839,40 @@ class TxSelect:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" f"session_header={self.session_header!r}" ")"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TxSelect) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header,) == (other.session_header,)
 
 
-def _r_body_tx_select(buf: memoryview, at: int, end: int) -> tuple[TxSelect, int]:
-    session_header, at = _r_session_header(buf, at, end, "TxSelect.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x0, "TxSelect.packing_flags")
+def _r_body_tx_select(buf: bytes | memoryview, at: int, end: int) -> tuple[TxSelect, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "TxSelect.session_header")
+    if end - at < 2:
+        raise _short("TxSelect.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x0:
+        raise DecodeError(
+            "TxSelect.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     return (
         TxSelect(
             session_header=session_header,
@@ -4000,15 +6881,20 @@ def _r_body_tx_select(buf: memoryview, at: int, end: int) -> tuple[TxSelect, int
     )
 
 
-def _w_body_tx_select(out: bytearray, value: TxSelect) -> None:
-    _w_session_header(out, value.session_header, "TxSelect.session_header")
+def _w_body_tx_select(out: bytearray, msg: TxSelect) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "TxSelect.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    out[start : start + 2] = flags.to_bytes(2, "little")
+    out += b"\x00\x00"
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class TxCommit:
     """tx.commit: command, class code 0x05 (5), code 0x02 (2).
 
@@ -4021,6 +6907,8 @@ class TxCommit:
     Spec: specs/amqp-0-10/amqp.0-10.xml:3847:5
     """
 
+    __slots__ = ("session_header",)
+
     IDENT: ClassVar[tuple[int, int]] = (0x05, 0x02)
     KIND: ClassVar[str] = "command"
     NAME: ClassVar[str] = "tx.commit"
@@ -4031,13 +6919,40 @@ class TxCommit:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" f"session_header={self.session_header!r}" ")"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TxCommit) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header,) == (other.session_header,)
 
 
-def _r_body_tx_commit(buf: memoryview, at: int, end: int) -> tuple[TxCommit, int]:
-    session_header, at = _r_session_header(buf, at, end, "TxCommit.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x0, "TxCommit.packing_flags")
+def _r_body_tx_commit(buf: bytes | memoryview, at: int, end: int) -> tuple[TxCommit, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "TxCommit.session_header")
+    if end - at < 2:
+        raise _short("TxCommit.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x0:
+        raise DecodeError(
+            "TxCommit.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     return (
         TxCommit(
             session_header=session_header,
@@ -4046,15 +6961,20 @@ def _r_body_tx_commit(buf: memoryview, at: int, end: int) -> tuple[TxCommit, int
     )
 
 
-def _w_body_tx_commit(out: bytearray, value: TxCommit) -> None:
-    _w_session_header(out, value.session_header, "TxCommit.session_header")
+def _w_body_tx_commit(out: bytearray, msg: TxCommit) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "TxCommit.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    out[start : start + 2] = flags.to_bytes(2, "little")
+    out += b"\x00\x00"
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class TxRollback:
     """tx.rollback: command, class code 0x05 (5), code 0x03 (3).
 
@@ -4067,6 +6987,8 @@ class TxRollback:
     Spec: specs/amqp-0-10/amqp.0-10.xml:3879:5
     """
 
+    __slots__ = ("session_header",)
+
     IDENT: ClassVar[tuple[int, int]] = (0x05, 0x03)
     KIND: ClassVar[str] = "command"
     NAME: ClassVar[str] = "tx.rollback"
@@ -4077,13 +6999,40 @@ class TxRollback:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" f"session_header={self.session_header!r}" ")"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TxRollback) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header,) == (other.session_header,)
 
 
-def _r_body_tx_rollback(buf: memoryview, at: int, end: int) -> tuple[TxRollback, int]:
-    session_header, at = _r_session_header(buf, at, end, "TxRollback.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x0, "TxRollback.packing_flags")
+def _r_body_tx_rollback(buf: bytes | memoryview, at: int, end: int) -> tuple[TxRollback, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "TxRollback.session_header")
+    if end - at < 2:
+        raise _short("TxRollback.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x0:
+        raise DecodeError(
+            "TxRollback.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     return (
         TxRollback(
             session_header=session_header,
@@ -4092,15 +7041,20 @@ def _r_body_tx_rollback(buf: memoryview, at: int, end: int) -> tuple[TxRollback,
     )
 
 
-def _w_body_tx_rollback(out: bytearray, value: TxRollback) -> None:
-    _w_session_header(out, value.session_header, "TxRollback.session_header")
+def _w_body_tx_rollback(out: bytearray, msg: TxRollback) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "TxRollback.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    out[start : start + 2] = flags.to_bytes(2, "little")
+    out += b"\x00\x00"
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class DtxSelect:
     """dtx.select: command, class code 0x06 (6), code 0x01 (1).
 
@@ -4108,6 +7062,8 @@ class DtxSelect:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:4034:5
     """
+
+    __slots__ = ("session_header",)
 
     IDENT: ClassVar[tuple[int, int]] = (0x06, 0x01)
     KIND: ClassVar[str] = "command"
@@ -4119,13 +7075,40 @@ class DtxSelect:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" f"session_header={self.session_header!r}" ")"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DtxSelect) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header,) == (other.session_header,)
 
 
-def _r_body_dtx_select(buf: memoryview, at: int, end: int) -> tuple[DtxSelect, int]:
-    session_header, at = _r_session_header(buf, at, end, "DtxSelect.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x0, "DtxSelect.packing_flags")
+def _r_body_dtx_select(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxSelect, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "DtxSelect.session_header")
+    if end - at < 2:
+        raise _short("DtxSelect.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x0:
+        raise DecodeError(
+            "DtxSelect.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     return (
         DtxSelect(
             session_header=session_header,
@@ -4134,15 +7117,20 @@ def _r_body_dtx_select(buf: memoryview, at: int, end: int) -> tuple[DtxSelect, i
     )
 
 
-def _w_body_dtx_select(out: bytearray, value: DtxSelect) -> None:
-    _w_session_header(out, value.session_header, "DtxSelect.session_header")
+def _w_body_dtx_select(out: bytearray, msg: DtxSelect) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "DtxSelect.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    out[start : start + 2] = flags.to_bytes(2, "little")
+    out += b"\x00\x00"
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class DtxStart:
     """dtx.start: command, class code 0x06 (6), code 0x02 (2).
 
@@ -4150,6 +7138,8 @@ class DtxStart:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:4045:5
     """
+
+    __slots__ = ("session_header", "xid", "join", "resume")
 
     IDENT: ClassVar[tuple[int, int]] = (0x06, 0x02)
     KIND: ClassVar[str] = "command"
@@ -4161,19 +7151,64 @@ class DtxStart:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    xid: DtxXid | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    xid: DtxXid | None
     """xid (required): Specifies the xid of the transaction branch to be started."""
-    join: bool = False
+    join: bool
     """join: Indicate whether this is joining an already associated xid. Indicate that the start applies to joining a transaction previously seen."""
-    resume: bool = False
+    resume: bool
     """resume: Indicate that the start applies to resuming a suspended transaction branch specified."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        xid: DtxXid | None = None,
+        join: bool = False,
+        resume: bool = False,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.xid = xid
+        self.join = join
+        self.resume = resume
 
-def _r_body_dtx_start(buf: memoryview, at: int, end: int) -> tuple[DtxStart, int]:
-    session_header, at = _r_session_header(buf, at, end, "DtxStart.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x7, "DtxStart.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"xid={self.xid!r}, "
+            f"join={self.join!r}, "
+            f"resume={self.resume!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DtxStart) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.xid, self.join, self.resume) == (
+            other.session_header,
+            other.xid,
+            other.join,
+            other.resume,
+        )
+
+
+def _r_body_dtx_start(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxStart, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "DtxStart.session_header")
+    if end - at < 2:
+        raise _short("DtxStart.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x7:
+        raise DecodeError(
+            "DtxStart.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     xid: DtxXid | None = None
     if flags & 0x1:
         xid, at = _r_dtx_xid(buf, at, end, "DtxStart.xid")
@@ -4190,26 +7225,32 @@ def _r_body_dtx_start(buf: memoryview, at: int, end: int) -> tuple[DtxStart, int
     )
 
 
-def _w_body_dtx_start(out: bytearray, value: DtxStart) -> None:
-    _w_session_header(out, value.session_header, "DtxStart.session_header")
+def _w_body_dtx_start(out: bytearray, msg: DtxStart) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "DtxStart.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.xid is not None:
+    out += b"\x00\x00"
+    xid = msg.xid
+    if xid is not None:
         flags |= 0x1
-        _w_dtx_xid(out, value.xid, "DtxStart.xid")
-    if not isinstance(value.join, bool):
-        raise _bad("DtxStart.join", value.join, "a bool")
-    if value.join:
+        _w_dtx_xid(out, xid, "DtxStart.xid")
+    if msg.join is True:
         flags |= 0x2
-    if not isinstance(value.resume, bool):
-        raise _bad("DtxStart.resume", value.resume, "a bool")
-    if value.resume:
+    elif msg.join is not False:
+        raise _bad("DtxStart.join", msg.join, "a bool")
+    if msg.resume is True:
         flags |= 0x4
-    out[start : start + 2] = flags.to_bytes(2, "little")
+    elif msg.resume is not False:
+        raise _bad("DtxStart.resume", msg.resume, "a bool")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class DtxEnd:
     """dtx.end: command, class code 0x06 (6), code 0x03 (3).
 
@@ -4217,6 +7258,8 @@ class DtxEnd:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:4123:5
     """
+
+    __slots__ = ("session_header", "xid", "fail", "suspend")
 
     IDENT: ClassVar[tuple[int, int]] = (0x06, 0x03)
     KIND: ClassVar[str] = "command"
@@ -4228,19 +7271,64 @@ class DtxEnd:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    xid: DtxXid | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    xid: DtxXid | None
     """xid (required): Specifies the xid of the transaction branch to be ended."""
-    fail: bool = False
+    fail: bool
     """fail: If set, indicates that this portion of work has failed; otherwise this portion of work has completed successfully."""
-    suspend: bool = False
+    suspend: bool
     """suspend: Indicates that the transaction branch is temporarily suspended in an incomplete state."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        xid: DtxXid | None = None,
+        fail: bool = False,
+        suspend: bool = False,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.xid = xid
+        self.fail = fail
+        self.suspend = suspend
 
-def _r_body_dtx_end(buf: memoryview, at: int, end: int) -> tuple[DtxEnd, int]:
-    session_header, at = _r_session_header(buf, at, end, "DtxEnd.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x7, "DtxEnd.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"xid={self.xid!r}, "
+            f"fail={self.fail!r}, "
+            f"suspend={self.suspend!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DtxEnd) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.xid, self.fail, self.suspend) == (
+            other.session_header,
+            other.xid,
+            other.fail,
+            other.suspend,
+        )
+
+
+def _r_body_dtx_end(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxEnd, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "DtxEnd.session_header")
+    if end - at < 2:
+        raise _short("DtxEnd.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x7:
+        raise DecodeError(
+            "DtxEnd.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     xid: DtxXid | None = None
     if flags & 0x1:
         xid, at = _r_dtx_xid(buf, at, end, "DtxEnd.xid")
@@ -4257,26 +7345,32 @@ def _r_body_dtx_end(buf: memoryview, at: int, end: int) -> tuple[DtxEnd, int]:
     )
 
 
-def _w_body_dtx_end(out: bytearray, value: DtxEnd) -> None:
-    _w_session_header(out, value.session_header, "DtxEnd.session_header")
+def _w_body_dtx_end(out: bytearray, msg: DtxEnd) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "DtxEnd.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.xid is not None:
+    out += b"\x00\x00"
+    xid = msg.xid
+    if xid is not None:
         flags |= 0x1
-        _w_dtx_xid(out, value.xid, "DtxEnd.xid")
-    if not isinstance(value.fail, bool):
-        raise _bad("DtxEnd.fail", value.fail, "a bool")
-    if value.fail:
+        _w_dtx_xid(out, xid, "DtxEnd.xid")
+    if msg.fail is True:
         flags |= 0x2
-    if not isinstance(value.suspend, bool):
-        raise _bad("DtxEnd.suspend", value.suspend, "a bool")
-    if value.suspend:
+    elif msg.fail is not False:
+        raise _bad("DtxEnd.fail", msg.fail, "a bool")
+    if msg.suspend is True:
         flags |= 0x4
-    out[start : start + 2] = flags.to_bytes(2, "little")
+    elif msg.suspend is not False:
+        raise _bad("DtxEnd.suspend", msg.suspend, "a bool")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class DtxCommit:
     """dtx.commit: command, class code 0x06 (6), code 0x04 (4).
 
@@ -4284,6 +7378,8 @@ class DtxCommit:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:4221:5
     """
+
+    __slots__ = ("session_header", "xid", "one_phase")
 
     IDENT: ClassVar[tuple[int, int]] = (0x06, 0x04)
     KIND: ClassVar[str] = "command"
@@ -4295,17 +7391,58 @@ class DtxCommit:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    xid: DtxXid | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    xid: DtxXid | None
     """xid (required): Specifies the xid of the transaction branch to be committed."""
-    one_phase: bool = False
+    one_phase: bool
     """one-phase: Used to indicate whether one-phase or two-phase commit is used."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        xid: DtxXid | None = None,
+        one_phase: bool = False,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.xid = xid
+        self.one_phase = one_phase
 
-def _r_body_dtx_commit(buf: memoryview, at: int, end: int) -> tuple[DtxCommit, int]:
-    session_header, at = _r_session_header(buf, at, end, "DtxCommit.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x3, "DtxCommit.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"xid={self.xid!r}, "
+            f"one_phase={self.one_phase!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DtxCommit) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.xid, self.one_phase) == (
+            other.session_header,
+            other.xid,
+            other.one_phase,
+        )
+
+
+def _r_body_dtx_commit(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxCommit, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "DtxCommit.session_header")
+    if end - at < 2:
+        raise _short("DtxCommit.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x3:
+        raise DecodeError(
+            "DtxCommit.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     xid: DtxXid | None = None
     if flags & 0x1:
         xid, at = _r_dtx_xid(buf, at, end, "DtxCommit.xid")
@@ -4320,22 +7457,28 @@ def _r_body_dtx_commit(buf: memoryview, at: int, end: int) -> tuple[DtxCommit, i
     )
 
 
-def _w_body_dtx_commit(out: bytearray, value: DtxCommit) -> None:
-    _w_session_header(out, value.session_header, "DtxCommit.session_header")
+def _w_body_dtx_commit(out: bytearray, msg: DtxCommit) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "DtxCommit.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.xid is not None:
+    out += b"\x00\x00"
+    xid = msg.xid
+    if xid is not None:
         flags |= 0x1
-        _w_dtx_xid(out, value.xid, "DtxCommit.xid")
-    if not isinstance(value.one_phase, bool):
-        raise _bad("DtxCommit.one_phase", value.one_phase, "a bool")
-    if value.one_phase:
+        _w_dtx_xid(out, xid, "DtxCommit.xid")
+    if msg.one_phase is True:
         flags |= 0x2
-    out[start : start + 2] = flags.to_bytes(2, "little")
+    elif msg.one_phase is not False:
+        raise _bad("DtxCommit.one_phase", msg.one_phase, "a bool")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class DtxForget:
     """dtx.forget: command, class code 0x06 (6), code 0x05 (5).
 
@@ -4343,6 +7486,8 @@ class DtxForget:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:4306:5
     """
+
+    __slots__ = ("session_header", "xid")
 
     IDENT: ClassVar[tuple[int, int]] = (0x06, 0x05)
     KIND: ClassVar[str] = "command"
@@ -4354,15 +7499,49 @@ class DtxForget:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    xid: DtxXid | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    xid: DtxXid | None
     """xid (required): Specifies the xid of the transaction branch to be forgotten."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        xid: DtxXid | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.xid = xid
 
-def _r_body_dtx_forget(buf: memoryview, at: int, end: int) -> tuple[DtxForget, int]:
-    session_header, at = _r_session_header(buf, at, end, "DtxForget.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "DtxForget.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"xid={self.xid!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DtxForget) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.xid) == (other.session_header, other.xid)
+
+
+def _r_body_dtx_forget(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxForget, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "DtxForget.session_header")
+    if end - at < 2:
+        raise _short("DtxForget.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "DtxForget.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     xid: DtxXid | None = None
     if flags & 0x1:
         xid, at = _r_dtx_xid(buf, at, end, "DtxForget.xid")
@@ -4375,18 +7554,24 @@ def _r_body_dtx_forget(buf: memoryview, at: int, end: int) -> tuple[DtxForget, i
     )
 
 
-def _w_body_dtx_forget(out: bytearray, value: DtxForget) -> None:
-    _w_session_header(out, value.session_header, "DtxForget.session_header")
+def _w_body_dtx_forget(out: bytearray, msg: DtxForget) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "DtxForget.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.xid is not None:
+    out += b"\x00\x00"
+    xid = msg.xid
+    if xid is not None:
         flags |= 0x1
-        _w_dtx_xid(out, value.xid, "DtxForget.xid")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_dtx_xid(out, xid, "DtxForget.xid")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class DtxGetTimeout:
     """dtx.get-timeout: command, class code 0x06 (6), code 0x06 (6).
 
@@ -4394,6 +7579,8 @@ class DtxGetTimeout:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:4343:5
     """
+
+    __slots__ = ("session_header", "xid")
 
     IDENT: ClassVar[tuple[int, int]] = (0x06, 0x06)
     KIND: ClassVar[str] = "command"
@@ -4405,15 +7592,51 @@ class DtxGetTimeout:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    xid: DtxXid | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    xid: DtxXid | None
     """xid (required): Specifies the xid of the transaction branch for getting the timeout."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        xid: DtxXid | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.xid = xid
 
-def _r_body_dtx_get_timeout(buf: memoryview, at: int, end: int) -> tuple[DtxGetTimeout, int]:
-    session_header, at = _r_session_header(buf, at, end, "DtxGetTimeout.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "DtxGetTimeout.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"xid={self.xid!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DtxGetTimeout) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.xid) == (other.session_header, other.xid)
+
+
+def _r_body_dtx_get_timeout(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[DtxGetTimeout, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "DtxGetTimeout.session_header")
+    if end - at < 2:
+        raise _short("DtxGetTimeout.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "DtxGetTimeout.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     xid: DtxXid | None = None
     if flags & 0x1:
         xid, at = _r_dtx_xid(buf, at, end, "DtxGetTimeout.xid")
@@ -4426,18 +7649,24 @@ def _r_body_dtx_get_timeout(buf: memoryview, at: int, end: int) -> tuple[DtxGetT
     )
 
 
-def _w_body_dtx_get_timeout(out: bytearray, value: DtxGetTimeout) -> None:
-    _w_session_header(out, value.session_header, "DtxGetTimeout.session_header")
+def _w_body_dtx_get_timeout(out: bytearray, msg: DtxGetTimeout) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "DtxGetTimeout.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.xid is not None:
+    out += b"\x00\x00"
+    xid = msg.xid
+    if xid is not None:
         flags |= 0x1
-        _w_dtx_xid(out, value.xid, "DtxGetTimeout.xid")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_dtx_xid(out, xid, "DtxGetTimeout.xid")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class DtxPrepare:
     """dtx.prepare: command, class code 0x06 (6), code 0x07 (7).
 
@@ -4445,6 +7674,8 @@ class DtxPrepare:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:4379:5
     """
+
+    __slots__ = ("session_header", "xid")
 
     IDENT: ClassVar[tuple[int, int]] = (0x06, 0x07)
     KIND: ClassVar[str] = "command"
@@ -4456,15 +7687,49 @@ class DtxPrepare:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    xid: DtxXid | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    xid: DtxXid | None
     """xid (required): Specifies the xid of the transaction branch that can be prepared."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        xid: DtxXid | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.xid = xid
 
-def _r_body_dtx_prepare(buf: memoryview, at: int, end: int) -> tuple[DtxPrepare, int]:
-    session_header, at = _r_session_header(buf, at, end, "DtxPrepare.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "DtxPrepare.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"xid={self.xid!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DtxPrepare) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.xid) == (other.session_header, other.xid)
+
+
+def _r_body_dtx_prepare(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxPrepare, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "DtxPrepare.session_header")
+    if end - at < 2:
+        raise _short("DtxPrepare.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "DtxPrepare.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     xid: DtxXid | None = None
     if flags & 0x1:
         xid, at = _r_dtx_xid(buf, at, end, "DtxPrepare.xid")
@@ -4477,18 +7742,24 @@ def _r_body_dtx_prepare(buf: memoryview, at: int, end: int) -> tuple[DtxPrepare,
     )
 
 
-def _w_body_dtx_prepare(out: bytearray, value: DtxPrepare) -> None:
-    _w_session_header(out, value.session_header, "DtxPrepare.session_header")
+def _w_body_dtx_prepare(out: bytearray, msg: DtxPrepare) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "DtxPrepare.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.xid is not None:
+    out += b"\x00\x00"
+    xid = msg.xid
+    if xid is not None:
         flags |= 0x1
-        _w_dtx_xid(out, value.xid, "DtxPrepare.xid")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_dtx_xid(out, xid, "DtxPrepare.xid")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class DtxRecover:
     """dtx.recover: command, class code 0x06 (6), code 0x08 (8).
 
@@ -4496,6 +7767,8 @@ class DtxRecover:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:4447:5
     """
+
+    __slots__ = ("session_header",)
 
     IDENT: ClassVar[tuple[int, int]] = (0x06, 0x08)
     KIND: ClassVar[str] = "command"
@@ -4507,13 +7780,40 @@ class DtxRecover:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" f"session_header={self.session_header!r}" ")"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DtxRecover) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header,) == (other.session_header,)
 
 
-def _r_body_dtx_recover(buf: memoryview, at: int, end: int) -> tuple[DtxRecover, int]:
-    session_header, at = _r_session_header(buf, at, end, "DtxRecover.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x0, "DtxRecover.packing_flags")
+def _r_body_dtx_recover(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxRecover, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "DtxRecover.session_header")
+    if end - at < 2:
+        raise _short("DtxRecover.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x0:
+        raise DecodeError(
+            "DtxRecover.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     return (
         DtxRecover(
             session_header=session_header,
@@ -4522,15 +7822,20 @@ def _r_body_dtx_recover(buf: memoryview, at: int, end: int) -> tuple[DtxRecover,
     )
 
 
-def _w_body_dtx_recover(out: bytearray, value: DtxRecover) -> None:
-    _w_session_header(out, value.session_header, "DtxRecover.session_header")
+def _w_body_dtx_recover(out: bytearray, msg: DtxRecover) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "DtxRecover.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    out[start : start + 2] = flags.to_bytes(2, "little")
+    out += b"\x00\x00"
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class DtxRollback:
     """dtx.rollback: command, class code 0x06 (6), code 0x09 (9).
 
@@ -4538,6 +7843,8 @@ class DtxRollback:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:4473:5
     """
+
+    __slots__ = ("session_header", "xid")
 
     IDENT: ClassVar[tuple[int, int]] = (0x06, 0x09)
     KIND: ClassVar[str] = "command"
@@ -4549,15 +7856,49 @@ class DtxRollback:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    xid: DtxXid | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    xid: DtxXid | None
     """xid (required): Specifies the xid of the transaction branch that can be rolled back."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        xid: DtxXid | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.xid = xid
 
-def _r_body_dtx_rollback(buf: memoryview, at: int, end: int) -> tuple[DtxRollback, int]:
-    session_header, at = _r_session_header(buf, at, end, "DtxRollback.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "DtxRollback.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"xid={self.xid!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DtxRollback) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.xid) == (other.session_header, other.xid)
+
+
+def _r_body_dtx_rollback(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxRollback, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "DtxRollback.session_header")
+    if end - at < 2:
+        raise _short("DtxRollback.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "DtxRollback.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     xid: DtxXid | None = None
     if flags & 0x1:
         xid, at = _r_dtx_xid(buf, at, end, "DtxRollback.xid")
@@ -4570,18 +7911,24 @@ def _r_body_dtx_rollback(buf: memoryview, at: int, end: int) -> tuple[DtxRollbac
     )
 
 
-def _w_body_dtx_rollback(out: bytearray, value: DtxRollback) -> None:
-    _w_session_header(out, value.session_header, "DtxRollback.session_header")
+def _w_body_dtx_rollback(out: bytearray, msg: DtxRollback) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "DtxRollback.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.xid is not None:
+    out += b"\x00\x00"
+    xid = msg.xid
+    if xid is not None:
         flags |= 0x1
-        _w_dtx_xid(out, value.xid, "DtxRollback.xid")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_dtx_xid(out, xid, "DtxRollback.xid")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class DtxSetTimeout:
     """dtx.set-timeout: command, class code 0x06 (6), code 0x0a (10).
 
@@ -4589,6 +7936,8 @@ class DtxSetTimeout:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:4539:5
     """
+
+    __slots__ = ("session_header", "xid", "timeout")
 
     IDENT: ClassVar[tuple[int, int]] = (0x06, 0x0A)
     KIND: ClassVar[str] = "command"
@@ -4600,23 +7949,70 @@ class DtxSetTimeout:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    xid: DtxXid | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    xid: DtxXid | None
     """xid (required): Specifies the xid of the transaction branch for setting the timeout."""
-    timeout: int | None = None
+    timeout: int | None
     """timeout (required): The transaction timeout value in seconds."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        xid: DtxXid | None = None,
+        timeout: int | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.xid = xid
+        self.timeout = timeout
 
-def _r_body_dtx_set_timeout(buf: memoryview, at: int, end: int) -> tuple[DtxSetTimeout, int]:
-    session_header, at = _r_session_header(buf, at, end, "DtxSetTimeout.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x3, "DtxSetTimeout.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"xid={self.xid!r}, "
+            f"timeout={self.timeout!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DtxSetTimeout) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.xid, self.timeout) == (
+            other.session_header,
+            other.xid,
+            other.timeout,
+        )
+
+
+def _r_body_dtx_set_timeout(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[DtxSetTimeout, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "DtxSetTimeout.session_header")
+    if end - at < 2:
+        raise _short("DtxSetTimeout.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x3:
+        raise DecodeError(
+            "DtxSetTimeout.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     xid: DtxXid | None = None
     if flags & 0x1:
         xid, at = _r_dtx_xid(buf, at, end, "DtxSetTimeout.xid")
     timeout: int | None = None
     if flags & 0x2:
-        timeout, at = _r_uint32(buf, at, end, "DtxSetTimeout.timeout")
+        if end - at >= 4:
+            timeout = _UINT32.unpack_from(buf, at)[0]
+            at += 4
+        else:  # too short: the reader's DecodeError
+            timeout, at = _r_uint32(buf, at, end, "DtxSetTimeout.timeout")
     return (
         DtxSetTimeout(
             session_header=session_header,
@@ -4627,21 +8023,28 @@ def _r_body_dtx_set_timeout(buf: memoryview, at: int, end: int) -> tuple[DtxSetT
     )
 
 
-def _w_body_dtx_set_timeout(out: bytearray, value: DtxSetTimeout) -> None:
-    _w_session_header(out, value.session_header, "DtxSetTimeout.session_header")
+def _w_body_dtx_set_timeout(out: bytearray, msg: DtxSetTimeout) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "DtxSetTimeout.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.xid is not None:
+    out += b"\x00\x00"
+    xid = msg.xid
+    if xid is not None:
         flags |= 0x1
-        _w_dtx_xid(out, value.xid, "DtxSetTimeout.xid")
-    if value.timeout is not None:
+        _w_dtx_xid(out, xid, "DtxSetTimeout.xid")
+    timeout = msg.timeout
+    if timeout is not None:
         flags |= 0x2
-        _w_uint32(out, value.timeout, "DtxSetTimeout.timeout")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_uint32(out, timeout, "DtxSetTimeout.timeout")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class ExchangeDeclare:
     """exchange.declare: command, class code 0x07 (7), code 0x01 (1).
 
@@ -4649,6 +8052,17 @@ class ExchangeDeclare:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:4671:5
     """
+
+    __slots__ = (
+        "session_header",
+        "exchange",
+        "type",
+        "alternate_exchange",
+        "passive",
+        "durable",
+        "auto_delete",
+        "arguments",
+    )
 
     IDENT: ClassVar[tuple[int, int]] = (0x07, 0x01)
     KIND: ClassVar[str] = "command"
@@ -4660,27 +8074,99 @@ class ExchangeDeclare:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    exchange: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    exchange: str | None
     """exchange (required)"""
-    type: str | None = None
+    type: str | None
     """type (required): Each exchange belongs to one of a set of exchange types implemented by the server. The exchange types define the functionality of the exchange - i.e. how messages are routed through it. It is not valid or meaningful to attempt to change the type of an existing exchange."""
-    alternate_exchange: str | None = None
+    alternate_exchange: str | None
     """alternate-exchange: In the event that a message cannot be routed, this is the name of the exchange to which the message will be sent. Messages transferred using message.transfer will be routed to the alternate-exchange only if they are sent with the "none" accept-mode, and the discard-unroutable delivery property is set to false, and there is no queue to route to for the given message according to the bindings on this exchange."""
-    passive: bool = False
+    passive: bool
     """passive: If set, the server will not create the exchange. The client can use this to check whether an exchange exists without modifying the server state."""
-    durable: bool = False
+    durable: bool
     """durable: If set when creating a new exchange, the exchange will be marked as durable. Durable exchanges remain active when a server restarts. Non-durable exchanges (transient exchanges) are purged if/when a server restarts."""
-    auto_delete: bool = False
+    auto_delete: bool
     """auto-delete: If set, the exchange is deleted automatically when there remain no bindings between the exchange and any queue. Such an exchange will not be automatically deleted until at least one binding has been made to prevent the immediate deletion of the exchange upon creation."""
-    arguments: dict[str, Typed] | None = None
+    arguments: dict[str, Typed] | None
     """arguments: A set of arguments for the declaration. The syntax and semantics of these arguments depends on the server implementation. This field is ignored if passive is 1."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        exchange: str | None = None,
+        type: str | None = None,
+        alternate_exchange: str | None = None,
+        passive: bool = False,
+        durable: bool = False,
+        auto_delete: bool = False,
+        arguments: dict[str, Typed] | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.exchange = exchange
+        self.type = type
+        self.alternate_exchange = alternate_exchange
+        self.passive = passive
+        self.durable = durable
+        self.auto_delete = auto_delete
+        self.arguments = arguments
 
-def _r_body_exchange_declare(buf: memoryview, at: int, end: int) -> tuple[ExchangeDeclare, int]:
-    session_header, at = _r_session_header(buf, at, end, "ExchangeDeclare.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x7F, "ExchangeDeclare.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"exchange={self.exchange!r}, "
+            f"type={self.type!r}, "
+            f"alternate_exchange={self.alternate_exchange!r}, "
+            f"passive={self.passive!r}, "
+            f"durable={self.durable!r}, "
+            f"auto_delete={self.auto_delete!r}, "
+            f"arguments={self.arguments!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExchangeDeclare) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.session_header,
+            self.exchange,
+            self.type,
+            self.alternate_exchange,
+            self.passive,
+            self.durable,
+            self.auto_delete,
+            self.arguments,
+        ) == (
+            other.session_header,
+            other.exchange,
+            other.type,
+            other.alternate_exchange,
+            other.passive,
+            other.durable,
+            other.auto_delete,
+            other.arguments,
+        )
+
+
+def _r_body_exchange_declare(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[ExchangeDeclare, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "ExchangeDeclare.session_header")
+    if end - at < 2:
+        raise _short("ExchangeDeclare.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x7F:
+        raise DecodeError(
+            "ExchangeDeclare.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     exchange: str | None = None
     if flags & 0x1:
         exchange, at = _r_str8(buf, at, end, "ExchangeDeclare.exchange")
@@ -4711,39 +8197,48 @@ def _r_body_exchange_declare(buf: memoryview, at: int, end: int) -> tuple[Exchan
     )
 
 
-def _w_body_exchange_declare(out: bytearray, value: ExchangeDeclare) -> None:
-    _w_session_header(out, value.session_header, "ExchangeDeclare.session_header")
+def _w_body_exchange_declare(out: bytearray, msg: ExchangeDeclare) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "ExchangeDeclare.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.exchange is not None:
+    out += b"\x00\x00"
+    exchange = msg.exchange
+    if exchange is not None:
         flags |= 0x1
-        _w_str8(out, value.exchange, "ExchangeDeclare.exchange")
-    if value.type is not None:
+        _w_str8(out, exchange, "ExchangeDeclare.exchange")
+    type = msg.type
+    if type is not None:
         flags |= 0x2
-        _w_str8(out, value.type, "ExchangeDeclare.type")
-    if value.alternate_exchange is not None:
+        _w_str8(out, type, "ExchangeDeclare.type")
+    alternate_exchange = msg.alternate_exchange
+    if alternate_exchange is not None:
         flags |= 0x4
-        _w_str8(out, value.alternate_exchange, "ExchangeDeclare.alternate_exchange")
-    if not isinstance(value.passive, bool):
-        raise _bad("ExchangeDeclare.passive", value.passive, "a bool")
-    if value.passive:
+        _w_str8(out, alternate_exchange, "ExchangeDeclare.alternate_exchange")
+    if msg.passive is True:
         flags |= 0x8
-    if not isinstance(value.durable, bool):
-        raise _bad("ExchangeDeclare.durable", value.durable, "a bool")
-    if value.durable:
+    elif msg.passive is not False:
+        raise _bad("ExchangeDeclare.passive", msg.passive, "a bool")
+    if msg.durable is True:
         flags |= 0x10
-    if not isinstance(value.auto_delete, bool):
-        raise _bad("ExchangeDeclare.auto_delete", value.auto_delete, "a bool")
-    if value.auto_delete:
+    elif msg.durable is not False:
+        raise _bad("ExchangeDeclare.durable", msg.durable, "a bool")
+    if msg.auto_delete is True:
         flags |= 0x20
-    if value.arguments is not None:
+    elif msg.auto_delete is not False:
+        raise _bad("ExchangeDeclare.auto_delete", msg.auto_delete, "a bool")
+    arguments = msg.arguments
+    if arguments is not None:
         flags |= 0x40
-        _w_map(out, value.arguments, "ExchangeDeclare.arguments")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_map(out, arguments, "ExchangeDeclare.arguments")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class ExchangeDelete:
     """exchange.delete: command, class code 0x07 (7), code 0x02 (2).
 
@@ -4751,6 +8246,8 @@ class ExchangeDelete:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:4823:5
     """
+
+    __slots__ = ("session_header", "exchange", "if_unused")
 
     IDENT: ClassVar[tuple[int, int]] = (0x07, 0x02)
     KIND: ClassVar[str] = "command"
@@ -4762,17 +8259,60 @@ class ExchangeDelete:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    exchange: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    exchange: str | None
     """exchange (required)"""
-    if_unused: bool = False
+    if_unused: bool
     """if-unused: If set, the server will only delete the exchange if it has no queue bindings. If the exchange has queue bindings the server does not delete it but raises an exception instead."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        exchange: str | None = None,
+        if_unused: bool = False,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.exchange = exchange
+        self.if_unused = if_unused
 
-def _r_body_exchange_delete(buf: memoryview, at: int, end: int) -> tuple[ExchangeDelete, int]:
-    session_header, at = _r_session_header(buf, at, end, "ExchangeDelete.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x3, "ExchangeDelete.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"exchange={self.exchange!r}, "
+            f"if_unused={self.if_unused!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExchangeDelete) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.exchange, self.if_unused) == (
+            other.session_header,
+            other.exchange,
+            other.if_unused,
+        )
+
+
+def _r_body_exchange_delete(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[ExchangeDelete, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "ExchangeDelete.session_header")
+    if end - at < 2:
+        raise _short("ExchangeDelete.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x3:
+        raise DecodeError(
+            "ExchangeDelete.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     exchange: str | None = None
     if flags & 0x1:
         exchange, at = _r_str8(buf, at, end, "ExchangeDelete.exchange")
@@ -4787,22 +8327,28 @@ def _r_body_exchange_delete(buf: memoryview, at: int, end: int) -> tuple[Exchang
     )
 
 
-def _w_body_exchange_delete(out: bytearray, value: ExchangeDelete) -> None:
-    _w_session_header(out, value.session_header, "ExchangeDelete.session_header")
+def _w_body_exchange_delete(out: bytearray, msg: ExchangeDelete) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "ExchangeDelete.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.exchange is not None:
+    out += b"\x00\x00"
+    exchange = msg.exchange
+    if exchange is not None:
         flags |= 0x1
-        _w_str8(out, value.exchange, "ExchangeDelete.exchange")
-    if not isinstance(value.if_unused, bool):
-        raise _bad("ExchangeDelete.if_unused", value.if_unused, "a bool")
-    if value.if_unused:
+        _w_str8(out, exchange, "ExchangeDelete.exchange")
+    if msg.if_unused is True:
         flags |= 0x2
-    out[start : start + 2] = flags.to_bytes(2, "little")
+    elif msg.if_unused is not False:
+        raise _bad("ExchangeDelete.if_unused", msg.if_unused, "a bool")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class ExchangeQuery:
     """exchange.query: command, class code 0x07 (7), code 0x03 (3).
 
@@ -4810,6 +8356,8 @@ class ExchangeQuery:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:4870:5
     """
+
+    __slots__ = ("session_header", "name")
 
     IDENT: ClassVar[tuple[int, int]] = (0x07, 0x03)
     KIND: ClassVar[str] = "command"
@@ -4821,15 +8369,49 @@ class ExchangeQuery:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    name: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    name: str | None
     """name: The name of the exchange for which information is requested. If not specified explicitly the default exchange is implied."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.name = name
 
-def _r_body_exchange_query(buf: memoryview, at: int, end: int) -> tuple[ExchangeQuery, int]:
-    session_header, at = _r_session_header(buf, at, end, "ExchangeQuery.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "ExchangeQuery.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"name={self.name!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExchangeQuery) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.name) == (other.session_header, other.name)
+
+
+def _r_body_exchange_query(buf: bytes | memoryview, at: int, end: int) -> tuple[ExchangeQuery, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "ExchangeQuery.session_header")
+    if end - at < 2:
+        raise _short("ExchangeQuery.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "ExchangeQuery.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     name: str | None = None
     if flags & 0x1:
         name, at = _r_str8(buf, at, end, "ExchangeQuery.name")
@@ -4842,18 +8424,24 @@ def _r_body_exchange_query(buf: memoryview, at: int, end: int) -> tuple[Exchange
     )
 
 
-def _w_body_exchange_query(out: bytearray, value: ExchangeQuery) -> None:
-    _w_session_header(out, value.session_header, "ExchangeQuery.session_header")
+def _w_body_exchange_query(out: bytearray, msg: ExchangeQuery) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "ExchangeQuery.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.name is not None:
+    out += b"\x00\x00"
+    name = msg.name
+    if name is not None:
         flags |= 0x1
-        _w_str8(out, value.name, "ExchangeQuery.name")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_str8(out, name, "ExchangeQuery.name")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class ExchangeBind:
     """exchange.bind: command, class code 0x07 (7), code 0x04 (4).
 
@@ -4861,6 +8449,8 @@ class ExchangeBind:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:4922:5
     """
+
+    __slots__ = ("session_header", "queue", "exchange", "binding_key", "arguments")
 
     IDENT: ClassVar[tuple[int, int]] = (0x07, 0x04)
     KIND: ClassVar[str] = "command"
@@ -4872,21 +8462,70 @@ class ExchangeBind:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    queue: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    queue: str | None
     """queue (required): Specifies the name of the queue to bind."""
-    exchange: str | None = None
+    exchange: str | None
     """exchange (required): name of the exchange to bind to"""
-    binding_key: str | None = None
+    binding_key: str | None
     """binding-key (required): The binding-key uniquely identifies a binding between a given (exchange, queue) pair. Depending on the exchange configuration, the binding key may be matched against the message routing key in order to make routing decisions. The match algorithm depends on the exchange type. Some exchange types may ignore the binding key when making routing decisions. Refer to the specific exchange type documentation. The meaning of an empty binding key depends on the exchange implementation."""
-    arguments: dict[str, Typed] | None = None
+    arguments: dict[str, Typed] | None
     """arguments: A set of arguments for the binding. The syntax and semantics of these arguments depends on the exchange class."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        queue: str | None = None,
+        exchange: str | None = None,
+        binding_key: str | None = None,
+        arguments: dict[str, Typed] | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.queue = queue
+        self.exchange = exchange
+        self.binding_key = binding_key
+        self.arguments = arguments
 
-def _r_body_exchange_bind(buf: memoryview, at: int, end: int) -> tuple[ExchangeBind, int]:
-    session_header, at = _r_session_header(buf, at, end, "ExchangeBind.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0xF, "ExchangeBind.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"queue={self.queue!r}, "
+            f"exchange={self.exchange!r}, "
+            f"binding_key={self.binding_key!r}, "
+            f"arguments={self.arguments!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExchangeBind) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.session_header,
+            self.queue,
+            self.exchange,
+            self.binding_key,
+            self.arguments,
+        ) == (other.session_header, other.queue, other.exchange, other.binding_key, other.arguments)
+
+
+def _r_body_exchange_bind(buf: bytes | memoryview, at: int, end: int) -> tuple[ExchangeBind, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "ExchangeBind.session_header")
+    if end - at < 2:
+        raise _short("ExchangeBind.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0xF:
+        raise DecodeError(
+            "ExchangeBind.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     queue: str | None = None
     if flags & 0x1:
         queue, at = _r_str8(buf, at, end, "ExchangeBind.queue")
@@ -4911,27 +8550,36 @@ def _r_body_exchange_bind(buf: memoryview, at: int, end: int) -> tuple[ExchangeB
     )
 
 
-def _w_body_exchange_bind(out: bytearray, value: ExchangeBind) -> None:
-    _w_session_header(out, value.session_header, "ExchangeBind.session_header")
+def _w_body_exchange_bind(out: bytearray, msg: ExchangeBind) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "ExchangeBind.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.queue is not None:
+    out += b"\x00\x00"
+    queue = msg.queue
+    if queue is not None:
         flags |= 0x1
-        _w_str8(out, value.queue, "ExchangeBind.queue")
-    if value.exchange is not None:
+        _w_str8(out, queue, "ExchangeBind.queue")
+    exchange = msg.exchange
+    if exchange is not None:
         flags |= 0x2
-        _w_str8(out, value.exchange, "ExchangeBind.exchange")
-    if value.binding_key is not None:
+        _w_str8(out, exchange, "ExchangeBind.exchange")
+    binding_key = msg.binding_key
+    if binding_key is not None:
         flags |= 0x4
-        _w_str8(out, value.binding_key, "ExchangeBind.binding_key")
-    if value.arguments is not None:
+        _w_str8(out, binding_key, "ExchangeBind.binding_key")
+    arguments = msg.arguments
+    if arguments is not None:
         flags |= 0x8
-        _w_map(out, value.arguments, "ExchangeBind.arguments")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_map(out, arguments, "ExchangeBind.arguments")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class ExchangeUnbind:
     """exchange.unbind: command, class code 0x07 (7), code 0x05 (5).
 
@@ -4939,6 +8587,8 @@ class ExchangeUnbind:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:5021:5
     """
+
+    __slots__ = ("session_header", "queue", "exchange", "binding_key")
 
     IDENT: ClassVar[tuple[int, int]] = (0x07, 0x05)
     KIND: ClassVar[str] = "command"
@@ -4950,19 +8600,66 @@ class ExchangeUnbind:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    queue: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    queue: str | None
     """queue (required): Specifies the name of the queue to unbind."""
-    exchange: str | None = None
+    exchange: str | None
     """exchange (required): The name of the exchange to unbind from."""
-    binding_key: str | None = None
+    binding_key: str | None
     """binding-key (required): Specifies the binding-key of the binding to unbind."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        queue: str | None = None,
+        exchange: str | None = None,
+        binding_key: str | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.queue = queue
+        self.exchange = exchange
+        self.binding_key = binding_key
 
-def _r_body_exchange_unbind(buf: memoryview, at: int, end: int) -> tuple[ExchangeUnbind, int]:
-    session_header, at = _r_session_header(buf, at, end, "ExchangeUnbind.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x7, "ExchangeUnbind.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"queue={self.queue!r}, "
+            f"exchange={self.exchange!r}, "
+            f"binding_key={self.binding_key!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExchangeUnbind) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.queue, self.exchange, self.binding_key) == (
+            other.session_header,
+            other.queue,
+            other.exchange,
+            other.binding_key,
+        )
+
+
+def _r_body_exchange_unbind(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[ExchangeUnbind, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "ExchangeUnbind.session_header")
+    if end - at < 2:
+        raise _short("ExchangeUnbind.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x7:
+        raise DecodeError(
+            "ExchangeUnbind.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     queue: str | None = None
     if flags & 0x1:
         queue, at = _r_str8(buf, at, end, "ExchangeUnbind.queue")
@@ -4983,24 +8680,32 @@ def _r_body_exchange_unbind(buf: memoryview, at: int, end: int) -> tuple[Exchang
     )
 
 
-def _w_body_exchange_unbind(out: bytearray, value: ExchangeUnbind) -> None:
-    _w_session_header(out, value.session_header, "ExchangeUnbind.session_header")
+def _w_body_exchange_unbind(out: bytearray, msg: ExchangeUnbind) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "ExchangeUnbind.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.queue is not None:
+    out += b"\x00\x00"
+    queue = msg.queue
+    if queue is not None:
         flags |= 0x1
-        _w_str8(out, value.queue, "ExchangeUnbind.queue")
-    if value.exchange is not None:
+        _w_str8(out, queue, "ExchangeUnbind.queue")
+    exchange = msg.exchange
+    if exchange is not None:
         flags |= 0x2
-        _w_str8(out, value.exchange, "ExchangeUnbind.exchange")
-    if value.binding_key is not None:
+        _w_str8(out, exchange, "ExchangeUnbind.exchange")
+    binding_key = msg.binding_key
+    if binding_key is not None:
         flags |= 0x4
-        _w_str8(out, value.binding_key, "ExchangeUnbind.binding_key")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_str8(out, binding_key, "ExchangeUnbind.binding_key")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class ExchangeBound:
     """exchange.bound: command, class code 0x07 (7), code 0x06 (6).
 
@@ -5008,6 +8713,8 @@ class ExchangeBound:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:5072:5
     """
+
+    __slots__ = ("session_header", "exchange", "queue", "binding_key", "arguments")
 
     IDENT: ClassVar[tuple[int, int]] = (0x07, 0x06)
     KIND: ClassVar[str] = "command"
@@ -5019,21 +8726,70 @@ class ExchangeBound:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    exchange: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    exchange: str | None
     """exchange: The name of the exchange for which binding information is being requested. If not specified explicitly the default exchange is implied."""
-    queue: str | None = None
+    queue: str | None
     """queue (required): If populated then determine whether the given queue is bound to the exchange."""
-    binding_key: str | None = None
+    binding_key: str | None
     """binding-key: If populated defines the binding-key of the binding of interest, if not populated the request will ignore the binding-key on bindings when searching for a match."""
-    arguments: dict[str, Typed] | None = None
+    arguments: dict[str, Typed] | None
     """arguments: If populated defines the arguments of the binding of interest if not populated the request will ignore the arguments on bindings when searching for a match"""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        exchange: str | None = None,
+        queue: str | None = None,
+        binding_key: str | None = None,
+        arguments: dict[str, Typed] | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.exchange = exchange
+        self.queue = queue
+        self.binding_key = binding_key
+        self.arguments = arguments
 
-def _r_body_exchange_bound(buf: memoryview, at: int, end: int) -> tuple[ExchangeBound, int]:
-    session_header, at = _r_session_header(buf, at, end, "ExchangeBound.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0xF, "ExchangeBound.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"exchange={self.exchange!r}, "
+            f"queue={self.queue!r}, "
+            f"binding_key={self.binding_key!r}, "
+            f"arguments={self.arguments!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExchangeBound) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.session_header,
+            self.exchange,
+            self.queue,
+            self.binding_key,
+            self.arguments,
+        ) == (other.session_header, other.exchange, other.queue, other.binding_key, other.arguments)
+
+
+def _r_body_exchange_bound(buf: bytes | memoryview, at: int, end: int) -> tuple[ExchangeBound, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "ExchangeBound.session_header")
+    if end - at < 2:
+        raise _short("ExchangeBound.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0xF:
+        raise DecodeError(
+            "ExchangeBound.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     exchange: str | None = None
     if flags & 0x1:
         exchange, at = _r_str8(buf, at, end, "ExchangeBound.exchange")
@@ -5058,27 +8814,36 @@ def _r_body_exchange_bound(buf: memoryview, at: int, end: int) -> tuple[Exchange
     )
 
 
-def _w_body_exchange_bound(out: bytearray, value: ExchangeBound) -> None:
-    _w_session_header(out, value.session_header, "ExchangeBound.session_header")
+def _w_body_exchange_bound(out: bytearray, msg: ExchangeBound) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "ExchangeBound.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.exchange is not None:
+    out += b"\x00\x00"
+    exchange = msg.exchange
+    if exchange is not None:
         flags |= 0x1
-        _w_str8(out, value.exchange, "ExchangeBound.exchange")
-    if value.queue is not None:
+        _w_str8(out, exchange, "ExchangeBound.exchange")
+    queue = msg.queue
+    if queue is not None:
         flags |= 0x2
-        _w_str8(out, value.queue, "ExchangeBound.queue")
-    if value.binding_key is not None:
+        _w_str8(out, queue, "ExchangeBound.queue")
+    binding_key = msg.binding_key
+    if binding_key is not None:
         flags |= 0x4
-        _w_str8(out, value.binding_key, "ExchangeBound.binding_key")
-    if value.arguments is not None:
+        _w_str8(out, binding_key, "ExchangeBound.binding_key")
+    arguments = msg.arguments
+    if arguments is not None:
         flags |= 0x8
-        _w_map(out, value.arguments, "ExchangeBound.arguments")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_map(out, arguments, "ExchangeBound.arguments")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class QueueDeclare:
     """queue.declare: command, class code 0x08 (8), code 0x01 (1).
 
@@ -5086,6 +8851,17 @@ class QueueDeclare:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:5190:5
     """
+
+    __slots__ = (
+        "session_header",
+        "queue",
+        "alternate_exchange",
+        "passive",
+        "durable",
+        "exclusive",
+        "auto_delete",
+        "arguments",
+    )
 
     IDENT: ClassVar[tuple[int, int]] = (0x08, 0x01)
     KIND: ClassVar[str] = "command"
@@ -5097,29 +8873,99 @@ class QueueDeclare:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    queue: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    queue: str | None
     """queue (required)"""
-    alternate_exchange: str | None = None
+    alternate_exchange: str | None
     """alternate-exchange: The alternate-exchange field specifies how messages on this queue should be treated when they are rejected by a subscriber, or when they are orphaned by queue deletion. When present, rejected or orphaned messages MUST be routed to the alternate-exchange. In all cases the messages MUST be removed from the queue."""
-    passive: bool = False
+    passive: bool
     """passive: If set, the server will not create the queue. This field allows the client to assert the presence of a queue without modifying the server state."""
-    durable: bool = False
+    durable: bool
     """durable: If set when creating a new queue, the queue will be marked as durable. Durable queues remain active when a server restarts. Non-durable queues (transient queues) are purged if/when a server restarts. Note that durable queues do not necessarily hold persistent messages, although it does not make sense to send persistent messages to a transient queue."""
-    exclusive: bool = False
+    exclusive: bool
     """exclusive: Exclusive queues can only be used from one session at a time. Once a session declares an exclusive queue, that queue cannot be used by any other session until the declaring session closes."""
-    auto_delete: bool = False
+    auto_delete: bool
     """auto-delete: If this field is set and the exclusive field is also set, then the queue MUST be deleted when the session closes.
 
 If this field is set and the exclusive field is not set the queue is deleted when all the consumers have finished using it. Last consumer can be cancelled either explicitly or because its session is closed. If there was no consumer ever on the queue, it won't be deleted."""
-    arguments: dict[str, Typed] | None = None
+    arguments: dict[str, Typed] | None
     """arguments: A set of arguments for the declaration. The syntax and semantics of these arguments depends on the server implementation. This field is ignored if passive is 1."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        queue: str | None = None,
+        alternate_exchange: str | None = None,
+        passive: bool = False,
+        durable: bool = False,
+        exclusive: bool = False,
+        auto_delete: bool = False,
+        arguments: dict[str, Typed] | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.queue = queue
+        self.alternate_exchange = alternate_exchange
+        self.passive = passive
+        self.durable = durable
+        self.exclusive = exclusive
+        self.auto_delete = auto_delete
+        self.arguments = arguments
 
-def _r_body_queue_declare(buf: memoryview, at: int, end: int) -> tuple[QueueDeclare, int]:
-    session_header, at = _r_session_header(buf, at, end, "QueueDeclare.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x7F, "QueueDeclare.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"queue={self.queue!r}, "
+            f"alternate_exchange={self.alternate_exchange!r}, "
+            f"passive={self.passive!r}, "
+            f"durable={self.durable!r}, "
+            f"exclusive={self.exclusive!r}, "
+            f"auto_delete={self.auto_delete!r}, "
+            f"arguments={self.arguments!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueueDeclare) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.session_header,
+            self.queue,
+            self.alternate_exchange,
+            self.passive,
+            self.durable,
+            self.exclusive,
+            self.auto_delete,
+            self.arguments,
+        ) == (
+            other.session_header,
+            other.queue,
+            other.alternate_exchange,
+            other.passive,
+            other.durable,
+            other.exclusive,
+            other.auto_delete,
+            other.arguments,
+        )
+
+
+def _r_body_queue_declare(buf: bytes | memoryview, at: int, end: int) -> tuple[QueueDeclare, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "QueueDeclare.session_header")
+    if end - at < 2:
+        raise _short("QueueDeclare.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x7F:
+        raise DecodeError(
+            "QueueDeclare.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     queue: str | None = None
     if flags & 0x1:
         queue, at = _r_str8(buf, at, end, "QueueDeclare.queue")
@@ -5148,40 +8994,48 @@ def _r_body_queue_declare(buf: memoryview, at: int, end: int) -> tuple[QueueDecl
     )
 
 
-def _w_body_queue_declare(out: bytearray, value: QueueDeclare) -> None:
-    _w_session_header(out, value.session_header, "QueueDeclare.session_header")
+def _w_body_queue_declare(out: bytearray, msg: QueueDeclare) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "QueueDeclare.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.queue is not None:
+    out += b"\x00\x00"
+    queue = msg.queue
+    if queue is not None:
         flags |= 0x1
-        _w_str8(out, value.queue, "QueueDeclare.queue")
-    if value.alternate_exchange is not None:
+        _w_str8(out, queue, "QueueDeclare.queue")
+    alternate_exchange = msg.alternate_exchange
+    if alternate_exchange is not None:
         flags |= 0x2
-        _w_str8(out, value.alternate_exchange, "QueueDeclare.alternate_exchange")
-    if not isinstance(value.passive, bool):
-        raise _bad("QueueDeclare.passive", value.passive, "a bool")
-    if value.passive:
+        _w_str8(out, alternate_exchange, "QueueDeclare.alternate_exchange")
+    if msg.passive is True:
         flags |= 0x4
-    if not isinstance(value.durable, bool):
-        raise _bad("QueueDeclare.durable", value.durable, "a bool")
-    if value.durable:
+    elif msg.passive is not False:
+        raise _bad("QueueDeclare.passive", msg.passive, "a bool")
+    if msg.durable is True:
         flags |= 0x8
-    if not isinstance(value.exclusive, bool):
-        raise _bad("QueueDeclare.exclusive", value.exclusive, "a bool")
-    if value.exclusive:
+    elif msg.durable is not False:
+        raise _bad("QueueDeclare.durable", msg.durable, "a bool")
+    if msg.exclusive is True:
         flags |= 0x10
-    if not isinstance(value.auto_delete, bool):
-        raise _bad("QueueDeclare.auto_delete", value.auto_delete, "a bool")
-    if value.auto_delete:
+    elif msg.exclusive is not False:
+        raise _bad("QueueDeclare.exclusive", msg.exclusive, "a bool")
+    if msg.auto_delete is True:
         flags |= 0x20
-    if value.arguments is not None:
+    elif msg.auto_delete is not False:
+        raise _bad("QueueDeclare.auto_delete", msg.auto_delete, "a bool")
+    arguments = msg.arguments
+    if arguments is not None:
         flags |= 0x40
-        _w_map(out, value.arguments, "QueueDeclare.arguments")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_map(out, arguments, "QueueDeclare.arguments")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class QueueDelete:
     """queue.delete: command, class code 0x08 (8), code 0x02 (2).
 
@@ -5189,6 +9043,8 @@ class QueueDelete:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:5390:5
     """
+
+    __slots__ = ("session_header", "queue", "if_unused", "if_empty")
 
     IDENT: ClassVar[tuple[int, int]] = (0x08, 0x02)
     KIND: ClassVar[str] = "command"
@@ -5200,19 +9056,64 @@ class QueueDelete:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    queue: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    queue: str | None
     """queue (required): Specifies the name of the queue to delete."""
-    if_unused: bool = False
+    if_unused: bool
     """if-unused: If set, the server will only delete the queue if it has no consumers. If the queue has consumers the server does does not delete it but raises an exception instead."""
-    if_empty: bool = False
+    if_empty: bool
     """if-empty: If set, the server will only delete the queue if it has no messages."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        queue: str | None = None,
+        if_unused: bool = False,
+        if_empty: bool = False,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.queue = queue
+        self.if_unused = if_unused
+        self.if_empty = if_empty
 
-def _r_body_queue_delete(buf: memoryview, at: int, end: int) -> tuple[QueueDelete, int]:
-    session_header, at = _r_session_header(buf, at, end, "QueueDelete.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x7, "QueueDelete.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"queue={self.queue!r}, "
+            f"if_unused={self.if_unused!r}, "
+            f"if_empty={self.if_empty!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueueDelete) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.queue, self.if_unused, self.if_empty) == (
+            other.session_header,
+            other.queue,
+            other.if_unused,
+            other.if_empty,
+        )
+
+
+def _r_body_queue_delete(buf: bytes | memoryview, at: int, end: int) -> tuple[QueueDelete, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "QueueDelete.session_header")
+    if end - at < 2:
+        raise _short("QueueDelete.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x7:
+        raise DecodeError(
+            "QueueDelete.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     queue: str | None = None
     if flags & 0x1:
         queue, at = _r_str8(buf, at, end, "QueueDelete.queue")
@@ -5229,26 +9130,32 @@ def _r_body_queue_delete(buf: memoryview, at: int, end: int) -> tuple[QueueDelet
     )
 
 
-def _w_body_queue_delete(out: bytearray, value: QueueDelete) -> None:
-    _w_session_header(out, value.session_header, "QueueDelete.session_header")
+def _w_body_queue_delete(out: bytearray, msg: QueueDelete) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "QueueDelete.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.queue is not None:
+    out += b"\x00\x00"
+    queue = msg.queue
+    if queue is not None:
         flags |= 0x1
-        _w_str8(out, value.queue, "QueueDelete.queue")
-    if not isinstance(value.if_unused, bool):
-        raise _bad("QueueDelete.if_unused", value.if_unused, "a bool")
-    if value.if_unused:
+        _w_str8(out, queue, "QueueDelete.queue")
+    if msg.if_unused is True:
         flags |= 0x2
-    if not isinstance(value.if_empty, bool):
-        raise _bad("QueueDelete.if_empty", value.if_empty, "a bool")
-    if value.if_empty:
+    elif msg.if_unused is not False:
+        raise _bad("QueueDelete.if_unused", msg.if_unused, "a bool")
+    if msg.if_empty is True:
         flags |= 0x4
-    out[start : start + 2] = flags.to_bytes(2, "little")
+    elif msg.if_empty is not False:
+        raise _bad("QueueDelete.if_empty", msg.if_empty, "a bool")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class QueuePurge:
     """queue.purge: command, class code 0x08 (8), code 0x03 (3).
 
@@ -5256,6 +9163,8 @@ class QueuePurge:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:5445:5
     """
+
+    __slots__ = ("session_header", "queue")
 
     IDENT: ClassVar[tuple[int, int]] = (0x08, 0x03)
     KIND: ClassVar[str] = "command"
@@ -5267,15 +9176,49 @@ class QueuePurge:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    queue: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    queue: str | None
     """queue (required): Specifies the name of the queue to purge."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        queue: str | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.queue = queue
 
-def _r_body_queue_purge(buf: memoryview, at: int, end: int) -> tuple[QueuePurge, int]:
-    session_header, at = _r_session_header(buf, at, end, "QueuePurge.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "QueuePurge.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"queue={self.queue!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueuePurge) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.queue) == (other.session_header, other.queue)
+
+
+def _r_body_queue_purge(buf: bytes | memoryview, at: int, end: int) -> tuple[QueuePurge, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "QueuePurge.session_header")
+    if end - at < 2:
+        raise _short("QueuePurge.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "QueuePurge.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     queue: str | None = None
     if flags & 0x1:
         queue, at = _r_str8(buf, at, end, "QueuePurge.queue")
@@ -5288,18 +9231,24 @@ def _r_body_queue_purge(buf: memoryview, at: int, end: int) -> tuple[QueuePurge,
     )
 
 
-def _w_body_queue_purge(out: bytearray, value: QueuePurge) -> None:
-    _w_session_header(out, value.session_header, "QueuePurge.session_header")
+def _w_body_queue_purge(out: bytearray, msg: QueuePurge) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "QueuePurge.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.queue is not None:
+    out += b"\x00\x00"
+    queue = msg.queue
+    if queue is not None:
         flags |= 0x1
-        _w_str8(out, value.queue, "QueuePurge.queue")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_str8(out, queue, "QueuePurge.queue")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class QueueQuery:
     """queue.query: command, class code 0x08 (8), code 0x04 (4).
 
@@ -5307,6 +9256,8 @@ class QueueQuery:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:5496:5
     """
+
+    __slots__ = ("session_header", "queue")
 
     IDENT: ClassVar[tuple[int, int]] = (0x08, 0x04)
     KIND: ClassVar[str] = "command"
@@ -5318,15 +9269,49 @@ class QueueQuery:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    queue: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    queue: str | None
     """queue (required): the queried queue"""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        queue: str | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.queue = queue
 
-def _r_body_queue_query(buf: memoryview, at: int, end: int) -> tuple[QueueQuery, int]:
-    session_header, at = _r_session_header(buf, at, end, "QueueQuery.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "QueueQuery.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"queue={self.queue!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueueQuery) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.queue) == (other.session_header, other.queue)
+
+
+def _r_body_queue_query(buf: bytes | memoryview, at: int, end: int) -> tuple[QueueQuery, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "QueueQuery.session_header")
+    if end - at < 2:
+        raise _short("QueueQuery.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "QueueQuery.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     queue: str | None = None
     if flags & 0x1:
         queue, at = _r_str8(buf, at, end, "QueueQuery.queue")
@@ -5339,18 +9324,24 @@ def _r_body_queue_query(buf: memoryview, at: int, end: int) -> tuple[QueueQuery,
     )
 
 
-def _w_body_queue_query(out: bytearray, value: QueueQuery) -> None:
-    _w_session_header(out, value.session_header, "QueueQuery.session_header")
+def _w_body_queue_query(out: bytearray, msg: QueueQuery) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "QueueQuery.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.queue is not None:
+    out += b"\x00\x00"
+    queue = msg.queue
+    if queue is not None:
         flags |= 0x1
-        _w_str8(out, value.queue, "QueueQuery.queue")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_str8(out, queue, "QueueQuery.queue")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class FileQos:
     """file.qos: command, class code 0x09 (9), code 0x01 (1).
 
@@ -5358,6 +9349,8 @@ class FileQos:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:5644:5
     """
+
+    __slots__ = ("session_header", "prefetch_size", "prefetch_count", "global_")
 
     IDENT: ClassVar[tuple[int, int]] = (0x09, 0x01)
     KIND: ClassVar[str] = "command"
@@ -5369,25 +9362,78 @@ class FileQos:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    prefetch_size: int | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    prefetch_size: int | None
     """prefetch-size: The client can request that messages be sent in advance so that when the client finishes processing a message, the following message is already held locally, rather than needing to be sent within the session. Pre-fetching gives a performance improvement. This field specifies the pre-fetch window size in octets. May be set to zero, meaning "no specific limit". Note that other pre-fetch limits may still apply. The prefetch-size is ignored if the no-ack option is set."""
-    prefetch_count: int | None = None
+    prefetch_count: int | None
     """prefetch-count: Specifies a pre-fetch window in terms of whole messages. This is compatible with some file API implementations. This field may be used in combination with the prefetch-size field; a message will only be sent in advance if both pre-fetch windows (and those at the session and connection level) allow it. The prefetch-count is ignored if the no-ack option is set."""
-    global_: bool = False
+    global_: bool
     """global: By default the QoS settings apply to the current session only. If this field is set, they are applied to the entire connection."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        prefetch_size: int | None = None,
+        prefetch_count: int | None = None,
+        global_: bool = False,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.prefetch_size = prefetch_size
+        self.prefetch_count = prefetch_count
+        self.global_ = global_
 
-def _r_body_file_qos(buf: memoryview, at: int, end: int) -> tuple[FileQos, int]:
-    session_header, at = _r_session_header(buf, at, end, "FileQos.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x7, "FileQos.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"prefetch_size={self.prefetch_size!r}, "
+            f"prefetch_count={self.prefetch_count!r}, "
+            f"global_={self.global_!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FileQos) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.prefetch_size, self.prefetch_count, self.global_) == (
+            other.session_header,
+            other.prefetch_size,
+            other.prefetch_count,
+            other.global_,
+        )
+
+
+def _r_body_file_qos(buf: bytes | memoryview, at: int, end: int) -> tuple[FileQos, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "FileQos.session_header")
+    if end - at < 2:
+        raise _short("FileQos.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x7:
+        raise DecodeError(
+            "FileQos.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     prefetch_size: int | None = None
     if flags & 0x1:
-        prefetch_size, at = _r_uint32(buf, at, end, "FileQos.prefetch_size")
+        if end - at >= 4:
+            prefetch_size = _UINT32.unpack_from(buf, at)[0]
+            at += 4
+        else:  # too short: the reader's DecodeError
+            prefetch_size, at = _r_uint32(buf, at, end, "FileQos.prefetch_size")
     prefetch_count: int | None = None
     if flags & 0x2:
-        prefetch_count, at = _r_uint16(buf, at, end, "FileQos.prefetch_count")
+        if end - at >= 2:
+            prefetch_count = _UINT16.unpack_from(buf, at)[0]
+            at += 2
+        else:  # too short: the reader's DecodeError
+            prefetch_count, at = _r_uint16(buf, at, end, "FileQos.prefetch_count")
     global_ = bool(flags & 0x4)
     return (
         FileQos(
@@ -5400,25 +9446,32 @@ def _r_body_file_qos(buf: memoryview, at: int, end: int) -> tuple[FileQos, int]:
     )
 
 
-def _w_body_file_qos(out: bytearray, value: FileQos) -> None:
-    _w_session_header(out, value.session_header, "FileQos.session_header")
+def _w_body_file_qos(out: bytearray, msg: FileQos) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "FileQos.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.prefetch_size is not None:
+    out += b"\x00\x00"
+    prefetch_size = msg.prefetch_size
+    if prefetch_size is not None:
         flags |= 0x1
-        _w_uint32(out, value.prefetch_size, "FileQos.prefetch_size")
-    if value.prefetch_count is not None:
+        _w_uint32(out, prefetch_size, "FileQos.prefetch_size")
+    prefetch_count = msg.prefetch_count
+    if prefetch_count is not None:
         flags |= 0x2
-        _w_uint16(out, value.prefetch_count, "FileQos.prefetch_count")
-    if not isinstance(value.global_, bool):
-        raise _bad("FileQos.global_", value.global_, "a bool")
-    if value.global_:
+        _w_uint16(out, prefetch_count, "FileQos.prefetch_count")
+    if msg.global_ is True:
         flags |= 0x4
-    out[start : start + 2] = flags.to_bytes(2, "little")
+    elif msg.global_ is not False:
+        raise _bad("FileQos.global_", msg.global_, "a bool")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class FileQosOk:
     """file.qos-ok: command, class code 0x09 (9), code 0x02 (2).
 
@@ -5426,6 +9479,8 @@ class FileQosOk:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:5694:5
     """
+
+    __slots__ = ("session_header",)
 
     IDENT: ClassVar[tuple[int, int]] = (0x09, 0x02)
     KIND: ClassVar[str] = "command"
@@ -5437,13 +9492,40 @@ class FileQosOk:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" f"session_header={self.session_header!r}" ")"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FileQosOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header,) == (other.session_header,)
 
 
-def _r_body_file_qos_ok(buf: memoryview, at: int, end: int) -> tuple[FileQosOk, int]:
-    session_header, at = _r_session_header(buf, at, end, "FileQosOk.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x0, "FileQosOk.packing_flags")
+def _r_body_file_qos_ok(buf: bytes | memoryview, at: int, end: int) -> tuple[FileQosOk, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "FileQosOk.session_header")
+    if end - at < 2:
+        raise _short("FileQosOk.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x0:
+        raise DecodeError(
+            "FileQosOk.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     return (
         FileQosOk(
             session_header=session_header,
@@ -5452,15 +9534,20 @@ def _r_body_file_qos_ok(buf: memoryview, at: int, end: int) -> tuple[FileQosOk, 
     )
 
 
-def _w_body_file_qos_ok(out: bytearray, value: FileQosOk) -> None:
-    _w_session_header(out, value.session_header, "FileQosOk.session_header")
+def _w_body_file_qos_ok(out: bytearray, msg: FileQosOk) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "FileQosOk.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    out[start : start + 2] = flags.to_bytes(2, "little")
+    out += b"\x00\x00"
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class FileConsume:
     """file.consume: command, class code 0x09 (9), code 0x03 (3).
 
@@ -5468,6 +9555,17 @@ class FileConsume:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:5705:5
     """
+
+    __slots__ = (
+        "session_header",
+        "queue",
+        "consumer_tag",
+        "no_local",
+        "no_ack",
+        "exclusive",
+        "nowait",
+        "arguments",
+    )
 
     IDENT: ClassVar[tuple[int, int]] = (0x09, 0x03)
     KIND: ClassVar[str] = "command"
@@ -5479,27 +9577,97 @@ class FileConsume:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    queue: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    queue: str | None
     """queue: Specifies the name of the queue to consume from."""
-    consumer_tag: str | None = None
+    consumer_tag: str | None
     """consumer-tag: Specifies the identifier for the consumer. The consumer tag is local to a connection, so two clients can use the same consumer tags."""
-    no_local: bool = False
+    no_local: bool
     """no-local: If the no-local field is set the server will not send messages to the connection that published them."""
-    no_ack: bool = False
+    no_ack: bool
     """no-ack: If this field is set the server does not expect acknowledgements for messages. That is, when a message is delivered to the client the server automatically and silently acknowledges it on behalf of the client. This functionality increases performance but at the cost of reliability. Messages can get lost if a client dies before it can deliver them to the application."""
-    exclusive: bool = False
+    exclusive: bool
     """exclusive: Request exclusive consumer access, meaning only this consumer can access the queue."""
-    nowait: bool = False
+    nowait: bool
     """nowait: If set, the server will not respond to the command. The client should not wait for a reply command. If the server could not complete the command it will raise an exception."""
-    arguments: dict[str, Typed] | None = None
+    arguments: dict[str, Typed] | None
     """arguments: A set of arguments for the consume. The syntax and semantics of these arguments depends on the providers implementation."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        queue: str | None = None,
+        consumer_tag: str | None = None,
+        no_local: bool = False,
+        no_ack: bool = False,
+        exclusive: bool = False,
+        nowait: bool = False,
+        arguments: dict[str, Typed] | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.queue = queue
+        self.consumer_tag = consumer_tag
+        self.no_local = no_local
+        self.no_ack = no_ack
+        self.exclusive = exclusive
+        self.nowait = nowait
+        self.arguments = arguments
 
-def _r_body_file_consume(buf: memoryview, at: int, end: int) -> tuple[FileConsume, int]:
-    session_header, at = _r_session_header(buf, at, end, "FileConsume.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x7F, "FileConsume.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"queue={self.queue!r}, "
+            f"consumer_tag={self.consumer_tag!r}, "
+            f"no_local={self.no_local!r}, "
+            f"no_ack={self.no_ack!r}, "
+            f"exclusive={self.exclusive!r}, "
+            f"nowait={self.nowait!r}, "
+            f"arguments={self.arguments!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FileConsume) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.session_header,
+            self.queue,
+            self.consumer_tag,
+            self.no_local,
+            self.no_ack,
+            self.exclusive,
+            self.nowait,
+            self.arguments,
+        ) == (
+            other.session_header,
+            other.queue,
+            other.consumer_tag,
+            other.no_local,
+            other.no_ack,
+            other.exclusive,
+            other.nowait,
+            other.arguments,
+        )
+
+
+def _r_body_file_consume(buf: bytes | memoryview, at: int, end: int) -> tuple[FileConsume, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "FileConsume.session_header")
+    if end - at < 2:
+        raise _short("FileConsume.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x7F:
+        raise DecodeError(
+            "FileConsume.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     queue: str | None = None
     if flags & 0x1:
         queue, at = _r_str8(buf, at, end, "FileConsume.queue")
@@ -5528,40 +9696,48 @@ def _r_body_file_consume(buf: memoryview, at: int, end: int) -> tuple[FileConsum
     )
 
 
-def _w_body_file_consume(out: bytearray, value: FileConsume) -> None:
-    _w_session_header(out, value.session_header, "FileConsume.session_header")
+def _w_body_file_consume(out: bytearray, msg: FileConsume) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "FileConsume.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.queue is not None:
+    out += b"\x00\x00"
+    queue = msg.queue
+    if queue is not None:
         flags |= 0x1
-        _w_str8(out, value.queue, "FileConsume.queue")
-    if value.consumer_tag is not None:
+        _w_str8(out, queue, "FileConsume.queue")
+    consumer_tag = msg.consumer_tag
+    if consumer_tag is not None:
         flags |= 0x2
-        _w_str8(out, value.consumer_tag, "FileConsume.consumer_tag")
-    if not isinstance(value.no_local, bool):
-        raise _bad("FileConsume.no_local", value.no_local, "a bool")
-    if value.no_local:
+        _w_str8(out, consumer_tag, "FileConsume.consumer_tag")
+    if msg.no_local is True:
         flags |= 0x4
-    if not isinstance(value.no_ack, bool):
-        raise _bad("FileConsume.no_ack", value.no_ack, "a bool")
-    if value.no_ack:
+    elif msg.no_local is not False:
+        raise _bad("FileConsume.no_local", msg.no_local, "a bool")
+    if msg.no_ack is True:
         flags |= 0x8
-    if not isinstance(value.exclusive, bool):
-        raise _bad("FileConsume.exclusive", value.exclusive, "a bool")
-    if value.exclusive:
+    elif msg.no_ack is not False:
+        raise _bad("FileConsume.no_ack", msg.no_ack, "a bool")
+    if msg.exclusive is True:
         flags |= 0x10
-    if not isinstance(value.nowait, bool):
-        raise _bad("FileConsume.nowait", value.nowait, "a bool")
-    if value.nowait:
+    elif msg.exclusive is not False:
+        raise _bad("FileConsume.exclusive", msg.exclusive, "a bool")
+    if msg.nowait is True:
         flags |= 0x20
-    if value.arguments is not None:
+    elif msg.nowait is not False:
+        raise _bad("FileConsume.nowait", msg.nowait, "a bool")
+    arguments = msg.arguments
+    if arguments is not None:
         flags |= 0x40
-        _w_map(out, value.arguments, "FileConsume.arguments")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_map(out, arguments, "FileConsume.arguments")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class FileConsumeOk:
     """file.consume-ok: command, class code 0x09 (9), code 0x04 (4).
 
@@ -5569,6 +9745,8 @@ class FileConsumeOk:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:5801:5
     """
+
+    __slots__ = ("session_header", "consumer_tag")
 
     IDENT: ClassVar[tuple[int, int]] = (0x09, 0x04)
     KIND: ClassVar[str] = "command"
@@ -5580,15 +9758,54 @@ class FileConsumeOk:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    consumer_tag: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    consumer_tag: str | None
     """consumer-tag: Holds the consumer tag specified by the client or provided by the server."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        consumer_tag: str | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.consumer_tag = consumer_tag
 
-def _r_body_file_consume_ok(buf: memoryview, at: int, end: int) -> tuple[FileConsumeOk, int]:
-    session_header, at = _r_session_header(buf, at, end, "FileConsumeOk.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "FileConsumeOk.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"consumer_tag={self.consumer_tag!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FileConsumeOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.consumer_tag) == (
+            other.session_header,
+            other.consumer_tag,
+        )
+
+
+def _r_body_file_consume_ok(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[FileConsumeOk, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "FileConsumeOk.session_header")
+    if end - at < 2:
+        raise _short("FileConsumeOk.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "FileConsumeOk.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     consumer_tag: str | None = None
     if flags & 0x1:
         consumer_tag, at = _r_str8(buf, at, end, "FileConsumeOk.consumer_tag")
@@ -5601,18 +9818,24 @@ def _r_body_file_consume_ok(buf: memoryview, at: int, end: int) -> tuple[FileCon
     )
 
 
-def _w_body_file_consume_ok(out: bytearray, value: FileConsumeOk) -> None:
-    _w_session_header(out, value.session_header, "FileConsumeOk.session_header")
+def _w_body_file_consume_ok(out: bytearray, msg: FileConsumeOk) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "FileConsumeOk.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.consumer_tag is not None:
+    out += b"\x00\x00"
+    consumer_tag = msg.consumer_tag
+    if consumer_tag is not None:
         flags |= 0x1
-        _w_str8(out, value.consumer_tag, "FileConsumeOk.consumer_tag")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_str8(out, consumer_tag, "FileConsumeOk.consumer_tag")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class FileCancel:
     """file.cancel: command, class code 0x09 (9), code 0x05 (5).
 
@@ -5620,6 +9843,8 @@ class FileCancel:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:5818:5
     """
+
+    __slots__ = ("session_header", "consumer_tag")
 
     IDENT: ClassVar[tuple[int, int]] = (0x09, 0x05)
     KIND: ClassVar[str] = "command"
@@ -5631,15 +9856,52 @@ class FileCancel:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    consumer_tag: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    consumer_tag: str | None
     """consumer-tag: the identifier of the consumer to be cancelled."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        consumer_tag: str | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.consumer_tag = consumer_tag
 
-def _r_body_file_cancel(buf: memoryview, at: int, end: int) -> tuple[FileCancel, int]:
-    session_header, at = _r_session_header(buf, at, end, "FileCancel.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "FileCancel.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"consumer_tag={self.consumer_tag!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FileCancel) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.consumer_tag) == (
+            other.session_header,
+            other.consumer_tag,
+        )
+
+
+def _r_body_file_cancel(buf: bytes | memoryview, at: int, end: int) -> tuple[FileCancel, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "FileCancel.session_header")
+    if end - at < 2:
+        raise _short("FileCancel.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "FileCancel.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     consumer_tag: str | None = None
     if flags & 0x1:
         consumer_tag, at = _r_str8(buf, at, end, "FileCancel.consumer_tag")
@@ -5652,18 +9914,24 @@ def _r_body_file_cancel(buf: memoryview, at: int, end: int) -> tuple[FileCancel,
     )
 
 
-def _w_body_file_cancel(out: bytearray, value: FileCancel) -> None:
-    _w_session_header(out, value.session_header, "FileCancel.session_header")
+def _w_body_file_cancel(out: bytearray, msg: FileCancel) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "FileCancel.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.consumer_tag is not None:
+    out += b"\x00\x00"
+    consumer_tag = msg.consumer_tag
+    if consumer_tag is not None:
         flags |= 0x1
-        _w_str8(out, value.consumer_tag, "FileCancel.consumer_tag")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_str8(out, consumer_tag, "FileCancel.consumer_tag")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class FileOpen:
     """file.open: command, class code 0x09 (9), code 0x06 (6).
 
@@ -5671,6 +9939,8 @@ class FileOpen:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:5835:5
     """
+
+    __slots__ = ("session_header", "identifier", "content_size")
 
     IDENT: ClassVar[tuple[int, int]] = (0x09, 0x06)
     KIND: ClassVar[str] = "command"
@@ -5682,23 +9952,68 @@ class FileOpen:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    identifier: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    identifier: str | None
     """identifier: This is the staging identifier. This is an arbitrary string chosen by the sender. For staging to work correctly the sender must use the same staging identifier when staging the same message a second time after recovery from a failure. A good choice for the staging identifier would be the SHA1 hash of the message properties data (including the original filename, revised time, etc.)."""
-    content_size: int | None = None
+    content_size: int | None
     """content-size: The size of the content in octets. The recipient may use this information to allocate or check available space in advance, to avoid "disk full" errors during staging of very large messages."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        identifier: str | None = None,
+        content_size: int | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.identifier = identifier
+        self.content_size = content_size
 
-def _r_body_file_open(buf: memoryview, at: int, end: int) -> tuple[FileOpen, int]:
-    session_header, at = _r_session_header(buf, at, end, "FileOpen.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x3, "FileOpen.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"identifier={self.identifier!r}, "
+            f"content_size={self.content_size!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FileOpen) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.identifier, self.content_size) == (
+            other.session_header,
+            other.identifier,
+            other.content_size,
+        )
+
+
+def _r_body_file_open(buf: bytes | memoryview, at: int, end: int) -> tuple[FileOpen, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "FileOpen.session_header")
+    if end - at < 2:
+        raise _short("FileOpen.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x3:
+        raise DecodeError(
+            "FileOpen.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     identifier: str | None = None
     if flags & 0x1:
         identifier, at = _r_str8(buf, at, end, "FileOpen.identifier")
     content_size: int | None = None
     if flags & 0x2:
-        content_size, at = _r_uint64(buf, at, end, "FileOpen.content_size")
+        if end - at >= 8:
+            content_size = _UINT64.unpack_from(buf, at)[0]
+            at += 8
+        else:  # too short: the reader's DecodeError
+            content_size, at = _r_uint64(buf, at, end, "FileOpen.content_size")
     return (
         FileOpen(
             session_header=session_header,
@@ -5709,21 +10024,28 @@ def _r_body_file_open(buf: memoryview, at: int, end: int) -> tuple[FileOpen, int
     )
 
 
-def _w_body_file_open(out: bytearray, value: FileOpen) -> None:
-    _w_session_header(out, value.session_header, "FileOpen.session_header")
+def _w_body_file_open(out: bytearray, msg: FileOpen) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "FileOpen.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.identifier is not None:
+    out += b"\x00\x00"
+    identifier = msg.identifier
+    if identifier is not None:
         flags |= 0x1
-        _w_str8(out, value.identifier, "FileOpen.identifier")
-    if value.content_size is not None:
+        _w_str8(out, identifier, "FileOpen.identifier")
+    content_size = msg.content_size
+    if content_size is not None:
         flags |= 0x2
-        _w_uint64(out, value.content_size, "FileOpen.content_size")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_uint64(out, content_size, "FileOpen.content_size")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class FileOpenOk:
     """file.open-ok: command, class code 0x09 (9), code 0x07 (7).
 
@@ -5731,6 +10053,8 @@ class FileOpenOk:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:5877:5
     """
+
+    __slots__ = ("session_header", "staged_size")
 
     IDENT: ClassVar[tuple[int, int]] = (0x09, 0x07)
     KIND: ClassVar[str] = "command"
@@ -5742,18 +10066,56 @@ class FileOpenOk:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    staged_size: int | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    staged_size: int | None
     """staged-size: The amount of previously-staged content in octets. For a new message this will be zero."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        staged_size: int | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.staged_size = staged_size
 
-def _r_body_file_open_ok(buf: memoryview, at: int, end: int) -> tuple[FileOpenOk, int]:
-    session_header, at = _r_session_header(buf, at, end, "FileOpenOk.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "FileOpenOk.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"staged_size={self.staged_size!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FileOpenOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.staged_size) == (other.session_header, other.staged_size)
+
+
+def _r_body_file_open_ok(buf: bytes | memoryview, at: int, end: int) -> tuple[FileOpenOk, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "FileOpenOk.session_header")
+    if end - at < 2:
+        raise _short("FileOpenOk.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "FileOpenOk.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     staged_size: int | None = None
     if flags & 0x1:
-        staged_size, at = _r_uint64(buf, at, end, "FileOpenOk.staged_size")
+        if end - at >= 8:
+            staged_size = _UINT64.unpack_from(buf, at)[0]
+            at += 8
+        else:  # too short: the reader's DecodeError
+            staged_size, at = _r_uint64(buf, at, end, "FileOpenOk.staged_size")
     return (
         FileOpenOk(
             session_header=session_header,
@@ -5763,18 +10125,24 @@ def _r_body_file_open_ok(buf: memoryview, at: int, end: int) -> tuple[FileOpenOk
     )
 
 
-def _w_body_file_open_ok(out: bytearray, value: FileOpenOk) -> None:
-    _w_session_header(out, value.session_header, "FileOpenOk.session_header")
+def _w_body_file_open_ok(out: bytearray, msg: FileOpenOk) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "FileOpenOk.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.staged_size is not None:
+    out += b"\x00\x00"
+    staged_size = msg.staged_size
+    if staged_size is not None:
         flags |= 0x1
-        _w_uint64(out, value.staged_size, "FileOpenOk.staged_size")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_uint64(out, staged_size, "FileOpenOk.staged_size")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class FileStage:
     """file.stage: command, class code 0x09 (9), code 0x08 (8).
 
@@ -5782,6 +10150,8 @@ class FileStage:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:5913:5
     """
+
+    __slots__ = ("session_header",)
 
     IDENT: ClassVar[tuple[int, int]] = (0x09, 0x08)
     KIND: ClassVar[str] = "command"
@@ -5793,13 +10163,40 @@ class FileStage:
     HEADER: ClassVar[tuple[type[Any], ...]] = (FileProperties,)
     BODY: ClassVar[bool] = True
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" f"session_header={self.session_header!r}" ")"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FileStage) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header,) == (other.session_header,)
 
 
-def _r_body_file_stage(buf: memoryview, at: int, end: int) -> tuple[FileStage, int]:
-    session_header, at = _r_session_header(buf, at, end, "FileStage.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x0, "FileStage.packing_flags")
+def _r_body_file_stage(buf: bytes | memoryview, at: int, end: int) -> tuple[FileStage, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "FileStage.session_header")
+    if end - at < 2:
+        raise _short("FileStage.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x0:
+        raise DecodeError(
+            "FileStage.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     return (
         FileStage(
             session_header=session_header,
@@ -5808,15 +10205,20 @@ def _r_body_file_stage(buf: memoryview, at: int, end: int) -> tuple[FileStage, i
     )
 
 
-def _w_body_file_stage(out: bytearray, value: FileStage) -> None:
-    _w_session_header(out, value.session_header, "FileStage.session_header")
+def _w_body_file_stage(out: bytearray, msg: FileStage) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "FileStage.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    out[start : start + 2] = flags.to_bytes(2, "little")
+    out += b"\x00\x00"
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class FilePublish:
     """file.publish: command, class code 0x09 (9), code 0x09 (9).
 
@@ -5824,6 +10226,15 @@ class FilePublish:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:5932:5
     """
+
+    __slots__ = (
+        "session_header",
+        "exchange",
+        "routing_key",
+        "mandatory",
+        "immediate",
+        "identifier",
+    )
 
     IDENT: ClassVar[tuple[int, int]] = (0x09, 0x09)
     KIND: ClassVar[str] = "command"
@@ -5835,23 +10246,83 @@ class FilePublish:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    exchange: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    exchange: str | None
     """exchange: Specifies the name of the exchange to publish to. The exchange name can be empty, meaning the default exchange. If the exchange name is specified, and that exchange does not exist, the server will raise an exception."""
-    routing_key: str | None = None
+    routing_key: str | None
     """routing-key: Specifies the routing key for the message. The routing key is used for routing messages depending on the exchange configuration."""
-    mandatory: bool = False
+    mandatory: bool
     """mandatory: This flag tells the server how to react if the message cannot be routed to a queue. If this flag is set, the server will return an unroutable message with a Return command. If this flag is zero, the server silently drops the message."""
-    immediate: bool = False
+    immediate: bool
     """immediate: This flag tells the server how to react if the message cannot be routed to a queue consumer immediately. If this flag is set, the server will return an undeliverable message with a Return command. If this flag is zero, the server will queue the message, but with no guarantee that it will ever be consumed."""
-    identifier: str | None = None
+    identifier: str | None
     """identifier: This is the staging identifier of the message to publish. The message must have been staged. Note that a client can send the Publish command asynchronously without waiting for staging to finish."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        exchange: str | None = None,
+        routing_key: str | None = None,
+        mandatory: bool = False,
+        immediate: bool = False,
+        identifier: str | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.exchange = exchange
+        self.routing_key = routing_key
+        self.mandatory = mandatory
+        self.immediate = immediate
+        self.identifier = identifier
 
-def _r_body_file_publish(buf: memoryview, at: int, end: int) -> tuple[FilePublish, int]:
-    session_header, at = _r_session_header(buf, at, end, "FilePublish.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x1F, "FilePublish.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"exchange={self.exchange!r}, "
+            f"routing_key={self.routing_key!r}, "
+            f"mandatory={self.mandatory!r}, "
+            f"immediate={self.immediate!r}, "
+            f"identifier={self.identifier!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FilePublish) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.session_header,
+            self.exchange,
+            self.routing_key,
+            self.mandatory,
+            self.immediate,
+            self.identifier,
+        ) == (
+            other.session_header,
+            other.exchange,
+            other.routing_key,
+            other.mandatory,
+            other.immediate,
+            other.identifier,
+        )
+
+
+def _r_body_file_publish(buf: bytes | memoryview, at: int, end: int) -> tuple[FilePublish, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "FilePublish.session_header")
+    if end - at < 2:
+        raise _short("FilePublish.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1F:
+        raise DecodeError(
+            "FilePublish.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     exchange: str | None = None
     if flags & 0x1:
         exchange, at = _r_str8(buf, at, end, "FilePublish.exchange")
@@ -5876,32 +10347,40 @@ def _r_body_file_publish(buf: memoryview, at: int, end: int) -> tuple[FilePublis
     )
 
 
-def _w_body_file_publish(out: bytearray, value: FilePublish) -> None:
-    _w_session_header(out, value.session_header, "FilePublish.session_header")
+def _w_body_file_publish(out: bytearray, msg: FilePublish) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "FilePublish.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.exchange is not None:
+    out += b"\x00\x00"
+    exchange = msg.exchange
+    if exchange is not None:
         flags |= 0x1
-        _w_str8(out, value.exchange, "FilePublish.exchange")
-    if value.routing_key is not None:
+        _w_str8(out, exchange, "FilePublish.exchange")
+    routing_key = msg.routing_key
+    if routing_key is not None:
         flags |= 0x2
-        _w_str8(out, value.routing_key, "FilePublish.routing_key")
-    if not isinstance(value.mandatory, bool):
-        raise _bad("FilePublish.mandatory", value.mandatory, "a bool")
-    if value.mandatory:
+        _w_str8(out, routing_key, "FilePublish.routing_key")
+    if msg.mandatory is True:
         flags |= 0x4
-    if not isinstance(value.immediate, bool):
-        raise _bad("FilePublish.immediate", value.immediate, "a bool")
-    if value.immediate:
+    elif msg.mandatory is not False:
+        raise _bad("FilePublish.mandatory", msg.mandatory, "a bool")
+    if msg.immediate is True:
         flags |= 0x8
-    if value.identifier is not None:
+    elif msg.immediate is not False:
+        raise _bad("FilePublish.immediate", msg.immediate, "a bool")
+    identifier = msg.identifier
+    if identifier is not None:
         flags |= 0x10
-        _w_str8(out, value.identifier, "FilePublish.identifier")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_str8(out, identifier, "FilePublish.identifier")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class FileReturn:
     """file.return: command, class code 0x09 (9), code 0x0a (10).
 
@@ -5909,6 +10388,8 @@ class FileReturn:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:6008:5
     """
+
+    __slots__ = ("session_header", "reply_code", "reply_text", "exchange", "routing_key")
 
     IDENT: ClassVar[tuple[int, int]] = (0x09, 0x0A)
     KIND: ClassVar[str] = "command"
@@ -5920,25 +10401,84 @@ class FileReturn:
     HEADER: ClassVar[tuple[type[Any], ...]] = (FileProperties,)
     BODY: ClassVar[bool] = True
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    reply_code: FileReturnCode | int | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    reply_code: FileReturnCode | int | None
     """reply-code"""
-    reply_text: str | None = None
+    reply_text: str | None
     """reply-text: This text can be logged as an aid to resolving issues."""
-    exchange: str | None = None
+    exchange: str | None
     """exchange: Specifies the name of the exchange that the message was originally published to."""
-    routing_key: str | None = None
+    routing_key: str | None
     """routing-key: Specifies the routing key name specified when the message was published."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        reply_code: FileReturnCode | int | None = None,
+        reply_text: str | None = None,
+        exchange: str | None = None,
+        routing_key: str | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.reply_code = reply_code
+        self.reply_text = reply_text
+        self.exchange = exchange
+        self.routing_key = routing_key
 
-def _r_body_file_return(buf: memoryview, at: int, end: int) -> tuple[FileReturn, int]:
-    session_header, at = _r_session_header(buf, at, end, "FileReturn.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0xF, "FileReturn.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"reply_code={self.reply_code!r}, "
+            f"reply_text={self.reply_text!r}, "
+            f"exchange={self.exchange!r}, "
+            f"routing_key={self.routing_key!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FileReturn) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.session_header,
+            self.reply_code,
+            self.reply_text,
+            self.exchange,
+            self.routing_key,
+        ) == (
+            other.session_header,
+            other.reply_code,
+            other.reply_text,
+            other.exchange,
+            other.routing_key,
+        )
+
+
+def _r_body_file_return(buf: bytes | memoryview, at: int, end: int) -> tuple[FileReturn, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "FileReturn.session_header")
+    if end - at < 2:
+        raise _short("FileReturn.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0xF:
+        raise DecodeError(
+            "FileReturn.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     reply_code: FileReturnCode | int | None = None
     if flags & 0x1:
-        reply_code_value, at = _r_uint16(buf, at, end, "FileReturn.reply_code")
-        reply_code = _as_enum(FileReturnCode, reply_code_value)
+        if end - at >= 2:
+            reply_code_value = _UINT16.unpack_from(buf, at)[0]
+            at += 2
+        else:  # too short: the reader's DecodeError
+            reply_code_value, at = _r_uint16(buf, at, end, "FileReturn.reply_code")
+        reply_code = _FileReturnCode.get(reply_code_value, reply_code_value)
     reply_text: str | None = None
     if flags & 0x2:
         reply_text, at = _r_str8(buf, at, end, "FileReturn.reply_text")
@@ -5960,27 +10500,36 @@ def _r_body_file_return(buf: memoryview, at: int, end: int) -> tuple[FileReturn,
     )
 
 
-def _w_body_file_return(out: bytearray, value: FileReturn) -> None:
-    _w_session_header(out, value.session_header, "FileReturn.session_header")
+def _w_body_file_return(out: bytearray, msg: FileReturn) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "FileReturn.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.reply_code is not None:
+    out += b"\x00\x00"
+    reply_code = msg.reply_code
+    if reply_code is not None:
         flags |= 0x1
-        _w_uint16(out, value.reply_code, "FileReturn.reply_code")
-    if value.reply_text is not None:
+        _w_uint16(out, reply_code, "FileReturn.reply_code")
+    reply_text = msg.reply_text
+    if reply_text is not None:
         flags |= 0x2
-        _w_str8(out, value.reply_text, "FileReturn.reply_text")
-    if value.exchange is not None:
+        _w_str8(out, reply_text, "FileReturn.reply_text")
+    exchange = msg.exchange
+    if exchange is not None:
         flags |= 0x4
-        _w_str8(out, value.exchange, "FileReturn.exchange")
-    if value.routing_key is not None:
+        _w_str8(out, exchange, "FileReturn.exchange")
+    routing_key = msg.routing_key
+    if routing_key is not None:
         flags |= 0x8
-        _w_str8(out, value.routing_key, "FileReturn.routing_key")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_str8(out, routing_key, "FileReturn.routing_key")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class FileDeliver:
     """file.deliver: command, class code 0x09 (9), code 0x0b (11).
 
@@ -5988,6 +10537,16 @@ class FileDeliver:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:6047:5
     """
+
+    __slots__ = (
+        "session_header",
+        "consumer_tag",
+        "delivery_tag",
+        "redelivered",
+        "exchange",
+        "routing_key",
+        "identifier",
+    )
 
     IDENT: ClassVar[tuple[int, int]] = (0x09, 0x0B)
     KIND: ClassVar[str] = "command"
@@ -5999,31 +10558,100 @@ class FileDeliver:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    consumer_tag: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    consumer_tag: str | None
     """consumer-tag"""
-    delivery_tag: int | None = None
+    delivery_tag: int | None
     """delivery-tag: The server-assigned and session-specific delivery tag"""
-    redelivered: bool = False
+    redelivered: bool
     """redelivered: This boolean flag indicates that the message may have been previously delivered to this or another client."""
-    exchange: str | None = None
+    exchange: str | None
     """exchange: Specifies the name of the exchange that the message was originally published to."""
-    routing_key: str | None = None
+    routing_key: str | None
     """routing-key: Specifies the routing key name specified when the message was published."""
-    identifier: str | None = None
+    identifier: str | None
     """identifier: This is the staging identifier of the message to deliver. The message must have been staged. Note that a server can send the Deliver command asynchronously without waiting for staging to finish."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        consumer_tag: str | None = None,
+        delivery_tag: int | None = None,
+        redelivered: bool = False,
+        exchange: str | None = None,
+        routing_key: str | None = None,
+        identifier: str | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.consumer_tag = consumer_tag
+        self.delivery_tag = delivery_tag
+        self.redelivered = redelivered
+        self.exchange = exchange
+        self.routing_key = routing_key
+        self.identifier = identifier
 
-def _r_body_file_deliver(buf: memoryview, at: int, end: int) -> tuple[FileDeliver, int]:
-    session_header, at = _r_session_header(buf, at, end, "FileDeliver.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x3F, "FileDeliver.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"consumer_tag={self.consumer_tag!r}, "
+            f"delivery_tag={self.delivery_tag!r}, "
+            f"redelivered={self.redelivered!r}, "
+            f"exchange={self.exchange!r}, "
+            f"routing_key={self.routing_key!r}, "
+            f"identifier={self.identifier!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FileDeliver) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.session_header,
+            self.consumer_tag,
+            self.delivery_tag,
+            self.redelivered,
+            self.exchange,
+            self.routing_key,
+            self.identifier,
+        ) == (
+            other.session_header,
+            other.consumer_tag,
+            other.delivery_tag,
+            other.redelivered,
+            other.exchange,
+            other.routing_key,
+            other.identifier,
+        )
+
+
+def _r_body_file_deliver(buf: bytes | memoryview, at: int, end: int) -> tuple[FileDeliver, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "FileDeliver.session_header")
+    if end - at < 2:
+        raise _short("FileDeliver.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x3F:
+        raise DecodeError(
+            "FileDeliver.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     consumer_tag: str | None = None
     if flags & 0x1:
         consumer_tag, at = _r_str8(buf, at, end, "FileDeliver.consumer_tag")
     delivery_tag: int | None = None
     if flags & 0x2:
-        delivery_tag, at = _r_uint64(buf, at, end, "FileDeliver.delivery_tag")
+        if end - at >= 8:
+            delivery_tag = _UINT64.unpack_from(buf, at)[0]
+            at += 8
+        else:  # too short: the reader's DecodeError
+            delivery_tag, at = _r_uint64(buf, at, end, "FileDeliver.delivery_tag")
     redelivered = bool(flags & 0x4)
     exchange: str | None = None
     if flags & 0x8:
@@ -6048,34 +10676,44 @@ def _r_body_file_deliver(buf: memoryview, at: int, end: int) -> tuple[FileDelive
     )
 
 
-def _w_body_file_deliver(out: bytearray, value: FileDeliver) -> None:
-    _w_session_header(out, value.session_header, "FileDeliver.session_header")
+def _w_body_file_deliver(out: bytearray, msg: FileDeliver) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "FileDeliver.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.consumer_tag is not None:
+    out += b"\x00\x00"
+    consumer_tag = msg.consumer_tag
+    if consumer_tag is not None:
         flags |= 0x1
-        _w_str8(out, value.consumer_tag, "FileDeliver.consumer_tag")
-    if value.delivery_tag is not None:
+        _w_str8(out, consumer_tag, "FileDeliver.consumer_tag")
+    delivery_tag = msg.delivery_tag
+    if delivery_tag is not None:
         flags |= 0x2
-        _w_uint64(out, value.delivery_tag, "FileDeliver.delivery_tag")
-    if not isinstance(value.redelivered, bool):
-        raise _bad("FileDeliver.redelivered", value.redelivered, "a bool")
-    if value.redelivered:
+        _w_uint64(out, delivery_tag, "FileDeliver.delivery_tag")
+    if msg.redelivered is True:
         flags |= 0x4
-    if value.exchange is not None:
+    elif msg.redelivered is not False:
+        raise _bad("FileDeliver.redelivered", msg.redelivered, "a bool")
+    exchange = msg.exchange
+    if exchange is not None:
         flags |= 0x8
-        _w_str8(out, value.exchange, "FileDeliver.exchange")
-    if value.routing_key is not None:
+        _w_str8(out, exchange, "FileDeliver.exchange")
+    routing_key = msg.routing_key
+    if routing_key is not None:
         flags |= 0x10
-        _w_str8(out, value.routing_key, "FileDeliver.routing_key")
-    if value.identifier is not None:
+        _w_str8(out, routing_key, "FileDeliver.routing_key")
+    identifier = msg.identifier
+    if identifier is not None:
         flags |= 0x20
-        _w_str8(out, value.identifier, "FileDeliver.identifier")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_str8(out, identifier, "FileDeliver.identifier")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class FileAck:
     """file.ack: command, class code 0x09 (9), code 0x0c (12).
 
@@ -6083,6 +10721,8 @@ class FileAck:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:6111:5
     """
+
+    __slots__ = ("session_header", "delivery_tag", "multiple")
 
     IDENT: ClassVar[tuple[int, int]] = (0x09, 0x0C)
     KIND: ClassVar[str] = "command"
@@ -6094,20 +10734,65 @@ class FileAck:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    delivery_tag: int | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    delivery_tag: int | None
     """delivery-tag: The identifier of the message being acknowledged"""
-    multiple: bool = False
+    multiple: bool
     """multiple: If set to 1, the delivery tag is treated as "up to and including", so that the client can acknowledge multiple messages with a single command. If set to zero, the delivery tag refers to a single message. If the multiple field is 1, and the delivery tag is zero, tells the server to acknowledge all outstanding messages."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        delivery_tag: int | None = None,
+        multiple: bool = False,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.delivery_tag = delivery_tag
+        self.multiple = multiple
 
-def _r_body_file_ack(buf: memoryview, at: int, end: int) -> tuple[FileAck, int]:
-    session_header, at = _r_session_header(buf, at, end, "FileAck.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x3, "FileAck.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"delivery_tag={self.delivery_tag!r}, "
+            f"multiple={self.multiple!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FileAck) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.delivery_tag, self.multiple) == (
+            other.session_header,
+            other.delivery_tag,
+            other.multiple,
+        )
+
+
+def _r_body_file_ack(buf: bytes | memoryview, at: int, end: int) -> tuple[FileAck, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "FileAck.session_header")
+    if end - at < 2:
+        raise _short("FileAck.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x3:
+        raise DecodeError(
+            "FileAck.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     delivery_tag: int | None = None
     if flags & 0x1:
-        delivery_tag, at = _r_uint64(buf, at, end, "FileAck.delivery_tag")
+        if end - at >= 8:
+            delivery_tag = _UINT64.unpack_from(buf, at)[0]
+            at += 8
+        else:  # too short: the reader's DecodeError
+            delivery_tag, at = _r_uint64(buf, at, end, "FileAck.delivery_tag")
     multiple = bool(flags & 0x2)
     return (
         FileAck(
@@ -6119,22 +10804,28 @@ def _r_body_file_ack(buf: memoryview, at: int, end: int) -> tuple[FileAck, int]:
     )
 
 
-def _w_body_file_ack(out: bytearray, value: FileAck) -> None:
-    _w_session_header(out, value.session_header, "FileAck.session_header")
+def _w_body_file_ack(out: bytearray, msg: FileAck) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "FileAck.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.delivery_tag is not None:
+    out += b"\x00\x00"
+    delivery_tag = msg.delivery_tag
+    if delivery_tag is not None:
         flags |= 0x1
-        _w_uint64(out, value.delivery_tag, "FileAck.delivery_tag")
-    if not isinstance(value.multiple, bool):
-        raise _bad("FileAck.multiple", value.multiple, "a bool")
-    if value.multiple:
+        _w_uint64(out, delivery_tag, "FileAck.delivery_tag")
+    if msg.multiple is True:
         flags |= 0x2
-    out[start : start + 2] = flags.to_bytes(2, "little")
+    elif msg.multiple is not False:
+        raise _bad("FileAck.multiple", msg.multiple, "a bool")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class FileReject:
     """file.reject: command, class code 0x09 (9), code 0x0d (13).
 
@@ -6142,6 +10833,8 @@ class FileReject:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:6152:5
     """
+
+    __slots__ = ("session_header", "delivery_tag", "requeue")
 
     IDENT: ClassVar[tuple[int, int]] = (0x09, 0x0D)
     KIND: ClassVar[str] = "command"
@@ -6153,20 +10846,65 @@ class FileReject:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    delivery_tag: int | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    delivery_tag: int | None
     """delivery-tag: the identifier of the message to be rejected"""
-    requeue: bool = False
+    requeue: bool
     """requeue: If this field is zero, the message will be discarded. If this bit is 1, the server will attempt to requeue the message."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        delivery_tag: int | None = None,
+        requeue: bool = False,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.delivery_tag = delivery_tag
+        self.requeue = requeue
 
-def _r_body_file_reject(buf: memoryview, at: int, end: int) -> tuple[FileReject, int]:
-    session_header, at = _r_session_header(buf, at, end, "FileReject.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x3, "FileReject.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"delivery_tag={self.delivery_tag!r}, "
+            f"requeue={self.requeue!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FileReject) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.delivery_tag, self.requeue) == (
+            other.session_header,
+            other.delivery_tag,
+            other.requeue,
+        )
+
+
+def _r_body_file_reject(buf: bytes | memoryview, at: int, end: int) -> tuple[FileReject, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "FileReject.session_header")
+    if end - at < 2:
+        raise _short("FileReject.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x3:
+        raise DecodeError(
+            "FileReject.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     delivery_tag: int | None = None
     if flags & 0x1:
-        delivery_tag, at = _r_uint64(buf, at, end, "FileReject.delivery_tag")
+        if end - at >= 8:
+            delivery_tag = _UINT64.unpack_from(buf, at)[0]
+            at += 8
+        else:  # too short: the reader's DecodeError
+            delivery_tag, at = _r_uint64(buf, at, end, "FileReject.delivery_tag")
     requeue = bool(flags & 0x2)
     return (
         FileReject(
@@ -6178,22 +10916,28 @@ def _r_body_file_reject(buf: memoryview, at: int, end: int) -> tuple[FileReject,
     )
 
 
-def _w_body_file_reject(out: bytearray, value: FileReject) -> None:
-    _w_session_header(out, value.session_header, "FileReject.session_header")
+def _w_body_file_reject(out: bytearray, msg: FileReject) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "FileReject.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.delivery_tag is not None:
+    out += b"\x00\x00"
+    delivery_tag = msg.delivery_tag
+    if delivery_tag is not None:
         flags |= 0x1
-        _w_uint64(out, value.delivery_tag, "FileReject.delivery_tag")
-    if not isinstance(value.requeue, bool):
-        raise _bad("FileReject.requeue", value.requeue, "a bool")
-    if value.requeue:
+        _w_uint64(out, delivery_tag, "FileReject.delivery_tag")
+    if msg.requeue is True:
         flags |= 0x2
-    out[start : start + 2] = flags.to_bytes(2, "little")
+    elif msg.requeue is not False:
+        raise _bad("FileReject.requeue", msg.requeue, "a bool")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class StreamQos:
     """stream.qos: command, class code 0x0a (10), code 0x01 (1).
 
@@ -6201,6 +10945,8 @@ class StreamQos:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:6290:5
     """
+
+    __slots__ = ("session_header", "prefetch_size", "prefetch_count", "consume_rate", "global_")
 
     IDENT: ClassVar[tuple[int, int]] = (0x0A, 0x01)
     KIND: ClassVar[str] = "command"
@@ -6212,30 +10958,97 @@ class StreamQos:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    prefetch_size: int | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    prefetch_size: int | None
     """prefetch-size: The client can request that messages be sent in advance so that when the client finishes processing a message, the following message is already held locally, rather than needing to be sent within the session. Pre-fetching gives a performance improvement. This field specifies the pre-fetch window size in octets. May be set to zero, meaning "no specific limit". Note that other pre-fetch limits may still apply."""
-    prefetch_count: int | None = None
+    prefetch_count: int | None
     """prefetch-count: Specifies a pre-fetch window in terms of whole messages. This field may be used in combination with the prefetch-size field; a message will only be sent in advance if both pre-fetch windows (and those at the session and connection level) allow it."""
-    consume_rate: int | None = None
+    consume_rate: int | None
     """consume-rate: Specifies a desired transfer rate in octets per second. This is usually determined by the application that uses the streaming data. A value of zero means "no limit", i.e. as rapidly as possible."""
-    global_: bool = False
+    global_: bool
     """global: By default the QoS settings apply to the current session only. If this field is set, they are applied to the entire connection."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        prefetch_size: int | None = None,
+        prefetch_count: int | None = None,
+        consume_rate: int | None = None,
+        global_: bool = False,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.prefetch_size = prefetch_size
+        self.prefetch_count = prefetch_count
+        self.consume_rate = consume_rate
+        self.global_ = global_
 
-def _r_body_stream_qos(buf: memoryview, at: int, end: int) -> tuple[StreamQos, int]:
-    session_header, at = _r_session_header(buf, at, end, "StreamQos.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0xF, "StreamQos.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"prefetch_size={self.prefetch_size!r}, "
+            f"prefetch_count={self.prefetch_count!r}, "
+            f"consume_rate={self.consume_rate!r}, "
+            f"global_={self.global_!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StreamQos) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.session_header,
+            self.prefetch_size,
+            self.prefetch_count,
+            self.consume_rate,
+            self.global_,
+        ) == (
+            other.session_header,
+            other.prefetch_size,
+            other.prefetch_count,
+            other.consume_rate,
+            other.global_,
+        )
+
+
+def _r_body_stream_qos(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamQos, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "StreamQos.session_header")
+    if end - at < 2:
+        raise _short("StreamQos.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0xF:
+        raise DecodeError(
+            "StreamQos.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     prefetch_size: int | None = None
     if flags & 0x1:
-        prefetch_size, at = _r_uint32(buf, at, end, "StreamQos.prefetch_size")
+        if end - at >= 4:
+            prefetch_size = _UINT32.unpack_from(buf, at)[0]
+            at += 4
+        else:  # too short: the reader's DecodeError
+            prefetch_size, at = _r_uint32(buf, at, end, "StreamQos.prefetch_size")
     prefetch_count: int | None = None
     if flags & 0x2:
-        prefetch_count, at = _r_uint16(buf, at, end, "StreamQos.prefetch_count")
+        if end - at >= 2:
+            prefetch_count = _UINT16.unpack_from(buf, at)[0]
+            at += 2
+        else:  # too short: the reader's DecodeError
+            prefetch_count, at = _r_uint16(buf, at, end, "StreamQos.prefetch_count")
     consume_rate: int | None = None
     if flags & 0x4:
-        consume_rate, at = _r_uint32(buf, at, end, "StreamQos.consume_rate")
+        if end - at >= 4:
+            consume_rate = _UINT32.unpack_from(buf, at)[0]
+            at += 4
+        else:  # too short: the reader's DecodeError
+            consume_rate, at = _r_uint32(buf, at, end, "StreamQos.consume_rate")
     global_ = bool(flags & 0x8)
     return (
         StreamQos(
@@ -6249,28 +11062,36 @@ def _r_body_stream_qos(buf: memoryview, at: int, end: int) -> tuple[StreamQos, i
     )
 
 
-def _w_body_stream_qos(out: bytearray, value: StreamQos) -> None:
-    _w_session_header(out, value.session_header, "StreamQos.session_header")
+def _w_body_stream_qos(out: bytearray, msg: StreamQos) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "StreamQos.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.prefetch_size is not None:
+    out += b"\x00\x00"
+    prefetch_size = msg.prefetch_size
+    if prefetch_size is not None:
         flags |= 0x1
-        _w_uint32(out, value.prefetch_size, "StreamQos.prefetch_size")
-    if value.prefetch_count is not None:
+        _w_uint32(out, prefetch_size, "StreamQos.prefetch_size")
+    prefetch_count = msg.prefetch_count
+    if prefetch_count is not None:
         flags |= 0x2
-        _w_uint16(out, value.prefetch_count, "StreamQos.prefetch_count")
-    if value.consume_rate is not None:
+        _w_uint16(out, prefetch_count, "StreamQos.prefetch_count")
+    consume_rate = msg.consume_rate
+    if consume_rate is not None:
         flags |= 0x4
-        _w_uint32(out, value.consume_rate, "StreamQos.consume_rate")
-    if not isinstance(value.global_, bool):
-        raise _bad("StreamQos.global_", value.global_, "a bool")
-    if value.global_:
+        _w_uint32(out, consume_rate, "StreamQos.consume_rate")
+    if msg.global_ is True:
         flags |= 0x8
-    out[start : start + 2] = flags.to_bytes(2, "little")
+    elif msg.global_ is not False:
+        raise _bad("StreamQos.global_", msg.global_, "a bool")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class StreamQosOk:
     """stream.qos-ok: command, class code 0x0a (10), code 0x02 (2).
 
@@ -6278,6 +11099,8 @@ class StreamQosOk:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:6352:5
     """
+
+    __slots__ = ("session_header",)
 
     IDENT: ClassVar[tuple[int, int]] = (0x0A, 0x02)
     KIND: ClassVar[str] = "command"
@@ -6289,13 +11112,40 @@ class StreamQosOk:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" f"session_header={self.session_header!r}" ")"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StreamQosOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header,) == (other.session_header,)
 
 
-def _r_body_stream_qos_ok(buf: memoryview, at: int, end: int) -> tuple[StreamQosOk, int]:
-    session_header, at = _r_session_header(buf, at, end, "StreamQosOk.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x0, "StreamQosOk.packing_flags")
+def _r_body_stream_qos_ok(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamQosOk, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "StreamQosOk.session_header")
+    if end - at < 2:
+        raise _short("StreamQosOk.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x0:
+        raise DecodeError(
+            "StreamQosOk.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     return (
         StreamQosOk(
             session_header=session_header,
@@ -6304,15 +11154,20 @@ def _r_body_stream_qos_ok(buf: memoryview, at: int, end: int) -> tuple[StreamQos
     )
 
 
-def _w_body_stream_qos_ok(out: bytearray, value: StreamQosOk) -> None:
-    _w_session_header(out, value.session_header, "StreamQosOk.session_header")
+def _w_body_stream_qos_ok(out: bytearray, msg: StreamQosOk) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "StreamQosOk.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    out[start : start + 2] = flags.to_bytes(2, "little")
+    out += b"\x00\x00"
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class StreamConsume:
     """stream.consume: command, class code 0x0a (10), code 0x03 (3).
 
@@ -6320,6 +11175,16 @@ class StreamConsume:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:6363:5
     """
+
+    __slots__ = (
+        "session_header",
+        "queue",
+        "consumer_tag",
+        "no_local",
+        "exclusive",
+        "nowait",
+        "arguments",
+    )
 
     IDENT: ClassVar[tuple[int, int]] = (0x0A, 0x03)
     KIND: ClassVar[str] = "command"
@@ -6331,25 +11196,90 @@ class StreamConsume:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    queue: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    queue: str | None
     """queue: Specifies the name of the queue to consume from."""
-    consumer_tag: str | None = None
+    consumer_tag: str | None
     """consumer-tag: Specifies the identifier for the consumer. The consumer tag is local to a connection, so two clients can use the same consumer tags."""
-    no_local: bool = False
+    no_local: bool
     """no-local: If the no-local field is set the server will not send messages to the connection that published them."""
-    exclusive: bool = False
+    exclusive: bool
     """exclusive: Request exclusive consumer access, meaning only this consumer can access the queue."""
-    nowait: bool = False
+    nowait: bool
     """nowait: If set, the server will not respond to the command. The client should not wait for a reply command. If the server could not complete the command it will raise an exception."""
-    arguments: dict[str, Typed] | None = None
+    arguments: dict[str, Typed] | None
     """arguments: A set of arguments for the consume. The syntax and semantics of these arguments depends on the providers implementation."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        queue: str | None = None,
+        consumer_tag: str | None = None,
+        no_local: bool = False,
+        exclusive: bool = False,
+        nowait: bool = False,
+        arguments: dict[str, Typed] | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.queue = queue
+        self.consumer_tag = consumer_tag
+        self.no_local = no_local
+        self.exclusive = exclusive
+        self.nowait = nowait
+        self.arguments = arguments
 
-def _r_body_stream_consume(buf: memoryview, at: int, end: int) -> tuple[StreamConsume, int]:
-    session_header, at = _r_session_header(buf, at, end, "StreamConsume.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x3F, "StreamConsume.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"queue={self.queue!r}, "
+            f"consumer_tag={self.consumer_tag!r}, "
+            f"no_local={self.no_local!r}, "
+            f"exclusive={self.exclusive!r}, "
+            f"nowait={self.nowait!r}, "
+            f"arguments={self.arguments!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StreamConsume) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.session_header,
+            self.queue,
+            self.consumer_tag,
+            self.no_local,
+            self.exclusive,
+            self.nowait,
+            self.arguments,
+        ) == (
+            other.session_header,
+            other.queue,
+            other.consumer_tag,
+            other.no_local,
+            other.exclusive,
+            other.nowait,
+            other.arguments,
+        )
+
+
+def _r_body_stream_consume(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamConsume, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "StreamConsume.session_header")
+    if end - at < 2:
+        raise _short("StreamConsume.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x3F:
+        raise DecodeError(
+            "StreamConsume.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     queue: str | None = None
     if flags & 0x1:
         queue, at = _r_str8(buf, at, end, "StreamConsume.queue")
@@ -6376,36 +11306,44 @@ def _r_body_stream_consume(buf: memoryview, at: int, end: int) -> tuple[StreamCo
     )
 
 
-def _w_body_stream_consume(out: bytearray, value: StreamConsume) -> None:
-    _w_session_header(out, value.session_header, "StreamConsume.session_header")
+def _w_body_stream_consume(out: bytearray, msg: StreamConsume) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "StreamConsume.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.queue is not None:
+    out += b"\x00\x00"
+    queue = msg.queue
+    if queue is not None:
         flags |= 0x1
-        _w_str8(out, value.queue, "StreamConsume.queue")
-    if value.consumer_tag is not None:
+        _w_str8(out, queue, "StreamConsume.queue")
+    consumer_tag = msg.consumer_tag
+    if consumer_tag is not None:
         flags |= 0x2
-        _w_str8(out, value.consumer_tag, "StreamConsume.consumer_tag")
-    if not isinstance(value.no_local, bool):
-        raise _bad("StreamConsume.no_local", value.no_local, "a bool")
-    if value.no_local:
+        _w_str8(out, consumer_tag, "StreamConsume.consumer_tag")
+    if msg.no_local is True:
         flags |= 0x4
-    if not isinstance(value.exclusive, bool):
-        raise _bad("StreamConsume.exclusive", value.exclusive, "a bool")
-    if value.exclusive:
+    elif msg.no_local is not False:
+        raise _bad("StreamConsume.no_local", msg.no_local, "a bool")
+    if msg.exclusive is True:
         flags |= 0x8
-    if not isinstance(value.nowait, bool):
-        raise _bad("StreamConsume.nowait", value.nowait, "a bool")
-    if value.nowait:
+    elif msg.exclusive is not False:
+        raise _bad("StreamConsume.exclusive", msg.exclusive, "a bool")
+    if msg.nowait is True:
         flags |= 0x10
-    if value.arguments is not None:
+    elif msg.nowait is not False:
+        raise _bad("StreamConsume.nowait", msg.nowait, "a bool")
+    arguments = msg.arguments
+    if arguments is not None:
         flags |= 0x20
-        _w_map(out, value.arguments, "StreamConsume.arguments")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_map(out, arguments, "StreamConsume.arguments")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class StreamConsumeOk:
     """stream.consume-ok: command, class code 0x0a (10), code 0x04 (4).
 
@@ -6413,6 +11351,8 @@ class StreamConsumeOk:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:6460:5
     """
+
+    __slots__ = ("session_header", "consumer_tag")
 
     IDENT: ClassVar[tuple[int, int]] = (0x0A, 0x04)
     KIND: ClassVar[str] = "command"
@@ -6424,15 +11364,54 @@ class StreamConsumeOk:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    consumer_tag: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    consumer_tag: str | None
     """consumer-tag: Holds the consumer tag specified by the client or provided by the server."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        consumer_tag: str | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.consumer_tag = consumer_tag
 
-def _r_body_stream_consume_ok(buf: memoryview, at: int, end: int) -> tuple[StreamConsumeOk, int]:
-    session_header, at = _r_session_header(buf, at, end, "StreamConsumeOk.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "StreamConsumeOk.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"consumer_tag={self.consumer_tag!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StreamConsumeOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.consumer_tag) == (
+            other.session_header,
+            other.consumer_tag,
+        )
+
+
+def _r_body_stream_consume_ok(
+    buf: bytes | memoryview, at: int, end: int
+) -> tuple[StreamConsumeOk, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "StreamConsumeOk.session_header")
+    if end - at < 2:
+        raise _short("StreamConsumeOk.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "StreamConsumeOk.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     consumer_tag: str | None = None
     if flags & 0x1:
         consumer_tag, at = _r_str8(buf, at, end, "StreamConsumeOk.consumer_tag")
@@ -6445,18 +11424,24 @@ def _r_body_stream_consume_ok(buf: memoryview, at: int, end: int) -> tuple[Strea
     )
 
 
-def _w_body_stream_consume_ok(out: bytearray, value: StreamConsumeOk) -> None:
-    _w_session_header(out, value.session_header, "StreamConsumeOk.session_header")
+def _w_body_stream_consume_ok(out: bytearray, msg: StreamConsumeOk) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "StreamConsumeOk.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.consumer_tag is not None:
+    out += b"\x00\x00"
+    consumer_tag = msg.consumer_tag
+    if consumer_tag is not None:
         flags |= 0x1
-        _w_str8(out, value.consumer_tag, "StreamConsumeOk.consumer_tag")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_str8(out, consumer_tag, "StreamConsumeOk.consumer_tag")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class StreamCancel:
     """stream.cancel: command, class code 0x0a (10), code 0x05 (5).
 
@@ -6464,6 +11449,8 @@ class StreamCancel:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:6477:5
     """
+
+    __slots__ = ("session_header", "consumer_tag")
 
     IDENT: ClassVar[tuple[int, int]] = (0x0A, 0x05)
     KIND: ClassVar[str] = "command"
@@ -6475,15 +11462,52 @@ class StreamCancel:
     HEADER: ClassVar[tuple[type[Any], ...]] = ()
     BODY: ClassVar[bool] = False
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    consumer_tag: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    consumer_tag: str | None
     """consumer-tag"""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        consumer_tag: str | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.consumer_tag = consumer_tag
 
-def _r_body_stream_cancel(buf: memoryview, at: int, end: int) -> tuple[StreamCancel, int]:
-    session_header, at = _r_session_header(buf, at, end, "StreamCancel.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0x1, "StreamCancel.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"consumer_tag={self.consumer_tag!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StreamCancel) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.session_header, self.consumer_tag) == (
+            other.session_header,
+            other.consumer_tag,
+        )
+
+
+def _r_body_stream_cancel(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamCancel, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "StreamCancel.session_header")
+    if end - at < 2:
+        raise _short("StreamCancel.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0x1:
+        raise DecodeError(
+            "StreamCancel.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     consumer_tag: str | None = None
     if flags & 0x1:
         consumer_tag, at = _r_str8(buf, at, end, "StreamCancel.consumer_tag")
@@ -6496,18 +11520,24 @@ def _r_body_stream_cancel(buf: memoryview, at: int, end: int) -> tuple[StreamCan
     )
 
 
-def _w_body_stream_cancel(out: bytearray, value: StreamCancel) -> None:
-    _w_session_header(out, value.session_header, "StreamCancel.session_header")
+def _w_body_stream_cancel(out: bytearray, msg: StreamCancel) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "StreamCancel.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.consumer_tag is not None:
+    out += b"\x00\x00"
+    consumer_tag = msg.consumer_tag
+    if consumer_tag is not None:
         flags |= 0x1
-        _w_str8(out, value.consumer_tag, "StreamCancel.consumer_tag")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_str8(out, consumer_tag, "StreamCancel.consumer_tag")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class StreamPublish:
     """stream.publish: command, class code 0x0a (10), code 0x06 (6).
 
@@ -6515,6 +11545,8 @@ class StreamPublish:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:6491:5
     """
+
+    __slots__ = ("session_header", "exchange", "routing_key", "mandatory", "immediate")
 
     IDENT: ClassVar[tuple[int, int]] = (0x0A, 0x06)
     KIND: ClassVar[str] = "command"
@@ -6526,21 +11558,76 @@ class StreamPublish:
     HEADER: ClassVar[tuple[type[Any], ...]] = (StreamProperties,)
     BODY: ClassVar[bool] = True
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    exchange: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    exchange: str | None
     """exchange: Specifies the name of the exchange to publish to. The exchange name can be empty, meaning the default exchange. If the exchange name is specified, and that exchange does not exist, the server will raise an exception."""
-    routing_key: str | None = None
+    routing_key: str | None
     """routing-key: Specifies the routing key for the message. The routing key is used for routing messages depending on the exchange configuration."""
-    mandatory: bool = False
+    mandatory: bool
     """mandatory: This flag tells the server how to react if the message cannot be routed to a queue. If this flag is set, the server will return an unroutable message with a Return command. If this flag is zero, the server silently drops the message."""
-    immediate: bool = False
+    immediate: bool
     """immediate: This flag tells the server how to react if the message cannot be routed to a queue consumer immediately. If this flag is set, the server will return an undeliverable message with a Return command. If this flag is zero, the server will queue the message, but with no guarantee that it will ever be consumed."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        exchange: str | None = None,
+        routing_key: str | None = None,
+        mandatory: bool = False,
+        immediate: bool = False,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.exchange = exchange
+        self.routing_key = routing_key
+        self.mandatory = mandatory
+        self.immediate = immediate
 
-def _r_body_stream_publish(buf: memoryview, at: int, end: int) -> tuple[StreamPublish, int]:
-    session_header, at = _r_session_header(buf, at, end, "StreamPublish.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0xF, "StreamPublish.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"exchange={self.exchange!r}, "
+            f"routing_key={self.routing_key!r}, "
+            f"mandatory={self.mandatory!r}, "
+            f"immediate={self.immediate!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StreamPublish) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.session_header,
+            self.exchange,
+            self.routing_key,
+            self.mandatory,
+            self.immediate,
+        ) == (
+            other.session_header,
+            other.exchange,
+            other.routing_key,
+            other.mandatory,
+            other.immediate,
+        )
+
+
+def _r_body_stream_publish(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamPublish, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "StreamPublish.session_header")
+    if end - at < 2:
+        raise _short("StreamPublish.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0xF:
+        raise DecodeError(
+            "StreamPublish.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     exchange: str | None = None
     if flags & 0x1:
         exchange, at = _r_str8(buf, at, end, "StreamPublish.exchange")
@@ -6561,29 +11648,36 @@ def _r_body_stream_publish(buf: memoryview, at: int, end: int) -> tuple[StreamPu
     )
 
 
-def _w_body_stream_publish(out: bytearray, value: StreamPublish) -> None:
-    _w_session_header(out, value.session_header, "StreamPublish.session_header")
+def _w_body_stream_publish(out: bytearray, msg: StreamPublish) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "StreamPublish.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.exchange is not None:
+    out += b"\x00\x00"
+    exchange = msg.exchange
+    if exchange is not None:
         flags |= 0x1
-        _w_str8(out, value.exchange, "StreamPublish.exchange")
-    if value.routing_key is not None:
+        _w_str8(out, exchange, "StreamPublish.exchange")
+    routing_key = msg.routing_key
+    if routing_key is not None:
         flags |= 0x2
-        _w_str8(out, value.routing_key, "StreamPublish.routing_key")
-    if not isinstance(value.mandatory, bool):
-        raise _bad("StreamPublish.mandatory", value.mandatory, "a bool")
-    if value.mandatory:
+        _w_str8(out, routing_key, "StreamPublish.routing_key")
+    if msg.mandatory is True:
         flags |= 0x4
-    if not isinstance(value.immediate, bool):
-        raise _bad("StreamPublish.immediate", value.immediate, "a bool")
-    if value.immediate:
+    elif msg.mandatory is not False:
+        raise _bad("StreamPublish.mandatory", msg.mandatory, "a bool")
+    if msg.immediate is True:
         flags |= 0x8
-    out[start : start + 2] = flags.to_bytes(2, "little")
+    elif msg.immediate is not False:
+        raise _bad("StreamPublish.immediate", msg.immediate, "a bool")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class StreamReturn:
     """stream.return: command, class code 0x0a (10), code 0x07 (7).
 
@@ -6591,6 +11685,8 @@ class StreamReturn:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:6566:5
     """
+
+    __slots__ = ("session_header", "reply_code", "reply_text", "exchange", "routing_key")
 
     IDENT: ClassVar[tuple[int, int]] = (0x0A, 0x07)
     KIND: ClassVar[str] = "command"
@@ -6602,25 +11698,84 @@ class StreamReturn:
     HEADER: ClassVar[tuple[type[Any], ...]] = (StreamProperties,)
     BODY: ClassVar[bool] = True
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    reply_code: StreamReturnCode | int | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    reply_code: StreamReturnCode | int | None
     """reply-code"""
-    reply_text: str | None = None
+    reply_text: str | None
     """reply-text: The localized reply text. This text can be logged as an aid to resolving issues."""
-    exchange: str | None = None
+    exchange: str | None
     """exchange: Specifies the name of the exchange that the message was originally published to."""
-    routing_key: str | None = None
+    routing_key: str | None
     """routing-key: Specifies the routing key name specified when the message was published."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        reply_code: StreamReturnCode | int | None = None,
+        reply_text: str | None = None,
+        exchange: str | None = None,
+        routing_key: str | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.reply_code = reply_code
+        self.reply_text = reply_text
+        self.exchange = exchange
+        self.routing_key = routing_key
 
-def _r_body_stream_return(buf: memoryview, at: int, end: int) -> tuple[StreamReturn, int]:
-    session_header, at = _r_session_header(buf, at, end, "StreamReturn.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0xF, "StreamReturn.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"reply_code={self.reply_code!r}, "
+            f"reply_text={self.reply_text!r}, "
+            f"exchange={self.exchange!r}, "
+            f"routing_key={self.routing_key!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StreamReturn) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.session_header,
+            self.reply_code,
+            self.reply_text,
+            self.exchange,
+            self.routing_key,
+        ) == (
+            other.session_header,
+            other.reply_code,
+            other.reply_text,
+            other.exchange,
+            other.routing_key,
+        )
+
+
+def _r_body_stream_return(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamReturn, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "StreamReturn.session_header")
+    if end - at < 2:
+        raise _short("StreamReturn.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0xF:
+        raise DecodeError(
+            "StreamReturn.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     reply_code: StreamReturnCode | int | None = None
     if flags & 0x1:
-        reply_code_value, at = _r_uint16(buf, at, end, "StreamReturn.reply_code")
-        reply_code = _as_enum(StreamReturnCode, reply_code_value)
+        if end - at >= 2:
+            reply_code_value = _UINT16.unpack_from(buf, at)[0]
+            at += 2
+        else:  # too short: the reader's DecodeError
+            reply_code_value, at = _r_uint16(buf, at, end, "StreamReturn.reply_code")
+        reply_code = _StreamReturnCode.get(reply_code_value, reply_code_value)
     reply_text: str | None = None
     if flags & 0x2:
         reply_text, at = _r_str8(buf, at, end, "StreamReturn.reply_text")
@@ -6642,27 +11797,36 @@ def _r_body_stream_return(buf: memoryview, at: int, end: int) -> tuple[StreamRet
     )
 
 
-def _w_body_stream_return(out: bytearray, value: StreamReturn) -> None:
-    _w_session_header(out, value.session_header, "StreamReturn.session_header")
+def _w_body_stream_return(out: bytearray, msg: StreamReturn) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "StreamReturn.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.reply_code is not None:
+    out += b"\x00\x00"
+    reply_code = msg.reply_code
+    if reply_code is not None:
         flags |= 0x1
-        _w_uint16(out, value.reply_code, "StreamReturn.reply_code")
-    if value.reply_text is not None:
+        _w_uint16(out, reply_code, "StreamReturn.reply_code")
+    reply_text = msg.reply_text
+    if reply_text is not None:
         flags |= 0x2
-        _w_str8(out, value.reply_text, "StreamReturn.reply_text")
-    if value.exchange is not None:
+        _w_str8(out, reply_text, "StreamReturn.reply_text")
+    exchange = msg.exchange
+    if exchange is not None:
         flags |= 0x4
-        _w_str8(out, value.exchange, "StreamReturn.exchange")
-    if value.routing_key is not None:
+        _w_str8(out, exchange, "StreamReturn.exchange")
+    routing_key = msg.routing_key
+    if routing_key is not None:
         flags |= 0x8
-        _w_str8(out, value.routing_key, "StreamReturn.routing_key")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_str8(out, routing_key, "StreamReturn.routing_key")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class StreamDeliver:
     """stream.deliver: command, class code 0x0a (10), code 0x08 (8).
 
@@ -6670,6 +11834,8 @@ class StreamDeliver:
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:6605:5
     """
+
+    __slots__ = ("session_header", "consumer_tag", "delivery_tag", "exchange", "queue")
 
     IDENT: ClassVar[tuple[int, int]] = (0x0A, 0x08)
     KIND: ClassVar[str] = "command"
@@ -6681,27 +11847,86 @@ class StreamDeliver:
     HEADER: ClassVar[tuple[type[Any], ...]] = (StreamProperties,)
     BODY: ClassVar[bool] = True
 
-    # the session header every command carries before its fields
-    session_header: SessionHeader = field(default_factory=lambda: SessionHeader())
-    consumer_tag: str | None = None
+    # the session header every command carries before its fields (default: a new one, unsynced)
+    session_header: SessionHeader
+    consumer_tag: str | None
     """consumer-tag"""
-    delivery_tag: int | None = None
+    delivery_tag: int | None
     """delivery-tag: The server-assigned and session-specific delivery tag"""
-    exchange: str | None = None
+    exchange: str | None
     """exchange: Specifies the name of the exchange that the message was originally published to."""
-    queue: str | None = None
+    queue: str | None
     """queue (required): Specifies the name of the queue that the message came from. Note that a single session can start many consumers on different queues."""
 
+    def __init__(
+        self,
+        *,
+        session_header: SessionHeader | None = None,
+        consumer_tag: str | None = None,
+        delivery_tag: int | None = None,
+        exchange: str | None = None,
+        queue: str | None = None,
+    ) -> None:
+        self.session_header = SessionHeader() if session_header is None else session_header
+        self.consumer_tag = consumer_tag
+        self.delivery_tag = delivery_tag
+        self.exchange = exchange
+        self.queue = queue
 
-def _r_body_stream_deliver(buf: memoryview, at: int, end: int) -> tuple[StreamDeliver, int]:
-    session_header, at = _r_session_header(buf, at, end, "StreamDeliver.session_header")
-    flags, at = _r_flags(buf, at, end, 2, 0xF, "StreamDeliver.packing_flags")
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            f"session_header={self.session_header!r}, "
+            f"consumer_tag={self.consumer_tag!r}, "
+            f"delivery_tag={self.delivery_tag!r}, "
+            f"exchange={self.exchange!r}, "
+            f"queue={self.queue!r}"
+            ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StreamDeliver) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.session_header,
+            self.consumer_tag,
+            self.delivery_tag,
+            self.exchange,
+            self.queue,
+        ) == (
+            other.session_header,
+            other.consumer_tag,
+            other.delivery_tag,
+            other.exchange,
+            other.queue,
+        )
+
+
+def _r_body_stream_deliver(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamDeliver, int]:
+    session_header: SessionHeader
+    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
+        session_header = SessionHeader(sync=buf[at + 1] == 1)
+        at += 2
+    else:  # the general reader's checks and DecodeErrors
+        session_header, at = _r_session_header(buf, at, end, "StreamDeliver.session_header")
+    if end - at < 2:
+        raise _short("StreamDeliver.packing_flags", at, end, 2)
+    flags = buf[at] | buf[at + 1] << 8
+    if flags & ~0xF:
+        raise DecodeError(
+            "StreamDeliver.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
+        )
+    at += 2
     consumer_tag: str | None = None
     if flags & 0x1:
         consumer_tag, at = _r_str8(buf, at, end, "StreamDeliver.consumer_tag")
     delivery_tag: int | None = None
     if flags & 0x2:
-        delivery_tag, at = _r_uint64(buf, at, end, "StreamDeliver.delivery_tag")
+        if end - at >= 8:
+            delivery_tag = _UINT64.unpack_from(buf, at)[0]
+            at += 8
+        else:  # too short: the reader's DecodeError
+            delivery_tag, at = _r_uint64(buf, at, end, "StreamDeliver.delivery_tag")
     exchange: str | None = None
     if flags & 0x4:
         exchange, at = _r_str8(buf, at, end, "StreamDeliver.exchange")
@@ -6720,24 +11945,33 @@ def _r_body_stream_deliver(buf: memoryview, at: int, end: int) -> tuple[StreamDe
     )
 
 
-def _w_body_stream_deliver(out: bytearray, value: StreamDeliver) -> None:
-    _w_session_header(out, value.session_header, "StreamDeliver.session_header")
+def _w_body_stream_deliver(out: bytearray, msg: StreamDeliver) -> None:
+    session_header = msg.session_header
+    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
+        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+    else:  # the general writer's checks and EncodeErrors
+        _w_session_header(out, session_header, "StreamDeliver.session_header")
     flags = 0
     start = len(out)
-    out += bytes(2)
-    if value.consumer_tag is not None:
+    out += b"\x00\x00"
+    consumer_tag = msg.consumer_tag
+    if consumer_tag is not None:
         flags |= 0x1
-        _w_str8(out, value.consumer_tag, "StreamDeliver.consumer_tag")
-    if value.delivery_tag is not None:
+        _w_str8(out, consumer_tag, "StreamDeliver.consumer_tag")
+    delivery_tag = msg.delivery_tag
+    if delivery_tag is not None:
         flags |= 0x2
-        _w_uint64(out, value.delivery_tag, "StreamDeliver.delivery_tag")
-    if value.exchange is not None:
+        _w_uint64(out, delivery_tag, "StreamDeliver.delivery_tag")
+    exchange = msg.exchange
+    if exchange is not None:
         flags |= 0x4
-        _w_str8(out, value.exchange, "StreamDeliver.exchange")
-    if value.queue is not None:
+        _w_str8(out, exchange, "StreamDeliver.exchange")
+    queue = msg.queue
+    if queue is not None:
         flags |= 0x8
-        _w_str8(out, value.queue, "StreamDeliver.queue")
-    out[start : start + 2] = flags.to_bytes(2, "little")
+        _w_str8(out, queue, "StreamDeliver.queue")
+    out[start] = flags & 0xFF
+    out[start + 1] = flags >> 8
 
 
 Control: TypeAlias = (
@@ -6918,92 +12152,96 @@ COMMANDS: dict[tuple[int, int], type[Any]] = {
     (0x0A, 0x08): StreamDeliver,
 }
 """(class code, command code) -> command."""
-_METHOD_READERS: dict[tuple[str, int, int], Callable[[memoryview, int, int], tuple[Any, int]]] = {
-    ("control", 0x01, 0x01): _r_body_connection_start,
-    ("control", 0x01, 0x02): _r_body_connection_start_ok,
-    ("control", 0x01, 0x03): _r_body_connection_secure,
-    ("control", 0x01, 0x04): _r_body_connection_secure_ok,
-    ("control", 0x01, 0x05): _r_body_connection_tune,
-    ("control", 0x01, 0x06): _r_body_connection_tune_ok,
-    ("control", 0x01, 0x07): _r_body_connection_open,
-    ("control", 0x01, 0x08): _r_body_connection_open_ok,
-    ("control", 0x01, 0x09): _r_body_connection_redirect,
-    ("control", 0x01, 0x0A): _r_body_connection_heartbeat,
-    ("control", 0x01, 0x0B): _r_body_connection_close,
-    ("control", 0x01, 0x0C): _r_body_connection_close_ok,
-    ("control", 0x02, 0x01): _r_body_session_attach,
-    ("control", 0x02, 0x02): _r_body_session_attached,
-    ("control", 0x02, 0x03): _r_body_session_detach,
-    ("control", 0x02, 0x04): _r_body_session_detached,
-    ("control", 0x02, 0x05): _r_body_session_request_timeout,
-    ("control", 0x02, 0x06): _r_body_session_timeout,
-    ("control", 0x02, 0x07): _r_body_session_command_point,
-    ("control", 0x02, 0x08): _r_body_session_expected,
-    ("control", 0x02, 0x09): _r_body_session_confirmed,
-    ("control", 0x02, 0x0A): _r_body_session_completed,
-    ("control", 0x02, 0x0B): _r_body_session_known_completed,
-    ("control", 0x02, 0x0C): _r_body_session_flush,
-    ("control", 0x02, 0x0D): _r_body_session_gap,
-    ("command", 0x03, 0x01): _r_body_execution_sync,
-    ("command", 0x03, 0x02): _r_body_execution_result,
-    ("command", 0x03, 0x03): _r_body_execution_exception,
-    ("command", 0x04, 0x01): _r_body_message_transfer,
-    ("command", 0x04, 0x02): _r_body_message_accept,
-    ("command", 0x04, 0x03): _r_body_message_reject,
-    ("command", 0x04, 0x04): _r_body_message_release,
-    ("command", 0x04, 0x05): _r_body_message_acquire,
-    ("command", 0x04, 0x06): _r_body_message_resume,
-    ("command", 0x04, 0x07): _r_body_message_subscribe,
-    ("command", 0x04, 0x08): _r_body_message_cancel,
-    ("command", 0x04, 0x09): _r_body_message_set_flow_mode,
-    ("command", 0x04, 0x0A): _r_body_message_flow,
-    ("command", 0x04, 0x0B): _r_body_message_flush,
-    ("command", 0x04, 0x0C): _r_body_message_stop,
-    ("command", 0x05, 0x01): _r_body_tx_select,
-    ("command", 0x05, 0x02): _r_body_tx_commit,
-    ("command", 0x05, 0x03): _r_body_tx_rollback,
-    ("command", 0x06, 0x01): _r_body_dtx_select,
-    ("command", 0x06, 0x02): _r_body_dtx_start,
-    ("command", 0x06, 0x03): _r_body_dtx_end,
-    ("command", 0x06, 0x04): _r_body_dtx_commit,
-    ("command", 0x06, 0x05): _r_body_dtx_forget,
-    ("command", 0x06, 0x06): _r_body_dtx_get_timeout,
-    ("command", 0x06, 0x07): _r_body_dtx_prepare,
-    ("command", 0x06, 0x08): _r_body_dtx_recover,
-    ("command", 0x06, 0x09): _r_body_dtx_rollback,
-    ("command", 0x06, 0x0A): _r_body_dtx_set_timeout,
-    ("command", 0x07, 0x01): _r_body_exchange_declare,
-    ("command", 0x07, 0x02): _r_body_exchange_delete,
-    ("command", 0x07, 0x03): _r_body_exchange_query,
-    ("command", 0x07, 0x04): _r_body_exchange_bind,
-    ("command", 0x07, 0x05): _r_body_exchange_unbind,
-    ("command", 0x07, 0x06): _r_body_exchange_bound,
-    ("command", 0x08, 0x01): _r_body_queue_declare,
-    ("command", 0x08, 0x02): _r_body_queue_delete,
-    ("command", 0x08, 0x03): _r_body_queue_purge,
-    ("command", 0x08, 0x04): _r_body_queue_query,
-    ("command", 0x09, 0x01): _r_body_file_qos,
-    ("command", 0x09, 0x02): _r_body_file_qos_ok,
-    ("command", 0x09, 0x03): _r_body_file_consume,
-    ("command", 0x09, 0x04): _r_body_file_consume_ok,
-    ("command", 0x09, 0x05): _r_body_file_cancel,
-    ("command", 0x09, 0x06): _r_body_file_open,
-    ("command", 0x09, 0x07): _r_body_file_open_ok,
-    ("command", 0x09, 0x08): _r_body_file_stage,
-    ("command", 0x09, 0x09): _r_body_file_publish,
-    ("command", 0x09, 0x0A): _r_body_file_return,
-    ("command", 0x09, 0x0B): _r_body_file_deliver,
-    ("command", 0x09, 0x0C): _r_body_file_ack,
-    ("command", 0x09, 0x0D): _r_body_file_reject,
-    ("command", 0x0A, 0x01): _r_body_stream_qos,
-    ("command", 0x0A, 0x02): _r_body_stream_qos_ok,
-    ("command", 0x0A, 0x03): _r_body_stream_consume,
-    ("command", 0x0A, 0x04): _r_body_stream_consume_ok,
-    ("command", 0x0A, 0x05): _r_body_stream_cancel,
-    ("command", 0x0A, 0x06): _r_body_stream_publish,
-    ("command", 0x0A, 0x07): _r_body_stream_return,
-    ("command", 0x0A, 0x08): _r_body_stream_deliver,
+_CONTROL_READERS: dict[int, Callable[[bytes | memoryview, int, int], tuple[Any, int]]] = {
+    0x0101: _r_body_connection_start,
+    0x0102: _r_body_connection_start_ok,
+    0x0103: _r_body_connection_secure,
+    0x0104: _r_body_connection_secure_ok,
+    0x0105: _r_body_connection_tune,
+    0x0106: _r_body_connection_tune_ok,
+    0x0107: _r_body_connection_open,
+    0x0108: _r_body_connection_open_ok,
+    0x0109: _r_body_connection_redirect,
+    0x010A: _r_body_connection_heartbeat,
+    0x010B: _r_body_connection_close,
+    0x010C: _r_body_connection_close_ok,
+    0x0201: _r_body_session_attach,
+    0x0202: _r_body_session_attached,
+    0x0203: _r_body_session_detach,
+    0x0204: _r_body_session_detached,
+    0x0205: _r_body_session_request_timeout,
+    0x0206: _r_body_session_timeout,
+    0x0207: _r_body_session_command_point,
+    0x0208: _r_body_session_expected,
+    0x0209: _r_body_session_confirmed,
+    0x020A: _r_body_session_completed,
+    0x020B: _r_body_session_known_completed,
+    0x020C: _r_body_session_flush,
+    0x020D: _r_body_session_gap,
 }
+"""class code << 8 | control code -> the control's reader (after the two codes)."""
+_COMMAND_READERS: dict[int, Callable[[bytes | memoryview, int, int], tuple[Any, int]]] = {
+    0x0301: _r_body_execution_sync,
+    0x0302: _r_body_execution_result,
+    0x0303: _r_body_execution_exception,
+    0x0401: _r_body_message_transfer,
+    0x0402: _r_body_message_accept,
+    0x0403: _r_body_message_reject,
+    0x0404: _r_body_message_release,
+    0x0405: _r_body_message_acquire,
+    0x0406: _r_body_message_resume,
+    0x0407: _r_body_message_subscribe,
+    0x0408: _r_body_message_cancel,
+    0x0409: _r_body_message_set_flow_mode,
+    0x040A: _r_body_message_flow,
+    0x040B: _r_body_message_flush,
+    0x040C: _r_body_message_stop,
+    0x0501: _r_body_tx_select,
+    0x0502: _r_body_tx_commit,
+    0x0503: _r_body_tx_rollback,
+    0x0601: _r_body_dtx_select,
+    0x0602: _r_body_dtx_start,
+    0x0603: _r_body_dtx_end,
+    0x0604: _r_body_dtx_commit,
+    0x0605: _r_body_dtx_forget,
+    0x0606: _r_body_dtx_get_timeout,
+    0x0607: _r_body_dtx_prepare,
+    0x0608: _r_body_dtx_recover,
+    0x0609: _r_body_dtx_rollback,
+    0x060A: _r_body_dtx_set_timeout,
+    0x0701: _r_body_exchange_declare,
+    0x0702: _r_body_exchange_delete,
+    0x0703: _r_body_exchange_query,
+    0x0704: _r_body_exchange_bind,
+    0x0705: _r_body_exchange_unbind,
+    0x0706: _r_body_exchange_bound,
+    0x0801: _r_body_queue_declare,
+    0x0802: _r_body_queue_delete,
+    0x0803: _r_body_queue_purge,
+    0x0804: _r_body_queue_query,
+    0x0901: _r_body_file_qos,
+    0x0902: _r_body_file_qos_ok,
+    0x0903: _r_body_file_consume,
+    0x0904: _r_body_file_consume_ok,
+    0x0905: _r_body_file_cancel,
+    0x0906: _r_body_file_open,
+    0x0907: _r_body_file_open_ok,
+    0x0908: _r_body_file_stage,
+    0x0909: _r_body_file_publish,
+    0x090A: _r_body_file_return,
+    0x090B: _r_body_file_deliver,
+    0x090C: _r_body_file_ack,
+    0x090D: _r_body_file_reject,
+    0x0A01: _r_body_stream_qos,
+    0x0A02: _r_body_stream_qos_ok,
+    0x0A03: _r_body_stream_consume,
+    0x0A04: _r_body_stream_consume_ok,
+    0x0A05: _r_body_stream_cancel,
+    0x0A06: _r_body_stream_publish,
+    0x0A07: _r_body_stream_return,
+    0x0A08: _r_body_stream_deliver,
+}
+"""class code << 8 | command code -> the command's reader (after the two codes)."""
 _METHOD_WRITERS: dict[type[Any], Callable[[bytearray, Any], None]] = {
     ConnectionStart: _w_body_connection_start,
     ConnectionStartOk: _w_body_connection_start_ok,
@@ -7098,34 +12336,44 @@ def encode_method(value: Control | Command) -> bytes:
     write = _METHOD_WRITERS.get(type(value))
     if write is None:
         raise _bad(type(value).__name__, value, "a control or command")
-    out = bytearray((value.CLASS_CODE, value.CODE))
+    out = bytearray(value.IDENT)
     write(out, value)
     return bytes(out)
 
 
-def _decode(kind: str, data: bytes | bytearray | memoryview) -> Any:
-    buf = memoryview(data)
+def decode_control(data: bytes | bytearray | memoryview) -> Control:
+    """A control segment's payload."""
+    buf = data if isinstance(data, bytes) else memoryview(data)  # bytes index and slice fastest
     end = len(buf)
     if end < 2:
-        raise _short(f"{kind}.code", 0, end, 2)
-    key = (kind, buf[0], buf[1])
-    if key not in _METHOD_READERS:
-        raise DecodeError(f"{kind}.code", 0, f"no {kind} has class code {buf[0]} and code {buf[1]}")
-    value, at = _METHOD_READERS[key](buf, 2, end)
+        raise _short("control.code", 0, end, 2)
+    read = _CONTROL_READERS.get(buf[0] << 8 | buf[1])
+    if read is None:
+        raise DecodeError(
+            "control.code", 0, f"no control has class code {buf[0]} and code {buf[1]}"
+        )
+    value: Control
+    value, at = read(buf, 2, end)
     if at != end:
         raise DecodeError(type(value).__name__, at, f"{end - at} bytes after the fields")
     return value
 
 
-def decode_control(data: bytes | bytearray | memoryview) -> Control:
-    """A control segment's payload."""
-    value: Control = _decode("control", data)
-    return value
-
-
 def decode_command(data: bytes | bytearray | memoryview) -> Command:
     """A command segment's payload."""
-    value: Command = _decode("command", data)
+    buf = data if isinstance(data, bytes) else memoryview(data)  # bytes index and slice fastest
+    end = len(buf)
+    if end < 2:
+        raise _short("command.code", 0, end, 2)
+    read = _COMMAND_READERS.get(buf[0] << 8 | buf[1])
+    if read is None:
+        raise DecodeError(
+            "command.code", 0, f"no command has class code {buf[0]} and code {buf[1]}"
+        )
+    value: Command
+    value, at = read(buf, 2, end)
+    if at != end:
+        raise DecodeError(type(value).__name__, at, f"{end - at} bytes after the fields")
     return value
 
 
@@ -7133,17 +12381,26 @@ def encode_header(entries: list[Any]) -> bytes:
     """A header segment's payload: coded structs, each with its size, codes and flags."""
     out = bytearray()
     for i, entry in enumerate(entries):
-        _w_struct32(out, entry, f"header[{i}]")
+        write = _CODED_WRITERS.get(type(entry))
+        if write is None:  # the struct32 writer's EncodeError
+            _w_struct32(out, entry, f"header[{i}]")
+        else:
+            write(out, entry, f"header[{i}]")
     return bytes(out)
 
 
 def decode_header(data: bytes | bytearray | memoryview) -> list[Any]:
     """A header segment's coded structs (`STRUCTS` names them by their codes)."""
-    buf = memoryview(data)
+    buf = data if isinstance(data, bytes) else memoryview(data)  # bytes index and slice fastest
+    end = len(buf)
     entries: list[Any] = []
     at = 0
-    while at < len(buf):
-        entry, at = _r_struct32(buf, at, len(buf), f"header[{len(entries)}]")
+    while at < end:
+        read = _CODED_READERS.get((buf[at + 4], buf[at + 5])) if end - at >= 6 else None
+        if read is None:  # the struct32 reader's DecodeError
+            entry, at = _r_struct32(buf, at, end, f"header[{len(entries)}]")
+        else:
+            entry, at = read(buf, at, end, f"header[{len(entries)}]")
         entries.append(entry)
     return entries
 
@@ -7197,14 +12454,31 @@ def decode(
     `decode()` gives the control, command or header. `sender` and `verify_checksums` are taken
     as every version package takes them: no layout here depends on who sent the frame, and a
     frame has no checksum. DecodeError names the field and the byte offset."""
-    buf = memoryview(frame)
-    if len(buf) == len(PROTOCOL_HEADER) and buf[:4] == PROTOCOL_HEADER[:4]:
-        return ProtocolHeader(protocol_class=buf[4], instance=buf[5], major=buf[6], minor=buf[7])
-    value, end = decode_frame(buf)
-    if end != len(buf):
-        raise DecodeError("frame", end, f"{len(buf) - end} bytes after the frame")
-    value.type = _as_enum(SegmentType, value.type)
-    value.track = _as_enum(Track, value.track)
+    n = len(frame)
+    if n == len(PROTOCOL_HEADER) and frame[:4] == PROTOCOL_HEADER[:4]:
+        return ProtocolHeader(
+            protocol_class=frame[4], instance=frame[5], major=frame[6], minor=frame[7]
+        )
+    if n >= HEADER_SIZE:
+        flags, type_, size, reserved, track, channel, reserved2 = HEADER.unpack_from(frame)
+        if size == n and not (flags & 0xF0 or reserved or track & 0xF0 or reserved2):
+            # a well-formed frame, all of `frame`, read here; anything else goes through
+            # decode_frame for its checks and DecodeErrors
+            return Frame(
+                type=_SegmentType.get(type_, type_),
+                payload=bytes(frame[HEADER_SIZE:]),
+                track=_Track.get(track, track),
+                channel=channel,
+                first_segment=bool(flags & FIRST_SEGMENT),
+                last_segment=bool(flags & LAST_SEGMENT),
+                first_frame=bool(flags & FIRST_FRAME),
+                last_frame=bool(flags & LAST_FRAME),
+            )
+    value, end = decode_frame(frame)
+    if end != n:
+        raise DecodeError("frame", end, f"{n - end} bytes after the frame")
+    value.type = _SegmentType.get(value.type, value.type)
+    value.track = _Track.get(value.track, value.track)
     return value
 
 
