@@ -1,0 +1,150 @@
+"""The compiled build of the codecs (mypyc, specgen/compiled.py) passes the same tests as the
+pure-Python modules and writes the same bytes.
+
+The build goes to $SPECGEN_COMPILED, else ~/.cache/specgen/compiled (outside the checkout),
+once per session; each protocol package is recompiled only when its sources (or the build, or
+mypy, or the interpreter) changed, so a run on unchanged codecs only checks the stamps. Each
+test runs the compiled build in a child process, with the build first on its path, and checks
+that the modules it loaded are compiled extension modules:
+  * the generated conformance tests (generated/**/test_conformance.py), one child pytest per
+    protocol package, on the build's copy of them
+  * the key round-trip tests of tests/ (KEY below) with SPECGEN_TEST_COMPILED set, which
+    tests/conftest.py reads to import the compiled build in place of generated/
+  * both builds encode every frame of the shipped samples and every conformance vector to the
+    same bytes (tests/compiled_bytes.py, run once per build)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from specgen.compiled import PACKAGE, compiled_modules, packages
+from specgen.specs import ROOT
+
+# the tests of tests/ that round-trip frames through the codecs (their fast layer)
+KEY = [
+    "test_amqp_sample.py",
+    "test_amqp10_sample.py",
+    "test_amqp010_sample.py",
+    "test_amqp10_descriptors.py",
+    "test_amqp10_proton.py",
+    "test_rstream.py",
+    "test_records.py",
+    "test_deep_nesting.py",
+    "test_generated_surface.py",
+    "test_dialogue.py",
+    "test_errors.py",
+]
+
+# the child pytest's check, written beside the build's copy of the package: every codec module
+# the conformance tests loaded is compiled
+CHECK = """
+import sys
+
+def pytest_sessionfinish(session, exitstatus):
+    loaded = {n: getattr(m, "__file__", None) or "" for n, m in sys.modules.items()
+              if n.startswith("specgen_codecs.")}
+    pure = sorted(n for n, f in loaded.items()
+                  if not f.endswith(".so") and "test_" not in n and "spark" not in n)
+    compiled = [n for n, f in loaded.items() if f.endswith(".so")]
+    assert compiled and not pure, f"not compiled: {pure}"
+    print(f"\\n{len(compiled)} compiled modules loaded")
+"""
+
+
+def _out() -> Path:
+    default = Path.home() / ".cache" / "specgen" / "compiled"
+    return Path(os.environ.get("SPECGEN_COMPILED") or default).resolve()
+
+
+@pytest.fixture(scope="session")
+def compiled() -> Path:
+    """The compiled build, made or brought up to date once per session."""
+    out = _out()
+    subprocess.run(
+        [sys.executable, "-m", "specgen.compiled", "--out", str(out)], cwd=ROOT, check=True
+    )
+    (out / "conftest.py").write_text(CHECK)
+    return out
+
+
+def _env(out: Path, **extra: str) -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([str(out), str(ROOT)]), **extra)
+
+
+def test_every_codec_module_imports_compiled(compiled: Path) -> None:
+    source = ROOT / "generated"
+    names = [
+        ".".join((PACKAGE, *path.relative_to(source).with_suffix("").parts)).removesuffix(
+            ".__init__"
+        )
+        for package in packages(source)
+        for path in compiled_modules(source / package)
+    ]
+    assert len(names) > 20
+    probe = (
+        "import importlib, json, sys\n"
+        "print(json.dumps({n: importlib.import_module(n).__file__ for n in sys.argv[1:]}))"
+    )
+    got = subprocess.run(
+        [sys.executable, "-c", probe, *names],
+        env=_env(compiled),
+        cwd=compiled,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    files = json.loads(got.stdout)
+    assert {n for n, f in files.items() if not f.endswith(".so")} == set()
+    assert all(f.startswith(str(compiled)) for f in files.values())
+
+
+@pytest.mark.parametrize("package", packages(ROOT / "generated"))
+def test_generated_conformance_tests_pass_compiled(compiled: Path, package: str) -> None:
+    got = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"{PACKAGE}/{package}"],
+        env=_env(compiled),
+        cwd=compiled,
+        capture_output=True,
+        text=True,
+    )
+    assert got.returncode == 0, got.stdout[-4000:] + got.stderr[-2000:]
+    assert "compiled modules loaded" in got.stdout
+
+
+def test_key_round_trip_tests_pass_compiled(compiled: Path) -> None:
+    got = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-m", "not slow", *(f"tests/{t}" for t in KEY)],
+        env=dict(os.environ, SPECGEN_TEST_COMPILED=str(compiled)),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert got.returncode == 0, got.stdout[-4000:] + got.stderr[-2000:]
+
+
+def test_both_builds_write_identical_bytes(compiled: Path) -> None:
+    script = str(ROOT / "tests" / "compiled_bytes.py")
+    pure = subprocess.run(
+        [sys.executable, script, "pure"], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    comp = subprocess.run(
+        [sys.executable, script, "compiled"],
+        env=_env(compiled),
+        cwd=compiled,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    p, c = json.loads(pure.stdout), json.loads(comp.stdout)
+    assert p["compiled"] == [] and len(c["compiled"]) > 20
+    assert len(p["items"]) > 1000
+    assert sum("raises" in v for v in p["items"].values()) < len(p["items"]) / 100
+    differ = {k: (v, c["items"].get(k)) for k, v in p["items"].items() if c["items"].get(k) != v}
+    assert not differ and p["items"].keys() == c["items"].keys(), list(differ.items())[:10]
