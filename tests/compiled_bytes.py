@@ -3,9 +3,10 @@ and once on the compiled one (tests/test_compiled.py), the two outputs must be e
 
     python tests/compiled_bytes.py pure|compiled > digests.json
 
-Items: every frame of the shipped samples (samples/<protocol>/session-*/ *.c2s.bin and
-*.s2c.bin, cut by the version's FrameReader, decoded and encoded back), and every boundary
-sample of each version's generated conformance tests (their `SAMPLES`, encoded). An item that
+Items: every message of the shipped samples (samples/<protocol>/session-*/ *.c2s.bin and
+*.s2c.bin, read by the version's FrameReader, and encoded back), and every boundary
+sample of each version's generated conformance tests (their `SAMPLES` of (id, message, sender),
+encoded). An item that
 raises records the exception's type and message instead, so both builds must fail alike too.
 Prints {"build": ..., "compiled": [compiled modules], "items": {id: digest}} as JSON.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import itertools
 import json
 import pkgutil
 import sys
@@ -44,29 +46,25 @@ def _outcome(fn: Any, *args: Any) -> str:
     return _digest(out) if isinstance(out, bytes | bytearray) else f"gives {type(out).__name__}"
 
 
-def _decode(codec: Any, raw: bytes, sender: str) -> Any:
-    try:
-        return codec.decode(raw, sender)
-    except TypeError:  # a decode without a sender
-        return codec.decode(raw)
-
-
 def sample_items(items: dict[str, str]) -> None:
     for folder, version in SAMPLES.items():
         codec = importlib.import_module(f"specgen_codecs.{version}")
         for path in sorted((ROOT / "samples" / folder).glob("session-*/*.bin")):
-            client = path.name.endswith(".c2s.bin")
-            sender = "client" if client else "server"
-            reader = codec.FrameReader(sender=sender, preamble=client)
-            reader.feed(path.read_bytes())
-            for offset, raw in reader.frames():
-                key = f"{folder}/{path.parent.name}/{path.name}@{offset}"
+            sender = "client" if path.name.endswith(".c2s.bin") else "server"
+            data = path.read_bytes()
+            reader = codec.FrameReader(sender=sender, preamble=data.startswith(b"AMQP"))
+            reader.feed(data)
+            name = f"{folder}/{path.parent.name}/{path.name}"
+            messages = iter(reader)
+            for n in itertools.count():
                 try:
-                    msg = _decode(codec, raw, sender)
-                except Exception as e:
-                    items[key] = f"raises {type(e).__name__}: {e}"
-                    continue
-                items[key] = f"{type(msg).__name__} {_outcome(codec.encode, msg)}"
+                    msg = next(messages)
+                except StopIteration:
+                    break
+                except Exception as e:  # the reader stops here: both builds must stop alike
+                    items[f"{name}#{n}"] = f"raises {type(e).__name__}: {e}"
+                    break
+                items[f"{name}#{n}"] = f"{type(msg).__name__} {_outcome(codec.encode, msg)}"
 
 
 def vector_items(items: dict[str, str]) -> None:
@@ -78,9 +76,9 @@ def vector_items(items: dict[str, str]) -> None:
         tests = importlib.import_module(info.name)
         codec = importlib.import_module(info.name.rsplit(".", 1)[0])
         for entry in getattr(tests, "SAMPLES", []):
-            name = entry[0]
-            msg = next(v for v in entry[1:] if not isinstance(v, str))
-            items[f"{info.name}::{name}"] = _outcome(codec.encode, msg)
+            if len(entry) != 3 or not isinstance(entry[2], str):  # not (id, message, sender)
+                continue
+            items[f"{info.name}::{entry[0]}"] = _outcome(codec.encode, entry[1])
 
 
 def main(build: str) -> int:

@@ -144,7 +144,7 @@ def test_both_builds_write_identical_bytes(compiled: Path) -> None:
     )
     p, c = json.loads(pure.stdout), json.loads(comp.stdout)
     assert p["compiled"] == [] and len(c["compiled"]) > 20
-    assert len(p["items"]) > 1000
-    assert sum("raises" in v for v in p["items"].values()) < len(p["items"]) / 100
+    # most items encode (AMQP/Fast 0.8's fragments do not: they are no whole message)
+    assert sum("raises" not in v for v in p["items"].values()) > 5000
     differ = {k: (v, c["items"].get(k)) for k, v in p["items"].items() if c["items"].get(k) != v}
     assert not differ and p["items"].keys() == c["items"].keys(), list(differ.items())[:10]
