@@ -321,10 +321,14 @@ def build_package(root: Path, out: Path, package: str, *, force: bool = False) -
 def build(out: Path, only: Sequence[str] = (), *, force: bool = False) -> dict[str, float | None]:
     """Compile the protocol packages (all, or those named) into out; seconds per package (None:
     already current). Then `out` on sys.path first gives the compiled build."""
+    from specgen.locations import CHECKOUT
+
     root = source_root()
     out = out.resolve()
-    if out == root.resolve().parent or root.resolve().is_relative_to(out):
-        raise SystemExit(f"--out {out} holds the sources; name a folder outside them")
+    # never into the checkout, the sources or what pip installed (nor above them)
+    for tree in (root.resolve(), root.resolve().parent, CHECKOUT and CHECKOUT.resolve()):
+        if tree is not None and (out.is_relative_to(tree) or tree.is_relative_to(out)):
+            raise SystemExit(f"--out {out} overlaps {tree}; name a folder outside it")
     _copy_sources(root, out, None)
     names = list(only) or packages(root)
     unknown = sorted(set(names) - set(packages(root)))
