@@ -18,6 +18,7 @@ import signal
 from collections.abc import Iterator
 from pathlib import Path
 
+import codecs_under_test  # noqa: F401  (first: SPECGEN_TEST_COMPILED picks the compiled codecs)
 import pytest
 from rabbitmq import RabbitNode, ServerUnavailable
 
@@ -45,6 +46,8 @@ SLOW = {
     ),
     "test_decode::test_the_gap_reconciles_at_every_range_cut_around_it": "a decode per cut",
     "test_fuzz": "300 mutated inputs per generated version",
+    "test_compiled": "compiles the codecs with mypyc (cached by their sources' hash) and runs "
+    "their tests on the compiled build",
     "test_corpus_frontend": "walks every published Streams reference (the corpus)",
     "test_review_diff::test_each_change_is_classified_as_the_changelog_tags_it": (
         "diffs every consecutive pair of the corpus"
