@@ -72,9 +72,17 @@ def _out() -> Path:
     return Path(os.environ.get("SPECGEN_COMPILED") or default).resolve()
 
 
+# Opt-in: a fresh mypyc build of every package takes 10-40 minutes on a 2-core machine (gcc -O3
+# on one 10-14 MB C file per package), and the build does not yet reach issue 28's speed goal
+# (README, "Compiled codecs"), so the default run (CI) leaves it out rather than double its time.
+OPT_IN = "SPECGEN_TEST_COMPILED_BUILD"
+
+
 @pytest.fixture(scope="session")
 def compiled() -> Path:
     """The compiled build, made or brought up to date once per session."""
+    if os.environ.get(OPT_IN) != "1":
+        pytest.skip(f"the mypyc build is opt-in: set {OPT_IN}=1 (10-40 minutes the first time)")
     out = _out()
     subprocess.run(
         [sys.executable, "-m", "specgen.compiled", "--out", str(out)], cwd=ROOT, check=True
