@@ -393,6 +393,9 @@ def segments(packets: Iterable[Packet], tally: Counter[str] | None = None) -> It
 
 def _decode(packet: Packet) -> Segment | str:
     try:
+        fast = _plain(packet)
+        if fast is not None:
+            return fast
         net = _network(packet.linktype, packet.data)
         if isinstance(net, str):
             return net
@@ -401,6 +404,88 @@ def _decode(packet: Packet) -> Segment | str:
         return _tcp6(net, packet)
     except (dpkt.Error, IndexError, struct.error):
         return "malformed"
+
+
+_U16 = struct.Struct("!H")
+_IP4 = struct.Struct("!BxHxxHxB")  # version/IHL, total length, flags/fragment offset, protocol
+_IP6 = struct.Struct("!4xHB")  # payload length, next header
+_TCP_HEADER = struct.Struct("!HHIIBB")  # ports, seq, ack, data offset, flags
+_ETHERTYPE_IP4 = 0x0800
+_ETHERTYPE_IP6 = 0x86DD
+_FIN, _SYN, _RST, _ACK = 0x01, 0x02, 0x04, 0x10
+
+
+def _plain(packet: Packet) -> Segment | None:
+    """The common case read with `struct`, ~10x faster than dpkt's objects: a whole TCP header
+    in IPv4 (not a fragment) or in IPv6 without extension headers, over Ethernet II (no VLAN
+    tag), raw IP, or BSD/Linux loopback. None for anything else, which dpkt then reads
+    (`_network`): the same Segment either way, field for field, as dpkt's reading gives."""
+    linktype, data = packet.linktype, packet.data
+    if linktype == LINKTYPE_ETHERNET:
+        if len(data) < 14:
+            return None
+        ethertype = _U16.unpack_from(data, 12)[0]
+        at = 14
+        if ethertype == _ETHERTYPE_IP4:
+            version = 4
+        elif ethertype == _ETHERTYPE_IP6:
+            version = 6
+        else:
+            return None
+    elif linktype in _RAW or linktype in (LINKTYPE_NULL, LINKTYPE_LOOP):
+        at = 0 if linktype in _RAW else 4
+        if len(data) <= at:
+            return None
+        version = data[at] >> 4
+    else:
+        return None
+    if version == 4:
+        if len(data) < at + 20:
+            return None
+        v_hl, total, frag, proto = _IP4.unpack_from(data, at)
+        ihl = (v_hl & 0xF) * 4
+        if ihl < 20 or proto != _TCP or frag & 0x3FFF or len(data) < at + ihl:
+            return None
+        # dpkt: the IP payload ends where the total length says (Ethernet padding dropped)
+        tcp = data[at + ihl : at + total] if total else data[at + ihl :]
+        family, src, dst = socket.AF_INET, data[at + 12 : at + 16], data[at + 16 : at + 20]
+        after_ip = total - ihl if total else -1
+    elif version == 6:
+        if len(data) < at + 40:
+            return None
+        plen, nxt = _IP6.unpack_from(data, at)
+        if nxt != _TCP:
+            return None
+        tcp = data[at + 40 : at + 40 + plen] if plen else data[at + 40 :]
+        family, src, dst = socket.AF_INET6, data[at + 8 : at + 24], data[at + 24 : at + 40]
+        after_ip = plen if plen else -1
+    else:
+        return None
+    if len(tcp) < 20:
+        return None
+    sport, dport, seq, ack, off, flags = _TCP_HEADER.unpack_from(tcp)
+    header = (off >> 4) * 4
+    if header < 20:
+        return None
+    payload = bytes(tcp[header:])
+    sent = after_ip - header if after_ip >= 0 else len(payload)
+    return Segment(
+        src=socket.inet_ntop(family, src),
+        sport=sport,
+        dst=socket.inet_ntop(family, dst),
+        dport=dport,
+        seq=seq,
+        ack=ack,
+        syn=bool(flags & _SYN),
+        fin=bool(flags & _FIN),
+        rst=bool(flags & _RST),
+        payload=payload,
+        ts=packet.ts,
+        ts_ns=packet.ts_ns,
+        index=packet.index,
+        missing=max(0, sent - len(payload)),
+        ack_flag=bool(flags & _ACK),
+    )
 
 
 def _network(linktype: int, data: bytes) -> Any:
