@@ -278,9 +278,14 @@ def run(
         for path in dirs.values():
             shutil.rmtree(path, ignore_errors=True)
             path.mkdir(parents=True)
+        # Largest ranges first: Spark starts partitions in order, so the small ones fill in
+        # at the end and no core idles while a last large range runs alone (a byte file's
+        # tail range, and every small file, is shorter than the target). The index, which
+        # names each range's part files, stays the walk's.
+        order = sorted(range(len(job.ranges)), key=lambda i: job.ranges[i].start - job.ranges[i].end)
         ranges = spark.createDataFrame(
             spark.sparkContext.parallelize(
-                [(i, *astuple(r)) for i, r in enumerate(job.ranges)],
+                [(i, *astuple(job.ranges[i])) for i in order],
                 numSlices=max(1, len(job.ranges)),
             ),
             "`index` INT, " + Range.ddl(),
