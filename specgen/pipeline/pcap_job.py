@@ -35,6 +35,7 @@ import importlib
 import json
 import shutil
 import sys
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,16 +163,30 @@ def plan(files: list[CaptureFile], target: int = RANGE_TARGET) -> list[tuple[str
 # Stage 1: packets of a range -> segment rows
 
 
-def segment_rows(
+BUCKETS = 64
+"""Stage 1 files each segment under one of this many buckets, by its 4-tuple; a stage-2 task
+reassembles one bucket (every connection in it, whole)."""
+
+SEGMENTS_DIR = ".segments"
+"""OUT/streams/.segments/<bucket>/<range>.parquet: stage 1's segment rows, read by stage 2 and
+removed after it (under OUT/streams, so --overwrite clears what a failed run left)."""
+
+
+def bucket(capture: str, client: str, server: str) -> int:
+    """A 4-tuple's bucket: the same in every Python process (str hashes are salted per
+    process, a CRC is not)."""
+    return zlib.crc32(f"{capture}\0{client}\0{server}".encode()) % BUCKETS
+
+
+def _segment_rows(
     path: str, capture: str, start: int, end: int, ports: frozenset[int]
-) -> Iterator[dict[str, list[Any]]]:
-    """Column batches of the TCP segments in one range of a capture file, then its counts."""
-    columns: dict[str, list[Any]] = {name: [] for name, _ in SEGMENT_FIELDS}
+) -> Iterator[dict[str, Any]]:
+    """The range's rows: its segments and damaged stretches in file order, then its counts."""
     packets = skipped = 0
     tally = pcap.Tally()
     for item in pcap.scan(Path(path), start, end, tally):
         if isinstance(item, records.Damage):
-            damage = {
+            yield {
                 "kind": "damage",
                 "capture": capture,
                 "index": item.offset,
@@ -179,7 +194,6 @@ def segment_rows(
                 "length": item.length,
                 "error": item.reason,
             }
-            _append(columns, damage)
             continue
         packets += 1
         seg = pcap.segment(item)
@@ -187,7 +201,7 @@ def segment_rows(
             skipped += 1
             continue
         (client, server), direction = reassembly.connection_key(seg, ports)
-        row = {
+        yield {
             "kind": "segment",
             "capture": capture,
             "index": seg.index,
@@ -204,11 +218,7 @@ def segment_rows(
             "payload": bytes(seg.payload),
             "missing": seg.missing,
         }
-        _append(columns, row)
-        if len(columns["kind"]) >= ROWS_PER_BATCH:
-            yield columns
-            columns = {name: [] for name, _ in SEGMENT_FIELDS}
-    counts = {
+    yield {
         "kind": "counts",
         "capture": capture,
         "packets": packets,
@@ -218,8 +228,6 @@ def segment_rows(
         "file_end": tally.end,
         "error": tally.broken,
     }
-    _append(columns, counts)
-    yield columns
 
 
 def _append(columns: dict[str, list[Any]], row: dict[str, Any]) -> None:
@@ -238,14 +246,61 @@ def _endpoint(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def stage1(ports: frozenset[int], batches: Iterable[Any]) -> Iterator[Any]:
-    """mapInArrow's function for stage 1: ranges in, segment rows out."""
+SEGMENT_COLUMNS = [name for name, _ in SEGMENT_FIELDS[:15]]  # kind .. missing
+SEGMENT_ROWS = pa.schema(SEGMENT_FIELDS[:15])
+
+
+def stage1(ports: frozenset[int], segments_dir: str, batches: Iterable[Any]) -> Iterator[Any]:
+    """mapInArrow's function for stage 1: ranges in; each range's segment rows written as
+    Parquet, a part per bucket (`bucket`) under `segments_dir`; out go its counts, its damaged
+    stretches and a row per bucket it wrote (index: the bucket, length: its payload bytes).
+
+    The payloads never cross into the JVM: measured on a 1 GiB pcap, carrying them through
+    Spark's shuffle (and the cached stage-1 rows) took 4.6 GiB of memory per GiB of capture
+    and as much time as it saved."""
     for batch in batches:
         for row in batch.to_pylist():
-            for columns in segment_rows(
-                row["path"], row["capture"], row["start"], row["end"], ports
-            ):
-                yield pa.RecordBatch.from_pydict(columns, schema=SEGMENTS)
+            out: dict[str, list[Any]] = {name: [] for name, _ in SEGMENT_FIELDS}
+            buckets: dict[int, dict[str, list[Any]]] = {}
+            sizes: dict[int, int] = {}
+            writers: dict[int, Any] = {}
+            try:
+                for found in _segment_rows(
+                    row["path"], row["capture"], row["start"], row["end"], ports
+                ):
+                    if found["kind"] != "segment":
+                        _append(out, found)
+                        continue
+                    b = bucket(found["capture"], found["client"], found["server"])
+                    columns = buckets.get(b)
+                    if columns is None:
+                        columns = buckets[b] = {name: [] for name in SEGMENT_COLUMNS}
+                    for name in SEGMENT_COLUMNS:
+                        columns[name].append(found[name])
+                    sizes[b] = sizes.get(b, 0) + len(found["payload"])
+                    if len(columns["kind"]) >= ROWS_PER_BATCH:
+                        _flush(writers, b, columns, segments_dir, row["task"])
+                        buckets[b] = {name: [] for name in SEGMENT_COLUMNS}
+                for b, columns in buckets.items():
+                    if columns["kind"]:
+                        _flush(writers, b, columns, segments_dir, row["task"])
+            finally:
+                for w in writers.values():
+                    w.close()
+            for b in sorted(writers):
+                _append(out, {"kind": "bucket", "index": b, "length": sizes.get(b, 0)})
+            yield pa.RecordBatch.from_pydict(out, schema=SEGMENTS)
+
+
+def _flush(
+    writers: dict[int, Any], b: int, columns: dict[str, list[Any]], folder: str, task: int
+) -> None:
+    """A batch of one bucket's rows onto the range's part of that bucket."""
+    if b not in writers:
+        path = Path(folder) / f"{b:03d}" / f"{task:05d}.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        writers[b] = pq.ParquetWriter(path, SEGMENT_ROWS)
+    writers[b].write_batch(pa.RecordBatch.from_pydict(columns, schema=SEGMENT_ROWS))
 
 
 # --------------------------------------------------------------------------------------------
@@ -274,6 +329,23 @@ def stage2(streams_dir: str, ports: frozenset[int], batches: Iterable[Any]) -> I
             group.rows.append(row)
     if group is not None:
         yield from _finish(Path(streams_dir), group, ports)
+
+
+def stage2_buckets(
+    streams_dir: str, segments_dir: str, ports: frozenset[int], batches: Iterable[Any]
+) -> Iterator[Any]:
+    """mapInArrow's function for stage 2: bucket numbers in; each bucket's parts (one per
+    stage-1 range that had its segments) read and sorted by (capture, client, server, index),
+    then reassembled by `stage2`; one summary row per reassembled direction out."""
+    for batch in batches:
+        for b in batch.column("bucket").to_pylist():
+            folder = Path(segments_dir) / f"{b:03d}"
+            table = pa.concat_tables(
+                [pq.read_table(p, schema=SEGMENT_ROWS) for p in sorted(folder.glob("*.parquet"))]
+            ).sort_by([(k, "ascending") for k in ("capture", "client", "server", "index")])
+            batches_ = table.to_batches(max_chunksize=ROWS_PER_BATCH)
+            del table
+            yield from stage2(streams_dir, ports, batches_)
 
 
 def _finish(streams: Path, group: _Group, ports: frozenset[int]) -> Iterator[Any]:
@@ -403,48 +475,57 @@ def reassemble_on_spark(
     streams_dir = (out / STREAMS).resolve()
     shutil.rmtree(streams_dir, ignore_errors=True)
     streams_dir.mkdir(parents=True)
+    segments_dir = streams_dir / SEGMENTS_DIR
     tasks = plan(files)
+    # largest ranges first (a compressed file is one range of unknown size: first of all)
+    order = sorted(range(len(tasks)), key=lambda i: tasks[i][2] - tasks[i][3])
     ranges = spark.createDataFrame(
-        spark.sparkContext.parallelize(tasks, numSlices=max(1, len(tasks))),
-        "`path` STRING, `capture` STRING, `start` BIGINT, `end` BIGINT",
+        spark.sparkContext.parallelize(
+            [(i, *tasks[i]) for i in order], numSlices=max(1, len(tasks))
+        ),
+        "`task` INT, `path` STRING, `capture` STRING, `start` BIGINT, `end` BIGINT",
     )
-    rows = ranges.mapInArrow(functools.partial(stage1, ports), SEGMENTS_DDL).persist()
     try:
-        per_range = rows.filter("kind = 'counts'").select(
-            "capture", "packets", "skipped", "record_bytes", "damaged_bytes", "file_end", "error"
-        )
+        rows = ranges.mapInArrow(
+            functools.partial(stage1, ports, str(segments_dir)), SEGMENTS_DDL
+        ).collect()
         by_file: dict[str, FileCounts] = {}
         packets = skipped = 0
-        for r in per_range.collect():
-            packets += r["packets"] or 0
-            skipped += r["skipped"] or 0
-            fc = by_file.setdefault(r["capture"], FileCounts())
-            fc.record_bytes += r["record_bytes"] or 0
-            fc.damaged_bytes += r["damaged_bytes"] or 0
-            if r["file_end"] is not None:
-                fc.end = r["file_end"]
-            fc.broken = fc.broken or r["error"]
-        damage = [
-            r.asDict()
-            for r in rows.filter("kind = 'damage'")
-            .select("capture", "index", "length", "error", "payload")
-            .orderBy("capture", "index")
-            .collect()
-        ]
-        segments = rows.filter("kind = 'segment'")
-        n_segments = segments.count()
-        partitions = max(1, min(64, len(tasks) * 2))
-        grouped = segments.repartition(
-            partitions, "capture", "client", "server"
-        ).sortWithinPartitions("capture", "client", "server", "index")
-        directions = [
-            r.asDict()
-            for r in grouped.mapInArrow(
-                functools.partial(stage2, str(streams_dir), ports), STREAMS_DDL
-            ).collect()
-        ]
+        sizes: dict[int, int] = {}
+        damage: list[dict[str, Any]] = []
+        for r in rows:
+            if r["kind"] == "counts":
+                packets += r["packets"] or 0
+                skipped += r["skipped"] or 0
+                fc = by_file.setdefault(r["capture"], FileCounts())
+                fc.record_bytes += r["record_bytes"] or 0
+                fc.damaged_bytes += r["damaged_bytes"] or 0
+                if r["file_end"] is not None:
+                    fc.end = r["file_end"]
+                fc.broken = fc.broken or r["error"]
+            elif r["kind"] == "damage":
+                damage.append({k: r[k] for k in ("capture", "index", "length", "error", "payload")})
+            elif r["kind"] == "bucket":
+                sizes[r["index"]] = sizes.get(r["index"], 0) + r["length"]
+        damage.sort(key=lambda d: (d["capture"], d["index"]))
+        n_segments = packets - skipped  # every packet read is a segment row or skipped
+        # one task per bucket that has segments, the largest first (as the ranges above)
+        buckets = sorted(sizes, key=lambda b: (-sizes[b], b))
+        directions: list[dict[str, Any]] = []
+        if buckets:
+            grouped = spark.createDataFrame(
+                spark.sparkContext.parallelize([(b,) for b in buckets], numSlices=len(buckets)),
+                "`bucket` INT",
+            )
+            directions = [
+                r.asDict()
+                for r in grouped.mapInArrow(
+                    functools.partial(stage2_buckets, str(streams_dir), str(segments_dir), ports),
+                    STREAMS_DDL,
+                ).collect()
+            ]
     finally:
-        rows.unpersist()
+        shutil.rmtree(segments_dir, ignore_errors=True)
     return Streams(packets, skipped, n_segments, directions, by_file, damage)
 
 
