@@ -323,7 +323,8 @@ def kind(pid: int) -> str:
     except OSError:
         return "gone"
     if args and args[0].endswith(b"java"):
-        return "cluster jvm" if any(b"deploy" in a for a in args) else "jvm"
+        cluster = (b"deploy.master.", b"deploy.worker.", b"CoarseGrainedExecutorBackend")
+        return "cluster jvm" if any(c in a for a in args for c in cluster) else "jvm"
     if b"pyspark.daemon" in args or b"pyspark.worker" in args:
         return "python worker"
     return "driver" if b"--child" in args else "other"

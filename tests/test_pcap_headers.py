@@ -5,6 +5,8 @@ stands. Packets from tests/pcap_writer.py, then the same with random bytes chang
 from __future__ import annotations
 
 import random
+import struct
+from pathlib import Path
 
 import dpkt  # type: ignore[import-untyped]
 import pytest
@@ -25,7 +27,7 @@ def _dpkt(packet: pcap.Packet) -> pcap.Segment | str:
         return "malformed"
 
 
-struct_error = __import__("struct").error
+struct_error = struct.error
 
 
 def _packets(rng: random.Random) -> list[tuple[int, bytes]]:
@@ -101,3 +103,46 @@ def test_struct_headers_read_as_dpkt_does(seed: int) -> None:
                 assert fast == expected, (linktype, v.hex())
             assert pcap._decode(packet) == expected, (linktype, v.hex())
     assert read > 100  # the struct path did most of the work
+
+
+def _walked(path: Path, target: int) -> list[tuple[int, int]]:
+    """`pcap.ranges` as it was: every record start from the general walk."""
+    import itertools
+
+    from specgen.pipeline import records
+
+    size = path.stat().st_size
+    with records.open_window(path, compressed=False) as w:
+        items = pcap._walk(w, "pcap", path, 0, with_data=False)
+        first = next(items, None)
+        if first is None:
+            return []
+        starts = (item.offset for item in items if isinstance(item, records.Record))
+        return pcap._cut(itertools.chain([first.offset], starts), size, target)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_quick_record_walk_cuts_as_the_general_walk(seed: int, tmp_path: Path) -> None:
+    rng = random.Random(seed)
+    order = rng.choice("<>")
+    body = bytearray(struct.pack(order + "IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+    t = 1_700_000_000
+    for _ in range(400):
+        data = bytes(rng.randrange(256) for _ in range(rng.choice([0, 1, 60, 300, 1500])))
+        t += rng.randint(0, 2)
+        body += struct.pack(order + "IIII", t, rng.randrange(1_000_000), len(data), len(data))
+        body += data
+    clean = bytes(body)
+    for variant in range(30):
+        b = bytearray(clean)
+        if variant:
+            for _ in range(rng.randint(1, 4)):
+                at = rng.randrange(24, len(b))
+                b[at : at + 4] = rng.choice([b"\xff\xff\xff\xff", b"\x00\x00\x00\x00",
+                                             struct.pack(order + "I", rng.randrange(2000))])  # fmt: skip
+            if rng.random() < 0.3:
+                b = b[: rng.randrange(24, len(b))]
+        path = tmp_path / f"{variant}.pcap"
+        path.write_bytes(bytes(b))
+        for target in (1, 5000, 10**9):
+            assert pcap.ranges(path, target) == _walked(path, target), (variant, target)

@@ -164,6 +164,23 @@ def ranges(path: Path | str, target_bytes: int) -> list[tuple[int, int]]:
     if fmt.endswith(".gz"):
         return [(0, TO_END)]
     size = os.path.getsize(path)
+    if fmt == "pcap":
+        with open(path, "rb") as f:
+            header = records.pcap_header(f.read(records.PCAP_FILE_HEADER))
+        if header is not None:
+            starts, resume = _clean_records(path, header, size)
+            if resume is None:
+                return _cut(starts, size, target_bytes)
+            with records.open_window(path, compressed=False) as w:
+                # the general walk from the last record read that the quick one did not vouch
+                # for: the same records from there as a walk from the start (see below)
+                items = _walk(w, fmt, path, resume, with_data=False)
+                rest = (
+                    item.offset
+                    for i, item in enumerate(items)
+                    if isinstance(item, records.Record) or (i == 0 and not starts)
+                )
+                return _cut(itertools.chain(starts, rest), size, target_bytes)
     with records.open_window(path, compressed=False) as w:
         # a range starts on a record, never on damage, but for the first: a walk resynchronises
         # after damage by the time of the record before it, which a range must have read too
@@ -171,8 +188,59 @@ def ranges(path: Path | str, target_bytes: int) -> list[tuple[int, int]]:
         first = next(items, None)
         if first is None:
             return []
-        starts = (item.offset for item in items if isinstance(item, records.Record))
-        return _cut(itertools.chain([first.offset], starts), size, target_bytes)
+        later = (item.offset for item in items if isinstance(item, records.Record))
+        return _cut(itertools.chain([first.offset], later), size, target_bytes)
+
+
+_CHUNK = 8 * 1024 * 1024
+
+
+def _clean_records(
+    path: Path | str, header: records.PcapHeader, size: int
+) -> tuple[list[int], int | None]:
+    """The record starts of a pcap file as far as every record is sound, read with `struct`
+    from large reads, ~5x faster than `records.pcap_records`: (the starts, None) when all are,
+    else (the starts before the last sound record, that record's start) for the general walk
+    to go on from. A record is sound when its length is within the limit, it ends inside the
+    file, and at its end either the file ends or a plausible header follows (the general walk's
+    own tests). The general walk resumed at a sound record reads it as one (its length leads to
+    a plausible header) and so reaches the next as a walk from the start would, with the same
+    last time (its resynchronisation's guide)."""
+    record = struct.Struct(header.order + "IIII")
+    limit, frac_max = header.limit, header.frac_max
+    starts: list[int] = []
+    with open(path, "rb") as f:
+        buf, base = b"", 0
+
+        def head(at: int) -> tuple[int, int, int, int] | None:
+            nonlocal buf, base
+            if at - base + records.PCAP_RECORD_HEADER > len(buf) or at < base:
+                f.seek(at)
+                buf, base = f.read(_CHUNK), at
+            if len(buf) - (at - base) < records.PCAP_RECORD_HEADER:
+                return None
+            fields: tuple[int, int, int, int] = record.unpack_from(buf, at - base)
+            return fields
+
+        offset = records.PCAP_FILE_HEADER
+        if offset >= size:
+            return [], offset
+        first = head(offset)
+        if first is None or first[2] > limit:
+            return [], offset
+        while True:
+            incl = first[2]
+            end = offset + records.PCAP_RECORD_HEADER + incl
+            if end == size:
+                starts.append(offset)
+                return starts, None
+            after = head(end) if end < size else None
+            if after is None or not (
+                after[1] < frac_max and 1 <= after[2] <= limit and after[3] >= after[2]
+            ):
+                return starts[:-1], starts[-1] if starts else offset
+            starts.append(offset)
+            offset, first = end, after
 
 
 def _cut(starts: Iterable[int], size: int, target_bytes: int) -> list[tuple[int, int]]:

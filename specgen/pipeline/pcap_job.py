@@ -58,6 +58,9 @@ STREAMS = "streams"
 RANGE_TARGET = 64 * 1024 * 1024
 """Bytes of a capture file per stage-1 task."""
 
+MIN_RANGE = 4 * 1024 * 1024
+"""The smallest range target: below it a task's fixed costs outweigh what it shares out."""
+
 ROWS_PER_BATCH = 4096
 
 SEGMENT_FIELDS = [
@@ -312,21 +315,31 @@ class _Group:
     capture: str
     client: str
     server: str
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[reassembly.Segment] = field(default_factory=list)
 
 
 def stage2(streams_dir: str, ports: frozenset[int], batches: Iterable[Any]) -> Iterator[Any]:
     """mapInArrow's function for stage 2: segment rows sorted by (capture, client, server,
     index) in, one summary row per reassembled direction out; the byte files are written."""
     group: _Group | None = None
+    ends: tuple[tuple[str, int], tuple[str, int]] = (("", 0), ("", 0))
     for batch in batches:
-        for row in batch.to_pylist():
-            key = (row["capture"], row["client"], row["server"])
-            if group is None or (group.capture, group.client, group.server) != key:
+        c = batch.to_pydict()  # columns of Python values: no dict per row
+        for capture, client, server, direction, *fields in zip(
+            c["capture"], c["client"], c["server"], c["direction"], c["index"], c["ts"],
+            c["seq"], c["ack"], c["ack_flag"], c["syn"], c["fin"], c["rst"], c["payload"],
+            c["missing"], strict=True,
+        ):  # fmt: skip
+            if group is None or (group.capture, group.client, group.server) != (
+                capture,
+                client,
+                server,
+            ):
                 if group is not None:
                     yield from _finish(Path(streams_dir), group, ports)
-                group = _Group(*key)
-            group.rows.append(row)
+                group = _Group(capture, client, server)
+                ends = (_endpoint(client), _endpoint(server))  # parsed once per 4-tuple
+            group.rows.append(_segment(ends, direction, *fields))
     if group is not None:
         yield from _finish(Path(streams_dir), group, ports)
 
@@ -351,7 +364,7 @@ def stage2_buckets(
 def _finish(streams: Path, group: _Group, ports: frozenset[int]) -> Iterator[Any]:
     summaries: dict[str, list[Any]] = {name: [] for name, _ in STREAM_FIELDS}
     # port reuse: reassembly.connections splits the 4-tuple where a new SYN follows a FIN/RST
-    for conn in reassembly.connections([_segment(r) for r in group.rows], ports):
+    for conn in reassembly.connections(group.rows, ports):
         for direction, segments, result in write_connection(streams / group.capture, conn):
             summary = {
                 "capture": group.capture,
@@ -408,25 +421,38 @@ def write_connection(
     return out
 
 
-def _segment(row: dict[str, Any]) -> reassembly.Segment:
-    client, server = _endpoint(row["client"]), _endpoint(row["server"])
-    src, dst = (client, server) if row["direction"] == "c2s" else (server, client)
+def _segment(
+    ends: tuple[tuple[str, int], tuple[str, int]],
+    direction: str,
+    index: int,
+    ts: float,
+    seq: int,
+    ack: int,
+    ack_flag: bool,
+    syn: bool,
+    fin: bool,
+    rst: bool,
+    payload: bytes,
+    missing: int,
+) -> reassembly.Segment:
+    client, server = ends
+    src, dst = (client, server) if direction == "c2s" else (server, client)
     return reassembly.Segment(
         src=src[0],
         sport=src[1],
         dst=dst[0],
         dport=dst[1],
-        seq=row["seq"],
-        ack=row["ack"],
-        ack_flag=row["ack_flag"],
-        syn=row["syn"],
-        fin=row["fin"],
-        rst=row["rst"],
-        payload=row["payload"],
-        ts=row["ts"],
-        ts_ns=int(row["ts"] * 1e9),
-        index=row["index"],
-        missing=row["missing"],
+        seq=seq,
+        ack=ack,
+        ack_flag=ack_flag,
+        syn=syn,
+        fin=fin,
+        rst=rst,
+        payload=payload,
+        ts=ts,
+        ts_ns=int(ts * 1e9),
+        index=index,
+        missing=missing,
     )
 
 
@@ -476,7 +502,11 @@ def reassemble_on_spark(
     shutil.rmtree(streams_dir, ignore_errors=True)
     streams_dir.mkdir(parents=True)
     segments_dir = streams_dir / SEGMENTS_DIR
-    tasks = plan(files)
+    # a few ranges per core even for a small capture (one 64 MiB range and a 36 MiB one
+    # leave a core idle for half of stage 1), none below MIN_RANGE
+    cores = spark.sparkContext.defaultParallelism
+    total = sum(f.size for f in files)
+    tasks = plan(files, max(MIN_RANGE, min(RANGE_TARGET, total // (4 * max(1, cores)))))
     # largest ranges first (a compressed file is one range of unknown size: first of all)
     order = sorted(range(len(tasks)), key=lambda i: tasks[i][2] - tasks[i][3])
     ranges = spark.createDataFrame(
