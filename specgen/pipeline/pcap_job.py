@@ -253,8 +253,14 @@ SEGMENT_COLUMNS = [name for name, _ in SEGMENT_FIELDS[:15]]  # kind .. missing
 SEGMENT_ROWS = pa.schema(SEGMENT_FIELDS[:15])
 
 
-def stage1(ports: frozenset[int], segments_dir: str, batches: Iterable[Any]) -> Iterator[Any]:
-    """mapInArrow's function for stage 1: ranges in; each range's segment rows written as
+def stage1(
+    ports: frozenset[int],
+    segments_dir: str,
+    todo: list[tuple[int, str, str, int, int]],
+    batches: Iterable[Any],
+) -> Iterator[Any]:
+    """mapInArrow's function for stage 1: numbers of ranges in `todo` (task, path, capture,
+    start, end) in; each range's segment rows written as
     Parquet, a part per bucket (`bucket`) under `segments_dir`; out go its counts, its damaged
     stretches and a row per bucket it wrote (index: the bucket, length: its payload bytes).
 
@@ -262,15 +268,14 @@ def stage1(ports: frozenset[int], segments_dir: str, batches: Iterable[Any]) -> 
     Spark's shuffle (and the cached stage-1 rows) took 4.6 GiB of memory per GiB of capture
     and as much time as it saved."""
     for batch in batches:
-        for row in batch.to_pylist():
+        for k in batch.column(0).to_pylist():
+            task, path, capture, start, end = todo[k]
             out: dict[str, list[Any]] = {name: [] for name, _ in SEGMENT_FIELDS}
             buckets: dict[int, dict[str, list[Any]]] = {}
             sizes: dict[int, int] = {}
             writers: dict[int, Any] = {}
             try:
-                for found in _segment_rows(
-                    row["path"], row["capture"], row["start"], row["end"], ports
-                ):
+                for found in _segment_rows(path, capture, start, end, ports):
                     if found["kind"] != "segment":
                         _append(out, found)
                         continue
@@ -282,11 +287,11 @@ def stage1(ports: frozenset[int], segments_dir: str, batches: Iterable[Any]) -> 
                         columns[name].append(found[name])
                     sizes[b] = sizes.get(b, 0) + len(found["payload"])
                     if len(columns["kind"]) >= ROWS_PER_BATCH:
-                        _flush(writers, b, columns, segments_dir, row["task"])
+                        _flush(writers, b, columns, segments_dir, task)
                         buckets[b] = {name: [] for name in SEGMENT_COLUMNS}
                 for b, columns in buckets.items():
                     if columns["kind"]:
-                        _flush(writers, b, columns, segments_dir, row["task"])
+                        _flush(writers, b, columns, segments_dir, task)
             finally:
                 for w in writers.values():
                     w.close()
@@ -345,13 +350,17 @@ def stage2(streams_dir: str, ports: frozenset[int], batches: Iterable[Any]) -> I
 
 
 def stage2_buckets(
-    streams_dir: str, segments_dir: str, ports: frozenset[int], batches: Iterable[Any]
+    streams_dir: str,
+    segments_dir: str,
+    ports: frozenset[int],
+    buckets: list[int],
+    batches: Iterable[Any],
 ) -> Iterator[Any]:
-    """mapInArrow's function for stage 2: bucket numbers in; each bucket's parts (one per
+    """mapInArrow's function for stage 2: numbers of buckets in `buckets` in; each bucket's parts (one per
     stage-1 range that had its segments) read and sorted by (capture, client, server, index),
     then reassembled by `stage2`; one summary row per reassembled direction out."""
     for batch in batches:
-        for b in batch.column("bucket").to_pylist():
+        for b in (buckets[k] for k in batch.column(0).to_pylist()):
             folder = Path(segments_dir) / f"{b:03d}"
             table = pa.concat_tables(
                 [pq.read_table(p, schema=SEGMENT_ROWS) for p in sorted(folder.glob("*.parquet"))]
@@ -509,15 +518,13 @@ def reassemble_on_spark(
     tasks = plan(files, max(MIN_RANGE, min(RANGE_TARGET, total // (4 * max(1, cores)))))
     # largest ranges first (a compressed file is one range of unknown size: first of all)
     order = sorted(range(len(tasks)), key=lambda i: tasks[i][2] - tasks[i][3])
-    ranges = spark.createDataFrame(
-        spark.sparkContext.parallelize(
-            [(i, *tasks[i]) for i in order], numSlices=max(1, len(tasks))
-        ),
-        "`task` INT, `path` STRING, `capture` STRING, `start` BIGINT, `end` BIGINT",
-    )
+    # partition k of spark.range holds k alone: its task reads the k-th range of `todo`, which
+    # travels with the function (no Python RDD, whose rows a second Python worker would feed)
+    todo = [(i, *tasks[i]) for i in order]
+    ranges = spark.range(0, len(todo), 1, numPartitions=max(1, len(todo)))
     try:
         rows = ranges.mapInArrow(
-            functools.partial(stage1, ports, str(segments_dir)), SEGMENTS_DDL
+            functools.partial(stage1, ports, str(segments_dir), todo), SEGMENTS_DDL
         ).collect()
         by_file: dict[str, FileCounts] = {}
         packets = skipped = 0
@@ -543,14 +550,13 @@ def reassemble_on_spark(
         buckets = sorted(sizes, key=lambda b: (-sizes[b], b))
         directions: list[dict[str, Any]] = []
         if buckets:
-            grouped = spark.createDataFrame(
-                spark.sparkContext.parallelize([(b,) for b in buckets], numSlices=len(buckets)),
-                "`bucket` INT",
-            )
+            grouped = spark.range(0, len(buckets), 1, numPartitions=len(buckets))
             directions = [
                 r.asDict()
                 for r in grouped.mapInArrow(
-                    functools.partial(stage2_buckets, str(streams_dir), str(segments_dir), ports),
+                    functools.partial(
+                        stage2_buckets, str(streams_dir), str(segments_dir), ports, buckets
+                    ),
                     STREAMS_DDL,
                 ).collect()
             ]
