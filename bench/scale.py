@@ -1,6 +1,6 @@
 """Scale benchmark for `specgen decode`: Spark against one plain Python process, at 5 M frames.
 
-    .venv/bin/python bench/scale.py [--frames N] [--work DIR] [--keep]
+    .venv/bin/python bench/scale.py [--frames N] [--work DIR] [--keep] [--cluster]
 
 1. Writes a synthetic capture (default 5,000,000 frames, about 1 GiB) with the generated
    RabbitMQ Streams encoders: several connections, each a whole session (handshake, create and
@@ -10,9 +10,15 @@
    patched ids, which keeps generating 5 M frames under half a minute.
 2. Decodes it three times, each in a fresh subprocess so that peak memory is that run's alone:
    `decode_local` (one Python process, pyarrow's Parquet writer), Spark on local[1] and Spark on
-   local[*]. While a run lasts, the RSS of its whole process tree (driver Python, JVM, Python
-   workers) is summed every 0.2 s; the peak is reported, and the PSS peak next to it, since
-   Python workers forked from one daemon share pages that an RSS sum counts twice.
+   local[*], and with --cluster on a standalone cluster of 2 workers of 1 core each on loopback
+   (started from pyspark's jars for that run, stopped after it: its start is not timed). While
+   a run lasts, the RSS of its whole process tree (driver Python, JVM, Python workers; the
+   cluster's master, workers and executors too) is summed every 0.2 s; the peak is reported,
+   and the PSS peak next to it (sampled near the RSS peak, at most every 2 s: reading it costs
+   the run CPU), since Python workers forked from one daemon share pages that an RSS sum counts
+   twice. Each run's CPU seconds are recorded, and the share of the machine's CPU that other
+   processes used meanwhile ("others"): the machine is shared, and a ratio measured while
+   others load it understates Spark, which then cannot get both cores.
 3. Checks that every run found, wrote and reconciled the same frames, with no rejects, and that
    the per-message counts and timestamps in the Parquet match what was generated, and that the
    pipeline's code did not change under the runs (the tree is shared); prints one table and
