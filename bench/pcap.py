@@ -1,6 +1,7 @@
 """pcap benchmark for `specgen decode`: a ~1 GiB pcap on Spark against one plain Python process.
 
     .venv/bin/python bench/pcap.py [--size 1G | --frames N] [--work DIR] [--keep] [--no-local1]
+                                   [--cluster]
 
 1. Generates bench/scale.py's synthetic RabbitMQ Streams capture (its `generate`, with an index
    on every connection: the index's read events say when each 64 KiB of a direction was sent)
@@ -20,16 +21,21 @@
    that other processes used meanwhile (the machine is shared):
    - "single process": the same work in one plain Python process, no Spark: `pcap.packets` and
      `pcap.segment` over the whole file, the segments grouped by connection (all held until the
-     end of the file, as Spark's shuffle holds them), `reassembly.connections` and `reassemble`
+     end of the file), `reassembly.connections` and `reassemble`
      per direction, the byte files and indexes written in the layout the pcap job writes, then
      `decode_local` over them;
    - "Spark local[1]" and "Spark local[*]": `pcap_job.run` (what `specgen decode` runs on a
-     pcap): stage 1 (packets from file ranges), stage 2 (reassembly per connection), the decode.
+     pcap): stage 1 (packets from file ranges, written as Parquet parts per bucket of
+     connections), stage 2 (reassembly, a bucket per task), the decode;
+   - with --cluster, "Spark standalone 2x1 core": the same on a standalone cluster of 2 workers
+     of 1 core each on loopback (bench/scale.py's `Cluster`), its processes measured too.
 3. Checks every run: the frames found, written and reconciled, 0 rejects and 0 gaps, the pcap
    reconciliation (packets = segments + skipped; payload bytes = bytes kept + duplicates), the
    message counts and that every frame has a timestamp, the packet counts against what was
    written, and that each reassembled byte file equals the generated one (SHA-1); prints one
-   table and writes it as JSON to bench/results/pcap.json. Exits 1 when a run is wrong.
+   table with issue 28's targets beside the figures (local[*] >= 1.3x the single process, peak
+   < 2 GiB per GiB of pcap, the cluster at least as fast as local[*]) and writes it as JSON to
+   bench/results/pcap.json. Exits 1 when a run is wrong.
 
 Frames/s is frames found / the wall time of the whole decode call (pcap to Parquet: for Spark
 after the session is up, which is reported as start-up); "streams s" is the part of it spent
