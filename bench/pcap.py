@@ -1,6 +1,7 @@
 """pcap benchmark for `specgen decode`: a ~1 GiB pcap on Spark against one plain Python process.
 
     .venv/bin/python bench/pcap.py [--size 1G | --frames N] [--work DIR] [--keep] [--no-local1]
+                                   [--cluster]
 
 1. Generates bench/scale.py's synthetic RabbitMQ Streams capture (its `generate`, with an index
    on every connection: the index's read events say when each 64 KiB of a direction was sent)
@@ -20,16 +21,21 @@
    that other processes used meanwhile (the machine is shared):
    - "single process": the same work in one plain Python process, no Spark: `pcap.packets` and
      `pcap.segment` over the whole file, the segments grouped by connection (all held until the
-     end of the file, as Spark's shuffle holds them), `reassembly.connections` and `reassemble`
+     end of the file), `reassembly.connections` and `reassemble`
      per direction, the byte files and indexes written in the layout the pcap job writes, then
      `decode_local` over them;
    - "Spark local[1]" and "Spark local[*]": `pcap_job.run` (what `specgen decode` runs on a
-     pcap): stage 1 (packets from file ranges), stage 2 (reassembly per connection), the decode.
+     pcap): stage 1 (packets from file ranges, written as Parquet parts per bucket of
+     connections), stage 2 (reassembly, a bucket per task), the decode;
+   - with --cluster, "Spark standalone 2x1 core": the same on a standalone cluster of 2 workers
+     of 1 core each on loopback (bench/scale.py's `Cluster`), its processes measured too.
 3. Checks every run: the frames found, written and reconciled, 0 rejects and 0 gaps, the pcap
    reconciliation (packets = segments + skipped; payload bytes = bytes kept + duplicates), the
    message counts and that every frame has a timestamp, the packet counts against what was
    written, and that each reassembled byte file equals the generated one (SHA-1); prints one
-   table and writes it as JSON to bench/results/pcap.json. Exits 1 when a run is wrong.
+   table with issue 28's targets beside the figures (local[*] >= 1.3x the single process, peak
+   < 2 GiB per GiB of pcap, the cluster at least as fast as local[*]) and writes it as JSON to
+   bench/results/pcap.json. Exits 1 when a run is wrong.
 
 Frames/s is frames found / the wall time of the whole decode call (pcap to Parquet: for Spark
 after the session is up, which is reported as start-up); "streams s" is the part of it spent
@@ -72,6 +78,8 @@ NOISE_EVERY = 97  # a UDP datagram (DNS) after every this many reads: packets to
 SERVER_IP = bytes([10, 0, 0, 2])
 MAC_CLIENT = b"\x02\x00\x00\x00\x00\x01"  # the router's side: every client arrives through it
 MAC_SERVER = b"\x02\x00\x00\x00\x00\x02"
+TARGET_RATIO = 1.3  # issue 28: Spark local[*] vs the single process on the pcap path
+TARGET_MIB_PER_GIB = 2048  # issue 28: peak memory of the whole job per GiB of pcap
 WRAP_CONNECTION = 0  # this connection's client ISN makes its sequence numbers wrap
 
 # pcap file header (little-endian, microseconds, Ethernet) and per-packet headers
@@ -305,29 +313,11 @@ def parse_size(text: str) -> int:
 # CPU of a process tree and of the machine: how much of the machine a run had
 
 
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def machine_busy() -> float:
-    """CPU seconds all cores have spent busy since boot (/proc/stat: all but idle and iowait)."""
-    with open("/proc/stat", encoding="ascii") as f:
-        v = [int(x) for x in f.readline().split()[1:9]]
-    return (sum(v) - v[3] - v[4]) / TICK
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of one process so far (0 when it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / TICK
-    except (OSError, ValueError, IndexError):
-        return 0.0
+machine_busy, cpu_seconds, rss = scale.machine_busy, scale.cpu_seconds, scale.rss
 
 
 @dataclass
 class Usage(scale.Peak):
-    cpu: dict[int, float] = field(default_factory=dict)  # pid -> CPU seconds, last seen
     at_peak: dict[str, float] = field(default_factory=dict)  # MiB per kind of process
 
 
@@ -339,34 +329,25 @@ def kind(pid: int) -> str:
     except OSError:
         return "gone"
     if args and args[0].endswith(b"java"):
-        return "jvm"
+        cluster = (b"deploy.master.", b"deploy.worker.", b"CoarseGrainedExecutorBackend")
+        return "cluster jvm" if any(c in a for a in args for c in cluster) else "jvm"
     if b"pyspark.daemon" in args or b"pyspark.worker" in args:
         return "python worker"
     return "driver" if b"--child" in args else "other"
 
 
-PSS_EVERY = 2.0
-"""Seconds between two PSS samples at least. Reading smaps_rollup walks a process's page
-tables: ~0.1 s for the Spark JVM here, which at scale.py's every 0.2 s took 40% of one of the
-machine's two cores away from the run being measured."""
+PSS_EVERY = scale.PSS_EVERY
 
 
-def rss(pid: int) -> int:
-    """Resident set size of one process, in bytes (0 when it is gone): statm, cheap."""
-    try:
-        with open(f"/proc/{pid}/statm", "rb") as f:
-            return int(f.read().split()[1]) * scale.PAGE
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def watch(proc: subprocess.Popen[bytes], usage: Usage, stop: threading.Event) -> None:
+def watch(
+    proc: subprocess.Popen[bytes], usage: Usage, stop: threading.Event, extra: list[int]
+) -> None:
     """The tree's RSS summed every SAMPLE_EVERY seconds as in scale.watch, its PSS (scale's
     rss_and_pss) only near the RSS peak and at most every PSS_EVERY seconds, and each process's
     CPU time as last seen (a process that ends loses at most its last SAMPLE_EVERY seconds)."""
     pss_at = -PSS_EVERY
     while not stop.is_set():
-        pids = scale.descendants(proc.pid)
+        pids = scale.tree([proc.pid, *extra])
         sizes = {pid: rss(pid) for pid in pids}
         total = sum(sizes.values())
         if total > usage.rss:
@@ -525,8 +506,11 @@ class Run(scale.Run):
     rss_at_peak: dict[str, float] = field(default_factory=dict)  # MiB per kind of process
 
 
-def measure(run: Run, capture: Path, out: Path, logs: Path) -> Run:
-    """Run one decode in a fresh process, watching its process tree's memory (scale.watch)."""
+def measure(
+    run: Run, capture: Path, out: Path, logs: Path, cluster: scale.Cluster | None = None
+) -> Run:
+    """Run one decode in a fresh process, watching its process tree's memory and CPU (and the
+    standalone cluster's, when it runs on one)."""
     report, log = logs / f"{run.slug}.json", logs / f"{run.slug}.log"
     command = [
         sys.executable,
@@ -535,18 +519,20 @@ def measure(run: Run, capture: Path, out: Path, logs: Path) -> Run:
         "--capture", str(capture), "--out", str(out), "--report", str(report),
     ]  # fmt: skip
     peak, stop = Usage(), threading.Event()
+    extra = cluster.pids() if cluster is not None else []
+    before = {pid: cpu_seconds(pid) for pid in scale.tree(extra)}  # the idle cluster's so far
     load_before, busy = os.getloadavg()[0], machine_busy()
     with open(log, "wb") as f:
         started = time.perf_counter()
         proc = subprocess.Popen(command, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT)
-        watcher = threading.Thread(target=watch, args=(proc, peak, stop), daemon=True)
+        watcher = threading.Thread(target=watch, args=(proc, peak, stop, extra), daemon=True)
         watcher.start()
         code = proc.wait()
         run.end_to_end_s = time.perf_counter() - started
         stop.set()
         watcher.join()
     busy = machine_busy() - busy
-    run.cpu_s = sum(peak.cpu.values())
+    run.cpu_s = sum(cpu - before.get(pid, 0.0) for pid, cpu in peak.cpu.items())
     run.others_cpu = max(0.0, busy - run.cpu_s) / (run.end_to_end_s * (os.cpu_count() or 1))
     run.load = (load_before, os.getloadavg()[0])
     run.rss_at_peak = {k: round(v) for k, v in sorted(peak.at_peak.items())}
@@ -610,7 +596,8 @@ def summary(
     runs: list[Run], generated: scale.Generated, written: Written
 ) -> tuple[list[str], dict[str, Any]]:
     base = runs[0]
-    full = runs[-1]
+    full = next(r for r in runs if r.master == "local[*]")
+    cluster = next((r for r in runs if r.slug == "spark-cluster"), None)
     gib = written.bytes / 2**30
     header = (
         f"{'run':<26}{'frames/s':>10}{'wall s':>9}{'streams s':>11}{'decode s':>10}"
@@ -636,11 +623,22 @@ def summary(
             f"{r.peak_pss_mib:>14,.0f}{r.cpu_s:>8.0f}{r.others_cpu:>8.0%}"
         )
     correct = not any(r.checked for r in runs)
+    ratio, per_gib = full.fps / base.fps, full.peak_rss_mib / gib
+    cluster_ratio = cluster.fps / full.fps if cluster is not None else None
     lines += [
         "",
         f"Spark {full.master} (= local[{full.cores}] here) vs single process: "
-        f"{full.fps / base.fps:.2f}x; peak memory per GiB of pcap: "
-        f"{full.peak_rss_mib / gib:,.0f} MiB (single process {base.peak_rss_mib / gib:,.0f})",
+        f"{ratio:.2f}x (target >= {TARGET_RATIO:.1f}x); peak memory per GiB of pcap: "
+        f"{per_gib:,.0f} MiB (target < {TARGET_MIB_PER_GIB:,}; single process "
+        f"{base.peak_rss_mib / gib:,.0f})",
+        *(
+            [
+                f"standalone cluster ({cluster.cores} workers x 1 core) vs local[*]: "
+                f"{cluster_ratio:.2f}x (target >= 1.0x)"
+            ]
+            if cluster is not None and cluster_ratio is not None
+            else []
+        ),
         "at the peak: "
         + "; ".join(
             f"{r.label}: " + ", ".join(f"{k} {v:,.0f}" for k, v in r.rss_at_peak.items() if v >= 1)
@@ -688,6 +686,15 @@ def summary(
             for r in runs
         ],
         "correct": correct,
+        "spark_vs_single": round(ratio, 3),
+        "peak_mib_per_gib": round(per_gib),
+        "cluster_vs_local_all": round(cluster_ratio, 3) if cluster_ratio is not None else None,
+        "targets_met": {
+            "spark_vs_single": ratio >= TARGET_RATIO,
+            "memory": per_gib < TARGET_MIB_PER_GIB,
+            **({"cluster": cluster_ratio >= 1.0} if cluster_ratio is not None else {}),
+            "correct": correct,
+        },
         "summary": lines,
     }
     return lines, data
@@ -703,6 +710,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", action="store_true", help="keep the work folder")
     p.add_argument("--seed", type=int, default=1, help="seed of the synthetic capture")
     p.add_argument("--no-local1", action="store_true", help="skip the Spark local[1] run")
+    p.add_argument(
+        "--cluster",
+        action="store_true",
+        help="also run on a standalone cluster of 2 workers (1 core each) on loopback",
+    )
     p.add_argument("--results", type=Path, default=RESULTS, help="where the JSON summary goes")
     p.add_argument("--child", choices=["local", "spark"], help=argparse.SUPPRESS)
     p.add_argument("--master", default="local[*]", help=argparse.SUPPRESS)
@@ -747,12 +759,19 @@ def main(argv: list[str] | None = None) -> int:
         runs.append(
             Run(f"Spark local[*] ({os.cpu_count()} cores)", "spark-all", "spark", "local[*]")
         )
+        if args.cluster:
+            runs.append(Run("Spark standalone 2x1 core", "spark-cluster", "spark", ""))
         digest = scale.source_digest()
         for run in runs:
             out = work / f"out-{run.slug}"
             print(f"{run.label}: decoding ...", flush=True)
             before = scale.source_digest()
-            measure(run, capture, out, logs)
+            if run.slug == "spark-cluster":
+                with scale.Cluster(work / "cluster") as cluster:
+                    run.master = cluster.url
+                    measure(run, capture, out, logs, cluster)
+            else:
+                measure(run, capture, out, logs)
             run.checked = check(run, out, generated, written)
             if {before, scale.source_digest()} != {digest}:
                 run.checked.append(

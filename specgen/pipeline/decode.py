@@ -1,8 +1,9 @@
 """`specgen decode PROTOCOL INPUT_DIR --out OUT_DIR`: captures to Parquet with Spark, reconciled.
 
-The driver lists the captures, reads their indexes and walks every byte file's frame headers
-(`ranges.py`): it counts the frames found, resynchronises after bytes that do not frame
-(recording each such gap) and cuts the file into ranges that start on a frame or a gap. Spark
+The driver lists the captures and reads their indexes; Spark tasks walk every byte file's
+frame headers (`ranges.py`, a few files per task, the largest first): they count the frames
+found, resynchronise after bytes that do not frame (recording each such gap) and cut the file
+into ranges that start on a frame or a gap. (`decode_local` walks them itself.) Spark
 gets a small DataFrame of ranges, one partition each, and `mapInArrow` runs
 `columns.decode_range` on every range inside a Python worker, which reads only its own bytes,
 builds Arrow batches column-wise and writes them with pyarrow as that range's Parquet parts of
@@ -41,10 +42,11 @@ from specgen.pipeline.inputs import (
     DecodeInputError,
     Inventory,
     Reads,
+    Stream,
     load_index,
     scan,
 )
-from specgen.pipeline.ranges import TARGET, Range, plan
+from specgen.pipeline.ranges import TARGET, Cut, Range, plan, split
 from specgen.pipeline.reconcile import Example, FileTally, Key, Tally
 from specgen.pipeline.reconcile import tally as check
 from specgen.progress import Progress, seconds
@@ -231,6 +233,31 @@ def prepare(
     verify_checksums: bool = True,
 ) -> Job:
     """Everything before decoding: the codec, the output check, the captures, the ranges."""
+    return inputs(protocol, input_dir, out, overwrite, verify_checksums).plan(target)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The checked inputs of a job, before its byte files are walked."""
+
+    codec: Codec
+    input_dir: Path
+    out: Path
+    inventory: Inventory
+    indexes: dict[tuple[str, str], dict[str, Reads]]
+    warnings: list[str]
+
+    def plan(self, target: int, cuts: list[list[Cut]] | None = None) -> Job:
+        """The job: the byte files walked here, or their `cuts` from a walk elsewhere."""
+        streams, framing = self.inventory.streams, self.codec.framing
+        ranges = plan(streams, framing, self.indexes, target, cuts)
+        return Job(self.codec, self.input_dir, self.out, self.inventory, ranges, self.warnings)
+
+
+def inputs(
+    protocol: str, input_dir: Path, out: Path, overwrite: bool, verify_checksums: bool = True
+) -> Inputs:
+    """The codec, the output check, the captures and their indexes."""
     spec = find(protocol)
     codec = _codec(spec.import_name, verify_checksums)
     inventory = scan(input_dir)
@@ -245,8 +272,7 @@ def prepare(
             warnings.append(
                 f"warning: {e}; the index is ignored: {capture}/{connection} gets no timestamps"
             )
-    ranges = plan(inventory.streams, codec.framing, indexes, target)
-    return Job(codec, input_dir, out, inventory, ranges, warnings)
+    return Inputs(codec, input_dir, out, inventory, indexes, warnings)
 
 
 def run(
@@ -266,25 +292,39 @@ def run(
 
     from specgen.pipeline.spark import start, tasks_done
 
-    job = prepare(protocol, input_dir, out, overwrite, target, verify_checksums)
-    for line in job.summary():
-        echo(line)
+    # the inputs are checked first, Spark started next (a Spark that cannot start leaves --out
+    # as it was), then Spark tasks walk the byte files: the walk is a tenth of the work, and
+    # done here it would leave all but one core idle meanwhile
+    checked = inputs(protocol, input_dir, out, overwrite, verify_checksums)
     # absolute: executors on a cluster do not run in this process's folder
     dirs = {name: (out / name).resolve() for name in ("frames", "rejects")}
     progress = Progress("decode")
-    spark = start(master, progress)  # first: a Spark that cannot start leaves --out as it was
+    spark = start(master, progress)
+    try:
+        job = checked.plan(
+            target, walk_on_spark(spark, target, checked.codec, checked.inventory.streams)
+        )
+    except (PySparkException, Py4JError) as e:
+        raise DecodeJobError(first_line(e)) from None
+    for line in job.summary():
+        echo(line)
     try:
         outdir.clear(out, WRITES, keep=input_dir)
         for path in dirs.values():
             shutil.rmtree(path, ignore_errors=True)
             path.mkdir(parents=True)
-        ranges = spark.createDataFrame(
-            spark.sparkContext.parallelize(
-                [(i, *astuple(r)) for i, r in enumerate(job.ranges)],
-                numSlices=max(1, len(job.ranges)),
-            ),
-            "`index` INT, " + Range.ddl(),
+        # Largest ranges first: Spark starts partitions in order, so the small ones fill in
+        # at the end and no core idles while a last large range runs alone (a byte file's
+        # tail range, and every small file, is shorter than the target). The index, which
+        # names each range's part files, stays the walk's.
+        order = sorted(
+            range(len(job.ranges)), key=lambda i: job.ranges[i].start - job.ranges[i].end
         )
+        # Partition k of spark.range holds the number k alone: its task decodes the k-th range
+        # of `order`, which travels with the task's function. (A DataFrame made from a Python
+        # RDD of the ranges would run a second Python worker beside every decoding one.)
+        ranges = spark.range(0, len(order), 1, numPartitions=max(1, len(order)))
+        todo = [(i, astuple(job.ranges[i])) for i in order]
         # Each task writes its range's Parquet part itself, with pyarrow, and hands Spark back
         # only its counts: the decoded columns never cross into the JVM. Measured on 5 M frames,
         # converting the wide nested frames schema to Spark rows and writing it from the JVM
@@ -296,6 +336,7 @@ def run(
             written = ranges.mapInArrow(
                 functools.partial(
                     _write_partition,
+                    todo,
                     job.codec.name,
                     job.codec.verify_checksums,
                     str(dirs["frames"]),
@@ -363,6 +404,45 @@ def decode_local(
     return result
 
 
+def walk_on_spark(spark: Any, target: int, codec: Codec, streams: list[Stream]) -> list[list[Cut]]:
+    """`ranges.split` of every byte file, in Spark tasks: the files spread over a few tasks per
+    core, the largest first, each task onto the least loaded; an unreadable file is the same
+    input error as when the driver walks it."""
+    todo = sorted((i for i, s in enumerate(streams) if s.size), key=lambda i: -streams[i].size)
+    out: list[list[Cut]] = [[] for _ in streams]
+    if not todo:
+        return out
+    count = min(len(todo), 4 * spark.sparkContext.defaultParallelism)
+    bins: list[list[tuple[int, Stream]]] = [[] for _ in range(count)]
+    loads = [0] * count
+    for i in todo:
+        least = loads.index(min(loads))
+        bins[least].append((i, streams[i]))
+        loads[least] += streams[i].size
+    walked = (
+        spark.sparkContext.parallelize(bins, count)
+        .flatMap(functools.partial(_walk_streams, codec.name, codec.verify_checksums, target))
+        .collect()
+    )
+    for i, found in sorted(walked, key=lambda item: item[0]):
+        if isinstance(found, str):
+            raise DecodeInputError(found)
+        out[i] = [Cut(*cut) for cut in found]
+    return out
+
+
+def _walk_streams(
+    import_name: str, verify_checksums: bool, target: int, streams: list[tuple[int, Stream]]
+) -> Iterator[tuple[int, Any]]:
+    """A walk task: (index, its cuts as tuples) per stream, or (index, the input error)."""
+    framing = _codec(import_name, verify_checksums).framing
+    for i, stream in streams:
+        try:
+            yield i, [astuple(cut) for cut in split(stream, framing, target)]
+        except DecodeInputError as e:
+            yield i, str(e)
+
+
 @functools.cache
 def _codec(import_name: str, verify_checksums: bool = True) -> Codec:
     try:
@@ -390,25 +470,27 @@ def decodes(import_name: str) -> bool:
 
 
 def _write_partition(
+    todo: list[tuple[int, tuple[Any, ...]]],
     import_name: str,
     verify_checksums: bool,
     frames_dir: str,
     rejects_dir: str,
     batches: Iterator[Any],
 ) -> Iterator[Any]:
-    """mapInArrow's function: ranges in, each decoded into its own Parquet parts; counts out."""
+    """mapInArrow's function: numbers of ranges in `todo` in, each range decoded into its own
+    Parquet parts; counts out."""
     import pyarrow as pa
 
     codec = _codec(import_name, verify_checksums)
     schemas = {"frames": codec.schema.FRAMES_SCHEMA, "rejects": REJECTS_SCHEMA}
     folders = {"frames": Path(frames_dir), "rejects": Path(rejects_dir)}
     for batch in batches:
-        for row in batch.to_pylist():
-            index = row.pop("index")
+        for k in batch.column(0).to_pylist():
+            index, fields = todo[k]
             writers: dict[str, Any] = {}
             counts = {"frames": 0, "rejects": 0}
             try:
-                for table, out in decode_range(Range(**row), codec):
+                for table, out in decode_range(Range(*fields), codec):
                     if table not in writers:
                         path = folders[table] / f"part-{index:05d}.parquet"
                         writers[table] = pq.ParquetWriter(path, schemas[table])

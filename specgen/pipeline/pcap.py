@@ -164,6 +164,23 @@ def ranges(path: Path | str, target_bytes: int) -> list[tuple[int, int]]:
     if fmt.endswith(".gz"):
         return [(0, TO_END)]
     size = os.path.getsize(path)
+    if fmt == "pcap":
+        with open(path, "rb") as f:
+            header = records.pcap_header(f.read(records.PCAP_FILE_HEADER))
+        if header is not None:
+            starts, resume = _clean_records(path, header, size)
+            if resume is None:
+                return _cut(starts, size, target_bytes)
+            with records.open_window(path, compressed=False) as w:
+                # the general walk from the last record read that the quick one did not vouch
+                # for: the same records from there as a walk from the start (see below)
+                items = _walk(w, fmt, path, resume, with_data=False)
+                rest = (
+                    item.offset
+                    for i, item in enumerate(items)
+                    if isinstance(item, records.Record) or (i == 0 and not starts)
+                )
+                return _cut(itertools.chain(starts, rest), size, target_bytes)
     with records.open_window(path, compressed=False) as w:
         # a range starts on a record, never on damage, but for the first: a walk resynchronises
         # after damage by the time of the record before it, which a range must have read too
@@ -171,8 +188,59 @@ def ranges(path: Path | str, target_bytes: int) -> list[tuple[int, int]]:
         first = next(items, None)
         if first is None:
             return []
-        starts = (item.offset for item in items if isinstance(item, records.Record))
-        return _cut(itertools.chain([first.offset], starts), size, target_bytes)
+        later = (item.offset for item in items if isinstance(item, records.Record))
+        return _cut(itertools.chain([first.offset], later), size, target_bytes)
+
+
+_CHUNK = 8 * 1024 * 1024
+
+
+def _clean_records(
+    path: Path | str, header: records.PcapHeader, size: int
+) -> tuple[list[int], int | None]:
+    """The record starts of a pcap file as far as every record is sound, read with `struct`
+    from large reads, ~5x faster than `records.pcap_records`: (the starts, None) when all are,
+    else (the starts before the last sound record, that record's start) for the general walk
+    to go on from. A record is sound when its length is within the limit, it ends inside the
+    file, and at its end either the file ends or a plausible header follows (the general walk's
+    own tests). The general walk resumed at a sound record reads it as one (its length leads to
+    a plausible header) and so reaches the next as a walk from the start would, with the same
+    last time (its resynchronisation's guide)."""
+    record = struct.Struct(header.order + "IIII")
+    limit, frac_max = header.limit, header.frac_max
+    starts: list[int] = []
+    with open(path, "rb") as f:
+        buf, base = b"", 0
+
+        def head(at: int) -> tuple[int, int, int, int] | None:
+            nonlocal buf, base
+            if at - base + records.PCAP_RECORD_HEADER > len(buf) or at < base:
+                f.seek(at)
+                buf, base = f.read(_CHUNK), at
+            if len(buf) - (at - base) < records.PCAP_RECORD_HEADER:
+                return None
+            fields: tuple[int, int, int, int] = record.unpack_from(buf, at - base)
+            return fields
+
+        offset = records.PCAP_FILE_HEADER
+        if offset >= size:
+            return [], offset
+        first = head(offset)
+        if first is None or first[2] > limit:
+            return [], offset
+        while True:
+            incl = first[2]
+            end = offset + records.PCAP_RECORD_HEADER + incl
+            if end == size:
+                starts.append(offset)
+                return starts, None
+            after = head(end) if end < size else None
+            if after is None or not (
+                after[1] < frac_max and 1 <= after[2] <= limit and after[3] >= after[2]
+            ):
+                return starts[:-1], starts[-1] if starts else offset
+            starts.append(offset)
+            offset, first = end, after
 
 
 def _cut(starts: Iterable[int], size: int, target_bytes: int) -> list[tuple[int, int]]:
@@ -393,6 +461,9 @@ def segments(packets: Iterable[Packet], tally: Counter[str] | None = None) -> It
 
 def _decode(packet: Packet) -> Segment | str:
     try:
+        fast = _plain(packet)
+        if fast is not None:
+            return fast
         net = _network(packet.linktype, packet.data)
         if isinstance(net, str):
             return net
@@ -401,6 +472,88 @@ def _decode(packet: Packet) -> Segment | str:
         return _tcp6(net, packet)
     except (dpkt.Error, IndexError, struct.error):
         return "malformed"
+
+
+_U16 = struct.Struct("!H")
+_IP4 = struct.Struct("!BxHxxHxB")  # version/IHL, total length, flags/fragment offset, protocol
+_IP6 = struct.Struct("!4xHB")  # payload length, next header
+_TCP_HEADER = struct.Struct("!HHIIBB")  # ports, seq, ack, data offset, flags
+_ETHERTYPE_IP4 = 0x0800
+_ETHERTYPE_IP6 = 0x86DD
+_FIN, _SYN, _RST, _ACK = 0x01, 0x02, 0x04, 0x10
+
+
+def _plain(packet: Packet) -> Segment | None:
+    """The common case read with `struct`, ~10x faster than dpkt's objects: a whole TCP header
+    in IPv4 (not a fragment) or in IPv6 without extension headers, over Ethernet II (no VLAN
+    tag), raw IP, or BSD/Linux loopback. None for anything else, which dpkt then reads
+    (`_network`): the same Segment either way, field for field, as dpkt's reading gives."""
+    linktype, data = packet.linktype, packet.data
+    if linktype == LINKTYPE_ETHERNET:
+        if len(data) < 14:
+            return None
+        ethertype = _U16.unpack_from(data, 12)[0]
+        at = 14
+        if ethertype == _ETHERTYPE_IP4:
+            version = 4
+        elif ethertype == _ETHERTYPE_IP6:
+            version = 6
+        else:
+            return None
+    elif linktype in _RAW or linktype in (LINKTYPE_NULL, LINKTYPE_LOOP):
+        at = 0 if linktype in _RAW else 4
+        if len(data) <= at:
+            return None
+        version = data[at] >> 4
+    else:
+        return None
+    if version == 4:
+        if len(data) < at + 20:
+            return None
+        v_hl, total, frag, proto = _IP4.unpack_from(data, at)
+        ihl = (v_hl & 0xF) * 4
+        if ihl < 20 or proto != _TCP or frag & 0x3FFF or len(data) < at + ihl:
+            return None
+        # dpkt: the IP payload ends where the total length says (Ethernet padding dropped)
+        tcp = data[at + ihl : at + total] if total else data[at + ihl :]
+        family, src, dst = socket.AF_INET, data[at + 12 : at + 16], data[at + 16 : at + 20]
+        after_ip = total - ihl if total else -1
+    elif version == 6:
+        if len(data) < at + 40:
+            return None
+        plen, nxt = _IP6.unpack_from(data, at)
+        if nxt != _TCP:
+            return None
+        tcp = data[at + 40 : at + 40 + plen] if plen else data[at + 40 :]
+        family, src, dst = socket.AF_INET6, data[at + 8 : at + 24], data[at + 24 : at + 40]
+        after_ip = plen if plen else -1
+    else:
+        return None
+    if len(tcp) < 20:
+        return None
+    sport, dport, seq, ack, off, flags = _TCP_HEADER.unpack_from(tcp)
+    header = (off >> 4) * 4
+    if header < 20:
+        return None
+    payload = bytes(tcp[header:])
+    sent = after_ip - header if after_ip >= 0 else len(payload)
+    return Segment(
+        src=socket.inet_ntop(family, src),
+        sport=sport,
+        dst=socket.inet_ntop(family, dst),
+        dport=dport,
+        seq=seq,
+        ack=ack,
+        syn=bool(flags & _SYN),
+        fin=bool(flags & _FIN),
+        rst=bool(flags & _RST),
+        payload=payload,
+        ts=packet.ts,
+        ts_ns=packet.ts_ns,
+        index=packet.index,
+        missing=max(0, sent - len(payload)),
+        ack_flag=bool(flags & _ACK),
+    )
 
 
 def _network(linktype: int, data: bytes) -> Any:

@@ -894,12 +894,14 @@ def plan(
     framing: Framing,
     indexes: dict[tuple[str, str], dict[str, Reads]],
     target: int = TARGET,
+    cuts: list[list[Cut]] | None = None,
 ) -> list[Range]:
-    """Every stream's ranges, each with its gaps and the index reads that delivered its bytes."""
+    """Every stream's ranges, each with its gaps and the index reads that delivered its bytes;
+    `cuts` holds each stream's `split` when it was already walked (by Spark tasks)."""
     out: list[Range] = []
-    for s in streams:
+    for i, s in enumerate(streams):
         reads = indexes.get((s.capture, s.connection), {}).get(s.direction, Reads())
-        for cut in split(s, framing, target):
+        for cut in cuts[i] if cuts is not None else split(s, framing, target):
             mine = reads.within(cut.start, cut.end)
             out.append(
                 Range(
