@@ -52,10 +52,12 @@ class ContentBody:
         return encode(self)
 
 
-def _decode_content_body(buf: memoryview, at: int, end: int, verify_checksums: bool) -> ContentBody:
+def _decode_content_body(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> ContentBody:
     payload = bytes(buf[at:end])
     at = end
-    msg = ContentBody(payload, 0)
+    msg = ContentBody(payload, channel)
     if at != end:
         raise DecodeError("ContentBody", at, f"{end - at} bytes after the last field")
     return msg
@@ -90,8 +92,10 @@ class Heartbeat:
         return encode(self)
 
 
-def _decode_heartbeat(buf: memoryview, at: int, end: int, verify_checksums: bool) -> Heartbeat:
-    msg = Heartbeat(0)
+def _decode_heartbeat(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> Heartbeat:
+    msg = Heartbeat(channel)
     if at != end:
         raise DecodeError("Heartbeat", at, f"{end - at} bytes after the last field")
     return msg
@@ -99,6 +103,14 @@ def _decode_heartbeat(buf: memoryview, at: int, end: int, verify_checksums: bool
 
 def _encode_heartbeat(msg: Heartbeat, parts: list[bytes], seal_checksums: bool) -> None:
     pass
+
+
+_HEARTBEAT_FRAME = struct.Struct(">BHIB")
+
+
+def _frame_heartbeat(msg: Heartbeat) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _HEARTBEAT_FRAME.pack(0x08, msg.channel, 0, 0xCE)
 
 
 @dataclass(slots=True)
@@ -169,7 +181,7 @@ _CONNECTION_START_2_FIELDS = (("ConnectionStart.locales", 0, 4),)
 
 
 def _decode_connection_start(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionStart:
     if end - at < 2:
         raise _truncated(_CONNECTION_START_0_FIELDS, at, end)
@@ -192,7 +204,9 @@ def _decode_connection_start(
         raise _bad_length("ConnectionStart.locales", at, locales_len, end)
     locales = bytes(buf[at : at + locales_len])
     at += locales_len
-    msg = ConnectionStart(version_major, version_minor, server_properties, mechanisms, locales, 0)
+    msg = ConnectionStart(
+        version_major, version_minor, server_properties, mechanisms, locales, channel
+    )
     if at != end:
         raise DecodeError("ConnectionStart", at, f"{end - at} bytes after the last field")
     return msg
@@ -275,7 +289,7 @@ _CONNECTION_START_OK_2_FIELDS = (("ConnectionStartOk.locale", 0, 1),)
 
 
 def _decode_connection_start_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionStartOk:
     client_properties, at = _decode_table(buf, at, end)
     if end - at < 1:
@@ -308,7 +322,7 @@ def _decode_connection_start_ok(
     except UnicodeDecodeError as e:
         raise DecodeError("ConnectionStartOk.locale", at + e.start, "invalid utf-8") from None
     at += locale_len
-    msg = ConnectionStartOk(client_properties, mechanism, response, locale, 0)
+    msg = ConnectionStartOk(client_properties, mechanism, response, locale, channel)
     if at != end:
         raise DecodeError("ConnectionStartOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -372,7 +386,7 @@ _CONNECTION_SECURE_0_FIELDS = (("ConnectionSecure.challenge", 0, 4),)
 
 
 def _decode_connection_secure(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionSecure:
     if end - at < 4:
         raise _truncated(_CONNECTION_SECURE_0_FIELDS, at, end)
@@ -382,7 +396,7 @@ def _decode_connection_secure(
         raise _bad_length("ConnectionSecure.challenge", at, challenge_len, end)
     challenge = bytes(buf[at : at + challenge_len])
     at += challenge_len
-    msg = ConnectionSecure(challenge, 0)
+    msg = ConnectionSecure(challenge, channel)
     if at != end:
         raise DecodeError("ConnectionSecure", at, f"{end - at} bytes after the last field")
     return msg
@@ -436,7 +450,7 @@ _CONNECTION_SECURE_OK_0_FIELDS = (("ConnectionSecureOk.response", 0, 4),)
 
 
 def _decode_connection_secure_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionSecureOk:
     if end - at < 4:
         raise _truncated(_CONNECTION_SECURE_OK_0_FIELDS, at, end)
@@ -446,7 +460,7 @@ def _decode_connection_secure_ok(
         raise _bad_length("ConnectionSecureOk.response", at, response_len, end)
     response = bytes(buf[at : at + response_len])
     at += response_len
-    msg = ConnectionSecureOk(response, 0)
+    msg = ConnectionSecureOk(response, channel)
     if at != end:
         raise DecodeError("ConnectionSecureOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -512,13 +526,13 @@ _CONNECTION_TUNE_0_FIELDS = (
 
 
 def _decode_connection_tune(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionTune:
     if end - at < 8:
         raise _truncated(_CONNECTION_TUNE_0_FIELDS, at, end)
     channel_max, frame_max, heartbeat = _CONNECTION_TUNE_0.unpack_from(buf, at)
     at += 8
-    msg = ConnectionTune(channel_max, frame_max, heartbeat, 0)
+    msg = ConnectionTune(channel_max, frame_max, heartbeat, channel)
     if at != end:
         raise DecodeError("ConnectionTune", at, f"{end - at} bytes after the last field")
     return msg
@@ -527,6 +541,23 @@ def _decode_connection_tune(
 def _encode_connection_tune(msg: ConnectionTune, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(b"\x00\x0a\x00\x1e")  # the body key: (0x01, 10, 30)
     parts.append(_CONNECTION_TUNE_0.pack(msg.channel_max, msg.frame_max, msg.heartbeat))
+
+
+_CONNECTION_TUNE_FRAME = struct.Struct(">BHI4sHIHB")
+
+
+def _frame_connection_tune(msg: ConnectionTune) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CONNECTION_TUNE_FRAME.pack(
+        0x01,
+        msg.channel,
+        12,
+        b"\x00\x0a\x00\x1e",
+        msg.channel_max,
+        msg.frame_max,
+        msg.heartbeat,
+        0xCE,
+    )
 
 
 @dataclass(slots=True)
@@ -580,13 +611,13 @@ _CONNECTION_TUNE_OK_0_FIELDS = (
 
 
 def _decode_connection_tune_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionTuneOk:
     if end - at < 8:
         raise _truncated(_CONNECTION_TUNE_OK_0_FIELDS, at, end)
     channel_max, frame_max, heartbeat = _CONNECTION_TUNE_OK_0.unpack_from(buf, at)
     at += 8
-    msg = ConnectionTuneOk(channel_max, frame_max, heartbeat, 0)
+    msg = ConnectionTuneOk(channel_max, frame_max, heartbeat, channel)
     if at != end:
         raise DecodeError("ConnectionTuneOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -597,6 +628,23 @@ def _encode_connection_tune_ok(
 ) -> None:
     parts.append(b"\x00\x0a\x00\x1f")  # the body key: (0x01, 10, 31)
     parts.append(_CONNECTION_TUNE_OK_0.pack(msg.channel_max, msg.frame_max, msg.heartbeat))
+
+
+_CONNECTION_TUNE_OK_FRAME = struct.Struct(">BHI4sHIHB")
+
+
+def _frame_connection_tune_ok(msg: ConnectionTuneOk) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CONNECTION_TUNE_OK_FRAME.pack(
+        0x01,
+        msg.channel,
+        12,
+        b"\x00\x0a\x00\x1f",
+        msg.channel_max,
+        msg.frame_max,
+        msg.heartbeat,
+        0xCE,
+    )
 
 
 @dataclass(slots=True)
@@ -650,7 +698,7 @@ _CONNECTION_OPEN_2_FIELDS = (("ConnectionOpen.bits1", 0, 1),)
 
 
 def _decode_connection_open(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionOpen:
     if end - at < 1:
         raise _truncated(_CONNECTION_OPEN_0_FIELDS, at, end)
@@ -681,7 +729,7 @@ def _decode_connection_open(
     reserved2 = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("ConnectionOpen.unused1", at, "expected 0")
-    msg = ConnectionOpen(virtual_host, reserved1, reserved2, 0)
+    msg = ConnectionOpen(virtual_host, reserved1, reserved2, channel)
     if at != end:
         raise DecodeError("ConnectionOpen", at, f"{end - at} bytes after the last field")
     return msg
@@ -734,7 +782,7 @@ _CONNECTION_OPEN_OK_0_FIELDS = (("ConnectionOpenOk.reserved1", 0, 1),)
 
 
 def _decode_connection_open_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionOpenOk:
     if end - at < 1:
         raise _truncated(_CONNECTION_OPEN_OK_0_FIELDS, at, end)
@@ -747,7 +795,7 @@ def _decode_connection_open_ok(
     except UnicodeDecodeError as e:
         raise DecodeError("ConnectionOpenOk.reserved1", at + e.start, "invalid utf-8") from None
     at += reserved1_len
-    msg = ConnectionOpenOk(reserved1, 0)
+    msg = ConnectionOpenOk(reserved1, channel)
     if at != end:
         raise DecodeError("ConnectionOpenOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -826,7 +874,7 @@ _CONNECTION_CLOSE_1_FIELDS = (
 
 
 def _decode_connection_close(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionClose:
     if end - at < 3:
         raise _truncated(_CONNECTION_CLOSE_0_FIELDS, at, end)
@@ -843,7 +891,7 @@ def _decode_connection_close(
         raise _truncated(_CONNECTION_CLOSE_1_FIELDS, at, end)
     class_id, method_id = _CONNECTION_CLOSE_1.unpack_from(buf, at)
     at += 4
-    msg = ConnectionClose(reply_code, reply_text, class_id, method_id, 0)
+    msg = ConnectionClose(reply_code, reply_text, class_id, method_id, channel)
     if at != end:
         raise DecodeError("ConnectionClose", at, f"{end - at} bytes after the last field")
     return msg
@@ -888,9 +936,9 @@ class ConnectionCloseOk:
 
 
 def _decode_connection_close_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionCloseOk:
-    msg = ConnectionCloseOk(0)
+    msg = ConnectionCloseOk(channel)
     if at != end:
         raise DecodeError("ConnectionCloseOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -900,6 +948,14 @@ def _encode_connection_close_ok(
     msg: ConnectionCloseOk, parts: list[bytes], seal_checksums: bool
 ) -> None:
     parts.append(b"\x00\x0a\x00\x33")  # the body key: (0x01, 10, 51)
+
+
+_CONNECTION_CLOSE_OK_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_connection_close_ok(msg: ConnectionCloseOk) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CONNECTION_CLOSE_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x0a\x00\x33", 0xCE)
 
 
 @dataclass(slots=True)
@@ -938,7 +994,9 @@ _CHANNEL_OPEN_0 = struct.Struct(">B")
 _CHANNEL_OPEN_0_FIELDS = (("ChannelOpen.reserved1", 0, 1),)
 
 
-def _decode_channel_open(buf: memoryview, at: int, end: int, verify_checksums: bool) -> ChannelOpen:
+def _decode_channel_open(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> ChannelOpen:
     if end - at < 1:
         raise _truncated(_CHANNEL_OPEN_0_FIELDS, at, end)
     (reserved1_len,) = _CHANNEL_OPEN_0.unpack_from(buf, at)
@@ -950,7 +1008,7 @@ def _decode_channel_open(buf: memoryview, at: int, end: int, verify_checksums: b
     except UnicodeDecodeError as e:
         raise DecodeError("ChannelOpen.reserved1", at + e.start, "invalid utf-8") from None
     at += reserved1_len
-    msg = ChannelOpen(reserved1, 0)
+    msg = ChannelOpen(reserved1, channel)
     if at != end:
         raise DecodeError("ChannelOpen", at, f"{end - at} bytes after the last field")
     return msg
@@ -998,7 +1056,7 @@ _CHANNEL_OPEN_OK_0_FIELDS = (("ChannelOpenOk.reserved1", 0, 4),)
 
 
 def _decode_channel_open_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ChannelOpenOk:
     if end - at < 4:
         raise _truncated(_CHANNEL_OPEN_OK_0_FIELDS, at, end)
@@ -1008,7 +1066,7 @@ def _decode_channel_open_ok(
         raise _bad_length("ChannelOpenOk.reserved1", at, reserved1_len, end)
     reserved1 = bytes(buf[at : at + reserved1_len])
     at += reserved1_len
-    msg = ChannelOpenOk(reserved1, 0)
+    msg = ChannelOpenOk(reserved1, channel)
     if at != end:
         raise DecodeError("ChannelOpenOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -1059,7 +1117,9 @@ _CHANNEL_FLOW_0 = struct.Struct(">B")
 _CHANNEL_FLOW_0_FIELDS = (("ChannelFlow.bits1", 0, 1),)
 
 
-def _decode_channel_flow(buf: memoryview, at: int, end: int, verify_checksums: bool) -> ChannelFlow:
+def _decode_channel_flow(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> ChannelFlow:
     if end - at < 1:
         raise _truncated(_CHANNEL_FLOW_0_FIELDS, at, end)
     (bits1,) = _CHANNEL_FLOW_0.unpack_from(buf, at)
@@ -1067,7 +1127,7 @@ def _decode_channel_flow(buf: memoryview, at: int, end: int, verify_checksums: b
     active = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("ChannelFlow.unused1", at, "expected 0")
-    msg = ChannelFlow(active, 0)
+    msg = ChannelFlow(active, channel)
     if at != end:
         raise DecodeError("ChannelFlow", at, f"{end - at} bytes after the last field")
     return msg
@@ -1076,6 +1136,16 @@ def _decode_channel_flow(buf: memoryview, at: int, end: int, verify_checksums: b
 def _encode_channel_flow(msg: ChannelFlow, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(b"\x00\x14\x00\x14")  # the body key: (0x01, 20, 20)
     parts.append(_CHANNEL_FLOW_0.pack(0x1 if msg.active else 0))
+
+
+_CHANNEL_FLOW_FRAME = struct.Struct(">BHI4sBB")
+
+
+def _frame_channel_flow(msg: ChannelFlow) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CHANNEL_FLOW_FRAME.pack(
+        0x01, msg.channel, 5, b"\x00\x14\x00\x14", 0x1 if msg.active else 0, 0xCE
+    )
 
 
 @dataclass(slots=True)
@@ -1114,7 +1184,7 @@ _CHANNEL_FLOW_OK_0_FIELDS = (("ChannelFlowOk.bits1", 0, 1),)
 
 
 def _decode_channel_flow_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ChannelFlowOk:
     if end - at < 1:
         raise _truncated(_CHANNEL_FLOW_OK_0_FIELDS, at, end)
@@ -1123,7 +1193,7 @@ def _decode_channel_flow_ok(
     active = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("ChannelFlowOk.unused1", at, "expected 0")
-    msg = ChannelFlowOk(active, 0)
+    msg = ChannelFlowOk(active, channel)
     if at != end:
         raise DecodeError("ChannelFlowOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -1132,6 +1202,16 @@ def _decode_channel_flow_ok(
 def _encode_channel_flow_ok(msg: ChannelFlowOk, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(b"\x00\x14\x00\x15")  # the body key: (0x01, 20, 21)
     parts.append(_CHANNEL_FLOW_OK_0.pack(0x1 if msg.active else 0))
+
+
+_CHANNEL_FLOW_OK_FRAME = struct.Struct(">BHI4sBB")
+
+
+def _frame_channel_flow_ok(msg: ChannelFlowOk) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CHANNEL_FLOW_OK_FRAME.pack(
+        0x01, msg.channel, 5, b"\x00\x14\x00\x15", 0x1 if msg.active else 0, 0xCE
+    )
 
 
 @dataclass(slots=True)
@@ -1198,7 +1278,7 @@ _CHANNEL_CLOSE_1_FIELDS = (
 
 
 def _decode_channel_close(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ChannelClose:
     if end - at < 3:
         raise _truncated(_CHANNEL_CLOSE_0_FIELDS, at, end)
@@ -1215,7 +1295,7 @@ def _decode_channel_close(
         raise _truncated(_CHANNEL_CLOSE_1_FIELDS, at, end)
     class_id, method_id = _CHANNEL_CLOSE_1.unpack_from(buf, at)
     at += 4
-    msg = ChannelClose(reply_code, reply_text, class_id, method_id, 0)
+    msg = ChannelClose(reply_code, reply_text, class_id, method_id, channel)
     if at != end:
         raise DecodeError("ChannelClose", at, f"{end - at} bytes after the last field")
     return msg
@@ -1258,9 +1338,9 @@ class ChannelCloseOk:
 
 
 def _decode_channel_close_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ChannelCloseOk:
-    msg = ChannelCloseOk(0)
+    msg = ChannelCloseOk(channel)
     if at != end:
         raise DecodeError("ChannelCloseOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -1268,6 +1348,14 @@ def _decode_channel_close_ok(
 
 def _encode_channel_close_ok(msg: ChannelCloseOk, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(b"\x00\x14\x00\x29")  # the body key: (0x01, 20, 41)
+
+
+_CHANNEL_CLOSE_OK_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_channel_close_ok(msg: ChannelCloseOk) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CHANNEL_CLOSE_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x14\x00\x29", 0xCE)
 
 
 @dataclass(slots=True)
@@ -1299,9 +1387,9 @@ class ExchangeDeclareOk:
 
 
 def _decode_exchange_declare_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ExchangeDeclareOk:
-    msg = ExchangeDeclareOk(0)
+    msg = ExchangeDeclareOk(channel)
     if at != end:
         raise DecodeError("ExchangeDeclareOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -1311,6 +1399,14 @@ def _encode_exchange_declare_ok(
     msg: ExchangeDeclareOk, parts: list[bytes], seal_checksums: bool
 ) -> None:
     parts.append(b"\x00\x28\x00\x0b")  # the body key: (0x01, 40, 11)
+
+
+_EXCHANGE_DECLARE_OK_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_exchange_declare_ok(msg: ExchangeDeclareOk) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _EXCHANGE_DECLARE_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x28\x00\x0b", 0xCE)
 
 
 @dataclass(slots=True)
@@ -1370,7 +1466,7 @@ _EXCHANGE_DELETE_1_FIELDS = (("ExchangeDelete.bits1", 0, 1),)
 
 
 def _decode_exchange_delete(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ExchangeDelete:
     if end - at < 3:
         raise _truncated(_EXCHANGE_DELETE_0_FIELDS, at, end)
@@ -1391,7 +1487,7 @@ def _decode_exchange_delete(
     no_wait = bits1 & 0x2 != 0
     if (bits1 >> 2) & 0x3F != 0:
         raise DecodeError("ExchangeDelete.unused1", at, "expected 0")
-    msg = ExchangeDelete(reserved1, exchange, if_unused, no_wait, 0)
+    msg = ExchangeDelete(reserved1, exchange, if_unused, no_wait, channel)
     if at != end:
         raise DecodeError("ExchangeDelete", at, f"{end - at} bytes after the last field")
     return msg
@@ -1436,9 +1532,9 @@ class ExchangeDeleteOk:
 
 
 def _decode_exchange_delete_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ExchangeDeleteOk:
-    msg = ExchangeDeleteOk(0)
+    msg = ExchangeDeleteOk(channel)
     if at != end:
         raise DecodeError("ExchangeDeleteOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -1448,6 +1544,14 @@ def _encode_exchange_delete_ok(
     msg: ExchangeDeleteOk, parts: list[bytes], seal_checksums: bool
 ) -> None:
     parts.append(b"\x00\x28\x00\x15")  # the body key: (0x01, 40, 21)
+
+
+_EXCHANGE_DELETE_OK_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_exchange_delete_ok(msg: ExchangeDeleteOk) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _EXCHANGE_DELETE_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x28\x00\x15", 0xCE)
 
 
 @dataclass(slots=True)
@@ -1523,7 +1627,7 @@ _QUEUE_DECLARE_1_FIELDS = (("QueueDeclare.bits1", 0, 1),)
 
 
 def _decode_queue_declare(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> QueueDeclare:
     if end - at < 3:
         raise _truncated(_QUEUE_DECLARE_0_FIELDS, at, end)
@@ -1549,7 +1653,7 @@ def _decode_queue_declare(
         raise DecodeError("QueueDeclare.unused1", at, "expected 0")
     arguments, at = _decode_table(buf, at, end)
     msg = QueueDeclare(
-        reserved1, queue, passive, durable, exclusive, auto_delete, no_wait, arguments, 0
+        reserved1, queue, passive, durable, exclusive, auto_delete, no_wait, arguments, channel
     )
     if at != end:
         raise DecodeError("QueueDeclare", at, f"{end - at} bytes after the last field")
@@ -1626,7 +1730,7 @@ _QUEUE_DECLARE_OK_1_FIELDS = (
 
 
 def _decode_queue_declare_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> QueueDeclareOk:
     if end - at < 1:
         raise _truncated(_QUEUE_DECLARE_OK_0_FIELDS, at, end)
@@ -1643,7 +1747,7 @@ def _decode_queue_declare_ok(
         raise _truncated(_QUEUE_DECLARE_OK_1_FIELDS, at, end)
     message_count, consumer_count = _QUEUE_DECLARE_OK_1.unpack_from(buf, at)
     at += 8
-    msg = QueueDeclareOk(queue, message_count, consumer_count, 0)
+    msg = QueueDeclareOk(queue, message_count, consumer_count, channel)
     if at != end:
         raise DecodeError("QueueDeclareOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -1729,7 +1833,9 @@ _QUEUE_BIND_3 = struct.Struct(">B")
 _QUEUE_BIND_3_FIELDS = (("QueueBind.bits1", 0, 1),)
 
 
-def _decode_queue_bind(buf: memoryview, at: int, end: int, verify_checksums: bool) -> QueueBind:
+def _decode_queue_bind(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> QueueBind:
     if end - at < 3:
         raise _truncated(_QUEUE_BIND_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_BIND_0.unpack_from(buf, at)
@@ -1771,7 +1877,7 @@ def _decode_queue_bind(buf: memoryview, at: int, end: int, verify_checksums: boo
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("QueueBind.unused1", at, "expected 0")
     arguments, at = _decode_table(buf, at, end)
-    msg = QueueBind(reserved1, queue, exchange, routing_key, no_wait, arguments, 0)
+    msg = QueueBind(reserved1, queue, exchange, routing_key, no_wait, arguments, channel)
     if at != end:
         raise DecodeError("QueueBind", at, f"{end - at} bytes after the last field")
     return msg
@@ -1823,9 +1929,9 @@ class QueueBindOk:
 
 
 def _decode_queue_bind_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> QueueBindOk:
-    msg = QueueBindOk(0)
+    msg = QueueBindOk(channel)
     if at != end:
         raise DecodeError("QueueBindOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -1833,6 +1939,14 @@ def _decode_queue_bind_ok(
 
 def _encode_queue_bind_ok(msg: QueueBindOk, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(b"\x00\x32\x00\x15")  # the body key: (0x01, 50, 21)
+
+
+_QUEUE_BIND_OK_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_queue_bind_ok(msg: QueueBindOk) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _QUEUE_BIND_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x32\x00\x15", 0xCE)
 
 
 @dataclass(slots=True)
@@ -1887,7 +2001,9 @@ _QUEUE_PURGE_1 = struct.Struct(">B")
 _QUEUE_PURGE_1_FIELDS = (("QueuePurge.bits1", 0, 1),)
 
 
-def _decode_queue_purge(buf: memoryview, at: int, end: int, verify_checksums: bool) -> QueuePurge:
+def _decode_queue_purge(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> QueuePurge:
     if end - at < 3:
         raise _truncated(_QUEUE_PURGE_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_PURGE_0.unpack_from(buf, at)
@@ -1906,7 +2022,7 @@ def _decode_queue_purge(buf: memoryview, at: int, end: int, verify_checksums: bo
     no_wait = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("QueuePurge.unused1", at, "expected 0")
-    msg = QueuePurge(reserved1, queue, no_wait, 0)
+    msg = QueuePurge(reserved1, queue, no_wait, channel)
     if at != end:
         raise DecodeError("QueuePurge", at, f"{end - at} bytes after the last field")
     return msg
@@ -1957,13 +2073,13 @@ _QUEUE_PURGE_OK_0_FIELDS = (("QueuePurgeOk.message_count", 0, 4),)
 
 
 def _decode_queue_purge_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> QueuePurgeOk:
     if end - at < 4:
         raise _truncated(_QUEUE_PURGE_OK_0_FIELDS, at, end)
     (message_count,) = _QUEUE_PURGE_OK_0.unpack_from(buf, at)
     at += 4
-    msg = QueuePurgeOk(message_count, 0)
+    msg = QueuePurgeOk(message_count, channel)
     if at != end:
         raise DecodeError("QueuePurgeOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -1972,6 +2088,16 @@ def _decode_queue_purge_ok(
 def _encode_queue_purge_ok(msg: QueuePurgeOk, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(b"\x00\x32\x00\x1f")  # the body key: (0x01, 50, 31)
     parts.append(_QUEUE_PURGE_OK_0.pack(msg.message_count))
+
+
+_QUEUE_PURGE_OK_FRAME = struct.Struct(">BHI4sIB")
+
+
+def _frame_queue_purge_ok(msg: QueuePurgeOk) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _QUEUE_PURGE_OK_FRAME.pack(
+        0x01, msg.channel, 8, b"\x00\x32\x00\x1f", msg.message_count, 0xCE
+    )
 
 
 @dataclass(slots=True)
@@ -2034,7 +2160,9 @@ _QUEUE_DELETE_1 = struct.Struct(">B")
 _QUEUE_DELETE_1_FIELDS = (("QueueDelete.bits1", 0, 1),)
 
 
-def _decode_queue_delete(buf: memoryview, at: int, end: int, verify_checksums: bool) -> QueueDelete:
+def _decode_queue_delete(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> QueueDelete:
     if end - at < 3:
         raise _truncated(_QUEUE_DELETE_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_DELETE_0.unpack_from(buf, at)
@@ -2055,7 +2183,7 @@ def _decode_queue_delete(buf: memoryview, at: int, end: int, verify_checksums: b
     no_wait = bits1 & 0x4 != 0
     if (bits1 >> 3) & 0x1F != 0:
         raise DecodeError("QueueDelete.unused1", at, "expected 0")
-    msg = QueueDelete(reserved1, queue, if_unused, if_empty, no_wait, 0)
+    msg = QueueDelete(reserved1, queue, if_unused, if_empty, no_wait, channel)
     if at != end:
         raise DecodeError("QueueDelete", at, f"{end - at} bytes after the last field")
     return msg
@@ -2112,13 +2240,13 @@ _QUEUE_DELETE_OK_0_FIELDS = (("QueueDeleteOk.message_count", 0, 4),)
 
 
 def _decode_queue_delete_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> QueueDeleteOk:
     if end - at < 4:
         raise _truncated(_QUEUE_DELETE_OK_0_FIELDS, at, end)
     (message_count,) = _QUEUE_DELETE_OK_0.unpack_from(buf, at)
     at += 4
-    msg = QueueDeleteOk(message_count, 0)
+    msg = QueueDeleteOk(message_count, channel)
     if at != end:
         raise DecodeError("QueueDeleteOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -2127,6 +2255,16 @@ def _decode_queue_delete_ok(
 def _encode_queue_delete_ok(msg: QueueDeleteOk, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(b"\x00\x32\x00\x29")  # the body key: (0x01, 50, 41)
     parts.append(_QUEUE_DELETE_OK_0.pack(msg.message_count))
+
+
+_QUEUE_DELETE_OK_FRAME = struct.Struct(">BHI4sIB")
+
+
+def _frame_queue_delete_ok(msg: QueueDeleteOk) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _QUEUE_DELETE_OK_FRAME.pack(
+        0x01, msg.channel, 8, b"\x00\x32\x00\x29", msg.message_count, 0xCE
+    )
 
 
 @dataclass(slots=True)
@@ -2194,7 +2332,9 @@ _QUEUE_UNBIND_2 = struct.Struct(">B")
 _QUEUE_UNBIND_2_FIELDS = (("QueueUnbind.routing_key", 0, 1),)
 
 
-def _decode_queue_unbind(buf: memoryview, at: int, end: int, verify_checksums: bool) -> QueueUnbind:
+def _decode_queue_unbind(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> QueueUnbind:
     if end - at < 3:
         raise _truncated(_QUEUE_UNBIND_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_UNBIND_0.unpack_from(buf, at)
@@ -2229,7 +2369,7 @@ def _decode_queue_unbind(buf: memoryview, at: int, end: int, verify_checksums: b
         raise DecodeError("QueueUnbind.routing_key", at + e.start, "invalid utf-8") from None
     at += routing_key_len
     arguments, at = _decode_table(buf, at, end)
-    msg = QueueUnbind(reserved1, queue, exchange, routing_key, arguments, 0)
+    msg = QueueUnbind(reserved1, queue, exchange, routing_key, arguments, channel)
     if at != end:
         raise DecodeError("QueueUnbind", at, f"{end - at} bytes after the last field")
     return msg
@@ -2280,9 +2420,9 @@ class QueueUnbindOk:
 
 
 def _decode_queue_unbind_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> QueueUnbindOk:
-    msg = QueueUnbindOk(0)
+    msg = QueueUnbindOk(channel)
     if at != end:
         raise DecodeError("QueueUnbindOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -2290,6 +2430,14 @@ def _decode_queue_unbind_ok(
 
 def _encode_queue_unbind_ok(msg: QueueUnbindOk, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(b"\x00\x32\x00\x33")  # the body key: (0x01, 50, 51)
+
+
+_QUEUE_UNBIND_OK_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_queue_unbind_ok(msg: QueueUnbindOk) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _QUEUE_UNBIND_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x32\x00\x33", 0xCE)
 
 
 @dataclass(slots=True)
@@ -2396,7 +2544,7 @@ _BASIC_PROPERTIES_13_FIELDS = (("BasicProperties.reserved", 0, 1),)
 
 
 def _decode_basic_properties(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicProperties:
     if end - at < 10:
         raise _truncated(_BASIC_PROPERTIES_0_FIELDS, at, end)
@@ -2623,7 +2771,7 @@ def _decode_basic_properties(
         user_id,
         app_id,
         reserved,
-        0,
+        channel,
     )
     if at != end:
         raise DecodeError("BasicProperties", at, f"{end - at} bytes after the last field")
@@ -2747,8 +2895,10 @@ class BasicQosOk:
         return encode(self)
 
 
-def _decode_basic_qos_ok(buf: memoryview, at: int, end: int, verify_checksums: bool) -> BasicQosOk:
-    msg = BasicQosOk(0)
+def _decode_basic_qos_ok(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> BasicQosOk:
+    msg = BasicQosOk(channel)
     if at != end:
         raise DecodeError("BasicQosOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -2756,6 +2906,14 @@ def _decode_basic_qos_ok(buf: memoryview, at: int, end: int, verify_checksums: b
 
 def _encode_basic_qos_ok(msg: BasicQosOk, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(b"\x00\x3c\x00\x0b")  # the body key: (0x01, 60, 11)
+
+
+_BASIC_QOS_OK_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_basic_qos_ok(msg: BasicQosOk) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _BASIC_QOS_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x3c\x00\x0b", 0xCE)
 
 
 @dataclass(slots=True)
@@ -2834,7 +2992,7 @@ _BASIC_CONSUME_2_FIELDS = (("BasicConsume.bits1", 0, 1),)
 
 
 def _decode_basic_consume(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicConsume:
     if end - at < 3:
         raise _truncated(_BASIC_CONSUME_0_FIELDS, at, end)
@@ -2870,7 +3028,7 @@ def _decode_basic_consume(
         raise DecodeError("BasicConsume.unused1", at, "expected 0")
     arguments, at = _decode_table(buf, at, end)
     msg = BasicConsume(
-        reserved1, queue, consumer_tag, no_local, no_ack, exclusive, no_wait, arguments, 0
+        reserved1, queue, consumer_tag, no_local, no_ack, exclusive, no_wait, arguments, channel
     )
     if at != end:
         raise DecodeError("BasicConsume", at, f"{end - at} bytes after the last field")
@@ -2934,7 +3092,7 @@ _BASIC_CONSUME_OK_0_FIELDS = (("BasicConsumeOk.consumer_tag", 0, 1),)
 
 
 def _decode_basic_consume_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicConsumeOk:
     if end - at < 1:
         raise _truncated(_BASIC_CONSUME_OK_0_FIELDS, at, end)
@@ -2947,7 +3105,7 @@ def _decode_basic_consume_ok(
     except UnicodeDecodeError as e:
         raise DecodeError("BasicConsumeOk.consumer_tag", at + e.start, "invalid utf-8") from None
     at += consumer_tag_len
-    msg = BasicConsumeOk(consumer_tag, 0)
+    msg = BasicConsumeOk(consumer_tag, channel)
     if at != end:
         raise DecodeError("BasicConsumeOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -3023,7 +3181,7 @@ _BASIC_PUBLISH_2_FIELDS = (("BasicPublish.bits1", 0, 1),)
 
 
 def _decode_basic_publish(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicPublish:
     if end - at < 3:
         raise _truncated(_BASIC_PUBLISH_0_FIELDS, at, end)
@@ -3055,7 +3213,7 @@ def _decode_basic_publish(
     immediate = bits1 & 0x2 != 0
     if (bits1 >> 2) & 0x3F != 0:
         raise DecodeError("BasicPublish.unused1", at, "expected 0")
-    msg = BasicPublish(reserved1, exchange, routing_key, mandatory, immediate, 0)
+    msg = BasicPublish(reserved1, exchange, routing_key, mandatory, immediate, channel)
     if at != end:
         raise DecodeError("BasicPublish", at, f"{end - at} bytes after the last field")
     return msg
@@ -3139,7 +3297,9 @@ _BASIC_RETURN_2 = struct.Struct(">B")
 _BASIC_RETURN_2_FIELDS = (("BasicReturn.routing_key", 0, 1),)
 
 
-def _decode_basic_return(buf: memoryview, at: int, end: int, verify_checksums: bool) -> BasicReturn:
+def _decode_basic_return(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> BasicReturn:
     if end - at < 3:
         raise _truncated(_BASIC_RETURN_0_FIELDS, at, end)
     reply_code, reply_text_len = _BASIC_RETURN_0.unpack_from(buf, at)
@@ -3173,7 +3333,7 @@ def _decode_basic_return(buf: memoryview, at: int, end: int, verify_checksums: b
     except UnicodeDecodeError as e:
         raise DecodeError("BasicReturn.routing_key", at + e.start, "invalid utf-8") from None
     at += routing_key_len
-    msg = BasicReturn(reply_code, reply_text, exchange, routing_key, 0)
+    msg = BasicReturn(reply_code, reply_text, exchange, routing_key, channel)
     if at != end:
         raise DecodeError("BasicReturn", at, f"{end - at} bytes after the last field")
     return msg
@@ -3260,7 +3420,7 @@ _BASIC_DELIVER_2_FIELDS = (("BasicDeliver.routing_key", 0, 1),)
 
 
 def _decode_basic_deliver(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicDeliver:
     if end - at < 1:
         raise _truncated(_BASIC_DELIVER_0_FIELDS, at, end)
@@ -3298,7 +3458,7 @@ def _decode_basic_deliver(
     except UnicodeDecodeError as e:
         raise DecodeError("BasicDeliver.routing_key", at + e.start, "invalid utf-8") from None
     at += routing_key_len
-    msg = BasicDeliver(consumer_tag, delivery_tag, redelivered, exchange, routing_key, 0)
+    msg = BasicDeliver(consumer_tag, delivery_tag, redelivered, exchange, routing_key, channel)
     if at != end:
         raise DecodeError("BasicDeliver", at, f"{end - at} bytes after the last field")
     return msg
@@ -3376,7 +3536,9 @@ _BASIC_GET_1 = struct.Struct(">B")
 _BASIC_GET_1_FIELDS = (("BasicGet.bits1", 0, 1),)
 
 
-def _decode_basic_get(buf: memoryview, at: int, end: int, verify_checksums: bool) -> BasicGet:
+def _decode_basic_get(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> BasicGet:
     if end - at < 3:
         raise _truncated(_BASIC_GET_0_FIELDS, at, end)
     reserved1, queue_len = _BASIC_GET_0.unpack_from(buf, at)
@@ -3395,7 +3557,7 @@ def _decode_basic_get(buf: memoryview, at: int, end: int, verify_checksums: bool
     no_ack = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicGet.unused1", at, "expected 0")
-    msg = BasicGet(reserved1, queue, no_ack, 0)
+    msg = BasicGet(reserved1, queue, no_ack, channel)
     if at != end:
         raise DecodeError("BasicGet", at, f"{end - at} bytes after the last field")
     return msg
@@ -3475,7 +3637,9 @@ _BASIC_GET_OK_2 = struct.Struct(">I")
 _BASIC_GET_OK_2_FIELDS = (("BasicGetOk.message_count", 0, 4),)
 
 
-def _decode_basic_get_ok(buf: memoryview, at: int, end: int, verify_checksums: bool) -> BasicGetOk:
+def _decode_basic_get_ok(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> BasicGetOk:
     if end - at < 10:
         raise _truncated(_BASIC_GET_OK_0_FIELDS, at, end)
     delivery_tag, bits1, exchange_len = _BASIC_GET_OK_0.unpack_from(buf, at)
@@ -3505,7 +3669,7 @@ def _decode_basic_get_ok(buf: memoryview, at: int, end: int, verify_checksums: b
         raise _truncated(_BASIC_GET_OK_2_FIELDS, at, end)
     (message_count,) = _BASIC_GET_OK_2.unpack_from(buf, at)
     at += 4
-    msg = BasicGetOk(delivery_tag, redelivered, exchange, routing_key, message_count, 0)
+    msg = BasicGetOk(delivery_tag, redelivered, exchange, routing_key, message_count, channel)
     if at != end:
         raise DecodeError("BasicGetOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -3560,7 +3724,7 @@ _BASIC_GET_EMPTY_0_FIELDS = (("BasicGetEmpty.reserved1", 0, 1),)
 
 
 def _decode_basic_get_empty(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicGetEmpty:
     if end - at < 1:
         raise _truncated(_BASIC_GET_EMPTY_0_FIELDS, at, end)
@@ -3573,7 +3737,7 @@ def _decode_basic_get_empty(
     except UnicodeDecodeError as e:
         raise DecodeError("BasicGetEmpty.reserved1", at + e.start, "invalid utf-8") from None
     at += reserved1_len
-    msg = BasicGetEmpty(reserved1, 0)
+    msg = BasicGetEmpty(reserved1, channel)
     if at != end:
         raise DecodeError("BasicGetEmpty", at, f"{end - at} bytes after the last field")
     return msg
@@ -3628,7 +3792,9 @@ _BASIC_REJECT_0_FIELDS = (
 )
 
 
-def _decode_basic_reject(buf: memoryview, at: int, end: int, verify_checksums: bool) -> BasicReject:
+def _decode_basic_reject(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> BasicReject:
     if end - at < 9:
         raise _truncated(_BASIC_REJECT_0_FIELDS, at, end)
     delivery_tag, bits1 = _BASIC_REJECT_0.unpack_from(buf, at)
@@ -3636,7 +3802,7 @@ def _decode_basic_reject(buf: memoryview, at: int, end: int, verify_checksums: b
     requeue = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicReject.unused1", at, "expected 0")
-    msg = BasicReject(delivery_tag, requeue, 0)
+    msg = BasicReject(delivery_tag, requeue, channel)
     if at != end:
         raise DecodeError("BasicReject", at, f"{end - at} bytes after the last field")
     return msg
@@ -3645,6 +3811,22 @@ def _decode_basic_reject(buf: memoryview, at: int, end: int, verify_checksums: b
 def _encode_basic_reject(msg: BasicReject, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(b"\x00\x3c\x00\x5a")  # the body key: (0x01, 60, 90)
     parts.append(_BASIC_REJECT_0.pack(msg.delivery_tag, 0x1 if msg.requeue else 0))
+
+
+_BASIC_REJECT_FRAME = struct.Struct(">BHI4sQBB")
+
+
+def _frame_basic_reject(msg: BasicReject) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _BASIC_REJECT_FRAME.pack(
+        0x01,
+        msg.channel,
+        13,
+        b"\x00\x3c\x00\x5a",
+        msg.delivery_tag,
+        0x1 if msg.requeue else 0,
+        0xCE,
+    )
 
 
 @dataclass(slots=True)
@@ -3685,7 +3867,7 @@ _BASIC_RECOVER_ASYNC_0_FIELDS = (("BasicRecoverAsync.bits1", 0, 1),)
 
 
 def _decode_basic_recover_async(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicRecoverAsync:
     if end - at < 1:
         raise _truncated(_BASIC_RECOVER_ASYNC_0_FIELDS, at, end)
@@ -3694,7 +3876,7 @@ def _decode_basic_recover_async(
     requeue = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicRecoverAsync.unused1", at, "expected 0")
-    msg = BasicRecoverAsync(requeue, 0)
+    msg = BasicRecoverAsync(requeue, channel)
     if at != end:
         raise DecodeError("BasicRecoverAsync", at, f"{end - at} bytes after the last field")
     return msg
@@ -3705,6 +3887,16 @@ def _encode_basic_recover_async(
 ) -> None:
     parts.append(b"\x00\x3c\x00\x64")  # the body key: (0x01, 60, 100)
     parts.append(_BASIC_RECOVER_ASYNC_0.pack(0x1 if msg.requeue else 0))
+
+
+_BASIC_RECOVER_ASYNC_FRAME = struct.Struct(">BHI4sBB")
+
+
+def _frame_basic_recover_async(msg: BasicRecoverAsync) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _BASIC_RECOVER_ASYNC_FRAME.pack(
+        0x01, msg.channel, 5, b"\x00\x3c\x00\x64", 0x1 if msg.requeue else 0, 0xCE
+    )
 
 
 @dataclass(slots=True)
@@ -3743,7 +3935,7 @@ _BASIC_RECOVER_0_FIELDS = (("BasicRecover.bits1", 0, 1),)
 
 
 def _decode_basic_recover(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicRecover:
     if end - at < 1:
         raise _truncated(_BASIC_RECOVER_0_FIELDS, at, end)
@@ -3752,7 +3944,7 @@ def _decode_basic_recover(
     requeue = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicRecover.unused1", at, "expected 0")
-    msg = BasicRecover(requeue, 0)
+    msg = BasicRecover(requeue, channel)
     if at != end:
         raise DecodeError("BasicRecover", at, f"{end - at} bytes after the last field")
     return msg
@@ -3761,6 +3953,16 @@ def _decode_basic_recover(
 def _encode_basic_recover(msg: BasicRecover, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(b"\x00\x3c\x00\x6e")  # the body key: (0x01, 60, 110)
     parts.append(_BASIC_RECOVER_0.pack(0x1 if msg.requeue else 0))
+
+
+_BASIC_RECOVER_FRAME = struct.Struct(">BHI4sBB")
+
+
+def _frame_basic_recover(msg: BasicRecover) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _BASIC_RECOVER_FRAME.pack(
+        0x01, msg.channel, 5, b"\x00\x3c\x00\x6e", 0x1 if msg.requeue else 0, 0xCE
+    )
 
 
 @dataclass(slots=True)
@@ -3792,9 +3994,9 @@ class BasicRecoverOk:
 
 
 def _decode_basic_recover_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicRecoverOk:
-    msg = BasicRecoverOk(0)
+    msg = BasicRecoverOk(channel)
     if at != end:
         raise DecodeError("BasicRecoverOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -3802,6 +4004,14 @@ def _decode_basic_recover_ok(
 
 def _encode_basic_recover_ok(msg: BasicRecoverOk, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(b"\x00\x3c\x00\x6f")  # the body key: (0x01, 60, 111)
+
+
+_BASIC_RECOVER_OK_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_basic_recover_ok(msg: BasicRecoverOk) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _BASIC_RECOVER_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x3c\x00\x6f", 0xCE)
 
 
 @dataclass(slots=True)
@@ -3834,8 +4044,10 @@ class TxSelect:
         return encode(self)
 
 
-def _decode_tx_select(buf: memoryview, at: int, end: int, verify_checksums: bool) -> TxSelect:
-    msg = TxSelect(0)
+def _decode_tx_select(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> TxSelect:
+    msg = TxSelect(channel)
     if at != end:
         raise DecodeError("TxSelect", at, f"{end - at} bytes after the last field")
     return msg
@@ -3843,6 +4055,14 @@ def _decode_tx_select(buf: memoryview, at: int, end: int, verify_checksums: bool
 
 def _encode_tx_select(msg: TxSelect, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(b"\x00\x5a\x00\x0a")  # the body key: (0x01, 90, 10)
+
+
+_TX_SELECT_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_tx_select(msg: TxSelect) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _TX_SELECT_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x0a", 0xCE)
 
 
 @dataclass(slots=True)
@@ -3873,8 +4093,10 @@ class TxSelectOk:
         return encode(self)
 
 
-def _decode_tx_select_ok(buf: memoryview, at: int, end: int, verify_checksums: bool) -> TxSelectOk:
-    msg = TxSelectOk(0)
+def _decode_tx_select_ok(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> TxSelectOk:
+    msg = TxSelectOk(channel)
     if at != end:
         raise DecodeError("TxSelectOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -3882,6 +4104,14 @@ def _decode_tx_select_ok(buf: memoryview, at: int, end: int, verify_checksums: b
 
 def _encode_tx_select_ok(msg: TxSelectOk, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(b"\x00\x5a\x00\x0b")  # the body key: (0x01, 90, 11)
+
+
+_TX_SELECT_OK_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_tx_select_ok(msg: TxSelectOk) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _TX_SELECT_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x0b", 0xCE)
 
 
 @dataclass(slots=True)
@@ -3914,8 +4144,10 @@ class TxCommit:
         return encode(self)
 
 
-def _decode_tx_commit(buf: memoryview, at: int, end: int, verify_checksums: bool) -> TxCommit:
-    msg = TxCommit(0)
+def _decode_tx_commit(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> TxCommit:
+    msg = TxCommit(channel)
     if at != end:
         raise DecodeError("TxCommit", at, f"{end - at} bytes after the last field")
     return msg
@@ -3923,6 +4155,14 @@ def _decode_tx_commit(buf: memoryview, at: int, end: int, verify_checksums: bool
 
 def _encode_tx_commit(msg: TxCommit, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(b"\x00\x5a\x00\x14")  # the body key: (0x01, 90, 20)
+
+
+_TX_COMMIT_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_tx_commit(msg: TxCommit) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _TX_COMMIT_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x14", 0xCE)
 
 
 @dataclass(slots=True)
@@ -3953,8 +4193,10 @@ class TxCommitOk:
         return encode(self)
 
 
-def _decode_tx_commit_ok(buf: memoryview, at: int, end: int, verify_checksums: bool) -> TxCommitOk:
-    msg = TxCommitOk(0)
+def _decode_tx_commit_ok(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> TxCommitOk:
+    msg = TxCommitOk(channel)
     if at != end:
         raise DecodeError("TxCommitOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -3962,6 +4204,14 @@ def _decode_tx_commit_ok(buf: memoryview, at: int, end: int, verify_checksums: b
 
 def _encode_tx_commit_ok(msg: TxCommitOk, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(b"\x00\x5a\x00\x15")  # the body key: (0x01, 90, 21)
+
+
+_TX_COMMIT_OK_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_tx_commit_ok(msg: TxCommitOk) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _TX_COMMIT_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x15", 0xCE)
 
 
 @dataclass(slots=True)
@@ -3994,8 +4244,10 @@ class TxRollback:
         return encode(self)
 
 
-def _decode_tx_rollback(buf: memoryview, at: int, end: int, verify_checksums: bool) -> TxRollback:
-    msg = TxRollback(0)
+def _decode_tx_rollback(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> TxRollback:
+    msg = TxRollback(channel)
     if at != end:
         raise DecodeError("TxRollback", at, f"{end - at} bytes after the last field")
     return msg
@@ -4003,6 +4255,14 @@ def _decode_tx_rollback(buf: memoryview, at: int, end: int, verify_checksums: bo
 
 def _encode_tx_rollback(msg: TxRollback, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(b"\x00\x5a\x00\x1e")  # the body key: (0x01, 90, 30)
+
+
+_TX_ROLLBACK_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_tx_rollback(msg: TxRollback) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _TX_ROLLBACK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x1e", 0xCE)
 
 
 @dataclass(slots=True)
@@ -4034,9 +4294,9 @@ class TxRollbackOk:
 
 
 def _decode_tx_rollback_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> TxRollbackOk:
-    msg = TxRollbackOk(0)
+    msg = TxRollbackOk(channel)
     if at != end:
         raise DecodeError("TxRollbackOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -4044,6 +4304,14 @@ def _decode_tx_rollback_ok(
 
 def _encode_tx_rollback_ok(msg: TxRollbackOk, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(b"\x00\x5a\x00\x1f")  # the body key: (0x01, 90, 31)
+
+
+_TX_ROLLBACK_OK_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_tx_rollback_ok(msg: TxRollbackOk) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _TX_ROLLBACK_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x1f", 0xCE)
 
 
 _VALUE_TABLE_0 = struct.Struct(">B")
@@ -4521,6 +4789,34 @@ _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
     TxRollbackOk: _encode_tx_rollback_ok,
 }
 
+# the messages whose frame is one struct (every field of a fixed width): encode packs it at once
+_FIXED_FRAMES: dict[type, Callable[[Any], bytes]] = {
+    Heartbeat: _frame_heartbeat,
+    ConnectionTune: _frame_connection_tune,
+    ConnectionTuneOk: _frame_connection_tune_ok,
+    ConnectionCloseOk: _frame_connection_close_ok,
+    ChannelFlow: _frame_channel_flow,
+    ChannelFlowOk: _frame_channel_flow_ok,
+    ChannelCloseOk: _frame_channel_close_ok,
+    ExchangeDeclareOk: _frame_exchange_declare_ok,
+    ExchangeDeleteOk: _frame_exchange_delete_ok,
+    QueueBindOk: _frame_queue_bind_ok,
+    QueuePurgeOk: _frame_queue_purge_ok,
+    QueueDeleteOk: _frame_queue_delete_ok,
+    QueueUnbindOk: _frame_queue_unbind_ok,
+    BasicQosOk: _frame_basic_qos_ok,
+    BasicReject: _frame_basic_reject,
+    BasicRecoverAsync: _frame_basic_recover_async,
+    BasicRecover: _frame_basic_recover,
+    BasicRecoverOk: _frame_basic_recover_ok,
+    TxSelect: _frame_tx_select,
+    TxSelectOk: _frame_tx_select_ok,
+    TxCommit: _frame_tx_commit,
+    TxCommitOk: _frame_tx_commit_ok,
+    TxRollback: _frame_tx_rollback,
+    TxRollbackOk: _frame_tx_rollback_ok,
+}
+
 
 def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
     """One frame for `msg`, header included; EncodeError when a value does not fit.
@@ -4529,6 +4825,12 @@ def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
     own bytes. `seal_checksums` is accepted
     for symmetry: this version's frames carry no checksum.
     """
+    fixed = _FIXED_FRAMES.get(type(msg))
+    if fixed is not None:
+        try:
+            return fixed(msg)
+        except (struct.error, AttributeError, TypeError, ValueError, OverflowError) as e:
+            raise EncodeError(type(msg).__name__, str(e)) from None
     parts: list[bytes] = [b""]
     try:
         _ENCODERS[type(msg)](msg, parts, seal_checksums)

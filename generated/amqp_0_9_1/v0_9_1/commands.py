@@ -174,6 +174,30 @@ from ..shared import (
     _encode_tx_rollback_ok,
     _encode_tx_select,
     _encode_tx_select_ok,
+    _frame_basic_qos_ok,
+    _frame_basic_recover,
+    _frame_basic_recover_async,
+    _frame_basic_recover_ok,
+    _frame_basic_reject,
+    _frame_channel_close_ok,
+    _frame_channel_flow,
+    _frame_channel_flow_ok,
+    _frame_connection_close_ok,
+    _frame_connection_tune,
+    _frame_connection_tune_ok,
+    _frame_exchange_declare_ok,
+    _frame_exchange_delete_ok,
+    _frame_heartbeat,
+    _frame_queue_bind_ok,
+    _frame_queue_delete_ok,
+    _frame_queue_purge_ok,
+    _frame_queue_unbind_ok,
+    _frame_tx_commit,
+    _frame_tx_commit_ok,
+    _frame_tx_rollback,
+    _frame_tx_rollback_ok,
+    _frame_tx_select,
+    _frame_tx_select_ok,
 )
 
 Sender = Literal["client", "server"]
@@ -257,7 +281,7 @@ _EXCHANGE_DECLARE_2_FIELDS = (("ExchangeDeclare.bits1", 0, 1),)
 
 
 def _decode_exchange_declare(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ExchangeDeclare:
     if end - at < 3:
         raise _truncated(_EXCHANGE_DECLARE_0_FIELDS, at, end)
@@ -294,7 +318,16 @@ def _decode_exchange_declare(
         raise DecodeError("ExchangeDeclare.unused1", at, "expected 0")
     arguments, at = _decode_table(buf, at, end)
     msg = ExchangeDeclare(
-        reserved1, exchange, type_, passive, durable, reserved2, reserved3, no_wait, arguments, 0
+        reserved1,
+        exchange,
+        type_,
+        passive,
+        durable,
+        reserved2,
+        reserved3,
+        no_wait,
+        arguments,
+        channel,
     )
     if at != end:
         raise DecodeError("ExchangeDeclare", at, f"{end - at} bytes after the last field")
@@ -373,7 +406,9 @@ _BASIC_QOS_0_FIELDS = (
 )
 
 
-def _decode_basic_qos(buf: memoryview, at: int, end: int, verify_checksums: bool) -> BasicQos:
+def _decode_basic_qos(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> BasicQos:
     if end - at < 7:
         raise _truncated(_BASIC_QOS_0_FIELDS, at, end)
     prefetch_size, prefetch_count, bits1 = _BASIC_QOS_0.unpack_from(buf, at)
@@ -381,7 +416,7 @@ def _decode_basic_qos(buf: memoryview, at: int, end: int, verify_checksums: bool
     global_ = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicQos.unused1", at, "expected 0")
-    msg = BasicQos(prefetch_size, prefetch_count, global_, 0)
+    msg = BasicQos(prefetch_size, prefetch_count, global_, channel)
     if at != end:
         raise DecodeError("BasicQos", at, f"{end - at} bytes after the last field")
     return msg
@@ -391,6 +426,23 @@ def _encode_basic_qos(msg: BasicQos, parts: list[bytes], seal_checksums: bool) -
     parts.append(b"\x00\x3c\x00\x0a")  # the body key: (0x01, 60, 10)
     parts.append(
         _BASIC_QOS_0.pack(msg.prefetch_size, msg.prefetch_count, 0x1 if msg.global_ else 0)
+    )
+
+
+_BASIC_QOS_FRAME = struct.Struct(">BHI4sIHBB")
+
+
+def _frame_basic_qos(msg: BasicQos) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _BASIC_QOS_FRAME.pack(
+        0x01,
+        msg.channel,
+        11,
+        b"\x00\x3c\x00\x0a",
+        msg.prefetch_size,
+        msg.prefetch_count,
+        0x1 if msg.global_ else 0,
+        0xCE,
     )
 
 
@@ -438,7 +490,9 @@ _BASIC_CANCEL_1 = struct.Struct(">B")
 _BASIC_CANCEL_1_FIELDS = (("BasicCancel.bits1", 0, 1),)
 
 
-def _decode_basic_cancel(buf: memoryview, at: int, end: int, verify_checksums: bool) -> BasicCancel:
+def _decode_basic_cancel(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> BasicCancel:
     if end - at < 1:
         raise _truncated(_BASIC_CANCEL_0_FIELDS, at, end)
     (consumer_tag_len,) = _BASIC_CANCEL_0.unpack_from(buf, at)
@@ -457,7 +511,7 @@ def _decode_basic_cancel(buf: memoryview, at: int, end: int, verify_checksums: b
     no_wait = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicCancel.unused1", at, "expected 0")
-    msg = BasicCancel(consumer_tag, no_wait, 0)
+    msg = BasicCancel(consumer_tag, no_wait, channel)
     if at != end:
         raise DecodeError("BasicCancel", at, f"{end - at} bytes after the last field")
     return msg
@@ -507,7 +561,7 @@ _BASIC_CANCEL_OK_0_FIELDS = (("BasicCancelOk.consumer_tag", 0, 1),)
 
 
 def _decode_basic_cancel_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicCancelOk:
     if end - at < 1:
         raise _truncated(_BASIC_CANCEL_OK_0_FIELDS, at, end)
@@ -520,7 +574,7 @@ def _decode_basic_cancel_ok(
     except UnicodeDecodeError as e:
         raise DecodeError("BasicCancelOk.consumer_tag", at + e.start, "invalid utf-8") from None
     at += consumer_tag_len
-    msg = BasicCancelOk(consumer_tag, 0)
+    msg = BasicCancelOk(consumer_tag, channel)
     if at != end:
         raise DecodeError("BasicCancelOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -574,7 +628,9 @@ _BASIC_ACK_0_FIELDS = (
 )
 
 
-def _decode_basic_ack(buf: memoryview, at: int, end: int, verify_checksums: bool) -> BasicAck:
+def _decode_basic_ack(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> BasicAck:
     if end - at < 9:
         raise _truncated(_BASIC_ACK_0_FIELDS, at, end)
     delivery_tag, bits1 = _BASIC_ACK_0.unpack_from(buf, at)
@@ -582,7 +638,7 @@ def _decode_basic_ack(buf: memoryview, at: int, end: int, verify_checksums: bool
     multiple = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicAck.unused1", at, "expected 0")
-    msg = BasicAck(delivery_tag, multiple, 0)
+    msg = BasicAck(delivery_tag, multiple, channel)
     if at != end:
         raise DecodeError("BasicAck", at, f"{end - at} bytes after the last field")
     return msg
@@ -591,6 +647,22 @@ def _decode_basic_ack(buf: memoryview, at: int, end: int, verify_checksums: bool
 def _encode_basic_ack(msg: BasicAck, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(b"\x00\x3c\x00\x50")  # the body key: (0x01, 60, 80)
     parts.append(_BASIC_ACK_0.pack(msg.delivery_tag, 0x1 if msg.multiple else 0))
+
+
+_BASIC_ACK_FRAME = struct.Struct(">BHI4sQBB")
+
+
+def _frame_basic_ack(msg: BasicAck) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _BASIC_ACK_FRAME.pack(
+        0x01,
+        msg.channel,
+        13,
+        b"\x00\x3c\x00\x50",
+        msg.delivery_tag,
+        0x1 if msg.multiple else 0,
+        0xCE,
+    )
 
 
 Message = (
@@ -654,6 +726,8 @@ Message = (
 """Any message of this protocol version."""
 
 _Decoder = Callable[[memoryview, int, int, bool], Message]
+# the straight road's decoders take the header's carried fields (channel) too
+_Straight = Callable[[memoryview, int, int, bool, int], Message]
 
 # (type, then the body key) -> the layouts that identity can carry, with who sends each.
 _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
@@ -713,6 +787,81 @@ _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
     (0x02, 60): (("both", _decode_basic_properties),),
     (0x03,): (("both", _decode_content_body),),
     (0x08,): (("both", _decode_heartbeat),),
+}
+
+# type_ -> the body key read as one number, and that number -> the decoder of its one
+# layout: decode's straight road
+_KEYED: dict[int, tuple[struct.Struct, dict[int, _Straight]]] = {
+    1: (
+        struct.Struct(">I"),  # frame.class_id, frame.method_id
+        {
+            0x000A000A: _decode_connection_start,
+            0x000A000B: _decode_connection_start_ok,
+            0x000A0014: _decode_connection_secure,
+            0x000A0015: _decode_connection_secure_ok,
+            0x000A001E: _decode_connection_tune,
+            0x000A001F: _decode_connection_tune_ok,
+            0x000A0028: _decode_connection_open,
+            0x000A0029: _decode_connection_open_ok,
+            0x000A0032: _decode_connection_close,
+            0x000A0033: _decode_connection_close_ok,
+            0x0014000A: _decode_channel_open,
+            0x0014000B: _decode_channel_open_ok,
+            0x00140014: _decode_channel_flow,
+            0x00140015: _decode_channel_flow_ok,
+            0x00140028: _decode_channel_close,
+            0x00140029: _decode_channel_close_ok,
+            0x0028000A: _decode_exchange_declare,
+            0x0028000B: _decode_exchange_declare_ok,
+            0x00280014: _decode_exchange_delete,
+            0x00280015: _decode_exchange_delete_ok,
+            0x0032000A: _decode_queue_declare,
+            0x0032000B: _decode_queue_declare_ok,
+            0x00320014: _decode_queue_bind,
+            0x00320015: _decode_queue_bind_ok,
+            0x0032001E: _decode_queue_purge,
+            0x0032001F: _decode_queue_purge_ok,
+            0x00320028: _decode_queue_delete,
+            0x00320029: _decode_queue_delete_ok,
+            0x00320032: _decode_queue_unbind,
+            0x00320033: _decode_queue_unbind_ok,
+            0x003C000A: _decode_basic_qos,
+            0x003C000B: _decode_basic_qos_ok,
+            0x003C0014: _decode_basic_consume,
+            0x003C0015: _decode_basic_consume_ok,
+            0x003C001E: _decode_basic_cancel,
+            0x003C001F: _decode_basic_cancel_ok,
+            0x003C0028: _decode_basic_publish,
+            0x003C0032: _decode_basic_return,
+            0x003C003C: _decode_basic_deliver,
+            0x003C0046: _decode_basic_get,
+            0x003C0047: _decode_basic_get_ok,
+            0x003C0048: _decode_basic_get_empty,
+            0x003C0050: _decode_basic_ack,
+            0x003C005A: _decode_basic_reject,
+            0x003C0064: _decode_basic_recover_async,
+            0x003C006E: _decode_basic_recover,
+            0x003C006F: _decode_basic_recover_ok,
+            0x005A000A: _decode_tx_select,
+            0x005A000B: _decode_tx_select_ok,
+            0x005A0014: _decode_tx_commit,
+            0x005A0015: _decode_tx_commit_ok,
+            0x005A001E: _decode_tx_rollback,
+            0x005A001F: _decode_tx_rollback_ok,
+        },
+    ),
+    2: (
+        struct.Struct(">H"),  # frame.class_id
+        {
+            0x003C: _decode_basic_properties,
+        },
+    ),
+}
+
+# type_ -> the decoder of its one layout, where no body key follows the header
+_UNKEYED: dict[int, _Straight] = {
+    3: _decode_content_body,
+    8: _decode_heartbeat,
 }
 
 # header (type) -> the fields at the start of the body that complete the identity
@@ -791,6 +940,36 @@ _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
     TxRollbackOk: _encode_tx_rollback_ok,
 }
 
+# the messages whose frame is one struct (every field of a fixed width): encode packs it at once
+_FIXED_FRAMES: dict[type, Callable[[Any], bytes]] = {
+    Heartbeat: _frame_heartbeat,
+    ConnectionTune: _frame_connection_tune,
+    ConnectionTuneOk: _frame_connection_tune_ok,
+    ConnectionCloseOk: _frame_connection_close_ok,
+    ChannelFlow: _frame_channel_flow,
+    ChannelFlowOk: _frame_channel_flow_ok,
+    ChannelCloseOk: _frame_channel_close_ok,
+    ExchangeDeclareOk: _frame_exchange_declare_ok,
+    ExchangeDeleteOk: _frame_exchange_delete_ok,
+    QueueBindOk: _frame_queue_bind_ok,
+    QueuePurgeOk: _frame_queue_purge_ok,
+    QueueDeleteOk: _frame_queue_delete_ok,
+    QueueUnbindOk: _frame_queue_unbind_ok,
+    BasicQos: _frame_basic_qos,
+    BasicQosOk: _frame_basic_qos_ok,
+    BasicAck: _frame_basic_ack,
+    BasicReject: _frame_basic_reject,
+    BasicRecoverAsync: _frame_basic_recover_async,
+    BasicRecover: _frame_basic_recover,
+    BasicRecoverOk: _frame_basic_recover_ok,
+    TxSelect: _frame_tx_select,
+    TxSelectOk: _frame_tx_select_ok,
+    TxCommit: _frame_tx_commit,
+    TxCommitOk: _frame_tx_commit_ok,
+    TxRollback: _frame_tx_rollback,
+    TxRollbackOk: _frame_tx_rollback_ok,
+}
+
 
 def decode(
     frame: bytes | bytearray | memoryview,
@@ -815,10 +994,22 @@ def decode(
             raise DecodeError("frame.size", 3, f"says {size} bytes, {end - 8} follow")
         raise DecodeError("frame", size + 8, f"{end - 8 - size} bytes after the frame")
     stop = end - TRAILER_SIZE
-    if buf[stop:] != TRAILER:
+    if buf[stop] != 0xCE:
         raise DecodeError(
             "frame.frame_end", stop, f"is {bytes(buf[stop:]).hex()}, not {TRAILER.hex()}"
         )
+    keyed = _KEYED.get(type_)
+    if keyed is not None:
+        key_struct, decoders = keyed
+        if stop - HEADER_SIZE >= key_struct.size:
+            decoder = decoders.get(key_struct.unpack_from(buf, HEADER_SIZE)[0])
+            if decoder is not None:
+                return decoder(buf, HEADER_SIZE + key_struct.size, stop, verify_checksums, channel)
+    else:
+        decoder = _UNKEYED.get(type_)
+        if decoder is not None:
+            return decoder(buf, HEADER_SIZE, stop, verify_checksums, channel)
+    # the general road: several layouts for one identity, or none (naming what is wrong)
     ident: tuple[int, ...] = (type_,)
     at = HEADER_SIZE
     body_key = _BODY_KEYS.get(ident)
@@ -868,6 +1059,12 @@ def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
     own bytes. `seal_checksums` is accepted
     for symmetry: this version's frames carry no checksum.
     """
+    fixed = _FIXED_FRAMES.get(type(msg))
+    if fixed is not None:
+        try:
+            return fixed(msg)
+        except (struct.error, AttributeError, TypeError, ValueError, OverflowError) as e:
+            raise EncodeError(type(msg).__name__, str(e)) from None
     parts: list[bytes] = [b""]
     try:
         _ENCODERS[type(msg)](msg, parts, seal_checksums)

@@ -373,6 +373,14 @@ def _encode_connection_ping(msg: ConnectionPing, parts: list[bytes], seal_checks
     parts.append(_CONNECTION_PING_0.pack(0x1 if msg.respond else 0))
 
 
+_CONNECTION_PING_FRAME = struct.Struct(">HBBB")
+
+
+def _frame_connection_ping(msg: ConnectionPing) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CONNECTION_PING_FRAME.pack(3, 0x0E, 0x1 if msg.respond else 0, 0xCE)
+
+
 @dataclass(slots=True)
 class ConnectionReply:
     """ConnectionReply: Connection.Reply one-way message, code 0x12, sent by the server.
@@ -634,6 +642,14 @@ def _decode_channel_ack(buf: memoryview, at: int, end: int, verify_checksums: bo
 
 def _encode_channel_ack(msg: ChannelAck, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_CHANNEL_ACK_0.pack(msg.channel_id, msg.confirm_tag, msg.message_nbr))
+
+
+_CHANNEL_ACK_FRAME = struct.Struct(">HBHHIB")
+
+
+def _frame_channel_ack(msg: ChannelAck) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CHANNEL_ACK_FRAME.pack(10, 0x15, msg.channel_id, msg.confirm_tag, msg.message_nbr, 0xCE)
 
 
 @dataclass(slots=True)
@@ -1275,6 +1291,16 @@ def _encode_handle_flow(msg: HandleFlow, parts: list[bytes], seal_checksums: boo
     parts.append(_HANDLE_FLOW_0.pack(msg.handle_id, msg.confirm_tag, 0x1 if msg.flow_pause else 0))
 
 
+_HANDLE_FLOW_FRAME = struct.Struct(">HBHHBB")
+
+
+def _frame_handle_flow(msg: HandleFlow) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _HANDLE_FLOW_FRAME.pack(
+        7, 0x22, msg.handle_id, msg.confirm_tag, 0x1 if msg.flow_pause else 0, 0xCE
+    )
+
+
 @dataclass(slots=True)
 class HandleUnget:
     """HandleUnget: Handle.Unget one-way message, code 0x23, sent by the client.
@@ -1324,6 +1350,14 @@ def _decode_handle_unget(buf: memoryview, at: int, end: int, verify_checksums: b
 
 def _encode_handle_unget(msg: HandleUnget, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_HANDLE_UNGET_0.pack(msg.handle_id, msg.confirm_tag, msg.message_nbr))
+
+
+_HANDLE_UNGET_FRAME = struct.Struct(">HBHHIB")
+
+
+def _frame_handle_unget(msg: HandleUnget) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _HANDLE_UNGET_FRAME.pack(10, 0x23, msg.handle_id, msg.confirm_tag, msg.message_nbr, 0xCE)
 
 
 @dataclass(slots=True)
@@ -1474,6 +1508,16 @@ def _decode_handle_browse(
 
 def _encode_handle_browse(msg: HandleBrowse, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_HANDLE_BROWSE_0.pack(msg.handle_id, msg.confirm_tag, msg.message_nbr))
+
+
+_HANDLE_BROWSE_FRAME = struct.Struct(">HBHHIB")
+
+
+def _frame_handle_browse(msg: HandleBrowse) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _HANDLE_BROWSE_FRAME.pack(
+        10, 0x25, msg.handle_id, msg.confirm_tag, msg.message_nbr, 0xCE
+    )
 
 
 @dataclass(slots=True)
@@ -1831,6 +1875,14 @@ def _decode_handle_ready(buf: memoryview, at: int, end: int, verify_checksums: b
 
 def _encode_handle_ready(msg: HandleReady, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_HANDLE_READY_0.pack(msg.handle_id, msg.message_size))
+
+
+_HANDLE_READY_FRAME = struct.Struct(">HBHIB")
+
+
+def _frame_handle_ready(msg: HandleReady) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _HANDLE_READY_FRAME.pack(8, 0x2C, msg.handle_id, msg.message_size, 0xCE)
 
 
 @dataclass(slots=True)
@@ -2262,6 +2314,37 @@ _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
     (0x31,): (("both", _decode_handle_close),),
 }
 
+# code -> the decoder of the one layout of that identity: decode's straight road
+_ONE: dict[int, _Decoder] = {
+    0x0A: _decode_connection_challenge,
+    0x0B: _decode_connection_response,
+    0x0C: _decode_connection_tune,
+    0x0D: _decode_connection_open,
+    0x0E: _decode_connection_ping,
+    0x12: _decode_connection_reply,
+    0x13: _decode_connection_close,
+    0x14: _decode_channel_open,
+    0x15: _decode_channel_ack,
+    0x16: _decode_channel_commit,
+    0x17: _decode_channel_rollback,
+    0x1C: _decode_channel_reply,
+    0x1D: _decode_channel_close,
+    0x1E: _decode_handle_open,
+    0x1F: _decode_handle_send,
+    0x20: _decode_handle_consume,
+    0x22: _decode_handle_flow,
+    0x23: _decode_handle_unget,
+    0x24: _decode_handle_query,
+    0x25: _decode_handle_browse,
+    0x28: _decode_handle_created,
+    0x29: _decode_handle_notify,
+    0x2A: _decode_handle_index,
+    0x2B: _decode_handle_prepare,
+    0x2C: _decode_handle_ready,
+    0x30: _decode_handle_reply,
+    0x31: _decode_handle_close,
+}
+
 FRAME_KEYS: frozenset[tuple[int, ...]] = frozenset(_DECODERS)
 """Every (code) header `decode` has a layout for: what a framing check that
 resynchronises after unframeable bytes accepts as a frame header."""
@@ -2294,6 +2377,16 @@ _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
     HandleReady: _encode_handle_ready,
     HandleReply: _encode_handle_reply,
     HandleClose: _encode_handle_close,
+}
+
+# the messages whose frame is one struct (every field of a fixed width): encode packs it at once
+_FIXED_FRAMES: dict[type, Callable[[Any], bytes]] = {
+    ConnectionPing: _frame_connection_ping,
+    ChannelAck: _frame_channel_ack,
+    HandleFlow: _frame_handle_flow,
+    HandleUnget: _frame_handle_unget,
+    HandleBrowse: _frame_handle_browse,
+    HandleReady: _frame_handle_ready,
 }
 
 
@@ -2334,10 +2427,14 @@ def decode(
             raise DecodeError("frame.size", 0, f"says {size} bytes, {end - adjust} follow")
         raise DecodeError("frame", size + adjust, f"{end - adjust - size} bytes after the frame")
     stop = end - TRAILER_SIZE
-    if buf[stop:] != TRAILER:
+    if buf[stop] != 0xCE:
         raise DecodeError(
             "frame.command_end", stop, f"is {bytes(buf[stop:]).hex()}, not {TRAILER.hex()}"
         )
+    decoder = _ONE.get(code)
+    if decoder is not None:
+        return decoder(buf, header_size, stop, verify_checksums)
+    # the general road: several layouts for one identity, or none (naming what is wrong)
     layouts = _DECODERS.get((code,))
     if layouts is None:
         raise DecodeError("frame.code", 2, f"no layout for code {code:#04x}")
@@ -2382,6 +2479,12 @@ def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
     own bytes. `seal_checksums` is accepted
     for symmetry: this version's frames carry no checksum.
     """
+    fixed = _FIXED_FRAMES.get(type(msg))
+    if fixed is not None:
+        try:
+            return fixed(msg)
+        except (struct.error, AttributeError, TypeError, ValueError, OverflowError) as e:
+            raise EncodeError(type(msg).__name__, str(e)) from None
     parts: list[bytes] = [b""]
     try:
         _ENCODERS[type(msg)](msg, parts, seal_checksums)

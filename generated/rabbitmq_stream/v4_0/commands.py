@@ -386,6 +386,16 @@ def _encode_declare_publisher_response(
     parts.append(_DECLARE_PUBLISHER_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
+_DECLARE_PUBLISHER_RESPONSE_FRAME = struct.Struct(">IHHIH")
+
+
+def _frame_declare_publisher_response(msg: DeclarePublisherResponse) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _DECLARE_PUBLISHER_RESPONSE_FRAME.pack(
+        10, 0x8001, 1, msg.correlation_id, msg.response_code
+    )
+
+
 @dataclass(slots=True)
 class PublishV1:
     """Publish: Publish one-way message, key 0x0002, version 1, sent by the client.
@@ -965,6 +975,16 @@ def _encode_query_publisher_sequence_response(
     )
 
 
+_QUERY_PUBLISHER_SEQUENCE_RESPONSE_FRAME = struct.Struct(">IHHIHQ")
+
+
+def _frame_query_publisher_sequence_response(msg: QueryPublisherSequenceResponse) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _QUERY_PUBLISHER_SEQUENCE_RESPONSE_FRAME.pack(
+        18, 0x8005, 1, msg.correlation_id, msg.response_code, msg.sequence
+    )
+
+
 @dataclass(slots=True)
 class DeletePublisherRequest:
     """DeletePublisherRequest: DeletePublisher request, key 0x0006, version 1, sent by the client.
@@ -1015,6 +1035,14 @@ def _encode_delete_publisher_request(
     parts.append(_DELETE_PUBLISHER_REQUEST_0.pack(msg.correlation_id, msg.publisher_id))
 
 
+_DELETE_PUBLISHER_REQUEST_FRAME = struct.Struct(">IHHIB")
+
+
+def _frame_delete_publisher_request(msg: DeletePublisherRequest) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _DELETE_PUBLISHER_REQUEST_FRAME.pack(9, 0x0006, 1, msg.correlation_id, msg.publisher_id)
+
+
 @dataclass(slots=True)
 class DeletePublisherResponse:
     """DeletePublisherResponse: DeletePublisher response, key 0x8006, version 1, sent by the server.
@@ -1062,6 +1090,16 @@ def _encode_delete_publisher_response(
     msg: DeletePublisherResponse, parts: list[bytes], seal_checksums: bool
 ) -> None:
     parts.append(_DELETE_PUBLISHER_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
+
+
+_DELETE_PUBLISHER_RESPONSE_FRAME = struct.Struct(">IHHIH")
+
+
+def _frame_delete_publisher_response(msg: DeletePublisherResponse) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _DELETE_PUBLISHER_RESPONSE_FRAME.pack(
+        10, 0x8006, 1, msg.correlation_id, msg.response_code
+    )
 
 
 @dataclass(slots=True)
@@ -1318,6 +1356,14 @@ def _encode_subscribe_response(
     msg: SubscribeResponse, parts: list[bytes], seal_checksums: bool
 ) -> None:
     parts.append(_SUBSCRIBE_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
+
+
+_SUBSCRIBE_RESPONSE_FRAME = struct.Struct(">IHHIH")
+
+
+def _frame_subscribe_response(msg: SubscribeResponse) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _SUBSCRIBE_RESPONSE_FRAME.pack(10, 0x8007, 1, msg.correlation_id, msg.response_code)
 
 
 @dataclass(slots=True)
@@ -1817,6 +1863,14 @@ def _encode_credit(msg: Credit, parts: list[bytes], seal_checksums: bool) -> Non
     parts.append(_CREDIT_0.pack(msg.subscription_id, msg.credit))
 
 
+_CREDIT_FRAME = struct.Struct(">IHHBH")
+
+
+def _frame_credit(msg: Credit) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CREDIT_FRAME.pack(7, 0x0009, 1, msg.subscription_id, msg.credit)
+
+
 @dataclass(slots=True)
 class CreditResponse:
     """CreditResponse: Credit response, key 0x8009, version 1, sent by the server.
@@ -1862,6 +1916,14 @@ def _decode_credit_response(
 
 def _encode_credit_response(msg: CreditResponse, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_CREDIT_RESPONSE_0.pack(msg.response_code, msg.subscription_id))
+
+
+_CREDIT_RESPONSE_FRAME = struct.Struct(">IHHHB")
+
+
+def _frame_credit_response(msg: CreditResponse) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CREDIT_RESPONSE_FRAME.pack(7, 0x8009, 1, msg.response_code, msg.subscription_id)
 
 
 @dataclass(slots=True)
@@ -2095,6 +2157,16 @@ def _encode_query_offset_response(
     parts.append(_QUERY_OFFSET_RESPONSE_0.pack(msg.correlation_id, msg.response_code, msg.offset))
 
 
+_QUERY_OFFSET_RESPONSE_FRAME = struct.Struct(">IHHIHQ")
+
+
+def _frame_query_offset_response(msg: QueryOffsetResponse) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _QUERY_OFFSET_RESPONSE_FRAME.pack(
+        18, 0x800B, 1, msg.correlation_id, msg.response_code, msg.offset
+    )
+
+
 @dataclass(slots=True)
 class UnsubscribeRequest:
     """Unsubscribe: Unsubscribe request, key 0x000c, version 1, sent by the client.
@@ -2145,6 +2217,14 @@ def _encode_unsubscribe_request(
     parts.append(_UNSUBSCRIBE_REQUEST_0.pack(msg.correlation_id, msg.subscription_id))
 
 
+_UNSUBSCRIBE_REQUEST_FRAME = struct.Struct(">IHHIB")
+
+
+def _frame_unsubscribe_request(msg: UnsubscribeRequest) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _UNSUBSCRIBE_REQUEST_FRAME.pack(9, 0x000C, 1, msg.correlation_id, msg.subscription_id)
+
+
 @dataclass(slots=True)
 class UnsubscribeResponse:
     """UnsubscribeResponse: Unsubscribe response, key 0x800c, version 1, sent by the server.
@@ -2192,6 +2272,14 @@ def _encode_unsubscribe_response(
     msg: UnsubscribeResponse, parts: list[bytes], seal_checksums: bool
 ) -> None:
     parts.append(_UNSUBSCRIBE_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
+
+
+_UNSUBSCRIBE_RESPONSE_FRAME = struct.Struct(">IHHIH")
+
+
+def _frame_unsubscribe_response(msg: UnsubscribeResponse) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _UNSUBSCRIBE_RESPONSE_FRAME.pack(10, 0x800C, 1, msg.correlation_id, msg.response_code)
 
 
 @dataclass(slots=True)
@@ -2369,6 +2457,14 @@ def _encode_create_response(msg: CreateResponse, parts: list[bytes], seal_checks
     parts.append(_CREATE_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
+_CREATE_RESPONSE_FRAME = struct.Struct(">IHHIH")
+
+
+def _frame_create_response(msg: CreateResponse) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CREATE_RESPONSE_FRAME.pack(10, 0x800D, 1, msg.correlation_id, msg.response_code)
+
+
 @dataclass(slots=True)
 class DeleteRequest:
     """Delete: Delete request, key 0x000e, version 1, sent by the client.
@@ -2479,6 +2575,14 @@ def _decode_delete_response(
 
 def _encode_delete_response(msg: DeleteResponse, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_DELETE_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
+
+
+_DELETE_RESPONSE_FRAME = struct.Struct(">IHHIH")
+
+
+def _frame_delete_response(msg: DeleteResponse) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _DELETE_RESPONSE_FRAME.pack(10, 0x800E, 1, msg.correlation_id, msg.response_code)
 
 
 @dataclass(slots=True)
@@ -3055,6 +3159,14 @@ def _encode_sasl_handshake_request(
     parts.append(_SASL_HANDSHAKE_REQUEST_0.pack(msg.correlation_id))
 
 
+_SASL_HANDSHAKE_REQUEST_FRAME = struct.Struct(">IHHI")
+
+
+def _frame_sasl_handshake_request(msg: SaslHandshakeRequest) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _SASL_HANDSHAKE_REQUEST_FRAME.pack(8, 0x0012, 1, msg.correlation_id)
+
+
 @dataclass(slots=True)
 class SaslHandshakeResponse:
     """SaslHandshakeResponse: SaslHandshake response, key 0x8012, version 1, sent by the server.
@@ -3351,6 +3463,14 @@ def _encode_tune_request(msg: TuneRequest, parts: list[bytes], seal_checksums: b
     parts.append(_TUNE_REQUEST_0.pack(msg.frame_max, msg.heartbeat))
 
 
+_TUNE_REQUEST_FRAME = struct.Struct(">IHHII")
+
+
+def _frame_tune_request(msg: TuneRequest) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _TUNE_REQUEST_FRAME.pack(12, 0x0014, 1, msg.frame_max, msg.heartbeat)
+
+
 @dataclass(slots=True)
 class TuneResponse:
     """TuneResponse: Tune response, key 0x0014, version 1, sent by the client.
@@ -3397,6 +3517,14 @@ def _decode_tune_response(
 
 def _encode_tune_response(msg: TuneResponse, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_TUNE_RESPONSE_0.pack(msg.frame_max, msg.heartbeat))
+
+
+_TUNE_RESPONSE_FRAME = struct.Struct(">IHHII")
+
+
+def _frame_tune_response(msg: TuneResponse) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _TUNE_RESPONSE_FRAME.pack(12, 0x0014, 1, msg.frame_max, msg.heartbeat)
 
 
 @dataclass(slots=True)
@@ -3697,6 +3825,14 @@ def _encode_close_response(msg: CloseResponse, parts: list[bytes], seal_checksum
     parts.append(_CLOSE_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
+_CLOSE_RESPONSE_FRAME = struct.Struct(">IHHIH")
+
+
+def _frame_close_response(msg: CloseResponse) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CLOSE_RESPONSE_FRAME.pack(10, 0x8016, 1, msg.correlation_id, msg.response_code)
+
+
 @dataclass(slots=True)
 class Heartbeat:
     """Heartbeat: Heartbeat one-way message, key 0x0017, version 1, sent by the both.
@@ -3725,6 +3861,14 @@ def _decode_heartbeat(buf: memoryview, at: int, end: int, verify_checksums: bool
 
 def _encode_heartbeat(msg: Heartbeat, parts: list[bytes], seal_checksums: bool) -> None:
     pass
+
+
+_HEARTBEAT_FRAME = struct.Struct(">IHH")
+
+
+def _frame_heartbeat(msg: Heartbeat) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _HEARTBEAT_FRAME.pack(4, 0x0017, 1)
 
 
 @dataclass(slots=True)
@@ -4122,6 +4266,16 @@ def _encode_consumer_update_request(
 ) -> None:
     parts.append(
         _CONSUMER_UPDATE_REQUEST_0.pack(msg.correlation_id, msg.subscription_id, msg.active)
+    )
+
+
+_CONSUMER_UPDATE_REQUEST_FRAME = struct.Struct(">IHHIBB")
+
+
+def _frame_consumer_update_request(msg: ConsumerUpdateRequest) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CONSUMER_UPDATE_REQUEST_FRAME.pack(
+        10, 0x001A, 1, msg.correlation_id, msg.subscription_id, msg.active
     )
 
 
@@ -4797,6 +4951,16 @@ def _encode_create_super_stream_response(
     parts.append(_CREATE_SUPER_STREAM_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
+_CREATE_SUPER_STREAM_RESPONSE_FRAME = struct.Struct(">IHHIH")
+
+
+def _frame_create_super_stream_response(msg: CreateSuperStreamResponse) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CREATE_SUPER_STREAM_RESPONSE_FRAME.pack(
+        10, 0x801D, 1, msg.correlation_id, msg.response_code
+    )
+
+
 @dataclass(slots=True)
 class DeleteSuperStreamRequest:
     """Delete: DeleteSuperStream request, key 0x001e, version 1, sent by the client.
@@ -4915,6 +5079,16 @@ def _encode_delete_super_stream_response(
     msg: DeleteSuperStreamResponse, parts: list[bytes], seal_checksums: bool
 ) -> None:
     parts.append(_DELETE_SUPER_STREAM_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
+
+
+_DELETE_SUPER_STREAM_RESPONSE_FRAME = struct.Struct(">IHHIH")
+
+
+def _frame_delete_super_stream_response(msg: DeleteSuperStreamResponse) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _DELETE_SUPER_STREAM_RESPONSE_FRAME.pack(
+        10, 0x801E, 1, msg.correlation_id, msg.response_code
+    )
 
 
 Message = (
@@ -5045,6 +5219,61 @@ _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
     (0x801E, 1): (("server", _decode_delete_super_stream_response),),
 }
 
+# key << 16 | version -> the decoder of the one layout of that identity: decode's straight road
+_ONE: dict[int, _Decoder] = {
+    0x00010001: _decode_declare_publisher_request,
+    0x00020001: _decode_publish_v1,
+    0x00020002: _decode_publish_v2,
+    0x00030001: _decode_publish_confirm,
+    0x00040001: _decode_publish_error,
+    0x00050001: _decode_query_publisher_sequence_request,
+    0x00060001: _decode_delete_publisher_request,
+    0x00070001: _decode_subscribe_request,
+    0x00080001: _decode_deliver_v1,
+    0x00080002: _decode_deliver_v2,
+    0x00090001: _decode_credit,
+    0x000A0001: _decode_store_offset,
+    0x000B0001: _decode_query_offset_request,
+    0x000C0001: _decode_unsubscribe_request,
+    0x000D0001: _decode_create_request,
+    0x000E0001: _decode_delete_request,
+    0x000F0001: _decode_metadata_request,
+    0x00100001: _decode_metadata_update,
+    0x00110001: _decode_peer_properties_request,
+    0x00120001: _decode_sasl_handshake_request,
+    0x00130001: _decode_sasl_authenticate_request,
+    0x00150001: _decode_open_request,
+    0x00160001: _decode_close_request,
+    0x00170001: _decode_heartbeat,
+    0x001A0001: _decode_consumer_update_request,
+    0x001B0001: _decode_exchange_command_versions_request,
+    0x001C0001: _decode_stream_stats_request,
+    0x001D0001: _decode_create_super_stream_request,
+    0x001E0001: _decode_delete_super_stream_request,
+    0x80010001: _decode_declare_publisher_response,
+    0x80050001: _decode_query_publisher_sequence_response,
+    0x80060001: _decode_delete_publisher_response,
+    0x80070001: _decode_subscribe_response,
+    0x80090001: _decode_credit_response,
+    0x800B0001: _decode_query_offset_response,
+    0x800C0001: _decode_unsubscribe_response,
+    0x800D0001: _decode_create_response,
+    0x800E0001: _decode_delete_response,
+    0x800F0001: _decode_metadata_response,
+    0x80110001: _decode_peer_properties_response,
+    0x80120001: _decode_sasl_handshake_response,
+    0x80130001: _decode_sasl_authenticate_response,
+    0x80150001: _decode_open_response,
+    0x80160001: _decode_close_response,
+    0x80180001: _decode_route_response,
+    0x80190001: _decode_partitions_response,
+    0x801A0001: _decode_consumer_update_response,
+    0x801B0001: _decode_exchange_command_versions_response,
+    0x801C0001: _decode_stream_stats_response,
+    0x801D0001: _decode_create_super_stream_response,
+    0x801E0001: _decode_delete_super_stream_response,
+}
+
 FRAME_KEYS: frozenset[tuple[int, ...]] = frozenset(_DECODERS)
 """Every (key, version) header `decode` has a layout for: what a framing check that
 resynchronises after unframeable bytes accepts as a frame header."""
@@ -5107,6 +5336,30 @@ _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
     DeleteSuperStreamResponse: _encode_delete_super_stream_response,
 }
 
+# the messages whose frame is one struct (every field of a fixed width): encode packs it at once
+_FIXED_FRAMES: dict[type, Callable[[Any], bytes]] = {
+    DeclarePublisherResponse: _frame_declare_publisher_response,
+    QueryPublisherSequenceResponse: _frame_query_publisher_sequence_response,
+    DeletePublisherRequest: _frame_delete_publisher_request,
+    DeletePublisherResponse: _frame_delete_publisher_response,
+    SubscribeResponse: _frame_subscribe_response,
+    Credit: _frame_credit,
+    CreditResponse: _frame_credit_response,
+    QueryOffsetResponse: _frame_query_offset_response,
+    UnsubscribeRequest: _frame_unsubscribe_request,
+    UnsubscribeResponse: _frame_unsubscribe_response,
+    CreateResponse: _frame_create_response,
+    DeleteResponse: _frame_delete_response,
+    SaslHandshakeRequest: _frame_sasl_handshake_request,
+    TuneRequest: _frame_tune_request,
+    TuneResponse: _frame_tune_response,
+    CloseResponse: _frame_close_response,
+    Heartbeat: _frame_heartbeat,
+    ConsumerUpdateRequest: _frame_consumer_update_request,
+    CreateSuperStreamResponse: _frame_create_super_stream_response,
+    DeleteSuperStreamResponse: _frame_delete_super_stream_response,
+}
+
 
 def decode(
     frame: bytes | bytearray | memoryview,
@@ -5131,6 +5384,10 @@ def decode(
         if size < 0 or size > end - 4:
             raise DecodeError("frame.size", 0, f"says {size} bytes, {end - 4} follow")
         raise DecodeError("frame", size + 4, f"{end - 4 - size} bytes after the frame")
+    decoder = _ONE.get(key << 16 | version)
+    if decoder is not None:
+        return decoder(buf, HEADER_SIZE, end, verify_checksums)
+    # the general road: several layouts for one identity, or none (naming what is wrong)
     layouts = _DECODERS.get((key, version))
     if layouts is None:
         raise DecodeError("frame.key", 4, f"no layout for key {key:#06x} version {version}")
@@ -5154,6 +5411,12 @@ def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
     own bytes. `seal_checksums=True` writes each checksum computed over the bytes
     it covers instead (to build a valid frame from new data).
     """
+    fixed = _FIXED_FRAMES.get(type(msg))
+    if fixed is not None:
+        try:
+            return fixed(msg)
+        except (struct.error, AttributeError, TypeError, ValueError, OverflowError) as e:
+            raise EncodeError(type(msg).__name__, str(e)) from None
     parts: list[bytes] = [b""]
     try:
         _ENCODERS[type(msg)](msg, parts, seal_checksums)
