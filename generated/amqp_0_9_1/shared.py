@@ -25,7 +25,7 @@ HEADER = struct.Struct(">BHI")
 """The frame header of every version: `uint8 type, uint16 channel, uint32 size`."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ContentBody:
     """ContentBody: Content.Body one-way message, type 0x03, sent by the both.
 
@@ -47,6 +47,21 @@ class ContentBody:
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, payload: bytes, channel: int = 0) -> None:
+        self.payload = payload
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(payload={self.payload!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ContentBody) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.payload, self.channel) == (other.payload, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -67,7 +82,7 @@ def _encode_content_body(msg: ContentBody, parts: list[bytes], seal_checksums: b
     parts.append(msg.payload)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class Heartbeat:
     """Heartbeat: Heartbeat one-way message, type 0x08, sent by the both.
 
@@ -86,6 +101,20 @@ class Heartbeat:
 
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Heartbeat) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -113,7 +142,7 @@ def _frame_heartbeat(msg: Heartbeat) -> bytes:
     return _HEARTBEAT_FRAME.pack(0x08, msg.channel, 0, 0xCE)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionStart:
     """ConnectionStart: Connection.Start request, identity (0x01, 10, 10), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 10 (0x0a).
 
@@ -161,6 +190,47 @@ A list of the message locales that the server supports, delimited by spaces. The
 Must not be empty."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(
+        self,
+        version_major: int,
+        version_minor: int,
+        server_properties: dict[str, Any],
+        mechanisms: bytes,
+        locales: bytes,
+        channel: int = 0,
+    ) -> None:
+        self.version_major = version_major
+        self.version_minor = version_minor
+        self.server_properties = server_properties
+        self.mechanisms = mechanisms
+        self.locales = locales
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(version_major={self.version_major!r}, version_minor={self.version_minor!r}, server_properties={self.server_properties!r}, mechanisms={self.mechanisms!r}, locales={self.locales!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionStart) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.version_major,
+            self.version_minor,
+            self.server_properties,
+            self.mechanisms,
+            self.locales,
+            self.channel,
+        ) == (
+            other.version_major,
+            other.version_minor,
+            other.server_properties,
+            other.mechanisms,
+            other.locales,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -228,7 +298,7 @@ def _encode_connection_start(
     parts.append(locales_raw)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionStartOk:
     """ConnectionStartOk: Connection.StartOk response, identity (0x01, 10, 11), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 11 (0x0b).
 
@@ -272,6 +342,37 @@ A single message locale selected by the client, which must be one of those speci
 Must not be empty."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(
+        self,
+        client_properties: dict[str, Any],
+        mechanism: str,
+        response: bytes,
+        locale: str,
+        channel: int = 0,
+    ) -> None:
+        self.client_properties = client_properties
+        self.mechanism = mechanism
+        self.response = response
+        self.locale = locale
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(client_properties={self.client_properties!r}, mechanism={self.mechanism!r}, response={self.response!r}, locale={self.locale!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionStartOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.client_properties,
+            self.mechanism,
+            self.response,
+            self.locale,
+            self.channel,
+        ) == (other.client_properties, other.mechanism, other.response, other.locale, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -347,7 +448,7 @@ def _encode_connection_start_ok(
     parts.append(locale_raw)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionSecure:
     """ConnectionSecure: Connection.Secure request, identity (0x01, 10, 20), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 20 (0x14).
 
@@ -375,6 +476,21 @@ class ConnectionSecure:
 Challenge information, a block of opaque binary data passed to the security mechanism."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, challenge: bytes, channel: int = 0) -> None:
+        self.challenge = challenge
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(challenge={self.challenge!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionSecure) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.challenge, self.channel) == (other.challenge, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -411,7 +527,7 @@ def _encode_connection_secure(
     parts.append(challenge_raw)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionSecureOk:
     """ConnectionSecureOk: Connection.SecureOk response, identity (0x01, 10, 21), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 21 (0x15).
 
@@ -439,6 +555,21 @@ A block of opaque data passed to the security mechanism. The contents of this da
 Must not be empty."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, response: bytes, channel: int = 0) -> None:
+        self.response = response
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(response={self.response!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionSecureOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.response, self.channel) == (other.response, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -475,7 +606,7 @@ def _encode_connection_secure_ok(
     parts.append(response_raw)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionTune:
     """ConnectionTune: Connection.Tune request, identity (0x01, 10, 30), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 30 (0x1e).
 
@@ -511,6 +642,28 @@ The largest frame size that the server proposes for the connection, including fr
 The delay, in seconds, of the connection heartbeat that the server wants. Zero means the server does not want a heartbeat."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, channel_max: int, frame_max: int, heartbeat: int, channel: int = 0) -> None:
+        self.channel_max = channel_max
+        self.frame_max = frame_max
+        self.heartbeat = heartbeat
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel_max={self.channel_max!r}, frame_max={self.frame_max!r}, heartbeat={self.heartbeat!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionTune) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel_max, self.frame_max, self.heartbeat, self.channel) == (
+            other.channel_max,
+            other.frame_max,
+            other.heartbeat,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -560,7 +713,7 @@ def _frame_connection_tune(msg: ConnectionTune) -> bytes:
     )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionTuneOk:
     """ConnectionTuneOk: Connection.TuneOk response, identity (0x01, 10, 31), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 31 (0x1f).
 
@@ -596,6 +749,28 @@ The largest frame size that the client and server will use for the connection. Z
 The delay, in seconds, of the connection heartbeat that the client wants. Zero means the client does not want a heartbeat."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, channel_max: int, frame_max: int, heartbeat: int, channel: int = 0) -> None:
+        self.channel_max = channel_max
+        self.frame_max = frame_max
+        self.heartbeat = heartbeat
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel_max={self.channel_max!r}, frame_max={self.frame_max!r}, heartbeat={self.heartbeat!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionTuneOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel_max, self.frame_max, self.heartbeat, self.channel) == (
+            other.channel_max,
+            other.frame_max,
+            other.heartbeat,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -647,7 +822,7 @@ def _frame_connection_tune_ok(msg: ConnectionTuneOk) -> bytes:
     )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionOpen:
     """ConnectionOpen: Connection.Open request, identity (0x01, 10, 40), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 40 (0x28).
 
@@ -681,6 +856,30 @@ Must not be empty. At most 127 characters."""
     """Reserved: must be zero."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(
+        self, virtual_host: str, reserved1: str = "", reserved2: bool = False, channel: int = 0
+    ) -> None:
+        self.virtual_host = virtual_host
+        self.reserved1 = reserved1
+        self.reserved2 = reserved2
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(virtual_host={self.virtual_host!r}, reserved1={self.reserved1!r}, reserved2={self.reserved2!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionOpen) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.virtual_host, self.reserved1, self.reserved2, self.channel) == (
+            other.virtual_host,
+            other.reserved1,
+            other.reserved2,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -747,7 +946,7 @@ def _encode_connection_open(msg: ConnectionOpen, parts: list[bytes], seal_checks
     parts.append(_CONNECTION_OPEN_2.pack(0x1 if msg.reserved2 else 0))
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionOpenOk:
     """ConnectionOpenOk: Connection.OpenOk response, identity (0x01, 10, 41), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 41 (0x29).
 
@@ -771,6 +970,21 @@ class ConnectionOpenOk:
     """Reserved: must be empty."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, reserved1: str = "", channel: int = 0) -> None:
+        self.reserved1 = reserved1
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionOpenOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.reserved1, self.channel) == (other.reserved1, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -810,7 +1024,7 @@ def _encode_connection_open_ok(
     parts.append(reserved1_raw)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionClose:
     """ConnectionClose: Connection.Close request, identity (0x01, 10, 50), sent by the both. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 50 (0x32).
 
@@ -854,6 +1068,32 @@ When the close is provoked by a method exception, this is the class of the metho
 When the close is provoked by a method exception, this is the ID of the method."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(
+        self, reply_code: int, reply_text: str, class_id: int, method_id: int, channel: int = 0
+    ) -> None:
+        self.reply_code = reply_code
+        self.reply_text = reply_text
+        self.class_id = class_id
+        self.method_id = method_id
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reply_code={self.reply_code!r}, reply_text={self.reply_text!r}, class_id={self.class_id!r}, method_id={self.method_id!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionClose) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.reply_code, self.reply_text, self.class_id, self.method_id, self.channel) == (
+            other.reply_code,
+            other.reply_text,
+            other.class_id,
+            other.method_id,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -907,7 +1147,7 @@ def _encode_connection_close(
     parts.append(_CONNECTION_CLOSE_1.pack(msg.class_id, msg.method_id))
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionCloseOk:
     """ConnectionCloseOk: Connection.CloseOk response, identity (0x01, 10, 51), sent by the both. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 51 (0x33).
 
@@ -929,6 +1169,20 @@ class ConnectionCloseOk:
 
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionCloseOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -958,7 +1212,7 @@ def _frame_connection_close_ok(msg: ConnectionCloseOk) -> bytes:
     return _CONNECTION_CLOSE_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x0a\x00\x33", 0xCE)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelOpen:
     """ChannelOpen: Channel.Open request, identity (0x01, 20, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 10 (0x0a).
 
@@ -984,6 +1238,21 @@ class ChannelOpen:
     """Reserved: must be empty."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, reserved1: str = "", channel: int = 0) -> None:
+        self.reserved1 = reserved1
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ChannelOpen) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.reserved1, self.channel) == (other.reserved1, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1021,7 +1290,7 @@ def _encode_channel_open(msg: ChannelOpen, parts: list[bytes], seal_checksums: b
     parts.append(reserved1_raw)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelOpenOk:
     """ChannelOpenOk: Channel.OpenOk response, identity (0x01, 20, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 11 (0x0b).
 
@@ -1045,6 +1314,21 @@ class ChannelOpenOk:
     """Reserved: must be empty."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, reserved1: bytes = b"", channel: int = 0) -> None:
+        self.reserved1 = reserved1
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ChannelOpenOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.reserved1, self.channel) == (other.reserved1, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1079,7 +1363,7 @@ def _encode_channel_open_ok(msg: ChannelOpenOk, parts: list[bytes], seal_checksu
     parts.append(reserved1_raw)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelFlow:
     """ChannelFlow: Channel.Flow request, identity (0x01, 20, 20), sent by the both. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 20 (0x14).
 
@@ -1107,6 +1391,21 @@ class ChannelFlow:
 If 1, the peer starts sending content frames. If 0, the peer stops sending content frames."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, active: bool = False, channel: int = 0) -> None:
+        self.active = active
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(active={self.active!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ChannelFlow) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.active, self.channel) == (other.active, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1148,7 +1447,7 @@ def _frame_channel_flow(msg: ChannelFlow) -> bytes:
     )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelFlowOk:
     """ChannelFlowOk: Channel.FlowOk response, identity (0x01, 20, 21), sent by the both. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 21 (0x15).
 
@@ -1173,6 +1472,21 @@ class ChannelFlowOk:
 Confirms the setting of the processed flow method: 1 means the peer will start sending or continue to send content frames; 0 means it will not."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, active: bool = False, channel: int = 0) -> None:
+        self.active = active
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(active={self.active!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ChannelFlowOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.active, self.channel) == (other.active, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1214,7 +1528,7 @@ def _frame_channel_flow_ok(msg: ChannelFlowOk) -> bytes:
     )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelClose:
     """ChannelClose: Channel.Close request, identity (0x01, 20, 40), sent by the both. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 40 (0x28).
 
@@ -1258,6 +1572,32 @@ When the close is provoked by a method exception, this is the class of the metho
 When the close is provoked by a method exception, this is the ID of the method."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(
+        self, reply_code: int, reply_text: str, class_id: int, method_id: int, channel: int = 0
+    ) -> None:
+        self.reply_code = reply_code
+        self.reply_text = reply_text
+        self.class_id = class_id
+        self.method_id = method_id
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reply_code={self.reply_code!r}, reply_text={self.reply_text!r}, class_id={self.class_id!r}, method_id={self.method_id!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ChannelClose) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.reply_code, self.reply_text, self.class_id, self.method_id, self.channel) == (
+            other.reply_code,
+            other.reply_text,
+            other.class_id,
+            other.method_id,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1309,7 +1649,7 @@ def _encode_channel_close(msg: ChannelClose, parts: list[bytes], seal_checksums:
     parts.append(_CHANNEL_CLOSE_1.pack(msg.class_id, msg.method_id))
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelCloseOk:
     """ChannelCloseOk: Channel.CloseOk response, identity (0x01, 20, 41), sent by the both. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 41 (0x29).
 
@@ -1331,6 +1671,20 @@ class ChannelCloseOk:
 
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ChannelCloseOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1358,7 +1712,7 @@ def _frame_channel_close_ok(msg: ChannelCloseOk) -> bytes:
     return _CHANNEL_CLOSE_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x14\x00\x29", 0xCE)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeDeclareOk:
     """ExchangeDeclareOk: Exchange.DeclareOk response, identity (0x01, 40, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 11 (0x0b).
 
@@ -1380,6 +1734,20 @@ class ExchangeDeclareOk:
 
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExchangeDeclareOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1409,7 +1777,7 @@ def _frame_exchange_declare_ok(msg: ExchangeDeclareOk) -> bytes:
     return _EXCHANGE_DECLARE_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x28\x00\x0b", 0xCE)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeDelete:
     """ExchangeDelete: Exchange.Delete request, identity (0x01, 40, 20), sent by the client. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 20 (0x14).
 
@@ -1449,6 +1817,37 @@ If set, the server will only delete the exchange if it has no queue bindings. If
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(
+        self,
+        reserved1: int = 0,
+        exchange: str = "",
+        if_unused: bool = False,
+        no_wait: bool = False,
+        channel: int = 0,
+    ) -> None:
+        self.reserved1 = reserved1
+        self.exchange = exchange
+        self.if_unused = if_unused
+        self.no_wait = no_wait
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, exchange={self.exchange!r}, if_unused={self.if_unused!r}, no_wait={self.no_wait!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExchangeDelete) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.reserved1, self.exchange, self.if_unused, self.no_wait, self.channel) == (
+            other.reserved1,
+            other.exchange,
+            other.if_unused,
+            other.no_wait,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1503,7 +1902,7 @@ def _encode_exchange_delete(msg: ExchangeDelete, parts: list[bytes], seal_checks
     )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeDeleteOk:
     """ExchangeDeleteOk: Exchange.DeleteOk response, identity (0x01, 40, 21), sent by the server. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 21 (0x15).
 
@@ -1525,6 +1924,20 @@ class ExchangeDeleteOk:
 
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExchangeDeleteOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1554,7 +1967,7 @@ def _frame_exchange_delete_ok(msg: ExchangeDeleteOk) -> bytes:
     return _EXCHANGE_DELETE_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x28\x00\x15", 0xCE)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueDeclare:
     """QueueDeclare: Queue.Declare request, identity (0x01, 50, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 10 (0x0a).
 
@@ -1610,6 +2023,59 @@ If set, the server will not respond to the method. The client should not wait fo
 A set of arguments for the declaration. The syntax and semantics of these arguments depends on the server implementation."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(
+        self,
+        reserved1: int = 0,
+        queue: str = "",
+        passive: bool = False,
+        durable: bool = False,
+        exclusive: bool = False,
+        auto_delete: bool = False,
+        no_wait: bool = False,
+        arguments: dict[str, Any] | None = None,
+        channel: int = 0,
+    ) -> None:
+        self.reserved1 = reserved1
+        self.queue = queue
+        self.passive = passive
+        self.durable = durable
+        self.exclusive = exclusive
+        self.auto_delete = auto_delete
+        self.no_wait = no_wait
+        self.arguments = dict() if arguments is None else arguments
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, queue={self.queue!r}, passive={self.passive!r}, durable={self.durable!r}, exclusive={self.exclusive!r}, auto_delete={self.auto_delete!r}, no_wait={self.no_wait!r}, arguments={self.arguments!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueueDeclare) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.reserved1,
+            self.queue,
+            self.passive,
+            self.durable,
+            self.exclusive,
+            self.auto_delete,
+            self.no_wait,
+            self.arguments,
+            self.channel,
+        ) == (
+            other.reserved1,
+            other.queue,
+            other.passive,
+            other.durable,
+            other.exclusive,
+            other.auto_delete,
+            other.no_wait,
+            other.arguments,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1677,7 +2143,7 @@ def _encode_queue_declare(msg: QueueDeclare, parts: list[bytes], seal_checksums:
     _encode_table(msg.arguments, parts)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueDeclareOk:
     """QueueDeclareOk: Queue.DeclareOk response, identity (0x01, 50, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 11 (0x0b).
 
@@ -1713,6 +2179,30 @@ The number of messages in the queue, which will be zero for newly-declared queue
 Reports the number of active consumers for the queue. Note that consumers can suspend activity (Channel.Flow) in which case they do not appear in this count."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(
+        self, queue: str, message_count: int, consumer_count: int, channel: int = 0
+    ) -> None:
+        self.queue = queue
+        self.message_count = message_count
+        self.consumer_count = consumer_count
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(queue={self.queue!r}, message_count={self.message_count!r}, consumer_count={self.consumer_count!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueueDeclareOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.queue, self.message_count, self.consumer_count, self.channel) == (
+            other.queue,
+            other.message_count,
+            other.consumer_count,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1761,7 +2251,7 @@ def _encode_queue_declare_ok(msg: QueueDeclareOk, parts: list[bytes], seal_check
     parts.append(_QUEUE_DECLARE_OK_1.pack(msg.message_count, msg.consumer_count))
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueBind:
     """QueueBind: Queue.Bind request, identity (0x01, 50, 20), sent by the client. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 20 (0x14).
 
@@ -1811,6 +2301,51 @@ If set, the server will not respond to the method. The client should not wait fo
 A set of arguments for the binding. The syntax and semantics of these arguments depends on the exchange class."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(
+        self,
+        reserved1: int = 0,
+        queue: str = "",
+        exchange: str = "",
+        routing_key: str = "",
+        no_wait: bool = False,
+        arguments: dict[str, Any] | None = None,
+        channel: int = 0,
+    ) -> None:
+        self.reserved1 = reserved1
+        self.queue = queue
+        self.exchange = exchange
+        self.routing_key = routing_key
+        self.no_wait = no_wait
+        self.arguments = dict() if arguments is None else arguments
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, queue={self.queue!r}, exchange={self.exchange!r}, routing_key={self.routing_key!r}, no_wait={self.no_wait!r}, arguments={self.arguments!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueueBind) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.reserved1,
+            self.queue,
+            self.exchange,
+            self.routing_key,
+            self.no_wait,
+            self.arguments,
+            self.channel,
+        ) == (
+            other.reserved1,
+            other.queue,
+            other.exchange,
+            other.routing_key,
+            other.no_wait,
+            other.arguments,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1900,7 +2435,7 @@ def _encode_queue_bind(msg: QueueBind, parts: list[bytes], seal_checksums: bool)
     _encode_table(msg.arguments, parts)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueBindOk:
     """QueueBindOk: Queue.BindOk response, identity (0x01, 50, 21), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 21 (0x15).
 
@@ -1922,6 +2457,20 @@ class QueueBindOk:
 
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueueBindOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1949,7 +2498,7 @@ def _frame_queue_bind_ok(msg: QueueBindOk) -> bytes:
     return _QUEUE_BIND_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x32\x00\x15", 0xCE)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class QueuePurge:
     """QueuePurge: Queue.Purge request, identity (0x01, 50, 30), sent by the client. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 30 (0x1e).
 
@@ -1985,6 +2534,30 @@ Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(
+        self, reserved1: int = 0, queue: str = "", no_wait: bool = False, channel: int = 0
+    ) -> None:
+        self.reserved1 = reserved1
+        self.queue = queue
+        self.no_wait = no_wait
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, queue={self.queue!r}, no_wait={self.no_wait!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueuePurge) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.reserved1, self.queue, self.no_wait, self.channel) == (
+            other.reserved1,
+            other.queue,
+            other.no_wait,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -2036,7 +2609,7 @@ def _encode_queue_purge(msg: QueuePurge, parts: list[bytes], seal_checksums: boo
     parts.append(_QUEUE_PURGE_1.pack(0x1 if msg.no_wait else 0))
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class QueuePurgeOk:
     """QueuePurgeOk: Queue.PurgeOk response, identity (0x01, 50, 31), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 31 (0x1f).
 
@@ -2062,6 +2635,21 @@ class QueuePurgeOk:
 Reports the number of messages purged."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, message_count: int, channel: int = 0) -> None:
+        self.message_count = message_count
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(message_count={self.message_count!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueuePurgeOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.message_count, self.channel) == (other.message_count, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -2100,7 +2688,7 @@ def _frame_queue_purge_ok(msg: QueuePurgeOk) -> bytes:
     )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueDelete:
     """QueueDelete: Queue.Delete request, identity (0x01, 50, 40), sent by the client. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 40 (0x28).
 
@@ -2144,6 +2732,47 @@ If set, the server will only delete the queue if it has no messages."""
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(
+        self,
+        reserved1: int = 0,
+        queue: str = "",
+        if_unused: bool = False,
+        if_empty: bool = False,
+        no_wait: bool = False,
+        channel: int = 0,
+    ) -> None:
+        self.reserved1 = reserved1
+        self.queue = queue
+        self.if_unused = if_unused
+        self.if_empty = if_empty
+        self.no_wait = no_wait
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, queue={self.queue!r}, if_unused={self.if_unused!r}, if_empty={self.if_empty!r}, no_wait={self.no_wait!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueueDelete) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.reserved1,
+            self.queue,
+            self.if_unused,
+            self.if_empty,
+            self.no_wait,
+            self.channel,
+        ) == (
+            other.reserved1,
+            other.queue,
+            other.if_unused,
+            other.if_empty,
+            other.no_wait,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -2203,7 +2832,7 @@ def _encode_queue_delete(msg: QueueDelete, parts: list[bytes], seal_checksums: b
     )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueDeleteOk:
     """QueueDeleteOk: Queue.DeleteOk response, identity (0x01, 50, 41), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 41 (0x29).
 
@@ -2229,6 +2858,21 @@ class QueueDeleteOk:
 Reports the number of messages deleted."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, message_count: int, channel: int = 0) -> None:
+        self.message_count = message_count
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(message_count={self.message_count!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueueDeleteOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.message_count, self.channel) == (other.message_count, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -2267,7 +2911,7 @@ def _frame_queue_delete_ok(msg: QueueDeleteOk) -> bytes:
     )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueUnbind:
     """QueueUnbind: Queue.Unbind request, identity (0x01, 50, 50), sent by the client. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 50 (0x32).
 
@@ -2313,6 +2957,47 @@ Specifies the routing key of the binding to unbind."""
 Specifies the arguments of the binding to unbind."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(
+        self,
+        reserved1: int = 0,
+        queue: str = "",
+        exchange: str = "",
+        routing_key: str = "",
+        arguments: dict[str, Any] | None = None,
+        channel: int = 0,
+    ) -> None:
+        self.reserved1 = reserved1
+        self.queue = queue
+        self.exchange = exchange
+        self.routing_key = routing_key
+        self.arguments = dict() if arguments is None else arguments
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, queue={self.queue!r}, exchange={self.exchange!r}, routing_key={self.routing_key!r}, arguments={self.arguments!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueueUnbind) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.reserved1,
+            self.queue,
+            self.exchange,
+            self.routing_key,
+            self.arguments,
+            self.channel,
+        ) == (
+            other.reserved1,
+            other.queue,
+            other.exchange,
+            other.routing_key,
+            other.arguments,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -2391,7 +3076,7 @@ def _encode_queue_unbind(msg: QueueUnbind, parts: list[bytes], seal_checksums: b
     _encode_table(msg.arguments, parts)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueUnbindOk:
     """QueueUnbindOk: Queue.UnbindOk response, identity (0x01, 50, 51), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 51 (0x33).
 
@@ -2413,6 +3098,20 @@ class QueueUnbindOk:
 
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueueUnbindOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -2440,7 +3139,7 @@ def _frame_queue_unbind_ok(msg: QueueUnbindOk) -> bytes:
     return _QUEUE_UNBIND_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x32\x00\x33", 0xCE)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicProperties:
     """BasicProperties: Basic.Properties one-way message, identity (0x02, 60), sent by the both. On the wire: Type 2 (0x02), ClassId 60 (0x3c).
 
@@ -2491,6 +3190,91 @@ class BasicProperties:
     """reserved, must be empty"""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(
+        self,
+        weight: int = 0,
+        body_size: int = 0,
+        content_type: str | None = None,
+        content_encoding: str | None = None,
+        headers: dict[str, Any] | None = None,
+        delivery_mode: int | None = None,
+        priority: int | None = None,
+        correlation_id: str | None = None,
+        reply_to: str | None = None,
+        expiration: str | None = None,
+        message_id: str | None = None,
+        timestamp: int | None = None,
+        type: str | None = None,
+        user_id: str | None = None,
+        app_id: str | None = None,
+        reserved: str | None = None,
+        channel: int = 0,
+    ) -> None:
+        self.weight = weight
+        self.body_size = body_size
+        self.content_type = content_type
+        self.content_encoding = content_encoding
+        self.headers = headers
+        self.delivery_mode = delivery_mode
+        self.priority = priority
+        self.correlation_id = correlation_id
+        self.reply_to = reply_to
+        self.expiration = expiration
+        self.message_id = message_id
+        self.timestamp = timestamp
+        self.type = type
+        self.user_id = user_id
+        self.app_id = app_id
+        self.reserved = reserved
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(weight={self.weight!r}, body_size={self.body_size!r}, content_type={self.content_type!r}, content_encoding={self.content_encoding!r}, headers={self.headers!r}, delivery_mode={self.delivery_mode!r}, priority={self.priority!r}, correlation_id={self.correlation_id!r}, reply_to={self.reply_to!r}, expiration={self.expiration!r}, message_id={self.message_id!r}, timestamp={self.timestamp!r}, type={self.type!r}, user_id={self.user_id!r}, app_id={self.app_id!r}, reserved={self.reserved!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicProperties) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.weight,
+            self.body_size,
+            self.content_type,
+            self.content_encoding,
+            self.headers,
+            self.delivery_mode,
+            self.priority,
+            self.correlation_id,
+            self.reply_to,
+            self.expiration,
+            self.message_id,
+            self.timestamp,
+            self.type,
+            self.user_id,
+            self.app_id,
+            self.reserved,
+            self.channel,
+        ) == (
+            other.weight,
+            other.body_size,
+            other.content_type,
+            other.content_encoding,
+            other.headers,
+            other.delivery_mode,
+            other.priority,
+            other.correlation_id,
+            other.reply_to,
+            other.expiration,
+            other.message_id,
+            other.timestamp,
+            other.type,
+            other.user_id,
+            other.app_id,
+            other.reserved,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -2867,7 +3651,7 @@ def _encode_basic_properties(
         parts.append(reserved_raw)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicQosOk:
     """BasicQosOk: Basic.QosOk response, identity (0x01, 60, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 11 (0x0b).
 
@@ -2889,6 +3673,20 @@ class BasicQosOk:
 
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicQosOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -2916,7 +3714,7 @@ def _frame_basic_qos_ok(msg: BasicQosOk) -> bytes:
     return _BASIC_QOS_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x3c\x00\x0b", 0xCE)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicConsume:
     """BasicConsume: Basic.Consume request, identity (0x01, 60, 20), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 20 (0x14).
 
@@ -2972,6 +3770,59 @@ If set, the server will not respond to the method. The client should not wait fo
 A set of arguments for the consume. The syntax and semantics of these arguments depends on the server implementation."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(
+        self,
+        reserved1: int = 0,
+        queue: str = "",
+        consumer_tag: str = "",
+        no_local: bool = False,
+        no_ack: bool = False,
+        exclusive: bool = False,
+        no_wait: bool = False,
+        arguments: dict[str, Any] | None = None,
+        channel: int = 0,
+    ) -> None:
+        self.reserved1 = reserved1
+        self.queue = queue
+        self.consumer_tag = consumer_tag
+        self.no_local = no_local
+        self.no_ack = no_ack
+        self.exclusive = exclusive
+        self.no_wait = no_wait
+        self.arguments = dict() if arguments is None else arguments
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, queue={self.queue!r}, consumer_tag={self.consumer_tag!r}, no_local={self.no_local!r}, no_ack={self.no_ack!r}, exclusive={self.exclusive!r}, no_wait={self.no_wait!r}, arguments={self.arguments!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicConsume) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.reserved1,
+            self.queue,
+            self.consumer_tag,
+            self.no_local,
+            self.no_ack,
+            self.exclusive,
+            self.no_wait,
+            self.arguments,
+            self.channel,
+        ) == (
+            other.reserved1,
+            other.queue,
+            other.consumer_tag,
+            other.no_local,
+            other.no_ack,
+            other.exclusive,
+            other.no_wait,
+            other.arguments,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -3055,7 +3906,7 @@ def _encode_basic_consume(msg: BasicConsume, parts: list[bytes], seal_checksums:
     _encode_table(msg.arguments, parts)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicConsumeOk:
     """BasicConsumeOk: Basic.ConsumeOk response, identity (0x01, 60, 21), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 21 (0x15).
 
@@ -3081,6 +3932,21 @@ class BasicConsumeOk:
 Holds the consumer tag specified by the client or provided by the server."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, consumer_tag: str, channel: int = 0) -> None:
+        self.consumer_tag = consumer_tag
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(consumer_tag={self.consumer_tag!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicConsumeOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.consumer_tag, self.channel) == (other.consumer_tag, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -3118,7 +3984,7 @@ def _encode_basic_consume_ok(msg: BasicConsumeOk, parts: list[bytes], seal_check
     parts.append(consumer_tag_raw)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicPublish:
     """BasicPublish: Basic.Publish one-way message, identity (0x01, 60, 40), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 40 (0x28).
 
@@ -3161,6 +4027,47 @@ This flag tells the server how to react if the message cannot be routed to a que
 This flag tells the server how to react if the message cannot be routed to a queue consumer immediately. If this flag is set, the server will return an undeliverable message with a Return method. If this flag is zero, the server will queue the message, but with no guarantee that it will ever be consumed."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(
+        self,
+        reserved1: int = 0,
+        exchange: str = "",
+        routing_key: str = "",
+        mandatory: bool = False,
+        immediate: bool = False,
+        channel: int = 0,
+    ) -> None:
+        self.reserved1 = reserved1
+        self.exchange = exchange
+        self.routing_key = routing_key
+        self.mandatory = mandatory
+        self.immediate = immediate
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, exchange={self.exchange!r}, routing_key={self.routing_key!r}, mandatory={self.mandatory!r}, immediate={self.immediate!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicPublish) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.reserved1,
+            self.exchange,
+            self.routing_key,
+            self.mandatory,
+            self.immediate,
+            self.channel,
+        ) == (
+            other.reserved1,
+            other.exchange,
+            other.routing_key,
+            other.mandatory,
+            other.immediate,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -3233,7 +4140,7 @@ def _encode_basic_publish(msg: BasicPublish, parts: list[bytes], seal_checksums:
     )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicReturn:
     """BasicReturn: Basic.Return one-way message, identity (0x01, 60, 50), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 50 (0x32).
 
@@ -3278,6 +4185,32 @@ Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
 Specifies the routing key name specified when the message was published."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(
+        self, reply_code: int, reply_text: str, exchange: str, routing_key: str, channel: int = 0
+    ) -> None:
+        self.reply_code = reply_code
+        self.reply_text = reply_text
+        self.exchange = exchange
+        self.routing_key = routing_key
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reply_code={self.reply_code!r}, reply_text={self.reply_text!r}, exchange={self.exchange!r}, routing_key={self.routing_key!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicReturn) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.reply_code,
+            self.reply_text,
+            self.exchange,
+            self.routing_key,
+            self.channel,
+        ) == (other.reply_code, other.reply_text, other.exchange, other.routing_key, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -3354,7 +4287,7 @@ def _encode_basic_return(msg: BasicReturn, parts: list[bytes], seal_checksums: b
     parts.append(routing_key_raw)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicDeliver:
     """BasicDeliver: Basic.Deliver one-way message, identity (0x01, 60, 60), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 60 (0x3c).
 
@@ -3399,6 +4332,47 @@ Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
 Specifies the routing key name specified when the message was published."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(
+        self,
+        consumer_tag: str,
+        delivery_tag: int,
+        redelivered: bool = False,
+        exchange: str = "",
+        routing_key: str = "",
+        channel: int = 0,
+    ) -> None:
+        self.consumer_tag = consumer_tag
+        self.delivery_tag = delivery_tag
+        self.redelivered = redelivered
+        self.exchange = exchange
+        self.routing_key = routing_key
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(consumer_tag={self.consumer_tag!r}, delivery_tag={self.delivery_tag!r}, redelivered={self.redelivered!r}, exchange={self.exchange!r}, routing_key={self.routing_key!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicDeliver) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.consumer_tag,
+            self.delivery_tag,
+            self.redelivered,
+            self.exchange,
+            self.routing_key,
+            self.channel,
+        ) == (
+            other.consumer_tag,
+            other.delivery_tag,
+            other.redelivered,
+            other.exchange,
+            other.routing_key,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -3481,7 +4455,7 @@ def _encode_basic_deliver(msg: BasicDeliver, parts: list[bytes], seal_checksums:
     parts.append(routing_key_raw)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicGet:
     """BasicGet: Basic.Get request, identity (0x01, 60, 70), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 70 (0x46).
 
@@ -3520,6 +4494,30 @@ Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
 If this field is set the server does not expect acknowledgements for messages. That is, when a message is delivered to the client the server assumes the delivery will succeed and immediately dequeues it. This functionality may increase performance but at the cost of reliability. Messages can get lost if a client dies before they are delivered to the application."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(
+        self, reserved1: int = 0, queue: str = "", no_ack: bool = False, channel: int = 0
+    ) -> None:
+        self.reserved1 = reserved1
+        self.queue = queue
+        self.no_ack = no_ack
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, queue={self.queue!r}, no_ack={self.no_ack!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicGet) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.reserved1, self.queue, self.no_ack, self.channel) == (
+            other.reserved1,
+            other.queue,
+            other.no_ack,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -3571,7 +4569,7 @@ def _encode_basic_get(msg: BasicGet, parts: list[bytes], seal_checksums: bool) -
     parts.append(_BASIC_GET_1.pack(0x1 if msg.no_ack else 0))
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicGetOk:
     """BasicGetOk: Basic.GetOk response, identity (0x01, 60, 71), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 71 (0x47).
 
@@ -3617,6 +4615,47 @@ Specifies the routing key name specified when the message was published."""
 The number of messages in the queue, which will be zero for newly-declared queues. This is the number of messages present in the queue, and committed if the channel on which they were published is transacted, that are not waiting acknowledgement."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(
+        self,
+        delivery_tag: int,
+        redelivered: bool = False,
+        exchange: str = "",
+        routing_key: str = "",
+        message_count: int = 0,
+        channel: int = 0,
+    ) -> None:
+        self.delivery_tag = delivery_tag
+        self.redelivered = redelivered
+        self.exchange = exchange
+        self.routing_key = routing_key
+        self.message_count = message_count
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(delivery_tag={self.delivery_tag!r}, redelivered={self.redelivered!r}, exchange={self.exchange!r}, routing_key={self.routing_key!r}, message_count={self.message_count!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicGetOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.delivery_tag,
+            self.redelivered,
+            self.exchange,
+            self.routing_key,
+            self.message_count,
+            self.channel,
+        ) == (
+            other.delivery_tag,
+            other.redelivered,
+            other.exchange,
+            other.routing_key,
+            other.message_count,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -3689,7 +4728,7 @@ def _encode_basic_get_ok(msg: BasicGetOk, parts: list[bytes], seal_checksums: bo
     parts.append(_BASIC_GET_OK_2.pack(msg.message_count))
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicGetEmpty:
     """BasicGetEmpty: Basic.GetEmpty response, identity (0x01, 60, 72), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 72 (0x48).
 
@@ -3713,6 +4752,21 @@ class BasicGetEmpty:
     """Reserved: must be empty."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, reserved1: str = "", channel: int = 0) -> None:
+        self.reserved1 = reserved1
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicGetEmpty) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.reserved1, self.channel) == (other.reserved1, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -3750,7 +4804,7 @@ def _encode_basic_get_empty(msg: BasicGetEmpty, parts: list[bytes], seal_checksu
     parts.append(reserved1_raw)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicReject:
     """BasicReject: Basic.Reject one-way message, identity (0x01, 60, 90), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 90 (0x5a).
 
@@ -3779,6 +4833,26 @@ The server-assigned and channel-specific delivery tag"""
 If requeue is true, the server will attempt to requeue the message. If requeue is false or the requeue attempt fails the messages are discarded or dead-lettered."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, delivery_tag: int, requeue: bool = False, channel: int = 0) -> None:
+        self.delivery_tag = delivery_tag
+        self.requeue = requeue
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(delivery_tag={self.delivery_tag!r}, requeue={self.requeue!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicReject) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.delivery_tag, self.requeue, self.channel) == (
+            other.delivery_tag,
+            other.requeue,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -3829,7 +4903,7 @@ def _frame_basic_reject(msg: BasicReject) -> bytes:
     )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicRecoverAsync:
     """BasicRecoverAsync: Basic.RecoverAsync one-way message, identity (0x01, 60, 100), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 100 (0x64).
 
@@ -3856,6 +4930,21 @@ class BasicRecoverAsync:
 If this field is zero, the message will be redelivered to the original recipient. If this bit is 1, the server will attempt to requeue the message, potentially then delivering it to an alternative subscriber."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, requeue: bool = False, channel: int = 0) -> None:
+        self.requeue = requeue
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(requeue={self.requeue!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicRecoverAsync) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.requeue, self.channel) == (other.requeue, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -3899,7 +4988,7 @@ def _frame_basic_recover_async(msg: BasicRecoverAsync) -> bytes:
     )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicRecover:
     """BasicRecover: Basic.Recover one-way message, identity (0x01, 60, 110), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 110 (0x6e).
 
@@ -3924,6 +5013,21 @@ class BasicRecover:
 If this field is zero, the message will be redelivered to the original recipient. If this bit is 1, the server will attempt to requeue the message, potentially then delivering it to an alternative subscriber."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, requeue: bool = False, channel: int = 0) -> None:
+        self.requeue = requeue
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(requeue={self.requeue!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicRecover) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.requeue, self.channel) == (other.requeue, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -3965,7 +5069,7 @@ def _frame_basic_recover(msg: BasicRecover) -> bytes:
     )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicRecoverOk:
     """BasicRecoverOk: Basic.RecoverOk one-way message, identity (0x01, 60, 111), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 111 (0x6f).
 
@@ -3987,6 +5091,20 @@ class BasicRecoverOk:
 
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicRecoverOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -4014,7 +5132,7 @@ def _frame_basic_recover_ok(msg: BasicRecoverOk) -> bytes:
     return _BASIC_RECOVER_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x3c\x00\x6f", 0xCE)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class TxSelect:
     """TxSelect: Tx.Select request, identity (0x01, 90, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 10 (0x0a).
 
@@ -4038,6 +5156,20 @@ class TxSelect:
 
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TxSelect) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -4065,7 +5197,7 @@ def _frame_tx_select(msg: TxSelect) -> bytes:
     return _TX_SELECT_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x0a", 0xCE)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class TxSelectOk:
     """TxSelectOk: Tx.SelectOk response, identity (0x01, 90, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 11 (0x0b).
 
@@ -4087,6 +5219,20 @@ class TxSelectOk:
 
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TxSelectOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -4114,7 +5260,7 @@ def _frame_tx_select_ok(msg: TxSelectOk) -> bytes:
     return _TX_SELECT_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x0b", 0xCE)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class TxCommit:
     """TxCommit: Tx.Commit request, identity (0x01, 90, 20), sent by the client. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 20 (0x14).
 
@@ -4138,6 +5284,20 @@ class TxCommit:
 
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TxCommit) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -4165,7 +5325,7 @@ def _frame_tx_commit(msg: TxCommit) -> bytes:
     return _TX_COMMIT_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x14", 0xCE)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class TxCommitOk:
     """TxCommitOk: Tx.CommitOk response, identity (0x01, 90, 21), sent by the server. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 21 (0x15).
 
@@ -4187,6 +5347,20 @@ class TxCommitOk:
 
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TxCommitOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -4214,7 +5388,7 @@ def _frame_tx_commit_ok(msg: TxCommitOk) -> bytes:
     return _TX_COMMIT_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x15", 0xCE)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class TxRollback:
     """TxRollback: Tx.Rollback request, identity (0x01, 90, 30), sent by the client. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 30 (0x1e).
 
@@ -4238,6 +5412,20 @@ class TxRollback:
 
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TxRollback) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -4265,7 +5453,7 @@ def _frame_tx_rollback(msg: TxRollback) -> bytes:
     return _TX_ROLLBACK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x1e", 0xCE)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class TxRollbackOk:
     """TxRollbackOk: Tx.RollbackOk response, identity (0x01, 90, 31), sent by the server. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 31 (0x1f).
 
@@ -4287,6 +5475,20 @@ class TxRollbackOk:
 
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TxRollbackOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""

@@ -206,7 +206,7 @@ HEADER = struct.Struct(">BHI")
 """This version's frame header: `uint8 type, uint16 channel, uint32 size`."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionBlocked:
     """ConnectionBlocked: Connection.Blocked one-way message, identity (0x01, 10, 60), sent by the both. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 60 (0x3c).
 
@@ -230,6 +230,21 @@ class ConnectionBlocked:
 The reason the connection was blocked."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, reason: str, channel: int = 0) -> None:
+        self.reason = reason
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reason={self.reason!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionBlocked) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.reason, self.channel) == (other.reason, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -269,7 +284,7 @@ def _encode_connection_blocked(
     parts.append(reason_raw)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionUnblocked:
     """ConnectionUnblocked: Connection.Unblocked one-way message, identity (0x01, 10, 61), sent by the both. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 61 (0x3d).
 
@@ -289,6 +304,20 @@ class ConnectionUnblocked:
 
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionUnblocked) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -318,7 +347,7 @@ def _frame_connection_unblocked(msg: ConnectionUnblocked) -> bytes:
     return _CONNECTION_UNBLOCKED_FRAME.pack(0x01, msg.channel, 4, b"\x00\x0a\x00\x3d", 0xCE)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionUpdateSecret:
     """ConnectionUpdateSecret: Connection.UpdateSecret request, identity (0x01, 10, 70), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 70 (0x46).
 
@@ -349,6 +378,26 @@ The new secret."""
 The reason for the secret update."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, new_secret: bytes, reason: str, channel: int = 0) -> None:
+        self.new_secret = new_secret
+        self.reason = reason
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(new_secret={self.new_secret!r}, reason={self.reason!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionUpdateSecret) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.new_secret, self.reason, self.channel) == (
+            other.new_secret,
+            other.reason,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -403,7 +452,7 @@ def _encode_connection_update_secret(
     parts.append(reason_raw)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionUpdateSecretOk:
     """ConnectionUpdateSecretOk: Connection.UpdateSecretOk response, identity (0x01, 10, 71), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 71 (0x47).
 
@@ -424,6 +473,20 @@ class ConnectionUpdateSecretOk:
 
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionUpdateSecretOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -453,7 +516,7 @@ def _frame_connection_update_secret_ok(msg: ConnectionUpdateSecretOk) -> bytes:
     return _CONNECTION_UPDATE_SECRET_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x0a\x00\x47", 0xCE)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeDeclare:
     """ExchangeDeclare: Exchange.Declare request, identity (0x01, 40, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 10 (0x0a).
 
@@ -512,6 +575,63 @@ If set, the server will not respond to the method. The client should not wait fo
 A set of arguments for the declaration. The syntax and semantics of these arguments depends on the server implementation."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(
+        self,
+        reserved1: int = 0,
+        exchange: str = "",
+        type: str = "",
+        passive: bool = False,
+        durable: bool = False,
+        auto_delete: bool = False,
+        internal: bool = False,
+        no_wait: bool = False,
+        arguments: dict[str, Any] | None = None,
+        channel: int = 0,
+    ) -> None:
+        self.reserved1 = reserved1
+        self.exchange = exchange
+        self.type = type
+        self.passive = passive
+        self.durable = durable
+        self.auto_delete = auto_delete
+        self.internal = internal
+        self.no_wait = no_wait
+        self.arguments = dict() if arguments is None else arguments
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, exchange={self.exchange!r}, type={self.type!r}, passive={self.passive!r}, durable={self.durable!r}, auto_delete={self.auto_delete!r}, internal={self.internal!r}, no_wait={self.no_wait!r}, arguments={self.arguments!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExchangeDeclare) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.reserved1,
+            self.exchange,
+            self.type,
+            self.passive,
+            self.durable,
+            self.auto_delete,
+            self.internal,
+            self.no_wait,
+            self.arguments,
+            self.channel,
+        ) == (
+            other.reserved1,
+            other.exchange,
+            other.type,
+            other.passive,
+            other.durable,
+            other.auto_delete,
+            other.internal,
+            other.no_wait,
+            other.arguments,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -608,7 +728,7 @@ def _encode_exchange_declare(
     _encode_table(msg.arguments, parts)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeBind:
     """ExchangeBind: Exchange.Bind request, identity (0x01, 40, 30), sent by the client. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 30 (0x1e).
 
@@ -657,6 +777,51 @@ If set, the server will not respond to the method. The client should not wait fo
 A set of arguments for the binding. The syntax and semantics of these arguments depends on the exchange class."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(
+        self,
+        reserved1: int = 0,
+        destination: str = "",
+        source: str = "",
+        routing_key: str = "",
+        no_wait: bool = False,
+        arguments: dict[str, Any] | None = None,
+        channel: int = 0,
+    ) -> None:
+        self.reserved1 = reserved1
+        self.destination = destination
+        self.source = source
+        self.routing_key = routing_key
+        self.no_wait = no_wait
+        self.arguments = dict() if arguments is None else arguments
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, destination={self.destination!r}, source={self.source!r}, routing_key={self.routing_key!r}, no_wait={self.no_wait!r}, arguments={self.arguments!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExchangeBind) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.reserved1,
+            self.destination,
+            self.source,
+            self.routing_key,
+            self.no_wait,
+            self.arguments,
+            self.channel,
+        ) == (
+            other.reserved1,
+            other.destination,
+            other.source,
+            other.routing_key,
+            other.no_wait,
+            other.arguments,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -746,7 +911,7 @@ def _encode_exchange_bind(msg: ExchangeBind, parts: list[bytes], seal_checksums:
     _encode_table(msg.arguments, parts)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeBindOk:
     """ExchangeBindOk: Exchange.BindOk response, identity (0x01, 40, 31), sent by the server. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 31 (0x1f).
 
@@ -767,6 +932,20 @@ class ExchangeBindOk:
 
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExchangeBindOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -794,7 +973,7 @@ def _frame_exchange_bind_ok(msg: ExchangeBindOk) -> bytes:
     return _EXCHANGE_BIND_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x28\x00\x1f", 0xCE)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeUnbind:
     """ExchangeUnbind: Exchange.Unbind request, identity (0x01, 40, 40), sent by the client. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 40 (0x28).
 
@@ -843,6 +1022,51 @@ If set, the server will not respond to the method. The client should not wait fo
 Specifies the arguments of the binding to unbind."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(
+        self,
+        reserved1: int = 0,
+        destination: str = "",
+        source: str = "",
+        routing_key: str = "",
+        no_wait: bool = False,
+        arguments: dict[str, Any] | None = None,
+        channel: int = 0,
+    ) -> None:
+        self.reserved1 = reserved1
+        self.destination = destination
+        self.source = source
+        self.routing_key = routing_key
+        self.no_wait = no_wait
+        self.arguments = dict() if arguments is None else arguments
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, destination={self.destination!r}, source={self.source!r}, routing_key={self.routing_key!r}, no_wait={self.no_wait!r}, arguments={self.arguments!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExchangeUnbind) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.reserved1,
+            self.destination,
+            self.source,
+            self.routing_key,
+            self.no_wait,
+            self.arguments,
+            self.channel,
+        ) == (
+            other.reserved1,
+            other.destination,
+            other.source,
+            other.routing_key,
+            other.no_wait,
+            other.arguments,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -932,7 +1156,7 @@ def _encode_exchange_unbind(msg: ExchangeUnbind, parts: list[bytes], seal_checks
     _encode_table(msg.arguments, parts)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeUnbindOk:
     """ExchangeUnbindOk: Exchange.UnbindOk response, identity (0x01, 40, 51), sent by the server. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 51 (0x33).
 
@@ -953,6 +1177,20 @@ class ExchangeUnbindOk:
 
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExchangeUnbindOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -982,7 +1220,7 @@ def _frame_exchange_unbind_ok(msg: ExchangeUnbindOk) -> bytes:
     return _EXCHANGE_UNBIND_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x28\x00\x33", 0xCE)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicQos:
     """BasicQos: Basic.Qos request, identity (0x01, 60, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 10 (0x0a).
 
@@ -1017,6 +1255,30 @@ Specifies a prefetch window in terms of whole messages. This field may be used i
 RabbitMQ has reinterpreted this field. The original specification said: "By default the QoS settings apply to the current channel only. If this field is set, they are applied to the entire connection." Instead, RabbitMQ takes global=false to mean that the QoS settings should apply per-consumer (for new consumers on the channel; existing ones being unaffected) and global=true to mean that the QoS settings should apply per-channel."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(
+        self, prefetch_size: int, prefetch_count: int, global_: bool = False, channel: int = 0
+    ) -> None:
+        self.prefetch_size = prefetch_size
+        self.prefetch_count = prefetch_count
+        self.global_ = global_
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(prefetch_size={self.prefetch_size!r}, prefetch_count={self.prefetch_count!r}, global_={self.global_!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicQos) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.prefetch_size, self.prefetch_count, self.global_, self.channel) == (
+            other.prefetch_size,
+            other.prefetch_count,
+            other.global_,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1071,7 +1333,7 @@ def _frame_basic_qos(msg: BasicQos) -> bytes:
     )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicCancel:
     """BasicCancel: Basic.Cancel request, identity (0x01, 60, 30), sent by the both. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 30 (0x1e).
 
@@ -1104,6 +1366,26 @@ Identifier for the consumer, valid within the current channel."""
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, consumer_tag: str, no_wait: bool = False, channel: int = 0) -> None:
+        self.consumer_tag = consumer_tag
+        self.no_wait = no_wait
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(consumer_tag={self.consumer_tag!r}, no_wait={self.no_wait!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicCancel) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.consumer_tag, self.no_wait, self.channel) == (
+            other.consumer_tag,
+            other.no_wait,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1152,7 +1434,7 @@ def _encode_basic_cancel(msg: BasicCancel, parts: list[bytes], seal_checksums: b
     parts.append(_BASIC_CANCEL_1.pack(0x1 if msg.no_wait else 0))
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicCancelOk:
     """BasicCancelOk: Basic.CancelOk response, identity (0x01, 60, 31), sent by the both. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 31 (0x1f).
 
@@ -1177,6 +1459,21 @@ class BasicCancelOk:
 Identifier for the consumer, valid within the current channel."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, consumer_tag: str, channel: int = 0) -> None:
+        self.consumer_tag = consumer_tag
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(consumer_tag={self.consumer_tag!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicCancelOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.consumer_tag, self.channel) == (other.consumer_tag, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1214,7 +1511,7 @@ def _encode_basic_cancel_ok(msg: BasicCancelOk, parts: list[bytes], seal_checksu
     parts.append(consumer_tag_raw)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicAck:
     """BasicAck: Basic.Ack one-way message, identity (0x01, 60, 80), sent by the both. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 80 (0x50).
 
@@ -1246,6 +1543,26 @@ The server-assigned and channel-specific delivery tag"""
 If set to 1, the delivery tag is treated as "up to and including", so that multiple messages can be acknowledged with a single method. If set to zero, the delivery tag refers to a single message. If the multiple field is 1, and the delivery tag is zero, this indicates acknowledgement of all outstanding messages."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, delivery_tag: int, multiple: bool = False, channel: int = 0) -> None:
+        self.delivery_tag = delivery_tag
+        self.multiple = multiple
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(delivery_tag={self.delivery_tag!r}, multiple={self.multiple!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicAck) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.delivery_tag, self.multiple, self.channel) == (
+            other.delivery_tag,
+            other.multiple,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1296,7 +1613,7 @@ def _frame_basic_ack(msg: BasicAck) -> bytes:
     )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicNack:
     """BasicNack: Basic.Nack one-way message, identity (0x01, 60, 120), sent by the both. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 120 (0x78).
 
@@ -1330,6 +1647,30 @@ If set to 1, the delivery tag is treated as "up to and including", so that multi
 If requeue is true, the server will attempt to requeue the message. If requeue is false or the requeue attempt fails the messages are discarded or dead-lettered. Clients receiving the Nack methods should ignore this flag."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(
+        self, delivery_tag: int, multiple: bool = False, requeue: bool = False, channel: int = 0
+    ) -> None:
+        self.delivery_tag = delivery_tag
+        self.multiple = multiple
+        self.requeue = requeue
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(delivery_tag={self.delivery_tag!r}, multiple={self.multiple!r}, requeue={self.requeue!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicNack) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.delivery_tag, self.multiple, self.requeue, self.channel) == (
+            other.delivery_tag,
+            other.multiple,
+            other.requeue,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1385,7 +1726,7 @@ def _frame_basic_nack(msg: BasicNack) -> bytes:
     )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConfirmSelect:
     """ConfirmSelect: Confirm.Select request, identity (0x01, 85, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 85 (0x55), MethodId 10 (0x0a).
 
@@ -1412,6 +1753,21 @@ class ConfirmSelect:
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, nowait: bool = False, channel: int = 0) -> None:
+        self.nowait = nowait
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(nowait={self.nowait!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConfirmSelect) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.nowait, self.channel) == (other.nowait, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1453,7 +1809,7 @@ def _frame_confirm_select(msg: ConfirmSelect) -> bytes:
     )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConfirmSelectOk:
     """ConfirmSelectOk: Confirm.SelectOk response, identity (0x01, 85, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 85 (0x55), MethodId 11 (0x0b).
 
@@ -1474,6 +1830,20 @@ class ConfirmSelectOk:
 
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConfirmSelectOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""

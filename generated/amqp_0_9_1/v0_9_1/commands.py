@@ -206,7 +206,7 @@ HEADER = struct.Struct(">BHI")
 """This version's frame header: `uint8 type, uint16 channel, uint32 size`."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeDeclare:
     """ExchangeDeclare: Exchange.Declare request, identity (0x01, 40, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 10 (0x0a).
 
@@ -261,6 +261,63 @@ If set, the server will not respond to the method. The client should not wait fo
 A set of arguments for the declaration. The syntax and semantics of these arguments depends on the server implementation."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(
+        self,
+        reserved1: int = 0,
+        exchange: str = "",
+        type: str = "",
+        passive: bool = False,
+        durable: bool = False,
+        reserved2: bool = False,
+        reserved3: bool = False,
+        no_wait: bool = False,
+        arguments: dict[str, Any] | None = None,
+        channel: int = 0,
+    ) -> None:
+        self.reserved1 = reserved1
+        self.exchange = exchange
+        self.type = type
+        self.passive = passive
+        self.durable = durable
+        self.reserved2 = reserved2
+        self.reserved3 = reserved3
+        self.no_wait = no_wait
+        self.arguments = dict() if arguments is None else arguments
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, exchange={self.exchange!r}, type={self.type!r}, passive={self.passive!r}, durable={self.durable!r}, reserved2={self.reserved2!r}, reserved3={self.reserved3!r}, no_wait={self.no_wait!r}, arguments={self.arguments!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExchangeDeclare) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.reserved1,
+            self.exchange,
+            self.type,
+            self.passive,
+            self.durable,
+            self.reserved2,
+            self.reserved3,
+            self.no_wait,
+            self.arguments,
+            self.channel,
+        ) == (
+            other.reserved1,
+            other.exchange,
+            other.type,
+            other.passive,
+            other.durable,
+            other.reserved2,
+            other.reserved3,
+            other.no_wait,
+            other.arguments,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -357,7 +414,7 @@ def _encode_exchange_declare(
     _encode_table(msg.arguments, parts)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicQos:
     """BasicQos: Basic.Qos request, identity (0x01, 60, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 10 (0x0a).
 
@@ -392,6 +449,30 @@ Specifies a prefetch window in terms of whole messages. This field may be used i
 By default the QoS settings apply to the current channel only. If this field is set, they are applied to the entire connection."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(
+        self, prefetch_size: int, prefetch_count: int, global_: bool = False, channel: int = 0
+    ) -> None:
+        self.prefetch_size = prefetch_size
+        self.prefetch_count = prefetch_count
+        self.global_ = global_
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(prefetch_size={self.prefetch_size!r}, prefetch_count={self.prefetch_count!r}, global_={self.global_!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicQos) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.prefetch_size, self.prefetch_count, self.global_, self.channel) == (
+            other.prefetch_size,
+            other.prefetch_count,
+            other.global_,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -446,7 +527,7 @@ def _frame_basic_qos(msg: BasicQos) -> bytes:
     )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicCancel:
     """BasicCancel: Basic.Cancel request, identity (0x01, 60, 30), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 30 (0x1e).
 
@@ -477,6 +558,26 @@ Identifier for the consumer, valid within the current channel."""
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, consumer_tag: str, no_wait: bool = False, channel: int = 0) -> None:
+        self.consumer_tag = consumer_tag
+        self.no_wait = no_wait
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(consumer_tag={self.consumer_tag!r}, no_wait={self.no_wait!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicCancel) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.consumer_tag, self.no_wait, self.channel) == (
+            other.consumer_tag,
+            other.no_wait,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -525,7 +626,7 @@ def _encode_basic_cancel(msg: BasicCancel, parts: list[bytes], seal_checksums: b
     parts.append(_BASIC_CANCEL_1.pack(0x1 if msg.no_wait else 0))
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicCancelOk:
     """BasicCancelOk: Basic.CancelOk response, identity (0x01, 60, 31), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 31 (0x1f).
 
@@ -550,6 +651,21 @@ class BasicCancelOk:
 Identifier for the consumer, valid within the current channel."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, consumer_tag: str, channel: int = 0) -> None:
+        self.consumer_tag = consumer_tag
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(consumer_tag={self.consumer_tag!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicCancelOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.consumer_tag, self.channel) == (other.consumer_tag, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -587,7 +703,7 @@ def _encode_basic_cancel_ok(msg: BasicCancelOk, parts: list[bytes], seal_checksu
     parts.append(consumer_tag_raw)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicAck:
     """BasicAck: Basic.Ack one-way message, identity (0x01, 60, 80), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 80 (0x50).
 
@@ -615,6 +731,26 @@ The server-assigned and channel-specific delivery tag"""
 If set to 1, the delivery tag is treated as "up to and including", so that the client can acknowledge multiple messages with a single method. If set to zero, the delivery tag refers to a single message. If the multiple field is 1, and the delivery tag is zero, tells the server to acknowledge all outstanding messages."""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(self, delivery_tag: int, multiple: bool = False, channel: int = 0) -> None:
+        self.delivery_tag = delivery_tag
+        self.multiple = multiple
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(delivery_tag={self.delivery_tag!r}, multiple={self.multiple!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicAck) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.delivery_tag, self.multiple, self.channel) == (
+            other.delivery_tag,
+            other.multiple,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
