@@ -82,6 +82,15 @@ def _encode_content_body(msg: ContentBody, parts: list[bytes], seal_checksums: b
     parts.append(msg.payload)
 
 
+def _frame_content_body(msg: ContentBody, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_content_body(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x03, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class Heartbeat:
     """Heartbeat: Heartbeat one-way message, type 0x08, sent by the both.
@@ -137,7 +146,7 @@ def _encode_heartbeat(msg: Heartbeat, parts: list[bytes], seal_checksums: bool) 
 _HEARTBEAT_FRAME = struct.Struct(">BHIB")
 
 
-def _frame_heartbeat(msg: Heartbeat) -> bytes:
+def _frame_heartbeat(msg: Heartbeat, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _HEARTBEAT_FRAME.pack(0x08, msg.channel, 0, 0xCE)
 
@@ -298,6 +307,15 @@ def _encode_connection_start(
     parts.append(locales_raw)
 
 
+def _frame_connection_start(msg: ConnectionStart, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_connection_start(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionStartOk:
     """ConnectionStartOk: Connection.StartOk response, identity (0x01, 10, 11), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 11 (0x0b).
@@ -448,6 +466,15 @@ def _encode_connection_start_ok(
     parts.append(locale_raw)
 
 
+def _frame_connection_start_ok(msg: ConnectionStartOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_connection_start_ok(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionSecure:
     """ConnectionSecure: Connection.Secure request, identity (0x01, 10, 20), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 20 (0x14).
@@ -527,6 +554,15 @@ def _encode_connection_secure(
     parts.append(challenge_raw)
 
 
+def _frame_connection_secure(msg: ConnectionSecure, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_connection_secure(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionSecureOk:
     """ConnectionSecureOk: Connection.SecureOk response, identity (0x01, 10, 21), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 21 (0x15).
@@ -604,6 +640,15 @@ def _encode_connection_secure_ok(
     response_raw = msg.response
     parts.append(_CONNECTION_SECURE_OK_0.pack(len(response_raw)))
     parts.append(response_raw)
+
+
+def _frame_connection_secure_ok(msg: ConnectionSecureOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_connection_secure_ok(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -699,7 +744,7 @@ def _encode_connection_tune(msg: ConnectionTune, parts: list[bytes], seal_checks
 _CONNECTION_TUNE_FRAME = struct.Struct(">BHI4sHIHB")
 
 
-def _frame_connection_tune(msg: ConnectionTune) -> bytes:
+def _frame_connection_tune(msg: ConnectionTune, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CONNECTION_TUNE_FRAME.pack(
         0x01,
@@ -808,7 +853,7 @@ def _encode_connection_tune_ok(
 _CONNECTION_TUNE_OK_FRAME = struct.Struct(">BHI4sHIHB")
 
 
-def _frame_connection_tune_ok(msg: ConnectionTuneOk) -> bytes:
+def _frame_connection_tune_ok(msg: ConnectionTuneOk, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CONNECTION_TUNE_OK_FRAME.pack(
         0x01,
@@ -946,6 +991,15 @@ def _encode_connection_open(msg: ConnectionOpen, parts: list[bytes], seal_checks
     parts.append(_CONNECTION_OPEN_2.pack(0x1 if msg.reserved2 else 0))
 
 
+def _frame_connection_open(msg: ConnectionOpen, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_connection_open(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionOpenOk:
     """ConnectionOpenOk: Connection.OpenOk response, identity (0x01, 10, 41), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 41 (0x29).
@@ -1022,6 +1076,15 @@ def _encode_connection_open_ok(
     reserved1_raw = msg.reserved1.encode("utf-8", "surrogateescape")
     parts.append(_CONNECTION_OPEN_OK_0.pack(len(reserved1_raw)))
     parts.append(reserved1_raw)
+
+
+def _frame_connection_open_ok(msg: ConnectionOpenOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_connection_open_ok(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1147,6 +1210,15 @@ def _encode_connection_close(
     parts.append(_CONNECTION_CLOSE_1.pack(msg.class_id, msg.method_id))
 
 
+def _frame_connection_close(msg: ConnectionClose, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_connection_close(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionCloseOk:
     """ConnectionCloseOk: Connection.CloseOk response, identity (0x01, 10, 51), sent by the both. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 51 (0x33).
@@ -1207,7 +1279,7 @@ def _encode_connection_close_ok(
 _CONNECTION_CLOSE_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_connection_close_ok(msg: ConnectionCloseOk) -> bytes:
+def _frame_connection_close_ok(msg: ConnectionCloseOk, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CONNECTION_CLOSE_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x0a\x00\x33", 0xCE)
 
@@ -1290,6 +1362,15 @@ def _encode_channel_open(msg: ChannelOpen, parts: list[bytes], seal_checksums: b
     parts.append(reserved1_raw)
 
 
+def _frame_channel_open(msg: ChannelOpen, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_channel_open(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelOpenOk:
     """ChannelOpenOk: Channel.OpenOk response, identity (0x01, 20, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 11 (0x0b).
@@ -1361,6 +1442,15 @@ def _encode_channel_open_ok(msg: ChannelOpenOk, parts: list[bytes], seal_checksu
     reserved1_raw = msg.reserved1
     parts.append(_CHANNEL_OPEN_OK_0.pack(len(reserved1_raw)))
     parts.append(reserved1_raw)
+
+
+def _frame_channel_open_ok(msg: ChannelOpenOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_channel_open_ok(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1440,7 +1530,7 @@ def _encode_channel_flow(msg: ChannelFlow, parts: list[bytes], seal_checksums: b
 _CHANNEL_FLOW_FRAME = struct.Struct(">BHI4sBB")
 
 
-def _frame_channel_flow(msg: ChannelFlow) -> bytes:
+def _frame_channel_flow(msg: ChannelFlow, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CHANNEL_FLOW_FRAME.pack(
         0x01, msg.channel, 5, b"\x00\x14\x00\x14", 0x1 if msg.active else 0, 0xCE
@@ -1521,7 +1611,7 @@ def _encode_channel_flow_ok(msg: ChannelFlowOk, parts: list[bytes], seal_checksu
 _CHANNEL_FLOW_OK_FRAME = struct.Struct(">BHI4sBB")
 
 
-def _frame_channel_flow_ok(msg: ChannelFlowOk) -> bytes:
+def _frame_channel_flow_ok(msg: ChannelFlowOk, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CHANNEL_FLOW_OK_FRAME.pack(
         0x01, msg.channel, 5, b"\x00\x14\x00\x15", 0x1 if msg.active else 0, 0xCE
@@ -1649,6 +1739,15 @@ def _encode_channel_close(msg: ChannelClose, parts: list[bytes], seal_checksums:
     parts.append(_CHANNEL_CLOSE_1.pack(msg.class_id, msg.method_id))
 
 
+def _frame_channel_close(msg: ChannelClose, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_channel_close(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelCloseOk:
     """ChannelCloseOk: Channel.CloseOk response, identity (0x01, 20, 41), sent by the both. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 41 (0x29).
@@ -1707,7 +1806,7 @@ def _encode_channel_close_ok(msg: ChannelCloseOk, parts: list[bytes], seal_check
 _CHANNEL_CLOSE_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_channel_close_ok(msg: ChannelCloseOk) -> bytes:
+def _frame_channel_close_ok(msg: ChannelCloseOk, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CHANNEL_CLOSE_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x14\x00\x29", 0xCE)
 
@@ -1772,7 +1871,7 @@ def _encode_exchange_declare_ok(
 _EXCHANGE_DECLARE_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_exchange_declare_ok(msg: ExchangeDeclareOk) -> bytes:
+def _frame_exchange_declare_ok(msg: ExchangeDeclareOk, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _EXCHANGE_DECLARE_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x28\x00\x0b", 0xCE)
 
@@ -1902,6 +2001,15 @@ def _encode_exchange_delete(msg: ExchangeDelete, parts: list[bytes], seal_checks
     )
 
 
+def _frame_exchange_delete(msg: ExchangeDelete, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_exchange_delete(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeDeleteOk:
     """ExchangeDeleteOk: Exchange.DeleteOk response, identity (0x01, 40, 21), sent by the server. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 21 (0x15).
@@ -1962,7 +2070,7 @@ def _encode_exchange_delete_ok(
 _EXCHANGE_DELETE_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_exchange_delete_ok(msg: ExchangeDeleteOk) -> bytes:
+def _frame_exchange_delete_ok(msg: ExchangeDeleteOk, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _EXCHANGE_DELETE_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x28\x00\x15", 0xCE)
 
@@ -2143,6 +2251,15 @@ def _encode_queue_declare(msg: QueueDeclare, parts: list[bytes], seal_checksums:
     _encode_table(msg.arguments, parts)
 
 
+def _frame_queue_declare(msg: QueueDeclare, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_queue_declare(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueDeclareOk:
     """QueueDeclareOk: Queue.DeclareOk response, identity (0x01, 50, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 11 (0x0b).
@@ -2249,6 +2366,15 @@ def _encode_queue_declare_ok(msg: QueueDeclareOk, parts: list[bytes], seal_check
     parts.append(_QUEUE_DECLARE_OK_0.pack(len(queue_raw)))
     parts.append(queue_raw)
     parts.append(_QUEUE_DECLARE_OK_1.pack(msg.message_count, msg.consumer_count))
+
+
+def _frame_queue_declare_ok(msg: QueueDeclareOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_queue_declare_ok(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -2435,6 +2561,15 @@ def _encode_queue_bind(msg: QueueBind, parts: list[bytes], seal_checksums: bool)
     _encode_table(msg.arguments, parts)
 
 
+def _frame_queue_bind(msg: QueueBind, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_queue_bind(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueBindOk:
     """QueueBindOk: Queue.BindOk response, identity (0x01, 50, 21), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 21 (0x15).
@@ -2493,7 +2628,7 @@ def _encode_queue_bind_ok(msg: QueueBindOk, parts: list[bytes], seal_checksums: 
 _QUEUE_BIND_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_queue_bind_ok(msg: QueueBindOk) -> bytes:
+def _frame_queue_bind_ok(msg: QueueBindOk, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _QUEUE_BIND_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x32\x00\x15", 0xCE)
 
@@ -2609,6 +2744,15 @@ def _encode_queue_purge(msg: QueuePurge, parts: list[bytes], seal_checksums: boo
     parts.append(_QUEUE_PURGE_1.pack(0x1 if msg.no_wait else 0))
 
 
+def _frame_queue_purge(msg: QueuePurge, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_queue_purge(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class QueuePurgeOk:
     """QueuePurgeOk: Queue.PurgeOk response, identity (0x01, 50, 31), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 31 (0x1f).
@@ -2681,7 +2825,7 @@ def _encode_queue_purge_ok(msg: QueuePurgeOk, parts: list[bytes], seal_checksums
 _QUEUE_PURGE_OK_FRAME = struct.Struct(">BHI4sIB")
 
 
-def _frame_queue_purge_ok(msg: QueuePurgeOk) -> bytes:
+def _frame_queue_purge_ok(msg: QueuePurgeOk, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _QUEUE_PURGE_OK_FRAME.pack(
         0x01, msg.channel, 8, b"\x00\x32\x00\x1f", msg.message_count, 0xCE
@@ -2832,6 +2976,15 @@ def _encode_queue_delete(msg: QueueDelete, parts: list[bytes], seal_checksums: b
     )
 
 
+def _frame_queue_delete(msg: QueueDelete, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_queue_delete(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueDeleteOk:
     """QueueDeleteOk: Queue.DeleteOk response, identity (0x01, 50, 41), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 41 (0x29).
@@ -2904,7 +3057,7 @@ def _encode_queue_delete_ok(msg: QueueDeleteOk, parts: list[bytes], seal_checksu
 _QUEUE_DELETE_OK_FRAME = struct.Struct(">BHI4sIB")
 
 
-def _frame_queue_delete_ok(msg: QueueDeleteOk) -> bytes:
+def _frame_queue_delete_ok(msg: QueueDeleteOk, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _QUEUE_DELETE_OK_FRAME.pack(
         0x01, msg.channel, 8, b"\x00\x32\x00\x29", msg.message_count, 0xCE
@@ -3076,6 +3229,15 @@ def _encode_queue_unbind(msg: QueueUnbind, parts: list[bytes], seal_checksums: b
     _encode_table(msg.arguments, parts)
 
 
+def _frame_queue_unbind(msg: QueueUnbind, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_queue_unbind(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueUnbindOk:
     """QueueUnbindOk: Queue.UnbindOk response, identity (0x01, 50, 51), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 51 (0x33).
@@ -3134,7 +3296,7 @@ def _encode_queue_unbind_ok(msg: QueueUnbindOk, parts: list[bytes], seal_checksu
 _QUEUE_UNBIND_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_queue_unbind_ok(msg: QueueUnbindOk) -> bytes:
+def _frame_queue_unbind_ok(msg: QueueUnbindOk, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _QUEUE_UNBIND_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x32\x00\x33", 0xCE)
 
@@ -3651,6 +3813,15 @@ def _encode_basic_properties(
         parts.append(reserved_raw)
 
 
+def _frame_basic_properties(msg: BasicProperties, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_basic_properties(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x02, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicQosOk:
     """BasicQosOk: Basic.QosOk response, identity (0x01, 60, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 11 (0x0b).
@@ -3709,7 +3880,7 @@ def _encode_basic_qos_ok(msg: BasicQosOk, parts: list[bytes], seal_checksums: bo
 _BASIC_QOS_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_basic_qos_ok(msg: BasicQosOk) -> bytes:
+def _frame_basic_qos_ok(msg: BasicQosOk, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _BASIC_QOS_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x3c\x00\x0b", 0xCE)
 
@@ -3906,6 +4077,15 @@ def _encode_basic_consume(msg: BasicConsume, parts: list[bytes], seal_checksums:
     _encode_table(msg.arguments, parts)
 
 
+def _frame_basic_consume(msg: BasicConsume, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_basic_consume(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicConsumeOk:
     """BasicConsumeOk: Basic.ConsumeOk response, identity (0x01, 60, 21), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 21 (0x15).
@@ -3982,6 +4162,15 @@ def _encode_basic_consume_ok(msg: BasicConsumeOk, parts: list[bytes], seal_check
     consumer_tag_raw = msg.consumer_tag.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_CONSUME_OK_0.pack(len(consumer_tag_raw)))
     parts.append(consumer_tag_raw)
+
+
+def _frame_basic_consume_ok(msg: BasicConsumeOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_basic_consume_ok(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -4140,6 +4329,15 @@ def _encode_basic_publish(msg: BasicPublish, parts: list[bytes], seal_checksums:
     )
 
 
+def _frame_basic_publish(msg: BasicPublish, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_basic_publish(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicReturn:
     """BasicReturn: Basic.Return one-way message, identity (0x01, 60, 50), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 50 (0x32).
@@ -4285,6 +4483,15 @@ def _encode_basic_return(msg: BasicReturn, parts: list[bytes], seal_checksums: b
     routing_key_raw = msg.routing_key.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_RETURN_2.pack(len(routing_key_raw)))
     parts.append(routing_key_raw)
+
+
+def _frame_basic_return(msg: BasicReturn, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_basic_return(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -4455,6 +4662,15 @@ def _encode_basic_deliver(msg: BasicDeliver, parts: list[bytes], seal_checksums:
     parts.append(routing_key_raw)
 
 
+def _frame_basic_deliver(msg: BasicDeliver, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_basic_deliver(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicGet:
     """BasicGet: Basic.Get request, identity (0x01, 60, 70), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 70 (0x46).
@@ -4567,6 +4783,15 @@ def _encode_basic_get(msg: BasicGet, parts: list[bytes], seal_checksums: bool) -
     parts.append(_BASIC_GET_0.pack(msg.reserved1, len(queue_raw)))
     parts.append(queue_raw)
     parts.append(_BASIC_GET_1.pack(0x1 if msg.no_ack else 0))
+
+
+def _frame_basic_get(msg: BasicGet, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_basic_get(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -4728,6 +4953,15 @@ def _encode_basic_get_ok(msg: BasicGetOk, parts: list[bytes], seal_checksums: bo
     parts.append(_BASIC_GET_OK_2.pack(msg.message_count))
 
 
+def _frame_basic_get_ok(msg: BasicGetOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_basic_get_ok(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicGetEmpty:
     """BasicGetEmpty: Basic.GetEmpty response, identity (0x01, 60, 72), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 72 (0x48).
@@ -4802,6 +5036,15 @@ def _encode_basic_get_empty(msg: BasicGetEmpty, parts: list[bytes], seal_checksu
     reserved1_raw = msg.reserved1.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_GET_EMPTY_0.pack(len(reserved1_raw)))
     parts.append(reserved1_raw)
+
+
+def _frame_basic_get_empty(msg: BasicGetEmpty, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_basic_get_empty(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -4890,7 +5133,7 @@ def _encode_basic_reject(msg: BasicReject, parts: list[bytes], seal_checksums: b
 _BASIC_REJECT_FRAME = struct.Struct(">BHI4sQBB")
 
 
-def _frame_basic_reject(msg: BasicReject) -> bytes:
+def _frame_basic_reject(msg: BasicReject, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _BASIC_REJECT_FRAME.pack(
         0x01,
@@ -4981,7 +5224,7 @@ def _encode_basic_recover_async(
 _BASIC_RECOVER_ASYNC_FRAME = struct.Struct(">BHI4sBB")
 
 
-def _frame_basic_recover_async(msg: BasicRecoverAsync) -> bytes:
+def _frame_basic_recover_async(msg: BasicRecoverAsync, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _BASIC_RECOVER_ASYNC_FRAME.pack(
         0x01, msg.channel, 5, b"\x00\x3c\x00\x64", 0x1 if msg.requeue else 0, 0xCE
@@ -5062,7 +5305,7 @@ def _encode_basic_recover(msg: BasicRecover, parts: list[bytes], seal_checksums:
 _BASIC_RECOVER_FRAME = struct.Struct(">BHI4sBB")
 
 
-def _frame_basic_recover(msg: BasicRecover) -> bytes:
+def _frame_basic_recover(msg: BasicRecover, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _BASIC_RECOVER_FRAME.pack(
         0x01, msg.channel, 5, b"\x00\x3c\x00\x6e", 0x1 if msg.requeue else 0, 0xCE
@@ -5127,7 +5370,7 @@ def _encode_basic_recover_ok(msg: BasicRecoverOk, parts: list[bytes], seal_check
 _BASIC_RECOVER_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_basic_recover_ok(msg: BasicRecoverOk) -> bytes:
+def _frame_basic_recover_ok(msg: BasicRecoverOk, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _BASIC_RECOVER_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x3c\x00\x6f", 0xCE)
 
@@ -5192,7 +5435,7 @@ def _encode_tx_select(msg: TxSelect, parts: list[bytes], seal_checksums: bool) -
 _TX_SELECT_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_tx_select(msg: TxSelect) -> bytes:
+def _frame_tx_select(msg: TxSelect, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _TX_SELECT_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x0a", 0xCE)
 
@@ -5255,7 +5498,7 @@ def _encode_tx_select_ok(msg: TxSelectOk, parts: list[bytes], seal_checksums: bo
 _TX_SELECT_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_tx_select_ok(msg: TxSelectOk) -> bytes:
+def _frame_tx_select_ok(msg: TxSelectOk, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _TX_SELECT_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x0b", 0xCE)
 
@@ -5320,7 +5563,7 @@ def _encode_tx_commit(msg: TxCommit, parts: list[bytes], seal_checksums: bool) -
 _TX_COMMIT_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_tx_commit(msg: TxCommit) -> bytes:
+def _frame_tx_commit(msg: TxCommit, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _TX_COMMIT_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x14", 0xCE)
 
@@ -5383,7 +5626,7 @@ def _encode_tx_commit_ok(msg: TxCommitOk, parts: list[bytes], seal_checksums: bo
 _TX_COMMIT_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_tx_commit_ok(msg: TxCommitOk) -> bytes:
+def _frame_tx_commit_ok(msg: TxCommitOk, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _TX_COMMIT_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x15", 0xCE)
 
@@ -5448,7 +5691,7 @@ def _encode_tx_rollback(msg: TxRollback, parts: list[bytes], seal_checksums: boo
 _TX_ROLLBACK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_tx_rollback(msg: TxRollback) -> bytes:
+def _frame_tx_rollback(msg: TxRollback, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _TX_ROLLBACK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x1e", 0xCE)
 
@@ -5511,7 +5754,7 @@ def _encode_tx_rollback_ok(msg: TxRollbackOk, parts: list[bytes], seal_checksums
 _TX_ROLLBACK_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_tx_rollback_ok(msg: TxRollbackOk) -> bytes:
+def _frame_tx_rollback_ok(msg: TxRollbackOk, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _TX_ROLLBACK_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x1f", 0xCE)
 
@@ -5991,22 +6234,50 @@ _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
     TxRollbackOk: _encode_tx_rollback_ok,
 }
 
-# the messages whose frame is one struct (every field of a fixed width): encode packs it at once
-_FIXED_FRAMES: dict[type, Callable[[Any], bytes]] = {
+# each message's own frame encoder (one pack where every field has a fixed width), where
+# encode need not look at the message to frame it
+_FRAMES: dict[type, Callable[[Any, bool], bytes]] = {
+    ContentBody: _frame_content_body,
     Heartbeat: _frame_heartbeat,
+    ConnectionStart: _frame_connection_start,
+    ConnectionStartOk: _frame_connection_start_ok,
+    ConnectionSecure: _frame_connection_secure,
+    ConnectionSecureOk: _frame_connection_secure_ok,
     ConnectionTune: _frame_connection_tune,
     ConnectionTuneOk: _frame_connection_tune_ok,
+    ConnectionOpen: _frame_connection_open,
+    ConnectionOpenOk: _frame_connection_open_ok,
+    ConnectionClose: _frame_connection_close,
     ConnectionCloseOk: _frame_connection_close_ok,
+    ChannelOpen: _frame_channel_open,
+    ChannelOpenOk: _frame_channel_open_ok,
     ChannelFlow: _frame_channel_flow,
     ChannelFlowOk: _frame_channel_flow_ok,
+    ChannelClose: _frame_channel_close,
     ChannelCloseOk: _frame_channel_close_ok,
     ExchangeDeclareOk: _frame_exchange_declare_ok,
+    ExchangeDelete: _frame_exchange_delete,
     ExchangeDeleteOk: _frame_exchange_delete_ok,
+    QueueDeclare: _frame_queue_declare,
+    QueueDeclareOk: _frame_queue_declare_ok,
+    QueueBind: _frame_queue_bind,
     QueueBindOk: _frame_queue_bind_ok,
+    QueuePurge: _frame_queue_purge,
     QueuePurgeOk: _frame_queue_purge_ok,
+    QueueDelete: _frame_queue_delete,
     QueueDeleteOk: _frame_queue_delete_ok,
+    QueueUnbind: _frame_queue_unbind,
     QueueUnbindOk: _frame_queue_unbind_ok,
+    BasicProperties: _frame_basic_properties,
     BasicQosOk: _frame_basic_qos_ok,
+    BasicConsume: _frame_basic_consume,
+    BasicConsumeOk: _frame_basic_consume_ok,
+    BasicPublish: _frame_basic_publish,
+    BasicReturn: _frame_basic_return,
+    BasicDeliver: _frame_basic_deliver,
+    BasicGet: _frame_basic_get,
+    BasicGetOk: _frame_basic_get_ok,
+    BasicGetEmpty: _frame_basic_get_empty,
     BasicReject: _frame_basic_reject,
     BasicRecoverAsync: _frame_basic_recover_async,
     BasicRecover: _frame_basic_recover,
@@ -6027,12 +6298,18 @@ def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
     own bytes. `seal_checksums` is accepted
     for symmetry: this version's frames carry no checksum.
     """
-    fixed = _FIXED_FRAMES.get(type(msg))
-    if fixed is not None:
+    framer = _FRAMES.get(type(msg))
+    if framer is not None:
         try:
-            return fixed(msg)
+            return framer(msg, seal_checksums)
+        except EncodeError:
+            raise
         except (struct.error, AttributeError, TypeError, ValueError, OverflowError) as e:
             raise EncodeError(type(msg).__name__, str(e)) from None
+        except KeyError:
+            raise EncodeError(
+                type(msg).__name__, "not a message of this protocol version"
+            ) from None
     parts: list[bytes] = [b""]
     try:
         _ENCODERS[type(msg)](msg, parts, seal_checksums)

@@ -360,7 +360,7 @@ def emit(
     for m in messages:
         if ("message", m["cls"]) in found:
             wanted |= {m["cls"], f"_decode_{m['func']}", f"_encode_{m['func']}"}
-            if m["fixed_frame"]:
+            if m["fixed_frame"] or m["framed"]:
                 wanted.add(f"_frame_{m['func']}")
             wanted |= {f"_decode_{m['func']}_as_{k:04x}" for k in m["decode_keys"]}
     wanted |= {s["name"] for s in structs}
@@ -651,6 +651,27 @@ def _key_export(protocol: Protocol) -> str:
     return "Key" if all(len(c.ident) == 1 for c in protocol.commands) else "COMMANDS"
 
 
+def _framed(m: MessagePlan, frame: FramePlan, aliased: bool) -> dict[str, Any] | None:
+    """How a message's own frame encoder packs the header before its body's parts: the header
+    fields, the length worked out from the parts. None where `encode` must look at the message
+    (a key on the wire) or the length may need the wide header."""
+    if aliased or frame.escape is not None:
+        return None
+    extra = frame.size + frame.trailer_size - frame.adjust
+    length = "sum(map(len, parts))" + (f" + {extra}" if extra > 0 else f" - {-extra}" if extra else "")
+    head = []
+    for h in frame.header:
+        if h.role == "length":
+            head.append(length)
+        elif h.role == "dispatch":
+            head.append(format(m.ident[frame.dispatch.index(h)], h.hex_format))
+        elif h.role == "version":
+            head.append(str(m.version))
+        else:
+            head.append(f"msg.{h.name}")
+    return {"head": head, "trailer": bool(frame.trailer)}
+
+
 def _fixed_frame(m: MessagePlan, frame: FramePlan, aliased: bool) -> dict[str, Any] | None:
     """A message whose every field has a fixed width is its whole frame in one struct: the
     header (its length a constant), the body key, the fields and the trailer, packed at once.
@@ -797,6 +818,7 @@ def _message_view(m: MessagePlan, plan: ModulePlan) -> dict[str, Any]:
         "body_key": "".join(f"\\x{b:02x}" for b in m.body_key),
         "carried": [h.local for h in frame.carried],
         "fixed_frame": _fixed_frame(m, frame, bool(decode_keys)),
+        "framed": _framed(m, frame, bool(decode_keys)),
         "alias": "",
         "version": m.version,
         "kind": m.kind,

@@ -174,23 +174,50 @@ from ..shared import (
     _encode_tx_rollback_ok,
     _encode_tx_select,
     _encode_tx_select_ok,
+    _frame_basic_consume,
+    _frame_basic_consume_ok,
+    _frame_basic_deliver,
+    _frame_basic_get,
+    _frame_basic_get_empty,
+    _frame_basic_get_ok,
+    _frame_basic_properties,
+    _frame_basic_publish,
     _frame_basic_qos_ok,
     _frame_basic_recover,
     _frame_basic_recover_async,
     _frame_basic_recover_ok,
     _frame_basic_reject,
+    _frame_basic_return,
+    _frame_channel_close,
     _frame_channel_close_ok,
     _frame_channel_flow,
     _frame_channel_flow_ok,
+    _frame_channel_open,
+    _frame_channel_open_ok,
+    _frame_connection_close,
     _frame_connection_close_ok,
+    _frame_connection_open,
+    _frame_connection_open_ok,
+    _frame_connection_secure,
+    _frame_connection_secure_ok,
+    _frame_connection_start,
+    _frame_connection_start_ok,
     _frame_connection_tune,
     _frame_connection_tune_ok,
+    _frame_content_body,
     _frame_exchange_declare_ok,
+    _frame_exchange_delete,
     _frame_exchange_delete_ok,
     _frame_heartbeat,
+    _frame_queue_bind,
     _frame_queue_bind_ok,
+    _frame_queue_declare,
+    _frame_queue_declare_ok,
+    _frame_queue_delete,
     _frame_queue_delete_ok,
+    _frame_queue_purge,
     _frame_queue_purge_ok,
+    _frame_queue_unbind,
     _frame_queue_unbind_ok,
     _frame_tx_commit,
     _frame_tx_commit_ok,
@@ -284,6 +311,15 @@ def _encode_connection_blocked(
     parts.append(reason_raw)
 
 
+def _frame_connection_blocked(msg: ConnectionBlocked, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_connection_blocked(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionUnblocked:
     """ConnectionUnblocked: Connection.Unblocked one-way message, identity (0x01, 10, 61), sent by the both. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 61 (0x3d).
@@ -342,7 +378,7 @@ def _encode_connection_unblocked(
 _CONNECTION_UNBLOCKED_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_connection_unblocked(msg: ConnectionUnblocked) -> bytes:
+def _frame_connection_unblocked(msg: ConnectionUnblocked, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CONNECTION_UNBLOCKED_FRAME.pack(0x01, msg.channel, 4, b"\x00\x0a\x00\x3d", 0xCE)
 
@@ -452,6 +488,15 @@ def _encode_connection_update_secret(
     parts.append(reason_raw)
 
 
+def _frame_connection_update_secret(msg: ConnectionUpdateSecret, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_connection_update_secret(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionUpdateSecretOk:
     """ConnectionUpdateSecretOk: Connection.UpdateSecretOk response, identity (0x01, 10, 71), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 71 (0x47).
@@ -511,7 +556,9 @@ def _encode_connection_update_secret_ok(
 _CONNECTION_UPDATE_SECRET_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_connection_update_secret_ok(msg: ConnectionUpdateSecretOk) -> bytes:
+def _frame_connection_update_secret_ok(
+    msg: ConnectionUpdateSecretOk, seal_checksums: bool
+) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CONNECTION_UPDATE_SECRET_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x0a\x00\x47", 0xCE)
 
@@ -728,6 +775,15 @@ def _encode_exchange_declare(
     _encode_table(msg.arguments, parts)
 
 
+def _frame_exchange_declare(msg: ExchangeDeclare, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_exchange_declare(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeBind:
     """ExchangeBind: Exchange.Bind request, identity (0x01, 40, 30), sent by the client. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 30 (0x1e).
@@ -911,6 +967,15 @@ def _encode_exchange_bind(msg: ExchangeBind, parts: list[bytes], seal_checksums:
     _encode_table(msg.arguments, parts)
 
 
+def _frame_exchange_bind(msg: ExchangeBind, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_exchange_bind(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeBindOk:
     """ExchangeBindOk: Exchange.BindOk response, identity (0x01, 40, 31), sent by the server. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 31 (0x1f).
@@ -968,7 +1033,7 @@ def _encode_exchange_bind_ok(msg: ExchangeBindOk, parts: list[bytes], seal_check
 _EXCHANGE_BIND_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_exchange_bind_ok(msg: ExchangeBindOk) -> bytes:
+def _frame_exchange_bind_ok(msg: ExchangeBindOk, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _EXCHANGE_BIND_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x28\x00\x1f", 0xCE)
 
@@ -1156,6 +1221,15 @@ def _encode_exchange_unbind(msg: ExchangeUnbind, parts: list[bytes], seal_checks
     _encode_table(msg.arguments, parts)
 
 
+def _frame_exchange_unbind(msg: ExchangeUnbind, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_exchange_unbind(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeUnbindOk:
     """ExchangeUnbindOk: Exchange.UnbindOk response, identity (0x01, 40, 51), sent by the server. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 51 (0x33).
@@ -1215,7 +1289,7 @@ def _encode_exchange_unbind_ok(
 _EXCHANGE_UNBIND_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_exchange_unbind_ok(msg: ExchangeUnbindOk) -> bytes:
+def _frame_exchange_unbind_ok(msg: ExchangeUnbindOk, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _EXCHANGE_UNBIND_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x28\x00\x33", 0xCE)
 
@@ -1319,7 +1393,7 @@ def _encode_basic_qos(msg: BasicQos, parts: list[bytes], seal_checksums: bool) -
 _BASIC_QOS_FRAME = struct.Struct(">BHI4sIHBB")
 
 
-def _frame_basic_qos(msg: BasicQos) -> bytes:
+def _frame_basic_qos(msg: BasicQos, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _BASIC_QOS_FRAME.pack(
         0x01,
@@ -1434,6 +1508,15 @@ def _encode_basic_cancel(msg: BasicCancel, parts: list[bytes], seal_checksums: b
     parts.append(_BASIC_CANCEL_1.pack(0x1 if msg.no_wait else 0))
 
 
+def _frame_basic_cancel(msg: BasicCancel, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_basic_cancel(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicCancelOk:
     """BasicCancelOk: Basic.CancelOk response, identity (0x01, 60, 31), sent by the both. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 31 (0x1f).
@@ -1509,6 +1592,15 @@ def _encode_basic_cancel_ok(msg: BasicCancelOk, parts: list[bytes], seal_checksu
     consumer_tag_raw = msg.consumer_tag.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_CANCEL_OK_0.pack(len(consumer_tag_raw)))
     parts.append(consumer_tag_raw)
+
+
+def _frame_basic_cancel_ok(msg: BasicCancelOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_basic_cancel_ok(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1600,7 +1692,7 @@ def _encode_basic_ack(msg: BasicAck, parts: list[bytes], seal_checksums: bool) -
 _BASIC_ACK_FRAME = struct.Struct(">BHI4sQBB")
 
 
-def _frame_basic_ack(msg: BasicAck) -> bytes:
+def _frame_basic_ack(msg: BasicAck, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _BASIC_ACK_FRAME.pack(
         0x01,
@@ -1713,7 +1805,7 @@ def _encode_basic_nack(msg: BasicNack, parts: list[bytes], seal_checksums: bool)
 _BASIC_NACK_FRAME = struct.Struct(">BHI4sQBB")
 
 
-def _frame_basic_nack(msg: BasicNack) -> bytes:
+def _frame_basic_nack(msg: BasicNack, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _BASIC_NACK_FRAME.pack(
         0x01,
@@ -1802,7 +1894,7 @@ def _encode_confirm_select(msg: ConfirmSelect, parts: list[bytes], seal_checksum
 _CONFIRM_SELECT_FRAME = struct.Struct(">BHI4sBB")
 
 
-def _frame_confirm_select(msg: ConfirmSelect) -> bytes:
+def _frame_confirm_select(msg: ConfirmSelect, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CONFIRM_SELECT_FRAME.pack(
         0x01, msg.channel, 5, b"\x00\x55\x00\x0a", 0x1 if msg.nowait else 0, 0xCE
@@ -1868,7 +1960,7 @@ def _encode_confirm_select_ok(
 _CONFIRM_SELECT_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_confirm_select_ok(msg: ConfirmSelectOk) -> bytes:
+def _frame_confirm_select_ok(msg: ConfirmSelectOk, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CONFIRM_SELECT_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x55\x00\x0b", 0xCE)
 
@@ -2192,27 +2284,62 @@ _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
     TxRollbackOk: _encode_tx_rollback_ok,
 }
 
-# the messages whose frame is one struct (every field of a fixed width): encode packs it at once
-_FIXED_FRAMES: dict[type, Callable[[Any], bytes]] = {
+# each message's own frame encoder (one pack where every field has a fixed width), where
+# encode need not look at the message to frame it
+_FRAMES: dict[type, Callable[[Any, bool], bytes]] = {
+    ContentBody: _frame_content_body,
     Heartbeat: _frame_heartbeat,
+    ConnectionStart: _frame_connection_start,
+    ConnectionStartOk: _frame_connection_start_ok,
+    ConnectionSecure: _frame_connection_secure,
+    ConnectionSecureOk: _frame_connection_secure_ok,
     ConnectionTune: _frame_connection_tune,
     ConnectionTuneOk: _frame_connection_tune_ok,
+    ConnectionOpen: _frame_connection_open,
+    ConnectionOpenOk: _frame_connection_open_ok,
+    ConnectionClose: _frame_connection_close,
     ConnectionCloseOk: _frame_connection_close_ok,
+    ConnectionBlocked: _frame_connection_blocked,
     ConnectionUnblocked: _frame_connection_unblocked,
+    ConnectionUpdateSecret: _frame_connection_update_secret,
     ConnectionUpdateSecretOk: _frame_connection_update_secret_ok,
+    ChannelOpen: _frame_channel_open,
+    ChannelOpenOk: _frame_channel_open_ok,
     ChannelFlow: _frame_channel_flow,
     ChannelFlowOk: _frame_channel_flow_ok,
+    ChannelClose: _frame_channel_close,
     ChannelCloseOk: _frame_channel_close_ok,
+    ExchangeDeclare: _frame_exchange_declare,
     ExchangeDeclareOk: _frame_exchange_declare_ok,
+    ExchangeDelete: _frame_exchange_delete,
     ExchangeDeleteOk: _frame_exchange_delete_ok,
+    ExchangeBind: _frame_exchange_bind,
     ExchangeBindOk: _frame_exchange_bind_ok,
+    ExchangeUnbind: _frame_exchange_unbind,
     ExchangeUnbindOk: _frame_exchange_unbind_ok,
+    QueueDeclare: _frame_queue_declare,
+    QueueDeclareOk: _frame_queue_declare_ok,
+    QueueBind: _frame_queue_bind,
     QueueBindOk: _frame_queue_bind_ok,
+    QueuePurge: _frame_queue_purge,
     QueuePurgeOk: _frame_queue_purge_ok,
+    QueueDelete: _frame_queue_delete,
     QueueDeleteOk: _frame_queue_delete_ok,
+    QueueUnbind: _frame_queue_unbind,
     QueueUnbindOk: _frame_queue_unbind_ok,
+    BasicProperties: _frame_basic_properties,
     BasicQos: _frame_basic_qos,
     BasicQosOk: _frame_basic_qos_ok,
+    BasicConsume: _frame_basic_consume,
+    BasicConsumeOk: _frame_basic_consume_ok,
+    BasicCancel: _frame_basic_cancel,
+    BasicCancelOk: _frame_basic_cancel_ok,
+    BasicPublish: _frame_basic_publish,
+    BasicReturn: _frame_basic_return,
+    BasicDeliver: _frame_basic_deliver,
+    BasicGet: _frame_basic_get,
+    BasicGetOk: _frame_basic_get_ok,
+    BasicGetEmpty: _frame_basic_get_empty,
     BasicAck: _frame_basic_ack,
     BasicReject: _frame_basic_reject,
     BasicRecoverAsync: _frame_basic_recover_async,
@@ -2318,12 +2445,18 @@ def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
     own bytes. `seal_checksums` is accepted
     for symmetry: this version's frames carry no checksum.
     """
-    fixed = _FIXED_FRAMES.get(type(msg))
-    if fixed is not None:
+    framer = _FRAMES.get(type(msg))
+    if framer is not None:
         try:
-            return fixed(msg)
+            return framer(msg, seal_checksums)
+        except EncodeError:
+            raise
         except (struct.error, AttributeError, TypeError, ValueError, OverflowError) as e:
             raise EncodeError(type(msg).__name__, str(e)) from None
+        except KeyError:
+            raise EncodeError(
+                type(msg).__name__, "not a message of this protocol version"
+            ) from None
     parts: list[bytes] = [b""]
     try:
         _ENCODERS[type(msg)](msg, parts, seal_checksums)

@@ -174,23 +174,50 @@ from ..shared import (
     _encode_tx_rollback_ok,
     _encode_tx_select,
     _encode_tx_select_ok,
+    _frame_basic_consume,
+    _frame_basic_consume_ok,
+    _frame_basic_deliver,
+    _frame_basic_get,
+    _frame_basic_get_empty,
+    _frame_basic_get_ok,
+    _frame_basic_properties,
+    _frame_basic_publish,
     _frame_basic_qos_ok,
     _frame_basic_recover,
     _frame_basic_recover_async,
     _frame_basic_recover_ok,
     _frame_basic_reject,
+    _frame_basic_return,
+    _frame_channel_close,
     _frame_channel_close_ok,
     _frame_channel_flow,
     _frame_channel_flow_ok,
+    _frame_channel_open,
+    _frame_channel_open_ok,
+    _frame_connection_close,
     _frame_connection_close_ok,
+    _frame_connection_open,
+    _frame_connection_open_ok,
+    _frame_connection_secure,
+    _frame_connection_secure_ok,
+    _frame_connection_start,
+    _frame_connection_start_ok,
     _frame_connection_tune,
     _frame_connection_tune_ok,
+    _frame_content_body,
     _frame_exchange_declare_ok,
+    _frame_exchange_delete,
     _frame_exchange_delete_ok,
     _frame_heartbeat,
+    _frame_queue_bind,
     _frame_queue_bind_ok,
+    _frame_queue_declare,
+    _frame_queue_declare_ok,
+    _frame_queue_delete,
     _frame_queue_delete_ok,
+    _frame_queue_purge,
     _frame_queue_purge_ok,
+    _frame_queue_unbind,
     _frame_queue_unbind_ok,
     _frame_tx_commit,
     _frame_tx_commit_ok,
@@ -414,6 +441,15 @@ def _encode_exchange_declare(
     _encode_table(msg.arguments, parts)
 
 
+def _frame_exchange_declare(msg: ExchangeDeclare, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_exchange_declare(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicQos:
     """BasicQos: Basic.Qos request, identity (0x01, 60, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 10 (0x0a).
@@ -513,7 +549,7 @@ def _encode_basic_qos(msg: BasicQos, parts: list[bytes], seal_checksums: bool) -
 _BASIC_QOS_FRAME = struct.Struct(">BHI4sIHBB")
 
 
-def _frame_basic_qos(msg: BasicQos) -> bytes:
+def _frame_basic_qos(msg: BasicQos, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _BASIC_QOS_FRAME.pack(
         0x01,
@@ -626,6 +662,15 @@ def _encode_basic_cancel(msg: BasicCancel, parts: list[bytes], seal_checksums: b
     parts.append(_BASIC_CANCEL_1.pack(0x1 if msg.no_wait else 0))
 
 
+def _frame_basic_cancel(msg: BasicCancel, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_basic_cancel(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicCancelOk:
     """BasicCancelOk: Basic.CancelOk response, identity (0x01, 60, 31), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 31 (0x1f).
@@ -701,6 +746,15 @@ def _encode_basic_cancel_ok(msg: BasicCancelOk, parts: list[bytes], seal_checksu
     consumer_tag_raw = msg.consumer_tag.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_CANCEL_OK_0.pack(len(consumer_tag_raw)))
     parts.append(consumer_tag_raw)
+
+
+def _frame_basic_cancel_ok(msg: BasicCancelOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_basic_cancel_ok(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -788,7 +842,7 @@ def _encode_basic_ack(msg: BasicAck, parts: list[bytes], seal_checksums: bool) -
 _BASIC_ACK_FRAME = struct.Struct(">BHI4sQBB")
 
 
-def _frame_basic_ack(msg: BasicAck) -> bytes:
+def _frame_basic_ack(msg: BasicAck, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _BASIC_ACK_FRAME.pack(
         0x01,
@@ -1076,23 +1130,54 @@ _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
     TxRollbackOk: _encode_tx_rollback_ok,
 }
 
-# the messages whose frame is one struct (every field of a fixed width): encode packs it at once
-_FIXED_FRAMES: dict[type, Callable[[Any], bytes]] = {
+# each message's own frame encoder (one pack where every field has a fixed width), where
+# encode need not look at the message to frame it
+_FRAMES: dict[type, Callable[[Any, bool], bytes]] = {
+    ContentBody: _frame_content_body,
     Heartbeat: _frame_heartbeat,
+    ConnectionStart: _frame_connection_start,
+    ConnectionStartOk: _frame_connection_start_ok,
+    ConnectionSecure: _frame_connection_secure,
+    ConnectionSecureOk: _frame_connection_secure_ok,
     ConnectionTune: _frame_connection_tune,
     ConnectionTuneOk: _frame_connection_tune_ok,
+    ConnectionOpen: _frame_connection_open,
+    ConnectionOpenOk: _frame_connection_open_ok,
+    ConnectionClose: _frame_connection_close,
     ConnectionCloseOk: _frame_connection_close_ok,
+    ChannelOpen: _frame_channel_open,
+    ChannelOpenOk: _frame_channel_open_ok,
     ChannelFlow: _frame_channel_flow,
     ChannelFlowOk: _frame_channel_flow_ok,
+    ChannelClose: _frame_channel_close,
     ChannelCloseOk: _frame_channel_close_ok,
+    ExchangeDeclare: _frame_exchange_declare,
     ExchangeDeclareOk: _frame_exchange_declare_ok,
+    ExchangeDelete: _frame_exchange_delete,
     ExchangeDeleteOk: _frame_exchange_delete_ok,
+    QueueDeclare: _frame_queue_declare,
+    QueueDeclareOk: _frame_queue_declare_ok,
+    QueueBind: _frame_queue_bind,
     QueueBindOk: _frame_queue_bind_ok,
+    QueuePurge: _frame_queue_purge,
     QueuePurgeOk: _frame_queue_purge_ok,
+    QueueDelete: _frame_queue_delete,
     QueueDeleteOk: _frame_queue_delete_ok,
+    QueueUnbind: _frame_queue_unbind,
     QueueUnbindOk: _frame_queue_unbind_ok,
+    BasicProperties: _frame_basic_properties,
     BasicQos: _frame_basic_qos,
     BasicQosOk: _frame_basic_qos_ok,
+    BasicConsume: _frame_basic_consume,
+    BasicConsumeOk: _frame_basic_consume_ok,
+    BasicCancel: _frame_basic_cancel,
+    BasicCancelOk: _frame_basic_cancel_ok,
+    BasicPublish: _frame_basic_publish,
+    BasicReturn: _frame_basic_return,
+    BasicDeliver: _frame_basic_deliver,
+    BasicGet: _frame_basic_get,
+    BasicGetOk: _frame_basic_get_ok,
+    BasicGetEmpty: _frame_basic_get_empty,
     BasicAck: _frame_basic_ack,
     BasicReject: _frame_basic_reject,
     BasicRecoverAsync: _frame_basic_recover_async,
@@ -1195,12 +1280,18 @@ def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
     own bytes. `seal_checksums` is accepted
     for symmetry: this version's frames carry no checksum.
     """
-    fixed = _FIXED_FRAMES.get(type(msg))
-    if fixed is not None:
+    framer = _FRAMES.get(type(msg))
+    if framer is not None:
         try:
-            return fixed(msg)
+            return framer(msg, seal_checksums)
+        except EncodeError:
+            raise
         except (struct.error, AttributeError, TypeError, ValueError, OverflowError) as e:
             raise EncodeError(type(msg).__name__, str(e)) from None
+        except KeyError:
+            raise EncodeError(
+                type(msg).__name__, "not a message of this protocol version"
+            ) from None
     parts: list[bytes] = [b""]
     try:
         _ENCODERS[type(msg)](msg, parts, seal_checksums)

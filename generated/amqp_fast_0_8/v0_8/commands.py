@@ -517,7 +517,7 @@ def _encode_connection_ping(msg: ConnectionPing, parts: list[bytes], seal_checks
 _CONNECTION_PING_FRAME = struct.Struct(">HBBB")
 
 
-def _frame_connection_ping(msg: ConnectionPing) -> bytes:
+def _frame_connection_ping(msg: ConnectionPing, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CONNECTION_PING_FRAME.pack(3, 0x0E, 0x1 if msg.respond else 0, 0xCE)
 
@@ -884,7 +884,7 @@ def _encode_channel_ack(msg: ChannelAck, parts: list[bytes], seal_checksums: boo
 _CHANNEL_ACK_FRAME = struct.Struct(">HBHHIB")
 
 
-def _frame_channel_ack(msg: ChannelAck) -> bytes:
+def _frame_channel_ack(msg: ChannelAck, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CHANNEL_ACK_FRAME.pack(10, 0x15, msg.channel_id, msg.confirm_tag, msg.message_nbr, 0xCE)
 
@@ -1792,7 +1792,7 @@ def _encode_handle_flow(msg: HandleFlow, parts: list[bytes], seal_checksums: boo
 _HANDLE_FLOW_FRAME = struct.Struct(">HBHHBB")
 
 
-def _frame_handle_flow(msg: HandleFlow) -> bytes:
+def _frame_handle_flow(msg: HandleFlow, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _HANDLE_FLOW_FRAME.pack(
         7, 0x22, msg.handle_id, msg.confirm_tag, 0x1 if msg.flow_pause else 0, 0xCE
@@ -1873,7 +1873,7 @@ def _encode_handle_unget(msg: HandleUnget, parts: list[bytes], seal_checksums: b
 _HANDLE_UNGET_FRAME = struct.Struct(">HBHHIB")
 
 
-def _frame_handle_unget(msg: HandleUnget) -> bytes:
+def _frame_handle_unget(msg: HandleUnget, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _HANDLE_UNGET_FRAME.pack(10, 0x23, msg.handle_id, msg.confirm_tag, msg.message_nbr, 0xCE)
 
@@ -2077,7 +2077,7 @@ def _encode_handle_browse(msg: HandleBrowse, parts: list[bytes], seal_checksums:
 _HANDLE_BROWSE_FRAME = struct.Struct(">HBHHIB")
 
 
-def _frame_handle_browse(msg: HandleBrowse) -> bytes:
+def _frame_handle_browse(msg: HandleBrowse, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _HANDLE_BROWSE_FRAME.pack(
         10, 0x25, msg.handle_id, msg.confirm_tag, msg.message_nbr, 0xCE
@@ -2569,7 +2569,7 @@ def _encode_handle_ready(msg: HandleReady, parts: list[bytes], seal_checksums: b
 _HANDLE_READY_FRAME = struct.Struct(">HBHIB")
 
 
-def _frame_handle_ready(msg: HandleReady) -> bytes:
+def _frame_handle_ready(msg: HandleReady, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _HANDLE_READY_FRAME.pack(8, 0x2C, msg.handle_id, msg.message_size, 0xCE)
 
@@ -3110,8 +3110,9 @@ _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
     HandleClose: _encode_handle_close,
 }
 
-# the messages whose frame is one struct (every field of a fixed width): encode packs it at once
-_FIXED_FRAMES: dict[type, Callable[[Any], bytes]] = {
+# each message's own frame encoder (one pack where every field has a fixed width), where
+# encode need not look at the message to frame it
+_FRAMES: dict[type, Callable[[Any, bool], bytes]] = {
     ConnectionPing: _frame_connection_ping,
     ChannelAck: _frame_channel_ack,
     HandleFlow: _frame_handle_flow,
@@ -3210,12 +3211,18 @@ def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
     own bytes. `seal_checksums` is accepted
     for symmetry: this version's frames carry no checksum.
     """
-    fixed = _FIXED_FRAMES.get(type(msg))
-    if fixed is not None:
+    framer = _FRAMES.get(type(msg))
+    if framer is not None:
         try:
-            return fixed(msg)
+            return framer(msg, seal_checksums)
+        except EncodeError:
+            raise
         except (struct.error, AttributeError, TypeError, ValueError, OverflowError) as e:
             raise EncodeError(type(msg).__name__, str(e)) from None
+        except KeyError:
+            raise EncodeError(
+                type(msg).__name__, "not a message of this protocol version"
+            ) from None
     parts: list[bytes] = [b""]
     try:
         _ENCODERS[type(msg)](msg, parts, seal_checksums)

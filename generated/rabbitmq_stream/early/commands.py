@@ -540,6 +540,14 @@ def _encode_publish(msg: Publish, parts: list[bytes], seal_checksums: bool) -> N
             )
 
 
+def _frame_publish(msg: Publish, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_publish(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0000, 1)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class PublishConfirm:
     """PublishConfirm: PublishConfirm one-way message, key 0x0001, version 1, sent by the server.
@@ -600,6 +608,14 @@ def _decode_publish_confirm(
 def _encode_publish_confirm(msg: PublishConfirm, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_PUBLISH_CONFIRM_0.pack(len(msg.publishing_ids)))
     parts.append(struct.pack(f">{len(msg.publishing_ids)}q", *msg.publishing_ids))
+
+
+def _frame_publish_confirm(msg: PublishConfirm, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_publish_confirm(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0001, 1)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -708,6 +724,14 @@ def _encode_subscribe_request(
     parts.append(_SUBSCRIBE_REQUEST_1.pack(msg.offset))
 
 
+def _frame_subscribe_request(msg: SubscribeRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_subscribe_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0002, 1)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class SubscribeResponse:
     """SubscribeResponse: Subscribe response, key 0x0002, version 1, sent by the server.
@@ -779,7 +803,7 @@ def _encode_subscribe_response(
 _SUBSCRIBE_RESPONSE_FRAME = struct.Struct(">ihhih")
 
 
-def _frame_subscribe_response(msg: SubscribeResponse) -> bytes:
+def _frame_subscribe_response(msg: SubscribeResponse, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _SUBSCRIBE_RESPONSE_FRAME.pack(10, 0x0002, 1, msg.correlation_id, msg.response_code)
 
@@ -1002,6 +1026,14 @@ def _encode_deliver(msg: Deliver, parts: list[bytes], seal_checksums: bool) -> N
         parts[checksum_part] = part[:27] + struct.pack(">I", crc) + part[31:]
 
 
+def _frame_deliver(msg: Deliver, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_deliver(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0003, 1)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class Credit:
     """Credit: Credit one-way message, key 0x0004, version 1, sent by the client.
@@ -1065,7 +1097,7 @@ def _encode_credit(msg: Credit, parts: list[bytes], seal_checksums: bool) -> Non
 _CREDIT_FRAME = struct.Struct(">ihhih")
 
 
-def _frame_credit(msg: Credit) -> bytes:
+def _frame_credit(msg: Credit, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CREDIT_FRAME.pack(10, 0x0004, 1, msg.subscription_id, msg.credit)
 
@@ -1141,7 +1173,7 @@ def _encode_unsubscribe_request(
 _UNSUBSCRIBE_REQUEST_FRAME = struct.Struct(">ihhii")
 
 
-def _frame_unsubscribe_request(msg: UnsubscribeRequest) -> bytes:
+def _frame_unsubscribe_request(msg: UnsubscribeRequest, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _UNSUBSCRIBE_REQUEST_FRAME.pack(12, 0x0005, 1, msg.correlation_id, msg.subscription_id)
 
@@ -1217,7 +1249,7 @@ def _encode_unsubscribe_response(
 _UNSUBSCRIBE_RESPONSE_FRAME = struct.Struct(">ihhih")
 
 
-def _frame_unsubscribe_response(msg: UnsubscribeResponse) -> bytes:
+def _frame_unsubscribe_response(msg: UnsubscribeResponse, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _UNSUBSCRIBE_RESPONSE_FRAME.pack(10, 0x0005, 1, msg.correlation_id, msg.response_code)
 
@@ -1294,6 +1326,14 @@ def _encode_publish_error(msg: PublishError, parts: list[bytes], seal_checksums:
     parts.append(_PUBLISH_ERROR_0.pack(len(msg.publishing_error)))
     for item in msg.publishing_error:
         parts.append(_PUBLISH_ERROR_1.pack(item.publishing_id, item.code))
+
+
+def _frame_publish_error(msg: PublishError, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_publish_error(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0006, 1)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1375,6 +1415,14 @@ def _encode_metadata_update(msg: MetadataUpdate, parts: list[bytes], seal_checks
     )
     if stream_raw is not None:
         parts.append(stream_raw)
+
+
+def _frame_metadata_update(msg: MetadataUpdate, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_metadata_update(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0007, 1)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1469,6 +1517,14 @@ def _encode_metadata_request(
         parts.append(_METADATA_REQUEST_1.pack(-1 if item_raw is None else len(item_raw)))
         if item_raw is not None:
             parts.append(item_raw)
+
+
+def _frame_metadata_request(msg: MetadataRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_metadata_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0008, 1)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1658,6 +1714,14 @@ def _encode_metadata_response(
         )
 
 
+def _frame_metadata_response(msg: MetadataResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_metadata_response(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0008, 1)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class SaslHandshakeRequest:
     """SaslHandshakeRequest: SaslHandshake request, key 0x0009, version 1, sent by the client.
@@ -1721,7 +1785,7 @@ def _encode_sasl_handshake_request(
 _SASL_HANDSHAKE_REQUEST_FRAME = struct.Struct(">ihhi")
 
 
-def _frame_sasl_handshake_request(msg: SaslHandshakeRequest) -> bytes:
+def _frame_sasl_handshake_request(msg: SaslHandshakeRequest, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _SASL_HANDSHAKE_REQUEST_FRAME.pack(8, 0x0009, 1, msg.correlation_id)
 
@@ -1827,6 +1891,14 @@ def _encode_sasl_handshake_response(
         parts.append(_SASL_HANDSHAKE_RESPONSE_1.pack(-1 if item_raw is None else len(item_raw)))
         if item_raw is not None:
             parts.append(item_raw)
+
+
+def _frame_sasl_handshake_response(msg: SaslHandshakeResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_sasl_handshake_response(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0009, 1)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1944,6 +2016,14 @@ def _encode_sasl_authenticate_request(
         parts.append(sasl_opaque_data_raw)
 
 
+def _frame_sasl_authenticate_request(msg: SaslAuthenticateRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_sasl_authenticate_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000A, 1)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class SaslAuthenticateResponse:
     """SaslAuthenticateResponse: SaslAuthenticate response, key 0x000a, version 1, sent by the server.
@@ -2036,6 +2116,14 @@ def _encode_sasl_authenticate_response(
         parts.append(sasl_opaque_data_raw)
 
 
+def _frame_sasl_authenticate_response(msg: SaslAuthenticateResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_sasl_authenticate_response(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000A, 1)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class TuneRequest:
     """TuneRequest: Tune request, key 0x000b, version 1, sent by the server.
@@ -2104,7 +2192,7 @@ def _encode_tune_request(msg: TuneRequest, parts: list[bytes], seal_checksums: b
 _TUNE_REQUEST_FRAME = struct.Struct(">ihhii")
 
 
-def _frame_tune_request(msg: TuneRequest) -> bytes:
+def _frame_tune_request(msg: TuneRequest, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _TUNE_REQUEST_FRAME.pack(12, 0x000B, 1, msg.frame_max, msg.heartbeat)
 
@@ -2177,7 +2265,7 @@ def _encode_tune_response(msg: TuneResponse, parts: list[bytes], seal_checksums:
 _TUNE_RESPONSE_FRAME = struct.Struct(">ihhii")
 
 
-def _frame_tune_response(msg: TuneResponse) -> bytes:
+def _frame_tune_response(msg: TuneResponse, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _TUNE_RESPONSE_FRAME.pack(12, 0x000B, 1, msg.frame_max, msg.heartbeat)
 
@@ -2263,6 +2351,14 @@ def _encode_open_request(msg: OpenRequest, parts: list[bytes], seal_checksums: b
         parts.append(virtual_host_raw)
 
 
+def _frame_open_request(msg: OpenRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_open_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000C, 1)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class OpenResponse:
     """OpenResponse: Open response, key 0x000c, version 1, sent by the server.
@@ -2330,7 +2426,7 @@ def _encode_open_response(msg: OpenResponse, parts: list[bytes], seal_checksums:
 _OPEN_RESPONSE_FRAME = struct.Struct(">ihhih")
 
 
-def _frame_open_response(msg: OpenResponse) -> bytes:
+def _frame_open_response(msg: OpenResponse, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _OPEN_RESPONSE_FRAME.pack(10, 0x000C, 1, msg.correlation_id, msg.response_code)
 
@@ -2426,6 +2522,14 @@ def _encode_close_request(msg: CloseRequest, parts: list[bytes], seal_checksums:
         parts.append(closing_reason_raw)
 
 
+def _frame_close_request(msg: CloseRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_close_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000D, 1)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class CloseResponse:
     """CloseResponse: Close response, key 0x000d, version 1, sent by the both.
@@ -2493,7 +2597,7 @@ def _encode_close_response(msg: CloseResponse, parts: list[bytes], seal_checksum
 _CLOSE_RESPONSE_FRAME = struct.Struct(">ihhih")
 
 
-def _frame_close_response(msg: CloseResponse) -> bytes:
+def _frame_close_response(msg: CloseResponse, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CLOSE_RESPONSE_FRAME.pack(10, 0x000D, 1, msg.correlation_id, msg.response_code)
 
@@ -2547,7 +2651,7 @@ def _encode_heartbeat(msg: Heartbeat, parts: list[bytes], seal_checksums: bool) 
 _HEARTBEAT_FRAME = struct.Struct(">ihh")
 
 
-def _frame_heartbeat(msg: Heartbeat) -> bytes:
+def _frame_heartbeat(msg: Heartbeat, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _HEARTBEAT_FRAME.pack(4, 0x000E, 1)
 
@@ -2698,6 +2802,14 @@ def _encode_create_request(msg: CreateRequest, parts: list[bytes], seal_checksum
             parts.append(value_raw)
 
 
+def _frame_create_request(msg: CreateRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_create_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x03E6, 1)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class CreateResponse:
     """CreateResponse: Create response, key 0x03e6, version 1, sent by the server.
@@ -2767,7 +2879,7 @@ def _encode_create_response(msg: CreateResponse, parts: list[bytes], seal_checks
 _CREATE_RESPONSE_FRAME = struct.Struct(">ihhih")
 
 
-def _frame_create_response(msg: CreateResponse) -> bytes:
+def _frame_create_response(msg: CreateResponse, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CREATE_RESPONSE_FRAME.pack(10, 0x03E6, 1, msg.correlation_id, msg.response_code)
 
@@ -2850,6 +2962,14 @@ def _encode_delete_request(msg: DeleteRequest, parts: list[bytes], seal_checksum
         parts.append(stream_raw)
 
 
+def _frame_delete_request(msg: DeleteRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_delete_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x03E7, 1)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class DeleteResponse:
     """DeleteResponse: Delete response, key 0x03e7, version 1, sent by the server.
@@ -2919,7 +3039,7 @@ def _encode_delete_response(msg: DeleteResponse, parts: list[bytes], seal_checks
 _DELETE_RESPONSE_FRAME = struct.Struct(">ihhih")
 
 
-def _frame_delete_response(msg: DeleteResponse) -> bytes:
+def _frame_delete_response(msg: DeleteResponse, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _DELETE_RESPONSE_FRAME.pack(10, 0x03E7, 1, msg.correlation_id, msg.response_code)
 
@@ -3053,19 +3173,35 @@ _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
     DeleteResponse: _encode_delete_response,
 }
 
-# the messages whose frame is one struct (every field of a fixed width): encode packs it at once
-_FIXED_FRAMES: dict[type, Callable[[Any], bytes]] = {
+# each message's own frame encoder (one pack where every field has a fixed width), where
+# encode need not look at the message to frame it
+_FRAMES: dict[type, Callable[[Any, bool], bytes]] = {
+    Publish: _frame_publish,
+    PublishConfirm: _frame_publish_confirm,
+    SubscribeRequest: _frame_subscribe_request,
     SubscribeResponse: _frame_subscribe_response,
+    Deliver: _frame_deliver,
     Credit: _frame_credit,
     UnsubscribeRequest: _frame_unsubscribe_request,
     UnsubscribeResponse: _frame_unsubscribe_response,
+    PublishError: _frame_publish_error,
+    MetadataUpdate: _frame_metadata_update,
+    MetadataRequest: _frame_metadata_request,
+    MetadataResponse: _frame_metadata_response,
     SaslHandshakeRequest: _frame_sasl_handshake_request,
+    SaslHandshakeResponse: _frame_sasl_handshake_response,
+    SaslAuthenticateRequest: _frame_sasl_authenticate_request,
+    SaslAuthenticateResponse: _frame_sasl_authenticate_response,
     TuneRequest: _frame_tune_request,
     TuneResponse: _frame_tune_response,
+    OpenRequest: _frame_open_request,
     OpenResponse: _frame_open_response,
+    CloseRequest: _frame_close_request,
     CloseResponse: _frame_close_response,
     Heartbeat: _frame_heartbeat,
+    CreateRequest: _frame_create_request,
     CreateResponse: _frame_create_response,
+    DeleteRequest: _frame_delete_request,
     DeleteResponse: _frame_delete_response,
 }
 
@@ -3120,12 +3256,18 @@ def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
     own bytes. `seal_checksums=True` writes each checksum computed over the bytes
     it covers instead (to build a valid frame from new data).
     """
-    fixed = _FIXED_FRAMES.get(type(msg))
-    if fixed is not None:
+    framer = _FRAMES.get(type(msg))
+    if framer is not None:
         try:
-            return fixed(msg)
+            return framer(msg, seal_checksums)
+        except EncodeError:
+            raise
         except (struct.error, AttributeError, TypeError, ValueError, OverflowError) as e:
             raise EncodeError(type(msg).__name__, str(e)) from None
+        except KeyError:
+            raise EncodeError(
+                type(msg).__name__, "not a message of this protocol version"
+            ) from None
     parts: list[bytes] = [b""]
     try:
         _ENCODERS[type(msg)](msg, parts, seal_checksums)

@@ -745,6 +745,14 @@ def _encode_declare_publisher_request(
         parts.append(stream_raw)
 
 
+def _frame_declare_publisher_request(msg: DeclarePublisherRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_declare_publisher_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0001, 1)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class DeclarePublisherResponse:
     """DeclarePublisherResponse: DeclarePublisher response, key 0x8001, version 1, sent by the server.
@@ -815,7 +823,7 @@ def _encode_declare_publisher_response(
 _DECLARE_PUBLISHER_RESPONSE_FRAME = struct.Struct(">IHHIH")
 
 
-def _frame_declare_publisher_response(msg: DeclarePublisherResponse) -> bytes:
+def _frame_declare_publisher_response(msg: DeclarePublisherResponse, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _DECLARE_PUBLISHER_RESPONSE_FRAME.pack(
         10, 0x8001, 1, msg.correlation_id, msg.response_code
@@ -977,6 +985,14 @@ def _encode_publish_v1(msg: PublishV1, parts: list[bytes], seal_checksums: bool)
                 "PublishV1.published_messages[].message",
                 f"cannot encode {type(item.message).__name__}",
             )
+
+
+def _frame_publish_v1(msg: PublishV1, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_publish_v1(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0002, 1)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1160,6 +1176,14 @@ def _encode_publish_v2(msg: PublishV2, parts: list[bytes], seal_checksums: bool)
             )
 
 
+def _frame_publish_v2(msg: PublishV2, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_publish_v2(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0002, 2)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class PublishConfirm:
     """PublishConfirm: PublishConfirm one-way message, key 0x0003, version 1, sent by the server.
@@ -1228,6 +1252,14 @@ def _decode_publish_confirm(
 def _encode_publish_confirm(msg: PublishConfirm, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_PUBLISH_CONFIRM_0.pack(msg.publisher_id, len(msg.publishing_ids)))
     parts.append(struct.pack(f">{len(msg.publishing_ids)}Q", *msg.publishing_ids))
+
+
+def _frame_publish_confirm(msg: PublishConfirm, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_publish_confirm(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0003, 1)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1310,6 +1342,14 @@ def _encode_publish_error(msg: PublishError, parts: list[bytes], seal_checksums:
     parts.append(_PUBLISH_ERROR_0.pack(msg.publisher_id, len(msg.publishing_error)))
     for item in msg.publishing_error:
         parts.append(_PUBLISH_ERROR_1.pack(item.publishing_id, item.code))
+
+
+def _frame_publish_error(msg: PublishError, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_publish_error(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0004, 1)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1443,6 +1483,16 @@ def _encode_query_publisher_sequence_request(
         parts.append(stream_raw)
 
 
+def _frame_query_publisher_sequence_request(
+    msg: QueryPublisherSequenceRequest, seal_checksums: bool
+) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_query_publisher_sequence_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0005, 1)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class QueryPublisherSequenceResponse:
     """QueryPublisherResponse: QueryPublisherSequence response, key 0x8005, version 1, sent by the server.
@@ -1528,7 +1578,9 @@ def _encode_query_publisher_sequence_response(
 _QUERY_PUBLISHER_SEQUENCE_RESPONSE_FRAME = struct.Struct(">IHHIHQ")
 
 
-def _frame_query_publisher_sequence_response(msg: QueryPublisherSequenceResponse) -> bytes:
+def _frame_query_publisher_sequence_response(
+    msg: QueryPublisherSequenceResponse, seal_checksums: bool
+) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _QUERY_PUBLISHER_SEQUENCE_RESPONSE_FRAME.pack(
         18, 0x8005, 1, msg.correlation_id, msg.response_code, msg.sequence
@@ -1606,7 +1658,7 @@ def _encode_delete_publisher_request(
 _DELETE_PUBLISHER_REQUEST_FRAME = struct.Struct(">IHHIB")
 
 
-def _frame_delete_publisher_request(msg: DeletePublisherRequest) -> bytes:
+def _frame_delete_publisher_request(msg: DeletePublisherRequest, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _DELETE_PUBLISHER_REQUEST_FRAME.pack(9, 0x0006, 1, msg.correlation_id, msg.publisher_id)
 
@@ -1681,7 +1733,7 @@ def _encode_delete_publisher_response(
 _DELETE_PUBLISHER_RESPONSE_FRAME = struct.Struct(">IHHIH")
 
 
-def _frame_delete_publisher_response(msg: DeletePublisherResponse) -> bytes:
+def _frame_delete_publisher_response(msg: DeletePublisherResponse, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _DELETE_PUBLISHER_RESPONSE_FRAME.pack(
         10, 0x8006, 1, msg.correlation_id, msg.response_code
@@ -1934,6 +1986,14 @@ def _encode_subscribe_request(
             parts.append(value_raw)
 
 
+def _frame_subscribe_request(msg: SubscribeRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_subscribe_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0007, 1)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class SubscribeResponse:
     """SubscribeResponse: Subscribe response, key 0x8007, version 1, sent by the server.
@@ -2006,7 +2066,7 @@ def _encode_subscribe_response(
 _SUBSCRIBE_RESPONSE_FRAME = struct.Struct(">IHHIH")
 
 
-def _frame_subscribe_response(msg: SubscribeResponse) -> bytes:
+def _frame_subscribe_response(msg: SubscribeResponse, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _SUBSCRIBE_RESPONSE_FRAME.pack(10, 0x8007, 1, msg.correlation_id, msg.response_code)
 
@@ -2250,6 +2310,14 @@ def _encode_deliver_v1(msg: DeliverV1, parts: list[bytes], seal_checksums: bool)
         crc = zlib.crc32(b"".join(parts[messages_start:]))
         part = parts[checksum_part]
         parts[checksum_part] = part[:33] + struct.pack(">I", crc) + part[37:]
+
+
+def _frame_deliver_v1(msg: DeliverV1, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_deliver_v1(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0008, 1)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -2501,6 +2569,14 @@ def _encode_deliver_v2(msg: DeliverV2, parts: list[bytes], seal_checksums: bool)
         parts[checksum_part] = part[:41] + struct.pack(">I", crc) + part[45:]
 
 
+def _frame_deliver_v2(msg: DeliverV2, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_deliver_v2(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0008, 2)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class Credit:
     """Credit: Credit one-way message, key 0x0009, version 1, sent by the client.
@@ -2566,7 +2642,7 @@ def _encode_credit(msg: Credit, parts: list[bytes], seal_checksums: bool) -> Non
 _CREDIT_FRAME = struct.Struct(">IHHBH")
 
 
-def _frame_credit(msg: Credit) -> bytes:
+def _frame_credit(msg: Credit, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CREDIT_FRAME.pack(7, 0x0009, 1, msg.subscription_id, msg.credit)
 
@@ -2639,7 +2715,7 @@ def _encode_credit_response(msg: CreditResponse, parts: list[bytes], seal_checks
 _CREDIT_RESPONSE_FRAME = struct.Struct(">IHHHB")
 
 
-def _frame_credit_response(msg: CreditResponse) -> bytes:
+def _frame_credit_response(msg: CreditResponse, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CREDIT_RESPONSE_FRAME.pack(7, 0x8009, 1, msg.response_code, msg.subscription_id)
 
@@ -2749,6 +2825,14 @@ def _encode_store_offset(msg: StoreOffset, parts: list[bytes], seal_checksums: b
     if stream_raw is not None:
         parts.append(stream_raw)
     parts.append(_STORE_OFFSET_2.pack(msg.offset))
+
+
+def _frame_store_offset(msg: StoreOffset, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_store_offset(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000A, 1)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -2864,6 +2948,14 @@ def _encode_query_offset_request(
         parts.append(stream_raw)
 
 
+def _frame_query_offset_request(msg: QueryOffsetRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_query_offset_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000B, 1)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class QueryOffsetResponse:
     """QueryOffsetResponse: QueryOffset response, key 0x800b, version 1, sent by the server.
@@ -2938,7 +3030,7 @@ def _encode_query_offset_response(
 _QUERY_OFFSET_RESPONSE_FRAME = struct.Struct(">IHHIHQ")
 
 
-def _frame_query_offset_response(msg: QueryOffsetResponse) -> bytes:
+def _frame_query_offset_response(msg: QueryOffsetResponse, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _QUERY_OFFSET_RESPONSE_FRAME.pack(
         18, 0x800B, 1, msg.correlation_id, msg.response_code, msg.offset
@@ -3016,7 +3108,7 @@ def _encode_unsubscribe_request(
 _UNSUBSCRIBE_REQUEST_FRAME = struct.Struct(">IHHIB")
 
 
-def _frame_unsubscribe_request(msg: UnsubscribeRequest) -> bytes:
+def _frame_unsubscribe_request(msg: UnsubscribeRequest, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _UNSUBSCRIBE_REQUEST_FRAME.pack(9, 0x000C, 1, msg.correlation_id, msg.subscription_id)
 
@@ -3091,7 +3183,7 @@ def _encode_unsubscribe_response(
 _UNSUBSCRIBE_RESPONSE_FRAME = struct.Struct(">IHHIH")
 
 
-def _frame_unsubscribe_response(msg: UnsubscribeResponse) -> bytes:
+def _frame_unsubscribe_response(msg: UnsubscribeResponse, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _UNSUBSCRIBE_RESPONSE_FRAME.pack(10, 0x800C, 1, msg.correlation_id, msg.response_code)
 
@@ -3242,6 +3334,14 @@ def _encode_create_request(msg: CreateRequest, parts: list[bytes], seal_checksum
             parts.append(value_raw)
 
 
+def _frame_create_request(msg: CreateRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_create_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000D, 1)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class CreateResponse:
     """CreateResponse: Create response, key 0x800d, version 1, sent by the server.
@@ -3312,7 +3412,7 @@ def _encode_create_response(msg: CreateResponse, parts: list[bytes], seal_checks
 _CREATE_RESPONSE_FRAME = struct.Struct(">IHHIH")
 
 
-def _frame_create_response(msg: CreateResponse) -> bytes:
+def _frame_create_response(msg: CreateResponse, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CREATE_RESPONSE_FRAME.pack(10, 0x800D, 1, msg.correlation_id, msg.response_code)
 
@@ -3395,6 +3495,14 @@ def _encode_delete_request(msg: DeleteRequest, parts: list[bytes], seal_checksum
         parts.append(stream_raw)
 
 
+def _frame_delete_request(msg: DeleteRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_delete_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000E, 1)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class DeleteResponse:
     """DeleteResponse: Delete response, key 0x800e, version 1, sent by the server.
@@ -3465,7 +3573,7 @@ def _encode_delete_response(msg: DeleteResponse, parts: list[bytes], seal_checks
 _DELETE_RESPONSE_FRAME = struct.Struct(">IHHIH")
 
 
-def _frame_delete_response(msg: DeleteResponse) -> bytes:
+def _frame_delete_response(msg: DeleteResponse, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _DELETE_RESPONSE_FRAME.pack(10, 0x800E, 1, msg.correlation_id, msg.response_code)
 
@@ -3562,6 +3670,14 @@ def _encode_metadata_request(
         parts.append(_METADATA_REQUEST_1.pack(-1 if item_raw is None else len(item_raw)))
         if item_raw is not None:
             parts.append(item_raw)
+
+
+def _frame_metadata_request(msg: MetadataRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_metadata_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000F, 1)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -3751,6 +3867,14 @@ def _encode_metadata_response(
         )
 
 
+def _frame_metadata_response(msg: MetadataResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_metadata_response(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x800F, 1)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class MetadataUpdate:
     """MetadataUpdate: MetadataUpdate one-way message, key 0x0010, version 1, sent by the server.
@@ -3830,6 +3954,14 @@ def _encode_metadata_update(msg: MetadataUpdate, parts: list[bytes], seal_checks
     )
     if stream_raw is not None:
         parts.append(stream_raw)
+
+
+def _frame_metadata_update(msg: MetadataUpdate, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_metadata_update(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0010, 1)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -3952,6 +4084,14 @@ def _encode_peer_properties_request(
         parts.append(_PEER_PROPERTIES_REQUEST_2.pack(-1 if value_raw is None else len(value_raw)))
         if value_raw is not None:
             parts.append(value_raw)
+
+
+def _frame_peer_properties_request(msg: PeerPropertiesRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_peer_properties_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0011, 1)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -4089,6 +4229,14 @@ def _encode_peer_properties_response(
             parts.append(value_raw)
 
 
+def _frame_peer_properties_response(msg: PeerPropertiesResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_peer_properties_response(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x8011, 1)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class SaslHandshakeRequest:
     """SaslHandshakeRequest: SaslHandshake request, key 0x0012, version 1, sent by the client.
@@ -4152,7 +4300,7 @@ def _encode_sasl_handshake_request(
 _SASL_HANDSHAKE_REQUEST_FRAME = struct.Struct(">IHHI")
 
 
-def _frame_sasl_handshake_request(msg: SaslHandshakeRequest) -> bytes:
+def _frame_sasl_handshake_request(msg: SaslHandshakeRequest, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _SASL_HANDSHAKE_REQUEST_FRAME.pack(8, 0x0012, 1, msg.correlation_id)
 
@@ -4261,6 +4409,14 @@ def _encode_sasl_handshake_response(
         parts.append(_SASL_HANDSHAKE_RESPONSE_1.pack(-1 if item_raw is None else len(item_raw)))
         if item_raw is not None:
             parts.append(item_raw)
+
+
+def _frame_sasl_handshake_response(msg: SaslHandshakeResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_sasl_handshake_response(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x8012, 1)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -4378,6 +4534,14 @@ def _encode_sasl_authenticate_request(
         parts.append(sasl_opaque_data_raw)
 
 
+def _frame_sasl_authenticate_request(msg: SaslAuthenticateRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_sasl_authenticate_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0013, 1)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class SaslAuthenticateResponse:
     """SaslAuthenticateResponse: SaslAuthenticate response, key 0x8013, version 1, sent by the server.
@@ -4471,6 +4635,14 @@ def _encode_sasl_authenticate_response(
         parts.append(sasl_opaque_data_raw)
 
 
+def _frame_sasl_authenticate_response(msg: SaslAuthenticateResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_sasl_authenticate_response(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x8013, 1)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class TuneRequest:
     """TuneRequest: Tune request, key 0x0014, version 1, sent by the server.
@@ -4539,7 +4711,7 @@ def _encode_tune_request(msg: TuneRequest, parts: list[bytes], seal_checksums: b
 _TUNE_REQUEST_FRAME = struct.Struct(">IHHII")
 
 
-def _frame_tune_request(msg: TuneRequest) -> bytes:
+def _frame_tune_request(msg: TuneRequest, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _TUNE_REQUEST_FRAME.pack(12, 0x0014, 1, msg.frame_max, msg.heartbeat)
 
@@ -4612,7 +4784,7 @@ def _encode_tune_response(msg: TuneResponse, parts: list[bytes], seal_checksums:
 _TUNE_RESPONSE_FRAME = struct.Struct(">IHHII")
 
 
-def _frame_tune_response(msg: TuneResponse) -> bytes:
+def _frame_tune_response(msg: TuneResponse, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _TUNE_RESPONSE_FRAME.pack(12, 0x0014, 1, msg.frame_max, msg.heartbeat)
 
@@ -4696,6 +4868,14 @@ def _encode_open_request(msg: OpenRequest, parts: list[bytes], seal_checksums: b
     )
     if virtual_host_raw is not None:
         parts.append(virtual_host_raw)
+
+
+def _frame_open_request(msg: OpenRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_open_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0015, 1)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -4840,6 +5020,14 @@ def _encode_open_response(msg: OpenResponse, parts: list[bytes], seal_checksums:
                 parts.append(value_raw)
 
 
+def _frame_open_response(msg: OpenResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_open_response(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x8015, 1)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class CloseRequest:
     """CloseRequest: Close request, key 0x0016, version 1, sent by the both.
@@ -4931,6 +5119,14 @@ def _encode_close_request(msg: CloseRequest, parts: list[bytes], seal_checksums:
         parts.append(closing_reason_raw)
 
 
+def _frame_close_request(msg: CloseRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_close_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0016, 1)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class CloseResponse:
     """CloseResponse: Close response, key 0x8016, version 1, sent by the both.
@@ -4999,7 +5195,7 @@ def _encode_close_response(msg: CloseResponse, parts: list[bytes], seal_checksum
 _CLOSE_RESPONSE_FRAME = struct.Struct(">IHHIH")
 
 
-def _frame_close_response(msg: CloseResponse) -> bytes:
+def _frame_close_response(msg: CloseResponse, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CLOSE_RESPONSE_FRAME.pack(10, 0x8016, 1, msg.correlation_id, msg.response_code)
 
@@ -5053,7 +5249,7 @@ def _encode_heartbeat(msg: Heartbeat, parts: list[bytes], seal_checksums: bool) 
 _HEARTBEAT_FRAME = struct.Struct(">IHH")
 
 
-def _frame_heartbeat(msg: Heartbeat) -> bytes:
+def _frame_heartbeat(msg: Heartbeat, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _HEARTBEAT_FRAME.pack(4, 0x0017, 1)
 
@@ -5166,6 +5362,14 @@ def _encode_route_request(msg: RouteRequest, parts: list[bytes], seal_checksums:
     parts.append(_ROUTE_REQUEST_1.pack(-1 if super_stream_raw is None else len(super_stream_raw)))
     if super_stream_raw is not None:
         parts.append(super_stream_raw)
+
+
+def _frame_route_request(msg: RouteRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_route_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0018, 1)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -5373,6 +5577,14 @@ def _encode_partitions_request(
         parts.append(super_stream_raw)
 
 
+def _frame_partitions_request(msg: PartitionsRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_partitions_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0019, 1)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class PartitionsResponse:
     """PartitionsResponse: Partitions response, key 0x8019, version 1, sent by the server. Also decoded under key 0x0019, as a real peer sends it (see the overlay).
@@ -5575,7 +5787,7 @@ def _encode_consumer_update_request(
 _CONSUMER_UPDATE_REQUEST_FRAME = struct.Struct(">IHHIBB")
 
 
-def _frame_consumer_update_request(msg: ConsumerUpdateRequest) -> bytes:
+def _frame_consumer_update_request(msg: ConsumerUpdateRequest, seal_checksums: bool) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CONSUMER_UPDATE_REQUEST_FRAME.pack(
         10, 0x001A, 1, msg.correlation_id, msg.subscription_id, msg.active
@@ -5705,6 +5917,14 @@ def _encode_consumer_update_response(
         )
 
 
+def _frame_consumer_update_response(msg: ConsumerUpdateResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_consumer_update_response(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x801A, 1)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeCommandVersionsRequest:
     """CommandVersionsExchangeRequest: ExchangeCommandVersions request, key 0x001b, version 1, sent by the client.
@@ -5794,6 +6014,16 @@ def _encode_exchange_command_versions_request(
         parts.append(
             _EXCHANGE_COMMAND_VERSIONS_REQUEST_1.pack(item.key, item.min_version, item.max_version)
         )
+
+
+def _frame_exchange_command_versions_request(
+    msg: ExchangeCommandVersionsRequest, seal_checksums: bool
+) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_exchange_command_versions_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x001B, 1)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -5899,6 +6129,16 @@ def _encode_exchange_command_versions_response(
         )
 
 
+def _frame_exchange_command_versions_response(
+    msg: ExchangeCommandVersionsResponse, seal_checksums: bool
+) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_exchange_command_versions_response(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x801B, 1)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class StreamStatsRequest:
     """StreamStatsRequest: StreamStats request, key 0x001c, version 1, sent by the client.
@@ -5979,6 +6219,14 @@ def _encode_stream_stats_request(
     )
     if stream_raw is not None:
         parts.append(stream_raw)
+
+
+def _frame_stream_stats_request(msg: StreamStatsRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_stream_stats_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x001C, 1)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -6090,6 +6338,14 @@ def _encode_stream_stats_response(
         if key_raw is not None:
             parts.append(key_raw)
         parts.append(_STREAM_STATS_RESPONSE_2.pack(item.value))
+
+
+def _frame_stream_stats_response(msg: StreamStatsResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_stream_stats_response(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x801C, 1)
+    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -6335,6 +6591,16 @@ def _encode_create_super_stream_request(
             parts.append(value_raw)
 
 
+def _frame_create_super_stream_request(
+    msg: CreateSuperStreamRequest, seal_checksums: bool
+) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_create_super_stream_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x001D, 1)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class CreateSuperStreamResponse:
     """CreateSuperStreamResponse: CreateSuperStream response, key 0x801d, version 1, sent by the server.
@@ -6410,7 +6676,9 @@ def _encode_create_super_stream_response(
 _CREATE_SUPER_STREAM_RESPONSE_FRAME = struct.Struct(">IHHIH")
 
 
-def _frame_create_super_stream_response(msg: CreateSuperStreamResponse) -> bytes:
+def _frame_create_super_stream_response(
+    msg: CreateSuperStreamResponse, seal_checksums: bool
+) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CREATE_SUPER_STREAM_RESPONSE_FRAME.pack(
         10, 0x801D, 1, msg.correlation_id, msg.response_code
@@ -6503,6 +6771,16 @@ def _encode_delete_super_stream_request(
         parts.append(name_raw)
 
 
+def _frame_delete_super_stream_request(
+    msg: DeleteSuperStreamRequest, seal_checksums: bool
+) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_delete_super_stream_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x001E, 1)
+    return b"".join(parts)
+
+
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class DeleteSuperStreamResponse:
     """DeleteSuperStreamResponse: DeleteSuperStream response, key 0x801e, version 1, sent by the server.
@@ -6578,7 +6856,9 @@ def _encode_delete_super_stream_response(
 _DELETE_SUPER_STREAM_RESPONSE_FRAME = struct.Struct(">IHHIH")
 
 
-def _frame_delete_super_stream_response(msg: DeleteSuperStreamResponse) -> bytes:
+def _frame_delete_super_stream_response(
+    msg: DeleteSuperStreamResponse, seal_checksums: bool
+) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _DELETE_SUPER_STREAM_RESPONSE_FRAME.pack(
         10, 0x801E, 1, msg.correlation_id, msg.response_code
@@ -6830,27 +7110,61 @@ _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
     DeleteSuperStreamResponse: _encode_delete_super_stream_response,
 }
 
-# the messages whose frame is one struct (every field of a fixed width): encode packs it at once
-_FIXED_FRAMES: dict[type, Callable[[Any], bytes]] = {
+# each message's own frame encoder (one pack where every field has a fixed width), where
+# encode need not look at the message to frame it
+_FRAMES: dict[type, Callable[[Any, bool], bytes]] = {
+    DeclarePublisherRequest: _frame_declare_publisher_request,
     DeclarePublisherResponse: _frame_declare_publisher_response,
+    PublishV1: _frame_publish_v1,
+    PublishV2: _frame_publish_v2,
+    PublishConfirm: _frame_publish_confirm,
+    PublishError: _frame_publish_error,
+    QueryPublisherSequenceRequest: _frame_query_publisher_sequence_request,
     QueryPublisherSequenceResponse: _frame_query_publisher_sequence_response,
     DeletePublisherRequest: _frame_delete_publisher_request,
     DeletePublisherResponse: _frame_delete_publisher_response,
+    SubscribeRequest: _frame_subscribe_request,
     SubscribeResponse: _frame_subscribe_response,
+    DeliverV1: _frame_deliver_v1,
+    DeliverV2: _frame_deliver_v2,
     Credit: _frame_credit,
     CreditResponse: _frame_credit_response,
+    StoreOffset: _frame_store_offset,
+    QueryOffsetRequest: _frame_query_offset_request,
     QueryOffsetResponse: _frame_query_offset_response,
     UnsubscribeRequest: _frame_unsubscribe_request,
     UnsubscribeResponse: _frame_unsubscribe_response,
+    CreateRequest: _frame_create_request,
     CreateResponse: _frame_create_response,
+    DeleteRequest: _frame_delete_request,
     DeleteResponse: _frame_delete_response,
+    MetadataRequest: _frame_metadata_request,
+    MetadataResponse: _frame_metadata_response,
+    MetadataUpdate: _frame_metadata_update,
+    PeerPropertiesRequest: _frame_peer_properties_request,
+    PeerPropertiesResponse: _frame_peer_properties_response,
     SaslHandshakeRequest: _frame_sasl_handshake_request,
+    SaslHandshakeResponse: _frame_sasl_handshake_response,
+    SaslAuthenticateRequest: _frame_sasl_authenticate_request,
+    SaslAuthenticateResponse: _frame_sasl_authenticate_response,
     TuneRequest: _frame_tune_request,
     TuneResponse: _frame_tune_response,
+    OpenRequest: _frame_open_request,
+    OpenResponse: _frame_open_response,
+    CloseRequest: _frame_close_request,
     CloseResponse: _frame_close_response,
     Heartbeat: _frame_heartbeat,
+    RouteRequest: _frame_route_request,
+    PartitionsRequest: _frame_partitions_request,
     ConsumerUpdateRequest: _frame_consumer_update_request,
+    ConsumerUpdateResponse: _frame_consumer_update_response,
+    ExchangeCommandVersionsRequest: _frame_exchange_command_versions_request,
+    ExchangeCommandVersionsResponse: _frame_exchange_command_versions_response,
+    StreamStatsRequest: _frame_stream_stats_request,
+    StreamStatsResponse: _frame_stream_stats_response,
+    CreateSuperStreamRequest: _frame_create_super_stream_request,
     CreateSuperStreamResponse: _frame_create_super_stream_response,
+    DeleteSuperStreamRequest: _frame_delete_super_stream_request,
     DeleteSuperStreamResponse: _frame_delete_super_stream_response,
 }
 
@@ -6905,12 +7219,18 @@ def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
     own bytes. `seal_checksums=True` writes each checksum computed over the bytes
     it covers instead (to build a valid frame from new data).
     """
-    fixed = _FIXED_FRAMES.get(type(msg))
-    if fixed is not None:
+    framer = _FRAMES.get(type(msg))
+    if framer is not None:
         try:
-            return fixed(msg)
+            return framer(msg, seal_checksums)
+        except EncodeError:
+            raise
         except (struct.error, AttributeError, TypeError, ValueError, OverflowError) as e:
             raise EncodeError(type(msg).__name__, str(e)) from None
+        except KeyError:
+            raise EncodeError(
+                type(msg).__name__, "not a message of this protocol version"
+            ) from None
     parts: list[bytes] = [b""]
     try:
         _ENCODERS[type(msg)](msg, parts, seal_checksums)
