@@ -658,7 +658,9 @@ def _framed(m: MessagePlan, frame: FramePlan, aliased: bool) -> dict[str, Any] |
     if aliased or frame.escape is not None:
         return None
     extra = frame.size + frame.trailer_size - frame.adjust
-    length = "sum(map(len, parts))" + (f" + {extra}" if extra > 0 else f" - {-extra}" if extra else "")
+    length = "sum(map(len, parts))" + (
+        f" + {extra}" if extra > 0 else f" - {-extra}" if extra else ""
+    )
     head = []
     for h in frame.header:
         if h.role == "length":
