@@ -49,6 +49,7 @@ class FrameReader:
         self.max_frame_size = max_frame_size
         self.verify_checksums = verify_checksums
         self._buf = bytearray()
+        self._view: memoryview | None = None  # on _buf while no feed() changes it
         self._start = 0  # first byte of _buf not consumed yet
         self._base = 0  # stream offset of _buf[0]
         self._preamble = PREAMBLES.get(sender or "", b"") if preamble else b""
@@ -64,6 +65,9 @@ class FrameReader:
         return len(self._buf) - self._start
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
+        if self._view is not None:  # the buffer is about to change: let it go
+            self._view.release()
+            self._view = None
         if self._start:
             del self._buf[: self._start]
             self._base += self._start
@@ -103,11 +107,23 @@ class FrameReader:
         return self
 
     def __next__(self) -> Any:
-        span = self._next_span()
-        if span is None:
-            raise StopIteration
-        start, stop = span
-        view = memoryview(self._buf)[start:stop]
+        buf, start, stop = self._buf, self._start, -1
+        # the straight road: a whole header here, a length in range
+        if not self._preamble and len(buf) - start >= HEADER_SIZE:
+            (length,) = LENGTH.unpack_from(buf, start + LENGTH_OFFSET)
+            if MIN_LENGTH <= length <= self.max_frame_size:
+                stop = start + length + LENGTH_ADJUST
+                if stop > len(buf):
+                    raise StopIteration
+                self._start = stop
+        if stop < 0:  # anything else: the road that says what is wrong
+            span = self._next_span()
+            if span is None:
+                raise StopIteration
+            start, stop = span
+        if self._view is None:
+            self._view = memoryview(self._buf)
+        view = self._view[start:stop]
         try:
             return self.decode(view, self.sender, verify_checksums=self.verify_checksums)
         except DecodeError as e:

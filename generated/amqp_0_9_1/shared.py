@@ -25,7 +25,7 @@ HEADER = struct.Struct(">BHI")
 """The frame header of every version: `uint8 type, uint16 channel, uint32 size`."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ContentBody:
     """ContentBody: Content.Body one-way message, type 0x03, sent by the both.
 
@@ -47,15 +47,32 @@ class ContentBody:
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, payload: bytes, channel: int = 0) -> None:
+        self.payload = payload
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(payload={self.payload!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ContentBody) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.payload, self.channel) == (other.payload, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
 
 
-def _decode_content_body(buf: memoryview, at: int, end: int, verify_checksums: bool) -> ContentBody:
+def _decode_content_body(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> ContentBody:
     payload = bytes(buf[at:end])
     at = end
-    msg = ContentBody(payload, 0)
+    msg = ContentBody(payload, channel)
     if at != end:
         raise DecodeError("ContentBody", at, f"{end - at} bytes after the last field")
     return msg
@@ -65,7 +82,16 @@ def _encode_content_body(msg: ContentBody, parts: list[bytes], seal_checksums: b
     parts.append(msg.payload)
 
 
-@dataclass(slots=True)
+def _frame_content_body(msg: ContentBody, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_content_body(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x03, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class Heartbeat:
     """Heartbeat: Heartbeat one-way message, type 0x08, sent by the both.
 
@@ -85,13 +111,29 @@ class Heartbeat:
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Heartbeat) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
 
 
-def _decode_heartbeat(buf: memoryview, at: int, end: int, verify_checksums: bool) -> Heartbeat:
-    msg = Heartbeat(0)
+def _decode_heartbeat(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> Heartbeat:
+    msg = Heartbeat(channel)
     if at != end:
         raise DecodeError("Heartbeat", at, f"{end - at} bytes after the last field")
     return msg
@@ -101,7 +143,15 @@ def _encode_heartbeat(msg: Heartbeat, parts: list[bytes], seal_checksums: bool) 
     pass
 
 
-@dataclass(slots=True)
+_HEARTBEAT_FRAME = struct.Struct(">BHIB")
+
+
+def _frame_heartbeat(msg: Heartbeat, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _HEARTBEAT_FRAME.pack(0x08, msg.channel, 0, 0xCE)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionStart:
     """ConnectionStart: Connection.Start request, identity (0x01, 10, 10), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 10 (0x0a).
 
@@ -150,6 +200,47 @@ Must not be empty."""
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(
+        self,
+        version_major: int,
+        version_minor: int,
+        server_properties: dict[str, Any],
+        mechanisms: bytes,
+        locales: bytes,
+        channel: int = 0,
+    ) -> None:
+        self.version_major = version_major
+        self.version_minor = version_minor
+        self.server_properties = server_properties
+        self.mechanisms = mechanisms
+        self.locales = locales
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(version_major={self.version_major!r}, version_minor={self.version_minor!r}, server_properties={self.server_properties!r}, mechanisms={self.mechanisms!r}, locales={self.locales!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionStart) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.version_major,
+            self.version_minor,
+            self.server_properties,
+            self.mechanisms,
+            self.locales,
+            self.channel,
+        ) == (
+            other.version_major,
+            other.version_minor,
+            other.server_properties,
+            other.mechanisms,
+            other.locales,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -169,7 +260,7 @@ _CONNECTION_START_2_FIELDS = (("ConnectionStart.locales", 0, 4),)
 
 
 def _decode_connection_start(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionStart:
     if end - at < 2:
         raise _truncated(_CONNECTION_START_0_FIELDS, at, end)
@@ -192,7 +283,9 @@ def _decode_connection_start(
         raise _bad_length("ConnectionStart.locales", at, locales_len, end)
     locales = bytes(buf[at : at + locales_len])
     at += locales_len
-    msg = ConnectionStart(version_major, version_minor, server_properties, mechanisms, locales, 0)
+    msg = ConnectionStart(
+        version_major, version_minor, server_properties, mechanisms, locales, channel
+    )
     if at != end:
         raise DecodeError("ConnectionStart", at, f"{end - at} bytes after the last field")
     return msg
@@ -214,7 +307,16 @@ def _encode_connection_start(
     parts.append(locales_raw)
 
 
-@dataclass(slots=True)
+def _frame_connection_start(msg: ConnectionStart, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_connection_start(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionStartOk:
     """ConnectionStartOk: Connection.StartOk response, identity (0x01, 10, 11), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 11 (0x0b).
 
@@ -259,6 +361,37 @@ Must not be empty."""
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(
+        self,
+        client_properties: dict[str, Any],
+        mechanism: str,
+        response: bytes,
+        locale: str,
+        channel: int = 0,
+    ) -> None:
+        self.client_properties = client_properties
+        self.mechanism = mechanism
+        self.response = response
+        self.locale = locale
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(client_properties={self.client_properties!r}, mechanism={self.mechanism!r}, response={self.response!r}, locale={self.locale!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionStartOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.client_properties,
+            self.mechanism,
+            self.response,
+            self.locale,
+            self.channel,
+        ) == (other.client_properties, other.mechanism, other.response, other.locale, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -275,7 +408,7 @@ _CONNECTION_START_OK_2_FIELDS = (("ConnectionStartOk.locale", 0, 1),)
 
 
 def _decode_connection_start_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionStartOk:
     client_properties, at = _decode_table(buf, at, end)
     if end - at < 1:
@@ -308,7 +441,7 @@ def _decode_connection_start_ok(
     except UnicodeDecodeError as e:
         raise DecodeError("ConnectionStartOk.locale", at + e.start, "invalid utf-8") from None
     at += locale_len
-    msg = ConnectionStartOk(client_properties, mechanism, response, locale, 0)
+    msg = ConnectionStartOk(client_properties, mechanism, response, locale, channel)
     if at != end:
         raise DecodeError("ConnectionStartOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -333,7 +466,16 @@ def _encode_connection_start_ok(
     parts.append(locale_raw)
 
 
-@dataclass(slots=True)
+def _frame_connection_start_ok(msg: ConnectionStartOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_connection_start_ok(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionSecure:
     """ConnectionSecure: Connection.Secure request, identity (0x01, 10, 20), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 20 (0x14).
 
@@ -362,6 +504,21 @@ Challenge information, a block of opaque binary data passed to the security mech
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, challenge: bytes, channel: int = 0) -> None:
+        self.challenge = challenge
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(challenge={self.challenge!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionSecure) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.challenge, self.channel) == (other.challenge, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -372,7 +529,7 @@ _CONNECTION_SECURE_0_FIELDS = (("ConnectionSecure.challenge", 0, 4),)
 
 
 def _decode_connection_secure(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionSecure:
     if end - at < 4:
         raise _truncated(_CONNECTION_SECURE_0_FIELDS, at, end)
@@ -382,7 +539,7 @@ def _decode_connection_secure(
         raise _bad_length("ConnectionSecure.challenge", at, challenge_len, end)
     challenge = bytes(buf[at : at + challenge_len])
     at += challenge_len
-    msg = ConnectionSecure(challenge, 0)
+    msg = ConnectionSecure(challenge, channel)
     if at != end:
         raise DecodeError("ConnectionSecure", at, f"{end - at} bytes after the last field")
     return msg
@@ -397,7 +554,16 @@ def _encode_connection_secure(
     parts.append(challenge_raw)
 
 
-@dataclass(slots=True)
+def _frame_connection_secure(msg: ConnectionSecure, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_connection_secure(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionSecureOk:
     """ConnectionSecureOk: Connection.SecureOk response, identity (0x01, 10, 21), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 21 (0x15).
 
@@ -426,6 +592,21 @@ Must not be empty."""
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, response: bytes, channel: int = 0) -> None:
+        self.response = response
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(response={self.response!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionSecureOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.response, self.channel) == (other.response, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -436,7 +617,7 @@ _CONNECTION_SECURE_OK_0_FIELDS = (("ConnectionSecureOk.response", 0, 4),)
 
 
 def _decode_connection_secure_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionSecureOk:
     if end - at < 4:
         raise _truncated(_CONNECTION_SECURE_OK_0_FIELDS, at, end)
@@ -446,7 +627,7 @@ def _decode_connection_secure_ok(
         raise _bad_length("ConnectionSecureOk.response", at, response_len, end)
     response = bytes(buf[at : at + response_len])
     at += response_len
-    msg = ConnectionSecureOk(response, 0)
+    msg = ConnectionSecureOk(response, channel)
     if at != end:
         raise DecodeError("ConnectionSecureOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -461,7 +642,16 @@ def _encode_connection_secure_ok(
     parts.append(response_raw)
 
 
-@dataclass(slots=True)
+def _frame_connection_secure_ok(msg: ConnectionSecureOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_connection_secure_ok(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionTune:
     """ConnectionTune: Connection.Tune request, identity (0x01, 10, 30), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 30 (0x1e).
 
@@ -498,6 +688,28 @@ The delay, in seconds, of the connection heartbeat that the server wants. Zero m
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, channel_max: int, frame_max: int, heartbeat: int, channel: int = 0) -> None:
+        self.channel_max = channel_max
+        self.frame_max = frame_max
+        self.heartbeat = heartbeat
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel_max={self.channel_max!r}, frame_max={self.frame_max!r}, heartbeat={self.heartbeat!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionTune) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel_max, self.frame_max, self.heartbeat, self.channel) == (
+            other.channel_max,
+            other.frame_max,
+            other.heartbeat,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -512,13 +724,13 @@ _CONNECTION_TUNE_0_FIELDS = (
 
 
 def _decode_connection_tune(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionTune:
     if end - at < 8:
         raise _truncated(_CONNECTION_TUNE_0_FIELDS, at, end)
     channel_max, frame_max, heartbeat = _CONNECTION_TUNE_0.unpack_from(buf, at)
     at += 8
-    msg = ConnectionTune(channel_max, frame_max, heartbeat, 0)
+    msg = ConnectionTune(channel_max, frame_max, heartbeat, channel)
     if at != end:
         raise DecodeError("ConnectionTune", at, f"{end - at} bytes after the last field")
     return msg
@@ -529,7 +741,24 @@ def _encode_connection_tune(msg: ConnectionTune, parts: list[bytes], seal_checks
     parts.append(_CONNECTION_TUNE_0.pack(msg.channel_max, msg.frame_max, msg.heartbeat))
 
 
-@dataclass(slots=True)
+_CONNECTION_TUNE_FRAME = struct.Struct(">BHI4sHIHB")
+
+
+def _frame_connection_tune(msg: ConnectionTune, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CONNECTION_TUNE_FRAME.pack(
+        0x01,
+        msg.channel,
+        12,
+        b"\x00\x0a\x00\x1e",
+        msg.channel_max,
+        msg.frame_max,
+        msg.heartbeat,
+        0xCE,
+    )
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionTuneOk:
     """ConnectionTuneOk: Connection.TuneOk response, identity (0x01, 10, 31), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 31 (0x1f).
 
@@ -566,6 +795,28 @@ The delay, in seconds, of the connection heartbeat that the client wants. Zero m
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, channel_max: int, frame_max: int, heartbeat: int, channel: int = 0) -> None:
+        self.channel_max = channel_max
+        self.frame_max = frame_max
+        self.heartbeat = heartbeat
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel_max={self.channel_max!r}, frame_max={self.frame_max!r}, heartbeat={self.heartbeat!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionTuneOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel_max, self.frame_max, self.heartbeat, self.channel) == (
+            other.channel_max,
+            other.frame_max,
+            other.heartbeat,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -580,13 +831,13 @@ _CONNECTION_TUNE_OK_0_FIELDS = (
 
 
 def _decode_connection_tune_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionTuneOk:
     if end - at < 8:
         raise _truncated(_CONNECTION_TUNE_OK_0_FIELDS, at, end)
     channel_max, frame_max, heartbeat = _CONNECTION_TUNE_OK_0.unpack_from(buf, at)
     at += 8
-    msg = ConnectionTuneOk(channel_max, frame_max, heartbeat, 0)
+    msg = ConnectionTuneOk(channel_max, frame_max, heartbeat, channel)
     if at != end:
         raise DecodeError("ConnectionTuneOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -599,7 +850,24 @@ def _encode_connection_tune_ok(
     parts.append(_CONNECTION_TUNE_OK_0.pack(msg.channel_max, msg.frame_max, msg.heartbeat))
 
 
-@dataclass(slots=True)
+_CONNECTION_TUNE_OK_FRAME = struct.Struct(">BHI4sHIHB")
+
+
+def _frame_connection_tune_ok(msg: ConnectionTuneOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CONNECTION_TUNE_OK_FRAME.pack(
+        0x01,
+        msg.channel,
+        12,
+        b"\x00\x0a\x00\x1f",
+        msg.channel_max,
+        msg.frame_max,
+        msg.heartbeat,
+        0xCE,
+    )
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionOpen:
     """ConnectionOpen: Connection.Open request, identity (0x01, 10, 40), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 40 (0x28).
 
@@ -634,6 +902,30 @@ Must not be empty. At most 127 characters."""
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(
+        self, virtual_host: str, reserved1: str = "", reserved2: bool = False, channel: int = 0
+    ) -> None:
+        self.virtual_host = virtual_host
+        self.reserved1 = reserved1
+        self.reserved2 = reserved2
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(virtual_host={self.virtual_host!r}, reserved1={self.reserved1!r}, reserved2={self.reserved2!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionOpen) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.virtual_host, self.reserved1, self.reserved2, self.channel) == (
+            other.virtual_host,
+            other.reserved1,
+            other.reserved2,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -650,7 +942,7 @@ _CONNECTION_OPEN_2_FIELDS = (("ConnectionOpen.bits1", 0, 1),)
 
 
 def _decode_connection_open(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionOpen:
     if end - at < 1:
         raise _truncated(_CONNECTION_OPEN_0_FIELDS, at, end)
@@ -681,7 +973,7 @@ def _decode_connection_open(
     reserved2 = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("ConnectionOpen.unused1", at, "expected 0")
-    msg = ConnectionOpen(virtual_host, reserved1, reserved2, 0)
+    msg = ConnectionOpen(virtual_host, reserved1, reserved2, channel)
     if at != end:
         raise DecodeError("ConnectionOpen", at, f"{end - at} bytes after the last field")
     return msg
@@ -699,7 +991,16 @@ def _encode_connection_open(msg: ConnectionOpen, parts: list[bytes], seal_checks
     parts.append(_CONNECTION_OPEN_2.pack(0x1 if msg.reserved2 else 0))
 
 
-@dataclass(slots=True)
+def _frame_connection_open(msg: ConnectionOpen, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_connection_open(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionOpenOk:
     """ConnectionOpenOk: Connection.OpenOk response, identity (0x01, 10, 41), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 41 (0x29).
 
@@ -724,6 +1025,21 @@ class ConnectionOpenOk:
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, reserved1: str = "", channel: int = 0) -> None:
+        self.reserved1 = reserved1
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionOpenOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.reserved1, self.channel) == (other.reserved1, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -734,7 +1050,7 @@ _CONNECTION_OPEN_OK_0_FIELDS = (("ConnectionOpenOk.reserved1", 0, 1),)
 
 
 def _decode_connection_open_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionOpenOk:
     if end - at < 1:
         raise _truncated(_CONNECTION_OPEN_OK_0_FIELDS, at, end)
@@ -747,7 +1063,7 @@ def _decode_connection_open_ok(
     except UnicodeDecodeError as e:
         raise DecodeError("ConnectionOpenOk.reserved1", at + e.start, "invalid utf-8") from None
     at += reserved1_len
-    msg = ConnectionOpenOk(reserved1, 0)
+    msg = ConnectionOpenOk(reserved1, channel)
     if at != end:
         raise DecodeError("ConnectionOpenOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -762,7 +1078,16 @@ def _encode_connection_open_ok(
     parts.append(reserved1_raw)
 
 
-@dataclass(slots=True)
+def _frame_connection_open_ok(msg: ConnectionOpenOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_connection_open_ok(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionClose:
     """ConnectionClose: Connection.Close request, identity (0x01, 10, 50), sent by the both. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 50 (0x32).
 
@@ -807,6 +1132,32 @@ When the close is provoked by a method exception, this is the ID of the method."
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(
+        self, reply_code: int, reply_text: str, class_id: int, method_id: int, channel: int = 0
+    ) -> None:
+        self.reply_code = reply_code
+        self.reply_text = reply_text
+        self.class_id = class_id
+        self.method_id = method_id
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reply_code={self.reply_code!r}, reply_text={self.reply_text!r}, class_id={self.class_id!r}, method_id={self.method_id!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionClose) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.reply_code, self.reply_text, self.class_id, self.method_id, self.channel) == (
+            other.reply_code,
+            other.reply_text,
+            other.class_id,
+            other.method_id,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -826,7 +1177,7 @@ _CONNECTION_CLOSE_1_FIELDS = (
 
 
 def _decode_connection_close(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionClose:
     if end - at < 3:
         raise _truncated(_CONNECTION_CLOSE_0_FIELDS, at, end)
@@ -843,7 +1194,7 @@ def _decode_connection_close(
         raise _truncated(_CONNECTION_CLOSE_1_FIELDS, at, end)
     class_id, method_id = _CONNECTION_CLOSE_1.unpack_from(buf, at)
     at += 4
-    msg = ConnectionClose(reply_code, reply_text, class_id, method_id, 0)
+    msg = ConnectionClose(reply_code, reply_text, class_id, method_id, channel)
     if at != end:
         raise DecodeError("ConnectionClose", at, f"{end - at} bytes after the last field")
     return msg
@@ -859,7 +1210,16 @@ def _encode_connection_close(
     parts.append(_CONNECTION_CLOSE_1.pack(msg.class_id, msg.method_id))
 
 
-@dataclass(slots=True)
+def _frame_connection_close(msg: ConnectionClose, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_connection_close(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionCloseOk:
     """ConnectionCloseOk: Connection.CloseOk response, identity (0x01, 10, 51), sent by the both. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 51 (0x33).
 
@@ -882,15 +1242,29 @@ class ConnectionCloseOk:
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionCloseOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
 
 
 def _decode_connection_close_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionCloseOk:
-    msg = ConnectionCloseOk(0)
+    msg = ConnectionCloseOk(channel)
     if at != end:
         raise DecodeError("ConnectionCloseOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -902,7 +1276,15 @@ def _encode_connection_close_ok(
     parts.append(b"\x00\x0a\x00\x33")  # the body key: (0x01, 10, 51)
 
 
-@dataclass(slots=True)
+_CONNECTION_CLOSE_OK_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_connection_close_ok(msg: ConnectionCloseOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CONNECTION_CLOSE_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x0a\x00\x33", 0xCE)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelOpen:
     """ChannelOpen: Channel.Open request, identity (0x01, 20, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 10 (0x0a).
 
@@ -929,6 +1311,21 @@ class ChannelOpen:
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, reserved1: str = "", channel: int = 0) -> None:
+        self.reserved1 = reserved1
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ChannelOpen) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.reserved1, self.channel) == (other.reserved1, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -938,7 +1335,9 @@ _CHANNEL_OPEN_0 = struct.Struct(">B")
 _CHANNEL_OPEN_0_FIELDS = (("ChannelOpen.reserved1", 0, 1),)
 
 
-def _decode_channel_open(buf: memoryview, at: int, end: int, verify_checksums: bool) -> ChannelOpen:
+def _decode_channel_open(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> ChannelOpen:
     if end - at < 1:
         raise _truncated(_CHANNEL_OPEN_0_FIELDS, at, end)
     (reserved1_len,) = _CHANNEL_OPEN_0.unpack_from(buf, at)
@@ -950,7 +1349,7 @@ def _decode_channel_open(buf: memoryview, at: int, end: int, verify_checksums: b
     except UnicodeDecodeError as e:
         raise DecodeError("ChannelOpen.reserved1", at + e.start, "invalid utf-8") from None
     at += reserved1_len
-    msg = ChannelOpen(reserved1, 0)
+    msg = ChannelOpen(reserved1, channel)
     if at != end:
         raise DecodeError("ChannelOpen", at, f"{end - at} bytes after the last field")
     return msg
@@ -963,7 +1362,16 @@ def _encode_channel_open(msg: ChannelOpen, parts: list[bytes], seal_checksums: b
     parts.append(reserved1_raw)
 
 
-@dataclass(slots=True)
+def _frame_channel_open(msg: ChannelOpen, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_channel_open(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelOpenOk:
     """ChannelOpenOk: Channel.OpenOk response, identity (0x01, 20, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 11 (0x0b).
 
@@ -988,6 +1396,21 @@ class ChannelOpenOk:
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, reserved1: bytes = b"", channel: int = 0) -> None:
+        self.reserved1 = reserved1
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ChannelOpenOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.reserved1, self.channel) == (other.reserved1, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -998,7 +1421,7 @@ _CHANNEL_OPEN_OK_0_FIELDS = (("ChannelOpenOk.reserved1", 0, 4),)
 
 
 def _decode_channel_open_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ChannelOpenOk:
     if end - at < 4:
         raise _truncated(_CHANNEL_OPEN_OK_0_FIELDS, at, end)
@@ -1008,7 +1431,7 @@ def _decode_channel_open_ok(
         raise _bad_length("ChannelOpenOk.reserved1", at, reserved1_len, end)
     reserved1 = bytes(buf[at : at + reserved1_len])
     at += reserved1_len
-    msg = ChannelOpenOk(reserved1, 0)
+    msg = ChannelOpenOk(reserved1, channel)
     if at != end:
         raise DecodeError("ChannelOpenOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -1021,7 +1444,16 @@ def _encode_channel_open_ok(msg: ChannelOpenOk, parts: list[bytes], seal_checksu
     parts.append(reserved1_raw)
 
 
-@dataclass(slots=True)
+def _frame_channel_open_ok(msg: ChannelOpenOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_channel_open_ok(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelFlow:
     """ChannelFlow: Channel.Flow request, identity (0x01, 20, 20), sent by the both. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 20 (0x14).
 
@@ -1050,6 +1482,21 @@ If 1, the peer starts sending content frames. If 0, the peer stops sending conte
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, active: bool = False, channel: int = 0) -> None:
+        self.active = active
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(active={self.active!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ChannelFlow) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.active, self.channel) == (other.active, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -1059,7 +1506,9 @@ _CHANNEL_FLOW_0 = struct.Struct(">B")
 _CHANNEL_FLOW_0_FIELDS = (("ChannelFlow.bits1", 0, 1),)
 
 
-def _decode_channel_flow(buf: memoryview, at: int, end: int, verify_checksums: bool) -> ChannelFlow:
+def _decode_channel_flow(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> ChannelFlow:
     if end - at < 1:
         raise _truncated(_CHANNEL_FLOW_0_FIELDS, at, end)
     (bits1,) = _CHANNEL_FLOW_0.unpack_from(buf, at)
@@ -1067,7 +1516,7 @@ def _decode_channel_flow(buf: memoryview, at: int, end: int, verify_checksums: b
     active = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("ChannelFlow.unused1", at, "expected 0")
-    msg = ChannelFlow(active, 0)
+    msg = ChannelFlow(active, channel)
     if at != end:
         raise DecodeError("ChannelFlow", at, f"{end - at} bytes after the last field")
     return msg
@@ -1078,7 +1527,17 @@ def _encode_channel_flow(msg: ChannelFlow, parts: list[bytes], seal_checksums: b
     parts.append(_CHANNEL_FLOW_0.pack(0x1 if msg.active else 0))
 
 
-@dataclass(slots=True)
+_CHANNEL_FLOW_FRAME = struct.Struct(">BHI4sBB")
+
+
+def _frame_channel_flow(msg: ChannelFlow, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CHANNEL_FLOW_FRAME.pack(
+        0x01, msg.channel, 5, b"\x00\x14\x00\x14", 0x1 if msg.active else 0, 0xCE
+    )
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelFlowOk:
     """ChannelFlowOk: Channel.FlowOk response, identity (0x01, 20, 21), sent by the both. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 21 (0x15).
 
@@ -1104,6 +1563,21 @@ Confirms the setting of the processed flow method: 1 means the peer will start s
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, active: bool = False, channel: int = 0) -> None:
+        self.active = active
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(active={self.active!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ChannelFlowOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.active, self.channel) == (other.active, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -1114,7 +1588,7 @@ _CHANNEL_FLOW_OK_0_FIELDS = (("ChannelFlowOk.bits1", 0, 1),)
 
 
 def _decode_channel_flow_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ChannelFlowOk:
     if end - at < 1:
         raise _truncated(_CHANNEL_FLOW_OK_0_FIELDS, at, end)
@@ -1123,7 +1597,7 @@ def _decode_channel_flow_ok(
     active = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("ChannelFlowOk.unused1", at, "expected 0")
-    msg = ChannelFlowOk(active, 0)
+    msg = ChannelFlowOk(active, channel)
     if at != end:
         raise DecodeError("ChannelFlowOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -1134,7 +1608,17 @@ def _encode_channel_flow_ok(msg: ChannelFlowOk, parts: list[bytes], seal_checksu
     parts.append(_CHANNEL_FLOW_OK_0.pack(0x1 if msg.active else 0))
 
 
-@dataclass(slots=True)
+_CHANNEL_FLOW_OK_FRAME = struct.Struct(">BHI4sBB")
+
+
+def _frame_channel_flow_ok(msg: ChannelFlowOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CHANNEL_FLOW_OK_FRAME.pack(
+        0x01, msg.channel, 5, b"\x00\x14\x00\x15", 0x1 if msg.active else 0, 0xCE
+    )
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelClose:
     """ChannelClose: Channel.Close request, identity (0x01, 20, 40), sent by the both. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 40 (0x28).
 
@@ -1179,6 +1663,32 @@ When the close is provoked by a method exception, this is the ID of the method."
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(
+        self, reply_code: int, reply_text: str, class_id: int, method_id: int, channel: int = 0
+    ) -> None:
+        self.reply_code = reply_code
+        self.reply_text = reply_text
+        self.class_id = class_id
+        self.method_id = method_id
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reply_code={self.reply_code!r}, reply_text={self.reply_text!r}, class_id={self.class_id!r}, method_id={self.method_id!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ChannelClose) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.reply_code, self.reply_text, self.class_id, self.method_id, self.channel) == (
+            other.reply_code,
+            other.reply_text,
+            other.class_id,
+            other.method_id,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -1198,7 +1708,7 @@ _CHANNEL_CLOSE_1_FIELDS = (
 
 
 def _decode_channel_close(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ChannelClose:
     if end - at < 3:
         raise _truncated(_CHANNEL_CLOSE_0_FIELDS, at, end)
@@ -1215,7 +1725,7 @@ def _decode_channel_close(
         raise _truncated(_CHANNEL_CLOSE_1_FIELDS, at, end)
     class_id, method_id = _CHANNEL_CLOSE_1.unpack_from(buf, at)
     at += 4
-    msg = ChannelClose(reply_code, reply_text, class_id, method_id, 0)
+    msg = ChannelClose(reply_code, reply_text, class_id, method_id, channel)
     if at != end:
         raise DecodeError("ChannelClose", at, f"{end - at} bytes after the last field")
     return msg
@@ -1229,7 +1739,16 @@ def _encode_channel_close(msg: ChannelClose, parts: list[bytes], seal_checksums:
     parts.append(_CHANNEL_CLOSE_1.pack(msg.class_id, msg.method_id))
 
 
-@dataclass(slots=True)
+def _frame_channel_close(msg: ChannelClose, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_channel_close(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelCloseOk:
     """ChannelCloseOk: Channel.CloseOk response, identity (0x01, 20, 41), sent by the both. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 41 (0x29).
 
@@ -1252,15 +1771,29 @@ class ChannelCloseOk:
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ChannelCloseOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
 
 
 def _decode_channel_close_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ChannelCloseOk:
-    msg = ChannelCloseOk(0)
+    msg = ChannelCloseOk(channel)
     if at != end:
         raise DecodeError("ChannelCloseOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -1270,7 +1803,15 @@ def _encode_channel_close_ok(msg: ChannelCloseOk, parts: list[bytes], seal_check
     parts.append(b"\x00\x14\x00\x29")  # the body key: (0x01, 20, 41)
 
 
-@dataclass(slots=True)
+_CHANNEL_CLOSE_OK_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_channel_close_ok(msg: ChannelCloseOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CHANNEL_CLOSE_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x14\x00\x29", 0xCE)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeDeclareOk:
     """ExchangeDeclareOk: Exchange.DeclareOk response, identity (0x01, 40, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 11 (0x0b).
 
@@ -1293,15 +1834,29 @@ class ExchangeDeclareOk:
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExchangeDeclareOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
 
 
 def _decode_exchange_declare_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ExchangeDeclareOk:
-    msg = ExchangeDeclareOk(0)
+    msg = ExchangeDeclareOk(channel)
     if at != end:
         raise DecodeError("ExchangeDeclareOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -1313,7 +1868,15 @@ def _encode_exchange_declare_ok(
     parts.append(b"\x00\x28\x00\x0b")  # the body key: (0x01, 40, 11)
 
 
-@dataclass(slots=True)
+_EXCHANGE_DECLARE_OK_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_exchange_declare_ok(msg: ExchangeDeclareOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _EXCHANGE_DECLARE_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x28\x00\x0b", 0xCE)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeDelete:
     """ExchangeDelete: Exchange.Delete request, identity (0x01, 40, 20), sent by the client. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 20 (0x14).
 
@@ -1354,6 +1917,37 @@ If set, the server will not respond to the method. The client should not wait fo
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(
+        self,
+        reserved1: int = 0,
+        exchange: str = "",
+        if_unused: bool = False,
+        no_wait: bool = False,
+        channel: int = 0,
+    ) -> None:
+        self.reserved1 = reserved1
+        self.exchange = exchange
+        self.if_unused = if_unused
+        self.no_wait = no_wait
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, exchange={self.exchange!r}, if_unused={self.if_unused!r}, no_wait={self.no_wait!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExchangeDelete) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.reserved1, self.exchange, self.if_unused, self.no_wait, self.channel) == (
+            other.reserved1,
+            other.exchange,
+            other.if_unused,
+            other.no_wait,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -1370,7 +1964,7 @@ _EXCHANGE_DELETE_1_FIELDS = (("ExchangeDelete.bits1", 0, 1),)
 
 
 def _decode_exchange_delete(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ExchangeDelete:
     if end - at < 3:
         raise _truncated(_EXCHANGE_DELETE_0_FIELDS, at, end)
@@ -1391,7 +1985,7 @@ def _decode_exchange_delete(
     no_wait = bits1 & 0x2 != 0
     if (bits1 >> 2) & 0x3F != 0:
         raise DecodeError("ExchangeDelete.unused1", at, "expected 0")
-    msg = ExchangeDelete(reserved1, exchange, if_unused, no_wait, 0)
+    msg = ExchangeDelete(reserved1, exchange, if_unused, no_wait, channel)
     if at != end:
         raise DecodeError("ExchangeDelete", at, f"{end - at} bytes after the last field")
     return msg
@@ -1407,7 +2001,16 @@ def _encode_exchange_delete(msg: ExchangeDelete, parts: list[bytes], seal_checks
     )
 
 
-@dataclass(slots=True)
+def _frame_exchange_delete(msg: ExchangeDelete, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_exchange_delete(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeDeleteOk:
     """ExchangeDeleteOk: Exchange.DeleteOk response, identity (0x01, 40, 21), sent by the server. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 21 (0x15).
 
@@ -1430,15 +2033,29 @@ class ExchangeDeleteOk:
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExchangeDeleteOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
 
 
 def _decode_exchange_delete_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ExchangeDeleteOk:
-    msg = ExchangeDeleteOk(0)
+    msg = ExchangeDeleteOk(channel)
     if at != end:
         raise DecodeError("ExchangeDeleteOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -1450,7 +2067,15 @@ def _encode_exchange_delete_ok(
     parts.append(b"\x00\x28\x00\x15")  # the body key: (0x01, 40, 21)
 
 
-@dataclass(slots=True)
+_EXCHANGE_DELETE_OK_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_exchange_delete_ok(msg: ExchangeDeleteOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _EXCHANGE_DELETE_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x28\x00\x15", 0xCE)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueDeclare:
     """QueueDeclare: Queue.Declare request, identity (0x01, 50, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 10 (0x0a).
 
@@ -1507,6 +2132,59 @@ A set of arguments for the declaration. The syntax and semantics of these argume
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(
+        self,
+        reserved1: int = 0,
+        queue: str = "",
+        passive: bool = False,
+        durable: bool = False,
+        exclusive: bool = False,
+        auto_delete: bool = False,
+        no_wait: bool = False,
+        arguments: dict[str, Any] | None = None,
+        channel: int = 0,
+    ) -> None:
+        self.reserved1 = reserved1
+        self.queue = queue
+        self.passive = passive
+        self.durable = durable
+        self.exclusive = exclusive
+        self.auto_delete = auto_delete
+        self.no_wait = no_wait
+        self.arguments = dict() if arguments is None else arguments
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, queue={self.queue!r}, passive={self.passive!r}, durable={self.durable!r}, exclusive={self.exclusive!r}, auto_delete={self.auto_delete!r}, no_wait={self.no_wait!r}, arguments={self.arguments!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueueDeclare) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.reserved1,
+            self.queue,
+            self.passive,
+            self.durable,
+            self.exclusive,
+            self.auto_delete,
+            self.no_wait,
+            self.arguments,
+            self.channel,
+        ) == (
+            other.reserved1,
+            other.queue,
+            other.passive,
+            other.durable,
+            other.exclusive,
+            other.auto_delete,
+            other.no_wait,
+            other.arguments,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -1523,7 +2201,7 @@ _QUEUE_DECLARE_1_FIELDS = (("QueueDeclare.bits1", 0, 1),)
 
 
 def _decode_queue_declare(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> QueueDeclare:
     if end - at < 3:
         raise _truncated(_QUEUE_DECLARE_0_FIELDS, at, end)
@@ -1549,7 +2227,7 @@ def _decode_queue_declare(
         raise DecodeError("QueueDeclare.unused1", at, "expected 0")
     arguments, at = _decode_table(buf, at, end)
     msg = QueueDeclare(
-        reserved1, queue, passive, durable, exclusive, auto_delete, no_wait, arguments, 0
+        reserved1, queue, passive, durable, exclusive, auto_delete, no_wait, arguments, channel
     )
     if at != end:
         raise DecodeError("QueueDeclare", at, f"{end - at} bytes after the last field")
@@ -1573,7 +2251,16 @@ def _encode_queue_declare(msg: QueueDeclare, parts: list[bytes], seal_checksums:
     _encode_table(msg.arguments, parts)
 
 
-@dataclass(slots=True)
+def _frame_queue_declare(msg: QueueDeclare, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_queue_declare(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueDeclareOk:
     """QueueDeclareOk: Queue.DeclareOk response, identity (0x01, 50, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 11 (0x0b).
 
@@ -1610,6 +2297,30 @@ Reports the number of active consumers for the queue. Note that consumers can su
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(
+        self, queue: str, message_count: int, consumer_count: int, channel: int = 0
+    ) -> None:
+        self.queue = queue
+        self.message_count = message_count
+        self.consumer_count = consumer_count
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(queue={self.queue!r}, message_count={self.message_count!r}, consumer_count={self.consumer_count!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueueDeclareOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.queue, self.message_count, self.consumer_count, self.channel) == (
+            other.queue,
+            other.message_count,
+            other.consumer_count,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -1626,7 +2337,7 @@ _QUEUE_DECLARE_OK_1_FIELDS = (
 
 
 def _decode_queue_declare_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> QueueDeclareOk:
     if end - at < 1:
         raise _truncated(_QUEUE_DECLARE_OK_0_FIELDS, at, end)
@@ -1643,7 +2354,7 @@ def _decode_queue_declare_ok(
         raise _truncated(_QUEUE_DECLARE_OK_1_FIELDS, at, end)
     message_count, consumer_count = _QUEUE_DECLARE_OK_1.unpack_from(buf, at)
     at += 8
-    msg = QueueDeclareOk(queue, message_count, consumer_count, 0)
+    msg = QueueDeclareOk(queue, message_count, consumer_count, channel)
     if at != end:
         raise DecodeError("QueueDeclareOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -1657,7 +2368,16 @@ def _encode_queue_declare_ok(msg: QueueDeclareOk, parts: list[bytes], seal_check
     parts.append(_QUEUE_DECLARE_OK_1.pack(msg.message_count, msg.consumer_count))
 
 
-@dataclass(slots=True)
+def _frame_queue_declare_ok(msg: QueueDeclareOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_queue_declare_ok(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueBind:
     """QueueBind: Queue.Bind request, identity (0x01, 50, 20), sent by the client. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 20 (0x14).
 
@@ -1708,6 +2428,51 @@ A set of arguments for the binding. The syntax and semantics of these arguments 
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(
+        self,
+        reserved1: int = 0,
+        queue: str = "",
+        exchange: str = "",
+        routing_key: str = "",
+        no_wait: bool = False,
+        arguments: dict[str, Any] | None = None,
+        channel: int = 0,
+    ) -> None:
+        self.reserved1 = reserved1
+        self.queue = queue
+        self.exchange = exchange
+        self.routing_key = routing_key
+        self.no_wait = no_wait
+        self.arguments = dict() if arguments is None else arguments
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, queue={self.queue!r}, exchange={self.exchange!r}, routing_key={self.routing_key!r}, no_wait={self.no_wait!r}, arguments={self.arguments!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueueBind) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.reserved1,
+            self.queue,
+            self.exchange,
+            self.routing_key,
+            self.no_wait,
+            self.arguments,
+            self.channel,
+        ) == (
+            other.reserved1,
+            other.queue,
+            other.exchange,
+            other.routing_key,
+            other.no_wait,
+            other.arguments,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -1729,7 +2494,9 @@ _QUEUE_BIND_3 = struct.Struct(">B")
 _QUEUE_BIND_3_FIELDS = (("QueueBind.bits1", 0, 1),)
 
 
-def _decode_queue_bind(buf: memoryview, at: int, end: int, verify_checksums: bool) -> QueueBind:
+def _decode_queue_bind(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> QueueBind:
     if end - at < 3:
         raise _truncated(_QUEUE_BIND_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_BIND_0.unpack_from(buf, at)
@@ -1771,7 +2538,7 @@ def _decode_queue_bind(buf: memoryview, at: int, end: int, verify_checksums: boo
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("QueueBind.unused1", at, "expected 0")
     arguments, at = _decode_table(buf, at, end)
-    msg = QueueBind(reserved1, queue, exchange, routing_key, no_wait, arguments, 0)
+    msg = QueueBind(reserved1, queue, exchange, routing_key, no_wait, arguments, channel)
     if at != end:
         raise DecodeError("QueueBind", at, f"{end - at} bytes after the last field")
     return msg
@@ -1794,7 +2561,16 @@ def _encode_queue_bind(msg: QueueBind, parts: list[bytes], seal_checksums: bool)
     _encode_table(msg.arguments, parts)
 
 
-@dataclass(slots=True)
+def _frame_queue_bind(msg: QueueBind, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_queue_bind(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueBindOk:
     """QueueBindOk: Queue.BindOk response, identity (0x01, 50, 21), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 21 (0x15).
 
@@ -1817,15 +2593,29 @@ class QueueBindOk:
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueueBindOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
 
 
 def _decode_queue_bind_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> QueueBindOk:
-    msg = QueueBindOk(0)
+    msg = QueueBindOk(channel)
     if at != end:
         raise DecodeError("QueueBindOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -1835,7 +2625,15 @@ def _encode_queue_bind_ok(msg: QueueBindOk, parts: list[bytes], seal_checksums: 
     parts.append(b"\x00\x32\x00\x15")  # the body key: (0x01, 50, 21)
 
 
-@dataclass(slots=True)
+_QUEUE_BIND_OK_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_queue_bind_ok(msg: QueueBindOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _QUEUE_BIND_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x32\x00\x15", 0xCE)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class QueuePurge:
     """QueuePurge: Queue.Purge request, identity (0x01, 50, 30), sent by the client. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 30 (0x1e).
 
@@ -1872,6 +2670,30 @@ If set, the server will not respond to the method. The client should not wait fo
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(
+        self, reserved1: int = 0, queue: str = "", no_wait: bool = False, channel: int = 0
+    ) -> None:
+        self.reserved1 = reserved1
+        self.queue = queue
+        self.no_wait = no_wait
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, queue={self.queue!r}, no_wait={self.no_wait!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueuePurge) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.reserved1, self.queue, self.no_wait, self.channel) == (
+            other.reserved1,
+            other.queue,
+            other.no_wait,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -1887,7 +2709,9 @@ _QUEUE_PURGE_1 = struct.Struct(">B")
 _QUEUE_PURGE_1_FIELDS = (("QueuePurge.bits1", 0, 1),)
 
 
-def _decode_queue_purge(buf: memoryview, at: int, end: int, verify_checksums: bool) -> QueuePurge:
+def _decode_queue_purge(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> QueuePurge:
     if end - at < 3:
         raise _truncated(_QUEUE_PURGE_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_PURGE_0.unpack_from(buf, at)
@@ -1906,7 +2730,7 @@ def _decode_queue_purge(buf: memoryview, at: int, end: int, verify_checksums: bo
     no_wait = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("QueuePurge.unused1", at, "expected 0")
-    msg = QueuePurge(reserved1, queue, no_wait, 0)
+    msg = QueuePurge(reserved1, queue, no_wait, channel)
     if at != end:
         raise DecodeError("QueuePurge", at, f"{end - at} bytes after the last field")
     return msg
@@ -1920,7 +2744,16 @@ def _encode_queue_purge(msg: QueuePurge, parts: list[bytes], seal_checksums: boo
     parts.append(_QUEUE_PURGE_1.pack(0x1 if msg.no_wait else 0))
 
 
-@dataclass(slots=True)
+def _frame_queue_purge(msg: QueuePurge, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_queue_purge(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class QueuePurgeOk:
     """QueuePurgeOk: Queue.PurgeOk response, identity (0x01, 50, 31), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 31 (0x1f).
 
@@ -1947,6 +2780,21 @@ Reports the number of messages purged."""
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, message_count: int, channel: int = 0) -> None:
+        self.message_count = message_count
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(message_count={self.message_count!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueuePurgeOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.message_count, self.channel) == (other.message_count, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -1957,13 +2805,13 @@ _QUEUE_PURGE_OK_0_FIELDS = (("QueuePurgeOk.message_count", 0, 4),)
 
 
 def _decode_queue_purge_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> QueuePurgeOk:
     if end - at < 4:
         raise _truncated(_QUEUE_PURGE_OK_0_FIELDS, at, end)
     (message_count,) = _QUEUE_PURGE_OK_0.unpack_from(buf, at)
     at += 4
-    msg = QueuePurgeOk(message_count, 0)
+    msg = QueuePurgeOk(message_count, channel)
     if at != end:
         raise DecodeError("QueuePurgeOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -1974,7 +2822,17 @@ def _encode_queue_purge_ok(msg: QueuePurgeOk, parts: list[bytes], seal_checksums
     parts.append(_QUEUE_PURGE_OK_0.pack(msg.message_count))
 
 
-@dataclass(slots=True)
+_QUEUE_PURGE_OK_FRAME = struct.Struct(">BHI4sIB")
+
+
+def _frame_queue_purge_ok(msg: QueuePurgeOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _QUEUE_PURGE_OK_FRAME.pack(
+        0x01, msg.channel, 8, b"\x00\x32\x00\x1f", msg.message_count, 0xCE
+    )
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueDelete:
     """QueueDelete: Queue.Delete request, identity (0x01, 50, 40), sent by the client. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 40 (0x28).
 
@@ -2019,6 +2877,47 @@ If set, the server will not respond to the method. The client should not wait fo
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(
+        self,
+        reserved1: int = 0,
+        queue: str = "",
+        if_unused: bool = False,
+        if_empty: bool = False,
+        no_wait: bool = False,
+        channel: int = 0,
+    ) -> None:
+        self.reserved1 = reserved1
+        self.queue = queue
+        self.if_unused = if_unused
+        self.if_empty = if_empty
+        self.no_wait = no_wait
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, queue={self.queue!r}, if_unused={self.if_unused!r}, if_empty={self.if_empty!r}, no_wait={self.no_wait!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueueDelete) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.reserved1,
+            self.queue,
+            self.if_unused,
+            self.if_empty,
+            self.no_wait,
+            self.channel,
+        ) == (
+            other.reserved1,
+            other.queue,
+            other.if_unused,
+            other.if_empty,
+            other.no_wait,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -2034,7 +2933,9 @@ _QUEUE_DELETE_1 = struct.Struct(">B")
 _QUEUE_DELETE_1_FIELDS = (("QueueDelete.bits1", 0, 1),)
 
 
-def _decode_queue_delete(buf: memoryview, at: int, end: int, verify_checksums: bool) -> QueueDelete:
+def _decode_queue_delete(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> QueueDelete:
     if end - at < 3:
         raise _truncated(_QUEUE_DELETE_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_DELETE_0.unpack_from(buf, at)
@@ -2055,7 +2956,7 @@ def _decode_queue_delete(buf: memoryview, at: int, end: int, verify_checksums: b
     no_wait = bits1 & 0x4 != 0
     if (bits1 >> 3) & 0x1F != 0:
         raise DecodeError("QueueDelete.unused1", at, "expected 0")
-    msg = QueueDelete(reserved1, queue, if_unused, if_empty, no_wait, 0)
+    msg = QueueDelete(reserved1, queue, if_unused, if_empty, no_wait, channel)
     if at != end:
         raise DecodeError("QueueDelete", at, f"{end - at} bytes after the last field")
     return msg
@@ -2075,7 +2976,16 @@ def _encode_queue_delete(msg: QueueDelete, parts: list[bytes], seal_checksums: b
     )
 
 
-@dataclass(slots=True)
+def _frame_queue_delete(msg: QueueDelete, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_queue_delete(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueDeleteOk:
     """QueueDeleteOk: Queue.DeleteOk response, identity (0x01, 50, 41), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 41 (0x29).
 
@@ -2102,6 +3012,21 @@ Reports the number of messages deleted."""
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, message_count: int, channel: int = 0) -> None:
+        self.message_count = message_count
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(message_count={self.message_count!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueueDeleteOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.message_count, self.channel) == (other.message_count, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -2112,13 +3037,13 @@ _QUEUE_DELETE_OK_0_FIELDS = (("QueueDeleteOk.message_count", 0, 4),)
 
 
 def _decode_queue_delete_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> QueueDeleteOk:
     if end - at < 4:
         raise _truncated(_QUEUE_DELETE_OK_0_FIELDS, at, end)
     (message_count,) = _QUEUE_DELETE_OK_0.unpack_from(buf, at)
     at += 4
-    msg = QueueDeleteOk(message_count, 0)
+    msg = QueueDeleteOk(message_count, channel)
     if at != end:
         raise DecodeError("QueueDeleteOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -2129,7 +3054,17 @@ def _encode_queue_delete_ok(msg: QueueDeleteOk, parts: list[bytes], seal_checksu
     parts.append(_QUEUE_DELETE_OK_0.pack(msg.message_count))
 
 
-@dataclass(slots=True)
+_QUEUE_DELETE_OK_FRAME = struct.Struct(">BHI4sIB")
+
+
+def _frame_queue_delete_ok(msg: QueueDeleteOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _QUEUE_DELETE_OK_FRAME.pack(
+        0x01, msg.channel, 8, b"\x00\x32\x00\x29", msg.message_count, 0xCE
+    )
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueUnbind:
     """QueueUnbind: Queue.Unbind request, identity (0x01, 50, 50), sent by the client. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 50 (0x32).
 
@@ -2176,6 +3111,47 @@ Specifies the arguments of the binding to unbind."""
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(
+        self,
+        reserved1: int = 0,
+        queue: str = "",
+        exchange: str = "",
+        routing_key: str = "",
+        arguments: dict[str, Any] | None = None,
+        channel: int = 0,
+    ) -> None:
+        self.reserved1 = reserved1
+        self.queue = queue
+        self.exchange = exchange
+        self.routing_key = routing_key
+        self.arguments = dict() if arguments is None else arguments
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, queue={self.queue!r}, exchange={self.exchange!r}, routing_key={self.routing_key!r}, arguments={self.arguments!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueueUnbind) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.reserved1,
+            self.queue,
+            self.exchange,
+            self.routing_key,
+            self.arguments,
+            self.channel,
+        ) == (
+            other.reserved1,
+            other.queue,
+            other.exchange,
+            other.routing_key,
+            other.arguments,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -2194,7 +3170,9 @@ _QUEUE_UNBIND_2 = struct.Struct(">B")
 _QUEUE_UNBIND_2_FIELDS = (("QueueUnbind.routing_key", 0, 1),)
 
 
-def _decode_queue_unbind(buf: memoryview, at: int, end: int, verify_checksums: bool) -> QueueUnbind:
+def _decode_queue_unbind(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> QueueUnbind:
     if end - at < 3:
         raise _truncated(_QUEUE_UNBIND_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_UNBIND_0.unpack_from(buf, at)
@@ -2229,7 +3207,7 @@ def _decode_queue_unbind(buf: memoryview, at: int, end: int, verify_checksums: b
         raise DecodeError("QueueUnbind.routing_key", at + e.start, "invalid utf-8") from None
     at += routing_key_len
     arguments, at = _decode_table(buf, at, end)
-    msg = QueueUnbind(reserved1, queue, exchange, routing_key, arguments, 0)
+    msg = QueueUnbind(reserved1, queue, exchange, routing_key, arguments, channel)
     if at != end:
         raise DecodeError("QueueUnbind", at, f"{end - at} bytes after the last field")
     return msg
@@ -2251,7 +3229,16 @@ def _encode_queue_unbind(msg: QueueUnbind, parts: list[bytes], seal_checksums: b
     _encode_table(msg.arguments, parts)
 
 
-@dataclass(slots=True)
+def _frame_queue_unbind(msg: QueueUnbind, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_queue_unbind(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueUnbindOk:
     """QueueUnbindOk: Queue.UnbindOk response, identity (0x01, 50, 51), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 51 (0x33).
 
@@ -2274,15 +3261,29 @@ class QueueUnbindOk:
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueueUnbindOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
 
 
 def _decode_queue_unbind_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> QueueUnbindOk:
-    msg = QueueUnbindOk(0)
+    msg = QueueUnbindOk(channel)
     if at != end:
         raise DecodeError("QueueUnbindOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -2292,7 +3293,15 @@ def _encode_queue_unbind_ok(msg: QueueUnbindOk, parts: list[bytes], seal_checksu
     parts.append(b"\x00\x32\x00\x33")  # the body key: (0x01, 50, 51)
 
 
-@dataclass(slots=True)
+_QUEUE_UNBIND_OK_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_queue_unbind_ok(msg: QueueUnbindOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _QUEUE_UNBIND_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x32\x00\x33", 0xCE)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicProperties:
     """BasicProperties: Basic.Properties one-way message, identity (0x02, 60), sent by the both. On the wire: Type 2 (0x02), ClassId 60 (0x3c).
 
@@ -2343,6 +3352,91 @@ class BasicProperties:
     """reserved, must be empty"""
     channel: int = 0
     """Channel number; 0 for the connection."""
+
+    def __init__(
+        self,
+        weight: int = 0,
+        body_size: int = 0,
+        content_type: str | None = None,
+        content_encoding: str | None = None,
+        headers: dict[str, Any] | None = None,
+        delivery_mode: int | None = None,
+        priority: int | None = None,
+        correlation_id: str | None = None,
+        reply_to: str | None = None,
+        expiration: str | None = None,
+        message_id: str | None = None,
+        timestamp: int | None = None,
+        type: str | None = None,
+        user_id: str | None = None,
+        app_id: str | None = None,
+        reserved: str | None = None,
+        channel: int = 0,
+    ) -> None:
+        self.weight = weight
+        self.body_size = body_size
+        self.content_type = content_type
+        self.content_encoding = content_encoding
+        self.headers = headers
+        self.delivery_mode = delivery_mode
+        self.priority = priority
+        self.correlation_id = correlation_id
+        self.reply_to = reply_to
+        self.expiration = expiration
+        self.message_id = message_id
+        self.timestamp = timestamp
+        self.type = type
+        self.user_id = user_id
+        self.app_id = app_id
+        self.reserved = reserved
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(weight={self.weight!r}, body_size={self.body_size!r}, content_type={self.content_type!r}, content_encoding={self.content_encoding!r}, headers={self.headers!r}, delivery_mode={self.delivery_mode!r}, priority={self.priority!r}, correlation_id={self.correlation_id!r}, reply_to={self.reply_to!r}, expiration={self.expiration!r}, message_id={self.message_id!r}, timestamp={self.timestamp!r}, type={self.type!r}, user_id={self.user_id!r}, app_id={self.app_id!r}, reserved={self.reserved!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicProperties) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.weight,
+            self.body_size,
+            self.content_type,
+            self.content_encoding,
+            self.headers,
+            self.delivery_mode,
+            self.priority,
+            self.correlation_id,
+            self.reply_to,
+            self.expiration,
+            self.message_id,
+            self.timestamp,
+            self.type,
+            self.user_id,
+            self.app_id,
+            self.reserved,
+            self.channel,
+        ) == (
+            other.weight,
+            other.body_size,
+            other.content_type,
+            other.content_encoding,
+            other.headers,
+            other.delivery_mode,
+            other.priority,
+            other.correlation_id,
+            other.reply_to,
+            other.expiration,
+            other.message_id,
+            other.timestamp,
+            other.type,
+            other.user_id,
+            other.app_id,
+            other.reserved,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -2396,7 +3490,7 @@ _BASIC_PROPERTIES_13_FIELDS = (("BasicProperties.reserved", 0, 1),)
 
 
 def _decode_basic_properties(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicProperties:
     if end - at < 10:
         raise _truncated(_BASIC_PROPERTIES_0_FIELDS, at, end)
@@ -2623,7 +3717,7 @@ def _decode_basic_properties(
         user_id,
         app_id,
         reserved,
-        0,
+        channel,
     )
     if at != end:
         raise DecodeError("BasicProperties", at, f"{end - at} bytes after the last field")
@@ -2719,7 +3813,16 @@ def _encode_basic_properties(
         parts.append(reserved_raw)
 
 
-@dataclass(slots=True)
+def _frame_basic_properties(msg: BasicProperties, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_basic_properties(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x02, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicQosOk:
     """BasicQosOk: Basic.QosOk response, identity (0x01, 60, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 11 (0x0b).
 
@@ -2742,13 +3845,29 @@ class BasicQosOk:
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicQosOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
 
 
-def _decode_basic_qos_ok(buf: memoryview, at: int, end: int, verify_checksums: bool) -> BasicQosOk:
-    msg = BasicQosOk(0)
+def _decode_basic_qos_ok(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> BasicQosOk:
+    msg = BasicQosOk(channel)
     if at != end:
         raise DecodeError("BasicQosOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -2758,7 +3877,15 @@ def _encode_basic_qos_ok(msg: BasicQosOk, parts: list[bytes], seal_checksums: bo
     parts.append(b"\x00\x3c\x00\x0b")  # the body key: (0x01, 60, 11)
 
 
-@dataclass(slots=True)
+_BASIC_QOS_OK_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_basic_qos_ok(msg: BasicQosOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _BASIC_QOS_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x3c\x00\x0b", 0xCE)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicConsume:
     """BasicConsume: Basic.Consume request, identity (0x01, 60, 20), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 20 (0x14).
 
@@ -2815,6 +3942,59 @@ A set of arguments for the consume. The syntax and semantics of these arguments 
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(
+        self,
+        reserved1: int = 0,
+        queue: str = "",
+        consumer_tag: str = "",
+        no_local: bool = False,
+        no_ack: bool = False,
+        exclusive: bool = False,
+        no_wait: bool = False,
+        arguments: dict[str, Any] | None = None,
+        channel: int = 0,
+    ) -> None:
+        self.reserved1 = reserved1
+        self.queue = queue
+        self.consumer_tag = consumer_tag
+        self.no_local = no_local
+        self.no_ack = no_ack
+        self.exclusive = exclusive
+        self.no_wait = no_wait
+        self.arguments = dict() if arguments is None else arguments
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, queue={self.queue!r}, consumer_tag={self.consumer_tag!r}, no_local={self.no_local!r}, no_ack={self.no_ack!r}, exclusive={self.exclusive!r}, no_wait={self.no_wait!r}, arguments={self.arguments!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicConsume) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.reserved1,
+            self.queue,
+            self.consumer_tag,
+            self.no_local,
+            self.no_ack,
+            self.exclusive,
+            self.no_wait,
+            self.arguments,
+            self.channel,
+        ) == (
+            other.reserved1,
+            other.queue,
+            other.consumer_tag,
+            other.no_local,
+            other.no_ack,
+            other.exclusive,
+            other.no_wait,
+            other.arguments,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -2834,7 +4014,7 @@ _BASIC_CONSUME_2_FIELDS = (("BasicConsume.bits1", 0, 1),)
 
 
 def _decode_basic_consume(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicConsume:
     if end - at < 3:
         raise _truncated(_BASIC_CONSUME_0_FIELDS, at, end)
@@ -2870,7 +4050,7 @@ def _decode_basic_consume(
         raise DecodeError("BasicConsume.unused1", at, "expected 0")
     arguments, at = _decode_table(buf, at, end)
     msg = BasicConsume(
-        reserved1, queue, consumer_tag, no_local, no_ack, exclusive, no_wait, arguments, 0
+        reserved1, queue, consumer_tag, no_local, no_ack, exclusive, no_wait, arguments, channel
     )
     if at != end:
         raise DecodeError("BasicConsume", at, f"{end - at} bytes after the last field")
@@ -2897,7 +4077,16 @@ def _encode_basic_consume(msg: BasicConsume, parts: list[bytes], seal_checksums:
     _encode_table(msg.arguments, parts)
 
 
-@dataclass(slots=True)
+def _frame_basic_consume(msg: BasicConsume, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_basic_consume(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicConsumeOk:
     """BasicConsumeOk: Basic.ConsumeOk response, identity (0x01, 60, 21), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 21 (0x15).
 
@@ -2924,6 +4113,21 @@ Holds the consumer tag specified by the client or provided by the server."""
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, consumer_tag: str, channel: int = 0) -> None:
+        self.consumer_tag = consumer_tag
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(consumer_tag={self.consumer_tag!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicConsumeOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.consumer_tag, self.channel) == (other.consumer_tag, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -2934,7 +4138,7 @@ _BASIC_CONSUME_OK_0_FIELDS = (("BasicConsumeOk.consumer_tag", 0, 1),)
 
 
 def _decode_basic_consume_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicConsumeOk:
     if end - at < 1:
         raise _truncated(_BASIC_CONSUME_OK_0_FIELDS, at, end)
@@ -2947,7 +4151,7 @@ def _decode_basic_consume_ok(
     except UnicodeDecodeError as e:
         raise DecodeError("BasicConsumeOk.consumer_tag", at + e.start, "invalid utf-8") from None
     at += consumer_tag_len
-    msg = BasicConsumeOk(consumer_tag, 0)
+    msg = BasicConsumeOk(consumer_tag, channel)
     if at != end:
         raise DecodeError("BasicConsumeOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -2960,7 +4164,16 @@ def _encode_basic_consume_ok(msg: BasicConsumeOk, parts: list[bytes], seal_check
     parts.append(consumer_tag_raw)
 
 
-@dataclass(slots=True)
+def _frame_basic_consume_ok(msg: BasicConsumeOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_basic_consume_ok(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicPublish:
     """BasicPublish: Basic.Publish one-way message, identity (0x01, 60, 40), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 40 (0x28).
 
@@ -3004,6 +4217,47 @@ This flag tells the server how to react if the message cannot be routed to a que
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(
+        self,
+        reserved1: int = 0,
+        exchange: str = "",
+        routing_key: str = "",
+        mandatory: bool = False,
+        immediate: bool = False,
+        channel: int = 0,
+    ) -> None:
+        self.reserved1 = reserved1
+        self.exchange = exchange
+        self.routing_key = routing_key
+        self.mandatory = mandatory
+        self.immediate = immediate
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, exchange={self.exchange!r}, routing_key={self.routing_key!r}, mandatory={self.mandatory!r}, immediate={self.immediate!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicPublish) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.reserved1,
+            self.exchange,
+            self.routing_key,
+            self.mandatory,
+            self.immediate,
+            self.channel,
+        ) == (
+            other.reserved1,
+            other.exchange,
+            other.routing_key,
+            other.mandatory,
+            other.immediate,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -3023,7 +4277,7 @@ _BASIC_PUBLISH_2_FIELDS = (("BasicPublish.bits1", 0, 1),)
 
 
 def _decode_basic_publish(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicPublish:
     if end - at < 3:
         raise _truncated(_BASIC_PUBLISH_0_FIELDS, at, end)
@@ -3055,7 +4309,7 @@ def _decode_basic_publish(
     immediate = bits1 & 0x2 != 0
     if (bits1 >> 2) & 0x3F != 0:
         raise DecodeError("BasicPublish.unused1", at, "expected 0")
-    msg = BasicPublish(reserved1, exchange, routing_key, mandatory, immediate, 0)
+    msg = BasicPublish(reserved1, exchange, routing_key, mandatory, immediate, channel)
     if at != end:
         raise DecodeError("BasicPublish", at, f"{end - at} bytes after the last field")
     return msg
@@ -3075,7 +4329,16 @@ def _encode_basic_publish(msg: BasicPublish, parts: list[bytes], seal_checksums:
     )
 
 
-@dataclass(slots=True)
+def _frame_basic_publish(msg: BasicPublish, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_basic_publish(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicReturn:
     """BasicReturn: Basic.Return one-way message, identity (0x01, 60, 50), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 50 (0x32).
 
@@ -3121,6 +4384,32 @@ Specifies the routing key name specified when the message was published."""
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(
+        self, reply_code: int, reply_text: str, exchange: str, routing_key: str, channel: int = 0
+    ) -> None:
+        self.reply_code = reply_code
+        self.reply_text = reply_text
+        self.exchange = exchange
+        self.routing_key = routing_key
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reply_code={self.reply_code!r}, reply_text={self.reply_text!r}, exchange={self.exchange!r}, routing_key={self.routing_key!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicReturn) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.reply_code,
+            self.reply_text,
+            self.exchange,
+            self.routing_key,
+            self.channel,
+        ) == (other.reply_code, other.reply_text, other.exchange, other.routing_key, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -3139,7 +4428,9 @@ _BASIC_RETURN_2 = struct.Struct(">B")
 _BASIC_RETURN_2_FIELDS = (("BasicReturn.routing_key", 0, 1),)
 
 
-def _decode_basic_return(buf: memoryview, at: int, end: int, verify_checksums: bool) -> BasicReturn:
+def _decode_basic_return(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> BasicReturn:
     if end - at < 3:
         raise _truncated(_BASIC_RETURN_0_FIELDS, at, end)
     reply_code, reply_text_len = _BASIC_RETURN_0.unpack_from(buf, at)
@@ -3173,7 +4464,7 @@ def _decode_basic_return(buf: memoryview, at: int, end: int, verify_checksums: b
     except UnicodeDecodeError as e:
         raise DecodeError("BasicReturn.routing_key", at + e.start, "invalid utf-8") from None
     at += routing_key_len
-    msg = BasicReturn(reply_code, reply_text, exchange, routing_key, 0)
+    msg = BasicReturn(reply_code, reply_text, exchange, routing_key, channel)
     if at != end:
         raise DecodeError("BasicReturn", at, f"{end - at} bytes after the last field")
     return msg
@@ -3194,7 +4485,16 @@ def _encode_basic_return(msg: BasicReturn, parts: list[bytes], seal_checksums: b
     parts.append(routing_key_raw)
 
 
-@dataclass(slots=True)
+def _frame_basic_return(msg: BasicReturn, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_basic_return(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicDeliver:
     """BasicDeliver: Basic.Deliver one-way message, identity (0x01, 60, 60), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 60 (0x3c).
 
@@ -3240,6 +4540,47 @@ Specifies the routing key name specified when the message was published."""
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(
+        self,
+        consumer_tag: str,
+        delivery_tag: int,
+        redelivered: bool = False,
+        exchange: str = "",
+        routing_key: str = "",
+        channel: int = 0,
+    ) -> None:
+        self.consumer_tag = consumer_tag
+        self.delivery_tag = delivery_tag
+        self.redelivered = redelivered
+        self.exchange = exchange
+        self.routing_key = routing_key
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(consumer_tag={self.consumer_tag!r}, delivery_tag={self.delivery_tag!r}, redelivered={self.redelivered!r}, exchange={self.exchange!r}, routing_key={self.routing_key!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicDeliver) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.consumer_tag,
+            self.delivery_tag,
+            self.redelivered,
+            self.exchange,
+            self.routing_key,
+            self.channel,
+        ) == (
+            other.consumer_tag,
+            other.delivery_tag,
+            other.redelivered,
+            other.exchange,
+            other.routing_key,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -3260,7 +4601,7 @@ _BASIC_DELIVER_2_FIELDS = (("BasicDeliver.routing_key", 0, 1),)
 
 
 def _decode_basic_deliver(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicDeliver:
     if end - at < 1:
         raise _truncated(_BASIC_DELIVER_0_FIELDS, at, end)
@@ -3298,7 +4639,7 @@ def _decode_basic_deliver(
     except UnicodeDecodeError as e:
         raise DecodeError("BasicDeliver.routing_key", at + e.start, "invalid utf-8") from None
     at += routing_key_len
-    msg = BasicDeliver(consumer_tag, delivery_tag, redelivered, exchange, routing_key, 0)
+    msg = BasicDeliver(consumer_tag, delivery_tag, redelivered, exchange, routing_key, channel)
     if at != end:
         raise DecodeError("BasicDeliver", at, f"{end - at} bytes after the last field")
     return msg
@@ -3321,7 +4662,16 @@ def _encode_basic_deliver(msg: BasicDeliver, parts: list[bytes], seal_checksums:
     parts.append(routing_key_raw)
 
 
-@dataclass(slots=True)
+def _frame_basic_deliver(msg: BasicDeliver, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_basic_deliver(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicGet:
     """BasicGet: Basic.Get request, identity (0x01, 60, 70), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 70 (0x46).
 
@@ -3361,6 +4711,30 @@ If this field is set the server does not expect acknowledgements for messages. T
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(
+        self, reserved1: int = 0, queue: str = "", no_ack: bool = False, channel: int = 0
+    ) -> None:
+        self.reserved1 = reserved1
+        self.queue = queue
+        self.no_ack = no_ack
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, queue={self.queue!r}, no_ack={self.no_ack!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicGet) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.reserved1, self.queue, self.no_ack, self.channel) == (
+            other.reserved1,
+            other.queue,
+            other.no_ack,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -3376,7 +4750,9 @@ _BASIC_GET_1 = struct.Struct(">B")
 _BASIC_GET_1_FIELDS = (("BasicGet.bits1", 0, 1),)
 
 
-def _decode_basic_get(buf: memoryview, at: int, end: int, verify_checksums: bool) -> BasicGet:
+def _decode_basic_get(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> BasicGet:
     if end - at < 3:
         raise _truncated(_BASIC_GET_0_FIELDS, at, end)
     reserved1, queue_len = _BASIC_GET_0.unpack_from(buf, at)
@@ -3395,7 +4771,7 @@ def _decode_basic_get(buf: memoryview, at: int, end: int, verify_checksums: bool
     no_ack = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicGet.unused1", at, "expected 0")
-    msg = BasicGet(reserved1, queue, no_ack, 0)
+    msg = BasicGet(reserved1, queue, no_ack, channel)
     if at != end:
         raise DecodeError("BasicGet", at, f"{end - at} bytes after the last field")
     return msg
@@ -3409,7 +4785,16 @@ def _encode_basic_get(msg: BasicGet, parts: list[bytes], seal_checksums: bool) -
     parts.append(_BASIC_GET_1.pack(0x1 if msg.no_ack else 0))
 
 
-@dataclass(slots=True)
+def _frame_basic_get(msg: BasicGet, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_basic_get(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicGetOk:
     """BasicGetOk: Basic.GetOk response, identity (0x01, 60, 71), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 71 (0x47).
 
@@ -3456,6 +4841,47 @@ The number of messages in the queue, which will be zero for newly-declared queue
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(
+        self,
+        delivery_tag: int,
+        redelivered: bool = False,
+        exchange: str = "",
+        routing_key: str = "",
+        message_count: int = 0,
+        channel: int = 0,
+    ) -> None:
+        self.delivery_tag = delivery_tag
+        self.redelivered = redelivered
+        self.exchange = exchange
+        self.routing_key = routing_key
+        self.message_count = message_count
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(delivery_tag={self.delivery_tag!r}, redelivered={self.redelivered!r}, exchange={self.exchange!r}, routing_key={self.routing_key!r}, message_count={self.message_count!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicGetOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.delivery_tag,
+            self.redelivered,
+            self.exchange,
+            self.routing_key,
+            self.message_count,
+            self.channel,
+        ) == (
+            other.delivery_tag,
+            other.redelivered,
+            other.exchange,
+            other.routing_key,
+            other.message_count,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -3475,7 +4901,9 @@ _BASIC_GET_OK_2 = struct.Struct(">I")
 _BASIC_GET_OK_2_FIELDS = (("BasicGetOk.message_count", 0, 4),)
 
 
-def _decode_basic_get_ok(buf: memoryview, at: int, end: int, verify_checksums: bool) -> BasicGetOk:
+def _decode_basic_get_ok(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> BasicGetOk:
     if end - at < 10:
         raise _truncated(_BASIC_GET_OK_0_FIELDS, at, end)
     delivery_tag, bits1, exchange_len = _BASIC_GET_OK_0.unpack_from(buf, at)
@@ -3505,7 +4933,7 @@ def _decode_basic_get_ok(buf: memoryview, at: int, end: int, verify_checksums: b
         raise _truncated(_BASIC_GET_OK_2_FIELDS, at, end)
     (message_count,) = _BASIC_GET_OK_2.unpack_from(buf, at)
     at += 4
-    msg = BasicGetOk(delivery_tag, redelivered, exchange, routing_key, message_count, 0)
+    msg = BasicGetOk(delivery_tag, redelivered, exchange, routing_key, message_count, channel)
     if at != end:
         raise DecodeError("BasicGetOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -3525,7 +4953,16 @@ def _encode_basic_get_ok(msg: BasicGetOk, parts: list[bytes], seal_checksums: bo
     parts.append(_BASIC_GET_OK_2.pack(msg.message_count))
 
 
-@dataclass(slots=True)
+def _frame_basic_get_ok(msg: BasicGetOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_basic_get_ok(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicGetEmpty:
     """BasicGetEmpty: Basic.GetEmpty response, identity (0x01, 60, 72), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 72 (0x48).
 
@@ -3550,6 +4987,21 @@ class BasicGetEmpty:
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, reserved1: str = "", channel: int = 0) -> None:
+        self.reserved1 = reserved1
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicGetEmpty) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.reserved1, self.channel) == (other.reserved1, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -3560,7 +5012,7 @@ _BASIC_GET_EMPTY_0_FIELDS = (("BasicGetEmpty.reserved1", 0, 1),)
 
 
 def _decode_basic_get_empty(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicGetEmpty:
     if end - at < 1:
         raise _truncated(_BASIC_GET_EMPTY_0_FIELDS, at, end)
@@ -3573,7 +5025,7 @@ def _decode_basic_get_empty(
     except UnicodeDecodeError as e:
         raise DecodeError("BasicGetEmpty.reserved1", at + e.start, "invalid utf-8") from None
     at += reserved1_len
-    msg = BasicGetEmpty(reserved1, 0)
+    msg = BasicGetEmpty(reserved1, channel)
     if at != end:
         raise DecodeError("BasicGetEmpty", at, f"{end - at} bytes after the last field")
     return msg
@@ -3586,7 +5038,16 @@ def _encode_basic_get_empty(msg: BasicGetEmpty, parts: list[bytes], seal_checksu
     parts.append(reserved1_raw)
 
 
-@dataclass(slots=True)
+def _frame_basic_get_empty(msg: BasicGetEmpty, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_basic_get_empty(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicReject:
     """BasicReject: Basic.Reject one-way message, identity (0x01, 60, 90), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 90 (0x5a).
 
@@ -3616,6 +5077,26 @@ If requeue is true, the server will attempt to requeue the message. If requeue i
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, delivery_tag: int, requeue: bool = False, channel: int = 0) -> None:
+        self.delivery_tag = delivery_tag
+        self.requeue = requeue
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(delivery_tag={self.delivery_tag!r}, requeue={self.requeue!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicReject) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.delivery_tag, self.requeue, self.channel) == (
+            other.delivery_tag,
+            other.requeue,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -3628,7 +5109,9 @@ _BASIC_REJECT_0_FIELDS = (
 )
 
 
-def _decode_basic_reject(buf: memoryview, at: int, end: int, verify_checksums: bool) -> BasicReject:
+def _decode_basic_reject(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> BasicReject:
     if end - at < 9:
         raise _truncated(_BASIC_REJECT_0_FIELDS, at, end)
     delivery_tag, bits1 = _BASIC_REJECT_0.unpack_from(buf, at)
@@ -3636,7 +5119,7 @@ def _decode_basic_reject(buf: memoryview, at: int, end: int, verify_checksums: b
     requeue = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicReject.unused1", at, "expected 0")
-    msg = BasicReject(delivery_tag, requeue, 0)
+    msg = BasicReject(delivery_tag, requeue, channel)
     if at != end:
         raise DecodeError("BasicReject", at, f"{end - at} bytes after the last field")
     return msg
@@ -3647,7 +5130,23 @@ def _encode_basic_reject(msg: BasicReject, parts: list[bytes], seal_checksums: b
     parts.append(_BASIC_REJECT_0.pack(msg.delivery_tag, 0x1 if msg.requeue else 0))
 
 
-@dataclass(slots=True)
+_BASIC_REJECT_FRAME = struct.Struct(">BHI4sQBB")
+
+
+def _frame_basic_reject(msg: BasicReject, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _BASIC_REJECT_FRAME.pack(
+        0x01,
+        msg.channel,
+        13,
+        b"\x00\x3c\x00\x5a",
+        msg.delivery_tag,
+        0x1 if msg.requeue else 0,
+        0xCE,
+    )
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicRecoverAsync:
     """BasicRecoverAsync: Basic.RecoverAsync one-way message, identity (0x01, 60, 100), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 100 (0x64).
 
@@ -3675,6 +5174,21 @@ If this field is zero, the message will be redelivered to the original recipient
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, requeue: bool = False, channel: int = 0) -> None:
+        self.requeue = requeue
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(requeue={self.requeue!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicRecoverAsync) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.requeue, self.channel) == (other.requeue, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -3685,7 +5199,7 @@ _BASIC_RECOVER_ASYNC_0_FIELDS = (("BasicRecoverAsync.bits1", 0, 1),)
 
 
 def _decode_basic_recover_async(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicRecoverAsync:
     if end - at < 1:
         raise _truncated(_BASIC_RECOVER_ASYNC_0_FIELDS, at, end)
@@ -3694,7 +5208,7 @@ def _decode_basic_recover_async(
     requeue = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicRecoverAsync.unused1", at, "expected 0")
-    msg = BasicRecoverAsync(requeue, 0)
+    msg = BasicRecoverAsync(requeue, channel)
     if at != end:
         raise DecodeError("BasicRecoverAsync", at, f"{end - at} bytes after the last field")
     return msg
@@ -3707,7 +5221,17 @@ def _encode_basic_recover_async(
     parts.append(_BASIC_RECOVER_ASYNC_0.pack(0x1 if msg.requeue else 0))
 
 
-@dataclass(slots=True)
+_BASIC_RECOVER_ASYNC_FRAME = struct.Struct(">BHI4sBB")
+
+
+def _frame_basic_recover_async(msg: BasicRecoverAsync, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _BASIC_RECOVER_ASYNC_FRAME.pack(
+        0x01, msg.channel, 5, b"\x00\x3c\x00\x64", 0x1 if msg.requeue else 0, 0xCE
+    )
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicRecover:
     """BasicRecover: Basic.Recover one-way message, identity (0x01, 60, 110), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 110 (0x6e).
 
@@ -3733,6 +5257,21 @@ If this field is zero, the message will be redelivered to the original recipient
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, requeue: bool = False, channel: int = 0) -> None:
+        self.requeue = requeue
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(requeue={self.requeue!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicRecover) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.requeue, self.channel) == (other.requeue, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -3743,7 +5282,7 @@ _BASIC_RECOVER_0_FIELDS = (("BasicRecover.bits1", 0, 1),)
 
 
 def _decode_basic_recover(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicRecover:
     if end - at < 1:
         raise _truncated(_BASIC_RECOVER_0_FIELDS, at, end)
@@ -3752,7 +5291,7 @@ def _decode_basic_recover(
     requeue = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicRecover.unused1", at, "expected 0")
-    msg = BasicRecover(requeue, 0)
+    msg = BasicRecover(requeue, channel)
     if at != end:
         raise DecodeError("BasicRecover", at, f"{end - at} bytes after the last field")
     return msg
@@ -3763,7 +5302,17 @@ def _encode_basic_recover(msg: BasicRecover, parts: list[bytes], seal_checksums:
     parts.append(_BASIC_RECOVER_0.pack(0x1 if msg.requeue else 0))
 
 
-@dataclass(slots=True)
+_BASIC_RECOVER_FRAME = struct.Struct(">BHI4sBB")
+
+
+def _frame_basic_recover(msg: BasicRecover, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _BASIC_RECOVER_FRAME.pack(
+        0x01, msg.channel, 5, b"\x00\x3c\x00\x6e", 0x1 if msg.requeue else 0, 0xCE
+    )
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicRecoverOk:
     """BasicRecoverOk: Basic.RecoverOk one-way message, identity (0x01, 60, 111), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 111 (0x6f).
 
@@ -3786,15 +5335,29 @@ class BasicRecoverOk:
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicRecoverOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
 
 
 def _decode_basic_recover_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicRecoverOk:
-    msg = BasicRecoverOk(0)
+    msg = BasicRecoverOk(channel)
     if at != end:
         raise DecodeError("BasicRecoverOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -3804,7 +5367,15 @@ def _encode_basic_recover_ok(msg: BasicRecoverOk, parts: list[bytes], seal_check
     parts.append(b"\x00\x3c\x00\x6f")  # the body key: (0x01, 60, 111)
 
 
-@dataclass(slots=True)
+_BASIC_RECOVER_OK_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_basic_recover_ok(msg: BasicRecoverOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _BASIC_RECOVER_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x3c\x00\x6f", 0xCE)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class TxSelect:
     """TxSelect: Tx.Select request, identity (0x01, 90, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 10 (0x0a).
 
@@ -3829,13 +5400,29 @@ class TxSelect:
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TxSelect) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
 
 
-def _decode_tx_select(buf: memoryview, at: int, end: int, verify_checksums: bool) -> TxSelect:
-    msg = TxSelect(0)
+def _decode_tx_select(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> TxSelect:
+    msg = TxSelect(channel)
     if at != end:
         raise DecodeError("TxSelect", at, f"{end - at} bytes after the last field")
     return msg
@@ -3845,7 +5432,15 @@ def _encode_tx_select(msg: TxSelect, parts: list[bytes], seal_checksums: bool) -
     parts.append(b"\x00\x5a\x00\x0a")  # the body key: (0x01, 90, 10)
 
 
-@dataclass(slots=True)
+_TX_SELECT_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_tx_select(msg: TxSelect, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _TX_SELECT_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x0a", 0xCE)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class TxSelectOk:
     """TxSelectOk: Tx.SelectOk response, identity (0x01, 90, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 11 (0x0b).
 
@@ -3868,13 +5463,29 @@ class TxSelectOk:
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TxSelectOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
 
 
-def _decode_tx_select_ok(buf: memoryview, at: int, end: int, verify_checksums: bool) -> TxSelectOk:
-    msg = TxSelectOk(0)
+def _decode_tx_select_ok(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> TxSelectOk:
+    msg = TxSelectOk(channel)
     if at != end:
         raise DecodeError("TxSelectOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -3884,7 +5495,15 @@ def _encode_tx_select_ok(msg: TxSelectOk, parts: list[bytes], seal_checksums: bo
     parts.append(b"\x00\x5a\x00\x0b")  # the body key: (0x01, 90, 11)
 
 
-@dataclass(slots=True)
+_TX_SELECT_OK_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_tx_select_ok(msg: TxSelectOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _TX_SELECT_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x0b", 0xCE)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class TxCommit:
     """TxCommit: Tx.Commit request, identity (0x01, 90, 20), sent by the client. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 20 (0x14).
 
@@ -3909,13 +5528,29 @@ class TxCommit:
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TxCommit) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
 
 
-def _decode_tx_commit(buf: memoryview, at: int, end: int, verify_checksums: bool) -> TxCommit:
-    msg = TxCommit(0)
+def _decode_tx_commit(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> TxCommit:
+    msg = TxCommit(channel)
     if at != end:
         raise DecodeError("TxCommit", at, f"{end - at} bytes after the last field")
     return msg
@@ -3925,7 +5560,15 @@ def _encode_tx_commit(msg: TxCommit, parts: list[bytes], seal_checksums: bool) -
     parts.append(b"\x00\x5a\x00\x14")  # the body key: (0x01, 90, 20)
 
 
-@dataclass(slots=True)
+_TX_COMMIT_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_tx_commit(msg: TxCommit, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _TX_COMMIT_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x14", 0xCE)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class TxCommitOk:
     """TxCommitOk: Tx.CommitOk response, identity (0x01, 90, 21), sent by the server. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 21 (0x15).
 
@@ -3948,13 +5591,29 @@ class TxCommitOk:
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TxCommitOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
 
 
-def _decode_tx_commit_ok(buf: memoryview, at: int, end: int, verify_checksums: bool) -> TxCommitOk:
-    msg = TxCommitOk(0)
+def _decode_tx_commit_ok(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> TxCommitOk:
+    msg = TxCommitOk(channel)
     if at != end:
         raise DecodeError("TxCommitOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -3964,7 +5623,15 @@ def _encode_tx_commit_ok(msg: TxCommitOk, parts: list[bytes], seal_checksums: bo
     parts.append(b"\x00\x5a\x00\x15")  # the body key: (0x01, 90, 21)
 
 
-@dataclass(slots=True)
+_TX_COMMIT_OK_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_tx_commit_ok(msg: TxCommitOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _TX_COMMIT_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x15", 0xCE)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class TxRollback:
     """TxRollback: Tx.Rollback request, identity (0x01, 90, 30), sent by the client. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 30 (0x1e).
 
@@ -3989,13 +5656,29 @@ class TxRollback:
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TxRollback) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
 
 
-def _decode_tx_rollback(buf: memoryview, at: int, end: int, verify_checksums: bool) -> TxRollback:
-    msg = TxRollback(0)
+def _decode_tx_rollback(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> TxRollback:
+    msg = TxRollback(channel)
     if at != end:
         raise DecodeError("TxRollback", at, f"{end - at} bytes after the last field")
     return msg
@@ -4005,7 +5688,15 @@ def _encode_tx_rollback(msg: TxRollback, parts: list[bytes], seal_checksums: boo
     parts.append(b"\x00\x5a\x00\x1e")  # the body key: (0x01, 90, 30)
 
 
-@dataclass(slots=True)
+_TX_ROLLBACK_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_tx_rollback(msg: TxRollback, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _TX_ROLLBACK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x1e", 0xCE)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class TxRollbackOk:
     """TxRollbackOk: Tx.RollbackOk response, identity (0x01, 90, 31), sent by the server. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 31 (0x1f).
 
@@ -4028,15 +5719,29 @@ class TxRollbackOk:
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TxRollbackOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
 
 
 def _decode_tx_rollback_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> TxRollbackOk:
-    msg = TxRollbackOk(0)
+    msg = TxRollbackOk(channel)
     if at != end:
         raise DecodeError("TxRollbackOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -4044,6 +5749,14 @@ def _decode_tx_rollback_ok(
 
 def _encode_tx_rollback_ok(msg: TxRollbackOk, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(b"\x00\x5a\x00\x1f")  # the body key: (0x01, 90, 31)
+
+
+_TX_ROLLBACK_OK_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_tx_rollback_ok(msg: TxRollbackOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _TX_ROLLBACK_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x1f", 0xCE)
 
 
 _VALUE_TABLE_0 = struct.Struct(">B")
@@ -4521,6 +6234,62 @@ _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
     TxRollbackOk: _encode_tx_rollback_ok,
 }
 
+# each message's own frame encoder (one pack where every field has a fixed width), where
+# encode need not look at the message to frame it
+_FRAMES: dict[type, Callable[[Any, bool], bytes]] = {
+    ContentBody: _frame_content_body,
+    Heartbeat: _frame_heartbeat,
+    ConnectionStart: _frame_connection_start,
+    ConnectionStartOk: _frame_connection_start_ok,
+    ConnectionSecure: _frame_connection_secure,
+    ConnectionSecureOk: _frame_connection_secure_ok,
+    ConnectionTune: _frame_connection_tune,
+    ConnectionTuneOk: _frame_connection_tune_ok,
+    ConnectionOpen: _frame_connection_open,
+    ConnectionOpenOk: _frame_connection_open_ok,
+    ConnectionClose: _frame_connection_close,
+    ConnectionCloseOk: _frame_connection_close_ok,
+    ChannelOpen: _frame_channel_open,
+    ChannelOpenOk: _frame_channel_open_ok,
+    ChannelFlow: _frame_channel_flow,
+    ChannelFlowOk: _frame_channel_flow_ok,
+    ChannelClose: _frame_channel_close,
+    ChannelCloseOk: _frame_channel_close_ok,
+    ExchangeDeclareOk: _frame_exchange_declare_ok,
+    ExchangeDelete: _frame_exchange_delete,
+    ExchangeDeleteOk: _frame_exchange_delete_ok,
+    QueueDeclare: _frame_queue_declare,
+    QueueDeclareOk: _frame_queue_declare_ok,
+    QueueBind: _frame_queue_bind,
+    QueueBindOk: _frame_queue_bind_ok,
+    QueuePurge: _frame_queue_purge,
+    QueuePurgeOk: _frame_queue_purge_ok,
+    QueueDelete: _frame_queue_delete,
+    QueueDeleteOk: _frame_queue_delete_ok,
+    QueueUnbind: _frame_queue_unbind,
+    QueueUnbindOk: _frame_queue_unbind_ok,
+    BasicProperties: _frame_basic_properties,
+    BasicQosOk: _frame_basic_qos_ok,
+    BasicConsume: _frame_basic_consume,
+    BasicConsumeOk: _frame_basic_consume_ok,
+    BasicPublish: _frame_basic_publish,
+    BasicReturn: _frame_basic_return,
+    BasicDeliver: _frame_basic_deliver,
+    BasicGet: _frame_basic_get,
+    BasicGetOk: _frame_basic_get_ok,
+    BasicGetEmpty: _frame_basic_get_empty,
+    BasicReject: _frame_basic_reject,
+    BasicRecoverAsync: _frame_basic_recover_async,
+    BasicRecover: _frame_basic_recover,
+    BasicRecoverOk: _frame_basic_recover_ok,
+    TxSelect: _frame_tx_select,
+    TxSelectOk: _frame_tx_select_ok,
+    TxCommit: _frame_tx_commit,
+    TxCommitOk: _frame_tx_commit_ok,
+    TxRollback: _frame_tx_rollback,
+    TxRollbackOk: _frame_tx_rollback_ok,
+}
+
 
 def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
     """One frame for `msg`, header included; EncodeError when a value does not fit.
@@ -4529,6 +6298,18 @@ def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
     own bytes. `seal_checksums` is accepted
     for symmetry: this version's frames carry no checksum.
     """
+    framer = _FRAMES.get(type(msg))
+    if framer is not None:
+        try:
+            return framer(msg, seal_checksums)
+        except EncodeError:
+            raise
+        except (struct.error, AttributeError, TypeError, ValueError, OverflowError) as e:
+            raise EncodeError(type(msg).__name__, str(e)) from None
+        except KeyError:
+            raise EncodeError(
+                type(msg).__name__, "not a message of this protocol version"
+            ) from None
     parts: list[bytes] = [b""]
     try:
         _ENCODERS[type(msg)](msg, parts, seal_checksums)

@@ -84,6 +84,7 @@ class FrameReader:
         self.max_frame_size = max_frame_size
         self.verify_checksums = verify_checksums
         self._buf = bytearray()
+        self._view: memoryview | None = None  # on _buf while no feed() changes it
         self._start = 0  # first byte of _buf not consumed yet
         self._base = 0  # stream offset of _buf[0]
         self._preamble = PREAMBLES.get(sender or "", b"") if preamble else b""
@@ -103,6 +104,9 @@ class FrameReader:
         return len(self._buf) - self._start
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
+        if self._view is not None:  # the buffer is about to change: let it go
+            self._view.release()
+            self._view = None
         if self._start:
             del self._buf[: self._start]
             self._base += self._start
@@ -178,18 +182,31 @@ class FrameReader:
                 raise StopIteration
             after, self._after = self._after, None
             return Fragment(bytes(self._buf[fragment[0] : fragment[1]]), after, self._first)
-        span = self._next_span()
-        if span is None:
-            raise StopIteration
-        start, stop = span
-        view = memoryview(self._buf)[start:stop]
+        buf, start, stop = self._buf, self._start, -1
+        # the straight road: a whole header here, a length in range (not the escape)
+        if not self._preamble and len(buf) - start >= HEADER_SIZE:
+            (length,) = LENGTH.unpack_from(buf, start + LENGTH_OFFSET)
+            if MIN_LENGTH <= length <= self.max_frame_size and length != LENGTH_ESCAPE:
+                stop = start + length + LENGTH_ADJUST
+                if stop > len(buf):
+                    raise StopIteration
+                self._start = stop
+        if stop < 0:  # anything else: the road that says what is wrong
+            span = self._next_span()
+            if span is None:
+                raise StopIteration
+            start, stop = span
+        if self._view is None:
+            self._view = memoryview(self._buf)
+        view = self._view[start:stop]
         try:
             message = self.decode(view, self.sender, verify_checksums=self.verify_checksums)
         except DecodeError as e:
             # a fresh error: the old one's traceback would keep views on the buffer alive
             error = DecodeError(e.field, e.offset, e.reason)
         else:
-            self._expect(message, stop)
+            if getattr(message, "FOLLOWS", None) is not None:  # octets may follow its frame
+                self._expect(message, stop)
             return message
         finally:
             view.release()

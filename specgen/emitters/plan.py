@@ -618,7 +618,10 @@ class Planner:
     ) -> MessagePlan:
         cls = class_name(command, message, versioned, version)
         self.owner = cls
+        # the header fields decode() passes in are parameters of the body decoder: no field's
+        # local may take their names
         self.used = {"buf", "at", "end", "parts", "msg", "struct", "word", "words"}
+        self.used |= {h.local for h in frame.carried}
         self.runs = []
         self.presence = {}
         fields = message.fields_at(version)
@@ -633,9 +636,9 @@ class Planner:
         for f in fields[len(required) :]:
             steps.append(self._optional(f, cls, steps, args, attrs, previous))
             previous = f"msg.{attr_name(f.name)}" if f.optional else ""
-        for h in frame.carried:  # set by decode() from the header
+        for h in frame.carried:  # passed in by decode() from the header
             attrs.append(Attr(h.name, "int", h.doc, "0"))
-            args.append("0")
+            args.append(h.local)
         steps.append(Build("msg", cls, args))
         sender: str = message.sender or command.sender
         if message.kind == "response" and message.sender is None:

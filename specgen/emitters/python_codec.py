@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import re
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from specgen.emitters import sharing
 from specgen.emitters.plan import (
+    BitsStep,
+    BoolCheck,
+    Build,
     FramePlan,
     MessagePlan,
     ModulePlan,
     PlanError,
+    Run,
     isort_key,
     snake,
 )
@@ -355,6 +360,8 @@ def emit(
     for m in messages:
         if ("message", m["cls"]) in found:
             wanted |= {m["cls"], f"_decode_{m['func']}", f"_encode_{m['func']}"}
+            if m["fixed_frame"] or m["framed"]:
+                wanted.add(f"_frame_{m['func']}")
             wanted |= {f"_decode_{m['func']}_as_{k:04x}" for k in m["decode_keys"]}
     wanted |= {s["name"] for s in structs}
     shared_imports = sorted(bound & wanted, key=isort_key)
@@ -391,6 +398,7 @@ def emit(
             + (", then the body key" if frame.body_keys else ""),
             header_key_names=", ".join(h.name for h in key_fields),
             no_layout=no_layout,
+            fast=_fast_dispatch(frame, dispatch),
             packed_body="",
             **context,
         ),
@@ -641,6 +649,105 @@ def _key_export(protocol: Protocol) -> str:
     return "Key" if all(len(c.ident) == 1 for c in protocol.commands) else "COMMANDS"
 
 
+def _framed(m: MessagePlan, frame: FramePlan, aliased: bool) -> dict[str, Any] | None:
+    """How a message's own frame encoder packs the header before its body's parts: the header
+    fields, the length worked out from the parts. None where `encode` must look at the message
+    (a key on the wire) or the length may need the wide header."""
+    if aliased or frame.escape is not None:
+        return None
+    extra = frame.size + frame.trailer_size - frame.adjust
+    length = "sum(map(len, parts))" + (
+        f" + {extra}" if extra > 0 else f" - {-extra}" if extra else ""
+    )
+    head = []
+    for h in frame.header:
+        if h.role == "length":
+            head.append(length)
+        elif h.role == "dispatch":
+            head.append(format(m.ident[frame.dispatch.index(h)], h.hex_format))
+        elif h.role == "version":
+            head.append(str(m.version))
+        else:
+            head.append(f"msg.{h.name}")
+    return {"head": head, "trailer": bool(frame.trailer)}
+
+
+def _fixed_frame(m: MessagePlan, frame: FramePlan, aliased: bool) -> dict[str, Any] | None:
+    """A message whose every field has a fixed width is its whole frame in one struct: the
+    header (its length a constant), the body key, the fields and the trailer, packed at once.
+    None for any other (a text, an array, an optional field, a checksum, a key on the wire)."""
+    if aliased or not all(isinstance(s, Run | BitsStep | BoolCheck | Build) for s in m.steps):
+        return None
+    runs = [s for s in m.steps if isinstance(s, Run)]
+    if any(r.prepare or r.mark for r in runs):
+        return None
+    body = len(m.body_key) + sum(r.size for r in runs)
+    length = frame.size + body + frame.trailer_size - frame.adjust
+    if frame.escape is not None and length >= frame.escape:
+        return None
+    head = []
+    for h in frame.header:
+        if h.role == "length":
+            head.append(str(length))
+        elif h.role == "dispatch":
+            head.append(format(m.ident[frame.dispatch.index(h)], h.hex_format))
+        elif h.role == "version":
+            head.append(str(m.version))
+        else:
+            head.append(f"msg.{h.name}")
+    if m.body_key:
+        head.append('b"' + "".join(f"\\x{b:02x}" for b in m.body_key) + '"')
+    fmt = frame.fmt + (f"{len(m.body_key)}s" if m.body_key else "")
+    fmt += "".join(r.fmt[1:] for r in runs) + frame.trailer_fmt[1:]
+    tail = [format(v, f"#0{2 + 2 * w}x") for _, _, w, v in frame.trailer]
+    return {"fmt": fmt, "head": head, "runs": runs, "tail": tail}
+
+
+def _fast_dispatch(
+    frame: FramePlan, dispatch: dict[tuple[int, ...], list[dict[str, Any]]]
+) -> dict[str, Any]:
+    """`decode`'s straight road: each identity that has one layout, looked up by one number
+    straight to its decoder (the header's key fields folded into one integer; a body key read
+    as one integer by a struct of its width). Identities with several layouts, and anything not
+    found, take the general road after it, which names what is wrong."""
+
+    def func(m: dict[str, Any]) -> str:
+        return f"_decode_{m['func']}" + (f"_as_{m['alias']}" if m["alias"] else "")
+
+    single = {k: func(v[0]) for k, v in dispatch.items() if len(v) == 1}
+    widths = [h.width for h in frame.key_fields]
+    if not frame.body_keys:
+        terms = []
+        for i, h in enumerate(frame.key_fields):
+            shift = 8 * sum(widths[i + 1 :])
+            terms.append(f"{h.local} << {shift}" if shift else h.local)
+        ones = []
+        for k, f in sorted(single.items()):
+            n = 0
+            for v, w in zip(k, widths, strict=True):
+                n = n << (8 * w) | v
+            ones.append((f"{n:#0{2 + 2 * sum(widths)}x}", f))
+        return {"expr": " | ".join(terms), "one": ones, "keyed": [], "unkeyed": []}
+    if frame.version is not None or len(frame.dispatch) != 1:
+        return {"expr": "", "one": [], "keyed": [], "unkeyed": []}
+    if any(len(b.when) != 1 for b in frame.body_keys):
+        return {"expr": "", "one": [], "keyed": [], "unkeyed": []}
+    codes = {1: "B", 2: "H", 4: "I", 8: "Q"}
+    keyed = []
+    for b in frame.body_keys:
+        if b.size not in codes:
+            return {"expr": "", "one": [], "keyed": [], "unkeyed": []}
+        rows = []
+        for k, f in sorted(single.items()):
+            if k[0] == b.when[0] and len(k) > 1:
+                number = int.from_bytes(struct.pack(b.fmt, *k[1:]), "big")
+                rows.append((f"{number:#0{2 + 2 * b.size}x}", f))
+        keyed.append((b.when[0], f">{codes[b.size]}", ", ".join(b.labels), rows))
+    when = {b.when[0] for b in frame.body_keys}
+    unkeyed = [(str(k[0]), f) for k, f in sorted(single.items()) if k[0] not in when]
+    return {"expr": frame.dispatch[0].local, "one": [], "keyed": keyed, "unkeyed": unkeyed}
+
+
 def _key_repr(key: tuple[int, ...], frame: FramePlan) -> str:
     """A dispatch tuple as the generated code writes it: header dispatch values in hex, body
     keys and the version in decimal."""
@@ -709,6 +816,9 @@ def _message_view(m: MessagePlan, plan: ModulePlan) -> dict[str, Any]:
         "content": m.message.content,
         "follows": m.follows,
         "body_key": "".join(f"\\x{b:02x}" for b in m.body_key),
+        "carried": [h.local for h in frame.carried],
+        "fixed_frame": _fixed_frame(m, frame, bool(decode_keys)),
+        "framed": _framed(m, frame, bool(decode_keys)),
         "alias": "",
         "version": m.version,
         "kind": m.kind,

@@ -174,6 +174,57 @@ from ..shared import (
     _encode_tx_rollback_ok,
     _encode_tx_select,
     _encode_tx_select_ok,
+    _frame_basic_consume,
+    _frame_basic_consume_ok,
+    _frame_basic_deliver,
+    _frame_basic_get,
+    _frame_basic_get_empty,
+    _frame_basic_get_ok,
+    _frame_basic_properties,
+    _frame_basic_publish,
+    _frame_basic_qos_ok,
+    _frame_basic_recover,
+    _frame_basic_recover_async,
+    _frame_basic_recover_ok,
+    _frame_basic_reject,
+    _frame_basic_return,
+    _frame_channel_close,
+    _frame_channel_close_ok,
+    _frame_channel_flow,
+    _frame_channel_flow_ok,
+    _frame_channel_open,
+    _frame_channel_open_ok,
+    _frame_connection_close,
+    _frame_connection_close_ok,
+    _frame_connection_open,
+    _frame_connection_open_ok,
+    _frame_connection_secure,
+    _frame_connection_secure_ok,
+    _frame_connection_start,
+    _frame_connection_start_ok,
+    _frame_connection_tune,
+    _frame_connection_tune_ok,
+    _frame_content_body,
+    _frame_exchange_declare_ok,
+    _frame_exchange_delete,
+    _frame_exchange_delete_ok,
+    _frame_heartbeat,
+    _frame_queue_bind,
+    _frame_queue_bind_ok,
+    _frame_queue_declare,
+    _frame_queue_declare_ok,
+    _frame_queue_delete,
+    _frame_queue_delete_ok,
+    _frame_queue_purge,
+    _frame_queue_purge_ok,
+    _frame_queue_unbind,
+    _frame_queue_unbind_ok,
+    _frame_tx_commit,
+    _frame_tx_commit_ok,
+    _frame_tx_rollback,
+    _frame_tx_rollback_ok,
+    _frame_tx_select,
+    _frame_tx_select_ok,
 )
 
 Sender = Literal["client", "server"]
@@ -182,7 +233,7 @@ HEADER = struct.Struct(">BHI")
 """This version's frame header: `uint8 type, uint16 channel, uint32 size`."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionBlocked:
     """ConnectionBlocked: Connection.Blocked one-way message, identity (0x01, 10, 60), sent by the both. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 60 (0x3c).
 
@@ -207,6 +258,21 @@ The reason the connection was blocked."""
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, reason: str, channel: int = 0) -> None:
+        self.reason = reason
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reason={self.reason!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionBlocked) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.reason, self.channel) == (other.reason, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -217,7 +283,7 @@ _CONNECTION_BLOCKED_0_FIELDS = (("ConnectionBlocked.reason", 0, 1),)
 
 
 def _decode_connection_blocked(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionBlocked:
     if end - at < 1:
         raise _truncated(_CONNECTION_BLOCKED_0_FIELDS, at, end)
@@ -230,7 +296,7 @@ def _decode_connection_blocked(
     except UnicodeDecodeError as e:
         raise DecodeError("ConnectionBlocked.reason", at + e.start, "invalid utf-8") from None
     at += reason_len
-    msg = ConnectionBlocked(reason, 0)
+    msg = ConnectionBlocked(reason, channel)
     if at != end:
         raise DecodeError("ConnectionBlocked", at, f"{end - at} bytes after the last field")
     return msg
@@ -245,7 +311,16 @@ def _encode_connection_blocked(
     parts.append(reason_raw)
 
 
-@dataclass(slots=True)
+def _frame_connection_blocked(msg: ConnectionBlocked, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_connection_blocked(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionUnblocked:
     """ConnectionUnblocked: Connection.Unblocked one-way message, identity (0x01, 10, 61), sent by the both. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 61 (0x3d).
 
@@ -266,15 +341,29 @@ class ConnectionUnblocked:
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionUnblocked) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
 
 
 def _decode_connection_unblocked(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionUnblocked:
-    msg = ConnectionUnblocked(0)
+    msg = ConnectionUnblocked(channel)
     if at != end:
         raise DecodeError("ConnectionUnblocked", at, f"{end - at} bytes after the last field")
     return msg
@@ -286,7 +375,15 @@ def _encode_connection_unblocked(
     parts.append(b"\x00\x0a\x00\x3d")  # the body key: (0x01, 10, 61)
 
 
-@dataclass(slots=True)
+_CONNECTION_UNBLOCKED_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_connection_unblocked(msg: ConnectionUnblocked, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CONNECTION_UNBLOCKED_FRAME.pack(0x01, msg.channel, 4, b"\x00\x0a\x00\x3d", 0xCE)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionUpdateSecret:
     """ConnectionUpdateSecret: Connection.UpdateSecret request, identity (0x01, 10, 70), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 70 (0x46).
 
@@ -318,6 +415,26 @@ The reason for the secret update."""
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, new_secret: bytes, reason: str, channel: int = 0) -> None:
+        self.new_secret = new_secret
+        self.reason = reason
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(new_secret={self.new_secret!r}, reason={self.reason!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionUpdateSecret) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.new_secret, self.reason, self.channel) == (
+            other.new_secret,
+            other.reason,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -331,7 +448,7 @@ _CONNECTION_UPDATE_SECRET_1_FIELDS = (("ConnectionUpdateSecret.reason", 0, 1),)
 
 
 def _decode_connection_update_secret(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionUpdateSecret:
     if end - at < 4:
         raise _truncated(_CONNECTION_UPDATE_SECRET_0_FIELDS, at, end)
@@ -352,7 +469,7 @@ def _decode_connection_update_secret(
     except UnicodeDecodeError as e:
         raise DecodeError("ConnectionUpdateSecret.reason", at + e.start, "invalid utf-8") from None
     at += reason_len
-    msg = ConnectionUpdateSecret(new_secret, reason, 0)
+    msg = ConnectionUpdateSecret(new_secret, reason, channel)
     if at != end:
         raise DecodeError("ConnectionUpdateSecret", at, f"{end - at} bytes after the last field")
     return msg
@@ -371,7 +488,16 @@ def _encode_connection_update_secret(
     parts.append(reason_raw)
 
 
-@dataclass(slots=True)
+def _frame_connection_update_secret(msg: ConnectionUpdateSecret, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_connection_update_secret(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionUpdateSecretOk:
     """ConnectionUpdateSecretOk: Connection.UpdateSecretOk response, identity (0x01, 10, 71), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 71 (0x47).
 
@@ -393,15 +519,29 @@ class ConnectionUpdateSecretOk:
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionUpdateSecretOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
 
 
 def _decode_connection_update_secret_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionUpdateSecretOk:
-    msg = ConnectionUpdateSecretOk(0)
+    msg = ConnectionUpdateSecretOk(channel)
     if at != end:
         raise DecodeError("ConnectionUpdateSecretOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -413,7 +553,17 @@ def _encode_connection_update_secret_ok(
     parts.append(b"\x00\x0a\x00\x47")  # the body key: (0x01, 10, 71)
 
 
-@dataclass(slots=True)
+_CONNECTION_UPDATE_SECRET_OK_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_connection_update_secret_ok(
+    msg: ConnectionUpdateSecretOk, seal_checksums: bool
+) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CONNECTION_UPDATE_SECRET_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x0a\x00\x47", 0xCE)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeDeclare:
     """ExchangeDeclare: Exchange.Declare request, identity (0x01, 40, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 10 (0x0a).
 
@@ -473,6 +623,63 @@ A set of arguments for the declaration. The syntax and semantics of these argume
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(
+        self,
+        reserved1: int = 0,
+        exchange: str = "",
+        type: str = "",
+        passive: bool = False,
+        durable: bool = False,
+        auto_delete: bool = False,
+        internal: bool = False,
+        no_wait: bool = False,
+        arguments: dict[str, Any] | None = None,
+        channel: int = 0,
+    ) -> None:
+        self.reserved1 = reserved1
+        self.exchange = exchange
+        self.type = type
+        self.passive = passive
+        self.durable = durable
+        self.auto_delete = auto_delete
+        self.internal = internal
+        self.no_wait = no_wait
+        self.arguments = dict() if arguments is None else arguments
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, exchange={self.exchange!r}, type={self.type!r}, passive={self.passive!r}, durable={self.durable!r}, auto_delete={self.auto_delete!r}, internal={self.internal!r}, no_wait={self.no_wait!r}, arguments={self.arguments!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExchangeDeclare) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.reserved1,
+            self.exchange,
+            self.type,
+            self.passive,
+            self.durable,
+            self.auto_delete,
+            self.internal,
+            self.no_wait,
+            self.arguments,
+            self.channel,
+        ) == (
+            other.reserved1,
+            other.exchange,
+            other.type,
+            other.passive,
+            other.durable,
+            other.auto_delete,
+            other.internal,
+            other.no_wait,
+            other.arguments,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -492,7 +699,7 @@ _EXCHANGE_DECLARE_2_FIELDS = (("ExchangeDeclare.bits1", 0, 1),)
 
 
 def _decode_exchange_declare(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ExchangeDeclare:
     if end - at < 3:
         raise _truncated(_EXCHANGE_DECLARE_0_FIELDS, at, end)
@@ -529,7 +736,16 @@ def _decode_exchange_declare(
         raise DecodeError("ExchangeDeclare.unused1", at, "expected 0")
     arguments, at = _decode_table(buf, at, end)
     msg = ExchangeDeclare(
-        reserved1, exchange, type_, passive, durable, auto_delete, internal, no_wait, arguments, 0
+        reserved1,
+        exchange,
+        type_,
+        passive,
+        durable,
+        auto_delete,
+        internal,
+        no_wait,
+        arguments,
+        channel,
     )
     if at != end:
         raise DecodeError("ExchangeDeclare", at, f"{end - at} bytes after the last field")
@@ -559,7 +775,16 @@ def _encode_exchange_declare(
     _encode_table(msg.arguments, parts)
 
 
-@dataclass(slots=True)
+def _frame_exchange_declare(msg: ExchangeDeclare, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_exchange_declare(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeBind:
     """ExchangeBind: Exchange.Bind request, identity (0x01, 40, 30), sent by the client. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 30 (0x1e).
 
@@ -609,6 +834,51 @@ A set of arguments for the binding. The syntax and semantics of these arguments 
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(
+        self,
+        reserved1: int = 0,
+        destination: str = "",
+        source: str = "",
+        routing_key: str = "",
+        no_wait: bool = False,
+        arguments: dict[str, Any] | None = None,
+        channel: int = 0,
+    ) -> None:
+        self.reserved1 = reserved1
+        self.destination = destination
+        self.source = source
+        self.routing_key = routing_key
+        self.no_wait = no_wait
+        self.arguments = dict() if arguments is None else arguments
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, destination={self.destination!r}, source={self.source!r}, routing_key={self.routing_key!r}, no_wait={self.no_wait!r}, arguments={self.arguments!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExchangeBind) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.reserved1,
+            self.destination,
+            self.source,
+            self.routing_key,
+            self.no_wait,
+            self.arguments,
+            self.channel,
+        ) == (
+            other.reserved1,
+            other.destination,
+            other.source,
+            other.routing_key,
+            other.no_wait,
+            other.arguments,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -631,7 +901,7 @@ _EXCHANGE_BIND_3_FIELDS = (("ExchangeBind.bits1", 0, 1),)
 
 
 def _decode_exchange_bind(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ExchangeBind:
     if end - at < 3:
         raise _truncated(_EXCHANGE_BIND_0_FIELDS, at, end)
@@ -674,7 +944,7 @@ def _decode_exchange_bind(
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("ExchangeBind.unused1", at, "expected 0")
     arguments, at = _decode_table(buf, at, end)
-    msg = ExchangeBind(reserved1, destination, source, routing_key, no_wait, arguments, 0)
+    msg = ExchangeBind(reserved1, destination, source, routing_key, no_wait, arguments, channel)
     if at != end:
         raise DecodeError("ExchangeBind", at, f"{end - at} bytes after the last field")
     return msg
@@ -697,7 +967,16 @@ def _encode_exchange_bind(msg: ExchangeBind, parts: list[bytes], seal_checksums:
     _encode_table(msg.arguments, parts)
 
 
-@dataclass(slots=True)
+def _frame_exchange_bind(msg: ExchangeBind, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_exchange_bind(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeBindOk:
     """ExchangeBindOk: Exchange.BindOk response, identity (0x01, 40, 31), sent by the server. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 31 (0x1f).
 
@@ -719,15 +998,29 @@ class ExchangeBindOk:
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExchangeBindOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
 
 
 def _decode_exchange_bind_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ExchangeBindOk:
-    msg = ExchangeBindOk(0)
+    msg = ExchangeBindOk(channel)
     if at != end:
         raise DecodeError("ExchangeBindOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -737,7 +1030,15 @@ def _encode_exchange_bind_ok(msg: ExchangeBindOk, parts: list[bytes], seal_check
     parts.append(b"\x00\x28\x00\x1f")  # the body key: (0x01, 40, 31)
 
 
-@dataclass(slots=True)
+_EXCHANGE_BIND_OK_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_exchange_bind_ok(msg: ExchangeBindOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _EXCHANGE_BIND_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x28\x00\x1f", 0xCE)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeUnbind:
     """ExchangeUnbind: Exchange.Unbind request, identity (0x01, 40, 40), sent by the client. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 40 (0x28).
 
@@ -787,6 +1088,51 @@ Specifies the arguments of the binding to unbind."""
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(
+        self,
+        reserved1: int = 0,
+        destination: str = "",
+        source: str = "",
+        routing_key: str = "",
+        no_wait: bool = False,
+        arguments: dict[str, Any] | None = None,
+        channel: int = 0,
+    ) -> None:
+        self.reserved1 = reserved1
+        self.destination = destination
+        self.source = source
+        self.routing_key = routing_key
+        self.no_wait = no_wait
+        self.arguments = dict() if arguments is None else arguments
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, destination={self.destination!r}, source={self.source!r}, routing_key={self.routing_key!r}, no_wait={self.no_wait!r}, arguments={self.arguments!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExchangeUnbind) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.reserved1,
+            self.destination,
+            self.source,
+            self.routing_key,
+            self.no_wait,
+            self.arguments,
+            self.channel,
+        ) == (
+            other.reserved1,
+            other.destination,
+            other.source,
+            other.routing_key,
+            other.no_wait,
+            other.arguments,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -809,7 +1155,7 @@ _EXCHANGE_UNBIND_3_FIELDS = (("ExchangeUnbind.bits1", 0, 1),)
 
 
 def _decode_exchange_unbind(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ExchangeUnbind:
     if end - at < 3:
         raise _truncated(_EXCHANGE_UNBIND_0_FIELDS, at, end)
@@ -852,7 +1198,7 @@ def _decode_exchange_unbind(
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("ExchangeUnbind.unused1", at, "expected 0")
     arguments, at = _decode_table(buf, at, end)
-    msg = ExchangeUnbind(reserved1, destination, source, routing_key, no_wait, arguments, 0)
+    msg = ExchangeUnbind(reserved1, destination, source, routing_key, no_wait, arguments, channel)
     if at != end:
         raise DecodeError("ExchangeUnbind", at, f"{end - at} bytes after the last field")
     return msg
@@ -875,7 +1221,16 @@ def _encode_exchange_unbind(msg: ExchangeUnbind, parts: list[bytes], seal_checks
     _encode_table(msg.arguments, parts)
 
 
-@dataclass(slots=True)
+def _frame_exchange_unbind(msg: ExchangeUnbind, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_exchange_unbind(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeUnbindOk:
     """ExchangeUnbindOk: Exchange.UnbindOk response, identity (0x01, 40, 51), sent by the server. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 51 (0x33).
 
@@ -897,15 +1252,29 @@ class ExchangeUnbindOk:
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExchangeUnbindOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
 
 
 def _decode_exchange_unbind_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ExchangeUnbindOk:
-    msg = ExchangeUnbindOk(0)
+    msg = ExchangeUnbindOk(channel)
     if at != end:
         raise DecodeError("ExchangeUnbindOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -917,7 +1286,15 @@ def _encode_exchange_unbind_ok(
     parts.append(b"\x00\x28\x00\x33")  # the body key: (0x01, 40, 51)
 
 
-@dataclass(slots=True)
+_EXCHANGE_UNBIND_OK_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_exchange_unbind_ok(msg: ExchangeUnbindOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _EXCHANGE_UNBIND_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x28\x00\x33", 0xCE)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicQos:
     """BasicQos: Basic.Qos request, identity (0x01, 60, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 10 (0x0a).
 
@@ -953,6 +1330,30 @@ RabbitMQ has reinterpreted this field. The original specification said: "By defa
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(
+        self, prefetch_size: int, prefetch_count: int, global_: bool = False, channel: int = 0
+    ) -> None:
+        self.prefetch_size = prefetch_size
+        self.prefetch_count = prefetch_count
+        self.global_ = global_
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(prefetch_size={self.prefetch_size!r}, prefetch_count={self.prefetch_count!r}, global_={self.global_!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicQos) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.prefetch_size, self.prefetch_count, self.global_, self.channel) == (
+            other.prefetch_size,
+            other.prefetch_count,
+            other.global_,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -966,7 +1367,9 @@ _BASIC_QOS_0_FIELDS = (
 )
 
 
-def _decode_basic_qos(buf: memoryview, at: int, end: int, verify_checksums: bool) -> BasicQos:
+def _decode_basic_qos(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> BasicQos:
     if end - at < 7:
         raise _truncated(_BASIC_QOS_0_FIELDS, at, end)
     prefetch_size, prefetch_count, bits1 = _BASIC_QOS_0.unpack_from(buf, at)
@@ -974,7 +1377,7 @@ def _decode_basic_qos(buf: memoryview, at: int, end: int, verify_checksums: bool
     global_ = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicQos.unused1", at, "expected 0")
-    msg = BasicQos(prefetch_size, prefetch_count, global_, 0)
+    msg = BasicQos(prefetch_size, prefetch_count, global_, channel)
     if at != end:
         raise DecodeError("BasicQos", at, f"{end - at} bytes after the last field")
     return msg
@@ -987,7 +1390,24 @@ def _encode_basic_qos(msg: BasicQos, parts: list[bytes], seal_checksums: bool) -
     )
 
 
-@dataclass(slots=True)
+_BASIC_QOS_FRAME = struct.Struct(">BHI4sIHBB")
+
+
+def _frame_basic_qos(msg: BasicQos, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _BASIC_QOS_FRAME.pack(
+        0x01,
+        msg.channel,
+        11,
+        b"\x00\x3c\x00\x0a",
+        msg.prefetch_size,
+        msg.prefetch_count,
+        0x1 if msg.global_ else 0,
+        0xCE,
+    )
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicCancel:
     """BasicCancel: Basic.Cancel request, identity (0x01, 60, 30), sent by the both. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 30 (0x1e).
 
@@ -1021,6 +1441,26 @@ If set, the server will not respond to the method. The client should not wait fo
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, consumer_tag: str, no_wait: bool = False, channel: int = 0) -> None:
+        self.consumer_tag = consumer_tag
+        self.no_wait = no_wait
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(consumer_tag={self.consumer_tag!r}, no_wait={self.no_wait!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicCancel) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.consumer_tag, self.no_wait, self.channel) == (
+            other.consumer_tag,
+            other.no_wait,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -1033,7 +1473,9 @@ _BASIC_CANCEL_1 = struct.Struct(">B")
 _BASIC_CANCEL_1_FIELDS = (("BasicCancel.bits1", 0, 1),)
 
 
-def _decode_basic_cancel(buf: memoryview, at: int, end: int, verify_checksums: bool) -> BasicCancel:
+def _decode_basic_cancel(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> BasicCancel:
     if end - at < 1:
         raise _truncated(_BASIC_CANCEL_0_FIELDS, at, end)
     (consumer_tag_len,) = _BASIC_CANCEL_0.unpack_from(buf, at)
@@ -1052,7 +1494,7 @@ def _decode_basic_cancel(buf: memoryview, at: int, end: int, verify_checksums: b
     no_wait = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicCancel.unused1", at, "expected 0")
-    msg = BasicCancel(consumer_tag, no_wait, 0)
+    msg = BasicCancel(consumer_tag, no_wait, channel)
     if at != end:
         raise DecodeError("BasicCancel", at, f"{end - at} bytes after the last field")
     return msg
@@ -1066,7 +1508,16 @@ def _encode_basic_cancel(msg: BasicCancel, parts: list[bytes], seal_checksums: b
     parts.append(_BASIC_CANCEL_1.pack(0x1 if msg.no_wait else 0))
 
 
-@dataclass(slots=True)
+def _frame_basic_cancel(msg: BasicCancel, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_basic_cancel(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicCancelOk:
     """BasicCancelOk: Basic.CancelOk response, identity (0x01, 60, 31), sent by the both. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 31 (0x1f).
 
@@ -1092,6 +1543,21 @@ Identifier for the consumer, valid within the current channel."""
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, consumer_tag: str, channel: int = 0) -> None:
+        self.consumer_tag = consumer_tag
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(consumer_tag={self.consumer_tag!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicCancelOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.consumer_tag, self.channel) == (other.consumer_tag, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -1102,7 +1568,7 @@ _BASIC_CANCEL_OK_0_FIELDS = (("BasicCancelOk.consumer_tag", 0, 1),)
 
 
 def _decode_basic_cancel_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicCancelOk:
     if end - at < 1:
         raise _truncated(_BASIC_CANCEL_OK_0_FIELDS, at, end)
@@ -1115,7 +1581,7 @@ def _decode_basic_cancel_ok(
     except UnicodeDecodeError as e:
         raise DecodeError("BasicCancelOk.consumer_tag", at + e.start, "invalid utf-8") from None
     at += consumer_tag_len
-    msg = BasicCancelOk(consumer_tag, 0)
+    msg = BasicCancelOk(consumer_tag, channel)
     if at != end:
         raise DecodeError("BasicCancelOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -1128,7 +1594,16 @@ def _encode_basic_cancel_ok(msg: BasicCancelOk, parts: list[bytes], seal_checksu
     parts.append(consumer_tag_raw)
 
 
-@dataclass(slots=True)
+def _frame_basic_cancel_ok(msg: BasicCancelOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_basic_cancel_ok(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicAck:
     """BasicAck: Basic.Ack one-way message, identity (0x01, 60, 80), sent by the both. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 80 (0x50).
 
@@ -1161,6 +1636,26 @@ If set to 1, the delivery tag is treated as "up to and including", so that multi
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, delivery_tag: int, multiple: bool = False, channel: int = 0) -> None:
+        self.delivery_tag = delivery_tag
+        self.multiple = multiple
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(delivery_tag={self.delivery_tag!r}, multiple={self.multiple!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicAck) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.delivery_tag, self.multiple, self.channel) == (
+            other.delivery_tag,
+            other.multiple,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -1173,7 +1668,9 @@ _BASIC_ACK_0_FIELDS = (
 )
 
 
-def _decode_basic_ack(buf: memoryview, at: int, end: int, verify_checksums: bool) -> BasicAck:
+def _decode_basic_ack(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> BasicAck:
     if end - at < 9:
         raise _truncated(_BASIC_ACK_0_FIELDS, at, end)
     delivery_tag, bits1 = _BASIC_ACK_0.unpack_from(buf, at)
@@ -1181,7 +1678,7 @@ def _decode_basic_ack(buf: memoryview, at: int, end: int, verify_checksums: bool
     multiple = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicAck.unused1", at, "expected 0")
-    msg = BasicAck(delivery_tag, multiple, 0)
+    msg = BasicAck(delivery_tag, multiple, channel)
     if at != end:
         raise DecodeError("BasicAck", at, f"{end - at} bytes after the last field")
     return msg
@@ -1192,7 +1689,23 @@ def _encode_basic_ack(msg: BasicAck, parts: list[bytes], seal_checksums: bool) -
     parts.append(_BASIC_ACK_0.pack(msg.delivery_tag, 0x1 if msg.multiple else 0))
 
 
-@dataclass(slots=True)
+_BASIC_ACK_FRAME = struct.Struct(">BHI4sQBB")
+
+
+def _frame_basic_ack(msg: BasicAck, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _BASIC_ACK_FRAME.pack(
+        0x01,
+        msg.channel,
+        13,
+        b"\x00\x3c\x00\x50",
+        msg.delivery_tag,
+        0x1 if msg.multiple else 0,
+        0xCE,
+    )
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicNack:
     """BasicNack: Basic.Nack one-way message, identity (0x01, 60, 120), sent by the both. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 120 (0x78).
 
@@ -1227,6 +1740,30 @@ If requeue is true, the server will attempt to requeue the message. If requeue i
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(
+        self, delivery_tag: int, multiple: bool = False, requeue: bool = False, channel: int = 0
+    ) -> None:
+        self.delivery_tag = delivery_tag
+        self.multiple = multiple
+        self.requeue = requeue
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(delivery_tag={self.delivery_tag!r}, multiple={self.multiple!r}, requeue={self.requeue!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicNack) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.delivery_tag, self.multiple, self.requeue, self.channel) == (
+            other.delivery_tag,
+            other.multiple,
+            other.requeue,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -1239,7 +1776,9 @@ _BASIC_NACK_0_FIELDS = (
 )
 
 
-def _decode_basic_nack(buf: memoryview, at: int, end: int, verify_checksums: bool) -> BasicNack:
+def _decode_basic_nack(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> BasicNack:
     if end - at < 9:
         raise _truncated(_BASIC_NACK_0_FIELDS, at, end)
     delivery_tag, bits1 = _BASIC_NACK_0.unpack_from(buf, at)
@@ -1248,7 +1787,7 @@ def _decode_basic_nack(buf: memoryview, at: int, end: int, verify_checksums: boo
     requeue = bits1 & 0x2 != 0
     if (bits1 >> 2) & 0x3F != 0:
         raise DecodeError("BasicNack.unused1", at, "expected 0")
-    msg = BasicNack(delivery_tag, multiple, requeue, 0)
+    msg = BasicNack(delivery_tag, multiple, requeue, channel)
     if at != end:
         raise DecodeError("BasicNack", at, f"{end - at} bytes after the last field")
     return msg
@@ -1263,7 +1802,23 @@ def _encode_basic_nack(msg: BasicNack, parts: list[bytes], seal_checksums: bool)
     )
 
 
-@dataclass(slots=True)
+_BASIC_NACK_FRAME = struct.Struct(">BHI4sQBB")
+
+
+def _frame_basic_nack(msg: BasicNack, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _BASIC_NACK_FRAME.pack(
+        0x01,
+        msg.channel,
+        13,
+        b"\x00\x3c\x00\x78",
+        msg.delivery_tag,
+        (0x1 if msg.multiple else 0) | (0x2 if msg.requeue else 0),
+        0xCE,
+    )
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConfirmSelect:
     """ConfirmSelect: Confirm.Select request, identity (0x01, 85, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 85 (0x55), MethodId 10 (0x0a).
 
@@ -1291,6 +1846,21 @@ If set, the server will not respond to the method. The client should not wait fo
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, nowait: bool = False, channel: int = 0) -> None:
+        self.nowait = nowait
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(nowait={self.nowait!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConfirmSelect) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.nowait, self.channel) == (other.nowait, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -1301,7 +1871,7 @@ _CONFIRM_SELECT_0_FIELDS = (("ConfirmSelect.bits1", 0, 1),)
 
 
 def _decode_confirm_select(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConfirmSelect:
     if end - at < 1:
         raise _truncated(_CONFIRM_SELECT_0_FIELDS, at, end)
@@ -1310,7 +1880,7 @@ def _decode_confirm_select(
     nowait = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("ConfirmSelect.unused1", at, "expected 0")
-    msg = ConfirmSelect(nowait, 0)
+    msg = ConfirmSelect(nowait, channel)
     if at != end:
         raise DecodeError("ConfirmSelect", at, f"{end - at} bytes after the last field")
     return msg
@@ -1321,7 +1891,17 @@ def _encode_confirm_select(msg: ConfirmSelect, parts: list[bytes], seal_checksum
     parts.append(_CONFIRM_SELECT_0.pack(0x1 if msg.nowait else 0))
 
 
-@dataclass(slots=True)
+_CONFIRM_SELECT_FRAME = struct.Struct(">BHI4sBB")
+
+
+def _frame_confirm_select(msg: ConfirmSelect, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CONFIRM_SELECT_FRAME.pack(
+        0x01, msg.channel, 5, b"\x00\x55\x00\x0a", 0x1 if msg.nowait else 0, 0xCE
+    )
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConfirmSelectOk:
     """ConfirmSelectOk: Confirm.SelectOk response, identity (0x01, 85, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 85 (0x55), MethodId 11 (0x0b).
 
@@ -1343,15 +1923,29 @@ class ConfirmSelectOk:
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, channel: int = 0) -> None:
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConfirmSelectOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel,) == (other.channel,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
 
 
 def _decode_confirm_select_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConfirmSelectOk:
-    msg = ConfirmSelectOk(0)
+    msg = ConfirmSelectOk(channel)
     if at != end:
         raise DecodeError("ConfirmSelectOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -1361,6 +1955,14 @@ def _encode_confirm_select_ok(
     msg: ConfirmSelectOk, parts: list[bytes], seal_checksums: bool
 ) -> None:
     parts.append(b"\x00\x55\x00\x0b")  # the body key: (0x01, 85, 11)
+
+
+_CONFIRM_SELECT_OK_FRAME = struct.Struct(">BHI4sB")
+
+
+def _frame_confirm_select_ok(msg: ConfirmSelectOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CONFIRM_SELECT_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x55\x00\x0b", 0xCE)
 
 
 Message = (
@@ -1435,6 +2037,8 @@ Message = (
 """Any message of this protocol version."""
 
 _Decoder = Callable[[memoryview, int, int, bool], Message]
+# the straight road's decoders take the header's carried fields (channel) too
+_Straight = Callable[[memoryview, int, int, bool, int], Message]
 
 # (type, then the body key) -> the layouts that identity can carry, with who sends each.
 _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
@@ -1505,6 +2109,92 @@ _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
     (0x02, 60): (("both", _decode_basic_properties),),
     (0x03,): (("both", _decode_content_body),),
     (0x08,): (("both", _decode_heartbeat),),
+}
+
+# type_ -> the body key read as one number, and that number -> the decoder of its one
+# layout: decode's straight road
+_KEYED: dict[int, tuple[struct.Struct, dict[int, _Straight]]] = {
+    1: (
+        struct.Struct(">I"),  # frame.class_id, frame.method_id
+        {
+            0x000A000A: _decode_connection_start,
+            0x000A000B: _decode_connection_start_ok,
+            0x000A0014: _decode_connection_secure,
+            0x000A0015: _decode_connection_secure_ok,
+            0x000A001E: _decode_connection_tune,
+            0x000A001F: _decode_connection_tune_ok,
+            0x000A0028: _decode_connection_open,
+            0x000A0029: _decode_connection_open_ok,
+            0x000A0032: _decode_connection_close,
+            0x000A0033: _decode_connection_close_ok,
+            0x000A003C: _decode_connection_blocked,
+            0x000A003D: _decode_connection_unblocked,
+            0x000A0046: _decode_connection_update_secret,
+            0x000A0047: _decode_connection_update_secret_ok,
+            0x0014000A: _decode_channel_open,
+            0x0014000B: _decode_channel_open_ok,
+            0x00140014: _decode_channel_flow,
+            0x00140015: _decode_channel_flow_ok,
+            0x00140028: _decode_channel_close,
+            0x00140029: _decode_channel_close_ok,
+            0x0028000A: _decode_exchange_declare,
+            0x0028000B: _decode_exchange_declare_ok,
+            0x00280014: _decode_exchange_delete,
+            0x00280015: _decode_exchange_delete_ok,
+            0x0028001E: _decode_exchange_bind,
+            0x0028001F: _decode_exchange_bind_ok,
+            0x00280028: _decode_exchange_unbind,
+            0x00280033: _decode_exchange_unbind_ok,
+            0x0032000A: _decode_queue_declare,
+            0x0032000B: _decode_queue_declare_ok,
+            0x00320014: _decode_queue_bind,
+            0x00320015: _decode_queue_bind_ok,
+            0x0032001E: _decode_queue_purge,
+            0x0032001F: _decode_queue_purge_ok,
+            0x00320028: _decode_queue_delete,
+            0x00320029: _decode_queue_delete_ok,
+            0x00320032: _decode_queue_unbind,
+            0x00320033: _decode_queue_unbind_ok,
+            0x003C000A: _decode_basic_qos,
+            0x003C000B: _decode_basic_qos_ok,
+            0x003C0014: _decode_basic_consume,
+            0x003C0015: _decode_basic_consume_ok,
+            0x003C001E: _decode_basic_cancel,
+            0x003C001F: _decode_basic_cancel_ok,
+            0x003C0028: _decode_basic_publish,
+            0x003C0032: _decode_basic_return,
+            0x003C003C: _decode_basic_deliver,
+            0x003C0046: _decode_basic_get,
+            0x003C0047: _decode_basic_get_ok,
+            0x003C0048: _decode_basic_get_empty,
+            0x003C0050: _decode_basic_ack,
+            0x003C005A: _decode_basic_reject,
+            0x003C0064: _decode_basic_recover_async,
+            0x003C006E: _decode_basic_recover,
+            0x003C006F: _decode_basic_recover_ok,
+            0x003C0078: _decode_basic_nack,
+            0x0055000A: _decode_confirm_select,
+            0x0055000B: _decode_confirm_select_ok,
+            0x005A000A: _decode_tx_select,
+            0x005A000B: _decode_tx_select_ok,
+            0x005A0014: _decode_tx_commit,
+            0x005A0015: _decode_tx_commit_ok,
+            0x005A001E: _decode_tx_rollback,
+            0x005A001F: _decode_tx_rollback_ok,
+        },
+    ),
+    2: (
+        struct.Struct(">H"),  # frame.class_id
+        {
+            0x003C: _decode_basic_properties,
+        },
+    ),
+}
+
+# type_ -> the decoder of its one layout, where no body key follows the header
+_UNKEYED: dict[int, _Straight] = {
+    3: _decode_content_body,
+    8: _decode_heartbeat,
 }
 
 # header (type) -> the fields at the start of the body that complete the identity
@@ -1594,6 +2284,78 @@ _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
     TxRollbackOk: _encode_tx_rollback_ok,
 }
 
+# each message's own frame encoder (one pack where every field has a fixed width), where
+# encode need not look at the message to frame it
+_FRAMES: dict[type, Callable[[Any, bool], bytes]] = {
+    ContentBody: _frame_content_body,
+    Heartbeat: _frame_heartbeat,
+    ConnectionStart: _frame_connection_start,
+    ConnectionStartOk: _frame_connection_start_ok,
+    ConnectionSecure: _frame_connection_secure,
+    ConnectionSecureOk: _frame_connection_secure_ok,
+    ConnectionTune: _frame_connection_tune,
+    ConnectionTuneOk: _frame_connection_tune_ok,
+    ConnectionOpen: _frame_connection_open,
+    ConnectionOpenOk: _frame_connection_open_ok,
+    ConnectionClose: _frame_connection_close,
+    ConnectionCloseOk: _frame_connection_close_ok,
+    ConnectionBlocked: _frame_connection_blocked,
+    ConnectionUnblocked: _frame_connection_unblocked,
+    ConnectionUpdateSecret: _frame_connection_update_secret,
+    ConnectionUpdateSecretOk: _frame_connection_update_secret_ok,
+    ChannelOpen: _frame_channel_open,
+    ChannelOpenOk: _frame_channel_open_ok,
+    ChannelFlow: _frame_channel_flow,
+    ChannelFlowOk: _frame_channel_flow_ok,
+    ChannelClose: _frame_channel_close,
+    ChannelCloseOk: _frame_channel_close_ok,
+    ExchangeDeclare: _frame_exchange_declare,
+    ExchangeDeclareOk: _frame_exchange_declare_ok,
+    ExchangeDelete: _frame_exchange_delete,
+    ExchangeDeleteOk: _frame_exchange_delete_ok,
+    ExchangeBind: _frame_exchange_bind,
+    ExchangeBindOk: _frame_exchange_bind_ok,
+    ExchangeUnbind: _frame_exchange_unbind,
+    ExchangeUnbindOk: _frame_exchange_unbind_ok,
+    QueueDeclare: _frame_queue_declare,
+    QueueDeclareOk: _frame_queue_declare_ok,
+    QueueBind: _frame_queue_bind,
+    QueueBindOk: _frame_queue_bind_ok,
+    QueuePurge: _frame_queue_purge,
+    QueuePurgeOk: _frame_queue_purge_ok,
+    QueueDelete: _frame_queue_delete,
+    QueueDeleteOk: _frame_queue_delete_ok,
+    QueueUnbind: _frame_queue_unbind,
+    QueueUnbindOk: _frame_queue_unbind_ok,
+    BasicProperties: _frame_basic_properties,
+    BasicQos: _frame_basic_qos,
+    BasicQosOk: _frame_basic_qos_ok,
+    BasicConsume: _frame_basic_consume,
+    BasicConsumeOk: _frame_basic_consume_ok,
+    BasicCancel: _frame_basic_cancel,
+    BasicCancelOk: _frame_basic_cancel_ok,
+    BasicPublish: _frame_basic_publish,
+    BasicReturn: _frame_basic_return,
+    BasicDeliver: _frame_basic_deliver,
+    BasicGet: _frame_basic_get,
+    BasicGetOk: _frame_basic_get_ok,
+    BasicGetEmpty: _frame_basic_get_empty,
+    BasicAck: _frame_basic_ack,
+    BasicReject: _frame_basic_reject,
+    BasicRecoverAsync: _frame_basic_recover_async,
+    BasicRecover: _frame_basic_recover,
+    BasicRecoverOk: _frame_basic_recover_ok,
+    BasicNack: _frame_basic_nack,
+    ConfirmSelect: _frame_confirm_select,
+    ConfirmSelectOk: _frame_confirm_select_ok,
+    TxSelect: _frame_tx_select,
+    TxSelectOk: _frame_tx_select_ok,
+    TxCommit: _frame_tx_commit,
+    TxCommitOk: _frame_tx_commit_ok,
+    TxRollback: _frame_tx_rollback,
+    TxRollbackOk: _frame_tx_rollback_ok,
+}
+
 
 def decode(
     frame: bytes | bytearray | memoryview,
@@ -1618,10 +2380,22 @@ def decode(
             raise DecodeError("frame.size", 3, f"says {size} bytes, {end - 8} follow")
         raise DecodeError("frame", size + 8, f"{end - 8 - size} bytes after the frame")
     stop = end - TRAILER_SIZE
-    if buf[stop:] != TRAILER:
+    if buf[stop] != 0xCE:
         raise DecodeError(
             "frame.frame_end", stop, f"is {bytes(buf[stop:]).hex()}, not {TRAILER.hex()}"
         )
+    keyed = _KEYED.get(type_)
+    if keyed is not None:
+        key_struct, decoders = keyed
+        if stop - HEADER_SIZE >= key_struct.size:
+            decoder = decoders.get(key_struct.unpack_from(buf, HEADER_SIZE)[0])
+            if decoder is not None:
+                return decoder(buf, HEADER_SIZE + key_struct.size, stop, verify_checksums, channel)
+    else:
+        decoder = _UNKEYED.get(type_)
+        if decoder is not None:
+            return decoder(buf, HEADER_SIZE, stop, verify_checksums, channel)
+    # the general road: several layouts for one identity, or none (naming what is wrong)
     ident: tuple[int, ...] = (type_,)
     at = HEADER_SIZE
     body_key = _BODY_KEYS.get(ident)
@@ -1671,6 +2445,18 @@ def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
     own bytes. `seal_checksums` is accepted
     for symmetry: this version's frames carry no checksum.
     """
+    framer = _FRAMES.get(type(msg))
+    if framer is not None:
+        try:
+            return framer(msg, seal_checksums)
+        except EncodeError:
+            raise
+        except (struct.error, AttributeError, TypeError, ValueError, OverflowError) as e:
+            raise EncodeError(type(msg).__name__, str(e)) from None
+        except KeyError:
+            raise EncodeError(
+                type(msg).__name__, "not a message of this protocol version"
+            ) from None
     parts: list[bytes] = [b""]
     try:
         _ENCODERS[type(msg)](msg, parts, seal_checksums)

@@ -174,6 +174,57 @@ from ..shared import (
     _encode_tx_rollback_ok,
     _encode_tx_select,
     _encode_tx_select_ok,
+    _frame_basic_consume,
+    _frame_basic_consume_ok,
+    _frame_basic_deliver,
+    _frame_basic_get,
+    _frame_basic_get_empty,
+    _frame_basic_get_ok,
+    _frame_basic_properties,
+    _frame_basic_publish,
+    _frame_basic_qos_ok,
+    _frame_basic_recover,
+    _frame_basic_recover_async,
+    _frame_basic_recover_ok,
+    _frame_basic_reject,
+    _frame_basic_return,
+    _frame_channel_close,
+    _frame_channel_close_ok,
+    _frame_channel_flow,
+    _frame_channel_flow_ok,
+    _frame_channel_open,
+    _frame_channel_open_ok,
+    _frame_connection_close,
+    _frame_connection_close_ok,
+    _frame_connection_open,
+    _frame_connection_open_ok,
+    _frame_connection_secure,
+    _frame_connection_secure_ok,
+    _frame_connection_start,
+    _frame_connection_start_ok,
+    _frame_connection_tune,
+    _frame_connection_tune_ok,
+    _frame_content_body,
+    _frame_exchange_declare_ok,
+    _frame_exchange_delete,
+    _frame_exchange_delete_ok,
+    _frame_heartbeat,
+    _frame_queue_bind,
+    _frame_queue_bind_ok,
+    _frame_queue_declare,
+    _frame_queue_declare_ok,
+    _frame_queue_delete,
+    _frame_queue_delete_ok,
+    _frame_queue_purge,
+    _frame_queue_purge_ok,
+    _frame_queue_unbind,
+    _frame_queue_unbind_ok,
+    _frame_tx_commit,
+    _frame_tx_commit_ok,
+    _frame_tx_rollback,
+    _frame_tx_rollback_ok,
+    _frame_tx_select,
+    _frame_tx_select_ok,
 )
 
 Sender = Literal["client", "server"]
@@ -182,7 +233,7 @@ HEADER = struct.Struct(">BHI")
 """This version's frame header: `uint8 type, uint16 channel, uint32 size`."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeDeclare:
     """ExchangeDeclare: Exchange.Declare request, identity (0x01, 40, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 10 (0x0a).
 
@@ -238,6 +289,63 @@ A set of arguments for the declaration. The syntax and semantics of these argume
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(
+        self,
+        reserved1: int = 0,
+        exchange: str = "",
+        type: str = "",
+        passive: bool = False,
+        durable: bool = False,
+        reserved2: bool = False,
+        reserved3: bool = False,
+        no_wait: bool = False,
+        arguments: dict[str, Any] | None = None,
+        channel: int = 0,
+    ) -> None:
+        self.reserved1 = reserved1
+        self.exchange = exchange
+        self.type = type
+        self.passive = passive
+        self.durable = durable
+        self.reserved2 = reserved2
+        self.reserved3 = reserved3
+        self.no_wait = no_wait
+        self.arguments = dict() if arguments is None else arguments
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, exchange={self.exchange!r}, type={self.type!r}, passive={self.passive!r}, durable={self.durable!r}, reserved2={self.reserved2!r}, reserved3={self.reserved3!r}, no_wait={self.no_wait!r}, arguments={self.arguments!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExchangeDeclare) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.reserved1,
+            self.exchange,
+            self.type,
+            self.passive,
+            self.durable,
+            self.reserved2,
+            self.reserved3,
+            self.no_wait,
+            self.arguments,
+            self.channel,
+        ) == (
+            other.reserved1,
+            other.exchange,
+            other.type,
+            other.passive,
+            other.durable,
+            other.reserved2,
+            other.reserved3,
+            other.no_wait,
+            other.arguments,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -257,7 +365,7 @@ _EXCHANGE_DECLARE_2_FIELDS = (("ExchangeDeclare.bits1", 0, 1),)
 
 
 def _decode_exchange_declare(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ExchangeDeclare:
     if end - at < 3:
         raise _truncated(_EXCHANGE_DECLARE_0_FIELDS, at, end)
@@ -294,7 +402,16 @@ def _decode_exchange_declare(
         raise DecodeError("ExchangeDeclare.unused1", at, "expected 0")
     arguments, at = _decode_table(buf, at, end)
     msg = ExchangeDeclare(
-        reserved1, exchange, type_, passive, durable, reserved2, reserved3, no_wait, arguments, 0
+        reserved1,
+        exchange,
+        type_,
+        passive,
+        durable,
+        reserved2,
+        reserved3,
+        no_wait,
+        arguments,
+        channel,
     )
     if at != end:
         raise DecodeError("ExchangeDeclare", at, f"{end - at} bytes after the last field")
@@ -324,7 +441,16 @@ def _encode_exchange_declare(
     _encode_table(msg.arguments, parts)
 
 
-@dataclass(slots=True)
+def _frame_exchange_declare(msg: ExchangeDeclare, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_exchange_declare(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicQos:
     """BasicQos: Basic.Qos request, identity (0x01, 60, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 10 (0x0a).
 
@@ -360,6 +486,30 @@ By default the QoS settings apply to the current channel only. If this field is 
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(
+        self, prefetch_size: int, prefetch_count: int, global_: bool = False, channel: int = 0
+    ) -> None:
+        self.prefetch_size = prefetch_size
+        self.prefetch_count = prefetch_count
+        self.global_ = global_
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(prefetch_size={self.prefetch_size!r}, prefetch_count={self.prefetch_count!r}, global_={self.global_!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicQos) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.prefetch_size, self.prefetch_count, self.global_, self.channel) == (
+            other.prefetch_size,
+            other.prefetch_count,
+            other.global_,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -373,7 +523,9 @@ _BASIC_QOS_0_FIELDS = (
 )
 
 
-def _decode_basic_qos(buf: memoryview, at: int, end: int, verify_checksums: bool) -> BasicQos:
+def _decode_basic_qos(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> BasicQos:
     if end - at < 7:
         raise _truncated(_BASIC_QOS_0_FIELDS, at, end)
     prefetch_size, prefetch_count, bits1 = _BASIC_QOS_0.unpack_from(buf, at)
@@ -381,7 +533,7 @@ def _decode_basic_qos(buf: memoryview, at: int, end: int, verify_checksums: bool
     global_ = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicQos.unused1", at, "expected 0")
-    msg = BasicQos(prefetch_size, prefetch_count, global_, 0)
+    msg = BasicQos(prefetch_size, prefetch_count, global_, channel)
     if at != end:
         raise DecodeError("BasicQos", at, f"{end - at} bytes after the last field")
     return msg
@@ -394,7 +546,24 @@ def _encode_basic_qos(msg: BasicQos, parts: list[bytes], seal_checksums: bool) -
     )
 
 
-@dataclass(slots=True)
+_BASIC_QOS_FRAME = struct.Struct(">BHI4sIHBB")
+
+
+def _frame_basic_qos(msg: BasicQos, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _BASIC_QOS_FRAME.pack(
+        0x01,
+        msg.channel,
+        11,
+        b"\x00\x3c\x00\x0a",
+        msg.prefetch_size,
+        msg.prefetch_count,
+        0x1 if msg.global_ else 0,
+        0xCE,
+    )
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicCancel:
     """BasicCancel: Basic.Cancel request, identity (0x01, 60, 30), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 30 (0x1e).
 
@@ -426,6 +595,26 @@ If set, the server will not respond to the method. The client should not wait fo
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, consumer_tag: str, no_wait: bool = False, channel: int = 0) -> None:
+        self.consumer_tag = consumer_tag
+        self.no_wait = no_wait
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(consumer_tag={self.consumer_tag!r}, no_wait={self.no_wait!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicCancel) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.consumer_tag, self.no_wait, self.channel) == (
+            other.consumer_tag,
+            other.no_wait,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -438,7 +627,9 @@ _BASIC_CANCEL_1 = struct.Struct(">B")
 _BASIC_CANCEL_1_FIELDS = (("BasicCancel.bits1", 0, 1),)
 
 
-def _decode_basic_cancel(buf: memoryview, at: int, end: int, verify_checksums: bool) -> BasicCancel:
+def _decode_basic_cancel(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> BasicCancel:
     if end - at < 1:
         raise _truncated(_BASIC_CANCEL_0_FIELDS, at, end)
     (consumer_tag_len,) = _BASIC_CANCEL_0.unpack_from(buf, at)
@@ -457,7 +648,7 @@ def _decode_basic_cancel(buf: memoryview, at: int, end: int, verify_checksums: b
     no_wait = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicCancel.unused1", at, "expected 0")
-    msg = BasicCancel(consumer_tag, no_wait, 0)
+    msg = BasicCancel(consumer_tag, no_wait, channel)
     if at != end:
         raise DecodeError("BasicCancel", at, f"{end - at} bytes after the last field")
     return msg
@@ -471,7 +662,16 @@ def _encode_basic_cancel(msg: BasicCancel, parts: list[bytes], seal_checksums: b
     parts.append(_BASIC_CANCEL_1.pack(0x1 if msg.no_wait else 0))
 
 
-@dataclass(slots=True)
+def _frame_basic_cancel(msg: BasicCancel, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_basic_cancel(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicCancelOk:
     """BasicCancelOk: Basic.CancelOk response, identity (0x01, 60, 31), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 31 (0x1f).
 
@@ -497,6 +697,21 @@ Identifier for the consumer, valid within the current channel."""
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, consumer_tag: str, channel: int = 0) -> None:
+        self.consumer_tag = consumer_tag
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(consumer_tag={self.consumer_tag!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicCancelOk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.consumer_tag, self.channel) == (other.consumer_tag, other.channel)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -507,7 +722,7 @@ _BASIC_CANCEL_OK_0_FIELDS = (("BasicCancelOk.consumer_tag", 0, 1),)
 
 
 def _decode_basic_cancel_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicCancelOk:
     if end - at < 1:
         raise _truncated(_BASIC_CANCEL_OK_0_FIELDS, at, end)
@@ -520,7 +735,7 @@ def _decode_basic_cancel_ok(
     except UnicodeDecodeError as e:
         raise DecodeError("BasicCancelOk.consumer_tag", at + e.start, "invalid utf-8") from None
     at += consumer_tag_len
-    msg = BasicCancelOk(consumer_tag, 0)
+    msg = BasicCancelOk(consumer_tag, channel)
     if at != end:
         raise DecodeError("BasicCancelOk", at, f"{end - at} bytes after the last field")
     return msg
@@ -533,7 +748,16 @@ def _encode_basic_cancel_ok(msg: BasicCancelOk, parts: list[bytes], seal_checksu
     parts.append(consumer_tag_raw)
 
 
-@dataclass(slots=True)
+def _frame_basic_cancel_ok(msg: BasicCancelOk, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_basic_cancel_ok(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
+    parts.append(TRAILER)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicAck:
     """BasicAck: Basic.Ack one-way message, identity (0x01, 60, 80), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 80 (0x50).
 
@@ -562,6 +786,26 @@ If set to 1, the delivery tag is treated as "up to and including", so that the c
     channel: int = 0
     """Channel number; 0 for the connection."""
 
+    def __init__(self, delivery_tag: int, multiple: bool = False, channel: int = 0) -> None:
+        self.delivery_tag = delivery_tag
+        self.multiple = multiple
+        self.channel = channel
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(delivery_tag={self.delivery_tag!r}, multiple={self.multiple!r}, channel={self.channel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BasicAck) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.delivery_tag, self.multiple, self.channel) == (
+            other.delivery_tag,
+            other.multiple,
+            other.channel,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """This message as one frame, header included."""
         return encode(self)
@@ -574,7 +818,9 @@ _BASIC_ACK_0_FIELDS = (
 )
 
 
-def _decode_basic_ack(buf: memoryview, at: int, end: int, verify_checksums: bool) -> BasicAck:
+def _decode_basic_ack(
+    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+) -> BasicAck:
     if end - at < 9:
         raise _truncated(_BASIC_ACK_0_FIELDS, at, end)
     delivery_tag, bits1 = _BASIC_ACK_0.unpack_from(buf, at)
@@ -582,7 +828,7 @@ def _decode_basic_ack(buf: memoryview, at: int, end: int, verify_checksums: bool
     multiple = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicAck.unused1", at, "expected 0")
-    msg = BasicAck(delivery_tag, multiple, 0)
+    msg = BasicAck(delivery_tag, multiple, channel)
     if at != end:
         raise DecodeError("BasicAck", at, f"{end - at} bytes after the last field")
     return msg
@@ -591,6 +837,22 @@ def _decode_basic_ack(buf: memoryview, at: int, end: int, verify_checksums: bool
 def _encode_basic_ack(msg: BasicAck, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(b"\x00\x3c\x00\x50")  # the body key: (0x01, 60, 80)
     parts.append(_BASIC_ACK_0.pack(msg.delivery_tag, 0x1 if msg.multiple else 0))
+
+
+_BASIC_ACK_FRAME = struct.Struct(">BHI4sQBB")
+
+
+def _frame_basic_ack(msg: BasicAck, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _BASIC_ACK_FRAME.pack(
+        0x01,
+        msg.channel,
+        13,
+        b"\x00\x3c\x00\x50",
+        msg.delivery_tag,
+        0x1 if msg.multiple else 0,
+        0xCE,
+    )
 
 
 Message = (
@@ -654,6 +916,8 @@ Message = (
 """Any message of this protocol version."""
 
 _Decoder = Callable[[memoryview, int, int, bool], Message]
+# the straight road's decoders take the header's carried fields (channel) too
+_Straight = Callable[[memoryview, int, int, bool, int], Message]
 
 # (type, then the body key) -> the layouts that identity can carry, with who sends each.
 _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
@@ -713,6 +977,81 @@ _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
     (0x02, 60): (("both", _decode_basic_properties),),
     (0x03,): (("both", _decode_content_body),),
     (0x08,): (("both", _decode_heartbeat),),
+}
+
+# type_ -> the body key read as one number, and that number -> the decoder of its one
+# layout: decode's straight road
+_KEYED: dict[int, tuple[struct.Struct, dict[int, _Straight]]] = {
+    1: (
+        struct.Struct(">I"),  # frame.class_id, frame.method_id
+        {
+            0x000A000A: _decode_connection_start,
+            0x000A000B: _decode_connection_start_ok,
+            0x000A0014: _decode_connection_secure,
+            0x000A0015: _decode_connection_secure_ok,
+            0x000A001E: _decode_connection_tune,
+            0x000A001F: _decode_connection_tune_ok,
+            0x000A0028: _decode_connection_open,
+            0x000A0029: _decode_connection_open_ok,
+            0x000A0032: _decode_connection_close,
+            0x000A0033: _decode_connection_close_ok,
+            0x0014000A: _decode_channel_open,
+            0x0014000B: _decode_channel_open_ok,
+            0x00140014: _decode_channel_flow,
+            0x00140015: _decode_channel_flow_ok,
+            0x00140028: _decode_channel_close,
+            0x00140029: _decode_channel_close_ok,
+            0x0028000A: _decode_exchange_declare,
+            0x0028000B: _decode_exchange_declare_ok,
+            0x00280014: _decode_exchange_delete,
+            0x00280015: _decode_exchange_delete_ok,
+            0x0032000A: _decode_queue_declare,
+            0x0032000B: _decode_queue_declare_ok,
+            0x00320014: _decode_queue_bind,
+            0x00320015: _decode_queue_bind_ok,
+            0x0032001E: _decode_queue_purge,
+            0x0032001F: _decode_queue_purge_ok,
+            0x00320028: _decode_queue_delete,
+            0x00320029: _decode_queue_delete_ok,
+            0x00320032: _decode_queue_unbind,
+            0x00320033: _decode_queue_unbind_ok,
+            0x003C000A: _decode_basic_qos,
+            0x003C000B: _decode_basic_qos_ok,
+            0x003C0014: _decode_basic_consume,
+            0x003C0015: _decode_basic_consume_ok,
+            0x003C001E: _decode_basic_cancel,
+            0x003C001F: _decode_basic_cancel_ok,
+            0x003C0028: _decode_basic_publish,
+            0x003C0032: _decode_basic_return,
+            0x003C003C: _decode_basic_deliver,
+            0x003C0046: _decode_basic_get,
+            0x003C0047: _decode_basic_get_ok,
+            0x003C0048: _decode_basic_get_empty,
+            0x003C0050: _decode_basic_ack,
+            0x003C005A: _decode_basic_reject,
+            0x003C0064: _decode_basic_recover_async,
+            0x003C006E: _decode_basic_recover,
+            0x003C006F: _decode_basic_recover_ok,
+            0x005A000A: _decode_tx_select,
+            0x005A000B: _decode_tx_select_ok,
+            0x005A0014: _decode_tx_commit,
+            0x005A0015: _decode_tx_commit_ok,
+            0x005A001E: _decode_tx_rollback,
+            0x005A001F: _decode_tx_rollback_ok,
+        },
+    ),
+    2: (
+        struct.Struct(">H"),  # frame.class_id
+        {
+            0x003C: _decode_basic_properties,
+        },
+    ),
+}
+
+# type_ -> the decoder of its one layout, where no body key follows the header
+_UNKEYED: dict[int, _Straight] = {
+    3: _decode_content_body,
+    8: _decode_heartbeat,
 }
 
 # header (type) -> the fields at the start of the body that complete the identity
@@ -791,6 +1130,67 @@ _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
     TxRollbackOk: _encode_tx_rollback_ok,
 }
 
+# each message's own frame encoder (one pack where every field has a fixed width), where
+# encode need not look at the message to frame it
+_FRAMES: dict[type, Callable[[Any, bool], bytes]] = {
+    ContentBody: _frame_content_body,
+    Heartbeat: _frame_heartbeat,
+    ConnectionStart: _frame_connection_start,
+    ConnectionStartOk: _frame_connection_start_ok,
+    ConnectionSecure: _frame_connection_secure,
+    ConnectionSecureOk: _frame_connection_secure_ok,
+    ConnectionTune: _frame_connection_tune,
+    ConnectionTuneOk: _frame_connection_tune_ok,
+    ConnectionOpen: _frame_connection_open,
+    ConnectionOpenOk: _frame_connection_open_ok,
+    ConnectionClose: _frame_connection_close,
+    ConnectionCloseOk: _frame_connection_close_ok,
+    ChannelOpen: _frame_channel_open,
+    ChannelOpenOk: _frame_channel_open_ok,
+    ChannelFlow: _frame_channel_flow,
+    ChannelFlowOk: _frame_channel_flow_ok,
+    ChannelClose: _frame_channel_close,
+    ChannelCloseOk: _frame_channel_close_ok,
+    ExchangeDeclare: _frame_exchange_declare,
+    ExchangeDeclareOk: _frame_exchange_declare_ok,
+    ExchangeDelete: _frame_exchange_delete,
+    ExchangeDeleteOk: _frame_exchange_delete_ok,
+    QueueDeclare: _frame_queue_declare,
+    QueueDeclareOk: _frame_queue_declare_ok,
+    QueueBind: _frame_queue_bind,
+    QueueBindOk: _frame_queue_bind_ok,
+    QueuePurge: _frame_queue_purge,
+    QueuePurgeOk: _frame_queue_purge_ok,
+    QueueDelete: _frame_queue_delete,
+    QueueDeleteOk: _frame_queue_delete_ok,
+    QueueUnbind: _frame_queue_unbind,
+    QueueUnbindOk: _frame_queue_unbind_ok,
+    BasicProperties: _frame_basic_properties,
+    BasicQos: _frame_basic_qos,
+    BasicQosOk: _frame_basic_qos_ok,
+    BasicConsume: _frame_basic_consume,
+    BasicConsumeOk: _frame_basic_consume_ok,
+    BasicCancel: _frame_basic_cancel,
+    BasicCancelOk: _frame_basic_cancel_ok,
+    BasicPublish: _frame_basic_publish,
+    BasicReturn: _frame_basic_return,
+    BasicDeliver: _frame_basic_deliver,
+    BasicGet: _frame_basic_get,
+    BasicGetOk: _frame_basic_get_ok,
+    BasicGetEmpty: _frame_basic_get_empty,
+    BasicAck: _frame_basic_ack,
+    BasicReject: _frame_basic_reject,
+    BasicRecoverAsync: _frame_basic_recover_async,
+    BasicRecover: _frame_basic_recover,
+    BasicRecoverOk: _frame_basic_recover_ok,
+    TxSelect: _frame_tx_select,
+    TxSelectOk: _frame_tx_select_ok,
+    TxCommit: _frame_tx_commit,
+    TxCommitOk: _frame_tx_commit_ok,
+    TxRollback: _frame_tx_rollback,
+    TxRollbackOk: _frame_tx_rollback_ok,
+}
+
 
 def decode(
     frame: bytes | bytearray | memoryview,
@@ -815,10 +1215,22 @@ def decode(
             raise DecodeError("frame.size", 3, f"says {size} bytes, {end - 8} follow")
         raise DecodeError("frame", size + 8, f"{end - 8 - size} bytes after the frame")
     stop = end - TRAILER_SIZE
-    if buf[stop:] != TRAILER:
+    if buf[stop] != 0xCE:
         raise DecodeError(
             "frame.frame_end", stop, f"is {bytes(buf[stop:]).hex()}, not {TRAILER.hex()}"
         )
+    keyed = _KEYED.get(type_)
+    if keyed is not None:
+        key_struct, decoders = keyed
+        if stop - HEADER_SIZE >= key_struct.size:
+            decoder = decoders.get(key_struct.unpack_from(buf, HEADER_SIZE)[0])
+            if decoder is not None:
+                return decoder(buf, HEADER_SIZE + key_struct.size, stop, verify_checksums, channel)
+    else:
+        decoder = _UNKEYED.get(type_)
+        if decoder is not None:
+            return decoder(buf, HEADER_SIZE, stop, verify_checksums, channel)
+    # the general road: several layouts for one identity, or none (naming what is wrong)
     ident: tuple[int, ...] = (type_,)
     at = HEADER_SIZE
     body_key = _BODY_KEYS.get(ident)
@@ -868,6 +1280,18 @@ def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
     own bytes. `seal_checksums` is accepted
     for symmetry: this version's frames carry no checksum.
     """
+    framer = _FRAMES.get(type(msg))
+    if framer is not None:
+        try:
+            return framer(msg, seal_checksums)
+        except EncodeError:
+            raise
+        except (struct.error, AttributeError, TypeError, ValueError, OverflowError) as e:
+            raise EncodeError(type(msg).__name__, str(e)) from None
+        except KeyError:
+            raise EncodeError(
+                type(msg).__name__, "not a message of this protocol version"
+            ) from None
     parts: list[bytes] = [b""]
     try:
         _ENCODERS[type(msg)](msg, parts, seal_checksums)

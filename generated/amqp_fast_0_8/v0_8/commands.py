@@ -35,7 +35,7 @@ HEADER = struct.Struct(">HB")
 """This version's frame header: `uint16 size, uint8 code`."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class MessageHead:
     """The message head: the header block that starts a message's first fragment, before the body block (Message Header, line 1681). The header block holds this data (all integer data is in network byte order).
 
@@ -60,6 +60,55 @@ class MessageHead:
     headers: dict[str, Any]
     """A set of application-defined headers which can be used for message matching and processing."""
 
+    def __init__(
+        self,
+        body_size: int,
+        persistent: bool,
+        priority: int,
+        expiration: int,
+        mime_type: str,
+        encoding: str,
+        msg_identifier: str,
+        headers: dict[str, Any],
+    ) -> None:
+        self.body_size = body_size
+        self.persistent = persistent
+        self.priority = priority
+        self.expiration = expiration
+        self.mime_type = mime_type
+        self.encoding = encoding
+        self.msg_identifier = msg_identifier
+        self.headers = headers
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(body_size={self.body_size!r}, persistent={self.persistent!r}, priority={self.priority!r}, expiration={self.expiration!r}, mime_type={self.mime_type!r}, encoding={self.encoding!r}, msg_identifier={self.msg_identifier!r}, headers={self.headers!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MessageHead) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.body_size,
+            self.persistent,
+            self.priority,
+            self.expiration,
+            self.mime_type,
+            self.encoding,
+            self.msg_identifier,
+            self.headers,
+        ) == (
+            other.body_size,
+            other.persistent,
+            other.priority,
+            other.expiration,
+            other.mime_type,
+            other.encoding,
+            other.msg_identifier,
+            other.headers,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
     def encode(self) -> bytes:
         """These fields' bytes; EncodeError when a value does not fit."""
         parts: list[bytes] = []
@@ -77,7 +126,7 @@ class MessageHead:
         return _decode_message_head(memoryview(data), at, len(data))
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionChallenge:
     """ConnectionChallenge: Connection.Challenge one-way message, code 0x0a, sent by the server.
 
@@ -97,6 +146,26 @@ class ConnectionChallenge:
     mechanisms: str
     challenges: dict[str, Any]
     """A set of challenge fields that specify the information asked for for the current (or all) mechanisms.  Defined below, for each security mechanism."""
+
+    def __init__(self, version: int, mechanisms: str, challenges: dict[str, Any]) -> None:
+        self.version = version
+        self.mechanisms = mechanisms
+        self.challenges = challenges
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(version={self.version!r}, mechanisms={self.mechanisms!r}, challenges={self.challenges!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionChallenge) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.version, self.mechanisms, self.challenges) == (
+            other.version,
+            other.mechanisms,
+            other.challenges,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -140,7 +209,7 @@ def _encode_connection_challenge(
     _encode_field_table(msg.challenges, parts)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionResponse:
     """ConnectionResponse: Connection.Response one-way message, code 0x0b, sent by the client.
 
@@ -160,6 +229,23 @@ class ConnectionResponse:
     """A single security mechanisms selected by the client; one of those specified by the server."""
     responses: dict[str, Any]
     """A set of response fields that provide additional information for the specific security mechanism chosen."""
+
+    def __init__(self, mechanism: str, responses: dict[str, Any]) -> None:
+        self.mechanism = mechanism
+        self.responses = responses
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(mechanism={self.mechanism!r}, responses={self.responses!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.mechanism, self.responses) == (other.mechanism, other.responses)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -200,7 +286,7 @@ def _encode_connection_response(
     _encode_field_table(msg.responses, parts)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionTune:
     """ConnectionTune: Connection.Tune one-way message, code 0x0c, sent by the both.
 
@@ -220,6 +306,23 @@ class ConnectionTune:
     """A set of tuning options as defined below."""
     dictionary: dict[str, Any]
     """A client-defined set of aliases for field names used in messages. This field is always empty in the command sent from server to client."""
+
+    def __init__(self, options: dict[str, Any], dictionary: dict[str, Any]) -> None:
+        self.options = options
+        self.dictionary = dictionary
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(options={self.options!r}, dictionary={self.dictionary!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionTune) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.options, self.dictionary) == (other.options, other.dictionary)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -242,7 +345,7 @@ def _encode_connection_tune(msg: ConnectionTune, parts: list[bytes], seal_checks
     _encode_field_table(msg.dictionary, parts)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionOpen:
     """ConnectionOpen: Connection.Open one-way message, code 0x0d, sent by the client.
 
@@ -266,6 +369,30 @@ class ConnectionOpen:
     """The client identifier, used to identify persistent subscriptions belonging to the client.  This is a string chosen by the client that uniquely defines the client.  The server MUST restrict a specific client identifier to being active in at most one connection at a time."""
     options: dict[str, Any]
     """A set of connection options.  To be defined later."""
+
+    def __init__(
+        self, confirm_tag: int, virtual_path: str, client_name: str, options: dict[str, Any]
+    ) -> None:
+        self.confirm_tag = confirm_tag
+        self.virtual_path = virtual_path
+        self.client_name = client_name
+        self.options = options
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(confirm_tag={self.confirm_tag!r}, virtual_path={self.virtual_path!r}, client_name={self.client_name!r}, options={self.options!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionOpen) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.confirm_tag, self.virtual_path, self.client_name, self.options) == (
+            other.confirm_tag,
+            other.virtual_path,
+            other.client_name,
+            other.options,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -325,7 +452,7 @@ def _encode_connection_open(msg: ConnectionOpen, parts: list[bytes], seal_checks
     _encode_field_table(msg.options, parts)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionPing:
     """ConnectionPing: Connection.Ping one-way message, code 0x0e, sent by the both.
 
@@ -343,6 +470,20 @@ class ConnectionPing:
 
     respond: bool = False
     """If 1, asks the recipient to respond with a CONNECTION PING command.  Note: the response to a PING should never be a PING with respond set to 1.  (For hopefully obvious reasons.)"""
+
+    def __init__(self, respond: bool = False) -> None:
+        self.respond = respond
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(respond={self.respond!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionPing) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.respond,) == (other.respond,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -373,7 +514,15 @@ def _encode_connection_ping(msg: ConnectionPing, parts: list[bytes], seal_checks
     parts.append(_CONNECTION_PING_0.pack(0x1 if msg.respond else 0))
 
 
-@dataclass(slots=True)
+_CONNECTION_PING_FRAME = struct.Struct(">HBBB")
+
+
+def _frame_connection_ping(msg: ConnectionPing, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CONNECTION_PING_FRAME.pack(3, 0x0E, 0x1 if msg.respond else 0, 0xCE)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionReply:
     """ConnectionReply: Connection.Reply one-way message, code 0x12, sent by the server.
 
@@ -395,6 +544,26 @@ class ConnectionReply:
     """The reply code, usually 200. The AMQ reply codes are defined in AMQ RFC 011."""
     reply_text: str
     """The localised reply text."""
+
+    def __init__(self, confirm_tag: int, reply_code: int, reply_text: str) -> None:
+        self.confirm_tag = confirm_tag
+        self.reply_code = reply_code
+        self.reply_text = reply_text
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(confirm_tag={self.confirm_tag!r}, reply_code={self.reply_code!r}, reply_text={self.reply_text!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionReply) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.confirm_tag, self.reply_code, self.reply_text) == (
+            other.confirm_tag,
+            other.reply_code,
+            other.reply_text,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -437,7 +606,7 @@ def _encode_connection_reply(
     parts.append(reply_text_raw)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionClose:
     """ConnectionClose: Connection.Close one-way message, code 0x13, sent by the both.
 
@@ -457,6 +626,21 @@ class ConnectionClose:
     """The reply code. The AMQ reply codes are defined in AMQ RFC 011."""
     reply_text: str
     """The localised reply text."""
+
+    def __init__(self, reply_code: int, reply_text: str) -> None:
+        self.reply_code = reply_code
+        self.reply_text = reply_text
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reply_code={self.reply_code!r}, reply_text={self.reply_text!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionClose) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.reply_code, self.reply_text) == (other.reply_code, other.reply_text)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -498,7 +682,7 @@ def _encode_connection_close(
     parts.append(reply_text_raw)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelOpen:
     """ChannelOpen: Channel.Open one-way message, code 0x14, sent by the client.
 
@@ -526,6 +710,47 @@ class ChannelOpen:
     """Channel options as name/value pairs.  To be defined later."""
     out_of_band: str = ""
     """In case of out-of-band message transfers (using shared memory or other non-network stream methods), provides specifications of how and where the out-of-band transfers occur.  The interpretation of the out-of-band string is not defined here; it is by agreement between implementations of the client and server."""
+
+    def __init__(
+        self,
+        channel_id: int,
+        confirm_tag: int,
+        transacted: bool = False,
+        restartable: bool = False,
+        options: dict[str, Any] | None = None,
+        out_of_band: str = "",
+    ) -> None:
+        self.channel_id = channel_id
+        self.confirm_tag = confirm_tag
+        self.transacted = transacted
+        self.restartable = restartable
+        self.options = dict() if options is None else options
+        self.out_of_band = out_of_band
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel_id={self.channel_id!r}, confirm_tag={self.confirm_tag!r}, transacted={self.transacted!r}, restartable={self.restartable!r}, options={self.options!r}, out_of_band={self.out_of_band!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ChannelOpen) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.channel_id,
+            self.confirm_tag,
+            self.transacted,
+            self.restartable,
+            self.options,
+            self.out_of_band,
+        ) == (
+            other.channel_id,
+            other.confirm_tag,
+            other.transacted,
+            other.restartable,
+            other.options,
+            other.out_of_band,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -585,7 +810,7 @@ def _encode_channel_open(msg: ChannelOpen, parts: list[bytes], seal_checksums: b
     parts.append(out_of_band_raw)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelAck:
     """ChannelAck: Channel.Ack one-way message, code 0x15, sent by the client.
 
@@ -607,6 +832,26 @@ class ChannelAck:
     """If non-zero, the client wants a confirmation from the server."""
     message_nbr: int
     """Acknowledge up to and including this message.  Note that message numbers are assigned by the server and are sequential on a single channel."""
+
+    def __init__(self, channel_id: int, confirm_tag: int, message_nbr: int) -> None:
+        self.channel_id = channel_id
+        self.confirm_tag = confirm_tag
+        self.message_nbr = message_nbr
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel_id={self.channel_id!r}, confirm_tag={self.confirm_tag!r}, message_nbr={self.message_nbr!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ChannelAck) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel_id, self.confirm_tag, self.message_nbr) == (
+            other.channel_id,
+            other.confirm_tag,
+            other.message_nbr,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -636,7 +881,15 @@ def _encode_channel_ack(msg: ChannelAck, parts: list[bytes], seal_checksums: boo
     parts.append(_CHANNEL_ACK_0.pack(msg.channel_id, msg.confirm_tag, msg.message_nbr))
 
 
-@dataclass(slots=True)
+_CHANNEL_ACK_FRAME = struct.Struct(">HBHHIB")
+
+
+def _frame_channel_ack(msg: ChannelAck, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CHANNEL_ACK_FRAME.pack(10, 0x15, msg.channel_id, msg.confirm_tag, msg.message_nbr, 0xCE)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelCommit:
     """ChannelCommit: Channel.Commit one-way message, code 0x16, sent by the client.
 
@@ -658,6 +911,26 @@ class ChannelCommit:
     """If non-zero, the client wants a confirmation from the server."""
     options: dict[str, Any]
     """Transaction options as name/value pairs.  To be defined later."""
+
+    def __init__(self, channel_id: int, confirm_tag: int, options: dict[str, Any]) -> None:
+        self.channel_id = channel_id
+        self.confirm_tag = confirm_tag
+        self.options = options
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel_id={self.channel_id!r}, confirm_tag={self.confirm_tag!r}, options={self.options!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ChannelCommit) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel_id, self.confirm_tag, self.options) == (
+            other.channel_id,
+            other.confirm_tag,
+            other.options,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -690,7 +963,7 @@ def _encode_channel_commit(msg: ChannelCommit, parts: list[bytes], seal_checksum
     _encode_field_table(msg.options, parts)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelRollback:
     """ChannelRollback: Channel.Rollback one-way message, code 0x17, sent by the client.
 
@@ -712,6 +985,26 @@ class ChannelRollback:
     """If non-zero, the client wants a confirmation from the server."""
     options: dict[str, Any]
     """Transaction options as name/value pairs.  To be defined later."""
+
+    def __init__(self, channel_id: int, confirm_tag: int, options: dict[str, Any]) -> None:
+        self.channel_id = channel_id
+        self.confirm_tag = confirm_tag
+        self.options = options
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel_id={self.channel_id!r}, confirm_tag={self.confirm_tag!r}, options={self.options!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ChannelRollback) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel_id, self.confirm_tag, self.options) == (
+            other.channel_id,
+            other.confirm_tag,
+            other.options,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -746,7 +1039,7 @@ def _encode_channel_rollback(
     _encode_field_table(msg.options, parts)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelReply:
     """ChannelReply: Channel.Reply one-way message, code 0x1c, sent by the both.
 
@@ -770,6 +1063,28 @@ class ChannelReply:
     """The reply code, usually 200. The AMQ reply codes are defined in AMQ RFC 011."""
     reply_text: str
     """The localised reply text."""
+
+    def __init__(self, channel_id: int, confirm_tag: int, reply_code: int, reply_text: str) -> None:
+        self.channel_id = channel_id
+        self.confirm_tag = confirm_tag
+        self.reply_code = reply_code
+        self.reply_text = reply_text
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel_id={self.channel_id!r}, confirm_tag={self.confirm_tag!r}, reply_code={self.reply_code!r}, reply_text={self.reply_text!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ChannelReply) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel_id, self.confirm_tag, self.reply_code, self.reply_text) == (
+            other.channel_id,
+            other.confirm_tag,
+            other.reply_code,
+            other.reply_text,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -813,7 +1128,7 @@ def _encode_channel_reply(msg: ChannelReply, parts: list[bytes], seal_checksums:
     parts.append(reply_text_raw)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelClose:
     """ChannelClose: Channel.Close one-way message, code 0x1d, sent by the both.
 
@@ -835,6 +1150,26 @@ class ChannelClose:
     """The reply code. The AMQ reply codes are defined in AMQ RFC 011."""
     reply_text: str
     """The localised reply text."""
+
+    def __init__(self, channel_id: int, reply_code: int, reply_text: str) -> None:
+        self.channel_id = channel_id
+        self.reply_code = reply_code
+        self.reply_text = reply_text
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel_id={self.channel_id!r}, reply_code={self.reply_code!r}, reply_text={self.reply_text!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ChannelClose) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.channel_id, self.reply_code, self.reply_text) == (
+            other.channel_id,
+            other.reply_code,
+            other.reply_text,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -875,7 +1210,7 @@ def _encode_channel_close(msg: ChannelClose, parts: list[bytes], seal_checksums:
     parts.append(reply_text_raw)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class HandleOpen:
     """HandleOpen: Handle.Open one-way message, code 0x1e, sent by the client.
 
@@ -909,6 +1244,59 @@ class HandleOpen:
     """The default content encoding for HANDLE SEND commands sent to the destination. This can be overridden on a per-message basis. If empty, defaults to 'binary'."""
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
     """Handle options as name/value pairs.  To be defined later."""
+
+    def __init__(
+        self,
+        channel_id: int,
+        handle_id: int,
+        confirm_tag: int,
+        producer: bool = False,
+        consumer: bool = False,
+        browser: bool = False,
+        mime_type: str = "",
+        encoding: str = "",
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        self.channel_id = channel_id
+        self.handle_id = handle_id
+        self.confirm_tag = confirm_tag
+        self.producer = producer
+        self.consumer = consumer
+        self.browser = browser
+        self.mime_type = mime_type
+        self.encoding = encoding
+        self.options = dict() if options is None else options
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(channel_id={self.channel_id!r}, handle_id={self.handle_id!r}, confirm_tag={self.confirm_tag!r}, producer={self.producer!r}, consumer={self.consumer!r}, browser={self.browser!r}, mime_type={self.mime_type!r}, encoding={self.encoding!r}, options={self.options!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HandleOpen) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.channel_id,
+            self.handle_id,
+            self.confirm_tag,
+            self.producer,
+            self.consumer,
+            self.browser,
+            self.mime_type,
+            self.encoding,
+            self.options,
+        ) == (
+            other.channel_id,
+            other.handle_id,
+            other.confirm_tag,
+            other.producer,
+            other.consumer,
+            other.browser,
+            other.mime_type,
+            other.encoding,
+            other.options,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -994,7 +1382,7 @@ def _encode_handle_open(msg: HandleOpen, parts: list[bytes], seal_checksums: boo
     _encode_field_table(msg.options, parts)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class HandleSend:
     """HandleSend: Handle.Send one-way message, code 0x1f, sent by the client.
 
@@ -1032,6 +1420,55 @@ class HandleSend:
     """If 1, tells the server that the message is being sent partially, from the recovery point indicated by the server in the HANDLE READY command (used in restartable operations only)."""
     dest_name: str = ""
     """The name of the destination to write to."""
+
+    def __init__(
+        self,
+        handle_id: int,
+        confirm_tag: int,
+        service_type: int,
+        fragment_size: int,
+        partial: bool = False,
+        out_of_band: bool = False,
+        recovery: bool = False,
+        dest_name: str = "",
+    ) -> None:
+        self.handle_id = handle_id
+        self.confirm_tag = confirm_tag
+        self.service_type = service_type
+        self.fragment_size = fragment_size
+        self.partial = partial
+        self.out_of_band = out_of_band
+        self.recovery = recovery
+        self.dest_name = dest_name
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(handle_id={self.handle_id!r}, confirm_tag={self.confirm_tag!r}, service_type={self.service_type!r}, fragment_size={self.fragment_size!r}, partial={self.partial!r}, out_of_band={self.out_of_band!r}, recovery={self.recovery!r}, dest_name={self.dest_name!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HandleSend) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.handle_id,
+            self.confirm_tag,
+            self.service_type,
+            self.fragment_size,
+            self.partial,
+            self.out_of_band,
+            self.recovery,
+            self.dest_name,
+        ) == (
+            other.handle_id,
+            other.confirm_tag,
+            other.service_type,
+            other.fragment_size,
+            other.partial,
+            other.out_of_band,
+            other.recovery,
+            other.dest_name,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1109,7 +1546,7 @@ def _encode_handle_send(msg: HandleSend, parts: list[bytes], seal_checksums: boo
     parts.append(dest_name_raw)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class HandleConsume:
     """HandleConsume: Handle.Consume one-way message, code 0x20, sent by the client.
 
@@ -1145,6 +1582,63 @@ class HandleConsume:
     """The name of the destination to listen to."""
     selector: dict[str, Any] = dataclasses.field(default_factory=dict)
     """The fields to select on, if any.  Fields are selected on by presence and value - an empty field value means "present", any non-empty value means "this value".  Field selectors are always inclusive, i.e. ALL fields must match for a message to be passed to the handle."""
+
+    def __init__(
+        self,
+        handle_id: int,
+        confirm_tag: int,
+        service_type: int,
+        prefetch: int,
+        no_local: bool = False,
+        no_ack: bool = False,
+        dynamic: bool = False,
+        exclusive: bool = False,
+        dest_name: str = "",
+        selector: dict[str, Any] | None = None,
+    ) -> None:
+        self.handle_id = handle_id
+        self.confirm_tag = confirm_tag
+        self.service_type = service_type
+        self.prefetch = prefetch
+        self.no_local = no_local
+        self.no_ack = no_ack
+        self.dynamic = dynamic
+        self.exclusive = exclusive
+        self.dest_name = dest_name
+        self.selector = dict() if selector is None else selector
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(handle_id={self.handle_id!r}, confirm_tag={self.confirm_tag!r}, service_type={self.service_type!r}, prefetch={self.prefetch!r}, no_local={self.no_local!r}, no_ack={self.no_ack!r}, dynamic={self.dynamic!r}, exclusive={self.exclusive!r}, dest_name={self.dest_name!r}, selector={self.selector!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HandleConsume) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.handle_id,
+            self.confirm_tag,
+            self.service_type,
+            self.prefetch,
+            self.no_local,
+            self.no_ack,
+            self.dynamic,
+            self.exclusive,
+            self.dest_name,
+            self.selector,
+        ) == (
+            other.handle_id,
+            other.confirm_tag,
+            other.service_type,
+            other.prefetch,
+            other.no_local,
+            other.no_ack,
+            other.dynamic,
+            other.exclusive,
+            other.dest_name,
+            other.selector,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1221,7 +1715,7 @@ def _encode_handle_consume(msg: HandleConsume, parts: list[bytes], seal_checksum
     _encode_field_table(msg.selector, parts)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class HandleFlow:
     """HandleFlow: Handle.Flow one-way message, code 0x22, sent by the client.
 
@@ -1243,6 +1737,26 @@ class HandleFlow:
     """If non-zero, the client wants a confirmation from the server."""
     flow_pause: bool = False
     """If 1, the server stops sending messages to the client.  If 0, the server restarts sending messages to the client."""
+
+    def __init__(self, handle_id: int, confirm_tag: int, flow_pause: bool = False) -> None:
+        self.handle_id = handle_id
+        self.confirm_tag = confirm_tag
+        self.flow_pause = flow_pause
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(handle_id={self.handle_id!r}, confirm_tag={self.confirm_tag!r}, flow_pause={self.flow_pause!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HandleFlow) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.handle_id, self.confirm_tag, self.flow_pause) == (
+            other.handle_id,
+            other.confirm_tag,
+            other.flow_pause,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1275,7 +1789,17 @@ def _encode_handle_flow(msg: HandleFlow, parts: list[bytes], seal_checksums: boo
     parts.append(_HANDLE_FLOW_0.pack(msg.handle_id, msg.confirm_tag, 0x1 if msg.flow_pause else 0))
 
 
-@dataclass(slots=True)
+_HANDLE_FLOW_FRAME = struct.Struct(">HBHHBB")
+
+
+def _frame_handle_flow(msg: HandleFlow, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _HANDLE_FLOW_FRAME.pack(
+        7, 0x22, msg.handle_id, msg.confirm_tag, 0x1 if msg.flow_pause else 0, 0xCE
+    )
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class HandleUnget:
     """HandleUnget: Handle.Unget one-way message, code 0x23, sent by the client.
 
@@ -1297,6 +1821,26 @@ class HandleUnget:
     """If non-zero, the client wants a confirmation from the server."""
     message_nbr: int
     """A server message ID: this must be used in any command that refers to the message."""
+
+    def __init__(self, handle_id: int, confirm_tag: int, message_nbr: int) -> None:
+        self.handle_id = handle_id
+        self.confirm_tag = confirm_tag
+        self.message_nbr = message_nbr
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(handle_id={self.handle_id!r}, confirm_tag={self.confirm_tag!r}, message_nbr={self.message_nbr!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HandleUnget) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.handle_id, self.confirm_tag, self.message_nbr) == (
+            other.handle_id,
+            other.confirm_tag,
+            other.message_nbr,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1326,7 +1870,15 @@ def _encode_handle_unget(msg: HandleUnget, parts: list[bytes], seal_checksums: b
     parts.append(_HANDLE_UNGET_0.pack(msg.handle_id, msg.confirm_tag, msg.message_nbr))
 
 
-@dataclass(slots=True)
+_HANDLE_UNGET_FRAME = struct.Struct(">HBHHIB")
+
+
+def _frame_handle_unget(msg: HandleUnget, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _HANDLE_UNGET_FRAME.pack(10, 0x23, msg.handle_id, msg.confirm_tag, msg.message_nbr, 0xCE)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class HandleQuery:
     """HandleQuery: Handle.Query one-way message, code 0x24, sent by the client.
 
@@ -1352,6 +1904,32 @@ class HandleQuery:
     """A detailed specification of the precise messages that the client wants.  The precise selector syntax is implementation-defined and the MIME type tells the server which implementation to use."""
     mime_type: str
     """The MIME type for the selector. Standard MIME types are defined later."""
+
+    def __init__(
+        self, handle_id: int, message_nbr: int, dest_name: str, selector: bytes, mime_type: str
+    ) -> None:
+        self.handle_id = handle_id
+        self.message_nbr = message_nbr
+        self.dest_name = dest_name
+        self.selector = selector
+        self.mime_type = mime_type
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(handle_id={self.handle_id!r}, message_nbr={self.message_nbr!r}, dest_name={self.dest_name!r}, selector={self.selector!r}, mime_type={self.mime_type!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HandleQuery) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.handle_id,
+            self.message_nbr,
+            self.dest_name,
+            self.selector,
+            self.mime_type,
+        ) == (other.handle_id, other.message_nbr, other.dest_name, other.selector, other.mime_type)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1423,7 +2001,7 @@ def _encode_handle_query(msg: HandleQuery, parts: list[bytes], seal_checksums: b
     parts.append(mime_type_raw)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class HandleBrowse:
     """HandleBrowse: Handle.Browse one-way message, code 0x25, sent by the client.
 
@@ -1445,6 +2023,26 @@ class HandleBrowse:
     """Should be non-zero if the client sends multiple HANDLE BROWSE commands without waiting for a server response (so that the client can match HANDLE REPLY responses for 'message not found')."""
     message_nbr: int
     """One of the server message IDs provided by the HANDLE INDEX command."""
+
+    def __init__(self, handle_id: int, confirm_tag: int, message_nbr: int) -> None:
+        self.handle_id = handle_id
+        self.confirm_tag = confirm_tag
+        self.message_nbr = message_nbr
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(handle_id={self.handle_id!r}, confirm_tag={self.confirm_tag!r}, message_nbr={self.message_nbr!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HandleBrowse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.handle_id, self.confirm_tag, self.message_nbr) == (
+            other.handle_id,
+            other.confirm_tag,
+            other.message_nbr,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1476,7 +2074,17 @@ def _encode_handle_browse(msg: HandleBrowse, parts: list[bytes], seal_checksums:
     parts.append(_HANDLE_BROWSE_0.pack(msg.handle_id, msg.confirm_tag, msg.message_nbr))
 
 
-@dataclass(slots=True)
+_HANDLE_BROWSE_FRAME = struct.Struct(">HBHHIB")
+
+
+def _frame_handle_browse(msg: HandleBrowse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _HANDLE_BROWSE_FRAME.pack(
+        10, 0x25, msg.handle_id, msg.confirm_tag, msg.message_nbr, 0xCE
+    )
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class HandleCreated:
     """HandleCreated: Handle.Created one-way message, code 0x28, sent by the server.
 
@@ -1496,6 +2104,23 @@ class HandleCreated:
     """The destination ID chosen by the client in the HANDLE OPEN command."""
     dest_name: str
     """The name of the dynamic queue.  If the server generated a name this name will be unique within the virtual host."""
+
+    def __init__(self, handle_id: int, dest_name: str) -> None:
+        self.handle_id = handle_id
+        self.dest_name = dest_name
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(handle_id={self.handle_id!r}, dest_name={self.dest_name!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HandleCreated) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.handle_id, self.dest_name) == (other.handle_id, other.dest_name)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1535,7 +2160,7 @@ def _encode_handle_created(msg: HandleCreated, parts: list[bytes], seal_checksum
     parts.append(dest_name_raw)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class HandleNotify:
     """HandleNotify: Handle.Notify one-way message, code 0x29, sent by the server.
 
@@ -1575,6 +2200,59 @@ class HandleNotify:
     """If 1, the server considers the message to have already been delivered to the client at some past time.  This is a hint which the client can use to double-check that it has not already processed the message."""
     dest_name: str = ""
     """The full name of the destination from which the message came. Note: this field is not set when 'partial' is 1.  I.E. you expect it only on the last fragment of a message."""
+
+    def __init__(
+        self,
+        handle_id: int,
+        message_nbr: int,
+        fragment_size: int,
+        partial: bool = False,
+        out_of_band: bool = False,
+        recovery: bool = False,
+        delivered: bool = False,
+        redelivered: bool = False,
+        dest_name: str = "",
+    ) -> None:
+        self.handle_id = handle_id
+        self.message_nbr = message_nbr
+        self.fragment_size = fragment_size
+        self.partial = partial
+        self.out_of_band = out_of_band
+        self.recovery = recovery
+        self.delivered = delivered
+        self.redelivered = redelivered
+        self.dest_name = dest_name
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(handle_id={self.handle_id!r}, message_nbr={self.message_nbr!r}, fragment_size={self.fragment_size!r}, partial={self.partial!r}, out_of_band={self.out_of_band!r}, recovery={self.recovery!r}, delivered={self.delivered!r}, redelivered={self.redelivered!r}, dest_name={self.dest_name!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HandleNotify) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.handle_id,
+            self.message_nbr,
+            self.fragment_size,
+            self.partial,
+            self.out_of_band,
+            self.recovery,
+            self.delivered,
+            self.redelivered,
+            self.dest_name,
+        ) == (
+            other.handle_id,
+            other.message_nbr,
+            other.fragment_size,
+            other.partial,
+            other.out_of_band,
+            other.recovery,
+            other.delivered,
+            other.redelivered,
+            other.dest_name,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1657,7 +2335,7 @@ def _encode_handle_notify(msg: HandleNotify, parts: list[bytes], seal_checksums:
     parts.append(dest_name_raw)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class HandleIndex:
     """HandleIndex: Handle.Index one-way message, code 0x2a, sent by the server.
 
@@ -1679,6 +2357,26 @@ class HandleIndex:
     """If non-zero, this is the highest message-nbr contained in the message list and there are further messages available to inspect."""
     message_list: bytes
     """A list of message ID's available. This list is formatted as an ASCII string delimited by spaces and hyphens, E.G. "0 5 9 15-40 80"."""
+
+    def __init__(self, handle_id: int, message_nbr: int, message_list: bytes) -> None:
+        self.handle_id = handle_id
+        self.message_nbr = message_nbr
+        self.message_list = message_list
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(handle_id={self.handle_id!r}, message_nbr={self.message_nbr!r}, message_list={self.message_list!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HandleIndex) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.handle_id, self.message_nbr, self.message_list) == (
+            other.handle_id,
+            other.message_nbr,
+            other.message_list,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1714,7 +2412,7 @@ def _encode_handle_index(msg: HandleIndex, parts: list[bytes], seal_checksums: b
     parts.append(message_list_raw)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class HandlePrepare:
     """HandlePrepare: Handle.Prepare one-way message, code 0x2b, sent by the both.
 
@@ -1741,6 +2439,26 @@ class HandlePrepare:
     """The amount of data provided after the frame; the size of the message header plus zero or more octets of body data."""
     content_hash: str
     """The SHA1 hash of the message contents.  The SHA1 algorithm provides a standard cryptographic hash.  The recipient (server or client) will store this hash and when the message has been fully received, recalculate and check it. May be empty, in which case no validation will be done."""
+
+    def __init__(self, handle_id: int, fragment_size: int, content_hash: str) -> None:
+        self.handle_id = handle_id
+        self.fragment_size = fragment_size
+        self.content_hash = content_hash
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(handle_id={self.handle_id!r}, fragment_size={self.fragment_size!r}, content_hash={self.content_hash!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HandlePrepare) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.handle_id, self.fragment_size, self.content_hash) == (
+            other.handle_id,
+            other.fragment_size,
+            other.content_hash,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1785,7 +2503,7 @@ def _encode_handle_prepare(msg: HandlePrepare, parts: list[bytes], seal_checksum
     parts.append(content_hash_raw)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class HandleReady:
     """HandleReady: Handle.Ready one-way message, code 0x2c, sent by the both.
 
@@ -1805,6 +2523,21 @@ class HandleReady:
     """The handle reference chosen by the client, must be open."""
     message_size: int
     """The amount of message data already stored, in case the message was previously transferred and the transfer broken off.  In the case of new messages, will be the size of the body data provided in the HANDLE PREPARE command."""
+
+    def __init__(self, handle_id: int, message_size: int) -> None:
+        self.handle_id = handle_id
+        self.message_size = message_size
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(handle_id={self.handle_id!r}, message_size={self.message_size!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HandleReady) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.handle_id, self.message_size) == (other.handle_id, other.message_size)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1833,7 +2566,15 @@ def _encode_handle_ready(msg: HandleReady, parts: list[bytes], seal_checksums: b
     parts.append(_HANDLE_READY_0.pack(msg.handle_id, msg.message_size))
 
 
-@dataclass(slots=True)
+_HANDLE_READY_FRAME = struct.Struct(">HBHIB")
+
+
+def _frame_handle_ready(msg: HandleReady, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _HANDLE_READY_FRAME.pack(8, 0x2C, msg.handle_id, msg.message_size, 0xCE)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class HandleReply:
     """HandleReply: Handle.Reply one-way message, code 0x30, sent by the server.
 
@@ -1857,6 +2598,28 @@ class HandleReply:
     """The reply code. The AMQ reply codes are defined in AMQ RFC 011."""
     reply_text: str
     """The localised reply text."""
+
+    def __init__(self, handle_id: int, confirm_tag: int, reply_code: int, reply_text: str) -> None:
+        self.handle_id = handle_id
+        self.confirm_tag = confirm_tag
+        self.reply_code = reply_code
+        self.reply_text = reply_text
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(handle_id={self.handle_id!r}, confirm_tag={self.confirm_tag!r}, reply_code={self.reply_code!r}, reply_text={self.reply_text!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HandleReply) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.handle_id, self.confirm_tag, self.reply_code, self.reply_text) == (
+            other.handle_id,
+            other.confirm_tag,
+            other.reply_code,
+            other.reply_text,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1898,7 +2661,7 @@ def _encode_handle_reply(msg: HandleReply, parts: list[bytes], seal_checksums: b
     parts.append(reply_text_raw)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class HandleClose:
     """HandleClose: Handle.Close one-way message, code 0x31, sent by the both.
 
@@ -1920,6 +2683,26 @@ class HandleClose:
     """The reply code. The AMQ reply codes are defined in AMQ RFC 011."""
     reply_text: str
     """The localised reply text."""
+
+    def __init__(self, handle_id: int, reply_code: int, reply_text: str) -> None:
+        self.handle_id = handle_id
+        self.reply_code = reply_code
+        self.reply_text = reply_text
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(handle_id={self.handle_id!r}, reply_code={self.reply_code!r}, reply_text={self.reply_text!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HandleClose) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.handle_id, self.reply_code, self.reply_text) == (
+            other.handle_id,
+            other.reply_code,
+            other.reply_text,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -2262,6 +3045,37 @@ _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
     (0x31,): (("both", _decode_handle_close),),
 }
 
+# code -> the decoder of the one layout of that identity: decode's straight road
+_ONE: dict[int, _Decoder] = {
+    0x0A: _decode_connection_challenge,
+    0x0B: _decode_connection_response,
+    0x0C: _decode_connection_tune,
+    0x0D: _decode_connection_open,
+    0x0E: _decode_connection_ping,
+    0x12: _decode_connection_reply,
+    0x13: _decode_connection_close,
+    0x14: _decode_channel_open,
+    0x15: _decode_channel_ack,
+    0x16: _decode_channel_commit,
+    0x17: _decode_channel_rollback,
+    0x1C: _decode_channel_reply,
+    0x1D: _decode_channel_close,
+    0x1E: _decode_handle_open,
+    0x1F: _decode_handle_send,
+    0x20: _decode_handle_consume,
+    0x22: _decode_handle_flow,
+    0x23: _decode_handle_unget,
+    0x24: _decode_handle_query,
+    0x25: _decode_handle_browse,
+    0x28: _decode_handle_created,
+    0x29: _decode_handle_notify,
+    0x2A: _decode_handle_index,
+    0x2B: _decode_handle_prepare,
+    0x2C: _decode_handle_ready,
+    0x30: _decode_handle_reply,
+    0x31: _decode_handle_close,
+}
+
 FRAME_KEYS: frozenset[tuple[int, ...]] = frozenset(_DECODERS)
 """Every (code) header `decode` has a layout for: what a framing check that
 resynchronises after unframeable bytes accepts as a frame header."""
@@ -2294,6 +3108,17 @@ _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
     HandleReady: _encode_handle_ready,
     HandleReply: _encode_handle_reply,
     HandleClose: _encode_handle_close,
+}
+
+# each message's own frame encoder (one pack where every field has a fixed width), where
+# encode need not look at the message to frame it
+_FRAMES: dict[type, Callable[[Any, bool], bytes]] = {
+    ConnectionPing: _frame_connection_ping,
+    ChannelAck: _frame_channel_ack,
+    HandleFlow: _frame_handle_flow,
+    HandleUnget: _frame_handle_unget,
+    HandleBrowse: _frame_handle_browse,
+    HandleReady: _frame_handle_ready,
 }
 
 
@@ -2334,10 +3159,14 @@ def decode(
             raise DecodeError("frame.size", 0, f"says {size} bytes, {end - adjust} follow")
         raise DecodeError("frame", size + adjust, f"{end - adjust - size} bytes after the frame")
     stop = end - TRAILER_SIZE
-    if buf[stop:] != TRAILER:
+    if buf[stop] != 0xCE:
         raise DecodeError(
             "frame.command_end", stop, f"is {bytes(buf[stop:]).hex()}, not {TRAILER.hex()}"
         )
+    decoder = _ONE.get(code)
+    if decoder is not None:
+        return decoder(buf, header_size, stop, verify_checksums)
+    # the general road: several layouts for one identity, or none (naming what is wrong)
     layouts = _DECODERS.get((code,))
     if layouts is None:
         raise DecodeError("frame.code", 2, f"no layout for code {code:#04x}")
@@ -2382,6 +3211,18 @@ def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
     own bytes. `seal_checksums` is accepted
     for symmetry: this version's frames carry no checksum.
     """
+    framer = _FRAMES.get(type(msg))
+    if framer is not None:
+        try:
+            return framer(msg, seal_checksums)
+        except EncodeError:
+            raise
+        except (struct.error, AttributeError, TypeError, ValueError, OverflowError) as e:
+            raise EncodeError(type(msg).__name__, str(e)) from None
+        except KeyError:
+            raise EncodeError(
+                type(msg).__name__, "not a message of this protocol version"
+            ) from None
     parts: list[bytes] = [b""]
     try:
         _ENCODERS[type(msg)](msg, parts, seal_checksums)

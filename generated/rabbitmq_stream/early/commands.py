@@ -26,15 +26,30 @@ HEADER = struct.Struct(">ihh")
 """This version's frame header: `int32 size, int16 key, int16 version`."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class Argument:
     """Argument."""
 
     key: str | None
     value: str | None
 
+    def __init__(self, key: str | None, value: str | None) -> None:
+        self.key = key
+        self.value = value
 
-@dataclass(slots=True)
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(key={self.key!r}, value={self.value!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Argument) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.key, self.value) == (other.key, other.value)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class Broker:
     """Broker."""
 
@@ -42,8 +57,24 @@ class Broker:
     host: str | None
     port: int
 
+    def __init__(self, reference: int, host: str | None, port: int) -> None:
+        self.reference = reference
+        self.host = host
+        self.port = port
 
-@dataclass(slots=True)
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reference={self.reference!r}, host={self.host!r}, port={self.port!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Broker) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.reference, self.host, self.port) == (other.reference, other.host, other.port)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class MetadataInfo:
     """MetadataInfo."""
 
@@ -52,8 +83,23 @@ class MetadataInfo:
     stream: str | None
     """the stream implied"""
 
+    def __init__(self, code: int, stream: str | None) -> None:
+        self.code = code
+        self.stream = stream
 
-@dataclass(slots=True)
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(code={self.code!r}, stream={self.stream!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MetadataInfo) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.code, self.stream) == (other.code, other.stream)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class OsirisChunk:
     """OsirisChunk."""
 
@@ -68,8 +114,57 @@ class OsirisChunk:
     messages: list[SimpleEntry | SubBatchEntry]
     """the chunk's data entries: NumEntries of them in exactly DataLength bytes"""
 
+    def __init__(
+        self,
+        magic_version: int,
+        num_entries: int,
+        num_records: int,
+        epoch: int,
+        chunk_first_offset: int,
+        chunk_crc: int,
+        data_length: int,
+        messages: list[SimpleEntry | SubBatchEntry],
+    ) -> None:
+        self.magic_version = magic_version
+        self.num_entries = num_entries
+        self.num_records = num_records
+        self.epoch = epoch
+        self.chunk_first_offset = chunk_first_offset
+        self.chunk_crc = chunk_crc
+        self.data_length = data_length
+        self.messages = messages
 
-@dataclass(slots=True)
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(magic_version={self.magic_version!r}, num_entries={self.num_entries!r}, num_records={self.num_records!r}, epoch={self.epoch!r}, chunk_first_offset={self.chunk_first_offset!r}, chunk_crc={self.chunk_crc!r}, data_length={self.data_length!r}, messages={self.messages!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, OsirisChunk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.magic_version,
+            self.num_entries,
+            self.num_records,
+            self.epoch,
+            self.chunk_first_offset,
+            self.chunk_crc,
+            self.data_length,
+            self.messages,
+        ) == (
+            other.magic_version,
+            other.num_entries,
+            other.num_records,
+            other.epoch,
+            other.chunk_first_offset,
+            other.chunk_crc,
+            other.data_length,
+            other.messages,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class PublishedMessage:
     """PublishedMessage."""
 
@@ -78,8 +173,23 @@ class PublishedMessage:
     message: bytes | SubBatchEntry
     """the message (a simple entry), or a sub-entry batch of records"""
 
+    def __init__(self, publishing_id: int, message: bytes | SubBatchEntry) -> None:
+        self.publishing_id = publishing_id
+        self.message = message
 
-@dataclass(slots=True)
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(publishing_id={self.publishing_id!r}, message={self.message!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PublishedMessage) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.publishing_id, self.message) == (other.publishing_id, other.message)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class PublishingError:
     """PublishingError."""
 
@@ -87,8 +197,25 @@ class PublishingError:
     code: int
     """code to identify the problem"""
 
+    def __init__(self, publishing_id: int, code: int) -> None:
+        self.publishing_id = publishing_id
+        self.code = code
 
-@dataclass(slots=True)
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(publishing_id={self.publishing_id!r}, code={self.code!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PublishingError) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.publishing_id, self.code) == (other.publishing_id, other.code)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class SimpleEntry:
     """SimpleEntry."""
 
@@ -97,8 +224,23 @@ class SimpleEntry:
     data: bytes
     """the message as published"""
 
+    def __init__(self, size: int, data: bytes) -> None:
+        self.size = size
+        self.data = data
 
-@dataclass(slots=True)
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(size={self.size!r}, data={self.data!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SimpleEntry) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.size, self.data) == (other.size, other.data)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class StreamMetadata:
     """StreamMetadata."""
 
@@ -107,8 +249,41 @@ class StreamMetadata:
     leader_reference: int
     replicas_references: list[int]
 
+    def __init__(
+        self,
+        stream_name: str | None,
+        response_code: int,
+        leader_reference: int,
+        replicas_references: list[int],
+    ) -> None:
+        self.stream_name = stream_name
+        self.response_code = response_code
+        self.leader_reference = leader_reference
+        self.replicas_references = replicas_references
 
-@dataclass(slots=True)
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(stream_name={self.stream_name!r}, response_code={self.response_code!r}, leader_reference={self.leader_reference!r}, replicas_references={self.replicas_references!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StreamMetadata) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.stream_name,
+            self.response_code,
+            self.leader_reference,
+            self.replicas_references,
+        ) == (
+            other.stream_name,
+            other.response_code,
+            other.leader_reference,
+            other.replicas_references,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class SubBatchEntry:
     """SubBatchEntry."""
 
@@ -120,6 +295,47 @@ class SubBatchEntry:
     length: int
     data: bytes
     """the records, compressed as CompressionType says; records() gives them back"""
+
+    def __init__(
+        self,
+        compression_type: int,
+        reserved: int,
+        num_records: int,
+        uncompressed_length: int,
+        length: int,
+        data: bytes,
+    ) -> None:
+        self.compression_type = compression_type
+        self.reserved = reserved
+        self.num_records = num_records
+        self.uncompressed_length = uncompressed_length
+        self.length = length
+        self.data = data
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(compression_type={self.compression_type!r}, reserved={self.reserved!r}, num_records={self.num_records!r}, uncompressed_length={self.uncompressed_length!r}, length={self.length!r}, data={self.data!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SubBatchEntry) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.compression_type,
+            self.reserved,
+            self.num_records,
+            self.uncompressed_length,
+            self.length,
+            self.data,
+        ) == (
+            other.compression_type,
+            other.reserved,
+            other.num_records,
+            other.uncompressed_length,
+            other.length,
+            other.data,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def records(self) -> list[bytes]:
         """The `num_records` records packed in `data`, decompressed as `compression_type` says.
@@ -159,7 +375,7 @@ _SUB_BATCH_ENTRY_CODECS = {
 """`compression_type` value -> compression algorithm."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class Publish:
     """Publish: Publish one-way message, key 0x0000, version 1, sent by the client.
 
@@ -176,6 +392,21 @@ class Publish:
     stream: str | None
     """the name of the stream"""
     published_messages: list[PublishedMessage]
+
+    def __init__(self, stream: str | None, published_messages: list[PublishedMessage]) -> None:
+        self.stream = stream
+        self.published_messages = published_messages
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(stream={self.stream!r}, published_messages={self.published_messages!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Publish) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.stream, self.published_messages) == (other.stream, other.published_messages)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -309,7 +540,15 @@ def _encode_publish(msg: Publish, parts: list[bytes], seal_checksums: bool) -> N
             )
 
 
-@dataclass(slots=True)
+def _frame_publish(msg: Publish, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_publish(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0000, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class PublishConfirm:
     """PublishConfirm: PublishConfirm one-way message, key 0x0001, version 1, sent by the server.
 
@@ -325,6 +564,20 @@ class PublishConfirm:
 
     publishing_ids: list[int]
     """to correlate with the messages sent"""
+
+    def __init__(self, publishing_ids: list[int]) -> None:
+        self.publishing_ids = publishing_ids
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(publishing_ids={self.publishing_ids!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PublishConfirm) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.publishing_ids,) == (other.publishing_ids,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -357,7 +610,15 @@ def _encode_publish_confirm(msg: PublishConfirm, parts: list[bytes], seal_checks
     parts.append(struct.pack(f">{len(msg.publishing_ids)}q", *msg.publishing_ids))
 
 
-@dataclass(slots=True)
+def _frame_publish_confirm(msg: PublishConfirm, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_publish_confirm(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0001, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class SubscribeRequest:
     """Subscribe: Subscribe request, key 0x0002, version 1, sent by the client.
 
@@ -381,6 +642,30 @@ class SubscribeRequest:
     """the name of the stream"""
     offset: int
     """the offset to start consuming from"""
+
+    def __init__(
+        self, correlation_id: int, subscription_id: int, stream: str | None, offset: int
+    ) -> None:
+        self.correlation_id = correlation_id
+        self.subscription_id = subscription_id
+        self.stream = stream
+        self.offset = offset
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, subscription_id={self.subscription_id!r}, stream={self.stream!r}, offset={self.offset!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SubscribeRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.subscription_id, self.stream, self.offset) == (
+            other.correlation_id,
+            other.subscription_id,
+            other.stream,
+            other.offset,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -439,7 +724,15 @@ def _encode_subscribe_request(
     parts.append(_SUBSCRIBE_REQUEST_1.pack(msg.offset))
 
 
-@dataclass(slots=True)
+def _frame_subscribe_request(msg: SubscribeRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_subscribe_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0002, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class SubscribeResponse:
     """SubscribeResponse: Subscribe response, key 0x0002, version 1, sent by the server.
 
@@ -457,6 +750,24 @@ class SubscribeResponse:
 
     correlation_id: int
     response_code: int
+
+    def __init__(self, correlation_id: int, response_code: int) -> None:
+        self.correlation_id = correlation_id
+        self.response_code = response_code
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SubscribeResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.response_code) == (
+            other.correlation_id,
+            other.response_code,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -489,7 +800,15 @@ def _encode_subscribe_response(
     parts.append(_SUBSCRIBE_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
-@dataclass(slots=True)
+_SUBSCRIBE_RESPONSE_FRAME = struct.Struct(">ihhih")
+
+
+def _frame_subscribe_response(msg: SubscribeResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _SUBSCRIBE_RESPONSE_FRAME.pack(10, 0x0002, 1, msg.correlation_id, msg.response_code)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class Deliver:
     """Deliver: Deliver one-way message, key 0x0003, version 1, sent by the server.
 
@@ -507,6 +826,24 @@ class Deliver:
 
     subscription_id: int
     osiris_chunk: OsirisChunk
+
+    def __init__(self, subscription_id: int, osiris_chunk: OsirisChunk) -> None:
+        self.subscription_id = subscription_id
+        self.osiris_chunk = osiris_chunk
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(subscription_id={self.subscription_id!r}, osiris_chunk={self.osiris_chunk!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Deliver) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.subscription_id, self.osiris_chunk) == (
+            other.subscription_id,
+            other.osiris_chunk,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -689,7 +1026,15 @@ def _encode_deliver(msg: Deliver, parts: list[bytes], seal_checksums: bool) -> N
         parts[checksum_part] = part[:27] + struct.pack(">I", crc) + part[31:]
 
 
-@dataclass(slots=True)
+def _frame_deliver(msg: Deliver, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_deliver(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0003, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class Credit:
     """Credit: Credit one-way message, key 0x0004, version 1, sent by the client.
 
@@ -706,6 +1051,21 @@ class Credit:
     subscription_id: int
     credit: int
     """the number of chunks that can be sent"""
+
+    def __init__(self, subscription_id: int, credit: int) -> None:
+        self.subscription_id = subscription_id
+        self.credit = credit
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(subscription_id={self.subscription_id!r}, credit={self.credit!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Credit) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.subscription_id, self.credit) == (other.subscription_id, other.credit)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -734,7 +1094,15 @@ def _encode_credit(msg: Credit, parts: list[bytes], seal_checksums: bool) -> Non
     parts.append(_CREDIT_0.pack(msg.subscription_id, msg.credit))
 
 
-@dataclass(slots=True)
+_CREDIT_FRAME = struct.Struct(">ihhih")
+
+
+def _frame_credit(msg: Credit, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CREDIT_FRAME.pack(10, 0x0004, 1, msg.subscription_id, msg.credit)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class UnsubscribeRequest:
     """Unsubscribe: Unsubscribe request, key 0x0005, version 1, sent by the client.
 
@@ -752,6 +1120,24 @@ class UnsubscribeRequest:
 
     correlation_id: int
     subscription_id: int
+
+    def __init__(self, correlation_id: int, subscription_id: int) -> None:
+        self.correlation_id = correlation_id
+        self.subscription_id = subscription_id
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, subscription_id={self.subscription_id!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, UnsubscribeRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.subscription_id) == (
+            other.correlation_id,
+            other.subscription_id,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -784,7 +1170,15 @@ def _encode_unsubscribe_request(
     parts.append(_UNSUBSCRIBE_REQUEST_0.pack(msg.correlation_id, msg.subscription_id))
 
 
-@dataclass(slots=True)
+_UNSUBSCRIBE_REQUEST_FRAME = struct.Struct(">ihhii")
+
+
+def _frame_unsubscribe_request(msg: UnsubscribeRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _UNSUBSCRIBE_REQUEST_FRAME.pack(12, 0x0005, 1, msg.correlation_id, msg.subscription_id)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class UnsubscribeResponse:
     """UnsubscribeResponse: Unsubscribe response, key 0x0005, version 1, sent by the server.
 
@@ -802,6 +1196,24 @@ class UnsubscribeResponse:
 
     correlation_id: int
     response_code: int
+
+    def __init__(self, correlation_id: int, response_code: int) -> None:
+        self.correlation_id = correlation_id
+        self.response_code = response_code
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, UnsubscribeResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.response_code) == (
+            other.correlation_id,
+            other.response_code,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -834,7 +1246,15 @@ def _encode_unsubscribe_response(
     parts.append(_UNSUBSCRIBE_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
-@dataclass(slots=True)
+_UNSUBSCRIBE_RESPONSE_FRAME = struct.Struct(">ihhih")
+
+
+def _frame_unsubscribe_response(msg: UnsubscribeResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _UNSUBSCRIBE_RESPONSE_FRAME.pack(10, 0x0005, 1, msg.correlation_id, msg.response_code)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class PublishError:
     """PublishError: PublishError one-way message, key 0x0006, version 1, sent by the server.
 
@@ -849,6 +1269,20 @@ class PublishError:
     SENDER: ClassVar[str] = "server"
 
     publishing_error: list[PublishingError]
+
+    def __init__(self, publishing_error: list[PublishingError]) -> None:
+        self.publishing_error = publishing_error
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(publishing_error={self.publishing_error!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PublishError) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.publishing_error,) == (other.publishing_error,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -894,7 +1328,15 @@ def _encode_publish_error(msg: PublishError, parts: list[bytes], seal_checksums:
         parts.append(_PUBLISH_ERROR_1.pack(item.publishing_id, item.code))
 
 
-@dataclass(slots=True)
+def _frame_publish_error(msg: PublishError, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_publish_error(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0006, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class MetadataUpdate:
     """MetadataUpdate: MetadataUpdate one-way message, key 0x0007, version 1, sent by the server.
 
@@ -909,6 +1351,20 @@ class MetadataUpdate:
     SENDER: ClassVar[str] = "server"
 
     metadata_info: MetadataInfo
+
+    def __init__(self, metadata_info: MetadataInfo) -> None:
+        self.metadata_info = metadata_info
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(metadata_info={self.metadata_info!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MetadataUpdate) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.metadata_info,) == (other.metadata_info,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -961,7 +1417,15 @@ def _encode_metadata_update(msg: MetadataUpdate, parts: list[bytes], seal_checks
         parts.append(stream_raw)
 
 
-@dataclass(slots=True)
+def _frame_metadata_update(msg: MetadataUpdate, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_metadata_update(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0007, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class MetadataRequest:
     """MetadataQuery: Metadata request, key 0x0008, version 1, sent by the client.
 
@@ -979,6 +1443,21 @@ class MetadataRequest:
 
     correlation_id: int
     stream: list[str | None]
+
+    def __init__(self, correlation_id: int, stream: list[str | None]) -> None:
+        self.correlation_id = correlation_id
+        self.stream = stream
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, stream={self.stream!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MetadataRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.stream) == (other.correlation_id, other.stream)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1040,7 +1519,15 @@ def _encode_metadata_request(
             parts.append(item_raw)
 
 
-@dataclass(slots=True)
+def _frame_metadata_request(msg: MetadataRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_metadata_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0008, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class MetadataResponse:
     """MetadataResponse: Metadata response, key 0x0008, version 1, sent by the server.
 
@@ -1057,6 +1544,28 @@ class MetadataResponse:
     correlation_id: int
     broker: list[Broker]
     stream_metadata: list[StreamMetadata]
+
+    def __init__(
+        self, correlation_id: int, broker: list[Broker], stream_metadata: list[StreamMetadata]
+    ) -> None:
+        self.correlation_id = correlation_id
+        self.broker = broker
+        self.stream_metadata = stream_metadata
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, broker={self.broker!r}, stream_metadata={self.stream_metadata!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MetadataResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.broker, self.stream_metadata) == (
+            other.correlation_id,
+            other.broker,
+            other.stream_metadata,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1205,7 +1714,15 @@ def _encode_metadata_response(
         )
 
 
-@dataclass(slots=True)
+def _frame_metadata_response(msg: MetadataResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_metadata_response(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0008, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class SaslHandshakeRequest:
     """SaslHandshakeRequest: SaslHandshake request, key 0x0009, version 1, sent by the client.
 
@@ -1222,6 +1739,20 @@ class SaslHandshakeRequest:
     """The messages that may answer this one."""
 
     correlation_id: int
+
+    def __init__(self, correlation_id: int) -> None:
+        self.correlation_id = correlation_id
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SaslHandshakeRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id,) == (other.correlation_id,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1251,7 +1782,15 @@ def _encode_sasl_handshake_request(
     parts.append(_SASL_HANDSHAKE_REQUEST_0.pack(msg.correlation_id))
 
 
-@dataclass(slots=True)
+_SASL_HANDSHAKE_REQUEST_FRAME = struct.Struct(">ihhi")
+
+
+def _frame_sasl_handshake_request(msg: SaslHandshakeRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _SASL_HANDSHAKE_REQUEST_FRAME.pack(8, 0x0009, 1, msg.correlation_id)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class SaslHandshakeResponse:
     """SaslHandshakeResponse: SaslHandshake response, key 0x0009, version 1, sent by the server.
 
@@ -1268,6 +1807,28 @@ class SaslHandshakeResponse:
     correlation_id: int
     response_code: int
     mechanism: list[str | None]
+
+    def __init__(
+        self, correlation_id: int, response_code: int, mechanism: list[str | None]
+    ) -> None:
+        self.correlation_id = correlation_id
+        self.response_code = response_code
+        self.mechanism = mechanism
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r}, mechanism={self.mechanism!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SaslHandshakeResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.response_code, self.mechanism) == (
+            other.correlation_id,
+            other.response_code,
+            other.mechanism,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1332,7 +1893,15 @@ def _encode_sasl_handshake_response(
             parts.append(item_raw)
 
 
-@dataclass(slots=True)
+def _frame_sasl_handshake_response(msg: SaslHandshakeResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_sasl_handshake_response(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0009, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class SaslAuthenticateRequest:
     """SaslAuthenticateRequest: SaslAuthenticate request, key 0x000a, version 1, sent by the client.
 
@@ -1351,6 +1920,28 @@ class SaslAuthenticateRequest:
     correlation_id: int
     mechanism: str | None
     sasl_opaque_data: bytes | None
+
+    def __init__(
+        self, correlation_id: int, mechanism: str | None, sasl_opaque_data: bytes | None
+    ) -> None:
+        self.correlation_id = correlation_id
+        self.mechanism = mechanism
+        self.sasl_opaque_data = sasl_opaque_data
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, mechanism={self.mechanism!r}, sasl_opaque_data={self.sasl_opaque_data!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SaslAuthenticateRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.mechanism, self.sasl_opaque_data) == (
+            other.correlation_id,
+            other.mechanism,
+            other.sasl_opaque_data,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1425,7 +2016,15 @@ def _encode_sasl_authenticate_request(
         parts.append(sasl_opaque_data_raw)
 
 
-@dataclass(slots=True)
+def _frame_sasl_authenticate_request(msg: SaslAuthenticateRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_sasl_authenticate_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000A, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class SaslAuthenticateResponse:
     """SaslAuthenticateResponse: SaslAuthenticate response, key 0x000a, version 1, sent by the server.
 
@@ -1442,6 +2041,28 @@ class SaslAuthenticateResponse:
     correlation_id: int
     response_code: int
     sasl_opaque_data: bytes | None
+
+    def __init__(
+        self, correlation_id: int, response_code: int, sasl_opaque_data: bytes | None
+    ) -> None:
+        self.correlation_id = correlation_id
+        self.response_code = response_code
+        self.sasl_opaque_data = sasl_opaque_data
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r}, sasl_opaque_data={self.sasl_opaque_data!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SaslAuthenticateResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.response_code, self.sasl_opaque_data) == (
+            other.correlation_id,
+            other.response_code,
+            other.sasl_opaque_data,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1495,7 +2116,15 @@ def _encode_sasl_authenticate_response(
         parts.append(sasl_opaque_data_raw)
 
 
-@dataclass(slots=True)
+def _frame_sasl_authenticate_response(msg: SaslAuthenticateResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_sasl_authenticate_response(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000A, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class TuneRequest:
     """TuneRequest: Tune request, key 0x000b, version 1, sent by the server.
 
@@ -1515,6 +2144,23 @@ class TuneRequest:
     """in bytes, 0 means no limit"""
     heartbeat: int
     """in seconds, 0 means no heartbeat"""
+
+    def __init__(self, frame_max: int, heartbeat: int) -> None:
+        self.frame_max = frame_max
+        self.heartbeat = heartbeat
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(frame_max={self.frame_max!r}, heartbeat={self.heartbeat!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TuneRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.frame_max, self.heartbeat) == (other.frame_max, other.heartbeat)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1543,7 +2189,15 @@ def _encode_tune_request(msg: TuneRequest, parts: list[bytes], seal_checksums: b
     parts.append(_TUNE_REQUEST_0.pack(msg.frame_max, msg.heartbeat))
 
 
-@dataclass(slots=True)
+_TUNE_REQUEST_FRAME = struct.Struct(">ihhii")
+
+
+def _frame_tune_request(msg: TuneRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _TUNE_REQUEST_FRAME.pack(12, 0x000B, 1, msg.frame_max, msg.heartbeat)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class TuneResponse:
     """TuneResponse: Tune response, key 0x000b, version 1, sent by the client.
 
@@ -1561,6 +2215,23 @@ class TuneResponse:
     """in bytes, 0 means no limit"""
     heartbeat: int
     """in seconds, 0 means no heartbeat"""
+
+    def __init__(self, frame_max: int, heartbeat: int) -> None:
+        self.frame_max = frame_max
+        self.heartbeat = heartbeat
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(frame_max={self.frame_max!r}, heartbeat={self.heartbeat!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TuneResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.frame_max, self.heartbeat) == (other.frame_max, other.heartbeat)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1591,7 +2262,15 @@ def _encode_tune_response(msg: TuneResponse, parts: list[bytes], seal_checksums:
     parts.append(_TUNE_RESPONSE_0.pack(msg.frame_max, msg.heartbeat))
 
 
-@dataclass(slots=True)
+_TUNE_RESPONSE_FRAME = struct.Struct(">ihhii")
+
+
+def _frame_tune_response(msg: TuneResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _TUNE_RESPONSE_FRAME.pack(12, 0x000B, 1, msg.frame_max, msg.heartbeat)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class OpenRequest:
     """OpenRequest: Open request, key 0x000c, version 1, sent by the client.
 
@@ -1609,6 +2288,24 @@ class OpenRequest:
 
     correlation_id: int
     virtual_host: str | None
+
+    def __init__(self, correlation_id: int, virtual_host: str | None) -> None:
+        self.correlation_id = correlation_id
+        self.virtual_host = virtual_host
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, virtual_host={self.virtual_host!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, OpenRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.virtual_host) == (
+            other.correlation_id,
+            other.virtual_host,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1654,7 +2351,15 @@ def _encode_open_request(msg: OpenRequest, parts: list[bytes], seal_checksums: b
         parts.append(virtual_host_raw)
 
 
-@dataclass(slots=True)
+def _frame_open_request(msg: OpenRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_open_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000C, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class OpenResponse:
     """OpenResponse: Open response, key 0x000c, version 1, sent by the server.
 
@@ -1670,6 +2375,24 @@ class OpenResponse:
 
     correlation_id: int
     response_code: int
+
+    def __init__(self, correlation_id: int, response_code: int) -> None:
+        self.correlation_id = correlation_id
+        self.response_code = response_code
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, OpenResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.response_code) == (
+            other.correlation_id,
+            other.response_code,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1700,7 +2423,15 @@ def _encode_open_response(msg: OpenResponse, parts: list[bytes], seal_checksums:
     parts.append(_OPEN_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
-@dataclass(slots=True)
+_OPEN_RESPONSE_FRAME = struct.Struct(">ihhih")
+
+
+def _frame_open_response(msg: OpenResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _OPEN_RESPONSE_FRAME.pack(10, 0x000C, 1, msg.correlation_id, msg.response_code)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class CloseRequest:
     """CloseRequest: Close request, key 0x000d, version 1, sent by the both.
 
@@ -1719,6 +2450,26 @@ class CloseRequest:
     correlation_id: int
     closing_code: int
     closing_reason: str | None
+
+    def __init__(self, correlation_id: int, closing_code: int, closing_reason: str | None) -> None:
+        self.correlation_id = correlation_id
+        self.closing_code = closing_code
+        self.closing_reason = closing_reason
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, closing_code={self.closing_code!r}, closing_reason={self.closing_reason!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CloseRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.closing_code, self.closing_reason) == (
+            other.correlation_id,
+            other.closing_code,
+            other.closing_reason,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1771,7 +2522,15 @@ def _encode_close_request(msg: CloseRequest, parts: list[bytes], seal_checksums:
         parts.append(closing_reason_raw)
 
 
-@dataclass(slots=True)
+def _frame_close_request(msg: CloseRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_close_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000D, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class CloseResponse:
     """CloseResponse: Close response, key 0x000d, version 1, sent by the both.
 
@@ -1787,6 +2546,24 @@ class CloseResponse:
 
     correlation_id: int
     response_code: int
+
+    def __init__(self, correlation_id: int, response_code: int) -> None:
+        self.correlation_id = correlation_id
+        self.response_code = response_code
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CloseResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.response_code) == (
+            other.correlation_id,
+            other.response_code,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1817,7 +2594,15 @@ def _encode_close_response(msg: CloseResponse, parts: list[bytes], seal_checksum
     parts.append(_CLOSE_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
-@dataclass(slots=True)
+_CLOSE_RESPONSE_FRAME = struct.Struct(">ihhih")
+
+
+def _frame_close_response(msg: CloseResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CLOSE_RESPONSE_FRAME.pack(10, 0x000D, 1, msg.correlation_id, msg.response_code)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class Heartbeat:
     """Heartbeat: Heartbeat one-way message, key 0x000e, version 1, sent by the both.
 
@@ -1830,6 +2615,22 @@ class Heartbeat:
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
+
+    def __init__(
+        self,
+    ) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}()"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Heartbeat) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return True
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1847,7 +2648,15 @@ def _encode_heartbeat(msg: Heartbeat, parts: list[bytes], seal_checksums: bool) 
     pass
 
 
-@dataclass(slots=True)
+_HEARTBEAT_FRAME = struct.Struct(">ihh")
+
+
+def _frame_heartbeat(msg: Heartbeat, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _HEARTBEAT_FRAME.pack(4, 0x000E, 1)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class CreateRequest:
     """Create: Create request, key 0x03e6, version 1, sent by the client.
 
@@ -1866,6 +2675,26 @@ class CreateRequest:
     correlation_id: int
     stream: str | None
     arguments: list[Argument]
+
+    def __init__(self, correlation_id: int, stream: str | None, arguments: list[Argument]) -> None:
+        self.correlation_id = correlation_id
+        self.stream = stream
+        self.arguments = arguments
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, stream={self.stream!r}, arguments={self.arguments!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CreateRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.stream, self.arguments) == (
+            other.correlation_id,
+            other.stream,
+            other.arguments,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1973,7 +2802,15 @@ def _encode_create_request(msg: CreateRequest, parts: list[bytes], seal_checksum
             parts.append(value_raw)
 
 
-@dataclass(slots=True)
+def _frame_create_request(msg: CreateRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_create_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x03E6, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class CreateResponse:
     """CreateResponse: Create response, key 0x03e6, version 1, sent by the server.
 
@@ -1991,6 +2828,24 @@ class CreateResponse:
 
     correlation_id: int
     response_code: int
+
+    def __init__(self, correlation_id: int, response_code: int) -> None:
+        self.correlation_id = correlation_id
+        self.response_code = response_code
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CreateResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.response_code) == (
+            other.correlation_id,
+            other.response_code,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -2021,7 +2876,15 @@ def _encode_create_response(msg: CreateResponse, parts: list[bytes], seal_checks
     parts.append(_CREATE_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
-@dataclass(slots=True)
+_CREATE_RESPONSE_FRAME = struct.Struct(">ihhih")
+
+
+def _frame_create_response(msg: CreateResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CREATE_RESPONSE_FRAME.pack(10, 0x03E6, 1, msg.correlation_id, msg.response_code)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class DeleteRequest:
     """Delete: Delete request, key 0x03e7, version 1, sent by the client.
 
@@ -2039,6 +2902,21 @@ class DeleteRequest:
 
     correlation_id: int
     stream: str | None
+
+    def __init__(self, correlation_id: int, stream: str | None) -> None:
+        self.correlation_id = correlation_id
+        self.stream = stream
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, stream={self.stream!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeleteRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.stream) == (other.correlation_id, other.stream)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -2084,7 +2962,15 @@ def _encode_delete_request(msg: DeleteRequest, parts: list[bytes], seal_checksum
         parts.append(stream_raw)
 
 
-@dataclass(slots=True)
+def _frame_delete_request(msg: DeleteRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_delete_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x03E7, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class DeleteResponse:
     """DeleteResponse: Delete response, key 0x03e7, version 1, sent by the server.
 
@@ -2102,6 +2988,24 @@ class DeleteResponse:
 
     correlation_id: int
     response_code: int
+
+    def __init__(self, correlation_id: int, response_code: int) -> None:
+        self.correlation_id = correlation_id
+        self.response_code = response_code
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeleteResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.response_code) == (
+            other.correlation_id,
+            other.response_code,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -2130,6 +3034,14 @@ def _decode_delete_response(
 
 def _encode_delete_response(msg: DeleteResponse, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_DELETE_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
+
+
+_DELETE_RESPONSE_FRAME = struct.Struct(">ihhih")
+
+
+def _frame_delete_response(msg: DeleteResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _DELETE_RESPONSE_FRAME.pack(10, 0x03E7, 1, msg.correlation_id, msg.response_code)
 
 
 Message = (
@@ -2216,6 +3128,17 @@ _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
     ),
 }
 
+# key << 16 | version -> the decoder of the one layout of that identity: decode's straight road
+_ONE: dict[int, _Decoder] = {
+    0x00000001: _decode_publish,
+    0x00010001: _decode_publish_confirm,
+    0x00030001: _decode_deliver,
+    0x00040001: _decode_credit,
+    0x00060001: _decode_publish_error,
+    0x00070001: _decode_metadata_update,
+    0x000E0001: _decode_heartbeat,
+}
+
 FRAME_KEYS: frozenset[tuple[int, ...]] = frozenset(_DECODERS)
 """Every (key, version) header `decode` has a layout for: what a framing check that
 resynchronises after unframeable bytes accepts as a frame header."""
@@ -2250,6 +3173,38 @@ _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
     DeleteResponse: _encode_delete_response,
 }
 
+# each message's own frame encoder (one pack where every field has a fixed width), where
+# encode need not look at the message to frame it
+_FRAMES: dict[type, Callable[[Any, bool], bytes]] = {
+    Publish: _frame_publish,
+    PublishConfirm: _frame_publish_confirm,
+    SubscribeRequest: _frame_subscribe_request,
+    SubscribeResponse: _frame_subscribe_response,
+    Deliver: _frame_deliver,
+    Credit: _frame_credit,
+    UnsubscribeRequest: _frame_unsubscribe_request,
+    UnsubscribeResponse: _frame_unsubscribe_response,
+    PublishError: _frame_publish_error,
+    MetadataUpdate: _frame_metadata_update,
+    MetadataRequest: _frame_metadata_request,
+    MetadataResponse: _frame_metadata_response,
+    SaslHandshakeRequest: _frame_sasl_handshake_request,
+    SaslHandshakeResponse: _frame_sasl_handshake_response,
+    SaslAuthenticateRequest: _frame_sasl_authenticate_request,
+    SaslAuthenticateResponse: _frame_sasl_authenticate_response,
+    TuneRequest: _frame_tune_request,
+    TuneResponse: _frame_tune_response,
+    OpenRequest: _frame_open_request,
+    OpenResponse: _frame_open_response,
+    CloseRequest: _frame_close_request,
+    CloseResponse: _frame_close_response,
+    Heartbeat: _frame_heartbeat,
+    CreateRequest: _frame_create_request,
+    CreateResponse: _frame_create_response,
+    DeleteRequest: _frame_delete_request,
+    DeleteResponse: _frame_delete_response,
+}
+
 
 def decode(
     frame: bytes | bytearray | memoryview,
@@ -2274,6 +3229,10 @@ def decode(
         if size < 0 or size > end - 4:
             raise DecodeError("frame.size", 0, f"says {size} bytes, {end - 4} follow")
         raise DecodeError("frame", size + 4, f"{end - 4 - size} bytes after the frame")
+    decoder = _ONE.get(key << 16 | version)
+    if decoder is not None:
+        return decoder(buf, HEADER_SIZE, end, verify_checksums)
+    # the general road: several layouts for one identity, or none (naming what is wrong)
     layouts = _DECODERS.get((key, version))
     if layouts is None:
         raise DecodeError("frame.key", 4, f"no layout for key {key:#06x} version {version}")
@@ -2297,6 +3256,18 @@ def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
     own bytes. `seal_checksums=True` writes each checksum computed over the bytes
     it covers instead (to build a valid frame from new data).
     """
+    framer = _FRAMES.get(type(msg))
+    if framer is not None:
+        try:
+            return framer(msg, seal_checksums)
+        except EncodeError:
+            raise
+        except (struct.error, AttributeError, TypeError, ValueError, OverflowError) as e:
+            raise EncodeError(type(msg).__name__, str(e)) from None
+        except KeyError:
+            raise EncodeError(
+                type(msg).__name__, "not a message of this protocol version"
+            ) from None
     parts: list[bytes] = [b""]
     try:
         _ENCODERS[type(msg)](msg, parts, seal_checksums)

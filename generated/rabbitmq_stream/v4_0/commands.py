@@ -27,15 +27,30 @@ HEADER = struct.Struct(">IHH")
 """This version's frame header: `uint32 size, uint16 key, uint16 version`."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class Argument:
     """Argument."""
 
     key: str | None
     value: str | None
 
+    def __init__(self, key: str | None, value: str | None) -> None:
+        self.key = key
+        self.value = value
 
-@dataclass(slots=True)
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(key={self.key!r}, value={self.value!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Argument) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.key, self.value) == (other.key, other.value)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class Broker:
     """Broker."""
 
@@ -43,8 +58,24 @@ class Broker:
     host: str | None
     port: int
 
+    def __init__(self, reference: int, host: str | None, port: int) -> None:
+        self.reference = reference
+        self.host = host
+        self.port = port
 
-@dataclass(slots=True)
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reference={self.reference!r}, host={self.host!r}, port={self.port!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Broker) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.reference, self.host, self.port) == (other.reference, other.host, other.port)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class Command:
     """Command."""
 
@@ -52,16 +83,51 @@ class Command:
     min_version: int
     max_version: int
 
+    def __init__(self, key: int, min_version: int, max_version: int) -> None:
+        self.key = key
+        self.min_version = min_version
+        self.max_version = max_version
 
-@dataclass(slots=True)
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(key={self.key!r}, min_version={self.min_version!r}, max_version={self.max_version!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Command) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.key, self.min_version, self.max_version) == (
+            other.key,
+            other.min_version,
+            other.max_version,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionProperty:
     """ConnectionProperty."""
 
     key: str | None
     value: str | None
 
+    def __init__(self, key: str | None, value: str | None) -> None:
+        self.key = key
+        self.value = value
 
-@dataclass(slots=True)
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(key={self.key!r}, value={self.value!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConnectionProperty) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.key, self.value) == (other.key, other.value)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConsumerUpdateResponseOffsetSpecification:
     """OffsetSpecification (as laid out in ConsumerUpdateResponse)."""
 
@@ -70,8 +136,28 @@ class ConsumerUpdateResponseOffsetSpecification:
     offset: int | None
     """uint64 for offset (4), int64 for timestamp (5); absent for none, first, last and next"""
 
+    def __init__(self, offset_type: int, offset: int | None) -> None:
+        self.offset_type = offset_type
+        self.offset = offset
 
-@dataclass(slots=True)
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(offset_type={self.offset_type!r}, offset={self.offset!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if (
+            not isinstance(other, ConsumerUpdateResponseOffsetSpecification)
+            or other.__class__ is not self.__class__
+        ):
+            return NotImplemented
+        return (self.offset_type, self.offset) == (other.offset_type, other.offset)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class MetadataInfo:
     """MetadataInfo."""
 
@@ -80,8 +166,23 @@ class MetadataInfo:
     stream: str | None
     """the stream implied"""
 
+    def __init__(self, code: int, stream: str | None) -> None:
+        self.code = code
+        self.stream = stream
 
-@dataclass(slots=True)
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(code={self.code!r}, stream={self.stream!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MetadataInfo) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.code, self.stream) == (other.code, other.stream)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class OsirisChunk:
     """OsirisChunk."""
 
@@ -105,24 +206,123 @@ class OsirisChunk:
     messages: list[SimpleEntry | SubBatchEntry]
     """the chunk's data entries: NumEntries of them in exactly DataLength bytes"""
 
+    def __init__(
+        self,
+        magic_version: int,
+        chunk_type: int,
+        num_entries: int,
+        num_records: int,
+        timestamp: int,
+        epoch: int,
+        chunk_first_offset: int,
+        chunk_crc: int,
+        data_length: int,
+        trailer_length: int,
+        bloom_size: int,
+        reserved: int,
+        messages: list[SimpleEntry | SubBatchEntry],
+    ) -> None:
+        self.magic_version = magic_version
+        self.chunk_type = chunk_type
+        self.num_entries = num_entries
+        self.num_records = num_records
+        self.timestamp = timestamp
+        self.epoch = epoch
+        self.chunk_first_offset = chunk_first_offset
+        self.chunk_crc = chunk_crc
+        self.data_length = data_length
+        self.trailer_length = trailer_length
+        self.bloom_size = bloom_size
+        self.reserved = reserved
+        self.messages = messages
 
-@dataclass(slots=True)
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(magic_version={self.magic_version!r}, chunk_type={self.chunk_type!r}, num_entries={self.num_entries!r}, num_records={self.num_records!r}, timestamp={self.timestamp!r}, epoch={self.epoch!r}, chunk_first_offset={self.chunk_first_offset!r}, chunk_crc={self.chunk_crc!r}, data_length={self.data_length!r}, trailer_length={self.trailer_length!r}, bloom_size={self.bloom_size!r}, reserved={self.reserved!r}, messages={self.messages!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, OsirisChunk) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.magic_version,
+            self.chunk_type,
+            self.num_entries,
+            self.num_records,
+            self.timestamp,
+            self.epoch,
+            self.chunk_first_offset,
+            self.chunk_crc,
+            self.data_length,
+            self.trailer_length,
+            self.bloom_size,
+            self.reserved,
+            self.messages,
+        ) == (
+            other.magic_version,
+            other.chunk_type,
+            other.num_entries,
+            other.num_records,
+            other.timestamp,
+            other.epoch,
+            other.chunk_first_offset,
+            other.chunk_crc,
+            other.data_length,
+            other.trailer_length,
+            other.bloom_size,
+            other.reserved,
+            other.messages,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class PeerProperty:
     """PeerProperty."""
 
     key: str | None
     value: str | None
 
+    def __init__(self, key: str | None, value: str | None) -> None:
+        self.key = key
+        self.value = value
 
-@dataclass(slots=True)
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(key={self.key!r}, value={self.value!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PeerProperty) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.key, self.value) == (other.key, other.value)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class Property:
     """Property."""
 
     key: str | None
     value: str | None
 
+    def __init__(self, key: str | None, value: str | None) -> None:
+        self.key = key
+        self.value = value
 
-@dataclass(slots=True)
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(key={self.key!r}, value={self.value!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Property) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.key, self.value) == (other.key, other.value)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class PublishV1PublishedMessage:
     """PublishedMessage (as laid out in PublishV1)."""
 
@@ -130,8 +330,26 @@ class PublishV1PublishedMessage:
     message: bytes | SubBatchEntry
     """the message (a simple entry), or a sub-entry batch of records"""
 
+    def __init__(self, publishing_id: int, message: bytes | SubBatchEntry) -> None:
+        self.publishing_id = publishing_id
+        self.message = message
 
-@dataclass(slots=True)
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(publishing_id={self.publishing_id!r}, message={self.message!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if (
+            not isinstance(other, PublishV1PublishedMessage)
+            or other.__class__ is not self.__class__
+        ):
+            return NotImplemented
+        return (self.publishing_id, self.message) == (other.publishing_id, other.message)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class PublishV2PublishedMessage:
     """PublishedMessage (as laid out in PublishV2)."""
 
@@ -140,8 +358,33 @@ class PublishV2PublishedMessage:
     message: bytes | SubBatchEntry
     """the message (a simple entry), or a sub-entry batch of records"""
 
+    def __init__(
+        self, publishing_id: int, filter_value: str | None, message: bytes | SubBatchEntry
+    ) -> None:
+        self.publishing_id = publishing_id
+        self.filter_value = filter_value
+        self.message = message
 
-@dataclass(slots=True)
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(publishing_id={self.publishing_id!r}, filter_value={self.filter_value!r}, message={self.message!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if (
+            not isinstance(other, PublishV2PublishedMessage)
+            or other.__class__ is not self.__class__
+        ):
+            return NotImplemented
+        return (self.publishing_id, self.filter_value, self.message) == (
+            other.publishing_id,
+            other.filter_value,
+            other.message,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class PublishingError:
     """PublishingError."""
 
@@ -149,8 +392,25 @@ class PublishingError:
     code: int
     """code to identify the problem"""
 
+    def __init__(self, publishing_id: int, code: int) -> None:
+        self.publishing_id = publishing_id
+        self.code = code
 
-@dataclass(slots=True)
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(publishing_id={self.publishing_id!r}, code={self.code!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PublishingError) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.publishing_id, self.code) == (other.publishing_id, other.code)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class SimpleEntry:
     """SimpleEntry."""
 
@@ -159,16 +419,46 @@ class SimpleEntry:
     data: bytes
     """the message as published"""
 
+    def __init__(self, size: int, data: bytes) -> None:
+        self.size = size
+        self.data = data
 
-@dataclass(slots=True)
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(size={self.size!r}, data={self.data!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SimpleEntry) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.size, self.data) == (other.size, other.data)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class Statistic:
     """Statistic."""
 
     key: str | None
     value: int
 
+    def __init__(self, key: str | None, value: int) -> None:
+        self.key = key
+        self.value = value
 
-@dataclass(slots=True)
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(key={self.key!r}, value={self.value!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Statistic) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.key, self.value) == (other.key, other.value)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class StreamMetadata:
     """StreamMetadata."""
 
@@ -178,8 +468,41 @@ class StreamMetadata:
     leader_reference: int
     replicas_references: list[int]
 
+    def __init__(
+        self,
+        stream_name: str | None,
+        response_code: int,
+        leader_reference: int,
+        replicas_references: list[int],
+    ) -> None:
+        self.stream_name = stream_name
+        self.response_code = response_code
+        self.leader_reference = leader_reference
+        self.replicas_references = replicas_references
 
-@dataclass(slots=True)
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(stream_name={self.stream_name!r}, response_code={self.response_code!r}, leader_reference={self.leader_reference!r}, replicas_references={self.replicas_references!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StreamMetadata) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.stream_name,
+            self.response_code,
+            self.leader_reference,
+            self.replicas_references,
+        ) == (
+            other.stream_name,
+            other.response_code,
+            other.leader_reference,
+            other.replicas_references,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class SubBatchEntry:
     """SubBatchEntry."""
 
@@ -191,6 +514,47 @@ class SubBatchEntry:
     length: int
     data: bytes
     """the records, compressed as CompressionType says; records() gives them back"""
+
+    def __init__(
+        self,
+        compression_type: int,
+        reserved: int,
+        num_records: int,
+        uncompressed_length: int,
+        length: int,
+        data: bytes,
+    ) -> None:
+        self.compression_type = compression_type
+        self.reserved = reserved
+        self.num_records = num_records
+        self.uncompressed_length = uncompressed_length
+        self.length = length
+        self.data = data
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(compression_type={self.compression_type!r}, reserved={self.reserved!r}, num_records={self.num_records!r}, uncompressed_length={self.uncompressed_length!r}, length={self.length!r}, data={self.data!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SubBatchEntry) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.compression_type,
+            self.reserved,
+            self.num_records,
+            self.uncompressed_length,
+            self.length,
+            self.data,
+        ) == (
+            other.compression_type,
+            other.reserved,
+            other.num_records,
+            other.uncompressed_length,
+            other.length,
+            other.data,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def records(self) -> list[bytes]:
         """The `num_records` records packed in `data`, decompressed as `compression_type` says.
@@ -230,7 +594,7 @@ _SUB_BATCH_ENTRY_CODECS = {
 """`compression_type` value -> compression algorithm."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class SubscribeRequestOffsetSpecification:
     """OffsetSpecification (as laid out in SubscribeRequest)."""
 
@@ -239,8 +603,28 @@ class SubscribeRequestOffsetSpecification:
     offset: int | None
     """uint64 for offset (4), int64 for timestamp (5); absent for first, last and next"""
 
+    def __init__(self, offset_type: int, offset: int | None) -> None:
+        self.offset_type = offset_type
+        self.offset = offset
 
-@dataclass(slots=True)
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(offset_type={self.offset_type!r}, offset={self.offset!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if (
+            not isinstance(other, SubscribeRequestOffsetSpecification)
+            or other.__class__ is not self.__class__
+        ):
+            return NotImplemented
+        return (self.offset_type, self.offset) == (other.offset_type, other.offset)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class DeclarePublisherRequest:
     """DeclarePublisherRequest: DeclarePublisher request, key 0x0001, version 1, sent by the client.
 
@@ -261,6 +645,30 @@ class DeclarePublisherRequest:
     publisher_reference: str
     """max 256 characters; empty (never null) when the publisher has no reference"""
     stream: str | None
+
+    def __init__(
+        self, correlation_id: int, publisher_id: int, publisher_reference: str, stream: str | None
+    ) -> None:
+        self.correlation_id = correlation_id
+        self.publisher_id = publisher_id
+        self.publisher_reference = publisher_reference
+        self.stream = stream
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, publisher_id={self.publisher_id!r}, publisher_reference={self.publisher_reference!r}, stream={self.stream!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeclarePublisherRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.publisher_id, self.publisher_reference, self.stream) == (
+            other.correlation_id,
+            other.publisher_id,
+            other.publisher_reference,
+            other.stream,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -337,7 +745,15 @@ def _encode_declare_publisher_request(
         parts.append(stream_raw)
 
 
-@dataclass(slots=True)
+def _frame_declare_publisher_request(msg: DeclarePublisherRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_declare_publisher_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0001, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class DeclarePublisherResponse:
     """DeclarePublisherResponse: DeclarePublisher response, key 0x8001, version 1, sent by the server.
 
@@ -354,6 +770,24 @@ class DeclarePublisherResponse:
     correlation_id: int
     response_code: int
     """Values: ResponseCode."""
+
+    def __init__(self, correlation_id: int, response_code: int) -> None:
+        self.correlation_id = correlation_id
+        self.response_code = response_code
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeclarePublisherResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.response_code) == (
+            other.correlation_id,
+            other.response_code,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -386,7 +820,17 @@ def _encode_declare_publisher_response(
     parts.append(_DECLARE_PUBLISHER_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
-@dataclass(slots=True)
+_DECLARE_PUBLISHER_RESPONSE_FRAME = struct.Struct(">IHHIH")
+
+
+def _frame_declare_publisher_response(msg: DeclarePublisherResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _DECLARE_PUBLISHER_RESPONSE_FRAME.pack(
+        10, 0x8001, 1, msg.correlation_id, msg.response_code
+    )
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class PublishV1:
     """Publish: Publish one-way message, key 0x0002, version 1, sent by the client.
 
@@ -406,6 +850,26 @@ class PublishV1:
 
     publisher_id: int
     published_messages: list[PublishV1PublishedMessage]
+
+    def __init__(
+        self, publisher_id: int, published_messages: list[PublishV1PublishedMessage]
+    ) -> None:
+        self.publisher_id = publisher_id
+        self.published_messages = published_messages
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(publisher_id={self.publisher_id!r}, published_messages={self.published_messages!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PublishV1) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.publisher_id, self.published_messages) == (
+            other.publisher_id,
+            other.published_messages,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -523,7 +987,15 @@ def _encode_publish_v1(msg: PublishV1, parts: list[bytes], seal_checksums: bool)
             )
 
 
-@dataclass(slots=True)
+def _frame_publish_v1(msg: PublishV1, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_publish_v1(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0002, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class PublishV2:
     """Publish: Publish one-way message, key 0x0002, version 2, sent by the client.
 
@@ -543,6 +1015,26 @@ class PublishV2:
 
     publisher_id: int
     published_messages: list[PublishV2PublishedMessage]
+
+    def __init__(
+        self, publisher_id: int, published_messages: list[PublishV2PublishedMessage]
+    ) -> None:
+        self.publisher_id = publisher_id
+        self.published_messages = published_messages
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(publisher_id={self.publisher_id!r}, published_messages={self.published_messages!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PublishV2) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.publisher_id, self.published_messages) == (
+            other.publisher_id,
+            other.published_messages,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -684,7 +1176,15 @@ def _encode_publish_v2(msg: PublishV2, parts: list[bytes], seal_checksums: bool)
             )
 
 
-@dataclass(slots=True)
+def _frame_publish_v2(msg: PublishV2, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_publish_v2(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0002, 2)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class PublishConfirm:
     """PublishConfirm: PublishConfirm one-way message, key 0x0003, version 1, sent by the server.
 
@@ -701,6 +1201,24 @@ class PublishConfirm:
     publisher_id: int
     publishing_ids: list[int]
     """to correlate with the messages sent"""
+
+    def __init__(self, publisher_id: int, publishing_ids: list[int]) -> None:
+        self.publisher_id = publisher_id
+        self.publishing_ids = publishing_ids
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(publisher_id={self.publisher_id!r}, publishing_ids={self.publishing_ids!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PublishConfirm) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.publisher_id, self.publishing_ids) == (
+            other.publisher_id,
+            other.publishing_ids,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -736,7 +1254,15 @@ def _encode_publish_confirm(msg: PublishConfirm, parts: list[bytes], seal_checks
     parts.append(struct.pack(f">{len(msg.publishing_ids)}Q", *msg.publishing_ids))
 
 
-@dataclass(slots=True)
+def _frame_publish_confirm(msg: PublishConfirm, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_publish_confirm(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0003, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class PublishError:
     """PublishError: PublishError one-way message, key 0x0004, version 1, sent by the server.
 
@@ -752,6 +1278,24 @@ class PublishError:
 
     publisher_id: int
     publishing_error: list[PublishingError]
+
+    def __init__(self, publisher_id: int, publishing_error: list[PublishingError]) -> None:
+        self.publisher_id = publisher_id
+        self.publishing_error = publishing_error
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(publisher_id={self.publisher_id!r}, publishing_error={self.publishing_error!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PublishError) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.publisher_id, self.publishing_error) == (
+            other.publisher_id,
+            other.publishing_error,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -800,7 +1344,15 @@ def _encode_publish_error(msg: PublishError, parts: list[bytes], seal_checksums:
         parts.append(_PUBLISH_ERROR_1.pack(item.publishing_id, item.code))
 
 
-@dataclass(slots=True)
+def _frame_publish_error(msg: PublishError, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_publish_error(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0004, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class QueryPublisherSequenceRequest:
     """QueryPublisherRequest: QueryPublisherSequence request, key 0x0005, version 1, sent by the client.
 
@@ -820,6 +1372,31 @@ class QueryPublisherSequenceRequest:
     publisher_reference: str | None
     """max 256 characters"""
     stream: str | None
+
+    def __init__(
+        self, correlation_id: int, publisher_reference: str | None, stream: str | None
+    ) -> None:
+        self.correlation_id = correlation_id
+        self.publisher_reference = publisher_reference
+        self.stream = stream
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, publisher_reference={self.publisher_reference!r}, stream={self.stream!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if (
+            not isinstance(other, QueryPublisherSequenceRequest)
+            or other.__class__ is not self.__class__
+        ):
+            return NotImplemented
+        return (self.correlation_id, self.publisher_reference, self.stream) == (
+            other.correlation_id,
+            other.publisher_reference,
+            other.stream,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -906,7 +1483,17 @@ def _encode_query_publisher_sequence_request(
         parts.append(stream_raw)
 
 
-@dataclass(slots=True)
+def _frame_query_publisher_sequence_request(
+    msg: QueryPublisherSequenceRequest, seal_checksums: bool
+) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_query_publisher_sequence_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0005, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class QueryPublisherSequenceResponse:
     """QueryPublisherResponse: QueryPublisherSequence response, key 0x8005, version 1, sent by the server.
 
@@ -924,6 +1511,29 @@ class QueryPublisherSequenceResponse:
     response_code: int
     """Values: ResponseCode."""
     sequence: int
+
+    def __init__(self, correlation_id: int, response_code: int, sequence: int) -> None:
+        self.correlation_id = correlation_id
+        self.response_code = response_code
+        self.sequence = sequence
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r}, sequence={self.sequence!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if (
+            not isinstance(other, QueryPublisherSequenceResponse)
+            or other.__class__ is not self.__class__
+        ):
+            return NotImplemented
+        return (self.correlation_id, self.response_code, self.sequence) == (
+            other.correlation_id,
+            other.response_code,
+            other.sequence,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -965,7 +1575,19 @@ def _encode_query_publisher_sequence_response(
     )
 
 
-@dataclass(slots=True)
+_QUERY_PUBLISHER_SEQUENCE_RESPONSE_FRAME = struct.Struct(">IHHIHQ")
+
+
+def _frame_query_publisher_sequence_response(
+    msg: QueryPublisherSequenceResponse, seal_checksums: bool
+) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _QUERY_PUBLISHER_SEQUENCE_RESPONSE_FRAME.pack(
+        18, 0x8005, 1, msg.correlation_id, msg.response_code, msg.sequence
+    )
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class DeletePublisherRequest:
     """DeletePublisherRequest: DeletePublisher request, key 0x0006, version 1, sent by the client.
 
@@ -983,6 +1605,24 @@ class DeletePublisherRequest:
 
     correlation_id: int
     publisher_id: int
+
+    def __init__(self, correlation_id: int, publisher_id: int) -> None:
+        self.correlation_id = correlation_id
+        self.publisher_id = publisher_id
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, publisher_id={self.publisher_id!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeletePublisherRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.publisher_id) == (
+            other.correlation_id,
+            other.publisher_id,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1015,7 +1655,15 @@ def _encode_delete_publisher_request(
     parts.append(_DELETE_PUBLISHER_REQUEST_0.pack(msg.correlation_id, msg.publisher_id))
 
 
-@dataclass(slots=True)
+_DELETE_PUBLISHER_REQUEST_FRAME = struct.Struct(">IHHIB")
+
+
+def _frame_delete_publisher_request(msg: DeletePublisherRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _DELETE_PUBLISHER_REQUEST_FRAME.pack(9, 0x0006, 1, msg.correlation_id, msg.publisher_id)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class DeletePublisherResponse:
     """DeletePublisherResponse: DeletePublisher response, key 0x8006, version 1, sent by the server.
 
@@ -1032,6 +1680,24 @@ class DeletePublisherResponse:
     correlation_id: int
     response_code: int
     """Values: ResponseCode."""
+
+    def __init__(self, correlation_id: int, response_code: int) -> None:
+        self.correlation_id = correlation_id
+        self.response_code = response_code
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeletePublisherResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.response_code) == (
+            other.correlation_id,
+            other.response_code,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1064,7 +1730,17 @@ def _encode_delete_publisher_response(
     parts.append(_DELETE_PUBLISHER_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
-@dataclass(slots=True)
+_DELETE_PUBLISHER_RESPONSE_FRAME = struct.Struct(">IHHIH")
+
+
+def _frame_delete_publisher_response(msg: DeletePublisherResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _DELETE_PUBLISHER_RESPONSE_FRAME.pack(
+        10, 0x8006, 1, msg.correlation_id, msg.response_code
+    )
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class SubscribeRequest:
     """Subscribe: Subscribe request, key 0x0007, version 1, sent by the client.
 
@@ -1101,6 +1777,47 @@ class SubscribeRequest:
     offset_specification: SubscribeRequestOffsetSpecification
     credit: int
     properties: list[Property]
+
+    def __init__(
+        self,
+        correlation_id: int,
+        subscription_id: int,
+        stream: str | None,
+        offset_specification: SubscribeRequestOffsetSpecification,
+        credit: int,
+        properties: list[Property],
+    ) -> None:
+        self.correlation_id = correlation_id
+        self.subscription_id = subscription_id
+        self.stream = stream
+        self.offset_specification = offset_specification
+        self.credit = credit
+        self.properties = properties
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, subscription_id={self.subscription_id!r}, stream={self.stream!r}, offset_specification={self.offset_specification!r}, credit={self.credit!r}, properties={self.properties!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SubscribeRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.correlation_id,
+            self.subscription_id,
+            self.stream,
+            self.offset_specification,
+            self.credit,
+            self.properties,
+        ) == (
+            other.correlation_id,
+            other.subscription_id,
+            other.stream,
+            other.offset_specification,
+            other.credit,
+            other.properties,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1269,7 +1986,15 @@ def _encode_subscribe_request(
             parts.append(value_raw)
 
 
-@dataclass(slots=True)
+def _frame_subscribe_request(msg: SubscribeRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_subscribe_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0007, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class SubscribeResponse:
     """SubscribeResponse: Subscribe response, key 0x8007, version 1, sent by the server.
 
@@ -1288,6 +2013,24 @@ class SubscribeResponse:
     correlation_id: int
     response_code: int
     """Values: ResponseCode."""
+
+    def __init__(self, correlation_id: int, response_code: int) -> None:
+        self.correlation_id = correlation_id
+        self.response_code = response_code
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SubscribeResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.response_code) == (
+            other.correlation_id,
+            other.response_code,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1320,7 +2063,15 @@ def _encode_subscribe_response(
     parts.append(_SUBSCRIBE_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
-@dataclass(slots=True)
+_SUBSCRIBE_RESPONSE_FRAME = struct.Struct(">IHHIH")
+
+
+def _frame_subscribe_response(msg: SubscribeResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _SUBSCRIBE_RESPONSE_FRAME.pack(10, 0x8007, 1, msg.correlation_id, msg.response_code)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class DeliverV1:
     """Deliver: Deliver one-way message, key 0x0008, version 1, sent by the server.
 
@@ -1338,6 +2089,24 @@ class DeliverV1:
 
     subscription_id: int
     osiris_chunk: OsirisChunk
+
+    def __init__(self, subscription_id: int, osiris_chunk: OsirisChunk) -> None:
+        self.subscription_id = subscription_id
+        self.osiris_chunk = osiris_chunk
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(subscription_id={self.subscription_id!r}, osiris_chunk={self.osiris_chunk!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeliverV1) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.subscription_id, self.osiris_chunk) == (
+            other.subscription_id,
+            other.osiris_chunk,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1543,7 +2312,15 @@ def _encode_deliver_v1(msg: DeliverV1, parts: list[bytes], seal_checksums: bool)
         parts[checksum_part] = part[:33] + struct.pack(">I", crc) + part[37:]
 
 
-@dataclass(slots=True)
+def _frame_deliver_v1(msg: DeliverV1, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_deliver_v1(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0008, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class DeliverV2:
     """Deliver: Deliver one-way message, key 0x0008, version 2, sent by the server.
 
@@ -1562,6 +2339,28 @@ class DeliverV2:
     subscription_id: int
     committed_chunk_id: int
     osiris_chunk: OsirisChunk
+
+    def __init__(
+        self, subscription_id: int, committed_chunk_id: int, osiris_chunk: OsirisChunk
+    ) -> None:
+        self.subscription_id = subscription_id
+        self.committed_chunk_id = committed_chunk_id
+        self.osiris_chunk = osiris_chunk
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(subscription_id={self.subscription_id!r}, committed_chunk_id={self.committed_chunk_id!r}, osiris_chunk={self.osiris_chunk!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeliverV2) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.subscription_id, self.committed_chunk_id, self.osiris_chunk) == (
+            other.subscription_id,
+            other.committed_chunk_id,
+            other.osiris_chunk,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1770,7 +2569,15 @@ def _encode_deliver_v2(msg: DeliverV2, parts: list[bytes], seal_checksums: bool)
         parts[checksum_part] = part[:41] + struct.pack(">I", crc) + part[45:]
 
 
-@dataclass(slots=True)
+def _frame_deliver_v2(msg: DeliverV2, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_deliver_v2(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0008, 2)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class Credit:
     """Credit: Credit one-way message, key 0x0009, version 1, sent by the client.
 
@@ -1789,6 +2596,21 @@ class Credit:
     subscription_id: int
     credit: int
     """the number of chunks that can be sent"""
+
+    def __init__(self, subscription_id: int, credit: int) -> None:
+        self.subscription_id = subscription_id
+        self.credit = credit
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(subscription_id={self.subscription_id!r}, credit={self.credit!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Credit) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.subscription_id, self.credit) == (other.subscription_id, other.credit)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1817,7 +2639,15 @@ def _encode_credit(msg: Credit, parts: list[bytes], seal_checksums: bool) -> Non
     parts.append(_CREDIT_0.pack(msg.subscription_id, msg.credit))
 
 
-@dataclass(slots=True)
+_CREDIT_FRAME = struct.Struct(">IHHBH")
+
+
+def _frame_credit(msg: Credit, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CREDIT_FRAME.pack(7, 0x0009, 1, msg.subscription_id, msg.credit)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class CreditResponse:
     """CreditResponse: Credit response, key 0x8009, version 1, sent by the server.
 
@@ -1834,6 +2664,24 @@ class CreditResponse:
     response_code: int
     """Values: ResponseCode."""
     subscription_id: int
+
+    def __init__(self, response_code: int, subscription_id: int) -> None:
+        self.response_code = response_code
+        self.subscription_id = subscription_id
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(response_code={self.response_code!r}, subscription_id={self.subscription_id!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CreditResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.response_code, self.subscription_id) == (
+            other.response_code,
+            other.subscription_id,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1864,7 +2712,15 @@ def _encode_credit_response(msg: CreditResponse, parts: list[bytes], seal_checks
     parts.append(_CREDIT_RESPONSE_0.pack(msg.response_code, msg.subscription_id))
 
 
-@dataclass(slots=True)
+_CREDIT_RESPONSE_FRAME = struct.Struct(">IHHHB")
+
+
+def _frame_credit_response(msg: CreditResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CREDIT_RESPONSE_FRAME.pack(7, 0x8009, 1, msg.response_code, msg.subscription_id)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class StoreOffset:
     """StoreOffset: StoreOffset one-way message, key 0x000a, version 1, sent by the client.
 
@@ -1883,6 +2739,26 @@ class StoreOffset:
     stream: str | None
     """the name of the stream"""
     offset: int
+
+    def __init__(self, reference: str | None, stream: str | None, offset: int) -> None:
+        self.reference = reference
+        self.stream = stream
+        self.offset = offset
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(reference={self.reference!r}, stream={self.stream!r}, offset={self.offset!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StoreOffset) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.reference, self.stream, self.offset) == (
+            other.reference,
+            other.stream,
+            other.offset,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -1951,7 +2827,15 @@ def _encode_store_offset(msg: StoreOffset, parts: list[bytes], seal_checksums: b
     parts.append(_STORE_OFFSET_2.pack(msg.offset))
 
 
-@dataclass(slots=True)
+def _frame_store_offset(msg: StoreOffset, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_store_offset(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000A, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class QueryOffsetRequest:
     """QueryOffsetRequest: QueryOffset request, key 0x000b, version 1, sent by the client.
 
@@ -1971,6 +2855,26 @@ class QueryOffsetRequest:
     reference: str | None
     """max 256 characters"""
     stream: str | None
+
+    def __init__(self, correlation_id: int, reference: str | None, stream: str | None) -> None:
+        self.correlation_id = correlation_id
+        self.reference = reference
+        self.stream = stream
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, reference={self.reference!r}, stream={self.stream!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueryOffsetRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.reference, self.stream) == (
+            other.correlation_id,
+            other.reference,
+            other.stream,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -2044,7 +2948,15 @@ def _encode_query_offset_request(
         parts.append(stream_raw)
 
 
-@dataclass(slots=True)
+def _frame_query_offset_request(msg: QueryOffsetRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_query_offset_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000B, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class QueryOffsetResponse:
     """QueryOffsetResponse: QueryOffset response, key 0x800b, version 1, sent by the server.
 
@@ -2062,6 +2974,26 @@ class QueryOffsetResponse:
     response_code: int
     """Values: ResponseCode."""
     offset: int
+
+    def __init__(self, correlation_id: int, response_code: int, offset: int) -> None:
+        self.correlation_id = correlation_id
+        self.response_code = response_code
+        self.offset = offset
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r}, offset={self.offset!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueryOffsetResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.response_code, self.offset) == (
+            other.correlation_id,
+            other.response_code,
+            other.offset,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -2095,7 +3027,17 @@ def _encode_query_offset_response(
     parts.append(_QUERY_OFFSET_RESPONSE_0.pack(msg.correlation_id, msg.response_code, msg.offset))
 
 
-@dataclass(slots=True)
+_QUERY_OFFSET_RESPONSE_FRAME = struct.Struct(">IHHIHQ")
+
+
+def _frame_query_offset_response(msg: QueryOffsetResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _QUERY_OFFSET_RESPONSE_FRAME.pack(
+        18, 0x800B, 1, msg.correlation_id, msg.response_code, msg.offset
+    )
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class UnsubscribeRequest:
     """Unsubscribe: Unsubscribe request, key 0x000c, version 1, sent by the client.
 
@@ -2113,6 +3055,24 @@ class UnsubscribeRequest:
 
     correlation_id: int
     subscription_id: int
+
+    def __init__(self, correlation_id: int, subscription_id: int) -> None:
+        self.correlation_id = correlation_id
+        self.subscription_id = subscription_id
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, subscription_id={self.subscription_id!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, UnsubscribeRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.subscription_id) == (
+            other.correlation_id,
+            other.subscription_id,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -2145,7 +3105,15 @@ def _encode_unsubscribe_request(
     parts.append(_UNSUBSCRIBE_REQUEST_0.pack(msg.correlation_id, msg.subscription_id))
 
 
-@dataclass(slots=True)
+_UNSUBSCRIBE_REQUEST_FRAME = struct.Struct(">IHHIB")
+
+
+def _frame_unsubscribe_request(msg: UnsubscribeRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _UNSUBSCRIBE_REQUEST_FRAME.pack(9, 0x000C, 1, msg.correlation_id, msg.subscription_id)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class UnsubscribeResponse:
     """UnsubscribeResponse: Unsubscribe response, key 0x800c, version 1, sent by the server.
 
@@ -2162,6 +3130,24 @@ class UnsubscribeResponse:
     correlation_id: int
     response_code: int
     """Values: ResponseCode."""
+
+    def __init__(self, correlation_id: int, response_code: int) -> None:
+        self.correlation_id = correlation_id
+        self.response_code = response_code
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, UnsubscribeResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.response_code) == (
+            other.correlation_id,
+            other.response_code,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -2194,7 +3180,15 @@ def _encode_unsubscribe_response(
     parts.append(_UNSUBSCRIBE_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
-@dataclass(slots=True)
+_UNSUBSCRIBE_RESPONSE_FRAME = struct.Struct(">IHHIH")
+
+
+def _frame_unsubscribe_response(msg: UnsubscribeResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _UNSUBSCRIBE_RESPONSE_FRAME.pack(10, 0x800C, 1, msg.correlation_id, msg.response_code)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class CreateRequest:
     """Create: Create request, key 0x000d, version 1, sent by the client.
 
@@ -2213,6 +3207,26 @@ class CreateRequest:
     correlation_id: int
     stream: str | None
     arguments: list[Argument]
+
+    def __init__(self, correlation_id: int, stream: str | None, arguments: list[Argument]) -> None:
+        self.correlation_id = correlation_id
+        self.stream = stream
+        self.arguments = arguments
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, stream={self.stream!r}, arguments={self.arguments!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CreateRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.stream, self.arguments) == (
+            other.correlation_id,
+            other.stream,
+            other.arguments,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -2320,7 +3334,15 @@ def _encode_create_request(msg: CreateRequest, parts: list[bytes], seal_checksum
             parts.append(value_raw)
 
 
-@dataclass(slots=True)
+def _frame_create_request(msg: CreateRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_create_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000D, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class CreateResponse:
     """CreateResponse: Create response, key 0x800d, version 1, sent by the server.
 
@@ -2339,6 +3361,24 @@ class CreateResponse:
     correlation_id: int
     response_code: int
     """Values: ResponseCode."""
+
+    def __init__(self, correlation_id: int, response_code: int) -> None:
+        self.correlation_id = correlation_id
+        self.response_code = response_code
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CreateResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.response_code) == (
+            other.correlation_id,
+            other.response_code,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -2369,7 +3409,15 @@ def _encode_create_response(msg: CreateResponse, parts: list[bytes], seal_checks
     parts.append(_CREATE_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
-@dataclass(slots=True)
+_CREATE_RESPONSE_FRAME = struct.Struct(">IHHIH")
+
+
+def _frame_create_response(msg: CreateResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CREATE_RESPONSE_FRAME.pack(10, 0x800D, 1, msg.correlation_id, msg.response_code)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class DeleteRequest:
     """Delete: Delete request, key 0x000e, version 1, sent by the client.
 
@@ -2387,6 +3435,21 @@ class DeleteRequest:
 
     correlation_id: int
     stream: str | None
+
+    def __init__(self, correlation_id: int, stream: str | None) -> None:
+        self.correlation_id = correlation_id
+        self.stream = stream
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, stream={self.stream!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeleteRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.stream) == (other.correlation_id, other.stream)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -2432,7 +3495,15 @@ def _encode_delete_request(msg: DeleteRequest, parts: list[bytes], seal_checksum
         parts.append(stream_raw)
 
 
-@dataclass(slots=True)
+def _frame_delete_request(msg: DeleteRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_delete_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000E, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class DeleteResponse:
     """DeleteResponse: Delete response, key 0x800e, version 1, sent by the server.
 
@@ -2451,6 +3522,24 @@ class DeleteResponse:
     correlation_id: int
     response_code: int
     """Values: ResponseCode."""
+
+    def __init__(self, correlation_id: int, response_code: int) -> None:
+        self.correlation_id = correlation_id
+        self.response_code = response_code
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeleteResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.response_code) == (
+            other.correlation_id,
+            other.response_code,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -2481,7 +3570,15 @@ def _encode_delete_response(msg: DeleteResponse, parts: list[bytes], seal_checks
     parts.append(_DELETE_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
-@dataclass(slots=True)
+_DELETE_RESPONSE_FRAME = struct.Struct(">IHHIH")
+
+
+def _frame_delete_response(msg: DeleteResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _DELETE_RESPONSE_FRAME.pack(10, 0x800E, 1, msg.correlation_id, msg.response_code)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class MetadataRequest:
     """MetadataQuery: Metadata request, key 0x000f, version 1, sent by the client.
 
@@ -2499,6 +3596,21 @@ class MetadataRequest:
 
     correlation_id: int
     stream: list[str | None]
+
+    def __init__(self, correlation_id: int, stream: list[str | None]) -> None:
+        self.correlation_id = correlation_id
+        self.stream = stream
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, stream={self.stream!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MetadataRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.stream) == (other.correlation_id, other.stream)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -2560,7 +3672,15 @@ def _encode_metadata_request(
             parts.append(item_raw)
 
 
-@dataclass(slots=True)
+def _frame_metadata_request(msg: MetadataRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_metadata_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000F, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class MetadataResponse:
     """MetadataResponse: Metadata response, key 0x800f, version 1, sent by the server.
 
@@ -2577,6 +3697,28 @@ class MetadataResponse:
     correlation_id: int
     broker: list[Broker]
     stream_metadata: list[StreamMetadata]
+
+    def __init__(
+        self, correlation_id: int, broker: list[Broker], stream_metadata: list[StreamMetadata]
+    ) -> None:
+        self.correlation_id = correlation_id
+        self.broker = broker
+        self.stream_metadata = stream_metadata
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, broker={self.broker!r}, stream_metadata={self.stream_metadata!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MetadataResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.broker, self.stream_metadata) == (
+            other.correlation_id,
+            other.broker,
+            other.stream_metadata,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -2725,7 +3867,15 @@ def _encode_metadata_response(
         )
 
 
-@dataclass(slots=True)
+def _frame_metadata_response(msg: MetadataResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_metadata_response(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x800F, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class MetadataUpdate:
     """MetadataUpdate: MetadataUpdate one-way message, key 0x0010, version 1, sent by the server.
 
@@ -2740,6 +3890,20 @@ class MetadataUpdate:
     SENDER: ClassVar[str] = "server"
 
     metadata_info: MetadataInfo
+
+    def __init__(self, metadata_info: MetadataInfo) -> None:
+        self.metadata_info = metadata_info
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(metadata_info={self.metadata_info!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MetadataUpdate) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.metadata_info,) == (other.metadata_info,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -2792,7 +3956,15 @@ def _encode_metadata_update(msg: MetadataUpdate, parts: list[bytes], seal_checks
         parts.append(stream_raw)
 
 
-@dataclass(slots=True)
+def _frame_metadata_update(msg: MetadataUpdate, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_metadata_update(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0010, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class PeerPropertiesRequest:
     """PeerPropertiesRequest: PeerProperties request, key 0x0011, version 1, sent by the client.
 
@@ -2810,6 +3982,24 @@ class PeerPropertiesRequest:
 
     correlation_id: int
     peer_properties: list[PeerProperty]
+
+    def __init__(self, correlation_id: int, peer_properties: list[PeerProperty]) -> None:
+        self.correlation_id = correlation_id
+        self.peer_properties = peer_properties
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, peer_properties={self.peer_properties!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PeerPropertiesRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.peer_properties) == (
+            other.correlation_id,
+            other.peer_properties,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -2896,7 +4086,15 @@ def _encode_peer_properties_request(
             parts.append(value_raw)
 
 
-@dataclass(slots=True)
+def _frame_peer_properties_request(msg: PeerPropertiesRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_peer_properties_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0011, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class PeerPropertiesResponse:
     """PeerPropertiesResponse: PeerProperties response, key 0x8011, version 1, sent by the server.
 
@@ -2914,6 +4112,28 @@ class PeerPropertiesResponse:
     response_code: int
     """Values: ResponseCode."""
     peer_properties: list[PeerProperty]
+
+    def __init__(
+        self, correlation_id: int, response_code: int, peer_properties: list[PeerProperty]
+    ) -> None:
+        self.correlation_id = correlation_id
+        self.response_code = response_code
+        self.peer_properties = peer_properties
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r}, peer_properties={self.peer_properties!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PeerPropertiesResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.response_code, self.peer_properties) == (
+            other.correlation_id,
+            other.response_code,
+            other.peer_properties,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -3009,7 +4229,15 @@ def _encode_peer_properties_response(
             parts.append(value_raw)
 
 
-@dataclass(slots=True)
+def _frame_peer_properties_response(msg: PeerPropertiesResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_peer_properties_response(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x8011, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class SaslHandshakeRequest:
     """SaslHandshakeRequest: SaslHandshake request, key 0x0012, version 1, sent by the client.
 
@@ -3026,6 +4254,20 @@ class SaslHandshakeRequest:
     """The messages that may answer this one."""
 
     correlation_id: int
+
+    def __init__(self, correlation_id: int) -> None:
+        self.correlation_id = correlation_id
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SaslHandshakeRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id,) == (other.correlation_id,)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -3055,7 +4297,15 @@ def _encode_sasl_handshake_request(
     parts.append(_SASL_HANDSHAKE_REQUEST_0.pack(msg.correlation_id))
 
 
-@dataclass(slots=True)
+_SASL_HANDSHAKE_REQUEST_FRAME = struct.Struct(">IHHI")
+
+
+def _frame_sasl_handshake_request(msg: SaslHandshakeRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _SASL_HANDSHAKE_REQUEST_FRAME.pack(8, 0x0012, 1, msg.correlation_id)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class SaslHandshakeResponse:
     """SaslHandshakeResponse: SaslHandshake response, key 0x8012, version 1, sent by the server.
 
@@ -3073,6 +4323,28 @@ class SaslHandshakeResponse:
     response_code: int
     """Values: ResponseCode."""
     mechanisms: list[str | None]
+
+    def __init__(
+        self, correlation_id: int, response_code: int, mechanisms: list[str | None]
+    ) -> None:
+        self.correlation_id = correlation_id
+        self.response_code = response_code
+        self.mechanisms = mechanisms
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r}, mechanisms={self.mechanisms!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SaslHandshakeResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.response_code, self.mechanisms) == (
+            other.correlation_id,
+            other.response_code,
+            other.mechanisms,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -3139,7 +4411,15 @@ def _encode_sasl_handshake_response(
             parts.append(item_raw)
 
 
-@dataclass(slots=True)
+def _frame_sasl_handshake_response(msg: SaslHandshakeResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_sasl_handshake_response(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x8012, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class SaslAuthenticateRequest:
     """SaslAuthenticateRequest: SaslAuthenticate request, key 0x0013, version 1, sent by the client.
 
@@ -3158,6 +4438,28 @@ class SaslAuthenticateRequest:
     correlation_id: int
     mechanism: str | None
     sasl_opaque_data: bytes | None
+
+    def __init__(
+        self, correlation_id: int, mechanism: str | None, sasl_opaque_data: bytes | None
+    ) -> None:
+        self.correlation_id = correlation_id
+        self.mechanism = mechanism
+        self.sasl_opaque_data = sasl_opaque_data
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, mechanism={self.mechanism!r}, sasl_opaque_data={self.sasl_opaque_data!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SaslAuthenticateRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.mechanism, self.sasl_opaque_data) == (
+            other.correlation_id,
+            other.mechanism,
+            other.sasl_opaque_data,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -3232,7 +4534,15 @@ def _encode_sasl_authenticate_request(
         parts.append(sasl_opaque_data_raw)
 
 
-@dataclass(slots=True)
+def _frame_sasl_authenticate_request(msg: SaslAuthenticateRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_sasl_authenticate_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0013, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class SaslAuthenticateResponse:
     """SaslAuthenticateResponse: SaslAuthenticate response, key 0x8013, version 1, sent by the server.
 
@@ -3250,6 +4560,28 @@ class SaslAuthenticateResponse:
     response_code: int
     """Values: ResponseCode."""
     sasl_opaque_data: bytes | None = None
+
+    def __init__(
+        self, correlation_id: int, response_code: int, sasl_opaque_data: bytes | None = None
+    ) -> None:
+        self.correlation_id = correlation_id
+        self.response_code = response_code
+        self.sasl_opaque_data = sasl_opaque_data
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r}, sasl_opaque_data={self.sasl_opaque_data!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SaslAuthenticateResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.response_code, self.sasl_opaque_data) == (
+            other.correlation_id,
+            other.response_code,
+            other.sasl_opaque_data,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -3303,7 +4635,15 @@ def _encode_sasl_authenticate_response(
         parts.append(sasl_opaque_data_raw)
 
 
-@dataclass(slots=True)
+def _frame_sasl_authenticate_response(msg: SaslAuthenticateResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_sasl_authenticate_response(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x8013, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class TuneRequest:
     """TuneRequest: Tune request, key 0x0014, version 1, sent by the server.
 
@@ -3323,6 +4663,23 @@ class TuneRequest:
     """in bytes, 0 means no limit"""
     heartbeat: int
     """in seconds, 0 means no heartbeat"""
+
+    def __init__(self, frame_max: int, heartbeat: int) -> None:
+        self.frame_max = frame_max
+        self.heartbeat = heartbeat
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(frame_max={self.frame_max!r}, heartbeat={self.heartbeat!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TuneRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.frame_max, self.heartbeat) == (other.frame_max, other.heartbeat)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -3351,7 +4708,15 @@ def _encode_tune_request(msg: TuneRequest, parts: list[bytes], seal_checksums: b
     parts.append(_TUNE_REQUEST_0.pack(msg.frame_max, msg.heartbeat))
 
 
-@dataclass(slots=True)
+_TUNE_REQUEST_FRAME = struct.Struct(">IHHII")
+
+
+def _frame_tune_request(msg: TuneRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _TUNE_REQUEST_FRAME.pack(12, 0x0014, 1, msg.frame_max, msg.heartbeat)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class TuneResponse:
     """TuneResponse: Tune response, key 0x0014, version 1, sent by the client.
 
@@ -3369,6 +4734,23 @@ class TuneResponse:
     """in bytes, 0 means no limit"""
     heartbeat: int
     """in seconds, 0 means no heartbeat"""
+
+    def __init__(self, frame_max: int, heartbeat: int) -> None:
+        self.frame_max = frame_max
+        self.heartbeat = heartbeat
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(frame_max={self.frame_max!r}, heartbeat={self.heartbeat!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TuneResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.frame_max, self.heartbeat) == (other.frame_max, other.heartbeat)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -3399,7 +4781,15 @@ def _encode_tune_response(msg: TuneResponse, parts: list[bytes], seal_checksums:
     parts.append(_TUNE_RESPONSE_0.pack(msg.frame_max, msg.heartbeat))
 
 
-@dataclass(slots=True)
+_TUNE_RESPONSE_FRAME = struct.Struct(">IHHII")
+
+
+def _frame_tune_response(msg: TuneResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _TUNE_RESPONSE_FRAME.pack(12, 0x0014, 1, msg.frame_max, msg.heartbeat)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class OpenRequest:
     """OpenRequest: Open request, key 0x0015, version 1, sent by the client.
 
@@ -3417,6 +4807,24 @@ class OpenRequest:
 
     correlation_id: int
     virtual_host: str | None
+
+    def __init__(self, correlation_id: int, virtual_host: str | None) -> None:
+        self.correlation_id = correlation_id
+        self.virtual_host = virtual_host
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, virtual_host={self.virtual_host!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, OpenRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.virtual_host) == (
+            other.correlation_id,
+            other.virtual_host,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -3462,7 +4870,15 @@ def _encode_open_request(msg: OpenRequest, parts: list[bytes], seal_checksums: b
         parts.append(virtual_host_raw)
 
 
-@dataclass(slots=True)
+def _frame_open_request(msg: OpenRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_open_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0015, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class OpenResponse:
     """OpenResponse: Open response, key 0x8015, version 1, sent by the server.
 
@@ -3480,6 +4896,31 @@ class OpenResponse:
     response_code: int
     """Values: ResponseCode."""
     connection_properties: list[ConnectionProperty] | None = None
+
+    def __init__(
+        self,
+        correlation_id: int,
+        response_code: int,
+        connection_properties: list[ConnectionProperty] | None = None,
+    ) -> None:
+        self.correlation_id = correlation_id
+        self.response_code = response_code
+        self.connection_properties = connection_properties
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r}, connection_properties={self.connection_properties!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, OpenResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.response_code, self.connection_properties) == (
+            other.correlation_id,
+            other.response_code,
+            other.connection_properties,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -3579,7 +5020,15 @@ def _encode_open_response(msg: OpenResponse, parts: list[bytes], seal_checksums:
                 parts.append(value_raw)
 
 
-@dataclass(slots=True)
+def _frame_open_response(msg: OpenResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_open_response(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x8015, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class CloseRequest:
     """CloseRequest: Close request, key 0x0016, version 1, sent by the both.
 
@@ -3598,6 +5047,26 @@ class CloseRequest:
     correlation_id: int
     closing_code: int
     closing_reason: str | None
+
+    def __init__(self, correlation_id: int, closing_code: int, closing_reason: str | None) -> None:
+        self.correlation_id = correlation_id
+        self.closing_code = closing_code
+        self.closing_reason = closing_reason
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, closing_code={self.closing_code!r}, closing_reason={self.closing_reason!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CloseRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.closing_code, self.closing_reason) == (
+            other.correlation_id,
+            other.closing_code,
+            other.closing_reason,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -3650,7 +5119,15 @@ def _encode_close_request(msg: CloseRequest, parts: list[bytes], seal_checksums:
         parts.append(closing_reason_raw)
 
 
-@dataclass(slots=True)
+def _frame_close_request(msg: CloseRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_close_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0016, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class CloseResponse:
     """CloseResponse: Close response, key 0x8016, version 1, sent by the both.
 
@@ -3667,6 +5144,24 @@ class CloseResponse:
     correlation_id: int
     response_code: int
     """Values: ResponseCode."""
+
+    def __init__(self, correlation_id: int, response_code: int) -> None:
+        self.correlation_id = correlation_id
+        self.response_code = response_code
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CloseResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.response_code) == (
+            other.correlation_id,
+            other.response_code,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -3697,7 +5192,15 @@ def _encode_close_response(msg: CloseResponse, parts: list[bytes], seal_checksum
     parts.append(_CLOSE_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
-@dataclass(slots=True)
+_CLOSE_RESPONSE_FRAME = struct.Struct(">IHHIH")
+
+
+def _frame_close_response(msg: CloseResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CLOSE_RESPONSE_FRAME.pack(10, 0x8016, 1, msg.correlation_id, msg.response_code)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class Heartbeat:
     """Heartbeat: Heartbeat one-way message, key 0x0017, version 1, sent by the both.
 
@@ -3710,6 +5213,22 @@ class Heartbeat:
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
+
+    def __init__(
+        self,
+    ) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}()"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Heartbeat) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return True
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -3727,7 +5246,15 @@ def _encode_heartbeat(msg: Heartbeat, parts: list[bytes], seal_checksums: bool) 
     pass
 
 
-@dataclass(slots=True)
+_HEARTBEAT_FRAME = struct.Struct(">IHH")
+
+
+def _frame_heartbeat(msg: Heartbeat, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _HEARTBEAT_FRAME.pack(4, 0x0017, 1)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class RouteRequest:
     """RouteQuery: Route request, key 0x0018, version 1, sent by the client.
 
@@ -3746,6 +5273,28 @@ class RouteRequest:
     correlation_id: int
     routing_key: str | None
     super_stream: str | None
+
+    def __init__(
+        self, correlation_id: int, routing_key: str | None, super_stream: str | None
+    ) -> None:
+        self.correlation_id = correlation_id
+        self.routing_key = routing_key
+        self.super_stream = super_stream
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, routing_key={self.routing_key!r}, super_stream={self.super_stream!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RouteRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.routing_key, self.super_stream) == (
+            other.correlation_id,
+            other.routing_key,
+            other.super_stream,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -3815,7 +5364,15 @@ def _encode_route_request(msg: RouteRequest, parts: list[bytes], seal_checksums:
         parts.append(super_stream_raw)
 
 
-@dataclass(slots=True)
+def _frame_route_request(msg: RouteRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_route_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0018, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class RouteResponse:
     """RouteResponse: Route response, key 0x8018, version 1, sent by the server. Also decoded under key 0x0018, as a real peer sends it (see the overlay).
 
@@ -3839,6 +5396,34 @@ class RouteResponse:
     key_on_wire: int | None = dataclasses.field(default=None, compare=False, kw_only=True)
     """The key this message arrived under when it was one of DECODE_KEYS; `encode` writes it back,
     so a decoded frame re-encodes to its own bytes. None: KEY."""
+
+    def __init__(
+        self,
+        correlation_id: int,
+        response_code: int,
+        stream: list[str | None],
+        *,
+        key_on_wire: int | None = None,
+    ) -> None:
+        self.correlation_id = correlation_id
+        self.response_code = response_code
+        self.stream = stream
+        self.key_on_wire = key_on_wire
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r}, stream={self.stream!r}, key_on_wire={self.key_on_wire!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RouteResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.response_code, self.stream) == (
+            other.correlation_id,
+            other.response_code,
+            other.stream,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -3905,7 +5490,7 @@ def _decode_route_response_as_0018(
     return msg
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class PartitionsRequest:
     """PartitionsQuery: Partitions request, key 0x0019, version 1, sent by the client.
 
@@ -3923,6 +5508,24 @@ class PartitionsRequest:
 
     correlation_id: int
     super_stream: str | None
+
+    def __init__(self, correlation_id: int, super_stream: str | None) -> None:
+        self.correlation_id = correlation_id
+        self.super_stream = super_stream
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, super_stream={self.super_stream!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PartitionsRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.super_stream) == (
+            other.correlation_id,
+            other.super_stream,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -3974,7 +5577,15 @@ def _encode_partitions_request(
         parts.append(super_stream_raw)
 
 
-@dataclass(slots=True)
+def _frame_partitions_request(msg: PartitionsRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_partitions_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0019, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class PartitionsResponse:
     """PartitionsResponse: Partitions response, key 0x8019, version 1, sent by the server. Also decoded under key 0x0019, as a real peer sends it (see the overlay).
 
@@ -3998,6 +5609,34 @@ class PartitionsResponse:
     key_on_wire: int | None = dataclasses.field(default=None, compare=False, kw_only=True)
     """The key this message arrived under when it was one of DECODE_KEYS; `encode` writes it back,
     so a decoded frame re-encodes to its own bytes. None: KEY."""
+
+    def __init__(
+        self,
+        correlation_id: int,
+        response_code: int,
+        stream: list[str | None],
+        *,
+        key_on_wire: int | None = None,
+    ) -> None:
+        self.correlation_id = correlation_id
+        self.response_code = response_code
+        self.stream = stream
+        self.key_on_wire = key_on_wire
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r}, stream={self.stream!r}, key_on_wire={self.key_on_wire!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PartitionsResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.response_code, self.stream) == (
+            other.correlation_id,
+            other.response_code,
+            other.stream,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -4070,7 +5709,7 @@ def _decode_partitions_response_as_0019(
     return msg
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConsumerUpdateRequest:
     """ConsumerUpdateQuery: ConsumerUpdate request, key 0x001a, version 1, sent by the server.
 
@@ -4090,6 +5729,26 @@ class ConsumerUpdateRequest:
     subscription_id: int
     active: int
     """(boolean, 0 = false, 1 = true)"""
+
+    def __init__(self, correlation_id: int, subscription_id: int, active: int) -> None:
+        self.correlation_id = correlation_id
+        self.subscription_id = subscription_id
+        self.active = active
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, subscription_id={self.subscription_id!r}, active={self.active!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConsumerUpdateRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.subscription_id, self.active) == (
+            other.correlation_id,
+            other.subscription_id,
+            other.active,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -4125,7 +5784,17 @@ def _encode_consumer_update_request(
     )
 
 
-@dataclass(slots=True)
+_CONSUMER_UPDATE_REQUEST_FRAME = struct.Struct(">IHHIBB")
+
+
+def _frame_consumer_update_request(msg: ConsumerUpdateRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CONSUMER_UPDATE_REQUEST_FRAME.pack(
+        10, 0x001A, 1, msg.correlation_id, msg.subscription_id, msg.active
+    )
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ConsumerUpdateResponse:
     """ConsumerUpdateResponse: ConsumerUpdate response, key 0x801a, version 1, sent by the client.
 
@@ -4143,6 +5812,31 @@ class ConsumerUpdateResponse:
     response_code: int
     """Values: ResponseCode."""
     offset_specification: ConsumerUpdateResponseOffsetSpecification
+
+    def __init__(
+        self,
+        correlation_id: int,
+        response_code: int,
+        offset_specification: ConsumerUpdateResponseOffsetSpecification,
+    ) -> None:
+        self.correlation_id = correlation_id
+        self.response_code = response_code
+        self.offset_specification = offset_specification
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r}, offset_specification={self.offset_specification!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConsumerUpdateResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.response_code, self.offset_specification) == (
+            other.correlation_id,
+            other.response_code,
+            other.offset_specification,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -4223,7 +5917,15 @@ def _encode_consumer_update_response(
         )
 
 
-@dataclass(slots=True)
+def _frame_consumer_update_response(msg: ConsumerUpdateResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_consumer_update_response(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x801A, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeCommandVersionsRequest:
     """CommandVersionsExchangeRequest: ExchangeCommandVersions request, key 0x001b, version 1, sent by the client.
 
@@ -4241,6 +5943,24 @@ class ExchangeCommandVersionsRequest:
 
     correlation_id: int
     command: list[Command]
+
+    def __init__(self, correlation_id: int, command: list[Command]) -> None:
+        self.correlation_id = correlation_id
+        self.command = command
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, command={self.command!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if (
+            not isinstance(other, ExchangeCommandVersionsRequest)
+            or other.__class__ is not self.__class__
+        ):
+            return NotImplemented
+        return (self.correlation_id, self.command) == (other.correlation_id, other.command)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -4296,7 +6016,17 @@ def _encode_exchange_command_versions_request(
         )
 
 
-@dataclass(slots=True)
+def _frame_exchange_command_versions_request(
+    msg: ExchangeCommandVersionsRequest, seal_checksums: bool
+) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_exchange_command_versions_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x001B, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeCommandVersionsResponse:
     """CommandVersionsExchangeResponse: ExchangeCommandVersions response, key 0x801b, version 1, sent by the server.
 
@@ -4314,6 +6044,29 @@ class ExchangeCommandVersionsResponse:
     response_code: int
     """Values: ResponseCode."""
     command: list[Command]
+
+    def __init__(self, correlation_id: int, response_code: int, command: list[Command]) -> None:
+        self.correlation_id = correlation_id
+        self.response_code = response_code
+        self.command = command
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r}, command={self.command!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if (
+            not isinstance(other, ExchangeCommandVersionsResponse)
+            or other.__class__ is not self.__class__
+        ):
+            return NotImplemented
+        return (self.correlation_id, self.response_code, self.command) == (
+            other.correlation_id,
+            other.response_code,
+            other.command,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -4376,7 +6129,17 @@ def _encode_exchange_command_versions_response(
         )
 
 
-@dataclass(slots=True)
+def _frame_exchange_command_versions_response(
+    msg: ExchangeCommandVersionsResponse, seal_checksums: bool
+) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_exchange_command_versions_response(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x801B, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class StreamStatsRequest:
     """StreamStatsRequest: StreamStats request, key 0x001c, version 1, sent by the client.
 
@@ -4394,6 +6157,21 @@ class StreamStatsRequest:
 
     correlation_id: int
     stream: str | None
+
+    def __init__(self, correlation_id: int, stream: str | None) -> None:
+        self.correlation_id = correlation_id
+        self.stream = stream
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, stream={self.stream!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StreamStatsRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.stream) == (other.correlation_id, other.stream)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -4443,7 +6221,15 @@ def _encode_stream_stats_request(
         parts.append(stream_raw)
 
 
-@dataclass(slots=True)
+def _frame_stream_stats_request(msg: StreamStatsRequest, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_stream_stats_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x001C, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class StreamStatsResponse:
     """StreamStatsResponse: StreamStats response, key 0x801c, version 1, sent by the server.
 
@@ -4461,6 +6247,26 @@ class StreamStatsResponse:
     response_code: int
     """Values: ResponseCode."""
     stats: list[Statistic]
+
+    def __init__(self, correlation_id: int, response_code: int, stats: list[Statistic]) -> None:
+        self.correlation_id = correlation_id
+        self.response_code = response_code
+        self.stats = stats
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r}, stats={self.stats!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StreamStatsResponse) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.response_code, self.stats) == (
+            other.correlation_id,
+            other.response_code,
+            other.stats,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -4534,7 +6340,15 @@ def _encode_stream_stats_response(
         parts.append(_STREAM_STATS_RESPONSE_2.pack(item.value))
 
 
-@dataclass(slots=True)
+def _frame_stream_stats_response(msg: StreamStatsResponse, seal_checksums: bool) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_stream_stats_response(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x801C, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class CreateSuperStreamRequest:
     """CreateSuperStream: CreateSuperStream request, key 0x001d, version 1, sent by the client.
 
@@ -4555,6 +6369,37 @@ class CreateSuperStreamRequest:
     partition: list[str | None]
     binding_key: list[str | None]
     arguments: list[Argument]
+
+    def __init__(
+        self,
+        correlation_id: int,
+        name: str | None,
+        partition: list[str | None],
+        binding_key: list[str | None],
+        arguments: list[Argument],
+    ) -> None:
+        self.correlation_id = correlation_id
+        self.name = name
+        self.partition = partition
+        self.binding_key = binding_key
+        self.arguments = arguments
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, name={self.name!r}, partition={self.partition!r}, binding_key={self.binding_key!r}, arguments={self.arguments!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CreateSuperStreamRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.correlation_id,
+            self.name,
+            self.partition,
+            self.binding_key,
+            self.arguments,
+        ) == (other.correlation_id, other.name, other.partition, other.binding_key, other.arguments)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -4746,7 +6591,17 @@ def _encode_create_super_stream_request(
             parts.append(value_raw)
 
 
-@dataclass(slots=True)
+def _frame_create_super_stream_request(
+    msg: CreateSuperStreamRequest, seal_checksums: bool
+) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_create_super_stream_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x001D, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class CreateSuperStreamResponse:
     """CreateSuperStreamResponse: CreateSuperStream response, key 0x801d, version 1, sent by the server.
 
@@ -4765,6 +6620,27 @@ class CreateSuperStreamResponse:
     correlation_id: int
     response_code: int
     """Values: ResponseCode."""
+
+    def __init__(self, correlation_id: int, response_code: int) -> None:
+        self.correlation_id = correlation_id
+        self.response_code = response_code
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if (
+            not isinstance(other, CreateSuperStreamResponse)
+            or other.__class__ is not self.__class__
+        ):
+            return NotImplemented
+        return (self.correlation_id, self.response_code) == (
+            other.correlation_id,
+            other.response_code,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -4797,7 +6673,19 @@ def _encode_create_super_stream_response(
     parts.append(_CREATE_SUPER_STREAM_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
 
 
-@dataclass(slots=True)
+_CREATE_SUPER_STREAM_RESPONSE_FRAME = struct.Struct(">IHHIH")
+
+
+def _frame_create_super_stream_response(
+    msg: CreateSuperStreamResponse, seal_checksums: bool
+) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _CREATE_SUPER_STREAM_RESPONSE_FRAME.pack(
+        10, 0x801D, 1, msg.correlation_id, msg.response_code
+    )
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class DeleteSuperStreamRequest:
     """Delete: DeleteSuperStream request, key 0x001e, version 1, sent by the client.
 
@@ -4815,6 +6703,23 @@ class DeleteSuperStreamRequest:
 
     correlation_id: int
     name: str | None
+
+    def __init__(self, correlation_id: int, name: str | None) -> None:
+        self.correlation_id = correlation_id
+        self.name = name
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, name={self.name!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeleteSuperStreamRequest) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.correlation_id, self.name) == (other.correlation_id, other.name)
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -4866,7 +6771,17 @@ def _encode_delete_super_stream_request(
         parts.append(name_raw)
 
 
-@dataclass(slots=True)
+def _frame_delete_super_stream_request(
+    msg: DeleteSuperStreamRequest, seal_checksums: bool
+) -> bytes:
+    """The whole frame, header included: the body's parts, the header packed before them."""
+    parts: list[bytes] = [b""]
+    _encode_delete_super_stream_request(msg, parts, seal_checksums)
+    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x001E, 1)
+    return b"".join(parts)
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class DeleteSuperStreamResponse:
     """DeleteSuperStreamResponse: DeleteSuperStream response, key 0x801e, version 1, sent by the server.
 
@@ -4885,6 +6800,27 @@ class DeleteSuperStreamResponse:
     correlation_id: int
     response_code: int
     """Values: ResponseCode."""
+
+    def __init__(self, correlation_id: int, response_code: int) -> None:
+        self.correlation_id = correlation_id
+        self.response_code = response_code
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if (
+            not isinstance(other, DeleteSuperStreamResponse)
+            or other.__class__ is not self.__class__
+        ):
+            return NotImplemented
+        return (self.correlation_id, self.response_code) == (
+            other.correlation_id,
+            other.response_code,
+        )
+
+    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
+    __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
         """This message as one frame, header included."""
@@ -4915,6 +6851,18 @@ def _encode_delete_super_stream_response(
     msg: DeleteSuperStreamResponse, parts: list[bytes], seal_checksums: bool
 ) -> None:
     parts.append(_DELETE_SUPER_STREAM_RESPONSE_0.pack(msg.correlation_id, msg.response_code))
+
+
+_DELETE_SUPER_STREAM_RESPONSE_FRAME = struct.Struct(">IHHIH")
+
+
+def _frame_delete_super_stream_response(
+    msg: DeleteSuperStreamResponse, seal_checksums: bool
+) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _DELETE_SUPER_STREAM_RESPONSE_FRAME.pack(
+        10, 0x801E, 1, msg.correlation_id, msg.response_code
+    )
 
 
 Message = (
@@ -5045,6 +6993,61 @@ _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
     (0x801E, 1): (("server", _decode_delete_super_stream_response),),
 }
 
+# key << 16 | version -> the decoder of the one layout of that identity: decode's straight road
+_ONE: dict[int, _Decoder] = {
+    0x00010001: _decode_declare_publisher_request,
+    0x00020001: _decode_publish_v1,
+    0x00020002: _decode_publish_v2,
+    0x00030001: _decode_publish_confirm,
+    0x00040001: _decode_publish_error,
+    0x00050001: _decode_query_publisher_sequence_request,
+    0x00060001: _decode_delete_publisher_request,
+    0x00070001: _decode_subscribe_request,
+    0x00080001: _decode_deliver_v1,
+    0x00080002: _decode_deliver_v2,
+    0x00090001: _decode_credit,
+    0x000A0001: _decode_store_offset,
+    0x000B0001: _decode_query_offset_request,
+    0x000C0001: _decode_unsubscribe_request,
+    0x000D0001: _decode_create_request,
+    0x000E0001: _decode_delete_request,
+    0x000F0001: _decode_metadata_request,
+    0x00100001: _decode_metadata_update,
+    0x00110001: _decode_peer_properties_request,
+    0x00120001: _decode_sasl_handshake_request,
+    0x00130001: _decode_sasl_authenticate_request,
+    0x00150001: _decode_open_request,
+    0x00160001: _decode_close_request,
+    0x00170001: _decode_heartbeat,
+    0x001A0001: _decode_consumer_update_request,
+    0x001B0001: _decode_exchange_command_versions_request,
+    0x001C0001: _decode_stream_stats_request,
+    0x001D0001: _decode_create_super_stream_request,
+    0x001E0001: _decode_delete_super_stream_request,
+    0x80010001: _decode_declare_publisher_response,
+    0x80050001: _decode_query_publisher_sequence_response,
+    0x80060001: _decode_delete_publisher_response,
+    0x80070001: _decode_subscribe_response,
+    0x80090001: _decode_credit_response,
+    0x800B0001: _decode_query_offset_response,
+    0x800C0001: _decode_unsubscribe_response,
+    0x800D0001: _decode_create_response,
+    0x800E0001: _decode_delete_response,
+    0x800F0001: _decode_metadata_response,
+    0x80110001: _decode_peer_properties_response,
+    0x80120001: _decode_sasl_handshake_response,
+    0x80130001: _decode_sasl_authenticate_response,
+    0x80150001: _decode_open_response,
+    0x80160001: _decode_close_response,
+    0x80180001: _decode_route_response,
+    0x80190001: _decode_partitions_response,
+    0x801A0001: _decode_consumer_update_response,
+    0x801B0001: _decode_exchange_command_versions_response,
+    0x801C0001: _decode_stream_stats_response,
+    0x801D0001: _decode_create_super_stream_response,
+    0x801E0001: _decode_delete_super_stream_response,
+}
+
 FRAME_KEYS: frozenset[tuple[int, ...]] = frozenset(_DECODERS)
 """Every (key, version) header `decode` has a layout for: what a framing check that
 resynchronises after unframeable bytes accepts as a frame header."""
@@ -5107,6 +7110,64 @@ _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
     DeleteSuperStreamResponse: _encode_delete_super_stream_response,
 }
 
+# each message's own frame encoder (one pack where every field has a fixed width), where
+# encode need not look at the message to frame it
+_FRAMES: dict[type, Callable[[Any, bool], bytes]] = {
+    DeclarePublisherRequest: _frame_declare_publisher_request,
+    DeclarePublisherResponse: _frame_declare_publisher_response,
+    PublishV1: _frame_publish_v1,
+    PublishV2: _frame_publish_v2,
+    PublishConfirm: _frame_publish_confirm,
+    PublishError: _frame_publish_error,
+    QueryPublisherSequenceRequest: _frame_query_publisher_sequence_request,
+    QueryPublisherSequenceResponse: _frame_query_publisher_sequence_response,
+    DeletePublisherRequest: _frame_delete_publisher_request,
+    DeletePublisherResponse: _frame_delete_publisher_response,
+    SubscribeRequest: _frame_subscribe_request,
+    SubscribeResponse: _frame_subscribe_response,
+    DeliverV1: _frame_deliver_v1,
+    DeliverV2: _frame_deliver_v2,
+    Credit: _frame_credit,
+    CreditResponse: _frame_credit_response,
+    StoreOffset: _frame_store_offset,
+    QueryOffsetRequest: _frame_query_offset_request,
+    QueryOffsetResponse: _frame_query_offset_response,
+    UnsubscribeRequest: _frame_unsubscribe_request,
+    UnsubscribeResponse: _frame_unsubscribe_response,
+    CreateRequest: _frame_create_request,
+    CreateResponse: _frame_create_response,
+    DeleteRequest: _frame_delete_request,
+    DeleteResponse: _frame_delete_response,
+    MetadataRequest: _frame_metadata_request,
+    MetadataResponse: _frame_metadata_response,
+    MetadataUpdate: _frame_metadata_update,
+    PeerPropertiesRequest: _frame_peer_properties_request,
+    PeerPropertiesResponse: _frame_peer_properties_response,
+    SaslHandshakeRequest: _frame_sasl_handshake_request,
+    SaslHandshakeResponse: _frame_sasl_handshake_response,
+    SaslAuthenticateRequest: _frame_sasl_authenticate_request,
+    SaslAuthenticateResponse: _frame_sasl_authenticate_response,
+    TuneRequest: _frame_tune_request,
+    TuneResponse: _frame_tune_response,
+    OpenRequest: _frame_open_request,
+    OpenResponse: _frame_open_response,
+    CloseRequest: _frame_close_request,
+    CloseResponse: _frame_close_response,
+    Heartbeat: _frame_heartbeat,
+    RouteRequest: _frame_route_request,
+    PartitionsRequest: _frame_partitions_request,
+    ConsumerUpdateRequest: _frame_consumer_update_request,
+    ConsumerUpdateResponse: _frame_consumer_update_response,
+    ExchangeCommandVersionsRequest: _frame_exchange_command_versions_request,
+    ExchangeCommandVersionsResponse: _frame_exchange_command_versions_response,
+    StreamStatsRequest: _frame_stream_stats_request,
+    StreamStatsResponse: _frame_stream_stats_response,
+    CreateSuperStreamRequest: _frame_create_super_stream_request,
+    CreateSuperStreamResponse: _frame_create_super_stream_response,
+    DeleteSuperStreamRequest: _frame_delete_super_stream_request,
+    DeleteSuperStreamResponse: _frame_delete_super_stream_response,
+}
+
 
 def decode(
     frame: bytes | bytearray | memoryview,
@@ -5131,6 +7192,10 @@ def decode(
         if size < 0 or size > end - 4:
             raise DecodeError("frame.size", 0, f"says {size} bytes, {end - 4} follow")
         raise DecodeError("frame", size + 4, f"{end - 4 - size} bytes after the frame")
+    decoder = _ONE.get(key << 16 | version)
+    if decoder is not None:
+        return decoder(buf, HEADER_SIZE, end, verify_checksums)
+    # the general road: several layouts for one identity, or none (naming what is wrong)
     layouts = _DECODERS.get((key, version))
     if layouts is None:
         raise DecodeError("frame.key", 4, f"no layout for key {key:#06x} version {version}")
@@ -5154,6 +7219,18 @@ def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
     own bytes. `seal_checksums=True` writes each checksum computed over the bytes
     it covers instead (to build a valid frame from new data).
     """
+    framer = _FRAMES.get(type(msg))
+    if framer is not None:
+        try:
+            return framer(msg, seal_checksums)
+        except EncodeError:
+            raise
+        except (struct.error, AttributeError, TypeError, ValueError, OverflowError) as e:
+            raise EncodeError(type(msg).__name__, str(e)) from None
+        except KeyError:
+            raise EncodeError(
+                type(msg).__name__, "not a message of this protocol version"
+            ) from None
     parts: list[bytes] = [b""]
     try:
         _ENCODERS[type(msg)](msg, parts, seal_checksums)
