@@ -79,7 +79,7 @@ def stamp(folder: Path) -> str:
     from mypy.version import __version__ as mypy_version
 
     digest = hashlib.sha256(f"{mypy_version} {_abi()}".encode())
-    digest.update(f"{_SKIP} {_SETUP}".encode())  # what is compiled, and how
+    digest.update(f"{_SKIP} {_SETUP} {_BUILD_EXT}".encode())  # what is compiled, and how
     for step in (hoist_classvars, builtin_subclasses_not_native, annotate_none_locals, prepare):
         digest.update(inspect.getsource(step).encode())
     for path in sorted(folder.rglob("*.py")):
@@ -278,13 +278,15 @@ _SETUP = """
 import sys
 from setuptools import setup
 from mypyc.build import mypycify
-paths = sys.argv[1:]
+build_temp, paths = sys.argv[1], sys.argv[2:]
 setup(
     name="specgen_codecs_compiled",
     ext_modules=mypycify(paths, opt_level="3", debug_level="0"),
-    script_args=["-q", "build_ext", "--inplace", "--build-temp", {build_temp!r}],
+    script_args=[*BUILD_EXT, build_temp],
 )
 """
+# setuptools' own options, handed to the script above (kept out of its text: they are not ours)
+_BUILD_EXT = ["-q", "build_ext", "--inplace", "--build-temp"]
 
 
 def build_package(root: Path, out: Path, package: str, *, force: bool = False) -> float | None:
@@ -308,7 +310,7 @@ def build_package(root: Path, out: Path, package: str, *, force: bool = False) -
     build_temp = out / "build" / package
     env = dict(os.environ, PYTHONPATH=str(out), MYPY_CACHE_DIR=str(out / "build" / ".mypy_cache"))
     subprocess.run(
-        [sys.executable, "-c", _SETUP.format(build_temp=str(build_temp)), *modules],
+        [sys.executable, "-c", f"BUILD_EXT = {_BUILD_EXT!r}\n{_SETUP}", str(build_temp), *modules],
         cwd=out,
         env=env,
         check=True,
