@@ -11,15 +11,48 @@ DecodeError naming the field and the byte offset; encoding raises EncodeError na
 
 from __future__ import annotations
 
-import decimal
 import enum
 import struct
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from .errors import DecodeError, EncodeError
+
+if TYPE_CHECKING:
+    # uuid and decimal are imported where a value needs them, in their readers and writers:
+    # few frames carry one, and importing them would add a third to the codec's import time
+    import decimal
+    import uuid
+    from dataclasses import Field
+
+
+class _Fields:
+    """A class's `__dataclass_fields__`, recorded on first use: `dataclasses.fields()`,
+    `replace()` and `asdict()` work on a `_Record` as on any dataclass, while importing the
+    codec records nothing (the @dataclass decorator on each of a version's hundred-odd classes
+    was a third of its import time)."""
+
+    def __get__(self, obj: object, owner: type) -> Any:
+        if owner is _Record:
+            return None  # the base has no fields: the decorator below skips it
+        from dataclasses import dataclass
+
+        # the decorator adds no methods here (each class writes its own) and replaces this
+        # descriptor with the class's own fields
+        dataclass(init=False, repr=False, eq=False, kw_only=True)(owner)
+        return owner.__dict__["__dataclass_fields__"]
+
+
+class _Record:
+    """The base of the commands modules' structs, controls and commands: a dataclass whose
+    fields are recorded on first use (`_Fields`)."""
+
+    __slots__ = ()
+    if TYPE_CHECKING:
+        __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+    else:
+        __dataclass_fields__ = _Fields()
 
 
 @dataclass(frozen=True, slots=True)
@@ -537,10 +570,14 @@ def _w_bin128(out: bytearray, value: bytes, path: str) -> None:
 def _r_uuid(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[uuid.UUID, int]:
     if end - at < 16:
         raise _short(path, at, end, 16)
+    import uuid  # on the first uuid value: see the imports at the top
+
     return uuid.UUID(bytes=bytes(buf[at : at + 16])), at + 16
 
 
 def _w_uuid(out: bytearray, value: uuid.UUID, path: str) -> None:
+    import uuid  # on the first uuid value: see the imports at the top
+
     if not isinstance(value, uuid.UUID):
         raise _bad(path, value, "a uuid.UUID")
     out += value.bytes
@@ -813,7 +850,7 @@ def _w_byte_ranges(out: bytearray, value: list[tuple[int, int]], path: str) -> N
         try:
             out += pack(*pair)
         except (struct.error, TypeError):
-            raise _bad(path, pair, "a (lower, upper) pair of 32-bit numbers") from None
+            raise _bad(path, pair, "a (lower, upper) pair of 64-bit numbers") from None
     if size >= 65536:
         raise EncodeError(path, f"{size} octets do not fit a 2-octet size")
 
@@ -849,7 +886,7 @@ def _w_sequence_set(out: bytearray, value: list[tuple[int, int]], path: str) -> 
         try:
             out += pack(*pair)
         except (struct.error, TypeError):
-            raise _bad(path, pair, "a (lower, upper) pair of 16-bit numbers") from None
+            raise _bad(path, pair, "a (lower, upper) pair of 32-bit numbers") from None
     if size >= 65536:
         raise EncodeError(path, f"{size} octets do not fit a 2-octet size")
 
@@ -1027,12 +1064,16 @@ def _r_dec32(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[dec
     if end - at < 5:
         raise _short(path, at, end, 5)
     exponent, mantissa = _DEC32.unpack_from(buf, at)
+    import decimal  # on the first decimal value: see the imports at the top
+
     sign, digits, _ = decimal.Decimal(mantissa).as_tuple()
     # mantissa / 10^exponent, keeping the exponent: 100 and 2 read as 1.00, not 1
     return decimal.Decimal((sign, digits, -exponent)), at + 5
 
 
 def _w_dec32(out: bytearray, value: decimal.Decimal, path: str) -> None:
+    import decimal  # on the first decimal value: see the imports at the top
+
     if not isinstance(value, decimal.Decimal) or not value.is_finite():
         raise _bad(path, value, "a finite decimal.Decimal")
     sign, digits, exponent = value.as_tuple()
@@ -1063,12 +1104,16 @@ def _r_dec64(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[dec
     if end - at < 9:
         raise _short(path, at, end, 9)
     exponent, mantissa = _DEC64.unpack_from(buf, at)
+    import decimal  # on the first decimal value: see the imports at the top
+
     sign, digits, _ = decimal.Decimal(mantissa).as_tuple()
     # mantissa / 10^exponent, keeping the exponent: 100 and 2 read as 1.00, not 1
     return decimal.Decimal((sign, digits, -exponent)), at + 9
 
 
 def _w_dec64(out: bytearray, value: decimal.Decimal, path: str) -> None:
+    import decimal  # on the first decimal value: see the imports at the top
+
     if not isinstance(value, decimal.Decimal) or not value.is_finite():
         raise _bad(path, value, "a finite decimal.Decimal")
     sign, digits, exponent = value.as_tuple()
