@@ -14,7 +14,6 @@ from __future__ import annotations
 import enum
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from .errors import DecodeError, EncodeError
@@ -33,37 +32,84 @@ class _Fields:
     codec records nothing (the @dataclass decorator on each of a version's hundred-odd classes
     was a third of its import time)."""
 
-    def __get__(self, obj: object, owner: type) -> Any:
+    def __get__(self, obj: object, owner: type[_Record]) -> Any:
         if owner is _Record:
             return None  # the base has no fields: the decorator below skips it
         from dataclasses import dataclass
 
         # the decorator adds no methods here (each class writes its own) and replaces this
         # descriptor with the class's own fields
-        dataclass(init=False, repr=False, eq=False, kw_only=True)(owner)
+        dataclass(init=False, repr=False, eq=False, kw_only=owner._KW_ONLY)(owner)
         return owner.__dict__["__dataclass_fields__"]
 
 
 class _Record:
-    """The base of the commands modules' structs, controls and commands: a dataclass whose
-    fields are recorded on first use (`_Fields`)."""
+    """The base of the classes below and of the commands modules' structs, controls and
+    commands: a dataclass whose fields are recorded on first use (`_Fields`)."""
 
     __slots__ = ()
+    _KW_ONLY: ClassVar[bool] = True  # whether its fields are keyword-only
     if TYPE_CHECKING:
         __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
     else:
         __dataclass_fields__ = _Fields()
 
 
-@dataclass(frozen=True, slots=True)
-class TypeInfo:
+_set = object.__setattr__  # how a frozen class's __init__ sets its fields
+
+
+def _frozen(self: object, name: str, value: Any = None) -> None:
+    """A frozen class's __setattr__ and __delattr__, as @dataclass(frozen=True) makes them."""
+    from dataclasses import FrozenInstanceError
+
+    raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+
+class TypeInfo(_Record):
     """A primitive type: its code (None: it has none) and its width, fixed or of its size prefix."""
+
+    __slots__ = ("name", "code", "fixed_width", "variable_width", "label")
+    _KW_ONLY = False
 
     name: str
     code: int | None
     fixed_width: int | None
     variable_width: int | None
     label: str
+
+    def __init__(
+        self,
+        name: str,
+        code: int | None,
+        fixed_width: int | None,
+        variable_width: int | None,
+        label: str,
+    ) -> None:
+        _set(self, "name", name)
+        _set(self, "code", code)
+        _set(self, "fixed_width", fixed_width)
+        _set(self, "variable_width", variable_width)
+        _set(self, "label", label)
+
+    def __repr__(self) -> str:
+        return (
+            f"TypeInfo(name={self.name!r}, code={self.code!r}, fixed_width={self.fixed_width!r}, "
+            f"variable_width={self.variable_width!r}, label={self.label!r})"
+        )
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.name, self.code, self.fixed_width, self.variable_width, self.label)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, TypeInfo)
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    __setattr__ = __delattr__ = _frozen
 
 
 TYPES: dict[str, TypeInfo] = {
@@ -182,20 +228,57 @@ TYPE_CODES: dict[int, str] = {
 """Type code -> type name, as maps, lists and arrays tag their values."""
 
 
-@dataclass(frozen=True, slots=True)
-class Typed:
+class Typed(_Record):
     """A value with its type, as a map or list holds it: `Typed("str16", "text")`."""
+
+    __slots__ = ("type", "value")
+    _KW_ONLY = False
 
     type: str
     value: Any
 
+    def __init__(self, type: str, value: Any) -> None:
+        _set(self, "type", type)
+        _set(self, "value", value)
 
-@dataclass(slots=True)
-class Array:
+    def __repr__(self) -> str:
+        return f"Typed(type={self.type!r}, value={self.value!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Typed)
+        return (self.type, self.value) == (other.type, other.value)
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.value))
+
+    __setattr__ = __delattr__ = _frozen
+
+
+class Array(_Record):
     """Values of one type: `Array("str16", ["a", "b"])`."""
+
+    __slots__ = ("type", "values")
+    _KW_ONLY = False
 
     type: str
     values: list[Any]
+
+    def __init__(self, type: str, values: list[Any]) -> None:
+        self.type = type
+        self.values = values
+
+    def __repr__(self) -> str:
+        return f"Array(type={self.type!r}, values={self.values!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Array)
+        return (self.type, self.values) == (other.type, other.values)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as a dataclass with eq is
 
 
 Reader = Callable[[bytes | memoryview, int, int, str], tuple[Any, int]]
