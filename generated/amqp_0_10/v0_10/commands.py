@@ -29,12 +29,8 @@ from ..frame_reader import Assemblies as _Assemblies
 from ..frame_reader import Frame, ProtocolHeader, decode_frame, encode_frame
 from ..frame_reader import Segment as _Segment
 from ..framing import (
-    FIRST_FRAME,
-    FIRST_SEGMENT,
     HEADER,
     HEADER_SIZE,
-    LAST_FRAME,
-    LAST_SEGMENT,
     MAX_FRAME_SIZE,
     PROTOCOL_HEADER,
 )
@@ -225,12 +221,15 @@ def _r_session_header(
 
 
 def _w_session_header(out: bytearray, value: SessionHeader, path: str) -> None:
-    if not isinstance(value, SessionHeader):
+    if value.__class__ is not SessionHeader and not isinstance(value, SessionHeader):
         raise _bad(path, value, "a SessionHeader")
     start = len(out)
-    out += b"\x00"
+    out += b"\x00"  # size, then codes
     _w_body_session_header(out, value)
-    _sized(out, start, 1, path)
+    size = len(out) - start - 1
+    if size > 0xFF:
+        _sized(out, start, 1, path)  # its EncodeError
+    out[start] = size
 
 
 class SessionCommandFragment(_Record):
@@ -324,7 +323,9 @@ def _r_session_command_fragment(
 
 
 def _w_session_command_fragment(out: bytearray, value: SessionCommandFragment, path: str) -> None:
-    if not isinstance(value, SessionCommandFragment):
+    if value.__class__ is not SessionCommandFragment and not isinstance(
+        value, SessionCommandFragment
+    ):
         raise _bad(path, value, "a SessionCommandFragment")
     _w_body_session_command_fragment(out, value)
 
@@ -647,13 +648,17 @@ def _r_message_delivery_properties(
 def _w_message_delivery_properties(
     out: bytearray, value: MessageDeliveryProperties, path: str
 ) -> None:
-    if not isinstance(value, MessageDeliveryProperties):
+    if value.__class__ is not MessageDeliveryProperties and not isinstance(
+        value, MessageDeliveryProperties
+    ):
         raise _bad(path, value, "a MessageDeliveryProperties")
     start = len(out)
-    out += b"\x00\x00\x00\x00"
-    out += b"\x04\x01"
+    out += b"\x00\x00\x00\x00\x04\x01"  # size, then codes
     _w_body_message_delivery_properties(out, value)
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 0x100000000:
+        _sized(out, start, 4, path)  # its EncodeError
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
 class MessageFragmentProperties(_Record):
@@ -789,13 +794,17 @@ def _r_message_fragment_properties(
 def _w_message_fragment_properties(
     out: bytearray, value: MessageFragmentProperties, path: str
 ) -> None:
-    if not isinstance(value, MessageFragmentProperties):
+    if value.__class__ is not MessageFragmentProperties and not isinstance(
+        value, MessageFragmentProperties
+    ):
         raise _bad(path, value, "a MessageFragmentProperties")
     start = len(out)
-    out += b"\x00\x00\x00\x00"
-    out += b"\x04\x02"
+    out += b"\x00\x00\x00\x00\x04\x02"  # size, then codes
     _w_body_message_fragment_properties(out, value)
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 0x100000000:
+        _sized(out, start, 4, path)  # its EncodeError
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
 class MessageReplyTo(_Record):
@@ -896,12 +905,15 @@ def _r_message_reply_to(
 
 
 def _w_message_reply_to(out: bytearray, value: MessageReplyTo, path: str) -> None:
-    if not isinstance(value, MessageReplyTo):
+    if value.__class__ is not MessageReplyTo and not isinstance(value, MessageReplyTo):
         raise _bad(path, value, "a MessageReplyTo")
     start = len(out)
-    out += b"\x00\x00"
+    out += b"\x00\x00"  # size, then codes
     _w_body_message_reply_to(out, value)
-    _sized(out, start, 2, path)
+    size = len(out) - start - 2
+    if size >= 0x10000:
+        _sized(out, start, 2, path)  # its EncodeError
+    out[start : start + 2] = size.to_bytes(2, "big")
 
 
 class MessageProperties(_Record):
@@ -1133,13 +1145,15 @@ def _r_message_message_properties(
 
 
 def _w_message_message_properties(out: bytearray, value: MessageProperties, path: str) -> None:
-    if not isinstance(value, MessageProperties):
+    if value.__class__ is not MessageProperties and not isinstance(value, MessageProperties):
         raise _bad(path, value, "a MessageProperties")
     start = len(out)
-    out += b"\x00\x00\x00\x00"
-    out += b"\x04\x03"
+    out += b"\x00\x00\x00\x00\x04\x03"  # size, then codes
     _w_body_message_message_properties(out, value)
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 0x100000000:
+        _sized(out, start, 4, path)  # its EncodeError
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
 class MessageAcquired(_Record):
@@ -1244,13 +1258,15 @@ def _r_message_acquired(
 
 
 def _w_message_acquired(out: bytearray, value: MessageAcquired, path: str) -> None:
-    if not isinstance(value, MessageAcquired):
+    if value.__class__ is not MessageAcquired and not isinstance(value, MessageAcquired):
         raise _bad(path, value, "a MessageAcquired")
     start = len(out)
-    out += b"\x00\x00\x00\x00"
-    out += b"\x04\x04"
+    out += b"\x00\x00\x00\x00\x04\x04"  # size, then codes
     _w_body_message_acquired(out, value)
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 0x100000000:
+        _sized(out, start, 4, path)  # its EncodeError
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
 class MessageResumeResult(_Record):
@@ -1345,13 +1361,15 @@ def _r_message_message_resume_result(
 
 
 def _w_message_message_resume_result(out: bytearray, value: MessageResumeResult, path: str) -> None:
-    if not isinstance(value, MessageResumeResult):
+    if value.__class__ is not MessageResumeResult and not isinstance(value, MessageResumeResult):
         raise _bad(path, value, "a MessageResumeResult")
     start = len(out)
-    out += b"\x00\x00\x00\x00"
-    out += b"\x04\x05"
+    out += b"\x00\x00\x00\x00\x04\x05"  # size, then codes
     _w_body_message_message_resume_result(out, value)
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 0x100000000:
+        _sized(out, start, 4, path)  # its EncodeError
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
 class DtxXaResult(_Record):
@@ -1443,13 +1461,15 @@ def _r_dtx_xa_result(
 
 
 def _w_dtx_xa_result(out: bytearray, value: DtxXaResult, path: str) -> None:
-    if not isinstance(value, DtxXaResult):
+    if value.__class__ is not DtxXaResult and not isinstance(value, DtxXaResult):
         raise _bad(path, value, "a DtxXaResult")
     start = len(out)
-    out += b"\x00\x00\x00\x00"
-    out += b"\x06\x01"
+    out += b"\x00\x00\x00\x00\x06\x01"  # size, then codes
     _w_body_dtx_xa_result(out, value)
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 0x100000000:
+        _sized(out, start, 4, path)  # its EncodeError
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
 class DtxXid(_Record):
@@ -1567,12 +1587,15 @@ def _r_dtx_xid(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[D
 
 
 def _w_dtx_xid(out: bytearray, value: DtxXid, path: str) -> None:
-    if not isinstance(value, DtxXid):
+    if value.__class__ is not DtxXid and not isinstance(value, DtxXid):
         raise _bad(path, value, "a DtxXid")
     start = len(out)
-    out += b"\x00\x00"
+    out += b"\x00\x00"  # size, then codes
     _w_body_dtx_xid(out, value)
-    _sized(out, start, 2, path)
+    size = len(out) - start - 2
+    if size >= 0x10000:
+        _sized(out, start, 2, path)  # its EncodeError
+    out[start : start + 2] = size.to_bytes(2, "big")
 
 
 class DtxGetTimeoutResult(_Record):
@@ -1669,13 +1692,15 @@ def _r_dtx_get_timeout_result(
 
 
 def _w_dtx_get_timeout_result(out: bytearray, value: DtxGetTimeoutResult, path: str) -> None:
-    if not isinstance(value, DtxGetTimeoutResult):
+    if value.__class__ is not DtxGetTimeoutResult and not isinstance(value, DtxGetTimeoutResult):
         raise _bad(path, value, "a DtxGetTimeoutResult")
     start = len(out)
-    out += b"\x00\x00\x00\x00"
-    out += b"\x06\x02"
+    out += b"\x00\x00\x00\x00\x06\x02"  # size, then codes
     _w_body_dtx_get_timeout_result(out, value)
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 0x100000000:
+        _sized(out, start, 4, path)  # its EncodeError
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
 class DtxRecoverResult(_Record):
@@ -1766,13 +1791,15 @@ def _r_dtx_recover_result(
 
 
 def _w_dtx_recover_result(out: bytearray, value: DtxRecoverResult, path: str) -> None:
-    if not isinstance(value, DtxRecoverResult):
+    if value.__class__ is not DtxRecoverResult and not isinstance(value, DtxRecoverResult):
         raise _bad(path, value, "a DtxRecoverResult")
     start = len(out)
-    out += b"\x00\x00\x00\x00"
-    out += b"\x06\x03"
+    out += b"\x00\x00\x00\x00\x06\x03"  # size, then codes
     _w_body_dtx_recover_result(out, value)
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 0x100000000:
+        _sized(out, start, 4, path)  # its EncodeError
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
 class ExchangeQueryResult(_Record):
@@ -1911,13 +1938,15 @@ def _r_exchange_exchange_query_result(
 def _w_exchange_exchange_query_result(
     out: bytearray, value: ExchangeQueryResult, path: str
 ) -> None:
-    if not isinstance(value, ExchangeQueryResult):
+    if value.__class__ is not ExchangeQueryResult and not isinstance(value, ExchangeQueryResult):
         raise _bad(path, value, "a ExchangeQueryResult")
     start = len(out)
-    out += b"\x00\x00\x00\x00"
-    out += b"\x07\x01"
+    out += b"\x00\x00\x00\x00\x07\x01"  # size, then codes
     _w_body_exchange_exchange_query_result(out, value)
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 0x100000000:
+        _sized(out, start, 4, path)  # its EncodeError
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
 class ExchangeBoundResult(_Record):
@@ -2074,13 +2103,15 @@ def _r_exchange_exchange_bound_result(
 def _w_exchange_exchange_bound_result(
     out: bytearray, value: ExchangeBoundResult, path: str
 ) -> None:
-    if not isinstance(value, ExchangeBoundResult):
+    if value.__class__ is not ExchangeBoundResult and not isinstance(value, ExchangeBoundResult):
         raise _bad(path, value, "a ExchangeBoundResult")
     start = len(out)
-    out += b"\x00\x00\x00\x00"
-    out += b"\x07\x02"
+    out += b"\x00\x00\x00\x00\x07\x02"  # size, then codes
     _w_body_exchange_exchange_bound_result(out, value)
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 0x100000000:
+        _sized(out, start, 4, path)  # its EncodeError
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
 class QueueQueryResult(_Record):
@@ -2295,13 +2326,15 @@ def _r_queue_queue_query_result(
 
 
 def _w_queue_queue_query_result(out: bytearray, value: QueueQueryResult, path: str) -> None:
-    if not isinstance(value, QueueQueryResult):
+    if value.__class__ is not QueueQueryResult and not isinstance(value, QueueQueryResult):
         raise _bad(path, value, "a QueueQueryResult")
     start = len(out)
-    out += b"\x00\x00\x00\x00"
-    out += b"\x08\x01"
+    out += b"\x00\x00\x00\x00\x08\x01"  # size, then codes
     _w_body_queue_queue_query_result(out, value)
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 0x100000000:
+        _sized(out, start, 4, path)  # its EncodeError
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
 class FileProperties(_Record):
@@ -2540,13 +2573,15 @@ def _r_file_file_properties(
 
 
 def _w_file_file_properties(out: bytearray, value: FileProperties, path: str) -> None:
-    if not isinstance(value, FileProperties):
+    if value.__class__ is not FileProperties and not isinstance(value, FileProperties):
         raise _bad(path, value, "a FileProperties")
     start = len(out)
-    out += b"\x00\x00\x00\x00"
-    out += b"\x09\x01"
+    out += b"\x00\x00\x00\x00\x09\x01"  # size, then codes
     _w_body_file_file_properties(out, value)
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 0x100000000:
+        _sized(out, start, 4, path)  # its EncodeError
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
 class StreamProperties(_Record):
@@ -2714,13 +2749,15 @@ def _r_stream_stream_properties(
 
 
 def _w_stream_stream_properties(out: bytearray, value: StreamProperties, path: str) -> None:
-    if not isinstance(value, StreamProperties):
+    if value.__class__ is not StreamProperties and not isinstance(value, StreamProperties):
         raise _bad(path, value, "a StreamProperties")
     start = len(out)
-    out += b"\x00\x00\x00\x00"
-    out += b"\x0a\x01"
+    out += b"\x00\x00\x00\x00\x0a\x01"  # size, then codes
     _w_body_stream_stream_properties(out, value)
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 0x100000000:
+        _sized(out, start, 4, path)  # its EncodeError
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
 STRUCTS: dict[tuple[int, int], type[Any]] = {
@@ -12782,10 +12819,6 @@ def decode(
     as every version package takes them: no layout here depends on who sent the frame, and a
     frame has no checksum. DecodeError names the field and the byte offset."""
     n = len(frame)
-    if n == len(PROTOCOL_HEADER) and frame[:4] == PROTOCOL_HEADER[:4]:
-        return ProtocolHeader(
-            protocol_class=frame[4], instance=frame[5], major=frame[6], minor=frame[7]
-        )
     if n >= HEADER_SIZE:
         flags, type_, size, reserved, track, channel, reserved2 = HEADER.unpack_from(frame)
         if size == n and not (flags & 0xF0 or reserved or track & 0xF0 or reserved2):
@@ -12793,14 +12826,21 @@ def decode(
             # decode_frame for its checks and DecodeErrors
             return Frame(
                 type=_SegmentType.get(type_, type_),
-                payload=bytes(frame[HEADER_SIZE:]),
+                payload=(
+                    frame[HEADER_SIZE:] if frame.__class__ is bytes else bytes(frame[HEADER_SIZE:])
+                ),
                 track=_Track.get(track, track),
                 channel=channel,
-                first_segment=bool(flags & FIRST_SEGMENT),
-                last_segment=bool(flags & LAST_SEGMENT),
-                first_frame=bool(flags & FIRST_FRAME),
-                last_frame=bool(flags & LAST_FRAME),
+                # FIRST_SEGMENT, LAST_SEGMENT, FIRST_FRAME, LAST_FRAME
+                first_segment=bool(flags & 0x08),
+                last_segment=bool(flags & 0x04),
+                first_frame=bool(flags & 0x02),
+                last_frame=bool(flags & 0x01),
             )
+    elif n == len(PROTOCOL_HEADER) and frame[:4] == PROTOCOL_HEADER[:4]:
+        return ProtocolHeader(
+            protocol_class=frame[4], instance=frame[5], major=frame[6], minor=frame[7]
+        )
     value, end = decode_frame(frame)
     if end != n:
         raise DecodeError("frame", end, f"{n - end} bytes after the frame")
