@@ -2791,6 +2791,24 @@ _CODED_READERS: dict[tuple[int, int], Reader] = {
     (0x09, 0x01): _r_file_file_properties,
     (0x0A, 0x01): _r_stream_stream_properties,
 }
+_CODED_BODIES: dict[int, Callable[[bytes | memoryview, int, int], tuple[Any, int]]] = {
+    0x0401: _r_body_message_delivery_properties,
+    0x0402: _r_body_message_fragment_properties,
+    0x0403: _r_body_message_message_properties,
+    0x0404: _r_body_message_acquired,
+    0x0405: _r_body_message_message_resume_result,
+    0x0601: _r_body_dtx_xa_result,
+    0x0602: _r_body_dtx_get_timeout_result,
+    0x0603: _r_body_dtx_recover_result,
+    0x0701: _r_body_exchange_exchange_query_result,
+    0x0702: _r_body_exchange_exchange_bound_result,
+    0x0801: _r_body_queue_queue_query_result,
+    0x0901: _r_body_file_file_properties,
+    0x0A01: _r_body_stream_stream_properties,
+}
+"""class code << 8 | struct code -> a coded struct's fields' reader, for the ones with a 4-octet
+size: `decode_header` reads their size and codes itself."""
+_SIZE32 = struct.Struct(">I")
 _CODED_WRITERS: dict[type[Any], Writer] = {
     MessageDeliveryProperties: _w_message_delivery_properties,
     MessageFragmentProperties: _w_message_fragment_properties,
@@ -12760,6 +12778,16 @@ def decode_header(data: bytes | bytearray | memoryview) -> list[Any]:
     entries: list[Any] = []
     at = 0
     while at < end:
+        if end - at >= 6:
+            limit = at + 4 + _SIZE32.unpack_from(buf, at)[0]
+            body = _CODED_BODIES.get(buf[at + 4] << 8 | buf[at + 5])
+            if body is not None and at + 6 <= limit <= end:  # the codes inside the size
+                entry, stop = body(buf, at + 6, limit)
+                if stop == limit:
+                    entries.append(entry)
+                    at = limit
+                    continue
+        # anything else: the general reader's checks and DecodeErrors
         read = _CODED_READERS.get((buf[at + 4], buf[at + 5])) if end - at >= 6 else None
         if read is None:  # the struct32 reader's DecodeError
             entry, at = _r_struct32(buf, at, end, f"header[{len(entries)}]")
