@@ -5028,6 +5028,9 @@ class ExecutionSync(_Record):
 
 
 def _r_body_execution_sync(buf: bytes | memoryview, at: int, end: int) -> tuple[ExecutionSync, int]:
+    if end - at >= 4 and buf[at] == 1 and buf[at + 1] < 2 and not (buf[at + 2] or buf[at + 3]):
+        # size 1, flags: sync or nothing; then no packing flags (it has no fields)
+        return ExecutionSync(session_header=SessionHeader(sync=buf[at + 1] == 1)), at + 4
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -7071,6 +7074,9 @@ class TxSelect(_Record):
 
 
 def _r_body_tx_select(buf: bytes | memoryview, at: int, end: int) -> tuple[TxSelect, int]:
+    if end - at >= 4 and buf[at] == 1 and buf[at + 1] < 2 and not (buf[at + 2] or buf[at + 3]):
+        # size 1, flags: sync or nothing; then no packing flags (it has no fields)
+        return TxSelect(session_header=SessionHeader(sync=buf[at + 1] == 1)), at + 4
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -7150,6 +7156,9 @@ class TxCommit(_Record):
 
 
 def _r_body_tx_commit(buf: bytes | memoryview, at: int, end: int) -> tuple[TxCommit, int]:
+    if end - at >= 4 and buf[at] == 1 and buf[at + 1] < 2 and not (buf[at + 2] or buf[at + 3]):
+        # size 1, flags: sync or nothing; then no packing flags (it has no fields)
+        return TxCommit(session_header=SessionHeader(sync=buf[at + 1] == 1)), at + 4
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -7229,6 +7238,9 @@ class TxRollback(_Record):
 
 
 def _r_body_tx_rollback(buf: bytes | memoryview, at: int, end: int) -> tuple[TxRollback, int]:
+    if end - at >= 4 and buf[at] == 1 and buf[at + 1] < 2 and not (buf[at + 2] or buf[at + 3]):
+        # size 1, flags: sync or nothing; then no packing flags (it has no fields)
+        return TxRollback(session_header=SessionHeader(sync=buf[at + 1] == 1)), at + 4
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -7304,6 +7316,9 @@ class DtxSelect(_Record):
 
 
 def _r_body_dtx_select(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxSelect, int]:
+    if end - at >= 4 and buf[at] == 1 and buf[at + 1] < 2 and not (buf[at + 2] or buf[at + 3]):
+        # size 1, flags: sync or nothing; then no packing flags (it has no fields)
+        return DtxSelect(session_header=SessionHeader(sync=buf[at + 1] == 1)), at + 4
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -8038,6 +8053,9 @@ class DtxRecover(_Record):
 
 
 def _r_body_dtx_recover(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxRecover, int]:
+    if end - at >= 4 and buf[at] == 1 and buf[at + 1] < 2 and not (buf[at + 2] or buf[at + 3]):
+        # size 1, flags: sync or nothing; then no packing flags (it has no fields)
+        return DtxRecover(session_header=SessionHeader(sync=buf[at + 1] == 1)), at + 4
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -9814,6 +9832,9 @@ class FileQosOk(_Record):
 
 
 def _r_body_file_qos_ok(buf: bytes | memoryview, at: int, end: int) -> tuple[FileQosOk, int]:
+    if end - at >= 4 and buf[at] == 1 and buf[at + 1] < 2 and not (buf[at + 2] or buf[at + 3]):
+        # size 1, flags: sync or nothing; then no packing flags (it has no fields)
+        return FileQosOk(session_header=SessionHeader(sync=buf[at + 1] == 1)), at + 4
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -10509,6 +10530,9 @@ class FileStage(_Record):
 
 
 def _r_body_file_stage(buf: bytes | memoryview, at: int, end: int) -> tuple[FileStage, int]:
+    if end - at >= 4 and buf[at] == 1 and buf[at + 1] < 2 and not (buf[at + 2] or buf[at + 3]):
+        # size 1, flags: sync or nothing; then no packing flags (it has no fields)
+        return FileStage(session_header=SessionHeader(sync=buf[at + 1] == 1)), at + 4
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -11487,6 +11511,9 @@ class StreamQosOk(_Record):
 
 
 def _r_body_stream_qos_ok(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamQosOk, int]:
+    if end - at >= 4 and buf[at] == 1 and buf[at + 1] < 2 and not (buf[at + 2] or buf[at + 3]):
+        # size 1, flags: sync or nothing; then no packing flags (it has no fields)
+        return StreamQosOk(session_header=SessionHeader(sync=buf[at + 1] == 1)), at + 4
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
