@@ -65,6 +65,16 @@ def _frozen(self: object, name: str, value: Any = None) -> None:
     raise FrozenInstanceError(f"cannot assign to field {name!r}")
 
 
+def _getstate(self: Any) -> tuple[Any, ...]:
+    """A frozen class's fields for pickle and copy, which set them back with `_setstate`."""
+    return tuple(getattr(self, name) for name in self.__slots__)
+
+
+def _setstate(self: Any, state: tuple[Any, ...]) -> None:
+    for name, value in zip(self.__slots__, state, strict=True):
+        _set(self, name, value)
+
+
 class TypeInfo(_Record):
     """A primitive type: its code (None: it has none) and its width, fixed or of its size prefix."""
 
@@ -110,6 +120,8 @@ class TypeInfo(_Record):
         return hash(self._key())
 
     __setattr__ = __delattr__ = _frozen
+    __getstate__ = _getstate
+    __setstate__ = _setstate
 
 
 TYPES: dict[str, TypeInfo] = {
@@ -254,6 +266,8 @@ class Typed(_Record):
         return hash((self.type, self.value))
 
     __setattr__ = __delattr__ = _frozen
+    __getstate__ = _getstate
+    __setstate__ = _setstate
 
 
 class Array(_Record):
