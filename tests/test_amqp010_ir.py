@@ -104,7 +104,7 @@ def test_an_overlay_reaches_the_generated_code(tmp_path: Path) -> None:
     files = render_all([spec])
     codec = files["amqp_0_10/v0_10/commands.py"] + files["amqp_0_10/v0_10/enums.py"]
     assert "MIN_MAX_FRAME_SIZE = 8192\n" in codec and "4096" not in codec
-    flow = codec[codec.index("class MessageFlow:") : codec.index("class MessageFlush:")]
+    flow = codec[codec.index("class MessageFlow(") : codec.index("class MessageFlush(")]
     assert '"""value: credit, sixteen bits wide by this overlay"""' in flow
     assert '_r_uint16(buf, at, end, "MessageFlow.value")' in flow
     assert '_w_uint16(out, value, "MessageFlow.value")' in flow

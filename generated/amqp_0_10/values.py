@@ -11,26 +11,117 @@ DecodeError naming the field and the byte offset; encoding raises EncodeError na
 
 from __future__ import annotations
 
-import decimal
 import enum
 import struct
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from .errors import DecodeError, EncodeError
 
+if TYPE_CHECKING:
+    # uuid and decimal are imported where a value needs them, in their readers and writers:
+    # few frames carry one, and importing them would add a third to the codec's import time
+    import decimal
+    import uuid
+    from dataclasses import Field
 
-@dataclass(frozen=True, slots=True)
-class TypeInfo:
+
+class _Fields:
+    """A class's `__dataclass_fields__`, recorded on first use: `dataclasses.fields()`,
+    `replace()` and `asdict()` work on a `_Record` as on any dataclass, while importing the
+    codec records nothing (the @dataclass decorator on each of a version's hundred-odd classes
+    was a third of its import time)."""
+
+    def __get__(self, obj: object, owner: type[_Record]) -> Any:
+        if owner is _Record:
+            return None  # the base has no fields: the decorator below skips it
+        from dataclasses import dataclass
+
+        # the decorator adds no methods here (each class writes its own) and replaces this
+        # descriptor with the class's own fields
+        dataclass(init=False, repr=False, eq=False, kw_only=owner._KW_ONLY)(owner)
+        return owner.__dict__["__dataclass_fields__"]
+
+
+class _Record:
+    """The base of the classes below and of the commands modules' structs, controls and
+    commands: a dataclass whose fields are recorded on first use (`_Fields`)."""
+
+    __slots__ = ()
+    _KW_ONLY: ClassVar[bool] = True  # whether its fields are keyword-only
+    if TYPE_CHECKING:
+        __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+    else:
+        __dataclass_fields__ = _Fields()
+
+
+_set = object.__setattr__  # how a frozen class's __init__ sets its fields
+
+
+def _frozen(self: object, name: str, value: Any = None) -> None:
+    """A frozen class's __setattr__ and __delattr__, as @dataclass(frozen=True) makes them."""
+    from dataclasses import FrozenInstanceError
+
+    raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+
+def _getstate(self: Any) -> tuple[Any, ...]:
+    """A frozen class's fields for pickle and copy, which set them back with `_setstate`."""
+    return tuple(getattr(self, name) for name in self.__slots__)
+
+
+def _setstate(self: Any, state: tuple[Any, ...]) -> None:
+    for name, value in zip(self.__slots__, state, strict=True):
+        _set(self, name, value)
+
+
+class TypeInfo(_Record):
     """A primitive type: its code (None: it has none) and its width, fixed or of its size prefix."""
+
+    __slots__ = ("name", "code", "fixed_width", "variable_width", "label")
+    _KW_ONLY = False
 
     name: str
     code: int | None
     fixed_width: int | None
     variable_width: int | None
     label: str
+
+    def __init__(
+        self,
+        name: str,
+        code: int | None,
+        fixed_width: int | None,
+        variable_width: int | None,
+        label: str,
+    ) -> None:
+        _set(self, "name", name)
+        _set(self, "code", code)
+        _set(self, "fixed_width", fixed_width)
+        _set(self, "variable_width", variable_width)
+        _set(self, "label", label)
+
+    def __repr__(self) -> str:
+        return (
+            f"TypeInfo(name={self.name!r}, code={self.code!r}, fixed_width={self.fixed_width!r}, "
+            f"variable_width={self.variable_width!r}, label={self.label!r})"
+        )
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.name, self.code, self.fixed_width, self.variable_width, self.label)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, TypeInfo)
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    __setattr__ = __delattr__ = _frozen
+    __getstate__ = _getstate
+    __setstate__ = _setstate
 
 
 TYPES: dict[str, TypeInfo] = {
@@ -149,20 +240,59 @@ TYPE_CODES: dict[int, str] = {
 """Type code -> type name, as maps, lists and arrays tag their values."""
 
 
-@dataclass(frozen=True, slots=True)
-class Typed:
+class Typed(_Record):
     """A value with its type, as a map or list holds it: `Typed("str16", "text")`."""
+
+    __slots__ = ("type", "value")
+    _KW_ONLY = False
 
     type: str
     value: Any
 
+    def __init__(self, type: str, value: Any) -> None:
+        _set(self, "type", type)
+        _set(self, "value", value)
 
-@dataclass(slots=True)
-class Array:
+    def __repr__(self) -> str:
+        return f"Typed(type={self.type!r}, value={self.value!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Typed)
+        return (self.type, self.value) == (other.type, other.value)
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.value))
+
+    __setattr__ = __delattr__ = _frozen
+    __getstate__ = _getstate
+    __setstate__ = _setstate
+
+
+class Array(_Record):
     """Values of one type: `Array("str16", ["a", "b"])`."""
+
+    __slots__ = ("type", "values")
+    _KW_ONLY = False
 
     type: str
     values: list[Any]
+
+    def __init__(self, type: str, values: list[Any]) -> None:
+        self.type = type
+        self.values = values
+
+    def __repr__(self) -> str:
+        return f"Array(type={self.type!r}, values={self.values!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Array)
+        return (self.type, self.values) == (other.type, other.values)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as a dataclass with eq is
 
 
 Reader = Callable[[bytes | memoryview, int, int, str], tuple[Any, int]]
@@ -537,10 +667,14 @@ def _w_bin128(out: bytearray, value: bytes, path: str) -> None:
 def _r_uuid(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[uuid.UUID, int]:
     if end - at < 16:
         raise _short(path, at, end, 16)
+    import uuid  # on the first uuid value: see the imports at the top
+
     return uuid.UUID(bytes=bytes(buf[at : at + 16])), at + 16
 
 
 def _w_uuid(out: bytearray, value: uuid.UUID, path: str) -> None:
+    import uuid  # on the first uuid value: see the imports at the top
+
     if not isinstance(value, uuid.UUID):
         raise _bad(path, value, "a uuid.UUID")
     out += value.bytes
@@ -813,7 +947,7 @@ def _w_byte_ranges(out: bytearray, value: list[tuple[int, int]], path: str) -> N
         try:
             out += pack(*pair)
         except (struct.error, TypeError):
-            raise _bad(path, pair, "a (lower, upper) pair of 32-bit numbers") from None
+            raise _bad(path, pair, "a (lower, upper) pair of 64-bit numbers") from None
     if size >= 65536:
         raise EncodeError(path, f"{size} octets do not fit a 2-octet size")
 
@@ -849,7 +983,7 @@ def _w_sequence_set(out: bytearray, value: list[tuple[int, int]], path: str) -> 
         try:
             out += pack(*pair)
         except (struct.error, TypeError):
-            raise _bad(path, pair, "a (lower, upper) pair of 16-bit numbers") from None
+            raise _bad(path, pair, "a (lower, upper) pair of 32-bit numbers") from None
     if size >= 65536:
         raise EncodeError(path, f"{size} octets do not fit a 2-octet size")
 
@@ -1027,12 +1161,16 @@ def _r_dec32(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[dec
     if end - at < 5:
         raise _short(path, at, end, 5)
     exponent, mantissa = _DEC32.unpack_from(buf, at)
+    import decimal  # on the first decimal value: see the imports at the top
+
     sign, digits, _ = decimal.Decimal(mantissa).as_tuple()
     # mantissa / 10^exponent, keeping the exponent: 100 and 2 read as 1.00, not 1
     return decimal.Decimal((sign, digits, -exponent)), at + 5
 
 
 def _w_dec32(out: bytearray, value: decimal.Decimal, path: str) -> None:
+    import decimal  # on the first decimal value: see the imports at the top
+
     if not isinstance(value, decimal.Decimal) or not value.is_finite():
         raise _bad(path, value, "a finite decimal.Decimal")
     sign, digits, exponent = value.as_tuple()
@@ -1063,12 +1201,16 @@ def _r_dec64(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[dec
     if end - at < 9:
         raise _short(path, at, end, 9)
     exponent, mantissa = _DEC64.unpack_from(buf, at)
+    import decimal  # on the first decimal value: see the imports at the top
+
     sign, digits, _ = decimal.Decimal(mantissa).as_tuple()
     # mantissa / 10^exponent, keeping the exponent: 100 and 2 read as 1.00, not 1
     return decimal.Decimal((sign, digits, -exponent)), at + 9
 
 
 def _w_dec64(out: bytearray, value: decimal.Decimal, path: str) -> None:
+    import decimal  # on the first decimal value: see the imports at the top
+
     if not isinstance(value, decimal.Decimal) or not value.is_finite():
         raise _bad(path, value, "a finite decimal.Decimal")
     sign, digits, exponent = value.as_tuple()

@@ -20,10 +20,8 @@ the byte offset; encoding raises EncodeError naming the field.
 from __future__ import annotations
 
 import struct
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, ClassVar, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 from ..errors import DecodeError
 from ..frame_reader import Assembler as _Assembler
@@ -31,12 +29,9 @@ from ..frame_reader import Assemblies as _Assemblies
 from ..frame_reader import Frame, ProtocolHeader, decode_frame, encode_frame
 from ..frame_reader import Segment as _Segment
 from ..framing import (
-    FIRST_FRAME,
-    FIRST_SEGMENT,
     HEADER,
     HEADER_SIZE,
-    LAST_FRAME,
-    LAST_SEGMENT,
+    MAX_FRAME_SIZE,
     PROTOCOL_HEADER,
 )
 from ..values import (
@@ -63,6 +58,7 @@ from ..values import (
     _r_vbin8,
     _r_vbin16,
     _r_vbin32,
+    _Record,
     _short,
     _sized,
     _w_array,
@@ -102,6 +98,9 @@ from .enums import (
     Track,
 )
 
+if TYPE_CHECKING:  # for annotations only: importing them is left to the values module
+    import uuid
+
 _UINT16 = struct.Struct(">H")
 _UINT32 = struct.Struct(">I")
 _SEQUENCE_NO = struct.Struct(">I")
@@ -130,12 +129,22 @@ _Track: dict[int, Track] = {m.value: m for m in Track}
 
 # The classes below are written out (slots, __init__, __repr__, __eq__) rather than made by
 # @dataclass(slots=True), which builds each class twice and compiles its methods from source at
-# import; @dataclass(init=False, repr=False, eq=False) only records their fields, so that
-# dataclasses.fields() and replace() work on them as on any dataclass.
+# import; their base `_Record` records their fields on first use, so that dataclasses.fields()
+# and replace() work on them as on any dataclass.
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class SessionHeader:
+class _NewSessionHeader:
+    """A command's session header when the argument is omitted: each command gets a new
+    SessionHeader() (unsynced). An explicit None stays None, and encoding it raises EncodeError."""
+
+    def __repr__(self) -> str:
+        return "SessionHeader()"
+
+
+_NEW_SESSION_HEADER: Any = _NewSessionHeader()
+
+
+class SessionHeader(_Record):
     """session.header: struct.
 
     The session header appears on commands after the class and command id, but prior to command arguments.
@@ -212,16 +221,18 @@ def _r_session_header(
 
 
 def _w_session_header(out: bytearray, value: SessionHeader, path: str) -> None:
-    if not isinstance(value, SessionHeader):
+    if value.__class__ is not SessionHeader and not isinstance(value, SessionHeader):
         raise _bad(path, value, "a SessionHeader")
     start = len(out)
-    out += b"\x00"
+    out += b"\x00"  # size, then codes
     _w_body_session_header(out, value)
-    _sized(out, start, 1, path)
+    size = len(out) - start - 1
+    if size > 0xFF:
+        _sized(out, start, 1, path)  # its EncodeError
+    out[start] = size
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class SessionCommandFragment:
+class SessionCommandFragment(_Record):
     """session.command-fragment: struct.
 
     byte-ranges within a set of commands
@@ -292,7 +303,17 @@ def _w_body_session_command_fragment(out: bytearray, msg: SessionCommandFragment
     command_id = msg.command_id
     _w_sequence_no(out, command_id, "SessionCommandFragment.command_id")
     byte_ranges = msg.byte_ranges
-    _w_byte_ranges(out, byte_ranges, "SessionCommandFragment.byte_ranges")
+    if byte_ranges.__class__ is list and len(byte_ranges) <= 4095:
+        mark = len(out)
+        out += (len(byte_ranges) * 16).to_bytes(2, "big")
+        try:
+            for pair in byte_ranges:
+                out += _BYTE_RANGES_PAIR.pack(*pair)
+        except (struct.error, TypeError):  # a bad pair: the writer's EncodeError
+            del out[mark:]
+            _w_byte_ranges(out, byte_ranges, "SessionCommandFragment.byte_ranges")
+    else:  # the writer's checks and EncodeErrors
+        _w_byte_ranges(out, byte_ranges, "SessionCommandFragment.byte_ranges")
 
 
 def _r_session_command_fragment(
@@ -302,13 +323,14 @@ def _r_session_command_fragment(
 
 
 def _w_session_command_fragment(out: bytearray, value: SessionCommandFragment, path: str) -> None:
-    if not isinstance(value, SessionCommandFragment):
+    if value.__class__ is not SessionCommandFragment and not isinstance(
+        value, SessionCommandFragment
+    ):
         raise _bad(path, value, "a SessionCommandFragment")
     _w_body_session_command_fragment(out, value)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class MessageDeliveryProperties:
+class MessageDeliveryProperties(_Record):
     """message.delivery-properties: struct, class code 0x04 (4), code 0x01 (1).
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:3006:5
@@ -626,17 +648,20 @@ def _r_message_delivery_properties(
 def _w_message_delivery_properties(
     out: bytearray, value: MessageDeliveryProperties, path: str
 ) -> None:
-    if not isinstance(value, MessageDeliveryProperties):
+    if value.__class__ is not MessageDeliveryProperties and not isinstance(
+        value, MessageDeliveryProperties
+    ):
         raise _bad(path, value, "a MessageDeliveryProperties")
     start = len(out)
-    out += b"\x00\x00\x00\x00"
-    out += b"\x04\x01"
+    out += b"\x00\x00\x00\x00\x04\x01"  # size, then codes
     _w_body_message_delivery_properties(out, value)
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 0x100000000:
+        _sized(out, start, 4, path)  # its EncodeError
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class MessageFragmentProperties:
+class MessageFragmentProperties(_Record):
     """message.fragment-properties: struct, class code 0x04 (4), code 0x02 (2).
 
     These properties permit the transfer of message fragments. These may be used in conjunction with byte level flow control to limit the rate at which large messages are received. Only the first fragment carries the delivery-properties and message-properties.
@@ -743,8 +768,7 @@ def _w_body_message_fragment_properties(out: bytearray, msg: MessageFragmentProp
     if fragment_size is not None:
         flags |= 0x4
         _w_uint64(out, fragment_size, "MessageFragmentProperties.fragment_size")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
 
 
 def _r_message_fragment_properties(
@@ -770,17 +794,20 @@ def _r_message_fragment_properties(
 def _w_message_fragment_properties(
     out: bytearray, value: MessageFragmentProperties, path: str
 ) -> None:
-    if not isinstance(value, MessageFragmentProperties):
+    if value.__class__ is not MessageFragmentProperties and not isinstance(
+        value, MessageFragmentProperties
+    ):
         raise _bad(path, value, "a MessageFragmentProperties")
     start = len(out)
-    out += b"\x00\x00\x00\x00"
-    out += b"\x04\x02"
+    out += b"\x00\x00\x00\x00\x04\x02"  # size, then codes
     _w_body_message_fragment_properties(out, value)
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 0x100000000:
+        _sized(out, start, 4, path)  # its EncodeError
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class MessageReplyTo:
+class MessageReplyTo(_Record):
     """message.reply-to: struct.
 
     The reply-to domain provides a simple address structure for replying to to a message to a destination within the same virtual-host.
@@ -863,8 +890,7 @@ def _w_body_message_reply_to(out: bytearray, msg: MessageReplyTo) -> None:
     if routing_key is not None:
         flags |= 0x2
         _w_str8(out, routing_key, "MessageReplyTo.routing_key")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
 
 
 def _r_message_reply_to(
@@ -879,16 +905,18 @@ def _r_message_reply_to(
 
 
 def _w_message_reply_to(out: bytearray, value: MessageReplyTo, path: str) -> None:
-    if not isinstance(value, MessageReplyTo):
+    if value.__class__ is not MessageReplyTo and not isinstance(value, MessageReplyTo):
         raise _bad(path, value, "a MessageReplyTo")
     start = len(out)
-    out += b"\x00\x00"
+    out += b"\x00\x00"  # size, then codes
     _w_body_message_reply_to(out, value)
-    _sized(out, start, 2, path)
+    size = len(out) - start - 2
+    if size >= 0x10000:
+        _sized(out, start, 2, path)  # its EncodeError
+    out[start : start + 2] = size.to_bytes(2, "big")
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class MessageProperties:
+class MessageProperties(_Record):
     """message.message-properties: struct, class code 0x04 (4), code 0x03 (3).
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:3164:5
@@ -1117,17 +1145,18 @@ def _r_message_message_properties(
 
 
 def _w_message_message_properties(out: bytearray, value: MessageProperties, path: str) -> None:
-    if not isinstance(value, MessageProperties):
+    if value.__class__ is not MessageProperties and not isinstance(value, MessageProperties):
         raise _bad(path, value, "a MessageProperties")
     start = len(out)
-    out += b"\x00\x00\x00\x00"
-    out += b"\x04\x03"
+    out += b"\x00\x00\x00\x00\x04\x03"  # size, then codes
     _w_body_message_message_properties(out, value)
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 0x100000000:
+        _sized(out, start, 4, path)  # its EncodeError
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class MessageAcquired:
+class MessageAcquired(_Record):
     """message.acquired: struct, class code 0x04 (4), code 0x04 (4).
 
     Identifies a set of previously transferred messages that have now been acquired.
@@ -1196,9 +1225,18 @@ def _w_body_message_acquired(out: bytearray, msg: MessageAcquired) -> None:
     transfers = msg.transfers
     if transfers is not None:
         flags |= 0x1
-        _w_sequence_set(out, transfers, "MessageAcquired.transfers")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+        if transfers.__class__ is list and len(transfers) <= 8191:
+            mark = len(out)
+            out += (len(transfers) * 8).to_bytes(2, "big")
+            try:
+                for pair in transfers:
+                    out += _SEQUENCE_SET_PAIR.pack(*pair)
+            except (struct.error, TypeError):  # a bad pair: the writer's EncodeError
+                del out[mark:]
+                _w_sequence_set(out, transfers, "MessageAcquired.transfers")
+        else:  # the writer's checks and EncodeErrors
+            _w_sequence_set(out, transfers, "MessageAcquired.transfers")
+    out[start] = flags  # the second octet names no field: it stays 0
 
 
 def _r_message_acquired(
@@ -1220,17 +1258,18 @@ def _r_message_acquired(
 
 
 def _w_message_acquired(out: bytearray, value: MessageAcquired, path: str) -> None:
-    if not isinstance(value, MessageAcquired):
+    if value.__class__ is not MessageAcquired and not isinstance(value, MessageAcquired):
         raise _bad(path, value, "a MessageAcquired")
     start = len(out)
-    out += b"\x00\x00\x00\x00"
-    out += b"\x04\x04"
+    out += b"\x00\x00\x00\x00\x04\x04"  # size, then codes
     _w_body_message_acquired(out, value)
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 0x100000000:
+        _sized(out, start, 4, path)  # its EncodeError
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class MessageResumeResult:
+class MessageResumeResult(_Record):
     """message.message-resume-result: struct, class code 0x04 (4), code 0x05 (5).
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:3519:9
@@ -1300,8 +1339,7 @@ def _w_body_message_message_resume_result(out: bytearray, msg: MessageResumeResu
     if offset is not None:
         flags |= 0x1
         _w_uint64(out, offset, "MessageResumeResult.offset")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
 
 
 def _r_message_message_resume_result(
@@ -1323,17 +1361,18 @@ def _r_message_message_resume_result(
 
 
 def _w_message_message_resume_result(out: bytearray, value: MessageResumeResult, path: str) -> None:
-    if not isinstance(value, MessageResumeResult):
+    if value.__class__ is not MessageResumeResult and not isinstance(value, MessageResumeResult):
         raise _bad(path, value, "a MessageResumeResult")
     start = len(out)
-    out += b"\x00\x00\x00\x00"
-    out += b"\x04\x05"
+    out += b"\x00\x00\x00\x00\x04\x05"  # size, then codes
     _w_body_message_message_resume_result(out, value)
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 0x100000000:
+        _sized(out, start, 4, path)  # its EncodeError
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class DtxXaResult:
+class DtxXaResult(_Record):
     """dtx.xa-result: struct, class code 0x06 (6), code 0x01 (1).
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:4015:5
@@ -1400,8 +1439,7 @@ def _w_body_dtx_xa_result(out: bytearray, msg: DtxXaResult) -> None:
     if status is not None:
         flags |= 0x1
         _w_uint16(out, status, "DtxXaResult.status")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
 
 
 def _r_dtx_xa_result(
@@ -1423,17 +1461,18 @@ def _r_dtx_xa_result(
 
 
 def _w_dtx_xa_result(out: bytearray, value: DtxXaResult, path: str) -> None:
-    if not isinstance(value, DtxXaResult):
+    if value.__class__ is not DtxXaResult and not isinstance(value, DtxXaResult):
         raise _bad(path, value, "a DtxXaResult")
     start = len(out)
-    out += b"\x00\x00\x00\x00"
-    out += b"\x06\x01"
+    out += b"\x00\x00\x00\x00\x06\x01"  # size, then codes
     _w_body_dtx_xa_result(out, value)
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 0x100000000:
+        _sized(out, start, 4, path)  # its EncodeError
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class DtxXid:
+class DtxXid(_Record):
     """dtx.xid: struct.
 
     An xid uniquely identifies a transaction branch.
@@ -1535,8 +1574,7 @@ def _w_body_dtx_xid(out: bytearray, msg: DtxXid) -> None:
     if branch_id is not None:
         flags |= 0x4
         _w_vbin8(out, branch_id, "DtxXid.branch_id")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
 
 
 def _r_dtx_xid(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[DtxXid, int]:
@@ -1549,16 +1587,18 @@ def _r_dtx_xid(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[D
 
 
 def _w_dtx_xid(out: bytearray, value: DtxXid, path: str) -> None:
-    if not isinstance(value, DtxXid):
+    if value.__class__ is not DtxXid and not isinstance(value, DtxXid):
         raise _bad(path, value, "a DtxXid")
     start = len(out)
-    out += b"\x00\x00"
+    out += b"\x00\x00"  # size, then codes
     _w_body_dtx_xid(out, value)
-    _sized(out, start, 2, path)
+    size = len(out) - start - 2
+    if size >= 0x10000:
+        _sized(out, start, 2, path)  # its EncodeError
+    out[start : start + 2] = size.to_bytes(2, "big")
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class DtxGetTimeoutResult:
+class DtxGetTimeoutResult(_Record):
     """dtx.get-timeout-result: struct, class code 0x06 (6), code 0x02 (2).
 
     Returns the value of the timeout last specified through set-timeout.
@@ -1630,8 +1670,7 @@ def _w_body_dtx_get_timeout_result(out: bytearray, msg: DtxGetTimeoutResult) -> 
     if timeout is not None:
         flags |= 0x1
         _w_uint32(out, timeout, "DtxGetTimeoutResult.timeout")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
 
 
 def _r_dtx_get_timeout_result(
@@ -1653,17 +1692,18 @@ def _r_dtx_get_timeout_result(
 
 
 def _w_dtx_get_timeout_result(out: bytearray, value: DtxGetTimeoutResult, path: str) -> None:
-    if not isinstance(value, DtxGetTimeoutResult):
+    if value.__class__ is not DtxGetTimeoutResult and not isinstance(value, DtxGetTimeoutResult):
         raise _bad(path, value, "a DtxGetTimeoutResult")
     start = len(out)
-    out += b"\x00\x00\x00\x00"
-    out += b"\x06\x02"
+    out += b"\x00\x00\x00\x00\x06\x02"  # size, then codes
     _w_body_dtx_get_timeout_result(out, value)
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 0x100000000:
+        _sized(out, start, 4, path)  # its EncodeError
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class DtxRecoverResult:
+class DtxRecoverResult(_Record):
     """dtx.recover-result: struct, class code 0x06 (6), code 0x03 (3).
 
     Returns to the client a table with single item that is a sequence of transaction xids that are in a prepared or heuristically completed state.
@@ -1729,8 +1769,7 @@ def _w_body_dtx_recover_result(out: bytearray, msg: DtxRecoverResult) -> None:
     if in_doubt is not None:
         flags |= 0x1
         _w_array(out, in_doubt, "DtxRecoverResult.in_doubt")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
 
 
 def _r_dtx_recover_result(
@@ -1752,17 +1791,18 @@ def _r_dtx_recover_result(
 
 
 def _w_dtx_recover_result(out: bytearray, value: DtxRecoverResult, path: str) -> None:
-    if not isinstance(value, DtxRecoverResult):
+    if value.__class__ is not DtxRecoverResult and not isinstance(value, DtxRecoverResult):
         raise _bad(path, value, "a DtxRecoverResult")
     start = len(out)
-    out += b"\x00\x00\x00\x00"
-    out += b"\x06\x03"
+    out += b"\x00\x00\x00\x00\x06\x03"  # size, then codes
     _w_body_dtx_recover_result(out, value)
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 0x100000000:
+        _sized(out, start, 4, path)  # its EncodeError
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class ExchangeQueryResult:
+class ExchangeQueryResult(_Record):
     """exchange.exchange-query-result: struct, class code 0x07 (7), code 0x01 (1).
 
     This is sent in response to a query request and conveys information on a particular exchange.
@@ -1874,8 +1914,7 @@ def _w_body_exchange_exchange_query_result(out: bytearray, msg: ExchangeQueryRes
     if arguments is not None:
         flags |= 0x8
         _w_map(out, arguments, "ExchangeQueryResult.arguments")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
 
 
 def _r_exchange_exchange_query_result(
@@ -1899,17 +1938,18 @@ def _r_exchange_exchange_query_result(
 def _w_exchange_exchange_query_result(
     out: bytearray, value: ExchangeQueryResult, path: str
 ) -> None:
-    if not isinstance(value, ExchangeQueryResult):
+    if value.__class__ is not ExchangeQueryResult and not isinstance(value, ExchangeQueryResult):
         raise _bad(path, value, "a ExchangeQueryResult")
     start = len(out)
-    out += b"\x00\x00\x00\x00"
-    out += b"\x07\x01"
+    out += b"\x00\x00\x00\x00\x07\x01"  # size, then codes
     _w_body_exchange_exchange_query_result(out, value)
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 0x100000000:
+        _sized(out, start, 4, path)  # its EncodeError
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class ExchangeBoundResult:
+class ExchangeBoundResult(_Record):
     """exchange.exchange-bound-result: struct, class code 0x07 (7), code 0x02 (2).
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:5107:9
@@ -2039,8 +2079,7 @@ def _w_body_exchange_exchange_bound_result(out: bytearray, msg: ExchangeBoundRes
         flags |= 0x10
     elif msg.args_not_matched is not False:
         raise _bad("ExchangeBoundResult.args_not_matched", msg.args_not_matched, "a bool")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
 
 
 def _r_exchange_exchange_bound_result(
@@ -2064,17 +2103,18 @@ def _r_exchange_exchange_bound_result(
 def _w_exchange_exchange_bound_result(
     out: bytearray, value: ExchangeBoundResult, path: str
 ) -> None:
-    if not isinstance(value, ExchangeBoundResult):
+    if value.__class__ is not ExchangeBoundResult and not isinstance(value, ExchangeBoundResult):
         raise _bad(path, value, "a ExchangeBoundResult")
     start = len(out)
-    out += b"\x00\x00\x00\x00"
-    out += b"\x07\x02"
+    out += b"\x00\x00\x00\x00\x07\x02"  # size, then codes
     _w_body_exchange_exchange_bound_result(out, value)
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 0x100000000:
+        _sized(out, start, 4, path)  # its EncodeError
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class QueueQueryResult:
+class QueueQueryResult(_Record):
     """queue.queue-query-result: struct, class code 0x08 (8), code 0x01 (1).
 
     This is sent in response to queue.query, and conveys the requested information about a queue. If no queue with the specified name exists then none of the fields within the returned result struct will be populated.
@@ -2264,8 +2304,7 @@ def _w_body_queue_queue_query_result(out: bytearray, msg: QueueQueryResult) -> N
     if subscriber_count is not None:
         flags |= 0x80
         _w_uint32(out, subscriber_count, "QueueQueryResult.subscriber_count")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
 
 
 def _r_queue_queue_query_result(
@@ -2287,17 +2326,18 @@ def _r_queue_queue_query_result(
 
 
 def _w_queue_queue_query_result(out: bytearray, value: QueueQueryResult, path: str) -> None:
-    if not isinstance(value, QueueQueryResult):
+    if value.__class__ is not QueueQueryResult and not isinstance(value, QueueQueryResult):
         raise _bad(path, value, "a QueueQueryResult")
     start = len(out)
-    out += b"\x00\x00\x00\x00"
-    out += b"\x08\x01"
+    out += b"\x00\x00\x00\x00\x08\x01"  # size, then codes
     _w_body_queue_queue_query_result(out, value)
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 0x100000000:
+        _sized(out, start, 4, path)  # its EncodeError
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class FileProperties:
+class FileProperties(_Record):
     """file.file-properties: struct, class code 0x09 (9), code 0x01 (1).
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:5602:5
@@ -2533,17 +2573,18 @@ def _r_file_file_properties(
 
 
 def _w_file_file_properties(out: bytearray, value: FileProperties, path: str) -> None:
-    if not isinstance(value, FileProperties):
+    if value.__class__ is not FileProperties and not isinstance(value, FileProperties):
         raise _bad(path, value, "a FileProperties")
     start = len(out)
-    out += b"\x00\x00\x00\x00"
-    out += b"\x09\x01"
+    out += b"\x00\x00\x00\x00\x09\x01"  # size, then codes
     _w_body_file_file_properties(out, value)
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 0x100000000:
+        _sized(out, start, 4, path)  # its EncodeError
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class StreamProperties:
+class StreamProperties(_Record):
     """stream.stream-properties: struct, class code 0x0a (10), code 0x01 (1).
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:6253:5
@@ -2686,8 +2727,7 @@ def _w_body_stream_stream_properties(out: bytearray, msg: StreamProperties) -> N
     if timestamp is not None:
         flags |= 0x10
         _w_datetime(out, timestamp, "StreamProperties.timestamp")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
 
 
 def _r_stream_stream_properties(
@@ -2709,13 +2749,15 @@ def _r_stream_stream_properties(
 
 
 def _w_stream_stream_properties(out: bytearray, value: StreamProperties, path: str) -> None:
-    if not isinstance(value, StreamProperties):
+    if value.__class__ is not StreamProperties and not isinstance(value, StreamProperties):
         raise _bad(path, value, "a StreamProperties")
     start = len(out)
-    out += b"\x00\x00\x00\x00"
-    out += b"\x0a\x01"
+    out += b"\x00\x00\x00\x00\x0a\x01"  # size, then codes
     _w_body_stream_stream_properties(out, value)
-    _sized(out, start, 4, path)
+    size = len(out) - start - 4
+    if size >= 0x100000000:
+        _sized(out, start, 4, path)  # its EncodeError
+    out[start : start + 4] = size.to_bytes(4, "big")
 
 
 STRUCTS: dict[tuple[int, int], type[Any]] = {
@@ -2749,6 +2791,24 @@ _CODED_READERS: dict[tuple[int, int], Reader] = {
     (0x09, 0x01): _r_file_file_properties,
     (0x0A, 0x01): _r_stream_stream_properties,
 }
+_CODED_BODIES: dict[int, Callable[[bytes | memoryview, int, int], tuple[Any, int]]] = {
+    0x0401: _r_body_message_delivery_properties,
+    0x0402: _r_body_message_fragment_properties,
+    0x0403: _r_body_message_message_properties,
+    0x0404: _r_body_message_acquired,
+    0x0405: _r_body_message_message_resume_result,
+    0x0601: _r_body_dtx_xa_result,
+    0x0602: _r_body_dtx_get_timeout_result,
+    0x0603: _r_body_dtx_recover_result,
+    0x0701: _r_body_exchange_exchange_query_result,
+    0x0702: _r_body_exchange_exchange_bound_result,
+    0x0801: _r_body_queue_queue_query_result,
+    0x0901: _r_body_file_file_properties,
+    0x0A01: _r_body_stream_stream_properties,
+}
+"""class code << 8 | struct code -> a coded struct's fields' reader, for the ones with a 4-octet
+size: `decode_header` reads their size and codes itself."""
+_SIZE32 = struct.Struct(">I")
 _CODED_WRITERS: dict[type[Any], Writer] = {
     MessageDeliveryProperties: _w_message_delivery_properties,
     MessageFragmentProperties: _w_message_fragment_properties,
@@ -2766,8 +2826,7 @@ _CODED_WRITERS: dict[type[Any], Writer] = {
 }
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class ConnectionStart:
+class ConnectionStart(_Record):
     """connection.start: control, class code 0x01 (1), code 0x01 (1).
 
     This control starts the connection negotiation process by telling the client the supported security mechanisms and locales from which the client can choose.
@@ -2849,10 +2908,11 @@ def _r_body_connection_start(
     )
 
 
-def _w_body_connection_start(out: bytearray, msg: ConnectionStart) -> None:
+def _e_connection_start(msg: ConnectionStart) -> bytes:
+    """ConnectionStart's segment payload: its codes, flags and fields."""
+    out = bytearray(b"\x01\x01\x00\x00")
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     server_properties = msg.server_properties
     if server_properties is not None:
         flags |= 0x1
@@ -2865,12 +2925,11 @@ def _w_body_connection_start(out: bytearray, msg: ConnectionStart) -> None:
     if locales is not None:
         flags |= 0x4
         _w_array(out, locales, "ConnectionStart.locales")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class ConnectionStartOk:
+class ConnectionStartOk(_Record):
     """connection.start-ok: control, class code 0x01 (1), code 0x02 (2).
 
     This control selects a SASL security mechanism.
@@ -2962,10 +3021,11 @@ def _r_body_connection_start_ok(
     )
 
 
-def _w_body_connection_start_ok(out: bytearray, msg: ConnectionStartOk) -> None:
+def _e_connection_start_ok(msg: ConnectionStartOk) -> bytes:
+    """ConnectionStartOk's segment payload: its codes, flags and fields."""
+    out = bytearray(b"\x01\x02\x00\x00")
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     client_properties = msg.client_properties
     if client_properties is not None:
         flags |= 0x1
@@ -2982,12 +3042,11 @@ def _w_body_connection_start_ok(out: bytearray, msg: ConnectionStartOk) -> None:
     if locale is not None:
         flags |= 0x8
         _w_str8(out, locale, "ConnectionStartOk.locale")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class ConnectionSecure:
+class ConnectionSecure(_Record):
     """connection.secure: control, class code 0x01 (1), code 0x03 (3).
 
     The SASL protocol works by exchanging challenges and responses until both peers have received sufficient information to authenticate each other. This control challenges the client to provide more information.
@@ -3043,20 +3102,20 @@ def _r_body_connection_secure(
     )
 
 
-def _w_body_connection_secure(out: bytearray, msg: ConnectionSecure) -> None:
+def _e_connection_secure(msg: ConnectionSecure) -> bytes:
+    """ConnectionSecure's segment payload: its codes, flags and fields."""
+    out = bytearray(b"\x01\x03\x00\x00")
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     challenge = msg.challenge
     if challenge is not None:
         flags |= 0x1
         _w_vbin32(out, challenge, "ConnectionSecure.challenge")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class ConnectionSecureOk:
+class ConnectionSecureOk(_Record):
     """connection.secure-ok: control, class code 0x01 (1), code 0x04 (4).
 
     This control attempts to authenticate, passing a block of SASL data for the security mechanism at the server side.
@@ -3114,20 +3173,20 @@ def _r_body_connection_secure_ok(
     )
 
 
-def _w_body_connection_secure_ok(out: bytearray, msg: ConnectionSecureOk) -> None:
+def _e_connection_secure_ok(msg: ConnectionSecureOk) -> bytes:
+    """ConnectionSecureOk's segment payload: its codes, flags and fields."""
+    out = bytearray(b"\x01\x04\x00\x00")
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     response = msg.response
     if response is not None:
         flags |= 0x1
         _w_vbin32(out, response, "ConnectionSecureOk.response")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class ConnectionTune:
+class ConnectionTune(_Record):
     """connection.tune: control, class code 0x01 (1), code 0x05 (5).
 
     This control proposes a set of connection configuration values to the client. The client can accept and/or adjust these.
@@ -3235,10 +3294,11 @@ def _r_body_connection_tune(
     )
 
 
-def _w_body_connection_tune(out: bytearray, msg: ConnectionTune) -> None:
+def _e_connection_tune(msg: ConnectionTune) -> bytes:
+    """ConnectionTune's segment payload: its codes, flags and fields."""
+    out = bytearray(b"\x01\x05\x00\x00")
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     channel_max = msg.channel_max
     if channel_max is not None:
         flags |= 0x1
@@ -3255,12 +3315,11 @@ def _w_body_connection_tune(out: bytearray, msg: ConnectionTune) -> None:
     if heartbeat_max is not None:
         flags |= 0x8
         _w_uint16(out, heartbeat_max, "ConnectionTune.heartbeat_max")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class ConnectionTuneOk:
+class ConnectionTuneOk(_Record):
     """connection.tune-ok: control, class code 0x01 (1), code 0x06 (6).
 
     This control sends the client's connection tuning parameters to the server. Certain fields are negotiated, others provide capability information.
@@ -3354,10 +3413,11 @@ def _r_body_connection_tune_ok(
     )
 
 
-def _w_body_connection_tune_ok(out: bytearray, msg: ConnectionTuneOk) -> None:
+def _e_connection_tune_ok(msg: ConnectionTuneOk) -> bytes:
+    """ConnectionTuneOk's segment payload: its codes, flags and fields."""
+    out = bytearray(b"\x01\x06\x00\x00")
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     channel_max = msg.channel_max
     if channel_max is not None:
         flags |= 0x1
@@ -3370,12 +3430,11 @@ def _w_body_connection_tune_ok(out: bytearray, msg: ConnectionTuneOk) -> None:
     if heartbeat is not None:
         flags |= 0x4
         _w_uint16(out, heartbeat, "ConnectionTuneOk.heartbeat")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class ConnectionOpen:
+class ConnectionOpen(_Record):
     """connection.open: control, class code 0x01 (1), code 0x07 (7).
 
     This control opens a connection to a virtual host, which is a collection of resources, and acts to separate multiple application domains within a server. The server may apply arbitrary limits per virtual host, such as the number of each type of entity that may be used, per connection and/or in total.
@@ -3455,10 +3514,11 @@ def _r_body_connection_open(
     )
 
 
-def _w_body_connection_open(out: bytearray, msg: ConnectionOpen) -> None:
+def _e_connection_open(msg: ConnectionOpen) -> bytes:
+    """ConnectionOpen's segment payload: its codes, flags and fields."""
+    out = bytearray(b"\x01\x07\x00\x00")
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     virtual_host = msg.virtual_host
     if virtual_host is not None:
         flags |= 0x1
@@ -3471,12 +3531,11 @@ def _w_body_connection_open(out: bytearray, msg: ConnectionOpen) -> None:
         flags |= 0x4
     elif msg.insist is not False:
         raise _bad("ConnectionOpen.insist", msg.insist, "a bool")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class ConnectionOpenOk:
+class ConnectionOpenOk(_Record):
     """connection.open-ok: control, class code 0x01 (1), code 0x08 (8).
 
     This control signals to the client that the connection is ready for use.
@@ -3532,20 +3591,20 @@ def _r_body_connection_open_ok(
     )
 
 
-def _w_body_connection_open_ok(out: bytearray, msg: ConnectionOpenOk) -> None:
+def _e_connection_open_ok(msg: ConnectionOpenOk) -> bytes:
+    """ConnectionOpenOk's segment payload: its codes, flags and fields."""
+    out = bytearray(b"\x01\x08\x00\x00")
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     known_hosts = msg.known_hosts
     if known_hosts is not None:
         flags |= 0x1
         _w_array(out, known_hosts, "ConnectionOpenOk.known_hosts")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class ConnectionRedirect:
+class ConnectionRedirect(_Record):
     """connection.redirect: control, class code 0x01 (1), code 0x09 (9).
 
     This control redirects the client to another server, based on the requested virtual host and/or capabilities.
@@ -3616,10 +3675,11 @@ def _r_body_connection_redirect(
     )
 
 
-def _w_body_connection_redirect(out: bytearray, msg: ConnectionRedirect) -> None:
+def _e_connection_redirect(msg: ConnectionRedirect) -> bytes:
+    """ConnectionRedirect's segment payload: its codes, flags and fields."""
+    out = bytearray(b"\x01\x09\x00\x00")
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     host = msg.host
     if host is not None:
         flags |= 0x1
@@ -3628,12 +3688,11 @@ def _w_body_connection_redirect(out: bytearray, msg: ConnectionRedirect) -> None
     if known_hosts is not None:
         flags |= 0x2
         _w_array(out, known_hosts, "ConnectionRedirect.known_hosts")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class ConnectionHeartbeat:
+class ConnectionHeartbeat(_Record):
     """connection.heartbeat: control, class code 0x01 (1), code 0x0a (10).
 
     The heartbeat control may be used to generate artificial network traffic when a connection is idle. If a connection is idle for more than twice the negotiated heartbeat delay, the peers MAY be considered disconnected.
@@ -3674,16 +3733,12 @@ def _r_body_connection_heartbeat(
     return ConnectionHeartbeat(), at
 
 
-def _w_body_connection_heartbeat(out: bytearray, msg: ConnectionHeartbeat) -> None:
-    flags = 0
-    start = len(out)
-    out += b"\x00\x00"
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+def _e_connection_heartbeat(msg: ConnectionHeartbeat) -> bytes:
+    """ConnectionHeartbeat's segment payload: its codes, flags and fields."""
+    return b"\x01\x0a\x00\x00"
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class ConnectionClose:
+class ConnectionClose(_Record):
     """connection.close: control, class code 0x01 (1), code 0x0b (11).
 
     This control indicates that the sender wants to close the connection. The reason for close is indicated with the reply-code and reply-text. The channel this control is sent on MAY be used to indicate which channel caused the connection to close.
@@ -3757,10 +3812,11 @@ def _r_body_connection_close(
     )
 
 
-def _w_body_connection_close(out: bytearray, msg: ConnectionClose) -> None:
+def _e_connection_close(msg: ConnectionClose) -> bytes:
+    """ConnectionClose's segment payload: its codes, flags and fields."""
+    out = bytearray(b"\x01\x0b\x00\x00")
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     reply_code = msg.reply_code
     if reply_code is not None:
         flags |= 0x1
@@ -3769,12 +3825,11 @@ def _w_body_connection_close(out: bytearray, msg: ConnectionClose) -> None:
     if reply_text is not None:
         flags |= 0x2
         _w_str8(out, reply_text, "ConnectionClose.reply_text")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class ConnectionCloseOk:
+class ConnectionCloseOk(_Record):
     """connection.close-ok: control, class code 0x01 (1), code 0x0c (12).
 
     This control confirms a connection.close control and tells the recipient that it is safe to release resources for the connection and close the socket.
@@ -3813,16 +3868,12 @@ def _r_body_connection_close_ok(
     return ConnectionCloseOk(), at
 
 
-def _w_body_connection_close_ok(out: bytearray, msg: ConnectionCloseOk) -> None:
-    flags = 0
-    start = len(out)
-    out += b"\x00\x00"
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+def _e_connection_close_ok(msg: ConnectionCloseOk) -> bytes:
+    """ConnectionCloseOk's segment payload: its codes, flags and fields."""
+    return b"\x01\x0c\x00\x00"
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class SessionAttach:
+class SessionAttach(_Record):
     """session.attach: control, class code 0x02 (2), code 0x01 (1).
 
     Requests that the current transport be attached to the named session. Success or failure will be indicated with an attached or detached response. This control is idempotent.
@@ -3882,10 +3933,11 @@ def _r_body_session_attach(buf: bytes | memoryview, at: int, end: int) -> tuple[
     )
 
 
-def _w_body_session_attach(out: bytearray, msg: SessionAttach) -> None:
+def _e_session_attach(msg: SessionAttach) -> bytes:
+    """SessionAttach's segment payload: its codes, flags and fields."""
+    out = bytearray(b"\x02\x01\x00\x00")
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     name = msg.name
     if name is not None:
         flags |= 0x1
@@ -3894,12 +3946,11 @@ def _w_body_session_attach(out: bytearray, msg: SessionAttach) -> None:
         flags |= 0x2
     elif msg.force is not False:
         raise _bad("SessionAttach.force", msg.force, "a bool")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class SessionAttached:
+class SessionAttached(_Record):
     """session.attached: control, class code 0x02 (2), code 0x02 (2).
 
     Confirms successful attachment of the transport to the named session.
@@ -3955,20 +4006,20 @@ def _r_body_session_attached(
     )
 
 
-def _w_body_session_attached(out: bytearray, msg: SessionAttached) -> None:
+def _e_session_attached(msg: SessionAttached) -> bytes:
+    """SessionAttached's segment payload: its codes, flags and fields."""
+    out = bytearray(b"\x02\x02\x00\x00")
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     name = msg.name
     if name is not None:
         flags |= 0x1
         _w_vbin16(out, name, "SessionAttached.name")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class SessionDetach:
+class SessionDetach(_Record):
     """session.detach: control, class code 0x02 (2), code 0x03 (3).
 
     Detaches the current transport from the named session.
@@ -4022,20 +4073,20 @@ def _r_body_session_detach(buf: bytes | memoryview, at: int, end: int) -> tuple[
     )
 
 
-def _w_body_session_detach(out: bytearray, msg: SessionDetach) -> None:
+def _e_session_detach(msg: SessionDetach) -> bytes:
+    """SessionDetach's segment payload: its codes, flags and fields."""
+    out = bytearray(b"\x02\x03\x00\x00")
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     name = msg.name
     if name is not None:
         flags |= 0x1
         _w_vbin16(out, name, "SessionDetach.name")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class SessionDetached:
+class SessionDetached(_Record):
     """session.detached: control, class code 0x02 (2), code 0x04 (4).
 
     Confirms detachment of the current transport from the named session.
@@ -4104,10 +4155,11 @@ def _r_body_session_detached(
     )
 
 
-def _w_body_session_detached(out: bytearray, msg: SessionDetached) -> None:
+def _e_session_detached(msg: SessionDetached) -> bytes:
+    """SessionDetached's segment payload: its codes, flags and fields."""
+    out = bytearray(b"\x02\x04\x00\x00")
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     name = msg.name
     if name is not None:
         flags |= 0x1
@@ -4119,12 +4171,11 @@ def _w_body_session_detached(out: bytearray, msg: SessionDetached) -> None:
             out.append(code)
         else:  # the writer's EncodeError
             _w_uint8(out, code, "SessionDetached.code")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class SessionRequestTimeout:
+class SessionRequestTimeout(_Record):
     """session.request-timeout: control, class code 0x02 (2), code 0x05 (5).
 
     This control may be sent by either the sender or receiver of commands. It requests that the execution timeout be changed. This is the minimum amount of time that a peer must preserve execution state for a detached session.
@@ -4186,20 +4237,20 @@ def _r_body_session_request_timeout(
     )
 
 
-def _w_body_session_request_timeout(out: bytearray, msg: SessionRequestTimeout) -> None:
+def _e_session_request_timeout(msg: SessionRequestTimeout) -> bytes:
+    """SessionRequestTimeout's segment payload: its codes, flags and fields."""
+    out = bytearray(b"\x02\x05\x00\x00")
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     timeout = msg.timeout
     if timeout is not None:
         flags |= 0x1
         _w_uint32(out, timeout, "SessionRequestTimeout.timeout")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class SessionTimeout:
+class SessionTimeout(_Record):
     """session.timeout: control, class code 0x02 (2), code 0x06 (6).
 
     This control may be sent by the either the sender or receiver of commands. It is a one-to-one reply to the request-timeout control that indicates the granted timeout for execution state.
@@ -4259,20 +4310,20 @@ def _r_body_session_timeout(
     )
 
 
-def _w_body_session_timeout(out: bytearray, msg: SessionTimeout) -> None:
+def _e_session_timeout(msg: SessionTimeout) -> bytes:
+    """SessionTimeout's segment payload: its codes, flags and fields."""
+    out = bytearray(b"\x02\x06\x00\x00")
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     timeout = msg.timeout
     if timeout is not None:
         flags |= 0x1
         _w_uint32(out, timeout, "SessionTimeout.timeout")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class SessionCommandPoint:
+class SessionCommandPoint(_Record):
     """session.command-point: control, class code 0x02 (2), code 0x07 (7).
 
     This control is sent by the sender of commands and handled by the receiver of commands. This establishes the sequence numbers associated with all subsequent command data sent from the sender to the receiver. The subsequent command data will be numbered starting with the values supplied in this control and proceeding sequentially. This must be used at least once prior to sending any command data on newly attached transports.
@@ -4351,10 +4402,11 @@ def _r_body_session_command_point(
     )
 
 
-def _w_body_session_command_point(out: bytearray, msg: SessionCommandPoint) -> None:
+def _e_session_command_point(msg: SessionCommandPoint) -> bytes:
+    """SessionCommandPoint's segment payload: its codes, flags and fields."""
+    out = bytearray(b"\x02\x07\x00\x00")
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     command_id = msg.command_id
     if command_id is not None:
         flags |= 0x1
@@ -4363,12 +4415,11 @@ def _w_body_session_command_point(out: bytearray, msg: SessionCommandPoint) -> N
     if command_offset is not None:
         flags |= 0x2
         _w_uint64(out, command_offset, "SessionCommandPoint.command_offset")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class SessionExpected:
+class SessionExpected(_Record):
     """session.expected: control, class code 0x02 (2), code 0x08 (8).
 
     This control is sent by the receiver of commands and handled by the sender of commands. It informs the sender of what commands and command fragments are expected at the receiver. This control is only sent in response to a flush control with the expected flag set. The expected control is never sent spontaneously.
@@ -4441,24 +4492,34 @@ def _r_body_session_expected(
     )
 
 
-def _w_body_session_expected(out: bytearray, msg: SessionExpected) -> None:
+def _e_session_expected(msg: SessionExpected) -> bytes:
+    """SessionExpected's segment payload: its codes, flags and fields."""
+    out = bytearray(b"\x02\x08\x00\x00")
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     commands = msg.commands
     if commands is not None:
         flags |= 0x1
-        _w_sequence_set(out, commands, "SessionExpected.commands")
+        if commands.__class__ is list and len(commands) <= 8191:
+            mark = len(out)
+            out += (len(commands) * 8).to_bytes(2, "big")
+            try:
+                for pair in commands:
+                    out += _SEQUENCE_SET_PAIR.pack(*pair)
+            except (struct.error, TypeError):  # a bad pair: the writer's EncodeError
+                del out[mark:]
+                _w_sequence_set(out, commands, "SessionExpected.commands")
+        else:  # the writer's checks and EncodeErrors
+            _w_sequence_set(out, commands, "SessionExpected.commands")
     fragments = msg.fragments
     if fragments is not None:
         flags |= 0x2
         _w_array(out, fragments, "SessionExpected.fragments")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class SessionConfirmed:
+class SessionConfirmed(_Record):
     """session.confirmed: control, class code 0x02 (2), code 0x09 (9).
 
     This control is sent by the receiver of commands and handled by the sender of commands. This sends the set of commands that will definitely be completed by this peer to the sender. This excludes commands known by the receiver to be considered confirmed or complete at the sender.
@@ -4539,24 +4600,34 @@ def _r_body_session_confirmed(
     )
 
 
-def _w_body_session_confirmed(out: bytearray, msg: SessionConfirmed) -> None:
+def _e_session_confirmed(msg: SessionConfirmed) -> bytes:
+    """SessionConfirmed's segment payload: its codes, flags and fields."""
+    out = bytearray(b"\x02\x09\x00\x00")
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     commands = msg.commands
     if commands is not None:
         flags |= 0x1
-        _w_sequence_set(out, commands, "SessionConfirmed.commands")
+        if commands.__class__ is list and len(commands) <= 8191:
+            mark = len(out)
+            out += (len(commands) * 8).to_bytes(2, "big")
+            try:
+                for pair in commands:
+                    out += _SEQUENCE_SET_PAIR.pack(*pair)
+            except (struct.error, TypeError):  # a bad pair: the writer's EncodeError
+                del out[mark:]
+                _w_sequence_set(out, commands, "SessionConfirmed.commands")
+        else:  # the writer's checks and EncodeErrors
+            _w_sequence_set(out, commands, "SessionConfirmed.commands")
     fragments = msg.fragments
     if fragments is not None:
         flags |= 0x2
         _w_array(out, fragments, "SessionConfirmed.fragments")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class SessionCompleted:
+class SessionCompleted(_Record):
     """session.completed: control, class code 0x02 (2), code 0x0a (10).
 
     This control is sent by the receiver of commands, and handled by the sender of commands. It informs the sender of all commands completed by the receiver. This excludes commands known by the receiver to be considered complete at the sender.
@@ -4627,24 +4698,34 @@ def _r_body_session_completed(
     )
 
 
-def _w_body_session_completed(out: bytearray, msg: SessionCompleted) -> None:
+def _e_session_completed(msg: SessionCompleted) -> bytes:
+    """SessionCompleted's segment payload: its codes, flags and fields."""
+    out = bytearray(b"\x02\x0a\x00\x00")
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     commands = msg.commands
     if commands is not None:
         flags |= 0x1
-        _w_sequence_set(out, commands, "SessionCompleted.commands")
+        if commands.__class__ is list and len(commands) <= 8191:
+            mark = len(out)
+            out += (len(commands) * 8).to_bytes(2, "big")
+            try:
+                for pair in commands:
+                    out += _SEQUENCE_SET_PAIR.pack(*pair)
+            except (struct.error, TypeError):  # a bad pair: the writer's EncodeError
+                del out[mark:]
+                _w_sequence_set(out, commands, "SessionCompleted.commands")
+        else:  # the writer's checks and EncodeErrors
+            _w_sequence_set(out, commands, "SessionCompleted.commands")
     if msg.timely_reply is True:
         flags |= 0x2
     elif msg.timely_reply is not False:
         raise _bad("SessionCompleted.timely_reply", msg.timely_reply, "a bool")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class SessionKnownCompleted:
+class SessionKnownCompleted(_Record):
     """session.known-completed: control, class code 0x02 (2), code 0x0b (11).
 
     This control is sent by the sender of commands, and handled by the receiver of commands. It is sent in reply to one or more completed controls from the receiver. It informs the receiver that commands are known to be completed by the sender.
@@ -4706,20 +4787,30 @@ def _r_body_session_known_completed(
     )
 
 
-def _w_body_session_known_completed(out: bytearray, msg: SessionKnownCompleted) -> None:
+def _e_session_known_completed(msg: SessionKnownCompleted) -> bytes:
+    """SessionKnownCompleted's segment payload: its codes, flags and fields."""
+    out = bytearray(b"\x02\x0b\x00\x00")
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     commands = msg.commands
     if commands is not None:
         flags |= 0x1
-        _w_sequence_set(out, commands, "SessionKnownCompleted.commands")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+        if commands.__class__ is list and len(commands) <= 8191:
+            mark = len(out)
+            out += (len(commands) * 8).to_bytes(2, "big")
+            try:
+                for pair in commands:
+                    out += _SEQUENCE_SET_PAIR.pack(*pair)
+            except (struct.error, TypeError):  # a bad pair: the writer's EncodeError
+                del out[mark:]
+                _w_sequence_set(out, commands, "SessionKnownCompleted.commands")
+        else:  # the writer's checks and EncodeErrors
+            _w_sequence_set(out, commands, "SessionKnownCompleted.commands")
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class SessionFlush:
+class SessionFlush(_Record):
     """session.flush: control, class code 0x02 (2), code 0x0c (12).
 
     This control is sent by the sender of commands and handled by the receiver of commands. It requests that the receiver produce the indicated command sets. The receiver should issue the indicated sets at the earliest possible opportunity.
@@ -4793,10 +4884,11 @@ def _r_body_session_flush(buf: bytes | memoryview, at: int, end: int) -> tuple[S
     )
 
 
-def _w_body_session_flush(out: bytearray, msg: SessionFlush) -> None:
+def _e_session_flush(msg: SessionFlush) -> bytes:
+    """SessionFlush's segment payload: its codes, flags and fields."""
+    out = bytearray(b"\x02\x0c\x00\x00")
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     if msg.expected is True:
         flags |= 0x1
     elif msg.expected is not False:
@@ -4809,12 +4901,11 @@ def _w_body_session_flush(out: bytearray, msg: SessionFlush) -> None:
         flags |= 0x4
     elif msg.completed is not False:
         raise _bad("SessionFlush.completed", msg.completed, "a bool")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class SessionGap:
+class SessionGap(_Record):
     """session.gap: control, class code 0x02 (2), code 0x0d (13).
 
     This control is sent by the sender of commands and handled by the receiver of commands. It sends command ranges for which there will be no further data forthcoming. The receiver should proceed with the next available commands that arrive after the gap.
@@ -4872,20 +4963,30 @@ def _r_body_session_gap(buf: bytes | memoryview, at: int, end: int) -> tuple[Ses
     )
 
 
-def _w_body_session_gap(out: bytearray, msg: SessionGap) -> None:
+def _e_session_gap(msg: SessionGap) -> bytes:
+    """SessionGap's segment payload: its codes, flags and fields."""
+    out = bytearray(b"\x02\x0d\x00\x00")
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     commands = msg.commands
     if commands is not None:
         flags |= 0x1
-        _w_sequence_set(out, commands, "SessionGap.commands")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+        if commands.__class__ is list and len(commands) <= 8191:
+            mark = len(out)
+            out += (len(commands) * 8).to_bytes(2, "big")
+            try:
+                for pair in commands:
+                    out += _SEQUENCE_SET_PAIR.pack(*pair)
+            except (struct.error, TypeError):  # a bad pair: the writer's EncodeError
+                del out[mark:]
+                _w_sequence_set(out, commands, "SessionGap.commands")
+        else:  # the writer's checks and EncodeErrors
+            _w_sequence_set(out, commands, "SessionGap.commands")
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class ExecutionSync:
+class ExecutionSync(_Record):
     """execution.sync: command, class code 0x03 (3), code 0x01 (1).
 
     This command is complete when all prior commands are completed.
@@ -4911,9 +5012,11 @@ class ExecutionSync:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__qualname__}(" f"session_header={self.session_header!r}" ")"
@@ -4925,6 +5028,9 @@ class ExecutionSync:
 
 
 def _r_body_execution_sync(buf: bytes | memoryview, at: int, end: int) -> tuple[ExecutionSync, int]:
+    if end - at >= 4 and buf[at] == 1 and buf[at + 1] < 2 and not (buf[at + 2] or buf[at + 3]):
+        # size 1, flags: sync or nothing; then no packing flags (it has no fields)
+        return ExecutionSync(session_header=SessionHeader(sync=buf[at + 1] == 1)), at + 4
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -4947,21 +5053,18 @@ def _r_body_execution_sync(buf: bytes | memoryview, at: int, end: int) -> tuple[
     )
 
 
-def _w_body_execution_sync(out: bytearray, msg: ExecutionSync) -> None:
+def _e_execution_sync(msg: ExecutionSync) -> bytes:
+    """ExecutionSync's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
-    else:  # the general writer's checks and EncodeErrors
-        _w_session_header(out, session_header, "ExecutionSync.session_header")
-    flags = 0
-    start = len(out)
+        return b"\x03\x01\x01\x01\x00\x00" if session_header.sync else b"\x03\x01\x01\x00\x00\x00"
+    out = bytearray(b"\x03\x01")  # the general writer's checks and EncodeErrors
+    _w_session_header(out, session_header, "ExecutionSync.session_header")
     out += b"\x00\x00"
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class ExecutionResult:
+class ExecutionResult(_Record):
     """execution.result: command, class code 0x03 (3), code 0x02 (2).
 
     This command carries data resulting from the execution of a command.
@@ -4991,11 +5094,13 @@ class ExecutionResult:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         command_id: int | None = None,
         value: Any | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.command_id = command_id
         self.value = value
 
@@ -5055,15 +5160,19 @@ def _r_body_execution_result(
     )
 
 
-def _w_body_execution_result(out: bytearray, msg: ExecutionResult) -> None:
+def _e_execution_result(msg: ExecutionResult) -> bytes:
+    """ExecutionResult's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x03\x02\x01\x01\x00\x00" if session_header.sync else b"\x03\x02\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x03\x02")
         _w_session_header(out, session_header, "ExecutionResult.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     command_id = msg.command_id
     if command_id is not None:
         flags |= 0x1
@@ -5072,12 +5181,11 @@ def _w_body_execution_result(out: bytearray, msg: ExecutionResult) -> None:
     if value is not None:
         flags |= 0x2
         _w_struct32(out, value, "ExecutionResult.value")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class ExecutionException:
+class ExecutionException(_Record):
     """execution.exception: command, class code 0x03 (3), code 0x03 (3).
 
     This command informs a peer of an execution exception. The command-id, when given, correlates the error to a specific command.
@@ -5126,7 +5234,7 @@ class ExecutionException:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         error_code: ExecutionErrorCode | int | None = None,
         command_id: int | None = None,
         class_code: int | None = None,
@@ -5135,7 +5243,9 @@ class ExecutionException:
         description: str | None = None,
         error_info: dict[str, Typed] | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.error_code = error_code
         self.command_id = command_id
         self.class_code = class_code
@@ -5258,15 +5368,19 @@ def _r_body_execution_exception(
     )
 
 
-def _w_body_execution_exception(out: bytearray, msg: ExecutionException) -> None:
+def _e_execution_exception(msg: ExecutionException) -> bytes:
+    """ExecutionException's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x03\x03\x01\x01\x00\x00" if session_header.sync else b"\x03\x03\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x03\x03")
         _w_session_header(out, session_header, "ExecutionException.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     error_code = msg.error_code
     if error_code is not None:
         flags |= 0x1
@@ -5316,12 +5430,11 @@ def _w_body_execution_exception(out: bytearray, msg: ExecutionException) -> None
     if error_info is not None:
         flags |= 0x40
         _w_map(out, error_info, "ExecutionException.error_info")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class MessageTransfer:
+class MessageTransfer(_Record):
     """message.transfer: command, class code 0x04 (4), code 0x01 (1).
 
     This command transfers a message between two peers. When a client uses this command to publish a message to a broker, the destination identifies a specific exchange. The message will then be routed to queues as defined by the exchange configuration.
@@ -5359,12 +5472,14 @@ class MessageTransfer:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         destination: str | None = None,
         accept_mode: MessageAcceptMode | int | None = None,
         acquire_mode: MessageAcquireMode | int | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.destination = destination
         self.accept_mode = accept_mode
         self.acquire_mode = acquire_mode
@@ -5437,15 +5552,19 @@ def _r_body_message_transfer(
     )
 
 
-def _w_body_message_transfer(out: bytearray, msg: MessageTransfer) -> None:
+def _e_message_transfer(msg: MessageTransfer) -> bytes:
+    """MessageTransfer's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x04\x01\x01\x01\x00\x00" if session_header.sync else b"\x04\x01\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x04\x01")
         _w_session_header(out, session_header, "MessageTransfer.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     destination = msg.destination
     if destination is not None:
         flags |= 0x1
@@ -5472,12 +5591,11 @@ def _w_body_message_transfer(out: bytearray, msg: MessageTransfer) -> None:
             out.append(acquire_mode)
         else:  # the writer's EncodeError
             _w_uint8(out, acquire_mode, "MessageTransfer.acquire_mode")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class MessageAccept:
+class MessageAccept(_Record):
     """message.accept: command, class code 0x04 (4), code 0x02 (2).
 
     Accepts the message. Once a transfer is accepted, the command-id may no longer be referenced from other commands.
@@ -5505,10 +5623,12 @@ class MessageAccept:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         transfers: list[tuple[int, int]] | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.transfers = transfers
 
     def __repr__(self) -> str:
@@ -5556,25 +5676,38 @@ def _r_body_message_accept(buf: bytes | memoryview, at: int, end: int) -> tuple[
     )
 
 
-def _w_body_message_accept(out: bytearray, msg: MessageAccept) -> None:
+def _e_message_accept(msg: MessageAccept) -> bytes:
+    """MessageAccept's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x04\x02\x01\x01\x00\x00" if session_header.sync else b"\x04\x02\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x04\x02")
         _w_session_header(out, session_header, "MessageAccept.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     transfers = msg.transfers
     if transfers is not None:
         flags |= 0x1
-        _w_sequence_set(out, transfers, "MessageAccept.transfers")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+        if transfers.__class__ is list and len(transfers) <= 8191:
+            mark = len(out)
+            out += (len(transfers) * 8).to_bytes(2, "big")
+            try:
+                for pair in transfers:
+                    out += _SEQUENCE_SET_PAIR.pack(*pair)
+            except (struct.error, TypeError):  # a bad pair: the writer's EncodeError
+                del out[mark:]
+                _w_sequence_set(out, transfers, "MessageAccept.transfers")
+        else:  # the writer's checks and EncodeErrors
+            _w_sequence_set(out, transfers, "MessageAccept.transfers")
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class MessageReject:
+class MessageReject(_Record):
     """message.reject: command, class code 0x04 (4), code 0x03 (3).
 
     Indicates that the message transfers are unprocessable in some way. A server may reject a message if it is unroutable. A client may reject a message if it is invalid. A message may be rejected for other reasons as well. Once a transfer is rejected, the command-id may no longer be referenced from other commands.
@@ -5606,12 +5739,14 @@ class MessageReject:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         transfers: list[tuple[int, int]] | None = None,
         code: MessageRejectCode | int | None = None,
         text: str | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.transfers = transfers
         self.code = code
         self.text = text
@@ -5681,19 +5816,33 @@ def _r_body_message_reject(buf: bytes | memoryview, at: int, end: int) -> tuple[
     )
 
 
-def _w_body_message_reject(out: bytearray, msg: MessageReject) -> None:
+def _e_message_reject(msg: MessageReject) -> bytes:
+    """MessageReject's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x04\x03\x01\x01\x00\x00" if session_header.sync else b"\x04\x03\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x04\x03")
         _w_session_header(out, session_header, "MessageReject.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     transfers = msg.transfers
     if transfers is not None:
         flags |= 0x1
-        _w_sequence_set(out, transfers, "MessageReject.transfers")
+        if transfers.__class__ is list and len(transfers) <= 8191:
+            mark = len(out)
+            out += (len(transfers) * 8).to_bytes(2, "big")
+            try:
+                for pair in transfers:
+                    out += _SEQUENCE_SET_PAIR.pack(*pair)
+            except (struct.error, TypeError):  # a bad pair: the writer's EncodeError
+                del out[mark:]
+                _w_sequence_set(out, transfers, "MessageReject.transfers")
+        else:  # the writer's checks and EncodeErrors
+            _w_sequence_set(out, transfers, "MessageReject.transfers")
     code = msg.code
     if code is not None:
         flags |= 0x2
@@ -5702,12 +5851,11 @@ def _w_body_message_reject(out: bytearray, msg: MessageReject) -> None:
     if text is not None:
         flags |= 0x4
         _w_str8(out, text, "MessageReject.text")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class MessageRelease:
+class MessageRelease(_Record):
     """message.release: command, class code 0x04 (4), code 0x04 (4).
 
     Release previously transferred messages. When acquired messages are released, they become available for acquisition by any subscriber. Once a transfer is released, the command-id may no longer be referenced from other commands.
@@ -5737,11 +5885,13 @@ class MessageRelease:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         transfers: list[tuple[int, int]] | None = None,
         set_redelivered: bool = False,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.transfers = transfers
         self.set_redelivered = set_redelivered
 
@@ -5799,29 +5949,42 @@ def _r_body_message_release(
     )
 
 
-def _w_body_message_release(out: bytearray, msg: MessageRelease) -> None:
+def _e_message_release(msg: MessageRelease) -> bytes:
+    """MessageRelease's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x04\x04\x01\x01\x00\x00" if session_header.sync else b"\x04\x04\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x04\x04")
         _w_session_header(out, session_header, "MessageRelease.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     transfers = msg.transfers
     if transfers is not None:
         flags |= 0x1
-        _w_sequence_set(out, transfers, "MessageRelease.transfers")
+        if transfers.__class__ is list and len(transfers) <= 8191:
+            mark = len(out)
+            out += (len(transfers) * 8).to_bytes(2, "big")
+            try:
+                for pair in transfers:
+                    out += _SEQUENCE_SET_PAIR.pack(*pair)
+            except (struct.error, TypeError):  # a bad pair: the writer's EncodeError
+                del out[mark:]
+                _w_sequence_set(out, transfers, "MessageRelease.transfers")
+        else:  # the writer's checks and EncodeErrors
+            _w_sequence_set(out, transfers, "MessageRelease.transfers")
     if msg.set_redelivered is True:
         flags |= 0x2
     elif msg.set_redelivered is not False:
         raise _bad("MessageRelease.set_redelivered", msg.set_redelivered, "a bool")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class MessageAcquire:
+class MessageAcquire(_Record):
     """message.acquire: command, class code 0x04 (4), code 0x05 (5).
 
     Acquires previously transferred messages for consumption. The acquired ids (if any) are sent via message.acquired.
@@ -5849,10 +6012,12 @@ class MessageAcquire:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         transfers: list[tuple[int, int]] | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.transfers = transfers
 
     def __repr__(self) -> str:
@@ -5902,25 +6067,38 @@ def _r_body_message_acquire(
     )
 
 
-def _w_body_message_acquire(out: bytearray, msg: MessageAcquire) -> None:
+def _e_message_acquire(msg: MessageAcquire) -> bytes:
+    """MessageAcquire's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x04\x05\x01\x01\x00\x00" if session_header.sync else b"\x04\x05\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x04\x05")
         _w_session_header(out, session_header, "MessageAcquire.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     transfers = msg.transfers
     if transfers is not None:
         flags |= 0x1
-        _w_sequence_set(out, transfers, "MessageAcquire.transfers")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+        if transfers.__class__ is list and len(transfers) <= 8191:
+            mark = len(out)
+            out += (len(transfers) * 8).to_bytes(2, "big")
+            try:
+                for pair in transfers:
+                    out += _SEQUENCE_SET_PAIR.pack(*pair)
+            except (struct.error, TypeError):  # a bad pair: the writer's EncodeError
+                del out[mark:]
+                _w_sequence_set(out, transfers, "MessageAcquire.transfers")
+        else:  # the writer's checks and EncodeErrors
+            _w_sequence_set(out, transfers, "MessageAcquire.transfers")
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class MessageResume:
+class MessageResume(_Record):
     """message.resume: command, class code 0x04 (4), code 0x06 (6).
 
     This command resumes an interrupted transfer. The recipient should return the amount of partially transferred data associated with the given resume-id, or zero if there is no data at all. If a non-zero result is returned, the recipient should expect to receive message fragment(s) containing the remainder of the interrupted message.
@@ -5950,11 +6128,13 @@ class MessageResume:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         destination: str | None = None,
         resume_id: str | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.destination = destination
         self.resume_id = resume_id
 
@@ -6008,15 +6188,19 @@ def _r_body_message_resume(buf: bytes | memoryview, at: int, end: int) -> tuple[
     )
 
 
-def _w_body_message_resume(out: bytearray, msg: MessageResume) -> None:
+def _e_message_resume(msg: MessageResume) -> bytes:
+    """MessageResume's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x04\x06\x01\x01\x00\x00" if session_header.sync else b"\x04\x06\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x04\x06")
         _w_session_header(out, session_header, "MessageResume.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     destination = msg.destination
     if destination is not None:
         flags |= 0x1
@@ -6025,12 +6209,11 @@ def _w_body_message_resume(out: bytearray, msg: MessageResume) -> None:
     if resume_id is not None:
         flags |= 0x2
         _w_str16(out, resume_id, "MessageResume.resume_id")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class MessageSubscribe:
+class MessageSubscribe(_Record):
     """message.subscribe: command, class code 0x04 (4), code 0x07 (7).
 
     This command asks the server to start a "subscription", which is a request for messages from a specific queue. Subscriptions last as long as the session they were created on, or until the client cancels them.
@@ -6082,7 +6265,7 @@ class MessageSubscribe:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         queue: str | None = None,
         destination: str | None = None,
         accept_mode: MessageAcceptMode | int | None = None,
@@ -6092,7 +6275,9 @@ class MessageSubscribe:
         resume_ttl: int | None = None,
         arguments: dict[str, Typed] | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.queue = queue
         self.destination = destination
         self.accept_mode = accept_mode
@@ -6212,15 +6397,19 @@ def _r_body_message_subscribe(
     )
 
 
-def _w_body_message_subscribe(out: bytearray, msg: MessageSubscribe) -> None:
+def _e_message_subscribe(msg: MessageSubscribe) -> bytes:
+    """MessageSubscribe's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x04\x07\x01\x01\x00\x00" if session_header.sync else b"\x04\x07\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x04\x07")
         _w_session_header(out, session_header, "MessageSubscribe.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     queue = msg.queue
     if queue is not None:
         flags |= 0x1
@@ -6267,12 +6456,11 @@ def _w_body_message_subscribe(out: bytearray, msg: MessageSubscribe) -> None:
     if arguments is not None:
         flags |= 0x80
         _w_map(out, arguments, "MessageSubscribe.arguments")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class MessageCancel:
+class MessageCancel(_Record):
     """message.cancel: command, class code 0x04 (4), code 0x08 (8).
 
     This command cancels a subscription. This does not affect already delivered messages, but it does mean the server will not send any more messages for that subscription. The client may receive an arbitrary number of messages in between sending the cancel command and receiving notification that the cancel command is complete.
@@ -6300,10 +6488,12 @@ class MessageCancel:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         destination: str | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.destination = destination
 
     def __repr__(self) -> str:
@@ -6347,25 +6537,28 @@ def _r_body_message_cancel(buf: bytes | memoryview, at: int, end: int) -> tuple[
     )
 
 
-def _w_body_message_cancel(out: bytearray, msg: MessageCancel) -> None:
+def _e_message_cancel(msg: MessageCancel) -> bytes:
+    """MessageCancel's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x04\x08\x01\x01\x00\x00" if session_header.sync else b"\x04\x08\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x04\x08")
         _w_session_header(out, session_header, "MessageCancel.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     destination = msg.destination
     if destination is not None:
         flags |= 0x1
         _w_str8(out, destination, "MessageCancel.destination")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class MessageSetFlowMode:
+class MessageSetFlowMode(_Record):
     """message.set-flow-mode: command, class code 0x04 (4), code 0x09 (9).
 
     Sets the mode of flow control used for a given destination to either window or credit based flow control.
@@ -6401,11 +6594,13 @@ class MessageSetFlowMode:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         destination: str | None = None,
         flow_mode: MessageFlowMode | int | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.destination = destination
         self.flow_mode = flow_mode
 
@@ -6468,15 +6663,19 @@ def _r_body_message_set_flow_mode(
     )
 
 
-def _w_body_message_set_flow_mode(out: bytearray, msg: MessageSetFlowMode) -> None:
+def _e_message_set_flow_mode(msg: MessageSetFlowMode) -> bytes:
+    """MessageSetFlowMode's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x04\x09\x01\x01\x00\x00" if session_header.sync else b"\x04\x09\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x04\x09")
         _w_session_header(out, session_header, "MessageSetFlowMode.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     destination = msg.destination
     if destination is not None:
         flags |= 0x1
@@ -6492,12 +6691,11 @@ def _w_body_message_set_flow_mode(out: bytearray, msg: MessageSetFlowMode) -> No
             out.append(flow_mode)
         else:  # the writer's EncodeError
             _w_uint8(out, flow_mode, "MessageSetFlowMode.flow_mode")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class MessageFlow:
+class MessageFlow(_Record):
     """message.flow: command, class code 0x04 (4), code 0x0a (10).
 
     This command controls the flow of message data to a given destination. It is used by the recipient of messages to dynamically match the incoming rate of message flow to its processing or forwarding capacity. Upon receipt of this command, the sender must add "value" number of the specified unit to the available credit balance for the specified destination. A value of (0xFFFFFFFF) indicates an infinite amount of credit. This disables any limit for the given unit until the credit balance is zeroed with message.stop or message.flush.
@@ -6529,12 +6727,14 @@ class MessageFlow:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         destination: str | None = None,
         unit: MessageCreditUnit | int | None = None,
         value: int | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.destination = destination
         self.unit = unit
         self.value = value
@@ -6604,15 +6804,19 @@ def _r_body_message_flow(buf: bytes | memoryview, at: int, end: int) -> tuple[Me
     )
 
 
-def _w_body_message_flow(out: bytearray, msg: MessageFlow) -> None:
+def _e_message_flow(msg: MessageFlow) -> bytes:
+    """MessageFlow's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x04\x0a\x01\x01\x00\x00" if session_header.sync else b"\x04\x0a\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x04\x0a")
         _w_session_header(out, session_header, "MessageFlow.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     destination = msg.destination
     if destination is not None:
         flags |= 0x1
@@ -6628,12 +6832,11 @@ def _w_body_message_flow(out: bytearray, msg: MessageFlow) -> None:
     if value is not None:
         flags |= 0x4
         _w_uint32(out, value, "MessageFlow.value")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class MessageFlush:
+class MessageFlush(_Record):
     """message.flush: command, class code 0x04 (4), code 0x0b (11).
 
     Forces the sender to exhaust his credit supply. The sender's credit will always be zero when this command completes. The command completes when immediately available message data has been transferred, or when the credit supply is exhausted.
@@ -6661,10 +6864,12 @@ class MessageFlush:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         destination: str | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.destination = destination
 
     def __repr__(self) -> str:
@@ -6708,25 +6913,28 @@ def _r_body_message_flush(buf: bytes | memoryview, at: int, end: int) -> tuple[M
     )
 
 
-def _w_body_message_flush(out: bytearray, msg: MessageFlush) -> None:
+def _e_message_flush(msg: MessageFlush) -> bytes:
+    """MessageFlush's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x04\x0b\x01\x01\x00\x00" if session_header.sync else b"\x04\x0b\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x04\x0b")
         _w_session_header(out, session_header, "MessageFlush.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     destination = msg.destination
     if destination is not None:
         flags |= 0x1
         _w_str8(out, destination, "MessageFlush.destination")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class MessageStop:
+class MessageStop(_Record):
     """message.stop: command, class code 0x04 (4), code 0x0c (12).
 
     On receipt of this command, a producer of messages MUST set his credit to zero for the given destination. When notifying of completion, credit MUST be zero and no further messages will be sent until such a time as further credit is received.
@@ -6754,10 +6962,12 @@ class MessageStop:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         destination: str | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.destination = destination
 
     def __repr__(self) -> str:
@@ -6801,25 +7011,28 @@ def _r_body_message_stop(buf: bytes | memoryview, at: int, end: int) -> tuple[Me
     )
 
 
-def _w_body_message_stop(out: bytearray, msg: MessageStop) -> None:
+def _e_message_stop(msg: MessageStop) -> bytes:
+    """MessageStop's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x04\x0c\x01\x01\x00\x00" if session_header.sync else b"\x04\x0c\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x04\x0c")
         _w_session_header(out, session_header, "MessageStop.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     destination = msg.destination
     if destination is not None:
         flags |= 0x1
         _w_str8(out, destination, "MessageStop.destination")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class TxSelect:
+class TxSelect(_Record):
     """tx.select: command, class code 0x05 (5), code 0x01 (1).
 
     This command sets the session to use standard transactions. The client must use this command exactly once on a session before using the Commit or Rollback commands.
@@ -6845,9 +7058,11 @@ class TxSelect:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__qualname__}(" f"session_header={self.session_header!r}" ")"
@@ -6859,6 +7074,9 @@ class TxSelect:
 
 
 def _r_body_tx_select(buf: bytes | memoryview, at: int, end: int) -> tuple[TxSelect, int]:
+    if end - at >= 4 and buf[at] == 1 and buf[at + 1] < 2 and not (buf[at + 2] or buf[at + 3]):
+        # size 1, flags: sync or nothing; then no packing flags (it has no fields)
+        return TxSelect(session_header=SessionHeader(sync=buf[at + 1] == 1)), at + 4
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -6881,21 +7099,18 @@ def _r_body_tx_select(buf: bytes | memoryview, at: int, end: int) -> tuple[TxSel
     )
 
 
-def _w_body_tx_select(out: bytearray, msg: TxSelect) -> None:
+def _e_tx_select(msg: TxSelect) -> bytes:
+    """TxSelect's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
-    else:  # the general writer's checks and EncodeErrors
-        _w_session_header(out, session_header, "TxSelect.session_header")
-    flags = 0
-    start = len(out)
+        return b"\x05\x01\x01\x01\x00\x00" if session_header.sync else b"\x05\x01\x01\x00\x00\x00"
+    out = bytearray(b"\x05\x01")  # the general writer's checks and EncodeErrors
+    _w_session_header(out, session_header, "TxSelect.session_header")
     out += b"\x00\x00"
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class TxCommit:
+class TxCommit(_Record):
     """tx.commit: command, class code 0x05 (5), code 0x02 (2).
 
     This command commits all messages published and accepted in the current transaction. A new transaction starts immediately after a commit.
@@ -6925,9 +7140,11 @@ class TxCommit:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__qualname__}(" f"session_header={self.session_header!r}" ")"
@@ -6939,6 +7156,9 @@ class TxCommit:
 
 
 def _r_body_tx_commit(buf: bytes | memoryview, at: int, end: int) -> tuple[TxCommit, int]:
+    if end - at >= 4 and buf[at] == 1 and buf[at + 1] < 2 and not (buf[at + 2] or buf[at + 3]):
+        # size 1, flags: sync or nothing; then no packing flags (it has no fields)
+        return TxCommit(session_header=SessionHeader(sync=buf[at + 1] == 1)), at + 4
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -6961,21 +7181,18 @@ def _r_body_tx_commit(buf: bytes | memoryview, at: int, end: int) -> tuple[TxCom
     )
 
 
-def _w_body_tx_commit(out: bytearray, msg: TxCommit) -> None:
+def _e_tx_commit(msg: TxCommit) -> bytes:
+    """TxCommit's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
-    else:  # the general writer's checks and EncodeErrors
-        _w_session_header(out, session_header, "TxCommit.session_header")
-    flags = 0
-    start = len(out)
+        return b"\x05\x02\x01\x01\x00\x00" if session_header.sync else b"\x05\x02\x01\x00\x00\x00"
+    out = bytearray(b"\x05\x02")  # the general writer's checks and EncodeErrors
+    _w_session_header(out, session_header, "TxCommit.session_header")
     out += b"\x00\x00"
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class TxRollback:
+class TxRollback(_Record):
     """tx.rollback: command, class code 0x05 (5), code 0x03 (3).
 
     This command abandons the current transaction. In particular the transfers from Client to Server (publishes) and accepts of transfers from Server to Client which occurred in the current transaction are discarded. A new transaction starts immediately after a rollback.
@@ -7005,9 +7222,11 @@ class TxRollback:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__qualname__}(" f"session_header={self.session_header!r}" ")"
@@ -7019,6 +7238,9 @@ class TxRollback:
 
 
 def _r_body_tx_rollback(buf: bytes | memoryview, at: int, end: int) -> tuple[TxRollback, int]:
+    if end - at >= 4 and buf[at] == 1 and buf[at + 1] < 2 and not (buf[at + 2] or buf[at + 3]):
+        # size 1, flags: sync or nothing; then no packing flags (it has no fields)
+        return TxRollback(session_header=SessionHeader(sync=buf[at + 1] == 1)), at + 4
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -7041,21 +7263,18 @@ def _r_body_tx_rollback(buf: bytes | memoryview, at: int, end: int) -> tuple[TxR
     )
 
 
-def _w_body_tx_rollback(out: bytearray, msg: TxRollback) -> None:
+def _e_tx_rollback(msg: TxRollback) -> bytes:
+    """TxRollback's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
-    else:  # the general writer's checks and EncodeErrors
-        _w_session_header(out, session_header, "TxRollback.session_header")
-    flags = 0
-    start = len(out)
+        return b"\x05\x03\x01\x01\x00\x00" if session_header.sync else b"\x05\x03\x01\x00\x00\x00"
+    out = bytearray(b"\x05\x03")  # the general writer's checks and EncodeErrors
+    _w_session_header(out, session_header, "TxRollback.session_header")
     out += b"\x00\x00"
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class DtxSelect:
+class DtxSelect(_Record):
     """dtx.select: command, class code 0x06 (6), code 0x01 (1).
 
     This command sets the session to use distributed transactions. The client must use this command at least once on a session before using XA demarcation operations.
@@ -7081,9 +7300,11 @@ class DtxSelect:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__qualname__}(" f"session_header={self.session_header!r}" ")"
@@ -7095,6 +7316,9 @@ class DtxSelect:
 
 
 def _r_body_dtx_select(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxSelect, int]:
+    if end - at >= 4 and buf[at] == 1 and buf[at + 1] < 2 and not (buf[at + 2] or buf[at + 3]):
+        # size 1, flags: sync or nothing; then no packing flags (it has no fields)
+        return DtxSelect(session_header=SessionHeader(sync=buf[at + 1] == 1)), at + 4
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -7117,21 +7341,18 @@ def _r_body_dtx_select(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxS
     )
 
 
-def _w_body_dtx_select(out: bytearray, msg: DtxSelect) -> None:
+def _e_dtx_select(msg: DtxSelect) -> bytes:
+    """DtxSelect's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
-    else:  # the general writer's checks and EncodeErrors
-        _w_session_header(out, session_header, "DtxSelect.session_header")
-    flags = 0
-    start = len(out)
+        return b"\x06\x01\x01\x01\x00\x00" if session_header.sync else b"\x06\x01\x01\x00\x00\x00"
+    out = bytearray(b"\x06\x01")  # the general writer's checks and EncodeErrors
+    _w_session_header(out, session_header, "DtxSelect.session_header")
     out += b"\x00\x00"
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class DtxStart:
+class DtxStart(_Record):
     """dtx.start: command, class code 0x06 (6), code 0x02 (2).
 
     This command is called when messages should be produced and consumed on behalf a transaction branch identified by xid.
@@ -7163,12 +7384,14 @@ class DtxStart:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         xid: DtxXid | None = None,
         join: bool = False,
         resume: bool = False,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.xid = xid
         self.join = join
         self.resume = resume
@@ -7225,15 +7448,19 @@ def _r_body_dtx_start(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxSt
     )
 
 
-def _w_body_dtx_start(out: bytearray, msg: DtxStart) -> None:
+def _e_dtx_start(msg: DtxStart) -> bytes:
+    """DtxStart's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x06\x02\x01\x01\x00\x00" if session_header.sync else b"\x06\x02\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x06\x02")
         _w_session_header(out, session_header, "DtxStart.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     xid = msg.xid
     if xid is not None:
         flags |= 0x1
@@ -7246,12 +7473,11 @@ def _w_body_dtx_start(out: bytearray, msg: DtxStart) -> None:
         flags |= 0x4
     elif msg.resume is not False:
         raise _bad("DtxStart.resume", msg.resume, "a bool")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class DtxEnd:
+class DtxEnd(_Record):
     """dtx.end: command, class code 0x06 (6), code 0x03 (3).
 
     This command is called when the work done on behalf a transaction branch finishes or needs to be suspended.
@@ -7283,12 +7509,14 @@ class DtxEnd:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         xid: DtxXid | None = None,
         fail: bool = False,
         suspend: bool = False,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.xid = xid
         self.fail = fail
         self.suspend = suspend
@@ -7345,15 +7573,19 @@ def _r_body_dtx_end(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxEnd,
     )
 
 
-def _w_body_dtx_end(out: bytearray, msg: DtxEnd) -> None:
+def _e_dtx_end(msg: DtxEnd) -> bytes:
+    """DtxEnd's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x06\x03\x01\x01\x00\x00" if session_header.sync else b"\x06\x03\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x06\x03")
         _w_session_header(out, session_header, "DtxEnd.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     xid = msg.xid
     if xid is not None:
         flags |= 0x1
@@ -7366,12 +7598,11 @@ def _w_body_dtx_end(out: bytearray, msg: DtxEnd) -> None:
         flags |= 0x4
     elif msg.suspend is not False:
         raise _bad("DtxEnd.suspend", msg.suspend, "a bool")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class DtxCommit:
+class DtxCommit(_Record):
     """dtx.commit: command, class code 0x06 (6), code 0x04 (4).
 
     Commit the work done on behalf a transaction branch. This command commits the work associated with xid. Any produced messages are made available and any consumed messages are discarded.
@@ -7401,11 +7632,13 @@ class DtxCommit:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         xid: DtxXid | None = None,
         one_phase: bool = False,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.xid = xid
         self.one_phase = one_phase
 
@@ -7457,15 +7690,19 @@ def _r_body_dtx_commit(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxC
     )
 
 
-def _w_body_dtx_commit(out: bytearray, msg: DtxCommit) -> None:
+def _e_dtx_commit(msg: DtxCommit) -> bytes:
+    """DtxCommit's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x06\x04\x01\x01\x00\x00" if session_header.sync else b"\x06\x04\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x06\x04")
         _w_session_header(out, session_header, "DtxCommit.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     xid = msg.xid
     if xid is not None:
         flags |= 0x1
@@ -7474,12 +7711,11 @@ def _w_body_dtx_commit(out: bytearray, msg: DtxCommit) -> None:
         flags |= 0x2
     elif msg.one_phase is not False:
         raise _bad("DtxCommit.one_phase", msg.one_phase, "a bool")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class DtxForget:
+class DtxForget(_Record):
     """dtx.forget: command, class code 0x06 (6), code 0x05 (5).
 
     This command is called to forget about a heuristically completed transaction branch.
@@ -7507,10 +7743,12 @@ class DtxForget:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         xid: DtxXid | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.xid = xid
 
     def __repr__(self) -> str:
@@ -7554,25 +7792,28 @@ def _r_body_dtx_forget(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxF
     )
 
 
-def _w_body_dtx_forget(out: bytearray, msg: DtxForget) -> None:
+def _e_dtx_forget(msg: DtxForget) -> bytes:
+    """DtxForget's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x06\x05\x01\x01\x00\x00" if session_header.sync else b"\x06\x05\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x06\x05")
         _w_session_header(out, session_header, "DtxForget.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     xid = msg.xid
     if xid is not None:
         flags |= 0x1
         _w_dtx_xid(out, xid, "DtxForget.xid")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class DtxGetTimeout:
+class DtxGetTimeout(_Record):
     """dtx.get-timeout: command, class code 0x06 (6), code 0x06 (6).
 
     This command obtains the current transaction timeout value in seconds. If set-timeout was not used prior to invoking this command, the return value is the default timeout; otherwise, the value used in the previous set-timeout call is returned.
@@ -7600,10 +7841,12 @@ class DtxGetTimeout:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         xid: DtxXid | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.xid = xid
 
     def __repr__(self) -> str:
@@ -7649,25 +7892,28 @@ def _r_body_dtx_get_timeout(
     )
 
 
-def _w_body_dtx_get_timeout(out: bytearray, msg: DtxGetTimeout) -> None:
+def _e_dtx_get_timeout(msg: DtxGetTimeout) -> bytes:
+    """DtxGetTimeout's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x06\x06\x01\x01\x00\x00" if session_header.sync else b"\x06\x06\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x06\x06")
         _w_session_header(out, session_header, "DtxGetTimeout.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     xid = msg.xid
     if xid is not None:
         flags |= 0x1
         _w_dtx_xid(out, xid, "DtxGetTimeout.xid")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class DtxPrepare:
+class DtxPrepare(_Record):
     """dtx.prepare: command, class code 0x06 (6), code 0x07 (7).
 
     This command prepares for commitment any message produced or consumed on behalf of xid.
@@ -7695,10 +7941,12 @@ class DtxPrepare:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         xid: DtxXid | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.xid = xid
 
     def __repr__(self) -> str:
@@ -7742,25 +7990,28 @@ def _r_body_dtx_prepare(buf: bytes | memoryview, at: int, end: int) -> tuple[Dtx
     )
 
 
-def _w_body_dtx_prepare(out: bytearray, msg: DtxPrepare) -> None:
+def _e_dtx_prepare(msg: DtxPrepare) -> bytes:
+    """DtxPrepare's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x06\x07\x01\x01\x00\x00" if session_header.sync else b"\x06\x07\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x06\x07")
         _w_session_header(out, session_header, "DtxPrepare.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     xid = msg.xid
     if xid is not None:
         flags |= 0x1
         _w_dtx_xid(out, xid, "DtxPrepare.xid")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class DtxRecover:
+class DtxRecover(_Record):
     """dtx.recover: command, class code 0x06 (6), code 0x08 (8).
 
     This command is called to obtain a list of transaction branches that are in a prepared or heuristically completed state.
@@ -7786,9 +8037,11 @@ class DtxRecover:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__qualname__}(" f"session_header={self.session_header!r}" ")"
@@ -7800,6 +8053,9 @@ class DtxRecover:
 
 
 def _r_body_dtx_recover(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxRecover, int]:
+    if end - at >= 4 and buf[at] == 1 and buf[at + 1] < 2 and not (buf[at + 2] or buf[at + 3]):
+        # size 1, flags: sync or nothing; then no packing flags (it has no fields)
+        return DtxRecover(session_header=SessionHeader(sync=buf[at + 1] == 1)), at + 4
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -7822,21 +8078,18 @@ def _r_body_dtx_recover(buf: bytes | memoryview, at: int, end: int) -> tuple[Dtx
     )
 
 
-def _w_body_dtx_recover(out: bytearray, msg: DtxRecover) -> None:
+def _e_dtx_recover(msg: DtxRecover) -> bytes:
+    """DtxRecover's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
-    else:  # the general writer's checks and EncodeErrors
-        _w_session_header(out, session_header, "DtxRecover.session_header")
-    flags = 0
-    start = len(out)
+        return b"\x06\x08\x01\x01\x00\x00" if session_header.sync else b"\x06\x08\x01\x00\x00\x00"
+    out = bytearray(b"\x06\x08")  # the general writer's checks and EncodeErrors
+    _w_session_header(out, session_header, "DtxRecover.session_header")
     out += b"\x00\x00"
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class DtxRollback:
+class DtxRollback(_Record):
     """dtx.rollback: command, class code 0x06 (6), code 0x09 (9).
 
     This command rolls back the work associated with xid. Any produced messages are discarded and any consumed messages are re-enqueued.
@@ -7864,10 +8117,12 @@ class DtxRollback:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         xid: DtxXid | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.xid = xid
 
     def __repr__(self) -> str:
@@ -7911,25 +8166,28 @@ def _r_body_dtx_rollback(buf: bytes | memoryview, at: int, end: int) -> tuple[Dt
     )
 
 
-def _w_body_dtx_rollback(out: bytearray, msg: DtxRollback) -> None:
+def _e_dtx_rollback(msg: DtxRollback) -> bytes:
+    """DtxRollback's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x06\x09\x01\x01\x00\x00" if session_header.sync else b"\x06\x09\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x06\x09")
         _w_session_header(out, session_header, "DtxRollback.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     xid = msg.xid
     if xid is not None:
         flags |= 0x1
         _w_dtx_xid(out, xid, "DtxRollback.xid")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class DtxSetTimeout:
+class DtxSetTimeout(_Record):
     """dtx.set-timeout: command, class code 0x06 (6), code 0x0a (10).
 
     Sets the specified transaction branch timeout value in seconds.
@@ -7959,11 +8217,13 @@ class DtxSetTimeout:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         xid: DtxXid | None = None,
         timeout: int | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.xid = xid
         self.timeout = timeout
 
@@ -8023,15 +8283,19 @@ def _r_body_dtx_set_timeout(
     )
 
 
-def _w_body_dtx_set_timeout(out: bytearray, msg: DtxSetTimeout) -> None:
+def _e_dtx_set_timeout(msg: DtxSetTimeout) -> bytes:
+    """DtxSetTimeout's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x06\x0a\x01\x01\x00\x00" if session_header.sync else b"\x06\x0a\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x06\x0a")
         _w_session_header(out, session_header, "DtxSetTimeout.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     xid = msg.xid
     if xid is not None:
         flags |= 0x1
@@ -8040,12 +8304,11 @@ def _w_body_dtx_set_timeout(out: bytearray, msg: DtxSetTimeout) -> None:
     if timeout is not None:
         flags |= 0x2
         _w_uint32(out, timeout, "DtxSetTimeout.timeout")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class ExchangeDeclare:
+class ExchangeDeclare(_Record):
     """exchange.declare: command, class code 0x07 (7), code 0x01 (1).
 
     This command creates an exchange if it does not already exist, and if the exchange exists, verifies that it is of the correct and expected class.
@@ -8094,7 +8357,7 @@ class ExchangeDeclare:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         exchange: str | None = None,
         type: str | None = None,
         alternate_exchange: str | None = None,
@@ -8103,7 +8366,9 @@ class ExchangeDeclare:
         auto_delete: bool = False,
         arguments: dict[str, Typed] | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.exchange = exchange
         self.type = type
         self.alternate_exchange = alternate_exchange
@@ -8197,15 +8462,19 @@ def _r_body_exchange_declare(
     )
 
 
-def _w_body_exchange_declare(out: bytearray, msg: ExchangeDeclare) -> None:
+def _e_exchange_declare(msg: ExchangeDeclare) -> bytes:
+    """ExchangeDeclare's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x07\x01\x01\x01\x00\x00" if session_header.sync else b"\x07\x01\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x07\x01")
         _w_session_header(out, session_header, "ExchangeDeclare.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     exchange = msg.exchange
     if exchange is not None:
         flags |= 0x1
@@ -8234,12 +8503,11 @@ def _w_body_exchange_declare(out: bytearray, msg: ExchangeDeclare) -> None:
     if arguments is not None:
         flags |= 0x40
         _w_map(out, arguments, "ExchangeDeclare.arguments")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class ExchangeDelete:
+class ExchangeDelete(_Record):
     """exchange.delete: command, class code 0x07 (7), code 0x02 (2).
 
     This command deletes an exchange. When an exchange is deleted all queue bindings on the exchange are cancelled.
@@ -8269,11 +8537,13 @@ class ExchangeDelete:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         exchange: str | None = None,
         if_unused: bool = False,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.exchange = exchange
         self.if_unused = if_unused
 
@@ -8327,15 +8597,19 @@ def _r_body_exchange_delete(
     )
 
 
-def _w_body_exchange_delete(out: bytearray, msg: ExchangeDelete) -> None:
+def _e_exchange_delete(msg: ExchangeDelete) -> bytes:
+    """ExchangeDelete's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x07\x02\x01\x01\x00\x00" if session_header.sync else b"\x07\x02\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x07\x02")
         _w_session_header(out, session_header, "ExchangeDelete.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     exchange = msg.exchange
     if exchange is not None:
         flags |= 0x1
@@ -8344,12 +8618,11 @@ def _w_body_exchange_delete(out: bytearray, msg: ExchangeDelete) -> None:
         flags |= 0x2
     elif msg.if_unused is not False:
         raise _bad("ExchangeDelete.if_unused", msg.if_unused, "a bool")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class ExchangeQuery:
+class ExchangeQuery(_Record):
     """exchange.query: command, class code 0x07 (7), code 0x03 (3).
 
     This command is used to request information on a particular exchange.
@@ -8377,10 +8650,12 @@ class ExchangeQuery:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         name: str | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.name = name
 
     def __repr__(self) -> str:
@@ -8424,25 +8699,28 @@ def _r_body_exchange_query(buf: bytes | memoryview, at: int, end: int) -> tuple[
     )
 
 
-def _w_body_exchange_query(out: bytearray, msg: ExchangeQuery) -> None:
+def _e_exchange_query(msg: ExchangeQuery) -> bytes:
+    """ExchangeQuery's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x07\x03\x01\x01\x00\x00" if session_header.sync else b"\x07\x03\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x07\x03")
         _w_session_header(out, session_header, "ExchangeQuery.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     name = msg.name
     if name is not None:
         flags |= 0x1
         _w_str8(out, name, "ExchangeQuery.name")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class ExchangeBind:
+class ExchangeBind(_Record):
     """exchange.bind: command, class code 0x07 (7), code 0x04 (4).
 
     This command binds a queue to an exchange. Until a queue is bound it will not receive any messages. In a classic messaging model, store-and-forward queues are bound to a direct exchange and subscription queues are bound to a topic exchange.
@@ -8476,13 +8754,15 @@ class ExchangeBind:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         queue: str | None = None,
         exchange: str | None = None,
         binding_key: str | None = None,
         arguments: dict[str, Typed] | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.queue = queue
         self.exchange = exchange
         self.binding_key = binding_key
@@ -8550,15 +8830,19 @@ def _r_body_exchange_bind(buf: bytes | memoryview, at: int, end: int) -> tuple[E
     )
 
 
-def _w_body_exchange_bind(out: bytearray, msg: ExchangeBind) -> None:
+def _e_exchange_bind(msg: ExchangeBind) -> bytes:
+    """ExchangeBind's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x07\x04\x01\x01\x00\x00" if session_header.sync else b"\x07\x04\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x07\x04")
         _w_session_header(out, session_header, "ExchangeBind.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     queue = msg.queue
     if queue is not None:
         flags |= 0x1
@@ -8575,12 +8859,11 @@ def _w_body_exchange_bind(out: bytearray, msg: ExchangeBind) -> None:
     if arguments is not None:
         flags |= 0x8
         _w_map(out, arguments, "ExchangeBind.arguments")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class ExchangeUnbind:
+class ExchangeUnbind(_Record):
     """exchange.unbind: command, class code 0x07 (7), code 0x05 (5).
 
     This command unbinds a queue from an exchange.
@@ -8612,12 +8895,14 @@ class ExchangeUnbind:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         queue: str | None = None,
         exchange: str | None = None,
         binding_key: str | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.queue = queue
         self.exchange = exchange
         self.binding_key = binding_key
@@ -8680,15 +8965,19 @@ def _r_body_exchange_unbind(
     )
 
 
-def _w_body_exchange_unbind(out: bytearray, msg: ExchangeUnbind) -> None:
+def _e_exchange_unbind(msg: ExchangeUnbind) -> bytes:
+    """ExchangeUnbind's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x07\x05\x01\x01\x00\x00" if session_header.sync else b"\x07\x05\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x07\x05")
         _w_session_header(out, session_header, "ExchangeUnbind.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     queue = msg.queue
     if queue is not None:
         flags |= 0x1
@@ -8701,12 +8990,11 @@ def _w_body_exchange_unbind(out: bytearray, msg: ExchangeUnbind) -> None:
     if binding_key is not None:
         flags |= 0x4
         _w_str8(out, binding_key, "ExchangeUnbind.binding_key")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class ExchangeBound:
+class ExchangeBound(_Record):
     """exchange.bound: command, class code 0x07 (7), code 0x06 (6).
 
     This command is used to request information on the bindings to a particular exchange.
@@ -8740,13 +9028,15 @@ class ExchangeBound:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         exchange: str | None = None,
         queue: str | None = None,
         binding_key: str | None = None,
         arguments: dict[str, Typed] | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.exchange = exchange
         self.queue = queue
         self.binding_key = binding_key
@@ -8814,15 +9104,19 @@ def _r_body_exchange_bound(buf: bytes | memoryview, at: int, end: int) -> tuple[
     )
 
 
-def _w_body_exchange_bound(out: bytearray, msg: ExchangeBound) -> None:
+def _e_exchange_bound(msg: ExchangeBound) -> bytes:
+    """ExchangeBound's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x07\x06\x01\x01\x00\x00" if session_header.sync else b"\x07\x06\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x07\x06")
         _w_session_header(out, session_header, "ExchangeBound.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     exchange = msg.exchange
     if exchange is not None:
         flags |= 0x1
@@ -8839,12 +9133,11 @@ def _w_body_exchange_bound(out: bytearray, msg: ExchangeBound) -> None:
     if arguments is not None:
         flags |= 0x8
         _w_map(out, arguments, "ExchangeBound.arguments")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class QueueDeclare:
+class QueueDeclare(_Record):
     """queue.declare: command, class code 0x08 (8), code 0x01 (1).
 
     This command creates or checks a queue. When creating a new queue the client can specify various properties that control the durability of the queue and its contents, and the level of sharing for the queue.
@@ -8895,7 +9188,7 @@ If this field is set and the exclusive field is not set the queue is deleted whe
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         queue: str | None = None,
         alternate_exchange: str | None = None,
         passive: bool = False,
@@ -8904,7 +9197,9 @@ If this field is set and the exclusive field is not set the queue is deleted whe
         auto_delete: bool = False,
         arguments: dict[str, Typed] | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.queue = queue
         self.alternate_exchange = alternate_exchange
         self.passive = passive
@@ -8994,15 +9289,19 @@ def _r_body_queue_declare(buf: bytes | memoryview, at: int, end: int) -> tuple[Q
     )
 
 
-def _w_body_queue_declare(out: bytearray, msg: QueueDeclare) -> None:
+def _e_queue_declare(msg: QueueDeclare) -> bytes:
+    """QueueDeclare's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x08\x01\x01\x01\x00\x00" if session_header.sync else b"\x08\x01\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x08\x01")
         _w_session_header(out, session_header, "QueueDeclare.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     queue = msg.queue
     if queue is not None:
         flags |= 0x1
@@ -9031,12 +9330,11 @@ def _w_body_queue_declare(out: bytearray, msg: QueueDeclare) -> None:
     if arguments is not None:
         flags |= 0x40
         _w_map(out, arguments, "QueueDeclare.arguments")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class QueueDelete:
+class QueueDelete(_Record):
     """queue.delete: command, class code 0x08 (8), code 0x02 (2).
 
     This command deletes a queue. When a queue is deleted any pending messages are sent to the alternate-exchange if defined, or discarded if it is not.
@@ -9068,12 +9366,14 @@ class QueueDelete:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         queue: str | None = None,
         if_unused: bool = False,
         if_empty: bool = False,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.queue = queue
         self.if_unused = if_unused
         self.if_empty = if_empty
@@ -9130,15 +9430,19 @@ def _r_body_queue_delete(buf: bytes | memoryview, at: int, end: int) -> tuple[Qu
     )
 
 
-def _w_body_queue_delete(out: bytearray, msg: QueueDelete) -> None:
+def _e_queue_delete(msg: QueueDelete) -> bytes:
+    """QueueDelete's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x08\x02\x01\x01\x00\x00" if session_header.sync else b"\x08\x02\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x08\x02")
         _w_session_header(out, session_header, "QueueDelete.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     queue = msg.queue
     if queue is not None:
         flags |= 0x1
@@ -9151,12 +9455,11 @@ def _w_body_queue_delete(out: bytearray, msg: QueueDelete) -> None:
         flags |= 0x4
     elif msg.if_empty is not False:
         raise _bad("QueueDelete.if_empty", msg.if_empty, "a bool")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class QueuePurge:
+class QueuePurge(_Record):
     """queue.purge: command, class code 0x08 (8), code 0x03 (3).
 
     This command removes all messages from a queue. It does not cancel subscribers. Purged messages are deleted without any formal "undo" mechanism.
@@ -9184,10 +9487,12 @@ class QueuePurge:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         queue: str | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.queue = queue
 
     def __repr__(self) -> str:
@@ -9231,25 +9536,28 @@ def _r_body_queue_purge(buf: bytes | memoryview, at: int, end: int) -> tuple[Que
     )
 
 
-def _w_body_queue_purge(out: bytearray, msg: QueuePurge) -> None:
+def _e_queue_purge(msg: QueuePurge) -> bytes:
+    """QueuePurge's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x08\x03\x01\x01\x00\x00" if session_header.sync else b"\x08\x03\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x08\x03")
         _w_session_header(out, session_header, "QueuePurge.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     queue = msg.queue
     if queue is not None:
         flags |= 0x1
         _w_str8(out, queue, "QueuePurge.queue")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class QueueQuery:
+class QueueQuery(_Record):
     """queue.query: command, class code 0x08 (8), code 0x04 (4).
 
     This command requests information about a queue.
@@ -9277,10 +9585,12 @@ class QueueQuery:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         queue: str | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.queue = queue
 
     def __repr__(self) -> str:
@@ -9324,25 +9634,28 @@ def _r_body_queue_query(buf: bytes | memoryview, at: int, end: int) -> tuple[Que
     )
 
 
-def _w_body_queue_query(out: bytearray, msg: QueueQuery) -> None:
+def _e_queue_query(msg: QueueQuery) -> bytes:
+    """QueueQuery's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x08\x04\x01\x01\x00\x00" if session_header.sync else b"\x08\x04\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x08\x04")
         _w_session_header(out, session_header, "QueueQuery.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     queue = msg.queue
     if queue is not None:
         flags |= 0x1
         _w_str8(out, queue, "QueueQuery.queue")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class FileQos:
+class FileQos(_Record):
     """file.qos: command, class code 0x09 (9), code 0x01 (1).
 
     This command requests a specific quality of service. The QoS can be specified for the current session or for all sessions on the connection. The particular properties and semantics of a qos command always depend on the content class semantics. Though the qos command could in principle apply to both peers, it is currently meaningful only for the server.
@@ -9374,12 +9687,14 @@ class FileQos:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         prefetch_size: int | None = None,
         prefetch_count: int | None = None,
         global_: bool = False,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.prefetch_size = prefetch_size
         self.prefetch_count = prefetch_count
         self.global_ = global_
@@ -9446,15 +9761,19 @@ def _r_body_file_qos(buf: bytes | memoryview, at: int, end: int) -> tuple[FileQo
     )
 
 
-def _w_body_file_qos(out: bytearray, msg: FileQos) -> None:
+def _e_file_qos(msg: FileQos) -> bytes:
+    """FileQos's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x09\x01\x01\x01\x00\x00" if session_header.sync else b"\x09\x01\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x09\x01")
         _w_session_header(out, session_header, "FileQos.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     prefetch_size = msg.prefetch_size
     if prefetch_size is not None:
         flags |= 0x1
@@ -9467,12 +9786,11 @@ def _w_body_file_qos(out: bytearray, msg: FileQos) -> None:
         flags |= 0x4
     elif msg.global_ is not False:
         raise _bad("FileQos.global_", msg.global_, "a bool")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class FileQosOk:
+class FileQosOk(_Record):
     """file.qos-ok: command, class code 0x09 (9), code 0x02 (2).
 
     This command tells the client that the requested QoS levels could be handled by the server. The requested QoS applies to all active consumers until a new QoS is defined.
@@ -9498,9 +9816,11 @@ class FileQosOk:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__qualname__}(" f"session_header={self.session_header!r}" ")"
@@ -9512,6 +9832,9 @@ class FileQosOk:
 
 
 def _r_body_file_qos_ok(buf: bytes | memoryview, at: int, end: int) -> tuple[FileQosOk, int]:
+    if end - at >= 4 and buf[at] == 1 and buf[at + 1] < 2 and not (buf[at + 2] or buf[at + 3]):
+        # size 1, flags: sync or nothing; then no packing flags (it has no fields)
+        return FileQosOk(session_header=SessionHeader(sync=buf[at + 1] == 1)), at + 4
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -9534,21 +9857,18 @@ def _r_body_file_qos_ok(buf: bytes | memoryview, at: int, end: int) -> tuple[Fil
     )
 
 
-def _w_body_file_qos_ok(out: bytearray, msg: FileQosOk) -> None:
+def _e_file_qos_ok(msg: FileQosOk) -> bytes:
+    """FileQosOk's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
-    else:  # the general writer's checks and EncodeErrors
-        _w_session_header(out, session_header, "FileQosOk.session_header")
-    flags = 0
-    start = len(out)
+        return b"\x09\x02\x01\x01\x00\x00" if session_header.sync else b"\x09\x02\x01\x00\x00\x00"
+    out = bytearray(b"\x09\x02")  # the general writer's checks and EncodeErrors
+    _w_session_header(out, session_header, "FileQosOk.session_header")
     out += b"\x00\x00"
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class FileConsume:
+class FileConsume(_Record):
     """file.consume: command, class code 0x09 (9), code 0x03 (3).
 
     This command asks the server to start a "consumer", which is a transient request for messages from a specific queue. Consumers last as long as the session they were created on, or until the client cancels them.
@@ -9597,7 +9917,7 @@ class FileConsume:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         queue: str | None = None,
         consumer_tag: str | None = None,
         no_local: bool = False,
@@ -9606,7 +9926,9 @@ class FileConsume:
         nowait: bool = False,
         arguments: dict[str, Typed] | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.queue = queue
         self.consumer_tag = consumer_tag
         self.no_local = no_local
@@ -9696,15 +10018,19 @@ def _r_body_file_consume(buf: bytes | memoryview, at: int, end: int) -> tuple[Fi
     )
 
 
-def _w_body_file_consume(out: bytearray, msg: FileConsume) -> None:
+def _e_file_consume(msg: FileConsume) -> bytes:
+    """FileConsume's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x09\x03\x01\x01\x00\x00" if session_header.sync else b"\x09\x03\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x09\x03")
         _w_session_header(out, session_header, "FileConsume.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     queue = msg.queue
     if queue is not None:
         flags |= 0x1
@@ -9733,12 +10059,11 @@ def _w_body_file_consume(out: bytearray, msg: FileConsume) -> None:
     if arguments is not None:
         flags |= 0x40
         _w_map(out, arguments, "FileConsume.arguments")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class FileConsumeOk:
+class FileConsumeOk(_Record):
     """file.consume-ok: command, class code 0x09 (9), code 0x04 (4).
 
     This command provides the client with a consumer tag which it MUST use in commands that work with the consumer.
@@ -9766,10 +10091,12 @@ class FileConsumeOk:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         consumer_tag: str | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.consumer_tag = consumer_tag
 
     def __repr__(self) -> str:
@@ -9818,25 +10145,28 @@ def _r_body_file_consume_ok(
     )
 
 
-def _w_body_file_consume_ok(out: bytearray, msg: FileConsumeOk) -> None:
+def _e_file_consume_ok(msg: FileConsumeOk) -> bytes:
+    """FileConsumeOk's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x09\x04\x01\x01\x00\x00" if session_header.sync else b"\x09\x04\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x09\x04")
         _w_session_header(out, session_header, "FileConsumeOk.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     consumer_tag = msg.consumer_tag
     if consumer_tag is not None:
         flags |= 0x1
         _w_str8(out, consumer_tag, "FileConsumeOk.consumer_tag")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class FileCancel:
+class FileCancel(_Record):
     """file.cancel: command, class code 0x09 (9), code 0x05 (5).
 
     This command cancels a consumer. This does not affect already delivered messages, but it does mean the server will not send any more messages for that consumer.
@@ -9864,10 +10194,12 @@ class FileCancel:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         consumer_tag: str | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.consumer_tag = consumer_tag
 
     def __repr__(self) -> str:
@@ -9914,25 +10246,28 @@ def _r_body_file_cancel(buf: bytes | memoryview, at: int, end: int) -> tuple[Fil
     )
 
 
-def _w_body_file_cancel(out: bytearray, msg: FileCancel) -> None:
+def _e_file_cancel(msg: FileCancel) -> bytes:
+    """FileCancel's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x09\x05\x01\x01\x00\x00" if session_header.sync else b"\x09\x05\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x09\x05")
         _w_session_header(out, session_header, "FileCancel.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     consumer_tag = msg.consumer_tag
     if consumer_tag is not None:
         flags |= 0x1
         _w_str8(out, consumer_tag, "FileCancel.consumer_tag")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class FileOpen:
+class FileOpen(_Record):
     """file.open: command, class code 0x09 (9), code 0x06 (6).
 
     This command requests permission to start staging a message. Staging means sending the message into a temporary area at the recipient end and then delivering the message by referring to this temporary area. Staging is how the protocol handles partial file transfers - if a message is partially staged and the connection breaks, the next time the sender starts to stage it, it can restart from where it left off.
@@ -9962,11 +10297,13 @@ class FileOpen:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         identifier: str | None = None,
         content_size: int | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.identifier = identifier
         self.content_size = content_size
 
@@ -10024,15 +10361,19 @@ def _r_body_file_open(buf: bytes | memoryview, at: int, end: int) -> tuple[FileO
     )
 
 
-def _w_body_file_open(out: bytearray, msg: FileOpen) -> None:
+def _e_file_open(msg: FileOpen) -> bytes:
+    """FileOpen's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x09\x06\x01\x01\x00\x00" if session_header.sync else b"\x09\x06\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x09\x06")
         _w_session_header(out, session_header, "FileOpen.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     identifier = msg.identifier
     if identifier is not None:
         flags |= 0x1
@@ -10041,12 +10382,11 @@ def _w_body_file_open(out: bytearray, msg: FileOpen) -> None:
     if content_size is not None:
         flags |= 0x2
         _w_uint64(out, content_size, "FileOpen.content_size")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class FileOpenOk:
+class FileOpenOk(_Record):
     """file.open-ok: command, class code 0x09 (9), code 0x07 (7).
 
     This command confirms that the recipient is ready to accept staged data. If the message was already partially-staged at a previous time the recipient will report the number of octets already staged.
@@ -10074,10 +10414,12 @@ class FileOpenOk:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         staged_size: int | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.staged_size = staged_size
 
     def __repr__(self) -> str:
@@ -10125,25 +10467,28 @@ def _r_body_file_open_ok(buf: bytes | memoryview, at: int, end: int) -> tuple[Fi
     )
 
 
-def _w_body_file_open_ok(out: bytearray, msg: FileOpenOk) -> None:
+def _e_file_open_ok(msg: FileOpenOk) -> bytes:
+    """FileOpenOk's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x09\x07\x01\x01\x00\x00" if session_header.sync else b"\x09\x07\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x09\x07")
         _w_session_header(out, session_header, "FileOpenOk.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     staged_size = msg.staged_size
     if staged_size is not None:
         flags |= 0x1
         _w_uint64(out, staged_size, "FileOpenOk.staged_size")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class FileStage:
+class FileStage(_Record):
     """file.stage: command, class code 0x09 (9), code 0x08 (8).
 
     This command stages the message, sending the message content to the recipient from the octet offset specified in the Open-Ok command.
@@ -10169,9 +10514,11 @@ class FileStage:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__qualname__}(" f"session_header={self.session_header!r}" ")"
@@ -10183,6 +10530,9 @@ class FileStage:
 
 
 def _r_body_file_stage(buf: bytes | memoryview, at: int, end: int) -> tuple[FileStage, int]:
+    if end - at >= 4 and buf[at] == 1 and buf[at + 1] < 2 and not (buf[at + 2] or buf[at + 3]):
+        # size 1, flags: sync or nothing; then no packing flags (it has no fields)
+        return FileStage(session_header=SessionHeader(sync=buf[at + 1] == 1)), at + 4
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -10205,21 +10555,18 @@ def _r_body_file_stage(buf: bytes | memoryview, at: int, end: int) -> tuple[File
     )
 
 
-def _w_body_file_stage(out: bytearray, msg: FileStage) -> None:
+def _e_file_stage(msg: FileStage) -> bytes:
+    """FileStage's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
-    else:  # the general writer's checks and EncodeErrors
-        _w_session_header(out, session_header, "FileStage.session_header")
-    flags = 0
-    start = len(out)
+        return b"\x09\x08\x01\x01\x00\x00" if session_header.sync else b"\x09\x08\x01\x00\x00\x00"
+    out = bytearray(b"\x09\x08")  # the general writer's checks and EncodeErrors
+    _w_session_header(out, session_header, "FileStage.session_header")
     out += b"\x00\x00"
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class FilePublish:
+class FilePublish(_Record):
     """file.publish: command, class code 0x09 (9), code 0x09 (9).
 
     This command publishes a staged file message to a specific exchange. The file message will be routed to queues as defined by the exchange configuration and distributed to any active consumers when the transaction, if any, is committed.
@@ -10262,14 +10609,16 @@ class FilePublish:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         exchange: str | None = None,
         routing_key: str | None = None,
         mandatory: bool = False,
         immediate: bool = False,
         identifier: str | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.exchange = exchange
         self.routing_key = routing_key
         self.mandatory = mandatory
@@ -10347,15 +10696,19 @@ def _r_body_file_publish(buf: bytes | memoryview, at: int, end: int) -> tuple[Fi
     )
 
 
-def _w_body_file_publish(out: bytearray, msg: FilePublish) -> None:
+def _e_file_publish(msg: FilePublish) -> bytes:
+    """FilePublish's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x09\x09\x01\x01\x00\x00" if session_header.sync else b"\x09\x09\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x09\x09")
         _w_session_header(out, session_header, "FilePublish.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     exchange = msg.exchange
     if exchange is not None:
         flags |= 0x1
@@ -10376,12 +10729,11 @@ def _w_body_file_publish(out: bytearray, msg: FilePublish) -> None:
     if identifier is not None:
         flags |= 0x10
         _w_str8(out, identifier, "FilePublish.identifier")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class FileReturn:
+class FileReturn(_Record):
     """file.return: command, class code 0x09 (9), code 0x0a (10).
 
     This command returns an undeliverable message that was published with the "immediate" flag set, or an unroutable message published with the "mandatory" flag set. The reply code and text provide information about the reason that the message was undeliverable.
@@ -10415,13 +10767,15 @@ class FileReturn:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         reply_code: FileReturnCode | int | None = None,
         reply_text: str | None = None,
         exchange: str | None = None,
         routing_key: str | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.reply_code = reply_code
         self.reply_text = reply_text
         self.exchange = exchange
@@ -10500,15 +10854,19 @@ def _r_body_file_return(buf: bytes | memoryview, at: int, end: int) -> tuple[Fil
     )
 
 
-def _w_body_file_return(out: bytearray, msg: FileReturn) -> None:
+def _e_file_return(msg: FileReturn) -> bytes:
+    """FileReturn's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x09\x0a\x01\x01\x00\x00" if session_header.sync else b"\x09\x0a\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x09\x0a")
         _w_session_header(out, session_header, "FileReturn.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     reply_code = msg.reply_code
     if reply_code is not None:
         flags |= 0x1
@@ -10525,12 +10883,11 @@ def _w_body_file_return(out: bytearray, msg: FileReturn) -> None:
     if routing_key is not None:
         flags |= 0x8
         _w_str8(out, routing_key, "FileReturn.routing_key")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class FileDeliver:
+class FileDeliver(_Record):
     """file.deliver: command, class code 0x09 (9), code 0x0b (11).
 
     This command delivers a staged file message to the client, via a consumer. In the asynchronous message delivery model, the client starts a consumer using the consume command, then the server responds with Deliver commands as and when messages arrive for that consumer.
@@ -10576,7 +10933,7 @@ class FileDeliver:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         consumer_tag: str | None = None,
         delivery_tag: int | None = None,
         redelivered: bool = False,
@@ -10584,7 +10941,9 @@ class FileDeliver:
         routing_key: str | None = None,
         identifier: str | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.consumer_tag = consumer_tag
         self.delivery_tag = delivery_tag
         self.redelivered = redelivered
@@ -10676,15 +11035,19 @@ def _r_body_file_deliver(buf: bytes | memoryview, at: int, end: int) -> tuple[Fi
     )
 
 
-def _w_body_file_deliver(out: bytearray, msg: FileDeliver) -> None:
+def _e_file_deliver(msg: FileDeliver) -> bytes:
+    """FileDeliver's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x09\x0b\x01\x01\x00\x00" if session_header.sync else b"\x09\x0b\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x09\x0b")
         _w_session_header(out, session_header, "FileDeliver.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     consumer_tag = msg.consumer_tag
     if consumer_tag is not None:
         flags |= 0x1
@@ -10709,12 +11072,11 @@ def _w_body_file_deliver(out: bytearray, msg: FileDeliver) -> None:
     if identifier is not None:
         flags |= 0x20
         _w_str8(out, identifier, "FileDeliver.identifier")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class FileAck:
+class FileAck(_Record):
     """file.ack: command, class code 0x09 (9), code 0x0c (12).
 
     This command acknowledges one or more messages delivered via the Deliver command. The client can ask to confirm a single message or a set of messages up to and including a specific message.
@@ -10744,11 +11106,13 @@ class FileAck:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         delivery_tag: int | None = None,
         multiple: bool = False,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.delivery_tag = delivery_tag
         self.multiple = multiple
 
@@ -10804,15 +11168,19 @@ def _r_body_file_ack(buf: bytes | memoryview, at: int, end: int) -> tuple[FileAc
     )
 
 
-def _w_body_file_ack(out: bytearray, msg: FileAck) -> None:
+def _e_file_ack(msg: FileAck) -> bytes:
+    """FileAck's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x09\x0c\x01\x01\x00\x00" if session_header.sync else b"\x09\x0c\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x09\x0c")
         _w_session_header(out, session_header, "FileAck.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     delivery_tag = msg.delivery_tag
     if delivery_tag is not None:
         flags |= 0x1
@@ -10821,12 +11189,11 @@ def _w_body_file_ack(out: bytearray, msg: FileAck) -> None:
         flags |= 0x2
     elif msg.multiple is not False:
         raise _bad("FileAck.multiple", msg.multiple, "a bool")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class FileReject:
+class FileReject(_Record):
     """file.reject: command, class code 0x09 (9), code 0x0d (13).
 
     This command allows a client to reject a message. It can be used to return untreatable messages to their original queue. Note that file content is staged before delivery, so the client will not use this command to interrupt delivery of a large message.
@@ -10856,11 +11223,13 @@ class FileReject:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         delivery_tag: int | None = None,
         requeue: bool = False,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.delivery_tag = delivery_tag
         self.requeue = requeue
 
@@ -10916,15 +11285,19 @@ def _r_body_file_reject(buf: bytes | memoryview, at: int, end: int) -> tuple[Fil
     )
 
 
-def _w_body_file_reject(out: bytearray, msg: FileReject) -> None:
+def _e_file_reject(msg: FileReject) -> bytes:
+    """FileReject's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x09\x0d\x01\x01\x00\x00" if session_header.sync else b"\x09\x0d\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x09\x0d")
         _w_session_header(out, session_header, "FileReject.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     delivery_tag = msg.delivery_tag
     if delivery_tag is not None:
         flags |= 0x1
@@ -10933,12 +11306,11 @@ def _w_body_file_reject(out: bytearray, msg: FileReject) -> None:
         flags |= 0x2
     elif msg.requeue is not False:
         raise _bad("FileReject.requeue", msg.requeue, "a bool")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class StreamQos:
+class StreamQos(_Record):
     """stream.qos: command, class code 0x0a (10), code 0x01 (1).
 
     This command requests a specific quality of service. The QoS can be specified for the current session or for all sessions on the connection. The particular properties and semantics of a qos command always depend on the content class semantics. Though the qos command could in principle apply to both peers, it is currently meaningful only for the server.
@@ -10972,13 +11344,15 @@ class StreamQos:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         prefetch_size: int | None = None,
         prefetch_count: int | None = None,
         consume_rate: int | None = None,
         global_: bool = False,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.prefetch_size = prefetch_size
         self.prefetch_count = prefetch_count
         self.consume_rate = consume_rate
@@ -11062,15 +11436,19 @@ def _r_body_stream_qos(buf: bytes | memoryview, at: int, end: int) -> tuple[Stre
     )
 
 
-def _w_body_stream_qos(out: bytearray, msg: StreamQos) -> None:
+def _e_stream_qos(msg: StreamQos) -> bytes:
+    """StreamQos's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x0a\x01\x01\x01\x00\x00" if session_header.sync else b"\x0a\x01\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x0a\x01")
         _w_session_header(out, session_header, "StreamQos.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     prefetch_size = msg.prefetch_size
     if prefetch_size is not None:
         flags |= 0x1
@@ -11087,12 +11465,11 @@ def _w_body_stream_qos(out: bytearray, msg: StreamQos) -> None:
         flags |= 0x8
     elif msg.global_ is not False:
         raise _bad("StreamQos.global_", msg.global_, "a bool")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class StreamQosOk:
+class StreamQosOk(_Record):
     """stream.qos-ok: command, class code 0x0a (10), code 0x02 (2).
 
     This command tells the client that the requested QoS levels could be handled by the server. The requested QoS applies to all active consumers until a new QoS is defined.
@@ -11118,9 +11495,11 @@ class StreamQosOk:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__qualname__}(" f"session_header={self.session_header!r}" ")"
@@ -11132,6 +11511,9 @@ class StreamQosOk:
 
 
 def _r_body_stream_qos_ok(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamQosOk, int]:
+    if end - at >= 4 and buf[at] == 1 and buf[at + 1] < 2 and not (buf[at + 2] or buf[at + 3]):
+        # size 1, flags: sync or nothing; then no packing flags (it has no fields)
+        return StreamQosOk(session_header=SessionHeader(sync=buf[at + 1] == 1)), at + 4
     session_header: SessionHeader
     if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
         session_header = SessionHeader(sync=buf[at + 1] == 1)
@@ -11154,21 +11536,18 @@ def _r_body_stream_qos_ok(buf: bytes | memoryview, at: int, end: int) -> tuple[S
     )
 
 
-def _w_body_stream_qos_ok(out: bytearray, msg: StreamQosOk) -> None:
+def _e_stream_qos_ok(msg: StreamQosOk) -> bytes:
+    """StreamQosOk's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
-    else:  # the general writer's checks and EncodeErrors
-        _w_session_header(out, session_header, "StreamQosOk.session_header")
-    flags = 0
-    start = len(out)
+        return b"\x0a\x02\x01\x01\x00\x00" if session_header.sync else b"\x0a\x02\x01\x00\x00\x00"
+    out = bytearray(b"\x0a\x02")  # the general writer's checks and EncodeErrors
+    _w_session_header(out, session_header, "StreamQosOk.session_header")
     out += b"\x00\x00"
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class StreamConsume:
+class StreamConsume(_Record):
     """stream.consume: command, class code 0x0a (10), code 0x03 (3).
 
     This command asks the server to start a "consumer", which is a transient request for messages from a specific queue. Consumers last as long as the session they were created on, or until the client cancels them.
@@ -11214,7 +11593,7 @@ class StreamConsume:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         queue: str | None = None,
         consumer_tag: str | None = None,
         no_local: bool = False,
@@ -11222,7 +11601,9 @@ class StreamConsume:
         nowait: bool = False,
         arguments: dict[str, Typed] | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.queue = queue
         self.consumer_tag = consumer_tag
         self.no_local = no_local
@@ -11306,15 +11687,19 @@ def _r_body_stream_consume(buf: bytes | memoryview, at: int, end: int) -> tuple[
     )
 
 
-def _w_body_stream_consume(out: bytearray, msg: StreamConsume) -> None:
+def _e_stream_consume(msg: StreamConsume) -> bytes:
+    """StreamConsume's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x0a\x03\x01\x01\x00\x00" if session_header.sync else b"\x0a\x03\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x0a\x03")
         _w_session_header(out, session_header, "StreamConsume.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     queue = msg.queue
     if queue is not None:
         flags |= 0x1
@@ -11339,12 +11724,11 @@ def _w_body_stream_consume(out: bytearray, msg: StreamConsume) -> None:
     if arguments is not None:
         flags |= 0x20
         _w_map(out, arguments, "StreamConsume.arguments")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class StreamConsumeOk:
+class StreamConsumeOk(_Record):
     """stream.consume-ok: command, class code 0x0a (10), code 0x04 (4).
 
     This command provides the client with a consumer tag which it may use in commands that work with the consumer.
@@ -11372,10 +11756,12 @@ class StreamConsumeOk:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         consumer_tag: str | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.consumer_tag = consumer_tag
 
     def __repr__(self) -> str:
@@ -11424,25 +11810,28 @@ def _r_body_stream_consume_ok(
     )
 
 
-def _w_body_stream_consume_ok(out: bytearray, msg: StreamConsumeOk) -> None:
+def _e_stream_consume_ok(msg: StreamConsumeOk) -> bytes:
+    """StreamConsumeOk's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x0a\x04\x01\x01\x00\x00" if session_header.sync else b"\x0a\x04\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x0a\x04")
         _w_session_header(out, session_header, "StreamConsumeOk.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     consumer_tag = msg.consumer_tag
     if consumer_tag is not None:
         flags |= 0x1
         _w_str8(out, consumer_tag, "StreamConsumeOk.consumer_tag")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class StreamCancel:
+class StreamCancel(_Record):
     """stream.cancel: command, class code 0x0a (10), code 0x05 (5).
 
     This command cancels a consumer. Since message delivery is asynchronous the client may continue to receive messages for a short while after cancelling a consumer. It may process or discard these as appropriate.
@@ -11470,10 +11859,12 @@ class StreamCancel:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         consumer_tag: str | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.consumer_tag = consumer_tag
 
     def __repr__(self) -> str:
@@ -11520,25 +11911,28 @@ def _r_body_stream_cancel(buf: bytes | memoryview, at: int, end: int) -> tuple[S
     )
 
 
-def _w_body_stream_cancel(out: bytearray, msg: StreamCancel) -> None:
+def _e_stream_cancel(msg: StreamCancel) -> bytes:
+    """StreamCancel's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x0a\x05\x01\x01\x00\x00" if session_header.sync else b"\x0a\x05\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x0a\x05")
         _w_session_header(out, session_header, "StreamCancel.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     consumer_tag = msg.consumer_tag
     if consumer_tag is not None:
         flags |= 0x1
         _w_str8(out, consumer_tag, "StreamCancel.consumer_tag")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class StreamPublish:
+class StreamPublish(_Record):
     """stream.publish: command, class code 0x0a (10), code 0x06 (6).
 
     This command publishes a message to a specific exchange. The message will be routed to queues as defined by the exchange configuration and distributed to any active consumers as appropriate.
@@ -11572,13 +11966,15 @@ class StreamPublish:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         exchange: str | None = None,
         routing_key: str | None = None,
         mandatory: bool = False,
         immediate: bool = False,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.exchange = exchange
         self.routing_key = routing_key
         self.mandatory = mandatory
@@ -11648,15 +12044,19 @@ def _r_body_stream_publish(buf: bytes | memoryview, at: int, end: int) -> tuple[
     )
 
 
-def _w_body_stream_publish(out: bytearray, msg: StreamPublish) -> None:
+def _e_stream_publish(msg: StreamPublish) -> bytes:
+    """StreamPublish's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x0a\x06\x01\x01\x00\x00" if session_header.sync else b"\x0a\x06\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x0a\x06")
         _w_session_header(out, session_header, "StreamPublish.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     exchange = msg.exchange
     if exchange is not None:
         flags |= 0x1
@@ -11673,12 +12073,11 @@ def _w_body_stream_publish(out: bytearray, msg: StreamPublish) -> None:
         flags |= 0x8
     elif msg.immediate is not False:
         raise _bad("StreamPublish.immediate", msg.immediate, "a bool")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class StreamReturn:
+class StreamReturn(_Record):
     """stream.return: command, class code 0x0a (10), code 0x07 (7).
 
     This command returns an undeliverable message that was published with the "immediate" flag set, or an unroutable message published with the "mandatory" flag set. The reply code and text provide information about the reason that the message was undeliverable.
@@ -11712,13 +12111,15 @@ class StreamReturn:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         reply_code: StreamReturnCode | int | None = None,
         reply_text: str | None = None,
         exchange: str | None = None,
         routing_key: str | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.reply_code = reply_code
         self.reply_text = reply_text
         self.exchange = exchange
@@ -11797,15 +12198,19 @@ def _r_body_stream_return(buf: bytes | memoryview, at: int, end: int) -> tuple[S
     )
 
 
-def _w_body_stream_return(out: bytearray, msg: StreamReturn) -> None:
+def _e_stream_return(msg: StreamReturn) -> bytes:
+    """StreamReturn's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x0a\x07\x01\x01\x00\x00" if session_header.sync else b"\x0a\x07\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x0a\x07")
         _w_session_header(out, session_header, "StreamReturn.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     reply_code = msg.reply_code
     if reply_code is not None:
         flags |= 0x1
@@ -11822,12 +12227,11 @@ def _w_body_stream_return(out: bytearray, msg: StreamReturn) -> None:
     if routing_key is not None:
         flags |= 0x8
         _w_str8(out, routing_key, "StreamReturn.routing_key")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
-@dataclass(init=False, repr=False, eq=False, kw_only=True)
-class StreamDeliver:
+class StreamDeliver(_Record):
     """stream.deliver: command, class code 0x0a (10), code 0x08 (8).
 
     This command delivers a message to the client, via a consumer. In the asynchronous message delivery model, the client starts a consumer using the Consume command, then the server responds with Deliver commands as and when messages arrive for that consumer.
@@ -11861,13 +12265,15 @@ class StreamDeliver:
     def __init__(
         self,
         *,
-        session_header: SessionHeader | None = None,
+        session_header: SessionHeader = _NEW_SESSION_HEADER,
         consumer_tag: str | None = None,
         delivery_tag: int | None = None,
         exchange: str | None = None,
         queue: str | None = None,
     ) -> None:
-        self.session_header = SessionHeader() if session_header is None else session_header
+        self.session_header = (
+            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
+        )
         self.consumer_tag = consumer_tag
         self.delivery_tag = delivery_tag
         self.exchange = exchange
@@ -11945,15 +12351,19 @@ def _r_body_stream_deliver(buf: bytes | memoryview, at: int, end: int) -> tuple[
     )
 
 
-def _w_body_stream_deliver(out: bytearray, msg: StreamDeliver) -> None:
+def _e_stream_deliver(msg: StreamDeliver) -> bytes:
+    """StreamDeliver's segment payload: its codes, session header, flags and fields."""
     session_header = msg.session_header
     if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out += b"\x01\x01" if session_header.sync else b"\x01\x00"
+        out = bytearray(
+            b"\x0a\x08\x01\x01\x00\x00" if session_header.sync else b"\x0a\x08\x01\x00\x00\x00"
+        )
     else:  # the general writer's checks and EncodeErrors
+        out = bytearray(b"\x0a\x08")
         _w_session_header(out, session_header, "StreamDeliver.session_header")
+        out += b"\x00\x00"
     flags = 0
-    start = len(out)
-    out += b"\x00\x00"
+    start = len(out) - 2
     consumer_tag = msg.consumer_tag
     if consumer_tag is not None:
         flags |= 0x1
@@ -11970,8 +12380,8 @@ def _w_body_stream_deliver(out: bytearray, msg: StreamDeliver) -> None:
     if queue is not None:
         flags |= 0x8
         _w_str8(out, queue, "StreamDeliver.queue")
-    out[start] = flags & 0xFF
-    out[start + 1] = flags >> 8
+    out[start] = flags  # the second octet names no field: it stays 0
+    return bytes(out)
 
 
 Control: TypeAlias = (
@@ -12242,103 +12652,102 @@ _COMMAND_READERS: dict[int, Callable[[bytes | memoryview, int, int], tuple[Any, 
     0x0A08: _r_body_stream_deliver,
 }
 """class code << 8 | command code -> the command's reader (after the two codes)."""
-_METHOD_WRITERS: dict[type[Any], Callable[[bytearray, Any], None]] = {
-    ConnectionStart: _w_body_connection_start,
-    ConnectionStartOk: _w_body_connection_start_ok,
-    ConnectionSecure: _w_body_connection_secure,
-    ConnectionSecureOk: _w_body_connection_secure_ok,
-    ConnectionTune: _w_body_connection_tune,
-    ConnectionTuneOk: _w_body_connection_tune_ok,
-    ConnectionOpen: _w_body_connection_open,
-    ConnectionOpenOk: _w_body_connection_open_ok,
-    ConnectionRedirect: _w_body_connection_redirect,
-    ConnectionHeartbeat: _w_body_connection_heartbeat,
-    ConnectionClose: _w_body_connection_close,
-    ConnectionCloseOk: _w_body_connection_close_ok,
-    SessionAttach: _w_body_session_attach,
-    SessionAttached: _w_body_session_attached,
-    SessionDetach: _w_body_session_detach,
-    SessionDetached: _w_body_session_detached,
-    SessionRequestTimeout: _w_body_session_request_timeout,
-    SessionTimeout: _w_body_session_timeout,
-    SessionCommandPoint: _w_body_session_command_point,
-    SessionExpected: _w_body_session_expected,
-    SessionConfirmed: _w_body_session_confirmed,
-    SessionCompleted: _w_body_session_completed,
-    SessionKnownCompleted: _w_body_session_known_completed,
-    SessionFlush: _w_body_session_flush,
-    SessionGap: _w_body_session_gap,
-    ExecutionSync: _w_body_execution_sync,
-    ExecutionResult: _w_body_execution_result,
-    ExecutionException: _w_body_execution_exception,
-    MessageTransfer: _w_body_message_transfer,
-    MessageAccept: _w_body_message_accept,
-    MessageReject: _w_body_message_reject,
-    MessageRelease: _w_body_message_release,
-    MessageAcquire: _w_body_message_acquire,
-    MessageResume: _w_body_message_resume,
-    MessageSubscribe: _w_body_message_subscribe,
-    MessageCancel: _w_body_message_cancel,
-    MessageSetFlowMode: _w_body_message_set_flow_mode,
-    MessageFlow: _w_body_message_flow,
-    MessageFlush: _w_body_message_flush,
-    MessageStop: _w_body_message_stop,
-    TxSelect: _w_body_tx_select,
-    TxCommit: _w_body_tx_commit,
-    TxRollback: _w_body_tx_rollback,
-    DtxSelect: _w_body_dtx_select,
-    DtxStart: _w_body_dtx_start,
-    DtxEnd: _w_body_dtx_end,
-    DtxCommit: _w_body_dtx_commit,
-    DtxForget: _w_body_dtx_forget,
-    DtxGetTimeout: _w_body_dtx_get_timeout,
-    DtxPrepare: _w_body_dtx_prepare,
-    DtxRecover: _w_body_dtx_recover,
-    DtxRollback: _w_body_dtx_rollback,
-    DtxSetTimeout: _w_body_dtx_set_timeout,
-    ExchangeDeclare: _w_body_exchange_declare,
-    ExchangeDelete: _w_body_exchange_delete,
-    ExchangeQuery: _w_body_exchange_query,
-    ExchangeBind: _w_body_exchange_bind,
-    ExchangeUnbind: _w_body_exchange_unbind,
-    ExchangeBound: _w_body_exchange_bound,
-    QueueDeclare: _w_body_queue_declare,
-    QueueDelete: _w_body_queue_delete,
-    QueuePurge: _w_body_queue_purge,
-    QueueQuery: _w_body_queue_query,
-    FileQos: _w_body_file_qos,
-    FileQosOk: _w_body_file_qos_ok,
-    FileConsume: _w_body_file_consume,
-    FileConsumeOk: _w_body_file_consume_ok,
-    FileCancel: _w_body_file_cancel,
-    FileOpen: _w_body_file_open,
-    FileOpenOk: _w_body_file_open_ok,
-    FileStage: _w_body_file_stage,
-    FilePublish: _w_body_file_publish,
-    FileReturn: _w_body_file_return,
-    FileDeliver: _w_body_file_deliver,
-    FileAck: _w_body_file_ack,
-    FileReject: _w_body_file_reject,
-    StreamQos: _w_body_stream_qos,
-    StreamQosOk: _w_body_stream_qos_ok,
-    StreamConsume: _w_body_stream_consume,
-    StreamConsumeOk: _w_body_stream_consume_ok,
-    StreamCancel: _w_body_stream_cancel,
-    StreamPublish: _w_body_stream_publish,
-    StreamReturn: _w_body_stream_return,
-    StreamDeliver: _w_body_stream_deliver,
+_METHOD_ENCODERS: dict[type[Any], Callable[[Any], bytes]] = {
+    ConnectionStart: _e_connection_start,
+    ConnectionStartOk: _e_connection_start_ok,
+    ConnectionSecure: _e_connection_secure,
+    ConnectionSecureOk: _e_connection_secure_ok,
+    ConnectionTune: _e_connection_tune,
+    ConnectionTuneOk: _e_connection_tune_ok,
+    ConnectionOpen: _e_connection_open,
+    ConnectionOpenOk: _e_connection_open_ok,
+    ConnectionRedirect: _e_connection_redirect,
+    ConnectionHeartbeat: _e_connection_heartbeat,
+    ConnectionClose: _e_connection_close,
+    ConnectionCloseOk: _e_connection_close_ok,
+    SessionAttach: _e_session_attach,
+    SessionAttached: _e_session_attached,
+    SessionDetach: _e_session_detach,
+    SessionDetached: _e_session_detached,
+    SessionRequestTimeout: _e_session_request_timeout,
+    SessionTimeout: _e_session_timeout,
+    SessionCommandPoint: _e_session_command_point,
+    SessionExpected: _e_session_expected,
+    SessionConfirmed: _e_session_confirmed,
+    SessionCompleted: _e_session_completed,
+    SessionKnownCompleted: _e_session_known_completed,
+    SessionFlush: _e_session_flush,
+    SessionGap: _e_session_gap,
+    ExecutionSync: _e_execution_sync,
+    ExecutionResult: _e_execution_result,
+    ExecutionException: _e_execution_exception,
+    MessageTransfer: _e_message_transfer,
+    MessageAccept: _e_message_accept,
+    MessageReject: _e_message_reject,
+    MessageRelease: _e_message_release,
+    MessageAcquire: _e_message_acquire,
+    MessageResume: _e_message_resume,
+    MessageSubscribe: _e_message_subscribe,
+    MessageCancel: _e_message_cancel,
+    MessageSetFlowMode: _e_message_set_flow_mode,
+    MessageFlow: _e_message_flow,
+    MessageFlush: _e_message_flush,
+    MessageStop: _e_message_stop,
+    TxSelect: _e_tx_select,
+    TxCommit: _e_tx_commit,
+    TxRollback: _e_tx_rollback,
+    DtxSelect: _e_dtx_select,
+    DtxStart: _e_dtx_start,
+    DtxEnd: _e_dtx_end,
+    DtxCommit: _e_dtx_commit,
+    DtxForget: _e_dtx_forget,
+    DtxGetTimeout: _e_dtx_get_timeout,
+    DtxPrepare: _e_dtx_prepare,
+    DtxRecover: _e_dtx_recover,
+    DtxRollback: _e_dtx_rollback,
+    DtxSetTimeout: _e_dtx_set_timeout,
+    ExchangeDeclare: _e_exchange_declare,
+    ExchangeDelete: _e_exchange_delete,
+    ExchangeQuery: _e_exchange_query,
+    ExchangeBind: _e_exchange_bind,
+    ExchangeUnbind: _e_exchange_unbind,
+    ExchangeBound: _e_exchange_bound,
+    QueueDeclare: _e_queue_declare,
+    QueueDelete: _e_queue_delete,
+    QueuePurge: _e_queue_purge,
+    QueueQuery: _e_queue_query,
+    FileQos: _e_file_qos,
+    FileQosOk: _e_file_qos_ok,
+    FileConsume: _e_file_consume,
+    FileConsumeOk: _e_file_consume_ok,
+    FileCancel: _e_file_cancel,
+    FileOpen: _e_file_open,
+    FileOpenOk: _e_file_open_ok,
+    FileStage: _e_file_stage,
+    FilePublish: _e_file_publish,
+    FileReturn: _e_file_return,
+    FileDeliver: _e_file_deliver,
+    FileAck: _e_file_ack,
+    FileReject: _e_file_reject,
+    StreamQos: _e_stream_qos,
+    StreamQosOk: _e_stream_qos_ok,
+    StreamConsume: _e_stream_consume,
+    StreamConsumeOk: _e_stream_consume_ok,
+    StreamCancel: _e_stream_cancel,
+    StreamPublish: _e_stream_publish,
+    StreamReturn: _e_stream_return,
+    StreamDeliver: _e_stream_deliver,
 }
+"""Control or command class -> its encoder (its whole segment payload)."""
 
 
 def encode_method(value: Control | Command) -> bytes:
     """A control's or command's segment payload: its class code and code, for a command the
     session header, then its fields."""
-    write = _METHOD_WRITERS.get(type(value))
-    if write is None:
+    encode = _METHOD_ENCODERS.get(value.__class__)
+    if encode is None:
         raise _bad(type(value).__name__, value, "a control or command")
-    out = bytearray(value.IDENT)
-    write(out, value)
-    return bytes(out)
+    return encode(value)
 
 
 def decode_control(data: bytes | bytearray | memoryview) -> Control:
@@ -12396,6 +12805,16 @@ def decode_header(data: bytes | bytearray | memoryview) -> list[Any]:
     entries: list[Any] = []
     at = 0
     while at < end:
+        if end - at >= 6:
+            limit = at + 4 + _SIZE32.unpack_from(buf, at)[0]
+            body = _CODED_BODIES.get(buf[at + 4] << 8 | buf[at + 5])
+            if body is not None and at + 6 <= limit <= end:  # the codes inside the size
+                entry, stop = body(buf, at + 6, limit)
+                if stop == limit:
+                    entries.append(entry)
+                    at = limit
+                    continue
+        # anything else: the general reader's checks and DecodeErrors
         read = _CODED_READERS.get((buf[at + 4], buf[at + 5])) if end - at >= 6 else None
         if read is None:  # the struct32 reader's DecodeError
             entry, at = _r_struct32(buf, at, end, f"header[{len(entries)}]")
@@ -12455,10 +12874,6 @@ def decode(
     as every version package takes them: no layout here depends on who sent the frame, and a
     frame has no checksum. DecodeError names the field and the byte offset."""
     n = len(frame)
-    if n == len(PROTOCOL_HEADER) and frame[:4] == PROTOCOL_HEADER[:4]:
-        return ProtocolHeader(
-            protocol_class=frame[4], instance=frame[5], major=frame[6], minor=frame[7]
-        )
     if n >= HEADER_SIZE:
         flags, type_, size, reserved, track, channel, reserved2 = HEADER.unpack_from(frame)
         if size == n and not (flags & 0xF0 or reserved or track & 0xF0 or reserved2):
@@ -12466,14 +12881,21 @@ def decode(
             # decode_frame for its checks and DecodeErrors
             return Frame(
                 type=_SegmentType.get(type_, type_),
-                payload=bytes(frame[HEADER_SIZE:]),
+                payload=(
+                    frame[HEADER_SIZE:] if frame.__class__ is bytes else bytes(frame[HEADER_SIZE:])
+                ),
                 track=_Track.get(track, track),
                 channel=channel,
-                first_segment=bool(flags & FIRST_SEGMENT),
-                last_segment=bool(flags & LAST_SEGMENT),
-                first_frame=bool(flags & FIRST_FRAME),
-                last_frame=bool(flags & LAST_FRAME),
+                # FIRST_SEGMENT, LAST_SEGMENT, FIRST_FRAME, LAST_FRAME
+                first_segment=bool(flags & 0x08),
+                last_segment=bool(flags & 0x04),
+                first_frame=bool(flags & 0x02),
+                last_frame=bool(flags & 0x01),
             )
+    elif n == len(PROTOCOL_HEADER) and frame[:4] == PROTOCOL_HEADER[:4]:
+        return ProtocolHeader(
+            protocol_class=frame[4], instance=frame[5], major=frame[6], minor=frame[7]
+        )
     value, end = decode_frame(frame)
     if end != n:
         raise DecodeError("frame", end, f"{n - end} bytes after the frame")
@@ -12486,6 +12908,28 @@ def encode(msg: Frame | ProtocolHeader | Control | Command) -> bytes:
     """A frame's bytes (header included) or the protocol header's, as every version package's
     `encode` gives them; a control or command alone encodes as its segment's payload (put it in
     a Frame, or `frames_of` a Segment, to send it). EncodeError when a value does not fit."""
+    if msg.__class__ is Frame:
+        payload = msg.payload
+        size = HEADER_SIZE + len(payload)
+        type_ = msg.type
+        track = msg.track
+        channel = msg.channel
+        if (
+            size <= MAX_FRAME_SIZE
+            and 0 <= type_ <= 0xFF
+            and 0 <= track <= 0x0F
+            and 0 <= channel <= 0xFFFF
+            and payload.__class__ is bytes
+        ):
+            # a frame that fits, written here; anything else goes through encode_frame for
+            # its checks and EncodeErrors
+            flags = (  # FIRST_SEGMENT, LAST_SEGMENT, FIRST_FRAME, LAST_FRAME
+                (0x08 if msg.first_segment else 0)
+                | (0x04 if msg.last_segment else 0)
+                | (0x02 if msg.first_frame else 0)
+                | (0x01 if msg.last_frame else 0)
+            )
+            return HEADER.pack(flags, type_, size, 0, track, channel, 0) + payload
     if isinstance(msg, Frame):
         return encode_frame(msg)
     if isinstance(msg, ProtocolHeader):
