@@ -217,8 +217,27 @@ def test_a_damaged_headers_time_does_not_guide_the_resync(tmp_path: Path) -> Non
     assert by_range == whole
 
 
+def test_no_range_starts_at_a_record_cut_by_the_end_of_the_file(tmp_path: Path) -> None:
+    # record 2's length runs past the end of the file and the records inside it lie 60 days
+    # after record 1: the walk judges record 2 a packet cut short (no candidate is near
+    # record 1's time), which a walk starting at record 2 (with no time to go by) cannot
+    # judge the same. So record 2 starts no range: the range before it reads it.
+    later = 60 * 24 * 3600
+    frames = [(t + (later if i >= 3 else 0), f) for i, (t, f) in enumerate(FRAMES)]
+    path = write_pcap(tmp_path / "a.pcap", frames)
+    data = bytearray(path.read_bytes())
+    starts = pcap_starts(frames)
+    struct.pack_into("<II", data, starts[2] + 8, 2561, 2561)
+    path.write_bytes(data)
+    whole, by_range = whole_and_by_range(path, 1)
+    assert [i.index for i in whole if isinstance(i, pcap.Packet)] == starts[:3]
+    assert whole[-1].data == data[starts[2] + 16 :]  # type: ignore[union-attr]
+    assert [a for a, _ in pcap.ranges(path, 1)] == starts[:2]
+    assert by_range == whole
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@example(kind="pcap", edits=[(0, "flip"), (65532, "insert")], seed=65535)  # the test above
+@example(kind="pcap", edits=[(0, "flip"), (65532, "insert")], seed=65535)  # the two above
 @given(
     kind=st.sampled_from(["pcap", "pcapng"]),
     edits=st.lists(

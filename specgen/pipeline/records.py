@@ -77,7 +77,11 @@ NEAR = 30 * 24 * 3600
 class Record(NamedTuple):
     """One pcap record or pcapng block: `length` bytes of the file from `offset`. `data` is the
     whole record (header included) when read with data; `cut` when the file ends inside it.
-    (A tuple: one is made per packet, and a frozen dataclass costs three times as much.)"""
+    `anchor` when a walk started at this record reads it and everything after it as the walk
+    that reached it does. Every record is one but a pcap record cut by the end of the file:
+    whether a record that chains starts inside it is judged by the time of the record before
+    it, which a walk started at it has not read. (A tuple: one is made per packet, and a
+    frozen dataclass costs three times as much.)"""
 
     offset: int
     length: int
@@ -85,6 +89,7 @@ class Record(NamedTuple):
     order: str
     data: bytes = b""
     cut: bool = False
+    anchor: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,7 +265,7 @@ def pcap_records(
                 continue
             size = w.end() - offset  # the file was cut short inside its last record
             data = w.read_at(offset, size) if with_data else b""
-            yield Record(offset, size, PCAP, header.order, data, cut=True)
+            yield Record(offset, size, PCAP, header.order, data, cut=True, anchor=False)
             return
         if len(after) == PCAP_RECORD_HEADER and not (
             (fields := record.unpack(after))[1] < frac_max
