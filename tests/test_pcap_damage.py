@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_pcap import Iface, data_packet, write_pcap, write_pcapng
 
@@ -189,7 +189,55 @@ def test_damage_costs_a_scan_not_a_loop_per_byte(tmp_path: Path) -> None:
     accounted(path, tally, 24)
 
 
+def whole_and_by_range(path: Path, target: int) -> tuple[list[object], list[object]]:
+    whole = list(pcap.scan(path))
+    by_range = [i for a, b in pcap.ranges(path, target) for i in pcap.scan(path, a, b)]
+    return whole, by_range
+
+
+def test_a_damaged_headers_time_does_not_guide_the_resync(tmp_path: Path) -> None:
+    # record 1's header is damaged (a sub-second part of a second or more, a time decades off)
+    # but its length chains; record 2's length runs past the end of the file. The records
+    # inside record 2 chain to the end of the file with times next to record 0's: record 2 is
+    # the damage, not a packet cut short that swallows them. Record 1's damaged time used to
+    # guide the resynchronisation (and rejected them: the whole walk read one packet of 727
+    # bytes), while a range starting at record 2 had no guide (and took them): the two
+    # readings differed. A time whose sub-second part is damaged guides nothing now.
+    path = write_pcap(tmp_path / "a.pcap", FRAMES)
+    data = bytearray(path.read_bytes())
+    starts = pcap_starts(FRAMES)
+    struct.pack_into("<II", data, starts[1], 356555778, 50331824)
+    struct.pack_into("<II", data, starts[2] + 8, 2561, 2561)
+    path.write_bytes(data)
+    whole, by_range = whole_and_by_range(path, 1)
+    got = [i for i in whole if isinstance(i, pcap.Packet)]
+    damage = [i for i in whole if isinstance(i, records.Damage)]
+    assert [p.data for p in got] == [f for i, (_, f) in enumerate(FRAMES) if i != 2]
+    assert [(d.offset, d.length) for d in damage] == [(starts[2], starts[3] - starts[2])]
+    assert by_range == whole
+
+
+def test_no_range_starts_at_a_record_cut_by_the_end_of_the_file(tmp_path: Path) -> None:
+    # record 2's length runs past the end of the file and the records inside it lie 60 days
+    # after record 1: the walk judges record 2 a packet cut short (no candidate is near
+    # record 1's time), which a walk starting at record 2 (with no time to go by) cannot
+    # judge the same. So record 2 starts no range: the range before it reads it.
+    later = 60 * 24 * 3600
+    frames = [(t + (later if i >= 3 else 0), f) for i, (t, f) in enumerate(FRAMES)]
+    path = write_pcap(tmp_path / "a.pcap", frames)
+    data = bytearray(path.read_bytes())
+    starts = pcap_starts(frames)
+    struct.pack_into("<II", data, starts[2] + 8, 2561, 2561)
+    path.write_bytes(data)
+    whole, by_range = whole_and_by_range(path, 1)
+    assert [i.index for i in whole if isinstance(i, pcap.Packet)] == starts[:3]
+    assert whole[-1].data == data[starts[2] + 16 :]  # type: ignore[union-attr]
+    assert [a for a, _ in pcap.ranges(path, 1)] == starts[:2]
+    assert by_range == whole
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(kind="pcap", edits=[(0, "flip"), (65532, "insert")], seed=65535)  # the two above
 @given(
     kind=st.sampled_from(["pcap", "pcapng"]),
     edits=st.lists(

@@ -156,6 +156,10 @@ def ranges(path: Path | str, target_bytes: int) -> list[tuple[int, int]]:
     boundaries and together covering every record and damaged stretch;
     `packets(path, start, end)` reads one.
 
+    A range starts only where a walk from it reads the same as a walk from the start of the
+    file (an anchor record, see `records.Record`), so reading range by range gives what
+    reading the whole file does.
+
     A gzip file is one range (0, TO_END): it cannot be entered anywhere but at its start.
     """
     if target_bytes <= 0:
@@ -175,11 +179,10 @@ def ranges(path: Path | str, target_bytes: int) -> list[tuple[int, int]]:
                 # the general walk from the last record read that the quick one did not vouch
                 # for: the same records from there as a walk from the start (see below)
                 items = _walk(w, fmt, path, resume, with_data=False)
-                rest = (
-                    item.offset
-                    for i, item in enumerate(items)
-                    if isinstance(item, records.Record) or (i == 0 and not starts)
-                )
+                if not starts:
+                    first = next(items, None)
+                    starts = [] if first is None else [first.offset]
+                rest = _starts(w, fmt, path, items)
                 return _cut(itertools.chain(starts, rest), size, target_bytes)
     with records.open_window(path, compressed=False) as w:
         # a range starts on a record, never on damage, but for the first: a walk resynchronises
@@ -188,8 +191,27 @@ def ranges(path: Path | str, target_bytes: int) -> list[tuple[int, int]]:
         first = next(items, None)
         if first is None:
             return []
-        later = (item.offset for item in items if isinstance(item, records.Record))
+        later = _starts(w, fmt, path, items)
         return _cut(itertools.chain([first.offset], later), size, target_bytes)
+
+
+def _starts(
+    w: records.Window,
+    fmt: Format,
+    path: Path | str,
+    items: Iterable[records.Record | records.Damage],
+) -> Iterator[int]:
+    """The records of a walk a range may start at: where a walk started there reads what the
+    walk from the start does. A record that is no anchor (a pcap record cut by the end of the
+    file, judged by the time of the record before it) is one only when a walk started at it
+    reads it the same (it is the file's last item)."""
+    for item in items:
+        if isinstance(item, records.Record) and (
+            item.anchor
+            or list(itertools.islice(_walk(w, fmt, path, item.offset, with_data=False), 2))
+            == [item]
+        ):
+            yield item.offset
 
 
 _CHUNK = 8 * 1024 * 1024

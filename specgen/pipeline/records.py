@@ -77,7 +77,11 @@ NEAR = 30 * 24 * 3600
 class Record(NamedTuple):
     """One pcap record or pcapng block: `length` bytes of the file from `offset`. `data` is the
     whole record (header included) when read with data; `cut` when the file ends inside it.
-    (A tuple: one is made per packet, and a frozen dataclass costs three times as much.)"""
+    `anchor` when a walk started at this record reads it and everything after it as the walk
+    that reached it does. Every record is one but a pcap record cut by the end of the file:
+    whether a record that chains starts inside it is judged by the time of the record before
+    it, which a walk started at it has not read. (A tuple: one is made per packet, and a
+    frozen dataclass costs three times as much.)"""
 
     offset: int
     length: int
@@ -85,6 +89,7 @@ class Record(NamedTuple):
     order: str
     data: bytes = b""
     cut: bool = False
+    anchor: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,7 +218,10 @@ def pcap_records(
     limit = header.limit
     frac_max = header.frac_max
     offset = start
-    last: int | None = None  # the seconds of the last record read
+    # the seconds of the last record read, when its sub-second part is below a second: one that
+    # is not is a damaged header whose time is no guide (None: resynchronise by chaining alone).
+    # So what follows a record depends on that record only, as it does for a walk started there.
+    last: int | None = None
     head = b""  # the next record's header when the last read reached it already
     while True:
         w.release(offset)
@@ -226,7 +234,7 @@ def pcap_records(
         if len(head) < PCAP_RECORD_HEADER:
             yield _damage(w, offset, None, "a record header cut short")
             return
-        seconds, _, incl, _ = record.unpack(head)
+        seconds, frac, incl, _ = record.unpack(head)
         if incl > limit:
             why = (
                 f"record length {incl:,} is more than the snap length {header.snaplen:,} "
@@ -257,7 +265,7 @@ def pcap_records(
                 continue
             size = w.end() - offset  # the file was cut short inside its last record
             data = w.read_at(offset, size) if with_data else b""
-            yield Record(offset, size, PCAP, header.order, data, cut=True)
+            yield Record(offset, size, PCAP, header.order, data, cut=True, anchor=False)
             return
         if len(after) == PCAP_RECORD_HEADER and not (
             (fields := record.unpack(after))[1] < frac_max
@@ -273,7 +281,7 @@ def pcap_records(
                 offset, head = stop, b""
                 continue
         yield Record(offset, end - offset, PCAP, header.order, data)
-        offset, head, last = end, after, seconds
+        offset, head, last = end, after, seconds if frac < frac_max else None
 
 
 def _resync_pcap(
@@ -281,10 +289,10 @@ def _resync_pcap(
 ) -> int | None:
     """The first offset at or after `frm` (before `until`) where a chain of two plausible
     record headers (or one and the end of the file) starts, or None. With `near` (the seconds
-    of the last record read), a candidate's time must lie within NEAR of it: a header read 4
-    bytes late (sub-second part as seconds, captured length as sub-second part, original
-    length as captured length) chains as well as the true one when the lengths agree, and only
-    its time gives it away."""
+    of the last record read, unless its sub-second part says its time is damaged), a
+    candidate's time must lie within NEAR of it: a header read 4 bytes late (sub-second part as
+    seconds, captured length as sub-second part, original length as captured length) chains
+    as well as the true one when the lengths agree, and only its time gives it away."""
     big = header.order == ">"
     frac_max = header.frac_max
     limit = header.limit
