@@ -112,7 +112,51 @@ class FrameReader:
         return start, stop
 
     def __iter__(self) -> Iterator[Any]:
-        return self
+        """The frames fed so far, decoded, one after another while the buffer holds them whole:
+        the straight road of `__next__` run as one loop, with no method call per frame. Anything
+        else (a preamble, a partial or out-of-range header)
+        takes `__next__`, which says what is wrong. Each frame is consumed before its message
+        is given, so stopping early and feeding more is safe."""
+        buf, decode, sender = self._buf, self.decode, self.sender
+        verify, most = self.verify_checksums, self.max_frame_size
+        unpack_from = LENGTH.unpack_from
+        while True:
+            # the straight road, frame after frame; `_start` is read again after each message,
+            # as feed() may have moved the bytes meanwhile
+            while not self._preamble:
+                start = self._start
+                if len(buf) - start < HEADER_SIZE:
+                    break
+                (length,) = unpack_from(buf, start + LENGTH_OFFSET)
+                if length < MIN_LENGTH or length > most:
+                    break
+                stop = start + length + LENGTH_ADJUST
+                if stop > len(buf):
+                    return
+                self._start = stop
+                view = self._view
+                if view is None:
+                    view = self._view = memoryview(buf)
+                frame = view[start:stop]
+                try:
+                    message = decode(frame, sender, verify_checksums=verify)
+                except DecodeError as e:
+                    # a fresh error, raised once the old one (whose traceback would keep views
+                    # on the buffer alive) is gone
+                    error: DecodeError | None = DecodeError(e.field, e.offset, e.reason)
+                else:
+                    error = None
+                frame.release()  # no view outlives its frame: feed() may resize the buffer
+                if error is not None:
+                    error.stream_offset = self._base + start
+                    raise error
+                yield message
+            # anything else: the road that says what is wrong
+            try:
+                message = self.__next__()
+            except StopIteration:
+                return
+            yield message
 
     def __next__(self) -> Any:
         buf, start, stop = self._buf, self._start, -1

@@ -219,6 +219,42 @@ class ArrayStep:
     item_var: str = "item"  # encode: loop variable
     mark: str = ""
     annotation: str = ""
+    # a checksummed array of structures (the Streams chunk's entries) keeps the bytes it was
+    # decoded from, so an unchanged array re-encodes as one copy: the hidden slot on the owning
+    # structure (`keep`), the decode locals of its start offset and per-item states, the encode
+    # expression of the owner, the module constant mapping each item class to its state getter
+    # and the getters' attribute names per class
+    keep: str = ""
+    keep_start: str = ""
+    keep_states: str = ""
+    keep_owner: str = ""
+    keep_getters: str = ""
+    keep_classes: list[tuple[str, list[str]]] = field(default_factory=list)
+    keep_local: str = ""  # encode locals: the slot's value, one item's state and getter
+    keep_state: str = ""
+    keep_getter: str = ""
+    keep_same: str = ""
+
+
+@dataclass
+class KeepItem:
+    """Decode: remember one decoded item's class and field values (a kept array's state)."""
+
+    states: str
+    cls: str
+    args: list[str]
+
+
+@dataclass
+class KeepSet:
+    """Decode: store a kept array's (list, bytes, states) in its structure's hidden slot."""
+
+    local: str
+    keep: str
+    array: str
+    start: str
+    end: str
+    states: str
 
 
 @dataclass
@@ -438,6 +474,9 @@ class StructClass:
     records: RecordsView | None = None
     codec: str = ""  # a named structure: the suffix of its _decode_/_encode_ functions
     doc: str = ""
+    # hidden slots (not dataclass fields) keeping a checksummed array's decoded bytes, with the
+    # annotation of the array's items
+    kept: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -468,6 +507,7 @@ class MessagePlan:
     dispatch: tuple[int, ...]  # what `decode` looks it up by: ident, then the version if any
     body_key: bytes = b""  # encode: the body key bytes that follow the header
     follows: FollowsPlan | None = None
+    kept: list[ArrayStep] = field(default_factory=list)  # arrays keeping their decoded bytes
 
 
 @dataclass
@@ -571,6 +611,9 @@ class Planner:
         self.checksums = False
         self.decimals = False
         self.presence: dict[str, tuple[PresenceStep, Presence]] = {}
+        self.keeps: list[ArrayStep] = []
+        self.kept: list[ArrayStep] = []
+        self.struct_depth = 0  # arrays are kept in structures' slots, not in messages'
 
     def plan(self) -> ModulePlan:
         if self.protocol.frame.segments is not None:
@@ -624,6 +667,7 @@ class Planner:
         self.used |= {h.local for h in frame.carried}
         self.runs = []
         self.presence = {}
+        self.kept = []
         fields = message.fields_at(version)
         steps: list[object] = []
         attrs: list[Attr] = []
@@ -678,6 +722,7 @@ class Planner:
             dispatch,
             body_key,
             follows,
+            self.kept,
         )
 
     def _optional(
@@ -749,6 +794,47 @@ class Planner:
                 offset += item.width
         raise PlanError(f"{step.label}: a checksum must be a fixed-width field before its data")
 
+    def _keep(self, step: object, f: Field, expr: str) -> None:
+        """A checksummed array whose items are structures, each case built by one Build: keep
+        its bytes (see ArrayStep.keep)."""
+        if (
+            not self.struct_depth
+            or not isinstance(step, ArrayStep)
+            or step.prim_code
+            or not step.inner_limit
+        ):
+            return
+        builds: list[tuple[list[object], Build]] = []
+        for s in step.body:
+            if isinstance(s, SwitchStep):
+                for c in s.cases:
+                    found = [b for b in c.body if isinstance(b, Build) and b.local == c.value]
+                    if len(found) != 1:
+                        return
+                    builds.append((c.body, found[0]))
+            elif isinstance(s, Build) and s.local == step.item_value:
+                builds.append((step.body, s))
+        if not builds or any(
+            len(b.args) != len(self.struct_classes[b.cls].attrs) for _, b in builds
+        ):
+            return
+        step.keep = f"_{attr_name(f.name)}_kept"
+        step.keep_start = self._local(f.name + "KeptStart")
+        step.keep_states = self._local(f.name + "States")
+        step.keep_owner = expr
+        step.keep_getters = f"_{snake(self.owner).upper()}_{snake(f.name).upper()}_STATES"
+        step.keep_local = self._local(f.name + "Kept")
+        step.keep_state = self._local("State")
+        step.keep_getter = self._local("Getter")
+        step.keep_same = self._local("Same")
+        for body, b in builds:
+            body.insert(body.index(b) + 1, KeepItem(step.keep_states, b.cls, b.args))
+            names = [a.name for a in self.struct_classes[b.cls].attrs]
+            if (b.cls, names) not in step.keep_classes:
+                step.keep_classes.append((b.cls, names))
+        self.keeps.append(step)
+        self.kept.append(step)
+
     def _after(self, run: Run, steps: list[object], step: object) -> None:
         """A decode step that needs the values the open run will read."""
         if run.items:
@@ -792,6 +878,7 @@ class Planner:
             )
             if summed is not None:
                 assert summed.checksum is not None
+                self._keep(steps[-1] if steps else None, f, expr)
                 self._close(run, steps)
                 run = self._run(limit)
                 step = ChecksumStep(
@@ -890,8 +977,22 @@ class Planner:
             return self._array(f, t, label, local, expr, steps, run, env, limit)
         if isinstance(t, Struct):
             inner: list[str] = []
+            before = len(self.keeps)
+            self.struct_depth += 1
             run = self._struct_body(t.fields, label, expr, steps, run, inner, None, limit)
-            self._after(run, steps, Build(local, self._struct_class(t), inner))
+            self.struct_depth -= 1
+            cls = self._struct_class(t)
+            self._after(run, steps, Build(local, cls, inner))
+            for a in self.keeps[before:]:
+                self._after(
+                    run,
+                    steps,
+                    KeepSet(local, a.keep, a.local, a.keep_start, a.inner_limit, a.keep_states),
+                )
+                kept = (a.keep, a.annotation)
+                if kept not in self.struct_classes[cls].kept:
+                    self.struct_classes[cls].kept.append(kept)
+            del self.keeps[before:]
             return run
         if isinstance(t, Switch):
             self._close(run, steps)

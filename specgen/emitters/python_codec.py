@@ -190,6 +190,7 @@ def prepare(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> VersionC
             "attrs": s.attrs,
             "records": s.records,
             "codec": s.codec,
+            "kept": s.kept,
             "doc": s.doc,
         }
         for s in plan.structs
@@ -826,6 +827,7 @@ def _message_view(m: MessagePlan, plan: ModulePlan) -> dict[str, Any]:
         "attrs": m.attrs,
         "steps": m.steps,
         "runs": m.runs,
+        "kept": m.kept,
         "summary": summary,
         "paragraphs": paragraphs,
         "span": m.message.span,

@@ -10,6 +10,7 @@ A decoded message encodes back to the bytes it came from.
 
 from __future__ import annotations
 
+import operator
 import struct
 import zlib
 from collections.abc import Callable
@@ -99,7 +100,7 @@ class MetadataInfo:
     __hash__ = None  # type: ignore[assignment]
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@dataclass(init=False, repr=False, eq=False)
 class OsirisChunk:
     """OsirisChunk."""
 
@@ -113,6 +114,23 @@ class OsirisChunk:
     data_length: int
     messages: list[SimpleEntry | SubBatchEntry]
     """the chunk's data entries: NumEntries of them in exactly DataLength bytes"""
+
+    # The slots @dataclass(slots=True) would make, and hidden ones that are not fields (not in
+    # `fields()`, `repr` or `==`): what an array was decoded from (the list, its bytes, each
+    # item's class and field values), so that an unchanged array re-encodes as one copy of its
+    # bytes. The bytes are a copy (one memcpy): a view would pin the caller's buffer (a bytearray
+    # could no longer be resized) and could be neither pickled nor deep-copied.
+    __slots__ = (
+        "magic_version",
+        "num_entries",
+        "num_records",
+        "epoch",
+        "chunk_first_offset",
+        "chunk_crc",
+        "data_length",
+        "messages",
+        "_messages_kept",
+    )
 
     def __init__(
         self,
@@ -133,6 +151,9 @@ class OsirisChunk:
         self.chunk_crc = chunk_crc
         self.data_length = data_length
         self.messages = messages
+        self._messages_kept: (
+            tuple[list[SimpleEntry | SubBatchEntry], bytes, list[tuple[object, ...]]] | None
+        ) = None
 
     def __repr__(self) -> str:
         return f"{type(self).__qualname__}(magic_version={self.magic_version!r}, num_entries={self.num_entries!r}, num_records={self.num_records!r}, epoch={self.epoch!r}, chunk_first_offset={self.chunk_first_offset!r}, chunk_crc={self.chunk_crc!r}, data_length={self.data_length!r}, messages={self.messages!r})"
@@ -873,6 +894,20 @@ _DELIVER_2_FIELDS = (
     ("Deliver.osiris_chunk.messages[].length", 7, 4),
 )
 
+_DELIVER_MESSAGES_STATES: dict[type, Callable[[Any], object]] = {
+    SimpleEntry: operator.attrgetter("__class__", "size", "data"),
+    SubBatchEntry: operator.attrgetter(
+        "__class__",
+        "compression_type",
+        "reserved",
+        "num_records",
+        "uncompressed_length",
+        "length",
+        "data",
+    ),
+}
+"""Deliver.osiris_chunk.messages: each item class's (class, fields), compared with those recorded at decode."""
+
 
 def _decode_deliver(buf: memoryview, at: int, end: int, verify_checksums: bool) -> Deliver:
     if end - at < 35:
@@ -895,6 +930,8 @@ def _decode_deliver(buf: memoryview, at: int, end: int, verify_checksums: bool) 
     if num_entries < 0 or num_entries * 4 > messages_end - at:
         raise _bad_count("Deliver.osiris_chunk.messages", at, num_entries, 4, messages_end)
     messages: list[SimpleEntry | SubBatchEntry] = []
+    messages_kept_start = at
+    messages_states: list[tuple[object, ...]] = []
     for _ in range(num_entries):
         if at >= messages_end:
             raise DecodeError("Deliver.osiris_chunk.messages[]", at, "needs 1 byte, 0 left")
@@ -913,6 +950,7 @@ def _decode_deliver(buf: memoryview, at: int, end: int, verify_checksums: bool) 
             data = bytes(buf[at : at + size])
             at += size
             value = SimpleEntry(size, data)
+            messages_states.append((SimpleEntry, size, data))
             item_2 = value
         elif tag == 1:  # sub-batch entry
             if messages_end - at < 11:
@@ -931,6 +969,17 @@ def _decode_deliver(buf: memoryview, at: int, end: int, verify_checksums: bool) 
             at += length
             value_2 = SubBatchEntry(
                 compression_type, reserved, num_records_2, uncompressed_length, length, data_2
+            )
+            messages_states.append(
+                (
+                    SubBatchEntry,
+                    compression_type,
+                    reserved,
+                    num_records_2,
+                    uncompressed_length,
+                    length,
+                    data_2,
+                )
             )
             item_2 = value_2
         else:
@@ -960,6 +1009,11 @@ def _decode_deliver(buf: memoryview, at: int, end: int, verify_checksums: bool) 
         data_length,
         messages,
     )
+    osiris_chunk._messages_kept = (
+        messages,
+        bytes(buf[messages_kept_start:messages_end]),
+        messages_states,
+    )
     msg = Deliver(subscription_id, osiris_chunk)
     if at != end:
         raise DecodeError("Deliver", at, f"{end - at} bytes after the last field")
@@ -987,34 +1041,58 @@ def _encode_deliver(msg: Deliver, parts: list[bytes], seal_checksums: bool) -> N
             f"{len(msg.osiris_chunk.messages)} items, but its count field says {msg.osiris_chunk.num_entries}",
         )
     messages_mark = len(parts)
-    for item in msg.osiris_chunk.messages:
-        if isinstance(item, SimpleEntry):  # simple entry
-            parts.append(_DELIVER_1.pack(item.size & 0x7FFFFFFF))
-            if len(item.data) != item.size:
+    messages_kept = msg.osiris_chunk._messages_kept
+    if messages_kept is not None:
+        if messages_kept[0] is not msg.osiris_chunk.messages or len(
+            msg.osiris_chunk.messages
+        ) != len(messages_kept[2]):
+            messages_kept = None
+        elif msg.osiris_chunk.messages:
+            getter = _DELIVER_MESSAGES_STATES.get(msg.osiris_chunk.messages[0].__class__)
+            try:
+                same = (
+                    getter is not None
+                    and list(map(getter, msg.osiris_chunk.messages)) == messages_kept[2]
+                )
+            except AttributeError:
+                same = False
+            if not same:
+                for item, state in zip(msg.osiris_chunk.messages, messages_kept[2], strict=True):
+                    getter = _DELIVER_MESSAGES_STATES.get(item.__class__)
+                    if getter is None or getter(item) != state:
+                        messages_kept = None
+                        break
+    if messages_kept is not None:  # the bytes it was decoded from, as one part
+        parts.append(messages_kept[1])
+    else:
+        for item in msg.osiris_chunk.messages:
+            if isinstance(item, SimpleEntry):  # simple entry
+                parts.append(_DELIVER_1.pack(item.size & 0x7FFFFFFF))
+                if len(item.data) != item.size:
+                    raise EncodeError(
+                        "Deliver.osiris_chunk.messages[].data",
+                        f"{len(item.data)} bytes, but its length field says {item.size}",
+                    )
+                parts.append(item.data)
+            elif isinstance(item, SubBatchEntry):  # sub-batch entry
+                parts.append(
+                    _DELIVER_2.pack(
+                        0x80 | (item.compression_type & 0x7) << 4 | item.reserved & 0xF,
+                        item.num_records,
+                        item.uncompressed_length,
+                        item.length,
+                    )
+                )
+                if len(item.data) != item.length:
+                    raise EncodeError(
+                        "Deliver.osiris_chunk.messages[].data",
+                        f"{len(item.data)} bytes, but its length field says {item.length}",
+                    )
+                parts.append(item.data)
+            else:
                 raise EncodeError(
-                    "Deliver.osiris_chunk.messages[].data",
-                    f"{len(item.data)} bytes, but its length field says {item.size}",
+                    "Deliver.osiris_chunk.messages[]", f"cannot encode {type(item).__name__}"
                 )
-            parts.append(item.data)
-        elif isinstance(item, SubBatchEntry):  # sub-batch entry
-            parts.append(
-                _DELIVER_2.pack(
-                    0x80 | (item.compression_type & 0x7) << 4 | item.reserved & 0xF,
-                    item.num_records,
-                    item.uncompressed_length,
-                    item.length,
-                )
-            )
-            if len(item.data) != item.length:
-                raise EncodeError(
-                    "Deliver.osiris_chunk.messages[].data",
-                    f"{len(item.data)} bytes, but its length field says {item.length}",
-                )
-            parts.append(item.data)
-        else:
-            raise EncodeError(
-                "Deliver.osiris_chunk.messages[]", f"cannot encode {type(item).__name__}"
-            )
     if sum(map(len, parts[messages_mark:])) != msg.osiris_chunk.data_length:
         raise EncodeError(
             "Deliver.osiris_chunk.messages",
