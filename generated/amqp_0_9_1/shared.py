@@ -68,7 +68,7 @@ class ContentBody:
 
 
 def _decode_content_body(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ContentBody:
     payload = bytes(buf[at:end])
     at = end
@@ -131,7 +131,7 @@ class Heartbeat:
 
 
 def _decode_heartbeat(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> Heartbeat:
     msg = Heartbeat(channel)
     if at != end:
@@ -260,7 +260,7 @@ _CONNECTION_START_2_FIELDS = (("ConnectionStart.locales", 0, 4),)
 
 
 def _decode_connection_start(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionStart:
     if end - at < 2:
         raise _truncated(_CONNECTION_START_0_FIELDS, at, end)
@@ -408,7 +408,7 @@ _CONNECTION_START_OK_2_FIELDS = (("ConnectionStartOk.locale", 0, 1),)
 
 
 def _decode_connection_start_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionStartOk:
     client_properties, at = _decode_table(buf, at, end)
     if end - at < 1:
@@ -529,7 +529,7 @@ _CONNECTION_SECURE_0_FIELDS = (("ConnectionSecure.challenge", 0, 4),)
 
 
 def _decode_connection_secure(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionSecure:
     if end - at < 4:
         raise _truncated(_CONNECTION_SECURE_0_FIELDS, at, end)
@@ -617,7 +617,7 @@ _CONNECTION_SECURE_OK_0_FIELDS = (("ConnectionSecureOk.response", 0, 4),)
 
 
 def _decode_connection_secure_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionSecureOk:
     if end - at < 4:
         raise _truncated(_CONNECTION_SECURE_OK_0_FIELDS, at, end)
@@ -724,7 +724,7 @@ _CONNECTION_TUNE_0_FIELDS = (
 
 
 def _decode_connection_tune(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionTune:
     if end - at < 8:
         raise _truncated(_CONNECTION_TUNE_0_FIELDS, at, end)
@@ -831,7 +831,7 @@ _CONNECTION_TUNE_OK_0_FIELDS = (
 
 
 def _decode_connection_tune_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionTuneOk:
     if end - at < 8:
         raise _truncated(_CONNECTION_TUNE_OK_0_FIELDS, at, end)
@@ -942,7 +942,7 @@ _CONNECTION_OPEN_2_FIELDS = (("ConnectionOpen.bits1", 0, 1),)
 
 
 def _decode_connection_open(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionOpen:
     if end - at < 1:
         raise _truncated(_CONNECTION_OPEN_0_FIELDS, at, end)
@@ -1050,7 +1050,7 @@ _CONNECTION_OPEN_OK_0_FIELDS = (("ConnectionOpenOk.reserved1", 0, 1),)
 
 
 def _decode_connection_open_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionOpenOk:
     if end - at < 1:
         raise _truncated(_CONNECTION_OPEN_OK_0_FIELDS, at, end)
@@ -1177,7 +1177,7 @@ _CONNECTION_CLOSE_1_FIELDS = (
 
 
 def _decode_connection_close(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionClose:
     if end - at < 3:
         raise _truncated(_CONNECTION_CLOSE_0_FIELDS, at, end)
@@ -1262,7 +1262,7 @@ class ConnectionCloseOk:
 
 
 def _decode_connection_close_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionCloseOk:
     msg = ConnectionCloseOk(channel)
     if at != end:
@@ -1336,7 +1336,7 @@ _CHANNEL_OPEN_0_FIELDS = (("ChannelOpen.reserved1", 0, 1),)
 
 
 def _decode_channel_open(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ChannelOpen:
     if end - at < 1:
         raise _truncated(_CHANNEL_OPEN_0_FIELDS, at, end)
@@ -1421,7 +1421,7 @@ _CHANNEL_OPEN_OK_0_FIELDS = (("ChannelOpenOk.reserved1", 0, 4),)
 
 
 def _decode_channel_open_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ChannelOpenOk:
     if end - at < 4:
         raise _truncated(_CHANNEL_OPEN_OK_0_FIELDS, at, end)
@@ -1507,7 +1507,7 @@ _CHANNEL_FLOW_0_FIELDS = (("ChannelFlow.bits1", 0, 1),)
 
 
 def _decode_channel_flow(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ChannelFlow:
     if end - at < 1:
         raise _truncated(_CHANNEL_FLOW_0_FIELDS, at, end)
@@ -1588,7 +1588,7 @@ _CHANNEL_FLOW_OK_0_FIELDS = (("ChannelFlowOk.bits1", 0, 1),)
 
 
 def _decode_channel_flow_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ChannelFlowOk:
     if end - at < 1:
         raise _truncated(_CHANNEL_FLOW_OK_0_FIELDS, at, end)
@@ -1708,7 +1708,7 @@ _CHANNEL_CLOSE_1_FIELDS = (
 
 
 def _decode_channel_close(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ChannelClose:
     if end - at < 3:
         raise _truncated(_CHANNEL_CLOSE_0_FIELDS, at, end)
@@ -1791,7 +1791,7 @@ class ChannelCloseOk:
 
 
 def _decode_channel_close_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ChannelCloseOk:
     msg = ChannelCloseOk(channel)
     if at != end:
@@ -1854,7 +1854,7 @@ class ExchangeDeclareOk:
 
 
 def _decode_exchange_declare_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ExchangeDeclareOk:
     msg = ExchangeDeclareOk(channel)
     if at != end:
@@ -1964,7 +1964,7 @@ _EXCHANGE_DELETE_1_FIELDS = (("ExchangeDelete.bits1", 0, 1),)
 
 
 def _decode_exchange_delete(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ExchangeDelete:
     if end - at < 3:
         raise _truncated(_EXCHANGE_DELETE_0_FIELDS, at, end)
@@ -2053,7 +2053,7 @@ class ExchangeDeleteOk:
 
 
 def _decode_exchange_delete_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ExchangeDeleteOk:
     msg = ExchangeDeleteOk(channel)
     if at != end:
@@ -2201,7 +2201,7 @@ _QUEUE_DECLARE_1_FIELDS = (("QueueDeclare.bits1", 0, 1),)
 
 
 def _decode_queue_declare(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> QueueDeclare:
     if end - at < 3:
         raise _truncated(_QUEUE_DECLARE_0_FIELDS, at, end)
@@ -2337,7 +2337,7 @@ _QUEUE_DECLARE_OK_1_FIELDS = (
 
 
 def _decode_queue_declare_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> QueueDeclareOk:
     if end - at < 1:
         raise _truncated(_QUEUE_DECLARE_OK_0_FIELDS, at, end)
@@ -2495,7 +2495,7 @@ _QUEUE_BIND_3_FIELDS = (("QueueBind.bits1", 0, 1),)
 
 
 def _decode_queue_bind(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> QueueBind:
     if end - at < 3:
         raise _truncated(_QUEUE_BIND_0_FIELDS, at, end)
@@ -2613,7 +2613,7 @@ class QueueBindOk:
 
 
 def _decode_queue_bind_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> QueueBindOk:
     msg = QueueBindOk(channel)
     if at != end:
@@ -2710,7 +2710,7 @@ _QUEUE_PURGE_1_FIELDS = (("QueuePurge.bits1", 0, 1),)
 
 
 def _decode_queue_purge(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> QueuePurge:
     if end - at < 3:
         raise _truncated(_QUEUE_PURGE_0_FIELDS, at, end)
@@ -2805,7 +2805,7 @@ _QUEUE_PURGE_OK_0_FIELDS = (("QueuePurgeOk.message_count", 0, 4),)
 
 
 def _decode_queue_purge_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> QueuePurgeOk:
     if end - at < 4:
         raise _truncated(_QUEUE_PURGE_OK_0_FIELDS, at, end)
@@ -2934,7 +2934,7 @@ _QUEUE_DELETE_1_FIELDS = (("QueueDelete.bits1", 0, 1),)
 
 
 def _decode_queue_delete(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> QueueDelete:
     if end - at < 3:
         raise _truncated(_QUEUE_DELETE_0_FIELDS, at, end)
@@ -3037,7 +3037,7 @@ _QUEUE_DELETE_OK_0_FIELDS = (("QueueDeleteOk.message_count", 0, 4),)
 
 
 def _decode_queue_delete_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> QueueDeleteOk:
     if end - at < 4:
         raise _truncated(_QUEUE_DELETE_OK_0_FIELDS, at, end)
@@ -3171,7 +3171,7 @@ _QUEUE_UNBIND_2_FIELDS = (("QueueUnbind.routing_key", 0, 1),)
 
 
 def _decode_queue_unbind(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> QueueUnbind:
     if end - at < 3:
         raise _truncated(_QUEUE_UNBIND_0_FIELDS, at, end)
@@ -3281,7 +3281,7 @@ class QueueUnbindOk:
 
 
 def _decode_queue_unbind_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> QueueUnbindOk:
     msg = QueueUnbindOk(channel)
     if at != end:
@@ -3490,7 +3490,7 @@ _BASIC_PROPERTIES_13_FIELDS = (("BasicProperties.reserved", 0, 1),)
 
 
 def _decode_basic_properties(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicProperties:
     if end - at < 10:
         raise _truncated(_BASIC_PROPERTIES_0_FIELDS, at, end)
@@ -3865,7 +3865,7 @@ class BasicQosOk:
 
 
 def _decode_basic_qos_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicQosOk:
     msg = BasicQosOk(channel)
     if at != end:
@@ -4014,7 +4014,7 @@ _BASIC_CONSUME_2_FIELDS = (("BasicConsume.bits1", 0, 1),)
 
 
 def _decode_basic_consume(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicConsume:
     if end - at < 3:
         raise _truncated(_BASIC_CONSUME_0_FIELDS, at, end)
@@ -4138,7 +4138,7 @@ _BASIC_CONSUME_OK_0_FIELDS = (("BasicConsumeOk.consumer_tag", 0, 1),)
 
 
 def _decode_basic_consume_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicConsumeOk:
     if end - at < 1:
         raise _truncated(_BASIC_CONSUME_OK_0_FIELDS, at, end)
@@ -4277,7 +4277,7 @@ _BASIC_PUBLISH_2_FIELDS = (("BasicPublish.bits1", 0, 1),)
 
 
 def _decode_basic_publish(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicPublish:
     if end - at < 3:
         raise _truncated(_BASIC_PUBLISH_0_FIELDS, at, end)
@@ -4429,7 +4429,7 @@ _BASIC_RETURN_2_FIELDS = (("BasicReturn.routing_key", 0, 1),)
 
 
 def _decode_basic_return(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicReturn:
     if end - at < 3:
         raise _truncated(_BASIC_RETURN_0_FIELDS, at, end)
@@ -4601,7 +4601,7 @@ _BASIC_DELIVER_2_FIELDS = (("BasicDeliver.routing_key", 0, 1),)
 
 
 def _decode_basic_deliver(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicDeliver:
     if end - at < 1:
         raise _truncated(_BASIC_DELIVER_0_FIELDS, at, end)
@@ -4751,7 +4751,7 @@ _BASIC_GET_1_FIELDS = (("BasicGet.bits1", 0, 1),)
 
 
 def _decode_basic_get(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicGet:
     if end - at < 3:
         raise _truncated(_BASIC_GET_0_FIELDS, at, end)
@@ -4902,7 +4902,7 @@ _BASIC_GET_OK_2_FIELDS = (("BasicGetOk.message_count", 0, 4),)
 
 
 def _decode_basic_get_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicGetOk:
     if end - at < 10:
         raise _truncated(_BASIC_GET_OK_0_FIELDS, at, end)
@@ -5012,7 +5012,7 @@ _BASIC_GET_EMPTY_0_FIELDS = (("BasicGetEmpty.reserved1", 0, 1),)
 
 
 def _decode_basic_get_empty(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicGetEmpty:
     if end - at < 1:
         raise _truncated(_BASIC_GET_EMPTY_0_FIELDS, at, end)
@@ -5110,7 +5110,7 @@ _BASIC_REJECT_0_FIELDS = (
 
 
 def _decode_basic_reject(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicReject:
     if end - at < 9:
         raise _truncated(_BASIC_REJECT_0_FIELDS, at, end)
@@ -5199,7 +5199,7 @@ _BASIC_RECOVER_ASYNC_0_FIELDS = (("BasicRecoverAsync.bits1", 0, 1),)
 
 
 def _decode_basic_recover_async(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicRecoverAsync:
     if end - at < 1:
         raise _truncated(_BASIC_RECOVER_ASYNC_0_FIELDS, at, end)
@@ -5282,7 +5282,7 @@ _BASIC_RECOVER_0_FIELDS = (("BasicRecover.bits1", 0, 1),)
 
 
 def _decode_basic_recover(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicRecover:
     if end - at < 1:
         raise _truncated(_BASIC_RECOVER_0_FIELDS, at, end)
@@ -5355,7 +5355,7 @@ class BasicRecoverOk:
 
 
 def _decode_basic_recover_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicRecoverOk:
     msg = BasicRecoverOk(channel)
     if at != end:
@@ -5420,7 +5420,7 @@ class TxSelect:
 
 
 def _decode_tx_select(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> TxSelect:
     msg = TxSelect(channel)
     if at != end:
@@ -5483,7 +5483,7 @@ class TxSelectOk:
 
 
 def _decode_tx_select_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> TxSelectOk:
     msg = TxSelectOk(channel)
     if at != end:
@@ -5548,7 +5548,7 @@ class TxCommit:
 
 
 def _decode_tx_commit(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> TxCommit:
     msg = TxCommit(channel)
     if at != end:
@@ -5611,7 +5611,7 @@ class TxCommitOk:
 
 
 def _decode_tx_commit_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> TxCommitOk:
     msg = TxCommitOk(channel)
     if at != end:
@@ -5676,7 +5676,7 @@ class TxRollback:
 
 
 def _decode_tx_rollback(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> TxRollback:
     msg = TxRollback(channel)
     if at != end:
@@ -5739,7 +5739,7 @@ class TxRollbackOk:
 
 
 def _decode_tx_rollback_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> TxRollbackOk:
     msg = TxRollbackOk(channel)
     if at != end:
@@ -5764,7 +5764,7 @@ _VALUE_TABLE_0_FIELDS = (("table.key", 0, 1),)
 _TABLE_SIZE = struct.Struct(">I")
 
 
-def _decode_table(buf: memoryview, at: int, end: int) -> tuple[Table, int]:
+def _decode_table(buf: bytes | memoryview, at: int, end: int) -> tuple[Table, int]:
     """A table: a 4-byte size, then key/value pairs filling it."""
     if end - at < 4:
         raise DecodeError("table", at, f"needs 4 bytes, {end - at} left")
@@ -5814,7 +5814,7 @@ def _encode_table(value: dict[str, Any], parts: list[bytes]) -> None:
 _FIELD_ARRAY_SIZE = struct.Struct(">I")
 
 
-def _decode_field_array(buf: memoryview, at: int, end: int) -> tuple[Values, int]:
+def _decode_field_array(buf: bytes | memoryview, at: int, end: int) -> tuple[Values, int]:
     """A field-array: a 4-byte size, then values filling it."""
     if end - at < 4:
         raise DecodeError("field-array", at, f"needs 4 bytes, {end - at} left")
@@ -5881,7 +5881,7 @@ _VALUE_FIELD_VALUE_14_FIELDS = (("field-value", 0, 8),)
 _FIELD_VALUE_CONSTRUCTOR = struct.Struct(">B")
 
 
-def _decode_field_value(buf: memoryview, at: int, end: int) -> tuple[Any, int, int]:
+def _decode_field_value(buf: bytes | memoryview, at: int, end: int) -> tuple[Any, int, int]:
     """A field-value: a constructor, then the value in the encoding it names. Returns the value,
     the constructor and the next offset."""
     if end - at < 1:

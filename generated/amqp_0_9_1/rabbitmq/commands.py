@@ -283,7 +283,7 @@ _CONNECTION_BLOCKED_0_FIELDS = (("ConnectionBlocked.reason", 0, 1),)
 
 
 def _decode_connection_blocked(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionBlocked:
     if end - at < 1:
         raise _truncated(_CONNECTION_BLOCKED_0_FIELDS, at, end)
@@ -361,7 +361,7 @@ class ConnectionUnblocked:
 
 
 def _decode_connection_unblocked(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionUnblocked:
     msg = ConnectionUnblocked(channel)
     if at != end:
@@ -448,7 +448,7 @@ _CONNECTION_UPDATE_SECRET_1_FIELDS = (("ConnectionUpdateSecret.reason", 0, 1),)
 
 
 def _decode_connection_update_secret(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionUpdateSecret:
     if end - at < 4:
         raise _truncated(_CONNECTION_UPDATE_SECRET_0_FIELDS, at, end)
@@ -539,7 +539,7 @@ class ConnectionUpdateSecretOk:
 
 
 def _decode_connection_update_secret_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConnectionUpdateSecretOk:
     msg = ConnectionUpdateSecretOk(channel)
     if at != end:
@@ -699,7 +699,7 @@ _EXCHANGE_DECLARE_2_FIELDS = (("ExchangeDeclare.bits1", 0, 1),)
 
 
 def _decode_exchange_declare(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ExchangeDeclare:
     if end - at < 3:
         raise _truncated(_EXCHANGE_DECLARE_0_FIELDS, at, end)
@@ -901,7 +901,7 @@ _EXCHANGE_BIND_3_FIELDS = (("ExchangeBind.bits1", 0, 1),)
 
 
 def _decode_exchange_bind(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ExchangeBind:
     if end - at < 3:
         raise _truncated(_EXCHANGE_BIND_0_FIELDS, at, end)
@@ -1018,7 +1018,7 @@ class ExchangeBindOk:
 
 
 def _decode_exchange_bind_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ExchangeBindOk:
     msg = ExchangeBindOk(channel)
     if at != end:
@@ -1155,7 +1155,7 @@ _EXCHANGE_UNBIND_3_FIELDS = (("ExchangeUnbind.bits1", 0, 1),)
 
 
 def _decode_exchange_unbind(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ExchangeUnbind:
     if end - at < 3:
         raise _truncated(_EXCHANGE_UNBIND_0_FIELDS, at, end)
@@ -1272,7 +1272,7 @@ class ExchangeUnbindOk:
 
 
 def _decode_exchange_unbind_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ExchangeUnbindOk:
     msg = ExchangeUnbindOk(channel)
     if at != end:
@@ -1368,7 +1368,7 @@ _BASIC_QOS_0_FIELDS = (
 
 
 def _decode_basic_qos(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicQos:
     if end - at < 7:
         raise _truncated(_BASIC_QOS_0_FIELDS, at, end)
@@ -1474,7 +1474,7 @@ _BASIC_CANCEL_1_FIELDS = (("BasicCancel.bits1", 0, 1),)
 
 
 def _decode_basic_cancel(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicCancel:
     if end - at < 1:
         raise _truncated(_BASIC_CANCEL_0_FIELDS, at, end)
@@ -1568,7 +1568,7 @@ _BASIC_CANCEL_OK_0_FIELDS = (("BasicCancelOk.consumer_tag", 0, 1),)
 
 
 def _decode_basic_cancel_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicCancelOk:
     if end - at < 1:
         raise _truncated(_BASIC_CANCEL_OK_0_FIELDS, at, end)
@@ -1669,7 +1669,7 @@ _BASIC_ACK_0_FIELDS = (
 
 
 def _decode_basic_ack(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicAck:
     if end - at < 9:
         raise _truncated(_BASIC_ACK_0_FIELDS, at, end)
@@ -1777,7 +1777,7 @@ _BASIC_NACK_0_FIELDS = (
 
 
 def _decode_basic_nack(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicNack:
     if end - at < 9:
         raise _truncated(_BASIC_NACK_0_FIELDS, at, end)
@@ -1871,7 +1871,7 @@ _CONFIRM_SELECT_0_FIELDS = (("ConfirmSelect.bits1", 0, 1),)
 
 
 def _decode_confirm_select(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConfirmSelect:
     if end - at < 1:
         raise _truncated(_CONFIRM_SELECT_0_FIELDS, at, end)
@@ -1943,7 +1943,7 @@ class ConfirmSelectOk:
 
 
 def _decode_confirm_select_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ConfirmSelectOk:
     msg = ConfirmSelectOk(channel)
     if at != end:
@@ -2036,9 +2036,9 @@ Message = (
 )
 """Any message of this protocol version."""
 
-_Decoder = Callable[[memoryview, int, int, bool], Message]
+_Decoder = Callable[[bytes | memoryview, int, int, bool], Message]
 # the straight road's decoders take the header's carried fields (channel) too
-_Straight = Callable[[memoryview, int, int, bool, int], Message]
+_Straight = Callable[[bytes | memoryview, int, int, bool, int], Message]
 
 # (type, then the body key) -> the layouts that identity can carry, with who sends each.
 _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
@@ -2370,7 +2370,9 @@ def decode(
     without it the request layout is tried first, then the others.
     `verify_checksums` is accepted for symmetry: this version's frames carry no checksum.
     """
-    buf = memoryview(frame)
+    # bytes are read in place (a slice of them is already the field's bytes); anything else
+    # through one view
+    buf = frame if type(frame) is bytes else memoryview(frame)
     end = len(buf)
     if end < HEADER_SIZE + TRAILER_SIZE:
         raise DecodeError("frame", 0, f"a frame header needs {HEADER_SIZE} bytes, {end} given")
@@ -2421,7 +2423,7 @@ def decode(
 def _choose(
     layouts: tuple[tuple[str, _Decoder], ...],
     sender: Sender | None,
-    buf: memoryview,
+    buf: bytes | memoryview,
     at: int,
     end: int,
     verify_checksums: bool,

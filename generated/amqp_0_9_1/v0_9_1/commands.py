@@ -365,7 +365,7 @@ _EXCHANGE_DECLARE_2_FIELDS = (("ExchangeDeclare.bits1", 0, 1),)
 
 
 def _decode_exchange_declare(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> ExchangeDeclare:
     if end - at < 3:
         raise _truncated(_EXCHANGE_DECLARE_0_FIELDS, at, end)
@@ -524,7 +524,7 @@ _BASIC_QOS_0_FIELDS = (
 
 
 def _decode_basic_qos(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicQos:
     if end - at < 7:
         raise _truncated(_BASIC_QOS_0_FIELDS, at, end)
@@ -628,7 +628,7 @@ _BASIC_CANCEL_1_FIELDS = (("BasicCancel.bits1", 0, 1),)
 
 
 def _decode_basic_cancel(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicCancel:
     if end - at < 1:
         raise _truncated(_BASIC_CANCEL_0_FIELDS, at, end)
@@ -722,7 +722,7 @@ _BASIC_CANCEL_OK_0_FIELDS = (("BasicCancelOk.consumer_tag", 0, 1),)
 
 
 def _decode_basic_cancel_ok(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicCancelOk:
     if end - at < 1:
         raise _truncated(_BASIC_CANCEL_OK_0_FIELDS, at, end)
@@ -819,7 +819,7 @@ _BASIC_ACK_0_FIELDS = (
 
 
 def _decode_basic_ack(
-    buf: memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
 ) -> BasicAck:
     if end - at < 9:
         raise _truncated(_BASIC_ACK_0_FIELDS, at, end)
@@ -915,9 +915,9 @@ Message = (
 )
 """Any message of this protocol version."""
 
-_Decoder = Callable[[memoryview, int, int, bool], Message]
+_Decoder = Callable[[bytes | memoryview, int, int, bool], Message]
 # the straight road's decoders take the header's carried fields (channel) too
-_Straight = Callable[[memoryview, int, int, bool, int], Message]
+_Straight = Callable[[bytes | memoryview, int, int, bool, int], Message]
 
 # (type, then the body key) -> the layouts that identity can carry, with who sends each.
 _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
@@ -1205,7 +1205,9 @@ def decode(
     without it the request layout is tried first, then the others.
     `verify_checksums` is accepted for symmetry: this version's frames carry no checksum.
     """
-    buf = memoryview(frame)
+    # bytes are read in place (a slice of them is already the field's bytes); anything else
+    # through one view
+    buf = frame if type(frame) is bytes else memoryview(frame)
     end = len(buf)
     if end < HEADER_SIZE + TRAILER_SIZE:
         raise DecodeError("frame", 0, f"a frame header needs {HEADER_SIZE} bytes, {end} given")
@@ -1256,7 +1258,7 @@ def decode(
 def _choose(
     layouts: tuple[tuple[str, _Decoder], ...],
     sender: Sender | None,
-    buf: memoryview,
+    buf: bytes | memoryview,
     at: int,
     end: int,
     verify_checksums: bool,

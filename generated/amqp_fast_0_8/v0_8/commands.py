@@ -123,7 +123,8 @@ class MessageHead:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, at: int = 0) -> tuple[MessageHead, int]:
         """One MessageHead read from `data` at offset `at`, and the offset after it."""
-        return _decode_message_head(memoryview(data), at, len(data))
+        buf = data if type(data) is bytes else memoryview(data)
+        return _decode_message_head(buf, at, len(data))
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -180,7 +181,7 @@ _CONNECTION_CHALLENGE_0_FIELDS = (
 
 
 def _decode_connection_challenge(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> ConnectionChallenge:
     if end - at < 2:
         raise _truncated(_CONNECTION_CHALLENGE_0_FIELDS, at, end)
@@ -257,7 +258,7 @@ _CONNECTION_RESPONSE_0_FIELDS = (("ConnectionResponse.mechanism", 0, 1),)
 
 
 def _decode_connection_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> ConnectionResponse:
     if end - at < 1:
         raise _truncated(_CONNECTION_RESPONSE_0_FIELDS, at, end)
@@ -330,7 +331,7 @@ class ConnectionTune:
 
 
 def _decode_connection_tune(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> ConnectionTune:
     options, at = _decode_field_table(buf, at, end)
     dictionary, at = _decode_field_table(buf, at, end)
@@ -410,7 +411,7 @@ _CONNECTION_OPEN_1_FIELDS = (("ConnectionOpen.client_name", 0, 1),)
 
 
 def _decode_connection_open(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> ConnectionOpen:
     if end - at < 3:
         raise _truncated(_CONNECTION_OPEN_0_FIELDS, at, end)
@@ -495,7 +496,7 @@ _CONNECTION_PING_0_FIELDS = (("ConnectionPing.bits1", 0, 1),)
 
 
 def _decode_connection_ping(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> ConnectionPing:
     if end - at < 1:
         raise _truncated(_CONNECTION_PING_0_FIELDS, at, end)
@@ -579,7 +580,7 @@ _CONNECTION_REPLY_0_FIELDS = (
 
 
 def _decode_connection_reply(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> ConnectionReply:
     if end - at < 5:
         raise _truncated(_CONNECTION_REPLY_0_FIELDS, at, end)
@@ -655,7 +656,7 @@ _CONNECTION_CLOSE_0_FIELDS = (
 
 
 def _decode_connection_close(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> ConnectionClose:
     if end - at < 3:
         raise _truncated(_CONNECTION_CLOSE_0_FIELDS, at, end)
@@ -768,7 +769,9 @@ _CHANNEL_OPEN_1 = struct.Struct(">B")
 _CHANNEL_OPEN_1_FIELDS = (("ChannelOpen.out_of_band", 0, 1),)
 
 
-def _decode_channel_open(buf: memoryview, at: int, end: int, verify_checksums: bool) -> ChannelOpen:
+def _decode_channel_open(
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+) -> ChannelOpen:
     if end - at < 5:
         raise _truncated(_CHANNEL_OPEN_0_FIELDS, at, end)
     channel_id, confirm_tag, bits1 = _CHANNEL_OPEN_0.unpack_from(buf, at)
@@ -866,7 +869,9 @@ _CHANNEL_ACK_0_FIELDS = (
 )
 
 
-def _decode_channel_ack(buf: memoryview, at: int, end: int, verify_checksums: bool) -> ChannelAck:
+def _decode_channel_ack(
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+) -> ChannelAck:
     if end - at < 8:
         raise _truncated(_CHANNEL_ACK_0_FIELDS, at, end)
     channel_id, confirm_tag, message_nbr = _CHANNEL_ACK_0.unpack_from(buf, at)
@@ -945,7 +950,7 @@ _CHANNEL_COMMIT_0_FIELDS = (
 
 
 def _decode_channel_commit(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> ChannelCommit:
     if end - at < 4:
         raise _truncated(_CHANNEL_COMMIT_0_FIELDS, at, end)
@@ -1019,7 +1024,7 @@ _CHANNEL_ROLLBACK_0_FIELDS = (
 
 
 def _decode_channel_rollback(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> ChannelRollback:
     if end - at < 4:
         raise _truncated(_CHANNEL_ROLLBACK_0_FIELDS, at, end)
@@ -1101,7 +1106,7 @@ _CHANNEL_REPLY_0_FIELDS = (
 
 
 def _decode_channel_reply(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> ChannelReply:
     if end - at < 7:
         raise _truncated(_CHANNEL_REPLY_0_FIELDS, at, end)
@@ -1185,7 +1190,7 @@ _CHANNEL_CLOSE_0_FIELDS = (
 
 
 def _decode_channel_close(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> ChannelClose:
     if end - at < 5:
         raise _truncated(_CHANNEL_CLOSE_0_FIELDS, at, end)
@@ -1316,7 +1321,9 @@ _HANDLE_OPEN_1 = struct.Struct(">B")
 _HANDLE_OPEN_1_FIELDS = (("HandleOpen.encoding", 0, 1),)
 
 
-def _decode_handle_open(buf: memoryview, at: int, end: int, verify_checksums: bool) -> HandleOpen:
+def _decode_handle_open(
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+) -> HandleOpen:
     if end - at < 8:
         raise _truncated(_HANDLE_OPEN_0_FIELDS, at, end)
     channel_id, handle_id, confirm_tag, bits1, mime_type_len = _HANDLE_OPEN_0.unpack_from(buf, at)
@@ -1495,7 +1502,9 @@ _HANDLE_SEND_0_FIELDS = (
 )
 
 
-def _decode_handle_send(buf: memoryview, at: int, end: int, verify_checksums: bool) -> HandleSend:
+def _decode_handle_send(
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+) -> HandleSend:
     if end - at < 12:
         raise _truncated(_HANDLE_SEND_0_FIELDS, at, end)
     handle_id, confirm_tag, service_type, fragment_size, bits1, dest_name_len = (
@@ -1657,7 +1666,7 @@ _HANDLE_CONSUME_0_FIELDS = (
 
 
 def _decode_handle_consume(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> HandleConsume:
     if end - at < 10:
         raise _truncated(_HANDLE_CONSUME_0_FIELDS, at, end)
@@ -1771,7 +1780,9 @@ _HANDLE_FLOW_0_FIELDS = (
 )
 
 
-def _decode_handle_flow(buf: memoryview, at: int, end: int, verify_checksums: bool) -> HandleFlow:
+def _decode_handle_flow(
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+) -> HandleFlow:
     if end - at < 5:
         raise _truncated(_HANDLE_FLOW_0_FIELDS, at, end)
     handle_id, confirm_tag, bits1 = _HANDLE_FLOW_0.unpack_from(buf, at)
@@ -1855,7 +1866,9 @@ _HANDLE_UNGET_0_FIELDS = (
 )
 
 
-def _decode_handle_unget(buf: memoryview, at: int, end: int, verify_checksums: bool) -> HandleUnget:
+def _decode_handle_unget(
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+) -> HandleUnget:
     if end - at < 8:
         raise _truncated(_HANDLE_UNGET_0_FIELDS, at, end)
     handle_id, confirm_tag, message_nbr = _HANDLE_UNGET_0.unpack_from(buf, at)
@@ -1950,7 +1963,9 @@ _HANDLE_QUERY_2 = struct.Struct(">B")
 _HANDLE_QUERY_2_FIELDS = (("HandleQuery.mime_type", 0, 1),)
 
 
-def _decode_handle_query(buf: memoryview, at: int, end: int, verify_checksums: bool) -> HandleQuery:
+def _decode_handle_query(
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+) -> HandleQuery:
     if end - at < 7:
         raise _truncated(_HANDLE_QUERY_0_FIELDS, at, end)
     handle_id, message_nbr, dest_name_len = _HANDLE_QUERY_0.unpack_from(buf, at)
@@ -2058,7 +2073,7 @@ _HANDLE_BROWSE_0_FIELDS = (
 
 
 def _decode_handle_browse(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> HandleBrowse:
     if end - at < 8:
         raise _truncated(_HANDLE_BROWSE_0_FIELDS, at, end)
@@ -2135,7 +2150,7 @@ _HANDLE_CREATED_0_FIELDS = (
 
 
 def _decode_handle_created(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> HandleCreated:
     if end - at < 3:
         raise _truncated(_HANDLE_CREATED_0_FIELDS, at, end)
@@ -2279,7 +2294,7 @@ _HANDLE_NOTIFY_0_FIELDS = (
 
 
 def _decode_handle_notify(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> HandleNotify:
     if end - at < 12:
         raise _truncated(_HANDLE_NOTIFY_0_FIELDS, at, end)
@@ -2391,7 +2406,9 @@ _HANDLE_INDEX_0_FIELDS = (
 )
 
 
-def _decode_handle_index(buf: memoryview, at: int, end: int, verify_checksums: bool) -> HandleIndex:
+def _decode_handle_index(
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+) -> HandleIndex:
     if end - at < 8:
         raise _truncated(_HANDLE_INDEX_0_FIELDS, at, end)
     handle_id, message_nbr, message_list_len = _HANDLE_INDEX_0.unpack_from(buf, at)
@@ -2478,7 +2495,7 @@ _HANDLE_PREPARE_0_FIELDS = (
 
 
 def _decode_handle_prepare(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> HandlePrepare:
     if end - at < 7:
         raise _truncated(_HANDLE_PREPARE_0_FIELDS, at, end)
@@ -2551,7 +2568,9 @@ _HANDLE_READY_0_FIELDS = (
 )
 
 
-def _decode_handle_ready(buf: memoryview, at: int, end: int, verify_checksums: bool) -> HandleReady:
+def _decode_handle_ready(
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+) -> HandleReady:
     if end - at < 6:
         raise _truncated(_HANDLE_READY_0_FIELDS, at, end)
     handle_id, message_size = _HANDLE_READY_0.unpack_from(buf, at)
@@ -2635,7 +2654,9 @@ _HANDLE_REPLY_0_FIELDS = (
 )
 
 
-def _decode_handle_reply(buf: memoryview, at: int, end: int, verify_checksums: bool) -> HandleReply:
+def _decode_handle_reply(
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+) -> HandleReply:
     if end - at < 7:
         raise _truncated(_HANDLE_REPLY_0_FIELDS, at, end)
     handle_id, confirm_tag, reply_code, reply_text_len = _HANDLE_REPLY_0.unpack_from(buf, at)
@@ -2717,7 +2738,9 @@ _HANDLE_CLOSE_0_FIELDS = (
 )
 
 
-def _decode_handle_close(buf: memoryview, at: int, end: int, verify_checksums: bool) -> HandleClose:
+def _decode_handle_close(
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+) -> HandleClose:
     if end - at < 5:
         raise _truncated(_HANDLE_CLOSE_0_FIELDS, at, end)
     handle_id, reply_code, reply_text_len = _HANDLE_CLOSE_0.unpack_from(buf, at)
@@ -2746,7 +2769,7 @@ _VALUE_FIELD_TABLE_0_FIELDS = (("field-table.key", 0, 1),)
 _FIELD_TABLE_SIZE = struct.Struct(">H")
 
 
-def _decode_field_table(buf: memoryview, at: int, end: int) -> tuple[Table, int]:
+def _decode_field_table(buf: bytes | memoryview, at: int, end: int) -> tuple[Table, int]:
     """A field-table: a 2-byte size, then key/value pairs filling it."""
     if end - at < 2:
         raise DecodeError("field-table", at, f"needs 2 bytes, {end - at} left")
@@ -2807,7 +2830,7 @@ _VALUE_FIELD_VALUE_3_FIELDS = (("field-value", 0, 4),)
 _FIELD_VALUE_CONSTRUCTOR = struct.Struct(">B")
 
 
-def _decode_field_value(buf: memoryview, at: int, end: int) -> tuple[Any, int, int]:
+def _decode_field_value(buf: bytes | memoryview, at: int, end: int) -> tuple[Any, int, int]:
     """A field-value: a constructor, then the value in the encoding it names. Returns the value,
     the constructor and the next offset."""
     if end - at < 1:
@@ -2911,7 +2934,7 @@ _VALUE_MESSAGE_HEAD_2 = struct.Struct(">B")
 _VALUE_MESSAGE_HEAD_2_FIELDS = (("MessageHead.msg_identifier", 0, 1),)
 
 
-def _decode_message_head(buf: memoryview, at: int, end: int) -> tuple[MessageHead, int]:
+def _decode_message_head(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageHead, int]:
     """A message-head: its fields in order. Returns it and the next offset."""
     if end - at < 11:
         raise _truncated(_VALUE_MESSAGE_HEAD_0_FIELDS, at, end)
@@ -3012,7 +3035,7 @@ Message = (
 )
 """Any message of this protocol version."""
 
-_Decoder = Callable[[memoryview, int, int, bool], Message]
+_Decoder = Callable[[bytes | memoryview, int, int, bool], Message]
 
 # (code) -> the layouts that identity can carry, with who sends each.
 _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
@@ -3135,7 +3158,9 @@ def decode(
     without it the request layout is tried first, then the others.
     `verify_checksums` is accepted for symmetry: this version's frames carry no checksum.
     """
-    buf = memoryview(frame)
+    # bytes are read in place (a slice of them is already the field's bytes); anything else
+    # through one view
+    buf = frame if type(frame) is bytes else memoryview(frame)
     end = len(buf)
     if end < HEADER_SIZE + TRAILER_SIZE:
         raise DecodeError("frame", 0, f"a frame header needs {HEADER_SIZE} bytes, {end} given")

@@ -455,7 +455,7 @@ _PUBLISH_4_FIELDS = (
 )
 
 
-def _decode_publish(buf: memoryview, at: int, end: int, verify_checksums: bool) -> Publish:
+def _decode_publish(buf: bytes | memoryview, at: int, end: int, verify_checksums: bool) -> Publish:
     if end - at < 2:
         raise _truncated(_PUBLISH_0_FIELDS, at, end)
     (stream_len,) = _PUBLISH_0.unpack_from(buf, at)
@@ -610,7 +610,7 @@ _PUBLISH_CONFIRM_0_FIELDS = (("PublishConfirm.publishing_ids", 0, 4),)
 
 
 def _decode_publish_confirm(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> PublishConfirm:
     if end - at < 4:
         raise _truncated(_PUBLISH_CONFIRM_0_FIELDS, at, end)
@@ -705,7 +705,7 @@ _SUBSCRIBE_REQUEST_1_FIELDS = (("SubscribeRequest.offset", 0, 8),)
 
 
 def _decode_subscribe_request(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> SubscribeRequest:
     if end - at < 10:
         raise _truncated(_SUBSCRIBE_REQUEST_0_FIELDS, at, end)
@@ -803,7 +803,7 @@ _SUBSCRIBE_RESPONSE_0_FIELDS = (
 
 
 def _decode_subscribe_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> SubscribeResponse:
     if end - at < 6:
         raise _truncated(_SUBSCRIBE_RESPONSE_0_FIELDS, at, end)
@@ -909,7 +909,7 @@ _DELIVER_MESSAGES_STATES: dict[type, Callable[[Any], object]] = {
 """Deliver.osiris_chunk.messages: each item class's (class, fields), compared with those recorded at decode."""
 
 
-def _decode_deliver(buf: memoryview, at: int, end: int, verify_checksums: bool) -> Deliver:
+def _decode_deliver(buf: bytes | memoryview, at: int, end: int, verify_checksums: bool) -> Deliver:
     if end - at < 35:
         raise _truncated(_DELIVER_0_FIELDS, at, end)
     (
@@ -1157,7 +1157,7 @@ _CREDIT_0_FIELDS = (
 )
 
 
-def _decode_credit(buf: memoryview, at: int, end: int, verify_checksums: bool) -> Credit:
+def _decode_credit(buf: bytes | memoryview, at: int, end: int, verify_checksums: bool) -> Credit:
     if end - at < 6:
         raise _truncated(_CREDIT_0_FIELDS, at, end)
     subscription_id, credit = _CREDIT_0.unpack_from(buf, at)
@@ -1230,7 +1230,7 @@ _UNSUBSCRIBE_REQUEST_0_FIELDS = (
 
 
 def _decode_unsubscribe_request(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> UnsubscribeRequest:
     if end - at < 8:
         raise _truncated(_UNSUBSCRIBE_REQUEST_0_FIELDS, at, end)
@@ -1306,7 +1306,7 @@ _UNSUBSCRIBE_RESPONSE_0_FIELDS = (
 
 
 def _decode_unsubscribe_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> UnsubscribeResponse:
     if end - at < 6:
         raise _truncated(_UNSUBSCRIBE_RESPONSE_0_FIELDS, at, end)
@@ -1378,7 +1378,7 @@ _PUBLISH_ERROR_1_FIELDS = (
 
 
 def _decode_publish_error(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> PublishError:
     if end - at < 4:
         raise _truncated(_PUBLISH_ERROR_0_FIELDS, at, end)
@@ -1457,7 +1457,7 @@ _METADATA_UPDATE_0_FIELDS = (
 
 
 def _decode_metadata_update(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> MetadataUpdate:
     if end - at < 4:
         raise _truncated(_METADATA_UPDATE_0_FIELDS, at, end)
@@ -1553,7 +1553,7 @@ _METADATA_REQUEST_1_FIELDS = (("MetadataRequest.stream[]", 0, 2),)
 
 
 def _decode_metadata_request(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> MetadataRequest:
     if end - at < 8:
         raise _truncated(_METADATA_REQUEST_0_FIELDS, at, end)
@@ -1680,7 +1680,7 @@ _METADATA_RESPONSE_5_FIELDS = (
 
 
 def _decode_metadata_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> MetadataResponse:
     if end - at < 8:
         raise _truncated(_METADATA_RESPONSE_0_FIELDS, at, end)
@@ -1842,7 +1842,7 @@ _SASL_HANDSHAKE_REQUEST_0_FIELDS = (("SaslHandshakeRequest.correlation_id", 0, 4
 
 
 def _decode_sasl_handshake_request(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> SaslHandshakeRequest:
     if end - at < 4:
         raise _truncated(_SASL_HANDSHAKE_REQUEST_0_FIELDS, at, end)
@@ -1925,7 +1925,7 @@ _SASL_HANDSHAKE_RESPONSE_1_FIELDS = (("SaslHandshakeResponse.mechanism[]", 0, 2)
 
 
 def _decode_sasl_handshake_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> SaslHandshakeResponse:
     if end - at < 10:
         raise _truncated(_SASL_HANDSHAKE_RESPONSE_0_FIELDS, at, end)
@@ -2037,7 +2037,7 @@ _SASL_AUTHENTICATE_REQUEST_1_FIELDS = (("SaslAuthenticateRequest.sasl_opaque_dat
 
 
 def _decode_sasl_authenticate_request(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> SaslAuthenticateRequest:
     if end - at < 6:
         raise _truncated(_SASL_AUTHENTICATE_REQUEST_0_FIELDS, at, end)
@@ -2156,7 +2156,7 @@ _SASL_AUTHENTICATE_RESPONSE_0_FIELDS = (
 
 
 def _decode_sasl_authenticate_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> SaslAuthenticateResponse:
     if end - at < 10:
         raise _truncated(_SASL_AUTHENTICATE_RESPONSE_0_FIELDS, at, end)
@@ -2252,7 +2252,9 @@ _TUNE_REQUEST_0_FIELDS = (
 )
 
 
-def _decode_tune_request(buf: memoryview, at: int, end: int, verify_checksums: bool) -> TuneRequest:
+def _decode_tune_request(
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+) -> TuneRequest:
     if end - at < 8:
         raise _truncated(_TUNE_REQUEST_0_FIELDS, at, end)
     frame_max, heartbeat = _TUNE_REQUEST_0.unpack_from(buf, at)
@@ -2324,7 +2326,7 @@ _TUNE_RESPONSE_0_FIELDS = (
 
 
 def _decode_tune_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> TuneResponse:
     if end - at < 8:
         raise _truncated(_TUNE_RESPONSE_0_FIELDS, at, end)
@@ -2397,7 +2399,9 @@ _OPEN_REQUEST_0_FIELDS = (
 )
 
 
-def _decode_open_request(buf: memoryview, at: int, end: int, verify_checksums: bool) -> OpenRequest:
+def _decode_open_request(
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+) -> OpenRequest:
     if end - at < 6:
         raise _truncated(_OPEN_REQUEST_0_FIELDS, at, end)
     correlation_id, virtual_host_len = _OPEN_REQUEST_0.unpack_from(buf, at)
@@ -2485,7 +2489,7 @@ _OPEN_RESPONSE_0_FIELDS = (
 
 
 def _decode_open_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> OpenResponse:
     if end - at < 6:
         raise _truncated(_OPEN_RESPONSE_0_FIELDS, at, end)
@@ -2563,7 +2567,7 @@ _CLOSE_REQUEST_0_FIELDS = (
 
 
 def _decode_close_request(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> CloseRequest:
     if end - at < 8:
         raise _truncated(_CLOSE_REQUEST_0_FIELDS, at, end)
@@ -2656,7 +2660,7 @@ _CLOSE_RESPONSE_0_FIELDS = (
 
 
 def _decode_close_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> CloseResponse:
     if end - at < 6:
         raise _truncated(_CLOSE_RESPONSE_0_FIELDS, at, end)
@@ -2715,7 +2719,9 @@ class Heartbeat:
         return encode(self)
 
 
-def _decode_heartbeat(buf: memoryview, at: int, end: int, verify_checksums: bool) -> Heartbeat:
+def _decode_heartbeat(
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+) -> Heartbeat:
     msg = Heartbeat()
     if at != end:
         raise DecodeError("Heartbeat", at, f"{end - at} bytes after the last field")
@@ -2796,7 +2802,7 @@ _CREATE_REQUEST_3_FIELDS = (("CreateRequest.arguments[].value", 0, 2),)
 
 
 def _decode_create_request(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> CreateRequest:
     if end - at < 6:
         raise _truncated(_CREATE_REQUEST_0_FIELDS, at, end)
@@ -2938,7 +2944,7 @@ _CREATE_RESPONSE_0_FIELDS = (
 
 
 def _decode_create_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> CreateResponse:
     if end - at < 6:
         raise _truncated(_CREATE_RESPONSE_0_FIELDS, at, end)
@@ -3009,7 +3015,7 @@ _DELETE_REQUEST_0_FIELDS = (
 
 
 def _decode_delete_request(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> DeleteRequest:
     if end - at < 6:
         raise _truncated(_DELETE_REQUEST_0_FIELDS, at, end)
@@ -3098,7 +3104,7 @@ _DELETE_RESPONSE_0_FIELDS = (
 
 
 def _decode_delete_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> DeleteResponse:
     if end - at < 6:
         raise _truncated(_DELETE_RESPONSE_0_FIELDS, at, end)
@@ -3153,7 +3159,7 @@ Message = (
 )
 """Any message of this protocol version."""
 
-_Decoder = Callable[[memoryview, int, int, bool], Message]
+_Decoder = Callable[[bytes | memoryview, int, int, bool], Message]
 
 # (key, version) -> the layouts that identity can carry, with who sends each.
 _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
@@ -3298,7 +3304,9 @@ def decode(
     Checksums in the frame are verified (DecodeError naming the checksum field when the bytes do
     not match); `verify_checksums=False` skips that, for callers who trust their transport.
     """
-    buf = memoryview(frame)
+    # bytes are read in place (a slice of them is already the field's bytes); anything else
+    # through one view
+    buf = frame if type(frame) is bytes else memoryview(frame)
     end = len(buf)
     if end < HEADER_SIZE:
         raise DecodeError("frame", 0, f"a frame header needs {HEADER_SIZE} bytes, {end} given")

@@ -713,7 +713,7 @@ _DECLARE_PUBLISHER_REQUEST_1_FIELDS = (("DeclarePublisherRequest.stream", 0, 2),
 
 
 def _decode_declare_publisher_request(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> DeclarePublisherRequest:
     if end - at < 7:
         raise _truncated(_DECLARE_PUBLISHER_REQUEST_0_FIELDS, at, end)
@@ -828,7 +828,7 @@ _DECLARE_PUBLISHER_RESPONSE_0_FIELDS = (
 
 
 def _decode_declare_publisher_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> DeclarePublisherResponse:
     if end - at < 6:
         raise _truncated(_DECLARE_PUBLISHER_RESPONSE_0_FIELDS, at, end)
@@ -923,7 +923,9 @@ _PUBLISH_V1_3_FIELDS = (
 )
 
 
-def _decode_publish_v1(buf: memoryview, at: int, end: int, verify_checksums: bool) -> PublishV1:
+def _decode_publish_v1(
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+) -> PublishV1:
     if end - at < 5:
         raise _truncated(_PUBLISH_V1_0_FIELDS, at, end)
     publisher_id, published_messages_count = _PUBLISH_V1_0.unpack_from(buf, at)
@@ -1091,7 +1093,9 @@ _PUBLISH_V2_3_FIELDS = (
 )
 
 
-def _decode_publish_v2(buf: memoryview, at: int, end: int, verify_checksums: bool) -> PublishV2:
+def _decode_publish_v2(
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+) -> PublishV2:
     if end - at < 5:
         raise _truncated(_PUBLISH_V2_0_FIELDS, at, end)
     publisher_id, published_messages_count = _PUBLISH_V2_0.unpack_from(buf, at)
@@ -1259,7 +1263,7 @@ _PUBLISH_CONFIRM_0_FIELDS = (
 
 
 def _decode_publish_confirm(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> PublishConfirm:
     if end - at < 5:
         raise _truncated(_PUBLISH_CONFIRM_0_FIELDS, at, end)
@@ -1342,7 +1346,7 @@ _PUBLISH_ERROR_1_FIELDS = (
 
 
 def _decode_publish_error(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> PublishError:
     if end - at < 5:
         raise _truncated(_PUBLISH_ERROR_0_FIELDS, at, end)
@@ -1440,7 +1444,7 @@ _QUERY_PUBLISHER_SEQUENCE_REQUEST_1_FIELDS = (("QueryPublisherSequenceRequest.st
 
 
 def _decode_query_publisher_sequence_request(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> QueryPublisherSequenceRequest:
     if end - at < 6:
         raise _truncated(_QUERY_PUBLISHER_SEQUENCE_REQUEST_0_FIELDS, at, end)
@@ -1575,7 +1579,7 @@ _QUERY_PUBLISHER_SEQUENCE_RESPONSE_0_FIELDS = (
 
 
 def _decode_query_publisher_sequence_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> QueryPublisherSequenceResponse:
     if end - at < 14:
         raise _truncated(_QUERY_PUBLISHER_SEQUENCE_RESPONSE_0_FIELDS, at, end)
@@ -1663,7 +1667,7 @@ _DELETE_PUBLISHER_REQUEST_0_FIELDS = (
 
 
 def _decode_delete_publisher_request(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> DeletePublisherRequest:
     if end - at < 5:
         raise _truncated(_DELETE_PUBLISHER_REQUEST_0_FIELDS, at, end)
@@ -1738,7 +1742,7 @@ _DELETE_PUBLISHER_RESPONSE_0_FIELDS = (
 
 
 def _decode_delete_publisher_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> DeletePublisherResponse:
     if end - at < 6:
         raise _truncated(_DELETE_PUBLISHER_RESPONSE_0_FIELDS, at, end)
@@ -1880,7 +1884,7 @@ _SUBSCRIBE_REQUEST_6_FIELDS = (("SubscribeRequest.properties[].value", 0, 2),)
 
 
 def _decode_subscribe_request(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> SubscribeRequest:
     if end - at < 7:
         raise _truncated(_SUBSCRIBE_REQUEST_0_FIELDS, at, end)
@@ -2071,7 +2075,7 @@ _SUBSCRIBE_RESPONSE_0_FIELDS = (
 
 
 def _decode_subscribe_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> SubscribeResponse:
     if end - at < 6:
         raise _truncated(_SUBSCRIBE_RESPONSE_0_FIELDS, at, end)
@@ -2182,7 +2186,9 @@ _DELIVER_V1_MESSAGES_STATES: dict[type, Callable[[Any], object]] = {
 """DeliverV1.osiris_chunk.messages: each item class's (class, fields), compared with those recorded at decode."""
 
 
-def _decode_deliver_v1(buf: memoryview, at: int, end: int, verify_checksums: bool) -> DeliverV1:
+def _decode_deliver_v1(
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+) -> DeliverV1:
     if end - at < 49:
         raise _truncated(_DELIVER_V1_0_FIELDS, at, end)
     (
@@ -2494,7 +2500,9 @@ _DELIVER_V2_MESSAGES_STATES: dict[type, Callable[[Any], object]] = {
 """DeliverV2.osiris_chunk.messages: each item class's (class, fields), compared with those recorded at decode."""
 
 
-def _decode_deliver_v2(buf: memoryview, at: int, end: int, verify_checksums: bool) -> DeliverV2:
+def _decode_deliver_v2(
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+) -> DeliverV2:
     if end - at < 57:
         raise _truncated(_DELIVER_V2_0_FIELDS, at, end)
     (
@@ -2764,7 +2772,7 @@ _CREDIT_0_FIELDS = (
 )
 
 
-def _decode_credit(buf: memoryview, at: int, end: int, verify_checksums: bool) -> Credit:
+def _decode_credit(buf: bytes | memoryview, at: int, end: int, verify_checksums: bool) -> Credit:
     if end - at < 3:
         raise _truncated(_CREDIT_0_FIELDS, at, end)
     subscription_id, credit = _CREDIT_0.unpack_from(buf, at)
@@ -2836,7 +2844,7 @@ _CREDIT_RESPONSE_0_FIELDS = (
 
 
 def _decode_credit_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> CreditResponse:
     if end - at < 3:
         raise _truncated(_CREDIT_RESPONSE_0_FIELDS, at, end)
@@ -2915,7 +2923,9 @@ _STORE_OFFSET_2 = struct.Struct(">Q")
 _STORE_OFFSET_2_FIELDS = (("StoreOffset.offset", 0, 8),)
 
 
-def _decode_store_offset(buf: memoryview, at: int, end: int, verify_checksums: bool) -> StoreOffset:
+def _decode_store_offset(
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+) -> StoreOffset:
     if end - at < 2:
         raise _truncated(_STORE_OFFSET_0_FIELDS, at, end)
     (reference_len,) = _STORE_OFFSET_0.unpack_from(buf, at)
@@ -3032,7 +3042,7 @@ _QUERY_OFFSET_REQUEST_1_FIELDS = (("QueryOffsetRequest.stream", 0, 2),)
 
 
 def _decode_query_offset_request(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> QueryOffsetRequest:
     if end - at < 6:
         raise _truncated(_QUERY_OFFSET_REQUEST_0_FIELDS, at, end)
@@ -3149,7 +3159,7 @@ _QUERY_OFFSET_RESPONSE_0_FIELDS = (
 
 
 def _decode_query_offset_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> QueryOffsetResponse:
     if end - at < 14:
         raise _truncated(_QUERY_OFFSET_RESPONSE_0_FIELDS, at, end)
@@ -3227,7 +3237,7 @@ _UNSUBSCRIBE_REQUEST_0_FIELDS = (
 
 
 def _decode_unsubscribe_request(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> UnsubscribeRequest:
     if end - at < 5:
         raise _truncated(_UNSUBSCRIBE_REQUEST_0_FIELDS, at, end)
@@ -3302,7 +3312,7 @@ _UNSUBSCRIBE_RESPONSE_0_FIELDS = (
 
 
 def _decode_unsubscribe_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> UnsubscribeResponse:
     if end - at < 6:
         raise _truncated(_UNSUBSCRIBE_RESPONSE_0_FIELDS, at, end)
@@ -3390,7 +3400,7 @@ _CREATE_REQUEST_3_FIELDS = (("CreateRequest.arguments[].value", 0, 2),)
 
 
 def _decode_create_request(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> CreateRequest:
     if end - at < 6:
         raise _truncated(_CREATE_REQUEST_0_FIELDS, at, end)
@@ -3533,7 +3543,7 @@ _CREATE_RESPONSE_0_FIELDS = (
 
 
 def _decode_create_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> CreateResponse:
     if end - at < 6:
         raise _truncated(_CREATE_RESPONSE_0_FIELDS, at, end)
@@ -3604,7 +3614,7 @@ _DELETE_REQUEST_0_FIELDS = (
 
 
 def _decode_delete_request(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> DeleteRequest:
     if end - at < 6:
         raise _truncated(_DELETE_REQUEST_0_FIELDS, at, end)
@@ -3694,7 +3704,7 @@ _DELETE_RESPONSE_0_FIELDS = (
 
 
 def _decode_delete_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> DeleteResponse:
     if end - at < 6:
         raise _truncated(_DELETE_RESPONSE_0_FIELDS, at, end)
@@ -3768,7 +3778,7 @@ _METADATA_REQUEST_1_FIELDS = (("MetadataRequest.stream[]", 0, 2),)
 
 
 def _decode_metadata_request(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> MetadataRequest:
     if end - at < 8:
         raise _truncated(_METADATA_REQUEST_0_FIELDS, at, end)
@@ -3895,7 +3905,7 @@ _METADATA_RESPONSE_5_FIELDS = (
 
 
 def _decode_metadata_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> MetadataResponse:
     if end - at < 8:
         raise _truncated(_METADATA_RESPONSE_0_FIELDS, at, end)
@@ -4058,7 +4068,7 @@ _METADATA_UPDATE_0_FIELDS = (
 
 
 def _decode_metadata_update(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> MetadataUpdate:
     if end - at < 4:
         raise _truncated(_METADATA_UPDATE_0_FIELDS, at, end)
@@ -4160,7 +4170,7 @@ _PEER_PROPERTIES_REQUEST_2_FIELDS = (("PeerPropertiesRequest.peer_properties[].v
 
 
 def _decode_peer_properties_request(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> PeerPropertiesRequest:
     if end - at < 8:
         raise _truncated(_PEER_PROPERTIES_REQUEST_0_FIELDS, at, end)
@@ -4295,7 +4305,7 @@ _PEER_PROPERTIES_RESPONSE_2_FIELDS = (("PeerPropertiesResponse.peer_properties[]
 
 
 def _decode_peer_properties_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> PeerPropertiesResponse:
     if end - at < 10:
         raise _truncated(_PEER_PROPERTIES_RESPONSE_0_FIELDS, at, end)
@@ -4419,7 +4429,7 @@ _SASL_HANDSHAKE_REQUEST_0_FIELDS = (("SaslHandshakeRequest.correlation_id", 0, 4
 
 
 def _decode_sasl_handshake_request(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> SaslHandshakeRequest:
     if end - at < 4:
         raise _truncated(_SASL_HANDSHAKE_REQUEST_0_FIELDS, at, end)
@@ -4503,7 +4513,7 @@ _SASL_HANDSHAKE_RESPONSE_1_FIELDS = (("SaslHandshakeResponse.mechanisms[]", 0, 2
 
 
 def _decode_sasl_handshake_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> SaslHandshakeResponse:
     if end - at < 10:
         raise _truncated(_SASL_HANDSHAKE_RESPONSE_0_FIELDS, at, end)
@@ -4617,7 +4627,7 @@ _SASL_AUTHENTICATE_REQUEST_1_FIELDS = (("SaslAuthenticateRequest.sasl_opaque_dat
 
 
 def _decode_sasl_authenticate_request(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> SaslAuthenticateRequest:
     if end - at < 6:
         raise _truncated(_SASL_AUTHENTICATE_REQUEST_0_FIELDS, at, end)
@@ -4739,7 +4749,7 @@ _SASL_AUTHENTICATE_RESPONSE_1_FIELDS = (("SaslAuthenticateResponse.sasl_opaque_d
 
 
 def _decode_sasl_authenticate_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> SaslAuthenticateResponse:
     if end - at < 6:
         raise _truncated(_SASL_AUTHENTICATE_RESPONSE_0_FIELDS, at, end)
@@ -4833,7 +4843,9 @@ _TUNE_REQUEST_0_FIELDS = (
 )
 
 
-def _decode_tune_request(buf: memoryview, at: int, end: int, verify_checksums: bool) -> TuneRequest:
+def _decode_tune_request(
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+) -> TuneRequest:
     if end - at < 8:
         raise _truncated(_TUNE_REQUEST_0_FIELDS, at, end)
     frame_max, heartbeat = _TUNE_REQUEST_0.unpack_from(buf, at)
@@ -4905,7 +4917,7 @@ _TUNE_RESPONSE_0_FIELDS = (
 
 
 def _decode_tune_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> TuneResponse:
     if end - at < 8:
         raise _truncated(_TUNE_RESPONSE_0_FIELDS, at, end)
@@ -4978,7 +4990,9 @@ _OPEN_REQUEST_0_FIELDS = (
 )
 
 
-def _decode_open_request(buf: memoryview, at: int, end: int, verify_checksums: bool) -> OpenRequest:
+def _decode_open_request(
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+) -> OpenRequest:
     if end - at < 6:
         raise _truncated(_OPEN_REQUEST_0_FIELDS, at, end)
     correlation_id, virtual_host_len = _OPEN_REQUEST_0.unpack_from(buf, at)
@@ -5084,7 +5098,7 @@ _OPEN_RESPONSE_3_FIELDS = (("OpenResponse.connection_properties[].value", 0, 2),
 
 
 def _decode_open_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> OpenResponse:
     if end - at < 6:
         raise _truncated(_OPEN_RESPONSE_0_FIELDS, at, end)
@@ -5222,7 +5236,7 @@ _CLOSE_REQUEST_0_FIELDS = (
 
 
 def _decode_close_request(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> CloseRequest:
     if end - at < 8:
         raise _truncated(_CLOSE_REQUEST_0_FIELDS, at, end)
@@ -5316,7 +5330,7 @@ _CLOSE_RESPONSE_0_FIELDS = (
 
 
 def _decode_close_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> CloseResponse:
     if end - at < 6:
         raise _truncated(_CLOSE_RESPONSE_0_FIELDS, at, end)
@@ -5375,7 +5389,9 @@ class Heartbeat:
         return encode(self)
 
 
-def _decode_heartbeat(buf: memoryview, at: int, end: int, verify_checksums: bool) -> Heartbeat:
+def _decode_heartbeat(
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+) -> Heartbeat:
     msg = Heartbeat()
     if at != end:
         raise DecodeError("Heartbeat", at, f"{end - at} bytes after the last field")
@@ -5452,7 +5468,7 @@ _ROUTE_REQUEST_1_FIELDS = (("RouteRequest.super_stream", 0, 2),)
 
 
 def _decode_route_request(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> RouteRequest:
     if end - at < 6:
         raise _truncated(_ROUTE_REQUEST_0_FIELDS, at, end)
@@ -5582,7 +5598,7 @@ _ROUTE_RESPONSE_1_FIELDS = (("RouteResponse.stream[]", 0, 2),)
 
 
 def _decode_route_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> RouteResponse:
     if end - at < 10:
         raise _truncated(_ROUTE_RESPONSE_0_FIELDS, at, end)
@@ -5623,7 +5639,7 @@ def _encode_route_response(msg: RouteResponse, parts: list[bytes], seal_checksum
 
 
 def _decode_route_response_as_0018(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> RouteResponse:
     msg = _decode_route_response(buf, at, end, verify_checksums)
     msg.key_on_wire = 0x0018
@@ -5680,7 +5696,7 @@ _PARTITIONS_REQUEST_0_FIELDS = (
 
 
 def _decode_partitions_request(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> PartitionsRequest:
     if end - at < 6:
         raise _truncated(_PARTITIONS_REQUEST_0_FIELDS, at, end)
@@ -5795,7 +5811,7 @@ _PARTITIONS_RESPONSE_1_FIELDS = (("PartitionsResponse.stream[]", 0, 2),)
 
 
 def _decode_partitions_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> PartitionsResponse:
     if end - at < 10:
         raise _truncated(_PARTITIONS_RESPONSE_0_FIELDS, at, end)
@@ -5842,7 +5858,7 @@ def _encode_partitions_response(
 
 
 def _decode_partitions_response_as_0019(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> PartitionsResponse:
     msg = _decode_partitions_response(buf, at, end, verify_checksums)
     msg.key_on_wire = 0x0019
@@ -5904,7 +5920,7 @@ _CONSUMER_UPDATE_REQUEST_0_FIELDS = (
 
 
 def _decode_consumer_update_request(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> ConsumerUpdateRequest:
     if end - at < 6:
         raise _truncated(_CONSUMER_UPDATE_REQUEST_0_FIELDS, at, end)
@@ -5998,7 +6014,7 @@ _CONSUMER_UPDATE_RESPONSE_2_FIELDS = (("ConsumerUpdateResponse.offset_specificat
 
 
 def _decode_consumer_update_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> ConsumerUpdateResponse:
     if end - at < 8:
         raise _truncated(_CONSUMER_UPDATE_RESPONSE_0_FIELDS, at, end)
@@ -6122,7 +6138,7 @@ _EXCHANGE_COMMAND_VERSIONS_REQUEST_1_FIELDS = (
 
 
 def _decode_exchange_command_versions_request(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> ExchangeCommandVersionsRequest:
     if end - at < 8:
         raise _truncated(_EXCHANGE_COMMAND_VERSIONS_REQUEST_0_FIELDS, at, end)
@@ -6229,7 +6245,7 @@ _EXCHANGE_COMMAND_VERSIONS_RESPONSE_1_FIELDS = (
 
 
 def _decode_exchange_command_versions_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> ExchangeCommandVersionsResponse:
     if end - at < 10:
         raise _truncated(_EXCHANGE_COMMAND_VERSIONS_RESPONSE_0_FIELDS, at, end)
@@ -6326,7 +6342,7 @@ _STREAM_STATS_REQUEST_0_FIELDS = (
 
 
 def _decode_stream_stats_request(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> StreamStatsRequest:
     if end - at < 6:
         raise _truncated(_STREAM_STATS_REQUEST_0_FIELDS, at, end)
@@ -6428,7 +6444,7 @@ _STREAM_STATS_RESPONSE_2_FIELDS = (("StreamStatsResponse.stats[].value", 0, 8),)
 
 
 def _decode_stream_stats_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> StreamStatsResponse:
     if end - at < 10:
         raise _truncated(_STREAM_STATS_RESPONSE_0_FIELDS, at, end)
@@ -6575,7 +6591,7 @@ _CREATE_SUPER_STREAM_REQUEST_7_FIELDS = (("CreateSuperStreamRequest.arguments[].
 
 
 def _decode_create_super_stream_request(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> CreateSuperStreamRequest:
     if end - at < 6:
         raise _truncated(_CREATE_SUPER_STREAM_REQUEST_0_FIELDS, at, end)
@@ -6795,7 +6811,7 @@ _CREATE_SUPER_STREAM_RESPONSE_0_FIELDS = (
 
 
 def _decode_create_super_stream_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> CreateSuperStreamResponse:
     if end - at < 6:
         raise _truncated(_CREATE_SUPER_STREAM_RESPONSE_0_FIELDS, at, end)
@@ -6874,7 +6890,7 @@ _DELETE_SUPER_STREAM_REQUEST_0_FIELDS = (
 
 
 def _decode_delete_super_stream_request(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> DeleteSuperStreamRequest:
     if end - at < 6:
         raise _truncated(_DELETE_SUPER_STREAM_REQUEST_0_FIELDS, at, end)
@@ -6975,7 +6991,7 @@ _DELETE_SUPER_STREAM_RESPONSE_0_FIELDS = (
 
 
 def _decode_delete_super_stream_response(
-    buf: memoryview, at: int, end: int, verify_checksums: bool
+    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> DeleteSuperStreamResponse:
     if end - at < 6:
         raise _truncated(_DELETE_SUPER_STREAM_RESPONSE_0_FIELDS, at, end)
@@ -7064,7 +7080,7 @@ Message = (
 )
 """Any message of this protocol version."""
 
-_Decoder = Callable[[memoryview, int, int, bool], Message]
+_Decoder = Callable[[bytes | memoryview, int, int, bool], Message]
 
 # (key, version) -> the layouts that identity can carry, with who sends each.
 _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
@@ -7323,7 +7339,9 @@ def decode(
     Checksums in the frame are verified (DecodeError naming the checksum field when the bytes do
     not match); `verify_checksums=False` skips that, for callers who trust their transport.
     """
-    buf = memoryview(frame)
+    # bytes are read in place (a slice of them is already the field's bytes); anything else
+    # through one view
+    buf = frame if type(frame) is bytes else memoryview(frame)
     end = len(buf)
     if end < HEADER_SIZE:
         raise DecodeError("frame", 0, f"a frame header needs {HEADER_SIZE} bytes, {end} given")
