@@ -1739,17 +1739,30 @@ def read_list(
     return items, wires, pos, (code, tuple(wires[:count]))
 
 
-def field_readers(codes: frozenset[int] | None) -> list[Reader | None]:
+class NotOfType(Exception):
+    """A constructor its field's type does not allow: what `not_of_type` raises, so that a
+    composite's reader reads its list again with the checks that say which."""
+
+
+def not_of_type(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+    """The reader of every constructor a field's type does not allow (`field_readers`)."""
+    raise NotOfType
+
+
+def field_readers(codes: frozenset[int] | None) -> list[Reader]:
     """A field's readers by format code: those of its type's constructors and null's (a field
-    may always be null), None for every other code; for a field of any type (`codes` None),
-    every known constructor's, a described value's included."""
-    table: list[Reader | None] = list(_READERS) if codes is None else [None] * 256
+    may always be null), `not_of_type` for every other code; for a field of any type (`codes`
+    None), every known constructor's, a described value's included."""
+    table: list[Reader] = [not_of_type] * 256
     for code in range(256) if codes is None else (*codes, NULL):
-        table[code] = _described if code == 0 else _READERS[code]
+        reader = _described if code == 0 else _READERS[code]
+        if reader is not None:
+            table[code] = reader
     return table
 
 
-_ITEM_READERS = field_readers(None)
+_ITEM_READERS: list[Reader | None] = list(_READERS)
+_ITEM_READERS[0] = _described
 """Every constructor's reader by format code, a described value's included: `read`'s dispatch."""
 
 
@@ -1760,7 +1773,7 @@ def read_fields(
     described: Registry,
     name: str,
     names: tuple[str, ...],
-    readers: tuple[list[Reader | None], ...],
+    readers: tuple[list[Reader], ...],
 ) -> tuple[list[Any], list[Wire], int, Wire]:
     """`read_list` with each field's constructor checked as it is read: `readers` holds, per
     field, the readers of the constructors its type allows (`field_readers`). A constructor
@@ -1785,7 +1798,7 @@ def read_fields(
         if pos >= stop:
             raise DecodeError(f"{name}.{names[i]}", pos, "constructor: needs 1 byte, 0 left")
         reader = readers[i][buf[pos]]
-        if reader is None:
+        if reader is not_of_type:
             return items, wires, pos, None
         try:
             items[i], pos, wires[i] = reader(buf, pos + 1, stop, described)
@@ -1799,6 +1812,30 @@ def read_fields(
     if pos != stop:
         raise DecodeError(name, pos, f"{stop - pos} bytes after the last field")
     return items, wires, pos, (code, tuple(wires[:count]))
+
+
+def field_fault(e: Exception, name: str, at: int) -> DecodeError:
+    """A fault inside field `name` (`open.hostname`) whose constructor is at `at`, said as
+    `read_fields` says it."""
+    if isinstance(e, DecodeError):
+        return DecodeError(name, e.offset, f"{e.field}: {e.reason}")
+    return DecodeError(name, at, "value: values nested deeper than the stack allows")
+
+
+def list_head(buf: Buffer, pos: int, end: int, name: str, size: int) -> tuple[int, int, int, int]:
+    """A composite's list after its descriptor: (its format code, its count, where its fields
+    start, where they stop), the count checked against the `size` fields and the bytes."""
+    if pos >= end:
+        raise DecodeError(name, pos, "no list after the descriptor")
+    code = buf[pos]
+    if code == LIST0:
+        return LIST0, 0, pos + 1, pos + 1
+    if code != LIST8 and code != LIST32:
+        raise DecodeError(name, pos, f"format code {code:#04x}: a composite is a list")
+    _, count, start, stop = _compound(buf, pos + 1, end, 1 if code == LIST8 else 4, name)
+    if count > size:
+        raise DecodeError(name, pos, f"{count} fields; {name} has {size}")
+    return code, count, start, stop
 
 
 def read_section(

@@ -27,10 +27,12 @@ from typing import Any, ClassVar
 from ..errors import DecodeError, EncodeError
 from ..framing import HEADER
 from ..values import (
+    LIST0,
     Buffer,
     Composite,
     Described,
     Frame,
+    NotOfType,
     ProtocolHeader,
     Registry,
     Section,
@@ -51,7 +53,9 @@ from ..values import (
     e_ulong,
     e_ushort,
     encode_any,
+    field_fault,
     field_readers,
+    list_head,
     mistyped,
     multiple,
     not_kind,
@@ -427,31 +431,78 @@ class Open(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(buf, pos, end, described, "open", Open.FIELDS, _OPEN_READERS)
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "open", Open.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in STRING:
-                raise mistyped("open.container-id", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in STRING:
-                raise mistyped("open.hostname", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in UINT:
-                raise mistyped("open.max-frame-size", w[2], at)
-            if v[3] is not None and code_of(w[3]) not in USHORT:
-                raise mistyped("open.channel-max", w[3], at)
-            if v[4] is not None and code_of(w[4]) not in UINT:
-                raise mistyped("open.idle-time-out", w[4], at)
-            if v[5] is not None and code_of(w[5]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("open.outgoing-locales", w[5], at)
-            if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("open.incoming-locales", w[6], at)
-            if v[7] is not None and code_of(w[7]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("open.offered-capabilities", w[7], at)
-            if v[8] is not None and code_of(w[8]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("open.desired-capabilities", w[8], at)
-            if v[9] is not None and code_of(w[9]) not in MAP:
-                raise mistyped("open.properties", w[9], at)
+        code, count, pos, stop = list_head(buf, pos, end, "open", 10)
+        v: list[Any] = [None] * 10
+        w: list[Wire] = [None] * 10
+        i = 0
+        try:
+            if count > 0:  # container-id: string
+                v[0], pos, w[0] = _STRING_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 1:  # hostname: string
+                i = 1
+                v[1], pos, w[1] = _STRING_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 2:  # max-frame-size: uint
+                i = 2
+                v[2], pos, w[2] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 3:  # channel-max: ushort
+                i = 3
+                v[3], pos, w[3] = _USHORT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 4:  # idle-time-out: uint
+                i = 4
+                v[4], pos, w[4] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 5:  # outgoing-locales: symbol_or_array
+                i = 5
+                v[5], pos, w[5] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 6:  # incoming-locales: symbol_or_array
+                i = 6
+                v[6], pos, w[6] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 7:  # offered-capabilities: symbol_or_array
+                i = 7
+                v[7], pos, w[7] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 8:  # desired-capabilities: symbol_or_array
+                i = 8
+                v[8], pos, w[8] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 9:  # properties: map
+                i = 9
+                v[9], pos, w[9] = _MAP_READERS[buf[pos]](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"open.{Open.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "open", Open.FIELDS, _OPEN_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "open", Open.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in STRING:
+                    raise mistyped("open.container-id", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in STRING:
+                    raise mistyped("open.hostname", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in UINT:
+                    raise mistyped("open.max-frame-size", w[2], at)
+                if v[3] is not None and code_of(w[3]) not in USHORT:
+                    raise mistyped("open.channel-max", w[3], at)
+                if v[4] is not None and code_of(w[4]) not in UINT:
+                    raise mistyped("open.idle-time-out", w[4], at)
+                if v[5] is not None and code_of(w[5]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("open.outgoing-locales", w[5], at)
+                if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("open.incoming-locales", w[6], at)
+                if v[7] is not None and code_of(w[7]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("open.offered-capabilities", w[7], at)
+                if v[8] is not None and code_of(w[8]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("open.desired-capabilities", w[8], at)
+                if v[9] is not None and code_of(w[9]) not in MAP:
+                    raise mistyped("open.properties", w[9], at)
         if v[5] is not None:
             if not isinstance(v[5], list):
                 v[5] = [v[5]]
@@ -625,29 +676,68 @@ class Begin(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "begin", Begin.FIELDS, _BEGIN_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "begin", Begin.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in USHORT:
-                raise mistyped("begin.remote-channel", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in UINT:
-                raise mistyped("begin.next-outgoing-id", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in UINT:
-                raise mistyped("begin.incoming-window", w[2], at)
-            if v[3] is not None and code_of(w[3]) not in UINT:
-                raise mistyped("begin.outgoing-window", w[3], at)
-            if v[4] is not None and code_of(w[4]) not in UINT:
-                raise mistyped("begin.handle-max", w[4], at)
-            if v[5] is not None and code_of(w[5]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("begin.offered-capabilities", w[5], at)
-            if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("begin.desired-capabilities", w[6], at)
-            if v[7] is not None and code_of(w[7]) not in MAP:
-                raise mistyped("begin.properties", w[7], at)
+        code, count, pos, stop = list_head(buf, pos, end, "begin", 8)
+        v: list[Any] = [None] * 8
+        w: list[Wire] = [None] * 8
+        i = 0
+        try:
+            if count > 0:  # remote-channel: ushort
+                v[0], pos, w[0] = _USHORT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 1:  # next-outgoing-id: uint
+                i = 1
+                v[1], pos, w[1] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 2:  # incoming-window: uint
+                i = 2
+                v[2], pos, w[2] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 3:  # outgoing-window: uint
+                i = 3
+                v[3], pos, w[3] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 4:  # handle-max: uint
+                i = 4
+                v[4], pos, w[4] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 5:  # offered-capabilities: symbol_or_array
+                i = 5
+                v[5], pos, w[5] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 6:  # desired-capabilities: symbol_or_array
+                i = 6
+                v[6], pos, w[6] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 7:  # properties: map
+                i = 7
+                v[7], pos, w[7] = _MAP_READERS[buf[pos]](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"begin.{Begin.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "begin", Begin.FIELDS, _BEGIN_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "begin", Begin.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in USHORT:
+                    raise mistyped("begin.remote-channel", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in UINT:
+                    raise mistyped("begin.next-outgoing-id", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in UINT:
+                    raise mistyped("begin.incoming-window", w[2], at)
+                if v[3] is not None and code_of(w[3]) not in UINT:
+                    raise mistyped("begin.outgoing-window", w[3], at)
+                if v[4] is not None and code_of(w[4]) not in UINT:
+                    raise mistyped("begin.handle-max", w[4], at)
+                if v[5] is not None and code_of(w[5]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("begin.offered-capabilities", w[5], at)
+                if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("begin.desired-capabilities", w[6], at)
+                if v[7] is not None and code_of(w[7]) not in MAP:
+                    raise mistyped("begin.properties", w[7], at)
         if v[5] is not None:
             if not isinstance(v[5], list):
                 v[5] = [v[5]]
@@ -898,37 +988,98 @@ class Attach(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "attach", Attach.FIELDS, _ATTACH_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "attach", Attach.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in STRING:
-                raise mistyped("attach.name", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in UINT:
-                raise mistyped("attach.handle", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in BOOLEAN:
-                raise mistyped("attach.role", w[2], at)
-            if v[3] is not None and code_of(w[3]) not in UBYTE:
-                raise mistyped("attach.snd-settle-mode", w[3], at)
-            if v[4] is not None and code_of(w[4]) not in UBYTE:
-                raise mistyped("attach.rcv-settle-mode", w[4], at)
-            if v[7] is not None and code_of(w[7]) not in MAP:
-                raise mistyped("attach.unsettled", w[7], at)
-            if v[8] is not None and code_of(w[8]) not in BOOLEAN:
-                raise mistyped("attach.incomplete-unsettled", w[8], at)
-            if v[9] is not None and code_of(w[9]) not in UINT:
-                raise mistyped("attach.initial-delivery-count", w[9], at)
-            if v[10] is not None and code_of(w[10]) not in ULONG:
-                raise mistyped("attach.max-message-size", w[10], at)
-            if v[11] is not None and code_of(w[11]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("attach.offered-capabilities", w[11], at)
-            if v[12] is not None and code_of(w[12]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("attach.desired-capabilities", w[12], at)
-            if v[13] is not None and code_of(w[13]) not in MAP:
-                raise mistyped("attach.properties", w[13], at)
+        code, count, pos, stop = list_head(buf, pos, end, "attach", 14)
+        v: list[Any] = [None] * 14
+        w: list[Wire] = [None] * 14
+        i = 0
+        try:
+            if count > 0:  # name: string
+                v[0], pos, w[0] = _STRING_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 1:  # handle: uint
+                i = 1
+                v[1], pos, w[1] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 2:  # role: boolean
+                i = 2
+                v[2], pos, w[2] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 3:  # snd-settle-mode: ubyte
+                i = 3
+                v[3], pos, w[3] = _UBYTE_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 4:  # rcv-settle-mode: ubyte
+                i = 4
+                v[4], pos, w[4] = _UBYTE_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 5:  # source: any
+                i = 5
+                v[5], pos, w[5] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 6:  # target: any
+                i = 6
+                v[6], pos, w[6] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 7:  # unsettled: map
+                i = 7
+                v[7], pos, w[7] = _MAP_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 8:  # incomplete-unsettled: boolean
+                i = 8
+                v[8], pos, w[8] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 9:  # initial-delivery-count: uint
+                i = 9
+                v[9], pos, w[9] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 10:  # max-message-size: ulong
+                i = 10
+                v[10], pos, w[10] = _ULONG_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 11:  # offered-capabilities: symbol_or_array
+                i = 11
+                v[11], pos, w[11] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](
+                    buf, pos + 1, stop, described
+                )
+            if count > 12:  # desired-capabilities: symbol_or_array
+                i = 12
+                v[12], pos, w[12] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](
+                    buf, pos + 1, stop, described
+                )
+            if count > 13:  # properties: map
+                i = 13
+                v[13], pos, w[13] = _MAP_READERS[buf[pos]](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"attach.{Attach.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "attach", Attach.FIELDS, _ATTACH_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "attach", Attach.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in STRING:
+                    raise mistyped("attach.name", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in UINT:
+                    raise mistyped("attach.handle", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in BOOLEAN:
+                    raise mistyped("attach.role", w[2], at)
+                if v[3] is not None and code_of(w[3]) not in UBYTE:
+                    raise mistyped("attach.snd-settle-mode", w[3], at)
+                if v[4] is not None and code_of(w[4]) not in UBYTE:
+                    raise mistyped("attach.rcv-settle-mode", w[4], at)
+                if v[7] is not None and code_of(w[7]) not in MAP:
+                    raise mistyped("attach.unsettled", w[7], at)
+                if v[8] is not None and code_of(w[8]) not in BOOLEAN:
+                    raise mistyped("attach.incomplete-unsettled", w[8], at)
+                if v[9] is not None and code_of(w[9]) not in UINT:
+                    raise mistyped("attach.initial-delivery-count", w[9], at)
+                if v[10] is not None and code_of(w[10]) not in ULONG:
+                    raise mistyped("attach.max-message-size", w[10], at)
+                if v[11] is not None and code_of(w[11]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("attach.offered-capabilities", w[11], at)
+                if v[12] is not None and code_of(w[12]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("attach.desired-capabilities", w[12], at)
+                if v[13] is not None and code_of(w[13]) not in MAP:
+                    raise mistyped("attach.properties", w[13], at)
         if v[11] is not None:
             if not isinstance(v[11], list):
                 v[11] = [v[11]]
@@ -1146,33 +1297,83 @@ class Flow(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(buf, pos, end, described, "flow", Flow.FIELDS, _FLOW_READERS)
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "flow", Flow.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in UINT:
-                raise mistyped("flow.next-incoming-id", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in UINT:
-                raise mistyped("flow.incoming-window", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in UINT:
-                raise mistyped("flow.next-outgoing-id", w[2], at)
-            if v[3] is not None and code_of(w[3]) not in UINT:
-                raise mistyped("flow.outgoing-window", w[3], at)
-            if v[4] is not None and code_of(w[4]) not in UINT:
-                raise mistyped("flow.handle", w[4], at)
-            if v[5] is not None and code_of(w[5]) not in UINT:
-                raise mistyped("flow.delivery-count", w[5], at)
-            if v[6] is not None and code_of(w[6]) not in UINT:
-                raise mistyped("flow.link-credit", w[6], at)
-            if v[7] is not None and code_of(w[7]) not in UINT:
-                raise mistyped("flow.available", w[7], at)
-            if v[8] is not None and code_of(w[8]) not in BOOLEAN:
-                raise mistyped("flow.drain", w[8], at)
-            if v[9] is not None and code_of(w[9]) not in BOOLEAN:
-                raise mistyped("flow.echo", w[9], at)
-            if v[10] is not None and code_of(w[10]) not in MAP:
-                raise mistyped("flow.properties", w[10], at)
+        code, count, pos, stop = list_head(buf, pos, end, "flow", 11)
+        v: list[Any] = [None] * 11
+        w: list[Wire] = [None] * 11
+        i = 0
+        try:
+            if count > 0:  # next-incoming-id: uint
+                v[0], pos, w[0] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 1:  # incoming-window: uint
+                i = 1
+                v[1], pos, w[1] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 2:  # next-outgoing-id: uint
+                i = 2
+                v[2], pos, w[2] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 3:  # outgoing-window: uint
+                i = 3
+                v[3], pos, w[3] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 4:  # handle: uint
+                i = 4
+                v[4], pos, w[4] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 5:  # delivery-count: uint
+                i = 5
+                v[5], pos, w[5] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 6:  # link-credit: uint
+                i = 6
+                v[6], pos, w[6] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 7:  # available: uint
+                i = 7
+                v[7], pos, w[7] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 8:  # drain: boolean
+                i = 8
+                v[8], pos, w[8] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 9:  # echo: boolean
+                i = 9
+                v[9], pos, w[9] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 10:  # properties: map
+                i = 10
+                v[10], pos, w[10] = _MAP_READERS[buf[pos]](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"flow.{Flow.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "flow", Flow.FIELDS, _FLOW_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "flow", Flow.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in UINT:
+                    raise mistyped("flow.next-incoming-id", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in UINT:
+                    raise mistyped("flow.incoming-window", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in UINT:
+                    raise mistyped("flow.next-outgoing-id", w[2], at)
+                if v[3] is not None and code_of(w[3]) not in UINT:
+                    raise mistyped("flow.outgoing-window", w[3], at)
+                if v[4] is not None and code_of(w[4]) not in UINT:
+                    raise mistyped("flow.handle", w[4], at)
+                if v[5] is not None and code_of(w[5]) not in UINT:
+                    raise mistyped("flow.delivery-count", w[5], at)
+                if v[6] is not None and code_of(w[6]) not in UINT:
+                    raise mistyped("flow.link-credit", w[6], at)
+                if v[7] is not None and code_of(w[7]) not in UINT:
+                    raise mistyped("flow.available", w[7], at)
+                if v[8] is not None and code_of(w[8]) not in BOOLEAN:
+                    raise mistyped("flow.drain", w[8], at)
+                if v[9] is not None and code_of(w[9]) not in BOOLEAN:
+                    raise mistyped("flow.echo", w[9], at)
+                if v[10] is not None and code_of(w[10]) not in MAP:
+                    raise mistyped("flow.properties", w[10], at)
         if v[1] is None:
             raise absent("flow.incoming-window", at)
         if v[2] is None:
@@ -1411,33 +1612,81 @@ class Transfer(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "transfer", Transfer.FIELDS, _TRANSFER_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "transfer", Transfer.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in UINT:
-                raise mistyped("transfer.handle", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in UINT:
-                raise mistyped("transfer.delivery-id", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in BINARY:
-                raise mistyped("transfer.delivery-tag", w[2], at)
-            if v[3] is not None and code_of(w[3]) not in UINT:
-                raise mistyped("transfer.message-format", w[3], at)
-            if v[4] is not None and code_of(w[4]) not in BOOLEAN:
-                raise mistyped("transfer.settled", w[4], at)
-            if v[5] is not None and code_of(w[5]) not in BOOLEAN:
-                raise mistyped("transfer.more", w[5], at)
-            if v[6] is not None and code_of(w[6]) not in UBYTE:
-                raise mistyped("transfer.rcv-settle-mode", w[6], at)
-            if v[8] is not None and code_of(w[8]) not in BOOLEAN:
-                raise mistyped("transfer.resume", w[8], at)
-            if v[9] is not None and code_of(w[9]) not in BOOLEAN:
-                raise mistyped("transfer.aborted", w[9], at)
-            if v[10] is not None and code_of(w[10]) not in BOOLEAN:
-                raise mistyped("transfer.batchable", w[10], at)
+        code, count, pos, stop = list_head(buf, pos, end, "transfer", 11)
+        v: list[Any] = [None] * 11
+        w: list[Wire] = [None] * 11
+        i = 0
+        try:
+            if count > 0:  # handle: uint
+                v[0], pos, w[0] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 1:  # delivery-id: uint
+                i = 1
+                v[1], pos, w[1] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 2:  # delivery-tag: binary
+                i = 2
+                v[2], pos, w[2] = _BINARY_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 3:  # message-format: uint
+                i = 3
+                v[3], pos, w[3] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 4:  # settled: boolean
+                i = 4
+                v[4], pos, w[4] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 5:  # more: boolean
+                i = 5
+                v[5], pos, w[5] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 6:  # rcv-settle-mode: ubyte
+                i = 6
+                v[6], pos, w[6] = _UBYTE_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 7:  # state: any
+                i = 7
+                v[7], pos, w[7] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 8:  # resume: boolean
+                i = 8
+                v[8], pos, w[8] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 9:  # aborted: boolean
+                i = 9
+                v[9], pos, w[9] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 10:  # batchable: boolean
+                i = 10
+                v[10], pos, w[10] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"transfer.{Transfer.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "transfer", Transfer.FIELDS, _TRANSFER_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "transfer", Transfer.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in UINT:
+                    raise mistyped("transfer.handle", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in UINT:
+                    raise mistyped("transfer.delivery-id", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in BINARY:
+                    raise mistyped("transfer.delivery-tag", w[2], at)
+                if v[3] is not None and code_of(w[3]) not in UINT:
+                    raise mistyped("transfer.message-format", w[3], at)
+                if v[4] is not None and code_of(w[4]) not in BOOLEAN:
+                    raise mistyped("transfer.settled", w[4], at)
+                if v[5] is not None and code_of(w[5]) not in BOOLEAN:
+                    raise mistyped("transfer.more", w[5], at)
+                if v[6] is not None and code_of(w[6]) not in UBYTE:
+                    raise mistyped("transfer.rcv-settle-mode", w[6], at)
+                if v[8] is not None and code_of(w[8]) not in BOOLEAN:
+                    raise mistyped("transfer.resume", w[8], at)
+                if v[9] is not None and code_of(w[9]) not in BOOLEAN:
+                    raise mistyped("transfer.aborted", w[9], at)
+                if v[10] is not None and code_of(w[10]) not in BOOLEAN:
+                    raise mistyped("transfer.batchable", w[10], at)
         if v[0] is None:
             raise absent("transfer.handle", at)
         obj = Transfer(*v)
@@ -1590,23 +1839,58 @@ class Disposition(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "disposition", Disposition.FIELDS, _DISPOSITION_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "disposition", Disposition.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in BOOLEAN:
-                raise mistyped("disposition.role", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in UINT:
-                raise mistyped("disposition.first", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in UINT:
-                raise mistyped("disposition.last", w[2], at)
-            if v[3] is not None and code_of(w[3]) not in BOOLEAN:
-                raise mistyped("disposition.settled", w[3], at)
-            if v[5] is not None and code_of(w[5]) not in BOOLEAN:
-                raise mistyped("disposition.batchable", w[5], at)
+        code, count, pos, stop = list_head(buf, pos, end, "disposition", 6)
+        v: list[Any] = [None] * 6
+        w: list[Wire] = [None] * 6
+        i = 0
+        try:
+            if count > 0:  # role: boolean
+                v[0], pos, w[0] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 1:  # first: uint
+                i = 1
+                v[1], pos, w[1] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 2:  # last: uint
+                i = 2
+                v[2], pos, w[2] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 3:  # settled: boolean
+                i = 3
+                v[3], pos, w[3] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 4:  # state: any
+                i = 4
+                v[4], pos, w[4] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 5:  # batchable: boolean
+                i = 5
+                v[5], pos, w[5] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"disposition.{Disposition.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "disposition", Disposition.FIELDS, _DISPOSITION_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(
+                    buf, at, end, described, "disposition", Disposition.FIELDS
+                )
+                if v[0] is not None and code_of(w[0]) not in BOOLEAN:
+                    raise mistyped("disposition.role", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in UINT:
+                    raise mistyped("disposition.first", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in UINT:
+                    raise mistyped("disposition.last", w[2], at)
+                if v[3] is not None and code_of(w[3]) not in BOOLEAN:
+                    raise mistyped("disposition.settled", w[3], at)
+                if v[5] is not None and code_of(w[5]) not in BOOLEAN:
+                    raise mistyped("disposition.batchable", w[5], at)
         if v[0] is None:
             raise absent("disposition.role", at)
         if v[1] is None:
@@ -1717,21 +2001,45 @@ class Detach(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "detach", Detach.FIELDS, _DETACH_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "detach", Detach.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in UINT:
-                raise mistyped("detach.handle", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in BOOLEAN:
-                raise mistyped("detach.closed", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in COMPOSITE:
-                raise mistyped("detach.error", w[2], at)
-            if v[2] is not None and not isinstance(v[2], Error | list):
-                raise not_kind("detach.error", v[2], Error, at)
+        code, count, pos, stop = list_head(buf, pos, end, "detach", 3)
+        v: list[Any] = [None] * 3
+        w: list[Wire] = [None] * 3
+        i = 0
+        try:
+            if count > 0:  # handle: uint
+                v[0], pos, w[0] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 1:  # closed: boolean
+                i = 1
+                v[1], pos, w[1] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 2:  # error: composite
+                i = 2
+                v[2], pos, w[2] = _COMPOSITE_READERS[buf[pos]](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"detach.{Detach.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "detach", Detach.FIELDS, _DETACH_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "detach", Detach.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in UINT:
+                    raise mistyped("detach.handle", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in BOOLEAN:
+                    raise mistyped("detach.closed", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in COMPOSITE:
+                    raise mistyped("detach.error", w[2], at)
+                if v[2] is not None and not isinstance(v[2], Error | list):
+                    raise not_kind("detach.error", v[2], Error, at)
         if v[2] is not None:
             if not isinstance(v[2], Error | list):
                 raise not_kind("detach.error", v[2], Error, at)
@@ -1813,15 +2121,33 @@ class End(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(buf, pos, end, described, "end", End.FIELDS, _END_READERS)
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "end", End.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in COMPOSITE:
-                raise mistyped("end.error", w[0], at)
-            if v[0] is not None and not isinstance(v[0], Error | list):
-                raise not_kind("end.error", v[0], Error, at)
+        code, count, pos, stop = list_head(buf, pos, end, "end", 1)
+        v: list[Any] = [None] * 1
+        w: list[Wire] = [None] * 1
+        i = 0
+        try:
+            if count > 0:  # error: composite
+                v[0], pos, w[0] = _COMPOSITE_READERS[buf[pos]](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"end.{End.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(buf, at, end, described, "end", End.FIELDS, _END_READERS)
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "end", End.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in COMPOSITE:
+                    raise mistyped("end.error", w[0], at)
+                if v[0] is not None and not isinstance(v[0], Error | list):
+                    raise not_kind("end.error", v[0], Error, at)
         if v[0] is not None:
             if not isinstance(v[0], Error | list):
                 raise not_kind("end.error", v[0], Error, at)
@@ -1898,17 +2224,35 @@ class Close(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "close", Close.FIELDS, _CLOSE_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "close", Close.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in COMPOSITE:
-                raise mistyped("close.error", w[0], at)
-            if v[0] is not None and not isinstance(v[0], Error | list):
-                raise not_kind("close.error", v[0], Error, at)
+        code, count, pos, stop = list_head(buf, pos, end, "close", 1)
+        v: list[Any] = [None] * 1
+        w: list[Wire] = [None] * 1
+        i = 0
+        try:
+            if count > 0:  # error: composite
+                v[0], pos, w[0] = _COMPOSITE_READERS[buf[pos]](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"close.{Close.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "close", Close.FIELDS, _CLOSE_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "close", Close.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in COMPOSITE:
+                    raise mistyped("close.error", w[0], at)
+                if v[0] is not None and not isinstance(v[0], Error | list):
+                    raise not_kind("close.error", v[0], Error, at)
         if v[0] is not None:
             if not isinstance(v[0], Error | list):
                 raise not_kind("close.error", v[0], Error, at)
@@ -2004,19 +2348,43 @@ class Error(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "error", Error.FIELDS, _ERROR_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "error", Error.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in SYMBOL:
-                raise mistyped("error.condition", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in STRING:
-                raise mistyped("error.description", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in MAP:
-                raise mistyped("error.info", w[2], at)
+        code, count, pos, stop = list_head(buf, pos, end, "error", 3)
+        v: list[Any] = [None] * 3
+        w: list[Wire] = [None] * 3
+        i = 0
+        try:
+            if count > 0:  # condition: symbol
+                v[0], pos, w[0] = _SYMBOL_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 1:  # description: string
+                i = 1
+                v[1], pos, w[1] = _STRING_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 2:  # info: map
+                i = 2
+                v[2], pos, w[2] = _MAP_READERS[buf[pos]](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"error.{Error.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "error", Error.FIELDS, _ERROR_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "error", Error.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in SYMBOL:
+                    raise mistyped("error.condition", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in STRING:
+                    raise mistyped("error.description", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in MAP:
+                    raise mistyped("error.info", w[2], at)
         if v[0] is None:
             raise absent("error.condition", at)
         obj = Error(*v)
@@ -2166,23 +2534,53 @@ class Header(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "header", Header.FIELDS, _HEADER_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "header", Header.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in BOOLEAN:
-                raise mistyped("header.durable", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in UBYTE:
-                raise mistyped("header.priority", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in UINT:
-                raise mistyped("header.ttl", w[2], at)
-            if v[3] is not None and code_of(w[3]) not in BOOLEAN:
-                raise mistyped("header.first-acquirer", w[3], at)
-            if v[4] is not None and code_of(w[4]) not in UINT:
-                raise mistyped("header.delivery-count", w[4], at)
+        code, count, pos, stop = list_head(buf, pos, end, "header", 5)
+        v: list[Any] = [None] * 5
+        w: list[Wire] = [None] * 5
+        i = 0
+        try:
+            if count > 0:  # durable: boolean
+                v[0], pos, w[0] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 1:  # priority: ubyte
+                i = 1
+                v[1], pos, w[1] = _UBYTE_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 2:  # ttl: uint
+                i = 2
+                v[2], pos, w[2] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 3:  # first-acquirer: boolean
+                i = 3
+                v[3], pos, w[3] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 4:  # delivery-count: uint
+                i = 4
+                v[4], pos, w[4] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"header.{Header.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "header", Header.FIELDS, _HEADER_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "header", Header.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in BOOLEAN:
+                    raise mistyped("header.durable", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in UBYTE:
+                    raise mistyped("header.priority", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in UINT:
+                    raise mistyped("header.ttl", w[2], at)
+                if v[3] is not None and code_of(w[3]) not in BOOLEAN:
+                    raise mistyped("header.first-acquirer", w[3], at)
+                if v[4] is not None and code_of(w[4]) not in UINT:
+                    raise mistyped("header.delivery-count", w[4], at)
         obj = Header(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -2532,31 +2930,87 @@ class Properties(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "properties", Properties.FIELDS, _PROPERTIES_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "properties", Properties.FIELDS)
-            if v[1] is not None and code_of(w[1]) not in BINARY:
-                raise mistyped("properties.user-id", w[1], at)
-            if v[3] is not None and code_of(w[3]) not in STRING:
-                raise mistyped("properties.subject", w[3], at)
-            if v[6] is not None and code_of(w[6]) not in SYMBOL:
-                raise mistyped("properties.content-type", w[6], at)
-            if v[7] is not None and code_of(w[7]) not in SYMBOL:
-                raise mistyped("properties.content-encoding", w[7], at)
-            if v[8] is not None and code_of(w[8]) not in TIMESTAMP:
-                raise mistyped("properties.absolute-expiry-time", w[8], at)
-            if v[9] is not None and code_of(w[9]) not in TIMESTAMP:
-                raise mistyped("properties.creation-time", w[9], at)
-            if v[10] is not None and code_of(w[10]) not in STRING:
-                raise mistyped("properties.group-id", w[10], at)
-            if v[11] is not None and code_of(w[11]) not in UINT:
-                raise mistyped("properties.group-sequence", w[11], at)
-            if v[12] is not None and code_of(w[12]) not in STRING:
-                raise mistyped("properties.reply-to-group-id", w[12], at)
+        code, count, pos, stop = list_head(buf, pos, end, "properties", 13)
+        v: list[Any] = [None] * 13
+        w: list[Wire] = [None] * 13
+        i = 0
+        try:
+            if count > 0:  # message-id: any
+                v[0], pos, w[0] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 1:  # user-id: binary
+                i = 1
+                v[1], pos, w[1] = _BINARY_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 2:  # to: any
+                i = 2
+                v[2], pos, w[2] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 3:  # subject: string
+                i = 3
+                v[3], pos, w[3] = _STRING_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 4:  # reply-to: any
+                i = 4
+                v[4], pos, w[4] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 5:  # correlation-id: any
+                i = 5
+                v[5], pos, w[5] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 6:  # content-type: symbol
+                i = 6
+                v[6], pos, w[6] = _SYMBOL_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 7:  # content-encoding: symbol
+                i = 7
+                v[7], pos, w[7] = _SYMBOL_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 8:  # absolute-expiry-time: timestamp
+                i = 8
+                v[8], pos, w[8] = _TIMESTAMP_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 9:  # creation-time: timestamp
+                i = 9
+                v[9], pos, w[9] = _TIMESTAMP_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 10:  # group-id: string
+                i = 10
+                v[10], pos, w[10] = _STRING_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 11:  # group-sequence: uint
+                i = 11
+                v[11], pos, w[11] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 12:  # reply-to-group-id: string
+                i = 12
+                v[12], pos, w[12] = _STRING_READERS[buf[pos]](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"properties.{Properties.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "properties", Properties.FIELDS, _PROPERTIES_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(
+                    buf, at, end, described, "properties", Properties.FIELDS
+                )
+                if v[1] is not None and code_of(w[1]) not in BINARY:
+                    raise mistyped("properties.user-id", w[1], at)
+                if v[3] is not None and code_of(w[3]) not in STRING:
+                    raise mistyped("properties.subject", w[3], at)
+                if v[6] is not None and code_of(w[6]) not in SYMBOL:
+                    raise mistyped("properties.content-type", w[6], at)
+                if v[7] is not None and code_of(w[7]) not in SYMBOL:
+                    raise mistyped("properties.content-encoding", w[7], at)
+                if v[8] is not None and code_of(w[8]) not in TIMESTAMP:
+                    raise mistyped("properties.absolute-expiry-time", w[8], at)
+                if v[9] is not None and code_of(w[9]) not in TIMESTAMP:
+                    raise mistyped("properties.creation-time", w[9], at)
+                if v[10] is not None and code_of(w[10]) not in STRING:
+                    raise mistyped("properties.group-id", w[10], at)
+                if v[11] is not None and code_of(w[11]) not in UINT:
+                    raise mistyped("properties.group-sequence", w[11], at)
+                if v[12] is not None and code_of(w[12]) not in STRING:
+                    raise mistyped("properties.reply-to-group-id", w[12], at)
         obj = Properties(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -2963,17 +3417,38 @@ class Received(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "received", Received.FIELDS, _RECEIVED_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "received", Received.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in UINT:
-                raise mistyped("received.section-number", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in ULONG:
-                raise mistyped("received.section-offset", w[1], at)
+        code, count, pos, stop = list_head(buf, pos, end, "received", 2)
+        v: list[Any] = [None] * 2
+        w: list[Wire] = [None] * 2
+        i = 0
+        try:
+            if count > 0:  # section-number: uint
+                v[0], pos, w[0] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 1:  # section-offset: ulong
+                i = 1
+                v[1], pos, w[1] = _ULONG_READERS[buf[pos]](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"received.{Received.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "received", Received.FIELDS, _RECEIVED_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "received", Received.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in UINT:
+                    raise mistyped("received.section-number", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in ULONG:
+                    raise mistyped("received.section-offset", w[1], at)
         if v[0] is None:
             raise absent("received.section-number", at)
         if v[1] is None:
@@ -3064,13 +3539,21 @@ class Accepted(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "accepted", Accepted.FIELDS, _ACCEPTED_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "accepted", Accepted.FIELDS)
+        code, count, pos, stop = list_head(buf, pos, end, "accepted", 0)
+        v: list[Any] = [None] * 0
+        w: list[Wire] = [None] * 0
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "accepted", Accepted.FIELDS, _ACCEPTED_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "accepted", Accepted.FIELDS)
         obj = Accepted(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -3150,17 +3633,35 @@ class Rejected(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "rejected", Rejected.FIELDS, _REJECTED_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "rejected", Rejected.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in COMPOSITE:
-                raise mistyped("rejected.error", w[0], at)
-            if v[0] is not None and not isinstance(v[0], Error | list):
-                raise not_kind("rejected.error", v[0], Error, at)
+        code, count, pos, stop = list_head(buf, pos, end, "rejected", 1)
+        v: list[Any] = [None] * 1
+        w: list[Wire] = [None] * 1
+        i = 0
+        try:
+            if count > 0:  # error: composite
+                v[0], pos, w[0] = _COMPOSITE_READERS[buf[pos]](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"rejected.{Rejected.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "rejected", Rejected.FIELDS, _REJECTED_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "rejected", Rejected.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in COMPOSITE:
+                    raise mistyped("rejected.error", w[0], at)
+                if v[0] is not None and not isinstance(v[0], Error | list):
+                    raise not_kind("rejected.error", v[0], Error, at)
         if v[0] is not None:
             if not isinstance(v[0], Error | list):
                 raise not_kind("rejected.error", v[0], Error, at)
@@ -3244,13 +3745,21 @@ class Released(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "released", Released.FIELDS, _RELEASED_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "released", Released.FIELDS)
+        code, count, pos, stop = list_head(buf, pos, end, "released", 0)
+        v: list[Any] = [None] * 0
+        w: list[Wire] = [None] * 0
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "released", Released.FIELDS, _RELEASED_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "released", Released.FIELDS)
         obj = Released(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -3365,19 +3874,43 @@ class Modified(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "modified", Modified.FIELDS, _MODIFIED_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "modified", Modified.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in BOOLEAN:
-                raise mistyped("modified.delivery-failed", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in BOOLEAN:
-                raise mistyped("modified.undeliverable-here", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in MAP:
-                raise mistyped("modified.message-annotations", w[2], at)
+        code, count, pos, stop = list_head(buf, pos, end, "modified", 3)
+        v: list[Any] = [None] * 3
+        w: list[Wire] = [None] * 3
+        i = 0
+        try:
+            if count > 0:  # delivery-failed: boolean
+                v[0], pos, w[0] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 1:  # undeliverable-here: boolean
+                i = 1
+                v[1], pos, w[1] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 2:  # message-annotations: map
+                i = 2
+                v[2], pos, w[2] = _MAP_READERS[buf[pos]](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"modified.{Modified.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "modified", Modified.FIELDS, _MODIFIED_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "modified", Modified.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in BOOLEAN:
+                    raise mistyped("modified.delivery-failed", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in BOOLEAN:
+                    raise mistyped("modified.undeliverable-here", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in MAP:
+                    raise mistyped("modified.message-annotations", w[2], at)
         obj = Modified(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -3577,31 +4110,81 @@ class Source(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "source", Source.FIELDS, _SOURCE_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "source", Source.FIELDS)
-            if v[1] is not None and code_of(w[1]) not in UINT:
-                raise mistyped("source.durable", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in SYMBOL:
-                raise mistyped("source.expiry-policy", w[2], at)
-            if v[3] is not None and code_of(w[3]) not in UINT:
-                raise mistyped("source.timeout", w[3], at)
-            if v[4] is not None and code_of(w[4]) not in BOOLEAN:
-                raise mistyped("source.dynamic", w[4], at)
-            if v[5] is not None and code_of(w[5]) not in MAP:
-                raise mistyped("source.dynamic-node-properties", w[5], at)
-            if v[6] is not None and code_of(w[6]) not in SYMBOL:
-                raise mistyped("source.distribution-mode", w[6], at)
-            if v[7] is not None and code_of(w[7]) not in MAP:
-                raise mistyped("source.filter", w[7], at)
-            if v[9] is not None and code_of(w[9]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("source.outcomes", w[9], at)
-            if v[10] is not None and code_of(w[10]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("source.capabilities", w[10], at)
+        code, count, pos, stop = list_head(buf, pos, end, "source", 11)
+        v: list[Any] = [None] * 11
+        w: list[Wire] = [None] * 11
+        i = 0
+        try:
+            if count > 0:  # address: any
+                v[0], pos, w[0] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 1:  # durable: uint
+                i = 1
+                v[1], pos, w[1] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 2:  # expiry-policy: symbol
+                i = 2
+                v[2], pos, w[2] = _SYMBOL_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 3:  # timeout: uint
+                i = 3
+                v[3], pos, w[3] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 4:  # dynamic: boolean
+                i = 4
+                v[4], pos, w[4] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 5:  # dynamic-node-properties: map
+                i = 5
+                v[5], pos, w[5] = _MAP_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 6:  # distribution-mode: symbol
+                i = 6
+                v[6], pos, w[6] = _SYMBOL_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 7:  # filter: map
+                i = 7
+                v[7], pos, w[7] = _MAP_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 8:  # default-outcome: any
+                i = 8
+                v[8], pos, w[8] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 9:  # outcomes: symbol_or_array
+                i = 9
+                v[9], pos, w[9] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 10:  # capabilities: symbol_or_array
+                i = 10
+                v[10], pos, w[10] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](
+                    buf, pos + 1, stop, described
+                )
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"source.{Source.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "source", Source.FIELDS, _SOURCE_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "source", Source.FIELDS)
+                if v[1] is not None and code_of(w[1]) not in UINT:
+                    raise mistyped("source.durable", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in SYMBOL:
+                    raise mistyped("source.expiry-policy", w[2], at)
+                if v[3] is not None and code_of(w[3]) not in UINT:
+                    raise mistyped("source.timeout", w[3], at)
+                if v[4] is not None and code_of(w[4]) not in BOOLEAN:
+                    raise mistyped("source.dynamic", w[4], at)
+                if v[5] is not None and code_of(w[5]) not in MAP:
+                    raise mistyped("source.dynamic-node-properties", w[5], at)
+                if v[6] is not None and code_of(w[6]) not in SYMBOL:
+                    raise mistyped("source.distribution-mode", w[6], at)
+                if v[7] is not None and code_of(w[7]) not in MAP:
+                    raise mistyped("source.filter", w[7], at)
+                if v[9] is not None and code_of(w[9]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("source.outcomes", w[9], at)
+                if v[10] is not None and code_of(w[10]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("source.capabilities", w[10], at)
         if v[9] is not None:
             if not isinstance(v[9], list):
                 v[9] = [v[9]]
@@ -3771,25 +4354,61 @@ class Target(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "target", Target.FIELDS, _TARGET_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "target", Target.FIELDS)
-            if v[1] is not None and code_of(w[1]) not in UINT:
-                raise mistyped("target.durable", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in SYMBOL:
-                raise mistyped("target.expiry-policy", w[2], at)
-            if v[3] is not None and code_of(w[3]) not in UINT:
-                raise mistyped("target.timeout", w[3], at)
-            if v[4] is not None and code_of(w[4]) not in BOOLEAN:
-                raise mistyped("target.dynamic", w[4], at)
-            if v[5] is not None and code_of(w[5]) not in MAP:
-                raise mistyped("target.dynamic-node-properties", w[5], at)
-            if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("target.capabilities", w[6], at)
+        code, count, pos, stop = list_head(buf, pos, end, "target", 7)
+        v: list[Any] = [None] * 7
+        w: list[Wire] = [None] * 7
+        i = 0
+        try:
+            if count > 0:  # address: any
+                v[0], pos, w[0] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 1:  # durable: uint
+                i = 1
+                v[1], pos, w[1] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 2:  # expiry-policy: symbol
+                i = 2
+                v[2], pos, w[2] = _SYMBOL_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 3:  # timeout: uint
+                i = 3
+                v[3], pos, w[3] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 4:  # dynamic: boolean
+                i = 4
+                v[4], pos, w[4] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 5:  # dynamic-node-properties: map
+                i = 5
+                v[5], pos, w[5] = _MAP_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 6:  # capabilities: symbol_or_array
+                i = 6
+                v[6], pos, w[6] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"target.{Target.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "target", Target.FIELDS, _TARGET_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "target", Target.FIELDS)
+                if v[1] is not None and code_of(w[1]) not in UINT:
+                    raise mistyped("target.durable", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in SYMBOL:
+                    raise mistyped("target.expiry-policy", w[2], at)
+                if v[3] is not None and code_of(w[3]) not in UINT:
+                    raise mistyped("target.timeout", w[3], at)
+                if v[4] is not None and code_of(w[4]) not in BOOLEAN:
+                    raise mistyped("target.dynamic", w[4], at)
+                if v[5] is not None and code_of(w[5]) not in MAP:
+                    raise mistyped("target.dynamic-node-properties", w[5], at)
+                if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("target.capabilities", w[6], at)
         if v[6] is not None:
             if not isinstance(v[6], list):
                 v[6] = [v[6]]
@@ -3866,21 +4485,29 @@ class DeleteOnClose(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf,
-            pos,
-            end,
-            described,
-            "delete-on-close",
-            DeleteOnClose.FIELDS,
-            _DELETE_ON_CLOSE_READERS,
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(
-                buf, at, end, described, "delete-on-close", DeleteOnClose.FIELDS
+        code, count, pos, stop = list_head(buf, pos, end, "delete-on-close", 0)
+        v: list[Any] = [None] * 0
+        w: list[Wire] = [None] * 0
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf,
+                at,
+                end,
+                described,
+                "delete-on-close",
+                DeleteOnClose.FIELDS,
+                _DELETE_ON_CLOSE_READERS,
             )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(
+                    buf, at, end, described, "delete-on-close", DeleteOnClose.FIELDS
+                )
         obj = DeleteOnClose(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -3946,21 +4573,29 @@ class DeleteOnNoLinks(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf,
-            pos,
-            end,
-            described,
-            "delete-on-no-links",
-            DeleteOnNoLinks.FIELDS,
-            _DELETE_ON_NO_LINKS_READERS,
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(
-                buf, at, end, described, "delete-on-no-links", DeleteOnNoLinks.FIELDS
+        code, count, pos, stop = list_head(buf, pos, end, "delete-on-no-links", 0)
+        v: list[Any] = [None] * 0
+        w: list[Wire] = [None] * 0
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf,
+                at,
+                end,
+                described,
+                "delete-on-no-links",
+                DeleteOnNoLinks.FIELDS,
+                _DELETE_ON_NO_LINKS_READERS,
             )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(
+                    buf, at, end, described, "delete-on-no-links", DeleteOnNoLinks.FIELDS
+                )
         obj = DeleteOnNoLinks(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -4026,21 +4661,29 @@ class DeleteOnNoMessages(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf,
-            pos,
-            end,
-            described,
-            "delete-on-no-messages",
-            DeleteOnNoMessages.FIELDS,
-            _DELETE_ON_NO_MESSAGES_READERS,
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(
-                buf, at, end, described, "delete-on-no-messages", DeleteOnNoMessages.FIELDS
+        code, count, pos, stop = list_head(buf, pos, end, "delete-on-no-messages", 0)
+        v: list[Any] = [None] * 0
+        w: list[Wire] = [None] * 0
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf,
+                at,
+                end,
+                described,
+                "delete-on-no-messages",
+                DeleteOnNoMessages.FIELDS,
+                _DELETE_ON_NO_MESSAGES_READERS,
             )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(
+                    buf, at, end, described, "delete-on-no-messages", DeleteOnNoMessages.FIELDS
+                )
         obj = DeleteOnNoMessages(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -4107,26 +4750,34 @@ class DeleteOnNoLinksOrMessages(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf,
-            pos,
-            end,
-            described,
-            "delete-on-no-links-or-messages",
-            DeleteOnNoLinksOrMessages.FIELDS,
-            _DELETE_ON_NO_LINKS_OR_MESSAGES_READERS,
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(
+        code, count, pos, stop = list_head(buf, pos, end, "delete-on-no-links-or-messages", 0)
+        v: list[Any] = [None] * 0
+        w: list[Wire] = [None] * 0
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
                 buf,
                 at,
                 end,
                 described,
                 "delete-on-no-links-or-messages",
                 DeleteOnNoLinksOrMessages.FIELDS,
+                _DELETE_ON_NO_LINKS_OR_MESSAGES_READERS,
             )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(
+                    buf,
+                    at,
+                    end,
+                    described,
+                    "delete-on-no-links-or-messages",
+                    DeleteOnNoLinksOrMessages.FIELDS,
+                )
         obj = DeleteOnNoLinksOrMessages(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -4205,15 +4856,35 @@ class Coordinator(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "coordinator", Coordinator.FIELDS, _COORDINATOR_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "coordinator", Coordinator.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("coordinator.capabilities", w[0], at)
+        code, count, pos, stop = list_head(buf, pos, end, "coordinator", 1)
+        v: list[Any] = [None] * 1
+        w: list[Wire] = [None] * 1
+        i = 0
+        try:
+            if count > 0:  # capabilities: symbol_or_array
+                v[0], pos, w[0] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"coordinator.{Coordinator.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "coordinator", Coordinator.FIELDS, _COORDINATOR_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(
+                    buf, at, end, described, "coordinator", Coordinator.FIELDS
+                )
+                if v[0] is not None and code_of(w[0]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("coordinator.capabilities", w[0], at)
         if v[0] is not None:
             if not isinstance(v[0], list):
                 v[0] = [v[0]]
@@ -4293,13 +4964,31 @@ class Declare(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "declare", Declare.FIELDS, _DECLARE_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "declare", Declare.FIELDS)
+        code, count, pos, stop = list_head(buf, pos, end, "declare", 1)
+        v: list[Any] = [None] * 1
+        w: list[Wire] = [None] * 1
+        i = 0
+        try:
+            if count > 0:  # global-id: any
+                v[0], pos, w[0] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"declare.{Declare.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "declare", Declare.FIELDS, _DECLARE_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "declare", Declare.FIELDS)
         obj = Declare(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -4390,15 +5079,36 @@ class Discharge(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "discharge", Discharge.FIELDS, _DISCHARGE_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "discharge", Discharge.FIELDS)
-            if v[1] is not None and code_of(w[1]) not in BOOLEAN:
-                raise mistyped("discharge.fail", w[1], at)
+        code, count, pos, stop = list_head(buf, pos, end, "discharge", 2)
+        v: list[Any] = [None] * 2
+        w: list[Wire] = [None] * 2
+        i = 0
+        try:
+            if count > 0:  # txn-id: any
+                v[0], pos, w[0] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 1:  # fail: boolean
+                i = 1
+                v[1], pos, w[1] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"discharge.{Discharge.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "discharge", Discharge.FIELDS, _DISCHARGE_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "discharge", Discharge.FIELDS)
+                if v[1] is not None and code_of(w[1]) not in BOOLEAN:
+                    raise mistyped("discharge.fail", w[1], at)
         if v[0] is None:
             raise absent("discharge.txn-id", at)
         obj = Discharge(*v)
@@ -4479,13 +5189,31 @@ class Declared(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "declared", Declared.FIELDS, _DECLARED_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "declared", Declared.FIELDS)
+        code, count, pos, stop = list_head(buf, pos, end, "declared", 1)
+        v: list[Any] = [None] * 1
+        w: list[Wire] = [None] * 1
+        i = 0
+        try:
+            if count > 0:  # txn-id: any
+                v[0], pos, w[0] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"declared.{Declared.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "declared", Declared.FIELDS, _DECLARED_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "declared", Declared.FIELDS)
         if v[0] is None:
             raise absent("declared.txn-id", at)
         obj = Declared(*v)
@@ -4575,21 +5303,44 @@ class TransactionalState(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf,
-            pos,
-            end,
-            described,
-            "transactional-state",
-            TransactionalState.FIELDS,
-            _TRANSACTIONAL_STATE_READERS,
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(
-                buf, at, end, described, "transactional-state", TransactionalState.FIELDS
+        code, count, pos, stop = list_head(buf, pos, end, "transactional-state", 2)
+        v: list[Any] = [None] * 2
+        w: list[Wire] = [None] * 2
+        i = 0
+        try:
+            if count > 0:  # txn-id: any
+                v[0], pos, w[0] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 1:  # outcome: any
+                i = 1
+                v[1], pos, w[1] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(
+                    e, f"transactional-state.{TransactionalState.FIELDS[i]}", pos
+                ) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf,
+                at,
+                end,
+                described,
+                "transactional-state",
+                TransactionalState.FIELDS,
+                _TRANSACTIONAL_STATE_READERS,
             )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(
+                    buf, at, end, described, "transactional-state", TransactionalState.FIELDS
+                )
         if v[0] is None:
             raise absent("transactional-state.txn-id", at)
         obj = TransactionalState(*v)
@@ -4675,23 +5426,41 @@ class SaslMechanisms(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf,
-            pos,
-            end,
-            described,
-            "sasl-mechanisms",
-            SaslMechanisms.FIELDS,
-            _SASL_MECHANISMS_READERS,
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(
-                buf, at, end, described, "sasl-mechanisms", SaslMechanisms.FIELDS
+        code, count, pos, stop = list_head(buf, pos, end, "sasl-mechanisms", 1)
+        v: list[Any] = [None] * 1
+        w: list[Wire] = [None] * 1
+        i = 0
+        try:
+            if count > 0:  # sasl-server-mechanisms: symbol_or_array
+                v[0], pos, w[0] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"sasl-mechanisms.{SaslMechanisms.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf,
+                at,
+                end,
+                described,
+                "sasl-mechanisms",
+                SaslMechanisms.FIELDS,
+                _SASL_MECHANISMS_READERS,
             )
-            if v[0] is not None and code_of(w[0]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("sasl-mechanisms.sasl-server-mechanisms", w[0], at)
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(
+                    buf, at, end, described, "sasl-mechanisms", SaslMechanisms.FIELDS
+                )
+                if v[0] is not None and code_of(w[0]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("sasl-mechanisms.sasl-server-mechanisms", w[0], at)
         if v[0] is not None:
             if not isinstance(v[0], list):
                 v[0] = [v[0]]
@@ -4801,19 +5570,43 @@ class SaslInit(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "sasl-init", SaslInit.FIELDS, _SASL_INIT_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "sasl-init", SaslInit.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in SYMBOL:
-                raise mistyped("sasl-init.mechanism", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in BINARY:
-                raise mistyped("sasl-init.initial-response", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in STRING:
-                raise mistyped("sasl-init.hostname", w[2], at)
+        code, count, pos, stop = list_head(buf, pos, end, "sasl-init", 3)
+        v: list[Any] = [None] * 3
+        w: list[Wire] = [None] * 3
+        i = 0
+        try:
+            if count > 0:  # mechanism: symbol
+                v[0], pos, w[0] = _SYMBOL_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 1:  # initial-response: binary
+                i = 1
+                v[1], pos, w[1] = _BINARY_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 2:  # hostname: string
+                i = 2
+                v[2], pos, w[2] = _STRING_READERS[buf[pos]](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"sasl-init.{SaslInit.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "sasl-init", SaslInit.FIELDS, _SASL_INIT_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "sasl-init", SaslInit.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in SYMBOL:
+                    raise mistyped("sasl-init.mechanism", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in BINARY:
+                    raise mistyped("sasl-init.initial-response", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in STRING:
+                    raise mistyped("sasl-init.hostname", w[2], at)
         if v[0] is None:
             raise absent("sasl-init.mechanism", at)
         obj = SaslInit(*v)
@@ -4891,23 +5684,41 @@ class SaslChallenge(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf,
-            pos,
-            end,
-            described,
-            "sasl-challenge",
-            SaslChallenge.FIELDS,
-            _SASL_CHALLENGE_READERS,
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(
-                buf, at, end, described, "sasl-challenge", SaslChallenge.FIELDS
+        code, count, pos, stop = list_head(buf, pos, end, "sasl-challenge", 1)
+        v: list[Any] = [None] * 1
+        w: list[Wire] = [None] * 1
+        i = 0
+        try:
+            if count > 0:  # challenge: binary
+                v[0], pos, w[0] = _BINARY_READERS[buf[pos]](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"sasl-challenge.{SaslChallenge.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf,
+                at,
+                end,
+                described,
+                "sasl-challenge",
+                SaslChallenge.FIELDS,
+                _SASL_CHALLENGE_READERS,
             )
-            if v[0] is not None and code_of(w[0]) not in BINARY:
-                raise mistyped("sasl-challenge.challenge", w[0], at)
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(
+                    buf, at, end, described, "sasl-challenge", SaslChallenge.FIELDS
+                )
+                if v[0] is not None and code_of(w[0]) not in BINARY:
+                    raise mistyped("sasl-challenge.challenge", w[0], at)
         if v[0] is None:
             raise absent("sasl-challenge.challenge", at)
         obj = SaslChallenge(*v)
@@ -4982,17 +5793,41 @@ class SaslResponse(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "sasl-response", SaslResponse.FIELDS, _SASL_RESPONSE_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(
-                buf, at, end, described, "sasl-response", SaslResponse.FIELDS
+        code, count, pos, stop = list_head(buf, pos, end, "sasl-response", 1)
+        v: list[Any] = [None] * 1
+        w: list[Wire] = [None] * 1
+        i = 0
+        try:
+            if count > 0:  # response: binary
+                v[0], pos, w[0] = _BINARY_READERS[buf[pos]](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"sasl-response.{SaslResponse.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf,
+                at,
+                end,
+                described,
+                "sasl-response",
+                SaslResponse.FIELDS,
+                _SASL_RESPONSE_READERS,
             )
-            if v[0] is not None and code_of(w[0]) not in BINARY:
-                raise mistyped("sasl-response.response", w[0], at)
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(
+                    buf, at, end, described, "sasl-response", SaslResponse.FIELDS
+                )
+                if v[0] is not None and code_of(w[0]) not in BINARY:
+                    raise mistyped("sasl-response.response", w[0], at)
         if v[0] is None:
             raise absent("sasl-response.response", at)
         obj = SaslResponse(*v)
@@ -5084,19 +5919,40 @@ class SaslOutcome(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "sasl-outcome", SaslOutcome.FIELDS, _SASL_OUTCOME_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(
-                buf, at, end, described, "sasl-outcome", SaslOutcome.FIELDS
+        code, count, pos, stop = list_head(buf, pos, end, "sasl-outcome", 2)
+        v: list[Any] = [None] * 2
+        w: list[Wire] = [None] * 2
+        i = 0
+        try:
+            if count > 0:  # code: ubyte
+                v[0], pos, w[0] = _UBYTE_READERS[buf[pos]](buf, pos + 1, stop, described)
+            if count > 1:  # additional-data: binary
+                i = 1
+                v[1], pos, w[1] = _BINARY_READERS[buf[pos]](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"sasl-outcome.{SaslOutcome.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "sasl-outcome", SaslOutcome.FIELDS, _SASL_OUTCOME_READERS
             )
-            if v[0] is not None and code_of(w[0]) not in UBYTE:
-                raise mistyped("sasl-outcome.code", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in BINARY:
-                raise mistyped("sasl-outcome.additional-data", w[1], at)
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(
+                    buf, at, end, described, "sasl-outcome", SaslOutcome.FIELDS
+                )
+                if v[0] is not None and code_of(w[0]) not in UBYTE:
+                    raise mistyped("sasl-outcome.code", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in BINARY:
+                    raise mistyped("sasl-outcome.additional-data", w[1], at)
         if v[0] is None:
             raise absent("sasl-outcome.code", at)
         obj = SaslOutcome(*v)
