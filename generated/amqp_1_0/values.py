@@ -897,24 +897,17 @@ def e_boolean(v: Any, out: bytearray, wire: Wire = None) -> None:
 _P_50 = struct.Struct(">BB")
 
 
-_FITS_UBYTE: tuple[tuple[int, int, int], ...] = ((0x50, 0, 255),)
-
-
 def e_ubyte(v: Any, out: bytearray, wire: Wire = None) -> None:
     """ubyte: the smallest encoding holding `v` (0x50), or the wire's."""
     try:
         v = int(v)
     except (TypeError, ValueError):
         raise EncodeError("ubyte", f"{v!r} is not an integer") from None
-    chosen = None
-    for code, low, high in _FITS_UBYTE:
-        if low <= v <= high:
-            if code == wire:
-                chosen = code
-                break
-            if chosen is None:
-                chosen = code
-    if chosen is None:
+    if wire == 0x50 and 0 <= v <= 255:
+        chosen = wire  # the wire's encoding, which still holds v
+    elif 0 <= v <= 255:
+        chosen = 0x50
+    else:
         raise EncodeError("ubyte", f"{v} is out of range")
 
     if chosen == 0x50:
@@ -925,24 +918,17 @@ def e_ubyte(v: Any, out: bytearray, wire: Wire = None) -> None:
 _P_60 = struct.Struct(">BH")
 
 
-_FITS_USHORT: tuple[tuple[int, int, int], ...] = ((0x60, 0, 65535),)
-
-
 def e_ushort(v: Any, out: bytearray, wire: Wire = None) -> None:
     """ushort: the smallest encoding holding `v` (0x60), or the wire's."""
     try:
         v = int(v)
     except (TypeError, ValueError):
         raise EncodeError("ushort", f"{v!r} is not an integer") from None
-    chosen = None
-    for code, low, high in _FITS_USHORT:
-        if low <= v <= high:
-            if code == wire:
-                chosen = code
-                break
-            if chosen is None:
-                chosen = code
-    if chosen is None:
+    if wire == 0x60 and 0 <= v <= 65535:
+        chosen = wire  # the wire's encoding, which still holds v
+    elif 0 <= v <= 65535:
+        chosen = 0x60
+    else:
         raise EncodeError("ushort", f"{v} is out of range")
 
     if chosen == 0x60:
@@ -955,28 +941,25 @@ _P_52 = struct.Struct(">BB")
 _P_70 = struct.Struct(">BI")
 
 
-_FITS_UINT: tuple[tuple[int, int, int], ...] = (
-    (0x43, 0, 0),
-    (0x52, 0, 255),
-    (0x70, 0, 4294967295),
-)
-
-
 def e_uint(v: Any, out: bytearray, wire: Wire = None) -> None:
     """uint: the smallest encoding holding `v` (uint0, smalluint, 0x70), or the wire's."""
     try:
         v = int(v)
     except (TypeError, ValueError):
         raise EncodeError("uint", f"{v!r} is not an integer") from None
-    chosen = None
-    for code, low, high in _FITS_UINT:
-        if low <= v <= high:
-            if code == wire:
-                chosen = code
-                break
-            if chosen is None:
-                chosen = code
-    if chosen is None:
+    if (
+        (wire == 0x43 and 0 <= v <= 0)
+        or (wire == 0x52 and 0 <= v <= 255)
+        or (wire == 0x70 and 0 <= v <= 4294967295)
+    ):
+        chosen = wire  # the wire's encoding, which still holds v
+    elif 0 <= v <= 0:
+        chosen = 0x43
+    elif 0 <= v <= 255:
+        chosen = 0x52
+    elif 0 <= v <= 4294967295:
+        chosen = 0x70
+    else:
         raise EncodeError("uint", f"{v} is out of range")
 
     if chosen == 0x43:
@@ -997,28 +980,25 @@ _P_53 = struct.Struct(">BB")
 _P_80 = struct.Struct(">BQ")
 
 
-_FITS_ULONG: tuple[tuple[int, int, int], ...] = (
-    (0x44, 0, 0),
-    (0x53, 0, 255),
-    (0x80, 0, 18446744073709551615),
-)
-
-
 def e_ulong(v: Any, out: bytearray, wire: Wire = None) -> None:
     """ulong: the smallest encoding holding `v` (ulong0, smallulong, 0x80), or the wire's."""
     try:
         v = int(v)
     except (TypeError, ValueError):
         raise EncodeError("ulong", f"{v!r} is not an integer") from None
-    chosen = None
-    for code, low, high in _FITS_ULONG:
-        if low <= v <= high:
-            if code == wire:
-                chosen = code
-                break
-            if chosen is None:
-                chosen = code
-    if chosen is None:
+    if (
+        (wire == 0x44 and 0 <= v <= 0)
+        or (wire == 0x53 and 0 <= v <= 255)
+        or (wire == 0x80 and 0 <= v <= 18446744073709551615)
+    ):
+        chosen = wire  # the wire's encoding, which still holds v
+    elif 0 <= v <= 0:
+        chosen = 0x44
+    elif 0 <= v <= 255:
+        chosen = 0x53
+    elif 0 <= v <= 18446744073709551615:
+        chosen = 0x80
+    else:
         raise EncodeError("ulong", f"{v} is out of range")
 
     if chosen == 0x44:
@@ -1037,24 +1017,17 @@ def e_ulong(v: Any, out: bytearray, wire: Wire = None) -> None:
 _P_51 = struct.Struct(">Bb")
 
 
-_FITS_BYTE: tuple[tuple[int, int, int], ...] = ((0x51, -128, 127),)
-
-
 def e_byte(v: Any, out: bytearray, wire: Wire = None) -> None:
     """byte: the smallest encoding holding `v` (0x51), or the wire's."""
     try:
         v = int(v)
     except (TypeError, ValueError):
         raise EncodeError("byte", f"{v!r} is not an integer") from None
-    chosen = None
-    for code, low, high in _FITS_BYTE:
-        if low <= v <= high:
-            if code == wire:
-                chosen = code
-                break
-            if chosen is None:
-                chosen = code
-    if chosen is None:
+    if wire == 0x51 and -128 <= v <= 127:
+        chosen = wire  # the wire's encoding, which still holds v
+    elif -128 <= v <= 127:
+        chosen = 0x51
+    else:
         raise EncodeError("byte", f"{v} is out of range")
 
     if chosen == 0x51:
@@ -1065,24 +1038,17 @@ def e_byte(v: Any, out: bytearray, wire: Wire = None) -> None:
 _P_61 = struct.Struct(">Bh")
 
 
-_FITS_SHORT: tuple[tuple[int, int, int], ...] = ((0x61, -32768, 32767),)
-
-
 def e_short(v: Any, out: bytearray, wire: Wire = None) -> None:
     """short: the smallest encoding holding `v` (0x61), or the wire's."""
     try:
         v = int(v)
     except (TypeError, ValueError):
         raise EncodeError("short", f"{v!r} is not an integer") from None
-    chosen = None
-    for code, low, high in _FITS_SHORT:
-        if low <= v <= high:
-            if code == wire:
-                chosen = code
-                break
-            if chosen is None:
-                chosen = code
-    if chosen is None:
+    if wire == 0x61 and -32768 <= v <= 32767:
+        chosen = wire  # the wire's encoding, which still holds v
+    elif -32768 <= v <= 32767:
+        chosen = 0x61
+    else:
         raise EncodeError("short", f"{v} is out of range")
 
     if chosen == 0x61:
@@ -1095,27 +1061,19 @@ _P_54 = struct.Struct(">Bb")
 _P_71 = struct.Struct(">Bi")
 
 
-_FITS_INT: tuple[tuple[int, int, int], ...] = (
-    (0x54, -128, 127),
-    (0x71, -2147483648, 2147483647),
-)
-
-
 def e_int(v: Any, out: bytearray, wire: Wire = None) -> None:
     """int: the smallest encoding holding `v` (smallint, 0x71), or the wire's."""
     try:
         v = int(v)
     except (TypeError, ValueError):
         raise EncodeError("int", f"{v!r} is not an integer") from None
-    chosen = None
-    for code, low, high in _FITS_INT:
-        if low <= v <= high:
-            if code == wire:
-                chosen = code
-                break
-            if chosen is None:
-                chosen = code
-    if chosen is None:
+    if (wire == 0x54 and -128 <= v <= 127) or (wire == 0x71 and -2147483648 <= v <= 2147483647):
+        chosen = wire  # the wire's encoding, which still holds v
+    elif -128 <= v <= 127:
+        chosen = 0x54
+    elif -2147483648 <= v <= 2147483647:
+        chosen = 0x71
+    else:
         raise EncodeError("int", f"{v} is out of range")
 
     if chosen == 0x54:
@@ -1132,27 +1090,21 @@ _P_55 = struct.Struct(">Bb")
 _P_81 = struct.Struct(">Bq")
 
 
-_FITS_LONG: tuple[tuple[int, int, int], ...] = (
-    (0x55, -128, 127),
-    (0x81, -9223372036854775808, 9223372036854775807),
-)
-
-
 def e_long(v: Any, out: bytearray, wire: Wire = None) -> None:
     """long: the smallest encoding holding `v` (smalllong, 0x81), or the wire's."""
     try:
         v = int(v)
     except (TypeError, ValueError):
         raise EncodeError("long", f"{v!r} is not an integer") from None
-    chosen = None
-    for code, low, high in _FITS_LONG:
-        if low <= v <= high:
-            if code == wire:
-                chosen = code
-                break
-            if chosen is None:
-                chosen = code
-    if chosen is None:
+    if (wire == 0x55 and -128 <= v <= 127) or (
+        wire == 0x81 and -9223372036854775808 <= v <= 9223372036854775807
+    ):
+        chosen = wire  # the wire's encoding, which still holds v
+    elif -128 <= v <= 127:
+        chosen = 0x55
+    elif -9223372036854775808 <= v <= 9223372036854775807:
+        chosen = 0x81
+    else:
         raise EncodeError("long", f"{v} is out of range")
 
     if chosen == 0x55:
@@ -1226,24 +1178,17 @@ def e_char(v: Any, out: bytearray, wire: Wire = None) -> None:
 _P_83 = struct.Struct(">BQ")
 
 
-_FITS_TIMESTAMP: tuple[tuple[int, int, int], ...] = ((0x83, 0, 18446744073709551615),)
-
-
 def e_timestamp(v: Any, out: bytearray, wire: Wire = None) -> None:
     """timestamp: the smallest encoding holding `v` (ms64), or the wire's."""
     try:
         v = int(v)
     except (TypeError, ValueError):
         raise EncodeError("timestamp", f"{v!r} is not an integer") from None
-    chosen = None
-    for code, low, high in _FITS_TIMESTAMP:
-        if low <= v <= high:
-            if code == wire:
-                chosen = code
-                break
-            if chosen is None:
-                chosen = code
-    if chosen is None:
+    if wire == 0x83 and 0 <= v <= 18446744073709551615:
+        chosen = wire  # the wire's encoding, which still holds v
+    elif 0 <= v <= 18446744073709551615:
+        chosen = 0x83
+    else:
         raise EncodeError("timestamp", f"{v} is out of range")
 
     if chosen == 0x83:
@@ -1657,13 +1602,47 @@ def encode_any(v: Any, out: bytearray, wire: Wire = None) -> None:
     raise EncodeError("value", f"{type(v).__name__} has no AMQP type")
 
 
+_TEXTS: dict[str, tuple[str, int]] = {"symbol": ("ascii", 0xA3), "string": ("utf-8", 0xA1)}
+"""The text types' codecs and short (one length byte) constructors: sym8, str8."""
+
+
 def multiple(item: Writer, type_: str) -> Writer:
     """A `multiple` field: one value alone when the list holds one (or the wire says so), else
     an array."""
+    codec, short = _TEXTS.get(type_, ("", 0))
 
     def write(v: Any, out: bytearray, wire: Wire = None) -> None:
         if not isinstance(v, list | tuple):
             raise EncodeError(type_, f"a multiple field holds a list, not {type(v).__name__}")
+        if (
+            codec
+            and (wire == (0xE0, short, ()) or wire is None and len(v) != 1)
+            and (
+                v.__class__ is list
+                or v.__class__ is Array
+                and v.type == type_
+                and v.descriptor is None
+            )
+        ):
+            # the common case written directly: an array8 of short texts (symbols), as `e_array`
+            # writes it; anything else (a long text, a fault) is left to `e_array` below
+            body = bytearray()
+            for x in v:
+                if not isinstance(x, str):
+                    break
+                try:
+                    data = x.encode(codec)
+                except UnicodeEncodeError:
+                    break
+                if len(data) > 255:
+                    break
+                body.append(len(data))
+                body += data
+            else:
+                if len(body) + 2 <= 255 and len(v) <= 255:
+                    out += bytes((0xE0, len(body) + 2, len(v), short))
+                    out += body
+                    return
         code = _code_of(wire)
         if code in _ARRAY_CODES or (wire is None and len(v) != 1) or len(v) != 1:
             e_array(
