@@ -1951,6 +1951,33 @@ def write_list(
     out += body
 
 
+def list_start(
+    out: bytearray, wire: Wire, name: str, code: int, values: tuple[Any, ...]
+) -> tuple[tuple[Wire, ...], int, int | None]:
+    """A composite's descriptor (as the wire had it, else its smallulong code); then the wires
+    its fields were read with (None for each field not read), how many fields to write (up to
+    the last one set, or as many as were read) and the list's format code as read (else None)."""
+    size = len(values)
+    if wire is None and 0 < code <= 255:  # a fresh object: its smallulong code, its list afresh
+        out += bytes((0, 0x53, code))
+        return (None,) * size, _trimmed(values), None
+    lwire = write_descriptor(out, name, code, wire)
+    lcode = lwire if lwire.__class__ is int else lwire[0] if lwire is not None else None
+    wires = lwire[1] if isinstance(lwire, tuple) else ()
+    count = _trimmed(values)
+    if len(wires) > count:
+        count = len(wires)
+    return wires + (None,) * (size - len(wires)), count, lcode
+
+
+def _trimmed(values: tuple[Any, ...]) -> int:
+    """How many fields up to the last one set."""
+    count = len(values)
+    while count and values[count - 1] is None:
+        count -= 1
+    return count
+
+
 def end_list(out: bytearray, code: int | None, body: bytearray, count: int) -> None:
     """A composite's list around its fields: list0 when none is written (unless read as more)."""
     if count == 0 and code not in (LIST8, LIST32):

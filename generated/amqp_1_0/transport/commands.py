@@ -28,6 +28,7 @@ from ..errors import DecodeError, EncodeError
 from ..framing import HEADER
 from ..values import (
     LIST0,
+    NULL,
     Buffer,
     Composite,
     Described,
@@ -51,8 +52,10 @@ from ..values import (
     e_ushort,
     encode_any,
     field_fault,
+    end_list,
     field_readers,
     list_head,
+    list_start,
     mistyped,
     multiple,
     not_kind,
@@ -438,20 +441,76 @@ class Open(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("open.container-id", "mandatory field is None")
-        write_list(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:open:list",
-            0x00000000_00000010,
-            values,
-            _OPEN_WRITERS,
-            "open",
-            Open.FIELDS,
+        wires, count, lcode = list_start(
+            out, self._wire if wire is None else wire, "amqp:open:list", 0x00000000_00000010, values
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # container-id
+                e_string(values[0], body, wires[0])
+            if count > 1:  # hostname
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_string(values[1], body, wires[1])
+            if count > 2:  # max-frame-size
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[2], body, wires[2])
+            if count > 3:  # channel-max
+                i = 3
+                if values[3] is None:
+                    body.append(NULL)
+                else:
+                    e_ushort(values[3], body, wires[3])
+            if count > 4:  # idle-time-out
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[4], body, wires[4])
+            if count > 5:  # outgoing-locales
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[5], body, wires[5])
+            if count > 6:  # incoming-locales
+                i = 6
+                if values[6] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[6], body, wires[6])
+            if count > 7:  # offered-capabilities
+                i = 7
+                if values[7] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[7], body, wires[7])
+            if count > 8:  # desired-capabilities
+                i = 8
+                if values[8] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[8], body, wires[8])
+            if count > 9:  # properties
+                i = 9
+                if values[9] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[9], body, wires[9])
+        except EncodeError as e:
+            raise EncodeError(f"open.{Open.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _BEGIN_READERS = (
@@ -661,7 +720,8 @@ class Begin(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[1] is None:
             raise EncodeError("begin.next-outgoing-id", "mandatory field is None")
@@ -669,16 +729,57 @@ class Begin(Composite):
             raise EncodeError("begin.incoming-window", "mandatory field is None")
         if values[3] is None:
             raise EncodeError("begin.outgoing-window", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:begin:list",
             0x00000000_00000011,
             values,
-            _BEGIN_WRITERS,
-            "begin",
-            Begin.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # remote-channel
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    e_ushort(values[0], body, wires[0])
+            if count > 1:  # next-outgoing-id
+                i = 1
+                e_uint(values[1], body, wires[1])
+            if count > 2:  # incoming-window
+                i = 2
+                e_uint(values[2], body, wires[2])
+            if count > 3:  # outgoing-window
+                i = 3
+                e_uint(values[3], body, wires[3])
+            if count > 4:  # handle-max
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[4], body, wires[4])
+            if count > 5:  # offered-capabilities
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[5], body, wires[5])
+            if count > 6:  # desired-capabilities
+                i = 6
+                if values[6] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[6], body, wires[6])
+            if count > 7:  # properties
+                i = 7
+                if values[7] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[7], body, wires[7])
+        except EncodeError as e:
+            raise EncodeError(f"begin.{Begin.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _ATTACH_READERS = (
@@ -974,7 +1075,8 @@ class Attach(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("attach.name", "mandatory field is None")
@@ -982,16 +1084,93 @@ class Attach(Composite):
             raise EncodeError("attach.handle", "mandatory field is None")
         if values[2] is None:
             raise EncodeError("attach.role", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:attach:list",
             0x00000000_00000012,
             values,
-            _ATTACH_WRITERS,
-            "attach",
-            Attach.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # name
+                e_string(values[0], body, wires[0])
+            if count > 1:  # handle
+                i = 1
+                e_uint(values[1], body, wires[1])
+            if count > 2:  # role
+                i = 2
+                e_boolean(values[2], body, wires[2])
+            if count > 3:  # snd-settle-mode
+                i = 3
+                if values[3] is None:
+                    body.append(NULL)
+                else:
+                    e_ubyte(values[3], body, wires[3])
+            if count > 4:  # rcv-settle-mode
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    e_ubyte(values[4], body, wires[4])
+            if count > 5:  # source
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[5], body, wires[5])
+            if count > 6:  # target
+                i = 6
+                if values[6] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[6], body, wires[6])
+            if count > 7:  # unsettled
+                i = 7
+                if values[7] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[7], body, wires[7])
+            if count > 8:  # incomplete-unsettled
+                i = 8
+                if values[8] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[8], body, wires[8])
+            if count > 9:  # initial-delivery-count
+                i = 9
+                if values[9] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[9], body, wires[9])
+            if count > 10:  # max-message-size
+                i = 10
+                if values[10] is None:
+                    body.append(NULL)
+                else:
+                    e_ulong(values[10], body, wires[10])
+            if count > 11:  # offered-capabilities
+                i = 11
+                if values[11] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[11], body, wires[11])
+            if count > 12:  # desired-capabilities
+                i = 12
+                if values[12] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[12], body, wires[12])
+            if count > 13:  # properties
+                i = 13
+                if values[13] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[13], body, wires[13])
+        except EncodeError as e:
+            raise EncodeError(f"attach.{Attach.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _FLOW_READERS = (
@@ -1233,7 +1412,8 @@ class Flow(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[1] is None:
             raise EncodeError("flow.incoming-window", "mandatory field is None")
@@ -1241,16 +1421,71 @@ class Flow(Composite):
             raise EncodeError("flow.next-outgoing-id", "mandatory field is None")
         if values[3] is None:
             raise EncodeError("flow.outgoing-window", "mandatory field is None")
-        write_list(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:flow:list",
-            0x00000000_00000013,
-            values,
-            _FLOW_WRITERS,
-            "flow",
-            Flow.FIELDS,
+        wires, count, lcode = list_start(
+            out, self._wire if wire is None else wire, "amqp:flow:list", 0x00000000_00000013, values
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # next-incoming-id
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[0], body, wires[0])
+            if count > 1:  # incoming-window
+                i = 1
+                e_uint(values[1], body, wires[1])
+            if count > 2:  # next-outgoing-id
+                i = 2
+                e_uint(values[2], body, wires[2])
+            if count > 3:  # outgoing-window
+                i = 3
+                e_uint(values[3], body, wires[3])
+            if count > 4:  # handle
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[4], body, wires[4])
+            if count > 5:  # delivery-count
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[5], body, wires[5])
+            if count > 6:  # link-credit
+                i = 6
+                if values[6] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[6], body, wires[6])
+            if count > 7:  # available
+                i = 7
+                if values[7] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[7], body, wires[7])
+            if count > 8:  # drain
+                i = 8
+                if values[8] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[8], body, wires[8])
+            if count > 9:  # echo
+                i = 9
+                if values[9] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[9], body, wires[9])
+            if count > 10:  # properties
+                i = 10
+                if values[10] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[10], body, wires[10])
+        except EncodeError as e:
+            raise EncodeError(f"flow.{Flow.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _TRANSFER_READERS = (
@@ -1488,20 +1723,86 @@ class Transfer(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("transfer.handle", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:transfer:list",
             0x00000000_00000014,
             values,
-            _TRANSFER_WRITERS,
-            "transfer",
-            Transfer.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # handle
+                e_uint(values[0], body, wires[0])
+            if count > 1:  # delivery-id
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[1], body, wires[1])
+            if count > 2:  # delivery-tag
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    e_binary(values[2], body, wires[2])
+            if count > 3:  # message-format
+                i = 3
+                if values[3] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[3], body, wires[3])
+            if count > 4:  # settled
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[4], body, wires[4])
+            if count > 5:  # more
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[5], body, wires[5])
+            if count > 6:  # rcv-settle-mode
+                i = 6
+                if values[6] is None:
+                    body.append(NULL)
+                else:
+                    e_ubyte(values[6], body, wires[6])
+            if count > 7:  # state
+                i = 7
+                if values[7] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[7], body, wires[7])
+            if count > 8:  # resume
+                i = 8
+                if values[8] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[8], body, wires[8])
+            if count > 9:  # aborted
+                i = 9
+                if values[9] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[9], body, wires[9])
+            if count > 10:  # batchable
+                i = 10
+                if values[10] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[10], body, wires[10])
+        except EncodeError as e:
+            raise EncodeError(f"transfer.{Transfer.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _DISPOSITION_READERS = (
@@ -1671,22 +1972,57 @@ class Disposition(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("disposition.role", "mandatory field is None")
         if values[1] is None:
             raise EncodeError("disposition.first", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:disposition:list",
             0x00000000_00000015,
             values,
-            _DISPOSITION_WRITERS,
-            "disposition",
-            Disposition.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # role
+                e_boolean(values[0], body, wires[0])
+            if count > 1:  # first
+                i = 1
+                e_uint(values[1], body, wires[1])
+            if count > 2:  # last
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[2], body, wires[2])
+            if count > 3:  # settled
+                i = 3
+                if values[3] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[3], body, wires[3])
+            if count > 4:  # state
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[4], body, wires[4])
+            if count > 5:  # batchable
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[5], body, wires[5])
+        except EncodeError as e:
+            raise EncodeError(
+                f"disposition.{Disposition.FIELDS[i]}", f"{e.field}: {e.reason}"
+            ) from None
+        end_list(out, lcode, body, count)
 
 
 _DETACH_READERS = (
@@ -1816,20 +2152,38 @@ class Detach(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("detach.handle", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:detach:list",
             0x00000000_00000016,
             values,
-            _DETACH_WRITERS,
-            "detach",
-            Detach.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # handle
+                e_uint(values[0], body, wires[0])
+            if count > 1:  # closed
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[1], body, wires[1])
+            if count > 2:  # error
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[2], body, wires[2])
+        except EncodeError as e:
+            raise EncodeError(f"detach.{Detach.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _END_READERS = (_COMPOSITE_READERS,)
@@ -1917,18 +2271,23 @@ class End(Composite):
         return (self.error,)
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:end:list",
-            0x00000000_00000017,
-            values,
-            _END_WRITERS,
-            "end",
-            End.FIELDS,
+        wires, count, lcode = list_start(
+            out, self._wire if wire is None else wire, "amqp:end:list", 0x00000000_00000017, values
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # error
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[0], body, wires[0])
+        except EncodeError as e:
+            raise EncodeError(f"end.{End.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _CLOSE_READERS = (_COMPOSITE_READERS,)
@@ -2018,18 +2377,27 @@ class Close(Composite):
         return (self.error,)
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:close:list",
             0x00000000_00000018,
             values,
-            _CLOSE_WRITERS,
-            "close",
-            Close.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # error
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[0], body, wires[0])
+        except EncodeError as e:
+            raise EncodeError(f"close.{Close.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _ERROR_READERS = (
@@ -2152,20 +2520,38 @@ class Error(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("error.condition", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:error:list",
             0x00000000_0000001D,
             values,
-            _ERROR_WRITERS,
-            "error",
-            Error.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # condition
+                e_symbol(values[0], body, wires[0])
+            if count > 1:  # description
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_string(values[1], body, wires[1])
+            if count > 2:  # info
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[2], body, wires[2])
+        except EncodeError as e:
+            raise EncodeError(f"error.{Error.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 CLASSES: dict[int, type] = {

@@ -28,6 +28,7 @@ from ..errors import DecodeError, EncodeError
 from ..framing import HEADER
 from ..values import (
     LIST0,
+    NULL,
     Buffer,
     Composite,
     Described,
@@ -54,8 +55,10 @@ from ..values import (
     e_ushort,
     encode_any,
     field_fault,
+    end_list,
     field_readers,
     list_head,
+    list_start,
     mistyped,
     multiple,
     not_kind,
@@ -536,20 +539,76 @@ class Open(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("open.container-id", "mandatory field is None")
-        write_list(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:open:list",
-            0x00000000_00000010,
-            values,
-            _OPEN_WRITERS,
-            "open",
-            Open.FIELDS,
+        wires, count, lcode = list_start(
+            out, self._wire if wire is None else wire, "amqp:open:list", 0x00000000_00000010, values
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # container-id
+                e_string(values[0], body, wires[0])
+            if count > 1:  # hostname
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_string(values[1], body, wires[1])
+            if count > 2:  # max-frame-size
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[2], body, wires[2])
+            if count > 3:  # channel-max
+                i = 3
+                if values[3] is None:
+                    body.append(NULL)
+                else:
+                    e_ushort(values[3], body, wires[3])
+            if count > 4:  # idle-time-out
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[4], body, wires[4])
+            if count > 5:  # outgoing-locales
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[5], body, wires[5])
+            if count > 6:  # incoming-locales
+                i = 6
+                if values[6] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[6], body, wires[6])
+            if count > 7:  # offered-capabilities
+                i = 7
+                if values[7] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[7], body, wires[7])
+            if count > 8:  # desired-capabilities
+                i = 8
+                if values[8] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[8], body, wires[8])
+            if count > 9:  # properties
+                i = 9
+                if values[9] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[9], body, wires[9])
+        except EncodeError as e:
+            raise EncodeError(f"open.{Open.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _BEGIN_READERS = (
@@ -767,7 +826,8 @@ class Begin(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[1] is None:
             raise EncodeError("begin.next-outgoing-id", "mandatory field is None")
@@ -775,16 +835,57 @@ class Begin(Composite):
             raise EncodeError("begin.incoming-window", "mandatory field is None")
         if values[3] is None:
             raise EncodeError("begin.outgoing-window", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:begin:list",
             0x00000000_00000011,
             values,
-            _BEGIN_WRITERS,
-            "begin",
-            Begin.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # remote-channel
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    e_ushort(values[0], body, wires[0])
+            if count > 1:  # next-outgoing-id
+                i = 1
+                e_uint(values[1], body, wires[1])
+            if count > 2:  # incoming-window
+                i = 2
+                e_uint(values[2], body, wires[2])
+            if count > 3:  # outgoing-window
+                i = 3
+                e_uint(values[3], body, wires[3])
+            if count > 4:  # handle-max
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[4], body, wires[4])
+            if count > 5:  # offered-capabilities
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[5], body, wires[5])
+            if count > 6:  # desired-capabilities
+                i = 6
+                if values[6] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[6], body, wires[6])
+            if count > 7:  # properties
+                i = 7
+                if values[7] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[7], body, wires[7])
+        except EncodeError as e:
+            raise EncodeError(f"begin.{Begin.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _ATTACH_READERS = (
@@ -1115,7 +1216,8 @@ class Attach(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("attach.name", "mandatory field is None")
@@ -1123,16 +1225,93 @@ class Attach(Composite):
             raise EncodeError("attach.handle", "mandatory field is None")
         if values[2] is None:
             raise EncodeError("attach.role", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:attach:list",
             0x00000000_00000012,
             values,
-            _ATTACH_WRITERS,
-            "attach",
-            Attach.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # name
+                e_string(values[0], body, wires[0])
+            if count > 1:  # handle
+                i = 1
+                e_uint(values[1], body, wires[1])
+            if count > 2:  # role
+                i = 2
+                e_boolean(values[2], body, wires[2])
+            if count > 3:  # snd-settle-mode
+                i = 3
+                if values[3] is None:
+                    body.append(NULL)
+                else:
+                    e_ubyte(values[3], body, wires[3])
+            if count > 4:  # rcv-settle-mode
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    e_ubyte(values[4], body, wires[4])
+            if count > 5:  # source
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[5], body, wires[5])
+            if count > 6:  # target
+                i = 6
+                if values[6] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[6], body, wires[6])
+            if count > 7:  # unsettled
+                i = 7
+                if values[7] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[7], body, wires[7])
+            if count > 8:  # incomplete-unsettled
+                i = 8
+                if values[8] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[8], body, wires[8])
+            if count > 9:  # initial-delivery-count
+                i = 9
+                if values[9] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[9], body, wires[9])
+            if count > 10:  # max-message-size
+                i = 10
+                if values[10] is None:
+                    body.append(NULL)
+                else:
+                    e_ulong(values[10], body, wires[10])
+            if count > 11:  # offered-capabilities
+                i = 11
+                if values[11] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[11], body, wires[11])
+            if count > 12:  # desired-capabilities
+                i = 12
+                if values[12] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[12], body, wires[12])
+            if count > 13:  # properties
+                i = 13
+                if values[13] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[13], body, wires[13])
+        except EncodeError as e:
+            raise EncodeError(f"attach.{Attach.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _FLOW_READERS = (
@@ -1400,7 +1579,8 @@ class Flow(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[1] is None:
             raise EncodeError("flow.incoming-window", "mandatory field is None")
@@ -1408,16 +1588,71 @@ class Flow(Composite):
             raise EncodeError("flow.next-outgoing-id", "mandatory field is None")
         if values[3] is None:
             raise EncodeError("flow.outgoing-window", "mandatory field is None")
-        write_list(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:flow:list",
-            0x00000000_00000013,
-            values,
-            _FLOW_WRITERS,
-            "flow",
-            Flow.FIELDS,
+        wires, count, lcode = list_start(
+            out, self._wire if wire is None else wire, "amqp:flow:list", 0x00000000_00000013, values
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # next-incoming-id
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[0], body, wires[0])
+            if count > 1:  # incoming-window
+                i = 1
+                e_uint(values[1], body, wires[1])
+            if count > 2:  # next-outgoing-id
+                i = 2
+                e_uint(values[2], body, wires[2])
+            if count > 3:  # outgoing-window
+                i = 3
+                e_uint(values[3], body, wires[3])
+            if count > 4:  # handle
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[4], body, wires[4])
+            if count > 5:  # delivery-count
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[5], body, wires[5])
+            if count > 6:  # link-credit
+                i = 6
+                if values[6] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[6], body, wires[6])
+            if count > 7:  # available
+                i = 7
+                if values[7] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[7], body, wires[7])
+            if count > 8:  # drain
+                i = 8
+                if values[8] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[8], body, wires[8])
+            if count > 9:  # echo
+                i = 9
+                if values[9] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[9], body, wires[9])
+            if count > 10:  # properties
+                i = 10
+                if values[10] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[10], body, wires[10])
+        except EncodeError as e:
+            raise EncodeError(f"flow.{Flow.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _TRANSFER_READERS = (
@@ -1709,20 +1944,86 @@ class Transfer(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("transfer.handle", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:transfer:list",
             0x00000000_00000014,
             values,
-            _TRANSFER_WRITERS,
-            "transfer",
-            Transfer.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # handle
+                e_uint(values[0], body, wires[0])
+            if count > 1:  # delivery-id
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[1], body, wires[1])
+            if count > 2:  # delivery-tag
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    e_binary(values[2], body, wires[2])
+            if count > 3:  # message-format
+                i = 3
+                if values[3] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[3], body, wires[3])
+            if count > 4:  # settled
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[4], body, wires[4])
+            if count > 5:  # more
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[5], body, wires[5])
+            if count > 6:  # rcv-settle-mode
+                i = 6
+                if values[6] is None:
+                    body.append(NULL)
+                else:
+                    e_ubyte(values[6], body, wires[6])
+            if count > 7:  # state
+                i = 7
+                if values[7] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[7], body, wires[7])
+            if count > 8:  # resume
+                i = 8
+                if values[8] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[8], body, wires[8])
+            if count > 9:  # aborted
+                i = 9
+                if values[9] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[9], body, wires[9])
+            if count > 10:  # batchable
+                i = 10
+                if values[10] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[10], body, wires[10])
+        except EncodeError as e:
+            raise EncodeError(f"transfer.{Transfer.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _DISPOSITION_READERS = (
@@ -1910,22 +2211,57 @@ class Disposition(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("disposition.role", "mandatory field is None")
         if values[1] is None:
             raise EncodeError("disposition.first", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:disposition:list",
             0x00000000_00000015,
             values,
-            _DISPOSITION_WRITERS,
-            "disposition",
-            Disposition.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # role
+                e_boolean(values[0], body, wires[0])
+            if count > 1:  # first
+                i = 1
+                e_uint(values[1], body, wires[1])
+            if count > 2:  # last
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[2], body, wires[2])
+            if count > 3:  # settled
+                i = 3
+                if values[3] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[3], body, wires[3])
+            if count > 4:  # state
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[4], body, wires[4])
+            if count > 5:  # batchable
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[5], body, wires[5])
+        except EncodeError as e:
+            raise EncodeError(
+                f"disposition.{Disposition.FIELDS[i]}", f"{e.field}: {e.reason}"
+            ) from None
+        end_list(out, lcode, body, count)
 
 
 _DETACH_READERS = (
@@ -2057,20 +2393,38 @@ class Detach(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("detach.handle", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:detach:list",
             0x00000000_00000016,
             values,
-            _DETACH_WRITERS,
-            "detach",
-            Detach.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # handle
+                e_uint(values[0], body, wires[0])
+            if count > 1:  # closed
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[1], body, wires[1])
+            if count > 2:  # error
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[2], body, wires[2])
+        except EncodeError as e:
+            raise EncodeError(f"detach.{Detach.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _END_READERS = (_COMPOSITE_READERS,)
@@ -2159,18 +2513,23 @@ class End(Composite):
         return (self.error,)
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:end:list",
-            0x00000000_00000017,
-            values,
-            _END_WRITERS,
-            "end",
-            End.FIELDS,
+        wires, count, lcode = list_start(
+            out, self._wire if wire is None else wire, "amqp:end:list", 0x00000000_00000017, values
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # error
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[0], body, wires[0])
+        except EncodeError as e:
+            raise EncodeError(f"end.{End.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _CLOSE_READERS = (_COMPOSITE_READERS,)
@@ -2264,18 +2623,27 @@ class Close(Composite):
         return (self.error,)
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:close:list",
             0x00000000_00000018,
             values,
-            _CLOSE_WRITERS,
-            "close",
-            Close.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # error
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[0], body, wires[0])
+        except EncodeError as e:
+            raise EncodeError(f"close.{Close.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _ERROR_READERS = (
@@ -2399,20 +2767,38 @@ class Error(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("error.condition", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:error:list",
             0x00000000_0000001D,
             values,
-            _ERROR_WRITERS,
-            "error",
-            Error.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # condition
+                e_symbol(values[0], body, wires[0])
+            if count > 1:  # description
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_string(values[1], body, wires[1])
+            if count > 2:  # info
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[2], body, wires[2])
+        except EncodeError as e:
+            raise EncodeError(f"error.{Error.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _HEADER_READERS = (
@@ -2595,18 +2981,51 @@ class Header(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:header:list",
             0x00000000_00000070,
             values,
-            _HEADER_WRITERS,
-            "header",
-            Header.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # durable
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[0], body, wires[0])
+            if count > 1:  # priority
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_ubyte(values[1], body, wires[1])
+            if count > 2:  # ttl
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[2], body, wires[2])
+            if count > 3:  # first-acquirer
+                i = 3
+                if values[3] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[3], body, wires[3])
+            if count > 4:  # delivery-count
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[4], body, wires[4])
+        except EncodeError as e:
+            raise EncodeError(f"header.{Header.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -3033,18 +3452,101 @@ class Properties(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:properties:list",
             0x00000000_00000073,
             values,
-            _PROPERTIES_WRITERS,
-            "properties",
-            Properties.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # message-id
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[0], body, wires[0])
+            if count > 1:  # user-id
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_binary(values[1], body, wires[1])
+            if count > 2:  # to
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[2], body, wires[2])
+            if count > 3:  # subject
+                i = 3
+                if values[3] is None:
+                    body.append(NULL)
+                else:
+                    e_string(values[3], body, wires[3])
+            if count > 4:  # reply-to
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[4], body, wires[4])
+            if count > 5:  # correlation-id
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[5], body, wires[5])
+            if count > 6:  # content-type
+                i = 6
+                if values[6] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol(values[6], body, wires[6])
+            if count > 7:  # content-encoding
+                i = 7
+                if values[7] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol(values[7], body, wires[7])
+            if count > 8:  # absolute-expiry-time
+                i = 8
+                if values[8] is None:
+                    body.append(NULL)
+                else:
+                    e_timestamp(values[8], body, wires[8])
+            if count > 9:  # creation-time
+                i = 9
+                if values[9] is None:
+                    body.append(NULL)
+                else:
+                    e_timestamp(values[9], body, wires[9])
+            if count > 10:  # group-id
+                i = 10
+                if values[10] is None:
+                    body.append(NULL)
+                else:
+                    e_string(values[10], body, wires[10])
+            if count > 11:  # group-sequence
+                i = 11
+                if values[11] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[11], body, wires[11])
+            if count > 12:  # reply-to-group-id
+                i = 12
+                if values[12] is None:
+                    body.append(NULL)
+                else:
+                    e_string(values[12], body, wires[12])
+        except EncodeError as e:
+            raise EncodeError(
+                f"properties.{Properties.FIELDS[i]}", f"{e.field}: {e.reason}"
+            ) from None
+        end_list(out, lcode, body, count)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -3464,22 +3966,31 @@ class Received(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("received.section-number", "mandatory field is None")
         if values[1] is None:
             raise EncodeError("received.section-offset", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:received:list",
             0x00000000_00000023,
             values,
-            _RECEIVED_WRITERS,
-            "received",
-            Received.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # section-number
+                e_uint(values[0], body, wires[0])
+            if count > 1:  # section-offset
+                i = 1
+                e_ulong(values[1], body, wires[1])
+        except EncodeError as e:
+            raise EncodeError(f"received.{Received.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _ACCEPTED_READERS = ()
@@ -3562,7 +4073,8 @@ class Accepted(Composite):
         return ()
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         write_list(
             out,
@@ -3673,18 +4185,27 @@ class Rejected(Composite):
         return (self.error,)
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:rejected:list",
             0x00000000_00000025,
             values,
-            _REJECTED_WRITERS,
-            "rejected",
-            Rejected.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # error
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[0], body, wires[0])
+        except EncodeError as e:
+            raise EncodeError(f"rejected.{Rejected.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _RELEASED_READERS = ()
@@ -3768,7 +4289,8 @@ class Released(Composite):
         return ()
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         write_list(
             out,
@@ -3923,18 +4445,39 @@ class Modified(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:modified:list",
             0x00000000_00000027,
             values,
-            _MODIFIED_WRITERS,
-            "modified",
-            Modified.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # delivery-failed
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[0], body, wires[0])
+            if count > 1:  # undeliverable-here
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[1], body, wires[1])
+            if count > 2:  # message-annotations
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[2], body, wires[2])
+        except EncodeError as e:
+            raise EncodeError(f"modified.{Modified.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _SOURCE_READERS = (
@@ -4211,18 +4754,87 @@ class Source(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:source:list",
             0x00000000_00000028,
             values,
-            _SOURCE_WRITERS,
-            "source",
-            Source.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # address
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[0], body, wires[0])
+            if count > 1:  # durable
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[1], body, wires[1])
+            if count > 2:  # expiry-policy
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol(values[2], body, wires[2])
+            if count > 3:  # timeout
+                i = 3
+                if values[3] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[3], body, wires[3])
+            if count > 4:  # dynamic
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[4], body, wires[4])
+            if count > 5:  # dynamic-node-properties
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[5], body, wires[5])
+            if count > 6:  # distribution-mode
+                i = 6
+                if values[6] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol(values[6], body, wires[6])
+            if count > 7:  # filter
+                i = 7
+                if values[7] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[7], body, wires[7])
+            if count > 8:  # default-outcome
+                i = 8
+                if values[8] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[8], body, wires[8])
+            if count > 9:  # outcomes
+                i = 9
+                if values[9] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[9], body, wires[9])
+            if count > 10:  # capabilities
+                i = 10
+                if values[10] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[10], body, wires[10])
+        except EncodeError as e:
+            raise EncodeError(f"source.{Source.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _TARGET_READERS = (
@@ -4428,18 +5040,63 @@ class Target(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:target:list",
             0x00000000_00000029,
             values,
-            _TARGET_WRITERS,
-            "target",
-            Target.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # address
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[0], body, wires[0])
+            if count > 1:  # durable
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[1], body, wires[1])
+            if count > 2:  # expiry-policy
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol(values[2], body, wires[2])
+            if count > 3:  # timeout
+                i = 3
+                if values[3] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[3], body, wires[3])
+            if count > 4:  # dynamic
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[4], body, wires[4])
+            if count > 5:  # dynamic-node-properties
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[5], body, wires[5])
+            if count > 6:  # capabilities
+                i = 6
+                if values[6] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[6], body, wires[6])
+        except EncodeError as e:
+            raise EncodeError(f"target.{Target.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _DELETE_ON_CLOSE_READERS = ()
@@ -4516,7 +5173,8 @@ class DeleteOnClose(Composite):
         return ()
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         write_list(
             out,
@@ -4604,7 +5262,8 @@ class DeleteOnNoLinks(Composite):
         return ()
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         write_list(
             out,
@@ -4692,7 +5351,8 @@ class DeleteOnNoMessages(Composite):
         return ()
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         write_list(
             out,
@@ -4786,7 +5446,8 @@ class DeleteOnNoLinksOrMessages(Composite):
         return ()
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         write_list(
             out,
@@ -4896,18 +5557,29 @@ class Coordinator(Composite):
         return (self.capabilities,)
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:coordinator:list",
             0x00000000_00000030,
             values,
-            _COORDINATOR_WRITERS,
-            "coordinator",
-            Coordinator.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # capabilities
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[0], body, wires[0])
+        except EncodeError as e:
+            raise EncodeError(
+                f"coordinator.{Coordinator.FIELDS[i]}", f"{e.field}: {e.reason}"
+            ) from None
+        end_list(out, lcode, body, count)
 
 
 _DECLARE_READERS = (_ANY_READERS,)
@@ -4997,18 +5669,27 @@ class Declare(Composite):
         return (self.global_id,)
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:declare:list",
             0x00000000_00000031,
             values,
-            _DECLARE_WRITERS,
-            "declare",
-            Declare.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # global-id
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[0], body, wires[0])
+        except EncodeError as e:
+            raise EncodeError(f"declare.{Declare.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _DISCHARGE_READERS = (
@@ -5122,20 +5803,34 @@ class Discharge(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("discharge.txn-id", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:discharge:list",
             0x00000000_00000032,
             values,
-            _DISCHARGE_WRITERS,
-            "discharge",
-            Discharge.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # txn-id
+                encode_any(values[0], body, wires[0])
+            if count > 1:  # fail
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[1], body, wires[1])
+        except EncodeError as e:
+            raise EncodeError(
+                f"discharge.{Discharge.FIELDS[i]}", f"{e.field}: {e.reason}"
+            ) from None
+        end_list(out, lcode, body, count)
 
 
 _DECLARED_READERS = (_ANY_READERS,)
@@ -5224,20 +5919,26 @@ class Declared(Composite):
         return (self.txn_id,)
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("declared.txn-id", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:declared:list",
             0x00000000_00000033,
             values,
-            _DECLARED_WRITERS,
-            "declared",
-            Declared.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # txn-id
+                encode_any(values[0], body, wires[0])
+        except EncodeError as e:
+            raise EncodeError(f"declared.{Declared.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _TRANSACTIONAL_STATE_READERS = (
@@ -5354,20 +6055,34 @@ class TransactionalState(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("transactional-state.txn-id", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:transactional-state:list",
             0x00000000_00000034,
             values,
-            _TRANSACTIONAL_STATE_WRITERS,
-            "transactional-state",
-            TransactionalState.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # txn-id
+                encode_any(values[0], body, wires[0])
+            if count > 1:  # outcome
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[1], body, wires[1])
+        except EncodeError as e:
+            raise EncodeError(
+                f"transactional-state.{TransactionalState.FIELDS[i]}", f"{e.field}: {e.reason}"
+            ) from None
+        end_list(out, lcode, body, count)
 
 
 _SASL_MECHANISMS_READERS = (_SYMBOL_OR_ARRAY_READERS,)
@@ -5474,20 +6189,28 @@ class SaslMechanisms(Composite):
         return (self.sasl_server_mechanisms,)
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("sasl-mechanisms.sasl-server-mechanisms", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:sasl-mechanisms:list",
             0x00000000_00000040,
             values,
-            _SASL_MECHANISMS_WRITERS,
-            "sasl-mechanisms",
-            SaslMechanisms.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # sasl-server-mechanisms
+                e_symbol_or_array(values[0], body, wires[0])
+        except EncodeError as e:
+            raise EncodeError(
+                f"sasl-mechanisms.{SaslMechanisms.FIELDS[i]}", f"{e.field}: {e.reason}"
+            ) from None
+        end_list(out, lcode, body, count)
 
 
 _SASL_INIT_READERS = (
@@ -5621,20 +6344,38 @@ class SaslInit(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("sasl-init.mechanism", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:sasl-init:list",
             0x00000000_00000041,
             values,
-            _SASL_INIT_WRITERS,
-            "sasl-init",
-            SaslInit.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # mechanism
+                e_symbol(values[0], body, wires[0])
+            if count > 1:  # initial-response
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_binary(values[1], body, wires[1])
+            if count > 2:  # hostname
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    e_string(values[2], body, wires[2])
+        except EncodeError as e:
+            raise EncodeError(f"sasl-init.{SaslInit.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _SASL_CHALLENGE_READERS = (_BINARY_READERS,)
@@ -5729,20 +6470,28 @@ class SaslChallenge(Composite):
         return (self.challenge,)
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("sasl-challenge.challenge", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:sasl-challenge:list",
             0x00000000_00000042,
             values,
-            _SASL_CHALLENGE_WRITERS,
-            "sasl-challenge",
-            SaslChallenge.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # challenge
+                e_binary(values[0], body, wires[0])
+        except EncodeError as e:
+            raise EncodeError(
+                f"sasl-challenge.{SaslChallenge.FIELDS[i]}", f"{e.field}: {e.reason}"
+            ) from None
+        end_list(out, lcode, body, count)
 
 
 _SASL_RESPONSE_READERS = (_BINARY_READERS,)
@@ -5838,20 +6587,28 @@ class SaslResponse(Composite):
         return (self.response,)
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("sasl-response.response", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:sasl-response:list",
             0x00000000_00000043,
             values,
-            _SASL_RESPONSE_WRITERS,
-            "sasl-response",
-            SaslResponse.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # response
+                e_binary(values[0], body, wires[0])
+        except EncodeError as e:
+            raise EncodeError(
+                f"sasl-response.{SaslResponse.FIELDS[i]}", f"{e.field}: {e.reason}"
+            ) from None
+        end_list(out, lcode, body, count)
 
 
 _SASL_OUTCOME_READERS = (
@@ -5966,20 +6723,34 @@ class SaslOutcome(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("sasl-outcome.code", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:sasl-outcome:list",
             0x00000000_00000044,
             values,
-            _SASL_OUTCOME_WRITERS,
-            "sasl-outcome",
-            SaslOutcome.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # code
+                e_ubyte(values[0], body, wires[0])
+            if count > 1:  # additional-data
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_binary(values[1], body, wires[1])
+        except EncodeError as e:
+            raise EncodeError(
+                f"sasl-outcome.{SaslOutcome.FIELDS[i]}", f"{e.field}: {e.reason}"
+            ) from None
+        end_list(out, lcode, body, count)
 
 
 CLASSES: dict[int, type] = {
