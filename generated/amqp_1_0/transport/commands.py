@@ -51,8 +51,8 @@ from ..values import (
     e_ulong,
     e_ushort,
     encode_any,
-    field_fault,
     end_list,
+    field_fault,
     field_readers,
     list_head,
     list_start,
@@ -62,7 +62,6 @@ from ..values import (
     read,
     read_fields,
     read_list,
-    write_list,
 )
 from ..values import decode_value as _decode_value
 from ..values import decode_value_wire as _decode_value_wire
@@ -212,18 +211,6 @@ _OPEN_READERS = (
     _SYMBOL_OR_ARRAY_READERS,
     _SYMBOL_OR_ARRAY_READERS,
     _MAP_READERS,
-)
-_OPEN_WRITERS = (
-    e_string,
-    e_string,
-    e_uint,
-    e_ushort,
-    e_uint,
-    e_symbol_or_array,
-    e_symbol_or_array,
-    e_symbol_or_array,
-    e_symbol_or_array,
-    e_map,
 )
 
 
@@ -523,16 +510,6 @@ _BEGIN_READERS = (
     _SYMBOL_OR_ARRAY_READERS,
     _MAP_READERS,
 )
-_BEGIN_WRITERS = (
-    e_ushort,
-    e_uint,
-    e_uint,
-    e_uint,
-    e_uint,
-    e_symbol_or_array,
-    e_symbol_or_array,
-    e_map,
-)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -797,22 +774,6 @@ _ATTACH_READERS = (
     _SYMBOL_OR_ARRAY_READERS,
     _SYMBOL_OR_ARRAY_READERS,
     _MAP_READERS,
-)
-_ATTACH_WRITERS = (
-    e_string,
-    e_uint,
-    e_boolean,
-    e_ubyte,
-    e_ubyte,
-    encode_any,
-    encode_any,
-    e_map,
-    e_boolean,
-    e_uint,
-    e_ulong,
-    e_symbol_or_array,
-    e_symbol_or_array,
-    e_map,
 )
 
 
@@ -1186,19 +1147,6 @@ _FLOW_READERS = (
     _BOOLEAN_READERS,
     _MAP_READERS,
 )
-_FLOW_WRITERS = (
-    e_uint,
-    e_uint,
-    e_uint,
-    e_uint,
-    e_uint,
-    e_uint,
-    e_uint,
-    e_uint,
-    e_boolean,
-    e_boolean,
-    e_map,
-)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -1501,19 +1449,6 @@ _TRANSFER_READERS = (
     _BOOLEAN_READERS,
     _BOOLEAN_READERS,
 )
-_TRANSFER_WRITERS = (
-    e_uint,
-    e_uint,
-    e_binary,
-    e_uint,
-    e_boolean,
-    e_boolean,
-    e_ubyte,
-    encode_any,
-    e_boolean,
-    e_boolean,
-    e_boolean,
-)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -1813,14 +1748,6 @@ _DISPOSITION_READERS = (
     _ANY_READERS,
     _BOOLEAN_READERS,
 )
-_DISPOSITION_WRITERS = (
-    e_boolean,
-    e_uint,
-    e_uint,
-    e_boolean,
-    encode_any,
-    e_boolean,
-)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -2030,11 +1957,6 @@ _DETACH_READERS = (
     _BOOLEAN_READERS,
     _COMPOSITE_READERS,
 )
-_DETACH_WRITERS = (
-    e_uint,
-    e_boolean,
-    encode_any,
-)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -2187,7 +2109,6 @@ class Detach(Composite):
 
 
 _END_READERS = (_COMPOSITE_READERS,)
-_END_WRITERS = (encode_any,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -2291,7 +2212,6 @@ class End(Composite):
 
 
 _CLOSE_READERS = (_COMPOSITE_READERS,)
-_CLOSE_WRITERS = (encode_any,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -2404,11 +2324,6 @@ _ERROR_READERS = (
     _SYMBOL_READERS,
     _STRING_READERS,
     _MAP_READERS,
-)
-_ERROR_WRITERS = (
-    e_symbol,
-    e_string,
-    e_map,
 )
 
 

@@ -54,8 +54,8 @@ from ..values import (
     e_ulong,
     e_ushort,
     encode_any,
-    field_fault,
     end_list,
+    field_fault,
     field_readers,
     list_head,
     list_start,
@@ -67,7 +67,6 @@ from ..values import (
     read_list,
     read_section,
     write_descriptor,
-    write_list,
 )
 from ..values import decode_value as _decode_value
 from ..values import decode_value_wire as _decode_value_wire
@@ -268,18 +267,6 @@ _OPEN_READERS = (
     _SYMBOL_OR_ARRAY_READERS,
     _SYMBOL_OR_ARRAY_READERS,
     _MAP_READERS,
-)
-_OPEN_WRITERS = (
-    e_string,
-    e_string,
-    e_uint,
-    e_ushort,
-    e_uint,
-    e_symbol_or_array,
-    e_symbol_or_array,
-    e_symbol_or_array,
-    e_symbol_or_array,
-    e_map,
 )
 
 
@@ -621,16 +608,6 @@ _BEGIN_READERS = (
     _SYMBOL_OR_ARRAY_READERS,
     _MAP_READERS,
 )
-_BEGIN_WRITERS = (
-    e_ushort,
-    e_uint,
-    e_uint,
-    e_uint,
-    e_uint,
-    e_symbol_or_array,
-    e_symbol_or_array,
-    e_map,
-)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -903,22 +880,6 @@ _ATTACH_READERS = (
     _SYMBOL_OR_ARRAY_READERS,
     _SYMBOL_OR_ARRAY_READERS,
     _MAP_READERS,
-)
-_ATTACH_WRITERS = (
-    e_string,
-    e_uint,
-    e_boolean,
-    e_ubyte,
-    e_ubyte,
-    encode_any,
-    encode_any,
-    e_map,
-    e_boolean,
-    e_uint,
-    e_ulong,
-    e_symbol_or_array,
-    e_symbol_or_array,
-    e_map,
 )
 
 
@@ -1327,19 +1288,6 @@ _FLOW_READERS = (
     _BOOLEAN_READERS,
     _MAP_READERS,
 )
-_FLOW_WRITERS = (
-    e_uint,
-    e_uint,
-    e_uint,
-    e_uint,
-    e_uint,
-    e_uint,
-    e_uint,
-    e_uint,
-    e_boolean,
-    e_boolean,
-    e_map,
-)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -1667,19 +1615,6 @@ _TRANSFER_READERS = (
     _BOOLEAN_READERS,
     _BOOLEAN_READERS,
     _BOOLEAN_READERS,
-)
-_TRANSFER_WRITERS = (
-    e_uint,
-    e_uint,
-    e_binary,
-    e_uint,
-    e_boolean,
-    e_boolean,
-    e_ubyte,
-    encode_any,
-    e_boolean,
-    e_boolean,
-    e_boolean,
 )
 
 
@@ -2034,14 +1969,6 @@ _DISPOSITION_READERS = (
     _ANY_READERS,
     _BOOLEAN_READERS,
 )
-_DISPOSITION_WRITERS = (
-    e_boolean,
-    e_uint,
-    e_uint,
-    e_boolean,
-    encode_any,
-    e_boolean,
-)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -2269,11 +2196,6 @@ _DETACH_READERS = (
     _BOOLEAN_READERS,
     _COMPOSITE_READERS,
 )
-_DETACH_WRITERS = (
-    e_uint,
-    e_boolean,
-    encode_any,
-)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -2428,7 +2350,6 @@ class Detach(Composite):
 
 
 _END_READERS = (_COMPOSITE_READERS,)
-_END_WRITERS = (encode_any,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -2533,7 +2454,6 @@ class End(Composite):
 
 
 _CLOSE_READERS = (_COMPOSITE_READERS,)
-_CLOSE_WRITERS = (encode_any,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -2650,11 +2570,6 @@ _ERROR_READERS = (
     _SYMBOL_READERS,
     _STRING_READERS,
     _MAP_READERS,
-)
-_ERROR_WRITERS = (
-    e_symbol,
-    e_string,
-    e_map,
 )
 
 
@@ -2807,13 +2722,6 @@ _HEADER_READERS = (
     _UINT_READERS,
     _BOOLEAN_READERS,
     _UINT_READERS,
-)
-_HEADER_WRITERS = (
-    e_boolean,
-    e_ubyte,
-    e_uint,
-    e_boolean,
-    e_uint,
 )
 
 
@@ -3186,21 +3094,6 @@ _PROPERTIES_READERS = (
     _STRING_READERS,
     _UINT_READERS,
     _STRING_READERS,
-)
-_PROPERTIES_WRITERS = (
-    encode_any,
-    e_binary,
-    encode_any,
-    e_string,
-    encode_any,
-    encode_any,
-    e_symbol,
-    e_symbol,
-    e_timestamp,
-    e_timestamp,
-    e_string,
-    e_uint,
-    e_string,
 )
 
 
@@ -3843,10 +3736,6 @@ _RECEIVED_READERS = (
     _UINT_READERS,
     _ULONG_READERS,
 )
-_RECEIVED_WRITERS = (
-    e_uint,
-    e_ulong,
-)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -3994,7 +3883,6 @@ class Received(Composite):
 
 
 _ACCEPTED_READERS = ()
-_ACCEPTED_WRITERS = ()
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -4076,20 +3964,18 @@ class Accepted(Composite):
         """The described list, each field by its type's writer: in the encoding it was read with
         while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:accepted:list",
             0x00000000_00000024,
             values,
-            _ACCEPTED_WRITERS,
-            "accepted",
-            Accepted.FIELDS,
         )
+        body = bytearray()
+        end_list(out, lcode, body, count)
 
 
 _REJECTED_READERS = (_COMPOSITE_READERS,)
-_REJECTED_WRITERS = (encode_any,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -4209,7 +4095,6 @@ class Rejected(Composite):
 
 
 _RELEASED_READERS = ()
-_RELEASED_WRITERS = ()
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -4292,27 +4177,21 @@ class Released(Composite):
         """The described list, each field by its type's writer: in the encoding it was read with
         while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:released:list",
             0x00000000_00000026,
             values,
-            _RELEASED_WRITERS,
-            "released",
-            Released.FIELDS,
         )
+        body = bytearray()
+        end_list(out, lcode, body, count)
 
 
 _MODIFIED_READERS = (
     _BOOLEAN_READERS,
     _BOOLEAN_READERS,
     _MAP_READERS,
-)
-_MODIFIED_WRITERS = (
-    e_boolean,
-    e_boolean,
-    e_map,
 )
 
 
@@ -4492,19 +4371,6 @@ _SOURCE_READERS = (
     _ANY_READERS,
     _SYMBOL_OR_ARRAY_READERS,
     _SYMBOL_OR_ARRAY_READERS,
-)
-_SOURCE_WRITERS = (
-    encode_any,
-    e_uint,
-    e_symbol,
-    e_uint,
-    e_boolean,
-    e_map,
-    e_symbol,
-    e_map,
-    encode_any,
-    e_symbol_or_array,
-    e_symbol_or_array,
 )
 
 
@@ -4846,15 +4712,6 @@ _TARGET_READERS = (
     _MAP_READERS,
     _SYMBOL_OR_ARRAY_READERS,
 )
-_TARGET_WRITERS = (
-    encode_any,
-    e_uint,
-    e_symbol,
-    e_uint,
-    e_boolean,
-    e_map,
-    e_symbol_or_array,
-)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -5100,7 +4957,6 @@ class Target(Composite):
 
 
 _DELETE_ON_CLOSE_READERS = ()
-_DELETE_ON_CLOSE_WRITERS = ()
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -5176,20 +5032,18 @@ class DeleteOnClose(Composite):
         """The described list, each field by its type's writer: in the encoding it was read with
         while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:delete-on-close:list",
             0x00000000_0000002B,
             values,
-            _DELETE_ON_CLOSE_WRITERS,
-            "delete-on-close",
-            DeleteOnClose.FIELDS,
         )
+        body = bytearray()
+        end_list(out, lcode, body, count)
 
 
 _DELETE_ON_NO_LINKS_READERS = ()
-_DELETE_ON_NO_LINKS_WRITERS = ()
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -5265,20 +5119,18 @@ class DeleteOnNoLinks(Composite):
         """The described list, each field by its type's writer: in the encoding it was read with
         while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:delete-on-no-links:list",
             0x00000000_0000002C,
             values,
-            _DELETE_ON_NO_LINKS_WRITERS,
-            "delete-on-no-links",
-            DeleteOnNoLinks.FIELDS,
         )
+        body = bytearray()
+        end_list(out, lcode, body, count)
 
 
 _DELETE_ON_NO_MESSAGES_READERS = ()
-_DELETE_ON_NO_MESSAGES_WRITERS = ()
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -5354,20 +5206,18 @@ class DeleteOnNoMessages(Composite):
         """The described list, each field by its type's writer: in the encoding it was read with
         while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:delete-on-no-messages:list",
             0x00000000_0000002D,
             values,
-            _DELETE_ON_NO_MESSAGES_WRITERS,
-            "delete-on-no-messages",
-            DeleteOnNoMessages.FIELDS,
         )
+        body = bytearray()
+        end_list(out, lcode, body, count)
 
 
 _DELETE_ON_NO_LINKS_OR_MESSAGES_READERS = ()
-_DELETE_ON_NO_LINKS_OR_MESSAGES_WRITERS = ()
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -5449,20 +5299,18 @@ class DeleteOnNoLinksOrMessages(Composite):
         """The described list, each field by its type's writer: in the encoding it was read with
         while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:delete-on-no-links-or-messages:list",
             0x00000000_0000002E,
             values,
-            _DELETE_ON_NO_LINKS_OR_MESSAGES_WRITERS,
-            "delete-on-no-links-or-messages",
-            DeleteOnNoLinksOrMessages.FIELDS,
         )
+        body = bytearray()
+        end_list(out, lcode, body, count)
 
 
 _COORDINATOR_READERS = (_SYMBOL_OR_ARRAY_READERS,)
-_COORDINATOR_WRITERS = (e_symbol_or_array,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -5583,7 +5431,6 @@ class Coordinator(Composite):
 
 
 _DECLARE_READERS = (_ANY_READERS,)
-_DECLARE_WRITERS = (encode_any,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -5695,10 +5542,6 @@ class Declare(Composite):
 _DISCHARGE_READERS = (
     _ANY_READERS,
     _BOOLEAN_READERS,
-)
-_DISCHARGE_WRITERS = (
-    encode_any,
-    e_boolean,
 )
 
 
@@ -5834,7 +5677,6 @@ class Discharge(Composite):
 
 
 _DECLARED_READERS = (_ANY_READERS,)
-_DECLARED_WRITERS = (encode_any,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -5944,10 +5786,6 @@ class Declared(Composite):
 _TRANSACTIONAL_STATE_READERS = (
     _ANY_READERS,
     _ANY_READERS,
-)
-_TRANSACTIONAL_STATE_WRITERS = (
-    encode_any,
-    encode_any,
 )
 
 
@@ -6086,7 +5924,6 @@ class TransactionalState(Composite):
 
 
 _SASL_MECHANISMS_READERS = (_SYMBOL_OR_ARRAY_READERS,)
-_SASL_MECHANISMS_WRITERS = (e_symbol_or_array,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -6217,11 +6054,6 @@ _SASL_INIT_READERS = (
     _SYMBOL_READERS,
     _BINARY_READERS,
     _STRING_READERS,
-)
-_SASL_INIT_WRITERS = (
-    e_symbol,
-    e_binary,
-    e_string,
 )
 
 
@@ -6379,7 +6211,6 @@ class SaslInit(Composite):
 
 
 _SASL_CHALLENGE_READERS = (_BINARY_READERS,)
-_SASL_CHALLENGE_WRITERS = (e_binary,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -6495,7 +6326,6 @@ class SaslChallenge(Composite):
 
 
 _SASL_RESPONSE_READERS = (_BINARY_READERS,)
-_SASL_RESPONSE_WRITERS = (e_binary,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -6614,10 +6444,6 @@ class SaslResponse(Composite):
 _SASL_OUTCOME_READERS = (
     _UBYTE_READERS,
     _BINARY_READERS,
-)
-_SASL_OUTCOME_WRITERS = (
-    e_ubyte,
-    e_binary,
 )
 
 
