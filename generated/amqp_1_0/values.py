@@ -1280,7 +1280,6 @@ def e_list(v: Any, out: bytearray, wire: Wire = None) -> None:
     wires = wire[1] if code in (0xC0, 0xD0) and wire.__class__ is tuple else ()
 
     items = v
-
     count = len(items)
 
     if count == 0 and code not in (0xC0, 0xD0):
@@ -1301,16 +1300,16 @@ def e_map(v: Any, out: bytearray, wire: Wire = None) -> None:
     wires = wire[1] if code in (0xC1, 0xD1) and wire.__class__ is tuple else ()
 
     try:
-        items = [x for pair in v.items() for x in pair]
+        pairs = v.items()
     except AttributeError:
         raise EncodeError("map", f"{type(v).__name__} is not a dict") from None
-
-    count = len(items)
-
     body = bytearray()
     n = len(wires)
-    for i, item in enumerate(items):
-        encode_any(item, body, wires[i] if i < n else None)
+    count = 0  # keys and values written
+    for key, value in pairs:
+        encode_any(key, body, wires[count] if count < n else None)
+        encode_any(value, body, wires[count + 1] if count + 1 < n else None)
+        count += 2
     _compound_header(out, 0xC1, 0xD1, code, len(body), count)
     out += body
 
