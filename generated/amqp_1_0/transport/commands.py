@@ -2558,6 +2558,7 @@ BODIES: dict[int, tuple[type, ...]] = {
     1: (),
 }
 """Frame type -> the performatives its body may hold (types providing `frame`, `sasl-frame`)."""
+_BODY_CLASSES = {frame_type: frozenset(classes) for frame_type, classes in BODIES.items()}
 
 
 def decode(
@@ -2568,7 +2569,11 @@ def decode(
 ) -> Frame | ProtocolHeader:
     """One frame, or one protocol header; DecodeError names the field and byte offset.
     (`verify_checksums` is every protocol's argument; these frames carry no checksum.)"""
-    buf = frame if isinstance(frame, bytes | memoryview) else memoryview(frame)
+    buf = (
+        frame
+        if frame.__class__ is bytes or isinstance(frame, bytes | memoryview)
+        else memoryview(frame)
+    )
     n = len(buf)
     if n == 8 and bytes(buf[:4]) == b"AMQP":
         return ProtocolHeader(buf[4], buf[5], buf[6], buf[7])
@@ -2579,7 +2584,7 @@ def decode(
         raise DecodeError("frame.size", 0, f"size {size} but the frame has {n} bytes")
     if doff < 2 or doff * 4 > size:
         raise DecodeError("frame.doff", 4, f"data offset {doff} words in a {size}-byte frame")
-    bodies = BODIES.get(frame_type)
+    bodies = _BODY_CLASSES.get(frame_type)
     if bodies is None:
         raise DecodeError(
             "frame.type", 5, f"frame type {frame_type} is neither 0 (AMQP) nor 1 (SASL)"
@@ -2598,8 +2603,14 @@ def decode(
         body, end, _ = reader(buf, start + 3, n, SMALLULONG, DESCRIBED)
     else:
         body, end, _ = read(buf, start, n, DESCRIBED)
-    if not isinstance(body, bodies):
+    if body.__class__ not in bodies and not isinstance(body, BODIES[frame_type]):
         raise DecodeError(
             "frame.body", start, f"{_what(body)} is no performative of a type {frame_type} frame"
         )
-    return Frame(frame_type, channel, body, bytes(buf[end:]), extended)
+    return Frame(
+        frame_type,
+        channel,
+        body,
+        buf[end:] if buf.__class__ is bytes else bytes(buf[end:]),
+        extended,
+    )
