@@ -899,20 +899,22 @@ _P_50 = struct.Struct(">BB")
 
 def e_ubyte(v: Any, out: bytearray, wire: Wire = None) -> None:
     """ubyte: the smallest encoding holding `v` (0x50), or the wire's."""
-    try:
-        v = int(v)
-    except (TypeError, ValueError):
-        raise EncodeError("ubyte", f"{v!r} is not an integer") from None
-    if wire == 0x50 and 0 <= v <= 255:
+    if not isinstance(v, int):  # an int (UInt, bool, an IntEnum) is written as it is
+        try:
+            v = int(v)
+        except (TypeError, ValueError):
+            raise EncodeError("ubyte", f"{v!r} is not an integer") from None
+    if wire is not None and ((wire == 0x50 and 0 <= v <= 255)):
         chosen = wire  # the wire's encoding, which still holds v
     elif 0 <= v <= 255:
         chosen = 0x50
     else:
-        raise EncodeError("ubyte", f"{v} is out of range")
+        raise EncodeError("ubyte", f"{int(v)} is out of range")
 
     if chosen == 0x50:
 
-        out += _P_50.pack(0x50, v)
+        out.append(0x50)
+        out.append(v)
 
 
 _P_60 = struct.Struct(">BH")
@@ -920,16 +922,17 @@ _P_60 = struct.Struct(">BH")
 
 def e_ushort(v: Any, out: bytearray, wire: Wire = None) -> None:
     """ushort: the smallest encoding holding `v` (0x60), or the wire's."""
-    try:
-        v = int(v)
-    except (TypeError, ValueError):
-        raise EncodeError("ushort", f"{v!r} is not an integer") from None
-    if wire == 0x60 and 0 <= v <= 65535:
+    if not isinstance(v, int):  # an int (UInt, bool, an IntEnum) is written as it is
+        try:
+            v = int(v)
+        except (TypeError, ValueError):
+            raise EncodeError("ushort", f"{v!r} is not an integer") from None
+    if wire is not None and ((wire == 0x60 and 0 <= v <= 65535)):
         chosen = wire  # the wire's encoding, which still holds v
     elif 0 <= v <= 65535:
         chosen = 0x60
     else:
-        raise EncodeError("ushort", f"{v} is out of range")
+        raise EncodeError("ushort", f"{int(v)} is out of range")
 
     if chosen == 0x60:
 
@@ -943,11 +946,12 @@ _P_70 = struct.Struct(">BI")
 
 def e_uint(v: Any, out: bytearray, wire: Wire = None) -> None:
     """uint: the smallest encoding holding `v` (uint0, smalluint, 0x70), or the wire's."""
-    try:
-        v = int(v)
-    except (TypeError, ValueError):
-        raise EncodeError("uint", f"{v!r} is not an integer") from None
-    if (
+    if not isinstance(v, int):  # an int (UInt, bool, an IntEnum) is written as it is
+        try:
+            v = int(v)
+        except (TypeError, ValueError):
+            raise EncodeError("uint", f"{v!r} is not an integer") from None
+    if wire is not None and (
         (wire == 0x43 and 0 <= v <= 0)
         or (wire == 0x52 and 0 <= v <= 255)
         or (wire == 0x70 and 0 <= v <= 4294967295)
@@ -960,7 +964,7 @@ def e_uint(v: Any, out: bytearray, wire: Wire = None) -> None:
     elif 0 <= v <= 4294967295:
         chosen = 0x70
     else:
-        raise EncodeError("uint", f"{v} is out of range")
+        raise EncodeError("uint", f"{int(v)} is out of range")
 
     if chosen == 0x43:
 
@@ -968,7 +972,8 @@ def e_uint(v: Any, out: bytearray, wire: Wire = None) -> None:
 
     elif chosen == 0x52:
 
-        out += _P_52.pack(0x52, v)
+        out.append(0x52)
+        out.append(v)
 
     elif chosen == 0x70:
 
@@ -982,11 +987,12 @@ _P_80 = struct.Struct(">BQ")
 
 def e_ulong(v: Any, out: bytearray, wire: Wire = None) -> None:
     """ulong: the smallest encoding holding `v` (ulong0, smallulong, 0x80), or the wire's."""
-    try:
-        v = int(v)
-    except (TypeError, ValueError):
-        raise EncodeError("ulong", f"{v!r} is not an integer") from None
-    if (
+    if not isinstance(v, int):  # an int (UInt, bool, an IntEnum) is written as it is
+        try:
+            v = int(v)
+        except (TypeError, ValueError):
+            raise EncodeError("ulong", f"{v!r} is not an integer") from None
+    if wire is not None and (
         (wire == 0x44 and 0 <= v <= 0)
         or (wire == 0x53 and 0 <= v <= 255)
         or (wire == 0x80 and 0 <= v <= 18446744073709551615)
@@ -999,7 +1005,7 @@ def e_ulong(v: Any, out: bytearray, wire: Wire = None) -> None:
     elif 0 <= v <= 18446744073709551615:
         chosen = 0x80
     else:
-        raise EncodeError("ulong", f"{v} is out of range")
+        raise EncodeError("ulong", f"{int(v)} is out of range")
 
     if chosen == 0x44:
 
@@ -1007,7 +1013,8 @@ def e_ulong(v: Any, out: bytearray, wire: Wire = None) -> None:
 
     elif chosen == 0x53:
 
-        out += _P_53.pack(0x53, v)
+        out.append(0x53)
+        out.append(v)
 
     elif chosen == 0x80:
 
@@ -1019,16 +1026,17 @@ _P_51 = struct.Struct(">Bb")
 
 def e_byte(v: Any, out: bytearray, wire: Wire = None) -> None:
     """byte: the smallest encoding holding `v` (0x51), or the wire's."""
-    try:
-        v = int(v)
-    except (TypeError, ValueError):
-        raise EncodeError("byte", f"{v!r} is not an integer") from None
-    if wire == 0x51 and -128 <= v <= 127:
+    if not isinstance(v, int):  # an int (UInt, bool, an IntEnum) is written as it is
+        try:
+            v = int(v)
+        except (TypeError, ValueError):
+            raise EncodeError("byte", f"{v!r} is not an integer") from None
+    if wire is not None and ((wire == 0x51 and -128 <= v <= 127)):
         chosen = wire  # the wire's encoding, which still holds v
     elif -128 <= v <= 127:
         chosen = 0x51
     else:
-        raise EncodeError("byte", f"{v} is out of range")
+        raise EncodeError("byte", f"{int(v)} is out of range")
 
     if chosen == 0x51:
 
@@ -1040,16 +1048,17 @@ _P_61 = struct.Struct(">Bh")
 
 def e_short(v: Any, out: bytearray, wire: Wire = None) -> None:
     """short: the smallest encoding holding `v` (0x61), or the wire's."""
-    try:
-        v = int(v)
-    except (TypeError, ValueError):
-        raise EncodeError("short", f"{v!r} is not an integer") from None
-    if wire == 0x61 and -32768 <= v <= 32767:
+    if not isinstance(v, int):  # an int (UInt, bool, an IntEnum) is written as it is
+        try:
+            v = int(v)
+        except (TypeError, ValueError):
+            raise EncodeError("short", f"{v!r} is not an integer") from None
+    if wire is not None and ((wire == 0x61 and -32768 <= v <= 32767)):
         chosen = wire  # the wire's encoding, which still holds v
     elif -32768 <= v <= 32767:
         chosen = 0x61
     else:
-        raise EncodeError("short", f"{v} is out of range")
+        raise EncodeError("short", f"{int(v)} is out of range")
 
     if chosen == 0x61:
 
@@ -1063,18 +1072,21 @@ _P_71 = struct.Struct(">Bi")
 
 def e_int(v: Any, out: bytearray, wire: Wire = None) -> None:
     """int: the smallest encoding holding `v` (smallint, 0x71), or the wire's."""
-    try:
-        v = int(v)
-    except (TypeError, ValueError):
-        raise EncodeError("int", f"{v!r} is not an integer") from None
-    if (wire == 0x54 and -128 <= v <= 127) or (wire == 0x71 and -2147483648 <= v <= 2147483647):
+    if not isinstance(v, int):  # an int (UInt, bool, an IntEnum) is written as it is
+        try:
+            v = int(v)
+        except (TypeError, ValueError):
+            raise EncodeError("int", f"{v!r} is not an integer") from None
+    if wire is not None and (
+        (wire == 0x54 and -128 <= v <= 127) or (wire == 0x71 and -2147483648 <= v <= 2147483647)
+    ):
         chosen = wire  # the wire's encoding, which still holds v
     elif -128 <= v <= 127:
         chosen = 0x54
     elif -2147483648 <= v <= 2147483647:
         chosen = 0x71
     else:
-        raise EncodeError("int", f"{v} is out of range")
+        raise EncodeError("int", f"{int(v)} is out of range")
 
     if chosen == 0x54:
 
@@ -1092,12 +1104,14 @@ _P_81 = struct.Struct(">Bq")
 
 def e_long(v: Any, out: bytearray, wire: Wire = None) -> None:
     """long: the smallest encoding holding `v` (smalllong, 0x81), or the wire's."""
-    try:
-        v = int(v)
-    except (TypeError, ValueError):
-        raise EncodeError("long", f"{v!r} is not an integer") from None
-    if (wire == 0x55 and -128 <= v <= 127) or (
-        wire == 0x81 and -9223372036854775808 <= v <= 9223372036854775807
+    if not isinstance(v, int):  # an int (UInt, bool, an IntEnum) is written as it is
+        try:
+            v = int(v)
+        except (TypeError, ValueError):
+            raise EncodeError("long", f"{v!r} is not an integer") from None
+    if wire is not None and (
+        (wire == 0x55 and -128 <= v <= 127)
+        or (wire == 0x81 and -9223372036854775808 <= v <= 9223372036854775807)
     ):
         chosen = wire  # the wire's encoding, which still holds v
     elif -128 <= v <= 127:
@@ -1105,7 +1119,7 @@ def e_long(v: Any, out: bytearray, wire: Wire = None) -> None:
     elif -9223372036854775808 <= v <= 9223372036854775807:
         chosen = 0x81
     else:
-        raise EncodeError("long", f"{v} is out of range")
+        raise EncodeError("long", f"{int(v)} is out of range")
 
     if chosen == 0x55:
 
@@ -1180,16 +1194,17 @@ _P_83 = struct.Struct(">BQ")
 
 def e_timestamp(v: Any, out: bytearray, wire: Wire = None) -> None:
     """timestamp: the smallest encoding holding `v` (ms64), or the wire's."""
-    try:
-        v = int(v)
-    except (TypeError, ValueError):
-        raise EncodeError("timestamp", f"{v!r} is not an integer") from None
-    if wire == 0x83 and 0 <= v <= 18446744073709551615:
+    if not isinstance(v, int):  # an int (UInt, bool, an IntEnum) is written as it is
+        try:
+            v = int(v)
+        except (TypeError, ValueError):
+            raise EncodeError("timestamp", f"{v!r} is not an integer") from None
+    if wire is not None and ((wire == 0x83 and 0 <= v <= 18446744073709551615)):
         chosen = wire  # the wire's encoding, which still holds v
     elif 0 <= v <= 18446744073709551615:
         chosen = 0x83
     else:
-        raise EncodeError("timestamp", f"{v} is out of range")
+        raise EncodeError("timestamp", f"{int(v)} is out of range")
 
     if chosen == 0x83:
 
