@@ -904,7 +904,7 @@ def e_ubyte(v: Any, out: bytearray, wire: Wire = None) -> None:
             v = int(v)
         except (TypeError, ValueError):
             raise EncodeError("ubyte", f"{v!r} is not an integer") from None
-    if wire is not None and ((wire == 0x50 and 0 <= v <= 255)):
+    if wire is not None and (wire == 0x50 and 0 <= v <= 255):
         chosen = wire  # the wire's encoding, which still holds v
     elif 0 <= v <= 255:
         chosen = 0x50
@@ -927,7 +927,7 @@ def e_ushort(v: Any, out: bytearray, wire: Wire = None) -> None:
             v = int(v)
         except (TypeError, ValueError):
             raise EncodeError("ushort", f"{v!r} is not an integer") from None
-    if wire is not None and ((wire == 0x60 and 0 <= v <= 65535)):
+    if wire is not None and (wire == 0x60 and 0 <= v <= 65535):
         chosen = wire  # the wire's encoding, which still holds v
     elif 0 <= v <= 65535:
         chosen = 0x60
@@ -1031,7 +1031,7 @@ def e_byte(v: Any, out: bytearray, wire: Wire = None) -> None:
             v = int(v)
         except (TypeError, ValueError):
             raise EncodeError("byte", f"{v!r} is not an integer") from None
-    if wire is not None and ((wire == 0x51 and -128 <= v <= 127)):
+    if wire is not None and (wire == 0x51 and -128 <= v <= 127):
         chosen = wire  # the wire's encoding, which still holds v
     elif -128 <= v <= 127:
         chosen = 0x51
@@ -1053,7 +1053,7 @@ def e_short(v: Any, out: bytearray, wire: Wire = None) -> None:
             v = int(v)
         except (TypeError, ValueError):
             raise EncodeError("short", f"{v!r} is not an integer") from None
-    if wire is not None and ((wire == 0x61 and -32768 <= v <= 32767)):
+    if wire is not None and (wire == 0x61 and -32768 <= v <= 32767):
         chosen = wire  # the wire's encoding, which still holds v
     elif -32768 <= v <= 32767:
         chosen = 0x61
@@ -1199,7 +1199,7 @@ def e_timestamp(v: Any, out: bytearray, wire: Wire = None) -> None:
             v = int(v)
         except (TypeError, ValueError):
             raise EncodeError("timestamp", f"{v!r} is not an integer") from None
-    if wire is not None and ((wire == 0x83 and 0 <= v <= 18446744073709551615)):
+    if wire is not None and (wire == 0x83 and 0 <= v <= 18446744073709551615):
         chosen = wire  # the wire's encoding, which still holds v
     elif 0 <= v <= 18446744073709551615:
         chosen = 0x83
