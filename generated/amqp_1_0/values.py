@@ -718,6 +718,24 @@ def _array(
     elif count * (width_of or 1) > stop - pos:
         raise DecodeError("array", pos, f"{count} items cannot fit in {stop - pos} bytes")
     items = Array((), TYPE_OF[element], descriptor)
+    if element == 0xA3 and descriptor is None:
+        # sym8 elements (capabilities, locales), the common array, read in one loop; a length
+        # past the end or a byte not ASCII is left to the general reading below, which says where
+        start = pos
+        for _ in range(count):
+            if pos >= stop or pos + 1 + buf[pos] > stop:
+                break
+            n = buf[pos]
+            try:
+                items.append(Symbol(buf[pos + 1 : pos + 1 + n], "ascii"))
+            except UnicodeDecodeError:
+                break
+            pos += 1 + n
+        else:
+            if pos == stop:
+                return items, pos, (code, constructor, ())
+        del items[:]
+        pos = start
     wires: list[Wire] = []
     compound = element in _COMPOUND_CODES
     for _ in range(count):
