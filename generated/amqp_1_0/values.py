@@ -1839,6 +1839,12 @@ def list_head(buf: Buffer, pos: int, end: int, name: str, size: int) -> tuple[in
     if pos >= end:
         raise DecodeError(name, pos, "no list after the descriptor")
     code = buf[pos]
+    if code == LIST8 and pos + 3 <= end:  # the common list8, its checks inline (else below)
+        length = buf[pos + 1]
+        count = buf[pos + 2]
+        stop = pos + 2 + length
+        if length >= 1 and stop <= end and count <= length - 1 and count <= size:
+            return LIST8, count, pos + 3, stop
     if code == LIST0:
         return LIST0, 0, pos + 1, pos + 1
     if code != LIST8 and code != LIST32:
