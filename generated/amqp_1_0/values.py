@@ -1845,6 +1845,11 @@ def list_head(buf: Buffer, pos: int, end: int, name: str, size: int) -> tuple[in
         stop = pos + 2 + length
         if length >= 1 and stop <= end and count <= length - 1 and count <= size:
             return LIST8, count, pos + 3, stop
+    elif code == LIST32 and pos + 9 <= end:  # list32 (an open, or a peer that writes only those)
+        length, count = _U32X2.unpack_from(buf, pos + 1)
+        stop = pos + 5 + length
+        if length >= 4 and stop <= end and count <= length - 4 and count <= size:
+            return LIST32, count, pos + 9, stop
     if code == LIST0:
         return LIST0, 0, pos + 1, pos + 1
     if code != LIST8 and code != LIST32:
