@@ -1644,7 +1644,7 @@ def multiple(item: Writer, type_: str) -> Writer:
     codec, short = _TEXTS.get(type_, ("", 0))
 
     def write(v: Any, out: bytearray, wire: Wire = None) -> None:
-        if not isinstance(v, list | tuple):
+        if v.__class__ is not list and not isinstance(v, list | tuple):
             raise EncodeError(type_, f"a multiple field holds a list, not {type(v).__name__}")
         if (
             codec

@@ -6862,7 +6862,11 @@ _SLOTS = (
 
 def decode_message(data: bytes | bytearray | memoryview) -> Message:
     """A transfer's payload (all of one message's transfers joined) as its sections."""
-    buf = data if isinstance(data, bytes | memoryview) else memoryview(data)
+    buf = (
+        data
+        if data.__class__ is bytes or isinstance(data, bytes | memoryview)
+        else memoryview(data)
+    )
     pos, end = 0, len(buf)
     msg = Message()
     last = -1
