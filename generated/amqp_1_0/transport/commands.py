@@ -333,34 +333,84 @@ class Open(Composite):
         i = 0
         try:
             if count > 0:  # container-id: string
-                v[0], pos, w[0] = _STRING_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _STRING_READERS[c](buf, pos + 1, stop, described)
             if count > 1:  # hostname: string
                 i = 1
-                v[1], pos, w[1] = _STRING_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _STRING_READERS[c](buf, pos + 1, stop, described)
             if count > 2:  # max-frame-size: uint
                 i = 2
-                v[2], pos, w[2] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 3:  # channel-max: ushort
                 i = 3
-                v[3], pos, w[3] = _USHORT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _USHORT_READERS[c](buf, pos + 1, stop, described)
             if count > 4:  # idle-time-out: uint
                 i = 4
-                v[4], pos, w[4] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 5:  # outgoing-locales: symbol_or_array
                 i = 5
-                v[5], pos, w[5] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
             if count > 6:  # incoming-locales: symbol_or_array
                 i = 6
-                v[6], pos, w[6] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[6] = NULL
+                    pos += 1
+                else:
+                    v[6], pos, w[6] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
             if count > 7:  # offered-capabilities: symbol_or_array
                 i = 7
-                v[7], pos, w[7] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[7] = NULL
+                    pos += 1
+                else:
+                    v[7], pos, w[7] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
             if count > 8:  # desired-capabilities: symbol_or_array
                 i = 8
-                v[8], pos, w[8] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[8] = NULL
+                    pos += 1
+                else:
+                    v[8], pos, w[8] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
             if count > 9:  # properties: map
                 i = 9
-                v[9], pos, w[9] = _MAP_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[9] = NULL
+                    pos += 1
+                else:
+                    v[9], pos, w[9] = _MAP_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"open.{Open.FIELDS[i]}", pos) from None
@@ -616,28 +666,68 @@ class Begin(Composite):
         i = 0
         try:
             if count > 0:  # remote-channel: ushort
-                v[0], pos, w[0] = _USHORT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _USHORT_READERS[c](buf, pos + 1, stop, described)
             if count > 1:  # next-outgoing-id: uint
                 i = 1
-                v[1], pos, w[1] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 2:  # incoming-window: uint
                 i = 2
-                v[2], pos, w[2] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 3:  # outgoing-window: uint
                 i = 3
-                v[3], pos, w[3] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 4:  # handle-max: uint
                 i = 4
-                v[4], pos, w[4] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 5:  # offered-capabilities: symbol_or_array
                 i = 5
-                v[5], pos, w[5] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
             if count > 6:  # desired-capabilities: symbol_or_array
                 i = 6
-                v[6], pos, w[6] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[6] = NULL
+                    pos += 1
+                else:
+                    v[6], pos, w[6] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
             if count > 7:  # properties: map
                 i = 7
-                v[7], pos, w[7] = _MAP_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[7] = NULL
+                    pos += 1
+                else:
+                    v[7], pos, w[7] = _MAP_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"begin.{Begin.FIELDS[i]}", pos) from None
@@ -919,50 +1009,116 @@ class Attach(Composite):
         i = 0
         try:
             if count > 0:  # name: string
-                v[0], pos, w[0] = _STRING_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _STRING_READERS[c](buf, pos + 1, stop, described)
             if count > 1:  # handle: uint
                 i = 1
-                v[1], pos, w[1] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 2:  # role: boolean
                 i = 2
-                v[2], pos, w[2] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
             if count > 3:  # snd-settle-mode: ubyte
                 i = 3
-                v[3], pos, w[3] = _UBYTE_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _UBYTE_READERS[c](buf, pos + 1, stop, described)
             if count > 4:  # rcv-settle-mode: ubyte
                 i = 4
-                v[4], pos, w[4] = _UBYTE_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _UBYTE_READERS[c](buf, pos + 1, stop, described)
             if count > 5:  # source: any
                 i = 5
-                v[5], pos, w[5] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _ANY_READERS[c](buf, pos + 1, stop, described)
             if count > 6:  # target: any
                 i = 6
-                v[6], pos, w[6] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[6] = NULL
+                    pos += 1
+                else:
+                    v[6], pos, w[6] = _ANY_READERS[c](buf, pos + 1, stop, described)
             if count > 7:  # unsettled: map
                 i = 7
-                v[7], pos, w[7] = _MAP_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[7] = NULL
+                    pos += 1
+                else:
+                    v[7], pos, w[7] = _MAP_READERS[c](buf, pos + 1, stop, described)
             if count > 8:  # incomplete-unsettled: boolean
                 i = 8
-                v[8], pos, w[8] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[8] = NULL
+                    pos += 1
+                else:
+                    v[8], pos, w[8] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
             if count > 9:  # initial-delivery-count: uint
                 i = 9
-                v[9], pos, w[9] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[9] = NULL
+                    pos += 1
+                else:
+                    v[9], pos, w[9] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 10:  # max-message-size: ulong
                 i = 10
-                v[10], pos, w[10] = _ULONG_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[10] = NULL
+                    pos += 1
+                else:
+                    v[10], pos, w[10] = _ULONG_READERS[c](buf, pos + 1, stop, described)
             if count > 11:  # offered-capabilities: symbol_or_array
                 i = 11
-                v[11], pos, w[11] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](
-                    buf, pos + 1, stop, described
-                )
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[11] = NULL
+                    pos += 1
+                else:
+                    v[11], pos, w[11] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
             if count > 12:  # desired-capabilities: symbol_or_array
                 i = 12
-                v[12], pos, w[12] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](
-                    buf, pos + 1, stop, described
-                )
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[12] = NULL
+                    pos += 1
+                else:
+                    v[12], pos, w[12] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
             if count > 13:  # properties: map
                 i = 13
-                v[13], pos, w[13] = _MAP_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[13] = NULL
+                    pos += 1
+                else:
+                    v[13], pos, w[13] = _MAP_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"attach.{Attach.FIELDS[i]}", pos) from None
@@ -1267,37 +1423,92 @@ class Flow(Composite):
         i = 0
         try:
             if count > 0:  # next-incoming-id: uint
-                v[0], pos, w[0] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 1:  # incoming-window: uint
                 i = 1
-                v[1], pos, w[1] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 2:  # next-outgoing-id: uint
                 i = 2
-                v[2], pos, w[2] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 3:  # outgoing-window: uint
                 i = 3
-                v[3], pos, w[3] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 4:  # handle: uint
                 i = 4
-                v[4], pos, w[4] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 5:  # delivery-count: uint
                 i = 5
-                v[5], pos, w[5] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 6:  # link-credit: uint
                 i = 6
-                v[6], pos, w[6] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[6] = NULL
+                    pos += 1
+                else:
+                    v[6], pos, w[6] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 7:  # available: uint
                 i = 7
-                v[7], pos, w[7] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[7] = NULL
+                    pos += 1
+                else:
+                    v[7], pos, w[7] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 8:  # drain: boolean
                 i = 8
-                v[8], pos, w[8] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[8] = NULL
+                    pos += 1
+                else:
+                    v[8], pos, w[8] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
             if count > 9:  # echo: boolean
                 i = 9
-                v[9], pos, w[9] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[9] = NULL
+                    pos += 1
+                else:
+                    v[9], pos, w[9] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
             if count > 10:  # properties: map
                 i = 10
-                v[10], pos, w[10] = _MAP_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[10] = NULL
+                    pos += 1
+                else:
+                    v[10], pos, w[10] = _MAP_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"flow.{Flow.FIELDS[i]}", pos) from None
@@ -1571,37 +1782,92 @@ class Transfer(Composite):
         i = 0
         try:
             if count > 0:  # handle: uint
-                v[0], pos, w[0] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 1:  # delivery-id: uint
                 i = 1
-                v[1], pos, w[1] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 2:  # delivery-tag: binary
                 i = 2
-                v[2], pos, w[2] = _BINARY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _BINARY_READERS[c](buf, pos + 1, stop, described)
             if count > 3:  # message-format: uint
                 i = 3
-                v[3], pos, w[3] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 4:  # settled: boolean
                 i = 4
-                v[4], pos, w[4] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
             if count > 5:  # more: boolean
                 i = 5
-                v[5], pos, w[5] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
             if count > 6:  # rcv-settle-mode: ubyte
                 i = 6
-                v[6], pos, w[6] = _UBYTE_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[6] = NULL
+                    pos += 1
+                else:
+                    v[6], pos, w[6] = _UBYTE_READERS[c](buf, pos + 1, stop, described)
             if count > 7:  # state: any
                 i = 7
-                v[7], pos, w[7] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[7] = NULL
+                    pos += 1
+                else:
+                    v[7], pos, w[7] = _ANY_READERS[c](buf, pos + 1, stop, described)
             if count > 8:  # resume: boolean
                 i = 8
-                v[8], pos, w[8] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[8] = NULL
+                    pos += 1
+                else:
+                    v[8], pos, w[8] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
             if count > 9:  # aborted: boolean
                 i = 9
-                v[9], pos, w[9] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[9] = NULL
+                    pos += 1
+                else:
+                    v[9], pos, w[9] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
             if count > 10:  # batchable: boolean
                 i = 10
-                v[10], pos, w[10] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[10] = NULL
+                    pos += 1
+                else:
+                    v[10], pos, w[10] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"transfer.{Transfer.FIELDS[i]}", pos) from None
@@ -1838,22 +2104,52 @@ class Disposition(Composite):
         i = 0
         try:
             if count > 0:  # role: boolean
-                v[0], pos, w[0] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
             if count > 1:  # first: uint
                 i = 1
-                v[1], pos, w[1] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 2:  # last: uint
                 i = 2
-                v[2], pos, w[2] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 3:  # settled: boolean
                 i = 3
-                v[3], pos, w[3] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
             if count > 4:  # state: any
                 i = 4
-                v[4], pos, w[4] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _ANY_READERS[c](buf, pos + 1, stop, described)
             if count > 5:  # batchable: boolean
                 i = 5
-                v[5], pos, w[5] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"disposition.{Disposition.FIELDS[i]}", pos) from None
@@ -2028,13 +2324,28 @@ class Detach(Composite):
         i = 0
         try:
             if count > 0:  # handle: uint
-                v[0], pos, w[0] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 1:  # closed: boolean
                 i = 1
-                v[1], pos, w[1] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
             if count > 2:  # error: composite
                 i = 2
-                v[2], pos, w[2] = _COMPOSITE_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _COMPOSITE_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"detach.{Detach.FIELDS[i]}", pos) from None
@@ -2164,7 +2475,12 @@ class End(Composite):
         i = 0
         try:
             if count > 0:  # error: composite
-                v[0], pos, w[0] = _COMPOSITE_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _COMPOSITE_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"end.{End.FIELDS[i]}", pos) from None
@@ -2267,7 +2583,12 @@ class Close(Composite):
         i = 0
         try:
             if count > 0:  # error: composite
-                v[0], pos, w[0] = _COMPOSITE_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _COMPOSITE_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"close.{Close.FIELDS[i]}", pos) from None
@@ -2394,13 +2715,28 @@ class Error(Composite):
         i = 0
         try:
             if count > 0:  # condition: symbol
-                v[0], pos, w[0] = _SYMBOL_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _SYMBOL_READERS[c](buf, pos + 1, stop, described)
             if count > 1:  # description: string
                 i = 1
-                v[1], pos, w[1] = _STRING_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _STRING_READERS[c](buf, pos + 1, stop, described)
             if count > 2:  # info: map
                 i = 2
-                v[2], pos, w[2] = _MAP_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _MAP_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"error.{Error.FIELDS[i]}", pos) from None

@@ -431,34 +431,84 @@ class Open(Composite):
         i = 0
         try:
             if count > 0:  # container-id: string
-                v[0], pos, w[0] = _STRING_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _STRING_READERS[c](buf, pos + 1, stop, described)
             if count > 1:  # hostname: string
                 i = 1
-                v[1], pos, w[1] = _STRING_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _STRING_READERS[c](buf, pos + 1, stop, described)
             if count > 2:  # max-frame-size: uint
                 i = 2
-                v[2], pos, w[2] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 3:  # channel-max: ushort
                 i = 3
-                v[3], pos, w[3] = _USHORT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _USHORT_READERS[c](buf, pos + 1, stop, described)
             if count > 4:  # idle-time-out: uint
                 i = 4
-                v[4], pos, w[4] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 5:  # outgoing-locales: symbol_or_array
                 i = 5
-                v[5], pos, w[5] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
             if count > 6:  # incoming-locales: symbol_or_array
                 i = 6
-                v[6], pos, w[6] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[6] = NULL
+                    pos += 1
+                else:
+                    v[6], pos, w[6] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
             if count > 7:  # offered-capabilities: symbol_or_array
                 i = 7
-                v[7], pos, w[7] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[7] = NULL
+                    pos += 1
+                else:
+                    v[7], pos, w[7] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
             if count > 8:  # desired-capabilities: symbol_or_array
                 i = 8
-                v[8], pos, w[8] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[8] = NULL
+                    pos += 1
+                else:
+                    v[8], pos, w[8] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
             if count > 9:  # properties: map
                 i = 9
-                v[9], pos, w[9] = _MAP_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[9] = NULL
+                    pos += 1
+                else:
+                    v[9], pos, w[9] = _MAP_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"open.{Open.FIELDS[i]}", pos) from None
@@ -722,28 +772,68 @@ class Begin(Composite):
         i = 0
         try:
             if count > 0:  # remote-channel: ushort
-                v[0], pos, w[0] = _USHORT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _USHORT_READERS[c](buf, pos + 1, stop, described)
             if count > 1:  # next-outgoing-id: uint
                 i = 1
-                v[1], pos, w[1] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 2:  # incoming-window: uint
                 i = 2
-                v[2], pos, w[2] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 3:  # outgoing-window: uint
                 i = 3
-                v[3], pos, w[3] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 4:  # handle-max: uint
                 i = 4
-                v[4], pos, w[4] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 5:  # offered-capabilities: symbol_or_array
                 i = 5
-                v[5], pos, w[5] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
             if count > 6:  # desired-capabilities: symbol_or_array
                 i = 6
-                v[6], pos, w[6] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[6] = NULL
+                    pos += 1
+                else:
+                    v[6], pos, w[6] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
             if count > 7:  # properties: map
                 i = 7
-                v[7], pos, w[7] = _MAP_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[7] = NULL
+                    pos += 1
+                else:
+                    v[7], pos, w[7] = _MAP_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"begin.{Begin.FIELDS[i]}", pos) from None
@@ -1060,50 +1150,116 @@ class Attach(Composite):
         i = 0
         try:
             if count > 0:  # name: string
-                v[0], pos, w[0] = _STRING_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _STRING_READERS[c](buf, pos + 1, stop, described)
             if count > 1:  # handle: uint
                 i = 1
-                v[1], pos, w[1] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 2:  # role: boolean
                 i = 2
-                v[2], pos, w[2] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
             if count > 3:  # snd-settle-mode: ubyte
                 i = 3
-                v[3], pos, w[3] = _UBYTE_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _UBYTE_READERS[c](buf, pos + 1, stop, described)
             if count > 4:  # rcv-settle-mode: ubyte
                 i = 4
-                v[4], pos, w[4] = _UBYTE_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _UBYTE_READERS[c](buf, pos + 1, stop, described)
             if count > 5:  # source: any
                 i = 5
-                v[5], pos, w[5] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _ANY_READERS[c](buf, pos + 1, stop, described)
             if count > 6:  # target: any
                 i = 6
-                v[6], pos, w[6] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[6] = NULL
+                    pos += 1
+                else:
+                    v[6], pos, w[6] = _ANY_READERS[c](buf, pos + 1, stop, described)
             if count > 7:  # unsettled: map
                 i = 7
-                v[7], pos, w[7] = _MAP_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[7] = NULL
+                    pos += 1
+                else:
+                    v[7], pos, w[7] = _MAP_READERS[c](buf, pos + 1, stop, described)
             if count > 8:  # incomplete-unsettled: boolean
                 i = 8
-                v[8], pos, w[8] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[8] = NULL
+                    pos += 1
+                else:
+                    v[8], pos, w[8] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
             if count > 9:  # initial-delivery-count: uint
                 i = 9
-                v[9], pos, w[9] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[9] = NULL
+                    pos += 1
+                else:
+                    v[9], pos, w[9] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 10:  # max-message-size: ulong
                 i = 10
-                v[10], pos, w[10] = _ULONG_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[10] = NULL
+                    pos += 1
+                else:
+                    v[10], pos, w[10] = _ULONG_READERS[c](buf, pos + 1, stop, described)
             if count > 11:  # offered-capabilities: symbol_or_array
                 i = 11
-                v[11], pos, w[11] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](
-                    buf, pos + 1, stop, described
-                )
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[11] = NULL
+                    pos += 1
+                else:
+                    v[11], pos, w[11] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
             if count > 12:  # desired-capabilities: symbol_or_array
                 i = 12
-                v[12], pos, w[12] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](
-                    buf, pos + 1, stop, described
-                )
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[12] = NULL
+                    pos += 1
+                else:
+                    v[12], pos, w[12] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
             if count > 13:  # properties: map
                 i = 13
-                v[13], pos, w[13] = _MAP_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[13] = NULL
+                    pos += 1
+                else:
+                    v[13], pos, w[13] = _MAP_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"attach.{Attach.FIELDS[i]}", pos) from None
@@ -1434,37 +1590,92 @@ class Flow(Composite):
         i = 0
         try:
             if count > 0:  # next-incoming-id: uint
-                v[0], pos, w[0] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 1:  # incoming-window: uint
                 i = 1
-                v[1], pos, w[1] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 2:  # next-outgoing-id: uint
                 i = 2
-                v[2], pos, w[2] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 3:  # outgoing-window: uint
                 i = 3
-                v[3], pos, w[3] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 4:  # handle: uint
                 i = 4
-                v[4], pos, w[4] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 5:  # delivery-count: uint
                 i = 5
-                v[5], pos, w[5] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 6:  # link-credit: uint
                 i = 6
-                v[6], pos, w[6] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[6] = NULL
+                    pos += 1
+                else:
+                    v[6], pos, w[6] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 7:  # available: uint
                 i = 7
-                v[7], pos, w[7] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[7] = NULL
+                    pos += 1
+                else:
+                    v[7], pos, w[7] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 8:  # drain: boolean
                 i = 8
-                v[8], pos, w[8] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[8] = NULL
+                    pos += 1
+                else:
+                    v[8], pos, w[8] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
             if count > 9:  # echo: boolean
                 i = 9
-                v[9], pos, w[9] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[9] = NULL
+                    pos += 1
+                else:
+                    v[9], pos, w[9] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
             if count > 10:  # properties: map
                 i = 10
-                v[10], pos, w[10] = _MAP_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[10] = NULL
+                    pos += 1
+                else:
+                    v[10], pos, w[10] = _MAP_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"flow.{Flow.FIELDS[i]}", pos) from None
@@ -1792,37 +2003,92 @@ class Transfer(Composite):
         i = 0
         try:
             if count > 0:  # handle: uint
-                v[0], pos, w[0] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 1:  # delivery-id: uint
                 i = 1
-                v[1], pos, w[1] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 2:  # delivery-tag: binary
                 i = 2
-                v[2], pos, w[2] = _BINARY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _BINARY_READERS[c](buf, pos + 1, stop, described)
             if count > 3:  # message-format: uint
                 i = 3
-                v[3], pos, w[3] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 4:  # settled: boolean
                 i = 4
-                v[4], pos, w[4] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
             if count > 5:  # more: boolean
                 i = 5
-                v[5], pos, w[5] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
             if count > 6:  # rcv-settle-mode: ubyte
                 i = 6
-                v[6], pos, w[6] = _UBYTE_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[6] = NULL
+                    pos += 1
+                else:
+                    v[6], pos, w[6] = _UBYTE_READERS[c](buf, pos + 1, stop, described)
             if count > 7:  # state: any
                 i = 7
-                v[7], pos, w[7] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[7] = NULL
+                    pos += 1
+                else:
+                    v[7], pos, w[7] = _ANY_READERS[c](buf, pos + 1, stop, described)
             if count > 8:  # resume: boolean
                 i = 8
-                v[8], pos, w[8] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[8] = NULL
+                    pos += 1
+                else:
+                    v[8], pos, w[8] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
             if count > 9:  # aborted: boolean
                 i = 9
-                v[9], pos, w[9] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[9] = NULL
+                    pos += 1
+                else:
+                    v[9], pos, w[9] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
             if count > 10:  # batchable: boolean
                 i = 10
-                v[10], pos, w[10] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[10] = NULL
+                    pos += 1
+                else:
+                    v[10], pos, w[10] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"transfer.{Transfer.FIELDS[i]}", pos) from None
@@ -2077,22 +2343,52 @@ class Disposition(Composite):
         i = 0
         try:
             if count > 0:  # role: boolean
-                v[0], pos, w[0] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
             if count > 1:  # first: uint
                 i = 1
-                v[1], pos, w[1] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 2:  # last: uint
                 i = 2
-                v[2], pos, w[2] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 3:  # settled: boolean
                 i = 3
-                v[3], pos, w[3] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
             if count > 4:  # state: any
                 i = 4
-                v[4], pos, w[4] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _ANY_READERS[c](buf, pos + 1, stop, described)
             if count > 5:  # batchable: boolean
                 i = 5
-                v[5], pos, w[5] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"disposition.{Disposition.FIELDS[i]}", pos) from None
@@ -2269,13 +2565,28 @@ class Detach(Composite):
         i = 0
         try:
             if count > 0:  # handle: uint
-                v[0], pos, w[0] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 1:  # closed: boolean
                 i = 1
-                v[1], pos, w[1] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
             if count > 2:  # error: composite
                 i = 2
-                v[2], pos, w[2] = _COMPOSITE_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _COMPOSITE_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"detach.{Detach.FIELDS[i]}", pos) from None
@@ -2406,7 +2717,12 @@ class End(Composite):
         i = 0
         try:
             if count > 0:  # error: composite
-                v[0], pos, w[0] = _COMPOSITE_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _COMPOSITE_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"end.{End.FIELDS[i]}", pos) from None
@@ -2513,7 +2829,12 @@ class Close(Composite):
         i = 0
         try:
             if count > 0:  # error: composite
-                v[0], pos, w[0] = _COMPOSITE_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _COMPOSITE_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"close.{Close.FIELDS[i]}", pos) from None
@@ -2641,13 +2962,28 @@ class Error(Composite):
         i = 0
         try:
             if count > 0:  # condition: symbol
-                v[0], pos, w[0] = _SYMBOL_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _SYMBOL_READERS[c](buf, pos + 1, stop, described)
             if count > 1:  # description: string
                 i = 1
-                v[1], pos, w[1] = _STRING_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _STRING_READERS[c](buf, pos + 1, stop, described)
             if count > 2:  # info: map
                 i = 2
-                v[2], pos, w[2] = _MAP_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _MAP_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"error.{Error.FIELDS[i]}", pos) from None
@@ -2838,19 +3174,44 @@ class Header(Composite):
         i = 0
         try:
             if count > 0:  # durable: boolean
-                v[0], pos, w[0] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
             if count > 1:  # priority: ubyte
                 i = 1
-                v[1], pos, w[1] = _UBYTE_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _UBYTE_READERS[c](buf, pos + 1, stop, described)
             if count > 2:  # ttl: uint
                 i = 2
-                v[2], pos, w[2] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 3:  # first-acquirer: boolean
                 i = 3
-                v[3], pos, w[3] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
             if count > 4:  # delivery-count: uint
                 i = 4
-                v[4], pos, w[4] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _UINT_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"header.{Header.FIELDS[i]}", pos) from None
@@ -3252,43 +3613,108 @@ class Properties(Composite):
         i = 0
         try:
             if count > 0:  # message-id: any
-                v[0], pos, w[0] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _ANY_READERS[c](buf, pos + 1, stop, described)
             if count > 1:  # user-id: binary
                 i = 1
-                v[1], pos, w[1] = _BINARY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _BINARY_READERS[c](buf, pos + 1, stop, described)
             if count > 2:  # to: any
                 i = 2
-                v[2], pos, w[2] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _ANY_READERS[c](buf, pos + 1, stop, described)
             if count > 3:  # subject: string
                 i = 3
-                v[3], pos, w[3] = _STRING_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _STRING_READERS[c](buf, pos + 1, stop, described)
             if count > 4:  # reply-to: any
                 i = 4
-                v[4], pos, w[4] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _ANY_READERS[c](buf, pos + 1, stop, described)
             if count > 5:  # correlation-id: any
                 i = 5
-                v[5], pos, w[5] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _ANY_READERS[c](buf, pos + 1, stop, described)
             if count > 6:  # content-type: symbol
                 i = 6
-                v[6], pos, w[6] = _SYMBOL_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[6] = NULL
+                    pos += 1
+                else:
+                    v[6], pos, w[6] = _SYMBOL_READERS[c](buf, pos + 1, stop, described)
             if count > 7:  # content-encoding: symbol
                 i = 7
-                v[7], pos, w[7] = _SYMBOL_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[7] = NULL
+                    pos += 1
+                else:
+                    v[7], pos, w[7] = _SYMBOL_READERS[c](buf, pos + 1, stop, described)
             if count > 8:  # absolute-expiry-time: timestamp
                 i = 8
-                v[8], pos, w[8] = _TIMESTAMP_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[8] = NULL
+                    pos += 1
+                else:
+                    v[8], pos, w[8] = _TIMESTAMP_READERS[c](buf, pos + 1, stop, described)
             if count > 9:  # creation-time: timestamp
                 i = 9
-                v[9], pos, w[9] = _TIMESTAMP_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[9] = NULL
+                    pos += 1
+                else:
+                    v[9], pos, w[9] = _TIMESTAMP_READERS[c](buf, pos + 1, stop, described)
             if count > 10:  # group-id: string
                 i = 10
-                v[10], pos, w[10] = _STRING_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[10] = NULL
+                    pos += 1
+                else:
+                    v[10], pos, w[10] = _STRING_READERS[c](buf, pos + 1, stop, described)
             if count > 11:  # group-sequence: uint
                 i = 11
-                v[11], pos, w[11] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[11] = NULL
+                    pos += 1
+                else:
+                    v[11], pos, w[11] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 12:  # reply-to-group-id: string
                 i = 12
-                v[12], pos, w[12] = _STRING_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[12] = NULL
+                    pos += 1
+                else:
+                    v[12], pos, w[12] = _STRING_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"properties.{Properties.FIELDS[i]}", pos) from None
@@ -3818,10 +4244,20 @@ class Received(Composite):
         i = 0
         try:
             if count > 0:  # section-number: uint
-                v[0], pos, w[0] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 1:  # section-offset: ulong
                 i = 1
-                v[1], pos, w[1] = _ULONG_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _ULONG_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"received.{Received.FIELDS[i]}", pos) from None
@@ -4041,7 +4477,12 @@ class Rejected(Composite):
         i = 0
         try:
             if count > 0:  # error: composite
-                v[0], pos, w[0] = _COMPOSITE_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _COMPOSITE_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"rejected.{Rejected.FIELDS[i]}", pos) from None
@@ -4285,13 +4726,28 @@ class Modified(Composite):
         i = 0
         try:
             if count > 0:  # delivery-failed: boolean
-                v[0], pos, w[0] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
             if count > 1:  # undeliverable-here: boolean
                 i = 1
-                v[1], pos, w[1] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
             if count > 2:  # message-annotations: map
                 i = 2
-                v[2], pos, w[2] = _MAP_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _MAP_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"modified.{Modified.FIELDS[i]}", pos) from None
@@ -4529,39 +4985,92 @@ class Source(Composite):
         i = 0
         try:
             if count > 0:  # address: any
-                v[0], pos, w[0] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _ANY_READERS[c](buf, pos + 1, stop, described)
             if count > 1:  # durable: uint
                 i = 1
-                v[1], pos, w[1] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 2:  # expiry-policy: symbol
                 i = 2
-                v[2], pos, w[2] = _SYMBOL_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _SYMBOL_READERS[c](buf, pos + 1, stop, described)
             if count > 3:  # timeout: uint
                 i = 3
-                v[3], pos, w[3] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 4:  # dynamic: boolean
                 i = 4
-                v[4], pos, w[4] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
             if count > 5:  # dynamic-node-properties: map
                 i = 5
-                v[5], pos, w[5] = _MAP_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _MAP_READERS[c](buf, pos + 1, stop, described)
             if count > 6:  # distribution-mode: symbol
                 i = 6
-                v[6], pos, w[6] = _SYMBOL_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[6] = NULL
+                    pos += 1
+                else:
+                    v[6], pos, w[6] = _SYMBOL_READERS[c](buf, pos + 1, stop, described)
             if count > 7:  # filter: map
                 i = 7
-                v[7], pos, w[7] = _MAP_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[7] = NULL
+                    pos += 1
+                else:
+                    v[7], pos, w[7] = _MAP_READERS[c](buf, pos + 1, stop, described)
             if count > 8:  # default-outcome: any
                 i = 8
-                v[8], pos, w[8] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[8] = NULL
+                    pos += 1
+                else:
+                    v[8], pos, w[8] = _ANY_READERS[c](buf, pos + 1, stop, described)
             if count > 9:  # outcomes: symbol_or_array
                 i = 9
-                v[9], pos, w[9] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[9] = NULL
+                    pos += 1
+                else:
+                    v[9], pos, w[9] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
             if count > 10:  # capabilities: symbol_or_array
                 i = 10
-                v[10], pos, w[10] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](
-                    buf, pos + 1, stop, described
-                )
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[10] = NULL
+                    pos += 1
+                else:
+                    v[10], pos, w[10] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"source.{Source.FIELDS[i]}", pos) from None
@@ -4833,25 +5342,60 @@ class Target(Composite):
         i = 0
         try:
             if count > 0:  # address: any
-                v[0], pos, w[0] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _ANY_READERS[c](buf, pos + 1, stop, described)
             if count > 1:  # durable: uint
                 i = 1
-                v[1], pos, w[1] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 2:  # expiry-policy: symbol
                 i = 2
-                v[2], pos, w[2] = _SYMBOL_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _SYMBOL_READERS[c](buf, pos + 1, stop, described)
             if count > 3:  # timeout: uint
                 i = 3
-                v[3], pos, w[3] = _UINT_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _UINT_READERS[c](buf, pos + 1, stop, described)
             if count > 4:  # dynamic: boolean
                 i = 4
-                v[4], pos, w[4] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
             if count > 5:  # dynamic-node-properties: map
                 i = 5
-                v[5], pos, w[5] = _MAP_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _MAP_READERS[c](buf, pos + 1, stop, described)
             if count > 6:  # capabilities: symbol_or_array
                 i = 6
-                v[6], pos, w[6] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[6] = NULL
+                    pos += 1
+                else:
+                    v[6], pos, w[6] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"target.{Target.FIELDS[i]}", pos) from None
@@ -5375,7 +5919,12 @@ class Coordinator(Composite):
         i = 0
         try:
             if count > 0:  # capabilities: symbol_or_array
-                v[0], pos, w[0] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"coordinator.{Coordinator.FIELDS[i]}", pos) from None
@@ -5493,7 +6042,12 @@ class Declare(Composite):
         i = 0
         try:
             if count > 0:  # global-id: any
-                v[0], pos, w[0] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _ANY_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"declare.{Declare.FIELDS[i]}", pos) from None
@@ -5613,10 +6167,20 @@ class Discharge(Composite):
         i = 0
         try:
             if count > 0:  # txn-id: any
-                v[0], pos, w[0] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _ANY_READERS[c](buf, pos + 1, stop, described)
             if count > 1:  # fail: boolean
                 i = 1
-                v[1], pos, w[1] = _BOOLEAN_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"discharge.{Discharge.FIELDS[i]}", pos) from None
@@ -5736,7 +6300,12 @@ class Declared(Composite):
         i = 0
         try:
             if count > 0:  # txn-id: any
-                v[0], pos, w[0] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _ANY_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"declared.{Declared.FIELDS[i]}", pos) from None
@@ -5852,10 +6421,20 @@ class TransactionalState(Composite):
         i = 0
         try:
             if count > 0:  # txn-id: any
-                v[0], pos, w[0] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _ANY_READERS[c](buf, pos + 1, stop, described)
             if count > 1:  # outcome: any
                 i = 1
-                v[1], pos, w[1] = _ANY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _ANY_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(
@@ -5988,7 +6567,12 @@ class SaslMechanisms(Composite):
         i = 0
         try:
             if count > 0:  # sasl-server-mechanisms: symbol_or_array
-                v[0], pos, w[0] = _SYMBOL_OR_ARRAY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"sasl-mechanisms.{SaslMechanisms.FIELDS[i]}", pos) from None
@@ -6135,13 +6719,28 @@ class SaslInit(Composite):
         i = 0
         try:
             if count > 0:  # mechanism: symbol
-                v[0], pos, w[0] = _SYMBOL_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _SYMBOL_READERS[c](buf, pos + 1, stop, described)
             if count > 1:  # initial-response: binary
                 i = 1
-                v[1], pos, w[1] = _BINARY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _BINARY_READERS[c](buf, pos + 1, stop, described)
             if count > 2:  # hostname: string
                 i = 2
-                v[2], pos, w[2] = _STRING_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _STRING_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"sasl-init.{SaslInit.FIELDS[i]}", pos) from None
@@ -6266,7 +6865,12 @@ class SaslChallenge(Composite):
         i = 0
         try:
             if count > 0:  # challenge: binary
-                v[0], pos, w[0] = _BINARY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _BINARY_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"sasl-challenge.{SaslChallenge.FIELDS[i]}", pos) from None
@@ -6382,7 +6986,12 @@ class SaslResponse(Composite):
         i = 0
         try:
             if count > 0:  # response: binary
-                v[0], pos, w[0] = _BINARY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _BINARY_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"sasl-response.{SaslResponse.FIELDS[i]}", pos) from None
@@ -6512,10 +7121,20 @@ class SaslOutcome(Composite):
         i = 0
         try:
             if count > 0:  # code: ubyte
-                v[0], pos, w[0] = _UBYTE_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _UBYTE_READERS[c](buf, pos + 1, stop, described)
             if count > 1:  # additional-data: binary
                 i = 1
-                v[1], pos, w[1] = _BINARY_READERS[buf[pos]](buf, pos + 1, stop, described)
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _BINARY_READERS[c](buf, pos + 1, stop, described)
         except (DecodeError, RecursionError) as e:
             if pos < stop:
                 raise field_fault(e, f"sasl-outcome.{SaslOutcome.FIELDS[i]}", pos) from None
