@@ -80,6 +80,8 @@ from typing import Any
 
 import proton
 
+import specgen.locations  # noqa: F401  (specgen_codecs is this checkout's generated/)
+
 try:
     from azure.servicebus._pyamqp import _decode as py_decode
     from azure.servicebus._pyamqp import _encode as py_encode

@@ -718,6 +718,24 @@ def _array(
     elif count * (width_of or 1) > stop - pos:
         raise DecodeError("array", pos, f"{count} items cannot fit in {stop - pos} bytes")
     items = Array((), TYPE_OF[element], descriptor)
+    if element == 0xA3 and descriptor is None:
+        # sym8 elements (capabilities, locales), the common array, read in one loop; a length
+        # past the end or a byte not ASCII is left to the general reading below, which says where
+        start = pos
+        for _ in range(count):
+            if pos >= stop or pos + 1 + buf[pos] > stop:
+                break
+            n = buf[pos]
+            try:
+                items.append(Symbol(buf[pos + 1 : pos + 1 + n], "ascii"))
+            except UnicodeDecodeError:
+                break
+            pos += 1 + n
+        else:
+            if pos == stop:
+                return items, pos, (code, constructor, ())
+        del items[:]
+        pos = start
     wires: list[Wire] = []
     compound = element in _COMPOUND_CODES
     for _ in range(count):
@@ -897,53 +915,42 @@ def e_boolean(v: Any, out: bytearray, wire: Wire = None) -> None:
 _P_50 = struct.Struct(">BB")
 
 
-_FITS_UBYTE: tuple[tuple[int, int, int], ...] = ((0x50, 0, 255),)
-
-
 def e_ubyte(v: Any, out: bytearray, wire: Wire = None) -> None:
     """ubyte: the smallest encoding holding `v` (0x50), or the wire's."""
-    try:
-        v = int(v)
-    except (TypeError, ValueError):
-        raise EncodeError("ubyte", f"{v!r} is not an integer") from None
-    chosen = None
-    for code, low, high in _FITS_UBYTE:
-        if low <= v <= high:
-            if code == wire:
-                chosen = code
-                break
-            if chosen is None:
-                chosen = code
-    if chosen is None:
-        raise EncodeError("ubyte", f"{v} is out of range")
+    if not isinstance(v, int):  # an int (UInt, bool, an IntEnum) is written as it is
+        try:
+            v = int(v)
+        except (TypeError, ValueError):
+            raise EncodeError("ubyte", f"{v!r} is not an integer") from None
+    if wire is not None and (wire == 0x50 and 0 <= v <= 255):
+        chosen = wire  # the wire's encoding, which still holds v
+    elif 0 <= v <= 255:
+        chosen = 0x50
+    else:
+        raise EncodeError("ubyte", f"{int(v)} is out of range")
 
     if chosen == 0x50:
 
-        out += _P_50.pack(0x50, v)
+        out.append(0x50)
+        out.append(v)
 
 
 _P_60 = struct.Struct(">BH")
 
 
-_FITS_USHORT: tuple[tuple[int, int, int], ...] = ((0x60, 0, 65535),)
-
-
 def e_ushort(v: Any, out: bytearray, wire: Wire = None) -> None:
     """ushort: the smallest encoding holding `v` (0x60), or the wire's."""
-    try:
-        v = int(v)
-    except (TypeError, ValueError):
-        raise EncodeError("ushort", f"{v!r} is not an integer") from None
-    chosen = None
-    for code, low, high in _FITS_USHORT:
-        if low <= v <= high:
-            if code == wire:
-                chosen = code
-                break
-            if chosen is None:
-                chosen = code
-    if chosen is None:
-        raise EncodeError("ushort", f"{v} is out of range")
+    if not isinstance(v, int):  # an int (UInt, bool, an IntEnum) is written as it is
+        try:
+            v = int(v)
+        except (TypeError, ValueError):
+            raise EncodeError("ushort", f"{v!r} is not an integer") from None
+    if wire is not None and (wire == 0x60 and 0 <= v <= 65535):
+        chosen = wire  # the wire's encoding, which still holds v
+    elif 0 <= v <= 65535:
+        chosen = 0x60
+    else:
+        raise EncodeError("ushort", f"{int(v)} is out of range")
 
     if chosen == 0x60:
 
@@ -955,29 +962,27 @@ _P_52 = struct.Struct(">BB")
 _P_70 = struct.Struct(">BI")
 
 
-_FITS_UINT: tuple[tuple[int, int, int], ...] = (
-    (0x43, 0, 0),
-    (0x52, 0, 255),
-    (0x70, 0, 4294967295),
-)
-
-
 def e_uint(v: Any, out: bytearray, wire: Wire = None) -> None:
     """uint: the smallest encoding holding `v` (uint0, smalluint, 0x70), or the wire's."""
-    try:
-        v = int(v)
-    except (TypeError, ValueError):
-        raise EncodeError("uint", f"{v!r} is not an integer") from None
-    chosen = None
-    for code, low, high in _FITS_UINT:
-        if low <= v <= high:
-            if code == wire:
-                chosen = code
-                break
-            if chosen is None:
-                chosen = code
-    if chosen is None:
-        raise EncodeError("uint", f"{v} is out of range")
+    if not isinstance(v, int):  # an int (UInt, bool, an IntEnum) is written as it is
+        try:
+            v = int(v)
+        except (TypeError, ValueError):
+            raise EncodeError("uint", f"{v!r} is not an integer") from None
+    if wire is not None and (
+        (wire == 0x43 and 0 <= v <= 0)
+        or (wire == 0x52 and 0 <= v <= 255)
+        or (wire == 0x70 and 0 <= v <= 4294967295)
+    ):
+        chosen = wire  # the wire's encoding, which still holds v
+    elif 0 <= v <= 0:
+        chosen = 0x43
+    elif 0 <= v <= 255:
+        chosen = 0x52
+    elif 0 <= v <= 4294967295:
+        chosen = 0x70
+    else:
+        raise EncodeError("uint", f"{int(v)} is out of range")
 
     if chosen == 0x43:
 
@@ -985,7 +990,8 @@ def e_uint(v: Any, out: bytearray, wire: Wire = None) -> None:
 
     elif chosen == 0x52:
 
-        out += _P_52.pack(0x52, v)
+        out.append(0x52)
+        out.append(v)
 
     elif chosen == 0x70:
 
@@ -997,29 +1003,27 @@ _P_53 = struct.Struct(">BB")
 _P_80 = struct.Struct(">BQ")
 
 
-_FITS_ULONG: tuple[tuple[int, int, int], ...] = (
-    (0x44, 0, 0),
-    (0x53, 0, 255),
-    (0x80, 0, 18446744073709551615),
-)
-
-
 def e_ulong(v: Any, out: bytearray, wire: Wire = None) -> None:
     """ulong: the smallest encoding holding `v` (ulong0, smallulong, 0x80), or the wire's."""
-    try:
-        v = int(v)
-    except (TypeError, ValueError):
-        raise EncodeError("ulong", f"{v!r} is not an integer") from None
-    chosen = None
-    for code, low, high in _FITS_ULONG:
-        if low <= v <= high:
-            if code == wire:
-                chosen = code
-                break
-            if chosen is None:
-                chosen = code
-    if chosen is None:
-        raise EncodeError("ulong", f"{v} is out of range")
+    if not isinstance(v, int):  # an int (UInt, bool, an IntEnum) is written as it is
+        try:
+            v = int(v)
+        except (TypeError, ValueError):
+            raise EncodeError("ulong", f"{v!r} is not an integer") from None
+    if wire is not None and (
+        (wire == 0x44 and 0 <= v <= 0)
+        or (wire == 0x53 and 0 <= v <= 255)
+        or (wire == 0x80 and 0 <= v <= 18446744073709551615)
+    ):
+        chosen = wire  # the wire's encoding, which still holds v
+    elif 0 <= v <= 0:
+        chosen = 0x44
+    elif 0 <= v <= 255:
+        chosen = 0x53
+    elif 0 <= v <= 18446744073709551615:
+        chosen = 0x80
+    else:
+        raise EncodeError("ulong", f"{int(v)} is out of range")
 
     if chosen == 0x44:
 
@@ -1027,7 +1031,8 @@ def e_ulong(v: Any, out: bytearray, wire: Wire = None) -> None:
 
     elif chosen == 0x53:
 
-        out += _P_53.pack(0x53, v)
+        out.append(0x53)
+        out.append(v)
 
     elif chosen == 0x80:
 
@@ -1037,25 +1042,19 @@ def e_ulong(v: Any, out: bytearray, wire: Wire = None) -> None:
 _P_51 = struct.Struct(">Bb")
 
 
-_FITS_BYTE: tuple[tuple[int, int, int], ...] = ((0x51, -128, 127),)
-
-
 def e_byte(v: Any, out: bytearray, wire: Wire = None) -> None:
     """byte: the smallest encoding holding `v` (0x51), or the wire's."""
-    try:
-        v = int(v)
-    except (TypeError, ValueError):
-        raise EncodeError("byte", f"{v!r} is not an integer") from None
-    chosen = None
-    for code, low, high in _FITS_BYTE:
-        if low <= v <= high:
-            if code == wire:
-                chosen = code
-                break
-            if chosen is None:
-                chosen = code
-    if chosen is None:
-        raise EncodeError("byte", f"{v} is out of range")
+    if not isinstance(v, int):  # an int (UInt, bool, an IntEnum) is written as it is
+        try:
+            v = int(v)
+        except (TypeError, ValueError):
+            raise EncodeError("byte", f"{v!r} is not an integer") from None
+    if wire is not None and (wire == 0x51 and -128 <= v <= 127):
+        chosen = wire  # the wire's encoding, which still holds v
+    elif -128 <= v <= 127:
+        chosen = 0x51
+    else:
+        raise EncodeError("byte", f"{int(v)} is out of range")
 
     if chosen == 0x51:
 
@@ -1065,25 +1064,19 @@ def e_byte(v: Any, out: bytearray, wire: Wire = None) -> None:
 _P_61 = struct.Struct(">Bh")
 
 
-_FITS_SHORT: tuple[tuple[int, int, int], ...] = ((0x61, -32768, 32767),)
-
-
 def e_short(v: Any, out: bytearray, wire: Wire = None) -> None:
     """short: the smallest encoding holding `v` (0x61), or the wire's."""
-    try:
-        v = int(v)
-    except (TypeError, ValueError):
-        raise EncodeError("short", f"{v!r} is not an integer") from None
-    chosen = None
-    for code, low, high in _FITS_SHORT:
-        if low <= v <= high:
-            if code == wire:
-                chosen = code
-                break
-            if chosen is None:
-                chosen = code
-    if chosen is None:
-        raise EncodeError("short", f"{v} is out of range")
+    if not isinstance(v, int):  # an int (UInt, bool, an IntEnum) is written as it is
+        try:
+            v = int(v)
+        except (TypeError, ValueError):
+            raise EncodeError("short", f"{v!r} is not an integer") from None
+    if wire is not None and (wire == 0x61 and -32768 <= v <= 32767):
+        chosen = wire  # the wire's encoding, which still holds v
+    elif -32768 <= v <= 32767:
+        chosen = 0x61
+    else:
+        raise EncodeError("short", f"{int(v)} is out of range")
 
     if chosen == 0x61:
 
@@ -1095,28 +1088,23 @@ _P_54 = struct.Struct(">Bb")
 _P_71 = struct.Struct(">Bi")
 
 
-_FITS_INT: tuple[tuple[int, int, int], ...] = (
-    (0x54, -128, 127),
-    (0x71, -2147483648, 2147483647),
-)
-
-
 def e_int(v: Any, out: bytearray, wire: Wire = None) -> None:
     """int: the smallest encoding holding `v` (smallint, 0x71), or the wire's."""
-    try:
-        v = int(v)
-    except (TypeError, ValueError):
-        raise EncodeError("int", f"{v!r} is not an integer") from None
-    chosen = None
-    for code, low, high in _FITS_INT:
-        if low <= v <= high:
-            if code == wire:
-                chosen = code
-                break
-            if chosen is None:
-                chosen = code
-    if chosen is None:
-        raise EncodeError("int", f"{v} is out of range")
+    if not isinstance(v, int):  # an int (UInt, bool, an IntEnum) is written as it is
+        try:
+            v = int(v)
+        except (TypeError, ValueError):
+            raise EncodeError("int", f"{v!r} is not an integer") from None
+    if wire is not None and (
+        (wire == 0x54 and -128 <= v <= 127) or (wire == 0x71 and -2147483648 <= v <= 2147483647)
+    ):
+        chosen = wire  # the wire's encoding, which still holds v
+    elif -128 <= v <= 127:
+        chosen = 0x54
+    elif -2147483648 <= v <= 2147483647:
+        chosen = 0x71
+    else:
+        raise EncodeError("int", f"{int(v)} is out of range")
 
     if chosen == 0x54:
 
@@ -1132,28 +1120,24 @@ _P_55 = struct.Struct(">Bb")
 _P_81 = struct.Struct(">Bq")
 
 
-_FITS_LONG: tuple[tuple[int, int, int], ...] = (
-    (0x55, -128, 127),
-    (0x81, -9223372036854775808, 9223372036854775807),
-)
-
-
 def e_long(v: Any, out: bytearray, wire: Wire = None) -> None:
     """long: the smallest encoding holding `v` (smalllong, 0x81), or the wire's."""
-    try:
-        v = int(v)
-    except (TypeError, ValueError):
-        raise EncodeError("long", f"{v!r} is not an integer") from None
-    chosen = None
-    for code, low, high in _FITS_LONG:
-        if low <= v <= high:
-            if code == wire:
-                chosen = code
-                break
-            if chosen is None:
-                chosen = code
-    if chosen is None:
-        raise EncodeError("long", f"{v} is out of range")
+    if not isinstance(v, int):  # an int (UInt, bool, an IntEnum) is written as it is
+        try:
+            v = int(v)
+        except (TypeError, ValueError):
+            raise EncodeError("long", f"{v!r} is not an integer") from None
+    if wire is not None and (
+        (wire == 0x55 and -128 <= v <= 127)
+        or (wire == 0x81 and -9223372036854775808 <= v <= 9223372036854775807)
+    ):
+        chosen = wire  # the wire's encoding, which still holds v
+    elif -128 <= v <= 127:
+        chosen = 0x55
+    elif -9223372036854775808 <= v <= 9223372036854775807:
+        chosen = 0x81
+    else:
+        raise EncodeError("long", f"{int(v)} is out of range")
 
     if chosen == 0x55:
 
@@ -1226,25 +1210,19 @@ def e_char(v: Any, out: bytearray, wire: Wire = None) -> None:
 _P_83 = struct.Struct(">BQ")
 
 
-_FITS_TIMESTAMP: tuple[tuple[int, int, int], ...] = ((0x83, 0, 18446744073709551615),)
-
-
 def e_timestamp(v: Any, out: bytearray, wire: Wire = None) -> None:
     """timestamp: the smallest encoding holding `v` (ms64), or the wire's."""
-    try:
-        v = int(v)
-    except (TypeError, ValueError):
-        raise EncodeError("timestamp", f"{v!r} is not an integer") from None
-    chosen = None
-    for code, low, high in _FITS_TIMESTAMP:
-        if low <= v <= high:
-            if code == wire:
-                chosen = code
-                break
-            if chosen is None:
-                chosen = code
-    if chosen is None:
-        raise EncodeError("timestamp", f"{v} is out of range")
+    if not isinstance(v, int):  # an int (UInt, bool, an IntEnum) is written as it is
+        try:
+            v = int(v)
+        except (TypeError, ValueError):
+            raise EncodeError("timestamp", f"{v!r} is not an integer") from None
+    if wire is not None and (wire == 0x83 and 0 <= v <= 18446744073709551615):
+        chosen = wire  # the wire's encoding, which still holds v
+    elif 0 <= v <= 18446744073709551615:
+        chosen = 0x83
+    else:
+        raise EncodeError("timestamp", f"{int(v)} is out of range")
 
     if chosen == 0x83:
 
@@ -1335,7 +1313,6 @@ def e_list(v: Any, out: bytearray, wire: Wire = None) -> None:
     wires = wire[1] if code in (0xC0, 0xD0) and wire.__class__ is tuple else ()
 
     items = v
-
     count = len(items)
 
     if count == 0 and code not in (0xC0, 0xD0):
@@ -1356,16 +1333,16 @@ def e_map(v: Any, out: bytearray, wire: Wire = None) -> None:
     wires = wire[1] if code in (0xC1, 0xD1) and wire.__class__ is tuple else ()
 
     try:
-        items = [x for pair in v.items() for x in pair]
+        pairs = v.items()
     except AttributeError:
         raise EncodeError("map", f"{type(v).__name__} is not a dict") from None
-
-    count = len(items)
-
     body = bytearray()
     n = len(wires)
-    for i, item in enumerate(items):
-        encode_any(item, body, wires[i] if i < n else None)
+    count = 0  # keys and values written
+    for key, value in pairs:
+        encode_any(key, body, wires[count] if count < n else None)
+        encode_any(value, body, wires[count + 1] if count + 1 < n else None)
+        count += 2
     _compound_header(out, 0xC1, 0xD1, code, len(body), count)
     out += body
 
@@ -1657,13 +1634,47 @@ def encode_any(v: Any, out: bytearray, wire: Wire = None) -> None:
     raise EncodeError("value", f"{type(v).__name__} has no AMQP type")
 
 
+_TEXTS: dict[str, tuple[str, int]] = {"symbol": ("ascii", 0xA3), "string": ("utf-8", 0xA1)}
+"""The text types' codecs and short (one length byte) constructors: sym8, str8."""
+
+
 def multiple(item: Writer, type_: str) -> Writer:
     """A `multiple` field: one value alone when the list holds one (or the wire says so), else
     an array."""
+    codec, short = _TEXTS.get(type_, ("", 0))
 
     def write(v: Any, out: bytearray, wire: Wire = None) -> None:
-        if not isinstance(v, list | tuple):
+        if v.__class__ is not list and not isinstance(v, list | tuple):
             raise EncodeError(type_, f"a multiple field holds a list, not {type(v).__name__}")
+        if (
+            codec
+            and (wire == (0xE0, short, ()) or wire is None and len(v) != 1)
+            and (
+                v.__class__ is list
+                or v.__class__ is Array
+                and v.type == type_
+                and v.descriptor is None
+            )
+        ):
+            # the common case written directly: an array8 of short texts (symbols), as `e_array`
+            # writes it; anything else (a long text, a fault) is left to `e_array` below
+            body = bytearray()
+            for x in v:
+                if not isinstance(x, str):
+                    break
+                try:
+                    data = x.encode(codec)
+                except UnicodeEncodeError:
+                    break
+                if len(data) > 255:
+                    break
+                body.append(len(data))
+                body += data
+            else:
+                if len(body) + 2 <= 255 and len(v) <= 255:
+                    out += bytes((0xE0, len(body) + 2, len(v), short))
+                    out += body
+                    return
         code = _code_of(wire)
         if code in _ARRAY_CODES or (wire is None and len(v) != 1) or len(v) != 1:
             e_array(
@@ -1739,17 +1750,30 @@ def read_list(
     return items, wires, pos, (code, tuple(wires[:count]))
 
 
-def field_readers(codes: frozenset[int] | None) -> list[Reader | None]:
+class NotOfType(Exception):
+    """A constructor its field's type does not allow: what `not_of_type` raises, so that a
+    composite's reader reads its list again with the checks that say which."""
+
+
+def not_of_type(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
+    """The reader of every constructor a field's type does not allow (`field_readers`)."""
+    raise NotOfType
+
+
+def field_readers(codes: frozenset[int] | None) -> list[Reader]:
     """A field's readers by format code: those of its type's constructors and null's (a field
-    may always be null), None for every other code; for a field of any type (`codes` None),
-    every known constructor's, a described value's included."""
-    table: list[Reader | None] = list(_READERS) if codes is None else [None] * 256
+    may always be null), `not_of_type` for every other code; for a field of any type (`codes`
+    None), every known constructor's, a described value's included."""
+    table: list[Reader] = [not_of_type] * 256
     for code in range(256) if codes is None else (*codes, NULL):
-        table[code] = _described if code == 0 else _READERS[code]
+        reader = _described if code == 0 else _READERS[code]
+        if reader is not None:
+            table[code] = reader
     return table
 
 
-_ITEM_READERS = field_readers(None)
+_ITEM_READERS: list[Reader | None] = list(_READERS)
+_ITEM_READERS[0] = _described
 """Every constructor's reader by format code, a described value's included: `read`'s dispatch."""
 
 
@@ -1760,7 +1784,7 @@ def read_fields(
     described: Registry,
     name: str,
     names: tuple[str, ...],
-    readers: tuple[list[Reader | None], ...],
+    readers: tuple[list[Reader], ...],
 ) -> tuple[list[Any], list[Wire], int, Wire]:
     """`read_list` with each field's constructor checked as it is read: `readers` holds, per
     field, the readers of the constructors its type allows (`field_readers`). A constructor
@@ -1785,7 +1809,7 @@ def read_fields(
         if pos >= stop:
             raise DecodeError(f"{name}.{names[i]}", pos, "constructor: needs 1 byte, 0 left")
         reader = readers[i][buf[pos]]
-        if reader is None:
+        if reader is not_of_type:
             return items, wires, pos, None
         try:
             items[i], pos, wires[i] = reader(buf, pos + 1, stop, described)
@@ -1799,6 +1823,41 @@ def read_fields(
     if pos != stop:
         raise DecodeError(name, pos, f"{stop - pos} bytes after the last field")
     return items, wires, pos, (code, tuple(wires[:count]))
+
+
+def field_fault(e: Exception, name: str, at: int) -> DecodeError:
+    """A fault inside field `name` (`open.hostname`) whose constructor is at `at`, said as
+    `read_fields` says it."""
+    if isinstance(e, DecodeError):
+        return DecodeError(name, e.offset, f"{e.field}: {e.reason}")
+    return DecodeError(name, at, "value: values nested deeper than the stack allows")
+
+
+def list_head(buf: Buffer, pos: int, end: int, name: str, size: int) -> tuple[int, int, int, int]:
+    """A composite's list after its descriptor: (its format code, its count, where its fields
+    start, where they stop), the count checked against the `size` fields and the bytes."""
+    if pos >= end:
+        raise DecodeError(name, pos, "no list after the descriptor")
+    code = buf[pos]
+    if code == LIST8 and pos + 3 <= end:  # the common list8, its checks inline (else below)
+        length = buf[pos + 1]
+        count = buf[pos + 2]
+        stop = pos + 2 + length
+        if length >= 1 and stop <= end and count <= length - 1 and count <= size:
+            return LIST8, count, pos + 3, stop
+    elif code == LIST32 and pos + 9 <= end:  # list32 (an open, or a peer that writes only those)
+        length, count = _U32X2.unpack_from(buf, pos + 1)
+        stop = pos + 5 + length
+        if length >= 4 and stop <= end and count <= length - 4 and count <= size:
+            return LIST32, count, pos + 9, stop
+    if code == LIST0:
+        return LIST0, 0, pos + 1, pos + 1
+    if code != LIST8 and code != LIST32:
+        raise DecodeError(name, pos, f"format code {code:#04x}: a composite is a list")
+    _, count, start, stop = _compound(buf, pos + 1, end, 1 if code == LIST8 else 4, name)
+    if count > size:
+        raise DecodeError(name, pos, f"{count} fields; {name} has {size}")
+    return code, count, start, stop
 
 
 def read_section(
@@ -1933,6 +1992,33 @@ def write_list(
             raise EncodeError(f"{short}.{names[i]}", f"{e.field}: {e.reason}") from None
     _compound_header(out, LIST8, LIST32, lcode, len(body), count)
     out += body
+
+
+def list_start(
+    out: bytearray, wire: Wire, name: str, code: int, values: tuple[Any, ...]
+) -> tuple[tuple[Wire, ...], int, int | None]:
+    """A composite's descriptor (as the wire had it, else its smallulong code); then the wires
+    its fields were read with (None for each field not read), how many fields to write (up to
+    the last one set, or as many as were read) and the list's format code as read (else None)."""
+    size = len(values)
+    if wire is None and 0 < code <= 255:  # a fresh object: its smallulong code, its list afresh
+        out += bytes((0, 0x53, code))
+        return (None,) * size, _trimmed(values), None
+    lwire = write_descriptor(out, name, code, wire)
+    lcode = lwire if lwire.__class__ is int else lwire[0] if lwire is not None else None
+    wires = lwire[1] if isinstance(lwire, tuple) else ()
+    count = _trimmed(values)
+    if len(wires) > count:
+        count = len(wires)
+    return wires + (None,) * (size - len(wires)), count, lcode
+
+
+def _trimmed(values: tuple[Any, ...]) -> int:
+    """How many fields up to the last one set."""
+    count = len(values)
+    while count and values[count - 1] is None:
+        count -= 1
+    return count
 
 
 def end_list(out: bytearray, code: int | None, body: bytearray, count: int) -> None:

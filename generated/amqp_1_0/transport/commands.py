@@ -27,10 +27,13 @@ from typing import Any, ClassVar
 from ..errors import DecodeError, EncodeError
 from ..framing import HEADER
 from ..values import (
+    LIST0,
+    NULL,
     Buffer,
     Composite,
     Described,
     Frame,
+    NotOfType,
     ProtocolHeader,
     Registry,
     Symbol,
@@ -48,14 +51,17 @@ from ..values import (
     e_ulong,
     e_ushort,
     encode_any,
+    end_list,
+    field_fault,
     field_readers,
+    list_head,
+    list_start,
     mistyped,
     multiple,
     not_kind,
     read,
     read_fields,
     read_list,
-    write_list,
 )
 from ..values import decode_value as _decode_value
 from ..values import decode_value_wire as _decode_value_wire
@@ -206,18 +212,6 @@ _OPEN_READERS = (
     _SYMBOL_OR_ARRAY_READERS,
     _MAP_READERS,
 )
-_OPEN_WRITERS = (
-    e_string,
-    e_string,
-    e_uint,
-    e_ushort,
-    e_uint,
-    e_symbol_or_array,
-    e_symbol_or_array,
-    e_symbol_or_array,
-    e_symbol_or_array,
-    e_map,
-)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -329,31 +323,128 @@ class Open(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(buf, pos, end, described, "open", Open.FIELDS, _OPEN_READERS)
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "open", Open.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in STRING:
-                raise mistyped("open.container-id", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in STRING:
-                raise mistyped("open.hostname", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in UINT:
-                raise mistyped("open.max-frame-size", w[2], at)
-            if v[3] is not None and code_of(w[3]) not in USHORT:
-                raise mistyped("open.channel-max", w[3], at)
-            if v[4] is not None and code_of(w[4]) not in UINT:
-                raise mistyped("open.idle-time-out", w[4], at)
-            if v[5] is not None and code_of(w[5]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("open.outgoing-locales", w[5], at)
-            if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("open.incoming-locales", w[6], at)
-            if v[7] is not None and code_of(w[7]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("open.offered-capabilities", w[7], at)
-            if v[8] is not None and code_of(w[8]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("open.desired-capabilities", w[8], at)
-            if v[9] is not None and code_of(w[9]) not in MAP:
-                raise mistyped("open.properties", w[9], at)
+        code, count, pos, stop = list_head(buf, pos, end, "open", 10)
+        v: list[Any] = [None] * 10
+        w: list[Wire] = [None] * 10
+        i = 0
+        try:
+            if count > 0:  # container-id: string
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _STRING_READERS[c](buf, pos + 1, stop, described)
+            if count > 1:  # hostname: string
+                i = 1
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _STRING_READERS[c](buf, pos + 1, stop, described)
+            if count > 2:  # max-frame-size: uint
+                i = 2
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 3:  # channel-max: ushort
+                i = 3
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _USHORT_READERS[c](buf, pos + 1, stop, described)
+            if count > 4:  # idle-time-out: uint
+                i = 4
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 5:  # outgoing-locales: symbol_or_array
+                i = 5
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
+            if count > 6:  # incoming-locales: symbol_or_array
+                i = 6
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[6] = NULL
+                    pos += 1
+                else:
+                    v[6], pos, w[6] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
+            if count > 7:  # offered-capabilities: symbol_or_array
+                i = 7
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[7] = NULL
+                    pos += 1
+                else:
+                    v[7], pos, w[7] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
+            if count > 8:  # desired-capabilities: symbol_or_array
+                i = 8
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[8] = NULL
+                    pos += 1
+                else:
+                    v[8], pos, w[8] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
+            if count > 9:  # properties: map
+                i = 9
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[9] = NULL
+                    pos += 1
+                else:
+                    v[9], pos, w[9] = _MAP_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"open.{Open.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "open", Open.FIELDS, _OPEN_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "open", Open.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in STRING:
+                    raise mistyped("open.container-id", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in STRING:
+                    raise mistyped("open.hostname", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in UINT:
+                    raise mistyped("open.max-frame-size", w[2], at)
+                if v[3] is not None and code_of(w[3]) not in USHORT:
+                    raise mistyped("open.channel-max", w[3], at)
+                if v[4] is not None and code_of(w[4]) not in UINT:
+                    raise mistyped("open.idle-time-out", w[4], at)
+                if v[5] is not None and code_of(w[5]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("open.outgoing-locales", w[5], at)
+                if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("open.incoming-locales", w[6], at)
+                if v[7] is not None and code_of(w[7]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("open.offered-capabilities", w[7], at)
+                if v[8] is not None and code_of(w[8]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("open.desired-capabilities", w[8], at)
+                if v[9] is not None and code_of(w[9]) not in MAP:
+                    raise mistyped("open.properties", w[9], at)
         if v[5] is not None:
             if not isinstance(v[5], list):
                 v[5] = [v[5]]
@@ -387,20 +478,76 @@ class Open(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("open.container-id", "mandatory field is None")
-        write_list(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:open:list",
-            0x00000000_00000010,
-            values,
-            _OPEN_WRITERS,
-            "open",
-            Open.FIELDS,
+        wires, count, lcode = list_start(
+            out, self._wire if wire is None else wire, "amqp:open:list", 0x00000000_00000010, values
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # container-id
+                e_string(values[0], body, wires[0])
+            if count > 1:  # hostname
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_string(values[1], body, wires[1])
+            if count > 2:  # max-frame-size
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[2], body, wires[2])
+            if count > 3:  # channel-max
+                i = 3
+                if values[3] is None:
+                    body.append(NULL)
+                else:
+                    e_ushort(values[3], body, wires[3])
+            if count > 4:  # idle-time-out
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[4], body, wires[4])
+            if count > 5:  # outgoing-locales
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[5], body, wires[5])
+            if count > 6:  # incoming-locales
+                i = 6
+                if values[6] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[6], body, wires[6])
+            if count > 7:  # offered-capabilities
+                i = 7
+                if values[7] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[7], body, wires[7])
+            if count > 8:  # desired-capabilities
+                i = 8
+                if values[8] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[8], body, wires[8])
+            if count > 9:  # properties
+                i = 9
+                if values[9] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[9], body, wires[9])
+        except EncodeError as e:
+            raise EncodeError(f"open.{Open.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _BEGIN_READERS = (
@@ -412,16 +559,6 @@ _BEGIN_READERS = (
     _SYMBOL_OR_ARRAY_READERS,
     _SYMBOL_OR_ARRAY_READERS,
     _MAP_READERS,
-)
-_BEGIN_WRITERS = (
-    e_ushort,
-    e_uint,
-    e_uint,
-    e_uint,
-    e_uint,
-    e_symbol_or_array,
-    e_symbol_or_array,
-    e_map,
 )
 
 
@@ -519,29 +656,108 @@ class Begin(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "begin", Begin.FIELDS, _BEGIN_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "begin", Begin.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in USHORT:
-                raise mistyped("begin.remote-channel", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in UINT:
-                raise mistyped("begin.next-outgoing-id", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in UINT:
-                raise mistyped("begin.incoming-window", w[2], at)
-            if v[3] is not None and code_of(w[3]) not in UINT:
-                raise mistyped("begin.outgoing-window", w[3], at)
-            if v[4] is not None and code_of(w[4]) not in UINT:
-                raise mistyped("begin.handle-max", w[4], at)
-            if v[5] is not None and code_of(w[5]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("begin.offered-capabilities", w[5], at)
-            if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("begin.desired-capabilities", w[6], at)
-            if v[7] is not None and code_of(w[7]) not in MAP:
-                raise mistyped("begin.properties", w[7], at)
+        code, count, pos, stop = list_head(buf, pos, end, "begin", 8)
+        v: list[Any] = [None] * 8
+        w: list[Wire] = [None] * 8
+        i = 0
+        try:
+            if count > 0:  # remote-channel: ushort
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _USHORT_READERS[c](buf, pos + 1, stop, described)
+            if count > 1:  # next-outgoing-id: uint
+                i = 1
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 2:  # incoming-window: uint
+                i = 2
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 3:  # outgoing-window: uint
+                i = 3
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 4:  # handle-max: uint
+                i = 4
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 5:  # offered-capabilities: symbol_or_array
+                i = 5
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
+            if count > 6:  # desired-capabilities: symbol_or_array
+                i = 6
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[6] = NULL
+                    pos += 1
+                else:
+                    v[6], pos, w[6] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
+            if count > 7:  # properties: map
+                i = 7
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[7] = NULL
+                    pos += 1
+                else:
+                    v[7], pos, w[7] = _MAP_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"begin.{Begin.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "begin", Begin.FIELDS, _BEGIN_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "begin", Begin.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in USHORT:
+                    raise mistyped("begin.remote-channel", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in UINT:
+                    raise mistyped("begin.next-outgoing-id", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in UINT:
+                    raise mistyped("begin.incoming-window", w[2], at)
+                if v[3] is not None and code_of(w[3]) not in UINT:
+                    raise mistyped("begin.outgoing-window", w[3], at)
+                if v[4] is not None and code_of(w[4]) not in UINT:
+                    raise mistyped("begin.handle-max", w[4], at)
+                if v[5] is not None and code_of(w[5]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("begin.offered-capabilities", w[5], at)
+                if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("begin.desired-capabilities", w[6], at)
+                if v[7] is not None and code_of(w[7]) not in MAP:
+                    raise mistyped("begin.properties", w[7], at)
         if v[5] is not None:
             if not isinstance(v[5], list):
                 v[5] = [v[5]]
@@ -571,7 +787,8 @@ class Begin(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[1] is None:
             raise EncodeError("begin.next-outgoing-id", "mandatory field is None")
@@ -579,16 +796,57 @@ class Begin(Composite):
             raise EncodeError("begin.incoming-window", "mandatory field is None")
         if values[3] is None:
             raise EncodeError("begin.outgoing-window", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:begin:list",
             0x00000000_00000011,
             values,
-            _BEGIN_WRITERS,
-            "begin",
-            Begin.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # remote-channel
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    e_ushort(values[0], body, wires[0])
+            if count > 1:  # next-outgoing-id
+                i = 1
+                e_uint(values[1], body, wires[1])
+            if count > 2:  # incoming-window
+                i = 2
+                e_uint(values[2], body, wires[2])
+            if count > 3:  # outgoing-window
+                i = 3
+                e_uint(values[3], body, wires[3])
+            if count > 4:  # handle-max
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[4], body, wires[4])
+            if count > 5:  # offered-capabilities
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[5], body, wires[5])
+            if count > 6:  # desired-capabilities
+                i = 6
+                if values[6] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[6], body, wires[6])
+            if count > 7:  # properties
+                i = 7
+                if values[7] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[7], body, wires[7])
+        except EncodeError as e:
+            raise EncodeError(f"begin.{Begin.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _ATTACH_READERS = (
@@ -606,22 +864,6 @@ _ATTACH_READERS = (
     _SYMBOL_OR_ARRAY_READERS,
     _SYMBOL_OR_ARRAY_READERS,
     _MAP_READERS,
-)
-_ATTACH_WRITERS = (
-    e_string,
-    e_uint,
-    e_boolean,
-    e_ubyte,
-    e_ubyte,
-    encode_any,
-    encode_any,
-    e_map,
-    e_boolean,
-    e_uint,
-    e_ulong,
-    e_symbol_or_array,
-    e_symbol_or_array,
-    e_map,
 )
 
 
@@ -757,37 +999,164 @@ class Attach(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "attach", Attach.FIELDS, _ATTACH_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "attach", Attach.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in STRING:
-                raise mistyped("attach.name", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in UINT:
-                raise mistyped("attach.handle", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in BOOLEAN:
-                raise mistyped("attach.role", w[2], at)
-            if v[3] is not None and code_of(w[3]) not in UBYTE:
-                raise mistyped("attach.snd-settle-mode", w[3], at)
-            if v[4] is not None and code_of(w[4]) not in UBYTE:
-                raise mistyped("attach.rcv-settle-mode", w[4], at)
-            if v[7] is not None and code_of(w[7]) not in MAP:
-                raise mistyped("attach.unsettled", w[7], at)
-            if v[8] is not None and code_of(w[8]) not in BOOLEAN:
-                raise mistyped("attach.incomplete-unsettled", w[8], at)
-            if v[9] is not None and code_of(w[9]) not in UINT:
-                raise mistyped("attach.initial-delivery-count", w[9], at)
-            if v[10] is not None and code_of(w[10]) not in ULONG:
-                raise mistyped("attach.max-message-size", w[10], at)
-            if v[11] is not None and code_of(w[11]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("attach.offered-capabilities", w[11], at)
-            if v[12] is not None and code_of(w[12]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("attach.desired-capabilities", w[12], at)
-            if v[13] is not None and code_of(w[13]) not in MAP:
-                raise mistyped("attach.properties", w[13], at)
+        code, count, pos, stop = list_head(buf, pos, end, "attach", 14)
+        v: list[Any] = [None] * 14
+        w: list[Wire] = [None] * 14
+        i = 0
+        try:
+            if count > 0:  # name: string
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _STRING_READERS[c](buf, pos + 1, stop, described)
+            if count > 1:  # handle: uint
+                i = 1
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 2:  # role: boolean
+                i = 2
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+            if count > 3:  # snd-settle-mode: ubyte
+                i = 3
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _UBYTE_READERS[c](buf, pos + 1, stop, described)
+            if count > 4:  # rcv-settle-mode: ubyte
+                i = 4
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _UBYTE_READERS[c](buf, pos + 1, stop, described)
+            if count > 5:  # source: any
+                i = 5
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _ANY_READERS[c](buf, pos + 1, stop, described)
+            if count > 6:  # target: any
+                i = 6
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[6] = NULL
+                    pos += 1
+                else:
+                    v[6], pos, w[6] = _ANY_READERS[c](buf, pos + 1, stop, described)
+            if count > 7:  # unsettled: map
+                i = 7
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[7] = NULL
+                    pos += 1
+                else:
+                    v[7], pos, w[7] = _MAP_READERS[c](buf, pos + 1, stop, described)
+            if count > 8:  # incomplete-unsettled: boolean
+                i = 8
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[8] = NULL
+                    pos += 1
+                else:
+                    v[8], pos, w[8] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+            if count > 9:  # initial-delivery-count: uint
+                i = 9
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[9] = NULL
+                    pos += 1
+                else:
+                    v[9], pos, w[9] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 10:  # max-message-size: ulong
+                i = 10
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[10] = NULL
+                    pos += 1
+                else:
+                    v[10], pos, w[10] = _ULONG_READERS[c](buf, pos + 1, stop, described)
+            if count > 11:  # offered-capabilities: symbol_or_array
+                i = 11
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[11] = NULL
+                    pos += 1
+                else:
+                    v[11], pos, w[11] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
+            if count > 12:  # desired-capabilities: symbol_or_array
+                i = 12
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[12] = NULL
+                    pos += 1
+                else:
+                    v[12], pos, w[12] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
+            if count > 13:  # properties: map
+                i = 13
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[13] = NULL
+                    pos += 1
+                else:
+                    v[13], pos, w[13] = _MAP_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"attach.{Attach.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "attach", Attach.FIELDS, _ATTACH_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "attach", Attach.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in STRING:
+                    raise mistyped("attach.name", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in UINT:
+                    raise mistyped("attach.handle", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in BOOLEAN:
+                    raise mistyped("attach.role", w[2], at)
+                if v[3] is not None and code_of(w[3]) not in UBYTE:
+                    raise mistyped("attach.snd-settle-mode", w[3], at)
+                if v[4] is not None and code_of(w[4]) not in UBYTE:
+                    raise mistyped("attach.rcv-settle-mode", w[4], at)
+                if v[7] is not None and code_of(w[7]) not in MAP:
+                    raise mistyped("attach.unsettled", w[7], at)
+                if v[8] is not None and code_of(w[8]) not in BOOLEAN:
+                    raise mistyped("attach.incomplete-unsettled", w[8], at)
+                if v[9] is not None and code_of(w[9]) not in UINT:
+                    raise mistyped("attach.initial-delivery-count", w[9], at)
+                if v[10] is not None and code_of(w[10]) not in ULONG:
+                    raise mistyped("attach.max-message-size", w[10], at)
+                if v[11] is not None and code_of(w[11]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("attach.offered-capabilities", w[11], at)
+                if v[12] is not None and code_of(w[12]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("attach.desired-capabilities", w[12], at)
+                if v[13] is not None and code_of(w[13]) not in MAP:
+                    raise mistyped("attach.properties", w[13], at)
         if v[11] is not None:
             if not isinstance(v[11], list):
                 v[11] = [v[11]]
@@ -823,7 +1192,8 @@ class Attach(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("attach.name", "mandatory field is None")
@@ -831,16 +1201,93 @@ class Attach(Composite):
             raise EncodeError("attach.handle", "mandatory field is None")
         if values[2] is None:
             raise EncodeError("attach.role", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:attach:list",
             0x00000000_00000012,
             values,
-            _ATTACH_WRITERS,
-            "attach",
-            Attach.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # name
+                e_string(values[0], body, wires[0])
+            if count > 1:  # handle
+                i = 1
+                e_uint(values[1], body, wires[1])
+            if count > 2:  # role
+                i = 2
+                e_boolean(values[2], body, wires[2])
+            if count > 3:  # snd-settle-mode
+                i = 3
+                if values[3] is None:
+                    body.append(NULL)
+                else:
+                    e_ubyte(values[3], body, wires[3])
+            if count > 4:  # rcv-settle-mode
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    e_ubyte(values[4], body, wires[4])
+            if count > 5:  # source
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[5], body, wires[5])
+            if count > 6:  # target
+                i = 6
+                if values[6] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[6], body, wires[6])
+            if count > 7:  # unsettled
+                i = 7
+                if values[7] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[7], body, wires[7])
+            if count > 8:  # incomplete-unsettled
+                i = 8
+                if values[8] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[8], body, wires[8])
+            if count > 9:  # initial-delivery-count
+                i = 9
+                if values[9] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[9], body, wires[9])
+            if count > 10:  # max-message-size
+                i = 10
+                if values[10] is None:
+                    body.append(NULL)
+                else:
+                    e_ulong(values[10], body, wires[10])
+            if count > 11:  # offered-capabilities
+                i = 11
+                if values[11] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[11], body, wires[11])
+            if count > 12:  # desired-capabilities
+                i = 12
+                if values[12] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[12], body, wires[12])
+            if count > 13:  # properties
+                i = 13
+                if values[13] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[13], body, wires[13])
+        except EncodeError as e:
+            raise EncodeError(f"attach.{Attach.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _FLOW_READERS = (
@@ -855,19 +1302,6 @@ _FLOW_READERS = (
     _BOOLEAN_READERS,
     _BOOLEAN_READERS,
     _MAP_READERS,
-)
-_FLOW_WRITERS = (
-    e_uint,
-    e_uint,
-    e_uint,
-    e_uint,
-    e_uint,
-    e_uint,
-    e_uint,
-    e_uint,
-    e_boolean,
-    e_boolean,
-    e_map,
 )
 
 
@@ -979,33 +1413,138 @@ class Flow(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(buf, pos, end, described, "flow", Flow.FIELDS, _FLOW_READERS)
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "flow", Flow.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in UINT:
-                raise mistyped("flow.next-incoming-id", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in UINT:
-                raise mistyped("flow.incoming-window", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in UINT:
-                raise mistyped("flow.next-outgoing-id", w[2], at)
-            if v[3] is not None and code_of(w[3]) not in UINT:
-                raise mistyped("flow.outgoing-window", w[3], at)
-            if v[4] is not None and code_of(w[4]) not in UINT:
-                raise mistyped("flow.handle", w[4], at)
-            if v[5] is not None and code_of(w[5]) not in UINT:
-                raise mistyped("flow.delivery-count", w[5], at)
-            if v[6] is not None and code_of(w[6]) not in UINT:
-                raise mistyped("flow.link-credit", w[6], at)
-            if v[7] is not None and code_of(w[7]) not in UINT:
-                raise mistyped("flow.available", w[7], at)
-            if v[8] is not None and code_of(w[8]) not in BOOLEAN:
-                raise mistyped("flow.drain", w[8], at)
-            if v[9] is not None and code_of(w[9]) not in BOOLEAN:
-                raise mistyped("flow.echo", w[9], at)
-            if v[10] is not None and code_of(w[10]) not in MAP:
-                raise mistyped("flow.properties", w[10], at)
+        code, count, pos, stop = list_head(buf, pos, end, "flow", 11)
+        v: list[Any] = [None] * 11
+        w: list[Wire] = [None] * 11
+        i = 0
+        try:
+            if count > 0:  # next-incoming-id: uint
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 1:  # incoming-window: uint
+                i = 1
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 2:  # next-outgoing-id: uint
+                i = 2
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 3:  # outgoing-window: uint
+                i = 3
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 4:  # handle: uint
+                i = 4
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 5:  # delivery-count: uint
+                i = 5
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 6:  # link-credit: uint
+                i = 6
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[6] = NULL
+                    pos += 1
+                else:
+                    v[6], pos, w[6] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 7:  # available: uint
+                i = 7
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[7] = NULL
+                    pos += 1
+                else:
+                    v[7], pos, w[7] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 8:  # drain: boolean
+                i = 8
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[8] = NULL
+                    pos += 1
+                else:
+                    v[8], pos, w[8] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+            if count > 9:  # echo: boolean
+                i = 9
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[9] = NULL
+                    pos += 1
+                else:
+                    v[9], pos, w[9] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+            if count > 10:  # properties: map
+                i = 10
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[10] = NULL
+                    pos += 1
+                else:
+                    v[10], pos, w[10] = _MAP_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"flow.{Flow.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "flow", Flow.FIELDS, _FLOW_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "flow", Flow.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in UINT:
+                    raise mistyped("flow.next-incoming-id", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in UINT:
+                    raise mistyped("flow.incoming-window", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in UINT:
+                    raise mistyped("flow.next-outgoing-id", w[2], at)
+                if v[3] is not None and code_of(w[3]) not in UINT:
+                    raise mistyped("flow.outgoing-window", w[3], at)
+                if v[4] is not None and code_of(w[4]) not in UINT:
+                    raise mistyped("flow.handle", w[4], at)
+                if v[5] is not None and code_of(w[5]) not in UINT:
+                    raise mistyped("flow.delivery-count", w[5], at)
+                if v[6] is not None and code_of(w[6]) not in UINT:
+                    raise mistyped("flow.link-credit", w[6], at)
+                if v[7] is not None and code_of(w[7]) not in UINT:
+                    raise mistyped("flow.available", w[7], at)
+                if v[8] is not None and code_of(w[8]) not in BOOLEAN:
+                    raise mistyped("flow.drain", w[8], at)
+                if v[9] is not None and code_of(w[9]) not in BOOLEAN:
+                    raise mistyped("flow.echo", w[9], at)
+                if v[10] is not None and code_of(w[10]) not in MAP:
+                    raise mistyped("flow.properties", w[10], at)
         if v[1] is None:
             raise absent("flow.incoming-window", at)
         if v[2] is None:
@@ -1032,7 +1571,8 @@ class Flow(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[1] is None:
             raise EncodeError("flow.incoming-window", "mandatory field is None")
@@ -1040,16 +1580,71 @@ class Flow(Composite):
             raise EncodeError("flow.next-outgoing-id", "mandatory field is None")
         if values[3] is None:
             raise EncodeError("flow.outgoing-window", "mandatory field is None")
-        write_list(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:flow:list",
-            0x00000000_00000013,
-            values,
-            _FLOW_WRITERS,
-            "flow",
-            Flow.FIELDS,
+        wires, count, lcode = list_start(
+            out, self._wire if wire is None else wire, "amqp:flow:list", 0x00000000_00000013, values
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # next-incoming-id
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[0], body, wires[0])
+            if count > 1:  # incoming-window
+                i = 1
+                e_uint(values[1], body, wires[1])
+            if count > 2:  # next-outgoing-id
+                i = 2
+                e_uint(values[2], body, wires[2])
+            if count > 3:  # outgoing-window
+                i = 3
+                e_uint(values[3], body, wires[3])
+            if count > 4:  # handle
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[4], body, wires[4])
+            if count > 5:  # delivery-count
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[5], body, wires[5])
+            if count > 6:  # link-credit
+                i = 6
+                if values[6] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[6], body, wires[6])
+            if count > 7:  # available
+                i = 7
+                if values[7] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[7], body, wires[7])
+            if count > 8:  # drain
+                i = 8
+                if values[8] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[8], body, wires[8])
+            if count > 9:  # echo
+                i = 9
+                if values[9] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[9], body, wires[9])
+            if count > 10:  # properties
+                i = 10
+                if values[10] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[10], body, wires[10])
+        except EncodeError as e:
+            raise EncodeError(f"flow.{Flow.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _TRANSFER_READERS = (
@@ -1064,19 +1659,6 @@ _TRANSFER_READERS = (
     _BOOLEAN_READERS,
     _BOOLEAN_READERS,
     _BOOLEAN_READERS,
-)
-_TRANSFER_WRITERS = (
-    e_uint,
-    e_uint,
-    e_binary,
-    e_uint,
-    e_boolean,
-    e_boolean,
-    e_ubyte,
-    encode_any,
-    e_boolean,
-    e_boolean,
-    e_boolean,
 )
 
 
@@ -1190,33 +1772,136 @@ class Transfer(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "transfer", Transfer.FIELDS, _TRANSFER_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "transfer", Transfer.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in UINT:
-                raise mistyped("transfer.handle", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in UINT:
-                raise mistyped("transfer.delivery-id", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in BINARY:
-                raise mistyped("transfer.delivery-tag", w[2], at)
-            if v[3] is not None and code_of(w[3]) not in UINT:
-                raise mistyped("transfer.message-format", w[3], at)
-            if v[4] is not None and code_of(w[4]) not in BOOLEAN:
-                raise mistyped("transfer.settled", w[4], at)
-            if v[5] is not None and code_of(w[5]) not in BOOLEAN:
-                raise mistyped("transfer.more", w[5], at)
-            if v[6] is not None and code_of(w[6]) not in UBYTE:
-                raise mistyped("transfer.rcv-settle-mode", w[6], at)
-            if v[8] is not None and code_of(w[8]) not in BOOLEAN:
-                raise mistyped("transfer.resume", w[8], at)
-            if v[9] is not None and code_of(w[9]) not in BOOLEAN:
-                raise mistyped("transfer.aborted", w[9], at)
-            if v[10] is not None and code_of(w[10]) not in BOOLEAN:
-                raise mistyped("transfer.batchable", w[10], at)
+        code, count, pos, stop = list_head(buf, pos, end, "transfer", 11)
+        v: list[Any] = [None] * 11
+        w: list[Wire] = [None] * 11
+        i = 0
+        try:
+            if count > 0:  # handle: uint
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 1:  # delivery-id: uint
+                i = 1
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 2:  # delivery-tag: binary
+                i = 2
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _BINARY_READERS[c](buf, pos + 1, stop, described)
+            if count > 3:  # message-format: uint
+                i = 3
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 4:  # settled: boolean
+                i = 4
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+            if count > 5:  # more: boolean
+                i = 5
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+            if count > 6:  # rcv-settle-mode: ubyte
+                i = 6
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[6] = NULL
+                    pos += 1
+                else:
+                    v[6], pos, w[6] = _UBYTE_READERS[c](buf, pos + 1, stop, described)
+            if count > 7:  # state: any
+                i = 7
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[7] = NULL
+                    pos += 1
+                else:
+                    v[7], pos, w[7] = _ANY_READERS[c](buf, pos + 1, stop, described)
+            if count > 8:  # resume: boolean
+                i = 8
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[8] = NULL
+                    pos += 1
+                else:
+                    v[8], pos, w[8] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+            if count > 9:  # aborted: boolean
+                i = 9
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[9] = NULL
+                    pos += 1
+                else:
+                    v[9], pos, w[9] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+            if count > 10:  # batchable: boolean
+                i = 10
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[10] = NULL
+                    pos += 1
+                else:
+                    v[10], pos, w[10] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"transfer.{Transfer.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "transfer", Transfer.FIELDS, _TRANSFER_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "transfer", Transfer.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in UINT:
+                    raise mistyped("transfer.handle", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in UINT:
+                    raise mistyped("transfer.delivery-id", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in BINARY:
+                    raise mistyped("transfer.delivery-tag", w[2], at)
+                if v[3] is not None and code_of(w[3]) not in UINT:
+                    raise mistyped("transfer.message-format", w[3], at)
+                if v[4] is not None and code_of(w[4]) not in BOOLEAN:
+                    raise mistyped("transfer.settled", w[4], at)
+                if v[5] is not None and code_of(w[5]) not in BOOLEAN:
+                    raise mistyped("transfer.more", w[5], at)
+                if v[6] is not None and code_of(w[6]) not in UBYTE:
+                    raise mistyped("transfer.rcv-settle-mode", w[6], at)
+                if v[8] is not None and code_of(w[8]) not in BOOLEAN:
+                    raise mistyped("transfer.resume", w[8], at)
+                if v[9] is not None and code_of(w[9]) not in BOOLEAN:
+                    raise mistyped("transfer.aborted", w[9], at)
+                if v[10] is not None and code_of(w[10]) not in BOOLEAN:
+                    raise mistyped("transfer.batchable", w[10], at)
         if v[0] is None:
             raise absent("transfer.handle", at)
         obj = Transfer(*v)
@@ -1239,20 +1924,86 @@ class Transfer(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("transfer.handle", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:transfer:list",
             0x00000000_00000014,
             values,
-            _TRANSFER_WRITERS,
-            "transfer",
-            Transfer.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # handle
+                e_uint(values[0], body, wires[0])
+            if count > 1:  # delivery-id
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[1], body, wires[1])
+            if count > 2:  # delivery-tag
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    e_binary(values[2], body, wires[2])
+            if count > 3:  # message-format
+                i = 3
+                if values[3] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[3], body, wires[3])
+            if count > 4:  # settled
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[4], body, wires[4])
+            if count > 5:  # more
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[5], body, wires[5])
+            if count > 6:  # rcv-settle-mode
+                i = 6
+                if values[6] is None:
+                    body.append(NULL)
+                else:
+                    e_ubyte(values[6], body, wires[6])
+            if count > 7:  # state
+                i = 7
+                if values[7] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[7], body, wires[7])
+            if count > 8:  # resume
+                i = 8
+                if values[8] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[8], body, wires[8])
+            if count > 9:  # aborted
+                i = 9
+                if values[9] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[9], body, wires[9])
+            if count > 10:  # batchable
+                i = 10
+                if values[10] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[10], body, wires[10])
+        except EncodeError as e:
+            raise EncodeError(f"transfer.{Transfer.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _DISPOSITION_READERS = (
@@ -1262,14 +2013,6 @@ _DISPOSITION_READERS = (
     _BOOLEAN_READERS,
     _ANY_READERS,
     _BOOLEAN_READERS,
-)
-_DISPOSITION_WRITERS = (
-    e_boolean,
-    e_uint,
-    e_uint,
-    e_boolean,
-    encode_any,
-    e_boolean,
 )
 
 
@@ -1351,23 +2094,88 @@ class Disposition(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "disposition", Disposition.FIELDS, _DISPOSITION_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "disposition", Disposition.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in BOOLEAN:
-                raise mistyped("disposition.role", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in UINT:
-                raise mistyped("disposition.first", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in UINT:
-                raise mistyped("disposition.last", w[2], at)
-            if v[3] is not None and code_of(w[3]) not in BOOLEAN:
-                raise mistyped("disposition.settled", w[3], at)
-            if v[5] is not None and code_of(w[5]) not in BOOLEAN:
-                raise mistyped("disposition.batchable", w[5], at)
+        code, count, pos, stop = list_head(buf, pos, end, "disposition", 6)
+        v: list[Any] = [None] * 6
+        w: list[Wire] = [None] * 6
+        i = 0
+        try:
+            if count > 0:  # role: boolean
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+            if count > 1:  # first: uint
+                i = 1
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 2:  # last: uint
+                i = 2
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 3:  # settled: boolean
+                i = 3
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+            if count > 4:  # state: any
+                i = 4
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _ANY_READERS[c](buf, pos + 1, stop, described)
+            if count > 5:  # batchable: boolean
+                i = 5
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"disposition.{Disposition.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "disposition", Disposition.FIELDS, _DISPOSITION_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(
+                    buf, at, end, described, "disposition", Disposition.FIELDS
+                )
+                if v[0] is not None and code_of(w[0]) not in BOOLEAN:
+                    raise mistyped("disposition.role", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in UINT:
+                    raise mistyped("disposition.first", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in UINT:
+                    raise mistyped("disposition.last", w[2], at)
+                if v[3] is not None and code_of(w[3]) not in BOOLEAN:
+                    raise mistyped("disposition.settled", w[3], at)
+                if v[5] is not None and code_of(w[5]) not in BOOLEAN:
+                    raise mistyped("disposition.batchable", w[5], at)
         if v[0] is None:
             raise absent("disposition.role", at)
         if v[1] is None:
@@ -1387,33 +2195,63 @@ class Disposition(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("disposition.role", "mandatory field is None")
         if values[1] is None:
             raise EncodeError("disposition.first", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:disposition:list",
             0x00000000_00000015,
             values,
-            _DISPOSITION_WRITERS,
-            "disposition",
-            Disposition.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # role
+                e_boolean(values[0], body, wires[0])
+            if count > 1:  # first
+                i = 1
+                e_uint(values[1], body, wires[1])
+            if count > 2:  # last
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[2], body, wires[2])
+            if count > 3:  # settled
+                i = 3
+                if values[3] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[3], body, wires[3])
+            if count > 4:  # state
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[4], body, wires[4])
+            if count > 5:  # batchable
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[5], body, wires[5])
+        except EncodeError as e:
+            raise EncodeError(
+                f"disposition.{Disposition.FIELDS[i]}", f"{e.field}: {e.reason}"
+            ) from None
+        end_list(out, lcode, body, count)
 
 
 _DETACH_READERS = (
     _UINT_READERS,
     _BOOLEAN_READERS,
     _COMPOSITE_READERS,
-)
-_DETACH_WRITERS = (
-    e_uint,
-    e_boolean,
-    encode_any,
 )
 
 
@@ -1476,21 +2314,60 @@ class Detach(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "detach", Detach.FIELDS, _DETACH_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "detach", Detach.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in UINT:
-                raise mistyped("detach.handle", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in BOOLEAN:
-                raise mistyped("detach.closed", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in COMPOSITE:
-                raise mistyped("detach.error", w[2], at)
-            if v[2] is not None and not isinstance(v[2], Error | list):
-                raise not_kind("detach.error", v[2], Error, at)
+        code, count, pos, stop = list_head(buf, pos, end, "detach", 3)
+        v: list[Any] = [None] * 3
+        w: list[Wire] = [None] * 3
+        i = 0
+        try:
+            if count > 0:  # handle: uint
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 1:  # closed: boolean
+                i = 1
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+            if count > 2:  # error: composite
+                i = 2
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _COMPOSITE_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"detach.{Detach.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "detach", Detach.FIELDS, _DETACH_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "detach", Detach.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in UINT:
+                    raise mistyped("detach.handle", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in BOOLEAN:
+                    raise mistyped("detach.closed", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in COMPOSITE:
+                    raise mistyped("detach.error", w[2], at)
+                if v[2] is not None and not isinstance(v[2], Error | list):
+                    raise not_kind("detach.error", v[2], Error, at)
         if v[2] is not None:
             if not isinstance(v[2], Error | list):
                 raise not_kind("detach.error", v[2], Error, at)
@@ -1508,24 +2385,41 @@ class Detach(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("detach.handle", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:detach:list",
             0x00000000_00000016,
             values,
-            _DETACH_WRITERS,
-            "detach",
-            Detach.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # handle
+                e_uint(values[0], body, wires[0])
+            if count > 1:  # closed
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[1], body, wires[1])
+            if count > 2:  # error
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[2], body, wires[2])
+        except EncodeError as e:
+            raise EncodeError(f"detach.{Detach.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _END_READERS = (_COMPOSITE_READERS,)
-_END_WRITERS = (encode_any,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -1571,15 +2465,38 @@ class End(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(buf, pos, end, described, "end", End.FIELDS, _END_READERS)
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "end", End.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in COMPOSITE:
-                raise mistyped("end.error", w[0], at)
-            if v[0] is not None and not isinstance(v[0], Error | list):
-                raise not_kind("end.error", v[0], Error, at)
+        code, count, pos, stop = list_head(buf, pos, end, "end", 1)
+        v: list[Any] = [None] * 1
+        w: list[Wire] = [None] * 1
+        i = 0
+        try:
+            if count > 0:  # error: composite
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _COMPOSITE_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"end.{End.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(buf, at, end, described, "end", End.FIELDS, _END_READERS)
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "end", End.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in COMPOSITE:
+                    raise mistyped("end.error", w[0], at)
+                if v[0] is not None and not isinstance(v[0], Error | list):
+                    raise not_kind("end.error", v[0], Error, at)
         if v[0] is not None:
             if not isinstance(v[0], Error | list):
                 raise not_kind("end.error", v[0], Error, at)
@@ -1591,22 +2508,26 @@ class End(Composite):
         return (self.error,)
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:end:list",
-            0x00000000_00000017,
-            values,
-            _END_WRITERS,
-            "end",
-            End.FIELDS,
+        wires, count, lcode = list_start(
+            out, self._wire if wire is None else wire, "amqp:end:list", 0x00000000_00000017, values
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # error
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[0], body, wires[0])
+        except EncodeError as e:
+            raise EncodeError(f"end.{End.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _CLOSE_READERS = (_COMPOSITE_READERS,)
-_CLOSE_WRITERS = (encode_any,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -1652,17 +2573,40 @@ class Close(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "close", Close.FIELDS, _CLOSE_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "close", Close.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in COMPOSITE:
-                raise mistyped("close.error", w[0], at)
-            if v[0] is not None and not isinstance(v[0], Error | list):
-                raise not_kind("close.error", v[0], Error, at)
+        code, count, pos, stop = list_head(buf, pos, end, "close", 1)
+        v: list[Any] = [None] * 1
+        w: list[Wire] = [None] * 1
+        i = 0
+        try:
+            if count > 0:  # error: composite
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _COMPOSITE_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"close.{Close.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "close", Close.FIELDS, _CLOSE_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "close", Close.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in COMPOSITE:
+                    raise mistyped("close.error", w[0], at)
+                if v[0] is not None and not isinstance(v[0], Error | list):
+                    raise not_kind("close.error", v[0], Error, at)
         if v[0] is not None:
             if not isinstance(v[0], Error | list):
                 raise not_kind("close.error", v[0], Error, at)
@@ -1674,29 +2618,33 @@ class Close(Composite):
         return (self.error,)
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:close:list",
             0x00000000_00000018,
             values,
-            _CLOSE_WRITERS,
-            "close",
-            Close.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # error
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[0], body, wires[0])
+        except EncodeError as e:
+            raise EncodeError(f"close.{Close.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _ERROR_READERS = (
     _SYMBOL_READERS,
     _STRING_READERS,
     _MAP_READERS,
-)
-_ERROR_WRITERS = (
-    e_symbol,
-    e_string,
-    e_map,
 )
 
 
@@ -1757,19 +2705,58 @@ class Error(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "error", Error.FIELDS, _ERROR_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "error", Error.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in SYMBOL:
-                raise mistyped("error.condition", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in STRING:
-                raise mistyped("error.description", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in MAP:
-                raise mistyped("error.info", w[2], at)
+        code, count, pos, stop = list_head(buf, pos, end, "error", 3)
+        v: list[Any] = [None] * 3
+        w: list[Wire] = [None] * 3
+        i = 0
+        try:
+            if count > 0:  # condition: symbol
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _SYMBOL_READERS[c](buf, pos + 1, stop, described)
+            if count > 1:  # description: string
+                i = 1
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _STRING_READERS[c](buf, pos + 1, stop, described)
+            if count > 2:  # info: map
+                i = 2
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _MAP_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"error.{Error.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "error", Error.FIELDS, _ERROR_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "error", Error.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in SYMBOL:
+                    raise mistyped("error.condition", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in STRING:
+                    raise mistyped("error.description", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in MAP:
+                    raise mistyped("error.info", w[2], at)
         if v[0] is None:
             raise absent("error.condition", at)
         obj = Error(*v)
@@ -1784,20 +2771,38 @@ class Error(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("error.condition", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:error:list",
             0x00000000_0000001D,
             values,
-            _ERROR_WRITERS,
-            "error",
-            Error.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # condition
+                e_symbol(values[0], body, wires[0])
+            if count > 1:  # description
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_string(values[1], body, wires[1])
+            if count > 2:  # info
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[2], body, wires[2])
+        except EncodeError as e:
+            raise EncodeError(f"error.{Error.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 CLASSES: dict[int, type] = {
@@ -1889,6 +2894,7 @@ BODIES: dict[int, tuple[type, ...]] = {
     1: (),
 }
 """Frame type -> the performatives its body may hold (types providing `frame`, `sasl-frame`)."""
+_BODY_CLASSES = {frame_type: frozenset(classes) for frame_type, classes in BODIES.items()}
 
 
 def decode(
@@ -1899,7 +2905,11 @@ def decode(
 ) -> Frame | ProtocolHeader:
     """One frame, or one protocol header; DecodeError names the field and byte offset.
     (`verify_checksums` is every protocol's argument; these frames carry no checksum.)"""
-    buf = frame if isinstance(frame, bytes | memoryview) else memoryview(frame)
+    buf = (
+        frame
+        if frame.__class__ is bytes or isinstance(frame, bytes | memoryview)
+        else memoryview(frame)
+    )
     n = len(buf)
     if n == 8 and bytes(buf[:4]) == b"AMQP":
         return ProtocolHeader(buf[4], buf[5], buf[6], buf[7])
@@ -1910,7 +2920,7 @@ def decode(
         raise DecodeError("frame.size", 0, f"size {size} but the frame has {n} bytes")
     if doff < 2 or doff * 4 > size:
         raise DecodeError("frame.doff", 4, f"data offset {doff} words in a {size}-byte frame")
-    bodies = BODIES.get(frame_type)
+    bodies = _BODY_CLASSES.get(frame_type)
     if bodies is None:
         raise DecodeError(
             "frame.type", 5, f"frame type {frame_type} is neither 0 (AMQP) nor 1 (SASL)"
@@ -1929,8 +2939,14 @@ def decode(
         body, end, _ = reader(buf, start + 3, n, SMALLULONG, DESCRIBED)
     else:
         body, end, _ = read(buf, start, n, DESCRIBED)
-    if not isinstance(body, bodies):
+    if body.__class__ not in bodies and not isinstance(body, BODIES[frame_type]):
         raise DecodeError(
             "frame.body", start, f"{_what(body)} is no performative of a type {frame_type} frame"
         )
-    return Frame(frame_type, channel, body, bytes(buf[end:]), extended)
+    return Frame(
+        frame_type,
+        channel,
+        body,
+        buf[end:] if buf.__class__ is bytes else bytes(buf[end:]),
+        extended,
+    )

@@ -27,10 +27,13 @@ from typing import Any, ClassVar
 from ..errors import DecodeError, EncodeError
 from ..framing import HEADER
 from ..values import (
+    LIST0,
+    NULL,
     Buffer,
     Composite,
     Described,
     Frame,
+    NotOfType,
     ProtocolHeader,
     Registry,
     Section,
@@ -51,7 +54,11 @@ from ..values import (
     e_ulong,
     e_ushort,
     encode_any,
+    end_list,
+    field_fault,
     field_readers,
+    list_head,
+    list_start,
     mistyped,
     multiple,
     not_kind,
@@ -60,7 +67,6 @@ from ..values import (
     read_list,
     read_section,
     write_descriptor,
-    write_list,
 )
 from ..values import decode_value as _decode_value
 from ..values import decode_value_wire as _decode_value_wire
@@ -262,18 +268,6 @@ _OPEN_READERS = (
     _SYMBOL_OR_ARRAY_READERS,
     _MAP_READERS,
 )
-_OPEN_WRITERS = (
-    e_string,
-    e_string,
-    e_uint,
-    e_ushort,
-    e_uint,
-    e_symbol_or_array,
-    e_symbol_or_array,
-    e_symbol_or_array,
-    e_symbol_or_array,
-    e_map,
-)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -427,31 +421,128 @@ class Open(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(buf, pos, end, described, "open", Open.FIELDS, _OPEN_READERS)
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "open", Open.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in STRING:
-                raise mistyped("open.container-id", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in STRING:
-                raise mistyped("open.hostname", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in UINT:
-                raise mistyped("open.max-frame-size", w[2], at)
-            if v[3] is not None and code_of(w[3]) not in USHORT:
-                raise mistyped("open.channel-max", w[3], at)
-            if v[4] is not None and code_of(w[4]) not in UINT:
-                raise mistyped("open.idle-time-out", w[4], at)
-            if v[5] is not None and code_of(w[5]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("open.outgoing-locales", w[5], at)
-            if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("open.incoming-locales", w[6], at)
-            if v[7] is not None and code_of(w[7]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("open.offered-capabilities", w[7], at)
-            if v[8] is not None and code_of(w[8]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("open.desired-capabilities", w[8], at)
-            if v[9] is not None and code_of(w[9]) not in MAP:
-                raise mistyped("open.properties", w[9], at)
+        code, count, pos, stop = list_head(buf, pos, end, "open", 10)
+        v: list[Any] = [None] * 10
+        w: list[Wire] = [None] * 10
+        i = 0
+        try:
+            if count > 0:  # container-id: string
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _STRING_READERS[c](buf, pos + 1, stop, described)
+            if count > 1:  # hostname: string
+                i = 1
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _STRING_READERS[c](buf, pos + 1, stop, described)
+            if count > 2:  # max-frame-size: uint
+                i = 2
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 3:  # channel-max: ushort
+                i = 3
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _USHORT_READERS[c](buf, pos + 1, stop, described)
+            if count > 4:  # idle-time-out: uint
+                i = 4
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 5:  # outgoing-locales: symbol_or_array
+                i = 5
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
+            if count > 6:  # incoming-locales: symbol_or_array
+                i = 6
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[6] = NULL
+                    pos += 1
+                else:
+                    v[6], pos, w[6] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
+            if count > 7:  # offered-capabilities: symbol_or_array
+                i = 7
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[7] = NULL
+                    pos += 1
+                else:
+                    v[7], pos, w[7] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
+            if count > 8:  # desired-capabilities: symbol_or_array
+                i = 8
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[8] = NULL
+                    pos += 1
+                else:
+                    v[8], pos, w[8] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
+            if count > 9:  # properties: map
+                i = 9
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[9] = NULL
+                    pos += 1
+                else:
+                    v[9], pos, w[9] = _MAP_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"open.{Open.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "open", Open.FIELDS, _OPEN_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "open", Open.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in STRING:
+                    raise mistyped("open.container-id", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in STRING:
+                    raise mistyped("open.hostname", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in UINT:
+                    raise mistyped("open.max-frame-size", w[2], at)
+                if v[3] is not None and code_of(w[3]) not in USHORT:
+                    raise mistyped("open.channel-max", w[3], at)
+                if v[4] is not None and code_of(w[4]) not in UINT:
+                    raise mistyped("open.idle-time-out", w[4], at)
+                if v[5] is not None and code_of(w[5]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("open.outgoing-locales", w[5], at)
+                if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("open.incoming-locales", w[6], at)
+                if v[7] is not None and code_of(w[7]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("open.offered-capabilities", w[7], at)
+                if v[8] is not None and code_of(w[8]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("open.desired-capabilities", w[8], at)
+                if v[9] is not None and code_of(w[9]) not in MAP:
+                    raise mistyped("open.properties", w[9], at)
         if v[5] is not None:
             if not isinstance(v[5], list):
                 v[5] = [v[5]]
@@ -485,20 +576,76 @@ class Open(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("open.container-id", "mandatory field is None")
-        write_list(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:open:list",
-            0x00000000_00000010,
-            values,
-            _OPEN_WRITERS,
-            "open",
-            Open.FIELDS,
+        wires, count, lcode = list_start(
+            out, self._wire if wire is None else wire, "amqp:open:list", 0x00000000_00000010, values
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # container-id
+                e_string(values[0], body, wires[0])
+            if count > 1:  # hostname
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_string(values[1], body, wires[1])
+            if count > 2:  # max-frame-size
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[2], body, wires[2])
+            if count > 3:  # channel-max
+                i = 3
+                if values[3] is None:
+                    body.append(NULL)
+                else:
+                    e_ushort(values[3], body, wires[3])
+            if count > 4:  # idle-time-out
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[4], body, wires[4])
+            if count > 5:  # outgoing-locales
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[5], body, wires[5])
+            if count > 6:  # incoming-locales
+                i = 6
+                if values[6] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[6], body, wires[6])
+            if count > 7:  # offered-capabilities
+                i = 7
+                if values[7] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[7], body, wires[7])
+            if count > 8:  # desired-capabilities
+                i = 8
+                if values[8] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[8], body, wires[8])
+            if count > 9:  # properties
+                i = 9
+                if values[9] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[9], body, wires[9])
+        except EncodeError as e:
+            raise EncodeError(f"open.{Open.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _BEGIN_READERS = (
@@ -510,16 +657,6 @@ _BEGIN_READERS = (
     _SYMBOL_OR_ARRAY_READERS,
     _SYMBOL_OR_ARRAY_READERS,
     _MAP_READERS,
-)
-_BEGIN_WRITERS = (
-    e_ushort,
-    e_uint,
-    e_uint,
-    e_uint,
-    e_uint,
-    e_symbol_or_array,
-    e_symbol_or_array,
-    e_map,
 )
 
 
@@ -625,29 +762,108 @@ class Begin(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "begin", Begin.FIELDS, _BEGIN_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "begin", Begin.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in USHORT:
-                raise mistyped("begin.remote-channel", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in UINT:
-                raise mistyped("begin.next-outgoing-id", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in UINT:
-                raise mistyped("begin.incoming-window", w[2], at)
-            if v[3] is not None and code_of(w[3]) not in UINT:
-                raise mistyped("begin.outgoing-window", w[3], at)
-            if v[4] is not None and code_of(w[4]) not in UINT:
-                raise mistyped("begin.handle-max", w[4], at)
-            if v[5] is not None and code_of(w[5]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("begin.offered-capabilities", w[5], at)
-            if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("begin.desired-capabilities", w[6], at)
-            if v[7] is not None and code_of(w[7]) not in MAP:
-                raise mistyped("begin.properties", w[7], at)
+        code, count, pos, stop = list_head(buf, pos, end, "begin", 8)
+        v: list[Any] = [None] * 8
+        w: list[Wire] = [None] * 8
+        i = 0
+        try:
+            if count > 0:  # remote-channel: ushort
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _USHORT_READERS[c](buf, pos + 1, stop, described)
+            if count > 1:  # next-outgoing-id: uint
+                i = 1
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 2:  # incoming-window: uint
+                i = 2
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 3:  # outgoing-window: uint
+                i = 3
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 4:  # handle-max: uint
+                i = 4
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 5:  # offered-capabilities: symbol_or_array
+                i = 5
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
+            if count > 6:  # desired-capabilities: symbol_or_array
+                i = 6
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[6] = NULL
+                    pos += 1
+                else:
+                    v[6], pos, w[6] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
+            if count > 7:  # properties: map
+                i = 7
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[7] = NULL
+                    pos += 1
+                else:
+                    v[7], pos, w[7] = _MAP_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"begin.{Begin.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "begin", Begin.FIELDS, _BEGIN_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "begin", Begin.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in USHORT:
+                    raise mistyped("begin.remote-channel", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in UINT:
+                    raise mistyped("begin.next-outgoing-id", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in UINT:
+                    raise mistyped("begin.incoming-window", w[2], at)
+                if v[3] is not None and code_of(w[3]) not in UINT:
+                    raise mistyped("begin.outgoing-window", w[3], at)
+                if v[4] is not None and code_of(w[4]) not in UINT:
+                    raise mistyped("begin.handle-max", w[4], at)
+                if v[5] is not None and code_of(w[5]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("begin.offered-capabilities", w[5], at)
+                if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("begin.desired-capabilities", w[6], at)
+                if v[7] is not None and code_of(w[7]) not in MAP:
+                    raise mistyped("begin.properties", w[7], at)
         if v[5] is not None:
             if not isinstance(v[5], list):
                 v[5] = [v[5]]
@@ -677,7 +893,8 @@ class Begin(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[1] is None:
             raise EncodeError("begin.next-outgoing-id", "mandatory field is None")
@@ -685,16 +902,57 @@ class Begin(Composite):
             raise EncodeError("begin.incoming-window", "mandatory field is None")
         if values[3] is None:
             raise EncodeError("begin.outgoing-window", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:begin:list",
             0x00000000_00000011,
             values,
-            _BEGIN_WRITERS,
-            "begin",
-            Begin.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # remote-channel
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    e_ushort(values[0], body, wires[0])
+            if count > 1:  # next-outgoing-id
+                i = 1
+                e_uint(values[1], body, wires[1])
+            if count > 2:  # incoming-window
+                i = 2
+                e_uint(values[2], body, wires[2])
+            if count > 3:  # outgoing-window
+                i = 3
+                e_uint(values[3], body, wires[3])
+            if count > 4:  # handle-max
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[4], body, wires[4])
+            if count > 5:  # offered-capabilities
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[5], body, wires[5])
+            if count > 6:  # desired-capabilities
+                i = 6
+                if values[6] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[6], body, wires[6])
+            if count > 7:  # properties
+                i = 7
+                if values[7] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[7], body, wires[7])
+        except EncodeError as e:
+            raise EncodeError(f"begin.{Begin.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _ATTACH_READERS = (
@@ -712,22 +970,6 @@ _ATTACH_READERS = (
     _SYMBOL_OR_ARRAY_READERS,
     _SYMBOL_OR_ARRAY_READERS,
     _MAP_READERS,
-)
-_ATTACH_WRITERS = (
-    e_string,
-    e_uint,
-    e_boolean,
-    e_ubyte,
-    e_ubyte,
-    encode_any,
-    encode_any,
-    e_map,
-    e_boolean,
-    e_uint,
-    e_ulong,
-    e_symbol_or_array,
-    e_symbol_or_array,
-    e_map,
 )
 
 
@@ -898,37 +1140,164 @@ class Attach(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "attach", Attach.FIELDS, _ATTACH_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "attach", Attach.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in STRING:
-                raise mistyped("attach.name", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in UINT:
-                raise mistyped("attach.handle", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in BOOLEAN:
-                raise mistyped("attach.role", w[2], at)
-            if v[3] is not None and code_of(w[3]) not in UBYTE:
-                raise mistyped("attach.snd-settle-mode", w[3], at)
-            if v[4] is not None and code_of(w[4]) not in UBYTE:
-                raise mistyped("attach.rcv-settle-mode", w[4], at)
-            if v[7] is not None and code_of(w[7]) not in MAP:
-                raise mistyped("attach.unsettled", w[7], at)
-            if v[8] is not None and code_of(w[8]) not in BOOLEAN:
-                raise mistyped("attach.incomplete-unsettled", w[8], at)
-            if v[9] is not None and code_of(w[9]) not in UINT:
-                raise mistyped("attach.initial-delivery-count", w[9], at)
-            if v[10] is not None and code_of(w[10]) not in ULONG:
-                raise mistyped("attach.max-message-size", w[10], at)
-            if v[11] is not None and code_of(w[11]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("attach.offered-capabilities", w[11], at)
-            if v[12] is not None and code_of(w[12]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("attach.desired-capabilities", w[12], at)
-            if v[13] is not None and code_of(w[13]) not in MAP:
-                raise mistyped("attach.properties", w[13], at)
+        code, count, pos, stop = list_head(buf, pos, end, "attach", 14)
+        v: list[Any] = [None] * 14
+        w: list[Wire] = [None] * 14
+        i = 0
+        try:
+            if count > 0:  # name: string
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _STRING_READERS[c](buf, pos + 1, stop, described)
+            if count > 1:  # handle: uint
+                i = 1
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 2:  # role: boolean
+                i = 2
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+            if count > 3:  # snd-settle-mode: ubyte
+                i = 3
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _UBYTE_READERS[c](buf, pos + 1, stop, described)
+            if count > 4:  # rcv-settle-mode: ubyte
+                i = 4
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _UBYTE_READERS[c](buf, pos + 1, stop, described)
+            if count > 5:  # source: any
+                i = 5
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _ANY_READERS[c](buf, pos + 1, stop, described)
+            if count > 6:  # target: any
+                i = 6
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[6] = NULL
+                    pos += 1
+                else:
+                    v[6], pos, w[6] = _ANY_READERS[c](buf, pos + 1, stop, described)
+            if count > 7:  # unsettled: map
+                i = 7
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[7] = NULL
+                    pos += 1
+                else:
+                    v[7], pos, w[7] = _MAP_READERS[c](buf, pos + 1, stop, described)
+            if count > 8:  # incomplete-unsettled: boolean
+                i = 8
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[8] = NULL
+                    pos += 1
+                else:
+                    v[8], pos, w[8] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+            if count > 9:  # initial-delivery-count: uint
+                i = 9
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[9] = NULL
+                    pos += 1
+                else:
+                    v[9], pos, w[9] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 10:  # max-message-size: ulong
+                i = 10
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[10] = NULL
+                    pos += 1
+                else:
+                    v[10], pos, w[10] = _ULONG_READERS[c](buf, pos + 1, stop, described)
+            if count > 11:  # offered-capabilities: symbol_or_array
+                i = 11
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[11] = NULL
+                    pos += 1
+                else:
+                    v[11], pos, w[11] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
+            if count > 12:  # desired-capabilities: symbol_or_array
+                i = 12
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[12] = NULL
+                    pos += 1
+                else:
+                    v[12], pos, w[12] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
+            if count > 13:  # properties: map
+                i = 13
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[13] = NULL
+                    pos += 1
+                else:
+                    v[13], pos, w[13] = _MAP_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"attach.{Attach.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "attach", Attach.FIELDS, _ATTACH_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "attach", Attach.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in STRING:
+                    raise mistyped("attach.name", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in UINT:
+                    raise mistyped("attach.handle", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in BOOLEAN:
+                    raise mistyped("attach.role", w[2], at)
+                if v[3] is not None and code_of(w[3]) not in UBYTE:
+                    raise mistyped("attach.snd-settle-mode", w[3], at)
+                if v[4] is not None and code_of(w[4]) not in UBYTE:
+                    raise mistyped("attach.rcv-settle-mode", w[4], at)
+                if v[7] is not None and code_of(w[7]) not in MAP:
+                    raise mistyped("attach.unsettled", w[7], at)
+                if v[8] is not None and code_of(w[8]) not in BOOLEAN:
+                    raise mistyped("attach.incomplete-unsettled", w[8], at)
+                if v[9] is not None and code_of(w[9]) not in UINT:
+                    raise mistyped("attach.initial-delivery-count", w[9], at)
+                if v[10] is not None and code_of(w[10]) not in ULONG:
+                    raise mistyped("attach.max-message-size", w[10], at)
+                if v[11] is not None and code_of(w[11]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("attach.offered-capabilities", w[11], at)
+                if v[12] is not None and code_of(w[12]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("attach.desired-capabilities", w[12], at)
+                if v[13] is not None and code_of(w[13]) not in MAP:
+                    raise mistyped("attach.properties", w[13], at)
         if v[11] is not None:
             if not isinstance(v[11], list):
                 v[11] = [v[11]]
@@ -964,7 +1333,8 @@ class Attach(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("attach.name", "mandatory field is None")
@@ -972,16 +1342,93 @@ class Attach(Composite):
             raise EncodeError("attach.handle", "mandatory field is None")
         if values[2] is None:
             raise EncodeError("attach.role", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:attach:list",
             0x00000000_00000012,
             values,
-            _ATTACH_WRITERS,
-            "attach",
-            Attach.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # name
+                e_string(values[0], body, wires[0])
+            if count > 1:  # handle
+                i = 1
+                e_uint(values[1], body, wires[1])
+            if count > 2:  # role
+                i = 2
+                e_boolean(values[2], body, wires[2])
+            if count > 3:  # snd-settle-mode
+                i = 3
+                if values[3] is None:
+                    body.append(NULL)
+                else:
+                    e_ubyte(values[3], body, wires[3])
+            if count > 4:  # rcv-settle-mode
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    e_ubyte(values[4], body, wires[4])
+            if count > 5:  # source
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[5], body, wires[5])
+            if count > 6:  # target
+                i = 6
+                if values[6] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[6], body, wires[6])
+            if count > 7:  # unsettled
+                i = 7
+                if values[7] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[7], body, wires[7])
+            if count > 8:  # incomplete-unsettled
+                i = 8
+                if values[8] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[8], body, wires[8])
+            if count > 9:  # initial-delivery-count
+                i = 9
+                if values[9] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[9], body, wires[9])
+            if count > 10:  # max-message-size
+                i = 10
+                if values[10] is None:
+                    body.append(NULL)
+                else:
+                    e_ulong(values[10], body, wires[10])
+            if count > 11:  # offered-capabilities
+                i = 11
+                if values[11] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[11], body, wires[11])
+            if count > 12:  # desired-capabilities
+                i = 12
+                if values[12] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[12], body, wires[12])
+            if count > 13:  # properties
+                i = 13
+                if values[13] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[13], body, wires[13])
+        except EncodeError as e:
+            raise EncodeError(f"attach.{Attach.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _FLOW_READERS = (
@@ -996,19 +1443,6 @@ _FLOW_READERS = (
     _BOOLEAN_READERS,
     _BOOLEAN_READERS,
     _MAP_READERS,
-)
-_FLOW_WRITERS = (
-    e_uint,
-    e_uint,
-    e_uint,
-    e_uint,
-    e_uint,
-    e_uint,
-    e_uint,
-    e_uint,
-    e_boolean,
-    e_boolean,
-    e_map,
 )
 
 
@@ -1146,33 +1580,138 @@ class Flow(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(buf, pos, end, described, "flow", Flow.FIELDS, _FLOW_READERS)
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "flow", Flow.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in UINT:
-                raise mistyped("flow.next-incoming-id", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in UINT:
-                raise mistyped("flow.incoming-window", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in UINT:
-                raise mistyped("flow.next-outgoing-id", w[2], at)
-            if v[3] is not None and code_of(w[3]) not in UINT:
-                raise mistyped("flow.outgoing-window", w[3], at)
-            if v[4] is not None and code_of(w[4]) not in UINT:
-                raise mistyped("flow.handle", w[4], at)
-            if v[5] is not None and code_of(w[5]) not in UINT:
-                raise mistyped("flow.delivery-count", w[5], at)
-            if v[6] is not None and code_of(w[6]) not in UINT:
-                raise mistyped("flow.link-credit", w[6], at)
-            if v[7] is not None and code_of(w[7]) not in UINT:
-                raise mistyped("flow.available", w[7], at)
-            if v[8] is not None and code_of(w[8]) not in BOOLEAN:
-                raise mistyped("flow.drain", w[8], at)
-            if v[9] is not None and code_of(w[9]) not in BOOLEAN:
-                raise mistyped("flow.echo", w[9], at)
-            if v[10] is not None and code_of(w[10]) not in MAP:
-                raise mistyped("flow.properties", w[10], at)
+        code, count, pos, stop = list_head(buf, pos, end, "flow", 11)
+        v: list[Any] = [None] * 11
+        w: list[Wire] = [None] * 11
+        i = 0
+        try:
+            if count > 0:  # next-incoming-id: uint
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 1:  # incoming-window: uint
+                i = 1
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 2:  # next-outgoing-id: uint
+                i = 2
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 3:  # outgoing-window: uint
+                i = 3
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 4:  # handle: uint
+                i = 4
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 5:  # delivery-count: uint
+                i = 5
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 6:  # link-credit: uint
+                i = 6
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[6] = NULL
+                    pos += 1
+                else:
+                    v[6], pos, w[6] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 7:  # available: uint
+                i = 7
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[7] = NULL
+                    pos += 1
+                else:
+                    v[7], pos, w[7] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 8:  # drain: boolean
+                i = 8
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[8] = NULL
+                    pos += 1
+                else:
+                    v[8], pos, w[8] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+            if count > 9:  # echo: boolean
+                i = 9
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[9] = NULL
+                    pos += 1
+                else:
+                    v[9], pos, w[9] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+            if count > 10:  # properties: map
+                i = 10
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[10] = NULL
+                    pos += 1
+                else:
+                    v[10], pos, w[10] = _MAP_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"flow.{Flow.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "flow", Flow.FIELDS, _FLOW_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "flow", Flow.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in UINT:
+                    raise mistyped("flow.next-incoming-id", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in UINT:
+                    raise mistyped("flow.incoming-window", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in UINT:
+                    raise mistyped("flow.next-outgoing-id", w[2], at)
+                if v[3] is not None and code_of(w[3]) not in UINT:
+                    raise mistyped("flow.outgoing-window", w[3], at)
+                if v[4] is not None and code_of(w[4]) not in UINT:
+                    raise mistyped("flow.handle", w[4], at)
+                if v[5] is not None and code_of(w[5]) not in UINT:
+                    raise mistyped("flow.delivery-count", w[5], at)
+                if v[6] is not None and code_of(w[6]) not in UINT:
+                    raise mistyped("flow.link-credit", w[6], at)
+                if v[7] is not None and code_of(w[7]) not in UINT:
+                    raise mistyped("flow.available", w[7], at)
+                if v[8] is not None and code_of(w[8]) not in BOOLEAN:
+                    raise mistyped("flow.drain", w[8], at)
+                if v[9] is not None and code_of(w[9]) not in BOOLEAN:
+                    raise mistyped("flow.echo", w[9], at)
+                if v[10] is not None and code_of(w[10]) not in MAP:
+                    raise mistyped("flow.properties", w[10], at)
         if v[1] is None:
             raise absent("flow.incoming-window", at)
         if v[2] is None:
@@ -1199,7 +1738,8 @@ class Flow(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[1] is None:
             raise EncodeError("flow.incoming-window", "mandatory field is None")
@@ -1207,16 +1747,71 @@ class Flow(Composite):
             raise EncodeError("flow.next-outgoing-id", "mandatory field is None")
         if values[3] is None:
             raise EncodeError("flow.outgoing-window", "mandatory field is None")
-        write_list(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:flow:list",
-            0x00000000_00000013,
-            values,
-            _FLOW_WRITERS,
-            "flow",
-            Flow.FIELDS,
+        wires, count, lcode = list_start(
+            out, self._wire if wire is None else wire, "amqp:flow:list", 0x00000000_00000013, values
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # next-incoming-id
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[0], body, wires[0])
+            if count > 1:  # incoming-window
+                i = 1
+                e_uint(values[1], body, wires[1])
+            if count > 2:  # next-outgoing-id
+                i = 2
+                e_uint(values[2], body, wires[2])
+            if count > 3:  # outgoing-window
+                i = 3
+                e_uint(values[3], body, wires[3])
+            if count > 4:  # handle
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[4], body, wires[4])
+            if count > 5:  # delivery-count
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[5], body, wires[5])
+            if count > 6:  # link-credit
+                i = 6
+                if values[6] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[6], body, wires[6])
+            if count > 7:  # available
+                i = 7
+                if values[7] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[7], body, wires[7])
+            if count > 8:  # drain
+                i = 8
+                if values[8] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[8], body, wires[8])
+            if count > 9:  # echo
+                i = 9
+                if values[9] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[9], body, wires[9])
+            if count > 10:  # properties
+                i = 10
+                if values[10] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[10], body, wires[10])
+        except EncodeError as e:
+            raise EncodeError(f"flow.{Flow.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _TRANSFER_READERS = (
@@ -1231,19 +1826,6 @@ _TRANSFER_READERS = (
     _BOOLEAN_READERS,
     _BOOLEAN_READERS,
     _BOOLEAN_READERS,
-)
-_TRANSFER_WRITERS = (
-    e_uint,
-    e_uint,
-    e_binary,
-    e_uint,
-    e_boolean,
-    e_boolean,
-    e_ubyte,
-    encode_any,
-    e_boolean,
-    e_boolean,
-    e_boolean,
 )
 
 
@@ -1411,33 +1993,136 @@ class Transfer(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "transfer", Transfer.FIELDS, _TRANSFER_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "transfer", Transfer.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in UINT:
-                raise mistyped("transfer.handle", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in UINT:
-                raise mistyped("transfer.delivery-id", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in BINARY:
-                raise mistyped("transfer.delivery-tag", w[2], at)
-            if v[3] is not None and code_of(w[3]) not in UINT:
-                raise mistyped("transfer.message-format", w[3], at)
-            if v[4] is not None and code_of(w[4]) not in BOOLEAN:
-                raise mistyped("transfer.settled", w[4], at)
-            if v[5] is not None and code_of(w[5]) not in BOOLEAN:
-                raise mistyped("transfer.more", w[5], at)
-            if v[6] is not None and code_of(w[6]) not in UBYTE:
-                raise mistyped("transfer.rcv-settle-mode", w[6], at)
-            if v[8] is not None and code_of(w[8]) not in BOOLEAN:
-                raise mistyped("transfer.resume", w[8], at)
-            if v[9] is not None and code_of(w[9]) not in BOOLEAN:
-                raise mistyped("transfer.aborted", w[9], at)
-            if v[10] is not None and code_of(w[10]) not in BOOLEAN:
-                raise mistyped("transfer.batchable", w[10], at)
+        code, count, pos, stop = list_head(buf, pos, end, "transfer", 11)
+        v: list[Any] = [None] * 11
+        w: list[Wire] = [None] * 11
+        i = 0
+        try:
+            if count > 0:  # handle: uint
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 1:  # delivery-id: uint
+                i = 1
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 2:  # delivery-tag: binary
+                i = 2
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _BINARY_READERS[c](buf, pos + 1, stop, described)
+            if count > 3:  # message-format: uint
+                i = 3
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 4:  # settled: boolean
+                i = 4
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+            if count > 5:  # more: boolean
+                i = 5
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+            if count > 6:  # rcv-settle-mode: ubyte
+                i = 6
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[6] = NULL
+                    pos += 1
+                else:
+                    v[6], pos, w[6] = _UBYTE_READERS[c](buf, pos + 1, stop, described)
+            if count > 7:  # state: any
+                i = 7
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[7] = NULL
+                    pos += 1
+                else:
+                    v[7], pos, w[7] = _ANY_READERS[c](buf, pos + 1, stop, described)
+            if count > 8:  # resume: boolean
+                i = 8
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[8] = NULL
+                    pos += 1
+                else:
+                    v[8], pos, w[8] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+            if count > 9:  # aborted: boolean
+                i = 9
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[9] = NULL
+                    pos += 1
+                else:
+                    v[9], pos, w[9] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+            if count > 10:  # batchable: boolean
+                i = 10
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[10] = NULL
+                    pos += 1
+                else:
+                    v[10], pos, w[10] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"transfer.{Transfer.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "transfer", Transfer.FIELDS, _TRANSFER_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "transfer", Transfer.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in UINT:
+                    raise mistyped("transfer.handle", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in UINT:
+                    raise mistyped("transfer.delivery-id", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in BINARY:
+                    raise mistyped("transfer.delivery-tag", w[2], at)
+                if v[3] is not None and code_of(w[3]) not in UINT:
+                    raise mistyped("transfer.message-format", w[3], at)
+                if v[4] is not None and code_of(w[4]) not in BOOLEAN:
+                    raise mistyped("transfer.settled", w[4], at)
+                if v[5] is not None and code_of(w[5]) not in BOOLEAN:
+                    raise mistyped("transfer.more", w[5], at)
+                if v[6] is not None and code_of(w[6]) not in UBYTE:
+                    raise mistyped("transfer.rcv-settle-mode", w[6], at)
+                if v[8] is not None and code_of(w[8]) not in BOOLEAN:
+                    raise mistyped("transfer.resume", w[8], at)
+                if v[9] is not None and code_of(w[9]) not in BOOLEAN:
+                    raise mistyped("transfer.aborted", w[9], at)
+                if v[10] is not None and code_of(w[10]) not in BOOLEAN:
+                    raise mistyped("transfer.batchable", w[10], at)
         if v[0] is None:
             raise absent("transfer.handle", at)
         obj = Transfer(*v)
@@ -1460,20 +2145,86 @@ class Transfer(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("transfer.handle", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:transfer:list",
             0x00000000_00000014,
             values,
-            _TRANSFER_WRITERS,
-            "transfer",
-            Transfer.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # handle
+                e_uint(values[0], body, wires[0])
+            if count > 1:  # delivery-id
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[1], body, wires[1])
+            if count > 2:  # delivery-tag
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    e_binary(values[2], body, wires[2])
+            if count > 3:  # message-format
+                i = 3
+                if values[3] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[3], body, wires[3])
+            if count > 4:  # settled
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[4], body, wires[4])
+            if count > 5:  # more
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[5], body, wires[5])
+            if count > 6:  # rcv-settle-mode
+                i = 6
+                if values[6] is None:
+                    body.append(NULL)
+                else:
+                    e_ubyte(values[6], body, wires[6])
+            if count > 7:  # state
+                i = 7
+                if values[7] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[7], body, wires[7])
+            if count > 8:  # resume
+                i = 8
+                if values[8] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[8], body, wires[8])
+            if count > 9:  # aborted
+                i = 9
+                if values[9] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[9], body, wires[9])
+            if count > 10:  # batchable
+                i = 10
+                if values[10] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[10], body, wires[10])
+        except EncodeError as e:
+            raise EncodeError(f"transfer.{Transfer.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _DISPOSITION_READERS = (
@@ -1483,14 +2234,6 @@ _DISPOSITION_READERS = (
     _BOOLEAN_READERS,
     _ANY_READERS,
     _BOOLEAN_READERS,
-)
-_DISPOSITION_WRITERS = (
-    e_boolean,
-    e_uint,
-    e_uint,
-    e_boolean,
-    encode_any,
-    e_boolean,
 )
 
 
@@ -1590,23 +2333,88 @@ class Disposition(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "disposition", Disposition.FIELDS, _DISPOSITION_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "disposition", Disposition.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in BOOLEAN:
-                raise mistyped("disposition.role", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in UINT:
-                raise mistyped("disposition.first", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in UINT:
-                raise mistyped("disposition.last", w[2], at)
-            if v[3] is not None and code_of(w[3]) not in BOOLEAN:
-                raise mistyped("disposition.settled", w[3], at)
-            if v[5] is not None and code_of(w[5]) not in BOOLEAN:
-                raise mistyped("disposition.batchable", w[5], at)
+        code, count, pos, stop = list_head(buf, pos, end, "disposition", 6)
+        v: list[Any] = [None] * 6
+        w: list[Wire] = [None] * 6
+        i = 0
+        try:
+            if count > 0:  # role: boolean
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+            if count > 1:  # first: uint
+                i = 1
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 2:  # last: uint
+                i = 2
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 3:  # settled: boolean
+                i = 3
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+            if count > 4:  # state: any
+                i = 4
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _ANY_READERS[c](buf, pos + 1, stop, described)
+            if count > 5:  # batchable: boolean
+                i = 5
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"disposition.{Disposition.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "disposition", Disposition.FIELDS, _DISPOSITION_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(
+                    buf, at, end, described, "disposition", Disposition.FIELDS
+                )
+                if v[0] is not None and code_of(w[0]) not in BOOLEAN:
+                    raise mistyped("disposition.role", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in UINT:
+                    raise mistyped("disposition.first", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in UINT:
+                    raise mistyped("disposition.last", w[2], at)
+                if v[3] is not None and code_of(w[3]) not in BOOLEAN:
+                    raise mistyped("disposition.settled", w[3], at)
+                if v[5] is not None and code_of(w[5]) not in BOOLEAN:
+                    raise mistyped("disposition.batchable", w[5], at)
         if v[0] is None:
             raise absent("disposition.role", at)
         if v[1] is None:
@@ -1626,33 +2434,63 @@ class Disposition(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("disposition.role", "mandatory field is None")
         if values[1] is None:
             raise EncodeError("disposition.first", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:disposition:list",
             0x00000000_00000015,
             values,
-            _DISPOSITION_WRITERS,
-            "disposition",
-            Disposition.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # role
+                e_boolean(values[0], body, wires[0])
+            if count > 1:  # first
+                i = 1
+                e_uint(values[1], body, wires[1])
+            if count > 2:  # last
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[2], body, wires[2])
+            if count > 3:  # settled
+                i = 3
+                if values[3] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[3], body, wires[3])
+            if count > 4:  # state
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[4], body, wires[4])
+            if count > 5:  # batchable
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[5], body, wires[5])
+        except EncodeError as e:
+            raise EncodeError(
+                f"disposition.{Disposition.FIELDS[i]}", f"{e.field}: {e.reason}"
+            ) from None
+        end_list(out, lcode, body, count)
 
 
 _DETACH_READERS = (
     _UINT_READERS,
     _BOOLEAN_READERS,
     _COMPOSITE_READERS,
-)
-_DETACH_WRITERS = (
-    e_uint,
-    e_boolean,
-    encode_any,
 )
 
 
@@ -1717,21 +2555,60 @@ class Detach(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "detach", Detach.FIELDS, _DETACH_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "detach", Detach.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in UINT:
-                raise mistyped("detach.handle", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in BOOLEAN:
-                raise mistyped("detach.closed", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in COMPOSITE:
-                raise mistyped("detach.error", w[2], at)
-            if v[2] is not None and not isinstance(v[2], Error | list):
-                raise not_kind("detach.error", v[2], Error, at)
+        code, count, pos, stop = list_head(buf, pos, end, "detach", 3)
+        v: list[Any] = [None] * 3
+        w: list[Wire] = [None] * 3
+        i = 0
+        try:
+            if count > 0:  # handle: uint
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 1:  # closed: boolean
+                i = 1
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+            if count > 2:  # error: composite
+                i = 2
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _COMPOSITE_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"detach.{Detach.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "detach", Detach.FIELDS, _DETACH_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "detach", Detach.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in UINT:
+                    raise mistyped("detach.handle", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in BOOLEAN:
+                    raise mistyped("detach.closed", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in COMPOSITE:
+                    raise mistyped("detach.error", w[2], at)
+                if v[2] is not None and not isinstance(v[2], Error | list):
+                    raise not_kind("detach.error", v[2], Error, at)
         if v[2] is not None:
             if not isinstance(v[2], Error | list):
                 raise not_kind("detach.error", v[2], Error, at)
@@ -1749,24 +2626,41 @@ class Detach(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("detach.handle", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:detach:list",
             0x00000000_00000016,
             values,
-            _DETACH_WRITERS,
-            "detach",
-            Detach.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # handle
+                e_uint(values[0], body, wires[0])
+            if count > 1:  # closed
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[1], body, wires[1])
+            if count > 2:  # error
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[2], body, wires[2])
+        except EncodeError as e:
+            raise EncodeError(f"detach.{Detach.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _END_READERS = (_COMPOSITE_READERS,)
-_END_WRITERS = (encode_any,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -1813,15 +2707,38 @@ class End(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(buf, pos, end, described, "end", End.FIELDS, _END_READERS)
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "end", End.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in COMPOSITE:
-                raise mistyped("end.error", w[0], at)
-            if v[0] is not None and not isinstance(v[0], Error | list):
-                raise not_kind("end.error", v[0], Error, at)
+        code, count, pos, stop = list_head(buf, pos, end, "end", 1)
+        v: list[Any] = [None] * 1
+        w: list[Wire] = [None] * 1
+        i = 0
+        try:
+            if count > 0:  # error: composite
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _COMPOSITE_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"end.{End.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(buf, at, end, described, "end", End.FIELDS, _END_READERS)
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "end", End.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in COMPOSITE:
+                    raise mistyped("end.error", w[0], at)
+                if v[0] is not None and not isinstance(v[0], Error | list):
+                    raise not_kind("end.error", v[0], Error, at)
         if v[0] is not None:
             if not isinstance(v[0], Error | list):
                 raise not_kind("end.error", v[0], Error, at)
@@ -1833,22 +2750,26 @@ class End(Composite):
         return (self.error,)
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:end:list",
-            0x00000000_00000017,
-            values,
-            _END_WRITERS,
-            "end",
-            End.FIELDS,
+        wires, count, lcode = list_start(
+            out, self._wire if wire is None else wire, "amqp:end:list", 0x00000000_00000017, values
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # error
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[0], body, wires[0])
+        except EncodeError as e:
+            raise EncodeError(f"end.{End.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _CLOSE_READERS = (_COMPOSITE_READERS,)
-_CLOSE_WRITERS = (encode_any,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -1898,17 +2819,40 @@ class Close(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "close", Close.FIELDS, _CLOSE_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "close", Close.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in COMPOSITE:
-                raise mistyped("close.error", w[0], at)
-            if v[0] is not None and not isinstance(v[0], Error | list):
-                raise not_kind("close.error", v[0], Error, at)
+        code, count, pos, stop = list_head(buf, pos, end, "close", 1)
+        v: list[Any] = [None] * 1
+        w: list[Wire] = [None] * 1
+        i = 0
+        try:
+            if count > 0:  # error: composite
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _COMPOSITE_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"close.{Close.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "close", Close.FIELDS, _CLOSE_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "close", Close.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in COMPOSITE:
+                    raise mistyped("close.error", w[0], at)
+                if v[0] is not None and not isinstance(v[0], Error | list):
+                    raise not_kind("close.error", v[0], Error, at)
         if v[0] is not None:
             if not isinstance(v[0], Error | list):
                 raise not_kind("close.error", v[0], Error, at)
@@ -1920,29 +2864,33 @@ class Close(Composite):
         return (self.error,)
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:close:list",
             0x00000000_00000018,
             values,
-            _CLOSE_WRITERS,
-            "close",
-            Close.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # error
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[0], body, wires[0])
+        except EncodeError as e:
+            raise EncodeError(f"close.{Close.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _ERROR_READERS = (
     _SYMBOL_READERS,
     _STRING_READERS,
     _MAP_READERS,
-)
-_ERROR_WRITERS = (
-    e_symbol,
-    e_string,
-    e_map,
 )
 
 
@@ -2004,19 +2952,58 @@ class Error(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "error", Error.FIELDS, _ERROR_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "error", Error.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in SYMBOL:
-                raise mistyped("error.condition", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in STRING:
-                raise mistyped("error.description", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in MAP:
-                raise mistyped("error.info", w[2], at)
+        code, count, pos, stop = list_head(buf, pos, end, "error", 3)
+        v: list[Any] = [None] * 3
+        w: list[Wire] = [None] * 3
+        i = 0
+        try:
+            if count > 0:  # condition: symbol
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _SYMBOL_READERS[c](buf, pos + 1, stop, described)
+            if count > 1:  # description: string
+                i = 1
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _STRING_READERS[c](buf, pos + 1, stop, described)
+            if count > 2:  # info: map
+                i = 2
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _MAP_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"error.{Error.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "error", Error.FIELDS, _ERROR_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "error", Error.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in SYMBOL:
+                    raise mistyped("error.condition", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in STRING:
+                    raise mistyped("error.description", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in MAP:
+                    raise mistyped("error.info", w[2], at)
         if v[0] is None:
             raise absent("error.condition", at)
         obj = Error(*v)
@@ -2031,20 +3018,38 @@ class Error(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("error.condition", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:error:list",
             0x00000000_0000001D,
             values,
-            _ERROR_WRITERS,
-            "error",
-            Error.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # condition
+                e_symbol(values[0], body, wires[0])
+            if count > 1:  # description
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_string(values[1], body, wires[1])
+            if count > 2:  # info
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[2], body, wires[2])
+        except EncodeError as e:
+            raise EncodeError(f"error.{Error.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _HEADER_READERS = (
@@ -2053,13 +3058,6 @@ _HEADER_READERS = (
     _UINT_READERS,
     _BOOLEAN_READERS,
     _UINT_READERS,
-)
-_HEADER_WRITERS = (
-    e_boolean,
-    e_ubyte,
-    e_uint,
-    e_boolean,
-    e_uint,
 )
 
 
@@ -2166,23 +3164,78 @@ class Header(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "header", Header.FIELDS, _HEADER_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "header", Header.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in BOOLEAN:
-                raise mistyped("header.durable", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in UBYTE:
-                raise mistyped("header.priority", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in UINT:
-                raise mistyped("header.ttl", w[2], at)
-            if v[3] is not None and code_of(w[3]) not in BOOLEAN:
-                raise mistyped("header.first-acquirer", w[3], at)
-            if v[4] is not None and code_of(w[4]) not in UINT:
-                raise mistyped("header.delivery-count", w[4], at)
+        code, count, pos, stop = list_head(buf, pos, end, "header", 5)
+        v: list[Any] = [None] * 5
+        w: list[Wire] = [None] * 5
+        i = 0
+        try:
+            if count > 0:  # durable: boolean
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+            if count > 1:  # priority: ubyte
+                i = 1
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _UBYTE_READERS[c](buf, pos + 1, stop, described)
+            if count > 2:  # ttl: uint
+                i = 2
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 3:  # first-acquirer: boolean
+                i = 3
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+            if count > 4:  # delivery-count: uint
+                i = 4
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _UINT_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"header.{Header.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "header", Header.FIELDS, _HEADER_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "header", Header.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in BOOLEAN:
+                    raise mistyped("header.durable", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in UBYTE:
+                    raise mistyped("header.priority", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in UINT:
+                    raise mistyped("header.ttl", w[2], at)
+                if v[3] is not None and code_of(w[3]) not in BOOLEAN:
+                    raise mistyped("header.first-acquirer", w[3], at)
+                if v[4] is not None and code_of(w[4]) not in UINT:
+                    raise mistyped("header.delivery-count", w[4], at)
         obj = Header(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -2197,18 +3250,51 @@ class Header(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:header:list",
             0x00000000_00000070,
             values,
-            _HEADER_WRITERS,
-            "header",
-            Header.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # durable
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[0], body, wires[0])
+            if count > 1:  # priority
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_ubyte(values[1], body, wires[1])
+            if count > 2:  # ttl
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[2], body, wires[2])
+            if count > 3:  # first-acquirer
+                i = 3
+                if values[3] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[3], body, wires[3])
+            if count > 4:  # delivery-count
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[4], body, wires[4])
+        except EncodeError as e:
+            raise EncodeError(f"header.{Header.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -2370,21 +3456,6 @@ _PROPERTIES_READERS = (
     _UINT_READERS,
     _STRING_READERS,
 )
-_PROPERTIES_WRITERS = (
-    encode_any,
-    e_binary,
-    encode_any,
-    e_string,
-    encode_any,
-    encode_any,
-    e_symbol,
-    e_symbol,
-    e_timestamp,
-    e_timestamp,
-    e_string,
-    e_uint,
-    e_string,
-)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -2532,31 +3603,152 @@ class Properties(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "properties", Properties.FIELDS, _PROPERTIES_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "properties", Properties.FIELDS)
-            if v[1] is not None and code_of(w[1]) not in BINARY:
-                raise mistyped("properties.user-id", w[1], at)
-            if v[3] is not None and code_of(w[3]) not in STRING:
-                raise mistyped("properties.subject", w[3], at)
-            if v[6] is not None and code_of(w[6]) not in SYMBOL:
-                raise mistyped("properties.content-type", w[6], at)
-            if v[7] is not None and code_of(w[7]) not in SYMBOL:
-                raise mistyped("properties.content-encoding", w[7], at)
-            if v[8] is not None and code_of(w[8]) not in TIMESTAMP:
-                raise mistyped("properties.absolute-expiry-time", w[8], at)
-            if v[9] is not None and code_of(w[9]) not in TIMESTAMP:
-                raise mistyped("properties.creation-time", w[9], at)
-            if v[10] is not None and code_of(w[10]) not in STRING:
-                raise mistyped("properties.group-id", w[10], at)
-            if v[11] is not None and code_of(w[11]) not in UINT:
-                raise mistyped("properties.group-sequence", w[11], at)
-            if v[12] is not None and code_of(w[12]) not in STRING:
-                raise mistyped("properties.reply-to-group-id", w[12], at)
+        code, count, pos, stop = list_head(buf, pos, end, "properties", 13)
+        v: list[Any] = [None] * 13
+        w: list[Wire] = [None] * 13
+        i = 0
+        try:
+            if count > 0:  # message-id: any
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _ANY_READERS[c](buf, pos + 1, stop, described)
+            if count > 1:  # user-id: binary
+                i = 1
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _BINARY_READERS[c](buf, pos + 1, stop, described)
+            if count > 2:  # to: any
+                i = 2
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _ANY_READERS[c](buf, pos + 1, stop, described)
+            if count > 3:  # subject: string
+                i = 3
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _STRING_READERS[c](buf, pos + 1, stop, described)
+            if count > 4:  # reply-to: any
+                i = 4
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _ANY_READERS[c](buf, pos + 1, stop, described)
+            if count > 5:  # correlation-id: any
+                i = 5
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _ANY_READERS[c](buf, pos + 1, stop, described)
+            if count > 6:  # content-type: symbol
+                i = 6
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[6] = NULL
+                    pos += 1
+                else:
+                    v[6], pos, w[6] = _SYMBOL_READERS[c](buf, pos + 1, stop, described)
+            if count > 7:  # content-encoding: symbol
+                i = 7
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[7] = NULL
+                    pos += 1
+                else:
+                    v[7], pos, w[7] = _SYMBOL_READERS[c](buf, pos + 1, stop, described)
+            if count > 8:  # absolute-expiry-time: timestamp
+                i = 8
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[8] = NULL
+                    pos += 1
+                else:
+                    v[8], pos, w[8] = _TIMESTAMP_READERS[c](buf, pos + 1, stop, described)
+            if count > 9:  # creation-time: timestamp
+                i = 9
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[9] = NULL
+                    pos += 1
+                else:
+                    v[9], pos, w[9] = _TIMESTAMP_READERS[c](buf, pos + 1, stop, described)
+            if count > 10:  # group-id: string
+                i = 10
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[10] = NULL
+                    pos += 1
+                else:
+                    v[10], pos, w[10] = _STRING_READERS[c](buf, pos + 1, stop, described)
+            if count > 11:  # group-sequence: uint
+                i = 11
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[11] = NULL
+                    pos += 1
+                else:
+                    v[11], pos, w[11] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 12:  # reply-to-group-id: string
+                i = 12
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[12] = NULL
+                    pos += 1
+                else:
+                    v[12], pos, w[12] = _STRING_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"properties.{Properties.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "properties", Properties.FIELDS, _PROPERTIES_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(
+                    buf, at, end, described, "properties", Properties.FIELDS
+                )
+                if v[1] is not None and code_of(w[1]) not in BINARY:
+                    raise mistyped("properties.user-id", w[1], at)
+                if v[3] is not None and code_of(w[3]) not in STRING:
+                    raise mistyped("properties.subject", w[3], at)
+                if v[6] is not None and code_of(w[6]) not in SYMBOL:
+                    raise mistyped("properties.content-type", w[6], at)
+                if v[7] is not None and code_of(w[7]) not in SYMBOL:
+                    raise mistyped("properties.content-encoding", w[7], at)
+                if v[8] is not None and code_of(w[8]) not in TIMESTAMP:
+                    raise mistyped("properties.absolute-expiry-time", w[8], at)
+                if v[9] is not None and code_of(w[9]) not in TIMESTAMP:
+                    raise mistyped("properties.creation-time", w[9], at)
+                if v[10] is not None and code_of(w[10]) not in STRING:
+                    raise mistyped("properties.group-id", w[10], at)
+                if v[11] is not None and code_of(w[11]) not in UINT:
+                    raise mistyped("properties.group-sequence", w[11], at)
+                if v[12] is not None and code_of(w[12]) not in STRING:
+                    raise mistyped("properties.reply-to-group-id", w[12], at)
         obj = Properties(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -2579,18 +3771,101 @@ class Properties(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:properties:list",
             0x00000000_00000073,
             values,
-            _PROPERTIES_WRITERS,
-            "properties",
-            Properties.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # message-id
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[0], body, wires[0])
+            if count > 1:  # user-id
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_binary(values[1], body, wires[1])
+            if count > 2:  # to
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[2], body, wires[2])
+            if count > 3:  # subject
+                i = 3
+                if values[3] is None:
+                    body.append(NULL)
+                else:
+                    e_string(values[3], body, wires[3])
+            if count > 4:  # reply-to
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[4], body, wires[4])
+            if count > 5:  # correlation-id
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[5], body, wires[5])
+            if count > 6:  # content-type
+                i = 6
+                if values[6] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol(values[6], body, wires[6])
+            if count > 7:  # content-encoding
+                i = 7
+                if values[7] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol(values[7], body, wires[7])
+            if count > 8:  # absolute-expiry-time
+                i = 8
+                if values[8] is None:
+                    body.append(NULL)
+                else:
+                    e_timestamp(values[8], body, wires[8])
+            if count > 9:  # creation-time
+                i = 9
+                if values[9] is None:
+                    body.append(NULL)
+                else:
+                    e_timestamp(values[9], body, wires[9])
+            if count > 10:  # group-id
+                i = 10
+                if values[10] is None:
+                    body.append(NULL)
+                else:
+                    e_string(values[10], body, wires[10])
+            if count > 11:  # group-sequence
+                i = 11
+                if values[11] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[11], body, wires[11])
+            if count > 12:  # reply-to-group-id
+                i = 12
+                if values[12] is None:
+                    body.append(NULL)
+                else:
+                    e_string(values[12], body, wires[12])
+        except EncodeError as e:
+            raise EncodeError(
+                f"properties.{Properties.FIELDS[i]}", f"{e.field}: {e.reason}"
+            ) from None
+        end_list(out, lcode, body, count)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -2887,10 +4162,6 @@ _RECEIVED_READERS = (
     _UINT_READERS,
     _ULONG_READERS,
 )
-_RECEIVED_WRITERS = (
-    e_uint,
-    e_ulong,
-)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -2963,17 +4234,48 @@ class Received(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "received", Received.FIELDS, _RECEIVED_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "received", Received.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in UINT:
-                raise mistyped("received.section-number", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in ULONG:
-                raise mistyped("received.section-offset", w[1], at)
+        code, count, pos, stop = list_head(buf, pos, end, "received", 2)
+        v: list[Any] = [None] * 2
+        w: list[Wire] = [None] * 2
+        i = 0
+        try:
+            if count > 0:  # section-number: uint
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 1:  # section-offset: ulong
+                i = 1
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _ULONG_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"received.{Received.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "received", Received.FIELDS, _RECEIVED_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "received", Received.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in UINT:
+                    raise mistyped("received.section-number", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in ULONG:
+                    raise mistyped("received.section-offset", w[1], at)
         if v[0] is None:
             raise absent("received.section-number", at)
         if v[1] is None:
@@ -2989,26 +4291,34 @@ class Received(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("received.section-number", "mandatory field is None")
         if values[1] is None:
             raise EncodeError("received.section-offset", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:received:list",
             0x00000000_00000023,
             values,
-            _RECEIVED_WRITERS,
-            "received",
-            Received.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # section-number
+                e_uint(values[0], body, wires[0])
+            if count > 1:  # section-offset
+                i = 1
+                e_ulong(values[1], body, wires[1])
+        except EncodeError as e:
+            raise EncodeError(f"received.{Received.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _ACCEPTED_READERS = ()
-_ACCEPTED_WRITERS = ()
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -3064,13 +4374,21 @@ class Accepted(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "accepted", Accepted.FIELDS, _ACCEPTED_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "accepted", Accepted.FIELDS)
+        code, count, pos, stop = list_head(buf, pos, end, "accepted", 0)
+        v: list[Any] = [None] * 0
+        w: list[Wire] = [None] * 0
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "accepted", Accepted.FIELDS, _ACCEPTED_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "accepted", Accepted.FIELDS)
         obj = Accepted(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -3079,22 +4397,21 @@ class Accepted(Composite):
         return ()
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:accepted:list",
             0x00000000_00000024,
             values,
-            _ACCEPTED_WRITERS,
-            "accepted",
-            Accepted.FIELDS,
         )
+        body = bytearray()
+        end_list(out, lcode, body, count)
 
 
 _REJECTED_READERS = (_COMPOSITE_READERS,)
-_REJECTED_WRITERS = (encode_any,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -3150,17 +4467,40 @@ class Rejected(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "rejected", Rejected.FIELDS, _REJECTED_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "rejected", Rejected.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in COMPOSITE:
-                raise mistyped("rejected.error", w[0], at)
-            if v[0] is not None and not isinstance(v[0], Error | list):
-                raise not_kind("rejected.error", v[0], Error, at)
+        code, count, pos, stop = list_head(buf, pos, end, "rejected", 1)
+        v: list[Any] = [None] * 1
+        w: list[Wire] = [None] * 1
+        i = 0
+        try:
+            if count > 0:  # error: composite
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _COMPOSITE_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"rejected.{Rejected.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "rejected", Rejected.FIELDS, _REJECTED_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "rejected", Rejected.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in COMPOSITE:
+                    raise mistyped("rejected.error", w[0], at)
+                if v[0] is not None and not isinstance(v[0], Error | list):
+                    raise not_kind("rejected.error", v[0], Error, at)
         if v[0] is not None:
             if not isinstance(v[0], Error | list):
                 raise not_kind("rejected.error", v[0], Error, at)
@@ -3172,22 +4512,30 @@ class Rejected(Composite):
         return (self.error,)
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:rejected:list",
             0x00000000_00000025,
             values,
-            _REJECTED_WRITERS,
-            "rejected",
-            Rejected.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # error
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[0], body, wires[0])
+        except EncodeError as e:
+            raise EncodeError(f"rejected.{Rejected.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _RELEASED_READERS = ()
-_RELEASED_WRITERS = ()
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -3244,13 +4592,21 @@ class Released(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "released", Released.FIELDS, _RELEASED_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "released", Released.FIELDS)
+        code, count, pos, stop = list_head(buf, pos, end, "released", 0)
+        v: list[Any] = [None] * 0
+        w: list[Wire] = [None] * 0
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "released", Released.FIELDS, _RELEASED_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "released", Released.FIELDS)
         obj = Released(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -3259,29 +4615,24 @@ class Released(Composite):
         return ()
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:released:list",
             0x00000000_00000026,
             values,
-            _RELEASED_WRITERS,
-            "released",
-            Released.FIELDS,
         )
+        body = bytearray()
+        end_list(out, lcode, body, count)
 
 
 _MODIFIED_READERS = (
     _BOOLEAN_READERS,
     _BOOLEAN_READERS,
     _MAP_READERS,
-)
-_MODIFIED_WRITERS = (
-    e_boolean,
-    e_boolean,
-    e_map,
 )
 
 
@@ -3365,19 +4716,58 @@ class Modified(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "modified", Modified.FIELDS, _MODIFIED_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "modified", Modified.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in BOOLEAN:
-                raise mistyped("modified.delivery-failed", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in BOOLEAN:
-                raise mistyped("modified.undeliverable-here", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in MAP:
-                raise mistyped("modified.message-annotations", w[2], at)
+        code, count, pos, stop = list_head(buf, pos, end, "modified", 3)
+        v: list[Any] = [None] * 3
+        w: list[Wire] = [None] * 3
+        i = 0
+        try:
+            if count > 0:  # delivery-failed: boolean
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+            if count > 1:  # undeliverable-here: boolean
+                i = 1
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+            if count > 2:  # message-annotations: map
+                i = 2
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _MAP_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"modified.{Modified.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "modified", Modified.FIELDS, _MODIFIED_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "modified", Modified.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in BOOLEAN:
+                    raise mistyped("modified.delivery-failed", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in BOOLEAN:
+                    raise mistyped("modified.undeliverable-here", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in MAP:
+                    raise mistyped("modified.message-annotations", w[2], at)
         obj = Modified(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -3390,18 +4780,39 @@ class Modified(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:modified:list",
             0x00000000_00000027,
             values,
-            _MODIFIED_WRITERS,
-            "modified",
-            Modified.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # delivery-failed
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[0], body, wires[0])
+            if count > 1:  # undeliverable-here
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[1], body, wires[1])
+            if count > 2:  # message-annotations
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[2], body, wires[2])
+        except EncodeError as e:
+            raise EncodeError(f"modified.{Modified.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _SOURCE_READERS = (
@@ -3416,19 +4827,6 @@ _SOURCE_READERS = (
     _ANY_READERS,
     _SYMBOL_OR_ARRAY_READERS,
     _SYMBOL_OR_ARRAY_READERS,
-)
-_SOURCE_WRITERS = (
-    encode_any,
-    e_uint,
-    e_symbol,
-    e_uint,
-    e_boolean,
-    e_map,
-    e_symbol,
-    e_map,
-    encode_any,
-    e_symbol_or_array,
-    e_symbol_or_array,
 )
 
 
@@ -3577,31 +4975,134 @@ class Source(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "source", Source.FIELDS, _SOURCE_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "source", Source.FIELDS)
-            if v[1] is not None and code_of(w[1]) not in UINT:
-                raise mistyped("source.durable", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in SYMBOL:
-                raise mistyped("source.expiry-policy", w[2], at)
-            if v[3] is not None and code_of(w[3]) not in UINT:
-                raise mistyped("source.timeout", w[3], at)
-            if v[4] is not None and code_of(w[4]) not in BOOLEAN:
-                raise mistyped("source.dynamic", w[4], at)
-            if v[5] is not None and code_of(w[5]) not in MAP:
-                raise mistyped("source.dynamic-node-properties", w[5], at)
-            if v[6] is not None and code_of(w[6]) not in SYMBOL:
-                raise mistyped("source.distribution-mode", w[6], at)
-            if v[7] is not None and code_of(w[7]) not in MAP:
-                raise mistyped("source.filter", w[7], at)
-            if v[9] is not None and code_of(w[9]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("source.outcomes", w[9], at)
-            if v[10] is not None and code_of(w[10]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("source.capabilities", w[10], at)
+        code, count, pos, stop = list_head(buf, pos, end, "source", 11)
+        v: list[Any] = [None] * 11
+        w: list[Wire] = [None] * 11
+        i = 0
+        try:
+            if count > 0:  # address: any
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _ANY_READERS[c](buf, pos + 1, stop, described)
+            if count > 1:  # durable: uint
+                i = 1
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 2:  # expiry-policy: symbol
+                i = 2
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _SYMBOL_READERS[c](buf, pos + 1, stop, described)
+            if count > 3:  # timeout: uint
+                i = 3
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 4:  # dynamic: boolean
+                i = 4
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+            if count > 5:  # dynamic-node-properties: map
+                i = 5
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _MAP_READERS[c](buf, pos + 1, stop, described)
+            if count > 6:  # distribution-mode: symbol
+                i = 6
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[6] = NULL
+                    pos += 1
+                else:
+                    v[6], pos, w[6] = _SYMBOL_READERS[c](buf, pos + 1, stop, described)
+            if count > 7:  # filter: map
+                i = 7
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[7] = NULL
+                    pos += 1
+                else:
+                    v[7], pos, w[7] = _MAP_READERS[c](buf, pos + 1, stop, described)
+            if count > 8:  # default-outcome: any
+                i = 8
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[8] = NULL
+                    pos += 1
+                else:
+                    v[8], pos, w[8] = _ANY_READERS[c](buf, pos + 1, stop, described)
+            if count > 9:  # outcomes: symbol_or_array
+                i = 9
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[9] = NULL
+                    pos += 1
+                else:
+                    v[9], pos, w[9] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
+            if count > 10:  # capabilities: symbol_or_array
+                i = 10
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[10] = NULL
+                    pos += 1
+                else:
+                    v[10], pos, w[10] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"source.{Source.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "source", Source.FIELDS, _SOURCE_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "source", Source.FIELDS)
+                if v[1] is not None and code_of(w[1]) not in UINT:
+                    raise mistyped("source.durable", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in SYMBOL:
+                    raise mistyped("source.expiry-policy", w[2], at)
+                if v[3] is not None and code_of(w[3]) not in UINT:
+                    raise mistyped("source.timeout", w[3], at)
+                if v[4] is not None and code_of(w[4]) not in BOOLEAN:
+                    raise mistyped("source.dynamic", w[4], at)
+                if v[5] is not None and code_of(w[5]) not in MAP:
+                    raise mistyped("source.dynamic-node-properties", w[5], at)
+                if v[6] is not None and code_of(w[6]) not in SYMBOL:
+                    raise mistyped("source.distribution-mode", w[6], at)
+                if v[7] is not None and code_of(w[7]) not in MAP:
+                    raise mistyped("source.filter", w[7], at)
+                if v[9] is not None and code_of(w[9]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("source.outcomes", w[9], at)
+                if v[10] is not None and code_of(w[10]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("source.capabilities", w[10], at)
         if v[9] is not None:
             if not isinstance(v[9], list):
                 v[9] = [v[9]]
@@ -3628,18 +5129,87 @@ class Source(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:source:list",
             0x00000000_00000028,
             values,
-            _SOURCE_WRITERS,
-            "source",
-            Source.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # address
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[0], body, wires[0])
+            if count > 1:  # durable
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[1], body, wires[1])
+            if count > 2:  # expiry-policy
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol(values[2], body, wires[2])
+            if count > 3:  # timeout
+                i = 3
+                if values[3] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[3], body, wires[3])
+            if count > 4:  # dynamic
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[4], body, wires[4])
+            if count > 5:  # dynamic-node-properties
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[5], body, wires[5])
+            if count > 6:  # distribution-mode
+                i = 6
+                if values[6] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol(values[6], body, wires[6])
+            if count > 7:  # filter
+                i = 7
+                if values[7] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[7], body, wires[7])
+            if count > 8:  # default-outcome
+                i = 8
+                if values[8] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[8], body, wires[8])
+            if count > 9:  # outcomes
+                i = 9
+                if values[9] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[9], body, wires[9])
+            if count > 10:  # capabilities
+                i = 10
+                if values[10] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[10], body, wires[10])
+        except EncodeError as e:
+            raise EncodeError(f"source.{Source.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _TARGET_READERS = (
@@ -3650,15 +5220,6 @@ _TARGET_READERS = (
     _BOOLEAN_READERS,
     _MAP_READERS,
     _SYMBOL_OR_ARRAY_READERS,
-)
-_TARGET_WRITERS = (
-    encode_any,
-    e_uint,
-    e_symbol,
-    e_uint,
-    e_boolean,
-    e_map,
-    e_symbol_or_array,
 )
 
 
@@ -3771,25 +5332,96 @@ class Target(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "target", Target.FIELDS, _TARGET_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "target", Target.FIELDS)
-            if v[1] is not None and code_of(w[1]) not in UINT:
-                raise mistyped("target.durable", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in SYMBOL:
-                raise mistyped("target.expiry-policy", w[2], at)
-            if v[3] is not None and code_of(w[3]) not in UINT:
-                raise mistyped("target.timeout", w[3], at)
-            if v[4] is not None and code_of(w[4]) not in BOOLEAN:
-                raise mistyped("target.dynamic", w[4], at)
-            if v[5] is not None and code_of(w[5]) not in MAP:
-                raise mistyped("target.dynamic-node-properties", w[5], at)
-            if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("target.capabilities", w[6], at)
+        code, count, pos, stop = list_head(buf, pos, end, "target", 7)
+        v: list[Any] = [None] * 7
+        w: list[Wire] = [None] * 7
+        i = 0
+        try:
+            if count > 0:  # address: any
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _ANY_READERS[c](buf, pos + 1, stop, described)
+            if count > 1:  # durable: uint
+                i = 1
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 2:  # expiry-policy: symbol
+                i = 2
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _SYMBOL_READERS[c](buf, pos + 1, stop, described)
+            if count > 3:  # timeout: uint
+                i = 3
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[3] = NULL
+                    pos += 1
+                else:
+                    v[3], pos, w[3] = _UINT_READERS[c](buf, pos + 1, stop, described)
+            if count > 4:  # dynamic: boolean
+                i = 4
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[4] = NULL
+                    pos += 1
+                else:
+                    v[4], pos, w[4] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+            if count > 5:  # dynamic-node-properties: map
+                i = 5
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[5] = NULL
+                    pos += 1
+                else:
+                    v[5], pos, w[5] = _MAP_READERS[c](buf, pos + 1, stop, described)
+            if count > 6:  # capabilities: symbol_or_array
+                i = 6
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[6] = NULL
+                    pos += 1
+                else:
+                    v[6], pos, w[6] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"target.{Target.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "target", Target.FIELDS, _TARGET_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "target", Target.FIELDS)
+                if v[1] is not None and code_of(w[1]) not in UINT:
+                    raise mistyped("target.durable", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in SYMBOL:
+                    raise mistyped("target.expiry-policy", w[2], at)
+                if v[3] is not None and code_of(w[3]) not in UINT:
+                    raise mistyped("target.timeout", w[3], at)
+                if v[4] is not None and code_of(w[4]) not in BOOLEAN:
+                    raise mistyped("target.dynamic", w[4], at)
+                if v[5] is not None and code_of(w[5]) not in MAP:
+                    raise mistyped("target.dynamic-node-properties", w[5], at)
+                if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("target.capabilities", w[6], at)
         if v[6] is not None:
             if not isinstance(v[6], list):
                 v[6] = [v[6]]
@@ -3809,22 +5441,66 @@ class Target(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:target:list",
             0x00000000_00000029,
             values,
-            _TARGET_WRITERS,
-            "target",
-            Target.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # address
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[0], body, wires[0])
+            if count > 1:  # durable
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[1], body, wires[1])
+            if count > 2:  # expiry-policy
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol(values[2], body, wires[2])
+            if count > 3:  # timeout
+                i = 3
+                if values[3] is None:
+                    body.append(NULL)
+                else:
+                    e_uint(values[3], body, wires[3])
+            if count > 4:  # dynamic
+                i = 4
+                if values[4] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[4], body, wires[4])
+            if count > 5:  # dynamic-node-properties
+                i = 5
+                if values[5] is None:
+                    body.append(NULL)
+                else:
+                    e_map(values[5], body, wires[5])
+            if count > 6:  # capabilities
+                i = 6
+                if values[6] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[6], body, wires[6])
+        except EncodeError as e:
+            raise EncodeError(f"target.{Target.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _DELETE_ON_CLOSE_READERS = ()
-_DELETE_ON_CLOSE_WRITERS = ()
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -3866,21 +5542,29 @@ class DeleteOnClose(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf,
-            pos,
-            end,
-            described,
-            "delete-on-close",
-            DeleteOnClose.FIELDS,
-            _DELETE_ON_CLOSE_READERS,
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(
-                buf, at, end, described, "delete-on-close", DeleteOnClose.FIELDS
+        code, count, pos, stop = list_head(buf, pos, end, "delete-on-close", 0)
+        v: list[Any] = [None] * 0
+        w: list[Wire] = [None] * 0
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf,
+                at,
+                end,
+                described,
+                "delete-on-close",
+                DeleteOnClose.FIELDS,
+                _DELETE_ON_CLOSE_READERS,
             )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(
+                    buf, at, end, described, "delete-on-close", DeleteOnClose.FIELDS
+                )
         obj = DeleteOnClose(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -3889,22 +5573,21 @@ class DeleteOnClose(Composite):
         return ()
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:delete-on-close:list",
             0x00000000_0000002B,
             values,
-            _DELETE_ON_CLOSE_WRITERS,
-            "delete-on-close",
-            DeleteOnClose.FIELDS,
         )
+        body = bytearray()
+        end_list(out, lcode, body, count)
 
 
 _DELETE_ON_NO_LINKS_READERS = ()
-_DELETE_ON_NO_LINKS_WRITERS = ()
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -3946,21 +5629,29 @@ class DeleteOnNoLinks(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf,
-            pos,
-            end,
-            described,
-            "delete-on-no-links",
-            DeleteOnNoLinks.FIELDS,
-            _DELETE_ON_NO_LINKS_READERS,
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(
-                buf, at, end, described, "delete-on-no-links", DeleteOnNoLinks.FIELDS
+        code, count, pos, stop = list_head(buf, pos, end, "delete-on-no-links", 0)
+        v: list[Any] = [None] * 0
+        w: list[Wire] = [None] * 0
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf,
+                at,
+                end,
+                described,
+                "delete-on-no-links",
+                DeleteOnNoLinks.FIELDS,
+                _DELETE_ON_NO_LINKS_READERS,
             )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(
+                    buf, at, end, described, "delete-on-no-links", DeleteOnNoLinks.FIELDS
+                )
         obj = DeleteOnNoLinks(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -3969,22 +5660,21 @@ class DeleteOnNoLinks(Composite):
         return ()
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:delete-on-no-links:list",
             0x00000000_0000002C,
             values,
-            _DELETE_ON_NO_LINKS_WRITERS,
-            "delete-on-no-links",
-            DeleteOnNoLinks.FIELDS,
         )
+        body = bytearray()
+        end_list(out, lcode, body, count)
 
 
 _DELETE_ON_NO_MESSAGES_READERS = ()
-_DELETE_ON_NO_MESSAGES_WRITERS = ()
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -4026,21 +5716,29 @@ class DeleteOnNoMessages(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf,
-            pos,
-            end,
-            described,
-            "delete-on-no-messages",
-            DeleteOnNoMessages.FIELDS,
-            _DELETE_ON_NO_MESSAGES_READERS,
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(
-                buf, at, end, described, "delete-on-no-messages", DeleteOnNoMessages.FIELDS
+        code, count, pos, stop = list_head(buf, pos, end, "delete-on-no-messages", 0)
+        v: list[Any] = [None] * 0
+        w: list[Wire] = [None] * 0
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf,
+                at,
+                end,
+                described,
+                "delete-on-no-messages",
+                DeleteOnNoMessages.FIELDS,
+                _DELETE_ON_NO_MESSAGES_READERS,
             )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(
+                    buf, at, end, described, "delete-on-no-messages", DeleteOnNoMessages.FIELDS
+                )
         obj = DeleteOnNoMessages(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -4049,22 +5747,21 @@ class DeleteOnNoMessages(Composite):
         return ()
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:delete-on-no-messages:list",
             0x00000000_0000002D,
             values,
-            _DELETE_ON_NO_MESSAGES_WRITERS,
-            "delete-on-no-messages",
-            DeleteOnNoMessages.FIELDS,
         )
+        body = bytearray()
+        end_list(out, lcode, body, count)
 
 
 _DELETE_ON_NO_LINKS_OR_MESSAGES_READERS = ()
-_DELETE_ON_NO_LINKS_OR_MESSAGES_WRITERS = ()
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -4107,26 +5804,34 @@ class DeleteOnNoLinksOrMessages(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf,
-            pos,
-            end,
-            described,
-            "delete-on-no-links-or-messages",
-            DeleteOnNoLinksOrMessages.FIELDS,
-            _DELETE_ON_NO_LINKS_OR_MESSAGES_READERS,
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(
+        code, count, pos, stop = list_head(buf, pos, end, "delete-on-no-links-or-messages", 0)
+        v: list[Any] = [None] * 0
+        w: list[Wire] = [None] * 0
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
                 buf,
                 at,
                 end,
                 described,
                 "delete-on-no-links-or-messages",
                 DeleteOnNoLinksOrMessages.FIELDS,
+                _DELETE_ON_NO_LINKS_OR_MESSAGES_READERS,
             )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(
+                    buf,
+                    at,
+                    end,
+                    described,
+                    "delete-on-no-links-or-messages",
+                    DeleteOnNoLinksOrMessages.FIELDS,
+                )
         obj = DeleteOnNoLinksOrMessages(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -4135,22 +5840,21 @@ class DeleteOnNoLinksOrMessages(Composite):
         return ()
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:delete-on-no-links-or-messages:list",
             0x00000000_0000002E,
             values,
-            _DELETE_ON_NO_LINKS_OR_MESSAGES_WRITERS,
-            "delete-on-no-links-or-messages",
-            DeleteOnNoLinksOrMessages.FIELDS,
         )
+        body = bytearray()
+        end_list(out, lcode, body, count)
 
 
 _COORDINATOR_READERS = (_SYMBOL_OR_ARRAY_READERS,)
-_COORDINATOR_WRITERS = (e_symbol_or_array,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -4205,15 +5909,40 @@ class Coordinator(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "coordinator", Coordinator.FIELDS, _COORDINATOR_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "coordinator", Coordinator.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("coordinator.capabilities", w[0], at)
+        code, count, pos, stop = list_head(buf, pos, end, "coordinator", 1)
+        v: list[Any] = [None] * 1
+        w: list[Wire] = [None] * 1
+        i = 0
+        try:
+            if count > 0:  # capabilities: symbol_or_array
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"coordinator.{Coordinator.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "coordinator", Coordinator.FIELDS, _COORDINATOR_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(
+                    buf, at, end, described, "coordinator", Coordinator.FIELDS
+                )
+                if v[0] is not None and code_of(w[0]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("coordinator.capabilities", w[0], at)
         if v[0] is not None:
             if not isinstance(v[0], list):
                 v[0] = [v[0]]
@@ -4225,22 +5954,32 @@ class Coordinator(Composite):
         return (self.capabilities,)
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:coordinator:list",
             0x00000000_00000030,
             values,
-            _COORDINATOR_WRITERS,
-            "coordinator",
-            Coordinator.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # capabilities
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    e_symbol_or_array(values[0], body, wires[0])
+        except EncodeError as e:
+            raise EncodeError(
+                f"coordinator.{Coordinator.FIELDS[i]}", f"{e.field}: {e.reason}"
+            ) from None
+        end_list(out, lcode, body, count)
 
 
 _DECLARE_READERS = (_ANY_READERS,)
-_DECLARE_WRITERS = (encode_any,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -4293,13 +6032,36 @@ class Declare(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "declare", Declare.FIELDS, _DECLARE_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "declare", Declare.FIELDS)
+        code, count, pos, stop = list_head(buf, pos, end, "declare", 1)
+        v: list[Any] = [None] * 1
+        w: list[Wire] = [None] * 1
+        i = 0
+        try:
+            if count > 0:  # global-id: any
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _ANY_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"declare.{Declare.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "declare", Declare.FIELDS, _DECLARE_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "declare", Declare.FIELDS)
         obj = Declare(*v)
         obj._wire = wire = (0, dwire, lwire)
         return obj, pos, wire
@@ -4308,27 +6070,32 @@ class Declare(Composite):
         return (self.global_id,)
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:declare:list",
             0x00000000_00000031,
             values,
-            _DECLARE_WRITERS,
-            "declare",
-            Declare.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # global-id
+                if values[0] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[0], body, wires[0])
+        except EncodeError as e:
+            raise EncodeError(f"declare.{Declare.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _DISCHARGE_READERS = (
     _ANY_READERS,
     _BOOLEAN_READERS,
-)
-_DISCHARGE_WRITERS = (
-    encode_any,
-    e_boolean,
 )
 
 
@@ -4390,15 +6157,46 @@ class Discharge(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "discharge", Discharge.FIELDS, _DISCHARGE_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "discharge", Discharge.FIELDS)
-            if v[1] is not None and code_of(w[1]) not in BOOLEAN:
-                raise mistyped("discharge.fail", w[1], at)
+        code, count, pos, stop = list_head(buf, pos, end, "discharge", 2)
+        v: list[Any] = [None] * 2
+        w: list[Wire] = [None] * 2
+        i = 0
+        try:
+            if count > 0:  # txn-id: any
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _ANY_READERS[c](buf, pos + 1, stop, described)
+            if count > 1:  # fail: boolean
+                i = 1
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"discharge.{Discharge.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "discharge", Discharge.FIELDS, _DISCHARGE_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "discharge", Discharge.FIELDS)
+                if v[1] is not None and code_of(w[1]) not in BOOLEAN:
+                    raise mistyped("discharge.fail", w[1], at)
         if v[0] is None:
             raise absent("discharge.txn-id", at)
         obj = Discharge(*v)
@@ -4412,24 +6210,37 @@ class Discharge(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("discharge.txn-id", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:discharge:list",
             0x00000000_00000032,
             values,
-            _DISCHARGE_WRITERS,
-            "discharge",
-            Discharge.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # txn-id
+                encode_any(values[0], body, wires[0])
+            if count > 1:  # fail
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_boolean(values[1], body, wires[1])
+        except EncodeError as e:
+            raise EncodeError(
+                f"discharge.{Discharge.FIELDS[i]}", f"{e.field}: {e.reason}"
+            ) from None
+        end_list(out, lcode, body, count)
 
 
 _DECLARED_READERS = (_ANY_READERS,)
-_DECLARED_WRITERS = (encode_any,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -4479,13 +6290,36 @@ class Declared(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "declared", Declared.FIELDS, _DECLARED_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "declared", Declared.FIELDS)
+        code, count, pos, stop = list_head(buf, pos, end, "declared", 1)
+        v: list[Any] = [None] * 1
+        w: list[Wire] = [None] * 1
+        i = 0
+        try:
+            if count > 0:  # txn-id: any
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _ANY_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"declared.{Declared.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "declared", Declared.FIELDS, _DECLARED_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "declared", Declared.FIELDS)
         if v[0] is None:
             raise absent("declared.txn-id", at)
         obj = Declared(*v)
@@ -4496,29 +6330,31 @@ class Declared(Composite):
         return (self.txn_id,)
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("declared.txn-id", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:declared:list",
             0x00000000_00000033,
             values,
-            _DECLARED_WRITERS,
-            "declared",
-            Declared.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # txn-id
+                encode_any(values[0], body, wires[0])
+        except EncodeError as e:
+            raise EncodeError(f"declared.{Declared.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _TRANSACTIONAL_STATE_READERS = (
     _ANY_READERS,
     _ANY_READERS,
-)
-_TRANSACTIONAL_STATE_WRITERS = (
-    encode_any,
-    encode_any,
 )
 
 
@@ -4575,21 +6411,54 @@ class TransactionalState(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf,
-            pos,
-            end,
-            described,
-            "transactional-state",
-            TransactionalState.FIELDS,
-            _TRANSACTIONAL_STATE_READERS,
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(
-                buf, at, end, described, "transactional-state", TransactionalState.FIELDS
+        code, count, pos, stop = list_head(buf, pos, end, "transactional-state", 2)
+        v: list[Any] = [None] * 2
+        w: list[Wire] = [None] * 2
+        i = 0
+        try:
+            if count > 0:  # txn-id: any
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _ANY_READERS[c](buf, pos + 1, stop, described)
+            if count > 1:  # outcome: any
+                i = 1
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _ANY_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(
+                    e, f"transactional-state.{TransactionalState.FIELDS[i]}", pos
+                ) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf,
+                at,
+                end,
+                described,
+                "transactional-state",
+                TransactionalState.FIELDS,
+                _TRANSACTIONAL_STATE_READERS,
             )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(
+                    buf, at, end, described, "transactional-state", TransactionalState.FIELDS
+                )
         if v[0] is None:
             raise absent("transactional-state.txn-id", at)
         obj = TransactionalState(*v)
@@ -4603,24 +6472,37 @@ class TransactionalState(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("transactional-state.txn-id", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:transactional-state:list",
             0x00000000_00000034,
             values,
-            _TRANSACTIONAL_STATE_WRITERS,
-            "transactional-state",
-            TransactionalState.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # txn-id
+                encode_any(values[0], body, wires[0])
+            if count > 1:  # outcome
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    encode_any(values[1], body, wires[1])
+        except EncodeError as e:
+            raise EncodeError(
+                f"transactional-state.{TransactionalState.FIELDS[i]}", f"{e.field}: {e.reason}"
+            ) from None
+        end_list(out, lcode, body, count)
 
 
 _SASL_MECHANISMS_READERS = (_SYMBOL_OR_ARRAY_READERS,)
-_SASL_MECHANISMS_WRITERS = (e_symbol_or_array,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -4675,23 +6557,46 @@ class SaslMechanisms(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf,
-            pos,
-            end,
-            described,
-            "sasl-mechanisms",
-            SaslMechanisms.FIELDS,
-            _SASL_MECHANISMS_READERS,
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(
-                buf, at, end, described, "sasl-mechanisms", SaslMechanisms.FIELDS
+        code, count, pos, stop = list_head(buf, pos, end, "sasl-mechanisms", 1)
+        v: list[Any] = [None] * 1
+        w: list[Wire] = [None] * 1
+        i = 0
+        try:
+            if count > 0:  # sasl-server-mechanisms: symbol_or_array
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"sasl-mechanisms.{SaslMechanisms.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf,
+                at,
+                end,
+                described,
+                "sasl-mechanisms",
+                SaslMechanisms.FIELDS,
+                _SASL_MECHANISMS_READERS,
             )
-            if v[0] is not None and code_of(w[0]) not in SYMBOL_OR_ARRAY:
-                raise mistyped("sasl-mechanisms.sasl-server-mechanisms", w[0], at)
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(
+                    buf, at, end, described, "sasl-mechanisms", SaslMechanisms.FIELDS
+                )
+                if v[0] is not None and code_of(w[0]) not in SYMBOL_OR_ARRAY:
+                    raise mistyped("sasl-mechanisms.sasl-server-mechanisms", w[0], at)
         if v[0] is not None:
             if not isinstance(v[0], list):
                 v[0] = [v[0]]
@@ -4705,31 +6610,34 @@ class SaslMechanisms(Composite):
         return (self.sasl_server_mechanisms,)
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("sasl-mechanisms.sasl-server-mechanisms", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:sasl-mechanisms:list",
             0x00000000_00000040,
             values,
-            _SASL_MECHANISMS_WRITERS,
-            "sasl-mechanisms",
-            SaslMechanisms.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # sasl-server-mechanisms
+                e_symbol_or_array(values[0], body, wires[0])
+        except EncodeError as e:
+            raise EncodeError(
+                f"sasl-mechanisms.{SaslMechanisms.FIELDS[i]}", f"{e.field}: {e.reason}"
+            ) from None
+        end_list(out, lcode, body, count)
 
 
 _SASL_INIT_READERS = (
     _SYMBOL_READERS,
     _BINARY_READERS,
     _STRING_READERS,
-)
-_SASL_INIT_WRITERS = (
-    e_symbol,
-    e_binary,
-    e_string,
 )
 
 
@@ -4801,19 +6709,58 @@ class SaslInit(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "sasl-init", SaslInit.FIELDS, _SASL_INIT_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(buf, at, end, described, "sasl-init", SaslInit.FIELDS)
-            if v[0] is not None and code_of(w[0]) not in SYMBOL:
-                raise mistyped("sasl-init.mechanism", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in BINARY:
-                raise mistyped("sasl-init.initial-response", w[1], at)
-            if v[2] is not None and code_of(w[2]) not in STRING:
-                raise mistyped("sasl-init.hostname", w[2], at)
+        code, count, pos, stop = list_head(buf, pos, end, "sasl-init", 3)
+        v: list[Any] = [None] * 3
+        w: list[Wire] = [None] * 3
+        i = 0
+        try:
+            if count > 0:  # mechanism: symbol
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _SYMBOL_READERS[c](buf, pos + 1, stop, described)
+            if count > 1:  # initial-response: binary
+                i = 1
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _BINARY_READERS[c](buf, pos + 1, stop, described)
+            if count > 2:  # hostname: string
+                i = 2
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[2] = NULL
+                    pos += 1
+                else:
+                    v[2], pos, w[2] = _STRING_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"sasl-init.{SaslInit.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "sasl-init", SaslInit.FIELDS, _SASL_INIT_READERS
+            )
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, "sasl-init", SaslInit.FIELDS)
+                if v[0] is not None and code_of(w[0]) not in SYMBOL:
+                    raise mistyped("sasl-init.mechanism", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in BINARY:
+                    raise mistyped("sasl-init.initial-response", w[1], at)
+                if v[2] is not None and code_of(w[2]) not in STRING:
+                    raise mistyped("sasl-init.hostname", w[2], at)
         if v[0] is None:
             raise absent("sasl-init.mechanism", at)
         obj = SaslInit(*v)
@@ -4828,24 +6775,41 @@ class SaslInit(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("sasl-init.mechanism", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:sasl-init:list",
             0x00000000_00000041,
             values,
-            _SASL_INIT_WRITERS,
-            "sasl-init",
-            SaslInit.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # mechanism
+                e_symbol(values[0], body, wires[0])
+            if count > 1:  # initial-response
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_binary(values[1], body, wires[1])
+            if count > 2:  # hostname
+                i = 2
+                if values[2] is None:
+                    body.append(NULL)
+                else:
+                    e_string(values[2], body, wires[2])
+        except EncodeError as e:
+            raise EncodeError(f"sasl-init.{SaslInit.FIELDS[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
 
 _SASL_CHALLENGE_READERS = (_BINARY_READERS,)
-_SASL_CHALLENGE_WRITERS = (e_binary,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -4891,23 +6855,46 @@ class SaslChallenge(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf,
-            pos,
-            end,
-            described,
-            "sasl-challenge",
-            SaslChallenge.FIELDS,
-            _SASL_CHALLENGE_READERS,
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(
-                buf, at, end, described, "sasl-challenge", SaslChallenge.FIELDS
+        code, count, pos, stop = list_head(buf, pos, end, "sasl-challenge", 1)
+        v: list[Any] = [None] * 1
+        w: list[Wire] = [None] * 1
+        i = 0
+        try:
+            if count > 0:  # challenge: binary
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _BINARY_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"sasl-challenge.{SaslChallenge.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf,
+                at,
+                end,
+                described,
+                "sasl-challenge",
+                SaslChallenge.FIELDS,
+                _SASL_CHALLENGE_READERS,
             )
-            if v[0] is not None and code_of(w[0]) not in BINARY:
-                raise mistyped("sasl-challenge.challenge", w[0], at)
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(
+                    buf, at, end, described, "sasl-challenge", SaslChallenge.FIELDS
+                )
+                if v[0] is not None and code_of(w[0]) not in BINARY:
+                    raise mistyped("sasl-challenge.challenge", w[0], at)
         if v[0] is None:
             raise absent("sasl-challenge.challenge", at)
         obj = SaslChallenge(*v)
@@ -4918,24 +6905,31 @@ class SaslChallenge(Composite):
         return (self.challenge,)
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("sasl-challenge.challenge", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:sasl-challenge:list",
             0x00000000_00000042,
             values,
-            _SASL_CHALLENGE_WRITERS,
-            "sasl-challenge",
-            SaslChallenge.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # challenge
+                e_binary(values[0], body, wires[0])
+        except EncodeError as e:
+            raise EncodeError(
+                f"sasl-challenge.{SaslChallenge.FIELDS[i]}", f"{e.field}: {e.reason}"
+            ) from None
+        end_list(out, lcode, body, count)
 
 
 _SASL_RESPONSE_READERS = (_BINARY_READERS,)
-_SASL_RESPONSE_WRITERS = (e_binary,)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -4982,17 +6976,46 @@ class SaslResponse(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "sasl-response", SaslResponse.FIELDS, _SASL_RESPONSE_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(
-                buf, at, end, described, "sasl-response", SaslResponse.FIELDS
+        code, count, pos, stop = list_head(buf, pos, end, "sasl-response", 1)
+        v: list[Any] = [None] * 1
+        w: list[Wire] = [None] * 1
+        i = 0
+        try:
+            if count > 0:  # response: binary
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _BINARY_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"sasl-response.{SaslResponse.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf,
+                at,
+                end,
+                described,
+                "sasl-response",
+                SaslResponse.FIELDS,
+                _SASL_RESPONSE_READERS,
             )
-            if v[0] is not None and code_of(w[0]) not in BINARY:
-                raise mistyped("sasl-response.response", w[0], at)
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(
+                    buf, at, end, described, "sasl-response", SaslResponse.FIELDS
+                )
+                if v[0] is not None and code_of(w[0]) not in BINARY:
+                    raise mistyped("sasl-response.response", w[0], at)
         if v[0] is None:
             raise absent("sasl-response.response", at)
         obj = SaslResponse(*v)
@@ -5003,29 +7026,33 @@ class SaslResponse(Composite):
         return (self.response,)
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("sasl-response.response", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:sasl-response:list",
             0x00000000_00000043,
             values,
-            _SASL_RESPONSE_WRITERS,
-            "sasl-response",
-            SaslResponse.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # response
+                e_binary(values[0], body, wires[0])
+        except EncodeError as e:
+            raise EncodeError(
+                f"sasl-response.{SaslResponse.FIELDS[i]}", f"{e.field}: {e.reason}"
+            ) from None
+        end_list(out, lcode, body, count)
 
 
 _SASL_OUTCOME_READERS = (
     _UBYTE_READERS,
     _BINARY_READERS,
-)
-_SASL_OUTCOME_WRITERS = (
-    e_ubyte,
-    e_binary,
 )
 
 
@@ -5084,19 +7111,50 @@ class SaslOutcome(Composite):
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
     ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type."""
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        v, w, pos, lwire = read_fields(
-            buf, pos, end, described, "sasl-outcome", SaslOutcome.FIELDS, _SASL_OUTCOME_READERS
-        )
-        if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-            v, w, pos, lwire = read_list(
-                buf, at, end, described, "sasl-outcome", SaslOutcome.FIELDS
+        code, count, pos, stop = list_head(buf, pos, end, "sasl-outcome", 2)
+        v: list[Any] = [None] * 2
+        w: list[Wire] = [None] * 2
+        i = 0
+        try:
+            if count > 0:  # code: ubyte
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[0] = NULL
+                    pos += 1
+                else:
+                    v[0], pos, w[0] = _UBYTE_READERS[c](buf, pos + 1, stop, described)
+            if count > 1:  # additional-data: binary
+                i = 1
+                c = buf[pos]
+                if c == NULL:  # absent
+                    w[1] = NULL
+                    pos += 1
+                else:
+                    v[1], pos, w[1] = _BINARY_READERS[c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"sasl-outcome.{SaslOutcome.FIELDS[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
+        else:
+            v, w, pos, lwire = read_fields(
+                buf, at, end, described, "sasl-outcome", SaslOutcome.FIELDS, _SASL_OUTCOME_READERS
             )
-            if v[0] is not None and code_of(w[0]) not in UBYTE:
-                raise mistyped("sasl-outcome.code", w[0], at)
-            if v[1] is not None and code_of(w[1]) not in BINARY:
-                raise mistyped("sasl-outcome.additional-data", w[1], at)
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(
+                    buf, at, end, described, "sasl-outcome", SaslOutcome.FIELDS
+                )
+                if v[0] is not None and code_of(w[0]) not in UBYTE:
+                    raise mistyped("sasl-outcome.code", w[0], at)
+                if v[1] is not None and code_of(w[1]) not in BINARY:
+                    raise mistyped("sasl-outcome.additional-data", w[1], at)
         if v[0] is None:
             raise absent("sasl-outcome.code", at)
         obj = SaslOutcome(*v)
@@ -5110,20 +7168,34 @@ class SaslOutcome(Composite):
         )
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list: the wire's encodings where the values still fit them."""
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
         values = self._values()
         if values[0] is None:
             raise EncodeError("sasl-outcome.code", "mandatory field is None")
-        write_list(
+        wires, count, lcode = list_start(
             out,
             self._wire if wire is None else wire,
             "amqp:sasl-outcome:list",
             0x00000000_00000044,
             values,
-            _SASL_OUTCOME_WRITERS,
-            "sasl-outcome",
-            SaslOutcome.FIELDS,
         )
+        body = bytearray()
+        i = 0
+        try:
+            if count > 0:  # code
+                e_ubyte(values[0], body, wires[0])
+            if count > 1:  # additional-data
+                i = 1
+                if values[1] is None:
+                    body.append(NULL)
+                else:
+                    e_binary(values[1], body, wires[1])
+        except EncodeError as e:
+            raise EncodeError(
+                f"sasl-outcome.{SaslOutcome.FIELDS[i]}", f"{e.field}: {e.reason}"
+            ) from None
+        end_list(out, lcode, body, count)
 
 
 CLASSES: dict[int, type] = {
@@ -5311,6 +7383,7 @@ BODIES: dict[int, tuple[type, ...]] = {
     ),
 }
 """Frame type -> the performatives its body may hold (types providing `frame`, `sasl-frame`)."""
+_BODY_CLASSES = {frame_type: frozenset(classes) for frame_type, classes in BODIES.items()}
 
 
 def decode(
@@ -5321,7 +7394,11 @@ def decode(
 ) -> Frame | ProtocolHeader:
     """One frame, or one protocol header; DecodeError names the field and byte offset.
     (`verify_checksums` is every protocol's argument; these frames carry no checksum.)"""
-    buf = frame if isinstance(frame, bytes | memoryview) else memoryview(frame)
+    buf = (
+        frame
+        if frame.__class__ is bytes or isinstance(frame, bytes | memoryview)
+        else memoryview(frame)
+    )
     n = len(buf)
     if n == 8 and bytes(buf[:4]) == b"AMQP":
         return ProtocolHeader(buf[4], buf[5], buf[6], buf[7])
@@ -5332,7 +7409,7 @@ def decode(
         raise DecodeError("frame.size", 0, f"size {size} but the frame has {n} bytes")
     if doff < 2 or doff * 4 > size:
         raise DecodeError("frame.doff", 4, f"data offset {doff} words in a {size}-byte frame")
-    bodies = BODIES.get(frame_type)
+    bodies = _BODY_CLASSES.get(frame_type)
     if bodies is None:
         raise DecodeError(
             "frame.type", 5, f"frame type {frame_type} is neither 0 (AMQP) nor 1 (SASL)"
@@ -5351,11 +7428,17 @@ def decode(
         body, end, _ = reader(buf, start + 3, n, SMALLULONG, DESCRIBED)
     else:
         body, end, _ = read(buf, start, n, DESCRIBED)
-    if not isinstance(body, bodies):
+    if body.__class__ not in bodies and not isinstance(body, BODIES[frame_type]):
         raise DecodeError(
             "frame.body", start, f"{_what(body)} is no performative of a type {frame_type} frame"
         )
-    return Frame(frame_type, channel, body, bytes(buf[end:]), extended)
+    return Frame(
+        frame_type,
+        channel,
+        body,
+        buf[end:] if buf.__class__ is bytes else bytes(buf[end:]),
+        extended,
+    )
 
 
 @dataclass(slots=True)
@@ -5398,7 +7481,11 @@ _SLOTS = (
 
 def decode_message(data: bytes | bytearray | memoryview) -> Message:
     """A transfer's payload (all of one message's transfers joined) as its sections."""
-    buf = data if isinstance(data, bytes | memoryview) else memoryview(data)
+    buf = (
+        data
+        if data.__class__ is bytes or isinstance(data, bytes | memoryview)
+        else memoryview(data)
+    )
     pos, end = 0, len(buf)
     msg = Message()
     last = -1
