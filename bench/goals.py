@@ -1,10 +1,11 @@
 """Issue 28's goals, each beside the latest figure the benchmark scripts recorded.
 
-    .venv/bin/python bench/goals.py
+    .venv/bin/python bench/goals.py [--summary]
 
 Reads bench/results/*.json (each written by its script: codec.py, amqp091.py, amqp10.py,
 amqp010.py, frame_reader.py, imports.py, compiled.py, generate.py, scale.py, pcap.py) and prints
-one line per cell: the goal, the figure, met or not, and which script measured it and when.
+one line per cell: the goal, the figure, met or not, and which script measured it and when;
+`--summary` prints one line per goal instead (cells met, and the cell furthest from its goal).
 It measures nothing itself; run the scripts for new figures. A missing results file is reported,
 not guessed.
 """
@@ -126,8 +127,11 @@ def _imports() -> Iterator[Line]:
 
 
 def main() -> int:
+    summary = "--summary" in sys.argv[1:]
     met = total = 0
-    print(f"{'goal':12} {'cell':58} {'figure':>10} {'target':>12}  ")
+    per_goal: dict[str, list[tuple[float, str, bool]]] = {}
+    if not summary:
+        print(f"{'goal':12} {'cell':58} {'figure':>10} {'target':>12}  ")
     for source in (
         _fused,
         _amqp10,
@@ -147,9 +151,17 @@ def main() -> int:
             sign = ">=" if higher else "<="
             shown = f"{figure:,.2f}{unit}" if unit == "x" else f"{figure:,.1f}{unit}"
             wanted = f"{sign} {target:g}{unit}"
-            print(
-                f"{goal:12} {cell[:58]:58} {shown:>10} {wanted:>12}  {'met' if ok else 'NOT met'}"
-            )
+            # how far from the goal, as a share of it (>= 1: met)
+            share = figure / target if higher else (target / figure if figure else 0.0)
+            per_goal.setdefault(goal.split()[0], []).append((share, f"{cell} {shown}", ok))
+            if not summary:
+                ok_text = "met" if ok else "NOT met"
+                print(f"{goal:12} {cell[:58]:58} {shown:>10} {wanted:>12}  {ok_text}")
+    if summary:
+        for number, cells in sorted(per_goal.items()):
+            worst = min(cells)
+            hits = sum(ok for _, _, ok in cells)
+            print(f"goal {number}: {hits:3} of {len(cells):3} cells met; furthest: {worst[1]}")
     missing = [
         name
         for name in (
