@@ -64,6 +64,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from timing import rates  # noqa: E402  (bench/timing.py, beside this script)
+
 import specgen.locations  # noqa: E402,F401  (specgen_codecs is this checkout's generated/)
 from specgen_codecs.amqp_0_10 import values as _values  # noqa: E402
 from specgen_codecs.amqp_0_10.v0_10 import (  # noqa: E402
@@ -100,29 +102,6 @@ RESULTS = ROOT / "bench" / "results" / "amqp010.json"
 GOAL_FLOOR = 0.80
 GOAL_READER = 0.95
 GOAL_IMPORT_MS = 20.0
-
-
-def rates(fns: dict[str, Callable[[], Any]], budget: float, rounds: int = 15) -> dict[str, float]:
-    """Calls per second of each function: the best of `rounds` rounds, each round timing every
-    function in turn for about `budget / rounds` seconds."""
-    counts: dict[str, int] = {}
-    for name, fn in fns.items():
-        n, t = 1, 0.0
-        while t < budget / (10 * rounds):
-            n *= 2
-            start = time.perf_counter()
-            for _ in range(n):
-                fn()
-            t = time.perf_counter() - start
-        counts[name] = max(1, int(n * (budget / rounds) / t))
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            for _ in range(counts[name]):
-                fn()
-            best[name] = min(best[name], time.perf_counter() - start)
-    return {name: counts[name] / best[name] for name in fns}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1051,7 +1030,7 @@ def main(argv: list[str] | None = None) -> int:
             ("encode", {"specgen": partial(enc, ours), "floor": partial(fenc, ours)}),
         ]
         for op, fns in timed:
-            got = rates(fns, budget)
+            got = rates(fns, budget, rounds=15)
             ratio = got["specgen"] / got["floor"]
             ok = ratio >= GOAL_FLOOR
             if not ok:

@@ -24,10 +24,8 @@ compared. Results go to bench/results/amqp091.json.
 
 from __future__ import annotations
 
-import json
 import struct
 import sys
-import time
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
@@ -35,6 +33,7 @@ from typing import Any
 
 import pika.frame  # type: ignore[import-untyped]
 import pika.spec  # type: ignore[import-untyped]
+from timing import mark, rates, write_results  # bench/timing.py, beside this script
 
 import specgen.locations  # noqa: F401  (maps specgen_codecs to this tree's generated/)
 from specgen_codecs.amqp_0_9_1 import v0_9_1 as g
@@ -649,34 +648,6 @@ def cells() -> list[Cell]:
     return out
 
 
-def rates(fns: dict[str, Callable[[], Any]], budget: float) -> dict[str, float]:
-    """Calls per second of each function: the best of seven rounds, each round timing every
-    function in turn for about `budget / 7` seconds, so that what the machine is doing
-    meanwhile weighs on all of them alike (ratios are what this benchmark reports)."""
-    counts: dict[str, int] = {}
-    for name, fn in fns.items():
-        n, t = 1, 0.0
-        while t < budget / 70:
-            n *= 2
-            start = time.perf_counter()
-            for _ in range(n):
-                fn()
-            t = time.perf_counter() - start
-        counts[name] = max(1, int(n * (budget / 7) / t))
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(7):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            for _ in range(counts[name]):
-                fn()
-            best[name] = min(best[name], time.perf_counter() - start)
-    return {name: counts[name] / best[name] for name in fns}
-
-
-def _mark(ratio: float, goal: float) -> str:
-    return f"{ratio:5.2f}x (goal >= {goal}x {'met' if ratio >= goal else 'NOT met'})"
-
-
 def main() -> int:
     budget = 0.5 if "--quick" in sys.argv else 2.0
     rows: list[dict[str, Any]] = []
@@ -723,16 +694,10 @@ def main() -> int:
             tup = "-" if tuples is None else f"{tuples:,.0f}"
             print(
                 f"{name:18} {op:6} {len(frame):>5} {got['specgen']:>10,.0f} {got['floor']:>10,.0f} "
-                f"{tup:>10} {got['pika']:>10,.0f}  {_mark(vs_floor, GOAL_FLOOR)}  "
-                f"{_mark(vs_pika, GOAL_PIKA)}"
+                f"{tup:>10} {got['pika']:>10,.0f}  {mark(vs_floor, GOAL_FLOOR)}  "
+                f"{mark(vs_pika, GOAL_PIKA)}"
             )
-    out = ROOT / "bench" / "results" / "amqp091.json"
-    out.write_text(
-        json.dumps(
-            {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "rows": rows}, indent=2
-        )
-        + "\n"
-    )
+    out = write_results("amqp091", rows)
     print(f"results: {out.relative_to(ROOT)}")
     return 0
 

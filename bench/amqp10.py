@@ -99,7 +99,7 @@ from specgen_codecs.amqp_1_0.v1_0 import commands as c
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import amqp10_floor as floor  # noqa: E402  (the hand-written floor of these four frames)
-from codec import rates  # noqa: E402  (bench/codec.py: alternating rounds, best of 7)
+from timing import rates  # noqa: E402  (bench/timing.py: alternating rounds, best of 7)
 
 ROOT = Path(__file__).resolve().parents[1]
 CODECS = ("specgen", "proton", "pyamqp")

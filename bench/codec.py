@@ -23,16 +23,15 @@ compared. Results go to bench/results/codec.json.
 
 from __future__ import annotations
 
-import json
 import struct
 import sys
-import time
 import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rstream.encoding import decode_frame, encode_frame
+from timing import mark, rates, write_results  # bench/timing.py, beside this script
 
 import specgen.locations  # noqa: F401  (maps specgen_codecs to this tree's generated/)
 from specgen_codecs.rabbitmq_stream import v4_0 as rs
@@ -504,30 +503,6 @@ def frames() -> list[Cell]:
     ]  # type: ignore[return-value]
 
 
-def rates(fns: dict[str, Callable[[], Any]], budget: float) -> dict[str, float]:
-    """Calls per second of each function: the best of seven rounds, each round timing every
-    function in turn for about `budget / 7` seconds, so that what the machine is doing
-    meanwhile weighs on all of them alike (ratios are what this benchmark reports)."""
-    counts: dict[str, int] = {}
-    for name, fn in fns.items():
-        n, t = 1, 0.0
-        while t < budget / 70:
-            n *= 2
-            start = time.perf_counter()
-            for _ in range(n):
-                fn()
-            t = time.perf_counter() - start
-        counts[name] = max(1, int(n * (budget / 7) / t))
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(7):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            for _ in range(counts[name]):
-                fn()
-            best[name] = min(best[name], time.perf_counter() - start)
-    return {name: counts[name] / best[name] for name in fns}
-
-
 GOAL_FLOOR = 0.8
 GOAL_RSTREAM = 1.5
 
@@ -535,7 +510,7 @@ GOAL_RSTREAM = 1.5
 def _mark(ratio: float | None, goal: float) -> str:
     if ratio is None:
         return f"{'-':>5}  (goal >= {goal}x)        "
-    return f"{ratio:5.2f}x (goal >= {goal}x {'met' if ratio >= goal else 'NOT met'})"
+    return mark(ratio, goal)
 
 
 def main() -> int:
@@ -598,13 +573,7 @@ def main() -> int:
                 f"{fmt(got['rstream']):>10}  {_mark(vs_floor, GOAL_FLOOR)}  "
                 f"{_mark(vs_rstream, GOAL_RSTREAM)}"
             )
-    out = ROOT / "bench" / "results" / "codec.json"
-    out.write_text(
-        json.dumps(
-            {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "rows": rows}, indent=2
-        )
-        + "\n"
-    )
+    out = write_results("codec", rows)
     print(f"results: {out.relative_to(ROOT)}")
     return 0
 

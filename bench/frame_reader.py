@@ -16,12 +16,13 @@ machine weighs on both alike. Results go to bench/results/frame_reader.json.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from timing import write_results  # bench/timing.py, beside this script
 
 import specgen.locations  # noqa: F401  (maps specgen_codecs to this tree's generated/)
 from specgen_codecs.amqp_0_9_1 import v0_9_1 as amqp
@@ -151,13 +152,7 @@ def main() -> int:
             f"{len(spans) / got['reader']:>12,.0f} {len(spans) / got['known']:>12,.0f}  "
             f"{ratio:5.2f}x (goal >= {GOAL}x {verdict})"
         )
-    out = ROOT / "bench" / "results" / "frame_reader.json"
-    out.write_text(
-        json.dumps(
-            {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "rows": rows}, indent=2
-        )
-        + "\n"
-    )
+    out = write_results("frame_reader", rows)
     print(f"results: {out.relative_to(ROOT)}")
     return 0
 

@@ -1,0 +1,52 @@
+"""What every codec benchmark under bench/ times the same way: calls per second in alternating
+rounds, a ratio beside its goal, the results file.
+
+Imported by the scripts beside it (a script's folder is first on its path).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def rates(fns: dict[str, Callable[[], Any]], budget: float, rounds: int = 7) -> dict[str, float]:
+    """Calls per second of each function: the best of `rounds` rounds, each round timing every
+    function in turn for about `budget / rounds` seconds, so that what the machine is doing
+    meanwhile weighs on all of them alike (ratios are what these benchmarks report)."""
+    counts: dict[str, int] = {}
+    for name, fn in fns.items():
+        n, t = 1, 0.0
+        while t < budget / (10 * rounds):
+            n *= 2
+            start = time.perf_counter()
+            for _ in range(n):
+                fn()
+            t = time.perf_counter() - start
+        counts[name] = max(1, int(n * (budget / rounds) / t))
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            for _ in range(counts[name]):
+                fn()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return {name: counts[name] / best[name] for name in fns}
+
+
+def mark(ratio: float, goal: float) -> str:
+    """A ratio with its goal beside it: `0.83x (goal >= 0.8x met)`."""
+    return f"{ratio:5.2f}x (goal >= {goal}x {'met' if ratio >= goal else 'NOT met'})"
+
+
+def write_results(script: str, rows: list[dict[str, Any]]) -> Path:
+    """bench/results/<script>.json: when it was measured, and the rows."""
+    out = RESULTS / f"{script}.json"
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    out.write_text(json.dumps({"when": when, "rows": rows}, indent=2) + "\n")
+    return out
