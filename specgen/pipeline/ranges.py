@@ -405,16 +405,6 @@ class Range:
     read_ends: list[int]
     read_walls: list[float | None]
 
-    @staticmethod
-    def ddl() -> str:
-        """The Spark DDL of a DataFrame of ranges."""
-        return (
-            "`path` STRING, `start` BIGINT, `end` BIGINT, `file_size` BIGINT, `capture` STRING, "
-            "`connection` STRING, `direction` STRING, `frames` BIGINT, "
-            "`gap_starts` ARRAY<BIGINT>, `gap_lengths` ARRAY<BIGINT>, "
-            "`read_starts` ARRAY<BIGINT>, `read_ends` ARRAY<BIGINT>, `read_walls` ARRAY<DOUBLE>"
-        )
-
 
 def split(stream: Stream, framing: Framing, target: int = TARGET) -> list[Cut]:
     """Consecutive ranges covering the file, with the frames and gaps the walk found in each.
