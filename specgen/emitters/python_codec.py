@@ -650,16 +650,9 @@ def _key_export(protocol: Protocol) -> str:
     return "Key" if all(len(c.ident) == 1 for c in protocol.commands) else "COMMANDS"
 
 
-def _framed(m: MessagePlan, frame: FramePlan, aliased: bool) -> dict[str, Any] | None:
-    """How a message's own frame encoder packs the header before its body's parts: the header
-    fields, the length worked out from the parts. None where `encode` must look at the message
-    (a key on the wire) or the length may need the wide header."""
-    if aliased or frame.escape is not None:
-        return None
-    extra = frame.size + frame.trailer_size - frame.adjust
-    length = "sum(map(len, parts))" + (
-        f" + {extra}" if extra > 0 else f" - {-extra}" if extra else ""
-    )
+def _header_values(m: MessagePlan, frame: FramePlan, length: str) -> list[str]:
+    """The expressions a message's frame header packs, field by field: `length` for the length,
+    the message's identity and version as constants, any other header field off the message."""
     head = []
     for h in frame.header:
         if h.role == "length":
@@ -670,6 +663,20 @@ def _framed(m: MessagePlan, frame: FramePlan, aliased: bool) -> dict[str, Any] |
             head.append(str(m.version))
         else:
             head.append(f"msg.{h.name}")
+    return head
+
+
+def _framed(m: MessagePlan, frame: FramePlan, aliased: bool) -> dict[str, Any] | None:
+    """How a message's own frame encoder packs the header before its body's parts: the header
+    fields, the length worked out from the parts. None where `encode` must look at the message
+    (a key on the wire) or the length may need the wide header."""
+    if aliased or frame.escape is not None:
+        return None
+    extra = frame.size + frame.trailer_size - frame.adjust
+    length = "sum(map(len, parts))" + (
+        f" + {extra}" if extra > 0 else f" - {-extra}" if extra else ""
+    )
+    head = _header_values(m, frame, length)
     return {"head": head, "trailer": bool(frame.trailer)}
 
 
@@ -686,16 +693,7 @@ def _fixed_frame(m: MessagePlan, frame: FramePlan, aliased: bool) -> dict[str, A
     length = frame.size + body + frame.trailer_size - frame.adjust
     if frame.escape is not None and length >= frame.escape:
         return None
-    head = []
-    for h in frame.header:
-        if h.role == "length":
-            head.append(str(length))
-        elif h.role == "dispatch":
-            head.append(format(m.ident[frame.dispatch.index(h)], h.hex_format))
-        elif h.role == "version":
-            head.append(str(m.version))
-        else:
-            head.append(f"msg.{h.name}")
+    head = _header_values(m, frame, str(length))
     if m.body_key:
         head.append('b"' + "".join(f"\\x{b:02x}" for b in m.body_key) + '"')
     fmt = frame.fmt + (f"{len(m.body_key)}s" if m.body_key else "")
