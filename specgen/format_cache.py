@@ -198,6 +198,10 @@ class TemplateCache(BytecodeCache):
                 env.is_async,
                 sorted(env.extensions),
                 env.undefined.__qualname__,
+                # the compiled code calls finalize (the spec-text guard) only when there is one
+                getattr(env.finalize, "__qualname__", None),
+                # and passes a filter its environment or context when the filter asks for it
+                sorted((n, str(getattr(f, "jinja_pass_arg", ""))) for n, f in env.filters.items()),
             )
         )
         tag = digest(f"jinja {jinja2.__version__}; python {sys.version}; {options}")[:24]

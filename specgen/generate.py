@@ -21,6 +21,7 @@ from pathlib import Path
 
 from specgen import format_cache, outdir
 from specgen.emitters import conformance, dialogue, python_codec, spark_schema
+from specgen.emitters import pytext
 from specgen.emitters.plan import ModulePlan, PlanError, Planner
 from specgen.emitters.render import Renderer
 from specgen.format_cache import MANIFEST, Formatter
@@ -183,6 +184,8 @@ def _render_package(
     for spec in specs:
         start, before = time.monotonic(), len(files)
         protocol, _ = build_ir(spec)
+        # every string the document gave is SpecText from here: templates must render it
+        protocol = pytext.mark(protocol)
         plan = Planner(protocol).plan()
         plans.append((spec, plan))
         codes.append(python_codec.prepare(spec, plan, renderer))
