@@ -312,14 +312,11 @@ _BUILTINS_USED = frozenset(
 )
 
 
-def check_bindings(text: str, module: str, names: dict[str, SourceSpan | None]) -> None:
-    """Refuse a rendered module where a top-level name is bound twice (a spec's name shadowing
-    another definition or import) or hides a builtin function or type. `names` says where each
-    spec name written through the `name` filter came from, for a located error."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return  # the renderer reports invalid Python itself
+def check_bindings(tree: ast.Module, module: str, names: dict[str, SourceSpan | None]) -> None:
+    """Refuse a rendered module (its syntax tree) where a top-level name is bound twice (a
+    spec's name shadowing another definition or import) or hides a builtin function or type.
+    `names` says where each spec name written through the `name` filter came from, for a
+    located error."""
     seen: set[str] = set()
     for node in tree.body:
         bound: list[str] = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +67,7 @@ class Renderer:
         """The `name` filter: a spec's name as a Python identifier (pytext.identifier)."""
         span = getattr(value, "span", None)
         self.names.setdefault(str(value), span)
-        return pytext.identifier(value, "name", span)
+        return pytext.identifier(value, "spec", span)
 
     def header(self, spec: SpecVersion, protocol: Protocol) -> str:
         overlay = (
@@ -107,15 +108,15 @@ class Renderer:
             raise RenderError(f"{template}: {type(e).__name__}: {e}") from e
         if not self.format_code:
             try:
-                compile(text, template, "exec")
+                tree = ast.parse(text, template)
             except SyntaxError as e:
                 raise RenderError(f"{template} rendered invalid Python: {e}") from None
-            pytext.check_bindings(text, template, self.names)
+            pytext.check_bindings(tree, template, self.names)
             return text
         try:
             formatted = self.formatter.format(text)
         except InvalidInput as e:
             numbered = "\n".join(f"{i + 1:5} {line}" for i, line in enumerate(text.splitlines()))
             raise RenderError(f"{template} rendered invalid Python: {e}\n{numbered}") from None
-        pytext.check_bindings(formatted, template, self.names)
+        pytext.check_bindings(ast.parse(formatted), template, self.names)
         return formatted
