@@ -16,6 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 from specgen.emitters import conformance_nodes as n
+from specgen.emitters import pytext
 from specgen.emitters.plan import ModulePlan, attr_name, isort_key, snake
 from specgen.emitters.python_codec import described_files
 from specgen.emitters.render import Renderer
@@ -98,7 +99,7 @@ class _Builder:
     def struct_name(self, t: Struct) -> str:
         return f"{self.owner}{t.name}" if t.name in self.clashing else t.name
 
-    # ---- boundary samples: python values, rendered with repr()
+    # ---- boundary samples: python values, written as their literals (pytext.literal)
 
     def sample(self, fields: tuple[Field, ...], mode: str, case: int) -> list[Any]:
         values: dict[str, Any] = {}
@@ -465,7 +466,7 @@ def _value(v: Any) -> n.Value:
         return n.DecimalOf(str(v))
     if isinstance(v, bytes) and v and v == bytes(range(256)) * (len(v) // 256):
         return n.ByteRange(len(v) // 256)
-    return n.Literal(repr(v))
+    return n.Literal(pytext.literal(v))
 
 
 def _values(vs: list[Any]) -> tuple[n.Value, ...]:

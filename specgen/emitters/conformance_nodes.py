@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from specgen.emitters.pytext import Code
+
 Path = tuple[str, ...]
 """A variable and the attributes read from it: ("x", "data") is `x.data`."""
 
@@ -227,7 +229,7 @@ class Composite:
 
 @dataclass(frozen=True, slots=True)
 class Literal(Node):
-    source: str  # the repr of a constant: int, float, bool, str, bytes or None
+    source: Code  # a constant's literal (pytext.literal): int, float, bool, str, bytes or None
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,9 +23,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from specgen.emitters import sharing
+from specgen.emitters import pytext, sharing
 from specgen.emitters.plan import ModulePlan, PlanError, attr_name, isort_key, snake
 from specgen.emitters.plan_packed import FieldPlan, PackedPlan, PrimPlan, StructPlan
+from specgen.emitters.pytext import Code
 from specgen.emitters.python_codec import VersionCode, described_files
 from specgen.emitters.render import Renderer
 from specgen.emitters.sharing import Block, block
@@ -52,12 +53,17 @@ from specgen.registry import SpecVersion
 
 # (bits, Arrow type, Spark DDL type), narrowest first
 _SIGNED = (
-    (8, "pa.int8()", "TINYINT"),
-    (16, "pa.int16()", "SMALLINT"),
-    (32, "pa.int32()", "INT"),
-    (64, "pa.int64()", "BIGINT"),
+    (8, Code("pa.int8()"), "TINYINT"),
+    (16, Code("pa.int16()"), "SMALLINT"),
+    (32, Code("pa.int32()"), "INT"),
+    (64, Code("pa.int64()"), "BIGINT"),
 )
-_DECIMAL = ("pa.decimal128(20, 0)", "DECIMAL(20,0)")
+_DECIMAL = (Code("pa.decimal128(20, 0)"), "DECIMAL(20,0)")
+
+# Arrow types written as they are: expressions of the generated module, no spec text in them
+_STRING = Code("pa.string()")
+_BINARY = Code("pa.binary()")
+_BOOL = Code("pa.bool_()")
 
 # locals a builder must not take for a column's values
 _TAKEN = {"msgs", "rows", "cid", "code", "x", "y", "pa", "row", "value"}
@@ -65,12 +71,13 @@ _TAKEN = {"msgs", "rows", "cid", "code", "x", "y", "pa", "row", "value"}
 
 @dataclass
 class Col:
-    """One column type: its Arrow and Spark spellings and what builds it."""
+    """One column type: its Arrow type (an expression of the generated module) and its Spark
+    DDL type (text: the template writes it inside a string literal), and what builds it."""
 
     kind: Literal["leaf", "struct", "list", "union"]
-    arrow: str
+    arrow: Code
     ddl: str
-    via: str = ""  # leaf: build with this Arrow type, then cast (uint64 -> decimal is fast)
+    via: Code = Code("")  # leaf: build with this Arrow type, then cast (uint64 -> decimal is fast)
     convert: str = ""  # leaf: a function of the generated module that makes the values fit
     # struct: (column name, attribute, type, value may be None); union: (name, class, type, _)
     members: list[tuple[str, str, Col, bool]] = field(default_factory=list)
@@ -95,8 +102,8 @@ class Expr:
 
     kind: Literal["leaf", "struct", "list"]
     source: str
-    arrow: str = ""
-    via: str = ""
+    arrow: Code = Code("")
+    via: Code = Code("")
     convert: str = ""
     names: list[str] = field(default_factory=list)
     children: list[Expr] = field(default_factory=list)
@@ -239,6 +246,7 @@ def emit(
         shared_imports=sorted((f"_{key}" for kind, key in found), key=isort_key),
         imports=sorted(imports, key=isort_key),
         fragments=any(c.cls == "Fragment" for c in code.columns),
+        ddl_name=ddl_name,
         **code.context,
     )
     return {"spark_schema.py": text}
@@ -272,8 +280,8 @@ def _fragment_column(mapper: _Mapper, head: Struct | None) -> ColumnPlan:
     frame reader's `Fragment`): the class of the message whose frame they follow, whether they
     start a message, and the head such octets start with (null where they do not)."""
     members = [
-        ("follows", "follows", Col("leaf", "pa.string()", "STRING"), False),
-        ("first", "first", Col("leaf", "pa.bool_()", "BOOLEAN"), False),
+        ("follows", "follows", Col("leaf", _STRING, "STRING"), False),
+        ("first", "first", Col("leaf", _BOOL, "BOOLEAN"), False),
     ]
     if head is not None:
         mapper.owner = "Fragment"
@@ -315,12 +323,30 @@ def _role_enums(protocol: Protocol) -> dict[str, Enum]:
     return out
 
 
-def _struct_arrow(members: list[tuple[str, str, Col, bool]]) -> str:
-    return "pa.struct([" + ", ".join(f'pa.field("{n}", {c.arrow})' for n, _, c, _ in members) + "])"
+def _arrow_struct(fields: list[tuple[str, Code]]) -> Code:
+    """`pa.struct([...])` of (name, Arrow type) members: a name (spec text) as its literal."""
+    return Code(
+        "pa.struct(["
+        + ", ".join(f"pa.field({pytext.literal(n)}, {arrow})" for n, arrow in fields)
+        + "])"
+    )
+
+
+def ddl_name(name: str) -> str:
+    """A column or member name in Spark DDL: between backticks, a backtick in it doubled."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _ddl_struct(fields: list[tuple[str, str]]) -> str:
+    return "STRUCT<" + ", ".join(f"{ddl_name(n)}: {ddl}" for n, ddl in fields) + ">"
+
+
+def _struct_arrow(members: list[tuple[str, str, Col, bool]]) -> Code:
+    return _arrow_struct([(n, c.arrow) for n, _, c, _ in members])
 
 
 def _struct_ddl(members: list[tuple[str, str, Col, bool]]) -> str:
-    return "STRUCT<" + ", ".join(f"`{n}`: {c.ddl}" for n, _, c, _ in members) + ">"
+    return _ddl_struct([(n, c.ddl) for n, _, c, _ in members])
 
 
 def _int_range(name: str) -> tuple[int, int]:
@@ -337,7 +363,7 @@ def _int_col(low: int, high: int) -> Col:
     if low < -(1 << 63) or high >= 1 << 64:
         raise PlanError(f"no Spark type holds integers {low}..{high}")
     # unsigned values build as uint64 and cast in Arrow: far faster than Python ints to decimal
-    return Col("leaf", _DECIMAL[0], _DECIMAL[1], via="pa.uint64()" if low >= 0 else "")
+    return Col("leaf", _DECIMAL[0], _DECIMAL[1], via=Code("pa.uint64()" if low >= 0 else ""))
 
 
 class _Mapper:
@@ -357,7 +383,7 @@ class _Mapper:
                     if m.type.value is None:
                         name = attr_name(m.name)
                         col = (
-                            Col("leaf", "pa.bool_()", "BOOLEAN")
+                            Col("leaf", _BOOL, "BOOLEAN")
                             if m.type.boolean
                             else _int_col(0, (1 << m.type.bits) - 1)
                         )
@@ -378,26 +404,26 @@ class _Mapper:
             if p.kind == "int":
                 return _int_col(*_int_range(t.name))
             return {
-                "string": Col("leaf", "pa.string()", "STRING"),
-                "bytes": Col("leaf", "pa.binary()", "BINARY"),
-                "bool": Col("leaf", "pa.bool_()", "BOOLEAN"),
+                "string": Col("leaf", _STRING, "STRING"),
+                "bytes": Col("leaf", _BINARY, "BINARY"),
+                "bool": Col("leaf", _BOOL, "BOOLEAN"),
                 "float": Col(
                     "leaf",
-                    "pa.float32()" if p.width == 4 else "pa.float64()",
+                    Code("pa.float32()" if p.width == 4 else "pa.float64()"),
                     "FLOAT" if p.width == 4 else "DOUBLE",
                 ),
-                "timestamp": Col("leaf", 'pa.timestamp("s", tz="UTC")', "TIMESTAMP"),
+                "timestamp": Col("leaf", Code('pa.timestamp("s", tz="UTC")'), "TIMESTAMP"),
                 # a scale per value: exact as text, where one DECIMAL(p, s) column would round
-                "decimal": Col("leaf", "pa.string()", "STRING", convert="_texts"),
+                "decimal": Col("leaf", _STRING, "STRING", convert="_texts"),
             }[p.kind]
         if isinstance(t, Ref | Map | Choice):
             # field tables and the like: any shape, any depth; kept as JSON text
-            return Col("leaf", "pa.string()", "STRING", convert="_json")
+            return Col("leaf", _STRING, "STRING", convert="_json")
         if isinstance(t, Blob):
-            return Col("leaf", "pa.binary()", "BINARY")
+            return Col("leaf", _BINARY, "BINARY")
         if isinstance(t, Array):
             item = self.col(t.item, f"{label}[]")
-            return Col("list", f"pa.list_({item.arrow})", f"ARRAY<{item.ddl}>", item=item)
+            return Col("list", Code(f"pa.list_({item.arrow})"), f"ARRAY<{item.ddl}>", item=item)
         if isinstance(t, Struct):
             members = self.members(t.fields, label)
             if not members:
@@ -492,7 +518,7 @@ class PackedMember:
     the generated converter that makes its values fit (`_same` when they already do)."""
 
     attr: str
-    arrow: str
+    arrow: Code
     ddl: str
     convert: str
 
@@ -504,16 +530,12 @@ class PackedColumn:
     members: list[PackedMember]
 
     @property
-    def arrow(self) -> str:
-        return (
-            "pa.struct(["
-            + ", ".join(f'pa.field("{m.attr}", {m.arrow})' for m in self.members)
-            + "])"
-        )
+    def arrow(self) -> Code:
+        return _arrow_struct([(m.attr, m.arrow) for m in self.members])
 
     @property
     def ddl(self) -> str:
-        return "STRUCT<" + ", ".join(f"`{m.attr}`: {m.ddl}" for m in self.members) + ">"
+        return _ddl_struct([(m.attr, m.ddl) for m in self.members])
 
 
 @dataclass
@@ -528,7 +550,7 @@ class PackedColumns:
 
 
 _RANGES = (
-    'pa.list_(pa.struct([pa.field("first", pa.int64()), pa.field("last", pa.int64())]))',
+    Code('pa.list_(pa.struct([pa.field("first", pa.int64()), pa.field("last", pa.int64())]))'),
     "ARRAY<STRUCT<`first`: BIGINT, `last`: BIGINT>>",
 )
 
@@ -562,9 +584,9 @@ def _packed_member(f: FieldPlan, prims: dict[str, PrimPlan]) -> PackedMember | N
     bytes as they are, sequence sets and byte ranges as lists of (first, last), and values of
     any shape (maps, lists, arrays, coded and nested structs) as JSON text."""
     if f.kind == "bit":
-        return PackedMember(f.attr, "pa.bool_()", "BOOLEAN", "_same")
+        return PackedMember(f.attr, _BOOL, "BOOLEAN", "_same")
     if f.kind == "struct":
-        return PackedMember(f.attr, "pa.string()", "STRING", "_json")
+        return PackedMember(f.attr, _STRING, "STRING", "_json")
     p = prims[f.prim]
     if p.impl == "void":
         return None
@@ -575,20 +597,20 @@ def _packed_member(f: FieldPlan, prims: dict[str, PrimPlan]) -> PackedMember | N
         low, high = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
         col = _int_col(low, high)
         return PackedMember(f.attr, col.arrow, col.ddl, "_decimals" if col.via else "_ints")
-    simple = {
-        "bool": ("pa.bool_()", "BOOLEAN", "_same"),
-        "char": ("pa.string()", "STRING", "_same"),
-        "str": ("pa.string()", "STRING", "_same"),
-        "bin": ("pa.binary()", "BINARY", "_same"),
-        "vbin": ("pa.binary()", "BINARY", "_same"),
-        "uuid": ("pa.string()", "STRING", "_text"),
-        "dec": ("pa.string()", "STRING", "_text"),
+    simple: dict[str, tuple[Code, str, str]] = {
+        "bool": (_BOOL, "BOOLEAN", "_same"),
+        "char": (_STRING, "STRING", "_same"),
+        "str": (_STRING, "STRING", "_same"),
+        "bin": (_BINARY, "BINARY", "_same"),
+        "vbin": (_BINARY, "BINARY", "_same"),
+        "uuid": (_STRING, "STRING", "_text"),
+        "dec": (_STRING, "STRING", "_text"),
         "float": (
-            "pa.float32()" if p.fixed == 4 else "pa.float64()",
+            Code("pa.float32()" if p.fixed == 4 else "pa.float64()"),
             "FLOAT" if p.fixed == 4 else "DOUBLE",
             "_same",
         ),
         "ranges": (_RANGES[0], _RANGES[1], "_ranges"),
     }
-    arrow, ddl, convert = simple.get(p.impl, ("pa.string()", "STRING", "_json"))
+    arrow, ddl, convert = simple.get(p.impl, (_STRING, "STRING", "_json"))
     return PackedMember(f.attr, arrow, ddl, convert)
