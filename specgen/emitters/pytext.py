@@ -38,6 +38,8 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+import jinja2
+
 from specgen.emitters.naming import PlanError
 from specgen.spans import SourceSpan
 
@@ -200,6 +202,8 @@ def guard(value: object) -> object:
     """jinja's `finalize` for code templates: what `{{ ... }}` may write."""
     if isinstance(value, Code):
         return value
+    if isinstance(value, jinja2.Undefined):
+        return value  # an inline `if` without `else`: jinja writes nothing, or refuses (strict)
     if isinstance(value, SpecText):
         raise UnrenderedSpecText(
             f"{_template_line()}: wrote spec text {str(value)[:60]!r} raw: pass it through "
