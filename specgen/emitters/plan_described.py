@@ -8,14 +8,23 @@ type it belongs to, descriptors, fields, choices, archetypes. What is ours is ho
 meet Python's, one table (`PYTHON`): which builtin each type's values are, which get a wrapper
 class so a value knows its type (`UInt(5)` is a uint, a plain `5` a long), and the value of
 each zero-width encoding, which the spec says only in words ("the uint value 0").
+
+The spec's text stays text here (docs, labels, names as the spec writes them): the templates
+write it through `pytext`'s filters. What this module gives as code (class, field, constant
+and table names, writers, defaults, enum values) is `Code`, built by `pytext.identifier`,
+`pytext.literal` and `pytext.number`, so a name that cannot be a Python name is a located
+error and a value is written from what it is, never from its spelling.
 """
 
 from __future__ import annotations
 
+import keyword
 import re
 from dataclasses import dataclass, field
 
+from specgen.emitters import pytext
 from specgen.emitters.naming import PlanError
+from specgen.emitters.pytext import Code
 from specgen.ir import CompositeField, Encoding, Protocol, TypeDef
 
 # AMQP type -> (value kind, wrapper class or "", Python annotation)
@@ -70,8 +79,8 @@ class Enc:
     high: int | None = None
 
     @property
-    def hex(self) -> str:
-        return f"0x{self.code:02x}"
+    def hex(self) -> Code:
+        return Code(f"0x{self.code:02x}")
 
 
 @dataclass
@@ -82,7 +91,7 @@ class Prim:
     annotation: str
     decoded: str  # the class decoded values have
     encodings: list[Enc]  # smallest first
-    doc: str
+    doc: str  # the spec's text
     signed: bool = False
 
     @property
@@ -92,27 +101,58 @@ class Prim:
 
 @dataclass
 class FieldPlan:
-    attr: str
+    attr: Code  # its attribute (and column) name
     name: str
     type: str
     annotation: str  # of one value (a `multiple` field holds a list of them)
     prim: str  # primitive it comes down to; "" for "*" or a composite
-    composite: str  # class name when the type is a composite or described restricted
+    composite: str  # class name (Code) when the type is a composite or described restricted
     mandatory: bool
     multiple: bool
-    default: str  # Python literal or ""
+    default: str  # Python literal (Code) or ""
     requires: tuple[str, ...]
     codes: list[int]  # constructors allowed (null aside)
-    doc: str
-    allowed: str = ""  # the name of its constructors' set in the module ("" for any)
+    doc: str  # the spec's text, its whitespace normalised
+    allowed: str = ""  # the name (Code) of its constructors' set in the module ("" for any)
     column: tuple[str, str, str] = ("", "", "")  # Arrow type, Spark type, how a value becomes one
-    writer: str = ""  # the function writing its value
+    writer: str = ""  # the function (Code) writing its value
     kind: str = ""  # its primitive's kind (int, string, ...; "" for "*" or a composite)
+
+    @property
+    def sample(self) -> Code:
+        """A value of its type, for the conformance tests' mandatory fields (integers: 1)."""
+        one = (
+            ("1" if self.kind == "int" else SAMPLES.get(self.prim, "None"))
+            if self.prim
+            else f"c.{self.composite}()"
+            if self.composite
+            else 'b"x"'
+        )
+        return Code(f"[{one}]" if self.multiple else one)
+
+
+SAMPLES: dict[str, str] = {
+    "null": "None",
+    "boolean": "True",
+    "float": "1.5",
+    "double": "1.5",
+    "decimal32": 'b"\\x01" * 4',
+    "decimal64": 'b"\\x01" * 8',
+    "decimal128": 'b"\\x01" * 16',
+    "char": 'Char("x")',
+    "uuid": "uuid.UUID(int=1)",
+    "binary": 'b"x"',
+    "string": '"x"',
+    "symbol": 'Symbol("x")',
+    "list": "[1]",
+    "map": '{"k": 1}',
+}
+"""A value of each non-integer primitive as code, for the conformance tests (`FieldPlan.sample`)."""
 
 
 @dataclass
 class ClassPlan:
-    cls: str
+    cls: Code
     name: str
     klass: str  # composite or section
     descriptor_name: str
@@ -121,30 +161,43 @@ class ClassPlan:
     provides: tuple[str, ...]
     source: str  # sections: the source type
     prim: str  # sections: its primitive ("" for "*")
-    doc: str
+    doc: str  # the spec's text
     section: str
     span: str = ""  # where the spec defines it
-    allowed: str = ""  # sections: the name of its value's constructors' set ("" for any)
+    allowed: str = ""  # sections: the name (Code) of its value's constructors' set ("" for any)
     annotation: str = "Any"  # sections: its value's annotation
-    writer: str = ""  # sections: the function writing its value
+    writer: str = ""  # sections: the function (Code) writing its value
     kind: str = "value"  # "oneway" for a frame's body (a performative), as messages say
 
     @property
-    def column(self) -> str:
-        return snake(self.name)
+    def column(self) -> Code:
+        """Its struct column's name, and the name of its tests and column builder."""
+        return pytext.identifier(snake(self.name), "column", getattr(self.name, "span", None))
 
     @property
-    def code_hex(self) -> str:
-        return f"0x{self.descriptor_code >> 32:08x}_{self.descriptor_code & 0xFFFFFFFF:08x}"
+    def readers(self) -> Code:
+        """The name of its fields' reader tables (`read_fields`): `_OPEN_READERS`."""
+        return pytext.identifier(
+            f"_{upper(self.name)}_READERS", "readers", getattr(self.name, "span", None)
+        )
+
+    @property
+    def field_path(self) -> Code:
+        """An f-string naming field `i` in an error: `f"open.{Open.FIELDS[i]}"`."""
+        return _fstring(f"{self.name}.", Code(f"{self.cls}.FIELDS[i]"))
+
+    @property
+    def code_hex(self) -> Code:
+        return Code(f"0x{self.descriptor_code >> 32:08x}_{self.descriptor_code & 0xFFFFFFFF:08x}")
 
 
 @dataclass
 class EnumPlan:
-    cls: str
+    cls: Code
     name: str
     kind: str  # int, bool or symbol
-    members: list[tuple[str, str, str]]  # (NAME, literal, doc)
-    doc: str
+    members: list[tuple[Code, Code, str]]  # (NAME, literal, doc: the spec's text on one line)
+    doc: str  # the spec's text
 
 
 @dataclass
@@ -153,15 +206,15 @@ class DescribedPlan:
     prims: list[Prim]
     classes: list[ClassPlan]
     enums: list[EnumPlan]
-    constants: list[tuple[str, int, str]]
+    constants: list[tuple[Code, int, str]]  # (NAME, value, doc: the spec's text on one line)
     encodings_from: str
     frame_archetypes: dict[int, str] = field(default_factory=dict)
     headers: list[tuple[str, bytes, str]] = field(default_factory=list)
-    allowed: list[tuple[str, list[int]]] = field(default_factory=list)
+    allowed: list[tuple[Code, list[int]]] = field(default_factory=list)
     """The constructor sets fields and sections allow, by the name the module gives them."""
-    multiples: list[tuple[str, str, str]] = field(default_factory=list)
+    multiples: list[tuple[Code, Code, str]] = field(default_factory=list)
     """Writers of `multiple` fields: (name, the item's writer, the array's element type)."""
-    writers: list[str] = field(default_factory=list)
+    writers: list[Code] = field(default_factory=list)
     """The value module's writers the composites call, sorted."""
 
     @property
@@ -192,7 +245,7 @@ def camel(name: str) -> str:
 
 def snake(name: str) -> str:
     out = re.sub(r"[^A-Za-z0-9]", "_", name).lower()
-    return out + "_" if out in _KEYWORDS else out
+    return out + "_" if out in _KEYWORDS or keyword.iskeyword(out) else out
 
 
 def upper(name: str) -> str:
@@ -200,6 +253,15 @@ def upper(name: str) -> str:
 
 
 _KEYWORDS = {"global", "class", "from", "import", "type", "def", "in", "is", "not", "and", "or"}
+"""Names a field's attribute does not take as they are (besides Python's keywords): `type_`."""
+
+
+def _fstring(text: str, expr: Code) -> Code:
+    """An f-string of `text` (any string: escaped as a literal, its braces doubled), then
+    `{expr}`: `_fstring("open.", Code("x"))` is `f'open.{x}'` (black makes the quotes double)."""
+    quoted = pytext.literal(text)
+    body = quoted[1:-1].replace("{", "{{").replace("}", "}}")
+    return Code(f"f{quoted[0]}{body}{{{expr}}}{quoted[-1]}")
 
 
 def plan(protocol: Protocol) -> DescribedPlan:
@@ -233,7 +295,7 @@ def plan(protocol: Protocol) -> DescribedPlan:
             fields = [_field(f, types, by_prim, prim_of) for f in t.fields]
             classes.append(
                 ClassPlan(
-                    camel(t.name),
+                    _class_name(t),
                     t.name,
                     "composite",
                     t.descriptor.name,
@@ -251,7 +313,7 @@ def plan(protocol: Protocol) -> DescribedPlan:
             source_prim = prim_of(t.source) if t.source != "*" else ""
             classes.append(
                 ClassPlan(
-                    camel(t.name),
+                    _class_name(t),
                     t.name,
                     "section",
                     t.descriptor.name,
@@ -276,17 +338,25 @@ def plan(protocol: Protocol) -> DescribedPlan:
                 "bool" if p == "boolean" else "int" if p and by_prim[p].kind == "int" else "symbol"
             )
             members = [
-                (upper(c.name), _literal(c.value, kind), " ".join(c.doc.split())) for c in t.choices
+                (
+                    pytext.identifier(upper(c.name), "choice", t.span),
+                    _literal(c.value, kind),
+                    " ".join(c.doc.split()),
+                )
+                for c in t.choices
             ]
             if len({m[0] for m in members}) != len(members):
                 raise PlanError(f"{t.span}: {t.name} repeats a choice name")
-            enums.append(EnumPlan(camel(t.name), t.name, kind, members, _doc(t)))
-    constants = [(upper(c.name), c.value, " ".join(c.doc.split())) for c in protocol.constants]
+            enums.append(EnumPlan(_class_name(t), t.name, kind, members, _doc(t)))
+    constants = [
+        (pytext.identifier(upper(c.name), "constant", c.span), c.value, " ".join(c.doc.split()))
+        for c in protocol.constants
+    ]
     encodings_from = next(
         (t.document for t in protocol.typedefs if t.klass == "primitive" and t.document),
         protocol.source,
     )
-    headers = [
+    headers = [  # (a name in capitals, never written; the bytes; the spec's text)
         (upper(h.doc.split(" protocol header")[0]), h.data, h.doc)
         for h in protocol.frame.protocol_headers
     ]
@@ -320,28 +390,32 @@ def _frame_archetypes(protocol: Protocol, classes: list[ClassPlan]) -> dict[int,
 def _name_sets(out: DescribedPlan, by_prim: dict[str, Prim]) -> None:
     """Name each distinct constructor set once (`STRING`, `SYMBOL_OR_ARRAY`, `DESCRIBED`), and
     give fields their columns and samples."""
-    sets: dict[tuple[int, ...], str] = {}
+    sets: dict[tuple[int, ...], Code] = {}
 
-    def name(codes: list[int], label: str) -> str:
+    def name(codes: list[int], label: str) -> Code:
         key = tuple(codes)
         if key not in sets:
-            sets[key] = upper(label)
+            sets[key] = pytext.identifier(upper(label), "constructor set")
         return sets[key]
 
-    writers: set[str] = set()
-    multiples: dict[str, tuple[str, str]] = {}
+    def writer(prim: str) -> Code:
+        """The value module's writer of a primitive's values (any value's for "")."""
+        return Code(f"e_{pytext.identifier(prim, 'type')}" if prim else "encode_any")
+
+    writers: set[Code] = set()
+    multiples: dict[Code, tuple[Code, str]] = {}
     for c in out.classes:
         if set(c.provides) & set(out.frame_archetypes.values()):
             c.kind = "oneway"
-        c.writer = f"e_{c.prim}" if c.prim else "encode_any"
+        c.writer = writer(c.prim)
         if c.klass == "section":
             writers.add(c.writer)
         for f in c.fields:
-            item = f"e_{f.prim}" if f.prim else "encode_any"
+            item = writer(f.prim)
             writers.add(item)
             f.writer = item
             if f.multiple:
-                f.writer = f"{item}_or_array"
+                f.writer = Code(f"{item}_or_array")
                 multiples[f.writer] = (item, f.prim or "null")
             if f.codes:
                 base = f.prim or "composite"
@@ -359,17 +433,23 @@ def _name_sets(out: DescribedPlan, by_prim: dict[str, Prim]) -> None:
     out.writers = sorted(writers)
 
 
-def _literal(value: str, kind: str) -> str:
+def _literal(value: str, kind: str) -> Code:
+    """A choice's or a default's value as the spec writes it, as a Python value of `kind`."""
     if kind == "bool":
-        return "True" if value == "true" else "False"
+        return pytext.literal(value == "true")
     if kind == "int":
-        return str(int(value, 0))
-    return repr(value)
+        return pytext.number(int(value, 0))
+    return pytext.literal(value)
+
+
+def _class_name(t: TypeDef) -> Code:
+    return pytext.identifier(camel(t.name), "class", t.span)
 
 
 def _doc(t: TypeDef) -> str:
-    text = t.doc or t.label
-    return text.replace("\\", "\\\\").replace('"""', "'''")
+    """A type's text (its doc, else its label) as the spec gives it: templates write it with
+    the `doc` filter."""
+    return t.doc or t.label
 
 
 def _prim(t: TypeDef) -> Prim:
@@ -439,7 +519,7 @@ def _field(
     assert callable(prim_of)
     prim = prim_of(f.type) if f.type != "*" else ""
     t = types.get(f.type)
-    composite = camel(f.type) if t is not None and t.descriptor is not None else ""
+    composite = _class_name(t) if t is not None and t.descriptor is not None else ""
     if prim:
         annotation = by_prim[prim].annotation
         codes = list(by_prim[prim].codes)
@@ -456,14 +536,9 @@ def _field(
         kind = by_prim[prim].kind
         choice = next((c for c in (t.choices if t else ()) if f.default in (c.name, c.value)), None)
         value = choice.value if choice else f.default
-        if kind == "bool":
-            default = "True" if value == "true" else "False"
-        elif kind == "int":
-            default = str(int(value, 0))
-        else:
-            default = repr(value)
+        default = _literal(value, kind if kind in ("bool", "int") else "text")
     return FieldPlan(
-        snake(f.name),
+        pytext.identifier(snake(f.name), "field", f.span),
         f.name,
         f.type,
         annotation,
@@ -474,7 +549,7 @@ def _field(
         default,
         f.requires,
         codes,
-        " ".join((f.doc or f.label).split()).replace('"""', "'''"),
+        " ".join((f.doc or f.label).split()),
     )
 
 
@@ -503,7 +578,8 @@ SPARK: dict[str, tuple[str, str, str]] = {
 
 
 def spark_column(f: FieldPlan) -> tuple[str, str, str]:
-    """(Arrow type, Spark type, conversion) of a field's column."""
+    """(Arrow type, Spark type, conversion) of a field's column; the Arrow type is code."""
     if f.multiple or not f.prim or f.prim not in SPARK:
-        return ("pa.string()", "STRING", "json")
-    return SPARK[f.prim]
+        return (Code("pa.string()"), "STRING", "json")
+    arrow, spark, how = SPARK[f.prim]
+    return (Code(arrow), spark, how)
