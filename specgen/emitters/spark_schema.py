@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from specgen.emitters import sharing
+from specgen.emitters import pytext, sharing
 from specgen.emitters.plan import ModulePlan, PlanError, attr_name, isort_key, snake
 from specgen.emitters.plan_packed import FieldPlan, PackedPlan, PrimPlan, StructPlan
 from specgen.emitters.python_codec import VersionCode, described_files
@@ -504,12 +504,10 @@ class PackedColumn:
     members: list[PackedMember]
 
     @property
-    def arrow(self) -> str:
-        return (
-            "pa.struct(["
-            + ", ".join(f'pa.field("{m.attr}", {m.arrow})' for m in self.members)
-            + "])"
-        )
+    def arrow(self) -> pytext.Code:
+        # the members' names as literals; their types are this module's own Arrow spellings
+        fields = (f"pa.field({pytext.literal(m.attr)}, {m.arrow})" for m in self.members)
+        return pytext.Code("pa.struct([" + ", ".join(fields) + "])")
 
     @property
     def ddl(self) -> str:
