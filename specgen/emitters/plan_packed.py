@@ -14,6 +14,12 @@ packing flags, codes and fields, the enums, the classes' and methods' codes, the
 header. What is ours is how the spec's types meet Python's, one table (`PRIMS`): which builtin
 each primitive's values are and which of the codec's readers implements it (checked against
 the IR's widths).
+
+Spec text reaches the templates as data (`pytext.SpecText`): docs, spec names and labels, which
+the templates write through `doc` or `literal`. What the templates write as code is planned here
+as `pytext.Code`: names made from the spec's (classes, attributes, enums, reader suffixes) are
+checked to be Python identifiers (`pytext.identifier`, a located error otherwise), and annotations
+and sample values come from this module's own tables.
 """
 
 from __future__ import annotations
@@ -22,9 +28,12 @@ import itertools
 import re
 from dataclasses import dataclass, field
 
+from specgen.emitters import pytext
 from specgen.emitters.naming import PlanError, attr_name
+from specgen.emitters.pytext import Code
 from specgen.ir import (
     INT_WIDTHS,
+    Constant,
     Field,
     NamedType,
     Presence,
@@ -93,39 +102,39 @@ _FMT_WIDTH = {"b": 1, "B": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "Q": 8, "f
 @dataclass
 class PrimPlan:
     name: str
-    py: str  # `str8_latin`: the reader is `_r_str8_latin`
+    py: Code  # `str8_latin`: the reader is `_r_str8_latin`
     impl: str
     param: str
-    annotation: str
+    annotation: Code
     code: int | None
     fixed: int | None
     variable: int | None
     label: str
     doc: str
-    sample: str  # a literal of a value to round-trip ("": the template writes one from `impl`)
+    sample: Code  # a literal of a value to round-trip ("": the template writes one from `impl`)
 
     @property
-    def reader(self) -> str:
-        return "_r_" + self.py
+    def reader(self) -> Code:
+        return Code("_r_" + self.py)
 
     @property
-    def writer(self) -> str:
-        return "_w_" + self.py
+    def writer(self) -> Code:
+        return Code("_w_" + self.py)
 
 
 @dataclass
 class FieldPlan:
-    attr: str
+    attr: Code
     name: str  # as the XML writes it
     kind: str  # "bit", "prim" or "struct"
-    prim: str  # the primitive's py name, or the struct's reader suffix
-    cls: str  # the struct's class name ("" for primitives)
-    enum: str  # the enum class its values come from ("" for none)
-    annotation: str  # of its values (an enum's: of the integers beside the enum's members)
+    prim: Code  # the primitive's py name, or the struct's reader suffix
+    cls: Code  # the struct's class name ("" for primitives)
+    enum: Code  # the enum class its values come from ("" for none)
+    annotation: Code  # of its values (an enum's: of the integers beside the enum's members)
     required: bool
     flag: int  # its packing flag's bit index
     doc: str
-    sample: str  # a primitive's sample literal; an enum's sample member's name
+    sample: Code  # a primitive's sample literal; an enum's sample member's name
 
     @property
     def mask(self) -> int:
@@ -136,8 +145,8 @@ class FieldPlan:
 @dataclass
 class StructPlan:
     name: str  # qualified XML name
-    cls: str  # Python class
-    py: str  # reader/writer suffix
+    cls: Code  # Python class
+    py: Code  # reader/writer suffix
     size: int
     pack: int
     class_code: int | None
@@ -145,8 +154,8 @@ class StructPlan:
     fields: list[FieldPlan]
     doc: str
     kind: str = "struct"  # "struct", "control" or "command"
-    result: str = ""  # a command's result struct class
-    header: list[str] = field(default_factory=list)  # its header segment's struct classes
+    result: Code = Code("")  # a command's result struct class
+    header: list[Code] = field(default_factory=list)  # its header segment's struct classes
     body: bool = False
     span: str = ""  # where the spec defines it
 
@@ -186,7 +195,7 @@ class EnumPlan:
 
 @dataclass
 class ConstPlan:
-    name: str  # CONST_NAME
+    name: Code  # CONST_NAME
     value: int
     doc: str
     group: str
@@ -203,8 +212,8 @@ class SegmentPlan:
     last_frame: int
     protocol_header: bytes
     doc: str
-    type_enum: str  # the segment types' enum (the frame's dispatch field's)
-    track_enum: str  # the enum of the other header field that has one
+    type_enum: Code  # the segment types' enum (the frame's dispatch field's)
+    track_enum: Code  # the enum of the other header field that has one
 
 
 @dataclass
@@ -235,12 +244,12 @@ class PackedPlan:
         return {p.py: p for p in self.prims}
 
     @property
-    def sample_names(self) -> list[str]:
+    def sample_names(self) -> list[Code]:
         """The codec classes the conformance tests' sample values name."""
         return sorted({s.cls for s in self.structs + self.methods}, key=str.lower)
 
     @property
-    def sample_enums(self) -> list[str]:
+    def sample_enums(self) -> list[Code]:
         """The enums the conformance tests' sample values name."""
         return sorted({f.enum for s in self.structs + self.methods for f in s.fields if f.enum})
 
@@ -261,6 +270,16 @@ class PackedPlan:
 
 def py(name: str) -> str:
     return name.replace("-", "_").replace(".", "_").lower()
+
+
+def _suffix(name: str, what: str, span: SourceSpan | None) -> Code:
+    """`py(name)` as the part of a name it is in the code (`_r_<suffix>`), checked."""
+    return pytext.identifier(py(name), what, span if span is not None else _span(name))
+
+
+def _span(text: str) -> SourceSpan | None:
+    """Where a spec string came from (`pytext.SpecText.span`), when it says."""
+    return getattr(text, "span", None)
 
 
 def const(name: str) -> str:
@@ -296,7 +315,7 @@ def plan(protocol: Protocol) -> PackedPlan:
             if any(t not in ctx.planned for t in nested):
                 later.append((n, s))
                 continue
-            sp = _struct(ctx, n.name, s.name, s.fields, str(n.span or ""))
+            sp = _struct(ctx, n.name, s.name, s.fields, n.span)
             sp.size = INT_WIDTHS[s.size_prefix][0] if s.size_prefix else 0
             sp.class_code, sp.code = _codes(s.ident, n.span)
             sp.doc = n.doc
@@ -309,6 +328,7 @@ def plan(protocol: Protocol) -> PackedPlan:
         raise PlanError(f"{pending[0][0].span}: struct {pending[0][0].name} contains itself")
     order = {name: i for i, name in enumerate(named)}
     structs.sort(key=lambda s: order[s.name])
+    classes = {s.name: s.cls for s in structs}  # checked names, for the methods' references
     kinds = _kinds(protocol)
     methods: list[StructPlan] = []
     for _, m in protocol.messages():
@@ -321,7 +341,7 @@ def plan(protocol: Protocol) -> PackedPlan:
         got = [named[f.type.name][1].name for f in head if isinstance(f.type, Ref)]
         if got != want or len(head) != len(want):
             raise PlanError(f"{m.span}: {m.name}: a {kind} starts with {want or 'its flags'}")
-        mp = _struct(ctx, m.spec_name or m.name, m.name, m.fields[len(head) :], str(m.span or ""))
+        mp = _struct(ctx, m.spec_name or m.name, m.name, m.fields[len(head) :], m.span)
         if any(f.attr == "session_header" for f in mp.fields):
             raise PlanError(f"{m.span}: {m.name} has a field named like the session header")
         mp.kind = kind
@@ -332,8 +352,8 @@ def plan(protocol: Protocol) -> PackedPlan:
             if not named[name][1].ident:  # read back by its codes (`STRUCTS`)
                 raise PlanError(f"{m.span}: {m.name}: {name} is no coded struct")
         if m.result:
-            mp.result = named[m.result][1].name
-        mp.header = [named[h][1].name for h in m.content_header]
+            mp.result = classes[m.result]
+        mp.header = [classes[h] for h in m.content_header]
         methods.append(mp)
     preamble = next((p.data for p in protocol.frame.preambles if len(p.data) == 8), b"")
     if not preamble.startswith(b"AMQP\x01\x01"):
@@ -358,18 +378,15 @@ def plan(protocol: Protocol) -> PackedPlan:
         enums=enums,
         structs=structs,
         methods=methods,
-        classes=[
-            ConstPlan(const(c.name), c.value, c.doc, c.group)
-            for c in protocol.constants
-            if c.group == "class"
-        ],
-        constants=[
-            ConstPlan(const(c.name), c.value, c.doc, c.group)
-            for c in protocol.constants
-            if c.group != "class"
-        ],
+        classes=[_const(c) for c in protocol.constants if c.group == "class"],
+        constants=[_const(c) for c in protocol.constants if c.group != "class"],
         domains=[(a.name, _type_name(a), a.label) for a in protocol.aliases],
     )
+
+
+def _const(c: Constant) -> ConstPlan:
+    name = pytext.identifier(const(c.name), "constant", c.span or _span(c.name))
+    return ConstPlan(name, c.value, c.doc, c.group)
 
 
 @dataclass
@@ -393,7 +410,7 @@ def _kinds(protocol: Protocol) -> dict[int, str]:
     return {v.value: v.name.lower() for v in enum.values}
 
 
-def _header_enums(protocol: Protocol) -> tuple[str, str]:
+def _header_enums(protocol: Protocol) -> tuple[Code, Code]:
     """The segment types' enum, with members named for what the segments carry, and the other
     enum a frame header field takes its values from."""
     frame = protocol.frame
@@ -405,7 +422,10 @@ def _header_enums(protocol: Protocol) -> tuple[str, str]:
         raise PlanError(
             f"{frame.span}: segment types CONTROL, COMMAND, HEADER, BODY and one more enum"
         )
-    return kinds or "", others[0] or ""
+    return (
+        pytext.identifier(kinds or "", "enum", frame.span),
+        pytext.identifier(others[0] or "", "enum", frame.span),
+    )
 
 
 def _codes(ident: tuple[int, ...], span: SourceSpan | None) -> tuple[int | None, int | None]:
@@ -444,10 +464,10 @@ def _prim(t: PrimitiveType) -> PrimPlan:
         raise PlanError(f"{t.span}: {t.name} has a size prefix; {impl} has none")
     return PrimPlan(
         name=t.name,
-        py=py(t.name),
+        py=_suffix(t.name, "type", t.span),
         impl=impl,
         param=param,
-        annotation=annotation,
+        annotation=Code(annotation),  # PRIMS': this module's own
         code=t.code,
         fixed=fixed,
         variable=variable,
@@ -457,11 +477,12 @@ def _prim(t: PrimitiveType) -> PrimPlan:
     )
 
 
-def _sample(impl: str, param: str) -> str:
-    """A value exercising the encoding: the extreme integers, non-ASCII text, two ranges."""
+def _sample(impl: str, param: str) -> Code:
+    """A value exercising the encoding: the extreme integers, non-ASCII text, two ranges. Code
+    of this module's own, written as the conformance tests have always spelled it."""
     if impl == "int":
         bits = 8 * _FMT_WIDTH[param]
-        return str(-(1 << (bits - 1)) if param.islower() else (1 << bits) - 1)
+        return pytext.number(-(1 << (bits - 1)) if param.islower() else (1 << bits) - 1)
     samples = {
         "float": "1.5" if param == "f" else "-2.25",
         "bool": "True",
@@ -478,12 +499,15 @@ def _sample(impl: str, param: str) -> str:
         "array": 'Array("str16", ["a", "b"])',
         "struct32": "",  # set by the template: one of the document's coded structs
     }
-    return samples[impl]
+    return Code(samples[impl])
 
 
-def _struct(ctx: _Context, name: str, cls: str, fields: tuple[Field, ...], span: str) -> StructPlan:
+def _struct(
+    ctx: _Context, name: str, cls: str, fields: tuple[Field, ...], span: SourceSpan | None
+) -> StructPlan:
     """A struct's (or a method's, after its head) plan: its packing flags, then its fields,
-    flag i saying whether field i is present."""
+    flag i saying whether field i is present. `name` is the spec's (qualified) name, `cls` its
+    class's: both must make Python names."""
     pack, word = 0, ""
     if fields and isinstance(fields[0].type, Presence):
         flags = fields[0].type
@@ -502,37 +526,38 @@ def _struct(ctx: _Context, name: str, cls: str, fields: tuple[Field, ...], span:
         raise PlanError(f"{name}: two fields share a Python name")
     return StructPlan(
         name=name,
-        cls=cls,
-        py=py(name),
+        cls=pytext.identifier(cls, "class", span),
+        py=_suffix(name, "struct or method", span),
         size=0,
         pack=pack,
         class_code=None,
         code=None,
         fields=plans,
         doc="",
-        span=span,
+        span=str(span or ""),
     )
 
 
 def _field(ctx: _Context, f: Field, flag: int) -> FieldPlan:
-    attr = attr_name(f.name)
+    attr = pytext.identifier(attr_name(f.name), "field", f.span)
     spelled = f.spec_name or f.name
+    none = Code("")
     if isinstance(f.type, Ref):
         if f.type.name not in ctx.named:
             raise PlanError(f"{f.span}: {f.name}: no struct {f.type.name}")
-        sclass = ctx.named[f.type.name][1].name
+        sclass = pytext.identifier(ctx.named[f.type.name][1].name, "class", f.span)
         return FieldPlan(
             attr,
             spelled,
             "struct",
-            py(f.type.name),
+            _suffix(f.type.name, "struct", f.span),
             sclass,
-            "",
+            none,
             sclass,
             f.required,
             flag,
             f.doc,
-            "",
+            none,
         )
     if not isinstance(f.type, Prim):
         raise PlanError(f"{f.span}: {f.name}: a field is a primitive or a struct here")
@@ -542,18 +567,20 @@ def _field(ctx: _Context, f: Field, flag: int) -> FieldPlan:
         raise PlanError(f"{f.span}: {f.name}: type {f.type.name} is not the spec's")
     p = ctx.prims[t.name]
     if t.kind == "bool" and t.width == 0:  # its flag alone says its value
+        true = pytext.literal(True)
         return FieldPlan(
-            attr, spelled, "bit", p.py, "", "", "bool", f.required, flag, f.doc, "True"
+            attr, spelled, "bit", p.py, none, none, Code("bool"), f.required, flag, f.doc, true
         )
     if p.impl == "void":
         raise PlanError(f"{f.span}: field {f.name} is void: a packing flag would say nothing")
     sample = p.sample
-    enum = ""
+    enum = none
     if f.enum:
         found = ctx.protocol.enum(f.enum)
         if found is None or not found.values:
             raise PlanError(f"{f.span}: {f.name}: no enum {f.enum} with values")
-        enum, sample = found.name, found.values[-1].name
+        enum = pytext.identifier(found.name, "enum", found.span)
+        sample = pytext.identifier(found.values[-1].name, "enum member", found.span)
     return FieldPlan(
-        attr, spelled, "prim", p.py, "", enum, p.annotation, f.required, flag, f.doc, sample
+        attr, spelled, "prim", p.py, none, enum, p.annotation, f.required, flag, f.doc, sample
     )

@@ -557,11 +557,12 @@ _RANGES = (
 
 def packed_columns(packed: PackedPlan) -> PackedColumns:
     """The columns of a segment layer's frames table, from the plan of its structs."""
-    prims = {p.py: p for p in packed.prims}
+    prims: dict[str, PrimPlan] = {p.py: p for p in packed.prims}
     by_cls = {s.cls: s for s in packed.structs}
 
     def columns(structs: list[StructPlan]) -> tuple[list[PackedColumn], list[str]]:
-        out, fieldless = [], []
+        out: list[PackedColumn] = []
+        fieldless: list[str] = []
         for s in structs:
             members = [m for f in s.fields if (m := _packed_member(f, prims)) is not None]
             if members:
