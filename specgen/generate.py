@@ -20,8 +20,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from specgen import format_cache, outdir
-from specgen.emitters import conformance, dialogue, python_codec, spark_schema
-from specgen.emitters import pytext
+from specgen.emitters import conformance, dialogue, pytext, python_codec, spark_schema
 from specgen.emitters.plan import ModulePlan, PlanError, Planner
 from specgen.emitters.render import Renderer
 from specgen.format_cache import MANIFEST, Formatter
@@ -219,7 +218,8 @@ def _render_package(
                 f"{other.document}: {other.qualified} frames differently from "
                 f"{spec.qualified}; versions of one package share their framing"
             )
-    files[f"{package}/__init__.py"] = f'{_PROTOCOL_DOC}{spec.protocol}."""\n'
+    # the protocol's name (protocol.toml) is text like the spec's: escaped for the docstring
+    files[f"{package}/__init__.py"] = _PROTOCOL_DOC + pytext.doc(spec.protocol) + '."""\n'
     shared = python_codec.emit_shared(spec, plan, renderer)
     shared.update(python_codec.emit_helpers(spec, [p for _, p in plans], renderer))
     for name, text in shared.items():

@@ -5,7 +5,7 @@
 Every frame is `uint8 flags, uint8 type, uint16 size, uint8 reserved, uint8 track, uint16 channel, uint32 reserved2`, then the body.
 The length field `size` counts the whole frame, header included, so a frame is
 `size` bytes and at least 12.
-A connection starts with a protocol header that is no frame: each peer sends b'AMQP\x01\x01\x00\n'.
+A connection starts with a protocol header that is no frame: each peer sends b'AMQP\\x01\\x01\\x00\\n'.
 
 The codec, the frame reader and `specgen decode` all read frames through these facts; none of
 them works them out again.

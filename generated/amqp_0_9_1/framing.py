@@ -5,7 +5,7 @@
 Every frame is `uint8 type, uint16 channel, uint32 size`, then the body, then the trailer (frame.frame_end).
 The length field `size` counts the body's bytes, between the header and the
 trailer, so a frame is `size + 8` bytes.
-A connection starts with a protocol header that is no frame: the client sends b'AMQP\x00\x00\t\x01'.
+A connection starts with a protocol header that is no frame: the client sends b'AMQP\\x00\\x00\\t\\x01'.
 
 The codec, the frame reader and `specgen decode` all read frames through these facts; none of
 them works them out again.

@@ -7,7 +7,7 @@ The length field `size` counts the bytes after itself, so a frame is
 `size + 2` bytes.
 A length of 0xffff or more is written as 0xffff followed by a 4-byte length
 (`WIDE_HEADER`), which counts the same bytes; the frame is then 4 bytes longer.
-A connection starts with a protocol header that is no frame: the client sends b'\x80\x01'.
+A connection starts with a protocol header that is no frame: the client sends b'\\x80\\x01'.
 
 The codec, the frame reader and `specgen decode` all read frames through these facts; none of
 them works them out again.

@@ -18,11 +18,12 @@ import re
 import struct
 from dataclasses import dataclass, field, replace
 
-from specgen.emitters import plan_described, plan_packed
+from specgen.emitters import plan_described, plan_packed, pytext
 from specgen.emitters.naming import PlanError as PlanError
 from specgen.emitters.naming import attr_name as attr_name
 from specgen.emitters.naming import snake as snake
 from specgen.emitters.plan_described import DescribedPlan
+from specgen.emitters.pytext import Code, SpecNameError
 from specgen.ir import (
     INT_WIDTHS,
     Alternatives,
@@ -46,6 +47,7 @@ from specgen.ir import (
     TypeRef,
     shape,
 )
+from specgen.spans import SourceSpan
 
 STRUCT_CODES = {
     "int8": "b",
@@ -73,15 +75,51 @@ def text_class(protocol: Protocol, name: str) -> str:
     return "str" if protocol.type(name).kind == "string" else "bytes"
 
 
-def class_name(command: Command, message: Message, versioned: bool, version: int) -> str:
+def class_name(command: Command, message: Message, versioned: bool, version: int) -> Code:
     """The one naming rule for message classes: the command's name as an identifier, then
     Request/Response when the command has more than one message, then V<n> when the message
-    has more than one version (`DeclarePublisherRequest`, `DeliverV2`, `BasicGetOk`)."""
+    has more than one version (`DeclarePublisherRequest`, `DeliverV2`, `BasicGetOk`). A name
+    that is no Python identifier even so (a letter outside ASCII) is a located SpecNameError."""
     base = re.sub(r"\W", "", command.name)
     suffix = {"request": "Request", "response": "Response", "oneway": ""}[message.kind]
     if len(command.messages) == 1:
         suffix = ""
-    return f"{base}{suffix}V{version}" if versioned else f"{base}{suffix}"
+    name = f"{base}{suffix}V{version}" if versioned else f"{base}{suffix}"
+    return pytext.identifier(name, "message class", command.span)
+
+
+_NAME_PART = re.compile(r"[A-Za-z0-9_]+")
+
+
+def name_part(text: str, what: str, span: SourceSpan | None = None) -> Code:
+    """`text`, which a spec's name gave, as a piece of a Python name after a fixed prefix (the
+    `field_value` of `_decode_field_value`): ASCII letters, digits and `_` only (Python would
+    fold other letters together), else a SpecNameError at `span` (or the text's own)."""
+    if not _NAME_PART.fullmatch(text):
+        where = span if span is not None else getattr(text, "span", None)
+        prefix = f"{where}: " if where is not None else ""
+        raise SpecNameError(
+            f"{prefix}{what} {str(text)!r} is not part of a Python identifier (ASCII letters, "
+            "digits and _): rename it in the spec or an overlay"
+        )
+    return Code(text)
+
+
+def in_fstring(text: str) -> Code:
+    """`text` (a label that may hold spec text) for the inside of a single-line `f"..."` string
+    a template writes: its value there is `text`. Braces are doubled (else they would open an
+    expression), `"` and backslashes escaped, unprintable characters written as their escapes."""
+    out = []
+    for ch in str(text):
+        if ch in "{}":
+            out.append(ch * 2)
+        elif ch in '"\\':
+            out.append("\\" + ch)
+        elif not ch.isprintable():
+            out.append(pytext.literal(ch)[1:-1])  # the escape between the literal's quotes
+        else:
+            out.append(ch)
+    return Code("".join(out))
 
 
 # ---- steps -----------------------------------------------------------------------------
@@ -433,6 +471,11 @@ class ChecksumStep:
     offset: int = 0  # the checksum field's offset and struct code in that part
     code: str = ""
     width: int = 0
+
+    @property
+    def over_text(self) -> Code:
+        """`over` for inside the f-string of the mismatch's message."""
+        return in_fstring(self.over)
 
 
 @dataclass
@@ -1234,10 +1277,12 @@ class Planner:
 
     # ---- classes for nested structures
 
-    def _struct_name(self, t: Struct) -> str:
-        return f"{self.owner}{t.name}" if t.name in self.clashing else t.name
+    def _struct_name(self, t: Struct) -> Code:
+        """A structure's class: its spec name, after its owner's when the name clashes."""
+        name = f"{self.owner}{t.name}" if t.name in self.clashing else t.name
+        return pytext.identifier(name, "structure class", getattr(t.name, "span", None))
 
-    def _struct_class(self, t: Struct) -> str:
+    def _struct_class(self, t: Struct) -> Code:
         name = self._struct_name(t)
         if name not in self.struct_classes:
             attrs = []
@@ -1395,9 +1440,12 @@ _PY_CLASS = {
 """The Python class of a primitive's values, by its kind."""
 
 
-def _func(name: str) -> str:
+def _func(name: str) -> Code:
     """A named type's function suffix: `field-value` -> `field_value`."""
-    return re.sub(r"\W+", "_", snake(name)).strip("_")
+    func = re.sub(r"\W+", "_", snake(name)).strip("_")
+    return name_part(
+        func, f"named type {str(name)!r}: its function suffix", getattr(name, "span", None)
+    )
 
 
 def _int_name(f: Field) -> str:
@@ -1572,7 +1620,13 @@ def _structs(fields: tuple[Field, ...]) -> list[Struct]:
     return out
 
 
-_ZEROS = {"int": "0", "bool": "False", "str": '""', "bytes": 'b""', "float": "0.0"}
+_ZEROS = {
+    "int": Code("0"),
+    "bool": Code("False"),
+    "str": Code('""'),
+    "bytes": Code('b""'),
+    "float": Code("0.0"),
+}
 """The empty value of each attribute type: a well-formed wire value (an unset flag, an empty
 string or table) a constructor may leave out."""
 _FACTORIES = {"dict[str, Any]": "dict"}
@@ -1596,14 +1650,14 @@ def _with_defaults(attrs: list[Attr], fields: tuple[Field, ...]) -> list[Attr]:
             value = given[a.name]
             # a reserved longstr: empty text in the spec, bytes in Python
             text = (
-                repr(value.encode())
+                pytext.literal(value.encode())
                 if a.annotation == "bytes" and isinstance(value, str)
-                else repr(value)
+                else pytext.literal(value)
             )
             out.append(replace(a, default=text))
             defaulting = True
         elif a.annotation == "bool":  # a flag: unset unless the caller sets it
-            out.append(replace(a, default="False"))
+            out.append(replace(a, default=Code("False")))
             defaulting = True
         elif defaulting and a.annotation in _ZEROS:
             out.append(replace(a, default=_ZEROS[a.annotation]))

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from specgen.emitters import sharing
+from specgen.emitters import pytext, sharing
 from specgen.emitters.plan import (
     BitsStep,
     BoolCheck,
@@ -22,6 +22,7 @@ from specgen.emitters.plan import (
     snake,
 )
 from specgen.emitters.plan_packed import PackedPlan
+from specgen.emitters.pytext import Code
 from specgen.emitters.render import Renderer
 from specgen.emitters.sharing import Block, block
 from specgen.ir import Constant, Protocol
@@ -650,7 +651,7 @@ def _key_export(protocol: Protocol) -> str:
     return "Key" if all(len(c.ident) == 1 for c in protocol.commands) else "COMMANDS"
 
 
-def _header_values(m: MessagePlan, frame: FramePlan, length: str) -> list[str]:
+def _header_values(m: MessagePlan, frame: FramePlan, length: Code) -> list[Code]:
     """The expressions a message's frame header packs, field by field: `length` for the length,
     the message's identity and version as constants, any other header field off the message."""
     head = []
@@ -658,11 +659,11 @@ def _header_values(m: MessagePlan, frame: FramePlan, length: str) -> list[str]:
         if h.role == "length":
             head.append(length)
         elif h.role == "dispatch":
-            head.append(format(m.ident[frame.dispatch.index(h)], h.hex_format))
+            head.append(Code(format(m.ident[frame.dispatch.index(h)], h.hex_format)))
         elif h.role == "version":
-            head.append(str(m.version))
+            head.append(pytext.number(m.version))
         else:
-            head.append(f"msg.{h.name}")
+            head.append(Code("msg." + pytext.identifier(h.name, "header field")))
     return head
 
 
@@ -673,8 +674,9 @@ def _framed(m: MessagePlan, frame: FramePlan, aliased: bool) -> dict[str, Any] |
     if aliased or frame.escape is not None:
         return None
     extra = frame.size + frame.trailer_size - frame.adjust
-    length = "sum(map(len, parts))" + (
-        f" + {extra}" if extra > 0 else f" - {-extra}" if extra else ""
+    sign = "+" if extra > 0 else "-"
+    length = Code(
+        "sum(map(len, parts))" + (f" {sign} {pytext.number(abs(extra))}" if extra else "")
     )
     head = _header_values(m, frame, length)
     return {"head": head, "trailer": bool(frame.trailer)}
@@ -693,12 +695,12 @@ def _fixed_frame(m: MessagePlan, frame: FramePlan, aliased: bool) -> dict[str, A
     length = frame.size + body + frame.trailer_size - frame.adjust
     if frame.escape is not None and length >= frame.escape:
         return None
-    head = _header_values(m, frame, str(length))
+    head = _header_values(m, frame, pytext.number(length))
     if m.body_key:
-        head.append('b"' + "".join(f"\\x{b:02x}" for b in m.body_key) + '"')
+        head.append(Code('b"' + pytext.byte_escapes(m.body_key) + '"'))
     fmt = frame.fmt + (f"{len(m.body_key)}s" if m.body_key else "")
     fmt += "".join(r.fmt[1:] for r in runs) + frame.trailer_fmt[1:]
-    tail = [format(v, f"#0{2 + 2 * w}x") for _, _, w, v in frame.trailer]
+    tail = [Code(format(v, f"#0{2 + 2 * w}x")) for _, _, w, v in frame.trailer]
     return {"fmt": fmt, "head": head, "runs": runs, "tail": tail}
 
 
@@ -814,7 +816,7 @@ def _message_view(m: MessagePlan, plan: ModulePlan) -> dict[str, Any]:
         "synchronous": m.message.synchronous,
         "content": m.message.content,
         "follows": m.follows,
-        "body_key": "".join(f"\\x{b:02x}" for b in m.body_key),
+        "body_key": m.body_key,
         "carried": [h.local for h in frame.carried],
         "fixed_frame": _fixed_frame(m, frame, bool(decode_keys)),
         "framed": _framed(m, frame, bool(decode_keys)),
@@ -841,6 +843,5 @@ def _reply_class(plan: ModulePlan, name: str) -> str:
 
 
 def _clean(text: str) -> str:
-    """Spec prose for a docstring: links reduced to their text, no quote characters to escape."""
-    text = re.sub(r"https?://\S+\[([^\]]*)\]", r"\1", text)
-    return text.replace('"""', "'''").replace("\\", "\\\\")
+    """Spec prose for a docstring: links reduced to their text (the template escapes it, `doc`)."""
+    return re.sub(r"https?://\S+\[([^\]]*)\]", r"\1", text)
