@@ -684,6 +684,19 @@ class Planner:
         # the codec's functions) takes its owner's prefix too, or one would shadow the other
         taken = set(_MODULE_NAMES) | {class_name(c, m, vs, v) for c, m, v, vs in todo}
         self.clashing = {name for name, found in layouts.items() if len(found) > 1 or name in taken}
+        # a structure holding one that takes its owner's prefix takes it too: one class could not
+        # say which owner's inner class it holds (4.0's OsirisChunk holds DeliverV1/V2Message)
+        inner: dict[str, set[str]] = {}
+        for _, message, v, _ in todo:
+            for s in _structs(message.fields_at(v)):
+                inner.setdefault(s.name, set()).update(n.name for n in _structs(s.fields))
+        grown = True
+        while grown:
+            grown = False
+            for name, held in inner.items():
+                if name not in self.clashing and held & self.clashing:
+                    self.clashing.add(name)
+                    grown = True
         frame = plan_frame(self.protocol)
         named = [self._named(n) for n in self.protocol.named]
         messages = [self._message(*item, frame) for item in todo]
