@@ -304,7 +304,7 @@ def _import_everything(out: Path, cwd: Path) -> subprocess.CompletedProcess[str]
         "    if p.name.startswith('test_'): continue\n"
         "    parts = p.relative_to(root).with_suffix('').parts\n"
         "    if parts[-1] == '__init__': parts = parts[:-1]\n"
-        "    importlib.import_module('.'.join(parts))\n"
+        "    if parts: importlib.import_module('.'.join(parts))\n"
     )
     return subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, cwd=cwd, timeout=600

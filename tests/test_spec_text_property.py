@@ -252,7 +252,7 @@ def test_hostile_package_imports_cleanly_and_passes_its_own_tests(fmt: str, tmp_
         "    if p.name.startswith('test_'): continue\n"
         "    parts = p.relative_to(root).with_suffix('').parts\n"
         "    if parts[-1] == '__init__': parts = parts[:-1]\n"
-        "    importlib.import_module('.'.join(parts))\n"
+        "    if parts: importlib.import_module('.'.join(parts))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(root)}
     run = subprocess.run(
