@@ -260,7 +260,7 @@ def _repro(name: str, payload: str) -> tuple[str, str]:
         return "amqp.0-10.xml", doc
     if name == "amqp10":
         doc = _inject(
-            ROOT / "specs/amqp-1-0/transport.xml", 'name="open" source', "<doc>", _xml_text(payload)
+            ROOT / "specs/amqp-1-0/transport.xml", 'name="open" source', "<p>", _xml_text(payload)
         )
         return "transport.xml", doc
     raise AssertionError(name)
