@@ -96,6 +96,19 @@ def test_comment_is_one_line(text: str) -> None:
     assert "\n" not in pytext.comment(text) and "\r" not in pytext.comment(text)
 
 
+@given(any_text)
+@settings(max_examples=300, deadline=None)
+def test_in_fstring_is_the_text_inside_an_fstring(text: str) -> None:
+    [node] = ast.parse(f'x = f"{pytext.in_fstring(text)}"\n').body
+    assert isinstance(node, ast.Assign)
+    value = node.value
+    # a text with braces is still one constant: no expression got in
+    assert isinstance(value, ast.JoinedStr) and all(
+        isinstance(v, ast.Constant) for v in value.values
+    )
+    assert "".join(v.value for v in value.values) == text  # type: ignore[attr-defined]
+
+
 def test_numbers_come_from_values() -> None:
     assert pytext.number(4294967295) == "4294967295"
     assert pytext.literal((1, "a", None, True, b"\x00")) == "(1, 'a', None, True, b'\\x00')"
@@ -160,6 +173,7 @@ def _render(tmp_path: Path, source: str, **context: object) -> str:
         "a back\\slash",
         "two\nlines",
         "sep\u2028arator",
+        "an {expression}",  # inside an f-string it would run
     ],
 )
 def test_the_guard_refuses_raw_text(tmp_path: Path, value: str) -> None:

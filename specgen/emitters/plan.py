@@ -105,23 +105,6 @@ def name_part(text: str, what: str, span: SourceSpan | None = None) -> Code:
     return Code(text)
 
 
-def in_fstring(text: str) -> Code:
-    """`text` (a label that may hold spec text) for the inside of a single-line `f"..."` string
-    a template writes: its value there is `text`. Braces are doubled (else they would open an
-    expression), `"` and backslashes escaped, unprintable characters written as their escapes."""
-    out = []
-    for ch in str(text):
-        if ch in "{}":
-            out.append(ch * 2)
-        elif ch in '"\\':
-            out.append("\\" + ch)
-        elif not ch.isprintable():
-            out.append(pytext.literal(ch)[1:-1])  # the escape between the literal's quotes
-        else:
-            out.append(ch)
-    return Code("".join(out))
-
-
 # ---- steps -----------------------------------------------------------------------------
 
 
@@ -475,7 +458,7 @@ class ChecksumStep:
     @property
     def over_text(self) -> Code:
         """`over` for inside the f-string of the mismatch's message."""
-        return in_fstring(self.over)
+        return pytext.in_fstring(self.over)
 
 
 @dataclass

@@ -8,6 +8,7 @@ by exactly one rendering function per kind of place, each returning `Code`:
 - `doc(text)`: text placed between the `\"\"\"` of a docstring or another triple-quoted string,
   escaped so that the string's value is `text`;
 - `comment(text)`: text after a `#`, on that one line;
+- `in_fstring(text)`: text inside a template's single-line `f"..."` (braces doubled);
 - `identifier(name, ...)`: a name that is a Python identifier, not a keyword and not a name the
   module already binds, else a located `SpecNameError` naming the rule;
 - `number(value)`: an int or finite float written from its value.
@@ -16,8 +17,8 @@ by exactly one rendering function per kind of place, each returning `Code`:
 templates' environment (`guard`, jinja's `finalize`) then refuses to write a `SpecText` that has
 not passed through one of the functions above, so a new template cannot forget. A plain string a
 planner derived from spec text (an f-string loses the mark) is written only when it cannot leave
-the place it is written in: no quote, no backslash, no line break or other unprintable
-character. Everything else that templates write is `Code` (rendered blocks, planned
+the place it is written in: no quote, no backslash, no brace, no line break or other
+unprintable character. Everything else that templates write is `Code` (rendered blocks, planned
 expressions) or a number.
 
 Whitespace: a docstring's value is the spec's text with its whitespace normalised (paragraphs
@@ -131,6 +132,23 @@ def literal(value: object) -> Code:
     raise TypeError(f"no Python literal for {type(value).__name__}")
 
 
+def in_fstring(text: str) -> Code:
+    """`text` (a label that may hold spec text) for the inside of a single-line `f"..."` string
+    a template writes: its value there is `text`. Braces are doubled (else they would open an
+    expression), `"` and backslashes escaped, unprintable characters written as their escapes."""
+    out = []
+    for ch in str(text):
+        if ch in "{}":
+            out.append(ch * 2)
+        elif ch in '"\\':
+            out.append("\\" + ch)
+        elif not ch.isprintable():
+            out.append(literal(ch)[1:-1])  # the escape between the literal's quotes
+        else:
+            out.append(ch)
+    return Code("".join(out))
+
+
 def number(value: object) -> Code:
     """An int or finite float from its value (never from its spelling in the spec)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -189,12 +207,13 @@ def normalise_space(text: str) -> str:
 # --------------------------------------------------------------------------------------------
 # The template guard
 
-_INERT = re.compile(r"[^\"'\\]*")
+_INERT = re.compile(r"[^\"'\\{}]*")
 
 
 def inert(text: str) -> bool:
     """Whether a plain string cannot leave any place a template writes it in: no quote, no
-    backslash, nothing unprintable (no line break)."""
+    backslash, no brace (an f-string would read it as an expression), nothing unprintable (no
+    line break)."""
     return text.isprintable() and _INERT.fullmatch(text) is not None
 
 
@@ -213,9 +232,9 @@ def guard(value: object) -> object:
         if inert(value):
             return value
         raise UnrenderedSpecText(
-            f"{_template_line()}: wrote {value[:60]!r}, which holds a quote, backslash or "
-            "unprintable character, without a rendering function (doc, literal, comment) "
-            "or as Code"
+            f"{_template_line()}: wrote {value[:60]!r}, which holds a quote, backslash, brace "
+            "or unprintable character, without a rendering function (doc, literal, comment, "
+            "in_fstring) or as Code"
         )
     if isinstance(value, bool | int):
         return value

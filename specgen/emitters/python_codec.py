@@ -370,11 +370,14 @@ def emit(
     key_fields = frame.key_fields
     n_dispatch = len(frame.dispatch)
     frame_keys = sorted({m.ident[:n_dispatch] + m.dispatch[len(m.ident) :] for m in plan.messages})
-    no_layout = " ".join(
-        f"{h.name} {{{h.local}:{h.hex_format}}}"
-        if h.role == "dispatch"
-        else f"{h.name} {{{h.local}}}"
-        for h in key_fields
+    # inside the template's f-string: the names as text, the locals as its expressions
+    no_layout = Code(
+        " ".join(
+            f"{pytext.in_fstring(h.name)} {{{h.local}:{h.hex_format}}}"
+            if h.role == "dispatch"
+            else f"{pytext.in_fstring(h.name)} {{{h.local}}}"
+            for h in key_fields
+        )
     )
     context = {
         **common,
