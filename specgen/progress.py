@@ -27,7 +27,9 @@ class Progress:
         self._stream = stream
         self.interval = interval
         self._open = False  # a redrawn line is on the terminal, not yet ended
-        self._last = 0.0
+        # -inf, not 0.0: monotonic() counts from boot, so 0.0 would hold back the first
+        # update for `interval` seconds on a machine up for less than that
+        self._last = float("-inf")
         self._said = ""  # the last update a log got: the same count again is not news
         self._lock = threading.Lock()  # a poller thread and the main thread both report
 
