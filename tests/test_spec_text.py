@@ -10,13 +10,13 @@ package in a fresh interpreter and running its own conformance tests.
 from __future__ import annotations
 
 import ast
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import jinja2
 import pytest
+from fresh_python import import_everything, run_own_tests, string_constants
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -308,50 +308,20 @@ def _generate(
     return proc, out
 
 
-def _import_everything(out: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Import every generated module in a fresh interpreter run in `cwd`."""
-    script = (
-        "import importlib, pathlib, sys\n"
-        f"root = pathlib.Path({str(out)!r})\n"
-        "sys.path.insert(0, str(root))\n"
-        "for p in sorted(root.rglob('*.py')):\n"
-        "    if p.name.startswith('test_'): continue\n"
-        "    parts = p.relative_to(root).with_suffix('').parts\n"
-        "    if parts[-1] == '__init__': parts = parts[:-1]\n"
-        "    if parts: importlib.import_module('.'.join(parts))\n"
-    )
-    return subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, cwd=cwd, timeout=600
-    )
-
-
 @pytest.mark.parametrize("name", FORMATS)
 def test_prose_holding_python_never_runs(tmp_path: Path, name: str) -> None:
     proc, out = _generate(tmp_path, name, PAYLOAD)
     assert proc.returncode == 0, proc.stderr
     work = tmp_path / "work"
-    imported = _import_everything(out, work)
+    imported = import_everything(out, work)
     assert imported.returncode == 0, imported.stderr
     assert not (work / "RAN").exists() and not (out / "RAN").exists()
     # and the text is there, as the spec wrote it, in a docstring
-    texts = [
-        node.value
-        for p in out.rglob("*.py")
-        for node in ast.walk(ast.parse(p.read_text()))
-        if isinstance(node, ast.Constant) and isinstance(node.value, str)
-    ]
-    assert any(PAYLOAD in pytext.normalise_space(t) for t in texts)
+    assert any(PAYLOAD in pytext.normalise_space(t) for t in string_constants(out))
     # the package's own conformance tests pass
-    tests = [str(p) for p in out.rglob("test_*.py")]
-    ran = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", *tests],
-        capture_output=True,
-        text=True,
-        cwd=out,
-        env={**os.environ, "PYTHONPATH": str(out)},
-        timeout=900,
-    )
+    ran = run_own_tests(out, out)
     assert ran.returncode == 0, ran.stdout[-3000:]
+    assert not (work / "RAN").exists() and not (out / "RAN").exists()
 
 
 @pytest.mark.parametrize("name", FORMATS)
@@ -359,12 +329,6 @@ def test_backslashes_in_prose_generate_importable_code(tmp_path: Path, name: str
     payload = "C:\\temp\\x and \\N{foo} and ^[a-z]\\d+$ \\"
     proc, out = _generate(tmp_path, name, payload)
     assert proc.returncode == 0, proc.stderr
-    imported = _import_everything(out, tmp_path)
+    imported = import_everything(out, tmp_path)
     assert imported.returncode == 0, imported.stderr
-    texts = [
-        node.value
-        for p in out.rglob("*.py")
-        for node in ast.walk(ast.parse(p.read_text()))
-        if isinstance(node, ast.Constant) and isinstance(node.value, str)
-    ]
-    assert any(payload.strip() in pytext.normalise_space(t) for t in texts)
+    assert any(payload.strip() in pytext.normalise_space(t) for t in string_constants(out))

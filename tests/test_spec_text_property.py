@@ -22,14 +22,13 @@ import ast
 import os
 import re
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import pytest
+from fresh_python import import_everything, run_own_tests, string_constants
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -248,42 +247,11 @@ def test_hostile_package_imports_cleanly_and_passes_its_own_tests(fmt: str, tmp_
     for name, text in out.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
-    script = (
-        "import importlib, pathlib, sys\n"
-        "root = pathlib.Path(sys.argv[1])\n"
-        "for p in sorted(root.rglob('*.py')):\n"
-        "    if p.name.startswith('test_'): continue\n"
-        "    parts = p.relative_to(root).with_suffix('').parts\n"
-        "    if parts[-1] == '__init__': parts = parts[:-1]\n"
-        "    if parts: importlib.import_module('.'.join(parts))\n"
-    )
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    run = subprocess.run(
-        [sys.executable, "-c", script, str(root)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-        timeout=600,
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
+    imported = import_everything(root, tmp_path)
+    assert imported.returncode == 0, imported.stderr[-3000:]
     assert not (tmp_path / "RAN").exists()
-    texts = [
-        node.value
-        for p in root.rglob("*.py")
-        for node in ast.walk(ast.parse(p.read_text()))
-        if isinstance(node, ast.Constant) and isinstance(node.value, str)
-    ]
-    assert any(EVERYTHING in t for t in texts)  # the text itself, whole, as the spec gave it
-    tests = sorted(str(p) for p in root.rglob("test_*.py"))
-    assert tests
-    ran = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-        timeout=900,
-    )
+    # the text itself, whole, as the spec gave it
+    assert any(EVERYTHING in t for t in string_constants(root))
+    ran = run_own_tests(root, tmp_path)
     assert ran.returncode == 0, ran.stdout[-3000:]
     assert not (tmp_path / "RAN").exists()
