@@ -214,7 +214,27 @@ def test_a_name_shadowing_the_module_is_a_located_error(tmp_path: Path) -> None:
     env = renderer.env
     text = env.get_template("m.py.j2").render(v=SpecText("struct", span))
     with pytest.raises(SpecNameError, match=r"^specs/s.xml:9:2: name 'struct' .* bound twice"):
-        pytext.check_bindings(ast.parse(text), "m.py.j2", renderer.names)
+        pytext.check_bindings(text, "m.py.j2", renderer.names)
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "from x import (\n    a,\n    Open,  # why\n)\n\n\nclass Open:\n    pass\n",
+        "import struct as Open\nOpen: int = 1\n",
+        "def Open():\n    pass\n\n\nOpen = 2\n",
+        "class len:\n    pass\n",
+    ],
+)
+def test_every_way_to_bind_a_name_twice_is_found(module: str) -> None:
+    with pytest.raises(SpecNameError):
+        pytext.check_bindings(module, "m.py", {})
+
+
+def test_a_name_in_a_docstring_is_no_binding() -> None:
+    pytext.check_bindings(
+        '"""\nfrom a import Open\nOpen = 1\n"""\n\n\nclass Open:\n    pass\n', "m.py", {}
+    )
 
 
 def test_the_template_cache_knows_the_guard(tmp_path: Path) -> None:

@@ -335,11 +335,43 @@ _BUILTINS_USED = frozenset(
 )
 
 
-def check_bindings(tree: ast.Module, module: str, names: dict[str, SourceSpan | None]) -> None:
-    """Refuse a rendered module (its syntax tree) where a top-level name is bound twice (a
-    spec's name shadowing another definition or import) or hides a builtin function or type.
-    `names` says where each spec name written through the `name` filter came from, for a
-    located error."""
+# what can bind a name at a module's top level, read from its lines: every top-level statement
+# starts a line at column 0 (lines of a string may match too: this finds a superset)
+_TOP_LEVEL = re.compile(
+    r"^(?:(?:async\s+)?def|class)\s+(\w+)|^(\w+)\s*(?::|=(?!=))"
+    r"|^(?:from\s+\S+\s+)?import\s+(\([^)]*\)|[^\n]*)",
+    re.M,
+)
+
+
+def _maybe_bound(text: str) -> list[str]:
+    """A superset of the names `text`'s top level binds, one entry per binding, cheaply."""
+    out: list[str] = []
+    for m in _TOP_LEVEL.finditer(text):
+        if m.group(3) is None:
+            out.append(m.group(1) or m.group(2))
+            continue
+        items = re.sub(r"#[^\n]*", "", m.group(3)).strip("()")
+        for item in items.split(","):
+            words = item.split()
+            if words:
+                out.append(words[-1] if "as" in words else words[0].split(".")[0])
+    return out
+
+
+def check_bindings(
+    text: str, module: str, names: dict[str, SourceSpan | None], tree: ast.Module | None = None
+) -> None:
+    """Refuse a rendered module where a top-level name is bound twice (a spec's name shadowing
+    another definition or import) or hides a builtin function or type. `names` says where each
+    spec name written through the `name` filter came from, for a located error. The module's
+    syntax tree (`tree`, else parsed) is read only when its lines show a name twice or a
+    builtin's: most modules are cleared by one scan of their text."""
+    maybe = _maybe_bound(text)
+    if len(set(maybe)) == len(maybe) and not _BUILTINS_USED.intersection(maybe):
+        return
+    if tree is None:
+        tree = ast.parse(text)
     seen: set[str] = set()
     for node in tree.body:
         bound: list[str] = []

@@ -111,12 +111,12 @@ class Renderer:
                 tree = ast.parse(text, template)
             except SyntaxError as e:
                 raise RenderError(f"{template} rendered invalid Python: {e}") from None
-            pytext.check_bindings(tree, template, self.names)
+            pytext.check_bindings(text, template, self.names, tree)
             return text
         try:
             formatted = self.formatter.format(text)
         except InvalidInput as e:
             numbered = "\n".join(f"{i + 1:5} {line}" for i, line in enumerate(text.splitlines()))
             raise RenderError(f"{template} rendered invalid Python: {e}\n{numbered}") from None
-        pytext.check_bindings(ast.parse(formatted), template, self.names)
+        pytext.check_bindings(formatted, template, self.names)
         return formatted
