@@ -53,6 +53,7 @@ class Renderer:
             doc=pytext.doc,
             literal=pytext.literal,
             comment=pytext.comment,
+            in_fstring=pytext.in_fstring,
             number=pytext.number,
             name=self._name,
         )
