@@ -23,7 +23,7 @@ from specgen.emitters.naming import PlanError as PlanError
 from specgen.emitters.naming import attr_name as attr_name
 from specgen.emitters.naming import snake as snake
 from specgen.emitters.plan_described import DescribedPlan
-from specgen.emitters.pytext import Code, SpecNameError
+from specgen.emitters.pytext import Code
 from specgen.ir import (
     INT_WIDTHS,
     Alternatives,
@@ -47,7 +47,6 @@ from specgen.ir import (
     TypeRef,
     shape,
 )
-from specgen.spans import SourceSpan
 
 STRUCT_CODES = {
     "int8": "b",
@@ -86,23 +85,6 @@ def class_name(command: Command, message: Message, versioned: bool, version: int
         suffix = ""
     name = f"{base}{suffix}V{version}" if versioned else f"{base}{suffix}"
     return pytext.identifier(name, "message class", command.span)
-
-
-_NAME_PART = re.compile(r"[A-Za-z0-9_]+")
-
-
-def name_part(text: str, what: str, span: SourceSpan | None = None) -> Code:
-    """`text`, which a spec's name gave, as a piece of a Python name after a fixed prefix (the
-    `field_value` of `_decode_field_value`): ASCII letters, digits and `_` only (Python would
-    fold other letters together), else a SpecNameError at `span` (or the text's own)."""
-    if not _NAME_PART.fullmatch(text):
-        where = span if span is not None else getattr(text, "span", None)
-        prefix = f"{where}: " if where is not None else ""
-        raise SpecNameError(
-            f"{prefix}{what} {str(text)!r} is not part of a Python identifier (ASCII letters, "
-            "digits and _): rename it in the spec or an overlay"
-        )
-    return Code(text)
 
 
 # ---- steps -----------------------------------------------------------------------------
@@ -1439,7 +1421,7 @@ _PY_CLASS = {
 def _func(name: str) -> Code:
     """A named type's function suffix: `field-value` -> `field_value`."""
     func = re.sub(r"\W+", "_", snake(name)).strip("_")
-    return name_part(
+    return pytext.name_part(
         func, f"named type {str(name)!r}: its function suffix", getattr(name, "span", None)
     )
 

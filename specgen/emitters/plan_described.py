@@ -257,11 +257,9 @@ _KEYWORDS = {"global", "class", "from", "import", "type", "def", "in", "is", "no
 
 
 def _fstring(text: str, expr: Code) -> Code:
-    """An f-string of `text` (any string: escaped as a literal, its braces doubled), then
-    `{expr}`: `_fstring("open.", Code("x"))` is `f'open.{x}'` (black makes the quotes double)."""
-    quoted = pytext.literal(text)
-    body = quoted[1:-1].replace("{", "{{").replace("}", "}}")
-    return Code(f"f{quoted[0]}{body}{{{expr}}}{quoted[-1]}")
+    """An f-string of `text` (any string: `pytext.in_fstring`), then `{expr}`:
+    `_fstring("open.", Code("x"))` is `f"open.{x}"`."""
+    return Code(f'f"{pytext.in_fstring(text)}{{{expr}}}"')
 
 
 def plan(protocol: Protocol) -> DescribedPlan:

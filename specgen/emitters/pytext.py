@@ -170,8 +170,7 @@ def identifier(
     """`name` as a Python name for `what` ("class", "field"...): ASCII letters, digits and `_`
     not starting with a digit (Python would fold other letters together), not a keyword, not one
     of `taken` (what the module binds besides). Else a SpecNameError at `span` naming the rule."""
-    where = span if span is not None else getattr(name, "span", None)
-    prefix = f"{where}: " if where is not None else ""
+    prefix = _where(name, span)
     if not _IDENTIFIER.fullmatch(name):
         raise SpecNameError(
             f"{prefix}{what} name {str(name)!r} is not a Python identifier (ASCII letters, "
@@ -187,6 +186,27 @@ def identifier(
             "defines: rename it in an overlay"
         )
     return Code(name)
+
+
+_NAME_PART = re.compile(r"[A-Za-z0-9_]+")
+
+
+def name_part(text: str, what: str, span: SourceSpan | None = None) -> Code:
+    """`text`, which a spec's name gave, as a piece of a Python name after a fixed prefix (the
+    `field_value` of `_decode_field_value`): ASCII letters, digits and `_` only (Python would
+    fold other letters together), else a SpecNameError at `span` (or the text's own)."""
+    if not _NAME_PART.fullmatch(text):
+        raise SpecNameError(
+            f"{_where(text, span)}{what} {str(text)!r} is not part of a Python identifier "
+            "(ASCII letters, digits and _): rename it in the spec or an overlay"
+        )
+    return Code(text)
+
+
+def _where(text: str, span: SourceSpan | None) -> str:
+    """`file:line:col: ` of `span`, else of the spec text itself, else nothing."""
+    where = span if span is not None else getattr(text, "span", None)
+    return f"{where}: " if where is not None else ""
 
 
 def byte_escapes(data: bytes | Iterable[int]) -> Code:
@@ -252,9 +272,6 @@ def _template_line() -> str:
             return f"{template.name}:{template.get_corresponding_lineno(frame.f_lineno)}"
         frame = frame.f_back  # type: ignore[assignment]
     return "a template"
-
-
-_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def keeping_kind(filter_: Callable[..., Any]) -> Callable[..., Any]:
