@@ -106,13 +106,15 @@ class _Layout(PostLex):
         for tok in stream:
             if tok.type == "NL":
                 blank = tok.value.count("\n") >= 2
-                indent = len(tok.value) - tok.value.rfind("\n")  # column of the next character
+                # the column of the next character as the eye sees it: a tab moves to the next
+                # multiple of 8, so a tab-indented continuation (0-9's XML) stays one
+                indent = len(tok.value[tok.value.rfind("\n") + 1 :].expandtabs(8)) + 1
                 if not (blank or rule_column is None or indent <= rule_column):
                     continue  # a continuation line
                 tok = Token.new_borrow_pos("_SEP", "", tok)
                 rule_column = None
             elif tok.type == "RULE_START":
-                rule_column = parse.column_of(tok)
+                rule_column = parse.visual_column(tok)
             if held is not None:
                 if tok.type == "_SEP" and parse.lenient:
                     parse.defect(held, f"rule ends with a dangling {held.value!r}; dropped")
@@ -177,6 +179,14 @@ class _Parse:
 
     def column_of(self, tok: Token) -> int:
         return self.token_span(tok).column
+
+    def visual_column(self, tok: Token) -> int:
+        """The token's column with tabs before it expanded (stops of 8), as NL indents are
+        measured; on the text's first line, its document column."""
+        if (tok.line or 1) == 1:
+            return self.column_of(tok)
+        row = self.text.split("\n")[(tok.line or 1) - 1]
+        return len(row[: (tok.column or 1) - 1].expandtabs(8)) + 1
 
     def defect(self, tok: Token, message: str) -> None:
         self.defects.append(Defect(self.token_span(tok), message))

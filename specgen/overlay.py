@@ -32,6 +32,13 @@ error naming the entry.
 
 A target that does not exist is an error (the overlay went stale), and so are two entries with
 the same target, unless the later one lists the earlier one's id in `waives`.
+
+What the parser needs before an IR exists
+    declare  target `domain:NAME`: a name a document uses as a field's type but never declares
+             (AMQP 0-9's `content`); `type` is what it is on the wire, in the IR's JSON. The
+             front-end reads it where the document names it (so an entry fills a gap only in the
+             documents that have it, and is listed as applied only there); a front-end that
+             cannot take declarations refuses them.
 """
 
 from __future__ import annotations
@@ -56,6 +63,7 @@ from specgen.ir import (
     attribute_from_data,
     field_from_data,
     from_data,
+    type_from_data,
 )
 
 
@@ -112,7 +120,7 @@ def load(path: Path, root: Path, label: str = "") -> list[Entry]:
         missing = [k for k in ("id", "op", "target", "reason", "evidence") if not raw.get(k)]
         if missing:
             raise OverlayError(f"{span}: overlay entry {entry_id} lacks {', '.join(missing)}")
-        if raw["op"] not in ("replace", "insert", "set"):
+        if raw["op"] not in ("replace", "insert", "set", "declare"):
             raise OverlayError(f"{span}: {entry_id}: unknown op {raw['op']!r}")
         entries.append(
             Entry(
@@ -130,12 +138,43 @@ def load(path: Path, root: Path, label: str = "") -> list[Entry]:
     return entries
 
 
+@dataclass(frozen=True)
+class Declared:
+    """A type an overlay declares for a name the document leaves undeclared."""
+
+    name: str
+    type: TypeRef
+    entry: str  # the overlay entry's id
+    span: SourceSpan
+
+
+def declarations(entries: list[Entry], version: str) -> dict[str, Declared]:
+    """The `declare` entries for `version`, by the name they declare."""
+    out: dict[str, Declared] = {}
+    for entry in entries:
+        if entry.op != "declare" or not entry.applies_to(version):
+            continue
+        kind, _, name = entry.target.partition(":")
+        if kind != "domain" or not name:
+            raise OverlayError(f"{entry.span}: {entry.id}: declare targets domain:NAME")
+        if name in out:
+            raise OverlayError(f"{entry.span}: {entry.id}: {name} is declared by {out[name].entry}")
+        if not isinstance(entry.data.get("type"), dict):
+            raise OverlayError(f"{entry.span}: {entry.id}: declare takes `type` (the IR's JSON)")
+        try:
+            declared = type_from_data(entry.data["type"])
+        except (IRError, TypeError, ValueError, KeyError) as e:
+            raise OverlayError(f"{entry.span}: {entry.id}: {e}") from None
+        out[name] = Declared(name, declared, entry.id, entry.span)
+    return out
+
+
 def apply(protocol: Protocol, entries: list[Entry]) -> Protocol:
     seen: dict[str, str] = {}
     applied: list[str] = []
     for entry in entries:
-        if not entry.applies_to(protocol.version):
-            continue
+        if entry.op == "declare" or not entry.applies_to(protocol.version):
+            continue  # declarations were the front-end's to read
         if entry.target in seen and seen[entry.target] not in entry.waives:
             raise OverlayError(
                 f"{entry.span}: {entry.id} targets {entry.target}, as {seen[entry.target]} does"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 from typing import Protocol as Interface
 
 from specgen.frontends.data import NO_DATA as NO_DATA
@@ -21,7 +22,13 @@ from specgen.ir import FindingLog, Protocol
 
 class Build(Interface):
     def __call__(
-        self, path: Path, rel: str, protocol: str, version: str, data: Mapping[str, Path] = ...
+        self,
+        path: Path,
+        rel: str,
+        protocol: str,
+        version: str,
+        data: Mapping[str, Path] = ...,
+        **declared: Any,
     ) -> tuple[Protocol, FindingLog]: ...
 
 
@@ -33,6 +40,15 @@ FRONTENDS: dict[str, str] = {
     "rfc006-abnf": "specgen.frontends.rfc006",  # AMQ RFC 006 (AMQP/Fast 0.8): ABNF and prose
 }
 """Format name (as protocol.toml spells it) -> module with a `build` function."""
+
+
+# front-ends that read an overlay's declarations (`declared=`: types for names a document uses
+# but never declares, AMQP 0-9's `content`)
+DECLARING = frozenset({"amqp-xml"})
+
+
+def takes_declarations(format: str) -> bool:
+    return format in DECLARING
 
 
 def frontend(format: str) -> Build:

@@ -47,6 +47,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from specgen import abnf, dialogue
 from specgen.frontends import xml_tree
@@ -90,6 +91,9 @@ from specgen.ir import (
 from specgen.ir import field_name as camel
 from specgen.registry import relative
 
+if TYPE_CHECKING:
+    from specgen.overlay import Declared
+
 FIELD_TYPES = "field-types.toml"
 FIELD_TYPES_DATA = "field-types"  # its name among the protocol's data (protocol.toml [data])
 
@@ -125,10 +129,17 @@ TAG_VOCABULARY = {
 
 
 def build(
-    path: Path, rel: str, protocol: str, version: str, data: Mapping[str, Path] = NO_DATA
+    path: Path,
+    rel: str,
+    protocol: str,
+    version: str,
+    data: Mapping[str, Path] = NO_DATA,
+    declared: Mapping[str, Declared] | None = None,
 ) -> tuple[Protocol, FindingLog]:
     """The front-end entry (see specgen.frontends): parse the XML, then build its IR. The
-    field-table tags are `data["field-types"]`, else the file of that name beside the XML."""
+    field-table tags are `data["field-types"]`, else the file of that name beside the XML.
+    `declared`: an overlay's types for names a document uses but never declares (AMQP 0-9's
+    `content`), read only where the document has no domain of that name."""
     text = read_spec_text(path, rel)
     root, respelt = hyphenated(xml_tree.parse(text, rel))
     given = data.get(FIELD_TYPES_DATA)
@@ -145,7 +156,7 @@ def build(
                 "of a protocol that ships one",
             )
     tags = _FieldTypes.load(types_path, types_rel)
-    builder = _Builder(root, tags, protocol, version)
+    builder = _Builder(root, tags, protocol, version, declared or {})
     if respelt:
         first = respelt[0][0]
         examples = ", ".join(repr(w) for w in list(dict.fromkeys(w for _, w in respelt))[:4])
@@ -157,7 +168,8 @@ def build(
             "read with hyphens, as 0-9-1 writes them ('frame method' is frame-method)",
         )
     proto, log = builder.run()
-    return replace(proto, dialogues=dialogues(root, text, log)), log
+    used = tuple(d.entry for d in (declared or {}).values() if d.name in builder.used)
+    return replace(proto, dialogues=dialogues(root, text, log), overlays=used), log
 
 
 def hyphenated(root: Element) -> tuple[Element, list[tuple[SourceSpan, str]]]:
@@ -322,8 +334,17 @@ class _Method:
 
 
 class _Builder:
-    def __init__(self, root: Element, tags: _FieldTypes, protocol: str, version: str) -> None:
+    def __init__(
+        self,
+        root: Element,
+        tags: _FieldTypes,
+        protocol: str,
+        version: str,
+        declared: Mapping[str, Declared],
+    ) -> None:
         self.root = root
+        self.declared = declared
+        self.used: set[str] = set()  # the declared names the document uses
         self.path = root.span.file
         self.tags = tags
         self.protocol = protocol
@@ -420,7 +441,7 @@ class _Builder:
             if el is None:
                 if current in BASE_TYPES:
                     return _Resolved(current, chain)
-                raise SpecError(span, f"{current!r} is neither a domain nor an AMQP type")
+                return self._undeclared(current, span, chain)
             if el in chain:
                 loop = " -> ".join([*(_name(d) for d in chain), current])
                 raise SpecError(el.span, f"domain loop {loop}")
@@ -573,6 +594,8 @@ class _Builder:
         return tuple(types), named
 
     def _type(self, base: str) -> TypeRef:
+        if base in self.declared and base not in BASE_TYPES:
+            return self.declared[base].type
         if base in INTS:
             return Prim(INTS[base])
         if base == "table":
@@ -893,9 +916,19 @@ class _Builder:
             return self.resolved[name]
         if name in BASE_TYPES:
             return _Resolved(name, [])
+        return self._undeclared(name, el.attr_spans.get(attr, el.span), [])
+
+    def _undeclared(self, name: str, span: SourceSpan, chain: list[Element]) -> _Resolved:
+        """A name no domain declares and no AMQP type has: what an overlay declares it to be,
+        else a refusal saying how to declare it."""
+        if name in self.declared:
+            self.used.add(name)
+            return _Resolved(name, chain)
         raise SpecError(
-            el.attr_spans.get(attr, el.span),
-            f"{attr} {name!r} is neither a domain nor an AMQP type",
+            span,
+            f"domain {name!r} is neither a domain nor an AMQP type -> declare its wire type in "
+            f'an overlay entry: {{"op": "declare", "target": "domain:{name}", "type": ..., '
+            '"reason": ..., "evidence": [...]} (--overlay FILE)',
         )
 
     def _asserts(
