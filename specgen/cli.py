@@ -123,6 +123,7 @@ def parser() -> argparse.ArgumentParser:
     p_gen.add_argument("spec", nargs="?", metavar="SPEC", help=SPEC_HELP + "; needs --out")
     _out_options(p_gen, "the package tree")
     _spec_options(p_gen)
+    _accept_option(p_gen)
     _speed_options(p_gen)
 
     p_check = sub.add_parser(
@@ -136,6 +137,7 @@ def parser() -> argparse.ArgumentParser:
         "--out", type=Path, metavar="DIR", help="the folder to check (default: generated/)"
     )
     _spec_options(p_check)
+    _accept_option(p_check)
     _speed_options(p_check)
 
     sub.add_parser(
@@ -340,6 +342,22 @@ def _out_options(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+def _accept_option(parser: argparse.ArgumentParser) -> None:
+    from specgen.emitters.verify import WIRE_FINDINGS
+
+    codes = ", ".join(f"{code} ({what})" for code, what in sorted(WIRE_FINDINGS.items()))
+    parser.add_argument(
+        "--accept",
+        action="append",
+        default=[],
+        metavar="CODE",
+        choices=sorted({*WIRE_FINDINGS, "duplicate-key"}),
+        help="go on with the front-end's reading of a lint finding that decides bytes on the "
+        f"wire, which generate otherwise refuses (repeatable): {codes}, duplicate-key (two "
+        "messages one decoder cannot tell apart)",
+    )
+
+
 def _speed_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--jobs",
@@ -485,7 +503,9 @@ def _specs(args: argparse.Namespace) -> list[SpecVersion]:
         raise outdir.OutputError(
             f"specgen {args.command} SPEC needs --out DIR (generated/ holds every spec)"
         )
-    return [_resolve(args, args.spec)] if args.spec else registry()
+    specs = [_resolve(args, args.spec)] if args.spec else registry()
+    accept = tuple(dict.fromkeys(args.accept))
+    return [dataclasses.replace(s, accept=accept) for s in specs] if accept else specs
 
 
 def _diff(args: argparse.Namespace) -> int:
@@ -547,8 +567,19 @@ def _ir(args: argparse.Namespace) -> int:
 def _lint(args: argparse.Namespace) -> int:
     spec = _resolve(args, args.spec)
     protocol, log = build_ir(spec)
+    from specgen.emitters.verify import WIRE_FINDINGS
+
     for finding in sorted(log.items, key=lambda f: (f.span.line, f.span.column)):
-        print(finding)
+        if finding.code in WIRE_FINDINGS:
+            by = log.accepted.get(finding.code)
+            note = (
+                f"accepted by overlay {by}"
+                if by
+                else f"generate refuses it: --accept {finding.code}"
+            )
+            print(f"{finding} [decides bytes; {note}]")
+        else:
+            print(finding)
     if spec.overlay is not None:
         from specgen import overlay
 

@@ -23,6 +23,7 @@ from specgen import format_cache, outdir
 from specgen.emitters import conformance, dialogue, pytext, python_codec, spark_schema
 from specgen.emitters.plan import ModulePlan, PlanError, Planner
 from specgen.emitters.render import Renderer
+from specgen.emitters.verify import verify
 from specgen.format_cache import MANIFEST, Formatter
 from specgen.locations import CHECKOUT
 from specgen.progress import Progress
@@ -182,10 +183,11 @@ def _render_package(
     timings: _Timings = []
     for spec in specs:
         start, before = time.monotonic(), len(files)
-        protocol, _ = build_ir(spec)
+        protocol, log = build_ir(spec)
         # every string the document gave is SpecText from here: templates must render it
         protocol = pytext.mark(protocol)
         plan = Planner(protocol).plan()
+        verify(spec, protocol, log, plan)  # what the document declares, the package has
         plans.append((spec, plan))
         codes.append(python_codec.prepare(spec, plan, renderer))
         schemas.append(spark_schema.prepare(spec, plan, renderer))

@@ -39,6 +39,11 @@ What the parser needs before an IR exists
              front-end reads it where the document names it (so an entry fills a gap only in the
              documents that have it, and is listed as applied only there); a front-end that
              cannot take declarations refuses them.
+
+What generation needs to go on
+    accept   target `finding:CODE`: the front-end's reading of a finding that decides bytes
+             (`type-typo`, `version-unknown`, `duplicate-key`; see emitters/verify.py) is
+             right for this protocol's documents, so `generate` takes it.
 """
 
 from __future__ import annotations
@@ -120,7 +125,7 @@ def load(path: Path, root: Path, label: str = "") -> list[Entry]:
         missing = [k for k in ("id", "op", "target", "reason", "evidence") if not raw.get(k)]
         if missing:
             raise OverlayError(f"{span}: overlay entry {entry_id} lacks {', '.join(missing)}")
-        if raw["op"] not in ("replace", "insert", "set", "declare"):
+        if raw["op"] not in ("replace", "insert", "set", "declare", "accept"):
             raise OverlayError(f"{span}: {entry_id}: unknown op {raw['op']!r}")
         entries.append(
             Entry(
@@ -169,12 +174,25 @@ def declarations(entries: list[Entry], version: str) -> dict[str, Declared]:
     return out
 
 
+def acceptances(entries: list[Entry], version: str) -> dict[str, str]:
+    """Finding codes the `accept` entries for `version` accept, with the entry's id."""
+    out: dict[str, str] = {}
+    for entry in entries:
+        if entry.op != "accept" or not entry.applies_to(version):
+            continue
+        kind, _, code = entry.target.partition(":")
+        if kind != "finding" or not code:
+            raise OverlayError(f"{entry.span}: {entry.id}: accept targets finding:CODE")
+        out[code] = entry.id
+    return out
+
+
 def apply(protocol: Protocol, entries: list[Entry]) -> Protocol:
     seen: dict[str, str] = {}
     applied: list[str] = []
     for entry in entries:
-        if entry.op == "declare" or not entry.applies_to(protocol.version):
-            continue  # declarations were the front-end's to read
+        if entry.op in ("declare", "accept") or not entry.applies_to(protocol.version):
+            continue  # declarations were the front-end's to read, acceptances are the log's
         if entry.target in seen and seen[entry.target] not in entry.waives:
             raise OverlayError(
                 f"{entry.span}: {entry.id} targets {entry.target}, as {seen[entry.target]} does"

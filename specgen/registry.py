@@ -31,6 +31,8 @@ class SpecVersion:
     # what the documents do not say, by name (protocol.toml's [data]: AMQP's field-table tags)
     data: tuple[tuple[str, Path], ...] = ()
     overlay_label: str = ""  # the same for the overlay: never a scratch folder's path
+    # finding codes whose reading the user accepts (`--accept`): see emitters/verify.py
+    accept: tuple[str, ...] = ()
 
     @property
     def qualified(self) -> str:

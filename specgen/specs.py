@@ -36,4 +36,5 @@ def build_ir(spec: SpecVersion, *, with_overlay: bool = True) -> tuple[Protocol,
     )
     if entries:
         protocol = overlay_mod.apply(protocol, entries)
+        log.accepted.update(overlay_mod.acceptances(entries, spec.version))
     return settle_alternatives(protocol, log), log

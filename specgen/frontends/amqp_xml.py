@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING
 from specgen import abnf, dialogue
 from specgen.frontends import xml_tree
 from specgen.frontends.adoc import SpecError
+from specgen.frontends.amqp_versions import CLASS_AND_METHOD, fallback_header
 from specgen.frontends.bits import pack_bits
 from specgen.frontends.data import NO_DATA
 from specgen.frontends.spec_text import read_spec_text
@@ -617,14 +618,23 @@ class _Builder:
         for part, value in zip(parts, version, strict=True):
             if not 0 <= value <= 255:
                 raise SpecError(self.root.attr_spans[part], f"{part} {value} is not an octet")
-        if len(version) == 3:
-            protocol_header = b"AMQP\x00" + bytes(version)
+        known = CLASS_AND_METHOD.get(version)
+        protocol_header = known.header if known is not None else fallback_header(version)
+        numbered = "-".join(map(str, version))
+        if known is None:
+            self.log.add(
+                self.root.span,
+                "version-unknown",
+                f"<amqp> declares version {numbered}, no AMQP version whose protocol header "
+                f"specgen knows (it knows {', '.join(sorted({k.name for k in CLASS_AND_METHOD.values()}))})",
+                f"the header by the shape of its neighbours: {protocol_header!r}",
+            )
+        if protocol_header == b"AMQP\x00" + bytes(version):
             header_doc = (
                 "Protocol header: 'AMQP', 0, then the major, minor and revision of the XML's "
                 "<amqp> element."
             )
-        else:
-            protocol_header = b"AMQP\x01\x01" + bytes(version)
+        elif protocol_header == b"AMQP\x01\x01" + bytes(version):
             header_doc = (
                 "Protocol header: 'AMQP', 1 (the protocol class), 1 (the protocol instance), "
                 "then the major and minor version of the XML's <amqp> element."
@@ -636,6 +646,15 @@ class _Builder:
                 "0-8 numbers itself",
                 f"the protocol header of the versions before 0-9-1: 'AMQP' 1 1 {version[0]} "
                 f"{version[1]} ({protocol_header!r})",
+            )
+        else:
+            assert known is not None  # the fallback has one of the shapes above
+            header_doc = f"Protocol header of AMQP {known.name}: {known.rule}."
+            self.log.add(
+                self.root.span,
+                "version-spelling",
+                f"<amqp> numbers its version {numbered}: AMQP {known.name} as {known.rule}",
+                f"the {known.name} protocol header ({protocol_header!r})",
             )
         return FrameLayout(
             header=(

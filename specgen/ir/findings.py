@@ -24,6 +24,9 @@ class Finding:
 @dataclass(slots=True)
 class FindingLog:
     items: list[Finding] = field(default_factory=list)
+    # finding codes an overlay accepts by name (code -> the entry's id): generation goes on
+    # with the front-end's reading of them
+    accepted: dict[str, str] = field(default_factory=dict)
 
     def add(self, span: SourceSpan, code: str, message: str, resolution: str = "") -> None:
         self.items.append(Finding(span, code, message, resolution))
