@@ -12,9 +12,9 @@ protocol's data (protocol.toml's `[data]`, what the documents do not say), excep
 the same name beside it is its own, and `--data NAME=FILE` overrides either.
 
 Its format: `--spec-format`; else the one format `--protocol`'s documents have; else the file's
-suffix (`.adoc`); else, for XML, its root element, read by the XML grammar past the declaration,
-comments and DOCTYPE however long they are: AMQP 1.0's `<amqp>` carries no version, 0-10's says
-0-10, every other (0-8, 0-9-1) is the class-and-method XML.
+suffix (`.adoc`); else, for XML, what the document holds (XML_FAMILIES): classes with methods are
+the class-and-method XML (0-8, 0-9, 0-9-1), controls and commands 0-10's, descriptors, encodings
+and sections 1.0's. Never the version numbers: an unknown version of a known format reads.
 """
 
 from __future__ import annotations
@@ -308,11 +308,17 @@ def _format_of(path: Path, text: str, name: str) -> str:
     if body.startswith("<"):
         # XML: the root element decides, however long the comments before it
         root = xml_tree.root_start(text, name)
-        fmt = _xml_format(root)
-        if fmt is None:
+        fmt = _xml_format(root, text)
+        if fmt is None and root.tag.rsplit(":", 1)[-1] != "amqp":
             raise SourceError(
                 f"{root.span}: the root element is <{root.tag}>, which no front-end reads "
                 f"(AMQP's XML has <amqp>); give --spec-format ({', '.join(sorted(FRONTENDS))})"
+            )
+        if fmt is None:
+            kinds = "; ".join(what for _, _, what in XML_FAMILIES)
+            raise SourceError(
+                f"{root.span}: an <amqp> document that holds none of: {kinds} -> give "
+                f"--spec-format ({', '.join(sorted(FRONTENDS))})"
             )
         return fmt
     if re.match(r"=+ \S", body):
@@ -323,16 +329,42 @@ def _format_of(path: Path, text: str, name: str) -> str:
     )
 
 
-def _xml_format(root: xml_tree.Element) -> str | None:
-    """AMQP's XML families, told apart by what their `<amqp>` root says: 1.0's parts carry no
-    version (they are named: `name="index"`), 0-10's says 0-10, and the others (0-8, 0-9,
-    0-9-1) are the class-and-method XML."""
-    if root.tag != "amqp":
+# What each XML family's documents hold, by element: told by structure, never by the version
+# an <amqp> root claims (a 0-10-schema document of another number is still 0-10's)
+XML_FAMILIES = (
+    ("amqp-xml", frozenset({"method"}), "classes with methods (AMQP 0-8 to 0-9-1)"),
+    (
+        "amqp010-xml",
+        frozenset({"control", "command", "segments"}),
+        "controls and commands (AMQP 0-10)",
+    ),
+    (
+        "amqp10-xml",
+        frozenset({"descriptor", "encoding", "section"}),
+        "types with descriptors and encodings in sections (AMQP 1.0)",
+    ),
+)
+
+
+def _xml_format(root: xml_tree.Element, text: str) -> str | None:
+    """AMQP's XML families, told apart by the elements the document holds (XML_FAMILIES); an
+    AMQP 1.0 index holds only cross-references to its parts. None when nothing tells, a
+    SourceError when two families' elements are there."""
+    if root.tag.rsplit(":", 1)[-1] != "amqp":
         return None
-    if "major" not in root.attrs:
-        return "amqp10-xml"
-    version = ((root.attr("major") or "").strip(), (root.attr("minor") or "").strip())
-    return "amqp010-xml" if version == ("0", "10") else "amqp-xml"
+    body = re.sub(r"<!--.*?-->", "", text, flags=re.S)
+    tags = {t.rsplit(":", 1)[-1] for t in re.findall(r"<([A-Za-z][\w:.-]*)", body)}
+    found = [(fmt, what) for fmt, marks, what in XML_FAMILIES if tags & marks]
+    if len(found) == 1:
+        return found[0][0]
+    if len(found) > 1:
+        both = " and ".join(f"{what} ({fmt})" for fmt, what in found)
+        raise SourceError(
+            f"{root.span}: the document holds {both} -> give --spec-format to say which it is"
+        )
+    if "xref" in tags and root.attr("name") is not None:
+        return "amqp10-xml"  # an index: its parts hold the types
+    return None
 
 
 def module_name(version: str) -> str:
