@@ -267,6 +267,7 @@ def _unregistered(
         overlay=overlay if overlay is not None else base.overlay,
         latest=False,
         title=base.title,
+        ports=base.ports,  # the protocol's servers listen where they do for any copy
         label=label,
         data=tuple((name, _beside(path, shipped)) for name, shipped in base.data),
     )

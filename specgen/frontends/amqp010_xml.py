@@ -507,7 +507,7 @@ def _label(e: Element) -> str:
 def _int(e: Element, attr: str) -> int:
     value = e.attr(attr)
     if value is None:
-        raise SpecError(e.span, f"<{e.tag}> has no {attr} attribute")
+        raise SpecError(e.span, f"<{e.tag}> has no {attr} attribute -> give it one ({attr}=...)")
     try:
         return int(value.strip(), 0)
     except ValueError:

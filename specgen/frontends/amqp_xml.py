@@ -224,7 +224,9 @@ def _integer(element: Element, name: str) -> int:
     value = element.attr(name)
     span = element.attr_spans.get(name, element.span)
     if value is None:
-        raise SpecError(element.span, f"<{element.tag}> has no {name} attribute")
+        raise SpecError(
+            element.span, f"<{element.tag}> has no {name} attribute -> give it one ({name}=...)"
+        )
     try:
         return int(value.strip())
     except ValueError:
@@ -416,7 +418,12 @@ class _Builder:
 
     def _constant(self, name: str) -> int:
         if name not in self.constants:
-            raise SpecError(self.root.span, f"the XML defines no {name} constant (frame layout)")
+            raise SpecError(
+                self.root.span,
+                f"the XML defines no {name} constant (frame layout) -> a whole spec defines the "
+                "frame-* constants; a document that only adds to one (Qpid's errata and preview "
+                "files) is read merged into it",
+            )
         return self.constants[name][0]
 
     # ---- domains and types
