@@ -916,10 +916,14 @@ class _Differ:
         if not same_default and (g.nullable or g.optional or g.present is not None):
             # only where the field may be absent does its default reach a reader; elsewhere
             # it is what a constructor fills in, and every field is on the wire
+            old_said, new_said = _written(f.default), _written(g.default)
+            if old_said == new_said:  # the same word, standing for another value
+                old_said += f" ({_written(self._default(f, self.old))})"
+                new_said += f" ({_written(self._default(g, self.new))})"
             self.add(
                 "FIELD_DEFAULT",
                 here,
-                f"default {_written(f.default)} -> {_written(g.default)}",
+                f"default {old_said} -> {new_said}",
                 BOTH,
                 sender,
                 **ctx,
@@ -1274,7 +1278,10 @@ _VALUE_KINDS: dict[str, ValueKind] = {
 
 
 def _written(value: object) -> str:
-    """A value as the spec writes it: text as is, a truth value as `true`/`false`."""
+    """A value as the spec writes it: text as is, a truth value as `true`/`false`; a spelled
+    value (`spelled_value`) as what it spells."""
+    if isinstance(value, tuple):
+        value = value[1]
     if value is None:
         return "none"
     if isinstance(value, bool):
@@ -1312,7 +1319,13 @@ def _type_diff(a: PrimitiveType, b: PrimitiveType) -> str:
         x, y = getattr(a, attr), getattr(b, attr)
         if x != y:
             parts.append(f"{attr} {x!r} -> {y!r}")
+    if a.code != b.code:  # the type's code where values carry their type (0-10's maps)
+        parts.append(f"code {_hex(a.code)} -> {_hex(b.code)}")
     return ", ".join(parts)
+
+
+def _hex(code: int | None) -> str:
+    return "none" if code is None else f"{code:#04x}"
 
 
 def _side(sender: str) -> str:
