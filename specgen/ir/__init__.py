@@ -33,15 +33,19 @@ and lists the messages that may answer it (`Message.replies`).
 
 The package: `nodes` (every node above, each checking itself), `protocol` (a whole version and
 its dialogue grammars), `canonical` (the JSON), `findings` (what lint reports), `algorithms`
-(shapes, version merging), `errors`; source spans are `specgen.spans`'. Import from here.
+(shapes and meanings, version merging, number spellings), `errors`; source spans are
+`specgen.spans`'. Import from here.
 """
 
 from __future__ import annotations
 
+from specgen.ir.algorithms import meaning as meaning
 from specgen.ir.algorithms import merge_versions as merge_versions
 from specgen.ir.algorithms import same as same
 from specgen.ir.algorithms import settle_alternatives as settle_alternatives
 from specgen.ir.algorithms import shape as shape
+from specgen.ir.algorithms import spelled_number as spelled_number
+from specgen.ir.algorithms import spelled_value as spelled_value
 from specgen.ir.canonical import IR_FORMAT as IR_FORMAT
 from specgen.ir.canonical import attribute_from_data as attribute_from_data
 from specgen.ir.canonical import dump as dump

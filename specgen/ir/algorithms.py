@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from decimal import Decimal
+from typing import Any, Literal
 
 from specgen.ir.canonical import to_data
 from specgen.ir.findings import FindingLog
@@ -37,6 +39,96 @@ def shape(node: Any) -> Any:
 def same(a: Any, b: Any) -> bool:
     """IR equality that ignores spans and prose."""
     return bool(shape(a) == shape(b))
+
+
+# What only words or spells a meaning, beside `_PROSE`: a label (the one-line title beside a
+# doc, of a type, an encoding, a constructor case, a field) and whether the spec writes an
+# enumeration's values in hexadecimal.
+_SPELLING = (*_PROSE, "label", "hex")
+
+
+def meaning(node: Any) -> Any:
+    """A node as JSON data without what only words or spells what its bytes mean: `shape`, less
+    labels, an enumeration's choice of hexadecimal, the words beside a listed alternative, and
+    how a default's number or truth value is written (`0x10`, `16` and `16u` are one value).
+    Equal meanings are the same bytes on the wire: this is what `specgen diff` compares, and
+    what it leaves out is prose, never a wire change."""
+
+    def strip(data: Any) -> Any:
+        if isinstance(data, dict):
+            out = {k: strip(v) for k, v in data.items() if k not in _SPELLING}
+            if data.get("kind") == "alternatives":
+                out["options"] = [option[0] for option in data.get("options", ())]
+            if "default" in out:
+                out["default"] = spelled_value(data["default"])
+            return out
+        if isinstance(data, list):
+            return [strip(x) for x in data]
+        return data
+
+    return strip(to_data(node))
+
+
+_INTEGER = re.compile(
+    r"(?P<sign>[+-]?)(?:0[xX](?P<hex>[0-9A-Fa-f]+)|0[bB](?P<bin>[01]+)|0[oO](?P<oct>[0-7]+)"
+    r"|(?P<dec>[0-9]+))(?:[uU](?:ll|LL|[lL])?|(?:ll|LL|[lL])[uU]?)?"
+)
+_REAL = re.compile(
+    r"(?P<number>[+-]?(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)(?:[eE][+-]?[0-9]+)?)[fFlLdD]?"
+)
+
+
+def spelled_number(text: str) -> int | Decimal | None:
+    """The number a spec's text spells, or None when it spells none. Integers in decimal,
+    hexadecimal (`0x`), binary (`0b`) or octal (`0o`), with C's suffixes (`u`, `U`, `L`, `UL`,
+    `ULL`, ...); leading zeros are decimal (`010` is ten: these are specs, not C sources). Reals
+    (`1.5`, `1e3`, `2.0f`) as exact decimals, so `1.0` and `1` are one value."""
+    text = text.strip()
+    m = _INTEGER.fullmatch(text)
+    if m:
+        digits, base = next(
+            (m[g], b) for g, b in (("hex", 16), ("bin", 2), ("oct", 8), ("dec", 10)) if m[g]
+        )
+        value = int(digits, base)
+        return -value if m["sign"] == "-" else value
+    m = _REAL.fullmatch(text)
+    if m:
+        return Decimal(m["number"])
+    return None
+
+
+ValueKind = Literal["number", "bool", "text", "any"]
+SpelledValue = tuple[str, Any] | None
+
+
+def spelled_value(value: object, kind: ValueKind = "any") -> SpelledValue:
+    """A value as the IR holds it (a number, a truth value or the spec's text, such as a
+    default or a restricted type's choice), as what it means: ("number", n), ("bool", b) or
+    ("text", s); None stays None. `kind` is what the value's type holds: a "text" value is
+    compared as written; a "bool" one reads 0 and 1 as truth values; "any" reads whatever
+    the text spells. Whichever form a front-end stores, int or text, compares alike."""
+    if value is None:
+        return None
+    if kind == "text":
+        if isinstance(value, bool):
+            return ("text", "true" if value else "false")
+        return ("text", str(value))
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, int | float | Decimal):
+        number: int | Decimal = value if not isinstance(value, float) else Decimal(repr(value))
+        if kind == "bool" and number in (0, 1):
+            return ("bool", number == 1)
+        return ("number", number)
+    text = str(value).strip()
+    if kind in ("bool", "any") and text.lower() in ("true", "false"):
+        return ("bool", text.lower() == "true")
+    parsed = spelled_number(text)
+    if parsed is None:
+        return ("text", text)
+    if kind == "bool" and parsed in (0, 1):
+        return ("bool", parsed == 1)
+    return ("number", parsed)
 
 
 def merge_versions(layouts: list[tuple[int, tuple[Field, ...]]]) -> tuple[Field, ...]:

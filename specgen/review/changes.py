@@ -45,9 +45,11 @@ from specgen.ir import (
     Typed,
     TypeDef,
     TypeRef,
-    shape,
+    meaning,
+    spelled_value,
     walk_fields,
 )
+from specgen.ir.algorithms import SpelledValue, ValueKind
 
 Category = Literal["wire", "names", "prose"]
 Named = TypeVar("Named", PrimitiveType, Enum, Constant, NamedType, TypeDef)
@@ -92,6 +94,10 @@ RULES: dict[str, str] = {
     "TYPEDEF_SOURCE": "the restricted type stands for another type: its values are written differently",
     "TYPEDEF_DESCRIPTOR": "a described type travels under another descriptor",
     "TYPEDEF_CHOICES": "the values the restricted type allows differ",
+    "TYPEDEF_CHOICE_RENAMED": "the same value under another name; names are not on the wire",
+    "TYPEDEF_ENCODING_RENAMED": (
+        "the same format code, category and width under another name; names are not on the wire"
+    ),
     "TYPEDEF_PROVIDES": "which archetypes the type provides changed: fields that take them accept it or not",
     # commands
     "COMMAND_ADDED": (
@@ -281,6 +287,8 @@ class _Differ:
             "NAMED_TYPE_REMOVED",
             "CONSTANT_ADDED",
             "CONSTANT_REMOVED",
+            "TYPEDEF_ENCODING_RENAMED",
+            "TYPEDEF_CHOICE_RENAMED",
         ):
             cat = "names"
         breaks = _deployments(pairing, sender) if cat == "wire" else ()
@@ -328,7 +336,7 @@ class _Differ:
                 f"length {a.length} ({a.length_counts}) -> {b.length} ({b.length_counts})",
                 BOTH,
             )
-        if a.dispatch != b.dispatch or shape(a.body_keys) != shape(b.body_keys):
+        if a.dispatch != b.dispatch or meaning(a.body_keys) != meaning(b.body_keys):
             self.add("FRAME_DISPATCH", where, f"dispatch {a.dispatch} -> {b.dispatch}", BOTH)
         if a.response_flag != b.response_flag:
             self.add(
@@ -337,9 +345,9 @@ class _Differ:
                 f"response flag {_flag(a.response_flag)} -> {_flag(b.response_flag)}",
                 BOTH,
             )
-        if shape(a.trailer) != shape(b.trailer):
+        if meaning(a.trailer) != meaning(b.trailer):
             self.add("FRAME_TRAILER", where, "the frame trailer changed", BOTH)
-        if shape(a.preambles) != shape(b.preambles):
+        if meaning(a.preambles) != meaning(b.preambles):
             self.add("FRAME_PREAMBLE", where, "the connection preamble changed", BOTH)
 
     def _named(self) -> None:
@@ -359,7 +367,9 @@ class _Differ:
 
     def _typedefs(self) -> None:
         """A self-describing type system's types (AMQP 1.0): encodings, the source a restricted
-        type stands for, descriptors, allowed values, archetypes, and a composite's fields."""
+        type stands for, descriptors, allowed values, archetypes, and a composite's fields.
+        Labels, docs and how a number is written are prose: an encoding is its format code,
+        category and width, an allowed value what its text spells."""
         old, new, gone, came, kept = _by_name(self.old.typedefs, self.new.typedefs)
         for name in gone:
             self.add("TYPE_REMOVED", f"type {name}", f"type {name} removed")
@@ -368,23 +378,20 @@ class _Differ:
         for name in kept:
             a, b = old[name], new[name]
             where = f"type {name}"
-            if shape(a.encodings) != shape(b.encodings) or a.klass != b.klass:
-                self.add("TYPEDEF_ENCODINGS", where, f"{_encodings(a)} -> {_encodings(b)}", BOTH)
+            if _codes(a) != _codes(b) or a.klass != b.klass:
+                self.add("TYPEDEF_ENCODINGS", where, _encodings_change(a, b), BOTH)
+            else:
+                renamed = _encodings_renamed(a, b)
+                if renamed:
+                    self.add("TYPEDEF_ENCODING_RENAMED", where, renamed)
             if a.source != b.source and self._wire_of(a.source, self.old) != self._wire_of(
                 b.source, self.new
             ):
                 self.add("TYPEDEF_SOURCE", where, f"{a.source} -> {b.source}", BOTH)
-            if shape(a.descriptor) != shape(b.descriptor):
+            if meaning(a.descriptor) != meaning(b.descriptor):
                 self.add("TYPEDEF_DESCRIPTOR", where, f"{_desc(a)} -> {_desc(b)}", BOTH)
-            if [(c.name, c.value) for c in a.choices] != [(c.name, c.value) for c in b.choices]:
-                gone = sorted({c.value for c in a.choices} - {c.value for c in b.choices})
-                came = sorted({c.value for c in b.choices} - {c.value for c in a.choices})
-                pairing = OLD_TO_NEW if gone and not came else NEW_TO_OLD if came else NONE
-                if gone and came:
-                    pairing = BOTH
-                said = ", ".join([*(f"-{v}" for v in gone), *(f"+{v}" for v in came)])
-                self.add("TYPEDEF_CHOICES", where, said or "names of values changed", pairing)
-            if a.provides != b.provides:
+            respelled = self._choices(a, b, where)
+            if set(a.provides) != set(b.provides):
                 self.add(
                     "TYPEDEF_PROVIDES",
                     where,
@@ -398,8 +405,71 @@ class _Differ:
                 fa = tuple(f.as_field() for f in a.fields)
                 fb = tuple(f.as_field() for f in b.fields)
                 self._fields(fa, fb, where, "both", "", 1, (), (), list_encoded=True)
-            if a.doc != b.doc:
-                self.add("PROSE", where, "description changed")
+            prose = _typedef_prose(a, b, respelled)
+            if prose:
+                self.add("PROSE", where, prose)
+
+    def _choices(self, a: TypeDef, b: TypeDef, where: str) -> list[str]:
+        """The values a restricted type allows, compared by what they spell (`0x02` is `2`)
+        and, for the same value, by name; returns the values written differently (prose)."""
+        old_kind, new_kind = self._value_kind(a.name, self.old), self._value_kind(b.name, self.new)
+        va = {spelled_value(c.value, old_kind): c for c in a.choices}
+        vb = {spelled_value(c.value, new_kind): c for c in b.choices}
+        gone = [va[v].value for v in va if v not in vb]
+        came = [vb[v].value for v in vb if v not in va]
+        if gone or came:
+            pairing = OLD_TO_NEW if gone and not came else NEW_TO_OLD if came else NONE
+            if gone and came:
+                pairing = BOTH
+            said = ", ".join([*(f"-{v}" for v in gone), *(f"+{v}" for v in came)])
+            self.add("TYPEDEF_CHOICES", where, said, pairing)
+        kept = [v for v in vb if v in va]
+        renamed = [
+            f"{vb[v].value}: {va[v].name} -> {vb[v].name}" for v in kept if va[v].name != vb[v].name
+        ]
+        if renamed:
+            self.add("TYPEDEF_CHOICE_RENAMED", where, ", ".join(renamed))
+        return [
+            f"{vb[v].name} {va[v].value} -> {vb[v].value}"
+            for v in kept
+            if _written(va[v].value) != _written(vb[v].value)
+        ]
+
+    def _value_kind(self, name: str, protocol: Protocol) -> ValueKind:
+        """What a self-describing type's values are written as: text for a variable-width
+        primitive (a string, symbol or binary), else a number or a truth value."""
+        seen: set[str] = set()
+        by_name = self._typedefs_of(protocol)
+        while name in by_name and name not in seen:
+            seen.add(name)
+            t = by_name[name]
+            if t.klass == "primitive":
+                fixed = all(e.category == "fixed" for e in t.encodings)
+                return "any" if fixed else "text"
+            name = t.source
+        return "any"
+
+    def _default(self, f: Field, protocol: Protocol) -> SpelledValue:
+        """What a field's default means: a restricted type's choice named by its value, the
+        number or truth value its text spells (`4294967295u`, `0xFFFFFFFF`), text as written."""
+        t, value = f.type, f.default
+        kind: ValueKind = "any"
+        if isinstance(t, Typed):
+            by_name = self._typedefs_of(protocol)
+            name, seen = t.name, set()
+            while isinstance(value, str) and name in by_name and name not in seen:
+                seen.add(name)
+                choice = next((c for c in by_name[name].choices if c.name == value.strip()), None)
+                if choice is not None:
+                    value = choice.value
+                    break
+                name = by_name[name].source
+            kind = self._value_kind(t.name, protocol)
+        elif isinstance(t, Prim):
+            kind = _VALUE_KINDS.get(protocol.type(t.name).kind, "any")
+        elif isinstance(t, BitField):
+            kind = "bool" if t.bits == 1 else "number"
+        return spelled_value(value, kind)
 
     def _wire_of(self, name: str, protocol: Protocol) -> tuple[object, ...]:
         """What a self-describing type is on the wire: a primitive's encodings, a described
@@ -412,7 +482,7 @@ class _Differ:
             if t.descriptor is not None:
                 return ("described", t.descriptor.code, t.klass)
             if t.klass == "primitive":
-                return ("primitive", tuple((e.code, e.category, e.width) for e in t.encodings))
+                return ("primitive", _codes(t))
             name = t.source
         return ("any", name)
 
@@ -431,9 +501,14 @@ class _Differ:
             self.add("TYPE_ADDED", f"type {name}", f"type {name} added")
         for name in kept:
             a, b = old[name], new[name]
-            if shape(replace(a, label="")) == shape(replace(b, label="")):
-                if (a.doc, a.label) != (b.doc, b.label):
-                    self.add("PROSE", f"type {name}", "description changed")
+            if meaning(a) == meaning(b):
+                words = [
+                    w
+                    for w, x, y in (("description", a.doc, b.doc), ("label", a.label, b.label))
+                    if x != y
+                ]
+                if words:
+                    self.add("PROSE", f"type {name}", f"{_listed(words)} changed")
                 continue
             if _same_but_sign(a, b):
                 self.add("TYPE_SIGNEDNESS", f"type {name}", _describe_sign(a, b))
@@ -713,7 +788,7 @@ class _Differ:
         for f in list(removed):
             i = old.index(f)
             twin = next(
-                (g for g in added if new.index(g) == i and shape(g.type) == shape(f.type)),
+                (g for g in added if new.index(g) == i and meaning(g.type) == meaning(f.type)),
                 None,
             )
             if twin is not None:
@@ -835,19 +910,31 @@ class _Differ:
         if f.multiple != g.multiple:
             said = "one value or an array" if g.multiple else "one value only"
             self.add("FIELD_MULTIPLE", here, f"{g.name}: {said}", BOTH, sender, **ctx)
-        if f.default != g.default and (g.nullable or g.optional or g.present is not None):
+        # defaults compare by value: `4294967295`, `4294967295u` and `0xFFFFFFFF` are one
+        # number, a choice's name its value; another spelling of the same value is prose
+        same_default = self._default(f, self.old) == self._default(g, self.new)
+        if not same_default and (g.nullable or g.optional or g.present is not None):
             # only where the field may be absent does its default reach a reader; elsewhere
             # it is what a constructor fills in, and every field is on the wire
+            old_said, new_said = _written(f.default), _written(g.default)
+            if old_said == new_said:  # the same word, standing for another value
+                old_said += f" ({_written(self._default(f, self.old))})"
+                new_said += f" ({_written(self._default(g, self.new))})"
             self.add(
                 "FIELD_DEFAULT",
                 here,
-                f"default {f.default!r} -> {g.default!r}",
+                f"default {old_said} -> {new_said}",
                 BOTH,
                 sender,
                 **ctx,
             )
         if f.doc != g.doc:
             self.add("PROSE", here, "field description changed", **ctx)
+        if same_default and _written(f.default) != _written(g.default):
+            said = (
+                f"default written {_written(f.default)} -> {_written(g.default)} (the same value)"
+            )
+            self.add("PROSE", here, said, **ctx)
 
     def _type(
         self,
@@ -862,7 +949,7 @@ class _Differ:
     ) -> None:
         if isinstance(a, Typed) and isinstance(b, Typed):
             wa, wb = self._wire_of(a.name, self.old), self._wire_of(b.name, self.new)
-            if wa != wb or a.requires != b.requires:
+            if wa != wb or set(a.requires) != set(b.requires):
                 self.add(
                     "FIELD_TYPE", here, f"{_type_name(a)} -> {_type_name(b)}", BOTH, sender, **ctx
                 )
@@ -923,7 +1010,7 @@ class _Differ:
                     "FIELD_TYPE", here, f"fixed value {a.value} -> {b.value}", BOTH, sender, **ctx
                 )
             return
-        if shape(a) != shape(b):
+        if meaning(a) != meaning(b):
             self.add(
                 "FIELD_TYPE",
                 here,
@@ -937,7 +1024,7 @@ class _Differ:
         self, a: TypeRef, b: TypeRef, here: str, prefix: str, sender: str, ctx: dict[str, Any]
     ) -> None:
         if not (isinstance(a, Prim) and isinstance(b, Prim)):
-            if shape(a) != shape(b):
+            if meaning(a) != meaning(b):
                 self.add(
                     f"{prefix}_WIDTH",
                     here,
@@ -948,7 +1035,7 @@ class _Differ:
                 )
             return
         ta, tb = self.old.type(a.name), self.new.type(b.name)
-        if a.name == b.name and shape(ta) == shape(tb):
+        if a.name == b.name and meaning(ta) == meaning(tb):
             return
         summary = f"{a.name} -> {b.name}"
         if ta.kind == "int" and tb.kind == "int":
@@ -970,7 +1057,7 @@ class _Differ:
                     **ctx,
                 )
                 return
-            if shape(_unnamed(ta)) == shape(_unnamed(tb)):
+            if meaning(_unnamed(ta)) == meaning(_unnamed(tb)):
                 return  # the same format under another name
         self.add(
             f"{prefix}_WIDTH" if prefix == "FRAME_FIELD" else "FIELD_TYPE",
@@ -1120,6 +1207,88 @@ def _encodings(t: TypeDef) -> str:
     return " ".join(f"{e.code:#04x}" for e in t.encodings) or t.klass
 
 
+def _codes(t: TypeDef) -> tuple[tuple[int, str, int], ...]:
+    """A type's encodings as the wire knows them: format code, category and width, in code
+    order (which one the spec lists first is no byte of any value)."""
+    return tuple(sorted((e.code, e.category, e.width) for e in t.encodings))
+
+
+def _encodings_change(a: TypeDef, b: TypeDef) -> str:
+    """Both sides' format codes, and what differs between them."""
+    said = f"{_encodings(a)} -> {_encodings(b)}"
+    if a.klass != b.klass:
+        return f"{a.klass} -> {b.klass}" + (f" ({said})" if a.encodings or b.encodings else "")
+    old = {e.code: e for e in a.encodings}
+    new = {e.code: e for e in b.encodings}
+    parts = [f"-{c:#04x}" for c in old if c not in new]
+    parts += [f"+{c:#04x}" for c in new if c not in old]
+    parts += [
+        f"{c:#04x} {old[c].category} width {old[c].width} -> {new[c].category} width {new[c].width}"
+        for c in new
+        if c in old and (old[c].category, old[c].width) != (new[c].category, new[c].width)
+    ]
+    return f"{said} ({', '.join(parts)})" if parts else said
+
+
+def _encodings_renamed(a: TypeDef, b: TypeDef) -> str:
+    """The encodings (same code, category and width) whose names differ."""
+    new = {e.code: e for e in b.encodings}
+    return ", ".join(
+        f"{e.code:#04x}: {e.name or '(plain)'} -> {new[e.code].name or '(plain)'}"
+        for e in a.encodings
+        if e.name != new[e.code].name
+    )
+
+
+def _typedef_prose(a: TypeDef, b: TypeDef, respelled: list[str]) -> str:
+    """What differs in a type's words: its doc, its label, its encodings' labels, its
+    choices' docs, and values written another way."""
+    parts = []
+    if a.doc != b.doc:
+        parts.append("description")
+    if a.label != b.label:
+        parts.append("label")
+    new = {e.code: e.label for e in b.encodings}
+    if any(e.label != new.get(e.code, e.label) for e in a.encodings):
+        parts.append("encoding labels")
+    docs = {c.name: c.doc for c in b.choices}
+    if any(c.doc != docs.get(c.name, c.doc) for c in a.choices):
+        parts.append("choice descriptions")
+    said = f"{_listed(parts)} changed" if parts else ""
+    if respelled:
+        written = f"values written {', '.join(respelled)} (the same values)"
+        said = f"{said}; {written}" if said else written
+    return said
+
+
+def _listed(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+# what a primitive's values are written as, for comparing defaults by value
+_VALUE_KINDS: dict[str, ValueKind] = {
+    "int": "number",
+    "float": "number",
+    "decimal": "number",
+    "timestamp": "number",
+    "bool": "bool",
+    "string": "text",
+    "bytes": "text",
+}
+
+
+def _written(value: object) -> str:
+    """A value as the spec writes it: text as is, a truth value as `true`/`false`; a spelled
+    value (`spelled_value`) as what it spells."""
+    if isinstance(value, tuple):
+        value = value[1]
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 def _desc(t: TypeDef) -> str:
     return "none" if t.descriptor is None else f"{t.descriptor.name} ({_key((t.descriptor.code,))})"
 
@@ -1133,7 +1302,7 @@ def _count(a: Array) -> str:
 
 
 def _unnamed(t: PrimitiveType) -> PrimitiveType:
-    return replace(t, name="", doc="", span=None)
+    return replace(t, name="")
 
 
 def _same_but_sign(a: PrimitiveType, b: PrimitiveType) -> bool:
@@ -1150,7 +1319,13 @@ def _type_diff(a: PrimitiveType, b: PrimitiveType) -> str:
         x, y = getattr(a, attr), getattr(b, attr)
         if x != y:
             parts.append(f"{attr} {x!r} -> {y!r}")
+    if a.code != b.code:  # the type's code where values carry their type (0-10's maps)
+        parts.append(f"code {_hex(a.code)} -> {_hex(b.code)}")
     return ", ".join(parts)
+
+
+def _hex(code: int | None) -> str:
+    return "none" if code is None else f"{code:#04x}"
 
 
 def _side(sender: str) -> str:
