@@ -88,6 +88,7 @@ from specgen.ir import (
     SourceSpan,
     TypeRef,
     Versions,
+    spelled_number,
 )
 from specgen.ir import field_name as camel
 from specgen.registry import relative
@@ -227,10 +228,10 @@ def _integer(element: Element, name: str) -> int:
         raise SpecError(
             element.span, f"<{element.tag}> has no {name} attribute -> give it one ({name}=...)"
         )
-    try:
-        return int(value.strip())
-    except ValueError:
-        raise SpecError(span, f"{name}={value!r} is not an integer") from None
+    number = spelled_number(value)  # 10, 0x0A, 10u: every spelling real copies use
+    if not isinstance(number, int):
+        raise SpecError(span, f"{name}={value!r} is not an integer -> write it in decimal")
+    return number
 
 
 def _name(element: Element) -> str:
