@@ -49,6 +49,7 @@ SLOW = {
     "test_compiled": "compiles the codecs with mypyc (cached by their sources' hash) and runs "
     "their tests on the compiled build",
     "test_corpus_frontend": "walks every published Streams reference (the corpus)",
+    "test_real_specs": "generates 18 real spec copies and runs each package's own tests",
     "test_review_diff::test_each_change_is_classified_as_the_changelog_tags_it": (
         "diffs every consecutive pair of the corpus"
     ),
