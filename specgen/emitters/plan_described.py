@@ -54,6 +54,10 @@ PYTHON: dict[str, tuple[str, str, str]] = {
     "map": ("map", "", "dict[Any, Any]"),
     "array": ("array", "Array", "list[Any]"),
 }
+SIGNED = frozenset({"byte", "short", "int", "long", "timestamp"})
+"""Part 1's signed integers (sections 1.6.6 to 1.6.9: "-(2^7) to 2^7 - 1"...; 1.6.17: a
+timestamp is a "64-bit signed integer"). The full text's labels say so too; the stripped copies
+peers generate from keep no label, only these names, and their values are signed all the same."""
 PLAIN = {"long": "int", "double": "float"}  # decoded as the builtin, not the wrapper
 ZERO_WIDTH: dict[str, object] = {
     "": None,
@@ -456,8 +460,10 @@ def _prim(t: TypeDef) -> Prim:
             f"{t.span}: primitive {t.name!r} has no Python mapping (emitters/plan_described.PYTHON)"
         )
     kind, wrapper, annotation = PYTHON[t.name]
-    signed = bool(re.search(r"-\(2\^", t.label)) or any(
-        "two's-complement" in e.label for e in t.encodings
+    signed = (
+        t.name in SIGNED
+        or bool(re.search(r"-\(2\^", t.label))
+        or any(re.search(r"two's-complement|\bsigned integer", e.label) for e in t.encodings)
     )
     encs = [_enc(e, t, kind, signed) for e in t.encodings]
     encs.sort(key=lambda e: (e.width, e.code))
