@@ -32,7 +32,7 @@ The XML is read by the same safe reader as AMQP 0-9-1's: no DTD loaded, no entit
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -163,33 +163,60 @@ def _descendants(e: Element) -> list[Element]:
 
 
 def _items(doc: Element) -> list[tuple[Element, str, str]]:
-    """(type or definition element, its section's name, its doc) in document order."""
+    """(type or definition element, its section's name, its doc) in document order. Types
+    stand in `<section>`s whatever their names (uAMQP's one definitions file keeps all in
+    `<section name="1">`); one outside any section has the section name ""."""
     out: list[tuple[Element, str, str]] = []
-    for section in doc.findall("section"):
-        name = section.attr("name") or ""
-        for e in section.elements():
+    for child in doc.elements():
+        name, members = "", [child]
+        if child.tag == "section":
+            name, members = child.attr("name") or "", child.elements()
+        for e in members:
             if e.tag in ("type", "definition"):
                 out.append((e, name, _doc_of(e)))
     return out
 
 
+_BLOCKS = frozenset({"doc", "p", "ul", "ol", "dl", "picture"})
+"""What a `<doc>` holds as paragraphs of their own (amqp.dtd: `doc (doc|p|ul|ol|dl|picture)*`);
+text beside them, and inline elements such as `<xref>`, run together into paragraphs too."""
+
+
 def _doc_of(e: Element) -> str:
-    """The element's `<doc>` paragraphs, whitespace collapsed, or its label."""
-    paras = []
+    """The element's `<doc>` paragraphs, whitespace collapsed, or its label. Text a copy writes
+    straight into `<doc>`, outside any `<p>`, is prose like the rest: a paragraph where it
+    stands."""
+    paras: list[str] = []
+
+    def add(text: str) -> None:
+        text = " ".join(text.split())
+        if text:
+            paras.append(text)
+
     for d in e.findall("doc"):
-        for p in d.elements() or [d]:
-            text = " ".join(_prose(p).split())
-            if text:
-                paras.append(text)
+        run: list[Element | str] = []
+        for c in d.children:
+            if isinstance(c, Element) and c.tag in _BLOCKS:
+                add(_prose_of(run))
+                run = []
+                add(_prose(c))
+            else:
+                run.append(c)
+        add(_prose_of(run))
     return "\n\n".join(paras) or (e.attr("label") or "")
 
 
 def _prose(e: Element) -> str:
-    """An element's text as the rendered spec shows it: an empty `<xref>` reads as the choice
+    """An element's text as the rendered spec shows it (`_prose_of` its children)."""
+    return _prose_of(e.children)
+
+
+def _prose_of(children: Sequence[Element | str]) -> str:
+    """Text and elements as the rendered spec shows them: an empty `<xref>` reads as the choice
     it names (`<xref name="sender-settle-mode" choice="settled"/>`: "settled"), else as the
     name of what it refers to."""
     out = []
-    for c in e.children:
+    for c in children:
         if isinstance(c, str):
             out.append(c)
         elif c.tag == "xref" and not c.text.strip():
@@ -509,20 +536,35 @@ def _frame(
     )
 
 
-FRAME_TYPES = {"performatives": 0, "sasl": 1}
-"""The frame type whose body each section's composites are (Part 2 section 2.3.1: 0x00 an AMQP
-frame, 0x01 a SASL frame, its body a SASL frame body)."""
+FRAME_TYPES = {"frame": 0, "sasl-frame": 1}
+"""The frame type whose body a type providing each archetype is (Part 2 section 2.3.1: 0x00 an
+AMQP frame, its body a performative, `provides="frame"`; 0x01 a SASL frame, its body a SASL
+frame body, section 5.3.1: `provides="sasl-frame"`)."""
 
 
 def _commands(typedefs: list[TypeDef]) -> tuple[Command, ...]:
-    """The frame bodies as commands: every composite of the performatives and SASL sections, one
-    message each, identified by its frame type and descriptor code, its fields self-describing
-    values (a field not mandatory may be null)."""
+    """The frame bodies as commands: every described composite providing `frame` or
+    `sasl-frame`, whatever section it stands in, one message each, identified by its frame type
+    and descriptor code, its fields self-describing values (a field not mandatory may be null)."""
     out: list[Command] = []
     for t in typedefs:
-        if t.klass != "composite" or t.section not in FRAME_TYPES or t.descriptor is None:
+        kinds = sorted({p for p in t.provides if p in FRAME_TYPES})
+        if not kinds or t.descriptor is None:
             continue
-        ident = (FRAME_TYPES[t.section], t.descriptor.code)
+        span = t.span or SourceSpan("?", 1)
+        if t.klass != "composite":
+            raise SpecError(
+                span,
+                f"{t.name} provides {kinds[0]} but is {t.klass}: a frame body is a described"
+                " list -> class composite with source list, or provide no frame archetype",
+            )
+        if len(kinds) > 1:
+            raise SpecError(
+                span,
+                f"{t.name} provides both {' and '.join(kinds)}: the body of two frame types"
+                " -> provide one (frame: an AMQP frame's body, sasl-frame: a SASL frame's)",
+            )
+        ident = (FRAME_TYPES[kinds[0]], t.descriptor.code)
         message = Message(
             field_name(t.name),
             "oneway",
