@@ -342,7 +342,7 @@ def plan(protocol: Protocol) -> DescribedPlan:
             members = [
                 (
                     pytext.identifier(upper(c.name), "choice", t.span),
-                    _literal(c.value, kind),
+                    _literal(c.value, kind, f"{t.span}: {t.name}'s choice {c.name}"),
                     " ".join(c.doc.split()),
                 )
                 for c in t.choices
@@ -435,12 +435,21 @@ def _name_sets(out: DescribedPlan, by_prim: dict[str, Prim]) -> None:
     out.writers = sorted(writers)
 
 
-def _literal(value: str, kind: str) -> Code:
-    """A choice's or a default's value as the spec writes it, as a Python value of `kind`."""
+def _literal(value: int | str, kind: str, where: str) -> Code:
+    """A choice's or a default's value as a Python value of `kind`. The front-end gives a number
+    as an int (a default) or in decimal (a choice), a boolean as a bool or "true"/"false"; an
+    overlay may give either as text, which must then be such a spelling (`where` names the
+    field or choice in the error)."""
     if kind == "bool":
-        return pytext.literal(value == "true")
+        if isinstance(value, bool) or value in ("true", "false"):
+            return pytext.literal(value is True or value == "true")
+        raise PlanError(f"{where}: {value!r} is not a boolean -> true or false")
     if kind == "int":
-        return pytext.number(int(value, 0))
+        if isinstance(value, int) and not isinstance(value, bool):
+            return pytext.number(value)
+        if isinstance(value, str) and re.fullmatch(r"-?(0x[0-9a-fA-F]+|0|[1-9][0-9]*)", value):
+            return pytext.number(int(value, 0))
+        raise PlanError(f"{where}: {value!r} is not a number -> an integer, in decimal or 0x hex")
     return pytext.literal(value)
 
 
@@ -540,7 +549,9 @@ def _field(
         kind = by_prim[prim].kind
         choice = next((c for c in (t.choices if t else ()) if f.default in (c.name, c.value)), None)
         value = choice.value if choice else f.default
-        default = _literal(value, kind if kind in ("bool", "int") else "text")
+        default = _literal(
+            value, kind if kind in ("bool", "int") else "text", f"{f.span}: {f.name}'s default"
+        )
     return FieldPlan(
         pytext.identifier(snake(f.name), "field", f.span),
         f.name,

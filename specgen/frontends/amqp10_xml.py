@@ -17,8 +17,15 @@ file, and the `encodings-from` finding records it.
 What the XML leaves undefined or contradictory is reported, never silently repaired:
 `requires-unprovided` (a field requires an archetype no type provides), `default-not-a-choice`
 (a default that is not one of its restricted type's choices), `descriptor-reused` (one
-descriptor code or name on two types; the first keeps it), `type-undefined` (a field of a type
-nobody defines; it is read as any type).
+descriptor code or name on two types; the first keeps it). A field of a type nobody defines
+(`uint33`) is refused where the field names it: read as any type, its values would go on the
+wire with whatever constructor they bring, a guess that changes bytes.
+
+Numbers are read as the copies peers publish spell them (`0x...`, decimal, C suffixes:
+uAMQP's `default="4294967295u"`): definitions, format codes, widths and descriptor codes,
+and the defaults and choices of integer types, are values in the IR (a choice's value in one
+spelling, `TypeChoice.value`); booleans are true or false. A spelling that is no number where
+one is needed is a located SpecError.
 
 The frame layout is Part 2 section 2.3: SIZE (uint32, the whole frame), DOFF (uint8, the
 header's length in 4-byte words), TYPE (uint8: 0 AMQP, 1 SASL) and two type-specific bytes
@@ -31,6 +38,7 @@ The XML is read by the same safe reader as AMQP 0-9-1's: no DTD loaded, no entit
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -117,15 +125,17 @@ def build(
         )
     typedefs: list[TypeDef] = []
     constants: list[Constant] = []
+    elements: dict[SourceSpan | None, Element] = {}  # each type's element, by the type's span
     for file, items, _ in parts:
         for element, section, prose in items:
             if element.tag == "definition":
                 constants.append(_constant(element, prose, section))
             else:
                 typedefs.append(_typedef(element, section, file, prose))
+                elements[typedefs[-1].span] = element
     defined = {c.name for c in constants}
     constants += [c for c in prose_constants if c.name not in defined]
-    typedefs = _check(typedefs, log)
+    typedefs = _check(typedefs, log, elements)
     texts = "\n".join(text for _, _, text in parts)
     frame = _frame(texts, {c.name: c.value for c in constants}, SourceSpan(rel, 1), log)
     return (
@@ -290,11 +300,26 @@ def _prose_constants(text: str, rel: str) -> list[Constant]:
     return list(out.values())
 
 
+_NUMBER = re.compile(
+    r"(?P<sign>[+-]?)(?:0[xX](?P<hex>[0-9A-Fa-f]+)|(?P<dec>0|[1-9][0-9]*))"
+    r"(?:[uU](?:ll|LL|[lL])?|(?:ll|LL|[lL])[uU]?)?"
+)
+"""A number as the copies peers publish write one: decimal or `0x` hex, with or without a C
+suffix (uAMQP's `default="4294967295u"`). A decimal with leading zeros is refused: C reads it
+as octal, Python not at all."""
+
+
 def _int(text: str, span: SourceSpan, what: str) -> int:
-    try:
-        return int(text, 0)
-    except ValueError:
-        raise SpecError(span, f"{what} {text!r} is not a number") from None
+    """The value `text` spells (see `_NUMBER`); a located SpecError when it spells none."""
+    m = _NUMBER.fullmatch(text.strip())
+    if m is None:
+        raise SpecError(
+            span,
+            f"{what} {text!r} is not a number -> write it in decimal (4294967295) or hex"
+            " (0xffffffff), without leading zeros; a C suffix (u, L, UL) may follow",
+        )
+    value = int(m["hex"], 16) if m["hex"] is not None else int(m["dec"])
+    return -value if m["sign"] == "-" else value
 
 
 def _constant(e: Element, doc: str, section: str) -> Constant:
@@ -320,15 +345,7 @@ def _typedef(e: Element, section: str, file: str, doc: str) -> TypeDef:
     encodings = tuple(_encoding(x, name) for x in e.findall("encoding"))
     descriptor = None
     if (d := e.find("descriptor")) is not None:
-        code = d.attr("code") or ""
-        m = re.fullmatch(r"(0x[0-9A-Fa-f]{1,8}):(0x[0-9A-Fa-f]{1,8})", code)
-        if not m:
-            raise SpecError(
-                d.attr_spans.get("code", d.span), f"descriptor code {code!r} is not domain:id"
-            )
-        descriptor = Descriptor(
-            d.attr("name") or "", int(m.group(1), 16) << 32 | int(m.group(2), 16)
-        )
+        descriptor = Descriptor(d.attr("name") or "", _descriptor_code(d))
     fields = tuple(_field(f) for f in e.findall("field"))
     choices = tuple(
         TypeChoice(c.attr("name") or "", c.attr("value") or "", _doc_of(c))
@@ -353,6 +370,27 @@ def _typedef(e: Element, section: str, file: str, doc: str) -> TypeDef:
         )
     except ValueError as err:
         raise SpecError(e.span, str(err).split(": ", 1)[-1]) from None
+
+
+def _descriptor_code(d: Element) -> int:
+    """A `<descriptor>`'s code, `domain:id` (`0x00000000:0x00000010`), as one 64-bit number."""
+    code = d.attr("code") or ""
+    span = d.attr_spans.get("code", d.span)
+    parts = code.split(":")
+    if len(parts) != 2:
+        raise SpecError(
+            span,
+            f"descriptor code {code!r} is not domain:id -> two 32-bit numbers joined by a colon,"
+            " as 0x00000000:0x00000010",
+        )
+    domain, ident = (_int(part, span, "descriptor code part") for part in parts)
+    if not (0 <= domain <= 0xFFFFFFFF and 0 <= ident <= 0xFFFFFFFF):
+        raise SpecError(
+            span,
+            f"descriptor code {code!r}: domain and id are 32-bit numbers -> each at most"
+            " 0xffffffff",
+        )
+    return domain << 32 | ident
 
 
 def _encoding(x: Element, owner: str) -> Encoding:
@@ -388,8 +426,11 @@ def _field(f: Element) -> CompositeField:
     )
 
 
-def _check(typedefs: list[TypeDef], log: FindingLog) -> list[TypeDef]:
-    """Report what the XML leaves undefined or contradictory; keep what can still be read."""
+def _check(
+    typedefs: list[TypeDef], log: FindingLog, elements: dict[SourceSpan | None, Element]
+) -> list[TypeDef]:
+    """Report what the XML leaves undefined or contradictory; keep what can still be read.
+    Choice values and defaults become the values they spell (`_value`)."""
     out: list[TypeDef] = []
     names: dict[str, TypeDef] = {}
     codes: dict[int, TypeDef] = {}
@@ -425,14 +466,84 @@ def _check(typedefs: list[TypeDef], log: FindingLog) -> list[TypeDef]:
         names[t.name] = t
         out.append(t)
     provided = {p for t in out for p in t.provides}
-    return [_check_fields(t, names, provided, log) for t in out]
+    out = [_typed_choices(t, names, elements[t.span]) for t in out]
+    names = {t.name: t for t in out}
+    return [_check_fields(t, names, provided, log, elements[t.span]) for t in out]
+
+
+INTEGERS = frozenset(
+    {"ubyte", "ushort", "uint", "ulong", "byte", "short", "int", "long", "timestamp"}
+)
+"""Part 1's types whose values are integers (section 1.6; a timestamp counts milliseconds), by
+name: a stripped copy keeps no more of them than their names."""
+
+
+def _value_kind(names: dict[str, TypeDef], name: str) -> str:
+    """What a value of type `name` is written as: "int" (a number), "bool" (true or false), or
+    "" (text: symbols, strings, anything else)."""
+    seen: set[str] = set()
+    while name in names and name not in seen:
+        seen.add(name)
+        t = names[name]
+        if t.klass == "primitive":
+            return "int" if name in INTEGERS else "bool" if name == "boolean" else ""
+        if t.klass == "composite":
+            return ""
+        name = t.source
+    return ""
+
+
+_BOOLEANS = {"true": True, "false": False, "1": True, "0": False}  # XML Schema's spellings
+
+
+def _value(text: str, kind: str, span: SourceSpan, what: str) -> int | bool | str:
+    """The value `text` spells as a value of `kind` (`_value_kind`): located SpecError when it
+    spells none."""
+    if kind == "int":
+        return _int(text, span, what)
+    if kind == "bool":
+        if text.strip() not in _BOOLEANS:
+            raise SpecError(span, f"{what} {text!r} is not a boolean -> true or false")
+        return _BOOLEANS[text.strip()]
+    return text
+
+
+def _spelled(value: int | bool | str) -> str:
+    """A value in its one spelling: decimal for a number, true or false, text as it is."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _typed_choices(t: TypeDef, names: dict[str, TypeDef], element: Element) -> TypeDef:
+    """`t` with its choices' values checked and in one spelling (`TypeChoice.value`):
+    `<choice value="0x02"/>` of a ubyte type is "2", `value="2x"` a located error."""
+    kind = _value_kind(names, t.source) if t.klass == "restricted" else ""
+    if not t.choices or not kind:
+        return t
+    choices = tuple(
+        replace(
+            c,
+            value=_spelled(
+                _value(
+                    c.value, kind, x.attr_spans.get("value", x.span), f"{t.name}'s choice {c.name}"
+                )
+            ),
+        )
+        for c, x in zip(t.choices, element.findall("choice"), strict=True)
+    )
+    return replace(t, choices=choices)
 
 
 def _check_fields(
-    t: TypeDef, names: dict[str, TypeDef], provided: set[str], log: FindingLog
+    t: TypeDef,
+    names: dict[str, TypeDef],
+    provided: set[str],
+    log: FindingLog,
+    element: Element,
 ) -> TypeDef:
     fields = []
-    for f in t.fields:
+    for f, x in zip(t.fields, element.findall("field"), strict=True):
         span = f.span or SourceSpan("?", 1)
         for need in f.requires:
             if need not in provided:
@@ -443,30 +554,52 @@ def _check_fields(
                     "any described value is accepted there",
                 )
         if f.type != "*" and f.type not in names:
-            log.add(
-                span,
-                "type-undefined",
-                f"{t.name}.{f.name} is of type {f.type!r}, which this document does not define",
-                "read as any type",
-            )
-            f = replace(f, type="*")
+            raise SpecError(x.attr_spans.get("type", span), _undefined(t, f.type, f.name, names))
         choices = _choices(names, f.type)
-        legal = {c.name for c in choices} | {c.value for c in choices}
-        if f.default is not None and choices and f.default not in legal:
-            log.add(
-                span,
-                "default-not-a-choice",
-                f"{t.name}.{f.name} defaults to {f.default!r}, not one of {f.type}'s choices"
-                f" ({', '.join(c.name for c in choices)})",
-                "no default is generated for it",
-            )
-            f = replace(f, default=None)
+        if f.default is not None and not any(f.default == c.name for c in choices):
+            kind = _value_kind(names, f.type)
+            where = x.attr_spans.get("default", span)
+            what = f"{t.name}.{f.name}'s default"
+            if not choices:
+                f = replace(f, default=_value(str(f.default), kind, where, what))
+            else:
+                try:  # a choice's value, in any spelling
+                    value = _value(str(f.default), kind, where, what)
+                    legal = _spelled(value) in {c.value for c in choices}
+                except SpecError:
+                    legal = False
+                if legal:
+                    f = replace(f, default=value)
+                else:
+                    log.add(
+                        span,
+                        "default-not-a-choice",
+                        f"{t.name}.{f.name} defaults to {f.default!r}, not one of {f.type}'s"
+                        f" choices ({', '.join(c.name for c in choices)})",
+                        "no default is generated for it",
+                    )
+                    f = replace(f, default=None)
         fields.append(f)
     if t.klass == "restricted" and t.source != "*" and t.source not in names:
         raise SpecError(
-            t.span or SourceSpan("?", 1), f"{t.name} restricts {t.source!r}, which is not defined"
+            t.span or SourceSpan("?", 1),
+            f"{t.name} restricts {t.source!r}, which is not defined -> restrict a type this"
+            " document defines",
         )
     return replace(t, fields=tuple(fields))
+
+
+def _undefined(t: TypeDef, type_: str, field: str, names: dict[str, TypeDef]) -> str:
+    """Why a field of a type nobody defines is refused, and the types it could name instead:
+    read as any type, its values would go on the wire with whatever constructor they bring."""
+    close = difflib.get_close_matches(type_, list(names), n=1)
+    primitives = sorted(n for n, d in names.items() if d.klass == "primitive")
+    others = sorted(n for n, d in names.items() if d.klass != "primitive")
+    return (
+        f"{t.name}.{field} is of type {type_!r}, which no type of this document defines"
+        f" -> {f'{close[0]}? ' if close else ''}name a defined type, or * (any value):"
+        f" {', '.join(primitives)}; {', '.join(others)}"
+    )
 
 
 def _choices(names: dict[str, TypeDef], name: str) -> tuple[TypeChoice, ...]:
