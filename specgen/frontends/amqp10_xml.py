@@ -12,7 +12,9 @@ Two shapes of document are read:
 Part 1 (`types.xml`) holds the primitive types and their encodings: format code, category and
 width. They are facts of the spec, never a table of ours. A document without them (Part 2 alone)
 takes them from the `types.xml` beside it, and the IR says so: the encodings' spans name that
-file, and the `encodings-from` finding records it.
+file, and the `encodings-from` finding records it. A part read alone (the stripped copies
+qpid-proton and rabbitmq-codegen generate from are the parts without an index) takes the types
+it names but does not define from the parts beside it (`types-from`).
 
 What the XML leaves undefined or contradictory is reported, never silently repaired:
 `requires-unprovided` (a field requires an archetype no type provides), `default-not-a-choice`
@@ -90,7 +92,8 @@ def build(
             for x in _descendants(doc)
             if x.tag == "xref" and x.attr("type") == "amqp"
         ]
-        if doc.attr("name") == "index" and names:
+        indexed = doc.attr("name") == "index" and bool(names)
+        if indexed:
             for name in names:
                 part = root / f"{name}.xml"
                 if not part.is_file():
@@ -101,6 +104,7 @@ def build(
         else:
             parts.append((rel, _items(doc), doc_text))
     else:
+        indexed = False
         text = read_spec_text(path, rel)
         parts.append((rel, _embedded(text, rel), text))
         prose_constants = _prose_constants(text, rel)
@@ -123,6 +127,8 @@ def build(
             "encodings-from",
             f"the document defines no primitive encodings (they are Part 1's); read from {part_rel}",
         )
+    if not indexed:
+        _types_beside(parts, path, rel, log)
     typedefs: list[TypeDef] = []
     constants: list[Constant] = []
     elements: dict[SourceSpan | None, Element] = {}  # each type's element, by the type's span
@@ -154,6 +160,64 @@ def build(
     )
 
 
+PARTS = ("types", "transport", "messaging", "security", "transactions")
+"""The parts of the published set, in the order its index names them."""
+
+Item = tuple[Element, str, str]  # a type or definition element, its section's name, its doc
+
+
+def _types_beside(
+    parts: list[tuple[str, list[Item], str]], path: Path, rel: str, log: FindingLog
+) -> None:
+    """A part read alone names types the other parts define (messaging's `node-properties`
+    restricts transport's `fields`): the copies peers generate from (qpid-proton's,
+    rabbitmq-codegen's) are the parts without an index, read together. Such types, and the
+    types they name in turn, are read from the parts beside it, and the IR says so (the
+    `types-from` finding); appended to `parts`, one part per file."""
+    defined = {e.attr("name") for _, items, _ in parts for e, _, _ in items if e.tag == "type"}
+    needed = {n for _, items, _ in parts for e, _, _ in items for n in _names_used(e)} - defined
+    if not needed:
+        return
+    beside: dict[str, tuple[str, Item]] = {}  # type name -> (its part, its item): the first
+    for name in PARTS:
+        part = path.parent / f"{name}.xml"
+        if part.is_file() and part.resolve() != path.resolve():
+            part_rel = _sibling(rel, part.name)
+            for item in _items(_parse_file(part, part_rel)[0]):
+                if item[0].tag == "type":
+                    beside.setdefault(item[0].attr("name") or "", (part_rel, item))
+    taken: dict[str, list[Item]] = {}
+    queue = sorted(needed)
+    while queue:
+        name = queue.pop(0)
+        if name in defined or name not in beside:
+            continue  # a type nobody defines is refused where a field names it (_check_fields)
+        defined.add(name)
+        part_rel, item = beside[name]
+        taken.setdefault(part_rel, []).append(item)
+        queue += sorted(_names_used(item[0]) - defined)
+    files = [f"{_sibling(rel, f'{n}.xml')}" for n in PARTS]
+    for part_rel in sorted(taken, key=files.index):
+        items = sorted(taken[part_rel], key=lambda i: (i[0].span.line, i[0].span.column))
+        parts.append((part_rel, items, ""))
+    if taken:
+        names = sorted(n for items in taken.values() for e, _, _ in items if (n := e.attr("name")))
+        log.add(
+            SourceSpan(rel, 1),
+            "types-from",
+            f"the document names types it does not define ({', '.join(names)});"
+            f" read from {', '.join(sorted(taken, key=files.index))}, the parts beside it",
+        )
+
+
+def _names_used(e: Element) -> set[str]:
+    """The type names a `<type>` element uses: its fields' types and its source."""
+    if e.tag != "type":
+        return set()
+    used = {f.attr("type") or "" for f in e.findall("field")} | {e.attr("source") or ""}
+    return used - {"", "*"}
+
+
 def _sibling(rel: str, name: str) -> str:
     return f"{rel.rsplit('/', 1)[0]}/{name}" if "/" in rel else name
 
@@ -172,11 +236,11 @@ def _descendants(e: Element) -> list[Element]:
     return out
 
 
-def _items(doc: Element) -> list[tuple[Element, str, str]]:
+def _items(doc: Element) -> list[Item]:
     """(type or definition element, its section's name, its doc) in document order. Types
     stand in `<section>`s whatever their names (uAMQP's one definitions file keeps all in
     `<section name="1">`); one outside any section has the section name ""."""
-    out: list[tuple[Element, str, str]] = []
+    out: list[Item] = []
     for child in doc.elements():
         name, members = "", [child]
         if child.tag == "section":
@@ -584,7 +648,7 @@ def _check_fields(
         raise SpecError(
             t.span or SourceSpan("?", 1),
             f"{t.name} restricts {t.source!r}, which is not defined -> restrict a type this"
-            " document defines",
+            " document, or a part beside it, defines",
         )
     return replace(t, fields=tuple(fields))
 
@@ -596,7 +660,7 @@ def _undefined(t: TypeDef, type_: str, field: str, names: dict[str, TypeDef]) ->
     primitives = sorted(n for n, d in names.items() if d.klass == "primitive")
     others = sorted(n for n, d in names.items() if d.klass != "primitive")
     return (
-        f"{t.name}.{field} is of type {type_!r}, which no type of this document defines"
+        f"{t.name}.{field} is of type {type_!r}, which no type read for this document defines"
         f" -> {f'{close[0]}? ' if close else ''}name a defined type, or * (any value):"
         f" {', '.join(primitives)}; {', '.join(others)}"
     )
