@@ -53,6 +53,12 @@ SLOW = {
     "test_review_diff::test_each_change_is_classified_as_the_changelog_tags_it": (
         "diffs every consecutive pair of the corpus"
     ),
+    "test_amqp10_real_copies::test_a_uamqp_shaped_file_generates_and_passes_its_tests": (
+        "generates 14 frame bodies, then runs the generated tests in a child pytest"
+    ),
+    "test_amqp10_real_copies::test_a_stripped_transport_writes_negative_ints": (
+        "generates, then runs the generated tests in a child pytest"
+    ),
 }
 
 

@@ -51,11 +51,18 @@ def _shape(t: TypeDef) -> dict[str, Any]:
         "descriptor": None if t.descriptor is None else (t.descriptor.name, t.descriptor.code),
         "encodings": sorted((e.code, e.category, e.width, e.name) for e in t.encodings),
         "fields": [
-            (f.name, f.type, f.mandatory, f.multiple, f.default, sorted(f.requires))
+            (f.name, f.type, f.mandatory, f.multiple, _spelled(f.default), sorted(f.requires))
             for f in t.fields
         ],
         "choices": [(c.name, c.value) for c in t.choices],
     }
+
+
+def _spelled(default: object) -> object:
+    """A default as the copies spell it: the IR holds numbers and booleans as values."""
+    if isinstance(default, bool):
+        return "true" if default else "false"
+    return default if default is None else str(default)
 
 
 def _stripped(folder: Path) -> dict[str, dict[str, Any]]:

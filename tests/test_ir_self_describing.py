@@ -93,7 +93,7 @@ def test_1_0_lists_every_performative_and_sasl_frame_by_descriptor() -> None:
     assert begin.descriptor is not None and begin.descriptor.name == "amqp:begin:list"
     handle_max = next(f for f in begin.fields if f.name == "HandleMax")
     assert handle_max.type == Typed("handle") and handle_max.nullable
-    assert handle_max.default == "4294967295"
+    assert handle_max.default == 4294967295  # the value the spec's "4294967295" spells
     assert protocol.frame.header_words == "doff"
 
 

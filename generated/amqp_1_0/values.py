@@ -459,7 +459,7 @@ def _d_73(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, in
     return Char(chr(code)), pos + 4, 0x73
 
 
-_S_83 = struct.Struct(">Q")
+_S_83 = struct.Struct(">q")
 
 
 def _d_83(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
@@ -1207,7 +1207,7 @@ def e_char(v: Any, out: bytearray, wire: Wire = None) -> None:
     out += _P_73.pack(0x73, ord(v))
 
 
-_P_83 = struct.Struct(">BQ")
+_P_83 = struct.Struct(">Bq")
 
 
 def e_timestamp(v: Any, out: bytearray, wire: Wire = None) -> None:
@@ -1217,9 +1217,9 @@ def e_timestamp(v: Any, out: bytearray, wire: Wire = None) -> None:
             v = int(v)
         except (TypeError, ValueError):
             raise EncodeError("timestamp", f"{v!r} is not an integer") from None
-    if wire is not None and (wire == 0x83 and 0 <= v <= 18446744073709551615):
+    if wire is not None and (wire == 0x83 and -9223372036854775808 <= v <= 9223372036854775807):
         chosen = wire  # the wire's encoding, which still holds v
-    elif 0 <= v <= 18446744073709551615:
+    elif -9223372036854775808 <= v <= 9223372036854775807:
         chosen = 0x83
     else:
         raise EncodeError("timestamp", f"{int(v)} is out of range")
@@ -1538,7 +1538,7 @@ _ELEMENTS: dict[str, ElementsWriter] = {
     "decimal64": _elements_single(e_decimal64, 0x84),
     "decimal128": _elements_single(e_decimal128, 0x94),
     "char": _elements_single(e_char, 0x73),
-    "timestamp": _elements_fixed(((0x83, 0, 18446744073709551615, "Q"),)),
+    "timestamp": _elements_fixed(((0x83, -9223372036854775808, 9223372036854775807, "q"),)),
     "uuid": _elements_single(e_uuid, 0x98),
     "binary": _elements_by(e_binary, 0xA0, 0xB0),
     "string": _elements_by(e_string, 0xA1, 0xB1),

@@ -54,6 +54,10 @@ PYTHON: dict[str, tuple[str, str, str]] = {
     "map": ("map", "", "dict[Any, Any]"),
     "array": ("array", "Array", "list[Any]"),
 }
+SIGNED = frozenset({"byte", "short", "int", "long", "timestamp"})
+"""Part 1's signed integers (sections 1.6.6 to 1.6.9: "-(2^7) to 2^7 - 1"...; 1.6.17: a
+timestamp is a "64-bit signed integer"). The full text's labels say so too; the stripped copies
+peers generate from keep no label, only these names, and their values are signed all the same."""
 PLAIN = {"long": "int", "double": "float"}  # decoded as the builtin, not the wrapper
 ZERO_WIDTH: dict[str, object] = {
     "": None,
@@ -338,7 +342,7 @@ def plan(protocol: Protocol) -> DescribedPlan:
             members = [
                 (
                     pytext.identifier(upper(c.name), "choice", t.span),
-                    _literal(c.value, kind),
+                    _literal(c.value, kind, f"{t.span}: {t.name}'s choice {c.name}"),
                     " ".join(c.doc.split()),
                 )
                 for c in t.choices
@@ -431,12 +435,21 @@ def _name_sets(out: DescribedPlan, by_prim: dict[str, Prim]) -> None:
     out.writers = sorted(writers)
 
 
-def _literal(value: str, kind: str) -> Code:
-    """A choice's or a default's value as the spec writes it, as a Python value of `kind`."""
+def _literal(value: int | str, kind: str, where: str) -> Code:
+    """A choice's or a default's value as a Python value of `kind`. The front-end gives a number
+    as an int (a default) or in decimal (a choice), a boolean as a bool or "true"/"false"; an
+    overlay may give either as text, which must then be such a spelling (`where` names the
+    field or choice in the error)."""
     if kind == "bool":
-        return pytext.literal(value == "true")
+        if isinstance(value, bool) or value in ("true", "false"):
+            return pytext.literal(value is True or value == "true")
+        raise PlanError(f"{where}: {value!r} is not a boolean -> true or false")
     if kind == "int":
-        return pytext.number(int(value, 0))
+        if isinstance(value, int) and not isinstance(value, bool):
+            return pytext.number(value)
+        if isinstance(value, str) and re.fullmatch(r"-?(0x[0-9a-fA-F]+|0|[1-9][0-9]*)", value):
+            return pytext.number(int(value, 0))
+        raise PlanError(f"{where}: {value!r} is not a number -> an integer, in decimal or 0x hex")
     return pytext.literal(value)
 
 
@@ -456,8 +469,10 @@ def _prim(t: TypeDef) -> Prim:
             f"{t.span}: primitive {t.name!r} has no Python mapping (emitters/plan_described.PYTHON)"
         )
     kind, wrapper, annotation = PYTHON[t.name]
-    signed = bool(re.search(r"-\(2\^", t.label)) or any(
-        "two's-complement" in e.label for e in t.encodings
+    signed = (
+        t.name in SIGNED
+        or bool(re.search(r"-\(2\^", t.label))
+        or any(re.search(r"two's-complement|\bsigned integer", e.label) for e in t.encodings)
     )
     encs = [_enc(e, t, kind, signed) for e in t.encodings]
     encs.sort(key=lambda e: (e.width, e.code))
@@ -534,7 +549,9 @@ def _field(
         kind = by_prim[prim].kind
         choice = next((c for c in (t.choices if t else ()) if f.default in (c.name, c.value)), None)
         value = choice.value if choice else f.default
-        default = _literal(value, kind if kind in ("bool", "int") else "text")
+        default = _literal(
+            value, kind if kind in ("bool", "int") else "text", f"{f.span}: {f.name}'s default"
+        )
     return FieldPlan(
         pytext.identifier(snake(f.name), "field", f.span),
         f.name,

@@ -616,7 +616,8 @@ def _enums(
             }
             for c in protocol.commands
         ],
-        single_key=all(len(c.ident) == 1 for c in protocol.commands),
+        # a document of types alone has no commands: its COMMANDS is empty, never a `Key`
+        single_key=bool(protocol.commands) and all(len(c.ident) == 1 for c in protocol.commands),
         enums=protocol.enums,
         constants=constants,
         **_common(spec, plan),

@@ -12,13 +12,22 @@ Two shapes of document are read:
 Part 1 (`types.xml`) holds the primitive types and their encodings: format code, category and
 width. They are facts of the spec, never a table of ours. A document without them (Part 2 alone)
 takes them from the `types.xml` beside it, and the IR says so: the encodings' spans name that
-file, and the `encodings-from` finding records it.
+file, and the `encodings-from` finding records it. A part read alone (the stripped copies
+qpid-proton and rabbitmq-codegen generate from are the parts without an index) takes the types
+it names but does not define from the parts beside it (`types-from`).
 
 What the XML leaves undefined or contradictory is reported, never silently repaired:
 `requires-unprovided` (a field requires an archetype no type provides), `default-not-a-choice`
 (a default that is not one of its restricted type's choices), `descriptor-reused` (one
-descriptor code or name on two types; the first keeps it), `type-undefined` (a field of a type
-nobody defines; it is read as any type).
+descriptor code or name on two types; the first keeps it). A field of a type nobody defines
+(`uint33`) is refused where the field names it: read as any type, its values would go on the
+wire with whatever constructor they bring, a guess that changes bytes.
+
+Numbers are read as the copies peers publish spell them (`0x...`, decimal, C suffixes:
+uAMQP's `default="4294967295u"`): definitions, format codes, widths and descriptor codes,
+and the defaults and choices of integer types, are values in the IR (a choice's value in one
+spelling, `TypeChoice.value`); booleans are true or false. A spelling that is no number where
+one is needed is a located SpecError.
 
 The frame layout is Part 2 section 2.3: SIZE (uint32, the whole frame), DOFF (uint8, the
 header's length in 4-byte words), TYPE (uint8: 0 AMQP, 1 SASL) and two type-specific bytes
@@ -31,8 +40,9 @@ The XML is read by the same safe reader as AMQP 0-9-1's: no DTD loaded, no entit
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -82,7 +92,8 @@ def build(
             for x in _descendants(doc)
             if x.tag == "xref" and x.attr("type") == "amqp"
         ]
-        if doc.attr("name") == "index" and names:
+        indexed = doc.attr("name") == "index" and bool(names)
+        if indexed:
             for name in names:
                 part = root / f"{name}.xml"
                 if not part.is_file():
@@ -93,6 +104,7 @@ def build(
         else:
             parts.append((rel, _items(doc), doc_text))
     else:
+        indexed = False
         text = read_spec_text(path, rel)
         parts.append((rel, _embedded(text, rel), text))
         prose_constants = _prose_constants(text, rel)
@@ -115,17 +127,21 @@ def build(
             "encodings-from",
             f"the document defines no primitive encodings (they are Part 1's); read from {part_rel}",
         )
+    if not indexed:
+        _types_beside(parts, path, rel, log)
     typedefs: list[TypeDef] = []
     constants: list[Constant] = []
+    elements: dict[SourceSpan | None, Element] = {}  # each type's element, by the type's span
     for file, items, _ in parts:
         for element, section, prose in items:
             if element.tag == "definition":
                 constants.append(_constant(element, prose, section))
             else:
                 typedefs.append(_typedef(element, section, file, prose))
+                elements[typedefs[-1].span] = element
     defined = {c.name for c in constants}
     constants += [c for c in prose_constants if c.name not in defined]
-    typedefs = _check(typedefs, log)
+    typedefs = _check(typedefs, log, elements)
     texts = "\n".join(text for _, _, text in parts)
     frame = _frame(texts, {c.name: c.value for c in constants}, SourceSpan(rel, 1), log)
     return (
@@ -142,6 +158,64 @@ def build(
         ),
         log,
     )
+
+
+PARTS = ("types", "transport", "messaging", "security", "transactions")
+"""The parts of the published set, in the order its index names them."""
+
+Item = tuple[Element, str, str]  # a type or definition element, its section's name, its doc
+
+
+def _types_beside(
+    parts: list[tuple[str, list[Item], str]], path: Path, rel: str, log: FindingLog
+) -> None:
+    """A part read alone names types the other parts define (messaging's `node-properties`
+    restricts transport's `fields`): the copies peers generate from (qpid-proton's,
+    rabbitmq-codegen's) are the parts without an index, read together. Such types, and the
+    types they name in turn, are read from the parts beside it, and the IR says so (the
+    `types-from` finding); appended to `parts`, one part per file."""
+    defined = {e.attr("name") for _, items, _ in parts for e, _, _ in items if e.tag == "type"}
+    needed = {n for _, items, _ in parts for e, _, _ in items for n in _names_used(e)} - defined
+    if not needed:
+        return
+    beside: dict[str, tuple[str, Item]] = {}  # type name -> (its part, its item): the first
+    for name in PARTS:
+        part = path.parent / f"{name}.xml"
+        if part.is_file() and part.resolve() != path.resolve():
+            part_rel = _sibling(rel, part.name)
+            for item in _items(_parse_file(part, part_rel)[0]):
+                if item[0].tag == "type":
+                    beside.setdefault(item[0].attr("name") or "", (part_rel, item))
+    taken: dict[str, list[Item]] = {}
+    queue = sorted(needed)
+    while queue:
+        name = queue.pop(0)
+        if name in defined or name not in beside:
+            continue  # a type nobody defines is refused where a field names it (_check_fields)
+        defined.add(name)
+        part_rel, item = beside[name]
+        taken.setdefault(part_rel, []).append(item)
+        queue += sorted(_names_used(item[0]) - defined)
+    files = [f"{_sibling(rel, f'{n}.xml')}" for n in PARTS]
+    for part_rel in sorted(taken, key=files.index):
+        items = sorted(taken[part_rel], key=lambda i: (i[0].span.line, i[0].span.column))
+        parts.append((part_rel, items, ""))
+    if taken:
+        names = sorted(n for items in taken.values() for e, _, _ in items if (n := e.attr("name")))
+        log.add(
+            SourceSpan(rel, 1),
+            "types-from",
+            f"the document names types it does not define ({', '.join(names)});"
+            f" read from {', '.join(sorted(taken, key=files.index))}, the parts beside it",
+        )
+
+
+def _names_used(e: Element) -> set[str]:
+    """The type names a `<type>` element uses: its fields' types and its source."""
+    if e.tag != "type":
+        return set()
+    used = {f.attr("type") or "" for f in e.findall("field")} | {e.attr("source") or ""}
+    return used - {"", "*"}
 
 
 def _sibling(rel: str, name: str) -> str:
@@ -162,34 +236,61 @@ def _descendants(e: Element) -> list[Element]:
     return out
 
 
-def _items(doc: Element) -> list[tuple[Element, str, str]]:
-    """(type or definition element, its section's name, its doc) in document order."""
-    out: list[tuple[Element, str, str]] = []
-    for section in doc.findall("section"):
-        name = section.attr("name") or ""
-        for e in section.elements():
+def _items(doc: Element) -> list[Item]:
+    """(type or definition element, its section's name, its doc) in document order. Types
+    stand in `<section>`s whatever their names (uAMQP's one definitions file keeps all in
+    `<section name="1">`); one outside any section has the section name ""."""
+    out: list[Item] = []
+    for child in doc.elements():
+        name, members = "", [child]
+        if child.tag == "section":
+            name, members = child.attr("name") or "", child.elements()
+        for e in members:
             if e.tag in ("type", "definition"):
                 out.append((e, name, _doc_of(e)))
     return out
 
 
+_BLOCKS = frozenset({"doc", "p", "ul", "ol", "dl", "picture"})
+"""What a `<doc>` holds as paragraphs of their own (amqp.dtd: `doc (doc|p|ul|ol|dl|picture)*`);
+text beside them, and inline elements such as `<xref>`, run together into paragraphs too."""
+
+
 def _doc_of(e: Element) -> str:
-    """The element's `<doc>` paragraphs, whitespace collapsed, or its label."""
-    paras = []
+    """The element's `<doc>` paragraphs, whitespace collapsed, or its label. Text a copy writes
+    straight into `<doc>`, outside any `<p>`, is prose like the rest: a paragraph where it
+    stands."""
+    paras: list[str] = []
+
+    def add(text: str) -> None:
+        text = " ".join(text.split())
+        if text:
+            paras.append(text)
+
     for d in e.findall("doc"):
-        for p in d.elements() or [d]:
-            text = " ".join(_prose(p).split())
-            if text:
-                paras.append(text)
+        run: list[Element | str] = []
+        for c in d.children:
+            if isinstance(c, Element) and c.tag in _BLOCKS:
+                add(_prose_of(run))
+                run = []
+                add(_prose(c))
+            else:
+                run.append(c)
+        add(_prose_of(run))
     return "\n\n".join(paras) or (e.attr("label") or "")
 
 
 def _prose(e: Element) -> str:
-    """An element's text as the rendered spec shows it: an empty `<xref>` reads as the choice
+    """An element's text as the rendered spec shows it (`_prose_of` its children)."""
+    return _prose_of(e.children)
+
+
+def _prose_of(children: Sequence[Element | str]) -> str:
+    """Text and elements as the rendered spec shows them: an empty `<xref>` reads as the choice
     it names (`<xref name="sender-settle-mode" choice="settled"/>`: "settled"), else as the
     name of what it refers to."""
     out = []
-    for c in e.children:
+    for c in children:
         if isinstance(c, str):
             out.append(c)
         elif c.tag == "xref" and not c.text.strip():
@@ -263,11 +364,26 @@ def _prose_constants(text: str, rel: str) -> list[Constant]:
     return list(out.values())
 
 
+_NUMBER = re.compile(
+    r"(?P<sign>[+-]?)(?:0[xX](?P<hex>[0-9A-Fa-f]+)|(?P<dec>0|[1-9][0-9]*))"
+    r"(?:[uU](?:ll|LL|[lL])?|(?:ll|LL|[lL])[uU]?)?"
+)
+"""A number as the copies peers publish write one: decimal or `0x` hex, with or without a C
+suffix (uAMQP's `default="4294967295u"`). A decimal with leading zeros is refused: C reads it
+as octal, Python not at all."""
+
+
 def _int(text: str, span: SourceSpan, what: str) -> int:
-    try:
-        return int(text, 0)
-    except ValueError:
-        raise SpecError(span, f"{what} {text!r} is not a number") from None
+    """The value `text` spells (see `_NUMBER`); a located SpecError when it spells none."""
+    m = _NUMBER.fullmatch(text.strip())
+    if m is None:
+        raise SpecError(
+            span,
+            f"{what} {text!r} is not a number -> write it in decimal (4294967295) or hex"
+            " (0xffffffff), without leading zeros; a C suffix (u, L, UL) may follow",
+        )
+    value = int(m["hex"], 16) if m["hex"] is not None else int(m["dec"])
+    return -value if m["sign"] == "-" else value
 
 
 def _constant(e: Element, doc: str, section: str) -> Constant:
@@ -293,15 +409,7 @@ def _typedef(e: Element, section: str, file: str, doc: str) -> TypeDef:
     encodings = tuple(_encoding(x, name) for x in e.findall("encoding"))
     descriptor = None
     if (d := e.find("descriptor")) is not None:
-        code = d.attr("code") or ""
-        m = re.fullmatch(r"(0x[0-9A-Fa-f]{1,8}):(0x[0-9A-Fa-f]{1,8})", code)
-        if not m:
-            raise SpecError(
-                d.attr_spans.get("code", d.span), f"descriptor code {code!r} is not domain:id"
-            )
-        descriptor = Descriptor(
-            d.attr("name") or "", int(m.group(1), 16) << 32 | int(m.group(2), 16)
-        )
+        descriptor = Descriptor(d.attr("name") or "", _descriptor_code(d))
     fields = tuple(_field(f) for f in e.findall("field"))
     choices = tuple(
         TypeChoice(c.attr("name") or "", c.attr("value") or "", _doc_of(c))
@@ -326,6 +434,27 @@ def _typedef(e: Element, section: str, file: str, doc: str) -> TypeDef:
         )
     except ValueError as err:
         raise SpecError(e.span, str(err).split(": ", 1)[-1]) from None
+
+
+def _descriptor_code(d: Element) -> int:
+    """A `<descriptor>`'s code, `domain:id` (`0x00000000:0x00000010`), as one 64-bit number."""
+    code = d.attr("code") or ""
+    span = d.attr_spans.get("code", d.span)
+    parts = code.split(":")
+    if len(parts) != 2:
+        raise SpecError(
+            span,
+            f"descriptor code {code!r} is not domain:id -> two 32-bit numbers joined by a colon,"
+            " as 0x00000000:0x00000010",
+        )
+    domain, ident = (_int(part, span, "descriptor code part") for part in parts)
+    if not (0 <= domain <= 0xFFFFFFFF and 0 <= ident <= 0xFFFFFFFF):
+        raise SpecError(
+            span,
+            f"descriptor code {code!r}: domain and id are 32-bit numbers -> each at most"
+            " 0xffffffff",
+        )
+    return domain << 32 | ident
 
 
 def _encoding(x: Element, owner: str) -> Encoding:
@@ -361,8 +490,11 @@ def _field(f: Element) -> CompositeField:
     )
 
 
-def _check(typedefs: list[TypeDef], log: FindingLog) -> list[TypeDef]:
-    """Report what the XML leaves undefined or contradictory; keep what can still be read."""
+def _check(
+    typedefs: list[TypeDef], log: FindingLog, elements: dict[SourceSpan | None, Element]
+) -> list[TypeDef]:
+    """Report what the XML leaves undefined or contradictory; keep what can still be read.
+    Choice values and defaults become the values they spell (`_value`)."""
     out: list[TypeDef] = []
     names: dict[str, TypeDef] = {}
     codes: dict[int, TypeDef] = {}
@@ -398,14 +530,84 @@ def _check(typedefs: list[TypeDef], log: FindingLog) -> list[TypeDef]:
         names[t.name] = t
         out.append(t)
     provided = {p for t in out for p in t.provides}
-    return [_check_fields(t, names, provided, log) for t in out]
+    out = [_typed_choices(t, names, elements[t.span]) for t in out]
+    names = {t.name: t for t in out}
+    return [_check_fields(t, names, provided, log, elements[t.span]) for t in out]
+
+
+INTEGERS = frozenset(
+    {"ubyte", "ushort", "uint", "ulong", "byte", "short", "int", "long", "timestamp"}
+)
+"""Part 1's types whose values are integers (section 1.6; a timestamp counts milliseconds), by
+name: a stripped copy keeps no more of them than their names."""
+
+
+def _value_kind(names: dict[str, TypeDef], name: str) -> str:
+    """What a value of type `name` is written as: "int" (a number), "bool" (true or false), or
+    "" (text: symbols, strings, anything else)."""
+    seen: set[str] = set()
+    while name in names and name not in seen:
+        seen.add(name)
+        t = names[name]
+        if t.klass == "primitive":
+            return "int" if name in INTEGERS else "bool" if name == "boolean" else ""
+        if t.klass == "composite":
+            return ""
+        name = t.source
+    return ""
+
+
+_BOOLEANS = {"true": True, "false": False, "1": True, "0": False}  # XML Schema's spellings
+
+
+def _value(text: str, kind: str, span: SourceSpan, what: str) -> int | bool | str:
+    """The value `text` spells as a value of `kind` (`_value_kind`): located SpecError when it
+    spells none."""
+    if kind == "int":
+        return _int(text, span, what)
+    if kind == "bool":
+        if text.strip() not in _BOOLEANS:
+            raise SpecError(span, f"{what} {text!r} is not a boolean -> true or false")
+        return _BOOLEANS[text.strip()]
+    return text
+
+
+def _spelled(value: int | bool | str) -> str:
+    """A value in its one spelling: decimal for a number, true or false, text as it is."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _typed_choices(t: TypeDef, names: dict[str, TypeDef], element: Element) -> TypeDef:
+    """`t` with its choices' values checked and in one spelling (`TypeChoice.value`):
+    `<choice value="0x02"/>` of a ubyte type is "2", `value="2x"` a located error."""
+    kind = _value_kind(names, t.source) if t.klass == "restricted" else ""
+    if not t.choices or not kind:
+        return t
+    choices = tuple(
+        replace(
+            c,
+            value=_spelled(
+                _value(
+                    c.value, kind, x.attr_spans.get("value", x.span), f"{t.name}'s choice {c.name}"
+                )
+            ),
+        )
+        for c, x in zip(t.choices, element.findall("choice"), strict=True)
+    )
+    return replace(t, choices=choices)
 
 
 def _check_fields(
-    t: TypeDef, names: dict[str, TypeDef], provided: set[str], log: FindingLog
+    t: TypeDef,
+    names: dict[str, TypeDef],
+    provided: set[str],
+    log: FindingLog,
+    element: Element,
 ) -> TypeDef:
     fields = []
-    for f in t.fields:
+    for f, x in zip(t.fields, element.findall("field"), strict=True):
         span = f.span or SourceSpan("?", 1)
         for need in f.requires:
             if need not in provided:
@@ -416,30 +618,52 @@ def _check_fields(
                     "any described value is accepted there",
                 )
         if f.type != "*" and f.type not in names:
-            log.add(
-                span,
-                "type-undefined",
-                f"{t.name}.{f.name} is of type {f.type!r}, which this document does not define",
-                "read as any type",
-            )
-            f = replace(f, type="*")
+            raise SpecError(x.attr_spans.get("type", span), _undefined(t, f.type, f.name, names))
         choices = _choices(names, f.type)
-        legal = {c.name for c in choices} | {c.value for c in choices}
-        if f.default is not None and choices and f.default not in legal:
-            log.add(
-                span,
-                "default-not-a-choice",
-                f"{t.name}.{f.name} defaults to {f.default!r}, not one of {f.type}'s choices"
-                f" ({', '.join(c.name for c in choices)})",
-                "no default is generated for it",
-            )
-            f = replace(f, default=None)
+        if f.default is not None and not any(f.default == c.name for c in choices):
+            kind = _value_kind(names, f.type)
+            where = x.attr_spans.get("default", span)
+            what = f"{t.name}.{f.name}'s default"
+            if not choices:
+                f = replace(f, default=_value(str(f.default), kind, where, what))
+            else:
+                try:  # a choice's value, in any spelling
+                    value = _value(str(f.default), kind, where, what)
+                    legal = _spelled(value) in {c.value for c in choices}
+                except SpecError:
+                    legal = False
+                if legal:
+                    f = replace(f, default=value)
+                else:
+                    log.add(
+                        span,
+                        "default-not-a-choice",
+                        f"{t.name}.{f.name} defaults to {f.default!r}, not one of {f.type}'s"
+                        f" choices ({', '.join(c.name for c in choices)})",
+                        "no default is generated for it",
+                    )
+                    f = replace(f, default=None)
         fields.append(f)
     if t.klass == "restricted" and t.source != "*" and t.source not in names:
         raise SpecError(
-            t.span or SourceSpan("?", 1), f"{t.name} restricts {t.source!r}, which is not defined"
+            t.span or SourceSpan("?", 1),
+            f"{t.name} restricts {t.source!r}, which is not defined -> restrict a type this"
+            " document, or a part beside it, defines",
         )
     return replace(t, fields=tuple(fields))
+
+
+def _undefined(t: TypeDef, type_: str, field: str, names: dict[str, TypeDef]) -> str:
+    """Why a field of a type nobody defines is refused, and the types it could name instead:
+    read as any type, its values would go on the wire with whatever constructor they bring."""
+    close = difflib.get_close_matches(type_, list(names), n=1)
+    primitives = sorted(n for n, d in names.items() if d.klass == "primitive")
+    others = sorted(n for n, d in names.items() if d.klass != "primitive")
+    return (
+        f"{t.name}.{field} is of type {type_!r}, which no type read for this document defines"
+        f" -> {f'{close[0]}? ' if close else ''}name a defined type, or * (any value):"
+        f" {', '.join(primitives)}; {', '.join(others)}"
+    )
 
 
 def _choices(names: dict[str, TypeDef], name: str) -> tuple[TypeChoice, ...]:
@@ -509,20 +733,35 @@ def _frame(
     )
 
 
-FRAME_TYPES = {"performatives": 0, "sasl": 1}
-"""The frame type whose body each section's composites are (Part 2 section 2.3.1: 0x00 an AMQP
-frame, 0x01 a SASL frame, its body a SASL frame body)."""
+FRAME_TYPES = {"frame": 0, "sasl-frame": 1}
+"""The frame type whose body a type providing each archetype is (Part 2 section 2.3.1: 0x00 an
+AMQP frame, its body a performative, `provides="frame"`; 0x01 a SASL frame, its body a SASL
+frame body, section 5.3.1: `provides="sasl-frame"`)."""
 
 
 def _commands(typedefs: list[TypeDef]) -> tuple[Command, ...]:
-    """The frame bodies as commands: every composite of the performatives and SASL sections, one
-    message each, identified by its frame type and descriptor code, its fields self-describing
-    values (a field not mandatory may be null)."""
+    """The frame bodies as commands: every described composite providing `frame` or
+    `sasl-frame`, whatever section it stands in, one message each, identified by its frame type
+    and descriptor code, its fields self-describing values (a field not mandatory may be null)."""
     out: list[Command] = []
     for t in typedefs:
-        if t.klass != "composite" or t.section not in FRAME_TYPES or t.descriptor is None:
+        kinds = sorted({p for p in t.provides if p in FRAME_TYPES})
+        if not kinds or t.descriptor is None:
             continue
-        ident = (FRAME_TYPES[t.section], t.descriptor.code)
+        span = t.span or SourceSpan("?", 1)
+        if t.klass != "composite":
+            raise SpecError(
+                span,
+                f"{t.name} provides {kinds[0]} but is {t.klass}: a frame body is a described"
+                " list -> class composite with source list, or provide no frame archetype",
+            )
+        if len(kinds) > 1:
+            raise SpecError(
+                span,
+                f"{t.name} provides both {' and '.join(kinds)}: the body of two frame types"
+                " -> provide one (frame: an AMQP frame's body, sasl-frame: a SASL frame's)",
+            )
+        ident = (FRAME_TYPES[kinds[0]], t.descriptor.code)
         message = Message(
             field_name(t.name),
             "oneway",

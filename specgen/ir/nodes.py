@@ -708,7 +708,8 @@ class Descriptor:
 
 @dataclass(frozen=True, slots=True)
 class TypeChoice:
-    """A value a restricted type allows, as the spec writes it ("false", "2", "amqp:not-found")."""
+    """A value a restricted type allows: text as its type's values are written, a number or a
+    boolean in one spelling whatever the spec's ("2" for "0x02" or "2u"; "false")."""
 
     name: str
     value: str
@@ -724,7 +725,7 @@ class CompositeField:
     type: str  # a TypeDef name, or "*": any type providing `requires`
     mandatory: bool = False
     multiple: bool = False  # an array of the type (or, briefly, one value alone)
-    default: str | None = None  # as the spec writes it
+    default: int | bool | str | None = None  # its value (a number, a boolean), or a choice's name
     requires: tuple[str, ...] = ()  # archetypes the value must provide
     label: str = ""
     doc: str = ""

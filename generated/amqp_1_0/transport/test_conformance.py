@@ -58,8 +58,8 @@ INTEGERS = [
     ("long", values.Long, 0x81, 8, True, -9223372036854775808),
     ("long", values.Long, 0x81, 8, True, 128),
     ("long", values.Long, 0x81, 8, True, 9223372036854775807),
-    ("timestamp", values.Timestamp, 0x83, 8, False, 0),
-    ("timestamp", values.Timestamp, 0x83, 8, False, 18446744073709551615),
+    ("timestamp", values.Timestamp, 0x83, 8, True, -9223372036854775808),
+    ("timestamp", values.Timestamp, 0x83, 8, True, 9223372036854775807),
 ]
 """(type, class, expected format code, width, signed, value): each edge of each encoding."""
 
@@ -80,8 +80,8 @@ OUT_OF_RANGE = [
     (values.Int, 2147483648),
     (values.Long, -9223372036854775809),
     (values.Long, 9223372036854775808),
-    (values.Timestamp, -1),
-    (values.Timestamp, 18446744073709551616),
+    (values.Timestamp, -9223372036854775809),
+    (values.Timestamp, 9223372036854775808),
 ]
 
 ENCODINGS = [
