@@ -71,8 +71,10 @@ from specgen.ir import (
     TypeDef,
     field_name,
 )
+from specgen.registry import relative
 
 PART1 = "types.xml"
+TYPES_DATA = "types"  # protocol.toml's [data] name for Part 1, when none is beside
 _EMBEDDED = re.compile(r"<type\b[^>]*?/>|<type\b.*?</type>|<definition\b[^>]*?/>", re.S)
 _PICTURE = re.compile(r'"AMQP"\s*\|\s*%d(\d+)\s*\|')
 _WORD = re.compile(r"[A-Za-z]")
@@ -112,13 +114,19 @@ def build(
         t.tag == "type" and t.attr("class") == "primitive" for _, its, _ in parts for t, _, _ in its
     ):
         part1 = root / PART1
+        part_rel = _sibling(rel, PART1)
+        if not part1.is_file() and data.get(TYPES_DATA) is not None:
+            # the protocol's own Part 1 (protocol.toml's [data]; --data types=FILE): a
+            # one-file definitions document (Azure uAMQP's) names 1.0's primitives without
+            # defining them
+            part1 = data[TYPES_DATA]
+            part_rel = relative(part1)
         if not part1.is_file():
             raise SpecError(
                 SourceSpan(rel, 1),
                 f"no primitive type is defined here and there is no {PART1} (Part 1) beside it to"
-                " take the encodings from",
+                f" take the encodings from -> put one beside it, or give --data {TYPES_DATA}=FILE",
             )
-        part_rel = _sibling(rel, PART1)
         part1_doc, part1_text = _parse_file(part1, part_rel)
         items = [i for i in _items(part1_doc) if i[0].attr("class") == "primitive"]
         parts.insert(0, (part_rel, items, part1_text))
@@ -696,10 +704,15 @@ def _frame(
     )
     ids = sorted({int(m.group(1)) for m in _PICTURE.finditer(text)})
     if not ids:
+        # the stripped copies (proton's, rabbitmq-codegen's) and uAMQP's definitions keep no
+        # prose: the headers are 1.0's by its rule, or the codec could not open a connection
+        ids = [0, 2, 3]
         log.add(
             span,
             "no-protocol-header",
             'no protocol header picture ("AMQP" | %d0 | ...) in the text',
+            "AMQP 1.0's three headers by its rule (Part 2 section 2.2, Part 5 sections 5.1 and "
+            "5.3): 'AMQP', protocol id 0, 2 or 3, then 1 0 0",
         )
     prefixes = {0: "", 2: "TLS-", 3: "SASL-"}
     headers = []
