@@ -49,6 +49,7 @@ from pathlib import Path
 from specgen.frontends import xml_tree
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.adoc_tree import SpecSyntaxError
+from specgen.frontends.amqp_versions import AMQP10_HEADERS
 from specgen.frontends.data import NO_DATA
 from specgen.frontends.spec_text import read_spec_text
 from specgen.frontends.xml_tree import Element
@@ -703,10 +704,15 @@ def _frame(
         Field("channel", Prim("uint16"), doc="The channel (AMQP frames); SASL frames ignore it."),
     )
     ids = sorted({int(m.group(1)) for m in _PICTURE.finditer(text)})
+    pictured = bool(ids)
+    headers_by_rule: list[Preamble] = []
     if not ids:
         # the stripped copies (proton's, rabbitmq-codegen's) and uAMQP's definitions keep no
         # prose: the headers are 1.0's by its rule, or the codec could not open a connection
-        ids = [0, 2, 3]
+        headers_by_rule = [
+            Preamble("both", data, f"{name} protocol header")
+            for name, data in AMQP10_HEADERS.items()
+        ]
         log.add(
             span,
             "no-protocol-header",
@@ -716,7 +722,7 @@ def _frame(
         )
     prefixes = {0: "", 2: "TLS-", 3: "SASL-"}
     headers = []
-    for pid in ids:
+    for pid in ids if pictured else ():
         prefix = prefixes.get(pid, "")
         version = [
             definitions.get(f"{prefix}{part}", definitions.get(part))
@@ -740,7 +746,7 @@ def _frame(
         length="size",
         length_counts="frame",
         dispatch=("type",),
-        protocol_headers=tuple(headers),
+        protocol_headers=tuple(headers or headers_by_rule),
         span=span,
         header_words="doff",
     )
