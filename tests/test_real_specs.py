@@ -156,3 +156,31 @@ def test_diff_lists_no_change_whose_two_sides_read_the_same(doc: Document, tmp_p
     assert not run.traceback and run.returncode in (0, 1), run.says()
     alike = [f"{c['rule']} {c['where']}: {c['summary']}" for c in changes(run) if reads_the_same(c)]
     assert not alike, f"{len(alike)} changes read the same on both sides, e.g. {alike[:3]}"
+
+
+def _headers_by_rule(doc: Document) -> set[bytes]:
+    """The protocol headers the document's version opens with, by each version's own rule,
+    read here from the document's root, independently of specgen."""
+    if doc.format == "amqp10-xml":  # 'AMQP', protocol id 0, 2 or 3, then 1 0 0
+        return {b"AMQP" + bytes((pid, 1, 0, 0)) for pid in (0, 2, 3)}
+    root = ET.parse(doc.file).getroot()
+    version = tuple(int(root.get(a, "0")) for a in ("major", "minor") if root.get(a))
+    if root.get("revision") is not None:
+        version += (int(root.get("revision", "0")),)
+    if version in ((0, 9, 1), (0, 91)):  # 0-9-1, also as Qpid numbers it
+        return {b"AMQP\x00\x00\x09\x01"}
+    return {b"AMQP\x01\x01" + bytes(version)}  # 0-8 (8 0), 0-9 (0 9), 0-10 (0 10)
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=IDS)
+def test_the_protocol_header_is_the_versions(
+    doc: Document, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    space = _generated(doc, tmp_path_factory)
+    framing = next(space.out.glob("*/framing.py")).read_text(encoding="utf-8")
+    module: dict[str, object] = {}
+    exec(compile(framing, "framing.py", "exec"), module)  # noqa: S102 - the package's own module
+    preambles = module["PREAMBLES"]
+    headers = module.get("PROTOCOL_HEADERS", ())
+    assert isinstance(preambles, dict) and isinstance(headers, tuple)
+    assert set(preambles.values()) | set(headers) == _headers_by_rule(doc)
