@@ -472,7 +472,7 @@ def _generate(args: argparse.Namespace) -> int:
         print(f"generated {len(files)} files into generated/ from {len(registry())} spec versions")
         return 0
     specs = _specs(args)
-    outdir.check(args.out, "generate", args.overwrite)  # before the rendering
+    outdir.check(args.out, "generate", args.overwrite, beside=True)  # before the rendering
     files = render_all(specs, progress=progress, **speed)
     write_tree(files, args.out, fresh_only=True, overwrite=args.overwrite)
     print(f"generated {len(files)} files into {args.out} from {len(specs)} spec versions")

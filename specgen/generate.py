@@ -274,7 +274,7 @@ def write_tree(
     anything needs `overwrite`, and a folder of other files keeps them (only the names
     generated are replaced)."""
     if fresh_only:
-        outdir.check(target, "generate", overwrite)
+        outdir.check(target, "generate", overwrite, beside=True)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".generated-", dir=target.parent))
     try:
