@@ -24,7 +24,7 @@ from specgen.emitters import conformance, dialogue, pytext, python_codec, spark_
 from specgen.emitters.plan import ModulePlan, PlanError, Planner
 from specgen.emitters.render import Renderer
 from specgen.format_cache import MANIFEST, Formatter
-from specgen.locations import CHECKOUT
+from specgen.locations import CHECKOUT, CODECS
 from specgen.progress import Progress
 from specgen.specs import SpecVersion, build_ir, registry
 
@@ -85,7 +85,7 @@ def render(
     specs = registry() if specs is None else specs
     pooled = renderer is None  # a renderer given (its formatter, its templates) stays here
     if renderer is None:
-        renderer = Renderer(formatter=Formatter.default(GENERATED, cached))
+        renderer = Renderer(formatter=Formatter.default(CODECS, cached))
     packages: dict[str, list[SpecVersion]] = {}
     for spec in specs:
         packages.setdefault(spec.package, []).append(spec)

@@ -8,6 +8,9 @@ PYTHONPATH), they are the checkout's own folders, so an edit shows at once. A ch
 folder above this package when it holds specgen's pyproject.toml and a `generated/` folder;
 an installed specgen has no checkout and writes codecs only where `--out` says.
 
+The shipped codecs travel with their formatting manifest (`generated/.format-manifest.json`,
+package data of `specgen_codecs` when installed): `CODECS` is where both are.
+
 In a checkout, `specgen_codecs` is that checkout's `generated/`, also when the checkout runs
 through PYTHONPATH beside an editable install of another checkout (whose import hook would
 otherwise hand out the other checkout's codecs).
@@ -64,3 +67,8 @@ so generated headers and lint lines read the same installed or not."""
 GRAMMARS = DATA / "grammars"
 TEMPLATES = DATA / "templates"
 SPECS = DATA / "specs"
+CODECS = CHECKOUT / "generated" if CHECKOUT is not None else PACKAGE.parent / "specgen_codecs"
+"""The shipped codecs as files: the checkout's generated/, or the `specgen_codecs` the same
+wheel installed beside this package. Their formatting manifest (`format_cache`) lets a
+generate whose output is theirs take them instead of running black, installed or not."""
+
