@@ -23,6 +23,7 @@ from specgen.emitters.render import RenderError
 from specgen.frontends import FRONTENDS
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.adoc_tree import SpecSyntaxError
+from specgen.locations import display, shown
 from specgen.overlay import OverlayError
 from specgen.pipeline.inputs import DecodeInputError
 from specgen.pipeline.interrupt import Interrupted
@@ -379,7 +380,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(_COMMANDS[args.command](args))
     except INPUT_ERRORS as e:
-        print(f"specgen: {e}", file=sys.stderr)
+        print(f"specgen: {display(str(e))}", file=sys.stderr)  # a span names the real file
         return 2
     except RenderError as e:
         print(f"specgen: internal error: {e}", file=sys.stderr)
@@ -534,7 +535,9 @@ def _list(args: argparse.Namespace) -> int:
     for spec in registry():
         latest = "  (latest)" if spec.latest else ""
         readers = _readers(spec)
-        print(f"{spec.qualified}\t{spec.import_name}\t{spec.document.name}\t{readers}{latest}")
+        # where the document is: a user can open it, copy it, give it to `generate`
+        where = shown(spec.document)
+        print(f"{spec.qualified}\t{spec.import_name}\t{where}\t{readers}{latest}")
     return 0
 
 
@@ -548,14 +551,15 @@ def _lint(args: argparse.Namespace) -> int:
     spec = _resolve(args, args.spec)
     protocol, log = build_ir(spec)
     for finding in sorted(log.items, key=lambda f: (f.span.line, f.span.column)):
-        print(finding)
+        print(display(str(finding)))  # spans name files the user can open, installed too
     if spec.overlay is not None:
         from specgen import overlay
 
         # the entries this version took
         for entry in overlay.load(spec.overlay, ROOT, spec.overlay_label):
             if entry.id in protocol.overlays:
-                print(f"{entry.span}: overlay {entry.id}: {entry.target}: {entry.reason}")
+                line = f"{entry.span}: overlay {entry.id}: {entry.target}: {entry.reason}"
+                print(display(line))
     print(f"{len(log.items)} findings, {len(protocol.overlays)} overlay entries applied")
     return 0
 
