@@ -33,7 +33,9 @@ setup(
     },
     package_data={
         "specgen": ["py.typed", "pipeline/log4j2.properties"],
-        "specgen_codecs": ["py.typed"],
+        # the formatting manifest: a generate whose output is a shipped codec takes the
+        # installed file instead of running black (specgen.format_cache)
+        "specgen_codecs": ["py.typed", ".format-manifest.json"],
         **{p: DATA[folder] for folder in DATA for p in data_packages(folder)},
     },
 )

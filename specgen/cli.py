@@ -23,6 +23,7 @@ from specgen.emitters.render import RenderError
 from specgen.frontends import FRONTENDS
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.adoc_tree import SpecSyntaxError
+from specgen.locations import display, shown
 from specgen.overlay import OverlayError
 from specgen.pipeline.inputs import DecodeInputError
 from specgen.pipeline.interrupt import Interrupted
@@ -397,7 +398,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(_COMMANDS[args.command](args))
     except INPUT_ERRORS as e:
-        print(f"specgen: {e}", file=sys.stderr)
+        print(f"specgen: {display(str(e))}", file=sys.stderr)  # a span names the real file
         return 2
     except RenderError as e:
         print(f"specgen: internal error: {e}", file=sys.stderr)
@@ -490,7 +491,7 @@ def _generate(args: argparse.Namespace) -> int:
         print(f"generated {len(files)} files into generated/ from {len(registry())} spec versions")
         return 0
     specs = _specs(args)
-    outdir.check(args.out, "generate", args.overwrite)  # before the rendering
+    outdir.check(args.out, "generate", args.overwrite, beside=True)  # before the rendering
     files = render_all(specs, progress=progress, **speed)
     write_tree(files, args.out, fresh_only=True, overwrite=args.overwrite)
     print(f"generated {len(files)} files into {args.out} from {len(specs)} spec versions")
@@ -554,7 +555,9 @@ def _list(args: argparse.Namespace) -> int:
     for spec in registry():
         latest = "  (latest)" if spec.latest else ""
         readers = _readers(spec)
-        print(f"{spec.qualified}\t{spec.import_name}\t{spec.document.name}\t{readers}{latest}")
+        # where the document is: a user can open it, copy it, give it to `generate`
+        where = shown(spec.document)
+        print(f"{spec.qualified}\t{spec.import_name}\t{where}\t{readers}{latest}")
     return 0
 
 
@@ -570,6 +573,7 @@ def _lint(args: argparse.Namespace) -> int:
     from specgen.emitters.verify import WIRE_FINDINGS
 
     for finding in sorted(log.items, key=lambda f: (f.span.line, f.span.column)):
+        # spans name files the user can open, installed too
         if finding.code in WIRE_FINDINGS:
             by = log.accepted.get(finding.code)
             note = (
@@ -577,16 +581,17 @@ def _lint(args: argparse.Namespace) -> int:
                 if by
                 else f"generate refuses it: --accept {finding.code}"
             )
-            print(f"{finding} [decides bytes; {note}]")
+            print(display(f"{finding} [decides bytes; {note}]"))
         else:
-            print(finding)
+            print(display(str(finding)))
     if spec.overlay is not None:
         from specgen import overlay
 
         # the entries this version took
         for entry in overlay.load(spec.overlay, ROOT, spec.overlay_label):
             if entry.id in protocol.overlays:
-                print(f"{entry.span}: overlay {entry.id}: {entry.target}: {entry.reason}")
+                line = f"{entry.span}: overlay {entry.id}: {entry.target}: {entry.reason}"
+                print(display(line))
     print(f"{len(log.items)} findings, {len(protocol.overlays)} overlay entries applied")
     return 0
 

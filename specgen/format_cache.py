@@ -8,7 +8,9 @@ answer for a key before black runs:
   codecs: for every key of its run, the sha256 of the formatted text it wrote. Each entry is a
   fact about black ("this text formats to bytes hashing to that"), true on any clone, so
   `specgen check` on a fresh clone renders the templates and takes a file of generated/ whose
-  bytes hash as the manifest says, without running black. A hand-edited or stale file hashes
+  bytes hash as the manifest says, without running black. The wheel carries it beside the
+  installed codecs (`specgen_codecs`, `locations.CODECS`), so an installed `generate --out`
+  of a shipped spec takes the installed files the same way. A hand-edited or stale file hashes
   otherwise and is formatted afresh, so the check still finds it; a manifest that is missing,
   corrupt or written by another black (other keys) only costs the time of running black.
 * a cache folder of the user's (`$SPECGEN_CACHE_DIR`, else `$XDG_CACHE_HOME/specgen/format`,

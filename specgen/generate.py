@@ -25,7 +25,7 @@ from specgen.emitters.plan import ModulePlan, PlanError, Planner
 from specgen.emitters.render import Renderer
 from specgen.emitters.verify import verify
 from specgen.format_cache import MANIFEST, Formatter
-from specgen.locations import CHECKOUT
+from specgen.locations import CHECKOUT, CODECS
 from specgen.progress import Progress
 from specgen.specs import SpecVersion, build_ir, registry
 
@@ -86,7 +86,7 @@ def render(
     specs = registry() if specs is None else specs
     pooled = renderer is None  # a renderer given (its formatter, its templates) stays here
     if renderer is None:
-        renderer = Renderer(formatter=Formatter.default(GENERATED, cached))
+        renderer = Renderer(formatter=Formatter.default(CODECS, cached))
     packages: dict[str, list[SpecVersion]] = {}
     for spec in specs:
         packages.setdefault(spec.package, []).append(spec)
@@ -276,7 +276,7 @@ def write_tree(
     anything needs `overwrite`, and a folder of other files keeps them (only the names
     generated are replaced)."""
     if fresh_only:
-        outdir.check(target, "generate", overwrite)
+        outdir.check(target, "generate", overwrite, beside=True)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".generated-", dir=target.parent))
     try:

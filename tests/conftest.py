@@ -34,6 +34,15 @@ NEEDS = {"rabbit": "server", "spark": "spark", "chromium": "browser"}
 # modules ("test_x") and tests ("test_x::test_y", every parameter) too slow for the fast layer
 SLOW = {
     "test_install": "builds a wheel, makes venvs and pip-installs specgen several times",
+    "test_installed_use::test_a_copy_of_every_shipped_spec_passes_its_own_conformance_tests": (
+        "generates a copy of every shipped spec, then runs their 3,500 tests in a child pytest"
+    ),
+    "test_installed_use::test_the_wheel_carries_the_manifest_and_generate_takes_the_installed_codecs": (
+        "builds a wheel and a venv, then generates every spec from the install"
+    ),
+    "test_installed_use::test_installed_list_lint_and_errors_name_files_that_open": (
+        "uses the installed wheel (a build and a venv)"
+    ),
     "test_cli::test_generated_is_fresh_and_generation_is_deterministic": "three whole generations",
     "test_cli::test_check_reports_drift_with_a_diff": "two whole generations",
     "test_review_diff::test_every_corpus_version_lints_and_generates": "79 spec versions generated",

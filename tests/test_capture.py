@@ -542,11 +542,11 @@ def test_an_unusable_out_folder_is_a_one_line_error(
         if os.geteuid() == 0:
             pytest.skip("root writes into read-only folders")
         out.mkdir(mode=0o500)
-        want = f"{out}: cannot write capture.json: Permission denied"
+        want = f"{out}: cannot write into {out}: permission denied"  # found before listening
     else:
         want = {
             "a file": f"{out}: exists and is not a folder",
-            "under a file": f"{out}: cannot make the capture folder: Not a directory",
+            "under a file": f"{out}: cannot be made: {tmp_path / 'file'} is not a folder",
         }[case]
     argv = ["capture", "--target", "127.0.0.1:1", "--out", str(out), "--duration", "1"]
     assert main(argv) == 2
