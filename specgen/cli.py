@@ -189,6 +189,7 @@ def parser() -> argparse.ArgumentParser:
         "--no-overlay", action="store_true", help="compare the texts as written, without errata"
     )
     _spec_options(p_diff)
+    _accept_option(p_diff)
 
     protocols = _protocol_help()
     p_frames = sub.add_parser("frames", help="decode files of raw frames, one JSON line per frame")
@@ -509,11 +510,18 @@ def _specs(args: argparse.Namespace) -> list[SpecVersion]:
     return [dataclasses.replace(s, accept=accept) for s in specs] if accept else specs
 
 
+def _accepting(args: argparse.Namespace, spec: SpecVersion) -> SpecVersion:
+    """The spec with the readings `--accept` takes (diff --code renders as generate does)."""
+    accept = tuple(dict.fromkeys(getattr(args, "accept", ())))
+    return dataclasses.replace(spec, accept=accept) if accept else spec
+
+
 def _diff(args: argparse.Namespace) -> int:
     from specgen.review.changes import compare
     from specgen.review.render import render
 
-    old_spec, new_spec = _resolve(args, args.old), _resolve(args, args.new)
+    old_spec = _accepting(args, _resolve(args, args.old))
+    new_spec = _accepting(args, _resolve(args, args.new))
     old, _ = build_ir(old_spec, with_overlay=not args.no_overlay)
     new, _ = build_ir(new_spec, with_overlay=not args.no_overlay)
     if old.name != new.name:

@@ -184,17 +184,16 @@ def test_1_0_numbers_spelled_another_way_are_prose_only(tmp_path: Path) -> None:
     review = compare(_ir("amqp-1-0/1.0"), _read(folder / "index.xml", "amqp-1-0"))
     assert _wire(review) == [] and review.of("names") == []
     assert review.breaking == []
+    # the front-end stores values (4294967295u is 4294967295, 0xFFFF 65535, 2 the choice
+    # mixed, FALSE false, an allowed 0x01 is 1), so not even prose is left of the spellings
     prose = _prose(review)
-    assert prose["Open / Open / MaxFrameSize"] == (
-        "default written 4294967295 -> 4294967295u (the same value)"
-    )
-    assert prose["Open / Open / ChannelMax"] == "default written 65535 -> 0xFFFF (the same value)"
-    assert prose["Attach / Attach / SndSettleMode"] == (
-        "default written mixed -> 2 (the same value)"
-    )
-    assert prose["type receiver-settle-mode"] == (
-        "values written second 1 -> 0x01 (the same values)"
-    )
+    for where in (
+        "Open / Open / MaxFrameSize",
+        "Open / Open / ChannelMax",
+        "Flow / Flow / Drain",
+        "type receiver-settle-mode",
+    ):
+        assert where not in prose, prose[where]
 
 
 def test_1_0_defaults_held_as_values_compare_as_the_text_that_spells_them() -> None:
@@ -279,7 +278,7 @@ def test_1_0_an_encoding_renamed_is_names_only(tmp_path: Path) -> None:
          "default 4294967295 -> 65535"),
         # another value, however it is spelled
         ("max-frame-size", "4294967295", "0xFFFFFFFEu", "Open / Open / MaxFrameSize",
-         "default 4294967295 -> 0xFFFFFFFEu"),
+         "default 4294967295 -> 4294967294"),
         ("snd-settle-mode", "mixed", "settled", "Attach / Attach / SndSettleMode",
          "default mixed -> settled"),
         # a choice's value is the choice: 1 is settled, not mixed

@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -296,7 +297,11 @@ def test_a_bad_revision_is_one_line(history: Path, capsys: pytest.CaptureFixture
 
 
 def test_code_diff_shows_the_new_version(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["diff", str(_file(51)), str(_file(52)), "--code"]) == 0
+    # seq 52 spells a type `unit32`: its code is rendered as generate would, with the reading
+    # accepted by name
+    assert main(["diff", str(_file(51)), str(_file(52)), "--code"]) == 2
+    assert "type-typo: unit32" in capsys.readouterr().err
+    assert main(["diff", str(_file(51)), str(_file(52)), "--code", "--accept", "type-typo"]) == 0
     out = capsys.readouterr().out
     assert "VERSION_ADDED" in out
     assert "\n+class DeliverV2:" in out or "\n+class DeliverV2(" in out
@@ -356,6 +361,7 @@ def test_every_corpus_version_lints_and_generates(capsys: pytest.CaptureFixture[
     emitter to valid Python (compiled, not black-formatted: black is most of the time, and
     seq 29 above goes all the way)."""
     from specgen.emitters.render import Renderer
+    from specgen.emitters.verify import VerifyError
     from specgen.generate import render_all
 
     renderer = Renderer(format_code=False)
@@ -367,7 +373,21 @@ def test_every_corpus_version_lints_and_generates(capsys: pytest.CaptureFixture[
         assert re.fullmatch(r"(\d+) findings, 0 overlay entries applied", lint[-1]), lint[-1]
         assert int(lint[-1].split()[0]) == len(lint) - 1 > 0
         assert all(re.match(r"\S+\.adoc:\d+:\d+: [a-z-]+: ", line) for line in lint[:-1])
-        files = render_all([resolve(str(path))], renderer)
+        # a version whose reading decides bytes by a guess (a type typo; two commands under
+        # one key) is refused until accepted by name, and renders once accepted
+        spec = resolve(str(path))
+        wire = [line for line in lint[:-1] if "[decides bytes; generate refuses it" in line]
+        try:
+            files = render_all([spec], renderer)
+            refused = ""
+        except VerifyError as e:
+            refused = str(e)
+            accepted = replace(spec, accept=("type-typo", "duplicate-key"))
+            files = render_all([accepted], renderer)
+        if wire:
+            assert refused, (path.name, wire)
+        if refused:
+            assert re.search(r"\.adoc:\d+:\d+: (type-typo|duplicate-key): ", refused), refused
         modules = [rel for rel in files if rel.endswith("/commands.py")]
         assert len(modules) == 1, (path.name, sorted(files))
         for rel, text in files.items():

@@ -566,7 +566,8 @@ def _value_kind(names: dict[str, TypeDef], name: str) -> str:
     return ""
 
 
-_BOOLEANS = {"true": True, "false": False, "1": True, "0": False}  # XML Schema's spellings
+# XML Schema's spellings, in any case: copies write FALSE and False too
+_BOOLEANS = {"true": True, "false": False, "1": True, "0": False}
 
 
 def _value(text: str, kind: str, span: SourceSpan, what: str) -> int | bool | str:
@@ -575,9 +576,9 @@ def _value(text: str, kind: str, span: SourceSpan, what: str) -> int | bool | st
     if kind == "int":
         return _int(text, span, what)
     if kind == "bool":
-        if text.strip() not in _BOOLEANS:
+        if text.strip().lower() not in _BOOLEANS:
             raise SpecError(span, f"{what} {text!r} is not a boolean -> true or false")
-        return _BOOLEANS[text.strip()]
+        return _BOOLEANS[text.strip().lower()]
     return text
 
 
