@@ -20,7 +20,7 @@ from pathlib import Path
 from specgen.emitters.naming import PlanError
 from specgen.emitters.plan import ModulePlan
 from specgen.frontends.amqp_versions import AMQP10_HEADERS, CLASS_AND_METHOD, fallback_header
-from specgen.ir import FindingLog, Protocol, SourceSpan
+from specgen.ir import FindingLog, Protocol, SourceSpan, spelled_number
 from specgen.registry import SpecVersion, relative
 
 WIRE_FINDINGS = {
@@ -34,13 +34,6 @@ accepted by name (`--accept CODE`, or an overlay entry `{"op": "accept", "target
 
 class VerifyError(PlanError):
     """The generated package would not be what the document declares."""
-
-
-@dataclass(frozen=True)
-class _Declared:
-    key: tuple[object, ...]
-    what: str  # "method basic.qos"
-    span: SourceSpan
 
 
 def verify(spec: SpecVersion, protocol: Protocol, log: FindingLog, plan: ModulePlan) -> None:
@@ -78,7 +71,7 @@ def _unique_keys(plan: ModulePlan, accepted: set[str]) -> None:
         # a request and its response may share a key (the early Streams reference has no
         # response flag: the conversation tells them apart); two commands may not
         for side in sorted(_senders(m.sender)):
-            keyed.append(((side, m.ident, m.version), _command_name(m.command), m.message.span))
+            keyed.append(((side, m.ident, m.version), m.command, m.message.span))
     if plan.packed is not None:
         for s in plan.packed.methods:
             keyed.append(((s.kind, s.class_code, s.code), s.py, s.span))
@@ -97,20 +90,58 @@ def _unique_keys(plan: ModulePlan, accepted: set[str]) -> None:
         seen.setdefault(key, (name, span))
 
 
-def _command_name(command: object) -> str:
-    return str(getattr(command, "name", command))
-
-
 # ---- what the document declares ----------------------------------------------------------
 
 
-def _xml(spec: SpecVersion, path: Path) -> ET.Element | None:
-    """The document by the standard library's reader; None when it cannot read it (an XML
-    inside prose, entities it does not know): then the front-end's count stands alone."""
-    try:
-        return ET.parse(path).getroot()  # noqa: S314 - a local spec document, no entities
-    except (ET.ParseError, OSError):
-        return None
+class _Document:
+    """One file of the document, read once: its text, and its tree by the standard library's
+    reader (None when that cannot read it: an XML inside prose, entities it does not know;
+    then the front-end's count stands alone)."""
+
+    def __init__(self, path: Path, label: str) -> None:
+        self.label = label
+        self.text = ""
+        self.root: ET.Element | None = None
+        try:
+            self.text = path.read_text(encoding="utf-8", errors="replace")
+            self.root = ET.fromstring(self.text)  # noqa: S314 - a local spec document
+        except (ET.ParseError, ValueError, OSError):
+            pass  # no tree: the checks that need one are left to the front-end
+
+    def find(
+        self, tag: str, name: str | None, within: tuple[str, str | None] | None = None
+    ) -> SourceSpan:
+        """Where an element starts in the text (ElementTree keeps no positions): only asked
+        for when a refusal names it."""
+        start = 0
+        if within is not None:
+            outer = re.search(_pattern(*within), self.text)
+            start = outer.start() if outer else 0
+        m = re.compile(_pattern(tag, name)).search(self.text, start)
+        if m is None:
+            return SourceSpan(self.label, 1)
+        line = self.text.count("\n", 0, m.start()) + 1
+        column = m.start() - (self.text.rfind("\n", 0, m.start()) + 1) + 1
+        return SourceSpan(self.label, line, column)
+
+
+def _pattern(tag: str, name: str | None) -> str:
+    if not name:
+        return rf"<{tag}\b"
+    return rf"<{tag}\b[^>]*?name\s*=\s*[\"']\s*{re.escape(name.strip())}\s*[\"']"
+
+
+@dataclass(frozen=True)
+class _Declared:
+    key: tuple[object, ...]
+    what: str  # "method basic.qos"
+    tag: str  # where it stands: the element, its name, the element it is within
+    name: str | None
+    within: tuple[str, str | None] | None = None
+
+
+def _document(spec: SpecVersion) -> _Document:
+    return _Document(spec.document, spec.label or relative(spec.document))
 
 
 def _local(tag: str) -> str:
@@ -122,51 +153,47 @@ def _children(el: ET.Element, tag: str) -> list[ET.Element]:
 
 
 def _number(text: str | None) -> int | None:
-    """A number as real copies spell it: decimal or 0x, with or without a C suffix."""
-    m = re.fullmatch(r"\s*(0[xX][0-9a-fA-F]+|\d+)[uUlL]*\s*", text or "")
-    return int(m.group(1), 0) if m else None
+    """An integer in any spelling real copies use (the IR's one reader), else None."""
+    value = spelled_number(text or "")
+    return value if isinstance(value, int) else None
 
 
 def _missing(
-    spec: SpecVersion, declared: Iterable[_Declared], generated: set[tuple[object, ...]]
+    doc: _Document, declared: Iterable[_Declared], generated: set[tuple[object, ...]]
 ) -> None:
     for d in declared:
         if d.key not in generated:
             raise VerifyError(
-                f"{d.span}: the document declares {d.what}, which the generated package would "
-                "not have -> a front-end defect: report it with this document; an overlay "
-                "cannot add it"
+                f"{doc.find(d.tag, d.name, d.within)}: the document declares {d.what}, which "
+                "the generated package would not have -> a front-end defect: report it with "
+                "this document; an overlay cannot add it"
             )
 
 
 def _class_and_method(spec: SpecVersion, plan: ModulePlan) -> None:
-    root = _xml(spec, spec.document)
-    if root is None:
+    doc = _document(spec)
+    if doc.root is None:
         return
     declared: list[_Declared] = []
-    lines = _LineFinder(spec)
-    for cls in _children(root, "class"):
+    for cls in _children(doc.root, "class"):
         class_index = _number(cls.get("index"))
         for method in _children(cls, "method"):
             index = _number(method.get("index"))
             if class_index is None or index is None:
                 continue  # the front-end refuses it, at its line
             what = f"method {cls.get('name', '?').strip()}.{method.get('name', '?').strip()}"
+            within = ("class", cls.get("name"))
             declared.append(
-                _Declared(
-                    (class_index, index),
-                    what,
-                    lines.find("method", method.get("name"), ("class", cls.get("name"))),
-                )
+                _Declared((class_index, index), what, "method", method.get("name"), within)
             )
     generated: set[tuple[object, ...]] = {
         tuple(m.ident[-2:]) for m in plan.messages if len(m.ident) >= 2
     }
-    _missing(spec, declared, generated)
-    _header(spec, root, plan, lines)
+    _missing(doc, declared, generated)
+    _header(doc, doc.root, plan)
 
 
-def _header(spec: SpecVersion, root: ET.Element, plan: ModulePlan, lines: _LineFinder) -> None:
+def _header(doc: _Document, root: ET.Element, plan: ModulePlan) -> None:
     parts = [root.get(p) for p in ("major", "minor", "revision")]
     numbers = tuple(_number(p) for p in parts if p is not None)
     if None in numbers or len(numbers) < 2:
@@ -178,19 +205,18 @@ def _header(spec: SpecVersion, root: ET.Element, plan: ModulePlan, lines: _LineF
     if actual is not None and actual != expected:
         rule = known.rule if known is not None else "the shape of its neighbours"
         raise VerifyError(
-            f"{lines.find('amqp', None)}: the protocol header would be {actual!r}, but version "
+            f"{doc.find('amqp', None)}: the protocol header would be {actual!r}, but version "
             f"{'-'.join(map(str, version))} opens with {expected!r} ({rule}) -> correct the "
             "overlay or front-end that changed it"
         )
 
 
 def _controls_and_commands(spec: SpecVersion, plan: ModulePlan) -> None:
-    root = _xml(spec, spec.document)
-    if root is None or plan.packed is None:
+    doc = _document(spec)
+    if doc.root is None or plan.packed is None:
         return
-    lines = _LineFinder(spec)
     declared: list[_Declared] = []
-    for cls in _children(root, "class"):
+    for cls in _children(doc.root, "class"):
         class_code = _number(cls.get("code"))
         for kind in ("control", "command"):
             for el in _children(cls, kind):
@@ -198,24 +224,21 @@ def _controls_and_commands(spec: SpecVersion, plan: ModulePlan) -> None:
                 if class_code is None or code is None:
                     continue
                 what = f"{kind} {cls.get('name', '?')}.{el.get('name', '?')}"
+                within = ("class", cls.get("name"))
                 declared.append(
-                    _Declared(
-                        (kind, class_code, code),
-                        what,
-                        lines.find(kind, el.get("name"), ("class", cls.get("name"))),
-                    )
+                    _Declared((kind, class_code, code), what, kind, el.get("name"), within)
                 )
     generated: set[tuple[object, ...]] = {
         (s.kind, s.class_code, s.code) for s in plan.packed.methods
     }
-    _missing(spec, declared, generated)
-    major, minor = _number(root.get("major")), _number(root.get("minor"))
+    _missing(doc, declared, generated)
+    major, minor = _number(doc.root.get("major")), _number(doc.root.get("minor"))
     if major is not None and minor is not None and 0 <= major < 256 and 0 <= minor < 256:
         expected = b"AMQP\x01\x01" + bytes((major, minor))
         actual = next(iter(plan.frame.preambles.values()), expected)
         if actual != expected:
             raise VerifyError(
-                f"{lines.find('amqp', None)}: the protocol header would be {actual!r}, but "
+                f"{doc.find('amqp', None)}: the protocol header would be {actual!r}, but "
                 f"AMQP {major}-{minor} opens with {expected!r} ('AMQP', 1, 1, major, minor: "
                 "0-10 section 4.1) -> correct the overlay or front-end that changed it"
             )
@@ -225,23 +248,21 @@ def _performatives(spec: SpecVersion, protocol: Protocol, plan: ModulePlan) -> N
     if plan.described is None:
         return
     files = {t.span.file for t in protocol.typedefs if t.span is not None}
-    declared: list[_Declared] = []
+    frames = [c for c in plan.described.classes if set(c.provides) & {"frame", "sasl-frame"}]
+    generated: set[tuple[object, ...]] = {(c.name,) for c in frames}
     for file in sorted(files):
-        path = spec.document.parent / Path(file).name
-        root = _xml(spec, path)
-        if root is None:
+        doc = _Document(spec.document.parent / Path(file).name, file)
+        if doc.root is None:
             continue
-        lines = _LineFinder(spec, path, file)
-        for t in root.iter():
+        declared: list[_Declared] = []
+        for t in doc.root.iter():
             if _local(t.tag) != "type":
                 continue
             provides = {p.strip() for p in (t.get("provides") or "").split(",")}
             if provides & {"frame", "sasl-frame"}:
                 name = (t.get("name") or "?").strip()
-                declared.append(_Declared((name,), f"frame body {name}", lines.find("type", name)))
-    frames = [c for c in plan.described.classes if set(c.provides) & {"frame", "sasl-frame"}]
-    generated: set[tuple[object, ...]] = {(c.name,) for c in frames}
-    _missing(spec, declared, generated)
+                declared.append(_Declared((name,), f"frame body {name}", "type", name))
+        _missing(doc, declared, generated)
     if frames:
         # a document of the transport alone states only the AMQP header (TLS and SASL are the
         # security part's); whatever it states must be 1.0's
@@ -252,34 +273,3 @@ def _performatives(spec: SpecVersion, protocol: Protocol, plan: ModulePlan) -> N
                 f"{sorted(headers)}; AMQP 1.0's are {sorted(AMQP10_HEADERS.values())} -> "
                 "correct the document's header constants or the overlay that changed them"
             )
-
-
-class _LineFinder:
-    """Where an element starts in the document's text (ElementTree keeps no positions)."""
-
-    def __init__(self, spec: SpecVersion, path: Path | None = None, label: str = "") -> None:
-        self.label = label or spec.label or relative(spec.document)
-        try:
-            self.text = (path or spec.document).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            self.text = ""
-
-    def find(
-        self, tag: str, name: str | None, within: tuple[str, str | None] | None = None
-    ) -> SourceSpan:
-        start = 0
-        if within is not None:
-            outer = re.search(self._pattern(*within), self.text)
-            start = outer.start() if outer else 0
-        m = re.compile(self._pattern(tag, name)).search(self.text, start)
-        if m is None:
-            return SourceSpan(self.label, 1)
-        line = self.text.count("\n", 0, m.start()) + 1
-        column = m.start() - (self.text.rfind("\n", 0, m.start()) + 1) + 1
-        return SourceSpan(self.label, line, column)
-
-    @staticmethod
-    def _pattern(tag: str, name: str | None) -> str:
-        if not name:
-            return rf"<{tag}\b"
-        return rf"<{tag}\b[^>]*?name\s*=\s*[\"']\s*{re.escape(name.strip())}\s*[\"']"
