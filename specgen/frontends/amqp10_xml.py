@@ -71,6 +71,7 @@ from specgen.ir import (
     TypeChoice,
     TypeDef,
     field_name,
+    spelled_number,
 )
 from specgen.registry import relative
 
@@ -373,26 +374,23 @@ def _prose_constants(text: str, rel: str) -> list[Constant]:
     return list(out.values())
 
 
-_NUMBER = re.compile(
-    r"(?P<sign>[+-]?)(?:0[xX](?P<hex>[0-9A-Fa-f]+)|(?P<dec>0|[1-9][0-9]*))"
-    r"(?:[uU](?:ll|LL|[lL])?|(?:ll|LL|[lL])[uU]?)?"
-)
-"""A number as the copies peers publish write one: decimal or `0x` hex, with or without a C
-suffix (uAMQP's `default="4294967295u"`). A decimal with leading zeros is refused: C reads it
-as octal, Python not at all."""
+_NOT_C = re.compile(r"[+-]?0[0-9bBoO]")
+"""Spellings no copy uses and C reads otherwise, refused: a decimal with leading zeros (C's
+octal) and Python's 0b and 0o."""
 
 
 def _int(text: str, span: SourceSpan, what: str) -> int:
-    """The value `text` spells (see `_NUMBER`); a located SpecError when it spells none."""
-    m = _NUMBER.fullmatch(text.strip())
-    if m is None:
+    """The integer `text` spells in any spelling the copies peers publish use (the IR's one
+    reader: decimal or `0x` hex, with or without a C suffix, as uAMQP's
+    `default="4294967295u"`); a located SpecError when it spells none."""
+    value = spelled_number(text)
+    if not isinstance(value, int) or _NOT_C.match(text.strip()):
         raise SpecError(
             span,
             f"{what} {text!r} is not a number -> write it in decimal (4294967295) or hex"
             " (0xffffffff), without leading zeros; a C suffix (u, L, UL) may follow",
         )
-    value = int(m["hex"], 16) if m["hex"] is not None else int(m["dec"])
-    return -value if m["sign"] == "-" else value
+    return value
 
 
 def _constant(e: Element, doc: str, section: str) -> Constant:
