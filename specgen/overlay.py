@@ -49,6 +49,7 @@ What generation needs to go on
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, cast
@@ -153,15 +154,23 @@ class Declared:
     span: SourceSpan
 
 
+def _named(
+    entries: list[Entry], version: str, op: str, kind: str, what: str
+) -> Iterator[tuple[Entry, str]]:
+    """The `op` entries for `version`, each with the name its `kind:NAME` target gives."""
+    for entry in entries:
+        if entry.op != op or not entry.applies_to(version):
+            continue
+        prefix, _, name = entry.target.partition(":")
+        if prefix != kind or not name:
+            raise OverlayError(f"{entry.span}: {entry.id}: {op} targets {kind}:{what}")
+        yield entry, name
+
+
 def declarations(entries: list[Entry], version: str) -> dict[str, Declared]:
     """The `declare` entries for `version`, by the name they declare."""
     out: dict[str, Declared] = {}
-    for entry in entries:
-        if entry.op != "declare" or not entry.applies_to(version):
-            continue
-        kind, _, name = entry.target.partition(":")
-        if kind != "domain" or not name:
-            raise OverlayError(f"{entry.span}: {entry.id}: declare targets domain:NAME")
+    for entry, name in _named(entries, version, "declare", "domain", "NAME"):
         if name in out:
             raise OverlayError(f"{entry.span}: {entry.id}: {name} is declared by {out[name].entry}")
         if not isinstance(entry.data.get("type"), dict):
@@ -176,15 +185,7 @@ def declarations(entries: list[Entry], version: str) -> dict[str, Declared]:
 
 def acceptances(entries: list[Entry], version: str) -> dict[str, str]:
     """Finding codes the `accept` entries for `version` accept, with the entry's id."""
-    out: dict[str, str] = {}
-    for entry in entries:
-        if entry.op != "accept" or not entry.applies_to(version):
-            continue
-        kind, _, code = entry.target.partition(":")
-        if kind != "finding" or not code:
-            raise OverlayError(f"{entry.span}: {entry.id}: accept targets finding:CODE")
-        out[code] = entry.id
-    return out
+    return {code: e.id for e, code in _named(entries, version, "accept", "finding", "CODE")}
 
 
 def apply(protocol: Protocol, entries: list[Entry]) -> Protocol:
