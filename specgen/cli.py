@@ -20,6 +20,7 @@ from specgen import __version__, ir, outdir
 from specgen.capture import CaptureError
 from specgen.emitters.plan import PlanError
 from specgen.emitters.render import RenderError
+from specgen.emitters.verify import ACCEPTABLE, WIRE_FINDINGS
 from specgen.frontends import FRONTENDS
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.adoc_tree import SpecSyntaxError
@@ -345,18 +346,15 @@ def _out_options(parser: argparse.ArgumentParser, what: str) -> None:
 
 
 def _accept_option(parser: argparse.ArgumentParser) -> None:
-    from specgen.emitters.verify import WIRE_FINDINGS
-
-    codes = ", ".join(f"{code} ({what})" for code, what in sorted(WIRE_FINDINGS.items()))
+    codes = ", ".join(f"{code} ({what})" for code, what in sorted(ACCEPTABLE.items()))
     parser.add_argument(
         "--accept",
         action="append",
         default=[],
         metavar="CODE",
-        choices=sorted({*WIRE_FINDINGS, "duplicate-key"}),
-        help="go on with the front-end's reading of a lint finding that decides bytes on the "
-        f"wire, which generate otherwise refuses (repeatable): {codes}, duplicate-key (two "
-        "messages one decoder cannot tell apart)",
+        choices=sorted(ACCEPTABLE),
+        help="go on with the front-end's reading of what decides bytes on the wire by a guess, "
+        f"which generate otherwise refuses (repeatable): {codes}",
     )
 
 
@@ -506,13 +504,13 @@ def _specs(args: argparse.Namespace) -> list[SpecVersion]:
             f"specgen {args.command} SPEC needs --out DIR (generated/ holds every spec)"
         )
     specs = [_resolve(args, args.spec)] if args.spec else registry()
-    accept = tuple(dict.fromkeys(args.accept))
-    return [dataclasses.replace(s, accept=accept) for s in specs] if accept else specs
+    return [_accepting(args, s) for s in specs]
 
 
 def _accepting(args: argparse.Namespace, spec: SpecVersion) -> SpecVersion:
-    """The spec with the readings `--accept` takes (diff --code renders as generate does)."""
-    accept = tuple(dict.fromkeys(getattr(args, "accept", ())))
+    """The spec with the readings `--accept` takes (generate, check, and diff --code, which
+    renders as generate does)."""
+    accept = tuple(dict.fromkeys(args.accept))
     return dataclasses.replace(spec, accept=accept) if accept else spec
 
 
@@ -578,8 +576,6 @@ def _ir(args: argparse.Namespace) -> int:
 def _lint(args: argparse.Namespace) -> int:
     spec = _resolve(args, args.spec)
     protocol, log = build_ir(spec)
-    from specgen.emitters.verify import WIRE_FINDINGS
-
     for finding in sorted(log.items, key=lambda f: (f.span.line, f.span.column)):
         # spans name files the user can open, installed too
         if finding.code in WIRE_FINDINGS:

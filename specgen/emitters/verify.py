@@ -31,6 +31,13 @@ WIRE_FINDINGS = {
 accepted by name (`--accept CODE`, or an overlay entry `{"op": "accept", "target":
 "finding:CODE"}`)."""
 
+ACCEPTABLE = {
+    **WIRE_FINDINGS,
+    "duplicate-key": "two commands under one key, which a decoder cannot tell apart",
+}
+"""Every reading `--accept` (or an overlay's accept entry) can take: the wire findings, and the
+plan's own check of keys."""
+
 
 class VerifyError(PlanError):
     """The generated package would not be what the document declares."""
