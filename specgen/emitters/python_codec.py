@@ -265,13 +265,7 @@ def _imports(plan: ModulePlan, used: set[str]) -> dict[str, Any]:
         "error_imports": [
             n for n in _error_imports(plan) if n in ("DecodeError", "EncodeError") or n in used
         ],
-        # only where the package has the records module: a field may be called `join` (0-9's
-        # dtx.start), which the name scan sees as well
-        "record_imports": [
-            n
-            for n in ("compress", "decompress", "join", "split")
-            if n in used and any(s.records is not None for s in plan.structs)
-        ],
+        "record_imports": [n for n in ("compress", "decompress", "join", "split") if n in used],
         "value_imports": [n for n in value_imports if n in used],
     }
 

@@ -9,6 +9,7 @@ defines is itself shared: what it calls must be the same code too, in every vers
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -38,8 +39,53 @@ def block(kind: str, key: str, text: str) -> Block:
             defines.update(t.id for t in node.targets if isinstance(t, ast.Name))
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             defines.add(node.target.id)
-    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    return Block(kind, key, text, frozenset(defines), frozenset(used - defines))
+    return Block(kind, key, text, frozenset(defines), frozenset(_free(tree) - defines))
+
+
+_Scope = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+
+
+def _free(tree: ast.AST) -> set[str]:
+    """The names `tree` reads that no function of it binds (its parameters, what it assigns,
+    a comprehension's targets): a field called `join` (AMQP 0-9's dtx.start) is a parameter,
+    not the records module's `join`."""
+    free: set[str] = set()
+
+    def bound_in(nodes: Sequence[ast.AST]) -> set[str]:
+        return {
+            n.id
+            for node in nodes
+            for n in ast.walk(node)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        }
+
+    def visit(node: ast.AST, bound: frozenset[str]) -> None:
+        if isinstance(node, _Scope):
+            a = node.args
+            params = [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
+            outer = [*a.defaults, *(d for d in a.kw_defaults if d is not None)]
+            if not isinstance(node, ast.Lambda):
+                outer += [
+                    *node.decorator_list,
+                    *(p.annotation for p in params if p and p.annotation),
+                ]
+                outer += [node.returns] if node.returns is not None else []
+            for n in outer:
+                visit(n, bound)  # evaluated where the function is defined
+            body: list[ast.AST] = list(node.body) if isinstance(node.body, list) else [node.body]
+            inner = bound | {p.arg for p in params if p is not None} | bound_in(body)
+            for statement in body:
+                visit(statement, frozenset(inner))
+            return
+        if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+            bound = bound | bound_in([g.target for g in node.generators])
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in bound:
+            free.add(node.id)
+        for child in ast.iter_child_nodes(node):
+            visit(child, bound)
+
+    visit(tree, frozenset())
+    return free
 
 
 def shared(versions: list[list[Block]]) -> set[tuple[str, str]]:
