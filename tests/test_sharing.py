@@ -132,3 +132,23 @@ def test_frames_table_builders_are_shared_with_their_classes() -> None:
                 "arguments": '{"k": "v"}',
             }
         ]
+
+
+def test_a_block_reads_only_the_names_no_function_of_it_binds() -> None:
+    """A parameter, a local or a comprehension's target is not a name the module must import:
+    AMQP 0-9's dtx.start has a field `join`, which once imported the records module's join
+    into a package that has none."""
+    text = (
+        "class DtxStart:\n"
+        "    def __init__(self, join: bool = False, *rest: int, **more: int) -> None:\n"
+        "        self.join = join\n"
+        "        total = sum(x for x in rest)\n"
+        "        self.n = total + len([k for k in more])\n"
+        "def pack(parts: list[bytes]) -> bytes:\n"
+        "    return join(parts, compress)\n"
+    )
+    uses = block("message", "DtxStart", text).uses
+    assert {"join", "compress", "sum", "len", "bool", "int", "bytes", "list"} <= uses
+    assert not {"self", "rest", "more", "total", "x", "k", "parts"} & uses
+    inner = block("message", "X", "def f(join: int) -> int:\n    return join + 1\n").uses
+    assert "join" not in inner
