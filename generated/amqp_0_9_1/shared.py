@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, ClassVar
 
+from .base import Structure
 from .errors import DecodeError, EncodeError, _bad_length, _truncated
 from .framing import TRAILER
 from .values import Table, Values, _decimal_parts
@@ -26,7 +27,7 @@ HEADER = struct.Struct(">BHI")
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ContentBody:
+class ContentBody(Structure):
     """ContentBody: Content.Body one-way message, type 0x03, sent by the both.
 
     A piece of content: the bytes of the frame body, in order.
@@ -50,21 +51,6 @@ class ContentBody:
     def __init__(self, payload: bytes, channel: int = 0) -> None:
         self.payload = payload
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(payload={self.payload!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ContentBody) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.payload, self.channel) == (other.payload, other.channel)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 def _decode_content_body(
@@ -92,7 +78,7 @@ def _frame_content_body(msg: ContentBody, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class Heartbeat:
+class Heartbeat(Structure):
     """Heartbeat: Heartbeat one-way message, type 0x08, sent by the both.
 
     A heartbeat frame, on channel 0, with an empty body.
@@ -113,21 +99,6 @@ class Heartbeat:
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Heartbeat) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel,) == (other.channel,)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 def _decode_heartbeat(
@@ -152,7 +123,7 @@ def _frame_heartbeat(msg: Heartbeat, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ConnectionStart:
+class ConnectionStart(Structure):
     """ConnectionStart: Connection.Start request, identity (0x01, 10, 10), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 10 (0x0a).
 
     start connection negotiation
@@ -215,35 +186,6 @@ Must not be empty."""
         self.mechanisms = mechanisms
         self.locales = locales
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(version_major={self.version_major!r}, version_minor={self.version_minor!r}, server_properties={self.server_properties!r}, mechanisms={self.mechanisms!r}, locales={self.locales!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionStart) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.version_major,
-            self.version_minor,
-            self.server_properties,
-            self.mechanisms,
-            self.locales,
-            self.channel,
-        ) == (
-            other.version_major,
-            other.version_minor,
-            other.server_properties,
-            other.mechanisms,
-            other.locales,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CONNECTION_START_0 = struct.Struct(">BB")
@@ -317,7 +259,7 @@ def _frame_connection_start(msg: ConnectionStart, seal_checksums: bool) -> bytes
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ConnectionStartOk:
+class ConnectionStartOk(Structure):
     """ConnectionStartOk: Connection.StartOk response, identity (0x01, 10, 11), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 11 (0x0b).
 
     select security mechanism and locale
@@ -374,27 +316,6 @@ Must not be empty."""
         self.response = response
         self.locale = locale
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(client_properties={self.client_properties!r}, mechanism={self.mechanism!r}, response={self.response!r}, locale={self.locale!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionStartOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.client_properties,
-            self.mechanism,
-            self.response,
-            self.locale,
-            self.channel,
-        ) == (other.client_properties, other.mechanism, other.response, other.locale, other.channel)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CONNECTION_START_OK_0 = struct.Struct(">B")
@@ -476,7 +397,7 @@ def _frame_connection_start_ok(msg: ConnectionStartOk, seal_checksums: bool) -> 
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ConnectionSecure:
+class ConnectionSecure(Structure):
     """ConnectionSecure: Connection.Secure request, identity (0x01, 10, 20), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 20 (0x14).
 
     security mechanism challenge
@@ -507,21 +428,6 @@ Challenge information, a block of opaque binary data passed to the security mech
     def __init__(self, challenge: bytes, channel: int = 0) -> None:
         self.challenge = challenge
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(challenge={self.challenge!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionSecure) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.challenge, self.channel) == (other.challenge, other.channel)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CONNECTION_SECURE_0 = struct.Struct(">I")
@@ -564,7 +470,7 @@ def _frame_connection_secure(msg: ConnectionSecure, seal_checksums: bool) -> byt
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ConnectionSecureOk:
+class ConnectionSecureOk(Structure):
     """ConnectionSecureOk: Connection.SecureOk response, identity (0x01, 10, 21), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 21 (0x15).
 
     security mechanism response
@@ -595,21 +501,6 @@ Must not be empty."""
     def __init__(self, response: bytes, channel: int = 0) -> None:
         self.response = response
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(response={self.response!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionSecureOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.response, self.channel) == (other.response, other.channel)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CONNECTION_SECURE_OK_0 = struct.Struct(">I")
@@ -652,7 +543,7 @@ def _frame_connection_secure_ok(msg: ConnectionSecureOk, seal_checksums: bool) -
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ConnectionTune:
+class ConnectionTune(Structure):
     """ConnectionTune: Connection.Tune request, identity (0x01, 10, 30), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 30 (0x1e).
 
     propose connection tuning parameters
@@ -693,26 +584,6 @@ The delay, in seconds, of the connection heartbeat that the server wants. Zero m
         self.frame_max = frame_max
         self.heartbeat = heartbeat
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel_max={self.channel_max!r}, frame_max={self.frame_max!r}, heartbeat={self.heartbeat!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionTune) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel_max, self.frame_max, self.heartbeat, self.channel) == (
-            other.channel_max,
-            other.frame_max,
-            other.heartbeat,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CONNECTION_TUNE_0 = struct.Struct(">HIH")
@@ -759,7 +630,7 @@ def _frame_connection_tune(msg: ConnectionTune, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ConnectionTuneOk:
+class ConnectionTuneOk(Structure):
     """ConnectionTuneOk: Connection.TuneOk response, identity (0x01, 10, 31), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 31 (0x1f).
 
     negotiate connection tuning parameters
@@ -800,26 +671,6 @@ The delay, in seconds, of the connection heartbeat that the client wants. Zero m
         self.frame_max = frame_max
         self.heartbeat = heartbeat
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel_max={self.channel_max!r}, frame_max={self.frame_max!r}, heartbeat={self.heartbeat!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionTuneOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel_max, self.frame_max, self.heartbeat, self.channel) == (
-            other.channel_max,
-            other.frame_max,
-            other.heartbeat,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CONNECTION_TUNE_OK_0 = struct.Struct(">HIH")
@@ -868,7 +719,7 @@ def _frame_connection_tune_ok(msg: ConnectionTuneOk, seal_checksums: bool) -> by
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ConnectionOpen:
+class ConnectionOpen(Structure):
     """ConnectionOpen: Connection.Open request, identity (0x01, 10, 40), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 40 (0x28).
 
     open connection to virtual host
@@ -909,26 +760,6 @@ Must not be empty. At most 127 characters."""
         self.reserved1 = reserved1
         self.reserved2 = reserved2
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(virtual_host={self.virtual_host!r}, reserved1={self.reserved1!r}, reserved2={self.reserved2!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionOpen) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.virtual_host, self.reserved1, self.reserved2, self.channel) == (
-            other.virtual_host,
-            other.reserved1,
-            other.reserved2,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CONNECTION_OPEN_0 = struct.Struct(">B")
@@ -1001,7 +832,7 @@ def _frame_connection_open(msg: ConnectionOpen, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ConnectionOpenOk:
+class ConnectionOpenOk(Structure):
     """ConnectionOpenOk: Connection.OpenOk response, identity (0x01, 10, 41), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 41 (0x29).
 
     signal that connection is ready
@@ -1028,21 +859,6 @@ class ConnectionOpenOk:
     def __init__(self, reserved1: str = "", channel: int = 0) -> None:
         self.reserved1 = reserved1
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionOpenOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.reserved1, self.channel) == (other.reserved1, other.channel)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CONNECTION_OPEN_OK_0 = struct.Struct(">B")
@@ -1088,7 +904,7 @@ def _frame_connection_open_ok(msg: ConnectionOpenOk, seal_checksums: bool) -> by
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ConnectionClose:
+class ConnectionClose(Structure):
     """ConnectionClose: Connection.Close request, identity (0x01, 10, 50), sent by the both. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 50 (0x32).
 
     request a connection close
@@ -1140,27 +956,6 @@ When the close is provoked by a method exception, this is the ID of the method."
         self.class_id = class_id
         self.method_id = method_id
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(reply_code={self.reply_code!r}, reply_text={self.reply_text!r}, class_id={self.class_id!r}, method_id={self.method_id!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionClose) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.reply_code, self.reply_text, self.class_id, self.method_id, self.channel) == (
-            other.reply_code,
-            other.reply_text,
-            other.class_id,
-            other.method_id,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CONNECTION_CLOSE_0 = struct.Struct(">HB")
@@ -1220,7 +1015,7 @@ def _frame_connection_close(msg: ConnectionClose, seal_checksums: bool) -> bytes
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ConnectionCloseOk:
+class ConnectionCloseOk(Structure):
     """ConnectionCloseOk: Connection.CloseOk response, identity (0x01, 10, 51), sent by the both. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 51 (0x33).
 
     confirm a connection close
@@ -1244,21 +1039,6 @@ class ConnectionCloseOk:
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionCloseOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel,) == (other.channel,)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 def _decode_connection_close_ok(
@@ -1285,7 +1065,7 @@ def _frame_connection_close_ok(msg: ConnectionCloseOk, seal_checksums: bool) -> 
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ChannelOpen:
+class ChannelOpen(Structure):
     """ChannelOpen: Channel.Open request, identity (0x01, 20, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 10 (0x0a).
 
     open a channel for use
@@ -1314,21 +1094,6 @@ class ChannelOpen:
     def __init__(self, reserved1: str = "", channel: int = 0) -> None:
         self.reserved1 = reserved1
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ChannelOpen) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.reserved1, self.channel) == (other.reserved1, other.channel)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CHANNEL_OPEN_0 = struct.Struct(">B")
@@ -1372,7 +1137,7 @@ def _frame_channel_open(msg: ChannelOpen, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ChannelOpenOk:
+class ChannelOpenOk(Structure):
     """ChannelOpenOk: Channel.OpenOk response, identity (0x01, 20, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 11 (0x0b).
 
     signal that the channel is ready
@@ -1399,21 +1164,6 @@ class ChannelOpenOk:
     def __init__(self, reserved1: bytes = b"", channel: int = 0) -> None:
         self.reserved1 = reserved1
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ChannelOpenOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.reserved1, self.channel) == (other.reserved1, other.channel)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CHANNEL_OPEN_OK_0 = struct.Struct(">I")
@@ -1454,7 +1204,7 @@ def _frame_channel_open_ok(msg: ChannelOpenOk, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ChannelFlow:
+class ChannelFlow(Structure):
     """ChannelFlow: Channel.Flow request, identity (0x01, 20, 20), sent by the both. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 20 (0x14).
 
     enable/disable flow from peer
@@ -1485,21 +1235,6 @@ If 1, the peer starts sending content frames. If 0, the peer stops sending conte
     def __init__(self, active: bool = False, channel: int = 0) -> None:
         self.active = active
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(active={self.active!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ChannelFlow) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.active, self.channel) == (other.active, other.channel)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CHANNEL_FLOW_0 = struct.Struct(">B")
@@ -1538,7 +1273,7 @@ def _frame_channel_flow(msg: ChannelFlow, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ChannelFlowOk:
+class ChannelFlowOk(Structure):
     """ChannelFlowOk: Channel.FlowOk response, identity (0x01, 20, 21), sent by the both. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 21 (0x15).
 
     confirm a flow method
@@ -1566,21 +1301,6 @@ Confirms the setting of the processed flow method: 1 means the peer will start s
     def __init__(self, active: bool = False, channel: int = 0) -> None:
         self.active = active
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(active={self.active!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ChannelFlowOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.active, self.channel) == (other.active, other.channel)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CHANNEL_FLOW_OK_0 = struct.Struct(">B")
@@ -1619,7 +1339,7 @@ def _frame_channel_flow_ok(msg: ChannelFlowOk, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ChannelClose:
+class ChannelClose(Structure):
     """ChannelClose: Channel.Close request, identity (0x01, 20, 40), sent by the both. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 40 (0x28).
 
     request a channel close
@@ -1671,27 +1391,6 @@ When the close is provoked by a method exception, this is the ID of the method."
         self.class_id = class_id
         self.method_id = method_id
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(reply_code={self.reply_code!r}, reply_text={self.reply_text!r}, class_id={self.class_id!r}, method_id={self.method_id!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ChannelClose) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.reply_code, self.reply_text, self.class_id, self.method_id, self.channel) == (
-            other.reply_code,
-            other.reply_text,
-            other.class_id,
-            other.method_id,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CHANNEL_CLOSE_0 = struct.Struct(">HB")
@@ -1749,7 +1448,7 @@ def _frame_channel_close(msg: ChannelClose, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ChannelCloseOk:
+class ChannelCloseOk(Structure):
     """ChannelCloseOk: Channel.CloseOk response, identity (0x01, 20, 41), sent by the both. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 41 (0x29).
 
     confirm a channel close
@@ -1774,21 +1473,6 @@ class ChannelCloseOk:
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ChannelCloseOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel,) == (other.channel,)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
-
 
 def _decode_channel_close_ok(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
@@ -1812,7 +1496,7 @@ def _frame_channel_close_ok(msg: ChannelCloseOk, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ExchangeDeclareOk:
+class ExchangeDeclareOk(Structure):
     """ExchangeDeclareOk: Exchange.DeclareOk response, identity (0x01, 40, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 11 (0x0b).
 
     confirm exchange declaration
@@ -1836,21 +1520,6 @@ class ExchangeDeclareOk:
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ExchangeDeclareOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel,) == (other.channel,)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 def _decode_exchange_declare_ok(
@@ -1877,7 +1546,7 @@ def _frame_exchange_declare_ok(msg: ExchangeDeclareOk, seal_checksums: bool) -> 
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ExchangeDelete:
+class ExchangeDelete(Structure):
     """ExchangeDelete: Exchange.Delete request, identity (0x01, 40, 20), sent by the client. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 20 (0x14).
 
     delete an exchange
@@ -1930,27 +1599,6 @@ If set, the server will not respond to the method. The client should not wait fo
         self.if_unused = if_unused
         self.no_wait = no_wait
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, exchange={self.exchange!r}, if_unused={self.if_unused!r}, no_wait={self.no_wait!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ExchangeDelete) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.reserved1, self.exchange, self.if_unused, self.no_wait, self.channel) == (
-            other.reserved1,
-            other.exchange,
-            other.if_unused,
-            other.no_wait,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _EXCHANGE_DELETE_0 = struct.Struct(">HB")
@@ -2011,7 +1659,7 @@ def _frame_exchange_delete(msg: ExchangeDelete, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ExchangeDeleteOk:
+class ExchangeDeleteOk(Structure):
     """ExchangeDeleteOk: Exchange.DeleteOk response, identity (0x01, 40, 21), sent by the server. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 21 (0x15).
 
     confirm deletion of an exchange
@@ -2035,21 +1683,6 @@ class ExchangeDeleteOk:
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ExchangeDeleteOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel,) == (other.channel,)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 def _decode_exchange_delete_ok(
@@ -2076,7 +1709,7 @@ def _frame_exchange_delete_ok(msg: ExchangeDeleteOk, seal_checksums: bool) -> by
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class QueueDeclare:
+class QueueDeclare(Structure):
     """QueueDeclare: Queue.Declare request, identity (0x01, 50, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 10 (0x0a).
 
     declare queue, create if needed
@@ -2154,41 +1787,6 @@ A set of arguments for the declaration. The syntax and semantics of these argume
         self.arguments = dict() if arguments is None else arguments
         self.channel = channel
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, queue={self.queue!r}, passive={self.passive!r}, durable={self.durable!r}, exclusive={self.exclusive!r}, auto_delete={self.auto_delete!r}, no_wait={self.no_wait!r}, arguments={self.arguments!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, QueueDeclare) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.reserved1,
-            self.queue,
-            self.passive,
-            self.durable,
-            self.exclusive,
-            self.auto_delete,
-            self.no_wait,
-            self.arguments,
-            self.channel,
-        ) == (
-            other.reserved1,
-            other.queue,
-            other.passive,
-            other.durable,
-            other.exclusive,
-            other.auto_delete,
-            other.no_wait,
-            other.arguments,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
-
 
 _QUEUE_DECLARE_0 = struct.Struct(">HB")
 _QUEUE_DECLARE_0_FIELDS = (
@@ -2261,7 +1859,7 @@ def _frame_queue_declare(msg: QueueDeclare, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class QueueDeclareOk:
+class QueueDeclareOk(Structure):
     """QueueDeclareOk: Queue.DeclareOk response, identity (0x01, 50, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 11 (0x0b).
 
     confirms a queue definition
@@ -2304,26 +1902,6 @@ Reports the number of active consumers for the queue. Note that consumers can su
         self.message_count = message_count
         self.consumer_count = consumer_count
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(queue={self.queue!r}, message_count={self.message_count!r}, consumer_count={self.consumer_count!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, QueueDeclareOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.queue, self.message_count, self.consumer_count, self.channel) == (
-            other.queue,
-            other.message_count,
-            other.consumer_count,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _QUEUE_DECLARE_OK_0 = struct.Struct(">B")
@@ -2378,7 +1956,7 @@ def _frame_queue_declare_ok(msg: QueueDeclareOk, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class QueueBind:
+class QueueBind(Structure):
     """QueueBind: Queue.Bind request, identity (0x01, 50, 20), sent by the client. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 20 (0x14).
 
     bind queue to an exchange
@@ -2445,37 +2023,6 @@ A set of arguments for the binding. The syntax and semantics of these arguments 
         self.no_wait = no_wait
         self.arguments = dict() if arguments is None else arguments
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, queue={self.queue!r}, exchange={self.exchange!r}, routing_key={self.routing_key!r}, no_wait={self.no_wait!r}, arguments={self.arguments!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, QueueBind) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.reserved1,
-            self.queue,
-            self.exchange,
-            self.routing_key,
-            self.no_wait,
-            self.arguments,
-            self.channel,
-        ) == (
-            other.reserved1,
-            other.queue,
-            other.exchange,
-            other.routing_key,
-            other.no_wait,
-            other.arguments,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _QUEUE_BIND_0 = struct.Struct(">HB")
@@ -2571,7 +2118,7 @@ def _frame_queue_bind(msg: QueueBind, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class QueueBindOk:
+class QueueBindOk(Structure):
     """QueueBindOk: Queue.BindOk response, identity (0x01, 50, 21), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 21 (0x15).
 
     confirm bind successful
@@ -2596,21 +2143,6 @@ class QueueBindOk:
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, QueueBindOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel,) == (other.channel,)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
-
 
 def _decode_queue_bind_ok(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
@@ -2634,7 +2166,7 @@ def _frame_queue_bind_ok(msg: QueueBindOk, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class QueuePurge:
+class QueuePurge(Structure):
     """QueuePurge: Queue.Purge request, identity (0x01, 50, 30), sent by the client. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 30 (0x1e).
 
     purge a queue
@@ -2677,26 +2209,6 @@ If set, the server will not respond to the method. The client should not wait fo
         self.queue = queue
         self.no_wait = no_wait
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, queue={self.queue!r}, no_wait={self.no_wait!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, QueuePurge) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.reserved1, self.queue, self.no_wait, self.channel) == (
-            other.reserved1,
-            other.queue,
-            other.no_wait,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _QUEUE_PURGE_0 = struct.Struct(">HB")
@@ -2754,7 +2266,7 @@ def _frame_queue_purge(msg: QueuePurge, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class QueuePurgeOk:
+class QueuePurgeOk(Structure):
     """QueuePurgeOk: Queue.PurgeOk response, identity (0x01, 50, 31), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 31 (0x1f).
 
     confirms a queue purge
@@ -2783,21 +2295,6 @@ Reports the number of messages purged."""
     def __init__(self, message_count: int, channel: int = 0) -> None:
         self.message_count = message_count
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(message_count={self.message_count!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, QueuePurgeOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.message_count, self.channel) == (other.message_count, other.channel)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _QUEUE_PURGE_OK_0 = struct.Struct(">I")
@@ -2833,7 +2330,7 @@ def _frame_queue_purge_ok(msg: QueuePurgeOk, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class QueueDelete:
+class QueueDelete(Structure):
     """QueueDelete: Queue.Delete request, identity (0x01, 50, 40), sent by the client. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 40 (0x28).
 
     delete a queue
@@ -2892,35 +2389,6 @@ If set, the server will not respond to the method. The client should not wait fo
         self.if_empty = if_empty
         self.no_wait = no_wait
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, queue={self.queue!r}, if_unused={self.if_unused!r}, if_empty={self.if_empty!r}, no_wait={self.no_wait!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, QueueDelete) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.reserved1,
-            self.queue,
-            self.if_unused,
-            self.if_empty,
-            self.no_wait,
-            self.channel,
-        ) == (
-            other.reserved1,
-            other.queue,
-            other.if_unused,
-            other.if_empty,
-            other.no_wait,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _QUEUE_DELETE_0 = struct.Struct(">HB")
@@ -2986,7 +2454,7 @@ def _frame_queue_delete(msg: QueueDelete, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class QueueDeleteOk:
+class QueueDeleteOk(Structure):
     """QueueDeleteOk: Queue.DeleteOk response, identity (0x01, 50, 41), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 41 (0x29).
 
     confirm deletion of a queue
@@ -3015,21 +2483,6 @@ Reports the number of messages deleted."""
     def __init__(self, message_count: int, channel: int = 0) -> None:
         self.message_count = message_count
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(message_count={self.message_count!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, QueueDeleteOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.message_count, self.channel) == (other.message_count, other.channel)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _QUEUE_DELETE_OK_0 = struct.Struct(">I")
@@ -3065,7 +2518,7 @@ def _frame_queue_delete_ok(msg: QueueDeleteOk, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class QueueUnbind:
+class QueueUnbind(Structure):
     """QueueUnbind: Queue.Unbind request, identity (0x01, 50, 50), sent by the client. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 50 (0x32).
 
     unbind a queue from an exchange
@@ -3126,35 +2579,6 @@ Specifies the arguments of the binding to unbind."""
         self.routing_key = routing_key
         self.arguments = dict() if arguments is None else arguments
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, queue={self.queue!r}, exchange={self.exchange!r}, routing_key={self.routing_key!r}, arguments={self.arguments!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, QueueUnbind) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.reserved1,
-            self.queue,
-            self.exchange,
-            self.routing_key,
-            self.arguments,
-            self.channel,
-        ) == (
-            other.reserved1,
-            other.queue,
-            other.exchange,
-            other.routing_key,
-            other.arguments,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _QUEUE_UNBIND_0 = struct.Struct(">HB")
@@ -3239,7 +2663,7 @@ def _frame_queue_unbind(msg: QueueUnbind, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class QueueUnbindOk:
+class QueueUnbindOk(Structure):
     """QueueUnbindOk: Queue.UnbindOk response, identity (0x01, 50, 51), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 51 (0x33).
 
     confirm unbind successful
@@ -3264,21 +2688,6 @@ class QueueUnbindOk:
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, QueueUnbindOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel,) == (other.channel,)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
-
 
 def _decode_queue_unbind_ok(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
@@ -3302,7 +2711,7 @@ def _frame_queue_unbind_ok(msg: QueueUnbindOk, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class BasicProperties:
+class BasicProperties(Structure):
     """BasicProperties: Basic.Properties one-way message, identity (0x02, 60), sent by the both. On the wire: Type 2 (0x02), ClassId 60 (0x3c).
 
     Content header of class basic (work with basic content): the size of the content and the properties set, each flagged in PropertyFlags.
@@ -3390,57 +2799,6 @@ class BasicProperties:
         self.app_id = app_id
         self.reserved = reserved
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(weight={self.weight!r}, body_size={self.body_size!r}, content_type={self.content_type!r}, content_encoding={self.content_encoding!r}, headers={self.headers!r}, delivery_mode={self.delivery_mode!r}, priority={self.priority!r}, correlation_id={self.correlation_id!r}, reply_to={self.reply_to!r}, expiration={self.expiration!r}, message_id={self.message_id!r}, timestamp={self.timestamp!r}, type={self.type!r}, user_id={self.user_id!r}, app_id={self.app_id!r}, reserved={self.reserved!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BasicProperties) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.weight,
-            self.body_size,
-            self.content_type,
-            self.content_encoding,
-            self.headers,
-            self.delivery_mode,
-            self.priority,
-            self.correlation_id,
-            self.reply_to,
-            self.expiration,
-            self.message_id,
-            self.timestamp,
-            self.type,
-            self.user_id,
-            self.app_id,
-            self.reserved,
-            self.channel,
-        ) == (
-            other.weight,
-            other.body_size,
-            other.content_type,
-            other.content_encoding,
-            other.headers,
-            other.delivery_mode,
-            other.priority,
-            other.correlation_id,
-            other.reply_to,
-            other.expiration,
-            other.message_id,
-            other.timestamp,
-            other.type,
-            other.user_id,
-            other.app_id,
-            other.reserved,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _BASIC_PROPERTIES_0 = struct.Struct(">HQ")
@@ -3823,7 +3181,7 @@ def _frame_basic_properties(msg: BasicProperties, seal_checksums: bool) -> bytes
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class BasicQosOk:
+class BasicQosOk(Structure):
     """BasicQosOk: Basic.QosOk response, identity (0x01, 60, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 11 (0x0b).
 
     confirm the requested qos
@@ -3848,21 +3206,6 @@ class BasicQosOk:
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BasicQosOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel,) == (other.channel,)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
-
 
 def _decode_basic_qos_ok(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
@@ -3886,7 +3229,7 @@ def _frame_basic_qos_ok(msg: BasicQosOk, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class BasicConsume:
+class BasicConsume(Structure):
     """BasicConsume: Basic.Consume request, identity (0x01, 60, 20), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 20 (0x14).
 
     start a queue consumer
@@ -3963,41 +3306,6 @@ A set of arguments for the consume. The syntax and semantics of these arguments 
         self.no_wait = no_wait
         self.arguments = dict() if arguments is None else arguments
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, queue={self.queue!r}, consumer_tag={self.consumer_tag!r}, no_local={self.no_local!r}, no_ack={self.no_ack!r}, exclusive={self.exclusive!r}, no_wait={self.no_wait!r}, arguments={self.arguments!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BasicConsume) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.reserved1,
-            self.queue,
-            self.consumer_tag,
-            self.no_local,
-            self.no_ack,
-            self.exclusive,
-            self.no_wait,
-            self.arguments,
-            self.channel,
-        ) == (
-            other.reserved1,
-            other.queue,
-            other.consumer_tag,
-            other.no_local,
-            other.no_ack,
-            other.exclusive,
-            other.no_wait,
-            other.arguments,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _BASIC_CONSUME_0 = struct.Struct(">HB")
@@ -4087,7 +3395,7 @@ def _frame_basic_consume(msg: BasicConsume, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class BasicConsumeOk:
+class BasicConsumeOk(Structure):
     """BasicConsumeOk: Basic.ConsumeOk response, identity (0x01, 60, 21), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 21 (0x15).
 
     confirm a new consumer
@@ -4116,21 +3424,6 @@ Holds the consumer tag specified by the client or provided by the server."""
     def __init__(self, consumer_tag: str, channel: int = 0) -> None:
         self.consumer_tag = consumer_tag
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(consumer_tag={self.consumer_tag!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BasicConsumeOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.consumer_tag, self.channel) == (other.consumer_tag, other.channel)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _BASIC_CONSUME_OK_0 = struct.Struct(">B")
@@ -4174,7 +3467,7 @@ def _frame_basic_consume_ok(msg: BasicConsumeOk, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class BasicPublish:
+class BasicPublish(Structure):
     """BasicPublish: Basic.Publish one-way message, identity (0x01, 60, 40), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 40 (0x28).
 
     publish a message
@@ -4232,35 +3525,6 @@ This flag tells the server how to react if the message cannot be routed to a que
         self.mandatory = mandatory
         self.immediate = immediate
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, exchange={self.exchange!r}, routing_key={self.routing_key!r}, mandatory={self.mandatory!r}, immediate={self.immediate!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BasicPublish) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.reserved1,
-            self.exchange,
-            self.routing_key,
-            self.mandatory,
-            self.immediate,
-            self.channel,
-        ) == (
-            other.reserved1,
-            other.exchange,
-            other.routing_key,
-            other.mandatory,
-            other.immediate,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _BASIC_PUBLISH_0 = struct.Struct(">HB")
@@ -4339,7 +3603,7 @@ def _frame_basic_publish(msg: BasicPublish, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class BasicReturn:
+class BasicReturn(Structure):
     """BasicReturn: Basic.Return one-way message, identity (0x01, 60, 50), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 50 (0x32).
 
     return a failed message
@@ -4392,27 +3656,6 @@ Specifies the routing key name specified when the message was published."""
         self.exchange = exchange
         self.routing_key = routing_key
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(reply_code={self.reply_code!r}, reply_text={self.reply_text!r}, exchange={self.exchange!r}, routing_key={self.routing_key!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BasicReturn) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.reply_code,
-            self.reply_text,
-            self.exchange,
-            self.routing_key,
-            self.channel,
-        ) == (other.reply_code, other.reply_text, other.exchange, other.routing_key, other.channel)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _BASIC_RETURN_0 = struct.Struct(">HB")
@@ -4495,7 +3738,7 @@ def _frame_basic_return(msg: BasicReturn, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class BasicDeliver:
+class BasicDeliver(Structure):
     """BasicDeliver: Basic.Deliver one-way message, identity (0x01, 60, 60), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 60 (0x3c).
 
     notify the client of a consumer message
@@ -4555,35 +3798,6 @@ Specifies the routing key name specified when the message was published."""
         self.exchange = exchange
         self.routing_key = routing_key
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(consumer_tag={self.consumer_tag!r}, delivery_tag={self.delivery_tag!r}, redelivered={self.redelivered!r}, exchange={self.exchange!r}, routing_key={self.routing_key!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BasicDeliver) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.consumer_tag,
-            self.delivery_tag,
-            self.redelivered,
-            self.exchange,
-            self.routing_key,
-            self.channel,
-        ) == (
-            other.consumer_tag,
-            other.delivery_tag,
-            other.redelivered,
-            other.exchange,
-            other.routing_key,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _BASIC_DELIVER_0 = struct.Struct(">B")
@@ -4672,7 +3886,7 @@ def _frame_basic_deliver(msg: BasicDeliver, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class BasicGet:
+class BasicGet(Structure):
     """BasicGet: Basic.Get request, identity (0x01, 60, 70), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 70 (0x46).
 
     direct access to a queue
@@ -4718,26 +3932,6 @@ If this field is set the server does not expect acknowledgements for messages. T
         self.queue = queue
         self.no_ack = no_ack
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, queue={self.queue!r}, no_ack={self.no_ack!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BasicGet) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.reserved1, self.queue, self.no_ack, self.channel) == (
-            other.reserved1,
-            other.queue,
-            other.no_ack,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _BASIC_GET_0 = struct.Struct(">HB")
@@ -4795,7 +3989,7 @@ def _frame_basic_get(msg: BasicGet, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class BasicGetOk:
+class BasicGetOk(Structure):
     """BasicGetOk: Basic.GetOk response, identity (0x01, 60, 71), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 71 (0x47).
 
     provide client with a message
@@ -4856,35 +4050,6 @@ The number of messages in the queue, which will be zero for newly-declared queue
         self.routing_key = routing_key
         self.message_count = message_count
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(delivery_tag={self.delivery_tag!r}, redelivered={self.redelivered!r}, exchange={self.exchange!r}, routing_key={self.routing_key!r}, message_count={self.message_count!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BasicGetOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.delivery_tag,
-            self.redelivered,
-            self.exchange,
-            self.routing_key,
-            self.message_count,
-            self.channel,
-        ) == (
-            other.delivery_tag,
-            other.redelivered,
-            other.exchange,
-            other.routing_key,
-            other.message_count,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _BASIC_GET_OK_0 = struct.Struct(">QBB")
@@ -4963,7 +4128,7 @@ def _frame_basic_get_ok(msg: BasicGetOk, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class BasicGetEmpty:
+class BasicGetEmpty(Structure):
     """BasicGetEmpty: Basic.GetEmpty response, identity (0x01, 60, 72), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 72 (0x48).
 
     indicate no messages available
@@ -4990,21 +4155,6 @@ class BasicGetEmpty:
     def __init__(self, reserved1: str = "", channel: int = 0) -> None:
         self.reserved1 = reserved1
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BasicGetEmpty) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.reserved1, self.channel) == (other.reserved1, other.channel)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _BASIC_GET_EMPTY_0 = struct.Struct(">B")
@@ -5048,7 +4198,7 @@ def _frame_basic_get_empty(msg: BasicGetEmpty, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class BasicReject:
+class BasicReject(Structure):
     """BasicReject: Basic.Reject one-way message, identity (0x01, 60, 90), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 90 (0x5a).
 
     reject an incoming message
@@ -5081,25 +4231,6 @@ If requeue is true, the server will attempt to requeue the message. If requeue i
         self.delivery_tag = delivery_tag
         self.requeue = requeue
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(delivery_tag={self.delivery_tag!r}, requeue={self.requeue!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BasicReject) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.delivery_tag, self.requeue, self.channel) == (
-            other.delivery_tag,
-            other.requeue,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _BASIC_REJECT_0 = struct.Struct(">QB")
@@ -5147,7 +4278,7 @@ def _frame_basic_reject(msg: BasicReject, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class BasicRecoverAsync:
+class BasicRecoverAsync(Structure):
     """BasicRecoverAsync: Basic.RecoverAsync one-way message, identity (0x01, 60, 100), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 100 (0x64).
 
     redeliver unacknowledged messages
@@ -5177,21 +4308,6 @@ If this field is zero, the message will be redelivered to the original recipient
     def __init__(self, requeue: bool = False, channel: int = 0) -> None:
         self.requeue = requeue
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(requeue={self.requeue!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BasicRecoverAsync) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.requeue, self.channel) == (other.requeue, other.channel)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _BASIC_RECOVER_ASYNC_0 = struct.Struct(">B")
@@ -5232,7 +4348,7 @@ def _frame_basic_recover_async(msg: BasicRecoverAsync, seal_checksums: bool) -> 
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class BasicRecover:
+class BasicRecover(Structure):
     """BasicRecover: Basic.Recover one-way message, identity (0x01, 60, 110), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 110 (0x6e).
 
     redeliver unacknowledged messages
@@ -5260,21 +4376,6 @@ If this field is zero, the message will be redelivered to the original recipient
     def __init__(self, requeue: bool = False, channel: int = 0) -> None:
         self.requeue = requeue
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(requeue={self.requeue!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BasicRecover) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.requeue, self.channel) == (other.requeue, other.channel)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _BASIC_RECOVER_0 = struct.Struct(">B")
@@ -5313,7 +4414,7 @@ def _frame_basic_recover(msg: BasicRecover, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class BasicRecoverOk:
+class BasicRecoverOk(Structure):
     """BasicRecoverOk: Basic.RecoverOk one-way message, identity (0x01, 60, 111), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 111 (0x6f).
 
     confirm recovery
@@ -5338,21 +4439,6 @@ class BasicRecoverOk:
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BasicRecoverOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel,) == (other.channel,)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
-
 
 def _decode_basic_recover_ok(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
@@ -5376,7 +4462,7 @@ def _frame_basic_recover_ok(msg: BasicRecoverOk, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class TxSelect:
+class TxSelect(Structure):
     """TxSelect: Tx.Select request, identity (0x01, 90, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 10 (0x0a).
 
     select standard transaction mode
@@ -5403,21 +4489,6 @@ class TxSelect:
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, TxSelect) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel,) == (other.channel,)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
-
 
 def _decode_tx_select(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
@@ -5441,7 +4512,7 @@ def _frame_tx_select(msg: TxSelect, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class TxSelectOk:
+class TxSelectOk(Structure):
     """TxSelectOk: Tx.SelectOk response, identity (0x01, 90, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 11 (0x0b).
 
     confirm transaction mode
@@ -5466,21 +4537,6 @@ class TxSelectOk:
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, TxSelectOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel,) == (other.channel,)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
-
 
 def _decode_tx_select_ok(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
@@ -5504,7 +4560,7 @@ def _frame_tx_select_ok(msg: TxSelectOk, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class TxCommit:
+class TxCommit(Structure):
     """TxCommit: Tx.Commit request, identity (0x01, 90, 20), sent by the client. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 20 (0x14).
 
     commit the current transaction
@@ -5531,21 +4587,6 @@ class TxCommit:
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, TxCommit) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel,) == (other.channel,)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
-
 
 def _decode_tx_commit(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
@@ -5569,7 +4610,7 @@ def _frame_tx_commit(msg: TxCommit, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class TxCommitOk:
+class TxCommitOk(Structure):
     """TxCommitOk: Tx.CommitOk response, identity (0x01, 90, 21), sent by the server. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 21 (0x15).
 
     confirm a successful commit
@@ -5594,21 +4635,6 @@ class TxCommitOk:
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, TxCommitOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel,) == (other.channel,)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
-
 
 def _decode_tx_commit_ok(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
@@ -5632,7 +4658,7 @@ def _frame_tx_commit_ok(msg: TxCommitOk, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class TxRollback:
+class TxRollback(Structure):
     """TxRollback: Tx.Rollback request, identity (0x01, 90, 30), sent by the client. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 30 (0x1e).
 
     abandon the current transaction
@@ -5659,21 +4685,6 @@ class TxRollback:
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, TxRollback) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel,) == (other.channel,)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
-
 
 def _decode_tx_rollback(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
@@ -5697,7 +4708,7 @@ def _frame_tx_rollback(msg: TxRollback, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class TxRollbackOk:
+class TxRollbackOk(Structure):
     """TxRollbackOk: Tx.RollbackOk response, identity (0x01, 90, 31), sent by the server. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 31 (0x1f).
 
     confirm successful rollback
@@ -5721,21 +4732,6 @@ class TxRollbackOk:
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, TxRollbackOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel,) == (other.channel,)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 def _decode_tx_rollback_ok(

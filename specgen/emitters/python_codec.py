@@ -71,6 +71,8 @@ def emit_shared(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict
             **common,
         ),
     }
+    if plan.packed is None and plan.described is None:  # fused runs: one base for every class
+        files["base.py"] = renderer.render("python/base.py.j2", spec, plan.protocol, **common)
     return files
 
 

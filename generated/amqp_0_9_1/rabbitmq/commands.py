@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from ..base import Structure
 from ..errors import DecodeError, EncodeError, _bad_length, _truncated
 from ..framing import HEADER_SIZE, TRAILER, TRAILER_SIZE
 from ..shared import (
@@ -234,7 +235,7 @@ HEADER = struct.Struct(">BHI")
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ConnectionBlocked:
+class ConnectionBlocked(Structure):
     """ConnectionBlocked: Connection.Blocked one-way message, identity (0x01, 10, 60), sent by the both. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 60 (0x3c).
 
     indicate that connection is blocked
@@ -261,21 +262,6 @@ The reason the connection was blocked."""
     def __init__(self, reason: str, channel: int = 0) -> None:
         self.reason = reason
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(reason={self.reason!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionBlocked) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.reason, self.channel) == (other.reason, other.channel)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CONNECTION_BLOCKED_0 = struct.Struct(">B")
@@ -321,7 +307,7 @@ def _frame_connection_blocked(msg: ConnectionBlocked, seal_checksums: bool) -> b
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ConnectionUnblocked:
+class ConnectionUnblocked(Structure):
     """ConnectionUnblocked: Connection.Unblocked one-way message, identity (0x01, 10, 61), sent by the both. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 61 (0x3d).
 
     indicate that connection is unblocked
@@ -343,21 +329,6 @@ class ConnectionUnblocked:
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionUnblocked) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel,) == (other.channel,)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 def _decode_connection_unblocked(
@@ -384,7 +355,7 @@ def _frame_connection_unblocked(msg: ConnectionUnblocked, seal_checksums: bool) 
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ConnectionUpdateSecret:
+class ConnectionUpdateSecret(Structure):
     """ConnectionUpdateSecret: Connection.UpdateSecret request, identity (0x01, 10, 70), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 70 (0x46).
 
     update secret
@@ -419,25 +390,6 @@ The reason for the secret update."""
         self.new_secret = new_secret
         self.reason = reason
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(new_secret={self.new_secret!r}, reason={self.reason!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionUpdateSecret) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.new_secret, self.reason, self.channel) == (
-            other.new_secret,
-            other.reason,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CONNECTION_UPDATE_SECRET_0 = struct.Struct(">I")
@@ -498,7 +450,7 @@ def _frame_connection_update_secret(msg: ConnectionUpdateSecret, seal_checksums:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ConnectionUpdateSecretOk:
+class ConnectionUpdateSecretOk(Structure):
     """ConnectionUpdateSecretOk: Connection.UpdateSecretOk response, identity (0x01, 10, 71), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 71 (0x47).
 
     update secret response
@@ -521,21 +473,6 @@ class ConnectionUpdateSecretOk:
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionUpdateSecretOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel,) == (other.channel,)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 def _decode_connection_update_secret_ok(
@@ -564,7 +501,7 @@ def _frame_connection_update_secret_ok(
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ExchangeDeclare:
+class ExchangeDeclare(Structure):
     """ExchangeDeclare: Exchange.Declare request, identity (0x01, 40, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 10 (0x0a).
 
     verify exchange exists, create if needed
@@ -646,43 +583,6 @@ A set of arguments for the declaration. The syntax and semantics of these argume
         self.no_wait = no_wait
         self.arguments = dict() if arguments is None else arguments
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, exchange={self.exchange!r}, type={self.type!r}, passive={self.passive!r}, durable={self.durable!r}, auto_delete={self.auto_delete!r}, internal={self.internal!r}, no_wait={self.no_wait!r}, arguments={self.arguments!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ExchangeDeclare) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.reserved1,
-            self.exchange,
-            self.type,
-            self.passive,
-            self.durable,
-            self.auto_delete,
-            self.internal,
-            self.no_wait,
-            self.arguments,
-            self.channel,
-        ) == (
-            other.reserved1,
-            other.exchange,
-            other.type,
-            other.passive,
-            other.durable,
-            other.auto_delete,
-            other.internal,
-            other.no_wait,
-            other.arguments,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _EXCHANGE_DECLARE_0 = struct.Struct(">HB")
@@ -785,7 +685,7 @@ def _frame_exchange_declare(msg: ExchangeDeclare, seal_checksums: bool) -> bytes
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ExchangeBind:
+class ExchangeBind(Structure):
     """ExchangeBind: Exchange.Bind request, identity (0x01, 40, 30), sent by the client. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 30 (0x1e).
 
     bind exchange to an exchange
@@ -851,37 +751,6 @@ A set of arguments for the binding. The syntax and semantics of these arguments 
         self.no_wait = no_wait
         self.arguments = dict() if arguments is None else arguments
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, destination={self.destination!r}, source={self.source!r}, routing_key={self.routing_key!r}, no_wait={self.no_wait!r}, arguments={self.arguments!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ExchangeBind) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.reserved1,
-            self.destination,
-            self.source,
-            self.routing_key,
-            self.no_wait,
-            self.arguments,
-            self.channel,
-        ) == (
-            other.reserved1,
-            other.destination,
-            other.source,
-            other.routing_key,
-            other.no_wait,
-            other.arguments,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _EXCHANGE_BIND_0 = struct.Struct(">HB")
@@ -977,7 +846,7 @@ def _frame_exchange_bind(msg: ExchangeBind, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ExchangeBindOk:
+class ExchangeBindOk(Structure):
     """ExchangeBindOk: Exchange.BindOk response, identity (0x01, 40, 31), sent by the server. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 31 (0x1f).
 
     confirm bind successful
@@ -1000,21 +869,6 @@ class ExchangeBindOk:
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ExchangeBindOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel,) == (other.channel,)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 def _decode_exchange_bind_ok(
@@ -1039,7 +893,7 @@ def _frame_exchange_bind_ok(msg: ExchangeBindOk, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ExchangeUnbind:
+class ExchangeUnbind(Structure):
     """ExchangeUnbind: Exchange.Unbind request, identity (0x01, 40, 40), sent by the client. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 40 (0x28).
 
     unbind an exchange from an exchange
@@ -1105,37 +959,6 @@ Specifies the arguments of the binding to unbind."""
         self.no_wait = no_wait
         self.arguments = dict() if arguments is None else arguments
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, destination={self.destination!r}, source={self.source!r}, routing_key={self.routing_key!r}, no_wait={self.no_wait!r}, arguments={self.arguments!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ExchangeUnbind) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.reserved1,
-            self.destination,
-            self.source,
-            self.routing_key,
-            self.no_wait,
-            self.arguments,
-            self.channel,
-        ) == (
-            other.reserved1,
-            other.destination,
-            other.source,
-            other.routing_key,
-            other.no_wait,
-            other.arguments,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _EXCHANGE_UNBIND_0 = struct.Struct(">HB")
@@ -1231,7 +1054,7 @@ def _frame_exchange_unbind(msg: ExchangeUnbind, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ExchangeUnbindOk:
+class ExchangeUnbindOk(Structure):
     """ExchangeUnbindOk: Exchange.UnbindOk response, identity (0x01, 40, 51), sent by the server. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 51 (0x33).
 
     confirm unbind successful
@@ -1254,21 +1077,6 @@ class ExchangeUnbindOk:
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ExchangeUnbindOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel,) == (other.channel,)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 def _decode_exchange_unbind_ok(
@@ -1295,7 +1103,7 @@ def _frame_exchange_unbind_ok(msg: ExchangeUnbindOk, seal_checksums: bool) -> by
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class BasicQos:
+class BasicQos(Structure):
     """BasicQos: Basic.Qos request, identity (0x01, 60, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 10 (0x0a).
 
     specify quality of service
@@ -1337,26 +1145,6 @@ RabbitMQ has reinterpreted this field. The original specification said: "By defa
         self.prefetch_count = prefetch_count
         self.global_ = global_
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(prefetch_size={self.prefetch_size!r}, prefetch_count={self.prefetch_count!r}, global_={self.global_!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BasicQos) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.prefetch_size, self.prefetch_count, self.global_, self.channel) == (
-            other.prefetch_size,
-            other.prefetch_count,
-            other.global_,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _BASIC_QOS_0 = struct.Struct(">IHB")
@@ -1408,7 +1196,7 @@ def _frame_basic_qos(msg: BasicQos, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class BasicCancel:
+class BasicCancel(Structure):
     """BasicCancel: Basic.Cancel request, identity (0x01, 60, 30), sent by the both. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 30 (0x1e).
 
     end a queue consumer
@@ -1445,25 +1233,6 @@ If set, the server will not respond to the method. The client should not wait fo
         self.consumer_tag = consumer_tag
         self.no_wait = no_wait
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(consumer_tag={self.consumer_tag!r}, no_wait={self.no_wait!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BasicCancel) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.consumer_tag, self.no_wait, self.channel) == (
-            other.consumer_tag,
-            other.no_wait,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _BASIC_CANCEL_0 = struct.Struct(">B")
@@ -1518,7 +1287,7 @@ def _frame_basic_cancel(msg: BasicCancel, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class BasicCancelOk:
+class BasicCancelOk(Structure):
     """BasicCancelOk: Basic.CancelOk response, identity (0x01, 60, 31), sent by the both. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 31 (0x1f).
 
     confirm a cancelled consumer
@@ -1546,21 +1315,6 @@ Identifier for the consumer, valid within the current channel."""
     def __init__(self, consumer_tag: str, channel: int = 0) -> None:
         self.consumer_tag = consumer_tag
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(consumer_tag={self.consumer_tag!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BasicCancelOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.consumer_tag, self.channel) == (other.consumer_tag, other.channel)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _BASIC_CANCEL_OK_0 = struct.Struct(">B")
@@ -1604,7 +1358,7 @@ def _frame_basic_cancel_ok(msg: BasicCancelOk, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class BasicAck:
+class BasicAck(Structure):
     """BasicAck: Basic.Ack one-way message, identity (0x01, 60, 80), sent by the both. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 80 (0x50).
 
     acknowledge one or more messages
@@ -1640,25 +1394,6 @@ If set to 1, the delivery tag is treated as "up to and including", so that multi
         self.delivery_tag = delivery_tag
         self.multiple = multiple
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(delivery_tag={self.delivery_tag!r}, multiple={self.multiple!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BasicAck) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.delivery_tag, self.multiple, self.channel) == (
-            other.delivery_tag,
-            other.multiple,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _BASIC_ACK_0 = struct.Struct(">QB")
@@ -1706,7 +1441,7 @@ def _frame_basic_ack(msg: BasicAck, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class BasicNack:
+class BasicNack(Structure):
     """BasicNack: Basic.Nack one-way message, identity (0x01, 60, 120), sent by the both. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 120 (0x78).
 
     reject one or more incoming messages
@@ -1747,26 +1482,6 @@ If requeue is true, the server will attempt to requeue the message. If requeue i
         self.multiple = multiple
         self.requeue = requeue
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(delivery_tag={self.delivery_tag!r}, multiple={self.multiple!r}, requeue={self.requeue!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BasicNack) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.delivery_tag, self.multiple, self.requeue, self.channel) == (
-            other.delivery_tag,
-            other.multiple,
-            other.requeue,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _BASIC_NACK_0 = struct.Struct(">QB")
@@ -1819,7 +1534,7 @@ def _frame_basic_nack(msg: BasicNack, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ConfirmSelect:
+class ConfirmSelect(Structure):
     """ConfirmSelect: Confirm.Select request, identity (0x01, 85, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 85 (0x55), MethodId 10 (0x0a).
 
     select confirm mode (i.e. enable publisher acknowledgements)
@@ -1849,21 +1564,6 @@ If set, the server will not respond to the method. The client should not wait fo
     def __init__(self, nowait: bool = False, channel: int = 0) -> None:
         self.nowait = nowait
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(nowait={self.nowait!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConfirmSelect) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.nowait, self.channel) == (other.nowait, other.channel)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CONFIRM_SELECT_0 = struct.Struct(">B")
@@ -1902,7 +1602,7 @@ def _frame_confirm_select(msg: ConfirmSelect, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ConfirmSelectOk:
+class ConfirmSelectOk(Structure):
     """ConfirmSelectOk: Confirm.SelectOk response, identity (0x01, 85, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 85 (0x55), MethodId 11 (0x0b).
 
     acknowledge confirm mode
@@ -1925,21 +1625,6 @@ class ConfirmSelectOk:
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConfirmSelectOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel,) == (other.channel,)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 def _decode_confirm_select_ok(

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from ..base import Structure
 from ..errors import DecodeError, EncodeError, _bad_length, _truncated
 from ..framing import HEADER_SIZE, TRAILER, TRAILER_SIZE
 from ..shared import (
@@ -234,7 +235,7 @@ HEADER = struct.Struct(">BHI")
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ExchangeDeclare:
+class ExchangeDeclare(Structure):
     """ExchangeDeclare: Exchange.Declare request, identity (0x01, 40, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 10 (0x0a).
 
     verify exchange exists, create if needed
@@ -312,43 +313,6 @@ A set of arguments for the declaration. The syntax and semantics of these argume
         self.no_wait = no_wait
         self.arguments = dict() if arguments is None else arguments
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(reserved1={self.reserved1!r}, exchange={self.exchange!r}, type={self.type!r}, passive={self.passive!r}, durable={self.durable!r}, reserved2={self.reserved2!r}, reserved3={self.reserved3!r}, no_wait={self.no_wait!r}, arguments={self.arguments!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ExchangeDeclare) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.reserved1,
-            self.exchange,
-            self.type,
-            self.passive,
-            self.durable,
-            self.reserved2,
-            self.reserved3,
-            self.no_wait,
-            self.arguments,
-            self.channel,
-        ) == (
-            other.reserved1,
-            other.exchange,
-            other.type,
-            other.passive,
-            other.durable,
-            other.reserved2,
-            other.reserved3,
-            other.no_wait,
-            other.arguments,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _EXCHANGE_DECLARE_0 = struct.Struct(">HB")
@@ -451,7 +415,7 @@ def _frame_exchange_declare(msg: ExchangeDeclare, seal_checksums: bool) -> bytes
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class BasicQos:
+class BasicQos(Structure):
     """BasicQos: Basic.Qos request, identity (0x01, 60, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 10 (0x0a).
 
     specify quality of service
@@ -493,26 +457,6 @@ By default the QoS settings apply to the current channel only. If this field is 
         self.prefetch_count = prefetch_count
         self.global_ = global_
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(prefetch_size={self.prefetch_size!r}, prefetch_count={self.prefetch_count!r}, global_={self.global_!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BasicQos) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.prefetch_size, self.prefetch_count, self.global_, self.channel) == (
-            other.prefetch_size,
-            other.prefetch_count,
-            other.global_,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _BASIC_QOS_0 = struct.Struct(">IHB")
@@ -564,7 +508,7 @@ def _frame_basic_qos(msg: BasicQos, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class BasicCancel:
+class BasicCancel(Structure):
     """BasicCancel: Basic.Cancel request, identity (0x01, 60, 30), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 30 (0x1e).
 
     end a queue consumer
@@ -599,25 +543,6 @@ If set, the server will not respond to the method. The client should not wait fo
         self.consumer_tag = consumer_tag
         self.no_wait = no_wait
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(consumer_tag={self.consumer_tag!r}, no_wait={self.no_wait!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BasicCancel) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.consumer_tag, self.no_wait, self.channel) == (
-            other.consumer_tag,
-            other.no_wait,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _BASIC_CANCEL_0 = struct.Struct(">B")
@@ -672,7 +597,7 @@ def _frame_basic_cancel(msg: BasicCancel, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class BasicCancelOk:
+class BasicCancelOk(Structure):
     """BasicCancelOk: Basic.CancelOk response, identity (0x01, 60, 31), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 31 (0x1f).
 
     confirm a cancelled consumer
@@ -700,21 +625,6 @@ Identifier for the consumer, valid within the current channel."""
     def __init__(self, consumer_tag: str, channel: int = 0) -> None:
         self.consumer_tag = consumer_tag
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(consumer_tag={self.consumer_tag!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BasicCancelOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.consumer_tag, self.channel) == (other.consumer_tag, other.channel)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _BASIC_CANCEL_OK_0 = struct.Struct(">B")
@@ -758,7 +668,7 @@ def _frame_basic_cancel_ok(msg: BasicCancelOk, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class BasicAck:
+class BasicAck(Structure):
     """BasicAck: Basic.Ack one-way message, identity (0x01, 60, 80), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 80 (0x50).
 
     acknowledge one or more messages
@@ -790,25 +700,6 @@ If set to 1, the delivery tag is treated as "up to and including", so that the c
         self.delivery_tag = delivery_tag
         self.multiple = multiple
         self.channel = channel
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(delivery_tag={self.delivery_tag!r}, multiple={self.multiple!r}, channel={self.channel!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BasicAck) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.delivery_tag, self.multiple, self.channel) == (
-            other.delivery_tag,
-            other.multiple,
-            other.channel,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _BASIC_ACK_0 = struct.Struct(">QB")

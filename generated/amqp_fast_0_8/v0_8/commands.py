@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, ClassVar, Literal
 
+from ..base import Structure
 from ..errors import DecodeError, EncodeError, _bad_length, _truncated
 from ..framing import (
     HEADER_SIZE,
@@ -36,7 +37,7 @@ HEADER = struct.Struct(">HB")
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class MessageHead:
+class MessageHead(Structure):
     """The message head: the header block that starts a message's first fragment, before the body block (Message Header, line 1681). The header block holds this data (all integer data is in network byte order).
 
     `encode()` gives its bytes; `MessageHead.decode(data, at)` reads one at `at` and returns it
@@ -80,35 +81,6 @@ class MessageHead:
         self.msg_identifier = msg_identifier
         self.headers = headers
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(body_size={self.body_size!r}, persistent={self.persistent!r}, priority={self.priority!r}, expiration={self.expiration!r}, mime_type={self.mime_type!r}, encoding={self.encoding!r}, msg_identifier={self.msg_identifier!r}, headers={self.headers!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MessageHead) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.body_size,
-            self.persistent,
-            self.priority,
-            self.expiration,
-            self.mime_type,
-            self.encoding,
-            self.msg_identifier,
-            self.headers,
-        ) == (
-            other.body_size,
-            other.persistent,
-            other.priority,
-            other.expiration,
-            other.mime_type,
-            other.encoding,
-            other.msg_identifier,
-            other.headers,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
     def encode(self) -> bytes:
         """These fields' bytes; EncodeError when a value does not fit."""
         parts: list[bytes] = []
@@ -128,7 +100,7 @@ class MessageHead:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ConnectionChallenge:
+class ConnectionChallenge(Structure):
     """ConnectionChallenge: Connection.Challenge one-way message, code 0x0a, sent by the server.
 
     Server asks client to authenticate itself.  Client replies with a suitable CONNECTION RESPONSE. Authentication (logging-in) is done through a series of challenges by the server and responses from the client. The server starts the process by sending a CONNECTION CHALLENGE command to the client.
@@ -152,25 +124,6 @@ class ConnectionChallenge:
         self.version = version
         self.mechanisms = mechanisms
         self.challenges = challenges
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(version={self.version!r}, mechanisms={self.mechanisms!r}, challenges={self.challenges!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionChallenge) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.version, self.mechanisms, self.challenges) == (
-            other.version,
-            other.mechanisms,
-            other.challenges,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CONNECTION_CHALLENGE_0 = struct.Struct(">BB")
@@ -211,7 +164,7 @@ def _encode_connection_challenge(
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ConnectionResponse:
+class ConnectionResponse(Structure):
     """ConnectionResponse: Connection.Response one-way message, code 0x0b, sent by the client.
 
     Client provides server with its credentials.  The actual credentials depend on the security mechanisms implemented; this is not yet part of the standard proposal. Server replies with another CONNECTION CHALLENGE or a CONNECTION TUNE. The client responds to a CONNECTION CHALLENGE with a CONNECTION RESPONSE command.
@@ -234,23 +187,6 @@ class ConnectionResponse:
     def __init__(self, mechanism: str, responses: dict[str, Any]) -> None:
         self.mechanism = mechanism
         self.responses = responses
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}(mechanism={self.mechanism!r}, responses={self.responses!r})"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.mechanism, self.responses) == (other.mechanism, other.responses)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CONNECTION_RESPONSE_0 = struct.Struct(">B")
@@ -288,7 +224,7 @@ def _encode_connection_response(
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ConnectionTune:
+class ConnectionTune(Structure):
     """ConnectionTune: Connection.Tune one-way message, code 0x0c, sent by the both.
 
     Server asks client to confirm tuning parameters.  Client replies with zero or more CONNECTION TUNE commands, followed by a CONNECTION OPEN. After authentication the client and server negotiates various parameters for the connection. This negotiation consists of an exchange of CONNECTION TUNE commands (one from the server to the client and zero or more in response back from the client to the server).
@@ -312,23 +248,6 @@ class ConnectionTune:
         self.options = options
         self.dictionary = dictionary
 
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}(options={self.options!r}, dictionary={self.dictionary!r})"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionTune) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.options, self.dictionary) == (other.options, other.dictionary)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
-
 
 def _decode_connection_tune(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
@@ -347,7 +266,7 @@ def _encode_connection_tune(msg: ConnectionTune, parts: list[bytes], seal_checks
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ConnectionOpen:
+class ConnectionOpen(Structure):
     """ConnectionOpen: Connection.Open one-way message, code 0x0d, sent by the client.
 
     The client asks the server to open a connection to a virtual host. After sending CONNECTION TUNE, the client should immediately send CONNECTION OPEN to prepare the connection.
@@ -378,26 +297,6 @@ class ConnectionOpen:
         self.virtual_path = virtual_path
         self.client_name = client_name
         self.options = options
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(confirm_tag={self.confirm_tag!r}, virtual_path={self.virtual_path!r}, client_name={self.client_name!r}, options={self.options!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionOpen) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.confirm_tag, self.virtual_path, self.client_name, self.options) == (
-            other.confirm_tag,
-            other.virtual_path,
-            other.client_name,
-            other.options,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CONNECTION_OPEN_0 = struct.Struct(">HB")
@@ -454,7 +353,7 @@ def _encode_connection_open(msg: ConnectionOpen, parts: list[bytes], seal_checks
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ConnectionPing:
+class ConnectionPing(Structure):
     """ConnectionPing: Connection.Ping one-way message, code 0x0e, sent by the both.
 
     Either party asks the other to respond with a high-priority message. The CONNECTION PING command implements the connection heartbeat.
@@ -474,21 +373,6 @@ class ConnectionPing:
 
     def __init__(self, respond: bool = False) -> None:
         self.respond = respond
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(respond={self.respond!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionPing) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.respond,) == (other.respond,)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CONNECTION_PING_0 = struct.Struct(">B")
@@ -524,7 +408,7 @@ def _frame_connection_ping(msg: ConnectionPing, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ConnectionReply:
+class ConnectionReply(Structure):
     """ConnectionReply: Connection.Reply one-way message, code 0x12, sent by the server.
 
     Server responds to a satisfactory CONNECTION OPEN with a CONNECTION REPLY to tell the client that the connection is ready. The server confirms a CONNECTION OPEN command by sending CONNECTION REPLY command to the client.
@@ -550,25 +434,6 @@ class ConnectionReply:
         self.confirm_tag = confirm_tag
         self.reply_code = reply_code
         self.reply_text = reply_text
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(confirm_tag={self.confirm_tag!r}, reply_code={self.reply_code!r}, reply_text={self.reply_text!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionReply) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.confirm_tag, self.reply_code, self.reply_text) == (
-            other.confirm_tag,
-            other.reply_code,
-            other.reply_text,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CONNECTION_REPLY_0 = struct.Struct(">HHB")
@@ -608,7 +473,7 @@ def _encode_connection_reply(
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ConnectionClose:
+class ConnectionClose(Structure):
     """ConnectionClose: Connection.Close one-way message, code 0x13, sent by the both.
 
     Either party closes the connection, the other confirms with CONNECTION CLOSE. Either party can close the connection at any time by sending the CONNECTION CLOSE command.
@@ -631,21 +496,6 @@ class ConnectionClose:
     def __init__(self, reply_code: int, reply_text: str) -> None:
         self.reply_code = reply_code
         self.reply_text = reply_text
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(reply_code={self.reply_code!r}, reply_text={self.reply_text!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionClose) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.reply_code, self.reply_text) == (other.reply_code, other.reply_text)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CONNECTION_CLOSE_0 = struct.Struct(">HB")
@@ -684,7 +534,7 @@ def _encode_connection_close(
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ChannelOpen:
+class ChannelOpen(Structure):
     """ChannelOpen: Channel.Open one-way message, code 0x14, sent by the client.
 
     Client asks server to open a new channel. Server may respond with CHANNEL REPLY, or with nothing if client did not request confirmation. The client opens a channel by sending CHANNEL OPEN to the server.
@@ -727,35 +577,6 @@ class ChannelOpen:
         self.restartable = restartable
         self.options = dict() if options is None else options
         self.out_of_band = out_of_band
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel_id={self.channel_id!r}, confirm_tag={self.confirm_tag!r}, transacted={self.transacted!r}, restartable={self.restartable!r}, options={self.options!r}, out_of_band={self.out_of_band!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ChannelOpen) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.channel_id,
-            self.confirm_tag,
-            self.transacted,
-            self.restartable,
-            self.options,
-            self.out_of_band,
-        ) == (
-            other.channel_id,
-            other.confirm_tag,
-            other.transacted,
-            other.restartable,
-            other.options,
-            other.out_of_band,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CHANNEL_OPEN_0 = struct.Struct(">HHB")
@@ -814,7 +635,7 @@ def _encode_channel_open(msg: ChannelOpen, parts: list[bytes], seal_checksums: b
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ChannelAck:
+class ChannelAck(Structure):
     """ChannelAck: Channel.Ack one-way message, code 0x15, sent by the client.
 
     Client acknowledges one or more destination message that is has processed. The client does manual acknowledgement of messages received through HANDLE NOTIFY commands (see later) using the CHANNEL ACK command.
@@ -840,25 +661,6 @@ class ChannelAck:
         self.channel_id = channel_id
         self.confirm_tag = confirm_tag
         self.message_nbr = message_nbr
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel_id={self.channel_id!r}, confirm_tag={self.confirm_tag!r}, message_nbr={self.message_nbr!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ChannelAck) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel_id, self.confirm_tag, self.message_nbr) == (
-            other.channel_id,
-            other.confirm_tag,
-            other.message_nbr,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CHANNEL_ACK_0 = struct.Struct(">HHI")
@@ -895,7 +697,7 @@ def _frame_channel_ack(msg: ChannelAck, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ChannelCommit:
+class ChannelCommit(Structure):
     """ChannelCommit: Channel.Commit one-way message, code 0x16, sent by the client.
 
     Client asks server to commit the current transaction. The client sends CHANNEL COMMIT to commit work done in the current transaction.
@@ -921,25 +723,6 @@ class ChannelCommit:
         self.channel_id = channel_id
         self.confirm_tag = confirm_tag
         self.options = options
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel_id={self.channel_id!r}, confirm_tag={self.confirm_tag!r}, options={self.options!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ChannelCommit) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel_id, self.confirm_tag, self.options) == (
-            other.channel_id,
-            other.confirm_tag,
-            other.options,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CHANNEL_COMMIT_0 = struct.Struct(">HH")
@@ -969,7 +752,7 @@ def _encode_channel_commit(msg: ChannelCommit, parts: list[bytes], seal_checksum
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ChannelRollback:
+class ChannelRollback(Structure):
     """ChannelRollback: Channel.Rollback one-way message, code 0x17, sent by the client.
 
     Client asks server to rollback the current transaction. The client sends CHANNEL ROLLBACK to roll back work done in the current transaction.
@@ -995,25 +778,6 @@ class ChannelRollback:
         self.channel_id = channel_id
         self.confirm_tag = confirm_tag
         self.options = options
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel_id={self.channel_id!r}, confirm_tag={self.confirm_tag!r}, options={self.options!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ChannelRollback) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel_id, self.confirm_tag, self.options) == (
-            other.channel_id,
-            other.confirm_tag,
-            other.options,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CHANNEL_ROLLBACK_0 = struct.Struct(">HH")
@@ -1045,7 +809,7 @@ def _encode_channel_rollback(
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ChannelReply:
+class ChannelReply(Structure):
     """ChannelReply: Channel.Reply one-way message, code 0x1c, sent by the both.
 
     Server or client confirms a channel command. The server can optionally confirm channel commands using CHANNEL REPLY.
@@ -1074,26 +838,6 @@ class ChannelReply:
         self.confirm_tag = confirm_tag
         self.reply_code = reply_code
         self.reply_text = reply_text
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel_id={self.channel_id!r}, confirm_tag={self.confirm_tag!r}, reply_code={self.reply_code!r}, reply_text={self.reply_text!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ChannelReply) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel_id, self.confirm_tag, self.reply_code, self.reply_text) == (
-            other.channel_id,
-            other.confirm_tag,
-            other.reply_code,
-            other.reply_text,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CHANNEL_REPLY_0 = struct.Struct(">HHHB")
@@ -1134,7 +878,7 @@ def _encode_channel_reply(msg: ChannelReply, parts: list[bytes], seal_checksums:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ChannelClose:
+class ChannelClose(Structure):
     """ChannelClose: Channel.Close one-way message, code 0x1d, sent by the both.
 
     Either party closes the channel, the other confirms. Either party can close a channel at any time by sending CHANNEL CLOSE.
@@ -1160,25 +904,6 @@ class ChannelClose:
         self.channel_id = channel_id
         self.reply_code = reply_code
         self.reply_text = reply_text
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel_id={self.channel_id!r}, reply_code={self.reply_code!r}, reply_text={self.reply_text!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ChannelClose) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel_id, self.reply_code, self.reply_text) == (
-            other.channel_id,
-            other.reply_code,
-            other.reply_text,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CHANNEL_CLOSE_0 = struct.Struct(">HHB")
@@ -1216,7 +941,7 @@ def _encode_channel_close(msg: ChannelClose, parts: list[bytes], seal_checksums:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class HandleOpen:
+class HandleOpen(Structure):
     """HandleOpen: Handle.Open one-way message, code 0x1e, sent by the client.
 
     Client asks server to prepare to use a specified destination or set of destinations. The client opens access to a destination by sending HANDLE OPEN to the server.
@@ -1271,41 +996,6 @@ class HandleOpen:
         self.mime_type = mime_type
         self.encoding = encoding
         self.options = dict() if options is None else options
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(channel_id={self.channel_id!r}, handle_id={self.handle_id!r}, confirm_tag={self.confirm_tag!r}, producer={self.producer!r}, consumer={self.consumer!r}, browser={self.browser!r}, mime_type={self.mime_type!r}, encoding={self.encoding!r}, options={self.options!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, HandleOpen) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.channel_id,
-            self.handle_id,
-            self.confirm_tag,
-            self.producer,
-            self.consumer,
-            self.browser,
-            self.mime_type,
-            self.encoding,
-            self.options,
-        ) == (
-            other.channel_id,
-            other.handle_id,
-            other.confirm_tag,
-            other.producer,
-            other.consumer,
-            other.browser,
-            other.mime_type,
-            other.encoding,
-            other.options,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _HANDLE_OPEN_0 = struct.Struct(">HHHBB")
@@ -1390,7 +1080,7 @@ def _encode_handle_open(msg: HandleOpen, parts: list[bytes], seal_checksums: boo
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class HandleSend:
+class HandleSend(Structure):
     """HandleSend: Handle.Send one-way message, code 0x1f, sent by the client.
 
     Client sends a message to a specific destination. To send a message to a destination the client sends a HANDLE SEND command.
@@ -1447,39 +1137,6 @@ class HandleSend:
         self.out_of_band = out_of_band
         self.recovery = recovery
         self.dest_name = dest_name
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(handle_id={self.handle_id!r}, confirm_tag={self.confirm_tag!r}, service_type={self.service_type!r}, fragment_size={self.fragment_size!r}, partial={self.partial!r}, out_of_band={self.out_of_band!r}, recovery={self.recovery!r}, dest_name={self.dest_name!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, HandleSend) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.handle_id,
-            self.confirm_tag,
-            self.service_type,
-            self.fragment_size,
-            self.partial,
-            self.out_of_band,
-            self.recovery,
-            self.dest_name,
-        ) == (
-            other.handle_id,
-            other.confirm_tag,
-            other.service_type,
-            other.fragment_size,
-            other.partial,
-            other.out_of_band,
-            other.recovery,
-            other.dest_name,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
     def following(self) -> int:
         """Octets that follow this frame on the stream, outside any framing."""
@@ -1556,7 +1213,7 @@ def _encode_handle_send(msg: HandleSend, parts: list[bytes], seal_checksums: boo
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class HandleConsume:
+class HandleConsume(Structure):
     """HandleConsume: Handle.Consume one-way message, code 0x20, sent by the client.
 
     Client waits for a message from a specific destination. The client asks to receive messages from a specific destination by sending the HANDLE CONSUME command.
@@ -1615,43 +1272,6 @@ class HandleConsume:
         self.exclusive = exclusive
         self.dest_name = dest_name
         self.selector = dict() if selector is None else selector
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(handle_id={self.handle_id!r}, confirm_tag={self.confirm_tag!r}, service_type={self.service_type!r}, prefetch={self.prefetch!r}, no_local={self.no_local!r}, no_ack={self.no_ack!r}, dynamic={self.dynamic!r}, exclusive={self.exclusive!r}, dest_name={self.dest_name!r}, selector={self.selector!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, HandleConsume) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.handle_id,
-            self.confirm_tag,
-            self.service_type,
-            self.prefetch,
-            self.no_local,
-            self.no_ack,
-            self.dynamic,
-            self.exclusive,
-            self.dest_name,
-            self.selector,
-        ) == (
-            other.handle_id,
-            other.confirm_tag,
-            other.service_type,
-            other.prefetch,
-            other.no_local,
-            other.no_ack,
-            other.dynamic,
-            other.exclusive,
-            other.dest_name,
-            other.selector,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _HANDLE_CONSUME_0 = struct.Struct(">HHHHBB")
@@ -1725,7 +1345,7 @@ def _encode_handle_consume(msg: HandleConsume, parts: list[bytes], seal_checksum
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class HandleFlow:
+class HandleFlow(Structure):
     """HandleFlow: Handle.Flow one-way message, code 0x22, sent by the client.
 
     Client tells server to stop/restart messages from a specific destination. The client asks the server to pause or restart messages from a destination.
@@ -1751,25 +1371,6 @@ class HandleFlow:
         self.handle_id = handle_id
         self.confirm_tag = confirm_tag
         self.flow_pause = flow_pause
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(handle_id={self.handle_id!r}, confirm_tag={self.confirm_tag!r}, flow_pause={self.flow_pause!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, HandleFlow) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.handle_id, self.confirm_tag, self.flow_pause) == (
-            other.handle_id,
-            other.confirm_tag,
-            other.flow_pause,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _HANDLE_FLOW_0 = struct.Struct(">HHB")
@@ -1811,7 +1412,7 @@ def _frame_handle_flow(msg: HandleFlow, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class HandleUnget:
+class HandleUnget(Structure):
     """HandleUnget: Handle.Unget one-way message, code 0x23, sent by the client.
 
     Client pushes a message back onto the destination (for queues only). For queue services only, the client can push a message back to its original destination by sending the HANDLE UNGET command.
@@ -1837,25 +1438,6 @@ class HandleUnget:
         self.handle_id = handle_id
         self.confirm_tag = confirm_tag
         self.message_nbr = message_nbr
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(handle_id={self.handle_id!r}, confirm_tag={self.confirm_tag!r}, message_nbr={self.message_nbr!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, HandleUnget) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.handle_id, self.confirm_tag, self.message_nbr) == (
-            other.handle_id,
-            other.confirm_tag,
-            other.message_nbr,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _HANDLE_UNGET_0 = struct.Struct(">HHI")
@@ -1892,7 +1474,7 @@ def _frame_handle_unget(msg: HandleUnget, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class HandleQuery:
+class HandleQuery(Structure):
     """HandleQuery: Handle.Query one-way message, code 0x24, sent by the client.
 
     Client asks for a list of all messages waiting on a destination. The client can ask the server for a list of all outstanding messages on a destination by sending the HANDLE QUERY command.
@@ -1926,27 +1508,6 @@ class HandleQuery:
         self.dest_name = dest_name
         self.selector = selector
         self.mime_type = mime_type
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(handle_id={self.handle_id!r}, message_nbr={self.message_nbr!r}, dest_name={self.dest_name!r}, selector={self.selector!r}, mime_type={self.mime_type!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, HandleQuery) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.handle_id,
-            self.message_nbr,
-            self.dest_name,
-            self.selector,
-            self.mime_type,
-        ) == (other.handle_id, other.message_nbr, other.dest_name, other.selector, other.mime_type)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _HANDLE_QUERY_0 = struct.Struct(">HIB")
@@ -2017,7 +1578,7 @@ def _encode_handle_query(msg: HandleQuery, parts: list[bytes], seal_checksums: b
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class HandleBrowse:
+class HandleBrowse(Structure):
     """HandleBrowse: Handle.Browse one-way message, code 0x25, sent by the client.
 
     Client asks server for a specific message without marking it as being delivered to that client. The client asks to look at (but not consume) a single message using HANDLE BROWSE.
@@ -2043,25 +1604,6 @@ class HandleBrowse:
         self.handle_id = handle_id
         self.confirm_tag = confirm_tag
         self.message_nbr = message_nbr
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(handle_id={self.handle_id!r}, confirm_tag={self.confirm_tag!r}, message_nbr={self.message_nbr!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, HandleBrowse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.handle_id, self.confirm_tag, self.message_nbr) == (
-            other.handle_id,
-            other.confirm_tag,
-            other.message_nbr,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _HANDLE_BROWSE_0 = struct.Struct(">HHI")
@@ -2100,7 +1642,7 @@ def _frame_handle_browse(msg: HandleBrowse, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class HandleCreated:
+class HandleCreated(Structure):
     """HandleCreated: Handle.Created one-way message, code 0x28, sent by the server.
 
     Server informs client that a dynamic queue is now available. When the client does HANDLE CONSUME on a dynamic queue with an empty name (so that the server generates a name), the server replies to the client with a HANDLE CREATED command.
@@ -2123,23 +1665,6 @@ class HandleCreated:
     def __init__(self, handle_id: int, dest_name: str) -> None:
         self.handle_id = handle_id
         self.dest_name = dest_name
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}(handle_id={self.handle_id!r}, dest_name={self.dest_name!r})"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, HandleCreated) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.handle_id, self.dest_name) == (other.handle_id, other.dest_name)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _HANDLE_CREATED_0 = struct.Struct(">HB")
@@ -2176,7 +1701,7 @@ def _encode_handle_created(msg: HandleCreated, parts: list[bytes], seal_checksum
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class HandleNotify:
+class HandleNotify(Structure):
     """HandleNotify: Handle.Notify one-way message, code 0x29, sent by the server.
 
     Server sends a message from a destination back to the client. When the server has a message to send to the client it sends a HANDLE NOTIFY command.
@@ -2237,41 +1762,6 @@ class HandleNotify:
         self.delivered = delivered
         self.redelivered = redelivered
         self.dest_name = dest_name
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(handle_id={self.handle_id!r}, message_nbr={self.message_nbr!r}, fragment_size={self.fragment_size!r}, partial={self.partial!r}, out_of_band={self.out_of_band!r}, recovery={self.recovery!r}, delivered={self.delivered!r}, redelivered={self.redelivered!r}, dest_name={self.dest_name!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, HandleNotify) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.handle_id,
-            self.message_nbr,
-            self.fragment_size,
-            self.partial,
-            self.out_of_band,
-            self.recovery,
-            self.delivered,
-            self.redelivered,
-            self.dest_name,
-        ) == (
-            other.handle_id,
-            other.message_nbr,
-            other.fragment_size,
-            other.partial,
-            other.out_of_band,
-            other.recovery,
-            other.delivered,
-            other.redelivered,
-            other.dest_name,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
     def following(self) -> int:
         """Octets that follow this frame on the stream, outside any framing."""
@@ -2351,7 +1841,7 @@ def _encode_handle_notify(msg: HandleNotify, parts: list[bytes], seal_checksums:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class HandleIndex:
+class HandleIndex(Structure):
     """HandleIndex: Handle.Index one-way message, code 0x2a, sent by the server.
 
     Server provides client with the list of messages waiting on the destination. The server responds to a HANDLE QUERY command with a HANDLE INDEX command.
@@ -2377,25 +1867,6 @@ class HandleIndex:
         self.handle_id = handle_id
         self.message_nbr = message_nbr
         self.message_list = message_list
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(handle_id={self.handle_id!r}, message_nbr={self.message_nbr!r}, message_list={self.message_list!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, HandleIndex) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.handle_id, self.message_nbr, self.message_list) == (
-            other.handle_id,
-            other.message_nbr,
-            other.message_list,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _HANDLE_INDEX_0 = struct.Struct(">HIH")
@@ -2430,7 +1901,7 @@ def _encode_handle_index(msg: HandleIndex, parts: list[bytes], seal_checksums: b
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class HandlePrepare:
+class HandlePrepare(Structure):
     """HandlePrepare: Handle.Prepare one-way message, code 0x2b, sent by the both.
 
     Client asks server, or server asks client, to prepare space for a large message. The HANDLE PREPARE command carries the message header plus zero or more octets of body data, as for a HANDLE SEND command.
@@ -2461,25 +1932,6 @@ class HandlePrepare:
         self.handle_id = handle_id
         self.fragment_size = fragment_size
         self.content_hash = content_hash
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(handle_id={self.handle_id!r}, fragment_size={self.fragment_size!r}, content_hash={self.content_hash!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, HandlePrepare) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.handle_id, self.fragment_size, self.content_hash) == (
-            other.handle_id,
-            other.fragment_size,
-            other.content_hash,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
     def following(self) -> int:
         """Octets that follow this frame on the stream, outside any framing."""
@@ -2521,7 +1973,7 @@ def _encode_handle_prepare(msg: HandlePrepare, parts: list[bytes], seal_checksum
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class HandleReady:
+class HandleReady(Structure):
     """HandleReady: Handle.Ready one-way message, code 0x2c, sent by the both.
 
     Server tells client that a specified message can be transferred. The party receiving HANDLE PREPARE answers with HANDLE READY.
@@ -2544,21 +1996,6 @@ class HandleReady:
     def __init__(self, handle_id: int, message_size: int) -> None:
         self.handle_id = handle_id
         self.message_size = message_size
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(handle_id={self.handle_id!r}, message_size={self.message_size!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, HandleReady) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.handle_id, self.message_size) == (other.handle_id, other.message_size)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _HANDLE_READY_0 = struct.Struct(">HI")
@@ -2594,7 +2031,7 @@ def _frame_handle_ready(msg: HandleReady, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class HandleReply:
+class HandleReply(Structure):
     """HandleReply: Handle.Reply one-way message, code 0x30, sent by the server.
 
     Server confirms a destination command. The server may confirm destination commands - when the client asks for this - using HANDLE REPLY.
@@ -2623,26 +2060,6 @@ class HandleReply:
         self.confirm_tag = confirm_tag
         self.reply_code = reply_code
         self.reply_text = reply_text
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(handle_id={self.handle_id!r}, confirm_tag={self.confirm_tag!r}, reply_code={self.reply_code!r}, reply_text={self.reply_text!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, HandleReply) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.handle_id, self.confirm_tag, self.reply_code, self.reply_text) == (
-            other.handle_id,
-            other.confirm_tag,
-            other.reply_code,
-            other.reply_text,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _HANDLE_REPLY_0 = struct.Struct(">HHHB")
@@ -2683,7 +2100,7 @@ def _encode_handle_reply(msg: HandleReply, parts: list[bytes], seal_checksums: b
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class HandleClose:
+class HandleClose(Structure):
     """HandleClose: Handle.Close one-way message, code 0x31, sent by the both.
 
     Either party closes access to the destination, the other confirms. Either party can close a handle at any time by sending HANDLE CLOSE.
@@ -2709,25 +2126,6 @@ class HandleClose:
         self.handle_id = handle_id
         self.reply_code = reply_code
         self.reply_text = reply_text
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(handle_id={self.handle_id!r}, reply_code={self.reply_code!r}, reply_text={self.reply_text!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, HandleClose) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.handle_id, self.reply_code, self.reply_text) == (
-            other.handle_id,
-            other.reply_code,
-            other.reply_text,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _HANDLE_CLOSE_0 = struct.Struct(">HHB")

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from ..base import Structure
 from ..errors import DecodeError, EncodeError, _bad_count, _bad_length, _truncated
 from ..framing import HEADER_SIZE
 from ..records import compress, decompress, join, split
@@ -28,7 +29,7 @@ HEADER = struct.Struct(">ihh")
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class Argument:
+class Argument(Structure):
     """Argument."""
 
     key: str | None
@@ -38,20 +39,9 @@ class Argument:
         self.key = key
         self.value = value
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(key={self.key!r}, value={self.value!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Argument) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.key, self.value) == (other.key, other.value)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class Broker:
+class Broker(Structure):
     """Broker."""
 
     reference: int
@@ -63,20 +53,9 @@ class Broker:
         self.host = host
         self.port = port
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(reference={self.reference!r}, host={self.host!r}, port={self.port!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Broker) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.reference, self.host, self.port) == (other.reference, other.host, other.port)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class MetadataInfo:
+class MetadataInfo(Structure):
     """MetadataInfo."""
 
     code: int
@@ -88,20 +67,9 @@ class MetadataInfo:
         self.code = code
         self.stream = stream
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(code={self.code!r}, stream={self.stream!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MetadataInfo) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.code, self.stream) == (other.code, other.stream)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
 
 @dataclass(init=False, repr=False, eq=False)
-class OsirisChunk:
+class OsirisChunk(Structure):
     """OsirisChunk."""
 
     magic_version: int
@@ -155,38 +123,9 @@ class OsirisChunk:
             tuple[list[SimpleEntry | SubBatchEntry], bytes, list[tuple[object, ...]]] | None
         ) = None
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(magic_version={self.magic_version!r}, num_entries={self.num_entries!r}, num_records={self.num_records!r}, epoch={self.epoch!r}, chunk_first_offset={self.chunk_first_offset!r}, chunk_crc={self.chunk_crc!r}, data_length={self.data_length!r}, messages={self.messages!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, OsirisChunk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.magic_version,
-            self.num_entries,
-            self.num_records,
-            self.epoch,
-            self.chunk_first_offset,
-            self.chunk_crc,
-            self.data_length,
-            self.messages,
-        ) == (
-            other.magic_version,
-            other.num_entries,
-            other.num_records,
-            other.epoch,
-            other.chunk_first_offset,
-            other.chunk_crc,
-            other.data_length,
-            other.messages,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class PublishedMessage:
+class PublishedMessage(Structure):
     """PublishedMessage."""
 
     publishing_id: int
@@ -198,20 +137,9 @@ class PublishedMessage:
         self.publishing_id = publishing_id
         self.message = message
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(publishing_id={self.publishing_id!r}, message={self.message!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, PublishedMessage) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.publishing_id, self.message) == (other.publishing_id, other.message)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class PublishingError:
+class PublishingError(Structure):
     """PublishingError."""
 
     publishing_id: int
@@ -222,22 +150,9 @@ class PublishingError:
         self.publishing_id = publishing_id
         self.code = code
 
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}(publishing_id={self.publishing_id!r}, code={self.code!r})"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, PublishingError) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.publishing_id, self.code) == (other.publishing_id, other.code)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class SimpleEntry:
+class SimpleEntry(Structure):
     """SimpleEntry."""
 
     size: int
@@ -249,20 +164,9 @@ class SimpleEntry:
         self.size = size
         self.data = data
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(size={self.size!r}, data={self.data!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SimpleEntry) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.size, self.data) == (other.size, other.data)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class StreamMetadata:
+class StreamMetadata(Structure):
     """StreamMetadata."""
 
     stream_name: str | None
@@ -282,30 +186,9 @@ class StreamMetadata:
         self.leader_reference = leader_reference
         self.replicas_references = replicas_references
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(stream_name={self.stream_name!r}, response_code={self.response_code!r}, leader_reference={self.leader_reference!r}, replicas_references={self.replicas_references!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, StreamMetadata) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.stream_name,
-            self.response_code,
-            self.leader_reference,
-            self.replicas_references,
-        ) == (
-            other.stream_name,
-            other.response_code,
-            other.leader_reference,
-            other.replicas_references,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class SubBatchEntry:
+class SubBatchEntry(Structure):
     """SubBatchEntry."""
 
     compression_type: int
@@ -332,31 +215,6 @@ class SubBatchEntry:
         self.uncompressed_length = uncompressed_length
         self.length = length
         self.data = data
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(compression_type={self.compression_type!r}, reserved={self.reserved!r}, num_records={self.num_records!r}, uncompressed_length={self.uncompressed_length!r}, length={self.length!r}, data={self.data!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SubBatchEntry) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.compression_type,
-            self.reserved,
-            self.num_records,
-            self.uncompressed_length,
-            self.length,
-            self.data,
-        ) == (
-            other.compression_type,
-            other.reserved,
-            other.num_records,
-            other.uncompressed_length,
-            other.length,
-            other.data,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
 
     def records(self) -> list[bytes]:
         """The `num_records` records packed in `data`, decompressed as `compression_type` says.
@@ -397,7 +255,7 @@ _SUB_BATCH_ENTRY_CODECS = {
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class Publish:
+class Publish(Structure):
     """Publish: Publish one-way message, key 0x0000, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:105:1
@@ -417,21 +275,6 @@ class Publish:
     def __init__(self, stream: str | None, published_messages: list[PublishedMessage]) -> None:
         self.stream = stream
         self.published_messages = published_messages
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(stream={self.stream!r}, published_messages={self.published_messages!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Publish) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.stream, self.published_messages) == (other.stream, other.published_messages)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _PUBLISH_0 = struct.Struct(">h")
@@ -570,7 +413,7 @@ def _frame_publish(msg: Publish, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class PublishConfirm:
+class PublishConfirm(Structure):
     """PublishConfirm: PublishConfirm one-way message, key 0x0001, version 1, sent by the server.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:115:1
@@ -588,21 +431,6 @@ class PublishConfirm:
 
     def __init__(self, publishing_ids: list[int]) -> None:
         self.publishing_ids = publishing_ids
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(publishing_ids={self.publishing_ids!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, PublishConfirm) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.publishing_ids,) == (other.publishing_ids,)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _PUBLISH_CONFIRM_0 = struct.Struct(">i")
@@ -640,7 +468,7 @@ def _frame_publish_confirm(msg: PublishConfirm, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class SubscribeRequest:
+class SubscribeRequest(Structure):
     """Subscribe: Subscribe request, key 0x0002, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:122:1
@@ -671,26 +499,6 @@ class SubscribeRequest:
         self.subscription_id = subscription_id
         self.stream = stream
         self.offset = offset
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, subscription_id={self.subscription_id!r}, stream={self.stream!r}, offset={self.offset!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SubscribeRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.subscription_id, self.stream, self.offset) == (
-            other.correlation_id,
-            other.subscription_id,
-            other.stream,
-            other.offset,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _SUBSCRIBE_REQUEST_0 = struct.Struct(">iih")
@@ -754,7 +562,7 @@ def _frame_subscribe_request(msg: SubscribeRequest, seal_checksums: bool) -> byt
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class SubscribeResponse:
+class SubscribeResponse(Structure):
     """SubscribeResponse: Subscribe response, key 0x0002, version 1, sent by the server.
 
     The frame structure's generic response.
@@ -775,24 +583,6 @@ class SubscribeResponse:
     def __init__(self, correlation_id: int, response_code: int) -> None:
         self.correlation_id = correlation_id
         self.response_code = response_code
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SubscribeResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.response_code) == (
-            other.correlation_id,
-            other.response_code,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _SUBSCRIBE_RESPONSE_0 = struct.Struct(">ih")
@@ -830,7 +620,7 @@ def _frame_subscribe_response(msg: SubscribeResponse, seal_checksums: bool) -> b
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class Deliver:
+class Deliver(Structure):
     """Deliver: Deliver one-way message, key 0x0003, version 1, sent by the server.
 
     NB: See the Osiris project for details on the structure of messages.
@@ -851,24 +641,6 @@ class Deliver:
     def __init__(self, subscription_id: int, osiris_chunk: OsirisChunk) -> None:
         self.subscription_id = subscription_id
         self.osiris_chunk = osiris_chunk
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(subscription_id={self.subscription_id!r}, osiris_chunk={self.osiris_chunk!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Deliver) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.subscription_id, self.osiris_chunk) == (
-            other.subscription_id,
-            other.osiris_chunk,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _DELIVER_0 = struct.Struct(">ibHIQQII")
@@ -1113,7 +885,7 @@ def _frame_deliver(msg: Deliver, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class Credit:
+class Credit(Structure):
     """Credit: Credit one-way message, key 0x0004, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:152:1
@@ -1133,21 +905,6 @@ class Credit:
     def __init__(self, subscription_id: int, credit: int) -> None:
         self.subscription_id = subscription_id
         self.credit = credit
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(subscription_id={self.subscription_id!r}, credit={self.credit!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Credit) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.subscription_id, self.credit) == (other.subscription_id, other.credit)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CREDIT_0 = struct.Struct(">ih")
@@ -1181,7 +938,7 @@ def _frame_credit(msg: Credit, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class UnsubscribeRequest:
+class UnsubscribeRequest(Structure):
     """Unsubscribe: Unsubscribe request, key 0x0005, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:160:1
@@ -1202,24 +959,6 @@ class UnsubscribeRequest:
     def __init__(self, correlation_id: int, subscription_id: int) -> None:
         self.correlation_id = correlation_id
         self.subscription_id = subscription_id
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, subscription_id={self.subscription_id!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, UnsubscribeRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.subscription_id) == (
-            other.correlation_id,
-            other.subscription_id,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _UNSUBSCRIBE_REQUEST_0 = struct.Struct(">ii")
@@ -1257,7 +996,7 @@ def _frame_unsubscribe_request(msg: UnsubscribeRequest, seal_checksums: bool) ->
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class UnsubscribeResponse:
+class UnsubscribeResponse(Structure):
     """UnsubscribeResponse: Unsubscribe response, key 0x0005, version 1, sent by the server.
 
     The frame structure's generic response.
@@ -1278,24 +1017,6 @@ class UnsubscribeResponse:
     def __init__(self, correlation_id: int, response_code: int) -> None:
         self.correlation_id = correlation_id
         self.response_code = response_code
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, UnsubscribeResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.response_code) == (
-            other.correlation_id,
-            other.response_code,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _UNSUBSCRIBE_RESPONSE_0 = struct.Struct(">ih")
@@ -1333,7 +1054,7 @@ def _frame_unsubscribe_response(msg: UnsubscribeResponse, seal_checksums: bool) 
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class PublishError:
+class PublishError(Structure):
     """PublishError: PublishError one-way message, key 0x0006, version 1, sent by the server.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:168:1
@@ -1350,21 +1071,6 @@ class PublishError:
 
     def __init__(self, publishing_error: list[PublishingError]) -> None:
         self.publishing_error = publishing_error
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(publishing_error={self.publishing_error!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, PublishError) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.publishing_error,) == (other.publishing_error,)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _PUBLISH_ERROR_0 = struct.Struct(">i")
@@ -1415,7 +1121,7 @@ def _frame_publish_error(msg: PublishError, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class MetadataUpdate:
+class MetadataUpdate(Structure):
     """MetadataUpdate: MetadataUpdate one-way message, key 0x0007, version 1, sent by the server.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:177:1
@@ -1432,21 +1138,6 @@ class MetadataUpdate:
 
     def __init__(self, metadata_info: MetadataInfo) -> None:
         self.metadata_info = metadata_info
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(metadata_info={self.metadata_info!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MetadataUpdate) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.metadata_info,) == (other.metadata_info,)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _METADATA_UPDATE_0 = struct.Struct(">hh")
@@ -1504,7 +1195,7 @@ def _frame_metadata_update(msg: MetadataUpdate, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class MetadataRequest:
+class MetadataRequest(Structure):
     """MetadataQuery: Metadata request, key 0x0008, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:186:1
@@ -1525,21 +1216,6 @@ class MetadataRequest:
     def __init__(self, correlation_id: int, stream: list[str | None]) -> None:
         self.correlation_id = correlation_id
         self.stream = stream
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, stream={self.stream!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MetadataRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.stream) == (other.correlation_id, other.stream)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _METADATA_REQUEST_0 = struct.Struct(">ii")
@@ -1606,7 +1282,7 @@ def _frame_metadata_request(msg: MetadataRequest, seal_checksums: bool) -> bytes
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class MetadataResponse:
+class MetadataResponse(Structure):
     """MetadataResponse: Metadata response, key 0x0008, version 1, sent by the server.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:191:1
@@ -1629,25 +1305,6 @@ class MetadataResponse:
         self.correlation_id = correlation_id
         self.broker = broker
         self.stream_metadata = stream_metadata
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, broker={self.broker!r}, stream_metadata={self.stream_metadata!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MetadataResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.broker, self.stream_metadata) == (
-            other.correlation_id,
-            other.broker,
-            other.stream_metadata,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _METADATA_RESPONSE_0 = struct.Struct(">ii")
@@ -1801,7 +1458,7 @@ def _frame_metadata_response(msg: MetadataResponse, seal_checksums: bool) -> byt
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class SaslHandshakeRequest:
+class SaslHandshakeRequest(Structure):
     """SaslHandshakeRequest: SaslHandshake request, key 0x0009, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:207:1
@@ -1820,21 +1477,6 @@ class SaslHandshakeRequest:
 
     def __init__(self, correlation_id: int) -> None:
         self.correlation_id = correlation_id
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SaslHandshakeRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id,) == (other.correlation_id,)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _SASL_HANDSHAKE_REQUEST_0 = struct.Struct(">i")
@@ -1869,7 +1511,7 @@ def _frame_sasl_handshake_request(msg: SaslHandshakeRequest, seal_checksums: boo
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class SaslHandshakeResponse:
+class SaslHandshakeResponse(Structure):
     """SaslHandshakeResponse: SaslHandshake response, key 0x0009, version 1, sent by the server.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:211:1
@@ -1892,25 +1534,6 @@ class SaslHandshakeResponse:
         self.correlation_id = correlation_id
         self.response_code = response_code
         self.mechanism = mechanism
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r}, mechanism={self.mechanism!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SaslHandshakeResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.response_code, self.mechanism) == (
-            other.correlation_id,
-            other.response_code,
-            other.mechanism,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _SASL_HANDSHAKE_RESPONSE_0 = struct.Struct(">ihi")
@@ -1980,7 +1603,7 @@ def _frame_sasl_handshake_response(msg: SaslHandshakeResponse, seal_checksums: b
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class SaslAuthenticateRequest:
+class SaslAuthenticateRequest(Structure):
     """SaslAuthenticateRequest: SaslAuthenticate request, key 0x000a, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:220:1
@@ -2005,25 +1628,6 @@ class SaslAuthenticateRequest:
         self.correlation_id = correlation_id
         self.mechanism = mechanism
         self.sasl_opaque_data = sasl_opaque_data
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, mechanism={self.mechanism!r}, sasl_opaque_data={self.sasl_opaque_data!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SaslAuthenticateRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.mechanism, self.sasl_opaque_data) == (
-            other.correlation_id,
-            other.mechanism,
-            other.sasl_opaque_data,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _SASL_AUTHENTICATE_REQUEST_0 = struct.Struct(">ih")
@@ -2103,7 +1707,7 @@ def _frame_sasl_authenticate_request(msg: SaslAuthenticateRequest, seal_checksum
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class SaslAuthenticateResponse:
+class SaslAuthenticateResponse(Structure):
     """SaslAuthenticateResponse: SaslAuthenticate response, key 0x000a, version 1, sent by the server.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:226:1
@@ -2126,25 +1730,6 @@ class SaslAuthenticateResponse:
         self.correlation_id = correlation_id
         self.response_code = response_code
         self.sasl_opaque_data = sasl_opaque_data
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r}, sasl_opaque_data={self.sasl_opaque_data!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SaslAuthenticateResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.response_code, self.sasl_opaque_data) == (
-            other.correlation_id,
-            other.response_code,
-            other.sasl_opaque_data,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _SASL_AUTHENTICATE_RESPONSE_0 = struct.Struct(">ihi")
@@ -2203,7 +1788,7 @@ def _frame_sasl_authenticate_response(msg: SaslAuthenticateResponse, seal_checks
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class TuneRequest:
+class TuneRequest(Structure):
     """TuneRequest: Tune request, key 0x000b, version 1, sent by the server.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:235:1
@@ -2226,23 +1811,6 @@ class TuneRequest:
     def __init__(self, frame_max: int, heartbeat: int) -> None:
         self.frame_max = frame_max
         self.heartbeat = heartbeat
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}(frame_max={self.frame_max!r}, heartbeat={self.heartbeat!r})"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, TuneRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.frame_max, self.heartbeat) == (other.frame_max, other.heartbeat)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _TUNE_REQUEST_0 = struct.Struct(">ii")
@@ -2278,7 +1846,7 @@ def _frame_tune_request(msg: TuneRequest, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class TuneResponse:
+class TuneResponse(Structure):
     """TuneResponse: Tune response, key 0x000b, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:240:1
@@ -2299,23 +1867,6 @@ class TuneResponse:
     def __init__(self, frame_max: int, heartbeat: int) -> None:
         self.frame_max = frame_max
         self.heartbeat = heartbeat
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}(frame_max={self.frame_max!r}, heartbeat={self.heartbeat!r})"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, TuneResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.frame_max, self.heartbeat) == (other.frame_max, other.heartbeat)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _TUNE_RESPONSE_0 = struct.Struct(">ii")
@@ -2351,7 +1902,7 @@ def _frame_tune_response(msg: TuneResponse, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class OpenRequest:
+class OpenRequest(Structure):
     """OpenRequest: Open request, key 0x000c, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:244:1
@@ -2372,24 +1923,6 @@ class OpenRequest:
     def __init__(self, correlation_id: int, virtual_host: str | None) -> None:
         self.correlation_id = correlation_id
         self.virtual_host = virtual_host
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, virtual_host={self.virtual_host!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, OpenRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.virtual_host) == (
-            other.correlation_id,
-            other.virtual_host,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _OPEN_REQUEST_0 = struct.Struct(">ih")
@@ -2442,7 +1975,7 @@ def _frame_open_request(msg: OpenRequest, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class OpenResponse:
+class OpenResponse(Structure):
     """OpenResponse: Open response, key 0x000c, version 1, sent by the server.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:249:1
@@ -2461,24 +1994,6 @@ class OpenResponse:
     def __init__(self, correlation_id: int, response_code: int) -> None:
         self.correlation_id = correlation_id
         self.response_code = response_code
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, OpenResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.response_code) == (
-            other.correlation_id,
-            other.response_code,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _OPEN_RESPONSE_0 = struct.Struct(">ih")
@@ -2514,7 +2029,7 @@ def _frame_open_response(msg: OpenResponse, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class CloseRequest:
+class CloseRequest(Structure):
     """CloseRequest: Close request, key 0x000d, version 1, sent by the both.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:257:1
@@ -2537,25 +2052,6 @@ class CloseRequest:
         self.correlation_id = correlation_id
         self.closing_code = closing_code
         self.closing_reason = closing_reason
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, closing_code={self.closing_code!r}, closing_reason={self.closing_reason!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, CloseRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.closing_code, self.closing_reason) == (
-            other.correlation_id,
-            other.closing_code,
-            other.closing_reason,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CLOSE_REQUEST_0 = struct.Struct(">ihh")
@@ -2613,7 +2109,7 @@ def _frame_close_request(msg: CloseRequest, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class CloseResponse:
+class CloseResponse(Structure):
     """CloseResponse: Close response, key 0x000d, version 1, sent by the both.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:263:1
@@ -2632,24 +2128,6 @@ class CloseResponse:
     def __init__(self, correlation_id: int, response_code: int) -> None:
         self.correlation_id = correlation_id
         self.response_code = response_code
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, CloseResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.response_code) == (
-            other.correlation_id,
-            other.response_code,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CLOSE_RESPONSE_0 = struct.Struct(">ih")
@@ -2685,7 +2163,7 @@ def _frame_close_response(msg: CloseResponse, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class Heartbeat:
+class Heartbeat(Structure):
     """Heartbeat: Heartbeat one-way message, key 0x000e, version 1, sent by the both.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:271:1
@@ -2702,21 +2180,6 @@ class Heartbeat:
         self,
     ) -> None:
         pass
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}()"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Heartbeat) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return True
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 def _decode_heartbeat(
@@ -2741,7 +2204,7 @@ def _frame_heartbeat(msg: Heartbeat, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class CreateRequest:
+class CreateRequest(Structure):
     """Create: Create request, key 0x03e6, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:277:1
@@ -2764,25 +2227,6 @@ class CreateRequest:
         self.correlation_id = correlation_id
         self.stream = stream
         self.arguments = arguments
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, stream={self.stream!r}, arguments={self.arguments!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, CreateRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.stream, self.arguments) == (
-            other.correlation_id,
-            other.stream,
-            other.arguments,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CREATE_REQUEST_0 = struct.Struct(">ih")
@@ -2895,7 +2339,7 @@ def _frame_create_request(msg: CreateRequest, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class CreateResponse:
+class CreateResponse(Structure):
     """CreateResponse: Create response, key 0x03e6, version 1, sent by the server.
 
     The frame structure's generic response.
@@ -2916,24 +2360,6 @@ class CreateResponse:
     def __init__(self, correlation_id: int, response_code: int) -> None:
         self.correlation_id = correlation_id
         self.response_code = response_code
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, CreateResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.response_code) == (
-            other.correlation_id,
-            other.response_code,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CREATE_RESPONSE_0 = struct.Struct(">ih")
@@ -2969,7 +2395,7 @@ def _frame_create_response(msg: CreateResponse, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class DeleteRequest:
+class DeleteRequest(Structure):
     """Delete: Delete request, key 0x03e7, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:289:1
@@ -2990,21 +2416,6 @@ class DeleteRequest:
     def __init__(self, correlation_id: int, stream: str | None) -> None:
         self.correlation_id = correlation_id
         self.stream = stream
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, stream={self.stream!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DeleteRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.stream) == (other.correlation_id, other.stream)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _DELETE_REQUEST_0 = struct.Struct(">ih")
@@ -3055,7 +2466,7 @@ def _frame_delete_request(msg: DeleteRequest, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class DeleteResponse:
+class DeleteResponse(Structure):
     """DeleteResponse: Delete response, key 0x03e7, version 1, sent by the server.
 
     The frame structure's generic response.
@@ -3076,24 +2487,6 @@ class DeleteResponse:
     def __init__(self, correlation_id: int, response_code: int) -> None:
         self.correlation_id = correlation_id
         self.response_code = response_code
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DeleteResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.response_code) == (
-            other.correlation_id,
-            other.response_code,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _DELETE_RESPONSE_0 = struct.Struct(">ih")

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from ..base import Structure
 from ..errors import DecodeError, EncodeError, _bad_count, _bad_length, _truncated
 from ..framing import HEADER_SIZE
 from ..records import compress, decompress, join, split
@@ -29,7 +30,7 @@ HEADER = struct.Struct(">IHH")
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class Argument:
+class Argument(Structure):
     """Argument."""
 
     key: str | None
@@ -39,20 +40,9 @@ class Argument:
         self.key = key
         self.value = value
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(key={self.key!r}, value={self.value!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Argument) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.key, self.value) == (other.key, other.value)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class Broker:
+class Broker(Structure):
     """Broker."""
 
     reference: int
@@ -64,20 +54,9 @@ class Broker:
         self.host = host
         self.port = port
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(reference={self.reference!r}, host={self.host!r}, port={self.port!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Broker) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.reference, self.host, self.port) == (other.reference, other.host, other.port)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class Command:
+class Command(Structure):
     """Command."""
 
     key: int
@@ -89,24 +68,9 @@ class Command:
         self.min_version = min_version
         self.max_version = max_version
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(key={self.key!r}, min_version={self.min_version!r}, max_version={self.max_version!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Command) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.key, self.min_version, self.max_version) == (
-            other.key,
-            other.min_version,
-            other.max_version,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ConnectionProperty:
+class ConnectionProperty(Structure):
     """ConnectionProperty."""
 
     key: str | None
@@ -116,20 +80,9 @@ class ConnectionProperty:
         self.key = key
         self.value = value
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(key={self.key!r}, value={self.value!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionProperty) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.key, self.value) == (other.key, other.value)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ConsumerUpdateResponseOffsetSpecification:
+class ConsumerUpdateResponseOffsetSpecification(Structure):
     """OffsetSpecification (as laid out in ConsumerUpdateResponse)."""
 
     offset_type: int
@@ -141,25 +94,9 @@ class ConsumerUpdateResponseOffsetSpecification:
         self.offset_type = offset_type
         self.offset = offset
 
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}(offset_type={self.offset_type!r}, offset={self.offset!r})"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if (
-            not isinstance(other, ConsumerUpdateResponseOffsetSpecification)
-            or other.__class__ is not self.__class__
-        ):
-            return NotImplemented
-        return (self.offset_type, self.offset) == (other.offset_type, other.offset)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class MetadataInfo:
+class MetadataInfo(Structure):
     """MetadataInfo."""
 
     code: int
@@ -171,20 +108,9 @@ class MetadataInfo:
         self.code = code
         self.stream = stream
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(code={self.code!r}, stream={self.stream!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MetadataInfo) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.code, self.stream) == (other.code, other.stream)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
 
 @dataclass(init=False, repr=False, eq=False)
-class OsirisChunk:
+class OsirisChunk(Structure):
     """OsirisChunk."""
 
     magic_version: int
@@ -262,48 +188,9 @@ class OsirisChunk:
             tuple[list[SimpleEntry | SubBatchEntry], bytes, list[tuple[object, ...]]] | None
         ) = None
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(magic_version={self.magic_version!r}, chunk_type={self.chunk_type!r}, num_entries={self.num_entries!r}, num_records={self.num_records!r}, timestamp={self.timestamp!r}, epoch={self.epoch!r}, chunk_first_offset={self.chunk_first_offset!r}, chunk_crc={self.chunk_crc!r}, data_length={self.data_length!r}, trailer_length={self.trailer_length!r}, bloom_size={self.bloom_size!r}, reserved={self.reserved!r}, messages={self.messages!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, OsirisChunk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.magic_version,
-            self.chunk_type,
-            self.num_entries,
-            self.num_records,
-            self.timestamp,
-            self.epoch,
-            self.chunk_first_offset,
-            self.chunk_crc,
-            self.data_length,
-            self.trailer_length,
-            self.bloom_size,
-            self.reserved,
-            self.messages,
-        ) == (
-            other.magic_version,
-            other.chunk_type,
-            other.num_entries,
-            other.num_records,
-            other.timestamp,
-            other.epoch,
-            other.chunk_first_offset,
-            other.chunk_crc,
-            other.data_length,
-            other.trailer_length,
-            other.bloom_size,
-            other.reserved,
-            other.messages,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class PeerProperty:
+class PeerProperty(Structure):
     """PeerProperty."""
 
     key: str | None
@@ -313,20 +200,9 @@ class PeerProperty:
         self.key = key
         self.value = value
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(key={self.key!r}, value={self.value!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, PeerProperty) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.key, self.value) == (other.key, other.value)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class Property:
+class Property(Structure):
     """Property."""
 
     key: str | None
@@ -336,20 +212,9 @@ class Property:
         self.key = key
         self.value = value
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(key={self.key!r}, value={self.value!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Property) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.key, self.value) == (other.key, other.value)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class PublishV1PublishedMessage:
+class PublishV1PublishedMessage(Structure):
     """PublishedMessage (as laid out in PublishV1)."""
 
     publishing_id: int
@@ -360,23 +225,9 @@ class PublishV1PublishedMessage:
         self.publishing_id = publishing_id
         self.message = message
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(publishing_id={self.publishing_id!r}, message={self.message!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if (
-            not isinstance(other, PublishV1PublishedMessage)
-            or other.__class__ is not self.__class__
-        ):
-            return NotImplemented
-        return (self.publishing_id, self.message) == (other.publishing_id, other.message)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class PublishV2PublishedMessage:
+class PublishV2PublishedMessage(Structure):
     """PublishedMessage (as laid out in PublishV2)."""
 
     publishing_id: int
@@ -391,27 +242,9 @@ class PublishV2PublishedMessage:
         self.filter_value = filter_value
         self.message = message
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(publishing_id={self.publishing_id!r}, filter_value={self.filter_value!r}, message={self.message!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if (
-            not isinstance(other, PublishV2PublishedMessage)
-            or other.__class__ is not self.__class__
-        ):
-            return NotImplemented
-        return (self.publishing_id, self.filter_value, self.message) == (
-            other.publishing_id,
-            other.filter_value,
-            other.message,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class PublishingError:
+class PublishingError(Structure):
     """PublishingError."""
 
     publishing_id: int
@@ -422,22 +255,9 @@ class PublishingError:
         self.publishing_id = publishing_id
         self.code = code
 
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}(publishing_id={self.publishing_id!r}, code={self.code!r})"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, PublishingError) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.publishing_id, self.code) == (other.publishing_id, other.code)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class SimpleEntry:
+class SimpleEntry(Structure):
     """SimpleEntry."""
 
     size: int
@@ -449,20 +269,9 @@ class SimpleEntry:
         self.size = size
         self.data = data
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(size={self.size!r}, data={self.data!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SimpleEntry) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.size, self.data) == (other.size, other.data)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class Statistic:
+class Statistic(Structure):
     """Statistic."""
 
     key: str | None
@@ -472,20 +281,9 @@ class Statistic:
         self.key = key
         self.value = value
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(key={self.key!r}, value={self.value!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Statistic) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.key, self.value) == (other.key, other.value)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class StreamMetadata:
+class StreamMetadata(Structure):
     """StreamMetadata."""
 
     stream_name: str | None
@@ -506,30 +304,9 @@ class StreamMetadata:
         self.leader_reference = leader_reference
         self.replicas_references = replicas_references
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(stream_name={self.stream_name!r}, response_code={self.response_code!r}, leader_reference={self.leader_reference!r}, replicas_references={self.replicas_references!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, StreamMetadata) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.stream_name,
-            self.response_code,
-            self.leader_reference,
-            self.replicas_references,
-        ) == (
-            other.stream_name,
-            other.response_code,
-            other.leader_reference,
-            other.replicas_references,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class SubBatchEntry:
+class SubBatchEntry(Structure):
     """SubBatchEntry."""
 
     compression_type: int
@@ -556,31 +333,6 @@ class SubBatchEntry:
         self.uncompressed_length = uncompressed_length
         self.length = length
         self.data = data
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(compression_type={self.compression_type!r}, reserved={self.reserved!r}, num_records={self.num_records!r}, uncompressed_length={self.uncompressed_length!r}, length={self.length!r}, data={self.data!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SubBatchEntry) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.compression_type,
-            self.reserved,
-            self.num_records,
-            self.uncompressed_length,
-            self.length,
-            self.data,
-        ) == (
-            other.compression_type,
-            other.reserved,
-            other.num_records,
-            other.uncompressed_length,
-            other.length,
-            other.data,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
 
     def records(self) -> list[bytes]:
         """The `num_records` records packed in `data`, decompressed as `compression_type` says.
@@ -621,7 +373,7 @@ _SUB_BATCH_ENTRY_CODECS = {
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class SubscribeRequestOffsetSpecification:
+class SubscribeRequestOffsetSpecification(Structure):
     """OffsetSpecification (as laid out in SubscribeRequest)."""
 
     offset_type: int
@@ -633,25 +385,9 @@ class SubscribeRequestOffsetSpecification:
         self.offset_type = offset_type
         self.offset = offset
 
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}(offset_type={self.offset_type!r}, offset={self.offset!r})"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if (
-            not isinstance(other, SubscribeRequestOffsetSpecification)
-            or other.__class__ is not self.__class__
-        ):
-            return NotImplemented
-        return (self.offset_type, self.offset) == (other.offset_type, other.offset)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class DeclarePublisherRequest:
+class DeclarePublisherRequest(Structure):
     """DeclarePublisherRequest: DeclarePublisher request, key 0x0001, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:248:1
@@ -679,26 +415,6 @@ class DeclarePublisherRequest:
         self.publisher_id = publisher_id
         self.publisher_reference = publisher_reference
         self.stream = stream
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, publisher_id={self.publisher_id!r}, publisher_reference={self.publisher_reference!r}, stream={self.stream!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DeclarePublisherRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.publisher_id, self.publisher_reference, self.stream) == (
-            other.correlation_id,
-            other.publisher_id,
-            other.publisher_reference,
-            other.stream,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _DECLARE_PUBLISHER_REQUEST_0 = struct.Struct(">IBh")
@@ -780,7 +496,7 @@ def _frame_declare_publisher_request(msg: DeclarePublisherRequest, seal_checksum
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class DeclarePublisherResponse:
+class DeclarePublisherResponse(Structure):
     """DeclarePublisherResponse: DeclarePublisher response, key 0x8001, version 1, sent by the server.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:256:1
@@ -800,24 +516,6 @@ class DeclarePublisherResponse:
     def __init__(self, correlation_id: int, response_code: int) -> None:
         self.correlation_id = correlation_id
         self.response_code = response_code
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DeclarePublisherResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.response_code) == (
-            other.correlation_id,
-            other.response_code,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _DECLARE_PUBLISHER_RESPONSE_0 = struct.Struct(">IH")
@@ -857,7 +555,7 @@ def _frame_declare_publisher_response(msg: DeclarePublisherResponse, seal_checks
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class PublishV1:
+class PublishV1(Structure):
     """Publish: Publish one-way message, key 0x0002, version 1, sent by the client.
 
     1. Use version 1 if there is no filter value.
@@ -882,24 +580,6 @@ class PublishV1:
     ) -> None:
         self.publisher_id = publisher_id
         self.published_messages = published_messages
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(publisher_id={self.publisher_id!r}, published_messages={self.published_messages!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, PublishV1) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.publisher_id, self.published_messages) == (
-            other.publisher_id,
-            other.published_messages,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _PUBLISH_V1_0 = struct.Struct(">Bi")
@@ -1024,7 +704,7 @@ def _frame_publish_v1(msg: PublishV1, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class PublishV2:
+class PublishV2(Structure):
     """Publish: Publish one-way message, key 0x0002, version 2, sent by the client.
 
     1. Use version 1 if there is no filter value.
@@ -1049,24 +729,6 @@ class PublishV2:
     ) -> None:
         self.publisher_id = publisher_id
         self.published_messages = published_messages
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(publisher_id={self.publisher_id!r}, published_messages={self.published_messages!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, PublishV2) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.publisher_id, self.published_messages) == (
-            other.publisher_id,
-            other.published_messages,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _PUBLISH_V2_0 = struct.Struct(">Bi")
@@ -1215,7 +877,7 @@ def _frame_publish_v2(msg: PublishV2, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class PublishConfirm:
+class PublishConfirm(Structure):
     """PublishConfirm: PublishConfirm one-way message, key 0x0003, version 1, sent by the server.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:298:1
@@ -1235,24 +897,6 @@ class PublishConfirm:
     def __init__(self, publisher_id: int, publishing_ids: list[int]) -> None:
         self.publisher_id = publisher_id
         self.publishing_ids = publishing_ids
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(publisher_id={self.publisher_id!r}, publishing_ids={self.publishing_ids!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, PublishConfirm) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.publisher_id, self.publishing_ids) == (
-            other.publisher_id,
-            other.publishing_ids,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _PUBLISH_CONFIRM_0 = struct.Struct(">Bi")
@@ -1293,7 +937,7 @@ def _frame_publish_confirm(msg: PublishConfirm, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class PublishError:
+class PublishError(Structure):
     """PublishError: PublishError one-way message, key 0x0004, version 1, sent by the server.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:308:1
@@ -1312,24 +956,6 @@ class PublishError:
     def __init__(self, publisher_id: int, publishing_error: list[PublishingError]) -> None:
         self.publisher_id = publisher_id
         self.publishing_error = publishing_error
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(publisher_id={self.publisher_id!r}, publishing_error={self.publishing_error!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, PublishError) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.publisher_id, self.publishing_error) == (
-            other.publisher_id,
-            other.publishing_error,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _PUBLISH_ERROR_0 = struct.Struct(">Bi")
@@ -1383,7 +1009,7 @@ def _frame_publish_error(msg: PublishError, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class QueryPublisherSequenceRequest:
+class QueryPublisherSequenceRequest(Structure):
     """QueryPublisherRequest: QueryPublisherSequence request, key 0x0005, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:320:1
@@ -1409,28 +1035,6 @@ class QueryPublisherSequenceRequest:
         self.correlation_id = correlation_id
         self.publisher_reference = publisher_reference
         self.stream = stream
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, publisher_reference={self.publisher_reference!r}, stream={self.stream!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if (
-            not isinstance(other, QueryPublisherSequenceRequest)
-            or other.__class__ is not self.__class__
-        ):
-            return NotImplemented
-        return (self.correlation_id, self.publisher_reference, self.stream) == (
-            other.correlation_id,
-            other.publisher_reference,
-            other.stream,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _QUERY_PUBLISHER_SEQUENCE_REQUEST_0 = struct.Struct(">Ih")
@@ -1524,7 +1128,7 @@ def _frame_query_publisher_sequence_request(
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class QueryPublisherSequenceResponse:
+class QueryPublisherSequenceResponse(Structure):
     """QueryPublisherResponse: QueryPublisherSequence response, key 0x8005, version 1, sent by the server.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:327:1
@@ -1546,28 +1150,6 @@ class QueryPublisherSequenceResponse:
         self.correlation_id = correlation_id
         self.response_code = response_code
         self.sequence = sequence
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r}, sequence={self.sequence!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if (
-            not isinstance(other, QueryPublisherSequenceResponse)
-            or other.__class__ is not self.__class__
-        ):
-            return NotImplemented
-        return (self.correlation_id, self.response_code, self.sequence) == (
-            other.correlation_id,
-            other.response_code,
-            other.sequence,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _QUERY_PUBLISHER_SEQUENCE_RESPONSE_0 = struct.Struct(">IHQ")
@@ -1618,7 +1200,7 @@ def _frame_query_publisher_sequence_response(
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class DeletePublisherRequest:
+class DeletePublisherRequest(Structure):
     """DeletePublisherRequest: DeletePublisher request, key 0x0006, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:338:1
@@ -1639,24 +1221,6 @@ class DeletePublisherRequest:
     def __init__(self, correlation_id: int, publisher_id: int) -> None:
         self.correlation_id = correlation_id
         self.publisher_id = publisher_id
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, publisher_id={self.publisher_id!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DeletePublisherRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.publisher_id) == (
-            other.correlation_id,
-            other.publisher_id,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _DELETE_PUBLISHER_REQUEST_0 = struct.Struct(">IB")
@@ -1694,7 +1258,7 @@ def _frame_delete_publisher_request(msg: DeletePublisherRequest, seal_checksums:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class DeletePublisherResponse:
+class DeletePublisherResponse(Structure):
     """DeletePublisherResponse: DeletePublisher response, key 0x8006, version 1, sent by the server.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:344:1
@@ -1714,24 +1278,6 @@ class DeletePublisherResponse:
     def __init__(self, correlation_id: int, response_code: int) -> None:
         self.correlation_id = correlation_id
         self.response_code = response_code
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DeletePublisherResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.response_code) == (
-            other.correlation_id,
-            other.response_code,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _DELETE_PUBLISHER_RESPONSE_0 = struct.Struct(">IH")
@@ -1771,7 +1317,7 @@ def _frame_delete_publisher_response(msg: DeletePublisherResponse, seal_checksum
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class SubscribeRequest:
+class SubscribeRequest(Structure):
     """Subscribe: Subscribe request, key 0x0007, version 1, sent by the client.
 
     NB: Timestamp is Erlang system time, milliseconds from epoch
@@ -1823,35 +1369,6 @@ class SubscribeRequest:
         self.offset_specification = offset_specification
         self.credit = credit
         self.properties = properties
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, subscription_id={self.subscription_id!r}, stream={self.stream!r}, offset_specification={self.offset_specification!r}, credit={self.credit!r}, properties={self.properties!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SubscribeRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.correlation_id,
-            self.subscription_id,
-            self.stream,
-            self.offset_specification,
-            self.credit,
-            self.properties,
-        ) == (
-            other.correlation_id,
-            other.subscription_id,
-            other.stream,
-            other.offset_specification,
-            other.credit,
-            other.properties,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _SUBSCRIBE_REQUEST_0 = struct.Struct(">IBh")
@@ -2025,7 +1542,7 @@ def _frame_subscribe_request(msg: SubscribeRequest, seal_checksums: bool) -> byt
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class SubscribeResponse:
+class SubscribeResponse(Structure):
     """SubscribeResponse: Subscribe response, key 0x8007, version 1, sent by the server.
 
     The frame structure's generic response.
@@ -2047,24 +1564,6 @@ class SubscribeResponse:
     def __init__(self, correlation_id: int, response_code: int) -> None:
         self.correlation_id = correlation_id
         self.response_code = response_code
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SubscribeResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.response_code) == (
-            other.correlation_id,
-            other.response_code,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _SUBSCRIBE_RESPONSE_0 = struct.Struct(">IH")
@@ -2102,7 +1601,7 @@ def _frame_subscribe_response(msg: SubscribeResponse, seal_checksums: bool) -> b
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class DeliverV1:
+class DeliverV1(Structure):
     """Deliver: Deliver one-way message, key 0x0008, version 1, sent by the server.
 
     NB: See the Osiris project for details on the structure of messages.
@@ -2123,24 +1622,6 @@ class DeliverV1:
     def __init__(self, subscription_id: int, osiris_chunk: OsirisChunk) -> None:
         self.subscription_id = subscription_id
         self.osiris_chunk = osiris_chunk
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(subscription_id={self.subscription_id!r}, osiris_chunk={self.osiris_chunk!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DeliverV1) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.subscription_id, self.osiris_chunk) == (
-            other.subscription_id,
-            other.osiris_chunk,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _DELIVER_V1_0 = struct.Struct(">BbbHIqQQIIIB3s")
@@ -2410,7 +1891,7 @@ def _frame_deliver_v1(msg: DeliverV1, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class DeliverV2:
+class DeliverV2(Structure):
     """Deliver: Deliver one-way message, key 0x0008, version 2, sent by the server.
 
     NB: See the Osiris project for details on the structure of messages.
@@ -2435,25 +1916,6 @@ class DeliverV2:
         self.subscription_id = subscription_id
         self.committed_chunk_id = committed_chunk_id
         self.osiris_chunk = osiris_chunk
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(subscription_id={self.subscription_id!r}, committed_chunk_id={self.committed_chunk_id!r}, osiris_chunk={self.osiris_chunk!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DeliverV2) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.subscription_id, self.committed_chunk_id, self.osiris_chunk) == (
-            other.subscription_id,
-            other.committed_chunk_id,
-            other.osiris_chunk,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _DELIVER_V2_0 = struct.Struct(">BQbbHIqQQIIIB3s")
@@ -2726,7 +2188,7 @@ def _frame_deliver_v2(msg: DeliverV2, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class Credit:
+class Credit(Structure):
     """Credit: Credit one-way message, key 0x0009, version 1, sent by the client.
 
     NB: the server sent a response only in case of problem, e.g. crediting an unknown subscription.
@@ -2748,21 +2210,6 @@ class Credit:
     def __init__(self, subscription_id: int, credit: int) -> None:
         self.subscription_id = subscription_id
         self.credit = credit
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(subscription_id={self.subscription_id!r}, credit={self.credit!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Credit) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.subscription_id, self.credit) == (other.subscription_id, other.credit)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CREDIT_0 = struct.Struct(">BH")
@@ -2796,7 +2243,7 @@ def _frame_credit(msg: Credit, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class CreditResponse:
+class CreditResponse(Structure):
     """CreditResponse: Credit response, key 0x8009, version 1, sent by the server.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:446:1
@@ -2816,24 +2263,6 @@ class CreditResponse:
     def __init__(self, response_code: int, subscription_id: int) -> None:
         self.response_code = response_code
         self.subscription_id = subscription_id
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(response_code={self.response_code!r}, subscription_id={self.subscription_id!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, CreditResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.response_code, self.subscription_id) == (
-            other.response_code,
-            other.subscription_id,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CREDIT_RESPONSE_0 = struct.Struct(">HB")
@@ -2869,7 +2298,7 @@ def _frame_credit_response(msg: CreditResponse, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class StoreOffset:
+class StoreOffset(Structure):
     """StoreOffset: StoreOffset one-way message, key 0x000a, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:458:1
@@ -2892,25 +2321,6 @@ class StoreOffset:
         self.reference = reference
         self.stream = stream
         self.offset = offset
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(reference={self.reference!r}, stream={self.stream!r}, offset={self.offset!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, StoreOffset) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.reference, self.stream, self.offset) == (
-            other.reference,
-            other.stream,
-            other.offset,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _STORE_OFFSET_0 = struct.Struct(">h")
@@ -2986,7 +2396,7 @@ def _frame_store_offset(msg: StoreOffset, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class QueryOffsetRequest:
+class QueryOffsetRequest(Structure):
     """QueryOffsetRequest: QueryOffset request, key 0x000b, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:469:1
@@ -3010,25 +2420,6 @@ class QueryOffsetRequest:
         self.correlation_id = correlation_id
         self.reference = reference
         self.stream = stream
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, reference={self.reference!r}, stream={self.stream!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, QueryOffsetRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.reference, self.stream) == (
-            other.correlation_id,
-            other.reference,
-            other.stream,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _QUERY_OFFSET_REQUEST_0 = struct.Struct(">Ih")
@@ -3107,7 +2498,7 @@ def _frame_query_offset_request(msg: QueryOffsetRequest, seal_checksums: bool) -
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class QueryOffsetResponse:
+class QueryOffsetResponse(Structure):
     """QueryOffsetResponse: QueryOffset response, key 0x800b, version 1, sent by the server.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:476:1
@@ -3129,25 +2520,6 @@ class QueryOffsetResponse:
         self.correlation_id = correlation_id
         self.response_code = response_code
         self.offset = offset
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r}, offset={self.offset!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, QueryOffsetResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.response_code, self.offset) == (
-            other.correlation_id,
-            other.response_code,
-            other.offset,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _QUERY_OFFSET_RESPONSE_0 = struct.Struct(">IHQ")
@@ -3188,7 +2560,7 @@ def _frame_query_offset_response(msg: QueryOffsetResponse, seal_checksums: bool)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class UnsubscribeRequest:
+class UnsubscribeRequest(Structure):
     """Unsubscribe: Unsubscribe request, key 0x000c, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:487:1
@@ -3209,24 +2581,6 @@ class UnsubscribeRequest:
     def __init__(self, correlation_id: int, subscription_id: int) -> None:
         self.correlation_id = correlation_id
         self.subscription_id = subscription_id
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, subscription_id={self.subscription_id!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, UnsubscribeRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.subscription_id) == (
-            other.correlation_id,
-            other.subscription_id,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _UNSUBSCRIBE_REQUEST_0 = struct.Struct(">IB")
@@ -3264,7 +2618,7 @@ def _frame_unsubscribe_request(msg: UnsubscribeRequest, seal_checksums: bool) ->
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class UnsubscribeResponse:
+class UnsubscribeResponse(Structure):
     """UnsubscribeResponse: Unsubscribe response, key 0x800c, version 1, sent by the server.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:493:1
@@ -3284,24 +2638,6 @@ class UnsubscribeResponse:
     def __init__(self, correlation_id: int, response_code: int) -> None:
         self.correlation_id = correlation_id
         self.response_code = response_code
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, UnsubscribeResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.response_code) == (
-            other.correlation_id,
-            other.response_code,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _UNSUBSCRIBE_RESPONSE_0 = struct.Struct(">IH")
@@ -3339,7 +2675,7 @@ def _frame_unsubscribe_response(msg: UnsubscribeResponse, seal_checksums: bool) 
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class CreateRequest:
+class CreateRequest(Structure):
     """Create: Create request, key 0x000d, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:503:1
@@ -3362,25 +2698,6 @@ class CreateRequest:
         self.correlation_id = correlation_id
         self.stream = stream
         self.arguments = arguments
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, stream={self.stream!r}, arguments={self.arguments!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, CreateRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.stream, self.arguments) == (
-            other.correlation_id,
-            other.stream,
-            other.arguments,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CREATE_REQUEST_0 = struct.Struct(">Ih")
@@ -3493,7 +2810,7 @@ def _frame_create_request(msg: CreateRequest, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class CreateResponse:
+class CreateResponse(Structure):
     """CreateResponse: Create response, key 0x800d, version 1, sent by the server.
 
     The frame structure's generic response.
@@ -3515,24 +2832,6 @@ class CreateResponse:
     def __init__(self, correlation_id: int, response_code: int) -> None:
         self.correlation_id = correlation_id
         self.response_code = response_code
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, CreateResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.response_code) == (
-            other.correlation_id,
-            other.response_code,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CREATE_RESPONSE_0 = struct.Struct(">IH")
@@ -3568,7 +2867,7 @@ def _frame_create_response(msg: CreateResponse, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class DeleteRequest:
+class DeleteRequest(Structure):
     """Delete: Delete request, key 0x000e, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:517:1
@@ -3589,21 +2888,6 @@ class DeleteRequest:
     def __init__(self, correlation_id: int, stream: str | None) -> None:
         self.correlation_id = correlation_id
         self.stream = stream
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, stream={self.stream!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DeleteRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.stream) == (other.correlation_id, other.stream)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _DELETE_REQUEST_0 = struct.Struct(">Ih")
@@ -3654,7 +2938,7 @@ def _frame_delete_request(msg: DeleteRequest, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class DeleteResponse:
+class DeleteResponse(Structure):
     """DeleteResponse: Delete response, key 0x800e, version 1, sent by the server.
 
     The frame structure's generic response.
@@ -3676,24 +2960,6 @@ class DeleteResponse:
     def __init__(self, correlation_id: int, response_code: int) -> None:
         self.correlation_id = correlation_id
         self.response_code = response_code
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DeleteResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.response_code) == (
-            other.correlation_id,
-            other.response_code,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _DELETE_RESPONSE_0 = struct.Struct(">IH")
@@ -3729,7 +2995,7 @@ def _frame_delete_response(msg: DeleteResponse, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class MetadataRequest:
+class MetadataRequest(Structure):
     """MetadataQuery: Metadata request, key 0x000f, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:527:1
@@ -3750,21 +3016,6 @@ class MetadataRequest:
     def __init__(self, correlation_id: int, stream: list[str | None]) -> None:
         self.correlation_id = correlation_id
         self.stream = stream
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, stream={self.stream!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MetadataRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.stream) == (other.correlation_id, other.stream)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _METADATA_REQUEST_0 = struct.Struct(">Ii")
@@ -3831,7 +3082,7 @@ def _frame_metadata_request(msg: MetadataRequest, seal_checksums: bool) -> bytes
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class MetadataResponse:
+class MetadataResponse(Structure):
     """MetadataResponse: Metadata response, key 0x800f, version 1, sent by the server.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:533:1
@@ -3854,25 +3105,6 @@ class MetadataResponse:
         self.correlation_id = correlation_id
         self.broker = broker
         self.stream_metadata = stream_metadata
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, broker={self.broker!r}, stream_metadata={self.stream_metadata!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MetadataResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.broker, self.stream_metadata) == (
-            other.correlation_id,
-            other.broker,
-            other.stream_metadata,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _METADATA_RESPONSE_0 = struct.Struct(">Ii")
@@ -4026,7 +3258,7 @@ def _frame_metadata_response(msg: MetadataResponse, seal_checksums: bool) -> byt
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class MetadataUpdate:
+class MetadataUpdate(Structure):
     """MetadataUpdate: MetadataUpdate one-way message, key 0x0010, version 1, sent by the server.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:551:1
@@ -4043,21 +3275,6 @@ class MetadataUpdate:
 
     def __init__(self, metadata_info: MetadataInfo) -> None:
         self.metadata_info = metadata_info
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(metadata_info={self.metadata_info!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MetadataUpdate) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.metadata_info,) == (other.metadata_info,)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _METADATA_UPDATE_0 = struct.Struct(">Hh")
@@ -4115,7 +3332,7 @@ def _frame_metadata_update(msg: MetadataUpdate, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class PeerPropertiesRequest:
+class PeerPropertiesRequest(Structure):
     """PeerPropertiesRequest: PeerProperties request, key 0x0011, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:562:1
@@ -4136,24 +3353,6 @@ class PeerPropertiesRequest:
     def __init__(self, correlation_id: int, peer_properties: list[PeerProperty]) -> None:
         self.correlation_id = correlation_id
         self.peer_properties = peer_properties
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, peer_properties={self.peer_properties!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, PeerPropertiesRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.peer_properties) == (
-            other.correlation_id,
-            other.peer_properties,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _PEER_PROPERTIES_REQUEST_0 = struct.Struct(">Ii")
@@ -4245,7 +3444,7 @@ def _frame_peer_properties_request(msg: PeerPropertiesRequest, seal_checksums: b
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class PeerPropertiesResponse:
+class PeerPropertiesResponse(Structure):
     """PeerPropertiesResponse: PeerProperties response, key 0x8011, version 1, sent by the server.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:571:1
@@ -4269,25 +3468,6 @@ class PeerPropertiesResponse:
         self.correlation_id = correlation_id
         self.response_code = response_code
         self.peer_properties = peer_properties
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r}, peer_properties={self.peer_properties!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, PeerPropertiesResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.response_code, self.peer_properties) == (
-            other.correlation_id,
-            other.response_code,
-            other.peer_properties,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _PEER_PROPERTIES_RESPONSE_0 = struct.Struct(">IHi")
@@ -4388,7 +3568,7 @@ def _frame_peer_properties_response(msg: PeerPropertiesResponse, seal_checksums:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class SaslHandshakeRequest:
+class SaslHandshakeRequest(Structure):
     """SaslHandshakeRequest: SaslHandshake request, key 0x0012, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:585:1
@@ -4407,21 +3587,6 @@ class SaslHandshakeRequest:
 
     def __init__(self, correlation_id: int) -> None:
         self.correlation_id = correlation_id
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SaslHandshakeRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id,) == (other.correlation_id,)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _SASL_HANDSHAKE_REQUEST_0 = struct.Struct(">I")
@@ -4456,7 +3621,7 @@ def _frame_sasl_handshake_request(msg: SaslHandshakeRequest, seal_checksums: boo
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class SaslHandshakeResponse:
+class SaslHandshakeResponse(Structure):
     """SaslHandshakeResponse: SaslHandshake response, key 0x8012, version 1, sent by the server.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:590:1
@@ -4480,25 +3645,6 @@ class SaslHandshakeResponse:
         self.correlation_id = correlation_id
         self.response_code = response_code
         self.mechanisms = mechanisms
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r}, mechanisms={self.mechanisms!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SaslHandshakeResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.response_code, self.mechanisms) == (
-            other.correlation_id,
-            other.response_code,
-            other.mechanisms,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _SASL_HANDSHAKE_RESPONSE_0 = struct.Struct(">IHi")
@@ -4570,7 +3716,7 @@ def _frame_sasl_handshake_response(msg: SaslHandshakeResponse, seal_checksums: b
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class SaslAuthenticateRequest:
+class SaslAuthenticateRequest(Structure):
     """SaslAuthenticateRequest: SaslAuthenticate request, key 0x0013, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:602:1
@@ -4595,25 +3741,6 @@ class SaslAuthenticateRequest:
         self.correlation_id = correlation_id
         self.mechanism = mechanism
         self.sasl_opaque_data = sasl_opaque_data
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, mechanism={self.mechanism!r}, sasl_opaque_data={self.sasl_opaque_data!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SaslAuthenticateRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.mechanism, self.sasl_opaque_data) == (
-            other.correlation_id,
-            other.mechanism,
-            other.sasl_opaque_data,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _SASL_AUTHENTICATE_REQUEST_0 = struct.Struct(">Ih")
@@ -4693,7 +3820,7 @@ def _frame_sasl_authenticate_request(msg: SaslAuthenticateRequest, seal_checksum
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class SaslAuthenticateResponse:
+class SaslAuthenticateResponse(Structure):
     """SaslAuthenticateResponse: SaslAuthenticate response, key 0x8013, version 1, sent by the server.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:609:1
@@ -4717,25 +3844,6 @@ class SaslAuthenticateResponse:
         self.correlation_id = correlation_id
         self.response_code = response_code
         self.sasl_opaque_data = sasl_opaque_data
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r}, sasl_opaque_data={self.sasl_opaque_data!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SaslAuthenticateResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.response_code, self.sasl_opaque_data) == (
-            other.correlation_id,
-            other.response_code,
-            other.sasl_opaque_data,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _SASL_AUTHENTICATE_RESPONSE_0 = struct.Struct(">IH")
@@ -4794,7 +3902,7 @@ def _frame_sasl_authenticate_response(msg: SaslAuthenticateResponse, seal_checks
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class TuneRequest:
+class TuneRequest(Structure):
     """TuneRequest: Tune request, key 0x0014, version 1, sent by the server.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:620:1
@@ -4817,23 +3925,6 @@ class TuneRequest:
     def __init__(self, frame_max: int, heartbeat: int) -> None:
         self.frame_max = frame_max
         self.heartbeat = heartbeat
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}(frame_max={self.frame_max!r}, heartbeat={self.heartbeat!r})"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, TuneRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.frame_max, self.heartbeat) == (other.frame_max, other.heartbeat)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _TUNE_REQUEST_0 = struct.Struct(">II")
@@ -4869,7 +3960,7 @@ def _frame_tune_request(msg: TuneRequest, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class TuneResponse:
+class TuneResponse(Structure):
     """TuneResponse: Tune response, key 0x0014, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:626:1
@@ -4890,23 +3981,6 @@ class TuneResponse:
     def __init__(self, frame_max: int, heartbeat: int) -> None:
         self.frame_max = frame_max
         self.heartbeat = heartbeat
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}(frame_max={self.frame_max!r}, heartbeat={self.heartbeat!r})"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, TuneResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.frame_max, self.heartbeat) == (other.frame_max, other.heartbeat)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _TUNE_RESPONSE_0 = struct.Struct(">II")
@@ -4942,7 +4016,7 @@ def _frame_tune_response(msg: TuneResponse, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class OpenRequest:
+class OpenRequest(Structure):
     """OpenRequest: Open request, key 0x0015, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:632:1
@@ -4963,24 +4037,6 @@ class OpenRequest:
     def __init__(self, correlation_id: int, virtual_host: str | None) -> None:
         self.correlation_id = correlation_id
         self.virtual_host = virtual_host
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, virtual_host={self.virtual_host!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, OpenRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.virtual_host) == (
-            other.correlation_id,
-            other.virtual_host,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _OPEN_REQUEST_0 = struct.Struct(">Ih")
@@ -5033,7 +4089,7 @@ def _frame_open_request(msg: OpenRequest, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class OpenResponse:
+class OpenResponse(Structure):
     """OpenResponse: Open response, key 0x8015, version 1, sent by the server.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:638:1
@@ -5060,25 +4116,6 @@ class OpenResponse:
         self.correlation_id = correlation_id
         self.response_code = response_code
         self.connection_properties = connection_properties
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r}, connection_properties={self.connection_properties!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, OpenResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.response_code, self.connection_properties) == (
-            other.correlation_id,
-            other.response_code,
-            other.connection_properties,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _OPEN_RESPONSE_0 = struct.Struct(">IH")
@@ -5183,7 +4220,7 @@ def _frame_open_response(msg: OpenResponse, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class CloseRequest:
+class CloseRequest(Structure):
     """CloseRequest: Close request, key 0x0016, version 1, sent by the both.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:652:1
@@ -5206,25 +4243,6 @@ class CloseRequest:
         self.correlation_id = correlation_id
         self.closing_code = closing_code
         self.closing_reason = closing_reason
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, closing_code={self.closing_code!r}, closing_reason={self.closing_reason!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, CloseRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.closing_code, self.closing_reason) == (
-            other.correlation_id,
-            other.closing_code,
-            other.closing_reason,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CLOSE_REQUEST_0 = struct.Struct(">IHh")
@@ -5282,7 +4300,7 @@ def _frame_close_request(msg: CloseRequest, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class CloseResponse:
+class CloseResponse(Structure):
     """CloseResponse: Close response, key 0x8016, version 1, sent by the both.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:659:1
@@ -5302,24 +4320,6 @@ class CloseResponse:
     def __init__(self, correlation_id: int, response_code: int) -> None:
         self.correlation_id = correlation_id
         self.response_code = response_code
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, CloseResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.response_code) == (
-            other.correlation_id,
-            other.response_code,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CLOSE_RESPONSE_0 = struct.Struct(">IH")
@@ -5355,7 +4355,7 @@ def _frame_close_response(msg: CloseResponse, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class Heartbeat:
+class Heartbeat(Structure):
     """Heartbeat: Heartbeat one-way message, key 0x0017, version 1, sent by the both.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:669:1
@@ -5372,21 +4372,6 @@ class Heartbeat:
         self,
     ) -> None:
         pass
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}()"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Heartbeat) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return True
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 def _decode_heartbeat(
@@ -5411,7 +4396,7 @@ def _frame_heartbeat(msg: Heartbeat, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class RouteRequest:
+class RouteRequest(Structure):
     """RouteQuery: Route request, key 0x0018, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:677:1
@@ -5436,25 +4421,6 @@ class RouteRequest:
         self.correlation_id = correlation_id
         self.routing_key = routing_key
         self.super_stream = super_stream
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, routing_key={self.routing_key!r}, super_stream={self.super_stream!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, RouteRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.routing_key, self.super_stream) == (
-            other.correlation_id,
-            other.routing_key,
-            other.super_stream,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _ROUTE_REQUEST_0 = struct.Struct(">Ih")
@@ -5529,7 +4495,7 @@ def _frame_route_request(msg: RouteRequest, seal_checksums: bool) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class RouteResponse:
+class RouteResponse(Structure):
     """RouteResponse: Route response, key 0x8018, version 1, sent by the server. Also decoded under key 0x0018, as a real peer sends it (see the overlay).
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:684:1
@@ -5565,25 +4531,6 @@ class RouteResponse:
         self.response_code = response_code
         self.stream = stream
         self.key_on_wire = key_on_wire
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r}, stream={self.stream!r}, key_on_wire={self.key_on_wire!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, RouteResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.response_code, self.stream) == (
-            other.correlation_id,
-            other.response_code,
-            other.stream,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _ROUTE_RESPONSE_0 = struct.Struct(">IHi")
@@ -5647,7 +4594,7 @@ def _decode_route_response_as_0018(
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class PartitionsRequest:
+class PartitionsRequest(Structure):
     """PartitionsQuery: Partitions request, key 0x0019, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:695:1
@@ -5668,24 +4615,6 @@ class PartitionsRequest:
     def __init__(self, correlation_id: int, super_stream: str | None) -> None:
         self.correlation_id = correlation_id
         self.super_stream = super_stream
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, super_stream={self.super_stream!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, PartitionsRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.super_stream) == (
-            other.correlation_id,
-            other.super_stream,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _PARTITIONS_REQUEST_0 = struct.Struct(">Ih")
@@ -5742,7 +4671,7 @@ def _frame_partitions_request(msg: PartitionsRequest, seal_checksums: bool) -> b
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class PartitionsResponse:
+class PartitionsResponse(Structure):
     """PartitionsResponse: Partitions response, key 0x8019, version 1, sent by the server. Also decoded under key 0x0019, as a real peer sends it (see the overlay).
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:701:1
@@ -5778,25 +4707,6 @@ class PartitionsResponse:
         self.response_code = response_code
         self.stream = stream
         self.key_on_wire = key_on_wire
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r}, stream={self.stream!r}, key_on_wire={self.key_on_wire!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, PartitionsResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.response_code, self.stream) == (
-            other.correlation_id,
-            other.response_code,
-            other.stream,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _PARTITIONS_RESPONSE_0 = struct.Struct(">IHi")
@@ -5866,7 +4776,7 @@ def _decode_partitions_response_as_0019(
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ConsumerUpdateRequest:
+class ConsumerUpdateRequest(Structure):
     """ConsumerUpdateQuery: ConsumerUpdate request, key 0x001a, version 1, sent by the server.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:712:1
@@ -5890,25 +4800,6 @@ class ConsumerUpdateRequest:
         self.correlation_id = correlation_id
         self.subscription_id = subscription_id
         self.active = active
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, subscription_id={self.subscription_id!r}, active={self.active!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConsumerUpdateRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.subscription_id, self.active) == (
-            other.correlation_id,
-            other.subscription_id,
-            other.active,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CONSUMER_UPDATE_REQUEST_0 = struct.Struct(">IBB")
@@ -5951,7 +4842,7 @@ def _frame_consumer_update_request(msg: ConsumerUpdateRequest, seal_checksums: b
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ConsumerUpdateResponse:
+class ConsumerUpdateResponse(Structure):
     """ConsumerUpdateResponse: ConsumerUpdate response, key 0x801a, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:719:1
@@ -5978,25 +4869,6 @@ class ConsumerUpdateResponse:
         self.correlation_id = correlation_id
         self.response_code = response_code
         self.offset_specification = offset_specification
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r}, offset_specification={self.offset_specification!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConsumerUpdateResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.response_code, self.offset_specification) == (
-            other.correlation_id,
-            other.response_code,
-            other.offset_specification,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CONSUMER_UPDATE_RESPONSE_0 = struct.Struct(">IHH")
@@ -6082,7 +4954,7 @@ def _frame_consumer_update_response(msg: ConsumerUpdateResponse, seal_checksums:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ExchangeCommandVersionsRequest:
+class ExchangeCommandVersionsRequest(Structure):
     """CommandVersionsExchangeRequest: ExchangeCommandVersions request, key 0x001b, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:732:1
@@ -6103,24 +4975,6 @@ class ExchangeCommandVersionsRequest:
     def __init__(self, correlation_id: int, command: list[Command]) -> None:
         self.correlation_id = correlation_id
         self.command = command
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, command={self.command!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if (
-            not isinstance(other, ExchangeCommandVersionsRequest)
-            or other.__class__ is not self.__class__
-        ):
-            return NotImplemented
-        return (self.correlation_id, self.command) == (other.correlation_id, other.command)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _EXCHANGE_COMMAND_VERSIONS_REQUEST_0 = struct.Struct(">Ii")
@@ -6183,7 +5037,7 @@ def _frame_exchange_command_versions_request(
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class ExchangeCommandVersionsResponse:
+class ExchangeCommandVersionsResponse(Structure):
     """CommandVersionsExchangeResponse: ExchangeCommandVersions response, key 0x801b, version 1, sent by the server.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:741:1
@@ -6205,28 +5059,6 @@ class ExchangeCommandVersionsResponse:
         self.correlation_id = correlation_id
         self.response_code = response_code
         self.command = command
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r}, command={self.command!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if (
-            not isinstance(other, ExchangeCommandVersionsResponse)
-            or other.__class__ is not self.__class__
-        ):
-            return NotImplemented
-        return (self.correlation_id, self.response_code, self.command) == (
-            other.correlation_id,
-            other.response_code,
-            other.command,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _EXCHANGE_COMMAND_VERSIONS_RESPONSE_0 = struct.Struct(">IHi")
@@ -6296,7 +5128,7 @@ def _frame_exchange_command_versions_response(
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class StreamStatsRequest:
+class StreamStatsRequest(Structure):
     """StreamStatsRequest: StreamStats request, key 0x001c, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:755:1
@@ -6317,21 +5149,6 @@ class StreamStatsRequest:
     def __init__(self, correlation_id: int, stream: str | None) -> None:
         self.correlation_id = correlation_id
         self.stream = stream
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, stream={self.stream!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, StreamStatsRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.stream) == (other.correlation_id, other.stream)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _STREAM_STATS_REQUEST_0 = struct.Struct(">Ih")
@@ -6386,7 +5203,7 @@ def _frame_stream_stats_request(msg: StreamStatsRequest, seal_checksums: bool) -
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class StreamStatsResponse:
+class StreamStatsResponse(Structure):
     """StreamStatsResponse: StreamStats response, key 0x801c, version 1, sent by the server.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:761:1
@@ -6408,25 +5225,6 @@ class StreamStatsResponse:
         self.correlation_id = correlation_id
         self.response_code = response_code
         self.stats = stats
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r}, stats={self.stats!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, StreamStatsResponse) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.response_code, self.stats) == (
-            other.correlation_id,
-            other.response_code,
-            other.stats,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _STREAM_STATS_RESPONSE_0 = struct.Struct(">IHi")
@@ -6505,7 +5303,7 @@ def _frame_stream_stats_response(msg: StreamStatsResponse, seal_checksums: bool)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class CreateSuperStreamRequest:
+class CreateSuperStreamRequest(Structure):
     """CreateSuperStream: CreateSuperStream request, key 0x001d, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:775:1
@@ -6539,27 +5337,6 @@ class CreateSuperStreamRequest:
         self.partition = partition
         self.binding_key = binding_key
         self.arguments = arguments
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, name={self.name!r}, partition={self.partition!r}, binding_key={self.binding_key!r}, arguments={self.arguments!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, CreateSuperStreamRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.correlation_id,
-            self.name,
-            self.partition,
-            self.binding_key,
-            self.arguments,
-        ) == (other.correlation_id, other.name, other.partition, other.binding_key, other.arguments)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CREATE_SUPER_STREAM_REQUEST_0 = struct.Struct(">Ih")
@@ -6758,7 +5535,7 @@ def _frame_create_super_stream_request(
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class CreateSuperStreamResponse:
+class CreateSuperStreamResponse(Structure):
     """CreateSuperStreamResponse: CreateSuperStream response, key 0x801d, version 1, sent by the server.
 
     The frame structure's generic response.
@@ -6780,27 +5557,6 @@ class CreateSuperStreamResponse:
     def __init__(self, correlation_id: int, response_code: int) -> None:
         self.correlation_id = correlation_id
         self.response_code = response_code
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if (
-            not isinstance(other, CreateSuperStreamResponse)
-            or other.__class__ is not self.__class__
-        ):
-            return NotImplemented
-        return (self.correlation_id, self.response_code) == (
-            other.correlation_id,
-            other.response_code,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _CREATE_SUPER_STREAM_RESPONSE_0 = struct.Struct(">IH")
@@ -6842,7 +5598,7 @@ def _frame_create_super_stream_response(
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class DeleteSuperStreamRequest:
+class DeleteSuperStreamRequest(Structure):
     """Delete: DeleteSuperStream request, key 0x001e, version 1, sent by the client.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:791:1
@@ -6863,23 +5619,6 @@ class DeleteSuperStreamRequest:
     def __init__(self, correlation_id: int, name: str | None) -> None:
         self.correlation_id = correlation_id
         self.name = name
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, name={self.name!r})"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DeleteSuperStreamRequest) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.correlation_id, self.name) == (other.correlation_id, other.name)
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _DELETE_SUPER_STREAM_REQUEST_0 = struct.Struct(">Ih")
@@ -6938,7 +5677,7 @@ def _frame_delete_super_stream_request(
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
-class DeleteSuperStreamResponse:
+class DeleteSuperStreamResponse(Structure):
     """DeleteSuperStreamResponse: DeleteSuperStream response, key 0x801e, version 1, sent by the server.
 
     The frame structure's generic response.
@@ -6960,27 +5699,6 @@ class DeleteSuperStreamResponse:
     def __init__(self, correlation_id: int, response_code: int) -> None:
         self.correlation_id = correlation_id
         self.response_code = response_code
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(correlation_id={self.correlation_id!r}, response_code={self.response_code!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if (
-            not isinstance(other, DeleteSuperStreamResponse)
-            or other.__class__ is not self.__class__
-        ):
-            return NotImplemented
-        return (self.correlation_id, self.response_code) == (
-            other.correlation_id,
-            other.response_code,
-        )
-
-    # compared by value and mutable: unhashable, as @dataclass(eq=True) makes it
-    __hash__ = None  # type: ignore[assignment]
-
-    def encode(self) -> bytes:
-        """This message as one frame, header included."""
-        return encode(self)
 
 
 _DELETE_SUPER_STREAM_RESPONSE_0 = struct.Struct(">IH")
