@@ -45,14 +45,28 @@ class _Fields:
 
 class _Record:
     """The base of the classes below and of the commands modules' structs, controls and
-    commands: a dataclass whose fields are recorded on first use (`_Fields`)."""
+    commands: a dataclass whose fields are recorded on first use (`_Fields`), shown and
+    compared by its slots, in their order (the classes below write their own)."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
     _KW_ONLY: ClassVar[bool] = True  # whether its fields are keyword-only
     if TYPE_CHECKING:
         __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
     else:
         __dataclass_fields__ = _Fields()
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"{type(self).__qualname__}({shown})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        names = self.__slots__
+        return tuple([getattr(self, n) for n in names]) == tuple([getattr(other, n) for n in names])
+
+    # defining __eq__ leaves it unhashable (compared by value and mutable), as
+    # @dataclass(eq=True) does; the frozen classes below hash by their fields
 
 
 _set = object.__setattr__  # how a frozen class's __init__ sets its fields

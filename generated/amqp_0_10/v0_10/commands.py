@@ -20,8 +20,9 @@ the byte offset; encoding raises EncodeError naming the field.
 from __future__ import annotations
 
 import struct
+import uuid  # for annotations: typing.get_type_hints() resolves it here
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, TypeAlias
 
 from ..errors import DecodeError
 from ..frame_reader import Assembler as _Assembler
@@ -98,8 +99,8 @@ from .enums import (
     Track,
 )
 
-if TYPE_CHECKING:  # for annotations only: importing them is left to the values module
-    import uuid
+# a class, where a field called `type` would hide the builtin from typing.get_type_hints()
+_Class: TypeAlias = type[Any]
 
 _UINT16 = struct.Struct(">H")
 _UINT32 = struct.Struct(">I")
@@ -127,10 +128,10 @@ _SessionDetachCode: dict[int, SessionDetachCode] = {m.value: m for m in SessionD
 _StreamReturnCode: dict[int, StreamReturnCode] = {m.value: m for m in StreamReturnCode}
 _Track: dict[int, Track] = {m.value: m for m in Track}
 
-# The classes below are written out (slots, __init__, __repr__, __eq__) rather than made by
-# @dataclass(slots=True), which builds each class twice and compiles its methods from source at
-# import; their base `_Record` records their fields on first use, so that dataclasses.fields()
-# and replace() work on them as on any dataclass.
+# The classes below are written out (slots, __init__) rather than made by @dataclass(slots=True),
+# which builds each class twice and compiles its methods from source at import; their base
+# `_Record` records their fields on first use, so that dataclasses.fields() and replace() work
+# on them as on any dataclass, and shows and compares them by their slots.
 
 
 class _NewSessionHeader:
@@ -170,14 +171,6 @@ class SessionHeader(_Record):
         sync: bool = False,
     ) -> None:
         self.sync = sync
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(" f"sync={self.sync!r}" ")"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SessionHeader) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.sync,) == (other.sync,)
 
 
 def _r_body_session_header(buf: bytes | memoryview, at: int, end: int) -> tuple[SessionHeader, int]:
@@ -262,19 +255,6 @@ class SessionCommandFragment(_Record):
     ) -> None:
         self.command_id = command_id
         self.byte_ranges = byte_ranges
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"command_id={self.command_id!r}, "
-            f"byte_ranges={self.byte_ranges!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SessionCommandFragment) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.command_id, self.byte_ranges) == (other.command_id, other.byte_ranges)
 
 
 def _r_body_session_command_fragment(
@@ -415,58 +395,6 @@ If the redelivered flag is set on transfer to a Server, then any delivery of the
         self.routing_key = routing_key
         self.resume_id = resume_id
         self.resume_ttl = resume_ttl
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"discard_unroutable={self.discard_unroutable!r}, "
-            f"immediate={self.immediate!r}, "
-            f"redelivered={self.redelivered!r}, "
-            f"priority={self.priority!r}, "
-            f"delivery_mode={self.delivery_mode!r}, "
-            f"ttl={self.ttl!r}, "
-            f"timestamp={self.timestamp!r}, "
-            f"expiration={self.expiration!r}, "
-            f"exchange={self.exchange!r}, "
-            f"routing_key={self.routing_key!r}, "
-            f"resume_id={self.resume_id!r}, "
-            f"resume_ttl={self.resume_ttl!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if (
-            not isinstance(other, MessageDeliveryProperties)
-            or other.__class__ is not self.__class__
-        ):
-            return NotImplemented
-        return (
-            self.discard_unroutable,
-            self.immediate,
-            self.redelivered,
-            self.priority,
-            self.delivery_mode,
-            self.ttl,
-            self.timestamp,
-            self.expiration,
-            self.exchange,
-            self.routing_key,
-            self.resume_id,
-            self.resume_ttl,
-        ) == (
-            other.discard_unroutable,
-            other.immediate,
-            other.redelivered,
-            other.priority,
-            other.delivery_mode,
-            other.ttl,
-            other.timestamp,
-            other.expiration,
-            other.exchange,
-            other.routing_key,
-            other.resume_id,
-            other.resume_ttl,
-        )
 
 
 def _r_body_message_delivery_properties(
@@ -698,27 +626,6 @@ class MessageFragmentProperties(_Record):
         self.last = last
         self.fragment_size = fragment_size
 
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"first={self.first!r}, "
-            f"last={self.last!r}, "
-            f"fragment_size={self.fragment_size!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if (
-            not isinstance(other, MessageFragmentProperties)
-            or other.__class__ is not self.__class__
-        ):
-            return NotImplemented
-        return (self.first, self.last, self.fragment_size) == (
-            other.first,
-            other.last,
-            other.fragment_size,
-        )
-
 
 def _r_body_message_fragment_properties(
     buf: bytes | memoryview, at: int, end: int
@@ -837,19 +744,6 @@ class MessageReplyTo(_Record):
     ) -> None:
         self.exchange = exchange
         self.routing_key = routing_key
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"exchange={self.exchange!r}, "
-            f"routing_key={self.routing_key!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MessageReplyTo) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.exchange, self.routing_key) == (other.exchange, other.routing_key)
 
 
 def _r_body_message_reply_to(
@@ -982,46 +876,6 @@ class MessageProperties(_Record):
         self.user_id = user_id
         self.app_id = app_id
         self.application_headers = application_headers
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"content_length={self.content_length!r}, "
-            f"message_id={self.message_id!r}, "
-            f"correlation_id={self.correlation_id!r}, "
-            f"reply_to={self.reply_to!r}, "
-            f"content_type={self.content_type!r}, "
-            f"content_encoding={self.content_encoding!r}, "
-            f"user_id={self.user_id!r}, "
-            f"app_id={self.app_id!r}, "
-            f"application_headers={self.application_headers!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MessageProperties) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.content_length,
-            self.message_id,
-            self.correlation_id,
-            self.reply_to,
-            self.content_type,
-            self.content_encoding,
-            self.user_id,
-            self.app_id,
-            self.application_headers,
-        ) == (
-            other.content_length,
-            other.message_id,
-            other.correlation_id,
-            other.reply_to,
-            other.content_type,
-            other.content_encoding,
-            other.user_id,
-            other.app_id,
-            other.application_headers,
-        )
 
 
 def _r_body_message_message_properties(
@@ -1183,14 +1037,6 @@ class MessageAcquired(_Record):
     ) -> None:
         self.transfers = transfers
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(" f"transfers={self.transfers!r}" ")"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MessageAcquired) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.transfers,) == (other.transfers,)
-
 
 def _r_body_message_acquired(
     buf: bytes | memoryview, at: int, end: int
@@ -1294,14 +1140,6 @@ class MessageResumeResult(_Record):
     ) -> None:
         self.offset = offset
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(" f"offset={self.offset!r}" ")"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MessageResumeResult) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.offset,) == (other.offset,)
-
 
 def _r_body_message_message_resume_result(
     buf: bytes | memoryview, at: int, end: int
@@ -1396,14 +1234,6 @@ class DtxXaResult(_Record):
         status: DtxXaStatus | int | None = None,
     ) -> None:
         self.status = status
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(" f"status={self.status!r}" ")"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DtxXaResult) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.status,) == (other.status,)
 
 
 def _r_body_dtx_xa_result(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxXaResult, int]:
@@ -1507,24 +1337,6 @@ class DtxXid(_Record):
         self.global_id = global_id
         self.branch_id = branch_id
 
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"format={self.format!r}, "
-            f"global_id={self.global_id!r}, "
-            f"branch_id={self.branch_id!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DtxXid) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.format, self.global_id, self.branch_id) == (
-            other.format,
-            other.global_id,
-            other.branch_id,
-        )
-
 
 def _r_body_dtx_xid(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxXid, int]:
     if end - at < 2:
@@ -1625,14 +1437,6 @@ class DtxGetTimeoutResult(_Record):
     ) -> None:
         self.timeout = timeout
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(" f"timeout={self.timeout!r}" ")"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DtxGetTimeoutResult) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.timeout,) == (other.timeout,)
-
 
 def _r_body_dtx_get_timeout_result(
     buf: bytes | memoryview, at: int, end: int
@@ -1729,14 +1533,6 @@ class DtxRecoverResult(_Record):
         in_doubt: Array | None = None,
     ) -> None:
         self.in_doubt = in_doubt
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(" f"in_doubt={self.in_doubt!r}" ")"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DtxRecoverResult) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.in_doubt,) == (other.in_doubt,)
 
 
 def _r_body_dtx_recover_result(
@@ -1840,26 +1636,6 @@ class ExchangeQueryResult(_Record):
         self.durable = durable
         self.not_found = not_found
         self.arguments = arguments
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"type={self.type!r}, "
-            f"durable={self.durable!r}, "
-            f"not_found={self.not_found!r}, "
-            f"arguments={self.arguments!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ExchangeQueryResult) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.type, self.durable, self.not_found, self.arguments) == (
-            other.type,
-            other.durable,
-            other.not_found,
-            other.arguments,
-        )
 
 
 def _r_body_exchange_exchange_query_result(
@@ -1995,34 +1771,6 @@ class ExchangeBoundResult(_Record):
         self.queue_not_matched = queue_not_matched
         self.key_not_matched = key_not_matched
         self.args_not_matched = args_not_matched
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"exchange_not_found={self.exchange_not_found!r}, "
-            f"queue_not_found={self.queue_not_found!r}, "
-            f"queue_not_matched={self.queue_not_matched!r}, "
-            f"key_not_matched={self.key_not_matched!r}, "
-            f"args_not_matched={self.args_not_matched!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ExchangeBoundResult) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.exchange_not_found,
-            self.queue_not_found,
-            self.queue_not_matched,
-            self.key_not_matched,
-            self.args_not_matched,
-        ) == (
-            other.exchange_not_found,
-            other.queue_not_found,
-            other.queue_not_matched,
-            other.key_not_matched,
-            other.args_not_matched,
-        )
 
 
 def _r_body_exchange_exchange_bound_result(
@@ -2177,43 +1925,6 @@ class QueueQueryResult(_Record):
         self.arguments = arguments
         self.message_count = message_count
         self.subscriber_count = subscriber_count
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"queue={self.queue!r}, "
-            f"alternate_exchange={self.alternate_exchange!r}, "
-            f"durable={self.durable!r}, "
-            f"exclusive={self.exclusive!r}, "
-            f"auto_delete={self.auto_delete!r}, "
-            f"arguments={self.arguments!r}, "
-            f"message_count={self.message_count!r}, "
-            f"subscriber_count={self.subscriber_count!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, QueueQueryResult) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.queue,
-            self.alternate_exchange,
-            self.durable,
-            self.exclusive,
-            self.auto_delete,
-            self.arguments,
-            self.message_count,
-            self.subscriber_count,
-        ) == (
-            other.queue,
-            other.alternate_exchange,
-            other.durable,
-            other.exclusive,
-            other.auto_delete,
-            other.arguments,
-            other.message_count,
-            other.subscriber_count,
-        )
 
 
 def _r_body_queue_queue_query_result(
@@ -2404,46 +2115,6 @@ class FileProperties(_Record):
         self.timestamp = timestamp
         self.cluster_id = cluster_id
 
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"content_type={self.content_type!r}, "
-            f"content_encoding={self.content_encoding!r}, "
-            f"headers={self.headers!r}, "
-            f"priority={self.priority!r}, "
-            f"reply_to={self.reply_to!r}, "
-            f"message_id={self.message_id!r}, "
-            f"filename={self.filename!r}, "
-            f"timestamp={self.timestamp!r}, "
-            f"cluster_id={self.cluster_id!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, FileProperties) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.content_type,
-            self.content_encoding,
-            self.headers,
-            self.priority,
-            self.reply_to,
-            self.message_id,
-            self.filename,
-            self.timestamp,
-            self.cluster_id,
-        ) == (
-            other.content_type,
-            other.content_encoding,
-            other.headers,
-            other.priority,
-            other.reply_to,
-            other.message_id,
-            other.filename,
-            other.timestamp,
-            other.cluster_id,
-        )
-
 
 def _r_body_file_file_properties(
     buf: bytes | memoryview, at: int, end: int
@@ -2624,34 +2295,6 @@ class StreamProperties(_Record):
         self.headers = headers
         self.priority = priority
         self.timestamp = timestamp
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"content_type={self.content_type!r}, "
-            f"content_encoding={self.content_encoding!r}, "
-            f"headers={self.headers!r}, "
-            f"priority={self.priority!r}, "
-            f"timestamp={self.timestamp!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, StreamProperties) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.content_type,
-            self.content_encoding,
-            self.headers,
-            self.priority,
-            self.timestamp,
-        ) == (
-            other.content_type,
-            other.content_encoding,
-            other.headers,
-            other.priority,
-            other.timestamp,
-        )
 
 
 def _r_body_stream_stream_properties(
@@ -2859,24 +2502,6 @@ class ConnectionStart(_Record):
         self.mechanisms = mechanisms
         self.locales = locales
 
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"server_properties={self.server_properties!r}, "
-            f"mechanisms={self.mechanisms!r}, "
-            f"locales={self.locales!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionStart) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.server_properties, self.mechanisms, self.locales) == (
-            other.server_properties,
-            other.mechanisms,
-            other.locales,
-        )
-
 
 def _r_body_connection_start(
     buf: bytes | memoryview, at: int, end: int
@@ -2966,26 +2591,6 @@ class ConnectionStartOk(_Record):
         self.response = response
         self.locale = locale
 
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"client_properties={self.client_properties!r}, "
-            f"mechanism={self.mechanism!r}, "
-            f"response={self.response!r}, "
-            f"locale={self.locale!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionStartOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.client_properties, self.mechanism, self.response, self.locale) == (
-            other.client_properties,
-            other.mechanism,
-            other.response,
-            other.locale,
-        )
-
 
 def _r_body_connection_start_ok(
     buf: bytes | memoryview, at: int, end: int
@@ -3071,14 +2676,6 @@ class ConnectionSecure(_Record):
     ) -> None:
         self.challenge = challenge
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(" f"challenge={self.challenge!r}" ")"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionSecure) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.challenge,) == (other.challenge,)
-
 
 def _r_body_connection_secure(
     buf: bytes | memoryview, at: int, end: int
@@ -3139,14 +2736,6 @@ class ConnectionSecureOk(_Record):
         response: bytes | None = None,
     ) -> None:
         self.response = response
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(" f"response={self.response!r}" ")"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionSecureOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.response,) == (other.response,)
 
 
 def _r_body_connection_secure_ok(
@@ -3222,26 +2811,6 @@ class ConnectionTune(_Record):
         self.max_frame_size = max_frame_size
         self.heartbeat_min = heartbeat_min
         self.heartbeat_max = heartbeat_max
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"channel_max={self.channel_max!r}, "
-            f"max_frame_size={self.max_frame_size!r}, "
-            f"heartbeat_min={self.heartbeat_min!r}, "
-            f"heartbeat_max={self.heartbeat_max!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionTune) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel_max, self.max_frame_size, self.heartbeat_min, self.heartbeat_max) == (
-            other.channel_max,
-            other.max_frame_size,
-            other.heartbeat_min,
-            other.heartbeat_max,
-        )
 
 
 def _r_body_connection_tune(
@@ -3352,24 +2921,6 @@ class ConnectionTuneOk(_Record):
         self.max_frame_size = max_frame_size
         self.heartbeat = heartbeat
 
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"channel_max={self.channel_max!r}, "
-            f"max_frame_size={self.max_frame_size!r}, "
-            f"heartbeat={self.heartbeat!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionTuneOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.channel_max, self.max_frame_size, self.heartbeat) == (
-            other.channel_max,
-            other.max_frame_size,
-            other.heartbeat,
-        )
-
 
 def _r_body_connection_tune_ok(
     buf: bytes | memoryview, at: int, end: int
@@ -3467,24 +3018,6 @@ class ConnectionOpen(_Record):
         self.capabilities = capabilities
         self.insist = insist
 
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"virtual_host={self.virtual_host!r}, "
-            f"capabilities={self.capabilities!r}, "
-            f"insist={self.insist!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionOpen) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.virtual_host, self.capabilities, self.insist) == (
-            other.virtual_host,
-            other.capabilities,
-            other.insist,
-        )
-
 
 def _r_body_connection_open(
     buf: bytes | memoryview, at: int, end: int
@@ -3560,14 +3093,6 @@ class ConnectionOpenOk(_Record):
     ) -> None:
         self.known_hosts = known_hosts
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(" f"known_hosts={self.known_hosts!r}" ")"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionOpenOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.known_hosts,) == (other.known_hosts,)
-
 
 def _r_body_connection_open_ok(
     buf: bytes | memoryview, at: int, end: int
@@ -3633,19 +3158,6 @@ class ConnectionRedirect(_Record):
         self.host = host
         self.known_hosts = known_hosts
 
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"host={self.host!r}, "
-            f"known_hosts={self.known_hosts!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionRedirect) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.host, self.known_hosts) == (other.host, other.known_hosts)
-
 
 def _r_body_connection_redirect(
     buf: bytes | memoryview, at: int, end: int
@@ -3708,14 +3220,6 @@ class ConnectionHeartbeat(_Record):
     CLASS_CODE: ClassVar[int] = 0x01
     CODE: ClassVar[int] = 0x0A
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}()"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionHeartbeat) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return True
-
 
 def _r_body_connection_heartbeat(
     buf: bytes | memoryview, at: int, end: int
@@ -3766,19 +3270,6 @@ class ConnectionClose(_Record):
     ) -> None:
         self.reply_code = reply_code
         self.reply_text = reply_text
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"reply_code={self.reply_code!r}, "
-            f"reply_text={self.reply_text!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionClose) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.reply_code, self.reply_text) == (other.reply_code, other.reply_text)
 
 
 def _r_body_connection_close(
@@ -3845,14 +3336,6 @@ class ConnectionCloseOk(_Record):
     CLASS_CODE: ClassVar[int] = 0x01
     CODE: ClassVar[int] = 0x0C
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}()"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConnectionCloseOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return True
-
 
 def _r_body_connection_close_ok(
     buf: bytes | memoryview, at: int, end: int
@@ -3901,14 +3384,6 @@ class SessionAttach(_Record):
     ) -> None:
         self.name = name
         self.force = force
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(" f"name={self.name!r}, " f"force={self.force!r}" ")"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SessionAttach) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.name, self.force) == (other.name, other.force)
 
 
 def _r_body_session_attach(buf: bytes | memoryview, at: int, end: int) -> tuple[SessionAttach, int]:
@@ -3975,14 +3450,6 @@ class SessionAttached(_Record):
     ) -> None:
         self.name = name
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(" f"name={self.name!r}" ")"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SessionAttached) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.name,) == (other.name,)
-
 
 def _r_body_session_attached(
     buf: bytes | memoryview, at: int, end: int
@@ -4043,14 +3510,6 @@ class SessionDetach(_Record):
         name: bytes | None = None,
     ) -> None:
         self.name = name
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(" f"name={self.name!r}" ")"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SessionDetach) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.name,) == (other.name,)
 
 
 def _r_body_session_detach(buf: bytes | memoryview, at: int, end: int) -> tuple[SessionDetach, int]:
@@ -4114,14 +3573,6 @@ class SessionDetached(_Record):
     ) -> None:
         self.name = name
         self.code = code
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(" f"name={self.name!r}, " f"code={self.code!r}" ")"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SessionDetached) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.name, self.code) == (other.name, other.code)
 
 
 def _r_body_session_detached(
@@ -4200,14 +3651,6 @@ class SessionRequestTimeout(_Record):
     ) -> None:
         self.timeout = timeout
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(" f"timeout={self.timeout!r}" ")"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SessionRequestTimeout) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.timeout,) == (other.timeout,)
-
 
 def _r_body_session_request_timeout(
     buf: bytes | memoryview, at: int, end: int
@@ -4274,14 +3717,6 @@ class SessionTimeout(_Record):
         timeout: int | None = None,
     ) -> None:
         self.timeout = timeout
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(" f"timeout={self.timeout!r}" ")"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SessionTimeout) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.timeout,) == (other.timeout,)
 
 
 def _r_body_session_timeout(
@@ -4351,19 +3786,6 @@ class SessionCommandPoint(_Record):
     ) -> None:
         self.command_id = command_id
         self.command_offset = command_offset
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"command_id={self.command_id!r}, "
-            f"command_offset={self.command_offset!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SessionCommandPoint) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.command_id, self.command_offset) == (other.command_id, other.command_offset)
 
 
 def _r_body_session_command_point(
@@ -4447,19 +3869,6 @@ class SessionExpected(_Record):
     ) -> None:
         self.commands = commands
         self.fragments = fragments
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"commands={self.commands!r}, "
-            f"fragments={self.fragments!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SessionExpected) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.commands, self.fragments) == (other.commands, other.fragments)
 
 
 def _r_body_session_expected(
@@ -4556,19 +3965,6 @@ class SessionConfirmed(_Record):
         self.commands = commands
         self.fragments = fragments
 
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"commands={self.commands!r}, "
-            f"fragments={self.fragments!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SessionConfirmed) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.commands, self.fragments) == (other.commands, other.fragments)
-
 
 def _r_body_session_confirmed(
     buf: bytes | memoryview, at: int, end: int
@@ -4656,19 +4052,6 @@ class SessionCompleted(_Record):
         self.commands = commands
         self.timely_reply = timely_reply
 
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"commands={self.commands!r}, "
-            f"timely_reply={self.timely_reply!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SessionCompleted) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.commands, self.timely_reply) == (other.commands, other.timely_reply)
-
 
 def _r_body_session_completed(
     buf: bytes | memoryview, at: int, end: int
@@ -4749,14 +4132,6 @@ class SessionKnownCompleted(_Record):
         commands: list[tuple[int, int]] | None = None,
     ) -> None:
         self.commands = commands
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(" f"commands={self.commands!r}" ")"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SessionKnownCompleted) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.commands,) == (other.commands,)
 
 
 def _r_body_session_known_completed(
@@ -4843,24 +4218,6 @@ class SessionFlush(_Record):
         self.confirmed = confirmed
         self.completed = completed
 
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"expected={self.expected!r}, "
-            f"confirmed={self.confirmed!r}, "
-            f"completed={self.completed!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SessionFlush) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.expected, self.confirmed, self.completed) == (
-            other.expected,
-            other.confirmed,
-            other.completed,
-        )
-
 
 def _r_body_session_flush(buf: bytes | memoryview, at: int, end: int) -> tuple[SessionFlush, int]:
     if end - at < 2:
@@ -4930,14 +4287,6 @@ class SessionGap(_Record):
     ) -> None:
         self.commands = commands
 
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(" f"commands={self.commands!r}" ")"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SessionGap) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.commands,) == (other.commands,)
-
 
 def _r_body_session_gap(buf: bytes | memoryview, at: int, end: int) -> tuple[SessionGap, int]:
     if end - at < 2:
@@ -5001,9 +4350,9 @@ class ExecutionSync(_Record):
     NAME: ClassVar[str] = "execution.sync"
     CLASS_CODE: ClassVar[int] = 0x03
     CODE: ClassVar[int] = 0x01
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -5017,14 +4366,6 @@ class ExecutionSync(_Record):
         self.session_header = (
             SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
         )
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(" f"session_header={self.session_header!r}" ")"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ExecutionSync) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header,) == (other.session_header,)
 
 
 def _r_body_execution_sync(buf: bytes | memoryview, at: int, end: int) -> tuple[ExecutionSync, int]:
@@ -5079,9 +4420,9 @@ class ExecutionResult(_Record):
     NAME: ClassVar[str] = "execution.result"
     CLASS_CODE: ClassVar[int] = 0x03
     CODE: ClassVar[int] = 0x02
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -5103,24 +4444,6 @@ class ExecutionResult(_Record):
         )
         self.command_id = command_id
         self.value = value
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"command_id={self.command_id!r}, "
-            f"value={self.value!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ExecutionResult) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.command_id, self.value) == (
-            other.session_header,
-            other.command_id,
-            other.value,
-        )
 
 
 def _r_body_execution_result(
@@ -5209,9 +4532,9 @@ class ExecutionException(_Record):
     NAME: ClassVar[str] = "execution.exception"
     CLASS_CODE: ClassVar[int] = 0x03
     CODE: ClassVar[int] = 0x03
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -5253,43 +4576,6 @@ class ExecutionException(_Record):
         self.field_index = field_index
         self.description = description
         self.error_info = error_info
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"error_code={self.error_code!r}, "
-            f"command_id={self.command_id!r}, "
-            f"class_code={self.class_code!r}, "
-            f"command_code={self.command_code!r}, "
-            f"field_index={self.field_index!r}, "
-            f"description={self.description!r}, "
-            f"error_info={self.error_info!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ExecutionException) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.session_header,
-            self.error_code,
-            self.command_id,
-            self.class_code,
-            self.command_code,
-            self.field_index,
-            self.description,
-            self.error_info,
-        ) == (
-            other.session_header,
-            other.error_code,
-            other.command_id,
-            other.class_code,
-            other.command_code,
-            other.field_index,
-            other.description,
-            other.error_info,
-        )
 
 
 def _r_body_execution_exception(
@@ -5451,9 +4737,9 @@ class MessageTransfer(_Record):
     NAME: ClassVar[str] = "message.transfer"
     CLASS_CODE: ClassVar[int] = 0x04
     CODE: ClassVar[int] = 0x01
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = (
+    HEADER: ClassVar[tuple[_Class, ...]] = (
         MessageDeliveryProperties,
         MessageFragmentProperties,
         MessageProperties,
@@ -5483,26 +4769,6 @@ class MessageTransfer(_Record):
         self.destination = destination
         self.accept_mode = accept_mode
         self.acquire_mode = acquire_mode
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"destination={self.destination!r}, "
-            f"accept_mode={self.accept_mode!r}, "
-            f"acquire_mode={self.acquire_mode!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MessageTransfer) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.destination, self.accept_mode, self.acquire_mode) == (
-            other.session_header,
-            other.destination,
-            other.accept_mode,
-            other.acquire_mode,
-        )
 
 
 def _r_body_message_transfer(
@@ -5610,9 +4876,9 @@ class MessageAccept(_Record):
     NAME: ClassVar[str] = "message.accept"
     CLASS_CODE: ClassVar[int] = 0x04
     CODE: ClassVar[int] = 0x02
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -5630,19 +4896,6 @@ class MessageAccept(_Record):
             SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
         )
         self.transfers = transfers
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"transfers={self.transfers!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MessageAccept) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.transfers) == (other.session_header, other.transfers)
 
 
 def _r_body_message_accept(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageAccept, int]:
@@ -5722,9 +4975,9 @@ class MessageReject(_Record):
     NAME: ClassVar[str] = "message.reject"
     CLASS_CODE: ClassVar[int] = 0x04
     CODE: ClassVar[int] = 0x03
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -5750,26 +5003,6 @@ class MessageReject(_Record):
         self.transfers = transfers
         self.code = code
         self.text = text
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"transfers={self.transfers!r}, "
-            f"code={self.code!r}, "
-            f"text={self.text!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MessageReject) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.transfers, self.code, self.text) == (
-            other.session_header,
-            other.transfers,
-            other.code,
-            other.text,
-        )
 
 
 def _r_body_message_reject(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageReject, int]:
@@ -5870,9 +5103,9 @@ class MessageRelease(_Record):
     NAME: ClassVar[str] = "message.release"
     CLASS_CODE: ClassVar[int] = 0x04
     CODE: ClassVar[int] = 0x04
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -5894,24 +5127,6 @@ class MessageRelease(_Record):
         )
         self.transfers = transfers
         self.set_redelivered = set_redelivered
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"transfers={self.transfers!r}, "
-            f"set_redelivered={self.set_redelivered!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MessageRelease) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.transfers, self.set_redelivered) == (
-            other.session_header,
-            other.transfers,
-            other.set_redelivered,
-        )
 
 
 def _r_body_message_release(
@@ -5999,9 +5214,9 @@ class MessageAcquire(_Record):
     NAME: ClassVar[str] = "message.acquire"
     CLASS_CODE: ClassVar[int] = 0x04
     CODE: ClassVar[int] = 0x05
-    RESULT: ClassVar[type[Any] | None] = MessageAcquired
+    RESULT: ClassVar[_Class | None] = MessageAcquired
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -6019,19 +5234,6 @@ class MessageAcquire(_Record):
             SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
         )
         self.transfers = transfers
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"transfers={self.transfers!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MessageAcquire) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.transfers) == (other.session_header, other.transfers)
 
 
 def _r_body_message_acquire(
@@ -6113,9 +5315,9 @@ class MessageResume(_Record):
     NAME: ClassVar[str] = "message.resume"
     CLASS_CODE: ClassVar[int] = 0x04
     CODE: ClassVar[int] = 0x06
-    RESULT: ClassVar[type[Any] | None] = MessageResumeResult
+    RESULT: ClassVar[_Class | None] = MessageResumeResult
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -6137,24 +5339,6 @@ class MessageResume(_Record):
         )
         self.destination = destination
         self.resume_id = resume_id
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"destination={self.destination!r}, "
-            f"resume_id={self.resume_id!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MessageResume) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.destination, self.resume_id) == (
-            other.session_header,
-            other.destination,
-            other.resume_id,
-        )
 
 
 def _r_body_message_resume(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageResume, int]:
@@ -6238,9 +5422,9 @@ class MessageSubscribe(_Record):
     NAME: ClassVar[str] = "message.subscribe"
     CLASS_CODE: ClassVar[int] = 0x04
     CODE: ClassVar[int] = 0x07
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -6286,46 +5470,6 @@ class MessageSubscribe(_Record):
         self.resume_id = resume_id
         self.resume_ttl = resume_ttl
         self.arguments = arguments
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"queue={self.queue!r}, "
-            f"destination={self.destination!r}, "
-            f"accept_mode={self.accept_mode!r}, "
-            f"acquire_mode={self.acquire_mode!r}, "
-            f"exclusive={self.exclusive!r}, "
-            f"resume_id={self.resume_id!r}, "
-            f"resume_ttl={self.resume_ttl!r}, "
-            f"arguments={self.arguments!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MessageSubscribe) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.session_header,
-            self.queue,
-            self.destination,
-            self.accept_mode,
-            self.acquire_mode,
-            self.exclusive,
-            self.resume_id,
-            self.resume_ttl,
-            self.arguments,
-        ) == (
-            other.session_header,
-            other.queue,
-            other.destination,
-            other.accept_mode,
-            other.acquire_mode,
-            other.exclusive,
-            other.resume_id,
-            other.resume_ttl,
-            other.arguments,
-        )
 
 
 def _r_body_message_subscribe(
@@ -6475,9 +5619,9 @@ class MessageCancel(_Record):
     NAME: ClassVar[str] = "message.cancel"
     CLASS_CODE: ClassVar[int] = 0x04
     CODE: ClassVar[int] = 0x08
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -6495,19 +5639,6 @@ class MessageCancel(_Record):
             SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
         )
         self.destination = destination
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"destination={self.destination!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MessageCancel) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.destination) == (other.session_header, other.destination)
 
 
 def _r_body_message_cancel(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageCancel, int]:
@@ -6579,9 +5710,9 @@ class MessageSetFlowMode(_Record):
     NAME: ClassVar[str] = "message.set-flow-mode"
     CLASS_CODE: ClassVar[int] = 0x04
     CODE: ClassVar[int] = 0x09
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -6603,24 +5734,6 @@ class MessageSetFlowMode(_Record):
         )
         self.destination = destination
         self.flow_mode = flow_mode
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"destination={self.destination!r}, "
-            f"flow_mode={self.flow_mode!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MessageSetFlowMode) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.destination, self.flow_mode) == (
-            other.session_header,
-            other.destination,
-            other.flow_mode,
-        )
 
 
 def _r_body_message_set_flow_mode(
@@ -6710,9 +5823,9 @@ class MessageFlow(_Record):
     NAME: ClassVar[str] = "message.flow"
     CLASS_CODE: ClassVar[int] = 0x04
     CODE: ClassVar[int] = 0x0A
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -6738,26 +5851,6 @@ class MessageFlow(_Record):
         self.destination = destination
         self.unit = unit
         self.value = value
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"destination={self.destination!r}, "
-            f"unit={self.unit!r}, "
-            f"value={self.value!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MessageFlow) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.destination, self.unit, self.value) == (
-            other.session_header,
-            other.destination,
-            other.unit,
-            other.value,
-        )
 
 
 def _r_body_message_flow(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageFlow, int]:
@@ -6851,9 +5944,9 @@ class MessageFlush(_Record):
     NAME: ClassVar[str] = "message.flush"
     CLASS_CODE: ClassVar[int] = 0x04
     CODE: ClassVar[int] = 0x0B
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -6871,19 +5964,6 @@ class MessageFlush(_Record):
             SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
         )
         self.destination = destination
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"destination={self.destination!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MessageFlush) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.destination) == (other.session_header, other.destination)
 
 
 def _r_body_message_flush(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageFlush, int]:
@@ -6949,9 +6029,9 @@ class MessageStop(_Record):
     NAME: ClassVar[str] = "message.stop"
     CLASS_CODE: ClassVar[int] = 0x04
     CODE: ClassVar[int] = 0x0C
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -6969,19 +6049,6 @@ class MessageStop(_Record):
             SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
         )
         self.destination = destination
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"destination={self.destination!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MessageStop) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.destination) == (other.session_header, other.destination)
 
 
 def _r_body_message_stop(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageStop, int]:
@@ -7047,9 +6114,9 @@ class TxSelect(_Record):
     NAME: ClassVar[str] = "tx.select"
     CLASS_CODE: ClassVar[int] = 0x05
     CODE: ClassVar[int] = 0x01
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -7063,14 +6130,6 @@ class TxSelect(_Record):
         self.session_header = (
             SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
         )
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(" f"session_header={self.session_header!r}" ")"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, TxSelect) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header,) == (other.session_header,)
 
 
 def _r_body_tx_select(buf: bytes | memoryview, at: int, end: int) -> tuple[TxSelect, int]:
@@ -7129,9 +6188,9 @@ class TxCommit(_Record):
     NAME: ClassVar[str] = "tx.commit"
     CLASS_CODE: ClassVar[int] = 0x05
     CODE: ClassVar[int] = 0x02
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -7145,14 +6204,6 @@ class TxCommit(_Record):
         self.session_header = (
             SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
         )
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(" f"session_header={self.session_header!r}" ")"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, TxCommit) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header,) == (other.session_header,)
 
 
 def _r_body_tx_commit(buf: bytes | memoryview, at: int, end: int) -> tuple[TxCommit, int]:
@@ -7211,9 +6262,9 @@ class TxRollback(_Record):
     NAME: ClassVar[str] = "tx.rollback"
     CLASS_CODE: ClassVar[int] = 0x05
     CODE: ClassVar[int] = 0x03
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -7227,14 +6278,6 @@ class TxRollback(_Record):
         self.session_header = (
             SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
         )
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(" f"session_header={self.session_header!r}" ")"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, TxRollback) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header,) == (other.session_header,)
 
 
 def _r_body_tx_rollback(buf: bytes | memoryview, at: int, end: int) -> tuple[TxRollback, int]:
@@ -7289,9 +6332,9 @@ class DtxSelect(_Record):
     NAME: ClassVar[str] = "dtx.select"
     CLASS_CODE: ClassVar[int] = 0x06
     CODE: ClassVar[int] = 0x01
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -7305,14 +6348,6 @@ class DtxSelect(_Record):
         self.session_header = (
             SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
         )
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(" f"session_header={self.session_header!r}" ")"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DtxSelect) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header,) == (other.session_header,)
 
 
 def _r_body_dtx_select(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxSelect, int]:
@@ -7367,9 +6402,9 @@ class DtxStart(_Record):
     NAME: ClassVar[str] = "dtx.start"
     CLASS_CODE: ClassVar[int] = 0x06
     CODE: ClassVar[int] = 0x02
-    RESULT: ClassVar[type[Any] | None] = DtxXaResult
+    RESULT: ClassVar[_Class | None] = DtxXaResult
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -7395,26 +6430,6 @@ class DtxStart(_Record):
         self.xid = xid
         self.join = join
         self.resume = resume
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"xid={self.xid!r}, "
-            f"join={self.join!r}, "
-            f"resume={self.resume!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DtxStart) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.xid, self.join, self.resume) == (
-            other.session_header,
-            other.xid,
-            other.join,
-            other.resume,
-        )
 
 
 def _r_body_dtx_start(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxStart, int]:
@@ -7492,9 +6507,9 @@ class DtxEnd(_Record):
     NAME: ClassVar[str] = "dtx.end"
     CLASS_CODE: ClassVar[int] = 0x06
     CODE: ClassVar[int] = 0x03
-    RESULT: ClassVar[type[Any] | None] = DtxXaResult
+    RESULT: ClassVar[_Class | None] = DtxXaResult
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -7520,26 +6535,6 @@ class DtxEnd(_Record):
         self.xid = xid
         self.fail = fail
         self.suspend = suspend
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"xid={self.xid!r}, "
-            f"fail={self.fail!r}, "
-            f"suspend={self.suspend!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DtxEnd) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.xid, self.fail, self.suspend) == (
-            other.session_header,
-            other.xid,
-            other.fail,
-            other.suspend,
-        )
 
 
 def _r_body_dtx_end(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxEnd, int]:
@@ -7617,9 +6612,9 @@ class DtxCommit(_Record):
     NAME: ClassVar[str] = "dtx.commit"
     CLASS_CODE: ClassVar[int] = 0x06
     CODE: ClassVar[int] = 0x04
-    RESULT: ClassVar[type[Any] | None] = DtxXaResult
+    RESULT: ClassVar[_Class | None] = DtxXaResult
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -7641,24 +6636,6 @@ class DtxCommit(_Record):
         )
         self.xid = xid
         self.one_phase = one_phase
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"xid={self.xid!r}, "
-            f"one_phase={self.one_phase!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DtxCommit) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.xid, self.one_phase) == (
-            other.session_header,
-            other.xid,
-            other.one_phase,
-        )
 
 
 def _r_body_dtx_commit(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxCommit, int]:
@@ -7730,9 +6707,9 @@ class DtxForget(_Record):
     NAME: ClassVar[str] = "dtx.forget"
     CLASS_CODE: ClassVar[int] = 0x06
     CODE: ClassVar[int] = 0x05
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -7750,19 +6727,6 @@ class DtxForget(_Record):
             SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
         )
         self.xid = xid
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"xid={self.xid!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DtxForget) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.xid) == (other.session_header, other.xid)
 
 
 def _r_body_dtx_forget(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxForget, int]:
@@ -7828,9 +6792,9 @@ class DtxGetTimeout(_Record):
     NAME: ClassVar[str] = "dtx.get-timeout"
     CLASS_CODE: ClassVar[int] = 0x06
     CODE: ClassVar[int] = 0x06
-    RESULT: ClassVar[type[Any] | None] = DtxGetTimeoutResult
+    RESULT: ClassVar[_Class | None] = DtxGetTimeoutResult
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -7848,19 +6812,6 @@ class DtxGetTimeout(_Record):
             SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
         )
         self.xid = xid
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"xid={self.xid!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DtxGetTimeout) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.xid) == (other.session_header, other.xid)
 
 
 def _r_body_dtx_get_timeout(
@@ -7928,9 +6879,9 @@ class DtxPrepare(_Record):
     NAME: ClassVar[str] = "dtx.prepare"
     CLASS_CODE: ClassVar[int] = 0x06
     CODE: ClassVar[int] = 0x07
-    RESULT: ClassVar[type[Any] | None] = DtxXaResult
+    RESULT: ClassVar[_Class | None] = DtxXaResult
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -7948,19 +6899,6 @@ class DtxPrepare(_Record):
             SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
         )
         self.xid = xid
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"xid={self.xid!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DtxPrepare) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.xid) == (other.session_header, other.xid)
 
 
 def _r_body_dtx_prepare(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxPrepare, int]:
@@ -8026,9 +6964,9 @@ class DtxRecover(_Record):
     NAME: ClassVar[str] = "dtx.recover"
     CLASS_CODE: ClassVar[int] = 0x06
     CODE: ClassVar[int] = 0x08
-    RESULT: ClassVar[type[Any] | None] = DtxRecoverResult
+    RESULT: ClassVar[_Class | None] = DtxRecoverResult
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -8042,14 +6980,6 @@ class DtxRecover(_Record):
         self.session_header = (
             SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
         )
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(" f"session_header={self.session_header!r}" ")"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DtxRecover) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header,) == (other.session_header,)
 
 
 def _r_body_dtx_recover(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxRecover, int]:
@@ -8104,9 +7034,9 @@ class DtxRollback(_Record):
     NAME: ClassVar[str] = "dtx.rollback"
     CLASS_CODE: ClassVar[int] = 0x06
     CODE: ClassVar[int] = 0x09
-    RESULT: ClassVar[type[Any] | None] = DtxXaResult
+    RESULT: ClassVar[_Class | None] = DtxXaResult
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -8124,19 +7054,6 @@ class DtxRollback(_Record):
             SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
         )
         self.xid = xid
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"xid={self.xid!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DtxRollback) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.xid) == (other.session_header, other.xid)
 
 
 def _r_body_dtx_rollback(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxRollback, int]:
@@ -8202,9 +7119,9 @@ class DtxSetTimeout(_Record):
     NAME: ClassVar[str] = "dtx.set-timeout"
     CLASS_CODE: ClassVar[int] = 0x06
     CODE: ClassVar[int] = 0x0A
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -8226,24 +7143,6 @@ class DtxSetTimeout(_Record):
         )
         self.xid = xid
         self.timeout = timeout
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"xid={self.xid!r}, "
-            f"timeout={self.timeout!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DtxSetTimeout) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.xid, self.timeout) == (
-            other.session_header,
-            other.xid,
-            other.timeout,
-        )
 
 
 def _r_body_dtx_set_timeout(
@@ -8332,9 +7231,9 @@ class ExchangeDeclare(_Record):
     NAME: ClassVar[str] = "exchange.declare"
     CLASS_CODE: ClassVar[int] = 0x07
     CODE: ClassVar[int] = 0x01
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -8376,43 +7275,6 @@ class ExchangeDeclare(_Record):
         self.durable = durable
         self.auto_delete = auto_delete
         self.arguments = arguments
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"exchange={self.exchange!r}, "
-            f"type={self.type!r}, "
-            f"alternate_exchange={self.alternate_exchange!r}, "
-            f"passive={self.passive!r}, "
-            f"durable={self.durable!r}, "
-            f"auto_delete={self.auto_delete!r}, "
-            f"arguments={self.arguments!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ExchangeDeclare) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.session_header,
-            self.exchange,
-            self.type,
-            self.alternate_exchange,
-            self.passive,
-            self.durable,
-            self.auto_delete,
-            self.arguments,
-        ) == (
-            other.session_header,
-            other.exchange,
-            other.type,
-            other.alternate_exchange,
-            other.passive,
-            other.durable,
-            other.auto_delete,
-            other.arguments,
-        )
 
 
 def _r_body_exchange_declare(
@@ -8522,9 +7384,9 @@ class ExchangeDelete(_Record):
     NAME: ClassVar[str] = "exchange.delete"
     CLASS_CODE: ClassVar[int] = 0x07
     CODE: ClassVar[int] = 0x02
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -8546,24 +7408,6 @@ class ExchangeDelete(_Record):
         )
         self.exchange = exchange
         self.if_unused = if_unused
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"exchange={self.exchange!r}, "
-            f"if_unused={self.if_unused!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ExchangeDelete) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.exchange, self.if_unused) == (
-            other.session_header,
-            other.exchange,
-            other.if_unused,
-        )
 
 
 def _r_body_exchange_delete(
@@ -8637,9 +7481,9 @@ class ExchangeQuery(_Record):
     NAME: ClassVar[str] = "exchange.query"
     CLASS_CODE: ClassVar[int] = 0x07
     CODE: ClassVar[int] = 0x03
-    RESULT: ClassVar[type[Any] | None] = ExchangeQueryResult
+    RESULT: ClassVar[_Class | None] = ExchangeQueryResult
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -8657,19 +7501,6 @@ class ExchangeQuery(_Record):
             SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
         )
         self.name = name
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"name={self.name!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ExchangeQuery) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.name) == (other.session_header, other.name)
 
 
 def _r_body_exchange_query(buf: bytes | memoryview, at: int, end: int) -> tuple[ExchangeQuery, int]:
@@ -8735,9 +7566,9 @@ class ExchangeBind(_Record):
     NAME: ClassVar[str] = "exchange.bind"
     CLASS_CODE: ClassVar[int] = 0x07
     CODE: ClassVar[int] = 0x04
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -8767,28 +7598,6 @@ class ExchangeBind(_Record):
         self.exchange = exchange
         self.binding_key = binding_key
         self.arguments = arguments
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"queue={self.queue!r}, "
-            f"exchange={self.exchange!r}, "
-            f"binding_key={self.binding_key!r}, "
-            f"arguments={self.arguments!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ExchangeBind) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.session_header,
-            self.queue,
-            self.exchange,
-            self.binding_key,
-            self.arguments,
-        ) == (other.session_header, other.queue, other.exchange, other.binding_key, other.arguments)
 
 
 def _r_body_exchange_bind(buf: bytes | memoryview, at: int, end: int) -> tuple[ExchangeBind, int]:
@@ -8878,9 +7687,9 @@ class ExchangeUnbind(_Record):
     NAME: ClassVar[str] = "exchange.unbind"
     CLASS_CODE: ClassVar[int] = 0x07
     CODE: ClassVar[int] = 0x05
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -8906,26 +7715,6 @@ class ExchangeUnbind(_Record):
         self.queue = queue
         self.exchange = exchange
         self.binding_key = binding_key
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"queue={self.queue!r}, "
-            f"exchange={self.exchange!r}, "
-            f"binding_key={self.binding_key!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ExchangeUnbind) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.queue, self.exchange, self.binding_key) == (
-            other.session_header,
-            other.queue,
-            other.exchange,
-            other.binding_key,
-        )
 
 
 def _r_body_exchange_unbind(
@@ -9009,9 +7798,9 @@ class ExchangeBound(_Record):
     NAME: ClassVar[str] = "exchange.bound"
     CLASS_CODE: ClassVar[int] = 0x07
     CODE: ClassVar[int] = 0x06
-    RESULT: ClassVar[type[Any] | None] = ExchangeBoundResult
+    RESULT: ClassVar[_Class | None] = ExchangeBoundResult
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -9041,28 +7830,6 @@ class ExchangeBound(_Record):
         self.queue = queue
         self.binding_key = binding_key
         self.arguments = arguments
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"exchange={self.exchange!r}, "
-            f"queue={self.queue!r}, "
-            f"binding_key={self.binding_key!r}, "
-            f"arguments={self.arguments!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ExchangeBound) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.session_header,
-            self.exchange,
-            self.queue,
-            self.binding_key,
-            self.arguments,
-        ) == (other.session_header, other.exchange, other.queue, other.binding_key, other.arguments)
 
 
 def _r_body_exchange_bound(buf: bytes | memoryview, at: int, end: int) -> tuple[ExchangeBound, int]:
@@ -9161,9 +7928,9 @@ class QueueDeclare(_Record):
     NAME: ClassVar[str] = "queue.declare"
     CLASS_CODE: ClassVar[int] = 0x08
     CODE: ClassVar[int] = 0x01
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -9207,43 +7974,6 @@ If this field is set and the exclusive field is not set the queue is deleted whe
         self.exclusive = exclusive
         self.auto_delete = auto_delete
         self.arguments = arguments
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"queue={self.queue!r}, "
-            f"alternate_exchange={self.alternate_exchange!r}, "
-            f"passive={self.passive!r}, "
-            f"durable={self.durable!r}, "
-            f"exclusive={self.exclusive!r}, "
-            f"auto_delete={self.auto_delete!r}, "
-            f"arguments={self.arguments!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, QueueDeclare) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.session_header,
-            self.queue,
-            self.alternate_exchange,
-            self.passive,
-            self.durable,
-            self.exclusive,
-            self.auto_delete,
-            self.arguments,
-        ) == (
-            other.session_header,
-            other.queue,
-            other.alternate_exchange,
-            other.passive,
-            other.durable,
-            other.exclusive,
-            other.auto_delete,
-            other.arguments,
-        )
 
 
 def _r_body_queue_declare(buf: bytes | memoryview, at: int, end: int) -> tuple[QueueDeclare, int]:
@@ -9349,9 +8079,9 @@ class QueueDelete(_Record):
     NAME: ClassVar[str] = "queue.delete"
     CLASS_CODE: ClassVar[int] = 0x08
     CODE: ClassVar[int] = 0x02
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -9377,26 +8107,6 @@ class QueueDelete(_Record):
         self.queue = queue
         self.if_unused = if_unused
         self.if_empty = if_empty
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"queue={self.queue!r}, "
-            f"if_unused={self.if_unused!r}, "
-            f"if_empty={self.if_empty!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, QueueDelete) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.queue, self.if_unused, self.if_empty) == (
-            other.session_header,
-            other.queue,
-            other.if_unused,
-            other.if_empty,
-        )
 
 
 def _r_body_queue_delete(buf: bytes | memoryview, at: int, end: int) -> tuple[QueueDelete, int]:
@@ -9474,9 +8184,9 @@ class QueuePurge(_Record):
     NAME: ClassVar[str] = "queue.purge"
     CLASS_CODE: ClassVar[int] = 0x08
     CODE: ClassVar[int] = 0x03
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -9494,19 +8204,6 @@ class QueuePurge(_Record):
             SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
         )
         self.queue = queue
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"queue={self.queue!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, QueuePurge) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.queue) == (other.session_header, other.queue)
 
 
 def _r_body_queue_purge(buf: bytes | memoryview, at: int, end: int) -> tuple[QueuePurge, int]:
@@ -9572,9 +8269,9 @@ class QueueQuery(_Record):
     NAME: ClassVar[str] = "queue.query"
     CLASS_CODE: ClassVar[int] = 0x08
     CODE: ClassVar[int] = 0x04
-    RESULT: ClassVar[type[Any] | None] = QueueQueryResult
+    RESULT: ClassVar[_Class | None] = QueueQueryResult
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -9592,19 +8289,6 @@ class QueueQuery(_Record):
             SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
         )
         self.queue = queue
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"queue={self.queue!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, QueueQuery) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.queue) == (other.session_header, other.queue)
 
 
 def _r_body_queue_query(buf: bytes | memoryview, at: int, end: int) -> tuple[QueueQuery, int]:
@@ -9670,9 +8354,9 @@ class FileQos(_Record):
     NAME: ClassVar[str] = "file.qos"
     CLASS_CODE: ClassVar[int] = 0x09
     CODE: ClassVar[int] = 0x01
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -9698,26 +8382,6 @@ class FileQos(_Record):
         self.prefetch_size = prefetch_size
         self.prefetch_count = prefetch_count
         self.global_ = global_
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"prefetch_size={self.prefetch_size!r}, "
-            f"prefetch_count={self.prefetch_count!r}, "
-            f"global_={self.global_!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, FileQos) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.prefetch_size, self.prefetch_count, self.global_) == (
-            other.session_header,
-            other.prefetch_size,
-            other.prefetch_count,
-            other.global_,
-        )
 
 
 def _r_body_file_qos(buf: bytes | memoryview, at: int, end: int) -> tuple[FileQos, int]:
@@ -9805,9 +8469,9 @@ class FileQosOk(_Record):
     NAME: ClassVar[str] = "file.qos-ok"
     CLASS_CODE: ClassVar[int] = 0x09
     CODE: ClassVar[int] = 0x02
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -9821,14 +8485,6 @@ class FileQosOk(_Record):
         self.session_header = (
             SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
         )
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(" f"session_header={self.session_header!r}" ")"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, FileQosOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header,) == (other.session_header,)
 
 
 def _r_body_file_qos_ok(buf: bytes | memoryview, at: int, end: int) -> tuple[FileQosOk, int]:
@@ -9892,9 +8548,9 @@ class FileConsume(_Record):
     NAME: ClassVar[str] = "file.consume"
     CLASS_CODE: ClassVar[int] = 0x09
     CODE: ClassVar[int] = 0x03
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -9936,43 +8592,6 @@ class FileConsume(_Record):
         self.exclusive = exclusive
         self.nowait = nowait
         self.arguments = arguments
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"queue={self.queue!r}, "
-            f"consumer_tag={self.consumer_tag!r}, "
-            f"no_local={self.no_local!r}, "
-            f"no_ack={self.no_ack!r}, "
-            f"exclusive={self.exclusive!r}, "
-            f"nowait={self.nowait!r}, "
-            f"arguments={self.arguments!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, FileConsume) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.session_header,
-            self.queue,
-            self.consumer_tag,
-            self.no_local,
-            self.no_ack,
-            self.exclusive,
-            self.nowait,
-            self.arguments,
-        ) == (
-            other.session_header,
-            other.queue,
-            other.consumer_tag,
-            other.no_local,
-            other.no_ack,
-            other.exclusive,
-            other.nowait,
-            other.arguments,
-        )
 
 
 def _r_body_file_consume(buf: bytes | memoryview, at: int, end: int) -> tuple[FileConsume, int]:
@@ -10078,9 +8697,9 @@ class FileConsumeOk(_Record):
     NAME: ClassVar[str] = "file.consume-ok"
     CLASS_CODE: ClassVar[int] = 0x09
     CODE: ClassVar[int] = 0x04
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -10098,22 +8717,6 @@ class FileConsumeOk(_Record):
             SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
         )
         self.consumer_tag = consumer_tag
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"consumer_tag={self.consumer_tag!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, FileConsumeOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.consumer_tag) == (
-            other.session_header,
-            other.consumer_tag,
-        )
 
 
 def _r_body_file_consume_ok(
@@ -10181,9 +8784,9 @@ class FileCancel(_Record):
     NAME: ClassVar[str] = "file.cancel"
     CLASS_CODE: ClassVar[int] = 0x09
     CODE: ClassVar[int] = 0x05
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -10201,22 +8804,6 @@ class FileCancel(_Record):
             SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
         )
         self.consumer_tag = consumer_tag
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"consumer_tag={self.consumer_tag!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, FileCancel) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.consumer_tag) == (
-            other.session_header,
-            other.consumer_tag,
-        )
 
 
 def _r_body_file_cancel(buf: bytes | memoryview, at: int, end: int) -> tuple[FileCancel, int]:
@@ -10282,9 +8869,9 @@ class FileOpen(_Record):
     NAME: ClassVar[str] = "file.open"
     CLASS_CODE: ClassVar[int] = 0x09
     CODE: ClassVar[int] = 0x06
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -10306,24 +8893,6 @@ class FileOpen(_Record):
         )
         self.identifier = identifier
         self.content_size = content_size
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"identifier={self.identifier!r}, "
-            f"content_size={self.content_size!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, FileOpen) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.identifier, self.content_size) == (
-            other.session_header,
-            other.identifier,
-            other.content_size,
-        )
 
 
 def _r_body_file_open(buf: bytes | memoryview, at: int, end: int) -> tuple[FileOpen, int]:
@@ -10401,9 +8970,9 @@ class FileOpenOk(_Record):
     NAME: ClassVar[str] = "file.open-ok"
     CLASS_CODE: ClassVar[int] = 0x09
     CODE: ClassVar[int] = 0x07
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -10421,19 +8990,6 @@ class FileOpenOk(_Record):
             SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
         )
         self.staged_size = staged_size
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"staged_size={self.staged_size!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, FileOpenOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.staged_size) == (other.session_header, other.staged_size)
 
 
 def _r_body_file_open_ok(buf: bytes | memoryview, at: int, end: int) -> tuple[FileOpenOk, int]:
@@ -10503,9 +9059,9 @@ class FileStage(_Record):
     NAME: ClassVar[str] = "file.stage"
     CLASS_CODE: ClassVar[int] = 0x09
     CODE: ClassVar[int] = 0x08
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = (FileProperties,)
+    HEADER: ClassVar[tuple[_Class, ...]] = (FileProperties,)
     BODY: ClassVar[bool] = True
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -10519,14 +9075,6 @@ class FileStage(_Record):
         self.session_header = (
             SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
         )
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(" f"session_header={self.session_header!r}" ")"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, FileStage) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header,) == (other.session_header,)
 
 
 def _r_body_file_stage(buf: bytes | memoryview, at: int, end: int) -> tuple[FileStage, int]:
@@ -10588,9 +9136,9 @@ class FilePublish(_Record):
     NAME: ClassVar[str] = "file.publish"
     CLASS_CODE: ClassVar[int] = 0x09
     CODE: ClassVar[int] = 0x09
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -10624,37 +9172,6 @@ class FilePublish(_Record):
         self.mandatory = mandatory
         self.immediate = immediate
         self.identifier = identifier
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"exchange={self.exchange!r}, "
-            f"routing_key={self.routing_key!r}, "
-            f"mandatory={self.mandatory!r}, "
-            f"immediate={self.immediate!r}, "
-            f"identifier={self.identifier!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, FilePublish) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.session_header,
-            self.exchange,
-            self.routing_key,
-            self.mandatory,
-            self.immediate,
-            self.identifier,
-        ) == (
-            other.session_header,
-            other.exchange,
-            other.routing_key,
-            other.mandatory,
-            other.immediate,
-            other.identifier,
-        )
 
 
 def _r_body_file_publish(buf: bytes | memoryview, at: int, end: int) -> tuple[FilePublish, int]:
@@ -10748,9 +9265,9 @@ class FileReturn(_Record):
     NAME: ClassVar[str] = "file.return"
     CLASS_CODE: ClassVar[int] = 0x09
     CODE: ClassVar[int] = 0x0A
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = (FileProperties,)
+    HEADER: ClassVar[tuple[_Class, ...]] = (FileProperties,)
     BODY: ClassVar[bool] = True
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -10780,34 +9297,6 @@ class FileReturn(_Record):
         self.reply_text = reply_text
         self.exchange = exchange
         self.routing_key = routing_key
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"reply_code={self.reply_code!r}, "
-            f"reply_text={self.reply_text!r}, "
-            f"exchange={self.exchange!r}, "
-            f"routing_key={self.routing_key!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, FileReturn) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.session_header,
-            self.reply_code,
-            self.reply_text,
-            self.exchange,
-            self.routing_key,
-        ) == (
-            other.session_header,
-            other.reply_code,
-            other.reply_text,
-            other.exchange,
-            other.routing_key,
-        )
 
 
 def _r_body_file_return(buf: bytes | memoryview, at: int, end: int) -> tuple[FileReturn, int]:
@@ -10910,9 +9399,9 @@ class FileDeliver(_Record):
     NAME: ClassVar[str] = "file.deliver"
     CLASS_CODE: ClassVar[int] = 0x09
     CODE: ClassVar[int] = 0x0B
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -10950,40 +9439,6 @@ class FileDeliver(_Record):
         self.exchange = exchange
         self.routing_key = routing_key
         self.identifier = identifier
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"consumer_tag={self.consumer_tag!r}, "
-            f"delivery_tag={self.delivery_tag!r}, "
-            f"redelivered={self.redelivered!r}, "
-            f"exchange={self.exchange!r}, "
-            f"routing_key={self.routing_key!r}, "
-            f"identifier={self.identifier!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, FileDeliver) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.session_header,
-            self.consumer_tag,
-            self.delivery_tag,
-            self.redelivered,
-            self.exchange,
-            self.routing_key,
-            self.identifier,
-        ) == (
-            other.session_header,
-            other.consumer_tag,
-            other.delivery_tag,
-            other.redelivered,
-            other.exchange,
-            other.routing_key,
-            other.identifier,
-        )
 
 
 def _r_body_file_deliver(buf: bytes | memoryview, at: int, end: int) -> tuple[FileDeliver, int]:
@@ -11091,9 +9546,9 @@ class FileAck(_Record):
     NAME: ClassVar[str] = "file.ack"
     CLASS_CODE: ClassVar[int] = 0x09
     CODE: ClassVar[int] = 0x0C
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -11115,24 +9570,6 @@ class FileAck(_Record):
         )
         self.delivery_tag = delivery_tag
         self.multiple = multiple
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"delivery_tag={self.delivery_tag!r}, "
-            f"multiple={self.multiple!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, FileAck) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.delivery_tag, self.multiple) == (
-            other.session_header,
-            other.delivery_tag,
-            other.multiple,
-        )
 
 
 def _r_body_file_ack(buf: bytes | memoryview, at: int, end: int) -> tuple[FileAck, int]:
@@ -11208,9 +9645,9 @@ class FileReject(_Record):
     NAME: ClassVar[str] = "file.reject"
     CLASS_CODE: ClassVar[int] = 0x09
     CODE: ClassVar[int] = 0x0D
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -11232,24 +9669,6 @@ class FileReject(_Record):
         )
         self.delivery_tag = delivery_tag
         self.requeue = requeue
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"delivery_tag={self.delivery_tag!r}, "
-            f"requeue={self.requeue!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, FileReject) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.delivery_tag, self.requeue) == (
-            other.session_header,
-            other.delivery_tag,
-            other.requeue,
-        )
 
 
 def _r_body_file_reject(buf: bytes | memoryview, at: int, end: int) -> tuple[FileReject, int]:
@@ -11325,9 +9744,9 @@ class StreamQos(_Record):
     NAME: ClassVar[str] = "stream.qos"
     CLASS_CODE: ClassVar[int] = 0x0A
     CODE: ClassVar[int] = 0x01
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -11357,34 +9776,6 @@ class StreamQos(_Record):
         self.prefetch_count = prefetch_count
         self.consume_rate = consume_rate
         self.global_ = global_
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"prefetch_size={self.prefetch_size!r}, "
-            f"prefetch_count={self.prefetch_count!r}, "
-            f"consume_rate={self.consume_rate!r}, "
-            f"global_={self.global_!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, StreamQos) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.session_header,
-            self.prefetch_size,
-            self.prefetch_count,
-            self.consume_rate,
-            self.global_,
-        ) == (
-            other.session_header,
-            other.prefetch_size,
-            other.prefetch_count,
-            other.consume_rate,
-            other.global_,
-        )
 
 
 def _r_body_stream_qos(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamQos, int]:
@@ -11484,9 +9875,9 @@ class StreamQosOk(_Record):
     NAME: ClassVar[str] = "stream.qos-ok"
     CLASS_CODE: ClassVar[int] = 0x0A
     CODE: ClassVar[int] = 0x02
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -11500,14 +9891,6 @@ class StreamQosOk(_Record):
         self.session_header = (
             SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
         )
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(" f"session_header={self.session_header!r}" ")"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, StreamQosOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header,) == (other.session_header,)
 
 
 def _r_body_stream_qos_ok(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamQosOk, int]:
@@ -11570,9 +9953,9 @@ class StreamConsume(_Record):
     NAME: ClassVar[str] = "stream.consume"
     CLASS_CODE: ClassVar[int] = 0x0A
     CODE: ClassVar[int] = 0x03
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -11610,40 +9993,6 @@ class StreamConsume(_Record):
         self.exclusive = exclusive
         self.nowait = nowait
         self.arguments = arguments
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"queue={self.queue!r}, "
-            f"consumer_tag={self.consumer_tag!r}, "
-            f"no_local={self.no_local!r}, "
-            f"exclusive={self.exclusive!r}, "
-            f"nowait={self.nowait!r}, "
-            f"arguments={self.arguments!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, StreamConsume) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.session_header,
-            self.queue,
-            self.consumer_tag,
-            self.no_local,
-            self.exclusive,
-            self.nowait,
-            self.arguments,
-        ) == (
-            other.session_header,
-            other.queue,
-            other.consumer_tag,
-            other.no_local,
-            other.exclusive,
-            other.nowait,
-            other.arguments,
-        )
 
 
 def _r_body_stream_consume(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamConsume, int]:
@@ -11743,9 +10092,9 @@ class StreamConsumeOk(_Record):
     NAME: ClassVar[str] = "stream.consume-ok"
     CLASS_CODE: ClassVar[int] = 0x0A
     CODE: ClassVar[int] = 0x04
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -11763,22 +10112,6 @@ class StreamConsumeOk(_Record):
             SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
         )
         self.consumer_tag = consumer_tag
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"consumer_tag={self.consumer_tag!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, StreamConsumeOk) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.consumer_tag) == (
-            other.session_header,
-            other.consumer_tag,
-        )
 
 
 def _r_body_stream_consume_ok(
@@ -11846,9 +10179,9 @@ class StreamCancel(_Record):
     NAME: ClassVar[str] = "stream.cancel"
     CLASS_CODE: ClassVar[int] = 0x0A
     CODE: ClassVar[int] = 0x05
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    HEADER: ClassVar[tuple[_Class, ...]] = ()
     BODY: ClassVar[bool] = False
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -11866,22 +10199,6 @@ class StreamCancel(_Record):
             SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
         )
         self.consumer_tag = consumer_tag
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"consumer_tag={self.consumer_tag!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, StreamCancel) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.session_header, self.consumer_tag) == (
-            other.session_header,
-            other.consumer_tag,
-        )
 
 
 def _r_body_stream_cancel(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamCancel, int]:
@@ -11947,9 +10264,9 @@ class StreamPublish(_Record):
     NAME: ClassVar[str] = "stream.publish"
     CLASS_CODE: ClassVar[int] = 0x0A
     CODE: ClassVar[int] = 0x06
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = (StreamProperties,)
+    HEADER: ClassVar[tuple[_Class, ...]] = (StreamProperties,)
     BODY: ClassVar[bool] = True
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -11979,34 +10296,6 @@ class StreamPublish(_Record):
         self.routing_key = routing_key
         self.mandatory = mandatory
         self.immediate = immediate
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"exchange={self.exchange!r}, "
-            f"routing_key={self.routing_key!r}, "
-            f"mandatory={self.mandatory!r}, "
-            f"immediate={self.immediate!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, StreamPublish) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.session_header,
-            self.exchange,
-            self.routing_key,
-            self.mandatory,
-            self.immediate,
-        ) == (
-            other.session_header,
-            other.exchange,
-            other.routing_key,
-            other.mandatory,
-            other.immediate,
-        )
 
 
 def _r_body_stream_publish(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamPublish, int]:
@@ -12092,9 +10381,9 @@ class StreamReturn(_Record):
     NAME: ClassVar[str] = "stream.return"
     CLASS_CODE: ClassVar[int] = 0x0A
     CODE: ClassVar[int] = 0x07
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = (StreamProperties,)
+    HEADER: ClassVar[tuple[_Class, ...]] = (StreamProperties,)
     BODY: ClassVar[bool] = True
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -12124,34 +10413,6 @@ class StreamReturn(_Record):
         self.reply_text = reply_text
         self.exchange = exchange
         self.routing_key = routing_key
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"reply_code={self.reply_code!r}, "
-            f"reply_text={self.reply_text!r}, "
-            f"exchange={self.exchange!r}, "
-            f"routing_key={self.routing_key!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, StreamReturn) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.session_header,
-            self.reply_code,
-            self.reply_text,
-            self.exchange,
-            self.routing_key,
-        ) == (
-            other.session_header,
-            other.reply_code,
-            other.reply_text,
-            other.exchange,
-            other.routing_key,
-        )
 
 
 def _r_body_stream_return(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamReturn, int]:
@@ -12246,9 +10507,9 @@ class StreamDeliver(_Record):
     NAME: ClassVar[str] = "stream.deliver"
     CLASS_CODE: ClassVar[int] = 0x0A
     CODE: ClassVar[int] = 0x08
-    RESULT: ClassVar[type[Any] | None] = None
+    RESULT: ClassVar[_Class | None] = None
     # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[type[Any], ...]] = (StreamProperties,)
+    HEADER: ClassVar[tuple[_Class, ...]] = (StreamProperties,)
     BODY: ClassVar[bool] = True
 
     # the session header every command carries before its fields (default: a new one, unsynced)
@@ -12278,34 +10539,6 @@ class StreamDeliver(_Record):
         self.delivery_tag = delivery_tag
         self.exchange = exchange
         self.queue = queue
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}("
-            f"session_header={self.session_header!r}, "
-            f"consumer_tag={self.consumer_tag!r}, "
-            f"delivery_tag={self.delivery_tag!r}, "
-            f"exchange={self.exchange!r}, "
-            f"queue={self.queue!r}"
-            ")"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, StreamDeliver) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (
-            self.session_header,
-            self.consumer_tag,
-            self.delivery_tag,
-            self.exchange,
-            self.queue,
-        ) == (
-            other.session_header,
-            other.consumer_tag,
-            other.delivery_tag,
-            other.exchange,
-            other.queue,
-        )
 
 
 def _r_body_stream_deliver(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamDeliver, int]:
