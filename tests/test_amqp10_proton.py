@@ -1074,7 +1074,9 @@ def test_engine_open_into_proton(open_: c.Open) -> None:
 def _open_session_into(transport: Any, links: list[c.Attach]) -> bytes:
     """Header, open, begin on channel 1 and the attaches, as ours writes them."""
     data = AMQP_HEADER + amqp(0, c.Open(container_id="ours", max_frame_size=65536))
-    data += amqp(1, c.Begin(next_outgoing_id=0, incoming_window=2**31 - 1, outgoing_window=256))
+    data += amqp(
+        1, c.Begin(None, next_outgoing_id=0, incoming_window=2**31 - 1, outgoing_window=256)
+    )
     data += b"".join(amqp(1, a) for a in links)
     transport.push(data)
     assert transport.condition is None

@@ -30,7 +30,7 @@ from __future__ import annotations
 import struct
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -1927,14 +1927,32 @@ def end_list(out: bytearray, code: int | None, body: bytearray, count: int) -> N
     out += body
 
 
+def _shown(obj: Any) -> str:
+    """`Class(field=value, ...)`, every dataclass field but the wire it was read from."""
+    shown = ", ".join(f"{f.name}={getattr(obj, f.name)!r}" for f in fields(obj) if f.repr)
+    return f"{type(obj).__qualname__}({shown})"
+
+
 class Composite:
-    """What every composite (a described list) shares; each class writes its own codec."""
+    """What every composite (a described list) shares: shown by its fields and compared by
+    their values (not by the encodings they were read in); each class writes its own codec."""
 
     __slots__ = ()
     NAME: ClassVar[str]
     DESCRIPTOR_NAME: ClassVar[str]
     DESCRIPTOR_CODE: ClassVar[int]
     FIELDS: ClassVar[tuple[str, ...]]  # the spec's field names, in order
+
+    def _values(self) -> tuple[Any, ...]:
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Composite)
+        return self._values() == other._values()
+
+    __repr__ = _shown
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         raise NotImplementedError
@@ -1953,6 +1971,15 @@ class Section:
     NAME: ClassVar[str]
     DESCRIPTOR_NAME: ClassVar[str]
     DESCRIPTOR_CODE: ClassVar[int]
+    value: Any
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Section)
+        return (self.value,) == (other.value,)
+
+    __repr__ = _shown
 
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
         raise NotImplementedError

@@ -253,7 +253,7 @@ class Open(Composite):
     )
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
-    container_id: str | None = None
+    container_id: str
     """container-id (mandatory): """
 
     hostname: str | None = None
@@ -288,7 +288,7 @@ class Open(Composite):
 
     def __init__(
         self,
-        container_id: str | None = None,
+        container_id: str,
         hostname: str | None = None,
         max_frame_size: int | None = None,
         channel_max: int | None = None,
@@ -310,14 +310,6 @@ class Open(Composite):
         self.desired_capabilities = desired_capabilities
         self.properties = properties
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(container_id={self.container_id!r}, hostname={self.hostname!r}, max_frame_size={self.max_frame_size!r}, channel_max={self.channel_max!r}, idle_time_out={self.idle_time_out!r}, outgoing_locales={self.outgoing_locales!r}, incoming_locales={self.incoming_locales!r}, offered_capabilities={self.offered_capabilities!r}, desired_capabilities={self.desired_capabilities!r}, properties={self.properties!r})"
 
     @staticmethod
     def read_from(
@@ -596,16 +588,16 @@ class Begin(Composite):
     )
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
-    remote_channel: int | None = None
+    remote_channel: int | None
     """remote-channel: """
 
-    next_outgoing_id: int | None = None
+    next_outgoing_id: int
     """next-outgoing-id (mandatory): """
 
-    incoming_window: int | None = None
+    incoming_window: int
     """incoming-window (mandatory): """
 
-    outgoing_window: int | None = None
+    outgoing_window: int
     """outgoing-window (mandatory): """
 
     handle_max: int | None = None
@@ -625,10 +617,10 @@ class Begin(Composite):
 
     def __init__(
         self,
-        remote_channel: int | None = None,
-        next_outgoing_id: int | None = None,
-        incoming_window: int | None = None,
-        outgoing_window: int | None = None,
+        remote_channel: int | None,
+        next_outgoing_id: int,
+        incoming_window: int,
+        outgoing_window: int,
         handle_max: int | None = None,
         offered_capabilities: list[str] | None = None,
         desired_capabilities: list[str] | None = None,
@@ -643,14 +635,6 @@ class Begin(Composite):
         self.desired_capabilities = desired_capabilities
         self.properties = properties
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(remote_channel={self.remote_channel!r}, next_outgoing_id={self.next_outgoing_id!r}, incoming_window={self.incoming_window!r}, outgoing_window={self.outgoing_window!r}, handle_max={self.handle_max!r}, offered_capabilities={self.offered_capabilities!r}, desired_capabilities={self.desired_capabilities!r}, properties={self.properties!r})"
 
     @staticmethod
     def read_from(
@@ -909,13 +893,13 @@ class Attach(Composite):
     )
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
-    name: str | None = None
+    name: str
     """name (mandatory): """
 
-    handle: int | None = None
+    handle: int
     """handle (mandatory): """
 
-    role: bool | None = None
+    role: bool
     """role (mandatory): """
 
     snd_settle_mode: int | None = None
@@ -956,9 +940,9 @@ class Attach(Composite):
 
     def __init__(
         self,
-        name: str | None = None,
-        handle: int | None = None,
-        role: bool | None = None,
+        name: str,
+        handle: int,
+        role: bool,
         snd_settle_mode: int | None = None,
         rcv_settle_mode: int | None = None,
         source: Any | None = None,
@@ -986,14 +970,6 @@ class Attach(Composite):
         self.desired_capabilities = desired_capabilities
         self.properties = properties
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(name={self.name!r}, handle={self.handle!r}, role={self.role!r}, snd_settle_mode={self.snd_settle_mode!r}, rcv_settle_mode={self.rcv_settle_mode!r}, source={self.source!r}, target={self.target!r}, unsettled={self.unsettled!r}, incomplete_unsettled={self.incomplete_unsettled!r}, initial_delivery_count={self.initial_delivery_count!r}, max_message_size={self.max_message_size!r}, offered_capabilities={self.offered_capabilities!r}, desired_capabilities={self.desired_capabilities!r}, properties={self.properties!r})"
 
     @staticmethod
     def read_from(
@@ -1338,16 +1314,16 @@ class Flow(Composite):
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
-    next_incoming_id: int | None = None
+    next_incoming_id: int | None
     """next-incoming-id: """
 
-    incoming_window: int | None = None
+    incoming_window: int
     """incoming-window (mandatory): """
 
-    next_outgoing_id: int | None = None
+    next_outgoing_id: int
     """next-outgoing-id (mandatory): """
 
-    outgoing_window: int | None = None
+    outgoing_window: int
     """outgoing-window (mandatory): """
 
     handle: int | None = None
@@ -1376,10 +1352,10 @@ class Flow(Composite):
 
     def __init__(
         self,
-        next_incoming_id: int | None = None,
-        incoming_window: int | None = None,
-        next_outgoing_id: int | None = None,
-        outgoing_window: int | None = None,
+        next_incoming_id: int | None,
+        incoming_window: int,
+        next_outgoing_id: int,
+        outgoing_window: int,
         handle: int | None = None,
         delivery_count: int | None = None,
         link_credit: int | None = None,
@@ -1400,14 +1376,6 @@ class Flow(Composite):
         self.echo = echo
         self.properties = properties
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(next_incoming_id={self.next_incoming_id!r}, incoming_window={self.incoming_window!r}, next_outgoing_id={self.next_outgoing_id!r}, outgoing_window={self.outgoing_window!r}, handle={self.handle!r}, delivery_count={self.delivery_count!r}, link_credit={self.link_credit!r}, available={self.available!r}, drain={self.drain!r}, echo={self.echo!r}, properties={self.properties!r})"
 
     @staticmethod
     def read_from(
@@ -1697,7 +1665,7 @@ class Transfer(Composite):
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
-    handle: int | None = None
+    handle: int
     """handle (mandatory): """
 
     delivery_id: int | None = None
@@ -1735,7 +1703,7 @@ class Transfer(Composite):
 
     def __init__(
         self,
-        handle: int | None = None,
+        handle: int,
         delivery_id: int | None = None,
         delivery_tag: bytes | None = None,
         message_format: int | None = None,
@@ -1759,14 +1727,6 @@ class Transfer(Composite):
         self.aborted = aborted
         self.batchable = batchable
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(handle={self.handle!r}, delivery_id={self.delivery_id!r}, delivery_tag={self.delivery_tag!r}, message_format={self.message_format!r}, settled={self.settled!r}, more={self.more!r}, rcv_settle_mode={self.rcv_settle_mode!r}, state={self.state!r}, resume={self.resume!r}, aborted={self.aborted!r}, batchable={self.batchable!r})"
 
     @staticmethod
     def read_from(
@@ -2044,10 +2004,10 @@ class Disposition(Composite):
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
-    role: bool | None = None
+    role: bool
     """role (mandatory): """
 
-    first: int | None = None
+    first: int
     """first (mandatory): """
 
     last: int | None = None
@@ -2067,8 +2027,8 @@ class Disposition(Composite):
 
     def __init__(
         self,
-        role: bool | None = None,
-        first: int | None = None,
+        role: bool,
+        first: int,
         last: int | None = None,
         settled: bool | None = None,
         state: Any | None = None,
@@ -2081,14 +2041,6 @@ class Disposition(Composite):
         self.state = state
         self.batchable = batchable
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(role={self.role!r}, first={self.first!r}, last={self.last!r}, settled={self.settled!r}, state={self.state!r}, batchable={self.batchable!r})"
 
     @staticmethod
     def read_from(
@@ -2279,7 +2231,7 @@ class Detach(Composite):
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
-    handle: int | None = None
+    handle: int
     """handle (mandatory): """
 
     closed: bool | None = None
@@ -2293,7 +2245,7 @@ class Detach(Composite):
 
     def __init__(
         self,
-        handle: int | None = None,
+        handle: int,
         closed: bool | None = None,
         error: Error | None = None,
     ) -> None:
@@ -2301,14 +2253,6 @@ class Detach(Composite):
         self.closed = closed
         self.error = error
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(handle={self.handle!r}, closed={self.closed!r}, error={self.error!r})"
 
     @staticmethod
     def read_from(
@@ -2453,14 +2397,6 @@ class End(Composite):
         self.error = error
         self._wire = None
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(error={self.error!r})"
-
     @staticmethod
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
@@ -2560,14 +2496,6 @@ class Close(Composite):
     ) -> None:
         self.error = error
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(error={self.error!r})"
 
     @staticmethod
     def read_from(
@@ -2670,7 +2598,7 @@ class Error(Composite):
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
-    condition: str | None = None
+    condition: str
     """condition (mandatory) requires error-condition: """
 
     description: str | None = None
@@ -2684,7 +2612,7 @@ class Error(Composite):
 
     def __init__(
         self,
-        condition: str | None = None,
+        condition: str,
         description: str | None = None,
         info: dict[Any, Any] | None = None,
     ) -> None:
@@ -2692,14 +2620,6 @@ class Error(Composite):
         self.description = description
         self.info = info
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(condition={self.condition!r}, description={self.description!r}, info={self.info!r})"
 
     @staticmethod
     def read_from(

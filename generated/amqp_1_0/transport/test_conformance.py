@@ -253,6 +253,7 @@ def test_open_is_its_descriptor_and_a_list() -> None:
 
 def test_begin_is_its_descriptor_and_a_list() -> None:
     value = c.Begin(
+        remote_channel=None,
         next_outgoing_id=1,
         incoming_window=1,
         outgoing_window=1,
@@ -297,6 +298,7 @@ def test_attach_is_its_descriptor_and_a_list() -> None:
 
 def test_flow_is_its_descriptor_and_a_list() -> None:
     value = c.Flow(
+        next_incoming_id=None,
         incoming_window=1,
         next_outgoing_id=1,
         outgoing_window=1,
@@ -435,8 +437,13 @@ def test_error_is_its_descriptor_and_a_list() -> None:
 
 
 def test_open_refuses_a_missing_mandatory_field() -> None:
+
+    value = c.Open(
+        container_id="x",
+    )
+    value.container_id = None  # type: ignore[assignment]  # typed mandatory, but set None
     with pytest.raises(EncodeError):
-        c.Open().encode()
+        value.encode()
     code = 0x00000000_00000010
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
@@ -444,8 +451,16 @@ def test_open_refuses_a_missing_mandatory_field() -> None:
 
 
 def test_begin_refuses_a_missing_mandatory_field() -> None:
+
+    value = c.Begin(
+        remote_channel=None,
+        next_outgoing_id=1,
+        incoming_window=1,
+        outgoing_window=1,
+    )
+    value.next_outgoing_id = None  # type: ignore[assignment]  # typed mandatory, but set None
     with pytest.raises(EncodeError):
-        c.Begin().encode()
+        value.encode()
     code = 0x00000000_00000011
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
@@ -453,8 +468,15 @@ def test_begin_refuses_a_missing_mandatory_field() -> None:
 
 
 def test_attach_refuses_a_missing_mandatory_field() -> None:
+
+    value = c.Attach(
+        name="x",
+        handle=1,
+        role=True,
+    )
+    value.name = None  # type: ignore[assignment]  # typed mandatory, but set None
     with pytest.raises(EncodeError):
-        c.Attach().encode()
+        value.encode()
     code = 0x00000000_00000012
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
@@ -462,8 +484,16 @@ def test_attach_refuses_a_missing_mandatory_field() -> None:
 
 
 def test_flow_refuses_a_missing_mandatory_field() -> None:
+
+    value = c.Flow(
+        next_incoming_id=None,
+        incoming_window=1,
+        next_outgoing_id=1,
+        outgoing_window=1,
+    )
+    value.incoming_window = None  # type: ignore[assignment]  # typed mandatory, but set None
     with pytest.raises(EncodeError):
-        c.Flow().encode()
+        value.encode()
     code = 0x00000000_00000013
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
@@ -471,8 +501,13 @@ def test_flow_refuses_a_missing_mandatory_field() -> None:
 
 
 def test_transfer_refuses_a_missing_mandatory_field() -> None:
+
+    value = c.Transfer(
+        handle=1,
+    )
+    value.handle = None  # type: ignore[assignment]  # typed mandatory, but set None
     with pytest.raises(EncodeError):
-        c.Transfer().encode()
+        value.encode()
     code = 0x00000000_00000014
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
@@ -480,8 +515,14 @@ def test_transfer_refuses_a_missing_mandatory_field() -> None:
 
 
 def test_disposition_refuses_a_missing_mandatory_field() -> None:
+
+    value = c.Disposition(
+        role=True,
+        first=1,
+    )
+    value.role = None  # type: ignore[assignment]  # typed mandatory, but set None
     with pytest.raises(EncodeError):
-        c.Disposition().encode()
+        value.encode()
     code = 0x00000000_00000015
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
@@ -489,8 +530,13 @@ def test_disposition_refuses_a_missing_mandatory_field() -> None:
 
 
 def test_detach_refuses_a_missing_mandatory_field() -> None:
+
+    value = c.Detach(
+        handle=1,
+    )
+    value.handle = None  # type: ignore[assignment]  # typed mandatory, but set None
     with pytest.raises(EncodeError):
-        c.Detach().encode()
+        value.encode()
     code = 0x00000000_00000016
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
@@ -498,8 +544,13 @@ def test_detach_refuses_a_missing_mandatory_field() -> None:
 
 
 def test_error_refuses_a_missing_mandatory_field() -> None:
+
+    value = c.Error(
+        condition=Symbol("x"),
+    )
+    value.condition = None  # type: ignore[assignment]  # typed mandatory, but set None
     with pytest.raises(EncodeError):
-        c.Error().encode()
+        value.encode()
     code = 0x00000000_0000001D
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):

@@ -311,7 +311,7 @@ class Open(Composite):
     )
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
-    container_id: str | None = None
+    container_id: str
     """container-id (mandatory): the id of the source container"""
 
     hostname: str | None = None
@@ -386,7 +386,7 @@ class Open(Composite):
 
     def __init__(
         self,
-        container_id: str | None = None,
+        container_id: str,
         hostname: str | None = None,
         max_frame_size: int | None = None,
         channel_max: int | None = None,
@@ -408,14 +408,6 @@ class Open(Composite):
         self.desired_capabilities = desired_capabilities
         self.properties = properties
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(container_id={self.container_id!r}, hostname={self.hostname!r}, max_frame_size={self.max_frame_size!r}, channel_max={self.channel_max!r}, idle_time_out={self.idle_time_out!r}, outgoing_locales={self.outgoing_locales!r}, incoming_locales={self.incoming_locales!r}, offered_capabilities={self.offered_capabilities!r}, desired_capabilities={self.desired_capabilities!r}, properties={self.properties!r})"
 
     @staticmethod
     def read_from(
@@ -694,18 +686,18 @@ class Begin(Composite):
     )
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
-    remote_channel: int | None = None
+    remote_channel: int | None
     """remote-channel: If a Session is locally initiated, the remote-channel MUST NOT be set. When an endpoint
     responds to a remotely initiated Session, the remote-channel MUST be set to the channel on
     which the remote Session sent the begin."""
 
-    next_outgoing_id: int | None = None
+    next_outgoing_id: int
     """next-outgoing-id (mandatory): See session-flow-control."""
 
-    incoming_window: int | None = None
+    incoming_window: int
     """incoming-window (mandatory): See session-flow-control."""
 
-    outgoing_window: int | None = None
+    outgoing_window: int
     """outgoing-window (mandatory): See session-flow-control."""
 
     handle_max: int | None = None
@@ -731,10 +723,10 @@ class Begin(Composite):
 
     def __init__(
         self,
-        remote_channel: int | None = None,
-        next_outgoing_id: int | None = None,
-        incoming_window: int | None = None,
-        outgoing_window: int | None = None,
+        remote_channel: int | None,
+        next_outgoing_id: int,
+        incoming_window: int,
+        outgoing_window: int,
         handle_max: int | None = None,
         offered_capabilities: list[str] | None = None,
         desired_capabilities: list[str] | None = None,
@@ -749,14 +741,6 @@ class Begin(Composite):
         self.desired_capabilities = desired_capabilities
         self.properties = properties
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(remote_channel={self.remote_channel!r}, next_outgoing_id={self.next_outgoing_id!r}, incoming_window={self.incoming_window!r}, outgoing_window={self.outgoing_window!r}, handle_max={self.handle_max!r}, offered_capabilities={self.offered_capabilities!r}, desired_capabilities={self.desired_capabilities!r}, properties={self.properties!r})"
 
     @staticmethod
     def read_from(
@@ -1016,20 +1000,20 @@ class Attach(Composite):
     )
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
-    name: str | None = None
+    name: str
     """name (mandatory): This name uniquely identifies the link from the container of the source to the container
     of the target node, e.g. if the container of the source node is A, and the container of
     the target node is B, the link may be globally identified by the (ordered) tuple
     (A,B,<name>)."""
 
-    handle: int | None = None
+    handle: int
     """handle (mandatory): The handle MUST NOT be used for other open Links. An attempt to attach using a handle
     which is already associated with a Link MUST be responded to with an immediate close
     carrying a Handle-in-use session-error. To make it easier to monitor AMQP link attach
     frames, it is recommended that implementations always assign the lowest available handle
     to this field."""
 
-    role: bool | None = None
+    role: bool
     """role (mandatory): role of the link endpoint"""
 
     snd_settle_mode: int | None = None
@@ -1097,9 +1081,9 @@ class Attach(Composite):
 
     def __init__(
         self,
-        name: str | None = None,
-        handle: int | None = None,
-        role: bool | None = None,
+        name: str,
+        handle: int,
+        role: bool,
         snd_settle_mode: int | None = None,
         rcv_settle_mode: int | None = None,
         source: Any | None = None,
@@ -1127,14 +1111,6 @@ class Attach(Composite):
         self.desired_capabilities = desired_capabilities
         self.properties = properties
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(name={self.name!r}, handle={self.handle!r}, role={self.role!r}, snd_settle_mode={self.snd_settle_mode!r}, rcv_settle_mode={self.rcv_settle_mode!r}, source={self.source!r}, target={self.target!r}, unsettled={self.unsettled!r}, incomplete_unsettled={self.incomplete_unsettled!r}, initial_delivery_count={self.initial_delivery_count!r}, max_message_size={self.max_message_size!r}, offered_capabilities={self.offered_capabilities!r}, desired_capabilities={self.desired_capabilities!r}, properties={self.properties!r})"
 
     @staticmethod
     def read_from(
@@ -1479,20 +1455,20 @@ class Flow(Composite):
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
-    next_incoming_id: int | None = None
+    next_incoming_id: int | None
     """next-incoming-id: Identifies the expected transfer-id of the next incoming transfer frame. This value is not
     set if and only if the sender has not yet received the begin frame for the session. See
     session-flow-control for more details."""
 
-    incoming_window: int | None = None
+    incoming_window: int
     """incoming-window (mandatory): Defines the maximum number of incoming transfer frames that the endpoint can currently
     receive. See session-flow-control for more details."""
 
-    next_outgoing_id: int | None = None
+    next_outgoing_id: int
     """next-outgoing-id (mandatory): The transfer-id that will be assigned to the next outgoing transfer frame. See session-
     flow-control for more details."""
 
-    outgoing_window: int | None = None
+    outgoing_window: int
     """outgoing-window (mandatory): Defines the maximum number of outgoing transfer frames that the endpoint could potentially
     currently send, if it was not constrained by restrictions imposed by its peer's incoming-
     window. See session-flow-control for more details."""
@@ -1543,10 +1519,10 @@ class Flow(Composite):
 
     def __init__(
         self,
-        next_incoming_id: int | None = None,
-        incoming_window: int | None = None,
-        next_outgoing_id: int | None = None,
-        outgoing_window: int | None = None,
+        next_incoming_id: int | None,
+        incoming_window: int,
+        next_outgoing_id: int,
+        outgoing_window: int,
         handle: int | None = None,
         delivery_count: int | None = None,
         link_credit: int | None = None,
@@ -1567,14 +1543,6 @@ class Flow(Composite):
         self.echo = echo
         self.properties = properties
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(next_incoming_id={self.next_incoming_id!r}, incoming_window={self.incoming_window!r}, next_outgoing_id={self.next_outgoing_id!r}, outgoing_window={self.outgoing_window!r}, handle={self.handle!r}, delivery_count={self.delivery_count!r}, link_credit={self.link_credit!r}, available={self.available!r}, drain={self.drain!r}, echo={self.echo!r}, properties={self.properties!r})"
 
     @staticmethod
     def read_from(
@@ -1866,7 +1834,7 @@ class Transfer(Composite):
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
-    handle: int | None = None
+    handle: int
     """handle (mandatory): Specifies the Link on which the Message is transferred."""
 
     delivery_id: int | None = None
@@ -1956,7 +1924,7 @@ class Transfer(Composite):
 
     def __init__(
         self,
-        handle: int | None = None,
+        handle: int,
         delivery_id: int | None = None,
         delivery_tag: bytes | None = None,
         message_format: int | None = None,
@@ -1980,14 +1948,6 @@ class Transfer(Composite):
         self.aborted = aborted
         self.batchable = batchable
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(handle={self.handle!r}, delivery_id={self.delivery_id!r}, delivery_tag={self.delivery_tag!r}, message_format={self.message_format!r}, settled={self.settled!r}, more={self.more!r}, rcv_settle_mode={self.rcv_settle_mode!r}, state={self.state!r}, resume={self.resume!r}, aborted={self.aborted!r}, batchable={self.batchable!r})"
 
     @staticmethod
     def read_from(
@@ -2277,11 +2237,11 @@ class Disposition(Composite):
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
-    role: bool | None = None
+    role: bool
     """role (mandatory): The role identifies whether the disposition frame contains information about sending link
     endpoints or receiving link endpoints."""
 
-    first: int | None = None
+    first: int
     """first (mandatory): Identifies the lower bound of delivery-ids for the deliveries in this set."""
 
     last: int | None = None
@@ -2306,8 +2266,8 @@ class Disposition(Composite):
 
     def __init__(
         self,
-        role: bool | None = None,
-        first: int | None = None,
+        role: bool,
+        first: int,
         last: int | None = None,
         settled: bool | None = None,
         state: Any | None = None,
@@ -2320,14 +2280,6 @@ class Disposition(Composite):
         self.state = state
         self.batchable = batchable
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(role={self.role!r}, first={self.first!r}, last={self.last!r}, settled={self.settled!r}, state={self.state!r}, batchable={self.batchable!r})"
 
     @staticmethod
     def read_from(
@@ -2519,7 +2471,7 @@ class Detach(Composite):
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
-    handle: int | None = None
+    handle: int
     """handle (mandatory): the local handle of the link to be detached"""
 
     closed: bool | None = None
@@ -2534,7 +2486,7 @@ class Detach(Composite):
 
     def __init__(
         self,
-        handle: int | None = None,
+        handle: int,
         closed: bool | None = None,
         error: Error | None = None,
     ) -> None:
@@ -2542,14 +2494,6 @@ class Detach(Composite):
         self.closed = closed
         self.error = error
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(handle={self.handle!r}, closed={self.closed!r}, error={self.error!r})"
 
     @staticmethod
     def read_from(
@@ -2695,14 +2639,6 @@ class End(Composite):
         self.error = error
         self._wire = None
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(error={self.error!r})"
-
     @staticmethod
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
@@ -2807,14 +2743,6 @@ class Close(Composite):
         self.error = error
         self._wire = None
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(error={self.error!r})"
-
     @staticmethod
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
@@ -2916,7 +2844,7 @@ class Error(Composite):
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
-    condition: str | None = None
+    condition: str
     """condition (mandatory) requires error-condition: A symbolic value indicating the error condition."""
 
     description: str | None = None
@@ -2931,7 +2859,7 @@ class Error(Composite):
 
     def __init__(
         self,
-        condition: str | None = None,
+        condition: str,
         description: str | None = None,
         info: dict[Any, Any] | None = None,
     ) -> None:
@@ -2939,14 +2867,6 @@ class Error(Composite):
         self.description = description
         self.info = info
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(condition={self.condition!r}, description={self.description!r}, info={self.info!r})"
 
     @staticmethod
     def read_from(
@@ -3152,14 +3072,6 @@ class Header(Composite):
         self.delivery_count = delivery_count
         self._wire = None
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(durable={self.durable!r}, priority={self.priority!r}, ttl={self.ttl!r}, first_acquirer={self.first_acquirer!r}, delivery_count={self.delivery_count!r})"
-
     @staticmethod
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
@@ -3330,14 +3242,6 @@ class DeliveryAnnotations(Section):
         self.value = value
         self._wire = None
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.value,) == (other.value,)
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(value={self.value!r})"
-
     @staticmethod
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
@@ -3404,14 +3308,6 @@ class MessageAnnotations(Section):
     def __init__(self, value: dict[Any, Any] | None = None) -> None:
         self.value = value
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.value,) == (other.value,)
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(value={self.value!r})"
 
     @staticmethod
     def read_from(
@@ -3590,14 +3486,6 @@ class Properties(Composite):
         self.group_sequence = group_sequence
         self.reply_to_group_id = reply_to_group_id
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(message_id={self.message_id!r}, user_id={self.user_id!r}, to={self.to!r}, subject={self.subject!r}, reply_to={self.reply_to!r}, correlation_id={self.correlation_id!r}, content_type={self.content_type!r}, content_encoding={self.content_encoding!r}, absolute_expiry_time={self.absolute_expiry_time!r}, creation_time={self.creation_time!r}, group_id={self.group_id!r}, group_sequence={self.group_sequence!r}, reply_to_group_id={self.reply_to_group_id!r})"
 
     @staticmethod
     def read_from(
@@ -3897,14 +3785,6 @@ class ApplicationProperties(Section):
         self.value = value
         self._wire = None
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.value,) == (other.value,)
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(value={self.value!r})"
-
     @staticmethod
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
@@ -3958,14 +3838,6 @@ class Data(Section):
         self.value = value
         self._wire = None
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.value,) == (other.value,)
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(value={self.value!r})"
-
     @staticmethod
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
@@ -4011,14 +3883,6 @@ class AmqpSequence(Section):
     def __init__(self, value: list[Any] | None = None) -> None:
         self.value = value
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.value,) == (other.value,)
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(value={self.value!r})"
 
     @staticmethod
     def read_from(
@@ -4071,14 +3935,6 @@ class AmqpValue(Section):
         self.value = value
         self._wire = None
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.value,) == (other.value,)
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(value={self.value!r})"
-
     @staticmethod
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
@@ -4126,14 +3982,6 @@ class Footer(Section):
     def __init__(self, value: dict[Any, Any] | None = None) -> None:
         self.value = value
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.value,) == (other.value,)
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(value={self.value!r})"
 
     @staticmethod
     def read_from(
@@ -4192,14 +4040,14 @@ class Received(Composite):
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
-    section_number: int | None = None
+    section_number: int
     """section-number (mandatory): When sent by the Sender this indicates the first section of the message (with section-
     number 0 being the first section) for which data can be resent. Data from sections prior
     to the given section cannot be retransmitted for this delivery. When sent by the Receiver
     this indicates the first section of the message for which all data may not yet have been
     received."""
 
-    section_offset: int | None = None
+    section_offset: int
     """section-offset (mandatory): When sent by the Sender this indicates the first byte of the encoded section data of the
     section given by section-number for which data can be resent (with section-offset 0 being
     the first byte). Bytes from the same section prior to the given offset section cannot be
@@ -4215,20 +4063,12 @@ class Received(Composite):
 
     def __init__(
         self,
-        section_number: int | None = None,
-        section_offset: int | None = None,
+        section_number: int,
+        section_offset: int,
     ) -> None:
         self.section_number = section_number
         self.section_offset = section_offset
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(section_number={self.section_number!r}, section_offset={self.section_offset!r})"
 
     @staticmethod
     def read_from(
@@ -4362,14 +4202,6 @@ class Accepted(Composite):
     ) -> None:
         self._wire = None
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}()"
-
     @staticmethod
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
@@ -4454,14 +4286,6 @@ class Rejected(Composite):
     ) -> None:
         self.error = error
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(error={self.error!r})"
 
     @staticmethod
     def read_from(
@@ -4580,14 +4404,6 @@ class Released(Composite):
     ) -> None:
         self._wire = None
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}()"
-
     @staticmethod
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
@@ -4703,14 +4519,6 @@ class Modified(Composite):
         self.undeliverable_here = undeliverable_here
         self.message_annotations = message_annotations
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(delivery_failed={self.delivery_failed!r}, undeliverable_here={self.undeliverable_here!r}, message_annotations={self.message_annotations!r})"
 
     @staticmethod
     def read_from(
@@ -4962,14 +4770,6 @@ class Source(Composite):
         self.outcomes = outcomes
         self.capabilities = capabilities
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(address={self.address!r}, durable={self.durable!r}, expiry_policy={self.expiry_policy!r}, timeout={self.timeout!r}, dynamic={self.dynamic!r}, dynamic_node_properties={self.dynamic_node_properties!r}, distribution_mode={self.distribution_mode!r}, filter={self.filter!r}, default_outcome={self.default_outcome!r}, outcomes={self.outcomes!r}, capabilities={self.capabilities!r})"
 
     @staticmethod
     def read_from(
@@ -5320,14 +5120,6 @@ class Target(Composite):
         self.capabilities = capabilities
         self._wire = None
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(address={self.address!r}, durable={self.durable!r}, expiry_policy={self.expiry_policy!r}, timeout={self.timeout!r}, dynamic={self.dynamic!r}, dynamic_node_properties={self.dynamic_node_properties!r}, capabilities={self.capabilities!r})"
-
     @staticmethod
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
@@ -5530,14 +5322,6 @@ class DeleteOnClose(Composite):
     ) -> None:
         self._wire = None
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}()"
-
     @staticmethod
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
@@ -5616,14 +5400,6 @@ class DeleteOnNoLinks(Composite):
         self,
     ) -> None:
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}()"
 
     @staticmethod
     def read_from(
@@ -5704,14 +5480,6 @@ class DeleteOnNoMessages(Composite):
     ) -> None:
         self._wire = None
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}()"
-
     @staticmethod
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
@@ -5791,14 +5559,6 @@ class DeleteOnNoLinksOrMessages(Composite):
         self,
     ) -> None:
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}()"
 
     @staticmethod
     def read_from(
@@ -5896,14 +5656,6 @@ class Coordinator(Composite):
     ) -> None:
         self.capabilities = capabilities
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(capabilities={self.capabilities!r})"
 
     @staticmethod
     def read_from(
@@ -6020,14 +5772,6 @@ class Declare(Composite):
         self.global_id = global_id
         self._wire = None
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(global_id={self.global_id!r})"
-
     @staticmethod
     def read_from(
         buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
@@ -6122,7 +5866,7 @@ class Discharge(Composite):
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
-    txn_id: Any | None = None
+    txn_id: Any
     """txn-id (mandatory) requires txn-id: identifies the transaction to be discharged"""
 
     fail: bool | None = None
@@ -6138,20 +5882,12 @@ class Discharge(Composite):
 
     def __init__(
         self,
-        txn_id: Any | None = None,
+        txn_id: Any,
         fail: bool | None = None,
     ) -> None:
         self.txn_id = txn_id
         self.fail = fail
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(txn_id={self.txn_id!r}, fail={self.fail!r})"
 
     @staticmethod
     def read_from(
@@ -6265,7 +6001,7 @@ class Declared(Composite):
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
-    txn_id: Any | None = None
+    txn_id: Any
     """txn-id (mandatory) requires txn-id: the allocated transaction id"""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
@@ -6273,18 +6009,10 @@ class Declared(Composite):
 
     def __init__(
         self,
-        txn_id: Any | None = None,
+        txn_id: Any,
     ) -> None:
         self.txn_id = txn_id
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(txn_id={self.txn_id!r})"
 
     @staticmethod
     def read_from(
@@ -6381,7 +6109,7 @@ class TransactionalState(Composite):
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
-    txn_id: Any | None = None
+    txn_id: Any
     """txn-id (mandatory) requires txn-id: identifies the transaction with which the state is associated"""
 
     outcome: Any | None = None
@@ -6392,20 +6120,12 @@ class TransactionalState(Composite):
 
     def __init__(
         self,
-        txn_id: Any | None = None,
+        txn_id: Any,
         outcome: Any | None = None,
     ) -> None:
         self.txn_id = txn_id
         self.outcome = outcome
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(txn_id={self.txn_id!r}, outcome={self.outcome!r})"
 
     @staticmethod
     def read_from(
@@ -6527,7 +6247,7 @@ class SaslMechanisms(Composite):
     )
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
-    sasl_server_mechanisms: list[str] | None = None
+    sasl_server_mechanisms: list[str]
     """sasl-server-mechanisms (mandatory) (multiple): A list of the sasl security mechanisms supported by the sending peer. It is invalid for
     this list to be null or empty. If the sending peer does not require its partner to
     authenticate with it, then it should send a list of one element with its value as the SASL
@@ -6538,20 +6258,10 @@ class SaslMechanisms(Composite):
 
     def __init__(
         self,
-        sasl_server_mechanisms: list[str] | None = None,
+        sasl_server_mechanisms: list[str],
     ) -> None:
         self.sasl_server_mechanisms = sasl_server_mechanisms
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return (
-            f"{self.__class__.__qualname__}(sasl_server_mechanisms={self.sasl_server_mechanisms!r})"
-        )
 
     @staticmethod
     def read_from(
@@ -6663,7 +6373,7 @@ class SaslInit(Composite):
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
-    mechanism: str | None = None
+    mechanism: str
     """mechanism (mandatory): The name of the SASL mechanism used for the SASL exchange. If the selected mechanism is
     not supported by the receiving peer, it MUST close the Connection with the authentication-
     failure close-code. Each peer MUST authenticate using the highest-level security profile
@@ -6688,7 +6398,7 @@ class SaslInit(Composite):
 
     def __init__(
         self,
-        mechanism: str | None = None,
+        mechanism: str,
         initial_response: bytes | None = None,
         hostname: str | None = None,
     ) -> None:
@@ -6696,14 +6406,6 @@ class SaslInit(Composite):
         self.initial_response = initial_response
         self.hostname = hostname
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(mechanism={self.mechanism!r}, initial_response={self.initial_response!r}, hostname={self.hostname!r})"
 
     @staticmethod
     def read_from(
@@ -6830,7 +6532,7 @@ class SaslChallenge(Composite):
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
-    challenge: bytes | None = None
+    challenge: bytes
     """challenge (mandatory): Challenge information, a block of opaque binary data passed to the security mechanism."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
@@ -6838,18 +6540,10 @@ class SaslChallenge(Composite):
 
     def __init__(
         self,
-        challenge: bytes | None = None,
+        challenge: bytes,
     ) -> None:
         self.challenge = challenge
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(challenge={self.challenge!r})"
 
     @staticmethod
     def read_from(
@@ -6950,7 +6644,7 @@ class SaslResponse(Composite):
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
-    response: bytes | None = None
+    response: bytes
     """response (mandatory): A block of opaque data passed to the security mechanism. The contents of this data are
     defined by the SASL security mechanism."""
 
@@ -6959,18 +6653,10 @@ class SaslResponse(Composite):
 
     def __init__(
         self,
-        response: bytes | None = None,
+        response: bytes,
     ) -> None:
         self.response = response
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(response={self.response!r})"
 
     @staticmethod
     def read_from(
@@ -7079,7 +6765,7 @@ class SaslOutcome(Composite):
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
-    code: int | None = None
+    code: int
     """code (mandatory): A reply-code indicating the outcome of the SASL dialog."""
 
     additional_data: bytes | None = None
@@ -7092,20 +6778,12 @@ class SaslOutcome(Composite):
 
     def __init__(
         self,
-        code: int | None = None,
+        code: int,
         additional_data: bytes | None = None,
     ) -> None:
         self.code = code
         self.additional_data = additional_data
         self._wire = None
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(code={self.code!r}, additional_data={self.additional_data!r})"
 
     @staticmethod
     def read_from(

@@ -253,6 +253,7 @@ def test_open_is_its_descriptor_and_a_list() -> None:
 
 def test_begin_is_its_descriptor_and_a_list() -> None:
     value = c.Begin(
+        remote_channel=None,
         next_outgoing_id=1,
         incoming_window=1,
         outgoing_window=1,
@@ -297,6 +298,7 @@ def test_attach_is_its_descriptor_and_a_list() -> None:
 
 def test_flow_is_its_descriptor_and_a_list() -> None:
     value = c.Flow(
+        next_incoming_id=None,
         incoming_window=1,
         next_outgoing_id=1,
         outgoing_window=1,
@@ -868,8 +870,13 @@ def test_sasl_outcome_is_its_descriptor_and_a_list() -> None:
 
 
 def test_open_refuses_a_missing_mandatory_field() -> None:
+
+    value = c.Open(
+        container_id="x",
+    )
+    value.container_id = None  # type: ignore[assignment]  # typed mandatory, but set None
     with pytest.raises(EncodeError):
-        c.Open().encode()
+        value.encode()
     code = 0x00000000_00000010
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
@@ -877,8 +884,16 @@ def test_open_refuses_a_missing_mandatory_field() -> None:
 
 
 def test_begin_refuses_a_missing_mandatory_field() -> None:
+
+    value = c.Begin(
+        remote_channel=None,
+        next_outgoing_id=1,
+        incoming_window=1,
+        outgoing_window=1,
+    )
+    value.next_outgoing_id = None  # type: ignore[assignment]  # typed mandatory, but set None
     with pytest.raises(EncodeError):
-        c.Begin().encode()
+        value.encode()
     code = 0x00000000_00000011
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
@@ -886,8 +901,15 @@ def test_begin_refuses_a_missing_mandatory_field() -> None:
 
 
 def test_attach_refuses_a_missing_mandatory_field() -> None:
+
+    value = c.Attach(
+        name="x",
+        handle=1,
+        role=True,
+    )
+    value.name = None  # type: ignore[assignment]  # typed mandatory, but set None
     with pytest.raises(EncodeError):
-        c.Attach().encode()
+        value.encode()
     code = 0x00000000_00000012
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
@@ -895,8 +917,16 @@ def test_attach_refuses_a_missing_mandatory_field() -> None:
 
 
 def test_flow_refuses_a_missing_mandatory_field() -> None:
+
+    value = c.Flow(
+        next_incoming_id=None,
+        incoming_window=1,
+        next_outgoing_id=1,
+        outgoing_window=1,
+    )
+    value.incoming_window = None  # type: ignore[assignment]  # typed mandatory, but set None
     with pytest.raises(EncodeError):
-        c.Flow().encode()
+        value.encode()
     code = 0x00000000_00000013
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
@@ -904,8 +934,13 @@ def test_flow_refuses_a_missing_mandatory_field() -> None:
 
 
 def test_transfer_refuses_a_missing_mandatory_field() -> None:
+
+    value = c.Transfer(
+        handle=1,
+    )
+    value.handle = None  # type: ignore[assignment]  # typed mandatory, but set None
     with pytest.raises(EncodeError):
-        c.Transfer().encode()
+        value.encode()
     code = 0x00000000_00000014
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
@@ -913,8 +948,14 @@ def test_transfer_refuses_a_missing_mandatory_field() -> None:
 
 
 def test_disposition_refuses_a_missing_mandatory_field() -> None:
+
+    value = c.Disposition(
+        role=True,
+        first=1,
+    )
+    value.role = None  # type: ignore[assignment]  # typed mandatory, but set None
     with pytest.raises(EncodeError):
-        c.Disposition().encode()
+        value.encode()
     code = 0x00000000_00000015
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
@@ -922,8 +963,13 @@ def test_disposition_refuses_a_missing_mandatory_field() -> None:
 
 
 def test_detach_refuses_a_missing_mandatory_field() -> None:
+
+    value = c.Detach(
+        handle=1,
+    )
+    value.handle = None  # type: ignore[assignment]  # typed mandatory, but set None
     with pytest.raises(EncodeError):
-        c.Detach().encode()
+        value.encode()
     code = 0x00000000_00000016
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
@@ -931,8 +977,13 @@ def test_detach_refuses_a_missing_mandatory_field() -> None:
 
 
 def test_error_refuses_a_missing_mandatory_field() -> None:
+
+    value = c.Error(
+        condition=Symbol("x"),
+    )
+    value.condition = None  # type: ignore[assignment]  # typed mandatory, but set None
     with pytest.raises(EncodeError):
-        c.Error().encode()
+        value.encode()
     code = 0x00000000_0000001D
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
@@ -940,8 +991,14 @@ def test_error_refuses_a_missing_mandatory_field() -> None:
 
 
 def test_received_refuses_a_missing_mandatory_field() -> None:
+
+    value = c.Received(
+        section_number=1,
+        section_offset=1,
+    )
+    value.section_number = None  # type: ignore[assignment]  # typed mandatory, but set None
     with pytest.raises(EncodeError):
-        c.Received().encode()
+        value.encode()
     code = 0x00000000_00000023
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
@@ -949,8 +1006,13 @@ def test_received_refuses_a_missing_mandatory_field() -> None:
 
 
 def test_discharge_refuses_a_missing_mandatory_field() -> None:
+
+    value = c.Discharge(
+        txn_id=b"x",
+    )
+    value.txn_id = None
     with pytest.raises(EncodeError):
-        c.Discharge().encode()
+        value.encode()
     code = 0x00000000_00000032
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
@@ -958,8 +1020,13 @@ def test_discharge_refuses_a_missing_mandatory_field() -> None:
 
 
 def test_declared_refuses_a_missing_mandatory_field() -> None:
+
+    value = c.Declared(
+        txn_id=b"x",
+    )
+    value.txn_id = None
     with pytest.raises(EncodeError):
-        c.Declared().encode()
+        value.encode()
     code = 0x00000000_00000033
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
@@ -967,8 +1034,13 @@ def test_declared_refuses_a_missing_mandatory_field() -> None:
 
 
 def test_transactional_state_refuses_a_missing_mandatory_field() -> None:
+
+    value = c.TransactionalState(
+        txn_id=b"x",
+    )
+    value.txn_id = None
     with pytest.raises(EncodeError):
-        c.TransactionalState().encode()
+        value.encode()
     code = 0x00000000_00000034
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
@@ -976,8 +1048,13 @@ def test_transactional_state_refuses_a_missing_mandatory_field() -> None:
 
 
 def test_sasl_mechanisms_refuses_a_missing_mandatory_field() -> None:
+
+    value = c.SaslMechanisms(
+        sasl_server_mechanisms=[Symbol("x")],
+    )
+    value.sasl_server_mechanisms = None  # type: ignore[assignment]  # typed mandatory, but set None
     with pytest.raises(EncodeError):
-        c.SaslMechanisms().encode()
+        value.encode()
     code = 0x00000000_00000040
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
@@ -985,8 +1062,13 @@ def test_sasl_mechanisms_refuses_a_missing_mandatory_field() -> None:
 
 
 def test_sasl_init_refuses_a_missing_mandatory_field() -> None:
+
+    value = c.SaslInit(
+        mechanism=Symbol("x"),
+    )
+    value.mechanism = None  # type: ignore[assignment]  # typed mandatory, but set None
     with pytest.raises(EncodeError):
-        c.SaslInit().encode()
+        value.encode()
     code = 0x00000000_00000041
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
@@ -994,8 +1076,13 @@ def test_sasl_init_refuses_a_missing_mandatory_field() -> None:
 
 
 def test_sasl_challenge_refuses_a_missing_mandatory_field() -> None:
+
+    value = c.SaslChallenge(
+        challenge=b"x",
+    )
+    value.challenge = None  # type: ignore[assignment]  # typed mandatory, but set None
     with pytest.raises(EncodeError):
-        c.SaslChallenge().encode()
+        value.encode()
     code = 0x00000000_00000042
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
@@ -1003,8 +1090,13 @@ def test_sasl_challenge_refuses_a_missing_mandatory_field() -> None:
 
 
 def test_sasl_response_refuses_a_missing_mandatory_field() -> None:
+
+    value = c.SaslResponse(
+        response=b"x",
+    )
+    value.response = None  # type: ignore[assignment]  # typed mandatory, but set None
     with pytest.raises(EncodeError):
-        c.SaslResponse().encode()
+        value.encode()
     code = 0x00000000_00000043
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
@@ -1012,8 +1104,13 @@ def test_sasl_response_refuses_a_missing_mandatory_field() -> None:
 
 
 def test_sasl_outcome_refuses_a_missing_mandatory_field() -> None:
+
+    value = c.SaslOutcome(
+        code=1,
+    )
+    value.code = None  # type: ignore[assignment]  # typed mandatory, but set None
     with pytest.raises(EncodeError):
-        c.SaslOutcome().encode()
+        value.encode()
     code = 0x00000000_00000044
     descriptor = bytes([0x53, code]) if code < 256 else b"\x80" + code.to_bytes(8, "big")
     with pytest.raises(DecodeError):
