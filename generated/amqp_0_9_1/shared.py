@@ -39,7 +39,6 @@ class ContentBody(Structure):
     COMMAND: ClassVar[str] = "Content.Body"
     IDENT: ClassVar[tuple[int, ...]] = (0x03,)
     TYPE: ClassVar[int] = 0x03
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
 
@@ -54,7 +53,7 @@ class ContentBody(Structure):
 
 
 def _decode_content_body(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ContentBody:
     payload = bytes(buf[at:end])
     at = end
@@ -64,14 +63,14 @@ def _decode_content_body(
     return msg
 
 
-def _encode_content_body(msg: ContentBody, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_content_body(msg: ContentBody, parts: list[bytes]) -> None:
     parts.append(msg.payload)
 
 
-def _frame_content_body(msg: ContentBody, seal_checksums: bool) -> bytes:
+def _frame_content_body(msg: ContentBody) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_content_body(msg, parts, seal_checksums)
+    _encode_content_body(msg, parts)
     parts[0] = HEADER.pack(0x03, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -90,7 +89,6 @@ class Heartbeat(Structure):
     COMMAND: ClassVar[str] = "Heartbeat"
     IDENT: ClassVar[tuple[int, ...]] = (0x08,)
     TYPE: ClassVar[int] = 0x08
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
 
@@ -101,23 +99,21 @@ class Heartbeat(Structure):
         self.channel = channel
 
 
-def _decode_heartbeat(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
-) -> Heartbeat:
+def _decode_heartbeat(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> Heartbeat:
     msg = Heartbeat(channel)
     if at != end:
         raise DecodeError("Heartbeat", at, f"{end - at} bytes after the last field")
     return msg
 
 
-def _encode_heartbeat(msg: Heartbeat, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_heartbeat(msg: Heartbeat, parts: list[bytes]) -> None:
     pass
 
 
 _HEARTBEAT_FRAME = struct.Struct(">BHIB")
 
 
-def _frame_heartbeat(msg: Heartbeat, seal_checksums: bool) -> bytes:
+def _frame_heartbeat(msg: Heartbeat) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _HEARTBEAT_FRAME.pack(0x08, msg.channel, 0, 0xCE)
 
@@ -137,7 +133,6 @@ class ConnectionStart(Structure):
     COMMAND: ClassVar[str] = "Connection.Start"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 10)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "server"
     REPLIES: ClassVar[tuple[str, ...]] = ("ConnectionStartOk",)
@@ -202,7 +197,7 @@ _CONNECTION_START_2_FIELDS = (("ConnectionStart.locales", 0, 4),)
 
 
 def _decode_connection_start(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConnectionStart:
     if end - at < 2:
         raise _truncated(_CONNECTION_START_0_FIELDS, at, end)
@@ -233,9 +228,7 @@ def _decode_connection_start(
     return msg
 
 
-def _encode_connection_start(
-    msg: ConnectionStart, parts: list[bytes], seal_checksums: bool
-) -> None:
+def _encode_connection_start(msg: ConnectionStart, parts: list[bytes]) -> None:
     parts.append(b"\x00\x0a\x00\x0a")  # the body key: (0x01, 10, 10)
     parts.append(_CONNECTION_START_0.pack(msg.version_major, msg.version_minor))
     _encode_table(msg.server_properties, parts)
@@ -249,10 +242,10 @@ def _encode_connection_start(
     parts.append(locales_raw)
 
 
-def _frame_connection_start(msg: ConnectionStart, seal_checksums: bool) -> bytes:
+def _frame_connection_start(msg: ConnectionStart) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_connection_start(msg, parts, seal_checksums)
+    _encode_connection_start(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -273,7 +266,6 @@ class ConnectionStartOk(Structure):
     COMMAND: ClassVar[str] = "Connection.StartOk"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 11)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "client"
     SYNCHRONOUS: ClassVar[bool] = True
@@ -329,7 +321,7 @@ _CONNECTION_START_OK_2_FIELDS = (("ConnectionStartOk.locale", 0, 1),)
 
 
 def _decode_connection_start_ok(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConnectionStartOk:
     client_properties, at = _decode_table(buf, at, end)
     if end - at < 1:
@@ -368,9 +360,7 @@ def _decode_connection_start_ok(
     return msg
 
 
-def _encode_connection_start_ok(
-    msg: ConnectionStartOk, parts: list[bytes], seal_checksums: bool
-) -> None:
+def _encode_connection_start_ok(msg: ConnectionStartOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x0a\x00\x0b")  # the body key: (0x01, 10, 11)
     _encode_table(msg.client_properties, parts)
 
@@ -387,10 +377,10 @@ def _encode_connection_start_ok(
     parts.append(locale_raw)
 
 
-def _frame_connection_start_ok(msg: ConnectionStartOk, seal_checksums: bool) -> bytes:
+def _frame_connection_start_ok(msg: ConnectionStartOk) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_connection_start_ok(msg, parts, seal_checksums)
+    _encode_connection_start_ok(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -411,7 +401,6 @@ class ConnectionSecure(Structure):
     COMMAND: ClassVar[str] = "Connection.Secure"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 20)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "server"
     REPLIES: ClassVar[tuple[str, ...]] = ("ConnectionSecureOk",)
@@ -435,7 +424,7 @@ _CONNECTION_SECURE_0_FIELDS = (("ConnectionSecure.challenge", 0, 4),)
 
 
 def _decode_connection_secure(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConnectionSecure:
     if end - at < 4:
         raise _truncated(_CONNECTION_SECURE_0_FIELDS, at, end)
@@ -451,19 +440,17 @@ def _decode_connection_secure(
     return msg
 
 
-def _encode_connection_secure(
-    msg: ConnectionSecure, parts: list[bytes], seal_checksums: bool
-) -> None:
+def _encode_connection_secure(msg: ConnectionSecure, parts: list[bytes]) -> None:
     parts.append(b"\x00\x0a\x00\x14")  # the body key: (0x01, 10, 20)
     challenge_raw = msg.challenge
     parts.append(_CONNECTION_SECURE_0.pack(len(challenge_raw)))
     parts.append(challenge_raw)
 
 
-def _frame_connection_secure(msg: ConnectionSecure, seal_checksums: bool) -> bytes:
+def _frame_connection_secure(msg: ConnectionSecure) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_connection_secure(msg, parts, seal_checksums)
+    _encode_connection_secure(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -484,7 +471,6 @@ class ConnectionSecureOk(Structure):
     COMMAND: ClassVar[str] = "Connection.SecureOk"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 21)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "client"
     SYNCHRONOUS: ClassVar[bool] = True
@@ -508,7 +494,7 @@ _CONNECTION_SECURE_OK_0_FIELDS = (("ConnectionSecureOk.response", 0, 4),)
 
 
 def _decode_connection_secure_ok(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConnectionSecureOk:
     if end - at < 4:
         raise _truncated(_CONNECTION_SECURE_OK_0_FIELDS, at, end)
@@ -524,19 +510,17 @@ def _decode_connection_secure_ok(
     return msg
 
 
-def _encode_connection_secure_ok(
-    msg: ConnectionSecureOk, parts: list[bytes], seal_checksums: bool
-) -> None:
+def _encode_connection_secure_ok(msg: ConnectionSecureOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x0a\x00\x15")  # the body key: (0x01, 10, 21)
     response_raw = msg.response
     parts.append(_CONNECTION_SECURE_OK_0.pack(len(response_raw)))
     parts.append(response_raw)
 
 
-def _frame_connection_secure_ok(msg: ConnectionSecureOk, seal_checksums: bool) -> bytes:
+def _frame_connection_secure_ok(msg: ConnectionSecureOk) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_connection_secure_ok(msg, parts, seal_checksums)
+    _encode_connection_secure_ok(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -557,7 +541,6 @@ class ConnectionTune(Structure):
     COMMAND: ClassVar[str] = "Connection.Tune"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 30)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "server"
     REPLIES: ClassVar[tuple[str, ...]] = ("ConnectionTuneOk",)
@@ -595,7 +578,7 @@ _CONNECTION_TUNE_0_FIELDS = (
 
 
 def _decode_connection_tune(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConnectionTune:
     if end - at < 8:
         raise _truncated(_CONNECTION_TUNE_0_FIELDS, at, end)
@@ -607,7 +590,7 @@ def _decode_connection_tune(
     return msg
 
 
-def _encode_connection_tune(msg: ConnectionTune, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_connection_tune(msg: ConnectionTune, parts: list[bytes]) -> None:
     parts.append(b"\x00\x0a\x00\x1e")  # the body key: (0x01, 10, 30)
     parts.append(_CONNECTION_TUNE_0.pack(msg.channel_max, msg.frame_max, msg.heartbeat))
 
@@ -615,7 +598,7 @@ def _encode_connection_tune(msg: ConnectionTune, parts: list[bytes], seal_checks
 _CONNECTION_TUNE_FRAME = struct.Struct(">BHI4sHIHB")
 
 
-def _frame_connection_tune(msg: ConnectionTune, seal_checksums: bool) -> bytes:
+def _frame_connection_tune(msg: ConnectionTune) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CONNECTION_TUNE_FRAME.pack(
         0x01,
@@ -644,7 +627,6 @@ class ConnectionTuneOk(Structure):
     COMMAND: ClassVar[str] = "Connection.TuneOk"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 31)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "client"
     SYNCHRONOUS: ClassVar[bool] = True
@@ -682,7 +664,7 @@ _CONNECTION_TUNE_OK_0_FIELDS = (
 
 
 def _decode_connection_tune_ok(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConnectionTuneOk:
     if end - at < 8:
         raise _truncated(_CONNECTION_TUNE_OK_0_FIELDS, at, end)
@@ -694,9 +676,7 @@ def _decode_connection_tune_ok(
     return msg
 
 
-def _encode_connection_tune_ok(
-    msg: ConnectionTuneOk, parts: list[bytes], seal_checksums: bool
-) -> None:
+def _encode_connection_tune_ok(msg: ConnectionTuneOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x0a\x00\x1f")  # the body key: (0x01, 10, 31)
     parts.append(_CONNECTION_TUNE_OK_0.pack(msg.channel_max, msg.frame_max, msg.heartbeat))
 
@@ -704,7 +684,7 @@ def _encode_connection_tune_ok(
 _CONNECTION_TUNE_OK_FRAME = struct.Struct(">BHI4sHIHB")
 
 
-def _frame_connection_tune_ok(msg: ConnectionTuneOk, seal_checksums: bool) -> bytes:
+def _frame_connection_tune_ok(msg: ConnectionTuneOk) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CONNECTION_TUNE_OK_FRAME.pack(
         0x01,
@@ -733,7 +713,6 @@ class ConnectionOpen(Structure):
     COMMAND: ClassVar[str] = "Connection.Open"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 40)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("ConnectionOpenOk",)
@@ -773,7 +752,7 @@ _CONNECTION_OPEN_2_FIELDS = (("ConnectionOpen.bits1", 0, 1),)
 
 
 def _decode_connection_open(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConnectionOpen:
     if end - at < 1:
         raise _truncated(_CONNECTION_OPEN_0_FIELDS, at, end)
@@ -810,7 +789,7 @@ def _decode_connection_open(
     return msg
 
 
-def _encode_connection_open(msg: ConnectionOpen, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_connection_open(msg: ConnectionOpen, parts: list[bytes]) -> None:
     parts.append(b"\x00\x0a\x00\x28")  # the body key: (0x01, 10, 40)
     virtual_host_raw = msg.virtual_host.encode("utf-8", "surrogateescape")
     parts.append(_CONNECTION_OPEN_0.pack(len(virtual_host_raw)))
@@ -822,10 +801,10 @@ def _encode_connection_open(msg: ConnectionOpen, parts: list[bytes], seal_checks
     parts.append(_CONNECTION_OPEN_2.pack(0x1 if msg.reserved2 else 0))
 
 
-def _frame_connection_open(msg: ConnectionOpen, seal_checksums: bool) -> bytes:
+def _frame_connection_open(msg: ConnectionOpen) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_connection_open(msg, parts, seal_checksums)
+    _encode_connection_open(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -846,7 +825,6 @@ class ConnectionOpenOk(Structure):
     COMMAND: ClassVar[str] = "Connection.OpenOk"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 41)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
     SYNCHRONOUS: ClassVar[bool] = True
@@ -866,7 +844,7 @@ _CONNECTION_OPEN_OK_0_FIELDS = (("ConnectionOpenOk.reserved1", 0, 1),)
 
 
 def _decode_connection_open_ok(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConnectionOpenOk:
     if end - at < 1:
         raise _truncated(_CONNECTION_OPEN_OK_0_FIELDS, at, end)
@@ -885,19 +863,17 @@ def _decode_connection_open_ok(
     return msg
 
 
-def _encode_connection_open_ok(
-    msg: ConnectionOpenOk, parts: list[bytes], seal_checksums: bool
-) -> None:
+def _encode_connection_open_ok(msg: ConnectionOpenOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x0a\x00\x29")  # the body key: (0x01, 10, 41)
     reserved1_raw = msg.reserved1.encode("utf-8", "surrogateescape")
     parts.append(_CONNECTION_OPEN_OK_0.pack(len(reserved1_raw)))
     parts.append(reserved1_raw)
 
 
-def _frame_connection_open_ok(msg: ConnectionOpenOk, seal_checksums: bool) -> bytes:
+def _frame_connection_open_ok(msg: ConnectionOpenOk) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_connection_open_ok(msg, parts, seal_checksums)
+    _encode_connection_open_ok(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -918,7 +894,6 @@ class ConnectionClose(Structure):
     COMMAND: ClassVar[str] = "Connection.Close"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 50)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "both"
     REPLIES: ClassVar[tuple[str, ...]] = ("ConnectionCloseOk",)
@@ -972,7 +947,7 @@ _CONNECTION_CLOSE_1_FIELDS = (
 
 
 def _decode_connection_close(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConnectionClose:
     if end - at < 3:
         raise _truncated(_CONNECTION_CLOSE_0_FIELDS, at, end)
@@ -995,9 +970,7 @@ def _decode_connection_close(
     return msg
 
 
-def _encode_connection_close(
-    msg: ConnectionClose, parts: list[bytes], seal_checksums: bool
-) -> None:
+def _encode_connection_close(msg: ConnectionClose, parts: list[bytes]) -> None:
     parts.append(b"\x00\x0a\x00\x32")  # the body key: (0x01, 10, 50)
     reply_text_raw = msg.reply_text.encode("utf-8", "surrogateescape")
     parts.append(_CONNECTION_CLOSE_0.pack(msg.reply_code, len(reply_text_raw)))
@@ -1005,10 +978,10 @@ def _encode_connection_close(
     parts.append(_CONNECTION_CLOSE_1.pack(msg.class_id, msg.method_id))
 
 
-def _frame_connection_close(msg: ConnectionClose, seal_checksums: bool) -> bytes:
+def _frame_connection_close(msg: ConnectionClose) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_connection_close(msg, parts, seal_checksums)
+    _encode_connection_close(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -1029,7 +1002,6 @@ class ConnectionCloseOk(Structure):
     COMMAND: ClassVar[str] = "Connection.CloseOk"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 51)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "both"
     SYNCHRONOUS: ClassVar[bool] = True
@@ -1042,7 +1014,7 @@ class ConnectionCloseOk(Structure):
 
 
 def _decode_connection_close_ok(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConnectionCloseOk:
     msg = ConnectionCloseOk(channel)
     if at != end:
@@ -1050,16 +1022,14 @@ def _decode_connection_close_ok(
     return msg
 
 
-def _encode_connection_close_ok(
-    msg: ConnectionCloseOk, parts: list[bytes], seal_checksums: bool
-) -> None:
+def _encode_connection_close_ok(msg: ConnectionCloseOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x0a\x00\x33")  # the body key: (0x01, 10, 51)
 
 
 _CONNECTION_CLOSE_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_connection_close_ok(msg: ConnectionCloseOk, seal_checksums: bool) -> bytes:
+def _frame_connection_close_ok(msg: ConnectionCloseOk) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CONNECTION_CLOSE_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x0a\x00\x33", 0xCE)
 
@@ -1079,7 +1049,6 @@ class ChannelOpen(Structure):
     COMMAND: ClassVar[str] = "Channel.Open"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 20, 10)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("ChannelOpenOk",)
@@ -1101,7 +1070,7 @@ _CHANNEL_OPEN_0_FIELDS = (("ChannelOpen.reserved1", 0, 1),)
 
 
 def _decode_channel_open(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ChannelOpen:
     if end - at < 1:
         raise _truncated(_CHANNEL_OPEN_0_FIELDS, at, end)
@@ -1120,17 +1089,17 @@ def _decode_channel_open(
     return msg
 
 
-def _encode_channel_open(msg: ChannelOpen, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_channel_open(msg: ChannelOpen, parts: list[bytes]) -> None:
     parts.append(b"\x00\x14\x00\x0a")  # the body key: (0x01, 20, 10)
     reserved1_raw = msg.reserved1.encode("utf-8", "surrogateescape")
     parts.append(_CHANNEL_OPEN_0.pack(len(reserved1_raw)))
     parts.append(reserved1_raw)
 
 
-def _frame_channel_open(msg: ChannelOpen, seal_checksums: bool) -> bytes:
+def _frame_channel_open(msg: ChannelOpen) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_channel_open(msg, parts, seal_checksums)
+    _encode_channel_open(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -1151,7 +1120,6 @@ class ChannelOpenOk(Structure):
     COMMAND: ClassVar[str] = "Channel.OpenOk"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 20, 11)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
     SYNCHRONOUS: ClassVar[bool] = True
@@ -1171,7 +1139,7 @@ _CHANNEL_OPEN_OK_0_FIELDS = (("ChannelOpenOk.reserved1", 0, 4),)
 
 
 def _decode_channel_open_ok(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ChannelOpenOk:
     if end - at < 4:
         raise _truncated(_CHANNEL_OPEN_OK_0_FIELDS, at, end)
@@ -1187,17 +1155,17 @@ def _decode_channel_open_ok(
     return msg
 
 
-def _encode_channel_open_ok(msg: ChannelOpenOk, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_channel_open_ok(msg: ChannelOpenOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x14\x00\x0b")  # the body key: (0x01, 20, 11)
     reserved1_raw = msg.reserved1
     parts.append(_CHANNEL_OPEN_OK_0.pack(len(reserved1_raw)))
     parts.append(reserved1_raw)
 
 
-def _frame_channel_open_ok(msg: ChannelOpenOk, seal_checksums: bool) -> bytes:
+def _frame_channel_open_ok(msg: ChannelOpenOk) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_channel_open_ok(msg, parts, seal_checksums)
+    _encode_channel_open_ok(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -1218,7 +1186,6 @@ class ChannelFlow(Structure):
     COMMAND: ClassVar[str] = "Channel.Flow"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 20, 20)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "both"
     REPLIES: ClassVar[tuple[str, ...]] = ("ChannelFlowOk",)
@@ -1242,7 +1209,7 @@ _CHANNEL_FLOW_0_FIELDS = (("ChannelFlow.bits1", 0, 1),)
 
 
 def _decode_channel_flow(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ChannelFlow:
     if end - at < 1:
         raise _truncated(_CHANNEL_FLOW_0_FIELDS, at, end)
@@ -1257,7 +1224,7 @@ def _decode_channel_flow(
     return msg
 
 
-def _encode_channel_flow(msg: ChannelFlow, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_channel_flow(msg: ChannelFlow, parts: list[bytes]) -> None:
     parts.append(b"\x00\x14\x00\x14")  # the body key: (0x01, 20, 20)
     parts.append(_CHANNEL_FLOW_0.pack(0x1 if msg.active else 0))
 
@@ -1265,7 +1232,7 @@ def _encode_channel_flow(msg: ChannelFlow, parts: list[bytes], seal_checksums: b
 _CHANNEL_FLOW_FRAME = struct.Struct(">BHI4sBB")
 
 
-def _frame_channel_flow(msg: ChannelFlow, seal_checksums: bool) -> bytes:
+def _frame_channel_flow(msg: ChannelFlow) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CHANNEL_FLOW_FRAME.pack(
         0x01, msg.channel, 5, b"\x00\x14\x00\x14", 0x1 if msg.active else 0, 0xCE
@@ -1287,7 +1254,6 @@ class ChannelFlowOk(Structure):
     COMMAND: ClassVar[str] = "Channel.FlowOk"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 20, 21)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "both"
 
@@ -1308,7 +1274,7 @@ _CHANNEL_FLOW_OK_0_FIELDS = (("ChannelFlowOk.bits1", 0, 1),)
 
 
 def _decode_channel_flow_ok(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ChannelFlowOk:
     if end - at < 1:
         raise _truncated(_CHANNEL_FLOW_OK_0_FIELDS, at, end)
@@ -1323,7 +1289,7 @@ def _decode_channel_flow_ok(
     return msg
 
 
-def _encode_channel_flow_ok(msg: ChannelFlowOk, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_channel_flow_ok(msg: ChannelFlowOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x14\x00\x15")  # the body key: (0x01, 20, 21)
     parts.append(_CHANNEL_FLOW_OK_0.pack(0x1 if msg.active else 0))
 
@@ -1331,7 +1297,7 @@ def _encode_channel_flow_ok(msg: ChannelFlowOk, parts: list[bytes], seal_checksu
 _CHANNEL_FLOW_OK_FRAME = struct.Struct(">BHI4sBB")
 
 
-def _frame_channel_flow_ok(msg: ChannelFlowOk, seal_checksums: bool) -> bytes:
+def _frame_channel_flow_ok(msg: ChannelFlowOk) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CHANNEL_FLOW_OK_FRAME.pack(
         0x01, msg.channel, 5, b"\x00\x14\x00\x15", 0x1 if msg.active else 0, 0xCE
@@ -1353,7 +1319,6 @@ class ChannelClose(Structure):
     COMMAND: ClassVar[str] = "Channel.Close"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 20, 40)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "both"
     REPLIES: ClassVar[tuple[str, ...]] = ("ChannelCloseOk",)
@@ -1407,7 +1372,7 @@ _CHANNEL_CLOSE_1_FIELDS = (
 
 
 def _decode_channel_close(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ChannelClose:
     if end - at < 3:
         raise _truncated(_CHANNEL_CLOSE_0_FIELDS, at, end)
@@ -1430,7 +1395,7 @@ def _decode_channel_close(
     return msg
 
 
-def _encode_channel_close(msg: ChannelClose, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_channel_close(msg: ChannelClose, parts: list[bytes]) -> None:
     parts.append(b"\x00\x14\x00\x28")  # the body key: (0x01, 20, 40)
     reply_text_raw = msg.reply_text.encode("utf-8", "surrogateescape")
     parts.append(_CHANNEL_CLOSE_0.pack(msg.reply_code, len(reply_text_raw)))
@@ -1438,10 +1403,10 @@ def _encode_channel_close(msg: ChannelClose, parts: list[bytes], seal_checksums:
     parts.append(_CHANNEL_CLOSE_1.pack(msg.class_id, msg.method_id))
 
 
-def _frame_channel_close(msg: ChannelClose, seal_checksums: bool) -> bytes:
+def _frame_channel_close(msg: ChannelClose) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_channel_close(msg, parts, seal_checksums)
+    _encode_channel_close(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -1462,7 +1427,6 @@ class ChannelCloseOk(Structure):
     COMMAND: ClassVar[str] = "Channel.CloseOk"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 20, 41)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "both"
     SYNCHRONOUS: ClassVar[bool] = True
@@ -1475,7 +1439,7 @@ class ChannelCloseOk(Structure):
 
 
 def _decode_channel_close_ok(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ChannelCloseOk:
     msg = ChannelCloseOk(channel)
     if at != end:
@@ -1483,14 +1447,14 @@ def _decode_channel_close_ok(
     return msg
 
 
-def _encode_channel_close_ok(msg: ChannelCloseOk, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_channel_close_ok(msg: ChannelCloseOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x14\x00\x29")  # the body key: (0x01, 20, 41)
 
 
 _CHANNEL_CLOSE_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_channel_close_ok(msg: ChannelCloseOk, seal_checksums: bool) -> bytes:
+def _frame_channel_close_ok(msg: ChannelCloseOk) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CHANNEL_CLOSE_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x14\x00\x29", 0xCE)
 
@@ -1510,7 +1474,6 @@ class ExchangeDeclareOk(Structure):
     COMMAND: ClassVar[str] = "Exchange.DeclareOk"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 40, 11)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
     SYNCHRONOUS: ClassVar[bool] = True
@@ -1523,7 +1486,7 @@ class ExchangeDeclareOk(Structure):
 
 
 def _decode_exchange_declare_ok(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ExchangeDeclareOk:
     msg = ExchangeDeclareOk(channel)
     if at != end:
@@ -1531,16 +1494,14 @@ def _decode_exchange_declare_ok(
     return msg
 
 
-def _encode_exchange_declare_ok(
-    msg: ExchangeDeclareOk, parts: list[bytes], seal_checksums: bool
-) -> None:
+def _encode_exchange_declare_ok(msg: ExchangeDeclareOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x28\x00\x0b")  # the body key: (0x01, 40, 11)
 
 
 _EXCHANGE_DECLARE_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_exchange_declare_ok(msg: ExchangeDeclareOk, seal_checksums: bool) -> bytes:
+def _frame_exchange_declare_ok(msg: ExchangeDeclareOk) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _EXCHANGE_DECLARE_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x28\x00\x0b", 0xCE)
 
@@ -1560,7 +1521,6 @@ class ExchangeDelete(Structure):
     COMMAND: ClassVar[str] = "Exchange.Delete"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 40, 20)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("ExchangeDeleteOk",)
@@ -1612,7 +1572,7 @@ _EXCHANGE_DELETE_1_FIELDS = (("ExchangeDelete.bits1", 0, 1),)
 
 
 def _decode_exchange_delete(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ExchangeDelete:
     if end - at < 3:
         raise _truncated(_EXCHANGE_DELETE_0_FIELDS, at, end)
@@ -1639,7 +1599,7 @@ def _decode_exchange_delete(
     return msg
 
 
-def _encode_exchange_delete(msg: ExchangeDelete, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_exchange_delete(msg: ExchangeDelete, parts: list[bytes]) -> None:
     parts.append(b"\x00\x28\x00\x14")  # the body key: (0x01, 40, 20)
     exchange_raw = msg.exchange.encode("utf-8", "surrogateescape")
     parts.append(_EXCHANGE_DELETE_0.pack(msg.reserved1, len(exchange_raw)))
@@ -1649,10 +1609,10 @@ def _encode_exchange_delete(msg: ExchangeDelete, parts: list[bytes], seal_checks
     )
 
 
-def _frame_exchange_delete(msg: ExchangeDelete, seal_checksums: bool) -> bytes:
+def _frame_exchange_delete(msg: ExchangeDelete) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_exchange_delete(msg, parts, seal_checksums)
+    _encode_exchange_delete(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -1673,7 +1633,6 @@ class ExchangeDeleteOk(Structure):
     COMMAND: ClassVar[str] = "Exchange.DeleteOk"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 40, 21)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
     SYNCHRONOUS: ClassVar[bool] = True
@@ -1686,7 +1645,7 @@ class ExchangeDeleteOk(Structure):
 
 
 def _decode_exchange_delete_ok(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ExchangeDeleteOk:
     msg = ExchangeDeleteOk(channel)
     if at != end:
@@ -1694,16 +1653,14 @@ def _decode_exchange_delete_ok(
     return msg
 
 
-def _encode_exchange_delete_ok(
-    msg: ExchangeDeleteOk, parts: list[bytes], seal_checksums: bool
-) -> None:
+def _encode_exchange_delete_ok(msg: ExchangeDeleteOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x28\x00\x15")  # the body key: (0x01, 40, 21)
 
 
 _EXCHANGE_DELETE_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_exchange_delete_ok(msg: ExchangeDeleteOk, seal_checksums: bool) -> bytes:
+def _frame_exchange_delete_ok(msg: ExchangeDeleteOk) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _EXCHANGE_DELETE_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x28\x00\x15", 0xCE)
 
@@ -1723,7 +1680,6 @@ class QueueDeclare(Structure):
     COMMAND: ClassVar[str] = "Queue.Declare"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 10)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("QueueDeclareOk",)
@@ -1799,7 +1755,7 @@ _QUEUE_DECLARE_1_FIELDS = (("QueueDeclare.bits1", 0, 1),)
 
 
 def _decode_queue_declare(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> QueueDeclare:
     if end - at < 3:
         raise _truncated(_QUEUE_DECLARE_0_FIELDS, at, end)
@@ -1832,7 +1788,7 @@ def _decode_queue_declare(
     return msg
 
 
-def _encode_queue_declare(msg: QueueDeclare, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_queue_declare(msg: QueueDeclare, parts: list[bytes]) -> None:
     parts.append(b"\x00\x32\x00\x0a")  # the body key: (0x01, 50, 10)
     queue_raw = msg.queue.encode("utf-8", "surrogateescape")
     parts.append(_QUEUE_DECLARE_0.pack(msg.reserved1, len(queue_raw)))
@@ -1849,10 +1805,10 @@ def _encode_queue_declare(msg: QueueDeclare, parts: list[bytes], seal_checksums:
     _encode_table(msg.arguments, parts)
 
 
-def _frame_queue_declare(msg: QueueDeclare, seal_checksums: bool) -> bytes:
+def _frame_queue_declare(msg: QueueDeclare) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_queue_declare(msg, parts, seal_checksums)
+    _encode_queue_declare(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -1873,7 +1829,6 @@ class QueueDeclareOk(Structure):
     COMMAND: ClassVar[str] = "Queue.DeclareOk"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 11)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
     SYNCHRONOUS: ClassVar[bool] = True
@@ -1915,7 +1870,7 @@ _QUEUE_DECLARE_OK_1_FIELDS = (
 
 
 def _decode_queue_declare_ok(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> QueueDeclareOk:
     if end - at < 1:
         raise _truncated(_QUEUE_DECLARE_OK_0_FIELDS, at, end)
@@ -1938,7 +1893,7 @@ def _decode_queue_declare_ok(
     return msg
 
 
-def _encode_queue_declare_ok(msg: QueueDeclareOk, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_queue_declare_ok(msg: QueueDeclareOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x32\x00\x0b")  # the body key: (0x01, 50, 11)
     queue_raw = msg.queue.encode("utf-8", "surrogateescape")
     parts.append(_QUEUE_DECLARE_OK_0.pack(len(queue_raw)))
@@ -1946,10 +1901,10 @@ def _encode_queue_declare_ok(msg: QueueDeclareOk, parts: list[bytes], seal_check
     parts.append(_QUEUE_DECLARE_OK_1.pack(msg.message_count, msg.consumer_count))
 
 
-def _frame_queue_declare_ok(msg: QueueDeclareOk, seal_checksums: bool) -> bytes:
+def _frame_queue_declare_ok(msg: QueueDeclareOk) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_queue_declare_ok(msg, parts, seal_checksums)
+    _encode_queue_declare_ok(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -1970,7 +1925,6 @@ class QueueBind(Structure):
     COMMAND: ClassVar[str] = "Queue.Bind"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 20)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("QueueBindOk",)
@@ -2041,9 +1995,7 @@ _QUEUE_BIND_3 = struct.Struct(">B")
 _QUEUE_BIND_3_FIELDS = (("QueueBind.bits1", 0, 1),)
 
 
-def _decode_queue_bind(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
-) -> QueueBind:
+def _decode_queue_bind(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> QueueBind:
     if end - at < 3:
         raise _truncated(_QUEUE_BIND_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_BIND_0.unpack_from(buf, at)
@@ -2091,7 +2043,7 @@ def _decode_queue_bind(
     return msg
 
 
-def _encode_queue_bind(msg: QueueBind, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_queue_bind(msg: QueueBind, parts: list[bytes]) -> None:
     parts.append(b"\x00\x32\x00\x14")  # the body key: (0x01, 50, 20)
     queue_raw = msg.queue.encode("utf-8", "surrogateescape")
     parts.append(_QUEUE_BIND_0.pack(msg.reserved1, len(queue_raw)))
@@ -2108,10 +2060,10 @@ def _encode_queue_bind(msg: QueueBind, parts: list[bytes], seal_checksums: bool)
     _encode_table(msg.arguments, parts)
 
 
-def _frame_queue_bind(msg: QueueBind, seal_checksums: bool) -> bytes:
+def _frame_queue_bind(msg: QueueBind) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_queue_bind(msg, parts, seal_checksums)
+    _encode_queue_bind(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -2132,7 +2084,6 @@ class QueueBindOk(Structure):
     COMMAND: ClassVar[str] = "Queue.BindOk"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 21)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
     SYNCHRONOUS: ClassVar[bool] = True
@@ -2145,7 +2096,7 @@ class QueueBindOk(Structure):
 
 
 def _decode_queue_bind_ok(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> QueueBindOk:
     msg = QueueBindOk(channel)
     if at != end:
@@ -2153,14 +2104,14 @@ def _decode_queue_bind_ok(
     return msg
 
 
-def _encode_queue_bind_ok(msg: QueueBindOk, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_queue_bind_ok(msg: QueueBindOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x32\x00\x15")  # the body key: (0x01, 50, 21)
 
 
 _QUEUE_BIND_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_queue_bind_ok(msg: QueueBindOk, seal_checksums: bool) -> bytes:
+def _frame_queue_bind_ok(msg: QueueBindOk) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _QUEUE_BIND_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x32\x00\x15", 0xCE)
 
@@ -2180,7 +2131,6 @@ class QueuePurge(Structure):
     COMMAND: ClassVar[str] = "Queue.Purge"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 30)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("QueuePurgeOk",)
@@ -2221,9 +2171,7 @@ _QUEUE_PURGE_1 = struct.Struct(">B")
 _QUEUE_PURGE_1_FIELDS = (("QueuePurge.bits1", 0, 1),)
 
 
-def _decode_queue_purge(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
-) -> QueuePurge:
+def _decode_queue_purge(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> QueuePurge:
     if end - at < 3:
         raise _truncated(_QUEUE_PURGE_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_PURGE_0.unpack_from(buf, at)
@@ -2248,7 +2196,7 @@ def _decode_queue_purge(
     return msg
 
 
-def _encode_queue_purge(msg: QueuePurge, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_queue_purge(msg: QueuePurge, parts: list[bytes]) -> None:
     parts.append(b"\x00\x32\x00\x1e")  # the body key: (0x01, 50, 30)
     queue_raw = msg.queue.encode("utf-8", "surrogateescape")
     parts.append(_QUEUE_PURGE_0.pack(msg.reserved1, len(queue_raw)))
@@ -2256,10 +2204,10 @@ def _encode_queue_purge(msg: QueuePurge, parts: list[bytes], seal_checksums: boo
     parts.append(_QUEUE_PURGE_1.pack(0x1 if msg.no_wait else 0))
 
 
-def _frame_queue_purge(msg: QueuePurge, seal_checksums: bool) -> bytes:
+def _frame_queue_purge(msg: QueuePurge) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_queue_purge(msg, parts, seal_checksums)
+    _encode_queue_purge(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -2280,7 +2228,6 @@ class QueuePurgeOk(Structure):
     COMMAND: ClassVar[str] = "Queue.PurgeOk"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 31)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
     SYNCHRONOUS: ClassVar[bool] = True
@@ -2302,7 +2249,7 @@ _QUEUE_PURGE_OK_0_FIELDS = (("QueuePurgeOk.message_count", 0, 4),)
 
 
 def _decode_queue_purge_ok(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> QueuePurgeOk:
     if end - at < 4:
         raise _truncated(_QUEUE_PURGE_OK_0_FIELDS, at, end)
@@ -2314,7 +2261,7 @@ def _decode_queue_purge_ok(
     return msg
 
 
-def _encode_queue_purge_ok(msg: QueuePurgeOk, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_queue_purge_ok(msg: QueuePurgeOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x32\x00\x1f")  # the body key: (0x01, 50, 31)
     parts.append(_QUEUE_PURGE_OK_0.pack(msg.message_count))
 
@@ -2322,7 +2269,7 @@ def _encode_queue_purge_ok(msg: QueuePurgeOk, parts: list[bytes], seal_checksums
 _QUEUE_PURGE_OK_FRAME = struct.Struct(">BHI4sIB")
 
 
-def _frame_queue_purge_ok(msg: QueuePurgeOk, seal_checksums: bool) -> bytes:
+def _frame_queue_purge_ok(msg: QueuePurgeOk) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _QUEUE_PURGE_OK_FRAME.pack(
         0x01, msg.channel, 8, b"\x00\x32\x00\x1f", msg.message_count, 0xCE
@@ -2344,7 +2291,6 @@ class QueueDelete(Structure):
     COMMAND: ClassVar[str] = "Queue.Delete"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 40)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("QueueDeleteOk",)
@@ -2402,7 +2348,7 @@ _QUEUE_DELETE_1_FIELDS = (("QueueDelete.bits1", 0, 1),)
 
 
 def _decode_queue_delete(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> QueueDelete:
     if end - at < 3:
         raise _truncated(_QUEUE_DELETE_0_FIELDS, at, end)
@@ -2430,7 +2376,7 @@ def _decode_queue_delete(
     return msg
 
 
-def _encode_queue_delete(msg: QueueDelete, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_queue_delete(msg: QueueDelete, parts: list[bytes]) -> None:
     parts.append(b"\x00\x32\x00\x28")  # the body key: (0x01, 50, 40)
     queue_raw = msg.queue.encode("utf-8", "surrogateescape")
     parts.append(_QUEUE_DELETE_0.pack(msg.reserved1, len(queue_raw)))
@@ -2444,10 +2390,10 @@ def _encode_queue_delete(msg: QueueDelete, parts: list[bytes], seal_checksums: b
     )
 
 
-def _frame_queue_delete(msg: QueueDelete, seal_checksums: bool) -> bytes:
+def _frame_queue_delete(msg: QueueDelete) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_queue_delete(msg, parts, seal_checksums)
+    _encode_queue_delete(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -2468,7 +2414,6 @@ class QueueDeleteOk(Structure):
     COMMAND: ClassVar[str] = "Queue.DeleteOk"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 41)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
     SYNCHRONOUS: ClassVar[bool] = True
@@ -2490,7 +2435,7 @@ _QUEUE_DELETE_OK_0_FIELDS = (("QueueDeleteOk.message_count", 0, 4),)
 
 
 def _decode_queue_delete_ok(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> QueueDeleteOk:
     if end - at < 4:
         raise _truncated(_QUEUE_DELETE_OK_0_FIELDS, at, end)
@@ -2502,7 +2447,7 @@ def _decode_queue_delete_ok(
     return msg
 
 
-def _encode_queue_delete_ok(msg: QueueDeleteOk, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_queue_delete_ok(msg: QueueDeleteOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x32\x00\x29")  # the body key: (0x01, 50, 41)
     parts.append(_QUEUE_DELETE_OK_0.pack(msg.message_count))
 
@@ -2510,7 +2455,7 @@ def _encode_queue_delete_ok(msg: QueueDeleteOk, parts: list[bytes], seal_checksu
 _QUEUE_DELETE_OK_FRAME = struct.Struct(">BHI4sIB")
 
 
-def _frame_queue_delete_ok(msg: QueueDeleteOk, seal_checksums: bool) -> bytes:
+def _frame_queue_delete_ok(msg: QueueDeleteOk) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _QUEUE_DELETE_OK_FRAME.pack(
         0x01, msg.channel, 8, b"\x00\x32\x00\x29", msg.message_count, 0xCE
@@ -2532,7 +2477,6 @@ class QueueUnbind(Structure):
     COMMAND: ClassVar[str] = "Queue.Unbind"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 50)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("QueueUnbindOk",)
@@ -2595,7 +2539,7 @@ _QUEUE_UNBIND_2_FIELDS = (("QueueUnbind.routing_key", 0, 1),)
 
 
 def _decode_queue_unbind(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> QueueUnbind:
     if end - at < 3:
         raise _truncated(_QUEUE_UNBIND_0_FIELDS, at, end)
@@ -2637,7 +2581,7 @@ def _decode_queue_unbind(
     return msg
 
 
-def _encode_queue_unbind(msg: QueueUnbind, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_queue_unbind(msg: QueueUnbind, parts: list[bytes]) -> None:
     parts.append(b"\x00\x32\x00\x32")  # the body key: (0x01, 50, 50)
     queue_raw = msg.queue.encode("utf-8", "surrogateescape")
     parts.append(_QUEUE_UNBIND_0.pack(msg.reserved1, len(queue_raw)))
@@ -2653,10 +2597,10 @@ def _encode_queue_unbind(msg: QueueUnbind, parts: list[bytes], seal_checksums: b
     _encode_table(msg.arguments, parts)
 
 
-def _frame_queue_unbind(msg: QueueUnbind, seal_checksums: bool) -> bytes:
+def _frame_queue_unbind(msg: QueueUnbind) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_queue_unbind(msg, parts, seal_checksums)
+    _encode_queue_unbind(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -2677,7 +2621,6 @@ class QueueUnbindOk(Structure):
     COMMAND: ClassVar[str] = "Queue.UnbindOk"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 51)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
     SYNCHRONOUS: ClassVar[bool] = True
@@ -2690,7 +2633,7 @@ class QueueUnbindOk(Structure):
 
 
 def _decode_queue_unbind_ok(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> QueueUnbindOk:
     msg = QueueUnbindOk(channel)
     if at != end:
@@ -2698,14 +2641,14 @@ def _decode_queue_unbind_ok(
     return msg
 
 
-def _encode_queue_unbind_ok(msg: QueueUnbindOk, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_queue_unbind_ok(msg: QueueUnbindOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x32\x00\x33")  # the body key: (0x01, 50, 51)
 
 
 _QUEUE_UNBIND_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_queue_unbind_ok(msg: QueueUnbindOk, seal_checksums: bool) -> bytes:
+def _frame_queue_unbind_ok(msg: QueueUnbindOk) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _QUEUE_UNBIND_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x32\x00\x33", 0xCE)
 
@@ -2723,7 +2666,6 @@ class BasicProperties(Structure):
     COMMAND: ClassVar[str] = "Basic.Properties"
     IDENT: ClassVar[tuple[int, ...]] = (0x02, 60)
     TYPE: ClassVar[int] = 0x02
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
 
@@ -2848,7 +2790,7 @@ _BASIC_PROPERTIES_13_FIELDS = (("BasicProperties.reserved", 0, 1),)
 
 
 def _decode_basic_properties(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicProperties:
     if end - at < 10:
         raise _truncated(_BASIC_PROPERTIES_0_FIELDS, at, end)
@@ -3082,9 +3024,7 @@ def _decode_basic_properties(
     return msg
 
 
-def _encode_basic_properties(
-    msg: BasicProperties, parts: list[bytes], seal_checksums: bool
-) -> None:
+def _encode_basic_properties(msg: BasicProperties, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c")  # the body key: (0x02, 60)
     parts.append(_BASIC_PROPERTIES_0.pack(msg.weight, msg.body_size))
     words = [0] * 1
@@ -3171,10 +3111,10 @@ def _encode_basic_properties(
         parts.append(reserved_raw)
 
 
-def _frame_basic_properties(msg: BasicProperties, seal_checksums: bool) -> bytes:
+def _frame_basic_properties(msg: BasicProperties) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_basic_properties(msg, parts, seal_checksums)
+    _encode_basic_properties(msg, parts)
     parts[0] = HEADER.pack(0x02, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -3195,7 +3135,6 @@ class BasicQosOk(Structure):
     COMMAND: ClassVar[str] = "Basic.QosOk"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 11)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
     SYNCHRONOUS: ClassVar[bool] = True
@@ -3208,7 +3147,7 @@ class BasicQosOk(Structure):
 
 
 def _decode_basic_qos_ok(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicQosOk:
     msg = BasicQosOk(channel)
     if at != end:
@@ -3216,14 +3155,14 @@ def _decode_basic_qos_ok(
     return msg
 
 
-def _encode_basic_qos_ok(msg: BasicQosOk, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_basic_qos_ok(msg: BasicQosOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x0b")  # the body key: (0x01, 60, 11)
 
 
 _BASIC_QOS_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_basic_qos_ok(msg: BasicQosOk, seal_checksums: bool) -> bytes:
+def _frame_basic_qos_ok(msg: BasicQosOk) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _BASIC_QOS_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x3c\x00\x0b", 0xCE)
 
@@ -3243,7 +3182,6 @@ class BasicConsume(Structure):
     COMMAND: ClassVar[str] = "Basic.Consume"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 20)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("BasicConsumeOk",)
@@ -3322,7 +3260,7 @@ _BASIC_CONSUME_2_FIELDS = (("BasicConsume.bits1", 0, 1),)
 
 
 def _decode_basic_consume(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicConsume:
     if end - at < 3:
         raise _truncated(_BASIC_CONSUME_0_FIELDS, at, end)
@@ -3365,7 +3303,7 @@ def _decode_basic_consume(
     return msg
 
 
-def _encode_basic_consume(msg: BasicConsume, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_basic_consume(msg: BasicConsume, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x14")  # the body key: (0x01, 60, 20)
     queue_raw = msg.queue.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_CONSUME_0.pack(msg.reserved1, len(queue_raw)))
@@ -3385,10 +3323,10 @@ def _encode_basic_consume(msg: BasicConsume, parts: list[bytes], seal_checksums:
     _encode_table(msg.arguments, parts)
 
 
-def _frame_basic_consume(msg: BasicConsume, seal_checksums: bool) -> bytes:
+def _frame_basic_consume(msg: BasicConsume) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_basic_consume(msg, parts, seal_checksums)
+    _encode_basic_consume(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -3409,7 +3347,6 @@ class BasicConsumeOk(Structure):
     COMMAND: ClassVar[str] = "Basic.ConsumeOk"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 21)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
     SYNCHRONOUS: ClassVar[bool] = True
@@ -3431,7 +3368,7 @@ _BASIC_CONSUME_OK_0_FIELDS = (("BasicConsumeOk.consumer_tag", 0, 1),)
 
 
 def _decode_basic_consume_ok(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicConsumeOk:
     if end - at < 1:
         raise _truncated(_BASIC_CONSUME_OK_0_FIELDS, at, end)
@@ -3450,17 +3387,17 @@ def _decode_basic_consume_ok(
     return msg
 
 
-def _encode_basic_consume_ok(msg: BasicConsumeOk, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_basic_consume_ok(msg: BasicConsumeOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x15")  # the body key: (0x01, 60, 21)
     consumer_tag_raw = msg.consumer_tag.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_CONSUME_OK_0.pack(len(consumer_tag_raw)))
     parts.append(consumer_tag_raw)
 
 
-def _frame_basic_consume_ok(msg: BasicConsumeOk, seal_checksums: bool) -> bytes:
+def _frame_basic_consume_ok(msg: BasicConsumeOk) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_basic_consume_ok(msg, parts, seal_checksums)
+    _encode_basic_consume_ok(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -3481,7 +3418,6 @@ class BasicPublish(Structure):
     COMMAND: ClassVar[str] = "Basic.Publish"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 40)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "client"
     CONTENT: ClassVar[bool] = True
@@ -3541,7 +3477,7 @@ _BASIC_PUBLISH_2_FIELDS = (("BasicPublish.bits1", 0, 1),)
 
 
 def _decode_basic_publish(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicPublish:
     if end - at < 3:
         raise _truncated(_BASIC_PUBLISH_0_FIELDS, at, end)
@@ -3579,7 +3515,7 @@ def _decode_basic_publish(
     return msg
 
 
-def _encode_basic_publish(msg: BasicPublish, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_basic_publish(msg: BasicPublish, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x28")  # the body key: (0x01, 60, 40)
     exchange_raw = msg.exchange.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_PUBLISH_0.pack(msg.reserved1, len(exchange_raw)))
@@ -3593,10 +3529,10 @@ def _encode_basic_publish(msg: BasicPublish, parts: list[bytes], seal_checksums:
     )
 
 
-def _frame_basic_publish(msg: BasicPublish, seal_checksums: bool) -> bytes:
+def _frame_basic_publish(msg: BasicPublish) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_basic_publish(msg, parts, seal_checksums)
+    _encode_basic_publish(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -3617,7 +3553,6 @@ class BasicReturn(Structure):
     COMMAND: ClassVar[str] = "Basic.Return"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 50)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "server"
     CONTENT: ClassVar[bool] = True
@@ -3672,7 +3607,7 @@ _BASIC_RETURN_2_FIELDS = (("BasicReturn.routing_key", 0, 1),)
 
 
 def _decode_basic_return(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicReturn:
     if end - at < 3:
         raise _truncated(_BASIC_RETURN_0_FIELDS, at, end)
@@ -3713,7 +3648,7 @@ def _decode_basic_return(
     return msg
 
 
-def _encode_basic_return(msg: BasicReturn, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_basic_return(msg: BasicReturn, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x32")  # the body key: (0x01, 60, 50)
     reply_text_raw = msg.reply_text.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_RETURN_0.pack(msg.reply_code, len(reply_text_raw)))
@@ -3728,10 +3663,10 @@ def _encode_basic_return(msg: BasicReturn, parts: list[bytes], seal_checksums: b
     parts.append(routing_key_raw)
 
 
-def _frame_basic_return(msg: BasicReturn, seal_checksums: bool) -> bytes:
+def _frame_basic_return(msg: BasicReturn) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_basic_return(msg, parts, seal_checksums)
+    _encode_basic_return(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -3752,7 +3687,6 @@ class BasicDeliver(Structure):
     COMMAND: ClassVar[str] = "Basic.Deliver"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 60)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "server"
     CONTENT: ClassVar[bool] = True
@@ -3815,7 +3749,7 @@ _BASIC_DELIVER_2_FIELDS = (("BasicDeliver.routing_key", 0, 1),)
 
 
 def _decode_basic_deliver(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicDeliver:
     if end - at < 1:
         raise _truncated(_BASIC_DELIVER_0_FIELDS, at, end)
@@ -3859,7 +3793,7 @@ def _decode_basic_deliver(
     return msg
 
 
-def _encode_basic_deliver(msg: BasicDeliver, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_basic_deliver(msg: BasicDeliver, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x3c")  # the body key: (0x01, 60, 60)
     consumer_tag_raw = msg.consumer_tag.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_DELIVER_0.pack(len(consumer_tag_raw)))
@@ -3876,10 +3810,10 @@ def _encode_basic_deliver(msg: BasicDeliver, parts: list[bytes], seal_checksums:
     parts.append(routing_key_raw)
 
 
-def _frame_basic_deliver(msg: BasicDeliver, seal_checksums: bool) -> bytes:
+def _frame_basic_deliver(msg: BasicDeliver) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_basic_deliver(msg, parts, seal_checksums)
+    _encode_basic_deliver(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -3900,7 +3834,6 @@ class BasicGet(Structure):
     COMMAND: ClassVar[str] = "Basic.Get"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 70)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = (
@@ -3944,9 +3877,7 @@ _BASIC_GET_1 = struct.Struct(">B")
 _BASIC_GET_1_FIELDS = (("BasicGet.bits1", 0, 1),)
 
 
-def _decode_basic_get(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
-) -> BasicGet:
+def _decode_basic_get(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> BasicGet:
     if end - at < 3:
         raise _truncated(_BASIC_GET_0_FIELDS, at, end)
     reserved1, queue_len = _BASIC_GET_0.unpack_from(buf, at)
@@ -3971,7 +3902,7 @@ def _decode_basic_get(
     return msg
 
 
-def _encode_basic_get(msg: BasicGet, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_basic_get(msg: BasicGet, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x46")  # the body key: (0x01, 60, 70)
     queue_raw = msg.queue.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_GET_0.pack(msg.reserved1, len(queue_raw)))
@@ -3979,10 +3910,10 @@ def _encode_basic_get(msg: BasicGet, parts: list[bytes], seal_checksums: bool) -
     parts.append(_BASIC_GET_1.pack(0x1 if msg.no_ack else 0))
 
 
-def _frame_basic_get(msg: BasicGet, seal_checksums: bool) -> bytes:
+def _frame_basic_get(msg: BasicGet) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_basic_get(msg, parts, seal_checksums)
+    _encode_basic_get(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -4003,7 +3934,6 @@ class BasicGetOk(Structure):
     COMMAND: ClassVar[str] = "Basic.GetOk"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 71)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
     SYNCHRONOUS: ClassVar[bool] = True
@@ -4067,7 +3997,7 @@ _BASIC_GET_OK_2_FIELDS = (("BasicGetOk.message_count", 0, 4),)
 
 
 def _decode_basic_get_ok(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicGetOk:
     if end - at < 10:
         raise _truncated(_BASIC_GET_OK_0_FIELDS, at, end)
@@ -4104,7 +4034,7 @@ def _decode_basic_get_ok(
     return msg
 
 
-def _encode_basic_get_ok(msg: BasicGetOk, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_basic_get_ok(msg: BasicGetOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x47")  # the body key: (0x01, 60, 71)
     exchange_raw = msg.exchange.encode("utf-8", "surrogateescape")
     parts.append(
@@ -4118,10 +4048,10 @@ def _encode_basic_get_ok(msg: BasicGetOk, parts: list[bytes], seal_checksums: bo
     parts.append(_BASIC_GET_OK_2.pack(msg.message_count))
 
 
-def _frame_basic_get_ok(msg: BasicGetOk, seal_checksums: bool) -> bytes:
+def _frame_basic_get_ok(msg: BasicGetOk) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_basic_get_ok(msg, parts, seal_checksums)
+    _encode_basic_get_ok(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -4142,7 +4072,6 @@ class BasicGetEmpty(Structure):
     COMMAND: ClassVar[str] = "Basic.GetEmpty"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 72)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
     SYNCHRONOUS: ClassVar[bool] = True
@@ -4162,7 +4091,7 @@ _BASIC_GET_EMPTY_0_FIELDS = (("BasicGetEmpty.reserved1", 0, 1),)
 
 
 def _decode_basic_get_empty(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicGetEmpty:
     if end - at < 1:
         raise _truncated(_BASIC_GET_EMPTY_0_FIELDS, at, end)
@@ -4181,17 +4110,17 @@ def _decode_basic_get_empty(
     return msg
 
 
-def _encode_basic_get_empty(msg: BasicGetEmpty, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_basic_get_empty(msg: BasicGetEmpty, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x48")  # the body key: (0x01, 60, 72)
     reserved1_raw = msg.reserved1.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_GET_EMPTY_0.pack(len(reserved1_raw)))
     parts.append(reserved1_raw)
 
 
-def _frame_basic_get_empty(msg: BasicGetEmpty, seal_checksums: bool) -> bytes:
+def _frame_basic_get_empty(msg: BasicGetEmpty) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_basic_get_empty(msg, parts, seal_checksums)
+    _encode_basic_get_empty(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -4212,7 +4141,6 @@ class BasicReject(Structure):
     COMMAND: ClassVar[str] = "Basic.Reject"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 90)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "client"
 
@@ -4241,7 +4169,7 @@ _BASIC_REJECT_0_FIELDS = (
 
 
 def _decode_basic_reject(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicReject:
     if end - at < 9:
         raise _truncated(_BASIC_REJECT_0_FIELDS, at, end)
@@ -4256,7 +4184,7 @@ def _decode_basic_reject(
     return msg
 
 
-def _encode_basic_reject(msg: BasicReject, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_basic_reject(msg: BasicReject, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x5a")  # the body key: (0x01, 60, 90)
     parts.append(_BASIC_REJECT_0.pack(msg.delivery_tag, 0x1 if msg.requeue else 0))
 
@@ -4264,7 +4192,7 @@ def _encode_basic_reject(msg: BasicReject, parts: list[bytes], seal_checksums: b
 _BASIC_REJECT_FRAME = struct.Struct(">BHI4sQBB")
 
 
-def _frame_basic_reject(msg: BasicReject, seal_checksums: bool) -> bytes:
+def _frame_basic_reject(msg: BasicReject) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _BASIC_REJECT_FRAME.pack(
         0x01,
@@ -4294,7 +4222,6 @@ class BasicRecoverAsync(Structure):
     COMMAND: ClassVar[str] = "Basic.RecoverAsync"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 100)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "client"
 
@@ -4315,7 +4242,7 @@ _BASIC_RECOVER_ASYNC_0_FIELDS = (("BasicRecoverAsync.bits1", 0, 1),)
 
 
 def _decode_basic_recover_async(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicRecoverAsync:
     if end - at < 1:
         raise _truncated(_BASIC_RECOVER_ASYNC_0_FIELDS, at, end)
@@ -4330,9 +4257,7 @@ def _decode_basic_recover_async(
     return msg
 
 
-def _encode_basic_recover_async(
-    msg: BasicRecoverAsync, parts: list[bytes], seal_checksums: bool
-) -> None:
+def _encode_basic_recover_async(msg: BasicRecoverAsync, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x64")  # the body key: (0x01, 60, 100)
     parts.append(_BASIC_RECOVER_ASYNC_0.pack(0x1 if msg.requeue else 0))
 
@@ -4340,7 +4265,7 @@ def _encode_basic_recover_async(
 _BASIC_RECOVER_ASYNC_FRAME = struct.Struct(">BHI4sBB")
 
 
-def _frame_basic_recover_async(msg: BasicRecoverAsync, seal_checksums: bool) -> bytes:
+def _frame_basic_recover_async(msg: BasicRecoverAsync) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _BASIC_RECOVER_ASYNC_FRAME.pack(
         0x01, msg.channel, 5, b"\x00\x3c\x00\x64", 0x1 if msg.requeue else 0, 0xCE
@@ -4362,7 +4287,6 @@ class BasicRecover(Structure):
     COMMAND: ClassVar[str] = "Basic.Recover"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 110)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "client"
 
@@ -4383,7 +4307,7 @@ _BASIC_RECOVER_0_FIELDS = (("BasicRecover.bits1", 0, 1),)
 
 
 def _decode_basic_recover(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicRecover:
     if end - at < 1:
         raise _truncated(_BASIC_RECOVER_0_FIELDS, at, end)
@@ -4398,7 +4322,7 @@ def _decode_basic_recover(
     return msg
 
 
-def _encode_basic_recover(msg: BasicRecover, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_basic_recover(msg: BasicRecover, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x6e")  # the body key: (0x01, 60, 110)
     parts.append(_BASIC_RECOVER_0.pack(0x1 if msg.requeue else 0))
 
@@ -4406,7 +4330,7 @@ def _encode_basic_recover(msg: BasicRecover, parts: list[bytes], seal_checksums:
 _BASIC_RECOVER_FRAME = struct.Struct(">BHI4sBB")
 
 
-def _frame_basic_recover(msg: BasicRecover, seal_checksums: bool) -> bytes:
+def _frame_basic_recover(msg: BasicRecover) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _BASIC_RECOVER_FRAME.pack(
         0x01, msg.channel, 5, b"\x00\x3c\x00\x6e", 0x1 if msg.requeue else 0, 0xCE
@@ -4428,7 +4352,6 @@ class BasicRecoverOk(Structure):
     COMMAND: ClassVar[str] = "Basic.RecoverOk"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 111)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "server"
     SYNCHRONOUS: ClassVar[bool] = True
@@ -4441,7 +4364,7 @@ class BasicRecoverOk(Structure):
 
 
 def _decode_basic_recover_ok(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicRecoverOk:
     msg = BasicRecoverOk(channel)
     if at != end:
@@ -4449,14 +4372,14 @@ def _decode_basic_recover_ok(
     return msg
 
 
-def _encode_basic_recover_ok(msg: BasicRecoverOk, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_basic_recover_ok(msg: BasicRecoverOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x6f")  # the body key: (0x01, 60, 111)
 
 
 _BASIC_RECOVER_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_basic_recover_ok(msg: BasicRecoverOk, seal_checksums: bool) -> bytes:
+def _frame_basic_recover_ok(msg: BasicRecoverOk) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _BASIC_RECOVER_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x3c\x00\x6f", 0xCE)
 
@@ -4476,7 +4399,6 @@ class TxSelect(Structure):
     COMMAND: ClassVar[str] = "Tx.Select"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 90, 10)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("TxSelectOk",)
@@ -4490,23 +4412,21 @@ class TxSelect(Structure):
         self.channel = channel
 
 
-def _decode_tx_select(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
-) -> TxSelect:
+def _decode_tx_select(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> TxSelect:
     msg = TxSelect(channel)
     if at != end:
         raise DecodeError("TxSelect", at, f"{end - at} bytes after the last field")
     return msg
 
 
-def _encode_tx_select(msg: TxSelect, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_tx_select(msg: TxSelect, parts: list[bytes]) -> None:
     parts.append(b"\x00\x5a\x00\x0a")  # the body key: (0x01, 90, 10)
 
 
 _TX_SELECT_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_tx_select(msg: TxSelect, seal_checksums: bool) -> bytes:
+def _frame_tx_select(msg: TxSelect) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _TX_SELECT_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x0a", 0xCE)
 
@@ -4526,7 +4446,6 @@ class TxSelectOk(Structure):
     COMMAND: ClassVar[str] = "Tx.SelectOk"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 90, 11)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
     SYNCHRONOUS: ClassVar[bool] = True
@@ -4539,7 +4458,7 @@ class TxSelectOk(Structure):
 
 
 def _decode_tx_select_ok(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> TxSelectOk:
     msg = TxSelectOk(channel)
     if at != end:
@@ -4547,14 +4466,14 @@ def _decode_tx_select_ok(
     return msg
 
 
-def _encode_tx_select_ok(msg: TxSelectOk, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_tx_select_ok(msg: TxSelectOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x5a\x00\x0b")  # the body key: (0x01, 90, 11)
 
 
 _TX_SELECT_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_tx_select_ok(msg: TxSelectOk, seal_checksums: bool) -> bytes:
+def _frame_tx_select_ok(msg: TxSelectOk) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _TX_SELECT_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x0b", 0xCE)
 
@@ -4574,7 +4493,6 @@ class TxCommit(Structure):
     COMMAND: ClassVar[str] = "Tx.Commit"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 90, 20)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("TxCommitOk",)
@@ -4588,23 +4506,21 @@ class TxCommit(Structure):
         self.channel = channel
 
 
-def _decode_tx_commit(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
-) -> TxCommit:
+def _decode_tx_commit(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> TxCommit:
     msg = TxCommit(channel)
     if at != end:
         raise DecodeError("TxCommit", at, f"{end - at} bytes after the last field")
     return msg
 
 
-def _encode_tx_commit(msg: TxCommit, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_tx_commit(msg: TxCommit, parts: list[bytes]) -> None:
     parts.append(b"\x00\x5a\x00\x14")  # the body key: (0x01, 90, 20)
 
 
 _TX_COMMIT_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_tx_commit(msg: TxCommit, seal_checksums: bool) -> bytes:
+def _frame_tx_commit(msg: TxCommit) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _TX_COMMIT_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x14", 0xCE)
 
@@ -4624,7 +4540,6 @@ class TxCommitOk(Structure):
     COMMAND: ClassVar[str] = "Tx.CommitOk"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 90, 21)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
     SYNCHRONOUS: ClassVar[bool] = True
@@ -4637,7 +4552,7 @@ class TxCommitOk(Structure):
 
 
 def _decode_tx_commit_ok(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> TxCommitOk:
     msg = TxCommitOk(channel)
     if at != end:
@@ -4645,14 +4560,14 @@ def _decode_tx_commit_ok(
     return msg
 
 
-def _encode_tx_commit_ok(msg: TxCommitOk, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_tx_commit_ok(msg: TxCommitOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x5a\x00\x15")  # the body key: (0x01, 90, 21)
 
 
 _TX_COMMIT_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_tx_commit_ok(msg: TxCommitOk, seal_checksums: bool) -> bytes:
+def _frame_tx_commit_ok(msg: TxCommitOk) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _TX_COMMIT_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x15", 0xCE)
 
@@ -4672,7 +4587,6 @@ class TxRollback(Structure):
     COMMAND: ClassVar[str] = "Tx.Rollback"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 90, 30)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("TxRollbackOk",)
@@ -4686,23 +4600,21 @@ class TxRollback(Structure):
         self.channel = channel
 
 
-def _decode_tx_rollback(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
-) -> TxRollback:
+def _decode_tx_rollback(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> TxRollback:
     msg = TxRollback(channel)
     if at != end:
         raise DecodeError("TxRollback", at, f"{end - at} bytes after the last field")
     return msg
 
 
-def _encode_tx_rollback(msg: TxRollback, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_tx_rollback(msg: TxRollback, parts: list[bytes]) -> None:
     parts.append(b"\x00\x5a\x00\x1e")  # the body key: (0x01, 90, 30)
 
 
 _TX_ROLLBACK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_tx_rollback(msg: TxRollback, seal_checksums: bool) -> bytes:
+def _frame_tx_rollback(msg: TxRollback) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _TX_ROLLBACK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x1e", 0xCE)
 
@@ -4722,7 +4634,6 @@ class TxRollbackOk(Structure):
     COMMAND: ClassVar[str] = "Tx.RollbackOk"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 90, 31)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
     SYNCHRONOUS: ClassVar[bool] = True
@@ -4735,7 +4646,7 @@ class TxRollbackOk(Structure):
 
 
 def _decode_tx_rollback_ok(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> TxRollbackOk:
     msg = TxRollbackOk(channel)
     if at != end:
@@ -4743,14 +4654,14 @@ def _decode_tx_rollback_ok(
     return msg
 
 
-def _encode_tx_rollback_ok(msg: TxRollbackOk, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_tx_rollback_ok(msg: TxRollbackOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x5a\x00\x1f")  # the body key: (0x01, 90, 31)
 
 
 _TX_ROLLBACK_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_tx_rollback_ok(msg: TxRollbackOk, seal_checksums: bool) -> bytes:
+def _frame_tx_rollback_ok(msg: TxRollbackOk) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _TX_ROLLBACK_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x1f", 0xCE)
 
@@ -5176,7 +5087,7 @@ Message = (
 )
 """Any message defined here."""
 
-_ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
+_ENCODERS: dict[type, Callable[[Any, list[bytes]], None]] = {
     ContentBody: _encode_content_body,
     Heartbeat: _encode_heartbeat,
     ConnectionStart: _encode_connection_start,
@@ -5232,7 +5143,7 @@ _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
 
 # each message's own frame encoder (one pack where every field has a fixed width), where
 # encode need not look at the message to frame it
-_FRAMES: dict[type, Callable[[Any, bool], bytes]] = {
+_FRAMES: dict[type, Callable[[Any], bytes]] = {
     ContentBody: _frame_content_body,
     Heartbeat: _frame_heartbeat,
     ConnectionStart: _frame_connection_start,
@@ -5297,7 +5208,7 @@ def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
     framer = _FRAMES.get(type(msg))
     if framer is not None:
         try:
-            return framer(msg, seal_checksums)
+            return framer(msg)
         except EncodeError:
             raise
         except (struct.error, AttributeError, TypeError, ValueError, OverflowError) as e:
@@ -5308,7 +5219,7 @@ def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
             ) from None
     parts: list[bytes] = [b""]
     try:
-        _ENCODERS[type(msg)](msg, parts, seal_checksums)
+        _ENCODERS[type(msg)](msg, parts)
         size = sum(map(len, parts))
         parts[0] = HEADER.pack(msg.TYPE, msg.channel, size)
         parts.append(TRAILER)

@@ -220,7 +220,7 @@ def shared_blocks(versions: list[VersionCode], renderer: Renderer) -> set[tuple[
         return set()
     latest = next((v for v in versions if v.spec.latest), versions[-1])
     views = [m for m in latest.messages if ("message", m["cls"]) in found]
-    checksums = any(b.ident in found and "zlib" in b.uses for b in latest.blocks)
+    checksums = latest.plan.checksums  # the shared blocks' codecs take the flag as theirs do
     template = renderer.env.get_template("python/_frame_encode.j2")
     framings = {
         (v.plan.frame.fmt, template.render(**_encode_context(v.plan.frame, views, checksums)))
@@ -293,7 +293,7 @@ def emit_shared_codecs(
             texts.append(_macro(renderer, "message", {**view, "spans": spans[b.key]}))
         else:
             texts.append(b.text)
-    framing = _encode_context(latest.plan.frame, views, any("zlib" in b.uses for b in blocks))
+    framing = _encode_context(latest.plan.frame, views, latest.plan.checksums)
     encoder = renderer.env.get_template("python/_frame_encode.j2").render(**framing)
     used = sharing.used_names([*blocks, block("encoder", "encode", encoder)])
     exports = sorted(b.key for b in blocks if b.kind == "struct") + [m["cls"] for m in views]
@@ -827,7 +827,9 @@ def _message_view(m: MessagePlan, plan: ModulePlan) -> dict[str, Any]:
         "fixed_frame": _fixed_frame(m, frame, bool(decode_keys)),
         "framed": _framed(m, frame, bool(decode_keys)),
         "alias": "",
-        "version": m.version,
+        # a version number only where the frame header carries one (Streams' key/version pairs)
+        "version": m.version if frame.version else None,
+        "checksums": plan.checksums,  # whether its codecs take verify/seal_checksums
         "kind": m.kind,
         "sender": m.sender,
         "attrs": m.attrs,

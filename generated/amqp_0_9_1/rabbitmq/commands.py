@@ -248,7 +248,6 @@ class ConnectionBlocked(Structure):
     COMMAND: ClassVar[str] = "Connection.Blocked"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 60)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
 
@@ -269,7 +268,7 @@ _CONNECTION_BLOCKED_0_FIELDS = (("ConnectionBlocked.reason", 0, 1),)
 
 
 def _decode_connection_blocked(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConnectionBlocked:
     if end - at < 1:
         raise _truncated(_CONNECTION_BLOCKED_0_FIELDS, at, end)
@@ -288,19 +287,17 @@ def _decode_connection_blocked(
     return msg
 
 
-def _encode_connection_blocked(
-    msg: ConnectionBlocked, parts: list[bytes], seal_checksums: bool
-) -> None:
+def _encode_connection_blocked(msg: ConnectionBlocked, parts: list[bytes]) -> None:
     parts.append(b"\x00\x0a\x00\x3c")  # the body key: (0x01, 10, 60)
     reason_raw = msg.reason.encode("utf-8", "surrogateescape")
     parts.append(_CONNECTION_BLOCKED_0.pack(len(reason_raw)))
     parts.append(reason_raw)
 
 
-def _frame_connection_blocked(msg: ConnectionBlocked, seal_checksums: bool) -> bytes:
+def _frame_connection_blocked(msg: ConnectionBlocked) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_connection_blocked(msg, parts, seal_checksums)
+    _encode_connection_blocked(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -320,7 +317,6 @@ class ConnectionUnblocked(Structure):
     COMMAND: ClassVar[str] = "Connection.Unblocked"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 61)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
 
@@ -332,7 +328,7 @@ class ConnectionUnblocked(Structure):
 
 
 def _decode_connection_unblocked(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConnectionUnblocked:
     msg = ConnectionUnblocked(channel)
     if at != end:
@@ -340,16 +336,14 @@ def _decode_connection_unblocked(
     return msg
 
 
-def _encode_connection_unblocked(
-    msg: ConnectionUnblocked, parts: list[bytes], seal_checksums: bool
-) -> None:
+def _encode_connection_unblocked(msg: ConnectionUnblocked, parts: list[bytes]) -> None:
     parts.append(b"\x00\x0a\x00\x3d")  # the body key: (0x01, 10, 61)
 
 
 _CONNECTION_UNBLOCKED_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_connection_unblocked(msg: ConnectionUnblocked, seal_checksums: bool) -> bytes:
+def _frame_connection_unblocked(msg: ConnectionUnblocked) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CONNECTION_UNBLOCKED_FRAME.pack(0x01, msg.channel, 4, b"\x00\x0a\x00\x3d", 0xCE)
 
@@ -368,7 +362,6 @@ class ConnectionUpdateSecret(Structure):
     COMMAND: ClassVar[str] = "Connection.UpdateSecret"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 70)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "server"
     REPLIES: ClassVar[tuple[str, ...]] = ("ConnectionUpdateSecretOk",)
@@ -400,7 +393,7 @@ _CONNECTION_UPDATE_SECRET_1_FIELDS = (("ConnectionUpdateSecret.reason", 0, 1),)
 
 
 def _decode_connection_update_secret(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConnectionUpdateSecret:
     if end - at < 4:
         raise _truncated(_CONNECTION_UPDATE_SECRET_0_FIELDS, at, end)
@@ -427,9 +420,7 @@ def _decode_connection_update_secret(
     return msg
 
 
-def _encode_connection_update_secret(
-    msg: ConnectionUpdateSecret, parts: list[bytes], seal_checksums: bool
-) -> None:
+def _encode_connection_update_secret(msg: ConnectionUpdateSecret, parts: list[bytes]) -> None:
     parts.append(b"\x00\x0a\x00\x46")  # the body key: (0x01, 10, 70)
     new_secret_raw = msg.new_secret
     parts.append(_CONNECTION_UPDATE_SECRET_0.pack(len(new_secret_raw)))
@@ -440,10 +431,10 @@ def _encode_connection_update_secret(
     parts.append(reason_raw)
 
 
-def _frame_connection_update_secret(msg: ConnectionUpdateSecret, seal_checksums: bool) -> bytes:
+def _frame_connection_update_secret(msg: ConnectionUpdateSecret) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_connection_update_secret(msg, parts, seal_checksums)
+    _encode_connection_update_secret(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -463,7 +454,6 @@ class ConnectionUpdateSecretOk(Structure):
     COMMAND: ClassVar[str] = "Connection.UpdateSecretOk"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 71)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "client"
     SYNCHRONOUS: ClassVar[bool] = True
@@ -476,7 +466,7 @@ class ConnectionUpdateSecretOk(Structure):
 
 
 def _decode_connection_update_secret_ok(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConnectionUpdateSecretOk:
     msg = ConnectionUpdateSecretOk(channel)
     if at != end:
@@ -484,18 +474,14 @@ def _decode_connection_update_secret_ok(
     return msg
 
 
-def _encode_connection_update_secret_ok(
-    msg: ConnectionUpdateSecretOk, parts: list[bytes], seal_checksums: bool
-) -> None:
+def _encode_connection_update_secret_ok(msg: ConnectionUpdateSecretOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x0a\x00\x47")  # the body key: (0x01, 10, 71)
 
 
 _CONNECTION_UPDATE_SECRET_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_connection_update_secret_ok(
-    msg: ConnectionUpdateSecretOk, seal_checksums: bool
-) -> bytes:
+def _frame_connection_update_secret_ok(msg: ConnectionUpdateSecretOk) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CONNECTION_UPDATE_SECRET_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x0a\x00\x47", 0xCE)
 
@@ -514,7 +500,6 @@ class ExchangeDeclare(Structure):
     COMMAND: ClassVar[str] = "Exchange.Declare"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 40, 10)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("ExchangeDeclareOk",)
@@ -599,7 +584,7 @@ _EXCHANGE_DECLARE_2_FIELDS = (("ExchangeDeclare.bits1", 0, 1),)
 
 
 def _decode_exchange_declare(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ExchangeDeclare:
     if end - at < 3:
         raise _truncated(_EXCHANGE_DECLARE_0_FIELDS, at, end)
@@ -652,9 +637,7 @@ def _decode_exchange_declare(
     return msg
 
 
-def _encode_exchange_declare(
-    msg: ExchangeDeclare, parts: list[bytes], seal_checksums: bool
-) -> None:
+def _encode_exchange_declare(msg: ExchangeDeclare, parts: list[bytes]) -> None:
     parts.append(b"\x00\x28\x00\x0a")  # the body key: (0x01, 40, 10)
     exchange_raw = msg.exchange.encode("utf-8", "surrogateescape")
     parts.append(_EXCHANGE_DECLARE_0.pack(msg.reserved1, len(exchange_raw)))
@@ -675,10 +658,10 @@ def _encode_exchange_declare(
     _encode_table(msg.arguments, parts)
 
 
-def _frame_exchange_declare(msg: ExchangeDeclare, seal_checksums: bool) -> bytes:
+def _frame_exchange_declare(msg: ExchangeDeclare) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_exchange_declare(msg, parts, seal_checksums)
+    _encode_exchange_declare(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -698,7 +681,6 @@ class ExchangeBind(Structure):
     COMMAND: ClassVar[str] = "Exchange.Bind"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 40, 30)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("ExchangeBindOk",)
@@ -770,7 +752,7 @@ _EXCHANGE_BIND_3_FIELDS = (("ExchangeBind.bits1", 0, 1),)
 
 
 def _decode_exchange_bind(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ExchangeBind:
     if end - at < 3:
         raise _truncated(_EXCHANGE_BIND_0_FIELDS, at, end)
@@ -819,7 +801,7 @@ def _decode_exchange_bind(
     return msg
 
 
-def _encode_exchange_bind(msg: ExchangeBind, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_exchange_bind(msg: ExchangeBind, parts: list[bytes]) -> None:
     parts.append(b"\x00\x28\x00\x1e")  # the body key: (0x01, 40, 30)
     destination_raw = msg.destination.encode("utf-8", "surrogateescape")
     parts.append(_EXCHANGE_BIND_0.pack(msg.reserved1, len(destination_raw)))
@@ -836,10 +818,10 @@ def _encode_exchange_bind(msg: ExchangeBind, parts: list[bytes], seal_checksums:
     _encode_table(msg.arguments, parts)
 
 
-def _frame_exchange_bind(msg: ExchangeBind, seal_checksums: bool) -> bytes:
+def _frame_exchange_bind(msg: ExchangeBind) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_exchange_bind(msg, parts, seal_checksums)
+    _encode_exchange_bind(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -859,7 +841,6 @@ class ExchangeBindOk(Structure):
     COMMAND: ClassVar[str] = "Exchange.BindOk"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 40, 31)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
     SYNCHRONOUS: ClassVar[bool] = True
@@ -872,7 +853,7 @@ class ExchangeBindOk(Structure):
 
 
 def _decode_exchange_bind_ok(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ExchangeBindOk:
     msg = ExchangeBindOk(channel)
     if at != end:
@@ -880,14 +861,14 @@ def _decode_exchange_bind_ok(
     return msg
 
 
-def _encode_exchange_bind_ok(msg: ExchangeBindOk, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_exchange_bind_ok(msg: ExchangeBindOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x28\x00\x1f")  # the body key: (0x01, 40, 31)
 
 
 _EXCHANGE_BIND_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_exchange_bind_ok(msg: ExchangeBindOk, seal_checksums: bool) -> bytes:
+def _frame_exchange_bind_ok(msg: ExchangeBindOk) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _EXCHANGE_BIND_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x28\x00\x1f", 0xCE)
 
@@ -906,7 +887,6 @@ class ExchangeUnbind(Structure):
     COMMAND: ClassVar[str] = "Exchange.Unbind"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 40, 40)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("ExchangeUnbindOk",)
@@ -978,7 +958,7 @@ _EXCHANGE_UNBIND_3_FIELDS = (("ExchangeUnbind.bits1", 0, 1),)
 
 
 def _decode_exchange_unbind(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ExchangeUnbind:
     if end - at < 3:
         raise _truncated(_EXCHANGE_UNBIND_0_FIELDS, at, end)
@@ -1027,7 +1007,7 @@ def _decode_exchange_unbind(
     return msg
 
 
-def _encode_exchange_unbind(msg: ExchangeUnbind, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_exchange_unbind(msg: ExchangeUnbind, parts: list[bytes]) -> None:
     parts.append(b"\x00\x28\x00\x28")  # the body key: (0x01, 40, 40)
     destination_raw = msg.destination.encode("utf-8", "surrogateescape")
     parts.append(_EXCHANGE_UNBIND_0.pack(msg.reserved1, len(destination_raw)))
@@ -1044,10 +1024,10 @@ def _encode_exchange_unbind(msg: ExchangeUnbind, parts: list[bytes], seal_checks
     _encode_table(msg.arguments, parts)
 
 
-def _frame_exchange_unbind(msg: ExchangeUnbind, seal_checksums: bool) -> bytes:
+def _frame_exchange_unbind(msg: ExchangeUnbind) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_exchange_unbind(msg, parts, seal_checksums)
+    _encode_exchange_unbind(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -1067,7 +1047,6 @@ class ExchangeUnbindOk(Structure):
     COMMAND: ClassVar[str] = "Exchange.UnbindOk"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 40, 51)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
     SYNCHRONOUS: ClassVar[bool] = True
@@ -1080,7 +1059,7 @@ class ExchangeUnbindOk(Structure):
 
 
 def _decode_exchange_unbind_ok(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ExchangeUnbindOk:
     msg = ExchangeUnbindOk(channel)
     if at != end:
@@ -1088,16 +1067,14 @@ def _decode_exchange_unbind_ok(
     return msg
 
 
-def _encode_exchange_unbind_ok(
-    msg: ExchangeUnbindOk, parts: list[bytes], seal_checksums: bool
-) -> None:
+def _encode_exchange_unbind_ok(msg: ExchangeUnbindOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x28\x00\x33")  # the body key: (0x01, 40, 51)
 
 
 _EXCHANGE_UNBIND_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_exchange_unbind_ok(msg: ExchangeUnbindOk, seal_checksums: bool) -> bytes:
+def _frame_exchange_unbind_ok(msg: ExchangeUnbindOk) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _EXCHANGE_UNBIND_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x28\x00\x33", 0xCE)
 
@@ -1116,7 +1093,6 @@ class BasicQos(Structure):
     COMMAND: ClassVar[str] = "Basic.Qos"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 10)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("BasicQosOk",)
@@ -1155,9 +1131,7 @@ _BASIC_QOS_0_FIELDS = (
 )
 
 
-def _decode_basic_qos(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
-) -> BasicQos:
+def _decode_basic_qos(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> BasicQos:
     if end - at < 7:
         raise _truncated(_BASIC_QOS_0_FIELDS, at, end)
     prefetch_size, prefetch_count, bits1 = _BASIC_QOS_0.unpack_from(buf, at)
@@ -1171,7 +1145,7 @@ def _decode_basic_qos(
     return msg
 
 
-def _encode_basic_qos(msg: BasicQos, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_basic_qos(msg: BasicQos, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x0a")  # the body key: (0x01, 60, 10)
     parts.append(
         _BASIC_QOS_0.pack(msg.prefetch_size, msg.prefetch_count, 0x1 if msg.global_ else 0)
@@ -1181,7 +1155,7 @@ def _encode_basic_qos(msg: BasicQos, parts: list[bytes], seal_checksums: bool) -
 _BASIC_QOS_FRAME = struct.Struct(">BHI4sIHBB")
 
 
-def _frame_basic_qos(msg: BasicQos, seal_checksums: bool) -> bytes:
+def _frame_basic_qos(msg: BasicQos) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _BASIC_QOS_FRAME.pack(
         0x01,
@@ -1211,7 +1185,6 @@ class BasicCancel(Structure):
     COMMAND: ClassVar[str] = "Basic.Cancel"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 30)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "both"
     REPLIES: ClassVar[tuple[str, ...]] = ("BasicCancelOk",)
@@ -1243,7 +1216,7 @@ _BASIC_CANCEL_1_FIELDS = (("BasicCancel.bits1", 0, 1),)
 
 
 def _decode_basic_cancel(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicCancel:
     if end - at < 1:
         raise _truncated(_BASIC_CANCEL_0_FIELDS, at, end)
@@ -1269,7 +1242,7 @@ def _decode_basic_cancel(
     return msg
 
 
-def _encode_basic_cancel(msg: BasicCancel, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_basic_cancel(msg: BasicCancel, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x1e")  # the body key: (0x01, 60, 30)
     consumer_tag_raw = msg.consumer_tag.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_CANCEL_0.pack(len(consumer_tag_raw)))
@@ -1277,10 +1250,10 @@ def _encode_basic_cancel(msg: BasicCancel, parts: list[bytes], seal_checksums: b
     parts.append(_BASIC_CANCEL_1.pack(0x1 if msg.no_wait else 0))
 
 
-def _frame_basic_cancel(msg: BasicCancel, seal_checksums: bool) -> bytes:
+def _frame_basic_cancel(msg: BasicCancel) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_basic_cancel(msg, parts, seal_checksums)
+    _encode_basic_cancel(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -1300,7 +1273,6 @@ class BasicCancelOk(Structure):
     COMMAND: ClassVar[str] = "Basic.CancelOk"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 31)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "both"
     SYNCHRONOUS: ClassVar[bool] = True
@@ -1322,7 +1294,7 @@ _BASIC_CANCEL_OK_0_FIELDS = (("BasicCancelOk.consumer_tag", 0, 1),)
 
 
 def _decode_basic_cancel_ok(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicCancelOk:
     if end - at < 1:
         raise _truncated(_BASIC_CANCEL_OK_0_FIELDS, at, end)
@@ -1341,17 +1313,17 @@ def _decode_basic_cancel_ok(
     return msg
 
 
-def _encode_basic_cancel_ok(msg: BasicCancelOk, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_basic_cancel_ok(msg: BasicCancelOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x1f")  # the body key: (0x01, 60, 31)
     consumer_tag_raw = msg.consumer_tag.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_CANCEL_OK_0.pack(len(consumer_tag_raw)))
     parts.append(consumer_tag_raw)
 
 
-def _frame_basic_cancel_ok(msg: BasicCancelOk, seal_checksums: bool) -> bytes:
+def _frame_basic_cancel_ok(msg: BasicCancelOk) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_basic_cancel_ok(msg, parts, seal_checksums)
+    _encode_basic_cancel_ok(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -1375,7 +1347,6 @@ class BasicAck(Structure):
     COMMAND: ClassVar[str] = "Basic.Ack"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 80)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
 
@@ -1403,9 +1374,7 @@ _BASIC_ACK_0_FIELDS = (
 )
 
 
-def _decode_basic_ack(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
-) -> BasicAck:
+def _decode_basic_ack(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> BasicAck:
     if end - at < 9:
         raise _truncated(_BASIC_ACK_0_FIELDS, at, end)
     delivery_tag, bits1 = _BASIC_ACK_0.unpack_from(buf, at)
@@ -1419,7 +1388,7 @@ def _decode_basic_ack(
     return msg
 
 
-def _encode_basic_ack(msg: BasicAck, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_basic_ack(msg: BasicAck, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x50")  # the body key: (0x01, 60, 80)
     parts.append(_BASIC_ACK_0.pack(msg.delivery_tag, 0x1 if msg.multiple else 0))
 
@@ -1427,7 +1396,7 @@ def _encode_basic_ack(msg: BasicAck, parts: list[bytes], seal_checksums: bool) -
 _BASIC_ACK_FRAME = struct.Struct(">BHI4sQBB")
 
 
-def _frame_basic_ack(msg: BasicAck, seal_checksums: bool) -> bytes:
+def _frame_basic_ack(msg: BasicAck) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _BASIC_ACK_FRAME.pack(
         0x01,
@@ -1456,7 +1425,6 @@ class BasicNack(Structure):
     COMMAND: ClassVar[str] = "Basic.Nack"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 120)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
 
@@ -1491,9 +1459,7 @@ _BASIC_NACK_0_FIELDS = (
 )
 
 
-def _decode_basic_nack(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
-) -> BasicNack:
+def _decode_basic_nack(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> BasicNack:
     if end - at < 9:
         raise _truncated(_BASIC_NACK_0_FIELDS, at, end)
     delivery_tag, bits1 = _BASIC_NACK_0.unpack_from(buf, at)
@@ -1508,7 +1474,7 @@ def _decode_basic_nack(
     return msg
 
 
-def _encode_basic_nack(msg: BasicNack, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_basic_nack(msg: BasicNack, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x78")  # the body key: (0x01, 60, 120)
     parts.append(
         _BASIC_NACK_0.pack(
@@ -1520,7 +1486,7 @@ def _encode_basic_nack(msg: BasicNack, parts: list[bytes], seal_checksums: bool)
 _BASIC_NACK_FRAME = struct.Struct(">BHI4sQBB")
 
 
-def _frame_basic_nack(msg: BasicNack, seal_checksums: bool) -> bytes:
+def _frame_basic_nack(msg: BasicNack) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _BASIC_NACK_FRAME.pack(
         0x01,
@@ -1547,7 +1513,6 @@ class ConfirmSelect(Structure):
     COMMAND: ClassVar[str] = "Confirm.Select"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 85, 10)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("ConfirmSelectOk",)
@@ -1571,7 +1536,7 @@ _CONFIRM_SELECT_0_FIELDS = (("ConfirmSelect.bits1", 0, 1),)
 
 
 def _decode_confirm_select(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConfirmSelect:
     if end - at < 1:
         raise _truncated(_CONFIRM_SELECT_0_FIELDS, at, end)
@@ -1586,7 +1551,7 @@ def _decode_confirm_select(
     return msg
 
 
-def _encode_confirm_select(msg: ConfirmSelect, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_confirm_select(msg: ConfirmSelect, parts: list[bytes]) -> None:
     parts.append(b"\x00\x55\x00\x0a")  # the body key: (0x01, 85, 10)
     parts.append(_CONFIRM_SELECT_0.pack(0x1 if msg.nowait else 0))
 
@@ -1594,7 +1559,7 @@ def _encode_confirm_select(msg: ConfirmSelect, parts: list[bytes], seal_checksum
 _CONFIRM_SELECT_FRAME = struct.Struct(">BHI4sBB")
 
 
-def _frame_confirm_select(msg: ConfirmSelect, seal_checksums: bool) -> bytes:
+def _frame_confirm_select(msg: ConfirmSelect) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CONFIRM_SELECT_FRAME.pack(
         0x01, msg.channel, 5, b"\x00\x55\x00\x0a", 0x1 if msg.nowait else 0, 0xCE
@@ -1615,7 +1580,6 @@ class ConfirmSelectOk(Structure):
     COMMAND: ClassVar[str] = "Confirm.SelectOk"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 85, 11)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
     SYNCHRONOUS: ClassVar[bool] = True
@@ -1628,7 +1592,7 @@ class ConfirmSelectOk(Structure):
 
 
 def _decode_confirm_select_ok(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConfirmSelectOk:
     msg = ConfirmSelectOk(channel)
     if at != end:
@@ -1636,16 +1600,14 @@ def _decode_confirm_select_ok(
     return msg
 
 
-def _encode_confirm_select_ok(
-    msg: ConfirmSelectOk, parts: list[bytes], seal_checksums: bool
-) -> None:
+def _encode_confirm_select_ok(msg: ConfirmSelectOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x55\x00\x0b")  # the body key: (0x01, 85, 11)
 
 
 _CONFIRM_SELECT_OK_FRAME = struct.Struct(">BHI4sB")
 
 
-def _frame_confirm_select_ok(msg: ConfirmSelectOk, seal_checksums: bool) -> bytes:
+def _frame_confirm_select_ok(msg: ConfirmSelectOk) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CONFIRM_SELECT_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x55\x00\x0b", 0xCE)
 
@@ -1721,9 +1683,9 @@ Message = (
 )
 """Any message of this protocol version."""
 
-_Decoder = Callable[[bytes | memoryview, int, int, bool], Message]
+_Decoder = Callable[[bytes | memoryview, int, int], Message]
 # the straight road's decoders take the header's carried fields (channel) too
-_Straight = Callable[[bytes | memoryview, int, int, bool, int], Message]
+_Straight = Callable[[bytes | memoryview, int, int, int], Message]
 
 # (type, then the body key) -> the layouts that identity can carry, with who sends each.
 _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
@@ -1899,7 +1861,7 @@ FRAME_KEYS: frozenset[tuple[int, ...]] = frozenset(
 """Every (type) header `decode` has a layout for: what a framing check that
 resynchronises after unframeable bytes accepts as a frame header."""
 
-_ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
+_ENCODERS: dict[type, Callable[[Any, list[bytes]], None]] = {
     ContentBody: _encode_content_body,
     Heartbeat: _encode_heartbeat,
     ConnectionStart: _encode_connection_start,
@@ -1971,7 +1933,7 @@ _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
 
 # each message's own frame encoder (one pack where every field has a fixed width), where
 # encode need not look at the message to frame it
-_FRAMES: dict[type, Callable[[Any, bool], bytes]] = {
+_FRAMES: dict[type, Callable[[Any], bytes]] = {
     ContentBody: _frame_content_body,
     Heartbeat: _frame_heartbeat,
     ConnectionStart: _frame_connection_start,
@@ -2077,11 +2039,11 @@ def decode(
         if stop - HEADER_SIZE >= key_struct.size:
             decoder = decoders.get(key_struct.unpack_from(buf, HEADER_SIZE)[0])
             if decoder is not None:
-                return decoder(buf, HEADER_SIZE + key_struct.size, stop, verify_checksums, channel)
+                return decoder(buf, HEADER_SIZE + key_struct.size, stop, channel)
     else:
         decoder = _UNKEYED.get(type_)
         if decoder is not None:
-            return decoder(buf, HEADER_SIZE, stop, verify_checksums, channel)
+            return decoder(buf, HEADER_SIZE, stop, channel)
     # the general road: several layouts for one identity, or none (naming what is wrong)
     ident: tuple[int, ...] = (type_,)
     at = HEADER_SIZE
@@ -2098,9 +2060,9 @@ def decode(
         raise DecodeError("frame", at, f"no layout for {ident}")
     msg: Message
     if len(layouts) == 1:
-        msg = layouts[0][1](buf, at, stop, verify_checksums)
+        msg = layouts[0][1](buf, at, stop)
     else:
-        msg = _choose(layouts, sender, buf, at, stop, verify_checksums)
+        msg = _choose(layouts, sender, buf, at, stop)
     msg.channel = channel
     return msg
 
@@ -2111,7 +2073,6 @@ def _choose(
     buf: bytes | memoryview,
     at: int,
     end: int,
-    verify_checksums: bool,
 ) -> Message:
     """One identity, several layouts: the sender's first, then the others."""
     chosen = [d for s, d in layouts if sender is None or s in (sender, "both")] or [
@@ -2119,10 +2080,10 @@ def _choose(
     ]
     for decoder in chosen[:-1]:
         try:
-            return decoder(buf, at, end, verify_checksums)
+            return decoder(buf, at, end)
         except DecodeError:
             continue
-    return chosen[-1](buf, at, end, verify_checksums)
+    return chosen[-1](buf, at, end)
 
 
 def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
@@ -2135,7 +2096,7 @@ def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
     framer = _FRAMES.get(type(msg))
     if framer is not None:
         try:
-            return framer(msg, seal_checksums)
+            return framer(msg)
         except EncodeError:
             raise
         except (struct.error, AttributeError, TypeError, ValueError, OverflowError) as e:
@@ -2146,7 +2107,7 @@ def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
             ) from None
     parts: list[bytes] = [b""]
     try:
-        _ENCODERS[type(msg)](msg, parts, seal_checksums)
+        _ENCODERS[type(msg)](msg, parts)
         size = sum(map(len, parts))
         parts[0] = HEADER.pack(msg.TYPE, msg.channel, size)
         parts.append(TRAILER)

@@ -248,7 +248,6 @@ class ExchangeDeclare(Structure):
     COMMAND: ClassVar[str] = "Exchange.Declare"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 40, 10)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("ExchangeDeclareOk",)
@@ -329,7 +328,7 @@ _EXCHANGE_DECLARE_2_FIELDS = (("ExchangeDeclare.bits1", 0, 1),)
 
 
 def _decode_exchange_declare(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ExchangeDeclare:
     if end - at < 3:
         raise _truncated(_EXCHANGE_DECLARE_0_FIELDS, at, end)
@@ -382,9 +381,7 @@ def _decode_exchange_declare(
     return msg
 
 
-def _encode_exchange_declare(
-    msg: ExchangeDeclare, parts: list[bytes], seal_checksums: bool
-) -> None:
+def _encode_exchange_declare(msg: ExchangeDeclare, parts: list[bytes]) -> None:
     parts.append(b"\x00\x28\x00\x0a")  # the body key: (0x01, 40, 10)
     exchange_raw = msg.exchange.encode("utf-8", "surrogateescape")
     parts.append(_EXCHANGE_DECLARE_0.pack(msg.reserved1, len(exchange_raw)))
@@ -405,10 +402,10 @@ def _encode_exchange_declare(
     _encode_table(msg.arguments, parts)
 
 
-def _frame_exchange_declare(msg: ExchangeDeclare, seal_checksums: bool) -> bytes:
+def _frame_exchange_declare(msg: ExchangeDeclare) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_exchange_declare(msg, parts, seal_checksums)
+    _encode_exchange_declare(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -428,7 +425,6 @@ class BasicQos(Structure):
     COMMAND: ClassVar[str] = "Basic.Qos"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 10)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("BasicQosOk",)
@@ -467,9 +463,7 @@ _BASIC_QOS_0_FIELDS = (
 )
 
 
-def _decode_basic_qos(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
-) -> BasicQos:
+def _decode_basic_qos(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> BasicQos:
     if end - at < 7:
         raise _truncated(_BASIC_QOS_0_FIELDS, at, end)
     prefetch_size, prefetch_count, bits1 = _BASIC_QOS_0.unpack_from(buf, at)
@@ -483,7 +477,7 @@ def _decode_basic_qos(
     return msg
 
 
-def _encode_basic_qos(msg: BasicQos, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_basic_qos(msg: BasicQos, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x0a")  # the body key: (0x01, 60, 10)
     parts.append(
         _BASIC_QOS_0.pack(msg.prefetch_size, msg.prefetch_count, 0x1 if msg.global_ else 0)
@@ -493,7 +487,7 @@ def _encode_basic_qos(msg: BasicQos, parts: list[bytes], seal_checksums: bool) -
 _BASIC_QOS_FRAME = struct.Struct(">BHI4sIHBB")
 
 
-def _frame_basic_qos(msg: BasicQos, seal_checksums: bool) -> bytes:
+def _frame_basic_qos(msg: BasicQos) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _BASIC_QOS_FRAME.pack(
         0x01,
@@ -521,7 +515,6 @@ class BasicCancel(Structure):
     COMMAND: ClassVar[str] = "Basic.Cancel"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 30)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("BasicCancelOk",)
@@ -553,7 +546,7 @@ _BASIC_CANCEL_1_FIELDS = (("BasicCancel.bits1", 0, 1),)
 
 
 def _decode_basic_cancel(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicCancel:
     if end - at < 1:
         raise _truncated(_BASIC_CANCEL_0_FIELDS, at, end)
@@ -579,7 +572,7 @@ def _decode_basic_cancel(
     return msg
 
 
-def _encode_basic_cancel(msg: BasicCancel, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_basic_cancel(msg: BasicCancel, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x1e")  # the body key: (0x01, 60, 30)
     consumer_tag_raw = msg.consumer_tag.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_CANCEL_0.pack(len(consumer_tag_raw)))
@@ -587,10 +580,10 @@ def _encode_basic_cancel(msg: BasicCancel, parts: list[bytes], seal_checksums: b
     parts.append(_BASIC_CANCEL_1.pack(0x1 if msg.no_wait else 0))
 
 
-def _frame_basic_cancel(msg: BasicCancel, seal_checksums: bool) -> bytes:
+def _frame_basic_cancel(msg: BasicCancel) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_basic_cancel(msg, parts, seal_checksums)
+    _encode_basic_cancel(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -610,7 +603,6 @@ class BasicCancelOk(Structure):
     COMMAND: ClassVar[str] = "Basic.CancelOk"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 31)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
     SYNCHRONOUS: ClassVar[bool] = True
@@ -632,7 +624,7 @@ _BASIC_CANCEL_OK_0_FIELDS = (("BasicCancelOk.consumer_tag", 0, 1),)
 
 
 def _decode_basic_cancel_ok(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
+    buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicCancelOk:
     if end - at < 1:
         raise _truncated(_BASIC_CANCEL_OK_0_FIELDS, at, end)
@@ -651,17 +643,17 @@ def _decode_basic_cancel_ok(
     return msg
 
 
-def _encode_basic_cancel_ok(msg: BasicCancelOk, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_basic_cancel_ok(msg: BasicCancelOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x1f")  # the body key: (0x01, 60, 31)
     consumer_tag_raw = msg.consumer_tag.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_CANCEL_OK_0.pack(len(consumer_tag_raw)))
     parts.append(consumer_tag_raw)
 
 
-def _frame_basic_cancel_ok(msg: BasicCancelOk, seal_checksums: bool) -> bytes:
+def _frame_basic_cancel_ok(msg: BasicCancelOk) -> bytes:
     """The whole frame, header included: the body's parts, the header packed before them."""
     parts: list[bytes] = [b""]
-    _encode_basic_cancel_ok(msg, parts, seal_checksums)
+    _encode_basic_cancel_ok(msg, parts)
     parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
     parts.append(TRAILER)
     return b"".join(parts)
@@ -681,7 +673,6 @@ class BasicAck(Structure):
     COMMAND: ClassVar[str] = "Basic.Ack"
     IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 80)
     TYPE: ClassVar[int] = 0x01
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "client"
 
@@ -709,9 +700,7 @@ _BASIC_ACK_0_FIELDS = (
 )
 
 
-def _decode_basic_ack(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool, channel: int = 0
-) -> BasicAck:
+def _decode_basic_ack(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> BasicAck:
     if end - at < 9:
         raise _truncated(_BASIC_ACK_0_FIELDS, at, end)
     delivery_tag, bits1 = _BASIC_ACK_0.unpack_from(buf, at)
@@ -725,7 +714,7 @@ def _decode_basic_ack(
     return msg
 
 
-def _encode_basic_ack(msg: BasicAck, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_basic_ack(msg: BasicAck, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x50")  # the body key: (0x01, 60, 80)
     parts.append(_BASIC_ACK_0.pack(msg.delivery_tag, 0x1 if msg.multiple else 0))
 
@@ -733,7 +722,7 @@ def _encode_basic_ack(msg: BasicAck, parts: list[bytes], seal_checksums: bool) -
 _BASIC_ACK_FRAME = struct.Struct(">BHI4sQBB")
 
 
-def _frame_basic_ack(msg: BasicAck, seal_checksums: bool) -> bytes:
+def _frame_basic_ack(msg: BasicAck) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _BASIC_ACK_FRAME.pack(
         0x01,
@@ -806,9 +795,9 @@ Message = (
 )
 """Any message of this protocol version."""
 
-_Decoder = Callable[[bytes | memoryview, int, int, bool], Message]
+_Decoder = Callable[[bytes | memoryview, int, int], Message]
 # the straight road's decoders take the header's carried fields (channel) too
-_Straight = Callable[[bytes | memoryview, int, int, bool, int], Message]
+_Straight = Callable[[bytes | memoryview, int, int, int], Message]
 
 # (type, then the body key) -> the layouts that identity can carry, with who sends each.
 _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
@@ -962,7 +951,7 @@ FRAME_KEYS: frozenset[tuple[int, ...]] = frozenset(
 """Every (type) header `decode` has a layout for: what a framing check that
 resynchronises after unframeable bytes accepts as a frame header."""
 
-_ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
+_ENCODERS: dict[type, Callable[[Any, list[bytes]], None]] = {
     ContentBody: _encode_content_body,
     Heartbeat: _encode_heartbeat,
     ConnectionStart: _encode_connection_start,
@@ -1023,7 +1012,7 @@ _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
 
 # each message's own frame encoder (one pack where every field has a fixed width), where
 # encode need not look at the message to frame it
-_FRAMES: dict[type, Callable[[Any, bool], bytes]] = {
+_FRAMES: dict[type, Callable[[Any], bytes]] = {
     ContentBody: _frame_content_body,
     Heartbeat: _frame_heartbeat,
     ConnectionStart: _frame_connection_start,
@@ -1118,11 +1107,11 @@ def decode(
         if stop - HEADER_SIZE >= key_struct.size:
             decoder = decoders.get(key_struct.unpack_from(buf, HEADER_SIZE)[0])
             if decoder is not None:
-                return decoder(buf, HEADER_SIZE + key_struct.size, stop, verify_checksums, channel)
+                return decoder(buf, HEADER_SIZE + key_struct.size, stop, channel)
     else:
         decoder = _UNKEYED.get(type_)
         if decoder is not None:
-            return decoder(buf, HEADER_SIZE, stop, verify_checksums, channel)
+            return decoder(buf, HEADER_SIZE, stop, channel)
     # the general road: several layouts for one identity, or none (naming what is wrong)
     ident: tuple[int, ...] = (type_,)
     at = HEADER_SIZE
@@ -1139,9 +1128,9 @@ def decode(
         raise DecodeError("frame", at, f"no layout for {ident}")
     msg: Message
     if len(layouts) == 1:
-        msg = layouts[0][1](buf, at, stop, verify_checksums)
+        msg = layouts[0][1](buf, at, stop)
     else:
-        msg = _choose(layouts, sender, buf, at, stop, verify_checksums)
+        msg = _choose(layouts, sender, buf, at, stop)
     msg.channel = channel
     return msg
 
@@ -1152,7 +1141,6 @@ def _choose(
     buf: bytes | memoryview,
     at: int,
     end: int,
-    verify_checksums: bool,
 ) -> Message:
     """One identity, several layouts: the sender's first, then the others."""
     chosen = [d for s, d in layouts if sender is None or s in (sender, "both")] or [
@@ -1160,10 +1148,10 @@ def _choose(
     ]
     for decoder in chosen[:-1]:
         try:
-            return decoder(buf, at, end, verify_checksums)
+            return decoder(buf, at, end)
         except DecodeError:
             continue
-    return chosen[-1](buf, at, end, verify_checksums)
+    return chosen[-1](buf, at, end)
 
 
 def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
@@ -1176,7 +1164,7 @@ def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
     framer = _FRAMES.get(type(msg))
     if framer is not None:
         try:
-            return framer(msg, seal_checksums)
+            return framer(msg)
         except EncodeError:
             raise
         except (struct.error, AttributeError, TypeError, ValueError, OverflowError) as e:
@@ -1187,7 +1175,7 @@ def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
             ) from None
     parts: list[bytes] = [b""]
     try:
-        _ENCODERS[type(msg)](msg, parts, seal_checksums)
+        _ENCODERS[type(msg)](msg, parts)
         size = sum(map(len, parts))
         parts[0] = HEADER.pack(msg.TYPE, msg.channel, size)
         parts.append(TRAILER)

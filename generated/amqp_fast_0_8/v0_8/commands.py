@@ -111,7 +111,6 @@ class ConnectionChallenge(Structure):
     COMMAND: ClassVar[str] = "Connection.Challenge"
     IDENT: ClassVar[tuple[int, ...]] = (0x0A,)
     CODE: ClassVar[int] = 0x0A
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "server"
 
@@ -133,9 +132,7 @@ _CONNECTION_CHALLENGE_0_FIELDS = (
 )
 
 
-def _decode_connection_challenge(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> ConnectionChallenge:
+def _decode_connection_challenge(buf: bytes | memoryview, at: int, end: int) -> ConnectionChallenge:
     if end - at < 2:
         raise _truncated(_CONNECTION_CHALLENGE_0_FIELDS, at, end)
     version, mechanisms_len = _CONNECTION_CHALLENGE_0.unpack_from(buf, at)
@@ -154,9 +151,7 @@ def _decode_connection_challenge(
     return msg
 
 
-def _encode_connection_challenge(
-    msg: ConnectionChallenge, parts: list[bytes], seal_checksums: bool
-) -> None:
+def _encode_connection_challenge(msg: ConnectionChallenge, parts: list[bytes]) -> None:
     mechanisms_raw = msg.mechanisms.encode("utf-8", "surrogateescape")
     parts.append(_CONNECTION_CHALLENGE_0.pack(msg.version, len(mechanisms_raw)))
     parts.append(mechanisms_raw)
@@ -175,7 +170,6 @@ class ConnectionResponse(Structure):
     COMMAND: ClassVar[str] = "Connection.Response"
     IDENT: ClassVar[tuple[int, ...]] = (0x0B,)
     CODE: ClassVar[int] = 0x0B
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "client"
 
@@ -193,9 +187,7 @@ _CONNECTION_RESPONSE_0 = struct.Struct(">B")
 _CONNECTION_RESPONSE_0_FIELDS = (("ConnectionResponse.mechanism", 0, 1),)
 
 
-def _decode_connection_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> ConnectionResponse:
+def _decode_connection_response(buf: bytes | memoryview, at: int, end: int) -> ConnectionResponse:
     if end - at < 1:
         raise _truncated(_CONNECTION_RESPONSE_0_FIELDS, at, end)
     (mechanism_len,) = _CONNECTION_RESPONSE_0.unpack_from(buf, at)
@@ -214,9 +206,7 @@ def _decode_connection_response(
     return msg
 
 
-def _encode_connection_response(
-    msg: ConnectionResponse, parts: list[bytes], seal_checksums: bool
-) -> None:
+def _encode_connection_response(msg: ConnectionResponse, parts: list[bytes]) -> None:
     mechanism_raw = msg.mechanism.encode("utf-8", "surrogateescape")
     parts.append(_CONNECTION_RESPONSE_0.pack(len(mechanism_raw)))
     parts.append(mechanism_raw)
@@ -235,7 +225,6 @@ class ConnectionTune(Structure):
     COMMAND: ClassVar[str] = "Connection.Tune"
     IDENT: ClassVar[tuple[int, ...]] = (0x0C,)
     CODE: ClassVar[int] = 0x0C
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
 
@@ -249,9 +238,7 @@ class ConnectionTune(Structure):
         self.dictionary = dictionary
 
 
-def _decode_connection_tune(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> ConnectionTune:
+def _decode_connection_tune(buf: bytes | memoryview, at: int, end: int) -> ConnectionTune:
     options, at = _decode_field_table(buf, at, end)
     dictionary, at = _decode_field_table(buf, at, end)
     msg = ConnectionTune(options, dictionary)
@@ -260,7 +247,7 @@ def _decode_connection_tune(
     return msg
 
 
-def _encode_connection_tune(msg: ConnectionTune, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_connection_tune(msg: ConnectionTune, parts: list[bytes]) -> None:
     _encode_field_table(msg.options, parts)
     _encode_field_table(msg.dictionary, parts)
 
@@ -277,7 +264,6 @@ class ConnectionOpen(Structure):
     COMMAND: ClassVar[str] = "Connection.Open"
     IDENT: ClassVar[tuple[int, ...]] = (0x0D,)
     CODE: ClassVar[int] = 0x0D
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "client"
 
@@ -309,9 +295,7 @@ _CONNECTION_OPEN_1 = struct.Struct(">B")
 _CONNECTION_OPEN_1_FIELDS = (("ConnectionOpen.client_name", 0, 1),)
 
 
-def _decode_connection_open(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> ConnectionOpen:
+def _decode_connection_open(buf: bytes | memoryview, at: int, end: int) -> ConnectionOpen:
     if end - at < 3:
         raise _truncated(_CONNECTION_OPEN_0_FIELDS, at, end)
     confirm_tag, virtual_path_len = _CONNECTION_OPEN_0.unpack_from(buf, at)
@@ -341,7 +325,7 @@ def _decode_connection_open(
     return msg
 
 
-def _encode_connection_open(msg: ConnectionOpen, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_connection_open(msg: ConnectionOpen, parts: list[bytes]) -> None:
     virtual_path_raw = msg.virtual_path.encode("utf-8", "surrogateescape")
     parts.append(_CONNECTION_OPEN_0.pack(msg.confirm_tag, len(virtual_path_raw)))
     parts.append(virtual_path_raw)
@@ -364,7 +348,6 @@ class ConnectionPing(Structure):
     COMMAND: ClassVar[str] = "Connection.Ping"
     IDENT: ClassVar[tuple[int, ...]] = (0x0E,)
     CODE: ClassVar[int] = 0x0E
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
 
@@ -379,9 +362,7 @@ _CONNECTION_PING_0 = struct.Struct(">B")
 _CONNECTION_PING_0_FIELDS = (("ConnectionPing.bits1", 0, 1),)
 
 
-def _decode_connection_ping(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> ConnectionPing:
+def _decode_connection_ping(buf: bytes | memoryview, at: int, end: int) -> ConnectionPing:
     if end - at < 1:
         raise _truncated(_CONNECTION_PING_0_FIELDS, at, end)
     (bits1,) = _CONNECTION_PING_0.unpack_from(buf, at)
@@ -395,14 +376,14 @@ def _decode_connection_ping(
     return msg
 
 
-def _encode_connection_ping(msg: ConnectionPing, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_connection_ping(msg: ConnectionPing, parts: list[bytes]) -> None:
     parts.append(_CONNECTION_PING_0.pack(0x1 if msg.respond else 0))
 
 
 _CONNECTION_PING_FRAME = struct.Struct(">HBBB")
 
 
-def _frame_connection_ping(msg: ConnectionPing, seal_checksums: bool) -> bytes:
+def _frame_connection_ping(msg: ConnectionPing) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CONNECTION_PING_FRAME.pack(3, 0x0E, 0x1 if msg.respond else 0, 0xCE)
 
@@ -419,7 +400,6 @@ class ConnectionReply(Structure):
     COMMAND: ClassVar[str] = "Connection.Reply"
     IDENT: ClassVar[tuple[int, ...]] = (0x12,)
     CODE: ClassVar[int] = 0x12
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "server"
 
@@ -444,9 +424,7 @@ _CONNECTION_REPLY_0_FIELDS = (
 )
 
 
-def _decode_connection_reply(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> ConnectionReply:
+def _decode_connection_reply(buf: bytes | memoryview, at: int, end: int) -> ConnectionReply:
     if end - at < 5:
         raise _truncated(_CONNECTION_REPLY_0_FIELDS, at, end)
     confirm_tag, reply_code, reply_text_len = _CONNECTION_REPLY_0.unpack_from(buf, at)
@@ -464,9 +442,7 @@ def _decode_connection_reply(
     return msg
 
 
-def _encode_connection_reply(
-    msg: ConnectionReply, parts: list[bytes], seal_checksums: bool
-) -> None:
+def _encode_connection_reply(msg: ConnectionReply, parts: list[bytes]) -> None:
     reply_text_raw = msg.reply_text.encode("utf-8", "surrogateescape")
     parts.append(_CONNECTION_REPLY_0.pack(msg.confirm_tag, msg.reply_code, len(reply_text_raw)))
     parts.append(reply_text_raw)
@@ -484,7 +460,6 @@ class ConnectionClose(Structure):
     COMMAND: ClassVar[str] = "Connection.Close"
     IDENT: ClassVar[tuple[int, ...]] = (0x13,)
     CODE: ClassVar[int] = 0x13
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
 
@@ -505,9 +480,7 @@ _CONNECTION_CLOSE_0_FIELDS = (
 )
 
 
-def _decode_connection_close(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> ConnectionClose:
+def _decode_connection_close(buf: bytes | memoryview, at: int, end: int) -> ConnectionClose:
     if end - at < 3:
         raise _truncated(_CONNECTION_CLOSE_0_FIELDS, at, end)
     reply_code, reply_text_len = _CONNECTION_CLOSE_0.unpack_from(buf, at)
@@ -525,9 +498,7 @@ def _decode_connection_close(
     return msg
 
 
-def _encode_connection_close(
-    msg: ConnectionClose, parts: list[bytes], seal_checksums: bool
-) -> None:
+def _encode_connection_close(msg: ConnectionClose, parts: list[bytes]) -> None:
     reply_text_raw = msg.reply_text.encode("utf-8", "surrogateescape")
     parts.append(_CONNECTION_CLOSE_0.pack(msg.reply_code, len(reply_text_raw)))
     parts.append(reply_text_raw)
@@ -545,7 +516,6 @@ class ChannelOpen(Structure):
     COMMAND: ClassVar[str] = "Channel.Open"
     IDENT: ClassVar[tuple[int, ...]] = (0x14,)
     CODE: ClassVar[int] = 0x14
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "client"
 
@@ -590,9 +560,7 @@ _CHANNEL_OPEN_1 = struct.Struct(">B")
 _CHANNEL_OPEN_1_FIELDS = (("ChannelOpen.out_of_band", 0, 1),)
 
 
-def _decode_channel_open(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> ChannelOpen:
+def _decode_channel_open(buf: bytes | memoryview, at: int, end: int) -> ChannelOpen:
     if end - at < 5:
         raise _truncated(_CHANNEL_OPEN_0_FIELDS, at, end)
     channel_id, confirm_tag, bits1 = _CHANNEL_OPEN_0.unpack_from(buf, at)
@@ -619,7 +587,7 @@ def _decode_channel_open(
     return msg
 
 
-def _encode_channel_open(msg: ChannelOpen, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_channel_open(msg: ChannelOpen, parts: list[bytes]) -> None:
     parts.append(
         _CHANNEL_OPEN_0.pack(
             msg.channel_id,
@@ -646,7 +614,6 @@ class ChannelAck(Structure):
     COMMAND: ClassVar[str] = "Channel.Ack"
     IDENT: ClassVar[tuple[int, ...]] = (0x15,)
     CODE: ClassVar[int] = 0x15
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "client"
 
@@ -671,9 +638,7 @@ _CHANNEL_ACK_0_FIELDS = (
 )
 
 
-def _decode_channel_ack(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> ChannelAck:
+def _decode_channel_ack(buf: bytes | memoryview, at: int, end: int) -> ChannelAck:
     if end - at < 8:
         raise _truncated(_CHANNEL_ACK_0_FIELDS, at, end)
     channel_id, confirm_tag, message_nbr = _CHANNEL_ACK_0.unpack_from(buf, at)
@@ -684,14 +649,14 @@ def _decode_channel_ack(
     return msg
 
 
-def _encode_channel_ack(msg: ChannelAck, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_channel_ack(msg: ChannelAck, parts: list[bytes]) -> None:
     parts.append(_CHANNEL_ACK_0.pack(msg.channel_id, msg.confirm_tag, msg.message_nbr))
 
 
 _CHANNEL_ACK_FRAME = struct.Struct(">HBHHIB")
 
 
-def _frame_channel_ack(msg: ChannelAck, seal_checksums: bool) -> bytes:
+def _frame_channel_ack(msg: ChannelAck) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _CHANNEL_ACK_FRAME.pack(10, 0x15, msg.channel_id, msg.confirm_tag, msg.message_nbr, 0xCE)
 
@@ -708,7 +673,6 @@ class ChannelCommit(Structure):
     COMMAND: ClassVar[str] = "Channel.Commit"
     IDENT: ClassVar[tuple[int, ...]] = (0x16,)
     CODE: ClassVar[int] = 0x16
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "client"
 
@@ -732,9 +696,7 @@ _CHANNEL_COMMIT_0_FIELDS = (
 )
 
 
-def _decode_channel_commit(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> ChannelCommit:
+def _decode_channel_commit(buf: bytes | memoryview, at: int, end: int) -> ChannelCommit:
     if end - at < 4:
         raise _truncated(_CHANNEL_COMMIT_0_FIELDS, at, end)
     channel_id, confirm_tag = _CHANNEL_COMMIT_0.unpack_from(buf, at)
@@ -746,7 +708,7 @@ def _decode_channel_commit(
     return msg
 
 
-def _encode_channel_commit(msg: ChannelCommit, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_channel_commit(msg: ChannelCommit, parts: list[bytes]) -> None:
     parts.append(_CHANNEL_COMMIT_0.pack(msg.channel_id, msg.confirm_tag))
     _encode_field_table(msg.options, parts)
 
@@ -763,7 +725,6 @@ class ChannelRollback(Structure):
     COMMAND: ClassVar[str] = "Channel.Rollback"
     IDENT: ClassVar[tuple[int, ...]] = (0x17,)
     CODE: ClassVar[int] = 0x17
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "client"
 
@@ -787,9 +748,7 @@ _CHANNEL_ROLLBACK_0_FIELDS = (
 )
 
 
-def _decode_channel_rollback(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> ChannelRollback:
+def _decode_channel_rollback(buf: bytes | memoryview, at: int, end: int) -> ChannelRollback:
     if end - at < 4:
         raise _truncated(_CHANNEL_ROLLBACK_0_FIELDS, at, end)
     channel_id, confirm_tag = _CHANNEL_ROLLBACK_0.unpack_from(buf, at)
@@ -801,9 +760,7 @@ def _decode_channel_rollback(
     return msg
 
 
-def _encode_channel_rollback(
-    msg: ChannelRollback, parts: list[bytes], seal_checksums: bool
-) -> None:
+def _encode_channel_rollback(msg: ChannelRollback, parts: list[bytes]) -> None:
     parts.append(_CHANNEL_ROLLBACK_0.pack(msg.channel_id, msg.confirm_tag))
     _encode_field_table(msg.options, parts)
 
@@ -820,7 +777,6 @@ class ChannelReply(Structure):
     COMMAND: ClassVar[str] = "Channel.Reply"
     IDENT: ClassVar[tuple[int, ...]] = (0x1C,)
     CODE: ClassVar[int] = 0x1C
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
 
@@ -849,9 +805,7 @@ _CHANNEL_REPLY_0_FIELDS = (
 )
 
 
-def _decode_channel_reply(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> ChannelReply:
+def _decode_channel_reply(buf: bytes | memoryview, at: int, end: int) -> ChannelReply:
     if end - at < 7:
         raise _truncated(_CHANNEL_REPLY_0_FIELDS, at, end)
     channel_id, confirm_tag, reply_code, reply_text_len = _CHANNEL_REPLY_0.unpack_from(buf, at)
@@ -869,7 +823,7 @@ def _decode_channel_reply(
     return msg
 
 
-def _encode_channel_reply(msg: ChannelReply, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_channel_reply(msg: ChannelReply, parts: list[bytes]) -> None:
     reply_text_raw = msg.reply_text.encode("utf-8", "surrogateescape")
     parts.append(
         _CHANNEL_REPLY_0.pack(msg.channel_id, msg.confirm_tag, msg.reply_code, len(reply_text_raw))
@@ -889,7 +843,6 @@ class ChannelClose(Structure):
     COMMAND: ClassVar[str] = "Channel.Close"
     IDENT: ClassVar[tuple[int, ...]] = (0x1D,)
     CODE: ClassVar[int] = 0x1D
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
 
@@ -914,9 +867,7 @@ _CHANNEL_CLOSE_0_FIELDS = (
 )
 
 
-def _decode_channel_close(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> ChannelClose:
+def _decode_channel_close(buf: bytes | memoryview, at: int, end: int) -> ChannelClose:
     if end - at < 5:
         raise _truncated(_CHANNEL_CLOSE_0_FIELDS, at, end)
     channel_id, reply_code, reply_text_len = _CHANNEL_CLOSE_0.unpack_from(buf, at)
@@ -934,7 +885,7 @@ def _decode_channel_close(
     return msg
 
 
-def _encode_channel_close(msg: ChannelClose, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_channel_close(msg: ChannelClose, parts: list[bytes]) -> None:
     reply_text_raw = msg.reply_text.encode("utf-8", "surrogateescape")
     parts.append(_CHANNEL_CLOSE_0.pack(msg.channel_id, msg.reply_code, len(reply_text_raw)))
     parts.append(reply_text_raw)
@@ -952,7 +903,6 @@ class HandleOpen(Structure):
     COMMAND: ClassVar[str] = "Handle.Open"
     IDENT: ClassVar[tuple[int, ...]] = (0x1E,)
     CODE: ClassVar[int] = 0x1E
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "client"
 
@@ -1011,9 +961,7 @@ _HANDLE_OPEN_1 = struct.Struct(">B")
 _HANDLE_OPEN_1_FIELDS = (("HandleOpen.encoding", 0, 1),)
 
 
-def _decode_handle_open(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> HandleOpen:
+def _decode_handle_open(buf: bytes | memoryview, at: int, end: int) -> HandleOpen:
     if end - at < 8:
         raise _truncated(_HANDLE_OPEN_0_FIELDS, at, end)
     channel_id, handle_id, confirm_tag, bits1, mime_type_len = _HANDLE_OPEN_0.unpack_from(buf, at)
@@ -1058,7 +1006,7 @@ def _decode_handle_open(
     return msg
 
 
-def _encode_handle_open(msg: HandleOpen, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_handle_open(msg: HandleOpen, parts: list[bytes]) -> None:
     mime_type_raw = msg.mime_type.encode("utf-8", "surrogateescape")
     parts.append(
         _HANDLE_OPEN_0.pack(
@@ -1091,7 +1039,6 @@ class HandleSend(Structure):
     COMMAND: ClassVar[str] = "Handle.Send"
     IDENT: ClassVar[tuple[int, ...]] = (0x1F,)
     CODE: ClassVar[int] = 0x1F
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "client"
     FOLLOWS: ClassVar[str] = "fragment_size"
@@ -1159,9 +1106,7 @@ _HANDLE_SEND_0_FIELDS = (
 )
 
 
-def _decode_handle_send(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> HandleSend:
+def _decode_handle_send(buf: bytes | memoryview, at: int, end: int) -> HandleSend:
     if end - at < 12:
         raise _truncated(_HANDLE_SEND_0_FIELDS, at, end)
     handle_id, confirm_tag, service_type, fragment_size, bits1, dest_name_len = (
@@ -1195,7 +1140,7 @@ def _decode_handle_send(
     return msg
 
 
-def _encode_handle_send(msg: HandleSend, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_handle_send(msg: HandleSend, parts: list[bytes]) -> None:
     dest_name_raw = msg.dest_name.encode("utf-8", "surrogateescape")
     parts.append(
         _HANDLE_SEND_0.pack(
@@ -1224,7 +1169,6 @@ class HandleConsume(Structure):
     COMMAND: ClassVar[str] = "Handle.Consume"
     IDENT: ClassVar[tuple[int, ...]] = (0x20,)
     CODE: ClassVar[int] = 0x20
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "client"
 
@@ -1285,9 +1229,7 @@ _HANDLE_CONSUME_0_FIELDS = (
 )
 
 
-def _decode_handle_consume(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> HandleConsume:
+def _decode_handle_consume(buf: bytes | memoryview, at: int, end: int) -> HandleConsume:
     if end - at < 10:
         raise _truncated(_HANDLE_CONSUME_0_FIELDS, at, end)
     handle_id, confirm_tag, service_type, prefetch, bits1, dest_name_len = (
@@ -1325,7 +1267,7 @@ def _decode_handle_consume(
     return msg
 
 
-def _encode_handle_consume(msg: HandleConsume, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_handle_consume(msg: HandleConsume, parts: list[bytes]) -> None:
     dest_name_raw = msg.dest_name.encode("utf-8", "surrogateescape")
     parts.append(
         _HANDLE_CONSUME_0.pack(
@@ -1356,7 +1298,6 @@ class HandleFlow(Structure):
     COMMAND: ClassVar[str] = "Handle.Flow"
     IDENT: ClassVar[tuple[int, ...]] = (0x22,)
     CODE: ClassVar[int] = 0x22
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "client"
 
@@ -1381,9 +1322,7 @@ _HANDLE_FLOW_0_FIELDS = (
 )
 
 
-def _decode_handle_flow(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> HandleFlow:
+def _decode_handle_flow(buf: bytes | memoryview, at: int, end: int) -> HandleFlow:
     if end - at < 5:
         raise _truncated(_HANDLE_FLOW_0_FIELDS, at, end)
     handle_id, confirm_tag, bits1 = _HANDLE_FLOW_0.unpack_from(buf, at)
@@ -1397,14 +1336,14 @@ def _decode_handle_flow(
     return msg
 
 
-def _encode_handle_flow(msg: HandleFlow, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_handle_flow(msg: HandleFlow, parts: list[bytes]) -> None:
     parts.append(_HANDLE_FLOW_0.pack(msg.handle_id, msg.confirm_tag, 0x1 if msg.flow_pause else 0))
 
 
 _HANDLE_FLOW_FRAME = struct.Struct(">HBHHBB")
 
 
-def _frame_handle_flow(msg: HandleFlow, seal_checksums: bool) -> bytes:
+def _frame_handle_flow(msg: HandleFlow) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _HANDLE_FLOW_FRAME.pack(
         7, 0x22, msg.handle_id, msg.confirm_tag, 0x1 if msg.flow_pause else 0, 0xCE
@@ -1423,7 +1362,6 @@ class HandleUnget(Structure):
     COMMAND: ClassVar[str] = "Handle.Unget"
     IDENT: ClassVar[tuple[int, ...]] = (0x23,)
     CODE: ClassVar[int] = 0x23
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "client"
 
@@ -1448,9 +1386,7 @@ _HANDLE_UNGET_0_FIELDS = (
 )
 
 
-def _decode_handle_unget(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> HandleUnget:
+def _decode_handle_unget(buf: bytes | memoryview, at: int, end: int) -> HandleUnget:
     if end - at < 8:
         raise _truncated(_HANDLE_UNGET_0_FIELDS, at, end)
     handle_id, confirm_tag, message_nbr = _HANDLE_UNGET_0.unpack_from(buf, at)
@@ -1461,14 +1397,14 @@ def _decode_handle_unget(
     return msg
 
 
-def _encode_handle_unget(msg: HandleUnget, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_handle_unget(msg: HandleUnget, parts: list[bytes]) -> None:
     parts.append(_HANDLE_UNGET_0.pack(msg.handle_id, msg.confirm_tag, msg.message_nbr))
 
 
 _HANDLE_UNGET_FRAME = struct.Struct(">HBHHIB")
 
 
-def _frame_handle_unget(msg: HandleUnget, seal_checksums: bool) -> bytes:
+def _frame_handle_unget(msg: HandleUnget) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _HANDLE_UNGET_FRAME.pack(10, 0x23, msg.handle_id, msg.confirm_tag, msg.message_nbr, 0xCE)
 
@@ -1485,7 +1421,6 @@ class HandleQuery(Structure):
     COMMAND: ClassVar[str] = "Handle.Query"
     IDENT: ClassVar[tuple[int, ...]] = (0x24,)
     CODE: ClassVar[int] = 0x24
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "client"
 
@@ -1524,9 +1459,7 @@ _HANDLE_QUERY_2 = struct.Struct(">B")
 _HANDLE_QUERY_2_FIELDS = (("HandleQuery.mime_type", 0, 1),)
 
 
-def _decode_handle_query(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> HandleQuery:
+def _decode_handle_query(buf: bytes | memoryview, at: int, end: int) -> HandleQuery:
     if end - at < 7:
         raise _truncated(_HANDLE_QUERY_0_FIELDS, at, end)
     handle_id, message_nbr, dest_name_len = _HANDLE_QUERY_0.unpack_from(buf, at)
@@ -1563,7 +1496,7 @@ def _decode_handle_query(
     return msg
 
 
-def _encode_handle_query(msg: HandleQuery, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_handle_query(msg: HandleQuery, parts: list[bytes]) -> None:
     dest_name_raw = msg.dest_name.encode("utf-8", "surrogateescape")
     parts.append(_HANDLE_QUERY_0.pack(msg.handle_id, msg.message_nbr, len(dest_name_raw)))
     parts.append(dest_name_raw)
@@ -1589,7 +1522,6 @@ class HandleBrowse(Structure):
     COMMAND: ClassVar[str] = "Handle.Browse"
     IDENT: ClassVar[tuple[int, ...]] = (0x25,)
     CODE: ClassVar[int] = 0x25
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "client"
 
@@ -1614,9 +1546,7 @@ _HANDLE_BROWSE_0_FIELDS = (
 )
 
 
-def _decode_handle_browse(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> HandleBrowse:
+def _decode_handle_browse(buf: bytes | memoryview, at: int, end: int) -> HandleBrowse:
     if end - at < 8:
         raise _truncated(_HANDLE_BROWSE_0_FIELDS, at, end)
     handle_id, confirm_tag, message_nbr = _HANDLE_BROWSE_0.unpack_from(buf, at)
@@ -1627,14 +1557,14 @@ def _decode_handle_browse(
     return msg
 
 
-def _encode_handle_browse(msg: HandleBrowse, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_handle_browse(msg: HandleBrowse, parts: list[bytes]) -> None:
     parts.append(_HANDLE_BROWSE_0.pack(msg.handle_id, msg.confirm_tag, msg.message_nbr))
 
 
 _HANDLE_BROWSE_FRAME = struct.Struct(">HBHHIB")
 
 
-def _frame_handle_browse(msg: HandleBrowse, seal_checksums: bool) -> bytes:
+def _frame_handle_browse(msg: HandleBrowse) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _HANDLE_BROWSE_FRAME.pack(
         10, 0x25, msg.handle_id, msg.confirm_tag, msg.message_nbr, 0xCE
@@ -1653,7 +1583,6 @@ class HandleCreated(Structure):
     COMMAND: ClassVar[str] = "Handle.Created"
     IDENT: ClassVar[tuple[int, ...]] = (0x28,)
     CODE: ClassVar[int] = 0x28
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "server"
 
@@ -1674,9 +1603,7 @@ _HANDLE_CREATED_0_FIELDS = (
 )
 
 
-def _decode_handle_created(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> HandleCreated:
+def _decode_handle_created(buf: bytes | memoryview, at: int, end: int) -> HandleCreated:
     if end - at < 3:
         raise _truncated(_HANDLE_CREATED_0_FIELDS, at, end)
     handle_id, dest_name_len = _HANDLE_CREATED_0.unpack_from(buf, at)
@@ -1694,7 +1621,7 @@ def _decode_handle_created(
     return msg
 
 
-def _encode_handle_created(msg: HandleCreated, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_handle_created(msg: HandleCreated, parts: list[bytes]) -> None:
     dest_name_raw = msg.dest_name.encode("utf-8", "surrogateescape")
     parts.append(_HANDLE_CREATED_0.pack(msg.handle_id, len(dest_name_raw)))
     parts.append(dest_name_raw)
@@ -1712,7 +1639,6 @@ class HandleNotify(Structure):
     COMMAND: ClassVar[str] = "Handle.Notify"
     IDENT: ClassVar[tuple[int, ...]] = (0x29,)
     CODE: ClassVar[int] = 0x29
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "server"
     FOLLOWS: ClassVar[str] = "fragment_size"
@@ -1783,9 +1709,7 @@ _HANDLE_NOTIFY_0_FIELDS = (
 )
 
 
-def _decode_handle_notify(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> HandleNotify:
+def _decode_handle_notify(buf: bytes | memoryview, at: int, end: int) -> HandleNotify:
     if end - at < 12:
         raise _truncated(_HANDLE_NOTIFY_0_FIELDS, at, end)
     handle_id, message_nbr, fragment_size, bits1, dest_name_len = _HANDLE_NOTIFY_0.unpack_from(
@@ -1822,7 +1746,7 @@ def _decode_handle_notify(
     return msg
 
 
-def _encode_handle_notify(msg: HandleNotify, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_handle_notify(msg: HandleNotify, parts: list[bytes]) -> None:
     dest_name_raw = msg.dest_name.encode("utf-8", "surrogateescape")
     parts.append(
         _HANDLE_NOTIFY_0.pack(
@@ -1852,7 +1776,6 @@ class HandleIndex(Structure):
     COMMAND: ClassVar[str] = "Handle.Index"
     IDENT: ClassVar[tuple[int, ...]] = (0x2A,)
     CODE: ClassVar[int] = 0x2A
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "server"
 
@@ -1877,9 +1800,7 @@ _HANDLE_INDEX_0_FIELDS = (
 )
 
 
-def _decode_handle_index(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> HandleIndex:
+def _decode_handle_index(buf: bytes | memoryview, at: int, end: int) -> HandleIndex:
     if end - at < 8:
         raise _truncated(_HANDLE_INDEX_0_FIELDS, at, end)
     handle_id, message_nbr, message_list_len = _HANDLE_INDEX_0.unpack_from(buf, at)
@@ -1894,7 +1815,7 @@ def _decode_handle_index(
     return msg
 
 
-def _encode_handle_index(msg: HandleIndex, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_handle_index(msg: HandleIndex, parts: list[bytes]) -> None:
     message_list_raw = msg.message_list
     parts.append(_HANDLE_INDEX_0.pack(msg.handle_id, msg.message_nbr, len(message_list_raw)))
     parts.append(message_list_raw)
@@ -1912,7 +1833,6 @@ class HandlePrepare(Structure):
     COMMAND: ClassVar[str] = "Handle.Prepare"
     IDENT: ClassVar[tuple[int, ...]] = (0x2B,)
     CODE: ClassVar[int] = 0x2B
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
     FOLLOWS: ClassVar[str] = "fragment_size"
@@ -1946,9 +1866,7 @@ _HANDLE_PREPARE_0_FIELDS = (
 )
 
 
-def _decode_handle_prepare(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> HandlePrepare:
+def _decode_handle_prepare(buf: bytes | memoryview, at: int, end: int) -> HandlePrepare:
     if end - at < 7:
         raise _truncated(_HANDLE_PREPARE_0_FIELDS, at, end)
     handle_id, fragment_size, content_hash_len = _HANDLE_PREPARE_0.unpack_from(buf, at)
@@ -1966,7 +1884,7 @@ def _decode_handle_prepare(
     return msg
 
 
-def _encode_handle_prepare(msg: HandlePrepare, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_handle_prepare(msg: HandlePrepare, parts: list[bytes]) -> None:
     content_hash_raw = msg.content_hash.encode("utf-8", "surrogateescape")
     parts.append(_HANDLE_PREPARE_0.pack(msg.handle_id, msg.fragment_size, len(content_hash_raw)))
     parts.append(content_hash_raw)
@@ -1984,7 +1902,6 @@ class HandleReady(Structure):
     COMMAND: ClassVar[str] = "Handle.Ready"
     IDENT: ClassVar[tuple[int, ...]] = (0x2C,)
     CODE: ClassVar[int] = 0x2C
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
 
@@ -2005,9 +1922,7 @@ _HANDLE_READY_0_FIELDS = (
 )
 
 
-def _decode_handle_ready(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> HandleReady:
+def _decode_handle_ready(buf: bytes | memoryview, at: int, end: int) -> HandleReady:
     if end - at < 6:
         raise _truncated(_HANDLE_READY_0_FIELDS, at, end)
     handle_id, message_size = _HANDLE_READY_0.unpack_from(buf, at)
@@ -2018,14 +1933,14 @@ def _decode_handle_ready(
     return msg
 
 
-def _encode_handle_ready(msg: HandleReady, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_handle_ready(msg: HandleReady, parts: list[bytes]) -> None:
     parts.append(_HANDLE_READY_0.pack(msg.handle_id, msg.message_size))
 
 
 _HANDLE_READY_FRAME = struct.Struct(">HBHIB")
 
 
-def _frame_handle_ready(msg: HandleReady, seal_checksums: bool) -> bytes:
+def _frame_handle_ready(msg: HandleReady) -> bytes:
     """The whole frame, header included, in one pack: every field has a fixed width."""
     return _HANDLE_READY_FRAME.pack(8, 0x2C, msg.handle_id, msg.message_size, 0xCE)
 
@@ -2042,7 +1957,6 @@ class HandleReply(Structure):
     COMMAND: ClassVar[str] = "Handle.Reply"
     IDENT: ClassVar[tuple[int, ...]] = (0x30,)
     CODE: ClassVar[int] = 0x30
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "server"
 
@@ -2071,9 +1985,7 @@ _HANDLE_REPLY_0_FIELDS = (
 )
 
 
-def _decode_handle_reply(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> HandleReply:
+def _decode_handle_reply(buf: bytes | memoryview, at: int, end: int) -> HandleReply:
     if end - at < 7:
         raise _truncated(_HANDLE_REPLY_0_FIELDS, at, end)
     handle_id, confirm_tag, reply_code, reply_text_len = _HANDLE_REPLY_0.unpack_from(buf, at)
@@ -2091,7 +2003,7 @@ def _decode_handle_reply(
     return msg
 
 
-def _encode_handle_reply(msg: HandleReply, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_handle_reply(msg: HandleReply, parts: list[bytes]) -> None:
     reply_text_raw = msg.reply_text.encode("utf-8", "surrogateescape")
     parts.append(
         _HANDLE_REPLY_0.pack(msg.handle_id, msg.confirm_tag, msg.reply_code, len(reply_text_raw))
@@ -2111,7 +2023,6 @@ class HandleClose(Structure):
     COMMAND: ClassVar[str] = "Handle.Close"
     IDENT: ClassVar[tuple[int, ...]] = (0x31,)
     CODE: ClassVar[int] = 0x31
-    VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
 
@@ -2136,9 +2047,7 @@ _HANDLE_CLOSE_0_FIELDS = (
 )
 
 
-def _decode_handle_close(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> HandleClose:
+def _decode_handle_close(buf: bytes | memoryview, at: int, end: int) -> HandleClose:
     if end - at < 5:
         raise _truncated(_HANDLE_CLOSE_0_FIELDS, at, end)
     handle_id, reply_code, reply_text_len = _HANDLE_CLOSE_0.unpack_from(buf, at)
@@ -2156,7 +2065,7 @@ def _decode_handle_close(
     return msg
 
 
-def _encode_handle_close(msg: HandleClose, parts: list[bytes], seal_checksums: bool) -> None:
+def _encode_handle_close(msg: HandleClose, parts: list[bytes]) -> None:
     reply_text_raw = msg.reply_text.encode("utf-8", "surrogateescape")
     parts.append(_HANDLE_CLOSE_0.pack(msg.handle_id, msg.reply_code, len(reply_text_raw)))
     parts.append(reply_text_raw)
@@ -2433,7 +2342,7 @@ Message = (
 )
 """Any message of this protocol version."""
 
-_Decoder = Callable[[bytes | memoryview, int, int, bool], Message]
+_Decoder = Callable[[bytes | memoryview, int, int], Message]
 
 # (code) -> the layouts that identity can carry, with who sends each.
 _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
@@ -2501,7 +2410,7 @@ FRAME_KEYS: frozenset[tuple[int, ...]] = frozenset(_DECODERS)
 """Every (code) header `decode` has a layout for: what a framing check that
 resynchronises after unframeable bytes accepts as a frame header."""
 
-_ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
+_ENCODERS: dict[type, Callable[[Any, list[bytes]], None]] = {
     ConnectionChallenge: _encode_connection_challenge,
     ConnectionResponse: _encode_connection_response,
     ConnectionTune: _encode_connection_tune,
@@ -2533,7 +2442,7 @@ _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
 
 # each message's own frame encoder (one pack where every field has a fixed width), where
 # encode need not look at the message to frame it
-_FRAMES: dict[type, Callable[[Any, bool], bytes]] = {
+_FRAMES: dict[type, Callable[[Any], bytes]] = {
     ConnectionPing: _frame_connection_ping,
     ChannelAck: _frame_channel_ack,
     HandleFlow: _frame_handle_flow,
@@ -2588,22 +2497,22 @@ def decode(
         )
     decoder = _ONE.get(code)
     if decoder is not None:
-        return decoder(buf, header_size, stop, verify_checksums)
+        return decoder(buf, header_size, stop)
     # the general road: several layouts for one identity, or none (naming what is wrong)
     layouts = _DECODERS.get((code,))
     if layouts is None:
         raise DecodeError("frame.code", 2, f"no layout for code {code:#04x}")
     if len(layouts) == 1:
-        return layouts[0][1](buf, header_size, stop, verify_checksums)
+        return layouts[0][1](buf, header_size, stop)
     chosen = [d for s, d in layouts if sender is None or s in (sender, "both")] or [
         d for _, d in layouts
     ]
     for decoder in chosen[:-1]:
         try:
-            return decoder(buf, header_size, stop, verify_checksums)
+            return decoder(buf, header_size, stop)
         except DecodeError:
             continue
-    return chosen[-1](buf, header_size, stop, verify_checksums)
+    return chosen[-1](buf, header_size, stop)
 
 
 def following(msg: Message) -> int:
@@ -2637,7 +2546,7 @@ def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
     framer = _FRAMES.get(type(msg))
     if framer is not None:
         try:
-            return framer(msg, seal_checksums)
+            return framer(msg)
         except EncodeError:
             raise
         except (struct.error, AttributeError, TypeError, ValueError, OverflowError) as e:
@@ -2648,7 +2557,7 @@ def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
             ) from None
     parts: list[bytes] = [b""]
     try:
-        _ENCODERS[type(msg)](msg, parts, seal_checksums)
+        _ENCODERS[type(msg)](msg, parts)
         size = sum(map(len, parts)) + HEADER_SIZE - 2 + TRAILER_SIZE
         if size >= LENGTH_ESCAPE:
             # the wide header packs the escape as padding: write the escape over it

@@ -71,12 +71,10 @@ from .commands import (
     HandleUnget,
 )
 
-VERSIONED = False
-
 
 def _dispatch(msg: Message) -> tuple[int, ...]:
     """What `decode` looks a message's layouts up by."""
-    return msg.IDENT + ((msg.VERSION,) if VERSIONED else ())
+    return msg.IDENT
 
 
 def _reframe(head_and_body: bytes) -> bytes:

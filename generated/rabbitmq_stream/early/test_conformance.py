@@ -76,12 +76,10 @@ from .commands import (
     UnsubscribeResponse,
 )
 
-VERSIONED = True
-
 
 def _dispatch(msg: Message) -> tuple[int, ...]:
     """What `decode` looks a message's layouts up by."""
-    return msg.IDENT + ((msg.VERSION,) if VERSIONED else ())
+    return msg.IDENT + (msg.VERSION,)
 
 
 def _reframe(head_and_body: bytes) -> bytes:
