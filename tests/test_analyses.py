@@ -11,8 +11,9 @@ import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 
+from specgen import report
 from specgen.analyses import for_columns
-from specgen.pipeline import pcap_job, report
+from specgen.pipeline import pcap_job
 from specgen.pipeline.decode import decode_local
 from specgen.registry import find
 
