@@ -27,9 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 RUNTIME_NAMES = {
     # module -> the dynamic imports in it whose names only run time knows, and why
     "specgen.cli": "`specgen frames`: the generated codec and framing of the version asked for",
-    "specgen.analyses.amqp_0_9_1": "the generated enums and dialogue of the decoded version",
-    "specgen.analyses.amqp_0_10": "the generated dialogue of the decoded version",
-    "specgen.analyses.amqp_fast_0_8": "the generated dialogue of the decoded version",
+    "specgen.analyses.amqp_0_9_1": "the generated enums of the decoded version",
+    "specgen.analyses.conversations": "the generated dialogue of the decoded version",
     "specgen.analyses.rabbitmq_stream": "the generated enums of the decoded version",
     "specgen.pipeline.columns": "the generated codec, spark_schema and framing of a version",
     "specgen.pipeline.pcap_job": "the generated framing module of the protocol",
