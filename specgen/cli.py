@@ -453,7 +453,7 @@ def _capture(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     # imported here: PySpark is an optional extra and slow to import
-    from specgen.pipeline import report
+    from specgen import report
 
     try:
         return report.command(args.out_dir, args.html, args.master, args.json)

@@ -1,9 +1,11 @@
 """The report's protocol analyses read the generated version a table was decoded with, found
 through the registry from the name the table carries; the pcap job's default ports come from the
-protocol's generated framing module."""
+protocol's generated framing module; a conversation is checked against the dialogue grammars one
+way for every protocol."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +13,10 @@ import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 
+from specgen import report
 from specgen.analyses import for_columns
-from specgen.pipeline import pcap_job, report
+from specgen.analyses.conversations import check, dialogue_of, tally
+from specgen.pipeline import pcap_job
 from specgen.pipeline.decode import decode_local
 from specgen.registry import find
 
@@ -84,3 +88,23 @@ def test_default_ports_are_the_generated_framing_modules() -> None:
     assert pcap_job.default_ports(find("rabbitmq-stream/early")) == {5552}
     # AMQP 0-10's framing module too, though its frames carry segments
     assert pcap_job.default_ports(find("amqp-0-10")) == {5672}
+
+
+def test_a_conversation_is_checked_after_its_protocol_header() -> None:
+    dialogue = dialogue_of(find("amqp-0-9-1/0-9-1").import_name)
+    opening = [("s2c", "ConnectionStart"), ("c2s", "ConnectionStartOk")]
+    checked = check(dialogue, "connection", opening, opens=True)
+    assert (checked.verdict.status, checked.steps, checked.at) == ("incomplete", 3, None)
+    # where it breaks is a frame's index: the header is a step, but no frame
+    checked = check(dialogue, "connection", [("c2s", "ConnectionTune")], opens=True)
+    assert (checked.verdict.status, checked.verdict.at, checked.at) == ("broken", 1, 0)
+    # a conversation that does not open the connection is checked without it
+    checked = check(dialogue, "connection", opening[:1])
+    assert checked.verdict.expected == ("C:connection.protocol-header",)
+
+
+def test_the_tally_counts_each_status() -> None:
+    assert tally(Counter({"ok": 2, "broken": 1}), "1 channel, 2 handles") == (
+        "3 conversations (1 channel, 2 handles): 2 follow their grammar, "
+        "0 stop early (incomplete, not broken), 1 break it"
+    )

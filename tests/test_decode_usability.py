@@ -26,9 +26,10 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 from pyspark.sql import functions as F
 
+from specgen import report
 from specgen.analyses import for_columns
 from specgen.cli import main
-from specgen.pipeline import decode, report
+from specgen.pipeline import decode
 from specgen.pipeline.inputs import load_index
 
 ROOT = Path(__file__).resolve().parents[1]

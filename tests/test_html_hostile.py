@@ -18,7 +18,7 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 from pyspark.sql import SparkSession
 
-from specgen.pipeline import report
+from specgen import report
 from specgen.pipeline.decode import decode_local
 from specgen.review.changes import compare
 from specgen.review.html import render

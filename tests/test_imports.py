@@ -1,4 +1,4 @@
-"""specgen's modules import one another without a cycle.
+"""specgen's modules import one another without a cycle, and each layer only those below it.
 
 Read statically, with `ast`, from every module of the package: top-level imports, imports inside
 functions and `if TYPE_CHECKING:` blocks, relative imports, and `importlib.import_module(...)` /
@@ -7,6 +7,9 @@ functions and `if TYPE_CHECKING:` blocks, relative imports, and `importlib.impor
 collection). A cycle fails with its path, each step as `module:line`. A dynamic import whose
 name comes from data at run time (the registry's generated packages) cannot be followed; each
 such place is listed below with why, so that a new one, which could hide a cycle, fails too.
+
+The same walk holds the layers of `LAYERS` apart: an import from a lower layer into a higher one
+fails with where it is, even where no cycle closes yet.
 """
 
 from __future__ import annotations
@@ -24,13 +27,18 @@ ROOT = Path(__file__).resolve().parents[1]
 RUNTIME_NAMES = {
     # module -> the dynamic imports in it whose names only run time knows, and why
     "specgen.cli": "`specgen frames`: the generated codec and framing of the version asked for",
-    "specgen.analyses.amqp_0_9_1": "the generated enums and dialogue of the decoded version",
-    "specgen.analyses.amqp_0_10": "the generated dialogue of the decoded version",
-    "specgen.analyses.amqp_fast_0_8": "the generated dialogue of the decoded version",
+    "specgen.analyses.amqp_0_9_1": "the generated enums of the decoded version",
+    "specgen.analyses.conversations": "the generated dialogue of the decoded version",
     "specgen.analyses.rabbitmq_stream": "the generated enums of the decoded version",
     "specgen.pipeline.columns": "the generated codec, spark_schema and framing of a version",
     "specgen.pipeline.pcap_job": "the generated framing module of the protocol",
 }
+
+LAYERS = ("specgen.pipeline", "specgen.analyses", "specgen.report", "specgen.cli")
+"""Lowest first; each a module or a package, with all under it. A module of one layer may import
+the layers below its own, never one above: the pipeline (decode, the sections a report is made
+of) knows nothing of the protocols' analyses, the analyses nothing of the report that gathers
+them, and none of them the command line."""
 
 
 @dataclass(frozen=True)
@@ -251,11 +259,42 @@ def describe(cycle: list[Edge]) -> str:
     return " -> ".join([*steps, cycle[0].source])
 
 
+def layer(module: str, layers: tuple[str, ...]) -> int | None:
+    """The index in `layers` of the one `module` is or lies in, None when it is in none."""
+    for i, name in enumerate(layers):
+        if module == name or module.startswith(f"{name}."):
+            return i
+    return None
+
+
+def upward(edges: dict[str, list[Edge]], layers: tuple[str, ...]) -> list[Edge]:
+    """The imports that run from a lower layer of `layers` into a higher one."""
+    out = []
+    for source in sorted(edges):
+        low = layer(source, layers)
+        for e in edges[source]:
+            high = layer(e.target, layers)
+            if low is not None and high is not None and high > low:
+                out.append(e)
+    return out
+
+
 def test_specgen_has_no_import_cycle() -> None:
     edges, _ = graph(ROOT, "specgen")
     found = cycles(edges)
     assert not found, "import cycles (each step is where the import is):\n" + "\n".join(
         describe(c) for c in found
+    )
+
+
+def test_no_layer_imports_one_above_it() -> None:
+    edges, _ = graph(ROOT, "specgen")
+    # a layer renamed away would hold nothing and keep nothing apart
+    empty = [name for i, name in enumerate(LAYERS) if all(layer(m, LAYERS) != i for m in edges)]
+    assert not empty, f"LAYERS names what specgen no longer has: {', '.join(empty)}"
+    found = upward(edges, LAYERS)
+    assert not found, "imports from a lower layer into a higher one:\n" + "\n".join(
+        f"{e.source}:{e.line} -> {e.target}" for e in found
     )
 
 
@@ -312,6 +351,34 @@ def test_a_cycle_fails_with_its_path(tmp_path: Path, b_text: str, line: int) -> 
     assert not unresolved
     (cycle,) = cycles(edges)
     assert describe(cycle) == f"pkg.a:3 -> pkg.b:{line} -> pkg.a"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["from pkg.top import f\n", "def g():\n    from pkg import top\n", "import pkg.top.inner\n"],
+)
+def test_a_lower_layer_importing_a_higher_one_is_found(tmp_path: Path, text: str) -> None:
+    """No cycle needed: `low` reaching up into `top` is enough, however the import is written;
+    `top` importing `low`, and a module in no layer importing either, are not."""
+    root = _package(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/low/__init__.py": "",
+            "pkg/low/a.py": text,
+            "pkg/low/b.py": "",
+            "pkg/top/__init__.py": "from pkg.low import b\n",
+            "pkg/top/inner.py": "",
+            "pkg/free.py": "from pkg import low, top\n",
+        },
+    )
+    edges, _ = graph(root, "pkg")
+    assert cycles(edges) == []
+    found = upward(edges, ("pkg.low", "pkg.top"))
+    assert [(e.source, e.target) for e in found] == [
+        ("pkg.low.a", "pkg.top.inner" if "inner" in text else "pkg.top")
+    ]
+    assert upward(edges, ("pkg.top", "pkg.low")) == [Edge("pkg.top", "pkg.low.b", 1)]
 
 
 def test_a_name_known_only_at_run_time_is_reported(tmp_path: Path) -> None:

@@ -25,9 +25,9 @@ from chromium import DumpDom
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from specgen import report
 from specgen.analyses import for_columns
 from specgen.cli import main
-from specgen.pipeline import report
 from specgen.pipeline.sections import MAX_POINTS, bucket_width, width_text
 from specgen.registry import find
 

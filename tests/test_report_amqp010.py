@@ -21,7 +21,7 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 from pyspark.sql import SparkSession
 
-from specgen.pipeline import report
+from specgen import report
 from specgen.pipeline.decode import decode_local
 from specgen.pipeline.sections import DIRECTIONS, Section
 from specgen_codecs.amqp_0_10 import v0_10 as amqp

@@ -24,8 +24,8 @@ from chromium import DumpDom
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from specgen import report
 from specgen.analyses import amqp_1_0
-from specgen.pipeline import report
 from specgen.pipeline.decode import decode_local
 from specgen.pipeline.sections import Section
 from specgen.registry import find

@@ -24,7 +24,7 @@ import pytest
 from pyspark.sql import SparkSession
 from test_decode_rfc006 import PREAMBLE, _walk
 
-from specgen.pipeline import report
+from specgen import report
 from specgen.pipeline.decode import decode_local
 from specgen.pipeline.sections import Section
 

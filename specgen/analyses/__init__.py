@@ -5,7 +5,9 @@ module adds what only one protocol's messages can say (publish-to-confirm latenc
 Streams), the names of its response codes, and how its frames count them. Each names its
 protocol (`PROTOCOL`) and the struct columns it reads (`COLUMNS`), runs only on a frames table
 that has them, and reads the generated package of the spec version the table was decoded with,
-found through the registry; so the report never names a protocol, a version or a command.
+found through the registry; so the report never names a protocol, a version or a command. What
+the protocols with dialogue grammars share, checking a conversation against them, is
+`conversations.py`.
 """
 
 from __future__ import annotations

@@ -24,13 +24,13 @@ sender with the same outcome is the same conversation, checked once and counted.
 
 from __future__ import annotations
 
-import importlib
-from collections import defaultdict
+from collections import Counter
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from specgen.analyses.conversations import check, dialogue_of, tally
 from specgen.pipeline.sections import (
     DIRECTIONS,
     NO_TIMESTAMPS,
@@ -54,6 +54,13 @@ OUTCOMES = {
     "message_release": "released",
 }
 """The commands that settle a transfer, and the outcome each gives it."""
+
+_SETTLED_BY = {
+    "accepted": "MessageAccept",
+    "rejected": "MessageReject",
+    "released": "MessageRelease",
+}
+"""The message that gives a transfer each outcome."""
 
 _SESSION = ["capture", "connection", "channel"]
 
@@ -294,7 +301,7 @@ def _outcomes(settled: DataFrame) -> Section:
 
 def _conversations(frames: DataFrame, settled: DataFrame, package: str) -> Section:
     title = "Conversations against the grammar"
-    dialogue = importlib.import_module(f"{package}.dialogue")
+    dialogue = dialogue_of(package)
     verdicts: list[tuple[str, str, int, Any, str]] = []  # (what, grammar, count, verdict, where)
     # connection controls: few per connection, so each connection's are gathered whole
     controls = (
@@ -305,42 +312,32 @@ def _conversations(frames: DataFrame, settled: DataFrame, package: str) -> Secti
         .collect()
     )
     for r in controls:
-        steps = [("C", str(dialogue.PROTOCOL_HEADER))] if dialogue.PROTOCOL_HEADER else []
-        # each direction in wire order; `crossing` leaves their interleaving open
-        steps += [
-            ("C" if s["direction"] == "c2s" else "S", dialogue.METHODS[s["message"]])
+        # each direction in wire order; the check leaves their interleaving open
+        sent = [
+            (s["direction"], s["message"])
             for s in sorted(r["s"], key=lambda s: (s["direction"], s["offset"]))
         ]
+        checked = check(dialogue, "connection", sent, opens=True)
         where = connection_label(r["capture"], r["connection"])
-        verdicts.append(
-            (where, "connection", 1, dialogue.check("connection", steps, crossing=True), where)
-        )
+        verdicts.append((where, "connection", 1, checked.verdict, where))
     kinds = settled.groupBy("direction", "outcome").count().collect()
-    step = {
-        "accepted": "message.accept",
-        "rejected": "message.reject",
-        "released": "message.release",
-    }
     for r in kinds:
-        sender = "C" if r["direction"] == "c2s" else "S"
-        receiver = "S" if sender == "C" else "C"
-        steps = [(sender, "message.transfer")]
-        if r["outcome"] is not None:
-            steps.append((receiver, step[r["outcome"]]))
+        sent = [(r["direction"], "MessageTransfer")]
+        if r["outcome"] is not None:  # by the transfer's receiver
+            sent.append(("s2c" if r["direction"] == "c2s" else "c2s", _SETTLED_BY[r["outcome"]]))
         what = f"transfers {DIRECTIONS.get(r['direction'], r['direction'])}, " + (
             r["outcome"] or "no outcome"
         )
         verdicts.append(
-            (what, "message", r["count"], dialogue.check("message", steps, crossing=True), what)
+            (what, "message", r["count"], check(dialogue, "message", sent).verdict, what)
         )
     if not verdicts:
         return Section(title, notes=["no connection controls nor transfers in this capture"])
-    counts: dict[str, int] = defaultdict(int)
+    counts: Counter[str] = Counter()
     for _, _, n, verdict, _ in verdicts:
         counts[verdict.status] += n
     notes = [
-        f"{sum(counts.values())} conversations: {counts['ok']} follow their grammar, "
-        f"{counts['incomplete']} stop early (incomplete, not broken), {counts['broken']} break it",
+        tally(counts),
         "each connection's controls against the connection grammar; each transfer with its "
         "outcome against the message grammar",
     ]

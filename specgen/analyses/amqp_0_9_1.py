@@ -19,11 +19,13 @@ checked in one task (`applyInPandas`), in order of read time, then direction, th
 from __future__ import annotations
 
 import importlib
+from collections import Counter
 from typing import Any
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from specgen.analyses.conversations import VERDICT_COLUMNS, dialogue_of, tally, verdict_columns
 from specgen.pipeline.sections import (
     NO_TIMESTAMPS,
     TABLE_ROWS,
@@ -187,10 +189,7 @@ def _deliveries(frames: DataFrame) -> Section:
     return Section(title, table)
 
 
-_VERDICTS = (
-    "capture STRING, connection STRING, channel INT, grammar STRING, status STRING, "
-    "steps INT, offset BIGINT, direction STRING, message STRING, expected STRING"
-)
+_VERDICTS = f"capture STRING, connection STRING, channel INT, grammar STRING, {VERDICT_COLUMNS}"
 
 
 def _check_conversation(package: str, rows: Any) -> Any:
@@ -198,20 +197,9 @@ def _check_conversation(package: str, rows: Any) -> Any:
     of the generated `package`."""
     import pandas as pd  # type: ignore[import-untyped]
 
-    dialogue = importlib.import_module(f"{package}.dialogue")
-
-    rows = rows.assign(side=(rows["direction"] != "c2s").astype(int))
-    rows = rows.sort_values(["ts", "side", "offset"], na_position="first", kind="stable")
     channel = int(rows["channel"].iloc[0])
     grammar = "connection" if channel == 0 else "channel"
-    roles = ["C" if d == "c2s" else "S" for d in rows["direction"]]
-    steps = [(r, dialogue.METHODS[m]) for r, m in zip(roles, rows["message"], strict=True)]
-    header = channel == 0 and dialogue.PROTOCOL_HEADER is not None
-    if header:
-        steps.insert(0, ("C", str(dialogue.PROTOCOL_HEADER)))
-    verdict = dialogue.check(grammar, steps, crossing=True)
-    at = None if verdict.at is None else verdict.at - header
-    frame = rows.iloc[at] if at is not None and at >= 0 else None
+    judged = verdict_columns(dialogue_of(package), grammar, rows, opens=channel == 0)
     return pd.DataFrame(
         [
             {
@@ -219,12 +207,7 @@ def _check_conversation(package: str, rows: Any) -> Any:
                 "connection": rows["connection"].iloc[0],
                 "channel": channel,
                 "grammar": grammar,
-                "status": verdict.status,
-                "steps": len(steps),
-                "offset": None if frame is None else int(frame["offset"]),
-                "direction": None if frame is None else frame["direction"],
-                "message": None if frame is None else frame["message"],
-                "expected": ", ".join(verdict.expected),
+                **judged,
             }
         ]
     )
@@ -232,7 +215,7 @@ def _check_conversation(package: str, rows: Any) -> Any:
 
 def _conversations(frames: DataFrame, package: str) -> Section:
     title = "Conversations against the grammar"
-    dialogue = importlib.import_module(f"{package}.dialogue")
+    dialogue = dialogue_of(package)
 
     methods = frames.filter(F.col("message").isin(list(dialogue.METHODS))).select(
         *_CHANNEL, "direction", "message", "offset", "ts"
@@ -245,10 +228,8 @@ def _conversations(frames: DataFrame, package: str) -> Section:
     rows = verdicts.orderBy(*_CHANNEL).collect()
     if not rows:
         return Section(title, notes=["no methods in this capture"])
-    counts = {s: sum(1 for r in rows if r["status"] == s) for s in ("ok", "incomplete", "broken")}
     notes = [
-        f"{len(rows)} conversations: {counts['ok']} follow their grammar, {counts['incomplete']} "
-        f"stop early (incomplete, not broken), {counts['broken']} break it",
+        tally(Counter(r["status"] for r in rows)),
         "channel 0 against the connection grammar, other channels against the channel grammar; "
         "each direction in wire order, their interleaving open",
     ]

@@ -22,12 +22,13 @@ commands and are left out.
 
 from __future__ import annotations
 
-import importlib
+from collections import Counter
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from specgen.analyses.conversations import VERDICT_COLUMNS, dialogue_of, tally, verdict_columns
 from specgen.pipeline.sections import (
     NO_TIMESTAMPS,
     TABLE_ROWS,
@@ -240,10 +241,7 @@ def _replies(frames: DataFrame, timed: bool) -> Section:
     return Section(title, table, [NO_TIMESTAMPS, *notes] if not timed else notes)
 
 
-_VERDICTS = (
-    "capture STRING, connection STRING, grammar STRING, id BIGINT, status STRING, "
-    "steps INT, offset BIGINT, direction STRING, message STRING, expected STRING"
-)
+_VERDICTS = f"capture STRING, connection STRING, grammar STRING, id BIGINT, {VERDICT_COLUMNS}"
 
 
 def _check_conversation(package: str, rows: Any) -> Any:
@@ -251,19 +249,8 @@ def _check_conversation(package: str, rows: Any) -> Any:
     grammars of the generated `package`."""
     import pandas as pd  # type: ignore[import-untyped]
 
-    dialogue = importlib.import_module(f"{package}.dialogue")
-
-    rows = rows.assign(side=(rows["direction"] != "c2s").astype(int))
-    rows = rows.sort_values(["ts", "side", "offset"], na_position="first", kind="stable")
     grammar = str(rows["grammar"].iloc[0])
-    roles = ["C" if d == "c2s" else "S" for d in rows["direction"]]
-    steps = [(r, dialogue.METHODS[m]) for r, m in zip(roles, rows["message"], strict=True)]
-    header = grammar == "connection" and dialogue.PROTOCOL_HEADER is not None
-    if header:  # the client's initiation bytes: no row (the decoder skips them), a step
-        steps.insert(0, ("C", str(dialogue.PROTOCOL_HEADER)))
-    verdict = dialogue.check(grammar, steps, crossing=True)
-    at = None if verdict.at is None else verdict.at - header
-    frame = rows.iloc[at] if at is not None and at >= 0 else None
+    judged = verdict_columns(dialogue_of(package), grammar, rows, opens=grammar == "connection")
     return pd.DataFrame(
         [
             {
@@ -271,12 +258,7 @@ def _check_conversation(package: str, rows: Any) -> Any:
                 "connection": rows["connection"].iloc[0],
                 "grammar": grammar,
                 "id": int(rows["id"].iloc[0]),
-                "status": verdict.status,
-                "steps": len(steps),
-                "offset": None if frame is None else int(frame["offset"]),
-                "direction": None if frame is None else frame["direction"],
-                "message": None if frame is None else frame["message"],
-                "expected": ", ".join(verdict.expected),
+                **judged,
             }
         ]
     )
@@ -284,7 +266,7 @@ def _check_conversation(package: str, rows: Any) -> Any:
 
 def _conversations(frames: DataFrame, package: str) -> Section:
     title = "Conversations against the grammar"
-    dialogue = importlib.import_module(f"{package}.dialogue")
+    dialogue = dialogue_of(package)
     # the commands' class is their grammar; its channel-id or handle-id says which conversation
     ids: dict[str, list[Column]] = {"channel": [], "handle": []}
     for message, step in dialogue.METHODS.items():
@@ -319,15 +301,13 @@ def _conversations(frames: DataFrame, package: str) -> Section:
     rows = verdicts.orderBy(*_CONNECTION, "grammar", "id").collect()
     if not rows:
         return Section(title, notes=["no commands in this capture"])
-    counts = {s: sum(1 for r in rows if r["status"] == s) for s in ("ok", "incomplete", "broken")}
     kinds = ", ".join(
         f"{n} {g}{'' if n == 1 else 's'}"
         for g in ("connection", "channel", "handle")
         if (n := sum(1 for r in rows if r["grammar"] == g))
     )
     notes = [
-        f"{len(rows)} conversations ({kinds}): {counts['ok']} follow their grammar, "
-        f"{counts['incomplete']} stop early (incomplete, not broken), {counts['broken']} break it",
+        tally(Counter(r["status"] for r in rows), kinds),
         "each class's commands against its Command Flow Summary, by channel-id and handle-id; "
         "each direction in wire order, their interleaving open",
     ]

@@ -1,1 +1,1 @@
-"""Spark pipeline: decode captured traffic into Parquet, and report on it."""
+"""Spark pipeline: decode captured traffic into Parquet, and the sections a report is made of."""

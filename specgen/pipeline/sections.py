@@ -1,7 +1,8 @@
 """What a report is made of: sections of tables, notes and charts, and the helpers that build them.
 
-`report.py` builds the generic sections from these, and so does each protocol's analysis
-(`specgen/analyses/`) for its own; both import this module, neither the other's.
+Each protocol's analysis (`specgen/analyses/`) builds its own sections from these, and
+`specgen/report.py`, which stands above the analyses and gathers theirs, the generic ones; this
+module imports neither.
 """
 
 from __future__ import annotations
