@@ -350,9 +350,3 @@ def test_ranges_cut_only_between_messages(tmp_path: Path) -> None:
         return r["direction"], r["offset"]
 
     assert sorted(many, key=key) == sorted(one, key=key)
-
-
-def test_the_spark_ddl_is_the_arrow_schema(spark: Any) -> None:
-    """The generated SPARK_DDL and FRAMES_SCHEMA describe one table (Spark reads both)."""
-    schema = decode._codec("specgen_codecs.amqp_0_10.v0_10").schema
-    assert spark.createDataFrame([], schema.SPARK_DDL).schema == schema.spark_schema()

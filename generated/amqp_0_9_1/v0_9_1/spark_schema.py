@@ -2,8 +2,8 @@
 # Do not edit: change the spec, its overlay or templates/, then run `specgen generate`.
 """AMQP 0-9-1 0-9-1: the frames table `specgen decode` writes, as Arrow and Spark schemas.
 
-FRAMES_SCHEMA (Arrow) and SPARK_DDL (Spark) describe one table: where each frame was seen, its
-header, what it decoded to, and one struct column per message class, null except on that
+FRAMES_SCHEMA (Arrow; `spark_schema()` gives it to Spark) describes one table: where each frame
+was seen, its header, what it decoded to, and one struct column per message class, null except on that
 class's frames. `message_columns(messages)` builds the decoded part column-wise: one list per
 leaf field, nested lists flattened once per level, no per-row dicts.
 
@@ -474,65 +474,6 @@ CODE_NAMES: dict[str, dict[int, str]] = {
     },
 }
 """Role -> value -> the spec's name for it, for roles whose values an enumeration names."""
-
-SPARK_DDL = ", ".join(
-    [
-        "`capture` STRING",
-        "`connection` STRING",
-        "`direction` STRING",
-        "`timestamp` TIMESTAMP",
-        "`offset` BIGINT",
-        "`size` INT",
-        "`type` SMALLINT",
-        "`channel` INT",
-        "`command` STRING",
-        "`message` STRING",
-        "`kind` STRING",
-        "`response_code` INT",
-        "`content_body` STRUCT<`payload`: BINARY>",
-        "`connection_start` STRUCT<`version_major`: SMALLINT, `version_minor`: SMALLINT, `server_properties`: STRING, `mechanisms`: BINARY, `locales`: BINARY>",
-        "`connection_start_ok` STRUCT<`client_properties`: STRING, `mechanism`: STRING, `response`: BINARY, `locale`: STRING>",
-        "`connection_secure` STRUCT<`challenge`: BINARY>",
-        "`connection_secure_ok` STRUCT<`response`: BINARY>",
-        "`connection_tune` STRUCT<`channel_max`: INT, `frame_max`: BIGINT, `heartbeat`: INT>",
-        "`connection_tune_ok` STRUCT<`channel_max`: INT, `frame_max`: BIGINT, `heartbeat`: INT>",
-        "`connection_open` STRUCT<`virtual_host`: STRING, `reserved1`: STRING, `reserved2`: BOOLEAN>",
-        "`connection_open_ok` STRUCT<`reserved1`: STRING>",
-        "`connection_close` STRUCT<`reply_code`: INT, `reply_text`: STRING, `class_id`: INT, `method_id`: INT>",
-        "`channel_open` STRUCT<`reserved1`: STRING>",
-        "`channel_open_ok` STRUCT<`reserved1`: BINARY>",
-        "`channel_flow` STRUCT<`active`: BOOLEAN>",
-        "`channel_flow_ok` STRUCT<`active`: BOOLEAN>",
-        "`channel_close` STRUCT<`reply_code`: INT, `reply_text`: STRING, `class_id`: INT, `method_id`: INT>",
-        "`exchange_declare` STRUCT<`reserved1`: INT, `exchange`: STRING, `type`: STRING, `passive`: BOOLEAN, `durable`: BOOLEAN, `reserved2`: BOOLEAN, `reserved3`: BOOLEAN, `no_wait`: BOOLEAN, `arguments`: STRING>",
-        "`exchange_delete` STRUCT<`reserved1`: INT, `exchange`: STRING, `if_unused`: BOOLEAN, `no_wait`: BOOLEAN>",
-        "`queue_declare` STRUCT<`reserved1`: INT, `queue`: STRING, `passive`: BOOLEAN, `durable`: BOOLEAN, `exclusive`: BOOLEAN, `auto_delete`: BOOLEAN, `no_wait`: BOOLEAN, `arguments`: STRING>",
-        "`queue_declare_ok` STRUCT<`queue`: STRING, `message_count`: BIGINT, `consumer_count`: BIGINT>",
-        "`queue_bind` STRUCT<`reserved1`: INT, `queue`: STRING, `exchange`: STRING, `routing_key`: STRING, `no_wait`: BOOLEAN, `arguments`: STRING>",
-        "`queue_purge` STRUCT<`reserved1`: INT, `queue`: STRING, `no_wait`: BOOLEAN>",
-        "`queue_purge_ok` STRUCT<`message_count`: BIGINT>",
-        "`queue_delete` STRUCT<`reserved1`: INT, `queue`: STRING, `if_unused`: BOOLEAN, `if_empty`: BOOLEAN, `no_wait`: BOOLEAN>",
-        "`queue_delete_ok` STRUCT<`message_count`: BIGINT>",
-        "`queue_unbind` STRUCT<`reserved1`: INT, `queue`: STRING, `exchange`: STRING, `routing_key`: STRING, `arguments`: STRING>",
-        "`basic_properties` STRUCT<`weight`: INT, `body_size`: DECIMAL(20,0), `content_type`: STRING, `content_encoding`: STRING, `headers`: STRING, `delivery_mode`: SMALLINT, `priority`: SMALLINT, `correlation_id`: STRING, `reply_to`: STRING, `expiration`: STRING, `message_id`: STRING, `timestamp`: TIMESTAMP, `type`: STRING, `user_id`: STRING, `app_id`: STRING, `reserved`: STRING>",
-        "`basic_qos` STRUCT<`prefetch_size`: BIGINT, `prefetch_count`: INT, `global_`: BOOLEAN>",
-        "`basic_consume` STRUCT<`reserved1`: INT, `queue`: STRING, `consumer_tag`: STRING, `no_local`: BOOLEAN, `no_ack`: BOOLEAN, `exclusive`: BOOLEAN, `no_wait`: BOOLEAN, `arguments`: STRING>",
-        "`basic_consume_ok` STRUCT<`consumer_tag`: STRING>",
-        "`basic_cancel` STRUCT<`consumer_tag`: STRING, `no_wait`: BOOLEAN>",
-        "`basic_cancel_ok` STRUCT<`consumer_tag`: STRING>",
-        "`basic_publish` STRUCT<`reserved1`: INT, `exchange`: STRING, `routing_key`: STRING, `mandatory`: BOOLEAN, `immediate`: BOOLEAN>",
-        "`basic_return` STRUCT<`reply_code`: INT, `reply_text`: STRING, `exchange`: STRING, `routing_key`: STRING>",
-        "`basic_deliver` STRUCT<`consumer_tag`: STRING, `delivery_tag`: DECIMAL(20,0), `redelivered`: BOOLEAN, `exchange`: STRING, `routing_key`: STRING>",
-        "`basic_get` STRUCT<`reserved1`: INT, `queue`: STRING, `no_ack`: BOOLEAN>",
-        "`basic_get_ok` STRUCT<`delivery_tag`: DECIMAL(20,0), `redelivered`: BOOLEAN, `exchange`: STRING, `routing_key`: STRING, `message_count`: BIGINT>",
-        "`basic_get_empty` STRUCT<`reserved1`: STRING>",
-        "`basic_ack` STRUCT<`delivery_tag`: DECIMAL(20,0), `multiple`: BOOLEAN>",
-        "`basic_reject` STRUCT<`delivery_tag`: DECIMAL(20,0), `requeue`: BOOLEAN>",
-        "`basic_recover_async` STRUCT<`requeue`: BOOLEAN>",
-        "`basic_recover` STRUCT<`requeue`: BOOLEAN>",
-    ]
-)
-"""FRAMES_SCHEMA in Spark's DDL, as `DataFrame.mapInArrow` and `createDataFrame` take it."""
 
 MESSAGE_COLUMNS: dict[str, str] = {
     "ContentBody": "content_body",

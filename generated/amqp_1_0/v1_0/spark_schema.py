@@ -259,40 +259,6 @@ MESSAGE_COLUMNS: dict[str, str] = {
 }
 """Performative class -> its struct column."""
 
-SPARK_DDL = ", ".join(
-    [
-        "`capture` STRING",
-        "`connection` STRING",
-        "`direction` STRING",
-        "`timestamp` TIMESTAMP",
-        "`offset` BIGINT",
-        "`size` INT",
-        "`frame_type` SMALLINT",
-        "`doff` SMALLINT",
-        "`channel` INT",
-        "`command` STRING",
-        "`message` STRING",
-        "`kind` STRING",
-        "`protocol_header` STRUCT<`protocol_id`: SMALLINT, `major`: SMALLINT, `minor`: SMALLINT, `revision`: SMALLINT>",
-        "`open` STRUCT<`container_id`: STRING, `hostname`: STRING, `max_frame_size`: BIGINT, `channel_max`: INT, `idle_time_out`: BIGINT, `outgoing_locales`: STRING, `incoming_locales`: STRING, `offered_capabilities`: STRING, `desired_capabilities`: STRING, `properties`: STRING>",
-        "`begin` STRUCT<`remote_channel`: INT, `next_outgoing_id`: BIGINT, `incoming_window`: BIGINT, `outgoing_window`: BIGINT, `handle_max`: BIGINT, `offered_capabilities`: STRING, `desired_capabilities`: STRING, `properties`: STRING>",
-        "`attach` STRUCT<`name`: STRING, `handle`: BIGINT, `role`: BOOLEAN, `snd_settle_mode`: SMALLINT, `rcv_settle_mode`: SMALLINT, `source`: STRING, `target`: STRING, `unsettled`: STRING, `incomplete_unsettled`: BOOLEAN, `initial_delivery_count`: BIGINT, `max_message_size`: DECIMAL(20,0), `offered_capabilities`: STRING, `desired_capabilities`: STRING, `properties`: STRING>",
-        "`flow` STRUCT<`next_incoming_id`: BIGINT, `incoming_window`: BIGINT, `next_outgoing_id`: BIGINT, `outgoing_window`: BIGINT, `handle`: BIGINT, `delivery_count`: BIGINT, `link_credit`: BIGINT, `available`: BIGINT, `drain`: BOOLEAN, `echo`: BOOLEAN, `properties`: STRING>",
-        "`transfer` STRUCT<`handle`: BIGINT, `delivery_id`: BIGINT, `delivery_tag`: BINARY, `message_format`: BIGINT, `settled`: BOOLEAN, `more`: BOOLEAN, `rcv_settle_mode`: SMALLINT, `state`: STRING, `resume`: BOOLEAN, `aborted`: BOOLEAN, `batchable`: BOOLEAN>",
-        "`disposition` STRUCT<`role`: BOOLEAN, `first`: BIGINT, `last`: BIGINT, `settled`: BOOLEAN, `state`: STRING, `batchable`: BOOLEAN>",
-        "`detach` STRUCT<`handle`: BIGINT, `closed`: BOOLEAN, `error`: STRING>",
-        "`end` STRUCT<`error`: STRING>",
-        "`close` STRUCT<`error`: STRING>",
-        "`sasl_mechanisms` STRUCT<`sasl_server_mechanisms`: STRING>",
-        "`sasl_init` STRUCT<`mechanism`: STRING, `initial_response`: BINARY, `hostname`: STRING>",
-        "`sasl_challenge` STRUCT<`challenge`: BINARY>",
-        "`sasl_response` STRUCT<`response`: BINARY>",
-        "`sasl_outcome` STRUCT<`code`: SMALLINT, `additional_data`: BINARY>",
-        "`payload` BINARY",
-    ]
-)
-"""FRAMES_SCHEMA as Spark DDL."""
-
 
 def spark_schema() -> StructType:
     """FRAMES_SCHEMA as a Spark StructType (imports pyspark only when called)."""

@@ -2,8 +2,8 @@
 # Do not edit: change the spec, its overlay or templates/, then run `specgen generate`.
 """AMQP/Fast 0.8 0.8: the frames table `specgen decode` writes, as Arrow and Spark schemas.
 
-FRAMES_SCHEMA (Arrow) and SPARK_DDL (Spark) describe one table: where each frame was seen, its
-header, what it decoded to, and one struct column per message class, null except on that
+FRAMES_SCHEMA (Arrow; `spark_schema()` gives it to Spark) describes one table: where each frame
+was seen, its header, what it decoded to, and one struct column per message class, null except on that
 class's frames. `message_columns(messages)` builds the decoded part column-wise: one list per
 leaf field, nested lists flattened once per level, no per-row dicts.
 
@@ -373,50 +373,6 @@ ROLE_COLUMNS: tuple[str, ...] = ()
 
 CODE_NAMES: dict[str, dict[int, str]] = {}
 """Role -> value -> the spec's name for it, for roles whose values an enumeration names."""
-
-SPARK_DDL = ", ".join(
-    [
-        "`capture` STRING",
-        "`connection` STRING",
-        "`direction` STRING",
-        "`timestamp` TIMESTAMP",
-        "`offset` BIGINT",
-        "`size` INT",
-        "`code` SMALLINT",
-        "`command` STRING",
-        "`message` STRING",
-        "`kind` STRING",
-        "`connection_challenge` STRUCT<`version`: SMALLINT, `mechanisms`: STRING, `challenges`: STRING>",
-        "`connection_response` STRUCT<`mechanism`: STRING, `responses`: STRING>",
-        "`connection_tune` STRUCT<`options`: STRING, `dictionary`: STRING>",
-        "`connection_open` STRUCT<`confirm_tag`: INT, `virtual_path`: STRING, `client_name`: STRING, `options`: STRING>",
-        "`connection_ping` STRUCT<`respond`: BOOLEAN>",
-        "`connection_reply` STRUCT<`confirm_tag`: INT, `reply_code`: INT, `reply_text`: STRING>",
-        "`connection_close` STRUCT<`reply_code`: INT, `reply_text`: STRING>",
-        "`channel_open` STRUCT<`channel_id`: INT, `confirm_tag`: INT, `transacted`: BOOLEAN, `restartable`: BOOLEAN, `options`: STRING, `out_of_band`: STRING>",
-        "`channel_ack` STRUCT<`channel_id`: INT, `confirm_tag`: INT, `message_nbr`: BIGINT>",
-        "`channel_commit` STRUCT<`channel_id`: INT, `confirm_tag`: INT, `options`: STRING>",
-        "`channel_rollback` STRUCT<`channel_id`: INT, `confirm_tag`: INT, `options`: STRING>",
-        "`channel_reply` STRUCT<`channel_id`: INT, `confirm_tag`: INT, `reply_code`: INT, `reply_text`: STRING>",
-        "`channel_close` STRUCT<`channel_id`: INT, `reply_code`: INT, `reply_text`: STRING>",
-        "`handle_open` STRUCT<`channel_id`: INT, `handle_id`: INT, `confirm_tag`: INT, `producer`: BOOLEAN, `consumer`: BOOLEAN, `browser`: BOOLEAN, `mime_type`: STRING, `encoding`: STRING, `options`: STRING>",
-        "`handle_send` STRUCT<`handle_id`: INT, `confirm_tag`: INT, `service_type`: INT, `fragment_size`: BIGINT, `partial`: BOOLEAN, `out_of_band`: BOOLEAN, `recovery`: BOOLEAN, `dest_name`: STRING>",
-        "`handle_consume` STRUCT<`handle_id`: INT, `confirm_tag`: INT, `service_type`: INT, `prefetch`: INT, `no_local`: BOOLEAN, `no_ack`: BOOLEAN, `dynamic`: BOOLEAN, `exclusive`: BOOLEAN, `dest_name`: STRING, `selector`: STRING>",
-        "`handle_flow` STRUCT<`handle_id`: INT, `confirm_tag`: INT, `flow_pause`: BOOLEAN>",
-        "`handle_unget` STRUCT<`handle_id`: INT, `confirm_tag`: INT, `message_nbr`: BIGINT>",
-        "`handle_query` STRUCT<`handle_id`: INT, `message_nbr`: BIGINT, `dest_name`: STRING, `selector`: BINARY, `mime_type`: STRING>",
-        "`handle_browse` STRUCT<`handle_id`: INT, `confirm_tag`: INT, `message_nbr`: BIGINT>",
-        "`handle_created` STRUCT<`handle_id`: INT, `dest_name`: STRING>",
-        "`handle_notify` STRUCT<`handle_id`: INT, `message_nbr`: BIGINT, `fragment_size`: BIGINT, `partial`: BOOLEAN, `out_of_band`: BOOLEAN, `recovery`: BOOLEAN, `delivered`: BOOLEAN, `redelivered`: BOOLEAN, `dest_name`: STRING>",
-        "`handle_index` STRUCT<`handle_id`: INT, `message_nbr`: BIGINT, `message_list`: BINARY>",
-        "`handle_prepare` STRUCT<`handle_id`: INT, `fragment_size`: BIGINT, `content_hash`: STRING>",
-        "`handle_ready` STRUCT<`handle_id`: INT, `message_size`: BIGINT>",
-        "`handle_reply` STRUCT<`handle_id`: INT, `confirm_tag`: INT, `reply_code`: INT, `reply_text`: STRING>",
-        "`handle_close` STRUCT<`handle_id`: INT, `reply_code`: INT, `reply_text`: STRING>",
-        "`fragment` STRUCT<`follows`: STRING, `first`: BOOLEAN, `head`: STRUCT<`body_size`: BIGINT, `persistent`: BOOLEAN, `priority`: SMALLINT, `expiration`: BIGINT, `mime_type`: STRING, `encoding`: STRING, `msg_identifier`: STRING, `headers`: STRING>>",
-    ]
-)
-"""FRAMES_SCHEMA in Spark's DDL, as `DataFrame.mapInArrow` and `createDataFrame` take it."""
 
 MESSAGE_COLUMNS: dict[str, str] = {
     "ConnectionChallenge": "connection_challenge",

@@ -2,8 +2,8 @@
 # Do not edit: change the spec, its overlay or templates/, then run `specgen generate`.
 """RabbitMQ Streams early: the frames table `specgen decode` writes, as Arrow and Spark schemas.
 
-FRAMES_SCHEMA (Arrow) and SPARK_DDL (Spark) describe one table: where each frame was seen, its
-header, what it decoded to, and one struct column per message class, null except on that
+FRAMES_SCHEMA (Arrow; `spark_schema()` gives it to Spark) describes one table: where each frame
+was seen, its header, what it decoded to, and one struct column per message class, null except on that
 class's frames. `message_columns(messages)` builds the decoded part column-wise: one list per
 leaf field, nested lists flattened once per level, no per-row dicts.
 
@@ -394,51 +394,6 @@ ROLE_COLUMNS: tuple[str, ...] = (
 
 CODE_NAMES: dict[str, dict[int, str]] = {}
 """Role -> value -> the spec's name for it, for roles whose values an enumeration names."""
-
-SPARK_DDL = ", ".join(
-    [
-        "`capture` STRING",
-        "`connection` STRING",
-        "`direction` STRING",
-        "`timestamp` TIMESTAMP",
-        "`offset` BIGINT",
-        "`size` INT",
-        "`key` SMALLINT",
-        "`version` SMALLINT",
-        "`command` STRING",
-        "`message` STRING",
-        "`kind` STRING",
-        "`correlation_id` INT",
-        "`response_code` SMALLINT",
-        "`publish` STRUCT<`stream`: STRING, `published_messages`: ARRAY<STRUCT<`publishing_id`: BIGINT, `message`: STRUCT<`simple_entry`: BINARY, `sub_batch_entry`: STRUCT<`compression_type`: TINYINT, `reserved`: TINYINT, `num_records`: INT, `uncompressed_length`: BIGINT, `length`: BIGINT, `data`: BINARY>>>>>",
-        "`publish_confirm` STRUCT<`publishing_ids`: ARRAY<BIGINT>>",
-        "`subscribe_request` STRUCT<`correlation_id`: INT, `subscription_id`: INT, `stream`: STRING, `offset`: DECIMAL(20,0)>",
-        "`subscribe_response` STRUCT<`correlation_id`: INT, `response_code`: SMALLINT>",
-        "`deliver` STRUCT<`subscription_id`: INT, `osiris_chunk`: STRUCT<`magic_version`: TINYINT, `num_entries`: INT, `num_records`: BIGINT, `epoch`: DECIMAL(20,0), `chunk_first_offset`: DECIMAL(20,0), `chunk_crc`: BIGINT, `data_length`: BIGINT, `messages`: ARRAY<STRUCT<`simple_entry`: STRUCT<`size`: INT, `data`: BINARY>, `sub_batch_entry`: STRUCT<`compression_type`: TINYINT, `reserved`: TINYINT, `num_records`: INT, `uncompressed_length`: BIGINT, `length`: BIGINT, `data`: BINARY>>>>>",
-        "`credit` STRUCT<`subscription_id`: INT, `credit`: SMALLINT>",
-        "`unsubscribe_request` STRUCT<`correlation_id`: INT, `subscription_id`: INT>",
-        "`unsubscribe_response` STRUCT<`correlation_id`: INT, `response_code`: SMALLINT>",
-        "`publish_error` STRUCT<`publishing_error`: ARRAY<STRUCT<`publishing_id`: BIGINT, `code`: SMALLINT>>>",
-        "`metadata_update` STRUCT<`metadata_info`: STRUCT<`code`: SMALLINT, `stream`: STRING>>",
-        "`metadata_request` STRUCT<`correlation_id`: INT, `stream`: ARRAY<STRING>>",
-        "`metadata_response` STRUCT<`correlation_id`: INT, `broker`: ARRAY<STRUCT<`reference`: SMALLINT, `host`: STRING, `port`: INT>>, `stream_metadata`: ARRAY<STRUCT<`stream_name`: STRING, `response_code`: SMALLINT, `leader_reference`: SMALLINT, `replicas_references`: ARRAY<SMALLINT>>>>",
-        "`sasl_handshake_request` STRUCT<`correlation_id`: INT>",
-        "`sasl_handshake_response` STRUCT<`correlation_id`: INT, `response_code`: SMALLINT, `mechanism`: ARRAY<STRING>>",
-        "`sasl_authenticate_request` STRUCT<`correlation_id`: INT, `mechanism`: STRING, `sasl_opaque_data`: BINARY>",
-        "`sasl_authenticate_response` STRUCT<`correlation_id`: INT, `response_code`: SMALLINT, `sasl_opaque_data`: BINARY>",
-        "`tune_request` STRUCT<`frame_max`: INT, `heartbeat`: INT>",
-        "`tune_response` STRUCT<`frame_max`: INT, `heartbeat`: INT>",
-        "`open_request` STRUCT<`correlation_id`: INT, `virtual_host`: STRING>",
-        "`open_response` STRUCT<`correlation_id`: INT, `response_code`: SMALLINT>",
-        "`close_request` STRUCT<`correlation_id`: INT, `closing_code`: SMALLINT, `closing_reason`: STRING>",
-        "`close_response` STRUCT<`correlation_id`: INT, `response_code`: SMALLINT>",
-        "`create_request` STRUCT<`correlation_id`: INT, `stream`: STRING, `arguments`: ARRAY<STRUCT<`key`: STRING, `value`: STRING>>>",
-        "`create_response` STRUCT<`correlation_id`: INT, `response_code`: SMALLINT>",
-        "`delete_request` STRUCT<`correlation_id`: INT, `stream`: STRING>",
-        "`delete_response` STRUCT<`correlation_id`: INT, `response_code`: SMALLINT>",
-    ]
-)
-"""FRAMES_SCHEMA in Spark's DDL, as `DataFrame.mapInArrow` and `createDataFrame` take it."""
 
 MESSAGE_COLUMNS: dict[str, str] = {
     "Publish": "publish",

@@ -2,8 +2,8 @@
 # Do not edit: change the spec, its overlay or templates/, then run `specgen generate`.
 """RabbitMQ Streams 4.0: the frames table `specgen decode` writes, as Arrow and Spark schemas.
 
-FRAMES_SCHEMA (Arrow) and SPARK_DDL (Spark) describe one table: where each frame was seen, its
-header, what it decoded to, and one struct column per message class, null except on that
+FRAMES_SCHEMA (Arrow; `spark_schema()` gives it to Spark) describes one table: where each frame
+was seen, its header, what it decoded to, and one struct column per message class, null except on that
 class's frames. `message_columns(messages)` builds the decoded part column-wise: one list per
 leaf field, nested lists flattened once per level, no per-row dicts.
 
@@ -867,79 +867,6 @@ CODE_NAMES: dict[str, dict[int, str]] = {
     },
 }
 """Role -> value -> the spec's name for it, for roles whose values an enumeration names."""
-
-SPARK_DDL = ", ".join(
-    [
-        "`capture` STRING",
-        "`connection` STRING",
-        "`direction` STRING",
-        "`timestamp` TIMESTAMP",
-        "`offset` BIGINT",
-        "`size` INT",
-        "`key` INT",
-        "`version` INT",
-        "`command` STRING",
-        "`message` STRING",
-        "`kind` STRING",
-        "`correlation_id` BIGINT",
-        "`response_code` INT",
-        "`declare_publisher_request` STRUCT<`correlation_id`: BIGINT, `publisher_id`: SMALLINT, `publisher_reference`: STRING, `stream`: STRING>",
-        "`declare_publisher_response` STRUCT<`correlation_id`: BIGINT, `response_code`: INT>",
-        "`publish_v1` STRUCT<`publisher_id`: SMALLINT, `published_messages`: ARRAY<STRUCT<`publishing_id`: DECIMAL(20,0), `message`: STRUCT<`simple_entry`: BINARY, `sub_batch_entry`: STRUCT<`compression_type`: TINYINT, `reserved`: TINYINT, `num_records`: INT, `uncompressed_length`: BIGINT, `length`: BIGINT, `data`: BINARY>>>>>",
-        "`publish_v2` STRUCT<`publisher_id`: SMALLINT, `published_messages`: ARRAY<STRUCT<`publishing_id`: DECIMAL(20,0), `filter_value`: STRING, `message`: STRUCT<`simple_entry`: BINARY, `sub_batch_entry`: STRUCT<`compression_type`: TINYINT, `reserved`: TINYINT, `num_records`: INT, `uncompressed_length`: BIGINT, `length`: BIGINT, `data`: BINARY>>>>>",
-        "`publish_confirm` STRUCT<`publisher_id`: SMALLINT, `publishing_ids`: ARRAY<DECIMAL(20,0)>>",
-        "`publish_error` STRUCT<`publisher_id`: SMALLINT, `publishing_error`: ARRAY<STRUCT<`publishing_id`: DECIMAL(20,0), `code`: INT>>>",
-        "`query_publisher_sequence_request` STRUCT<`correlation_id`: BIGINT, `publisher_reference`: STRING, `stream`: STRING>",
-        "`query_publisher_sequence_response` STRUCT<`correlation_id`: BIGINT, `response_code`: INT, `sequence`: DECIMAL(20,0)>",
-        "`delete_publisher_request` STRUCT<`correlation_id`: BIGINT, `publisher_id`: SMALLINT>",
-        "`delete_publisher_response` STRUCT<`correlation_id`: BIGINT, `response_code`: INT>",
-        "`subscribe_request` STRUCT<`correlation_id`: BIGINT, `subscription_id`: SMALLINT, `stream`: STRING, `offset_specification`: STRUCT<`offset_type`: INT, `offset`: DECIMAL(20,0)>, `credit`: INT, `properties`: ARRAY<STRUCT<`key`: STRING, `value`: STRING>>>",
-        "`subscribe_response` STRUCT<`correlation_id`: BIGINT, `response_code`: INT>",
-        "`deliver_v1` STRUCT<`subscription_id`: SMALLINT, `osiris_chunk`: STRUCT<`magic_version`: TINYINT, `chunk_type`: TINYINT, `num_entries`: INT, `num_records`: BIGINT, `timestamp`: BIGINT, `epoch`: DECIMAL(20,0), `chunk_first_offset`: DECIMAL(20,0), `chunk_crc`: BIGINT, `data_length`: BIGINT, `trailer_length`: BIGINT, `bloom_size`: SMALLINT, `reserved`: INT, `messages`: ARRAY<STRUCT<`simple_entry`: STRUCT<`size`: INT, `data`: BINARY>, `sub_batch_entry`: STRUCT<`compression_type`: TINYINT, `reserved`: TINYINT, `num_records`: INT, `uncompressed_length`: BIGINT, `length`: BIGINT, `data`: BINARY>>>>>",
-        "`deliver_v2` STRUCT<`subscription_id`: SMALLINT, `committed_chunk_id`: DECIMAL(20,0), `osiris_chunk`: STRUCT<`magic_version`: TINYINT, `chunk_type`: TINYINT, `num_entries`: INT, `num_records`: BIGINT, `timestamp`: BIGINT, `epoch`: DECIMAL(20,0), `chunk_first_offset`: DECIMAL(20,0), `chunk_crc`: BIGINT, `data_length`: BIGINT, `trailer_length`: BIGINT, `bloom_size`: SMALLINT, `reserved`: INT, `messages`: ARRAY<STRUCT<`simple_entry`: STRUCT<`size`: INT, `data`: BINARY>, `sub_batch_entry`: STRUCT<`compression_type`: TINYINT, `reserved`: TINYINT, `num_records`: INT, `uncompressed_length`: BIGINT, `length`: BIGINT, `data`: BINARY>>>>>",
-        "`credit` STRUCT<`subscription_id`: SMALLINT, `credit`: INT>",
-        "`credit_response` STRUCT<`response_code`: INT, `subscription_id`: SMALLINT>",
-        "`store_offset` STRUCT<`reference`: STRING, `stream`: STRING, `offset`: DECIMAL(20,0)>",
-        "`query_offset_request` STRUCT<`correlation_id`: BIGINT, `reference`: STRING, `stream`: STRING>",
-        "`query_offset_response` STRUCT<`correlation_id`: BIGINT, `response_code`: INT, `offset`: DECIMAL(20,0)>",
-        "`unsubscribe_request` STRUCT<`correlation_id`: BIGINT, `subscription_id`: SMALLINT>",
-        "`unsubscribe_response` STRUCT<`correlation_id`: BIGINT, `response_code`: INT>",
-        "`create_request` STRUCT<`correlation_id`: BIGINT, `stream`: STRING, `arguments`: ARRAY<STRUCT<`key`: STRING, `value`: STRING>>>",
-        "`create_response` STRUCT<`correlation_id`: BIGINT, `response_code`: INT>",
-        "`delete_request` STRUCT<`correlation_id`: BIGINT, `stream`: STRING>",
-        "`delete_response` STRUCT<`correlation_id`: BIGINT, `response_code`: INT>",
-        "`metadata_request` STRUCT<`correlation_id`: BIGINT, `stream`: ARRAY<STRING>>",
-        "`metadata_response` STRUCT<`correlation_id`: BIGINT, `broker`: ARRAY<STRUCT<`reference`: INT, `host`: STRING, `port`: BIGINT>>, `stream_metadata`: ARRAY<STRUCT<`stream_name`: STRING, `response_code`: INT, `leader_reference`: INT, `replicas_references`: ARRAY<INT>>>>",
-        "`metadata_update` STRUCT<`metadata_info`: STRUCT<`code`: INT, `stream`: STRING>>",
-        "`peer_properties_request` STRUCT<`correlation_id`: BIGINT, `peer_properties`: ARRAY<STRUCT<`key`: STRING, `value`: STRING>>>",
-        "`peer_properties_response` STRUCT<`correlation_id`: BIGINT, `response_code`: INT, `peer_properties`: ARRAY<STRUCT<`key`: STRING, `value`: STRING>>>",
-        "`sasl_handshake_request` STRUCT<`correlation_id`: BIGINT>",
-        "`sasl_handshake_response` STRUCT<`correlation_id`: BIGINT, `response_code`: INT, `mechanisms`: ARRAY<STRING>>",
-        "`sasl_authenticate_request` STRUCT<`correlation_id`: BIGINT, `mechanism`: STRING, `sasl_opaque_data`: BINARY>",
-        "`sasl_authenticate_response` STRUCT<`correlation_id`: BIGINT, `response_code`: INT, `sasl_opaque_data`: BINARY>",
-        "`tune_request` STRUCT<`frame_max`: BIGINT, `heartbeat`: BIGINT>",
-        "`tune_response` STRUCT<`frame_max`: BIGINT, `heartbeat`: BIGINT>",
-        "`open_request` STRUCT<`correlation_id`: BIGINT, `virtual_host`: STRING>",
-        "`open_response` STRUCT<`correlation_id`: BIGINT, `response_code`: INT, `connection_properties`: ARRAY<STRUCT<`key`: STRING, `value`: STRING>>>",
-        "`close_request` STRUCT<`correlation_id`: BIGINT, `closing_code`: INT, `closing_reason`: STRING>",
-        "`close_response` STRUCT<`correlation_id`: BIGINT, `response_code`: INT>",
-        "`route_request` STRUCT<`correlation_id`: BIGINT, `routing_key`: STRING, `super_stream`: STRING>",
-        "`route_response` STRUCT<`correlation_id`: BIGINT, `response_code`: INT, `stream`: ARRAY<STRING>>",
-        "`partitions_request` STRUCT<`correlation_id`: BIGINT, `super_stream`: STRING>",
-        "`partitions_response` STRUCT<`correlation_id`: BIGINT, `response_code`: INT, `stream`: ARRAY<STRING>>",
-        "`consumer_update_request` STRUCT<`correlation_id`: BIGINT, `subscription_id`: SMALLINT, `active`: SMALLINT>",
-        "`consumer_update_response` STRUCT<`correlation_id`: BIGINT, `response_code`: INT, `offset_specification`: STRUCT<`offset_type`: INT, `offset`: DECIMAL(20,0)>>",
-        "`exchange_command_versions_request` STRUCT<`correlation_id`: BIGINT, `command`: ARRAY<STRUCT<`key`: INT, `min_version`: INT, `max_version`: INT>>>",
-        "`exchange_command_versions_response` STRUCT<`correlation_id`: BIGINT, `response_code`: INT, `command`: ARRAY<STRUCT<`key`: INT, `min_version`: INT, `max_version`: INT>>>",
-        "`stream_stats_request` STRUCT<`correlation_id`: BIGINT, `stream`: STRING>",
-        "`stream_stats_response` STRUCT<`correlation_id`: BIGINT, `response_code`: INT, `stats`: ARRAY<STRUCT<`key`: STRING, `value`: BIGINT>>>",
-        "`create_super_stream_request` STRUCT<`correlation_id`: BIGINT, `name`: STRING, `partition`: ARRAY<STRING>, `binding_key`: ARRAY<STRING>, `arguments`: ARRAY<STRUCT<`key`: STRING, `value`: STRING>>>",
-        "`create_super_stream_response` STRUCT<`correlation_id`: BIGINT, `response_code`: INT>",
-        "`delete_super_stream_request` STRUCT<`correlation_id`: BIGINT, `name`: STRING>",
-        "`delete_super_stream_response` STRUCT<`correlation_id`: BIGINT, `response_code`: INT>",
-    ]
-)
-"""FRAMES_SCHEMA in Spark's DDL, as `DataFrame.mapInArrow` and `createDataFrame` take it."""
 
 MESSAGE_COLUMNS: dict[str, str] = {
     "DeclarePublisherRequest": "declare_publisher_request",
