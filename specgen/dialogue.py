@@ -66,6 +66,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import assert_never
 
 from specgen.abnf import (
     Alt,
@@ -135,16 +136,21 @@ def _options(e: Expr) -> tuple[Expr, ...]:
 
 
 def _refs(e: Expr) -> Iterable[RuleRef]:
-    if isinstance(e, RuleRef):
-        yield e
-    elif isinstance(e, Seq):
-        for x in e.items:
-            yield from _refs(x)
-    elif isinstance(e, Alt):
-        for x in e.options:
-            yield from _refs(x)
-    elif isinstance(e, Repeat):
-        yield from _refs(e.expr)
+    match e:
+        case RuleRef():
+            yield e
+        case Seq():
+            for x in e.items:
+                yield from _refs(x)
+        case Alt():
+            for x in e.options:
+                yield from _refs(x)
+        case Repeat():
+            yield from _refs(e.expr)
+        case Step() | CharVal() | NumVal() | NumRange() | ProseVal():
+            pass
+        case _:
+            assert_never(e)
 
 
 def structural(dialogues: Sequence[Dialogue]) -> set[str]:
@@ -209,47 +215,55 @@ def tops(d: Dialogue) -> list[Rule]:
 def bind(e: Expr, receiver: str | None, rule: Rule) -> Expr:
     """`e` with `*:` and `R:` steps read as `C:`/`S:` (see the module docstring); `receiver` is
     the role `R:` stands for here (None: no `*:` step before)."""
-    if isinstance(e, Step):
-        if e.role == "R":
-            if receiver is None:
-                raise DialogueError(
-                    rule.span, f"rule {rule.name}: R:{e.name} follows no *: step to receive"
-                )
-            return Step(receiver, e.name)
-        if e.role == "*":
-            return Alt(tuple(Step(r, e.name) for r in ROLES))
-        if e.role.upper() not in ROLES:
-            raise DialogueError(rule.span, f"rule {rule.name}: unknown role {e.role}:")
-        return e
-    if isinstance(e, Seq):
-        for i, item in enumerate(e.items):
-            rest = e.items[i + 1 :]
-            if isinstance(item, Step) and item.role == "*" and any(_receives(x) for x in rest):
-                head = [bind(x, receiver, rule) for x in e.items[:i]]
-                options = []
-                for sender in ROLES:
-                    other = ROLES[1 - ROLES.index(sender)]
-                    tail = bind(Seq(rest) if len(rest) > 1 else rest[0], other, rule)
-                    options.append(Seq((*head, Step(sender, item.name), tail)))
-                return Alt(tuple(options))
-        return Seq(tuple(bind(x, receiver, rule) for x in e.items))
-    if isinstance(e, Alt):
-        return Alt(tuple(bind(x, receiver, rule) for x in e.options))
-    if isinstance(e, Repeat):
-        return Repeat(bind(e.expr, receiver, rule), e.low, e.high)
-    return e
+    match e:
+        case Step():
+            if e.role == "R":
+                if receiver is None:
+                    raise DialogueError(
+                        rule.span, f"rule {rule.name}: R:{e.name} follows no *: step to receive"
+                    )
+                return Step(receiver, e.name)
+            if e.role == "*":
+                return Alt(tuple(Step(r, e.name) for r in ROLES))
+            if e.role.upper() not in ROLES:
+                raise DialogueError(rule.span, f"rule {rule.name}: unknown role {e.role}:")
+            return e
+        case Seq():
+            for i, item in enumerate(e.items):
+                rest = e.items[i + 1 :]
+                if isinstance(item, Step) and item.role == "*" and any(_receives(x) for x in rest):
+                    head = [bind(x, receiver, rule) for x in e.items[:i]]
+                    options = []
+                    for sender in ROLES:
+                        other = ROLES[1 - ROLES.index(sender)]
+                        tail = bind(Seq(rest) if len(rest) > 1 else rest[0], other, rule)
+                        options.append(Seq((*head, Step(sender, item.name), tail)))
+                    return Alt(tuple(options))
+            return Seq(tuple(bind(x, receiver, rule) for x in e.items))
+        case Alt():
+            return Alt(tuple(bind(x, receiver, rule) for x in e.options))
+        case Repeat():
+            return Repeat(bind(e.expr, receiver, rule), e.low, e.high)
+        case RuleRef() | CharVal() | NumVal() | NumRange() | ProseVal():
+            return e
+        case _:
+            assert_never(e)
 
 
 def _receives(e: Expr) -> bool:
-    if isinstance(e, Step):
-        return e.role == "R"
-    if isinstance(e, Seq):
-        return any(_receives(x) for x in e.items)
-    if isinstance(e, Alt):
-        return any(_receives(x) for x in e.options)
-    if isinstance(e, Repeat):
-        return _receives(e.expr)
-    return False
+    match e:
+        case Step():
+            return e.role == "R"
+        case Seq():
+            return any(_receives(x) for x in e.items)
+        case Alt():
+            return any(_receives(x) for x in e.options)
+        case Repeat():
+            return _receives(e.expr)
+        case RuleRef() | CharVal() | NumVal() | NumRange() | ProseVal():
+            return False
+        case _:
+            assert_never(e)
 
 
 # --------------------------------------------------------------------------------------------
@@ -292,43 +306,46 @@ class _NFA:
         self, e: Expr, a: int, b: int, where: str, rule: Rule, active: tuple[str, ...]
     ) -> None:
         """Connect state a to state b with expression e, read inside dialogue `where`."""
-        if isinstance(e, Step):
-            self.edges[a].append((label(e.role, terminal(where, e)), b))
-        elif isinstance(e, Seq):
-            at = a
-            for i, item in enumerate(e.items):
-                to = b if i == len(e.items) - 1 else self.state()
-                self.build(item, at, to, where, rule, active)
-                at = to
-        elif isinstance(e, Alt):
-            for option in e.options:
-                self.build(option, a, b, where, rule, active)
-        elif isinstance(e, Repeat):
-            at = a
-            for _ in range(e.low):
-                to = self.state()
-                self.build(e.expr, at, to, where, rule, active)
-                at = to
-            if e.high is None:
-                loop = self.state()
-                self.eps[at].append(loop)
-                self.build(e.expr, loop, loop, where, rule, active)
-                self.eps[loop].append(b)
-            else:
-                self.eps[at].append(b)
-                for _ in range(e.high - e.low):
+        match e:
+            case Step():
+                self.edges[a].append((label(e.role, terminal(where, e)), b))
+            case Seq():
+                at = a
+                for i, item in enumerate(e.items):
+                    to = b if i == len(e.items) - 1 else self.state()
+                    self.build(item, at, to, where, rule, active)
+                    at = to
+            case Alt():
+                for option in e.options:
+                    self.build(option, a, b, where, rule, active)
+            case Repeat():
+                at = a
+                for _ in range(e.low):
                     to = self.state()
                     self.build(e.expr, at, to, where, rule, active)
-                    self.eps[to].append(b)
                     at = to
-        elif isinstance(e, RuleRef):
-            self.ref(e, a, b, where, rule, active)
-        else:
-            kind = {CharVal: "a quoted string", NumVal: "a number", NumRange: "a range"}
-            what = kind.get(type(e), "prose") if not isinstance(e, ProseVal) else "prose"
-            raise DialogueError(
-                rule.span, f"rule {rule.name} holds {what}: a dialogue's terminals are steps"
-            )
+                if e.high is None:
+                    loop = self.state()
+                    self.eps[at].append(loop)
+                    self.build(e.expr, loop, loop, where, rule, active)
+                    self.eps[loop].append(b)
+                else:
+                    self.eps[at].append(b)
+                    for _ in range(e.high - e.low):
+                        to = self.state()
+                        self.build(e.expr, at, to, where, rule, active)
+                        self.eps[to].append(b)
+                        at = to
+            case RuleRef():
+                self.ref(e, a, b, where, rule, active)
+            case CharVal() | NumVal() | NumRange() | ProseVal():
+                kind = {CharVal: "a quoted string", NumVal: "a number", NumRange: "a range"}
+                what = kind.get(type(e), "prose")
+                raise DialogueError(
+                    rule.span, f"rule {rule.name} holds {what}: a dialogue's terminals are steps"
+                )
+            case _:
+                assert_never(e)
 
     def ref(
         self, e: RuleRef, a: int, b: int, where: str, rule: Rule, active: tuple[str, ...]

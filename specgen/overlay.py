@@ -52,19 +52,30 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, assert_never, cast
 
 from specgen.ir import (
+    Alternatives,
     Array,
+    BitField,
+    Bits,
+    Blob,
+    Choice,
     Command,
     Direction,
     Field,
     IRError,
+    Map,
     Message,
     MessageKind,
+    Presence,
+    Prim,
     Protocol,
+    Ref,
     SourceSpan,
     Struct,
+    Switch,
+    Typed,
     TypeRef,
     attribute_from_data,
     field_from_data,
@@ -283,13 +294,29 @@ def _edit(fields: tuple[Field, ...], path: list[str], entry: Entry) -> tuple[Fie
 
 
 def _edit_type(t: TypeRef, path: list[str], entry: Entry) -> TypeRef:
-    if isinstance(t, Struct):
-        return replace(t, fields=_edit(t.fields, path, entry))
-    if isinstance(t, Array):
-        return replace(t, item=_edit_type(t.item, path, entry))
-    raise OverlayError(
-        f"{entry.span}: {entry.id}: {entry.target} goes through a {type(t).__name__}"
-    )
+    match t:
+        case Struct():
+            return replace(t, fields=_edit(t.fields, path, entry))
+        case Array():
+            return replace(t, item=_edit_type(t.item, path, entry))
+        case (
+            Prim()
+            | Ref()
+            | Map()
+            | Switch()
+            | Choice()
+            | Blob()
+            | Bits()
+            | BitField()
+            | Presence()
+            | Alternatives()
+            | Typed()
+        ):
+            raise OverlayError(
+                f"{entry.span}: {entry.id}: {entry.target} goes through a {type(t).__name__}"
+            )
+        case _:
+            assert_never(t)
 
 
 def _set(protocol: Protocol, entry: Entry) -> Protocol:
@@ -468,10 +495,26 @@ def _in_fields(fields_: tuple[Field, ...], members: list[str], entry: Entry) -> 
 
 
 def _in_type(t: TypeRef, members: list[str], entry: Entry) -> TypeRef:
-    if isinstance(t, Struct):
-        return replace(t, fields=_in_fields(t.fields, members, entry))
-    if isinstance(t, Array):
-        return replace(t, item=_in_type(t.item, members, entry))
-    raise OverlayError(
-        f"{entry.span}: {entry.id}: {entry.target} goes through a {type(t).__name__}"
-    )
+    match t:
+        case Struct():
+            return replace(t, fields=_in_fields(t.fields, members, entry))
+        case Array():
+            return replace(t, item=_in_type(t.item, members, entry))
+        case (
+            Prim()
+            | Ref()
+            | Map()
+            | Switch()
+            | Choice()
+            | Blob()
+            | Bits()
+            | BitField()
+            | Presence()
+            | Alternatives()
+            | Typed()
+        ):
+            raise OverlayError(
+                f"{entry.span}: {entry.id}: {entry.target} goes through a {type(t).__name__}"
+            )
+        case _:
+            assert_never(t)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, assert_never
 
 from specgen.emitters import conformance_nodes as n
 from specgen.emitters import pytext
@@ -22,6 +22,7 @@ from specgen.emitters.python_codec import described_files
 from specgen.emitters.render import Renderer
 from specgen.ir import (
     INT_WIDTHS,
+    Alternatives,
     Array,
     BitField,
     Bits,
@@ -36,6 +37,7 @@ from specgen.ir import (
     Ref,
     Struct,
     Switch,
+    Typed,
     TypeRef,
     walk_fields,
 )
@@ -144,111 +146,130 @@ class _Builder:
         return [values[n] for n in order]
 
     def value(self, t: TypeRef, mode: str, case: int, f: Field | None) -> Any:
-        if isinstance(t, Prim) and t.name in INT_WIDTHS:
-            lo, hi = _ranges(t.name)
-            return hi if mode == "max" else lo
-        if isinstance(t, Ref):
-            target = self.protocol.named_type(t.name)
-            if isinstance(target, Map):
-                return dict(self.max_table) if mode == "max" else {}
-            return list(MAX_ARRAY) if mode == "max" else []
-        if isinstance(t, Prim) and self.protocol.type(t.name).fixed:
-            p = self.protocol.type(t.name)
-            top = mode == "max"
-            return {
-                "timestamp": (1 << 64) - 1 if top else 0,
-                "float": (3.4028234663852886e38 if p.width == 4 else 1.7976931348623157e308)
-                if top
-                else 0.0,
-                "decimal": Decimal("-21474836.48") if top else Decimal("0"),
-                "bool": top,
-                "void": None,
-            }[p.kind]
-        if isinstance(t, Prim):
-            nullable = f is not None and f.nullable
-            if mode == "null" and nullable:
-                return None
-            ptype = self.protocol.type(t.name)
-            if ptype.kind == "bytes":
-                if INT_WIDTHS[ptype.length_prefix][0] == 1:
-                    return bytes(range(255)) if mode == "max" else b""
-                return bytes(range(256)) * 2 if mode == "max" else b""
-            if mode != "max":
-                return ""
-            limit = f.max_length if f is not None and f.max_length else 40
-            limit = min(limit, (1 << (8 * INT_WIDTHS[ptype.length_prefix][0] - 1)) // 4)
-            return (TEXT * (limit // len(TEXT) + 1))[:limit]
-        if isinstance(t, Blob):
-            return bytes(range(256)) if mode == "max" else b""
-        if isinstance(t, Array):
-            if mode != "max":
-                return []
-            if isinstance(t.item, Switch) and t.item.peek_bits:
-                return [
-                    self.value(c.type, mode, case, None) for c in t.item.cases if c.type is not None
-                ] * 3
-            length = (
-                LONG_ARRAY["prim"]
-                if isinstance(t.item, Prim) and t.item.name in INT_WIDTHS
-                else LONG_ARRAY["other"]
-            )
-            return [
-                self.value(
-                    t.item, mode, case, Field("Item", t.item, nullable=self.nullable(t.item))
+        match t:
+            case Prim() if t.name in INT_WIDTHS:
+                lo, hi = _ranges(t.name)
+                return hi if mode == "max" else lo
+            case Ref():
+                target = self.protocol.named_type(t.name)
+                if isinstance(target, Map):
+                    return dict(self.max_table) if mode == "max" else {}
+                return list(MAX_ARRAY) if mode == "max" else []
+            case Prim() if self.protocol.type(t.name).fixed:
+                p = self.protocol.type(t.name)
+                top = mode == "max"
+                return {
+                    "timestamp": (1 << 64) - 1 if top else 0,
+                    "float": (3.4028234663852886e38 if p.width == 4 else 1.7976931348623157e308)
+                    if top
+                    else 0.0,
+                    "decimal": Decimal("-21474836.48") if top else Decimal("0"),
+                    "bool": top,
+                    "void": None,
+                }[p.kind]
+            case Prim():
+                nullable = f is not None and f.nullable
+                if mode == "null" and nullable:
+                    return None
+                ptype = self.protocol.type(t.name)
+                if ptype.kind == "bytes":
+                    if INT_WIDTHS[ptype.length_prefix][0] == 1:
+                        return bytes(range(255)) if mode == "max" else b""
+                    return bytes(range(256)) * 2 if mode == "max" else b""
+                if mode != "max":
+                    return ""
+                limit = f.max_length if f is not None and f.max_length else 40
+                limit = min(limit, (1 << (8 * INT_WIDTHS[ptype.length_prefix][0] - 1)) // 4)
+                return (TEXT * (limit // len(TEXT) + 1))[:limit]
+            case Blob():
+                return bytes(range(256)) if mode == "max" else b""
+            case Array():
+                if mode != "max":
+                    return []
+                if isinstance(t.item, Switch) and t.item.peek_bits:
+                    return [
+                        self.value(c.type, mode, case, None)
+                        for c in t.item.cases
+                        if c.type is not None
+                    ] * 3
+                length = (
+                    LONG_ARRAY["prim"]
+                    if isinstance(t.item, Prim) and t.item.name in INT_WIDTHS
+                    else LONG_ARRAY["other"]
                 )
-                for _ in range(length)
-            ]
-        if isinstance(t, Struct):
-            return Obj(self.struct_name(t), self.sample(t.fields, mode, case))
-        if isinstance(t, Switch):  # peek switch outside an array
-            c = t.cases[case % len(t.cases)]
-            return None if c.type is None else self.value(c.type, mode, case, None)
-        raise TypeError(t)
+                return [
+                    self.value(
+                        t.item, mode, case, Field("Item", t.item, nullable=self.nullable(t.item))
+                    )
+                    for _ in range(length)
+                ]
+            case Struct():
+                return Obj(self.struct_name(t), self.sample(t.fields, mode, case))
+            case Switch():  # peek switch outside an array
+                c = t.cases[case % len(t.cases)]
+                return None if c.type is None else self.value(c.type, mode, case, None)
+            case Map() | Choice() | Bits() | BitField() | Presence() | Alternatives() | Typed():
+                raise TypeError(t)
+            case _:
+                assert_never(t)
 
     def size(self, t: TypeRef, v: Any) -> int:
-        if isinstance(t, Prim) and t.name in INT_WIDTHS:
-            return INT_WIDTHS[t.name][0]
-        if isinstance(t, Prim):
-            ptype = self.protocol.type(t.name)
-            prefix = INT_WIDTHS[ptype.length_prefix][0]
-            if v is None:
-                return prefix
-            return prefix + len(v.encode() if isinstance(v, str) else v)
-        if isinstance(t, Blob):
-            return len(v)
-        if isinstance(t, Array):
-            prefix = INT_WIDTHS[t.count_prefix][0] if t.count_prefix else 0
-            return prefix + sum(self.size(t.item, x) for x in v)
-        if isinstance(t, Switch):
-            for c in t.cases:
-                if (
-                    c.type is not None
-                    and isinstance(c.type, Struct)
-                    and isinstance(v, Obj)
-                    and v.cls == self.struct_name(c.type)
-                ):
-                    return self.size(c.type, v)
-            return (
-                0
-                if v is None
-                else self.size(next(c.type for c in t.cases if c.type is not None), v)
-            )
-        if isinstance(t, Struct):
-            assert isinstance(v, Obj)
-            total, i = 0, 0
-            for f in t.fields:
-                if isinstance(f.type, Bits):
-                    total += f.type.width
-                    i += sum(
-                        1
-                        for m in f.type.members
-                        if isinstance(m.type, BitField) and m.type.value is None
-                    )
-                    continue
-                total += self.size(f.type, v.args[i])
-                i += 1
-            return total
-        raise TypeError(t)
+        match t:
+            case Prim() if t.name in INT_WIDTHS:
+                return INT_WIDTHS[t.name][0]
+            case Prim():
+                ptype = self.protocol.type(t.name)
+                prefix = INT_WIDTHS[ptype.length_prefix][0]
+                if v is None:
+                    return prefix
+                return prefix + len(v.encode() if isinstance(v, str) else v)
+            case Blob():
+                return len(v)
+            case Array():
+                prefix = INT_WIDTHS[t.count_prefix][0] if t.count_prefix else 0
+                return prefix + sum(self.size(t.item, x) for x in v)
+            case Switch():
+                for c in t.cases:
+                    if (
+                        c.type is not None
+                        and isinstance(c.type, Struct)
+                        and isinstance(v, Obj)
+                        and v.cls == self.struct_name(c.type)
+                    ):
+                        return self.size(c.type, v)
+                return (
+                    0
+                    if v is None
+                    else self.size(next(c.type for c in t.cases if c.type is not None), v)
+                )
+            case Struct():
+                assert isinstance(v, Obj)
+                total, i = 0, 0
+                for f in t.fields:
+                    if isinstance(f.type, Bits):
+                        total += f.type.width
+                        i += sum(
+                            1
+                            for m in f.type.members
+                            if isinstance(m.type, BitField) and m.type.value is None
+                        )
+                        continue
+                    total += self.size(f.type, v.args[i])
+                    i += 1
+                return total
+            case (
+                Ref()
+                | Map()
+                | Choice()
+                | Bits()
+                | BitField()
+                | Presence()
+                | Alternatives()
+                | Typed()
+            ):
+                raise TypeError(t)
+            case _:
+                assert_never(t)
 
     # ---- hypothesis strategies: one composite function per class
 
@@ -310,42 +331,48 @@ class _Builder:
         return name
 
     def strategy(self, t: TypeRef, f: Field | None, out: dict[str, n.Composite]) -> n.Strategy:
-        if isinstance(t, Prim) and t.name in INT_WIDTHS:
-            return n.Integers(*_ranges(t.name))
-        if isinstance(t, Ref):
-            if isinstance(self.protocol.named_type(t.name), Map):
-                return n.Defined("TABLES")
-            return n.Lists(n.Defined("VALUES"), 3)
-        if isinstance(t, Prim) and self.protocol.type(t.name).fixed:
-            p = self.protocol.type(t.name)
-            fixed: dict[str, n.Strategy] = {
-                "timestamp": n.Unsigned(64),
-                "float": n.Floats(p.width * 8),
-                "decimal": n.Defined("DECIMALS"),
-                "bool": n.Booleans(),
-                "void": n.Nones(),
-            }
-            return fixed[p.kind]
-        if isinstance(t, Prim):
-            nullable = f is not None and f.nullable
-            base: n.Strategy
-            if self.protocol.type(t.name).kind == "bytes":
-                base = n.Binary(64)
-            else:
-                base = n.Text(min(f.max_length, 60) if f is not None and f.max_length else 60)
-            return n.NoneOr(base) if nullable else base
-        if isinstance(t, Blob):
-            return n.Binary(64)
-        if isinstance(t, Array):
-            item = self.strategy(t.item, Field("Item", t.item, nullable=self.nullable(t.item)), out)
-            return n.Lists(item, 4)
-        if isinstance(t, Struct):
-            return n.StructDraw(self.strategies(self.struct_name(t), t.fields, out))
-        if isinstance(t, Switch):
-            return n.OneOf(
-                tuple(self.strategy(c.type, None, out) for c in t.cases if c.type is not None)
-            )
-        raise TypeError(t)
+        match t:
+            case Prim() if t.name in INT_WIDTHS:
+                return n.Integers(*_ranges(t.name))
+            case Ref():
+                if isinstance(self.protocol.named_type(t.name), Map):
+                    return n.Defined("TABLES")
+                return n.Lists(n.Defined("VALUES"), 3)
+            case Prim() if self.protocol.type(t.name).fixed:
+                p = self.protocol.type(t.name)
+                fixed: dict[str, n.Strategy] = {
+                    "timestamp": n.Unsigned(64),
+                    "float": n.Floats(p.width * 8),
+                    "decimal": n.Defined("DECIMALS"),
+                    "bool": n.Booleans(),
+                    "void": n.Nones(),
+                }
+                return fixed[p.kind]
+            case Prim():
+                nullable = f is not None and f.nullable
+                base: n.Strategy
+                if self.protocol.type(t.name).kind == "bytes":
+                    base = n.Binary(64)
+                else:
+                    base = n.Text(min(f.max_length, 60) if f is not None and f.max_length else 60)
+                return n.NoneOr(base) if nullable else base
+            case Blob():
+                return n.Binary(64)
+            case Array():
+                item = self.strategy(
+                    t.item, Field("Item", t.item, nullable=self.nullable(t.item)), out
+                )
+                return n.Lists(item, 4)
+            case Struct():
+                return n.StructDraw(self.strategies(self.struct_name(t), t.fields, out))
+            case Switch():
+                return n.OneOf(
+                    tuple(self.strategy(c.type, None, out) for c in t.cases if c.type is not None)
+                )
+            case Map() | Choice() | Bits() | BitField() | Presence() | Alternatives() | Typed():
+                raise TypeError(t)
+            case _:
+                assert_never(t)
 
     def case_draw(self, t: TypeRef | None, out: dict[str, n.Composite]) -> n.Draw | None:
         """A switch case's drawn value; None for a case that carries nothing."""
@@ -353,36 +380,49 @@ class _Builder:
 
     def size_expr(self, t: TypeRef, v: n.Path) -> n.Size:
         """The size on the wire of the value of type `t` at `v`, as the template computes it."""
-        if isinstance(t, Prim) and t.name in INT_WIDTHS:
-            return n.Const(INT_WIDTHS[t.name][0])
-        if isinstance(t, Prim):
-            prefix = INT_WIDTHS[self.protocol.type(t.name).length_prefix][0]
-            kind = self.protocol.type(t.name).kind
-            return n.Prefixed(prefix, n.Len(v, encoded=kind == "string"))
-        if isinstance(t, Blob):
-            return n.Len(v)
-        if isinstance(t, Struct):
-            return n.Plus(
-                tuple(
-                    n.Const(f.type.width)
-                    if isinstance(f.type, Bits)
-                    else self.size_expr(f.type, (*v, snake(f.name)))
-                    for f in t.fields
+        match t:
+            case Prim() if t.name in INT_WIDTHS:
+                return n.Const(INT_WIDTHS[t.name][0])
+            case Prim():
+                prefix = INT_WIDTHS[self.protocol.type(t.name).length_prefix][0]
+                kind = self.protocol.type(t.name).kind
+                return n.Prefixed(prefix, n.Len(v, encoded=kind == "string"))
+            case Blob():
+                return n.Len(v)
+            case Struct():
+                return n.Plus(
+                    tuple(
+                        n.Const(f.type.width)
+                        if isinstance(f.type, Bits)
+                        else self.size_expr(f.type, (*v, snake(f.name)))
+                        for f in t.fields
+                    )
                 )
-            )
-        if isinstance(t, Array):
-            prefix = INT_WIDTHS[t.count_prefix][0] if t.count_prefix else 0
-            return n.Plus((n.Const(prefix), n.SumOf(self.size_expr(t.item, ("y",)), "y", v)))
-        if isinstance(t, Switch):
-            return n.ByClass(
-                tuple(
-                    n.ClassCase(self.struct_name(c.type), self.size_expr(c.type, v))
-                    for c in t.cases
-                    if isinstance(c.type, Struct)
-                ),
-                v,
-            )
-        raise TypeError(t)
+            case Array():
+                prefix = INT_WIDTHS[t.count_prefix][0] if t.count_prefix else 0
+                return n.Plus((n.Const(prefix), n.SumOf(self.size_expr(t.item, ("y",)), "y", v)))
+            case Switch():
+                return n.ByClass(
+                    tuple(
+                        n.ClassCase(self.struct_name(c.type), self.size_expr(c.type, v))
+                        for c in t.cases
+                        if isinstance(c.type, Struct)
+                    ),
+                    v,
+                )
+            case (
+                Ref()
+                | Map()
+                | Choice()
+                | Bits()
+                | BitField()
+                | Presence()
+                | Alternatives()
+                | Typed()
+            ):
+                raise TypeError(t)
+            case _:
+                assert_never(t)
 
 
 def _item(fields: tuple[Field, ...], name: str) -> TypeRef:

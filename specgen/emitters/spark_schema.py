@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
 from specgen.emitters import pytext, sharing
 from specgen.emitters.plan import ModulePlan, PlanError, attr_name, isort_key, snake
@@ -32,6 +32,7 @@ from specgen.emitters.render import Renderer
 from specgen.emitters.sharing import Block, block
 from specgen.ir import (
     INT_WIDTHS,
+    Alternatives,
     Array,
     BitField,
     Bits,
@@ -46,6 +47,7 @@ from specgen.ir import (
     Ref,
     Struct,
     Switch,
+    Typed,
     TypeRef,
     walk_fields,
 )
@@ -377,61 +379,81 @@ class _Mapper:
     def members(self, fields: tuple[Field, ...], label: str) -> list[tuple[str, str, Col, bool]]:
         out: list[tuple[str, str, Col, bool]] = []
         for f in fields:
-            if isinstance(f.type, Bits):
-                for m in f.type.members:
-                    assert isinstance(m.type, BitField)
-                    if m.type.value is None:
-                        name = attr_name(m.name)
-                        col = (
-                            Col("leaf", _BOOL, "BOOLEAN")
-                            if m.type.boolean
-                            else _int_col(0, (1 << m.type.bits) - 1)
-                        )
-                        out.append((name, name, col, False))
-                continue
-            if isinstance(f.type, Presence):
-                continue  # worked out from which fields are present: no value of its own
-            if isinstance(f.type, Prim) and self.protocol.type(f.type.name).kind == "void":
-                continue  # always None
-            name = attr_name(f.name)
-            maybe_none = f.optional or f.nullable or bool(f.present) or _has_empty_case(f.type)
-            out.append((name, name, self.col(f.type, f"{label}.{name}"), maybe_none))
+            t = f.type
+            match t:
+                case Bits():
+                    for m in t.members:
+                        assert isinstance(m.type, BitField)
+                        if m.type.value is None:
+                            name = attr_name(m.name)
+                            col = (
+                                Col("leaf", _BOOL, "BOOLEAN")
+                                if m.type.boolean
+                                else _int_col(0, (1 << m.type.bits) - 1)
+                            )
+                            out.append((name, name, col, False))
+                case Presence():
+                    pass  # worked out from which fields are present: no value of its own
+                case Prim() if self.protocol.type(t.name).kind == "void":
+                    pass  # always None
+                case (
+                    Prim()
+                    | Ref()
+                    | Array()
+                    | Map()
+                    | Struct()
+                    | Switch()
+                    | Choice()
+                    | Blob()
+                    | BitField()
+                    | Alternatives()
+                    | Typed()
+                ):
+                    name = attr_name(f.name)
+                    maybe_none = f.optional or f.nullable or bool(f.present) or _has_empty_case(t)
+                    out.append((name, name, self.col(t, f"{label}.{name}"), maybe_none))
+                case _:
+                    assert_never(t)
         return out
 
     def col(self, t: TypeRef, label: str) -> Col:
-        if isinstance(t, Prim):
-            p = self.protocol.type(t.name)
-            if p.kind == "int":
-                return _int_col(*_int_range(t.name))
-            return {
-                "string": Col("leaf", _STRING, "STRING"),
-                "bytes": Col("leaf", _BINARY, "BINARY"),
-                "bool": Col("leaf", _BOOL, "BOOLEAN"),
-                "float": Col(
-                    "leaf",
-                    Code("pa.float32()" if p.width == 4 else "pa.float64()"),
-                    "FLOAT" if p.width == 4 else "DOUBLE",
-                ),
-                "timestamp": Col("leaf", Code('pa.timestamp("s", tz="UTC")'), "TIMESTAMP"),
-                # a scale per value: exact as text, where one DECIMAL(p, s) column would round
-                "decimal": Col("leaf", _STRING, "STRING", convert="_texts"),
-            }[p.kind]
-        if isinstance(t, Ref | Map | Choice):
-            # field tables and the like: any shape, any depth; kept as JSON text
-            return Col("leaf", _STRING, "STRING", convert="_json")
-        if isinstance(t, Blob):
-            return Col("leaf", _BINARY, "BINARY")
-        if isinstance(t, Array):
-            item = self.col(t.item, f"{label}[]")
-            return Col("list", Code(f"pa.list_({item.arrow})"), f"ARRAY<{item.ddl}>", item=item)
-        if isinstance(t, Struct):
-            members = self.members(t.fields, label)
-            if not members:
-                raise PlanError(f"{label}: Parquet cannot store the empty structure {t.name}")
-            return Col("struct", _struct_arrow(members), _struct_ddl(members), members=members)
-        if isinstance(t, Switch):
-            return self._switch(t, label)
-        raise PlanError(f"{label}: no Spark type for {type(t).__name__}")
+        match t:
+            case Prim():
+                p = self.protocol.type(t.name)
+                if p.kind == "int":
+                    return _int_col(*_int_range(t.name))
+                return {
+                    "string": Col("leaf", _STRING, "STRING"),
+                    "bytes": Col("leaf", _BINARY, "BINARY"),
+                    "bool": Col("leaf", _BOOL, "BOOLEAN"),
+                    "float": Col(
+                        "leaf",
+                        Code("pa.float32()" if p.width == 4 else "pa.float64()"),
+                        "FLOAT" if p.width == 4 else "DOUBLE",
+                    ),
+                    "timestamp": Col("leaf", Code('pa.timestamp("s", tz="UTC")'), "TIMESTAMP"),
+                    # a scale per value: exact as text, where one DECIMAL(p, s) column would round
+                    "decimal": Col("leaf", _STRING, "STRING", convert="_texts"),
+                }[p.kind]
+            case Ref() | Map() | Choice():
+                # field tables and the like: any shape, any depth; kept as JSON text
+                return Col("leaf", _STRING, "STRING", convert="_json")
+            case Blob():
+                return Col("leaf", _BINARY, "BINARY")
+            case Array():
+                item = self.col(t.item, f"{label}[]")
+                return Col("list", Code(f"pa.list_({item.arrow})"), f"ARRAY<{item.ddl}>", item=item)
+            case Struct():
+                members = self.members(t.fields, label)
+                if not members:
+                    raise PlanError(f"{label}: Parquet cannot store the empty structure {t.name}")
+                return Col("struct", _struct_arrow(members), _struct_ddl(members), members=members)
+            case Switch():
+                return self._switch(t, label)
+            case Bits() | BitField() | Presence() | Alternatives() | Typed():
+                raise PlanError(f"{label}: no Spark type for {type(t).__name__}")
+            case _:
+                assert_never(t)
 
     def _switch(self, t: Switch, label: str) -> Col:
         types = [c.type for c in t.cases if c.type is not None]

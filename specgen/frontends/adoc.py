@@ -28,7 +28,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal, cast
+from typing import Literal, assert_never, cast
 
 from specgen.frontends import adoc_tree
 from specgen.frontends.adoc_tree import (
@@ -462,19 +462,23 @@ class _Builder:
         current: _Section | None = None
         version = 1
         for block in blocks:
-            if isinstance(block, SectionTitle):
-                title, marker = _split_marker(block.title)
-                current = _Section(title, block.span, markers=[marker] if marker else [])
-                sections.append(current)
-                version = 1
-            elif isinstance(block, VersionMarker):
-                version = block.version
-            elif current is not None:
-                marker = _body_marker(block)
-                if marker and marker not in current.markers:
-                    current.markers.append(marker)
-                elif not marker:
-                    current.blocks.append((version, block))
+            match block:
+                case SectionTitle():
+                    title, marker = _split_marker(block.title)
+                    current = _Section(title, block.span, markers=[marker] if marker else [])
+                    sections.append(current)
+                    version = 1
+                case VersionMarker():
+                    version = block.version
+                case Table() | CodeBlock() | Text():
+                    if current is not None:
+                        marker = _body_marker(block)
+                        if marker and marker not in current.markers:
+                            current.markers.append(marker)
+                        elif not marker:
+                            current.blocks.append((version, block))
+                case _:
+                    assert_never(block)
         return sections
 
     def _match_sections(

@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import assert_never
 
 from specgen import abnf
 from specgen.frontends import amqp010_dialogue, xml_tree
@@ -634,21 +635,33 @@ def _width(rules: tuple[abnf.Rule, ...], start: str, model: Model) -> tuple[str,
     def fixed(expr: abnf.Expr, depth: int = 0) -> int | None:
         if depth > 20:
             return None
-        if isinstance(expr, abnf.RuleRef):
-            name = expr.name.lower()
-            if name == "octet":
-                return 1
-            if name in by_name and name != start.lower():
-                return fixed(by_name[name].expr, depth + 1)
-            t = model.type(name)
-            return t.fixed if t is not None else None
-        if isinstance(expr, abnf.Seq):
-            widths = [fixed(x, depth + 1) for x in expr.items]
-            return None if None in widths else sum(w for w in widths if w is not None)
-        if isinstance(expr, abnf.Repeat) and expr.high == expr.low:
-            w = fixed(expr.expr, depth + 1)
-            return None if w is None else w * expr.low
-        return None
+        match expr:
+            case abnf.RuleRef():
+                name = expr.name.lower()
+                if name == "octet":
+                    return 1
+                if name in by_name and name != start.lower():
+                    return fixed(by_name[name].expr, depth + 1)
+                t = model.type(name)
+                return t.fixed if t is not None else None
+            case abnf.Seq():
+                widths = [fixed(x, depth + 1) for x in expr.items]
+                return None if None in widths else sum(w for w in widths if w is not None)
+            case abnf.Repeat() if expr.high == expr.low:
+                w = fixed(expr.expr, depth + 1)
+                return None if w is None else w * expr.low
+            case (
+                abnf.Repeat()
+                | abnf.Alt()
+                | abnf.Step()
+                | abnf.CharVal()
+                | abnf.NumVal()
+                | abnf.NumRange()
+                | abnf.ProseVal()
+            ):
+                return None
+            case _:
+                assert_never(expr)
 
     rule = by_name[start.lower()]
     expr = rule.expr

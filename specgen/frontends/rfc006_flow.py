@@ -47,8 +47,21 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from typing import assert_never
 
-from specgen.abnf import Alt, Expr, Repeat, Rule, RuleRef, Seq, Step
+from specgen.abnf import (
+    Alt,
+    CharVal,
+    Expr,
+    NumRange,
+    NumVal,
+    ProseVal,
+    Repeat,
+    Rule,
+    RuleRef,
+    Seq,
+    Step,
+)
 from specgen.frontends.adoc import SpecError
 from specgen.ir import Dialogue, FindingLog, SourceSpan
 
@@ -419,20 +432,24 @@ def _dialogue(flow: _Flow, rel: str, log: FindingLog) -> Dialogue:
 
 def render(e: Expr, inner: bool = False) -> str:
     """ABNF for an expression of steps, references and repetitions."""
-    if isinstance(e, Step):
-        return f"{e.role}:{e.name}"
-    if isinstance(e, RuleRef):
-        return e.name
-    if isinstance(e, Seq):
-        text = " ".join(render(x, True) for x in e.items)
-        return f"( {text} )" if inner else text
-    if isinstance(e, Alt):
-        text = " / ".join(render(x) for x in e.options)
-        return f"( {text} )" if inner else text
-    if isinstance(e, Repeat):
-        if (e.low, e.high) == (0, 1):
-            return f"[ {render(e.expr)} ]"
-        lo = "" if e.low == 0 else str(e.low)
-        hi = "" if e.high is None else str(e.high)
-        return f"{lo}*{hi}{render(e.expr, True)}"
-    raise TypeError(f"no dialogue element: {e!r}")
+    match e:
+        case Step():
+            return f"{e.role}:{e.name}"
+        case RuleRef():
+            return e.name
+        case Seq():
+            text = " ".join(render(x, True) for x in e.items)
+            return f"( {text} )" if inner else text
+        case Alt():
+            text = " / ".join(render(x) for x in e.options)
+            return f"( {text} )" if inner else text
+        case Repeat():
+            if (e.low, e.high) == (0, 1):
+                return f"[ {render(e.expr)} ]"
+            lo = "" if e.low == 0 else str(e.low)
+            hi = "" if e.high is None else str(e.high)
+            return f"{lo}*{hi}{render(e.expr, True)}"
+        case CharVal() | NumVal() | NumRange() | ProseVal():
+            raise TypeError(f"no dialogue element: {e!r}")
+        case _:
+            assert_never(e)

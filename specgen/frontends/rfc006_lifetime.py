@@ -62,8 +62,21 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import assert_never
 
-from specgen.abnf import Alt, Expr, Repeat, RuleRef, Seq, Step, parse_rules
+from specgen.abnf import (
+    Alt,
+    CharVal,
+    Expr,
+    NumRange,
+    NumVal,
+    ProseVal,
+    Repeat,
+    RuleRef,
+    Seq,
+    Step,
+    parse_rules,
+)
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.rfc006_flow import Summary, render, sentences
 from specgen.ir import Bits, Command, Dialogue, FindingLog, SourceSpan
@@ -366,32 +379,44 @@ def _alt(options: Sequence[Expr]) -> Expr:
 
 
 def _nullable(e: Expr) -> bool:
-    if isinstance(e, Repeat):
-        return e.low == 0 or _nullable(e.expr)
-    if isinstance(e, Seq):
-        return all(_nullable(x) for x in e.items)
-    if isinstance(e, Alt):
-        return any(_nullable(x) for x in e.options)
-    return False
+    match e:
+        case Repeat():
+            return e.low == 0 or _nullable(e.expr)
+        case Seq():
+            return all(_nullable(x) for x in e.items)
+        case Alt():
+            return any(_nullable(x) for x in e.options)
+        case Step() | RuleRef() | CharVal() | NumVal() | NumRange() | ProseVal():
+            return False
+        case _:
+            assert_never(e)
 
 
 def _unfinished(e: Expr) -> list[Expr]:
     """The non-empty prefixes of e's words after which e still needs a step: an exchange
     cut by a CLOSE before a required reply."""
-    if isinstance(e, Seq):
-        out: list[Expr] = []
-        for i, item in enumerate(e.items):
-            head = e.items[:i]
-            rest = e.items[i + 1 :]
-            out.extend(_seq(*head, part) for part in _unfinished(item))
-            if rest and not all(_nullable(x) for x in rest) and not _nullable(_seq(*head, item)):
-                out.append(_seq(*head, item))
-        return _unique(out)
-    if isinstance(e, Alt):
-        return _unique([p for o in e.options for p in _unfinished(o)])
-    if isinstance(e, Repeat) and e.high == 1:
-        return _unfinished(e.expr)
-    return []
+    match e:
+        case Seq():
+            out: list[Expr] = []
+            for i, item in enumerate(e.items):
+                head = e.items[:i]
+                rest = e.items[i + 1 :]
+                out.extend(_seq(*head, part) for part in _unfinished(item))
+                if (
+                    rest
+                    and not all(_nullable(x) for x in rest)
+                    and not _nullable(_seq(*head, item))
+                ):
+                    out.append(_seq(*head, item))
+            return _unique(out)
+        case Alt():
+            return _unique([p for o in e.options for p in _unfinished(o)])
+        case Repeat() if e.high == 1:
+            return _unfinished(e.expr)
+        case Repeat() | Step() | RuleRef() | CharVal() | NumVal() | NumRange() | ProseVal():
+            return []
+        case _:
+            assert_never(e)
 
 
 def _unique(xs: list[Expr]) -> list[Expr]:

@@ -6,11 +6,28 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
 from specgen.ir.canonical import to_data
 from specgen.ir.findings import FindingLog
-from specgen.ir.nodes import Alternatives, Array, Field, Prim, Struct, TypeRef, Versions
+from specgen.ir.nodes import (
+    Alternatives,
+    Array,
+    BitField,
+    Bits,
+    Blob,
+    Choice,
+    Field,
+    Map,
+    Presence,
+    Prim,
+    Ref,
+    Struct,
+    Switch,
+    Typed,
+    TypeRef,
+    Versions,
+)
 from specgen.ir.protocol import Protocol
 from specgen.spans import SourceSpan
 
@@ -174,34 +191,24 @@ def _same(a: Field, b: Field) -> bool:
     """The same field in two versions: same name, and the same type (structures by name)."""
     if a.name != b.name:
         return False
-    if isinstance(a.type, Struct) and isinstance(b.type, Struct):
-        return True
-    if isinstance(a.type, Array) and isinstance(b.type, Array):
-        if isinstance(a.type.item, Struct) and isinstance(b.type.item, Struct):
+    match a.type, b.type:
+        case (Struct(), Struct()) | (Array(item=Struct()), Array(item=Struct())):
             return True
-    return a.type == b.type
+        case _:
+            return a.type == b.type
 
 
 def _merge_field(a: Field, b: Field, version: int) -> Field:
-    if isinstance(a.type, Struct) and isinstance(b.type, Struct):
-        return replace(
-            a,
-            type=Struct(
-                a.type.name, tuple(_merge_two(list(a.type.fields), list(b.type.fields), version))
-            ),
-        )
-    if (
-        isinstance(a.type, Array)
-        and isinstance(a.type.item, Struct)
-        and isinstance(b.type, Array)
-        and isinstance(b.type.item, Struct)
-    ):
-        item = Struct(
-            a.type.item.name,
-            tuple(_merge_two(list(a.type.item.fields), list(b.type.item.fields), version)),
-        )
-        return replace(a, type=replace(a.type, item=item))
-    return a
+    match a.type, b.type:
+        case Struct() as x, Struct() as y:
+            return replace(
+                a, type=Struct(x.name, tuple(_merge_two(list(x.fields), list(y.fields), version)))
+            )
+        case Array(item=Struct() as x) as array, Array(item=Struct() as y):
+            item = Struct(x.name, tuple(_merge_two(list(x.fields), list(y.fields), version)))
+            return replace(a, type=replace(array, item=item))
+        case _:
+            return a  # no structure on both sides: nothing inside to merge
 
 
 def settle_alternatives(protocol: Protocol, log: FindingLog) -> Protocol:
@@ -247,8 +254,24 @@ def _has_fields(t: TypeRef) -> bool:
 
 
 def _settle_type(t: TypeRef, settle: Callable[[Field], Field]) -> TypeRef:
-    if isinstance(t, Struct):
-        return Struct(t.name, tuple(settle(f) for f in t.fields))
-    if isinstance(t, Array):
-        return replace(t, item=_settle_type(t.item, settle)) if _has_fields(t.item) else t
-    return t
+    match t:
+        case Struct():
+            return Struct(t.name, tuple(settle(f) for f in t.fields))
+        case Array():
+            return replace(t, item=_settle_type(t.item, settle)) if _has_fields(t.item) else t
+        case (
+            Prim()
+            | Ref()
+            | Map()
+            | Switch()
+            | Choice()
+            | Blob()
+            | Bits()
+            | BitField()
+            | Presence()
+            | Alternatives()
+            | Typed()
+        ):
+            return t
+        case _:
+            assert_never(t)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, assert_never
 
 from specgen.ir.errors import IRError
 from specgen.spans import SourceSpan
@@ -376,6 +376,9 @@ TypeRef = (
     | Alternatives
     | Typed
 )
+"""Every kind of field type: the one union code dispatching on a type's kind takes. Such code
+`match`es with one `case` per kind (or several kinds in one arm) and ends in
+`case _: assert_never(t)`, so mypy names the code that misses a kind added here."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -890,19 +893,33 @@ def _project(members: tuple[Field, ...], version: int) -> tuple[Field, ...]:
 
 
 def _project_type(t: TypeRef, version: int) -> TypeRef:
-    if isinstance(t, Struct):
-        return Struct(t.name, _project(t.fields, version))
-    if isinstance(t, Array):
-        return replace(t, item=_project_type(t.item, version))
-    if isinstance(t, Switch | Choice):
-        return replace(
-            t,
-            cases=tuple(
-                replace(c, type=None if c.type is None else _project_type(c.type, version))
-                for c in t.cases
-            ),
-        )
-    return t
+    match t:
+        case Struct():
+            return Struct(t.name, _project(t.fields, version))
+        case Array():
+            return replace(t, item=_project_type(t.item, version))
+        case Switch() | Choice():
+            return replace(
+                t,
+                cases=tuple(
+                    replace(c, type=None if c.type is None else _project_type(c.type, version))
+                    for c in t.cases
+                ),
+            )
+        case (
+            Prim()
+            | Ref()
+            | Map()
+            | Blob()
+            | Bits()
+            | BitField()
+            | Presence()
+            | Alternatives()
+            | Typed()
+        ):
+            return t
+        case _:
+            assert_never(t)
 
 
 def walk_fields(members: tuple[Field, ...], path: str = "") -> Iterator[tuple[str, Field]]:
@@ -915,30 +932,50 @@ def walk_fields(members: tuple[Field, ...], path: str = "") -> Iterator[tuple[st
 
 def walk_type(t: TypeRef, path: str) -> Iterator[tuple[str, Field]]:
     """Every field inside `t` (not through named types), with its dotted path."""
-    if isinstance(t, Struct):
-        yield from walk_fields(t.fields, path)
-    elif isinstance(t, Array):
-        yield from walk_type(t.item, path)
-    elif isinstance(t, Map):
-        yield from walk_type(t.key, path)
-        yield from walk_type(t.value, path)
-    elif isinstance(t, Switch | Choice):
-        for c in t.cases:
-            if c.type is not None:
-                yield from walk_type(c.type, path)
-    elif isinstance(t, Bits):
-        yield from walk_fields(t.members, path)
+    match t:
+        case Struct():
+            yield from walk_fields(t.fields, path)
+        case Array():
+            yield from walk_type(t.item, path)
+        case Map():
+            yield from walk_type(t.key, path)
+            yield from walk_type(t.value, path)
+        case Switch() | Choice():
+            for c in t.cases:
+                if c.type is not None:
+                    yield from walk_type(c.type, path)
+        case Bits():
+            yield from walk_fields(t.members, path)
+        case Prim() | Ref() | Blob() | BitField() | Presence() | Alternatives() | Typed():
+            pass
+        case _:
+            assert_never(t)
 
 
 def _types_in(t: TypeRef) -> Iterator[TypeRef]:
     """`t` and the types inside it, not through fields of structures nor named types."""
     yield t
-    if isinstance(t, Array):
-        yield from _types_in(t.item)
-    elif isinstance(t, Map):
-        yield from _types_in(t.key)
-        yield from _types_in(t.value)
-    elif isinstance(t, Switch | Choice):
-        for c in t.cases:
-            if c.type is not None:
-                yield from _types_in(c.type)
+    match t:
+        case Array():
+            yield from _types_in(t.item)
+        case Map():
+            yield from _types_in(t.key)
+            yield from _types_in(t.value)
+        case Switch() | Choice():
+            for c in t.cases:
+                if c.type is not None:
+                    yield from _types_in(c.type)
+        case (
+            Prim()
+            | Ref()
+            | Struct()
+            | Blob()
+            | Bits()
+            | BitField()
+            | Presence()
+            | Alternatives()
+            | Typed()
+        ):
+            pass
+        case _:
+            assert_never(t)

@@ -4,22 +4,32 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import assert_never
 
 from specgen.abnf_ast import Rule
 from specgen.ir.errors import IRError
 from specgen.ir.nodes import (
     BUILTIN,
+    Alternatives,
+    Array,
+    BitField,
+    Bits,
+    Blob,
     Choice,
     Command,
     Constant,
     Enum,
     Field,
     FrameLayout,
+    Map,
     Message,
     NamedType,
+    Presence,
     Prim,
     PrimitiveType,
     Ref,
+    Struct,
+    Switch,
     Typed,
     TypeDef,
     TypeRef,
@@ -98,25 +108,62 @@ class Protocol:
 
     def _check_field(self, f: Field, known: set[str], names: set[str]) -> None:
         for t in _types_in(f.type):
-            if isinstance(t, Prim) and t.name not in known:
-                raise IRError(f"{f.span}: {f.name}: type {t.name!r} is not defined by the spec")
-            if isinstance(t, Ref) and t.name not in names:
-                raise IRError(f"{f.span}: {f.name}: no named type {t.name!r}")
-            if isinstance(t, Typed) and f"typed:{t.name}" not in names:
-                raise IRError(f"{f.span}: {f.name}: no self-describing type {t.name!r}")
+            match t:
+                case Prim():
+                    if t.name not in known:
+                        raise IRError(
+                            f"{f.span}: {f.name}: type {t.name!r} is not defined by the spec"
+                        )
+                case Ref():
+                    if t.name not in names:
+                        raise IRError(f"{f.span}: {f.name}: no named type {t.name!r}")
+                case Typed():
+                    if f"typed:{t.name}" not in names:
+                        raise IRError(f"{f.span}: {f.name}: no self-describing type {t.name!r}")
+                case (
+                    Array()
+                    | Map()
+                    | Struct()
+                    | Switch()
+                    | Choice()
+                    | Blob()
+                    | Bits()
+                    | BitField()
+                    | Presence()
+                    | Alternatives()
+                ):
+                    pass  # names nothing (the types inside it come next)
+                case _:
+                    assert_never(t)
         if f.nullable and not self.can_be_null(f.type):
             raise IRError(f"{f.span}: {f.name}: its type has no way to say null on the wire")
 
     def can_be_null(self, t: TypeRef) -> bool:
         """Whether the wire format of `t` can say null (a length that means null, a void)."""
-        if isinstance(t, Prim):
-            p = self.type(t.name)
-            return p.null_length is not None or p.kind == "void"
-        if isinstance(t, Ref):
-            return self.can_be_null(self.named_type(t.name))
-        if isinstance(t, Choice):
-            return any(c.type is not None and self.can_be_null(c.type) for c in t.cases)
-        return isinstance(t, Typed)  # a self-describing value may be the null constructor
+        match t:
+            case Prim():
+                p = self.type(t.name)
+                return p.null_length is not None or p.kind == "void"
+            case Ref():
+                return self.can_be_null(self.named_type(t.name))
+            case Choice():
+                return any(c.type is not None and self.can_be_null(c.type) for c in t.cases)
+            case Typed():
+                return True  # a self-describing value may be the null constructor
+            case (
+                Array()
+                | Map()
+                | Struct()
+                | Switch()
+                | Blob()
+                | Bits()
+                | BitField()
+                | Presence()
+                | Alternatives()
+            ):
+                return False
+            case _:
+                assert_never(t)
 
     def type(self, name: str) -> PrimitiveType:
         if name in BUILTIN:

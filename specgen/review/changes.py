@@ -24,24 +24,30 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, assert_never
 
 from specgen.ir import (
+    Alternatives,
     Array,
     BitField,
     Bits,
+    Blob,
+    Choice,
     Command,
     Constant,
     Enum,
     Field,
+    Map,
     Message,
     NamedType,
+    Presence,
     Prim,
     PrimitiveType,
     Protocol,
     Ref,
     SourceSpan,
     Struct,
+    Switch,
     Typed,
     TypeDef,
     TypeRef,
@@ -454,21 +460,39 @@ class _Differ:
         number or truth value its text spells (`4294967295u`, `0xFFFFFFFF`), text as written."""
         t, value = f.type, f.default
         kind: ValueKind = "any"
-        if isinstance(t, Typed):
-            by_name = self._typedefs_of(protocol)
-            name, seen = t.name, set()
-            while isinstance(value, str) and name in by_name and name not in seen:
-                seen.add(name)
-                choice = next((c for c in by_name[name].choices if c.name == value.strip()), None)
-                if choice is not None:
-                    value = choice.value
-                    break
-                name = by_name[name].source
-            kind = self._value_kind(t.name, protocol)
-        elif isinstance(t, Prim):
-            kind = _VALUE_KINDS.get(protocol.type(t.name).kind, "any")
-        elif isinstance(t, BitField):
-            kind = "bool" if t.bits == 1 else "number"
+        match t:
+            case Typed():
+                by_name = self._typedefs_of(protocol)
+                name, seen = t.name, set()
+                while isinstance(value, str) and name in by_name and name not in seen:
+                    seen.add(name)
+                    choice = next(
+                        (c for c in by_name[name].choices if c.name == value.strip()), None
+                    )
+                    if choice is not None:
+                        value = choice.value
+                        break
+                    name = by_name[name].source
+                kind = self._value_kind(t.name, protocol)
+            case Prim():
+                kind = _VALUE_KINDS.get(protocol.type(t.name).kind, "any")
+            case BitField():
+                kind = "bool" if t.bits == 1 else "number"
+            case (
+                Ref()
+                | Array()
+                | Map()
+                | Struct()
+                | Switch()
+                | Choice()
+                | Blob()
+                | Bits()
+                | Presence()
+                | Alternatives()
+            ):
+                pass  # "any": a default's text alone says what it is
+            case _:
+                assert_never(t)
         return spelled_value(value, kind)
 
     def _wire_of(self, name: str, protocol: Protocol) -> tuple[object, ...]:
@@ -1190,17 +1214,23 @@ def _at(where: str, prefix: tuple[str, ...], name: str) -> str:
 
 
 def _type_name(t: TypeRef) -> str:
-    if isinstance(t, Prim):
-        return t.name
-    if isinstance(t, Array):
-        return f"[{_type_name(t.item)}]"
-    if isinstance(t, Struct):
-        return t.name
-    if isinstance(t, Typed):
-        return t.name if t.name != "*" else f"any {'/'.join(t.requires)}"
-    if isinstance(t, Ref):
-        return t.name
-    return type(t).__name__.lower()
+    match t:
+        case Prim():
+            return t.name
+        case Array():
+            return f"[{_type_name(t.item)}]"
+        case Struct():
+            return t.name
+        case Typed():
+            return t.name if t.name != "*" else f"any {'/'.join(t.requires)}"
+        case Ref():
+            return t.name
+        case (
+            Map() | Switch() | Choice() | Blob() | Bits() | BitField() | Presence() | Alternatives()
+        ):
+            return type(t).__name__.lower()  # "switch", "bitfield": the kind's name
+        case _:
+            assert_never(t)
 
 
 def _encodings(t: TypeDef) -> str:

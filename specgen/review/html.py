@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Literal
+from typing import Literal, assert_never
 
 import jinja2
 
@@ -41,6 +41,7 @@ from specgen.ir import (
     Ref,
     Struct,
     Switch,
+    Typed,
     TypeRef,
 )
 from specgen.review.changes import NEW_CLIENT, OLD_CLIENT, Change, CommandPair, Review
@@ -304,45 +305,53 @@ def _rows(
 
 
 def _inner_fields(t: TypeRef) -> list[tuple[Field, ...]]:
-    if isinstance(t, Struct):
-        return [t.fields]
-    if isinstance(t, Array):
-        return _inner_fields(t.item)  # arrays are transparent in paths
-    if isinstance(t, Map):
-        return _inner_fields(t.key) + _inner_fields(t.value)
-    if isinstance(t, Switch | Choice):
-        return [inner for c in t.cases if c.type is not None for inner in _inner_fields(c.type)]
-    if isinstance(t, Bits):
-        return [t.members]
-    return []
+    match t:
+        case Struct():
+            return [t.fields]
+        case Array():
+            return _inner_fields(t.item)  # arrays are transparent in paths
+        case Map():
+            return _inner_fields(t.key) + _inner_fields(t.value)
+        case Switch() | Choice():
+            return [inner for c in t.cases if c.type is not None for inner in _inner_fields(c.type)]
+        case Bits():
+            return [t.members]
+        case Prim() | Ref() | Blob() | BitField() | Presence() | Alternatives() | Typed():
+            return []
+        case _:
+            assert_never(t)
 
 
 def type_label(t: TypeRef) -> str:
     """A type as a reviewer reads it: `uint16`, `[Broker]`, `OsirisChunk`, `map<K, V>`."""
-    if isinstance(t, Prim | Ref):
-        return t.name
-    if isinstance(t, Array):
-        return f"[{type_label(t.item)}]{_count(t)}"
-    if isinstance(t, Struct):
-        return t.name
-    if isinstance(t, Map):
-        return f"map<{type_label(t.key)}, {type_label(t.value)}>"
-    if isinstance(t, Switch):
-        on = t.on if t.on is not None else f"top {t.peek_bits} bits"
-        return f"switch on {on}"
-    if isinstance(t, Choice):
-        return f"choice by {t.constructor}"
-    if isinstance(t, Blob):
-        return f"bytes ({t.length_field or 'rest of frame'})"
-    if isinstance(t, Bits):
-        return f"bits ({t.width * 8})"
-    if isinstance(t, BitField):
-        return f"{t.bits} bit{'s' if t.bits != 1 else ''}"
-    if isinstance(t, Presence):
-        return f"presence flags ({t.width * 8})"
-    if isinstance(t, Alternatives):
-        return " | ".join(name for name, _ in t.options)
-    return type(t).__name__.lower()
+    match t:
+        case Prim() | Ref():
+            return t.name
+        case Array():
+            return f"[{type_label(t.item)}]{_count(t)}"
+        case Struct():
+            return t.name
+        case Map():
+            return f"map<{type_label(t.key)}, {type_label(t.value)}>"
+        case Switch():
+            on = t.on if t.on is not None else f"top {t.peek_bits} bits"
+            return f"switch on {on}"
+        case Choice():
+            return f"choice by {t.constructor}"
+        case Blob():
+            return f"bytes ({t.length_field or 'rest of frame'})"
+        case Bits():
+            return f"bits ({t.width * 8})"
+        case BitField():
+            return f"{t.bits} bit{'s' if t.bits != 1 else ''}"
+        case Presence():
+            return f"presence flags ({t.width * 8})"
+        case Alternatives():
+            return " | ".join(name for name, _ in t.options)
+        case Typed():
+            return "typed"
+        case _:
+            assert_never(t)
 
 
 def _count(a: Array) -> str:

@@ -1,0 +1,105 @@
+"""Dispatch over the IR's kinds is exhaustive.
+
+mypy proves each `match` on a `TypeRef` or an ABNF `Expr` names every kind (each ends in
+`assert_never`); these tests hold what mypy cannot see: that the tables keyed by kind (the
+canonical JSON's tags) list every kind of the unions, and that the walkers, run on one value
+of each kind, take an arm for it rather than reaching `assert_never` at run time.
+"""
+
+from __future__ import annotations
+
+from typing import get_args
+
+import pytest
+
+from specgen import abnf_ast
+from specgen.dialogue import _receives, _refs
+from specgen.frontends.rfc006_flow import render
+from specgen.frontends.rfc006_lifetime import _nullable, _unfinished
+from specgen.ir import (
+    Alternatives,
+    Array,
+    BitField,
+    Bits,
+    Blob,
+    Case,
+    Choice,
+    Field,
+    Map,
+    Presence,
+    Prim,
+    Ref,
+    Struct,
+    Switch,
+    Typed,
+    TypeRef,
+    walk_type,
+)
+from specgen.ir.canonical import _TYPE_TAGS, _abnf_exprs
+from specgen.ir.nodes import _project_type, _types_in
+from specgen.review.changes import _type_name
+from specgen.review.html import _inner_fields, type_label
+
+U8 = Prim("uint8")
+ONE_OF_EACH_TYPE: tuple[TypeRef, ...] = (
+    U8,
+    Ref("Table"),
+    Array(U8),
+    Map(U8, U8),
+    Struct("Pair", (Field("Left", U8), Field("Right", U8))),
+    Switch((Case((1,), U8), Case((2,))), on="Left"),
+    Choice("uint8", (Case((1,), U8),)),
+    Blob(None),
+    Bits(1, (Field("Flag", BitField(1, boolean=True)), Field("Rest", BitField(7, value=0)))),
+    BitField(1, boolean=True),
+    Presence(2),
+    Alternatives((("uint8", "a"), ("int8", "b"))),
+    Typed("uint"),
+)
+
+STEP = abnf_ast.Step("C", "OPEN")
+ONE_OF_EACH_EXPR: tuple[abnf_ast.Expr, ...] = (
+    abnf_ast.RuleRef("open"),
+    abnf_ast.CharVal("x"),
+    abnf_ast.NumVal("x", (0x0D,)),
+    abnf_ast.NumRange("x", 0x30, 0x39),
+    abnf_ast.ProseVal("anything"),
+    STEP,
+    abnf_ast.Seq((STEP, abnf_ast.Step("S", "OPEN-OK"))),
+    abnf_ast.Alt((STEP, abnf_ast.RuleRef("close"))),
+    abnf_ast.Repeat(STEP, 0, 1),
+)
+
+
+def test_the_samples_hold_every_kind() -> None:
+    assert {type(t) for t in ONE_OF_EACH_TYPE} == set(get_args(TypeRef))
+    assert {type(e) for e in ONE_OF_EACH_EXPR} == set(get_args(abnf_ast.Expr))
+
+
+def test_canonical_json_tags_every_kind() -> None:
+    """A kind without a tag would dump as a plain object and load as nothing."""
+    assert set(_TYPE_TAGS.values()) == set(get_args(TypeRef))
+    assert set(_abnf_exprs().values()) == set(get_args(abnf_ast.Expr))
+
+
+@pytest.mark.parametrize("t", ONE_OF_EACH_TYPE, ids=lambda t: type(t).__name__)
+def test_type_walkers_take_an_arm_for_every_kind(t: TypeRef) -> None:
+    list(walk_type(t, "X"))
+    assert next(iter(_types_in(t))) == t
+    assert _project_type(t, 1) == t  # every field of the samples is in every version
+    assert type_label(t)
+    assert _type_name(t)
+    _inner_fields(t)
+
+
+@pytest.mark.parametrize("e", ONE_OF_EACH_EXPR, ids=lambda e: type(e).__name__)
+def test_expression_walkers_take_an_arm_for_every_kind(e: abnf_ast.Expr) -> None:
+    list(_refs(e))
+    _receives(e)
+    _nullable(e)
+    _unfinished(e)
+    if isinstance(e, abnf_ast.CharVal | abnf_ast.NumVal | abnf_ast.NumRange | abnf_ast.ProseVal):
+        with pytest.raises(TypeError):
+            render(e)  # no dialogue element: refused, as before
+    else:
+        assert render(e)
