@@ -184,28 +184,25 @@ Must not be empty."""
 
 
 _CONNECTION_START_0 = struct.Struct(">BB")
-_CONNECTION_START_0_FIELDS = (
-    ("ConnectionStart.version_major", 0, 1),
-    ("ConnectionStart.version_minor", 1, 1),
-)
+_CONNECTION_START_0_FIELDS = "ConnectionStart: version_major version_minor"
 
 _CONNECTION_START_1 = struct.Struct(">I")
-_CONNECTION_START_1_FIELDS = (("ConnectionStart.mechanisms", 0, 4),)
+_CONNECTION_START_1_FIELDS = "ConnectionStart: mechanisms"
 
 _CONNECTION_START_2 = struct.Struct(">I")
-_CONNECTION_START_2_FIELDS = (("ConnectionStart.locales", 0, 4),)
+_CONNECTION_START_2_FIELDS = "ConnectionStart: locales"
 
 
 def _decode_connection_start(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConnectionStart:
     if end - at < 2:
-        raise _truncated(_CONNECTION_START_0_FIELDS, at, end)
+        raise _truncated(_CONNECTION_START_0, _CONNECTION_START_0_FIELDS, at, end)
     version_major, version_minor = _CONNECTION_START_0.unpack_from(buf, at)
     at += 2
     server_properties, at = _decode_table(buf, at, end)
     if end - at < 4:
-        raise _truncated(_CONNECTION_START_1_FIELDS, at, end)
+        raise _truncated(_CONNECTION_START_1, _CONNECTION_START_1_FIELDS, at, end)
     (mechanisms_len,) = _CONNECTION_START_1.unpack_from(buf, at)
     at += 4
     if mechanisms_len < 0 or mechanisms_len > end - at:
@@ -213,7 +210,7 @@ def _decode_connection_start(
     mechanisms = bytes(buf[at : at + mechanisms_len])
     at += mechanisms_len
     if end - at < 4:
-        raise _truncated(_CONNECTION_START_2_FIELDS, at, end)
+        raise _truncated(_CONNECTION_START_2, _CONNECTION_START_2_FIELDS, at, end)
     (locales_len,) = _CONNECTION_START_2.unpack_from(buf, at)
     at += 4
     if locales_len < 0 or locales_len > end - at:
@@ -311,13 +308,13 @@ Must not be empty."""
 
 
 _CONNECTION_START_OK_0 = struct.Struct(">B")
-_CONNECTION_START_OK_0_FIELDS = (("ConnectionStartOk.mechanism", 0, 1),)
+_CONNECTION_START_OK_0_FIELDS = "ConnectionStartOk: mechanism"
 
 _CONNECTION_START_OK_1 = struct.Struct(">I")
-_CONNECTION_START_OK_1_FIELDS = (("ConnectionStartOk.response", 0, 4),)
+_CONNECTION_START_OK_1_FIELDS = "ConnectionStartOk: response"
 
 _CONNECTION_START_OK_2 = struct.Struct(">B")
-_CONNECTION_START_OK_2_FIELDS = (("ConnectionStartOk.locale", 0, 1),)
+_CONNECTION_START_OK_2_FIELDS = "ConnectionStartOk: locale"
 
 
 def _decode_connection_start_ok(
@@ -325,7 +322,7 @@ def _decode_connection_start_ok(
 ) -> ConnectionStartOk:
     client_properties, at = _decode_table(buf, at, end)
     if end - at < 1:
-        raise _truncated(_CONNECTION_START_OK_0_FIELDS, at, end)
+        raise _truncated(_CONNECTION_START_OK_0, _CONNECTION_START_OK_0_FIELDS, at, end)
     (mechanism_len,) = _CONNECTION_START_OK_0.unpack_from(buf, at)
     at += 1
     if mechanism_len < 0 or mechanism_len > end - at:
@@ -336,7 +333,7 @@ def _decode_connection_start_ok(
         raise DecodeError("ConnectionStartOk.mechanism", at + e.start, "invalid utf-8") from None
     at += mechanism_len
     if end - at < 4:
-        raise _truncated(_CONNECTION_START_OK_1_FIELDS, at, end)
+        raise _truncated(_CONNECTION_START_OK_1, _CONNECTION_START_OK_1_FIELDS, at, end)
     (response_len,) = _CONNECTION_START_OK_1.unpack_from(buf, at)
     at += 4
     if response_len < 0 or response_len > end - at:
@@ -344,7 +341,7 @@ def _decode_connection_start_ok(
     response = bytes(buf[at : at + response_len])
     at += response_len
     if end - at < 1:
-        raise _truncated(_CONNECTION_START_OK_2_FIELDS, at, end)
+        raise _truncated(_CONNECTION_START_OK_2, _CONNECTION_START_OK_2_FIELDS, at, end)
     (locale_len,) = _CONNECTION_START_OK_2.unpack_from(buf, at)
     at += 1
     if locale_len < 0 or locale_len > end - at:
@@ -420,14 +417,14 @@ Challenge information, a block of opaque binary data passed to the security mech
 
 
 _CONNECTION_SECURE_0 = struct.Struct(">I")
-_CONNECTION_SECURE_0_FIELDS = (("ConnectionSecure.challenge", 0, 4),)
+_CONNECTION_SECURE_0_FIELDS = "ConnectionSecure: challenge"
 
 
 def _decode_connection_secure(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConnectionSecure:
     if end - at < 4:
-        raise _truncated(_CONNECTION_SECURE_0_FIELDS, at, end)
+        raise _truncated(_CONNECTION_SECURE_0, _CONNECTION_SECURE_0_FIELDS, at, end)
     (challenge_len,) = _CONNECTION_SECURE_0.unpack_from(buf, at)
     at += 4
     if challenge_len < 0 or challenge_len > end - at:
@@ -490,14 +487,14 @@ Must not be empty."""
 
 
 _CONNECTION_SECURE_OK_0 = struct.Struct(">I")
-_CONNECTION_SECURE_OK_0_FIELDS = (("ConnectionSecureOk.response", 0, 4),)
+_CONNECTION_SECURE_OK_0_FIELDS = "ConnectionSecureOk: response"
 
 
 def _decode_connection_secure_ok(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConnectionSecureOk:
     if end - at < 4:
-        raise _truncated(_CONNECTION_SECURE_OK_0_FIELDS, at, end)
+        raise _truncated(_CONNECTION_SECURE_OK_0, _CONNECTION_SECURE_OK_0_FIELDS, at, end)
     (response_len,) = _CONNECTION_SECURE_OK_0.unpack_from(buf, at)
     at += 4
     if response_len < 0 or response_len > end - at:
@@ -570,18 +567,14 @@ The delay, in seconds, of the connection heartbeat that the server wants. Zero m
 
 
 _CONNECTION_TUNE_0 = struct.Struct(">HIH")
-_CONNECTION_TUNE_0_FIELDS = (
-    ("ConnectionTune.channel_max", 0, 2),
-    ("ConnectionTune.frame_max", 2, 4),
-    ("ConnectionTune.heartbeat", 6, 2),
-)
+_CONNECTION_TUNE_0_FIELDS = "ConnectionTune: channel_max frame_max heartbeat"
 
 
 def _decode_connection_tune(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConnectionTune:
     if end - at < 8:
-        raise _truncated(_CONNECTION_TUNE_0_FIELDS, at, end)
+        raise _truncated(_CONNECTION_TUNE_0, _CONNECTION_TUNE_0_FIELDS, at, end)
     channel_max, frame_max, heartbeat = _CONNECTION_TUNE_0.unpack_from(buf, at)
     at += 8
     msg = ConnectionTune(channel_max, frame_max, heartbeat, channel)
@@ -656,18 +649,14 @@ The delay, in seconds, of the connection heartbeat that the client wants. Zero m
 
 
 _CONNECTION_TUNE_OK_0 = struct.Struct(">HIH")
-_CONNECTION_TUNE_OK_0_FIELDS = (
-    ("ConnectionTuneOk.channel_max", 0, 2),
-    ("ConnectionTuneOk.frame_max", 2, 4),
-    ("ConnectionTuneOk.heartbeat", 6, 2),
-)
+_CONNECTION_TUNE_OK_0_FIELDS = "ConnectionTuneOk: channel_max frame_max heartbeat"
 
 
 def _decode_connection_tune_ok(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConnectionTuneOk:
     if end - at < 8:
-        raise _truncated(_CONNECTION_TUNE_OK_0_FIELDS, at, end)
+        raise _truncated(_CONNECTION_TUNE_OK_0, _CONNECTION_TUNE_OK_0_FIELDS, at, end)
     channel_max, frame_max, heartbeat = _CONNECTION_TUNE_OK_0.unpack_from(buf, at)
     at += 8
     msg = ConnectionTuneOk(channel_max, frame_max, heartbeat, channel)
@@ -742,20 +731,20 @@ Must not be empty. At most 127 characters."""
 
 
 _CONNECTION_OPEN_0 = struct.Struct(">B")
-_CONNECTION_OPEN_0_FIELDS = (("ConnectionOpen.virtual_host", 0, 1),)
+_CONNECTION_OPEN_0_FIELDS = "ConnectionOpen: virtual_host"
 
 _CONNECTION_OPEN_1 = struct.Struct(">B")
-_CONNECTION_OPEN_1_FIELDS = (("ConnectionOpen.reserved1", 0, 1),)
+_CONNECTION_OPEN_1_FIELDS = "ConnectionOpen: reserved1"
 
 _CONNECTION_OPEN_2 = struct.Struct(">B")
-_CONNECTION_OPEN_2_FIELDS = (("ConnectionOpen.bits1", 0, 1),)
+_CONNECTION_OPEN_2_FIELDS = "ConnectionOpen: bits1"
 
 
 def _decode_connection_open(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConnectionOpen:
     if end - at < 1:
-        raise _truncated(_CONNECTION_OPEN_0_FIELDS, at, end)
+        raise _truncated(_CONNECTION_OPEN_0, _CONNECTION_OPEN_0_FIELDS, at, end)
     (virtual_host_len,) = _CONNECTION_OPEN_0.unpack_from(buf, at)
     at += 1
     if virtual_host_len < 0 or virtual_host_len > end - at:
@@ -766,7 +755,7 @@ def _decode_connection_open(
         raise DecodeError("ConnectionOpen.virtual_host", at + e.start, "invalid utf-8") from None
     at += virtual_host_len
     if end - at < 1:
-        raise _truncated(_CONNECTION_OPEN_1_FIELDS, at, end)
+        raise _truncated(_CONNECTION_OPEN_1, _CONNECTION_OPEN_1_FIELDS, at, end)
     (reserved1_len,) = _CONNECTION_OPEN_1.unpack_from(buf, at)
     at += 1
     if reserved1_len < 0 or reserved1_len > end - at:
@@ -777,7 +766,7 @@ def _decode_connection_open(
         raise DecodeError("ConnectionOpen.reserved1", at + e.start, "invalid utf-8") from None
     at += reserved1_len
     if end - at < 1:
-        raise _truncated(_CONNECTION_OPEN_2_FIELDS, at, end)
+        raise _truncated(_CONNECTION_OPEN_2, _CONNECTION_OPEN_2_FIELDS, at, end)
     (bits1,) = _CONNECTION_OPEN_2.unpack_from(buf, at)
     at += 1
     reserved2 = bits1 & 0x1 != 0
@@ -840,14 +829,14 @@ class ConnectionOpenOk(Structure):
 
 
 _CONNECTION_OPEN_OK_0 = struct.Struct(">B")
-_CONNECTION_OPEN_OK_0_FIELDS = (("ConnectionOpenOk.reserved1", 0, 1),)
+_CONNECTION_OPEN_OK_0_FIELDS = "ConnectionOpenOk: reserved1"
 
 
 def _decode_connection_open_ok(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConnectionOpenOk:
     if end - at < 1:
-        raise _truncated(_CONNECTION_OPEN_OK_0_FIELDS, at, end)
+        raise _truncated(_CONNECTION_OPEN_OK_0, _CONNECTION_OPEN_OK_0_FIELDS, at, end)
     (reserved1_len,) = _CONNECTION_OPEN_OK_0.unpack_from(buf, at)
     at += 1
     if reserved1_len < 0 or reserved1_len > end - at:
@@ -934,23 +923,17 @@ When the close is provoked by a method exception, this is the ID of the method."
 
 
 _CONNECTION_CLOSE_0 = struct.Struct(">HB")
-_CONNECTION_CLOSE_0_FIELDS = (
-    ("ConnectionClose.reply_code", 0, 2),
-    ("ConnectionClose.reply_text", 2, 1),
-)
+_CONNECTION_CLOSE_0_FIELDS = "ConnectionClose: reply_code reply_text"
 
 _CONNECTION_CLOSE_1 = struct.Struct(">HH")
-_CONNECTION_CLOSE_1_FIELDS = (
-    ("ConnectionClose.class_id", 0, 2),
-    ("ConnectionClose.method_id", 2, 2),
-)
+_CONNECTION_CLOSE_1_FIELDS = "ConnectionClose: class_id method_id"
 
 
 def _decode_connection_close(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConnectionClose:
     if end - at < 3:
-        raise _truncated(_CONNECTION_CLOSE_0_FIELDS, at, end)
+        raise _truncated(_CONNECTION_CLOSE_0, _CONNECTION_CLOSE_0_FIELDS, at, end)
     reply_code, reply_text_len = _CONNECTION_CLOSE_0.unpack_from(buf, at)
     at += 3
     if reply_text_len < 0 or reply_text_len > end - at:
@@ -961,7 +944,7 @@ def _decode_connection_close(
         raise DecodeError("ConnectionClose.reply_text", at + e.start, "invalid utf-8") from None
     at += reply_text_len
     if end - at < 4:
-        raise _truncated(_CONNECTION_CLOSE_1_FIELDS, at, end)
+        raise _truncated(_CONNECTION_CLOSE_1, _CONNECTION_CLOSE_1_FIELDS, at, end)
     class_id, method_id = _CONNECTION_CLOSE_1.unpack_from(buf, at)
     at += 4
     msg = ConnectionClose(reply_code, reply_text, class_id, method_id, channel)
@@ -1066,14 +1049,14 @@ class ChannelOpen(Structure):
 
 
 _CHANNEL_OPEN_0 = struct.Struct(">B")
-_CHANNEL_OPEN_0_FIELDS = (("ChannelOpen.reserved1", 0, 1),)
+_CHANNEL_OPEN_0_FIELDS = "ChannelOpen: reserved1"
 
 
 def _decode_channel_open(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ChannelOpen:
     if end - at < 1:
-        raise _truncated(_CHANNEL_OPEN_0_FIELDS, at, end)
+        raise _truncated(_CHANNEL_OPEN_0, _CHANNEL_OPEN_0_FIELDS, at, end)
     (reserved1_len,) = _CHANNEL_OPEN_0.unpack_from(buf, at)
     at += 1
     if reserved1_len < 0 or reserved1_len > end - at:
@@ -1135,14 +1118,14 @@ class ChannelOpenOk(Structure):
 
 
 _CHANNEL_OPEN_OK_0 = struct.Struct(">I")
-_CHANNEL_OPEN_OK_0_FIELDS = (("ChannelOpenOk.reserved1", 0, 4),)
+_CHANNEL_OPEN_OK_0_FIELDS = "ChannelOpenOk: reserved1"
 
 
 def _decode_channel_open_ok(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ChannelOpenOk:
     if end - at < 4:
-        raise _truncated(_CHANNEL_OPEN_OK_0_FIELDS, at, end)
+        raise _truncated(_CHANNEL_OPEN_OK_0, _CHANNEL_OPEN_OK_0_FIELDS, at, end)
     (reserved1_len,) = _CHANNEL_OPEN_OK_0.unpack_from(buf, at)
     at += 4
     if reserved1_len < 0 or reserved1_len > end - at:
@@ -1205,14 +1188,14 @@ If 1, the peer starts sending content frames. If 0, the peer stops sending conte
 
 
 _CHANNEL_FLOW_0 = struct.Struct(">B")
-_CHANNEL_FLOW_0_FIELDS = (("ChannelFlow.bits1", 0, 1),)
+_CHANNEL_FLOW_0_FIELDS = "ChannelFlow: bits1"
 
 
 def _decode_channel_flow(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ChannelFlow:
     if end - at < 1:
-        raise _truncated(_CHANNEL_FLOW_0_FIELDS, at, end)
+        raise _truncated(_CHANNEL_FLOW_0, _CHANNEL_FLOW_0_FIELDS, at, end)
     (bits1,) = _CHANNEL_FLOW_0.unpack_from(buf, at)
     at += 1
     active = bits1 & 0x1 != 0
@@ -1270,14 +1253,14 @@ Confirms the setting of the processed flow method: 1 means the peer will start s
 
 
 _CHANNEL_FLOW_OK_0 = struct.Struct(">B")
-_CHANNEL_FLOW_OK_0_FIELDS = (("ChannelFlowOk.bits1", 0, 1),)
+_CHANNEL_FLOW_OK_0_FIELDS = "ChannelFlowOk: bits1"
 
 
 def _decode_channel_flow_ok(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ChannelFlowOk:
     if end - at < 1:
-        raise _truncated(_CHANNEL_FLOW_OK_0_FIELDS, at, end)
+        raise _truncated(_CHANNEL_FLOW_OK_0, _CHANNEL_FLOW_OK_0_FIELDS, at, end)
     (bits1,) = _CHANNEL_FLOW_OK_0.unpack_from(buf, at)
     at += 1
     active = bits1 & 0x1 != 0
@@ -1359,23 +1342,17 @@ When the close is provoked by a method exception, this is the ID of the method."
 
 
 _CHANNEL_CLOSE_0 = struct.Struct(">HB")
-_CHANNEL_CLOSE_0_FIELDS = (
-    ("ChannelClose.reply_code", 0, 2),
-    ("ChannelClose.reply_text", 2, 1),
-)
+_CHANNEL_CLOSE_0_FIELDS = "ChannelClose: reply_code reply_text"
 
 _CHANNEL_CLOSE_1 = struct.Struct(">HH")
-_CHANNEL_CLOSE_1_FIELDS = (
-    ("ChannelClose.class_id", 0, 2),
-    ("ChannelClose.method_id", 2, 2),
-)
+_CHANNEL_CLOSE_1_FIELDS = "ChannelClose: class_id method_id"
 
 
 def _decode_channel_close(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ChannelClose:
     if end - at < 3:
-        raise _truncated(_CHANNEL_CLOSE_0_FIELDS, at, end)
+        raise _truncated(_CHANNEL_CLOSE_0, _CHANNEL_CLOSE_0_FIELDS, at, end)
     reply_code, reply_text_len = _CHANNEL_CLOSE_0.unpack_from(buf, at)
     at += 3
     if reply_text_len < 0 or reply_text_len > end - at:
@@ -1386,7 +1363,7 @@ def _decode_channel_close(
         raise DecodeError("ChannelClose.reply_text", at + e.start, "invalid utf-8") from None
     at += reply_text_len
     if end - at < 4:
-        raise _truncated(_CHANNEL_CLOSE_1_FIELDS, at, end)
+        raise _truncated(_CHANNEL_CLOSE_1, _CHANNEL_CLOSE_1_FIELDS, at, end)
     class_id, method_id = _CHANNEL_CLOSE_1.unpack_from(buf, at)
     at += 4
     msg = ChannelClose(reply_code, reply_text, class_id, method_id, channel)
@@ -1562,20 +1539,17 @@ If set, the server will not respond to the method. The client should not wait fo
 
 
 _EXCHANGE_DELETE_0 = struct.Struct(">HB")
-_EXCHANGE_DELETE_0_FIELDS = (
-    ("ExchangeDelete.reserved1", 0, 2),
-    ("ExchangeDelete.exchange", 2, 1),
-)
+_EXCHANGE_DELETE_0_FIELDS = "ExchangeDelete: reserved1 exchange"
 
 _EXCHANGE_DELETE_1 = struct.Struct(">B")
-_EXCHANGE_DELETE_1_FIELDS = (("ExchangeDelete.bits1", 0, 1),)
+_EXCHANGE_DELETE_1_FIELDS = "ExchangeDelete: bits1"
 
 
 def _decode_exchange_delete(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ExchangeDelete:
     if end - at < 3:
-        raise _truncated(_EXCHANGE_DELETE_0_FIELDS, at, end)
+        raise _truncated(_EXCHANGE_DELETE_0, _EXCHANGE_DELETE_0_FIELDS, at, end)
     reserved1, exchange_len = _EXCHANGE_DELETE_0.unpack_from(buf, at)
     at += 3
     if exchange_len < 0 or exchange_len > end - at:
@@ -1586,7 +1560,7 @@ def _decode_exchange_delete(
         raise DecodeError("ExchangeDelete.exchange", at + e.start, "invalid utf-8") from None
     at += exchange_len
     if end - at < 1:
-        raise _truncated(_EXCHANGE_DELETE_1_FIELDS, at, end)
+        raise _truncated(_EXCHANGE_DELETE_1, _EXCHANGE_DELETE_1_FIELDS, at, end)
     (bits1,) = _EXCHANGE_DELETE_1.unpack_from(buf, at)
     at += 1
     if_unused = bits1 & 0x1 != 0
@@ -1745,20 +1719,17 @@ A set of arguments for the declaration. The syntax and semantics of these argume
 
 
 _QUEUE_DECLARE_0 = struct.Struct(">HB")
-_QUEUE_DECLARE_0_FIELDS = (
-    ("QueueDeclare.reserved1", 0, 2),
-    ("QueueDeclare.queue", 2, 1),
-)
+_QUEUE_DECLARE_0_FIELDS = "QueueDeclare: reserved1 queue"
 
 _QUEUE_DECLARE_1 = struct.Struct(">B")
-_QUEUE_DECLARE_1_FIELDS = (("QueueDeclare.bits1", 0, 1),)
+_QUEUE_DECLARE_1_FIELDS = "QueueDeclare: bits1"
 
 
 def _decode_queue_declare(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> QueueDeclare:
     if end - at < 3:
-        raise _truncated(_QUEUE_DECLARE_0_FIELDS, at, end)
+        raise _truncated(_QUEUE_DECLARE_0, _QUEUE_DECLARE_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_DECLARE_0.unpack_from(buf, at)
     at += 3
     if queue_len < 0 or queue_len > end - at:
@@ -1769,7 +1740,7 @@ def _decode_queue_declare(
         raise DecodeError("QueueDeclare.queue", at + e.start, "invalid utf-8") from None
     at += queue_len
     if end - at < 1:
-        raise _truncated(_QUEUE_DECLARE_1_FIELDS, at, end)
+        raise _truncated(_QUEUE_DECLARE_1, _QUEUE_DECLARE_1_FIELDS, at, end)
     (bits1,) = _QUEUE_DECLARE_1.unpack_from(buf, at)
     at += 1
     passive = bits1 & 0x1 != 0
@@ -1860,20 +1831,17 @@ Reports the number of active consumers for the queue. Note that consumers can su
 
 
 _QUEUE_DECLARE_OK_0 = struct.Struct(">B")
-_QUEUE_DECLARE_OK_0_FIELDS = (("QueueDeclareOk.queue", 0, 1),)
+_QUEUE_DECLARE_OK_0_FIELDS = "QueueDeclareOk: queue"
 
 _QUEUE_DECLARE_OK_1 = struct.Struct(">II")
-_QUEUE_DECLARE_OK_1_FIELDS = (
-    ("QueueDeclareOk.message_count", 0, 4),
-    ("QueueDeclareOk.consumer_count", 4, 4),
-)
+_QUEUE_DECLARE_OK_1_FIELDS = "QueueDeclareOk: message_count consumer_count"
 
 
 def _decode_queue_declare_ok(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> QueueDeclareOk:
     if end - at < 1:
-        raise _truncated(_QUEUE_DECLARE_OK_0_FIELDS, at, end)
+        raise _truncated(_QUEUE_DECLARE_OK_0, _QUEUE_DECLARE_OK_0_FIELDS, at, end)
     (queue_len,) = _QUEUE_DECLARE_OK_0.unpack_from(buf, at)
     at += 1
     if queue_len < 0 or queue_len > end - at:
@@ -1884,7 +1852,7 @@ def _decode_queue_declare_ok(
         raise DecodeError("QueueDeclareOk.queue", at + e.start, "invalid utf-8") from None
     at += queue_len
     if end - at < 8:
-        raise _truncated(_QUEUE_DECLARE_OK_1_FIELDS, at, end)
+        raise _truncated(_QUEUE_DECLARE_OK_1, _QUEUE_DECLARE_OK_1_FIELDS, at, end)
     message_count, consumer_count = _QUEUE_DECLARE_OK_1.unpack_from(buf, at)
     at += 8
     msg = QueueDeclareOk(queue, message_count, consumer_count, channel)
@@ -1980,24 +1948,21 @@ A set of arguments for the binding. The syntax and semantics of these arguments 
 
 
 _QUEUE_BIND_0 = struct.Struct(">HB")
-_QUEUE_BIND_0_FIELDS = (
-    ("QueueBind.reserved1", 0, 2),
-    ("QueueBind.queue", 2, 1),
-)
+_QUEUE_BIND_0_FIELDS = "QueueBind: reserved1 queue"
 
 _QUEUE_BIND_1 = struct.Struct(">B")
-_QUEUE_BIND_1_FIELDS = (("QueueBind.exchange", 0, 1),)
+_QUEUE_BIND_1_FIELDS = "QueueBind: exchange"
 
 _QUEUE_BIND_2 = struct.Struct(">B")
-_QUEUE_BIND_2_FIELDS = (("QueueBind.routing_key", 0, 1),)
+_QUEUE_BIND_2_FIELDS = "QueueBind: routing_key"
 
 _QUEUE_BIND_3 = struct.Struct(">B")
-_QUEUE_BIND_3_FIELDS = (("QueueBind.bits1", 0, 1),)
+_QUEUE_BIND_3_FIELDS = "QueueBind: bits1"
 
 
 def _decode_queue_bind(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> QueueBind:
     if end - at < 3:
-        raise _truncated(_QUEUE_BIND_0_FIELDS, at, end)
+        raise _truncated(_QUEUE_BIND_0, _QUEUE_BIND_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_BIND_0.unpack_from(buf, at)
     at += 3
     if queue_len < 0 or queue_len > end - at:
@@ -2008,7 +1973,7 @@ def _decode_queue_bind(buf: bytes | memoryview, at: int, end: int, channel: int 
         raise DecodeError("QueueBind.queue", at + e.start, "invalid utf-8") from None
     at += queue_len
     if end - at < 1:
-        raise _truncated(_QUEUE_BIND_1_FIELDS, at, end)
+        raise _truncated(_QUEUE_BIND_1, _QUEUE_BIND_1_FIELDS, at, end)
     (exchange_len,) = _QUEUE_BIND_1.unpack_from(buf, at)
     at += 1
     if exchange_len < 0 or exchange_len > end - at:
@@ -2019,7 +1984,7 @@ def _decode_queue_bind(buf: bytes | memoryview, at: int, end: int, channel: int 
         raise DecodeError("QueueBind.exchange", at + e.start, "invalid utf-8") from None
     at += exchange_len
     if end - at < 1:
-        raise _truncated(_QUEUE_BIND_2_FIELDS, at, end)
+        raise _truncated(_QUEUE_BIND_2, _QUEUE_BIND_2_FIELDS, at, end)
     (routing_key_len,) = _QUEUE_BIND_2.unpack_from(buf, at)
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
@@ -2030,7 +1995,7 @@ def _decode_queue_bind(buf: bytes | memoryview, at: int, end: int, channel: int 
         raise DecodeError("QueueBind.routing_key", at + e.start, "invalid utf-8") from None
     at += routing_key_len
     if end - at < 1:
-        raise _truncated(_QUEUE_BIND_3_FIELDS, at, end)
+        raise _truncated(_QUEUE_BIND_3, _QUEUE_BIND_3_FIELDS, at, end)
     (bits1,) = _QUEUE_BIND_3.unpack_from(buf, at)
     at += 1
     no_wait = bits1 & 0x1 != 0
@@ -2162,18 +2127,15 @@ If set, the server will not respond to the method. The client should not wait fo
 
 
 _QUEUE_PURGE_0 = struct.Struct(">HB")
-_QUEUE_PURGE_0_FIELDS = (
-    ("QueuePurge.reserved1", 0, 2),
-    ("QueuePurge.queue", 2, 1),
-)
+_QUEUE_PURGE_0_FIELDS = "QueuePurge: reserved1 queue"
 
 _QUEUE_PURGE_1 = struct.Struct(">B")
-_QUEUE_PURGE_1_FIELDS = (("QueuePurge.bits1", 0, 1),)
+_QUEUE_PURGE_1_FIELDS = "QueuePurge: bits1"
 
 
 def _decode_queue_purge(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> QueuePurge:
     if end - at < 3:
-        raise _truncated(_QUEUE_PURGE_0_FIELDS, at, end)
+        raise _truncated(_QUEUE_PURGE_0, _QUEUE_PURGE_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_PURGE_0.unpack_from(buf, at)
     at += 3
     if queue_len < 0 or queue_len > end - at:
@@ -2184,7 +2146,7 @@ def _decode_queue_purge(buf: bytes | memoryview, at: int, end: int, channel: int
         raise DecodeError("QueuePurge.queue", at + e.start, "invalid utf-8") from None
     at += queue_len
     if end - at < 1:
-        raise _truncated(_QUEUE_PURGE_1_FIELDS, at, end)
+        raise _truncated(_QUEUE_PURGE_1, _QUEUE_PURGE_1_FIELDS, at, end)
     (bits1,) = _QUEUE_PURGE_1.unpack_from(buf, at)
     at += 1
     no_wait = bits1 & 0x1 != 0
@@ -2245,14 +2207,14 @@ Reports the number of messages purged."""
 
 
 _QUEUE_PURGE_OK_0 = struct.Struct(">I")
-_QUEUE_PURGE_OK_0_FIELDS = (("QueuePurgeOk.message_count", 0, 4),)
+_QUEUE_PURGE_OK_0_FIELDS = "QueuePurgeOk: message_count"
 
 
 def _decode_queue_purge_ok(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> QueuePurgeOk:
     if end - at < 4:
-        raise _truncated(_QUEUE_PURGE_OK_0_FIELDS, at, end)
+        raise _truncated(_QUEUE_PURGE_OK_0, _QUEUE_PURGE_OK_0_FIELDS, at, end)
     (message_count,) = _QUEUE_PURGE_OK_0.unpack_from(buf, at)
     at += 4
     msg = QueuePurgeOk(message_count, channel)
@@ -2338,20 +2300,17 @@ If set, the server will not respond to the method. The client should not wait fo
 
 
 _QUEUE_DELETE_0 = struct.Struct(">HB")
-_QUEUE_DELETE_0_FIELDS = (
-    ("QueueDelete.reserved1", 0, 2),
-    ("QueueDelete.queue", 2, 1),
-)
+_QUEUE_DELETE_0_FIELDS = "QueueDelete: reserved1 queue"
 
 _QUEUE_DELETE_1 = struct.Struct(">B")
-_QUEUE_DELETE_1_FIELDS = (("QueueDelete.bits1", 0, 1),)
+_QUEUE_DELETE_1_FIELDS = "QueueDelete: bits1"
 
 
 def _decode_queue_delete(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> QueueDelete:
     if end - at < 3:
-        raise _truncated(_QUEUE_DELETE_0_FIELDS, at, end)
+        raise _truncated(_QUEUE_DELETE_0, _QUEUE_DELETE_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_DELETE_0.unpack_from(buf, at)
     at += 3
     if queue_len < 0 or queue_len > end - at:
@@ -2362,7 +2321,7 @@ def _decode_queue_delete(
         raise DecodeError("QueueDelete.queue", at + e.start, "invalid utf-8") from None
     at += queue_len
     if end - at < 1:
-        raise _truncated(_QUEUE_DELETE_1_FIELDS, at, end)
+        raise _truncated(_QUEUE_DELETE_1, _QUEUE_DELETE_1_FIELDS, at, end)
     (bits1,) = _QUEUE_DELETE_1.unpack_from(buf, at)
     at += 1
     if_unused = bits1 & 0x1 != 0
@@ -2431,14 +2390,14 @@ Reports the number of messages deleted."""
 
 
 _QUEUE_DELETE_OK_0 = struct.Struct(">I")
-_QUEUE_DELETE_OK_0_FIELDS = (("QueueDeleteOk.message_count", 0, 4),)
+_QUEUE_DELETE_OK_0_FIELDS = "QueueDeleteOk: message_count"
 
 
 def _decode_queue_delete_ok(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> QueueDeleteOk:
     if end - at < 4:
-        raise _truncated(_QUEUE_DELETE_OK_0_FIELDS, at, end)
+        raise _truncated(_QUEUE_DELETE_OK_0, _QUEUE_DELETE_OK_0_FIELDS, at, end)
     (message_count,) = _QUEUE_DELETE_OK_0.unpack_from(buf, at)
     at += 4
     msg = QueueDeleteOk(message_count, channel)
@@ -2526,23 +2485,20 @@ Specifies the arguments of the binding to unbind."""
 
 
 _QUEUE_UNBIND_0 = struct.Struct(">HB")
-_QUEUE_UNBIND_0_FIELDS = (
-    ("QueueUnbind.reserved1", 0, 2),
-    ("QueueUnbind.queue", 2, 1),
-)
+_QUEUE_UNBIND_0_FIELDS = "QueueUnbind: reserved1 queue"
 
 _QUEUE_UNBIND_1 = struct.Struct(">B")
-_QUEUE_UNBIND_1_FIELDS = (("QueueUnbind.exchange", 0, 1),)
+_QUEUE_UNBIND_1_FIELDS = "QueueUnbind: exchange"
 
 _QUEUE_UNBIND_2 = struct.Struct(">B")
-_QUEUE_UNBIND_2_FIELDS = (("QueueUnbind.routing_key", 0, 1),)
+_QUEUE_UNBIND_2_FIELDS = "QueueUnbind: routing_key"
 
 
 def _decode_queue_unbind(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> QueueUnbind:
     if end - at < 3:
-        raise _truncated(_QUEUE_UNBIND_0_FIELDS, at, end)
+        raise _truncated(_QUEUE_UNBIND_0, _QUEUE_UNBIND_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_UNBIND_0.unpack_from(buf, at)
     at += 3
     if queue_len < 0 or queue_len > end - at:
@@ -2553,7 +2509,7 @@ def _decode_queue_unbind(
         raise DecodeError("QueueUnbind.queue", at + e.start, "invalid utf-8") from None
     at += queue_len
     if end - at < 1:
-        raise _truncated(_QUEUE_UNBIND_1_FIELDS, at, end)
+        raise _truncated(_QUEUE_UNBIND_1, _QUEUE_UNBIND_1_FIELDS, at, end)
     (exchange_len,) = _QUEUE_UNBIND_1.unpack_from(buf, at)
     at += 1
     if exchange_len < 0 or exchange_len > end - at:
@@ -2564,7 +2520,7 @@ def _decode_queue_unbind(
         raise DecodeError("QueueUnbind.exchange", at + e.start, "invalid utf-8") from None
     at += exchange_len
     if end - at < 1:
-        raise _truncated(_QUEUE_UNBIND_2_FIELDS, at, end)
+        raise _truncated(_QUEUE_UNBIND_2, _QUEUE_UNBIND_2_FIELDS, at, end)
     (routing_key_len,) = _QUEUE_UNBIND_2.unpack_from(buf, at)
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
@@ -2744,56 +2700,53 @@ class BasicProperties(Structure):
 
 
 _BASIC_PROPERTIES_0 = struct.Struct(">HQ")
-_BASIC_PROPERTIES_0_FIELDS = (
-    ("BasicProperties.weight", 0, 2),
-    ("BasicProperties.body_size", 2, 8),
-)
+_BASIC_PROPERTIES_0_FIELDS = "BasicProperties: weight body_size"
 
 _BASIC_PROPERTIES_1 = struct.Struct(">B")
-_BASIC_PROPERTIES_1_FIELDS = (("BasicProperties.content_type", 0, 1),)
+_BASIC_PROPERTIES_1_FIELDS = "BasicProperties: content_type"
 
 _BASIC_PROPERTIES_2 = struct.Struct(">B")
-_BASIC_PROPERTIES_2_FIELDS = (("BasicProperties.content_encoding", 0, 1),)
+_BASIC_PROPERTIES_2_FIELDS = "BasicProperties: content_encoding"
 
 _BASIC_PROPERTIES_3 = struct.Struct(">B")
-_BASIC_PROPERTIES_3_FIELDS = (("BasicProperties.delivery_mode", 0, 1),)
+_BASIC_PROPERTIES_3_FIELDS = "BasicProperties: delivery_mode"
 
 _BASIC_PROPERTIES_4 = struct.Struct(">B")
-_BASIC_PROPERTIES_4_FIELDS = (("BasicProperties.priority", 0, 1),)
+_BASIC_PROPERTIES_4_FIELDS = "BasicProperties: priority"
 
 _BASIC_PROPERTIES_5 = struct.Struct(">B")
-_BASIC_PROPERTIES_5_FIELDS = (("BasicProperties.correlation_id", 0, 1),)
+_BASIC_PROPERTIES_5_FIELDS = "BasicProperties: correlation_id"
 
 _BASIC_PROPERTIES_6 = struct.Struct(">B")
-_BASIC_PROPERTIES_6_FIELDS = (("BasicProperties.reply_to", 0, 1),)
+_BASIC_PROPERTIES_6_FIELDS = "BasicProperties: reply_to"
 
 _BASIC_PROPERTIES_7 = struct.Struct(">B")
-_BASIC_PROPERTIES_7_FIELDS = (("BasicProperties.expiration", 0, 1),)
+_BASIC_PROPERTIES_7_FIELDS = "BasicProperties: expiration"
 
 _BASIC_PROPERTIES_8 = struct.Struct(">B")
-_BASIC_PROPERTIES_8_FIELDS = (("BasicProperties.message_id", 0, 1),)
+_BASIC_PROPERTIES_8_FIELDS = "BasicProperties: message_id"
 
 _BASIC_PROPERTIES_9 = struct.Struct(">Q")
-_BASIC_PROPERTIES_9_FIELDS = (("BasicProperties.timestamp", 0, 8),)
+_BASIC_PROPERTIES_9_FIELDS = "BasicProperties: timestamp"
 
 _BASIC_PROPERTIES_10 = struct.Struct(">B")
-_BASIC_PROPERTIES_10_FIELDS = (("BasicProperties.type", 0, 1),)
+_BASIC_PROPERTIES_10_FIELDS = "BasicProperties: type"
 
 _BASIC_PROPERTIES_11 = struct.Struct(">B")
-_BASIC_PROPERTIES_11_FIELDS = (("BasicProperties.user_id", 0, 1),)
+_BASIC_PROPERTIES_11_FIELDS = "BasicProperties: user_id"
 
 _BASIC_PROPERTIES_12 = struct.Struct(">B")
-_BASIC_PROPERTIES_12_FIELDS = (("BasicProperties.app_id", 0, 1),)
+_BASIC_PROPERTIES_12_FIELDS = "BasicProperties: app_id"
 
 _BASIC_PROPERTIES_13 = struct.Struct(">B")
-_BASIC_PROPERTIES_13_FIELDS = (("BasicProperties.reserved", 0, 1),)
+_BASIC_PROPERTIES_13_FIELDS = "BasicProperties: reserved"
 
 
 def _decode_basic_properties(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicProperties:
     if end - at < 10:
-        raise _truncated(_BASIC_PROPERTIES_0_FIELDS, at, end)
+        raise _truncated(_BASIC_PROPERTIES_0, _BASIC_PROPERTIES_0_FIELDS, at, end)
     weight, body_size = _BASIC_PROPERTIES_0.unpack_from(buf, at)
     at += 10
     property_flags: list[int] = []
@@ -2820,7 +2773,7 @@ def _decode_basic_properties(
         content_type = None
     else:
         if end - at < 1:
-            raise _truncated(_BASIC_PROPERTIES_1_FIELDS, at, end)
+            raise _truncated(_BASIC_PROPERTIES_1, _BASIC_PROPERTIES_1_FIELDS, at, end)
         (content_type_len,) = _BASIC_PROPERTIES_1.unpack_from(buf, at)
         at += 1
         if content_type_len < 0 or content_type_len > end - at:
@@ -2837,7 +2790,7 @@ def _decode_basic_properties(
         content_encoding = None
     else:
         if end - at < 1:
-            raise _truncated(_BASIC_PROPERTIES_2_FIELDS, at, end)
+            raise _truncated(_BASIC_PROPERTIES_2, _BASIC_PROPERTIES_2_FIELDS, at, end)
         (content_encoding_len,) = _BASIC_PROPERTIES_2.unpack_from(buf, at)
         at += 1
         if content_encoding_len < 0 or content_encoding_len > end - at:
@@ -2859,7 +2812,7 @@ def _decode_basic_properties(
         delivery_mode = None
     else:
         if end - at < 1:
-            raise _truncated(_BASIC_PROPERTIES_3_FIELDS, at, end)
+            raise _truncated(_BASIC_PROPERTIES_3, _BASIC_PROPERTIES_3_FIELDS, at, end)
         (delivery_mode,) = _BASIC_PROPERTIES_3.unpack_from(buf, at)
         at += 1
     priority: int | None
@@ -2867,7 +2820,7 @@ def _decode_basic_properties(
         priority = None
     else:
         if end - at < 1:
-            raise _truncated(_BASIC_PROPERTIES_4_FIELDS, at, end)
+            raise _truncated(_BASIC_PROPERTIES_4, _BASIC_PROPERTIES_4_FIELDS, at, end)
         (priority,) = _BASIC_PROPERTIES_4.unpack_from(buf, at)
         at += 1
     correlation_id: str | None
@@ -2875,7 +2828,7 @@ def _decode_basic_properties(
         correlation_id = None
     else:
         if end - at < 1:
-            raise _truncated(_BASIC_PROPERTIES_5_FIELDS, at, end)
+            raise _truncated(_BASIC_PROPERTIES_5, _BASIC_PROPERTIES_5_FIELDS, at, end)
         (correlation_id_len,) = _BASIC_PROPERTIES_5.unpack_from(buf, at)
         at += 1
         if correlation_id_len < 0 or correlation_id_len > end - at:
@@ -2892,7 +2845,7 @@ def _decode_basic_properties(
         reply_to = None
     else:
         if end - at < 1:
-            raise _truncated(_BASIC_PROPERTIES_6_FIELDS, at, end)
+            raise _truncated(_BASIC_PROPERTIES_6, _BASIC_PROPERTIES_6_FIELDS, at, end)
         (reply_to_len,) = _BASIC_PROPERTIES_6.unpack_from(buf, at)
         at += 1
         if reply_to_len < 0 or reply_to_len > end - at:
@@ -2907,7 +2860,7 @@ def _decode_basic_properties(
         expiration = None
     else:
         if end - at < 1:
-            raise _truncated(_BASIC_PROPERTIES_7_FIELDS, at, end)
+            raise _truncated(_BASIC_PROPERTIES_7, _BASIC_PROPERTIES_7_FIELDS, at, end)
         (expiration_len,) = _BASIC_PROPERTIES_7.unpack_from(buf, at)
         at += 1
         if expiration_len < 0 or expiration_len > end - at:
@@ -2922,7 +2875,7 @@ def _decode_basic_properties(
         message_id = None
     else:
         if end - at < 1:
-            raise _truncated(_BASIC_PROPERTIES_8_FIELDS, at, end)
+            raise _truncated(_BASIC_PROPERTIES_8, _BASIC_PROPERTIES_8_FIELDS, at, end)
         (message_id_len,) = _BASIC_PROPERTIES_8.unpack_from(buf, at)
         at += 1
         if message_id_len < 0 or message_id_len > end - at:
@@ -2937,7 +2890,7 @@ def _decode_basic_properties(
         timestamp = None
     else:
         if end - at < 8:
-            raise _truncated(_BASIC_PROPERTIES_9_FIELDS, at, end)
+            raise _truncated(_BASIC_PROPERTIES_9, _BASIC_PROPERTIES_9_FIELDS, at, end)
         (timestamp,) = _BASIC_PROPERTIES_9.unpack_from(buf, at)
         at += 8
     type_: str | None
@@ -2945,7 +2898,7 @@ def _decode_basic_properties(
         type_ = None
     else:
         if end - at < 1:
-            raise _truncated(_BASIC_PROPERTIES_10_FIELDS, at, end)
+            raise _truncated(_BASIC_PROPERTIES_10, _BASIC_PROPERTIES_10_FIELDS, at, end)
         (type_len,) = _BASIC_PROPERTIES_10.unpack_from(buf, at)
         at += 1
         if type_len < 0 or type_len > end - at:
@@ -2960,7 +2913,7 @@ def _decode_basic_properties(
         user_id = None
     else:
         if end - at < 1:
-            raise _truncated(_BASIC_PROPERTIES_11_FIELDS, at, end)
+            raise _truncated(_BASIC_PROPERTIES_11, _BASIC_PROPERTIES_11_FIELDS, at, end)
         (user_id_len,) = _BASIC_PROPERTIES_11.unpack_from(buf, at)
         at += 1
         if user_id_len < 0 or user_id_len > end - at:
@@ -2975,7 +2928,7 @@ def _decode_basic_properties(
         app_id = None
     else:
         if end - at < 1:
-            raise _truncated(_BASIC_PROPERTIES_12_FIELDS, at, end)
+            raise _truncated(_BASIC_PROPERTIES_12, _BASIC_PROPERTIES_12_FIELDS, at, end)
         (app_id_len,) = _BASIC_PROPERTIES_12.unpack_from(buf, at)
         at += 1
         if app_id_len < 0 or app_id_len > end - at:
@@ -2990,7 +2943,7 @@ def _decode_basic_properties(
         reserved = None
     else:
         if end - at < 1:
-            raise _truncated(_BASIC_PROPERTIES_13_FIELDS, at, end)
+            raise _truncated(_BASIC_PROPERTIES_13, _BASIC_PROPERTIES_13_FIELDS, at, end)
         (reserved_len,) = _BASIC_PROPERTIES_13.unpack_from(buf, at)
         at += 1
         if reserved_len < 0 or reserved_len > end - at:
@@ -3247,23 +3200,20 @@ A set of arguments for the consume. The syntax and semantics of these arguments 
 
 
 _BASIC_CONSUME_0 = struct.Struct(">HB")
-_BASIC_CONSUME_0_FIELDS = (
-    ("BasicConsume.reserved1", 0, 2),
-    ("BasicConsume.queue", 2, 1),
-)
+_BASIC_CONSUME_0_FIELDS = "BasicConsume: reserved1 queue"
 
 _BASIC_CONSUME_1 = struct.Struct(">B")
-_BASIC_CONSUME_1_FIELDS = (("BasicConsume.consumer_tag", 0, 1),)
+_BASIC_CONSUME_1_FIELDS = "BasicConsume: consumer_tag"
 
 _BASIC_CONSUME_2 = struct.Struct(">B")
-_BASIC_CONSUME_2_FIELDS = (("BasicConsume.bits1", 0, 1),)
+_BASIC_CONSUME_2_FIELDS = "BasicConsume: bits1"
 
 
 def _decode_basic_consume(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicConsume:
     if end - at < 3:
-        raise _truncated(_BASIC_CONSUME_0_FIELDS, at, end)
+        raise _truncated(_BASIC_CONSUME_0, _BASIC_CONSUME_0_FIELDS, at, end)
     reserved1, queue_len = _BASIC_CONSUME_0.unpack_from(buf, at)
     at += 3
     if queue_len < 0 or queue_len > end - at:
@@ -3274,7 +3224,7 @@ def _decode_basic_consume(
         raise DecodeError("BasicConsume.queue", at + e.start, "invalid utf-8") from None
     at += queue_len
     if end - at < 1:
-        raise _truncated(_BASIC_CONSUME_1_FIELDS, at, end)
+        raise _truncated(_BASIC_CONSUME_1, _BASIC_CONSUME_1_FIELDS, at, end)
     (consumer_tag_len,) = _BASIC_CONSUME_1.unpack_from(buf, at)
     at += 1
     if consumer_tag_len < 0 or consumer_tag_len > end - at:
@@ -3285,7 +3235,7 @@ def _decode_basic_consume(
         raise DecodeError("BasicConsume.consumer_tag", at + e.start, "invalid utf-8") from None
     at += consumer_tag_len
     if end - at < 1:
-        raise _truncated(_BASIC_CONSUME_2_FIELDS, at, end)
+        raise _truncated(_BASIC_CONSUME_2, _BASIC_CONSUME_2_FIELDS, at, end)
     (bits1,) = _BASIC_CONSUME_2.unpack_from(buf, at)
     at += 1
     no_local = bits1 & 0x1 != 0
@@ -3364,14 +3314,14 @@ Holds the consumer tag specified by the client or provided by the server."""
 
 
 _BASIC_CONSUME_OK_0 = struct.Struct(">B")
-_BASIC_CONSUME_OK_0_FIELDS = (("BasicConsumeOk.consumer_tag", 0, 1),)
+_BASIC_CONSUME_OK_0_FIELDS = "BasicConsumeOk: consumer_tag"
 
 
 def _decode_basic_consume_ok(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicConsumeOk:
     if end - at < 1:
-        raise _truncated(_BASIC_CONSUME_OK_0_FIELDS, at, end)
+        raise _truncated(_BASIC_CONSUME_OK_0, _BASIC_CONSUME_OK_0_FIELDS, at, end)
     (consumer_tag_len,) = _BASIC_CONSUME_OK_0.unpack_from(buf, at)
     at += 1
     if consumer_tag_len < 0 or consumer_tag_len > end - at:
@@ -3464,23 +3414,20 @@ This flag tells the server how to react if the message cannot be routed to a que
 
 
 _BASIC_PUBLISH_0 = struct.Struct(">HB")
-_BASIC_PUBLISH_0_FIELDS = (
-    ("BasicPublish.reserved1", 0, 2),
-    ("BasicPublish.exchange", 2, 1),
-)
+_BASIC_PUBLISH_0_FIELDS = "BasicPublish: reserved1 exchange"
 
 _BASIC_PUBLISH_1 = struct.Struct(">B")
-_BASIC_PUBLISH_1_FIELDS = (("BasicPublish.routing_key", 0, 1),)
+_BASIC_PUBLISH_1_FIELDS = "BasicPublish: routing_key"
 
 _BASIC_PUBLISH_2 = struct.Struct(">B")
-_BASIC_PUBLISH_2_FIELDS = (("BasicPublish.bits1", 0, 1),)
+_BASIC_PUBLISH_2_FIELDS = "BasicPublish: bits1"
 
 
 def _decode_basic_publish(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicPublish:
     if end - at < 3:
-        raise _truncated(_BASIC_PUBLISH_0_FIELDS, at, end)
+        raise _truncated(_BASIC_PUBLISH_0, _BASIC_PUBLISH_0_FIELDS, at, end)
     reserved1, exchange_len = _BASIC_PUBLISH_0.unpack_from(buf, at)
     at += 3
     if exchange_len < 0 or exchange_len > end - at:
@@ -3491,7 +3438,7 @@ def _decode_basic_publish(
         raise DecodeError("BasicPublish.exchange", at + e.start, "invalid utf-8") from None
     at += exchange_len
     if end - at < 1:
-        raise _truncated(_BASIC_PUBLISH_1_FIELDS, at, end)
+        raise _truncated(_BASIC_PUBLISH_1, _BASIC_PUBLISH_1_FIELDS, at, end)
     (routing_key_len,) = _BASIC_PUBLISH_1.unpack_from(buf, at)
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
@@ -3502,7 +3449,7 @@ def _decode_basic_publish(
         raise DecodeError("BasicPublish.routing_key", at + e.start, "invalid utf-8") from None
     at += routing_key_len
     if end - at < 1:
-        raise _truncated(_BASIC_PUBLISH_2_FIELDS, at, end)
+        raise _truncated(_BASIC_PUBLISH_2, _BASIC_PUBLISH_2_FIELDS, at, end)
     (bits1,) = _BASIC_PUBLISH_2.unpack_from(buf, at)
     at += 1
     mandatory = bits1 & 0x1 != 0
@@ -3594,23 +3541,20 @@ Specifies the routing key name specified when the message was published."""
 
 
 _BASIC_RETURN_0 = struct.Struct(">HB")
-_BASIC_RETURN_0_FIELDS = (
-    ("BasicReturn.reply_code", 0, 2),
-    ("BasicReturn.reply_text", 2, 1),
-)
+_BASIC_RETURN_0_FIELDS = "BasicReturn: reply_code reply_text"
 
 _BASIC_RETURN_1 = struct.Struct(">B")
-_BASIC_RETURN_1_FIELDS = (("BasicReturn.exchange", 0, 1),)
+_BASIC_RETURN_1_FIELDS = "BasicReturn: exchange"
 
 _BASIC_RETURN_2 = struct.Struct(">B")
-_BASIC_RETURN_2_FIELDS = (("BasicReturn.routing_key", 0, 1),)
+_BASIC_RETURN_2_FIELDS = "BasicReturn: routing_key"
 
 
 def _decode_basic_return(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicReturn:
     if end - at < 3:
-        raise _truncated(_BASIC_RETURN_0_FIELDS, at, end)
+        raise _truncated(_BASIC_RETURN_0, _BASIC_RETURN_0_FIELDS, at, end)
     reply_code, reply_text_len = _BASIC_RETURN_0.unpack_from(buf, at)
     at += 3
     if reply_text_len < 0 or reply_text_len > end - at:
@@ -3621,7 +3565,7 @@ def _decode_basic_return(
         raise DecodeError("BasicReturn.reply_text", at + e.start, "invalid utf-8") from None
     at += reply_text_len
     if end - at < 1:
-        raise _truncated(_BASIC_RETURN_1_FIELDS, at, end)
+        raise _truncated(_BASIC_RETURN_1, _BASIC_RETURN_1_FIELDS, at, end)
     (exchange_len,) = _BASIC_RETURN_1.unpack_from(buf, at)
     at += 1
     if exchange_len < 0 or exchange_len > end - at:
@@ -3632,7 +3576,7 @@ def _decode_basic_return(
         raise DecodeError("BasicReturn.exchange", at + e.start, "invalid utf-8") from None
     at += exchange_len
     if end - at < 1:
-        raise _truncated(_BASIC_RETURN_2_FIELDS, at, end)
+        raise _truncated(_BASIC_RETURN_2, _BASIC_RETURN_2_FIELDS, at, end)
     (routing_key_len,) = _BASIC_RETURN_2.unpack_from(buf, at)
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
@@ -3735,24 +3679,20 @@ Specifies the routing key name specified when the message was published."""
 
 
 _BASIC_DELIVER_0 = struct.Struct(">B")
-_BASIC_DELIVER_0_FIELDS = (("BasicDeliver.consumer_tag", 0, 1),)
+_BASIC_DELIVER_0_FIELDS = "BasicDeliver: consumer_tag"
 
 _BASIC_DELIVER_1 = struct.Struct(">QBB")
-_BASIC_DELIVER_1_FIELDS = (
-    ("BasicDeliver.delivery_tag", 0, 8),
-    ("BasicDeliver.bits1", 8, 1),
-    ("BasicDeliver.exchange", 9, 1),
-)
+_BASIC_DELIVER_1_FIELDS = "BasicDeliver: delivery_tag bits1 exchange"
 
 _BASIC_DELIVER_2 = struct.Struct(">B")
-_BASIC_DELIVER_2_FIELDS = (("BasicDeliver.routing_key", 0, 1),)
+_BASIC_DELIVER_2_FIELDS = "BasicDeliver: routing_key"
 
 
 def _decode_basic_deliver(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicDeliver:
     if end - at < 1:
-        raise _truncated(_BASIC_DELIVER_0_FIELDS, at, end)
+        raise _truncated(_BASIC_DELIVER_0, _BASIC_DELIVER_0_FIELDS, at, end)
     (consumer_tag_len,) = _BASIC_DELIVER_0.unpack_from(buf, at)
     at += 1
     if consumer_tag_len < 0 or consumer_tag_len > end - at:
@@ -3763,7 +3703,7 @@ def _decode_basic_deliver(
         raise DecodeError("BasicDeliver.consumer_tag", at + e.start, "invalid utf-8") from None
     at += consumer_tag_len
     if end - at < 10:
-        raise _truncated(_BASIC_DELIVER_1_FIELDS, at, end)
+        raise _truncated(_BASIC_DELIVER_1, _BASIC_DELIVER_1_FIELDS, at, end)
     delivery_tag, bits1, exchange_len = _BASIC_DELIVER_1.unpack_from(buf, at)
     at += 10
     redelivered = bits1 & 0x1 != 0
@@ -3777,7 +3717,7 @@ def _decode_basic_deliver(
         raise DecodeError("BasicDeliver.exchange", at + e.start, "invalid utf-8") from None
     at += exchange_len
     if end - at < 1:
-        raise _truncated(_BASIC_DELIVER_2_FIELDS, at, end)
+        raise _truncated(_BASIC_DELIVER_2, _BASIC_DELIVER_2_FIELDS, at, end)
     (routing_key_len,) = _BASIC_DELIVER_2.unpack_from(buf, at)
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
@@ -3868,18 +3808,15 @@ If this field is set the server does not expect acknowledgements for messages. T
 
 
 _BASIC_GET_0 = struct.Struct(">HB")
-_BASIC_GET_0_FIELDS = (
-    ("BasicGet.reserved1", 0, 2),
-    ("BasicGet.queue", 2, 1),
-)
+_BASIC_GET_0_FIELDS = "BasicGet: reserved1 queue"
 
 _BASIC_GET_1 = struct.Struct(">B")
-_BASIC_GET_1_FIELDS = (("BasicGet.bits1", 0, 1),)
+_BASIC_GET_1_FIELDS = "BasicGet: bits1"
 
 
 def _decode_basic_get(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> BasicGet:
     if end - at < 3:
-        raise _truncated(_BASIC_GET_0_FIELDS, at, end)
+        raise _truncated(_BASIC_GET_0, _BASIC_GET_0_FIELDS, at, end)
     reserved1, queue_len = _BASIC_GET_0.unpack_from(buf, at)
     at += 3
     if queue_len < 0 or queue_len > end - at:
@@ -3890,7 +3827,7 @@ def _decode_basic_get(buf: bytes | memoryview, at: int, end: int, channel: int =
         raise DecodeError("BasicGet.queue", at + e.start, "invalid utf-8") from None
     at += queue_len
     if end - at < 1:
-        raise _truncated(_BASIC_GET_1_FIELDS, at, end)
+        raise _truncated(_BASIC_GET_1, _BASIC_GET_1_FIELDS, at, end)
     (bits1,) = _BASIC_GET_1.unpack_from(buf, at)
     at += 1
     no_ack = bits1 & 0x1 != 0
@@ -3983,24 +3920,20 @@ The number of messages in the queue, which will be zero for newly-declared queue
 
 
 _BASIC_GET_OK_0 = struct.Struct(">QBB")
-_BASIC_GET_OK_0_FIELDS = (
-    ("BasicGetOk.delivery_tag", 0, 8),
-    ("BasicGetOk.bits1", 8, 1),
-    ("BasicGetOk.exchange", 9, 1),
-)
+_BASIC_GET_OK_0_FIELDS = "BasicGetOk: delivery_tag bits1 exchange"
 
 _BASIC_GET_OK_1 = struct.Struct(">B")
-_BASIC_GET_OK_1_FIELDS = (("BasicGetOk.routing_key", 0, 1),)
+_BASIC_GET_OK_1_FIELDS = "BasicGetOk: routing_key"
 
 _BASIC_GET_OK_2 = struct.Struct(">I")
-_BASIC_GET_OK_2_FIELDS = (("BasicGetOk.message_count", 0, 4),)
+_BASIC_GET_OK_2_FIELDS = "BasicGetOk: message_count"
 
 
 def _decode_basic_get_ok(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicGetOk:
     if end - at < 10:
-        raise _truncated(_BASIC_GET_OK_0_FIELDS, at, end)
+        raise _truncated(_BASIC_GET_OK_0, _BASIC_GET_OK_0_FIELDS, at, end)
     delivery_tag, bits1, exchange_len = _BASIC_GET_OK_0.unpack_from(buf, at)
     at += 10
     redelivered = bits1 & 0x1 != 0
@@ -4014,7 +3947,7 @@ def _decode_basic_get_ok(
         raise DecodeError("BasicGetOk.exchange", at + e.start, "invalid utf-8") from None
     at += exchange_len
     if end - at < 1:
-        raise _truncated(_BASIC_GET_OK_1_FIELDS, at, end)
+        raise _truncated(_BASIC_GET_OK_1, _BASIC_GET_OK_1_FIELDS, at, end)
     (routing_key_len,) = _BASIC_GET_OK_1.unpack_from(buf, at)
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
@@ -4025,7 +3958,7 @@ def _decode_basic_get_ok(
         raise DecodeError("BasicGetOk.routing_key", at + e.start, "invalid utf-8") from None
     at += routing_key_len
     if end - at < 4:
-        raise _truncated(_BASIC_GET_OK_2_FIELDS, at, end)
+        raise _truncated(_BASIC_GET_OK_2, _BASIC_GET_OK_2_FIELDS, at, end)
     (message_count,) = _BASIC_GET_OK_2.unpack_from(buf, at)
     at += 4
     msg = BasicGetOk(delivery_tag, redelivered, exchange, routing_key, message_count, channel)
@@ -4087,14 +4020,14 @@ class BasicGetEmpty(Structure):
 
 
 _BASIC_GET_EMPTY_0 = struct.Struct(">B")
-_BASIC_GET_EMPTY_0_FIELDS = (("BasicGetEmpty.reserved1", 0, 1),)
+_BASIC_GET_EMPTY_0_FIELDS = "BasicGetEmpty: reserved1"
 
 
 def _decode_basic_get_empty(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicGetEmpty:
     if end - at < 1:
-        raise _truncated(_BASIC_GET_EMPTY_0_FIELDS, at, end)
+        raise _truncated(_BASIC_GET_EMPTY_0, _BASIC_GET_EMPTY_0_FIELDS, at, end)
     (reserved1_len,) = _BASIC_GET_EMPTY_0.unpack_from(buf, at)
     at += 1
     if reserved1_len < 0 or reserved1_len > end - at:
@@ -4162,17 +4095,14 @@ If requeue is true, the server will attempt to requeue the message. If requeue i
 
 
 _BASIC_REJECT_0 = struct.Struct(">QB")
-_BASIC_REJECT_0_FIELDS = (
-    ("BasicReject.delivery_tag", 0, 8),
-    ("BasicReject.bits1", 8, 1),
-)
+_BASIC_REJECT_0_FIELDS = "BasicReject: delivery_tag bits1"
 
 
 def _decode_basic_reject(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicReject:
     if end - at < 9:
-        raise _truncated(_BASIC_REJECT_0_FIELDS, at, end)
+        raise _truncated(_BASIC_REJECT_0, _BASIC_REJECT_0_FIELDS, at, end)
     delivery_tag, bits1 = _BASIC_REJECT_0.unpack_from(buf, at)
     at += 9
     requeue = bits1 & 0x1 != 0
@@ -4238,14 +4168,14 @@ If this field is zero, the message will be redelivered to the original recipient
 
 
 _BASIC_RECOVER_ASYNC_0 = struct.Struct(">B")
-_BASIC_RECOVER_ASYNC_0_FIELDS = (("BasicRecoverAsync.bits1", 0, 1),)
+_BASIC_RECOVER_ASYNC_0_FIELDS = "BasicRecoverAsync: bits1"
 
 
 def _decode_basic_recover_async(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicRecoverAsync:
     if end - at < 1:
-        raise _truncated(_BASIC_RECOVER_ASYNC_0_FIELDS, at, end)
+        raise _truncated(_BASIC_RECOVER_ASYNC_0, _BASIC_RECOVER_ASYNC_0_FIELDS, at, end)
     (bits1,) = _BASIC_RECOVER_ASYNC_0.unpack_from(buf, at)
     at += 1
     requeue = bits1 & 0x1 != 0
@@ -4303,14 +4233,14 @@ If this field is zero, the message will be redelivered to the original recipient
 
 
 _BASIC_RECOVER_0 = struct.Struct(">B")
-_BASIC_RECOVER_0_FIELDS = (("BasicRecover.bits1", 0, 1),)
+_BASIC_RECOVER_0_FIELDS = "BasicRecover: bits1"
 
 
 def _decode_basic_recover(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicRecover:
     if end - at < 1:
-        raise _truncated(_BASIC_RECOVER_0_FIELDS, at, end)
+        raise _truncated(_BASIC_RECOVER_0, _BASIC_RECOVER_0_FIELDS, at, end)
     (bits1,) = _BASIC_RECOVER_0.unpack_from(buf, at)
     at += 1
     requeue = bits1 & 0x1 != 0
@@ -4667,7 +4597,7 @@ def _frame_tx_rollback_ok(msg: TxRollbackOk) -> bytes:
 
 
 _VALUE_TABLE_0 = struct.Struct(">B")
-_VALUE_TABLE_0_FIELDS = (("table.key", 0, 1),)
+_VALUE_TABLE_0_FIELDS = "table: key"
 _TABLE_SIZE = struct.Struct(">I")
 
 
@@ -4683,7 +4613,7 @@ def _decode_table(buf: bytes | memoryview, at: int, end: int) -> tuple[Table, in
     out = Table()
     while at < stop:
         if stop - at < 1:
-            raise _truncated(_VALUE_TABLE_0_FIELDS, at, stop)
+            raise _truncated(_VALUE_TABLE_0, _VALUE_TABLE_0_FIELDS, at, stop)
         (key_len,) = _VALUE_TABLE_0.unpack_from(buf, at)
         at += 1
         if key_len < 0 or key_len > stop - at:
@@ -4753,38 +4683,35 @@ def _encode_field_array(value: list[Any], parts: list[bytes]) -> None:
 
 
 _VALUE_FIELD_VALUE_0 = struct.Struct(">B")
-_VALUE_FIELD_VALUE_0_FIELDS = (("field-value", 0, 1),)
+_VALUE_FIELD_VALUE_0_FIELDS = "field-value"
 _VALUE_FIELD_VALUE_1 = struct.Struct(">b")
-_VALUE_FIELD_VALUE_1_FIELDS = (("field-value", 0, 1),)
+_VALUE_FIELD_VALUE_1_FIELDS = "field-value"
 _VALUE_FIELD_VALUE_2 = struct.Struct(">B")
-_VALUE_FIELD_VALUE_2_FIELDS = (("field-value", 0, 1),)
+_VALUE_FIELD_VALUE_2_FIELDS = "field-value"
 _VALUE_FIELD_VALUE_3 = struct.Struct(">h")
-_VALUE_FIELD_VALUE_3_FIELDS = (("field-value", 0, 2),)
+_VALUE_FIELD_VALUE_3_FIELDS = "field-value"
 _VALUE_FIELD_VALUE_4 = struct.Struct(">H")
-_VALUE_FIELD_VALUE_4_FIELDS = (("field-value", 0, 2),)
+_VALUE_FIELD_VALUE_4_FIELDS = "field-value"
 _VALUE_FIELD_VALUE_5 = struct.Struct(">i")
-_VALUE_FIELD_VALUE_5_FIELDS = (("field-value", 0, 4),)
+_VALUE_FIELD_VALUE_5_FIELDS = "field-value"
 _VALUE_FIELD_VALUE_6 = struct.Struct(">I")
-_VALUE_FIELD_VALUE_6_FIELDS = (("field-value", 0, 4),)
+_VALUE_FIELD_VALUE_6_FIELDS = "field-value"
 _VALUE_FIELD_VALUE_7 = struct.Struct(">q")
-_VALUE_FIELD_VALUE_7_FIELDS = (("field-value", 0, 8),)
+_VALUE_FIELD_VALUE_7_FIELDS = "field-value"
 _VALUE_FIELD_VALUE_8 = struct.Struct(">q")
-_VALUE_FIELD_VALUE_8_FIELDS = (("field-value", 0, 8),)
+_VALUE_FIELD_VALUE_8_FIELDS = "field-value"
 _VALUE_FIELD_VALUE_9 = struct.Struct(">f")
-_VALUE_FIELD_VALUE_9_FIELDS = (("field-value", 0, 4),)
+_VALUE_FIELD_VALUE_9_FIELDS = "field-value"
 _VALUE_FIELD_VALUE_10 = struct.Struct(">d")
-_VALUE_FIELD_VALUE_10_FIELDS = (("field-value", 0, 8),)
+_VALUE_FIELD_VALUE_10_FIELDS = "field-value"
 _VALUE_FIELD_VALUE_11 = struct.Struct(">Bi")
-_VALUE_FIELD_VALUE_11_FIELDS = (
-    ("field-value", 0, 1),
-    ("field-value", 1, 4),
-)
+_VALUE_FIELD_VALUE_11_FIELDS = "field-value field-value"
 _VALUE_FIELD_VALUE_12 = struct.Struct(">I")
-_VALUE_FIELD_VALUE_12_FIELDS = (("field-value", 0, 4),)
+_VALUE_FIELD_VALUE_12_FIELDS = "field-value"
 _VALUE_FIELD_VALUE_13 = struct.Struct(">I")
-_VALUE_FIELD_VALUE_13_FIELDS = (("field-value", 0, 4),)
+_VALUE_FIELD_VALUE_13_FIELDS = "field-value"
 _VALUE_FIELD_VALUE_14 = struct.Struct(">Q")
-_VALUE_FIELD_VALUE_14_FIELDS = (("field-value", 0, 8),)
+_VALUE_FIELD_VALUE_14_FIELDS = "field-value"
 _FIELD_VALUE_CONSTRUCTOR = struct.Struct(">B")
 
 
@@ -4798,7 +4725,7 @@ def _decode_field_value(buf: bytes | memoryview, at: int, end: int) -> tuple[Any
     value: Any
     if ctor == 116:  # t boolean
         if end - at < 1:
-            raise _truncated(_VALUE_FIELD_VALUE_0_FIELDS, at, end)
+            raise _truncated(_VALUE_FIELD_VALUE_0, _VALUE_FIELD_VALUE_0_FIELDS, at, end)
         (value_2_raw,) = _VALUE_FIELD_VALUE_0.unpack_from(buf, at)
         at += 1
         if value_2_raw > 1:
@@ -4807,74 +4734,74 @@ def _decode_field_value(buf: bytes | memoryview, at: int, end: int) -> tuple[Any
         value = value_2
     elif ctor == 98:  # b int8
         if end - at < 1:
-            raise _truncated(_VALUE_FIELD_VALUE_1_FIELDS, at, end)
+            raise _truncated(_VALUE_FIELD_VALUE_1, _VALUE_FIELD_VALUE_1_FIELDS, at, end)
         (value_3,) = _VALUE_FIELD_VALUE_1.unpack_from(buf, at)
         at += 1
         value = value_3
     elif ctor == 66:  # B uint8
         if end - at < 1:
-            raise _truncated(_VALUE_FIELD_VALUE_2_FIELDS, at, end)
+            raise _truncated(_VALUE_FIELD_VALUE_2, _VALUE_FIELD_VALUE_2_FIELDS, at, end)
         (value_4,) = _VALUE_FIELD_VALUE_2.unpack_from(buf, at)
         at += 1
         value = value_4
     elif ctor == 115:  # s int16
         if end - at < 2:
-            raise _truncated(_VALUE_FIELD_VALUE_3_FIELDS, at, end)
+            raise _truncated(_VALUE_FIELD_VALUE_3, _VALUE_FIELD_VALUE_3_FIELDS, at, end)
         (value_5,) = _VALUE_FIELD_VALUE_3.unpack_from(buf, at)
         at += 2
         value = value_5
     elif ctor == 117:  # u uint16
         if end - at < 2:
-            raise _truncated(_VALUE_FIELD_VALUE_4_FIELDS, at, end)
+            raise _truncated(_VALUE_FIELD_VALUE_4, _VALUE_FIELD_VALUE_4_FIELDS, at, end)
         (value_6,) = _VALUE_FIELD_VALUE_4.unpack_from(buf, at)
         at += 2
         value = value_6
     elif ctor == 73:  # I int32
         if end - at < 4:
-            raise _truncated(_VALUE_FIELD_VALUE_5_FIELDS, at, end)
+            raise _truncated(_VALUE_FIELD_VALUE_5, _VALUE_FIELD_VALUE_5_FIELDS, at, end)
         (value_7,) = _VALUE_FIELD_VALUE_5.unpack_from(buf, at)
         at += 4
         value = value_7
     elif ctor == 105:  # i uint32
         if end - at < 4:
-            raise _truncated(_VALUE_FIELD_VALUE_6_FIELDS, at, end)
+            raise _truncated(_VALUE_FIELD_VALUE_6, _VALUE_FIELD_VALUE_6_FIELDS, at, end)
         (value_8,) = _VALUE_FIELD_VALUE_6.unpack_from(buf, at)
         at += 4
         value = value_8
     elif ctor == 76:  # L int64
         if end - at < 8:
-            raise _truncated(_VALUE_FIELD_VALUE_7_FIELDS, at, end)
+            raise _truncated(_VALUE_FIELD_VALUE_7, _VALUE_FIELD_VALUE_7_FIELDS, at, end)
         (value_9,) = _VALUE_FIELD_VALUE_7.unpack_from(buf, at)
         at += 8
         value = value_9
     elif ctor == 108:  # l int64
         if end - at < 8:
-            raise _truncated(_VALUE_FIELD_VALUE_8_FIELDS, at, end)
+            raise _truncated(_VALUE_FIELD_VALUE_8, _VALUE_FIELD_VALUE_8_FIELDS, at, end)
         (value_10,) = _VALUE_FIELD_VALUE_8.unpack_from(buf, at)
         at += 8
         value = value_10
     elif ctor == 102:  # f float
         if end - at < 4:
-            raise _truncated(_VALUE_FIELD_VALUE_9_FIELDS, at, end)
+            raise _truncated(_VALUE_FIELD_VALUE_9, _VALUE_FIELD_VALUE_9_FIELDS, at, end)
         (value_11,) = _VALUE_FIELD_VALUE_9.unpack_from(buf, at)
         at += 4
         value = value_11
     elif ctor == 100:  # d double
         if end - at < 8:
-            raise _truncated(_VALUE_FIELD_VALUE_10_FIELDS, at, end)
+            raise _truncated(_VALUE_FIELD_VALUE_10, _VALUE_FIELD_VALUE_10_FIELDS, at, end)
         (value_12,) = _VALUE_FIELD_VALUE_10.unpack_from(buf, at)
         at += 8
         value = value_12
     elif ctor == 68:  # D decimal
         if end - at < 5:
-            raise _truncated(_VALUE_FIELD_VALUE_11_FIELDS, at, end)
+            raise _truncated(_VALUE_FIELD_VALUE_11, _VALUE_FIELD_VALUE_11_FIELDS, at, end)
         value_13_scale, value_13_value = _VALUE_FIELD_VALUE_11.unpack_from(buf, at)
         at += 5
         value_13 = Decimal(value_13_value).scaleb(-value_13_scale)
         value = value_13
     elif ctor == 83:  # S longstr-text
         if end - at < 4:
-            raise _truncated(_VALUE_FIELD_VALUE_12_FIELDS, at, end)
+            raise _truncated(_VALUE_FIELD_VALUE_12, _VALUE_FIELD_VALUE_12_FIELDS, at, end)
         (value_len,) = _VALUE_FIELD_VALUE_12.unpack_from(buf, at)
         at += 4
         if value_len < 0 or value_len > end - at:
@@ -4887,7 +4814,7 @@ def _decode_field_value(buf: bytes | memoryview, at: int, end: int) -> tuple[Any
         value = value_14
     elif ctor == 120:  # x longstr
         if end - at < 4:
-            raise _truncated(_VALUE_FIELD_VALUE_13_FIELDS, at, end)
+            raise _truncated(_VALUE_FIELD_VALUE_13, _VALUE_FIELD_VALUE_13_FIELDS, at, end)
         (value_len_2,) = _VALUE_FIELD_VALUE_13.unpack_from(buf, at)
         at += 4
         if value_len_2 < 0 or value_len_2 > end - at:
@@ -4900,7 +4827,7 @@ def _decode_field_value(buf: bytes | memoryview, at: int, end: int) -> tuple[Any
         value = value_16
     elif ctor == 84:  # T timestamp
         if end - at < 8:
-            raise _truncated(_VALUE_FIELD_VALUE_14_FIELDS, at, end)
+            raise _truncated(_VALUE_FIELD_VALUE_14, _VALUE_FIELD_VALUE_14_FIELDS, at, end)
         (value_17,) = _VALUE_FIELD_VALUE_14.unpack_from(buf, at)
         at += 8
         value = value_17

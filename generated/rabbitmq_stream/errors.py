@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import struct
+
 
 class DecodeError(ValueError):
     """A frame that cannot be decoded: truncated, oversized, garbage or trailing bytes.
@@ -33,13 +35,28 @@ class EncodeError(ValueError):
 # Cold paths: they run only when a check on the hot path has already failed.
 
 
-def _truncated(fields: tuple[tuple[str, int, int], ...], at: int, limit: int) -> DecodeError:
-    """Which field of a fused run the bytes ran out in."""
-    for name, offset, width in fields:
+def _truncated(run: struct.Struct, fields: str, at: int, limit: int) -> DecodeError:
+    """Which field of a fused run the bytes ran out in. `fields` names them as a run's constant
+    does: "Owner: field other.path", the owner (none for a named type's value) and each field
+    `run` packs, in order (one struct code each: a letter, its count first for `s`)."""
+    owner, _, names = fields.rpartition(": ")
+    prefix = f"{owner}." if owner else ""
+    codes: list[str] = []
+    count = ""
+    for c in run.format[1:]:
+        if c.isdigit():
+            count += c
+        else:
+            codes.append(count + c)
+            count = ""
+    offset = 0
+    for name, code in zip(names.split(), codes, strict=True):
+        width = struct.calcsize(">" + code)
         if at + offset + width > limit:
             left = max(0, limit - at - offset)
-            return DecodeError(name, at + offset, f"needs {width} bytes, {left} left")
-    return DecodeError(fields[-1][0], at, "truncated")
+            return DecodeError(prefix + name, at + offset, f"needs {width} bytes, {left} left")
+        offset += width
+    return DecodeError(prefix + names.split()[-1], at, "truncated")
 
 
 def _bad_length(field: str, at: int, length: int, limit: int) -> DecodeError:

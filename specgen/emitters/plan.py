@@ -128,12 +128,14 @@ class Run:
         return sum(i.width for i in self.items)
 
     @property
-    def cut_table(self) -> list[tuple[str, int, int]]:
-        out, at = [], 0
-        for i in self.items:
-            out.append((i.label, at, i.width))
-            at += i.width
-        return out
+    def field_names(self) -> str:
+        """How a DecodeError names this run's fields: "Owner: field other.path", their owner (a
+        message or structure; none for a named type's value) and each one's path in it, in
+        packing order (a path has no spaces: labels are identifiers joined by dots)."""
+        owner = self.items[0].label.split(".", 1)[0]
+        if any(not i.label.startswith(owner + ".") for i in self.items):
+            return " ".join(i.label for i in self.items)
+        return f"{owner}: " + " ".join(i.label[len(owner) + 1 :] for i in self.items)
 
 
 @dataclass

@@ -264,14 +264,14 @@ The reason the connection was blocked."""
 
 
 _CONNECTION_BLOCKED_0 = struct.Struct(">B")
-_CONNECTION_BLOCKED_0_FIELDS = (("ConnectionBlocked.reason", 0, 1),)
+_CONNECTION_BLOCKED_0_FIELDS = "ConnectionBlocked: reason"
 
 
 def _decode_connection_blocked(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConnectionBlocked:
     if end - at < 1:
-        raise _truncated(_CONNECTION_BLOCKED_0_FIELDS, at, end)
+        raise _truncated(_CONNECTION_BLOCKED_0, _CONNECTION_BLOCKED_0_FIELDS, at, end)
     (reason_len,) = _CONNECTION_BLOCKED_0.unpack_from(buf, at)
     at += 1
     if reason_len < 0 or reason_len > end - at:
@@ -386,17 +386,17 @@ The reason for the secret update."""
 
 
 _CONNECTION_UPDATE_SECRET_0 = struct.Struct(">I")
-_CONNECTION_UPDATE_SECRET_0_FIELDS = (("ConnectionUpdateSecret.new_secret", 0, 4),)
+_CONNECTION_UPDATE_SECRET_0_FIELDS = "ConnectionUpdateSecret: new_secret"
 
 _CONNECTION_UPDATE_SECRET_1 = struct.Struct(">B")
-_CONNECTION_UPDATE_SECRET_1_FIELDS = (("ConnectionUpdateSecret.reason", 0, 1),)
+_CONNECTION_UPDATE_SECRET_1_FIELDS = "ConnectionUpdateSecret: reason"
 
 
 def _decode_connection_update_secret(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConnectionUpdateSecret:
     if end - at < 4:
-        raise _truncated(_CONNECTION_UPDATE_SECRET_0_FIELDS, at, end)
+        raise _truncated(_CONNECTION_UPDATE_SECRET_0, _CONNECTION_UPDATE_SECRET_0_FIELDS, at, end)
     (new_secret_len,) = _CONNECTION_UPDATE_SECRET_0.unpack_from(buf, at)
     at += 4
     if new_secret_len < 0 or new_secret_len > end - at:
@@ -404,7 +404,7 @@ def _decode_connection_update_secret(
     new_secret = bytes(buf[at : at + new_secret_len])
     at += new_secret_len
     if end - at < 1:
-        raise _truncated(_CONNECTION_UPDATE_SECRET_1_FIELDS, at, end)
+        raise _truncated(_CONNECTION_UPDATE_SECRET_1, _CONNECTION_UPDATE_SECRET_1_FIELDS, at, end)
     (reason_len,) = _CONNECTION_UPDATE_SECRET_1.unpack_from(buf, at)
     at += 1
     if reason_len < 0 or reason_len > end - at:
@@ -571,23 +571,20 @@ A set of arguments for the declaration. The syntax and semantics of these argume
 
 
 _EXCHANGE_DECLARE_0 = struct.Struct(">HB")
-_EXCHANGE_DECLARE_0_FIELDS = (
-    ("ExchangeDeclare.reserved1", 0, 2),
-    ("ExchangeDeclare.exchange", 2, 1),
-)
+_EXCHANGE_DECLARE_0_FIELDS = "ExchangeDeclare: reserved1 exchange"
 
 _EXCHANGE_DECLARE_1 = struct.Struct(">B")
-_EXCHANGE_DECLARE_1_FIELDS = (("ExchangeDeclare.type", 0, 1),)
+_EXCHANGE_DECLARE_1_FIELDS = "ExchangeDeclare: type"
 
 _EXCHANGE_DECLARE_2 = struct.Struct(">B")
-_EXCHANGE_DECLARE_2_FIELDS = (("ExchangeDeclare.bits1", 0, 1),)
+_EXCHANGE_DECLARE_2_FIELDS = "ExchangeDeclare: bits1"
 
 
 def _decode_exchange_declare(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ExchangeDeclare:
     if end - at < 3:
-        raise _truncated(_EXCHANGE_DECLARE_0_FIELDS, at, end)
+        raise _truncated(_EXCHANGE_DECLARE_0, _EXCHANGE_DECLARE_0_FIELDS, at, end)
     reserved1, exchange_len = _EXCHANGE_DECLARE_0.unpack_from(buf, at)
     at += 3
     if exchange_len < 0 or exchange_len > end - at:
@@ -598,7 +595,7 @@ def _decode_exchange_declare(
         raise DecodeError("ExchangeDeclare.exchange", at + e.start, "invalid utf-8") from None
     at += exchange_len
     if end - at < 1:
-        raise _truncated(_EXCHANGE_DECLARE_1_FIELDS, at, end)
+        raise _truncated(_EXCHANGE_DECLARE_1, _EXCHANGE_DECLARE_1_FIELDS, at, end)
     (type_len,) = _EXCHANGE_DECLARE_1.unpack_from(buf, at)
     at += 1
     if type_len < 0 or type_len > end - at:
@@ -609,7 +606,7 @@ def _decode_exchange_declare(
         raise DecodeError("ExchangeDeclare.type", at + e.start, "invalid utf-8") from None
     at += type_len
     if end - at < 1:
-        raise _truncated(_EXCHANGE_DECLARE_2_FIELDS, at, end)
+        raise _truncated(_EXCHANGE_DECLARE_2, _EXCHANGE_DECLARE_2_FIELDS, at, end)
     (bits1,) = _EXCHANGE_DECLARE_2.unpack_from(buf, at)
     at += 1
     passive = bits1 & 0x1 != 0
@@ -736,26 +733,23 @@ A set of arguments for the binding. The syntax and semantics of these arguments 
 
 
 _EXCHANGE_BIND_0 = struct.Struct(">HB")
-_EXCHANGE_BIND_0_FIELDS = (
-    ("ExchangeBind.reserved1", 0, 2),
-    ("ExchangeBind.destination", 2, 1),
-)
+_EXCHANGE_BIND_0_FIELDS = "ExchangeBind: reserved1 destination"
 
 _EXCHANGE_BIND_1 = struct.Struct(">B")
-_EXCHANGE_BIND_1_FIELDS = (("ExchangeBind.source", 0, 1),)
+_EXCHANGE_BIND_1_FIELDS = "ExchangeBind: source"
 
 _EXCHANGE_BIND_2 = struct.Struct(">B")
-_EXCHANGE_BIND_2_FIELDS = (("ExchangeBind.routing_key", 0, 1),)
+_EXCHANGE_BIND_2_FIELDS = "ExchangeBind: routing_key"
 
 _EXCHANGE_BIND_3 = struct.Struct(">B")
-_EXCHANGE_BIND_3_FIELDS = (("ExchangeBind.bits1", 0, 1),)
+_EXCHANGE_BIND_3_FIELDS = "ExchangeBind: bits1"
 
 
 def _decode_exchange_bind(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ExchangeBind:
     if end - at < 3:
-        raise _truncated(_EXCHANGE_BIND_0_FIELDS, at, end)
+        raise _truncated(_EXCHANGE_BIND_0, _EXCHANGE_BIND_0_FIELDS, at, end)
     reserved1, destination_len = _EXCHANGE_BIND_0.unpack_from(buf, at)
     at += 3
     if destination_len < 0 or destination_len > end - at:
@@ -766,7 +760,7 @@ def _decode_exchange_bind(
         raise DecodeError("ExchangeBind.destination", at + e.start, "invalid utf-8") from None
     at += destination_len
     if end - at < 1:
-        raise _truncated(_EXCHANGE_BIND_1_FIELDS, at, end)
+        raise _truncated(_EXCHANGE_BIND_1, _EXCHANGE_BIND_1_FIELDS, at, end)
     (source_len,) = _EXCHANGE_BIND_1.unpack_from(buf, at)
     at += 1
     if source_len < 0 or source_len > end - at:
@@ -777,7 +771,7 @@ def _decode_exchange_bind(
         raise DecodeError("ExchangeBind.source", at + e.start, "invalid utf-8") from None
     at += source_len
     if end - at < 1:
-        raise _truncated(_EXCHANGE_BIND_2_FIELDS, at, end)
+        raise _truncated(_EXCHANGE_BIND_2, _EXCHANGE_BIND_2_FIELDS, at, end)
     (routing_key_len,) = _EXCHANGE_BIND_2.unpack_from(buf, at)
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
@@ -788,7 +782,7 @@ def _decode_exchange_bind(
         raise DecodeError("ExchangeBind.routing_key", at + e.start, "invalid utf-8") from None
     at += routing_key_len
     if end - at < 1:
-        raise _truncated(_EXCHANGE_BIND_3_FIELDS, at, end)
+        raise _truncated(_EXCHANGE_BIND_3, _EXCHANGE_BIND_3_FIELDS, at, end)
     (bits1,) = _EXCHANGE_BIND_3.unpack_from(buf, at)
     at += 1
     no_wait = bits1 & 0x1 != 0
@@ -942,26 +936,23 @@ Specifies the arguments of the binding to unbind."""
 
 
 _EXCHANGE_UNBIND_0 = struct.Struct(">HB")
-_EXCHANGE_UNBIND_0_FIELDS = (
-    ("ExchangeUnbind.reserved1", 0, 2),
-    ("ExchangeUnbind.destination", 2, 1),
-)
+_EXCHANGE_UNBIND_0_FIELDS = "ExchangeUnbind: reserved1 destination"
 
 _EXCHANGE_UNBIND_1 = struct.Struct(">B")
-_EXCHANGE_UNBIND_1_FIELDS = (("ExchangeUnbind.source", 0, 1),)
+_EXCHANGE_UNBIND_1_FIELDS = "ExchangeUnbind: source"
 
 _EXCHANGE_UNBIND_2 = struct.Struct(">B")
-_EXCHANGE_UNBIND_2_FIELDS = (("ExchangeUnbind.routing_key", 0, 1),)
+_EXCHANGE_UNBIND_2_FIELDS = "ExchangeUnbind: routing_key"
 
 _EXCHANGE_UNBIND_3 = struct.Struct(">B")
-_EXCHANGE_UNBIND_3_FIELDS = (("ExchangeUnbind.bits1", 0, 1),)
+_EXCHANGE_UNBIND_3_FIELDS = "ExchangeUnbind: bits1"
 
 
 def _decode_exchange_unbind(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ExchangeUnbind:
     if end - at < 3:
-        raise _truncated(_EXCHANGE_UNBIND_0_FIELDS, at, end)
+        raise _truncated(_EXCHANGE_UNBIND_0, _EXCHANGE_UNBIND_0_FIELDS, at, end)
     reserved1, destination_len = _EXCHANGE_UNBIND_0.unpack_from(buf, at)
     at += 3
     if destination_len < 0 or destination_len > end - at:
@@ -972,7 +963,7 @@ def _decode_exchange_unbind(
         raise DecodeError("ExchangeUnbind.destination", at + e.start, "invalid utf-8") from None
     at += destination_len
     if end - at < 1:
-        raise _truncated(_EXCHANGE_UNBIND_1_FIELDS, at, end)
+        raise _truncated(_EXCHANGE_UNBIND_1, _EXCHANGE_UNBIND_1_FIELDS, at, end)
     (source_len,) = _EXCHANGE_UNBIND_1.unpack_from(buf, at)
     at += 1
     if source_len < 0 or source_len > end - at:
@@ -983,7 +974,7 @@ def _decode_exchange_unbind(
         raise DecodeError("ExchangeUnbind.source", at + e.start, "invalid utf-8") from None
     at += source_len
     if end - at < 1:
-        raise _truncated(_EXCHANGE_UNBIND_2_FIELDS, at, end)
+        raise _truncated(_EXCHANGE_UNBIND_2, _EXCHANGE_UNBIND_2_FIELDS, at, end)
     (routing_key_len,) = _EXCHANGE_UNBIND_2.unpack_from(buf, at)
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
@@ -994,7 +985,7 @@ def _decode_exchange_unbind(
         raise DecodeError("ExchangeUnbind.routing_key", at + e.start, "invalid utf-8") from None
     at += routing_key_len
     if end - at < 1:
-        raise _truncated(_EXCHANGE_UNBIND_3_FIELDS, at, end)
+        raise _truncated(_EXCHANGE_UNBIND_3, _EXCHANGE_UNBIND_3_FIELDS, at, end)
     (bits1,) = _EXCHANGE_UNBIND_3.unpack_from(buf, at)
     at += 1
     no_wait = bits1 & 0x1 != 0
@@ -1124,16 +1115,12 @@ RabbitMQ has reinterpreted this field. The original specification said: "By defa
 
 
 _BASIC_QOS_0 = struct.Struct(">IHB")
-_BASIC_QOS_0_FIELDS = (
-    ("BasicQos.prefetch_size", 0, 4),
-    ("BasicQos.prefetch_count", 4, 2),
-    ("BasicQos.bits1", 6, 1),
-)
+_BASIC_QOS_0_FIELDS = "BasicQos: prefetch_size prefetch_count bits1"
 
 
 def _decode_basic_qos(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> BasicQos:
     if end - at < 7:
-        raise _truncated(_BASIC_QOS_0_FIELDS, at, end)
+        raise _truncated(_BASIC_QOS_0, _BASIC_QOS_0_FIELDS, at, end)
     prefetch_size, prefetch_count, bits1 = _BASIC_QOS_0.unpack_from(buf, at)
     at += 7
     global_ = bits1 & 0x1 != 0
@@ -1209,17 +1196,17 @@ If set, the server will not respond to the method. The client should not wait fo
 
 
 _BASIC_CANCEL_0 = struct.Struct(">B")
-_BASIC_CANCEL_0_FIELDS = (("BasicCancel.consumer_tag", 0, 1),)
+_BASIC_CANCEL_0_FIELDS = "BasicCancel: consumer_tag"
 
 _BASIC_CANCEL_1 = struct.Struct(">B")
-_BASIC_CANCEL_1_FIELDS = (("BasicCancel.bits1", 0, 1),)
+_BASIC_CANCEL_1_FIELDS = "BasicCancel: bits1"
 
 
 def _decode_basic_cancel(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicCancel:
     if end - at < 1:
-        raise _truncated(_BASIC_CANCEL_0_FIELDS, at, end)
+        raise _truncated(_BASIC_CANCEL_0, _BASIC_CANCEL_0_FIELDS, at, end)
     (consumer_tag_len,) = _BASIC_CANCEL_0.unpack_from(buf, at)
     at += 1
     if consumer_tag_len < 0 or consumer_tag_len > end - at:
@@ -1230,7 +1217,7 @@ def _decode_basic_cancel(
         raise DecodeError("BasicCancel.consumer_tag", at + e.start, "invalid utf-8") from None
     at += consumer_tag_len
     if end - at < 1:
-        raise _truncated(_BASIC_CANCEL_1_FIELDS, at, end)
+        raise _truncated(_BASIC_CANCEL_1, _BASIC_CANCEL_1_FIELDS, at, end)
     (bits1,) = _BASIC_CANCEL_1.unpack_from(buf, at)
     at += 1
     no_wait = bits1 & 0x1 != 0
@@ -1290,14 +1277,14 @@ Identifier for the consumer, valid within the current channel."""
 
 
 _BASIC_CANCEL_OK_0 = struct.Struct(">B")
-_BASIC_CANCEL_OK_0_FIELDS = (("BasicCancelOk.consumer_tag", 0, 1),)
+_BASIC_CANCEL_OK_0_FIELDS = "BasicCancelOk: consumer_tag"
 
 
 def _decode_basic_cancel_ok(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicCancelOk:
     if end - at < 1:
-        raise _truncated(_BASIC_CANCEL_OK_0_FIELDS, at, end)
+        raise _truncated(_BASIC_CANCEL_OK_0, _BASIC_CANCEL_OK_0_FIELDS, at, end)
     (consumer_tag_len,) = _BASIC_CANCEL_OK_0.unpack_from(buf, at)
     at += 1
     if consumer_tag_len < 0 or consumer_tag_len > end - at:
@@ -1368,15 +1355,12 @@ If set to 1, the delivery tag is treated as "up to and including", so that multi
 
 
 _BASIC_ACK_0 = struct.Struct(">QB")
-_BASIC_ACK_0_FIELDS = (
-    ("BasicAck.delivery_tag", 0, 8),
-    ("BasicAck.bits1", 8, 1),
-)
+_BASIC_ACK_0_FIELDS = "BasicAck: delivery_tag bits1"
 
 
 def _decode_basic_ack(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> BasicAck:
     if end - at < 9:
-        raise _truncated(_BASIC_ACK_0_FIELDS, at, end)
+        raise _truncated(_BASIC_ACK_0, _BASIC_ACK_0_FIELDS, at, end)
     delivery_tag, bits1 = _BASIC_ACK_0.unpack_from(buf, at)
     at += 9
     multiple = bits1 & 0x1 != 0
@@ -1453,15 +1437,12 @@ If requeue is true, the server will attempt to requeue the message. If requeue i
 
 
 _BASIC_NACK_0 = struct.Struct(">QB")
-_BASIC_NACK_0_FIELDS = (
-    ("BasicNack.delivery_tag", 0, 8),
-    ("BasicNack.bits1", 8, 1),
-)
+_BASIC_NACK_0_FIELDS = "BasicNack: delivery_tag bits1"
 
 
 def _decode_basic_nack(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> BasicNack:
     if end - at < 9:
-        raise _truncated(_BASIC_NACK_0_FIELDS, at, end)
+        raise _truncated(_BASIC_NACK_0, _BASIC_NACK_0_FIELDS, at, end)
     delivery_tag, bits1 = _BASIC_NACK_0.unpack_from(buf, at)
     at += 9
     multiple = bits1 & 0x1 != 0
@@ -1532,14 +1513,14 @@ If set, the server will not respond to the method. The client should not wait fo
 
 
 _CONFIRM_SELECT_0 = struct.Struct(">B")
-_CONFIRM_SELECT_0_FIELDS = (("ConfirmSelect.bits1", 0, 1),)
+_CONFIRM_SELECT_0_FIELDS = "ConfirmSelect: bits1"
 
 
 def _decode_confirm_select(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConfirmSelect:
     if end - at < 1:
-        raise _truncated(_CONFIRM_SELECT_0_FIELDS, at, end)
+        raise _truncated(_CONFIRM_SELECT_0, _CONFIRM_SELECT_0_FIELDS, at, end)
     (bits1,) = _CONFIRM_SELECT_0.unpack_from(buf, at)
     at += 1
     nowait = bits1 & 0x1 != 0

@@ -315,23 +315,20 @@ A set of arguments for the declaration. The syntax and semantics of these argume
 
 
 _EXCHANGE_DECLARE_0 = struct.Struct(">HB")
-_EXCHANGE_DECLARE_0_FIELDS = (
-    ("ExchangeDeclare.reserved1", 0, 2),
-    ("ExchangeDeclare.exchange", 2, 1),
-)
+_EXCHANGE_DECLARE_0_FIELDS = "ExchangeDeclare: reserved1 exchange"
 
 _EXCHANGE_DECLARE_1 = struct.Struct(">B")
-_EXCHANGE_DECLARE_1_FIELDS = (("ExchangeDeclare.type", 0, 1),)
+_EXCHANGE_DECLARE_1_FIELDS = "ExchangeDeclare: type"
 
 _EXCHANGE_DECLARE_2 = struct.Struct(">B")
-_EXCHANGE_DECLARE_2_FIELDS = (("ExchangeDeclare.bits1", 0, 1),)
+_EXCHANGE_DECLARE_2_FIELDS = "ExchangeDeclare: bits1"
 
 
 def _decode_exchange_declare(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ExchangeDeclare:
     if end - at < 3:
-        raise _truncated(_EXCHANGE_DECLARE_0_FIELDS, at, end)
+        raise _truncated(_EXCHANGE_DECLARE_0, _EXCHANGE_DECLARE_0_FIELDS, at, end)
     reserved1, exchange_len = _EXCHANGE_DECLARE_0.unpack_from(buf, at)
     at += 3
     if exchange_len < 0 or exchange_len > end - at:
@@ -342,7 +339,7 @@ def _decode_exchange_declare(
         raise DecodeError("ExchangeDeclare.exchange", at + e.start, "invalid utf-8") from None
     at += exchange_len
     if end - at < 1:
-        raise _truncated(_EXCHANGE_DECLARE_1_FIELDS, at, end)
+        raise _truncated(_EXCHANGE_DECLARE_1, _EXCHANGE_DECLARE_1_FIELDS, at, end)
     (type_len,) = _EXCHANGE_DECLARE_1.unpack_from(buf, at)
     at += 1
     if type_len < 0 or type_len > end - at:
@@ -353,7 +350,7 @@ def _decode_exchange_declare(
         raise DecodeError("ExchangeDeclare.type", at + e.start, "invalid utf-8") from None
     at += type_len
     if end - at < 1:
-        raise _truncated(_EXCHANGE_DECLARE_2_FIELDS, at, end)
+        raise _truncated(_EXCHANGE_DECLARE_2, _EXCHANGE_DECLARE_2_FIELDS, at, end)
     (bits1,) = _EXCHANGE_DECLARE_2.unpack_from(buf, at)
     at += 1
     passive = bits1 & 0x1 != 0
@@ -456,16 +453,12 @@ By default the QoS settings apply to the current channel only. If this field is 
 
 
 _BASIC_QOS_0 = struct.Struct(">IHB")
-_BASIC_QOS_0_FIELDS = (
-    ("BasicQos.prefetch_size", 0, 4),
-    ("BasicQos.prefetch_count", 4, 2),
-    ("BasicQos.bits1", 6, 1),
-)
+_BASIC_QOS_0_FIELDS = "BasicQos: prefetch_size prefetch_count bits1"
 
 
 def _decode_basic_qos(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> BasicQos:
     if end - at < 7:
-        raise _truncated(_BASIC_QOS_0_FIELDS, at, end)
+        raise _truncated(_BASIC_QOS_0, _BASIC_QOS_0_FIELDS, at, end)
     prefetch_size, prefetch_count, bits1 = _BASIC_QOS_0.unpack_from(buf, at)
     at += 7
     global_ = bits1 & 0x1 != 0
@@ -539,17 +532,17 @@ If set, the server will not respond to the method. The client should not wait fo
 
 
 _BASIC_CANCEL_0 = struct.Struct(">B")
-_BASIC_CANCEL_0_FIELDS = (("BasicCancel.consumer_tag", 0, 1),)
+_BASIC_CANCEL_0_FIELDS = "BasicCancel: consumer_tag"
 
 _BASIC_CANCEL_1 = struct.Struct(">B")
-_BASIC_CANCEL_1_FIELDS = (("BasicCancel.bits1", 0, 1),)
+_BASIC_CANCEL_1_FIELDS = "BasicCancel: bits1"
 
 
 def _decode_basic_cancel(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicCancel:
     if end - at < 1:
-        raise _truncated(_BASIC_CANCEL_0_FIELDS, at, end)
+        raise _truncated(_BASIC_CANCEL_0, _BASIC_CANCEL_0_FIELDS, at, end)
     (consumer_tag_len,) = _BASIC_CANCEL_0.unpack_from(buf, at)
     at += 1
     if consumer_tag_len < 0 or consumer_tag_len > end - at:
@@ -560,7 +553,7 @@ def _decode_basic_cancel(
         raise DecodeError("BasicCancel.consumer_tag", at + e.start, "invalid utf-8") from None
     at += consumer_tag_len
     if end - at < 1:
-        raise _truncated(_BASIC_CANCEL_1_FIELDS, at, end)
+        raise _truncated(_BASIC_CANCEL_1, _BASIC_CANCEL_1_FIELDS, at, end)
     (bits1,) = _BASIC_CANCEL_1.unpack_from(buf, at)
     at += 1
     no_wait = bits1 & 0x1 != 0
@@ -620,14 +613,14 @@ Identifier for the consumer, valid within the current channel."""
 
 
 _BASIC_CANCEL_OK_0 = struct.Struct(">B")
-_BASIC_CANCEL_OK_0_FIELDS = (("BasicCancelOk.consumer_tag", 0, 1),)
+_BASIC_CANCEL_OK_0_FIELDS = "BasicCancelOk: consumer_tag"
 
 
 def _decode_basic_cancel_ok(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicCancelOk:
     if end - at < 1:
-        raise _truncated(_BASIC_CANCEL_OK_0_FIELDS, at, end)
+        raise _truncated(_BASIC_CANCEL_OK_0, _BASIC_CANCEL_OK_0_FIELDS, at, end)
     (consumer_tag_len,) = _BASIC_CANCEL_OK_0.unpack_from(buf, at)
     at += 1
     if consumer_tag_len < 0 or consumer_tag_len > end - at:
@@ -694,15 +687,12 @@ If set to 1, the delivery tag is treated as "up to and including", so that the c
 
 
 _BASIC_ACK_0 = struct.Struct(">QB")
-_BASIC_ACK_0_FIELDS = (
-    ("BasicAck.delivery_tag", 0, 8),
-    ("BasicAck.bits1", 8, 1),
-)
+_BASIC_ACK_0_FIELDS = "BasicAck: delivery_tag bits1"
 
 
 def _decode_basic_ack(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> BasicAck:
     if end - at < 9:
-        raise _truncated(_BASIC_ACK_0_FIELDS, at, end)
+        raise _truncated(_BASIC_ACK_0, _BASIC_ACK_0_FIELDS, at, end)
     delivery_tag, bits1 = _BASIC_ACK_0.unpack_from(buf, at)
     at += 9
     multiple = bits1 & 0x1 != 0

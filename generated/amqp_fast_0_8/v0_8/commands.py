@@ -126,15 +126,12 @@ class ConnectionChallenge(Structure):
 
 
 _CONNECTION_CHALLENGE_0 = struct.Struct(">BB")
-_CONNECTION_CHALLENGE_0_FIELDS = (
-    ("ConnectionChallenge.version", 0, 1),
-    ("ConnectionChallenge.mechanisms", 1, 1),
-)
+_CONNECTION_CHALLENGE_0_FIELDS = "ConnectionChallenge: version mechanisms"
 
 
 def _decode_connection_challenge(buf: bytes | memoryview, at: int, end: int) -> ConnectionChallenge:
     if end - at < 2:
-        raise _truncated(_CONNECTION_CHALLENGE_0_FIELDS, at, end)
+        raise _truncated(_CONNECTION_CHALLENGE_0, _CONNECTION_CHALLENGE_0_FIELDS, at, end)
     version, mechanisms_len = _CONNECTION_CHALLENGE_0.unpack_from(buf, at)
     at += 2
     if mechanisms_len < 0 or mechanisms_len > end - at:
@@ -184,12 +181,12 @@ class ConnectionResponse(Structure):
 
 
 _CONNECTION_RESPONSE_0 = struct.Struct(">B")
-_CONNECTION_RESPONSE_0_FIELDS = (("ConnectionResponse.mechanism", 0, 1),)
+_CONNECTION_RESPONSE_0_FIELDS = "ConnectionResponse: mechanism"
 
 
 def _decode_connection_response(buf: bytes | memoryview, at: int, end: int) -> ConnectionResponse:
     if end - at < 1:
-        raise _truncated(_CONNECTION_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(_CONNECTION_RESPONSE_0, _CONNECTION_RESPONSE_0_FIELDS, at, end)
     (mechanism_len,) = _CONNECTION_RESPONSE_0.unpack_from(buf, at)
     at += 1
     if mechanism_len < 0 or mechanism_len > end - at:
@@ -286,18 +283,15 @@ class ConnectionOpen(Structure):
 
 
 _CONNECTION_OPEN_0 = struct.Struct(">HB")
-_CONNECTION_OPEN_0_FIELDS = (
-    ("ConnectionOpen.confirm_tag", 0, 2),
-    ("ConnectionOpen.virtual_path", 2, 1),
-)
+_CONNECTION_OPEN_0_FIELDS = "ConnectionOpen: confirm_tag virtual_path"
 
 _CONNECTION_OPEN_1 = struct.Struct(">B")
-_CONNECTION_OPEN_1_FIELDS = (("ConnectionOpen.client_name", 0, 1),)
+_CONNECTION_OPEN_1_FIELDS = "ConnectionOpen: client_name"
 
 
 def _decode_connection_open(buf: bytes | memoryview, at: int, end: int) -> ConnectionOpen:
     if end - at < 3:
-        raise _truncated(_CONNECTION_OPEN_0_FIELDS, at, end)
+        raise _truncated(_CONNECTION_OPEN_0, _CONNECTION_OPEN_0_FIELDS, at, end)
     confirm_tag, virtual_path_len = _CONNECTION_OPEN_0.unpack_from(buf, at)
     at += 3
     if virtual_path_len < 0 or virtual_path_len > end - at:
@@ -308,7 +302,7 @@ def _decode_connection_open(buf: bytes | memoryview, at: int, end: int) -> Conne
         raise DecodeError("ConnectionOpen.virtual_path", at + e.start, "invalid utf-8") from None
     at += virtual_path_len
     if end - at < 1:
-        raise _truncated(_CONNECTION_OPEN_1_FIELDS, at, end)
+        raise _truncated(_CONNECTION_OPEN_1, _CONNECTION_OPEN_1_FIELDS, at, end)
     (client_name_len,) = _CONNECTION_OPEN_1.unpack_from(buf, at)
     at += 1
     if client_name_len < 0 or client_name_len > end - at:
@@ -359,12 +353,12 @@ class ConnectionPing(Structure):
 
 
 _CONNECTION_PING_0 = struct.Struct(">B")
-_CONNECTION_PING_0_FIELDS = (("ConnectionPing.bits1", 0, 1),)
+_CONNECTION_PING_0_FIELDS = "ConnectionPing: bits1"
 
 
 def _decode_connection_ping(buf: bytes | memoryview, at: int, end: int) -> ConnectionPing:
     if end - at < 1:
-        raise _truncated(_CONNECTION_PING_0_FIELDS, at, end)
+        raise _truncated(_CONNECTION_PING_0, _CONNECTION_PING_0_FIELDS, at, end)
     (bits1,) = _CONNECTION_PING_0.unpack_from(buf, at)
     at += 1
     respond = bits1 & 0x1 != 0
@@ -417,16 +411,12 @@ class ConnectionReply(Structure):
 
 
 _CONNECTION_REPLY_0 = struct.Struct(">HHB")
-_CONNECTION_REPLY_0_FIELDS = (
-    ("ConnectionReply.confirm_tag", 0, 2),
-    ("ConnectionReply.reply_code", 2, 2),
-    ("ConnectionReply.reply_text", 4, 1),
-)
+_CONNECTION_REPLY_0_FIELDS = "ConnectionReply: confirm_tag reply_code reply_text"
 
 
 def _decode_connection_reply(buf: bytes | memoryview, at: int, end: int) -> ConnectionReply:
     if end - at < 5:
-        raise _truncated(_CONNECTION_REPLY_0_FIELDS, at, end)
+        raise _truncated(_CONNECTION_REPLY_0, _CONNECTION_REPLY_0_FIELDS, at, end)
     confirm_tag, reply_code, reply_text_len = _CONNECTION_REPLY_0.unpack_from(buf, at)
     at += 5
     if reply_text_len < 0 or reply_text_len > end - at:
@@ -474,15 +464,12 @@ class ConnectionClose(Structure):
 
 
 _CONNECTION_CLOSE_0 = struct.Struct(">HB")
-_CONNECTION_CLOSE_0_FIELDS = (
-    ("ConnectionClose.reply_code", 0, 2),
-    ("ConnectionClose.reply_text", 2, 1),
-)
+_CONNECTION_CLOSE_0_FIELDS = "ConnectionClose: reply_code reply_text"
 
 
 def _decode_connection_close(buf: bytes | memoryview, at: int, end: int) -> ConnectionClose:
     if end - at < 3:
-        raise _truncated(_CONNECTION_CLOSE_0_FIELDS, at, end)
+        raise _truncated(_CONNECTION_CLOSE_0, _CONNECTION_CLOSE_0_FIELDS, at, end)
     reply_code, reply_text_len = _CONNECTION_CLOSE_0.unpack_from(buf, at)
     at += 3
     if reply_text_len < 0 or reply_text_len > end - at:
@@ -550,19 +537,15 @@ class ChannelOpen(Structure):
 
 
 _CHANNEL_OPEN_0 = struct.Struct(">HHB")
-_CHANNEL_OPEN_0_FIELDS = (
-    ("ChannelOpen.channel_id", 0, 2),
-    ("ChannelOpen.confirm_tag", 2, 2),
-    ("ChannelOpen.bits1", 4, 1),
-)
+_CHANNEL_OPEN_0_FIELDS = "ChannelOpen: channel_id confirm_tag bits1"
 
 _CHANNEL_OPEN_1 = struct.Struct(">B")
-_CHANNEL_OPEN_1_FIELDS = (("ChannelOpen.out_of_band", 0, 1),)
+_CHANNEL_OPEN_1_FIELDS = "ChannelOpen: out_of_band"
 
 
 def _decode_channel_open(buf: bytes | memoryview, at: int, end: int) -> ChannelOpen:
     if end - at < 5:
-        raise _truncated(_CHANNEL_OPEN_0_FIELDS, at, end)
+        raise _truncated(_CHANNEL_OPEN_0, _CHANNEL_OPEN_0_FIELDS, at, end)
     channel_id, confirm_tag, bits1 = _CHANNEL_OPEN_0.unpack_from(buf, at)
     at += 5
     transacted = bits1 & 0x1 != 0
@@ -571,7 +554,7 @@ def _decode_channel_open(buf: bytes | memoryview, at: int, end: int) -> ChannelO
         raise DecodeError("ChannelOpen.unused1", at, "expected 0")
     options, at = _decode_field_table(buf, at, end)
     if end - at < 1:
-        raise _truncated(_CHANNEL_OPEN_1_FIELDS, at, end)
+        raise _truncated(_CHANNEL_OPEN_1, _CHANNEL_OPEN_1_FIELDS, at, end)
     (out_of_band_len,) = _CHANNEL_OPEN_1.unpack_from(buf, at)
     at += 1
     if out_of_band_len < 0 or out_of_band_len > end - at:
@@ -631,16 +614,12 @@ class ChannelAck(Structure):
 
 
 _CHANNEL_ACK_0 = struct.Struct(">HHI")
-_CHANNEL_ACK_0_FIELDS = (
-    ("ChannelAck.channel_id", 0, 2),
-    ("ChannelAck.confirm_tag", 2, 2),
-    ("ChannelAck.message_nbr", 4, 4),
-)
+_CHANNEL_ACK_0_FIELDS = "ChannelAck: channel_id confirm_tag message_nbr"
 
 
 def _decode_channel_ack(buf: bytes | memoryview, at: int, end: int) -> ChannelAck:
     if end - at < 8:
-        raise _truncated(_CHANNEL_ACK_0_FIELDS, at, end)
+        raise _truncated(_CHANNEL_ACK_0, _CHANNEL_ACK_0_FIELDS, at, end)
     channel_id, confirm_tag, message_nbr = _CHANNEL_ACK_0.unpack_from(buf, at)
     at += 8
     msg = ChannelAck(channel_id, confirm_tag, message_nbr)
@@ -690,15 +669,12 @@ class ChannelCommit(Structure):
 
 
 _CHANNEL_COMMIT_0 = struct.Struct(">HH")
-_CHANNEL_COMMIT_0_FIELDS = (
-    ("ChannelCommit.channel_id", 0, 2),
-    ("ChannelCommit.confirm_tag", 2, 2),
-)
+_CHANNEL_COMMIT_0_FIELDS = "ChannelCommit: channel_id confirm_tag"
 
 
 def _decode_channel_commit(buf: bytes | memoryview, at: int, end: int) -> ChannelCommit:
     if end - at < 4:
-        raise _truncated(_CHANNEL_COMMIT_0_FIELDS, at, end)
+        raise _truncated(_CHANNEL_COMMIT_0, _CHANNEL_COMMIT_0_FIELDS, at, end)
     channel_id, confirm_tag = _CHANNEL_COMMIT_0.unpack_from(buf, at)
     at += 4
     options, at = _decode_field_table(buf, at, end)
@@ -742,15 +718,12 @@ class ChannelRollback(Structure):
 
 
 _CHANNEL_ROLLBACK_0 = struct.Struct(">HH")
-_CHANNEL_ROLLBACK_0_FIELDS = (
-    ("ChannelRollback.channel_id", 0, 2),
-    ("ChannelRollback.confirm_tag", 2, 2),
-)
+_CHANNEL_ROLLBACK_0_FIELDS = "ChannelRollback: channel_id confirm_tag"
 
 
 def _decode_channel_rollback(buf: bytes | memoryview, at: int, end: int) -> ChannelRollback:
     if end - at < 4:
-        raise _truncated(_CHANNEL_ROLLBACK_0_FIELDS, at, end)
+        raise _truncated(_CHANNEL_ROLLBACK_0, _CHANNEL_ROLLBACK_0_FIELDS, at, end)
     channel_id, confirm_tag = _CHANNEL_ROLLBACK_0.unpack_from(buf, at)
     at += 4
     options, at = _decode_field_table(buf, at, end)
@@ -797,17 +770,12 @@ class ChannelReply(Structure):
 
 
 _CHANNEL_REPLY_0 = struct.Struct(">HHHB")
-_CHANNEL_REPLY_0_FIELDS = (
-    ("ChannelReply.channel_id", 0, 2),
-    ("ChannelReply.confirm_tag", 2, 2),
-    ("ChannelReply.reply_code", 4, 2),
-    ("ChannelReply.reply_text", 6, 1),
-)
+_CHANNEL_REPLY_0_FIELDS = "ChannelReply: channel_id confirm_tag reply_code reply_text"
 
 
 def _decode_channel_reply(buf: bytes | memoryview, at: int, end: int) -> ChannelReply:
     if end - at < 7:
-        raise _truncated(_CHANNEL_REPLY_0_FIELDS, at, end)
+        raise _truncated(_CHANNEL_REPLY_0, _CHANNEL_REPLY_0_FIELDS, at, end)
     channel_id, confirm_tag, reply_code, reply_text_len = _CHANNEL_REPLY_0.unpack_from(buf, at)
     at += 7
     if reply_text_len < 0 or reply_text_len > end - at:
@@ -860,16 +828,12 @@ class ChannelClose(Structure):
 
 
 _CHANNEL_CLOSE_0 = struct.Struct(">HHB")
-_CHANNEL_CLOSE_0_FIELDS = (
-    ("ChannelClose.channel_id", 0, 2),
-    ("ChannelClose.reply_code", 2, 2),
-    ("ChannelClose.reply_text", 4, 1),
-)
+_CHANNEL_CLOSE_0_FIELDS = "ChannelClose: channel_id reply_code reply_text"
 
 
 def _decode_channel_close(buf: bytes | memoryview, at: int, end: int) -> ChannelClose:
     if end - at < 5:
-        raise _truncated(_CHANNEL_CLOSE_0_FIELDS, at, end)
+        raise _truncated(_CHANNEL_CLOSE_0, _CHANNEL_CLOSE_0_FIELDS, at, end)
     channel_id, reply_code, reply_text_len = _CHANNEL_CLOSE_0.unpack_from(buf, at)
     at += 5
     if reply_text_len < 0 or reply_text_len > end - at:
@@ -949,21 +913,15 @@ class HandleOpen(Structure):
 
 
 _HANDLE_OPEN_0 = struct.Struct(">HHHBB")
-_HANDLE_OPEN_0_FIELDS = (
-    ("HandleOpen.channel_id", 0, 2),
-    ("HandleOpen.handle_id", 2, 2),
-    ("HandleOpen.confirm_tag", 4, 2),
-    ("HandleOpen.bits1", 6, 1),
-    ("HandleOpen.mime_type", 7, 1),
-)
+_HANDLE_OPEN_0_FIELDS = "HandleOpen: channel_id handle_id confirm_tag bits1 mime_type"
 
 _HANDLE_OPEN_1 = struct.Struct(">B")
-_HANDLE_OPEN_1_FIELDS = (("HandleOpen.encoding", 0, 1),)
+_HANDLE_OPEN_1_FIELDS = "HandleOpen: encoding"
 
 
 def _decode_handle_open(buf: bytes | memoryview, at: int, end: int) -> HandleOpen:
     if end - at < 8:
-        raise _truncated(_HANDLE_OPEN_0_FIELDS, at, end)
+        raise _truncated(_HANDLE_OPEN_0, _HANDLE_OPEN_0_FIELDS, at, end)
     channel_id, handle_id, confirm_tag, bits1, mime_type_len = _HANDLE_OPEN_0.unpack_from(buf, at)
     at += 8
     producer = bits1 & 0x1 != 0
@@ -979,7 +937,7 @@ def _decode_handle_open(buf: bytes | memoryview, at: int, end: int) -> HandleOpe
         raise DecodeError("HandleOpen.mime_type", at + e.start, "invalid utf-8") from None
     at += mime_type_len
     if end - at < 1:
-        raise _truncated(_HANDLE_OPEN_1_FIELDS, at, end)
+        raise _truncated(_HANDLE_OPEN_1, _HANDLE_OPEN_1_FIELDS, at, end)
     (encoding_len,) = _HANDLE_OPEN_1.unpack_from(buf, at)
     at += 1
     if encoding_len < 0 or encoding_len > end - at:
@@ -1097,18 +1055,13 @@ class HandleSend(Structure):
 
 _HANDLE_SEND_0 = struct.Struct(">HHHIBB")
 _HANDLE_SEND_0_FIELDS = (
-    ("HandleSend.handle_id", 0, 2),
-    ("HandleSend.confirm_tag", 2, 2),
-    ("HandleSend.service_type", 4, 2),
-    ("HandleSend.fragment_size", 6, 4),
-    ("HandleSend.bits1", 10, 1),
-    ("HandleSend.dest_name", 11, 1),
+    "HandleSend: handle_id confirm_tag service_type fragment_size bits1 dest_name"
 )
 
 
 def _decode_handle_send(buf: bytes | memoryview, at: int, end: int) -> HandleSend:
     if end - at < 12:
-        raise _truncated(_HANDLE_SEND_0_FIELDS, at, end)
+        raise _truncated(_HANDLE_SEND_0, _HANDLE_SEND_0_FIELDS, at, end)
     handle_id, confirm_tag, service_type, fragment_size, bits1, dest_name_len = (
         _HANDLE_SEND_0.unpack_from(buf, at)
     )
@@ -1220,18 +1173,13 @@ class HandleConsume(Structure):
 
 _HANDLE_CONSUME_0 = struct.Struct(">HHHHBB")
 _HANDLE_CONSUME_0_FIELDS = (
-    ("HandleConsume.handle_id", 0, 2),
-    ("HandleConsume.confirm_tag", 2, 2),
-    ("HandleConsume.service_type", 4, 2),
-    ("HandleConsume.prefetch", 6, 2),
-    ("HandleConsume.bits1", 8, 1),
-    ("HandleConsume.dest_name", 9, 1),
+    "HandleConsume: handle_id confirm_tag service_type prefetch bits1 dest_name"
 )
 
 
 def _decode_handle_consume(buf: bytes | memoryview, at: int, end: int) -> HandleConsume:
     if end - at < 10:
-        raise _truncated(_HANDLE_CONSUME_0_FIELDS, at, end)
+        raise _truncated(_HANDLE_CONSUME_0, _HANDLE_CONSUME_0_FIELDS, at, end)
     handle_id, confirm_tag, service_type, prefetch, bits1, dest_name_len = (
         _HANDLE_CONSUME_0.unpack_from(buf, at)
     )
@@ -1315,16 +1263,12 @@ class HandleFlow(Structure):
 
 
 _HANDLE_FLOW_0 = struct.Struct(">HHB")
-_HANDLE_FLOW_0_FIELDS = (
-    ("HandleFlow.handle_id", 0, 2),
-    ("HandleFlow.confirm_tag", 2, 2),
-    ("HandleFlow.bits1", 4, 1),
-)
+_HANDLE_FLOW_0_FIELDS = "HandleFlow: handle_id confirm_tag bits1"
 
 
 def _decode_handle_flow(buf: bytes | memoryview, at: int, end: int) -> HandleFlow:
     if end - at < 5:
-        raise _truncated(_HANDLE_FLOW_0_FIELDS, at, end)
+        raise _truncated(_HANDLE_FLOW_0, _HANDLE_FLOW_0_FIELDS, at, end)
     handle_id, confirm_tag, bits1 = _HANDLE_FLOW_0.unpack_from(buf, at)
     at += 5
     flow_pause = bits1 & 0x1 != 0
@@ -1379,16 +1323,12 @@ class HandleUnget(Structure):
 
 
 _HANDLE_UNGET_0 = struct.Struct(">HHI")
-_HANDLE_UNGET_0_FIELDS = (
-    ("HandleUnget.handle_id", 0, 2),
-    ("HandleUnget.confirm_tag", 2, 2),
-    ("HandleUnget.message_nbr", 4, 4),
-)
+_HANDLE_UNGET_0_FIELDS = "HandleUnget: handle_id confirm_tag message_nbr"
 
 
 def _decode_handle_unget(buf: bytes | memoryview, at: int, end: int) -> HandleUnget:
     if end - at < 8:
-        raise _truncated(_HANDLE_UNGET_0_FIELDS, at, end)
+        raise _truncated(_HANDLE_UNGET_0, _HANDLE_UNGET_0_FIELDS, at, end)
     handle_id, confirm_tag, message_nbr = _HANDLE_UNGET_0.unpack_from(buf, at)
     at += 8
     msg = HandleUnget(handle_id, confirm_tag, message_nbr)
@@ -1446,22 +1386,18 @@ class HandleQuery(Structure):
 
 
 _HANDLE_QUERY_0 = struct.Struct(">HIB")
-_HANDLE_QUERY_0_FIELDS = (
-    ("HandleQuery.handle_id", 0, 2),
-    ("HandleQuery.message_nbr", 2, 4),
-    ("HandleQuery.dest_name", 6, 1),
-)
+_HANDLE_QUERY_0_FIELDS = "HandleQuery: handle_id message_nbr dest_name"
 
 _HANDLE_QUERY_1 = struct.Struct(">H")
-_HANDLE_QUERY_1_FIELDS = (("HandleQuery.selector", 0, 2),)
+_HANDLE_QUERY_1_FIELDS = "HandleQuery: selector"
 
 _HANDLE_QUERY_2 = struct.Struct(">B")
-_HANDLE_QUERY_2_FIELDS = (("HandleQuery.mime_type", 0, 1),)
+_HANDLE_QUERY_2_FIELDS = "HandleQuery: mime_type"
 
 
 def _decode_handle_query(buf: bytes | memoryview, at: int, end: int) -> HandleQuery:
     if end - at < 7:
-        raise _truncated(_HANDLE_QUERY_0_FIELDS, at, end)
+        raise _truncated(_HANDLE_QUERY_0, _HANDLE_QUERY_0_FIELDS, at, end)
     handle_id, message_nbr, dest_name_len = _HANDLE_QUERY_0.unpack_from(buf, at)
     at += 7
     if dest_name_len < 0 or dest_name_len > end - at:
@@ -1472,7 +1408,7 @@ def _decode_handle_query(buf: bytes | memoryview, at: int, end: int) -> HandleQu
         raise DecodeError("HandleQuery.dest_name", at + e.start, "invalid utf-8") from None
     at += dest_name_len
     if end - at < 2:
-        raise _truncated(_HANDLE_QUERY_1_FIELDS, at, end)
+        raise _truncated(_HANDLE_QUERY_1, _HANDLE_QUERY_1_FIELDS, at, end)
     (selector_len,) = _HANDLE_QUERY_1.unpack_from(buf, at)
     at += 2
     if selector_len < 0 or selector_len > end - at:
@@ -1480,7 +1416,7 @@ def _decode_handle_query(buf: bytes | memoryview, at: int, end: int) -> HandleQu
     selector = bytes(buf[at : at + selector_len])
     at += selector_len
     if end - at < 1:
-        raise _truncated(_HANDLE_QUERY_2_FIELDS, at, end)
+        raise _truncated(_HANDLE_QUERY_2, _HANDLE_QUERY_2_FIELDS, at, end)
     (mime_type_len,) = _HANDLE_QUERY_2.unpack_from(buf, at)
     at += 1
     if mime_type_len < 0 or mime_type_len > end - at:
@@ -1539,16 +1475,12 @@ class HandleBrowse(Structure):
 
 
 _HANDLE_BROWSE_0 = struct.Struct(">HHI")
-_HANDLE_BROWSE_0_FIELDS = (
-    ("HandleBrowse.handle_id", 0, 2),
-    ("HandleBrowse.confirm_tag", 2, 2),
-    ("HandleBrowse.message_nbr", 4, 4),
-)
+_HANDLE_BROWSE_0_FIELDS = "HandleBrowse: handle_id confirm_tag message_nbr"
 
 
 def _decode_handle_browse(buf: bytes | memoryview, at: int, end: int) -> HandleBrowse:
     if end - at < 8:
-        raise _truncated(_HANDLE_BROWSE_0_FIELDS, at, end)
+        raise _truncated(_HANDLE_BROWSE_0, _HANDLE_BROWSE_0_FIELDS, at, end)
     handle_id, confirm_tag, message_nbr = _HANDLE_BROWSE_0.unpack_from(buf, at)
     at += 8
     msg = HandleBrowse(handle_id, confirm_tag, message_nbr)
@@ -1597,15 +1529,12 @@ class HandleCreated(Structure):
 
 
 _HANDLE_CREATED_0 = struct.Struct(">HB")
-_HANDLE_CREATED_0_FIELDS = (
-    ("HandleCreated.handle_id", 0, 2),
-    ("HandleCreated.dest_name", 2, 1),
-)
+_HANDLE_CREATED_0_FIELDS = "HandleCreated: handle_id dest_name"
 
 
 def _decode_handle_created(buf: bytes | memoryview, at: int, end: int) -> HandleCreated:
     if end - at < 3:
-        raise _truncated(_HANDLE_CREATED_0_FIELDS, at, end)
+        raise _truncated(_HANDLE_CREATED_0, _HANDLE_CREATED_0_FIELDS, at, end)
     handle_id, dest_name_len = _HANDLE_CREATED_0.unpack_from(buf, at)
     at += 3
     if dest_name_len < 0 or dest_name_len > end - at:
@@ -1700,18 +1629,12 @@ class HandleNotify(Structure):
 
 
 _HANDLE_NOTIFY_0 = struct.Struct(">HIIBB")
-_HANDLE_NOTIFY_0_FIELDS = (
-    ("HandleNotify.handle_id", 0, 2),
-    ("HandleNotify.message_nbr", 2, 4),
-    ("HandleNotify.fragment_size", 6, 4),
-    ("HandleNotify.bits1", 10, 1),
-    ("HandleNotify.dest_name", 11, 1),
-)
+_HANDLE_NOTIFY_0_FIELDS = "HandleNotify: handle_id message_nbr fragment_size bits1 dest_name"
 
 
 def _decode_handle_notify(buf: bytes | memoryview, at: int, end: int) -> HandleNotify:
     if end - at < 12:
-        raise _truncated(_HANDLE_NOTIFY_0_FIELDS, at, end)
+        raise _truncated(_HANDLE_NOTIFY_0, _HANDLE_NOTIFY_0_FIELDS, at, end)
     handle_id, message_nbr, fragment_size, bits1, dest_name_len = _HANDLE_NOTIFY_0.unpack_from(
         buf, at
     )
@@ -1793,16 +1716,12 @@ class HandleIndex(Structure):
 
 
 _HANDLE_INDEX_0 = struct.Struct(">HIH")
-_HANDLE_INDEX_0_FIELDS = (
-    ("HandleIndex.handle_id", 0, 2),
-    ("HandleIndex.message_nbr", 2, 4),
-    ("HandleIndex.message_list", 6, 2),
-)
+_HANDLE_INDEX_0_FIELDS = "HandleIndex: handle_id message_nbr message_list"
 
 
 def _decode_handle_index(buf: bytes | memoryview, at: int, end: int) -> HandleIndex:
     if end - at < 8:
-        raise _truncated(_HANDLE_INDEX_0_FIELDS, at, end)
+        raise _truncated(_HANDLE_INDEX_0, _HANDLE_INDEX_0_FIELDS, at, end)
     handle_id, message_nbr, message_list_len = _HANDLE_INDEX_0.unpack_from(buf, at)
     at += 8
     if message_list_len < 0 or message_list_len > end - at:
@@ -1859,16 +1778,12 @@ class HandlePrepare(Structure):
 
 
 _HANDLE_PREPARE_0 = struct.Struct(">HIB")
-_HANDLE_PREPARE_0_FIELDS = (
-    ("HandlePrepare.handle_id", 0, 2),
-    ("HandlePrepare.fragment_size", 2, 4),
-    ("HandlePrepare.content_hash", 6, 1),
-)
+_HANDLE_PREPARE_0_FIELDS = "HandlePrepare: handle_id fragment_size content_hash"
 
 
 def _decode_handle_prepare(buf: bytes | memoryview, at: int, end: int) -> HandlePrepare:
     if end - at < 7:
-        raise _truncated(_HANDLE_PREPARE_0_FIELDS, at, end)
+        raise _truncated(_HANDLE_PREPARE_0, _HANDLE_PREPARE_0_FIELDS, at, end)
     handle_id, fragment_size, content_hash_len = _HANDLE_PREPARE_0.unpack_from(buf, at)
     at += 7
     if content_hash_len < 0 or content_hash_len > end - at:
@@ -1916,15 +1831,12 @@ class HandleReady(Structure):
 
 
 _HANDLE_READY_0 = struct.Struct(">HI")
-_HANDLE_READY_0_FIELDS = (
-    ("HandleReady.handle_id", 0, 2),
-    ("HandleReady.message_size", 2, 4),
-)
+_HANDLE_READY_0_FIELDS = "HandleReady: handle_id message_size"
 
 
 def _decode_handle_ready(buf: bytes | memoryview, at: int, end: int) -> HandleReady:
     if end - at < 6:
-        raise _truncated(_HANDLE_READY_0_FIELDS, at, end)
+        raise _truncated(_HANDLE_READY_0, _HANDLE_READY_0_FIELDS, at, end)
     handle_id, message_size = _HANDLE_READY_0.unpack_from(buf, at)
     at += 6
     msg = HandleReady(handle_id, message_size)
@@ -1977,17 +1889,12 @@ class HandleReply(Structure):
 
 
 _HANDLE_REPLY_0 = struct.Struct(">HHHB")
-_HANDLE_REPLY_0_FIELDS = (
-    ("HandleReply.handle_id", 0, 2),
-    ("HandleReply.confirm_tag", 2, 2),
-    ("HandleReply.reply_code", 4, 2),
-    ("HandleReply.reply_text", 6, 1),
-)
+_HANDLE_REPLY_0_FIELDS = "HandleReply: handle_id confirm_tag reply_code reply_text"
 
 
 def _decode_handle_reply(buf: bytes | memoryview, at: int, end: int) -> HandleReply:
     if end - at < 7:
-        raise _truncated(_HANDLE_REPLY_0_FIELDS, at, end)
+        raise _truncated(_HANDLE_REPLY_0, _HANDLE_REPLY_0_FIELDS, at, end)
     handle_id, confirm_tag, reply_code, reply_text_len = _HANDLE_REPLY_0.unpack_from(buf, at)
     at += 7
     if reply_text_len < 0 or reply_text_len > end - at:
@@ -2040,16 +1947,12 @@ class HandleClose(Structure):
 
 
 _HANDLE_CLOSE_0 = struct.Struct(">HHB")
-_HANDLE_CLOSE_0_FIELDS = (
-    ("HandleClose.handle_id", 0, 2),
-    ("HandleClose.reply_code", 2, 2),
-    ("HandleClose.reply_text", 4, 1),
-)
+_HANDLE_CLOSE_0_FIELDS = "HandleClose: handle_id reply_code reply_text"
 
 
 def _decode_handle_close(buf: bytes | memoryview, at: int, end: int) -> HandleClose:
     if end - at < 5:
-        raise _truncated(_HANDLE_CLOSE_0_FIELDS, at, end)
+        raise _truncated(_HANDLE_CLOSE_0, _HANDLE_CLOSE_0_FIELDS, at, end)
     handle_id, reply_code, reply_text_len = _HANDLE_CLOSE_0.unpack_from(buf, at)
     at += 5
     if reply_text_len < 0 or reply_text_len > end - at:
@@ -2072,7 +1975,7 @@ def _encode_handle_close(msg: HandleClose, parts: list[bytes]) -> None:
 
 
 _VALUE_FIELD_TABLE_0 = struct.Struct(">B")
-_VALUE_FIELD_TABLE_0_FIELDS = (("field-table.key", 0, 1),)
+_VALUE_FIELD_TABLE_0_FIELDS = "field-table: key"
 _FIELD_TABLE_SIZE = struct.Struct(">H")
 
 
@@ -2088,7 +1991,7 @@ def _decode_field_table(buf: bytes | memoryview, at: int, end: int) -> tuple[Tab
     out = Table()
     while at < stop:
         if stop - at < 1:
-            raise _truncated(_VALUE_FIELD_TABLE_0_FIELDS, at, stop)
+            raise _truncated(_VALUE_FIELD_TABLE_0, _VALUE_FIELD_TABLE_0_FIELDS, at, stop)
         (key_len,) = _VALUE_FIELD_TABLE_0.unpack_from(buf, at)
         at += 1
         if key_len < 0 or key_len > stop - at:
@@ -2124,16 +2027,13 @@ def _encode_field_table(value: dict[str, Any], parts: list[bytes]) -> None:
 
 
 _VALUE_FIELD_VALUE_0 = struct.Struct(">H")
-_VALUE_FIELD_VALUE_0_FIELDS = (("field-value", 0, 2),)
+_VALUE_FIELD_VALUE_0_FIELDS = "field-value"
 _VALUE_FIELD_VALUE_1 = struct.Struct(">i")
-_VALUE_FIELD_VALUE_1_FIELDS = (("field-value", 0, 4),)
+_VALUE_FIELD_VALUE_1_FIELDS = "field-value"
 _VALUE_FIELD_VALUE_2 = struct.Struct(">Bi")
-_VALUE_FIELD_VALUE_2_FIELDS = (
-    ("field-value", 0, 1),
-    ("field-value", 1, 4),
-)
+_VALUE_FIELD_VALUE_2_FIELDS = "field-value field-value"
 _VALUE_FIELD_VALUE_3 = struct.Struct(">I")
-_VALUE_FIELD_VALUE_3_FIELDS = (("field-value", 0, 4),)
+_VALUE_FIELD_VALUE_3_FIELDS = "field-value"
 _FIELD_VALUE_CONSTRUCTOR = struct.Struct(">B")
 
 
@@ -2147,7 +2047,7 @@ def _decode_field_value(buf: bytes | memoryview, at: int, end: int) -> tuple[Any
     value: Any
     if ctor == 83:  # S string
         if end - at < 2:
-            raise _truncated(_VALUE_FIELD_VALUE_0_FIELDS, at, end)
+            raise _truncated(_VALUE_FIELD_VALUE_0, _VALUE_FIELD_VALUE_0_FIELDS, at, end)
         (value_len,) = _VALUE_FIELD_VALUE_0.unpack_from(buf, at)
         at += 2
         if value_len < 0 or value_len > end - at:
@@ -2160,20 +2060,20 @@ def _decode_field_value(buf: bytes | memoryview, at: int, end: int) -> tuple[Any
         value = value_2
     elif ctor == 73:  # I integer
         if end - at < 4:
-            raise _truncated(_VALUE_FIELD_VALUE_1_FIELDS, at, end)
+            raise _truncated(_VALUE_FIELD_VALUE_1, _VALUE_FIELD_VALUE_1_FIELDS, at, end)
         (value_3,) = _VALUE_FIELD_VALUE_1.unpack_from(buf, at)
         at += 4
         value = value_3
     elif ctor == 68:  # D decimal
         if end - at < 5:
-            raise _truncated(_VALUE_FIELD_VALUE_2_FIELDS, at, end)
+            raise _truncated(_VALUE_FIELD_VALUE_2, _VALUE_FIELD_VALUE_2_FIELDS, at, end)
         value_4_scale, value_4_value = _VALUE_FIELD_VALUE_2.unpack_from(buf, at)
         at += 5
         value_4 = Decimal(value_4_value).scaleb(-value_4_scale)
         value = value_4
     elif ctor == 84:  # T time
         if end - at < 4:
-            raise _truncated(_VALUE_FIELD_VALUE_3_FIELDS, at, end)
+            raise _truncated(_VALUE_FIELD_VALUE_3, _VALUE_FIELD_VALUE_3_FIELDS, at, end)
         (value_5,) = _VALUE_FIELD_VALUE_3.unpack_from(buf, at)
         at += 4
         value = value_5
@@ -2228,23 +2128,17 @@ def _encode_field_value(value: Any, ctor: int | None, parts: list[bytes]) -> Non
 
 
 _VALUE_MESSAGE_HEAD_0 = struct.Struct(">IBBIB")
-_VALUE_MESSAGE_HEAD_0_FIELDS = (
-    ("MessageHead.body_size", 0, 4),
-    ("MessageHead.bits1", 4, 1),
-    ("MessageHead.priority", 5, 1),
-    ("MessageHead.expiration", 6, 4),
-    ("MessageHead.mime_type", 10, 1),
-)
+_VALUE_MESSAGE_HEAD_0_FIELDS = "MessageHead: body_size bits1 priority expiration mime_type"
 _VALUE_MESSAGE_HEAD_1 = struct.Struct(">B")
-_VALUE_MESSAGE_HEAD_1_FIELDS = (("MessageHead.encoding", 0, 1),)
+_VALUE_MESSAGE_HEAD_1_FIELDS = "MessageHead: encoding"
 _VALUE_MESSAGE_HEAD_2 = struct.Struct(">B")
-_VALUE_MESSAGE_HEAD_2_FIELDS = (("MessageHead.msg_identifier", 0, 1),)
+_VALUE_MESSAGE_HEAD_2_FIELDS = "MessageHead: msg_identifier"
 
 
 def _decode_message_head(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageHead, int]:
     """A message-head: its fields in order. Returns it and the next offset."""
     if end - at < 11:
-        raise _truncated(_VALUE_MESSAGE_HEAD_0_FIELDS, at, end)
+        raise _truncated(_VALUE_MESSAGE_HEAD_0, _VALUE_MESSAGE_HEAD_0_FIELDS, at, end)
     body_size, bits1, priority, expiration, mime_type_len = _VALUE_MESSAGE_HEAD_0.unpack_from(
         buf, at
     )
@@ -2260,7 +2154,7 @@ def _decode_message_head(buf: bytes | memoryview, at: int, end: int) -> tuple[Me
         raise DecodeError("MessageHead.mime_type", at + e.start, "invalid utf-8") from None
     at += mime_type_len
     if end - at < 1:
-        raise _truncated(_VALUE_MESSAGE_HEAD_1_FIELDS, at, end)
+        raise _truncated(_VALUE_MESSAGE_HEAD_1, _VALUE_MESSAGE_HEAD_1_FIELDS, at, end)
     (encoding_len,) = _VALUE_MESSAGE_HEAD_1.unpack_from(buf, at)
     at += 1
     if encoding_len < 0 or encoding_len > end - at:
@@ -2271,7 +2165,7 @@ def _decode_message_head(buf: bytes | memoryview, at: int, end: int) -> tuple[Me
         raise DecodeError("MessageHead.encoding", at + e.start, "invalid utf-8") from None
     at += encoding_len
     if end - at < 1:
-        raise _truncated(_VALUE_MESSAGE_HEAD_2_FIELDS, at, end)
+        raise _truncated(_VALUE_MESSAGE_HEAD_2, _VALUE_MESSAGE_HEAD_2_FIELDS, at, end)
     (msg_identifier_len,) = _VALUE_MESSAGE_HEAD_2.unpack_from(buf, at)
     at += 1
     if msg_identifier_len < 0 or msg_identifier_len > end - at:

@@ -278,29 +278,24 @@ class Publish(Structure):
 
 
 _PUBLISH_0 = struct.Struct(">h")
-_PUBLISH_0_FIELDS = (("Publish.stream", 0, 2),)
+_PUBLISH_0_FIELDS = "Publish: stream"
 
 _PUBLISH_1 = struct.Struct(">i")
-_PUBLISH_1_FIELDS = (("Publish.published_messages", 0, 4),)
+_PUBLISH_1_FIELDS = "Publish: published_messages"
 
 _PUBLISH_2 = struct.Struct(">q")
-_PUBLISH_2_FIELDS = (("Publish.published_messages[].publishing_id", 0, 8),)
+_PUBLISH_2_FIELDS = "Publish: published_messages[].publishing_id"
 
 _PUBLISH_3 = struct.Struct(">i")
-_PUBLISH_3_FIELDS = (("Publish.published_messages[].message", 0, 4),)
+_PUBLISH_3_FIELDS = "Publish: published_messages[].message"
 
 _PUBLISH_4 = struct.Struct(">BHII")
-_PUBLISH_4_FIELDS = (
-    ("Publish.published_messages[].message.entry_header", 0, 1),
-    ("Publish.published_messages[].message.num_records", 1, 2),
-    ("Publish.published_messages[].message.uncompressed_length", 3, 4),
-    ("Publish.published_messages[].message.length", 7, 4),
-)
+_PUBLISH_4_FIELDS = "Publish: published_messages[].message.entry_header published_messages[].message.num_records published_messages[].message.uncompressed_length published_messages[].message.length"
 
 
 def _decode_publish(buf: bytes | memoryview, at: int, end: int, verify_checksums: bool) -> Publish:
     if end - at < 2:
-        raise _truncated(_PUBLISH_0_FIELDS, at, end)
+        raise _truncated(_PUBLISH_0, _PUBLISH_0_FIELDS, at, end)
     (stream_len,) = _PUBLISH_0.unpack_from(buf, at)
     at += 2
     if stream_len == -1:
@@ -314,7 +309,7 @@ def _decode_publish(buf: bytes | memoryview, at: int, end: int, verify_checksums
             raise DecodeError("Publish.stream", at + e.start, "invalid utf-8") from None
         at += stream_len
     if end - at < 4:
-        raise _truncated(_PUBLISH_1_FIELDS, at, end)
+        raise _truncated(_PUBLISH_1, _PUBLISH_1_FIELDS, at, end)
     (published_messages_count,) = _PUBLISH_1.unpack_from(buf, at)
     at += 4
     if published_messages_count < 0 or published_messages_count * 12 > end - at:
@@ -322,7 +317,7 @@ def _decode_publish(buf: bytes | memoryview, at: int, end: int, verify_checksums
     published_messages: list[PublishedMessage] = []
     for _ in range(published_messages_count):
         if end - at < 8:
-            raise _truncated(_PUBLISH_2_FIELDS, at, end)
+            raise _truncated(_PUBLISH_2, _PUBLISH_2_FIELDS, at, end)
         (publishing_id,) = _PUBLISH_2.unpack_from(buf, at)
         at += 8
         if at >= end:
@@ -331,7 +326,7 @@ def _decode_publish(buf: bytes | memoryview, at: int, end: int, verify_checksums
         message: bytes | SubBatchEntry
         if tag == 0:  # simple entry
             if end - at < 4:
-                raise _truncated(_PUBLISH_3_FIELDS, at, end)
+                raise _truncated(_PUBLISH_3, _PUBLISH_3_FIELDS, at, end)
             (value_len,) = _PUBLISH_3.unpack_from(buf, at)
             at += 4
             if value_len < 0 or value_len > end - at:
@@ -341,7 +336,7 @@ def _decode_publish(buf: bytes | memoryview, at: int, end: int, verify_checksums
             message = value
         elif tag == 1:  # sub-entry batch
             if end - at < 11:
-                raise _truncated(_PUBLISH_4_FIELDS, at, end)
+                raise _truncated(_PUBLISH_4, _PUBLISH_4_FIELDS, at, end)
             entry_header, num_records, uncompressed_length, length = _PUBLISH_4.unpack_from(buf, at)
             at += 11
             if (entry_header >> 7) & 0x1 != 1:
@@ -434,14 +429,14 @@ class PublishConfirm(Structure):
 
 
 _PUBLISH_CONFIRM_0 = struct.Struct(">i")
-_PUBLISH_CONFIRM_0_FIELDS = (("PublishConfirm.publishing_ids", 0, 4),)
+_PUBLISH_CONFIRM_0_FIELDS = "PublishConfirm: publishing_ids"
 
 
 def _decode_publish_confirm(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> PublishConfirm:
     if end - at < 4:
-        raise _truncated(_PUBLISH_CONFIRM_0_FIELDS, at, end)
+        raise _truncated(_PUBLISH_CONFIRM_0, _PUBLISH_CONFIRM_0_FIELDS, at, end)
     (publishing_ids_count,) = _PUBLISH_CONFIRM_0.unpack_from(buf, at)
     at += 4
     if publishing_ids_count < 0 or publishing_ids_count * 8 > end - at:
@@ -502,21 +497,17 @@ class SubscribeRequest(Structure):
 
 
 _SUBSCRIBE_REQUEST_0 = struct.Struct(">iih")
-_SUBSCRIBE_REQUEST_0_FIELDS = (
-    ("SubscribeRequest.correlation_id", 0, 4),
-    ("SubscribeRequest.subscription_id", 4, 4),
-    ("SubscribeRequest.stream", 8, 2),
-)
+_SUBSCRIBE_REQUEST_0_FIELDS = "SubscribeRequest: correlation_id subscription_id stream"
 
 _SUBSCRIBE_REQUEST_1 = struct.Struct(">Q")
-_SUBSCRIBE_REQUEST_1_FIELDS = (("SubscribeRequest.offset", 0, 8),)
+_SUBSCRIBE_REQUEST_1_FIELDS = "SubscribeRequest: offset"
 
 
 def _decode_subscribe_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> SubscribeRequest:
     if end - at < 10:
-        raise _truncated(_SUBSCRIBE_REQUEST_0_FIELDS, at, end)
+        raise _truncated(_SUBSCRIBE_REQUEST_0, _SUBSCRIBE_REQUEST_0_FIELDS, at, end)
     correlation_id, subscription_id, stream_len = _SUBSCRIBE_REQUEST_0.unpack_from(buf, at)
     at += 10
     if stream_len == -1:
@@ -530,7 +521,7 @@ def _decode_subscribe_request(
             raise DecodeError("SubscribeRequest.stream", at + e.start, "invalid utf-8") from None
         at += stream_len
     if end - at < 8:
-        raise _truncated(_SUBSCRIBE_REQUEST_1_FIELDS, at, end)
+        raise _truncated(_SUBSCRIBE_REQUEST_1, _SUBSCRIBE_REQUEST_1_FIELDS, at, end)
     (offset,) = _SUBSCRIBE_REQUEST_1.unpack_from(buf, at)
     at += 8
     msg = SubscribeRequest(correlation_id, subscription_id, stream, offset)
@@ -586,17 +577,14 @@ class SubscribeResponse(Structure):
 
 
 _SUBSCRIBE_RESPONSE_0 = struct.Struct(">ih")
-_SUBSCRIBE_RESPONSE_0_FIELDS = (
-    ("SubscribeResponse.correlation_id", 0, 4),
-    ("SubscribeResponse.response_code", 4, 2),
-)
+_SUBSCRIBE_RESPONSE_0_FIELDS = "SubscribeResponse: correlation_id response_code"
 
 
 def _decode_subscribe_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> SubscribeResponse:
     if end - at < 6:
-        raise _truncated(_SUBSCRIBE_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(_SUBSCRIBE_RESPONSE_0, _SUBSCRIBE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _SUBSCRIBE_RESPONSE_0.unpack_from(buf, at)
     at += 6
     msg = SubscribeResponse(correlation_id, response_code)
@@ -644,27 +632,13 @@ class Deliver(Structure):
 
 
 _DELIVER_0 = struct.Struct(">ibHIQQII")
-_DELIVER_0_FIELDS = (
-    ("Deliver.subscription_id", 0, 4),
-    ("Deliver.osiris_chunk.magic_version", 4, 1),
-    ("Deliver.osiris_chunk.num_entries", 5, 2),
-    ("Deliver.osiris_chunk.num_records", 7, 4),
-    ("Deliver.osiris_chunk.epoch", 11, 8),
-    ("Deliver.osiris_chunk.chunk_first_offset", 19, 8),
-    ("Deliver.osiris_chunk.chunk_crc", 27, 4),
-    ("Deliver.osiris_chunk.data_length", 31, 4),
-)
+_DELIVER_0_FIELDS = "Deliver: subscription_id osiris_chunk.magic_version osiris_chunk.num_entries osiris_chunk.num_records osiris_chunk.epoch osiris_chunk.chunk_first_offset osiris_chunk.chunk_crc osiris_chunk.data_length"
 
 _DELIVER_1 = struct.Struct(">I")
-_DELIVER_1_FIELDS = (("Deliver.osiris_chunk.messages[].entry_header", 0, 4),)
+_DELIVER_1_FIELDS = "Deliver: osiris_chunk.messages[].entry_header"
 
 _DELIVER_2 = struct.Struct(">BHII")
-_DELIVER_2_FIELDS = (
-    ("Deliver.osiris_chunk.messages[].entry_header", 0, 1),
-    ("Deliver.osiris_chunk.messages[].num_records", 1, 2),
-    ("Deliver.osiris_chunk.messages[].uncompressed_length", 3, 4),
-    ("Deliver.osiris_chunk.messages[].length", 7, 4),
-)
+_DELIVER_2_FIELDS = "Deliver: osiris_chunk.messages[].entry_header osiris_chunk.messages[].num_records osiris_chunk.messages[].uncompressed_length osiris_chunk.messages[].length"
 
 _DELIVER_MESSAGES_STATES: dict[type, Callable[[Any], object]] = {
     SimpleEntry: operator.attrgetter("__class__", "size", "data"),
@@ -683,7 +657,7 @@ _DELIVER_MESSAGES_STATES: dict[type, Callable[[Any], object]] = {
 
 def _decode_deliver(buf: bytes | memoryview, at: int, end: int, verify_checksums: bool) -> Deliver:
     if end - at < 35:
-        raise _truncated(_DELIVER_0_FIELDS, at, end)
+        raise _truncated(_DELIVER_0, _DELIVER_0_FIELDS, at, end)
     (
         subscription_id,
         magic_version,
@@ -711,7 +685,7 @@ def _decode_deliver(buf: bytes | memoryview, at: int, end: int, verify_checksums
         item_2: SimpleEntry | SubBatchEntry
         if tag == 0:  # simple entry
             if messages_end - at < 4:
-                raise _truncated(_DELIVER_1_FIELDS, at, messages_end)
+                raise _truncated(_DELIVER_1, _DELIVER_1_FIELDS, at, messages_end)
             (entry_header,) = _DELIVER_1.unpack_from(buf, at)
             at += 4
             if (entry_header >> 31) & 0x1 != 0:
@@ -726,7 +700,7 @@ def _decode_deliver(buf: bytes | memoryview, at: int, end: int, verify_checksums
             item_2 = value
         elif tag == 1:  # sub-batch entry
             if messages_end - at < 11:
-                raise _truncated(_DELIVER_2_FIELDS, at, messages_end)
+                raise _truncated(_DELIVER_2, _DELIVER_2_FIELDS, at, messages_end)
             entry_header_2, num_records_2, uncompressed_length, length = _DELIVER_2.unpack_from(
                 buf, at
             )
@@ -908,15 +882,12 @@ class Credit(Structure):
 
 
 _CREDIT_0 = struct.Struct(">ih")
-_CREDIT_0_FIELDS = (
-    ("Credit.subscription_id", 0, 4),
-    ("Credit.credit", 4, 2),
-)
+_CREDIT_0_FIELDS = "Credit: subscription_id credit"
 
 
 def _decode_credit(buf: bytes | memoryview, at: int, end: int, verify_checksums: bool) -> Credit:
     if end - at < 6:
-        raise _truncated(_CREDIT_0_FIELDS, at, end)
+        raise _truncated(_CREDIT_0, _CREDIT_0_FIELDS, at, end)
     subscription_id, credit = _CREDIT_0.unpack_from(buf, at)
     at += 6
     msg = Credit(subscription_id, credit)
@@ -962,17 +933,14 @@ class UnsubscribeRequest(Structure):
 
 
 _UNSUBSCRIBE_REQUEST_0 = struct.Struct(">ii")
-_UNSUBSCRIBE_REQUEST_0_FIELDS = (
-    ("UnsubscribeRequest.correlation_id", 0, 4),
-    ("UnsubscribeRequest.subscription_id", 4, 4),
-)
+_UNSUBSCRIBE_REQUEST_0_FIELDS = "UnsubscribeRequest: correlation_id subscription_id"
 
 
 def _decode_unsubscribe_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> UnsubscribeRequest:
     if end - at < 8:
-        raise _truncated(_UNSUBSCRIBE_REQUEST_0_FIELDS, at, end)
+        raise _truncated(_UNSUBSCRIBE_REQUEST_0, _UNSUBSCRIBE_REQUEST_0_FIELDS, at, end)
     correlation_id, subscription_id = _UNSUBSCRIBE_REQUEST_0.unpack_from(buf, at)
     at += 8
     msg = UnsubscribeRequest(correlation_id, subscription_id)
@@ -1020,17 +988,14 @@ class UnsubscribeResponse(Structure):
 
 
 _UNSUBSCRIBE_RESPONSE_0 = struct.Struct(">ih")
-_UNSUBSCRIBE_RESPONSE_0_FIELDS = (
-    ("UnsubscribeResponse.correlation_id", 0, 4),
-    ("UnsubscribeResponse.response_code", 4, 2),
-)
+_UNSUBSCRIBE_RESPONSE_0_FIELDS = "UnsubscribeResponse: correlation_id response_code"
 
 
 def _decode_unsubscribe_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> UnsubscribeResponse:
     if end - at < 6:
-        raise _truncated(_UNSUBSCRIBE_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(_UNSUBSCRIBE_RESPONSE_0, _UNSUBSCRIBE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _UNSUBSCRIBE_RESPONSE_0.unpack_from(buf, at)
     at += 6
     msg = UnsubscribeResponse(correlation_id, response_code)
@@ -1074,20 +1039,17 @@ class PublishError(Structure):
 
 
 _PUBLISH_ERROR_0 = struct.Struct(">i")
-_PUBLISH_ERROR_0_FIELDS = (("PublishError.publishing_error", 0, 4),)
+_PUBLISH_ERROR_0_FIELDS = "PublishError: publishing_error"
 
 _PUBLISH_ERROR_1 = struct.Struct(">qh")
-_PUBLISH_ERROR_1_FIELDS = (
-    ("PublishError.publishing_error[].publishing_id", 0, 8),
-    ("PublishError.publishing_error[].code", 8, 2),
-)
+_PUBLISH_ERROR_1_FIELDS = "PublishError: publishing_error[].publishing_id publishing_error[].code"
 
 
 def _decode_publish_error(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> PublishError:
     if end - at < 4:
-        raise _truncated(_PUBLISH_ERROR_0_FIELDS, at, end)
+        raise _truncated(_PUBLISH_ERROR_0, _PUBLISH_ERROR_0_FIELDS, at, end)
     (publishing_error_count,) = _PUBLISH_ERROR_0.unpack_from(buf, at)
     at += 4
     if publishing_error_count < 0 or publishing_error_count * 10 > end - at:
@@ -1095,7 +1057,7 @@ def _decode_publish_error(
     publishing_error: list[PublishingError] = []
     for _ in range(publishing_error_count):
         if end - at < 10:
-            raise _truncated(_PUBLISH_ERROR_1_FIELDS, at, end)
+            raise _truncated(_PUBLISH_ERROR_1, _PUBLISH_ERROR_1_FIELDS, at, end)
         publishing_id, code = _PUBLISH_ERROR_1.unpack_from(buf, at)
         at += 10
         item_2 = PublishingError(publishing_id, code)
@@ -1141,17 +1103,14 @@ class MetadataUpdate(Structure):
 
 
 _METADATA_UPDATE_0 = struct.Struct(">hh")
-_METADATA_UPDATE_0_FIELDS = (
-    ("MetadataUpdate.metadata_info.code", 0, 2),
-    ("MetadataUpdate.metadata_info.stream", 2, 2),
-)
+_METADATA_UPDATE_0_FIELDS = "MetadataUpdate: metadata_info.code metadata_info.stream"
 
 
 def _decode_metadata_update(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> MetadataUpdate:
     if end - at < 4:
-        raise _truncated(_METADATA_UPDATE_0_FIELDS, at, end)
+        raise _truncated(_METADATA_UPDATE_0, _METADATA_UPDATE_0_FIELDS, at, end)
     code, stream_len = _METADATA_UPDATE_0.unpack_from(buf, at)
     at += 4
     if stream_len == -1:
@@ -1219,20 +1178,17 @@ class MetadataRequest(Structure):
 
 
 _METADATA_REQUEST_0 = struct.Struct(">ii")
-_METADATA_REQUEST_0_FIELDS = (
-    ("MetadataRequest.correlation_id", 0, 4),
-    ("MetadataRequest.stream", 4, 4),
-)
+_METADATA_REQUEST_0_FIELDS = "MetadataRequest: correlation_id stream"
 
 _METADATA_REQUEST_1 = struct.Struct(">h")
-_METADATA_REQUEST_1_FIELDS = (("MetadataRequest.stream[]", 0, 2),)
+_METADATA_REQUEST_1_FIELDS = "MetadataRequest: stream[]"
 
 
 def _decode_metadata_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> MetadataRequest:
     if end - at < 8:
-        raise _truncated(_METADATA_REQUEST_0_FIELDS, at, end)
+        raise _truncated(_METADATA_REQUEST_0, _METADATA_REQUEST_0_FIELDS, at, end)
     correlation_id, stream_count = _METADATA_REQUEST_0.unpack_from(buf, at)
     at += 8
     if stream_count < 0 or stream_count * 2 > end - at:
@@ -1240,7 +1196,7 @@ def _decode_metadata_request(
     stream: list[str | None] = []
     for _ in range(stream_count):
         if end - at < 2:
-            raise _truncated(_METADATA_REQUEST_1_FIELDS, at, end)
+            raise _truncated(_METADATA_REQUEST_1, _METADATA_REQUEST_1_FIELDS, at, end)
         (item_len,) = _METADATA_REQUEST_1.unpack_from(buf, at)
         at += 2
         if item_len == -1:
@@ -1308,39 +1264,29 @@ class MetadataResponse(Structure):
 
 
 _METADATA_RESPONSE_0 = struct.Struct(">ii")
-_METADATA_RESPONSE_0_FIELDS = (
-    ("MetadataResponse.correlation_id", 0, 4),
-    ("MetadataResponse.broker", 4, 4),
-)
+_METADATA_RESPONSE_0_FIELDS = "MetadataResponse: correlation_id broker"
 
 _METADATA_RESPONSE_1 = struct.Struct(">hh")
-_METADATA_RESPONSE_1_FIELDS = (
-    ("MetadataResponse.broker[].reference", 0, 2),
-    ("MetadataResponse.broker[].host", 2, 2),
-)
+_METADATA_RESPONSE_1_FIELDS = "MetadataResponse: broker[].reference broker[].host"
 
 _METADATA_RESPONSE_2 = struct.Struct(">i")
-_METADATA_RESPONSE_2_FIELDS = (("MetadataResponse.broker[].port", 0, 4),)
+_METADATA_RESPONSE_2_FIELDS = "MetadataResponse: broker[].port"
 
 _METADATA_RESPONSE_3 = struct.Struct(">i")
-_METADATA_RESPONSE_3_FIELDS = (("MetadataResponse.stream_metadata", 0, 4),)
+_METADATA_RESPONSE_3_FIELDS = "MetadataResponse: stream_metadata"
 
 _METADATA_RESPONSE_4 = struct.Struct(">h")
-_METADATA_RESPONSE_4_FIELDS = (("MetadataResponse.stream_metadata[].stream_name", 0, 2),)
+_METADATA_RESPONSE_4_FIELDS = "MetadataResponse: stream_metadata[].stream_name"
 
 _METADATA_RESPONSE_5 = struct.Struct(">hhi")
-_METADATA_RESPONSE_5_FIELDS = (
-    ("MetadataResponse.stream_metadata[].response_code", 0, 2),
-    ("MetadataResponse.stream_metadata[].leader_reference", 2, 2),
-    ("MetadataResponse.stream_metadata[].replicas_references", 4, 4),
-)
+_METADATA_RESPONSE_5_FIELDS = "MetadataResponse: stream_metadata[].response_code stream_metadata[].leader_reference stream_metadata[].replicas_references"
 
 
 def _decode_metadata_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> MetadataResponse:
     if end - at < 8:
-        raise _truncated(_METADATA_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(_METADATA_RESPONSE_0, _METADATA_RESPONSE_0_FIELDS, at, end)
     correlation_id, broker_count = _METADATA_RESPONSE_0.unpack_from(buf, at)
     at += 8
     if broker_count < 0 or broker_count * 8 > end - at:
@@ -1348,7 +1294,7 @@ def _decode_metadata_response(
     broker: list[Broker] = []
     for _ in range(broker_count):
         if end - at < 4:
-            raise _truncated(_METADATA_RESPONSE_1_FIELDS, at, end)
+            raise _truncated(_METADATA_RESPONSE_1, _METADATA_RESPONSE_1_FIELDS, at, end)
         reference, host_len = _METADATA_RESPONSE_1.unpack_from(buf, at)
         at += 4
         if host_len == -1:
@@ -1364,13 +1310,13 @@ def _decode_metadata_response(
                 ) from None
             at += host_len
         if end - at < 4:
-            raise _truncated(_METADATA_RESPONSE_2_FIELDS, at, end)
+            raise _truncated(_METADATA_RESPONSE_2, _METADATA_RESPONSE_2_FIELDS, at, end)
         (port,) = _METADATA_RESPONSE_2.unpack_from(buf, at)
         at += 4
         item_2 = Broker(reference, host, port)
         broker.append(item_2)
     if end - at < 4:
-        raise _truncated(_METADATA_RESPONSE_3_FIELDS, at, end)
+        raise _truncated(_METADATA_RESPONSE_3, _METADATA_RESPONSE_3_FIELDS, at, end)
     (stream_metadata_count,) = _METADATA_RESPONSE_3.unpack_from(buf, at)
     at += 4
     if stream_metadata_count < 0 or stream_metadata_count * 10 > end - at:
@@ -1378,7 +1324,7 @@ def _decode_metadata_response(
     stream_metadata: list[StreamMetadata] = []
     for _ in range(stream_metadata_count):
         if end - at < 2:
-            raise _truncated(_METADATA_RESPONSE_4_FIELDS, at, end)
+            raise _truncated(_METADATA_RESPONSE_4, _METADATA_RESPONSE_4_FIELDS, at, end)
         (stream_name_len,) = _METADATA_RESPONSE_4.unpack_from(buf, at)
         at += 2
         if stream_name_len == -1:
@@ -1396,7 +1342,7 @@ def _decode_metadata_response(
                 ) from None
             at += stream_name_len
         if end - at < 8:
-            raise _truncated(_METADATA_RESPONSE_5_FIELDS, at, end)
+            raise _truncated(_METADATA_RESPONSE_5, _METADATA_RESPONSE_5_FIELDS, at, end)
         response_code, leader_reference, replicas_references_count = (
             _METADATA_RESPONSE_5.unpack_from(buf, at)
         )
@@ -1480,14 +1426,14 @@ class SaslHandshakeRequest(Structure):
 
 
 _SASL_HANDSHAKE_REQUEST_0 = struct.Struct(">i")
-_SASL_HANDSHAKE_REQUEST_0_FIELDS = (("SaslHandshakeRequest.correlation_id", 0, 4),)
+_SASL_HANDSHAKE_REQUEST_0_FIELDS = "SaslHandshakeRequest: correlation_id"
 
 
 def _decode_sasl_handshake_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> SaslHandshakeRequest:
     if end - at < 4:
-        raise _truncated(_SASL_HANDSHAKE_REQUEST_0_FIELDS, at, end)
+        raise _truncated(_SASL_HANDSHAKE_REQUEST_0, _SASL_HANDSHAKE_REQUEST_0_FIELDS, at, end)
     (correlation_id,) = _SASL_HANDSHAKE_REQUEST_0.unpack_from(buf, at)
     at += 4
     msg = SaslHandshakeRequest(correlation_id)
@@ -1537,21 +1483,17 @@ class SaslHandshakeResponse(Structure):
 
 
 _SASL_HANDSHAKE_RESPONSE_0 = struct.Struct(">ihi")
-_SASL_HANDSHAKE_RESPONSE_0_FIELDS = (
-    ("SaslHandshakeResponse.correlation_id", 0, 4),
-    ("SaslHandshakeResponse.response_code", 4, 2),
-    ("SaslHandshakeResponse.mechanism", 6, 4),
-)
+_SASL_HANDSHAKE_RESPONSE_0_FIELDS = "SaslHandshakeResponse: correlation_id response_code mechanism"
 
 _SASL_HANDSHAKE_RESPONSE_1 = struct.Struct(">h")
-_SASL_HANDSHAKE_RESPONSE_1_FIELDS = (("SaslHandshakeResponse.mechanism[]", 0, 2),)
+_SASL_HANDSHAKE_RESPONSE_1_FIELDS = "SaslHandshakeResponse: mechanism[]"
 
 
 def _decode_sasl_handshake_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> SaslHandshakeResponse:
     if end - at < 10:
-        raise _truncated(_SASL_HANDSHAKE_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(_SASL_HANDSHAKE_RESPONSE_0, _SASL_HANDSHAKE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code, mechanism_count = _SASL_HANDSHAKE_RESPONSE_0.unpack_from(buf, at)
     at += 10
     if mechanism_count < 0 or mechanism_count * 2 > end - at:
@@ -1559,7 +1501,7 @@ def _decode_sasl_handshake_response(
     mechanism: list[str | None] = []
     for _ in range(mechanism_count):
         if end - at < 2:
-            raise _truncated(_SASL_HANDSHAKE_RESPONSE_1_FIELDS, at, end)
+            raise _truncated(_SASL_HANDSHAKE_RESPONSE_1, _SASL_HANDSHAKE_RESPONSE_1_FIELDS, at, end)
         (item_len,) = _SASL_HANDSHAKE_RESPONSE_1.unpack_from(buf, at)
         at += 2
         if item_len == -1:
@@ -1631,20 +1573,17 @@ class SaslAuthenticateRequest(Structure):
 
 
 _SASL_AUTHENTICATE_REQUEST_0 = struct.Struct(">ih")
-_SASL_AUTHENTICATE_REQUEST_0_FIELDS = (
-    ("SaslAuthenticateRequest.correlation_id", 0, 4),
-    ("SaslAuthenticateRequest.mechanism", 4, 2),
-)
+_SASL_AUTHENTICATE_REQUEST_0_FIELDS = "SaslAuthenticateRequest: correlation_id mechanism"
 
 _SASL_AUTHENTICATE_REQUEST_1 = struct.Struct(">i")
-_SASL_AUTHENTICATE_REQUEST_1_FIELDS = (("SaslAuthenticateRequest.sasl_opaque_data", 0, 4),)
+_SASL_AUTHENTICATE_REQUEST_1_FIELDS = "SaslAuthenticateRequest: sasl_opaque_data"
 
 
 def _decode_sasl_authenticate_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> SaslAuthenticateRequest:
     if end - at < 6:
-        raise _truncated(_SASL_AUTHENTICATE_REQUEST_0_FIELDS, at, end)
+        raise _truncated(_SASL_AUTHENTICATE_REQUEST_0, _SASL_AUTHENTICATE_REQUEST_0_FIELDS, at, end)
     correlation_id, mechanism_len = _SASL_AUTHENTICATE_REQUEST_0.unpack_from(buf, at)
     at += 6
     if mechanism_len == -1:
@@ -1660,7 +1599,7 @@ def _decode_sasl_authenticate_request(
             ) from None
         at += mechanism_len
     if end - at < 4:
-        raise _truncated(_SASL_AUTHENTICATE_REQUEST_1_FIELDS, at, end)
+        raise _truncated(_SASL_AUTHENTICATE_REQUEST_1, _SASL_AUTHENTICATE_REQUEST_1_FIELDS, at, end)
     (sasl_opaque_data_len,) = _SASL_AUTHENTICATE_REQUEST_1.unpack_from(buf, at)
     at += 4
     if sasl_opaque_data_len == -1:
@@ -1734,9 +1673,7 @@ class SaslAuthenticateResponse(Structure):
 
 _SASL_AUTHENTICATE_RESPONSE_0 = struct.Struct(">ihi")
 _SASL_AUTHENTICATE_RESPONSE_0_FIELDS = (
-    ("SaslAuthenticateResponse.correlation_id", 0, 4),
-    ("SaslAuthenticateResponse.response_code", 4, 2),
-    ("SaslAuthenticateResponse.sasl_opaque_data", 6, 4),
+    "SaslAuthenticateResponse: correlation_id response_code sasl_opaque_data"
 )
 
 
@@ -1744,7 +1681,9 @@ def _decode_sasl_authenticate_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> SaslAuthenticateResponse:
     if end - at < 10:
-        raise _truncated(_SASL_AUTHENTICATE_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(
+            _SASL_AUTHENTICATE_RESPONSE_0, _SASL_AUTHENTICATE_RESPONSE_0_FIELDS, at, end
+        )
     correlation_id, response_code, sasl_opaque_data_len = _SASL_AUTHENTICATE_RESPONSE_0.unpack_from(
         buf, at
     )
@@ -1814,17 +1753,14 @@ class TuneRequest(Structure):
 
 
 _TUNE_REQUEST_0 = struct.Struct(">ii")
-_TUNE_REQUEST_0_FIELDS = (
-    ("TuneRequest.frame_max", 0, 4),
-    ("TuneRequest.heartbeat", 4, 4),
-)
+_TUNE_REQUEST_0_FIELDS = "TuneRequest: frame_max heartbeat"
 
 
 def _decode_tune_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> TuneRequest:
     if end - at < 8:
-        raise _truncated(_TUNE_REQUEST_0_FIELDS, at, end)
+        raise _truncated(_TUNE_REQUEST_0, _TUNE_REQUEST_0_FIELDS, at, end)
     frame_max, heartbeat = _TUNE_REQUEST_0.unpack_from(buf, at)
     at += 8
     msg = TuneRequest(frame_max, heartbeat)
@@ -1870,17 +1806,14 @@ class TuneResponse(Structure):
 
 
 _TUNE_RESPONSE_0 = struct.Struct(">ii")
-_TUNE_RESPONSE_0_FIELDS = (
-    ("TuneResponse.frame_max", 0, 4),
-    ("TuneResponse.heartbeat", 4, 4),
-)
+_TUNE_RESPONSE_0_FIELDS = "TuneResponse: frame_max heartbeat"
 
 
 def _decode_tune_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> TuneResponse:
     if end - at < 8:
-        raise _truncated(_TUNE_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(_TUNE_RESPONSE_0, _TUNE_RESPONSE_0_FIELDS, at, end)
     frame_max, heartbeat = _TUNE_RESPONSE_0.unpack_from(buf, at)
     at += 8
     msg = TuneResponse(frame_max, heartbeat)
@@ -1926,17 +1859,14 @@ class OpenRequest(Structure):
 
 
 _OPEN_REQUEST_0 = struct.Struct(">ih")
-_OPEN_REQUEST_0_FIELDS = (
-    ("OpenRequest.correlation_id", 0, 4),
-    ("OpenRequest.virtual_host", 4, 2),
-)
+_OPEN_REQUEST_0_FIELDS = "OpenRequest: correlation_id virtual_host"
 
 
 def _decode_open_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> OpenRequest:
     if end - at < 6:
-        raise _truncated(_OPEN_REQUEST_0_FIELDS, at, end)
+        raise _truncated(_OPEN_REQUEST_0, _OPEN_REQUEST_0_FIELDS, at, end)
     correlation_id, virtual_host_len = _OPEN_REQUEST_0.unpack_from(buf, at)
     at += 6
     if virtual_host_len == -1:
@@ -1997,17 +1927,14 @@ class OpenResponse(Structure):
 
 
 _OPEN_RESPONSE_0 = struct.Struct(">ih")
-_OPEN_RESPONSE_0_FIELDS = (
-    ("OpenResponse.correlation_id", 0, 4),
-    ("OpenResponse.response_code", 4, 2),
-)
+_OPEN_RESPONSE_0_FIELDS = "OpenResponse: correlation_id response_code"
 
 
 def _decode_open_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> OpenResponse:
     if end - at < 6:
-        raise _truncated(_OPEN_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(_OPEN_RESPONSE_0, _OPEN_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _OPEN_RESPONSE_0.unpack_from(buf, at)
     at += 6
     msg = OpenResponse(correlation_id, response_code)
@@ -2055,18 +1982,14 @@ class CloseRequest(Structure):
 
 
 _CLOSE_REQUEST_0 = struct.Struct(">ihh")
-_CLOSE_REQUEST_0_FIELDS = (
-    ("CloseRequest.correlation_id", 0, 4),
-    ("CloseRequest.closing_code", 4, 2),
-    ("CloseRequest.closing_reason", 6, 2),
-)
+_CLOSE_REQUEST_0_FIELDS = "CloseRequest: correlation_id closing_code closing_reason"
 
 
 def _decode_close_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> CloseRequest:
     if end - at < 8:
-        raise _truncated(_CLOSE_REQUEST_0_FIELDS, at, end)
+        raise _truncated(_CLOSE_REQUEST_0, _CLOSE_REQUEST_0_FIELDS, at, end)
     correlation_id, closing_code, closing_reason_len = _CLOSE_REQUEST_0.unpack_from(buf, at)
     at += 8
     if closing_reason_len == -1:
@@ -2131,17 +2054,14 @@ class CloseResponse(Structure):
 
 
 _CLOSE_RESPONSE_0 = struct.Struct(">ih")
-_CLOSE_RESPONSE_0_FIELDS = (
-    ("CloseResponse.correlation_id", 0, 4),
-    ("CloseResponse.response_code", 4, 2),
-)
+_CLOSE_RESPONSE_0_FIELDS = "CloseResponse: correlation_id response_code"
 
 
 def _decode_close_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> CloseResponse:
     if end - at < 6:
-        raise _truncated(_CLOSE_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(_CLOSE_RESPONSE_0, _CLOSE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _CLOSE_RESPONSE_0.unpack_from(buf, at)
     at += 6
     msg = CloseResponse(correlation_id, response_code)
@@ -2230,26 +2150,23 @@ class CreateRequest(Structure):
 
 
 _CREATE_REQUEST_0 = struct.Struct(">ih")
-_CREATE_REQUEST_0_FIELDS = (
-    ("CreateRequest.correlation_id", 0, 4),
-    ("CreateRequest.stream", 4, 2),
-)
+_CREATE_REQUEST_0_FIELDS = "CreateRequest: correlation_id stream"
 
 _CREATE_REQUEST_1 = struct.Struct(">i")
-_CREATE_REQUEST_1_FIELDS = (("CreateRequest.arguments", 0, 4),)
+_CREATE_REQUEST_1_FIELDS = "CreateRequest: arguments"
 
 _CREATE_REQUEST_2 = struct.Struct(">h")
-_CREATE_REQUEST_2_FIELDS = (("CreateRequest.arguments[].key", 0, 2),)
+_CREATE_REQUEST_2_FIELDS = "CreateRequest: arguments[].key"
 
 _CREATE_REQUEST_3 = struct.Struct(">h")
-_CREATE_REQUEST_3_FIELDS = (("CreateRequest.arguments[].value", 0, 2),)
+_CREATE_REQUEST_3_FIELDS = "CreateRequest: arguments[].value"
 
 
 def _decode_create_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> CreateRequest:
     if end - at < 6:
-        raise _truncated(_CREATE_REQUEST_0_FIELDS, at, end)
+        raise _truncated(_CREATE_REQUEST_0, _CREATE_REQUEST_0_FIELDS, at, end)
     correlation_id, stream_len = _CREATE_REQUEST_0.unpack_from(buf, at)
     at += 6
     if stream_len == -1:
@@ -2263,7 +2180,7 @@ def _decode_create_request(
             raise DecodeError("CreateRequest.stream", at + e.start, "invalid utf-8") from None
         at += stream_len
     if end - at < 4:
-        raise _truncated(_CREATE_REQUEST_1_FIELDS, at, end)
+        raise _truncated(_CREATE_REQUEST_1, _CREATE_REQUEST_1_FIELDS, at, end)
     (arguments_count,) = _CREATE_REQUEST_1.unpack_from(buf, at)
     at += 4
     if arguments_count < 0 or arguments_count * 4 > end - at:
@@ -2271,7 +2188,7 @@ def _decode_create_request(
     arguments: list[Argument] = []
     for _ in range(arguments_count):
         if end - at < 2:
-            raise _truncated(_CREATE_REQUEST_2_FIELDS, at, end)
+            raise _truncated(_CREATE_REQUEST_2, _CREATE_REQUEST_2_FIELDS, at, end)
         (key_len,) = _CREATE_REQUEST_2.unpack_from(buf, at)
         at += 2
         if key_len == -1:
@@ -2287,7 +2204,7 @@ def _decode_create_request(
                 ) from None
             at += key_len
         if end - at < 2:
-            raise _truncated(_CREATE_REQUEST_3_FIELDS, at, end)
+            raise _truncated(_CREATE_REQUEST_3, _CREATE_REQUEST_3_FIELDS, at, end)
         (value_len,) = _CREATE_REQUEST_3.unpack_from(buf, at)
         at += 2
         if value_len == -1:
@@ -2363,17 +2280,14 @@ class CreateResponse(Structure):
 
 
 _CREATE_RESPONSE_0 = struct.Struct(">ih")
-_CREATE_RESPONSE_0_FIELDS = (
-    ("CreateResponse.correlation_id", 0, 4),
-    ("CreateResponse.response_code", 4, 2),
-)
+_CREATE_RESPONSE_0_FIELDS = "CreateResponse: correlation_id response_code"
 
 
 def _decode_create_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> CreateResponse:
     if end - at < 6:
-        raise _truncated(_CREATE_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(_CREATE_RESPONSE_0, _CREATE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _CREATE_RESPONSE_0.unpack_from(buf, at)
     at += 6
     msg = CreateResponse(correlation_id, response_code)
@@ -2419,17 +2333,14 @@ class DeleteRequest(Structure):
 
 
 _DELETE_REQUEST_0 = struct.Struct(">ih")
-_DELETE_REQUEST_0_FIELDS = (
-    ("DeleteRequest.correlation_id", 0, 4),
-    ("DeleteRequest.stream", 4, 2),
-)
+_DELETE_REQUEST_0_FIELDS = "DeleteRequest: correlation_id stream"
 
 
 def _decode_delete_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> DeleteRequest:
     if end - at < 6:
-        raise _truncated(_DELETE_REQUEST_0_FIELDS, at, end)
+        raise _truncated(_DELETE_REQUEST_0, _DELETE_REQUEST_0_FIELDS, at, end)
     correlation_id, stream_len = _DELETE_REQUEST_0.unpack_from(buf, at)
     at += 6
     if stream_len == -1:
@@ -2490,17 +2401,14 @@ class DeleteResponse(Structure):
 
 
 _DELETE_RESPONSE_0 = struct.Struct(">ih")
-_DELETE_RESPONSE_0_FIELDS = (
-    ("DeleteResponse.correlation_id", 0, 4),
-    ("DeleteResponse.response_code", 4, 2),
-)
+_DELETE_RESPONSE_0_FIELDS = "DeleteResponse: correlation_id response_code"
 
 
 def _decode_delete_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> DeleteResponse:
     if end - at < 6:
-        raise _truncated(_DELETE_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(_DELETE_RESPONSE_0, _DELETE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _DELETE_RESPONSE_0.unpack_from(buf, at)
     at += 6
     msg = DeleteResponse(correlation_id, response_code)

@@ -419,20 +419,18 @@ class DeclarePublisherRequest(Structure):
 
 _DECLARE_PUBLISHER_REQUEST_0 = struct.Struct(">IBh")
 _DECLARE_PUBLISHER_REQUEST_0_FIELDS = (
-    ("DeclarePublisherRequest.correlation_id", 0, 4),
-    ("DeclarePublisherRequest.publisher_id", 4, 1),
-    ("DeclarePublisherRequest.publisher_reference", 5, 2),
+    "DeclarePublisherRequest: correlation_id publisher_id publisher_reference"
 )
 
 _DECLARE_PUBLISHER_REQUEST_1 = struct.Struct(">h")
-_DECLARE_PUBLISHER_REQUEST_1_FIELDS = (("DeclarePublisherRequest.stream", 0, 2),)
+_DECLARE_PUBLISHER_REQUEST_1_FIELDS = "DeclarePublisherRequest: stream"
 
 
 def _decode_declare_publisher_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> DeclarePublisherRequest:
     if end - at < 7:
-        raise _truncated(_DECLARE_PUBLISHER_REQUEST_0_FIELDS, at, end)
+        raise _truncated(_DECLARE_PUBLISHER_REQUEST_0, _DECLARE_PUBLISHER_REQUEST_0_FIELDS, at, end)
     correlation_id, publisher_id, publisher_reference_len = (
         _DECLARE_PUBLISHER_REQUEST_0.unpack_from(buf, at)
     )
@@ -449,7 +447,7 @@ def _decode_declare_publisher_request(
         ) from None
     at += publisher_reference_len
     if end - at < 2:
-        raise _truncated(_DECLARE_PUBLISHER_REQUEST_1_FIELDS, at, end)
+        raise _truncated(_DECLARE_PUBLISHER_REQUEST_1, _DECLARE_PUBLISHER_REQUEST_1_FIELDS, at, end)
     (stream_len,) = _DECLARE_PUBLISHER_REQUEST_1.unpack_from(buf, at)
     at += 2
     if stream_len == -1:
@@ -519,17 +517,16 @@ class DeclarePublisherResponse(Structure):
 
 
 _DECLARE_PUBLISHER_RESPONSE_0 = struct.Struct(">IH")
-_DECLARE_PUBLISHER_RESPONSE_0_FIELDS = (
-    ("DeclarePublisherResponse.correlation_id", 0, 4),
-    ("DeclarePublisherResponse.response_code", 4, 2),
-)
+_DECLARE_PUBLISHER_RESPONSE_0_FIELDS = "DeclarePublisherResponse: correlation_id response_code"
 
 
 def _decode_declare_publisher_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> DeclarePublisherResponse:
     if end - at < 6:
-        raise _truncated(_DECLARE_PUBLISHER_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(
+            _DECLARE_PUBLISHER_RESPONSE_0, _DECLARE_PUBLISHER_RESPONSE_0_FIELDS, at, end
+        )
     correlation_id, response_code = _DECLARE_PUBLISHER_RESPONSE_0.unpack_from(buf, at)
     at += 6
     msg = DeclarePublisherResponse(correlation_id, response_code)
@@ -583,31 +580,23 @@ class PublishV1(Structure):
 
 
 _PUBLISH_V1_0 = struct.Struct(">Bi")
-_PUBLISH_V1_0_FIELDS = (
-    ("PublishV1.publisher_id", 0, 1),
-    ("PublishV1.published_messages", 1, 4),
-)
+_PUBLISH_V1_0_FIELDS = "PublishV1: publisher_id published_messages"
 
 _PUBLISH_V1_1 = struct.Struct(">Q")
-_PUBLISH_V1_1_FIELDS = (("PublishV1.published_messages[].publishing_id", 0, 8),)
+_PUBLISH_V1_1_FIELDS = "PublishV1: published_messages[].publishing_id"
 
 _PUBLISH_V1_2 = struct.Struct(">i")
-_PUBLISH_V1_2_FIELDS = (("PublishV1.published_messages[].message", 0, 4),)
+_PUBLISH_V1_2_FIELDS = "PublishV1: published_messages[].message"
 
 _PUBLISH_V1_3 = struct.Struct(">BHII")
-_PUBLISH_V1_3_FIELDS = (
-    ("PublishV1.published_messages[].message.entry_header", 0, 1),
-    ("PublishV1.published_messages[].message.num_records", 1, 2),
-    ("PublishV1.published_messages[].message.uncompressed_length", 3, 4),
-    ("PublishV1.published_messages[].message.length", 7, 4),
-)
+_PUBLISH_V1_3_FIELDS = "PublishV1: published_messages[].message.entry_header published_messages[].message.num_records published_messages[].message.uncompressed_length published_messages[].message.length"
 
 
 def _decode_publish_v1(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> PublishV1:
     if end - at < 5:
-        raise _truncated(_PUBLISH_V1_0_FIELDS, at, end)
+        raise _truncated(_PUBLISH_V1_0, _PUBLISH_V1_0_FIELDS, at, end)
     publisher_id, published_messages_count = _PUBLISH_V1_0.unpack_from(buf, at)
     at += 5
     if published_messages_count < 0 or published_messages_count * 12 > end - at:
@@ -615,7 +604,7 @@ def _decode_publish_v1(
     published_messages: list[PublishV1PublishedMessage] = []
     for _ in range(published_messages_count):
         if end - at < 8:
-            raise _truncated(_PUBLISH_V1_1_FIELDS, at, end)
+            raise _truncated(_PUBLISH_V1_1, _PUBLISH_V1_1_FIELDS, at, end)
         (publishing_id,) = _PUBLISH_V1_1.unpack_from(buf, at)
         at += 8
         if at >= end:
@@ -624,7 +613,7 @@ def _decode_publish_v1(
         message: bytes | SubBatchEntry
         if tag == 0:  # simple entry
             if end - at < 4:
-                raise _truncated(_PUBLISH_V1_2_FIELDS, at, end)
+                raise _truncated(_PUBLISH_V1_2, _PUBLISH_V1_2_FIELDS, at, end)
             (value_len,) = _PUBLISH_V1_2.unpack_from(buf, at)
             at += 4
             if value_len < 0 or value_len > end - at:
@@ -634,7 +623,7 @@ def _decode_publish_v1(
             message = value
         elif tag == 1:  # sub-entry batch
             if end - at < 11:
-                raise _truncated(_PUBLISH_V1_3_FIELDS, at, end)
+                raise _truncated(_PUBLISH_V1_3, _PUBLISH_V1_3_FIELDS, at, end)
             entry_header, num_records, uncompressed_length, length = _PUBLISH_V1_3.unpack_from(
                 buf, at
             )
@@ -732,34 +721,25 @@ class PublishV2(Structure):
 
 
 _PUBLISH_V2_0 = struct.Struct(">Bi")
-_PUBLISH_V2_0_FIELDS = (
-    ("PublishV2.publisher_id", 0, 1),
-    ("PublishV2.published_messages", 1, 4),
-)
+_PUBLISH_V2_0_FIELDS = "PublishV2: publisher_id published_messages"
 
 _PUBLISH_V2_1 = struct.Struct(">Qh")
 _PUBLISH_V2_1_FIELDS = (
-    ("PublishV2.published_messages[].publishing_id", 0, 8),
-    ("PublishV2.published_messages[].filter_value", 8, 2),
+    "PublishV2: published_messages[].publishing_id published_messages[].filter_value"
 )
 
 _PUBLISH_V2_2 = struct.Struct(">i")
-_PUBLISH_V2_2_FIELDS = (("PublishV2.published_messages[].message", 0, 4),)
+_PUBLISH_V2_2_FIELDS = "PublishV2: published_messages[].message"
 
 _PUBLISH_V2_3 = struct.Struct(">BHII")
-_PUBLISH_V2_3_FIELDS = (
-    ("PublishV2.published_messages[].message.entry_header", 0, 1),
-    ("PublishV2.published_messages[].message.num_records", 1, 2),
-    ("PublishV2.published_messages[].message.uncompressed_length", 3, 4),
-    ("PublishV2.published_messages[].message.length", 7, 4),
-)
+_PUBLISH_V2_3_FIELDS = "PublishV2: published_messages[].message.entry_header published_messages[].message.num_records published_messages[].message.uncompressed_length published_messages[].message.length"
 
 
 def _decode_publish_v2(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> PublishV2:
     if end - at < 5:
-        raise _truncated(_PUBLISH_V2_0_FIELDS, at, end)
+        raise _truncated(_PUBLISH_V2_0, _PUBLISH_V2_0_FIELDS, at, end)
     publisher_id, published_messages_count = _PUBLISH_V2_0.unpack_from(buf, at)
     at += 5
     if published_messages_count < 0 or published_messages_count * 14 > end - at:
@@ -767,7 +747,7 @@ def _decode_publish_v2(
     published_messages: list[PublishV2PublishedMessage] = []
     for _ in range(published_messages_count):
         if end - at < 10:
-            raise _truncated(_PUBLISH_V2_1_FIELDS, at, end)
+            raise _truncated(_PUBLISH_V2_1, _PUBLISH_V2_1_FIELDS, at, end)
         publishing_id, filter_value_len = _PUBLISH_V2_1.unpack_from(buf, at)
         at += 10
         if filter_value_len == -1:
@@ -790,7 +770,7 @@ def _decode_publish_v2(
         message: bytes | SubBatchEntry
         if tag == 0:  # simple entry
             if end - at < 4:
-                raise _truncated(_PUBLISH_V2_2_FIELDS, at, end)
+                raise _truncated(_PUBLISH_V2_2, _PUBLISH_V2_2_FIELDS, at, end)
             (value_len,) = _PUBLISH_V2_2.unpack_from(buf, at)
             at += 4
             if value_len < 0 or value_len > end - at:
@@ -800,7 +780,7 @@ def _decode_publish_v2(
             message = value
         elif tag == 1:  # sub-entry batch
             if end - at < 11:
-                raise _truncated(_PUBLISH_V2_3_FIELDS, at, end)
+                raise _truncated(_PUBLISH_V2_3, _PUBLISH_V2_3_FIELDS, at, end)
             entry_header, num_records, uncompressed_length, length = _PUBLISH_V2_3.unpack_from(
                 buf, at
             )
@@ -900,17 +880,14 @@ class PublishConfirm(Structure):
 
 
 _PUBLISH_CONFIRM_0 = struct.Struct(">Bi")
-_PUBLISH_CONFIRM_0_FIELDS = (
-    ("PublishConfirm.publisher_id", 0, 1),
-    ("PublishConfirm.publishing_ids", 1, 4),
-)
+_PUBLISH_CONFIRM_0_FIELDS = "PublishConfirm: publisher_id publishing_ids"
 
 
 def _decode_publish_confirm(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> PublishConfirm:
     if end - at < 5:
-        raise _truncated(_PUBLISH_CONFIRM_0_FIELDS, at, end)
+        raise _truncated(_PUBLISH_CONFIRM_0, _PUBLISH_CONFIRM_0_FIELDS, at, end)
     publisher_id, publishing_ids_count = _PUBLISH_CONFIRM_0.unpack_from(buf, at)
     at += 5
     if publishing_ids_count < 0 or publishing_ids_count * 8 > end - at:
@@ -959,23 +936,17 @@ class PublishError(Structure):
 
 
 _PUBLISH_ERROR_0 = struct.Struct(">Bi")
-_PUBLISH_ERROR_0_FIELDS = (
-    ("PublishError.publisher_id", 0, 1),
-    ("PublishError.publishing_error", 1, 4),
-)
+_PUBLISH_ERROR_0_FIELDS = "PublishError: publisher_id publishing_error"
 
 _PUBLISH_ERROR_1 = struct.Struct(">QH")
-_PUBLISH_ERROR_1_FIELDS = (
-    ("PublishError.publishing_error[].publishing_id", 0, 8),
-    ("PublishError.publishing_error[].code", 8, 2),
-)
+_PUBLISH_ERROR_1_FIELDS = "PublishError: publishing_error[].publishing_id publishing_error[].code"
 
 
 def _decode_publish_error(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> PublishError:
     if end - at < 5:
-        raise _truncated(_PUBLISH_ERROR_0_FIELDS, at, end)
+        raise _truncated(_PUBLISH_ERROR_0, _PUBLISH_ERROR_0_FIELDS, at, end)
     publisher_id, publishing_error_count = _PUBLISH_ERROR_0.unpack_from(buf, at)
     at += 5
     if publishing_error_count < 0 or publishing_error_count * 10 > end - at:
@@ -983,7 +954,7 @@ def _decode_publish_error(
     publishing_error: list[PublishingError] = []
     for _ in range(publishing_error_count):
         if end - at < 10:
-            raise _truncated(_PUBLISH_ERROR_1_FIELDS, at, end)
+            raise _truncated(_PUBLISH_ERROR_1, _PUBLISH_ERROR_1_FIELDS, at, end)
         publishing_id, code = _PUBLISH_ERROR_1.unpack_from(buf, at)
         at += 10
         item_2 = PublishingError(publishing_id, code)
@@ -1039,19 +1010,20 @@ class QueryPublisherSequenceRequest(Structure):
 
 _QUERY_PUBLISHER_SEQUENCE_REQUEST_0 = struct.Struct(">Ih")
 _QUERY_PUBLISHER_SEQUENCE_REQUEST_0_FIELDS = (
-    ("QueryPublisherSequenceRequest.correlation_id", 0, 4),
-    ("QueryPublisherSequenceRequest.publisher_reference", 4, 2),
+    "QueryPublisherSequenceRequest: correlation_id publisher_reference"
 )
 
 _QUERY_PUBLISHER_SEQUENCE_REQUEST_1 = struct.Struct(">h")
-_QUERY_PUBLISHER_SEQUENCE_REQUEST_1_FIELDS = (("QueryPublisherSequenceRequest.stream", 0, 2),)
+_QUERY_PUBLISHER_SEQUENCE_REQUEST_1_FIELDS = "QueryPublisherSequenceRequest: stream"
 
 
 def _decode_query_publisher_sequence_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> QueryPublisherSequenceRequest:
     if end - at < 6:
-        raise _truncated(_QUERY_PUBLISHER_SEQUENCE_REQUEST_0_FIELDS, at, end)
+        raise _truncated(
+            _QUERY_PUBLISHER_SEQUENCE_REQUEST_0, _QUERY_PUBLISHER_SEQUENCE_REQUEST_0_FIELDS, at, end
+        )
     correlation_id, publisher_reference_len = _QUERY_PUBLISHER_SEQUENCE_REQUEST_0.unpack_from(
         buf, at
     )
@@ -1071,7 +1043,9 @@ def _decode_query_publisher_sequence_request(
             ) from None
         at += publisher_reference_len
     if end - at < 2:
-        raise _truncated(_QUERY_PUBLISHER_SEQUENCE_REQUEST_1_FIELDS, at, end)
+        raise _truncated(
+            _QUERY_PUBLISHER_SEQUENCE_REQUEST_1, _QUERY_PUBLISHER_SEQUENCE_REQUEST_1_FIELDS, at, end
+        )
     (stream_len,) = _QUERY_PUBLISHER_SEQUENCE_REQUEST_1.unpack_from(buf, at)
     at += 2
     if stream_len == -1:
@@ -1154,9 +1128,7 @@ class QueryPublisherSequenceResponse(Structure):
 
 _QUERY_PUBLISHER_SEQUENCE_RESPONSE_0 = struct.Struct(">IHQ")
 _QUERY_PUBLISHER_SEQUENCE_RESPONSE_0_FIELDS = (
-    ("QueryPublisherSequenceResponse.correlation_id", 0, 4),
-    ("QueryPublisherSequenceResponse.response_code", 4, 2),
-    ("QueryPublisherSequenceResponse.sequence", 6, 8),
+    "QueryPublisherSequenceResponse: correlation_id response_code sequence"
 )
 
 
@@ -1164,7 +1136,12 @@ def _decode_query_publisher_sequence_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> QueryPublisherSequenceResponse:
     if end - at < 14:
-        raise _truncated(_QUERY_PUBLISHER_SEQUENCE_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(
+            _QUERY_PUBLISHER_SEQUENCE_RESPONSE_0,
+            _QUERY_PUBLISHER_SEQUENCE_RESPONSE_0_FIELDS,
+            at,
+            end,
+        )
     correlation_id, response_code, sequence = _QUERY_PUBLISHER_SEQUENCE_RESPONSE_0.unpack_from(
         buf, at
     )
@@ -1224,17 +1201,14 @@ class DeletePublisherRequest(Structure):
 
 
 _DELETE_PUBLISHER_REQUEST_0 = struct.Struct(">IB")
-_DELETE_PUBLISHER_REQUEST_0_FIELDS = (
-    ("DeletePublisherRequest.correlation_id", 0, 4),
-    ("DeletePublisherRequest.publisher_id", 4, 1),
-)
+_DELETE_PUBLISHER_REQUEST_0_FIELDS = "DeletePublisherRequest: correlation_id publisher_id"
 
 
 def _decode_delete_publisher_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> DeletePublisherRequest:
     if end - at < 5:
-        raise _truncated(_DELETE_PUBLISHER_REQUEST_0_FIELDS, at, end)
+        raise _truncated(_DELETE_PUBLISHER_REQUEST_0, _DELETE_PUBLISHER_REQUEST_0_FIELDS, at, end)
     correlation_id, publisher_id = _DELETE_PUBLISHER_REQUEST_0.unpack_from(buf, at)
     at += 5
     msg = DeletePublisherRequest(correlation_id, publisher_id)
@@ -1281,17 +1255,14 @@ class DeletePublisherResponse(Structure):
 
 
 _DELETE_PUBLISHER_RESPONSE_0 = struct.Struct(">IH")
-_DELETE_PUBLISHER_RESPONSE_0_FIELDS = (
-    ("DeletePublisherResponse.correlation_id", 0, 4),
-    ("DeletePublisherResponse.response_code", 4, 2),
-)
+_DELETE_PUBLISHER_RESPONSE_0_FIELDS = "DeletePublisherResponse: correlation_id response_code"
 
 
 def _decode_delete_publisher_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> DeletePublisherResponse:
     if end - at < 6:
-        raise _truncated(_DELETE_PUBLISHER_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(_DELETE_PUBLISHER_RESPONSE_0, _DELETE_PUBLISHER_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _DELETE_PUBLISHER_RESPONSE_0.unpack_from(buf, at)
     at += 6
     msg = DeletePublisherResponse(correlation_id, response_code)
@@ -1372,39 +1343,32 @@ class SubscribeRequest(Structure):
 
 
 _SUBSCRIBE_REQUEST_0 = struct.Struct(">IBh")
-_SUBSCRIBE_REQUEST_0_FIELDS = (
-    ("SubscribeRequest.correlation_id", 0, 4),
-    ("SubscribeRequest.subscription_id", 4, 1),
-    ("SubscribeRequest.stream", 5, 2),
-)
+_SUBSCRIBE_REQUEST_0_FIELDS = "SubscribeRequest: correlation_id subscription_id stream"
 
 _SUBSCRIBE_REQUEST_1 = struct.Struct(">H")
-_SUBSCRIBE_REQUEST_1_FIELDS = (("SubscribeRequest.offset_specification.offset_type", 0, 2),)
+_SUBSCRIBE_REQUEST_1_FIELDS = "SubscribeRequest: offset_specification.offset_type"
 
 _SUBSCRIBE_REQUEST_2 = struct.Struct(">Q")
-_SUBSCRIBE_REQUEST_2_FIELDS = (("SubscribeRequest.offset_specification.offset", 0, 8),)
+_SUBSCRIBE_REQUEST_2_FIELDS = "SubscribeRequest: offset_specification.offset"
 
 _SUBSCRIBE_REQUEST_3 = struct.Struct(">q")
-_SUBSCRIBE_REQUEST_3_FIELDS = (("SubscribeRequest.offset_specification.offset", 0, 8),)
+_SUBSCRIBE_REQUEST_3_FIELDS = "SubscribeRequest: offset_specification.offset"
 
 _SUBSCRIBE_REQUEST_4 = struct.Struct(">Hi")
-_SUBSCRIBE_REQUEST_4_FIELDS = (
-    ("SubscribeRequest.credit", 0, 2),
-    ("SubscribeRequest.properties", 2, 4),
-)
+_SUBSCRIBE_REQUEST_4_FIELDS = "SubscribeRequest: credit properties"
 
 _SUBSCRIBE_REQUEST_5 = struct.Struct(">h")
-_SUBSCRIBE_REQUEST_5_FIELDS = (("SubscribeRequest.properties[].key", 0, 2),)
+_SUBSCRIBE_REQUEST_5_FIELDS = "SubscribeRequest: properties[].key"
 
 _SUBSCRIBE_REQUEST_6 = struct.Struct(">h")
-_SUBSCRIBE_REQUEST_6_FIELDS = (("SubscribeRequest.properties[].value", 0, 2),)
+_SUBSCRIBE_REQUEST_6_FIELDS = "SubscribeRequest: properties[].value"
 
 
 def _decode_subscribe_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> SubscribeRequest:
     if end - at < 7:
-        raise _truncated(_SUBSCRIBE_REQUEST_0_FIELDS, at, end)
+        raise _truncated(_SUBSCRIBE_REQUEST_0, _SUBSCRIBE_REQUEST_0_FIELDS, at, end)
     correlation_id, subscription_id, stream_len = _SUBSCRIBE_REQUEST_0.unpack_from(buf, at)
     at += 7
     if stream_len == -1:
@@ -1418,7 +1382,7 @@ def _decode_subscribe_request(
             raise DecodeError("SubscribeRequest.stream", at + e.start, "invalid utf-8") from None
         at += stream_len
     if end - at < 2:
-        raise _truncated(_SUBSCRIBE_REQUEST_1_FIELDS, at, end)
+        raise _truncated(_SUBSCRIBE_REQUEST_1, _SUBSCRIBE_REQUEST_1_FIELDS, at, end)
     (offset_type,) = _SUBSCRIBE_REQUEST_1.unpack_from(buf, at)
     at += 2
     offset: int | None
@@ -1426,13 +1390,13 @@ def _decode_subscribe_request(
         offset = None
     elif offset_type == 4:  # offset
         if end - at < 8:
-            raise _truncated(_SUBSCRIBE_REQUEST_2_FIELDS, at, end)
+            raise _truncated(_SUBSCRIBE_REQUEST_2, _SUBSCRIBE_REQUEST_2_FIELDS, at, end)
         (value,) = _SUBSCRIBE_REQUEST_2.unpack_from(buf, at)
         at += 8
         offset = value
     elif offset_type == 5:  # timestamp
         if end - at < 8:
-            raise _truncated(_SUBSCRIBE_REQUEST_3_FIELDS, at, end)
+            raise _truncated(_SUBSCRIBE_REQUEST_3, _SUBSCRIBE_REQUEST_3_FIELDS, at, end)
         (value_2,) = _SUBSCRIBE_REQUEST_3.unpack_from(buf, at)
         at += 8
         offset = value_2
@@ -1444,7 +1408,7 @@ def _decode_subscribe_request(
         )
     offset_specification = SubscribeRequestOffsetSpecification(offset_type, offset)
     if end - at < 6:
-        raise _truncated(_SUBSCRIBE_REQUEST_4_FIELDS, at, end)
+        raise _truncated(_SUBSCRIBE_REQUEST_4, _SUBSCRIBE_REQUEST_4_FIELDS, at, end)
     credit, properties_count = _SUBSCRIBE_REQUEST_4.unpack_from(buf, at)
     at += 6
     if properties_count < 0 or properties_count * 4 > end - at:
@@ -1452,7 +1416,7 @@ def _decode_subscribe_request(
     properties: list[Property] = []
     for _ in range(properties_count):
         if end - at < 2:
-            raise _truncated(_SUBSCRIBE_REQUEST_5_FIELDS, at, end)
+            raise _truncated(_SUBSCRIBE_REQUEST_5, _SUBSCRIBE_REQUEST_5_FIELDS, at, end)
         (key_len,) = _SUBSCRIBE_REQUEST_5.unpack_from(buf, at)
         at += 2
         if key_len == -1:
@@ -1468,7 +1432,7 @@ def _decode_subscribe_request(
                 ) from None
             at += key_len
         if end - at < 2:
-            raise _truncated(_SUBSCRIBE_REQUEST_6_FIELDS, at, end)
+            raise _truncated(_SUBSCRIBE_REQUEST_6, _SUBSCRIBE_REQUEST_6_FIELDS, at, end)
         (value_len,) = _SUBSCRIBE_REQUEST_6.unpack_from(buf, at)
         at += 2
         if value_len == -1:
@@ -1567,17 +1531,14 @@ class SubscribeResponse(Structure):
 
 
 _SUBSCRIBE_RESPONSE_0 = struct.Struct(">IH")
-_SUBSCRIBE_RESPONSE_0_FIELDS = (
-    ("SubscribeResponse.correlation_id", 0, 4),
-    ("SubscribeResponse.response_code", 4, 2),
-)
+_SUBSCRIBE_RESPONSE_0_FIELDS = "SubscribeResponse: correlation_id response_code"
 
 
 def _decode_subscribe_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> SubscribeResponse:
     if end - at < 6:
-        raise _truncated(_SUBSCRIBE_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(_SUBSCRIBE_RESPONSE_0, _SUBSCRIBE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _SUBSCRIBE_RESPONSE_0.unpack_from(buf, at)
     at += 6
     msg = SubscribeResponse(correlation_id, response_code)
@@ -1625,32 +1586,13 @@ class DeliverV1(Structure):
 
 
 _DELIVER_V1_0 = struct.Struct(">BbbHIqQQIIIB3s")
-_DELIVER_V1_0_FIELDS = (
-    ("DeliverV1.subscription_id", 0, 1),
-    ("DeliverV1.osiris_chunk.magic_version", 1, 1),
-    ("DeliverV1.osiris_chunk.chunk_type", 2, 1),
-    ("DeliverV1.osiris_chunk.num_entries", 3, 2),
-    ("DeliverV1.osiris_chunk.num_records", 5, 4),
-    ("DeliverV1.osiris_chunk.timestamp", 9, 8),
-    ("DeliverV1.osiris_chunk.epoch", 17, 8),
-    ("DeliverV1.osiris_chunk.chunk_first_offset", 25, 8),
-    ("DeliverV1.osiris_chunk.chunk_crc", 33, 4),
-    ("DeliverV1.osiris_chunk.data_length", 37, 4),
-    ("DeliverV1.osiris_chunk.trailer_length", 41, 4),
-    ("DeliverV1.osiris_chunk.bloom_size", 45, 1),
-    ("DeliverV1.osiris_chunk.reserved", 46, 3),
-)
+_DELIVER_V1_0_FIELDS = "DeliverV1: subscription_id osiris_chunk.magic_version osiris_chunk.chunk_type osiris_chunk.num_entries osiris_chunk.num_records osiris_chunk.timestamp osiris_chunk.epoch osiris_chunk.chunk_first_offset osiris_chunk.chunk_crc osiris_chunk.data_length osiris_chunk.trailer_length osiris_chunk.bloom_size osiris_chunk.reserved"
 
 _DELIVER_V1_1 = struct.Struct(">I")
-_DELIVER_V1_1_FIELDS = (("DeliverV1.osiris_chunk.messages[].entry_header", 0, 4),)
+_DELIVER_V1_1_FIELDS = "DeliverV1: osiris_chunk.messages[].entry_header"
 
 _DELIVER_V1_2 = struct.Struct(">BHII")
-_DELIVER_V1_2_FIELDS = (
-    ("DeliverV1.osiris_chunk.messages[].entry_header", 0, 1),
-    ("DeliverV1.osiris_chunk.messages[].num_records", 1, 2),
-    ("DeliverV1.osiris_chunk.messages[].uncompressed_length", 3, 4),
-    ("DeliverV1.osiris_chunk.messages[].length", 7, 4),
-)
+_DELIVER_V1_2_FIELDS = "DeliverV1: osiris_chunk.messages[].entry_header osiris_chunk.messages[].num_records osiris_chunk.messages[].uncompressed_length osiris_chunk.messages[].length"
 
 _DELIVER_V1_MESSAGES_STATES: dict[type, Callable[[Any], object]] = {
     SimpleEntry: operator.attrgetter("__class__", "size", "data"),
@@ -1671,7 +1613,7 @@ def _decode_deliver_v1(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> DeliverV1:
     if end - at < 49:
-        raise _truncated(_DELIVER_V1_0_FIELDS, at, end)
+        raise _truncated(_DELIVER_V1_0, _DELIVER_V1_0_FIELDS, at, end)
     (
         subscription_id,
         magic_version,
@@ -1705,7 +1647,7 @@ def _decode_deliver_v1(
         item_2: SimpleEntry | SubBatchEntry
         if tag == 0:  # simple entry
             if messages_end - at < 4:
-                raise _truncated(_DELIVER_V1_1_FIELDS, at, messages_end)
+                raise _truncated(_DELIVER_V1_1, _DELIVER_V1_1_FIELDS, at, messages_end)
             (entry_header,) = _DELIVER_V1_1.unpack_from(buf, at)
             at += 4
             if (entry_header >> 31) & 0x1 != 0:
@@ -1720,7 +1662,7 @@ def _decode_deliver_v1(
             item_2 = value
         elif tag == 1:  # sub-batch entry
             if messages_end - at < 11:
-                raise _truncated(_DELIVER_V1_2_FIELDS, at, messages_end)
+                raise _truncated(_DELIVER_V1_2, _DELIVER_V1_2_FIELDS, at, messages_end)
             entry_header_2, num_records_2, uncompressed_length, length = _DELIVER_V1_2.unpack_from(
                 buf, at
             )
@@ -1919,33 +1861,13 @@ class DeliverV2(Structure):
 
 
 _DELIVER_V2_0 = struct.Struct(">BQbbHIqQQIIIB3s")
-_DELIVER_V2_0_FIELDS = (
-    ("DeliverV2.subscription_id", 0, 1),
-    ("DeliverV2.committed_chunk_id", 1, 8),
-    ("DeliverV2.osiris_chunk.magic_version", 9, 1),
-    ("DeliverV2.osiris_chunk.chunk_type", 10, 1),
-    ("DeliverV2.osiris_chunk.num_entries", 11, 2),
-    ("DeliverV2.osiris_chunk.num_records", 13, 4),
-    ("DeliverV2.osiris_chunk.timestamp", 17, 8),
-    ("DeliverV2.osiris_chunk.epoch", 25, 8),
-    ("DeliverV2.osiris_chunk.chunk_first_offset", 33, 8),
-    ("DeliverV2.osiris_chunk.chunk_crc", 41, 4),
-    ("DeliverV2.osiris_chunk.data_length", 45, 4),
-    ("DeliverV2.osiris_chunk.trailer_length", 49, 4),
-    ("DeliverV2.osiris_chunk.bloom_size", 53, 1),
-    ("DeliverV2.osiris_chunk.reserved", 54, 3),
-)
+_DELIVER_V2_0_FIELDS = "DeliverV2: subscription_id committed_chunk_id osiris_chunk.magic_version osiris_chunk.chunk_type osiris_chunk.num_entries osiris_chunk.num_records osiris_chunk.timestamp osiris_chunk.epoch osiris_chunk.chunk_first_offset osiris_chunk.chunk_crc osiris_chunk.data_length osiris_chunk.trailer_length osiris_chunk.bloom_size osiris_chunk.reserved"
 
 _DELIVER_V2_1 = struct.Struct(">I")
-_DELIVER_V2_1_FIELDS = (("DeliverV2.osiris_chunk.messages[].entry_header", 0, 4),)
+_DELIVER_V2_1_FIELDS = "DeliverV2: osiris_chunk.messages[].entry_header"
 
 _DELIVER_V2_2 = struct.Struct(">BHII")
-_DELIVER_V2_2_FIELDS = (
-    ("DeliverV2.osiris_chunk.messages[].entry_header", 0, 1),
-    ("DeliverV2.osiris_chunk.messages[].num_records", 1, 2),
-    ("DeliverV2.osiris_chunk.messages[].uncompressed_length", 3, 4),
-    ("DeliverV2.osiris_chunk.messages[].length", 7, 4),
-)
+_DELIVER_V2_2_FIELDS = "DeliverV2: osiris_chunk.messages[].entry_header osiris_chunk.messages[].num_records osiris_chunk.messages[].uncompressed_length osiris_chunk.messages[].length"
 
 _DELIVER_V2_MESSAGES_STATES: dict[type, Callable[[Any], object]] = {
     SimpleEntry: operator.attrgetter("__class__", "size", "data"),
@@ -1966,7 +1888,7 @@ def _decode_deliver_v2(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> DeliverV2:
     if end - at < 57:
-        raise _truncated(_DELIVER_V2_0_FIELDS, at, end)
+        raise _truncated(_DELIVER_V2_0, _DELIVER_V2_0_FIELDS, at, end)
     (
         subscription_id,
         committed_chunk_id,
@@ -2001,7 +1923,7 @@ def _decode_deliver_v2(
         item_2: SimpleEntry | SubBatchEntry
         if tag == 0:  # simple entry
             if messages_end - at < 4:
-                raise _truncated(_DELIVER_V2_1_FIELDS, at, messages_end)
+                raise _truncated(_DELIVER_V2_1, _DELIVER_V2_1_FIELDS, at, messages_end)
             (entry_header,) = _DELIVER_V2_1.unpack_from(buf, at)
             at += 4
             if (entry_header >> 31) & 0x1 != 0:
@@ -2016,7 +1938,7 @@ def _decode_deliver_v2(
             item_2 = value
         elif tag == 1:  # sub-batch entry
             if messages_end - at < 11:
-                raise _truncated(_DELIVER_V2_2_FIELDS, at, messages_end)
+                raise _truncated(_DELIVER_V2_2, _DELIVER_V2_2_FIELDS, at, messages_end)
             entry_header_2, num_records_2, uncompressed_length, length = _DELIVER_V2_2.unpack_from(
                 buf, at
             )
@@ -2213,15 +2135,12 @@ class Credit(Structure):
 
 
 _CREDIT_0 = struct.Struct(">BH")
-_CREDIT_0_FIELDS = (
-    ("Credit.subscription_id", 0, 1),
-    ("Credit.credit", 1, 2),
-)
+_CREDIT_0_FIELDS = "Credit: subscription_id credit"
 
 
 def _decode_credit(buf: bytes | memoryview, at: int, end: int, verify_checksums: bool) -> Credit:
     if end - at < 3:
-        raise _truncated(_CREDIT_0_FIELDS, at, end)
+        raise _truncated(_CREDIT_0, _CREDIT_0_FIELDS, at, end)
     subscription_id, credit = _CREDIT_0.unpack_from(buf, at)
     at += 3
     msg = Credit(subscription_id, credit)
@@ -2266,17 +2185,14 @@ class CreditResponse(Structure):
 
 
 _CREDIT_RESPONSE_0 = struct.Struct(">HB")
-_CREDIT_RESPONSE_0_FIELDS = (
-    ("CreditResponse.response_code", 0, 2),
-    ("CreditResponse.subscription_id", 2, 1),
-)
+_CREDIT_RESPONSE_0_FIELDS = "CreditResponse: response_code subscription_id"
 
 
 def _decode_credit_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> CreditResponse:
     if end - at < 3:
-        raise _truncated(_CREDIT_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(_CREDIT_RESPONSE_0, _CREDIT_RESPONSE_0_FIELDS, at, end)
     response_code, subscription_id = _CREDIT_RESPONSE_0.unpack_from(buf, at)
     at += 3
     msg = CreditResponse(response_code, subscription_id)
@@ -2324,20 +2240,20 @@ class StoreOffset(Structure):
 
 
 _STORE_OFFSET_0 = struct.Struct(">h")
-_STORE_OFFSET_0_FIELDS = (("StoreOffset.reference", 0, 2),)
+_STORE_OFFSET_0_FIELDS = "StoreOffset: reference"
 
 _STORE_OFFSET_1 = struct.Struct(">h")
-_STORE_OFFSET_1_FIELDS = (("StoreOffset.stream", 0, 2),)
+_STORE_OFFSET_1_FIELDS = "StoreOffset: stream"
 
 _STORE_OFFSET_2 = struct.Struct(">Q")
-_STORE_OFFSET_2_FIELDS = (("StoreOffset.offset", 0, 8),)
+_STORE_OFFSET_2_FIELDS = "StoreOffset: offset"
 
 
 def _decode_store_offset(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> StoreOffset:
     if end - at < 2:
-        raise _truncated(_STORE_OFFSET_0_FIELDS, at, end)
+        raise _truncated(_STORE_OFFSET_0, _STORE_OFFSET_0_FIELDS, at, end)
     (reference_len,) = _STORE_OFFSET_0.unpack_from(buf, at)
     at += 2
     if reference_len == -1:
@@ -2351,7 +2267,7 @@ def _decode_store_offset(
             raise DecodeError("StoreOffset.reference", at + e.start, "invalid utf-8") from None
         at += reference_len
     if end - at < 2:
-        raise _truncated(_STORE_OFFSET_1_FIELDS, at, end)
+        raise _truncated(_STORE_OFFSET_1, _STORE_OFFSET_1_FIELDS, at, end)
     (stream_len,) = _STORE_OFFSET_1.unpack_from(buf, at)
     at += 2
     if stream_len == -1:
@@ -2365,7 +2281,7 @@ def _decode_store_offset(
             raise DecodeError("StoreOffset.stream", at + e.start, "invalid utf-8") from None
         at += stream_len
     if end - at < 8:
-        raise _truncated(_STORE_OFFSET_2_FIELDS, at, end)
+        raise _truncated(_STORE_OFFSET_2, _STORE_OFFSET_2_FIELDS, at, end)
     (offset,) = _STORE_OFFSET_2.unpack_from(buf, at)
     at += 8
     msg = StoreOffset(reference, stream, offset)
@@ -2423,20 +2339,17 @@ class QueryOffsetRequest(Structure):
 
 
 _QUERY_OFFSET_REQUEST_0 = struct.Struct(">Ih")
-_QUERY_OFFSET_REQUEST_0_FIELDS = (
-    ("QueryOffsetRequest.correlation_id", 0, 4),
-    ("QueryOffsetRequest.reference", 4, 2),
-)
+_QUERY_OFFSET_REQUEST_0_FIELDS = "QueryOffsetRequest: correlation_id reference"
 
 _QUERY_OFFSET_REQUEST_1 = struct.Struct(">h")
-_QUERY_OFFSET_REQUEST_1_FIELDS = (("QueryOffsetRequest.stream", 0, 2),)
+_QUERY_OFFSET_REQUEST_1_FIELDS = "QueryOffsetRequest: stream"
 
 
 def _decode_query_offset_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> QueryOffsetRequest:
     if end - at < 6:
-        raise _truncated(_QUERY_OFFSET_REQUEST_0_FIELDS, at, end)
+        raise _truncated(_QUERY_OFFSET_REQUEST_0, _QUERY_OFFSET_REQUEST_0_FIELDS, at, end)
     correlation_id, reference_len = _QUERY_OFFSET_REQUEST_0.unpack_from(buf, at)
     at += 6
     if reference_len == -1:
@@ -2452,7 +2365,7 @@ def _decode_query_offset_request(
             ) from None
         at += reference_len
     if end - at < 2:
-        raise _truncated(_QUERY_OFFSET_REQUEST_1_FIELDS, at, end)
+        raise _truncated(_QUERY_OFFSET_REQUEST_1, _QUERY_OFFSET_REQUEST_1_FIELDS, at, end)
     (stream_len,) = _QUERY_OFFSET_REQUEST_1.unpack_from(buf, at)
     at += 2
     if stream_len == -1:
@@ -2523,18 +2436,14 @@ class QueryOffsetResponse(Structure):
 
 
 _QUERY_OFFSET_RESPONSE_0 = struct.Struct(">IHQ")
-_QUERY_OFFSET_RESPONSE_0_FIELDS = (
-    ("QueryOffsetResponse.correlation_id", 0, 4),
-    ("QueryOffsetResponse.response_code", 4, 2),
-    ("QueryOffsetResponse.offset", 6, 8),
-)
+_QUERY_OFFSET_RESPONSE_0_FIELDS = "QueryOffsetResponse: correlation_id response_code offset"
 
 
 def _decode_query_offset_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> QueryOffsetResponse:
     if end - at < 14:
-        raise _truncated(_QUERY_OFFSET_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(_QUERY_OFFSET_RESPONSE_0, _QUERY_OFFSET_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code, offset = _QUERY_OFFSET_RESPONSE_0.unpack_from(buf, at)
     at += 14
     msg = QueryOffsetResponse(correlation_id, response_code, offset)
@@ -2584,17 +2493,14 @@ class UnsubscribeRequest(Structure):
 
 
 _UNSUBSCRIBE_REQUEST_0 = struct.Struct(">IB")
-_UNSUBSCRIBE_REQUEST_0_FIELDS = (
-    ("UnsubscribeRequest.correlation_id", 0, 4),
-    ("UnsubscribeRequest.subscription_id", 4, 1),
-)
+_UNSUBSCRIBE_REQUEST_0_FIELDS = "UnsubscribeRequest: correlation_id subscription_id"
 
 
 def _decode_unsubscribe_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> UnsubscribeRequest:
     if end - at < 5:
-        raise _truncated(_UNSUBSCRIBE_REQUEST_0_FIELDS, at, end)
+        raise _truncated(_UNSUBSCRIBE_REQUEST_0, _UNSUBSCRIBE_REQUEST_0_FIELDS, at, end)
     correlation_id, subscription_id = _UNSUBSCRIBE_REQUEST_0.unpack_from(buf, at)
     at += 5
     msg = UnsubscribeRequest(correlation_id, subscription_id)
@@ -2641,17 +2547,14 @@ class UnsubscribeResponse(Structure):
 
 
 _UNSUBSCRIBE_RESPONSE_0 = struct.Struct(">IH")
-_UNSUBSCRIBE_RESPONSE_0_FIELDS = (
-    ("UnsubscribeResponse.correlation_id", 0, 4),
-    ("UnsubscribeResponse.response_code", 4, 2),
-)
+_UNSUBSCRIBE_RESPONSE_0_FIELDS = "UnsubscribeResponse: correlation_id response_code"
 
 
 def _decode_unsubscribe_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> UnsubscribeResponse:
     if end - at < 6:
-        raise _truncated(_UNSUBSCRIBE_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(_UNSUBSCRIBE_RESPONSE_0, _UNSUBSCRIBE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _UNSUBSCRIBE_RESPONSE_0.unpack_from(buf, at)
     at += 6
     msg = UnsubscribeResponse(correlation_id, response_code)
@@ -2701,26 +2604,23 @@ class CreateRequest(Structure):
 
 
 _CREATE_REQUEST_0 = struct.Struct(">Ih")
-_CREATE_REQUEST_0_FIELDS = (
-    ("CreateRequest.correlation_id", 0, 4),
-    ("CreateRequest.stream", 4, 2),
-)
+_CREATE_REQUEST_0_FIELDS = "CreateRequest: correlation_id stream"
 
 _CREATE_REQUEST_1 = struct.Struct(">i")
-_CREATE_REQUEST_1_FIELDS = (("CreateRequest.arguments", 0, 4),)
+_CREATE_REQUEST_1_FIELDS = "CreateRequest: arguments"
 
 _CREATE_REQUEST_2 = struct.Struct(">h")
-_CREATE_REQUEST_2_FIELDS = (("CreateRequest.arguments[].key", 0, 2),)
+_CREATE_REQUEST_2_FIELDS = "CreateRequest: arguments[].key"
 
 _CREATE_REQUEST_3 = struct.Struct(">h")
-_CREATE_REQUEST_3_FIELDS = (("CreateRequest.arguments[].value", 0, 2),)
+_CREATE_REQUEST_3_FIELDS = "CreateRequest: arguments[].value"
 
 
 def _decode_create_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> CreateRequest:
     if end - at < 6:
-        raise _truncated(_CREATE_REQUEST_0_FIELDS, at, end)
+        raise _truncated(_CREATE_REQUEST_0, _CREATE_REQUEST_0_FIELDS, at, end)
     correlation_id, stream_len = _CREATE_REQUEST_0.unpack_from(buf, at)
     at += 6
     if stream_len == -1:
@@ -2734,7 +2634,7 @@ def _decode_create_request(
             raise DecodeError("CreateRequest.stream", at + e.start, "invalid utf-8") from None
         at += stream_len
     if end - at < 4:
-        raise _truncated(_CREATE_REQUEST_1_FIELDS, at, end)
+        raise _truncated(_CREATE_REQUEST_1, _CREATE_REQUEST_1_FIELDS, at, end)
     (arguments_count,) = _CREATE_REQUEST_1.unpack_from(buf, at)
     at += 4
     if arguments_count < 0 or arguments_count * 4 > end - at:
@@ -2742,7 +2642,7 @@ def _decode_create_request(
     arguments: list[Argument] = []
     for _ in range(arguments_count):
         if end - at < 2:
-            raise _truncated(_CREATE_REQUEST_2_FIELDS, at, end)
+            raise _truncated(_CREATE_REQUEST_2, _CREATE_REQUEST_2_FIELDS, at, end)
         (key_len,) = _CREATE_REQUEST_2.unpack_from(buf, at)
         at += 2
         if key_len == -1:
@@ -2758,7 +2658,7 @@ def _decode_create_request(
                 ) from None
             at += key_len
         if end - at < 2:
-            raise _truncated(_CREATE_REQUEST_3_FIELDS, at, end)
+            raise _truncated(_CREATE_REQUEST_3, _CREATE_REQUEST_3_FIELDS, at, end)
         (value_len,) = _CREATE_REQUEST_3.unpack_from(buf, at)
         at += 2
         if value_len == -1:
@@ -2835,17 +2735,14 @@ class CreateResponse(Structure):
 
 
 _CREATE_RESPONSE_0 = struct.Struct(">IH")
-_CREATE_RESPONSE_0_FIELDS = (
-    ("CreateResponse.correlation_id", 0, 4),
-    ("CreateResponse.response_code", 4, 2),
-)
+_CREATE_RESPONSE_0_FIELDS = "CreateResponse: correlation_id response_code"
 
 
 def _decode_create_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> CreateResponse:
     if end - at < 6:
-        raise _truncated(_CREATE_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(_CREATE_RESPONSE_0, _CREATE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _CREATE_RESPONSE_0.unpack_from(buf, at)
     at += 6
     msg = CreateResponse(correlation_id, response_code)
@@ -2891,17 +2788,14 @@ class DeleteRequest(Structure):
 
 
 _DELETE_REQUEST_0 = struct.Struct(">Ih")
-_DELETE_REQUEST_0_FIELDS = (
-    ("DeleteRequest.correlation_id", 0, 4),
-    ("DeleteRequest.stream", 4, 2),
-)
+_DELETE_REQUEST_0_FIELDS = "DeleteRequest: correlation_id stream"
 
 
 def _decode_delete_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> DeleteRequest:
     if end - at < 6:
-        raise _truncated(_DELETE_REQUEST_0_FIELDS, at, end)
+        raise _truncated(_DELETE_REQUEST_0, _DELETE_REQUEST_0_FIELDS, at, end)
     correlation_id, stream_len = _DELETE_REQUEST_0.unpack_from(buf, at)
     at += 6
     if stream_len == -1:
@@ -2963,17 +2857,14 @@ class DeleteResponse(Structure):
 
 
 _DELETE_RESPONSE_0 = struct.Struct(">IH")
-_DELETE_RESPONSE_0_FIELDS = (
-    ("DeleteResponse.correlation_id", 0, 4),
-    ("DeleteResponse.response_code", 4, 2),
-)
+_DELETE_RESPONSE_0_FIELDS = "DeleteResponse: correlation_id response_code"
 
 
 def _decode_delete_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> DeleteResponse:
     if end - at < 6:
-        raise _truncated(_DELETE_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(_DELETE_RESPONSE_0, _DELETE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _DELETE_RESPONSE_0.unpack_from(buf, at)
     at += 6
     msg = DeleteResponse(correlation_id, response_code)
@@ -3019,20 +2910,17 @@ class MetadataRequest(Structure):
 
 
 _METADATA_REQUEST_0 = struct.Struct(">Ii")
-_METADATA_REQUEST_0_FIELDS = (
-    ("MetadataRequest.correlation_id", 0, 4),
-    ("MetadataRequest.stream", 4, 4),
-)
+_METADATA_REQUEST_0_FIELDS = "MetadataRequest: correlation_id stream"
 
 _METADATA_REQUEST_1 = struct.Struct(">h")
-_METADATA_REQUEST_1_FIELDS = (("MetadataRequest.stream[]", 0, 2),)
+_METADATA_REQUEST_1_FIELDS = "MetadataRequest: stream[]"
 
 
 def _decode_metadata_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> MetadataRequest:
     if end - at < 8:
-        raise _truncated(_METADATA_REQUEST_0_FIELDS, at, end)
+        raise _truncated(_METADATA_REQUEST_0, _METADATA_REQUEST_0_FIELDS, at, end)
     correlation_id, stream_count = _METADATA_REQUEST_0.unpack_from(buf, at)
     at += 8
     if stream_count < 0 or stream_count * 2 > end - at:
@@ -3040,7 +2928,7 @@ def _decode_metadata_request(
     stream: list[str | None] = []
     for _ in range(stream_count):
         if end - at < 2:
-            raise _truncated(_METADATA_REQUEST_1_FIELDS, at, end)
+            raise _truncated(_METADATA_REQUEST_1, _METADATA_REQUEST_1_FIELDS, at, end)
         (item_len,) = _METADATA_REQUEST_1.unpack_from(buf, at)
         at += 2
         if item_len == -1:
@@ -3108,39 +2996,29 @@ class MetadataResponse(Structure):
 
 
 _METADATA_RESPONSE_0 = struct.Struct(">Ii")
-_METADATA_RESPONSE_0_FIELDS = (
-    ("MetadataResponse.correlation_id", 0, 4),
-    ("MetadataResponse.broker", 4, 4),
-)
+_METADATA_RESPONSE_0_FIELDS = "MetadataResponse: correlation_id broker"
 
 _METADATA_RESPONSE_1 = struct.Struct(">Hh")
-_METADATA_RESPONSE_1_FIELDS = (
-    ("MetadataResponse.broker[].reference", 0, 2),
-    ("MetadataResponse.broker[].host", 2, 2),
-)
+_METADATA_RESPONSE_1_FIELDS = "MetadataResponse: broker[].reference broker[].host"
 
 _METADATA_RESPONSE_2 = struct.Struct(">I")
-_METADATA_RESPONSE_2_FIELDS = (("MetadataResponse.broker[].port", 0, 4),)
+_METADATA_RESPONSE_2_FIELDS = "MetadataResponse: broker[].port"
 
 _METADATA_RESPONSE_3 = struct.Struct(">i")
-_METADATA_RESPONSE_3_FIELDS = (("MetadataResponse.stream_metadata", 0, 4),)
+_METADATA_RESPONSE_3_FIELDS = "MetadataResponse: stream_metadata"
 
 _METADATA_RESPONSE_4 = struct.Struct(">h")
-_METADATA_RESPONSE_4_FIELDS = (("MetadataResponse.stream_metadata[].stream_name", 0, 2),)
+_METADATA_RESPONSE_4_FIELDS = "MetadataResponse: stream_metadata[].stream_name"
 
 _METADATA_RESPONSE_5 = struct.Struct(">HHi")
-_METADATA_RESPONSE_5_FIELDS = (
-    ("MetadataResponse.stream_metadata[].response_code", 0, 2),
-    ("MetadataResponse.stream_metadata[].leader_reference", 2, 2),
-    ("MetadataResponse.stream_metadata[].replicas_references", 4, 4),
-)
+_METADATA_RESPONSE_5_FIELDS = "MetadataResponse: stream_metadata[].response_code stream_metadata[].leader_reference stream_metadata[].replicas_references"
 
 
 def _decode_metadata_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> MetadataResponse:
     if end - at < 8:
-        raise _truncated(_METADATA_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(_METADATA_RESPONSE_0, _METADATA_RESPONSE_0_FIELDS, at, end)
     correlation_id, broker_count = _METADATA_RESPONSE_0.unpack_from(buf, at)
     at += 8
     if broker_count < 0 or broker_count * 8 > end - at:
@@ -3148,7 +3026,7 @@ def _decode_metadata_response(
     broker: list[Broker] = []
     for _ in range(broker_count):
         if end - at < 4:
-            raise _truncated(_METADATA_RESPONSE_1_FIELDS, at, end)
+            raise _truncated(_METADATA_RESPONSE_1, _METADATA_RESPONSE_1_FIELDS, at, end)
         reference, host_len = _METADATA_RESPONSE_1.unpack_from(buf, at)
         at += 4
         if host_len == -1:
@@ -3164,13 +3042,13 @@ def _decode_metadata_response(
                 ) from None
             at += host_len
         if end - at < 4:
-            raise _truncated(_METADATA_RESPONSE_2_FIELDS, at, end)
+            raise _truncated(_METADATA_RESPONSE_2, _METADATA_RESPONSE_2_FIELDS, at, end)
         (port,) = _METADATA_RESPONSE_2.unpack_from(buf, at)
         at += 4
         item_2 = Broker(reference, host, port)
         broker.append(item_2)
     if end - at < 4:
-        raise _truncated(_METADATA_RESPONSE_3_FIELDS, at, end)
+        raise _truncated(_METADATA_RESPONSE_3, _METADATA_RESPONSE_3_FIELDS, at, end)
     (stream_metadata_count,) = _METADATA_RESPONSE_3.unpack_from(buf, at)
     at += 4
     if stream_metadata_count < 0 or stream_metadata_count * 10 > end - at:
@@ -3178,7 +3056,7 @@ def _decode_metadata_response(
     stream_metadata: list[StreamMetadata] = []
     for _ in range(stream_metadata_count):
         if end - at < 2:
-            raise _truncated(_METADATA_RESPONSE_4_FIELDS, at, end)
+            raise _truncated(_METADATA_RESPONSE_4, _METADATA_RESPONSE_4_FIELDS, at, end)
         (stream_name_len,) = _METADATA_RESPONSE_4.unpack_from(buf, at)
         at += 2
         if stream_name_len == -1:
@@ -3196,7 +3074,7 @@ def _decode_metadata_response(
                 ) from None
             at += stream_name_len
         if end - at < 8:
-            raise _truncated(_METADATA_RESPONSE_5_FIELDS, at, end)
+            raise _truncated(_METADATA_RESPONSE_5, _METADATA_RESPONSE_5_FIELDS, at, end)
         response_code, leader_reference, replicas_references_count = (
             _METADATA_RESPONSE_5.unpack_from(buf, at)
         )
@@ -3278,17 +3156,14 @@ class MetadataUpdate(Structure):
 
 
 _METADATA_UPDATE_0 = struct.Struct(">Hh")
-_METADATA_UPDATE_0_FIELDS = (
-    ("MetadataUpdate.metadata_info.code", 0, 2),
-    ("MetadataUpdate.metadata_info.stream", 2, 2),
-)
+_METADATA_UPDATE_0_FIELDS = "MetadataUpdate: metadata_info.code metadata_info.stream"
 
 
 def _decode_metadata_update(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> MetadataUpdate:
     if end - at < 4:
-        raise _truncated(_METADATA_UPDATE_0_FIELDS, at, end)
+        raise _truncated(_METADATA_UPDATE_0, _METADATA_UPDATE_0_FIELDS, at, end)
     code, stream_len = _METADATA_UPDATE_0.unpack_from(buf, at)
     at += 4
     if stream_len == -1:
@@ -3356,23 +3231,20 @@ class PeerPropertiesRequest(Structure):
 
 
 _PEER_PROPERTIES_REQUEST_0 = struct.Struct(">Ii")
-_PEER_PROPERTIES_REQUEST_0_FIELDS = (
-    ("PeerPropertiesRequest.correlation_id", 0, 4),
-    ("PeerPropertiesRequest.peer_properties", 4, 4),
-)
+_PEER_PROPERTIES_REQUEST_0_FIELDS = "PeerPropertiesRequest: correlation_id peer_properties"
 
 _PEER_PROPERTIES_REQUEST_1 = struct.Struct(">h")
-_PEER_PROPERTIES_REQUEST_1_FIELDS = (("PeerPropertiesRequest.peer_properties[].key", 0, 2),)
+_PEER_PROPERTIES_REQUEST_1_FIELDS = "PeerPropertiesRequest: peer_properties[].key"
 
 _PEER_PROPERTIES_REQUEST_2 = struct.Struct(">h")
-_PEER_PROPERTIES_REQUEST_2_FIELDS = (("PeerPropertiesRequest.peer_properties[].value", 0, 2),)
+_PEER_PROPERTIES_REQUEST_2_FIELDS = "PeerPropertiesRequest: peer_properties[].value"
 
 
 def _decode_peer_properties_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> PeerPropertiesRequest:
     if end - at < 8:
-        raise _truncated(_PEER_PROPERTIES_REQUEST_0_FIELDS, at, end)
+        raise _truncated(_PEER_PROPERTIES_REQUEST_0, _PEER_PROPERTIES_REQUEST_0_FIELDS, at, end)
     correlation_id, peer_properties_count = _PEER_PROPERTIES_REQUEST_0.unpack_from(buf, at)
     at += 8
     if peer_properties_count < 0 or peer_properties_count * 4 > end - at:
@@ -3380,7 +3252,7 @@ def _decode_peer_properties_request(
     peer_properties: list[PeerProperty] = []
     for _ in range(peer_properties_count):
         if end - at < 2:
-            raise _truncated(_PEER_PROPERTIES_REQUEST_1_FIELDS, at, end)
+            raise _truncated(_PEER_PROPERTIES_REQUEST_1, _PEER_PROPERTIES_REQUEST_1_FIELDS, at, end)
         (key_len,) = _PEER_PROPERTIES_REQUEST_1.unpack_from(buf, at)
         at += 2
         if key_len == -1:
@@ -3396,7 +3268,7 @@ def _decode_peer_properties_request(
                 ) from None
             at += key_len
         if end - at < 2:
-            raise _truncated(_PEER_PROPERTIES_REQUEST_2_FIELDS, at, end)
+            raise _truncated(_PEER_PROPERTIES_REQUEST_2, _PEER_PROPERTIES_REQUEST_2_FIELDS, at, end)
         (value_len,) = _PEER_PROPERTIES_REQUEST_2.unpack_from(buf, at)
         at += 2
         if value_len == -1:
@@ -3472,23 +3344,21 @@ class PeerPropertiesResponse(Structure):
 
 _PEER_PROPERTIES_RESPONSE_0 = struct.Struct(">IHi")
 _PEER_PROPERTIES_RESPONSE_0_FIELDS = (
-    ("PeerPropertiesResponse.correlation_id", 0, 4),
-    ("PeerPropertiesResponse.response_code", 4, 2),
-    ("PeerPropertiesResponse.peer_properties", 6, 4),
+    "PeerPropertiesResponse: correlation_id response_code peer_properties"
 )
 
 _PEER_PROPERTIES_RESPONSE_1 = struct.Struct(">h")
-_PEER_PROPERTIES_RESPONSE_1_FIELDS = (("PeerPropertiesResponse.peer_properties[].key", 0, 2),)
+_PEER_PROPERTIES_RESPONSE_1_FIELDS = "PeerPropertiesResponse: peer_properties[].key"
 
 _PEER_PROPERTIES_RESPONSE_2 = struct.Struct(">h")
-_PEER_PROPERTIES_RESPONSE_2_FIELDS = (("PeerPropertiesResponse.peer_properties[].value", 0, 2),)
+_PEER_PROPERTIES_RESPONSE_2_FIELDS = "PeerPropertiesResponse: peer_properties[].value"
 
 
 def _decode_peer_properties_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> PeerPropertiesResponse:
     if end - at < 10:
-        raise _truncated(_PEER_PROPERTIES_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(_PEER_PROPERTIES_RESPONSE_0, _PEER_PROPERTIES_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code, peer_properties_count = _PEER_PROPERTIES_RESPONSE_0.unpack_from(
         buf, at
     )
@@ -3500,7 +3370,9 @@ def _decode_peer_properties_response(
     peer_properties: list[PeerProperty] = []
     for _ in range(peer_properties_count):
         if end - at < 2:
-            raise _truncated(_PEER_PROPERTIES_RESPONSE_1_FIELDS, at, end)
+            raise _truncated(
+                _PEER_PROPERTIES_RESPONSE_1, _PEER_PROPERTIES_RESPONSE_1_FIELDS, at, end
+            )
         (key_len,) = _PEER_PROPERTIES_RESPONSE_1.unpack_from(buf, at)
         at += 2
         if key_len == -1:
@@ -3516,7 +3388,9 @@ def _decode_peer_properties_response(
                 ) from None
             at += key_len
         if end - at < 2:
-            raise _truncated(_PEER_PROPERTIES_RESPONSE_2_FIELDS, at, end)
+            raise _truncated(
+                _PEER_PROPERTIES_RESPONSE_2, _PEER_PROPERTIES_RESPONSE_2_FIELDS, at, end
+            )
         (value_len,) = _PEER_PROPERTIES_RESPONSE_2.unpack_from(buf, at)
         at += 2
         if value_len == -1:
@@ -3590,14 +3464,14 @@ class SaslHandshakeRequest(Structure):
 
 
 _SASL_HANDSHAKE_REQUEST_0 = struct.Struct(">I")
-_SASL_HANDSHAKE_REQUEST_0_FIELDS = (("SaslHandshakeRequest.correlation_id", 0, 4),)
+_SASL_HANDSHAKE_REQUEST_0_FIELDS = "SaslHandshakeRequest: correlation_id"
 
 
 def _decode_sasl_handshake_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> SaslHandshakeRequest:
     if end - at < 4:
-        raise _truncated(_SASL_HANDSHAKE_REQUEST_0_FIELDS, at, end)
+        raise _truncated(_SASL_HANDSHAKE_REQUEST_0, _SASL_HANDSHAKE_REQUEST_0_FIELDS, at, end)
     (correlation_id,) = _SASL_HANDSHAKE_REQUEST_0.unpack_from(buf, at)
     at += 4
     msg = SaslHandshakeRequest(correlation_id)
@@ -3648,21 +3522,17 @@ class SaslHandshakeResponse(Structure):
 
 
 _SASL_HANDSHAKE_RESPONSE_0 = struct.Struct(">IHi")
-_SASL_HANDSHAKE_RESPONSE_0_FIELDS = (
-    ("SaslHandshakeResponse.correlation_id", 0, 4),
-    ("SaslHandshakeResponse.response_code", 4, 2),
-    ("SaslHandshakeResponse.mechanisms", 6, 4),
-)
+_SASL_HANDSHAKE_RESPONSE_0_FIELDS = "SaslHandshakeResponse: correlation_id response_code mechanisms"
 
 _SASL_HANDSHAKE_RESPONSE_1 = struct.Struct(">h")
-_SASL_HANDSHAKE_RESPONSE_1_FIELDS = (("SaslHandshakeResponse.mechanisms[]", 0, 2),)
+_SASL_HANDSHAKE_RESPONSE_1_FIELDS = "SaslHandshakeResponse: mechanisms[]"
 
 
 def _decode_sasl_handshake_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> SaslHandshakeResponse:
     if end - at < 10:
-        raise _truncated(_SASL_HANDSHAKE_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(_SASL_HANDSHAKE_RESPONSE_0, _SASL_HANDSHAKE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code, mechanisms_count = _SASL_HANDSHAKE_RESPONSE_0.unpack_from(
         buf, at
     )
@@ -3672,7 +3542,7 @@ def _decode_sasl_handshake_response(
     mechanisms: list[str | None] = []
     for _ in range(mechanisms_count):
         if end - at < 2:
-            raise _truncated(_SASL_HANDSHAKE_RESPONSE_1_FIELDS, at, end)
+            raise _truncated(_SASL_HANDSHAKE_RESPONSE_1, _SASL_HANDSHAKE_RESPONSE_1_FIELDS, at, end)
         (item_len,) = _SASL_HANDSHAKE_RESPONSE_1.unpack_from(buf, at)
         at += 2
         if item_len == -1:
@@ -3744,20 +3614,17 @@ class SaslAuthenticateRequest(Structure):
 
 
 _SASL_AUTHENTICATE_REQUEST_0 = struct.Struct(">Ih")
-_SASL_AUTHENTICATE_REQUEST_0_FIELDS = (
-    ("SaslAuthenticateRequest.correlation_id", 0, 4),
-    ("SaslAuthenticateRequest.mechanism", 4, 2),
-)
+_SASL_AUTHENTICATE_REQUEST_0_FIELDS = "SaslAuthenticateRequest: correlation_id mechanism"
 
 _SASL_AUTHENTICATE_REQUEST_1 = struct.Struct(">i")
-_SASL_AUTHENTICATE_REQUEST_1_FIELDS = (("SaslAuthenticateRequest.sasl_opaque_data", 0, 4),)
+_SASL_AUTHENTICATE_REQUEST_1_FIELDS = "SaslAuthenticateRequest: sasl_opaque_data"
 
 
 def _decode_sasl_authenticate_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> SaslAuthenticateRequest:
     if end - at < 6:
-        raise _truncated(_SASL_AUTHENTICATE_REQUEST_0_FIELDS, at, end)
+        raise _truncated(_SASL_AUTHENTICATE_REQUEST_0, _SASL_AUTHENTICATE_REQUEST_0_FIELDS, at, end)
     correlation_id, mechanism_len = _SASL_AUTHENTICATE_REQUEST_0.unpack_from(buf, at)
     at += 6
     if mechanism_len == -1:
@@ -3773,7 +3640,7 @@ def _decode_sasl_authenticate_request(
             ) from None
         at += mechanism_len
     if end - at < 4:
-        raise _truncated(_SASL_AUTHENTICATE_REQUEST_1_FIELDS, at, end)
+        raise _truncated(_SASL_AUTHENTICATE_REQUEST_1, _SASL_AUTHENTICATE_REQUEST_1_FIELDS, at, end)
     (sasl_opaque_data_len,) = _SASL_AUTHENTICATE_REQUEST_1.unpack_from(buf, at)
     at += 4
     if sasl_opaque_data_len == -1:
@@ -3847,20 +3714,19 @@ class SaslAuthenticateResponse(Structure):
 
 
 _SASL_AUTHENTICATE_RESPONSE_0 = struct.Struct(">IH")
-_SASL_AUTHENTICATE_RESPONSE_0_FIELDS = (
-    ("SaslAuthenticateResponse.correlation_id", 0, 4),
-    ("SaslAuthenticateResponse.response_code", 4, 2),
-)
+_SASL_AUTHENTICATE_RESPONSE_0_FIELDS = "SaslAuthenticateResponse: correlation_id response_code"
 
 _SASL_AUTHENTICATE_RESPONSE_1 = struct.Struct(">i")
-_SASL_AUTHENTICATE_RESPONSE_1_FIELDS = (("SaslAuthenticateResponse.sasl_opaque_data", 0, 4),)
+_SASL_AUTHENTICATE_RESPONSE_1_FIELDS = "SaslAuthenticateResponse: sasl_opaque_data"
 
 
 def _decode_sasl_authenticate_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> SaslAuthenticateResponse:
     if end - at < 6:
-        raise _truncated(_SASL_AUTHENTICATE_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(
+            _SASL_AUTHENTICATE_RESPONSE_0, _SASL_AUTHENTICATE_RESPONSE_0_FIELDS, at, end
+        )
     correlation_id, response_code = _SASL_AUTHENTICATE_RESPONSE_0.unpack_from(buf, at)
     at += 6
     sasl_opaque_data: bytes | None
@@ -3868,7 +3734,9 @@ def _decode_sasl_authenticate_response(
         sasl_opaque_data = None
     else:
         if end - at < 4:
-            raise _truncated(_SASL_AUTHENTICATE_RESPONSE_1_FIELDS, at, end)
+            raise _truncated(
+                _SASL_AUTHENTICATE_RESPONSE_1, _SASL_AUTHENTICATE_RESPONSE_1_FIELDS, at, end
+            )
         (sasl_opaque_data_len,) = _SASL_AUTHENTICATE_RESPONSE_1.unpack_from(buf, at)
         at += 4
         if sasl_opaque_data_len < 0 or sasl_opaque_data_len > end - at:
@@ -3928,17 +3796,14 @@ class TuneRequest(Structure):
 
 
 _TUNE_REQUEST_0 = struct.Struct(">II")
-_TUNE_REQUEST_0_FIELDS = (
-    ("TuneRequest.frame_max", 0, 4),
-    ("TuneRequest.heartbeat", 4, 4),
-)
+_TUNE_REQUEST_0_FIELDS = "TuneRequest: frame_max heartbeat"
 
 
 def _decode_tune_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> TuneRequest:
     if end - at < 8:
-        raise _truncated(_TUNE_REQUEST_0_FIELDS, at, end)
+        raise _truncated(_TUNE_REQUEST_0, _TUNE_REQUEST_0_FIELDS, at, end)
     frame_max, heartbeat = _TUNE_REQUEST_0.unpack_from(buf, at)
     at += 8
     msg = TuneRequest(frame_max, heartbeat)
@@ -3984,17 +3849,14 @@ class TuneResponse(Structure):
 
 
 _TUNE_RESPONSE_0 = struct.Struct(">II")
-_TUNE_RESPONSE_0_FIELDS = (
-    ("TuneResponse.frame_max", 0, 4),
-    ("TuneResponse.heartbeat", 4, 4),
-)
+_TUNE_RESPONSE_0_FIELDS = "TuneResponse: frame_max heartbeat"
 
 
 def _decode_tune_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> TuneResponse:
     if end - at < 8:
-        raise _truncated(_TUNE_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(_TUNE_RESPONSE_0, _TUNE_RESPONSE_0_FIELDS, at, end)
     frame_max, heartbeat = _TUNE_RESPONSE_0.unpack_from(buf, at)
     at += 8
     msg = TuneResponse(frame_max, heartbeat)
@@ -4040,17 +3902,14 @@ class OpenRequest(Structure):
 
 
 _OPEN_REQUEST_0 = struct.Struct(">Ih")
-_OPEN_REQUEST_0_FIELDS = (
-    ("OpenRequest.correlation_id", 0, 4),
-    ("OpenRequest.virtual_host", 4, 2),
-)
+_OPEN_REQUEST_0_FIELDS = "OpenRequest: correlation_id virtual_host"
 
 
 def _decode_open_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> OpenRequest:
     if end - at < 6:
-        raise _truncated(_OPEN_REQUEST_0_FIELDS, at, end)
+        raise _truncated(_OPEN_REQUEST_0, _OPEN_REQUEST_0_FIELDS, at, end)
     correlation_id, virtual_host_len = _OPEN_REQUEST_0.unpack_from(buf, at)
     at += 6
     if virtual_host_len == -1:
@@ -4119,26 +3978,23 @@ class OpenResponse(Structure):
 
 
 _OPEN_RESPONSE_0 = struct.Struct(">IH")
-_OPEN_RESPONSE_0_FIELDS = (
-    ("OpenResponse.correlation_id", 0, 4),
-    ("OpenResponse.response_code", 4, 2),
-)
+_OPEN_RESPONSE_0_FIELDS = "OpenResponse: correlation_id response_code"
 
 _OPEN_RESPONSE_1 = struct.Struct(">i")
-_OPEN_RESPONSE_1_FIELDS = (("OpenResponse.connection_properties", 0, 4),)
+_OPEN_RESPONSE_1_FIELDS = "OpenResponse: connection_properties"
 
 _OPEN_RESPONSE_2 = struct.Struct(">h")
-_OPEN_RESPONSE_2_FIELDS = (("OpenResponse.connection_properties[].key", 0, 2),)
+_OPEN_RESPONSE_2_FIELDS = "OpenResponse: connection_properties[].key"
 
 _OPEN_RESPONSE_3 = struct.Struct(">h")
-_OPEN_RESPONSE_3_FIELDS = (("OpenResponse.connection_properties[].value", 0, 2),)
+_OPEN_RESPONSE_3_FIELDS = "OpenResponse: connection_properties[].value"
 
 
 def _decode_open_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> OpenResponse:
     if end - at < 6:
-        raise _truncated(_OPEN_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(_OPEN_RESPONSE_0, _OPEN_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _OPEN_RESPONSE_0.unpack_from(buf, at)
     at += 6
     connection_properties: list[ConnectionProperty] | None
@@ -4146,7 +4002,7 @@ def _decode_open_response(
         connection_properties = None
     else:
         if end - at < 4:
-            raise _truncated(_OPEN_RESPONSE_1_FIELDS, at, end)
+            raise _truncated(_OPEN_RESPONSE_1, _OPEN_RESPONSE_1_FIELDS, at, end)
         (connection_properties_count,) = _OPEN_RESPONSE_1.unpack_from(buf, at)
         at += 4
         if connection_properties_count < 0 or connection_properties_count * 4 > end - at:
@@ -4156,7 +4012,7 @@ def _decode_open_response(
         connection_properties = []
         for _ in range(connection_properties_count):
             if end - at < 2:
-                raise _truncated(_OPEN_RESPONSE_2_FIELDS, at, end)
+                raise _truncated(_OPEN_RESPONSE_2, _OPEN_RESPONSE_2_FIELDS, at, end)
             (key_len,) = _OPEN_RESPONSE_2.unpack_from(buf, at)
             at += 2
             if key_len == -1:
@@ -4172,7 +4028,7 @@ def _decode_open_response(
                     ) from None
                 at += key_len
             if end - at < 2:
-                raise _truncated(_OPEN_RESPONSE_3_FIELDS, at, end)
+                raise _truncated(_OPEN_RESPONSE_3, _OPEN_RESPONSE_3_FIELDS, at, end)
             (value_len,) = _OPEN_RESPONSE_3.unpack_from(buf, at)
             at += 2
             if value_len == -1:
@@ -4246,18 +4102,14 @@ class CloseRequest(Structure):
 
 
 _CLOSE_REQUEST_0 = struct.Struct(">IHh")
-_CLOSE_REQUEST_0_FIELDS = (
-    ("CloseRequest.correlation_id", 0, 4),
-    ("CloseRequest.closing_code", 4, 2),
-    ("CloseRequest.closing_reason", 6, 2),
-)
+_CLOSE_REQUEST_0_FIELDS = "CloseRequest: correlation_id closing_code closing_reason"
 
 
 def _decode_close_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> CloseRequest:
     if end - at < 8:
-        raise _truncated(_CLOSE_REQUEST_0_FIELDS, at, end)
+        raise _truncated(_CLOSE_REQUEST_0, _CLOSE_REQUEST_0_FIELDS, at, end)
     correlation_id, closing_code, closing_reason_len = _CLOSE_REQUEST_0.unpack_from(buf, at)
     at += 8
     if closing_reason_len == -1:
@@ -4323,17 +4175,14 @@ class CloseResponse(Structure):
 
 
 _CLOSE_RESPONSE_0 = struct.Struct(">IH")
-_CLOSE_RESPONSE_0_FIELDS = (
-    ("CloseResponse.correlation_id", 0, 4),
-    ("CloseResponse.response_code", 4, 2),
-)
+_CLOSE_RESPONSE_0_FIELDS = "CloseResponse: correlation_id response_code"
 
 
 def _decode_close_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> CloseResponse:
     if end - at < 6:
-        raise _truncated(_CLOSE_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(_CLOSE_RESPONSE_0, _CLOSE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _CLOSE_RESPONSE_0.unpack_from(buf, at)
     at += 6
     msg = CloseResponse(correlation_id, response_code)
@@ -4424,20 +4273,17 @@ class RouteRequest(Structure):
 
 
 _ROUTE_REQUEST_0 = struct.Struct(">Ih")
-_ROUTE_REQUEST_0_FIELDS = (
-    ("RouteRequest.correlation_id", 0, 4),
-    ("RouteRequest.routing_key", 4, 2),
-)
+_ROUTE_REQUEST_0_FIELDS = "RouteRequest: correlation_id routing_key"
 
 _ROUTE_REQUEST_1 = struct.Struct(">h")
-_ROUTE_REQUEST_1_FIELDS = (("RouteRequest.super_stream", 0, 2),)
+_ROUTE_REQUEST_1_FIELDS = "RouteRequest: super_stream"
 
 
 def _decode_route_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> RouteRequest:
     if end - at < 6:
-        raise _truncated(_ROUTE_REQUEST_0_FIELDS, at, end)
+        raise _truncated(_ROUTE_REQUEST_0, _ROUTE_REQUEST_0_FIELDS, at, end)
     correlation_id, routing_key_len = _ROUTE_REQUEST_0.unpack_from(buf, at)
     at += 6
     if routing_key_len == -1:
@@ -4451,7 +4297,7 @@ def _decode_route_request(
             raise DecodeError("RouteRequest.routing_key", at + e.start, "invalid utf-8") from None
         at += routing_key_len
     if end - at < 2:
-        raise _truncated(_ROUTE_REQUEST_1_FIELDS, at, end)
+        raise _truncated(_ROUTE_REQUEST_1, _ROUTE_REQUEST_1_FIELDS, at, end)
     (super_stream_len,) = _ROUTE_REQUEST_1.unpack_from(buf, at)
     at += 2
     if super_stream_len == -1:
@@ -4534,21 +4380,17 @@ class RouteResponse(Structure):
 
 
 _ROUTE_RESPONSE_0 = struct.Struct(">IHi")
-_ROUTE_RESPONSE_0_FIELDS = (
-    ("RouteResponse.correlation_id", 0, 4),
-    ("RouteResponse.response_code", 4, 2),
-    ("RouteResponse.stream", 6, 4),
-)
+_ROUTE_RESPONSE_0_FIELDS = "RouteResponse: correlation_id response_code stream"
 
 _ROUTE_RESPONSE_1 = struct.Struct(">h")
-_ROUTE_RESPONSE_1_FIELDS = (("RouteResponse.stream[]", 0, 2),)
+_ROUTE_RESPONSE_1_FIELDS = "RouteResponse: stream[]"
 
 
 def _decode_route_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> RouteResponse:
     if end - at < 10:
-        raise _truncated(_ROUTE_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(_ROUTE_RESPONSE_0, _ROUTE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code, stream_count = _ROUTE_RESPONSE_0.unpack_from(buf, at)
     at += 10
     if stream_count < 0 or stream_count * 2 > end - at:
@@ -4556,7 +4398,7 @@ def _decode_route_response(
     stream: list[str | None] = []
     for _ in range(stream_count):
         if end - at < 2:
-            raise _truncated(_ROUTE_RESPONSE_1_FIELDS, at, end)
+            raise _truncated(_ROUTE_RESPONSE_1, _ROUTE_RESPONSE_1_FIELDS, at, end)
         (item_len,) = _ROUTE_RESPONSE_1.unpack_from(buf, at)
         at += 2
         if item_len == -1:
@@ -4618,17 +4460,14 @@ class PartitionsRequest(Structure):
 
 
 _PARTITIONS_REQUEST_0 = struct.Struct(">Ih")
-_PARTITIONS_REQUEST_0_FIELDS = (
-    ("PartitionsRequest.correlation_id", 0, 4),
-    ("PartitionsRequest.super_stream", 4, 2),
-)
+_PARTITIONS_REQUEST_0_FIELDS = "PartitionsRequest: correlation_id super_stream"
 
 
 def _decode_partitions_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> PartitionsRequest:
     if end - at < 6:
-        raise _truncated(_PARTITIONS_REQUEST_0_FIELDS, at, end)
+        raise _truncated(_PARTITIONS_REQUEST_0, _PARTITIONS_REQUEST_0_FIELDS, at, end)
     correlation_id, super_stream_len = _PARTITIONS_REQUEST_0.unpack_from(buf, at)
     at += 6
     if super_stream_len == -1:
@@ -4710,21 +4549,17 @@ class PartitionsResponse(Structure):
 
 
 _PARTITIONS_RESPONSE_0 = struct.Struct(">IHi")
-_PARTITIONS_RESPONSE_0_FIELDS = (
-    ("PartitionsResponse.correlation_id", 0, 4),
-    ("PartitionsResponse.response_code", 4, 2),
-    ("PartitionsResponse.stream", 6, 4),
-)
+_PARTITIONS_RESPONSE_0_FIELDS = "PartitionsResponse: correlation_id response_code stream"
 
 _PARTITIONS_RESPONSE_1 = struct.Struct(">h")
-_PARTITIONS_RESPONSE_1_FIELDS = (("PartitionsResponse.stream[]", 0, 2),)
+_PARTITIONS_RESPONSE_1_FIELDS = "PartitionsResponse: stream[]"
 
 
 def _decode_partitions_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> PartitionsResponse:
     if end - at < 10:
-        raise _truncated(_PARTITIONS_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(_PARTITIONS_RESPONSE_0, _PARTITIONS_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code, stream_count = _PARTITIONS_RESPONSE_0.unpack_from(buf, at)
     at += 10
     if stream_count < 0 or stream_count * 2 > end - at:
@@ -4732,7 +4567,7 @@ def _decode_partitions_response(
     stream: list[str | None] = []
     for _ in range(stream_count):
         if end - at < 2:
-            raise _truncated(_PARTITIONS_RESPONSE_1_FIELDS, at, end)
+            raise _truncated(_PARTITIONS_RESPONSE_1, _PARTITIONS_RESPONSE_1_FIELDS, at, end)
         (item_len,) = _PARTITIONS_RESPONSE_1.unpack_from(buf, at)
         at += 2
         if item_len == -1:
@@ -4803,18 +4638,14 @@ class ConsumerUpdateRequest(Structure):
 
 
 _CONSUMER_UPDATE_REQUEST_0 = struct.Struct(">IBB")
-_CONSUMER_UPDATE_REQUEST_0_FIELDS = (
-    ("ConsumerUpdateRequest.correlation_id", 0, 4),
-    ("ConsumerUpdateRequest.subscription_id", 4, 1),
-    ("ConsumerUpdateRequest.active", 5, 1),
-)
+_CONSUMER_UPDATE_REQUEST_0_FIELDS = "ConsumerUpdateRequest: correlation_id subscription_id active"
 
 
 def _decode_consumer_update_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> ConsumerUpdateRequest:
     if end - at < 6:
-        raise _truncated(_CONSUMER_UPDATE_REQUEST_0_FIELDS, at, end)
+        raise _truncated(_CONSUMER_UPDATE_REQUEST_0, _CONSUMER_UPDATE_REQUEST_0_FIELDS, at, end)
     correlation_id, subscription_id, active = _CONSUMER_UPDATE_REQUEST_0.unpack_from(buf, at)
     at += 6
     msg = ConsumerUpdateRequest(correlation_id, subscription_id, active)
@@ -4873,23 +4704,21 @@ class ConsumerUpdateResponse(Structure):
 
 _CONSUMER_UPDATE_RESPONSE_0 = struct.Struct(">IHH")
 _CONSUMER_UPDATE_RESPONSE_0_FIELDS = (
-    ("ConsumerUpdateResponse.correlation_id", 0, 4),
-    ("ConsumerUpdateResponse.response_code", 4, 2),
-    ("ConsumerUpdateResponse.offset_specification.offset_type", 6, 2),
+    "ConsumerUpdateResponse: correlation_id response_code offset_specification.offset_type"
 )
 
 _CONSUMER_UPDATE_RESPONSE_1 = struct.Struct(">Q")
-_CONSUMER_UPDATE_RESPONSE_1_FIELDS = (("ConsumerUpdateResponse.offset_specification.offset", 0, 8),)
+_CONSUMER_UPDATE_RESPONSE_1_FIELDS = "ConsumerUpdateResponse: offset_specification.offset"
 
 _CONSUMER_UPDATE_RESPONSE_2 = struct.Struct(">q")
-_CONSUMER_UPDATE_RESPONSE_2_FIELDS = (("ConsumerUpdateResponse.offset_specification.offset", 0, 8),)
+_CONSUMER_UPDATE_RESPONSE_2_FIELDS = "ConsumerUpdateResponse: offset_specification.offset"
 
 
 def _decode_consumer_update_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> ConsumerUpdateResponse:
     if end - at < 8:
-        raise _truncated(_CONSUMER_UPDATE_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(_CONSUMER_UPDATE_RESPONSE_0, _CONSUMER_UPDATE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code, offset_type = _CONSUMER_UPDATE_RESPONSE_0.unpack_from(buf, at)
     at += 8
     offset: int | None
@@ -4897,13 +4726,17 @@ def _decode_consumer_update_response(
         offset = None
     elif offset_type == 4:  # offset
         if end - at < 8:
-            raise _truncated(_CONSUMER_UPDATE_RESPONSE_1_FIELDS, at, end)
+            raise _truncated(
+                _CONSUMER_UPDATE_RESPONSE_1, _CONSUMER_UPDATE_RESPONSE_1_FIELDS, at, end
+            )
         (value,) = _CONSUMER_UPDATE_RESPONSE_1.unpack_from(buf, at)
         at += 8
         offset = value
     elif offset_type == 5:  # timestamp
         if end - at < 8:
-            raise _truncated(_CONSUMER_UPDATE_RESPONSE_2_FIELDS, at, end)
+            raise _truncated(
+                _CONSUMER_UPDATE_RESPONSE_2, _CONSUMER_UPDATE_RESPONSE_2_FIELDS, at, end
+            )
         (value_2,) = _CONSUMER_UPDATE_RESPONSE_2.unpack_from(buf, at)
         at += 8
         offset = value_2
@@ -4979,15 +4812,12 @@ class ExchangeCommandVersionsRequest(Structure):
 
 _EXCHANGE_COMMAND_VERSIONS_REQUEST_0 = struct.Struct(">Ii")
 _EXCHANGE_COMMAND_VERSIONS_REQUEST_0_FIELDS = (
-    ("ExchangeCommandVersionsRequest.correlation_id", 0, 4),
-    ("ExchangeCommandVersionsRequest.command", 4, 4),
+    "ExchangeCommandVersionsRequest: correlation_id command"
 )
 
 _EXCHANGE_COMMAND_VERSIONS_REQUEST_1 = struct.Struct(">HHH")
 _EXCHANGE_COMMAND_VERSIONS_REQUEST_1_FIELDS = (
-    ("ExchangeCommandVersionsRequest.command[].key", 0, 2),
-    ("ExchangeCommandVersionsRequest.command[].min_version", 2, 2),
-    ("ExchangeCommandVersionsRequest.command[].max_version", 4, 2),
+    "ExchangeCommandVersionsRequest: command[].key command[].min_version command[].max_version"
 )
 
 
@@ -4995,7 +4825,12 @@ def _decode_exchange_command_versions_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> ExchangeCommandVersionsRequest:
     if end - at < 8:
-        raise _truncated(_EXCHANGE_COMMAND_VERSIONS_REQUEST_0_FIELDS, at, end)
+        raise _truncated(
+            _EXCHANGE_COMMAND_VERSIONS_REQUEST_0,
+            _EXCHANGE_COMMAND_VERSIONS_REQUEST_0_FIELDS,
+            at,
+            end,
+        )
     correlation_id, command_count = _EXCHANGE_COMMAND_VERSIONS_REQUEST_0.unpack_from(buf, at)
     at += 8
     if command_count < 0 or command_count * 6 > end - at:
@@ -5003,7 +4838,12 @@ def _decode_exchange_command_versions_request(
     command: list[Command] = []
     for _ in range(command_count):
         if end - at < 6:
-            raise _truncated(_EXCHANGE_COMMAND_VERSIONS_REQUEST_1_FIELDS, at, end)
+            raise _truncated(
+                _EXCHANGE_COMMAND_VERSIONS_REQUEST_1,
+                _EXCHANGE_COMMAND_VERSIONS_REQUEST_1_FIELDS,
+                at,
+                end,
+            )
         key, min_version, max_version = _EXCHANGE_COMMAND_VERSIONS_REQUEST_1.unpack_from(buf, at)
         at += 6
         item_2 = Command(key, min_version, max_version)
@@ -5063,16 +4903,12 @@ class ExchangeCommandVersionsResponse(Structure):
 
 _EXCHANGE_COMMAND_VERSIONS_RESPONSE_0 = struct.Struct(">IHi")
 _EXCHANGE_COMMAND_VERSIONS_RESPONSE_0_FIELDS = (
-    ("ExchangeCommandVersionsResponse.correlation_id", 0, 4),
-    ("ExchangeCommandVersionsResponse.response_code", 4, 2),
-    ("ExchangeCommandVersionsResponse.command", 6, 4),
+    "ExchangeCommandVersionsResponse: correlation_id response_code command"
 )
 
 _EXCHANGE_COMMAND_VERSIONS_RESPONSE_1 = struct.Struct(">HHH")
 _EXCHANGE_COMMAND_VERSIONS_RESPONSE_1_FIELDS = (
-    ("ExchangeCommandVersionsResponse.command[].key", 0, 2),
-    ("ExchangeCommandVersionsResponse.command[].min_version", 2, 2),
-    ("ExchangeCommandVersionsResponse.command[].max_version", 4, 2),
+    "ExchangeCommandVersionsResponse: command[].key command[].min_version command[].max_version"
 )
 
 
@@ -5080,7 +4916,12 @@ def _decode_exchange_command_versions_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> ExchangeCommandVersionsResponse:
     if end - at < 10:
-        raise _truncated(_EXCHANGE_COMMAND_VERSIONS_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(
+            _EXCHANGE_COMMAND_VERSIONS_RESPONSE_0,
+            _EXCHANGE_COMMAND_VERSIONS_RESPONSE_0_FIELDS,
+            at,
+            end,
+        )
     correlation_id, response_code, command_count = (
         _EXCHANGE_COMMAND_VERSIONS_RESPONSE_0.unpack_from(buf, at)
     )
@@ -5090,7 +4931,12 @@ def _decode_exchange_command_versions_response(
     command: list[Command] = []
     for _ in range(command_count):
         if end - at < 6:
-            raise _truncated(_EXCHANGE_COMMAND_VERSIONS_RESPONSE_1_FIELDS, at, end)
+            raise _truncated(
+                _EXCHANGE_COMMAND_VERSIONS_RESPONSE_1,
+                _EXCHANGE_COMMAND_VERSIONS_RESPONSE_1_FIELDS,
+                at,
+                end,
+            )
         key, min_version, max_version = _EXCHANGE_COMMAND_VERSIONS_RESPONSE_1.unpack_from(buf, at)
         at += 6
         item_2 = Command(key, min_version, max_version)
@@ -5152,17 +4998,14 @@ class StreamStatsRequest(Structure):
 
 
 _STREAM_STATS_REQUEST_0 = struct.Struct(">Ih")
-_STREAM_STATS_REQUEST_0_FIELDS = (
-    ("StreamStatsRequest.correlation_id", 0, 4),
-    ("StreamStatsRequest.stream", 4, 2),
-)
+_STREAM_STATS_REQUEST_0_FIELDS = "StreamStatsRequest: correlation_id stream"
 
 
 def _decode_stream_stats_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> StreamStatsRequest:
     if end - at < 6:
-        raise _truncated(_STREAM_STATS_REQUEST_0_FIELDS, at, end)
+        raise _truncated(_STREAM_STATS_REQUEST_0, _STREAM_STATS_REQUEST_0_FIELDS, at, end)
     correlation_id, stream_len = _STREAM_STATS_REQUEST_0.unpack_from(buf, at)
     at += 6
     if stream_len == -1:
@@ -5228,24 +5071,20 @@ class StreamStatsResponse(Structure):
 
 
 _STREAM_STATS_RESPONSE_0 = struct.Struct(">IHi")
-_STREAM_STATS_RESPONSE_0_FIELDS = (
-    ("StreamStatsResponse.correlation_id", 0, 4),
-    ("StreamStatsResponse.response_code", 4, 2),
-    ("StreamStatsResponse.stats", 6, 4),
-)
+_STREAM_STATS_RESPONSE_0_FIELDS = "StreamStatsResponse: correlation_id response_code stats"
 
 _STREAM_STATS_RESPONSE_1 = struct.Struct(">h")
-_STREAM_STATS_RESPONSE_1_FIELDS = (("StreamStatsResponse.stats[].key", 0, 2),)
+_STREAM_STATS_RESPONSE_1_FIELDS = "StreamStatsResponse: stats[].key"
 
 _STREAM_STATS_RESPONSE_2 = struct.Struct(">q")
-_STREAM_STATS_RESPONSE_2_FIELDS = (("StreamStatsResponse.stats[].value", 0, 8),)
+_STREAM_STATS_RESPONSE_2_FIELDS = "StreamStatsResponse: stats[].value"
 
 
 def _decode_stream_stats_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> StreamStatsResponse:
     if end - at < 10:
-        raise _truncated(_STREAM_STATS_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(_STREAM_STATS_RESPONSE_0, _STREAM_STATS_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code, stats_count = _STREAM_STATS_RESPONSE_0.unpack_from(buf, at)
     at += 10
     if stats_count < 0 or stats_count * 10 > end - at:
@@ -5253,7 +5092,7 @@ def _decode_stream_stats_response(
     stats: list[Statistic] = []
     for _ in range(stats_count):
         if end - at < 2:
-            raise _truncated(_STREAM_STATS_RESPONSE_1_FIELDS, at, end)
+            raise _truncated(_STREAM_STATS_RESPONSE_1, _STREAM_STATS_RESPONSE_1_FIELDS, at, end)
         (key_len,) = _STREAM_STATS_RESPONSE_1.unpack_from(buf, at)
         at += 2
         if key_len == -1:
@@ -5269,7 +5108,7 @@ def _decode_stream_stats_response(
                 ) from None
             at += key_len
         if end - at < 8:
-            raise _truncated(_STREAM_STATS_RESPONSE_2_FIELDS, at, end)
+            raise _truncated(_STREAM_STATS_RESPONSE_2, _STREAM_STATS_RESPONSE_2_FIELDS, at, end)
         (value,) = _STREAM_STATS_RESPONSE_2.unpack_from(buf, at)
         at += 8
         item_2 = Statistic(key, value)
@@ -5340,38 +5179,37 @@ class CreateSuperStreamRequest(Structure):
 
 
 _CREATE_SUPER_STREAM_REQUEST_0 = struct.Struct(">Ih")
-_CREATE_SUPER_STREAM_REQUEST_0_FIELDS = (
-    ("CreateSuperStreamRequest.correlation_id", 0, 4),
-    ("CreateSuperStreamRequest.name", 4, 2),
-)
+_CREATE_SUPER_STREAM_REQUEST_0_FIELDS = "CreateSuperStreamRequest: correlation_id name"
 
 _CREATE_SUPER_STREAM_REQUEST_1 = struct.Struct(">i")
-_CREATE_SUPER_STREAM_REQUEST_1_FIELDS = (("CreateSuperStreamRequest.partition", 0, 4),)
+_CREATE_SUPER_STREAM_REQUEST_1_FIELDS = "CreateSuperStreamRequest: partition"
 
 _CREATE_SUPER_STREAM_REQUEST_2 = struct.Struct(">h")
-_CREATE_SUPER_STREAM_REQUEST_2_FIELDS = (("CreateSuperStreamRequest.partition[]", 0, 2),)
+_CREATE_SUPER_STREAM_REQUEST_2_FIELDS = "CreateSuperStreamRequest: partition[]"
 
 _CREATE_SUPER_STREAM_REQUEST_3 = struct.Struct(">i")
-_CREATE_SUPER_STREAM_REQUEST_3_FIELDS = (("CreateSuperStreamRequest.binding_key", 0, 4),)
+_CREATE_SUPER_STREAM_REQUEST_3_FIELDS = "CreateSuperStreamRequest: binding_key"
 
 _CREATE_SUPER_STREAM_REQUEST_4 = struct.Struct(">h")
-_CREATE_SUPER_STREAM_REQUEST_4_FIELDS = (("CreateSuperStreamRequest.binding_key[]", 0, 2),)
+_CREATE_SUPER_STREAM_REQUEST_4_FIELDS = "CreateSuperStreamRequest: binding_key[]"
 
 _CREATE_SUPER_STREAM_REQUEST_5 = struct.Struct(">i")
-_CREATE_SUPER_STREAM_REQUEST_5_FIELDS = (("CreateSuperStreamRequest.arguments", 0, 4),)
+_CREATE_SUPER_STREAM_REQUEST_5_FIELDS = "CreateSuperStreamRequest: arguments"
 
 _CREATE_SUPER_STREAM_REQUEST_6 = struct.Struct(">h")
-_CREATE_SUPER_STREAM_REQUEST_6_FIELDS = (("CreateSuperStreamRequest.arguments[].key", 0, 2),)
+_CREATE_SUPER_STREAM_REQUEST_6_FIELDS = "CreateSuperStreamRequest: arguments[].key"
 
 _CREATE_SUPER_STREAM_REQUEST_7 = struct.Struct(">h")
-_CREATE_SUPER_STREAM_REQUEST_7_FIELDS = (("CreateSuperStreamRequest.arguments[].value", 0, 2),)
+_CREATE_SUPER_STREAM_REQUEST_7_FIELDS = "CreateSuperStreamRequest: arguments[].value"
 
 
 def _decode_create_super_stream_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> CreateSuperStreamRequest:
     if end - at < 6:
-        raise _truncated(_CREATE_SUPER_STREAM_REQUEST_0_FIELDS, at, end)
+        raise _truncated(
+            _CREATE_SUPER_STREAM_REQUEST_0, _CREATE_SUPER_STREAM_REQUEST_0_FIELDS, at, end
+        )
     correlation_id, name_len = _CREATE_SUPER_STREAM_REQUEST_0.unpack_from(buf, at)
     at += 6
     if name_len == -1:
@@ -5387,7 +5225,9 @@ def _decode_create_super_stream_request(
             ) from None
         at += name_len
     if end - at < 4:
-        raise _truncated(_CREATE_SUPER_STREAM_REQUEST_1_FIELDS, at, end)
+        raise _truncated(
+            _CREATE_SUPER_STREAM_REQUEST_1, _CREATE_SUPER_STREAM_REQUEST_1_FIELDS, at, end
+        )
     (partition_count,) = _CREATE_SUPER_STREAM_REQUEST_1.unpack_from(buf, at)
     at += 4
     if partition_count < 0 or partition_count * 2 > end - at:
@@ -5395,7 +5235,9 @@ def _decode_create_super_stream_request(
     partition: list[str | None] = []
     for _ in range(partition_count):
         if end - at < 2:
-            raise _truncated(_CREATE_SUPER_STREAM_REQUEST_2_FIELDS, at, end)
+            raise _truncated(
+                _CREATE_SUPER_STREAM_REQUEST_2, _CREATE_SUPER_STREAM_REQUEST_2_FIELDS, at, end
+            )
         (item_len,) = _CREATE_SUPER_STREAM_REQUEST_2.unpack_from(buf, at)
         at += 2
         if item_len == -1:
@@ -5412,7 +5254,9 @@ def _decode_create_super_stream_request(
             at += item_len
         partition.append(item_2)
     if end - at < 4:
-        raise _truncated(_CREATE_SUPER_STREAM_REQUEST_3_FIELDS, at, end)
+        raise _truncated(
+            _CREATE_SUPER_STREAM_REQUEST_3, _CREATE_SUPER_STREAM_REQUEST_3_FIELDS, at, end
+        )
     (binding_key_count,) = _CREATE_SUPER_STREAM_REQUEST_3.unpack_from(buf, at)
     at += 4
     if binding_key_count < 0 or binding_key_count * 2 > end - at:
@@ -5420,7 +5264,9 @@ def _decode_create_super_stream_request(
     binding_key: list[str | None] = []
     for _ in range(binding_key_count):
         if end - at < 2:
-            raise _truncated(_CREATE_SUPER_STREAM_REQUEST_4_FIELDS, at, end)
+            raise _truncated(
+                _CREATE_SUPER_STREAM_REQUEST_4, _CREATE_SUPER_STREAM_REQUEST_4_FIELDS, at, end
+            )
         (item_len_2,) = _CREATE_SUPER_STREAM_REQUEST_4.unpack_from(buf, at)
         at += 2
         if item_len_2 == -1:
@@ -5437,7 +5283,9 @@ def _decode_create_super_stream_request(
             at += item_len_2
         binding_key.append(item_4)
     if end - at < 4:
-        raise _truncated(_CREATE_SUPER_STREAM_REQUEST_5_FIELDS, at, end)
+        raise _truncated(
+            _CREATE_SUPER_STREAM_REQUEST_5, _CREATE_SUPER_STREAM_REQUEST_5_FIELDS, at, end
+        )
     (arguments_count,) = _CREATE_SUPER_STREAM_REQUEST_5.unpack_from(buf, at)
     at += 4
     if arguments_count < 0 or arguments_count * 4 > end - at:
@@ -5445,7 +5293,9 @@ def _decode_create_super_stream_request(
     arguments: list[Argument] = []
     for _ in range(arguments_count):
         if end - at < 2:
-            raise _truncated(_CREATE_SUPER_STREAM_REQUEST_6_FIELDS, at, end)
+            raise _truncated(
+                _CREATE_SUPER_STREAM_REQUEST_6, _CREATE_SUPER_STREAM_REQUEST_6_FIELDS, at, end
+            )
         (key_len,) = _CREATE_SUPER_STREAM_REQUEST_6.unpack_from(buf, at)
         at += 2
         if key_len == -1:
@@ -5461,7 +5311,9 @@ def _decode_create_super_stream_request(
                 ) from None
             at += key_len
         if end - at < 2:
-            raise _truncated(_CREATE_SUPER_STREAM_REQUEST_7_FIELDS, at, end)
+            raise _truncated(
+                _CREATE_SUPER_STREAM_REQUEST_7, _CREATE_SUPER_STREAM_REQUEST_7_FIELDS, at, end
+            )
         (value_len,) = _CREATE_SUPER_STREAM_REQUEST_7.unpack_from(buf, at)
         at += 2
         if value_len == -1:
@@ -5560,17 +5412,16 @@ class CreateSuperStreamResponse(Structure):
 
 
 _CREATE_SUPER_STREAM_RESPONSE_0 = struct.Struct(">IH")
-_CREATE_SUPER_STREAM_RESPONSE_0_FIELDS = (
-    ("CreateSuperStreamResponse.correlation_id", 0, 4),
-    ("CreateSuperStreamResponse.response_code", 4, 2),
-)
+_CREATE_SUPER_STREAM_RESPONSE_0_FIELDS = "CreateSuperStreamResponse: correlation_id response_code"
 
 
 def _decode_create_super_stream_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> CreateSuperStreamResponse:
     if end - at < 6:
-        raise _truncated(_CREATE_SUPER_STREAM_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(
+            _CREATE_SUPER_STREAM_RESPONSE_0, _CREATE_SUPER_STREAM_RESPONSE_0_FIELDS, at, end
+        )
     correlation_id, response_code = _CREATE_SUPER_STREAM_RESPONSE_0.unpack_from(buf, at)
     at += 6
     msg = CreateSuperStreamResponse(correlation_id, response_code)
@@ -5622,17 +5473,16 @@ class DeleteSuperStreamRequest(Structure):
 
 
 _DELETE_SUPER_STREAM_REQUEST_0 = struct.Struct(">Ih")
-_DELETE_SUPER_STREAM_REQUEST_0_FIELDS = (
-    ("DeleteSuperStreamRequest.correlation_id", 0, 4),
-    ("DeleteSuperStreamRequest.name", 4, 2),
-)
+_DELETE_SUPER_STREAM_REQUEST_0_FIELDS = "DeleteSuperStreamRequest: correlation_id name"
 
 
 def _decode_delete_super_stream_request(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> DeleteSuperStreamRequest:
     if end - at < 6:
-        raise _truncated(_DELETE_SUPER_STREAM_REQUEST_0_FIELDS, at, end)
+        raise _truncated(
+            _DELETE_SUPER_STREAM_REQUEST_0, _DELETE_SUPER_STREAM_REQUEST_0_FIELDS, at, end
+        )
     correlation_id, name_len = _DELETE_SUPER_STREAM_REQUEST_0.unpack_from(buf, at)
     at += 6
     if name_len == -1:
@@ -5702,17 +5552,16 @@ class DeleteSuperStreamResponse(Structure):
 
 
 _DELETE_SUPER_STREAM_RESPONSE_0 = struct.Struct(">IH")
-_DELETE_SUPER_STREAM_RESPONSE_0_FIELDS = (
-    ("DeleteSuperStreamResponse.correlation_id", 0, 4),
-    ("DeleteSuperStreamResponse.response_code", 4, 2),
-)
+_DELETE_SUPER_STREAM_RESPONSE_0_FIELDS = "DeleteSuperStreamResponse: correlation_id response_code"
 
 
 def _decode_delete_super_stream_response(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> DeleteSuperStreamResponse:
     if end - at < 6:
-        raise _truncated(_DELETE_SUPER_STREAM_RESPONSE_0_FIELDS, at, end)
+        raise _truncated(
+            _DELETE_SUPER_STREAM_RESPONSE_0, _DELETE_SUPER_STREAM_RESPONSE_0_FIELDS, at, end
+        )
     correlation_id, response_code = _DELETE_SUPER_STREAM_RESPONSE_0.unpack_from(buf, at)
     at += 6
     msg = DeleteSuperStreamResponse(correlation_id, response_code)
