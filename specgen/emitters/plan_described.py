@@ -118,7 +118,7 @@ class FieldPlan:
     codes: list[int]  # constructors allowed (null aside)
     doc: str  # the spec's text, its whitespace normalised
     allowed: str = ""  # the name (Code) of its constructors' set in the module ("" for any)
-    column: tuple[str, str, str] = ("", "", "")  # Arrow type, Spark type, how a value becomes one
+    column: tuple[str, str] = ("", "")  # Arrow type, how a value becomes one
     writer: str = ""  # the function (Code) writing its value
     kind: str = ""  # its primitive's kind (int, string, ...; "" for "*" or a composite)
 
@@ -568,33 +568,33 @@ def _field(
     )
 
 
-# AMQP type -> (Arrow type, Spark type, how a value becomes a cell); anything else is JSON text
-SPARK: dict[str, tuple[str, str, str]] = {
-    "boolean": ("pa.bool_()", "BOOLEAN", "plain"),
-    "ubyte": ("pa.int16()", "SMALLINT", "plain"),
-    "ushort": ("pa.int32()", "INT", "plain"),
-    "uint": ("pa.int64()", "BIGINT", "plain"),
-    "ulong": ("pa.decimal128(20, 0)", "DECIMAL(20,0)", "plain"),
-    "byte": ("pa.int8()", "TINYINT", "plain"),
-    "short": ("pa.int16()", "SMALLINT", "plain"),
-    "int": ("pa.int32()", "INT", "plain"),
-    "long": ("pa.int64()", "BIGINT", "plain"),
-    "float": ("pa.float32()", "FLOAT", "plain"),
-    "double": ("pa.float64()", "DOUBLE", "plain"),
-    "timestamp": ('pa.timestamp("ms", tz="UTC")', "TIMESTAMP", "plain"),
-    "char": ("pa.string()", "STRING", "plain"),
-    "string": ("pa.string()", "STRING", "plain"),
-    "symbol": ("pa.string()", "STRING", "plain"),
-    "binary": ("pa.binary()", "BINARY", "plain"),
-    "uuid": ("pa.string()", "STRING", "text"),
+# AMQP type -> (Arrow type, how a value becomes a cell); anything else is JSON text
+SPARK: dict[str, tuple[str, str]] = {
+    "boolean": ("pa.bool_()", "plain"),
+    "ubyte": ("pa.int16()", "plain"),
+    "ushort": ("pa.int32()", "plain"),
+    "uint": ("pa.int64()", "plain"),
+    "ulong": ("pa.decimal128(20, 0)", "plain"),
+    "byte": ("pa.int8()", "plain"),
+    "short": ("pa.int16()", "plain"),
+    "int": ("pa.int32()", "plain"),
+    "long": ("pa.int64()", "plain"),
+    "float": ("pa.float32()", "plain"),
+    "double": ("pa.float64()", "plain"),
+    "timestamp": ('pa.timestamp("ms", tz="UTC")', "plain"),
+    "char": ("pa.string()", "plain"),
+    "string": ("pa.string()", "plain"),
+    "symbol": ("pa.string()", "plain"),
+    "binary": ("pa.binary()", "plain"),
+    "uuid": ("pa.string()", "text"),
 }
 """Spark has no unsigned integers: each takes the narrowest signed type holding all its values
-(ulong is DECIMAL(20,0), exact over its range)."""
+(ulong is decimal128(20, 0), exact over its range)."""
 
 
-def spark_column(f: FieldPlan) -> tuple[str, str, str]:
-    """(Arrow type, Spark type, conversion) of a field's column; the Arrow type is code."""
+def spark_column(f: FieldPlan) -> tuple[str, str]:
+    """(Arrow type, conversion) of a field's column; the Arrow type is code."""
     if f.multiple or not f.prim or f.prim not in SPARK:
-        return (Code("pa.string()"), "STRING", "json")
-    arrow, spark, how = SPARK[f.prim]
-    return (Code(arrow), spark, how)
+        return (Code("pa.string()"), "json")
+    arrow, how = SPARK[f.prim]
+    return (Code(arrow), how)

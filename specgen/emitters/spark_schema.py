@@ -1,20 +1,20 @@
 """Emitter: the schema of `specgen decode`'s frames table for one protocol version.
 
-`generated/<package>/<version>/spark_schema.py` holds the frames table as an Arrow schema and as
-Spark DDL, and one column builder per message class that turns a list of decoded messages into
-one Arrow struct column. Builders work column-wise: one list comprehension per leaf field,
-nested lists flattened once per level, then `pa.StructArray.from_arrays` and
-`pa.ListArray.from_arrays`; no per-row dicts, no per-field calls.
+`generated/<package>/<version>/spark_schema.py` holds the frames table as an Arrow schema, and
+one column builder per message class that turns a list of decoded messages into one Arrow
+struct column. Builders work column-wise: one list comprehension per leaf field, nested lists
+flattened once per level, then `pa.StructArray.from_arrays` and `pa.ListArray.from_arrays`; no
+per-row dicts, no per-field calls.
 
-Type mapping (Spark has no unsigned integers): every integer maps to the narrowest signed Spark
-type that holds all its values, so uint8 -> SMALLINT, uint16 and uint24 -> INT, uint32 ->
-BIGINT, and uint64 -> DECIMAL(20,0), exact over the whole range (a BIGINT would turn publishing
-ids and offsets above 2**63 negative without a word). A switch whose cases are integers takes the
-narrowest type holding every case (`uint64 | int64` -> DECIMAL(20,0)); a switch of structures
-becomes a struct with one nullable member per case. Strings are STRING, bytes BINARY, arrays
-ARRAY, structures STRUCT; bit-field members are integers of the owner, as in the dataclasses.
-A message without fields (Heartbeat) has no column: Parquet cannot store an empty struct, and
-the `message` column already says everything about it.
+Type mapping (Spark, which reads the table, has no unsigned integers): every integer maps to the
+narrowest signed Arrow integer that holds all its values, so uint8 -> int16, uint16 and uint24 ->
+int32, uint32 -> int64, and uint64 -> decimal128(20, 0), exact over the whole range (an int64
+would turn publishing ids and offsets above 2**63 negative without a word). A switch whose cases
+are integers takes the narrowest type holding every case (`uint64 | int64` -> decimal128(20, 0));
+a switch of structures becomes a struct with one nullable member per case. Strings are string,
+bytes binary, arrays lists, structures structs; bit-field members are integers of the owner, as
+in the dataclasses. A message without fields (Heartbeat) has no column: Parquet cannot store an
+empty struct, and the `message` column already says everything about it.
 """
 
 from __future__ import annotations
@@ -53,14 +53,14 @@ from specgen.ir import (
 )
 from specgen.registry import SpecVersion
 
-# (bits, Arrow type, Spark DDL type), narrowest first
+# (bits, Arrow type), narrowest first
 _SIGNED = (
-    (8, Code("pa.int8()"), "TINYINT"),
-    (16, Code("pa.int16()"), "SMALLINT"),
-    (32, Code("pa.int32()"), "INT"),
-    (64, Code("pa.int64()"), "BIGINT"),
+    (8, Code("pa.int8()")),
+    (16, Code("pa.int16()")),
+    (32, Code("pa.int32()")),
+    (64, Code("pa.int64()")),
 )
-_DECIMAL = (Code("pa.decimal128(20, 0)"), "DECIMAL(20,0)")
+_DECIMAL = Code("pa.decimal128(20, 0)")
 
 # Arrow types written as they are: expressions of the generated module, no spec text in them
 _STRING = Code("pa.string()")
@@ -73,12 +73,11 @@ _TAKEN = {"msgs", "rows", "cid", "code", "x", "y", "pa", "row", "value"}
 
 @dataclass
 class Col:
-    """One column type: its Arrow type (an expression of the generated module) and its Spark
-    DDL type (text: the template writes it inside a string literal), and what builds it."""
+    """One column type: its Arrow type (an expression of the generated module) and what
+    builds it."""
 
     kind: Literal["leaf", "struct", "list", "union"]
     arrow: Code
-    ddl: str
     via: Code = Code("")  # leaf: build with this Arrow type, then cast (uint64 -> decimal is fast)
     convert: str = ""  # leaf: a function of the generated module that makes the values fit
     # struct: (column name, attribute, type, value may be None); union: (name, class, type, _)
@@ -150,7 +149,7 @@ def prepare(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> SchemaCo
         if not members:
             fieldless.append(m.cls)
             continue
-        col = Col("struct", _struct_arrow(members), _struct_ddl(members), members=members)
+        col = Col("struct", _struct_arrow(members), members=members)
         code = _Code()
         expr = code.struct(col, "msgs", False, [])
         roles: dict[str, str] = {
@@ -248,7 +247,6 @@ def emit(
         shared_imports=sorted((f"_{key}" for kind, key in found), key=isort_key),
         imports=sorted(imports, key=isort_key),
         fragments=any(c.cls == "Fragment" for c in code.columns),
-        ddl_name=ddl_name,
         **code.context,
     )
     return {"spark_schema.py": text}
@@ -282,13 +280,13 @@ def _fragment_column(mapper: _Mapper, head: Struct | None) -> ColumnPlan:
     frame reader's `Fragment`): the class of the message whose frame they follow, whether they
     start a message, and the head such octets start with (null where they do not)."""
     members = [
-        ("follows", "follows", Col("leaf", _STRING, "STRING"), False),
-        ("first", "first", Col("leaf", _BOOL, "BOOLEAN"), False),
+        ("follows", "follows", Col("leaf", _STRING), False),
+        ("first", "first", Col("leaf", _BOOL), False),
     ]
     if head is not None:
         mapper.owner = "Fragment"
         members.append(("head", "head", mapper.col(head, "Fragment.head"), True))
-    col = Col("struct", _struct_arrow(members), _struct_ddl(members), members=members)
+    col = Col("struct", _struct_arrow(members), members=members)
     code = _Code()
     expr = code.struct(col, "msgs", False, [])
     return ColumnPlan("fragment", "Fragment", col, code.gathers, expr, {})
@@ -334,21 +332,8 @@ def _arrow_struct(fields: list[tuple[str, Code]]) -> Code:
     )
 
 
-def ddl_name(name: str) -> str:
-    """A column or member name in Spark DDL: between backticks, a backtick in it doubled."""
-    return "`" + name.replace("`", "``") + "`"
-
-
-def _ddl_struct(fields: list[tuple[str, str]]) -> str:
-    return "STRUCT<" + ", ".join(f"{ddl_name(n)}: {ddl}" for n, ddl in fields) + ">"
-
-
 def _struct_arrow(members: list[tuple[str, str, Col, bool]]) -> Code:
     return _arrow_struct([(n, c.arrow) for n, _, c, _ in members])
-
-
-def _struct_ddl(members: list[tuple[str, str, Col, bool]]) -> str:
-    return _ddl_struct([(n, c.ddl) for n, _, c, _ in members])
 
 
 def _int_range(name: str) -> tuple[int, int]:
@@ -358,14 +343,14 @@ def _int_range(name: str) -> tuple[int, int]:
 
 
 def _int_col(low: int, high: int) -> Col:
-    """The narrowest signed Spark integer holding low..high, else DECIMAL(20,0)."""
-    for bits, arrow, ddl in _SIGNED:
+    """The narrowest signed integer column holding low..high, else decimal128(20, 0)."""
+    for bits, arrow in _SIGNED:
         if low >= -(1 << (bits - 1)) and high < (1 << (bits - 1)):
-            return Col("leaf", arrow, ddl)
+            return Col("leaf", arrow)
     if low < -(1 << 63) or high >= 1 << 64:
         raise PlanError(f"no Spark type holds integers {low}..{high}")
     # unsigned values build as uint64 and cast in Arrow: far faster than Python ints to decimal
-    return Col("leaf", _DECIMAL[0], _DECIMAL[1], via=Code("pa.uint64()" if low >= 0 else ""))
+    return Col("leaf", _DECIMAL, via=Code("pa.uint64()" if low >= 0 else ""))
 
 
 class _Mapper:
@@ -387,7 +372,7 @@ class _Mapper:
                         if m.type.value is None:
                             name = attr_name(m.name)
                             col = (
-                                Col("leaf", _BOOL, "BOOLEAN")
+                                Col("leaf", _BOOL)
                                 if m.type.boolean
                                 else _int_col(0, (1 << m.type.bits) - 1)
                             )
@@ -423,31 +408,27 @@ class _Mapper:
                 if p.kind == "int":
                     return _int_col(*_int_range(t.name))
                 return {
-                    "string": Col("leaf", _STRING, "STRING"),
-                    "bytes": Col("leaf", _BINARY, "BINARY"),
-                    "bool": Col("leaf", _BOOL, "BOOLEAN"),
-                    "float": Col(
-                        "leaf",
-                        Code("pa.float32()" if p.width == 4 else "pa.float64()"),
-                        "FLOAT" if p.width == 4 else "DOUBLE",
-                    ),
-                    "timestamp": Col("leaf", Code('pa.timestamp("s", tz="UTC")'), "TIMESTAMP"),
-                    # a scale per value: exact as text, where one DECIMAL(p, s) column would round
-                    "decimal": Col("leaf", _STRING, "STRING", convert="_texts"),
+                    "string": Col("leaf", _STRING),
+                    "bytes": Col("leaf", _BINARY),
+                    "bool": Col("leaf", _BOOL),
+                    "float": Col("leaf", Code("pa.float32()" if p.width == 4 else "pa.float64()")),
+                    "timestamp": Col("leaf", Code('pa.timestamp("s", tz="UTC")')),
+                    # a scale per value: exact as text (one decimal128(p, s) column would round)
+                    "decimal": Col("leaf", _STRING, convert="_texts"),
                 }[p.kind]
             case Ref() | Map() | Choice():
                 # field tables and the like: any shape, any depth; kept as JSON text
-                return Col("leaf", _STRING, "STRING", convert="_json")
+                return Col("leaf", _STRING, convert="_json")
             case Blob():
-                return Col("leaf", _BINARY, "BINARY")
+                return Col("leaf", _BINARY)
             case Array():
                 item = self.col(t.item, f"{label}[]")
-                return Col("list", Code(f"pa.list_({item.arrow})"), f"ARRAY<{item.ddl}>", item=item)
+                return Col("list", Code(f"pa.list_({item.arrow})"), item=item)
             case Struct():
                 members = self.members(t.fields, label)
                 if not members:
                     raise PlanError(f"{label}: Parquet cannot store the empty structure {t.name}")
-                return Col("struct", _struct_arrow(members), _struct_ddl(members), members=members)
+                return Col("struct", _struct_arrow(members), members=members)
             case Switch():
                 return self._switch(t, label)
             case Bits() | BitField() | Presence() | Alternatives() | Typed():
@@ -479,7 +460,7 @@ class _Mapper:
                     raise PlanError(f"{label}: no Spark type for the peeked case {c.label!r}")
             if len({m[1] for m in members}) != len(members):
                 raise PlanError(f"{label}: two cases of a peeked switch share a Python type")
-            return Col("union", _struct_arrow(members), _struct_ddl(members), members=members)
+            return Col("union", _struct_arrow(members), members=members)
         raise PlanError(f"{label}: no Spark type for a switch mixing {sorted(map(str, types))}")
 
 
@@ -536,12 +517,11 @@ class _Code:
 
 @dataclass
 class PackedMember:
-    """One member of a packing-flag struct's column: its attribute, Arrow and Spark types and
-    the generated converter that makes its values fit (`_same` when they already do)."""
+    """One member of a packing-flag struct's column: its attribute, Arrow type and the
+    generated converter that makes its values fit (`_same` when they already do)."""
 
     attr: str
     arrow: Code
-    ddl: str
     convert: str
 
 
@@ -555,10 +535,6 @@ class PackedColumn:
     def arrow(self) -> Code:
         return _arrow_struct([(m.attr, m.arrow) for m in self.members])
 
-    @property
-    def ddl(self) -> str:
-        return _ddl_struct([(m.attr, m.ddl) for m in self.members])
-
 
 @dataclass
 class PackedColumns:
@@ -571,10 +547,7 @@ class PackedColumns:
     fieldless: list[str]
 
 
-_RANGES = (
-    Code('pa.list_(pa.struct([pa.field("first", pa.int64()), pa.field("last", pa.int64())]))'),
-    "ARRAY<STRUCT<`first`: BIGINT, `last`: BIGINT>>",
-)
+_RANGES = Code('pa.list_(pa.struct([pa.field("first", pa.int64()), pa.field("last", pa.int64())]))')
 
 
 def packed_columns(packed: PackedPlan) -> PackedColumns:
@@ -607,9 +580,9 @@ def _packed_member(f: FieldPlan, prims: dict[str, PrimPlan]) -> PackedMember | N
     bytes as they are, sequence sets and byte ranges as lists of (first, last), and values of
     any shape (maps, lists, arrays, coded and nested structs) as JSON text."""
     if f.kind == "bit":
-        return PackedMember(f.attr, _BOOL, "BOOLEAN", "_same")
+        return PackedMember(f.attr, _BOOL, "_same")
     if f.kind == "struct":
-        return PackedMember(f.attr, _STRING, "STRING", "_json")
+        return PackedMember(f.attr, _STRING, "_json")
     p = prims[f.prim]
     if p.impl == "void":
         return None
@@ -619,21 +592,17 @@ def _packed_member(f: FieldPlan, prims: dict[str, PrimPlan]) -> PackedMember | N
         bits = 8 * width
         low, high = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
         col = _int_col(low, high)
-        return PackedMember(f.attr, col.arrow, col.ddl, "_decimals" if col.via else "_ints")
-    simple: dict[str, tuple[Code, str, str]] = {
-        "bool": (_BOOL, "BOOLEAN", "_same"),
-        "char": (_STRING, "STRING", "_same"),
-        "str": (_STRING, "STRING", "_same"),
-        "bin": (_BINARY, "BINARY", "_same"),
-        "vbin": (_BINARY, "BINARY", "_same"),
-        "uuid": (_STRING, "STRING", "_text"),
-        "dec": (_STRING, "STRING", "_text"),
-        "float": (
-            Code("pa.float32()" if p.fixed == 4 else "pa.float64()"),
-            "FLOAT" if p.fixed == 4 else "DOUBLE",
-            "_same",
-        ),
-        "ranges": (_RANGES[0], _RANGES[1], "_ranges"),
+        return PackedMember(f.attr, col.arrow, "_decimals" if col.via else "_ints")
+    simple: dict[str, tuple[Code, str]] = {
+        "bool": (_BOOL, "_same"),
+        "char": (_STRING, "_same"),
+        "str": (_STRING, "_same"),
+        "bin": (_BINARY, "_same"),
+        "vbin": (_BINARY, "_same"),
+        "uuid": (_STRING, "_text"),
+        "dec": (_STRING, "_text"),
+        "float": (Code("pa.float32()" if p.fixed == 4 else "pa.float64()"), "_same"),
+        "ranges": (_RANGES, "_ranges"),
     }
-    arrow, ddl, convert = simple.get(p.impl, (_STRING, "STRING", "_json"))
-    return PackedMember(f.attr, arrow, ddl, convert)
+    arrow, convert = simple.get(p.impl, (_STRING, "_json"))
+    return PackedMember(f.attr, arrow, convert)
