@@ -102,7 +102,9 @@ def test_an_overlay_reaches_the_generated_code(tmp_path: Path) -> None:
     path.write_text(json.dumps({"entries": [{**base, **e} for e in entries]}, indent=1))
     spec = replace(find("amqp-0-10"), overlay=path)
     files = render_all([spec])
-    codec = files["amqp_0_10/v0_10/commands.py"] + files["amqp_0_10/v0_10/enums.py"]
+    codec = "".join(
+        files[f"amqp_0_10/v0_10/{module}.py"] for module in ("commands", "enums", "message")
+    )
     assert "MIN_MAX_FRAME_SIZE = 8192\n" in codec and "4096" not in codec
     flow = codec[codec.index("class MessageFlow(") : codec.index("class MessageFlush(")]
     assert '"""value: credit, sixteen bits wide by this overlay"""' in flow

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from specgen.emitters import pytext, sharing
+from specgen.emitters import imports, pytext, sharing
 from specgen.emitters.plan import (
     BitsStep,
     BoolCheck,
@@ -535,21 +535,15 @@ def _emit_packed(
     value_names |= {n for n in ("Array", "Typed") if n in annotations}
     enums = {f.enum for f in fields if f.enum}
     enums |= {packed.segments.type_enum, packed.segments.track_enum}
-    body = _packed_macro(
-        renderer,
-        "_packed_macros",
-        "commands_module",
+    files = _packed_modules(
+        spec,
+        protocol,
         packed,
-        common["title"],
-        spec.version,
+        renderer,
         sorted(enums, key=isort_key),
         sorted(value_names, key=_natural),
-        [m for m in ("decimal", "uuid") if f"{m}." in annotations],
     )
-    files = {
-        "commands.py": renderer.render(
-            "python/commands.py.j2", spec, protocol, packed_body=body, **common
-        ),
+    files |= {
         "enums.py": renderer.render(
             "python/enums.py.j2",
             spec,
@@ -587,6 +581,115 @@ def _emit_packed(
         **common,
     )
     return files
+
+
+# the frame layer's names the commands module reads, and the module giving each; the frame
+# reader's classes it subclasses under a private name, its own being called so
+_FRAME_LAYER = {
+    **imports.provided("..errors", ["DecodeError"]),
+    **imports.provided("..framing", ["HEADER", "HEADER_SIZE", "MAX_FRAME_SIZE", "PROTOCOL_HEADER"]),
+    **imports.provided(
+        "..frame_reader", ["Frame", "ProtocolHeader", "decode_frame", "encode_frame"]
+    ),
+    **{f"_{n}": f"..frame_reader:{n}" for n in ("Assembler", "Assemblies", "Segment")},
+}
+
+
+def _packed_modules(
+    spec: SpecVersion,
+    protocol: Protocol,
+    packed: PackedPlan,
+    renderer: Renderer,
+    enums: list[str],
+    value_names: list[str],
+) -> dict[str, str]:
+    """A segment layer's codec modules: one per spec class (its structs, controls and commands,
+    as the spec groups them), and `commands.py`, which dispatches to them all and re-exports
+    their classes. Each module imports what its code reads."""
+    groups: dict[str, tuple[list[Any], list[Any]]] = {}
+    for s in packed.structs:
+        groups.setdefault(_spec_class(s.name), ([], []))[0].append(s)
+    for m in packed.methods:
+        groups.setdefault(_spec_class(m.name), ([], []))[1].append(m)
+    session = _spec_class(packed.structs[0].name) if packed.structs else ""  # its header first
+    bodies = {
+        g: _packed_macro(renderer, "_packed_macros", "group_body", packed, ss, ms, g == session)
+        for g, (ss, ms) in groups.items()
+    }
+    providers = {
+        **imports.provided("..values", [*value_names, "_Record"]),
+        **imports.provided(".enums", enums),
+        **_FRAME_LAYER,
+    }
+    classes: list[str] = []
+    for g, text in bodies.items():
+        defined = block("module", g, text).defines
+        providers |= imports.provided(f".{g}", defined)
+        classes += sorted((n for n in defined if n[:1].isupper()), key=isort_key)
+    title = spec.title or spec.protocol
+    files: dict[str, str] = {}
+    for g, text in bodies.items():
+        names = sorted({s.name.split(".", 1)[1] for s in groups[g][0] + groups[g][1]})
+        doc = _packed_macro(
+            renderer, "_packed_macros", "group_doc", packed, title, spec.version, g, names
+        )
+        files[f"{g}.py"] = _packed_module(
+            spec, protocol, packed, renderer, doc, text, providers, f"{g}.py", enums, []
+        )
+    doc = _packed_macro(renderer, "_packed_macros", "commands_doc", packed, title, spec.version)
+    body = _packed_macro(renderer, "_packed_macros", "commands_body", packed)
+    body += "\n\n__all__ = [\n" + "".join(f"    {n!r},\n" for n in classes) + "]\n"
+    files["commands.py"] = _packed_module(
+        spec, protocol, packed, renderer, doc, body, providers, "commands.py", enums, classes
+    )
+    return files
+
+
+def _spec_class(name: str) -> str:
+    """The spec class a qualified XML name (`message.transfer`) belongs to: its module's name."""
+    return name.split(".", 1)[0].replace("-", "_")
+
+
+def _packed_module(
+    spec: SpecVersion,
+    protocol: Protocol,
+    packed: PackedPlan,
+    renderer: Renderer,
+    doc: str,
+    body: str,
+    providers: dict[str, str],
+    where: str,
+    enums: list[str],
+    exported: list[str],
+) -> str:
+    """One module: its docstring, the imports its body reads (and the names it re-exports), the
+    constants it reads, then the body."""
+    prims = {
+        f"_{p.py.upper()}": f">{p.param}"
+        for p in packed.used_prims
+        if p.impl in ("int", "float") and p.param != "B"
+    } | {
+        f"_{p.py.upper()}_PAIR": f">{p.param}{p.param}"
+        for p in packed.used_prims
+        if p.impl == "ranges"
+    }
+    reads = block("module", where, body).uses
+    used_prims = [(n, f) for n, f in prims.items() if n in reads]
+    used_maps = [e for e in enums if f"_{e}" in reads]
+    local = _packed_macro(
+        renderer, "_packed_macros", "module_locals", used_prims, used_maps, "_Class" in reads
+    )
+    found = imports.needed(local + body, providers, f"{spec.qualified} {where}", exported)
+    lines = found.text()
+    for m in ("decimal", "uuid"):  # named by annotations: get_type_hints() resolves them here
+        lines = lines.replace(f"import {m}\n", f"import {m}  # for annotations (get_type_hints)\n")
+    return renderer.render(
+        "python/commands.py.j2",
+        spec,
+        protocol,
+        # each part was rendered from the plan (spec text through its filters), or is names
+        packed_body=Code(f"{doc}\nfrom __future__ import annotations\n\n{lines}\n{local}{body}"),
+    )
 
 
 def _enums(

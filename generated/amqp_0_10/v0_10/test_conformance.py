@@ -7,6 +7,7 @@ fields absent (from its size, pack and codes) and with all present, and truncati
 from __future__ import annotations
 
 import decimal
+import sys
 import uuid
 from typing import Any
 
@@ -1409,15 +1410,20 @@ METHOD_CASES: list[tuple[str, Any, str, int, int, int]] = [
 ]
 
 
+def _codec(value: Any, kind: str) -> Any:
+    """A struct's reader or writer, from the module of its spec class that defines it."""
+    return getattr(sys.modules[type(value).__module__], f"_{kind}_{codec_name(value)}")
+
+
 def _struct_bytes(value: Any) -> bytes:
     out = bytearray()
-    getattr(commands, f"_w_{codec_name(value)}")(out, value, "test")
+    _codec(value, "w")(out, value, "test")
     return bytes(out)
 
 
 def _struct_value(value: Any, data: bytes) -> Any:
     buf = memoryview(data)
-    decoded, at = getattr(commands, f"_r_{codec_name(value)}")(buf, 0, len(buf), "test")
+    decoded, at = _codec(value, "r")(buf, 0, len(buf), "test")
     assert at == len(buf)
     return decoded
 

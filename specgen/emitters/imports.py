@@ -1,0 +1,92 @@
+"""A generated module's imports, worked out from the names its code reads.
+
+A back-end that spreads one version's code over several modules renders each module's body
+first, then asks here what the body reads that it does not bind and where each name comes
+from. A name nobody provides is an error of the generator, raised before anything is written.
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from specgen.emitters.naming import PlanError
+from specgen.emitters.plan import isort_key
+from specgen.emitters.sharing import block
+
+# what the generated modules take from the standard library, by name
+STANDARD: Mapping[str, str] = {
+    "Any": "typing",
+    "ClassVar": "typing",
+    "TypeAlias": "typing",
+    "Callable": "collections.abc",
+}
+MODULES = frozenset({"struct", "uuid", "decimal"})  # imported whole, read as `struct.Struct`
+
+
+@dataclass
+class Imports:
+    """Where one module's names come from: whole modules, names by the module giving them, and
+    names taken under another (`Assembler as _Assembler`), each a statement of its own."""
+
+    modules: set[str] = field(default_factory=set)
+    names: dict[str, set[str]] = field(default_factory=dict)
+    renamed: dict[str, set[tuple[str, str]]] = field(default_factory=dict)  # module -> (name, as)
+
+    def text(self) -> str:
+        """The import lines, in ruff's isort order: the standard library, then the package's
+        modules, farthest first (`..values` before `.enums`)."""
+        standard = [f"import {m}" for m in sorted(self.modules)]
+        standard += self._statements(m for m in self.names if not m.startswith("."))
+        own = sorted(
+            {m for m in [*self.names, *self.renamed] if m.startswith(".")},
+            key=lambda m: (-(len(m) - len(m.lstrip("."))), m.lstrip(".")),
+        )
+        local = self._statements(own)
+        return "\n".join(standard) + ("\n\n" + "\n".join(local) if local else "")
+
+    def _statements(self, modules: Iterable[str]) -> list[str]:
+        out: list[str] = []
+        for m in sorted(modules) if not isinstance(modules, list) else modules:
+            each = [(n, f"from {m} import {n} as {alias}") for n, alias in self.renamed.get(m, ())]
+            names = sorted(self.names.get(m, ()), key=natural)
+            if names:
+                each.append((names[0], f"from {m} import {', '.join(names)}"))
+            out += [line for _, line in sorted(each, key=lambda e: natural(e[0]))]
+        return out
+
+
+def natural(name: str) -> tuple[int, list[int | str]]:
+    """ruff's order of imported names: CONSTANTS, Classes, functions, case aside, numbers by
+    value (`_r_str8` before `_r_str16`)."""
+    parts = re.split(r"(\d+)", name.lower())
+    return isort_key(name)[0], [int(p) if p.isdigit() else p for p in parts]
+
+
+def needed(
+    body: str, providers: Mapping[str, str], where: str, also: Iterable[str] = ()
+) -> Imports:
+    """What `body` must import: each name it reads but does not bind (and the names `also`, which
+    it re-exports), from `providers` (name -> the module giving it, relative like `..values`;
+    `module:Name` for a name taken under another) or the standard library."""
+    found = Imports()
+    for name in sorted(block("module", where, body).uses | set(also)):
+        if name in MODULES:
+            found.modules.add(name)
+        elif name in providers and ":" in providers[name]:
+            module, original = providers[name].split(":")
+            found.renamed.setdefault(module, set()).add((original, name))
+        elif name in providers:
+            found.names.setdefault(providers[name], set()).add(name)
+        elif name in STANDARD:
+            found.names.setdefault(STANDARD[name], set()).add(name)
+        elif not hasattr(builtins, name):
+            raise PlanError(f"{where}: the generated code reads {name!r}, which nothing provides")
+    return found
+
+
+def provided(module: str, names: Iterable[str]) -> dict[str, str]:
+    """`names`, each given by `module`."""
+    return {name: module for name in names}
