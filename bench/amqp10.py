@@ -640,7 +640,10 @@ def ours_and_floors() -> dict[str, tuple[Peer, Floor]]:
 
 
 def cases() -> list[Case]:
-    o, p, y = ours_objects(), proton_objects(), pyamqp_objects()
+    """Every case with specgen, the floor, proton and (when azure-servicebus is installed)
+    `_pyamqp`."""
+    o, p = ours_objects(), proton_objects()
+    y = pyamqp_objects() if PYAMQP else {}
     payload = amqp.encode_message(o["message"])  # the opaque payload of "transfer"
     ours = ours_and_floors()
 
@@ -661,24 +664,23 @@ def cases() -> list[Case]:
         py_encode.encode_payload(out, y["message"])
         return _pyamqp_frame(1, y["transfer"]._replace(payload=out))
 
-    peers = {
-        "open": {
-            "proton": Peer(_proton_frame(0, p["open"]), proton_decode, _proton_view),
-            "pyamqp": pyamqp_peer(0, y["open"]),
-        },
-        "attach": {
-            "proton": Peer(_proton_frame(1, p["attach"]), proton_decode, _proton_view),
-            "pyamqp": pyamqp_peer(1, y["attach"]),
-        },
+    peers: dict[str, dict[str, Peer]] = {
+        "open": {"proton": Peer(_proton_frame(0, p["open"]), proton_decode, _proton_view)},
+        "attach": {"proton": Peer(_proton_frame(1, p["attach"]), proton_decode, _proton_view)},
         "transfer": {
-            "proton": Peer(_proton_frame(1, p["transfer"], payload), proton_decode, _proton_view),
-            "pyamqp": pyamqp_peer(1, y["transfer"]._replace(payload=payload)),
+            "proton": Peer(_proton_frame(1, p["transfer"], payload), proton_decode, _proton_view)
         },
         "transfer+message": {
-            "proton": Peer(proton_message_encode, proton_decode_message, _proton_view),
-            "pyamqp": Peer(pyamqp_message_encode, pyamqp_decode_message, _pyamqp_view),
+            "proton": Peer(proton_message_encode, proton_decode_message, _proton_view)
         },
     }
+    if PYAMQP:
+        peers["open"]["pyamqp"] = pyamqp_peer(0, y["open"])
+        peers["attach"]["pyamqp"] = pyamqp_peer(1, y["attach"])
+        peers["transfer"]["pyamqp"] = pyamqp_peer(1, y["transfer"]._replace(payload=payload))
+        peers["transfer+message"]["pyamqp"] = Peer(
+            pyamqp_message_encode, pyamqp_decode_message, _pyamqp_view
+        )
     return [
         Case(name, {"specgen": specgen, **peers[name]}, floor_codec)
         for name, (specgen, floor_codec) in ours.items()
@@ -686,6 +688,8 @@ def cases() -> list[Case]:
 
 
 def _pyamqp_defaults(code: int) -> list[Any]:
+    if not PYAMQP:
+        return []
     return list(py_decode._PERFORMATIVE_FIELD_DEFAULTS.get(code, []))
 
 
