@@ -1,17 +1,26 @@
 """Speed of the generated AMQP 1.0 codec against a hand-written floor and two peers, measured in
 the same run, each ratio printed beside its goal (issue 28).
 
-    .venv/bin/python bench/amqp10.py [--quick] [--budget SECONDS] [--only NAME ...]
+    PYTHONPATH=. .venv/bin/python bench/amqp10.py [--quick] [--budget SECONDS] [--only NAME ...]
+        [--results DIR]
 
-The floor (bench/amqp10_floor.py) is what a careful programmer would write for exactly these
-frames with precompiled `struct.Struct`s: it makes the checks the generated codec makes (header,
-descriptor, list size and count, every field's constructor against its type, every length
-against the bytes, mandatory fields, nothing after the last field) and builds the same result
-objects, calling the generated classes with positional arguments and keeping the encodings seen,
-because a hand-written codec returns objects too. Goals: specgen at >= 0.8x the floor on every
-cell (decode of specgen's bytes, and encode), decode >= 1.3x `_pyamqp` and encode >= 3x it.
-The floor is timed on every encoding it reads (it reads all three); the goal is the row of
-specgen's bytes. No tuples-only floor is shown.
+The codec measured is the `specgen_codecs` of the specgen that Python imports (the checkout
+on PYTHONPATH, else the installed one); the first line printed names its folder.
+
+The floor (bench/floors/amqp10.py) is what a careful programmer would write for exactly these
+frames with precompiled `struct.Struct`s and classes of its own (a `__slots__` class per
+performative, source, target and message section with the generated class's name and fields
+and a plain `__init__`; its own `Frame`, `Message`, `UInt`, `Symbol`, `Array`...): it makes the
+checks the generated codec makes (header, descriptor, list size and count, every field's
+constructor against its type, every length against the bytes, utf-8 and ascii, mandatory
+fields, nothing after the last field) and builds objects of its own, keeping the encodings seen
+(`_wire`) as the generated classes do, because a hand-written codec returns objects too. It
+imports no generated code, so a cost in the generated classes is not in the floor. Its encoder
+is timed on its own object, decoded from specgen's bytes (the smallest encodings, which is what
+it writes). Goals: specgen at >= 0.8x the floor on every cell (decode of specgen's bytes, and
+encode), decode >= 1.3x `_pyamqp` and encode >= 3x it. The floor is timed on every encoding it
+reads (it reads all three); the goal is the row of specgen's bytes. No tuples-only floor is
+shown.
 
 The last line times `FrameReader` over a stream of these frames fed in 64 KiB chunks against
 `decode` of the same frames at offsets known beforehand (goal >= 0.95x).
@@ -54,14 +63,17 @@ The three encoders write different, legal bytes for every case: proton uses list
 map32 and sym32 where specgen picks the 8-bit forms; _pyamqp writes sym32 array elements, 0x56
 booleans and every trailing null field. Before timing,
 every codec decodes every codec's bytes and the decoded fields must agree (a field left unset
-may come back as its spec default: `_pyamqp` fills those in); a disagreement aborts the run.
+may come back as its spec default: `_pyamqp` fills those in), the floor's objects must agree
+with the generated decoder's field by field, `_wire` included (bench/floors/compare.py), and the
+floor must write specgen's bytes; a disagreement aborts the run.
 Decode is then timed on each distinct encoding ("bytes from" column), all three decoders reading
 the same bytes in a row, so each peer is timed on its own bytes as well as on specgen's.
 
 Timing: bench/codec.py's `rates`: the functions of one case and operation are timed in turn, in
 7 alternating rounds of about `budget / 7` seconds each, and each figure is its best round, so
 load on the machine weighs on all of them alike. Ratios are specgen's rate over the peer's on
-the same row (above 1.00x: specgen is faster). Results go to bench/results/amqp10.json.
+the same row (above 1.00x: specgen is faster). Results go to bench/results/amqp10.json
+(--results DIR: DIR/amqp10.json instead).
 """
 
 from __future__ import annotations
@@ -80,7 +92,7 @@ from typing import Any
 
 import proton
 
-import specgen.locations  # noqa: F401  (specgen_codecs is this checkout's generated/)
+import specgen.locations  # noqa: F401  (specgen_codecs: the generated/ of specgen's checkout)
 
 try:
     from azure.servicebus._pyamqp import _decode as py_decode
@@ -89,8 +101,10 @@ try:
     from azure.servicebus._pyamqp import performatives as py_perf
     from azure.servicebus._pyamqp.endpoints import Source as PySource
     from azure.servicebus._pyamqp.endpoints import Target as PyTarget
-except ImportError:  # the bench extra, not the test suite's
-    sys.exit("bench/amqp10.py: azure-servicebus is missing: .venv/bin/pip install -e '.[bench]'")
+
+    PYAMQP = True
+except ImportError:  # the bench extra, not the test suite's: main() stops without it
+    PYAMQP = False
 from proton import UNDESCRIBED, Array, Data, Described, int32, symbol, ubyte, uint, ulong, ushort
 
 from specgen_codecs.amqp_1_0 import v1_0 as amqp
@@ -98,8 +112,9 @@ from specgen_codecs.amqp_1_0 import values as t
 from specgen_codecs.amqp_1_0.v1_0 import commands as c
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import amqp10_floor as floor  # noqa: E402  (the hand-written floor of these four frames)
-from timing import rates  # noqa: E402  (bench/timing.py: alternating rounds, best of 7)
+from floors import amqp10 as floor  # noqa: E402  (bench/floors/: no generated code)
+from floors.compare import differences  # noqa: E402
+from timing import measured, rates, shown  # noqa: E402  (bench/timing.py: best of 7 rounds)
 
 ROOT = Path(__file__).resolve().parents[1]
 CODECS = ("specgen", "proton", "pyamqp")
@@ -171,10 +186,20 @@ class Peer:
 
 
 @dataclass
+class Floor:
+    """The floor's codec of one case (bench/floors/amqp10.py): the encode of its own object
+    (decoded from specgen's bytes), and its decode of any codec's bytes. It is compared with
+    specgen's by `floors.compare.differences`, not through a view."""
+
+    encode: Callable[[], bytes]
+    decode: Callable[[bytes], Any]
+
+
+@dataclass
 class Case:
     name: str
     peers: dict[str, Peer]
-    floor: Peer  # bench/amqp10_floor.py's hand-written codec of this frame
+    floor: Floor
 
 
 def norm(v: Any) -> Any:
@@ -558,8 +583,9 @@ def pyamqp_objects() -> dict[str, Any]:
 # ---- the cases
 
 
-def cases() -> list[Case]:
-    o, p, y = ours_objects(), proton_objects(), pyamqp_objects()
+def ours_and_floors() -> dict[str, tuple[Peer, Floor]]:
+    """specgen's codec of each case and the floor's, neither needing a peer installed."""
+    o = ours_objects()
     payload = amqp.encode_message(o["message"])  # the opaque payload of "transfer"
 
     def ours_decode(frame: bytes) -> tuple[Any, None]:
@@ -573,11 +599,56 @@ def cases() -> list[Case]:
         frame = amqp.Frame(0, channel, body, pay)
         return Peer(lambda: amqp.encode(frame), ours_decode, _split_ours)
 
-    def pyamqp_peer(channel: int, perf: Any) -> Peer:
-        return Peer(lambda: _pyamqp_frame(channel, perf), pyamqp_decode, _pyamqp_view)
-
     def ours_message_encode() -> bytes:
         return amqp.encode(amqp.Frame(0, 1, o["transfer"], amqp.encode_message(o["message"])))
+
+    def floor_of(ours: Peer, enc: Any, dec: Any) -> Floor:
+        mine = dec(ours.encode())  # the floor's own object, read from specgen's bytes
+        return Floor(lambda: enc(mine), lambda f: (dec(f), None))
+
+    def floor_message_decode(frame: bytes) -> tuple[Any, floor.Message]:
+        got = floor.decode_transfer(frame)
+        return got, floor.decode_message(got.payload)
+
+    mine, mine_message = floor_message_decode(ours_message_encode())
+
+    def floor_message_encode() -> bytes:
+        pay = floor.encode_message(mine_message)
+        return floor.encode_transfer(floor.Frame(0, 1, mine.body, pay))
+
+    ours = {
+        "open": ours_peer(0, o["open"]),
+        "attach": ours_peer(1, o["attach"]),
+        "transfer": ours_peer(1, o["transfer"], payload),
+        "transfer+message": Peer(ours_message_encode, ours_decode_message, _split_ours),
+    }
+    return {
+        "open": (ours["open"], floor_of(ours["open"], floor.encode_open, floor.decode_open)),
+        "attach": (
+            ours["attach"],
+            floor_of(ours["attach"], floor.encode_attach, floor.decode_attach),
+        ),
+        "transfer": (
+            ours["transfer"],
+            floor_of(ours["transfer"], floor.encode_transfer, floor.decode_transfer),
+        ),
+        "transfer+message": (
+            ours["transfer+message"],
+            Floor(floor_message_encode, floor_message_decode),
+        ),
+    }
+
+
+def cases() -> list[Case]:
+    """Every case with specgen, the floor, proton and (when azure-servicebus is installed)
+    `_pyamqp`."""
+    o, p = ours_objects(), proton_objects()
+    y = pyamqp_objects() if PYAMQP else {}
+    payload = amqp.encode_message(o["message"])  # the opaque payload of "transfer"
+    ours = ours_and_floors()
+
+    def pyamqp_peer(channel: int, perf: Any) -> Peer:
+        return Peer(lambda: _pyamqp_frame(channel, perf), pyamqp_decode, _pyamqp_view)
 
     proton_transfer = Data()
 
@@ -593,61 +664,32 @@ def cases() -> list[Case]:
         py_encode.encode_payload(out, y["message"])
         return _pyamqp_frame(1, y["transfer"]._replace(payload=out))
 
-    def floor_peer(channel: int, body: Any, pay: bytes, enc: Any, dec: Any) -> Peer:
-        frame = amqp.Frame(0, channel, body, pay)
-        return Peer(lambda: enc(frame), lambda f: (dec(f), None), _split_ours)
-
-    def floor_message_decode(frame: bytes) -> tuple[Any, amqp.Message]:
-        got = floor.decode_transfer(frame)
-        return got, floor.decode_message(got.payload)
-
-    def floor_message_encode() -> bytes:
-        pay = floor.encode_message(o["message"])
-        return floor.encode_transfer(amqp.Frame(0, 1, o["transfer"], pay))
-
+    peers: dict[str, dict[str, Peer]] = {
+        "open": {"proton": Peer(_proton_frame(0, p["open"]), proton_decode, _proton_view)},
+        "attach": {"proton": Peer(_proton_frame(1, p["attach"]), proton_decode, _proton_view)},
+        "transfer": {
+            "proton": Peer(_proton_frame(1, p["transfer"], payload), proton_decode, _proton_view)
+        },
+        "transfer+message": {
+            "proton": Peer(proton_message_encode, proton_decode_message, _proton_view)
+        },
+    }
+    if PYAMQP:
+        peers["open"]["pyamqp"] = pyamqp_peer(0, y["open"])
+        peers["attach"]["pyamqp"] = pyamqp_peer(1, y["attach"])
+        peers["transfer"]["pyamqp"] = pyamqp_peer(1, y["transfer"]._replace(payload=payload))
+        peers["transfer+message"]["pyamqp"] = Peer(
+            pyamqp_message_encode, pyamqp_decode_message, _pyamqp_view
+        )
     return [
-        Case(
-            "open",
-            {
-                "specgen": ours_peer(0, o["open"]),
-                "proton": Peer(_proton_frame(0, p["open"]), proton_decode, _proton_view),
-                "pyamqp": pyamqp_peer(0, y["open"]),
-            },
-            floor_peer(0, o["open"], b"", floor.encode_open, floor.decode_open),
-        ),
-        Case(
-            "attach",
-            {
-                "specgen": ours_peer(1, o["attach"]),
-                "proton": Peer(_proton_frame(1, p["attach"]), proton_decode, _proton_view),
-                "pyamqp": pyamqp_peer(1, y["attach"]),
-            },
-            floor_peer(1, o["attach"], b"", floor.encode_attach, floor.decode_attach),
-        ),
-        Case(
-            "transfer",
-            {
-                "specgen": ours_peer(1, o["transfer"], payload),
-                "proton": Peer(
-                    _proton_frame(1, p["transfer"], payload), proton_decode, _proton_view
-                ),
-                "pyamqp": pyamqp_peer(1, y["transfer"]._replace(payload=payload)),
-            },
-            floor_peer(1, o["transfer"], payload, floor.encode_transfer, floor.decode_transfer),
-        ),
-        Case(
-            "transfer+message",
-            {
-                "specgen": Peer(ours_message_encode, ours_decode_message, _split_ours),
-                "proton": Peer(proton_message_encode, proton_decode_message, _proton_view),
-                "pyamqp": Peer(pyamqp_message_encode, pyamqp_decode_message, _pyamqp_view),
-            },
-            Peer(floor_message_encode, floor_message_decode, _split_ours),
-        ),
+        Case(name, {"specgen": specgen, **peers[name]}, floor_codec)
+        for name, (specgen, floor_codec) in ours.items()
     ]
 
 
 def _pyamqp_defaults(code: int) -> list[Any]:
+    if not PYAMQP:
+        return []
     return list(py_decode._PERFORMATIVE_FIELD_DEFAULTS.get(code, []))
 
 
@@ -693,25 +735,19 @@ def check(case: Case) -> tuple[dict[str, bytes], list[str]]:
 
 
 def check_floor(case: Case, encoded: dict[str, bytes]) -> list[str]:
-    """The floor writes specgen's bytes, and reads every codec's bytes to objects equal to
-    specgen's that re-encode (through the generated encoder) to the bytes read."""
+    """The floor writes specgen's bytes, and reads every codec's bytes to objects that agree
+    with the generated decoder's field by field, the encodings seen (`_wire`) included."""
     problems = []
     if case.floor.encode() != encoded["specgen"]:
         problems.append(f"{case.name}: the floor writes other bytes than specgen")
     for writer, frame in encoded.items():
         where = f"{case.name}: floor reading {writer}'s bytes"
         try:
-            got, msg = case.floor.decode(frame)
+            got = case.floor.decode(frame)
         except Exception as e:
             problems.append(f"{where}: {type(e).__name__}: {e}")
             continue
-        ours, our_msg = case.peers["specgen"].decode(frame)
-        if (got, msg) != (ours, our_msg):
-            problems.append(f"{where}: objects differ from specgen's")
-        if amqp.encode(got) != frame and msg is None:
-            problems.append(f"{where}: does not re-encode to the same bytes")
-        if msg is not None and amqp.encode_message(msg) != bytes(got.payload):
-            problems.append(f"{where}: the message does not re-encode to the same bytes")
+        problems += differences(got, case.peers["specgen"].decode(frame), where)
     return problems
 
 
@@ -783,8 +819,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="a smoke run: 0.3 s a function")
     p.add_argument("--budget", type=float, help="seconds per timed function (default 2.0)")
     p.add_argument("--only", action="append", help="only this case (repeatable)")
+    p.add_argument(
+        "--results", type=Path, metavar="DIR", help="write DIR/amqp10.json, not bench/results/"
+    )
     args = p.parse_args(argv)
     budget = args.budget or (0.3 if args.quick else 2.0)
+    if not PYAMQP:
+        sys.exit(
+            "bench/amqp10.py: azure-servicebus is missing: .venv/bin/pip install -e '.[bench]'"
+        )
+    print(measured())
 
     chosen = [k for k in cases() if not args.only or k.name in args.only]
     checked = [(k, *check(k)) for k in chosen]
@@ -809,8 +853,8 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     for case, encoded, _ in checked:
         decodes: dict[str, Callable[[], Any]] = {}
-        shown = variants(encoded)
-        for label, frame in shown:
+        distinct = variants(encoded)
+        for label, frame in distinct:
             for name, peer in (*case.peers.items(), ("floor", case.floor)):
                 decodes[f"{label}/{name}"] = lambda d=peer.decode, f=frame: d(f)
         got = rates(decodes, budget)
@@ -819,7 +863,7 @@ def main(argv: list[str] | None = None) -> int:
         put = rates(encodes, budget)
         lines = [
             ("decode", label, len(frame), {n: got[f"{label}/{n}"] for n in (*CODECS, "floor")})
-            for label, frame in shown
+            for label, frame in distinct
         ]
         lines.append(("encode", "(each its own)", None, put))
         for op, label, size, r in lines:
@@ -844,7 +888,8 @@ def main(argv: list[str] | None = None) -> int:
                 + f"  {row['vs_proton']:>7.2f}x"
             )
     reader = reader_rows(budget, 4.0 if args.quick else 20.0)
-    out = ROOT / "bench" / "results" / "amqp10.json"
+    out = (args.results or ROOT / "bench" / "results") / "amqp10.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(
         json.dumps(
             {
@@ -868,7 +913,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         + "\n"
     )
-    print(f"results: {out.relative_to(ROOT)}")
+    print(f"results: {shown(out)}")
     return 0
 
 

@@ -15,8 +15,9 @@ same calls, in 7 alternating rounds per cell (each cell's functions timed in tur
 the machine weighs on all of them alike.
 
 Cells:
-  * Streams decode: every frame of bench/codec.py, with its floor (a hand-written `struct`
-    decoder making the same checks) where it has one; DeliverV1 also without the CRC check
+  * Streams decode: every frame of bench/codec.py, with its floor (bench/floors/streams.py: a
+    hand-written `struct` decoder with classes of its own, making the same checks) where it has
+    one; DeliverV1 also without the CRC check
   * Streams encode, AMQP 0-9-1 decode and encode, AMQP 1.0 decode and encode (bench/amqp10.py's
     cases): pure-Python against compiled; no floor yet (a floor found in bench/codec.py's or
     bench/amqp10.py's `FLOORS` dict, keyed by cell name, is used)
@@ -47,12 +48,13 @@ Cells = dict[str, dict[str, Callable[[], Any]]]
 
 
 def _streams(cells: Cells) -> None:
-    import codec  # bench/codec.py: its frames and floors
+    import codec  # bench/codec.py: its frames, and the floors of bench/floors/streams.py
+    from floors import streams
 
     from specgen_codecs.rabbitmq_stream import v4_0 as rs
 
     floors = getattr(codec, "FLOORS", {})
-    for name, frame, sender, floor in codec.frames():
+    for name, frame, sender, floor, *_ in codec.frames():
         cell = f"streams decode {name}"
         fns: dict[str, Callable[[], Any]] = {
             "specgen": lambda f=frame, s=sender: rs.decode(f, s),
@@ -64,7 +66,7 @@ def _streams(cells: Cells) -> None:
         if name.startswith("Deliver"):
             cells[f"streams decode {name} no-crc"] = {
                 "specgen": lambda f=frame, s=sender: rs.decode(f, s, verify_checksums=False),
-                "floor": lambda f=frame: codec.floor_deliver_no_crc(f),
+                "floor": lambda f=frame: streams.decode_deliver_no_crc(f),
             }
         msg = rs.decode(frame, sender)
         cells[f"streams encode {name}"] = {"specgen": lambda m=msg: rs.encode(m)}

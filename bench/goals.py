@@ -1,13 +1,14 @@
 """Issue 28's goals, each beside the latest figure the benchmark scripts recorded.
 
-    .venv/bin/python bench/goals.py [--summary]
+    .venv/bin/python bench/goals.py [--summary] [--results DIR]
 
 Reads bench/results/*.json (each written by its script: codec.py, amqp091.py, amqp10.py,
 amqp010.py, frame_reader.py, imports.py, compiled.py, generate.py, scale.py, pcap.py) and prints
 one line per cell: the goal, the figure, met or not, and which script measured it and when;
 `--summary` prints one line per goal instead (cells met, and the cell furthest from its goal).
 It measures nothing itself; run the scripts for new figures. A missing results file is reported,
-not guessed.
+not guessed. `--results DIR` reads DIR/*.json instead (what the scripts wrote with their own
+`--results DIR`, e.g. a run against another tree's generated code).
 """
 
 from __future__ import annotations
@@ -127,7 +128,14 @@ def _imports() -> Iterator[Line]:
 
 
 def main() -> int:
-    summary = "--summary" in sys.argv[1:]
+    global RESULTS
+    args = sys.argv[1:]
+    summary = "--summary" in args
+    if "--results" in args:
+        at = args.index("--results")
+        if at + 1 >= len(args):
+            sys.exit("bench/goals.py: --results needs a folder")
+        RESULTS = Path(args[at + 1])
     met = total = 0
     per_goal: dict[str, list[tuple[float, str, bool]]] = {}
     if not summary:
