@@ -38,6 +38,17 @@ def test_blocks_alike_in_every_version_are_shared_with_what_they_call() -> None:
     assert shared([first]) == set()  # one version: nothing to share
 
 
+def test_blocks_are_compared_by_layout_not_by_the_specs_words() -> None:
+    """A class whose versions differ only in prose is shared; one whose bytes differ is not."""
+    worded = 'class Ping:\n    """Ping the peer."""\n'
+    reworded = 'class Ping:\n    """Check the peer is alive."""\n'
+    layout = "class Ping:\n    pass\n"
+    first = [block("message", "P", worded, layout)]
+    assert shared([first, [block("message", "P", reworded, layout)]]) == {("message", "P")}
+    other = "class Ping:\n    KEY = 2\n"
+    assert shared([first, [block("message", "P", worded, other)]]) == set()
+
+
 def test_amqp_0_9_1_versions_share_what_they_lay_out_alike() -> None:
     # the packages listed from generated/: a regeneration that stopped sharing fails here
     assert "amqp_0_9_1" in WITH_SHARED

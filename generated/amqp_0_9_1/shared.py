@@ -3074,6 +3074,93 @@ def _frame_basic_properties(msg: BasicProperties) -> bytes:
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
+class BasicQos(Structure):
+    """BasicQos: Basic.Qos request, identity (0x01, 60, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 10 (0x0a).
+
+    specify quality of service
+
+    This method requests a specific quality of service. The QoS can be specified for the current channel or for all channels on the connection. The particular properties and semantics of a qos method always depend on the content class semantics. Though the qos method could in principle apply to both peers, it is currently meaningful only for the server.
+
+    Spec: specs/amqp-0-9-1/amqp0-9-1.xml:2117:5 (0-9-1)
+    Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2442:5 (0-9-1-rabbitmq)
+    """
+
+    COMMAND: ClassVar[str] = "Basic.Qos"
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 10)
+    TYPE: ClassVar[int] = 0x01
+    KIND: ClassVar[str] = "request"
+    SENDER: ClassVar[str] = "client"
+    REPLIES: ClassVar[tuple[str, ...]] = ("BasicQosOk",)
+    """The messages that may answer this one."""
+    SYNCHRONOUS: ClassVar[bool] = True
+
+    prefetch_size: int
+    """prefetch window in octets
+
+The client can request that messages be sent in advance so that when the client finishes processing a message, the following message is already held locally, rather than needing to be sent down the channel. Prefetching gives a performance improvement. This field specifies the prefetch window size in octets. The server will send a message in advance if it is equal to or smaller in size than the available prefetch size (and also falls into other prefetch limits). May be set to zero, meaning "no specific limit", although other prefetch limits may still apply. The prefetch-size is ignored if the no-ack option is set."""
+    prefetch_count: int
+    """prefetch window in messages
+
+Specifies a prefetch window in terms of whole messages. This field may be used in combination with the prefetch-size field; a message will only be sent in advance if both prefetch windows (and those at the channel and connection level) allow it. The prefetch-count is ignored if the no-ack option is set."""
+    global_: bool = False
+    """apply to entire connection
+
+RabbitMQ has reinterpreted this field. The original specification said: "By default the QoS settings apply to the current channel only. If this field is set, they are applied to the entire connection." Instead, RabbitMQ takes global=false to mean that the QoS settings should apply per-consumer (for new consumers on the channel; existing ones being unaffected) and global=true to mean that the QoS settings should apply per-channel."""
+    channel: int = 0
+    """Channel number; 0 for the connection."""
+
+    def __init__(
+        self, prefetch_size: int, prefetch_count: int, global_: bool = False, channel: int = 0
+    ) -> None:
+        self.prefetch_size = prefetch_size
+        self.prefetch_count = prefetch_count
+        self.global_ = global_
+        self.channel = channel
+
+
+_BASIC_QOS_0 = struct.Struct(">IHB")
+_BASIC_QOS_0_FIELDS = "BasicQos: prefetch_size prefetch_count bits1"
+
+
+def _decode_basic_qos(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> BasicQos:
+    if end - at < 7:
+        raise _truncated(_BASIC_QOS_0, _BASIC_QOS_0_FIELDS, at, end)
+    prefetch_size, prefetch_count, bits1 = _BASIC_QOS_0.unpack_from(buf, at)
+    at += 7
+    global_ = bits1 & 0x1 != 0
+    if (bits1 >> 1) & 0x7F != 0:
+        raise DecodeError("BasicQos.unused1", at, "expected 0")
+    msg = BasicQos(prefetch_size, prefetch_count, global_, channel)
+    if at != end:
+        raise DecodeError("BasicQos", at, f"{end - at} bytes after the last field")
+    return msg
+
+
+def _encode_basic_qos(msg: BasicQos, parts: list[bytes]) -> None:
+    parts.append(b"\x00\x3c\x00\x0a")  # the body key: (0x01, 60, 10)
+    parts.append(
+        _BASIC_QOS_0.pack(msg.prefetch_size, msg.prefetch_count, 0x1 if msg.global_ else 0)
+    )
+
+
+_BASIC_QOS_FRAME = struct.Struct(">BHI4sIHBB")
+
+
+def _frame_basic_qos(msg: BasicQos) -> bytes:
+    """The whole frame, header included, in one pack: every field has a fixed width."""
+    return _BASIC_QOS_FRAME.pack(
+        0x01,
+        msg.channel,
+        11,
+        b"\x00\x3c\x00\x0a",
+        msg.prefetch_size,
+        msg.prefetch_count,
+        0x1 if msg.global_ else 0,
+        0xCE,
+    )
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicQosOk(Structure):
     """BasicQosOk: Basic.QosOk response, identity (0x01, 60, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 11 (0x0b).
 
@@ -4992,6 +5079,7 @@ Message = (
     | QueueUnbind
     | QueueUnbindOk
     | BasicProperties
+    | BasicQos
     | BasicQosOk
     | BasicConsume
     | BasicConsumeOk
@@ -5047,6 +5135,7 @@ _ENCODERS: dict[type, Callable[[Any, list[bytes]], None]] = {
     QueueUnbind: _encode_queue_unbind,
     QueueUnbindOk: _encode_queue_unbind_ok,
     BasicProperties: _encode_basic_properties,
+    BasicQos: _encode_basic_qos,
     BasicQosOk: _encode_basic_qos_ok,
     BasicConsume: _encode_basic_consume,
     BasicConsumeOk: _encode_basic_consume_ok,
@@ -5103,6 +5192,7 @@ _FRAMES: dict[type, Callable[[Any], bytes]] = {
     QueueUnbind: _frame_queue_unbind,
     QueueUnbindOk: _frame_queue_unbind_ok,
     BasicProperties: _frame_basic_properties,
+    BasicQos: _frame_basic_qos,
     BasicQosOk: _frame_basic_qos_ok,
     BasicConsume: _frame_basic_consume,
     BasicConsumeOk: _frame_basic_consume_ok,
@@ -5194,6 +5284,7 @@ __all__ = [
     "QueueUnbind",
     "QueueUnbindOk",
     "BasicProperties",
+    "BasicQos",
     "BasicQosOk",
     "BasicConsume",
     "BasicConsumeOk",

@@ -24,6 +24,7 @@ from .shared import (
     BasicGetOk,
     BasicProperties,
     BasicPublish,
+    BasicQos,
     BasicRecover,
     BasicRecoverAsync,
     BasicReject,
@@ -495,6 +496,20 @@ def _basic_properties(
             "app_id",
             "reserved",
         ],
+    )
+
+
+def _basic_qos(msgs: list[BasicQos], rows: list[int], roles: dict[str, list[Any]]) -> Any:
+    prefetch_size = [x.prefetch_size for x in msgs]
+    prefetch_count = [x.prefetch_count for x in msgs]
+    global_ = [x.global_ for x in msgs]
+    return pa.StructArray.from_arrays(
+        [
+            pa.array(prefetch_size, pa.int64()),
+            pa.array(prefetch_count, pa.int32()),
+            pa.array(global_, pa.bool_()),
+        ],
+        names=["prefetch_size", "prefetch_count", "global_"],
     )
 
 

@@ -198,13 +198,38 @@ def prepare(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> VersionC
         }
         for s in plan.structs
     ]
-    blocks = [block("struct", s["name"], _macro(renderer, "struct_class", s)) for s in structs]
+    blocks = [
+        block(
+            "struct",
+            s["name"],
+            _macro(renderer, "struct_class", s),
+            _macro(renderer, "struct_class", _wordless_struct(s)),
+        )
+        for s in structs
+    ]
     blocks += [
-        block("message", m["cls"], _macro(renderer, "message", {**m, "spans": []}))
+        block(
+            "message",
+            m["cls"],
+            _macro(renderer, "message", {**m, "spans": []}),
+            _macro(renderer, "message", _wordless_message(m)),
+        )
         for m in messages
     ]
     blocks += [block("named", n.func, _macro(renderer, "named", n)) for n in plan.named]
     return VersionCode(spec, plan, messages, structs, blocks)
+
+
+def _wordless_message(m: dict[str, Any]) -> dict[str, Any]:
+    """A message's view without the spec's words: its layout, as versions are compared by."""
+    follows = m["follows"] and replace(m["follows"], doc="")
+    attrs = [replace(a, doc="") for a in m["attrs"]]
+    return {**m, "summary": "", "paragraphs": [], "spans": [], "attrs": attrs, "follows": follows}
+
+
+def _wordless_struct(s: dict[str, Any]) -> dict[str, Any]:
+    """A structure's view without the spec's words."""
+    return {**s, "doc": "", "attrs": [replace(a, doc="") for a in s["attrs"]]}
 
 
 def _macro(renderer: Renderer, name: str, view: object) -> str:

@@ -1,9 +1,11 @@
-"""Which top-level blocks of a protocol package's codec modules every version renders alike.
+"""Which top-level blocks of a protocol package's codec modules every version lays out alike.
 
 A block is one structure's dataclass, one message (its class, runs and codec functions) or one
-named type's functions, rendered with its `Spec:` lines left out. A block is shared when every
-version of the package renders it to the same text and every name it uses that some block
-defines is itself shared: what it calls must be the same code too, in every version.
+named type's functions. Its layout is its code rendered without the spec's words (summary,
+paragraphs, field docs, `Spec:` lines): what the plan says of its identity, fields, types and
+bytes. A block is shared when every version of the package lays it out alike and every name it
+uses that some block defines is itself shared: what it calls must be the same code too, in
+every version. A spec edit to words alone therefore never moves a class between modules.
 """
 
 from __future__ import annotations
@@ -22,14 +24,16 @@ class Block:
     text: str  # rendered, without its Spec: lines
     defines: frozenset[str]  # top-level names it binds
     uses: frozenset[str]  # names it reads that it does not bind
+    layout: str = ""  # rendered without the spec's words: what versions are compared by
 
     @property
     def ident(self) -> tuple[str, str]:
         return (self.kind, self.key)
 
 
-def block(kind: str, key: str, text: str) -> Block:
-    """A rendered block with the names it binds and reads, from its syntax tree."""
+def block(kind: str, key: str, text: str, layout: str = "") -> Block:
+    """A rendered block with the names it binds and reads, from its syntax tree; `layout` is
+    the block rendered without the spec's words (default: `text`)."""
     tree = ast.parse(text)
     defines: set[str] = set()
     for node in tree.body:
@@ -39,7 +43,9 @@ def block(kind: str, key: str, text: str) -> Block:
             defines.update(t.id for t in node.targets if isinstance(t, ast.Name))
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             defines.add(node.target.id)
-    return Block(kind, key, text, frozenset(defines), frozenset(_free(tree) - defines))
+    return Block(
+        kind, key, text, frozenset(defines), frozenset(_free(tree) - defines), layout or text
+    )
 
 
 _Scope = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
@@ -98,7 +104,7 @@ def shared(versions: list[list[Block]]) -> set[tuple[str, str]]:
     found = {
         ident
         for ident, b in first.items()
-        if all(ident in other and other[ident].text == b.text for other in by_version[1:])
+        if all(ident in other and other[ident].layout == b.layout for other in by_version[1:])
     }
     # drop a block that uses a name some version binds in a block not shared, until none does
     changed = True

@@ -34,6 +34,7 @@ from ..shared_spark import (
     _basic_get_ok,
     _basic_properties,
     _basic_publish,
+    _basic_qos,
     _basic_recover,
     _basic_recover_async,
     _basic_reject,
@@ -611,20 +612,6 @@ def _exchange_declare(
             "no_wait",
             "arguments",
         ],
-    )
-
-
-def _basic_qos(msgs: list[BasicQos], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    prefetch_size = [x.prefetch_size for x in msgs]
-    prefetch_count = [x.prefetch_count for x in msgs]
-    global_ = [x.global_ for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(prefetch_size, pa.int64()),
-            pa.array(prefetch_count, pa.int32()),
-            pa.array(global_, pa.bool_()),
-        ],
-        names=["prefetch_size", "prefetch_count", "global_"],
     )
 
 
