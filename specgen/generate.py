@@ -20,7 +20,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from specgen import format_cache, outdir
-from specgen.emitters import conformance, dialogue, pytext, python_codec, spark_schema
+from specgen.emitters import backends, dialogue, pytext
 from specgen.emitters.plan import ModulePlan, PlanError, Planner
 from specgen.emitters.render import Renderer
 from specgen.emitters.verify import verify
@@ -174,45 +174,25 @@ def _work(
 def _render_package(
     specs: list[SpecVersion], renderer: Renderer
 ) -> tuple[dict[str, str], _Timings]:
-    """The files of the versions of one protocol package (`specs`, all of that package)."""
+    """The files of the versions of one protocol package (`specs`, all of that package): its
+    layout's back-end writes the codec modules, schemas and tests; the dialogue grammars and
+    the package's docstring are every layout's."""
     files: dict[str, str] = {}
     plans: list[tuple[SpecVersion, ModulePlan]] = []
-    codes: list[python_codec.VersionCode] = []
-    schemas: list[spark_schema.SchemaCode] = []
-    spent: dict[str, tuple[float, int]] = {}  # per version: seconds and files before its codec
-    timings: _Timings = []
+    versions: list[backends.Version] = []
+    spent: dict[str, float] = {}  # per version: seconds planning and preparing it
     for spec in specs:
-        start, before = time.monotonic(), len(files)
+        start = time.monotonic()
         protocol, log = build_ir(spec)
         # every string the document gave is SpecText from here: templates must render it
         protocol = pytext.mark(protocol)
         plan = Planner(protocol).plan()
         verify(spec, protocol, log, plan)  # what the document declares, the package has
         plans.append((spec, plan))
-        codes.append(python_codec.prepare(spec, plan, renderer))
-        schemas.append(spark_schema.prepare(spec, plan, renderer))
-        out = conformance.emit(spec, plan, renderer)
-        out.update(dialogue.emit(spec, protocol, renderer))  # its dialogue grammars, if any
-        for name, text in out.items():
-            files[f"{spec.package_path}/{name}"] = text
-        spent[spec.qualified] = (time.monotonic() - start, len(files) - before)
-    package = specs[0].package
-    # what every version renders alike is generated once, in the package's shared module
-    common = python_codec.shared_blocks(codes, renderer)
-    builders = spark_schema.shared_builders(schemas, codes, common)
-    for code, schema in zip(codes, schemas, strict=True):
-        start = time.monotonic()
-        out = python_codec.emit(code, renderer, common)
-        out.update(spark_schema.emit(schema, renderer, builders))
-        for name, text in out.items():
-            files[f"{code.spec.package_path}/{name}"] = text
-        took, count = spent[code.spec.qualified]
-        timings.append((code.spec.qualified, count + len(out), time.monotonic() - start + took))
-    shared = python_codec.emit_shared_codecs(codes, common, renderer)
-    classes = {name for b in codes[0].blocks if b.ident in common for name in b.defines}
-    shared.update(spark_schema.emit_shared(schemas, builders, classes, renderer))
-    for name, text in shared.items():
-        files[f"{package}/{name}"] = text
+        versions.append(backends.of(plans).prepare(spec, plan, renderer))
+        for name, text in dialogue.emit(spec, protocol, renderer).items():
+            files[f"{spec.package_path}/{name}"] = text  # its dialogue grammars, if any
+        spent[spec.qualified] = time.monotonic() - start
     spec, plan = next(((s, p) for s, p in plans if s.latest), plans[-1])
     for other, other_plan in plans:
         if _wire(other_plan) != _wire(plan):
@@ -220,12 +200,18 @@ def _render_package(
                 f"{other.document}: {other.qualified} frames differently from "
                 f"{spec.qualified}; versions of one package share their framing"
             )
+    start = time.monotonic()
+    written = backends.of(plans).files(versions, renderer)
+    took = (time.monotonic() - start) / len(specs)  # the package's share of each version
+    timings: _Timings = []
+    for folder, out in written:
+        for name, text in out.items():
+            files[f"{folder}/{name}"] = text
+    for v in specs:
+        own = sum(1 for path in files if path.startswith(f"{v.package_path}/"))
+        timings.append((v.qualified, own, spent[v.qualified] + took))
     # the protocol's name (protocol.toml) is text like the spec's: escaped for the docstring
-    files[f"{package}/__init__.py"] = _PROTOCOL_DOC + pytext.doc(spec.protocol) + '."""\n'
-    shared = python_codec.emit_shared(spec, plan, renderer)
-    shared.update(python_codec.emit_helpers(spec, [p for _, p in plans], renderer))
-    for name, text in shared.items():
-        files[f"{package}/{name}"] = text
+    files[f"{spec.package}/__init__.py"] = _PROTOCOL_DOC + pytext.doc(spec.protocol) + '."""\n'
     return files, timings
 
 

@@ -18,7 +18,6 @@ from typing import Any, assert_never
 from specgen.emitters import conformance_nodes as n
 from specgen.emitters import pytext
 from specgen.emitters.plan import ModulePlan, attr_name, isort_key, snake
-from specgen.emitters.python_codec import described_files
 from specgen.emitters.render import Renderer
 from specgen.ir import (
     INT_WIDTHS,
@@ -526,17 +525,20 @@ def _switch_cases(fields: tuple[Field, ...]) -> int:
     return most
 
 
+def emit_packed(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, str]:
+    """A segment layer's conformance tests: packing-flag structs' cases come from their plan."""
+    assert plan.packed is not None
+    body = renderer.trimmed_macro("python/_packed_macros.j2", "conformance", plan.packed)
+    return {
+        "test_conformance.py": renderer.render(
+            "python/test_conformance.py.j2", spec, plan.protocol, packed_body=body
+        )
+    }
+
+
 def emit(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, str]:
-    if plan.described is not None:
-        return described_files(spec, plan, renderer, ("test_conformance",))
+    """A fused version's conformance tests: samples at each field's bounds, and strategies."""
     protocol = plan.protocol
-    if plan.packed is not None:  # packing-flag structs: their cases come from their plan
-        body = renderer.trimmed_macro("python/_packed_macros.j2", "conformance", plan.packed)
-        return {
-            "test_conformance.py": renderer.render(
-                "python/test_conformance.py.j2", spec, protocol, packed_body=body
-            )
-        }
     builder = _Builder(protocol, plan.clashing)
     strategies: dict[str, n.Composite] = {}
     cases: list[dict[str, Any]] = []

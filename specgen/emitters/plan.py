@@ -17,6 +17,7 @@ import keyword
 import re
 import struct
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from specgen.emitters import plan_described, plan_packed, pytext
 from specgen.emitters.naming import PlanError as PlanError
@@ -599,6 +600,16 @@ class ModulePlan:
     packed: plan_packed.PackedPlan | None = None
     # self-describing values (typedefs): described types are the messages (`plan_described`)
     described: DescribedPlan | None = None
+
+    @property
+    def layout(self) -> Literal["fused", "packed", "described"]:
+        """How its messages are laid out, which names the back-end that writes its code: fused
+        runs of fixed-width fields, packing-flag structs in segments, or described values."""
+        if self.packed is not None:
+            return "packed"
+        if self.described is not None:
+            return "described"
+        return "fused"
 
     def message_class(self, ident: tuple[int, ...]) -> MessagePlan | None:
         return next((m for m in self.messages if m.ident == ident), None)

@@ -71,8 +71,6 @@ def emit_shared(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict
             **common,
         ),
     }
-    if plan.packed is None and plan.described is None:  # fused runs: one base for every class
-        files["base.py"] = renderer.render("python/base.py.j2", spec, plan.protocol, **common)
     return files
 
 
@@ -80,30 +78,36 @@ def _packed_macro(renderer: Renderer, template: str, name: str, *args: Any) -> s
     return renderer.trimmed_macro(f"python/{template}.j2", name, *args)
 
 
-def emit_helpers(spec: SpecVersion, plans: list[ModulePlan], renderer: Renderer) -> dict[str, str]:
-    """Shared helper modules that only some protocols need."""
-    if plans[-1].described is not None:
-        return _described_values(spec, plans, renderer)
-    files: dict[str, str] = {}
+def fused_helpers(
+    spec: SpecVersion, latest: ModulePlan, plans: list[ModulePlan], renderer: Renderer
+) -> dict[str, str]:
+    """A fused package's helper modules: the base of every class, and the records and value
+    containers when some version uses them."""
     common = _common(spec, plans[-1])
+    base = renderer.render("python/base.py.j2", spec, latest.protocol, **_common(spec, latest))
+    files = {"base.py": base}
     if any(s.records is not None for p in plans for s in p.structs):
         files["records.py"] = renderer.render(
             "python/records.py.j2", spec, plans[-1].protocol, **common
         )
-    packed = next((p.packed for p in plans if p.packed is not None), None)
-    if packed is not None or any(p.named or p.decimals for p in plans):
-        # a segment layer's values say their own type: the typed primitives' codecs
-        body = (
-            ""
-            if packed is None
-            else _packed_macro(
-                renderer, "_typed_value_macros", "values_module", packed, common["title"]
-            )
-        )
+    if any(p.named or p.decimals for p in plans):
         files["values.py"] = renderer.render(
-            "python/values.py.j2", spec, plans[-1].protocol, packed_body=body, **common
+            "python/values.py.j2", spec, plans[-1].protocol, packed_body="", **common
         )
     return files
+
+
+def packed_values(spec: SpecVersion, plans: list[ModulePlan], renderer: Renderer) -> dict[str, str]:
+    """A segment layer's `values.py`: values say their own type, so the typed primitives'
+    codecs, once for every version."""
+    packed = next(p.packed for p in plans if p.packed is not None)
+    common = _common(spec, plans[-1])
+    body = _packed_macro(renderer, "_typed_value_macros", "values_module", packed, common["title"])
+    return {
+        "values.py": renderer.render(
+            "python/values.py.j2", spec, plans[-1].protocol, packed_body=body, **common
+        )
+    }
 
 
 def described_files(
@@ -116,6 +120,20 @@ def described_files(
         f"{name}.py": renderer.render(f"python/{name}.py.j2", spec, plan.protocol, **context)
         for name in modules
     }
+
+
+def emit_described(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, str]:
+    """A described version's codec modules: its types' classes, `__init__` and enums."""
+    assert plan.described is not None
+    files = described_files(spec, plan, renderer, ("commands",))
+    files["__init__.py"] = _described_init(spec, plan, renderer)
+    # constants as Python names (the spec's may hold hyphens), their prose on one line
+    names = [
+        replace(c, name=name, doc=doc)
+        for c, (name, _, doc) in zip(plan.protocol.constants, plan.described.constants, strict=True)
+    ]
+    files["enums.py"] = _enums(spec, plan, renderer, names, described=plan.described)
+    return files
 
 
 def _described_init(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> str:
@@ -141,7 +159,7 @@ def _described_init(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> 
     )
 
 
-def _described_values(
+def described_values(
     spec: SpecVersion, plans: list[ModulePlan], renderer: Renderer
 ) -> dict[str, str]:
     """`values.py`: the type system, once for every version; so their primitives must agree."""
@@ -181,9 +199,7 @@ class VersionCode:
 
 
 def prepare(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> VersionCode:
-    """A version's views and blocks, for `shared_blocks` and `emit`."""
-    if plan.described is not None:  # no blocks to share: its versions share values.py instead
-        return VersionCode(spec, plan, [], [], [])
+    """A fused version's views and blocks, for `shared_blocks` and `emit`."""
     messages = [_message_view(m, plan) for m in plan.messages]
     structs: list[dict[str, Any]] = [
         {
@@ -343,23 +359,9 @@ def emit_shared_codecs(
 def emit(
     code: VersionCode, renderer: Renderer, found: set[tuple[str, str]] | None = None
 ) -> dict[str, str]:
-    """Files of `generated/<package>/<module>/`, by name; the blocks in `found` are imported
-    from the package's shared module instead of rendered here."""
+    """A fused version's files of `generated/<package>/<module>/`, by name; the blocks in
+    `found` are imported from the package's shared module instead of rendered here."""
     spec, plan = code.spec, code.plan
-    if plan.packed is not None:
-        return _emit_packed(spec, plan, plan.packed, renderer)
-    if plan.described is not None:
-        files = described_files(spec, plan, renderer, ("commands",))
-        files["__init__.py"] = _described_init(spec, plan, renderer)
-        # constants as Python names (the spec's may hold hyphens), their prose on one line
-        names = [
-            replace(c, name=name, doc=doc)
-            for c, (name, _, doc) in zip(
-                plan.protocol.constants, plan.described.constants, strict=True
-            )
-        ]
-        files["enums.py"] = _enums(spec, plan, renderer, names, described=plan.described)
-        return files
     found = found or set()
     protocol = plan.protocol
     frame = plan.frame
@@ -547,11 +549,11 @@ def _natural(name: str) -> tuple[int, list[int | str]]:
     return isort_key(name)[0], [int(p) if p.isdigit() else p for p in parts]
 
 
-def _emit_packed(
-    spec: SpecVersion, plan: ModulePlan, packed: PackedPlan, renderer: Renderer
-) -> dict[str, str]:
+def emit_packed(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, str]:
     """A segment layer's version package: its commands (packing-flag structs), enums and
     `__init__`, from `plan_packed`'s plan."""
+    packed = plan.packed
+    assert packed is not None
     protocol = plan.protocol
     common = _common(spec, plan)
     fields = [f for s in packed.structs + packed.methods for f in s.fields]

@@ -27,7 +27,7 @@ from specgen.emitters import pytext, sharing
 from specgen.emitters.plan import ModulePlan, PlanError, attr_name, isort_key, snake
 from specgen.emitters.plan_packed import FieldPlan, PackedPlan, PrimPlan, StructPlan
 from specgen.emitters.pytext import Code
-from specgen.emitters.python_codec import VersionCode, described_files
+from specgen.emitters.python_codec import VersionCode
 from specgen.emitters.render import Renderer
 from specgen.emitters.sharing import Block, block
 from specgen.ir import (
@@ -135,9 +135,7 @@ class SchemaCode:
 
 
 def prepare(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> SchemaCode:
-    """A version's columns, their builders rendered, for `shared_builders` and `emit`."""
-    if plan.described is not None or plan.packed is not None:  # columns from their own plans
-        return SchemaCode(spec, plan, [], {"title": spec.title or spec.protocol}, [])
+    """A fused version's columns, their builders rendered, for `shared_builders` and `emit`."""
     protocol = plan.protocol
     mapper = _Mapper(protocol, plan.clashing)
     columns: list[ColumnPlan] = []
@@ -206,27 +204,8 @@ def shared_builders(
 def emit(
     code: SchemaCode, renderer: Renderer, found: set[tuple[str, str]] | None = None
 ) -> dict[str, str]:
-    """`spark_schema.py` of a version; the builders in `found` come from `shared_spark.py`."""
-    if code.plan.packed is not None:  # packing-flag structs in segments: a row per frame
-        header_columns = [
-            (h.name, _int_col(*_int_range(_header_type(code.plan.protocol, i))))
-            for i, h in enumerate(code.plan.frame.header)
-            if h.role != "length"
-        ]
-        body = renderer.trimmed_macro(
-            "python/_packed_macros.j2",
-            "spark_schema",
-            packed_columns(code.plan.packed),
-            header_columns,
-            code.spec,
-            code.context.get("title", code.spec.protocol),
-        )
-        text = renderer.render(
-            "python/spark_schema.py.j2", code.spec, code.plan.protocol, packed_body=body
-        )
-        return {"spark_schema.py": text}
-    if code.plan.described is not None:
-        return described_files(code.spec, code.plan, renderer, ("spark_schema",))
+    """`spark_schema.py` of a fused version; the builders in `found` come from
+    `shared_spark.py`."""
     found = found or set()
     local = [b for b in code.blocks if b.ident not in found]
     imports = {c.cls for c in code.columns if c.cls != "Fragment"} | {"Message"}
@@ -249,6 +228,27 @@ def emit(
         fragments=any(c.cls == "Fragment" for c in code.columns),
         **code.context,
     )
+    return {"spark_schema.py": text}
+
+
+def emit_packed(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, str]:
+    """`spark_schema.py` of a segment layer's version: a row per frame, a struct column per
+    control, command and header struct."""
+    assert plan.packed is not None
+    header_columns = [
+        (h.name, _int_col(*_int_range(_header_type(plan.protocol, i))))
+        for i, h in enumerate(plan.frame.header)
+        if h.role != "length"
+    ]
+    body = renderer.trimmed_macro(
+        "python/_packed_macros.j2",
+        "spark_schema",
+        packed_columns(plan.packed),
+        header_columns,
+        spec,
+        spec.title or spec.protocol,
+    )
+    text = renderer.render("python/spark_schema.py.j2", spec, plan.protocol, packed_body=body)
     return {"spark_schema.py": text}
 
 

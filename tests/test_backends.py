@@ -1,0 +1,55 @@
+"""Each package's code comes from the back-end of its layout, which writes the modules it lists
+and no others; the versions of one package share one layout."""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+import pytest
+
+from specgen.emitters import backends
+from specgen.emitters.plan import ModulePlan, PlanError, Planner
+from specgen.specs import ROOT, SpecVersion, build_ir, registry
+
+LAYOUTS = {
+    "amqp_0_10": "packed",
+    "amqp_0_9_1": "fused",
+    "amqp_1_0": "described",
+    "amqp_fast_0_8": "fused",
+    "rabbitmq_stream": "fused",
+}
+
+
+def _plan(spec: SpecVersion) -> ModulePlan:
+    protocol, _ = build_ir(spec)
+    return Planner(protocol).plan()
+
+
+@pytest.mark.parametrize("spec", registry(), ids=lambda s: s.qualified)
+def test_a_version_is_written_by_its_layouts_backend(spec: SpecVersion) -> None:
+    backend = backends.of([(spec, _plan(spec))])
+    assert backend.layout == LAYOUTS[spec.package]
+    listed = set(backend.version_modules)
+    folder = ROOT / "generated" / spec.package_path
+    written = {PurePosixPath(p.name).stem for p in folder.glob("*.py")} - {"dialogue"}
+    # "<class>": a module per spec class, named after it (0-10's connection, session, ...)
+    per_class = written - listed if "<class>" in listed else set()
+    assert written - per_class <= listed, f"{spec}: writes {sorted(written - listed)} unlisted"
+    assert {m for m in listed if m != "<class>"} <= written
+
+
+@pytest.mark.parametrize("package", sorted(LAYOUTS))
+def test_a_packages_own_modules_are_listed_by_its_backend(package: str) -> None:
+    backend = backends.BACKENDS[LAYOUTS[package]]
+    frame_layer = {"__init__", "errors", "framing", "frame_reader"}
+    own = {p.stem for p in (ROOT / "generated" / package).glob("*.py")} - frame_layer
+    assert own <= set(backend.package_modules)
+
+
+def test_versions_laid_out_differently_are_refused() -> None:
+    by_layout: dict[str, SpecVersion] = {}
+    for spec in registry():
+        by_layout.setdefault(LAYOUTS[spec.package], spec)
+    pairs = [(s, _plan(s)) for s in (by_layout["fused"], by_layout["described"])]
+    with pytest.raises(PlanError, match="one package has one layout"):
+        backends.of(pairs)
