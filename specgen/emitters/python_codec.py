@@ -543,12 +543,6 @@ _PACKED_HELPERS = {
 }
 
 
-def _natural(name: str) -> tuple[int, list[int | str]]:
-    """isort's order with numbers by value, as ruff sorts imported names (`_r_str8`, `_r_str16`)."""
-    parts = re.split(r"(\d+)", name.lower())
-    return isort_key(name)[0], [int(p) if p.isdigit() else p for p in parts]
-
-
 def emit_packed(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, str]:
     """A segment layer's version package: its commands (packing-flag structs), enums and
     `__init__`, from `plan_packed`'s plan."""
@@ -568,7 +562,7 @@ def emit_packed(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict
         packed,
         renderer,
         sorted(enums, key=isort_key),
-        sorted(value_names, key=_natural),
+        sorted(value_names, key=imports.natural),
     )
     files |= {
         "enums.py": renderer.render(
