@@ -51,10 +51,17 @@ def test_the_frames_figure(protocol: str, capsys: pytest.CaptureFixture[str]) ->
 
 def test_the_decode_of_the_shipped_sample(tmp_path: Path) -> None:
     shown = _after("specgen decode rabbitmq-stream samples/rabbitmq-stream --out out/sample", 19)
+    (last,) = _after(
+        "specgen decode rabbitmq-stream samples/rabbitmq-stream --out out/sample --overwrite"
+        " | tail -1",
+        1,
+    )
     lines: list[str] = []
     out = tmp_path / "sample"
     decode.decode_local("rabbitmq-stream", SAMPLES / "rabbitmq-stream", out, echo=lines.append)
-    assert [ln.replace(str(out), "out/sample") for ln in lines] == shown
+    printed = [ln.replace(str(out), "out/sample") for ln in lines]
+    assert printed == shown
+    assert printed[-1] == last
 
 
 def test_the_pcap_figures(tmp_path: Path) -> None:

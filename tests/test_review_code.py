@@ -77,7 +77,7 @@ def _unchanged_at_head(*paths: str) -> bool:
 @pytest.mark.parametrize(
     ("document", "output"),
     [
-        # the README's review command: a spec with an overlay
+        # the review command of the README and docs/reviewing.md: a spec with an overlay
         ("specs/rabbitmq-stream/PROTOCOL-4.0.adoc", "text"),
         # the CI step's: markdown, and a spec that needs the file beside it (field-types.toml)
         ("specs/amqp-0-9-1/amqp0-9-1.extended.xml", "markdown"),
