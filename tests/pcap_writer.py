@@ -134,8 +134,8 @@ def session(folder: Path, server_port: int) -> list[Packet]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python tests/pcap_writer.py CAPTURE_FOLDER OUT.pcap [PORT]`: the README's pcap example
-    is the shipped Streams session written this way (server port 5552 by default)."""
+    """`python tests/pcap_writer.py CAPTURE_FOLDER OUT.pcap [PORT]`: the pcap example of
+    docs/pipeline.md is the shipped Streams session written this way (server port 5552 by default)."""
     import sys
 
     args = sys.argv[1:] if argv is None else argv

@@ -74,7 +74,8 @@ def _out() -> Path:
 
 # Opt-in: a fresh mypyc build of every package takes 10-40 minutes on a 2-core machine (gcc -O3
 # on one 10-14 MB C file per package), and the build does not yet reach issue 28's speed goal
-# (README, "Compiled codecs"), so the default run (CI) leaves it out rather than double its time.
+# (docs/benchmarks.md, "The compiled codecs"), so the default run (CI) leaves it out rather than
+# double its time.
 OPT_IN = "SPECGEN_TEST_COMPILED_BUILD"
 
 

@@ -175,7 +175,7 @@ def test_lint_from_the_checkout_root_reads_as_before(
 ) -> None:
     monkeypatch.chdir(ROOT)
     lines = _lint(capsys, "rabbitmq-stream/4.0")
-    # the README's example: relative to the root, as the spans name them
+    # the example of the README and docs/usage.md: relative to the root, as the spans name them
     assert lines[0].startswith("specs/rabbitmq-stream/PROTOCOL-4.0.adoc:55:1: example-key: ")
     assert any(line.startswith("specs/rabbitmq-stream/overlay.json:") for line in lines)
 

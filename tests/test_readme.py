@@ -1,15 +1,16 @@
-"""The README's figures for the shipped samples, recomputed from the samples.
+"""The documents' figures for the shipped samples, recomputed from the samples.
 
-Each test finds a console block's command in README.md, runs what it runs on the real sample
-(the frames command, the decode, the pcap the README writes, the report), and requires the
-README to show exactly what came out. A re-recorded sample that changes a figure fails here
-until the README says the new one."""
+Each test finds a console block's command in README.md or a page under docs/ (`docs_text`), runs
+what it runs on the real sample (the frames command, the decode, the pcap the documents write,
+the report), and requires every document that shows it to show exactly what came out.
+A re-recorded sample that changes a figure fails here until the documents say the new one."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import docs_text
 import pytest
 from pcap_writer import session, write
 from pyspark.sql import SparkSession
@@ -18,22 +19,23 @@ from specgen.cli import main
 from specgen.pipeline import decode
 from specgen.specs import ROOT
 
-README = (ROOT / "README.md").read_text(encoding="utf-8")
 SAMPLES = ROOT / "samples"
 
 
 def _after(command: str, lines: int) -> list[str]:
-    """The `lines` console lines the README shows after `$ .venv/bin/COMMAND`."""
-    head = f"$ .venv/bin/{command}\n"
-    assert head in README, f"the README no longer shows `{command}`"
-    return README.split(head, 1)[1].splitlines()[:lines]
+    """The `lines` console lines shown after `$ .venv/bin/COMMAND`: the same in every document
+    that shows the command, and at least one does."""
+    shown = [text.splitlines()[:lines] for text in docs_text.after(f"$ .venv/bin/{command}\n")]
+    assert all(s == shown[0] for s in shown), f"the documents disagree on what `{command}` prints"
+    return shown[0]
 
 
 def test_the_setup_list_names_every_package_setup_installs() -> None:
     setup = (ROOT / ".ci" / "setup").read_text(encoding="utf-8")
     packages = re.findall(r"need_apt\+=\(([\w.-]+)\)", setup)
     assert packages, "no apt packages found in .ci/setup"
-    said = " ".join(README.split("`.ci/setup`:", 1)[1].split(";", 1)[0].split())
+    readme = docs_text.README.read_text(encoding="utf-8")
+    said = " ".join(readme.split("`.ci/setup`:", 1)[1].split(";", 1)[0].split())
     spoken = {"openjdk-17-jre-headless": "OpenJDK 17", "chromium": "Chromium"}
     assert [p for p in packages if spoken.get(p, p) not in said] == []
 
@@ -49,10 +51,17 @@ def test_the_frames_figure(protocol: str, capsys: pytest.CaptureFixture[str]) ->
 
 def test_the_decode_of_the_shipped_sample(tmp_path: Path) -> None:
     shown = _after("specgen decode rabbitmq-stream samples/rabbitmq-stream --out out/sample", 19)
+    (last,) = _after(
+        "specgen decode rabbitmq-stream samples/rabbitmq-stream --out out/sample --overwrite"
+        " | tail -1",
+        1,
+    )
     lines: list[str] = []
     out = tmp_path / "sample"
     decode.decode_local("rabbitmq-stream", SAMPLES / "rabbitmq-stream", out, echo=lines.append)
-    assert [ln.replace(str(out), "out/sample") for ln in lines] == shown
+    printed = [ln.replace(str(out), "out/sample") for ln in lines]
+    assert printed == shown
+    assert printed[-1] == last
 
 
 def test_the_pcap_figures(tmp_path: Path) -> None:
@@ -68,8 +77,9 @@ def test_the_pcap_figures(tmp_path: Path) -> None:
     assert made == f"session.pcap: {len(packets)} packets"
     assert first == f"pcap: 1 capture file ({size:,} bytes), TCP ports 5552"
     assert second.startswith(f"pcap: {len(packets):,} packets: {len(packets):,} TCP segments")
-    tail = README.split(second, 1)[1].split("```", 1)[0]
-    assert f"TCP payload {payload:,} bytes = {payload:,} in frames and rejects" in tail
+    for after in docs_text.after(second):
+        tail = after.split("```", 1)[0]
+        assert f"TCP payload {payload:,} bytes = {payload:,} in frames and rejects" in tail
 
 
 def _section(text: str, title: str, lines: int) -> list[str]:
@@ -80,9 +90,10 @@ def test_the_report_figures(
     spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The publish-to-confirm table of the Streams sample, and the conversations of the
-    AMQP 0-9-1 one (the README decodes it into out/amqp091 first)."""
-    table = README.split("```console\nPublish-to-confirm latency\n", 1)[1].split("```", 1)[0]
-    shown = table.splitlines()
+    AMQP 0-9-1 one (the documents decode it into out/amqp091 first)."""
+    tables = docs_text.after("```console\nPublish-to-confirm latency\n")
+    shown = tables[0].split("```", 1)[0].splitlines()
+    assert all(table.split("```", 1)[0].splitlines() == shown for table in tables)
     decode.decode_local("rabbitmq-stream", SAMPLES / "rabbitmq-stream", tmp_path / "rs")
     readme_decode = "specgen decode amqp-0-9-1 samples/amqp-0-9-1 --out out/amqp091"
     _after(f"{readme_decode} --overwrite > /dev/null", 0)  # the folder the report reads
@@ -100,9 +111,14 @@ def test_the_report_figures(
 def test_the_amqp_1_0_report_figures(
     spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The outcome and credit tables of the AMQP 1.0 sample, decoded where the README does."""
-    _after("specgen decode amqp-1-0 samples/amqp-1-0 --out out/amqp10 --overwrite | tail -1", 0)
-    decode.decode_local("amqp-1-0", SAMPLES / "amqp-1-0", tmp_path / "amqp10")
+    """The decode's last line and the outcome and credit tables of the AMQP 1.0 sample, decoded
+    where the documents do."""
+    (shown,) = _after(
+        "specgen decode amqp-1-0 samples/amqp-1-0 --out out/amqp10 --overwrite | tail -1", 1
+    )
+    lines: list[str] = []
+    decode.decode_local("amqp-1-0", SAMPLES / "amqp-1-0", tmp_path / "amqp10", echo=lines.append)
+    assert lines[-1] == shown
     capsys.readouterr()
     assert main(["report", str(tmp_path / "amqp10")]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -134,7 +150,7 @@ def test_the_amqp_0_10_figures(
 def test_the_amqp_fast_0_8_figures(
     spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The 0.8 sample's decode line and destinations table, decoded where the README does."""
+    """The 0.8 sample's decode line and destinations table, decoded where the documents do."""
     (shown,) = _after(
         "specgen decode amqp-fast-0-8 samples/amqp-fast-0-8 --out out/fast08 --overwrite | tail -1",
         1,
