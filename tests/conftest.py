@@ -55,6 +55,15 @@ SLOW = {
     ),
     "test_decode::test_the_gap_reconciles_at_every_range_cut_around_it": "a decode per cut",
     "test_fuzz": "300 mutated inputs per generated version",
+    "test_spec_text_property::test_hostile_text_stays_text": (
+        "generates a package per hostile example and front-end (CI also runs 1,000 beside it)"
+    ),
+    "test_spec_text::test_prose_holding_python_never_runs": (
+        "generates, imports and runs every front-end's package from Python-laden prose"
+    ),
+    "test_spec_text::test_backslashes_in_prose_generate_importable_code": (
+        "generates and imports every front-end's package from backslashed prose"
+    ),
     "test_compiled": "compiles the codecs with mypyc (cached by their sources' hash) and runs "
     "their tests on the compiled build",
     "test_corpus_frontend": "walks every published Streams reference (the corpus)",
