@@ -13,6 +13,7 @@ from typing import get_args
 import pytest
 
 from specgen import abnf_ast
+from specgen.abnf import steps
 from specgen.dialogue import _receives, _refs
 from specgen.frontends.rfc006_flow import render
 from specgen.frontends.rfc006_lifetime import _nullable, _unfinished
@@ -95,6 +96,7 @@ def test_type_walkers_take_an_arm_for_every_kind(t: TypeRef) -> None:
 @pytest.mark.parametrize("e", ONE_OF_EACH_EXPR, ids=lambda e: type(e).__name__)
 def test_expression_walkers_take_an_arm_for_every_kind(e: abnf_ast.Expr) -> None:
     list(_refs(e))
+    list(steps(e))
     _receives(e)
     _nullable(e)
     _unfinished(e)
