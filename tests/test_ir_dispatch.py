@@ -2,8 +2,9 @@
 
 mypy proves each `match` on a `TypeRef` or an ABNF `Expr` names every kind (each ends in
 `assert_never`); these tests hold what mypy cannot see: that the tables keyed by kind (the
-canonical JSON's tags) list every kind of the unions, and that the walkers, run on one value
-of each kind, take an arm for it rather than reaching `assert_never` at run time.
+canonical JSON's tags) list every kind of the unions, and that the walkers and planners, run on
+one value of each kind, take an arm for it rather than reaching `assert_never` at run time (a
+planner may refuse a kind, with its own PlanError).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import pytest
 from specgen import abnf_ast
 from specgen.abnf import steps
 from specgen.dialogue import _receives, _refs
+from specgen.emitters import plan_packed
+from specgen.emitters.plan import PlanError, Planner, _min_size, _structs
 from specgen.frontends.rfc006_flow import render
 from specgen.frontends.rfc006_lifetime import _nullable, _unfinished
 from specgen.ir import (
@@ -26,9 +29,12 @@ from specgen.ir import (
     Case,
     Choice,
     Field,
+    FrameLayout,
     Map,
+    NamedType,
     Presence,
     Prim,
+    Protocol,
     Ref,
     Struct,
     Switch,
@@ -91,6 +97,44 @@ def test_type_walkers_take_an_arm_for_every_kind(t: TypeRef) -> None:
     assert type_label(t)
     assert _type_name(t)
     _inner_fields(t)
+
+
+TOY = Protocol(
+    "toy",
+    "1",
+    "toy.adoc",
+    (),
+    FrameLayout(
+        header=(Field("Size", Prim("uint32")), Field("Key", U8)),
+        length="Size",
+        length_counts="after",
+        dispatch=("Key",),
+    ),
+    (),
+    (),
+    (),
+    named=(NamedType("Table", Map(U8, U8, "uint8")),),
+)
+"""A protocol for the planners to look the samples' `uint8` and `Table` up in."""
+
+
+@pytest.mark.parametrize("t", ONE_OF_EACH_TYPE, ids=lambda t: type(t).__name__)
+def test_planners_take_an_arm_for_every_kind(t: TypeRef) -> None:
+    planner = Planner(TOY)
+    _structs((Field("X", t),))
+    assert _min_size(TOY, t) >= 0
+    assert planner._annotation(t, False)
+    assert planner._fits(t)
+    calls = (
+        lambda: planner._field(Field("X", t), "X", "x", [], planner._run("end"), {}, [], [], "end"),
+        lambda: planner._named(NamedType("Named", t)),
+        lambda: plan_packed._field(plan_packed._Context(TOY, {}, {}, set()), Field("X", t), 0),
+    )
+    for call in calls:
+        try:
+            call()
+        except PlanError:
+            pass  # refused, by the planner's own rule for that kind
 
 
 @pytest.mark.parametrize("e", ONE_OF_EACH_EXPR, ids=lambda e: type(e).__name__)
