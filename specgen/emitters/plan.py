@@ -17,7 +17,7 @@ import keyword
 import re
 import struct
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, assert_never
 
 from specgen.emitters import plan_described, plan_packed, pytext
 from specgen.emitters.naming import PlanError as PlanError
@@ -45,6 +45,7 @@ from specgen.ir import (
     Ref,
     Struct,
     Switch,
+    Typed,
     TypeRef,
     shape,
 )
@@ -1238,12 +1239,31 @@ class Planner:
             )
             self._close(r, body)
             cls = ""  # a peek switch's encoder tells the cases apart by the value's class
-            if isinstance(case.type, Struct):
-                cls = self._struct_class(case.type)
-            elif isinstance(case.type, Prim) and case.type.name not in INT_WIDTHS:
-                cls = text_class(self.protocol, case.type.name)
-            elif t.peek_bits:
-                raise PlanError(f"{label}: the peeked case {case.label!r} has no class of its own")
+            match case.type:
+                case Struct():
+                    cls = self._struct_class(case.type)
+                case Prim() if case.type.name not in INT_WIDTHS:
+                    cls = text_class(self.protocol, case.type.name)
+                case (
+                    Prim()
+                    | Ref()
+                    | Array()
+                    | Map()
+                    | Switch()
+                    | Choice()
+                    | Blob()
+                    | Bits()
+                    | BitField()
+                    | Presence()
+                    | Alternatives()
+                    | Typed()
+                ):
+                    if t.peek_bits:
+                        raise PlanError(
+                            f"{label}: the peeked case {case.label!r} has no class of its own"
+                        )
+                case _:
+                    assert_never(case.type)
             cases.append(SwitchCase(case.values, case.label, body, tmp[0], cls))
         on_local = on_expr = on_label = ""
         if t.on is not None:
@@ -1291,30 +1311,34 @@ class Planner:
         return name
 
     def _annotation(self, t: TypeRef, nullable: bool) -> str:
-        if isinstance(t, Prim):
-            base = _PY_CLASS[self.protocol.type(t.name).kind]
-            return f"{base} | None" if nullable and base != "None" else base
-        if isinstance(t, Ref):
-            target = self.protocol.named_type(t.name)
-            if isinstance(target, Map):
-                return "dict[str, Any]"
-            if isinstance(target, Array):
-                return "list[Any]"
-            return "Any"
-        if isinstance(t, Blob):
-            return "bytes"
-        if isinstance(t, Array):
-            return f"list[{self._annotation(t.item, self._item_nullable(t.item))}]"
-        if isinstance(t, Struct):
-            return self._struct_name(t)
-        if isinstance(t, Switch):
-            opts = []
-            for c in t.cases:
-                a = "None" if c.type is None else self._annotation(c.type, False)
-                if a not in opts:
-                    opts.append(a)
-            return " | ".join(sorted(opts, key=lambda a: a == "None"))
-        return "int"
+        match t:
+            case Prim():
+                base = _PY_CLASS[self.protocol.type(t.name).kind]
+                return f"{base} | None" if nullable and base != "None" else base
+            case Ref():
+                target = self.protocol.named_type(t.name)
+                if isinstance(target, Map):
+                    return "dict[str, Any]"
+                if isinstance(target, Array):
+                    return "list[Any]"
+                return "Any"
+            case Blob():
+                return "bytes"
+            case Array():
+                return f"list[{self._annotation(t.item, self._item_nullable(t.item))}]"
+            case Struct():
+                return self._struct_name(t)
+            case Switch():
+                opts = []
+                for c in t.cases:
+                    a = "None" if c.type is None else self._annotation(c.type, False)
+                    if a not in opts:
+                        opts.append(a)
+                return " | ".join(sorted(opts, key=lambda a: a == "None"))
+            case Map() | Choice() | Bits() | BitField() | Presence() | Alternatives() | Typed():
+                return "int"
+            case _:
+                assert_never(t)
 
     def _item_nullable(self, t: TypeRef) -> bool:
         """Array items of a type that can say null are decoded as None when they do."""
@@ -1401,21 +1425,37 @@ class Planner:
 
     def _fits(self, t: TypeRef) -> tuple[str, int, int]:
         """Which Python values can be encoded as `t` (ChoiceCase.fits, low, high)."""
-        if isinstance(t, Ref):
-            target = self.protocol.named_type(t.name)
-            if isinstance(target, Map | Array):
-                return ("dict" if isinstance(target, Map) else "list"), 0, 0
-            return "none", 0, 0
-        if not isinstance(t, Prim):
-            return "none", 0, 0
-        p = self.protocol.type(t.name)
-        if p.kind in ("int", "timestamp"):
-            width, signed = (p.width, p.signed) if p.kind == "int" else (8, False)
-            bits = width * 8
-            if signed:
-                return "int", -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-            return "int", 0, (1 << bits) - 1
-        return p.kind, 0, 0
+        match t:
+            case Ref():
+                target = self.protocol.named_type(t.name)
+                if isinstance(target, Map | Array):
+                    return ("dict" if isinstance(target, Map) else "list"), 0, 0
+                return "none", 0, 0
+            case Prim():
+                p = self.protocol.type(t.name)
+                if p.kind in ("int", "timestamp"):
+                    width, signed = (p.width, p.signed) if p.kind == "int" else (8, False)
+                    bits = width * 8
+                    if signed:
+                        return "int", -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+                    return "int", 0, (1 << bits) - 1
+                return p.kind, 0, 0
+            case (
+                Array()
+                | Map()
+                | Struct()
+                | Switch()
+                | Choice()
+                | Blob()
+                | Bits()
+                | BitField()
+                | Presence()
+                | Alternatives()
+                | Typed()
+            ):
+                return "none", 0, 0
+            case _:
+                assert_never(t)
 
 
 _PY_CLASS = {
@@ -1595,16 +1635,32 @@ def _structs(fields: tuple[Field, ...]) -> list[Struct]:
     out: list[Struct] = []
 
     def visit(t: TypeRef) -> None:
-        if isinstance(t, Struct):
-            out.append(t)
-            for f in t.fields:
-                visit(f.type)
-        elif isinstance(t, Array):
-            visit(t.item)
-        elif isinstance(t, Switch):
-            for c in t.cases:
-                if c.type is not None:
-                    visit(c.type)
+        match t:
+            case Struct():
+                out.append(t)
+                for f in t.fields:
+                    visit(f.type)
+            case Array():
+                visit(t.item)
+            case Switch():
+                for c in t.cases:
+                    if c.type is not None:
+                        visit(c.type)
+            case (
+                Prim()
+                | Ref()
+                | Map()
+                | Choice()
+                | Blob()
+                | Bits()
+                | BitField()
+                | Presence()
+                | Alternatives()
+                | Typed()
+            ):
+                pass  # a Ref is planned as a named type; _field lays out no structure in these
+            case _:
+                assert_never(t)
 
     for f in fields:
         visit(f.type)
@@ -1679,25 +1735,29 @@ def _doc(f: Field) -> str:
 
 def _min_size(protocol: Protocol, t: TypeRef) -> int:
     """The fewest bytes one value of `t` can take on the wire (for refusing counts early)."""
-    if isinstance(t, Prim):
-        p = protocol.type(t.name)
-        return p.width if p.fixed else INT_WIDTHS[p.length_prefix][0]
-    if isinstance(t, Array):
-        prefix = t.count_prefix or t.size_prefix
-        return INT_WIDTHS[prefix][0] if prefix else 0
-    if isinstance(t, Map):
-        return INT_WIDTHS[t.size_prefix][0]
-    if isinstance(t, Struct):
-        return _min_size_fields(protocol, t.fields)
-    if isinstance(t, Bits | Presence):
-        return t.width
-    if isinstance(t, Switch):
-        sizes = [0 if c.type is None else _min_size(protocol, c.type) for c in t.cases]
-        return min(sizes) if sizes else 0
-    if isinstance(t, Ref):
-        target = protocol.named_type(t.name)
-        return 1 if isinstance(target, Choice) else _min_size(protocol, target)
-    return 0
+    match t:
+        case Prim():
+            p = protocol.type(t.name)
+            return p.width if p.fixed else INT_WIDTHS[p.length_prefix][0]
+        case Array():
+            prefix = t.count_prefix or t.size_prefix
+            return INT_WIDTHS[prefix][0] if prefix else 0
+        case Map():
+            return INT_WIDTHS[t.size_prefix][0]
+        case Struct():
+            return _min_size_fields(protocol, t.fields)
+        case Bits() | Presence():
+            return t.width
+        case Switch():
+            sizes = [0 if c.type is None else _min_size(protocol, c.type) for c in t.cases]
+            return min(sizes) if sizes else 0
+        case Ref():
+            target = protocol.named_type(t.name)
+            return 1 if isinstance(target, Choice) else _min_size(protocol, target)
+        case Choice() | Blob() | BitField() | Alternatives() | Typed():
+            return 0
+        case _:
+            assert_never(t)
 
 
 def _min_size_fields(protocol: Protocol, fields: tuple[Field, ...]) -> int:
