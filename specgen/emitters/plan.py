@@ -942,98 +942,122 @@ class Planner:
         limit: str,
     ) -> Run:
         t = f.type
-        if isinstance(t, Alternatives):
-            raise PlanError(
-                f"{f.span}: {label} lists alternatives with nothing on the wire to choose; it needs an overlay entry"
-            )
-        if isinstance(t, Bits):
-            return self._bits(f, t, label, expr, steps, run, env, args, attrs)
-        if isinstance(t, Presence):
-            return self._presence(f, t, label, steps, run, env, limit)
+        match t:
+            case Alternatives():
+                raise PlanError(
+                    f"{f.span}: {label} lists alternatives with nothing on the wire to choose; "
+                    "it needs an overlay entry"
+                )
+            case Bits():
+                return self._bits(f, t, label, expr, steps, run, env, args, attrs)
+            case Presence():
+                return self._presence(f, t, label, steps, run, env, limit)
+            case Prim():
+                local = self._bind(f, expr, env, args, attrs)
+                ptype = self.protocol.type(t.name)
+                if ptype.fixed:
+                    return self._fixed(ptype, label, local, expr, steps, run)
+                len_local = self._local(f.name + "Len")
+                raw = self._local(f.name + "Raw")
+                nullable = f.nullable and ptype.null_length is not None
+                run.items.append(
+                    Fixed(
+                        label,
+                        STRUCT_CODES[ptype.length_prefix],
+                        INT_WIDTHS[ptype.length_prefix][0],
+                        len_local,
+                        raw,
+                        "len",
+                        null=ptype.null_length if nullable else None,
+                    )
+                )
+                step = Text(
+                    label,
+                    local,
+                    len_local,
+                    expr,
+                    limit,
+                    ptype.kind == "string",
+                    ptype.null_length if nullable else None,
+                    ptype.encoding or "utf-8",
+                    raw,
+                    ptype.errors,
+                )
+                run.prepare.append(step)
+                self._close(run, steps)
+                steps.append(step)
+                return self._run(limit)
+            case Ref():
+                local = self._bind(f, expr, env, args, attrs)
+                self._close(run, steps)
+                target = self.protocol.named_type(t.name)
+                if isinstance(target, Choice):
+                    raise PlanError(
+                        f"{f.span}: {label}: a constructor-chosen value needs a map or array to "
+                        "remember its constructor in"
+                    )
+                steps.append(RefStep(label, local, _func(t.name), expr, limit))
+                return self._run(limit)
+            case Blob():
+                local = self._bind(f, expr, env, args, attrs)
+                self._close(run, steps)
+                if t.length_field is None:
+                    length_local, length_expr = "", ""
+                else:
+                    length_local, length_expr = env[t.length_field]
+                steps.append(BlobStep(label, local, length_local, length_expr, expr, limit))
+                return self._run(limit)
+            case Array():
+                local = self._bind(f, expr, env, args, attrs)
+                return self._array(f, t, label, local, expr, steps, run, env, limit)
+            case Struct():
+                local = self._bind(f, expr, env, args, attrs)
+                inner: list[str] = []
+                before = len(self.keeps)
+                self.struct_depth += 1
+                run = self._struct_body(t.fields, label, expr, steps, run, inner, None, limit)
+                self.struct_depth -= 1
+                cls = self._struct_class(t)
+                self._after(run, steps, Build(local, cls, inner))
+                for a in self.keeps[before:]:
+                    self._after(
+                        run,
+                        steps,
+                        KeepSet(local, a.keep, a.local, a.keep_start, a.inner_limit, a.keep_states),
+                    )
+                    kept = (a.keep, a.annotation)
+                    if kept not in self.struct_classes[cls].kept:
+                        self.struct_classes[cls].kept.append(kept)
+                del self.keeps[before:]
+                return run
+            case Switch():
+                local = self._bind(f, expr, env, args, attrs)
+                self._close(run, steps)
+                steps.append(self._switch(t, label, local, expr, env, limit))
+                return self._run(limit)
+            case Map() | Choice() | BitField() | Typed():
+                self._bind(f, expr, env, args, attrs)  # as before the match: then refused
+                raise PlanError(f"{f.span}: {label}: no plan for {type(t).__name__}")
+            case _:
+                assert_never(t)
+
+    def _bind(
+        self,
+        f: Field,
+        expr: str,
+        env: dict[str, tuple[str, str]],
+        args: list[str],
+        attrs: list[Attr] | None,
+    ) -> str:
+        """A field holding one value: its decode local, which `env` knows by the field's spec name
+        (with `expr`, its encode expression) and the owner's constructor takes (`args`), and its
+        attribute when the owner has a class of its own (`attrs`)."""
         local = self._local(f.name)
         env[f.name] = (local, expr)
         args.append(local)
         if attrs is not None:
-            attrs.append(Attr(attr_name(f.name), self._annotation(t, f.nullable), _doc(f)))
-        if isinstance(t, Prim):
-            ptype = self.protocol.type(t.name)
-            if ptype.fixed:
-                return self._fixed(ptype, label, local, expr, steps, run)
-            len_local = self._local(f.name + "Len")
-            raw = self._local(f.name + "Raw")
-            nullable = f.nullable and ptype.null_length is not None
-            run.items.append(
-                Fixed(
-                    label,
-                    STRUCT_CODES[ptype.length_prefix],
-                    INT_WIDTHS[ptype.length_prefix][0],
-                    len_local,
-                    raw,
-                    "len",
-                    null=ptype.null_length if nullable else None,
-                )
-            )
-            step = Text(
-                label,
-                local,
-                len_local,
-                expr,
-                limit,
-                ptype.kind == "string",
-                ptype.null_length if nullable else None,
-                ptype.encoding or "utf-8",
-                raw,
-                ptype.errors,
-            )
-            run.prepare.append(step)
-            self._close(run, steps)
-            steps.append(step)
-            return self._run(limit)
-        if isinstance(t, Ref):
-            self._close(run, steps)
-            target = self.protocol.named_type(t.name)
-            if isinstance(target, Choice):
-                raise PlanError(
-                    f"{f.span}: {label}: a constructor-chosen value needs a map or array to "
-                    "remember its constructor in"
-                )
-            steps.append(RefStep(label, local, _func(t.name), expr, limit))
-            return self._run(limit)
-        if isinstance(t, Blob):
-            self._close(run, steps)
-            if t.length_field is None:
-                length_local, length_expr = "", ""
-            else:
-                length_local, length_expr = env[t.length_field]
-            steps.append(BlobStep(label, local, length_local, length_expr, expr, limit))
-            return self._run(limit)
-
-        if isinstance(t, Array):
-            return self._array(f, t, label, local, expr, steps, run, env, limit)
-        if isinstance(t, Struct):
-            inner: list[str] = []
-            before = len(self.keeps)
-            self.struct_depth += 1
-            run = self._struct_body(t.fields, label, expr, steps, run, inner, None, limit)
-            self.struct_depth -= 1
-            cls = self._struct_class(t)
-            self._after(run, steps, Build(local, cls, inner))
-            for a in self.keeps[before:]:
-                self._after(
-                    run,
-                    steps,
-                    KeepSet(local, a.keep, a.local, a.keep_start, a.inner_limit, a.keep_states),
-                )
-                kept = (a.keep, a.annotation)
-                if kept not in self.struct_classes[cls].kept:
-                    self.struct_classes[cls].kept.append(kept)
-            del self.keeps[before:]
-            return run
-        if isinstance(t, Switch):
-            self._close(run, steps)
-            steps.append(self._switch(t, label, local, expr, env, limit))
-            return self._run(limit)
-        raise PlanError(f"{f.span}: {label}: no plan for {type(t).__name__}")
+            attrs.append(Attr(attr_name(f.name), self._annotation(f.type, f.nullable), _doc(f)))
+        return local
 
     def _fixed(
         self,
