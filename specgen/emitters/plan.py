@@ -1377,65 +1377,87 @@ class Planner:
         self.used = {"buf", "at", "end", "parts", "value", "out", "stop", "key", "item", "ctor"}
         self.runs = []
         label = n.name
-        if isinstance(t, Map | Array) and (isinstance(t, Map) or t.size_prefix is not None):
-            size = t.size_prefix
-            assert size is not None
-            plan = NamedPlan(
-                n.name,
-                func,
-                "map" if isinstance(t, Map) else "array",
-                "dict[str, Any]" if isinstance(t, Map) else "list[Any]",
-                label,
-                STRUCT_CODES[size],
-                INT_WIDTHS[size][0],
-            )
-            if isinstance(t, Map):
-                plan.key_steps, plan.key_local = self._value(
-                    t.key, f"{label}.key", "key", "stop", "Key"
+        match t:
+            case Map():
+                return self._container(
+                    n, func, "map", "dict[str, Any]", t.size_prefix, t.value, key=t.key
                 )
-            item = t.value if isinstance(t, Map) else t.item
-            item_label = f"{label}[]"
-            if isinstance(item, Ref):
-                target = self.protocol.named_type(item.name)
-                ctor = "ctor" if isinstance(target, Choice) else ""
-                plan.item = RefStep(
-                    item_label, "item", _func(item.name), "item", "stop", ctor, "ctor"
+            case Array() if t.size_prefix is not None:
+                return self._container(n, func, "array", "list[Any]", t.size_prefix, t.item)
+            case Choice():
+                plan = NamedPlan(n.name, func, "choice", "Any", label)
+                plan.ctor_code = STRUCT_CODES[t.constructor]
+                plan.ctor_width = INT_WIDTHS[t.constructor][0]
+                for case in t.cases:
+                    if case.type is None:
+                        raise PlanError(
+                            f"{n.span}: {label}: constructor {case.label!r} has no type"
+                        )
+                    body, local = self._value(case.type, label, "value", "end")
+                    plan.cases.append(
+                        ChoiceCase(case.values[0], case.label, body, local, *self._fits(case.type))
+                    )
+                order = [*t.prefer, *(c.values[0] for c in t.cases if c.values[0] not in t.prefer)]
+                plan.prefer = order
+                plan.runs = self.runs
+                return plan
+            case Struct():
+                # a structure of its own (AMQ RFC 006's message head): its dataclass gets a codec
+                cls = self._struct_class(t)
+                self.struct_classes[cls].codec, self.struct_classes[cls].doc = func, n.doc
+                plan = NamedPlan(n.name, func, "struct", cls, cls)
+                args: list[str] = []
+                run = self._struct_body(
+                    t.fields, cls, "value", plan.steps, self._run("end"), args, None, "end"
                 )
-            else:
-                plan.item_steps, plan.item_local = self._value(
-                    item, item_label, "item", "stop", "Item"
-                )
-            plan.runs = self.runs
-            return plan
-        if isinstance(t, Choice):
-            plan = NamedPlan(n.name, func, "choice", "Any", label)
-            plan.ctor_code = STRUCT_CODES[t.constructor]
-            plan.ctor_width = INT_WIDTHS[t.constructor][0]
-            for case in t.cases:
-                if case.type is None:
-                    raise PlanError(f"{n.span}: {label}: constructor {case.label!r} has no type")
-                body, local = self._value(case.type, label, "value", "end")
-                plan.cases.append(
-                    ChoiceCase(case.values[0], case.label, body, local, *self._fits(case.type))
-                )
-            order = [*t.prefer, *(c.values[0] for c in t.cases if c.values[0] not in t.prefer)]
-            plan.prefer = order
-            plan.runs = self.runs
-            return plan
-        if isinstance(t, Struct):
-            # a structure of its own (AMQ RFC 006's message head): its dataclass gets a codec
-            cls = self._struct_class(t)
-            self.struct_classes[cls].codec, self.struct_classes[cls].doc = func, n.doc
-            plan = NamedPlan(n.name, func, "struct", cls, cls)
-            args: list[str] = []
-            run = self._struct_body(
-                t.fields, cls, "value", plan.steps, self._run("end"), args, None, "end"
-            )
-            self._close(run, plan.steps)
-            plan.steps.append(Build("value", cls, args))
-            plan.runs = self.runs
-            return plan
-        raise PlanError(f"{n.span}: {label}: a named {type(t).__name__} has no plan yet")
+                self._close(run, plan.steps)
+                plan.steps.append(Build("value", cls, args))
+                plan.runs = self.runs
+                return plan
+            case (
+                Array()  # counted, not sized: no plan for it as a named type
+                | Prim()
+                | Ref()
+                | Switch()
+                | Blob()
+                | Bits()
+                | BitField()
+                | Presence()
+                | Alternatives()
+                | Typed()
+            ):
+                raise PlanError(f"{n.span}: {label}: a named {type(t).__name__} has no plan yet")
+            case _:
+                assert_never(t)
+
+    def _container(
+        self,
+        n: NamedType,
+        func: str,
+        kind: Literal["map", "array"],
+        annotation: str,
+        size: str,
+        item: TypeRef,
+        key: TypeRef | None = None,
+    ) -> NamedPlan:
+        """A named map or array whose size prefix says how many bytes its entries fill: the
+        steps of a `key` (a map's) and of an `item` (a map's value, an array's item), or the
+        item's named type's functions."""
+        label = n.name
+        plan = NamedPlan(
+            n.name, func, kind, annotation, label, STRUCT_CODES[size], INT_WIDTHS[size][0]
+        )
+        if key is not None:
+            plan.key_steps, plan.key_local = self._value(key, f"{label}.key", "key", "stop", "Key")
+        item_label = f"{label}[]"
+        if isinstance(item, Ref):
+            target = self.protocol.named_type(item.name)
+            ctor = "ctor" if isinstance(target, Choice) else ""
+            plan.item = RefStep(item_label, "item", _func(item.name), "item", "stop", ctor, "ctor")
+        else:
+            plan.item_steps, plan.item_local = self._value(item, item_label, "item", "stop", "Item")
+        plan.runs = self.runs
+        return plan
 
     def _value(
         self, t: TypeRef, label: str, expr: str, limit: str, name: str = "Value"
