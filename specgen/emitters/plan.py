@@ -17,7 +17,7 @@ import keyword
 import re
 import struct
 from dataclasses import dataclass, field, replace
-from typing import Literal, assert_never
+from typing import Literal, assert_never, cast
 
 from specgen.emitters import plan_described, plan_packed, pytext
 from specgen.emitters.naming import PlanError as PlanError
@@ -454,6 +454,41 @@ class Build:
     args: list[str]
 
 
+Step = (
+    Run
+    | Text
+    | BlobStep
+    | BitsStep
+    | Uint24
+    | ArrayStep
+    | KeepItem
+    | KeepSet
+    | SwitchStep
+    | OptionalStep
+    | PresenceStep
+    | BoolCheck
+    | DecimalValue
+    | DecimalParts
+    | NoneValue
+    | RefStep
+    | Mark
+    | ChecksumStep
+    | Build
+)
+"""Every kind of plan step: what the step lists hold (`MessagePlan.steps`; a NamedPlan's
+`steps`, `key_steps` and `item_steps`; the `body` of a ChoiceCase, SwitchCase, ArrayStep or
+OptionalStep; a Run's `post` and `prepare`). The lists stay `list[object]`, the type the
+emitters that walk them generically take; code dispatching on a step's kind reads a list
+through `_steps` and `match`es with one `case` per kind (or several kinds in one arm), ending in
+`case _: assert_never(s)`, so mypy names the code that misses a kind added here."""
+
+
+def _steps(body: list[object]) -> list[Step]:
+    """A step list as the Steps it holds: the planner puts nothing else in one (every append
+    builds a Step; the dispatch tests check every list of every fused plan)."""
+    return cast("list[Step]", body)
+
+
 @dataclass
 class Attr:
     name: str
@@ -777,9 +812,34 @@ class Planner:
         if len(attrs) != n_attrs + 1 or len(args) != n_args + 1:
             raise PlanError(f"{f.span}: {label}: an optional field must be one value")
         attrs[-1] = Attr(attrs[-1].name, f"{attrs[-1].annotation} | None", attrs[-1].doc, "None")
-        for step in body:  # declared once, before the branches
-            if isinstance(step, ArrayStep | SwitchStep) and step.local == args[-1]:
-                step.annotation = ""
+        for step in _steps(body):  # declared once, before the branches
+            match step:
+                case ArrayStep() | SwitchStep() if step.local == args[-1]:
+                    step.annotation = ""
+                case (
+                    Run()
+                    | Text()
+                    | BlobStep()
+                    | BitsStep()
+                    | Uint24()
+                    | ArrayStep()
+                    | KeepItem()
+                    | KeepSet()
+                    | SwitchStep()
+                    | OptionalStep()
+                    | PresenceStep()
+                    | BoolCheck()
+                    | DecimalValue()
+                    | DecimalParts()
+                    | NoneValue()
+                    | RefStep()
+                    | Mark()
+                    | ChecksumStep()
+                    | Build()
+                ):
+                    pass  # declares no annotated local of the optional field's own
+                case _:
+                    assert_never(step)
         step = OptionalStep(label, args[-1], expr, "end", body, previous, attrs[-1].annotation)
         if f.present is not None:
             presence, t = self.presence[f.present[0]]
@@ -840,15 +900,39 @@ class Planner:
         ):
             return
         builds: list[tuple[list[object], Build]] = []
-        for s in step.body:
-            if isinstance(s, SwitchStep):
-                for c in s.cases:
-                    found = [b for b in c.body if isinstance(b, Build) and b.local == c.value]
-                    if len(found) != 1:
-                        return
-                    builds.append((c.body, found[0]))
-            elif isinstance(s, Build) and s.local == step.item_value:
-                builds.append((step.body, s))
+        for s in _steps(step.body):
+            match s:
+                case SwitchStep():
+                    for c in s.cases:
+                        found = [b for b in c.body if isinstance(b, Build) and b.local == c.value]
+                        if len(found) != 1:
+                            return
+                        builds.append((c.body, found[0]))
+                case Build() if s.local == step.item_value:
+                    builds.append((step.body, s))
+                case (
+                    Run()
+                    | Text()
+                    | BlobStep()
+                    | BitsStep()
+                    | Uint24()
+                    | ArrayStep()
+                    | KeepItem()
+                    | KeepSet()
+                    | OptionalStep()
+                    | PresenceStep()
+                    | BoolCheck()
+                    | DecimalValue()
+                    | DecimalParts()
+                    | NoneValue()
+                    | RefStep()
+                    | Mark()
+                    | ChecksumStep()
+                    | Build()
+                ):
+                    pass  # builds no item of the array (reads its fields, builds a part)
+                case _:
+                    assert_never(s)
         if not builds or any(
             len(b.args) != len(self.struct_classes[b.cls].attrs) for _, b in builds
         ):
