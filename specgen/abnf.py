@@ -25,7 +25,7 @@ import functools
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, cast
+from typing import Literal, assert_never, cast
 
 from lark import Lark, Token, Tree, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from lark.lark import PostLex
@@ -438,16 +438,21 @@ def _options(expr: Expr) -> tuple[Expr, ...]:
 
 def steps(expr: Expr) -> Iterator[Step]:
     """Every Step inside an expression, in document order."""
-    if isinstance(expr, Step):
-        yield expr
-    elif isinstance(expr, Seq):
-        for item in expr.items:
-            yield from steps(item)
-    elif isinstance(expr, Alt):
-        for option in expr.options:
-            yield from steps(option)
-    elif isinstance(expr, Repeat):
-        yield from steps(expr.expr)
+    match expr:
+        case Step():
+            yield expr
+        case Seq():
+            for item in expr.items:
+                yield from steps(item)
+        case Alt():
+            for option in expr.options:
+                yield from steps(option)
+        case Repeat():
+            yield from steps(expr.expr)
+        case RuleRef() | CharVal() | NumVal() | NumRange() | ProseVal():
+            pass
+        case _:
+            assert_never(expr)
 
 
 # ---- finding ABNF in prose

@@ -17,7 +17,7 @@ import keyword
 import re
 import struct
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, assert_never, cast
 
 from specgen.emitters import plan_described, plan_packed, pytext
 from specgen.emitters.naming import PlanError as PlanError
@@ -45,6 +45,7 @@ from specgen.ir import (
     Ref,
     Struct,
     Switch,
+    Typed,
     TypeRef,
     shape,
 )
@@ -453,6 +454,41 @@ class Build:
     args: list[str]
 
 
+Step = (
+    Run
+    | Text
+    | BlobStep
+    | BitsStep
+    | Uint24
+    | ArrayStep
+    | KeepItem
+    | KeepSet
+    | SwitchStep
+    | OptionalStep
+    | PresenceStep
+    | BoolCheck
+    | DecimalValue
+    | DecimalParts
+    | NoneValue
+    | RefStep
+    | Mark
+    | ChecksumStep
+    | Build
+)
+"""Every kind of plan step: what the step lists hold (`MessagePlan.steps`; a NamedPlan's
+`steps`, `key_steps` and `item_steps`; the `body` of a ChoiceCase, SwitchCase, ArrayStep or
+OptionalStep; a Run's `post` and `prepare`). The lists stay `list[object]`, the type the
+emitters that walk them generically take; code dispatching on a step's kind reads a list
+through `_steps` and `match`es with one `case` per kind (or several kinds in one arm), ending in
+`case _: assert_never(s)`, so mypy names the code that misses a kind added here."""
+
+
+def _steps(body: list[object]) -> list[Step]:
+    """A step list as the Steps it holds: the planner puts nothing else in one (every append
+    builds a Step; the dispatch tests check every list of every fused plan)."""
+    return cast("list[Step]", body)
+
+
 @dataclass
 class Attr:
     name: str
@@ -776,9 +812,34 @@ class Planner:
         if len(attrs) != n_attrs + 1 or len(args) != n_args + 1:
             raise PlanError(f"{f.span}: {label}: an optional field must be one value")
         attrs[-1] = Attr(attrs[-1].name, f"{attrs[-1].annotation} | None", attrs[-1].doc, "None")
-        for step in body:  # declared once, before the branches
-            if isinstance(step, ArrayStep | SwitchStep) and step.local == args[-1]:
-                step.annotation = ""
+        for step in _steps(body):  # declared once, before the branches
+            match step:
+                case ArrayStep() | SwitchStep() if step.local == args[-1]:
+                    step.annotation = ""
+                case (
+                    Run()
+                    | Text()
+                    | BlobStep()
+                    | BitsStep()
+                    | Uint24()
+                    | ArrayStep()
+                    | KeepItem()
+                    | KeepSet()
+                    | SwitchStep()
+                    | OptionalStep()
+                    | PresenceStep()
+                    | BoolCheck()
+                    | DecimalValue()
+                    | DecimalParts()
+                    | NoneValue()
+                    | RefStep()
+                    | Mark()
+                    | ChecksumStep()
+                    | Build()
+                ):
+                    pass  # declares no annotated local of the optional field's own
+                case _:
+                    assert_never(step)
         step = OptionalStep(label, args[-1], expr, "end", body, previous, attrs[-1].annotation)
         if f.present is not None:
             presence, t = self.presence[f.present[0]]
@@ -839,15 +900,39 @@ class Planner:
         ):
             return
         builds: list[tuple[list[object], Build]] = []
-        for s in step.body:
-            if isinstance(s, SwitchStep):
-                for c in s.cases:
-                    found = [b for b in c.body if isinstance(b, Build) and b.local == c.value]
-                    if len(found) != 1:
-                        return
-                    builds.append((c.body, found[0]))
-            elif isinstance(s, Build) and s.local == step.item_value:
-                builds.append((step.body, s))
+        for s in _steps(step.body):
+            match s:
+                case SwitchStep():
+                    for c in s.cases:
+                        found = [b for b in c.body if isinstance(b, Build) and b.local == c.value]
+                        if len(found) != 1:
+                            return
+                        builds.append((c.body, found[0]))
+                case Build() if s.local == step.item_value:
+                    builds.append((step.body, s))
+                case (
+                    Run()
+                    | Text()
+                    | BlobStep()
+                    | BitsStep()
+                    | Uint24()
+                    | ArrayStep()
+                    | KeepItem()
+                    | KeepSet()
+                    | OptionalStep()
+                    | PresenceStep()
+                    | BoolCheck()
+                    | DecimalValue()
+                    | DecimalParts()
+                    | NoneValue()
+                    | RefStep()
+                    | Mark()
+                    | ChecksumStep()
+                    | Build()
+                ):
+                    pass  # builds no item of the array (reads its fields, builds a part)
+                case _:
+                    assert_never(s)
         if not builds or any(
             len(b.args) != len(self.struct_classes[b.cls].attrs) for _, b in builds
         ):
@@ -941,98 +1026,122 @@ class Planner:
         limit: str,
     ) -> Run:
         t = f.type
-        if isinstance(t, Alternatives):
-            raise PlanError(
-                f"{f.span}: {label} lists alternatives with nothing on the wire to choose; it needs an overlay entry"
-            )
-        if isinstance(t, Bits):
-            return self._bits(f, t, label, expr, steps, run, env, args, attrs)
-        if isinstance(t, Presence):
-            return self._presence(f, t, label, steps, run, env, limit)
+        match t:
+            case Alternatives():
+                raise PlanError(
+                    f"{f.span}: {label} lists alternatives with nothing on the wire to choose; "
+                    "it needs an overlay entry"
+                )
+            case Bits():
+                return self._bits(f, t, label, expr, steps, run, env, args, attrs)
+            case Presence():
+                return self._presence(f, t, label, steps, run, env, limit)
+            case Prim():
+                local = self._bind(f, expr, env, args, attrs)
+                ptype = self.protocol.type(t.name)
+                if ptype.fixed:
+                    return self._fixed(ptype, label, local, expr, steps, run)
+                len_local = self._local(f.name + "Len")
+                raw = self._local(f.name + "Raw")
+                nullable = f.nullable and ptype.null_length is not None
+                run.items.append(
+                    Fixed(
+                        label,
+                        STRUCT_CODES[ptype.length_prefix],
+                        INT_WIDTHS[ptype.length_prefix][0],
+                        len_local,
+                        raw,
+                        "len",
+                        null=ptype.null_length if nullable else None,
+                    )
+                )
+                step = Text(
+                    label,
+                    local,
+                    len_local,
+                    expr,
+                    limit,
+                    ptype.kind == "string",
+                    ptype.null_length if nullable else None,
+                    ptype.encoding or "utf-8",
+                    raw,
+                    ptype.errors,
+                )
+                run.prepare.append(step)
+                self._close(run, steps)
+                steps.append(step)
+                return self._run(limit)
+            case Ref():
+                local = self._bind(f, expr, env, args, attrs)
+                self._close(run, steps)
+                target = self.protocol.named_type(t.name)
+                if isinstance(target, Choice):
+                    raise PlanError(
+                        f"{f.span}: {label}: a constructor-chosen value needs a map or array to "
+                        "remember its constructor in"
+                    )
+                steps.append(RefStep(label, local, _func(t.name), expr, limit))
+                return self._run(limit)
+            case Blob():
+                local = self._bind(f, expr, env, args, attrs)
+                self._close(run, steps)
+                if t.length_field is None:
+                    length_local, length_expr = "", ""
+                else:
+                    length_local, length_expr = env[t.length_field]
+                steps.append(BlobStep(label, local, length_local, length_expr, expr, limit))
+                return self._run(limit)
+            case Array():
+                local = self._bind(f, expr, env, args, attrs)
+                return self._array(f, t, label, local, expr, steps, run, env, limit)
+            case Struct():
+                local = self._bind(f, expr, env, args, attrs)
+                inner: list[str] = []
+                before = len(self.keeps)
+                self.struct_depth += 1
+                run = self._struct_body(t.fields, label, expr, steps, run, inner, None, limit)
+                self.struct_depth -= 1
+                cls = self._struct_class(t)
+                self._after(run, steps, Build(local, cls, inner))
+                for a in self.keeps[before:]:
+                    self._after(
+                        run,
+                        steps,
+                        KeepSet(local, a.keep, a.local, a.keep_start, a.inner_limit, a.keep_states),
+                    )
+                    kept = (a.keep, a.annotation)
+                    if kept not in self.struct_classes[cls].kept:
+                        self.struct_classes[cls].kept.append(kept)
+                del self.keeps[before:]
+                return run
+            case Switch():
+                local = self._bind(f, expr, env, args, attrs)
+                self._close(run, steps)
+                steps.append(self._switch(t, label, local, expr, env, limit))
+                return self._run(limit)
+            case Map() | Choice() | BitField() | Typed():
+                self._bind(f, expr, env, args, attrs)  # as before the match: then refused
+                raise PlanError(f"{f.span}: {label}: no plan for {type(t).__name__}")
+            case _:
+                assert_never(t)
+
+    def _bind(
+        self,
+        f: Field,
+        expr: str,
+        env: dict[str, tuple[str, str]],
+        args: list[str],
+        attrs: list[Attr] | None,
+    ) -> str:
+        """A field holding one value: its decode local, which `env` knows by the field's spec name
+        (with `expr`, its encode expression) and the owner's constructor takes (`args`), and its
+        attribute when the owner has a class of its own (`attrs`)."""
         local = self._local(f.name)
         env[f.name] = (local, expr)
         args.append(local)
         if attrs is not None:
-            attrs.append(Attr(attr_name(f.name), self._annotation(t, f.nullable), _doc(f)))
-        if isinstance(t, Prim):
-            ptype = self.protocol.type(t.name)
-            if ptype.fixed:
-                return self._fixed(ptype, label, local, expr, steps, run)
-            len_local = self._local(f.name + "Len")
-            raw = self._local(f.name + "Raw")
-            nullable = f.nullable and ptype.null_length is not None
-            run.items.append(
-                Fixed(
-                    label,
-                    STRUCT_CODES[ptype.length_prefix],
-                    INT_WIDTHS[ptype.length_prefix][0],
-                    len_local,
-                    raw,
-                    "len",
-                    null=ptype.null_length if nullable else None,
-                )
-            )
-            step = Text(
-                label,
-                local,
-                len_local,
-                expr,
-                limit,
-                ptype.kind == "string",
-                ptype.null_length if nullable else None,
-                ptype.encoding or "utf-8",
-                raw,
-                ptype.errors,
-            )
-            run.prepare.append(step)
-            self._close(run, steps)
-            steps.append(step)
-            return self._run(limit)
-        if isinstance(t, Ref):
-            self._close(run, steps)
-            target = self.protocol.named_type(t.name)
-            if isinstance(target, Choice):
-                raise PlanError(
-                    f"{f.span}: {label}: a constructor-chosen value needs a map or array to "
-                    "remember its constructor in"
-                )
-            steps.append(RefStep(label, local, _func(t.name), expr, limit))
-            return self._run(limit)
-        if isinstance(t, Blob):
-            self._close(run, steps)
-            if t.length_field is None:
-                length_local, length_expr = "", ""
-            else:
-                length_local, length_expr = env[t.length_field]
-            steps.append(BlobStep(label, local, length_local, length_expr, expr, limit))
-            return self._run(limit)
-
-        if isinstance(t, Array):
-            return self._array(f, t, label, local, expr, steps, run, env, limit)
-        if isinstance(t, Struct):
-            inner: list[str] = []
-            before = len(self.keeps)
-            self.struct_depth += 1
-            run = self._struct_body(t.fields, label, expr, steps, run, inner, None, limit)
-            self.struct_depth -= 1
-            cls = self._struct_class(t)
-            self._after(run, steps, Build(local, cls, inner))
-            for a in self.keeps[before:]:
-                self._after(
-                    run,
-                    steps,
-                    KeepSet(local, a.keep, a.local, a.keep_start, a.inner_limit, a.keep_states),
-                )
-                kept = (a.keep, a.annotation)
-                if kept not in self.struct_classes[cls].kept:
-                    self.struct_classes[cls].kept.append(kept)
-            del self.keeps[before:]
-            return run
-        if isinstance(t, Switch):
-            self._close(run, steps)
-            steps.append(self._switch(t, label, local, expr, env, limit))
-            return self._run(limit)
-        raise PlanError(f"{f.span}: {label}: no plan for {type(t).__name__}")
+            attrs.append(Attr(attr_name(f.name), self._annotation(f.type, f.nullable), _doc(f)))
+        return local
 
     def _fixed(
         self,
@@ -1238,12 +1347,31 @@ class Planner:
             )
             self._close(r, body)
             cls = ""  # a peek switch's encoder tells the cases apart by the value's class
-            if isinstance(case.type, Struct):
-                cls = self._struct_class(case.type)
-            elif isinstance(case.type, Prim) and case.type.name not in INT_WIDTHS:
-                cls = text_class(self.protocol, case.type.name)
-            elif t.peek_bits:
-                raise PlanError(f"{label}: the peeked case {case.label!r} has no class of its own")
+            match case.type:
+                case Struct():
+                    cls = self._struct_class(case.type)
+                case Prim() if case.type.name not in INT_WIDTHS:
+                    cls = text_class(self.protocol, case.type.name)
+                case (
+                    Prim()
+                    | Ref()
+                    | Array()
+                    | Map()
+                    | Switch()
+                    | Choice()
+                    | Blob()
+                    | Bits()
+                    | BitField()
+                    | Presence()
+                    | Alternatives()
+                    | Typed()
+                ):
+                    if t.peek_bits:
+                        raise PlanError(
+                            f"{label}: the peeked case {case.label!r} has no class of its own"
+                        )
+                case _:
+                    assert_never(case.type)
             cases.append(SwitchCase(case.values, case.label, body, tmp[0], cls))
         on_local = on_expr = on_label = ""
         if t.on is not None:
@@ -1291,30 +1419,34 @@ class Planner:
         return name
 
     def _annotation(self, t: TypeRef, nullable: bool) -> str:
-        if isinstance(t, Prim):
-            base = _PY_CLASS[self.protocol.type(t.name).kind]
-            return f"{base} | None" if nullable and base != "None" else base
-        if isinstance(t, Ref):
-            target = self.protocol.named_type(t.name)
-            if isinstance(target, Map):
-                return "dict[str, Any]"
-            if isinstance(target, Array):
-                return "list[Any]"
-            return "Any"
-        if isinstance(t, Blob):
-            return "bytes"
-        if isinstance(t, Array):
-            return f"list[{self._annotation(t.item, self._item_nullable(t.item))}]"
-        if isinstance(t, Struct):
-            return self._struct_name(t)
-        if isinstance(t, Switch):
-            opts = []
-            for c in t.cases:
-                a = "None" if c.type is None else self._annotation(c.type, False)
-                if a not in opts:
-                    opts.append(a)
-            return " | ".join(sorted(opts, key=lambda a: a == "None"))
-        return "int"
+        match t:
+            case Prim():
+                base = _PY_CLASS[self.protocol.type(t.name).kind]
+                return f"{base} | None" if nullable and base != "None" else base
+            case Ref():
+                target = self.protocol.named_type(t.name)
+                if isinstance(target, Map):
+                    return "dict[str, Any]"
+                if isinstance(target, Array):
+                    return "list[Any]"
+                return "Any"
+            case Blob():
+                return "bytes"
+            case Array():
+                return f"list[{self._annotation(t.item, self._item_nullable(t.item))}]"
+            case Struct():
+                return self._struct_name(t)
+            case Switch():
+                opts = []
+                for c in t.cases:
+                    a = "None" if c.type is None else self._annotation(c.type, False)
+                    if a not in opts:
+                        opts.append(a)
+                return " | ".join(sorted(opts, key=lambda a: a == "None"))
+            case Map() | Choice() | Bits() | BitField() | Presence() | Alternatives() | Typed():
+                return "int"
+            case _:
+                assert_never(t)
 
     def _item_nullable(self, t: TypeRef) -> bool:
         """Array items of a type that can say null are decoded as None when they do."""
@@ -1329,65 +1461,87 @@ class Planner:
         self.used = {"buf", "at", "end", "parts", "value", "out", "stop", "key", "item", "ctor"}
         self.runs = []
         label = n.name
-        if isinstance(t, Map | Array) and (isinstance(t, Map) or t.size_prefix is not None):
-            size = t.size_prefix
-            assert size is not None
-            plan = NamedPlan(
-                n.name,
-                func,
-                "map" if isinstance(t, Map) else "array",
-                "dict[str, Any]" if isinstance(t, Map) else "list[Any]",
-                label,
-                STRUCT_CODES[size],
-                INT_WIDTHS[size][0],
-            )
-            if isinstance(t, Map):
-                plan.key_steps, plan.key_local = self._value(
-                    t.key, f"{label}.key", "key", "stop", "Key"
+        match t:
+            case Map():
+                return self._container(
+                    n, func, "map", "dict[str, Any]", t.size_prefix, t.value, key=t.key
                 )
-            item = t.value if isinstance(t, Map) else t.item
-            item_label = f"{label}[]"
-            if isinstance(item, Ref):
-                target = self.protocol.named_type(item.name)
-                ctor = "ctor" if isinstance(target, Choice) else ""
-                plan.item = RefStep(
-                    item_label, "item", _func(item.name), "item", "stop", ctor, "ctor"
+            case Array() if t.size_prefix is not None:
+                return self._container(n, func, "array", "list[Any]", t.size_prefix, t.item)
+            case Choice():
+                plan = NamedPlan(n.name, func, "choice", "Any", label)
+                plan.ctor_code = STRUCT_CODES[t.constructor]
+                plan.ctor_width = INT_WIDTHS[t.constructor][0]
+                for case in t.cases:
+                    if case.type is None:
+                        raise PlanError(
+                            f"{n.span}: {label}: constructor {case.label!r} has no type"
+                        )
+                    body, local = self._value(case.type, label, "value", "end")
+                    plan.cases.append(
+                        ChoiceCase(case.values[0], case.label, body, local, *self._fits(case.type))
+                    )
+                order = [*t.prefer, *(c.values[0] for c in t.cases if c.values[0] not in t.prefer)]
+                plan.prefer = order
+                plan.runs = self.runs
+                return plan
+            case Struct():
+                # a structure of its own (AMQ RFC 006's message head): its dataclass gets a codec
+                cls = self._struct_class(t)
+                self.struct_classes[cls].codec, self.struct_classes[cls].doc = func, n.doc
+                plan = NamedPlan(n.name, func, "struct", cls, cls)
+                args: list[str] = []
+                run = self._struct_body(
+                    t.fields, cls, "value", plan.steps, self._run("end"), args, None, "end"
                 )
-            else:
-                plan.item_steps, plan.item_local = self._value(
-                    item, item_label, "item", "stop", "Item"
-                )
-            plan.runs = self.runs
-            return plan
-        if isinstance(t, Choice):
-            plan = NamedPlan(n.name, func, "choice", "Any", label)
-            plan.ctor_code = STRUCT_CODES[t.constructor]
-            plan.ctor_width = INT_WIDTHS[t.constructor][0]
-            for case in t.cases:
-                if case.type is None:
-                    raise PlanError(f"{n.span}: {label}: constructor {case.label!r} has no type")
-                body, local = self._value(case.type, label, "value", "end")
-                plan.cases.append(
-                    ChoiceCase(case.values[0], case.label, body, local, *self._fits(case.type))
-                )
-            order = [*t.prefer, *(c.values[0] for c in t.cases if c.values[0] not in t.prefer)]
-            plan.prefer = order
-            plan.runs = self.runs
-            return plan
-        if isinstance(t, Struct):
-            # a structure of its own (AMQ RFC 006's message head): its dataclass gets a codec
-            cls = self._struct_class(t)
-            self.struct_classes[cls].codec, self.struct_classes[cls].doc = func, n.doc
-            plan = NamedPlan(n.name, func, "struct", cls, cls)
-            args: list[str] = []
-            run = self._struct_body(
-                t.fields, cls, "value", plan.steps, self._run("end"), args, None, "end"
-            )
-            self._close(run, plan.steps)
-            plan.steps.append(Build("value", cls, args))
-            plan.runs = self.runs
-            return plan
-        raise PlanError(f"{n.span}: {label}: a named {type(t).__name__} has no plan yet")
+                self._close(run, plan.steps)
+                plan.steps.append(Build("value", cls, args))
+                plan.runs = self.runs
+                return plan
+            case (
+                Array()  # counted, not sized: no plan for it as a named type
+                | Prim()
+                | Ref()
+                | Switch()
+                | Blob()
+                | Bits()
+                | BitField()
+                | Presence()
+                | Alternatives()
+                | Typed()
+            ):
+                raise PlanError(f"{n.span}: {label}: a named {type(t).__name__} has no plan yet")
+            case _:
+                assert_never(t)
+
+    def _container(
+        self,
+        n: NamedType,
+        func: str,
+        kind: Literal["map", "array"],
+        annotation: str,
+        size: str,
+        item: TypeRef,
+        key: TypeRef | None = None,
+    ) -> NamedPlan:
+        """A named map or array whose size prefix says how many bytes its entries fill: the
+        steps of a `key` (a map's) and of an `item` (a map's value, an array's item), or the
+        item's named type's functions."""
+        label = n.name
+        plan = NamedPlan(
+            n.name, func, kind, annotation, label, STRUCT_CODES[size], INT_WIDTHS[size][0]
+        )
+        if key is not None:
+            plan.key_steps, plan.key_local = self._value(key, f"{label}.key", "key", "stop", "Key")
+        item_label = f"{label}[]"
+        if isinstance(item, Ref):
+            target = self.protocol.named_type(item.name)
+            ctor = "ctor" if isinstance(target, Choice) else ""
+            plan.item = RefStep(item_label, "item", _func(item.name), "item", "stop", ctor, "ctor")
+        else:
+            plan.item_steps, plan.item_local = self._value(item, item_label, "item", "stop", "Item")
+        plan.runs = self.runs
+        return plan
 
     def _value(
         self, t: TypeRef, label: str, expr: str, limit: str, name: str = "Value"
@@ -1401,21 +1555,37 @@ class Planner:
 
     def _fits(self, t: TypeRef) -> tuple[str, int, int]:
         """Which Python values can be encoded as `t` (ChoiceCase.fits, low, high)."""
-        if isinstance(t, Ref):
-            target = self.protocol.named_type(t.name)
-            if isinstance(target, Map | Array):
-                return ("dict" if isinstance(target, Map) else "list"), 0, 0
-            return "none", 0, 0
-        if not isinstance(t, Prim):
-            return "none", 0, 0
-        p = self.protocol.type(t.name)
-        if p.kind in ("int", "timestamp"):
-            width, signed = (p.width, p.signed) if p.kind == "int" else (8, False)
-            bits = width * 8
-            if signed:
-                return "int", -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-            return "int", 0, (1 << bits) - 1
-        return p.kind, 0, 0
+        match t:
+            case Ref():
+                target = self.protocol.named_type(t.name)
+                if isinstance(target, Map | Array):
+                    return ("dict" if isinstance(target, Map) else "list"), 0, 0
+                return "none", 0, 0
+            case Prim():
+                p = self.protocol.type(t.name)
+                if p.kind in ("int", "timestamp"):
+                    width, signed = (p.width, p.signed) if p.kind == "int" else (8, False)
+                    bits = width * 8
+                    if signed:
+                        return "int", -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+                    return "int", 0, (1 << bits) - 1
+                return p.kind, 0, 0
+            case (
+                Array()
+                | Map()
+                | Struct()
+                | Switch()
+                | Choice()
+                | Blob()
+                | Bits()
+                | BitField()
+                | Presence()
+                | Alternatives()
+                | Typed()
+            ):
+                return "none", 0, 0
+            case _:
+                assert_never(t)
 
 
 _PY_CLASS = {
@@ -1595,16 +1765,32 @@ def _structs(fields: tuple[Field, ...]) -> list[Struct]:
     out: list[Struct] = []
 
     def visit(t: TypeRef) -> None:
-        if isinstance(t, Struct):
-            out.append(t)
-            for f in t.fields:
-                visit(f.type)
-        elif isinstance(t, Array):
-            visit(t.item)
-        elif isinstance(t, Switch):
-            for c in t.cases:
-                if c.type is not None:
-                    visit(c.type)
+        match t:
+            case Struct():
+                out.append(t)
+                for f in t.fields:
+                    visit(f.type)
+            case Array():
+                visit(t.item)
+            case Switch():
+                for c in t.cases:
+                    if c.type is not None:
+                        visit(c.type)
+            case (
+                Prim()
+                | Ref()
+                | Map()
+                | Choice()
+                | Blob()
+                | Bits()
+                | BitField()
+                | Presence()
+                | Alternatives()
+                | Typed()
+            ):
+                pass  # a Ref is planned as a named type; _field lays out no structure in these
+            case _:
+                assert_never(t)
 
     for f in fields:
         visit(f.type)
@@ -1679,25 +1865,29 @@ def _doc(f: Field) -> str:
 
 def _min_size(protocol: Protocol, t: TypeRef) -> int:
     """The fewest bytes one value of `t` can take on the wire (for refusing counts early)."""
-    if isinstance(t, Prim):
-        p = protocol.type(t.name)
-        return p.width if p.fixed else INT_WIDTHS[p.length_prefix][0]
-    if isinstance(t, Array):
-        prefix = t.count_prefix or t.size_prefix
-        return INT_WIDTHS[prefix][0] if prefix else 0
-    if isinstance(t, Map):
-        return INT_WIDTHS[t.size_prefix][0]
-    if isinstance(t, Struct):
-        return _min_size_fields(protocol, t.fields)
-    if isinstance(t, Bits | Presence):
-        return t.width
-    if isinstance(t, Switch):
-        sizes = [0 if c.type is None else _min_size(protocol, c.type) for c in t.cases]
-        return min(sizes) if sizes else 0
-    if isinstance(t, Ref):
-        target = protocol.named_type(t.name)
-        return 1 if isinstance(target, Choice) else _min_size(protocol, target)
-    return 0
+    match t:
+        case Prim():
+            p = protocol.type(t.name)
+            return p.width if p.fixed else INT_WIDTHS[p.length_prefix][0]
+        case Array():
+            prefix = t.count_prefix or t.size_prefix
+            return INT_WIDTHS[prefix][0] if prefix else 0
+        case Map():
+            return INT_WIDTHS[t.size_prefix][0]
+        case Struct():
+            return _min_size_fields(protocol, t.fields)
+        case Bits() | Presence():
+            return t.width
+        case Switch():
+            sizes = [0 if c.type is None else _min_size(protocol, c.type) for c in t.cases]
+            return min(sizes) if sizes else 0
+        case Ref():
+            target = protocol.named_type(t.name)
+            return 1 if isinstance(target, Choice) else _min_size(protocol, target)
+        case Choice() | Blob() | BitField() | Alternatives() | Typed():
+            return 0
+        case _:
+            assert_never(t)
 
 
 def _min_size_fields(protocol: Protocol, fields: tuple[Field, ...]) -> int:

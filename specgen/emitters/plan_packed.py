@@ -27,14 +27,22 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass, field
+from typing import assert_never
 
 from specgen.emitters import pytext
 from specgen.emitters.naming import PlanError, attr_name
 from specgen.emitters.pytext import Code
 from specgen.ir import (
     INT_WIDTHS,
+    Alternatives,
+    Array,
+    BitField,
+    Bits,
+    Blob,
+    Choice,
     Constant,
     Field,
+    Map,
     NamedType,
     Presence,
     Prim,
@@ -43,6 +51,8 @@ from specgen.ir import (
     Ref,
     SourceSpan,
     Struct,
+    Switch,
+    Typed,
 )
 
 # type name -> (implementation, parameter, Python annotation). Implementations: int and
@@ -542,45 +552,84 @@ def _field(ctx: _Context, f: Field, flag: int) -> FieldPlan:
     attr = pytext.identifier(attr_name(f.name), "field", f.span)
     spelled = f.spec_name or f.name
     none = Code("")
-    if isinstance(f.type, Ref):
-        if f.type.name not in ctx.named:
-            raise PlanError(f"{f.span}: {f.name}: no struct {f.type.name}")
-        sclass = pytext.identifier(ctx.named[f.type.name][1].name, "class", f.span)
-        return FieldPlan(
-            attr,
-            spelled,
-            "struct",
-            _suffix(f.type.name, "struct", f.span),
-            sclass,
-            none,
-            sclass,
-            f.required,
-            flag,
-            f.doc,
-            none,
-        )
-    if not isinstance(f.type, Prim):
-        raise PlanError(f"{f.span}: {f.name}: a field is a primitive or a struct here")
-    # the spec's own types, not the IR's builtin integers of the same names: those have codes
-    t = next((t for t in ctx.protocol.types if t.name == f.type.name), None)
-    if t is None:
-        raise PlanError(f"{f.span}: {f.name}: type {f.type.name} is not the spec's")
-    p = ctx.prims[t.name]
-    if t.kind == "bool" and t.width == 0:  # its flag alone says its value
-        true = pytext.literal(True)
-        return FieldPlan(
-            attr, spelled, "bit", p.py, none, none, Code("bool"), f.required, flag, f.doc, true
-        )
-    if p.impl == "void":
-        raise PlanError(f"{f.span}: field {f.name} is void: a packing flag would say nothing")
-    sample = p.sample
-    enum = none
-    if f.enum:
-        found = ctx.protocol.enum(f.enum)
-        if found is None or not found.values:
-            raise PlanError(f"{f.span}: {f.name}: no enum {f.enum} with values")
-        enum = pytext.identifier(found.name, "enum", found.span)
-        sample = pytext.identifier(found.values[-1].name, "enum member", found.span)
-    return FieldPlan(
-        attr, spelled, "prim", p.py, none, enum, p.annotation, f.required, flag, f.doc, sample
-    )
+    match f.type:
+        case Ref():
+            if f.type.name not in ctx.named:
+                raise PlanError(f"{f.span}: {f.name}: no struct {f.type.name}")
+            sclass = pytext.identifier(ctx.named[f.type.name][1].name, "class", f.span)
+            return FieldPlan(
+                attr,
+                spelled,
+                "struct",
+                _suffix(f.type.name, "struct", f.span),
+                sclass,
+                none,
+                sclass,
+                f.required,
+                flag,
+                f.doc,
+                none,
+            )
+        case Prim():
+            # the spec's own types, not the IR's builtin integers of the same names: those have
+            # codes
+            t = next((t for t in ctx.protocol.types if t.name == f.type.name), None)
+            if t is None:
+                raise PlanError(f"{f.span}: {f.name}: type {f.type.name} is not the spec's")
+            p = ctx.prims[t.name]
+            if t.kind == "bool" and t.width == 0:  # its flag alone says its value
+                true = pytext.literal(True)
+                return FieldPlan(
+                    attr,
+                    spelled,
+                    "bit",
+                    p.py,
+                    none,
+                    none,
+                    Code("bool"),
+                    f.required,
+                    flag,
+                    f.doc,
+                    true,
+                )
+            if p.impl == "void":
+                raise PlanError(
+                    f"{f.span}: field {f.name} is void: a packing flag would say nothing"
+                )
+            sample = p.sample
+            enum = none
+            if f.enum:
+                found = ctx.protocol.enum(f.enum)
+                if found is None or not found.values:
+                    raise PlanError(f"{f.span}: {f.name}: no enum {f.enum} with values")
+                enum = pytext.identifier(found.name, "enum", found.span)
+                sample = pytext.identifier(found.values[-1].name, "enum member", found.span)
+            return FieldPlan(
+                attr,
+                spelled,
+                "prim",
+                p.py,
+                none,
+                enum,
+                p.annotation,
+                f.required,
+                flag,
+                f.doc,
+                sample,
+            )
+        case (
+            Array()
+            | Map()
+            | Struct()
+            | Switch()
+            | Choice()
+            | Blob()
+            | Bits()
+            | BitField()
+            | Presence()
+            | Alternatives()
+            | Typed()
+        ):
+            raise PlanError(f"{f.span}: {f.name}: a field is a primitive or a struct here")
+        case _:
+            assert_never(f.type)
