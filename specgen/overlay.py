@@ -49,7 +49,7 @@ What generation needs to go on
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, assert_never, cast
@@ -294,11 +294,19 @@ def _edit(fields: tuple[Field, ...], path: list[str], entry: Entry) -> tuple[Fie
 
 
 def _edit_type(t: TypeRef, path: list[str], entry: Entry) -> TypeRef:
+    return _through(t, entry, lambda fields: _edit(fields, path, entry))
+
+
+def _through(
+    t: TypeRef, entry: Entry, edit: Callable[[tuple[Field, ...]], tuple[Field, ...]]
+) -> TypeRef:
+    """`t` with `edit` done to the fields a path goes on into: a struct's own, an array's
+    item's; a path through any other kind is refused."""
     match t:
         case Struct():
-            return replace(t, fields=_edit(t.fields, path, entry))
+            return replace(t, fields=edit(t.fields))
         case Array():
-            return replace(t, item=_edit_type(t.item, path, entry))
+            return replace(t, item=_through(t.item, entry, edit))
         case (
             Prim()
             | Ref()
@@ -495,26 +503,4 @@ def _in_fields(fields_: tuple[Field, ...], members: list[str], entry: Entry) -> 
 
 
 def _in_type(t: TypeRef, members: list[str], entry: Entry) -> TypeRef:
-    match t:
-        case Struct():
-            return replace(t, fields=_in_fields(t.fields, members, entry))
-        case Array():
-            return replace(t, item=_in_type(t.item, members, entry))
-        case (
-            Prim()
-            | Ref()
-            | Map()
-            | Switch()
-            | Choice()
-            | Blob()
-            | Bits()
-            | BitField()
-            | Presence()
-            | Alternatives()
-            | Typed()
-        ):
-            raise OverlayError(
-                f"{entry.span}: {entry.id}: {entry.target} goes through a {type(t).__name__}"
-            )
-        case _:
-            assert_never(t)
+    return _through(t, entry, lambda fields: _in_fields(fields, members, entry))
