@@ -37,10 +37,22 @@ def test_every_version_package_decodes_encodes_and_reads_frames(spec: SpecVersio
 
 
 def _modules(spec: SpecVersion) -> list[Path]:
-    """The version's modules, and the package's shared one (classes its versions lay out alike)."""
+    """The version's modules, and the package's shared ones (classes its versions lay out alike:
+    `shared.py` and, for a spec with classes, a module per class that `shared` frames)."""
     folder = ROOT / "generated" / spec.package / spec.module
-    shared = sorted((ROOT / "generated" / spec.package).glob("shared.py"))
-    return sorted(p for p in folder.glob("*.py") if not p.name.startswith("test_")) + shared
+    return sorted(
+        p for p in folder.glob("*.py") if not p.name.startswith("test_")
+    ) + shared_modules(spec.package)
+
+
+def shared_modules(package: str) -> list[Path]:
+    """`shared.py` of a package, and the modules it gathers (each says `FRAMED_BY = ".shared"`)."""
+    folder = ROOT / "generated" / package
+    return sorted(
+        p
+        for p in folder.glob("*.py")
+        if p.name == "shared.py" or 'FRAMED_BY = ".shared"' in p.read_text(encoding="utf-8")
+    )
 
 
 def _classes(spec: SpecVersion) -> list[tuple[Path, ast.ClassDef, str]]:
@@ -76,8 +88,8 @@ def test_prose_appears_once_per_docstring(spec: SpecVersion) -> None:
 def test_body_keys_are_written_as_hex_escapes() -> None:
     # the version's codec, and the classes it shares with the package's other versions
     text = "".join(
-        (ROOT / "generated/amqp_0_9_1" / rel).read_text(encoding="utf-8")
-        for rel in ("v0_9_1/commands.py", "shared.py")
+        p.read_text(encoding="utf-8")
+        for p in [ROOT / "generated/amqp_0_9_1/v0_9_1/commands.py", *shared_modules("amqp_0_9_1")]
     )
     keys = re.findall(
         r'parts\.append\(b"([^"]*)"\)  # the body key: \((0x\w+), (\d+), (\d+)\)', text

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from test_generated_surface import shared_modules
 
 from specgen.emitters.sharing import block, shared
 from specgen.specs import ROOT, SpecVersion, registry
@@ -85,8 +86,12 @@ def test_shared_classes_dispatch_and_frame_in_every_version(package: str) -> Non
 @pytest.mark.parametrize("package", WITH_SHARED)
 def test_shared_classes_name_every_versions_spec(package: str) -> None:
     documents = [s.document for s in PACKAGES[package]]
-    tree = ast.parse((ROOT / "generated" / package / "shared.py").read_text(encoding="utf-8"))
-    classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+    classes = [
+        n
+        for path in shared_modules(package)
+        for n in ast.parse(path.read_text(encoding="utf-8")).body
+        if isinstance(n, ast.ClassDef)
+    ]
     checked = 0
     for node in classes:
         spans = re.findall(r"Spec: (\S+):(\d+):\d+ \((\S+)\)", ast.get_docstring(node) or "")

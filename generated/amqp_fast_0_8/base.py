@@ -10,6 +10,7 @@ the class's dataclass fields as `@dataclass(repr=True, eq=True)` would write the
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import sys
 from collections.abc import Callable
 from operator import attrgetter
@@ -49,6 +50,12 @@ class Structure:
     __hash__ = None  # type: ignore[assignment]
 
     def encode(self) -> bytes:
-        """This message as one frame, header included: the `encode` of the module defining it."""
-        encode: Callable[[Any], bytes] = sys.modules[type(self).__module__].encode
+        """This message as one frame, header included: the `encode` of the module defining it,
+        or of the one its module names as `FRAMED_BY` (a spec class's module: the package's
+        shared one frames its classes)."""
+        module = sys.modules[type(self).__module__]
+        framer = getattr(module, "FRAMED_BY", None)
+        if framer is not None:
+            module = importlib.import_module(framer, module.__package__)
+        encode: Callable[[Any], bytes] = module.encode
         return encode(self)

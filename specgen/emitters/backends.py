@@ -64,7 +64,8 @@ class Backend(ABC):
 class Fused(Backend):
     layout = "fused"
     version_modules = ("commands", "enums", "__init__", "spark_schema", "test_conformance")
-    package_modules = ("shared", "shared_spark", "base", "records", "values")
+    # the shared module of a spec without classes, or per spec class and `named` beside it
+    package_modules = ("shared", "<class>", "named", "shared_spark", "base", "records", "values")
 
     def prepare(self, spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> Version:
         return Version(
@@ -83,8 +84,9 @@ class Fused(Backend):
         common = python_codec.shared_blocks(codes, renderer)
         builders = spark_schema.shared_builders(schemas, codes, common)
         out: list[tuple[str, Files]] = []
+        placement = python_codec.shared_placement(codes, common) if common else {}
         for v, code, schema in zip(versions, codes, schemas, strict=True):
-            files = python_codec.emit(code, renderer, common)
+            files = python_codec.emit(code, renderer, common, placement)
             files |= spark_schema.emit(schema, renderer, builders)
             files |= conformance.emit(v.spec, v.plan, renderer)
             out.append((v.spec.package_path, files))

@@ -20,10 +20,14 @@ from specgen.emitters.sharing import block
 STANDARD: Mapping[str, str] = {
     "Any": "typing",
     "ClassVar": "typing",
+    "Literal": "typing",
     "TypeAlias": "typing",
     "Callable": "collections.abc",
+    "dataclass": "dataclasses",
+    "Decimal": "decimal",
 }
-MODULES = frozenset({"struct", "uuid", "decimal"})  # imported whole, read as `struct.Struct`
+# imported whole, read as `struct.Struct`
+MODULES = frozenset({"dataclasses", "decimal", "operator", "struct", "uuid", "zlib"})
 
 
 @dataclass

@@ -313,11 +313,34 @@ def _imports(plan: ModulePlan, used: set[str]) -> dict[str, Any]:
     }
 
 
+def shared_placement(versions: list[VersionCode], found: set[tuple[str, str]]) -> dict[str, str]:
+    """Which package module each shared name lives in. A spec that groups its messages in
+    classes (AMQP's `Queue.Declare`) gets a module per class (`queue`), and the structures and
+    named types they read one of their own (`named`); a frame-level message (`Heartbeat`)
+    and any spec without classes keep to `shared`, which frames them all."""
+    latest = next((v for v in versions if v.spec.latest), versions[-1])
+    command = {m["cls"]: m["command"] for m in latest.messages}
+    groups: dict[tuple[str, str], str] = {}
+    for b in latest.blocks:
+        if b.ident not in found:
+            continue
+        if b.kind == "message" and "." in command[b.key]:
+            groups[b.ident] = _spec_class(command[b.key].split(".", 1)[0].lower())
+        else:
+            groups[b.ident] = "shared"
+    if set(groups.values()) != {"shared"}:
+        for ident, group in groups.items():
+            if group == "shared" and ident[0] != "message":
+                groups[ident] = "named"  # what class modules read: below them, not the hub
+    return {name: groups[b.ident] for b in latest.blocks if b.ident in found for name in b.defines}
+
+
 def emit_shared_codecs(
     versions: list[VersionCode], found: set[tuple[str, str]], renderer: Renderer
 ) -> dict[str, str]:
-    """`shared.py` of a package: the blocks in `found`, each message with the Spec: line of
-    every version, and an encoder framing them as every version does."""
+    """The package's shared modules: the blocks in `found`, each message with the Spec: line of
+    every version, in the module `shared_placement` gives it, and `shared.py`, with an encoder
+    framing them all as every version does."""
     if not found:
         return {}
     latest = next((v for v in versions if v.spec.latest), versions[-1])
@@ -325,44 +348,136 @@ def emit_shared_codecs(
     for v in versions:
         for m in v.messages:
             spans.setdefault(m["cls"], []).append(f"{m['span']} ({v.spec.version})")
+    placement = shared_placement(versions, found)
     blocks = [b for b in latest.blocks if b.ident in found]
     views = [m for m in latest.messages if ("message", m["cls"]) in found]
-    texts = []
+    texts: dict[str, list[str]] = {}
     for b in blocks:
         if b.kind == "message":
             view = next(m for m in views if m["cls"] == b.key)
-            texts.append(_macro(renderer, "message", {**view, "spans": spans[b.key]}))
+            text = _macro(renderer, "message", {**view, "spans": spans[b.key]})
         else:
-            texts.append(b.text)
+            text = b.text
+        texts.setdefault(placement[next(iter(b.defines))], []).append(text)
     framing = _encode_context(latest.plan.frame, views, latest.plan.checksums)
     encoder = renderer.env.get_template("python/_frame_encode.j2").render(**framing)
-    used = sharing.used_names([*blocks, block("encoder", "encode", encoder)])
+    hub = [b for b in blocks if placement[next(iter(b.defines))] == "shared"]
+    used = sharing.used_names([*hub, block("encoder", "encode", encoder)])
+    used |= {m["cls"] for m in views} | {f"_encode_{m['func']}" for m in views}
+    used |= {f"_frame_{m['func']}" for m in views if m["fixed_frame"] or m["framed"]}
     exports = sorted(b.key for b in blocks if b.kind == "struct") + [m["cls"] for m in views]
-    return {
-        "shared.py": renderer.render(
-            "python/shared.py.j2",
-            latest.spec,
-            latest.plan.protocol,
-            blocks=texts,
-            messages=views,
-            has_structs=any(b.kind == "struct" for b in blocks),
-            versions=[v.spec.version for v in versions],
-            exports=exports,
-            framing_imports=[n for n in _FRAMING if n in used],
-            **_imports(latest.plan, used),
-            **framing,
-            **{k: v for k, v in _common(latest.spec, latest.plan).items() if k != "frame"},
+    files: dict[str, str] = {}
+    versions_named = [v.spec.version for v in versions]
+    imports_text = ""
+    if set(texts) != {"shared"}:
+        providers = _package_providers(latest.plan) | {
+            n: f".{g}" for n, g in placement.items() if g != "shared"
+        }
+        for group, group_texts in texts.items():
+            if group != "shared":
+                files[f"{group}.py"] = _shared_class_module(
+                    latest, group, group_texts, providers, versions_named, renderer
+                )
+        # the hub's imports: what its own code reads, once rendered without them
+        draft = _render_shared(
+            latest, texts, views, blocks, exports, used, framing, "#", versions_named, renderer
         )
+        imports_text = imports.needed(draft, providers, f"{latest.spec.package}/shared.py").text()
+    files["shared.py"] = _render_shared(
+        latest, texts, views, blocks, exports, used, framing, imports_text, versions_named, renderer
+    )
+    return files
+
+
+def _render_shared(
+    latest: VersionCode,
+    texts: dict[str, list[str]],
+    views: list[dict[str, Any]],
+    blocks: list[Block],
+    exports: list[str],
+    used: set[str],
+    framing: dict[str, Any],
+    imports_text: str,
+    versions: list[str],
+    renderer: Renderer,
+) -> str:
+    """`shared.py`: its own blocks, the union and tables of every shared message, the encoder;
+    its imports are `imports_text`'s when its spec classes have modules of their own."""
+    return renderer.render(
+        "python/shared.py.j2",
+        latest.spec,
+        latest.plan.protocol,
+        blocks=texts.get("shared", []),
+        messages=views,
+        has_structs=any(b.kind == "struct" for b in blocks),
+        versions=versions,
+        exports=exports,
+        framing_imports=[n for n in _FRAMING if n in used],
+        imports_text=Code(imports_text),
+        **_imports(latest.plan, used),
+        **framing,
+        **{k: v for k, v in _common(latest.spec, latest.plan).items() if k != "frame"},
+    )
+
+
+def _shared_class_module(
+    latest: VersionCode,
+    group: str,
+    texts: list[str],
+    providers: dict[str, str],
+    versions: list[str],
+    renderer: Renderer,
+) -> str:
+    """One spec class's shared messages (or, `named`, the structures and named types they
+    read), imported from where they are defined, framed by `shared`."""
+    body = "\n\n\n".join(texts)
+    reads = block("module", group, body).uses
+    found = imports.needed(body, providers | {"HEADER": ""}, f"{latest.spec.package}/{group}.py")
+    found.names.pop("", None)  # HEADER: its own, below
+    if "HEADER" in reads:
+        found.modules.add("struct")
+    summary = (
+        "the structures and named types read by the messages"
+        if group == "named"
+        else f"the {group} class's messages"
+    )
+    return renderer.render(
+        "python/shared_class.py.j2",
+        latest.spec,
+        latest.plan.protocol,
+        summary=summary,
+        versions=versions,
+        imports_text=Code(found.text()),
+        uses_header="HEADER" in reads,
+        blocks=texts,
+        frame=latest.plan.frame,
+        **{k: v for k, v in _common(latest.spec, latest.plan).items() if k != "frame"},
+    )
+
+
+def _package_providers(plan: ModulePlan) -> dict[str, str]:
+    """The package modules a fused package's shared code reads names from."""
+    return {
+        **imports.provided(".base", ["Structure"]),
+        **imports.provided(".errors", [*_error_imports(plan), "_bad_count", "_bad_length"]),
+        **imports.provided(".framing", _FRAMING),
+        **imports.provided(".records", ["compress", "decompress", "join", "split"]),
+        **imports.provided(".values", ["Table", "Values", "_decimal_parts"]),
     }
 
 
 def emit(
-    code: VersionCode, renderer: Renderer, found: set[tuple[str, str]] | None = None
+    code: VersionCode,
+    renderer: Renderer,
+    found: set[tuple[str, str]] | None = None,
+    placement: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """A fused version's files of `generated/<package>/<module>/`, by name; the blocks in
-    `found` are imported from the package's shared module instead of rendered here."""
+    `found` are imported from the package's shared modules (`placement` says which) instead
+    of rendered here."""
     spec, plan = code.spec, code.plan
     found = found or set()
+    placement = placement or {}
     protocol = plan.protocol
     frame = plan.frame
     common = _common(spec, plan)
@@ -395,7 +510,9 @@ def emit(
                 wanted.add(f"_frame_{m['func']}")
             wanted |= {f"_decode_{m['func']}_as_{k:04x}" for k in m["decode_keys"]}
     wanted |= {s["name"] for s in structs}
-    shared_imports = sorted(bound & wanted, key=isort_key)
+    shared_imports: dict[str, list[str]] = {}
+    for name in sorted(bound & wanted, key=imports.natural):
+        shared_imports.setdefault(f"..{placement.get(name, 'shared')}", []).append(name)
     key_fields = frame.key_fields
     n_dispatch = len(frame.dispatch)
     frame_keys = sorted({m.ident[:n_dispatch] + m.dispatch[len(m.ident) :] for m in plan.messages})
