@@ -53,9 +53,20 @@ class Structure:
         """This message as one frame, header included: the `encode` of the module defining it,
         or of the one its module names as `FRAMED_BY` (a spec class's module: the package's
         shared one frames its classes)."""
-        module = sys.modules[type(self).__module__]
-        framer = getattr(module, "FRAMED_BY", None)
-        if framer is not None:
-            module = importlib.import_module(framer, module.__package__)
-        encode: Callable[[Any], bytes] = module.encode
+        encode = _FRAMERS.get(type(self))
+        if encode is None:
+            encode = _FRAMERS[type(self)] = _framer(type(self))
         return encode(self)
+
+
+# each class's frame encoder, found on first use
+_FRAMERS: dict[type, Callable[[Any], bytes]] = {}
+
+
+def _framer(cls: type) -> Callable[[Any], bytes]:
+    module = sys.modules[cls.__module__]
+    framed_by = getattr(module, "FRAMED_BY", None)
+    if framed_by is not None:
+        module = importlib.import_module(framed_by, module.__package__)
+    encode: Callable[[Any], bytes] = module.encode
+    return encode
