@@ -380,7 +380,17 @@ def emit_shared_codecs(
                 )
         # the hub's imports: what its own code reads, once rendered without them
         draft = _render_shared(
-            latest, texts, views, blocks, exports, used, framing, "#", versions_named, renderer
+            latest,
+            texts,
+            views,
+            blocks,
+            exports,
+            used,
+            framing,
+            "#",
+            versions_named,
+            renderer,
+            True,
         )
         imports_text = imports.needed(draft, providers, f"{latest.spec.package}/shared.py").text()
     files["shared.py"] = _render_shared(
@@ -400,10 +410,12 @@ def _render_shared(
     imports_text: str,
     versions: list[str],
     renderer: Renderer,
+    draft: bool = False,
 ) -> str:
     """`shared.py`: its own blocks, the union and tables of every shared message, the encoder;
-    its imports are `imports_text`'s when its spec classes have modules of their own."""
-    return renderer.render(
+    its imports are `imports_text`'s when its spec classes have modules of their own. A `draft`
+    is the text unformatted, to read its names from (formatting it would cost a black run)."""
+    return (renderer.draft if draft else renderer.render)(
         "python/shared.py.j2",
         latest.spec,
         latest.plan.protocol,

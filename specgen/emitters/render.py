@@ -99,6 +99,17 @@ class Renderer:
         except (jinja2.TemplateError, pytext.UnrenderedSpecText) as e:
             raise RenderError(f"{template}: {name}: {type(e).__name__}: {e}") from e
 
+    def draft(self, template: str, spec: SpecVersion, protocol: Protocol, **context: Any) -> str:
+        """The template's text as rendered, unformatted: for reading what it holds (the names a
+        module's code reads), never to be written."""
+        try:
+            text: str = self.env.get_template(template).render(
+                header=self.header(spec, protocol), spec=spec, **context
+            )
+        except (jinja2.TemplateError, pytext.UnrenderedSpecText) as e:
+            raise RenderError(f"{template}: {type(e).__name__}: {e}") from e
+        return text
+
     def render(self, template: str, spec: SpecVersion, protocol: Protocol, **context: Any) -> str:
         try:
             # every template knows the version it renders (its name, its ports...)
