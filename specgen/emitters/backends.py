@@ -90,7 +90,7 @@ class Fused(Backend):
             files |= spark_schema.emit(schema, renderer, builders)
             files |= conformance.emit(v.spec, v.plan, renderer)
             out.append((v.spec.package_path, files))
-        package = python_codec.emit_shared_codecs(codes, common, renderer)
+        package = python_codec.emit_shared_codecs(codes, common, placement, renderer)
         classes = {name for b in codes[0].blocks if b.ident in common for name in b.defines}
         package |= spark_schema.emit_shared(schemas, builders, classes, renderer)
         latest = _latest(versions)

@@ -43,7 +43,7 @@ class Imports:
         """The import lines, in ruff's isort order: the standard library, then the package's
         modules, farthest first (`..values` before `.enums`)."""
         standard = [f"import {m}" for m in sorted(self.modules)]
-        standard += self._statements(m for m in self.names if not m.startswith("."))
+        standard += self._statements(sorted(m for m in self.names if not m.startswith(".")))
         own = sorted(
             {m for m in [*self.names, *self.renamed] if m.startswith(".")},
             key=lambda m: (-(len(m) - len(m.lstrip("."))), m.lstrip(".")),
@@ -51,9 +51,11 @@ class Imports:
         local = self._statements(own)
         return "\n".join(standard) + ("\n\n" + "\n".join(local) if local else "")
 
-    def _statements(self, modules: Iterable[str]) -> list[str]:
+    def _statements(self, modules: list[str]) -> list[str]:
+        """Each module's statements, modules in the order given: its names in one, and each
+        name it gives under another in one of its own, ordered by the names they import."""
         out: list[str] = []
-        for m in sorted(modules) if not isinstance(modules, list) else modules:
+        for m in modules:
             each = [(n, f"from {m} import {n} as {alias}") for n, alias in self.renamed.get(m, ())]
             names = sorted(self.names.get(m, ()), key=natural)
             if names:

@@ -325,7 +325,7 @@ def shared_placement(versions: list[VersionCode], found: set[tuple[str, str]]) -
         if b.ident not in found:
             continue
         if b.kind == "message" and "." in command[b.key]:
-            groups[b.ident] = _spec_class(command[b.key].split(".", 1)[0].lower())
+            groups[b.ident] = _spec_class(command[b.key].lower())
         else:
             groups[b.ident] = "shared"
     if set(groups.values()) != {"shared"}:
@@ -336,7 +336,10 @@ def shared_placement(versions: list[VersionCode], found: set[tuple[str, str]]) -
 
 
 def emit_shared_codecs(
-    versions: list[VersionCode], found: set[tuple[str, str]], renderer: Renderer
+    versions: list[VersionCode],
+    found: set[tuple[str, str]],
+    placement: dict[str, str],
+    renderer: Renderer,
 ) -> dict[str, str]:
     """The package's shared modules: the blocks in `found`, each message with the Spec: line of
     every version, in the module `shared_placement` gives it, and `shared.py`, with an encoder
@@ -348,7 +351,6 @@ def emit_shared_codecs(
     for v in versions:
         for m in v.messages:
             spans.setdefault(m["cls"], []).append(f"{m['span']} ({v.spec.version})")
-    placement = shared_placement(versions, found)
     blocks = [b for b in latest.blocks if b.ident in found]
     views = [m for m in latest.messages if ("message", m["cls"]) in found]
     texts: dict[str, list[str]] = {}
@@ -363,8 +365,6 @@ def emit_shared_codecs(
     encoder = renderer.env.get_template("python/_frame_encode.j2").render(**framing)
     hub = [b for b in blocks if placement[next(iter(b.defines))] == "shared"]
     used = sharing.used_names([*hub, block("encoder", "encode", encoder)])
-    used |= {m["cls"] for m in views} | {f"_encode_{m['func']}" for m in views}
-    used |= {f"_frame_{m['func']}" for m in views if m["fixed_frame"] or m["framed"]}
     exports = sorted(b.key for b in blocks if b.kind == "struct") + [m["cls"] for m in views]
     files: dict[str, str] = {}
     versions_named = [v.spec.version for v in versions]
@@ -443,11 +443,10 @@ def _shared_class_module(
     """One spec class's shared messages (or, `named`, the structures and named types they
     read), imported from where they are defined, framed by `shared`."""
     body = "\n\n\n".join(texts)
-    reads = block("module", group, body).uses
-    found = imports.needed(body, providers | {"HEADER": ""}, f"{latest.spec.package}/{group}.py")
-    found.names.pop("", None)  # HEADER: its own, below
-    if "HEADER" in reads:
-        found.modules.add("struct")
+    uses_header = "HEADER" in block("module", group, body).uses
+    # the module's own HEADER (below), scanned with the body so that it is bound, not imported
+    own = 'HEADER = struct.Struct(">")\n' if uses_header else ""
+    found = imports.needed(own + body, providers, f"{latest.spec.package}/{group}.py")
     summary = (
         "the structures and named types read by the messages"
         if group == "named"
@@ -460,7 +459,7 @@ def _shared_class_module(
         summary=summary,
         versions=versions,
         imports_text=Code(found.text()),
-        uses_header="HEADER" in reads,
+        uses_header=uses_header,
         blocks=texts,
         frame=latest.plan.frame,
         **{k: v for k, v in _common(latest.spec, latest.plan).items() if k != "frame"},

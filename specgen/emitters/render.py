@@ -100,9 +100,10 @@ class Renderer:
             raise RenderError(f"{template}: {name}: {type(e).__name__}: {e}") from e
 
     def draft(self, template: str, spec: SpecVersion, protocol: Protocol, **context: Any) -> str:
-        """The template's text as rendered, unformatted: for reading what it holds (the names a
-        module's code reads), never to be written."""
+        """The template's text as rendered, unformatted: what `render` checks and formats, and
+        what a back-end reads a module's names from without paying for black."""
         try:
+            # every template knows the version it renders (its name, its ports...)
             text: str = self.env.get_template(template).render(
                 header=self.header(spec, protocol), spec=spec, **context
             )
@@ -111,13 +112,7 @@ class Renderer:
         return text
 
     def render(self, template: str, spec: SpecVersion, protocol: Protocol, **context: Any) -> str:
-        try:
-            # every template knows the version it renders (its name, its ports...)
-            text = self.env.get_template(template).render(
-                header=self.header(spec, protocol), spec=spec, **context
-            )
-        except (jinja2.TemplateError, pytext.UnrenderedSpecText) as e:
-            raise RenderError(f"{template}: {type(e).__name__}: {e}") from e
+        text = self.draft(template, spec, protocol, **context)
         if not self.format_code:
             try:
                 tree = ast.parse(text, template)
