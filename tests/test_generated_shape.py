@@ -75,3 +75,20 @@ def test_no_protocol_carries_another_protocols_concepts() -> None:
     assert len(re.findall(r"^def _decode_queue_\w+\(", queue, re.M)) > 5
     streams = (ROOT / "generated" / "rabbitmq_stream" / "v4_0" / "commands.py").read_text()
     assert re.search(r"^def _decode_deliver_v1\([^)]*verify_checksums", streams, re.M)
+
+
+def test_equality_is_dataclass_equality_whatever_the_field_count() -> None:
+    """`==` compares the fields as a tuple, as @dataclass(eq=True) does: the same object in a
+    field is equal to itself even when it is not `==` to itself (a NaN), one field or many."""
+    from specgen_codecs.amqp_0_9_1 import v0_9_1
+
+    nan = float("nan")
+    one = v0_9_1.Heartbeat(channel=0)
+    assert [f.name for f in dataclasses.fields(one) if f.compare] == ["channel"]
+    one.channel = nan  # type: ignore[assignment]
+    other = v0_9_1.Heartbeat(channel=0)
+    other.channel = nan  # type: ignore[assignment]
+    assert one == other
+    many = v0_9_1.ConnectionTune(nan, 2, 3)  # type: ignore[arg-type]
+    assert many == v0_9_1.ConnectionTune(nan, 2, 3)  # type: ignore[arg-type]
+    assert many != v0_9_1.ConnectionTune(nan, 2, 4)  # type: ignore[arg-type]

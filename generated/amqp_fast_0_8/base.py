@@ -26,9 +26,16 @@ def _names(cls: type) -> tuple[tuple[str, ...], Callable[[Any], Any]]:
         fields = dataclasses.fields(cls)
         shown = tuple(f.name for f in fields if f.repr)
         compared = tuple(f.name for f in fields if f.compare)
-        get = attrgetter(*compared) if compared else (lambda _: ())
+        # always a tuple, as @dataclass compares: one field's value alone would lose the
+        # tuple's identity check (a NaN is equal to itself inside a tuple, not outside)
+        get = attrgetter(*compared) if len(compared) > 1 else _one(compared)
         found = _NAMES[cls] = (shown, get)
     return found
+
+
+def _one(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """The getter of none or one compared field, as a tuple."""
+    return lambda obj: tuple(getattr(obj, n) for n in names)
 
 
 class Structure:
