@@ -38,6 +38,29 @@ class FramesInputError(ValueError):
     """A file given to `specgen frames` cannot be read."""
 
 
+class ExtraMissing(RuntimeError):
+    """A command needs an optional extra that is not installed: one line, exit 2."""
+
+
+PIPELINE_EXTRA = ("pyspark", "pyarrow", "pandas", "numpy", "dpkt", "plotly")
+"""What the `[pipeline]` extra installs (pyproject.toml), which `decode` and `report` import."""
+
+
+def _needs_pipeline(command: str) -> None:
+    """Import the pipeline's packages before the command's own modules, so that an install
+    without the extra ends in one line naming it, not a traceback from deep inside."""
+    for name in PIPELINE_EXTRA:
+        try:
+            importlib.import_module(name)
+        except ImportError as e:
+            missing = e.name or name
+            raise ExtraMissing(
+                f"{command} needs the pipeline extra, which is not installed (no module "
+                f"{missing!r}): pip install 'specgen[pipeline]' (a wheel or a checkout: "
+                "'PATH[pipeline]')"
+            ) from None
+
+
 INPUT_ERRORS = (
     SpecSyntaxError,
     SpecError,
@@ -49,6 +72,7 @@ INPUT_ERRORS = (
     FramesInputError,
     PlanError,
     outdir.OutputError,
+    ExtraMissing,
 )
 
 
@@ -453,6 +477,7 @@ def _capture(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     # imported here: PySpark is an optional extra and slow to import
+    _needs_pipeline("report")
     from specgen import report
 
     try:
@@ -464,6 +489,7 @@ def _report(args: argparse.Namespace) -> int:
 
 def _decode(args: argparse.Namespace) -> int:
     # imported here: PySpark is an optional extra and slow to import
+    _needs_pipeline("decode")
     from specgen.pipeline import decode_command
 
     return decode_command.main(

@@ -39,7 +39,7 @@ from pyspark.sql.types import TimestampType
 
 from specgen import analyses
 from specgen.locations import TEMPLATES as ALL_TEMPLATES
-from specgen.pipeline import spark
+from specgen.pipeline import spark, unfinished
 from specgen.pipeline.columns import SPEC_KEY
 from specgen.pipeline.sections import (
     DIRECTIONS,
@@ -127,6 +127,9 @@ def _inputs(out_dir: Path) -> tuple[Path, Path | None]:
         raise ReportError(f"{out_dir}: no such folder")
     if not any(out_dir.iterdir()):
         raise ReportError(f"{out_dir} is empty: run `specgen decode` into it first")
+    unfinished_run = unfinished.why(out_dir)
+    if unfinished_run is not None:  # partial tables would make a report that looks whole
+        raise ReportError(f"{out_dir}: not a finished decode: {unfinished_run}")
     frames = out_dir / "frames"
     if not frames.exists():
         raise ReportError(f"{out_dir}: no frames table ({frames} is what `specgen decode` writes)")

@@ -32,6 +32,7 @@ from typing import Any
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
 from specgen import outdir
+from specgen.pipeline import unfinished
 from specgen.pipeline.columns import (
     REJECTS_SCHEMA,
     Codec,
@@ -284,13 +285,16 @@ def run(
     target: int = TARGET,
     echo: Echo = print,
     verify_checksums: bool = True,
+    marked: bool = False,
 ) -> Result:
     """Decode with Spark on `master` (default local[*]); see the module docstring. Frames whose
-    checksums do not match their bytes are rejects, unless `verify_checksums` is False."""
+    checksums do not match their bytes are rejects, unless `verify_checksums` is False. `out`
+    is marked unfinished (`unfinished`) from the first table written until the last is
+    reconciled; with `marked`, the caller marked it and finishes it itself."""
     from py4j.protocol import Py4JError  # type: ignore[import-untyped]
     from pyspark.errors import PySparkException
 
-    from specgen.pipeline.spark import start, tasks_done
+    from specgen.pipeline.spark import jobs, retries, start, tasks_done
 
     # the inputs are checked first, Spark started next (a Spark that cannot start leaves --out
     # as it was), then Spark tasks walk the byte files: the walk is a tenth of the work, and
@@ -300,6 +304,7 @@ def run(
     dirs = {name: (out / name).resolve() for name in ("frames", "rejects")}
     progress = Progress("decode")
     spark = start(master, progress)
+    before = jobs(spark)
     try:
         job = checked.plan(
             target, walk_on_spark(spark, target, checked.codec, checked.inventory.streams)
@@ -310,6 +315,7 @@ def run(
         echo(line)
     try:
         outdir.clear(out, WRITES, keep=input_dir)
+        unfinished.mark(out, "decode")  # again when `marked`: the clearing took the caller's
         for path in dirs.values():
             shutil.rmtree(path, ignore_errors=True)
             path.mkdir(parents=True)
@@ -350,6 +356,7 @@ def run(
         f"{_n(len(written), 'range')} decoded: {_n(sum(w.frames for w in written), 'frame')}, "
         f"{_n(sum(w.rejects for w in written), 'reject')} ({seconds(began)}); reconciling"
     )
+    retries(spark, before, progress)  # the walk's and the decoding's
     schemas = {"frames": job.codec.schema.FRAMES_SCHEMA, "rejects": REJECTS_SCHEMA}
     for name, path in dirs.items():
         if not any(path.glob("*.parquet")):  # a table with no rows still has its schema
@@ -367,6 +374,8 @@ def run(
     result = Result.of(check(job.files(), dirs["frames"], dirs["rejects"]), job.found)
     for line in result.lines(out):
         echo(line)
+    if not marked:
+        unfinished.finish(out)
     return result
 
 
@@ -385,6 +394,7 @@ def decode_local(
         echo(line)
     paths = {"frames": out / "frames", "rejects": out / "rejects"}
     outdir.clear(out, WRITES, keep=input_dir)
+    unfinished.mark(out, "decode")
     for path in paths.values():
         shutil.rmtree(path, ignore_errors=True)
         path.mkdir(parents=True)
@@ -401,6 +411,7 @@ def decode_local(
     result = Result.of(check(job.files(), paths["frames"], paths["rejects"]), job.found)
     for line in result.lines(out):
         echo(line)
+    unfinished.finish(out)
     return result
 
 
@@ -460,6 +471,11 @@ def _codec(import_name: str, verify_checksums: bool = True) -> Codec:
         raise DecodeInputError(f"{import_name}: the codec has no frame reader: {e}") from None
 
 
+def check_protocol(protocol: str) -> None:
+    """LookupError for a name nobody knows, DecodeInputError for a version decode cannot read."""
+    _codec(find(protocol).import_name)
+
+
 def decodes(import_name: str) -> bool:
     """Whether `specgen decode` reads frames of this generated version (`specgen list` says)."""
     try:
@@ -507,9 +523,10 @@ def _write_partition(
             )
 
 
-WRITES = ("frames", "rejects", "streams", "report.html")
-"""What decode writes into --out (streams/: pcap input), and the report page made from it:
-what --overwrite removes (`outdir`), so no page of old tables stays beside new ones."""
+WRITES = ("frames", "rejects", "streams", "report.html", unfinished.MARK)
+"""What decode writes into --out (streams/: pcap input; the mark of an unfinished run), and the
+report page made from it: what --overwrite removes (`outdir`), so no page of old tables stays
+beside new ones."""
 
 
 def check_out(out: Path, overwrite: bool, input_dir: Path) -> None:
@@ -528,11 +545,19 @@ def _n(count: int, one: str, many: str = "") -> str:
 
 
 def first_line(e: Exception) -> str:
-    """The line that says what went wrong: a Python worker's exception, else Spark's first line."""
-    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    """The line that says what went wrong: a Python worker's exception, else the exception Spark
+    raised (a job aborted after its task failed every attempt: which task, and its last failure),
+    else Spark's first line. (py4j puts ": " before the Java exception's own line.)"""
+    lines = [ln.strip().removeprefix(": ") for ln in str(e).splitlines() if ln.strip()]
     raised = [ln for ln in lines if re.match(r"^[\w.]+(Error|Exception): ", ln)]
     text = (raised or lines or [type(e).__name__])[-1 if raised else 0]
-    return text[:500]
+    text = re.sub(
+        r"^[\w.]+: Job aborted due to stage failure: (Task \S+ in stage \S+ failed \d+ times?), "
+        r"most recent failure: Lost task [^:]*: ",
+        r"\1, the last time: ",
+        text,
+    )
+    return text.rstrip(": ")[:500]
 
 
 __all__ = ["DecodeInputError", "DecodeJobError", "Result", "decode_local", "run"]

@@ -10,7 +10,7 @@ import re
 import sys
 from pathlib import Path
 
-from specgen.pipeline import pcap_job
+from specgen.pipeline import decode, pcap_job, unfinished
 from specgen.pipeline.decode import DecodeJobError, run
 from specgen.pipeline.inputs import DecodeInputError
 from specgen.pipeline.ranges import TARGET
@@ -46,6 +46,9 @@ def main(
             f"--master {master}: not a Spark master URL "
             "(local[*], local[N], spark://HOST:PORT, yarn, k8s://HOST:PORT)"
         )
+    # the protocol first: a name nobody knows, or a version with no decoder, is refused before
+    # a single file of the input is looked at (a large folder takes seconds to walk)
+    decode.check_protocol(protocol)
     try:
         if master is not None:
             check_master(master)  # before walking the captures, which can take minutes
@@ -78,7 +81,8 @@ def main(
                 verify_checksums=verify_checksums,
             )
     except DecodeJobError as e:
-        print(f"specgen: decode failed: {e}", file=sys.stderr, flush=True)
+        left = f"; {out} is marked unfinished ({unfinished.MARK})" if unfinished.why(out) else ""
+        print(f"specgen: decode failed: {e}{left}", file=sys.stderr, flush=True)
         return 1
     except (MasterUnreachable, Unavailable) as e:
         # an environment error, as `report` and the top-level help say: exit 2

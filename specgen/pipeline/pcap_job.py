@@ -44,7 +44,7 @@ from typing import Any
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
-from specgen.pipeline import decode, openings, pcap, reassembly, records
+from specgen.pipeline import decode, openings, pcap, reassembly, records, unfinished
 from specgen.pipeline.columns import REJECTS_SCHEMA
 from specgen.pipeline.decode import Echo, Result
 from specgen.pipeline.inputs import DecodeInputError
@@ -696,7 +696,7 @@ def run(
 ) -> Result:
     """The whole pcap job: stages 1 and 2, the ordinary decode of OUT/streams, the gaps as
     rejects, then the packet and byte reconciliation."""
-    from specgen.pipeline.spark import start, tasks_done
+    from specgen.pipeline.spark import jobs, retries, start, tasks_done
 
     spec = find_spec(protocol)
     ports = ports or default_ports(spec)
@@ -711,12 +711,15 @@ def run(
 
     progress = Progress("decode")
     spark = start(master, progress)  # an environment error (exit 2) before any job runs
+    unfinished.mark(out, "decode")  # until the last reject is written (see `unfinished`)
+    before = jobs(spark)
     try:
         progress.line(f"reading packets and reassembling TCP ({total:,} bytes of pcap)")
         with tasks_done(spark, progress, "tasks"):
             streams = reassemble_on_spark(spark, files, out, ports)
     except (PySparkException, Py4JError) as e:
         raise decode.DecodeJobError(decode.first_line(e)) from None
+    retries(spark, before, progress)
     echo(
         f"pcap: {streams.packets:,} packets: {streams.segments:,} TCP segments of those ports, "
         f"{streams.skipped:,} other packets; {len(streams.directions):,} directions reassembled"
@@ -744,7 +747,14 @@ def run(
             f"{streams.packets:,} packets; give the server's port with --port"
         )
     result = decode.run(
-        protocol, out / STREAMS, out, master, overwrite=True, echo=echo, **decode_options
+        protocol,
+        out / STREAMS,
+        out,
+        master,
+        overwrite=True,
+        echo=echo,
+        marked=True,
+        **decode_options,
     )
     gaps = gap_rejects(streams, out)
     damaged = capture_rejects(streams, out)
@@ -764,6 +774,7 @@ def run(
             f"rejects: {damaged:,} damaged stretch{'es' if damaged != 1 else ''} of capture files "
             f"(kind 'capture') in {out / 'rejects'}"
         )
+    unfinished.finish(out)
     problems = dict(result.problems)
     if not ok:
         print("specgen: decode: the pcap reconciliation failed", file=sys.stderr)

@@ -12,6 +12,7 @@ understands (Spark's default, INT96, is legacy). Ctrl-C is one line and exit 130
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import sys
@@ -31,6 +32,14 @@ from specgen.progress import Progress, seconds
 
 DEFAULT_MASTER = "local[*]"
 
+TASK_ATTEMPTS = 4
+"""Attempts at a task before its job fails: a Python worker killed (out of memory, kill -9), an
+executor lost or a task failing once costs a retry, not the run. Spark's default on a cluster
+(spark.task.maxFailures); local mode tries each task once unless its master URL names a count,
+so the session runs `local[N]` as `local[N,4]` (`with_retries`)."""
+
+_LOCAL = re.compile(r"local(?:\[(\*|\d+)\])?")
+
 CONF = {
     "spark.app.name": "specgen",
     "spark.ui.enabled": "false",
@@ -44,6 +53,7 @@ CONF = {
     "spark.sql.execution.pyspark.udf.faulthandler.enabled": "true",
     # the frames table is wide (a struct column per message class); print its plans whole
     "spark.sql.debug.maxToStringFields": "1000",
+    "spark.task.maxFailures": str(TASK_ATTEMPTS),
 }
 
 LOG4J = Path(__file__).with_name("log4j2.properties")
@@ -99,6 +109,13 @@ def start(master: str | None = None, progress: Progress | None = None) -> SparkS
         raise Unavailable(f"cannot start Spark on {master or DEFAULT_MASTER}: {first}") from e
 
 
+def with_retries(master: str) -> str:
+    """The master URL Spark is given: `local` and `local[N]` with TASK_ATTEMPTS tries per task;
+    other URLs (a count already named, a cluster) as they are."""
+    found = _LOCAL.fullmatch(master)
+    return f"local[{found.group(1) or 1},{TASK_ATTEMPTS}]" if found else master
+
+
 def session(master: str | None = None) -> SparkSession:
     """A Spark session on `master` (default local[*]), or the one this process already runs.
 
@@ -108,7 +125,7 @@ def session(master: str | None = None) -> SparkSession:
     active = SparkSession.getActiveSession()
     if active is not None:
         running = active.sparkContext.master
-        if master is not None and master != running:
+        if master is not None and running not in (master, with_retries(master)):
             raise SessionError(
                 f"this process already runs Spark on {running}; cannot also use {master}"
             )
@@ -123,7 +140,7 @@ def session(master: str | None = None) -> SparkSession:
     pythonpath = os.pathsep.join(
         p for p in (str(CHECKOUT or ""), os.environ.get("PYTHONPATH")) if p
     )
-    builder = SparkSession.builder.master(master)
+    builder = SparkSession.builder.master(with_retries(master))
     for key, value in CONF.items():
         builder = builder.config(key, value)
     builder = builder.config("spark.ui.showConsoleProgress", console_progress())
@@ -185,6 +202,26 @@ def tasks_done(spark: SparkSession, progress: Progress | None, what: str) -> Ite
         stop.set()
         poller.join()
         progress.done()
+
+
+def jobs(spark: SparkSession) -> set[int]:
+    """The ids of the jobs this session has run (and runs): `retries` counts those after."""
+    return set(spark.sparkContext.statusTracker().getJobIdsForGroup())
+
+
+def retries(spark: SparkSession, before: set[int], progress: Progress) -> int:
+    """The task attempts that failed, and were tried again (`TASK_ATTEMPTS`), in the jobs run
+    since `jobs` gave `before`, from Spark's status tracker; a line says how many, if any."""
+    tracker = spark.sparkContext.statusTracker()
+    failed = 0
+    for job in jobs(spark) - before:
+        info = tracker.getJobInfo(job)
+        for stage in info.stageIds if info is not None else ():
+            found = tracker.getStageInfo(stage)
+            failed += found.numFailedTasks if found is not None else 0
+    if failed:
+        progress.line(f"{failed} failed task attempt{'s' if failed != 1 else ''} tried again")
+    return failed
 
 
 def check_master(master: str) -> None:
