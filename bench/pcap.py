@@ -121,12 +121,13 @@ class _Conn:
     files: dict[str, Any]
     hashes: dict[str, Any]
     at: dict[str, int] = field(default_factory=lambda: {"c2s": 0, "s2c": 0})  # bytes sent
+    port: int = PORT  # the server's
 
     @property
     def stream_name(self) -> str:
         """The name the pcap job gives the connection (reassembly.connection_name)."""
         ip = ".".join(map(str, self.client_ip))
-        return f"{ip}_{self.client_port}-10.0.0.2_{PORT}"
+        return f"{ip}_{self.client_port}-10.0.0.2_{self.port}"
 
     def seq(self, direction: str) -> int:
         """The next sequence number `direction` sends (after its SYN)."""
@@ -154,11 +155,11 @@ class PcapWriter:
         other = "s2c" if direction == "c2s" else "c2s"
         if direction == "c2s":
             src, dst, sport, dport, mac_src, mac_dst = (
-                c.client_ip, SERVER_IP, c.client_port, PORT, MAC_CLIENT, MAC_SERVER,
+                c.client_ip, SERVER_IP, c.client_port, c.port, MAC_CLIENT, MAC_SERVER,
             )  # fmt: skip
         else:
             src, dst, sport, dport, mac_src, mac_dst = (
-                SERVER_IP, c.client_ip, PORT, c.client_port, MAC_SERVER, MAC_CLIENT,
+                SERVER_IP, c.client_ip, c.port, c.client_port, MAC_SERVER, MAC_CLIENT,
             )  # fmt: skip
         options = MSS_OPTION if flags & SYN else b""
         tcp_len = 20 + len(options)
@@ -234,8 +235,9 @@ def _events(folder: Path, i: int, c: _Conn) -> list[tuple[int, int, int, str, st
     ]
 
 
-def write_pcap(folder: Path, path: Path, seed: int) -> Written:
-    """The pcap of scale.py's capture in `folder` (every connection indexed)."""
+def write_pcap(folder: Path, path: Path, seed: int, port: int = PORT) -> Written:
+    """The pcap of scale.py's capture in `folder` (every connection indexed), the server on
+    `port`; any capture of that layout (bench/tshark.py's AMQP 0-9-1 one too)."""
     started = time.perf_counter()
     rng = random.Random(seed + 1000)
     conns = []
@@ -252,6 +254,7 @@ def write_pcap(folder: Path, path: Path, seed: int) -> Written:
                 isn,
                 {d: open(folder / f"{name}.{d}.bin", "rb") for d in ("c2s", "s2c")},
                 {d: hashlib.sha1() for d in ("c2s", "s2c")},
+                port=port,
             )
         )
     w = PcapWriter(path)
