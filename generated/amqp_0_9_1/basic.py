@@ -16,14 +16,10 @@ from typing import Any, ClassVar
 
 from .base import Structure
 from .errors import DecodeError, _bad_length, _truncated
-from .framing import TRAILER
 from .named import _decode_table, _encode_table
 
 FRAMED_BY = ".shared"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
-
-HEADER = struct.Struct(">BHI")
-"""The frame header of every version: `uint8 type, uint16 channel, uint32 size`."""
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -481,15 +477,6 @@ def _encode_basic_properties(msg: BasicProperties, parts: list[bytes]) -> None:
         parts.append(reserved_raw)
 
 
-def _frame_basic_properties(msg: BasicProperties) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_basic_properties(msg, parts)
-    parts[0] = HEADER.pack(0x02, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicQos(Structure):
     """BasicQos: Basic.Qos request, identity (0x01, 60, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 10 (0x0a).
@@ -777,15 +764,6 @@ def _encode_basic_consume(msg: BasicConsume, parts: list[bytes]) -> None:
     _encode_table(msg.arguments, parts)
 
 
-def _frame_basic_consume(msg: BasicConsume) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_basic_consume(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicConsumeOk(Structure):
     """BasicConsumeOk: Basic.ConsumeOk response, identity (0x01, 60, 21), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 21 (0x15).
@@ -846,15 +824,6 @@ def _encode_basic_consume_ok(msg: BasicConsumeOk, parts: list[bytes]) -> None:
     consumer_tag_raw = msg.consumer_tag.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_CONSUME_OK_0.pack(len(consumer_tag_raw)))
     parts.append(consumer_tag_raw)
-
-
-def _frame_basic_consume_ok(msg: BasicConsumeOk) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_basic_consume_ok(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -980,15 +949,6 @@ def _encode_basic_publish(msg: BasicPublish, parts: list[bytes]) -> None:
     )
 
 
-def _frame_basic_publish(msg: BasicPublish) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_basic_publish(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicReturn(Structure):
     """BasicReturn: Basic.Return one-way message, identity (0x01, 60, 50), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 50 (0x32).
@@ -1109,15 +1069,6 @@ def _encode_basic_return(msg: BasicReturn, parts: list[bytes]) -> None:
     routing_key_raw = msg.routing_key.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_RETURN_2.pack(len(routing_key_raw)))
     parts.append(routing_key_raw)
-
-
-def _frame_basic_return(msg: BasicReturn) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_basic_return(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1254,15 +1205,6 @@ def _encode_basic_deliver(msg: BasicDeliver, parts: list[bytes]) -> None:
     parts.append(routing_key_raw)
 
 
-def _frame_basic_deliver(msg: BasicDeliver) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_basic_deliver(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicGet(Structure):
     """BasicGet: Basic.Get request, identity (0x01, 60, 70), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 70 (0x46).
@@ -1349,15 +1291,6 @@ def _encode_basic_get(msg: BasicGet, parts: list[bytes]) -> None:
     parts.append(_BASIC_GET_0.pack(msg.reserved1, len(queue_raw)))
     parts.append(queue_raw)
     parts.append(_BASIC_GET_1.pack(0x1 if msg.no_ack else 0))
-
-
-def _frame_basic_get(msg: BasicGet) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_basic_get(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1485,15 +1418,6 @@ def _encode_basic_get_ok(msg: BasicGetOk, parts: list[bytes]) -> None:
     parts.append(_BASIC_GET_OK_2.pack(msg.message_count))
 
 
-def _frame_basic_get_ok(msg: BasicGetOk) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_basic_get_ok(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicGetEmpty(Structure):
     """BasicGetEmpty: Basic.GetEmpty response, identity (0x01, 60, 72), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 72 (0x48).
@@ -1552,15 +1476,6 @@ def _encode_basic_get_empty(msg: BasicGetEmpty, parts: list[bytes]) -> None:
     reserved1_raw = msg.reserved1.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_GET_EMPTY_0.pack(len(reserved1_raw)))
     parts.append(reserved1_raw)
-
-
-def _frame_basic_get_empty(msg: BasicGetEmpty) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_basic_get_empty(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)

@@ -15,13 +15,9 @@ from typing import ClassVar
 
 from .base import Structure
 from .errors import DecodeError, _bad_length, _truncated
-from .framing import TRAILER
 
 FRAMED_BY = ".shared"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
-
-HEADER = struct.Struct(">BHI")
-"""The frame header of every version: `uint8 type, uint16 channel, uint32 size`."""
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -86,15 +82,6 @@ def _encode_channel_open(msg: ChannelOpen, parts: list[bytes]) -> None:
     parts.append(reserved1_raw)
 
 
-def _frame_channel_open(msg: ChannelOpen) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_channel_open(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelOpenOk(Structure):
     """ChannelOpenOk: Channel.OpenOk response, identity (0x01, 20, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 11 (0x0b).
@@ -150,15 +137,6 @@ def _encode_channel_open_ok(msg: ChannelOpenOk, parts: list[bytes]) -> None:
     reserved1_raw = msg.reserved1
     parts.append(_CHANNEL_OPEN_OK_0.pack(len(reserved1_raw)))
     parts.append(reserved1_raw)
-
-
-def _frame_channel_open_ok(msg: ChannelOpenOk) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_channel_open_ok(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -385,15 +363,6 @@ def _encode_channel_close(msg: ChannelClose, parts: list[bytes]) -> None:
     parts.append(_CHANNEL_CLOSE_0.pack(msg.reply_code, len(reply_text_raw)))
     parts.append(reply_text_raw)
     parts.append(_CHANNEL_CLOSE_1.pack(msg.class_id, msg.method_id))
-
-
-def _frame_channel_close(msg: ChannelClose) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_channel_close(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)

@@ -15,14 +15,10 @@ from typing import Any, ClassVar
 
 from .base import Structure
 from .errors import DecodeError, _bad_length, _truncated
-from .framing import TRAILER
 from .named import _decode_table, _encode_table
 
 FRAMED_BY = ".shared"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
-
-HEADER = struct.Struct(">BHI")
-"""The frame header of every version: `uint8 type, uint16 channel, uint32 size`."""
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -144,15 +140,6 @@ def _encode_connection_start(msg: ConnectionStart, parts: list[bytes]) -> None:
     locales_raw = msg.locales
     parts.append(_CONNECTION_START_2.pack(len(locales_raw)))
     parts.append(locales_raw)
-
-
-def _frame_connection_start(msg: ConnectionStart) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_connection_start(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -281,15 +268,6 @@ def _encode_connection_start_ok(msg: ConnectionStartOk, parts: list[bytes]) -> N
     parts.append(locale_raw)
 
 
-def _frame_connection_start_ok(msg: ConnectionStartOk) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_connection_start_ok(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionSecure(Structure):
     """ConnectionSecure: Connection.Secure request, identity (0x01, 10, 20), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 20 (0x14).
@@ -351,15 +329,6 @@ def _encode_connection_secure(msg: ConnectionSecure, parts: list[bytes]) -> None
     parts.append(challenge_raw)
 
 
-def _frame_connection_secure(msg: ConnectionSecure) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_connection_secure(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionSecureOk(Structure):
     """ConnectionSecureOk: Connection.SecureOk response, identity (0x01, 10, 21), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 21 (0x15).
@@ -419,15 +388,6 @@ def _encode_connection_secure_ok(msg: ConnectionSecureOk, parts: list[bytes]) ->
     response_raw = msg.response
     parts.append(_CONNECTION_SECURE_OK_0.pack(len(response_raw)))
     parts.append(response_raw)
-
-
-def _frame_connection_secure_ok(msg: ConnectionSecureOk) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_connection_secure_ok(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -697,15 +657,6 @@ def _encode_connection_open(msg: ConnectionOpen, parts: list[bytes]) -> None:
     parts.append(_CONNECTION_OPEN_2.pack(0x1 if msg.reserved2 else 0))
 
 
-def _frame_connection_open(msg: ConnectionOpen) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_connection_open(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionOpenOk(Structure):
     """ConnectionOpenOk: Connection.OpenOk response, identity (0x01, 10, 41), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 41 (0x29).
@@ -764,15 +715,6 @@ def _encode_connection_open_ok(msg: ConnectionOpenOk, parts: list[bytes]) -> Non
     reserved1_raw = msg.reserved1.encode("utf-8", "surrogateescape")
     parts.append(_CONNECTION_OPEN_OK_0.pack(len(reserved1_raw)))
     parts.append(reserved1_raw)
-
-
-def _frame_connection_open_ok(msg: ConnectionOpenOk) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_connection_open_ok(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -866,15 +808,6 @@ def _encode_connection_close(msg: ConnectionClose, parts: list[bytes]) -> None:
     parts.append(_CONNECTION_CLOSE_0.pack(msg.reply_code, len(reply_text_raw)))
     parts.append(reply_text_raw)
     parts.append(_CONNECTION_CLOSE_1.pack(msg.class_id, msg.method_id))
-
-
-def _frame_connection_close(msg: ConnectionClose) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_connection_close(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)

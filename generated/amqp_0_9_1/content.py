@@ -9,19 +9,14 @@ the codecs here.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 from typing import ClassVar
 
 from .base import Structure
 from .errors import DecodeError
-from .framing import TRAILER
 
 FRAMED_BY = ".shared"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
-
-HEADER = struct.Struct(">BHI")
-"""The frame header of every version: `uint8 type, uint16 channel, uint32 size`."""
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -63,12 +58,3 @@ def _decode_content_body(
 
 def _encode_content_body(msg: ContentBody, parts: list[bytes]) -> None:
     parts.append(msg.payload)
-
-
-def _frame_content_body(msg: ContentBody) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_content_body(msg, parts)
-    parts[0] = HEADER.pack(0x03, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)

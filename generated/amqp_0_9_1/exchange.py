@@ -15,13 +15,9 @@ from typing import ClassVar
 
 from .base import Structure
 from .errors import DecodeError, _bad_length, _truncated
-from .framing import TRAILER
 
 FRAMED_BY = ".shared"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
-
-HEADER = struct.Struct(">BHI")
-"""The frame header of every version: `uint8 type, uint16 channel, uint32 size`."""
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -169,15 +165,6 @@ def _encode_exchange_delete(msg: ExchangeDelete, parts: list[bytes]) -> None:
     parts.append(
         _EXCHANGE_DELETE_1.pack((0x1 if msg.if_unused else 0) | (0x2 if msg.no_wait else 0))
     )
-
-
-def _frame_exchange_delete(msg: ExchangeDelete) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_exchange_delete(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)

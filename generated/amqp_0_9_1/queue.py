@@ -16,14 +16,10 @@ from typing import Any, ClassVar
 
 from .base import Structure
 from .errors import DecodeError, _bad_length, _truncated
-from .framing import TRAILER
 from .named import _decode_table, _encode_table
 
 FRAMED_BY = ".shared"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
-
-HEADER = struct.Struct(">BHI")
-"""The frame header of every version: `uint8 type, uint16 channel, uint32 size`."""
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -163,15 +159,6 @@ def _encode_queue_declare(msg: QueueDeclare, parts: list[bytes]) -> None:
     _encode_table(msg.arguments, parts)
 
 
-def _frame_queue_declare(msg: QueueDeclare) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_queue_declare(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueDeclareOk(Structure):
     """QueueDeclareOk: Queue.DeclareOk response, identity (0x01, 50, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 11 (0x0b).
@@ -254,15 +241,6 @@ def _encode_queue_declare_ok(msg: QueueDeclareOk, parts: list[bytes]) -> None:
     parts.append(_QUEUE_DECLARE_OK_0.pack(len(queue_raw)))
     parts.append(queue_raw)
     parts.append(_QUEUE_DECLARE_OK_1.pack(msg.message_count, msg.consumer_count))
-
-
-def _frame_queue_declare_ok(msg: QueueDeclareOk) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_queue_declare_ok(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -412,15 +390,6 @@ def _encode_queue_bind(msg: QueueBind, parts: list[bytes]) -> None:
     _encode_table(msg.arguments, parts)
 
 
-def _frame_queue_bind(msg: QueueBind) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_queue_bind(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueBindOk(Structure):
     """QueueBindOk: Queue.BindOk response, identity (0x01, 50, 21), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 21 (0x15).
@@ -551,15 +520,6 @@ def _encode_queue_purge(msg: QueuePurge, parts: list[bytes]) -> None:
     parts.append(_QUEUE_PURGE_0.pack(msg.reserved1, len(queue_raw)))
     parts.append(queue_raw)
     parts.append(_QUEUE_PURGE_1.pack(0x1 if msg.no_wait else 0))
-
-
-def _frame_queue_purge(msg: QueuePurge) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_queue_purge(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -734,15 +694,6 @@ def _encode_queue_delete(msg: QueueDelete, parts: list[bytes]) -> None:
             | (0x4 if msg.no_wait else 0)
         )
     )
-
-
-def _frame_queue_delete(msg: QueueDelete) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_queue_delete(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -938,15 +889,6 @@ def _encode_queue_unbind(msg: QueueUnbind, parts: list[bytes]) -> None:
     parts.append(_QUEUE_UNBIND_2.pack(len(routing_key_raw)))
     parts.append(routing_key_raw)
     _encode_table(msg.arguments, parts)
-
-
-def _frame_queue_unbind(msg: QueueUnbind) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_queue_unbind(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)

@@ -262,11 +262,11 @@ def shared_blocks(versions: list[VersionCode], renderer: Renderer) -> set[tuple[
     latest = next((v for v in versions if v.spec.latest), versions[-1])
     views = [m for m in latest.messages if ("message", m["cls"]) in found]
     checksums = latest.plan.checksums  # the shared blocks' codecs take the flag as theirs do
-    template = renderer.env.get_template("python/_frame_encode.j2")
-    framings = {
-        (v.plan.frame.fmt, template.render(**_encode_context(v.plan.frame, views, checksums)))
-        for v in versions
-    }
+    templates = [renderer.env.get_template(f"python/{t}.j2") for t in ("_frame_encode", "_framer")]
+    framings = set()
+    for v in versions:
+        context = _encode_context(v.plan.frame, views, checksums)
+        framings.add((v.plan.frame.fmt, *(t.render(**context) for t in templates)))
     # a shared class's encode() frames with the shared module's header: only when identical
     return found if len(framings) == 1 else set()
 
@@ -289,6 +289,7 @@ def _encode_context(
             header_args.append(f"msg.{h.name}")
     return {
         "frame": frame,
+        "framer": _framer(frame),
         "aliased": aliased,
         "header_args": ", ".join(header_args),
         "uses_checksums": checksums,
@@ -517,7 +518,7 @@ def emit(
     for m in messages:
         if ("message", m["cls"]) in found:
             wanted |= {m["cls"], f"_decode_{m['func']}", f"_encode_{m['func']}"}
-            if m["fixed_frame"] or m["framed"]:
+            if m["fixed_frame"]:
                 wanted.add(f"_frame_{m['func']}")
             wanted |= {f"_decode_{m['func']}_as_{k:04x}" for k in m["decode_keys"]}
     wanted |= {s["name"] for s in structs}
@@ -926,18 +927,37 @@ def _header_values(m: MessagePlan, frame: FramePlan, length: Code) -> list[Code]
 
 
 def _framed(m: MessagePlan, frame: FramePlan, aliased: bool) -> dict[str, Any] | None:
-    """How a message's own frame encoder packs the header before its body's parts: the header
-    fields, the length worked out from the parts. None where `encode` must look at the message
-    (a key on the wire) or the length may need the wide header."""
+    """The constants a message's frame encoder, made by the module's `_framer` (`_framer.j2`),
+    packs in the header before its body's parts: its identity and version. None where `encode`
+    must look at the message (a key on the wire) or the length may need the wide header."""
     if aliased or frame.escape is not None:
+        return None
+    head = _header_values(m, frame, Code(""))
+    args = [v for h, v in zip(frame.header, head, strict=True) if h.role in ("dispatch", "version")]
+    return {"args": args}
+
+
+def _framer(frame: FramePlan) -> dict[str, Any] | None:
+    """The module's one frame-encoder factory (`_framer.j2`) of its messages that are not one
+    fixed pack: the header packed before the body's parts, the length worked out from the parts,
+    the identity and version its parameters, any other header field off the message. None where
+    the length may need the wide header (`encode` frames every message itself)."""
+    if frame.escape is not None:
         return None
     extra = frame.size + frame.trailer_size - frame.adjust
     sign = "+" if extra > 0 else "-"
-    length = Code(
-        "sum(map(len, parts))" + (f" {sign} {pytext.number(abs(extra))}" if extra else "")
-    )
-    head = _header_values(m, frame, length)
-    return {"head": head, "trailer": bool(frame.trailer)}
+    length = "sum(map(len, parts))" + (f" {sign} {pytext.number(abs(extra))}" if extra else "")
+    head: list[str] = []
+    params: list[str] = []
+    for h in frame.header:
+        if h.role == "length":
+            head.append(length)
+        elif h.role in ("dispatch", "version"):
+            head.append(h.local)
+            params.append(h.local)
+        else:
+            head.append("msg." + pytext.identifier(h.name, "header field"))
+    return {"head": head, "params": params, "trailer": bool(frame.trailer)}
 
 
 def _fixed_frame(m: MessagePlan, frame: FramePlan, aliased: bool) -> dict[str, Any] | None:

@@ -63,21 +63,12 @@ from ..basic import (
     _encode_basic_recover_ok,
     _encode_basic_reject,
     _encode_basic_return,
-    _frame_basic_consume,
-    _frame_basic_consume_ok,
-    _frame_basic_deliver,
-    _frame_basic_get,
-    _frame_basic_get_empty,
-    _frame_basic_get_ok,
-    _frame_basic_properties,
-    _frame_basic_publish,
     _frame_basic_qos,
     _frame_basic_qos_ok,
     _frame_basic_recover,
     _frame_basic_recover_async,
     _frame_basic_recover_ok,
     _frame_basic_reject,
-    _frame_basic_return,
 )
 from ..channel import (
     ChannelClose,
@@ -98,12 +89,9 @@ from ..channel import (
     _encode_channel_flow_ok,
     _encode_channel_open,
     _encode_channel_open_ok,
-    _frame_channel_close,
     _frame_channel_close_ok,
     _frame_channel_flow,
     _frame_channel_flow_ok,
-    _frame_channel_open,
-    _frame_channel_open_ok,
 )
 from ..connection import (
     ConnectionClose,
@@ -136,18 +124,11 @@ from ..connection import (
     _encode_connection_start_ok,
     _encode_connection_tune,
     _encode_connection_tune_ok,
-    _frame_connection_close,
     _frame_connection_close_ok,
-    _frame_connection_open,
-    _frame_connection_open_ok,
-    _frame_connection_secure,
-    _frame_connection_secure_ok,
-    _frame_connection_start,
-    _frame_connection_start_ok,
     _frame_connection_tune,
     _frame_connection_tune_ok,
 )
-from ..content import ContentBody, _decode_content_body, _encode_content_body, _frame_content_body
+from ..content import ContentBody, _decode_content_body, _encode_content_body
 from ..errors import DecodeError, EncodeError, _bad_length, _truncated
 from ..exchange import (
     ExchangeDeclareOk,
@@ -160,7 +141,6 @@ from ..exchange import (
     _encode_exchange_delete,
     _encode_exchange_delete_ok,
     _frame_exchange_declare_ok,
-    _frame_exchange_delete,
     _frame_exchange_delete_ok,
 )
 from ..framing import HEADER_SIZE, TRAILER, TRAILER_SIZE
@@ -196,15 +176,9 @@ from ..queue import (
     _encode_queue_purge_ok,
     _encode_queue_unbind,
     _encode_queue_unbind_ok,
-    _frame_queue_bind,
     _frame_queue_bind_ok,
-    _frame_queue_declare,
-    _frame_queue_declare_ok,
-    _frame_queue_delete,
     _frame_queue_delete_ok,
-    _frame_queue_purge,
     _frame_queue_purge_ok,
-    _frame_queue_unbind,
     _frame_queue_unbind_ok,
 )
 from ..shared import Heartbeat, _decode_heartbeat, _encode_heartbeat, _frame_heartbeat
@@ -299,15 +273,6 @@ def _encode_connection_blocked(msg: ConnectionBlocked, parts: list[bytes]) -> No
     reason_raw = msg.reason.encode("utf-8", "surrogateescape")
     parts.append(_CONNECTION_BLOCKED_0.pack(len(reason_raw)))
     parts.append(reason_raw)
-
-
-def _frame_connection_blocked(msg: ConnectionBlocked) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_connection_blocked(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -436,15 +401,6 @@ def _encode_connection_update_secret(msg: ConnectionUpdateSecret, parts: list[by
     reason_raw = msg.reason.encode("utf-8", "surrogateescape")
     parts.append(_CONNECTION_UPDATE_SECRET_1.pack(len(reason_raw)))
     parts.append(reason_raw)
-
-
-def _frame_connection_update_secret(msg: ConnectionUpdateSecret) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_connection_update_secret(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -662,15 +618,6 @@ def _encode_exchange_declare(msg: ExchangeDeclare, parts: list[bytes]) -> None:
     _encode_table(msg.arguments, parts)
 
 
-def _frame_exchange_declare(msg: ExchangeDeclare) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_exchange_declare(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeBind(Structure):
     """ExchangeBind: Exchange.Bind request, identity (0x01, 40, 30), sent by the client. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 30 (0x1e).
@@ -817,15 +764,6 @@ def _encode_exchange_bind(msg: ExchangeBind, parts: list[bytes]) -> None:
     parts.append(routing_key_raw)
     parts.append(_EXCHANGE_BIND_3.pack(0x1 if msg.no_wait else 0))
     _encode_table(msg.arguments, parts)
-
-
-def _frame_exchange_bind(msg: ExchangeBind) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_exchange_bind(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1022,15 +960,6 @@ def _encode_exchange_unbind(msg: ExchangeUnbind, parts: list[bytes]) -> None:
     _encode_table(msg.arguments, parts)
 
 
-def _frame_exchange_unbind(msg: ExchangeUnbind) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_exchange_unbind(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeUnbindOk(Structure):
     """ExchangeUnbindOk: Exchange.UnbindOk response, identity (0x01, 40, 51), sent by the server. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 51 (0x33).
@@ -1158,15 +1087,6 @@ def _encode_basic_cancel(msg: BasicCancel, parts: list[bytes]) -> None:
     parts.append(_BASIC_CANCEL_1.pack(0x1 if msg.no_wait else 0))
 
 
-def _frame_basic_cancel(msg: BasicCancel) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_basic_cancel(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicCancelOk(Structure):
     """BasicCancelOk: Basic.CancelOk response, identity (0x01, 60, 31), sent by the both. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 31 (0x1f).
@@ -1226,15 +1146,6 @@ def _encode_basic_cancel_ok(msg: BasicCancelOk, parts: list[bytes]) -> None:
     consumer_tag_raw = msg.consumer_tag.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_CANCEL_OK_0.pack(len(consumer_tag_raw)))
     parts.append(consumer_tag_raw)
-
-
-def _frame_basic_cancel_ok(msg: BasicCancelOk) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_basic_cancel_ok(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1763,6 +1674,21 @@ FRAME_KEYS: frozenset[tuple[int, ...]] = frozenset(
 """Every (type) header `decode` has a layout for: what a framing check that
 resynchronises after unframeable bytes accepts as a frame header."""
 
+
+def _framer(encode_body: Callable[[Any, list[bytes]], None], type_: int) -> Callable[[Any], bytes]:
+    """A message's frame encoder: its body's parts (`encode_body`), the header packed before
+    them with the message's `type_`, the trailer after them."""
+
+    def frame(msg: Any) -> bytes:
+        parts: list[bytes] = [b""]
+        encode_body(msg, parts)
+        parts[0] = HEADER.pack(type_, msg.channel, sum(map(len, parts)))
+        parts.append(TRAILER)
+        return b"".join(parts)
+
+    return frame
+
+
 _ENCODERS: dict[type, Callable[[Any, list[bytes]], None]] = {
     ContentBody: _encode_content_body,
     Heartbeat: _encode_heartbeat,
@@ -1836,59 +1762,59 @@ _ENCODERS: dict[type, Callable[[Any, list[bytes]], None]] = {
 # each message's own frame encoder (one pack where every field has a fixed width), where
 # encode need not look at the message to frame it
 _FRAMES: dict[type, Callable[[Any], bytes]] = {
-    ContentBody: _frame_content_body,
+    ContentBody: _framer(_encode_content_body, 0x03),
     Heartbeat: _frame_heartbeat,
-    ConnectionStart: _frame_connection_start,
-    ConnectionStartOk: _frame_connection_start_ok,
-    ConnectionSecure: _frame_connection_secure,
-    ConnectionSecureOk: _frame_connection_secure_ok,
+    ConnectionStart: _framer(_encode_connection_start, 0x01),
+    ConnectionStartOk: _framer(_encode_connection_start_ok, 0x01),
+    ConnectionSecure: _framer(_encode_connection_secure, 0x01),
+    ConnectionSecureOk: _framer(_encode_connection_secure_ok, 0x01),
     ConnectionTune: _frame_connection_tune,
     ConnectionTuneOk: _frame_connection_tune_ok,
-    ConnectionOpen: _frame_connection_open,
-    ConnectionOpenOk: _frame_connection_open_ok,
-    ConnectionClose: _frame_connection_close,
+    ConnectionOpen: _framer(_encode_connection_open, 0x01),
+    ConnectionOpenOk: _framer(_encode_connection_open_ok, 0x01),
+    ConnectionClose: _framer(_encode_connection_close, 0x01),
     ConnectionCloseOk: _frame_connection_close_ok,
-    ConnectionBlocked: _frame_connection_blocked,
+    ConnectionBlocked: _framer(_encode_connection_blocked, 0x01),
     ConnectionUnblocked: _frame_connection_unblocked,
-    ConnectionUpdateSecret: _frame_connection_update_secret,
+    ConnectionUpdateSecret: _framer(_encode_connection_update_secret, 0x01),
     ConnectionUpdateSecretOk: _frame_connection_update_secret_ok,
-    ChannelOpen: _frame_channel_open,
-    ChannelOpenOk: _frame_channel_open_ok,
+    ChannelOpen: _framer(_encode_channel_open, 0x01),
+    ChannelOpenOk: _framer(_encode_channel_open_ok, 0x01),
     ChannelFlow: _frame_channel_flow,
     ChannelFlowOk: _frame_channel_flow_ok,
-    ChannelClose: _frame_channel_close,
+    ChannelClose: _framer(_encode_channel_close, 0x01),
     ChannelCloseOk: _frame_channel_close_ok,
-    ExchangeDeclare: _frame_exchange_declare,
+    ExchangeDeclare: _framer(_encode_exchange_declare, 0x01),
     ExchangeDeclareOk: _frame_exchange_declare_ok,
-    ExchangeDelete: _frame_exchange_delete,
+    ExchangeDelete: _framer(_encode_exchange_delete, 0x01),
     ExchangeDeleteOk: _frame_exchange_delete_ok,
-    ExchangeBind: _frame_exchange_bind,
+    ExchangeBind: _framer(_encode_exchange_bind, 0x01),
     ExchangeBindOk: _frame_exchange_bind_ok,
-    ExchangeUnbind: _frame_exchange_unbind,
+    ExchangeUnbind: _framer(_encode_exchange_unbind, 0x01),
     ExchangeUnbindOk: _frame_exchange_unbind_ok,
-    QueueDeclare: _frame_queue_declare,
-    QueueDeclareOk: _frame_queue_declare_ok,
-    QueueBind: _frame_queue_bind,
+    QueueDeclare: _framer(_encode_queue_declare, 0x01),
+    QueueDeclareOk: _framer(_encode_queue_declare_ok, 0x01),
+    QueueBind: _framer(_encode_queue_bind, 0x01),
     QueueBindOk: _frame_queue_bind_ok,
-    QueuePurge: _frame_queue_purge,
+    QueuePurge: _framer(_encode_queue_purge, 0x01),
     QueuePurgeOk: _frame_queue_purge_ok,
-    QueueDelete: _frame_queue_delete,
+    QueueDelete: _framer(_encode_queue_delete, 0x01),
     QueueDeleteOk: _frame_queue_delete_ok,
-    QueueUnbind: _frame_queue_unbind,
+    QueueUnbind: _framer(_encode_queue_unbind, 0x01),
     QueueUnbindOk: _frame_queue_unbind_ok,
-    BasicProperties: _frame_basic_properties,
+    BasicProperties: _framer(_encode_basic_properties, 0x02),
     BasicQos: _frame_basic_qos,
     BasicQosOk: _frame_basic_qos_ok,
-    BasicConsume: _frame_basic_consume,
-    BasicConsumeOk: _frame_basic_consume_ok,
-    BasicCancel: _frame_basic_cancel,
-    BasicCancelOk: _frame_basic_cancel_ok,
-    BasicPublish: _frame_basic_publish,
-    BasicReturn: _frame_basic_return,
-    BasicDeliver: _frame_basic_deliver,
-    BasicGet: _frame_basic_get,
-    BasicGetOk: _frame_basic_get_ok,
-    BasicGetEmpty: _frame_basic_get_empty,
+    BasicConsume: _framer(_encode_basic_consume, 0x01),
+    BasicConsumeOk: _framer(_encode_basic_consume_ok, 0x01),
+    BasicCancel: _framer(_encode_basic_cancel, 0x01),
+    BasicCancelOk: _framer(_encode_basic_cancel_ok, 0x01),
+    BasicPublish: _framer(_encode_basic_publish, 0x01),
+    BasicReturn: _framer(_encode_basic_return, 0x01),
+    BasicDeliver: _framer(_encode_basic_deliver, 0x01),
+    BasicGet: _framer(_encode_basic_get, 0x01),
+    BasicGetOk: _framer(_encode_basic_get_ok, 0x01),
+    BasicGetEmpty: _framer(_encode_basic_get_empty, 0x01),
     BasicAck: _frame_basic_ack,
     BasicReject: _frame_basic_reject,
     BasicRecoverAsync: _frame_basic_recover_async,

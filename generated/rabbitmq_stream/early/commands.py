@@ -399,14 +399,6 @@ def _encode_publish(msg: Publish, parts: list[bytes], seal_checksums: bool) -> N
             )
 
 
-def _frame_publish(msg: Publish, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_publish(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0000, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class PublishConfirm(Structure):
     """PublishConfirm: PublishConfirm one-way message, key 0x0001, version 1, sent by the server.
@@ -452,14 +444,6 @@ def _decode_publish_confirm(
 def _encode_publish_confirm(msg: PublishConfirm, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_PUBLISH_CONFIRM_0.pack(len(msg.publishing_ids)))
     parts.append(struct.pack(f">{len(msg.publishing_ids)}q", *msg.publishing_ids))
-
-
-def _frame_publish_confirm(msg: PublishConfirm, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_publish_confirm(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0001, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -542,14 +526,6 @@ def _encode_subscribe_request(
     if stream_raw is not None:
         parts.append(stream_raw)
     parts.append(_SUBSCRIBE_REQUEST_1.pack(msg.offset))
-
-
-def _frame_subscribe_request(msg: SubscribeRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_subscribe_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0002, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -850,14 +826,6 @@ def _encode_deliver(msg: Deliver, parts: list[bytes], seal_checksums: bool) -> N
         parts[checksum_part] = part[:27] + struct.pack(">I", crc) + part[31:]
 
 
-def _frame_deliver(msg: Deliver, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_deliver(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0003, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class Credit(Structure):
     """Credit: Credit one-way message, key 0x0004, version 1, sent by the client.
@@ -1074,14 +1042,6 @@ def _encode_publish_error(msg: PublishError, parts: list[bytes], seal_checksums:
         parts.append(_PUBLISH_ERROR_1.pack(item.publishing_id, item.code))
 
 
-def _frame_publish_error(msg: PublishError, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_publish_error(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0006, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class MetadataUpdate(Structure):
     """MetadataUpdate: MetadataUpdate one-way message, key 0x0007, version 1, sent by the server.
@@ -1143,14 +1103,6 @@ def _encode_metadata_update(msg: MetadataUpdate, parts: list[bytes], seal_checks
     )
     if stream_raw is not None:
         parts.append(stream_raw)
-
-
-def _frame_metadata_update(msg: MetadataUpdate, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_metadata_update(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0007, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1227,14 +1179,6 @@ def _encode_metadata_request(
         parts.append(_METADATA_REQUEST_1.pack(-1 if item_raw is None else len(item_raw)))
         if item_raw is not None:
             parts.append(item_raw)
-
-
-def _frame_metadata_request(msg: MetadataRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_metadata_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0008, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1395,14 +1339,6 @@ def _encode_metadata_response(
         )
 
 
-def _frame_metadata_response(msg: MetadataResponse, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_metadata_response(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0008, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class SaslHandshakeRequest(Structure):
     """SaslHandshakeRequest: SaslHandshake request, key 0x0009, version 1, sent by the client.
@@ -1536,14 +1472,6 @@ def _encode_sasl_handshake_response(
             parts.append(item_raw)
 
 
-def _frame_sasl_handshake_response(msg: SaslHandshakeResponse, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_sasl_handshake_response(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0009, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class SaslAuthenticateRequest(Structure):
     """SaslAuthenticateRequest: SaslAuthenticate request, key 0x000a, version 1, sent by the client.
@@ -1637,14 +1565,6 @@ def _encode_sasl_authenticate_request(
         parts.append(sasl_opaque_data_raw)
 
 
-def _frame_sasl_authenticate_request(msg: SaslAuthenticateRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_sasl_authenticate_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000A, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class SaslAuthenticateResponse(Structure):
     """SaslAuthenticateResponse: SaslAuthenticate response, key 0x000a, version 1, sent by the server.
@@ -1716,14 +1636,6 @@ def _encode_sasl_authenticate_response(
     )
     if sasl_opaque_data_raw is not None:
         parts.append(sasl_opaque_data_raw)
-
-
-def _frame_sasl_authenticate_response(msg: SaslAuthenticateResponse, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_sasl_authenticate_response(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000A, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1896,14 +1808,6 @@ def _encode_open_request(msg: OpenRequest, parts: list[bytes], seal_checksums: b
         parts.append(virtual_host_raw)
 
 
-def _frame_open_request(msg: OpenRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_open_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000C, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class OpenResponse(Structure):
     """OpenResponse: Open response, key 0x000c, version 1, sent by the server.
@@ -2021,14 +1925,6 @@ def _encode_close_request(msg: CloseRequest, parts: list[bytes], seal_checksums:
     )
     if closing_reason_raw is not None:
         parts.append(closing_reason_raw)
-
-
-def _frame_close_request(msg: CloseRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_close_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000D, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -2247,14 +2143,6 @@ def _encode_create_request(msg: CreateRequest, parts: list[bytes], seal_checksum
             parts.append(value_raw)
 
 
-def _frame_create_request(msg: CreateRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_create_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x03E6, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class CreateResponse(Structure):
     """CreateResponse: Create response, key 0x03e6, version 1, sent by the server.
@@ -2366,14 +2254,6 @@ def _encode_delete_request(msg: DeleteRequest, parts: list[bytes], seal_checksum
     )
     if stream_raw is not None:
         parts.append(stream_raw)
-
-
-def _frame_delete_request(msg: DeleteRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_delete_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x03E7, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -2528,6 +2408,22 @@ FRAME_KEYS: frozenset[tuple[int, ...]] = frozenset(_DECODERS)
 """Every (key, version) header `decode` has a layout for: what a framing check that
 resynchronises after unframeable bytes accepts as a frame header."""
 
+
+def _framer(
+    encode_body: Callable[[Any, list[bytes], bool], None], key: int, version: int
+) -> Callable[[Any, bool], bytes]:
+    """A message's frame encoder: its body's parts (`encode_body`), the header packed before
+    them with the message's `key` and `version`."""
+
+    def frame(msg: Any, seal_checksums: bool) -> bytes:
+        parts: list[bytes] = [b""]
+        encode_body(msg, parts, seal_checksums)
+        parts[0] = HEADER.pack(sum(map(len, parts)) + 4, key, version)
+        return b"".join(parts)
+
+    return frame
+
+
 _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
     Publish: _encode_publish,
     PublishConfirm: _encode_publish_confirm,
@@ -2561,32 +2457,32 @@ _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
 # each message's own frame encoder (one pack where every field has a fixed width), where
 # encode need not look at the message to frame it
 _FRAMES: dict[type, Callable[[Any, bool], bytes]] = {
-    Publish: _frame_publish,
-    PublishConfirm: _frame_publish_confirm,
-    SubscribeRequest: _frame_subscribe_request,
+    Publish: _framer(_encode_publish, 0x0000, 1),
+    PublishConfirm: _framer(_encode_publish_confirm, 0x0001, 1),
+    SubscribeRequest: _framer(_encode_subscribe_request, 0x0002, 1),
     SubscribeResponse: _frame_subscribe_response,
-    Deliver: _frame_deliver,
+    Deliver: _framer(_encode_deliver, 0x0003, 1),
     Credit: _frame_credit,
     UnsubscribeRequest: _frame_unsubscribe_request,
     UnsubscribeResponse: _frame_unsubscribe_response,
-    PublishError: _frame_publish_error,
-    MetadataUpdate: _frame_metadata_update,
-    MetadataRequest: _frame_metadata_request,
-    MetadataResponse: _frame_metadata_response,
+    PublishError: _framer(_encode_publish_error, 0x0006, 1),
+    MetadataUpdate: _framer(_encode_metadata_update, 0x0007, 1),
+    MetadataRequest: _framer(_encode_metadata_request, 0x0008, 1),
+    MetadataResponse: _framer(_encode_metadata_response, 0x0008, 1),
     SaslHandshakeRequest: _frame_sasl_handshake_request,
-    SaslHandshakeResponse: _frame_sasl_handshake_response,
-    SaslAuthenticateRequest: _frame_sasl_authenticate_request,
-    SaslAuthenticateResponse: _frame_sasl_authenticate_response,
+    SaslHandshakeResponse: _framer(_encode_sasl_handshake_response, 0x0009, 1),
+    SaslAuthenticateRequest: _framer(_encode_sasl_authenticate_request, 0x000A, 1),
+    SaslAuthenticateResponse: _framer(_encode_sasl_authenticate_response, 0x000A, 1),
     TuneRequest: _frame_tune_request,
     TuneResponse: _frame_tune_response,
-    OpenRequest: _frame_open_request,
+    OpenRequest: _framer(_encode_open_request, 0x000C, 1),
     OpenResponse: _frame_open_response,
-    CloseRequest: _frame_close_request,
+    CloseRequest: _framer(_encode_close_request, 0x000D, 1),
     CloseResponse: _frame_close_response,
     Heartbeat: _frame_heartbeat,
-    CreateRequest: _frame_create_request,
+    CreateRequest: _framer(_encode_create_request, 0x03E6, 1),
     CreateResponse: _frame_create_response,
-    DeleteRequest: _frame_delete_request,
+    DeleteRequest: _framer(_encode_delete_request, 0x03E7, 1),
     DeleteResponse: _frame_delete_response,
 }
 

@@ -485,14 +485,6 @@ def _encode_declare_publisher_request(
         parts.append(stream_raw)
 
 
-def _frame_declare_publisher_request(msg: DeclarePublisherRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_declare_publisher_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0001, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class DeclarePublisherResponse(Structure):
     """DeclarePublisherResponse: DeclarePublisher response, key 0x8001, version 1, sent by the server.
@@ -684,14 +676,6 @@ def _encode_publish_v1(msg: PublishV1, parts: list[bytes], seal_checksums: bool)
             )
 
 
-def _frame_publish_v1(msg: PublishV1, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_publish_v1(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0002, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class PublishV2(Structure):
     """Publish: Publish one-way message, key 0x0002, version 2, sent by the client.
@@ -848,14 +832,6 @@ def _encode_publish_v2(msg: PublishV2, parts: list[bytes], seal_checksums: bool)
             )
 
 
-def _frame_publish_v2(msg: PublishV2, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_publish_v2(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0002, 2)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class PublishConfirm(Structure):
     """PublishConfirm: PublishConfirm one-way message, key 0x0003, version 1, sent by the server.
@@ -903,14 +879,6 @@ def _decode_publish_confirm(
 def _encode_publish_confirm(msg: PublishConfirm, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_PUBLISH_CONFIRM_0.pack(msg.publisher_id, len(msg.publishing_ids)))
     parts.append(struct.pack(f">{len(msg.publishing_ids)}Q", *msg.publishing_ids))
-
-
-def _frame_publish_confirm(msg: PublishConfirm, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_publish_confirm(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0003, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -969,14 +937,6 @@ def _encode_publish_error(msg: PublishError, parts: list[bytes], seal_checksums:
     parts.append(_PUBLISH_ERROR_0.pack(msg.publisher_id, len(msg.publishing_error)))
     for item in msg.publishing_error:
         parts.append(_PUBLISH_ERROR_1.pack(item.publishing_id, item.code))
-
-
-def _frame_publish_error(msg: PublishError, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_publish_error(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0004, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1089,16 +1049,6 @@ def _encode_query_publisher_sequence_request(
     )
     if stream_raw is not None:
         parts.append(stream_raw)
-
-
-def _frame_query_publisher_sequence_request(
-    msg: QueryPublisherSequenceRequest, seal_checksums: bool
-) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_query_publisher_sequence_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0005, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1497,14 +1447,6 @@ def _encode_subscribe_request(
             parts.append(value_raw)
 
 
-def _frame_subscribe_request(msg: SubscribeRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_subscribe_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0007, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class SubscribeResponse(Structure):
     """SubscribeResponse: Subscribe response, key 0x8007, version 1, sent by the server.
@@ -1824,14 +1766,6 @@ def _encode_deliver_v1(msg: DeliverV1, parts: list[bytes], seal_checksums: bool)
         parts[checksum_part] = part[:33] + struct.pack(">I", crc) + part[37:]
 
 
-def _frame_deliver_v1(msg: DeliverV1, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_deliver_v1(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0008, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class DeliverV2(Structure):
     """Deliver: Deliver one-way message, key 0x0008, version 2, sent by the server.
@@ -2101,14 +2035,6 @@ def _encode_deliver_v2(msg: DeliverV2, parts: list[bytes], seal_checksums: bool)
         parts[checksum_part] = part[:41] + struct.pack(">I", crc) + part[45:]
 
 
-def _frame_deliver_v2(msg: DeliverV2, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_deliver_v2(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0008, 2)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class Credit(Structure):
     """Credit: Credit one-way message, key 0x0009, version 1, sent by the client.
@@ -2303,14 +2229,6 @@ def _encode_store_offset(msg: StoreOffset, parts: list[bytes], seal_checksums: b
     parts.append(_STORE_OFFSET_2.pack(msg.offset))
 
 
-def _frame_store_offset(msg: StoreOffset, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_store_offset(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000A, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class QueryOffsetRequest(Structure):
     """QueryOffsetRequest: QueryOffset request, key 0x000b, version 1, sent by the client.
@@ -2400,14 +2318,6 @@ def _encode_query_offset_request(
     parts.append(_QUERY_OFFSET_REQUEST_1.pack(-1 if stream_raw is None else len(stream_raw)))
     if stream_raw is not None:
         parts.append(stream_raw)
-
-
-def _frame_query_offset_request(msg: QueryOffsetRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_query_offset_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000B, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -2701,14 +2611,6 @@ def _encode_create_request(msg: CreateRequest, parts: list[bytes], seal_checksum
             parts.append(value_raw)
 
 
-def _frame_create_request(msg: CreateRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_create_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000D, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class CreateResponse(Structure):
     """CreateResponse: Create response, key 0x800d, version 1, sent by the server.
@@ -2821,14 +2723,6 @@ def _encode_delete_request(msg: DeleteRequest, parts: list[bytes], seal_checksum
     )
     if stream_raw is not None:
         parts.append(stream_raw)
-
-
-def _frame_delete_request(msg: DeleteRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_delete_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000E, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -2959,14 +2853,6 @@ def _encode_metadata_request(
         parts.append(_METADATA_REQUEST_1.pack(-1 if item_raw is None else len(item_raw)))
         if item_raw is not None:
             parts.append(item_raw)
-
-
-def _frame_metadata_request(msg: MetadataRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_metadata_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000F, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -3127,14 +3013,6 @@ def _encode_metadata_response(
         )
 
 
-def _frame_metadata_response(msg: MetadataResponse, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_metadata_response(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x800F, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class MetadataUpdate(Structure):
     """MetadataUpdate: MetadataUpdate one-way message, key 0x0010, version 1, sent by the server.
@@ -3196,14 +3074,6 @@ def _encode_metadata_update(msg: MetadataUpdate, parts: list[bytes], seal_checks
     )
     if stream_raw is not None:
         parts.append(stream_raw)
-
-
-def _frame_metadata_update(msg: MetadataUpdate, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_metadata_update(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0010, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -3305,14 +3175,6 @@ def _encode_peer_properties_request(
         parts.append(_PEER_PROPERTIES_REQUEST_2.pack(-1 if value_raw is None else len(value_raw)))
         if value_raw is not None:
             parts.append(value_raw)
-
-
-def _frame_peer_properties_request(msg: PeerPropertiesRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_peer_properties_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0011, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -3431,14 +3293,6 @@ def _encode_peer_properties_response(
         parts.append(_PEER_PROPERTIES_RESPONSE_2.pack(-1 if value_raw is None else len(value_raw)))
         if value_raw is not None:
             parts.append(value_raw)
-
-
-def _frame_peer_properties_response(msg: PeerPropertiesResponse, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_peer_properties_response(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x8011, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -3577,14 +3431,6 @@ def _encode_sasl_handshake_response(
             parts.append(item_raw)
 
 
-def _frame_sasl_handshake_response(msg: SaslHandshakeResponse, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_sasl_handshake_response(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x8012, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class SaslAuthenticateRequest(Structure):
     """SaslAuthenticateRequest: SaslAuthenticate request, key 0x0013, version 1, sent by the client.
@@ -3678,14 +3524,6 @@ def _encode_sasl_authenticate_request(
         parts.append(sasl_opaque_data_raw)
 
 
-def _frame_sasl_authenticate_request(msg: SaslAuthenticateRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_sasl_authenticate_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0013, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class SaslAuthenticateResponse(Structure):
     """SaslAuthenticateResponse: SaslAuthenticate response, key 0x8013, version 1, sent by the server.
@@ -3759,14 +3597,6 @@ def _encode_sasl_authenticate_response(
         sasl_opaque_data_raw = msg.sasl_opaque_data
         parts.append(_SASL_AUTHENTICATE_RESPONSE_1.pack(len(sasl_opaque_data_raw)))
         parts.append(sasl_opaque_data_raw)
-
-
-def _frame_sasl_authenticate_response(msg: SaslAuthenticateResponse, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_sasl_authenticate_response(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x8013, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -3939,14 +3769,6 @@ def _encode_open_request(msg: OpenRequest, parts: list[bytes], seal_checksums: b
         parts.append(virtual_host_raw)
 
 
-def _frame_open_request(msg: OpenRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_open_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0015, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class OpenResponse(Structure):
     """OpenResponse: Open response, key 0x8015, version 1, sent by the server.
@@ -4067,14 +3889,6 @@ def _encode_open_response(msg: OpenResponse, parts: list[bytes], seal_checksums:
                 parts.append(value_raw)
 
 
-def _frame_open_response(msg: OpenResponse, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_open_response(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x8015, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class CloseRequest(Structure):
     """CloseRequest: Close request, key 0x0016, version 1, sent by the both.
@@ -4141,14 +3955,6 @@ def _encode_close_request(msg: CloseRequest, parts: list[bytes], seal_checksums:
     )
     if closing_reason_raw is not None:
         parts.append(closing_reason_raw)
-
-
-def _frame_close_request(msg: CloseRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_close_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0016, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -4332,14 +4138,6 @@ def _encode_route_request(msg: RouteRequest, parts: list[bytes], seal_checksums:
         parts.append(super_stream_raw)
 
 
-def _frame_route_request(msg: RouteRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_route_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0018, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class RouteResponse(Structure):
     """RouteResponse: Route response, key 0x8018, version 1, sent by the server. Also decoded under key 0x0018, as a real peer sends it (see the overlay).
@@ -4499,14 +4297,6 @@ def _encode_partitions_request(
     )
     if super_stream_raw is not None:
         parts.append(super_stream_raw)
-
-
-def _frame_partitions_request(msg: PartitionsRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_partitions_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0019, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -4778,14 +4568,6 @@ def _encode_consumer_update_response(
         )
 
 
-def _frame_consumer_update_response(msg: ConsumerUpdateResponse, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_consumer_update_response(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x801A, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeCommandVersionsRequest(Structure):
     """CommandVersionsExchangeRequest: ExchangeCommandVersions request, key 0x001b, version 1, sent by the client.
@@ -4864,16 +4646,6 @@ def _encode_exchange_command_versions_request(
         parts.append(
             _EXCHANGE_COMMAND_VERSIONS_REQUEST_1.pack(item.key, item.min_version, item.max_version)
         )
-
-
-def _frame_exchange_command_versions_request(
-    msg: ExchangeCommandVersionsRequest, seal_checksums: bool
-) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_exchange_command_versions_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x001B, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -4963,16 +4735,6 @@ def _encode_exchange_command_versions_response(
         )
 
 
-def _frame_exchange_command_versions_response(
-    msg: ExchangeCommandVersionsResponse, seal_checksums: bool
-) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_exchange_command_versions_response(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x801B, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class StreamStatsRequest(Structure):
     """StreamStatsRequest: StreamStats request, key 0x001c, version 1, sent by the client.
@@ -5035,14 +4797,6 @@ def _encode_stream_stats_request(
     )
     if stream_raw is not None:
         parts.append(stream_raw)
-
-
-def _frame_stream_stats_request(msg: StreamStatsRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_stream_stats_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x001C, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -5131,14 +4885,6 @@ def _encode_stream_stats_response(
         if key_raw is not None:
             parts.append(key_raw)
         parts.append(_STREAM_STATS_RESPONSE_2.pack(item.value))
-
-
-def _frame_stream_stats_response(msg: StreamStatsResponse, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_stream_stats_response(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x801C, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -5376,16 +5122,6 @@ def _encode_create_super_stream_request(
             parts.append(value_raw)
 
 
-def _frame_create_super_stream_request(
-    msg: CreateSuperStreamRequest, seal_checksums: bool
-) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_create_super_stream_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x001D, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class CreateSuperStreamResponse(Structure):
     """CreateSuperStreamResponse: CreateSuperStream response, key 0x801d, version 1, sent by the server.
@@ -5514,16 +5250,6 @@ def _encode_delete_super_stream_request(
     )
     if name_raw is not None:
         parts.append(name_raw)
-
-
-def _frame_delete_super_stream_request(
-    msg: DeleteSuperStreamRequest, seal_checksums: bool
-) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_delete_super_stream_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x001E, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -5775,6 +5501,22 @@ FRAME_KEYS: frozenset[tuple[int, ...]] = frozenset(_DECODERS)
 """Every (key, version) header `decode` has a layout for: what a framing check that
 resynchronises after unframeable bytes accepts as a frame header."""
 
+
+def _framer(
+    encode_body: Callable[[Any, list[bytes], bool], None], key: int, version: int
+) -> Callable[[Any, bool], bytes]:
+    """A message's frame encoder: its body's parts (`encode_body`), the header packed before
+    them with the message's `key` and `version`."""
+
+    def frame(msg: Any, seal_checksums: bool) -> bytes:
+        parts: list[bytes] = [b""]
+        encode_body(msg, parts, seal_checksums)
+        parts[0] = HEADER.pack(sum(map(len, parts)) + 4, key, version)
+        return b"".join(parts)
+
+    return frame
+
+
 _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
     DeclarePublisherRequest: _encode_declare_publisher_request,
     DeclarePublisherResponse: _encode_declare_publisher_response,
@@ -5836,58 +5578,58 @@ _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
 # each message's own frame encoder (one pack where every field has a fixed width), where
 # encode need not look at the message to frame it
 _FRAMES: dict[type, Callable[[Any, bool], bytes]] = {
-    DeclarePublisherRequest: _frame_declare_publisher_request,
+    DeclarePublisherRequest: _framer(_encode_declare_publisher_request, 0x0001, 1),
     DeclarePublisherResponse: _frame_declare_publisher_response,
-    PublishV1: _frame_publish_v1,
-    PublishV2: _frame_publish_v2,
-    PublishConfirm: _frame_publish_confirm,
-    PublishError: _frame_publish_error,
-    QueryPublisherSequenceRequest: _frame_query_publisher_sequence_request,
+    PublishV1: _framer(_encode_publish_v1, 0x0002, 1),
+    PublishV2: _framer(_encode_publish_v2, 0x0002, 2),
+    PublishConfirm: _framer(_encode_publish_confirm, 0x0003, 1),
+    PublishError: _framer(_encode_publish_error, 0x0004, 1),
+    QueryPublisherSequenceRequest: _framer(_encode_query_publisher_sequence_request, 0x0005, 1),
     QueryPublisherSequenceResponse: _frame_query_publisher_sequence_response,
     DeletePublisherRequest: _frame_delete_publisher_request,
     DeletePublisherResponse: _frame_delete_publisher_response,
-    SubscribeRequest: _frame_subscribe_request,
+    SubscribeRequest: _framer(_encode_subscribe_request, 0x0007, 1),
     SubscribeResponse: _frame_subscribe_response,
-    DeliverV1: _frame_deliver_v1,
-    DeliverV2: _frame_deliver_v2,
+    DeliverV1: _framer(_encode_deliver_v1, 0x0008, 1),
+    DeliverV2: _framer(_encode_deliver_v2, 0x0008, 2),
     Credit: _frame_credit,
     CreditResponse: _frame_credit_response,
-    StoreOffset: _frame_store_offset,
-    QueryOffsetRequest: _frame_query_offset_request,
+    StoreOffset: _framer(_encode_store_offset, 0x000A, 1),
+    QueryOffsetRequest: _framer(_encode_query_offset_request, 0x000B, 1),
     QueryOffsetResponse: _frame_query_offset_response,
     UnsubscribeRequest: _frame_unsubscribe_request,
     UnsubscribeResponse: _frame_unsubscribe_response,
-    CreateRequest: _frame_create_request,
+    CreateRequest: _framer(_encode_create_request, 0x000D, 1),
     CreateResponse: _frame_create_response,
-    DeleteRequest: _frame_delete_request,
+    DeleteRequest: _framer(_encode_delete_request, 0x000E, 1),
     DeleteResponse: _frame_delete_response,
-    MetadataRequest: _frame_metadata_request,
-    MetadataResponse: _frame_metadata_response,
-    MetadataUpdate: _frame_metadata_update,
-    PeerPropertiesRequest: _frame_peer_properties_request,
-    PeerPropertiesResponse: _frame_peer_properties_response,
+    MetadataRequest: _framer(_encode_metadata_request, 0x000F, 1),
+    MetadataResponse: _framer(_encode_metadata_response, 0x800F, 1),
+    MetadataUpdate: _framer(_encode_metadata_update, 0x0010, 1),
+    PeerPropertiesRequest: _framer(_encode_peer_properties_request, 0x0011, 1),
+    PeerPropertiesResponse: _framer(_encode_peer_properties_response, 0x8011, 1),
     SaslHandshakeRequest: _frame_sasl_handshake_request,
-    SaslHandshakeResponse: _frame_sasl_handshake_response,
-    SaslAuthenticateRequest: _frame_sasl_authenticate_request,
-    SaslAuthenticateResponse: _frame_sasl_authenticate_response,
+    SaslHandshakeResponse: _framer(_encode_sasl_handshake_response, 0x8012, 1),
+    SaslAuthenticateRequest: _framer(_encode_sasl_authenticate_request, 0x0013, 1),
+    SaslAuthenticateResponse: _framer(_encode_sasl_authenticate_response, 0x8013, 1),
     TuneRequest: _frame_tune_request,
     TuneResponse: _frame_tune_response,
-    OpenRequest: _frame_open_request,
-    OpenResponse: _frame_open_response,
-    CloseRequest: _frame_close_request,
+    OpenRequest: _framer(_encode_open_request, 0x0015, 1),
+    OpenResponse: _framer(_encode_open_response, 0x8015, 1),
+    CloseRequest: _framer(_encode_close_request, 0x0016, 1),
     CloseResponse: _frame_close_response,
     Heartbeat: _frame_heartbeat,
-    RouteRequest: _frame_route_request,
-    PartitionsRequest: _frame_partitions_request,
+    RouteRequest: _framer(_encode_route_request, 0x0018, 1),
+    PartitionsRequest: _framer(_encode_partitions_request, 0x0019, 1),
     ConsumerUpdateRequest: _frame_consumer_update_request,
-    ConsumerUpdateResponse: _frame_consumer_update_response,
-    ExchangeCommandVersionsRequest: _frame_exchange_command_versions_request,
-    ExchangeCommandVersionsResponse: _frame_exchange_command_versions_response,
-    StreamStatsRequest: _frame_stream_stats_request,
-    StreamStatsResponse: _frame_stream_stats_response,
-    CreateSuperStreamRequest: _frame_create_super_stream_request,
+    ConsumerUpdateResponse: _framer(_encode_consumer_update_response, 0x801A, 1),
+    ExchangeCommandVersionsRequest: _framer(_encode_exchange_command_versions_request, 0x001B, 1),
+    ExchangeCommandVersionsResponse: _framer(_encode_exchange_command_versions_response, 0x801B, 1),
+    StreamStatsRequest: _framer(_encode_stream_stats_request, 0x001C, 1),
+    StreamStatsResponse: _framer(_encode_stream_stats_response, 0x801C, 1),
+    CreateSuperStreamRequest: _framer(_encode_create_super_stream_request, 0x001D, 1),
     CreateSuperStreamResponse: _frame_create_super_stream_response,
-    DeleteSuperStreamRequest: _frame_delete_super_stream_request,
+    DeleteSuperStreamRequest: _framer(_encode_delete_super_stream_request, 0x001E, 1),
     DeleteSuperStreamResponse: _frame_delete_super_stream_response,
 }
 
