@@ -191,12 +191,7 @@ def _decode_basic_properties(
         at += 1
         if content_type_len < 0 or content_type_len > end - at:
             raise _bad_length("BasicProperties.content_type", at, content_type_len, end)
-        try:
-            content_type = str(buf[at : at + content_type_len], "utf-8", "surrogateescape")
-        except UnicodeDecodeError as e:
-            raise DecodeError(
-                "BasicProperties.content_type", at + e.start, "invalid utf-8"
-            ) from None
+        content_type = str(buf[at : at + content_type_len], "utf-8", "surrogateescape")
         at += content_type_len
     content_encoding: str | None
     if not property_flags[0] & 0x4000:  # its flag is clear: not on the wire
@@ -208,12 +203,7 @@ def _decode_basic_properties(
         at += 1
         if content_encoding_len < 0 or content_encoding_len > end - at:
             raise _bad_length("BasicProperties.content_encoding", at, content_encoding_len, end)
-        try:
-            content_encoding = str(buf[at : at + content_encoding_len], "utf-8", "surrogateescape")
-        except UnicodeDecodeError as e:
-            raise DecodeError(
-                "BasicProperties.content_encoding", at + e.start, "invalid utf-8"
-            ) from None
+        content_encoding = str(buf[at : at + content_encoding_len], "utf-8", "surrogateescape")
         at += content_encoding_len
     headers: dict[str, Any] | None
     if not property_flags[0] & 0x2000:  # its flag is clear: not on the wire
@@ -246,12 +236,7 @@ def _decode_basic_properties(
         at += 1
         if correlation_id_len < 0 or correlation_id_len > end - at:
             raise _bad_length("BasicProperties.correlation_id", at, correlation_id_len, end)
-        try:
-            correlation_id = str(buf[at : at + correlation_id_len], "utf-8", "surrogateescape")
-        except UnicodeDecodeError as e:
-            raise DecodeError(
-                "BasicProperties.correlation_id", at + e.start, "invalid utf-8"
-            ) from None
+        correlation_id = str(buf[at : at + correlation_id_len], "utf-8", "surrogateescape")
         at += correlation_id_len
     reply_to: str | None
     if not property_flags[0] & 0x200:  # its flag is clear: not on the wire
@@ -263,10 +248,7 @@ def _decode_basic_properties(
         at += 1
         if reply_to_len < 0 or reply_to_len > end - at:
             raise _bad_length("BasicProperties.reply_to", at, reply_to_len, end)
-        try:
-            reply_to = str(buf[at : at + reply_to_len], "utf-8", "surrogateescape")
-        except UnicodeDecodeError as e:
-            raise DecodeError("BasicProperties.reply_to", at + e.start, "invalid utf-8") from None
+        reply_to = str(buf[at : at + reply_to_len], "utf-8", "surrogateescape")
         at += reply_to_len
     expiration: str | None
     if not property_flags[0] & 0x100:  # its flag is clear: not on the wire
@@ -278,10 +260,7 @@ def _decode_basic_properties(
         at += 1
         if expiration_len < 0 or expiration_len > end - at:
             raise _bad_length("BasicProperties.expiration", at, expiration_len, end)
-        try:
-            expiration = str(buf[at : at + expiration_len], "utf-8", "surrogateescape")
-        except UnicodeDecodeError as e:
-            raise DecodeError("BasicProperties.expiration", at + e.start, "invalid utf-8") from None
+        expiration = str(buf[at : at + expiration_len], "utf-8", "surrogateescape")
         at += expiration_len
     message_id: str | None
     if not property_flags[0] & 0x80:  # its flag is clear: not on the wire
@@ -293,10 +272,7 @@ def _decode_basic_properties(
         at += 1
         if message_id_len < 0 or message_id_len > end - at:
             raise _bad_length("BasicProperties.message_id", at, message_id_len, end)
-        try:
-            message_id = str(buf[at : at + message_id_len], "utf-8", "surrogateescape")
-        except UnicodeDecodeError as e:
-            raise DecodeError("BasicProperties.message_id", at + e.start, "invalid utf-8") from None
+        message_id = str(buf[at : at + message_id_len], "utf-8", "surrogateescape")
         at += message_id_len
     timestamp: int | None
     if not property_flags[0] & 0x40:  # its flag is clear: not on the wire
@@ -316,10 +292,7 @@ def _decode_basic_properties(
         at += 1
         if type_len < 0 or type_len > end - at:
             raise _bad_length("BasicProperties.type", at, type_len, end)
-        try:
-            type_ = str(buf[at : at + type_len], "utf-8", "surrogateescape")
-        except UnicodeDecodeError as e:
-            raise DecodeError("BasicProperties.type", at + e.start, "invalid utf-8") from None
+        type_ = str(buf[at : at + type_len], "utf-8", "surrogateescape")
         at += type_len
     user_id: str | None
     if not property_flags[0] & 0x10:  # its flag is clear: not on the wire
@@ -331,10 +304,7 @@ def _decode_basic_properties(
         at += 1
         if user_id_len < 0 or user_id_len > end - at:
             raise _bad_length("BasicProperties.user_id", at, user_id_len, end)
-        try:
-            user_id = str(buf[at : at + user_id_len], "utf-8", "surrogateescape")
-        except UnicodeDecodeError as e:
-            raise DecodeError("BasicProperties.user_id", at + e.start, "invalid utf-8") from None
+        user_id = str(buf[at : at + user_id_len], "utf-8", "surrogateescape")
         at += user_id_len
     app_id: str | None
     if not property_flags[0] & 0x8:  # its flag is clear: not on the wire
@@ -346,10 +316,7 @@ def _decode_basic_properties(
         at += 1
         if app_id_len < 0 or app_id_len > end - at:
             raise _bad_length("BasicProperties.app_id", at, app_id_len, end)
-        try:
-            app_id = str(buf[at : at + app_id_len], "utf-8", "surrogateescape")
-        except UnicodeDecodeError as e:
-            raise DecodeError("BasicProperties.app_id", at + e.start, "invalid utf-8") from None
+        app_id = str(buf[at : at + app_id_len], "utf-8", "surrogateescape")
         at += app_id_len
     reserved: str | None
     if not property_flags[0] & 0x4:  # its flag is clear: not on the wire
@@ -361,10 +328,7 @@ def _decode_basic_properties(
         at += 1
         if reserved_len < 0 or reserved_len > end - at:
             raise _bad_length("BasicProperties.reserved", at, reserved_len, end)
-        try:
-            reserved = str(buf[at : at + reserved_len], "utf-8", "surrogateescape")
-        except UnicodeDecodeError as e:
-            raise DecodeError("BasicProperties.reserved", at + e.start, "invalid utf-8") from None
+        reserved = str(buf[at : at + reserved_len], "utf-8", "surrogateescape")
         at += reserved_len
     msg = BasicProperties(
         weight,
@@ -709,10 +673,7 @@ def _decode_basic_consume(
     at += 3
     if queue_len < 0 or queue_len > end - at:
         raise _bad_length("BasicConsume.queue", at, queue_len, end)
-    try:
-        queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicConsume.queue", at + e.start, "invalid utf-8") from None
+    queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
     if end - at < 1:
         raise _truncated(_BASIC_CONSUME_1, _BASIC_CONSUME_1_FIELDS, at, end)
@@ -720,10 +681,7 @@ def _decode_basic_consume(
     at += 1
     if consumer_tag_len < 0 or consumer_tag_len > end - at:
         raise _bad_length("BasicConsume.consumer_tag", at, consumer_tag_len, end)
-    try:
-        consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicConsume.consumer_tag", at + e.start, "invalid utf-8") from None
+    consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
     if end - at < 1:
         raise _truncated(_BASIC_CONSUME_2, _BASIC_CONSUME_2_FIELDS, at, end)
@@ -808,10 +766,7 @@ def _decode_basic_consume_ok(
     at += 1
     if consumer_tag_len < 0 or consumer_tag_len > end - at:
         raise _bad_length("BasicConsumeOk.consumer_tag", at, consumer_tag_len, end)
-    try:
-        consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicConsumeOk.consumer_tag", at + e.start, "invalid utf-8") from None
+    consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
     msg = BasicConsumeOk(consumer_tag, channel)
     if at != end:
@@ -905,10 +860,7 @@ def _decode_basic_publish(
     at += 3
     if exchange_len < 0 or exchange_len > end - at:
         raise _bad_length("BasicPublish.exchange", at, exchange_len, end)
-    try:
-        exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicPublish.exchange", at + e.start, "invalid utf-8") from None
+    exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
     if end - at < 1:
         raise _truncated(_BASIC_PUBLISH_1, _BASIC_PUBLISH_1_FIELDS, at, end)
@@ -916,10 +868,7 @@ def _decode_basic_publish(
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
         raise _bad_length("BasicPublish.routing_key", at, routing_key_len, end)
-    try:
-        routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicPublish.routing_key", at + e.start, "invalid utf-8") from None
+    routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
     if end - at < 1:
         raise _truncated(_BASIC_PUBLISH_2, _BASIC_PUBLISH_2_FIELDS, at, end)
@@ -1023,10 +972,7 @@ def _decode_basic_return(
     at += 3
     if reply_text_len < 0 or reply_text_len > end - at:
         raise _bad_length("BasicReturn.reply_text", at, reply_text_len, end)
-    try:
-        reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicReturn.reply_text", at + e.start, "invalid utf-8") from None
+    reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
     if end - at < 1:
         raise _truncated(_BASIC_RETURN_1, _BASIC_RETURN_1_FIELDS, at, end)
@@ -1034,10 +980,7 @@ def _decode_basic_return(
     at += 1
     if exchange_len < 0 or exchange_len > end - at:
         raise _bad_length("BasicReturn.exchange", at, exchange_len, end)
-    try:
-        exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicReturn.exchange", at + e.start, "invalid utf-8") from None
+    exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
     if end - at < 1:
         raise _truncated(_BASIC_RETURN_2, _BASIC_RETURN_2_FIELDS, at, end)
@@ -1045,10 +988,7 @@ def _decode_basic_return(
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
         raise _bad_length("BasicReturn.routing_key", at, routing_key_len, end)
-    try:
-        routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicReturn.routing_key", at + e.start, "invalid utf-8") from None
+    routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
     msg = BasicReturn(reply_code, reply_text, exchange, routing_key, channel)
     if at != end:
@@ -1152,10 +1092,7 @@ def _decode_basic_deliver(
     at += 1
     if consumer_tag_len < 0 or consumer_tag_len > end - at:
         raise _bad_length("BasicDeliver.consumer_tag", at, consumer_tag_len, end)
-    try:
-        consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicDeliver.consumer_tag", at + e.start, "invalid utf-8") from None
+    consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
     if end - at < 10:
         raise _truncated(_BASIC_DELIVER_1, _BASIC_DELIVER_1_FIELDS, at, end)
@@ -1166,10 +1103,7 @@ def _decode_basic_deliver(
         raise DecodeError("BasicDeliver.unused1", at, "expected 0")
     if exchange_len < 0 or exchange_len > end - at:
         raise _bad_length("BasicDeliver.exchange", at, exchange_len, end)
-    try:
-        exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicDeliver.exchange", at + e.start, "invalid utf-8") from None
+    exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
     if end - at < 1:
         raise _truncated(_BASIC_DELIVER_2, _BASIC_DELIVER_2_FIELDS, at, end)
@@ -1177,10 +1111,7 @@ def _decode_basic_deliver(
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
         raise _bad_length("BasicDeliver.routing_key", at, routing_key_len, end)
-    try:
-        routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicDeliver.routing_key", at + e.start, "invalid utf-8") from None
+    routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
     msg = BasicDeliver(consumer_tag, delivery_tag, redelivered, exchange, routing_key, channel)
     if at != end:
@@ -1267,10 +1198,7 @@ def _decode_basic_get(buf: bytes | memoryview, at: int, end: int, channel: int =
     at += 3
     if queue_len < 0 or queue_len > end - at:
         raise _bad_length("BasicGet.queue", at, queue_len, end)
-    try:
-        queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicGet.queue", at + e.start, "invalid utf-8") from None
+    queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
     if end - at < 1:
         raise _truncated(_BASIC_GET_1, _BASIC_GET_1_FIELDS, at, end)
@@ -1378,10 +1306,7 @@ def _decode_basic_get_ok(
         raise DecodeError("BasicGetOk.unused1", at, "expected 0")
     if exchange_len < 0 or exchange_len > end - at:
         raise _bad_length("BasicGetOk.exchange", at, exchange_len, end)
-    try:
-        exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicGetOk.exchange", at + e.start, "invalid utf-8") from None
+    exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
     if end - at < 1:
         raise _truncated(_BASIC_GET_OK_1, _BASIC_GET_OK_1_FIELDS, at, end)
@@ -1389,10 +1314,7 @@ def _decode_basic_get_ok(
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
         raise _bad_length("BasicGetOk.routing_key", at, routing_key_len, end)
-    try:
-        routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicGetOk.routing_key", at + e.start, "invalid utf-8") from None
+    routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
     if end - at < 4:
         raise _truncated(_BASIC_GET_OK_2, _BASIC_GET_OK_2_FIELDS, at, end)
@@ -1460,10 +1382,7 @@ def _decode_basic_get_empty(
     at += 1
     if reserved1_len < 0 or reserved1_len > end - at:
         raise _bad_length("BasicGetEmpty.reserved1", at, reserved1_len, end)
-    try:
-        reserved1 = str(buf[at : at + reserved1_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicGetEmpty.reserved1", at + e.start, "invalid utf-8") from None
+    reserved1 = str(buf[at : at + reserved1_len], "utf-8", "surrogateescape")
     at += reserved1_len
     msg = BasicGetEmpty(reserved1, channel)
     if at != end:

@@ -64,10 +64,7 @@ def _decode_channel_open(
     at += 1
     if reserved1_len < 0 or reserved1_len > end - at:
         raise _bad_length("ChannelOpen.reserved1", at, reserved1_len, end)
-    try:
-        reserved1 = str(buf[at : at + reserved1_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ChannelOpen.reserved1", at + e.start, "invalid utf-8") from None
+    reserved1 = str(buf[at : at + reserved1_len], "utf-8", "surrogateescape")
     at += reserved1_len
     msg = ChannelOpen(reserved1, channel)
     if at != end:
@@ -342,10 +339,7 @@ def _decode_channel_close(
     at += 3
     if reply_text_len < 0 or reply_text_len > end - at:
         raise _bad_length("ChannelClose.reply_text", at, reply_text_len, end)
-    try:
-        reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ChannelClose.reply_text", at + e.start, "invalid utf-8") from None
+    reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
     if end - at < 4:
         raise _truncated(_CHANNEL_CLOSE_1, _CHANNEL_CLOSE_1_FIELDS, at, end)

@@ -221,10 +221,7 @@ def _decode_connection_start_ok(
     at += 1
     if mechanism_len < 0 or mechanism_len > end - at:
         raise _bad_length("ConnectionStartOk.mechanism", at, mechanism_len, end)
-    try:
-        mechanism = str(buf[at : at + mechanism_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ConnectionStartOk.mechanism", at + e.start, "invalid utf-8") from None
+    mechanism = str(buf[at : at + mechanism_len], "utf-8", "surrogateescape")
     at += mechanism_len
     if end - at < 4:
         raise _truncated(_CONNECTION_START_OK_1, _CONNECTION_START_OK_1_FIELDS, at, end)
@@ -240,10 +237,7 @@ def _decode_connection_start_ok(
     at += 1
     if locale_len < 0 or locale_len > end - at:
         raise _bad_length("ConnectionStartOk.locale", at, locale_len, end)
-    try:
-        locale = str(buf[at : at + locale_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ConnectionStartOk.locale", at + e.start, "invalid utf-8") from None
+    locale = str(buf[at : at + locale_len], "utf-8", "surrogateescape")
     at += locale_len
     msg = ConnectionStartOk(client_properties, mechanism, response, locale, channel)
     if at != end:
@@ -616,10 +610,7 @@ def _decode_connection_open(
     at += 1
     if virtual_host_len < 0 or virtual_host_len > end - at:
         raise _bad_length("ConnectionOpen.virtual_host", at, virtual_host_len, end)
-    try:
-        virtual_host = str(buf[at : at + virtual_host_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ConnectionOpen.virtual_host", at + e.start, "invalid utf-8") from None
+    virtual_host = str(buf[at : at + virtual_host_len], "utf-8", "surrogateescape")
     at += virtual_host_len
     if end - at < 1:
         raise _truncated(_CONNECTION_OPEN_1, _CONNECTION_OPEN_1_FIELDS, at, end)
@@ -627,10 +618,7 @@ def _decode_connection_open(
     at += 1
     if reserved1_len < 0 or reserved1_len > end - at:
         raise _bad_length("ConnectionOpen.reserved1", at, reserved1_len, end)
-    try:
-        reserved1 = str(buf[at : at + reserved1_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ConnectionOpen.reserved1", at + e.start, "invalid utf-8") from None
+    reserved1 = str(buf[at : at + reserved1_len], "utf-8", "surrogateescape")
     at += reserved1_len
     if end - at < 1:
         raise _truncated(_CONNECTION_OPEN_2, _CONNECTION_OPEN_2_FIELDS, at, end)
@@ -699,10 +687,7 @@ def _decode_connection_open_ok(
     at += 1
     if reserved1_len < 0 or reserved1_len > end - at:
         raise _bad_length("ConnectionOpenOk.reserved1", at, reserved1_len, end)
-    try:
-        reserved1 = str(buf[at : at + reserved1_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ConnectionOpenOk.reserved1", at + e.start, "invalid utf-8") from None
+    reserved1 = str(buf[at : at + reserved1_len], "utf-8", "surrogateescape")
     at += reserved1_len
     msg = ConnectionOpenOk(reserved1, channel)
     if at != end:
@@ -787,10 +772,7 @@ def _decode_connection_close(
     at += 3
     if reply_text_len < 0 or reply_text_len > end - at:
         raise _bad_length("ConnectionClose.reply_text", at, reply_text_len, end)
-    try:
-        reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ConnectionClose.reply_text", at + e.start, "invalid utf-8") from None
+    reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
     if end - at < 4:
         raise _truncated(_CONNECTION_CLOSE_1, _CONNECTION_CLOSE_1_FIELDS, at, end)

@@ -138,10 +138,7 @@ def _decode_exchange_delete(
     at += 3
     if exchange_len < 0 or exchange_len > end - at:
         raise _bad_length("ExchangeDelete.exchange", at, exchange_len, end)
-    try:
-        exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ExchangeDelete.exchange", at + e.start, "invalid utf-8") from None
+    exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
     if end - at < 1:
         raise _truncated(_EXCHANGE_DELETE_1, _EXCHANGE_DELETE_1_FIELDS, at, end)

@@ -42,10 +42,7 @@ def _decode_table(buf: bytes | memoryview, at: int, end: int) -> tuple[Table, in
         at += 1
         if key_len < 0 or key_len > stop - at:
             raise _bad_length("table.key", at, key_len, stop)
-        try:
-            key_2 = str(buf[at : at + key_len], "utf-8", "surrogateescape")
-        except UnicodeDecodeError as e:
-            raise DecodeError("table.key", at + e.start, "invalid utf-8") from None
+        key_2 = str(buf[at : at + key_len], "utf-8", "surrogateescape")
         at += key_len
         if key_2 in out:
             raise DecodeError("table", at, f"key {key_2!r} twice")
@@ -230,10 +227,7 @@ def _decode_field_value(buf: bytes | memoryview, at: int, end: int) -> tuple[Any
         at += 4
         if value_len < 0 or value_len > end - at:
             raise _bad_length("field-value", at, value_len, end)
-        try:
-            value_14 = str(buf[at : at + value_len], "utf-8", "surrogateescape")
-        except UnicodeDecodeError as e:
-            raise DecodeError("field-value", at + e.start, "invalid utf-8") from None
+        value_14 = str(buf[at : at + value_len], "utf-8", "surrogateescape")
         at += value_len
         value = value_14
     elif ctor == 120:  # x longstr

@@ -117,10 +117,7 @@ def _decode_queue_declare(
     at += 3
     if queue_len < 0 or queue_len > end - at:
         raise _bad_length("QueueDeclare.queue", at, queue_len, end)
-    try:
-        queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("QueueDeclare.queue", at + e.start, "invalid utf-8") from None
+    queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
     if end - at < 1:
         raise _truncated(_QUEUE_DECLARE_1, _QUEUE_DECLARE_1_FIELDS, at, end)
@@ -220,10 +217,7 @@ def _decode_queue_declare_ok(
     at += 1
     if queue_len < 0 or queue_len > end - at:
         raise _bad_length("QueueDeclareOk.queue", at, queue_len, end)
-    try:
-        queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("QueueDeclareOk.queue", at + e.start, "invalid utf-8") from None
+    queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
     if end - at < 8:
         raise _truncated(_QUEUE_DECLARE_OK_1, _QUEUE_DECLARE_OK_1_FIELDS, at, end)
@@ -332,10 +326,7 @@ def _decode_queue_bind(buf: bytes | memoryview, at: int, end: int, channel: int 
     at += 3
     if queue_len < 0 or queue_len > end - at:
         raise _bad_length("QueueBind.queue", at, queue_len, end)
-    try:
-        queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("QueueBind.queue", at + e.start, "invalid utf-8") from None
+    queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
     if end - at < 1:
         raise _truncated(_QUEUE_BIND_1, _QUEUE_BIND_1_FIELDS, at, end)
@@ -343,10 +334,7 @@ def _decode_queue_bind(buf: bytes | memoryview, at: int, end: int, channel: int 
     at += 1
     if exchange_len < 0 or exchange_len > end - at:
         raise _bad_length("QueueBind.exchange", at, exchange_len, end)
-    try:
-        exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("QueueBind.exchange", at + e.start, "invalid utf-8") from None
+    exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
     if end - at < 1:
         raise _truncated(_QUEUE_BIND_2, _QUEUE_BIND_2_FIELDS, at, end)
@@ -354,10 +342,7 @@ def _decode_queue_bind(buf: bytes | memoryview, at: int, end: int, channel: int 
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
         raise _bad_length("QueueBind.routing_key", at, routing_key_len, end)
-    try:
-        routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("QueueBind.routing_key", at + e.start, "invalid utf-8") from None
+    routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
     if end - at < 1:
         raise _truncated(_QUEUE_BIND_3, _QUEUE_BIND_3_FIELDS, at, end)
@@ -496,10 +481,7 @@ def _decode_queue_purge(buf: bytes | memoryview, at: int, end: int, channel: int
     at += 3
     if queue_len < 0 or queue_len > end - at:
         raise _bad_length("QueuePurge.queue", at, queue_len, end)
-    try:
-        queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("QueuePurge.queue", at + e.start, "invalid utf-8") from None
+    queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
     if end - at < 1:
         raise _truncated(_QUEUE_PURGE_1, _QUEUE_PURGE_1_FIELDS, at, end)
@@ -662,10 +644,7 @@ def _decode_queue_delete(
     at += 3
     if queue_len < 0 or queue_len > end - at:
         raise _bad_length("QueueDelete.queue", at, queue_len, end)
-    try:
-        queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("QueueDelete.queue", at + e.start, "invalid utf-8") from None
+    queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
     if end - at < 1:
         raise _truncated(_QUEUE_DELETE_1, _QUEUE_DELETE_1_FIELDS, at, end)
@@ -841,10 +820,7 @@ def _decode_queue_unbind(
     at += 3
     if queue_len < 0 or queue_len > end - at:
         raise _bad_length("QueueUnbind.queue", at, queue_len, end)
-    try:
-        queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("QueueUnbind.queue", at + e.start, "invalid utf-8") from None
+    queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
     if end - at < 1:
         raise _truncated(_QUEUE_UNBIND_1, _QUEUE_UNBIND_1_FIELDS, at, end)
@@ -852,10 +828,7 @@ def _decode_queue_unbind(
     at += 1
     if exchange_len < 0 or exchange_len > end - at:
         raise _bad_length("QueueUnbind.exchange", at, exchange_len, end)
-    try:
-        exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("QueueUnbind.exchange", at + e.start, "invalid utf-8") from None
+    exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
     if end - at < 1:
         raise _truncated(_QUEUE_UNBIND_2, _QUEUE_UNBIND_2_FIELDS, at, end)
@@ -863,10 +836,7 @@ def _decode_queue_unbind(
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
         raise _bad_length("QueueUnbind.routing_key", at, routing_key_len, end)
-    try:
-        routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("QueueUnbind.routing_key", at + e.start, "invalid utf-8") from None
+    routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
     arguments, at = _decode_table(buf, at, end)
     msg = QueueUnbind(reserved1, queue, exchange, routing_key, arguments, channel)

@@ -257,10 +257,7 @@ def _decode_connection_blocked(
     at += 1
     if reason_len < 0 or reason_len > end - at:
         raise _bad_length("ConnectionBlocked.reason", at, reason_len, end)
-    try:
-        reason = str(buf[at : at + reason_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ConnectionBlocked.reason", at + e.start, "invalid utf-8") from None
+    reason = str(buf[at : at + reason_len], "utf-8", "surrogateescape")
     at += reason_len
     msg = ConnectionBlocked(reason, channel)
     if at != end:
@@ -381,10 +378,7 @@ def _decode_connection_update_secret(
     at += 1
     if reason_len < 0 or reason_len > end - at:
         raise _bad_length("ConnectionUpdateSecret.reason", at, reason_len, end)
-    try:
-        reason = str(buf[at : at + reason_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ConnectionUpdateSecret.reason", at + e.start, "invalid utf-8") from None
+    reason = str(buf[at : at + reason_len], "utf-8", "surrogateescape")
     at += reason_len
     msg = ConnectionUpdateSecret(new_secret, reason, channel)
     if at != end:
@@ -552,10 +546,7 @@ def _decode_exchange_declare(
     at += 3
     if exchange_len < 0 or exchange_len > end - at:
         raise _bad_length("ExchangeDeclare.exchange", at, exchange_len, end)
-    try:
-        exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ExchangeDeclare.exchange", at + e.start, "invalid utf-8") from None
+    exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
     if end - at < 1:
         raise _truncated(_EXCHANGE_DECLARE_1, _EXCHANGE_DECLARE_1_FIELDS, at, end)
@@ -563,10 +554,7 @@ def _decode_exchange_declare(
     at += 1
     if type_len < 0 or type_len > end - at:
         raise _bad_length("ExchangeDeclare.type", at, type_len, end)
-    try:
-        type_ = str(buf[at : at + type_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ExchangeDeclare.type", at + e.start, "invalid utf-8") from None
+    type_ = str(buf[at : at + type_len], "utf-8", "surrogateescape")
     at += type_len
     if end - at < 1:
         raise _truncated(_EXCHANGE_DECLARE_2, _EXCHANGE_DECLARE_2_FIELDS, at, end)
@@ -708,10 +696,7 @@ def _decode_exchange_bind(
     at += 3
     if destination_len < 0 or destination_len > end - at:
         raise _bad_length("ExchangeBind.destination", at, destination_len, end)
-    try:
-        destination = str(buf[at : at + destination_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ExchangeBind.destination", at + e.start, "invalid utf-8") from None
+    destination = str(buf[at : at + destination_len], "utf-8", "surrogateescape")
     at += destination_len
     if end - at < 1:
         raise _truncated(_EXCHANGE_BIND_1, _EXCHANGE_BIND_1_FIELDS, at, end)
@@ -719,10 +704,7 @@ def _decode_exchange_bind(
     at += 1
     if source_len < 0 or source_len > end - at:
         raise _bad_length("ExchangeBind.source", at, source_len, end)
-    try:
-        source = str(buf[at : at + source_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ExchangeBind.source", at + e.start, "invalid utf-8") from None
+    source = str(buf[at : at + source_len], "utf-8", "surrogateescape")
     at += source_len
     if end - at < 1:
         raise _truncated(_EXCHANGE_BIND_2, _EXCHANGE_BIND_2_FIELDS, at, end)
@@ -730,10 +712,7 @@ def _decode_exchange_bind(
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
         raise _bad_length("ExchangeBind.routing_key", at, routing_key_len, end)
-    try:
-        routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ExchangeBind.routing_key", at + e.start, "invalid utf-8") from None
+    routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
     if end - at < 1:
         raise _truncated(_EXCHANGE_BIND_3, _EXCHANGE_BIND_3_FIELDS, at, end)
@@ -902,10 +881,7 @@ def _decode_exchange_unbind(
     at += 3
     if destination_len < 0 or destination_len > end - at:
         raise _bad_length("ExchangeUnbind.destination", at, destination_len, end)
-    try:
-        destination = str(buf[at : at + destination_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ExchangeUnbind.destination", at + e.start, "invalid utf-8") from None
+    destination = str(buf[at : at + destination_len], "utf-8", "surrogateescape")
     at += destination_len
     if end - at < 1:
         raise _truncated(_EXCHANGE_UNBIND_1, _EXCHANGE_UNBIND_1_FIELDS, at, end)
@@ -913,10 +889,7 @@ def _decode_exchange_unbind(
     at += 1
     if source_len < 0 or source_len > end - at:
         raise _bad_length("ExchangeUnbind.source", at, source_len, end)
-    try:
-        source = str(buf[at : at + source_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ExchangeUnbind.source", at + e.start, "invalid utf-8") from None
+    source = str(buf[at : at + source_len], "utf-8", "surrogateescape")
     at += source_len
     if end - at < 1:
         raise _truncated(_EXCHANGE_UNBIND_2, _EXCHANGE_UNBIND_2_FIELDS, at, end)
@@ -924,10 +897,7 @@ def _decode_exchange_unbind(
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
         raise _bad_length("ExchangeUnbind.routing_key", at, routing_key_len, end)
-    try:
-        routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ExchangeUnbind.routing_key", at + e.start, "invalid utf-8") from None
+    routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
     if end - at < 1:
         raise _truncated(_EXCHANGE_UNBIND_3, _EXCHANGE_UNBIND_3_FIELDS, at, end)
@@ -1061,10 +1031,7 @@ def _decode_basic_cancel(
     at += 1
     if consumer_tag_len < 0 or consumer_tag_len > end - at:
         raise _bad_length("BasicCancel.consumer_tag", at, consumer_tag_len, end)
-    try:
-        consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicCancel.consumer_tag", at + e.start, "invalid utf-8") from None
+    consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
     if end - at < 1:
         raise _truncated(_BASIC_CANCEL_1, _BASIC_CANCEL_1_FIELDS, at, end)
@@ -1130,10 +1097,7 @@ def _decode_basic_cancel_ok(
     at += 1
     if consumer_tag_len < 0 or consumer_tag_len > end - at:
         raise _bad_length("BasicCancelOk.consumer_tag", at, consumer_tag_len, end)
-    try:
-        consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicCancelOk.consumer_tag", at + e.start, "invalid utf-8") from None
+    consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
     msg = BasicCancelOk(consumer_tag, channel)
     if at != end:

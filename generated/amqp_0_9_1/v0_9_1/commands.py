@@ -314,10 +314,7 @@ def _decode_exchange_declare(
     at += 3
     if exchange_len < 0 or exchange_len > end - at:
         raise _bad_length("ExchangeDeclare.exchange", at, exchange_len, end)
-    try:
-        exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ExchangeDeclare.exchange", at + e.start, "invalid utf-8") from None
+    exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
     if end - at < 1:
         raise _truncated(_EXCHANGE_DECLARE_1, _EXCHANGE_DECLARE_1_FIELDS, at, end)
@@ -325,10 +322,7 @@ def _decode_exchange_declare(
     at += 1
     if type_len < 0 or type_len > end - at:
         raise _bad_length("ExchangeDeclare.type", at, type_len, end)
-    try:
-        type_ = str(buf[at : at + type_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ExchangeDeclare.type", at + e.start, "invalid utf-8") from None
+    type_ = str(buf[at : at + type_len], "utf-8", "surrogateescape")
     at += type_len
     if end - at < 1:
         raise _truncated(_EXCHANGE_DECLARE_2, _EXCHANGE_DECLARE_2_FIELDS, at, end)
@@ -433,10 +427,7 @@ def _decode_basic_cancel(
     at += 1
     if consumer_tag_len < 0 or consumer_tag_len > end - at:
         raise _bad_length("BasicCancel.consumer_tag", at, consumer_tag_len, end)
-    try:
-        consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicCancel.consumer_tag", at + e.start, "invalid utf-8") from None
+    consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
     if end - at < 1:
         raise _truncated(_BASIC_CANCEL_1, _BASIC_CANCEL_1_FIELDS, at, end)
@@ -502,10 +493,7 @@ def _decode_basic_cancel_ok(
     at += 1
     if consumer_tag_len < 0 or consumer_tag_len > end - at:
         raise _bad_length("BasicCancelOk.consumer_tag", at, consumer_tag_len, end)
-    try:
-        consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicCancelOk.consumer_tag", at + e.start, "invalid utf-8") from None
+    consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
     msg = BasicCancelOk(consumer_tag, channel)
     if at != end:

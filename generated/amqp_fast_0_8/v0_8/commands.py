@@ -136,10 +136,7 @@ def _decode_connection_challenge(buf: bytes | memoryview, at: int, end: int) -> 
     at += 2
     if mechanisms_len < 0 or mechanisms_len > end - at:
         raise _bad_length("ConnectionChallenge.mechanisms", at, mechanisms_len, end)
-    try:
-        mechanisms = str(buf[at : at + mechanisms_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ConnectionChallenge.mechanisms", at + e.start, "invalid utf-8") from None
+    mechanisms = str(buf[at : at + mechanisms_len], "utf-8", "surrogateescape")
     at += mechanisms_len
     challenges, at = _decode_field_table(buf, at, end)
     msg = ConnectionChallenge(version, mechanisms, challenges)
@@ -191,10 +188,7 @@ def _decode_connection_response(buf: bytes | memoryview, at: int, end: int) -> C
     at += 1
     if mechanism_len < 0 or mechanism_len > end - at:
         raise _bad_length("ConnectionResponse.mechanism", at, mechanism_len, end)
-    try:
-        mechanism = str(buf[at : at + mechanism_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ConnectionResponse.mechanism", at + e.start, "invalid utf-8") from None
+    mechanism = str(buf[at : at + mechanism_len], "utf-8", "surrogateescape")
     at += mechanism_len
     responses, at = _decode_field_table(buf, at, end)
     msg = ConnectionResponse(mechanism, responses)
@@ -296,10 +290,7 @@ def _decode_connection_open(buf: bytes | memoryview, at: int, end: int) -> Conne
     at += 3
     if virtual_path_len < 0 or virtual_path_len > end - at:
         raise _bad_length("ConnectionOpen.virtual_path", at, virtual_path_len, end)
-    try:
-        virtual_path = str(buf[at : at + virtual_path_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ConnectionOpen.virtual_path", at + e.start, "invalid utf-8") from None
+    virtual_path = str(buf[at : at + virtual_path_len], "utf-8", "surrogateescape")
     at += virtual_path_len
     if end - at < 1:
         raise _truncated(_CONNECTION_OPEN_1, _CONNECTION_OPEN_1_FIELDS, at, end)
@@ -307,10 +298,7 @@ def _decode_connection_open(buf: bytes | memoryview, at: int, end: int) -> Conne
     at += 1
     if client_name_len < 0 or client_name_len > end - at:
         raise _bad_length("ConnectionOpen.client_name", at, client_name_len, end)
-    try:
-        client_name = str(buf[at : at + client_name_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ConnectionOpen.client_name", at + e.start, "invalid utf-8") from None
+    client_name = str(buf[at : at + client_name_len], "utf-8", "surrogateescape")
     at += client_name_len
     options, at = _decode_field_table(buf, at, end)
     msg = ConnectionOpen(confirm_tag, virtual_path, client_name, options)
@@ -421,10 +409,7 @@ def _decode_connection_reply(buf: bytes | memoryview, at: int, end: int) -> Conn
     at += 5
     if reply_text_len < 0 or reply_text_len > end - at:
         raise _bad_length("ConnectionReply.reply_text", at, reply_text_len, end)
-    try:
-        reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ConnectionReply.reply_text", at + e.start, "invalid utf-8") from None
+    reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
     msg = ConnectionReply(confirm_tag, reply_code, reply_text)
     if at != end:
@@ -474,10 +459,7 @@ def _decode_connection_close(buf: bytes | memoryview, at: int, end: int) -> Conn
     at += 3
     if reply_text_len < 0 or reply_text_len > end - at:
         raise _bad_length("ConnectionClose.reply_text", at, reply_text_len, end)
-    try:
-        reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ConnectionClose.reply_text", at + e.start, "invalid utf-8") from None
+    reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
     msg = ConnectionClose(reply_code, reply_text)
     if at != end:
@@ -559,10 +541,7 @@ def _decode_channel_open(buf: bytes | memoryview, at: int, end: int) -> ChannelO
     at += 1
     if out_of_band_len < 0 or out_of_band_len > end - at:
         raise _bad_length("ChannelOpen.out_of_band", at, out_of_band_len, end)
-    try:
-        out_of_band = str(buf[at : at + out_of_band_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ChannelOpen.out_of_band", at + e.start, "invalid utf-8") from None
+    out_of_band = str(buf[at : at + out_of_band_len], "utf-8", "surrogateescape")
     at += out_of_band_len
     msg = ChannelOpen(channel_id, confirm_tag, transacted, restartable, options, out_of_band)
     if at != end:
@@ -780,10 +759,7 @@ def _decode_channel_reply(buf: bytes | memoryview, at: int, end: int) -> Channel
     at += 7
     if reply_text_len < 0 or reply_text_len > end - at:
         raise _bad_length("ChannelReply.reply_text", at, reply_text_len, end)
-    try:
-        reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ChannelReply.reply_text", at + e.start, "invalid utf-8") from None
+    reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
     msg = ChannelReply(channel_id, confirm_tag, reply_code, reply_text)
     if at != end:
@@ -838,10 +814,7 @@ def _decode_channel_close(buf: bytes | memoryview, at: int, end: int) -> Channel
     at += 5
     if reply_text_len < 0 or reply_text_len > end - at:
         raise _bad_length("ChannelClose.reply_text", at, reply_text_len, end)
-    try:
-        reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ChannelClose.reply_text", at + e.start, "invalid utf-8") from None
+    reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
     msg = ChannelClose(channel_id, reply_code, reply_text)
     if at != end:
@@ -931,10 +904,7 @@ def _decode_handle_open(buf: bytes | memoryview, at: int, end: int) -> HandleOpe
         raise DecodeError("HandleOpen.unused1", at, "expected 0")
     if mime_type_len < 0 or mime_type_len > end - at:
         raise _bad_length("HandleOpen.mime_type", at, mime_type_len, end)
-    try:
-        mime_type = str(buf[at : at + mime_type_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("HandleOpen.mime_type", at + e.start, "invalid utf-8") from None
+    mime_type = str(buf[at : at + mime_type_len], "utf-8", "surrogateescape")
     at += mime_type_len
     if end - at < 1:
         raise _truncated(_HANDLE_OPEN_1, _HANDLE_OPEN_1_FIELDS, at, end)
@@ -942,10 +912,7 @@ def _decode_handle_open(buf: bytes | memoryview, at: int, end: int) -> HandleOpe
     at += 1
     if encoding_len < 0 or encoding_len > end - at:
         raise _bad_length("HandleOpen.encoding", at, encoding_len, end)
-    try:
-        encoding = str(buf[at : at + encoding_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("HandleOpen.encoding", at + e.start, "invalid utf-8") from None
+    encoding = str(buf[at : at + encoding_len], "utf-8", "surrogateescape")
     at += encoding_len
     options, at = _decode_field_table(buf, at, end)
     msg = HandleOpen(
@@ -1073,10 +1040,7 @@ def _decode_handle_send(buf: bytes | memoryview, at: int, end: int) -> HandleSen
         raise DecodeError("HandleSend.unused1", at, "expected 0")
     if dest_name_len < 0 or dest_name_len > end - at:
         raise _bad_length("HandleSend.dest_name", at, dest_name_len, end)
-    try:
-        dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("HandleSend.dest_name", at + e.start, "invalid utf-8") from None
+    dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
     at += dest_name_len
     msg = HandleSend(
         handle_id,
@@ -1192,10 +1156,7 @@ def _decode_handle_consume(buf: bytes | memoryview, at: int, end: int) -> Handle
         raise DecodeError("HandleConsume.unused1", at, "expected 0")
     if dest_name_len < 0 or dest_name_len > end - at:
         raise _bad_length("HandleConsume.dest_name", at, dest_name_len, end)
-    try:
-        dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("HandleConsume.dest_name", at + e.start, "invalid utf-8") from None
+    dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
     at += dest_name_len
     selector, at = _decode_field_table(buf, at, end)
     msg = HandleConsume(
@@ -1402,10 +1363,7 @@ def _decode_handle_query(buf: bytes | memoryview, at: int, end: int) -> HandleQu
     at += 7
     if dest_name_len < 0 or dest_name_len > end - at:
         raise _bad_length("HandleQuery.dest_name", at, dest_name_len, end)
-    try:
-        dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("HandleQuery.dest_name", at + e.start, "invalid utf-8") from None
+    dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
     at += dest_name_len
     if end - at < 2:
         raise _truncated(_HANDLE_QUERY_1, _HANDLE_QUERY_1_FIELDS, at, end)
@@ -1421,10 +1379,7 @@ def _decode_handle_query(buf: bytes | memoryview, at: int, end: int) -> HandleQu
     at += 1
     if mime_type_len < 0 or mime_type_len > end - at:
         raise _bad_length("HandleQuery.mime_type", at, mime_type_len, end)
-    try:
-        mime_type = str(buf[at : at + mime_type_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("HandleQuery.mime_type", at + e.start, "invalid utf-8") from None
+    mime_type = str(buf[at : at + mime_type_len], "utf-8", "surrogateescape")
     at += mime_type_len
     msg = HandleQuery(handle_id, message_nbr, dest_name, selector, mime_type)
     if at != end:
@@ -1539,10 +1494,7 @@ def _decode_handle_created(buf: bytes | memoryview, at: int, end: int) -> Handle
     at += 3
     if dest_name_len < 0 or dest_name_len > end - at:
         raise _bad_length("HandleCreated.dest_name", at, dest_name_len, end)
-    try:
-        dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("HandleCreated.dest_name", at + e.start, "invalid utf-8") from None
+    dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
     at += dest_name_len
     msg = HandleCreated(handle_id, dest_name)
     if at != end:
@@ -1648,10 +1600,7 @@ def _decode_handle_notify(buf: bytes | memoryview, at: int, end: int) -> HandleN
         raise DecodeError("HandleNotify.unused1", at, "expected 0")
     if dest_name_len < 0 or dest_name_len > end - at:
         raise _bad_length("HandleNotify.dest_name", at, dest_name_len, end)
-    try:
-        dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("HandleNotify.dest_name", at + e.start, "invalid utf-8") from None
+    dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
     at += dest_name_len
     msg = HandleNotify(
         handle_id,
@@ -1788,10 +1737,7 @@ def _decode_handle_prepare(buf: bytes | memoryview, at: int, end: int) -> Handle
     at += 7
     if content_hash_len < 0 or content_hash_len > end - at:
         raise _bad_length("HandlePrepare.content_hash", at, content_hash_len, end)
-    try:
-        content_hash = str(buf[at : at + content_hash_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("HandlePrepare.content_hash", at + e.start, "invalid utf-8") from None
+    content_hash = str(buf[at : at + content_hash_len], "utf-8", "surrogateescape")
     at += content_hash_len
     msg = HandlePrepare(handle_id, fragment_size, content_hash)
     if at != end:
@@ -1899,10 +1845,7 @@ def _decode_handle_reply(buf: bytes | memoryview, at: int, end: int) -> HandleRe
     at += 7
     if reply_text_len < 0 or reply_text_len > end - at:
         raise _bad_length("HandleReply.reply_text", at, reply_text_len, end)
-    try:
-        reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("HandleReply.reply_text", at + e.start, "invalid utf-8") from None
+    reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
     msg = HandleReply(handle_id, confirm_tag, reply_code, reply_text)
     if at != end:
@@ -1957,10 +1900,7 @@ def _decode_handle_close(buf: bytes | memoryview, at: int, end: int) -> HandleCl
     at += 5
     if reply_text_len < 0 or reply_text_len > end - at:
         raise _bad_length("HandleClose.reply_text", at, reply_text_len, end)
-    try:
-        reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("HandleClose.reply_text", at + e.start, "invalid utf-8") from None
+    reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
     msg = HandleClose(handle_id, reply_code, reply_text)
     if at != end:
@@ -1996,10 +1936,7 @@ def _decode_field_table(buf: bytes | memoryview, at: int, end: int) -> tuple[Tab
         at += 1
         if key_len < 0 or key_len > stop - at:
             raise _bad_length("field-table.key", at, key_len, stop)
-        try:
-            key_2 = str(buf[at : at + key_len], "utf-8", "surrogateescape")
-        except UnicodeDecodeError as e:
-            raise DecodeError("field-table.key", at + e.start, "invalid utf-8") from None
+        key_2 = str(buf[at : at + key_len], "utf-8", "surrogateescape")
         at += key_len
         if key_2 in out:
             raise DecodeError("field-table", at, f"key {key_2!r} twice")
@@ -2052,10 +1989,7 @@ def _decode_field_value(buf: bytes | memoryview, at: int, end: int) -> tuple[Any
         at += 2
         if value_len < 0 or value_len > end - at:
             raise _bad_length("field-value", at, value_len, end)
-        try:
-            value_2 = str(buf[at : at + value_len], "utf-8", "surrogateescape")
-        except UnicodeDecodeError as e:
-            raise DecodeError("field-value", at + e.start, "invalid utf-8") from None
+        value_2 = str(buf[at : at + value_len], "utf-8", "surrogateescape")
         at += value_len
         value = value_2
     elif ctor == 73:  # I integer
@@ -2148,10 +2082,7 @@ def _decode_message_head(buf: bytes | memoryview, at: int, end: int) -> tuple[Me
         raise DecodeError("MessageHead.unused1", at, "expected 0")
     if mime_type_len < 0 or mime_type_len > end - at:
         raise _bad_length("MessageHead.mime_type", at, mime_type_len, end)
-    try:
-        mime_type = str(buf[at : at + mime_type_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("MessageHead.mime_type", at + e.start, "invalid utf-8") from None
+    mime_type = str(buf[at : at + mime_type_len], "utf-8", "surrogateescape")
     at += mime_type_len
     if end - at < 1:
         raise _truncated(_VALUE_MESSAGE_HEAD_1, _VALUE_MESSAGE_HEAD_1_FIELDS, at, end)
@@ -2159,10 +2090,7 @@ def _decode_message_head(buf: bytes | memoryview, at: int, end: int) -> tuple[Me
     at += 1
     if encoding_len < 0 or encoding_len > end - at:
         raise _bad_length("MessageHead.encoding", at, encoding_len, end)
-    try:
-        encoding = str(buf[at : at + encoding_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("MessageHead.encoding", at + e.start, "invalid utf-8") from None
+    encoding = str(buf[at : at + encoding_len], "utf-8", "surrogateescape")
     at += encoding_len
     if end - at < 1:
         raise _truncated(_VALUE_MESSAGE_HEAD_2, _VALUE_MESSAGE_HEAD_2_FIELDS, at, end)
@@ -2170,10 +2098,7 @@ def _decode_message_head(buf: bytes | memoryview, at: int, end: int) -> tuple[Me
     at += 1
     if msg_identifier_len < 0 or msg_identifier_len > end - at:
         raise _bad_length("MessageHead.msg_identifier", at, msg_identifier_len, end)
-    try:
-        msg_identifier = str(buf[at : at + msg_identifier_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("MessageHead.msg_identifier", at + e.start, "invalid utf-8") from None
+    msg_identifier = str(buf[at : at + msg_identifier_len], "utf-8", "surrogateescape")
     at += msg_identifier_len
     headers, at = _decode_field_table(buf, at, end)
     value = MessageHead(
