@@ -364,6 +364,14 @@ def emit_shared_codecs(
         texts.setdefault(placement[next(iter(b.defines))], []).append(text)
     framing = _encode_context(latest.plan.frame, views, latest.plan.checksums)
     encoder = renderer.env.get_template("python/_frame_encode.j2").render(**framing)
+    frame = latest.plan.frame
+    dispatch = _dispatch(views)
+    framing |= {
+        "dispatch": [(_key_repr(k, frame), v) for k, v in sorted(dispatch.items())],
+        "fast": _fast_dispatch(frame, dispatch),
+        "key_names": ", ".join(h.name for h in frame.key_fields)
+        + (", then the body key" if frame.body_keys else ""),
+    }
     hub = [b for b in blocks if placement[next(iter(b.defines))] == "shared"]
     used = sharing.used_names([*hub, block("encoder", "encode", encoder)])
     exports = sorted(b.key for b in blocks if b.kind == "struct") + [m["cls"] for m in views]
@@ -495,15 +503,13 @@ def emit(
     common = _common(spec, plan)
     messages = code.messages
     structs = code.structs
-    dispatch: dict[tuple[int, ...], list[dict[str, Any]]] = {}
-    for m in messages:
-        dispatch.setdefault(m["dispatch"], []).append(m)
-        for alias in m["decode_keys"]:
-            # decoded under another key: a wrapper remembers it, so encode writes it back
-            key = (alias, *m["dispatch"][1:])
-            dispatch.setdefault(key, []).append({**m, "alias": f"{alias:04x}"})
-    for entries in dispatch.values():
-        entries.sort(key=lambda m: {"request": 0, "oneway": 0, "response": 1}[m["kind"]])
+    dispatch = _dispatch(messages)
+    # the shared messages' rows of the dispatch tables come from the shared module's, merged in
+    # first, where no identity here has both a shared layout and one of this version's own
+    shared_funcs = {m["func"] for m in messages if ("message", m["cls"]) in found}
+    merged = bool(shared_funcs) and all(
+        len({e["func"] in shared_funcs for e in entries}) == 1 for entries in dispatch.values()
+    )
     local = [b for b in code.blocks if b.ident not in found]
     texts = []
     for b in local:
@@ -517,7 +523,10 @@ def emit(
     wanted = sharing.used_names(local)
     for m in messages:
         if ("message", m["cls"]) in found:
-            wanted |= {m["cls"], f"_decode_{m['func']}", f"_encode_{m['func']}"}
+            wanted.add(m["cls"])
+            if merged:
+                continue  # its codecs are reached through the shared module's tables
+            wanted |= {f"_decode_{m['func']}", f"_encode_{m['func']}"}
             if m["fixed_frame"]:
                 wanted.add(f"_frame_{m['func']}")
             wanted |= {f"_decode_{m['func']}_as_{k:04x}" for k in m["decode_keys"]}
@@ -525,6 +534,8 @@ def emit(
     shared_imports: dict[str, list[str]] = {}
     for name in sorted(bound & wanted, key=imports.natural):
         shared_imports.setdefault(f"..{placement.get(name, 'shared')}", []).append(name)
+    if merged:
+        shared_imports[".."] = ["shared"]
     key_fields = frame.key_fields
     n_dispatch = len(frame.dispatch)
     frame_keys = sorted({m.ident[:n_dispatch] + m.dispatch[len(m.ident) :] for m in plan.messages})
@@ -562,6 +573,7 @@ def emit(
             header_key_names=", ".join(h.name for h in key_fields),
             no_layout=no_layout,
             fast=_fast_dispatch(frame, dispatch),
+            merged=_merged(messages, shared_funcs) if merged else None,
             packed_body="",
             **context,
         ),
@@ -1025,6 +1037,34 @@ def _fast_dispatch(
     when = {b.when[0] for b in frame.body_keys}
     unkeyed = [(str(k[0]), f) for k, f in sorted(single.items()) if k[0] not in when]
     return {"expr": frame.dispatch[0].local, "one": [], "keyed": keyed, "unkeyed": unkeyed}
+
+
+def _dispatch(messages: list[dict[str, Any]]) -> dict[tuple[int, ...], list[dict[str, Any]]]:
+    """Each identity's layouts (messages), requests first: what `_DECODERS` lists."""
+    dispatch: dict[tuple[int, ...], list[dict[str, Any]]] = {}
+    for m in messages:
+        dispatch.setdefault(m["dispatch"], []).append(m)
+        for alias in m["decode_keys"]:
+            # decoded under another key: a wrapper remembers it, so encode writes it back
+            key = (alias, *m["dispatch"][1:])
+            dispatch.setdefault(key, []).append({**m, "alias": f"{alias:04x}"})
+    for entries in dispatch.values():
+        entries.sort(key=lambda m: {"request": 0, "oneway": 0, "response": 1}[m["kind"]])
+    return dispatch
+
+
+def _merged(messages: list[dict[str, Any]], shared_funcs: set[str]) -> dict[str, Any]:
+    """What a version's tables take from the shared module's (merged in first) and leave out of
+    their own rows: the shared messages' classes and decoders."""
+    decoders = {f"_decode_{f}" for f in shared_funcs}
+    for m in messages:
+        if m["func"] in shared_funcs:
+            decoders |= {f"_decode_{m['func']}_as_{k:04x}" for k in m["decode_keys"]}
+    return {
+        "funcs": shared_funcs,
+        "decoders": decoders,
+        "classes": {m["cls"] for m in messages if m["func"] in shared_funcs},
+    }
 
 
 def _key_repr(key: tuple[int, ...], frame: FramePlan) -> str:
