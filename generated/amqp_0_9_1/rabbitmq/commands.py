@@ -1256,75 +1256,24 @@ def _frame_confirm_select_ok(msg: ConfirmSelectOk) -> bytes:
 
 
 Message = (
-    ContentBody
-    | Heartbeat
-    | ConnectionStart
-    | ConnectionStartOk
-    | ConnectionSecure
-    | ConnectionSecureOk
-    | ConnectionTune
-    | ConnectionTuneOk
-    | ConnectionOpen
-    | ConnectionOpenOk
-    | ConnectionClose
-    | ConnectionCloseOk
+    shared.Message
     | ConnectionBlocked
     | ConnectionUnblocked
     | ConnectionUpdateSecret
     | ConnectionUpdateSecretOk
-    | ChannelOpen
-    | ChannelOpenOk
-    | ChannelFlow
-    | ChannelFlowOk
-    | ChannelClose
-    | ChannelCloseOk
     | ExchangeDeclare
-    | ExchangeDeclareOk
-    | ExchangeDelete
-    | ExchangeDeleteOk
     | ExchangeBind
     | ExchangeBindOk
     | ExchangeUnbind
     | ExchangeUnbindOk
-    | QueueDeclare
-    | QueueDeclareOk
-    | QueueBind
-    | QueueBindOk
-    | QueuePurge
-    | QueuePurgeOk
-    | QueueDelete
-    | QueueDeleteOk
-    | QueueUnbind
-    | QueueUnbindOk
-    | BasicProperties
-    | BasicQos
-    | BasicQosOk
-    | BasicConsume
-    | BasicConsumeOk
     | BasicCancel
     | BasicCancelOk
-    | BasicPublish
-    | BasicReturn
-    | BasicDeliver
-    | BasicGet
-    | BasicGetOk
-    | BasicGetEmpty
     | BasicAck
-    | BasicReject
-    | BasicRecoverAsync
-    | BasicRecover
-    | BasicRecoverOk
     | BasicNack
     | ConfirmSelect
     | ConfirmSelectOk
-    | TxSelect
-    | TxSelectOk
-    | TxCommit
-    | TxCommitOk
-    | TxRollback
-    | TxRollbackOk
 )
-"""Any message of this protocol version."""
+"""Any message of this protocol version: the shared module's, and this version's own."""
 
 _Decoder = Callable[[bytes | memoryview, int, int], Message]
 # the straight road's decoders take the header's carried fields (channel) too

@@ -447,65 +447,8 @@ def _frame_basic_ack(msg: BasicAck) -> bytes:
     )
 
 
-Message = (
-    ContentBody
-    | Heartbeat
-    | ConnectionStart
-    | ConnectionStartOk
-    | ConnectionSecure
-    | ConnectionSecureOk
-    | ConnectionTune
-    | ConnectionTuneOk
-    | ConnectionOpen
-    | ConnectionOpenOk
-    | ConnectionClose
-    | ConnectionCloseOk
-    | ChannelOpen
-    | ChannelOpenOk
-    | ChannelFlow
-    | ChannelFlowOk
-    | ChannelClose
-    | ChannelCloseOk
-    | ExchangeDeclare
-    | ExchangeDeclareOk
-    | ExchangeDelete
-    | ExchangeDeleteOk
-    | QueueDeclare
-    | QueueDeclareOk
-    | QueueBind
-    | QueueBindOk
-    | QueuePurge
-    | QueuePurgeOk
-    | QueueDelete
-    | QueueDeleteOk
-    | QueueUnbind
-    | QueueUnbindOk
-    | BasicProperties
-    | BasicQos
-    | BasicQosOk
-    | BasicConsume
-    | BasicConsumeOk
-    | BasicCancel
-    | BasicCancelOk
-    | BasicPublish
-    | BasicReturn
-    | BasicDeliver
-    | BasicGet
-    | BasicGetOk
-    | BasicGetEmpty
-    | BasicAck
-    | BasicReject
-    | BasicRecoverAsync
-    | BasicRecover
-    | BasicRecoverOk
-    | TxSelect
-    | TxSelectOk
-    | TxCommit
-    | TxCommitOk
-    | TxRollback
-    | TxRollbackOk
-)
-"""Any message of this protocol version."""
+Message = shared.Message | ExchangeDeclare | BasicCancel | BasicCancelOk | BasicAck
+"""Any message of this protocol version: the shared module's, and this version's own."""
 
 _Decoder = Callable[[bytes | memoryview, int, int], Message]
 # the straight road's decoders take the header's carried fields (channel) too
