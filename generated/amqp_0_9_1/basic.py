@@ -114,43 +114,30 @@ class BasicProperties(Structure):
 
 _BASIC_PROPERTIES_0 = struct.Struct(">HQ")
 _BASIC_PROPERTIES_0_FIELDS = "BasicProperties: weight body_size"
-
 _BASIC_PROPERTIES_1 = struct.Struct(">B")
 _BASIC_PROPERTIES_1_FIELDS = "BasicProperties: content_type"
-
 _BASIC_PROPERTIES_2 = struct.Struct(">B")
 _BASIC_PROPERTIES_2_FIELDS = "BasicProperties: content_encoding"
-
 _BASIC_PROPERTIES_3 = struct.Struct(">B")
 _BASIC_PROPERTIES_3_FIELDS = "BasicProperties: delivery_mode"
-
 _BASIC_PROPERTIES_4 = struct.Struct(">B")
 _BASIC_PROPERTIES_4_FIELDS = "BasicProperties: priority"
-
 _BASIC_PROPERTIES_5 = struct.Struct(">B")
 _BASIC_PROPERTIES_5_FIELDS = "BasicProperties: correlation_id"
-
 _BASIC_PROPERTIES_6 = struct.Struct(">B")
 _BASIC_PROPERTIES_6_FIELDS = "BasicProperties: reply_to"
-
 _BASIC_PROPERTIES_7 = struct.Struct(">B")
 _BASIC_PROPERTIES_7_FIELDS = "BasicProperties: expiration"
-
 _BASIC_PROPERTIES_8 = struct.Struct(">B")
 _BASIC_PROPERTIES_8_FIELDS = "BasicProperties: message_id"
-
 _BASIC_PROPERTIES_9 = struct.Struct(">Q")
 _BASIC_PROPERTIES_9_FIELDS = "BasicProperties: timestamp"
-
 _BASIC_PROPERTIES_10 = struct.Struct(">B")
 _BASIC_PROPERTIES_10_FIELDS = "BasicProperties: type"
-
 _BASIC_PROPERTIES_11 = struct.Struct(">B")
 _BASIC_PROPERTIES_11_FIELDS = "BasicProperties: user_id"
-
 _BASIC_PROPERTIES_12 = struct.Struct(">B")
 _BASIC_PROPERTIES_12_FIELDS = "BasicProperties: app_id"
-
 _BASIC_PROPERTIES_13 = struct.Struct(">B")
 _BASIC_PROPERTIES_13_FIELDS = "BasicProperties: reserved"
 
@@ -330,7 +317,9 @@ def _decode_basic_properties(
             raise _bad_length("BasicProperties.reserved", at, reserved_len, end)
         reserved = str(buf[at : at + reserved_len], "utf-8", "surrogateescape")
         at += reserved_len
-    msg = BasicProperties(
+    if at != end:
+        raise DecodeError("BasicProperties", at, f"{end - at} bytes after the last field")
+    return BasicProperties(
         weight,
         body_size,
         content_type,
@@ -349,9 +338,6 @@ def _decode_basic_properties(
         reserved,
         channel,
     )
-    if at != end:
-        raise DecodeError("BasicProperties", at, f"{end - at} bytes after the last field")
-    return msg
 
 
 def _encode_basic_properties(msg: BasicProperties, parts: list[bytes]) -> None:
@@ -498,10 +484,9 @@ def _decode_basic_qos(buf: bytes | memoryview, at: int, end: int, channel: int =
     global_ = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicQos.unused1", at, "expected 0")
-    msg = BasicQos(prefetch_size, prefetch_count, global_, channel)
     if at != end:
         raise DecodeError("BasicQos", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicQos(prefetch_size, prefetch_count, global_, channel)
 
 
 def _encode_basic_qos(msg: BasicQos, parts: list[bytes]) -> None:
@@ -557,10 +542,9 @@ class BasicQosOk(Structure):
 def _decode_basic_qos_ok(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicQosOk:
-    msg = BasicQosOk(channel)
     if at != end:
         raise DecodeError("BasicQosOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicQosOk(channel)
 
 
 def _encode_basic_qos_ok(msg: BasicQosOk, parts: list[bytes]) -> None:
@@ -656,10 +640,8 @@ A set of arguments for the consume. The syntax and semantics of these arguments 
 
 _BASIC_CONSUME_0 = struct.Struct(">HB")
 _BASIC_CONSUME_0_FIELDS = "BasicConsume: reserved1 queue"
-
 _BASIC_CONSUME_1 = struct.Struct(">B")
 _BASIC_CONSUME_1_FIELDS = "BasicConsume: consumer_tag"
-
 _BASIC_CONSUME_2 = struct.Struct(">B")
 _BASIC_CONSUME_2_FIELDS = "BasicConsume: bits1"
 
@@ -694,12 +676,11 @@ def _decode_basic_consume(
     if (bits1 >> 4) & 0xF != 0:
         raise DecodeError("BasicConsume.unused1", at, "expected 0")
     arguments, at = _decode_table(buf, at, end)
-    msg = BasicConsume(
-        reserved1, queue, consumer_tag, no_local, no_ack, exclusive, no_wait, arguments, channel
-    )
     if at != end:
         raise DecodeError("BasicConsume", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicConsume(
+        reserved1, queue, consumer_tag, no_local, no_ack, exclusive, no_wait, arguments, channel
+    )
 
 
 def _encode_basic_consume(msg: BasicConsume, parts: list[bytes]) -> None:
@@ -768,10 +749,9 @@ def _decode_basic_consume_ok(
         raise _bad_length("BasicConsumeOk.consumer_tag", at, consumer_tag_len, end)
     consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
-    msg = BasicConsumeOk(consumer_tag, channel)
     if at != end:
         raise DecodeError("BasicConsumeOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicConsumeOk(consumer_tag, channel)
 
 
 def _encode_basic_consume_ok(msg: BasicConsumeOk, parts: list[bytes]) -> None:
@@ -843,10 +823,8 @@ This flag tells the server how to react if the message cannot be routed to a que
 
 _BASIC_PUBLISH_0 = struct.Struct(">HB")
 _BASIC_PUBLISH_0_FIELDS = "BasicPublish: reserved1 exchange"
-
 _BASIC_PUBLISH_1 = struct.Struct(">B")
 _BASIC_PUBLISH_1_FIELDS = "BasicPublish: routing_key"
-
 _BASIC_PUBLISH_2 = struct.Struct(">B")
 _BASIC_PUBLISH_2_FIELDS = "BasicPublish: bits1"
 
@@ -878,10 +856,9 @@ def _decode_basic_publish(
     immediate = bits1 & 0x2 != 0
     if (bits1 >> 2) & 0x3F != 0:
         raise DecodeError("BasicPublish.unused1", at, "expected 0")
-    msg = BasicPublish(reserved1, exchange, routing_key, mandatory, immediate, channel)
     if at != end:
         raise DecodeError("BasicPublish", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicPublish(reserved1, exchange, routing_key, mandatory, immediate, channel)
 
 
 def _encode_basic_publish(msg: BasicPublish, parts: list[bytes]) -> None:
@@ -955,10 +932,8 @@ Specifies the routing key name specified when the message was published."""
 
 _BASIC_RETURN_0 = struct.Struct(">HB")
 _BASIC_RETURN_0_FIELDS = "BasicReturn: reply_code reply_text"
-
 _BASIC_RETURN_1 = struct.Struct(">B")
 _BASIC_RETURN_1_FIELDS = "BasicReturn: exchange"
-
 _BASIC_RETURN_2 = struct.Struct(">B")
 _BASIC_RETURN_2_FIELDS = "BasicReturn: routing_key"
 
@@ -990,10 +965,9 @@ def _decode_basic_return(
         raise _bad_length("BasicReturn.routing_key", at, routing_key_len, end)
     routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
-    msg = BasicReturn(reply_code, reply_text, exchange, routing_key, channel)
     if at != end:
         raise DecodeError("BasicReturn", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicReturn(reply_code, reply_text, exchange, routing_key, channel)
 
 
 def _encode_basic_return(msg: BasicReturn, parts: list[bytes]) -> None:
@@ -1075,10 +1049,8 @@ Specifies the routing key name specified when the message was published."""
 
 _BASIC_DELIVER_0 = struct.Struct(">B")
 _BASIC_DELIVER_0_FIELDS = "BasicDeliver: consumer_tag"
-
 _BASIC_DELIVER_1 = struct.Struct(">QBB")
 _BASIC_DELIVER_1_FIELDS = "BasicDeliver: delivery_tag bits1 exchange"
-
 _BASIC_DELIVER_2 = struct.Struct(">B")
 _BASIC_DELIVER_2_FIELDS = "BasicDeliver: routing_key"
 
@@ -1113,10 +1085,9 @@ def _decode_basic_deliver(
         raise _bad_length("BasicDeliver.routing_key", at, routing_key_len, end)
     routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
-    msg = BasicDeliver(consumer_tag, delivery_tag, redelivered, exchange, routing_key, channel)
     if at != end:
         raise DecodeError("BasicDeliver", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicDeliver(consumer_tag, delivery_tag, redelivered, exchange, routing_key, channel)
 
 
 def _encode_basic_deliver(msg: BasicDeliver, parts: list[bytes]) -> None:
@@ -1186,7 +1157,6 @@ If this field is set the server does not expect acknowledgements for messages. T
 
 _BASIC_GET_0 = struct.Struct(">HB")
 _BASIC_GET_0_FIELDS = "BasicGet: reserved1 queue"
-
 _BASIC_GET_1 = struct.Struct(">B")
 _BASIC_GET_1_FIELDS = "BasicGet: bits1"
 
@@ -1207,10 +1177,9 @@ def _decode_basic_get(buf: bytes | memoryview, at: int, end: int, channel: int =
     no_ack = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicGet.unused1", at, "expected 0")
-    msg = BasicGet(reserved1, queue, no_ack, channel)
     if at != end:
         raise DecodeError("BasicGet", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicGet(reserved1, queue, no_ack, channel)
 
 
 def _encode_basic_get(msg: BasicGet, parts: list[bytes]) -> None:
@@ -1286,10 +1255,8 @@ The number of messages in the queue, which will be zero for newly-declared queue
 
 _BASIC_GET_OK_0 = struct.Struct(">QBB")
 _BASIC_GET_OK_0_FIELDS = "BasicGetOk: delivery_tag bits1 exchange"
-
 _BASIC_GET_OK_1 = struct.Struct(">B")
 _BASIC_GET_OK_1_FIELDS = "BasicGetOk: routing_key"
-
 _BASIC_GET_OK_2 = struct.Struct(">I")
 _BASIC_GET_OK_2_FIELDS = "BasicGetOk: message_count"
 
@@ -1320,10 +1287,9 @@ def _decode_basic_get_ok(
         raise _truncated(_BASIC_GET_OK_2, _BASIC_GET_OK_2_FIELDS, at, end)
     (message_count,) = _BASIC_GET_OK_2.unpack_from(buf, at)
     at += 4
-    msg = BasicGetOk(delivery_tag, redelivered, exchange, routing_key, message_count, channel)
     if at != end:
         raise DecodeError("BasicGetOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicGetOk(delivery_tag, redelivered, exchange, routing_key, message_count, channel)
 
 
 def _encode_basic_get_ok(msg: BasicGetOk, parts: list[bytes]) -> None:
@@ -1384,10 +1350,9 @@ def _decode_basic_get_empty(
         raise _bad_length("BasicGetEmpty.reserved1", at, reserved1_len, end)
     reserved1 = str(buf[at : at + reserved1_len], "utf-8", "surrogateescape")
     at += reserved1_len
-    msg = BasicGetEmpty(reserved1, channel)
     if at != end:
         raise DecodeError("BasicGetEmpty", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicGetEmpty(reserved1, channel)
 
 
 def _encode_basic_get_empty(msg: BasicGetEmpty, parts: list[bytes]) -> None:
@@ -1446,10 +1411,9 @@ def _decode_basic_reject(
     requeue = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicReject.unused1", at, "expected 0")
-    msg = BasicReject(delivery_tag, requeue, channel)
     if at != end:
         raise DecodeError("BasicReject", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicReject(delivery_tag, requeue, channel)
 
 
 def _encode_basic_reject(msg: BasicReject, parts: list[bytes]) -> None:
@@ -1519,10 +1483,9 @@ def _decode_basic_recover_async(
     requeue = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicRecoverAsync.unused1", at, "expected 0")
-    msg = BasicRecoverAsync(requeue, channel)
     if at != end:
         raise DecodeError("BasicRecoverAsync", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicRecoverAsync(requeue, channel)
 
 
 def _encode_basic_recover_async(msg: BasicRecoverAsync, parts: list[bytes]) -> None:
@@ -1584,10 +1547,9 @@ def _decode_basic_recover(
     requeue = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicRecover.unused1", at, "expected 0")
-    msg = BasicRecover(requeue, channel)
     if at != end:
         raise DecodeError("BasicRecover", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicRecover(requeue, channel)
 
 
 def _encode_basic_recover(msg: BasicRecover, parts: list[bytes]) -> None:
@@ -1634,10 +1596,9 @@ class BasicRecoverOk(Structure):
 def _decode_basic_recover_ok(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> BasicRecoverOk:
-    msg = BasicRecoverOk(channel)
     if at != end:
         raise DecodeError("BasicRecoverOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicRecoverOk(channel)
 
 
 def _encode_basic_recover_ok(msg: BasicRecoverOk, parts: list[bytes]) -> None:

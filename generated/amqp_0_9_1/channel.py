@@ -66,10 +66,9 @@ def _decode_channel_open(
         raise _bad_length("ChannelOpen.reserved1", at, reserved1_len, end)
     reserved1 = str(buf[at : at + reserved1_len], "utf-8", "surrogateescape")
     at += reserved1_len
-    msg = ChannelOpen(reserved1, channel)
     if at != end:
         raise DecodeError("ChannelOpen", at, f"{end - at} bytes after the last field")
-    return msg
+    return ChannelOpen(reserved1, channel)
 
 
 def _encode_channel_open(msg: ChannelOpen, parts: list[bytes]) -> None:
@@ -123,10 +122,9 @@ def _decode_channel_open_ok(
         raise _bad_length("ChannelOpenOk.reserved1", at, reserved1_len, end)
     reserved1 = bytes(buf[at : at + reserved1_len])
     at += reserved1_len
-    msg = ChannelOpenOk(reserved1, channel)
     if at != end:
         raise DecodeError("ChannelOpenOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return ChannelOpenOk(reserved1, channel)
 
 
 def _encode_channel_open_ok(msg: ChannelOpenOk, parts: list[bytes]) -> None:
@@ -183,10 +181,9 @@ def _decode_channel_flow(
     active = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("ChannelFlow.unused1", at, "expected 0")
-    msg = ChannelFlow(active, channel)
     if at != end:
         raise DecodeError("ChannelFlow", at, f"{end - at} bytes after the last field")
-    return msg
+    return ChannelFlow(active, channel)
 
 
 def _encode_channel_flow(msg: ChannelFlow, parts: list[bytes]) -> None:
@@ -248,10 +245,9 @@ def _decode_channel_flow_ok(
     active = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("ChannelFlowOk.unused1", at, "expected 0")
-    msg = ChannelFlowOk(active, channel)
     if at != end:
         raise DecodeError("ChannelFlowOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return ChannelFlowOk(active, channel)
 
 
 def _encode_channel_flow_ok(msg: ChannelFlowOk, parts: list[bytes]) -> None:
@@ -325,7 +321,6 @@ When the close is provoked by a method exception, this is the ID of the method."
 
 _CHANNEL_CLOSE_0 = struct.Struct(">HB")
 _CHANNEL_CLOSE_0_FIELDS = "ChannelClose: reply_code reply_text"
-
 _CHANNEL_CLOSE_1 = struct.Struct(">HH")
 _CHANNEL_CLOSE_1_FIELDS = "ChannelClose: class_id method_id"
 
@@ -345,10 +340,9 @@ def _decode_channel_close(
         raise _truncated(_CHANNEL_CLOSE_1, _CHANNEL_CLOSE_1_FIELDS, at, end)
     class_id, method_id = _CHANNEL_CLOSE_1.unpack_from(buf, at)
     at += 4
-    msg = ChannelClose(reply_code, reply_text, class_id, method_id, channel)
     if at != end:
         raise DecodeError("ChannelClose", at, f"{end - at} bytes after the last field")
-    return msg
+    return ChannelClose(reply_code, reply_text, class_id, method_id, channel)
 
 
 def _encode_channel_close(msg: ChannelClose, parts: list[bytes]) -> None:
@@ -388,10 +382,9 @@ class ChannelCloseOk(Structure):
 def _decode_channel_close_ok(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ChannelCloseOk:
-    msg = ChannelCloseOk(channel)
     if at != end:
         raise DecodeError("ChannelCloseOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return ChannelCloseOk(channel)
 
 
 def _encode_channel_close_ok(msg: ChannelCloseOk, parts: list[bytes]) -> None:

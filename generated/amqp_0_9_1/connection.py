@@ -88,10 +88,8 @@ Must not be empty."""
 
 _CONNECTION_START_0 = struct.Struct(">BB")
 _CONNECTION_START_0_FIELDS = "ConnectionStart: version_major version_minor"
-
 _CONNECTION_START_1 = struct.Struct(">I")
 _CONNECTION_START_1_FIELDS = "ConnectionStart: mechanisms"
-
 _CONNECTION_START_2 = struct.Struct(">I")
 _CONNECTION_START_2_FIELDS = "ConnectionStart: locales"
 
@@ -120,12 +118,11 @@ def _decode_connection_start(
         raise _bad_length("ConnectionStart.locales", at, locales_len, end)
     locales = bytes(buf[at : at + locales_len])
     at += locales_len
-    msg = ConnectionStart(
-        version_major, version_minor, server_properties, mechanisms, locales, channel
-    )
     if at != end:
         raise DecodeError("ConnectionStart", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionStart(
+        version_major, version_minor, server_properties, mechanisms, locales, channel
+    )
 
 
 def _encode_connection_start(msg: ConnectionStart, parts: list[bytes]) -> None:
@@ -203,10 +200,8 @@ Must not be empty."""
 
 _CONNECTION_START_OK_0 = struct.Struct(">B")
 _CONNECTION_START_OK_0_FIELDS = "ConnectionStartOk: mechanism"
-
 _CONNECTION_START_OK_1 = struct.Struct(">I")
 _CONNECTION_START_OK_1_FIELDS = "ConnectionStartOk: response"
-
 _CONNECTION_START_OK_2 = struct.Struct(">B")
 _CONNECTION_START_OK_2_FIELDS = "ConnectionStartOk: locale"
 
@@ -239,10 +234,9 @@ def _decode_connection_start_ok(
         raise _bad_length("ConnectionStartOk.locale", at, locale_len, end)
     locale = str(buf[at : at + locale_len], "utf-8", "surrogateescape")
     at += locale_len
-    msg = ConnectionStartOk(client_properties, mechanism, response, locale, channel)
     if at != end:
         raise DecodeError("ConnectionStartOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionStartOk(client_properties, mechanism, response, locale, channel)
 
 
 def _encode_connection_start_ok(msg: ConnectionStartOk, parts: list[bytes]) -> None:
@@ -310,10 +304,9 @@ def _decode_connection_secure(
         raise _bad_length("ConnectionSecure.challenge", at, challenge_len, end)
     challenge = bytes(buf[at : at + challenge_len])
     at += challenge_len
-    msg = ConnectionSecure(challenge, channel)
     if at != end:
         raise DecodeError("ConnectionSecure", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionSecure(challenge, channel)
 
 
 def _encode_connection_secure(msg: ConnectionSecure, parts: list[bytes]) -> None:
@@ -371,10 +364,9 @@ def _decode_connection_secure_ok(
         raise _bad_length("ConnectionSecureOk.response", at, response_len, end)
     response = bytes(buf[at : at + response_len])
     at += response_len
-    msg = ConnectionSecureOk(response, channel)
     if at != end:
         raise DecodeError("ConnectionSecureOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionSecureOk(response, channel)
 
 
 def _encode_connection_secure_ok(msg: ConnectionSecureOk, parts: list[bytes]) -> None:
@@ -438,10 +430,9 @@ def _decode_connection_tune(
         raise _truncated(_CONNECTION_TUNE_0, _CONNECTION_TUNE_0_FIELDS, at, end)
     channel_max, frame_max, heartbeat = _CONNECTION_TUNE_0.unpack_from(buf, at)
     at += 8
-    msg = ConnectionTune(channel_max, frame_max, heartbeat, channel)
     if at != end:
         raise DecodeError("ConnectionTune", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionTune(channel_max, frame_max, heartbeat, channel)
 
 
 def _encode_connection_tune(msg: ConnectionTune, parts: list[bytes]) -> None:
@@ -520,10 +511,9 @@ def _decode_connection_tune_ok(
         raise _truncated(_CONNECTION_TUNE_OK_0, _CONNECTION_TUNE_OK_0_FIELDS, at, end)
     channel_max, frame_max, heartbeat = _CONNECTION_TUNE_OK_0.unpack_from(buf, at)
     at += 8
-    msg = ConnectionTuneOk(channel_max, frame_max, heartbeat, channel)
     if at != end:
         raise DecodeError("ConnectionTuneOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionTuneOk(channel_max, frame_max, heartbeat, channel)
 
 
 def _encode_connection_tune_ok(msg: ConnectionTuneOk, parts: list[bytes]) -> None:
@@ -593,10 +583,8 @@ Must not be empty. At most 127 characters."""
 
 _CONNECTION_OPEN_0 = struct.Struct(">B")
 _CONNECTION_OPEN_0_FIELDS = "ConnectionOpen: virtual_host"
-
 _CONNECTION_OPEN_1 = struct.Struct(">B")
 _CONNECTION_OPEN_1_FIELDS = "ConnectionOpen: reserved1"
-
 _CONNECTION_OPEN_2 = struct.Struct(">B")
 _CONNECTION_OPEN_2_FIELDS = "ConnectionOpen: bits1"
 
@@ -627,10 +615,9 @@ def _decode_connection_open(
     reserved2 = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("ConnectionOpen.unused1", at, "expected 0")
-    msg = ConnectionOpen(virtual_host, reserved1, reserved2, channel)
     if at != end:
         raise DecodeError("ConnectionOpen", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionOpen(virtual_host, reserved1, reserved2, channel)
 
 
 def _encode_connection_open(msg: ConnectionOpen, parts: list[bytes]) -> None:
@@ -689,10 +676,9 @@ def _decode_connection_open_ok(
         raise _bad_length("ConnectionOpenOk.reserved1", at, reserved1_len, end)
     reserved1 = str(buf[at : at + reserved1_len], "utf-8", "surrogateescape")
     at += reserved1_len
-    msg = ConnectionOpenOk(reserved1, channel)
     if at != end:
         raise DecodeError("ConnectionOpenOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionOpenOk(reserved1, channel)
 
 
 def _encode_connection_open_ok(msg: ConnectionOpenOk, parts: list[bytes]) -> None:
@@ -758,7 +744,6 @@ When the close is provoked by a method exception, this is the ID of the method."
 
 _CONNECTION_CLOSE_0 = struct.Struct(">HB")
 _CONNECTION_CLOSE_0_FIELDS = "ConnectionClose: reply_code reply_text"
-
 _CONNECTION_CLOSE_1 = struct.Struct(">HH")
 _CONNECTION_CLOSE_1_FIELDS = "ConnectionClose: class_id method_id"
 
@@ -778,10 +763,9 @@ def _decode_connection_close(
         raise _truncated(_CONNECTION_CLOSE_1, _CONNECTION_CLOSE_1_FIELDS, at, end)
     class_id, method_id = _CONNECTION_CLOSE_1.unpack_from(buf, at)
     at += 4
-    msg = ConnectionClose(reply_code, reply_text, class_id, method_id, channel)
     if at != end:
         raise DecodeError("ConnectionClose", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionClose(reply_code, reply_text, class_id, method_id, channel)
 
 
 def _encode_connection_close(msg: ConnectionClose, parts: list[bytes]) -> None:
@@ -821,10 +805,9 @@ class ConnectionCloseOk(Structure):
 def _decode_connection_close_ok(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConnectionCloseOk:
-    msg = ConnectionCloseOk(channel)
     if at != end:
         raise DecodeError("ConnectionCloseOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionCloseOk(channel)
 
 
 def _encode_connection_close_ok(msg: ConnectionCloseOk, parts: list[bytes]) -> None:

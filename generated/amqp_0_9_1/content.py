@@ -50,10 +50,9 @@ def _decode_content_body(
 ) -> ContentBody:
     payload = bytes(buf[at:end])
     at = end
-    msg = ContentBody(payload, channel)
     if at != end:
         raise DecodeError("ContentBody", at, f"{end - at} bytes after the last field")
-    return msg
+    return ContentBody(payload, channel)
 
 
 def _encode_content_body(msg: ContentBody, parts: list[bytes]) -> None:

@@ -49,10 +49,9 @@ class ExchangeDeclareOk(Structure):
 def _decode_exchange_declare_ok(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ExchangeDeclareOk:
-    msg = ExchangeDeclareOk(channel)
     if at != end:
         raise DecodeError("ExchangeDeclareOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return ExchangeDeclareOk(channel)
 
 
 def _encode_exchange_declare_ok(msg: ExchangeDeclareOk, parts: list[bytes]) -> None:
@@ -124,7 +123,6 @@ If set, the server will not respond to the method. The client should not wait fo
 
 _EXCHANGE_DELETE_0 = struct.Struct(">HB")
 _EXCHANGE_DELETE_0_FIELDS = "ExchangeDelete: reserved1 exchange"
-
 _EXCHANGE_DELETE_1 = struct.Struct(">B")
 _EXCHANGE_DELETE_1_FIELDS = "ExchangeDelete: bits1"
 
@@ -148,10 +146,9 @@ def _decode_exchange_delete(
     no_wait = bits1 & 0x2 != 0
     if (bits1 >> 2) & 0x3F != 0:
         raise DecodeError("ExchangeDelete.unused1", at, "expected 0")
-    msg = ExchangeDelete(reserved1, exchange, if_unused, no_wait, channel)
     if at != end:
         raise DecodeError("ExchangeDelete", at, f"{end - at} bytes after the last field")
-    return msg
+    return ExchangeDelete(reserved1, exchange, if_unused, no_wait, channel)
 
 
 def _encode_exchange_delete(msg: ExchangeDelete, parts: list[bytes]) -> None:
@@ -193,10 +190,9 @@ class ExchangeDeleteOk(Structure):
 def _decode_exchange_delete_ok(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ExchangeDeleteOk:
-    msg = ExchangeDeleteOk(channel)
     if at != end:
         raise DecodeError("ExchangeDeleteOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return ExchangeDeleteOk(channel)
 
 
 def _encode_exchange_delete_ok(msg: ExchangeDeleteOk, parts: list[bytes]) -> None:

@@ -103,7 +103,6 @@ A set of arguments for the declaration. The syntax and semantics of these argume
 
 _QUEUE_DECLARE_0 = struct.Struct(">HB")
 _QUEUE_DECLARE_0_FIELDS = "QueueDeclare: reserved1 queue"
-
 _QUEUE_DECLARE_1 = struct.Struct(">B")
 _QUEUE_DECLARE_1_FIELDS = "QueueDeclare: bits1"
 
@@ -131,12 +130,11 @@ def _decode_queue_declare(
     if (bits1 >> 5) & 0x7 != 0:
         raise DecodeError("QueueDeclare.unused1", at, "expected 0")
     arguments, at = _decode_table(buf, at, end)
-    msg = QueueDeclare(
-        reserved1, queue, passive, durable, exclusive, auto_delete, no_wait, arguments, channel
-    )
     if at != end:
         raise DecodeError("QueueDeclare", at, f"{end - at} bytes after the last field")
-    return msg
+    return QueueDeclare(
+        reserved1, queue, passive, durable, exclusive, auto_delete, no_wait, arguments, channel
+    )
 
 
 def _encode_queue_declare(msg: QueueDeclare, parts: list[bytes]) -> None:
@@ -203,7 +201,6 @@ Reports the number of active consumers for the queue. Note that consumers can su
 
 _QUEUE_DECLARE_OK_0 = struct.Struct(">B")
 _QUEUE_DECLARE_OK_0_FIELDS = "QueueDeclareOk: queue"
-
 _QUEUE_DECLARE_OK_1 = struct.Struct(">II")
 _QUEUE_DECLARE_OK_1_FIELDS = "QueueDeclareOk: message_count consumer_count"
 
@@ -223,10 +220,9 @@ def _decode_queue_declare_ok(
         raise _truncated(_QUEUE_DECLARE_OK_1, _QUEUE_DECLARE_OK_1_FIELDS, at, end)
     message_count, consumer_count = _QUEUE_DECLARE_OK_1.unpack_from(buf, at)
     at += 8
-    msg = QueueDeclareOk(queue, message_count, consumer_count, channel)
     if at != end:
         raise DecodeError("QueueDeclareOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return QueueDeclareOk(queue, message_count, consumer_count, channel)
 
 
 def _encode_queue_declare_ok(msg: QueueDeclareOk, parts: list[bytes]) -> None:
@@ -308,13 +304,10 @@ A set of arguments for the binding. The syntax and semantics of these arguments 
 
 _QUEUE_BIND_0 = struct.Struct(">HB")
 _QUEUE_BIND_0_FIELDS = "QueueBind: reserved1 queue"
-
 _QUEUE_BIND_1 = struct.Struct(">B")
 _QUEUE_BIND_1_FIELDS = "QueueBind: exchange"
-
 _QUEUE_BIND_2 = struct.Struct(">B")
 _QUEUE_BIND_2_FIELDS = "QueueBind: routing_key"
-
 _QUEUE_BIND_3 = struct.Struct(">B")
 _QUEUE_BIND_3_FIELDS = "QueueBind: bits1"
 
@@ -352,10 +345,9 @@ def _decode_queue_bind(buf: bytes | memoryview, at: int, end: int, channel: int 
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("QueueBind.unused1", at, "expected 0")
     arguments, at = _decode_table(buf, at, end)
-    msg = QueueBind(reserved1, queue, exchange, routing_key, no_wait, arguments, channel)
     if at != end:
         raise DecodeError("QueueBind", at, f"{end - at} bytes after the last field")
-    return msg
+    return QueueBind(reserved1, queue, exchange, routing_key, no_wait, arguments, channel)
 
 
 def _encode_queue_bind(msg: QueueBind, parts: list[bytes]) -> None:
@@ -404,10 +396,9 @@ class QueueBindOk(Structure):
 def _decode_queue_bind_ok(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> QueueBindOk:
-    msg = QueueBindOk(channel)
     if at != end:
         raise DecodeError("QueueBindOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return QueueBindOk(channel)
 
 
 def _encode_queue_bind_ok(msg: QueueBindOk, parts: list[bytes]) -> None:
@@ -469,7 +460,6 @@ If set, the server will not respond to the method. The client should not wait fo
 
 _QUEUE_PURGE_0 = struct.Struct(">HB")
 _QUEUE_PURGE_0_FIELDS = "QueuePurge: reserved1 queue"
-
 _QUEUE_PURGE_1 = struct.Struct(">B")
 _QUEUE_PURGE_1_FIELDS = "QueuePurge: bits1"
 
@@ -490,10 +480,9 @@ def _decode_queue_purge(buf: bytes | memoryview, at: int, end: int, channel: int
     no_wait = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("QueuePurge.unused1", at, "expected 0")
-    msg = QueuePurge(reserved1, queue, no_wait, channel)
     if at != end:
         raise DecodeError("QueuePurge", at, f"{end - at} bytes after the last field")
-    return msg
+    return QueuePurge(reserved1, queue, no_wait, channel)
 
 
 def _encode_queue_purge(msg: QueuePurge, parts: list[bytes]) -> None:
@@ -546,10 +535,9 @@ def _decode_queue_purge_ok(
         raise _truncated(_QUEUE_PURGE_OK_0, _QUEUE_PURGE_OK_0_FIELDS, at, end)
     (message_count,) = _QUEUE_PURGE_OK_0.unpack_from(buf, at)
     at += 4
-    msg = QueuePurgeOk(message_count, channel)
     if at != end:
         raise DecodeError("QueuePurgeOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return QueuePurgeOk(message_count, channel)
 
 
 def _encode_queue_purge_ok(msg: QueuePurgeOk, parts: list[bytes]) -> None:
@@ -630,7 +618,6 @@ If set, the server will not respond to the method. The client should not wait fo
 
 _QUEUE_DELETE_0 = struct.Struct(">HB")
 _QUEUE_DELETE_0_FIELDS = "QueueDelete: reserved1 queue"
-
 _QUEUE_DELETE_1 = struct.Struct(">B")
 _QUEUE_DELETE_1_FIELDS = "QueueDelete: bits1"
 
@@ -655,10 +642,9 @@ def _decode_queue_delete(
     no_wait = bits1 & 0x4 != 0
     if (bits1 >> 3) & 0x1F != 0:
         raise DecodeError("QueueDelete.unused1", at, "expected 0")
-    msg = QueueDelete(reserved1, queue, if_unused, if_empty, no_wait, channel)
     if at != end:
         raise DecodeError("QueueDelete", at, f"{end - at} bytes after the last field")
-    return msg
+    return QueueDelete(reserved1, queue, if_unused, if_empty, no_wait, channel)
 
 
 def _encode_queue_delete(msg: QueueDelete, parts: list[bytes]) -> None:
@@ -717,10 +703,9 @@ def _decode_queue_delete_ok(
         raise _truncated(_QUEUE_DELETE_OK_0, _QUEUE_DELETE_OK_0_FIELDS, at, end)
     (message_count,) = _QUEUE_DELETE_OK_0.unpack_from(buf, at)
     at += 4
-    msg = QueueDeleteOk(message_count, channel)
     if at != end:
         raise DecodeError("QueueDeleteOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return QueueDeleteOk(message_count, channel)
 
 
 def _encode_queue_delete_ok(msg: QueueDeleteOk, parts: list[bytes]) -> None:
@@ -803,10 +788,8 @@ Specifies the arguments of the binding to unbind."""
 
 _QUEUE_UNBIND_0 = struct.Struct(">HB")
 _QUEUE_UNBIND_0_FIELDS = "QueueUnbind: reserved1 queue"
-
 _QUEUE_UNBIND_1 = struct.Struct(">B")
 _QUEUE_UNBIND_1_FIELDS = "QueueUnbind: exchange"
-
 _QUEUE_UNBIND_2 = struct.Struct(">B")
 _QUEUE_UNBIND_2_FIELDS = "QueueUnbind: routing_key"
 
@@ -839,10 +822,9 @@ def _decode_queue_unbind(
     routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
     arguments, at = _decode_table(buf, at, end)
-    msg = QueueUnbind(reserved1, queue, exchange, routing_key, arguments, channel)
     if at != end:
         raise DecodeError("QueueUnbind", at, f"{end - at} bytes after the last field")
-    return msg
+    return QueueUnbind(reserved1, queue, exchange, routing_key, arguments, channel)
 
 
 def _encode_queue_unbind(msg: QueueUnbind, parts: list[bytes]) -> None:
@@ -890,10 +872,9 @@ class QueueUnbindOk(Structure):
 def _decode_queue_unbind_ok(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> QueueUnbindOk:
-    msg = QueueUnbindOk(channel)
     if at != end:
         raise DecodeError("QueueUnbindOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return QueueUnbindOk(channel)
 
 
 def _encode_queue_unbind_ok(msg: QueueUnbindOk, parts: list[bytes]) -> None:

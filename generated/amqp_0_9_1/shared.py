@@ -235,10 +235,9 @@ class Heartbeat(Structure):
 
 
 def _decode_heartbeat(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> Heartbeat:
-    msg = Heartbeat(channel)
     if at != end:
         raise DecodeError("Heartbeat", at, f"{end - at} bytes after the last field")
-    return msg
+    return Heartbeat(channel)
 
 
 def _encode_heartbeat(msg: Heartbeat, parts: list[bytes]) -> None:

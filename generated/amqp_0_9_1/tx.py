@@ -49,10 +49,9 @@ class TxSelect(Structure):
 
 
 def _decode_tx_select(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> TxSelect:
-    msg = TxSelect(channel)
     if at != end:
         raise DecodeError("TxSelect", at, f"{end - at} bytes after the last field")
-    return msg
+    return TxSelect(channel)
 
 
 def _encode_tx_select(msg: TxSelect, parts: list[bytes]) -> None:
@@ -96,10 +95,9 @@ class TxSelectOk(Structure):
 def _decode_tx_select_ok(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> TxSelectOk:
-    msg = TxSelectOk(channel)
     if at != end:
         raise DecodeError("TxSelectOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return TxSelectOk(channel)
 
 
 def _encode_tx_select_ok(msg: TxSelectOk, parts: list[bytes]) -> None:
@@ -143,10 +141,9 @@ class TxCommit(Structure):
 
 
 def _decode_tx_commit(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> TxCommit:
-    msg = TxCommit(channel)
     if at != end:
         raise DecodeError("TxCommit", at, f"{end - at} bytes after the last field")
-    return msg
+    return TxCommit(channel)
 
 
 def _encode_tx_commit(msg: TxCommit, parts: list[bytes]) -> None:
@@ -190,10 +187,9 @@ class TxCommitOk(Structure):
 def _decode_tx_commit_ok(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> TxCommitOk:
-    msg = TxCommitOk(channel)
     if at != end:
         raise DecodeError("TxCommitOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return TxCommitOk(channel)
 
 
 def _encode_tx_commit_ok(msg: TxCommitOk, parts: list[bytes]) -> None:
@@ -237,10 +233,9 @@ class TxRollback(Structure):
 
 
 def _decode_tx_rollback(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> TxRollback:
-    msg = TxRollback(channel)
     if at != end:
         raise DecodeError("TxRollback", at, f"{end - at} bytes after the last field")
-    return msg
+    return TxRollback(channel)
 
 
 def _encode_tx_rollback(msg: TxRollback, parts: list[bytes]) -> None:
@@ -284,10 +279,9 @@ class TxRollbackOk(Structure):
 def _decode_tx_rollback_ok(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> TxRollbackOk:
-    msg = TxRollbackOk(channel)
     if at != end:
         raise DecodeError("TxRollbackOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return TxRollbackOk(channel)
 
 
 def _encode_tx_rollback_ok(msg: TxRollbackOk, parts: list[bytes]) -> None:

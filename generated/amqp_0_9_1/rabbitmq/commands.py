@@ -125,10 +125,9 @@ def _decode_connection_blocked(
         raise _bad_length("ConnectionBlocked.reason", at, reason_len, end)
     reason = str(buf[at : at + reason_len], "utf-8", "surrogateescape")
     at += reason_len
-    msg = ConnectionBlocked(reason, channel)
     if at != end:
         raise DecodeError("ConnectionBlocked", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionBlocked(reason, channel)
 
 
 def _encode_connection_blocked(msg: ConnectionBlocked, parts: list[bytes]) -> None:
@@ -165,10 +164,9 @@ class ConnectionUnblocked(Structure):
 def _decode_connection_unblocked(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConnectionUnblocked:
-    msg = ConnectionUnblocked(channel)
     if at != end:
         raise DecodeError("ConnectionUnblocked", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionUnblocked(channel)
 
 
 def _encode_connection_unblocked(msg: ConnectionUnblocked, parts: list[bytes]) -> None:
@@ -222,7 +220,6 @@ The reason for the secret update."""
 
 _CONNECTION_UPDATE_SECRET_0 = struct.Struct(">I")
 _CONNECTION_UPDATE_SECRET_0_FIELDS = "ConnectionUpdateSecret: new_secret"
-
 _CONNECTION_UPDATE_SECRET_1 = struct.Struct(">B")
 _CONNECTION_UPDATE_SECRET_1_FIELDS = "ConnectionUpdateSecret: reason"
 
@@ -246,10 +243,9 @@ def _decode_connection_update_secret(
         raise _bad_length("ConnectionUpdateSecret.reason", at, reason_len, end)
     reason = str(buf[at : at + reason_len], "utf-8", "surrogateescape")
     at += reason_len
-    msg = ConnectionUpdateSecret(new_secret, reason, channel)
     if at != end:
         raise DecodeError("ConnectionUpdateSecret", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionUpdateSecret(new_secret, reason, channel)
 
 
 def _encode_connection_update_secret(msg: ConnectionUpdateSecret, parts: list[bytes]) -> None:
@@ -291,10 +287,9 @@ class ConnectionUpdateSecretOk(Structure):
 def _decode_connection_update_secret_ok(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConnectionUpdateSecretOk:
-    msg = ConnectionUpdateSecretOk(channel)
     if at != end:
         raise DecodeError("ConnectionUpdateSecretOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionUpdateSecretOk(channel)
 
 
 def _encode_connection_update_secret_ok(msg: ConnectionUpdateSecretOk, parts: list[bytes]) -> None:
@@ -395,10 +390,8 @@ A set of arguments for the declaration. The syntax and semantics of these argume
 
 _EXCHANGE_DECLARE_0 = struct.Struct(">HB")
 _EXCHANGE_DECLARE_0_FIELDS = "ExchangeDeclare: reserved1 exchange"
-
 _EXCHANGE_DECLARE_1 = struct.Struct(">B")
 _EXCHANGE_DECLARE_1_FIELDS = "ExchangeDeclare: type"
-
 _EXCHANGE_DECLARE_2 = struct.Struct(">B")
 _EXCHANGE_DECLARE_2_FIELDS = "ExchangeDeclare: bits1"
 
@@ -434,7 +427,9 @@ def _decode_exchange_declare(
     if (bits1 >> 5) & 0x7 != 0:
         raise DecodeError("ExchangeDeclare.unused1", at, "expected 0")
     arguments, at = _decode_table(buf, at, end)
-    msg = ExchangeDeclare(
+    if at != end:
+        raise DecodeError("ExchangeDeclare", at, f"{end - at} bytes after the last field")
+    return ExchangeDeclare(
         reserved1,
         exchange,
         type_,
@@ -446,9 +441,6 @@ def _decode_exchange_declare(
         arguments,
         channel,
     )
-    if at != end:
-        raise DecodeError("ExchangeDeclare", at, f"{end - at} bytes after the last field")
-    return msg
 
 
 def _encode_exchange_declare(msg: ExchangeDeclare, parts: list[bytes]) -> None:
@@ -542,13 +534,10 @@ A set of arguments for the binding. The syntax and semantics of these arguments 
 
 _EXCHANGE_BIND_0 = struct.Struct(">HB")
 _EXCHANGE_BIND_0_FIELDS = "ExchangeBind: reserved1 destination"
-
 _EXCHANGE_BIND_1 = struct.Struct(">B")
 _EXCHANGE_BIND_1_FIELDS = "ExchangeBind: source"
-
 _EXCHANGE_BIND_2 = struct.Struct(">B")
 _EXCHANGE_BIND_2_FIELDS = "ExchangeBind: routing_key"
-
 _EXCHANGE_BIND_3 = struct.Struct(">B")
 _EXCHANGE_BIND_3_FIELDS = "ExchangeBind: bits1"
 
@@ -588,10 +577,9 @@ def _decode_exchange_bind(
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("ExchangeBind.unused1", at, "expected 0")
     arguments, at = _decode_table(buf, at, end)
-    msg = ExchangeBind(reserved1, destination, source, routing_key, no_wait, arguments, channel)
     if at != end:
         raise DecodeError("ExchangeBind", at, f"{end - at} bytes after the last field")
-    return msg
+    return ExchangeBind(reserved1, destination, source, routing_key, no_wait, arguments, channel)
 
 
 def _encode_exchange_bind(msg: ExchangeBind, parts: list[bytes]) -> None:
@@ -639,10 +627,9 @@ class ExchangeBindOk(Structure):
 def _decode_exchange_bind_ok(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ExchangeBindOk:
-    msg = ExchangeBindOk(channel)
     if at != end:
         raise DecodeError("ExchangeBindOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return ExchangeBindOk(channel)
 
 
 def _encode_exchange_bind_ok(msg: ExchangeBindOk, parts: list[bytes]) -> None:
@@ -727,13 +714,10 @@ Specifies the arguments of the binding to unbind."""
 
 _EXCHANGE_UNBIND_0 = struct.Struct(">HB")
 _EXCHANGE_UNBIND_0_FIELDS = "ExchangeUnbind: reserved1 destination"
-
 _EXCHANGE_UNBIND_1 = struct.Struct(">B")
 _EXCHANGE_UNBIND_1_FIELDS = "ExchangeUnbind: source"
-
 _EXCHANGE_UNBIND_2 = struct.Struct(">B")
 _EXCHANGE_UNBIND_2_FIELDS = "ExchangeUnbind: routing_key"
-
 _EXCHANGE_UNBIND_3 = struct.Struct(">B")
 _EXCHANGE_UNBIND_3_FIELDS = "ExchangeUnbind: bits1"
 
@@ -773,10 +757,9 @@ def _decode_exchange_unbind(
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("ExchangeUnbind.unused1", at, "expected 0")
     arguments, at = _decode_table(buf, at, end)
-    msg = ExchangeUnbind(reserved1, destination, source, routing_key, no_wait, arguments, channel)
     if at != end:
         raise DecodeError("ExchangeUnbind", at, f"{end - at} bytes after the last field")
-    return msg
+    return ExchangeUnbind(reserved1, destination, source, routing_key, no_wait, arguments, channel)
 
 
 def _encode_exchange_unbind(msg: ExchangeUnbind, parts: list[bytes]) -> None:
@@ -824,10 +807,9 @@ class ExchangeUnbindOk(Structure):
 def _decode_exchange_unbind_ok(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ExchangeUnbindOk:
-    msg = ExchangeUnbindOk(channel)
     if at != end:
         raise DecodeError("ExchangeUnbindOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return ExchangeUnbindOk(channel)
 
 
 def _encode_exchange_unbind_ok(msg: ExchangeUnbindOk, parts: list[bytes]) -> None:
@@ -883,7 +865,6 @@ If set, the server will not respond to the method. The client should not wait fo
 
 _BASIC_CANCEL_0 = struct.Struct(">B")
 _BASIC_CANCEL_0_FIELDS = "BasicCancel: consumer_tag"
-
 _BASIC_CANCEL_1 = struct.Struct(">B")
 _BASIC_CANCEL_1_FIELDS = "BasicCancel: bits1"
 
@@ -906,10 +887,9 @@ def _decode_basic_cancel(
     no_wait = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicCancel.unused1", at, "expected 0")
-    msg = BasicCancel(consumer_tag, no_wait, channel)
     if at != end:
         raise DecodeError("BasicCancel", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicCancel(consumer_tag, no_wait, channel)
 
 
 def _encode_basic_cancel(msg: BasicCancel, parts: list[bytes]) -> None:
@@ -965,10 +945,9 @@ def _decode_basic_cancel_ok(
         raise _bad_length("BasicCancelOk.consumer_tag", at, consumer_tag_len, end)
     consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
-    msg = BasicCancelOk(consumer_tag, channel)
     if at != end:
         raise DecodeError("BasicCancelOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicCancelOk(consumer_tag, channel)
 
 
 def _encode_basic_cancel_ok(msg: BasicCancelOk, parts: list[bytes]) -> None:
@@ -1028,10 +1007,9 @@ def _decode_basic_ack(buf: bytes | memoryview, at: int, end: int, channel: int =
     multiple = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicAck.unused1", at, "expected 0")
-    msg = BasicAck(delivery_tag, multiple, channel)
     if at != end:
         raise DecodeError("BasicAck", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicAck(delivery_tag, multiple, channel)
 
 
 def _encode_basic_ack(msg: BasicAck, parts: list[bytes]) -> None:
@@ -1111,10 +1089,9 @@ def _decode_basic_nack(buf: bytes | memoryview, at: int, end: int, channel: int 
     requeue = bits1 & 0x2 != 0
     if (bits1 >> 2) & 0x3F != 0:
         raise DecodeError("BasicNack.unused1", at, "expected 0")
-    msg = BasicNack(delivery_tag, multiple, requeue, channel)
     if at != end:
         raise DecodeError("BasicNack", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicNack(delivery_tag, multiple, requeue, channel)
 
 
 def _encode_basic_nack(msg: BasicNack, parts: list[bytes]) -> None:
@@ -1188,10 +1165,9 @@ def _decode_confirm_select(
     nowait = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("ConfirmSelect.unused1", at, "expected 0")
-    msg = ConfirmSelect(nowait, channel)
     if at != end:
         raise DecodeError("ConfirmSelect", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConfirmSelect(nowait, channel)
 
 
 def _encode_confirm_select(msg: ConfirmSelect, parts: list[bytes]) -> None:
@@ -1237,10 +1213,9 @@ class ConfirmSelectOk(Structure):
 def _decode_confirm_select_ok(
     buf: bytes | memoryview, at: int, end: int, channel: int = 0
 ) -> ConfirmSelectOk:
-    msg = ConfirmSelectOk(channel)
     if at != end:
         raise DecodeError("ConfirmSelectOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConfirmSelectOk(channel)
 
 
 def _encode_confirm_select_ok(msg: ConfirmSelectOk, parts: list[bytes]) -> None:

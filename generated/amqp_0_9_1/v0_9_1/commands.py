@@ -163,10 +163,8 @@ A set of arguments for the declaration. The syntax and semantics of these argume
 
 _EXCHANGE_DECLARE_0 = struct.Struct(">HB")
 _EXCHANGE_DECLARE_0_FIELDS = "ExchangeDeclare: reserved1 exchange"
-
 _EXCHANGE_DECLARE_1 = struct.Struct(">B")
 _EXCHANGE_DECLARE_1_FIELDS = "ExchangeDeclare: type"
-
 _EXCHANGE_DECLARE_2 = struct.Struct(">B")
 _EXCHANGE_DECLARE_2_FIELDS = "ExchangeDeclare: bits1"
 
@@ -202,7 +200,9 @@ def _decode_exchange_declare(
     if (bits1 >> 5) & 0x7 != 0:
         raise DecodeError("ExchangeDeclare.unused1", at, "expected 0")
     arguments, at = _decode_table(buf, at, end)
-    msg = ExchangeDeclare(
+    if at != end:
+        raise DecodeError("ExchangeDeclare", at, f"{end - at} bytes after the last field")
+    return ExchangeDeclare(
         reserved1,
         exchange,
         type_,
@@ -214,9 +214,6 @@ def _decode_exchange_declare(
         arguments,
         channel,
     )
-    if at != end:
-        raise DecodeError("ExchangeDeclare", at, f"{end - at} bytes after the last field")
-    return msg
 
 
 def _encode_exchange_declare(msg: ExchangeDeclare, parts: list[bytes]) -> None:
@@ -279,7 +276,6 @@ If set, the server will not respond to the method. The client should not wait fo
 
 _BASIC_CANCEL_0 = struct.Struct(">B")
 _BASIC_CANCEL_0_FIELDS = "BasicCancel: consumer_tag"
-
 _BASIC_CANCEL_1 = struct.Struct(">B")
 _BASIC_CANCEL_1_FIELDS = "BasicCancel: bits1"
 
@@ -302,10 +298,9 @@ def _decode_basic_cancel(
     no_wait = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicCancel.unused1", at, "expected 0")
-    msg = BasicCancel(consumer_tag, no_wait, channel)
     if at != end:
         raise DecodeError("BasicCancel", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicCancel(consumer_tag, no_wait, channel)
 
 
 def _encode_basic_cancel(msg: BasicCancel, parts: list[bytes]) -> None:
@@ -361,10 +356,9 @@ def _decode_basic_cancel_ok(
         raise _bad_length("BasicCancelOk.consumer_tag", at, consumer_tag_len, end)
     consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
-    msg = BasicCancelOk(consumer_tag, channel)
     if at != end:
         raise DecodeError("BasicCancelOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicCancelOk(consumer_tag, channel)
 
 
 def _encode_basic_cancel_ok(msg: BasicCancelOk, parts: list[bytes]) -> None:
@@ -420,10 +414,9 @@ def _decode_basic_ack(buf: bytes | memoryview, at: int, end: int, channel: int =
     multiple = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicAck.unused1", at, "expected 0")
-    msg = BasicAck(delivery_tag, multiple, channel)
     if at != end:
         raise DecodeError("BasicAck", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicAck(delivery_tag, multiple, channel)
 
 
 def _encode_basic_ack(msg: BasicAck, parts: list[bytes]) -> None:

@@ -139,10 +139,9 @@ def _decode_connection_challenge(buf: bytes | memoryview, at: int, end: int) -> 
     mechanisms = str(buf[at : at + mechanisms_len], "utf-8", "surrogateescape")
     at += mechanisms_len
     challenges, at = _decode_field_table(buf, at, end)
-    msg = ConnectionChallenge(version, mechanisms, challenges)
     if at != end:
         raise DecodeError("ConnectionChallenge", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionChallenge(version, mechanisms, challenges)
 
 
 def _encode_connection_challenge(msg: ConnectionChallenge, parts: list[bytes]) -> None:
@@ -191,10 +190,9 @@ def _decode_connection_response(buf: bytes | memoryview, at: int, end: int) -> C
     mechanism = str(buf[at : at + mechanism_len], "utf-8", "surrogateescape")
     at += mechanism_len
     responses, at = _decode_field_table(buf, at, end)
-    msg = ConnectionResponse(mechanism, responses)
     if at != end:
         raise DecodeError("ConnectionResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionResponse(mechanism, responses)
 
 
 def _encode_connection_response(msg: ConnectionResponse, parts: list[bytes]) -> None:
@@ -232,10 +230,9 @@ class ConnectionTune(Structure):
 def _decode_connection_tune(buf: bytes | memoryview, at: int, end: int) -> ConnectionTune:
     options, at = _decode_field_table(buf, at, end)
     dictionary, at = _decode_field_table(buf, at, end)
-    msg = ConnectionTune(options, dictionary)
     if at != end:
         raise DecodeError("ConnectionTune", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionTune(options, dictionary)
 
 
 def _encode_connection_tune(msg: ConnectionTune, parts: list[bytes]) -> None:
@@ -278,7 +275,6 @@ class ConnectionOpen(Structure):
 
 _CONNECTION_OPEN_0 = struct.Struct(">HB")
 _CONNECTION_OPEN_0_FIELDS = "ConnectionOpen: confirm_tag virtual_path"
-
 _CONNECTION_OPEN_1 = struct.Struct(">B")
 _CONNECTION_OPEN_1_FIELDS = "ConnectionOpen: client_name"
 
@@ -301,10 +297,9 @@ def _decode_connection_open(buf: bytes | memoryview, at: int, end: int) -> Conne
     client_name = str(buf[at : at + client_name_len], "utf-8", "surrogateescape")
     at += client_name_len
     options, at = _decode_field_table(buf, at, end)
-    msg = ConnectionOpen(confirm_tag, virtual_path, client_name, options)
     if at != end:
         raise DecodeError("ConnectionOpen", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionOpen(confirm_tag, virtual_path, client_name, options)
 
 
 def _encode_connection_open(msg: ConnectionOpen, parts: list[bytes]) -> None:
@@ -352,10 +347,9 @@ def _decode_connection_ping(buf: bytes | memoryview, at: int, end: int) -> Conne
     respond = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("ConnectionPing.unused1", at, "expected 0")
-    msg = ConnectionPing(respond)
     if at != end:
         raise DecodeError("ConnectionPing", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionPing(respond)
 
 
 def _encode_connection_ping(msg: ConnectionPing, parts: list[bytes]) -> None:
@@ -411,10 +405,9 @@ def _decode_connection_reply(buf: bytes | memoryview, at: int, end: int) -> Conn
         raise _bad_length("ConnectionReply.reply_text", at, reply_text_len, end)
     reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
-    msg = ConnectionReply(confirm_tag, reply_code, reply_text)
     if at != end:
         raise DecodeError("ConnectionReply", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionReply(confirm_tag, reply_code, reply_text)
 
 
 def _encode_connection_reply(msg: ConnectionReply, parts: list[bytes]) -> None:
@@ -461,10 +454,9 @@ def _decode_connection_close(buf: bytes | memoryview, at: int, end: int) -> Conn
         raise _bad_length("ConnectionClose.reply_text", at, reply_text_len, end)
     reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
-    msg = ConnectionClose(reply_code, reply_text)
     if at != end:
         raise DecodeError("ConnectionClose", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionClose(reply_code, reply_text)
 
 
 def _encode_connection_close(msg: ConnectionClose, parts: list[bytes]) -> None:
@@ -520,7 +512,6 @@ class ChannelOpen(Structure):
 
 _CHANNEL_OPEN_0 = struct.Struct(">HHB")
 _CHANNEL_OPEN_0_FIELDS = "ChannelOpen: channel_id confirm_tag bits1"
-
 _CHANNEL_OPEN_1 = struct.Struct(">B")
 _CHANNEL_OPEN_1_FIELDS = "ChannelOpen: out_of_band"
 
@@ -543,10 +534,9 @@ def _decode_channel_open(buf: bytes | memoryview, at: int, end: int) -> ChannelO
         raise _bad_length("ChannelOpen.out_of_band", at, out_of_band_len, end)
     out_of_band = str(buf[at : at + out_of_band_len], "utf-8", "surrogateescape")
     at += out_of_band_len
-    msg = ChannelOpen(channel_id, confirm_tag, transacted, restartable, options, out_of_band)
     if at != end:
         raise DecodeError("ChannelOpen", at, f"{end - at} bytes after the last field")
-    return msg
+    return ChannelOpen(channel_id, confirm_tag, transacted, restartable, options, out_of_band)
 
 
 def _encode_channel_open(msg: ChannelOpen, parts: list[bytes]) -> None:
@@ -601,10 +591,9 @@ def _decode_channel_ack(buf: bytes | memoryview, at: int, end: int) -> ChannelAc
         raise _truncated(_CHANNEL_ACK_0, _CHANNEL_ACK_0_FIELDS, at, end)
     channel_id, confirm_tag, message_nbr = _CHANNEL_ACK_0.unpack_from(buf, at)
     at += 8
-    msg = ChannelAck(channel_id, confirm_tag, message_nbr)
     if at != end:
         raise DecodeError("ChannelAck", at, f"{end - at} bytes after the last field")
-    return msg
+    return ChannelAck(channel_id, confirm_tag, message_nbr)
 
 
 def _encode_channel_ack(msg: ChannelAck, parts: list[bytes]) -> None:
@@ -657,10 +646,9 @@ def _decode_channel_commit(buf: bytes | memoryview, at: int, end: int) -> Channe
     channel_id, confirm_tag = _CHANNEL_COMMIT_0.unpack_from(buf, at)
     at += 4
     options, at = _decode_field_table(buf, at, end)
-    msg = ChannelCommit(channel_id, confirm_tag, options)
     if at != end:
         raise DecodeError("ChannelCommit", at, f"{end - at} bytes after the last field")
-    return msg
+    return ChannelCommit(channel_id, confirm_tag, options)
 
 
 def _encode_channel_commit(msg: ChannelCommit, parts: list[bytes]) -> None:
@@ -706,10 +694,9 @@ def _decode_channel_rollback(buf: bytes | memoryview, at: int, end: int) -> Chan
     channel_id, confirm_tag = _CHANNEL_ROLLBACK_0.unpack_from(buf, at)
     at += 4
     options, at = _decode_field_table(buf, at, end)
-    msg = ChannelRollback(channel_id, confirm_tag, options)
     if at != end:
         raise DecodeError("ChannelRollback", at, f"{end - at} bytes after the last field")
-    return msg
+    return ChannelRollback(channel_id, confirm_tag, options)
 
 
 def _encode_channel_rollback(msg: ChannelRollback, parts: list[bytes]) -> None:
@@ -761,10 +748,9 @@ def _decode_channel_reply(buf: bytes | memoryview, at: int, end: int) -> Channel
         raise _bad_length("ChannelReply.reply_text", at, reply_text_len, end)
     reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
-    msg = ChannelReply(channel_id, confirm_tag, reply_code, reply_text)
     if at != end:
         raise DecodeError("ChannelReply", at, f"{end - at} bytes after the last field")
-    return msg
+    return ChannelReply(channel_id, confirm_tag, reply_code, reply_text)
 
 
 def _encode_channel_reply(msg: ChannelReply, parts: list[bytes]) -> None:
@@ -816,10 +802,9 @@ def _decode_channel_close(buf: bytes | memoryview, at: int, end: int) -> Channel
         raise _bad_length("ChannelClose.reply_text", at, reply_text_len, end)
     reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
-    msg = ChannelClose(channel_id, reply_code, reply_text)
     if at != end:
         raise DecodeError("ChannelClose", at, f"{end - at} bytes after the last field")
-    return msg
+    return ChannelClose(channel_id, reply_code, reply_text)
 
 
 def _encode_channel_close(msg: ChannelClose, parts: list[bytes]) -> None:
@@ -887,7 +872,6 @@ class HandleOpen(Structure):
 
 _HANDLE_OPEN_0 = struct.Struct(">HHHBB")
 _HANDLE_OPEN_0_FIELDS = "HandleOpen: channel_id handle_id confirm_tag bits1 mime_type"
-
 _HANDLE_OPEN_1 = struct.Struct(">B")
 _HANDLE_OPEN_1_FIELDS = "HandleOpen: encoding"
 
@@ -915,7 +899,9 @@ def _decode_handle_open(buf: bytes | memoryview, at: int, end: int) -> HandleOpe
     encoding = str(buf[at : at + encoding_len], "utf-8", "surrogateescape")
     at += encoding_len
     options, at = _decode_field_table(buf, at, end)
-    msg = HandleOpen(
+    if at != end:
+        raise DecodeError("HandleOpen", at, f"{end - at} bytes after the last field")
+    return HandleOpen(
         channel_id,
         handle_id,
         confirm_tag,
@@ -926,9 +912,6 @@ def _decode_handle_open(buf: bytes | memoryview, at: int, end: int) -> HandleOpe
         encoding,
         options,
     )
-    if at != end:
-        raise DecodeError("HandleOpen", at, f"{end - at} bytes after the last field")
-    return msg
 
 
 def _encode_handle_open(msg: HandleOpen, parts: list[bytes]) -> None:
@@ -1042,7 +1025,9 @@ def _decode_handle_send(buf: bytes | memoryview, at: int, end: int) -> HandleSen
         raise _bad_length("HandleSend.dest_name", at, dest_name_len, end)
     dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
     at += dest_name_len
-    msg = HandleSend(
+    if at != end:
+        raise DecodeError("HandleSend", at, f"{end - at} bytes after the last field")
+    return HandleSend(
         handle_id,
         confirm_tag,
         service_type,
@@ -1052,9 +1037,6 @@ def _decode_handle_send(buf: bytes | memoryview, at: int, end: int) -> HandleSen
         recovery,
         dest_name,
     )
-    if at != end:
-        raise DecodeError("HandleSend", at, f"{end - at} bytes after the last field")
-    return msg
 
 
 def _encode_handle_send(msg: HandleSend, parts: list[bytes]) -> None:
@@ -1159,7 +1141,9 @@ def _decode_handle_consume(buf: bytes | memoryview, at: int, end: int) -> Handle
     dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
     at += dest_name_len
     selector, at = _decode_field_table(buf, at, end)
-    msg = HandleConsume(
+    if at != end:
+        raise DecodeError("HandleConsume", at, f"{end - at} bytes after the last field")
+    return HandleConsume(
         handle_id,
         confirm_tag,
         service_type,
@@ -1171,9 +1155,6 @@ def _decode_handle_consume(buf: bytes | memoryview, at: int, end: int) -> Handle
         dest_name,
         selector,
     )
-    if at != end:
-        raise DecodeError("HandleConsume", at, f"{end - at} bytes after the last field")
-    return msg
 
 
 def _encode_handle_consume(msg: HandleConsume, parts: list[bytes]) -> None:
@@ -1235,10 +1216,9 @@ def _decode_handle_flow(buf: bytes | memoryview, at: int, end: int) -> HandleFlo
     flow_pause = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("HandleFlow.unused1", at, "expected 0")
-    msg = HandleFlow(handle_id, confirm_tag, flow_pause)
     if at != end:
         raise DecodeError("HandleFlow", at, f"{end - at} bytes after the last field")
-    return msg
+    return HandleFlow(handle_id, confirm_tag, flow_pause)
 
 
 def _encode_handle_flow(msg: HandleFlow, parts: list[bytes]) -> None:
@@ -1292,10 +1272,9 @@ def _decode_handle_unget(buf: bytes | memoryview, at: int, end: int) -> HandleUn
         raise _truncated(_HANDLE_UNGET_0, _HANDLE_UNGET_0_FIELDS, at, end)
     handle_id, confirm_tag, message_nbr = _HANDLE_UNGET_0.unpack_from(buf, at)
     at += 8
-    msg = HandleUnget(handle_id, confirm_tag, message_nbr)
     if at != end:
         raise DecodeError("HandleUnget", at, f"{end - at} bytes after the last field")
-    return msg
+    return HandleUnget(handle_id, confirm_tag, message_nbr)
 
 
 def _encode_handle_unget(msg: HandleUnget, parts: list[bytes]) -> None:
@@ -1348,10 +1327,8 @@ class HandleQuery(Structure):
 
 _HANDLE_QUERY_0 = struct.Struct(">HIB")
 _HANDLE_QUERY_0_FIELDS = "HandleQuery: handle_id message_nbr dest_name"
-
 _HANDLE_QUERY_1 = struct.Struct(">H")
 _HANDLE_QUERY_1_FIELDS = "HandleQuery: selector"
-
 _HANDLE_QUERY_2 = struct.Struct(">B")
 _HANDLE_QUERY_2_FIELDS = "HandleQuery: mime_type"
 
@@ -1381,10 +1358,9 @@ def _decode_handle_query(buf: bytes | memoryview, at: int, end: int) -> HandleQu
         raise _bad_length("HandleQuery.mime_type", at, mime_type_len, end)
     mime_type = str(buf[at : at + mime_type_len], "utf-8", "surrogateescape")
     at += mime_type_len
-    msg = HandleQuery(handle_id, message_nbr, dest_name, selector, mime_type)
     if at != end:
         raise DecodeError("HandleQuery", at, f"{end - at} bytes after the last field")
-    return msg
+    return HandleQuery(handle_id, message_nbr, dest_name, selector, mime_type)
 
 
 def _encode_handle_query(msg: HandleQuery, parts: list[bytes]) -> None:
@@ -1438,10 +1414,9 @@ def _decode_handle_browse(buf: bytes | memoryview, at: int, end: int) -> HandleB
         raise _truncated(_HANDLE_BROWSE_0, _HANDLE_BROWSE_0_FIELDS, at, end)
     handle_id, confirm_tag, message_nbr = _HANDLE_BROWSE_0.unpack_from(buf, at)
     at += 8
-    msg = HandleBrowse(handle_id, confirm_tag, message_nbr)
     if at != end:
         raise DecodeError("HandleBrowse", at, f"{end - at} bytes after the last field")
-    return msg
+    return HandleBrowse(handle_id, confirm_tag, message_nbr)
 
 
 def _encode_handle_browse(msg: HandleBrowse, parts: list[bytes]) -> None:
@@ -1496,10 +1471,9 @@ def _decode_handle_created(buf: bytes | memoryview, at: int, end: int) -> Handle
         raise _bad_length("HandleCreated.dest_name", at, dest_name_len, end)
     dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
     at += dest_name_len
-    msg = HandleCreated(handle_id, dest_name)
     if at != end:
         raise DecodeError("HandleCreated", at, f"{end - at} bytes after the last field")
-    return msg
+    return HandleCreated(handle_id, dest_name)
 
 
 def _encode_handle_created(msg: HandleCreated, parts: list[bytes]) -> None:
@@ -1602,7 +1576,9 @@ def _decode_handle_notify(buf: bytes | memoryview, at: int, end: int) -> HandleN
         raise _bad_length("HandleNotify.dest_name", at, dest_name_len, end)
     dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
     at += dest_name_len
-    msg = HandleNotify(
+    if at != end:
+        raise DecodeError("HandleNotify", at, f"{end - at} bytes after the last field")
+    return HandleNotify(
         handle_id,
         message_nbr,
         fragment_size,
@@ -1613,9 +1589,6 @@ def _decode_handle_notify(buf: bytes | memoryview, at: int, end: int) -> HandleN
         redelivered,
         dest_name,
     )
-    if at != end:
-        raise DecodeError("HandleNotify", at, f"{end - at} bytes after the last field")
-    return msg
 
 
 def _encode_handle_notify(msg: HandleNotify, parts: list[bytes]) -> None:
@@ -1677,10 +1650,9 @@ def _decode_handle_index(buf: bytes | memoryview, at: int, end: int) -> HandleIn
         raise _bad_length("HandleIndex.message_list", at, message_list_len, end)
     message_list = bytes(buf[at : at + message_list_len])
     at += message_list_len
-    msg = HandleIndex(handle_id, message_nbr, message_list)
     if at != end:
         raise DecodeError("HandleIndex", at, f"{end - at} bytes after the last field")
-    return msg
+    return HandleIndex(handle_id, message_nbr, message_list)
 
 
 def _encode_handle_index(msg: HandleIndex, parts: list[bytes]) -> None:
@@ -1739,10 +1711,9 @@ def _decode_handle_prepare(buf: bytes | memoryview, at: int, end: int) -> Handle
         raise _bad_length("HandlePrepare.content_hash", at, content_hash_len, end)
     content_hash = str(buf[at : at + content_hash_len], "utf-8", "surrogateescape")
     at += content_hash_len
-    msg = HandlePrepare(handle_id, fragment_size, content_hash)
     if at != end:
         raise DecodeError("HandlePrepare", at, f"{end - at} bytes after the last field")
-    return msg
+    return HandlePrepare(handle_id, fragment_size, content_hash)
 
 
 def _encode_handle_prepare(msg: HandlePrepare, parts: list[bytes]) -> None:
@@ -1785,10 +1756,9 @@ def _decode_handle_ready(buf: bytes | memoryview, at: int, end: int) -> HandleRe
         raise _truncated(_HANDLE_READY_0, _HANDLE_READY_0_FIELDS, at, end)
     handle_id, message_size = _HANDLE_READY_0.unpack_from(buf, at)
     at += 6
-    msg = HandleReady(handle_id, message_size)
     if at != end:
         raise DecodeError("HandleReady", at, f"{end - at} bytes after the last field")
-    return msg
+    return HandleReady(handle_id, message_size)
 
 
 def _encode_handle_ready(msg: HandleReady, parts: list[bytes]) -> None:
@@ -1847,10 +1817,9 @@ def _decode_handle_reply(buf: bytes | memoryview, at: int, end: int) -> HandleRe
         raise _bad_length("HandleReply.reply_text", at, reply_text_len, end)
     reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
-    msg = HandleReply(handle_id, confirm_tag, reply_code, reply_text)
     if at != end:
         raise DecodeError("HandleReply", at, f"{end - at} bytes after the last field")
-    return msg
+    return HandleReply(handle_id, confirm_tag, reply_code, reply_text)
 
 
 def _encode_handle_reply(msg: HandleReply, parts: list[bytes]) -> None:
@@ -1902,10 +1871,9 @@ def _decode_handle_close(buf: bytes | memoryview, at: int, end: int) -> HandleCl
         raise _bad_length("HandleClose.reply_text", at, reply_text_len, end)
     reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
-    msg = HandleClose(handle_id, reply_code, reply_text)
     if at != end:
         raise DecodeError("HandleClose", at, f"{end - at} bytes after the last field")
-    return msg
+    return HandleClose(handle_id, reply_code, reply_text)
 
 
 def _encode_handle_close(msg: HandleClose, parts: list[bytes]) -> None:

@@ -279,16 +279,12 @@ class Publish(Structure):
 
 _PUBLISH_0 = struct.Struct(">h")
 _PUBLISH_0_FIELDS = "Publish: stream"
-
 _PUBLISH_1 = struct.Struct(">i")
 _PUBLISH_1_FIELDS = "Publish: published_messages"
-
 _PUBLISH_2 = struct.Struct(">q")
 _PUBLISH_2_FIELDS = "Publish: published_messages[].publishing_id"
-
 _PUBLISH_3 = struct.Struct(">i")
 _PUBLISH_3_FIELDS = "Publish: published_messages[].message"
-
 _PUBLISH_4 = struct.Struct(">BHII")
 _PUBLISH_4_FIELDS = "Publish: published_messages[].message.entry_header published_messages[].message.num_records published_messages[].message.uncompressed_length published_messages[].message.length"
 
@@ -359,10 +355,9 @@ def _decode_publish(buf: bytes | memoryview, at: int, end: int, verify_checksums
             )
         item_2 = PublishedMessage(publishing_id, message)
         published_messages.append(item_2)
-    msg = Publish(stream, published_messages)
     if at != end:
         raise DecodeError("Publish", at, f"{end - at} bytes after the last field")
-    return msg
+    return Publish(stream, published_messages)
 
 
 def _encode_publish(msg: Publish, parts: list[bytes], seal_checksums: bool) -> None:
@@ -435,10 +430,9 @@ def _decode_publish_confirm(
         raise _bad_count("PublishConfirm.publishing_ids", at, publishing_ids_count, 8, end)
     publishing_ids = list(struct.unpack_from(f">{publishing_ids_count}q", buf, at))
     at += publishing_ids_count * 8
-    msg = PublishConfirm(publishing_ids)
     if at != end:
         raise DecodeError("PublishConfirm", at, f"{end - at} bytes after the last field")
-    return msg
+    return PublishConfirm(publishing_ids)
 
 
 def _encode_publish_confirm(msg: PublishConfirm, parts: list[bytes], seal_checksums: bool) -> None:
@@ -482,7 +476,6 @@ class SubscribeRequest(Structure):
 
 _SUBSCRIBE_REQUEST_0 = struct.Struct(">iih")
 _SUBSCRIBE_REQUEST_0_FIELDS = "SubscribeRequest: correlation_id subscription_id stream"
-
 _SUBSCRIBE_REQUEST_1 = struct.Struct(">Q")
 _SUBSCRIBE_REQUEST_1_FIELDS = "SubscribeRequest: offset"
 
@@ -508,10 +501,9 @@ def _decode_subscribe_request(
         raise _truncated(_SUBSCRIBE_REQUEST_1, _SUBSCRIBE_REQUEST_1_FIELDS, at, end)
     (offset,) = _SUBSCRIBE_REQUEST_1.unpack_from(buf, at)
     at += 8
-    msg = SubscribeRequest(correlation_id, subscription_id, stream, offset)
     if at != end:
         raise DecodeError("SubscribeRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return SubscribeRequest(correlation_id, subscription_id, stream, offset)
 
 
 def _encode_subscribe_request(
@@ -563,10 +555,9 @@ def _decode_subscribe_response(
         raise _truncated(_SUBSCRIBE_RESPONSE_0, _SUBSCRIBE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _SUBSCRIBE_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = SubscribeResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("SubscribeResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return SubscribeResponse(correlation_id, response_code)
 
 
 def _encode_subscribe_response(
@@ -609,13 +600,10 @@ class Deliver(Structure):
 
 _DELIVER_0 = struct.Struct(">ibHIQQII")
 _DELIVER_0_FIELDS = "Deliver: subscription_id osiris_chunk.magic_version osiris_chunk.num_entries osiris_chunk.num_records osiris_chunk.epoch osiris_chunk.chunk_first_offset osiris_chunk.chunk_crc osiris_chunk.data_length"
-
 _DELIVER_1 = struct.Struct(">I")
 _DELIVER_1_FIELDS = "Deliver: osiris_chunk.messages[].entry_header"
-
 _DELIVER_2 = struct.Struct(">BHII")
 _DELIVER_2_FIELDS = "Deliver: osiris_chunk.messages[].entry_header osiris_chunk.messages[].num_records osiris_chunk.messages[].uncompressed_length osiris_chunk.messages[].length"
-
 _DELIVER_MESSAGES_STATES: dict[type, Callable[[Any], object]] = {
     SimpleEntry: operator.attrgetter("__class__", "size", "data"),
     SubBatchEntry: operator.attrgetter(
@@ -736,10 +724,9 @@ def _decode_deliver(buf: bytes | memoryview, at: int, end: int, verify_checksums
         bytes(buf[messages_kept_start:messages_end]),
         messages_states,
     )
-    msg = Deliver(subscription_id, osiris_chunk)
     if at != end:
         raise DecodeError("Deliver", at, f"{end - at} bytes after the last field")
-    return msg
+    return Deliver(subscription_id, osiris_chunk)
 
 
 def _encode_deliver(msg: Deliver, parts: list[bytes], seal_checksums: bool) -> None:
@@ -858,10 +845,9 @@ def _decode_credit(buf: bytes | memoryview, at: int, end: int, verify_checksums:
         raise _truncated(_CREDIT_0, _CREDIT_0_FIELDS, at, end)
     subscription_id, credit = _CREDIT_0.unpack_from(buf, at)
     at += 6
-    msg = Credit(subscription_id, credit)
     if at != end:
         raise DecodeError("Credit", at, f"{end - at} bytes after the last field")
-    return msg
+    return Credit(subscription_id, credit)
 
 
 def _encode_credit(msg: Credit, parts: list[bytes], seal_checksums: bool) -> None:
@@ -911,10 +897,9 @@ def _decode_unsubscribe_request(
         raise _truncated(_UNSUBSCRIBE_REQUEST_0, _UNSUBSCRIBE_REQUEST_0_FIELDS, at, end)
     correlation_id, subscription_id = _UNSUBSCRIBE_REQUEST_0.unpack_from(buf, at)
     at += 8
-    msg = UnsubscribeRequest(correlation_id, subscription_id)
     if at != end:
         raise DecodeError("UnsubscribeRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return UnsubscribeRequest(correlation_id, subscription_id)
 
 
 def _encode_unsubscribe_request(
@@ -966,10 +951,9 @@ def _decode_unsubscribe_response(
         raise _truncated(_UNSUBSCRIBE_RESPONSE_0, _UNSUBSCRIBE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _UNSUBSCRIBE_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = UnsubscribeResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("UnsubscribeResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return UnsubscribeResponse(correlation_id, response_code)
 
 
 def _encode_unsubscribe_response(
@@ -1008,7 +992,6 @@ class PublishError(Structure):
 
 _PUBLISH_ERROR_0 = struct.Struct(">i")
 _PUBLISH_ERROR_0_FIELDS = "PublishError: publishing_error"
-
 _PUBLISH_ERROR_1 = struct.Struct(">qh")
 _PUBLISH_ERROR_1_FIELDS = "PublishError: publishing_error[].publishing_id publishing_error[].code"
 
@@ -1030,10 +1013,9 @@ def _decode_publish_error(
         at += 10
         item_2 = PublishingError(publishing_id, code)
         publishing_error.append(item_2)
-    msg = PublishError(publishing_error)
     if at != end:
         raise DecodeError("PublishError", at, f"{end - at} bytes after the last field")
-    return msg
+    return PublishError(publishing_error)
 
 
 def _encode_publish_error(msg: PublishError, parts: list[bytes], seal_checksums: bool) -> None:
@@ -1086,10 +1068,9 @@ def _decode_metadata_update(
             ) from None
         at += stream_len
     metadata_info = MetadataInfo(code, stream)
-    msg = MetadataUpdate(metadata_info)
     if at != end:
         raise DecodeError("MetadataUpdate", at, f"{end - at} bytes after the last field")
-    return msg
+    return MetadataUpdate(metadata_info)
 
 
 def _encode_metadata_update(msg: MetadataUpdate, parts: list[bytes], seal_checksums: bool) -> None:
@@ -1131,7 +1112,6 @@ class MetadataRequest(Structure):
 
 _METADATA_REQUEST_0 = struct.Struct(">ii")
 _METADATA_REQUEST_0_FIELDS = "MetadataRequest: correlation_id stream"
-
 _METADATA_REQUEST_1 = struct.Struct(">h")
 _METADATA_REQUEST_1_FIELDS = "MetadataRequest: stream[]"
 
@@ -1164,10 +1144,9 @@ def _decode_metadata_request(
                 ) from None
             at += item_len
         stream.append(item_2)
-    msg = MetadataRequest(correlation_id, stream)
     if at != end:
         raise DecodeError("MetadataRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return MetadataRequest(correlation_id, stream)
 
 
 def _encode_metadata_request(
@@ -1209,19 +1188,14 @@ class MetadataResponse(Structure):
 
 _METADATA_RESPONSE_0 = struct.Struct(">ii")
 _METADATA_RESPONSE_0_FIELDS = "MetadataResponse: correlation_id broker"
-
 _METADATA_RESPONSE_1 = struct.Struct(">hh")
 _METADATA_RESPONSE_1_FIELDS = "MetadataResponse: broker[].reference broker[].host"
-
 _METADATA_RESPONSE_2 = struct.Struct(">i")
 _METADATA_RESPONSE_2_FIELDS = "MetadataResponse: broker[].port"
-
 _METADATA_RESPONSE_3 = struct.Struct(">i")
 _METADATA_RESPONSE_3_FIELDS = "MetadataResponse: stream_metadata"
-
 _METADATA_RESPONSE_4 = struct.Struct(">h")
 _METADATA_RESPONSE_4_FIELDS = "MetadataResponse: stream_metadata[].stream_name"
-
 _METADATA_RESPONSE_5 = struct.Struct(">hhi")
 _METADATA_RESPONSE_5_FIELDS = "MetadataResponse: stream_metadata[].response_code stream_metadata[].leader_reference stream_metadata[].replicas_references"
 
@@ -1303,10 +1277,9 @@ def _decode_metadata_response(
         at += replicas_references_count * 2
         item_4 = StreamMetadata(stream_name, response_code, leader_reference, replicas_references)
         stream_metadata.append(item_4)
-    msg = MetadataResponse(correlation_id, broker, stream_metadata)
     if at != end:
         raise DecodeError("MetadataResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return MetadataResponse(correlation_id, broker, stream_metadata)
 
 
 def _encode_metadata_response(
@@ -1372,10 +1345,9 @@ def _decode_sasl_handshake_request(
         raise _truncated(_SASL_HANDSHAKE_REQUEST_0, _SASL_HANDSHAKE_REQUEST_0_FIELDS, at, end)
     (correlation_id,) = _SASL_HANDSHAKE_REQUEST_0.unpack_from(buf, at)
     at += 4
-    msg = SaslHandshakeRequest(correlation_id)
     if at != end:
         raise DecodeError("SaslHandshakeRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return SaslHandshakeRequest(correlation_id)
 
 
 def _encode_sasl_handshake_request(
@@ -1420,7 +1392,6 @@ class SaslHandshakeResponse(Structure):
 
 _SASL_HANDSHAKE_RESPONSE_0 = struct.Struct(">ihi")
 _SASL_HANDSHAKE_RESPONSE_0_FIELDS = "SaslHandshakeResponse: correlation_id response_code mechanism"
-
 _SASL_HANDSHAKE_RESPONSE_1 = struct.Struct(">h")
 _SASL_HANDSHAKE_RESPONSE_1_FIELDS = "SaslHandshakeResponse: mechanism[]"
 
@@ -1453,10 +1424,9 @@ def _decode_sasl_handshake_response(
                 ) from None
             at += item_len
         mechanism.append(item_2)
-    msg = SaslHandshakeResponse(correlation_id, response_code, mechanism)
     if at != end:
         raise DecodeError("SaslHandshakeResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return SaslHandshakeResponse(correlation_id, response_code, mechanism)
 
 
 def _encode_sasl_handshake_response(
@@ -1502,7 +1472,6 @@ class SaslAuthenticateRequest(Structure):
 
 _SASL_AUTHENTICATE_REQUEST_0 = struct.Struct(">ih")
 _SASL_AUTHENTICATE_REQUEST_0_FIELDS = "SaslAuthenticateRequest: correlation_id mechanism"
-
 _SASL_AUTHENTICATE_REQUEST_1 = struct.Struct(">i")
 _SASL_AUTHENTICATE_REQUEST_1_FIELDS = "SaslAuthenticateRequest: sasl_opaque_data"
 
@@ -1537,10 +1506,9 @@ def _decode_sasl_authenticate_request(
     else:
         sasl_opaque_data = bytes(buf[at : at + sasl_opaque_data_len])
         at += sasl_opaque_data_len
-    msg = SaslAuthenticateRequest(correlation_id, mechanism, sasl_opaque_data)
     if at != end:
         raise DecodeError("SaslAuthenticateRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return SaslAuthenticateRequest(correlation_id, mechanism, sasl_opaque_data)
 
 
 def _encode_sasl_authenticate_request(
@@ -1617,10 +1585,9 @@ def _decode_sasl_authenticate_response(
     else:
         sasl_opaque_data = bytes(buf[at : at + sasl_opaque_data_len])
         at += sasl_opaque_data_len
-    msg = SaslAuthenticateResponse(correlation_id, response_code, sasl_opaque_data)
     if at != end:
         raise DecodeError("SaslAuthenticateResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return SaslAuthenticateResponse(correlation_id, response_code, sasl_opaque_data)
 
 
 def _encode_sasl_authenticate_response(
@@ -1675,10 +1642,9 @@ def _decode_tune_request(
         raise _truncated(_TUNE_REQUEST_0, _TUNE_REQUEST_0_FIELDS, at, end)
     frame_max, heartbeat = _TUNE_REQUEST_0.unpack_from(buf, at)
     at += 8
-    msg = TuneRequest(frame_max, heartbeat)
     if at != end:
         raise DecodeError("TuneRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return TuneRequest(frame_max, heartbeat)
 
 
 def _encode_tune_request(msg: TuneRequest, parts: list[bytes], seal_checksums: bool) -> None:
@@ -1728,10 +1694,9 @@ def _decode_tune_response(
         raise _truncated(_TUNE_RESPONSE_0, _TUNE_RESPONSE_0_FIELDS, at, end)
     frame_max, heartbeat = _TUNE_RESPONSE_0.unpack_from(buf, at)
     at += 8
-    msg = TuneResponse(frame_max, heartbeat)
     if at != end:
         raise DecodeError("TuneResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return TuneResponse(frame_max, heartbeat)
 
 
 def _encode_tune_response(msg: TuneResponse, parts: list[bytes], seal_checksums: bool) -> None:
@@ -1791,10 +1756,9 @@ def _decode_open_request(
         except UnicodeDecodeError as e:
             raise DecodeError("OpenRequest.virtual_host", at + e.start, "invalid utf-8") from None
         at += virtual_host_len
-    msg = OpenRequest(correlation_id, virtual_host)
     if at != end:
         raise DecodeError("OpenRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return OpenRequest(correlation_id, virtual_host)
 
 
 def _encode_open_request(msg: OpenRequest, parts: list[bytes], seal_checksums: bool) -> None:
@@ -1841,10 +1805,9 @@ def _decode_open_response(
         raise _truncated(_OPEN_RESPONSE_0, _OPEN_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _OPEN_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = OpenResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("OpenResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return OpenResponse(correlation_id, response_code)
 
 
 def _encode_open_response(msg: OpenResponse, parts: list[bytes], seal_checksums: bool) -> None:
@@ -1908,10 +1871,9 @@ def _decode_close_request(
                 "CloseRequest.closing_reason", at + e.start, "invalid utf-8"
             ) from None
         at += closing_reason_len
-    msg = CloseRequest(correlation_id, closing_code, closing_reason)
     if at != end:
         raise DecodeError("CloseRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return CloseRequest(correlation_id, closing_code, closing_reason)
 
 
 def _encode_close_request(msg: CloseRequest, parts: list[bytes], seal_checksums: bool) -> None:
@@ -1960,10 +1922,9 @@ def _decode_close_response(
         raise _truncated(_CLOSE_RESPONSE_0, _CLOSE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _CLOSE_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = CloseResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("CloseResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return CloseResponse(correlation_id, response_code)
 
 
 def _encode_close_response(msg: CloseResponse, parts: list[bytes], seal_checksums: bool) -> None:
@@ -2001,10 +1962,9 @@ class Heartbeat(Structure):
 def _decode_heartbeat(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> Heartbeat:
-    msg = Heartbeat()
     if at != end:
         raise DecodeError("Heartbeat", at, f"{end - at} bytes after the last field")
-    return msg
+    return Heartbeat()
 
 
 def _encode_heartbeat(msg: Heartbeat, parts: list[bytes], seal_checksums: bool) -> None:
@@ -2047,13 +2007,10 @@ class CreateRequest(Structure):
 
 _CREATE_REQUEST_0 = struct.Struct(">ih")
 _CREATE_REQUEST_0_FIELDS = "CreateRequest: correlation_id stream"
-
 _CREATE_REQUEST_1 = struct.Struct(">i")
 _CREATE_REQUEST_1_FIELDS = "CreateRequest: arguments"
-
 _CREATE_REQUEST_2 = struct.Struct(">h")
 _CREATE_REQUEST_2_FIELDS = "CreateRequest: arguments[].key"
-
 _CREATE_REQUEST_3 = struct.Struct(">h")
 _CREATE_REQUEST_3_FIELDS = "CreateRequest: arguments[].value"
 
@@ -2117,10 +2074,9 @@ def _decode_create_request(
             at += value_len
         item_2 = Argument(key, value)
         arguments.append(item_2)
-    msg = CreateRequest(correlation_id, stream, arguments)
     if at != end:
         raise DecodeError("CreateRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return CreateRequest(correlation_id, stream, arguments)
 
 
 def _encode_create_request(msg: CreateRequest, parts: list[bytes], seal_checksums: bool) -> None:
@@ -2178,10 +2134,9 @@ def _decode_create_response(
         raise _truncated(_CREATE_RESPONSE_0, _CREATE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _CREATE_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = CreateResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("CreateResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return CreateResponse(correlation_id, response_code)
 
 
 def _encode_create_response(msg: CreateResponse, parts: list[bytes], seal_checksums: bool) -> None:
@@ -2241,10 +2196,9 @@ def _decode_delete_request(
         except UnicodeDecodeError as e:
             raise DecodeError("DeleteRequest.stream", at + e.start, "invalid utf-8") from None
         at += stream_len
-    msg = DeleteRequest(correlation_id, stream)
     if at != end:
         raise DecodeError("DeleteRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return DeleteRequest(correlation_id, stream)
 
 
 def _encode_delete_request(msg: DeleteRequest, parts: list[bytes], seal_checksums: bool) -> None:
@@ -2291,10 +2245,9 @@ def _decode_delete_response(
         raise _truncated(_DELETE_RESPONSE_0, _DELETE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _DELETE_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = DeleteResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("DeleteResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return DeleteResponse(correlation_id, response_code)
 
 
 def _encode_delete_response(msg: DeleteResponse, parts: list[bytes], seal_checksums: bool) -> None:

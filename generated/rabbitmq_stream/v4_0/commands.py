@@ -421,7 +421,6 @@ _DECLARE_PUBLISHER_REQUEST_0 = struct.Struct(">IBh")
 _DECLARE_PUBLISHER_REQUEST_0_FIELDS = (
     "DeclarePublisherRequest: correlation_id publisher_id publisher_reference"
 )
-
 _DECLARE_PUBLISHER_REQUEST_1 = struct.Struct(">h")
 _DECLARE_PUBLISHER_REQUEST_1_FIELDS = "DeclarePublisherRequest: stream"
 
@@ -462,10 +461,9 @@ def _decode_declare_publisher_request(
                 "DeclarePublisherRequest.stream", at + e.start, "invalid utf-8"
             ) from None
         at += stream_len
-    msg = DeclarePublisherRequest(correlation_id, publisher_id, publisher_reference, stream)
     if at != end:
         raise DecodeError("DeclarePublisherRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return DeclarePublisherRequest(correlation_id, publisher_id, publisher_reference, stream)
 
 
 def _encode_declare_publisher_request(
@@ -521,10 +519,9 @@ def _decode_declare_publisher_response(
         )
     correlation_id, response_code = _DECLARE_PUBLISHER_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = DeclarePublisherResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("DeclarePublisherResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return DeclarePublisherResponse(correlation_id, response_code)
 
 
 def _encode_declare_publisher_response(
@@ -573,13 +570,10 @@ class PublishV1(Structure):
 
 _PUBLISH_V1_0 = struct.Struct(">Bi")
 _PUBLISH_V1_0_FIELDS = "PublishV1: publisher_id published_messages"
-
 _PUBLISH_V1_1 = struct.Struct(">Q")
 _PUBLISH_V1_1_FIELDS = "PublishV1: published_messages[].publishing_id"
-
 _PUBLISH_V1_2 = struct.Struct(">i")
 _PUBLISH_V1_2_FIELDS = "PublishV1: published_messages[].message"
-
 _PUBLISH_V1_3 = struct.Struct(">BHII")
 _PUBLISH_V1_3_FIELDS = "PublishV1: published_messages[].message.entry_header published_messages[].message.num_records published_messages[].message.uncompressed_length published_messages[].message.length"
 
@@ -640,10 +634,9 @@ def _decode_publish_v1(
             )
         item_2 = PublishV1PublishedMessage(publishing_id, message)
         published_messages.append(item_2)
-    msg = PublishV1(publisher_id, published_messages)
     if at != end:
         raise DecodeError("PublishV1", at, f"{end - at} bytes after the last field")
-    return msg
+    return PublishV1(publisher_id, published_messages)
 
 
 def _encode_publish_v1(msg: PublishV1, parts: list[bytes], seal_checksums: bool) -> None:
@@ -706,15 +699,12 @@ class PublishV2(Structure):
 
 _PUBLISH_V2_0 = struct.Struct(">Bi")
 _PUBLISH_V2_0_FIELDS = "PublishV2: publisher_id published_messages"
-
 _PUBLISH_V2_1 = struct.Struct(">Qh")
 _PUBLISH_V2_1_FIELDS = (
     "PublishV2: published_messages[].publishing_id published_messages[].filter_value"
 )
-
 _PUBLISH_V2_2 = struct.Struct(">i")
 _PUBLISH_V2_2_FIELDS = "PublishV2: published_messages[].message"
-
 _PUBLISH_V2_3 = struct.Struct(">BHII")
 _PUBLISH_V2_3_FIELDS = "PublishV2: published_messages[].message.entry_header published_messages[].message.num_records published_messages[].message.uncompressed_length published_messages[].message.length"
 
@@ -789,10 +779,9 @@ def _decode_publish_v2(
             )
         item_2 = PublishV2PublishedMessage(publishing_id, filter_value, message)
         published_messages.append(item_2)
-    msg = PublishV2(publisher_id, published_messages)
     if at != end:
         raise DecodeError("PublishV2", at, f"{end - at} bytes after the last field")
-    return msg
+    return PublishV2(publisher_id, published_messages)
 
 
 def _encode_publish_v2(msg: PublishV2, parts: list[bytes], seal_checksums: bool) -> None:
@@ -870,10 +859,9 @@ def _decode_publish_confirm(
         raise _bad_count("PublishConfirm.publishing_ids", at, publishing_ids_count, 8, end)
     publishing_ids = list(struct.unpack_from(f">{publishing_ids_count}Q", buf, at))
     at += publishing_ids_count * 8
-    msg = PublishConfirm(publisher_id, publishing_ids)
     if at != end:
         raise DecodeError("PublishConfirm", at, f"{end - at} bytes after the last field")
-    return msg
+    return PublishConfirm(publisher_id, publishing_ids)
 
 
 def _encode_publish_confirm(msg: PublishConfirm, parts: list[bytes], seal_checksums: bool) -> None:
@@ -905,7 +893,6 @@ class PublishError(Structure):
 
 _PUBLISH_ERROR_0 = struct.Struct(">Bi")
 _PUBLISH_ERROR_0_FIELDS = "PublishError: publisher_id publishing_error"
-
 _PUBLISH_ERROR_1 = struct.Struct(">QH")
 _PUBLISH_ERROR_1_FIELDS = "PublishError: publishing_error[].publishing_id publishing_error[].code"
 
@@ -927,10 +914,9 @@ def _decode_publish_error(
         at += 10
         item_2 = PublishingError(publishing_id, code)
         publishing_error.append(item_2)
-    msg = PublishError(publisher_id, publishing_error)
     if at != end:
         raise DecodeError("PublishError", at, f"{end - at} bytes after the last field")
-    return msg
+    return PublishError(publisher_id, publishing_error)
 
 
 def _encode_publish_error(msg: PublishError, parts: list[bytes], seal_checksums: bool) -> None:
@@ -972,7 +958,6 @@ _QUERY_PUBLISHER_SEQUENCE_REQUEST_0 = struct.Struct(">Ih")
 _QUERY_PUBLISHER_SEQUENCE_REQUEST_0_FIELDS = (
     "QueryPublisherSequenceRequest: correlation_id publisher_reference"
 )
-
 _QUERY_PUBLISHER_SEQUENCE_REQUEST_1 = struct.Struct(">h")
 _QUERY_PUBLISHER_SEQUENCE_REQUEST_1_FIELDS = "QueryPublisherSequenceRequest: stream"
 
@@ -1020,12 +1005,11 @@ def _decode_query_publisher_sequence_request(
                 "QueryPublisherSequenceRequest.stream", at + e.start, "invalid utf-8"
             ) from None
         at += stream_len
-    msg = QueryPublisherSequenceRequest(correlation_id, publisher_reference, stream)
     if at != end:
         raise DecodeError(
             "QueryPublisherSequenceRequest", at, f"{end - at} bytes after the last field"
         )
-    return msg
+    return QueryPublisherSequenceRequest(correlation_id, publisher_reference, stream)
 
 
 def _encode_query_publisher_sequence_request(
@@ -1096,12 +1080,11 @@ def _decode_query_publisher_sequence_response(
         buf, at
     )
     at += 14
-    msg = QueryPublisherSequenceResponse(correlation_id, response_code, sequence)
     if at != end:
         raise DecodeError(
             "QueryPublisherSequenceResponse", at, f"{end - at} bytes after the last field"
         )
-    return msg
+    return QueryPublisherSequenceResponse(correlation_id, response_code, sequence)
 
 
 def _encode_query_publisher_sequence_response(
@@ -1161,10 +1144,9 @@ def _decode_delete_publisher_request(
         raise _truncated(_DELETE_PUBLISHER_REQUEST_0, _DELETE_PUBLISHER_REQUEST_0_FIELDS, at, end)
     correlation_id, publisher_id = _DELETE_PUBLISHER_REQUEST_0.unpack_from(buf, at)
     at += 5
-    msg = DeletePublisherRequest(correlation_id, publisher_id)
     if at != end:
         raise DecodeError("DeletePublisherRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return DeletePublisherRequest(correlation_id, publisher_id)
 
 
 def _encode_delete_publisher_request(
@@ -1215,10 +1197,9 @@ def _decode_delete_publisher_response(
         raise _truncated(_DELETE_PUBLISHER_RESPONSE_0, _DELETE_PUBLISHER_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _DELETE_PUBLISHER_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = DeletePublisherResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("DeletePublisherResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return DeletePublisherResponse(correlation_id, response_code)
 
 
 def _encode_delete_publisher_response(
@@ -1294,22 +1275,16 @@ class SubscribeRequest(Structure):
 
 _SUBSCRIBE_REQUEST_0 = struct.Struct(">IBh")
 _SUBSCRIBE_REQUEST_0_FIELDS = "SubscribeRequest: correlation_id subscription_id stream"
-
 _SUBSCRIBE_REQUEST_1 = struct.Struct(">H")
 _SUBSCRIBE_REQUEST_1_FIELDS = "SubscribeRequest: offset_specification.offset_type"
-
 _SUBSCRIBE_REQUEST_2 = struct.Struct(">Q")
 _SUBSCRIBE_REQUEST_2_FIELDS = "SubscribeRequest: offset_specification.offset"
-
 _SUBSCRIBE_REQUEST_3 = struct.Struct(">q")
 _SUBSCRIBE_REQUEST_3_FIELDS = "SubscribeRequest: offset_specification.offset"
-
 _SUBSCRIBE_REQUEST_4 = struct.Struct(">Hi")
 _SUBSCRIBE_REQUEST_4_FIELDS = "SubscribeRequest: credit properties"
-
 _SUBSCRIBE_REQUEST_5 = struct.Struct(">h")
 _SUBSCRIBE_REQUEST_5_FIELDS = "SubscribeRequest: properties[].key"
-
 _SUBSCRIBE_REQUEST_6 = struct.Struct(">h")
 _SUBSCRIBE_REQUEST_6_FIELDS = "SubscribeRequest: properties[].value"
 
@@ -1399,12 +1374,11 @@ def _decode_subscribe_request(
             at += value_len
         item_2 = Property(key, value_3)
         properties.append(item_2)
-    msg = SubscribeRequest(
-        correlation_id, subscription_id, stream, offset_specification, credit, properties
-    )
     if at != end:
         raise DecodeError("SubscribeRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return SubscribeRequest(
+        correlation_id, subscription_id, stream, offset_specification, credit, properties
+    )
 
 
 def _encode_subscribe_request(
@@ -1483,10 +1457,9 @@ def _decode_subscribe_response(
         raise _truncated(_SUBSCRIBE_RESPONSE_0, _SUBSCRIBE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _SUBSCRIBE_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = SubscribeResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("SubscribeResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return SubscribeResponse(correlation_id, response_code)
 
 
 def _encode_subscribe_response(
@@ -1529,13 +1502,10 @@ class DeliverV1(Structure):
 
 _DELIVER_V1_0 = struct.Struct(">BbbHIqQQIIIB3s")
 _DELIVER_V1_0_FIELDS = "DeliverV1: subscription_id osiris_chunk.magic_version osiris_chunk.chunk_type osiris_chunk.num_entries osiris_chunk.num_records osiris_chunk.timestamp osiris_chunk.epoch osiris_chunk.chunk_first_offset osiris_chunk.chunk_crc osiris_chunk.data_length osiris_chunk.trailer_length osiris_chunk.bloom_size osiris_chunk.reserved"
-
 _DELIVER_V1_1 = struct.Struct(">I")
 _DELIVER_V1_1_FIELDS = "DeliverV1: osiris_chunk.messages[].entry_header"
-
 _DELIVER_V1_2 = struct.Struct(">BHII")
 _DELIVER_V1_2_FIELDS = "DeliverV1: osiris_chunk.messages[].entry_header osiris_chunk.messages[].num_records osiris_chunk.messages[].uncompressed_length osiris_chunk.messages[].length"
-
 _DELIVER_V1_MESSAGES_STATES: dict[type, Callable[[Any], object]] = {
     SimpleEntry: operator.attrgetter("__class__", "size", "data"),
     SubBatchEntry: operator.attrgetter(
@@ -1671,10 +1641,9 @@ def _decode_deliver_v1(
         bytes(buf[messages_kept_start:messages_end]),
         messages_states,
     )
-    msg = DeliverV1(subscription_id, osiris_chunk)
     if at != end:
         raise DecodeError("DeliverV1", at, f"{end - at} bytes after the last field")
-    return msg
+    return DeliverV1(subscription_id, osiris_chunk)
 
 
 def _encode_deliver_v1(msg: DeliverV1, parts: list[bytes], seal_checksums: bool) -> None:
@@ -1796,13 +1765,10 @@ class DeliverV2(Structure):
 
 _DELIVER_V2_0 = struct.Struct(">BQbbHIqQQIIIB3s")
 _DELIVER_V2_0_FIELDS = "DeliverV2: subscription_id committed_chunk_id osiris_chunk.magic_version osiris_chunk.chunk_type osiris_chunk.num_entries osiris_chunk.num_records osiris_chunk.timestamp osiris_chunk.epoch osiris_chunk.chunk_first_offset osiris_chunk.chunk_crc osiris_chunk.data_length osiris_chunk.trailer_length osiris_chunk.bloom_size osiris_chunk.reserved"
-
 _DELIVER_V2_1 = struct.Struct(">I")
 _DELIVER_V2_1_FIELDS = "DeliverV2: osiris_chunk.messages[].entry_header"
-
 _DELIVER_V2_2 = struct.Struct(">BHII")
 _DELIVER_V2_2_FIELDS = "DeliverV2: osiris_chunk.messages[].entry_header osiris_chunk.messages[].num_records osiris_chunk.messages[].uncompressed_length osiris_chunk.messages[].length"
-
 _DELIVER_V2_MESSAGES_STATES: dict[type, Callable[[Any], object]] = {
     SimpleEntry: operator.attrgetter("__class__", "size", "data"),
     SubBatchEntry: operator.attrgetter(
@@ -1939,10 +1905,9 @@ def _decode_deliver_v2(
         bytes(buf[messages_kept_start:messages_end]),
         messages_states,
     )
-    msg = DeliverV2(subscription_id, committed_chunk_id, osiris_chunk)
     if at != end:
         raise DecodeError("DeliverV2", at, f"{end - at} bytes after the last field")
-    return msg
+    return DeliverV2(subscription_id, committed_chunk_id, osiris_chunk)
 
 
 def _encode_deliver_v2(msg: DeliverV2, parts: list[bytes], seal_checksums: bool) -> None:
@@ -2069,10 +2034,9 @@ def _decode_credit(buf: bytes | memoryview, at: int, end: int, verify_checksums:
         raise _truncated(_CREDIT_0, _CREDIT_0_FIELDS, at, end)
     subscription_id, credit = _CREDIT_0.unpack_from(buf, at)
     at += 3
-    msg = Credit(subscription_id, credit)
     if at != end:
         raise DecodeError("Credit", at, f"{end - at} bytes after the last field")
-    return msg
+    return Credit(subscription_id, credit)
 
 
 def _encode_credit(msg: Credit, parts: list[bytes], seal_checksums: bool) -> None:
@@ -2121,10 +2085,9 @@ def _decode_credit_response(
         raise _truncated(_CREDIT_RESPONSE_0, _CREDIT_RESPONSE_0_FIELDS, at, end)
     response_code, subscription_id = _CREDIT_RESPONSE_0.unpack_from(buf, at)
     at += 3
-    msg = CreditResponse(response_code, subscription_id)
     if at != end:
         raise DecodeError("CreditResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return CreditResponse(response_code, subscription_id)
 
 
 def _encode_credit_response(msg: CreditResponse, parts: list[bytes], seal_checksums: bool) -> None:
@@ -2167,10 +2130,8 @@ class StoreOffset(Structure):
 
 _STORE_OFFSET_0 = struct.Struct(">h")
 _STORE_OFFSET_0_FIELDS = "StoreOffset: reference"
-
 _STORE_OFFSET_1 = struct.Struct(">h")
 _STORE_OFFSET_1_FIELDS = "StoreOffset: stream"
-
 _STORE_OFFSET_2 = struct.Struct(">Q")
 _STORE_OFFSET_2_FIELDS = "StoreOffset: offset"
 
@@ -2210,10 +2171,9 @@ def _decode_store_offset(
         raise _truncated(_STORE_OFFSET_2, _STORE_OFFSET_2_FIELDS, at, end)
     (offset,) = _STORE_OFFSET_2.unpack_from(buf, at)
     at += 8
-    msg = StoreOffset(reference, stream, offset)
     if at != end:
         raise DecodeError("StoreOffset", at, f"{end - at} bytes after the last field")
-    return msg
+    return StoreOffset(reference, stream, offset)
 
 
 def _encode_store_offset(msg: StoreOffset, parts: list[bytes], seal_checksums: bool) -> None:
@@ -2258,7 +2218,6 @@ class QueryOffsetRequest(Structure):
 
 _QUERY_OFFSET_REQUEST_0 = struct.Struct(">Ih")
 _QUERY_OFFSET_REQUEST_0_FIELDS = "QueryOffsetRequest: correlation_id reference"
-
 _QUERY_OFFSET_REQUEST_1 = struct.Struct(">h")
 _QUERY_OFFSET_REQUEST_1_FIELDS = "QueryOffsetRequest: stream"
 
@@ -2296,10 +2255,9 @@ def _decode_query_offset_request(
         except UnicodeDecodeError as e:
             raise DecodeError("QueryOffsetRequest.stream", at + e.start, "invalid utf-8") from None
         at += stream_len
-    msg = QueryOffsetRequest(correlation_id, reference, stream)
     if at != end:
         raise DecodeError("QueryOffsetRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return QueryOffsetRequest(correlation_id, reference, stream)
 
 
 def _encode_query_offset_request(
@@ -2356,10 +2314,9 @@ def _decode_query_offset_response(
         raise _truncated(_QUERY_OFFSET_RESPONSE_0, _QUERY_OFFSET_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code, offset = _QUERY_OFFSET_RESPONSE_0.unpack_from(buf, at)
     at += 14
-    msg = QueryOffsetResponse(correlation_id, response_code, offset)
     if at != end:
         raise DecodeError("QueryOffsetResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return QueryOffsetResponse(correlation_id, response_code, offset)
 
 
 def _encode_query_offset_response(
@@ -2413,10 +2370,9 @@ def _decode_unsubscribe_request(
         raise _truncated(_UNSUBSCRIBE_REQUEST_0, _UNSUBSCRIBE_REQUEST_0_FIELDS, at, end)
     correlation_id, subscription_id = _UNSUBSCRIBE_REQUEST_0.unpack_from(buf, at)
     at += 5
-    msg = UnsubscribeRequest(correlation_id, subscription_id)
     if at != end:
         raise DecodeError("UnsubscribeRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return UnsubscribeRequest(correlation_id, subscription_id)
 
 
 def _encode_unsubscribe_request(
@@ -2467,10 +2423,9 @@ def _decode_unsubscribe_response(
         raise _truncated(_UNSUBSCRIBE_RESPONSE_0, _UNSUBSCRIBE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _UNSUBSCRIBE_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = UnsubscribeResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("UnsubscribeResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return UnsubscribeResponse(correlation_id, response_code)
 
 
 def _encode_unsubscribe_response(
@@ -2515,13 +2470,10 @@ class CreateRequest(Structure):
 
 _CREATE_REQUEST_0 = struct.Struct(">Ih")
 _CREATE_REQUEST_0_FIELDS = "CreateRequest: correlation_id stream"
-
 _CREATE_REQUEST_1 = struct.Struct(">i")
 _CREATE_REQUEST_1_FIELDS = "CreateRequest: arguments"
-
 _CREATE_REQUEST_2 = struct.Struct(">h")
 _CREATE_REQUEST_2_FIELDS = "CreateRequest: arguments[].key"
-
 _CREATE_REQUEST_3 = struct.Struct(">h")
 _CREATE_REQUEST_3_FIELDS = "CreateRequest: arguments[].value"
 
@@ -2585,10 +2537,9 @@ def _decode_create_request(
             at += value_len
         item_2 = Argument(key, value)
         arguments.append(item_2)
-    msg = CreateRequest(correlation_id, stream, arguments)
     if at != end:
         raise DecodeError("CreateRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return CreateRequest(correlation_id, stream, arguments)
 
 
 def _encode_create_request(msg: CreateRequest, parts: list[bytes], seal_checksums: bool) -> None:
@@ -2647,10 +2598,9 @@ def _decode_create_response(
         raise _truncated(_CREATE_RESPONSE_0, _CREATE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _CREATE_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = CreateResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("CreateResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return CreateResponse(correlation_id, response_code)
 
 
 def _encode_create_response(msg: CreateResponse, parts: list[bytes], seal_checksums: bool) -> None:
@@ -2710,10 +2660,9 @@ def _decode_delete_request(
         except UnicodeDecodeError as e:
             raise DecodeError("DeleteRequest.stream", at + e.start, "invalid utf-8") from None
         at += stream_len
-    msg = DeleteRequest(correlation_id, stream)
     if at != end:
         raise DecodeError("DeleteRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return DeleteRequest(correlation_id, stream)
 
 
 def _encode_delete_request(msg: DeleteRequest, parts: list[bytes], seal_checksums: bool) -> None:
@@ -2761,10 +2710,9 @@ def _decode_delete_response(
         raise _truncated(_DELETE_RESPONSE_0, _DELETE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _DELETE_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = DeleteResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("DeleteResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return DeleteResponse(correlation_id, response_code)
 
 
 def _encode_delete_response(msg: DeleteResponse, parts: list[bytes], seal_checksums: bool) -> None:
@@ -2805,7 +2753,6 @@ class MetadataRequest(Structure):
 
 _METADATA_REQUEST_0 = struct.Struct(">Ii")
 _METADATA_REQUEST_0_FIELDS = "MetadataRequest: correlation_id stream"
-
 _METADATA_REQUEST_1 = struct.Struct(">h")
 _METADATA_REQUEST_1_FIELDS = "MetadataRequest: stream[]"
 
@@ -2838,10 +2785,9 @@ def _decode_metadata_request(
                 ) from None
             at += item_len
         stream.append(item_2)
-    msg = MetadataRequest(correlation_id, stream)
     if at != end:
         raise DecodeError("MetadataRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return MetadataRequest(correlation_id, stream)
 
 
 def _encode_metadata_request(
@@ -2883,19 +2829,14 @@ class MetadataResponse(Structure):
 
 _METADATA_RESPONSE_0 = struct.Struct(">Ii")
 _METADATA_RESPONSE_0_FIELDS = "MetadataResponse: correlation_id broker"
-
 _METADATA_RESPONSE_1 = struct.Struct(">Hh")
 _METADATA_RESPONSE_1_FIELDS = "MetadataResponse: broker[].reference broker[].host"
-
 _METADATA_RESPONSE_2 = struct.Struct(">I")
 _METADATA_RESPONSE_2_FIELDS = "MetadataResponse: broker[].port"
-
 _METADATA_RESPONSE_3 = struct.Struct(">i")
 _METADATA_RESPONSE_3_FIELDS = "MetadataResponse: stream_metadata"
-
 _METADATA_RESPONSE_4 = struct.Struct(">h")
 _METADATA_RESPONSE_4_FIELDS = "MetadataResponse: stream_metadata[].stream_name"
-
 _METADATA_RESPONSE_5 = struct.Struct(">HHi")
 _METADATA_RESPONSE_5_FIELDS = "MetadataResponse: stream_metadata[].response_code stream_metadata[].leader_reference stream_metadata[].replicas_references"
 
@@ -2977,10 +2918,9 @@ def _decode_metadata_response(
         at += replicas_references_count * 2
         item_4 = StreamMetadata(stream_name, response_code, leader_reference, replicas_references)
         stream_metadata.append(item_4)
-    msg = MetadataResponse(correlation_id, broker, stream_metadata)
     if at != end:
         raise DecodeError("MetadataResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return MetadataResponse(correlation_id, broker, stream_metadata)
 
 
 def _encode_metadata_response(
@@ -3057,10 +2997,9 @@ def _decode_metadata_update(
             ) from None
         at += stream_len
     metadata_info = MetadataInfo(code, stream)
-    msg = MetadataUpdate(metadata_info)
     if at != end:
         raise DecodeError("MetadataUpdate", at, f"{end - at} bytes after the last field")
-    return msg
+    return MetadataUpdate(metadata_info)
 
 
 def _encode_metadata_update(msg: MetadataUpdate, parts: list[bytes], seal_checksums: bool) -> None:
@@ -3102,10 +3041,8 @@ class PeerPropertiesRequest(Structure):
 
 _PEER_PROPERTIES_REQUEST_0 = struct.Struct(">Ii")
 _PEER_PROPERTIES_REQUEST_0_FIELDS = "PeerPropertiesRequest: correlation_id peer_properties"
-
 _PEER_PROPERTIES_REQUEST_1 = struct.Struct(">h")
 _PEER_PROPERTIES_REQUEST_1_FIELDS = "PeerPropertiesRequest: peer_properties[].key"
-
 _PEER_PROPERTIES_REQUEST_2 = struct.Struct(">h")
 _PEER_PROPERTIES_REQUEST_2_FIELDS = "PeerPropertiesRequest: peer_properties[].value"
 
@@ -3155,10 +3092,9 @@ def _decode_peer_properties_request(
             at += value_len
         item_2 = PeerProperty(key, value)
         peer_properties.append(item_2)
-    msg = PeerPropertiesRequest(correlation_id, peer_properties)
     if at != end:
         raise DecodeError("PeerPropertiesRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return PeerPropertiesRequest(correlation_id, peer_properties)
 
 
 def _encode_peer_properties_request(
@@ -3208,10 +3144,8 @@ _PEER_PROPERTIES_RESPONSE_0 = struct.Struct(">IHi")
 _PEER_PROPERTIES_RESPONSE_0_FIELDS = (
     "PeerPropertiesResponse: correlation_id response_code peer_properties"
 )
-
 _PEER_PROPERTIES_RESPONSE_1 = struct.Struct(">h")
 _PEER_PROPERTIES_RESPONSE_1_FIELDS = "PeerPropertiesResponse: peer_properties[].key"
-
 _PEER_PROPERTIES_RESPONSE_2 = struct.Struct(">h")
 _PEER_PROPERTIES_RESPONSE_2_FIELDS = "PeerPropertiesResponse: peer_properties[].value"
 
@@ -3269,10 +3203,9 @@ def _decode_peer_properties_response(
             at += value_len
         item_2 = PeerProperty(key, value)
         peer_properties.append(item_2)
-    msg = PeerPropertiesResponse(correlation_id, response_code, peer_properties)
     if at != end:
         raise DecodeError("PeerPropertiesResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return PeerPropertiesResponse(correlation_id, response_code, peer_properties)
 
 
 def _encode_peer_properties_response(
@@ -3328,10 +3261,9 @@ def _decode_sasl_handshake_request(
         raise _truncated(_SASL_HANDSHAKE_REQUEST_0, _SASL_HANDSHAKE_REQUEST_0_FIELDS, at, end)
     (correlation_id,) = _SASL_HANDSHAKE_REQUEST_0.unpack_from(buf, at)
     at += 4
-    msg = SaslHandshakeRequest(correlation_id)
     if at != end:
         raise DecodeError("SaslHandshakeRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return SaslHandshakeRequest(correlation_id)
 
 
 def _encode_sasl_handshake_request(
@@ -3377,7 +3309,6 @@ class SaslHandshakeResponse(Structure):
 
 _SASL_HANDSHAKE_RESPONSE_0 = struct.Struct(">IHi")
 _SASL_HANDSHAKE_RESPONSE_0_FIELDS = "SaslHandshakeResponse: correlation_id response_code mechanisms"
-
 _SASL_HANDSHAKE_RESPONSE_1 = struct.Struct(">h")
 _SASL_HANDSHAKE_RESPONSE_1_FIELDS = "SaslHandshakeResponse: mechanisms[]"
 
@@ -3412,10 +3343,9 @@ def _decode_sasl_handshake_response(
                 ) from None
             at += item_len
         mechanisms.append(item_2)
-    msg = SaslHandshakeResponse(correlation_id, response_code, mechanisms)
     if at != end:
         raise DecodeError("SaslHandshakeResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return SaslHandshakeResponse(correlation_id, response_code, mechanisms)
 
 
 def _encode_sasl_handshake_response(
@@ -3461,7 +3391,6 @@ class SaslAuthenticateRequest(Structure):
 
 _SASL_AUTHENTICATE_REQUEST_0 = struct.Struct(">Ih")
 _SASL_AUTHENTICATE_REQUEST_0_FIELDS = "SaslAuthenticateRequest: correlation_id mechanism"
-
 _SASL_AUTHENTICATE_REQUEST_1 = struct.Struct(">i")
 _SASL_AUTHENTICATE_REQUEST_1_FIELDS = "SaslAuthenticateRequest: sasl_opaque_data"
 
@@ -3496,10 +3425,9 @@ def _decode_sasl_authenticate_request(
     else:
         sasl_opaque_data = bytes(buf[at : at + sasl_opaque_data_len])
         at += sasl_opaque_data_len
-    msg = SaslAuthenticateRequest(correlation_id, mechanism, sasl_opaque_data)
     if at != end:
         raise DecodeError("SaslAuthenticateRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return SaslAuthenticateRequest(correlation_id, mechanism, sasl_opaque_data)
 
 
 def _encode_sasl_authenticate_request(
@@ -3553,7 +3481,6 @@ class SaslAuthenticateResponse(Structure):
 
 _SASL_AUTHENTICATE_RESPONSE_0 = struct.Struct(">IH")
 _SASL_AUTHENTICATE_RESPONSE_0_FIELDS = "SaslAuthenticateResponse: correlation_id response_code"
-
 _SASL_AUTHENTICATE_RESPONSE_1 = struct.Struct(">i")
 _SASL_AUTHENTICATE_RESPONSE_1_FIELDS = "SaslAuthenticateResponse: sasl_opaque_data"
 
@@ -3583,10 +3510,9 @@ def _decode_sasl_authenticate_response(
             )
         sasl_opaque_data = bytes(buf[at : at + sasl_opaque_data_len])
         at += sasl_opaque_data_len
-    msg = SaslAuthenticateResponse(correlation_id, response_code, sasl_opaque_data)
     if at != end:
         raise DecodeError("SaslAuthenticateResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return SaslAuthenticateResponse(correlation_id, response_code, sasl_opaque_data)
 
 
 def _encode_sasl_authenticate_response(
@@ -3636,10 +3562,9 @@ def _decode_tune_request(
         raise _truncated(_TUNE_REQUEST_0, _TUNE_REQUEST_0_FIELDS, at, end)
     frame_max, heartbeat = _TUNE_REQUEST_0.unpack_from(buf, at)
     at += 8
-    msg = TuneRequest(frame_max, heartbeat)
     if at != end:
         raise DecodeError("TuneRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return TuneRequest(frame_max, heartbeat)
 
 
 def _encode_tune_request(msg: TuneRequest, parts: list[bytes], seal_checksums: bool) -> None:
@@ -3689,10 +3614,9 @@ def _decode_tune_response(
         raise _truncated(_TUNE_RESPONSE_0, _TUNE_RESPONSE_0_FIELDS, at, end)
     frame_max, heartbeat = _TUNE_RESPONSE_0.unpack_from(buf, at)
     at += 8
-    msg = TuneResponse(frame_max, heartbeat)
     if at != end:
         raise DecodeError("TuneResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return TuneResponse(frame_max, heartbeat)
 
 
 def _encode_tune_response(msg: TuneResponse, parts: list[bytes], seal_checksums: bool) -> None:
@@ -3752,10 +3676,9 @@ def _decode_open_request(
         except UnicodeDecodeError as e:
             raise DecodeError("OpenRequest.virtual_host", at + e.start, "invalid utf-8") from None
         at += virtual_host_len
-    msg = OpenRequest(correlation_id, virtual_host)
     if at != end:
         raise DecodeError("OpenRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return OpenRequest(correlation_id, virtual_host)
 
 
 def _encode_open_request(msg: OpenRequest, parts: list[bytes], seal_checksums: bool) -> None:
@@ -3801,13 +3724,10 @@ class OpenResponse(Structure):
 
 _OPEN_RESPONSE_0 = struct.Struct(">IH")
 _OPEN_RESPONSE_0_FIELDS = "OpenResponse: correlation_id response_code"
-
 _OPEN_RESPONSE_1 = struct.Struct(">i")
 _OPEN_RESPONSE_1_FIELDS = "OpenResponse: connection_properties"
-
 _OPEN_RESPONSE_2 = struct.Struct(">h")
 _OPEN_RESPONSE_2_FIELDS = "OpenResponse: connection_properties[].key"
-
 _OPEN_RESPONSE_3 = struct.Struct(">h")
 _OPEN_RESPONSE_3_FIELDS = "OpenResponse: connection_properties[].value"
 
@@ -3867,10 +3787,9 @@ def _decode_open_response(
                 at += value_len
             item_2 = ConnectionProperty(key, value)
             connection_properties.append(item_2)
-    msg = OpenResponse(correlation_id, response_code, connection_properties)
     if at != end:
         raise DecodeError("OpenResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return OpenResponse(correlation_id, response_code, connection_properties)
 
 
 def _encode_open_response(msg: OpenResponse, parts: list[bytes], seal_checksums: bool) -> None:
@@ -3938,10 +3857,9 @@ def _decode_close_request(
                 "CloseRequest.closing_reason", at + e.start, "invalid utf-8"
             ) from None
         at += closing_reason_len
-    msg = CloseRequest(correlation_id, closing_code, closing_reason)
     if at != end:
         raise DecodeError("CloseRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return CloseRequest(correlation_id, closing_code, closing_reason)
 
 
 def _encode_close_request(msg: CloseRequest, parts: list[bytes], seal_checksums: bool) -> None:
@@ -3991,10 +3909,9 @@ def _decode_close_response(
         raise _truncated(_CLOSE_RESPONSE_0, _CLOSE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _CLOSE_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = CloseResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("CloseResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return CloseResponse(correlation_id, response_code)
 
 
 def _encode_close_response(msg: CloseResponse, parts: list[bytes], seal_checksums: bool) -> None:
@@ -4032,10 +3949,9 @@ class Heartbeat(Structure):
 def _decode_heartbeat(
     buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
 ) -> Heartbeat:
-    msg = Heartbeat()
     if at != end:
         raise DecodeError("Heartbeat", at, f"{end - at} bytes after the last field")
-    return msg
+    return Heartbeat()
 
 
 def _encode_heartbeat(msg: Heartbeat, parts: list[bytes], seal_checksums: bool) -> None:
@@ -4080,7 +3996,6 @@ class RouteRequest(Structure):
 
 _ROUTE_REQUEST_0 = struct.Struct(">Ih")
 _ROUTE_REQUEST_0_FIELDS = "RouteRequest: correlation_id routing_key"
-
 _ROUTE_REQUEST_1 = struct.Struct(">h")
 _ROUTE_REQUEST_1_FIELDS = "RouteRequest: super_stream"
 
@@ -4116,10 +4031,9 @@ def _decode_route_request(
         except UnicodeDecodeError as e:
             raise DecodeError("RouteRequest.super_stream", at + e.start, "invalid utf-8") from None
         at += super_stream_len
-    msg = RouteRequest(correlation_id, routing_key, super_stream)
     if at != end:
         raise DecodeError("RouteRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return RouteRequest(correlation_id, routing_key, super_stream)
 
 
 def _encode_route_request(msg: RouteRequest, parts: list[bytes], seal_checksums: bool) -> None:
@@ -4179,7 +4093,6 @@ class RouteResponse(Structure):
 
 _ROUTE_RESPONSE_0 = struct.Struct(">IHi")
 _ROUTE_RESPONSE_0_FIELDS = "RouteResponse: correlation_id response_code stream"
-
 _ROUTE_RESPONSE_1 = struct.Struct(">h")
 _ROUTE_RESPONSE_1_FIELDS = "RouteResponse: stream[]"
 
@@ -4210,10 +4123,9 @@ def _decode_route_response(
                 raise DecodeError("RouteResponse.stream[]", at + e.start, "invalid utf-8") from None
             at += item_len
         stream.append(item_2)
-    msg = RouteResponse(correlation_id, response_code, stream)
     if at != end:
         raise DecodeError("RouteResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return RouteResponse(correlation_id, response_code, stream)
 
 
 def _encode_route_response(msg: RouteResponse, parts: list[bytes], seal_checksums: bool) -> None:
@@ -4280,10 +4192,9 @@ def _decode_partitions_request(
                 "PartitionsRequest.super_stream", at + e.start, "invalid utf-8"
             ) from None
         at += super_stream_len
-    msg = PartitionsRequest(correlation_id, super_stream)
     if at != end:
         raise DecodeError("PartitionsRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return PartitionsRequest(correlation_id, super_stream)
 
 
 def _encode_partitions_request(
@@ -4340,7 +4251,6 @@ class PartitionsResponse(Structure):
 
 _PARTITIONS_RESPONSE_0 = struct.Struct(">IHi")
 _PARTITIONS_RESPONSE_0_FIELDS = "PartitionsResponse: correlation_id response_code stream"
-
 _PARTITIONS_RESPONSE_1 = struct.Struct(">h")
 _PARTITIONS_RESPONSE_1_FIELDS = "PartitionsResponse: stream[]"
 
@@ -4373,10 +4283,9 @@ def _decode_partitions_response(
                 ) from None
             at += item_len
         stream.append(item_2)
-    msg = PartitionsResponse(correlation_id, response_code, stream)
     if at != end:
         raise DecodeError("PartitionsResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return PartitionsResponse(correlation_id, response_code, stream)
 
 
 def _encode_partitions_response(
@@ -4438,10 +4347,9 @@ def _decode_consumer_update_request(
         raise _truncated(_CONSUMER_UPDATE_REQUEST_0, _CONSUMER_UPDATE_REQUEST_0_FIELDS, at, end)
     correlation_id, subscription_id, active = _CONSUMER_UPDATE_REQUEST_0.unpack_from(buf, at)
     at += 6
-    msg = ConsumerUpdateRequest(correlation_id, subscription_id, active)
     if at != end:
         raise DecodeError("ConsumerUpdateRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConsumerUpdateRequest(correlation_id, subscription_id, active)
 
 
 def _encode_consumer_update_request(
@@ -4496,10 +4404,8 @@ _CONSUMER_UPDATE_RESPONSE_0 = struct.Struct(">IHH")
 _CONSUMER_UPDATE_RESPONSE_0_FIELDS = (
     "ConsumerUpdateResponse: correlation_id response_code offset_specification.offset_type"
 )
-
 _CONSUMER_UPDATE_RESPONSE_1 = struct.Struct(">Q")
 _CONSUMER_UPDATE_RESPONSE_1_FIELDS = "ConsumerUpdateResponse: offset_specification.offset"
-
 _CONSUMER_UPDATE_RESPONSE_2 = struct.Struct(">q")
 _CONSUMER_UPDATE_RESPONSE_2_FIELDS = "ConsumerUpdateResponse: offset_specification.offset"
 
@@ -4537,10 +4443,9 @@ def _decode_consumer_update_response(
             f"no layout for value {offset_type}",
         )
     offset_specification = ConsumerUpdateResponseOffsetSpecification(offset_type, offset)
-    msg = ConsumerUpdateResponse(correlation_id, response_code, offset_specification)
     if at != end:
         raise DecodeError("ConsumerUpdateResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConsumerUpdateResponse(correlation_id, response_code, offset_specification)
 
 
 def _encode_consumer_update_response(
@@ -4596,7 +4501,6 @@ _EXCHANGE_COMMAND_VERSIONS_REQUEST_0 = struct.Struct(">Ii")
 _EXCHANGE_COMMAND_VERSIONS_REQUEST_0_FIELDS = (
     "ExchangeCommandVersionsRequest: correlation_id command"
 )
-
 _EXCHANGE_COMMAND_VERSIONS_REQUEST_1 = struct.Struct(">HHH")
 _EXCHANGE_COMMAND_VERSIONS_REQUEST_1_FIELDS = (
     "ExchangeCommandVersionsRequest: command[].key command[].min_version command[].max_version"
@@ -4630,12 +4534,11 @@ def _decode_exchange_command_versions_request(
         at += 6
         item_2 = Command(key, min_version, max_version)
         command.append(item_2)
-    msg = ExchangeCommandVersionsRequest(correlation_id, command)
     if at != end:
         raise DecodeError(
             "ExchangeCommandVersionsRequest", at, f"{end - at} bytes after the last field"
         )
-    return msg
+    return ExchangeCommandVersionsRequest(correlation_id, command)
 
 
 def _encode_exchange_command_versions_request(
@@ -4677,7 +4580,6 @@ _EXCHANGE_COMMAND_VERSIONS_RESPONSE_0 = struct.Struct(">IHi")
 _EXCHANGE_COMMAND_VERSIONS_RESPONSE_0_FIELDS = (
     "ExchangeCommandVersionsResponse: correlation_id response_code command"
 )
-
 _EXCHANGE_COMMAND_VERSIONS_RESPONSE_1 = struct.Struct(">HHH")
 _EXCHANGE_COMMAND_VERSIONS_RESPONSE_1_FIELDS = (
     "ExchangeCommandVersionsResponse: command[].key command[].min_version command[].max_version"
@@ -4713,12 +4615,11 @@ def _decode_exchange_command_versions_response(
         at += 6
         item_2 = Command(key, min_version, max_version)
         command.append(item_2)
-    msg = ExchangeCommandVersionsResponse(correlation_id, response_code, command)
     if at != end:
         raise DecodeError(
             "ExchangeCommandVersionsResponse", at, f"{end - at} bytes after the last field"
         )
-    return msg
+    return ExchangeCommandVersionsResponse(correlation_id, response_code, command)
 
 
 def _encode_exchange_command_versions_response(
@@ -4780,10 +4681,9 @@ def _decode_stream_stats_request(
         except UnicodeDecodeError as e:
             raise DecodeError("StreamStatsRequest.stream", at + e.start, "invalid utf-8") from None
         at += stream_len
-    msg = StreamStatsRequest(correlation_id, stream)
     if at != end:
         raise DecodeError("StreamStatsRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return StreamStatsRequest(correlation_id, stream)
 
 
 def _encode_stream_stats_request(
@@ -4826,10 +4726,8 @@ class StreamStatsResponse(Structure):
 
 _STREAM_STATS_RESPONSE_0 = struct.Struct(">IHi")
 _STREAM_STATS_RESPONSE_0_FIELDS = "StreamStatsResponse: correlation_id response_code stats"
-
 _STREAM_STATS_RESPONSE_1 = struct.Struct(">h")
 _STREAM_STATS_RESPONSE_1_FIELDS = "StreamStatsResponse: stats[].key"
-
 _STREAM_STATS_RESPONSE_2 = struct.Struct(">q")
 _STREAM_STATS_RESPONSE_2_FIELDS = "StreamStatsResponse: stats[].value"
 
@@ -4867,10 +4765,9 @@ def _decode_stream_stats_response(
         at += 8
         item_2 = Statistic(key, value)
         stats.append(item_2)
-    msg = StreamStatsResponse(correlation_id, response_code, stats)
     if at != end:
         raise DecodeError("StreamStatsResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return StreamStatsResponse(correlation_id, response_code, stats)
 
 
 def _encode_stream_stats_response(
@@ -4926,25 +4823,18 @@ class CreateSuperStreamRequest(Structure):
 
 _CREATE_SUPER_STREAM_REQUEST_0 = struct.Struct(">Ih")
 _CREATE_SUPER_STREAM_REQUEST_0_FIELDS = "CreateSuperStreamRequest: correlation_id name"
-
 _CREATE_SUPER_STREAM_REQUEST_1 = struct.Struct(">i")
 _CREATE_SUPER_STREAM_REQUEST_1_FIELDS = "CreateSuperStreamRequest: partition"
-
 _CREATE_SUPER_STREAM_REQUEST_2 = struct.Struct(">h")
 _CREATE_SUPER_STREAM_REQUEST_2_FIELDS = "CreateSuperStreamRequest: partition[]"
-
 _CREATE_SUPER_STREAM_REQUEST_3 = struct.Struct(">i")
 _CREATE_SUPER_STREAM_REQUEST_3_FIELDS = "CreateSuperStreamRequest: binding_key"
-
 _CREATE_SUPER_STREAM_REQUEST_4 = struct.Struct(">h")
 _CREATE_SUPER_STREAM_REQUEST_4_FIELDS = "CreateSuperStreamRequest: binding_key[]"
-
 _CREATE_SUPER_STREAM_REQUEST_5 = struct.Struct(">i")
 _CREATE_SUPER_STREAM_REQUEST_5_FIELDS = "CreateSuperStreamRequest: arguments"
-
 _CREATE_SUPER_STREAM_REQUEST_6 = struct.Struct(">h")
 _CREATE_SUPER_STREAM_REQUEST_6_FIELDS = "CreateSuperStreamRequest: arguments[].key"
-
 _CREATE_SUPER_STREAM_REQUEST_7 = struct.Struct(">h")
 _CREATE_SUPER_STREAM_REQUEST_7_FIELDS = "CreateSuperStreamRequest: arguments[].value"
 
@@ -5076,10 +4966,9 @@ def _decode_create_super_stream_request(
             at += value_len
         item_6 = Argument(key, value)
         arguments.append(item_6)
-    msg = CreateSuperStreamRequest(correlation_id, name, partition, binding_key, arguments)
     if at != end:
         raise DecodeError("CreateSuperStreamRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return CreateSuperStreamRequest(correlation_id, name, partition, binding_key, arguments)
 
 
 def _encode_create_super_stream_request(
@@ -5160,10 +5049,9 @@ def _decode_create_super_stream_response(
         )
     correlation_id, response_code = _CREATE_SUPER_STREAM_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = CreateSuperStreamResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("CreateSuperStreamResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return CreateSuperStreamResponse(correlation_id, response_code)
 
 
 def _encode_create_super_stream_response(
@@ -5233,10 +5121,9 @@ def _decode_delete_super_stream_request(
                 "DeleteSuperStreamRequest.name", at + e.start, "invalid utf-8"
             ) from None
         at += name_len
-    msg = DeleteSuperStreamRequest(correlation_id, name)
     if at != end:
         raise DecodeError("DeleteSuperStreamRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return DeleteSuperStreamRequest(correlation_id, name)
 
 
 def _encode_delete_super_stream_request(
@@ -5290,10 +5177,9 @@ def _decode_delete_super_stream_response(
         )
     correlation_id, response_code = _DELETE_SUPER_STREAM_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = DeleteSuperStreamResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("DeleteSuperStreamResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return DeleteSuperStreamResponse(correlation_id, response_code)
 
 
 def _encode_delete_super_stream_response(
