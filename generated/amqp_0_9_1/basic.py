@@ -445,7 +445,6 @@ class BasicQos(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("BasicQosOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     prefetch_size: int
@@ -577,7 +576,6 @@ class BasicConsume(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("BasicConsumeOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     reserved1: int = 0
@@ -779,7 +777,6 @@ class BasicPublish(Structure):
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "client"
     CONTENT: ClassVar[bool] = True
-    """Content frames (a header, then bodies) follow this message."""
 
     reserved1: int = 0
     """Reserved: must be zero."""
@@ -893,7 +890,6 @@ class BasicReturn(Structure):
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "server"
     CONTENT: ClassVar[bool] = True
-    """Content frames (a header, then bodies) follow this message."""
 
     reply_code: int
     """reply code from server
@@ -1003,7 +999,6 @@ class BasicDeliver(Structure):
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "server"
     CONTENT: ClassVar[bool] = True
-    """Content frames (a header, then bodies) follow this message."""
 
     consumer_tag: str
     """consumer tag
@@ -1128,7 +1123,6 @@ class BasicGet(Structure):
         "BasicGetOk",
         "BasicGetEmpty",
     )
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     reserved1: int = 0
@@ -1209,7 +1203,6 @@ class BasicGetOk(Structure):
     SENDER: ClassVar[str] = "server"
     SYNCHRONOUS: ClassVar[bool] = True
     CONTENT: ClassVar[bool] = True
-    """Content frames (a header, then bodies) follow this message."""
 
     delivery_tag: int
     """server-assigned delivery tag

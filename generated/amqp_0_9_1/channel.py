@@ -38,7 +38,6 @@ class ChannelOpen(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("ChannelOpenOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     reserved1: str = ""
@@ -152,7 +151,6 @@ class ChannelFlow(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "both"
     REPLIES: ClassVar[tuple[str, ...]] = ("ChannelFlowOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     active: bool = False
@@ -283,7 +281,6 @@ class ChannelClose(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "both"
     REPLIES: ClassVar[tuple[str, ...]] = ("ChannelCloseOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     reply_code: int

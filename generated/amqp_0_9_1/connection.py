@@ -39,7 +39,6 @@ class ConnectionStart(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "server"
     REPLIES: ClassVar[tuple[str, ...]] = ("ConnectionStartOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     version_major: int
@@ -274,7 +273,6 @@ class ConnectionSecure(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "server"
     REPLIES: ClassVar[tuple[str, ...]] = ("ConnectionSecureOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     challenge: bytes
@@ -394,7 +392,6 @@ class ConnectionTune(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "server"
     REPLIES: ClassVar[tuple[str, ...]] = ("ConnectionTuneOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel_max: int
@@ -556,7 +553,6 @@ class ConnectionOpen(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("ConnectionOpenOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     virtual_host: str
@@ -706,7 +702,6 @@ class ConnectionClose(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "both"
     REPLIES: ClassVar[tuple[str, ...]] = ("ConnectionCloseOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     reply_code: int

@@ -40,7 +40,6 @@ class QueueDeclare(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("QueueDeclareOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     reserved1: int = 0
@@ -251,7 +250,6 @@ class QueueBind(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("QueueBindOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     reserved1: int = 0
@@ -431,7 +429,6 @@ class QueuePurge(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("QueuePurgeOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     reserved1: int = 0
@@ -573,7 +570,6 @@ class QueueDelete(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("QueueDeleteOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     reserved1: int = 0
@@ -741,7 +737,6 @@ class QueueUnbind(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("QueueUnbindOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     reserved1: int = 0

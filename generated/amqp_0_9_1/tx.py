@@ -38,7 +38,6 @@ class TxSelect(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("TxSelectOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
@@ -130,7 +129,6 @@ class TxCommit(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("TxCommitOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
@@ -222,7 +220,6 @@ class TxRollback(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("TxRollbackOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0

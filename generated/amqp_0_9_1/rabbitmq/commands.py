@@ -198,7 +198,6 @@ class ConnectionUpdateSecret(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "server"
     REPLIES: ClassVar[tuple[str, ...]] = ("ConnectionUpdateSecretOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     new_secret: bytes
@@ -321,7 +320,6 @@ class ExchangeDeclare(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("ExchangeDeclareOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     reserved1: int = 0
@@ -481,7 +479,6 @@ class ExchangeBind(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("ExchangeBindOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     reserved1: int = 0
@@ -661,7 +658,6 @@ class ExchangeUnbind(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("ExchangeUnbindOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     reserved1: int = 0
@@ -843,7 +839,6 @@ class BasicCancel(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "both"
     REPLIES: ClassVar[tuple[str, ...]] = ("BasicCancelOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     consumer_tag: str
@@ -1136,7 +1131,6 @@ class ConfirmSelect(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("ConfirmSelectOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     nowait: bool = False

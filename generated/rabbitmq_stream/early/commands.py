@@ -454,7 +454,6 @@ class SubscribeRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("SubscribeResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     """correlation id to correlate the response"""
@@ -876,7 +875,6 @@ class UnsubscribeRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("UnsubscribeResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     subscription_id: int
@@ -1100,7 +1098,6 @@ class MetadataRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("MetadataResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     stream: list[str | None]
@@ -1326,7 +1323,6 @@ class SaslHandshakeRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("SaslHandshakeResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
 
@@ -1456,7 +1452,6 @@ class SaslAuthenticateRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("SaslAuthenticateResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     mechanism: str | None
@@ -1619,7 +1614,6 @@ class TuneRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "server"
     REPLIES: ClassVar[tuple[str, ...]] = ("TuneResponse",)
-    """The messages that may answer this one."""
 
     frame_max: int
     """in bytes, 0 means no limit"""
@@ -1725,7 +1719,6 @@ class OpenRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("OpenResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     virtual_host: str | None
@@ -1836,7 +1829,6 @@ class CloseRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "both"
     REPLIES: ClassVar[tuple[str, ...]] = ("CloseResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     closing_code: int
@@ -1993,7 +1985,6 @@ class CreateRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("CreateResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     stream: str | None
@@ -2165,7 +2156,6 @@ class DeleteRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("DeleteResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     stream: str | None

@@ -400,7 +400,6 @@ class DeclarePublisherRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("DeclarePublisherResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     publisher_id: int
@@ -939,7 +938,6 @@ class QueryPublisherSequenceRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("QueryPublisherSequenceResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     publisher_reference: str | None
@@ -1123,7 +1121,6 @@ class DeletePublisherRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("DeletePublisherResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     publisher_id: int
@@ -1244,7 +1241,6 @@ class SubscribeRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("SubscribeResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     """correlation id to correlate the response"""
@@ -2203,7 +2199,6 @@ class QueryOffsetRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("QueryOffsetResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     reference: str | None
@@ -2349,7 +2344,6 @@ class UnsubscribeRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("UnsubscribeResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     subscription_id: int
@@ -2456,7 +2450,6 @@ class CreateRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("CreateResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     stream: str | None
@@ -2629,7 +2622,6 @@ class DeleteRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("DeleteResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     stream: str | None
@@ -2741,7 +2733,6 @@ class MetadataRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("MetadataResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     stream: list[str | None]
@@ -3029,7 +3020,6 @@ class PeerPropertiesRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("PeerPropertiesResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     peer_properties: list[PeerProperty]
@@ -3242,7 +3232,6 @@ class SaslHandshakeRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("SaslHandshakeResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
 
@@ -3375,7 +3364,6 @@ class SaslAuthenticateRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("SaslAuthenticateResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     mechanism: str | None
@@ -3539,7 +3527,6 @@ class TuneRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "server"
     REPLIES: ClassVar[tuple[str, ...]] = ("TuneResponse",)
-    """The messages that may answer this one."""
 
     frame_max: int
     """in bytes, 0 means no limit"""
@@ -3645,7 +3632,6 @@ class OpenRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("OpenResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     virtual_host: str | None
@@ -3822,7 +3808,6 @@ class CloseRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "both"
     REPLIES: ClassVar[tuple[str, ...]] = ("CloseResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     closing_code: int
@@ -3980,7 +3965,6 @@ class RouteRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("RouteResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     routing_key: str | None
@@ -4159,7 +4143,6 @@ class PartitionsRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("PartitionsResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     super_stream: str | None
@@ -4323,7 +4306,6 @@ class ConsumerUpdateRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "server"
     REPLIES: ClassVar[tuple[str, ...]] = ("ConsumerUpdateResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     subscription_id: int
@@ -4487,7 +4469,6 @@ class ExchangeCommandVersionsRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("ExchangeCommandVersionsResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     command: list[Command]
@@ -4650,7 +4631,6 @@ class StreamStatsRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("StreamStatsResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     stream: str | None
@@ -4798,7 +4778,6 @@ class CreateSuperStreamRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("CreateSuperStreamResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     name: str | None
@@ -5086,7 +5065,6 @@ class DeleteSuperStreamRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("DeleteSuperStreamResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     name: str | None
