@@ -11,6 +11,8 @@ A message's class says what it is in class constants: `COMMAND` (the spec's name
 ("request", "response" or "oneway") and `SENDER`; where they apply, `REPLIES` (the names of the
 messages that may answer it), `SYNCHRONOUS`, and `CONTENT` (content frames, a header and then
 bodies, follow it).
+
+A message's `channel` is its frame header's: Channel number; 0 for the connection.
 """
 
 from __future__ import annotations

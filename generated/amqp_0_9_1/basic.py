@@ -71,7 +71,6 @@ class BasicProperties(Structure):
     reserved: str | None = None
     """reserved, must be empty"""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -460,7 +459,6 @@ Specifies a prefetch window in terms of whole messages. This field may be used i
 
 RabbitMQ has reinterpreted this field. The original specification said: "By default the QoS settings apply to the current channel only. If this field is set, they are applied to the entire connection." Instead, RabbitMQ takes global=false to mean that the QoS settings should apply per-consumer (for new consumers on the channel; existing ones being unaffected) and global=true to mean that the QoS settings should apply per-channel."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self, prefetch_size: int, prefetch_count: int, global_: bool = False, channel: int = 0
@@ -532,7 +530,6 @@ class BasicQosOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
@@ -611,7 +608,6 @@ If set, the server will not respond to the method. The client should not wait fo
 
 A set of arguments for the consume. The syntax and semantics of these arguments depends on the server implementation."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -725,7 +721,6 @@ class BasicConsumeOk(Structure):
 
 Holds the consumer tag specified by the client or provided by the server."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, consumer_tag: str, channel: int = 0) -> None:
         self.consumer_tag = consumer_tag
@@ -799,7 +794,6 @@ This flag tells the server how to react if the message cannot be routed to a que
 
 This flag tells the server how to react if the message cannot be routed to a queue consumer immediately. If this flag is set, the server will return an undeliverable message with a Return method. If this flag is zero, the server will queue the message, but with no guarantee that it will ever be consumed."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -914,7 +908,6 @@ Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
 
 Specifies the routing key name specified when the message was published."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self, reply_code: int, reply_text: str, exchange: str, routing_key: str, channel: int = 0
@@ -1023,7 +1016,6 @@ Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
 
 Specifies the routing key name specified when the message was published."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -1138,7 +1130,6 @@ Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
 
 If this field is set the server does not expect acknowledgements for messages. That is, when a message is delivered to the client the server assumes the delivery will succeed and immediately dequeues it. This functionality may increase performance but at the cost of reliability. Messages can get lost if a client dies before they are delivered to the application."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self, reserved1: int = 0, queue: str = "", no_ack: bool = False, channel: int = 0
@@ -1227,7 +1218,6 @@ Specifies the routing key name specified when the message was published."""
 
 The number of messages in the queue, which will be zero for newly-declared queues. This is the number of messages present in the queue, and committed if the channel on which they were published is transacted, that are not waiting acknowledgement."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -1321,7 +1311,6 @@ class BasicGetEmpty(Structure):
     reserved1: str = ""
     """Reserved: must be empty."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, reserved1: str = "", channel: int = 0) -> None:
         self.reserved1 = reserved1
@@ -1382,7 +1371,6 @@ The server-assigned and channel-specific delivery tag"""
 
 If requeue is true, the server will attempt to requeue the message. If requeue is false or the requeue attempt fails the messages are discarded or dead-lettered."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, delivery_tag: int, requeue: bool = False, channel: int = 0) -> None:
         self.delivery_tag = delivery_tag
@@ -1455,7 +1443,6 @@ class BasicRecoverAsync(Structure):
 
 If this field is zero, the message will be redelivered to the original recipient. If this bit is 1, the server will attempt to requeue the message, potentially then delivering it to an alternative subscriber."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, requeue: bool = False, channel: int = 0) -> None:
         self.requeue = requeue
@@ -1519,7 +1506,6 @@ class BasicRecover(Structure):
 
 If this field is zero, the message will be redelivered to the original recipient. If this bit is 1, the server will attempt to requeue the message, potentially then delivering it to an alternative subscriber."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, requeue: bool = False, channel: int = 0) -> None:
         self.requeue = requeue
@@ -1580,7 +1566,6 @@ class BasicRecoverOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel

@@ -43,7 +43,6 @@ class ChannelOpen(Structure):
     reserved1: str = ""
     """Reserved: must be empty."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, reserved1: str = "", channel: int = 0) -> None:
         self.reserved1 = reserved1
@@ -99,7 +98,6 @@ class ChannelOpenOk(Structure):
     reserved1: bytes = b""
     """Reserved: must be empty."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, reserved1: bytes = b"", channel: int = 0) -> None:
         self.reserved1 = reserved1
@@ -158,7 +156,6 @@ class ChannelFlow(Structure):
 
 If 1, the peer starts sending content frames. If 0, the peer stops sending content frames."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, active: bool = False, channel: int = 0) -> None:
         self.active = active
@@ -222,7 +219,6 @@ class ChannelFlowOk(Structure):
 
 Confirms the setting of the processed flow method: 1 means the peer will start sending or continue to send content frames; 0 means it will not."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, active: bool = False, channel: int = 0) -> None:
         self.active = active
@@ -304,7 +300,6 @@ When the close is provoked by a method exception, this is the class of the metho
 
 When the close is provoked by a method exception, this is the ID of the method."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self, reply_code: int, reply_text: str, class_id: int, method_id: int, channel: int = 0
@@ -370,7 +365,6 @@ class ChannelCloseOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel

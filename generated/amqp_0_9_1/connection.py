@@ -66,7 +66,6 @@ A list of the message locales that the server supports, delimited by spaces. The
 
 Must not be empty."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -180,7 +179,6 @@ A single message locale selected by the client, which must be one of those speci
 
 Must not be empty."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -280,7 +278,6 @@ class ConnectionSecure(Structure):
 
 Challenge information, a block of opaque binary data passed to the security mechanism."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, challenge: bytes, channel: int = 0) -> None:
         self.challenge = challenge
@@ -340,7 +337,6 @@ A block of opaque data passed to the security mechanism. The contents of this da
 
 Must not be empty."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, response: bytes, channel: int = 0) -> None:
         self.response = response
@@ -407,7 +403,6 @@ The largest frame size that the server proposes for the connection, including fr
 
 The delay, in seconds, of the connection heartbeat that the server wants. Zero means the server does not want a heartbeat."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel_max: int, frame_max: int, heartbeat: int, channel: int = 0) -> None:
         self.channel_max = channel_max
@@ -488,7 +483,6 @@ The largest frame size that the client and server will use for the connection. Z
 
 The delay, in seconds, of the connection heartbeat that the client wants. Zero means the client does not want a heartbeat."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel_max: int, frame_max: int, heartbeat: int, channel: int = 0) -> None:
         self.channel_max = channel_max
@@ -566,7 +560,6 @@ Must not be empty. At most 127 characters."""
     reserved2: bool = False
     """Reserved: must be zero."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self, virtual_host: str, reserved1: str = "", reserved2: bool = False, channel: int = 0
@@ -650,7 +643,6 @@ class ConnectionOpenOk(Structure):
     reserved1: str = ""
     """Reserved: must be empty."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, reserved1: str = "", channel: int = 0) -> None:
         self.reserved1 = reserved1
@@ -725,7 +717,6 @@ When the close is provoked by a method exception, this is the class of the metho
 
 When the close is provoked by a method exception, this is the ID of the method."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self, reply_code: int, reply_text: str, class_id: int, method_id: int, channel: int = 0
@@ -791,7 +782,6 @@ class ConnectionCloseOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel

@@ -38,7 +38,6 @@ class ContentBody(Structure):
     payload: bytes
     """The rest of the frame body."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, payload: bytes, channel: int = 0) -> None:
         self.payload = payload

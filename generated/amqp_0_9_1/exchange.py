@@ -40,7 +40,6 @@ class ExchangeDeclareOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
@@ -103,7 +102,6 @@ If set, the server will only delete the exchange if it has no queue bindings. If
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -180,7 +178,6 @@ class ExchangeDeleteOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel

@@ -75,7 +75,6 @@ If set, the server will not respond to the method. The client should not wait fo
 
 A set of arguments for the declaration. The syntax and semantics of these arguments depends on the server implementation."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -187,7 +186,6 @@ The number of messages in the queue, which will be zero for newly-declared queue
 
 Reports the number of active consumers for the queue. Note that consumers can suspend activity (Channel.Flow) in which case they do not appear in this count."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self, queue: str, message_count: int, consumer_count: int, channel: int = 0
@@ -279,7 +277,6 @@ If set, the server will not respond to the method. The client should not wait fo
 
 A set of arguments for the binding. The syntax and semantics of these arguments depends on the exchange class."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -385,7 +382,6 @@ class QueueBindOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
@@ -444,7 +440,6 @@ Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self, reserved1: int = 0, queue: str = "", no_wait: bool = False, channel: int = 0
@@ -514,7 +509,6 @@ class QueuePurgeOk(Structure):
 
 Reports the number of messages purged."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, message_count: int, channel: int = 0) -> None:
         self.message_count = message_count
@@ -593,7 +587,6 @@ If set, the server will only delete the queue if it has no messages."""
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -681,7 +674,6 @@ class QueueDeleteOk(Structure):
 
 Reports the number of messages deleted."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, message_count: int, channel: int = 0) -> None:
         self.message_count = message_count
@@ -762,7 +754,6 @@ Specifies the routing key of the binding to unbind."""
 
 Specifies the arguments of the binding to unbind."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -858,7 +849,6 @@ class QueueUnbindOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel

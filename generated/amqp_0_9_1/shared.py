@@ -228,7 +228,6 @@ class Heartbeat(Structure):
     SENDER: ClassVar[str] = "both"
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel

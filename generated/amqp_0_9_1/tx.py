@@ -41,7 +41,6 @@ class TxSelect(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
@@ -85,7 +84,6 @@ class TxSelectOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
@@ -132,7 +130,6 @@ class TxCommit(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
@@ -176,7 +173,6 @@ class TxCommitOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
@@ -223,7 +219,6 @@ class TxRollback(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
@@ -267,7 +262,6 @@ class TxRollbackOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel

@@ -103,7 +103,6 @@ class ConnectionBlocked(Structure):
 
 The reason the connection was blocked."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, reason: str, channel: int = 0) -> None:
         self.reason = reason
@@ -155,7 +154,6 @@ class ConnectionUnblocked(Structure):
     SENDER: ClassVar[str] = "both"
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
@@ -209,7 +207,6 @@ The new secret."""
 
 The reason for the secret update."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, new_secret: bytes, reason: str, channel: int = 0) -> None:
         self.new_secret = new_secret
@@ -277,7 +274,6 @@ class ConnectionUpdateSecretOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
@@ -359,7 +355,6 @@ If set, the server will not respond to the method. The client should not wait fo
 
 A set of arguments for the declaration. The syntax and semantics of these arguments depends on the server implementation."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -508,7 +503,6 @@ If set, the server will not respond to the method. The client should not wait fo
 
 A set of arguments for the binding. The syntax and semantics of these arguments depends on the exchange class."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -615,7 +609,6 @@ class ExchangeBindOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
@@ -687,7 +680,6 @@ If set, the server will not respond to the method. The client should not wait fo
 
 Specifies the arguments of the binding to unbind."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -794,7 +786,6 @@ class ExchangeUnbindOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
@@ -850,7 +841,6 @@ Identifier for the consumer, valid within the current channel."""
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, consumer_tag: str, no_wait: bool = False, channel: int = 0) -> None:
         self.consumer_tag = consumer_tag
@@ -918,7 +908,6 @@ class BasicCancelOk(Structure):
 
 Identifier for the consumer, valid within the current channel."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, consumer_tag: str, channel: int = 0) -> None:
         self.consumer_tag = consumer_tag
@@ -982,7 +971,6 @@ The server-assigned and channel-specific delivery tag"""
 
 If set to 1, the delivery tag is treated as "up to and including", so that multiple messages can be acknowledged with a single method. If set to zero, the delivery tag refers to a single message. If the multiple field is 1, and the delivery tag is zero, this indicates acknowledgement of all outstanding messages."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, delivery_tag: int, multiple: bool = False, channel: int = 0) -> None:
         self.delivery_tag = delivery_tag
@@ -1060,7 +1048,6 @@ If set to 1, the delivery tag is treated as "up to and including", so that multi
 
 If requeue is true, the server will attempt to requeue the message. If requeue is false or the requeue attempt fails the messages are discarded or dead-lettered. Clients receiving the Nack methods should ignore this flag."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self, delivery_tag: int, multiple: bool = False, requeue: bool = False, channel: int = 0
@@ -1138,7 +1125,6 @@ class ConfirmSelect(Structure):
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, nowait: bool = False, channel: int = 0) -> None:
         self.nowait = nowait
@@ -1198,7 +1184,6 @@ class ConfirmSelectOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel

@@ -133,7 +133,6 @@ If set, the server will not respond to the method. The client should not wait fo
 
 A set of arguments for the declaration. The syntax and semantics of these arguments depends on the server implementation."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -264,7 +263,6 @@ Identifier for the consumer, valid within the current channel."""
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, consumer_tag: str, no_wait: bool = False, channel: int = 0) -> None:
         self.consumer_tag = consumer_tag
@@ -332,7 +330,6 @@ class BasicCancelOk(Structure):
 
 Identifier for the consumer, valid within the current channel."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, consumer_tag: str, channel: int = 0) -> None:
         self.consumer_tag = consumer_tag
@@ -392,7 +389,6 @@ The server-assigned and channel-specific delivery tag"""
 
 If set to 1, the delivery tag is treated as "up to and including", so that the client can acknowledge multiple messages with a single method. If set to zero, the delivery tag refers to a single message. If the multiple field is 1, and the delivery tag is zero, tells the server to acknowledge all outstanding messages."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, delivery_tag: int, multiple: bool = False, channel: int = 0) -> None:
         self.delivery_tag = delivery_tag
