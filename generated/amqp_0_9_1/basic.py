@@ -14,7 +14,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .base import Structure
+from .base import Buffer, Structure
 from .errors import DecodeError, _bad_length, _truncated
 from .named import _decode_table, _encode_table
 
@@ -141,9 +141,7 @@ _BASIC_PROPERTIES_13 = struct.Struct(">B")
 _BASIC_PROPERTIES_13_FIELDS = "BasicProperties: reserved"
 
 
-def _decode_basic_properties(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicProperties:
+def _decode_basic_properties(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicProperties:
     if end - at < 10:
         raise _truncated(_BASIC_PROPERTIES_0, _BASIC_PROPERTIES_0_FIELDS, at, end)
     weight, body_size = _BASIC_PROPERTIES_0.unpack_from(buf, at)
@@ -473,7 +471,7 @@ _BASIC_QOS_0 = struct.Struct(">IHB")
 _BASIC_QOS_0_FIELDS = "BasicQos: prefetch_size prefetch_count bits1"
 
 
-def _decode_basic_qos(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> BasicQos:
+def _decode_basic_qos(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicQos:
     if end - at < 7:
         raise _truncated(_BASIC_QOS_0, _BASIC_QOS_0_FIELDS, at, end)
     prefetch_size, prefetch_count, bits1 = _BASIC_QOS_0.unpack_from(buf, at)
@@ -535,9 +533,7 @@ class BasicQosOk(Structure):
         self.channel = channel
 
 
-def _decode_basic_qos_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicQosOk:
+def _decode_basic_qos_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicQosOk:
     if at != end:
         raise DecodeError("BasicQosOk", at, f"{end - at} bytes after the last field")
     return BasicQosOk(channel)
@@ -640,9 +636,7 @@ _BASIC_CONSUME_2 = struct.Struct(">B")
 _BASIC_CONSUME_2_FIELDS = "BasicConsume: bits1"
 
 
-def _decode_basic_consume(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicConsume:
+def _decode_basic_consume(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicConsume:
     if end - at < 3:
         raise _truncated(_BASIC_CONSUME_0, _BASIC_CONSUME_0_FIELDS, at, end)
     reserved1, queue_len = _BASIC_CONSUME_0.unpack_from(buf, at)
@@ -731,9 +725,7 @@ _BASIC_CONSUME_OK_0 = struct.Struct(">B")
 _BASIC_CONSUME_OK_0_FIELDS = "BasicConsumeOk: consumer_tag"
 
 
-def _decode_basic_consume_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicConsumeOk:
+def _decode_basic_consume_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicConsumeOk:
     if end - at < 1:
         raise _truncated(_BASIC_CONSUME_OK_0, _BASIC_CONSUME_OK_0_FIELDS, at, end)
     (consumer_tag_len,) = _BASIC_CONSUME_OK_0.unpack_from(buf, at)
@@ -820,9 +812,7 @@ _BASIC_PUBLISH_2 = struct.Struct(">B")
 _BASIC_PUBLISH_2_FIELDS = "BasicPublish: bits1"
 
 
-def _decode_basic_publish(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicPublish:
+def _decode_basic_publish(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicPublish:
     if end - at < 3:
         raise _truncated(_BASIC_PUBLISH_0, _BASIC_PUBLISH_0_FIELDS, at, end)
     reserved1, exchange_len = _BASIC_PUBLISH_0.unpack_from(buf, at)
@@ -927,9 +917,7 @@ _BASIC_RETURN_2 = struct.Struct(">B")
 _BASIC_RETURN_2_FIELDS = "BasicReturn: routing_key"
 
 
-def _decode_basic_return(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicReturn:
+def _decode_basic_return(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicReturn:
     if end - at < 3:
         raise _truncated(_BASIC_RETURN_0, _BASIC_RETURN_0_FIELDS, at, end)
     reply_code, reply_text_len = _BASIC_RETURN_0.unpack_from(buf, at)
@@ -1042,9 +1030,7 @@ _BASIC_DELIVER_2 = struct.Struct(">B")
 _BASIC_DELIVER_2_FIELDS = "BasicDeliver: routing_key"
 
 
-def _decode_basic_deliver(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicDeliver:
+def _decode_basic_deliver(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicDeliver:
     if end - at < 1:
         raise _truncated(_BASIC_DELIVER_0, _BASIC_DELIVER_0_FIELDS, at, end)
     (consumer_tag_len,) = _BASIC_DELIVER_0.unpack_from(buf, at)
@@ -1146,7 +1132,7 @@ _BASIC_GET_1 = struct.Struct(">B")
 _BASIC_GET_1_FIELDS = "BasicGet: bits1"
 
 
-def _decode_basic_get(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> BasicGet:
+def _decode_basic_get(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicGet:
     if end - at < 3:
         raise _truncated(_BASIC_GET_0, _BASIC_GET_0_FIELDS, at, end)
     reserved1, queue_len = _BASIC_GET_0.unpack_from(buf, at)
@@ -1244,9 +1230,7 @@ _BASIC_GET_OK_2 = struct.Struct(">I")
 _BASIC_GET_OK_2_FIELDS = "BasicGetOk: message_count"
 
 
-def _decode_basic_get_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicGetOk:
+def _decode_basic_get_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicGetOk:
     if end - at < 10:
         raise _truncated(_BASIC_GET_OK_0, _BASIC_GET_OK_0_FIELDS, at, end)
     delivery_tag, bits1, exchange_len = _BASIC_GET_OK_0.unpack_from(buf, at)
@@ -1321,9 +1305,7 @@ _BASIC_GET_EMPTY_0 = struct.Struct(">B")
 _BASIC_GET_EMPTY_0_FIELDS = "BasicGetEmpty: reserved1"
 
 
-def _decode_basic_get_empty(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicGetEmpty:
+def _decode_basic_get_empty(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicGetEmpty:
     if end - at < 1:
         raise _truncated(_BASIC_GET_EMPTY_0, _BASIC_GET_EMPTY_0_FIELDS, at, end)
     (reserved1_len,) = _BASIC_GET_EMPTY_0.unpack_from(buf, at)
@@ -1382,9 +1364,7 @@ _BASIC_REJECT_0 = struct.Struct(">QB")
 _BASIC_REJECT_0_FIELDS = "BasicReject: delivery_tag bits1"
 
 
-def _decode_basic_reject(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicReject:
+def _decode_basic_reject(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicReject:
     if end - at < 9:
         raise _truncated(_BASIC_REJECT_0, _BASIC_REJECT_0_FIELDS, at, end)
     delivery_tag, bits1 = _BASIC_REJECT_0.unpack_from(buf, at)
@@ -1454,7 +1434,7 @@ _BASIC_RECOVER_ASYNC_0_FIELDS = "BasicRecoverAsync: bits1"
 
 
 def _decode_basic_recover_async(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
+    buf: Buffer, at: int, end: int, channel: int = 0
 ) -> BasicRecoverAsync:
     if end - at < 1:
         raise _truncated(_BASIC_RECOVER_ASYNC_0, _BASIC_RECOVER_ASYNC_0_FIELDS, at, end)
@@ -1516,9 +1496,7 @@ _BASIC_RECOVER_0 = struct.Struct(">B")
 _BASIC_RECOVER_0_FIELDS = "BasicRecover: bits1"
 
 
-def _decode_basic_recover(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicRecover:
+def _decode_basic_recover(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicRecover:
     if end - at < 1:
         raise _truncated(_BASIC_RECOVER_0, _BASIC_RECOVER_0_FIELDS, at, end)
     (bits1,) = _BASIC_RECOVER_0.unpack_from(buf, at)
@@ -1571,9 +1549,7 @@ class BasicRecoverOk(Structure):
         self.channel = channel
 
 
-def _decode_basic_recover_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicRecoverOk:
+def _decode_basic_recover_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicRecoverOk:
     if at != end:
         raise DecodeError("BasicRecoverOk", at, f"{end - at} bytes after the last field")
     return BasicRecoverOk(channel)

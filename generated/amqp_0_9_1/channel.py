@@ -13,7 +13,7 @@ import struct
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .base import Structure
+from .base import Buffer, Structure
 from .errors import DecodeError, _bad_length, _truncated
 
 FRAMED_BY = ".shared"
@@ -53,9 +53,7 @@ _CHANNEL_OPEN_0 = struct.Struct(">B")
 _CHANNEL_OPEN_0_FIELDS = "ChannelOpen: reserved1"
 
 
-def _decode_channel_open(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ChannelOpen:
+def _decode_channel_open(buf: Buffer, at: int, end: int, channel: int = 0) -> ChannelOpen:
     if end - at < 1:
         raise _truncated(_CHANNEL_OPEN_0, _CHANNEL_OPEN_0_FIELDS, at, end)
     (reserved1_len,) = _CHANNEL_OPEN_0.unpack_from(buf, at)
@@ -108,9 +106,7 @@ _CHANNEL_OPEN_OK_0 = struct.Struct(">I")
 _CHANNEL_OPEN_OK_0_FIELDS = "ChannelOpenOk: reserved1"
 
 
-def _decode_channel_open_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ChannelOpenOk:
+def _decode_channel_open_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> ChannelOpenOk:
     if end - at < 4:
         raise _truncated(_CHANNEL_OPEN_OK_0, _CHANNEL_OPEN_OK_0_FIELDS, at, end)
     (reserved1_len,) = _CHANNEL_OPEN_OK_0.unpack_from(buf, at)
@@ -166,9 +162,7 @@ _CHANNEL_FLOW_0 = struct.Struct(">B")
 _CHANNEL_FLOW_0_FIELDS = "ChannelFlow: bits1"
 
 
-def _decode_channel_flow(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ChannelFlow:
+def _decode_channel_flow(buf: Buffer, at: int, end: int, channel: int = 0) -> ChannelFlow:
     if end - at < 1:
         raise _truncated(_CHANNEL_FLOW_0, _CHANNEL_FLOW_0_FIELDS, at, end)
     (bits1,) = _CHANNEL_FLOW_0.unpack_from(buf, at)
@@ -229,9 +223,7 @@ _CHANNEL_FLOW_OK_0 = struct.Struct(">B")
 _CHANNEL_FLOW_OK_0_FIELDS = "ChannelFlowOk: bits1"
 
 
-def _decode_channel_flow_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ChannelFlowOk:
+def _decode_channel_flow_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> ChannelFlowOk:
     if end - at < 1:
         raise _truncated(_CHANNEL_FLOW_OK_0, _CHANNEL_FLOW_OK_0_FIELDS, at, end)
     (bits1,) = _CHANNEL_FLOW_OK_0.unpack_from(buf, at)
@@ -317,9 +309,7 @@ _CHANNEL_CLOSE_1 = struct.Struct(">HH")
 _CHANNEL_CLOSE_1_FIELDS = "ChannelClose: class_id method_id"
 
 
-def _decode_channel_close(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ChannelClose:
+def _decode_channel_close(buf: Buffer, at: int, end: int, channel: int = 0) -> ChannelClose:
     if end - at < 3:
         raise _truncated(_CHANNEL_CLOSE_0, _CHANNEL_CLOSE_0_FIELDS, at, end)
     reply_code, reply_text_len = _CHANNEL_CLOSE_0.unpack_from(buf, at)
@@ -370,9 +360,7 @@ class ChannelCloseOk(Structure):
         self.channel = channel
 
 
-def _decode_channel_close_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ChannelCloseOk:
+def _decode_channel_close_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> ChannelCloseOk:
     if at != end:
         raise DecodeError("ChannelCloseOk", at, f"{end - at} bytes after the last field")
     return ChannelCloseOk(channel)

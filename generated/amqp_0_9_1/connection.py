@@ -13,7 +13,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .base import Structure
+from .base import Buffer, Structure
 from .errors import DecodeError, _bad_length, _truncated
 from .named import _decode_table, _encode_table
 
@@ -92,9 +92,7 @@ _CONNECTION_START_2 = struct.Struct(">I")
 _CONNECTION_START_2_FIELDS = "ConnectionStart: locales"
 
 
-def _decode_connection_start(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ConnectionStart:
+def _decode_connection_start(buf: Buffer, at: int, end: int, channel: int = 0) -> ConnectionStart:
     if end - at < 2:
         raise _truncated(_CONNECTION_START_0, _CONNECTION_START_0_FIELDS, at, end)
     version_major, version_minor = _CONNECTION_START_0.unpack_from(buf, at)
@@ -204,7 +202,7 @@ _CONNECTION_START_OK_2_FIELDS = "ConnectionStartOk: locale"
 
 
 def _decode_connection_start_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
+    buf: Buffer, at: int, end: int, channel: int = 0
 ) -> ConnectionStartOk:
     client_properties, at = _decode_table(buf, at, end)
     if end - at < 1:
@@ -288,9 +286,7 @@ _CONNECTION_SECURE_0 = struct.Struct(">I")
 _CONNECTION_SECURE_0_FIELDS = "ConnectionSecure: challenge"
 
 
-def _decode_connection_secure(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ConnectionSecure:
+def _decode_connection_secure(buf: Buffer, at: int, end: int, channel: int = 0) -> ConnectionSecure:
     if end - at < 4:
         raise _truncated(_CONNECTION_SECURE_0, _CONNECTION_SECURE_0_FIELDS, at, end)
     (challenge_len,) = _CONNECTION_SECURE_0.unpack_from(buf, at)
@@ -348,7 +344,7 @@ _CONNECTION_SECURE_OK_0_FIELDS = "ConnectionSecureOk: response"
 
 
 def _decode_connection_secure_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
+    buf: Buffer, at: int, end: int, channel: int = 0
 ) -> ConnectionSecureOk:
     if end - at < 4:
         raise _truncated(_CONNECTION_SECURE_OK_0, _CONNECTION_SECURE_OK_0_FIELDS, at, end)
@@ -415,9 +411,7 @@ _CONNECTION_TUNE_0 = struct.Struct(">HIH")
 _CONNECTION_TUNE_0_FIELDS = "ConnectionTune: channel_max frame_max heartbeat"
 
 
-def _decode_connection_tune(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ConnectionTune:
+def _decode_connection_tune(buf: Buffer, at: int, end: int, channel: int = 0) -> ConnectionTune:
     if end - at < 8:
         raise _truncated(_CONNECTION_TUNE_0, _CONNECTION_TUNE_0_FIELDS, at, end)
     channel_max, frame_max, heartbeat = _CONNECTION_TUNE_0.unpack_from(buf, at)
@@ -496,7 +490,7 @@ _CONNECTION_TUNE_OK_0_FIELDS = "ConnectionTuneOk: channel_max frame_max heartbea
 
 
 def _decode_connection_tune_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
+    buf: Buffer, at: int, end: int, channel: int = 0
 ) -> ConnectionTuneOk:
     if end - at < 8:
         raise _truncated(_CONNECTION_TUNE_OK_0, _CONNECTION_TUNE_OK_0_FIELDS, at, end)
@@ -578,9 +572,7 @@ _CONNECTION_OPEN_2 = struct.Struct(">B")
 _CONNECTION_OPEN_2_FIELDS = "ConnectionOpen: bits1"
 
 
-def _decode_connection_open(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ConnectionOpen:
+def _decode_connection_open(buf: Buffer, at: int, end: int, channel: int = 0) -> ConnectionOpen:
     if end - at < 1:
         raise _truncated(_CONNECTION_OPEN_0, _CONNECTION_OPEN_0_FIELDS, at, end)
     (virtual_host_len,) = _CONNECTION_OPEN_0.unpack_from(buf, at)
@@ -654,7 +646,7 @@ _CONNECTION_OPEN_OK_0_FIELDS = "ConnectionOpenOk: reserved1"
 
 
 def _decode_connection_open_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
+    buf: Buffer, at: int, end: int, channel: int = 0
 ) -> ConnectionOpenOk:
     if end - at < 1:
         raise _truncated(_CONNECTION_OPEN_OK_0, _CONNECTION_OPEN_OK_0_FIELDS, at, end)
@@ -734,9 +726,7 @@ _CONNECTION_CLOSE_1 = struct.Struct(">HH")
 _CONNECTION_CLOSE_1_FIELDS = "ConnectionClose: class_id method_id"
 
 
-def _decode_connection_close(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ConnectionClose:
+def _decode_connection_close(buf: Buffer, at: int, end: int, channel: int = 0) -> ConnectionClose:
     if end - at < 3:
         raise _truncated(_CONNECTION_CLOSE_0, _CONNECTION_CLOSE_0_FIELDS, at, end)
     reply_code, reply_text_len = _CONNECTION_CLOSE_0.unpack_from(buf, at)
@@ -788,7 +778,7 @@ class ConnectionCloseOk(Structure):
 
 
 def _decode_connection_close_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
+    buf: Buffer, at: int, end: int, channel: int = 0
 ) -> ConnectionCloseOk:
     if at != end:
         raise DecodeError("ConnectionCloseOk", at, f"{end - at} bytes after the last field")

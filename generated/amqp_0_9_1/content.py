@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .base import Structure
+from .base import Buffer, Structure
 from .errors import DecodeError
 
 FRAMED_BY = ".shared"
@@ -44,9 +44,7 @@ class ContentBody(Structure):
         self.channel = channel
 
 
-def _decode_content_body(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ContentBody:
+def _decode_content_body(buf: Buffer, at: int, end: int, channel: int = 0) -> ContentBody:
     payload = bytes(buf[at:end])
     at = end
     if at != end:

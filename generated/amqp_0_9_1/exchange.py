@@ -13,7 +13,7 @@ import struct
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .base import Structure
+from .base import Buffer, Structure
 from .errors import DecodeError, _bad_length, _truncated
 
 FRAMED_BY = ".shared"
@@ -46,7 +46,7 @@ class ExchangeDeclareOk(Structure):
 
 
 def _decode_exchange_declare_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
+    buf: Buffer, at: int, end: int, channel: int = 0
 ) -> ExchangeDeclareOk:
     if at != end:
         raise DecodeError("ExchangeDeclareOk", at, f"{end - at} bytes after the last field")
@@ -124,9 +124,7 @@ _EXCHANGE_DELETE_1 = struct.Struct(">B")
 _EXCHANGE_DELETE_1_FIELDS = "ExchangeDelete: bits1"
 
 
-def _decode_exchange_delete(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ExchangeDelete:
+def _decode_exchange_delete(buf: Buffer, at: int, end: int, channel: int = 0) -> ExchangeDelete:
     if end - at < 3:
         raise _truncated(_EXCHANGE_DELETE_0, _EXCHANGE_DELETE_0_FIELDS, at, end)
     reserved1, exchange_len = _EXCHANGE_DELETE_0.unpack_from(buf, at)
@@ -184,7 +182,7 @@ class ExchangeDeleteOk(Structure):
 
 
 def _decode_exchange_delete_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
+    buf: Buffer, at: int, end: int, channel: int = 0
 ) -> ExchangeDeleteOk:
     if at != end:
         raise DecodeError("ExchangeDeleteOk", at, f"{end - at} bytes after the last field")

@@ -13,6 +13,7 @@ import struct
 from decimal import Decimal
 from typing import Any
 
+from .base import Buffer
 from .errors import DecodeError, EncodeError, _bad_length, _truncated
 from .values import Table, Values, _decimal_parts
 
@@ -25,7 +26,7 @@ _VALUE_TABLE_0_FIELDS = "table: key"
 _TABLE_SIZE = struct.Struct(">I")
 
 
-def _decode_table(buf: bytes | memoryview, at: int, end: int) -> tuple[Table, int]:
+def _decode_table(buf: Buffer, at: int, end: int) -> tuple[Table, int]:
     """A table: a 4-byte size, then key/value pairs filling it."""
     if end - at < 4:
         raise DecodeError("table", at, f"needs 4 bytes, {end - at} left")
@@ -72,7 +73,7 @@ def _encode_table(value: dict[str, Any], parts: list[bytes]) -> None:
 _FIELD_ARRAY_SIZE = struct.Struct(">I")
 
 
-def _decode_field_array(buf: bytes | memoryview, at: int, end: int) -> tuple[Values, int]:
+def _decode_field_array(buf: Buffer, at: int, end: int) -> tuple[Values, int]:
     """A field-array: a 4-byte size, then values filling it."""
     if end - at < 4:
         raise DecodeError("field-array", at, f"needs 4 bytes, {end - at} left")
@@ -136,7 +137,7 @@ _VALUE_FIELD_VALUE_14_FIELDS = "field-value"
 _FIELD_VALUE_CONSTRUCTOR = struct.Struct(">B")
 
 
-def _decode_field_value(buf: bytes | memoryview, at: int, end: int) -> tuple[Any, int, int]:
+def _decode_field_value(buf: Buffer, at: int, end: int) -> tuple[Any, int, int]:
     """A field-value: a constructor, then the value in the encoding it names. Returns the value,
     the constructor and the next offset."""
     if end - at < 1:

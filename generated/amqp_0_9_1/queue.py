@@ -14,7 +14,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .base import Structure
+from .base import Buffer, Structure
 from .errors import DecodeError, _bad_length, _truncated
 from .named import _decode_table, _encode_table
 
@@ -105,9 +105,7 @@ _QUEUE_DECLARE_1 = struct.Struct(">B")
 _QUEUE_DECLARE_1_FIELDS = "QueueDeclare: bits1"
 
 
-def _decode_queue_declare(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> QueueDeclare:
+def _decode_queue_declare(buf: Buffer, at: int, end: int, channel: int = 0) -> QueueDeclare:
     if end - at < 3:
         raise _truncated(_QUEUE_DECLARE_0, _QUEUE_DECLARE_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_DECLARE_0.unpack_from(buf, at)
@@ -202,9 +200,7 @@ _QUEUE_DECLARE_OK_1 = struct.Struct(">II")
 _QUEUE_DECLARE_OK_1_FIELDS = "QueueDeclareOk: message_count consumer_count"
 
 
-def _decode_queue_declare_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> QueueDeclareOk:
+def _decode_queue_declare_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> QueueDeclareOk:
     if end - at < 1:
         raise _truncated(_QUEUE_DECLARE_OK_0, _QUEUE_DECLARE_OK_0_FIELDS, at, end)
     (queue_len,) = _QUEUE_DECLARE_OK_0.unpack_from(buf, at)
@@ -307,7 +303,7 @@ _QUEUE_BIND_3 = struct.Struct(">B")
 _QUEUE_BIND_3_FIELDS = "QueueBind: bits1"
 
 
-def _decode_queue_bind(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> QueueBind:
+def _decode_queue_bind(buf: Buffer, at: int, end: int, channel: int = 0) -> QueueBind:
     if end - at < 3:
         raise _truncated(_QUEUE_BIND_0, _QUEUE_BIND_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_BIND_0.unpack_from(buf, at)
@@ -387,9 +383,7 @@ class QueueBindOk(Structure):
         self.channel = channel
 
 
-def _decode_queue_bind_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> QueueBindOk:
+def _decode_queue_bind_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> QueueBindOk:
     if at != end:
         raise DecodeError("QueueBindOk", at, f"{end - at} bytes after the last field")
     return QueueBindOk(channel)
@@ -456,7 +450,7 @@ _QUEUE_PURGE_1 = struct.Struct(">B")
 _QUEUE_PURGE_1_FIELDS = "QueuePurge: bits1"
 
 
-def _decode_queue_purge(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> QueuePurge:
+def _decode_queue_purge(buf: Buffer, at: int, end: int, channel: int = 0) -> QueuePurge:
     if end - at < 3:
         raise _truncated(_QUEUE_PURGE_0, _QUEUE_PURGE_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_PURGE_0.unpack_from(buf, at)
@@ -519,9 +513,7 @@ _QUEUE_PURGE_OK_0 = struct.Struct(">I")
 _QUEUE_PURGE_OK_0_FIELDS = "QueuePurgeOk: message_count"
 
 
-def _decode_queue_purge_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> QueuePurgeOk:
+def _decode_queue_purge_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> QueuePurgeOk:
     if end - at < 4:
         raise _truncated(_QUEUE_PURGE_OK_0, _QUEUE_PURGE_OK_0_FIELDS, at, end)
     (message_count,) = _QUEUE_PURGE_OK_0.unpack_from(buf, at)
@@ -611,9 +603,7 @@ _QUEUE_DELETE_1 = struct.Struct(">B")
 _QUEUE_DELETE_1_FIELDS = "QueueDelete: bits1"
 
 
-def _decode_queue_delete(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> QueueDelete:
+def _decode_queue_delete(buf: Buffer, at: int, end: int, channel: int = 0) -> QueueDelete:
     if end - at < 3:
         raise _truncated(_QUEUE_DELETE_0, _QUEUE_DELETE_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_DELETE_0.unpack_from(buf, at)
@@ -684,9 +674,7 @@ _QUEUE_DELETE_OK_0 = struct.Struct(">I")
 _QUEUE_DELETE_OK_0_FIELDS = "QueueDeleteOk: message_count"
 
 
-def _decode_queue_delete_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> QueueDeleteOk:
+def _decode_queue_delete_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> QueueDeleteOk:
     if end - at < 4:
         raise _truncated(_QUEUE_DELETE_OK_0, _QUEUE_DELETE_OK_0_FIELDS, at, end)
     (message_count,) = _QUEUE_DELETE_OK_0.unpack_from(buf, at)
@@ -780,9 +768,7 @@ _QUEUE_UNBIND_2 = struct.Struct(">B")
 _QUEUE_UNBIND_2_FIELDS = "QueueUnbind: routing_key"
 
 
-def _decode_queue_unbind(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> QueueUnbind:
+def _decode_queue_unbind(buf: Buffer, at: int, end: int, channel: int = 0) -> QueueUnbind:
     if end - at < 3:
         raise _truncated(_QUEUE_UNBIND_0, _QUEUE_UNBIND_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_UNBIND_0.unpack_from(buf, at)
@@ -854,9 +840,7 @@ class QueueUnbindOk(Structure):
         self.channel = channel
 
 
-def _decode_queue_unbind_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> QueueUnbindOk:
+def _decode_queue_unbind_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> QueueUnbindOk:
     if at != end:
         raise DecodeError("QueueUnbindOk", at, f"{end - at} bytes after the last field")
     return QueueUnbindOk(channel)

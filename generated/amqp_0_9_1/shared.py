@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .base import Structure
+from .base import Buffer, Structure
 from .basic import (
     BasicConsume,
     BasicConsumeOk,
@@ -233,7 +233,7 @@ class Heartbeat(Structure):
         self.channel = channel
 
 
-def _decode_heartbeat(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> Heartbeat:
+def _decode_heartbeat(buf: Buffer, at: int, end: int, channel: int = 0) -> Heartbeat:
     if at != end:
         raise DecodeError("Heartbeat", at, f"{end - at} bytes after the last field")
     return Heartbeat(channel)
@@ -307,9 +307,9 @@ Message = (
 )
 """Any message of this module and its spec classes' modules."""
 
-_Decoder = Callable[[bytes | memoryview, int, int], Message]
+_Decoder = Callable[[Buffer, int, int], Message]
 # the straight road's decoders take the header's carried fields (channel) too
-_Straight = Callable[[bytes | memoryview, int, int, int], Message]
+_Straight = Callable[[Buffer, int, int, int], Message]
 
 # (type, then the body key) -> the layouts of these messages by identity, with who sends each: the rows
 # every version's `_DECODERS` starts with (and its straight road's below)

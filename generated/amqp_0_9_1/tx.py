@@ -13,7 +13,7 @@ import struct
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .base import Structure
+from .base import Buffer, Structure
 from .errors import DecodeError
 
 FRAMED_BY = ".shared"
@@ -46,7 +46,7 @@ class TxSelect(Structure):
         self.channel = channel
 
 
-def _decode_tx_select(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> TxSelect:
+def _decode_tx_select(buf: Buffer, at: int, end: int, channel: int = 0) -> TxSelect:
     if at != end:
         raise DecodeError("TxSelect", at, f"{end - at} bytes after the last field")
     return TxSelect(channel)
@@ -89,9 +89,7 @@ class TxSelectOk(Structure):
         self.channel = channel
 
 
-def _decode_tx_select_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> TxSelectOk:
+def _decode_tx_select_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> TxSelectOk:
     if at != end:
         raise DecodeError("TxSelectOk", at, f"{end - at} bytes after the last field")
     return TxSelectOk(channel)
@@ -135,7 +133,7 @@ class TxCommit(Structure):
         self.channel = channel
 
 
-def _decode_tx_commit(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> TxCommit:
+def _decode_tx_commit(buf: Buffer, at: int, end: int, channel: int = 0) -> TxCommit:
     if at != end:
         raise DecodeError("TxCommit", at, f"{end - at} bytes after the last field")
     return TxCommit(channel)
@@ -178,9 +176,7 @@ class TxCommitOk(Structure):
         self.channel = channel
 
 
-def _decode_tx_commit_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> TxCommitOk:
+def _decode_tx_commit_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> TxCommitOk:
     if at != end:
         raise DecodeError("TxCommitOk", at, f"{end - at} bytes after the last field")
     return TxCommitOk(channel)
@@ -224,7 +220,7 @@ class TxRollback(Structure):
         self.channel = channel
 
 
-def _decode_tx_rollback(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> TxRollback:
+def _decode_tx_rollback(buf: Buffer, at: int, end: int, channel: int = 0) -> TxRollback:
     if at != end:
         raise DecodeError("TxRollback", at, f"{end - at} bytes after the last field")
     return TxRollback(channel)
@@ -267,9 +263,7 @@ class TxRollbackOk(Structure):
         self.channel = channel
 
 
-def _decode_tx_rollback_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> TxRollbackOk:
+def _decode_tx_rollback_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> TxRollbackOk:
     if at != end:
         raise DecodeError("TxRollbackOk", at, f"{end - at} bytes after the last field")
     return TxRollbackOk(channel)

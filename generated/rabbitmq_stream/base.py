@@ -22,6 +22,9 @@ from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
 
+Buffer = bytes | memoryview
+"""What a decoder reads: a frame's bytes in place, or one view of them."""
+
 # each class's (shown, compared) field names, worked out on first use
 _NAMES: dict[type, tuple[tuple[str, ...], Callable[[Any], Any]]] = {}
 

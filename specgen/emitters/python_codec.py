@@ -478,7 +478,7 @@ def _shared_class_module(
 def _package_providers(plan: ModulePlan) -> dict[str, str]:
     """The package modules a fused package's shared code reads names from."""
     return {
-        **imports.provided(".base", ["Structure"]),
+        **imports.provided(".base", ["Buffer", "Structure"]),
         **imports.provided(".errors", [*_error_imports(plan), "_bad_count", "_bad_length"]),
         **imports.provided(".framing", _FRAMING),
         **imports.provided(".records", ["compress", "decompress", "join", "split"]),

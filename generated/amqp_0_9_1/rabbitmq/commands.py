@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from .. import shared
-from ..base import Structure
+from ..base import Buffer, Structure
 from ..basic import (
     BasicConsume,
     BasicConsumeOk,
@@ -114,7 +114,7 @@ _CONNECTION_BLOCKED_0_FIELDS = "ConnectionBlocked: reason"
 
 
 def _decode_connection_blocked(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
+    buf: Buffer, at: int, end: int, channel: int = 0
 ) -> ConnectionBlocked:
     if end - at < 1:
         raise _truncated(_CONNECTION_BLOCKED_0, _CONNECTION_BLOCKED_0_FIELDS, at, end)
@@ -160,7 +160,7 @@ class ConnectionUnblocked(Structure):
 
 
 def _decode_connection_unblocked(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
+    buf: Buffer, at: int, end: int, channel: int = 0
 ) -> ConnectionUnblocked:
     if at != end:
         raise DecodeError("ConnectionUnblocked", at, f"{end - at} bytes after the last field")
@@ -221,7 +221,7 @@ _CONNECTION_UPDATE_SECRET_1_FIELDS = "ConnectionUpdateSecret: reason"
 
 
 def _decode_connection_update_secret(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
+    buf: Buffer, at: int, end: int, channel: int = 0
 ) -> ConnectionUpdateSecret:
     if end - at < 4:
         raise _truncated(_CONNECTION_UPDATE_SECRET_0, _CONNECTION_UPDATE_SECRET_0_FIELDS, at, end)
@@ -280,7 +280,7 @@ class ConnectionUpdateSecretOk(Structure):
 
 
 def _decode_connection_update_secret_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
+    buf: Buffer, at: int, end: int, channel: int = 0
 ) -> ConnectionUpdateSecretOk:
     if at != end:
         raise DecodeError("ConnectionUpdateSecretOk", at, f"{end - at} bytes after the last field")
@@ -389,9 +389,7 @@ _EXCHANGE_DECLARE_2 = struct.Struct(">B")
 _EXCHANGE_DECLARE_2_FIELDS = "ExchangeDeclare: bits1"
 
 
-def _decode_exchange_declare(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ExchangeDeclare:
+def _decode_exchange_declare(buf: Buffer, at: int, end: int, channel: int = 0) -> ExchangeDeclare:
     if end - at < 3:
         raise _truncated(_EXCHANGE_DECLARE_0, _EXCHANGE_DECLARE_0_FIELDS, at, end)
     reserved1, exchange_len = _EXCHANGE_DECLARE_0.unpack_from(buf, at)
@@ -533,9 +531,7 @@ _EXCHANGE_BIND_3 = struct.Struct(">B")
 _EXCHANGE_BIND_3_FIELDS = "ExchangeBind: bits1"
 
 
-def _decode_exchange_bind(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ExchangeBind:
+def _decode_exchange_bind(buf: Buffer, at: int, end: int, channel: int = 0) -> ExchangeBind:
     if end - at < 3:
         raise _truncated(_EXCHANGE_BIND_0, _EXCHANGE_BIND_0_FIELDS, at, end)
     reserved1, destination_len = _EXCHANGE_BIND_0.unpack_from(buf, at)
@@ -614,9 +610,7 @@ class ExchangeBindOk(Structure):
         self.channel = channel
 
 
-def _decode_exchange_bind_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ExchangeBindOk:
+def _decode_exchange_bind_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> ExchangeBindOk:
     if at != end:
         raise DecodeError("ExchangeBindOk", at, f"{end - at} bytes after the last field")
     return ExchangeBindOk(channel)
@@ -710,9 +704,7 @@ _EXCHANGE_UNBIND_3 = struct.Struct(">B")
 _EXCHANGE_UNBIND_3_FIELDS = "ExchangeUnbind: bits1"
 
 
-def _decode_exchange_unbind(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ExchangeUnbind:
+def _decode_exchange_unbind(buf: Buffer, at: int, end: int, channel: int = 0) -> ExchangeUnbind:
     if end - at < 3:
         raise _truncated(_EXCHANGE_UNBIND_0, _EXCHANGE_UNBIND_0_FIELDS, at, end)
     reserved1, destination_len = _EXCHANGE_UNBIND_0.unpack_from(buf, at)
@@ -792,7 +784,7 @@ class ExchangeUnbindOk(Structure):
 
 
 def _decode_exchange_unbind_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
+    buf: Buffer, at: int, end: int, channel: int = 0
 ) -> ExchangeUnbindOk:
     if at != end:
         raise DecodeError("ExchangeUnbindOk", at, f"{end - at} bytes after the last field")
@@ -854,9 +846,7 @@ _BASIC_CANCEL_1 = struct.Struct(">B")
 _BASIC_CANCEL_1_FIELDS = "BasicCancel: bits1"
 
 
-def _decode_basic_cancel(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicCancel:
+def _decode_basic_cancel(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicCancel:
     if end - at < 1:
         raise _truncated(_BASIC_CANCEL_0, _BASIC_CANCEL_0_FIELDS, at, end)
     (consumer_tag_len,) = _BASIC_CANCEL_0.unpack_from(buf, at)
@@ -918,9 +908,7 @@ _BASIC_CANCEL_OK_0 = struct.Struct(">B")
 _BASIC_CANCEL_OK_0_FIELDS = "BasicCancelOk: consumer_tag"
 
 
-def _decode_basic_cancel_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicCancelOk:
+def _decode_basic_cancel_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicCancelOk:
     if end - at < 1:
         raise _truncated(_BASIC_CANCEL_OK_0, _BASIC_CANCEL_OK_0_FIELDS, at, end)
     (consumer_tag_len,) = _BASIC_CANCEL_OK_0.unpack_from(buf, at)
@@ -982,7 +970,7 @@ _BASIC_ACK_0 = struct.Struct(">QB")
 _BASIC_ACK_0_FIELDS = "BasicAck: delivery_tag bits1"
 
 
-def _decode_basic_ack(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> BasicAck:
+def _decode_basic_ack(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicAck:
     if end - at < 9:
         raise _truncated(_BASIC_ACK_0, _BASIC_ACK_0_FIELDS, at, end)
     delivery_tag, bits1 = _BASIC_ACK_0.unpack_from(buf, at)
@@ -1062,7 +1050,7 @@ _BASIC_NACK_0 = struct.Struct(">QB")
 _BASIC_NACK_0_FIELDS = "BasicNack: delivery_tag bits1"
 
 
-def _decode_basic_nack(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> BasicNack:
+def _decode_basic_nack(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicNack:
     if end - at < 9:
         raise _truncated(_BASIC_NACK_0, _BASIC_NACK_0_FIELDS, at, end)
     delivery_tag, bits1 = _BASIC_NACK_0.unpack_from(buf, at)
@@ -1135,9 +1123,7 @@ _CONFIRM_SELECT_0 = struct.Struct(">B")
 _CONFIRM_SELECT_0_FIELDS = "ConfirmSelect: bits1"
 
 
-def _decode_confirm_select(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ConfirmSelect:
+def _decode_confirm_select(buf: Buffer, at: int, end: int, channel: int = 0) -> ConfirmSelect:
     if end - at < 1:
         raise _truncated(_CONFIRM_SELECT_0, _CONFIRM_SELECT_0_FIELDS, at, end)
     (bits1,) = _CONFIRM_SELECT_0.unpack_from(buf, at)
@@ -1189,9 +1175,7 @@ class ConfirmSelectOk(Structure):
         self.channel = channel
 
 
-def _decode_confirm_select_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ConfirmSelectOk:
+def _decode_confirm_select_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> ConfirmSelectOk:
     if at != end:
         raise DecodeError("ConfirmSelectOk", at, f"{end - at} bytes after the last field")
     return ConfirmSelectOk(channel)
@@ -1229,9 +1213,9 @@ Message = (
 )
 """Any message of this protocol version: the shared module's, and this version's own."""
 
-_Decoder = Callable[[bytes | memoryview, int, int], Message]
+_Decoder = Callable[[Buffer, int, int], Message]
 # the straight road's decoders take the header's carried fields (channel) too
-_Straight = Callable[[bytes | memoryview, int, int, int], Message]
+_Straight = Callable[[Buffer, int, int, int], Message]
 
 # (type, then the body key) -> the layouts that identity can carry, with who sends each.
 _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {

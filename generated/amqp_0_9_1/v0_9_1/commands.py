@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from .. import shared
-from ..base import Structure
+from ..base import Buffer, Structure
 from ..basic import (
     BasicConsume,
     BasicConsumeOk,
@@ -167,9 +167,7 @@ _EXCHANGE_DECLARE_2 = struct.Struct(">B")
 _EXCHANGE_DECLARE_2_FIELDS = "ExchangeDeclare: bits1"
 
 
-def _decode_exchange_declare(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ExchangeDeclare:
+def _decode_exchange_declare(buf: Buffer, at: int, end: int, channel: int = 0) -> ExchangeDeclare:
     if end - at < 3:
         raise _truncated(_EXCHANGE_DECLARE_0, _EXCHANGE_DECLARE_0_FIELDS, at, end)
     reserved1, exchange_len = _EXCHANGE_DECLARE_0.unpack_from(buf, at)
@@ -276,9 +274,7 @@ _BASIC_CANCEL_1 = struct.Struct(">B")
 _BASIC_CANCEL_1_FIELDS = "BasicCancel: bits1"
 
 
-def _decode_basic_cancel(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicCancel:
+def _decode_basic_cancel(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicCancel:
     if end - at < 1:
         raise _truncated(_BASIC_CANCEL_0, _BASIC_CANCEL_0_FIELDS, at, end)
     (consumer_tag_len,) = _BASIC_CANCEL_0.unpack_from(buf, at)
@@ -340,9 +336,7 @@ _BASIC_CANCEL_OK_0 = struct.Struct(">B")
 _BASIC_CANCEL_OK_0_FIELDS = "BasicCancelOk: consumer_tag"
 
 
-def _decode_basic_cancel_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicCancelOk:
+def _decode_basic_cancel_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicCancelOk:
     if end - at < 1:
         raise _truncated(_BASIC_CANCEL_OK_0, _BASIC_CANCEL_OK_0_FIELDS, at, end)
     (consumer_tag_len,) = _BASIC_CANCEL_OK_0.unpack_from(buf, at)
@@ -400,7 +394,7 @@ _BASIC_ACK_0 = struct.Struct(">QB")
 _BASIC_ACK_0_FIELDS = "BasicAck: delivery_tag bits1"
 
 
-def _decode_basic_ack(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> BasicAck:
+def _decode_basic_ack(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicAck:
     if end - at < 9:
         raise _truncated(_BASIC_ACK_0, _BASIC_ACK_0_FIELDS, at, end)
     delivery_tag, bits1 = _BASIC_ACK_0.unpack_from(buf, at)
@@ -437,9 +431,9 @@ def _frame_basic_ack(msg: BasicAck) -> bytes:
 Message = shared.Message | ExchangeDeclare | BasicCancel | BasicCancelOk | BasicAck
 """Any message of this protocol version: the shared module's, and this version's own."""
 
-_Decoder = Callable[[bytes | memoryview, int, int], Message]
+_Decoder = Callable[[Buffer, int, int], Message]
 # the straight road's decoders take the header's carried fields (channel) too
-_Straight = Callable[[bytes | memoryview, int, int, int], Message]
+_Straight = Callable[[Buffer, int, int, int], Message]
 
 # (type, then the body key) -> the layouts that identity can carry, with who sends each.
 _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {

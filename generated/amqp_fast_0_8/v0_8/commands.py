@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, ClassVar, Literal
 
-from ..base import Structure
+from ..base import Buffer, Structure
 from ..errors import DecodeError, EncodeError, _bad_length, _truncated
 from ..framing import (
     HEADER_SIZE,
@@ -129,7 +129,7 @@ _CONNECTION_CHALLENGE_0 = struct.Struct(">BB")
 _CONNECTION_CHALLENGE_0_FIELDS = "ConnectionChallenge: version mechanisms"
 
 
-def _decode_connection_challenge(buf: bytes | memoryview, at: int, end: int) -> ConnectionChallenge:
+def _decode_connection_challenge(buf: Buffer, at: int, end: int) -> ConnectionChallenge:
     if end - at < 2:
         raise _truncated(_CONNECTION_CHALLENGE_0, _CONNECTION_CHALLENGE_0_FIELDS, at, end)
     version, mechanisms_len = _CONNECTION_CHALLENGE_0.unpack_from(buf, at)
@@ -180,7 +180,7 @@ _CONNECTION_RESPONSE_0 = struct.Struct(">B")
 _CONNECTION_RESPONSE_0_FIELDS = "ConnectionResponse: mechanism"
 
 
-def _decode_connection_response(buf: bytes | memoryview, at: int, end: int) -> ConnectionResponse:
+def _decode_connection_response(buf: Buffer, at: int, end: int) -> ConnectionResponse:
     if end - at < 1:
         raise _truncated(_CONNECTION_RESPONSE_0, _CONNECTION_RESPONSE_0_FIELDS, at, end)
     (mechanism_len,) = _CONNECTION_RESPONSE_0.unpack_from(buf, at)
@@ -227,7 +227,7 @@ class ConnectionTune(Structure):
         self.dictionary = dictionary
 
 
-def _decode_connection_tune(buf: bytes | memoryview, at: int, end: int) -> ConnectionTune:
+def _decode_connection_tune(buf: Buffer, at: int, end: int) -> ConnectionTune:
     options, at = _decode_field_table(buf, at, end)
     dictionary, at = _decode_field_table(buf, at, end)
     if at != end:
@@ -279,7 +279,7 @@ _CONNECTION_OPEN_1 = struct.Struct(">B")
 _CONNECTION_OPEN_1_FIELDS = "ConnectionOpen: client_name"
 
 
-def _decode_connection_open(buf: bytes | memoryview, at: int, end: int) -> ConnectionOpen:
+def _decode_connection_open(buf: Buffer, at: int, end: int) -> ConnectionOpen:
     if end - at < 3:
         raise _truncated(_CONNECTION_OPEN_0, _CONNECTION_OPEN_0_FIELDS, at, end)
     confirm_tag, virtual_path_len = _CONNECTION_OPEN_0.unpack_from(buf, at)
@@ -339,7 +339,7 @@ _CONNECTION_PING_0 = struct.Struct(">B")
 _CONNECTION_PING_0_FIELDS = "ConnectionPing: bits1"
 
 
-def _decode_connection_ping(buf: bytes | memoryview, at: int, end: int) -> ConnectionPing:
+def _decode_connection_ping(buf: Buffer, at: int, end: int) -> ConnectionPing:
     if end - at < 1:
         raise _truncated(_CONNECTION_PING_0, _CONNECTION_PING_0_FIELDS, at, end)
     (bits1,) = _CONNECTION_PING_0.unpack_from(buf, at)
@@ -396,7 +396,7 @@ _CONNECTION_REPLY_0 = struct.Struct(">HHB")
 _CONNECTION_REPLY_0_FIELDS = "ConnectionReply: confirm_tag reply_code reply_text"
 
 
-def _decode_connection_reply(buf: bytes | memoryview, at: int, end: int) -> ConnectionReply:
+def _decode_connection_reply(buf: Buffer, at: int, end: int) -> ConnectionReply:
     if end - at < 5:
         raise _truncated(_CONNECTION_REPLY_0, _CONNECTION_REPLY_0_FIELDS, at, end)
     confirm_tag, reply_code, reply_text_len = _CONNECTION_REPLY_0.unpack_from(buf, at)
@@ -445,7 +445,7 @@ _CONNECTION_CLOSE_0 = struct.Struct(">HB")
 _CONNECTION_CLOSE_0_FIELDS = "ConnectionClose: reply_code reply_text"
 
 
-def _decode_connection_close(buf: bytes | memoryview, at: int, end: int) -> ConnectionClose:
+def _decode_connection_close(buf: Buffer, at: int, end: int) -> ConnectionClose:
     if end - at < 3:
         raise _truncated(_CONNECTION_CLOSE_0, _CONNECTION_CLOSE_0_FIELDS, at, end)
     reply_code, reply_text_len = _CONNECTION_CLOSE_0.unpack_from(buf, at)
@@ -516,7 +516,7 @@ _CHANNEL_OPEN_1 = struct.Struct(">B")
 _CHANNEL_OPEN_1_FIELDS = "ChannelOpen: out_of_band"
 
 
-def _decode_channel_open(buf: bytes | memoryview, at: int, end: int) -> ChannelOpen:
+def _decode_channel_open(buf: Buffer, at: int, end: int) -> ChannelOpen:
     if end - at < 5:
         raise _truncated(_CHANNEL_OPEN_0, _CHANNEL_OPEN_0_FIELDS, at, end)
     channel_id, confirm_tag, bits1 = _CHANNEL_OPEN_0.unpack_from(buf, at)
@@ -586,7 +586,7 @@ _CHANNEL_ACK_0 = struct.Struct(">HHI")
 _CHANNEL_ACK_0_FIELDS = "ChannelAck: channel_id confirm_tag message_nbr"
 
 
-def _decode_channel_ack(buf: bytes | memoryview, at: int, end: int) -> ChannelAck:
+def _decode_channel_ack(buf: Buffer, at: int, end: int) -> ChannelAck:
     if end - at < 8:
         raise _truncated(_CHANNEL_ACK_0, _CHANNEL_ACK_0_FIELDS, at, end)
     channel_id, confirm_tag, message_nbr = _CHANNEL_ACK_0.unpack_from(buf, at)
@@ -640,7 +640,7 @@ _CHANNEL_COMMIT_0 = struct.Struct(">HH")
 _CHANNEL_COMMIT_0_FIELDS = "ChannelCommit: channel_id confirm_tag"
 
 
-def _decode_channel_commit(buf: bytes | memoryview, at: int, end: int) -> ChannelCommit:
+def _decode_channel_commit(buf: Buffer, at: int, end: int) -> ChannelCommit:
     if end - at < 4:
         raise _truncated(_CHANNEL_COMMIT_0, _CHANNEL_COMMIT_0_FIELDS, at, end)
     channel_id, confirm_tag = _CHANNEL_COMMIT_0.unpack_from(buf, at)
@@ -688,7 +688,7 @@ _CHANNEL_ROLLBACK_0 = struct.Struct(">HH")
 _CHANNEL_ROLLBACK_0_FIELDS = "ChannelRollback: channel_id confirm_tag"
 
 
-def _decode_channel_rollback(buf: bytes | memoryview, at: int, end: int) -> ChannelRollback:
+def _decode_channel_rollback(buf: Buffer, at: int, end: int) -> ChannelRollback:
     if end - at < 4:
         raise _truncated(_CHANNEL_ROLLBACK_0, _CHANNEL_ROLLBACK_0_FIELDS, at, end)
     channel_id, confirm_tag = _CHANNEL_ROLLBACK_0.unpack_from(buf, at)
@@ -739,7 +739,7 @@ _CHANNEL_REPLY_0 = struct.Struct(">HHHB")
 _CHANNEL_REPLY_0_FIELDS = "ChannelReply: channel_id confirm_tag reply_code reply_text"
 
 
-def _decode_channel_reply(buf: bytes | memoryview, at: int, end: int) -> ChannelReply:
+def _decode_channel_reply(buf: Buffer, at: int, end: int) -> ChannelReply:
     if end - at < 7:
         raise _truncated(_CHANNEL_REPLY_0, _CHANNEL_REPLY_0_FIELDS, at, end)
     channel_id, confirm_tag, reply_code, reply_text_len = _CHANNEL_REPLY_0.unpack_from(buf, at)
@@ -793,7 +793,7 @@ _CHANNEL_CLOSE_0 = struct.Struct(">HHB")
 _CHANNEL_CLOSE_0_FIELDS = "ChannelClose: channel_id reply_code reply_text"
 
 
-def _decode_channel_close(buf: bytes | memoryview, at: int, end: int) -> ChannelClose:
+def _decode_channel_close(buf: Buffer, at: int, end: int) -> ChannelClose:
     if end - at < 5:
         raise _truncated(_CHANNEL_CLOSE_0, _CHANNEL_CLOSE_0_FIELDS, at, end)
     channel_id, reply_code, reply_text_len = _CHANNEL_CLOSE_0.unpack_from(buf, at)
@@ -876,7 +876,7 @@ _HANDLE_OPEN_1 = struct.Struct(">B")
 _HANDLE_OPEN_1_FIELDS = "HandleOpen: encoding"
 
 
-def _decode_handle_open(buf: bytes | memoryview, at: int, end: int) -> HandleOpen:
+def _decode_handle_open(buf: Buffer, at: int, end: int) -> HandleOpen:
     if end - at < 8:
         raise _truncated(_HANDLE_OPEN_0, _HANDLE_OPEN_0_FIELDS, at, end)
     channel_id, handle_id, confirm_tag, bits1, mime_type_len = _HANDLE_OPEN_0.unpack_from(buf, at)
@@ -1009,7 +1009,7 @@ _HANDLE_SEND_0_FIELDS = (
 )
 
 
-def _decode_handle_send(buf: bytes | memoryview, at: int, end: int) -> HandleSend:
+def _decode_handle_send(buf: Buffer, at: int, end: int) -> HandleSend:
     if end - at < 12:
         raise _truncated(_HANDLE_SEND_0, _HANDLE_SEND_0_FIELDS, at, end)
     handle_id, confirm_tag, service_type, fragment_size, bits1, dest_name_len = (
@@ -1123,7 +1123,7 @@ _HANDLE_CONSUME_0_FIELDS = (
 )
 
 
-def _decode_handle_consume(buf: bytes | memoryview, at: int, end: int) -> HandleConsume:
+def _decode_handle_consume(buf: Buffer, at: int, end: int) -> HandleConsume:
     if end - at < 10:
         raise _truncated(_HANDLE_CONSUME_0, _HANDLE_CONSUME_0_FIELDS, at, end)
     handle_id, confirm_tag, service_type, prefetch, bits1, dest_name_len = (
@@ -1208,7 +1208,7 @@ _HANDLE_FLOW_0 = struct.Struct(">HHB")
 _HANDLE_FLOW_0_FIELDS = "HandleFlow: handle_id confirm_tag bits1"
 
 
-def _decode_handle_flow(buf: bytes | memoryview, at: int, end: int) -> HandleFlow:
+def _decode_handle_flow(buf: Buffer, at: int, end: int) -> HandleFlow:
     if end - at < 5:
         raise _truncated(_HANDLE_FLOW_0, _HANDLE_FLOW_0_FIELDS, at, end)
     handle_id, confirm_tag, bits1 = _HANDLE_FLOW_0.unpack_from(buf, at)
@@ -1267,7 +1267,7 @@ _HANDLE_UNGET_0 = struct.Struct(">HHI")
 _HANDLE_UNGET_0_FIELDS = "HandleUnget: handle_id confirm_tag message_nbr"
 
 
-def _decode_handle_unget(buf: bytes | memoryview, at: int, end: int) -> HandleUnget:
+def _decode_handle_unget(buf: Buffer, at: int, end: int) -> HandleUnget:
     if end - at < 8:
         raise _truncated(_HANDLE_UNGET_0, _HANDLE_UNGET_0_FIELDS, at, end)
     handle_id, confirm_tag, message_nbr = _HANDLE_UNGET_0.unpack_from(buf, at)
@@ -1333,7 +1333,7 @@ _HANDLE_QUERY_2 = struct.Struct(">B")
 _HANDLE_QUERY_2_FIELDS = "HandleQuery: mime_type"
 
 
-def _decode_handle_query(buf: bytes | memoryview, at: int, end: int) -> HandleQuery:
+def _decode_handle_query(buf: Buffer, at: int, end: int) -> HandleQuery:
     if end - at < 7:
         raise _truncated(_HANDLE_QUERY_0, _HANDLE_QUERY_0_FIELDS, at, end)
     handle_id, message_nbr, dest_name_len = _HANDLE_QUERY_0.unpack_from(buf, at)
@@ -1409,7 +1409,7 @@ _HANDLE_BROWSE_0 = struct.Struct(">HHI")
 _HANDLE_BROWSE_0_FIELDS = "HandleBrowse: handle_id confirm_tag message_nbr"
 
 
-def _decode_handle_browse(buf: bytes | memoryview, at: int, end: int) -> HandleBrowse:
+def _decode_handle_browse(buf: Buffer, at: int, end: int) -> HandleBrowse:
     if end - at < 8:
         raise _truncated(_HANDLE_BROWSE_0, _HANDLE_BROWSE_0_FIELDS, at, end)
     handle_id, confirm_tag, message_nbr = _HANDLE_BROWSE_0.unpack_from(buf, at)
@@ -1462,7 +1462,7 @@ _HANDLE_CREATED_0 = struct.Struct(">HB")
 _HANDLE_CREATED_0_FIELDS = "HandleCreated: handle_id dest_name"
 
 
-def _decode_handle_created(buf: bytes | memoryview, at: int, end: int) -> HandleCreated:
+def _decode_handle_created(buf: Buffer, at: int, end: int) -> HandleCreated:
     if end - at < 3:
         raise _truncated(_HANDLE_CREATED_0, _HANDLE_CREATED_0_FIELDS, at, end)
     handle_id, dest_name_len = _HANDLE_CREATED_0.unpack_from(buf, at)
@@ -1558,7 +1558,7 @@ _HANDLE_NOTIFY_0 = struct.Struct(">HIIBB")
 _HANDLE_NOTIFY_0_FIELDS = "HandleNotify: handle_id message_nbr fragment_size bits1 dest_name"
 
 
-def _decode_handle_notify(buf: bytes | memoryview, at: int, end: int) -> HandleNotify:
+def _decode_handle_notify(buf: Buffer, at: int, end: int) -> HandleNotify:
     if end - at < 12:
         raise _truncated(_HANDLE_NOTIFY_0, _HANDLE_NOTIFY_0_FIELDS, at, end)
     handle_id, message_nbr, fragment_size, bits1, dest_name_len = _HANDLE_NOTIFY_0.unpack_from(
@@ -1641,7 +1641,7 @@ _HANDLE_INDEX_0 = struct.Struct(">HIH")
 _HANDLE_INDEX_0_FIELDS = "HandleIndex: handle_id message_nbr message_list"
 
 
-def _decode_handle_index(buf: bytes | memoryview, at: int, end: int) -> HandleIndex:
+def _decode_handle_index(buf: Buffer, at: int, end: int) -> HandleIndex:
     if end - at < 8:
         raise _truncated(_HANDLE_INDEX_0, _HANDLE_INDEX_0_FIELDS, at, end)
     handle_id, message_nbr, message_list_len = _HANDLE_INDEX_0.unpack_from(buf, at)
@@ -1702,7 +1702,7 @@ _HANDLE_PREPARE_0 = struct.Struct(">HIB")
 _HANDLE_PREPARE_0_FIELDS = "HandlePrepare: handle_id fragment_size content_hash"
 
 
-def _decode_handle_prepare(buf: bytes | memoryview, at: int, end: int) -> HandlePrepare:
+def _decode_handle_prepare(buf: Buffer, at: int, end: int) -> HandlePrepare:
     if end - at < 7:
         raise _truncated(_HANDLE_PREPARE_0, _HANDLE_PREPARE_0_FIELDS, at, end)
     handle_id, fragment_size, content_hash_len = _HANDLE_PREPARE_0.unpack_from(buf, at)
@@ -1751,7 +1751,7 @@ _HANDLE_READY_0 = struct.Struct(">HI")
 _HANDLE_READY_0_FIELDS = "HandleReady: handle_id message_size"
 
 
-def _decode_handle_ready(buf: bytes | memoryview, at: int, end: int) -> HandleReady:
+def _decode_handle_ready(buf: Buffer, at: int, end: int) -> HandleReady:
     if end - at < 6:
         raise _truncated(_HANDLE_READY_0, _HANDLE_READY_0_FIELDS, at, end)
     handle_id, message_size = _HANDLE_READY_0.unpack_from(buf, at)
@@ -1808,7 +1808,7 @@ _HANDLE_REPLY_0 = struct.Struct(">HHHB")
 _HANDLE_REPLY_0_FIELDS = "HandleReply: handle_id confirm_tag reply_code reply_text"
 
 
-def _decode_handle_reply(buf: bytes | memoryview, at: int, end: int) -> HandleReply:
+def _decode_handle_reply(buf: Buffer, at: int, end: int) -> HandleReply:
     if end - at < 7:
         raise _truncated(_HANDLE_REPLY_0, _HANDLE_REPLY_0_FIELDS, at, end)
     handle_id, confirm_tag, reply_code, reply_text_len = _HANDLE_REPLY_0.unpack_from(buf, at)
@@ -1862,7 +1862,7 @@ _HANDLE_CLOSE_0 = struct.Struct(">HHB")
 _HANDLE_CLOSE_0_FIELDS = "HandleClose: handle_id reply_code reply_text"
 
 
-def _decode_handle_close(buf: bytes | memoryview, at: int, end: int) -> HandleClose:
+def _decode_handle_close(buf: Buffer, at: int, end: int) -> HandleClose:
     if end - at < 5:
         raise _truncated(_HANDLE_CLOSE_0, _HANDLE_CLOSE_0_FIELDS, at, end)
     handle_id, reply_code, reply_text_len = _HANDLE_CLOSE_0.unpack_from(buf, at)
@@ -1887,7 +1887,7 @@ _VALUE_FIELD_TABLE_0_FIELDS = "field-table: key"
 _FIELD_TABLE_SIZE = struct.Struct(">H")
 
 
-def _decode_field_table(buf: bytes | memoryview, at: int, end: int) -> tuple[Table, int]:
+def _decode_field_table(buf: Buffer, at: int, end: int) -> tuple[Table, int]:
     """A field-table: a 2-byte size, then key/value pairs filling it."""
     if end - at < 2:
         raise DecodeError("field-table", at, f"needs 2 bytes, {end - at} left")
@@ -1942,7 +1942,7 @@ _VALUE_FIELD_VALUE_3_FIELDS = "field-value"
 _FIELD_VALUE_CONSTRUCTOR = struct.Struct(">B")
 
 
-def _decode_field_value(buf: bytes | memoryview, at: int, end: int) -> tuple[Any, int, int]:
+def _decode_field_value(buf: Buffer, at: int, end: int) -> tuple[Any, int, int]:
     """A field-value: a constructor, then the value in the encoding it names. Returns the value,
     the constructor and the next offset."""
     if end - at < 1:
@@ -2037,7 +2037,7 @@ _VALUE_MESSAGE_HEAD_2 = struct.Struct(">B")
 _VALUE_MESSAGE_HEAD_2_FIELDS = "MessageHead: msg_identifier"
 
 
-def _decode_message_head(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageHead, int]:
+def _decode_message_head(buf: Buffer, at: int, end: int) -> tuple[MessageHead, int]:
     """A message-head: its fields in order. Returns it and the next offset."""
     if end - at < 11:
         raise _truncated(_VALUE_MESSAGE_HEAD_0, _VALUE_MESSAGE_HEAD_0_FIELDS, at, end)
@@ -2129,7 +2129,7 @@ Message = (
 )
 """Any message of this protocol version."""
 
-_Decoder = Callable[[bytes | memoryview, int, int], Message]
+_Decoder = Callable[[Buffer, int, int], Message]
 
 # (code) -> the layouts that identity can carry, with who sends each.
 _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from ..base import Structure
+from ..base import Buffer, Structure
 from ..errors import DecodeError, EncodeError, _bad_count, _bad_length, _truncated
 from ..framing import HEADER_SIZE
 from ..records import compress, decompress, join, split
@@ -289,7 +289,7 @@ _PUBLISH_4 = struct.Struct(">BHII")
 _PUBLISH_4_FIELDS = "Publish: published_messages[].message.entry_header published_messages[].message.num_records published_messages[].message.uncompressed_length published_messages[].message.length"
 
 
-def _decode_publish(buf: bytes | memoryview, at: int, end: int, verify_checksums: bool) -> Publish:
+def _decode_publish(buf: Buffer, at: int, end: int, verify_checksums: bool) -> Publish:
     if end - at < 2:
         raise _truncated(_PUBLISH_0, _PUBLISH_0_FIELDS, at, end)
     (stream_len,) = _PUBLISH_0.unpack_from(buf, at)
@@ -420,7 +420,7 @@ _PUBLISH_CONFIRM_0_FIELDS = "PublishConfirm: publishing_ids"
 
 
 def _decode_publish_confirm(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> PublishConfirm:
     if end - at < 4:
         raise _truncated(_PUBLISH_CONFIRM_0, _PUBLISH_CONFIRM_0_FIELDS, at, end)
@@ -480,7 +480,7 @@ _SUBSCRIBE_REQUEST_1_FIELDS = "SubscribeRequest: offset"
 
 
 def _decode_subscribe_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> SubscribeRequest:
     if end - at < 10:
         raise _truncated(_SUBSCRIBE_REQUEST_0, _SUBSCRIBE_REQUEST_0_FIELDS, at, end)
@@ -548,7 +548,7 @@ _SUBSCRIBE_RESPONSE_0_FIELDS = "SubscribeResponse: correlation_id response_code"
 
 
 def _decode_subscribe_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> SubscribeResponse:
     if end - at < 6:
         raise _truncated(_SUBSCRIBE_RESPONSE_0, _SUBSCRIBE_RESPONSE_0_FIELDS, at, end)
@@ -618,7 +618,7 @@ _DELIVER_MESSAGES_STATES: dict[type, Callable[[Any], object]] = {
 """Deliver.osiris_chunk.messages: each item class's (class, fields), compared with those recorded at decode."""
 
 
-def _decode_deliver(buf: bytes | memoryview, at: int, end: int, verify_checksums: bool) -> Deliver:
+def _decode_deliver(buf: Buffer, at: int, end: int, verify_checksums: bool) -> Deliver:
     if end - at < 35:
         raise _truncated(_DELIVER_0, _DELIVER_0_FIELDS, at, end)
     (
@@ -839,7 +839,7 @@ _CREDIT_0 = struct.Struct(">ih")
 _CREDIT_0_FIELDS = "Credit: subscription_id credit"
 
 
-def _decode_credit(buf: bytes | memoryview, at: int, end: int, verify_checksums: bool) -> Credit:
+def _decode_credit(buf: Buffer, at: int, end: int, verify_checksums: bool) -> Credit:
     if end - at < 6:
         raise _truncated(_CREDIT_0, _CREDIT_0_FIELDS, at, end)
     subscription_id, credit = _CREDIT_0.unpack_from(buf, at)
@@ -889,7 +889,7 @@ _UNSUBSCRIBE_REQUEST_0_FIELDS = "UnsubscribeRequest: correlation_id subscription
 
 
 def _decode_unsubscribe_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> UnsubscribeRequest:
     if end - at < 8:
         raise _truncated(_UNSUBSCRIBE_REQUEST_0, _UNSUBSCRIBE_REQUEST_0_FIELDS, at, end)
@@ -943,7 +943,7 @@ _UNSUBSCRIBE_RESPONSE_0_FIELDS = "UnsubscribeResponse: correlation_id response_c
 
 
 def _decode_unsubscribe_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> UnsubscribeResponse:
     if end - at < 6:
         raise _truncated(_UNSUBSCRIBE_RESPONSE_0, _UNSUBSCRIBE_RESPONSE_0_FIELDS, at, end)
@@ -994,9 +994,7 @@ _PUBLISH_ERROR_1 = struct.Struct(">qh")
 _PUBLISH_ERROR_1_FIELDS = "PublishError: publishing_error[].publishing_id publishing_error[].code"
 
 
-def _decode_publish_error(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> PublishError:
+def _decode_publish_error(buf: Buffer, at: int, end: int, verify_checksums: bool) -> PublishError:
     if end - at < 4:
         raise _truncated(_PUBLISH_ERROR_0, _PUBLISH_ERROR_0_FIELDS, at, end)
     (publishing_error_count,) = _PUBLISH_ERROR_0.unpack_from(buf, at)
@@ -1047,7 +1045,7 @@ _METADATA_UPDATE_0_FIELDS = "MetadataUpdate: metadata_info.code metadata_info.st
 
 
 def _decode_metadata_update(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> MetadataUpdate:
     if end - at < 4:
         raise _truncated(_METADATA_UPDATE_0, _METADATA_UPDATE_0_FIELDS, at, end)
@@ -1114,7 +1112,7 @@ _METADATA_REQUEST_1_FIELDS = "MetadataRequest: stream[]"
 
 
 def _decode_metadata_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> MetadataRequest:
     if end - at < 8:
         raise _truncated(_METADATA_REQUEST_0, _METADATA_REQUEST_0_FIELDS, at, end)
@@ -1198,7 +1196,7 @@ _METADATA_RESPONSE_5_FIELDS = "MetadataResponse: stream_metadata[].response_code
 
 
 def _decode_metadata_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> MetadataResponse:
     if end - at < 8:
         raise _truncated(_METADATA_RESPONSE_0, _METADATA_RESPONSE_0_FIELDS, at, end)
@@ -1335,7 +1333,7 @@ _SASL_HANDSHAKE_REQUEST_0_FIELDS = "SaslHandshakeRequest: correlation_id"
 
 
 def _decode_sasl_handshake_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> SaslHandshakeRequest:
     if end - at < 4:
         raise _truncated(_SASL_HANDSHAKE_REQUEST_0, _SASL_HANDSHAKE_REQUEST_0_FIELDS, at, end)
@@ -1393,7 +1391,7 @@ _SASL_HANDSHAKE_RESPONSE_1_FIELDS = "SaslHandshakeResponse: mechanism[]"
 
 
 def _decode_sasl_handshake_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> SaslHandshakeResponse:
     if end - at < 10:
         raise _truncated(_SASL_HANDSHAKE_RESPONSE_0, _SASL_HANDSHAKE_RESPONSE_0_FIELDS, at, end)
@@ -1472,7 +1470,7 @@ _SASL_AUTHENTICATE_REQUEST_1_FIELDS = "SaslAuthenticateRequest: sasl_opaque_data
 
 
 def _decode_sasl_authenticate_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> SaslAuthenticateRequest:
     if end - at < 6:
         raise _truncated(_SASL_AUTHENTICATE_REQUEST_0, _SASL_AUTHENTICATE_REQUEST_0_FIELDS, at, end)
@@ -1561,7 +1559,7 @@ _SASL_AUTHENTICATE_RESPONSE_0_FIELDS = (
 
 
 def _decode_sasl_authenticate_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> SaslAuthenticateResponse:
     if end - at < 10:
         raise _truncated(
@@ -1629,9 +1627,7 @@ _TUNE_REQUEST_0 = struct.Struct(">ii")
 _TUNE_REQUEST_0_FIELDS = "TuneRequest: frame_max heartbeat"
 
 
-def _decode_tune_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> TuneRequest:
+def _decode_tune_request(buf: Buffer, at: int, end: int, verify_checksums: bool) -> TuneRequest:
     if end - at < 8:
         raise _truncated(_TUNE_REQUEST_0, _TUNE_REQUEST_0_FIELDS, at, end)
     frame_max, heartbeat = _TUNE_REQUEST_0.unpack_from(buf, at)
@@ -1681,9 +1677,7 @@ _TUNE_RESPONSE_0 = struct.Struct(">ii")
 _TUNE_RESPONSE_0_FIELDS = "TuneResponse: frame_max heartbeat"
 
 
-def _decode_tune_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> TuneResponse:
+def _decode_tune_response(buf: Buffer, at: int, end: int, verify_checksums: bool) -> TuneResponse:
     if end - at < 8:
         raise _truncated(_TUNE_RESPONSE_0, _TUNE_RESPONSE_0_FIELDS, at, end)
     frame_max, heartbeat = _TUNE_RESPONSE_0.unpack_from(buf, at)
@@ -1732,9 +1726,7 @@ _OPEN_REQUEST_0 = struct.Struct(">ih")
 _OPEN_REQUEST_0_FIELDS = "OpenRequest: correlation_id virtual_host"
 
 
-def _decode_open_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> OpenRequest:
+def _decode_open_request(buf: Buffer, at: int, end: int, verify_checksums: bool) -> OpenRequest:
     if end - at < 6:
         raise _truncated(_OPEN_REQUEST_0, _OPEN_REQUEST_0_FIELDS, at, end)
     correlation_id, virtual_host_len = _OPEN_REQUEST_0.unpack_from(buf, at)
@@ -1791,9 +1783,7 @@ _OPEN_RESPONSE_0 = struct.Struct(">ih")
 _OPEN_RESPONSE_0_FIELDS = "OpenResponse: correlation_id response_code"
 
 
-def _decode_open_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> OpenResponse:
+def _decode_open_response(buf: Buffer, at: int, end: int, verify_checksums: bool) -> OpenResponse:
     if end - at < 6:
         raise _truncated(_OPEN_RESPONSE_0, _OPEN_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _OPEN_RESPONSE_0.unpack_from(buf, at)
@@ -1844,9 +1834,7 @@ _CLOSE_REQUEST_0 = struct.Struct(">ihh")
 _CLOSE_REQUEST_0_FIELDS = "CloseRequest: correlation_id closing_code closing_reason"
 
 
-def _decode_close_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> CloseRequest:
+def _decode_close_request(buf: Buffer, at: int, end: int, verify_checksums: bool) -> CloseRequest:
     if end - at < 8:
         raise _truncated(_CLOSE_REQUEST_0, _CLOSE_REQUEST_0_FIELDS, at, end)
     correlation_id, closing_code, closing_reason_len = _CLOSE_REQUEST_0.unpack_from(buf, at)
@@ -1907,9 +1895,7 @@ _CLOSE_RESPONSE_0 = struct.Struct(">ih")
 _CLOSE_RESPONSE_0_FIELDS = "CloseResponse: correlation_id response_code"
 
 
-def _decode_close_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> CloseResponse:
+def _decode_close_response(buf: Buffer, at: int, end: int, verify_checksums: bool) -> CloseResponse:
     if end - at < 6:
         raise _truncated(_CLOSE_RESPONSE_0, _CLOSE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _CLOSE_RESPONSE_0.unpack_from(buf, at)
@@ -1951,9 +1937,7 @@ class Heartbeat(Structure):
         pass
 
 
-def _decode_heartbeat(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> Heartbeat:
+def _decode_heartbeat(buf: Buffer, at: int, end: int, verify_checksums: bool) -> Heartbeat:
     if at != end:
         raise DecodeError("Heartbeat", at, f"{end - at} bytes after the last field")
     return Heartbeat()
@@ -2006,9 +1990,7 @@ _CREATE_REQUEST_3 = struct.Struct(">h")
 _CREATE_REQUEST_3_FIELDS = "CreateRequest: arguments[].value"
 
 
-def _decode_create_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> CreateRequest:
+def _decode_create_request(buf: Buffer, at: int, end: int, verify_checksums: bool) -> CreateRequest:
     if end - at < 6:
         raise _truncated(_CREATE_REQUEST_0, _CREATE_REQUEST_0_FIELDS, at, end)
     correlation_id, stream_len = _CREATE_REQUEST_0.unpack_from(buf, at)
@@ -2119,7 +2101,7 @@ _CREATE_RESPONSE_0_FIELDS = "CreateResponse: correlation_id response_code"
 
 
 def _decode_create_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> CreateResponse:
     if end - at < 6:
         raise _truncated(_CREATE_RESPONSE_0, _CREATE_RESPONSE_0_FIELDS, at, end)
@@ -2169,9 +2151,7 @@ _DELETE_REQUEST_0 = struct.Struct(">ih")
 _DELETE_REQUEST_0_FIELDS = "DeleteRequest: correlation_id stream"
 
 
-def _decode_delete_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> DeleteRequest:
+def _decode_delete_request(buf: Buffer, at: int, end: int, verify_checksums: bool) -> DeleteRequest:
     if end - at < 6:
         raise _truncated(_DELETE_REQUEST_0, _DELETE_REQUEST_0_FIELDS, at, end)
     correlation_id, stream_len = _DELETE_REQUEST_0.unpack_from(buf, at)
@@ -2229,7 +2209,7 @@ _DELETE_RESPONSE_0_FIELDS = "DeleteResponse: correlation_id response_code"
 
 
 def _decode_delete_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> DeleteResponse:
     if end - at < 6:
         raise _truncated(_DELETE_RESPONSE_0, _DELETE_RESPONSE_0_FIELDS, at, end)
@@ -2283,7 +2263,7 @@ Message = (
 )
 """Any message of this protocol version."""
 
-_Decoder = Callable[[bytes | memoryview, int, int, bool], Message]
+_Decoder = Callable[[Buffer, int, int, bool], Message]
 
 # (key, version) -> the layouts that identity can carry, with who sends each.
 _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from ..base import Structure
+from ..base import Buffer, Structure
 from ..errors import DecodeError, EncodeError, _bad_count, _bad_length, _truncated
 from ..framing import HEADER_SIZE
 from ..records import compress, decompress, join, split
@@ -425,7 +425,7 @@ _DECLARE_PUBLISHER_REQUEST_1_FIELDS = "DeclarePublisherRequest: stream"
 
 
 def _decode_declare_publisher_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> DeclarePublisherRequest:
     if end - at < 7:
         raise _truncated(_DECLARE_PUBLISHER_REQUEST_0, _DECLARE_PUBLISHER_REQUEST_0_FIELDS, at, end)
@@ -510,7 +510,7 @@ _DECLARE_PUBLISHER_RESPONSE_0_FIELDS = "DeclarePublisherResponse: correlation_id
 
 
 def _decode_declare_publisher_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> DeclarePublisherResponse:
     if end - at < 6:
         raise _truncated(
@@ -577,9 +577,7 @@ _PUBLISH_V1_3 = struct.Struct(">BHII")
 _PUBLISH_V1_3_FIELDS = "PublishV1: published_messages[].message.entry_header published_messages[].message.num_records published_messages[].message.uncompressed_length published_messages[].message.length"
 
 
-def _decode_publish_v1(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> PublishV1:
+def _decode_publish_v1(buf: Buffer, at: int, end: int, verify_checksums: bool) -> PublishV1:
     if end - at < 5:
         raise _truncated(_PUBLISH_V1_0, _PUBLISH_V1_0_FIELDS, at, end)
     publisher_id, published_messages_count = _PUBLISH_V1_0.unpack_from(buf, at)
@@ -708,9 +706,7 @@ _PUBLISH_V2_3 = struct.Struct(">BHII")
 _PUBLISH_V2_3_FIELDS = "PublishV2: published_messages[].message.entry_header published_messages[].message.num_records published_messages[].message.uncompressed_length published_messages[].message.length"
 
 
-def _decode_publish_v2(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> PublishV2:
+def _decode_publish_v2(buf: Buffer, at: int, end: int, verify_checksums: bool) -> PublishV2:
     if end - at < 5:
         raise _truncated(_PUBLISH_V2_0, _PUBLISH_V2_0_FIELDS, at, end)
     publisher_id, published_messages_count = _PUBLISH_V2_0.unpack_from(buf, at)
@@ -848,7 +844,7 @@ _PUBLISH_CONFIRM_0_FIELDS = "PublishConfirm: publisher_id publishing_ids"
 
 
 def _decode_publish_confirm(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> PublishConfirm:
     if end - at < 5:
         raise _truncated(_PUBLISH_CONFIRM_0, _PUBLISH_CONFIRM_0_FIELDS, at, end)
@@ -896,9 +892,7 @@ _PUBLISH_ERROR_1 = struct.Struct(">QH")
 _PUBLISH_ERROR_1_FIELDS = "PublishError: publishing_error[].publishing_id publishing_error[].code"
 
 
-def _decode_publish_error(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> PublishError:
+def _decode_publish_error(buf: Buffer, at: int, end: int, verify_checksums: bool) -> PublishError:
     if end - at < 5:
         raise _truncated(_PUBLISH_ERROR_0, _PUBLISH_ERROR_0_FIELDS, at, end)
     publisher_id, publishing_error_count = _PUBLISH_ERROR_0.unpack_from(buf, at)
@@ -961,7 +955,7 @@ _QUERY_PUBLISHER_SEQUENCE_REQUEST_1_FIELDS = "QueryPublisherSequenceRequest: str
 
 
 def _decode_query_publisher_sequence_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> QueryPublisherSequenceRequest:
     if end - at < 6:
         raise _truncated(
@@ -1065,7 +1059,7 @@ _QUERY_PUBLISHER_SEQUENCE_RESPONSE_0_FIELDS = (
 
 
 def _decode_query_publisher_sequence_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> QueryPublisherSequenceResponse:
     if end - at < 14:
         raise _truncated(
@@ -1135,7 +1129,7 @@ _DELETE_PUBLISHER_REQUEST_0_FIELDS = "DeletePublisherRequest: correlation_id pub
 
 
 def _decode_delete_publisher_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> DeletePublisherRequest:
     if end - at < 5:
         raise _truncated(_DELETE_PUBLISHER_REQUEST_0, _DELETE_PUBLISHER_REQUEST_0_FIELDS, at, end)
@@ -1188,7 +1182,7 @@ _DELETE_PUBLISHER_RESPONSE_0_FIELDS = "DeletePublisherResponse: correlation_id r
 
 
 def _decode_delete_publisher_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> DeletePublisherResponse:
     if end - at < 6:
         raise _truncated(_DELETE_PUBLISHER_RESPONSE_0, _DELETE_PUBLISHER_RESPONSE_0_FIELDS, at, end)
@@ -1286,7 +1280,7 @@ _SUBSCRIBE_REQUEST_6_FIELDS = "SubscribeRequest: properties[].value"
 
 
 def _decode_subscribe_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> SubscribeRequest:
     if end - at < 7:
         raise _truncated(_SUBSCRIBE_REQUEST_0, _SUBSCRIBE_REQUEST_0_FIELDS, at, end)
@@ -1447,7 +1441,7 @@ _SUBSCRIBE_RESPONSE_0_FIELDS = "SubscribeResponse: correlation_id response_code"
 
 
 def _decode_subscribe_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> SubscribeResponse:
     if end - at < 6:
         raise _truncated(_SUBSCRIBE_RESPONSE_0, _SUBSCRIBE_RESPONSE_0_FIELDS, at, end)
@@ -1517,9 +1511,7 @@ _DELIVER_V1_MESSAGES_STATES: dict[type, Callable[[Any], object]] = {
 """DeliverV1.osiris_chunk.messages: each item class's (class, fields), compared with those recorded at decode."""
 
 
-def _decode_deliver_v1(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> DeliverV1:
+def _decode_deliver_v1(buf: Buffer, at: int, end: int, verify_checksums: bool) -> DeliverV1:
     if end - at < 49:
         raise _truncated(_DELIVER_V1_0, _DELIVER_V1_0_FIELDS, at, end)
     (
@@ -1780,9 +1772,7 @@ _DELIVER_V2_MESSAGES_STATES: dict[type, Callable[[Any], object]] = {
 """DeliverV2.osiris_chunk.messages: each item class's (class, fields), compared with those recorded at decode."""
 
 
-def _decode_deliver_v2(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> DeliverV2:
+def _decode_deliver_v2(buf: Buffer, at: int, end: int, verify_checksums: bool) -> DeliverV2:
     if end - at < 57:
         raise _truncated(_DELIVER_V2_0, _DELIVER_V2_0_FIELDS, at, end)
     (
@@ -2025,7 +2015,7 @@ _CREDIT_0 = struct.Struct(">BH")
 _CREDIT_0_FIELDS = "Credit: subscription_id credit"
 
 
-def _decode_credit(buf: bytes | memoryview, at: int, end: int, verify_checksums: bool) -> Credit:
+def _decode_credit(buf: Buffer, at: int, end: int, verify_checksums: bool) -> Credit:
     if end - at < 3:
         raise _truncated(_CREDIT_0, _CREDIT_0_FIELDS, at, end)
     subscription_id, credit = _CREDIT_0.unpack_from(buf, at)
@@ -2075,7 +2065,7 @@ _CREDIT_RESPONSE_0_FIELDS = "CreditResponse: response_code subscription_id"
 
 
 def _decode_credit_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> CreditResponse:
     if end - at < 3:
         raise _truncated(_CREDIT_RESPONSE_0, _CREDIT_RESPONSE_0_FIELDS, at, end)
@@ -2132,9 +2122,7 @@ _STORE_OFFSET_2 = struct.Struct(">Q")
 _STORE_OFFSET_2_FIELDS = "StoreOffset: offset"
 
 
-def _decode_store_offset(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> StoreOffset:
+def _decode_store_offset(buf: Buffer, at: int, end: int, verify_checksums: bool) -> StoreOffset:
     if end - at < 2:
         raise _truncated(_STORE_OFFSET_0, _STORE_OFFSET_0_FIELDS, at, end)
     (reference_len,) = _STORE_OFFSET_0.unpack_from(buf, at)
@@ -2218,7 +2206,7 @@ _QUERY_OFFSET_REQUEST_1_FIELDS = "QueryOffsetRequest: stream"
 
 
 def _decode_query_offset_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> QueryOffsetRequest:
     if end - at < 6:
         raise _truncated(_QUERY_OFFSET_REQUEST_0, _QUERY_OFFSET_REQUEST_0_FIELDS, at, end)
@@ -2303,7 +2291,7 @@ _QUERY_OFFSET_RESPONSE_0_FIELDS = "QueryOffsetResponse: correlation_id response_
 
 
 def _decode_query_offset_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> QueryOffsetResponse:
     if end - at < 14:
         raise _truncated(_QUERY_OFFSET_RESPONSE_0, _QUERY_OFFSET_RESPONSE_0_FIELDS, at, end)
@@ -2358,7 +2346,7 @@ _UNSUBSCRIBE_REQUEST_0_FIELDS = "UnsubscribeRequest: correlation_id subscription
 
 
 def _decode_unsubscribe_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> UnsubscribeRequest:
     if end - at < 5:
         raise _truncated(_UNSUBSCRIBE_REQUEST_0, _UNSUBSCRIBE_REQUEST_0_FIELDS, at, end)
@@ -2411,7 +2399,7 @@ _UNSUBSCRIBE_RESPONSE_0_FIELDS = "UnsubscribeResponse: correlation_id response_c
 
 
 def _decode_unsubscribe_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> UnsubscribeResponse:
     if end - at < 6:
         raise _truncated(_UNSUBSCRIBE_RESPONSE_0, _UNSUBSCRIBE_RESPONSE_0_FIELDS, at, end)
@@ -2471,9 +2459,7 @@ _CREATE_REQUEST_3 = struct.Struct(">h")
 _CREATE_REQUEST_3_FIELDS = "CreateRequest: arguments[].value"
 
 
-def _decode_create_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> CreateRequest:
+def _decode_create_request(buf: Buffer, at: int, end: int, verify_checksums: bool) -> CreateRequest:
     if end - at < 6:
         raise _truncated(_CREATE_REQUEST_0, _CREATE_REQUEST_0_FIELDS, at, end)
     correlation_id, stream_len = _CREATE_REQUEST_0.unpack_from(buf, at)
@@ -2585,7 +2571,7 @@ _CREATE_RESPONSE_0_FIELDS = "CreateResponse: correlation_id response_code"
 
 
 def _decode_create_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> CreateResponse:
     if end - at < 6:
         raise _truncated(_CREATE_RESPONSE_0, _CREATE_RESPONSE_0_FIELDS, at, end)
@@ -2635,9 +2621,7 @@ _DELETE_REQUEST_0 = struct.Struct(">Ih")
 _DELETE_REQUEST_0_FIELDS = "DeleteRequest: correlation_id stream"
 
 
-def _decode_delete_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> DeleteRequest:
+def _decode_delete_request(buf: Buffer, at: int, end: int, verify_checksums: bool) -> DeleteRequest:
     if end - at < 6:
         raise _truncated(_DELETE_REQUEST_0, _DELETE_REQUEST_0_FIELDS, at, end)
     correlation_id, stream_len = _DELETE_REQUEST_0.unpack_from(buf, at)
@@ -2696,7 +2680,7 @@ _DELETE_RESPONSE_0_FIELDS = "DeleteResponse: correlation_id response_code"
 
 
 def _decode_delete_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> DeleteResponse:
     if end - at < 6:
         raise _truncated(_DELETE_RESPONSE_0, _DELETE_RESPONSE_0_FIELDS, at, end)
@@ -2749,7 +2733,7 @@ _METADATA_REQUEST_1_FIELDS = "MetadataRequest: stream[]"
 
 
 def _decode_metadata_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> MetadataRequest:
     if end - at < 8:
         raise _truncated(_METADATA_REQUEST_0, _METADATA_REQUEST_0_FIELDS, at, end)
@@ -2833,7 +2817,7 @@ _METADATA_RESPONSE_5_FIELDS = "MetadataResponse: stream_metadata[].response_code
 
 
 def _decode_metadata_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> MetadataResponse:
     if end - at < 8:
         raise _truncated(_METADATA_RESPONSE_0, _METADATA_RESPONSE_0_FIELDS, at, end)
@@ -2969,7 +2953,7 @@ _METADATA_UPDATE_0_FIELDS = "MetadataUpdate: metadata_info.code metadata_info.st
 
 
 def _decode_metadata_update(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> MetadataUpdate:
     if end - at < 4:
         raise _truncated(_METADATA_UPDATE_0, _METADATA_UPDATE_0_FIELDS, at, end)
@@ -3038,7 +3022,7 @@ _PEER_PROPERTIES_REQUEST_2_FIELDS = "PeerPropertiesRequest: peer_properties[].va
 
 
 def _decode_peer_properties_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> PeerPropertiesRequest:
     if end - at < 8:
         raise _truncated(_PEER_PROPERTIES_REQUEST_0, _PEER_PROPERTIES_REQUEST_0_FIELDS, at, end)
@@ -3141,7 +3125,7 @@ _PEER_PROPERTIES_RESPONSE_2_FIELDS = "PeerPropertiesResponse: peer_properties[].
 
 
 def _decode_peer_properties_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> PeerPropertiesResponse:
     if end - at < 10:
         raise _truncated(_PEER_PROPERTIES_RESPONSE_0, _PEER_PROPERTIES_RESPONSE_0_FIELDS, at, end)
@@ -3244,7 +3228,7 @@ _SASL_HANDSHAKE_REQUEST_0_FIELDS = "SaslHandshakeRequest: correlation_id"
 
 
 def _decode_sasl_handshake_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> SaslHandshakeRequest:
     if end - at < 4:
         raise _truncated(_SASL_HANDSHAKE_REQUEST_0, _SASL_HANDSHAKE_REQUEST_0_FIELDS, at, end)
@@ -3303,7 +3287,7 @@ _SASL_HANDSHAKE_RESPONSE_1_FIELDS = "SaslHandshakeResponse: mechanisms[]"
 
 
 def _decode_sasl_handshake_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> SaslHandshakeResponse:
     if end - at < 10:
         raise _truncated(_SASL_HANDSHAKE_RESPONSE_0, _SASL_HANDSHAKE_RESPONSE_0_FIELDS, at, end)
@@ -3384,7 +3368,7 @@ _SASL_AUTHENTICATE_REQUEST_1_FIELDS = "SaslAuthenticateRequest: sasl_opaque_data
 
 
 def _decode_sasl_authenticate_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> SaslAuthenticateRequest:
     if end - at < 6:
         raise _truncated(_SASL_AUTHENTICATE_REQUEST_0, _SASL_AUTHENTICATE_REQUEST_0_FIELDS, at, end)
@@ -3474,7 +3458,7 @@ _SASL_AUTHENTICATE_RESPONSE_1_FIELDS = "SaslAuthenticateResponse: sasl_opaque_da
 
 
 def _decode_sasl_authenticate_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> SaslAuthenticateResponse:
     if end - at < 6:
         raise _truncated(
@@ -3542,9 +3526,7 @@ _TUNE_REQUEST_0 = struct.Struct(">II")
 _TUNE_REQUEST_0_FIELDS = "TuneRequest: frame_max heartbeat"
 
 
-def _decode_tune_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> TuneRequest:
+def _decode_tune_request(buf: Buffer, at: int, end: int, verify_checksums: bool) -> TuneRequest:
     if end - at < 8:
         raise _truncated(_TUNE_REQUEST_0, _TUNE_REQUEST_0_FIELDS, at, end)
     frame_max, heartbeat = _TUNE_REQUEST_0.unpack_from(buf, at)
@@ -3594,9 +3576,7 @@ _TUNE_RESPONSE_0 = struct.Struct(">II")
 _TUNE_RESPONSE_0_FIELDS = "TuneResponse: frame_max heartbeat"
 
 
-def _decode_tune_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> TuneResponse:
+def _decode_tune_response(buf: Buffer, at: int, end: int, verify_checksums: bool) -> TuneResponse:
     if end - at < 8:
         raise _truncated(_TUNE_RESPONSE_0, _TUNE_RESPONSE_0_FIELDS, at, end)
     frame_max, heartbeat = _TUNE_RESPONSE_0.unpack_from(buf, at)
@@ -3645,9 +3625,7 @@ _OPEN_REQUEST_0 = struct.Struct(">Ih")
 _OPEN_REQUEST_0_FIELDS = "OpenRequest: correlation_id virtual_host"
 
 
-def _decode_open_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> OpenRequest:
+def _decode_open_request(buf: Buffer, at: int, end: int, verify_checksums: bool) -> OpenRequest:
     if end - at < 6:
         raise _truncated(_OPEN_REQUEST_0, _OPEN_REQUEST_0_FIELDS, at, end)
     correlation_id, virtual_host_len = _OPEN_REQUEST_0.unpack_from(buf, at)
@@ -3718,9 +3696,7 @@ _OPEN_RESPONSE_3 = struct.Struct(">h")
 _OPEN_RESPONSE_3_FIELDS = "OpenResponse: connection_properties[].value"
 
 
-def _decode_open_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> OpenResponse:
+def _decode_open_response(buf: Buffer, at: int, end: int, verify_checksums: bool) -> OpenResponse:
     if end - at < 6:
         raise _truncated(_OPEN_RESPONSE_0, _OPEN_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _OPEN_RESPONSE_0.unpack_from(buf, at)
@@ -3823,9 +3799,7 @@ _CLOSE_REQUEST_0 = struct.Struct(">IHh")
 _CLOSE_REQUEST_0_FIELDS = "CloseRequest: correlation_id closing_code closing_reason"
 
 
-def _decode_close_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> CloseRequest:
+def _decode_close_request(buf: Buffer, at: int, end: int, verify_checksums: bool) -> CloseRequest:
     if end - at < 8:
         raise _truncated(_CLOSE_REQUEST_0, _CLOSE_REQUEST_0_FIELDS, at, end)
     correlation_id, closing_code, closing_reason_len = _CLOSE_REQUEST_0.unpack_from(buf, at)
@@ -3887,9 +3861,7 @@ _CLOSE_RESPONSE_0 = struct.Struct(">IH")
 _CLOSE_RESPONSE_0_FIELDS = "CloseResponse: correlation_id response_code"
 
 
-def _decode_close_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> CloseResponse:
+def _decode_close_response(buf: Buffer, at: int, end: int, verify_checksums: bool) -> CloseResponse:
     if end - at < 6:
         raise _truncated(_CLOSE_RESPONSE_0, _CLOSE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _CLOSE_RESPONSE_0.unpack_from(buf, at)
@@ -3931,9 +3903,7 @@ class Heartbeat(Structure):
         pass
 
 
-def _decode_heartbeat(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> Heartbeat:
+def _decode_heartbeat(buf: Buffer, at: int, end: int, verify_checksums: bool) -> Heartbeat:
     if at != end:
         raise DecodeError("Heartbeat", at, f"{end - at} bytes after the last field")
     return Heartbeat()
@@ -3984,9 +3954,7 @@ _ROUTE_REQUEST_1 = struct.Struct(">h")
 _ROUTE_REQUEST_1_FIELDS = "RouteRequest: super_stream"
 
 
-def _decode_route_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> RouteRequest:
+def _decode_route_request(buf: Buffer, at: int, end: int, verify_checksums: bool) -> RouteRequest:
     if end - at < 6:
         raise _truncated(_ROUTE_REQUEST_0, _ROUTE_REQUEST_0_FIELDS, at, end)
     correlation_id, routing_key_len = _ROUTE_REQUEST_0.unpack_from(buf, at)
@@ -4081,9 +4049,7 @@ _ROUTE_RESPONSE_1 = struct.Struct(">h")
 _ROUTE_RESPONSE_1_FIELDS = "RouteResponse: stream[]"
 
 
-def _decode_route_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> RouteResponse:
+def _decode_route_response(buf: Buffer, at: int, end: int, verify_checksums: bool) -> RouteResponse:
     if end - at < 10:
         raise _truncated(_ROUTE_RESPONSE_0, _ROUTE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code, stream_count = _ROUTE_RESPONSE_0.unpack_from(buf, at)
@@ -4122,7 +4088,7 @@ def _encode_route_response(msg: RouteResponse, parts: list[bytes], seal_checksum
 
 
 def _decode_route_response_as_0018(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> RouteResponse:
     msg = _decode_route_response(buf, at, end, verify_checksums)
     msg.key_on_wire = 0x0018
@@ -4157,7 +4123,7 @@ _PARTITIONS_REQUEST_0_FIELDS = "PartitionsRequest: correlation_id super_stream"
 
 
 def _decode_partitions_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> PartitionsRequest:
     if end - at < 6:
         raise _truncated(_PARTITIONS_REQUEST_0, _PARTITIONS_REQUEST_0_FIELDS, at, end)
@@ -4239,7 +4205,7 @@ _PARTITIONS_RESPONSE_1_FIELDS = "PartitionsResponse: stream[]"
 
 
 def _decode_partitions_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> PartitionsResponse:
     if end - at < 10:
         raise _truncated(_PARTITIONS_RESPONSE_0, _PARTITIONS_RESPONSE_0_FIELDS, at, end)
@@ -4285,7 +4251,7 @@ def _encode_partitions_response(
 
 
 def _decode_partitions_response_as_0019(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> PartitionsResponse:
     msg = _decode_partitions_response(buf, at, end, verify_checksums)
     msg.key_on_wire = 0x0019
@@ -4323,7 +4289,7 @@ _CONSUMER_UPDATE_REQUEST_0_FIELDS = "ConsumerUpdateRequest: correlation_id subsc
 
 
 def _decode_consumer_update_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> ConsumerUpdateRequest:
     if end - at < 6:
         raise _truncated(_CONSUMER_UPDATE_REQUEST_0, _CONSUMER_UPDATE_REQUEST_0_FIELDS, at, end)
@@ -4393,7 +4359,7 @@ _CONSUMER_UPDATE_RESPONSE_2_FIELDS = "ConsumerUpdateResponse: offset_specificati
 
 
 def _decode_consumer_update_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> ConsumerUpdateResponse:
     if end - at < 8:
         raise _truncated(_CONSUMER_UPDATE_RESPONSE_0, _CONSUMER_UPDATE_RESPONSE_0_FIELDS, at, end)
@@ -4489,7 +4455,7 @@ _EXCHANGE_COMMAND_VERSIONS_REQUEST_1_FIELDS = (
 
 
 def _decode_exchange_command_versions_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> ExchangeCommandVersionsRequest:
     if end - at < 8:
         raise _truncated(
@@ -4568,7 +4534,7 @@ _EXCHANGE_COMMAND_VERSIONS_RESPONSE_1_FIELDS = (
 
 
 def _decode_exchange_command_versions_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> ExchangeCommandVersionsResponse:
     if end - at < 10:
         raise _truncated(
@@ -4645,7 +4611,7 @@ _STREAM_STATS_REQUEST_0_FIELDS = "StreamStatsRequest: correlation_id stream"
 
 
 def _decode_stream_stats_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> StreamStatsRequest:
     if end - at < 6:
         raise _truncated(_STREAM_STATS_REQUEST_0, _STREAM_STATS_REQUEST_0_FIELDS, at, end)
@@ -4713,7 +4679,7 @@ _STREAM_STATS_RESPONSE_2_FIELDS = "StreamStatsResponse: stats[].value"
 
 
 def _decode_stream_stats_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> StreamStatsResponse:
     if end - at < 10:
         raise _truncated(_STREAM_STATS_RESPONSE_0, _STREAM_STATS_RESPONSE_0_FIELDS, at, end)
@@ -4819,7 +4785,7 @@ _CREATE_SUPER_STREAM_REQUEST_7_FIELDS = "CreateSuperStreamRequest: arguments[].v
 
 
 def _decode_create_super_stream_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> CreateSuperStreamRequest:
     if end - at < 6:
         raise _truncated(
@@ -5020,7 +4986,7 @@ _CREATE_SUPER_STREAM_RESPONSE_0_FIELDS = "CreateSuperStreamResponse: correlation
 
 
 def _decode_create_super_stream_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> CreateSuperStreamResponse:
     if end - at < 6:
         raise _truncated(
@@ -5079,7 +5045,7 @@ _DELETE_SUPER_STREAM_REQUEST_0_FIELDS = "DeleteSuperStreamRequest: correlation_i
 
 
 def _decode_delete_super_stream_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> DeleteSuperStreamRequest:
     if end - at < 6:
         raise _truncated(
@@ -5147,7 +5113,7 @@ _DELETE_SUPER_STREAM_RESPONSE_0_FIELDS = "DeleteSuperStreamResponse: correlation
 
 
 def _decode_delete_super_stream_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> DeleteSuperStreamResponse:
     if end - at < 6:
         raise _truncated(
@@ -5237,7 +5203,7 @@ Message = (
 )
 """Any message of this protocol version."""
 
-_Decoder = Callable[[bytes | memoryview, int, int, bool], Message]
+_Decoder = Callable[[Buffer, int, int, bool], Message]
 
 # (key, version) -> the layouts that identity can carry, with who sends each.
 _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
