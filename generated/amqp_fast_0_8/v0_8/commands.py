@@ -2162,35 +2162,10 @@ _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
     (0x31,): (("both", _decode_handle_close),),
 }
 
-# code -> the decoder of the one layout of that identity: decode's straight road
+# code -> the decoder of the one layout of that identity: decode's straight road,
+# each identity of `_DECODERS` that has one
 _ONE: dict[int, _Decoder] = {
-    0x0A: _decode_connection_challenge,
-    0x0B: _decode_connection_response,
-    0x0C: _decode_connection_tune,
-    0x0D: _decode_connection_open,
-    0x0E: _decode_connection_ping,
-    0x12: _decode_connection_reply,
-    0x13: _decode_connection_close,
-    0x14: _decode_channel_open,
-    0x15: _decode_channel_ack,
-    0x16: _decode_channel_commit,
-    0x17: _decode_channel_rollback,
-    0x1C: _decode_channel_reply,
-    0x1D: _decode_channel_close,
-    0x1E: _decode_handle_open,
-    0x1F: _decode_handle_send,
-    0x20: _decode_handle_consume,
-    0x22: _decode_handle_flow,
-    0x23: _decode_handle_unget,
-    0x24: _decode_handle_query,
-    0x25: _decode_handle_browse,
-    0x28: _decode_handle_created,
-    0x29: _decode_handle_notify,
-    0x2A: _decode_handle_index,
-    0x2B: _decode_handle_prepare,
-    0x2C: _decode_handle_ready,
-    0x30: _decode_handle_reply,
-    0x31: _decode_handle_close,
+    code: layouts[0][1] for (code,), layouts in _DECODERS.items() if len(layouts) == 1
 }
 
 FRAME_KEYS: frozenset[tuple[int, ...]] = frozenset(_DECODERS)

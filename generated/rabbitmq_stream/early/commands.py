@@ -2316,15 +2316,12 @@ _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
     ),
 }
 
-# key << 16 | version -> the decoder of the one layout of that identity: decode's straight road
+# key << 16 | version -> the decoder of the one layout of that identity: decode's straight road,
+# each identity of `_DECODERS` that has one
 _ONE: dict[int, _Decoder] = {
-    0x00000001: _decode_publish,
-    0x00010001: _decode_publish_confirm,
-    0x00030001: _decode_deliver,
-    0x00040001: _decode_credit,
-    0x00060001: _decode_publish_error,
-    0x00070001: _decode_metadata_update,
-    0x000E0001: _decode_heartbeat,
+    key << 16 | version: layouts[0][1]
+    for (key, version), layouts in _DECODERS.items()
+    if len(layouts) == 1
 }
 
 FRAME_KEYS: frozenset[tuple[int, ...]] = frozenset(_DECODERS)
