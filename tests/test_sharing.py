@@ -84,6 +84,24 @@ def test_shared_classes_dispatch_and_frame_in_every_version(package: str) -> Non
 
 
 @pytest.mark.parametrize("package", WITH_SHARED)
+def test_every_version_dispatches_the_shared_rows_as_the_shared_module_lists_them(
+    package: str,
+) -> None:
+    # a version's tables start with the shared module's rows instead of listing them again:
+    # each shared identity reaches the shared decoder, each shared class its encoders
+    common = _module(f"{package}.shared")
+    for version in (_module(f"{package}.{s.module}") for s in PACKAGES[package]):
+        tables = version.commands
+        assert common._DECODERS.items() <= tables._DECODERS.items()
+        assert common._ENCODERS.items() <= tables._ENCODERS.items()
+        assert common._FRAMES.items() <= tables._FRAMES.items()
+        for when, rows in getattr(common, "_KEYED", {}).items():
+            assert rows.items() <= tables._KEYED[when][1].items()
+        assert getattr(common, "_UNKEYED", {}).items() <= getattr(tables, "_UNKEYED", {}).items()
+        assert getattr(common, "_ONE", {}).items() <= getattr(tables, "_ONE", {}).items()
+
+
+@pytest.mark.parametrize("package", WITH_SHARED)
 def test_shared_classes_name_every_versions_spec(package: str) -> None:
     documents = [s.document for s in PACKAGES[package]]
     classes = [

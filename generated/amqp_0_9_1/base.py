@@ -5,6 +5,14 @@
 Each class is a `@dataclass(slots=True, init=False, repr=False, eq=False)` with its own
 `__init__` (the fastest to call); `repr`, `==` and `encode()` come from `Structure`, read off
 the class's dataclass fields as `@dataclass(repr=True, eq=True)` would write them.
+
+A message's class says what it is in class constants: `COMMAND` (the spec's name for it),
+`IDENT` (its identity on the wire) and each header field that identity fixes, `KIND`
+("request", "response" or "oneway") and `SENDER`; where they apply, `REPLIES` (the names of the
+messages that may answer it), `SYNCHRONOUS`, and `CONTENT` (content frames, a header and then
+bodies, follow it).
+
+A message's `channel` is its frame header's: Channel number; 0 for the connection.
 """
 
 from __future__ import annotations
@@ -15,6 +23,9 @@ import sys
 from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
+
+Buffer = bytes | memoryview
+"""What a decoder reads: a frame's bytes in place, or one view of them."""
 
 # each class's (shown, compared) field names, worked out on first use
 _NAMES: dict[type, tuple[tuple[str, ...], Callable[[Any], Any]]] = {}

@@ -14,16 +14,12 @@ import struct
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .base import Structure
+from .base import Buffer, Structure
 from .errors import DecodeError, _bad_length, _truncated
-from .framing import TRAILER
 from .named import _decode_table, _encode_table
 
 FRAMED_BY = ".shared"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
-
-HEADER = struct.Struct(">BHI")
-"""The frame header of every version: `uint8 type, uint16 channel, uint32 size`."""
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -75,7 +71,6 @@ class BasicProperties(Structure):
     reserved: str | None = None
     """reserved, must be empty"""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -118,50 +113,35 @@ class BasicProperties(Structure):
 
 _BASIC_PROPERTIES_0 = struct.Struct(">HQ")
 _BASIC_PROPERTIES_0_FIELDS = "BasicProperties: weight body_size"
-
 _BASIC_PROPERTIES_1 = struct.Struct(">B")
 _BASIC_PROPERTIES_1_FIELDS = "BasicProperties: content_type"
-
 _BASIC_PROPERTIES_2 = struct.Struct(">B")
 _BASIC_PROPERTIES_2_FIELDS = "BasicProperties: content_encoding"
-
 _BASIC_PROPERTIES_3 = struct.Struct(">B")
 _BASIC_PROPERTIES_3_FIELDS = "BasicProperties: delivery_mode"
-
 _BASIC_PROPERTIES_4 = struct.Struct(">B")
 _BASIC_PROPERTIES_4_FIELDS = "BasicProperties: priority"
-
 _BASIC_PROPERTIES_5 = struct.Struct(">B")
 _BASIC_PROPERTIES_5_FIELDS = "BasicProperties: correlation_id"
-
 _BASIC_PROPERTIES_6 = struct.Struct(">B")
 _BASIC_PROPERTIES_6_FIELDS = "BasicProperties: reply_to"
-
 _BASIC_PROPERTIES_7 = struct.Struct(">B")
 _BASIC_PROPERTIES_7_FIELDS = "BasicProperties: expiration"
-
 _BASIC_PROPERTIES_8 = struct.Struct(">B")
 _BASIC_PROPERTIES_8_FIELDS = "BasicProperties: message_id"
-
 _BASIC_PROPERTIES_9 = struct.Struct(">Q")
 _BASIC_PROPERTIES_9_FIELDS = "BasicProperties: timestamp"
-
 _BASIC_PROPERTIES_10 = struct.Struct(">B")
 _BASIC_PROPERTIES_10_FIELDS = "BasicProperties: type"
-
 _BASIC_PROPERTIES_11 = struct.Struct(">B")
 _BASIC_PROPERTIES_11_FIELDS = "BasicProperties: user_id"
-
 _BASIC_PROPERTIES_12 = struct.Struct(">B")
 _BASIC_PROPERTIES_12_FIELDS = "BasicProperties: app_id"
-
 _BASIC_PROPERTIES_13 = struct.Struct(">B")
 _BASIC_PROPERTIES_13_FIELDS = "BasicProperties: reserved"
 
 
-def _decode_basic_properties(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicProperties:
+def _decode_basic_properties(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicProperties:
     if end - at < 10:
         raise _truncated(_BASIC_PROPERTIES_0, _BASIC_PROPERTIES_0_FIELDS, at, end)
     weight, body_size = _BASIC_PROPERTIES_0.unpack_from(buf, at)
@@ -195,12 +175,7 @@ def _decode_basic_properties(
         at += 1
         if content_type_len < 0 or content_type_len > end - at:
             raise _bad_length("BasicProperties.content_type", at, content_type_len, end)
-        try:
-            content_type = str(buf[at : at + content_type_len], "utf-8", "surrogateescape")
-        except UnicodeDecodeError as e:
-            raise DecodeError(
-                "BasicProperties.content_type", at + e.start, "invalid utf-8"
-            ) from None
+        content_type = str(buf[at : at + content_type_len], "utf-8", "surrogateescape")
         at += content_type_len
     content_encoding: str | None
     if not property_flags[0] & 0x4000:  # its flag is clear: not on the wire
@@ -212,12 +187,7 @@ def _decode_basic_properties(
         at += 1
         if content_encoding_len < 0 or content_encoding_len > end - at:
             raise _bad_length("BasicProperties.content_encoding", at, content_encoding_len, end)
-        try:
-            content_encoding = str(buf[at : at + content_encoding_len], "utf-8", "surrogateescape")
-        except UnicodeDecodeError as e:
-            raise DecodeError(
-                "BasicProperties.content_encoding", at + e.start, "invalid utf-8"
-            ) from None
+        content_encoding = str(buf[at : at + content_encoding_len], "utf-8", "surrogateescape")
         at += content_encoding_len
     headers: dict[str, Any] | None
     if not property_flags[0] & 0x2000:  # its flag is clear: not on the wire
@@ -250,12 +220,7 @@ def _decode_basic_properties(
         at += 1
         if correlation_id_len < 0 or correlation_id_len > end - at:
             raise _bad_length("BasicProperties.correlation_id", at, correlation_id_len, end)
-        try:
-            correlation_id = str(buf[at : at + correlation_id_len], "utf-8", "surrogateescape")
-        except UnicodeDecodeError as e:
-            raise DecodeError(
-                "BasicProperties.correlation_id", at + e.start, "invalid utf-8"
-            ) from None
+        correlation_id = str(buf[at : at + correlation_id_len], "utf-8", "surrogateescape")
         at += correlation_id_len
     reply_to: str | None
     if not property_flags[0] & 0x200:  # its flag is clear: not on the wire
@@ -267,10 +232,7 @@ def _decode_basic_properties(
         at += 1
         if reply_to_len < 0 or reply_to_len > end - at:
             raise _bad_length("BasicProperties.reply_to", at, reply_to_len, end)
-        try:
-            reply_to = str(buf[at : at + reply_to_len], "utf-8", "surrogateescape")
-        except UnicodeDecodeError as e:
-            raise DecodeError("BasicProperties.reply_to", at + e.start, "invalid utf-8") from None
+        reply_to = str(buf[at : at + reply_to_len], "utf-8", "surrogateescape")
         at += reply_to_len
     expiration: str | None
     if not property_flags[0] & 0x100:  # its flag is clear: not on the wire
@@ -282,10 +244,7 @@ def _decode_basic_properties(
         at += 1
         if expiration_len < 0 or expiration_len > end - at:
             raise _bad_length("BasicProperties.expiration", at, expiration_len, end)
-        try:
-            expiration = str(buf[at : at + expiration_len], "utf-8", "surrogateescape")
-        except UnicodeDecodeError as e:
-            raise DecodeError("BasicProperties.expiration", at + e.start, "invalid utf-8") from None
+        expiration = str(buf[at : at + expiration_len], "utf-8", "surrogateescape")
         at += expiration_len
     message_id: str | None
     if not property_flags[0] & 0x80:  # its flag is clear: not on the wire
@@ -297,10 +256,7 @@ def _decode_basic_properties(
         at += 1
         if message_id_len < 0 or message_id_len > end - at:
             raise _bad_length("BasicProperties.message_id", at, message_id_len, end)
-        try:
-            message_id = str(buf[at : at + message_id_len], "utf-8", "surrogateescape")
-        except UnicodeDecodeError as e:
-            raise DecodeError("BasicProperties.message_id", at + e.start, "invalid utf-8") from None
+        message_id = str(buf[at : at + message_id_len], "utf-8", "surrogateescape")
         at += message_id_len
     timestamp: int | None
     if not property_flags[0] & 0x40:  # its flag is clear: not on the wire
@@ -320,10 +276,7 @@ def _decode_basic_properties(
         at += 1
         if type_len < 0 or type_len > end - at:
             raise _bad_length("BasicProperties.type", at, type_len, end)
-        try:
-            type_ = str(buf[at : at + type_len], "utf-8", "surrogateescape")
-        except UnicodeDecodeError as e:
-            raise DecodeError("BasicProperties.type", at + e.start, "invalid utf-8") from None
+        type_ = str(buf[at : at + type_len], "utf-8", "surrogateescape")
         at += type_len
     user_id: str | None
     if not property_flags[0] & 0x10:  # its flag is clear: not on the wire
@@ -335,10 +288,7 @@ def _decode_basic_properties(
         at += 1
         if user_id_len < 0 or user_id_len > end - at:
             raise _bad_length("BasicProperties.user_id", at, user_id_len, end)
-        try:
-            user_id = str(buf[at : at + user_id_len], "utf-8", "surrogateescape")
-        except UnicodeDecodeError as e:
-            raise DecodeError("BasicProperties.user_id", at + e.start, "invalid utf-8") from None
+        user_id = str(buf[at : at + user_id_len], "utf-8", "surrogateescape")
         at += user_id_len
     app_id: str | None
     if not property_flags[0] & 0x8:  # its flag is clear: not on the wire
@@ -350,10 +300,7 @@ def _decode_basic_properties(
         at += 1
         if app_id_len < 0 or app_id_len > end - at:
             raise _bad_length("BasicProperties.app_id", at, app_id_len, end)
-        try:
-            app_id = str(buf[at : at + app_id_len], "utf-8", "surrogateescape")
-        except UnicodeDecodeError as e:
-            raise DecodeError("BasicProperties.app_id", at + e.start, "invalid utf-8") from None
+        app_id = str(buf[at : at + app_id_len], "utf-8", "surrogateescape")
         at += app_id_len
     reserved: str | None
     if not property_flags[0] & 0x4:  # its flag is clear: not on the wire
@@ -365,12 +312,11 @@ def _decode_basic_properties(
         at += 1
         if reserved_len < 0 or reserved_len > end - at:
             raise _bad_length("BasicProperties.reserved", at, reserved_len, end)
-        try:
-            reserved = str(buf[at : at + reserved_len], "utf-8", "surrogateescape")
-        except UnicodeDecodeError as e:
-            raise DecodeError("BasicProperties.reserved", at + e.start, "invalid utf-8") from None
+        reserved = str(buf[at : at + reserved_len], "utf-8", "surrogateescape")
         at += reserved_len
-    msg = BasicProperties(
+    if at != end:
+        raise DecodeError("BasicProperties", at, f"{end - at} bytes after the last field")
+    return BasicProperties(
         weight,
         body_size,
         content_type,
@@ -389,9 +335,6 @@ def _decode_basic_properties(
         reserved,
         channel,
     )
-    if at != end:
-        raise DecodeError("BasicProperties", at, f"{end - at} bytes after the last field")
-    return msg
 
 
 def _encode_basic_properties(msg: BasicProperties, parts: list[bytes]) -> None:
@@ -481,15 +424,6 @@ def _encode_basic_properties(msg: BasicProperties, parts: list[bytes]) -> None:
         parts.append(reserved_raw)
 
 
-def _frame_basic_properties(msg: BasicProperties) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_basic_properties(msg, parts)
-    parts[0] = HEADER.pack(0x02, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicQos(Structure):
     """BasicQos: Basic.Qos request, identity (0x01, 60, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 10 (0x0a).
@@ -508,7 +442,6 @@ class BasicQos(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("BasicQosOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     prefetch_size: int
@@ -524,7 +457,6 @@ Specifies a prefetch window in terms of whole messages. This field may be used i
 
 RabbitMQ has reinterpreted this field. The original specification said: "By default the QoS settings apply to the current channel only. If this field is set, they are applied to the entire connection." Instead, RabbitMQ takes global=false to mean that the QoS settings should apply per-consumer (for new consumers on the channel; existing ones being unaffected) and global=true to mean that the QoS settings should apply per-channel."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self, prefetch_size: int, prefetch_count: int, global_: bool = False, channel: int = 0
@@ -539,7 +471,7 @@ _BASIC_QOS_0 = struct.Struct(">IHB")
 _BASIC_QOS_0_FIELDS = "BasicQos: prefetch_size prefetch_count bits1"
 
 
-def _decode_basic_qos(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> BasicQos:
+def _decode_basic_qos(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicQos:
     if end - at < 7:
         raise _truncated(_BASIC_QOS_0, _BASIC_QOS_0_FIELDS, at, end)
     prefetch_size, prefetch_count, bits1 = _BASIC_QOS_0.unpack_from(buf, at)
@@ -547,10 +479,9 @@ def _decode_basic_qos(buf: bytes | memoryview, at: int, end: int, channel: int =
     global_ = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicQos.unused1", at, "expected 0")
-    msg = BasicQos(prefetch_size, prefetch_count, global_, channel)
     if at != end:
         raise DecodeError("BasicQos", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicQos(prefetch_size, prefetch_count, global_, channel)
 
 
 def _encode_basic_qos(msg: BasicQos, parts: list[bytes]) -> None:
@@ -597,19 +528,15 @@ class BasicQosOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
 
-def _decode_basic_qos_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicQosOk:
-    msg = BasicQosOk(channel)
+def _decode_basic_qos_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicQosOk:
     if at != end:
         raise DecodeError("BasicQosOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicQosOk(channel)
 
 
 def _encode_basic_qos_ok(msg: BasicQosOk, parts: list[bytes]) -> None:
@@ -642,7 +569,6 @@ class BasicConsume(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("BasicConsumeOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     reserved1: int = 0
@@ -678,7 +604,6 @@ If set, the server will not respond to the method. The client should not wait fo
 
 A set of arguments for the consume. The syntax and semantics of these arguments depends on the server implementation."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -705,27 +630,20 @@ A set of arguments for the consume. The syntax and semantics of these arguments 
 
 _BASIC_CONSUME_0 = struct.Struct(">HB")
 _BASIC_CONSUME_0_FIELDS = "BasicConsume: reserved1 queue"
-
 _BASIC_CONSUME_1 = struct.Struct(">B")
 _BASIC_CONSUME_1_FIELDS = "BasicConsume: consumer_tag"
-
 _BASIC_CONSUME_2 = struct.Struct(">B")
 _BASIC_CONSUME_2_FIELDS = "BasicConsume: bits1"
 
 
-def _decode_basic_consume(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicConsume:
+def _decode_basic_consume(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicConsume:
     if end - at < 3:
         raise _truncated(_BASIC_CONSUME_0, _BASIC_CONSUME_0_FIELDS, at, end)
     reserved1, queue_len = _BASIC_CONSUME_0.unpack_from(buf, at)
     at += 3
     if queue_len < 0 or queue_len > end - at:
         raise _bad_length("BasicConsume.queue", at, queue_len, end)
-    try:
-        queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicConsume.queue", at + e.start, "invalid utf-8") from None
+    queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
     if end - at < 1:
         raise _truncated(_BASIC_CONSUME_1, _BASIC_CONSUME_1_FIELDS, at, end)
@@ -733,10 +651,7 @@ def _decode_basic_consume(
     at += 1
     if consumer_tag_len < 0 or consumer_tag_len > end - at:
         raise _bad_length("BasicConsume.consumer_tag", at, consumer_tag_len, end)
-    try:
-        consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicConsume.consumer_tag", at + e.start, "invalid utf-8") from None
+    consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
     if end - at < 1:
         raise _truncated(_BASIC_CONSUME_2, _BASIC_CONSUME_2_FIELDS, at, end)
@@ -749,12 +664,11 @@ def _decode_basic_consume(
     if (bits1 >> 4) & 0xF != 0:
         raise DecodeError("BasicConsume.unused1", at, "expected 0")
     arguments, at = _decode_table(buf, at, end)
-    msg = BasicConsume(
-        reserved1, queue, consumer_tag, no_local, no_ack, exclusive, no_wait, arguments, channel
-    )
     if at != end:
         raise DecodeError("BasicConsume", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicConsume(
+        reserved1, queue, consumer_tag, no_local, no_ack, exclusive, no_wait, arguments, channel
+    )
 
 
 def _encode_basic_consume(msg: BasicConsume, parts: list[bytes]) -> None:
@@ -775,15 +689,6 @@ def _encode_basic_consume(msg: BasicConsume, parts: list[bytes]) -> None:
         )
     )
     _encode_table(msg.arguments, parts)
-
-
-def _frame_basic_consume(msg: BasicConsume) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_basic_consume(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -810,7 +715,6 @@ class BasicConsumeOk(Structure):
 
 Holds the consumer tag specified by the client or provided by the server."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, consumer_tag: str, channel: int = 0) -> None:
         self.consumer_tag = consumer_tag
@@ -821,24 +725,18 @@ _BASIC_CONSUME_OK_0 = struct.Struct(">B")
 _BASIC_CONSUME_OK_0_FIELDS = "BasicConsumeOk: consumer_tag"
 
 
-def _decode_basic_consume_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicConsumeOk:
+def _decode_basic_consume_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicConsumeOk:
     if end - at < 1:
         raise _truncated(_BASIC_CONSUME_OK_0, _BASIC_CONSUME_OK_0_FIELDS, at, end)
     (consumer_tag_len,) = _BASIC_CONSUME_OK_0.unpack_from(buf, at)
     at += 1
     if consumer_tag_len < 0 or consumer_tag_len > end - at:
         raise _bad_length("BasicConsumeOk.consumer_tag", at, consumer_tag_len, end)
-    try:
-        consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicConsumeOk.consumer_tag", at + e.start, "invalid utf-8") from None
+    consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
-    msg = BasicConsumeOk(consumer_tag, channel)
     if at != end:
         raise DecodeError("BasicConsumeOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicConsumeOk(consumer_tag, channel)
 
 
 def _encode_basic_consume_ok(msg: BasicConsumeOk, parts: list[bytes]) -> None:
@@ -846,15 +744,6 @@ def _encode_basic_consume_ok(msg: BasicConsumeOk, parts: list[bytes]) -> None:
     consumer_tag_raw = msg.consumer_tag.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_CONSUME_OK_0.pack(len(consumer_tag_raw)))
     parts.append(consumer_tag_raw)
-
-
-def _frame_basic_consume_ok(msg: BasicConsumeOk) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_basic_consume_ok(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -875,7 +764,6 @@ class BasicPublish(Structure):
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "client"
     CONTENT: ClassVar[bool] = True
-    """Content frames (a header, then bodies) follow this message."""
 
     reserved1: int = 0
     """Reserved: must be zero."""
@@ -898,7 +786,6 @@ This flag tells the server how to react if the message cannot be routed to a que
 
 This flag tells the server how to react if the message cannot be routed to a queue consumer immediately. If this flag is set, the server will return an undeliverable message with a Return method. If this flag is zero, the server will queue the message, but with no guarantee that it will ever be consumed."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -919,27 +806,20 @@ This flag tells the server how to react if the message cannot be routed to a que
 
 _BASIC_PUBLISH_0 = struct.Struct(">HB")
 _BASIC_PUBLISH_0_FIELDS = "BasicPublish: reserved1 exchange"
-
 _BASIC_PUBLISH_1 = struct.Struct(">B")
 _BASIC_PUBLISH_1_FIELDS = "BasicPublish: routing_key"
-
 _BASIC_PUBLISH_2 = struct.Struct(">B")
 _BASIC_PUBLISH_2_FIELDS = "BasicPublish: bits1"
 
 
-def _decode_basic_publish(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicPublish:
+def _decode_basic_publish(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicPublish:
     if end - at < 3:
         raise _truncated(_BASIC_PUBLISH_0, _BASIC_PUBLISH_0_FIELDS, at, end)
     reserved1, exchange_len = _BASIC_PUBLISH_0.unpack_from(buf, at)
     at += 3
     if exchange_len < 0 or exchange_len > end - at:
         raise _bad_length("BasicPublish.exchange", at, exchange_len, end)
-    try:
-        exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicPublish.exchange", at + e.start, "invalid utf-8") from None
+    exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
     if end - at < 1:
         raise _truncated(_BASIC_PUBLISH_1, _BASIC_PUBLISH_1_FIELDS, at, end)
@@ -947,10 +827,7 @@ def _decode_basic_publish(
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
         raise _bad_length("BasicPublish.routing_key", at, routing_key_len, end)
-    try:
-        routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicPublish.routing_key", at + e.start, "invalid utf-8") from None
+    routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
     if end - at < 1:
         raise _truncated(_BASIC_PUBLISH_2, _BASIC_PUBLISH_2_FIELDS, at, end)
@@ -960,10 +837,9 @@ def _decode_basic_publish(
     immediate = bits1 & 0x2 != 0
     if (bits1 >> 2) & 0x3F != 0:
         raise DecodeError("BasicPublish.unused1", at, "expected 0")
-    msg = BasicPublish(reserved1, exchange, routing_key, mandatory, immediate, channel)
     if at != end:
         raise DecodeError("BasicPublish", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicPublish(reserved1, exchange, routing_key, mandatory, immediate, channel)
 
 
 def _encode_basic_publish(msg: BasicPublish, parts: list[bytes]) -> None:
@@ -978,15 +854,6 @@ def _encode_basic_publish(msg: BasicPublish, parts: list[bytes]) -> None:
     parts.append(
         _BASIC_PUBLISH_2.pack((0x1 if msg.mandatory else 0) | (0x2 if msg.immediate else 0))
     )
-
-
-def _frame_basic_publish(msg: BasicPublish) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_basic_publish(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1007,7 +874,6 @@ class BasicReturn(Structure):
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "server"
     CONTENT: ClassVar[bool] = True
-    """Content frames (a header, then bodies) follow this message."""
 
     reply_code: int
     """reply code from server
@@ -1032,7 +898,6 @@ Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
 
 Specifies the routing key name specified when the message was published."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self, reply_code: int, reply_text: str, exchange: str, routing_key: str, channel: int = 0
@@ -1046,27 +911,20 @@ Specifies the routing key name specified when the message was published."""
 
 _BASIC_RETURN_0 = struct.Struct(">HB")
 _BASIC_RETURN_0_FIELDS = "BasicReturn: reply_code reply_text"
-
 _BASIC_RETURN_1 = struct.Struct(">B")
 _BASIC_RETURN_1_FIELDS = "BasicReturn: exchange"
-
 _BASIC_RETURN_2 = struct.Struct(">B")
 _BASIC_RETURN_2_FIELDS = "BasicReturn: routing_key"
 
 
-def _decode_basic_return(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicReturn:
+def _decode_basic_return(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicReturn:
     if end - at < 3:
         raise _truncated(_BASIC_RETURN_0, _BASIC_RETURN_0_FIELDS, at, end)
     reply_code, reply_text_len = _BASIC_RETURN_0.unpack_from(buf, at)
     at += 3
     if reply_text_len < 0 or reply_text_len > end - at:
         raise _bad_length("BasicReturn.reply_text", at, reply_text_len, end)
-    try:
-        reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicReturn.reply_text", at + e.start, "invalid utf-8") from None
+    reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
     if end - at < 1:
         raise _truncated(_BASIC_RETURN_1, _BASIC_RETURN_1_FIELDS, at, end)
@@ -1074,10 +932,7 @@ def _decode_basic_return(
     at += 1
     if exchange_len < 0 or exchange_len > end - at:
         raise _bad_length("BasicReturn.exchange", at, exchange_len, end)
-    try:
-        exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicReturn.exchange", at + e.start, "invalid utf-8") from None
+    exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
     if end - at < 1:
         raise _truncated(_BASIC_RETURN_2, _BASIC_RETURN_2_FIELDS, at, end)
@@ -1085,15 +940,11 @@ def _decode_basic_return(
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
         raise _bad_length("BasicReturn.routing_key", at, routing_key_len, end)
-    try:
-        routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicReturn.routing_key", at + e.start, "invalid utf-8") from None
+    routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
-    msg = BasicReturn(reply_code, reply_text, exchange, routing_key, channel)
     if at != end:
         raise DecodeError("BasicReturn", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicReturn(reply_code, reply_text, exchange, routing_key, channel)
 
 
 def _encode_basic_return(msg: BasicReturn, parts: list[bytes]) -> None:
@@ -1109,15 +960,6 @@ def _encode_basic_return(msg: BasicReturn, parts: list[bytes]) -> None:
     routing_key_raw = msg.routing_key.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_RETURN_2.pack(len(routing_key_raw)))
     parts.append(routing_key_raw)
-
-
-def _frame_basic_return(msg: BasicReturn) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_basic_return(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1138,7 +980,6 @@ class BasicDeliver(Structure):
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "server"
     CONTENT: ClassVar[bool] = True
-    """Content frames (a header, then bodies) follow this message."""
 
     consumer_tag: str
     """consumer tag
@@ -1163,7 +1004,6 @@ Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
 
 Specifies the routing key name specified when the message was published."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -1184,27 +1024,20 @@ Specifies the routing key name specified when the message was published."""
 
 _BASIC_DELIVER_0 = struct.Struct(">B")
 _BASIC_DELIVER_0_FIELDS = "BasicDeliver: consumer_tag"
-
 _BASIC_DELIVER_1 = struct.Struct(">QBB")
 _BASIC_DELIVER_1_FIELDS = "BasicDeliver: delivery_tag bits1 exchange"
-
 _BASIC_DELIVER_2 = struct.Struct(">B")
 _BASIC_DELIVER_2_FIELDS = "BasicDeliver: routing_key"
 
 
-def _decode_basic_deliver(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicDeliver:
+def _decode_basic_deliver(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicDeliver:
     if end - at < 1:
         raise _truncated(_BASIC_DELIVER_0, _BASIC_DELIVER_0_FIELDS, at, end)
     (consumer_tag_len,) = _BASIC_DELIVER_0.unpack_from(buf, at)
     at += 1
     if consumer_tag_len < 0 or consumer_tag_len > end - at:
         raise _bad_length("BasicDeliver.consumer_tag", at, consumer_tag_len, end)
-    try:
-        consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicDeliver.consumer_tag", at + e.start, "invalid utf-8") from None
+    consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
     if end - at < 10:
         raise _truncated(_BASIC_DELIVER_1, _BASIC_DELIVER_1_FIELDS, at, end)
@@ -1215,10 +1048,7 @@ def _decode_basic_deliver(
         raise DecodeError("BasicDeliver.unused1", at, "expected 0")
     if exchange_len < 0 or exchange_len > end - at:
         raise _bad_length("BasicDeliver.exchange", at, exchange_len, end)
-    try:
-        exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicDeliver.exchange", at + e.start, "invalid utf-8") from None
+    exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
     if end - at < 1:
         raise _truncated(_BASIC_DELIVER_2, _BASIC_DELIVER_2_FIELDS, at, end)
@@ -1226,15 +1056,11 @@ def _decode_basic_deliver(
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
         raise _bad_length("BasicDeliver.routing_key", at, routing_key_len, end)
-    try:
-        routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicDeliver.routing_key", at + e.start, "invalid utf-8") from None
+    routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
-    msg = BasicDeliver(consumer_tag, delivery_tag, redelivered, exchange, routing_key, channel)
     if at != end:
         raise DecodeError("BasicDeliver", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicDeliver(consumer_tag, delivery_tag, redelivered, exchange, routing_key, channel)
 
 
 def _encode_basic_deliver(msg: BasicDeliver, parts: list[bytes]) -> None:
@@ -1252,15 +1078,6 @@ def _encode_basic_deliver(msg: BasicDeliver, parts: list[bytes]) -> None:
     routing_key_raw = msg.routing_key.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_DELIVER_2.pack(len(routing_key_raw)))
     parts.append(routing_key_raw)
-
-
-def _frame_basic_deliver(msg: BasicDeliver) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_basic_deliver(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1284,7 +1101,6 @@ class BasicGet(Structure):
         "BasicGetOk",
         "BasicGetEmpty",
     )
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     reserved1: int = 0
@@ -1300,7 +1116,6 @@ Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
 
 If this field is set the server does not expect acknowledgements for messages. That is, when a message is delivered to the client the server assumes the delivery will succeed and immediately dequeues it. This functionality may increase performance but at the cost of reliability. Messages can get lost if a client dies before they are delivered to the application."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self, reserved1: int = 0, queue: str = "", no_ack: bool = False, channel: int = 0
@@ -1313,22 +1128,18 @@ If this field is set the server does not expect acknowledgements for messages. T
 
 _BASIC_GET_0 = struct.Struct(">HB")
 _BASIC_GET_0_FIELDS = "BasicGet: reserved1 queue"
-
 _BASIC_GET_1 = struct.Struct(">B")
 _BASIC_GET_1_FIELDS = "BasicGet: bits1"
 
 
-def _decode_basic_get(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> BasicGet:
+def _decode_basic_get(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicGet:
     if end - at < 3:
         raise _truncated(_BASIC_GET_0, _BASIC_GET_0_FIELDS, at, end)
     reserved1, queue_len = _BASIC_GET_0.unpack_from(buf, at)
     at += 3
     if queue_len < 0 or queue_len > end - at:
         raise _bad_length("BasicGet.queue", at, queue_len, end)
-    try:
-        queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicGet.queue", at + e.start, "invalid utf-8") from None
+    queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
     if end - at < 1:
         raise _truncated(_BASIC_GET_1, _BASIC_GET_1_FIELDS, at, end)
@@ -1337,10 +1148,9 @@ def _decode_basic_get(buf: bytes | memoryview, at: int, end: int, channel: int =
     no_ack = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicGet.unused1", at, "expected 0")
-    msg = BasicGet(reserved1, queue, no_ack, channel)
     if at != end:
         raise DecodeError("BasicGet", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicGet(reserved1, queue, no_ack, channel)
 
 
 def _encode_basic_get(msg: BasicGet, parts: list[bytes]) -> None:
@@ -1349,15 +1159,6 @@ def _encode_basic_get(msg: BasicGet, parts: list[bytes]) -> None:
     parts.append(_BASIC_GET_0.pack(msg.reserved1, len(queue_raw)))
     parts.append(queue_raw)
     parts.append(_BASIC_GET_1.pack(0x1 if msg.no_ack else 0))
-
-
-def _frame_basic_get(msg: BasicGet) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_basic_get(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1379,7 +1180,6 @@ class BasicGetOk(Structure):
     SENDER: ClassVar[str] = "server"
     SYNCHRONOUS: ClassVar[bool] = True
     CONTENT: ClassVar[bool] = True
-    """Content frames (a header, then bodies) follow this message."""
 
     delivery_tag: int
     """server-assigned delivery tag
@@ -1404,7 +1204,6 @@ Specifies the routing key name specified when the message was published."""
 
 The number of messages in the queue, which will be zero for newly-declared queues. This is the number of messages present in the queue, and committed if the channel on which they were published is transacted, that are not waiting acknowledgement."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -1425,17 +1224,13 @@ The number of messages in the queue, which will be zero for newly-declared queue
 
 _BASIC_GET_OK_0 = struct.Struct(">QBB")
 _BASIC_GET_OK_0_FIELDS = "BasicGetOk: delivery_tag bits1 exchange"
-
 _BASIC_GET_OK_1 = struct.Struct(">B")
 _BASIC_GET_OK_1_FIELDS = "BasicGetOk: routing_key"
-
 _BASIC_GET_OK_2 = struct.Struct(">I")
 _BASIC_GET_OK_2_FIELDS = "BasicGetOk: message_count"
 
 
-def _decode_basic_get_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicGetOk:
+def _decode_basic_get_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicGetOk:
     if end - at < 10:
         raise _truncated(_BASIC_GET_OK_0, _BASIC_GET_OK_0_FIELDS, at, end)
     delivery_tag, bits1, exchange_len = _BASIC_GET_OK_0.unpack_from(buf, at)
@@ -1445,10 +1240,7 @@ def _decode_basic_get_ok(
         raise DecodeError("BasicGetOk.unused1", at, "expected 0")
     if exchange_len < 0 or exchange_len > end - at:
         raise _bad_length("BasicGetOk.exchange", at, exchange_len, end)
-    try:
-        exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicGetOk.exchange", at + e.start, "invalid utf-8") from None
+    exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
     if end - at < 1:
         raise _truncated(_BASIC_GET_OK_1, _BASIC_GET_OK_1_FIELDS, at, end)
@@ -1456,19 +1248,15 @@ def _decode_basic_get_ok(
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
         raise _bad_length("BasicGetOk.routing_key", at, routing_key_len, end)
-    try:
-        routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicGetOk.routing_key", at + e.start, "invalid utf-8") from None
+    routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
     if end - at < 4:
         raise _truncated(_BASIC_GET_OK_2, _BASIC_GET_OK_2_FIELDS, at, end)
     (message_count,) = _BASIC_GET_OK_2.unpack_from(buf, at)
     at += 4
-    msg = BasicGetOk(delivery_tag, redelivered, exchange, routing_key, message_count, channel)
     if at != end:
         raise DecodeError("BasicGetOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicGetOk(delivery_tag, redelivered, exchange, routing_key, message_count, channel)
 
 
 def _encode_basic_get_ok(msg: BasicGetOk, parts: list[bytes]) -> None:
@@ -1483,15 +1271,6 @@ def _encode_basic_get_ok(msg: BasicGetOk, parts: list[bytes]) -> None:
     parts.append(_BASIC_GET_OK_1.pack(len(routing_key_raw)))
     parts.append(routing_key_raw)
     parts.append(_BASIC_GET_OK_2.pack(msg.message_count))
-
-
-def _frame_basic_get_ok(msg: BasicGetOk) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_basic_get_ok(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1516,7 +1295,6 @@ class BasicGetEmpty(Structure):
     reserved1: str = ""
     """Reserved: must be empty."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, reserved1: str = "", channel: int = 0) -> None:
         self.reserved1 = reserved1
@@ -1527,24 +1305,18 @@ _BASIC_GET_EMPTY_0 = struct.Struct(">B")
 _BASIC_GET_EMPTY_0_FIELDS = "BasicGetEmpty: reserved1"
 
 
-def _decode_basic_get_empty(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicGetEmpty:
+def _decode_basic_get_empty(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicGetEmpty:
     if end - at < 1:
         raise _truncated(_BASIC_GET_EMPTY_0, _BASIC_GET_EMPTY_0_FIELDS, at, end)
     (reserved1_len,) = _BASIC_GET_EMPTY_0.unpack_from(buf, at)
     at += 1
     if reserved1_len < 0 or reserved1_len > end - at:
         raise _bad_length("BasicGetEmpty.reserved1", at, reserved1_len, end)
-    try:
-        reserved1 = str(buf[at : at + reserved1_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicGetEmpty.reserved1", at + e.start, "invalid utf-8") from None
+    reserved1 = str(buf[at : at + reserved1_len], "utf-8", "surrogateescape")
     at += reserved1_len
-    msg = BasicGetEmpty(reserved1, channel)
     if at != end:
         raise DecodeError("BasicGetEmpty", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicGetEmpty(reserved1, channel)
 
 
 def _encode_basic_get_empty(msg: BasicGetEmpty, parts: list[bytes]) -> None:
@@ -1552,15 +1324,6 @@ def _encode_basic_get_empty(msg: BasicGetEmpty, parts: list[bytes]) -> None:
     reserved1_raw = msg.reserved1.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_GET_EMPTY_0.pack(len(reserved1_raw)))
     parts.append(reserved1_raw)
-
-
-def _frame_basic_get_empty(msg: BasicGetEmpty) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_basic_get_empty(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1590,7 +1353,6 @@ The server-assigned and channel-specific delivery tag"""
 
 If requeue is true, the server will attempt to requeue the message. If requeue is false or the requeue attempt fails the messages are discarded or dead-lettered."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, delivery_tag: int, requeue: bool = False, channel: int = 0) -> None:
         self.delivery_tag = delivery_tag
@@ -1602,9 +1364,7 @@ _BASIC_REJECT_0 = struct.Struct(">QB")
 _BASIC_REJECT_0_FIELDS = "BasicReject: delivery_tag bits1"
 
 
-def _decode_basic_reject(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicReject:
+def _decode_basic_reject(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicReject:
     if end - at < 9:
         raise _truncated(_BASIC_REJECT_0, _BASIC_REJECT_0_FIELDS, at, end)
     delivery_tag, bits1 = _BASIC_REJECT_0.unpack_from(buf, at)
@@ -1612,10 +1372,9 @@ def _decode_basic_reject(
     requeue = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicReject.unused1", at, "expected 0")
-    msg = BasicReject(delivery_tag, requeue, channel)
     if at != end:
         raise DecodeError("BasicReject", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicReject(delivery_tag, requeue, channel)
 
 
 def _encode_basic_reject(msg: BasicReject, parts: list[bytes]) -> None:
@@ -1664,7 +1423,6 @@ class BasicRecoverAsync(Structure):
 
 If this field is zero, the message will be redelivered to the original recipient. If this bit is 1, the server will attempt to requeue the message, potentially then delivering it to an alternative subscriber."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, requeue: bool = False, channel: int = 0) -> None:
         self.requeue = requeue
@@ -1676,7 +1434,7 @@ _BASIC_RECOVER_ASYNC_0_FIELDS = "BasicRecoverAsync: bits1"
 
 
 def _decode_basic_recover_async(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
+    buf: Buffer, at: int, end: int, channel: int = 0
 ) -> BasicRecoverAsync:
     if end - at < 1:
         raise _truncated(_BASIC_RECOVER_ASYNC_0, _BASIC_RECOVER_ASYNC_0_FIELDS, at, end)
@@ -1685,10 +1443,9 @@ def _decode_basic_recover_async(
     requeue = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicRecoverAsync.unused1", at, "expected 0")
-    msg = BasicRecoverAsync(requeue, channel)
     if at != end:
         raise DecodeError("BasicRecoverAsync", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicRecoverAsync(requeue, channel)
 
 
 def _encode_basic_recover_async(msg: BasicRecoverAsync, parts: list[bytes]) -> None:
@@ -1729,7 +1486,6 @@ class BasicRecover(Structure):
 
 If this field is zero, the message will be redelivered to the original recipient. If this bit is 1, the server will attempt to requeue the message, potentially then delivering it to an alternative subscriber."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, requeue: bool = False, channel: int = 0) -> None:
         self.requeue = requeue
@@ -1740,9 +1496,7 @@ _BASIC_RECOVER_0 = struct.Struct(">B")
 _BASIC_RECOVER_0_FIELDS = "BasicRecover: bits1"
 
 
-def _decode_basic_recover(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicRecover:
+def _decode_basic_recover(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicRecover:
     if end - at < 1:
         raise _truncated(_BASIC_RECOVER_0, _BASIC_RECOVER_0_FIELDS, at, end)
     (bits1,) = _BASIC_RECOVER_0.unpack_from(buf, at)
@@ -1750,10 +1504,9 @@ def _decode_basic_recover(
     requeue = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicRecover.unused1", at, "expected 0")
-    msg = BasicRecover(requeue, channel)
     if at != end:
         raise DecodeError("BasicRecover", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicRecover(requeue, channel)
 
 
 def _encode_basic_recover(msg: BasicRecover, parts: list[bytes]) -> None:
@@ -1791,19 +1544,15 @@ class BasicRecoverOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
 
-def _decode_basic_recover_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicRecoverOk:
-    msg = BasicRecoverOk(channel)
+def _decode_basic_recover_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicRecoverOk:
     if at != end:
         raise DecodeError("BasicRecoverOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicRecoverOk(channel)
 
 
 def _encode_basic_recover_ok(msg: BasicRecoverOk, parts: list[bytes]) -> None:

@@ -13,15 +13,11 @@ import struct
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .base import Structure
+from .base import Buffer, Structure
 from .errors import DecodeError, _bad_length, _truncated
-from .framing import TRAILER
 
 FRAMED_BY = ".shared"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
-
-HEADER = struct.Struct(">BHI")
-"""The frame header of every version: `uint8 type, uint16 channel, uint32 size`."""
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -42,13 +38,11 @@ class ChannelOpen(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("ChannelOpenOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     reserved1: str = ""
     """Reserved: must be empty."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, reserved1: str = "", channel: int = 0) -> None:
         self.reserved1 = reserved1
@@ -59,24 +53,18 @@ _CHANNEL_OPEN_0 = struct.Struct(">B")
 _CHANNEL_OPEN_0_FIELDS = "ChannelOpen: reserved1"
 
 
-def _decode_channel_open(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ChannelOpen:
+def _decode_channel_open(buf: Buffer, at: int, end: int, channel: int = 0) -> ChannelOpen:
     if end - at < 1:
         raise _truncated(_CHANNEL_OPEN_0, _CHANNEL_OPEN_0_FIELDS, at, end)
     (reserved1_len,) = _CHANNEL_OPEN_0.unpack_from(buf, at)
     at += 1
     if reserved1_len < 0 or reserved1_len > end - at:
         raise _bad_length("ChannelOpen.reserved1", at, reserved1_len, end)
-    try:
-        reserved1 = str(buf[at : at + reserved1_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ChannelOpen.reserved1", at + e.start, "invalid utf-8") from None
+    reserved1 = str(buf[at : at + reserved1_len], "utf-8", "surrogateescape")
     at += reserved1_len
-    msg = ChannelOpen(reserved1, channel)
     if at != end:
         raise DecodeError("ChannelOpen", at, f"{end - at} bytes after the last field")
-    return msg
+    return ChannelOpen(reserved1, channel)
 
 
 def _encode_channel_open(msg: ChannelOpen, parts: list[bytes]) -> None:
@@ -84,15 +72,6 @@ def _encode_channel_open(msg: ChannelOpen, parts: list[bytes]) -> None:
     reserved1_raw = msg.reserved1.encode("utf-8", "surrogateescape")
     parts.append(_CHANNEL_OPEN_0.pack(len(reserved1_raw)))
     parts.append(reserved1_raw)
-
-
-def _frame_channel_open(msg: ChannelOpen) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_channel_open(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -117,7 +96,6 @@ class ChannelOpenOk(Structure):
     reserved1: bytes = b""
     """Reserved: must be empty."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, reserved1: bytes = b"", channel: int = 0) -> None:
         self.reserved1 = reserved1
@@ -128,9 +106,7 @@ _CHANNEL_OPEN_OK_0 = struct.Struct(">I")
 _CHANNEL_OPEN_OK_0_FIELDS = "ChannelOpenOk: reserved1"
 
 
-def _decode_channel_open_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ChannelOpenOk:
+def _decode_channel_open_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> ChannelOpenOk:
     if end - at < 4:
         raise _truncated(_CHANNEL_OPEN_OK_0, _CHANNEL_OPEN_OK_0_FIELDS, at, end)
     (reserved1_len,) = _CHANNEL_OPEN_OK_0.unpack_from(buf, at)
@@ -139,10 +115,9 @@ def _decode_channel_open_ok(
         raise _bad_length("ChannelOpenOk.reserved1", at, reserved1_len, end)
     reserved1 = bytes(buf[at : at + reserved1_len])
     at += reserved1_len
-    msg = ChannelOpenOk(reserved1, channel)
     if at != end:
         raise DecodeError("ChannelOpenOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return ChannelOpenOk(reserved1, channel)
 
 
 def _encode_channel_open_ok(msg: ChannelOpenOk, parts: list[bytes]) -> None:
@@ -150,15 +125,6 @@ def _encode_channel_open_ok(msg: ChannelOpenOk, parts: list[bytes]) -> None:
     reserved1_raw = msg.reserved1
     parts.append(_CHANNEL_OPEN_OK_0.pack(len(reserved1_raw)))
     parts.append(reserved1_raw)
-
-
-def _frame_channel_open_ok(msg: ChannelOpenOk) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_channel_open_ok(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -179,7 +145,6 @@ class ChannelFlow(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "both"
     REPLIES: ClassVar[tuple[str, ...]] = ("ChannelFlowOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     active: bool = False
@@ -187,7 +152,6 @@ class ChannelFlow(Structure):
 
 If 1, the peer starts sending content frames. If 0, the peer stops sending content frames."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, active: bool = False, channel: int = 0) -> None:
         self.active = active
@@ -198,9 +162,7 @@ _CHANNEL_FLOW_0 = struct.Struct(">B")
 _CHANNEL_FLOW_0_FIELDS = "ChannelFlow: bits1"
 
 
-def _decode_channel_flow(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ChannelFlow:
+def _decode_channel_flow(buf: Buffer, at: int, end: int, channel: int = 0) -> ChannelFlow:
     if end - at < 1:
         raise _truncated(_CHANNEL_FLOW_0, _CHANNEL_FLOW_0_FIELDS, at, end)
     (bits1,) = _CHANNEL_FLOW_0.unpack_from(buf, at)
@@ -208,10 +170,9 @@ def _decode_channel_flow(
     active = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("ChannelFlow.unused1", at, "expected 0")
-    msg = ChannelFlow(active, channel)
     if at != end:
         raise DecodeError("ChannelFlow", at, f"{end - at} bytes after the last field")
-    return msg
+    return ChannelFlow(active, channel)
 
 
 def _encode_channel_flow(msg: ChannelFlow, parts: list[bytes]) -> None:
@@ -252,7 +213,6 @@ class ChannelFlowOk(Structure):
 
 Confirms the setting of the processed flow method: 1 means the peer will start sending or continue to send content frames; 0 means it will not."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, active: bool = False, channel: int = 0) -> None:
         self.active = active
@@ -263,9 +223,7 @@ _CHANNEL_FLOW_OK_0 = struct.Struct(">B")
 _CHANNEL_FLOW_OK_0_FIELDS = "ChannelFlowOk: bits1"
 
 
-def _decode_channel_flow_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ChannelFlowOk:
+def _decode_channel_flow_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> ChannelFlowOk:
     if end - at < 1:
         raise _truncated(_CHANNEL_FLOW_OK_0, _CHANNEL_FLOW_OK_0_FIELDS, at, end)
     (bits1,) = _CHANNEL_FLOW_OK_0.unpack_from(buf, at)
@@ -273,10 +231,9 @@ def _decode_channel_flow_ok(
     active = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("ChannelFlowOk.unused1", at, "expected 0")
-    msg = ChannelFlowOk(active, channel)
     if at != end:
         raise DecodeError("ChannelFlowOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return ChannelFlowOk(active, channel)
 
 
 def _encode_channel_flow_ok(msg: ChannelFlowOk, parts: list[bytes]) -> None:
@@ -312,7 +269,6 @@ class ChannelClose(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "both"
     REPLIES: ClassVar[tuple[str, ...]] = ("ChannelCloseOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     reply_code: int
@@ -336,7 +292,6 @@ When the close is provoked by a method exception, this is the class of the metho
 
 When the close is provoked by a method exception, this is the ID of the method."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self, reply_code: int, reply_text: str, class_id: int, method_id: int, channel: int = 0
@@ -350,33 +305,26 @@ When the close is provoked by a method exception, this is the ID of the method."
 
 _CHANNEL_CLOSE_0 = struct.Struct(">HB")
 _CHANNEL_CLOSE_0_FIELDS = "ChannelClose: reply_code reply_text"
-
 _CHANNEL_CLOSE_1 = struct.Struct(">HH")
 _CHANNEL_CLOSE_1_FIELDS = "ChannelClose: class_id method_id"
 
 
-def _decode_channel_close(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ChannelClose:
+def _decode_channel_close(buf: Buffer, at: int, end: int, channel: int = 0) -> ChannelClose:
     if end - at < 3:
         raise _truncated(_CHANNEL_CLOSE_0, _CHANNEL_CLOSE_0_FIELDS, at, end)
     reply_code, reply_text_len = _CHANNEL_CLOSE_0.unpack_from(buf, at)
     at += 3
     if reply_text_len < 0 or reply_text_len > end - at:
         raise _bad_length("ChannelClose.reply_text", at, reply_text_len, end)
-    try:
-        reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ChannelClose.reply_text", at + e.start, "invalid utf-8") from None
+    reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
     if end - at < 4:
         raise _truncated(_CHANNEL_CLOSE_1, _CHANNEL_CLOSE_1_FIELDS, at, end)
     class_id, method_id = _CHANNEL_CLOSE_1.unpack_from(buf, at)
     at += 4
-    msg = ChannelClose(reply_code, reply_text, class_id, method_id, channel)
     if at != end:
         raise DecodeError("ChannelClose", at, f"{end - at} bytes after the last field")
-    return msg
+    return ChannelClose(reply_code, reply_text, class_id, method_id, channel)
 
 
 def _encode_channel_close(msg: ChannelClose, parts: list[bytes]) -> None:
@@ -385,15 +333,6 @@ def _encode_channel_close(msg: ChannelClose, parts: list[bytes]) -> None:
     parts.append(_CHANNEL_CLOSE_0.pack(msg.reply_code, len(reply_text_raw)))
     parts.append(reply_text_raw)
     parts.append(_CHANNEL_CLOSE_1.pack(msg.class_id, msg.method_id))
-
-
-def _frame_channel_close(msg: ChannelClose) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_channel_close(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -416,19 +355,15 @@ class ChannelCloseOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
 
-def _decode_channel_close_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ChannelCloseOk:
-    msg = ChannelCloseOk(channel)
+def _decode_channel_close_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> ChannelCloseOk:
     if at != end:
         raise DecodeError("ChannelCloseOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return ChannelCloseOk(channel)
 
 
 def _encode_channel_close_ok(msg: ChannelCloseOk, parts: list[bytes]) -> None:

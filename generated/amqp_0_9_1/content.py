@@ -9,19 +9,14 @@ the codecs here.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .base import Structure
+from .base import Buffer, Structure
 from .errors import DecodeError
-from .framing import TRAILER
 
 FRAMED_BY = ".shared"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
-
-HEADER = struct.Struct(">BHI")
-"""The frame header of every version: `uint8 type, uint16 channel, uint32 size`."""
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -43,32 +38,19 @@ class ContentBody(Structure):
     payload: bytes
     """The rest of the frame body."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, payload: bytes, channel: int = 0) -> None:
         self.payload = payload
         self.channel = channel
 
 
-def _decode_content_body(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ContentBody:
+def _decode_content_body(buf: Buffer, at: int, end: int, channel: int = 0) -> ContentBody:
     payload = bytes(buf[at:end])
     at = end
-    msg = ContentBody(payload, channel)
     if at != end:
         raise DecodeError("ContentBody", at, f"{end - at} bytes after the last field")
-    return msg
+    return ContentBody(payload, channel)
 
 
 def _encode_content_body(msg: ContentBody, parts: list[bytes]) -> None:
     parts.append(msg.payload)
-
-
-def _frame_content_body(msg: ContentBody) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_content_body(msg, parts)
-    parts[0] = HEADER.pack(0x03, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)

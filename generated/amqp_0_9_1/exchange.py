@@ -13,15 +13,11 @@ import struct
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .base import Structure
+from .base import Buffer, Structure
 from .errors import DecodeError, _bad_length, _truncated
-from .framing import TRAILER
 
 FRAMED_BY = ".shared"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
-
-HEADER = struct.Struct(">BHI")
-"""The frame header of every version: `uint8 type, uint16 channel, uint32 size`."""
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -44,19 +40,17 @@ class ExchangeDeclareOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
 
 def _decode_exchange_declare_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
+    buf: Buffer, at: int, end: int, channel: int = 0
 ) -> ExchangeDeclareOk:
-    msg = ExchangeDeclareOk(channel)
     if at != end:
         raise DecodeError("ExchangeDeclareOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return ExchangeDeclareOk(channel)
 
 
 def _encode_exchange_declare_ok(msg: ExchangeDeclareOk, parts: list[bytes]) -> None:
@@ -89,7 +83,6 @@ class ExchangeDelete(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("ExchangeDeleteOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     reserved1: int = 0
@@ -109,7 +102,6 @@ If set, the server will only delete the exchange if it has no queue bindings. If
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -128,24 +120,18 @@ If set, the server will not respond to the method. The client should not wait fo
 
 _EXCHANGE_DELETE_0 = struct.Struct(">HB")
 _EXCHANGE_DELETE_0_FIELDS = "ExchangeDelete: reserved1 exchange"
-
 _EXCHANGE_DELETE_1 = struct.Struct(">B")
 _EXCHANGE_DELETE_1_FIELDS = "ExchangeDelete: bits1"
 
 
-def _decode_exchange_delete(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ExchangeDelete:
+def _decode_exchange_delete(buf: Buffer, at: int, end: int, channel: int = 0) -> ExchangeDelete:
     if end - at < 3:
         raise _truncated(_EXCHANGE_DELETE_0, _EXCHANGE_DELETE_0_FIELDS, at, end)
     reserved1, exchange_len = _EXCHANGE_DELETE_0.unpack_from(buf, at)
     at += 3
     if exchange_len < 0 or exchange_len > end - at:
         raise _bad_length("ExchangeDelete.exchange", at, exchange_len, end)
-    try:
-        exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ExchangeDelete.exchange", at + e.start, "invalid utf-8") from None
+    exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
     if end - at < 1:
         raise _truncated(_EXCHANGE_DELETE_1, _EXCHANGE_DELETE_1_FIELDS, at, end)
@@ -155,10 +141,9 @@ def _decode_exchange_delete(
     no_wait = bits1 & 0x2 != 0
     if (bits1 >> 2) & 0x3F != 0:
         raise DecodeError("ExchangeDelete.unused1", at, "expected 0")
-    msg = ExchangeDelete(reserved1, exchange, if_unused, no_wait, channel)
     if at != end:
         raise DecodeError("ExchangeDelete", at, f"{end - at} bytes after the last field")
-    return msg
+    return ExchangeDelete(reserved1, exchange, if_unused, no_wait, channel)
 
 
 def _encode_exchange_delete(msg: ExchangeDelete, parts: list[bytes]) -> None:
@@ -169,15 +154,6 @@ def _encode_exchange_delete(msg: ExchangeDelete, parts: list[bytes]) -> None:
     parts.append(
         _EXCHANGE_DELETE_1.pack((0x1 if msg.if_unused else 0) | (0x2 if msg.no_wait else 0))
     )
-
-
-def _frame_exchange_delete(msg: ExchangeDelete) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_exchange_delete(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -200,19 +176,17 @@ class ExchangeDeleteOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
 
 def _decode_exchange_delete_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
+    buf: Buffer, at: int, end: int, channel: int = 0
 ) -> ExchangeDeleteOk:
-    msg = ExchangeDeleteOk(channel)
     if at != end:
         raise DecodeError("ExchangeDeleteOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return ExchangeDeleteOk(channel)
 
 
 def _encode_exchange_delete_ok(msg: ExchangeDeleteOk, parts: list[bytes]) -> None:

@@ -13,6 +13,7 @@ import struct
 from decimal import Decimal
 from typing import Any
 
+from .base import Buffer
 from .errors import DecodeError, EncodeError, _bad_length, _truncated
 from .values import Table, Values, _decimal_parts
 
@@ -25,7 +26,7 @@ _VALUE_TABLE_0_FIELDS = "table: key"
 _TABLE_SIZE = struct.Struct(">I")
 
 
-def _decode_table(buf: bytes | memoryview, at: int, end: int) -> tuple[Table, int]:
+def _decode_table(buf: Buffer, at: int, end: int) -> tuple[Table, int]:
     """A table: a 4-byte size, then key/value pairs filling it."""
     if end - at < 4:
         raise DecodeError("table", at, f"needs 4 bytes, {end - at} left")
@@ -42,10 +43,7 @@ def _decode_table(buf: bytes | memoryview, at: int, end: int) -> tuple[Table, in
         at += 1
         if key_len < 0 or key_len > stop - at:
             raise _bad_length("table.key", at, key_len, stop)
-        try:
-            key_2 = str(buf[at : at + key_len], "utf-8", "surrogateescape")
-        except UnicodeDecodeError as e:
-            raise DecodeError("table.key", at + e.start, "invalid utf-8") from None
+        key_2 = str(buf[at : at + key_len], "utf-8", "surrogateescape")
         at += key_len
         if key_2 in out:
             raise DecodeError("table", at, f"key {key_2!r} twice")
@@ -75,7 +73,7 @@ def _encode_table(value: dict[str, Any], parts: list[bytes]) -> None:
 _FIELD_ARRAY_SIZE = struct.Struct(">I")
 
 
-def _decode_field_array(buf: bytes | memoryview, at: int, end: int) -> tuple[Values, int]:
+def _decode_field_array(buf: Buffer, at: int, end: int) -> tuple[Values, int]:
     """A field-array: a 4-byte size, then values filling it."""
     if end - at < 4:
         raise DecodeError("field-array", at, f"needs 4 bytes, {end - at} left")
@@ -139,7 +137,7 @@ _VALUE_FIELD_VALUE_14_FIELDS = "field-value"
 _FIELD_VALUE_CONSTRUCTOR = struct.Struct(">B")
 
 
-def _decode_field_value(buf: bytes | memoryview, at: int, end: int) -> tuple[Any, int, int]:
+def _decode_field_value(buf: Buffer, at: int, end: int) -> tuple[Any, int, int]:
     """A field-value: a constructor, then the value in the encoding it names. Returns the value,
     the constructor and the next offset."""
     if end - at < 1:
@@ -230,10 +228,7 @@ def _decode_field_value(buf: bytes | memoryview, at: int, end: int) -> tuple[Any
         at += 4
         if value_len < 0 or value_len > end - at:
             raise _bad_length("field-value", at, value_len, end)
-        try:
-            value_14 = str(buf[at : at + value_len], "utf-8", "surrogateescape")
-        except UnicodeDecodeError as e:
-            raise DecodeError("field-value", at + e.start, "invalid utf-8") from None
+        value_14 = str(buf[at : at + value_len], "utf-8", "surrogateescape")
         at += value_len
         value = value_14
     elif ctor == 120:  # x longstr

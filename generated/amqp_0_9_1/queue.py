@@ -14,16 +14,12 @@ import struct
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .base import Structure
+from .base import Buffer, Structure
 from .errors import DecodeError, _bad_length, _truncated
-from .framing import TRAILER
 from .named import _decode_table, _encode_table
 
 FRAMED_BY = ".shared"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
-
-HEADER = struct.Struct(">BHI")
-"""The frame header of every version: `uint8 type, uint16 channel, uint32 size`."""
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -44,7 +40,6 @@ class QueueDeclare(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("QueueDeclareOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     reserved1: int = 0
@@ -80,7 +75,6 @@ If set, the server will not respond to the method. The client should not wait fo
 
 A set of arguments for the declaration. The syntax and semantics of these arguments depends on the server implementation."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -107,24 +101,18 @@ A set of arguments for the declaration. The syntax and semantics of these argume
 
 _QUEUE_DECLARE_0 = struct.Struct(">HB")
 _QUEUE_DECLARE_0_FIELDS = "QueueDeclare: reserved1 queue"
-
 _QUEUE_DECLARE_1 = struct.Struct(">B")
 _QUEUE_DECLARE_1_FIELDS = "QueueDeclare: bits1"
 
 
-def _decode_queue_declare(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> QueueDeclare:
+def _decode_queue_declare(buf: Buffer, at: int, end: int, channel: int = 0) -> QueueDeclare:
     if end - at < 3:
         raise _truncated(_QUEUE_DECLARE_0, _QUEUE_DECLARE_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_DECLARE_0.unpack_from(buf, at)
     at += 3
     if queue_len < 0 or queue_len > end - at:
         raise _bad_length("QueueDeclare.queue", at, queue_len, end)
-    try:
-        queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("QueueDeclare.queue", at + e.start, "invalid utf-8") from None
+    queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
     if end - at < 1:
         raise _truncated(_QUEUE_DECLARE_1, _QUEUE_DECLARE_1_FIELDS, at, end)
@@ -138,12 +126,11 @@ def _decode_queue_declare(
     if (bits1 >> 5) & 0x7 != 0:
         raise DecodeError("QueueDeclare.unused1", at, "expected 0")
     arguments, at = _decode_table(buf, at, end)
-    msg = QueueDeclare(
-        reserved1, queue, passive, durable, exclusive, auto_delete, no_wait, arguments, channel
-    )
     if at != end:
         raise DecodeError("QueueDeclare", at, f"{end - at} bytes after the last field")
-    return msg
+    return QueueDeclare(
+        reserved1, queue, passive, durable, exclusive, auto_delete, no_wait, arguments, channel
+    )
 
 
 def _encode_queue_declare(msg: QueueDeclare, parts: list[bytes]) -> None:
@@ -161,15 +148,6 @@ def _encode_queue_declare(msg: QueueDeclare, parts: list[bytes]) -> None:
         )
     )
     _encode_table(msg.arguments, parts)
-
-
-def _frame_queue_declare(msg: QueueDeclare) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_queue_declare(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -206,7 +184,6 @@ The number of messages in the queue, which will be zero for newly-declared queue
 
 Reports the number of active consumers for the queue. Note that consumers can suspend activity (Channel.Flow) in which case they do not appear in this count."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self, queue: str, message_count: int, consumer_count: int, channel: int = 0
@@ -219,33 +196,26 @@ Reports the number of active consumers for the queue. Note that consumers can su
 
 _QUEUE_DECLARE_OK_0 = struct.Struct(">B")
 _QUEUE_DECLARE_OK_0_FIELDS = "QueueDeclareOk: queue"
-
 _QUEUE_DECLARE_OK_1 = struct.Struct(">II")
 _QUEUE_DECLARE_OK_1_FIELDS = "QueueDeclareOk: message_count consumer_count"
 
 
-def _decode_queue_declare_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> QueueDeclareOk:
+def _decode_queue_declare_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> QueueDeclareOk:
     if end - at < 1:
         raise _truncated(_QUEUE_DECLARE_OK_0, _QUEUE_DECLARE_OK_0_FIELDS, at, end)
     (queue_len,) = _QUEUE_DECLARE_OK_0.unpack_from(buf, at)
     at += 1
     if queue_len < 0 or queue_len > end - at:
         raise _bad_length("QueueDeclareOk.queue", at, queue_len, end)
-    try:
-        queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("QueueDeclareOk.queue", at + e.start, "invalid utf-8") from None
+    queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
     if end - at < 8:
         raise _truncated(_QUEUE_DECLARE_OK_1, _QUEUE_DECLARE_OK_1_FIELDS, at, end)
     message_count, consumer_count = _QUEUE_DECLARE_OK_1.unpack_from(buf, at)
     at += 8
-    msg = QueueDeclareOk(queue, message_count, consumer_count, channel)
     if at != end:
         raise DecodeError("QueueDeclareOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return QueueDeclareOk(queue, message_count, consumer_count, channel)
 
 
 def _encode_queue_declare_ok(msg: QueueDeclareOk, parts: list[bytes]) -> None:
@@ -254,15 +224,6 @@ def _encode_queue_declare_ok(msg: QueueDeclareOk, parts: list[bytes]) -> None:
     parts.append(_QUEUE_DECLARE_OK_0.pack(len(queue_raw)))
     parts.append(queue_raw)
     parts.append(_QUEUE_DECLARE_OK_1.pack(msg.message_count, msg.consumer_count))
-
-
-def _frame_queue_declare_ok(msg: QueueDeclareOk) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_queue_declare_ok(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -283,7 +244,6 @@ class QueueBind(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("QueueBindOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     reserved1: int = 0
@@ -313,7 +273,6 @@ If set, the server will not respond to the method. The client should not wait fo
 
 A set of arguments for the binding. The syntax and semantics of these arguments depends on the exchange class."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -336,28 +295,22 @@ A set of arguments for the binding. The syntax and semantics of these arguments 
 
 _QUEUE_BIND_0 = struct.Struct(">HB")
 _QUEUE_BIND_0_FIELDS = "QueueBind: reserved1 queue"
-
 _QUEUE_BIND_1 = struct.Struct(">B")
 _QUEUE_BIND_1_FIELDS = "QueueBind: exchange"
-
 _QUEUE_BIND_2 = struct.Struct(">B")
 _QUEUE_BIND_2_FIELDS = "QueueBind: routing_key"
-
 _QUEUE_BIND_3 = struct.Struct(">B")
 _QUEUE_BIND_3_FIELDS = "QueueBind: bits1"
 
 
-def _decode_queue_bind(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> QueueBind:
+def _decode_queue_bind(buf: Buffer, at: int, end: int, channel: int = 0) -> QueueBind:
     if end - at < 3:
         raise _truncated(_QUEUE_BIND_0, _QUEUE_BIND_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_BIND_0.unpack_from(buf, at)
     at += 3
     if queue_len < 0 or queue_len > end - at:
         raise _bad_length("QueueBind.queue", at, queue_len, end)
-    try:
-        queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("QueueBind.queue", at + e.start, "invalid utf-8") from None
+    queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
     if end - at < 1:
         raise _truncated(_QUEUE_BIND_1, _QUEUE_BIND_1_FIELDS, at, end)
@@ -365,10 +318,7 @@ def _decode_queue_bind(buf: bytes | memoryview, at: int, end: int, channel: int 
     at += 1
     if exchange_len < 0 or exchange_len > end - at:
         raise _bad_length("QueueBind.exchange", at, exchange_len, end)
-    try:
-        exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("QueueBind.exchange", at + e.start, "invalid utf-8") from None
+    exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
     if end - at < 1:
         raise _truncated(_QUEUE_BIND_2, _QUEUE_BIND_2_FIELDS, at, end)
@@ -376,10 +326,7 @@ def _decode_queue_bind(buf: bytes | memoryview, at: int, end: int, channel: int 
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
         raise _bad_length("QueueBind.routing_key", at, routing_key_len, end)
-    try:
-        routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("QueueBind.routing_key", at + e.start, "invalid utf-8") from None
+    routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
     if end - at < 1:
         raise _truncated(_QUEUE_BIND_3, _QUEUE_BIND_3_FIELDS, at, end)
@@ -389,10 +336,9 @@ def _decode_queue_bind(buf: bytes | memoryview, at: int, end: int, channel: int 
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("QueueBind.unused1", at, "expected 0")
     arguments, at = _decode_table(buf, at, end)
-    msg = QueueBind(reserved1, queue, exchange, routing_key, no_wait, arguments, channel)
     if at != end:
         raise DecodeError("QueueBind", at, f"{end - at} bytes after the last field")
-    return msg
+    return QueueBind(reserved1, queue, exchange, routing_key, no_wait, arguments, channel)
 
 
 def _encode_queue_bind(msg: QueueBind, parts: list[bytes]) -> None:
@@ -410,15 +356,6 @@ def _encode_queue_bind(msg: QueueBind, parts: list[bytes]) -> None:
     parts.append(routing_key_raw)
     parts.append(_QUEUE_BIND_3.pack(0x1 if msg.no_wait else 0))
     _encode_table(msg.arguments, parts)
-
-
-def _frame_queue_bind(msg: QueueBind) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_queue_bind(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -441,19 +378,15 @@ class QueueBindOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
 
-def _decode_queue_bind_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> QueueBindOk:
-    msg = QueueBindOk(channel)
+def _decode_queue_bind_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> QueueBindOk:
     if at != end:
         raise DecodeError("QueueBindOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return QueueBindOk(channel)
 
 
 def _encode_queue_bind_ok(msg: QueueBindOk, parts: list[bytes]) -> None:
@@ -486,7 +419,6 @@ class QueuePurge(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("QueuePurgeOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     reserved1: int = 0
@@ -502,7 +434,6 @@ Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self, reserved1: int = 0, queue: str = "", no_wait: bool = False, channel: int = 0
@@ -515,22 +446,18 @@ If set, the server will not respond to the method. The client should not wait fo
 
 _QUEUE_PURGE_0 = struct.Struct(">HB")
 _QUEUE_PURGE_0_FIELDS = "QueuePurge: reserved1 queue"
-
 _QUEUE_PURGE_1 = struct.Struct(">B")
 _QUEUE_PURGE_1_FIELDS = "QueuePurge: bits1"
 
 
-def _decode_queue_purge(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> QueuePurge:
+def _decode_queue_purge(buf: Buffer, at: int, end: int, channel: int = 0) -> QueuePurge:
     if end - at < 3:
         raise _truncated(_QUEUE_PURGE_0, _QUEUE_PURGE_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_PURGE_0.unpack_from(buf, at)
     at += 3
     if queue_len < 0 or queue_len > end - at:
         raise _bad_length("QueuePurge.queue", at, queue_len, end)
-    try:
-        queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("QueuePurge.queue", at + e.start, "invalid utf-8") from None
+    queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
     if end - at < 1:
         raise _truncated(_QUEUE_PURGE_1, _QUEUE_PURGE_1_FIELDS, at, end)
@@ -539,10 +466,9 @@ def _decode_queue_purge(buf: bytes | memoryview, at: int, end: int, channel: int
     no_wait = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("QueuePurge.unused1", at, "expected 0")
-    msg = QueuePurge(reserved1, queue, no_wait, channel)
     if at != end:
         raise DecodeError("QueuePurge", at, f"{end - at} bytes after the last field")
-    return msg
+    return QueuePurge(reserved1, queue, no_wait, channel)
 
 
 def _encode_queue_purge(msg: QueuePurge, parts: list[bytes]) -> None:
@@ -551,15 +477,6 @@ def _encode_queue_purge(msg: QueuePurge, parts: list[bytes]) -> None:
     parts.append(_QUEUE_PURGE_0.pack(msg.reserved1, len(queue_raw)))
     parts.append(queue_raw)
     parts.append(_QUEUE_PURGE_1.pack(0x1 if msg.no_wait else 0))
-
-
-def _frame_queue_purge(msg: QueuePurge) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_queue_purge(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -586,7 +503,6 @@ class QueuePurgeOk(Structure):
 
 Reports the number of messages purged."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, message_count: int, channel: int = 0) -> None:
         self.message_count = message_count
@@ -597,17 +513,14 @@ _QUEUE_PURGE_OK_0 = struct.Struct(">I")
 _QUEUE_PURGE_OK_0_FIELDS = "QueuePurgeOk: message_count"
 
 
-def _decode_queue_purge_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> QueuePurgeOk:
+def _decode_queue_purge_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> QueuePurgeOk:
     if end - at < 4:
         raise _truncated(_QUEUE_PURGE_OK_0, _QUEUE_PURGE_OK_0_FIELDS, at, end)
     (message_count,) = _QUEUE_PURGE_OK_0.unpack_from(buf, at)
     at += 4
-    msg = QueuePurgeOk(message_count, channel)
     if at != end:
         raise DecodeError("QueuePurgeOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return QueuePurgeOk(message_count, channel)
 
 
 def _encode_queue_purge_ok(msg: QueuePurgeOk, parts: list[bytes]) -> None:
@@ -643,7 +556,6 @@ class QueueDelete(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("QueueDeleteOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     reserved1: int = 0
@@ -667,7 +579,6 @@ If set, the server will only delete the queue if it has no messages."""
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -688,24 +599,18 @@ If set, the server will not respond to the method. The client should not wait fo
 
 _QUEUE_DELETE_0 = struct.Struct(">HB")
 _QUEUE_DELETE_0_FIELDS = "QueueDelete: reserved1 queue"
-
 _QUEUE_DELETE_1 = struct.Struct(">B")
 _QUEUE_DELETE_1_FIELDS = "QueueDelete: bits1"
 
 
-def _decode_queue_delete(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> QueueDelete:
+def _decode_queue_delete(buf: Buffer, at: int, end: int, channel: int = 0) -> QueueDelete:
     if end - at < 3:
         raise _truncated(_QUEUE_DELETE_0, _QUEUE_DELETE_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_DELETE_0.unpack_from(buf, at)
     at += 3
     if queue_len < 0 or queue_len > end - at:
         raise _bad_length("QueueDelete.queue", at, queue_len, end)
-    try:
-        queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("QueueDelete.queue", at + e.start, "invalid utf-8") from None
+    queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
     if end - at < 1:
         raise _truncated(_QUEUE_DELETE_1, _QUEUE_DELETE_1_FIELDS, at, end)
@@ -716,10 +621,9 @@ def _decode_queue_delete(
     no_wait = bits1 & 0x4 != 0
     if (bits1 >> 3) & 0x1F != 0:
         raise DecodeError("QueueDelete.unused1", at, "expected 0")
-    msg = QueueDelete(reserved1, queue, if_unused, if_empty, no_wait, channel)
     if at != end:
         raise DecodeError("QueueDelete", at, f"{end - at} bytes after the last field")
-    return msg
+    return QueueDelete(reserved1, queue, if_unused, if_empty, no_wait, channel)
 
 
 def _encode_queue_delete(msg: QueueDelete, parts: list[bytes]) -> None:
@@ -734,15 +638,6 @@ def _encode_queue_delete(msg: QueueDelete, parts: list[bytes]) -> None:
             | (0x4 if msg.no_wait else 0)
         )
     )
-
-
-def _frame_queue_delete(msg: QueueDelete) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_queue_delete(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -769,7 +664,6 @@ class QueueDeleteOk(Structure):
 
 Reports the number of messages deleted."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, message_count: int, channel: int = 0) -> None:
         self.message_count = message_count
@@ -780,17 +674,14 @@ _QUEUE_DELETE_OK_0 = struct.Struct(">I")
 _QUEUE_DELETE_OK_0_FIELDS = "QueueDeleteOk: message_count"
 
 
-def _decode_queue_delete_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> QueueDeleteOk:
+def _decode_queue_delete_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> QueueDeleteOk:
     if end - at < 4:
         raise _truncated(_QUEUE_DELETE_OK_0, _QUEUE_DELETE_OK_0_FIELDS, at, end)
     (message_count,) = _QUEUE_DELETE_OK_0.unpack_from(buf, at)
     at += 4
-    msg = QueueDeleteOk(message_count, channel)
     if at != end:
         raise DecodeError("QueueDeleteOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return QueueDeleteOk(message_count, channel)
 
 
 def _encode_queue_delete_ok(msg: QueueDeleteOk, parts: list[bytes]) -> None:
@@ -826,7 +717,6 @@ class QueueUnbind(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("QueueUnbindOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     reserved1: int = 0
@@ -852,7 +742,6 @@ Specifies the routing key of the binding to unbind."""
 
 Specifies the arguments of the binding to unbind."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -873,27 +762,20 @@ Specifies the arguments of the binding to unbind."""
 
 _QUEUE_UNBIND_0 = struct.Struct(">HB")
 _QUEUE_UNBIND_0_FIELDS = "QueueUnbind: reserved1 queue"
-
 _QUEUE_UNBIND_1 = struct.Struct(">B")
 _QUEUE_UNBIND_1_FIELDS = "QueueUnbind: exchange"
-
 _QUEUE_UNBIND_2 = struct.Struct(">B")
 _QUEUE_UNBIND_2_FIELDS = "QueueUnbind: routing_key"
 
 
-def _decode_queue_unbind(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> QueueUnbind:
+def _decode_queue_unbind(buf: Buffer, at: int, end: int, channel: int = 0) -> QueueUnbind:
     if end - at < 3:
         raise _truncated(_QUEUE_UNBIND_0, _QUEUE_UNBIND_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_UNBIND_0.unpack_from(buf, at)
     at += 3
     if queue_len < 0 or queue_len > end - at:
         raise _bad_length("QueueUnbind.queue", at, queue_len, end)
-    try:
-        queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("QueueUnbind.queue", at + e.start, "invalid utf-8") from None
+    queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
     if end - at < 1:
         raise _truncated(_QUEUE_UNBIND_1, _QUEUE_UNBIND_1_FIELDS, at, end)
@@ -901,10 +783,7 @@ def _decode_queue_unbind(
     at += 1
     if exchange_len < 0 or exchange_len > end - at:
         raise _bad_length("QueueUnbind.exchange", at, exchange_len, end)
-    try:
-        exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("QueueUnbind.exchange", at + e.start, "invalid utf-8") from None
+    exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
     if end - at < 1:
         raise _truncated(_QUEUE_UNBIND_2, _QUEUE_UNBIND_2_FIELDS, at, end)
@@ -912,16 +791,12 @@ def _decode_queue_unbind(
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
         raise _bad_length("QueueUnbind.routing_key", at, routing_key_len, end)
-    try:
-        routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("QueueUnbind.routing_key", at + e.start, "invalid utf-8") from None
+    routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
     arguments, at = _decode_table(buf, at, end)
-    msg = QueueUnbind(reserved1, queue, exchange, routing_key, arguments, channel)
     if at != end:
         raise DecodeError("QueueUnbind", at, f"{end - at} bytes after the last field")
-    return msg
+    return QueueUnbind(reserved1, queue, exchange, routing_key, arguments, channel)
 
 
 def _encode_queue_unbind(msg: QueueUnbind, parts: list[bytes]) -> None:
@@ -938,15 +813,6 @@ def _encode_queue_unbind(msg: QueueUnbind, parts: list[bytes]) -> None:
     parts.append(_QUEUE_UNBIND_2.pack(len(routing_key_raw)))
     parts.append(routing_key_raw)
     _encode_table(msg.arguments, parts)
-
-
-def _frame_queue_unbind(msg: QueueUnbind) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_queue_unbind(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -969,19 +835,15 @@ class QueueUnbindOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
 
-def _decode_queue_unbind_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> QueueUnbindOk:
-    msg = QueueUnbindOk(channel)
+def _decode_queue_unbind_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> QueueUnbindOk:
     if at != end:
         raise DecodeError("QueueUnbindOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return QueueUnbindOk(channel)
 
 
 def _encode_queue_unbind_ok(msg: QueueUnbindOk, parts: list[bytes]) -> None:

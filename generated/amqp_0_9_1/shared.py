@@ -3,7 +3,7 @@
 """AMQP 0-9-1: the messages every version of this package lays out alike, generated once.
 
 Versions: 0-9-1, 0-9-1-rabbitmq. Each version's `commands` module imports these classes and
-their codecs and dispatches to them, so `decode` in any version returns the classes defined here;
+starts its dispatch tables with this module's, so `decode` in any version returns the classes defined here;
 each class's `Spec:` lines say where every version's spec defines it. `encode(msg)` here frames
 them as every version does: the versions' frame headers are byte-identical.
 A message of a spec class is defined in that class's module beside this one, and gathered here.
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .base import Structure
+from .base import Buffer, Structure
 from .basic import (
     BasicConsume,
     BasicConsumeOk,
@@ -33,6 +33,21 @@ from .basic import (
     BasicRecoverOk,
     BasicReject,
     BasicReturn,
+    _decode_basic_consume,
+    _decode_basic_consume_ok,
+    _decode_basic_deliver,
+    _decode_basic_get,
+    _decode_basic_get_empty,
+    _decode_basic_get_ok,
+    _decode_basic_properties,
+    _decode_basic_publish,
+    _decode_basic_qos,
+    _decode_basic_qos_ok,
+    _decode_basic_recover,
+    _decode_basic_recover_async,
+    _decode_basic_recover_ok,
+    _decode_basic_reject,
+    _decode_basic_return,
     _encode_basic_consume,
     _encode_basic_consume_ok,
     _encode_basic_deliver,
@@ -48,21 +63,12 @@ from .basic import (
     _encode_basic_recover_ok,
     _encode_basic_reject,
     _encode_basic_return,
-    _frame_basic_consume,
-    _frame_basic_consume_ok,
-    _frame_basic_deliver,
-    _frame_basic_get,
-    _frame_basic_get_empty,
-    _frame_basic_get_ok,
-    _frame_basic_properties,
-    _frame_basic_publish,
     _frame_basic_qos,
     _frame_basic_qos_ok,
     _frame_basic_recover,
     _frame_basic_recover_async,
     _frame_basic_recover_ok,
     _frame_basic_reject,
-    _frame_basic_return,
 )
 from .channel import (
     ChannelClose,
@@ -71,18 +77,21 @@ from .channel import (
     ChannelFlowOk,
     ChannelOpen,
     ChannelOpenOk,
+    _decode_channel_close,
+    _decode_channel_close_ok,
+    _decode_channel_flow,
+    _decode_channel_flow_ok,
+    _decode_channel_open,
+    _decode_channel_open_ok,
     _encode_channel_close,
     _encode_channel_close_ok,
     _encode_channel_flow,
     _encode_channel_flow_ok,
     _encode_channel_open,
     _encode_channel_open_ok,
-    _frame_channel_close,
     _frame_channel_close_ok,
     _frame_channel_flow,
     _frame_channel_flow_ok,
-    _frame_channel_open,
-    _frame_channel_open_ok,
 )
 from .connection import (
     ConnectionClose,
@@ -95,6 +104,16 @@ from .connection import (
     ConnectionStartOk,
     ConnectionTune,
     ConnectionTuneOk,
+    _decode_connection_close,
+    _decode_connection_close_ok,
+    _decode_connection_open,
+    _decode_connection_open_ok,
+    _decode_connection_secure,
+    _decode_connection_secure_ok,
+    _decode_connection_start,
+    _decode_connection_start_ok,
+    _decode_connection_tune,
+    _decode_connection_tune_ok,
     _encode_connection_close,
     _encode_connection_close_ok,
     _encode_connection_open,
@@ -105,28 +124,23 @@ from .connection import (
     _encode_connection_start_ok,
     _encode_connection_tune,
     _encode_connection_tune_ok,
-    _frame_connection_close,
     _frame_connection_close_ok,
-    _frame_connection_open,
-    _frame_connection_open_ok,
-    _frame_connection_secure,
-    _frame_connection_secure_ok,
-    _frame_connection_start,
-    _frame_connection_start_ok,
     _frame_connection_tune,
     _frame_connection_tune_ok,
 )
-from .content import ContentBody, _encode_content_body, _frame_content_body
+from .content import ContentBody, _decode_content_body, _encode_content_body
 from .errors import DecodeError, EncodeError
 from .exchange import (
     ExchangeDeclareOk,
     ExchangeDelete,
     ExchangeDeleteOk,
+    _decode_exchange_declare_ok,
+    _decode_exchange_delete,
+    _decode_exchange_delete_ok,
     _encode_exchange_declare_ok,
     _encode_exchange_delete,
     _encode_exchange_delete_ok,
     _frame_exchange_declare_ok,
-    _frame_exchange_delete,
     _frame_exchange_delete_ok,
 )
 from .framing import TRAILER
@@ -141,6 +155,16 @@ from .queue import (
     QueuePurgeOk,
     QueueUnbind,
     QueueUnbindOk,
+    _decode_queue_bind,
+    _decode_queue_bind_ok,
+    _decode_queue_declare,
+    _decode_queue_declare_ok,
+    _decode_queue_delete,
+    _decode_queue_delete_ok,
+    _decode_queue_purge,
+    _decode_queue_purge_ok,
+    _decode_queue_unbind,
+    _decode_queue_unbind_ok,
     _encode_queue_bind,
     _encode_queue_bind_ok,
     _encode_queue_declare,
@@ -151,15 +175,9 @@ from .queue import (
     _encode_queue_purge_ok,
     _encode_queue_unbind,
     _encode_queue_unbind_ok,
-    _frame_queue_bind,
     _frame_queue_bind_ok,
-    _frame_queue_declare,
-    _frame_queue_declare_ok,
-    _frame_queue_delete,
     _frame_queue_delete_ok,
-    _frame_queue_purge,
     _frame_queue_purge_ok,
-    _frame_queue_unbind,
     _frame_queue_unbind_ok,
 )
 from .tx import (
@@ -169,6 +187,12 @@ from .tx import (
     TxRollbackOk,
     TxSelect,
     TxSelectOk,
+    _decode_tx_commit,
+    _decode_tx_commit_ok,
+    _decode_tx_rollback,
+    _decode_tx_rollback_ok,
+    _decode_tx_select,
+    _decode_tx_select_ok,
     _encode_tx_commit,
     _encode_tx_commit_ok,
     _encode_tx_rollback,
@@ -204,17 +228,15 @@ class Heartbeat(Structure):
     SENDER: ClassVar[str] = "both"
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
 
-def _decode_heartbeat(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> Heartbeat:
-    msg = Heartbeat(channel)
+def _decode_heartbeat(buf: Buffer, at: int, end: int, channel: int = 0) -> Heartbeat:
     if at != end:
         raise DecodeError("Heartbeat", at, f"{end - at} bytes after the last field")
-    return msg
+    return Heartbeat(channel)
 
 
 def _encode_heartbeat(msg: Heartbeat, parts: list[bytes]) -> None:
@@ -285,6 +307,146 @@ Message = (
 )
 """Any message of this module and its spec classes' modules."""
 
+_Decoder = Callable[[Buffer, int, int], Message]
+# the straight road's decoders take the header's carried fields (channel) too
+_Straight = Callable[[Buffer, int, int, int], Message]
+
+# (type, then the body key) -> the layouts of these messages by identity, with who sends each: the rows
+# every version's `_DECODERS` starts with (and its straight road's below)
+_DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
+    (0x01, 10, 10): (("server", _decode_connection_start),),
+    (0x01, 10, 11): (("client", _decode_connection_start_ok),),
+    (0x01, 10, 20): (("server", _decode_connection_secure),),
+    (0x01, 10, 21): (("client", _decode_connection_secure_ok),),
+    (0x01, 10, 30): (("server", _decode_connection_tune),),
+    (0x01, 10, 31): (("client", _decode_connection_tune_ok),),
+    (0x01, 10, 40): (("client", _decode_connection_open),),
+    (0x01, 10, 41): (("server", _decode_connection_open_ok),),
+    (0x01, 10, 50): (("both", _decode_connection_close),),
+    (0x01, 10, 51): (("both", _decode_connection_close_ok),),
+    (0x01, 20, 10): (("client", _decode_channel_open),),
+    (0x01, 20, 11): (("server", _decode_channel_open_ok),),
+    (0x01, 20, 20): (("both", _decode_channel_flow),),
+    (0x01, 20, 21): (("both", _decode_channel_flow_ok),),
+    (0x01, 20, 40): (("both", _decode_channel_close),),
+    (0x01, 20, 41): (("both", _decode_channel_close_ok),),
+    (0x01, 40, 11): (("server", _decode_exchange_declare_ok),),
+    (0x01, 40, 20): (("client", _decode_exchange_delete),),
+    (0x01, 40, 21): (("server", _decode_exchange_delete_ok),),
+    (0x01, 50, 10): (("client", _decode_queue_declare),),
+    (0x01, 50, 11): (("server", _decode_queue_declare_ok),),
+    (0x01, 50, 20): (("client", _decode_queue_bind),),
+    (0x01, 50, 21): (("server", _decode_queue_bind_ok),),
+    (0x01, 50, 30): (("client", _decode_queue_purge),),
+    (0x01, 50, 31): (("server", _decode_queue_purge_ok),),
+    (0x01, 50, 40): (("client", _decode_queue_delete),),
+    (0x01, 50, 41): (("server", _decode_queue_delete_ok),),
+    (0x01, 50, 50): (("client", _decode_queue_unbind),),
+    (0x01, 50, 51): (("server", _decode_queue_unbind_ok),),
+    (0x01, 60, 10): (("client", _decode_basic_qos),),
+    (0x01, 60, 11): (("server", _decode_basic_qos_ok),),
+    (0x01, 60, 20): (("client", _decode_basic_consume),),
+    (0x01, 60, 21): (("server", _decode_basic_consume_ok),),
+    (0x01, 60, 40): (("client", _decode_basic_publish),),
+    (0x01, 60, 50): (("server", _decode_basic_return),),
+    (0x01, 60, 60): (("server", _decode_basic_deliver),),
+    (0x01, 60, 70): (("client", _decode_basic_get),),
+    (0x01, 60, 71): (("server", _decode_basic_get_ok),),
+    (0x01, 60, 72): (("server", _decode_basic_get_empty),),
+    (0x01, 60, 90): (("client", _decode_basic_reject),),
+    (0x01, 60, 100): (("client", _decode_basic_recover_async),),
+    (0x01, 60, 110): (("client", _decode_basic_recover),),
+    (0x01, 60, 111): (("server", _decode_basic_recover_ok),),
+    (0x01, 90, 10): (("client", _decode_tx_select),),
+    (0x01, 90, 11): (("server", _decode_tx_select_ok),),
+    (0x01, 90, 20): (("client", _decode_tx_commit),),
+    (0x01, 90, 21): (("server", _decode_tx_commit_ok),),
+    (0x01, 90, 30): (("client", _decode_tx_rollback),),
+    (0x01, 90, 31): (("server", _decode_tx_rollback_ok),),
+    (0x02, 60): (("both", _decode_basic_properties),),
+    (0x03,): (("both", _decode_content_body),),
+    (0x08,): (("both", _decode_heartbeat),),
+}
+
+# type_ -> the body key read as one number -> the decoder of its one layout
+_KEYED: dict[int, dict[int, _Straight]] = {
+    1: {
+        0x000A000A: _decode_connection_start,
+        0x000A000B: _decode_connection_start_ok,
+        0x000A0014: _decode_connection_secure,
+        0x000A0015: _decode_connection_secure_ok,
+        0x000A001E: _decode_connection_tune,
+        0x000A001F: _decode_connection_tune_ok,
+        0x000A0028: _decode_connection_open,
+        0x000A0029: _decode_connection_open_ok,
+        0x000A0032: _decode_connection_close,
+        0x000A0033: _decode_connection_close_ok,
+        0x0014000A: _decode_channel_open,
+        0x0014000B: _decode_channel_open_ok,
+        0x00140014: _decode_channel_flow,
+        0x00140015: _decode_channel_flow_ok,
+        0x00140028: _decode_channel_close,
+        0x00140029: _decode_channel_close_ok,
+        0x0028000B: _decode_exchange_declare_ok,
+        0x00280014: _decode_exchange_delete,
+        0x00280015: _decode_exchange_delete_ok,
+        0x0032000A: _decode_queue_declare,
+        0x0032000B: _decode_queue_declare_ok,
+        0x00320014: _decode_queue_bind,
+        0x00320015: _decode_queue_bind_ok,
+        0x0032001E: _decode_queue_purge,
+        0x0032001F: _decode_queue_purge_ok,
+        0x00320028: _decode_queue_delete,
+        0x00320029: _decode_queue_delete_ok,
+        0x00320032: _decode_queue_unbind,
+        0x00320033: _decode_queue_unbind_ok,
+        0x003C000A: _decode_basic_qos,
+        0x003C000B: _decode_basic_qos_ok,
+        0x003C0014: _decode_basic_consume,
+        0x003C0015: _decode_basic_consume_ok,
+        0x003C0028: _decode_basic_publish,
+        0x003C0032: _decode_basic_return,
+        0x003C003C: _decode_basic_deliver,
+        0x003C0046: _decode_basic_get,
+        0x003C0047: _decode_basic_get_ok,
+        0x003C0048: _decode_basic_get_empty,
+        0x003C005A: _decode_basic_reject,
+        0x003C0064: _decode_basic_recover_async,
+        0x003C006E: _decode_basic_recover,
+        0x003C006F: _decode_basic_recover_ok,
+        0x005A000A: _decode_tx_select,
+        0x005A000B: _decode_tx_select_ok,
+        0x005A0014: _decode_tx_commit,
+        0x005A0015: _decode_tx_commit_ok,
+        0x005A001E: _decode_tx_rollback,
+        0x005A001F: _decode_tx_rollback_ok,
+    },
+    2: {
+        0x003C: _decode_basic_properties,
+    },
+}
+
+# type_ -> the decoder of its one layout, where no body key follows the header
+_UNKEYED: dict[int, _Straight] = {
+    3: _decode_content_body,
+    8: _decode_heartbeat,
+}
+
+
+def _framer(encode_body: Callable[[Any, list[bytes]], None], type_: int) -> Callable[[Any], bytes]:
+    """A message's frame encoder: its body's parts (`encode_body`), the header packed before
+    them with the message's `type_`, the trailer after them."""
+
+    def frame(msg: Any) -> bytes:
+        parts: list[bytes] = [b""]
+        encode_body(msg, parts)
+        parts[0] = HEADER.pack(type_, msg.channel, sum(map(len, parts)))
+        parts.append(TRAILER)
+        return b"".join(parts)
+
+    return frame
+
+
 _ENCODERS: dict[type, Callable[[Any, list[bytes]], None]] = {
     ContentBody: _encode_content_body,
     Heartbeat: _encode_heartbeat,
@@ -343,48 +505,48 @@ _ENCODERS: dict[type, Callable[[Any, list[bytes]], None]] = {
 # each message's own frame encoder (one pack where every field has a fixed width), where
 # encode need not look at the message to frame it
 _FRAMES: dict[type, Callable[[Any], bytes]] = {
-    ContentBody: _frame_content_body,
+    ContentBody: _framer(_encode_content_body, 0x03),
     Heartbeat: _frame_heartbeat,
-    ConnectionStart: _frame_connection_start,
-    ConnectionStartOk: _frame_connection_start_ok,
-    ConnectionSecure: _frame_connection_secure,
-    ConnectionSecureOk: _frame_connection_secure_ok,
+    ConnectionStart: _framer(_encode_connection_start, 0x01),
+    ConnectionStartOk: _framer(_encode_connection_start_ok, 0x01),
+    ConnectionSecure: _framer(_encode_connection_secure, 0x01),
+    ConnectionSecureOk: _framer(_encode_connection_secure_ok, 0x01),
     ConnectionTune: _frame_connection_tune,
     ConnectionTuneOk: _frame_connection_tune_ok,
-    ConnectionOpen: _frame_connection_open,
-    ConnectionOpenOk: _frame_connection_open_ok,
-    ConnectionClose: _frame_connection_close,
+    ConnectionOpen: _framer(_encode_connection_open, 0x01),
+    ConnectionOpenOk: _framer(_encode_connection_open_ok, 0x01),
+    ConnectionClose: _framer(_encode_connection_close, 0x01),
     ConnectionCloseOk: _frame_connection_close_ok,
-    ChannelOpen: _frame_channel_open,
-    ChannelOpenOk: _frame_channel_open_ok,
+    ChannelOpen: _framer(_encode_channel_open, 0x01),
+    ChannelOpenOk: _framer(_encode_channel_open_ok, 0x01),
     ChannelFlow: _frame_channel_flow,
     ChannelFlowOk: _frame_channel_flow_ok,
-    ChannelClose: _frame_channel_close,
+    ChannelClose: _framer(_encode_channel_close, 0x01),
     ChannelCloseOk: _frame_channel_close_ok,
     ExchangeDeclareOk: _frame_exchange_declare_ok,
-    ExchangeDelete: _frame_exchange_delete,
+    ExchangeDelete: _framer(_encode_exchange_delete, 0x01),
     ExchangeDeleteOk: _frame_exchange_delete_ok,
-    QueueDeclare: _frame_queue_declare,
-    QueueDeclareOk: _frame_queue_declare_ok,
-    QueueBind: _frame_queue_bind,
+    QueueDeclare: _framer(_encode_queue_declare, 0x01),
+    QueueDeclareOk: _framer(_encode_queue_declare_ok, 0x01),
+    QueueBind: _framer(_encode_queue_bind, 0x01),
     QueueBindOk: _frame_queue_bind_ok,
-    QueuePurge: _frame_queue_purge,
+    QueuePurge: _framer(_encode_queue_purge, 0x01),
     QueuePurgeOk: _frame_queue_purge_ok,
-    QueueDelete: _frame_queue_delete,
+    QueueDelete: _framer(_encode_queue_delete, 0x01),
     QueueDeleteOk: _frame_queue_delete_ok,
-    QueueUnbind: _frame_queue_unbind,
+    QueueUnbind: _framer(_encode_queue_unbind, 0x01),
     QueueUnbindOk: _frame_queue_unbind_ok,
-    BasicProperties: _frame_basic_properties,
+    BasicProperties: _framer(_encode_basic_properties, 0x02),
     BasicQos: _frame_basic_qos,
     BasicQosOk: _frame_basic_qos_ok,
-    BasicConsume: _frame_basic_consume,
-    BasicConsumeOk: _frame_basic_consume_ok,
-    BasicPublish: _frame_basic_publish,
-    BasicReturn: _frame_basic_return,
-    BasicDeliver: _frame_basic_deliver,
-    BasicGet: _frame_basic_get,
-    BasicGetOk: _frame_basic_get_ok,
-    BasicGetEmpty: _frame_basic_get_empty,
+    BasicConsume: _framer(_encode_basic_consume, 0x01),
+    BasicConsumeOk: _framer(_encode_basic_consume_ok, 0x01),
+    BasicPublish: _framer(_encode_basic_publish, 0x01),
+    BasicReturn: _framer(_encode_basic_return, 0x01),
+    BasicDeliver: _framer(_encode_basic_deliver, 0x01),
+    BasicGet: _framer(_encode_basic_get, 0x01),
+    BasicGetOk: _framer(_encode_basic_get_ok, 0x01),
+    BasicGetEmpty: _framer(_encode_basic_get_empty, 0x01),
     BasicReject: _frame_basic_reject,
     BasicRecoverAsync: _frame_basic_recover_async,
     BasicRecover: _frame_basic_recover,

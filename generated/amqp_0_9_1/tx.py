@@ -13,7 +13,7 @@ import struct
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .base import Structure
+from .base import Buffer, Structure
 from .errors import DecodeError
 
 FRAMED_BY = ".shared"
@@ -38,21 +38,18 @@ class TxSelect(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("TxSelectOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
 
-def _decode_tx_select(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> TxSelect:
-    msg = TxSelect(channel)
+def _decode_tx_select(buf: Buffer, at: int, end: int, channel: int = 0) -> TxSelect:
     if at != end:
         raise DecodeError("TxSelect", at, f"{end - at} bytes after the last field")
-    return msg
+    return TxSelect(channel)
 
 
 def _encode_tx_select(msg: TxSelect, parts: list[bytes]) -> None:
@@ -87,19 +84,15 @@ class TxSelectOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
 
-def _decode_tx_select_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> TxSelectOk:
-    msg = TxSelectOk(channel)
+def _decode_tx_select_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> TxSelectOk:
     if at != end:
         raise DecodeError("TxSelectOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return TxSelectOk(channel)
 
 
 def _encode_tx_select_ok(msg: TxSelectOk, parts: list[bytes]) -> None:
@@ -132,21 +125,18 @@ class TxCommit(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("TxCommitOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
 
-def _decode_tx_commit(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> TxCommit:
-    msg = TxCommit(channel)
+def _decode_tx_commit(buf: Buffer, at: int, end: int, channel: int = 0) -> TxCommit:
     if at != end:
         raise DecodeError("TxCommit", at, f"{end - at} bytes after the last field")
-    return msg
+    return TxCommit(channel)
 
 
 def _encode_tx_commit(msg: TxCommit, parts: list[bytes]) -> None:
@@ -181,19 +171,15 @@ class TxCommitOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
 
-def _decode_tx_commit_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> TxCommitOk:
-    msg = TxCommitOk(channel)
+def _decode_tx_commit_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> TxCommitOk:
     if at != end:
         raise DecodeError("TxCommitOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return TxCommitOk(channel)
 
 
 def _encode_tx_commit_ok(msg: TxCommitOk, parts: list[bytes]) -> None:
@@ -226,21 +212,18 @@ class TxRollback(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("TxRollbackOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
 
-def _decode_tx_rollback(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> TxRollback:
-    msg = TxRollback(channel)
+def _decode_tx_rollback(buf: Buffer, at: int, end: int, channel: int = 0) -> TxRollback:
     if at != end:
         raise DecodeError("TxRollback", at, f"{end - at} bytes after the last field")
-    return msg
+    return TxRollback(channel)
 
 
 def _encode_tx_rollback(msg: TxRollback, parts: list[bytes]) -> None:
@@ -275,19 +258,15 @@ class TxRollbackOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
 
-def _decode_tx_rollback_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> TxRollbackOk:
-    msg = TxRollbackOk(channel)
+def _decode_tx_rollback_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> TxRollbackOk:
     if at != end:
         raise DecodeError("TxRollbackOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return TxRollbackOk(channel)
 
 
 def _encode_tx_rollback_ok(msg: TxRollbackOk, parts: list[bytes]) -> None:

@@ -262,11 +262,11 @@ def shared_blocks(versions: list[VersionCode], renderer: Renderer) -> set[tuple[
     latest = next((v for v in versions if v.spec.latest), versions[-1])
     views = [m for m in latest.messages if ("message", m["cls"]) in found]
     checksums = latest.plan.checksums  # the shared blocks' codecs take the flag as theirs do
-    template = renderer.env.get_template("python/_frame_encode.j2")
-    framings = {
-        (v.plan.frame.fmt, template.render(**_encode_context(v.plan.frame, views, checksums)))
-        for v in versions
-    }
+    templates = [renderer.env.get_template(f"python/{t}.j2") for t in ("_frame_encode", "_framer")]
+    framings = set()
+    for v in versions:
+        context = _encode_context(v.plan.frame, views, checksums)
+        framings.add((v.plan.frame.fmt, *(t.render(**context) for t in templates)))
     # a shared class's encode() frames with the shared module's header: only when identical
     return found if len(framings) == 1 else set()
 
@@ -289,6 +289,7 @@ def _encode_context(
             header_args.append(f"msg.{h.name}")
     return {
         "frame": frame,
+        "framer": _framer(frame),
         "aliased": aliased,
         "header_args": ", ".join(header_args),
         "uses_checksums": checksums,
@@ -363,6 +364,14 @@ def emit_shared_codecs(
         texts.setdefault(placement[next(iter(b.defines))], []).append(text)
     framing = _encode_context(latest.plan.frame, views, latest.plan.checksums)
     encoder = renderer.env.get_template("python/_frame_encode.j2").render(**framing)
+    frame = latest.plan.frame
+    dispatch = _dispatch(views)
+    framing |= {
+        "dispatch": [(_key_repr(k, frame), v) for k, v in sorted(dispatch.items())],
+        "fast": _fast_dispatch(frame, dispatch),
+        "key_names": ", ".join(h.name for h in frame.key_fields)
+        + (", then the body key" if frame.body_keys else ""),
+    }
     hub = [b for b in blocks if placement[next(iter(b.defines))] == "shared"]
     used = sharing.used_names([*hub, block("encoder", "encode", encoder)])
     exports = sorted(b.key for b in blocks if b.kind == "struct") + [m["cls"] for m in views]
@@ -469,7 +478,7 @@ def _shared_class_module(
 def _package_providers(plan: ModulePlan) -> dict[str, str]:
     """The package modules a fused package's shared code reads names from."""
     return {
-        **imports.provided(".base", ["Structure"]),
+        **imports.provided(".base", ["Buffer", "Structure"]),
         **imports.provided(".errors", [*_error_imports(plan), "_bad_count", "_bad_length"]),
         **imports.provided(".framing", _FRAMING),
         **imports.provided(".records", ["compress", "decompress", "join", "split"]),
@@ -494,15 +503,13 @@ def emit(
     common = _common(spec, plan)
     messages = code.messages
     structs = code.structs
-    dispatch: dict[tuple[int, ...], list[dict[str, Any]]] = {}
-    for m in messages:
-        dispatch.setdefault(m["dispatch"], []).append(m)
-        for alias in m["decode_keys"]:
-            # decoded under another key: a wrapper remembers it, so encode writes it back
-            key = (alias, *m["dispatch"][1:])
-            dispatch.setdefault(key, []).append({**m, "alias": f"{alias:04x}"})
-    for entries in dispatch.values():
-        entries.sort(key=lambda m: {"request": 0, "oneway": 0, "response": 1}[m["kind"]])
+    dispatch = _dispatch(messages)
+    # the shared messages' rows of the dispatch tables come from the shared module's, merged in
+    # first, where no identity here has both a shared layout and one of this version's own
+    shared_funcs = {m["func"] for m in messages if ("message", m["cls"]) in found}
+    merged = bool(shared_funcs) and all(
+        len({e["func"] in shared_funcs for e in entries}) == 1 for entries in dispatch.values()
+    )
     local = [b for b in code.blocks if b.ident not in found]
     texts = []
     for b in local:
@@ -516,14 +523,19 @@ def emit(
     wanted = sharing.used_names(local)
     for m in messages:
         if ("message", m["cls"]) in found:
-            wanted |= {m["cls"], f"_decode_{m['func']}", f"_encode_{m['func']}"}
-            if m["fixed_frame"] or m["framed"]:
+            wanted.add(m["cls"])
+            if merged:
+                continue  # its codecs are reached through the shared module's tables
+            wanted |= {f"_decode_{m['func']}", f"_encode_{m['func']}"}
+            if m["fixed_frame"]:
                 wanted.add(f"_frame_{m['func']}")
             wanted |= {f"_decode_{m['func']}_as_{k:04x}" for k in m["decode_keys"]}
     wanted |= {s["name"] for s in structs}
     shared_imports: dict[str, list[str]] = {}
     for name in sorted(bound & wanted, key=imports.natural):
         shared_imports.setdefault(f"..{placement.get(name, 'shared')}", []).append(name)
+    if merged:
+        shared_imports[".."] = ["shared"]
     key_fields = frame.key_fields
     n_dispatch = len(frame.dispatch)
     frame_keys = sorted({m.ident[:n_dispatch] + m.dispatch[len(m.ident) :] for m in plan.messages})
@@ -561,6 +573,7 @@ def emit(
             header_key_names=", ".join(h.name for h in key_fields),
             no_layout=no_layout,
             fast=_fast_dispatch(frame, dispatch),
+            merged=_merged(messages, shared_funcs) if merged else None,
             packed_body="",
             **context,
         ),
@@ -926,18 +939,37 @@ def _header_values(m: MessagePlan, frame: FramePlan, length: Code) -> list[Code]
 
 
 def _framed(m: MessagePlan, frame: FramePlan, aliased: bool) -> dict[str, Any] | None:
-    """How a message's own frame encoder packs the header before its body's parts: the header
-    fields, the length worked out from the parts. None where `encode` must look at the message
-    (a key on the wire) or the length may need the wide header."""
+    """The constants a message's frame encoder, made by the module's `_framer` (`_framer.j2`),
+    packs in the header before its body's parts: its identity and version. None where `encode`
+    must look at the message (a key on the wire) or the length may need the wide header."""
     if aliased or frame.escape is not None:
+        return None
+    head = _header_values(m, frame, Code(""))
+    args = [v for h, v in zip(frame.header, head, strict=True) if h.role in ("dispatch", "version")]
+    return {"args": args}
+
+
+def _framer(frame: FramePlan) -> dict[str, Any] | None:
+    """The module's one frame-encoder factory (`_framer.j2`) of its messages that are not one
+    fixed pack: the header packed before the body's parts, the length worked out from the parts,
+    the identity and version its parameters, any other header field off the message. None where
+    the length may need the wide header (`encode` frames every message itself)."""
+    if frame.escape is not None:
         return None
     extra = frame.size + frame.trailer_size - frame.adjust
     sign = "+" if extra > 0 else "-"
-    length = Code(
-        "sum(map(len, parts))" + (f" {sign} {pytext.number(abs(extra))}" if extra else "")
-    )
-    head = _header_values(m, frame, length)
-    return {"head": head, "trailer": bool(frame.trailer)}
+    length = "sum(map(len, parts))" + (f" {sign} {pytext.number(abs(extra))}" if extra else "")
+    head: list[str] = []
+    params: list[str] = []
+    for h in frame.header:
+        if h.role == "length":
+            head.append(length)
+        elif h.role in ("dispatch", "version"):
+            head.append(h.local)
+            params.append(h.local)
+        else:
+            head.append("msg." + pytext.identifier(h.name, "header field"))
+    return {"head": head, "params": params, "trailer": bool(frame.trailer)}
 
 
 def _fixed_frame(m: MessagePlan, frame: FramePlan, aliased: bool) -> dict[str, Any] | None:
@@ -1005,6 +1037,34 @@ def _fast_dispatch(
     when = {b.when[0] for b in frame.body_keys}
     unkeyed = [(str(k[0]), f) for k, f in sorted(single.items()) if k[0] not in when]
     return {"expr": frame.dispatch[0].local, "one": [], "keyed": keyed, "unkeyed": unkeyed}
+
+
+def _dispatch(messages: list[dict[str, Any]]) -> dict[tuple[int, ...], list[dict[str, Any]]]:
+    """Each identity's layouts (messages), requests first: what `_DECODERS` lists."""
+    dispatch: dict[tuple[int, ...], list[dict[str, Any]]] = {}
+    for m in messages:
+        dispatch.setdefault(m["dispatch"], []).append(m)
+        for alias in m["decode_keys"]:
+            # decoded under another key: a wrapper remembers it, so encode writes it back
+            key = (alias, *m["dispatch"][1:])
+            dispatch.setdefault(key, []).append({**m, "alias": f"{alias:04x}"})
+    for entries in dispatch.values():
+        entries.sort(key=lambda m: {"request": 0, "oneway": 0, "response": 1}[m["kind"]])
+    return dispatch
+
+
+def _merged(messages: list[dict[str, Any]], shared_funcs: set[str]) -> dict[str, Any]:
+    """What a version's tables take from the shared module's (merged in first) and leave out of
+    their own rows: the shared messages' classes and decoders."""
+    decoders = {f"_decode_{f}" for f in shared_funcs}
+    for m in messages:
+        if m["func"] in shared_funcs:
+            decoders |= {f"_decode_{m['func']}_as_{k:04x}" for k in m["decode_keys"]}
+    return {
+        "funcs": shared_funcs,
+        "decoders": decoders,
+        "classes": {m["cls"] for m in messages if m["func"] in shared_funcs},
+    }
 
 
 def _key_repr(key: tuple[int, ...], frame: FramePlan) -> str:

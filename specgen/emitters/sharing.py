@@ -58,14 +58,16 @@ def _free(tree: ast.AST) -> set[str]:
     free: set[str] = set()
 
     def bound_in(nodes: Sequence[ast.AST]) -> set[str]:
-        """What `nodes` bind: assigned names, and those an `except ... as`, an `import` or a
-        `match` pattern binds without a Name node."""
+        """What `nodes` bind: assigned names, and those an `except ... as`, an `import`, a
+        `match` pattern or a nested `def` binds without a Name node."""
         out: set[str] = set()
         for node in nodes:
             for n in ast.walk(node):
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                     out.add(n.id)
                 elif isinstance(n, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and n.name:
+                    out.add(n.name)
+                elif isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                     out.add(n.name)
                 elif isinstance(n, ast.alias):
                     out.add(n.asname or n.name.split(".")[0])

@@ -135,43 +135,18 @@ _CONNECTION = Automaton(
     "connection = open-connection *use-connection close-connection\nopen-connection = C:protocol-header S:START C:START-OK *challenge S:TUNE C:TUNE-OK C:OPEN S:OPEN-OK | S:REDIRECT\nchallenge = S:SECURE C:SECURE-OK\nuse-connection = *channel\nclose-connection = C:CLOSE S:CLOSE-OK / S:CLOSE C:CLOSE-OK",
     frozenset([7]),
     (
-        {  # 0
-            "C:connection.protocol-header": 1,
-            "S:connection.redirect": 2,
-        },
-        {  # 1
-            "S:connection.start": 3,
-        },
-        {  # 2
-            "C:connection.close": 4,
-            "S:connection.close": 5,
-        },
-        {  # 3
-            "C:connection.start-ok": 6,
-        },
-        {  # 4
-            "S:connection.close-ok": 7,
-        },
-        {  # 5
-            "C:connection.close-ok": 7,
-        },
-        {  # 6
-            "S:connection.secure": 8,
-            "S:connection.tune": 9,
-        },
+        {"C:connection.protocol-header": 1, "S:connection.redirect": 2},  # 0
+        {"S:connection.start": 3},  # 1
+        {"C:connection.close": 4, "S:connection.close": 5},  # 2
+        {"C:connection.start-ok": 6},  # 3
+        {"S:connection.close-ok": 7},  # 4
+        {"C:connection.close-ok": 7},  # 5
+        {"S:connection.secure": 8, "S:connection.tune": 9},  # 6
         {},  # 7
-        {  # 8
-            "C:connection.secure-ok": 6,
-        },
-        {  # 9
-            "C:connection.tune-ok": 10,
-        },
-        {  # 10
-            "C:connection.open": 11,
-        },
-        {  # 11
-            "S:connection.open-ok": 2,
-        },
+        {"C:connection.secure-ok": 6},  # 8
+        {"C:connection.tune-ok": 10},  # 9
+        {"C:connection.open": 11},  # 10
+        {"S:connection.open-ok": 2},  # 11
     ),
 )
 
@@ -180,7 +155,7 @@ _MESSAGE = Automaton(
     "message = *:TRANSFER [ R:ACQUIRE ] [ R:ACCEPT / R:REJECT / R:RELEASE ] / *:RESUME / *:SET-FLOW-MODE / *:FLOW / *:STOP / C:SUBSCRIBE / C:CANCEL / C:FLUSH",
     frozenset([1, 2, 3, 4, 5]),
     (
-        {  # 0
+        {
             "C:message.cancel": 1,
             "C:message.flow": 1,
             "C:message.flush": 1,
@@ -194,30 +169,22 @@ _MESSAGE = Automaton(
             "S:message.set-flow-mode": 1,
             "S:message.stop": 1,
             "S:message.transfer": 3,
-        },
+        },  # 0
         {},  # 1
-        {  # 2
+        {
             "S:message.accept": 1,
             "S:message.acquire": 4,
             "S:message.reject": 1,
             "S:message.release": 1,
-        },
-        {  # 3
+        },  # 2
+        {
             "C:message.accept": 1,
             "C:message.acquire": 5,
             "C:message.reject": 1,
             "C:message.release": 1,
-        },
-        {  # 4
-            "S:message.accept": 1,
-            "S:message.reject": 1,
-            "S:message.release": 1,
-        },
-        {  # 5
-            "C:message.accept": 1,
-            "C:message.reject": 1,
-            "C:message.release": 1,
-        },
+        },  # 3
+        {"S:message.accept": 1, "S:message.reject": 1, "S:message.release": 1},  # 4
+        {"C:message.accept": 1, "C:message.reject": 1, "C:message.release": 1},  # 5
     ),
 )
 
@@ -226,11 +193,7 @@ _TX = Automaton(
     "tx = C:SELECT / C:COMMIT / C:ROLLBACK",
     frozenset([1]),
     (
-        {  # 0
-            "C:tx.commit": 1,
-            "C:tx.rollback": 1,
-            "C:tx.select": 1,
-        },
+        {"C:tx.commit": 1, "C:tx.rollback": 1, "C:tx.select": 1},  # 0
         {},  # 1
     ),
 )
@@ -240,7 +203,7 @@ _DTX = Automaton(
     "dtx-demarcation = C:SELECT *demarcation\ndemarcation = C:START C:END\ndtx-coordination = *coordination\ncoordination = command / outcome / recovery\ncommand = C:SET-TIMEOUT / C:GET-TIMEOUT\noutcome = one-phase-commit / one-phase-rollback / two-phase-commit / two-phase-rollback\none-phase-commit = C:COMMIT\none-phase-rollback = C:ROLLBACK\ntwo-phase-commit = C:PREPARE C:COMMIT\ntwo-phase-rollback = C:PREPARE C:ROLLBACK\nrecovery = C:RECOVER *recovery-outcome\nrecovery-outcome = one-phase-commit / one-phase-rollback / C:FORGET",
     frozenset([3, 5]),
     (
-        {  # 0
+        {
             "C:dtx.commit": 0,
             "C:dtx.get-timeout": 0,
             "C:dtx.prepare": 1,
@@ -248,13 +211,9 @@ _DTX = Automaton(
             "C:dtx.rollback": 0,
             "C:dtx.select": 3,
             "C:dtx.set-timeout": 0,
-        },
-        {  # 1
-            "C:dtx.commit": 0,
-            "C:dtx.rollback": 0,
-            "C:dtx.select": 4,
-        },
-        {  # 2
+        },  # 0
+        {"C:dtx.commit": 0, "C:dtx.rollback": 0, "C:dtx.select": 4},  # 1
+        {
             "C:dtx.commit": 2,
             "C:dtx.forget": 2,
             "C:dtx.get-timeout": 0,
@@ -263,8 +222,8 @@ _DTX = Automaton(
             "C:dtx.rollback": 2,
             "C:dtx.select": 5,
             "C:dtx.set-timeout": 0,
-        },
-        {  # 3
+        },  # 2
+        {
             "C:dtx.commit": 3,
             "C:dtx.get-timeout": 3,
             "C:dtx.prepare": 4,
@@ -272,13 +231,9 @@ _DTX = Automaton(
             "C:dtx.rollback": 3,
             "C:dtx.set-timeout": 3,
             "C:dtx.start": 6,
-        },
-        {  # 4
-            "C:dtx.commit": 3,
-            "C:dtx.rollback": 3,
-            "C:dtx.start": 7,
-        },
-        {  # 5
+        },  # 3
+        {"C:dtx.commit": 3, "C:dtx.rollback": 3, "C:dtx.start": 7},  # 4
+        {
             "C:dtx.commit": 5,
             "C:dtx.forget": 5,
             "C:dtx.get-timeout": 3,
@@ -287,8 +242,8 @@ _DTX = Automaton(
             "C:dtx.rollback": 5,
             "C:dtx.set-timeout": 3,
             "C:dtx.start": 8,
-        },
-        {  # 6
+        },  # 5
+        {
             "C:dtx.commit": 6,
             "C:dtx.end": 3,
             "C:dtx.get-timeout": 6,
@@ -296,13 +251,9 @@ _DTX = Automaton(
             "C:dtx.recover": 8,
             "C:dtx.rollback": 6,
             "C:dtx.set-timeout": 6,
-        },
-        {  # 7
-            "C:dtx.commit": 6,
-            "C:dtx.end": 4,
-            "C:dtx.rollback": 6,
-        },
-        {  # 8
+        },  # 6
+        {"C:dtx.commit": 6, "C:dtx.end": 4, "C:dtx.rollback": 6},  # 7
+        {
             "C:dtx.commit": 8,
             "C:dtx.end": 5,
             "C:dtx.forget": 8,
@@ -311,7 +262,7 @@ _DTX = Automaton(
             "C:dtx.recover": 8,
             "C:dtx.rollback": 8,
             "C:dtx.set-timeout": 6,
-        },
+        },  # 8
     ),
 )
 
@@ -320,11 +271,7 @@ _EXCHANGE = Automaton(
     "exchange = C:DECLARE / C:DELETE / C:QUERY",
     frozenset([1]),
     (
-        {  # 0
-            "C:exchange.declare": 1,
-            "C:exchange.delete": 1,
-            "C:exchange.query": 1,
-        },
+        {"C:exchange.declare": 1, "C:exchange.delete": 1, "C:exchange.query": 1},  # 0
         {},  # 1
     ),
 )
@@ -334,14 +281,14 @@ _QUEUE = Automaton(
     "queue = C:DECLARE / C:BIND / C:PURGE / C:DELETE / C:QUERY / C:UNBIND",
     frozenset([1]),
     (
-        {  # 0
+        {
             "C:queue.bind": 1,
             "C:queue.declare": 1,
             "C:queue.delete": 1,
             "C:queue.purge": 1,
             "C:queue.query": 1,
             "C:queue.unbind": 1,
-        },
+        },  # 0
         {},  # 1
     ),
 )
@@ -351,7 +298,7 @@ _FILE = Automaton(
     "file = C:QOS S:QOS-OK / C:CONSUME S:CONSUME-OK / C:CANCEL / C:OPEN S:OPEN-OK C:STAGE content / S:OPEN C:OPEN-OK S:STAGE content / C:PUBLISH / S:DELIVER / S:RETURN / C:ACK / C:REJECT",
     frozenset([1]),
     (
-        {  # 0
+        {
             "C:file.ack": 1,
             "C:file.cancel": 1,
             "C:file.consume": 2,
@@ -362,26 +309,14 @@ _FILE = Automaton(
             "S:file.deliver": 1,
             "S:file.open": 5,
             "S:file.return": 1,
-        },
+        },  # 0
         {},  # 1
-        {  # 2
-            "S:file.consume-ok": 1,
-        },
-        {  # 3
-            "S:file.open-ok": 6,
-        },
-        {  # 4
-            "S:file.qos-ok": 1,
-        },
-        {  # 5
-            "C:file.open-ok": 7,
-        },
-        {  # 6
-            "C:file.stage": 1,
-        },
-        {  # 7
-            "S:file.stage": 1,
-        },
+        {"S:file.consume-ok": 1},  # 2
+        {"S:file.open-ok": 6},  # 3
+        {"S:file.qos-ok": 1},  # 4
+        {"C:file.open-ok": 7},  # 5
+        {"C:file.stage": 1},  # 6
+        {"S:file.stage": 1},  # 7
     ),
 )
 
@@ -390,21 +325,17 @@ _STREAM = Automaton(
     "stream = C:QOS S:QOS-OK / C:CONSUME S:CONSUME-OK / C:CANCEL / C:PUBLISH content / S:RETURN / S:DELIVER content",
     frozenset([1]),
     (
-        {  # 0
+        {
             "C:stream.cancel": 1,
             "C:stream.consume": 2,
             "C:stream.publish": 1,
             "C:stream.qos": 3,
             "S:stream.deliver": 1,
             "S:stream.return": 1,
-        },
+        },  # 0
         {},  # 1
-        {  # 2
-            "S:stream.consume-ok": 1,
-        },
-        {  # 3
-            "S:stream.qos-ok": 1,
-        },
+        {"S:stream.consume-ok": 1},  # 2
+        {"S:stream.qos-ok": 1},  # 3
     ),
 )
 

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from ..base import Structure
+from .. import shared
+from ..base import Buffer, Structure
 from ..basic import (
     BasicConsume,
     BasicConsumeOk,
@@ -33,51 +34,6 @@ from ..basic import (
     BasicRecoverOk,
     BasicReject,
     BasicReturn,
-    _decode_basic_consume,
-    _decode_basic_consume_ok,
-    _decode_basic_deliver,
-    _decode_basic_get,
-    _decode_basic_get_empty,
-    _decode_basic_get_ok,
-    _decode_basic_properties,
-    _decode_basic_publish,
-    _decode_basic_qos,
-    _decode_basic_qos_ok,
-    _decode_basic_recover,
-    _decode_basic_recover_async,
-    _decode_basic_recover_ok,
-    _decode_basic_reject,
-    _decode_basic_return,
-    _encode_basic_consume,
-    _encode_basic_consume_ok,
-    _encode_basic_deliver,
-    _encode_basic_get,
-    _encode_basic_get_empty,
-    _encode_basic_get_ok,
-    _encode_basic_properties,
-    _encode_basic_publish,
-    _encode_basic_qos,
-    _encode_basic_qos_ok,
-    _encode_basic_recover,
-    _encode_basic_recover_async,
-    _encode_basic_recover_ok,
-    _encode_basic_reject,
-    _encode_basic_return,
-    _frame_basic_consume,
-    _frame_basic_consume_ok,
-    _frame_basic_deliver,
-    _frame_basic_get,
-    _frame_basic_get_empty,
-    _frame_basic_get_ok,
-    _frame_basic_properties,
-    _frame_basic_publish,
-    _frame_basic_qos,
-    _frame_basic_qos_ok,
-    _frame_basic_recover,
-    _frame_basic_recover_async,
-    _frame_basic_recover_ok,
-    _frame_basic_reject,
-    _frame_basic_return,
 )
 from ..channel import (
     ChannelClose,
@@ -86,24 +42,6 @@ from ..channel import (
     ChannelFlowOk,
     ChannelOpen,
     ChannelOpenOk,
-    _decode_channel_close,
-    _decode_channel_close_ok,
-    _decode_channel_flow,
-    _decode_channel_flow_ok,
-    _decode_channel_open,
-    _decode_channel_open_ok,
-    _encode_channel_close,
-    _encode_channel_close_ok,
-    _encode_channel_flow,
-    _encode_channel_flow_ok,
-    _encode_channel_open,
-    _encode_channel_open_ok,
-    _frame_channel_close,
-    _frame_channel_close_ok,
-    _frame_channel_flow,
-    _frame_channel_flow_ok,
-    _frame_channel_open,
-    _frame_channel_open_ok,
 )
 from ..connection import (
     ConnectionClose,
@@ -116,53 +54,10 @@ from ..connection import (
     ConnectionStartOk,
     ConnectionTune,
     ConnectionTuneOk,
-    _decode_connection_close,
-    _decode_connection_close_ok,
-    _decode_connection_open,
-    _decode_connection_open_ok,
-    _decode_connection_secure,
-    _decode_connection_secure_ok,
-    _decode_connection_start,
-    _decode_connection_start_ok,
-    _decode_connection_tune,
-    _decode_connection_tune_ok,
-    _encode_connection_close,
-    _encode_connection_close_ok,
-    _encode_connection_open,
-    _encode_connection_open_ok,
-    _encode_connection_secure,
-    _encode_connection_secure_ok,
-    _encode_connection_start,
-    _encode_connection_start_ok,
-    _encode_connection_tune,
-    _encode_connection_tune_ok,
-    _frame_connection_close,
-    _frame_connection_close_ok,
-    _frame_connection_open,
-    _frame_connection_open_ok,
-    _frame_connection_secure,
-    _frame_connection_secure_ok,
-    _frame_connection_start,
-    _frame_connection_start_ok,
-    _frame_connection_tune,
-    _frame_connection_tune_ok,
 )
-from ..content import ContentBody, _decode_content_body, _encode_content_body, _frame_content_body
+from ..content import ContentBody
 from ..errors import DecodeError, EncodeError, _bad_length, _truncated
-from ..exchange import (
-    ExchangeDeclareOk,
-    ExchangeDelete,
-    ExchangeDeleteOk,
-    _decode_exchange_declare_ok,
-    _decode_exchange_delete,
-    _decode_exchange_delete_ok,
-    _encode_exchange_declare_ok,
-    _encode_exchange_delete,
-    _encode_exchange_delete_ok,
-    _frame_exchange_declare_ok,
-    _frame_exchange_delete,
-    _frame_exchange_delete_ok,
-)
+from ..exchange import ExchangeDeclareOk, ExchangeDelete, ExchangeDeleteOk
 from ..framing import HEADER_SIZE, TRAILER, TRAILER_SIZE
 from ..named import _decode_table, _encode_table
 from ..queue import (
@@ -176,64 +71,9 @@ from ..queue import (
     QueuePurgeOk,
     QueueUnbind,
     QueueUnbindOk,
-    _decode_queue_bind,
-    _decode_queue_bind_ok,
-    _decode_queue_declare,
-    _decode_queue_declare_ok,
-    _decode_queue_delete,
-    _decode_queue_delete_ok,
-    _decode_queue_purge,
-    _decode_queue_purge_ok,
-    _decode_queue_unbind,
-    _decode_queue_unbind_ok,
-    _encode_queue_bind,
-    _encode_queue_bind_ok,
-    _encode_queue_declare,
-    _encode_queue_declare_ok,
-    _encode_queue_delete,
-    _encode_queue_delete_ok,
-    _encode_queue_purge,
-    _encode_queue_purge_ok,
-    _encode_queue_unbind,
-    _encode_queue_unbind_ok,
-    _frame_queue_bind,
-    _frame_queue_bind_ok,
-    _frame_queue_declare,
-    _frame_queue_declare_ok,
-    _frame_queue_delete,
-    _frame_queue_delete_ok,
-    _frame_queue_purge,
-    _frame_queue_purge_ok,
-    _frame_queue_unbind,
-    _frame_queue_unbind_ok,
 )
-from ..shared import Heartbeat, _decode_heartbeat, _encode_heartbeat, _frame_heartbeat
-from ..tx import (
-    TxCommit,
-    TxCommitOk,
-    TxRollback,
-    TxRollbackOk,
-    TxSelect,
-    TxSelectOk,
-    _decode_tx_commit,
-    _decode_tx_commit_ok,
-    _decode_tx_rollback,
-    _decode_tx_rollback_ok,
-    _decode_tx_select,
-    _decode_tx_select_ok,
-    _encode_tx_commit,
-    _encode_tx_commit_ok,
-    _encode_tx_rollback,
-    _encode_tx_rollback_ok,
-    _encode_tx_select,
-    _encode_tx_select_ok,
-    _frame_tx_commit,
-    _frame_tx_commit_ok,
-    _frame_tx_rollback,
-    _frame_tx_rollback_ok,
-    _frame_tx_select,
-    _frame_tx_select_ok,
-)
+from ..shared import Heartbeat
+from ..tx import TxCommit, TxCommitOk, TxRollback, TxRollbackOk, TxSelect, TxSelectOk
 
 Sender = Literal["client", "server"]
 
@@ -263,7 +103,6 @@ class ConnectionBlocked(Structure):
 
 The reason the connection was blocked."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, reason: str, channel: int = 0) -> None:
         self.reason = reason
@@ -275,7 +114,7 @@ _CONNECTION_BLOCKED_0_FIELDS = "ConnectionBlocked: reason"
 
 
 def _decode_connection_blocked(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
+    buf: Buffer, at: int, end: int, channel: int = 0
 ) -> ConnectionBlocked:
     if end - at < 1:
         raise _truncated(_CONNECTION_BLOCKED_0, _CONNECTION_BLOCKED_0_FIELDS, at, end)
@@ -283,15 +122,11 @@ def _decode_connection_blocked(
     at += 1
     if reason_len < 0 or reason_len > end - at:
         raise _bad_length("ConnectionBlocked.reason", at, reason_len, end)
-    try:
-        reason = str(buf[at : at + reason_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ConnectionBlocked.reason", at + e.start, "invalid utf-8") from None
+    reason = str(buf[at : at + reason_len], "utf-8", "surrogateescape")
     at += reason_len
-    msg = ConnectionBlocked(reason, channel)
     if at != end:
         raise DecodeError("ConnectionBlocked", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionBlocked(reason, channel)
 
 
 def _encode_connection_blocked(msg: ConnectionBlocked, parts: list[bytes]) -> None:
@@ -299,15 +134,6 @@ def _encode_connection_blocked(msg: ConnectionBlocked, parts: list[bytes]) -> No
     reason_raw = msg.reason.encode("utf-8", "surrogateescape")
     parts.append(_CONNECTION_BLOCKED_0.pack(len(reason_raw)))
     parts.append(reason_raw)
-
-
-def _frame_connection_blocked(msg: ConnectionBlocked) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_connection_blocked(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -328,19 +154,17 @@ class ConnectionUnblocked(Structure):
     SENDER: ClassVar[str] = "both"
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
 
 def _decode_connection_unblocked(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
+    buf: Buffer, at: int, end: int, channel: int = 0
 ) -> ConnectionUnblocked:
-    msg = ConnectionUnblocked(channel)
     if at != end:
         raise DecodeError("ConnectionUnblocked", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionUnblocked(channel)
 
 
 def _encode_connection_unblocked(msg: ConnectionUnblocked, parts: list[bytes]) -> None:
@@ -372,7 +196,6 @@ class ConnectionUpdateSecret(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "server"
     REPLIES: ClassVar[tuple[str, ...]] = ("ConnectionUpdateSecretOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     new_secret: bytes
@@ -384,7 +207,6 @@ The new secret."""
 
 The reason for the secret update."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, new_secret: bytes, reason: str, channel: int = 0) -> None:
         self.new_secret = new_secret
@@ -394,13 +216,12 @@ The reason for the secret update."""
 
 _CONNECTION_UPDATE_SECRET_0 = struct.Struct(">I")
 _CONNECTION_UPDATE_SECRET_0_FIELDS = "ConnectionUpdateSecret: new_secret"
-
 _CONNECTION_UPDATE_SECRET_1 = struct.Struct(">B")
 _CONNECTION_UPDATE_SECRET_1_FIELDS = "ConnectionUpdateSecret: reason"
 
 
 def _decode_connection_update_secret(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
+    buf: Buffer, at: int, end: int, channel: int = 0
 ) -> ConnectionUpdateSecret:
     if end - at < 4:
         raise _truncated(_CONNECTION_UPDATE_SECRET_0, _CONNECTION_UPDATE_SECRET_0_FIELDS, at, end)
@@ -416,15 +237,11 @@ def _decode_connection_update_secret(
     at += 1
     if reason_len < 0 or reason_len > end - at:
         raise _bad_length("ConnectionUpdateSecret.reason", at, reason_len, end)
-    try:
-        reason = str(buf[at : at + reason_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ConnectionUpdateSecret.reason", at + e.start, "invalid utf-8") from None
+    reason = str(buf[at : at + reason_len], "utf-8", "surrogateescape")
     at += reason_len
-    msg = ConnectionUpdateSecret(new_secret, reason, channel)
     if at != end:
         raise DecodeError("ConnectionUpdateSecret", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionUpdateSecret(new_secret, reason, channel)
 
 
 def _encode_connection_update_secret(msg: ConnectionUpdateSecret, parts: list[bytes]) -> None:
@@ -436,15 +253,6 @@ def _encode_connection_update_secret(msg: ConnectionUpdateSecret, parts: list[by
     reason_raw = msg.reason.encode("utf-8", "surrogateescape")
     parts.append(_CONNECTION_UPDATE_SECRET_1.pack(len(reason_raw)))
     parts.append(reason_raw)
-
-
-def _frame_connection_update_secret(msg: ConnectionUpdateSecret) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_connection_update_secret(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -466,19 +274,17 @@ class ConnectionUpdateSecretOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
 
 def _decode_connection_update_secret_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
+    buf: Buffer, at: int, end: int, channel: int = 0
 ) -> ConnectionUpdateSecretOk:
-    msg = ConnectionUpdateSecretOk(channel)
     if at != end:
         raise DecodeError("ConnectionUpdateSecretOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionUpdateSecretOk(channel)
 
 
 def _encode_connection_update_secret_ok(msg: ConnectionUpdateSecretOk, parts: list[bytes]) -> None:
@@ -510,7 +316,6 @@ class ExchangeDeclare(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("ExchangeDeclareOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     reserved1: int = 0
@@ -550,7 +355,6 @@ If set, the server will not respond to the method. The client should not wait fo
 
 A set of arguments for the declaration. The syntax and semantics of these arguments depends on the server implementation."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -579,27 +383,20 @@ A set of arguments for the declaration. The syntax and semantics of these argume
 
 _EXCHANGE_DECLARE_0 = struct.Struct(">HB")
 _EXCHANGE_DECLARE_0_FIELDS = "ExchangeDeclare: reserved1 exchange"
-
 _EXCHANGE_DECLARE_1 = struct.Struct(">B")
 _EXCHANGE_DECLARE_1_FIELDS = "ExchangeDeclare: type"
-
 _EXCHANGE_DECLARE_2 = struct.Struct(">B")
 _EXCHANGE_DECLARE_2_FIELDS = "ExchangeDeclare: bits1"
 
 
-def _decode_exchange_declare(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ExchangeDeclare:
+def _decode_exchange_declare(buf: Buffer, at: int, end: int, channel: int = 0) -> ExchangeDeclare:
     if end - at < 3:
         raise _truncated(_EXCHANGE_DECLARE_0, _EXCHANGE_DECLARE_0_FIELDS, at, end)
     reserved1, exchange_len = _EXCHANGE_DECLARE_0.unpack_from(buf, at)
     at += 3
     if exchange_len < 0 or exchange_len > end - at:
         raise _bad_length("ExchangeDeclare.exchange", at, exchange_len, end)
-    try:
-        exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ExchangeDeclare.exchange", at + e.start, "invalid utf-8") from None
+    exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
     if end - at < 1:
         raise _truncated(_EXCHANGE_DECLARE_1, _EXCHANGE_DECLARE_1_FIELDS, at, end)
@@ -607,10 +404,7 @@ def _decode_exchange_declare(
     at += 1
     if type_len < 0 or type_len > end - at:
         raise _bad_length("ExchangeDeclare.type", at, type_len, end)
-    try:
-        type_ = str(buf[at : at + type_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ExchangeDeclare.type", at + e.start, "invalid utf-8") from None
+    type_ = str(buf[at : at + type_len], "utf-8", "surrogateescape")
     at += type_len
     if end - at < 1:
         raise _truncated(_EXCHANGE_DECLARE_2, _EXCHANGE_DECLARE_2_FIELDS, at, end)
@@ -624,7 +418,9 @@ def _decode_exchange_declare(
     if (bits1 >> 5) & 0x7 != 0:
         raise DecodeError("ExchangeDeclare.unused1", at, "expected 0")
     arguments, at = _decode_table(buf, at, end)
-    msg = ExchangeDeclare(
+    if at != end:
+        raise DecodeError("ExchangeDeclare", at, f"{end - at} bytes after the last field")
+    return ExchangeDeclare(
         reserved1,
         exchange,
         type_,
@@ -636,9 +432,6 @@ def _decode_exchange_declare(
         arguments,
         channel,
     )
-    if at != end:
-        raise DecodeError("ExchangeDeclare", at, f"{end - at} bytes after the last field")
-    return msg
 
 
 def _encode_exchange_declare(msg: ExchangeDeclare, parts: list[bytes]) -> None:
@@ -662,15 +455,6 @@ def _encode_exchange_declare(msg: ExchangeDeclare, parts: list[bytes]) -> None:
     _encode_table(msg.arguments, parts)
 
 
-def _frame_exchange_declare(msg: ExchangeDeclare) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_exchange_declare(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeBind(Structure):
     """ExchangeBind: Exchange.Bind request, identity (0x01, 40, 30), sent by the client. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 30 (0x1e).
@@ -688,7 +472,6 @@ class ExchangeBind(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("ExchangeBindOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     reserved1: int = 0
@@ -718,7 +501,6 @@ If set, the server will not respond to the method. The client should not wait fo
 
 A set of arguments for the binding. The syntax and semantics of these arguments depends on the exchange class."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -741,30 +523,22 @@ A set of arguments for the binding. The syntax and semantics of these arguments 
 
 _EXCHANGE_BIND_0 = struct.Struct(">HB")
 _EXCHANGE_BIND_0_FIELDS = "ExchangeBind: reserved1 destination"
-
 _EXCHANGE_BIND_1 = struct.Struct(">B")
 _EXCHANGE_BIND_1_FIELDS = "ExchangeBind: source"
-
 _EXCHANGE_BIND_2 = struct.Struct(">B")
 _EXCHANGE_BIND_2_FIELDS = "ExchangeBind: routing_key"
-
 _EXCHANGE_BIND_3 = struct.Struct(">B")
 _EXCHANGE_BIND_3_FIELDS = "ExchangeBind: bits1"
 
 
-def _decode_exchange_bind(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ExchangeBind:
+def _decode_exchange_bind(buf: Buffer, at: int, end: int, channel: int = 0) -> ExchangeBind:
     if end - at < 3:
         raise _truncated(_EXCHANGE_BIND_0, _EXCHANGE_BIND_0_FIELDS, at, end)
     reserved1, destination_len = _EXCHANGE_BIND_0.unpack_from(buf, at)
     at += 3
     if destination_len < 0 or destination_len > end - at:
         raise _bad_length("ExchangeBind.destination", at, destination_len, end)
-    try:
-        destination = str(buf[at : at + destination_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ExchangeBind.destination", at + e.start, "invalid utf-8") from None
+    destination = str(buf[at : at + destination_len], "utf-8", "surrogateescape")
     at += destination_len
     if end - at < 1:
         raise _truncated(_EXCHANGE_BIND_1, _EXCHANGE_BIND_1_FIELDS, at, end)
@@ -772,10 +546,7 @@ def _decode_exchange_bind(
     at += 1
     if source_len < 0 or source_len > end - at:
         raise _bad_length("ExchangeBind.source", at, source_len, end)
-    try:
-        source = str(buf[at : at + source_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ExchangeBind.source", at + e.start, "invalid utf-8") from None
+    source = str(buf[at : at + source_len], "utf-8", "surrogateescape")
     at += source_len
     if end - at < 1:
         raise _truncated(_EXCHANGE_BIND_2, _EXCHANGE_BIND_2_FIELDS, at, end)
@@ -783,10 +554,7 @@ def _decode_exchange_bind(
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
         raise _bad_length("ExchangeBind.routing_key", at, routing_key_len, end)
-    try:
-        routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ExchangeBind.routing_key", at + e.start, "invalid utf-8") from None
+    routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
     if end - at < 1:
         raise _truncated(_EXCHANGE_BIND_3, _EXCHANGE_BIND_3_FIELDS, at, end)
@@ -796,10 +564,9 @@ def _decode_exchange_bind(
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("ExchangeBind.unused1", at, "expected 0")
     arguments, at = _decode_table(buf, at, end)
-    msg = ExchangeBind(reserved1, destination, source, routing_key, no_wait, arguments, channel)
     if at != end:
         raise DecodeError("ExchangeBind", at, f"{end - at} bytes after the last field")
-    return msg
+    return ExchangeBind(reserved1, destination, source, routing_key, no_wait, arguments, channel)
 
 
 def _encode_exchange_bind(msg: ExchangeBind, parts: list[bytes]) -> None:
@@ -817,15 +584,6 @@ def _encode_exchange_bind(msg: ExchangeBind, parts: list[bytes]) -> None:
     parts.append(routing_key_raw)
     parts.append(_EXCHANGE_BIND_3.pack(0x1 if msg.no_wait else 0))
     _encode_table(msg.arguments, parts)
-
-
-def _frame_exchange_bind(msg: ExchangeBind) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_exchange_bind(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -847,19 +605,15 @@ class ExchangeBindOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
 
-def _decode_exchange_bind_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ExchangeBindOk:
-    msg = ExchangeBindOk(channel)
+def _decode_exchange_bind_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> ExchangeBindOk:
     if at != end:
         raise DecodeError("ExchangeBindOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return ExchangeBindOk(channel)
 
 
 def _encode_exchange_bind_ok(msg: ExchangeBindOk, parts: list[bytes]) -> None:
@@ -891,7 +645,6 @@ class ExchangeUnbind(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("ExchangeUnbindOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     reserved1: int = 0
@@ -921,7 +674,6 @@ If set, the server will not respond to the method. The client should not wait fo
 
 Specifies the arguments of the binding to unbind."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self,
@@ -944,30 +696,22 @@ Specifies the arguments of the binding to unbind."""
 
 _EXCHANGE_UNBIND_0 = struct.Struct(">HB")
 _EXCHANGE_UNBIND_0_FIELDS = "ExchangeUnbind: reserved1 destination"
-
 _EXCHANGE_UNBIND_1 = struct.Struct(">B")
 _EXCHANGE_UNBIND_1_FIELDS = "ExchangeUnbind: source"
-
 _EXCHANGE_UNBIND_2 = struct.Struct(">B")
 _EXCHANGE_UNBIND_2_FIELDS = "ExchangeUnbind: routing_key"
-
 _EXCHANGE_UNBIND_3 = struct.Struct(">B")
 _EXCHANGE_UNBIND_3_FIELDS = "ExchangeUnbind: bits1"
 
 
-def _decode_exchange_unbind(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ExchangeUnbind:
+def _decode_exchange_unbind(buf: Buffer, at: int, end: int, channel: int = 0) -> ExchangeUnbind:
     if end - at < 3:
         raise _truncated(_EXCHANGE_UNBIND_0, _EXCHANGE_UNBIND_0_FIELDS, at, end)
     reserved1, destination_len = _EXCHANGE_UNBIND_0.unpack_from(buf, at)
     at += 3
     if destination_len < 0 or destination_len > end - at:
         raise _bad_length("ExchangeUnbind.destination", at, destination_len, end)
-    try:
-        destination = str(buf[at : at + destination_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ExchangeUnbind.destination", at + e.start, "invalid utf-8") from None
+    destination = str(buf[at : at + destination_len], "utf-8", "surrogateescape")
     at += destination_len
     if end - at < 1:
         raise _truncated(_EXCHANGE_UNBIND_1, _EXCHANGE_UNBIND_1_FIELDS, at, end)
@@ -975,10 +719,7 @@ def _decode_exchange_unbind(
     at += 1
     if source_len < 0 or source_len > end - at:
         raise _bad_length("ExchangeUnbind.source", at, source_len, end)
-    try:
-        source = str(buf[at : at + source_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ExchangeUnbind.source", at + e.start, "invalid utf-8") from None
+    source = str(buf[at : at + source_len], "utf-8", "surrogateescape")
     at += source_len
     if end - at < 1:
         raise _truncated(_EXCHANGE_UNBIND_2, _EXCHANGE_UNBIND_2_FIELDS, at, end)
@@ -986,10 +727,7 @@ def _decode_exchange_unbind(
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
         raise _bad_length("ExchangeUnbind.routing_key", at, routing_key_len, end)
-    try:
-        routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ExchangeUnbind.routing_key", at + e.start, "invalid utf-8") from None
+    routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
     if end - at < 1:
         raise _truncated(_EXCHANGE_UNBIND_3, _EXCHANGE_UNBIND_3_FIELDS, at, end)
@@ -999,10 +737,9 @@ def _decode_exchange_unbind(
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("ExchangeUnbind.unused1", at, "expected 0")
     arguments, at = _decode_table(buf, at, end)
-    msg = ExchangeUnbind(reserved1, destination, source, routing_key, no_wait, arguments, channel)
     if at != end:
         raise DecodeError("ExchangeUnbind", at, f"{end - at} bytes after the last field")
-    return msg
+    return ExchangeUnbind(reserved1, destination, source, routing_key, no_wait, arguments, channel)
 
 
 def _encode_exchange_unbind(msg: ExchangeUnbind, parts: list[bytes]) -> None:
@@ -1020,15 +757,6 @@ def _encode_exchange_unbind(msg: ExchangeUnbind, parts: list[bytes]) -> None:
     parts.append(routing_key_raw)
     parts.append(_EXCHANGE_UNBIND_3.pack(0x1 if msg.no_wait else 0))
     _encode_table(msg.arguments, parts)
-
-
-def _frame_exchange_unbind(msg: ExchangeUnbind) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_exchange_unbind(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1050,19 +778,17 @@ class ExchangeUnbindOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
 
 def _decode_exchange_unbind_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
+    buf: Buffer, at: int, end: int, channel: int = 0
 ) -> ExchangeUnbindOk:
-    msg = ExchangeUnbindOk(channel)
     if at != end:
         raise DecodeError("ExchangeUnbindOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return ExchangeUnbindOk(channel)
 
 
 def _encode_exchange_unbind_ok(msg: ExchangeUnbindOk, parts: list[bytes]) -> None:
@@ -1096,7 +822,6 @@ class BasicCancel(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "both"
     REPLIES: ClassVar[tuple[str, ...]] = ("BasicCancelOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     consumer_tag: str
@@ -1108,7 +833,6 @@ Identifier for the consumer, valid within the current channel."""
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, consumer_tag: str, no_wait: bool = False, channel: int = 0) -> None:
         self.consumer_tag = consumer_tag
@@ -1118,24 +842,18 @@ If set, the server will not respond to the method. The client should not wait fo
 
 _BASIC_CANCEL_0 = struct.Struct(">B")
 _BASIC_CANCEL_0_FIELDS = "BasicCancel: consumer_tag"
-
 _BASIC_CANCEL_1 = struct.Struct(">B")
 _BASIC_CANCEL_1_FIELDS = "BasicCancel: bits1"
 
 
-def _decode_basic_cancel(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicCancel:
+def _decode_basic_cancel(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicCancel:
     if end - at < 1:
         raise _truncated(_BASIC_CANCEL_0, _BASIC_CANCEL_0_FIELDS, at, end)
     (consumer_tag_len,) = _BASIC_CANCEL_0.unpack_from(buf, at)
     at += 1
     if consumer_tag_len < 0 or consumer_tag_len > end - at:
         raise _bad_length("BasicCancel.consumer_tag", at, consumer_tag_len, end)
-    try:
-        consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicCancel.consumer_tag", at + e.start, "invalid utf-8") from None
+    consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
     if end - at < 1:
         raise _truncated(_BASIC_CANCEL_1, _BASIC_CANCEL_1_FIELDS, at, end)
@@ -1144,10 +862,9 @@ def _decode_basic_cancel(
     no_wait = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicCancel.unused1", at, "expected 0")
-    msg = BasicCancel(consumer_tag, no_wait, channel)
     if at != end:
         raise DecodeError("BasicCancel", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicCancel(consumer_tag, no_wait, channel)
 
 
 def _encode_basic_cancel(msg: BasicCancel, parts: list[bytes]) -> None:
@@ -1156,15 +873,6 @@ def _encode_basic_cancel(msg: BasicCancel, parts: list[bytes]) -> None:
     parts.append(_BASIC_CANCEL_0.pack(len(consumer_tag_raw)))
     parts.append(consumer_tag_raw)
     parts.append(_BASIC_CANCEL_1.pack(0x1 if msg.no_wait else 0))
-
-
-def _frame_basic_cancel(msg: BasicCancel) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_basic_cancel(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1190,7 +898,6 @@ class BasicCancelOk(Structure):
 
 Identifier for the consumer, valid within the current channel."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, consumer_tag: str, channel: int = 0) -> None:
         self.consumer_tag = consumer_tag
@@ -1201,24 +908,18 @@ _BASIC_CANCEL_OK_0 = struct.Struct(">B")
 _BASIC_CANCEL_OK_0_FIELDS = "BasicCancelOk: consumer_tag"
 
 
-def _decode_basic_cancel_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> BasicCancelOk:
+def _decode_basic_cancel_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicCancelOk:
     if end - at < 1:
         raise _truncated(_BASIC_CANCEL_OK_0, _BASIC_CANCEL_OK_0_FIELDS, at, end)
     (consumer_tag_len,) = _BASIC_CANCEL_OK_0.unpack_from(buf, at)
     at += 1
     if consumer_tag_len < 0 or consumer_tag_len > end - at:
         raise _bad_length("BasicCancelOk.consumer_tag", at, consumer_tag_len, end)
-    try:
-        consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("BasicCancelOk.consumer_tag", at + e.start, "invalid utf-8") from None
+    consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
-    msg = BasicCancelOk(consumer_tag, channel)
     if at != end:
         raise DecodeError("BasicCancelOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicCancelOk(consumer_tag, channel)
 
 
 def _encode_basic_cancel_ok(msg: BasicCancelOk, parts: list[bytes]) -> None:
@@ -1226,15 +927,6 @@ def _encode_basic_cancel_ok(msg: BasicCancelOk, parts: list[bytes]) -> None:
     consumer_tag_raw = msg.consumer_tag.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_CANCEL_OK_0.pack(len(consumer_tag_raw)))
     parts.append(consumer_tag_raw)
-
-
-def _frame_basic_cancel_ok(msg: BasicCancelOk) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_basic_cancel_ok(msg, parts)
-    parts[0] = HEADER.pack(0x01, msg.channel, sum(map(len, parts)))
-    parts.append(TRAILER)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1267,7 +959,6 @@ The server-assigned and channel-specific delivery tag"""
 
 If set to 1, the delivery tag is treated as "up to and including", so that multiple messages can be acknowledged with a single method. If set to zero, the delivery tag refers to a single message. If the multiple field is 1, and the delivery tag is zero, this indicates acknowledgement of all outstanding messages."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, delivery_tag: int, multiple: bool = False, channel: int = 0) -> None:
         self.delivery_tag = delivery_tag
@@ -1279,7 +970,7 @@ _BASIC_ACK_0 = struct.Struct(">QB")
 _BASIC_ACK_0_FIELDS = "BasicAck: delivery_tag bits1"
 
 
-def _decode_basic_ack(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> BasicAck:
+def _decode_basic_ack(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicAck:
     if end - at < 9:
         raise _truncated(_BASIC_ACK_0, _BASIC_ACK_0_FIELDS, at, end)
     delivery_tag, bits1 = _BASIC_ACK_0.unpack_from(buf, at)
@@ -1287,10 +978,9 @@ def _decode_basic_ack(buf: bytes | memoryview, at: int, end: int, channel: int =
     multiple = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicAck.unused1", at, "expected 0")
-    msg = BasicAck(delivery_tag, multiple, channel)
     if at != end:
         raise DecodeError("BasicAck", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicAck(delivery_tag, multiple, channel)
 
 
 def _encode_basic_ack(msg: BasicAck, parts: list[bytes]) -> None:
@@ -1346,7 +1036,6 @@ If set to 1, the delivery tag is treated as "up to and including", so that multi
 
 If requeue is true, the server will attempt to requeue the message. If requeue is false or the requeue attempt fails the messages are discarded or dead-lettered. Clients receiving the Nack methods should ignore this flag."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(
         self, delivery_tag: int, multiple: bool = False, requeue: bool = False, channel: int = 0
@@ -1361,7 +1050,7 @@ _BASIC_NACK_0 = struct.Struct(">QB")
 _BASIC_NACK_0_FIELDS = "BasicNack: delivery_tag bits1"
 
 
-def _decode_basic_nack(buf: bytes | memoryview, at: int, end: int, channel: int = 0) -> BasicNack:
+def _decode_basic_nack(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicNack:
     if end - at < 9:
         raise _truncated(_BASIC_NACK_0, _BASIC_NACK_0_FIELDS, at, end)
     delivery_tag, bits1 = _BASIC_NACK_0.unpack_from(buf, at)
@@ -1370,10 +1059,9 @@ def _decode_basic_nack(buf: bytes | memoryview, at: int, end: int, channel: int 
     requeue = bits1 & 0x2 != 0
     if (bits1 >> 2) & 0x3F != 0:
         raise DecodeError("BasicNack.unused1", at, "expected 0")
-    msg = BasicNack(delivery_tag, multiple, requeue, channel)
     if at != end:
         raise DecodeError("BasicNack", at, f"{end - at} bytes after the last field")
-    return msg
+    return BasicNack(delivery_tag, multiple, requeue, channel)
 
 
 def _encode_basic_nack(msg: BasicNack, parts: list[bytes]) -> None:
@@ -1418,7 +1106,6 @@ class ConfirmSelect(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("ConfirmSelectOk",)
-    """The messages that may answer this one."""
     SYNCHRONOUS: ClassVar[bool] = True
 
     nowait: bool = False
@@ -1426,7 +1113,6 @@ class ConfirmSelect(Structure):
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, nowait: bool = False, channel: int = 0) -> None:
         self.nowait = nowait
@@ -1437,9 +1123,7 @@ _CONFIRM_SELECT_0 = struct.Struct(">B")
 _CONFIRM_SELECT_0_FIELDS = "ConfirmSelect: bits1"
 
 
-def _decode_confirm_select(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ConfirmSelect:
+def _decode_confirm_select(buf: Buffer, at: int, end: int, channel: int = 0) -> ConfirmSelect:
     if end - at < 1:
         raise _truncated(_CONFIRM_SELECT_0, _CONFIRM_SELECT_0_FIELDS, at, end)
     (bits1,) = _CONFIRM_SELECT_0.unpack_from(buf, at)
@@ -1447,10 +1131,9 @@ def _decode_confirm_select(
     nowait = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("ConfirmSelect.unused1", at, "expected 0")
-    msg = ConfirmSelect(nowait, channel)
     if at != end:
         raise DecodeError("ConfirmSelect", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConfirmSelect(nowait, channel)
 
 
 def _encode_confirm_select(msg: ConfirmSelect, parts: list[bytes]) -> None:
@@ -1487,19 +1170,15 @@ class ConfirmSelectOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-    """Channel number; 0 for the connection."""
 
     def __init__(self, channel: int = 0) -> None:
         self.channel = channel
 
 
-def _decode_confirm_select_ok(
-    buf: bytes | memoryview, at: int, end: int, channel: int = 0
-) -> ConfirmSelectOk:
-    msg = ConfirmSelectOk(channel)
+def _decode_confirm_select_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> ConfirmSelectOk:
     if at != end:
         raise DecodeError("ConfirmSelectOk", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConfirmSelectOk(channel)
 
 
 def _encode_confirm_select_ok(msg: ConfirmSelectOk, parts: list[bytes]) -> None:
@@ -1515,149 +1194,47 @@ def _frame_confirm_select_ok(msg: ConfirmSelectOk) -> bytes:
 
 
 Message = (
-    ContentBody
-    | Heartbeat
-    | ConnectionStart
-    | ConnectionStartOk
-    | ConnectionSecure
-    | ConnectionSecureOk
-    | ConnectionTune
-    | ConnectionTuneOk
-    | ConnectionOpen
-    | ConnectionOpenOk
-    | ConnectionClose
-    | ConnectionCloseOk
+    shared.Message
     | ConnectionBlocked
     | ConnectionUnblocked
     | ConnectionUpdateSecret
     | ConnectionUpdateSecretOk
-    | ChannelOpen
-    | ChannelOpenOk
-    | ChannelFlow
-    | ChannelFlowOk
-    | ChannelClose
-    | ChannelCloseOk
     | ExchangeDeclare
-    | ExchangeDeclareOk
-    | ExchangeDelete
-    | ExchangeDeleteOk
     | ExchangeBind
     | ExchangeBindOk
     | ExchangeUnbind
     | ExchangeUnbindOk
-    | QueueDeclare
-    | QueueDeclareOk
-    | QueueBind
-    | QueueBindOk
-    | QueuePurge
-    | QueuePurgeOk
-    | QueueDelete
-    | QueueDeleteOk
-    | QueueUnbind
-    | QueueUnbindOk
-    | BasicProperties
-    | BasicQos
-    | BasicQosOk
-    | BasicConsume
-    | BasicConsumeOk
     | BasicCancel
     | BasicCancelOk
-    | BasicPublish
-    | BasicReturn
-    | BasicDeliver
-    | BasicGet
-    | BasicGetOk
-    | BasicGetEmpty
     | BasicAck
-    | BasicReject
-    | BasicRecoverAsync
-    | BasicRecover
-    | BasicRecoverOk
     | BasicNack
     | ConfirmSelect
     | ConfirmSelectOk
-    | TxSelect
-    | TxSelectOk
-    | TxCommit
-    | TxCommitOk
-    | TxRollback
-    | TxRollbackOk
 )
-"""Any message of this protocol version."""
+"""Any message of this protocol version: the shared module's, and this version's own."""
 
-_Decoder = Callable[[bytes | memoryview, int, int], Message]
+_Decoder = Callable[[Buffer, int, int], Message]
 # the straight road's decoders take the header's carried fields (channel) too
-_Straight = Callable[[bytes | memoryview, int, int, int], Message]
+_Straight = Callable[[Buffer, int, int, int], Message]
 
 # (type, then the body key) -> the layouts that identity can carry, with who sends each.
 _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
-    (0x01, 10, 10): (("server", _decode_connection_start),),
-    (0x01, 10, 11): (("client", _decode_connection_start_ok),),
-    (0x01, 10, 20): (("server", _decode_connection_secure),),
-    (0x01, 10, 21): (("client", _decode_connection_secure_ok),),
-    (0x01, 10, 30): (("server", _decode_connection_tune),),
-    (0x01, 10, 31): (("client", _decode_connection_tune_ok),),
-    (0x01, 10, 40): (("client", _decode_connection_open),),
-    (0x01, 10, 41): (("server", _decode_connection_open_ok),),
-    (0x01, 10, 50): (("both", _decode_connection_close),),
-    (0x01, 10, 51): (("both", _decode_connection_close_ok),),
+    **shared._DECODERS,
     (0x01, 10, 60): (("both", _decode_connection_blocked),),
     (0x01, 10, 61): (("both", _decode_connection_unblocked),),
     (0x01, 10, 70): (("server", _decode_connection_update_secret),),
     (0x01, 10, 71): (("client", _decode_connection_update_secret_ok),),
-    (0x01, 20, 10): (("client", _decode_channel_open),),
-    (0x01, 20, 11): (("server", _decode_channel_open_ok),),
-    (0x01, 20, 20): (("both", _decode_channel_flow),),
-    (0x01, 20, 21): (("both", _decode_channel_flow_ok),),
-    (0x01, 20, 40): (("both", _decode_channel_close),),
-    (0x01, 20, 41): (("both", _decode_channel_close_ok),),
     (0x01, 40, 10): (("client", _decode_exchange_declare),),
-    (0x01, 40, 11): (("server", _decode_exchange_declare_ok),),
-    (0x01, 40, 20): (("client", _decode_exchange_delete),),
-    (0x01, 40, 21): (("server", _decode_exchange_delete_ok),),
     (0x01, 40, 30): (("client", _decode_exchange_bind),),
     (0x01, 40, 31): (("server", _decode_exchange_bind_ok),),
     (0x01, 40, 40): (("client", _decode_exchange_unbind),),
     (0x01, 40, 51): (("server", _decode_exchange_unbind_ok),),
-    (0x01, 50, 10): (("client", _decode_queue_declare),),
-    (0x01, 50, 11): (("server", _decode_queue_declare_ok),),
-    (0x01, 50, 20): (("client", _decode_queue_bind),),
-    (0x01, 50, 21): (("server", _decode_queue_bind_ok),),
-    (0x01, 50, 30): (("client", _decode_queue_purge),),
-    (0x01, 50, 31): (("server", _decode_queue_purge_ok),),
-    (0x01, 50, 40): (("client", _decode_queue_delete),),
-    (0x01, 50, 41): (("server", _decode_queue_delete_ok),),
-    (0x01, 50, 50): (("client", _decode_queue_unbind),),
-    (0x01, 50, 51): (("server", _decode_queue_unbind_ok),),
-    (0x01, 60, 10): (("client", _decode_basic_qos),),
-    (0x01, 60, 11): (("server", _decode_basic_qos_ok),),
-    (0x01, 60, 20): (("client", _decode_basic_consume),),
-    (0x01, 60, 21): (("server", _decode_basic_consume_ok),),
     (0x01, 60, 30): (("both", _decode_basic_cancel),),
     (0x01, 60, 31): (("both", _decode_basic_cancel_ok),),
-    (0x01, 60, 40): (("client", _decode_basic_publish),),
-    (0x01, 60, 50): (("server", _decode_basic_return),),
-    (0x01, 60, 60): (("server", _decode_basic_deliver),),
-    (0x01, 60, 70): (("client", _decode_basic_get),),
-    (0x01, 60, 71): (("server", _decode_basic_get_ok),),
-    (0x01, 60, 72): (("server", _decode_basic_get_empty),),
     (0x01, 60, 80): (("both", _decode_basic_ack),),
-    (0x01, 60, 90): (("client", _decode_basic_reject),),
-    (0x01, 60, 100): (("client", _decode_basic_recover_async),),
-    (0x01, 60, 110): (("client", _decode_basic_recover),),
-    (0x01, 60, 111): (("server", _decode_basic_recover_ok),),
     (0x01, 60, 120): (("both", _decode_basic_nack),),
     (0x01, 85, 10): (("client", _decode_confirm_select),),
     (0x01, 85, 11): (("server", _decode_confirm_select_ok),),
-    (0x01, 90, 10): (("client", _decode_tx_select),),
-    (0x01, 90, 11): (("server", _decode_tx_select_ok),),
-    (0x01, 90, 20): (("client", _decode_tx_commit),),
-    (0x01, 90, 21): (("server", _decode_tx_commit_ok),),
-    (0x01, 90, 30): (("client", _decode_tx_rollback),),
-    (0x01, 90, 31): (("server", _decode_tx_rollback_ok),),
-    (0x02, 60): (("both", _decode_basic_properties),),
-    (0x03,): (("both", _decode_content_body),),
-    (0x08,): (("both", _decode_heartbeat),),
 }
 
 # type_ -> the body key read as one number, and that number -> the decoder of its one
@@ -1666,84 +1243,35 @@ _KEYED: dict[int, tuple[struct.Struct, dict[int, _Straight]]] = {
     1: (
         struct.Struct(">I"),  # frame.class_id, frame.method_id
         {
-            0x000A000A: _decode_connection_start,
-            0x000A000B: _decode_connection_start_ok,
-            0x000A0014: _decode_connection_secure,
-            0x000A0015: _decode_connection_secure_ok,
-            0x000A001E: _decode_connection_tune,
-            0x000A001F: _decode_connection_tune_ok,
-            0x000A0028: _decode_connection_open,
-            0x000A0029: _decode_connection_open_ok,
-            0x000A0032: _decode_connection_close,
-            0x000A0033: _decode_connection_close_ok,
+            **shared._KEYED[1],
             0x000A003C: _decode_connection_blocked,
             0x000A003D: _decode_connection_unblocked,
             0x000A0046: _decode_connection_update_secret,
             0x000A0047: _decode_connection_update_secret_ok,
-            0x0014000A: _decode_channel_open,
-            0x0014000B: _decode_channel_open_ok,
-            0x00140014: _decode_channel_flow,
-            0x00140015: _decode_channel_flow_ok,
-            0x00140028: _decode_channel_close,
-            0x00140029: _decode_channel_close_ok,
             0x0028000A: _decode_exchange_declare,
-            0x0028000B: _decode_exchange_declare_ok,
-            0x00280014: _decode_exchange_delete,
-            0x00280015: _decode_exchange_delete_ok,
             0x0028001E: _decode_exchange_bind,
             0x0028001F: _decode_exchange_bind_ok,
             0x00280028: _decode_exchange_unbind,
             0x00280033: _decode_exchange_unbind_ok,
-            0x0032000A: _decode_queue_declare,
-            0x0032000B: _decode_queue_declare_ok,
-            0x00320014: _decode_queue_bind,
-            0x00320015: _decode_queue_bind_ok,
-            0x0032001E: _decode_queue_purge,
-            0x0032001F: _decode_queue_purge_ok,
-            0x00320028: _decode_queue_delete,
-            0x00320029: _decode_queue_delete_ok,
-            0x00320032: _decode_queue_unbind,
-            0x00320033: _decode_queue_unbind_ok,
-            0x003C000A: _decode_basic_qos,
-            0x003C000B: _decode_basic_qos_ok,
-            0x003C0014: _decode_basic_consume,
-            0x003C0015: _decode_basic_consume_ok,
             0x003C001E: _decode_basic_cancel,
             0x003C001F: _decode_basic_cancel_ok,
-            0x003C0028: _decode_basic_publish,
-            0x003C0032: _decode_basic_return,
-            0x003C003C: _decode_basic_deliver,
-            0x003C0046: _decode_basic_get,
-            0x003C0047: _decode_basic_get_ok,
-            0x003C0048: _decode_basic_get_empty,
             0x003C0050: _decode_basic_ack,
-            0x003C005A: _decode_basic_reject,
-            0x003C0064: _decode_basic_recover_async,
-            0x003C006E: _decode_basic_recover,
-            0x003C006F: _decode_basic_recover_ok,
             0x003C0078: _decode_basic_nack,
             0x0055000A: _decode_confirm_select,
             0x0055000B: _decode_confirm_select_ok,
-            0x005A000A: _decode_tx_select,
-            0x005A000B: _decode_tx_select_ok,
-            0x005A0014: _decode_tx_commit,
-            0x005A0015: _decode_tx_commit_ok,
-            0x005A001E: _decode_tx_rollback,
-            0x005A001F: _decode_tx_rollback_ok,
         },
     ),
     2: (
         struct.Struct(">H"),  # frame.class_id
         {
-            0x003C: _decode_basic_properties,
+            **shared._KEYED[2],
         },
     ),
 }
 
 # type_ -> the decoder of its one layout, where no body key follows the header
 _UNKEYED: dict[int, _Straight] = {
-    3: _decode_content_body,
-    8: _decode_heartbeat,
+    **shared._UNKEYED,
 }
 
 # header (type) -> the fields at the start of the body that complete the identity
@@ -1763,146 +1291,59 @@ FRAME_KEYS: frozenset[tuple[int, ...]] = frozenset(
 """Every (type) header `decode` has a layout for: what a framing check that
 resynchronises after unframeable bytes accepts as a frame header."""
 
+
+def _framer(encode_body: Callable[[Any, list[bytes]], None], type_: int) -> Callable[[Any], bytes]:
+    """A message's frame encoder: its body's parts (`encode_body`), the header packed before
+    them with the message's `type_`, the trailer after them."""
+
+    def frame(msg: Any) -> bytes:
+        parts: list[bytes] = [b""]
+        encode_body(msg, parts)
+        parts[0] = HEADER.pack(type_, msg.channel, sum(map(len, parts)))
+        parts.append(TRAILER)
+        return b"".join(parts)
+
+    return frame
+
+
 _ENCODERS: dict[type, Callable[[Any, list[bytes]], None]] = {
-    ContentBody: _encode_content_body,
-    Heartbeat: _encode_heartbeat,
-    ConnectionStart: _encode_connection_start,
-    ConnectionStartOk: _encode_connection_start_ok,
-    ConnectionSecure: _encode_connection_secure,
-    ConnectionSecureOk: _encode_connection_secure_ok,
-    ConnectionTune: _encode_connection_tune,
-    ConnectionTuneOk: _encode_connection_tune_ok,
-    ConnectionOpen: _encode_connection_open,
-    ConnectionOpenOk: _encode_connection_open_ok,
-    ConnectionClose: _encode_connection_close,
-    ConnectionCloseOk: _encode_connection_close_ok,
+    **shared._ENCODERS,
     ConnectionBlocked: _encode_connection_blocked,
     ConnectionUnblocked: _encode_connection_unblocked,
     ConnectionUpdateSecret: _encode_connection_update_secret,
     ConnectionUpdateSecretOk: _encode_connection_update_secret_ok,
-    ChannelOpen: _encode_channel_open,
-    ChannelOpenOk: _encode_channel_open_ok,
-    ChannelFlow: _encode_channel_flow,
-    ChannelFlowOk: _encode_channel_flow_ok,
-    ChannelClose: _encode_channel_close,
-    ChannelCloseOk: _encode_channel_close_ok,
     ExchangeDeclare: _encode_exchange_declare,
-    ExchangeDeclareOk: _encode_exchange_declare_ok,
-    ExchangeDelete: _encode_exchange_delete,
-    ExchangeDeleteOk: _encode_exchange_delete_ok,
     ExchangeBind: _encode_exchange_bind,
     ExchangeBindOk: _encode_exchange_bind_ok,
     ExchangeUnbind: _encode_exchange_unbind,
     ExchangeUnbindOk: _encode_exchange_unbind_ok,
-    QueueDeclare: _encode_queue_declare,
-    QueueDeclareOk: _encode_queue_declare_ok,
-    QueueBind: _encode_queue_bind,
-    QueueBindOk: _encode_queue_bind_ok,
-    QueuePurge: _encode_queue_purge,
-    QueuePurgeOk: _encode_queue_purge_ok,
-    QueueDelete: _encode_queue_delete,
-    QueueDeleteOk: _encode_queue_delete_ok,
-    QueueUnbind: _encode_queue_unbind,
-    QueueUnbindOk: _encode_queue_unbind_ok,
-    BasicProperties: _encode_basic_properties,
-    BasicQos: _encode_basic_qos,
-    BasicQosOk: _encode_basic_qos_ok,
-    BasicConsume: _encode_basic_consume,
-    BasicConsumeOk: _encode_basic_consume_ok,
     BasicCancel: _encode_basic_cancel,
     BasicCancelOk: _encode_basic_cancel_ok,
-    BasicPublish: _encode_basic_publish,
-    BasicReturn: _encode_basic_return,
-    BasicDeliver: _encode_basic_deliver,
-    BasicGet: _encode_basic_get,
-    BasicGetOk: _encode_basic_get_ok,
-    BasicGetEmpty: _encode_basic_get_empty,
     BasicAck: _encode_basic_ack,
-    BasicReject: _encode_basic_reject,
-    BasicRecoverAsync: _encode_basic_recover_async,
-    BasicRecover: _encode_basic_recover,
-    BasicRecoverOk: _encode_basic_recover_ok,
     BasicNack: _encode_basic_nack,
     ConfirmSelect: _encode_confirm_select,
     ConfirmSelectOk: _encode_confirm_select_ok,
-    TxSelect: _encode_tx_select,
-    TxSelectOk: _encode_tx_select_ok,
-    TxCommit: _encode_tx_commit,
-    TxCommitOk: _encode_tx_commit_ok,
-    TxRollback: _encode_tx_rollback,
-    TxRollbackOk: _encode_tx_rollback_ok,
 }
 
 # each message's own frame encoder (one pack where every field has a fixed width), where
 # encode need not look at the message to frame it
 _FRAMES: dict[type, Callable[[Any], bytes]] = {
-    ContentBody: _frame_content_body,
-    Heartbeat: _frame_heartbeat,
-    ConnectionStart: _frame_connection_start,
-    ConnectionStartOk: _frame_connection_start_ok,
-    ConnectionSecure: _frame_connection_secure,
-    ConnectionSecureOk: _frame_connection_secure_ok,
-    ConnectionTune: _frame_connection_tune,
-    ConnectionTuneOk: _frame_connection_tune_ok,
-    ConnectionOpen: _frame_connection_open,
-    ConnectionOpenOk: _frame_connection_open_ok,
-    ConnectionClose: _frame_connection_close,
-    ConnectionCloseOk: _frame_connection_close_ok,
-    ConnectionBlocked: _frame_connection_blocked,
+    **shared._FRAMES,
+    ConnectionBlocked: _framer(_encode_connection_blocked, 0x01),
     ConnectionUnblocked: _frame_connection_unblocked,
-    ConnectionUpdateSecret: _frame_connection_update_secret,
+    ConnectionUpdateSecret: _framer(_encode_connection_update_secret, 0x01),
     ConnectionUpdateSecretOk: _frame_connection_update_secret_ok,
-    ChannelOpen: _frame_channel_open,
-    ChannelOpenOk: _frame_channel_open_ok,
-    ChannelFlow: _frame_channel_flow,
-    ChannelFlowOk: _frame_channel_flow_ok,
-    ChannelClose: _frame_channel_close,
-    ChannelCloseOk: _frame_channel_close_ok,
-    ExchangeDeclare: _frame_exchange_declare,
-    ExchangeDeclareOk: _frame_exchange_declare_ok,
-    ExchangeDelete: _frame_exchange_delete,
-    ExchangeDeleteOk: _frame_exchange_delete_ok,
-    ExchangeBind: _frame_exchange_bind,
+    ExchangeDeclare: _framer(_encode_exchange_declare, 0x01),
+    ExchangeBind: _framer(_encode_exchange_bind, 0x01),
     ExchangeBindOk: _frame_exchange_bind_ok,
-    ExchangeUnbind: _frame_exchange_unbind,
+    ExchangeUnbind: _framer(_encode_exchange_unbind, 0x01),
     ExchangeUnbindOk: _frame_exchange_unbind_ok,
-    QueueDeclare: _frame_queue_declare,
-    QueueDeclareOk: _frame_queue_declare_ok,
-    QueueBind: _frame_queue_bind,
-    QueueBindOk: _frame_queue_bind_ok,
-    QueuePurge: _frame_queue_purge,
-    QueuePurgeOk: _frame_queue_purge_ok,
-    QueueDelete: _frame_queue_delete,
-    QueueDeleteOk: _frame_queue_delete_ok,
-    QueueUnbind: _frame_queue_unbind,
-    QueueUnbindOk: _frame_queue_unbind_ok,
-    BasicProperties: _frame_basic_properties,
-    BasicQos: _frame_basic_qos,
-    BasicQosOk: _frame_basic_qos_ok,
-    BasicConsume: _frame_basic_consume,
-    BasicConsumeOk: _frame_basic_consume_ok,
-    BasicCancel: _frame_basic_cancel,
-    BasicCancelOk: _frame_basic_cancel_ok,
-    BasicPublish: _frame_basic_publish,
-    BasicReturn: _frame_basic_return,
-    BasicDeliver: _frame_basic_deliver,
-    BasicGet: _frame_basic_get,
-    BasicGetOk: _frame_basic_get_ok,
-    BasicGetEmpty: _frame_basic_get_empty,
+    BasicCancel: _framer(_encode_basic_cancel, 0x01),
+    BasicCancelOk: _framer(_encode_basic_cancel_ok, 0x01),
     BasicAck: _frame_basic_ack,
-    BasicReject: _frame_basic_reject,
-    BasicRecoverAsync: _frame_basic_recover_async,
-    BasicRecover: _frame_basic_recover,
-    BasicRecoverOk: _frame_basic_recover_ok,
     BasicNack: _frame_basic_nack,
     ConfirmSelect: _frame_confirm_select,
     ConfirmSelectOk: _frame_confirm_select_ok,
-    TxSelect: _frame_tx_select,
-    TxSelectOk: _frame_tx_select_ok,
-    TxCommit: _frame_tx_commit,
-    TxCommitOk: _frame_tx_commit_ok,
-    TxRollback: _frame_tx_rollback,
-    TxRollbackOk: _frame_tx_rollback_ok,
 }
 
 

@@ -131,46 +131,19 @@ _CONNECTION = Automaton(
     "connection          = open-connection *use-connection close-connection\nopen-connection     = C:protocol-header\n                      S:START C:START-OK\n                      *challenge\n                      S:TUNE C:TUNE-OK\n                      C:OPEN S:OPEN-OK\nchallenge           = S:SECURE C:SECURE-OK\nuse-connection      = *channel\nclose-connection    = C:CLOSE S:CLOSE-OK\n                    / S:CLOSE C:CLOSE-OK",
     frozenset([13]),
     (
-        {  # 0
-            "C:connection.protocol-header": 1,
-        },
-        {  # 1
-            "S:connection.start": 2,
-        },
-        {  # 2
-            "C:connection.start-ok": 3,
-        },
-        {  # 3
-            "S:connection.secure": 4,
-            "S:connection.tune": 5,
-        },
-        {  # 4
-            "C:connection.secure-ok": 3,
-        },
-        {  # 5
-            "C:connection.tune-ok": 6,
-        },
-        {  # 6
-            "C:connection.open": 7,
-        },
-        {  # 7
-            "S:connection.open-ok": 8,
-        },
-        {  # 8
-            "C:channel.open": 9,
-            "C:connection.close": 10,
-            "S:connection.close": 11,
-        },
-        {  # 9
-            "S:channel.open-ok": 12,
-        },
-        {  # 10
-            "S:connection.close-ok": 13,
-        },
-        {  # 11
-            "C:connection.close-ok": 13,
-        },
-        {  # 12
+        {"C:connection.protocol-header": 1},  # 0
+        {"S:connection.start": 2},  # 1
+        {"C:connection.start-ok": 3},  # 2
+        {"S:connection.secure": 4, "S:connection.tune": 5},  # 3
+        {"C:connection.secure-ok": 3},  # 4
+        {"C:connection.tune-ok": 6},  # 5
+        {"C:connection.open": 7},  # 6
+        {"S:connection.open-ok": 8},  # 7
+        {"C:channel.open": 9, "C:connection.close": 10, "S:connection.close": 11},  # 8
+        {"S:channel.open-ok": 12},  # 9
+        {"S:connection.close-ok": 13},  # 10
+        {"C:connection.close-ok": 13},  # 11
+        {
             "C:basic.ack": 12,
             "C:basic.cancel": 14,
             "C:basic.consume": 15,
@@ -202,75 +175,30 @@ _CONNECTION = Automaton(
             "S:basic.return": 12,
             "S:channel.close": 34,
             "S:channel.flow": 35,
-        },
+        },  # 12
         {},  # 13
-        {  # 14
-            "S:basic.cancel-ok": 12,
-        },
-        {  # 15
-            "S:basic.consume-ok": 12,
-        },
-        {  # 16
-            "S:basic.get-empty": 12,
-            "S:basic.get-ok": 12,
-        },
-        {  # 17
-            "S:basic.qos-ok": 12,
-        },
-        {  # 18
-            "S:basic.recover-ok": 12,
-        },
-        {  # 19
-            "S:channel.close-ok": 8,
-        },
-        {  # 20
-            "S:channel.flow-ok": 12,
-        },
-        {  # 21
-            "S:confirm.select-ok": 12,
-        },
-        {  # 22
-            "S:exchange.bind-ok": 12,
-        },
-        {  # 23
-            "S:exchange.declare-ok": 12,
-        },
-        {  # 24
-            "S:exchange.delete-ok": 12,
-        },
-        {  # 25
-            "S:exchange.unbind-ok": 12,
-        },
-        {  # 26
-            "S:queue.bind-ok": 12,
-        },
-        {  # 27
-            "S:queue.declare-ok": 12,
-        },
-        {  # 28
-            "S:queue.delete-ok": 12,
-        },
-        {  # 29
-            "S:queue.purge-ok": 12,
-        },
-        {  # 30
-            "S:queue.unbind-ok": 12,
-        },
-        {  # 31
-            "S:tx.commit-ok": 12,
-        },
-        {  # 32
-            "S:tx.rollback-ok": 12,
-        },
-        {  # 33
-            "S:tx.select-ok": 12,
-        },
-        {  # 34
-            "C:channel.close-ok": 8,
-        },
-        {  # 35
-            "C:channel.flow-ok": 12,
-        },
+        {"S:basic.cancel-ok": 12},  # 14
+        {"S:basic.consume-ok": 12},  # 15
+        {"S:basic.get-empty": 12, "S:basic.get-ok": 12},  # 16
+        {"S:basic.qos-ok": 12},  # 17
+        {"S:basic.recover-ok": 12},  # 18
+        {"S:channel.close-ok": 8},  # 19
+        {"S:channel.flow-ok": 12},  # 20
+        {"S:confirm.select-ok": 12},  # 21
+        {"S:exchange.bind-ok": 12},  # 22
+        {"S:exchange.declare-ok": 12},  # 23
+        {"S:exchange.delete-ok": 12},  # 24
+        {"S:exchange.unbind-ok": 12},  # 25
+        {"S:queue.bind-ok": 12},  # 26
+        {"S:queue.declare-ok": 12},  # 27
+        {"S:queue.delete-ok": 12},  # 28
+        {"S:queue.purge-ok": 12},  # 29
+        {"S:queue.unbind-ok": 12},  # 30
+        {"S:tx.commit-ok": 12},  # 31
+        {"S:tx.rollback-ok": 12},  # 32
+        {"S:tx.select-ok": 12},  # 33
+        {"C:channel.close-ok": 8},  # 34
+        {"C:channel.flow-ok": 12},  # 35
     ),
 )
 
@@ -279,13 +207,9 @@ _CHANNEL = Automaton(
     "channel             = open-channel *use-channel close-channel\nopen-channel        = C:OPEN S:OPEN-OK\nuse-channel         = C:FLOW S:FLOW-OK\n                    / S:FLOW C:FLOW-OK\n                    / functional-class\nclose-channel       = C:CLOSE S:CLOSE-OK\n                    / S:CLOSE C:CLOSE-OK",
     frozenset([25]),
     (
-        {  # 0
-            "C:channel.open": 1,
-        },
-        {  # 1
-            "S:channel.open-ok": 2,
-        },
-        {  # 2
+        {"C:channel.open": 1},  # 0
+        {"S:channel.open-ok": 2},  # 1
+        {
             "C:basic.ack": 2,
             "C:basic.cancel": 3,
             "C:basic.consume": 4,
@@ -317,74 +241,29 @@ _CHANNEL = Automaton(
             "S:basic.return": 2,
             "S:channel.close": 23,
             "S:channel.flow": 24,
-        },
-        {  # 3
-            "S:basic.cancel-ok": 2,
-        },
-        {  # 4
-            "S:basic.consume-ok": 2,
-        },
-        {  # 5
-            "S:basic.get-empty": 2,
-            "S:basic.get-ok": 2,
-        },
-        {  # 6
-            "S:basic.qos-ok": 2,
-        },
-        {  # 7
-            "S:basic.recover-ok": 2,
-        },
-        {  # 8
-            "S:channel.close-ok": 25,
-        },
-        {  # 9
-            "S:channel.flow-ok": 2,
-        },
-        {  # 10
-            "S:confirm.select-ok": 2,
-        },
-        {  # 11
-            "S:exchange.bind-ok": 2,
-        },
-        {  # 12
-            "S:exchange.declare-ok": 2,
-        },
-        {  # 13
-            "S:exchange.delete-ok": 2,
-        },
-        {  # 14
-            "S:exchange.unbind-ok": 2,
-        },
-        {  # 15
-            "S:queue.bind-ok": 2,
-        },
-        {  # 16
-            "S:queue.declare-ok": 2,
-        },
-        {  # 17
-            "S:queue.delete-ok": 2,
-        },
-        {  # 18
-            "S:queue.purge-ok": 2,
-        },
-        {  # 19
-            "S:queue.unbind-ok": 2,
-        },
-        {  # 20
-            "S:tx.commit-ok": 2,
-        },
-        {  # 21
-            "S:tx.rollback-ok": 2,
-        },
-        {  # 22
-            "S:tx.select-ok": 2,
-        },
-        {  # 23
-            "C:channel.close-ok": 25,
-        },
-        {  # 24
-            "C:channel.flow-ok": 2,
-        },
+        },  # 2
+        {"S:basic.cancel-ok": 2},  # 3
+        {"S:basic.consume-ok": 2},  # 4
+        {"S:basic.get-empty": 2, "S:basic.get-ok": 2},  # 5
+        {"S:basic.qos-ok": 2},  # 6
+        {"S:basic.recover-ok": 2},  # 7
+        {"S:channel.close-ok": 25},  # 8
+        {"S:channel.flow-ok": 2},  # 9
+        {"S:confirm.select-ok": 2},  # 10
+        {"S:exchange.bind-ok": 2},  # 11
+        {"S:exchange.declare-ok": 2},  # 12
+        {"S:exchange.delete-ok": 2},  # 13
+        {"S:exchange.unbind-ok": 2},  # 14
+        {"S:queue.bind-ok": 2},  # 15
+        {"S:queue.declare-ok": 2},  # 16
+        {"S:queue.delete-ok": 2},  # 17
+        {"S:queue.purge-ok": 2},  # 18
+        {"S:queue.unbind-ok": 2},  # 19
+        {"S:tx.commit-ok": 2},  # 20
+        {"S:tx.rollback-ok": 2},  # 21
+        {"S:tx.select-ok": 2},  # 22
+        {"C:channel.close-ok": 25},  # 23
+        {"C:channel.flow-ok": 2},  # 24
         {},  # 25
     ),
 )
@@ -394,24 +273,16 @@ _EXCHANGE = Automaton(
     "exchange            = C:DECLARE  S:DECLARE-OK\n                    / C:DELETE   S:DELETE-OK\n                    / C:BIND     S:BIND-OK\n                    / C:UNBIND   S:UNBIND-OK",
     frozenset([5]),
     (
-        {  # 0
+        {
             "C:exchange.bind": 1,
             "C:exchange.declare": 2,
             "C:exchange.delete": 3,
             "C:exchange.unbind": 4,
-        },
-        {  # 1
-            "S:exchange.bind-ok": 5,
-        },
-        {  # 2
-            "S:exchange.declare-ok": 5,
-        },
-        {  # 3
-            "S:exchange.delete-ok": 5,
-        },
-        {  # 4
-            "S:exchange.unbind-ok": 5,
-        },
+        },  # 0
+        {"S:exchange.bind-ok": 5},  # 1
+        {"S:exchange.declare-ok": 5},  # 2
+        {"S:exchange.delete-ok": 5},  # 3
+        {"S:exchange.unbind-ok": 5},  # 4
         {},  # 5
     ),
 )
@@ -421,28 +292,18 @@ _QUEUE = Automaton(
     "queue               = C:DECLARE  S:DECLARE-OK\n                    / C:BIND     S:BIND-OK\n                    / C:UNBIND   S:UNBIND-OK\n                    / C:PURGE    S:PURGE-OK\n                    / C:DELETE   S:DELETE-OK",
     frozenset([6]),
     (
-        {  # 0
+        {
             "C:queue.bind": 1,
             "C:queue.declare": 2,
             "C:queue.delete": 3,
             "C:queue.purge": 4,
             "C:queue.unbind": 5,
-        },
-        {  # 1
-            "S:queue.bind-ok": 6,
-        },
-        {  # 2
-            "S:queue.declare-ok": 6,
-        },
-        {  # 3
-            "S:queue.delete-ok": 6,
-        },
-        {  # 4
-            "S:queue.purge-ok": 6,
-        },
-        {  # 5
-            "S:queue.unbind-ok": 6,
-        },
+        },  # 0
+        {"S:queue.bind-ok": 6},  # 1
+        {"S:queue.declare-ok": 6},  # 2
+        {"S:queue.delete-ok": 6},  # 3
+        {"S:queue.purge-ok": 6},  # 4
+        {"S:queue.unbind-ok": 6},  # 5
         {},  # 6
     ),
 )
@@ -452,7 +313,7 @@ _BASIC = Automaton(
     "basic               = C:QOS S:QOS-OK\n                    / C:CONSUME S:CONSUME-OK\n                    / C:CANCEL S:CANCEL-OK\n                    / C:PUBLISH content\n                    / S:RETURN content\n                    / S:DELIVER content\n                    / C:GET ( S:GET-OK content / S:GET-EMPTY )\n                    / C:ACK\n                    / S:ACK\n                    / C:REJECT\n                    / C:NACK\n                    / S:NACK\n                    / C:RECOVER-ASYNC\n                    / C:RECOVER S:RECOVER-OK",
     frozenset([1]),
     (
-        {  # 0
+        {
             "C:basic.ack": 1,
             "C:basic.cancel": 2,
             "C:basic.consume": 3,
@@ -467,24 +328,13 @@ _BASIC = Automaton(
             "S:basic.deliver": 1,
             "S:basic.nack": 1,
             "S:basic.return": 1,
-        },
+        },  # 0
         {},  # 1
-        {  # 2
-            "S:basic.cancel-ok": 1,
-        },
-        {  # 3
-            "S:basic.consume-ok": 1,
-        },
-        {  # 4
-            "S:basic.get-empty": 1,
-            "S:basic.get-ok": 1,
-        },
-        {  # 5
-            "S:basic.qos-ok": 1,
-        },
-        {  # 6
-            "S:basic.recover-ok": 1,
-        },
+        {"S:basic.cancel-ok": 1},  # 2
+        {"S:basic.consume-ok": 1},  # 3
+        {"S:basic.get-empty": 1, "S:basic.get-ok": 1},  # 4
+        {"S:basic.qos-ok": 1},  # 5
+        {"S:basic.recover-ok": 1},  # 6
     ),
 )
 
@@ -493,20 +343,10 @@ _TX = Automaton(
     "tx                  = C:SELECT S:SELECT-OK\n                    / C:COMMIT S:COMMIT-OK\n                    / C:ROLLBACK S:ROLLBACK-OK",
     frozenset([4]),
     (
-        {  # 0
-            "C:tx.commit": 1,
-            "C:tx.rollback": 2,
-            "C:tx.select": 3,
-        },
-        {  # 1
-            "S:tx.commit-ok": 4,
-        },
-        {  # 2
-            "S:tx.rollback-ok": 4,
-        },
-        {  # 3
-            "S:tx.select-ok": 4,
-        },
+        {"C:tx.commit": 1, "C:tx.rollback": 2, "C:tx.select": 3},  # 0
+        {"S:tx.commit-ok": 4},  # 1
+        {"S:tx.rollback-ok": 4},  # 2
+        {"S:tx.select-ok": 4},  # 3
         {},  # 4
     ),
 )
@@ -516,12 +356,8 @@ _CONFIRM = Automaton(
     "confirm            = C:SELECT S:SELECT-OK",
     frozenset([2]),
     (
-        {  # 0
-            "C:confirm.select": 1,
-        },
-        {  # 1
-            "S:confirm.select-ok": 2,
-        },
+        {"C:confirm.select": 1},  # 0
+        {"S:confirm.select-ok": 2},  # 1
         {},  # 2
     ),
 )

@@ -120,46 +120,19 @@ _CONNECTION = Automaton(
     "connection          = open-connection *use-connection close-connection\nopen-connection     = C:protocol-header\n                      S:START C:START-OK\n                      *challenge\n                      S:TUNE C:TUNE-OK\n                      C:OPEN S:OPEN-OK\nchallenge           = S:SECURE C:SECURE-OK\nuse-connection      = *channel\nclose-connection    = C:CLOSE S:CLOSE-OK\n                    / S:CLOSE C:CLOSE-OK",
     frozenset([13]),
     (
-        {  # 0
-            "C:connection.protocol-header": 1,
-        },
-        {  # 1
-            "S:connection.start": 2,
-        },
-        {  # 2
-            "C:connection.start-ok": 3,
-        },
-        {  # 3
-            "S:connection.secure": 4,
-            "S:connection.tune": 5,
-        },
-        {  # 4
-            "C:connection.secure-ok": 3,
-        },
-        {  # 5
-            "C:connection.tune-ok": 6,
-        },
-        {  # 6
-            "C:connection.open": 7,
-        },
-        {  # 7
-            "S:connection.open-ok": 8,
-        },
-        {  # 8
-            "C:channel.open": 9,
-            "C:connection.close": 10,
-            "S:connection.close": 11,
-        },
-        {  # 9
-            "S:channel.open-ok": 12,
-        },
-        {  # 10
-            "S:connection.close-ok": 13,
-        },
-        {  # 11
-            "C:connection.close-ok": 13,
-        },
-        {  # 12
+        {"C:connection.protocol-header": 1},  # 0
+        {"S:connection.start": 2},  # 1
+        {"C:connection.start-ok": 3},  # 2
+        {"S:connection.secure": 4, "S:connection.tune": 5},  # 3
+        {"C:connection.secure-ok": 3},  # 4
+        {"C:connection.tune-ok": 6},  # 5
+        {"C:connection.open": 7},  # 6
+        {"S:connection.open-ok": 8},  # 7
+        {"C:channel.open": 9, "C:connection.close": 10, "S:connection.close": 11},  # 8
+        {"S:channel.open-ok": 12},  # 9
+        {"S:connection.close-ok": 13},  # 10
+        {"C:connection.close-ok": 13},  # 11
+        {
             "C:basic.ack": 12,
             "C:basic.cancel": 14,
             "C:basic.consume": 15,
@@ -185,66 +158,27 @@ _CONNECTION = Automaton(
             "S:basic.return": 12,
             "S:channel.close": 31,
             "S:channel.flow": 32,
-        },
+        },  # 12
         {},  # 13
-        {  # 14
-            "S:basic.cancel-ok": 12,
-        },
-        {  # 15
-            "S:basic.consume-ok": 12,
-        },
-        {  # 16
-            "S:basic.get-empty": 12,
-            "S:basic.get-ok": 12,
-        },
-        {  # 17
-            "S:basic.qos-ok": 12,
-        },
-        {  # 18
-            "S:basic.recover-ok": 12,
-        },
-        {  # 19
-            "S:channel.close-ok": 8,
-        },
-        {  # 20
-            "S:channel.flow-ok": 12,
-        },
-        {  # 21
-            "S:exchange.declare-ok": 12,
-        },
-        {  # 22
-            "S:exchange.delete-ok": 12,
-        },
-        {  # 23
-            "S:queue.bind-ok": 12,
-        },
-        {  # 24
-            "S:queue.declare-ok": 12,
-        },
-        {  # 25
-            "S:queue.delete-ok": 12,
-        },
-        {  # 26
-            "S:queue.purge-ok": 12,
-        },
-        {  # 27
-            "S:queue.unbind-ok": 12,
-        },
-        {  # 28
-            "S:tx.commit-ok": 12,
-        },
-        {  # 29
-            "S:tx.rollback-ok": 12,
-        },
-        {  # 30
-            "S:tx.select-ok": 12,
-        },
-        {  # 31
-            "C:channel.close-ok": 8,
-        },
-        {  # 32
-            "C:channel.flow-ok": 12,
-        },
+        {"S:basic.cancel-ok": 12},  # 14
+        {"S:basic.consume-ok": 12},  # 15
+        {"S:basic.get-empty": 12, "S:basic.get-ok": 12},  # 16
+        {"S:basic.qos-ok": 12},  # 17
+        {"S:basic.recover-ok": 12},  # 18
+        {"S:channel.close-ok": 8},  # 19
+        {"S:channel.flow-ok": 12},  # 20
+        {"S:exchange.declare-ok": 12},  # 21
+        {"S:exchange.delete-ok": 12},  # 22
+        {"S:queue.bind-ok": 12},  # 23
+        {"S:queue.declare-ok": 12},  # 24
+        {"S:queue.delete-ok": 12},  # 25
+        {"S:queue.purge-ok": 12},  # 26
+        {"S:queue.unbind-ok": 12},  # 27
+        {"S:tx.commit-ok": 12},  # 28
+        {"S:tx.rollback-ok": 12},  # 29
+        {"S:tx.select-ok": 12},  # 30
+        {"C:channel.close-ok": 8},  # 31
+        {"C:channel.flow-ok": 12},  # 32
     ),
 )
 
@@ -253,13 +187,9 @@ _CHANNEL = Automaton(
     "channel             = open-channel *use-channel close-channel\nopen-channel        = C:OPEN S:OPEN-OK\nuse-channel         = C:FLOW S:FLOW-OK\n                    / S:FLOW C:FLOW-OK\n                    / functional-class\nclose-channel       = C:CLOSE S:CLOSE-OK\n                    / S:CLOSE C:CLOSE-OK",
     frozenset([22]),
     (
-        {  # 0
-            "C:channel.open": 1,
-        },
-        {  # 1
-            "S:channel.open-ok": 2,
-        },
-        {  # 2
+        {"C:channel.open": 1},  # 0
+        {"S:channel.open-ok": 2},  # 1
+        {
             "C:basic.ack": 2,
             "C:basic.cancel": 3,
             "C:basic.consume": 4,
@@ -285,65 +215,26 @@ _CHANNEL = Automaton(
             "S:basic.return": 2,
             "S:channel.close": 20,
             "S:channel.flow": 21,
-        },
-        {  # 3
-            "S:basic.cancel-ok": 2,
-        },
-        {  # 4
-            "S:basic.consume-ok": 2,
-        },
-        {  # 5
-            "S:basic.get-empty": 2,
-            "S:basic.get-ok": 2,
-        },
-        {  # 6
-            "S:basic.qos-ok": 2,
-        },
-        {  # 7
-            "S:basic.recover-ok": 2,
-        },
-        {  # 8
-            "S:channel.close-ok": 22,
-        },
-        {  # 9
-            "S:channel.flow-ok": 2,
-        },
-        {  # 10
-            "S:exchange.declare-ok": 2,
-        },
-        {  # 11
-            "S:exchange.delete-ok": 2,
-        },
-        {  # 12
-            "S:queue.bind-ok": 2,
-        },
-        {  # 13
-            "S:queue.declare-ok": 2,
-        },
-        {  # 14
-            "S:queue.delete-ok": 2,
-        },
-        {  # 15
-            "S:queue.purge-ok": 2,
-        },
-        {  # 16
-            "S:queue.unbind-ok": 2,
-        },
-        {  # 17
-            "S:tx.commit-ok": 2,
-        },
-        {  # 18
-            "S:tx.rollback-ok": 2,
-        },
-        {  # 19
-            "S:tx.select-ok": 2,
-        },
-        {  # 20
-            "C:channel.close-ok": 22,
-        },
-        {  # 21
-            "C:channel.flow-ok": 2,
-        },
+        },  # 2
+        {"S:basic.cancel-ok": 2},  # 3
+        {"S:basic.consume-ok": 2},  # 4
+        {"S:basic.get-empty": 2, "S:basic.get-ok": 2},  # 5
+        {"S:basic.qos-ok": 2},  # 6
+        {"S:basic.recover-ok": 2},  # 7
+        {"S:channel.close-ok": 22},  # 8
+        {"S:channel.flow-ok": 2},  # 9
+        {"S:exchange.declare-ok": 2},  # 10
+        {"S:exchange.delete-ok": 2},  # 11
+        {"S:queue.bind-ok": 2},  # 12
+        {"S:queue.declare-ok": 2},  # 13
+        {"S:queue.delete-ok": 2},  # 14
+        {"S:queue.purge-ok": 2},  # 15
+        {"S:queue.unbind-ok": 2},  # 16
+        {"S:tx.commit-ok": 2},  # 17
+        {"S:tx.rollback-ok": 2},  # 18
+        {"S:tx.select-ok": 2},  # 19
+        {"C:channel.close-ok": 22},  # 20
+        {"C:channel.flow-ok": 2},  # 21
         {},  # 22
     ),
 )
@@ -353,16 +244,9 @@ _EXCHANGE = Automaton(
     "exchange            = C:DECLARE  S:DECLARE-OK\n                    / C:DELETE   S:DELETE-OK",
     frozenset([3]),
     (
-        {  # 0
-            "C:exchange.declare": 1,
-            "C:exchange.delete": 2,
-        },
-        {  # 1
-            "S:exchange.declare-ok": 3,
-        },
-        {  # 2
-            "S:exchange.delete-ok": 3,
-        },
+        {"C:exchange.declare": 1, "C:exchange.delete": 2},  # 0
+        {"S:exchange.declare-ok": 3},  # 1
+        {"S:exchange.delete-ok": 3},  # 2
         {},  # 3
     ),
 )
@@ -372,28 +256,18 @@ _QUEUE = Automaton(
     "queue               = C:DECLARE  S:DECLARE-OK\n                    / C:BIND     S:BIND-OK\n                    / C:UNBIND   S:UNBIND-OK\n                    / C:PURGE    S:PURGE-OK\n                    / C:DELETE   S:DELETE-OK",
     frozenset([6]),
     (
-        {  # 0
+        {
             "C:queue.bind": 1,
             "C:queue.declare": 2,
             "C:queue.delete": 3,
             "C:queue.purge": 4,
             "C:queue.unbind": 5,
-        },
-        {  # 1
-            "S:queue.bind-ok": 6,
-        },
-        {  # 2
-            "S:queue.declare-ok": 6,
-        },
-        {  # 3
-            "S:queue.delete-ok": 6,
-        },
-        {  # 4
-            "S:queue.purge-ok": 6,
-        },
-        {  # 5
-            "S:queue.unbind-ok": 6,
-        },
+        },  # 0
+        {"S:queue.bind-ok": 6},  # 1
+        {"S:queue.declare-ok": 6},  # 2
+        {"S:queue.delete-ok": 6},  # 3
+        {"S:queue.purge-ok": 6},  # 4
+        {"S:queue.unbind-ok": 6},  # 5
         {},  # 6
     ),
 )
@@ -403,7 +277,7 @@ _BASIC = Automaton(
     "basic               = C:QOS S:QOS-OK\n                    / C:CONSUME S:CONSUME-OK\n                    / C:CANCEL S:CANCEL-OK\n                    / C:PUBLISH content\n                    / S:RETURN content\n                    / S:DELIVER content\n                    / C:GET ( S:GET-OK content / S:GET-EMPTY )\n                    / C:ACK\n                    / C:REJECT\n                    / C:RECOVER-ASYNC\n                    / C:RECOVER S:RECOVER-OK",
     frozenset([1]),
     (
-        {  # 0
+        {
             "C:basic.ack": 1,
             "C:basic.cancel": 2,
             "C:basic.consume": 3,
@@ -415,24 +289,13 @@ _BASIC = Automaton(
             "C:basic.reject": 1,
             "S:basic.deliver": 1,
             "S:basic.return": 1,
-        },
+        },  # 0
         {},  # 1
-        {  # 2
-            "S:basic.cancel-ok": 1,
-        },
-        {  # 3
-            "S:basic.consume-ok": 1,
-        },
-        {  # 4
-            "S:basic.get-empty": 1,
-            "S:basic.get-ok": 1,
-        },
-        {  # 5
-            "S:basic.qos-ok": 1,
-        },
-        {  # 6
-            "S:basic.recover-ok": 1,
-        },
+        {"S:basic.cancel-ok": 1},  # 2
+        {"S:basic.consume-ok": 1},  # 3
+        {"S:basic.get-empty": 1, "S:basic.get-ok": 1},  # 4
+        {"S:basic.qos-ok": 1},  # 5
+        {"S:basic.recover-ok": 1},  # 6
     ),
 )
 
@@ -441,20 +304,10 @@ _TX = Automaton(
     "tx                  = C:SELECT S:SELECT-OK\n                    / C:COMMIT S:COMMIT-OK\n                    / C:ROLLBACK S:ROLLBACK-OK",
     frozenset([4]),
     (
-        {  # 0
-            "C:tx.commit": 1,
-            "C:tx.rollback": 2,
-            "C:tx.select": 3,
-        },
-        {  # 1
-            "S:tx.commit-ok": 4,
-        },
-        {  # 2
-            "S:tx.rollback-ok": 4,
-        },
-        {  # 3
-            "S:tx.select-ok": 4,
-        },
+        {"C:tx.commit": 1, "C:tx.rollback": 2, "C:tx.select": 3},  # 0
+        {"S:tx.commit-ok": 4},  # 1
+        {"S:tx.rollback-ok": 4},  # 2
+        {"S:tx.select-ok": 4},  # 3
         {},  # 4
     ),
 )

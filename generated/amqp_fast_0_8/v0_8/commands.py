@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, ClassVar, Literal
 
-from ..base import Structure
+from ..base import Buffer, Structure
 from ..errors import DecodeError, EncodeError, _bad_length, _truncated
 from ..framing import (
     HEADER_SIZE,
@@ -129,23 +129,19 @@ _CONNECTION_CHALLENGE_0 = struct.Struct(">BB")
 _CONNECTION_CHALLENGE_0_FIELDS = "ConnectionChallenge: version mechanisms"
 
 
-def _decode_connection_challenge(buf: bytes | memoryview, at: int, end: int) -> ConnectionChallenge:
+def _decode_connection_challenge(buf: Buffer, at: int, end: int) -> ConnectionChallenge:
     if end - at < 2:
         raise _truncated(_CONNECTION_CHALLENGE_0, _CONNECTION_CHALLENGE_0_FIELDS, at, end)
     version, mechanisms_len = _CONNECTION_CHALLENGE_0.unpack_from(buf, at)
     at += 2
     if mechanisms_len < 0 or mechanisms_len > end - at:
         raise _bad_length("ConnectionChallenge.mechanisms", at, mechanisms_len, end)
-    try:
-        mechanisms = str(buf[at : at + mechanisms_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ConnectionChallenge.mechanisms", at + e.start, "invalid utf-8") from None
+    mechanisms = str(buf[at : at + mechanisms_len], "utf-8", "surrogateescape")
     at += mechanisms_len
     challenges, at = _decode_field_table(buf, at, end)
-    msg = ConnectionChallenge(version, mechanisms, challenges)
     if at != end:
         raise DecodeError("ConnectionChallenge", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionChallenge(version, mechanisms, challenges)
 
 
 def _encode_connection_challenge(msg: ConnectionChallenge, parts: list[bytes]) -> None:
@@ -184,23 +180,19 @@ _CONNECTION_RESPONSE_0 = struct.Struct(">B")
 _CONNECTION_RESPONSE_0_FIELDS = "ConnectionResponse: mechanism"
 
 
-def _decode_connection_response(buf: bytes | memoryview, at: int, end: int) -> ConnectionResponse:
+def _decode_connection_response(buf: Buffer, at: int, end: int) -> ConnectionResponse:
     if end - at < 1:
         raise _truncated(_CONNECTION_RESPONSE_0, _CONNECTION_RESPONSE_0_FIELDS, at, end)
     (mechanism_len,) = _CONNECTION_RESPONSE_0.unpack_from(buf, at)
     at += 1
     if mechanism_len < 0 or mechanism_len > end - at:
         raise _bad_length("ConnectionResponse.mechanism", at, mechanism_len, end)
-    try:
-        mechanism = str(buf[at : at + mechanism_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ConnectionResponse.mechanism", at + e.start, "invalid utf-8") from None
+    mechanism = str(buf[at : at + mechanism_len], "utf-8", "surrogateescape")
     at += mechanism_len
     responses, at = _decode_field_table(buf, at, end)
-    msg = ConnectionResponse(mechanism, responses)
     if at != end:
         raise DecodeError("ConnectionResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionResponse(mechanism, responses)
 
 
 def _encode_connection_response(msg: ConnectionResponse, parts: list[bytes]) -> None:
@@ -235,13 +227,12 @@ class ConnectionTune(Structure):
         self.dictionary = dictionary
 
 
-def _decode_connection_tune(buf: bytes | memoryview, at: int, end: int) -> ConnectionTune:
+def _decode_connection_tune(buf: Buffer, at: int, end: int) -> ConnectionTune:
     options, at = _decode_field_table(buf, at, end)
     dictionary, at = _decode_field_table(buf, at, end)
-    msg = ConnectionTune(options, dictionary)
     if at != end:
         raise DecodeError("ConnectionTune", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionTune(options, dictionary)
 
 
 def _encode_connection_tune(msg: ConnectionTune, parts: list[bytes]) -> None:
@@ -284,22 +275,18 @@ class ConnectionOpen(Structure):
 
 _CONNECTION_OPEN_0 = struct.Struct(">HB")
 _CONNECTION_OPEN_0_FIELDS = "ConnectionOpen: confirm_tag virtual_path"
-
 _CONNECTION_OPEN_1 = struct.Struct(">B")
 _CONNECTION_OPEN_1_FIELDS = "ConnectionOpen: client_name"
 
 
-def _decode_connection_open(buf: bytes | memoryview, at: int, end: int) -> ConnectionOpen:
+def _decode_connection_open(buf: Buffer, at: int, end: int) -> ConnectionOpen:
     if end - at < 3:
         raise _truncated(_CONNECTION_OPEN_0, _CONNECTION_OPEN_0_FIELDS, at, end)
     confirm_tag, virtual_path_len = _CONNECTION_OPEN_0.unpack_from(buf, at)
     at += 3
     if virtual_path_len < 0 or virtual_path_len > end - at:
         raise _bad_length("ConnectionOpen.virtual_path", at, virtual_path_len, end)
-    try:
-        virtual_path = str(buf[at : at + virtual_path_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ConnectionOpen.virtual_path", at + e.start, "invalid utf-8") from None
+    virtual_path = str(buf[at : at + virtual_path_len], "utf-8", "surrogateescape")
     at += virtual_path_len
     if end - at < 1:
         raise _truncated(_CONNECTION_OPEN_1, _CONNECTION_OPEN_1_FIELDS, at, end)
@@ -307,16 +294,12 @@ def _decode_connection_open(buf: bytes | memoryview, at: int, end: int) -> Conne
     at += 1
     if client_name_len < 0 or client_name_len > end - at:
         raise _bad_length("ConnectionOpen.client_name", at, client_name_len, end)
-    try:
-        client_name = str(buf[at : at + client_name_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ConnectionOpen.client_name", at + e.start, "invalid utf-8") from None
+    client_name = str(buf[at : at + client_name_len], "utf-8", "surrogateescape")
     at += client_name_len
     options, at = _decode_field_table(buf, at, end)
-    msg = ConnectionOpen(confirm_tag, virtual_path, client_name, options)
     if at != end:
         raise DecodeError("ConnectionOpen", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionOpen(confirm_tag, virtual_path, client_name, options)
 
 
 def _encode_connection_open(msg: ConnectionOpen, parts: list[bytes]) -> None:
@@ -356,7 +339,7 @@ _CONNECTION_PING_0 = struct.Struct(">B")
 _CONNECTION_PING_0_FIELDS = "ConnectionPing: bits1"
 
 
-def _decode_connection_ping(buf: bytes | memoryview, at: int, end: int) -> ConnectionPing:
+def _decode_connection_ping(buf: Buffer, at: int, end: int) -> ConnectionPing:
     if end - at < 1:
         raise _truncated(_CONNECTION_PING_0, _CONNECTION_PING_0_FIELDS, at, end)
     (bits1,) = _CONNECTION_PING_0.unpack_from(buf, at)
@@ -364,10 +347,9 @@ def _decode_connection_ping(buf: bytes | memoryview, at: int, end: int) -> Conne
     respond = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("ConnectionPing.unused1", at, "expected 0")
-    msg = ConnectionPing(respond)
     if at != end:
         raise DecodeError("ConnectionPing", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionPing(respond)
 
 
 def _encode_connection_ping(msg: ConnectionPing, parts: list[bytes]) -> None:
@@ -414,22 +396,18 @@ _CONNECTION_REPLY_0 = struct.Struct(">HHB")
 _CONNECTION_REPLY_0_FIELDS = "ConnectionReply: confirm_tag reply_code reply_text"
 
 
-def _decode_connection_reply(buf: bytes | memoryview, at: int, end: int) -> ConnectionReply:
+def _decode_connection_reply(buf: Buffer, at: int, end: int) -> ConnectionReply:
     if end - at < 5:
         raise _truncated(_CONNECTION_REPLY_0, _CONNECTION_REPLY_0_FIELDS, at, end)
     confirm_tag, reply_code, reply_text_len = _CONNECTION_REPLY_0.unpack_from(buf, at)
     at += 5
     if reply_text_len < 0 or reply_text_len > end - at:
         raise _bad_length("ConnectionReply.reply_text", at, reply_text_len, end)
-    try:
-        reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ConnectionReply.reply_text", at + e.start, "invalid utf-8") from None
+    reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
-    msg = ConnectionReply(confirm_tag, reply_code, reply_text)
     if at != end:
         raise DecodeError("ConnectionReply", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionReply(confirm_tag, reply_code, reply_text)
 
 
 def _encode_connection_reply(msg: ConnectionReply, parts: list[bytes]) -> None:
@@ -467,22 +445,18 @@ _CONNECTION_CLOSE_0 = struct.Struct(">HB")
 _CONNECTION_CLOSE_0_FIELDS = "ConnectionClose: reply_code reply_text"
 
 
-def _decode_connection_close(buf: bytes | memoryview, at: int, end: int) -> ConnectionClose:
+def _decode_connection_close(buf: Buffer, at: int, end: int) -> ConnectionClose:
     if end - at < 3:
         raise _truncated(_CONNECTION_CLOSE_0, _CONNECTION_CLOSE_0_FIELDS, at, end)
     reply_code, reply_text_len = _CONNECTION_CLOSE_0.unpack_from(buf, at)
     at += 3
     if reply_text_len < 0 or reply_text_len > end - at:
         raise _bad_length("ConnectionClose.reply_text", at, reply_text_len, end)
-    try:
-        reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ConnectionClose.reply_text", at + e.start, "invalid utf-8") from None
+    reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
-    msg = ConnectionClose(reply_code, reply_text)
     if at != end:
         raise DecodeError("ConnectionClose", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConnectionClose(reply_code, reply_text)
 
 
 def _encode_connection_close(msg: ConnectionClose, parts: list[bytes]) -> None:
@@ -538,12 +512,11 @@ class ChannelOpen(Structure):
 
 _CHANNEL_OPEN_0 = struct.Struct(">HHB")
 _CHANNEL_OPEN_0_FIELDS = "ChannelOpen: channel_id confirm_tag bits1"
-
 _CHANNEL_OPEN_1 = struct.Struct(">B")
 _CHANNEL_OPEN_1_FIELDS = "ChannelOpen: out_of_band"
 
 
-def _decode_channel_open(buf: bytes | memoryview, at: int, end: int) -> ChannelOpen:
+def _decode_channel_open(buf: Buffer, at: int, end: int) -> ChannelOpen:
     if end - at < 5:
         raise _truncated(_CHANNEL_OPEN_0, _CHANNEL_OPEN_0_FIELDS, at, end)
     channel_id, confirm_tag, bits1 = _CHANNEL_OPEN_0.unpack_from(buf, at)
@@ -559,15 +532,11 @@ def _decode_channel_open(buf: bytes | memoryview, at: int, end: int) -> ChannelO
     at += 1
     if out_of_band_len < 0 or out_of_band_len > end - at:
         raise _bad_length("ChannelOpen.out_of_band", at, out_of_band_len, end)
-    try:
-        out_of_band = str(buf[at : at + out_of_band_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ChannelOpen.out_of_band", at + e.start, "invalid utf-8") from None
+    out_of_band = str(buf[at : at + out_of_band_len], "utf-8", "surrogateescape")
     at += out_of_band_len
-    msg = ChannelOpen(channel_id, confirm_tag, transacted, restartable, options, out_of_band)
     if at != end:
         raise DecodeError("ChannelOpen", at, f"{end - at} bytes after the last field")
-    return msg
+    return ChannelOpen(channel_id, confirm_tag, transacted, restartable, options, out_of_band)
 
 
 def _encode_channel_open(msg: ChannelOpen, parts: list[bytes]) -> None:
@@ -617,15 +586,14 @@ _CHANNEL_ACK_0 = struct.Struct(">HHI")
 _CHANNEL_ACK_0_FIELDS = "ChannelAck: channel_id confirm_tag message_nbr"
 
 
-def _decode_channel_ack(buf: bytes | memoryview, at: int, end: int) -> ChannelAck:
+def _decode_channel_ack(buf: Buffer, at: int, end: int) -> ChannelAck:
     if end - at < 8:
         raise _truncated(_CHANNEL_ACK_0, _CHANNEL_ACK_0_FIELDS, at, end)
     channel_id, confirm_tag, message_nbr = _CHANNEL_ACK_0.unpack_from(buf, at)
     at += 8
-    msg = ChannelAck(channel_id, confirm_tag, message_nbr)
     if at != end:
         raise DecodeError("ChannelAck", at, f"{end - at} bytes after the last field")
-    return msg
+    return ChannelAck(channel_id, confirm_tag, message_nbr)
 
 
 def _encode_channel_ack(msg: ChannelAck, parts: list[bytes]) -> None:
@@ -672,16 +640,15 @@ _CHANNEL_COMMIT_0 = struct.Struct(">HH")
 _CHANNEL_COMMIT_0_FIELDS = "ChannelCommit: channel_id confirm_tag"
 
 
-def _decode_channel_commit(buf: bytes | memoryview, at: int, end: int) -> ChannelCommit:
+def _decode_channel_commit(buf: Buffer, at: int, end: int) -> ChannelCommit:
     if end - at < 4:
         raise _truncated(_CHANNEL_COMMIT_0, _CHANNEL_COMMIT_0_FIELDS, at, end)
     channel_id, confirm_tag = _CHANNEL_COMMIT_0.unpack_from(buf, at)
     at += 4
     options, at = _decode_field_table(buf, at, end)
-    msg = ChannelCommit(channel_id, confirm_tag, options)
     if at != end:
         raise DecodeError("ChannelCommit", at, f"{end - at} bytes after the last field")
-    return msg
+    return ChannelCommit(channel_id, confirm_tag, options)
 
 
 def _encode_channel_commit(msg: ChannelCommit, parts: list[bytes]) -> None:
@@ -721,16 +688,15 @@ _CHANNEL_ROLLBACK_0 = struct.Struct(">HH")
 _CHANNEL_ROLLBACK_0_FIELDS = "ChannelRollback: channel_id confirm_tag"
 
 
-def _decode_channel_rollback(buf: bytes | memoryview, at: int, end: int) -> ChannelRollback:
+def _decode_channel_rollback(buf: Buffer, at: int, end: int) -> ChannelRollback:
     if end - at < 4:
         raise _truncated(_CHANNEL_ROLLBACK_0, _CHANNEL_ROLLBACK_0_FIELDS, at, end)
     channel_id, confirm_tag = _CHANNEL_ROLLBACK_0.unpack_from(buf, at)
     at += 4
     options, at = _decode_field_table(buf, at, end)
-    msg = ChannelRollback(channel_id, confirm_tag, options)
     if at != end:
         raise DecodeError("ChannelRollback", at, f"{end - at} bytes after the last field")
-    return msg
+    return ChannelRollback(channel_id, confirm_tag, options)
 
 
 def _encode_channel_rollback(msg: ChannelRollback, parts: list[bytes]) -> None:
@@ -773,22 +739,18 @@ _CHANNEL_REPLY_0 = struct.Struct(">HHHB")
 _CHANNEL_REPLY_0_FIELDS = "ChannelReply: channel_id confirm_tag reply_code reply_text"
 
 
-def _decode_channel_reply(buf: bytes | memoryview, at: int, end: int) -> ChannelReply:
+def _decode_channel_reply(buf: Buffer, at: int, end: int) -> ChannelReply:
     if end - at < 7:
         raise _truncated(_CHANNEL_REPLY_0, _CHANNEL_REPLY_0_FIELDS, at, end)
     channel_id, confirm_tag, reply_code, reply_text_len = _CHANNEL_REPLY_0.unpack_from(buf, at)
     at += 7
     if reply_text_len < 0 or reply_text_len > end - at:
         raise _bad_length("ChannelReply.reply_text", at, reply_text_len, end)
-    try:
-        reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ChannelReply.reply_text", at + e.start, "invalid utf-8") from None
+    reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
-    msg = ChannelReply(channel_id, confirm_tag, reply_code, reply_text)
     if at != end:
         raise DecodeError("ChannelReply", at, f"{end - at} bytes after the last field")
-    return msg
+    return ChannelReply(channel_id, confirm_tag, reply_code, reply_text)
 
 
 def _encode_channel_reply(msg: ChannelReply, parts: list[bytes]) -> None:
@@ -831,22 +793,18 @@ _CHANNEL_CLOSE_0 = struct.Struct(">HHB")
 _CHANNEL_CLOSE_0_FIELDS = "ChannelClose: channel_id reply_code reply_text"
 
 
-def _decode_channel_close(buf: bytes | memoryview, at: int, end: int) -> ChannelClose:
+def _decode_channel_close(buf: Buffer, at: int, end: int) -> ChannelClose:
     if end - at < 5:
         raise _truncated(_CHANNEL_CLOSE_0, _CHANNEL_CLOSE_0_FIELDS, at, end)
     channel_id, reply_code, reply_text_len = _CHANNEL_CLOSE_0.unpack_from(buf, at)
     at += 5
     if reply_text_len < 0 or reply_text_len > end - at:
         raise _bad_length("ChannelClose.reply_text", at, reply_text_len, end)
-    try:
-        reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("ChannelClose.reply_text", at + e.start, "invalid utf-8") from None
+    reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
-    msg = ChannelClose(channel_id, reply_code, reply_text)
     if at != end:
         raise DecodeError("ChannelClose", at, f"{end - at} bytes after the last field")
-    return msg
+    return ChannelClose(channel_id, reply_code, reply_text)
 
 
 def _encode_channel_close(msg: ChannelClose, parts: list[bytes]) -> None:
@@ -914,12 +872,11 @@ class HandleOpen(Structure):
 
 _HANDLE_OPEN_0 = struct.Struct(">HHHBB")
 _HANDLE_OPEN_0_FIELDS = "HandleOpen: channel_id handle_id confirm_tag bits1 mime_type"
-
 _HANDLE_OPEN_1 = struct.Struct(">B")
 _HANDLE_OPEN_1_FIELDS = "HandleOpen: encoding"
 
 
-def _decode_handle_open(buf: bytes | memoryview, at: int, end: int) -> HandleOpen:
+def _decode_handle_open(buf: Buffer, at: int, end: int) -> HandleOpen:
     if end - at < 8:
         raise _truncated(_HANDLE_OPEN_0, _HANDLE_OPEN_0_FIELDS, at, end)
     channel_id, handle_id, confirm_tag, bits1, mime_type_len = _HANDLE_OPEN_0.unpack_from(buf, at)
@@ -931,10 +888,7 @@ def _decode_handle_open(buf: bytes | memoryview, at: int, end: int) -> HandleOpe
         raise DecodeError("HandleOpen.unused1", at, "expected 0")
     if mime_type_len < 0 or mime_type_len > end - at:
         raise _bad_length("HandleOpen.mime_type", at, mime_type_len, end)
-    try:
-        mime_type = str(buf[at : at + mime_type_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("HandleOpen.mime_type", at + e.start, "invalid utf-8") from None
+    mime_type = str(buf[at : at + mime_type_len], "utf-8", "surrogateescape")
     at += mime_type_len
     if end - at < 1:
         raise _truncated(_HANDLE_OPEN_1, _HANDLE_OPEN_1_FIELDS, at, end)
@@ -942,13 +896,12 @@ def _decode_handle_open(buf: bytes | memoryview, at: int, end: int) -> HandleOpe
     at += 1
     if encoding_len < 0 or encoding_len > end - at:
         raise _bad_length("HandleOpen.encoding", at, encoding_len, end)
-    try:
-        encoding = str(buf[at : at + encoding_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("HandleOpen.encoding", at + e.start, "invalid utf-8") from None
+    encoding = str(buf[at : at + encoding_len], "utf-8", "surrogateescape")
     at += encoding_len
     options, at = _decode_field_table(buf, at, end)
-    msg = HandleOpen(
+    if at != end:
+        raise DecodeError("HandleOpen", at, f"{end - at} bytes after the last field")
+    return HandleOpen(
         channel_id,
         handle_id,
         confirm_tag,
@@ -959,9 +912,6 @@ def _decode_handle_open(buf: bytes | memoryview, at: int, end: int) -> HandleOpe
         encoding,
         options,
     )
-    if at != end:
-        raise DecodeError("HandleOpen", at, f"{end - at} bytes after the last field")
-    return msg
 
 
 def _encode_handle_open(msg: HandleOpen, parts: list[bytes]) -> None:
@@ -1059,7 +1009,7 @@ _HANDLE_SEND_0_FIELDS = (
 )
 
 
-def _decode_handle_send(buf: bytes | memoryview, at: int, end: int) -> HandleSend:
+def _decode_handle_send(buf: Buffer, at: int, end: int) -> HandleSend:
     if end - at < 12:
         raise _truncated(_HANDLE_SEND_0, _HANDLE_SEND_0_FIELDS, at, end)
     handle_id, confirm_tag, service_type, fragment_size, bits1, dest_name_len = (
@@ -1073,12 +1023,11 @@ def _decode_handle_send(buf: bytes | memoryview, at: int, end: int) -> HandleSen
         raise DecodeError("HandleSend.unused1", at, "expected 0")
     if dest_name_len < 0 or dest_name_len > end - at:
         raise _bad_length("HandleSend.dest_name", at, dest_name_len, end)
-    try:
-        dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("HandleSend.dest_name", at + e.start, "invalid utf-8") from None
+    dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
     at += dest_name_len
-    msg = HandleSend(
+    if at != end:
+        raise DecodeError("HandleSend", at, f"{end - at} bytes after the last field")
+    return HandleSend(
         handle_id,
         confirm_tag,
         service_type,
@@ -1088,9 +1037,6 @@ def _decode_handle_send(buf: bytes | memoryview, at: int, end: int) -> HandleSen
         recovery,
         dest_name,
     )
-    if at != end:
-        raise DecodeError("HandleSend", at, f"{end - at} bytes after the last field")
-    return msg
 
 
 def _encode_handle_send(msg: HandleSend, parts: list[bytes]) -> None:
@@ -1177,7 +1123,7 @@ _HANDLE_CONSUME_0_FIELDS = (
 )
 
 
-def _decode_handle_consume(buf: bytes | memoryview, at: int, end: int) -> HandleConsume:
+def _decode_handle_consume(buf: Buffer, at: int, end: int) -> HandleConsume:
     if end - at < 10:
         raise _truncated(_HANDLE_CONSUME_0, _HANDLE_CONSUME_0_FIELDS, at, end)
     handle_id, confirm_tag, service_type, prefetch, bits1, dest_name_len = (
@@ -1192,13 +1138,12 @@ def _decode_handle_consume(buf: bytes | memoryview, at: int, end: int) -> Handle
         raise DecodeError("HandleConsume.unused1", at, "expected 0")
     if dest_name_len < 0 or dest_name_len > end - at:
         raise _bad_length("HandleConsume.dest_name", at, dest_name_len, end)
-    try:
-        dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("HandleConsume.dest_name", at + e.start, "invalid utf-8") from None
+    dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
     at += dest_name_len
     selector, at = _decode_field_table(buf, at, end)
-    msg = HandleConsume(
+    if at != end:
+        raise DecodeError("HandleConsume", at, f"{end - at} bytes after the last field")
+    return HandleConsume(
         handle_id,
         confirm_tag,
         service_type,
@@ -1210,9 +1155,6 @@ def _decode_handle_consume(buf: bytes | memoryview, at: int, end: int) -> Handle
         dest_name,
         selector,
     )
-    if at != end:
-        raise DecodeError("HandleConsume", at, f"{end - at} bytes after the last field")
-    return msg
 
 
 def _encode_handle_consume(msg: HandleConsume, parts: list[bytes]) -> None:
@@ -1266,7 +1208,7 @@ _HANDLE_FLOW_0 = struct.Struct(">HHB")
 _HANDLE_FLOW_0_FIELDS = "HandleFlow: handle_id confirm_tag bits1"
 
 
-def _decode_handle_flow(buf: bytes | memoryview, at: int, end: int) -> HandleFlow:
+def _decode_handle_flow(buf: Buffer, at: int, end: int) -> HandleFlow:
     if end - at < 5:
         raise _truncated(_HANDLE_FLOW_0, _HANDLE_FLOW_0_FIELDS, at, end)
     handle_id, confirm_tag, bits1 = _HANDLE_FLOW_0.unpack_from(buf, at)
@@ -1274,10 +1216,9 @@ def _decode_handle_flow(buf: bytes | memoryview, at: int, end: int) -> HandleFlo
     flow_pause = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("HandleFlow.unused1", at, "expected 0")
-    msg = HandleFlow(handle_id, confirm_tag, flow_pause)
     if at != end:
         raise DecodeError("HandleFlow", at, f"{end - at} bytes after the last field")
-    return msg
+    return HandleFlow(handle_id, confirm_tag, flow_pause)
 
 
 def _encode_handle_flow(msg: HandleFlow, parts: list[bytes]) -> None:
@@ -1326,15 +1267,14 @@ _HANDLE_UNGET_0 = struct.Struct(">HHI")
 _HANDLE_UNGET_0_FIELDS = "HandleUnget: handle_id confirm_tag message_nbr"
 
 
-def _decode_handle_unget(buf: bytes | memoryview, at: int, end: int) -> HandleUnget:
+def _decode_handle_unget(buf: Buffer, at: int, end: int) -> HandleUnget:
     if end - at < 8:
         raise _truncated(_HANDLE_UNGET_0, _HANDLE_UNGET_0_FIELDS, at, end)
     handle_id, confirm_tag, message_nbr = _HANDLE_UNGET_0.unpack_from(buf, at)
     at += 8
-    msg = HandleUnget(handle_id, confirm_tag, message_nbr)
     if at != end:
         raise DecodeError("HandleUnget", at, f"{end - at} bytes after the last field")
-    return msg
+    return HandleUnget(handle_id, confirm_tag, message_nbr)
 
 
 def _encode_handle_unget(msg: HandleUnget, parts: list[bytes]) -> None:
@@ -1387,25 +1327,20 @@ class HandleQuery(Structure):
 
 _HANDLE_QUERY_0 = struct.Struct(">HIB")
 _HANDLE_QUERY_0_FIELDS = "HandleQuery: handle_id message_nbr dest_name"
-
 _HANDLE_QUERY_1 = struct.Struct(">H")
 _HANDLE_QUERY_1_FIELDS = "HandleQuery: selector"
-
 _HANDLE_QUERY_2 = struct.Struct(">B")
 _HANDLE_QUERY_2_FIELDS = "HandleQuery: mime_type"
 
 
-def _decode_handle_query(buf: bytes | memoryview, at: int, end: int) -> HandleQuery:
+def _decode_handle_query(buf: Buffer, at: int, end: int) -> HandleQuery:
     if end - at < 7:
         raise _truncated(_HANDLE_QUERY_0, _HANDLE_QUERY_0_FIELDS, at, end)
     handle_id, message_nbr, dest_name_len = _HANDLE_QUERY_0.unpack_from(buf, at)
     at += 7
     if dest_name_len < 0 or dest_name_len > end - at:
         raise _bad_length("HandleQuery.dest_name", at, dest_name_len, end)
-    try:
-        dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("HandleQuery.dest_name", at + e.start, "invalid utf-8") from None
+    dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
     at += dest_name_len
     if end - at < 2:
         raise _truncated(_HANDLE_QUERY_1, _HANDLE_QUERY_1_FIELDS, at, end)
@@ -1421,15 +1356,11 @@ def _decode_handle_query(buf: bytes | memoryview, at: int, end: int) -> HandleQu
     at += 1
     if mime_type_len < 0 or mime_type_len > end - at:
         raise _bad_length("HandleQuery.mime_type", at, mime_type_len, end)
-    try:
-        mime_type = str(buf[at : at + mime_type_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("HandleQuery.mime_type", at + e.start, "invalid utf-8") from None
+    mime_type = str(buf[at : at + mime_type_len], "utf-8", "surrogateescape")
     at += mime_type_len
-    msg = HandleQuery(handle_id, message_nbr, dest_name, selector, mime_type)
     if at != end:
         raise DecodeError("HandleQuery", at, f"{end - at} bytes after the last field")
-    return msg
+    return HandleQuery(handle_id, message_nbr, dest_name, selector, mime_type)
 
 
 def _encode_handle_query(msg: HandleQuery, parts: list[bytes]) -> None:
@@ -1478,15 +1409,14 @@ _HANDLE_BROWSE_0 = struct.Struct(">HHI")
 _HANDLE_BROWSE_0_FIELDS = "HandleBrowse: handle_id confirm_tag message_nbr"
 
 
-def _decode_handle_browse(buf: bytes | memoryview, at: int, end: int) -> HandleBrowse:
+def _decode_handle_browse(buf: Buffer, at: int, end: int) -> HandleBrowse:
     if end - at < 8:
         raise _truncated(_HANDLE_BROWSE_0, _HANDLE_BROWSE_0_FIELDS, at, end)
     handle_id, confirm_tag, message_nbr = _HANDLE_BROWSE_0.unpack_from(buf, at)
     at += 8
-    msg = HandleBrowse(handle_id, confirm_tag, message_nbr)
     if at != end:
         raise DecodeError("HandleBrowse", at, f"{end - at} bytes after the last field")
-    return msg
+    return HandleBrowse(handle_id, confirm_tag, message_nbr)
 
 
 def _encode_handle_browse(msg: HandleBrowse, parts: list[bytes]) -> None:
@@ -1532,22 +1462,18 @@ _HANDLE_CREATED_0 = struct.Struct(">HB")
 _HANDLE_CREATED_0_FIELDS = "HandleCreated: handle_id dest_name"
 
 
-def _decode_handle_created(buf: bytes | memoryview, at: int, end: int) -> HandleCreated:
+def _decode_handle_created(buf: Buffer, at: int, end: int) -> HandleCreated:
     if end - at < 3:
         raise _truncated(_HANDLE_CREATED_0, _HANDLE_CREATED_0_FIELDS, at, end)
     handle_id, dest_name_len = _HANDLE_CREATED_0.unpack_from(buf, at)
     at += 3
     if dest_name_len < 0 or dest_name_len > end - at:
         raise _bad_length("HandleCreated.dest_name", at, dest_name_len, end)
-    try:
-        dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("HandleCreated.dest_name", at + e.start, "invalid utf-8") from None
+    dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
     at += dest_name_len
-    msg = HandleCreated(handle_id, dest_name)
     if at != end:
         raise DecodeError("HandleCreated", at, f"{end - at} bytes after the last field")
-    return msg
+    return HandleCreated(handle_id, dest_name)
 
 
 def _encode_handle_created(msg: HandleCreated, parts: list[bytes]) -> None:
@@ -1632,7 +1558,7 @@ _HANDLE_NOTIFY_0 = struct.Struct(">HIIBB")
 _HANDLE_NOTIFY_0_FIELDS = "HandleNotify: handle_id message_nbr fragment_size bits1 dest_name"
 
 
-def _decode_handle_notify(buf: bytes | memoryview, at: int, end: int) -> HandleNotify:
+def _decode_handle_notify(buf: Buffer, at: int, end: int) -> HandleNotify:
     if end - at < 12:
         raise _truncated(_HANDLE_NOTIFY_0, _HANDLE_NOTIFY_0_FIELDS, at, end)
     handle_id, message_nbr, fragment_size, bits1, dest_name_len = _HANDLE_NOTIFY_0.unpack_from(
@@ -1648,12 +1574,11 @@ def _decode_handle_notify(buf: bytes | memoryview, at: int, end: int) -> HandleN
         raise DecodeError("HandleNotify.unused1", at, "expected 0")
     if dest_name_len < 0 or dest_name_len > end - at:
         raise _bad_length("HandleNotify.dest_name", at, dest_name_len, end)
-    try:
-        dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("HandleNotify.dest_name", at + e.start, "invalid utf-8") from None
+    dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
     at += dest_name_len
-    msg = HandleNotify(
+    if at != end:
+        raise DecodeError("HandleNotify", at, f"{end - at} bytes after the last field")
+    return HandleNotify(
         handle_id,
         message_nbr,
         fragment_size,
@@ -1664,9 +1589,6 @@ def _decode_handle_notify(buf: bytes | memoryview, at: int, end: int) -> HandleN
         redelivered,
         dest_name,
     )
-    if at != end:
-        raise DecodeError("HandleNotify", at, f"{end - at} bytes after the last field")
-    return msg
 
 
 def _encode_handle_notify(msg: HandleNotify, parts: list[bytes]) -> None:
@@ -1719,7 +1641,7 @@ _HANDLE_INDEX_0 = struct.Struct(">HIH")
 _HANDLE_INDEX_0_FIELDS = "HandleIndex: handle_id message_nbr message_list"
 
 
-def _decode_handle_index(buf: bytes | memoryview, at: int, end: int) -> HandleIndex:
+def _decode_handle_index(buf: Buffer, at: int, end: int) -> HandleIndex:
     if end - at < 8:
         raise _truncated(_HANDLE_INDEX_0, _HANDLE_INDEX_0_FIELDS, at, end)
     handle_id, message_nbr, message_list_len = _HANDLE_INDEX_0.unpack_from(buf, at)
@@ -1728,10 +1650,9 @@ def _decode_handle_index(buf: bytes | memoryview, at: int, end: int) -> HandleIn
         raise _bad_length("HandleIndex.message_list", at, message_list_len, end)
     message_list = bytes(buf[at : at + message_list_len])
     at += message_list_len
-    msg = HandleIndex(handle_id, message_nbr, message_list)
     if at != end:
         raise DecodeError("HandleIndex", at, f"{end - at} bytes after the last field")
-    return msg
+    return HandleIndex(handle_id, message_nbr, message_list)
 
 
 def _encode_handle_index(msg: HandleIndex, parts: list[bytes]) -> None:
@@ -1781,22 +1702,18 @@ _HANDLE_PREPARE_0 = struct.Struct(">HIB")
 _HANDLE_PREPARE_0_FIELDS = "HandlePrepare: handle_id fragment_size content_hash"
 
 
-def _decode_handle_prepare(buf: bytes | memoryview, at: int, end: int) -> HandlePrepare:
+def _decode_handle_prepare(buf: Buffer, at: int, end: int) -> HandlePrepare:
     if end - at < 7:
         raise _truncated(_HANDLE_PREPARE_0, _HANDLE_PREPARE_0_FIELDS, at, end)
     handle_id, fragment_size, content_hash_len = _HANDLE_PREPARE_0.unpack_from(buf, at)
     at += 7
     if content_hash_len < 0 or content_hash_len > end - at:
         raise _bad_length("HandlePrepare.content_hash", at, content_hash_len, end)
-    try:
-        content_hash = str(buf[at : at + content_hash_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("HandlePrepare.content_hash", at + e.start, "invalid utf-8") from None
+    content_hash = str(buf[at : at + content_hash_len], "utf-8", "surrogateescape")
     at += content_hash_len
-    msg = HandlePrepare(handle_id, fragment_size, content_hash)
     if at != end:
         raise DecodeError("HandlePrepare", at, f"{end - at} bytes after the last field")
-    return msg
+    return HandlePrepare(handle_id, fragment_size, content_hash)
 
 
 def _encode_handle_prepare(msg: HandlePrepare, parts: list[bytes]) -> None:
@@ -1834,15 +1751,14 @@ _HANDLE_READY_0 = struct.Struct(">HI")
 _HANDLE_READY_0_FIELDS = "HandleReady: handle_id message_size"
 
 
-def _decode_handle_ready(buf: bytes | memoryview, at: int, end: int) -> HandleReady:
+def _decode_handle_ready(buf: Buffer, at: int, end: int) -> HandleReady:
     if end - at < 6:
         raise _truncated(_HANDLE_READY_0, _HANDLE_READY_0_FIELDS, at, end)
     handle_id, message_size = _HANDLE_READY_0.unpack_from(buf, at)
     at += 6
-    msg = HandleReady(handle_id, message_size)
     if at != end:
         raise DecodeError("HandleReady", at, f"{end - at} bytes after the last field")
-    return msg
+    return HandleReady(handle_id, message_size)
 
 
 def _encode_handle_ready(msg: HandleReady, parts: list[bytes]) -> None:
@@ -1892,22 +1808,18 @@ _HANDLE_REPLY_0 = struct.Struct(">HHHB")
 _HANDLE_REPLY_0_FIELDS = "HandleReply: handle_id confirm_tag reply_code reply_text"
 
 
-def _decode_handle_reply(buf: bytes | memoryview, at: int, end: int) -> HandleReply:
+def _decode_handle_reply(buf: Buffer, at: int, end: int) -> HandleReply:
     if end - at < 7:
         raise _truncated(_HANDLE_REPLY_0, _HANDLE_REPLY_0_FIELDS, at, end)
     handle_id, confirm_tag, reply_code, reply_text_len = _HANDLE_REPLY_0.unpack_from(buf, at)
     at += 7
     if reply_text_len < 0 or reply_text_len > end - at:
         raise _bad_length("HandleReply.reply_text", at, reply_text_len, end)
-    try:
-        reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("HandleReply.reply_text", at + e.start, "invalid utf-8") from None
+    reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
-    msg = HandleReply(handle_id, confirm_tag, reply_code, reply_text)
     if at != end:
         raise DecodeError("HandleReply", at, f"{end - at} bytes after the last field")
-    return msg
+    return HandleReply(handle_id, confirm_tag, reply_code, reply_text)
 
 
 def _encode_handle_reply(msg: HandleReply, parts: list[bytes]) -> None:
@@ -1950,22 +1862,18 @@ _HANDLE_CLOSE_0 = struct.Struct(">HHB")
 _HANDLE_CLOSE_0_FIELDS = "HandleClose: handle_id reply_code reply_text"
 
 
-def _decode_handle_close(buf: bytes | memoryview, at: int, end: int) -> HandleClose:
+def _decode_handle_close(buf: Buffer, at: int, end: int) -> HandleClose:
     if end - at < 5:
         raise _truncated(_HANDLE_CLOSE_0, _HANDLE_CLOSE_0_FIELDS, at, end)
     handle_id, reply_code, reply_text_len = _HANDLE_CLOSE_0.unpack_from(buf, at)
     at += 5
     if reply_text_len < 0 or reply_text_len > end - at:
         raise _bad_length("HandleClose.reply_text", at, reply_text_len, end)
-    try:
-        reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("HandleClose.reply_text", at + e.start, "invalid utf-8") from None
+    reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
-    msg = HandleClose(handle_id, reply_code, reply_text)
     if at != end:
         raise DecodeError("HandleClose", at, f"{end - at} bytes after the last field")
-    return msg
+    return HandleClose(handle_id, reply_code, reply_text)
 
 
 def _encode_handle_close(msg: HandleClose, parts: list[bytes]) -> None:
@@ -1979,7 +1887,7 @@ _VALUE_FIELD_TABLE_0_FIELDS = "field-table: key"
 _FIELD_TABLE_SIZE = struct.Struct(">H")
 
 
-def _decode_field_table(buf: bytes | memoryview, at: int, end: int) -> tuple[Table, int]:
+def _decode_field_table(buf: Buffer, at: int, end: int) -> tuple[Table, int]:
     """A field-table: a 2-byte size, then key/value pairs filling it."""
     if end - at < 2:
         raise DecodeError("field-table", at, f"needs 2 bytes, {end - at} left")
@@ -1996,10 +1904,7 @@ def _decode_field_table(buf: bytes | memoryview, at: int, end: int) -> tuple[Tab
         at += 1
         if key_len < 0 or key_len > stop - at:
             raise _bad_length("field-table.key", at, key_len, stop)
-        try:
-            key_2 = str(buf[at : at + key_len], "utf-8", "surrogateescape")
-        except UnicodeDecodeError as e:
-            raise DecodeError("field-table.key", at + e.start, "invalid utf-8") from None
+        key_2 = str(buf[at : at + key_len], "utf-8", "surrogateescape")
         at += key_len
         if key_2 in out:
             raise DecodeError("field-table", at, f"key {key_2!r} twice")
@@ -2037,7 +1942,7 @@ _VALUE_FIELD_VALUE_3_FIELDS = "field-value"
 _FIELD_VALUE_CONSTRUCTOR = struct.Struct(">B")
 
 
-def _decode_field_value(buf: bytes | memoryview, at: int, end: int) -> tuple[Any, int, int]:
+def _decode_field_value(buf: Buffer, at: int, end: int) -> tuple[Any, int, int]:
     """A field-value: a constructor, then the value in the encoding it names. Returns the value,
     the constructor and the next offset."""
     if end - at < 1:
@@ -2052,10 +1957,7 @@ def _decode_field_value(buf: bytes | memoryview, at: int, end: int) -> tuple[Any
         at += 2
         if value_len < 0 or value_len > end - at:
             raise _bad_length("field-value", at, value_len, end)
-        try:
-            value_2 = str(buf[at : at + value_len], "utf-8", "surrogateescape")
-        except UnicodeDecodeError as e:
-            raise DecodeError("field-value", at + e.start, "invalid utf-8") from None
+        value_2 = str(buf[at : at + value_len], "utf-8", "surrogateescape")
         at += value_len
         value = value_2
     elif ctor == 73:  # I integer
@@ -2135,7 +2037,7 @@ _VALUE_MESSAGE_HEAD_2 = struct.Struct(">B")
 _VALUE_MESSAGE_HEAD_2_FIELDS = "MessageHead: msg_identifier"
 
 
-def _decode_message_head(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageHead, int]:
+def _decode_message_head(buf: Buffer, at: int, end: int) -> tuple[MessageHead, int]:
     """A message-head: its fields in order. Returns it and the next offset."""
     if end - at < 11:
         raise _truncated(_VALUE_MESSAGE_HEAD_0, _VALUE_MESSAGE_HEAD_0_FIELDS, at, end)
@@ -2148,10 +2050,7 @@ def _decode_message_head(buf: bytes | memoryview, at: int, end: int) -> tuple[Me
         raise DecodeError("MessageHead.unused1", at, "expected 0")
     if mime_type_len < 0 or mime_type_len > end - at:
         raise _bad_length("MessageHead.mime_type", at, mime_type_len, end)
-    try:
-        mime_type = str(buf[at : at + mime_type_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("MessageHead.mime_type", at + e.start, "invalid utf-8") from None
+    mime_type = str(buf[at : at + mime_type_len], "utf-8", "surrogateescape")
     at += mime_type_len
     if end - at < 1:
         raise _truncated(_VALUE_MESSAGE_HEAD_1, _VALUE_MESSAGE_HEAD_1_FIELDS, at, end)
@@ -2159,10 +2058,7 @@ def _decode_message_head(buf: bytes | memoryview, at: int, end: int) -> tuple[Me
     at += 1
     if encoding_len < 0 or encoding_len > end - at:
         raise _bad_length("MessageHead.encoding", at, encoding_len, end)
-    try:
-        encoding = str(buf[at : at + encoding_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("MessageHead.encoding", at + e.start, "invalid utf-8") from None
+    encoding = str(buf[at : at + encoding_len], "utf-8", "surrogateescape")
     at += encoding_len
     if end - at < 1:
         raise _truncated(_VALUE_MESSAGE_HEAD_2, _VALUE_MESSAGE_HEAD_2_FIELDS, at, end)
@@ -2170,10 +2066,7 @@ def _decode_message_head(buf: bytes | memoryview, at: int, end: int) -> tuple[Me
     at += 1
     if msg_identifier_len < 0 or msg_identifier_len > end - at:
         raise _bad_length("MessageHead.msg_identifier", at, msg_identifier_len, end)
-    try:
-        msg_identifier = str(buf[at : at + msg_identifier_len], "utf-8", "surrogateescape")
-    except UnicodeDecodeError as e:
-        raise DecodeError("MessageHead.msg_identifier", at + e.start, "invalid utf-8") from None
+    msg_identifier = str(buf[at : at + msg_identifier_len], "utf-8", "surrogateescape")
     at += msg_identifier_len
     headers, at = _decode_field_table(buf, at, end)
     value = MessageHead(
@@ -2236,7 +2129,7 @@ Message = (
 )
 """Any message of this protocol version."""
 
-_Decoder = Callable[[bytes | memoryview, int, int], Message]
+_Decoder = Callable[[Buffer, int, int], Message]
 
 # (code) -> the layouts that identity can carry, with who sends each.
 _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
@@ -2269,35 +2162,10 @@ _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
     (0x31,): (("both", _decode_handle_close),),
 }
 
-# code -> the decoder of the one layout of that identity: decode's straight road
+# code -> the decoder of the one layout of that identity: decode's straight road,
+# each identity of `_DECODERS` that has one
 _ONE: dict[int, _Decoder] = {
-    0x0A: _decode_connection_challenge,
-    0x0B: _decode_connection_response,
-    0x0C: _decode_connection_tune,
-    0x0D: _decode_connection_open,
-    0x0E: _decode_connection_ping,
-    0x12: _decode_connection_reply,
-    0x13: _decode_connection_close,
-    0x14: _decode_channel_open,
-    0x15: _decode_channel_ack,
-    0x16: _decode_channel_commit,
-    0x17: _decode_channel_rollback,
-    0x1C: _decode_channel_reply,
-    0x1D: _decode_channel_close,
-    0x1E: _decode_handle_open,
-    0x1F: _decode_handle_send,
-    0x20: _decode_handle_consume,
-    0x22: _decode_handle_flow,
-    0x23: _decode_handle_unget,
-    0x24: _decode_handle_query,
-    0x25: _decode_handle_browse,
-    0x28: _decode_handle_created,
-    0x29: _decode_handle_notify,
-    0x2A: _decode_handle_index,
-    0x2B: _decode_handle_prepare,
-    0x2C: _decode_handle_ready,
-    0x30: _decode_handle_reply,
-    0x31: _decode_handle_close,
+    code: layouts[0][1] for (code,), layouts in _DECODERS.items() if len(layouts) == 1
 }
 
 FRAME_KEYS: frozenset[tuple[int, ...]] = frozenset(_DECODERS)

@@ -94,65 +94,59 @@ _CONNECTION = Automaton(
     "connection = C:protocol-header *ping [ S:CHALLENGE *( ping / C:RESPONSE *ping S:CHALLENGE ) [ C:RESPONSE *ping [ S:TUNE *ping [ C:TUNE *ping [ C:OPEN *ping [ S:REPLY *ping ] ] ] ] ] ] close-connection\nping = S:PING / C:PING\nclose-connection = S:CLOSE C:CLOSE / C:CLOSE S:CLOSE",
     frozenset([5]),
     (
-        {  # 0
-            "C:connection.protocol-header": 1,
-        },
-        {  # 1
+        {"C:connection.protocol-header": 1},  # 0
+        {
             "C:connection.close": 2,
             "C:connection.ping": 1,
             "S:connection.challenge": 3,
             "S:connection.close": 4,
             "S:connection.ping": 1,
-        },
-        {  # 2
-            "S:connection.close": 5,
-        },
-        {  # 3
+        },  # 1
+        {"S:connection.close": 5},  # 2
+        {
             "C:connection.close": 2,
             "C:connection.ping": 3,
             "C:connection.response": 6,
             "S:connection.close": 4,
             "S:connection.ping": 3,
-        },
-        {  # 4
-            "C:connection.close": 5,
-        },
+        },  # 3
+        {"C:connection.close": 5},  # 4
         {},  # 5
-        {  # 6
+        {
             "C:connection.close": 2,
             "C:connection.ping": 6,
             "S:connection.challenge": 3,
             "S:connection.close": 4,
             "S:connection.ping": 6,
             "S:connection.tune": 7,
-        },
-        {  # 7
+        },  # 6
+        {
             "C:connection.close": 2,
             "C:connection.ping": 7,
             "C:connection.tune": 8,
             "S:connection.close": 4,
             "S:connection.ping": 7,
-        },
-        {  # 8
+        },  # 7
+        {
             "C:connection.close": 2,
             "C:connection.open": 9,
             "C:connection.ping": 8,
             "S:connection.close": 4,
             "S:connection.ping": 8,
-        },
-        {  # 9
+        },  # 8
+        {
             "C:connection.close": 2,
             "C:connection.ping": 9,
             "S:connection.close": 4,
             "S:connection.ping": 9,
             "S:connection.reply": 10,
-        },
-        {  # 10
+        },  # 9
+        {
             "C:connection.close": 2,
             "C:connection.ping": 10,
             "S:connection.close": 4,
             "S:connection.ping": 10,
-        },
+        },  # 10
     ),
 )
 
@@ -161,30 +155,24 @@ _CHANNEL = Automaton(
     "channel = open-channel *use-channel close-channel\nopen-channel = C:OPEN [ S:REPLY ]\nuse-channel = C:ACK [ S:REPLY ] / C:COMMIT [ S:REPLY ] / C:ROLLBACK [ S:REPLY ]\nclose-channel = S:CLOSE C:CLOSE / C:CLOSE S:CLOSE",
     frozenset([5]),
     (
-        {  # 0
-            "C:channel.open": 1,
-        },
-        {  # 1
+        {"C:channel.open": 1},  # 0
+        {
             "C:channel.ack": 1,
             "C:channel.close": 2,
             "C:channel.commit": 1,
             "C:channel.rollback": 1,
             "S:channel.close": 3,
             "S:channel.reply": 4,
-        },
-        {  # 2
-            "S:channel.close": 5,
-        },
-        {  # 3
-            "C:channel.close": 5,
-        },
-        {  # 4
+        },  # 1
+        {"S:channel.close": 5},  # 2
+        {"C:channel.close": 5},  # 3
+        {
             "C:channel.ack": 1,
             "C:channel.close": 2,
             "C:channel.commit": 1,
             "C:channel.rollback": 1,
             "S:channel.close": 3,
-        },
+        },  # 4
         {},  # 5
     ),
 )
@@ -194,10 +182,8 @@ _HANDLE = Automaton(
     "handle = open-handle *use-handle [ unanswered-handle / consume-or-browse *( use-handle / consume-or-browse / S:NOTIFY ) [ unanswered-handle ] ] close-handle\nopen-handle = C:OPEN [ S:REPLY ]\nuse-handle = C:SEND [ S:REPLY ] / C:FLOW [ S:REPLY ] / C:UNGET [ S:REPLY ] / C:QUERY S:INDEX / C:PREPARE S:READY C:SEND [ S:REPLY ] / S:PREPARE C:READY\nconsume-or-browse = C:CONSUME [ S:REPLY [ S:CREATED ] / S:CREATED [ S:REPLY ] ] / C:BROWSE [ S:REPLY ]\nunanswered-handle = C:QUERY / C:PREPARE / C:PREPARE S:READY / S:PREPARE\nclose-handle = S:CLOSE C:CLOSE / C:CLOSE S:CLOSE",
     frozenset([14]),
     (
-        {  # 0
-            "C:handle.open": 1,
-        },
-        {  # 1
+        {"C:handle.open": 1},  # 0
+        {
             "C:handle.browse": 2,
             "C:handle.close": 3,
             "C:handle.consume": 4,
@@ -209,8 +195,8 @@ _HANDLE = Automaton(
             "S:handle.close": 7,
             "S:handle.prepare": 8,
             "S:handle.reply": 9,
-        },
-        {  # 2
+        },  # 1
+        {
             "C:handle.browse": 2,
             "C:handle.close": 3,
             "C:handle.consume": 4,
@@ -223,11 +209,9 @@ _HANDLE = Automaton(
             "S:handle.notify": 12,
             "S:handle.prepare": 13,
             "S:handle.reply": 12,
-        },
-        {  # 3
-            "S:handle.close": 14,
-        },
-        {  # 4
+        },  # 2
+        {"S:handle.close": 14},  # 3
+        {
             "C:handle.browse": 2,
             "C:handle.close": 3,
             "C:handle.consume": 4,
@@ -241,26 +225,12 @@ _HANDLE = Automaton(
             "S:handle.notify": 12,
             "S:handle.prepare": 13,
             "S:handle.reply": 15,
-        },
-        {  # 5
-            "C:handle.close": 3,
-            "S:handle.close": 7,
-            "S:handle.ready": 16,
-        },
-        {  # 6
-            "C:handle.close": 3,
-            "S:handle.close": 7,
-            "S:handle.index": 9,
-        },
-        {  # 7
-            "C:handle.close": 14,
-        },
-        {  # 8
-            "C:handle.close": 3,
-            "C:handle.ready": 9,
-            "S:handle.close": 7,
-        },
-        {  # 9
+        },  # 4
+        {"C:handle.close": 3, "S:handle.close": 7, "S:handle.ready": 16},  # 5
+        {"C:handle.close": 3, "S:handle.close": 7, "S:handle.index": 9},  # 6
+        {"C:handle.close": 14},  # 7
+        {"C:handle.close": 3, "C:handle.ready": 9, "S:handle.close": 7},  # 8
+        {
             "C:handle.browse": 2,
             "C:handle.close": 3,
             "C:handle.consume": 4,
@@ -271,18 +241,10 @@ _HANDLE = Automaton(
             "C:handle.unget": 1,
             "S:handle.close": 7,
             "S:handle.prepare": 8,
-        },
-        {  # 10
-            "C:handle.close": 3,
-            "S:handle.close": 7,
-            "S:handle.ready": 17,
-        },
-        {  # 11
-            "C:handle.close": 3,
-            "S:handle.close": 7,
-            "S:handle.index": 12,
-        },
-        {  # 12
+        },  # 9
+        {"C:handle.close": 3, "S:handle.close": 7, "S:handle.ready": 17},  # 10
+        {"C:handle.close": 3, "S:handle.close": 7, "S:handle.index": 12},  # 11
+        {
             "C:handle.browse": 2,
             "C:handle.close": 3,
             "C:handle.consume": 4,
@@ -294,14 +256,10 @@ _HANDLE = Automaton(
             "S:handle.close": 7,
             "S:handle.notify": 12,
             "S:handle.prepare": 13,
-        },
-        {  # 13
-            "C:handle.close": 3,
-            "C:handle.ready": 12,
-            "S:handle.close": 7,
-        },
+        },  # 12
+        {"C:handle.close": 3, "C:handle.ready": 12, "S:handle.close": 7},  # 13
         {},  # 14
-        {  # 15
+        {
             "C:handle.browse": 2,
             "C:handle.close": 3,
             "C:handle.consume": 4,
@@ -314,17 +272,9 @@ _HANDLE = Automaton(
             "S:handle.created": 12,
             "S:handle.notify": 12,
             "S:handle.prepare": 13,
-        },
-        {  # 16
-            "C:handle.close": 3,
-            "C:handle.send": 1,
-            "S:handle.close": 7,
-        },
-        {  # 17
-            "C:handle.close": 3,
-            "C:handle.send": 2,
-            "S:handle.close": 7,
-        },
+        },  # 15
+        {"C:handle.close": 3, "C:handle.send": 1, "S:handle.close": 7},  # 16
+        {"C:handle.close": 3, "C:handle.send": 2, "S:handle.close": 7},  # 17
     ),
 )
 

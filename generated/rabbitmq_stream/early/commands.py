@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from ..base import Structure
+from ..base import Buffer, Structure
 from ..errors import DecodeError, EncodeError, _bad_count, _bad_length, _truncated
 from ..framing import HEADER_SIZE
 from ..records import compress, decompress, join, split
@@ -279,21 +279,17 @@ class Publish(Structure):
 
 _PUBLISH_0 = struct.Struct(">h")
 _PUBLISH_0_FIELDS = "Publish: stream"
-
 _PUBLISH_1 = struct.Struct(">i")
 _PUBLISH_1_FIELDS = "Publish: published_messages"
-
 _PUBLISH_2 = struct.Struct(">q")
 _PUBLISH_2_FIELDS = "Publish: published_messages[].publishing_id"
-
 _PUBLISH_3 = struct.Struct(">i")
 _PUBLISH_3_FIELDS = "Publish: published_messages[].message"
-
 _PUBLISH_4 = struct.Struct(">BHII")
 _PUBLISH_4_FIELDS = "Publish: published_messages[].message.entry_header published_messages[].message.num_records published_messages[].message.uncompressed_length published_messages[].message.length"
 
 
-def _decode_publish(buf: bytes | memoryview, at: int, end: int, verify_checksums: bool) -> Publish:
+def _decode_publish(buf: Buffer, at: int, end: int, verify_checksums: bool) -> Publish:
     if end - at < 2:
         raise _truncated(_PUBLISH_0, _PUBLISH_0_FIELDS, at, end)
     (stream_len,) = _PUBLISH_0.unpack_from(buf, at)
@@ -359,10 +355,9 @@ def _decode_publish(buf: bytes | memoryview, at: int, end: int, verify_checksums
             )
         item_2 = PublishedMessage(publishing_id, message)
         published_messages.append(item_2)
-    msg = Publish(stream, published_messages)
     if at != end:
         raise DecodeError("Publish", at, f"{end - at} bytes after the last field")
-    return msg
+    return Publish(stream, published_messages)
 
 
 def _encode_publish(msg: Publish, parts: list[bytes], seal_checksums: bool) -> None:
@@ -399,14 +394,6 @@ def _encode_publish(msg: Publish, parts: list[bytes], seal_checksums: bool) -> N
             )
 
 
-def _frame_publish(msg: Publish, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_publish(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0000, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class PublishConfirm(Structure):
     """PublishConfirm: PublishConfirm one-way message, key 0x0001, version 1, sent by the server.
@@ -433,7 +420,7 @@ _PUBLISH_CONFIRM_0_FIELDS = "PublishConfirm: publishing_ids"
 
 
 def _decode_publish_confirm(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> PublishConfirm:
     if end - at < 4:
         raise _truncated(_PUBLISH_CONFIRM_0, _PUBLISH_CONFIRM_0_FIELDS, at, end)
@@ -443,23 +430,14 @@ def _decode_publish_confirm(
         raise _bad_count("PublishConfirm.publishing_ids", at, publishing_ids_count, 8, end)
     publishing_ids = list(struct.unpack_from(f">{publishing_ids_count}q", buf, at))
     at += publishing_ids_count * 8
-    msg = PublishConfirm(publishing_ids)
     if at != end:
         raise DecodeError("PublishConfirm", at, f"{end - at} bytes after the last field")
-    return msg
+    return PublishConfirm(publishing_ids)
 
 
 def _encode_publish_confirm(msg: PublishConfirm, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_PUBLISH_CONFIRM_0.pack(len(msg.publishing_ids)))
     parts.append(struct.pack(f">{len(msg.publishing_ids)}q", *msg.publishing_ids))
-
-
-def _frame_publish_confirm(msg: PublishConfirm, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_publish_confirm(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0001, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -476,7 +454,6 @@ class SubscribeRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("SubscribeResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     """correlation id to correlate the response"""
@@ -498,13 +475,12 @@ class SubscribeRequest(Structure):
 
 _SUBSCRIBE_REQUEST_0 = struct.Struct(">iih")
 _SUBSCRIBE_REQUEST_0_FIELDS = "SubscribeRequest: correlation_id subscription_id stream"
-
 _SUBSCRIBE_REQUEST_1 = struct.Struct(">Q")
 _SUBSCRIBE_REQUEST_1_FIELDS = "SubscribeRequest: offset"
 
 
 def _decode_subscribe_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> SubscribeRequest:
     if end - at < 10:
         raise _truncated(_SUBSCRIBE_REQUEST_0, _SUBSCRIBE_REQUEST_0_FIELDS, at, end)
@@ -524,10 +500,9 @@ def _decode_subscribe_request(
         raise _truncated(_SUBSCRIBE_REQUEST_1, _SUBSCRIBE_REQUEST_1_FIELDS, at, end)
     (offset,) = _SUBSCRIBE_REQUEST_1.unpack_from(buf, at)
     at += 8
-    msg = SubscribeRequest(correlation_id, subscription_id, stream, offset)
     if at != end:
         raise DecodeError("SubscribeRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return SubscribeRequest(correlation_id, subscription_id, stream, offset)
 
 
 def _encode_subscribe_request(
@@ -542,14 +517,6 @@ def _encode_subscribe_request(
     if stream_raw is not None:
         parts.append(stream_raw)
     parts.append(_SUBSCRIBE_REQUEST_1.pack(msg.offset))
-
-
-def _frame_subscribe_request(msg: SubscribeRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_subscribe_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0002, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -581,16 +548,15 @@ _SUBSCRIBE_RESPONSE_0_FIELDS = "SubscribeResponse: correlation_id response_code"
 
 
 def _decode_subscribe_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> SubscribeResponse:
     if end - at < 6:
         raise _truncated(_SUBSCRIBE_RESPONSE_0, _SUBSCRIBE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _SUBSCRIBE_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = SubscribeResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("SubscribeResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return SubscribeResponse(correlation_id, response_code)
 
 
 def _encode_subscribe_response(
@@ -633,13 +599,10 @@ class Deliver(Structure):
 
 _DELIVER_0 = struct.Struct(">ibHIQQII")
 _DELIVER_0_FIELDS = "Deliver: subscription_id osiris_chunk.magic_version osiris_chunk.num_entries osiris_chunk.num_records osiris_chunk.epoch osiris_chunk.chunk_first_offset osiris_chunk.chunk_crc osiris_chunk.data_length"
-
 _DELIVER_1 = struct.Struct(">I")
 _DELIVER_1_FIELDS = "Deliver: osiris_chunk.messages[].entry_header"
-
 _DELIVER_2 = struct.Struct(">BHII")
 _DELIVER_2_FIELDS = "Deliver: osiris_chunk.messages[].entry_header osiris_chunk.messages[].num_records osiris_chunk.messages[].uncompressed_length osiris_chunk.messages[].length"
-
 _DELIVER_MESSAGES_STATES: dict[type, Callable[[Any], object]] = {
     SimpleEntry: operator.attrgetter("__class__", "size", "data"),
     SubBatchEntry: operator.attrgetter(
@@ -655,7 +618,7 @@ _DELIVER_MESSAGES_STATES: dict[type, Callable[[Any], object]] = {
 """Deliver.osiris_chunk.messages: each item class's (class, fields), compared with those recorded at decode."""
 
 
-def _decode_deliver(buf: bytes | memoryview, at: int, end: int, verify_checksums: bool) -> Deliver:
+def _decode_deliver(buf: Buffer, at: int, end: int, verify_checksums: bool) -> Deliver:
     if end - at < 35:
         raise _truncated(_DELIVER_0, _DELIVER_0_FIELDS, at, end)
     (
@@ -760,10 +723,9 @@ def _decode_deliver(buf: bytes | memoryview, at: int, end: int, verify_checksums
         bytes(buf[messages_kept_start:messages_end]),
         messages_states,
     )
-    msg = Deliver(subscription_id, osiris_chunk)
     if at != end:
         raise DecodeError("Deliver", at, f"{end - at} bytes after the last field")
-    return msg
+    return Deliver(subscription_id, osiris_chunk)
 
 
 def _encode_deliver(msg: Deliver, parts: list[bytes], seal_checksums: bool) -> None:
@@ -850,14 +812,6 @@ def _encode_deliver(msg: Deliver, parts: list[bytes], seal_checksums: bool) -> N
         parts[checksum_part] = part[:27] + struct.pack(">I", crc) + part[31:]
 
 
-def _frame_deliver(msg: Deliver, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_deliver(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0003, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class Credit(Structure):
     """Credit: Credit one-way message, key 0x0004, version 1, sent by the client.
@@ -885,15 +839,14 @@ _CREDIT_0 = struct.Struct(">ih")
 _CREDIT_0_FIELDS = "Credit: subscription_id credit"
 
 
-def _decode_credit(buf: bytes | memoryview, at: int, end: int, verify_checksums: bool) -> Credit:
+def _decode_credit(buf: Buffer, at: int, end: int, verify_checksums: bool) -> Credit:
     if end - at < 6:
         raise _truncated(_CREDIT_0, _CREDIT_0_FIELDS, at, end)
     subscription_id, credit = _CREDIT_0.unpack_from(buf, at)
     at += 6
-    msg = Credit(subscription_id, credit)
     if at != end:
         raise DecodeError("Credit", at, f"{end - at} bytes after the last field")
-    return msg
+    return Credit(subscription_id, credit)
 
 
 def _encode_credit(msg: Credit, parts: list[bytes], seal_checksums: bool) -> None:
@@ -922,7 +875,6 @@ class UnsubscribeRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("UnsubscribeResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     subscription_id: int
@@ -937,16 +889,15 @@ _UNSUBSCRIBE_REQUEST_0_FIELDS = "UnsubscribeRequest: correlation_id subscription
 
 
 def _decode_unsubscribe_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> UnsubscribeRequest:
     if end - at < 8:
         raise _truncated(_UNSUBSCRIBE_REQUEST_0, _UNSUBSCRIBE_REQUEST_0_FIELDS, at, end)
     correlation_id, subscription_id = _UNSUBSCRIBE_REQUEST_0.unpack_from(buf, at)
     at += 8
-    msg = UnsubscribeRequest(correlation_id, subscription_id)
     if at != end:
         raise DecodeError("UnsubscribeRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return UnsubscribeRequest(correlation_id, subscription_id)
 
 
 def _encode_unsubscribe_request(
@@ -992,16 +943,15 @@ _UNSUBSCRIBE_RESPONSE_0_FIELDS = "UnsubscribeResponse: correlation_id response_c
 
 
 def _decode_unsubscribe_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> UnsubscribeResponse:
     if end - at < 6:
         raise _truncated(_UNSUBSCRIBE_RESPONSE_0, _UNSUBSCRIBE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _UNSUBSCRIBE_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = UnsubscribeResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("UnsubscribeResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return UnsubscribeResponse(correlation_id, response_code)
 
 
 def _encode_unsubscribe_response(
@@ -1040,14 +990,11 @@ class PublishError(Structure):
 
 _PUBLISH_ERROR_0 = struct.Struct(">i")
 _PUBLISH_ERROR_0_FIELDS = "PublishError: publishing_error"
-
 _PUBLISH_ERROR_1 = struct.Struct(">qh")
 _PUBLISH_ERROR_1_FIELDS = "PublishError: publishing_error[].publishing_id publishing_error[].code"
 
 
-def _decode_publish_error(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> PublishError:
+def _decode_publish_error(buf: Buffer, at: int, end: int, verify_checksums: bool) -> PublishError:
     if end - at < 4:
         raise _truncated(_PUBLISH_ERROR_0, _PUBLISH_ERROR_0_FIELDS, at, end)
     (publishing_error_count,) = _PUBLISH_ERROR_0.unpack_from(buf, at)
@@ -1062,24 +1009,15 @@ def _decode_publish_error(
         at += 10
         item_2 = PublishingError(publishing_id, code)
         publishing_error.append(item_2)
-    msg = PublishError(publishing_error)
     if at != end:
         raise DecodeError("PublishError", at, f"{end - at} bytes after the last field")
-    return msg
+    return PublishError(publishing_error)
 
 
 def _encode_publish_error(msg: PublishError, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_PUBLISH_ERROR_0.pack(len(msg.publishing_error)))
     for item in msg.publishing_error:
         parts.append(_PUBLISH_ERROR_1.pack(item.publishing_id, item.code))
-
-
-def _frame_publish_error(msg: PublishError, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_publish_error(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0006, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1107,7 +1045,7 @@ _METADATA_UPDATE_0_FIELDS = "MetadataUpdate: metadata_info.code metadata_info.st
 
 
 def _decode_metadata_update(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> MetadataUpdate:
     if end - at < 4:
         raise _truncated(_METADATA_UPDATE_0, _METADATA_UPDATE_0_FIELDS, at, end)
@@ -1126,10 +1064,9 @@ def _decode_metadata_update(
             ) from None
         at += stream_len
     metadata_info = MetadataInfo(code, stream)
-    msg = MetadataUpdate(metadata_info)
     if at != end:
         raise DecodeError("MetadataUpdate", at, f"{end - at} bytes after the last field")
-    return msg
+    return MetadataUpdate(metadata_info)
 
 
 def _encode_metadata_update(msg: MetadataUpdate, parts: list[bytes], seal_checksums: bool) -> None:
@@ -1143,14 +1080,6 @@ def _encode_metadata_update(msg: MetadataUpdate, parts: list[bytes], seal_checks
     )
     if stream_raw is not None:
         parts.append(stream_raw)
-
-
-def _frame_metadata_update(msg: MetadataUpdate, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_metadata_update(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0007, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1167,7 +1096,6 @@ class MetadataRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("MetadataResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     stream: list[str | None]
@@ -1179,13 +1107,12 @@ class MetadataRequest(Structure):
 
 _METADATA_REQUEST_0 = struct.Struct(">ii")
 _METADATA_REQUEST_0_FIELDS = "MetadataRequest: correlation_id stream"
-
 _METADATA_REQUEST_1 = struct.Struct(">h")
 _METADATA_REQUEST_1_FIELDS = "MetadataRequest: stream[]"
 
 
 def _decode_metadata_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> MetadataRequest:
     if end - at < 8:
         raise _truncated(_METADATA_REQUEST_0, _METADATA_REQUEST_0_FIELDS, at, end)
@@ -1212,10 +1139,9 @@ def _decode_metadata_request(
                 ) from None
             at += item_len
         stream.append(item_2)
-    msg = MetadataRequest(correlation_id, stream)
     if at != end:
         raise DecodeError("MetadataRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return MetadataRequest(correlation_id, stream)
 
 
 def _encode_metadata_request(
@@ -1227,14 +1153,6 @@ def _encode_metadata_request(
         parts.append(_METADATA_REQUEST_1.pack(-1 if item_raw is None else len(item_raw)))
         if item_raw is not None:
             parts.append(item_raw)
-
-
-def _frame_metadata_request(msg: MetadataRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_metadata_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0008, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1265,25 +1183,20 @@ class MetadataResponse(Structure):
 
 _METADATA_RESPONSE_0 = struct.Struct(">ii")
 _METADATA_RESPONSE_0_FIELDS = "MetadataResponse: correlation_id broker"
-
 _METADATA_RESPONSE_1 = struct.Struct(">hh")
 _METADATA_RESPONSE_1_FIELDS = "MetadataResponse: broker[].reference broker[].host"
-
 _METADATA_RESPONSE_2 = struct.Struct(">i")
 _METADATA_RESPONSE_2_FIELDS = "MetadataResponse: broker[].port"
-
 _METADATA_RESPONSE_3 = struct.Struct(">i")
 _METADATA_RESPONSE_3_FIELDS = "MetadataResponse: stream_metadata"
-
 _METADATA_RESPONSE_4 = struct.Struct(">h")
 _METADATA_RESPONSE_4_FIELDS = "MetadataResponse: stream_metadata[].stream_name"
-
 _METADATA_RESPONSE_5 = struct.Struct(">hhi")
 _METADATA_RESPONSE_5_FIELDS = "MetadataResponse: stream_metadata[].response_code stream_metadata[].leader_reference stream_metadata[].replicas_references"
 
 
 def _decode_metadata_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> MetadataResponse:
     if end - at < 8:
         raise _truncated(_METADATA_RESPONSE_0, _METADATA_RESPONSE_0_FIELDS, at, end)
@@ -1359,10 +1272,9 @@ def _decode_metadata_response(
         at += replicas_references_count * 2
         item_4 = StreamMetadata(stream_name, response_code, leader_reference, replicas_references)
         stream_metadata.append(item_4)
-    msg = MetadataResponse(correlation_id, broker, stream_metadata)
     if at != end:
         raise DecodeError("MetadataResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return MetadataResponse(correlation_id, broker, stream_metadata)
 
 
 def _encode_metadata_response(
@@ -1395,14 +1307,6 @@ def _encode_metadata_response(
         )
 
 
-def _frame_metadata_response(msg: MetadataResponse, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_metadata_response(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0008, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class SaslHandshakeRequest(Structure):
     """SaslHandshakeRequest: SaslHandshake request, key 0x0009, version 1, sent by the client.
@@ -1417,7 +1321,6 @@ class SaslHandshakeRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("SaslHandshakeResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
 
@@ -1430,16 +1333,15 @@ _SASL_HANDSHAKE_REQUEST_0_FIELDS = "SaslHandshakeRequest: correlation_id"
 
 
 def _decode_sasl_handshake_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> SaslHandshakeRequest:
     if end - at < 4:
         raise _truncated(_SASL_HANDSHAKE_REQUEST_0, _SASL_HANDSHAKE_REQUEST_0_FIELDS, at, end)
     (correlation_id,) = _SASL_HANDSHAKE_REQUEST_0.unpack_from(buf, at)
     at += 4
-    msg = SaslHandshakeRequest(correlation_id)
     if at != end:
         raise DecodeError("SaslHandshakeRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return SaslHandshakeRequest(correlation_id)
 
 
 def _encode_sasl_handshake_request(
@@ -1484,13 +1386,12 @@ class SaslHandshakeResponse(Structure):
 
 _SASL_HANDSHAKE_RESPONSE_0 = struct.Struct(">ihi")
 _SASL_HANDSHAKE_RESPONSE_0_FIELDS = "SaslHandshakeResponse: correlation_id response_code mechanism"
-
 _SASL_HANDSHAKE_RESPONSE_1 = struct.Struct(">h")
 _SASL_HANDSHAKE_RESPONSE_1_FIELDS = "SaslHandshakeResponse: mechanism[]"
 
 
 def _decode_sasl_handshake_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> SaslHandshakeResponse:
     if end - at < 10:
         raise _truncated(_SASL_HANDSHAKE_RESPONSE_0, _SASL_HANDSHAKE_RESPONSE_0_FIELDS, at, end)
@@ -1517,10 +1418,9 @@ def _decode_sasl_handshake_response(
                 ) from None
             at += item_len
         mechanism.append(item_2)
-    msg = SaslHandshakeResponse(correlation_id, response_code, mechanism)
     if at != end:
         raise DecodeError("SaslHandshakeResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return SaslHandshakeResponse(correlation_id, response_code, mechanism)
 
 
 def _encode_sasl_handshake_response(
@@ -1534,14 +1434,6 @@ def _encode_sasl_handshake_response(
         parts.append(_SASL_HANDSHAKE_RESPONSE_1.pack(-1 if item_raw is None else len(item_raw)))
         if item_raw is not None:
             parts.append(item_raw)
-
-
-def _frame_sasl_handshake_response(msg: SaslHandshakeResponse, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_sasl_handshake_response(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0009, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1558,7 +1450,6 @@ class SaslAuthenticateRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("SaslAuthenticateResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     mechanism: str | None
@@ -1574,13 +1465,12 @@ class SaslAuthenticateRequest(Structure):
 
 _SASL_AUTHENTICATE_REQUEST_0 = struct.Struct(">ih")
 _SASL_AUTHENTICATE_REQUEST_0_FIELDS = "SaslAuthenticateRequest: correlation_id mechanism"
-
 _SASL_AUTHENTICATE_REQUEST_1 = struct.Struct(">i")
 _SASL_AUTHENTICATE_REQUEST_1_FIELDS = "SaslAuthenticateRequest: sasl_opaque_data"
 
 
 def _decode_sasl_authenticate_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> SaslAuthenticateRequest:
     if end - at < 6:
         raise _truncated(_SASL_AUTHENTICATE_REQUEST_0, _SASL_AUTHENTICATE_REQUEST_0_FIELDS, at, end)
@@ -1609,10 +1499,9 @@ def _decode_sasl_authenticate_request(
     else:
         sasl_opaque_data = bytes(buf[at : at + sasl_opaque_data_len])
         at += sasl_opaque_data_len
-    msg = SaslAuthenticateRequest(correlation_id, mechanism, sasl_opaque_data)
     if at != end:
         raise DecodeError("SaslAuthenticateRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return SaslAuthenticateRequest(correlation_id, mechanism, sasl_opaque_data)
 
 
 def _encode_sasl_authenticate_request(
@@ -1635,14 +1524,6 @@ def _encode_sasl_authenticate_request(
     )
     if sasl_opaque_data_raw is not None:
         parts.append(sasl_opaque_data_raw)
-
-
-def _frame_sasl_authenticate_request(msg: SaslAuthenticateRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_sasl_authenticate_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000A, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1678,7 +1559,7 @@ _SASL_AUTHENTICATE_RESPONSE_0_FIELDS = (
 
 
 def _decode_sasl_authenticate_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> SaslAuthenticateResponse:
     if end - at < 10:
         raise _truncated(
@@ -1697,10 +1578,9 @@ def _decode_sasl_authenticate_response(
     else:
         sasl_opaque_data = bytes(buf[at : at + sasl_opaque_data_len])
         at += sasl_opaque_data_len
-    msg = SaslAuthenticateResponse(correlation_id, response_code, sasl_opaque_data)
     if at != end:
         raise DecodeError("SaslAuthenticateResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return SaslAuthenticateResponse(correlation_id, response_code, sasl_opaque_data)
 
 
 def _encode_sasl_authenticate_response(
@@ -1718,14 +1598,6 @@ def _encode_sasl_authenticate_response(
         parts.append(sasl_opaque_data_raw)
 
 
-def _frame_sasl_authenticate_response(msg: SaslAuthenticateResponse, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_sasl_authenticate_response(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000A, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class TuneRequest(Structure):
     """TuneRequest: Tune request, key 0x000b, version 1, sent by the server.
@@ -1740,7 +1612,6 @@ class TuneRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "server"
     REPLIES: ClassVar[tuple[str, ...]] = ("TuneResponse",)
-    """The messages that may answer this one."""
 
     frame_max: int
     """in bytes, 0 means no limit"""
@@ -1756,17 +1627,14 @@ _TUNE_REQUEST_0 = struct.Struct(">ii")
 _TUNE_REQUEST_0_FIELDS = "TuneRequest: frame_max heartbeat"
 
 
-def _decode_tune_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> TuneRequest:
+def _decode_tune_request(buf: Buffer, at: int, end: int, verify_checksums: bool) -> TuneRequest:
     if end - at < 8:
         raise _truncated(_TUNE_REQUEST_0, _TUNE_REQUEST_0_FIELDS, at, end)
     frame_max, heartbeat = _TUNE_REQUEST_0.unpack_from(buf, at)
     at += 8
-    msg = TuneRequest(frame_max, heartbeat)
     if at != end:
         raise DecodeError("TuneRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return TuneRequest(frame_max, heartbeat)
 
 
 def _encode_tune_request(msg: TuneRequest, parts: list[bytes], seal_checksums: bool) -> None:
@@ -1809,17 +1677,14 @@ _TUNE_RESPONSE_0 = struct.Struct(">ii")
 _TUNE_RESPONSE_0_FIELDS = "TuneResponse: frame_max heartbeat"
 
 
-def _decode_tune_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> TuneResponse:
+def _decode_tune_response(buf: Buffer, at: int, end: int, verify_checksums: bool) -> TuneResponse:
     if end - at < 8:
         raise _truncated(_TUNE_RESPONSE_0, _TUNE_RESPONSE_0_FIELDS, at, end)
     frame_max, heartbeat = _TUNE_RESPONSE_0.unpack_from(buf, at)
     at += 8
-    msg = TuneResponse(frame_max, heartbeat)
     if at != end:
         raise DecodeError("TuneResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return TuneResponse(frame_max, heartbeat)
 
 
 def _encode_tune_response(msg: TuneResponse, parts: list[bytes], seal_checksums: bool) -> None:
@@ -1848,7 +1713,6 @@ class OpenRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("OpenResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     virtual_host: str | None
@@ -1862,9 +1726,7 @@ _OPEN_REQUEST_0 = struct.Struct(">ih")
 _OPEN_REQUEST_0_FIELDS = "OpenRequest: correlation_id virtual_host"
 
 
-def _decode_open_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> OpenRequest:
+def _decode_open_request(buf: Buffer, at: int, end: int, verify_checksums: bool) -> OpenRequest:
     if end - at < 6:
         raise _truncated(_OPEN_REQUEST_0, _OPEN_REQUEST_0_FIELDS, at, end)
     correlation_id, virtual_host_len = _OPEN_REQUEST_0.unpack_from(buf, at)
@@ -1879,10 +1741,9 @@ def _decode_open_request(
         except UnicodeDecodeError as e:
             raise DecodeError("OpenRequest.virtual_host", at + e.start, "invalid utf-8") from None
         at += virtual_host_len
-    msg = OpenRequest(correlation_id, virtual_host)
     if at != end:
         raise DecodeError("OpenRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return OpenRequest(correlation_id, virtual_host)
 
 
 def _encode_open_request(msg: OpenRequest, parts: list[bytes], seal_checksums: bool) -> None:
@@ -1894,14 +1755,6 @@ def _encode_open_request(msg: OpenRequest, parts: list[bytes], seal_checksums: b
     )
     if virtual_host_raw is not None:
         parts.append(virtual_host_raw)
-
-
-def _frame_open_request(msg: OpenRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_open_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000C, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1930,17 +1783,14 @@ _OPEN_RESPONSE_0 = struct.Struct(">ih")
 _OPEN_RESPONSE_0_FIELDS = "OpenResponse: correlation_id response_code"
 
 
-def _decode_open_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> OpenResponse:
+def _decode_open_response(buf: Buffer, at: int, end: int, verify_checksums: bool) -> OpenResponse:
     if end - at < 6:
         raise _truncated(_OPEN_RESPONSE_0, _OPEN_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _OPEN_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = OpenResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("OpenResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return OpenResponse(correlation_id, response_code)
 
 
 def _encode_open_response(msg: OpenResponse, parts: list[bytes], seal_checksums: bool) -> None:
@@ -1969,7 +1819,6 @@ class CloseRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "both"
     REPLIES: ClassVar[tuple[str, ...]] = ("CloseResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     closing_code: int
@@ -1985,9 +1834,7 @@ _CLOSE_REQUEST_0 = struct.Struct(">ihh")
 _CLOSE_REQUEST_0_FIELDS = "CloseRequest: correlation_id closing_code closing_reason"
 
 
-def _decode_close_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> CloseRequest:
+def _decode_close_request(buf: Buffer, at: int, end: int, verify_checksums: bool) -> CloseRequest:
     if end - at < 8:
         raise _truncated(_CLOSE_REQUEST_0, _CLOSE_REQUEST_0_FIELDS, at, end)
     correlation_id, closing_code, closing_reason_len = _CLOSE_REQUEST_0.unpack_from(buf, at)
@@ -2004,10 +1851,9 @@ def _decode_close_request(
                 "CloseRequest.closing_reason", at + e.start, "invalid utf-8"
             ) from None
         at += closing_reason_len
-    msg = CloseRequest(correlation_id, closing_code, closing_reason)
     if at != end:
         raise DecodeError("CloseRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return CloseRequest(correlation_id, closing_code, closing_reason)
 
 
 def _encode_close_request(msg: CloseRequest, parts: list[bytes], seal_checksums: bool) -> None:
@@ -2021,14 +1867,6 @@ def _encode_close_request(msg: CloseRequest, parts: list[bytes], seal_checksums:
     )
     if closing_reason_raw is not None:
         parts.append(closing_reason_raw)
-
-
-def _frame_close_request(msg: CloseRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_close_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000D, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -2057,17 +1895,14 @@ _CLOSE_RESPONSE_0 = struct.Struct(">ih")
 _CLOSE_RESPONSE_0_FIELDS = "CloseResponse: correlation_id response_code"
 
 
-def _decode_close_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> CloseResponse:
+def _decode_close_response(buf: Buffer, at: int, end: int, verify_checksums: bool) -> CloseResponse:
     if end - at < 6:
         raise _truncated(_CLOSE_RESPONSE_0, _CLOSE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _CLOSE_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = CloseResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("CloseResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return CloseResponse(correlation_id, response_code)
 
 
 def _encode_close_response(msg: CloseResponse, parts: list[bytes], seal_checksums: bool) -> None:
@@ -2102,13 +1937,10 @@ class Heartbeat(Structure):
         pass
 
 
-def _decode_heartbeat(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> Heartbeat:
-    msg = Heartbeat()
+def _decode_heartbeat(buf: Buffer, at: int, end: int, verify_checksums: bool) -> Heartbeat:
     if at != end:
         raise DecodeError("Heartbeat", at, f"{end - at} bytes after the last field")
-    return msg
+    return Heartbeat()
 
 
 def _encode_heartbeat(msg: Heartbeat, parts: list[bytes], seal_checksums: bool) -> None:
@@ -2137,7 +1969,6 @@ class CreateRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("CreateResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     stream: str | None
@@ -2151,20 +1982,15 @@ class CreateRequest(Structure):
 
 _CREATE_REQUEST_0 = struct.Struct(">ih")
 _CREATE_REQUEST_0_FIELDS = "CreateRequest: correlation_id stream"
-
 _CREATE_REQUEST_1 = struct.Struct(">i")
 _CREATE_REQUEST_1_FIELDS = "CreateRequest: arguments"
-
 _CREATE_REQUEST_2 = struct.Struct(">h")
 _CREATE_REQUEST_2_FIELDS = "CreateRequest: arguments[].key"
-
 _CREATE_REQUEST_3 = struct.Struct(">h")
 _CREATE_REQUEST_3_FIELDS = "CreateRequest: arguments[].value"
 
 
-def _decode_create_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> CreateRequest:
+def _decode_create_request(buf: Buffer, at: int, end: int, verify_checksums: bool) -> CreateRequest:
     if end - at < 6:
         raise _truncated(_CREATE_REQUEST_0, _CREATE_REQUEST_0_FIELDS, at, end)
     correlation_id, stream_len = _CREATE_REQUEST_0.unpack_from(buf, at)
@@ -2221,10 +2047,9 @@ def _decode_create_request(
             at += value_len
         item_2 = Argument(key, value)
         arguments.append(item_2)
-    msg = CreateRequest(correlation_id, stream, arguments)
     if at != end:
         raise DecodeError("CreateRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return CreateRequest(correlation_id, stream, arguments)
 
 
 def _encode_create_request(msg: CreateRequest, parts: list[bytes], seal_checksums: bool) -> None:
@@ -2245,14 +2070,6 @@ def _encode_create_request(msg: CreateRequest, parts: list[bytes], seal_checksum
         parts.append(_CREATE_REQUEST_3.pack(-1 if value_raw is None else len(value_raw)))
         if value_raw is not None:
             parts.append(value_raw)
-
-
-def _frame_create_request(msg: CreateRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_create_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x03E6, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -2284,16 +2101,15 @@ _CREATE_RESPONSE_0_FIELDS = "CreateResponse: correlation_id response_code"
 
 
 def _decode_create_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> CreateResponse:
     if end - at < 6:
         raise _truncated(_CREATE_RESPONSE_0, _CREATE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _CREATE_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = CreateResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("CreateResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return CreateResponse(correlation_id, response_code)
 
 
 def _encode_create_response(msg: CreateResponse, parts: list[bytes], seal_checksums: bool) -> None:
@@ -2322,7 +2138,6 @@ class DeleteRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("DeleteResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     stream: str | None
@@ -2336,9 +2151,7 @@ _DELETE_REQUEST_0 = struct.Struct(">ih")
 _DELETE_REQUEST_0_FIELDS = "DeleteRequest: correlation_id stream"
 
 
-def _decode_delete_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> DeleteRequest:
+def _decode_delete_request(buf: Buffer, at: int, end: int, verify_checksums: bool) -> DeleteRequest:
     if end - at < 6:
         raise _truncated(_DELETE_REQUEST_0, _DELETE_REQUEST_0_FIELDS, at, end)
     correlation_id, stream_len = _DELETE_REQUEST_0.unpack_from(buf, at)
@@ -2353,10 +2166,9 @@ def _decode_delete_request(
         except UnicodeDecodeError as e:
             raise DecodeError("DeleteRequest.stream", at + e.start, "invalid utf-8") from None
         at += stream_len
-    msg = DeleteRequest(correlation_id, stream)
     if at != end:
         raise DecodeError("DeleteRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return DeleteRequest(correlation_id, stream)
 
 
 def _encode_delete_request(msg: DeleteRequest, parts: list[bytes], seal_checksums: bool) -> None:
@@ -2366,14 +2178,6 @@ def _encode_delete_request(msg: DeleteRequest, parts: list[bytes], seal_checksum
     )
     if stream_raw is not None:
         parts.append(stream_raw)
-
-
-def _frame_delete_request(msg: DeleteRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_delete_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x03E7, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -2405,16 +2209,15 @@ _DELETE_RESPONSE_0_FIELDS = "DeleteResponse: correlation_id response_code"
 
 
 def _decode_delete_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> DeleteResponse:
     if end - at < 6:
         raise _truncated(_DELETE_RESPONSE_0, _DELETE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _DELETE_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = DeleteResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("DeleteResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return DeleteResponse(correlation_id, response_code)
 
 
 def _encode_delete_response(msg: DeleteResponse, parts: list[bytes], seal_checksums: bool) -> None:
@@ -2460,7 +2263,7 @@ Message = (
 )
 """Any message of this protocol version."""
 
-_Decoder = Callable[[bytes | memoryview, int, int, bool], Message]
+_Decoder = Callable[[Buffer, int, int, bool], Message]
 
 # (key, version) -> the layouts that identity can carry, with who sends each.
 _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
@@ -2513,20 +2316,33 @@ _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
     ),
 }
 
-# key << 16 | version -> the decoder of the one layout of that identity: decode's straight road
+# key << 16 | version -> the decoder of the one layout of that identity: decode's straight road,
+# each identity of `_DECODERS` that has one
 _ONE: dict[int, _Decoder] = {
-    0x00000001: _decode_publish,
-    0x00010001: _decode_publish_confirm,
-    0x00030001: _decode_deliver,
-    0x00040001: _decode_credit,
-    0x00060001: _decode_publish_error,
-    0x00070001: _decode_metadata_update,
-    0x000E0001: _decode_heartbeat,
+    key << 16 | version: layouts[0][1]
+    for (key, version), layouts in _DECODERS.items()
+    if len(layouts) == 1
 }
 
 FRAME_KEYS: frozenset[tuple[int, ...]] = frozenset(_DECODERS)
 """Every (key, version) header `decode` has a layout for: what a framing check that
 resynchronises after unframeable bytes accepts as a frame header."""
+
+
+def _framer(
+    encode_body: Callable[[Any, list[bytes], bool], None], key: int, version: int
+) -> Callable[[Any, bool], bytes]:
+    """A message's frame encoder: its body's parts (`encode_body`), the header packed before
+    them with the message's `key` and `version`."""
+
+    def frame(msg: Any, seal_checksums: bool) -> bytes:
+        parts: list[bytes] = [b""]
+        encode_body(msg, parts, seal_checksums)
+        parts[0] = HEADER.pack(sum(map(len, parts)) + 4, key, version)
+        return b"".join(parts)
+
+    return frame
+
 
 _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
     Publish: _encode_publish,
@@ -2561,32 +2377,32 @@ _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
 # each message's own frame encoder (one pack where every field has a fixed width), where
 # encode need not look at the message to frame it
 _FRAMES: dict[type, Callable[[Any, bool], bytes]] = {
-    Publish: _frame_publish,
-    PublishConfirm: _frame_publish_confirm,
-    SubscribeRequest: _frame_subscribe_request,
+    Publish: _framer(_encode_publish, 0x0000, 1),
+    PublishConfirm: _framer(_encode_publish_confirm, 0x0001, 1),
+    SubscribeRequest: _framer(_encode_subscribe_request, 0x0002, 1),
     SubscribeResponse: _frame_subscribe_response,
-    Deliver: _frame_deliver,
+    Deliver: _framer(_encode_deliver, 0x0003, 1),
     Credit: _frame_credit,
     UnsubscribeRequest: _frame_unsubscribe_request,
     UnsubscribeResponse: _frame_unsubscribe_response,
-    PublishError: _frame_publish_error,
-    MetadataUpdate: _frame_metadata_update,
-    MetadataRequest: _frame_metadata_request,
-    MetadataResponse: _frame_metadata_response,
+    PublishError: _framer(_encode_publish_error, 0x0006, 1),
+    MetadataUpdate: _framer(_encode_metadata_update, 0x0007, 1),
+    MetadataRequest: _framer(_encode_metadata_request, 0x0008, 1),
+    MetadataResponse: _framer(_encode_metadata_response, 0x0008, 1),
     SaslHandshakeRequest: _frame_sasl_handshake_request,
-    SaslHandshakeResponse: _frame_sasl_handshake_response,
-    SaslAuthenticateRequest: _frame_sasl_authenticate_request,
-    SaslAuthenticateResponse: _frame_sasl_authenticate_response,
+    SaslHandshakeResponse: _framer(_encode_sasl_handshake_response, 0x0009, 1),
+    SaslAuthenticateRequest: _framer(_encode_sasl_authenticate_request, 0x000A, 1),
+    SaslAuthenticateResponse: _framer(_encode_sasl_authenticate_response, 0x000A, 1),
     TuneRequest: _frame_tune_request,
     TuneResponse: _frame_tune_response,
-    OpenRequest: _frame_open_request,
+    OpenRequest: _framer(_encode_open_request, 0x000C, 1),
     OpenResponse: _frame_open_response,
-    CloseRequest: _frame_close_request,
+    CloseRequest: _framer(_encode_close_request, 0x000D, 1),
     CloseResponse: _frame_close_response,
     Heartbeat: _frame_heartbeat,
-    CreateRequest: _frame_create_request,
+    CreateRequest: _framer(_encode_create_request, 0x03E6, 1),
     CreateResponse: _frame_create_response,
-    DeleteRequest: _frame_delete_request,
+    DeleteRequest: _framer(_encode_delete_request, 0x03E7, 1),
     DeleteResponse: _frame_delete_response,
 }
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from ..base import Structure
+from ..base import Buffer, Structure
 from ..errors import DecodeError, EncodeError, _bad_count, _bad_length, _truncated
 from ..framing import HEADER_SIZE
 from ..records import compress, decompress, join, split
@@ -400,7 +400,6 @@ class DeclarePublisherRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("DeclarePublisherResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     publisher_id: int
@@ -421,13 +420,12 @@ _DECLARE_PUBLISHER_REQUEST_0 = struct.Struct(">IBh")
 _DECLARE_PUBLISHER_REQUEST_0_FIELDS = (
     "DeclarePublisherRequest: correlation_id publisher_id publisher_reference"
 )
-
 _DECLARE_PUBLISHER_REQUEST_1 = struct.Struct(">h")
 _DECLARE_PUBLISHER_REQUEST_1_FIELDS = "DeclarePublisherRequest: stream"
 
 
 def _decode_declare_publisher_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> DeclarePublisherRequest:
     if end - at < 7:
         raise _truncated(_DECLARE_PUBLISHER_REQUEST_0, _DECLARE_PUBLISHER_REQUEST_0_FIELDS, at, end)
@@ -462,10 +460,9 @@ def _decode_declare_publisher_request(
                 "DeclarePublisherRequest.stream", at + e.start, "invalid utf-8"
             ) from None
         at += stream_len
-    msg = DeclarePublisherRequest(correlation_id, publisher_id, publisher_reference, stream)
     if at != end:
         raise DecodeError("DeclarePublisherRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return DeclarePublisherRequest(correlation_id, publisher_id, publisher_reference, stream)
 
 
 def _encode_declare_publisher_request(
@@ -483,14 +480,6 @@ def _encode_declare_publisher_request(
     parts.append(_DECLARE_PUBLISHER_REQUEST_1.pack(-1 if stream_raw is None else len(stream_raw)))
     if stream_raw is not None:
         parts.append(stream_raw)
-
-
-def _frame_declare_publisher_request(msg: DeclarePublisherRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_declare_publisher_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0001, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -521,7 +510,7 @@ _DECLARE_PUBLISHER_RESPONSE_0_FIELDS = "DeclarePublisherResponse: correlation_id
 
 
 def _decode_declare_publisher_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> DeclarePublisherResponse:
     if end - at < 6:
         raise _truncated(
@@ -529,10 +518,9 @@ def _decode_declare_publisher_response(
         )
     correlation_id, response_code = _DECLARE_PUBLISHER_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = DeclarePublisherResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("DeclarePublisherResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return DeclarePublisherResponse(correlation_id, response_code)
 
 
 def _encode_declare_publisher_response(
@@ -581,20 +569,15 @@ class PublishV1(Structure):
 
 _PUBLISH_V1_0 = struct.Struct(">Bi")
 _PUBLISH_V1_0_FIELDS = "PublishV1: publisher_id published_messages"
-
 _PUBLISH_V1_1 = struct.Struct(">Q")
 _PUBLISH_V1_1_FIELDS = "PublishV1: published_messages[].publishing_id"
-
 _PUBLISH_V1_2 = struct.Struct(">i")
 _PUBLISH_V1_2_FIELDS = "PublishV1: published_messages[].message"
-
 _PUBLISH_V1_3 = struct.Struct(">BHII")
 _PUBLISH_V1_3_FIELDS = "PublishV1: published_messages[].message.entry_header published_messages[].message.num_records published_messages[].message.uncompressed_length published_messages[].message.length"
 
 
-def _decode_publish_v1(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> PublishV1:
+def _decode_publish_v1(buf: Buffer, at: int, end: int, verify_checksums: bool) -> PublishV1:
     if end - at < 5:
         raise _truncated(_PUBLISH_V1_0, _PUBLISH_V1_0_FIELDS, at, end)
     publisher_id, published_messages_count = _PUBLISH_V1_0.unpack_from(buf, at)
@@ -648,10 +631,9 @@ def _decode_publish_v1(
             )
         item_2 = PublishV1PublishedMessage(publishing_id, message)
         published_messages.append(item_2)
-    msg = PublishV1(publisher_id, published_messages)
     if at != end:
         raise DecodeError("PublishV1", at, f"{end - at} bytes after the last field")
-    return msg
+    return PublishV1(publisher_id, published_messages)
 
 
 def _encode_publish_v1(msg: PublishV1, parts: list[bytes], seal_checksums: bool) -> None:
@@ -684,14 +666,6 @@ def _encode_publish_v1(msg: PublishV1, parts: list[bytes], seal_checksums: bool)
             )
 
 
-def _frame_publish_v1(msg: PublishV1, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_publish_v1(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0002, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class PublishV2(Structure):
     """Publish: Publish one-way message, key 0x0002, version 2, sent by the client.
@@ -722,22 +696,17 @@ class PublishV2(Structure):
 
 _PUBLISH_V2_0 = struct.Struct(">Bi")
 _PUBLISH_V2_0_FIELDS = "PublishV2: publisher_id published_messages"
-
 _PUBLISH_V2_1 = struct.Struct(">Qh")
 _PUBLISH_V2_1_FIELDS = (
     "PublishV2: published_messages[].publishing_id published_messages[].filter_value"
 )
-
 _PUBLISH_V2_2 = struct.Struct(">i")
 _PUBLISH_V2_2_FIELDS = "PublishV2: published_messages[].message"
-
 _PUBLISH_V2_3 = struct.Struct(">BHII")
 _PUBLISH_V2_3_FIELDS = "PublishV2: published_messages[].message.entry_header published_messages[].message.num_records published_messages[].message.uncompressed_length published_messages[].message.length"
 
 
-def _decode_publish_v2(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> PublishV2:
+def _decode_publish_v2(buf: Buffer, at: int, end: int, verify_checksums: bool) -> PublishV2:
     if end - at < 5:
         raise _truncated(_PUBLISH_V2_0, _PUBLISH_V2_0_FIELDS, at, end)
     publisher_id, published_messages_count = _PUBLISH_V2_0.unpack_from(buf, at)
@@ -805,10 +774,9 @@ def _decode_publish_v2(
             )
         item_2 = PublishV2PublishedMessage(publishing_id, filter_value, message)
         published_messages.append(item_2)
-    msg = PublishV2(publisher_id, published_messages)
     if at != end:
         raise DecodeError("PublishV2", at, f"{end - at} bytes after the last field")
-    return msg
+    return PublishV2(publisher_id, published_messages)
 
 
 def _encode_publish_v2(msg: PublishV2, parts: list[bytes], seal_checksums: bool) -> None:
@@ -848,14 +816,6 @@ def _encode_publish_v2(msg: PublishV2, parts: list[bytes], seal_checksums: bool)
             )
 
 
-def _frame_publish_v2(msg: PublishV2, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_publish_v2(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0002, 2)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class PublishConfirm(Structure):
     """PublishConfirm: PublishConfirm one-way message, key 0x0003, version 1, sent by the server.
@@ -884,7 +844,7 @@ _PUBLISH_CONFIRM_0_FIELDS = "PublishConfirm: publisher_id publishing_ids"
 
 
 def _decode_publish_confirm(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> PublishConfirm:
     if end - at < 5:
         raise _truncated(_PUBLISH_CONFIRM_0, _PUBLISH_CONFIRM_0_FIELDS, at, end)
@@ -894,23 +854,14 @@ def _decode_publish_confirm(
         raise _bad_count("PublishConfirm.publishing_ids", at, publishing_ids_count, 8, end)
     publishing_ids = list(struct.unpack_from(f">{publishing_ids_count}Q", buf, at))
     at += publishing_ids_count * 8
-    msg = PublishConfirm(publisher_id, publishing_ids)
     if at != end:
         raise DecodeError("PublishConfirm", at, f"{end - at} bytes after the last field")
-    return msg
+    return PublishConfirm(publisher_id, publishing_ids)
 
 
 def _encode_publish_confirm(msg: PublishConfirm, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_PUBLISH_CONFIRM_0.pack(msg.publisher_id, len(msg.publishing_ids)))
     parts.append(struct.pack(f">{len(msg.publishing_ids)}Q", *msg.publishing_ids))
-
-
-def _frame_publish_confirm(msg: PublishConfirm, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_publish_confirm(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0003, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -937,14 +888,11 @@ class PublishError(Structure):
 
 _PUBLISH_ERROR_0 = struct.Struct(">Bi")
 _PUBLISH_ERROR_0_FIELDS = "PublishError: publisher_id publishing_error"
-
 _PUBLISH_ERROR_1 = struct.Struct(">QH")
 _PUBLISH_ERROR_1_FIELDS = "PublishError: publishing_error[].publishing_id publishing_error[].code"
 
 
-def _decode_publish_error(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> PublishError:
+def _decode_publish_error(buf: Buffer, at: int, end: int, verify_checksums: bool) -> PublishError:
     if end - at < 5:
         raise _truncated(_PUBLISH_ERROR_0, _PUBLISH_ERROR_0_FIELDS, at, end)
     publisher_id, publishing_error_count = _PUBLISH_ERROR_0.unpack_from(buf, at)
@@ -959,24 +907,15 @@ def _decode_publish_error(
         at += 10
         item_2 = PublishingError(publishing_id, code)
         publishing_error.append(item_2)
-    msg = PublishError(publisher_id, publishing_error)
     if at != end:
         raise DecodeError("PublishError", at, f"{end - at} bytes after the last field")
-    return msg
+    return PublishError(publisher_id, publishing_error)
 
 
 def _encode_publish_error(msg: PublishError, parts: list[bytes], seal_checksums: bool) -> None:
     parts.append(_PUBLISH_ERROR_0.pack(msg.publisher_id, len(msg.publishing_error)))
     for item in msg.publishing_error:
         parts.append(_PUBLISH_ERROR_1.pack(item.publishing_id, item.code))
-
-
-def _frame_publish_error(msg: PublishError, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_publish_error(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0004, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -993,7 +932,6 @@ class QueryPublisherSequenceRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("QueryPublisherSequenceResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     publisher_reference: str | None
@@ -1012,13 +950,12 @@ _QUERY_PUBLISHER_SEQUENCE_REQUEST_0 = struct.Struct(">Ih")
 _QUERY_PUBLISHER_SEQUENCE_REQUEST_0_FIELDS = (
     "QueryPublisherSequenceRequest: correlation_id publisher_reference"
 )
-
 _QUERY_PUBLISHER_SEQUENCE_REQUEST_1 = struct.Struct(">h")
 _QUERY_PUBLISHER_SEQUENCE_REQUEST_1_FIELDS = "QueryPublisherSequenceRequest: stream"
 
 
 def _decode_query_publisher_sequence_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> QueryPublisherSequenceRequest:
     if end - at < 6:
         raise _truncated(
@@ -1060,12 +997,11 @@ def _decode_query_publisher_sequence_request(
                 "QueryPublisherSequenceRequest.stream", at + e.start, "invalid utf-8"
             ) from None
         at += stream_len
-    msg = QueryPublisherSequenceRequest(correlation_id, publisher_reference, stream)
     if at != end:
         raise DecodeError(
             "QueryPublisherSequenceRequest", at, f"{end - at} bytes after the last field"
         )
-    return msg
+    return QueryPublisherSequenceRequest(correlation_id, publisher_reference, stream)
 
 
 def _encode_query_publisher_sequence_request(
@@ -1089,16 +1025,6 @@ def _encode_query_publisher_sequence_request(
     )
     if stream_raw is not None:
         parts.append(stream_raw)
-
-
-def _frame_query_publisher_sequence_request(
-    msg: QueryPublisherSequenceRequest, seal_checksums: bool
-) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_query_publisher_sequence_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0005, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -1133,7 +1059,7 @@ _QUERY_PUBLISHER_SEQUENCE_RESPONSE_0_FIELDS = (
 
 
 def _decode_query_publisher_sequence_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> QueryPublisherSequenceResponse:
     if end - at < 14:
         raise _truncated(
@@ -1146,12 +1072,11 @@ def _decode_query_publisher_sequence_response(
         buf, at
     )
     at += 14
-    msg = QueryPublisherSequenceResponse(correlation_id, response_code, sequence)
     if at != end:
         raise DecodeError(
             "QueryPublisherSequenceResponse", at, f"{end - at} bytes after the last field"
         )
-    return msg
+    return QueryPublisherSequenceResponse(correlation_id, response_code, sequence)
 
 
 def _encode_query_publisher_sequence_response(
@@ -1190,7 +1115,6 @@ class DeletePublisherRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("DeletePublisherResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     publisher_id: int
@@ -1205,16 +1129,15 @@ _DELETE_PUBLISHER_REQUEST_0_FIELDS = "DeletePublisherRequest: correlation_id pub
 
 
 def _decode_delete_publisher_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> DeletePublisherRequest:
     if end - at < 5:
         raise _truncated(_DELETE_PUBLISHER_REQUEST_0, _DELETE_PUBLISHER_REQUEST_0_FIELDS, at, end)
     correlation_id, publisher_id = _DELETE_PUBLISHER_REQUEST_0.unpack_from(buf, at)
     at += 5
-    msg = DeletePublisherRequest(correlation_id, publisher_id)
     if at != end:
         raise DecodeError("DeletePublisherRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return DeletePublisherRequest(correlation_id, publisher_id)
 
 
 def _encode_delete_publisher_request(
@@ -1259,16 +1182,15 @@ _DELETE_PUBLISHER_RESPONSE_0_FIELDS = "DeletePublisherResponse: correlation_id r
 
 
 def _decode_delete_publisher_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> DeletePublisherResponse:
     if end - at < 6:
         raise _truncated(_DELETE_PUBLISHER_RESPONSE_0, _DELETE_PUBLISHER_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _DELETE_PUBLISHER_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = DeletePublisherResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("DeletePublisherResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return DeletePublisherResponse(correlation_id, response_code)
 
 
 def _encode_delete_publisher_response(
@@ -1313,7 +1235,6 @@ class SubscribeRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("SubscribeResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     """correlation id to correlate the response"""
@@ -1344,28 +1265,22 @@ class SubscribeRequest(Structure):
 
 _SUBSCRIBE_REQUEST_0 = struct.Struct(">IBh")
 _SUBSCRIBE_REQUEST_0_FIELDS = "SubscribeRequest: correlation_id subscription_id stream"
-
 _SUBSCRIBE_REQUEST_1 = struct.Struct(">H")
 _SUBSCRIBE_REQUEST_1_FIELDS = "SubscribeRequest: offset_specification.offset_type"
-
 _SUBSCRIBE_REQUEST_2 = struct.Struct(">Q")
 _SUBSCRIBE_REQUEST_2_FIELDS = "SubscribeRequest: offset_specification.offset"
-
 _SUBSCRIBE_REQUEST_3 = struct.Struct(">q")
 _SUBSCRIBE_REQUEST_3_FIELDS = "SubscribeRequest: offset_specification.offset"
-
 _SUBSCRIBE_REQUEST_4 = struct.Struct(">Hi")
 _SUBSCRIBE_REQUEST_4_FIELDS = "SubscribeRequest: credit properties"
-
 _SUBSCRIBE_REQUEST_5 = struct.Struct(">h")
 _SUBSCRIBE_REQUEST_5_FIELDS = "SubscribeRequest: properties[].key"
-
 _SUBSCRIBE_REQUEST_6 = struct.Struct(">h")
 _SUBSCRIBE_REQUEST_6_FIELDS = "SubscribeRequest: properties[].value"
 
 
 def _decode_subscribe_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> SubscribeRequest:
     if end - at < 7:
         raise _truncated(_SUBSCRIBE_REQUEST_0, _SUBSCRIBE_REQUEST_0_FIELDS, at, end)
@@ -1449,12 +1364,11 @@ def _decode_subscribe_request(
             at += value_len
         item_2 = Property(key, value_3)
         properties.append(item_2)
-    msg = SubscribeRequest(
-        correlation_id, subscription_id, stream, offset_specification, credit, properties
-    )
     if at != end:
         raise DecodeError("SubscribeRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return SubscribeRequest(
+        correlation_id, subscription_id, stream, offset_specification, credit, properties
+    )
 
 
 def _encode_subscribe_request(
@@ -1497,14 +1411,6 @@ def _encode_subscribe_request(
             parts.append(value_raw)
 
 
-def _frame_subscribe_request(msg: SubscribeRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_subscribe_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0007, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class SubscribeResponse(Structure):
     """SubscribeResponse: Subscribe response, key 0x8007, version 1, sent by the server.
@@ -1535,16 +1441,15 @@ _SUBSCRIBE_RESPONSE_0_FIELDS = "SubscribeResponse: correlation_id response_code"
 
 
 def _decode_subscribe_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> SubscribeResponse:
     if end - at < 6:
         raise _truncated(_SUBSCRIBE_RESPONSE_0, _SUBSCRIBE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _SUBSCRIBE_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = SubscribeResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("SubscribeResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return SubscribeResponse(correlation_id, response_code)
 
 
 def _encode_subscribe_response(
@@ -1587,13 +1492,10 @@ class DeliverV1(Structure):
 
 _DELIVER_V1_0 = struct.Struct(">BbbHIqQQIIIB3s")
 _DELIVER_V1_0_FIELDS = "DeliverV1: subscription_id osiris_chunk.magic_version osiris_chunk.chunk_type osiris_chunk.num_entries osiris_chunk.num_records osiris_chunk.timestamp osiris_chunk.epoch osiris_chunk.chunk_first_offset osiris_chunk.chunk_crc osiris_chunk.data_length osiris_chunk.trailer_length osiris_chunk.bloom_size osiris_chunk.reserved"
-
 _DELIVER_V1_1 = struct.Struct(">I")
 _DELIVER_V1_1_FIELDS = "DeliverV1: osiris_chunk.messages[].entry_header"
-
 _DELIVER_V1_2 = struct.Struct(">BHII")
 _DELIVER_V1_2_FIELDS = "DeliverV1: osiris_chunk.messages[].entry_header osiris_chunk.messages[].num_records osiris_chunk.messages[].uncompressed_length osiris_chunk.messages[].length"
-
 _DELIVER_V1_MESSAGES_STATES: dict[type, Callable[[Any], object]] = {
     SimpleEntry: operator.attrgetter("__class__", "size", "data"),
     SubBatchEntry: operator.attrgetter(
@@ -1609,9 +1511,7 @@ _DELIVER_V1_MESSAGES_STATES: dict[type, Callable[[Any], object]] = {
 """DeliverV1.osiris_chunk.messages: each item class's (class, fields), compared with those recorded at decode."""
 
 
-def _decode_deliver_v1(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> DeliverV1:
+def _decode_deliver_v1(buf: Buffer, at: int, end: int, verify_checksums: bool) -> DeliverV1:
     if end - at < 49:
         raise _truncated(_DELIVER_V1_0, _DELIVER_V1_0_FIELDS, at, end)
     (
@@ -1729,10 +1629,9 @@ def _decode_deliver_v1(
         bytes(buf[messages_kept_start:messages_end]),
         messages_states,
     )
-    msg = DeliverV1(subscription_id, osiris_chunk)
     if at != end:
         raise DecodeError("DeliverV1", at, f"{end - at} bytes after the last field")
-    return msg
+    return DeliverV1(subscription_id, osiris_chunk)
 
 
 def _encode_deliver_v1(msg: DeliverV1, parts: list[bytes], seal_checksums: bool) -> None:
@@ -1824,14 +1723,6 @@ def _encode_deliver_v1(msg: DeliverV1, parts: list[bytes], seal_checksums: bool)
         parts[checksum_part] = part[:33] + struct.pack(">I", crc) + part[37:]
 
 
-def _frame_deliver_v1(msg: DeliverV1, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_deliver_v1(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0008, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class DeliverV2(Structure):
     """Deliver: Deliver one-way message, key 0x0008, version 2, sent by the server.
@@ -1862,13 +1753,10 @@ class DeliverV2(Structure):
 
 _DELIVER_V2_0 = struct.Struct(">BQbbHIqQQIIIB3s")
 _DELIVER_V2_0_FIELDS = "DeliverV2: subscription_id committed_chunk_id osiris_chunk.magic_version osiris_chunk.chunk_type osiris_chunk.num_entries osiris_chunk.num_records osiris_chunk.timestamp osiris_chunk.epoch osiris_chunk.chunk_first_offset osiris_chunk.chunk_crc osiris_chunk.data_length osiris_chunk.trailer_length osiris_chunk.bloom_size osiris_chunk.reserved"
-
 _DELIVER_V2_1 = struct.Struct(">I")
 _DELIVER_V2_1_FIELDS = "DeliverV2: osiris_chunk.messages[].entry_header"
-
 _DELIVER_V2_2 = struct.Struct(">BHII")
 _DELIVER_V2_2_FIELDS = "DeliverV2: osiris_chunk.messages[].entry_header osiris_chunk.messages[].num_records osiris_chunk.messages[].uncompressed_length osiris_chunk.messages[].length"
-
 _DELIVER_V2_MESSAGES_STATES: dict[type, Callable[[Any], object]] = {
     SimpleEntry: operator.attrgetter("__class__", "size", "data"),
     SubBatchEntry: operator.attrgetter(
@@ -1884,9 +1772,7 @@ _DELIVER_V2_MESSAGES_STATES: dict[type, Callable[[Any], object]] = {
 """DeliverV2.osiris_chunk.messages: each item class's (class, fields), compared with those recorded at decode."""
 
 
-def _decode_deliver_v2(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> DeliverV2:
+def _decode_deliver_v2(buf: Buffer, at: int, end: int, verify_checksums: bool) -> DeliverV2:
     if end - at < 57:
         raise _truncated(_DELIVER_V2_0, _DELIVER_V2_0_FIELDS, at, end)
     (
@@ -2005,10 +1891,9 @@ def _decode_deliver_v2(
         bytes(buf[messages_kept_start:messages_end]),
         messages_states,
     )
-    msg = DeliverV2(subscription_id, committed_chunk_id, osiris_chunk)
     if at != end:
         raise DecodeError("DeliverV2", at, f"{end - at} bytes after the last field")
-    return msg
+    return DeliverV2(subscription_id, committed_chunk_id, osiris_chunk)
 
 
 def _encode_deliver_v2(msg: DeliverV2, parts: list[bytes], seal_checksums: bool) -> None:
@@ -2101,14 +1986,6 @@ def _encode_deliver_v2(msg: DeliverV2, parts: list[bytes], seal_checksums: bool)
         parts[checksum_part] = part[:41] + struct.pack(">I", crc) + part[45:]
 
 
-def _frame_deliver_v2(msg: DeliverV2, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_deliver_v2(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0008, 2)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class Credit(Structure):
     """Credit: Credit one-way message, key 0x0009, version 1, sent by the client.
@@ -2138,15 +2015,14 @@ _CREDIT_0 = struct.Struct(">BH")
 _CREDIT_0_FIELDS = "Credit: subscription_id credit"
 
 
-def _decode_credit(buf: bytes | memoryview, at: int, end: int, verify_checksums: bool) -> Credit:
+def _decode_credit(buf: Buffer, at: int, end: int, verify_checksums: bool) -> Credit:
     if end - at < 3:
         raise _truncated(_CREDIT_0, _CREDIT_0_FIELDS, at, end)
     subscription_id, credit = _CREDIT_0.unpack_from(buf, at)
     at += 3
-    msg = Credit(subscription_id, credit)
     if at != end:
         raise DecodeError("Credit", at, f"{end - at} bytes after the last field")
-    return msg
+    return Credit(subscription_id, credit)
 
 
 def _encode_credit(msg: Credit, parts: list[bytes], seal_checksums: bool) -> None:
@@ -2189,16 +2065,15 @@ _CREDIT_RESPONSE_0_FIELDS = "CreditResponse: response_code subscription_id"
 
 
 def _decode_credit_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> CreditResponse:
     if end - at < 3:
         raise _truncated(_CREDIT_RESPONSE_0, _CREDIT_RESPONSE_0_FIELDS, at, end)
     response_code, subscription_id = _CREDIT_RESPONSE_0.unpack_from(buf, at)
     at += 3
-    msg = CreditResponse(response_code, subscription_id)
     if at != end:
         raise DecodeError("CreditResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return CreditResponse(response_code, subscription_id)
 
 
 def _encode_credit_response(msg: CreditResponse, parts: list[bytes], seal_checksums: bool) -> None:
@@ -2241,17 +2116,13 @@ class StoreOffset(Structure):
 
 _STORE_OFFSET_0 = struct.Struct(">h")
 _STORE_OFFSET_0_FIELDS = "StoreOffset: reference"
-
 _STORE_OFFSET_1 = struct.Struct(">h")
 _STORE_OFFSET_1_FIELDS = "StoreOffset: stream"
-
 _STORE_OFFSET_2 = struct.Struct(">Q")
 _STORE_OFFSET_2_FIELDS = "StoreOffset: offset"
 
 
-def _decode_store_offset(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> StoreOffset:
+def _decode_store_offset(buf: Buffer, at: int, end: int, verify_checksums: bool) -> StoreOffset:
     if end - at < 2:
         raise _truncated(_STORE_OFFSET_0, _STORE_OFFSET_0_FIELDS, at, end)
     (reference_len,) = _STORE_OFFSET_0.unpack_from(buf, at)
@@ -2284,10 +2155,9 @@ def _decode_store_offset(
         raise _truncated(_STORE_OFFSET_2, _STORE_OFFSET_2_FIELDS, at, end)
     (offset,) = _STORE_OFFSET_2.unpack_from(buf, at)
     at += 8
-    msg = StoreOffset(reference, stream, offset)
     if at != end:
         raise DecodeError("StoreOffset", at, f"{end - at} bytes after the last field")
-    return msg
+    return StoreOffset(reference, stream, offset)
 
 
 def _encode_store_offset(msg: StoreOffset, parts: list[bytes], seal_checksums: bool) -> None:
@@ -2301,14 +2171,6 @@ def _encode_store_offset(msg: StoreOffset, parts: list[bytes], seal_checksums: b
     if stream_raw is not None:
         parts.append(stream_raw)
     parts.append(_STORE_OFFSET_2.pack(msg.offset))
-
-
-def _frame_store_offset(msg: StoreOffset, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_store_offset(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000A, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -2325,7 +2187,6 @@ class QueryOffsetRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("QueryOffsetResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     reference: str | None
@@ -2340,13 +2201,12 @@ class QueryOffsetRequest(Structure):
 
 _QUERY_OFFSET_REQUEST_0 = struct.Struct(">Ih")
 _QUERY_OFFSET_REQUEST_0_FIELDS = "QueryOffsetRequest: correlation_id reference"
-
 _QUERY_OFFSET_REQUEST_1 = struct.Struct(">h")
 _QUERY_OFFSET_REQUEST_1_FIELDS = "QueryOffsetRequest: stream"
 
 
 def _decode_query_offset_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> QueryOffsetRequest:
     if end - at < 6:
         raise _truncated(_QUERY_OFFSET_REQUEST_0, _QUERY_OFFSET_REQUEST_0_FIELDS, at, end)
@@ -2378,10 +2238,9 @@ def _decode_query_offset_request(
         except UnicodeDecodeError as e:
             raise DecodeError("QueryOffsetRequest.stream", at + e.start, "invalid utf-8") from None
         at += stream_len
-    msg = QueryOffsetRequest(correlation_id, reference, stream)
     if at != end:
         raise DecodeError("QueryOffsetRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return QueryOffsetRequest(correlation_id, reference, stream)
 
 
 def _encode_query_offset_request(
@@ -2400,14 +2259,6 @@ def _encode_query_offset_request(
     parts.append(_QUERY_OFFSET_REQUEST_1.pack(-1 if stream_raw is None else len(stream_raw)))
     if stream_raw is not None:
         parts.append(stream_raw)
-
-
-def _frame_query_offset_request(msg: QueryOffsetRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_query_offset_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000B, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -2440,16 +2291,15 @@ _QUERY_OFFSET_RESPONSE_0_FIELDS = "QueryOffsetResponse: correlation_id response_
 
 
 def _decode_query_offset_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> QueryOffsetResponse:
     if end - at < 14:
         raise _truncated(_QUERY_OFFSET_RESPONSE_0, _QUERY_OFFSET_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code, offset = _QUERY_OFFSET_RESPONSE_0.unpack_from(buf, at)
     at += 14
-    msg = QueryOffsetResponse(correlation_id, response_code, offset)
     if at != end:
         raise DecodeError("QueryOffsetResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return QueryOffsetResponse(correlation_id, response_code, offset)
 
 
 def _encode_query_offset_response(
@@ -2482,7 +2332,6 @@ class UnsubscribeRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("UnsubscribeResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     subscription_id: int
@@ -2497,16 +2346,15 @@ _UNSUBSCRIBE_REQUEST_0_FIELDS = "UnsubscribeRequest: correlation_id subscription
 
 
 def _decode_unsubscribe_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> UnsubscribeRequest:
     if end - at < 5:
         raise _truncated(_UNSUBSCRIBE_REQUEST_0, _UNSUBSCRIBE_REQUEST_0_FIELDS, at, end)
     correlation_id, subscription_id = _UNSUBSCRIBE_REQUEST_0.unpack_from(buf, at)
     at += 5
-    msg = UnsubscribeRequest(correlation_id, subscription_id)
     if at != end:
         raise DecodeError("UnsubscribeRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return UnsubscribeRequest(correlation_id, subscription_id)
 
 
 def _encode_unsubscribe_request(
@@ -2551,16 +2399,15 @@ _UNSUBSCRIBE_RESPONSE_0_FIELDS = "UnsubscribeResponse: correlation_id response_c
 
 
 def _decode_unsubscribe_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> UnsubscribeResponse:
     if end - at < 6:
         raise _truncated(_UNSUBSCRIBE_RESPONSE_0, _UNSUBSCRIBE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _UNSUBSCRIBE_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = UnsubscribeResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("UnsubscribeResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return UnsubscribeResponse(correlation_id, response_code)
 
 
 def _encode_unsubscribe_response(
@@ -2591,7 +2438,6 @@ class CreateRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("CreateResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     stream: str | None
@@ -2605,20 +2451,15 @@ class CreateRequest(Structure):
 
 _CREATE_REQUEST_0 = struct.Struct(">Ih")
 _CREATE_REQUEST_0_FIELDS = "CreateRequest: correlation_id stream"
-
 _CREATE_REQUEST_1 = struct.Struct(">i")
 _CREATE_REQUEST_1_FIELDS = "CreateRequest: arguments"
-
 _CREATE_REQUEST_2 = struct.Struct(">h")
 _CREATE_REQUEST_2_FIELDS = "CreateRequest: arguments[].key"
-
 _CREATE_REQUEST_3 = struct.Struct(">h")
 _CREATE_REQUEST_3_FIELDS = "CreateRequest: arguments[].value"
 
 
-def _decode_create_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> CreateRequest:
+def _decode_create_request(buf: Buffer, at: int, end: int, verify_checksums: bool) -> CreateRequest:
     if end - at < 6:
         raise _truncated(_CREATE_REQUEST_0, _CREATE_REQUEST_0_FIELDS, at, end)
     correlation_id, stream_len = _CREATE_REQUEST_0.unpack_from(buf, at)
@@ -2675,10 +2516,9 @@ def _decode_create_request(
             at += value_len
         item_2 = Argument(key, value)
         arguments.append(item_2)
-    msg = CreateRequest(correlation_id, stream, arguments)
     if at != end:
         raise DecodeError("CreateRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return CreateRequest(correlation_id, stream, arguments)
 
 
 def _encode_create_request(msg: CreateRequest, parts: list[bytes], seal_checksums: bool) -> None:
@@ -2699,14 +2539,6 @@ def _encode_create_request(msg: CreateRequest, parts: list[bytes], seal_checksum
         parts.append(_CREATE_REQUEST_3.pack(-1 if value_raw is None else len(value_raw)))
         if value_raw is not None:
             parts.append(value_raw)
-
-
-def _frame_create_request(msg: CreateRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_create_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000D, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -2739,16 +2571,15 @@ _CREATE_RESPONSE_0_FIELDS = "CreateResponse: correlation_id response_code"
 
 
 def _decode_create_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> CreateResponse:
     if end - at < 6:
         raise _truncated(_CREATE_RESPONSE_0, _CREATE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _CREATE_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = CreateResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("CreateResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return CreateResponse(correlation_id, response_code)
 
 
 def _encode_create_response(msg: CreateResponse, parts: list[bytes], seal_checksums: bool) -> None:
@@ -2777,7 +2608,6 @@ class DeleteRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("DeleteResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     stream: str | None
@@ -2791,9 +2621,7 @@ _DELETE_REQUEST_0 = struct.Struct(">Ih")
 _DELETE_REQUEST_0_FIELDS = "DeleteRequest: correlation_id stream"
 
 
-def _decode_delete_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> DeleteRequest:
+def _decode_delete_request(buf: Buffer, at: int, end: int, verify_checksums: bool) -> DeleteRequest:
     if end - at < 6:
         raise _truncated(_DELETE_REQUEST_0, _DELETE_REQUEST_0_FIELDS, at, end)
     correlation_id, stream_len = _DELETE_REQUEST_0.unpack_from(buf, at)
@@ -2808,10 +2636,9 @@ def _decode_delete_request(
         except UnicodeDecodeError as e:
             raise DecodeError("DeleteRequest.stream", at + e.start, "invalid utf-8") from None
         at += stream_len
-    msg = DeleteRequest(correlation_id, stream)
     if at != end:
         raise DecodeError("DeleteRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return DeleteRequest(correlation_id, stream)
 
 
 def _encode_delete_request(msg: DeleteRequest, parts: list[bytes], seal_checksums: bool) -> None:
@@ -2821,14 +2648,6 @@ def _encode_delete_request(msg: DeleteRequest, parts: list[bytes], seal_checksum
     )
     if stream_raw is not None:
         parts.append(stream_raw)
-
-
-def _frame_delete_request(msg: DeleteRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_delete_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000E, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -2861,16 +2680,15 @@ _DELETE_RESPONSE_0_FIELDS = "DeleteResponse: correlation_id response_code"
 
 
 def _decode_delete_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> DeleteResponse:
     if end - at < 6:
         raise _truncated(_DELETE_RESPONSE_0, _DELETE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _DELETE_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = DeleteResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("DeleteResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return DeleteResponse(correlation_id, response_code)
 
 
 def _encode_delete_response(msg: DeleteResponse, parts: list[bytes], seal_checksums: bool) -> None:
@@ -2899,7 +2717,6 @@ class MetadataRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("MetadataResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     stream: list[str | None]
@@ -2911,13 +2728,12 @@ class MetadataRequest(Structure):
 
 _METADATA_REQUEST_0 = struct.Struct(">Ii")
 _METADATA_REQUEST_0_FIELDS = "MetadataRequest: correlation_id stream"
-
 _METADATA_REQUEST_1 = struct.Struct(">h")
 _METADATA_REQUEST_1_FIELDS = "MetadataRequest: stream[]"
 
 
 def _decode_metadata_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> MetadataRequest:
     if end - at < 8:
         raise _truncated(_METADATA_REQUEST_0, _METADATA_REQUEST_0_FIELDS, at, end)
@@ -2944,10 +2760,9 @@ def _decode_metadata_request(
                 ) from None
             at += item_len
         stream.append(item_2)
-    msg = MetadataRequest(correlation_id, stream)
     if at != end:
         raise DecodeError("MetadataRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return MetadataRequest(correlation_id, stream)
 
 
 def _encode_metadata_request(
@@ -2959,14 +2774,6 @@ def _encode_metadata_request(
         parts.append(_METADATA_REQUEST_1.pack(-1 if item_raw is None else len(item_raw)))
         if item_raw is not None:
             parts.append(item_raw)
-
-
-def _frame_metadata_request(msg: MetadataRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_metadata_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x000F, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -2997,25 +2804,20 @@ class MetadataResponse(Structure):
 
 _METADATA_RESPONSE_0 = struct.Struct(">Ii")
 _METADATA_RESPONSE_0_FIELDS = "MetadataResponse: correlation_id broker"
-
 _METADATA_RESPONSE_1 = struct.Struct(">Hh")
 _METADATA_RESPONSE_1_FIELDS = "MetadataResponse: broker[].reference broker[].host"
-
 _METADATA_RESPONSE_2 = struct.Struct(">I")
 _METADATA_RESPONSE_2_FIELDS = "MetadataResponse: broker[].port"
-
 _METADATA_RESPONSE_3 = struct.Struct(">i")
 _METADATA_RESPONSE_3_FIELDS = "MetadataResponse: stream_metadata"
-
 _METADATA_RESPONSE_4 = struct.Struct(">h")
 _METADATA_RESPONSE_4_FIELDS = "MetadataResponse: stream_metadata[].stream_name"
-
 _METADATA_RESPONSE_5 = struct.Struct(">HHi")
 _METADATA_RESPONSE_5_FIELDS = "MetadataResponse: stream_metadata[].response_code stream_metadata[].leader_reference stream_metadata[].replicas_references"
 
 
 def _decode_metadata_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> MetadataResponse:
     if end - at < 8:
         raise _truncated(_METADATA_RESPONSE_0, _METADATA_RESPONSE_0_FIELDS, at, end)
@@ -3091,10 +2893,9 @@ def _decode_metadata_response(
         at += replicas_references_count * 2
         item_4 = StreamMetadata(stream_name, response_code, leader_reference, replicas_references)
         stream_metadata.append(item_4)
-    msg = MetadataResponse(correlation_id, broker, stream_metadata)
     if at != end:
         raise DecodeError("MetadataResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return MetadataResponse(correlation_id, broker, stream_metadata)
 
 
 def _encode_metadata_response(
@@ -3127,14 +2928,6 @@ def _encode_metadata_response(
         )
 
 
-def _frame_metadata_response(msg: MetadataResponse, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_metadata_response(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x800F, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class MetadataUpdate(Structure):
     """MetadataUpdate: MetadataUpdate one-way message, key 0x0010, version 1, sent by the server.
@@ -3160,7 +2953,7 @@ _METADATA_UPDATE_0_FIELDS = "MetadataUpdate: metadata_info.code metadata_info.st
 
 
 def _decode_metadata_update(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> MetadataUpdate:
     if end - at < 4:
         raise _truncated(_METADATA_UPDATE_0, _METADATA_UPDATE_0_FIELDS, at, end)
@@ -3179,10 +2972,9 @@ def _decode_metadata_update(
             ) from None
         at += stream_len
     metadata_info = MetadataInfo(code, stream)
-    msg = MetadataUpdate(metadata_info)
     if at != end:
         raise DecodeError("MetadataUpdate", at, f"{end - at} bytes after the last field")
-    return msg
+    return MetadataUpdate(metadata_info)
 
 
 def _encode_metadata_update(msg: MetadataUpdate, parts: list[bytes], seal_checksums: bool) -> None:
@@ -3196,14 +2988,6 @@ def _encode_metadata_update(msg: MetadataUpdate, parts: list[bytes], seal_checks
     )
     if stream_raw is not None:
         parts.append(stream_raw)
-
-
-def _frame_metadata_update(msg: MetadataUpdate, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_metadata_update(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0010, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -3220,7 +3004,6 @@ class PeerPropertiesRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("PeerPropertiesResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     peer_properties: list[PeerProperty]
@@ -3232,16 +3015,14 @@ class PeerPropertiesRequest(Structure):
 
 _PEER_PROPERTIES_REQUEST_0 = struct.Struct(">Ii")
 _PEER_PROPERTIES_REQUEST_0_FIELDS = "PeerPropertiesRequest: correlation_id peer_properties"
-
 _PEER_PROPERTIES_REQUEST_1 = struct.Struct(">h")
 _PEER_PROPERTIES_REQUEST_1_FIELDS = "PeerPropertiesRequest: peer_properties[].key"
-
 _PEER_PROPERTIES_REQUEST_2 = struct.Struct(">h")
 _PEER_PROPERTIES_REQUEST_2_FIELDS = "PeerPropertiesRequest: peer_properties[].value"
 
 
 def _decode_peer_properties_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> PeerPropertiesRequest:
     if end - at < 8:
         raise _truncated(_PEER_PROPERTIES_REQUEST_0, _PEER_PROPERTIES_REQUEST_0_FIELDS, at, end)
@@ -3285,10 +3066,9 @@ def _decode_peer_properties_request(
             at += value_len
         item_2 = PeerProperty(key, value)
         peer_properties.append(item_2)
-    msg = PeerPropertiesRequest(correlation_id, peer_properties)
     if at != end:
         raise DecodeError("PeerPropertiesRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return PeerPropertiesRequest(correlation_id, peer_properties)
 
 
 def _encode_peer_properties_request(
@@ -3305,14 +3085,6 @@ def _encode_peer_properties_request(
         parts.append(_PEER_PROPERTIES_REQUEST_2.pack(-1 if value_raw is None else len(value_raw)))
         if value_raw is not None:
             parts.append(value_raw)
-
-
-def _frame_peer_properties_request(msg: PeerPropertiesRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_peer_properties_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0011, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -3346,16 +3118,14 @@ _PEER_PROPERTIES_RESPONSE_0 = struct.Struct(">IHi")
 _PEER_PROPERTIES_RESPONSE_0_FIELDS = (
     "PeerPropertiesResponse: correlation_id response_code peer_properties"
 )
-
 _PEER_PROPERTIES_RESPONSE_1 = struct.Struct(">h")
 _PEER_PROPERTIES_RESPONSE_1_FIELDS = "PeerPropertiesResponse: peer_properties[].key"
-
 _PEER_PROPERTIES_RESPONSE_2 = struct.Struct(">h")
 _PEER_PROPERTIES_RESPONSE_2_FIELDS = "PeerPropertiesResponse: peer_properties[].value"
 
 
 def _decode_peer_properties_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> PeerPropertiesResponse:
     if end - at < 10:
         raise _truncated(_PEER_PROPERTIES_RESPONSE_0, _PEER_PROPERTIES_RESPONSE_0_FIELDS, at, end)
@@ -3407,10 +3177,9 @@ def _decode_peer_properties_response(
             at += value_len
         item_2 = PeerProperty(key, value)
         peer_properties.append(item_2)
-    msg = PeerPropertiesResponse(correlation_id, response_code, peer_properties)
     if at != end:
         raise DecodeError("PeerPropertiesResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return PeerPropertiesResponse(correlation_id, response_code, peer_properties)
 
 
 def _encode_peer_properties_response(
@@ -3433,14 +3202,6 @@ def _encode_peer_properties_response(
             parts.append(value_raw)
 
 
-def _frame_peer_properties_response(msg: PeerPropertiesResponse, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_peer_properties_response(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x8011, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class SaslHandshakeRequest(Structure):
     """SaslHandshakeRequest: SaslHandshake request, key 0x0012, version 1, sent by the client.
@@ -3455,7 +3216,6 @@ class SaslHandshakeRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("SaslHandshakeResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
 
@@ -3468,16 +3228,15 @@ _SASL_HANDSHAKE_REQUEST_0_FIELDS = "SaslHandshakeRequest: correlation_id"
 
 
 def _decode_sasl_handshake_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> SaslHandshakeRequest:
     if end - at < 4:
         raise _truncated(_SASL_HANDSHAKE_REQUEST_0, _SASL_HANDSHAKE_REQUEST_0_FIELDS, at, end)
     (correlation_id,) = _SASL_HANDSHAKE_REQUEST_0.unpack_from(buf, at)
     at += 4
-    msg = SaslHandshakeRequest(correlation_id)
     if at != end:
         raise DecodeError("SaslHandshakeRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return SaslHandshakeRequest(correlation_id)
 
 
 def _encode_sasl_handshake_request(
@@ -3523,13 +3282,12 @@ class SaslHandshakeResponse(Structure):
 
 _SASL_HANDSHAKE_RESPONSE_0 = struct.Struct(">IHi")
 _SASL_HANDSHAKE_RESPONSE_0_FIELDS = "SaslHandshakeResponse: correlation_id response_code mechanisms"
-
 _SASL_HANDSHAKE_RESPONSE_1 = struct.Struct(">h")
 _SASL_HANDSHAKE_RESPONSE_1_FIELDS = "SaslHandshakeResponse: mechanisms[]"
 
 
 def _decode_sasl_handshake_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> SaslHandshakeResponse:
     if end - at < 10:
         raise _truncated(_SASL_HANDSHAKE_RESPONSE_0, _SASL_HANDSHAKE_RESPONSE_0_FIELDS, at, end)
@@ -3558,10 +3316,9 @@ def _decode_sasl_handshake_response(
                 ) from None
             at += item_len
         mechanisms.append(item_2)
-    msg = SaslHandshakeResponse(correlation_id, response_code, mechanisms)
     if at != end:
         raise DecodeError("SaslHandshakeResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return SaslHandshakeResponse(correlation_id, response_code, mechanisms)
 
 
 def _encode_sasl_handshake_response(
@@ -3575,14 +3332,6 @@ def _encode_sasl_handshake_response(
         parts.append(_SASL_HANDSHAKE_RESPONSE_1.pack(-1 if item_raw is None else len(item_raw)))
         if item_raw is not None:
             parts.append(item_raw)
-
-
-def _frame_sasl_handshake_response(msg: SaslHandshakeResponse, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_sasl_handshake_response(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x8012, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -3599,7 +3348,6 @@ class SaslAuthenticateRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("SaslAuthenticateResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     mechanism: str | None
@@ -3615,13 +3363,12 @@ class SaslAuthenticateRequest(Structure):
 
 _SASL_AUTHENTICATE_REQUEST_0 = struct.Struct(">Ih")
 _SASL_AUTHENTICATE_REQUEST_0_FIELDS = "SaslAuthenticateRequest: correlation_id mechanism"
-
 _SASL_AUTHENTICATE_REQUEST_1 = struct.Struct(">i")
 _SASL_AUTHENTICATE_REQUEST_1_FIELDS = "SaslAuthenticateRequest: sasl_opaque_data"
 
 
 def _decode_sasl_authenticate_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> SaslAuthenticateRequest:
     if end - at < 6:
         raise _truncated(_SASL_AUTHENTICATE_REQUEST_0, _SASL_AUTHENTICATE_REQUEST_0_FIELDS, at, end)
@@ -3650,10 +3397,9 @@ def _decode_sasl_authenticate_request(
     else:
         sasl_opaque_data = bytes(buf[at : at + sasl_opaque_data_len])
         at += sasl_opaque_data_len
-    msg = SaslAuthenticateRequest(correlation_id, mechanism, sasl_opaque_data)
     if at != end:
         raise DecodeError("SaslAuthenticateRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return SaslAuthenticateRequest(correlation_id, mechanism, sasl_opaque_data)
 
 
 def _encode_sasl_authenticate_request(
@@ -3676,14 +3422,6 @@ def _encode_sasl_authenticate_request(
     )
     if sasl_opaque_data_raw is not None:
         parts.append(sasl_opaque_data_raw)
-
-
-def _frame_sasl_authenticate_request(msg: SaslAuthenticateRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_sasl_authenticate_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0013, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -3715,13 +3453,12 @@ class SaslAuthenticateResponse(Structure):
 
 _SASL_AUTHENTICATE_RESPONSE_0 = struct.Struct(">IH")
 _SASL_AUTHENTICATE_RESPONSE_0_FIELDS = "SaslAuthenticateResponse: correlation_id response_code"
-
 _SASL_AUTHENTICATE_RESPONSE_1 = struct.Struct(">i")
 _SASL_AUTHENTICATE_RESPONSE_1_FIELDS = "SaslAuthenticateResponse: sasl_opaque_data"
 
 
 def _decode_sasl_authenticate_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> SaslAuthenticateResponse:
     if end - at < 6:
         raise _truncated(
@@ -3745,10 +3482,9 @@ def _decode_sasl_authenticate_response(
             )
         sasl_opaque_data = bytes(buf[at : at + sasl_opaque_data_len])
         at += sasl_opaque_data_len
-    msg = SaslAuthenticateResponse(correlation_id, response_code, sasl_opaque_data)
     if at != end:
         raise DecodeError("SaslAuthenticateResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return SaslAuthenticateResponse(correlation_id, response_code, sasl_opaque_data)
 
 
 def _encode_sasl_authenticate_response(
@@ -3759,14 +3495,6 @@ def _encode_sasl_authenticate_response(
         sasl_opaque_data_raw = msg.sasl_opaque_data
         parts.append(_SASL_AUTHENTICATE_RESPONSE_1.pack(len(sasl_opaque_data_raw)))
         parts.append(sasl_opaque_data_raw)
-
-
-def _frame_sasl_authenticate_response(msg: SaslAuthenticateResponse, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_sasl_authenticate_response(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x8013, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -3783,7 +3511,6 @@ class TuneRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "server"
     REPLIES: ClassVar[tuple[str, ...]] = ("TuneResponse",)
-    """The messages that may answer this one."""
 
     frame_max: int
     """in bytes, 0 means no limit"""
@@ -3799,17 +3526,14 @@ _TUNE_REQUEST_0 = struct.Struct(">II")
 _TUNE_REQUEST_0_FIELDS = "TuneRequest: frame_max heartbeat"
 
 
-def _decode_tune_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> TuneRequest:
+def _decode_tune_request(buf: Buffer, at: int, end: int, verify_checksums: bool) -> TuneRequest:
     if end - at < 8:
         raise _truncated(_TUNE_REQUEST_0, _TUNE_REQUEST_0_FIELDS, at, end)
     frame_max, heartbeat = _TUNE_REQUEST_0.unpack_from(buf, at)
     at += 8
-    msg = TuneRequest(frame_max, heartbeat)
     if at != end:
         raise DecodeError("TuneRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return TuneRequest(frame_max, heartbeat)
 
 
 def _encode_tune_request(msg: TuneRequest, parts: list[bytes], seal_checksums: bool) -> None:
@@ -3852,17 +3576,14 @@ _TUNE_RESPONSE_0 = struct.Struct(">II")
 _TUNE_RESPONSE_0_FIELDS = "TuneResponse: frame_max heartbeat"
 
 
-def _decode_tune_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> TuneResponse:
+def _decode_tune_response(buf: Buffer, at: int, end: int, verify_checksums: bool) -> TuneResponse:
     if end - at < 8:
         raise _truncated(_TUNE_RESPONSE_0, _TUNE_RESPONSE_0_FIELDS, at, end)
     frame_max, heartbeat = _TUNE_RESPONSE_0.unpack_from(buf, at)
     at += 8
-    msg = TuneResponse(frame_max, heartbeat)
     if at != end:
         raise DecodeError("TuneResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return TuneResponse(frame_max, heartbeat)
 
 
 def _encode_tune_response(msg: TuneResponse, parts: list[bytes], seal_checksums: bool) -> None:
@@ -3891,7 +3612,6 @@ class OpenRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("OpenResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     virtual_host: str | None
@@ -3905,9 +3625,7 @@ _OPEN_REQUEST_0 = struct.Struct(">Ih")
 _OPEN_REQUEST_0_FIELDS = "OpenRequest: correlation_id virtual_host"
 
 
-def _decode_open_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> OpenRequest:
+def _decode_open_request(buf: Buffer, at: int, end: int, verify_checksums: bool) -> OpenRequest:
     if end - at < 6:
         raise _truncated(_OPEN_REQUEST_0, _OPEN_REQUEST_0_FIELDS, at, end)
     correlation_id, virtual_host_len = _OPEN_REQUEST_0.unpack_from(buf, at)
@@ -3922,10 +3640,9 @@ def _decode_open_request(
         except UnicodeDecodeError as e:
             raise DecodeError("OpenRequest.virtual_host", at + e.start, "invalid utf-8") from None
         at += virtual_host_len
-    msg = OpenRequest(correlation_id, virtual_host)
     if at != end:
         raise DecodeError("OpenRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return OpenRequest(correlation_id, virtual_host)
 
 
 def _encode_open_request(msg: OpenRequest, parts: list[bytes], seal_checksums: bool) -> None:
@@ -3937,14 +3654,6 @@ def _encode_open_request(msg: OpenRequest, parts: list[bytes], seal_checksums: b
     )
     if virtual_host_raw is not None:
         parts.append(virtual_host_raw)
-
-
-def _frame_open_request(msg: OpenRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_open_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0015, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -3979,20 +3688,15 @@ class OpenResponse(Structure):
 
 _OPEN_RESPONSE_0 = struct.Struct(">IH")
 _OPEN_RESPONSE_0_FIELDS = "OpenResponse: correlation_id response_code"
-
 _OPEN_RESPONSE_1 = struct.Struct(">i")
 _OPEN_RESPONSE_1_FIELDS = "OpenResponse: connection_properties"
-
 _OPEN_RESPONSE_2 = struct.Struct(">h")
 _OPEN_RESPONSE_2_FIELDS = "OpenResponse: connection_properties[].key"
-
 _OPEN_RESPONSE_3 = struct.Struct(">h")
 _OPEN_RESPONSE_3_FIELDS = "OpenResponse: connection_properties[].value"
 
 
-def _decode_open_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> OpenResponse:
+def _decode_open_response(buf: Buffer, at: int, end: int, verify_checksums: bool) -> OpenResponse:
     if end - at < 6:
         raise _truncated(_OPEN_RESPONSE_0, _OPEN_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _OPEN_RESPONSE_0.unpack_from(buf, at)
@@ -4045,10 +3749,9 @@ def _decode_open_response(
                 at += value_len
             item_2 = ConnectionProperty(key, value)
             connection_properties.append(item_2)
-    msg = OpenResponse(correlation_id, response_code, connection_properties)
     if at != end:
         raise DecodeError("OpenResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return OpenResponse(correlation_id, response_code, connection_properties)
 
 
 def _encode_open_response(msg: OpenResponse, parts: list[bytes], seal_checksums: bool) -> None:
@@ -4067,14 +3770,6 @@ def _encode_open_response(msg: OpenResponse, parts: list[bytes], seal_checksums:
                 parts.append(value_raw)
 
 
-def _frame_open_response(msg: OpenResponse, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_open_response(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x8015, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class CloseRequest(Structure):
     """CloseRequest: Close request, key 0x0016, version 1, sent by the both.
@@ -4089,7 +3784,6 @@ class CloseRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "both"
     REPLIES: ClassVar[tuple[str, ...]] = ("CloseResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     closing_code: int
@@ -4105,9 +3799,7 @@ _CLOSE_REQUEST_0 = struct.Struct(">IHh")
 _CLOSE_REQUEST_0_FIELDS = "CloseRequest: correlation_id closing_code closing_reason"
 
 
-def _decode_close_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> CloseRequest:
+def _decode_close_request(buf: Buffer, at: int, end: int, verify_checksums: bool) -> CloseRequest:
     if end - at < 8:
         raise _truncated(_CLOSE_REQUEST_0, _CLOSE_REQUEST_0_FIELDS, at, end)
     correlation_id, closing_code, closing_reason_len = _CLOSE_REQUEST_0.unpack_from(buf, at)
@@ -4124,10 +3816,9 @@ def _decode_close_request(
                 "CloseRequest.closing_reason", at + e.start, "invalid utf-8"
             ) from None
         at += closing_reason_len
-    msg = CloseRequest(correlation_id, closing_code, closing_reason)
     if at != end:
         raise DecodeError("CloseRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return CloseRequest(correlation_id, closing_code, closing_reason)
 
 
 def _encode_close_request(msg: CloseRequest, parts: list[bytes], seal_checksums: bool) -> None:
@@ -4141,14 +3832,6 @@ def _encode_close_request(msg: CloseRequest, parts: list[bytes], seal_checksums:
     )
     if closing_reason_raw is not None:
         parts.append(closing_reason_raw)
-
-
-def _frame_close_request(msg: CloseRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_close_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0016, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -4178,17 +3861,14 @@ _CLOSE_RESPONSE_0 = struct.Struct(">IH")
 _CLOSE_RESPONSE_0_FIELDS = "CloseResponse: correlation_id response_code"
 
 
-def _decode_close_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> CloseResponse:
+def _decode_close_response(buf: Buffer, at: int, end: int, verify_checksums: bool) -> CloseResponse:
     if end - at < 6:
         raise _truncated(_CLOSE_RESPONSE_0, _CLOSE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code = _CLOSE_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = CloseResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("CloseResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return CloseResponse(correlation_id, response_code)
 
 
 def _encode_close_response(msg: CloseResponse, parts: list[bytes], seal_checksums: bool) -> None:
@@ -4223,13 +3903,10 @@ class Heartbeat(Structure):
         pass
 
 
-def _decode_heartbeat(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> Heartbeat:
-    msg = Heartbeat()
+def _decode_heartbeat(buf: Buffer, at: int, end: int, verify_checksums: bool) -> Heartbeat:
     if at != end:
         raise DecodeError("Heartbeat", at, f"{end - at} bytes after the last field")
-    return msg
+    return Heartbeat()
 
 
 def _encode_heartbeat(msg: Heartbeat, parts: list[bytes], seal_checksums: bool) -> None:
@@ -4258,7 +3935,6 @@ class RouteRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("RouteResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     routing_key: str | None
@@ -4274,14 +3950,11 @@ class RouteRequest(Structure):
 
 _ROUTE_REQUEST_0 = struct.Struct(">Ih")
 _ROUTE_REQUEST_0_FIELDS = "RouteRequest: correlation_id routing_key"
-
 _ROUTE_REQUEST_1 = struct.Struct(">h")
 _ROUTE_REQUEST_1_FIELDS = "RouteRequest: super_stream"
 
 
-def _decode_route_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> RouteRequest:
+def _decode_route_request(buf: Buffer, at: int, end: int, verify_checksums: bool) -> RouteRequest:
     if end - at < 6:
         raise _truncated(_ROUTE_REQUEST_0, _ROUTE_REQUEST_0_FIELDS, at, end)
     correlation_id, routing_key_len = _ROUTE_REQUEST_0.unpack_from(buf, at)
@@ -4310,10 +3983,9 @@ def _decode_route_request(
         except UnicodeDecodeError as e:
             raise DecodeError("RouteRequest.super_stream", at + e.start, "invalid utf-8") from None
         at += super_stream_len
-    msg = RouteRequest(correlation_id, routing_key, super_stream)
     if at != end:
         raise DecodeError("RouteRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return RouteRequest(correlation_id, routing_key, super_stream)
 
 
 def _encode_route_request(msg: RouteRequest, parts: list[bytes], seal_checksums: bool) -> None:
@@ -4330,14 +4002,6 @@ def _encode_route_request(msg: RouteRequest, parts: list[bytes], seal_checksums:
     parts.append(_ROUTE_REQUEST_1.pack(-1 if super_stream_raw is None else len(super_stream_raw)))
     if super_stream_raw is not None:
         parts.append(super_stream_raw)
-
-
-def _frame_route_request(msg: RouteRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_route_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0018, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -4381,14 +4045,11 @@ class RouteResponse(Structure):
 
 _ROUTE_RESPONSE_0 = struct.Struct(">IHi")
 _ROUTE_RESPONSE_0_FIELDS = "RouteResponse: correlation_id response_code stream"
-
 _ROUTE_RESPONSE_1 = struct.Struct(">h")
 _ROUTE_RESPONSE_1_FIELDS = "RouteResponse: stream[]"
 
 
-def _decode_route_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
-) -> RouteResponse:
+def _decode_route_response(buf: Buffer, at: int, end: int, verify_checksums: bool) -> RouteResponse:
     if end - at < 10:
         raise _truncated(_ROUTE_RESPONSE_0, _ROUTE_RESPONSE_0_FIELDS, at, end)
     correlation_id, response_code, stream_count = _ROUTE_RESPONSE_0.unpack_from(buf, at)
@@ -4412,10 +4073,9 @@ def _decode_route_response(
                 raise DecodeError("RouteResponse.stream[]", at + e.start, "invalid utf-8") from None
             at += item_len
         stream.append(item_2)
-    msg = RouteResponse(correlation_id, response_code, stream)
     if at != end:
         raise DecodeError("RouteResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return RouteResponse(correlation_id, response_code, stream)
 
 
 def _encode_route_response(msg: RouteResponse, parts: list[bytes], seal_checksums: bool) -> None:
@@ -4428,7 +4088,7 @@ def _encode_route_response(msg: RouteResponse, parts: list[bytes], seal_checksum
 
 
 def _decode_route_response_as_0018(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> RouteResponse:
     msg = _decode_route_response(buf, at, end, verify_checksums)
     msg.key_on_wire = 0x0018
@@ -4449,7 +4109,6 @@ class PartitionsRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("PartitionsResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     super_stream: str | None
@@ -4464,7 +4123,7 @@ _PARTITIONS_REQUEST_0_FIELDS = "PartitionsRequest: correlation_id super_stream"
 
 
 def _decode_partitions_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> PartitionsRequest:
     if end - at < 6:
         raise _truncated(_PARTITIONS_REQUEST_0, _PARTITIONS_REQUEST_0_FIELDS, at, end)
@@ -4482,10 +4141,9 @@ def _decode_partitions_request(
                 "PartitionsRequest.super_stream", at + e.start, "invalid utf-8"
             ) from None
         at += super_stream_len
-    msg = PartitionsRequest(correlation_id, super_stream)
     if at != end:
         raise DecodeError("PartitionsRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return PartitionsRequest(correlation_id, super_stream)
 
 
 def _encode_partitions_request(
@@ -4499,14 +4157,6 @@ def _encode_partitions_request(
     )
     if super_stream_raw is not None:
         parts.append(super_stream_raw)
-
-
-def _frame_partitions_request(msg: PartitionsRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_partitions_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x0019, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -4550,13 +4200,12 @@ class PartitionsResponse(Structure):
 
 _PARTITIONS_RESPONSE_0 = struct.Struct(">IHi")
 _PARTITIONS_RESPONSE_0_FIELDS = "PartitionsResponse: correlation_id response_code stream"
-
 _PARTITIONS_RESPONSE_1 = struct.Struct(">h")
 _PARTITIONS_RESPONSE_1_FIELDS = "PartitionsResponse: stream[]"
 
 
 def _decode_partitions_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> PartitionsResponse:
     if end - at < 10:
         raise _truncated(_PARTITIONS_RESPONSE_0, _PARTITIONS_RESPONSE_0_FIELDS, at, end)
@@ -4583,10 +4232,9 @@ def _decode_partitions_response(
                 ) from None
             at += item_len
         stream.append(item_2)
-    msg = PartitionsResponse(correlation_id, response_code, stream)
     if at != end:
         raise DecodeError("PartitionsResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return PartitionsResponse(correlation_id, response_code, stream)
 
 
 def _encode_partitions_response(
@@ -4603,7 +4251,7 @@ def _encode_partitions_response(
 
 
 def _decode_partitions_response_as_0019(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> PartitionsResponse:
     msg = _decode_partitions_response(buf, at, end, verify_checksums)
     msg.key_on_wire = 0x0019
@@ -4624,7 +4272,6 @@ class ConsumerUpdateRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "server"
     REPLIES: ClassVar[tuple[str, ...]] = ("ConsumerUpdateResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     subscription_id: int
@@ -4642,16 +4289,15 @@ _CONSUMER_UPDATE_REQUEST_0_FIELDS = "ConsumerUpdateRequest: correlation_id subsc
 
 
 def _decode_consumer_update_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> ConsumerUpdateRequest:
     if end - at < 6:
         raise _truncated(_CONSUMER_UPDATE_REQUEST_0, _CONSUMER_UPDATE_REQUEST_0_FIELDS, at, end)
     correlation_id, subscription_id, active = _CONSUMER_UPDATE_REQUEST_0.unpack_from(buf, at)
     at += 6
-    msg = ConsumerUpdateRequest(correlation_id, subscription_id, active)
     if at != end:
         raise DecodeError("ConsumerUpdateRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConsumerUpdateRequest(correlation_id, subscription_id, active)
 
 
 def _encode_consumer_update_request(
@@ -4706,16 +4352,14 @@ _CONSUMER_UPDATE_RESPONSE_0 = struct.Struct(">IHH")
 _CONSUMER_UPDATE_RESPONSE_0_FIELDS = (
     "ConsumerUpdateResponse: correlation_id response_code offset_specification.offset_type"
 )
-
 _CONSUMER_UPDATE_RESPONSE_1 = struct.Struct(">Q")
 _CONSUMER_UPDATE_RESPONSE_1_FIELDS = "ConsumerUpdateResponse: offset_specification.offset"
-
 _CONSUMER_UPDATE_RESPONSE_2 = struct.Struct(">q")
 _CONSUMER_UPDATE_RESPONSE_2_FIELDS = "ConsumerUpdateResponse: offset_specification.offset"
 
 
 def _decode_consumer_update_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> ConsumerUpdateResponse:
     if end - at < 8:
         raise _truncated(_CONSUMER_UPDATE_RESPONSE_0, _CONSUMER_UPDATE_RESPONSE_0_FIELDS, at, end)
@@ -4747,10 +4391,9 @@ def _decode_consumer_update_response(
             f"no layout for value {offset_type}",
         )
     offset_specification = ConsumerUpdateResponseOffsetSpecification(offset_type, offset)
-    msg = ConsumerUpdateResponse(correlation_id, response_code, offset_specification)
     if at != end:
         raise DecodeError("ConsumerUpdateResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return ConsumerUpdateResponse(correlation_id, response_code, offset_specification)
 
 
 def _encode_consumer_update_response(
@@ -4778,14 +4421,6 @@ def _encode_consumer_update_response(
         )
 
 
-def _frame_consumer_update_response(msg: ConsumerUpdateResponse, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_consumer_update_response(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x801A, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeCommandVersionsRequest(Structure):
     """CommandVersionsExchangeRequest: ExchangeCommandVersions request, key 0x001b, version 1, sent by the client.
@@ -4800,7 +4435,6 @@ class ExchangeCommandVersionsRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("ExchangeCommandVersionsResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     command: list[Command]
@@ -4814,7 +4448,6 @@ _EXCHANGE_COMMAND_VERSIONS_REQUEST_0 = struct.Struct(">Ii")
 _EXCHANGE_COMMAND_VERSIONS_REQUEST_0_FIELDS = (
     "ExchangeCommandVersionsRequest: correlation_id command"
 )
-
 _EXCHANGE_COMMAND_VERSIONS_REQUEST_1 = struct.Struct(">HHH")
 _EXCHANGE_COMMAND_VERSIONS_REQUEST_1_FIELDS = (
     "ExchangeCommandVersionsRequest: command[].key command[].min_version command[].max_version"
@@ -4822,7 +4455,7 @@ _EXCHANGE_COMMAND_VERSIONS_REQUEST_1_FIELDS = (
 
 
 def _decode_exchange_command_versions_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> ExchangeCommandVersionsRequest:
     if end - at < 8:
         raise _truncated(
@@ -4848,12 +4481,11 @@ def _decode_exchange_command_versions_request(
         at += 6
         item_2 = Command(key, min_version, max_version)
         command.append(item_2)
-    msg = ExchangeCommandVersionsRequest(correlation_id, command)
     if at != end:
         raise DecodeError(
             "ExchangeCommandVersionsRequest", at, f"{end - at} bytes after the last field"
         )
-    return msg
+    return ExchangeCommandVersionsRequest(correlation_id, command)
 
 
 def _encode_exchange_command_versions_request(
@@ -4864,16 +4496,6 @@ def _encode_exchange_command_versions_request(
         parts.append(
             _EXCHANGE_COMMAND_VERSIONS_REQUEST_1.pack(item.key, item.min_version, item.max_version)
         )
-
-
-def _frame_exchange_command_versions_request(
-    msg: ExchangeCommandVersionsRequest, seal_checksums: bool
-) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_exchange_command_versions_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x001B, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -4905,7 +4527,6 @@ _EXCHANGE_COMMAND_VERSIONS_RESPONSE_0 = struct.Struct(">IHi")
 _EXCHANGE_COMMAND_VERSIONS_RESPONSE_0_FIELDS = (
     "ExchangeCommandVersionsResponse: correlation_id response_code command"
 )
-
 _EXCHANGE_COMMAND_VERSIONS_RESPONSE_1 = struct.Struct(">HHH")
 _EXCHANGE_COMMAND_VERSIONS_RESPONSE_1_FIELDS = (
     "ExchangeCommandVersionsResponse: command[].key command[].min_version command[].max_version"
@@ -4913,7 +4534,7 @@ _EXCHANGE_COMMAND_VERSIONS_RESPONSE_1_FIELDS = (
 
 
 def _decode_exchange_command_versions_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> ExchangeCommandVersionsResponse:
     if end - at < 10:
         raise _truncated(
@@ -4941,12 +4562,11 @@ def _decode_exchange_command_versions_response(
         at += 6
         item_2 = Command(key, min_version, max_version)
         command.append(item_2)
-    msg = ExchangeCommandVersionsResponse(correlation_id, response_code, command)
     if at != end:
         raise DecodeError(
             "ExchangeCommandVersionsResponse", at, f"{end - at} bytes after the last field"
         )
-    return msg
+    return ExchangeCommandVersionsResponse(correlation_id, response_code, command)
 
 
 def _encode_exchange_command_versions_response(
@@ -4963,16 +4583,6 @@ def _encode_exchange_command_versions_response(
         )
 
 
-def _frame_exchange_command_versions_response(
-    msg: ExchangeCommandVersionsResponse, seal_checksums: bool
-) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_exchange_command_versions_response(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x801B, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class StreamStatsRequest(Structure):
     """StreamStatsRequest: StreamStats request, key 0x001c, version 1, sent by the client.
@@ -4987,7 +4597,6 @@ class StreamStatsRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("StreamStatsResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     stream: str | None
@@ -5002,7 +4611,7 @@ _STREAM_STATS_REQUEST_0_FIELDS = "StreamStatsRequest: correlation_id stream"
 
 
 def _decode_stream_stats_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> StreamStatsRequest:
     if end - at < 6:
         raise _truncated(_STREAM_STATS_REQUEST_0, _STREAM_STATS_REQUEST_0_FIELDS, at, end)
@@ -5018,10 +4627,9 @@ def _decode_stream_stats_request(
         except UnicodeDecodeError as e:
             raise DecodeError("StreamStatsRequest.stream", at + e.start, "invalid utf-8") from None
         at += stream_len
-    msg = StreamStatsRequest(correlation_id, stream)
     if at != end:
         raise DecodeError("StreamStatsRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return StreamStatsRequest(correlation_id, stream)
 
 
 def _encode_stream_stats_request(
@@ -5035,14 +4643,6 @@ def _encode_stream_stats_request(
     )
     if stream_raw is not None:
         parts.append(stream_raw)
-
-
-def _frame_stream_stats_request(msg: StreamStatsRequest, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_stream_stats_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x001C, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -5072,16 +4672,14 @@ class StreamStatsResponse(Structure):
 
 _STREAM_STATS_RESPONSE_0 = struct.Struct(">IHi")
 _STREAM_STATS_RESPONSE_0_FIELDS = "StreamStatsResponse: correlation_id response_code stats"
-
 _STREAM_STATS_RESPONSE_1 = struct.Struct(">h")
 _STREAM_STATS_RESPONSE_1_FIELDS = "StreamStatsResponse: stats[].key"
-
 _STREAM_STATS_RESPONSE_2 = struct.Struct(">q")
 _STREAM_STATS_RESPONSE_2_FIELDS = "StreamStatsResponse: stats[].value"
 
 
 def _decode_stream_stats_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> StreamStatsResponse:
     if end - at < 10:
         raise _truncated(_STREAM_STATS_RESPONSE_0, _STREAM_STATS_RESPONSE_0_FIELDS, at, end)
@@ -5113,10 +4711,9 @@ def _decode_stream_stats_response(
         at += 8
         item_2 = Statistic(key, value)
         stats.append(item_2)
-    msg = StreamStatsResponse(correlation_id, response_code, stats)
     if at != end:
         raise DecodeError("StreamStatsResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return StreamStatsResponse(correlation_id, response_code, stats)
 
 
 def _encode_stream_stats_response(
@@ -5133,14 +4730,6 @@ def _encode_stream_stats_response(
         parts.append(_STREAM_STATS_RESPONSE_2.pack(item.value))
 
 
-def _frame_stream_stats_response(msg: StreamStatsResponse, seal_checksums: bool) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_stream_stats_response(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x801C, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class CreateSuperStreamRequest(Structure):
     """CreateSuperStream: CreateSuperStream request, key 0x001d, version 1, sent by the client.
@@ -5155,7 +4744,6 @@ class CreateSuperStreamRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("CreateSuperStreamResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     name: str | None
@@ -5180,31 +4768,24 @@ class CreateSuperStreamRequest(Structure):
 
 _CREATE_SUPER_STREAM_REQUEST_0 = struct.Struct(">Ih")
 _CREATE_SUPER_STREAM_REQUEST_0_FIELDS = "CreateSuperStreamRequest: correlation_id name"
-
 _CREATE_SUPER_STREAM_REQUEST_1 = struct.Struct(">i")
 _CREATE_SUPER_STREAM_REQUEST_1_FIELDS = "CreateSuperStreamRequest: partition"
-
 _CREATE_SUPER_STREAM_REQUEST_2 = struct.Struct(">h")
 _CREATE_SUPER_STREAM_REQUEST_2_FIELDS = "CreateSuperStreamRequest: partition[]"
-
 _CREATE_SUPER_STREAM_REQUEST_3 = struct.Struct(">i")
 _CREATE_SUPER_STREAM_REQUEST_3_FIELDS = "CreateSuperStreamRequest: binding_key"
-
 _CREATE_SUPER_STREAM_REQUEST_4 = struct.Struct(">h")
 _CREATE_SUPER_STREAM_REQUEST_4_FIELDS = "CreateSuperStreamRequest: binding_key[]"
-
 _CREATE_SUPER_STREAM_REQUEST_5 = struct.Struct(">i")
 _CREATE_SUPER_STREAM_REQUEST_5_FIELDS = "CreateSuperStreamRequest: arguments"
-
 _CREATE_SUPER_STREAM_REQUEST_6 = struct.Struct(">h")
 _CREATE_SUPER_STREAM_REQUEST_6_FIELDS = "CreateSuperStreamRequest: arguments[].key"
-
 _CREATE_SUPER_STREAM_REQUEST_7 = struct.Struct(">h")
 _CREATE_SUPER_STREAM_REQUEST_7_FIELDS = "CreateSuperStreamRequest: arguments[].value"
 
 
 def _decode_create_super_stream_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> CreateSuperStreamRequest:
     if end - at < 6:
         raise _truncated(
@@ -5330,10 +4911,9 @@ def _decode_create_super_stream_request(
             at += value_len
         item_6 = Argument(key, value)
         arguments.append(item_6)
-    msg = CreateSuperStreamRequest(correlation_id, name, partition, binding_key, arguments)
     if at != end:
         raise DecodeError("CreateSuperStreamRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return CreateSuperStreamRequest(correlation_id, name, partition, binding_key, arguments)
 
 
 def _encode_create_super_stream_request(
@@ -5376,16 +4956,6 @@ def _encode_create_super_stream_request(
             parts.append(value_raw)
 
 
-def _frame_create_super_stream_request(
-    msg: CreateSuperStreamRequest, seal_checksums: bool
-) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_create_super_stream_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x001D, 1)
-    return b"".join(parts)
-
-
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class CreateSuperStreamResponse(Structure):
     """CreateSuperStreamResponse: CreateSuperStream response, key 0x801d, version 1, sent by the server.
@@ -5416,7 +4986,7 @@ _CREATE_SUPER_STREAM_RESPONSE_0_FIELDS = "CreateSuperStreamResponse: correlation
 
 
 def _decode_create_super_stream_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> CreateSuperStreamResponse:
     if end - at < 6:
         raise _truncated(
@@ -5424,10 +4994,9 @@ def _decode_create_super_stream_response(
         )
     correlation_id, response_code = _CREATE_SUPER_STREAM_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = CreateSuperStreamResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("CreateSuperStreamResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return CreateSuperStreamResponse(correlation_id, response_code)
 
 
 def _encode_create_super_stream_response(
@@ -5462,7 +5031,6 @@ class DeleteSuperStreamRequest(Structure):
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
     REPLIES: ClassVar[tuple[str, ...]] = ("DeleteSuperStreamResponse",)
-    """The messages that may answer this one."""
 
     correlation_id: int
     name: str | None
@@ -5477,7 +5045,7 @@ _DELETE_SUPER_STREAM_REQUEST_0_FIELDS = "DeleteSuperStreamRequest: correlation_i
 
 
 def _decode_delete_super_stream_request(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> DeleteSuperStreamRequest:
     if end - at < 6:
         raise _truncated(
@@ -5497,10 +5065,9 @@ def _decode_delete_super_stream_request(
                 "DeleteSuperStreamRequest.name", at + e.start, "invalid utf-8"
             ) from None
         at += name_len
-    msg = DeleteSuperStreamRequest(correlation_id, name)
     if at != end:
         raise DecodeError("DeleteSuperStreamRequest", at, f"{end - at} bytes after the last field")
-    return msg
+    return DeleteSuperStreamRequest(correlation_id, name)
 
 
 def _encode_delete_super_stream_request(
@@ -5514,16 +5081,6 @@ def _encode_delete_super_stream_request(
     )
     if name_raw is not None:
         parts.append(name_raw)
-
-
-def _frame_delete_super_stream_request(
-    msg: DeleteSuperStreamRequest, seal_checksums: bool
-) -> bytes:
-    """The whole frame, header included: the body's parts, the header packed before them."""
-    parts: list[bytes] = [b""]
-    _encode_delete_super_stream_request(msg, parts, seal_checksums)
-    parts[0] = HEADER.pack(sum(map(len, parts)) + 4, 0x001E, 1)
-    return b"".join(parts)
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -5556,7 +5113,7 @@ _DELETE_SUPER_STREAM_RESPONSE_0_FIELDS = "DeleteSuperStreamResponse: correlation
 
 
 def _decode_delete_super_stream_response(
-    buf: bytes | memoryview, at: int, end: int, verify_checksums: bool
+    buf: Buffer, at: int, end: int, verify_checksums: bool
 ) -> DeleteSuperStreamResponse:
     if end - at < 6:
         raise _truncated(
@@ -5564,10 +5121,9 @@ def _decode_delete_super_stream_response(
         )
     correlation_id, response_code = _DELETE_SUPER_STREAM_RESPONSE_0.unpack_from(buf, at)
     at += 6
-    msg = DeleteSuperStreamResponse(correlation_id, response_code)
     if at != end:
         raise DecodeError("DeleteSuperStreamResponse", at, f"{end - at} bytes after the last field")
-    return msg
+    return DeleteSuperStreamResponse(correlation_id, response_code)
 
 
 def _encode_delete_super_stream_response(
@@ -5647,7 +5203,7 @@ Message = (
 )
 """Any message of this protocol version."""
 
-_Decoder = Callable[[bytes | memoryview, int, int, bool], Message]
+_Decoder = Callable[[Buffer, int, int, bool], Message]
 
 # (key, version) -> the layouts that identity can carry, with who sends each.
 _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
@@ -5716,64 +5272,33 @@ _DECODERS: dict[tuple[int, ...], tuple[tuple[str, _Decoder], ...]] = {
     (0x801E, 1): (("server", _decode_delete_super_stream_response),),
 }
 
-# key << 16 | version -> the decoder of the one layout of that identity: decode's straight road
+# key << 16 | version -> the decoder of the one layout of that identity: decode's straight road,
+# each identity of `_DECODERS` that has one
 _ONE: dict[int, _Decoder] = {
-    0x00010001: _decode_declare_publisher_request,
-    0x00020001: _decode_publish_v1,
-    0x00020002: _decode_publish_v2,
-    0x00030001: _decode_publish_confirm,
-    0x00040001: _decode_publish_error,
-    0x00050001: _decode_query_publisher_sequence_request,
-    0x00060001: _decode_delete_publisher_request,
-    0x00070001: _decode_subscribe_request,
-    0x00080001: _decode_deliver_v1,
-    0x00080002: _decode_deliver_v2,
-    0x00090001: _decode_credit,
-    0x000A0001: _decode_store_offset,
-    0x000B0001: _decode_query_offset_request,
-    0x000C0001: _decode_unsubscribe_request,
-    0x000D0001: _decode_create_request,
-    0x000E0001: _decode_delete_request,
-    0x000F0001: _decode_metadata_request,
-    0x00100001: _decode_metadata_update,
-    0x00110001: _decode_peer_properties_request,
-    0x00120001: _decode_sasl_handshake_request,
-    0x00130001: _decode_sasl_authenticate_request,
-    0x00150001: _decode_open_request,
-    0x00160001: _decode_close_request,
-    0x00170001: _decode_heartbeat,
-    0x001A0001: _decode_consumer_update_request,
-    0x001B0001: _decode_exchange_command_versions_request,
-    0x001C0001: _decode_stream_stats_request,
-    0x001D0001: _decode_create_super_stream_request,
-    0x001E0001: _decode_delete_super_stream_request,
-    0x80010001: _decode_declare_publisher_response,
-    0x80050001: _decode_query_publisher_sequence_response,
-    0x80060001: _decode_delete_publisher_response,
-    0x80070001: _decode_subscribe_response,
-    0x80090001: _decode_credit_response,
-    0x800B0001: _decode_query_offset_response,
-    0x800C0001: _decode_unsubscribe_response,
-    0x800D0001: _decode_create_response,
-    0x800E0001: _decode_delete_response,
-    0x800F0001: _decode_metadata_response,
-    0x80110001: _decode_peer_properties_response,
-    0x80120001: _decode_sasl_handshake_response,
-    0x80130001: _decode_sasl_authenticate_response,
-    0x80150001: _decode_open_response,
-    0x80160001: _decode_close_response,
-    0x80180001: _decode_route_response,
-    0x80190001: _decode_partitions_response,
-    0x801A0001: _decode_consumer_update_response,
-    0x801B0001: _decode_exchange_command_versions_response,
-    0x801C0001: _decode_stream_stats_response,
-    0x801D0001: _decode_create_super_stream_response,
-    0x801E0001: _decode_delete_super_stream_response,
+    key << 16 | version: layouts[0][1]
+    for (key, version), layouts in _DECODERS.items()
+    if len(layouts) == 1
 }
 
 FRAME_KEYS: frozenset[tuple[int, ...]] = frozenset(_DECODERS)
 """Every (key, version) header `decode` has a layout for: what a framing check that
 resynchronises after unframeable bytes accepts as a frame header."""
+
+
+def _framer(
+    encode_body: Callable[[Any, list[bytes], bool], None], key: int, version: int
+) -> Callable[[Any, bool], bytes]:
+    """A message's frame encoder: its body's parts (`encode_body`), the header packed before
+    them with the message's `key` and `version`."""
+
+    def frame(msg: Any, seal_checksums: bool) -> bytes:
+        parts: list[bytes] = [b""]
+        encode_body(msg, parts, seal_checksums)
+        parts[0] = HEADER.pack(sum(map(len, parts)) + 4, key, version)
+        return b"".join(parts)
+
+    return frame
+
 
 _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
     DeclarePublisherRequest: _encode_declare_publisher_request,
@@ -5836,58 +5361,58 @@ _ENCODERS: dict[type, Callable[[Any, list[bytes], bool], None]] = {
 # each message's own frame encoder (one pack where every field has a fixed width), where
 # encode need not look at the message to frame it
 _FRAMES: dict[type, Callable[[Any, bool], bytes]] = {
-    DeclarePublisherRequest: _frame_declare_publisher_request,
+    DeclarePublisherRequest: _framer(_encode_declare_publisher_request, 0x0001, 1),
     DeclarePublisherResponse: _frame_declare_publisher_response,
-    PublishV1: _frame_publish_v1,
-    PublishV2: _frame_publish_v2,
-    PublishConfirm: _frame_publish_confirm,
-    PublishError: _frame_publish_error,
-    QueryPublisherSequenceRequest: _frame_query_publisher_sequence_request,
+    PublishV1: _framer(_encode_publish_v1, 0x0002, 1),
+    PublishV2: _framer(_encode_publish_v2, 0x0002, 2),
+    PublishConfirm: _framer(_encode_publish_confirm, 0x0003, 1),
+    PublishError: _framer(_encode_publish_error, 0x0004, 1),
+    QueryPublisherSequenceRequest: _framer(_encode_query_publisher_sequence_request, 0x0005, 1),
     QueryPublisherSequenceResponse: _frame_query_publisher_sequence_response,
     DeletePublisherRequest: _frame_delete_publisher_request,
     DeletePublisherResponse: _frame_delete_publisher_response,
-    SubscribeRequest: _frame_subscribe_request,
+    SubscribeRequest: _framer(_encode_subscribe_request, 0x0007, 1),
     SubscribeResponse: _frame_subscribe_response,
-    DeliverV1: _frame_deliver_v1,
-    DeliverV2: _frame_deliver_v2,
+    DeliverV1: _framer(_encode_deliver_v1, 0x0008, 1),
+    DeliverV2: _framer(_encode_deliver_v2, 0x0008, 2),
     Credit: _frame_credit,
     CreditResponse: _frame_credit_response,
-    StoreOffset: _frame_store_offset,
-    QueryOffsetRequest: _frame_query_offset_request,
+    StoreOffset: _framer(_encode_store_offset, 0x000A, 1),
+    QueryOffsetRequest: _framer(_encode_query_offset_request, 0x000B, 1),
     QueryOffsetResponse: _frame_query_offset_response,
     UnsubscribeRequest: _frame_unsubscribe_request,
     UnsubscribeResponse: _frame_unsubscribe_response,
-    CreateRequest: _frame_create_request,
+    CreateRequest: _framer(_encode_create_request, 0x000D, 1),
     CreateResponse: _frame_create_response,
-    DeleteRequest: _frame_delete_request,
+    DeleteRequest: _framer(_encode_delete_request, 0x000E, 1),
     DeleteResponse: _frame_delete_response,
-    MetadataRequest: _frame_metadata_request,
-    MetadataResponse: _frame_metadata_response,
-    MetadataUpdate: _frame_metadata_update,
-    PeerPropertiesRequest: _frame_peer_properties_request,
-    PeerPropertiesResponse: _frame_peer_properties_response,
+    MetadataRequest: _framer(_encode_metadata_request, 0x000F, 1),
+    MetadataResponse: _framer(_encode_metadata_response, 0x800F, 1),
+    MetadataUpdate: _framer(_encode_metadata_update, 0x0010, 1),
+    PeerPropertiesRequest: _framer(_encode_peer_properties_request, 0x0011, 1),
+    PeerPropertiesResponse: _framer(_encode_peer_properties_response, 0x8011, 1),
     SaslHandshakeRequest: _frame_sasl_handshake_request,
-    SaslHandshakeResponse: _frame_sasl_handshake_response,
-    SaslAuthenticateRequest: _frame_sasl_authenticate_request,
-    SaslAuthenticateResponse: _frame_sasl_authenticate_response,
+    SaslHandshakeResponse: _framer(_encode_sasl_handshake_response, 0x8012, 1),
+    SaslAuthenticateRequest: _framer(_encode_sasl_authenticate_request, 0x0013, 1),
+    SaslAuthenticateResponse: _framer(_encode_sasl_authenticate_response, 0x8013, 1),
     TuneRequest: _frame_tune_request,
     TuneResponse: _frame_tune_response,
-    OpenRequest: _frame_open_request,
-    OpenResponse: _frame_open_response,
-    CloseRequest: _frame_close_request,
+    OpenRequest: _framer(_encode_open_request, 0x0015, 1),
+    OpenResponse: _framer(_encode_open_response, 0x8015, 1),
+    CloseRequest: _framer(_encode_close_request, 0x0016, 1),
     CloseResponse: _frame_close_response,
     Heartbeat: _frame_heartbeat,
-    RouteRequest: _frame_route_request,
-    PartitionsRequest: _frame_partitions_request,
+    RouteRequest: _framer(_encode_route_request, 0x0018, 1),
+    PartitionsRequest: _framer(_encode_partitions_request, 0x0019, 1),
     ConsumerUpdateRequest: _frame_consumer_update_request,
-    ConsumerUpdateResponse: _frame_consumer_update_response,
-    ExchangeCommandVersionsRequest: _frame_exchange_command_versions_request,
-    ExchangeCommandVersionsResponse: _frame_exchange_command_versions_response,
-    StreamStatsRequest: _frame_stream_stats_request,
-    StreamStatsResponse: _frame_stream_stats_response,
-    CreateSuperStreamRequest: _frame_create_super_stream_request,
+    ConsumerUpdateResponse: _framer(_encode_consumer_update_response, 0x801A, 1),
+    ExchangeCommandVersionsRequest: _framer(_encode_exchange_command_versions_request, 0x001B, 1),
+    ExchangeCommandVersionsResponse: _framer(_encode_exchange_command_versions_response, 0x801B, 1),
+    StreamStatsRequest: _framer(_encode_stream_stats_request, 0x001C, 1),
+    StreamStatsResponse: _framer(_encode_stream_stats_response, 0x801C, 1),
+    CreateSuperStreamRequest: _framer(_encode_create_super_stream_request, 0x001D, 1),
     CreateSuperStreamResponse: _frame_create_super_stream_response,
-    DeleteSuperStreamRequest: _frame_delete_super_stream_request,
+    DeleteSuperStreamRequest: _framer(_encode_delete_super_stream_request, 0x001E, 1),
     DeleteSuperStreamResponse: _frame_delete_super_stream_response,
 }
 
