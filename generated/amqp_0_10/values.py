@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar
 
 from .errors import DecodeError, EncodeError
 
@@ -33,8 +33,8 @@ class _Fields:
     was a third of its import time)."""
 
     def __get__(self, obj: object, owner: type[_Record]) -> Any:
-        if owner is _Record:
-            return None  # the base has no fields: the decorator below skips it
+        if owner in _BASES:
+            return None  # the bases have no fields: the decorator below skips them
         from dataclasses import dataclass
 
         # the decorator adds no methods here (each class writes its own) and replaces this
@@ -67,6 +67,48 @@ class _Record:
 
     # defining __eq__ leaves it unhashable (compared by value and mutable), as
     # @dataclass(eq=True) does; the frozen classes below hash by their fields
+
+
+class _Struct(_Record):
+    """The base of the commands modules' structs: each says its spec name (STRUCT), the octets
+    of its size prefix (SIZE) and of its packing flags (PACK), and a coded struct its class code
+    and struct code (CLASS_CODE, CODE; IDENT: both)."""
+
+    __slots__ = ()
+    KIND: ClassVar[str] = "struct"
+    STRUCT: ClassVar[str]
+    SIZE: ClassVar[int]
+    PACK: ClassVar[int]
+    IDENT: ClassVar[tuple[int, ...]] = ()
+    CLASS_CODE: ClassVar[int | None] = None
+    CODE: ClassVar[int | None] = None
+
+
+class _Control(_Record):
+    """The base of the commands modules' controls and commands: each says its spec name (NAME),
+    its class code and code (CLASS_CODE, CODE; IDENT: both)."""
+
+    __slots__ = ()
+    KIND: ClassVar[str] = "control"
+    NAME: ClassVar[str]
+    IDENT: ClassVar[tuple[int, int]]
+    CLASS_CODE: ClassVar[int]
+    CODE: ClassVar[int]
+
+
+class _Command(_Control):
+    """The base of the commands modules' commands, which carry a session header before their
+    fields: a command says the struct its result is (RESULT), the coded structs its header
+    segment may carry (HEADER) and whether a body segment follows (BODY)."""
+
+    __slots__ = ()
+    KIND: ClassVar[str] = "command"
+    RESULT: ClassVar[type[Any] | None] = None
+    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    BODY: ClassVar[bool] = False
+
+
+_BASES = (_Record, _Struct, _Control, _Command)  # no fields of their own: their subclasses have
 
 
 _set = object.__setattr__  # how a frozen class's __init__ sets its fields
@@ -1405,17 +1447,18 @@ def encode_value(type_name: str, value: Any) -> bytes:
     return bytes(out)
 
 
-def _r_flags(
-    buf: bytes | memoryview, at: int, end: int, width: int, known: int, path: str
-) -> tuple[int, int]:
-    """Packing flags: `width` octets, bit i of octet i // 8 for field i; a flag set outside
-    `known` names a field the struct does not have."""
+def _bad_flags(buf: bytes | memoryview, at: int, end: int, width: int, path: str) -> DecodeError:
+    """The DecodeError of packing flags (`width` octets, bit i of octet i // 8 for field i) cut
+    short, or with a flag set that names a field the struct does not have."""
     if end - at < width:
-        raise _short(path, at, end, width)
+        return _short(path, at, end, width)
     flags = int.from_bytes(buf[at : at + width], "little")
-    if flags & ~known:
-        raise DecodeError(path, at, f"flags 0x{flags:x} name fields it does not have")
-    return flags, at + width
+    return DecodeError(path, at, f"flags 0x{flags:x} name fields it does not have")
+
+
+def _not_bool(path: str, value: object) -> NoReturn:
+    """A bit field's EncodeError: its value is neither True nor False."""
+    raise _bad(path, value, "a bool")
 
 
 _CODED_READERS: dict[tuple[int, int], Reader] = {}

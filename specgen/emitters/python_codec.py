@@ -662,6 +662,8 @@ _PACKED_HELPERS = {
     "Reader",
     "Writer",
     "_bad",
+    "_bad_flags",
+    "_not_bool",
     "_r_size",
     "_r_struct32",
     "_short",
@@ -766,10 +768,11 @@ def _packed_modules(
         for g, (ss, ms) in groups.items()
     }
     providers = {
-        **imports.provided("..values", [*value_names, "_Record"]),
+        **imports.provided("..values", [*value_names, "_Command", "_Control", "_Struct"]),
         **imports.provided(".enums", enums),
         **_FRAME_LAYER,
     }
+    providers |= {f"_{g}": f".:{g}" for g in bodies}  # the commands module's tables read them
     classes: list[str] = []
     for g, text in bodies.items():
         defined = block("module", g, text).defines

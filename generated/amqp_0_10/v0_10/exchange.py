@@ -8,17 +8,27 @@ which dispatches to the readers and writers here.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, TypeAlias
 
 from ..errors import DecodeError
-from ..values import Typed, _bad, _r_map, _r_size, _r_str8, _Record, _short, _sized, _w_map, _w_str8
-from .session import _NEW_SESSION_HEADER, SessionHeader, _r_session_header, _w_session_header
+from ..values import (
+    Typed,
+    _bad,
+    _bad_flags,
+    _Command,
+    _not_bool,
+    _r_map,
+    _r_size,
+    _r_str8,
+    _short,
+    _sized,
+    _Struct,
+    _w_map,
+    _w_str8,
+)
+from .session import _NEW_HEADER, SessionHeader, _w_command_head
 
-# a class, where a field called `type` would hide the builtin from typing.get_type_hints()
-_Class: TypeAlias = type[Any]
 
-
-class ExchangeQueryResult(_Record):
+class ExchangeQueryResult(_Struct):
     """exchange.exchange-query-result: struct, class code 0x07 (7), code 0x01 (1).
 
     This is sent in response to a query request and conveys information on a particular exchange.
@@ -28,13 +38,12 @@ class ExchangeQueryResult(_Record):
 
     __slots__ = ("type", "durable", "not_found", "arguments")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x07, 0x01)
-    KIND: ClassVar[str] = "struct"
-    STRUCT: ClassVar[str] = "exchange.exchange-query-result"
-    SIZE: ClassVar[int] = 4  # octets of its size prefix
-    PACK: ClassVar[int] = 2  # octets of its packing flags
-    CLASS_CODE: ClassVar[int | None] = 7
-    CODE: ClassVar[int | None] = 1
+    IDENT = (0x07, 0x01)
+    STRUCT = "exchange.exchange-query-result"
+    SIZE = 4
+    PACK = 2
+    CLASS_CODE = 7
+    CODE = 1
     type: str | None
     """type: The type of the exchange. Will be empty if the exchange is not found."""
     durable: bool
@@ -61,15 +70,8 @@ class ExchangeQueryResult(_Record):
 def _r_body_exchange_exchange_query_result(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ExchangeQueryResult, int]:
-    if end - at < 2:
-        raise _short("ExchangeQueryResult.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0xF:
-        raise DecodeError(
-            "ExchangeQueryResult.packing_flags",
-            at,
-            f"flags 0x{flags:x} name fields it does not have",
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0xF:
+        raise _bad_flags(buf, at, end, 2, "ExchangeQueryResult.packing_flags")
     at += 2
     type: str | None = None
     if flags & 0x1:
@@ -80,12 +82,7 @@ def _r_body_exchange_exchange_query_result(
     if flags & 0x8:
         arguments, at = _r_map(buf, at, end, "ExchangeQueryResult.arguments")
     return (
-        ExchangeQueryResult(
-            type=type,
-            durable=durable,
-            not_found=not_found,
-            arguments=arguments,
-        ),
+        ExchangeQueryResult(type=type, durable=durable, not_found=not_found, arguments=arguments),
         at,
     )
 
@@ -98,14 +95,10 @@ def _w_body_exchange_exchange_query_result(out: bytearray, msg: ExchangeQueryRes
     if type is not None:
         flags |= 0x1
         _w_str8(out, type, "ExchangeQueryResult.type")
-    if msg.durable is True:
-        flags |= 0x2
-    elif msg.durable is not False:
-        raise _bad("ExchangeQueryResult.durable", msg.durable, "a bool")
-    if msg.not_found is True:
-        flags |= 0x4
-    elif msg.not_found is not False:
-        raise _bad("ExchangeQueryResult.not_found", msg.not_found, "a bool")
+    if (bit := msg.durable) is not False:
+        flags |= 0x2 if bit is True else _not_bool("ExchangeQueryResult.durable", bit)
+    if (bit := msg.not_found) is not False:
+        flags |= 0x4 if bit is True else _not_bool("ExchangeQueryResult.not_found", bit)
     arguments = msg.arguments
     if arguments is not None:
         flags |= 0x8
@@ -145,7 +138,7 @@ def _w_exchange_exchange_query_result(
     out[start : start + 4] = size.to_bytes(4, "big")
 
 
-class ExchangeBoundResult(_Record):
+class ExchangeBoundResult(_Struct):
     """exchange.exchange-bound-result: struct, class code 0x07 (7), code 0x02 (2).
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:5107:9
@@ -159,13 +152,12 @@ class ExchangeBoundResult(_Record):
         "args_not_matched",
     )
 
-    IDENT: ClassVar[tuple[int, int]] = (0x07, 0x02)
-    KIND: ClassVar[str] = "struct"
-    STRUCT: ClassVar[str] = "exchange.exchange-bound-result"
-    SIZE: ClassVar[int] = 4  # octets of its size prefix
-    PACK: ClassVar[int] = 2  # octets of its packing flags
-    CLASS_CODE: ClassVar[int | None] = 7
-    CODE: ClassVar[int | None] = 2
+    IDENT = (0x07, 0x02)
+    STRUCT = "exchange.exchange-bound-result"
+    SIZE = 4
+    PACK = 2
+    CLASS_CODE = 7
+    CODE = 2
     exchange_not_found: bool
     """exchange-not-found: If set, the exchange for which information was requested is not known."""
     queue_not_found: bool
@@ -196,15 +188,8 @@ class ExchangeBoundResult(_Record):
 def _r_body_exchange_exchange_bound_result(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ExchangeBoundResult, int]:
-    if end - at < 2:
-        raise _short("ExchangeBoundResult.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1F:
-        raise DecodeError(
-            "ExchangeBoundResult.packing_flags",
-            at,
-            f"flags 0x{flags:x} name fields it does not have",
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1F:
+        raise _bad_flags(buf, at, end, 2, "ExchangeBoundResult.packing_flags")
     at += 2
     exchange_not_found = bool(flags & 0x1)
     queue_not_found = bool(flags & 0x2)
@@ -227,26 +212,16 @@ def _w_body_exchange_exchange_bound_result(out: bytearray, msg: ExchangeBoundRes
     flags = 0
     start = len(out)
     out += b"\x00\x00"
-    if msg.exchange_not_found is True:
-        flags |= 0x1
-    elif msg.exchange_not_found is not False:
-        raise _bad("ExchangeBoundResult.exchange_not_found", msg.exchange_not_found, "a bool")
-    if msg.queue_not_found is True:
-        flags |= 0x2
-    elif msg.queue_not_found is not False:
-        raise _bad("ExchangeBoundResult.queue_not_found", msg.queue_not_found, "a bool")
-    if msg.queue_not_matched is True:
-        flags |= 0x4
-    elif msg.queue_not_matched is not False:
-        raise _bad("ExchangeBoundResult.queue_not_matched", msg.queue_not_matched, "a bool")
-    if msg.key_not_matched is True:
-        flags |= 0x8
-    elif msg.key_not_matched is not False:
-        raise _bad("ExchangeBoundResult.key_not_matched", msg.key_not_matched, "a bool")
-    if msg.args_not_matched is True:
-        flags |= 0x10
-    elif msg.args_not_matched is not False:
-        raise _bad("ExchangeBoundResult.args_not_matched", msg.args_not_matched, "a bool")
+    if (bit := msg.exchange_not_found) is not False:
+        flags |= 0x1 if bit is True else _not_bool("ExchangeBoundResult.exchange_not_found", bit)
+    if (bit := msg.queue_not_found) is not False:
+        flags |= 0x2 if bit is True else _not_bool("ExchangeBoundResult.queue_not_found", bit)
+    if (bit := msg.queue_not_matched) is not False:
+        flags |= 0x4 if bit is True else _not_bool("ExchangeBoundResult.queue_not_matched", bit)
+    if (bit := msg.key_not_matched) is not False:
+        flags |= 0x8 if bit is True else _not_bool("ExchangeBoundResult.key_not_matched", bit)
+    if (bit := msg.args_not_matched) is not False:
+        flags |= 0x10 if bit is True else _not_bool("ExchangeBoundResult.args_not_matched", bit)
     out[start] = flags  # the second octet names no field: it stays 0
 
 
@@ -282,7 +257,7 @@ def _w_exchange_exchange_bound_result(
     out[start : start + 4] = size.to_bytes(4, "big")
 
 
-class ExchangeDeclare(_Record):
+class ExchangeDeclare(_Command):
     """exchange.declare: command, class code 0x07 (7), code 0x01 (1).
 
     This command creates an exchange if it does not already exist, and if the exchange exists, verifies that it is of the correct and expected class.
@@ -301,17 +276,10 @@ class ExchangeDeclare(_Record):
         "arguments",
     )
 
-    IDENT: ClassVar[tuple[int, int]] = (0x07, 0x01)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "exchange.declare"
-    CLASS_CODE: ClassVar[int] = 0x07
-    CODE: ClassVar[int] = 0x01
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    IDENT = (0x07, 0x01)
+    NAME = "exchange.declare"
+    CLASS_CODE = 0x07
+    CODE = 0x01
     session_header: SessionHeader
     exchange: str | None
     """exchange (required)"""
@@ -331,7 +299,7 @@ class ExchangeDeclare(_Record):
     def __init__(
         self,
         *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         exchange: str | None = None,
         type: str | None = None,
         alternate_exchange: str | None = None,
@@ -340,9 +308,7 @@ class ExchangeDeclare(_Record):
         auto_delete: bool = False,
         arguments: dict[str, Typed] | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.exchange = exchange
         self.type = type
         self.alternate_exchange = alternate_exchange
@@ -353,21 +319,10 @@ class ExchangeDeclare(_Record):
 
 
 def _r_body_exchange_declare(
-    buf: bytes | memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
 ) -> tuple[ExchangeDeclare, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "ExchangeDeclare.session_header")
-    if end - at < 2:
-        raise _short("ExchangeDeclare.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x7F:
-        raise DecodeError(
-            "ExchangeDeclare.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x7F:
+        raise _bad_flags(buf, at, end, 2, "ExchangeDeclare.packing_flags")
     at += 2
     exchange: str | None = None
     if flags & 0x1:
@@ -401,15 +356,11 @@ def _r_body_exchange_declare(
 
 def _e_exchange_declare(msg: ExchangeDeclare) -> bytes:
     """ExchangeDeclare's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x07\x01\x01\x01\x00\x00" if session_header.sync else b"\x07\x01\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x07\x01\x01\x01\x00\x00" if sh.sync else b"\x07\x01\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x07\x01")
-        _w_session_header(out, session_header, "ExchangeDeclare.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x07\x01", sh, "ExchangeDeclare.session_header", 2)
     flags = 0
     start = len(out) - 2
     exchange = msg.exchange
@@ -424,18 +375,12 @@ def _e_exchange_declare(msg: ExchangeDeclare) -> bytes:
     if alternate_exchange is not None:
         flags |= 0x4
         _w_str8(out, alternate_exchange, "ExchangeDeclare.alternate_exchange")
-    if msg.passive is True:
-        flags |= 0x8
-    elif msg.passive is not False:
-        raise _bad("ExchangeDeclare.passive", msg.passive, "a bool")
-    if msg.durable is True:
-        flags |= 0x10
-    elif msg.durable is not False:
-        raise _bad("ExchangeDeclare.durable", msg.durable, "a bool")
-    if msg.auto_delete is True:
-        flags |= 0x20
-    elif msg.auto_delete is not False:
-        raise _bad("ExchangeDeclare.auto_delete", msg.auto_delete, "a bool")
+    if (bit := msg.passive) is not False:
+        flags |= 0x8 if bit is True else _not_bool("ExchangeDeclare.passive", bit)
+    if (bit := msg.durable) is not False:
+        flags |= 0x10 if bit is True else _not_bool("ExchangeDeclare.durable", bit)
+    if (bit := msg.auto_delete) is not False:
+        flags |= 0x20 if bit is True else _not_bool("ExchangeDeclare.auto_delete", bit)
     arguments = msg.arguments
     if arguments is not None:
         flags |= 0x40
@@ -444,7 +389,7 @@ def _e_exchange_declare(msg: ExchangeDeclare) -> bytes:
     return bytes(out)
 
 
-class ExchangeDelete(_Record):
+class ExchangeDelete(_Command):
     """exchange.delete: command, class code 0x07 (7), code 0x02 (2).
 
     This command deletes an exchange. When an exchange is deleted all queue bindings on the exchange are cancelled.
@@ -454,17 +399,10 @@ class ExchangeDelete(_Record):
 
     __slots__ = ("session_header", "exchange", "if_unused")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x07, 0x02)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "exchange.delete"
-    CLASS_CODE: ClassVar[int] = 0x07
-    CODE: ClassVar[int] = 0x02
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    IDENT = (0x07, 0x02)
+    NAME = "exchange.delete"
+    CLASS_CODE = 0x07
+    CODE = 0x02
     session_header: SessionHeader
     exchange: str | None
     """exchange (required)"""
@@ -474,74 +412,48 @@ class ExchangeDelete(_Record):
     def __init__(
         self,
         *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         exchange: str | None = None,
         if_unused: bool = False,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.exchange = exchange
         self.if_unused = if_unused
 
 
 def _r_body_exchange_delete(
-    buf: bytes | memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
 ) -> tuple[ExchangeDelete, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "ExchangeDelete.session_header")
-    if end - at < 2:
-        raise _short("ExchangeDelete.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x3:
-        raise DecodeError(
-            "ExchangeDelete.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x3:
+        raise _bad_flags(buf, at, end, 2, "ExchangeDelete.packing_flags")
     at += 2
     exchange: str | None = None
     if flags & 0x1:
         exchange, at = _r_str8(buf, at, end, "ExchangeDelete.exchange")
     if_unused = bool(flags & 0x2)
-    return (
-        ExchangeDelete(
-            session_header=session_header,
-            exchange=exchange,
-            if_unused=if_unused,
-        ),
-        at,
-    )
+    return ExchangeDelete(session_header=session_header, exchange=exchange, if_unused=if_unused), at
 
 
 def _e_exchange_delete(msg: ExchangeDelete) -> bytes:
     """ExchangeDelete's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x07\x02\x01\x01\x00\x00" if session_header.sync else b"\x07\x02\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x07\x02\x01\x01\x00\x00" if sh.sync else b"\x07\x02\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x07\x02")
-        _w_session_header(out, session_header, "ExchangeDelete.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x07\x02", sh, "ExchangeDelete.session_header", 2)
     flags = 0
     start = len(out) - 2
     exchange = msg.exchange
     if exchange is not None:
         flags |= 0x1
         _w_str8(out, exchange, "ExchangeDelete.exchange")
-    if msg.if_unused is True:
-        flags |= 0x2
-    elif msg.if_unused is not False:
-        raise _bad("ExchangeDelete.if_unused", msg.if_unused, "a bool")
+    if (bit := msg.if_unused) is not False:
+        flags |= 0x2 if bit is True else _not_bool("ExchangeDelete.if_unused", bit)
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class ExchangeQuery(_Record):
+class ExchangeQuery(_Command):
     """exchange.query: command, class code 0x07 (7), code 0x03 (3).
 
     This command is used to request information on a particular exchange.
@@ -551,71 +463,41 @@ class ExchangeQuery(_Record):
 
     __slots__ = ("session_header", "name")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x07, 0x03)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "exchange.query"
-    CLASS_CODE: ClassVar[int] = 0x07
-    CODE: ClassVar[int] = 0x03
-    RESULT: ClassVar[_Class | None] = ExchangeQueryResult
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    IDENT = (0x07, 0x03)
+    NAME = "exchange.query"
+    CLASS_CODE = 0x07
+    CODE = 0x03
+    RESULT = ExchangeQueryResult
     session_header: SessionHeader
     name: str | None
     """name: The name of the exchange for which information is requested. If not specified explicitly the default exchange is implied."""
 
     def __init__(
-        self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
-        name: str | None = None,
+        self, *, session_header: SessionHeader = _NEW_HEADER, name: str | None = None
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.name = name
 
 
-def _r_body_exchange_query(buf: bytes | memoryview, at: int, end: int) -> tuple[ExchangeQuery, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "ExchangeQuery.session_header")
-    if end - at < 2:
-        raise _short("ExchangeQuery.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "ExchangeQuery.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_exchange_query(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[ExchangeQuery, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "ExchangeQuery.packing_flags")
     at += 2
     name: str | None = None
     if flags & 0x1:
         name, at = _r_str8(buf, at, end, "ExchangeQuery.name")
-    return (
-        ExchangeQuery(
-            session_header=session_header,
-            name=name,
-        ),
-        at,
-    )
+    return ExchangeQuery(session_header=session_header, name=name), at
 
 
 def _e_exchange_query(msg: ExchangeQuery) -> bytes:
     """ExchangeQuery's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x07\x03\x01\x01\x00\x00" if session_header.sync else b"\x07\x03\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x07\x03\x01\x01\x00\x00" if sh.sync else b"\x07\x03\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x07\x03")
-        _w_session_header(out, session_header, "ExchangeQuery.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x07\x03", sh, "ExchangeQuery.session_header", 2)
     flags = 0
     start = len(out) - 2
     name = msg.name
@@ -626,7 +508,7 @@ def _e_exchange_query(msg: ExchangeQuery) -> bytes:
     return bytes(out)
 
 
-class ExchangeBind(_Record):
+class ExchangeBind(_Command):
     """exchange.bind: command, class code 0x07 (7), code 0x04 (4).
 
     This command binds a queue to an exchange. Until a queue is bound it will not receive any messages. In a classic messaging model, store-and-forward queues are bound to a direct exchange and subscription queues are bound to a topic exchange.
@@ -636,17 +518,10 @@ class ExchangeBind(_Record):
 
     __slots__ = ("session_header", "queue", "exchange", "binding_key", "arguments")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x07, 0x04)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "exchange.bind"
-    CLASS_CODE: ClassVar[int] = 0x07
-    CODE: ClassVar[int] = 0x04
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    IDENT = (0x07, 0x04)
+    NAME = "exchange.bind"
+    CLASS_CODE = 0x07
+    CODE = 0x04
     session_header: SessionHeader
     queue: str | None
     """queue (required): Specifies the name of the queue to bind."""
@@ -660,35 +535,24 @@ class ExchangeBind(_Record):
     def __init__(
         self,
         *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         queue: str | None = None,
         exchange: str | None = None,
         binding_key: str | None = None,
         arguments: dict[str, Typed] | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.queue = queue
         self.exchange = exchange
         self.binding_key = binding_key
         self.arguments = arguments
 
 
-def _r_body_exchange_bind(buf: bytes | memoryview, at: int, end: int) -> tuple[ExchangeBind, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "ExchangeBind.session_header")
-    if end - at < 2:
-        raise _short("ExchangeBind.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0xF:
-        raise DecodeError(
-            "ExchangeBind.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_exchange_bind(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[ExchangeBind, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0xF:
+        raise _bad_flags(buf, at, end, 2, "ExchangeBind.packing_flags")
     at += 2
     queue: str | None = None
     if flags & 0x1:
@@ -716,15 +580,11 @@ def _r_body_exchange_bind(buf: bytes | memoryview, at: int, end: int) -> tuple[E
 
 def _e_exchange_bind(msg: ExchangeBind) -> bytes:
     """ExchangeBind's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x07\x04\x01\x01\x00\x00" if session_header.sync else b"\x07\x04\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x07\x04\x01\x01\x00\x00" if sh.sync else b"\x07\x04\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x07\x04")
-        _w_session_header(out, session_header, "ExchangeBind.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x07\x04", sh, "ExchangeBind.session_header", 2)
     flags = 0
     start = len(out) - 2
     queue = msg.queue
@@ -747,7 +607,7 @@ def _e_exchange_bind(msg: ExchangeBind) -> bytes:
     return bytes(out)
 
 
-class ExchangeUnbind(_Record):
+class ExchangeUnbind(_Command):
     """exchange.unbind: command, class code 0x07 (7), code 0x05 (5).
 
     This command unbinds a queue from an exchange.
@@ -757,17 +617,10 @@ class ExchangeUnbind(_Record):
 
     __slots__ = ("session_header", "queue", "exchange", "binding_key")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x07, 0x05)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "exchange.unbind"
-    CLASS_CODE: ClassVar[int] = 0x07
-    CODE: ClassVar[int] = 0x05
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    IDENT = (0x07, 0x05)
+    NAME = "exchange.unbind"
+    CLASS_CODE = 0x07
+    CODE = 0x05
     session_header: SessionHeader
     queue: str | None
     """queue (required): Specifies the name of the queue to unbind."""
@@ -779,35 +632,22 @@ class ExchangeUnbind(_Record):
     def __init__(
         self,
         *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         queue: str | None = None,
         exchange: str | None = None,
         binding_key: str | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.queue = queue
         self.exchange = exchange
         self.binding_key = binding_key
 
 
 def _r_body_exchange_unbind(
-    buf: bytes | memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
 ) -> tuple[ExchangeUnbind, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "ExchangeUnbind.session_header")
-    if end - at < 2:
-        raise _short("ExchangeUnbind.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x7:
-        raise DecodeError(
-            "ExchangeUnbind.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x7:
+        raise _bad_flags(buf, at, end, 2, "ExchangeUnbind.packing_flags")
     at += 2
     queue: str | None = None
     if flags & 0x1:
@@ -820,10 +660,7 @@ def _r_body_exchange_unbind(
         binding_key, at = _r_str8(buf, at, end, "ExchangeUnbind.binding_key")
     return (
         ExchangeUnbind(
-            session_header=session_header,
-            queue=queue,
-            exchange=exchange,
-            binding_key=binding_key,
+            session_header=session_header, queue=queue, exchange=exchange, binding_key=binding_key
         ),
         at,
     )
@@ -831,15 +668,11 @@ def _r_body_exchange_unbind(
 
 def _e_exchange_unbind(msg: ExchangeUnbind) -> bytes:
     """ExchangeUnbind's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x07\x05\x01\x01\x00\x00" if session_header.sync else b"\x07\x05\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x07\x05\x01\x01\x00\x00" if sh.sync else b"\x07\x05\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x07\x05")
-        _w_session_header(out, session_header, "ExchangeUnbind.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x07\x05", sh, "ExchangeUnbind.session_header", 2)
     flags = 0
     start = len(out) - 2
     queue = msg.queue
@@ -858,7 +691,7 @@ def _e_exchange_unbind(msg: ExchangeUnbind) -> bytes:
     return bytes(out)
 
 
-class ExchangeBound(_Record):
+class ExchangeBound(_Command):
     """exchange.bound: command, class code 0x07 (7), code 0x06 (6).
 
     This command is used to request information on the bindings to a particular exchange.
@@ -868,17 +701,11 @@ class ExchangeBound(_Record):
 
     __slots__ = ("session_header", "exchange", "queue", "binding_key", "arguments")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x07, 0x06)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "exchange.bound"
-    CLASS_CODE: ClassVar[int] = 0x07
-    CODE: ClassVar[int] = 0x06
-    RESULT: ClassVar[_Class | None] = ExchangeBoundResult
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    IDENT = (0x07, 0x06)
+    NAME = "exchange.bound"
+    CLASS_CODE = 0x07
+    CODE = 0x06
+    RESULT = ExchangeBoundResult
     session_header: SessionHeader
     exchange: str | None
     """exchange: The name of the exchange for which binding information is being requested. If not specified explicitly the default exchange is implied."""
@@ -892,35 +719,24 @@ class ExchangeBound(_Record):
     def __init__(
         self,
         *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         exchange: str | None = None,
         queue: str | None = None,
         binding_key: str | None = None,
         arguments: dict[str, Typed] | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.exchange = exchange
         self.queue = queue
         self.binding_key = binding_key
         self.arguments = arguments
 
 
-def _r_body_exchange_bound(buf: bytes | memoryview, at: int, end: int) -> tuple[ExchangeBound, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "ExchangeBound.session_header")
-    if end - at < 2:
-        raise _short("ExchangeBound.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0xF:
-        raise DecodeError(
-            "ExchangeBound.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_exchange_bound(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[ExchangeBound, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0xF:
+        raise _bad_flags(buf, at, end, 2, "ExchangeBound.packing_flags")
     at += 2
     exchange: str | None = None
     if flags & 0x1:
@@ -948,15 +764,11 @@ def _r_body_exchange_bound(buf: bytes | memoryview, at: int, end: int) -> tuple[
 
 def _e_exchange_bound(msg: ExchangeBound) -> bytes:
     """ExchangeBound's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x07\x06\x01\x01\x00\x00" if session_header.sync else b"\x07\x06\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x07\x06\x01\x01\x00\x00" if sh.sync else b"\x07\x06\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x07\x06")
-        _w_session_header(out, session_header, "ExchangeBound.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x07\x06", sh, "ExchangeBound.session_header", 2)
     flags = 0
     start = len(out) - 2
     exchange = msg.exchange

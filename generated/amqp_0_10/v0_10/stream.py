@@ -9,23 +9,20 @@ which dispatches to the readers and writers here.
 from __future__ import annotations
 
 import struct
-from typing import Any, ClassVar, TypeAlias
 
 from ..errors import DecodeError
 from ..values import (
     Typed,
     _bad,
-    _r_datetime,
+    _bad_flags,
+    _Command,
+    _not_bool,
     _r_map,
     _r_size,
     _r_str8,
-    _r_uint8,
-    _r_uint16,
-    _r_uint32,
-    _r_uint64,
-    _Record,
     _short,
     _sized,
+    _Struct,
     _w_datetime,
     _w_map,
     _w_str8,
@@ -35,10 +32,7 @@ from ..values import (
     _w_uint64,
 )
 from .enums import StreamReturnCode
-from .session import _NEW_SESSION_HEADER, SessionHeader, _r_session_header, _w_session_header
-
-# a class, where a field called `type` would hide the builtin from typing.get_type_hints()
-_Class: TypeAlias = type[Any]
+from .session import _NEW_HEADER, SessionHeader, _w_command_head
 
 _UINT16 = struct.Struct(">H")
 _UINT32 = struct.Struct(">I")
@@ -48,7 +42,7 @@ _DATETIME = struct.Struct(">q")
 _StreamReturnCode: dict[int, StreamReturnCode] = {m.value: m for m in StreamReturnCode}
 
 
-class StreamProperties(_Record):
+class StreamProperties(_Struct):
     """stream.stream-properties: struct, class code 0x0a (10), code 0x01 (1).
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:6253:5
@@ -56,13 +50,12 @@ class StreamProperties(_Record):
 
     __slots__ = ("content_type", "content_encoding", "headers", "priority", "timestamp")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x0A, 0x01)
-    KIND: ClassVar[str] = "struct"
-    STRUCT: ClassVar[str] = "stream.stream-properties"
-    SIZE: ClassVar[int] = 4  # octets of its size prefix
-    PACK: ClassVar[int] = 2  # octets of its packing flags
-    CLASS_CODE: ClassVar[int | None] = 10
-    CODE: ClassVar[int | None] = 1
+    IDENT = (0x0A, 0x01)
+    STRUCT = "stream.stream-properties"
+    SIZE = 4
+    PACK = 2
+    CLASS_CODE = 10
+    CODE = 1
     content_type: str | None
     """content-type: MIME content type"""
     content_encoding: str | None
@@ -93,13 +86,8 @@ class StreamProperties(_Record):
 def _r_body_stream_stream_properties(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[StreamProperties, int]:
-    if end - at < 2:
-        raise _short("StreamProperties.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1F:
-        raise DecodeError(
-            "StreamProperties.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1F:
+        raise _bad_flags(buf, at, end, 2, "StreamProperties.packing_flags")
     at += 2
     content_type: str | None = None
     if flags & 0x1:
@@ -112,18 +100,14 @@ def _r_body_stream_stream_properties(
         headers, at = _r_map(buf, at, end, "StreamProperties.headers")
     priority: int | None = None
     if flags & 0x8:
-        if end - at >= 1:
-            priority = buf[at]
-            at += 1
-        else:  # too short: the reader's DecodeError
-            priority, at = _r_uint8(buf, at, end, "StreamProperties.priority")
+        if end - at < 1:
+            raise _short("StreamProperties.priority", at, end, 1)
+        priority, at = buf[at], at + 1
     timestamp: int | None = None
     if flags & 0x10:
-        if end - at >= 8:
-            timestamp = _DATETIME.unpack_from(buf, at)[0]
-            at += 8
-        else:  # too short: the reader's DecodeError
-            timestamp, at = _r_datetime(buf, at, end, "StreamProperties.timestamp")
+        if end - at < 8:
+            raise _short("StreamProperties.timestamp", at, end, 8)
+        timestamp, at = _DATETIME.unpack_from(buf, at)[0], at + 8
     return (
         StreamProperties(
             content_type=content_type,
@@ -196,7 +180,7 @@ def _w_stream_stream_properties(out: bytearray, value: StreamProperties, path: s
     out[start : start + 4] = size.to_bytes(4, "big")
 
 
-class StreamQos(_Record):
+class StreamQos(_Command):
     """stream.qos: command, class code 0x0a (10), code 0x01 (1).
 
     This command requests a specific quality of service. The QoS can be specified for the current session or for all sessions on the connection. The particular properties and semantics of a qos command always depend on the content class semantics. Though the qos command could in principle apply to both peers, it is currently meaningful only for the server.
@@ -206,17 +190,10 @@ class StreamQos(_Record):
 
     __slots__ = ("session_header", "prefetch_size", "prefetch_count", "consume_rate", "global_")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x0A, 0x01)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "stream.qos"
-    CLASS_CODE: ClassVar[int] = 0x0A
-    CODE: ClassVar[int] = 0x01
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    IDENT = (0x0A, 0x01)
+    NAME = "stream.qos"
+    CLASS_CODE = 0x0A
+    CODE = 0x01
     session_header: SessionHeader
     prefetch_size: int | None
     """prefetch-size: The client can request that messages be sent in advance so that when the client finishes processing a message, the following message is already held locally, rather than needing to be sent within the session. Pre-fetching gives a performance improvement. This field specifies the pre-fetch window size in octets. May be set to zero, meaning "no specific limit". Note that other pre-fetch limits may still apply."""
@@ -230,57 +207,40 @@ class StreamQos(_Record):
     def __init__(
         self,
         *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         prefetch_size: int | None = None,
         prefetch_count: int | None = None,
         consume_rate: int | None = None,
         global_: bool = False,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.prefetch_size = prefetch_size
         self.prefetch_count = prefetch_count
         self.consume_rate = consume_rate
         self.global_ = global_
 
 
-def _r_body_stream_qos(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamQos, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "StreamQos.session_header")
-    if end - at < 2:
-        raise _short("StreamQos.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0xF:
-        raise DecodeError(
-            "StreamQos.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_stream_qos(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[StreamQos, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0xF:
+        raise _bad_flags(buf, at, end, 2, "StreamQos.packing_flags")
     at += 2
     prefetch_size: int | None = None
     if flags & 0x1:
-        if end - at >= 4:
-            prefetch_size = _UINT32.unpack_from(buf, at)[0]
-            at += 4
-        else:  # too short: the reader's DecodeError
-            prefetch_size, at = _r_uint32(buf, at, end, "StreamQos.prefetch_size")
+        if end - at < 4:
+            raise _short("StreamQos.prefetch_size", at, end, 4)
+        prefetch_size, at = _UINT32.unpack_from(buf, at)[0], at + 4
     prefetch_count: int | None = None
     if flags & 0x2:
-        if end - at >= 2:
-            prefetch_count = _UINT16.unpack_from(buf, at)[0]
-            at += 2
-        else:  # too short: the reader's DecodeError
-            prefetch_count, at = _r_uint16(buf, at, end, "StreamQos.prefetch_count")
+        if end - at < 2:
+            raise _short("StreamQos.prefetch_count", at, end, 2)
+        prefetch_count, at = _UINT16.unpack_from(buf, at)[0], at + 2
     consume_rate: int | None = None
     if flags & 0x4:
-        if end - at >= 4:
-            consume_rate = _UINT32.unpack_from(buf, at)[0]
-            at += 4
-        else:  # too short: the reader's DecodeError
-            consume_rate, at = _r_uint32(buf, at, end, "StreamQos.consume_rate")
+        if end - at < 4:
+            raise _short("StreamQos.consume_rate", at, end, 4)
+        consume_rate, at = _UINT32.unpack_from(buf, at)[0], at + 4
     global_ = bool(flags & 0x8)
     return (
         StreamQos(
@@ -296,15 +256,11 @@ def _r_body_stream_qos(buf: bytes | memoryview, at: int, end: int) -> tuple[Stre
 
 def _e_stream_qos(msg: StreamQos) -> bytes:
     """StreamQos's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x0a\x01\x01\x01\x00\x00" if session_header.sync else b"\x0a\x01\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x0a\x01\x01\x01\x00\x00" if sh.sync else b"\x0a\x01\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x0a\x01")
-        _w_session_header(out, session_header, "StreamQos.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x0a\x01", sh, "StreamQos.session_header", 2)
     flags = 0
     start = len(out) - 2
     prefetch_size = msg.prefetch_size
@@ -319,15 +275,13 @@ def _e_stream_qos(msg: StreamQos) -> bytes:
     if consume_rate is not None:
         flags |= 0x4
         _w_uint32(out, consume_rate, "StreamQos.consume_rate")
-    if msg.global_ is True:
-        flags |= 0x8
-    elif msg.global_ is not False:
-        raise _bad("StreamQos.global_", msg.global_, "a bool")
+    if (bit := msg.global_) is not False:
+        flags |= 0x8 if bit is True else _not_bool("StreamQos.global_", bit)
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class StreamQosOk(_Record):
+class StreamQosOk(_Command):
     """stream.qos-ok: command, class code 0x0a (10), code 0x02 (2).
 
     This command tells the client that the requested QoS levels could be handled by the server. The requested QoS applies to all active consumers until a new QoS is defined.
@@ -337,67 +291,34 @@ class StreamQosOk(_Record):
 
     __slots__ = ("session_header",)
 
-    IDENT: ClassVar[tuple[int, int]] = (0x0A, 0x02)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "stream.qos-ok"
-    CLASS_CODE: ClassVar[int] = 0x0A
-    CODE: ClassVar[int] = 0x02
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    IDENT = (0x0A, 0x02)
+    NAME = "stream.qos-ok"
+    CLASS_CODE = 0x0A
+    CODE = 0x02
     session_header: SessionHeader
 
-    def __init__(
-        self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
-    ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+    def __init__(self, *, session_header: SessionHeader = _NEW_HEADER) -> None:
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
 
 
-def _r_body_stream_qos_ok(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamQosOk, int]:
-    if end - at >= 4 and buf[at] == 1 and buf[at + 1] < 2 and not (buf[at + 2] or buf[at + 3]):
-        # size 1, flags: sync or nothing; then no packing flags (it has no fields)
-        return StreamQosOk(session_header=SessionHeader(sync=buf[at + 1] == 1)), at + 4
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "StreamQosOk.session_header")
-    if end - at < 2:
-        raise _short("StreamQosOk.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x0:
-        raise DecodeError(
-            "StreamQosOk.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_stream_qos_ok(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[StreamQosOk, int]:
+    if end - at < 2 or buf[at] | buf[at + 1] << 8:  # it has no fields: no flag may be set
+        raise _bad_flags(buf, at, end, 2, "StreamQosOk.packing_flags")
     at += 2
-    return (
-        StreamQosOk(
-            session_header=session_header,
-        ),
-        at,
-    )
+    return StreamQosOk(session_header=session_header), at
 
 
 def _e_stream_qos_ok(msg: StreamQosOk) -> bytes:
     """StreamQosOk's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        return b"\x0a\x02\x01\x01\x00\x00" if session_header.sync else b"\x0a\x02\x01\x00\x00\x00"
-    out = bytearray(b"\x0a\x02")  # the general writer's checks and EncodeErrors
-    _w_session_header(out, session_header, "StreamQosOk.session_header")
-    out += b"\x00\x00"
-    return bytes(out)
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        return b"\x0a\x02\x01\x01\x00\x00" if sh.sync else b"\x0a\x02\x01\x00\x00\x00"
+    return bytes(_w_command_head(b"\x0a\x02", sh, "StreamQosOk.session_header", 2))
 
 
-class StreamConsume(_Record):
+class StreamConsume(_Command):
     """stream.consume: command, class code 0x0a (10), code 0x03 (3).
 
     This command asks the server to start a "consumer", which is a transient request for messages from a specific queue. Consumers last as long as the session they were created on, or until the client cancels them.
@@ -415,17 +336,10 @@ class StreamConsume(_Record):
         "arguments",
     )
 
-    IDENT: ClassVar[tuple[int, int]] = (0x0A, 0x03)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "stream.consume"
-    CLASS_CODE: ClassVar[int] = 0x0A
-    CODE: ClassVar[int] = 0x03
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    IDENT = (0x0A, 0x03)
+    NAME = "stream.consume"
+    CLASS_CODE = 0x0A
+    CODE = 0x03
     session_header: SessionHeader
     queue: str | None
     """queue: Specifies the name of the queue to consume from."""
@@ -443,7 +357,7 @@ class StreamConsume(_Record):
     def __init__(
         self,
         *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         queue: str | None = None,
         consumer_tag: str | None = None,
         no_local: bool = False,
@@ -451,9 +365,7 @@ class StreamConsume(_Record):
         nowait: bool = False,
         arguments: dict[str, Typed] | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.queue = queue
         self.consumer_tag = consumer_tag
         self.no_local = no_local
@@ -462,20 +374,11 @@ class StreamConsume(_Record):
         self.arguments = arguments
 
 
-def _r_body_stream_consume(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamConsume, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "StreamConsume.session_header")
-    if end - at < 2:
-        raise _short("StreamConsume.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x3F:
-        raise DecodeError(
-            "StreamConsume.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_stream_consume(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[StreamConsume, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x3F:
+        raise _bad_flags(buf, at, end, 2, "StreamConsume.packing_flags")
     at += 2
     queue: str | None = None
     if flags & 0x1:
@@ -505,15 +408,11 @@ def _r_body_stream_consume(buf: bytes | memoryview, at: int, end: int) -> tuple[
 
 def _e_stream_consume(msg: StreamConsume) -> bytes:
     """StreamConsume's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x0a\x03\x01\x01\x00\x00" if session_header.sync else b"\x0a\x03\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x0a\x03\x01\x01\x00\x00" if sh.sync else b"\x0a\x03\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x0a\x03")
-        _w_session_header(out, session_header, "StreamConsume.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x0a\x03", sh, "StreamConsume.session_header", 2)
     flags = 0
     start = len(out) - 2
     queue = msg.queue
@@ -524,18 +423,12 @@ def _e_stream_consume(msg: StreamConsume) -> bytes:
     if consumer_tag is not None:
         flags |= 0x2
         _w_str8(out, consumer_tag, "StreamConsume.consumer_tag")
-    if msg.no_local is True:
-        flags |= 0x4
-    elif msg.no_local is not False:
-        raise _bad("StreamConsume.no_local", msg.no_local, "a bool")
-    if msg.exclusive is True:
-        flags |= 0x8
-    elif msg.exclusive is not False:
-        raise _bad("StreamConsume.exclusive", msg.exclusive, "a bool")
-    if msg.nowait is True:
-        flags |= 0x10
-    elif msg.nowait is not False:
-        raise _bad("StreamConsume.nowait", msg.nowait, "a bool")
+    if (bit := msg.no_local) is not False:
+        flags |= 0x4 if bit is True else _not_bool("StreamConsume.no_local", bit)
+    if (bit := msg.exclusive) is not False:
+        flags |= 0x8 if bit is True else _not_bool("StreamConsume.exclusive", bit)
+    if (bit := msg.nowait) is not False:
+        flags |= 0x10 if bit is True else _not_bool("StreamConsume.nowait", bit)
     arguments = msg.arguments
     if arguments is not None:
         flags |= 0x20
@@ -544,7 +437,7 @@ def _e_stream_consume(msg: StreamConsume) -> bytes:
     return bytes(out)
 
 
-class StreamConsumeOk(_Record):
+class StreamConsumeOk(_Command):
     """stream.consume-ok: command, class code 0x0a (10), code 0x04 (4).
 
     This command provides the client with a consumer tag which it may use in commands that work with the consumer.
@@ -554,73 +447,40 @@ class StreamConsumeOk(_Record):
 
     __slots__ = ("session_header", "consumer_tag")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x0A, 0x04)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "stream.consume-ok"
-    CLASS_CODE: ClassVar[int] = 0x0A
-    CODE: ClassVar[int] = 0x04
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    IDENT = (0x0A, 0x04)
+    NAME = "stream.consume-ok"
+    CLASS_CODE = 0x0A
+    CODE = 0x04
     session_header: SessionHeader
     consumer_tag: str | None
     """consumer-tag: Holds the consumer tag specified by the client or provided by the server."""
 
     def __init__(
-        self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
-        consumer_tag: str | None = None,
+        self, *, session_header: SessionHeader = _NEW_HEADER, consumer_tag: str | None = None
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.consumer_tag = consumer_tag
 
 
 def _r_body_stream_consume_ok(
-    buf: bytes | memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
 ) -> tuple[StreamConsumeOk, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "StreamConsumeOk.session_header")
-    if end - at < 2:
-        raise _short("StreamConsumeOk.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "StreamConsumeOk.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "StreamConsumeOk.packing_flags")
     at += 2
     consumer_tag: str | None = None
     if flags & 0x1:
         consumer_tag, at = _r_str8(buf, at, end, "StreamConsumeOk.consumer_tag")
-    return (
-        StreamConsumeOk(
-            session_header=session_header,
-            consumer_tag=consumer_tag,
-        ),
-        at,
-    )
+    return StreamConsumeOk(session_header=session_header, consumer_tag=consumer_tag), at
 
 
 def _e_stream_consume_ok(msg: StreamConsumeOk) -> bytes:
     """StreamConsumeOk's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x0a\x04\x01\x01\x00\x00" if session_header.sync else b"\x0a\x04\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x0a\x04\x01\x01\x00\x00" if sh.sync else b"\x0a\x04\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x0a\x04")
-        _w_session_header(out, session_header, "StreamConsumeOk.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x0a\x04", sh, "StreamConsumeOk.session_header", 2)
     flags = 0
     start = len(out) - 2
     consumer_tag = msg.consumer_tag
@@ -631,7 +491,7 @@ def _e_stream_consume_ok(msg: StreamConsumeOk) -> bytes:
     return bytes(out)
 
 
-class StreamCancel(_Record):
+class StreamCancel(_Command):
     """stream.cancel: command, class code 0x0a (10), code 0x05 (5).
 
     This command cancels a consumer. Since message delivery is asynchronous the client may continue to receive messages for a short while after cancelling a consumer. It may process or discard these as appropriate.
@@ -641,71 +501,40 @@ class StreamCancel(_Record):
 
     __slots__ = ("session_header", "consumer_tag")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x0A, 0x05)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "stream.cancel"
-    CLASS_CODE: ClassVar[int] = 0x0A
-    CODE: ClassVar[int] = 0x05
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    IDENT = (0x0A, 0x05)
+    NAME = "stream.cancel"
+    CLASS_CODE = 0x0A
+    CODE = 0x05
     session_header: SessionHeader
     consumer_tag: str | None
     """consumer-tag"""
 
     def __init__(
-        self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
-        consumer_tag: str | None = None,
+        self, *, session_header: SessionHeader = _NEW_HEADER, consumer_tag: str | None = None
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.consumer_tag = consumer_tag
 
 
-def _r_body_stream_cancel(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamCancel, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "StreamCancel.session_header")
-    if end - at < 2:
-        raise _short("StreamCancel.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "StreamCancel.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_stream_cancel(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[StreamCancel, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "StreamCancel.packing_flags")
     at += 2
     consumer_tag: str | None = None
     if flags & 0x1:
         consumer_tag, at = _r_str8(buf, at, end, "StreamCancel.consumer_tag")
-    return (
-        StreamCancel(
-            session_header=session_header,
-            consumer_tag=consumer_tag,
-        ),
-        at,
-    )
+    return StreamCancel(session_header=session_header, consumer_tag=consumer_tag), at
 
 
 def _e_stream_cancel(msg: StreamCancel) -> bytes:
     """StreamCancel's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x0a\x05\x01\x01\x00\x00" if session_header.sync else b"\x0a\x05\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x0a\x05\x01\x01\x00\x00" if sh.sync else b"\x0a\x05\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x0a\x05")
-        _w_session_header(out, session_header, "StreamCancel.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x0a\x05", sh, "StreamCancel.session_header", 2)
     flags = 0
     start = len(out) - 2
     consumer_tag = msg.consumer_tag
@@ -716,7 +545,7 @@ def _e_stream_cancel(msg: StreamCancel) -> bytes:
     return bytes(out)
 
 
-class StreamPublish(_Record):
+class StreamPublish(_Command):
     """stream.publish: command, class code 0x0a (10), code 0x06 (6).
 
     This command publishes a message to a specific exchange. The message will be routed to queues as defined by the exchange configuration and distributed to any active consumers as appropriate.
@@ -726,17 +555,12 @@ class StreamPublish(_Record):
 
     __slots__ = ("session_header", "exchange", "routing_key", "mandatory", "immediate")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x0A, 0x06)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "stream.publish"
-    CLASS_CODE: ClassVar[int] = 0x0A
-    CODE: ClassVar[int] = 0x06
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = (StreamProperties,)
-    BODY: ClassVar[bool] = True
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    IDENT = (0x0A, 0x06)
+    NAME = "stream.publish"
+    CLASS_CODE = 0x0A
+    CODE = 0x06
+    HEADER = (StreamProperties,)
+    BODY = True
     session_header: SessionHeader
     exchange: str | None
     """exchange: Specifies the name of the exchange to publish to. The exchange name can be empty, meaning the default exchange. If the exchange name is specified, and that exchange does not exist, the server will raise an exception."""
@@ -750,35 +574,24 @@ class StreamPublish(_Record):
     def __init__(
         self,
         *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         exchange: str | None = None,
         routing_key: str | None = None,
         mandatory: bool = False,
         immediate: bool = False,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.exchange = exchange
         self.routing_key = routing_key
         self.mandatory = mandatory
         self.immediate = immediate
 
 
-def _r_body_stream_publish(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamPublish, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "StreamPublish.session_header")
-    if end - at < 2:
-        raise _short("StreamPublish.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0xF:
-        raise DecodeError(
-            "StreamPublish.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_stream_publish(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[StreamPublish, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0xF:
+        raise _bad_flags(buf, at, end, 2, "StreamPublish.packing_flags")
     at += 2
     exchange: str | None = None
     if flags & 0x1:
@@ -802,15 +615,11 @@ def _r_body_stream_publish(buf: bytes | memoryview, at: int, end: int) -> tuple[
 
 def _e_stream_publish(msg: StreamPublish) -> bytes:
     """StreamPublish's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x0a\x06\x01\x01\x00\x00" if session_header.sync else b"\x0a\x06\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x0a\x06\x01\x01\x00\x00" if sh.sync else b"\x0a\x06\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x0a\x06")
-        _w_session_header(out, session_header, "StreamPublish.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x0a\x06", sh, "StreamPublish.session_header", 2)
     flags = 0
     start = len(out) - 2
     exchange = msg.exchange
@@ -821,19 +630,15 @@ def _e_stream_publish(msg: StreamPublish) -> bytes:
     if routing_key is not None:
         flags |= 0x2
         _w_str8(out, routing_key, "StreamPublish.routing_key")
-    if msg.mandatory is True:
-        flags |= 0x4
-    elif msg.mandatory is not False:
-        raise _bad("StreamPublish.mandatory", msg.mandatory, "a bool")
-    if msg.immediate is True:
-        flags |= 0x8
-    elif msg.immediate is not False:
-        raise _bad("StreamPublish.immediate", msg.immediate, "a bool")
+    if (bit := msg.mandatory) is not False:
+        flags |= 0x4 if bit is True else _not_bool("StreamPublish.mandatory", bit)
+    if (bit := msg.immediate) is not False:
+        flags |= 0x8 if bit is True else _not_bool("StreamPublish.immediate", bit)
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class StreamReturn(_Record):
+class StreamReturn(_Command):
     """stream.return: command, class code 0x0a (10), code 0x07 (7).
 
     This command returns an undeliverable message that was published with the "immediate" flag set, or an unroutable message published with the "mandatory" flag set. The reply code and text provide information about the reason that the message was undeliverable.
@@ -843,17 +648,12 @@ class StreamReturn(_Record):
 
     __slots__ = ("session_header", "reply_code", "reply_text", "exchange", "routing_key")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x0A, 0x07)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "stream.return"
-    CLASS_CODE: ClassVar[int] = 0x0A
-    CODE: ClassVar[int] = 0x07
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = (StreamProperties,)
-    BODY: ClassVar[bool] = True
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    IDENT = (0x0A, 0x07)
+    NAME = "stream.return"
+    CLASS_CODE = 0x0A
+    CODE = 0x07
+    HEADER = (StreamProperties,)
+    BODY = True
     session_header: SessionHeader
     reply_code: StreamReturnCode | int | None
     """reply-code"""
@@ -867,43 +667,30 @@ class StreamReturn(_Record):
     def __init__(
         self,
         *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         reply_code: StreamReturnCode | int | None = None,
         reply_text: str | None = None,
         exchange: str | None = None,
         routing_key: str | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.reply_code = reply_code
         self.reply_text = reply_text
         self.exchange = exchange
         self.routing_key = routing_key
 
 
-def _r_body_stream_return(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamReturn, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "StreamReturn.session_header")
-    if end - at < 2:
-        raise _short("StreamReturn.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0xF:
-        raise DecodeError(
-            "StreamReturn.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_stream_return(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[StreamReturn, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0xF:
+        raise _bad_flags(buf, at, end, 2, "StreamReturn.packing_flags")
     at += 2
     reply_code: StreamReturnCode | int | None = None
     if flags & 0x1:
-        if end - at >= 2:
-            reply_code_value = _UINT16.unpack_from(buf, at)[0]
-            at += 2
-        else:  # too short: the reader's DecodeError
-            reply_code_value, at = _r_uint16(buf, at, end, "StreamReturn.reply_code")
+        if end - at < 2:
+            raise _short("StreamReturn.reply_code", at, end, 2)
+        reply_code_value, at = _UINT16.unpack_from(buf, at)[0], at + 2
         reply_code = _StreamReturnCode.get(reply_code_value, reply_code_value)
     reply_text: str | None = None
     if flags & 0x2:
@@ -928,15 +715,11 @@ def _r_body_stream_return(buf: bytes | memoryview, at: int, end: int) -> tuple[S
 
 def _e_stream_return(msg: StreamReturn) -> bytes:
     """StreamReturn's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x0a\x07\x01\x01\x00\x00" if session_header.sync else b"\x0a\x07\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x0a\x07\x01\x01\x00\x00" if sh.sync else b"\x0a\x07\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x0a\x07")
-        _w_session_header(out, session_header, "StreamReturn.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x0a\x07", sh, "StreamReturn.session_header", 2)
     flags = 0
     start = len(out) - 2
     reply_code = msg.reply_code
@@ -959,7 +742,7 @@ def _e_stream_return(msg: StreamReturn) -> bytes:
     return bytes(out)
 
 
-class StreamDeliver(_Record):
+class StreamDeliver(_Command):
     """stream.deliver: command, class code 0x0a (10), code 0x08 (8).
 
     This command delivers a message to the client, via a consumer. In the asynchronous message delivery model, the client starts a consumer using the Consume command, then the server responds with Deliver commands as and when messages arrive for that consumer.
@@ -969,17 +752,12 @@ class StreamDeliver(_Record):
 
     __slots__ = ("session_header", "consumer_tag", "delivery_tag", "exchange", "queue")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x0A, 0x08)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "stream.deliver"
-    CLASS_CODE: ClassVar[int] = 0x0A
-    CODE: ClassVar[int] = 0x08
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = (StreamProperties,)
-    BODY: ClassVar[bool] = True
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    IDENT = (0x0A, 0x08)
+    NAME = "stream.deliver"
+    CLASS_CODE = 0x0A
+    CODE = 0x08
+    HEADER = (StreamProperties,)
+    BODY = True
     session_header: SessionHeader
     consumer_tag: str | None
     """consumer-tag"""
@@ -993,46 +771,33 @@ class StreamDeliver(_Record):
     def __init__(
         self,
         *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         consumer_tag: str | None = None,
         delivery_tag: int | None = None,
         exchange: str | None = None,
         queue: str | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.consumer_tag = consumer_tag
         self.delivery_tag = delivery_tag
         self.exchange = exchange
         self.queue = queue
 
 
-def _r_body_stream_deliver(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamDeliver, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "StreamDeliver.session_header")
-    if end - at < 2:
-        raise _short("StreamDeliver.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0xF:
-        raise DecodeError(
-            "StreamDeliver.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_stream_deliver(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[StreamDeliver, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0xF:
+        raise _bad_flags(buf, at, end, 2, "StreamDeliver.packing_flags")
     at += 2
     consumer_tag: str | None = None
     if flags & 0x1:
         consumer_tag, at = _r_str8(buf, at, end, "StreamDeliver.consumer_tag")
     delivery_tag: int | None = None
     if flags & 0x2:
-        if end - at >= 8:
-            delivery_tag = _UINT64.unpack_from(buf, at)[0]
-            at += 8
-        else:  # too short: the reader's DecodeError
-            delivery_tag, at = _r_uint64(buf, at, end, "StreamDeliver.delivery_tag")
+        if end - at < 8:
+            raise _short("StreamDeliver.delivery_tag", at, end, 8)
+        delivery_tag, at = _UINT64.unpack_from(buf, at)[0], at + 8
     exchange: str | None = None
     if flags & 0x4:
         exchange, at = _r_str8(buf, at, end, "StreamDeliver.exchange")
@@ -1053,15 +818,11 @@ def _r_body_stream_deliver(buf: bytes | memoryview, at: int, end: int) -> tuple[
 
 def _e_stream_deliver(msg: StreamDeliver) -> bytes:
     """StreamDeliver's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x0a\x08\x01\x01\x00\x00" if session_header.sync else b"\x0a\x08\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x0a\x08\x01\x01\x00\x00" if sh.sync else b"\x0a\x08\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x0a\x08")
-        _w_session_header(out, session_header, "StreamDeliver.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x0a\x08", sh, "StreamDeliver.session_header", 2)
     flags = 0
     start = len(out) - 2
     consumer_tag = msg.consumer_tag
