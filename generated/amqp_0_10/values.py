@@ -1456,6 +1456,52 @@ def _bad_flags(buf: bytes | memoryview, at: int, end: int, width: int, path: str
     return DecodeError(path, at, f"flags 0x{flags:x} name fields it does not have")
 
 
+_S = TypeVar("_S", bound=_Struct)
+
+
+def _r_sized(
+    buf: bytes | memoryview,
+    at: int,
+    end: int,
+    path: str,
+    cls: type[_S],
+    body: Callable[[bytes | memoryview, int, int], tuple[_S, int]],
+) -> tuple[_S, int]:
+    """A struct with its size prefix (`cls.SIZE` octets), for a coded struct its class code and
+    struct code, then its packing flags and fields, which `body` reads: the size must hold them
+    exactly."""
+    size, at = _r_size(buf, at, end, cls.SIZE, path)
+    limit = at + size
+    codes = cls.IDENT
+    if codes:
+        if limit - at < 2:
+            raise _short(f"{path}.code", at, limit, 2)
+        if (buf[at], buf[at + 1]) != codes:
+            raise DecodeError(
+                f"{path}.code",
+                at,
+                f"codes {buf[at]}, {buf[at + 1]}: not {cls.__name__}'s {codes[0]}, {codes[1]}",
+            )
+        at += 2
+    value, at = body(buf, at, limit)
+    if at != limit:
+        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
+    return value, at
+
+
+def _w_sized(
+    out: bytearray, value: _S, path: str, cls: type[_S], body: Callable[[bytearray, _S], None]
+) -> None:
+    """A struct of class `cls` with its size prefix and, for a coded struct, its codes, then its
+    packing flags and fields, which `body` writes."""
+    if value.__class__ is not cls and not isinstance(value, cls):
+        raise _bad(path, value, f"a {cls.__name__}")
+    start = len(out)
+    out += bytes(cls.SIZE) + bytes(cls.IDENT)
+    body(out, value)
+    _sized(out, start, cls.SIZE, path)  # the size, or its EncodeError
+
+
 def _not_bool(path: str, value: object) -> NoReturn:
     """A bit field's EncodeError: its value is neither True nor False."""
     raise _bad(path, value, "a bool")

@@ -665,9 +665,11 @@ _PACKED_HELPERS = {
     "_bad_flags",
     "_not_bool",
     "_r_size",
+    "_r_sized",
     "_r_struct32",
     "_short",
     "_sized",
+    "_w_sized",
     "_w_struct32",
     "register_coded",
 }

@@ -97,16 +97,13 @@ def _e_connection_start(msg: ConnectionStart) -> bytes:
     out = bytearray(b"\x01\x01\x00\x00")
     flags = 0
     start = len(out) - 2
-    server_properties = msg.server_properties
-    if server_properties is not None:
+    if (server_properties := msg.server_properties) is not None:
         flags |= 0x1
         _w_map(out, server_properties, "ConnectionStart.server_properties")
-    mechanisms = msg.mechanisms
-    if mechanisms is not None:
+    if (mechanisms := msg.mechanisms) is not None:
         flags |= 0x2
         _w_array(out, mechanisms, "ConnectionStart.mechanisms")
-    locales = msg.locales
-    if locales is not None:
+    if (locales := msg.locales) is not None:
         flags |= 0x4
         _w_array(out, locales, "ConnectionStart.locales")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -184,20 +181,16 @@ def _e_connection_start_ok(msg: ConnectionStartOk) -> bytes:
     out = bytearray(b"\x01\x02\x00\x00")
     flags = 0
     start = len(out) - 2
-    client_properties = msg.client_properties
-    if client_properties is not None:
+    if (client_properties := msg.client_properties) is not None:
         flags |= 0x1
         _w_map(out, client_properties, "ConnectionStartOk.client_properties")
-    mechanism = msg.mechanism
-    if mechanism is not None:
+    if (mechanism := msg.mechanism) is not None:
         flags |= 0x2
         _w_str8(out, mechanism, "ConnectionStartOk.mechanism")
-    response = msg.response
-    if response is not None:
+    if (response := msg.response) is not None:
         flags |= 0x4
         _w_vbin32(out, response, "ConnectionStartOk.response")
-    locale = msg.locale
-    if locale is not None:
+    if (locale := msg.locale) is not None:
         flags |= 0x8
         _w_str8(out, locale, "ConnectionStartOk.locale")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -242,8 +235,7 @@ def _e_connection_secure(msg: ConnectionSecure) -> bytes:
     out = bytearray(b"\x01\x03\x00\x00")
     flags = 0
     start = len(out) - 2
-    challenge = msg.challenge
-    if challenge is not None:
+    if (challenge := msg.challenge) is not None:
         flags |= 0x1
         _w_vbin32(out, challenge, "ConnectionSecure.challenge")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -288,8 +280,7 @@ def _e_connection_secure_ok(msg: ConnectionSecureOk) -> bytes:
     out = bytearray(b"\x01\x04\x00\x00")
     flags = 0
     start = len(out) - 2
-    response = msg.response
-    if response is not None:
+    if (response := msg.response) is not None:
         flags |= 0x1
         _w_vbin32(out, response, "ConnectionSecureOk.response")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -375,20 +366,16 @@ def _e_connection_tune(msg: ConnectionTune) -> bytes:
     out = bytearray(b"\x01\x05\x00\x00")
     flags = 0
     start = len(out) - 2
-    channel_max = msg.channel_max
-    if channel_max is not None:
+    if (channel_max := msg.channel_max) is not None:
         flags |= 0x1
         _w_uint16(out, channel_max, "ConnectionTune.channel_max")
-    max_frame_size = msg.max_frame_size
-    if max_frame_size is not None:
+    if (max_frame_size := msg.max_frame_size) is not None:
         flags |= 0x2
         _w_uint16(out, max_frame_size, "ConnectionTune.max_frame_size")
-    heartbeat_min = msg.heartbeat_min
-    if heartbeat_min is not None:
+    if (heartbeat_min := msg.heartbeat_min) is not None:
         flags |= 0x4
         _w_uint16(out, heartbeat_min, "ConnectionTune.heartbeat_min")
-    heartbeat_max = msg.heartbeat_max
-    if heartbeat_max is not None:
+    if (heartbeat_max := msg.heartbeat_max) is not None:
         flags |= 0x8
         _w_uint16(out, heartbeat_max, "ConnectionTune.heartbeat_max")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -462,16 +449,13 @@ def _e_connection_tune_ok(msg: ConnectionTuneOk) -> bytes:
     out = bytearray(b"\x01\x06\x00\x00")
     flags = 0
     start = len(out) - 2
-    channel_max = msg.channel_max
-    if channel_max is not None:
+    if (channel_max := msg.channel_max) is not None:
         flags |= 0x1
         _w_uint16(out, channel_max, "ConnectionTuneOk.channel_max")
-    max_frame_size = msg.max_frame_size
-    if max_frame_size is not None:
+    if (max_frame_size := msg.max_frame_size) is not None:
         flags |= 0x2
         _w_uint16(out, max_frame_size, "ConnectionTuneOk.max_frame_size")
-    heartbeat = msg.heartbeat
-    if heartbeat is not None:
+    if (heartbeat := msg.heartbeat) is not None:
         flags |= 0x4
         _w_uint16(out, heartbeat, "ConnectionTuneOk.heartbeat")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -532,12 +516,10 @@ def _e_connection_open(msg: ConnectionOpen) -> bytes:
     out = bytearray(b"\x01\x07\x00\x00")
     flags = 0
     start = len(out) - 2
-    virtual_host = msg.virtual_host
-    if virtual_host is not None:
+    if (virtual_host := msg.virtual_host) is not None:
         flags |= 0x1
         _w_str8(out, virtual_host, "ConnectionOpen.virtual_host")
-    capabilities = msg.capabilities
-    if capabilities is not None:
+    if (capabilities := msg.capabilities) is not None:
         flags |= 0x2
         _w_array(out, capabilities, "ConnectionOpen.capabilities")
     if (bit := msg.insist) is not False:
@@ -584,8 +566,7 @@ def _e_connection_open_ok(msg: ConnectionOpenOk) -> bytes:
     out = bytearray(b"\x01\x08\x00\x00")
     flags = 0
     start = len(out) - 2
-    known_hosts = msg.known_hosts
-    if known_hosts is not None:
+    if (known_hosts := msg.known_hosts) is not None:
         flags |= 0x1
         _w_array(out, known_hosts, "ConnectionOpenOk.known_hosts")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -636,12 +617,10 @@ def _e_connection_redirect(msg: ConnectionRedirect) -> bytes:
     out = bytearray(b"\x01\x09\x00\x00")
     flags = 0
     start = len(out) - 2
-    host = msg.host
-    if host is not None:
+    if (host := msg.host) is not None:
         flags |= 0x1
         _w_str16(out, host, "ConnectionRedirect.host")
-    known_hosts = msg.known_hosts
-    if known_hosts is not None:
+    if (known_hosts := msg.known_hosts) is not None:
         flags |= 0x2
         _w_array(out, known_hosts, "ConnectionRedirect.known_hosts")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -727,12 +706,10 @@ def _e_connection_close(msg: ConnectionClose) -> bytes:
     out = bytearray(b"\x01\x0b\x00\x00")
     flags = 0
     start = len(out) - 2
-    reply_code = msg.reply_code
-    if reply_code is not None:
+    if (reply_code := msg.reply_code) is not None:
         flags |= 0x1
         _w_uint16(out, reply_code, "ConnectionClose.reply_code")
-    reply_text = msg.reply_text
-    if reply_text is not None:
+    if (reply_text := msg.reply_text) is not None:
         flags |= 0x2
         _w_str8(out, reply_text, "ConnectionClose.reply_text")
     out[start] = flags  # the second octet names no field: it stays 0

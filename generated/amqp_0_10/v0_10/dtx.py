@@ -10,20 +10,18 @@ from __future__ import annotations
 
 import struct
 
-from ..errors import DecodeError
 from ..values import (
     Array,
-    _bad,
     _bad_flags,
     _Command,
     _not_bool,
     _r_array,
-    _r_size,
+    _r_sized,
     _r_vbin8,
     _short,
-    _sized,
     _Struct,
     _w_array,
+    _w_sized,
     _w_uint16,
     _w_uint32,
     _w_vbin8,
@@ -75,8 +73,7 @@ def _w_body_dtx_xa_result(out: bytearray, msg: DtxXaResult) -> None:
     flags = 0
     start = len(out)
     out += b"\x00\x00"
-    status = msg.status
-    if status is not None:
+    if (status := msg.status) is not None:
         flags |= 0x1
         _w_uint16(out, status, "DtxXaResult.status")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -85,31 +82,11 @@ def _w_body_dtx_xa_result(out: bytearray, msg: DtxXaResult) -> None:
 def _r_dtx_xa_result(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[DtxXaResult, int]:
-    size, at = _r_size(buf, at, end, 4, path)
-    limit = at + size
-    if limit - at < 2:
-        raise _short(f"{path}.code", at, limit, 2)
-    if (buf[at], buf[at + 1]) != (0x06, 0x01):
-        raise DecodeError(
-            f"{path}.code", at, f"codes {buf[at]}, {buf[at + 1]}: not DtxXaResult's 6, 1"
-        )
-    at += 2
-    value, at = _r_body_dtx_xa_result(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(buf, at, end, path, DtxXaResult, _r_body_dtx_xa_result)
 
 
 def _w_dtx_xa_result(out: bytearray, value: DtxXaResult, path: str) -> None:
-    if value.__class__ is not DtxXaResult and not isinstance(value, DtxXaResult):
-        raise _bad(path, value, "a DtxXaResult")
-    start = len(out)
-    out += b"\x00\x00\x00\x00\x06\x01"  # size, then codes
-    _w_body_dtx_xa_result(out, value)
-    size = len(out) - start - 4
-    if size >= 0x100000000:
-        _sized(out, start, 4, path)  # its EncodeError
-    out[start : start + 4] = size.to_bytes(4, "big")
+    _w_sized(out, value, path, DtxXaResult, _w_body_dtx_xa_result)
 
 
 class DtxXid(_Struct):
@@ -166,40 +143,24 @@ def _w_body_dtx_xid(out: bytearray, msg: DtxXid) -> None:
     flags = 0
     start = len(out)
     out += b"\x00\x00"
-    format = msg.format
-    if format is not None:
+    if (format := msg.format) is not None:
         flags |= 0x1
         _w_uint32(out, format, "DtxXid.format")
-    global_id = msg.global_id
-    if global_id is not None:
+    if (global_id := msg.global_id) is not None:
         flags |= 0x2
         _w_vbin8(out, global_id, "DtxXid.global_id")
-    branch_id = msg.branch_id
-    if branch_id is not None:
+    if (branch_id := msg.branch_id) is not None:
         flags |= 0x4
         _w_vbin8(out, branch_id, "DtxXid.branch_id")
     out[start] = flags  # the second octet names no field: it stays 0
 
 
 def _r_dtx_xid(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[DtxXid, int]:
-    size, at = _r_size(buf, at, end, 2, path)
-    limit = at + size
-    value, at = _r_body_dtx_xid(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(buf, at, end, path, DtxXid, _r_body_dtx_xid)
 
 
 def _w_dtx_xid(out: bytearray, value: DtxXid, path: str) -> None:
-    if value.__class__ is not DtxXid and not isinstance(value, DtxXid):
-        raise _bad(path, value, "a DtxXid")
-    start = len(out)
-    out += b"\x00\x00"  # size, then codes
-    _w_body_dtx_xid(out, value)
-    size = len(out) - start - 2
-    if size >= 0x10000:
-        _sized(out, start, 2, path)  # its EncodeError
-    out[start : start + 2] = size.to_bytes(2, "big")
+    _w_sized(out, value, path, DtxXid, _w_body_dtx_xid)
 
 
 class DtxGetTimeoutResult(_Struct):
@@ -243,8 +204,7 @@ def _w_body_dtx_get_timeout_result(out: bytearray, msg: DtxGetTimeoutResult) -> 
     flags = 0
     start = len(out)
     out += b"\x00\x00"
-    timeout = msg.timeout
-    if timeout is not None:
+    if (timeout := msg.timeout) is not None:
         flags |= 0x1
         _w_uint32(out, timeout, "DtxGetTimeoutResult.timeout")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -253,31 +213,11 @@ def _w_body_dtx_get_timeout_result(out: bytearray, msg: DtxGetTimeoutResult) -> 
 def _r_dtx_get_timeout_result(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[DtxGetTimeoutResult, int]:
-    size, at = _r_size(buf, at, end, 4, path)
-    limit = at + size
-    if limit - at < 2:
-        raise _short(f"{path}.code", at, limit, 2)
-    if (buf[at], buf[at + 1]) != (0x06, 0x02):
-        raise DecodeError(
-            f"{path}.code", at, f"codes {buf[at]}, {buf[at + 1]}: not DtxGetTimeoutResult's 6, 2"
-        )
-    at += 2
-    value, at = _r_body_dtx_get_timeout_result(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(buf, at, end, path, DtxGetTimeoutResult, _r_body_dtx_get_timeout_result)
 
 
 def _w_dtx_get_timeout_result(out: bytearray, value: DtxGetTimeoutResult, path: str) -> None:
-    if value.__class__ is not DtxGetTimeoutResult and not isinstance(value, DtxGetTimeoutResult):
-        raise _bad(path, value, "a DtxGetTimeoutResult")
-    start = len(out)
-    out += b"\x00\x00\x00\x00\x06\x02"  # size, then codes
-    _w_body_dtx_get_timeout_result(out, value)
-    size = len(out) - start - 4
-    if size >= 0x100000000:
-        _sized(out, start, 4, path)  # its EncodeError
-    out[start : start + 4] = size.to_bytes(4, "big")
+    _w_sized(out, value, path, DtxGetTimeoutResult, _w_body_dtx_get_timeout_result)
 
 
 class DtxRecoverResult(_Struct):
@@ -319,8 +259,7 @@ def _w_body_dtx_recover_result(out: bytearray, msg: DtxRecoverResult) -> None:
     flags = 0
     start = len(out)
     out += b"\x00\x00"
-    in_doubt = msg.in_doubt
-    if in_doubt is not None:
+    if (in_doubt := msg.in_doubt) is not None:
         flags |= 0x1
         _w_array(out, in_doubt, "DtxRecoverResult.in_doubt")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -329,31 +268,11 @@ def _w_body_dtx_recover_result(out: bytearray, msg: DtxRecoverResult) -> None:
 def _r_dtx_recover_result(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[DtxRecoverResult, int]:
-    size, at = _r_size(buf, at, end, 4, path)
-    limit = at + size
-    if limit - at < 2:
-        raise _short(f"{path}.code", at, limit, 2)
-    if (buf[at], buf[at + 1]) != (0x06, 0x03):
-        raise DecodeError(
-            f"{path}.code", at, f"codes {buf[at]}, {buf[at + 1]}: not DtxRecoverResult's 6, 3"
-        )
-    at += 2
-    value, at = _r_body_dtx_recover_result(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(buf, at, end, path, DtxRecoverResult, _r_body_dtx_recover_result)
 
 
 def _w_dtx_recover_result(out: bytearray, value: DtxRecoverResult, path: str) -> None:
-    if value.__class__ is not DtxRecoverResult and not isinstance(value, DtxRecoverResult):
-        raise _bad(path, value, "a DtxRecoverResult")
-    start = len(out)
-    out += b"\x00\x00\x00\x00\x06\x03"  # size, then codes
-    _w_body_dtx_recover_result(out, value)
-    size = len(out) - start - 4
-    if size >= 0x100000000:
-        _sized(out, start, 4, path)  # its EncodeError
-    out[start : start + 4] = size.to_bytes(4, "big")
+    _w_sized(out, value, path, DtxRecoverResult, _w_body_dtx_recover_result)
 
 
 class DtxSelect(_Command):
@@ -453,8 +372,7 @@ def _e_dtx_start(msg: DtxStart) -> bytes:
         out = _w_command_head(b"\x06\x02", sh, "DtxStart.session_header", 2)
     flags = 0
     start = len(out) - 2
-    xid = msg.xid
-    if xid is not None:
+    if (xid := msg.xid) is not None:
         flags |= 0x1
         _w_dtx_xid(out, xid, "DtxStart.xid")
     if (bit := msg.join) is not False:
@@ -525,8 +443,7 @@ def _e_dtx_end(msg: DtxEnd) -> bytes:
         out = _w_command_head(b"\x06\x03", sh, "DtxEnd.session_header", 2)
     flags = 0
     start = len(out) - 2
-    xid = msg.xid
-    if xid is not None:
+    if (xid := msg.xid) is not None:
         flags |= 0x1
         _w_dtx_xid(out, xid, "DtxEnd.xid")
     if (bit := msg.fail) is not False:
@@ -592,8 +509,7 @@ def _e_dtx_commit(msg: DtxCommit) -> bytes:
         out = _w_command_head(b"\x06\x04", sh, "DtxCommit.session_header", 2)
     flags = 0
     start = len(out) - 2
-    xid = msg.xid
-    if xid is not None:
+    if (xid := msg.xid) is not None:
         flags |= 0x1
         _w_dtx_xid(out, xid, "DtxCommit.xid")
     if (bit := msg.one_phase) is not False:
@@ -648,8 +564,7 @@ def _e_dtx_forget(msg: DtxForget) -> bytes:
         out = _w_command_head(b"\x06\x05", sh, "DtxForget.session_header", 2)
     flags = 0
     start = len(out) - 2
-    xid = msg.xid
-    if xid is not None:
+    if (xid := msg.xid) is not None:
         flags |= 0x1
         _w_dtx_xid(out, xid, "DtxForget.xid")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -703,8 +618,7 @@ def _e_dtx_get_timeout(msg: DtxGetTimeout) -> bytes:
         out = _w_command_head(b"\x06\x06", sh, "DtxGetTimeout.session_header", 2)
     flags = 0
     start = len(out) - 2
-    xid = msg.xid
-    if xid is not None:
+    if (xid := msg.xid) is not None:
         flags |= 0x1
         _w_dtx_xid(out, xid, "DtxGetTimeout.xid")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -758,8 +672,7 @@ def _e_dtx_prepare(msg: DtxPrepare) -> bytes:
         out = _w_command_head(b"\x06\x07", sh, "DtxPrepare.session_header", 2)
     flags = 0
     start = len(out) - 2
-    xid = msg.xid
-    if xid is not None:
+    if (xid := msg.xid) is not None:
         flags |= 0x1
         _w_dtx_xid(out, xid, "DtxPrepare.xid")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -851,8 +764,7 @@ def _e_dtx_rollback(msg: DtxRollback) -> bytes:
         out = _w_command_head(b"\x06\x09", sh, "DtxRollback.session_header", 2)
     flags = 0
     start = len(out) - 2
-    xid = msg.xid
-    if xid is not None:
+    if (xid := msg.xid) is not None:
         flags |= 0x1
         _w_dtx_xid(out, xid, "DtxRollback.xid")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -917,12 +829,10 @@ def _e_dtx_set_timeout(msg: DtxSetTimeout) -> bytes:
         out = _w_command_head(b"\x06\x0a", sh, "DtxSetTimeout.session_header", 2)
     flags = 0
     start = len(out) - 2
-    xid = msg.xid
-    if xid is not None:
+    if (xid := msg.xid) is not None:
         flags |= 0x1
         _w_dtx_xid(out, xid, "DtxSetTimeout.xid")
-    timeout = msg.timeout
-    if timeout is not None:
+    if (timeout := msg.timeout) is not None:
         flags |= 0x2
         _w_uint32(out, timeout, "DtxSetTimeout.timeout")
     out[start] = flags  # the second octet names no field: it stays 0

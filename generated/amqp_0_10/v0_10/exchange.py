@@ -9,20 +9,17 @@ which dispatches to the readers and writers here.
 from __future__ import annotations
 
 
-from ..errors import DecodeError
 from ..values import (
     Typed,
-    _bad,
     _bad_flags,
     _Command,
     _not_bool,
     _r_map,
-    _r_size,
+    _r_sized,
     _r_str8,
-    _short,
-    _sized,
     _Struct,
     _w_map,
+    _w_sized,
     _w_str8,
 )
 from .session import _NEW_HEADER, SessionHeader, _w_command_head
@@ -91,16 +88,14 @@ def _w_body_exchange_exchange_query_result(out: bytearray, msg: ExchangeQueryRes
     flags = 0
     start = len(out)
     out += b"\x00\x00"
-    type = msg.type
-    if type is not None:
+    if (type := msg.type) is not None:
         flags |= 0x1
         _w_str8(out, type, "ExchangeQueryResult.type")
     if (bit := msg.durable) is not False:
         flags |= 0x2 if bit is True else _not_bool("ExchangeQueryResult.durable", bit)
     if (bit := msg.not_found) is not False:
         flags |= 0x4 if bit is True else _not_bool("ExchangeQueryResult.not_found", bit)
-    arguments = msg.arguments
-    if arguments is not None:
+    if (arguments := msg.arguments) is not None:
         flags |= 0x8
         _w_map(out, arguments, "ExchangeQueryResult.arguments")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -109,33 +104,13 @@ def _w_body_exchange_exchange_query_result(out: bytearray, msg: ExchangeQueryRes
 def _r_exchange_exchange_query_result(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[ExchangeQueryResult, int]:
-    size, at = _r_size(buf, at, end, 4, path)
-    limit = at + size
-    if limit - at < 2:
-        raise _short(f"{path}.code", at, limit, 2)
-    if (buf[at], buf[at + 1]) != (0x07, 0x01):
-        raise DecodeError(
-            f"{path}.code", at, f"codes {buf[at]}, {buf[at + 1]}: not ExchangeQueryResult's 7, 1"
-        )
-    at += 2
-    value, at = _r_body_exchange_exchange_query_result(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(buf, at, end, path, ExchangeQueryResult, _r_body_exchange_exchange_query_result)
 
 
 def _w_exchange_exchange_query_result(
     out: bytearray, value: ExchangeQueryResult, path: str
 ) -> None:
-    if value.__class__ is not ExchangeQueryResult and not isinstance(value, ExchangeQueryResult):
-        raise _bad(path, value, "a ExchangeQueryResult")
-    start = len(out)
-    out += b"\x00\x00\x00\x00\x07\x01"  # size, then codes
-    _w_body_exchange_exchange_query_result(out, value)
-    size = len(out) - start - 4
-    if size >= 0x100000000:
-        _sized(out, start, 4, path)  # its EncodeError
-    out[start : start + 4] = size.to_bytes(4, "big")
+    _w_sized(out, value, path, ExchangeQueryResult, _w_body_exchange_exchange_query_result)
 
 
 class ExchangeBoundResult(_Struct):
@@ -228,33 +203,13 @@ def _w_body_exchange_exchange_bound_result(out: bytearray, msg: ExchangeBoundRes
 def _r_exchange_exchange_bound_result(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[ExchangeBoundResult, int]:
-    size, at = _r_size(buf, at, end, 4, path)
-    limit = at + size
-    if limit - at < 2:
-        raise _short(f"{path}.code", at, limit, 2)
-    if (buf[at], buf[at + 1]) != (0x07, 0x02):
-        raise DecodeError(
-            f"{path}.code", at, f"codes {buf[at]}, {buf[at + 1]}: not ExchangeBoundResult's 7, 2"
-        )
-    at += 2
-    value, at = _r_body_exchange_exchange_bound_result(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(buf, at, end, path, ExchangeBoundResult, _r_body_exchange_exchange_bound_result)
 
 
 def _w_exchange_exchange_bound_result(
     out: bytearray, value: ExchangeBoundResult, path: str
 ) -> None:
-    if value.__class__ is not ExchangeBoundResult and not isinstance(value, ExchangeBoundResult):
-        raise _bad(path, value, "a ExchangeBoundResult")
-    start = len(out)
-    out += b"\x00\x00\x00\x00\x07\x02"  # size, then codes
-    _w_body_exchange_exchange_bound_result(out, value)
-    size = len(out) - start - 4
-    if size >= 0x100000000:
-        _sized(out, start, 4, path)  # its EncodeError
-    out[start : start + 4] = size.to_bytes(4, "big")
+    _w_sized(out, value, path, ExchangeBoundResult, _w_body_exchange_exchange_bound_result)
 
 
 class ExchangeDeclare(_Command):
@@ -363,16 +318,13 @@ def _e_exchange_declare(msg: ExchangeDeclare) -> bytes:
         out = _w_command_head(b"\x07\x01", sh, "ExchangeDeclare.session_header", 2)
     flags = 0
     start = len(out) - 2
-    exchange = msg.exchange
-    if exchange is not None:
+    if (exchange := msg.exchange) is not None:
         flags |= 0x1
         _w_str8(out, exchange, "ExchangeDeclare.exchange")
-    type = msg.type
-    if type is not None:
+    if (type := msg.type) is not None:
         flags |= 0x2
         _w_str8(out, type, "ExchangeDeclare.type")
-    alternate_exchange = msg.alternate_exchange
-    if alternate_exchange is not None:
+    if (alternate_exchange := msg.alternate_exchange) is not None:
         flags |= 0x4
         _w_str8(out, alternate_exchange, "ExchangeDeclare.alternate_exchange")
     if (bit := msg.passive) is not False:
@@ -381,8 +333,7 @@ def _e_exchange_declare(msg: ExchangeDeclare) -> bytes:
         flags |= 0x10 if bit is True else _not_bool("ExchangeDeclare.durable", bit)
     if (bit := msg.auto_delete) is not False:
         flags |= 0x20 if bit is True else _not_bool("ExchangeDeclare.auto_delete", bit)
-    arguments = msg.arguments
-    if arguments is not None:
+    if (arguments := msg.arguments) is not None:
         flags |= 0x40
         _w_map(out, arguments, "ExchangeDeclare.arguments")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -443,8 +394,7 @@ def _e_exchange_delete(msg: ExchangeDelete) -> bytes:
         out = _w_command_head(b"\x07\x02", sh, "ExchangeDelete.session_header", 2)
     flags = 0
     start = len(out) - 2
-    exchange = msg.exchange
-    if exchange is not None:
+    if (exchange := msg.exchange) is not None:
         flags |= 0x1
         _w_str8(out, exchange, "ExchangeDelete.exchange")
     if (bit := msg.if_unused) is not False:
@@ -500,8 +450,7 @@ def _e_exchange_query(msg: ExchangeQuery) -> bytes:
         out = _w_command_head(b"\x07\x03", sh, "ExchangeQuery.session_header", 2)
     flags = 0
     start = len(out) - 2
-    name = msg.name
-    if name is not None:
+    if (name := msg.name) is not None:
         flags |= 0x1
         _w_str8(out, name, "ExchangeQuery.name")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -587,20 +536,16 @@ def _e_exchange_bind(msg: ExchangeBind) -> bytes:
         out = _w_command_head(b"\x07\x04", sh, "ExchangeBind.session_header", 2)
     flags = 0
     start = len(out) - 2
-    queue = msg.queue
-    if queue is not None:
+    if (queue := msg.queue) is not None:
         flags |= 0x1
         _w_str8(out, queue, "ExchangeBind.queue")
-    exchange = msg.exchange
-    if exchange is not None:
+    if (exchange := msg.exchange) is not None:
         flags |= 0x2
         _w_str8(out, exchange, "ExchangeBind.exchange")
-    binding_key = msg.binding_key
-    if binding_key is not None:
+    if (binding_key := msg.binding_key) is not None:
         flags |= 0x4
         _w_str8(out, binding_key, "ExchangeBind.binding_key")
-    arguments = msg.arguments
-    if arguments is not None:
+    if (arguments := msg.arguments) is not None:
         flags |= 0x8
         _w_map(out, arguments, "ExchangeBind.arguments")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -675,16 +620,13 @@ def _e_exchange_unbind(msg: ExchangeUnbind) -> bytes:
         out = _w_command_head(b"\x07\x05", sh, "ExchangeUnbind.session_header", 2)
     flags = 0
     start = len(out) - 2
-    queue = msg.queue
-    if queue is not None:
+    if (queue := msg.queue) is not None:
         flags |= 0x1
         _w_str8(out, queue, "ExchangeUnbind.queue")
-    exchange = msg.exchange
-    if exchange is not None:
+    if (exchange := msg.exchange) is not None:
         flags |= 0x2
         _w_str8(out, exchange, "ExchangeUnbind.exchange")
-    binding_key = msg.binding_key
-    if binding_key is not None:
+    if (binding_key := msg.binding_key) is not None:
         flags |= 0x4
         _w_str8(out, binding_key, "ExchangeUnbind.binding_key")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -771,20 +713,16 @@ def _e_exchange_bound(msg: ExchangeBound) -> bytes:
         out = _w_command_head(b"\x07\x06", sh, "ExchangeBound.session_header", 2)
     flags = 0
     start = len(out) - 2
-    exchange = msg.exchange
-    if exchange is not None:
+    if (exchange := msg.exchange) is not None:
         flags |= 0x1
         _w_str8(out, exchange, "ExchangeBound.exchange")
-    queue = msg.queue
-    if queue is not None:
+    if (queue := msg.queue) is not None:
         flags |= 0x2
         _w_str8(out, queue, "ExchangeBound.queue")
-    binding_key = msg.binding_key
-    if binding_key is not None:
+    if (binding_key := msg.binding_key) is not None:
         flags |= 0x4
         _w_str8(out, binding_key, "ExchangeBound.binding_key")
-    arguments = msg.arguments
-    if arguments is not None:
+    if (arguments := msg.arguments) is not None:
         flags |= 0x8
         _w_map(out, arguments, "ExchangeBound.arguments")
     out[start] = flags  # the second octet names no field: it stays 0

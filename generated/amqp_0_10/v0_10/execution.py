@@ -130,12 +130,10 @@ def _e_execution_result(msg: ExecutionResult) -> bytes:
         out = _w_command_head(b"\x03\x02", sh, "ExecutionResult.session_header", 2)
     flags = 0
     start = len(out) - 2
-    command_id = msg.command_id
-    if command_id is not None:
+    if (command_id := msg.command_id) is not None:
         flags |= 0x1
         _w_sequence_no(out, command_id, "ExecutionResult.command_id")
-    value = msg.value
-    if value is not None:
+    if (value := msg.value) is not None:
         flags |= 0x2
         _w_struct32(out, value, "ExecutionResult.value")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -265,16 +263,13 @@ def _e_execution_exception(msg: ExecutionException) -> bytes:
         out = _w_command_head(b"\x03\x03", sh, "ExecutionException.session_header", 2)
     flags = 0
     start = len(out) - 2
-    error_code = msg.error_code
-    if error_code is not None:
+    if (error_code := msg.error_code) is not None:
         flags |= 0x1
         _w_uint16(out, error_code, "ExecutionException.error_code")
-    command_id = msg.command_id
-    if command_id is not None:
+    if (command_id := msg.command_id) is not None:
         flags |= 0x2
         _w_sequence_no(out, command_id, "ExecutionException.command_id")
-    class_code = msg.class_code
-    if class_code is not None:
+    if (class_code := msg.class_code) is not None:
         flags |= 0x4
         if (
             class_code.__class__ is not bool
@@ -284,8 +279,7 @@ def _e_execution_exception(msg: ExecutionException) -> bytes:
             out.append(class_code)
         else:  # the writer's EncodeError
             _w_uint8(out, class_code, "ExecutionException.class_code")
-    command_code = msg.command_code
-    if command_code is not None:
+    if (command_code := msg.command_code) is not None:
         flags |= 0x8
         if (
             command_code.__class__ is not bool
@@ -295,8 +289,7 @@ def _e_execution_exception(msg: ExecutionException) -> bytes:
             out.append(command_code)
         else:  # the writer's EncodeError
             _w_uint8(out, command_code, "ExecutionException.command_code")
-    field_index = msg.field_index
-    if field_index is not None:
+    if (field_index := msg.field_index) is not None:
         flags |= 0x10
         if (
             field_index.__class__ is not bool
@@ -306,12 +299,10 @@ def _e_execution_exception(msg: ExecutionException) -> bytes:
             out.append(field_index)
         else:  # the writer's EncodeError
             _w_uint8(out, field_index, "ExecutionException.field_index")
-    description = msg.description
-    if description is not None:
+    if (description := msg.description) is not None:
         flags |= 0x20
         _w_str16(out, description, "ExecutionException.description")
-    error_info = msg.error_info
-    if error_info is not None:
+    if (error_info := msg.error_info) is not None:
         flags |= 0x40
         _w_map(out, error_info, "ExecutionException.error_info")
     out[start] = flags  # the second octet names no field: it stays 0

@@ -10,21 +10,19 @@ from __future__ import annotations
 
 import struct
 
-from ..errors import DecodeError
 from ..values import (
     Typed,
-    _bad,
     _bad_flags,
     _Command,
     _not_bool,
     _r_map,
-    _r_size,
+    _r_sized,
     _r_str8,
     _short,
-    _sized,
     _Struct,
     _w_datetime,
     _w_map,
+    _w_sized,
     _w_str8,
     _w_uint8,
     _w_uint16,
@@ -166,43 +164,34 @@ def _w_body_file_file_properties(out: bytearray, msg: FileProperties) -> None:
     flags = 0
     start = len(out)
     out += b"\x00\x00"
-    content_type = msg.content_type
-    if content_type is not None:
+    if (content_type := msg.content_type) is not None:
         flags |= 0x1
         _w_str8(out, content_type, "FileProperties.content_type")
-    content_encoding = msg.content_encoding
-    if content_encoding is not None:
+    if (content_encoding := msg.content_encoding) is not None:
         flags |= 0x2
         _w_str8(out, content_encoding, "FileProperties.content_encoding")
-    headers = msg.headers
-    if headers is not None:
+    if (headers := msg.headers) is not None:
         flags |= 0x4
         _w_map(out, headers, "FileProperties.headers")
-    priority = msg.priority
-    if priority is not None:
+    if (priority := msg.priority) is not None:
         flags |= 0x8
         if priority.__class__ is not bool and isinstance(priority, int) and 0 <= priority <= 0xFF:
             out.append(priority)
         else:  # the writer's EncodeError
             _w_uint8(out, priority, "FileProperties.priority")
-    reply_to = msg.reply_to
-    if reply_to is not None:
+    if (reply_to := msg.reply_to) is not None:
         flags |= 0x10
         _w_str8(out, reply_to, "FileProperties.reply_to")
-    message_id = msg.message_id
-    if message_id is not None:
+    if (message_id := msg.message_id) is not None:
         flags |= 0x20
         _w_str8(out, message_id, "FileProperties.message_id")
-    filename = msg.filename
-    if filename is not None:
+    if (filename := msg.filename) is not None:
         flags |= 0x40
         _w_str8(out, filename, "FileProperties.filename")
-    timestamp = msg.timestamp
-    if timestamp is not None:
+    if (timestamp := msg.timestamp) is not None:
         flags |= 0x80
         _w_datetime(out, timestamp, "FileProperties.timestamp")
-    cluster_id = msg.cluster_id
-    if cluster_id is not None:
+    if (cluster_id := msg.cluster_id) is not None:
         flags |= 0x100
         _w_str8(out, cluster_id, "FileProperties.cluster_id")
     out[start] = flags & 0xFF
@@ -212,31 +201,11 @@ def _w_body_file_file_properties(out: bytearray, msg: FileProperties) -> None:
 def _r_file_file_properties(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[FileProperties, int]:
-    size, at = _r_size(buf, at, end, 4, path)
-    limit = at + size
-    if limit - at < 2:
-        raise _short(f"{path}.code", at, limit, 2)
-    if (buf[at], buf[at + 1]) != (0x09, 0x01):
-        raise DecodeError(
-            f"{path}.code", at, f"codes {buf[at]}, {buf[at + 1]}: not FileProperties's 9, 1"
-        )
-    at += 2
-    value, at = _r_body_file_file_properties(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(buf, at, end, path, FileProperties, _r_body_file_file_properties)
 
 
 def _w_file_file_properties(out: bytearray, value: FileProperties, path: str) -> None:
-    if value.__class__ is not FileProperties and not isinstance(value, FileProperties):
-        raise _bad(path, value, "a FileProperties")
-    start = len(out)
-    out += b"\x00\x00\x00\x00\x09\x01"  # size, then codes
-    _w_body_file_file_properties(out, value)
-    size = len(out) - start - 4
-    if size >= 0x100000000:
-        _sized(out, start, 4, path)  # its EncodeError
-    out[start : start + 4] = size.to_bytes(4, "big")
+    _w_sized(out, value, path, FileProperties, _w_body_file_file_properties)
 
 
 class FileQos(_Command):
@@ -312,12 +281,10 @@ def _e_file_qos(msg: FileQos) -> bytes:
         out = _w_command_head(b"\x09\x01", sh, "FileQos.session_header", 2)
     flags = 0
     start = len(out) - 2
-    prefetch_size = msg.prefetch_size
-    if prefetch_size is not None:
+    if (prefetch_size := msg.prefetch_size) is not None:
         flags |= 0x1
         _w_uint32(out, prefetch_size, "FileQos.prefetch_size")
-    prefetch_count = msg.prefetch_count
-    if prefetch_count is not None:
+    if (prefetch_count := msg.prefetch_count) is not None:
         flags |= 0x2
         _w_uint16(out, prefetch_count, "FileQos.prefetch_count")
     if (bit := msg.global_) is not False:
@@ -467,12 +434,10 @@ def _e_file_consume(msg: FileConsume) -> bytes:
         out = _w_command_head(b"\x09\x03", sh, "FileConsume.session_header", 2)
     flags = 0
     start = len(out) - 2
-    queue = msg.queue
-    if queue is not None:
+    if (queue := msg.queue) is not None:
         flags |= 0x1
         _w_str8(out, queue, "FileConsume.queue")
-    consumer_tag = msg.consumer_tag
-    if consumer_tag is not None:
+    if (consumer_tag := msg.consumer_tag) is not None:
         flags |= 0x2
         _w_str8(out, consumer_tag, "FileConsume.consumer_tag")
     if (bit := msg.no_local) is not False:
@@ -483,8 +448,7 @@ def _e_file_consume(msg: FileConsume) -> bytes:
         flags |= 0x10 if bit is True else _not_bool("FileConsume.exclusive", bit)
     if (bit := msg.nowait) is not False:
         flags |= 0x20 if bit is True else _not_bool("FileConsume.nowait", bit)
-    arguments = msg.arguments
-    if arguments is not None:
+    if (arguments := msg.arguments) is not None:
         flags |= 0x40
         _w_map(out, arguments, "FileConsume.arguments")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -537,8 +501,7 @@ def _e_file_consume_ok(msg: FileConsumeOk) -> bytes:
         out = _w_command_head(b"\x09\x04", sh, "FileConsumeOk.session_header", 2)
     flags = 0
     start = len(out) - 2
-    consumer_tag = msg.consumer_tag
-    if consumer_tag is not None:
+    if (consumer_tag := msg.consumer_tag) is not None:
         flags |= 0x1
         _w_str8(out, consumer_tag, "FileConsumeOk.consumer_tag")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -591,8 +554,7 @@ def _e_file_cancel(msg: FileCancel) -> bytes:
         out = _w_command_head(b"\x09\x05", sh, "FileCancel.session_header", 2)
     flags = 0
     start = len(out) - 2
-    consumer_tag = msg.consumer_tag
-    if consumer_tag is not None:
+    if (consumer_tag := msg.consumer_tag) is not None:
         flags |= 0x1
         _w_str8(out, consumer_tag, "FileCancel.consumer_tag")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -660,12 +622,10 @@ def _e_file_open(msg: FileOpen) -> bytes:
         out = _w_command_head(b"\x09\x06", sh, "FileOpen.session_header", 2)
     flags = 0
     start = len(out) - 2
-    identifier = msg.identifier
-    if identifier is not None:
+    if (identifier := msg.identifier) is not None:
         flags |= 0x1
         _w_str8(out, identifier, "FileOpen.identifier")
-    content_size = msg.content_size
-    if content_size is not None:
+    if (content_size := msg.content_size) is not None:
         flags |= 0x2
         _w_uint64(out, content_size, "FileOpen.content_size")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -720,8 +680,7 @@ def _e_file_open_ok(msg: FileOpenOk) -> bytes:
         out = _w_command_head(b"\x09\x07", sh, "FileOpenOk.session_header", 2)
     flags = 0
     start = len(out) - 2
-    staged_size = msg.staged_size
-    if staged_size is not None:
+    if (staged_size := msg.staged_size) is not None:
         flags |= 0x1
         _w_uint64(out, staged_size, "FileOpenOk.staged_size")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -857,20 +816,17 @@ def _e_file_publish(msg: FilePublish) -> bytes:
         out = _w_command_head(b"\x09\x09", sh, "FilePublish.session_header", 2)
     flags = 0
     start = len(out) - 2
-    exchange = msg.exchange
-    if exchange is not None:
+    if (exchange := msg.exchange) is not None:
         flags |= 0x1
         _w_str8(out, exchange, "FilePublish.exchange")
-    routing_key = msg.routing_key
-    if routing_key is not None:
+    if (routing_key := msg.routing_key) is not None:
         flags |= 0x2
         _w_str8(out, routing_key, "FilePublish.routing_key")
     if (bit := msg.mandatory) is not False:
         flags |= 0x4 if bit is True else _not_bool("FilePublish.mandatory", bit)
     if (bit := msg.immediate) is not False:
         flags |= 0x8 if bit is True else _not_bool("FilePublish.immediate", bit)
-    identifier = msg.identifier
-    if identifier is not None:
+    if (identifier := msg.identifier) is not None:
         flags |= 0x10
         _w_str8(out, identifier, "FilePublish.identifier")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -961,20 +917,16 @@ def _e_file_return(msg: FileReturn) -> bytes:
         out = _w_command_head(b"\x09\x0a", sh, "FileReturn.session_header", 2)
     flags = 0
     start = len(out) - 2
-    reply_code = msg.reply_code
-    if reply_code is not None:
+    if (reply_code := msg.reply_code) is not None:
         flags |= 0x1
         _w_uint16(out, reply_code, "FileReturn.reply_code")
-    reply_text = msg.reply_text
-    if reply_text is not None:
+    if (reply_text := msg.reply_text) is not None:
         flags |= 0x2
         _w_str8(out, reply_text, "FileReturn.reply_text")
-    exchange = msg.exchange
-    if exchange is not None:
+    if (exchange := msg.exchange) is not None:
         flags |= 0x4
         _w_str8(out, exchange, "FileReturn.exchange")
-    routing_key = msg.routing_key
-    if routing_key is not None:
+    if (routing_key := msg.routing_key) is not None:
         flags |= 0x8
         _w_str8(out, routing_key, "FileReturn.routing_key")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -1084,26 +1036,21 @@ def _e_file_deliver(msg: FileDeliver) -> bytes:
         out = _w_command_head(b"\x09\x0b", sh, "FileDeliver.session_header", 2)
     flags = 0
     start = len(out) - 2
-    consumer_tag = msg.consumer_tag
-    if consumer_tag is not None:
+    if (consumer_tag := msg.consumer_tag) is not None:
         flags |= 0x1
         _w_str8(out, consumer_tag, "FileDeliver.consumer_tag")
-    delivery_tag = msg.delivery_tag
-    if delivery_tag is not None:
+    if (delivery_tag := msg.delivery_tag) is not None:
         flags |= 0x2
         _w_uint64(out, delivery_tag, "FileDeliver.delivery_tag")
     if (bit := msg.redelivered) is not False:
         flags |= 0x4 if bit is True else _not_bool("FileDeliver.redelivered", bit)
-    exchange = msg.exchange
-    if exchange is not None:
+    if (exchange := msg.exchange) is not None:
         flags |= 0x8
         _w_str8(out, exchange, "FileDeliver.exchange")
-    routing_key = msg.routing_key
-    if routing_key is not None:
+    if (routing_key := msg.routing_key) is not None:
         flags |= 0x10
         _w_str8(out, routing_key, "FileDeliver.routing_key")
-    identifier = msg.identifier
-    if identifier is not None:
+    if (identifier := msg.identifier) is not None:
         flags |= 0x20
         _w_str8(out, identifier, "FileDeliver.identifier")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -1166,8 +1113,7 @@ def _e_file_ack(msg: FileAck) -> bytes:
         out = _w_command_head(b"\x09\x0c", sh, "FileAck.session_header", 2)
     flags = 0
     start = len(out) - 2
-    delivery_tag = msg.delivery_tag
-    if delivery_tag is not None:
+    if (delivery_tag := msg.delivery_tag) is not None:
         flags |= 0x1
         _w_uint64(out, delivery_tag, "FileAck.delivery_tag")
     if (bit := msg.multiple) is not False:
@@ -1232,8 +1178,7 @@ def _e_file_reject(msg: FileReject) -> bytes:
         out = _w_command_head(b"\x09\x0d", sh, "FileReject.session_header", 2)
     flags = 0
     start = len(out) - 2
-    delivery_tag = msg.delivery_tag
-    if delivery_tag is not None:
+    if (delivery_tag := msg.delivery_tag) is not None:
         flags |= 0x1
         _w_uint64(out, delivery_tag, "FileReject.delivery_tag")
     if (bit := msg.requeue) is not False:

@@ -11,26 +11,24 @@ from __future__ import annotations
 import struct
 import uuid  # for annotations (get_type_hints)
 
-from ..errors import DecodeError
 from ..values import (
     Typed,
-    _bad,
     _bad_flags,
     _Command,
     _not_bool,
     _r_map,
     _r_sequence_set,
-    _r_size,
+    _r_sized,
     _r_str8,
     _r_str16,
     _r_uuid,
     _r_vbin16,
     _short,
-    _sized,
     _Struct,
     _w_datetime,
     _w_map,
     _w_sequence_set,
+    _w_sized,
     _w_str8,
     _w_str16,
     _w_uint8,
@@ -235,15 +233,13 @@ def _w_body_message_delivery_properties(out: bytearray, msg: MessageDeliveryProp
         flags |= 0x2 if bit is True else _not_bool("MessageDeliveryProperties.immediate", bit)
     if (bit := msg.redelivered) is not False:
         flags |= 0x4 if bit is True else _not_bool("MessageDeliveryProperties.redelivered", bit)
-    priority = msg.priority
-    if priority is not None:
+    if (priority := msg.priority) is not None:
         flags |= 0x8
         if priority.__class__ is not bool and isinstance(priority, int) and 0 <= priority <= 0xFF:
             out.append(priority)
         else:  # the writer's EncodeError
             _w_uint8(out, priority, "MessageDeliveryProperties.priority")
-    delivery_mode = msg.delivery_mode
-    if delivery_mode is not None:
+    if (delivery_mode := msg.delivery_mode) is not None:
         flags |= 0x10
         if (
             delivery_mode.__class__ is not bool
@@ -253,32 +249,25 @@ def _w_body_message_delivery_properties(out: bytearray, msg: MessageDeliveryProp
             out.append(delivery_mode)
         else:  # the writer's EncodeError
             _w_uint8(out, delivery_mode, "MessageDeliveryProperties.delivery_mode")
-    ttl = msg.ttl
-    if ttl is not None:
+    if (ttl := msg.ttl) is not None:
         flags |= 0x20
         _w_uint64(out, ttl, "MessageDeliveryProperties.ttl")
-    timestamp = msg.timestamp
-    if timestamp is not None:
+    if (timestamp := msg.timestamp) is not None:
         flags |= 0x40
         _w_datetime(out, timestamp, "MessageDeliveryProperties.timestamp")
-    expiration = msg.expiration
-    if expiration is not None:
+    if (expiration := msg.expiration) is not None:
         flags |= 0x80
         _w_datetime(out, expiration, "MessageDeliveryProperties.expiration")
-    exchange = msg.exchange
-    if exchange is not None:
+    if (exchange := msg.exchange) is not None:
         flags |= 0x100
         _w_str8(out, exchange, "MessageDeliveryProperties.exchange")
-    routing_key = msg.routing_key
-    if routing_key is not None:
+    if (routing_key := msg.routing_key) is not None:
         flags |= 0x200
         _w_str8(out, routing_key, "MessageDeliveryProperties.routing_key")
-    resume_id = msg.resume_id
-    if resume_id is not None:
+    if (resume_id := msg.resume_id) is not None:
         flags |= 0x400
         _w_str16(out, resume_id, "MessageDeliveryProperties.resume_id")
-    resume_ttl = msg.resume_ttl
-    if resume_ttl is not None:
+    if (resume_ttl := msg.resume_ttl) is not None:
         flags |= 0x800
         _w_uint64(out, resume_ttl, "MessageDeliveryProperties.resume_ttl")
     out[start] = flags & 0xFF
@@ -288,37 +277,15 @@ def _w_body_message_delivery_properties(out: bytearray, msg: MessageDeliveryProp
 def _r_message_delivery_properties(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[MessageDeliveryProperties, int]:
-    size, at = _r_size(buf, at, end, 4, path)
-    limit = at + size
-    if limit - at < 2:
-        raise _short(f"{path}.code", at, limit, 2)
-    if (buf[at], buf[at + 1]) != (0x04, 0x01):
-        raise DecodeError(
-            f"{path}.code",
-            at,
-            f"codes {buf[at]}, {buf[at + 1]}: not MessageDeliveryProperties's 4, 1",
-        )
-    at += 2
-    value, at = _r_body_message_delivery_properties(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(
+        buf, at, end, path, MessageDeliveryProperties, _r_body_message_delivery_properties
+    )
 
 
 def _w_message_delivery_properties(
     out: bytearray, value: MessageDeliveryProperties, path: str
 ) -> None:
-    if value.__class__ is not MessageDeliveryProperties and not isinstance(
-        value, MessageDeliveryProperties
-    ):
-        raise _bad(path, value, "a MessageDeliveryProperties")
-    start = len(out)
-    out += b"\x00\x00\x00\x00\x04\x01"  # size, then codes
-    _w_body_message_delivery_properties(out, value)
-    size = len(out) - start - 4
-    if size >= 0x100000000:
-        _sized(out, start, 4, path)  # its EncodeError
-    out[start : start + 4] = size.to_bytes(4, "big")
+    _w_sized(out, value, path, MessageDeliveryProperties, _w_body_message_delivery_properties)
 
 
 class MessageFragmentProperties(_Struct):
@@ -378,8 +345,7 @@ def _w_body_message_fragment_properties(out: bytearray, msg: MessageFragmentProp
         flags |= 0x1 if bit is True else _not_bool("MessageFragmentProperties.first", bit)
     if (bit := msg.last) is not False:
         flags |= 0x2 if bit is True else _not_bool("MessageFragmentProperties.last", bit)
-    fragment_size = msg.fragment_size
-    if fragment_size is not None:
+    if (fragment_size := msg.fragment_size) is not None:
         flags |= 0x4
         _w_uint64(out, fragment_size, "MessageFragmentProperties.fragment_size")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -388,37 +354,15 @@ def _w_body_message_fragment_properties(out: bytearray, msg: MessageFragmentProp
 def _r_message_fragment_properties(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[MessageFragmentProperties, int]:
-    size, at = _r_size(buf, at, end, 4, path)
-    limit = at + size
-    if limit - at < 2:
-        raise _short(f"{path}.code", at, limit, 2)
-    if (buf[at], buf[at + 1]) != (0x04, 0x02):
-        raise DecodeError(
-            f"{path}.code",
-            at,
-            f"codes {buf[at]}, {buf[at + 1]}: not MessageFragmentProperties's 4, 2",
-        )
-    at += 2
-    value, at = _r_body_message_fragment_properties(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(
+        buf, at, end, path, MessageFragmentProperties, _r_body_message_fragment_properties
+    )
 
 
 def _w_message_fragment_properties(
     out: bytearray, value: MessageFragmentProperties, path: str
 ) -> None:
-    if value.__class__ is not MessageFragmentProperties and not isinstance(
-        value, MessageFragmentProperties
-    ):
-        raise _bad(path, value, "a MessageFragmentProperties")
-    start = len(out)
-    out += b"\x00\x00\x00\x00\x04\x02"  # size, then codes
-    _w_body_message_fragment_properties(out, value)
-    size = len(out) - start - 4
-    if size >= 0x100000000:
-        _sized(out, start, 4, path)  # its EncodeError
-    out[start : start + 4] = size.to_bytes(4, "big")
+    _w_sized(out, value, path, MessageFragmentProperties, _w_body_message_fragment_properties)
 
 
 class MessageReplyTo(_Struct):
@@ -463,12 +407,10 @@ def _w_body_message_reply_to(out: bytearray, msg: MessageReplyTo) -> None:
     flags = 0
     start = len(out)
     out += b"\x00\x00"
-    exchange = msg.exchange
-    if exchange is not None:
+    if (exchange := msg.exchange) is not None:
         flags |= 0x1
         _w_str8(out, exchange, "MessageReplyTo.exchange")
-    routing_key = msg.routing_key
-    if routing_key is not None:
+    if (routing_key := msg.routing_key) is not None:
         flags |= 0x2
         _w_str8(out, routing_key, "MessageReplyTo.routing_key")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -477,24 +419,11 @@ def _w_body_message_reply_to(out: bytearray, msg: MessageReplyTo) -> None:
 def _r_message_reply_to(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[MessageReplyTo, int]:
-    size, at = _r_size(buf, at, end, 2, path)
-    limit = at + size
-    value, at = _r_body_message_reply_to(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(buf, at, end, path, MessageReplyTo, _r_body_message_reply_to)
 
 
 def _w_message_reply_to(out: bytearray, value: MessageReplyTo, path: str) -> None:
-    if value.__class__ is not MessageReplyTo and not isinstance(value, MessageReplyTo):
-        raise _bad(path, value, "a MessageReplyTo")
-    start = len(out)
-    out += b"\x00\x00"  # size, then codes
-    _w_body_message_reply_to(out, value)
-    size = len(out) - start - 2
-    if size >= 0x10000:
-        _sized(out, start, 2, path)  # its EncodeError
-    out[start : start + 2] = size.to_bytes(2, "big")
+    _w_sized(out, value, path, MessageReplyTo, _w_body_message_reply_to)
 
 
 class MessageProperties(_Struct):
@@ -619,40 +548,31 @@ def _w_body_message_message_properties(out: bytearray, msg: MessageProperties) -
     flags = 0
     start = len(out)
     out += b"\x00\x00"
-    content_length = msg.content_length
-    if content_length is not None:
+    if (content_length := msg.content_length) is not None:
         flags |= 0x1
         _w_uint64(out, content_length, "MessageProperties.content_length")
-    message_id = msg.message_id
-    if message_id is not None:
+    if (message_id := msg.message_id) is not None:
         flags |= 0x2
         _w_uuid(out, message_id, "MessageProperties.message_id")
-    correlation_id = msg.correlation_id
-    if correlation_id is not None:
+    if (correlation_id := msg.correlation_id) is not None:
         flags |= 0x4
         _w_vbin16(out, correlation_id, "MessageProperties.correlation_id")
-    reply_to = msg.reply_to
-    if reply_to is not None:
+    if (reply_to := msg.reply_to) is not None:
         flags |= 0x8
         _w_message_reply_to(out, reply_to, "MessageProperties.reply_to")
-    content_type = msg.content_type
-    if content_type is not None:
+    if (content_type := msg.content_type) is not None:
         flags |= 0x10
         _w_str8(out, content_type, "MessageProperties.content_type")
-    content_encoding = msg.content_encoding
-    if content_encoding is not None:
+    if (content_encoding := msg.content_encoding) is not None:
         flags |= 0x20
         _w_str8(out, content_encoding, "MessageProperties.content_encoding")
-    user_id = msg.user_id
-    if user_id is not None:
+    if (user_id := msg.user_id) is not None:
         flags |= 0x40
         _w_vbin16(out, user_id, "MessageProperties.user_id")
-    app_id = msg.app_id
-    if app_id is not None:
+    if (app_id := msg.app_id) is not None:
         flags |= 0x80
         _w_vbin16(out, app_id, "MessageProperties.app_id")
-    application_headers = msg.application_headers
-    if application_headers is not None:
+    if (application_headers := msg.application_headers) is not None:
         flags |= 0x100
         _w_map(out, application_headers, "MessageProperties.application_headers")
     out[start] = flags & 0xFF
@@ -662,31 +582,11 @@ def _w_body_message_message_properties(out: bytearray, msg: MessageProperties) -
 def _r_message_message_properties(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[MessageProperties, int]:
-    size, at = _r_size(buf, at, end, 4, path)
-    limit = at + size
-    if limit - at < 2:
-        raise _short(f"{path}.code", at, limit, 2)
-    if (buf[at], buf[at + 1]) != (0x04, 0x03):
-        raise DecodeError(
-            f"{path}.code", at, f"codes {buf[at]}, {buf[at + 1]}: not MessageProperties's 4, 3"
-        )
-    at += 2
-    value, at = _r_body_message_message_properties(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(buf, at, end, path, MessageProperties, _r_body_message_message_properties)
 
 
 def _w_message_message_properties(out: bytearray, value: MessageProperties, path: str) -> None:
-    if value.__class__ is not MessageProperties and not isinstance(value, MessageProperties):
-        raise _bad(path, value, "a MessageProperties")
-    start = len(out)
-    out += b"\x00\x00\x00\x00\x04\x03"  # size, then codes
-    _w_body_message_message_properties(out, value)
-    size = len(out) - start - 4
-    if size >= 0x100000000:
-        _sized(out, start, 4, path)  # its EncodeError
-    out[start : start + 4] = size.to_bytes(4, "big")
+    _w_sized(out, value, path, MessageProperties, _w_body_message_message_properties)
 
 
 class MessageAcquired(_Struct):
@@ -732,8 +632,7 @@ def _w_body_message_acquired(out: bytearray, msg: MessageAcquired) -> None:
     flags = 0
     start = len(out)
     out += b"\x00\x00"
-    transfers = msg.transfers
-    if transfers is not None:
+    if (transfers := msg.transfers) is not None:
         flags |= 0x1
         if transfers.__class__ is list and len(transfers) <= 8191:
             mark = len(out)
@@ -752,31 +651,11 @@ def _w_body_message_acquired(out: bytearray, msg: MessageAcquired) -> None:
 def _r_message_acquired(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[MessageAcquired, int]:
-    size, at = _r_size(buf, at, end, 4, path)
-    limit = at + size
-    if limit - at < 2:
-        raise _short(f"{path}.code", at, limit, 2)
-    if (buf[at], buf[at + 1]) != (0x04, 0x04):
-        raise DecodeError(
-            f"{path}.code", at, f"codes {buf[at]}, {buf[at + 1]}: not MessageAcquired's 4, 4"
-        )
-    at += 2
-    value, at = _r_body_message_acquired(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(buf, at, end, path, MessageAcquired, _r_body_message_acquired)
 
 
 def _w_message_acquired(out: bytearray, value: MessageAcquired, path: str) -> None:
-    if value.__class__ is not MessageAcquired and not isinstance(value, MessageAcquired):
-        raise _bad(path, value, "a MessageAcquired")
-    start = len(out)
-    out += b"\x00\x00\x00\x00\x04\x04"  # size, then codes
-    _w_body_message_acquired(out, value)
-    size = len(out) - start - 4
-    if size >= 0x100000000:
-        _sized(out, start, 4, path)  # its EncodeError
-    out[start : start + 4] = size.to_bytes(4, "big")
+    _w_sized(out, value, path, MessageAcquired, _w_body_message_acquired)
 
 
 class MessageResumeResult(_Struct):
@@ -818,8 +697,7 @@ def _w_body_message_message_resume_result(out: bytearray, msg: MessageResumeResu
     flags = 0
     start = len(out)
     out += b"\x00\x00"
-    offset = msg.offset
-    if offset is not None:
+    if (offset := msg.offset) is not None:
         flags |= 0x1
         _w_uint64(out, offset, "MessageResumeResult.offset")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -828,31 +706,11 @@ def _w_body_message_message_resume_result(out: bytearray, msg: MessageResumeResu
 def _r_message_message_resume_result(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[MessageResumeResult, int]:
-    size, at = _r_size(buf, at, end, 4, path)
-    limit = at + size
-    if limit - at < 2:
-        raise _short(f"{path}.code", at, limit, 2)
-    if (buf[at], buf[at + 1]) != (0x04, 0x05):
-        raise DecodeError(
-            f"{path}.code", at, f"codes {buf[at]}, {buf[at + 1]}: not MessageResumeResult's 4, 5"
-        )
-    at += 2
-    value, at = _r_body_message_message_resume_result(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(buf, at, end, path, MessageResumeResult, _r_body_message_message_resume_result)
 
 
 def _w_message_message_resume_result(out: bytearray, value: MessageResumeResult, path: str) -> None:
-    if value.__class__ is not MessageResumeResult and not isinstance(value, MessageResumeResult):
-        raise _bad(path, value, "a MessageResumeResult")
-    start = len(out)
-    out += b"\x00\x00\x00\x00\x04\x05"  # size, then codes
-    _w_body_message_message_resume_result(out, value)
-    size = len(out) - start - 4
-    if size >= 0x100000000:
-        _sized(out, start, 4, path)  # its EncodeError
-    out[start : start + 4] = size.to_bytes(4, "big")
+    _w_sized(out, value, path, MessageResumeResult, _w_body_message_message_resume_result)
 
 
 class MessageTransfer(_Command):
@@ -936,12 +794,10 @@ def _e_message_transfer(msg: MessageTransfer) -> bytes:
         out = _w_command_head(b"\x04\x01", sh, "MessageTransfer.session_header", 2)
     flags = 0
     start = len(out) - 2
-    destination = msg.destination
-    if destination is not None:
+    if (destination := msg.destination) is not None:
         flags |= 0x1
         _w_str8(out, destination, "MessageTransfer.destination")
-    accept_mode = msg.accept_mode
-    if accept_mode is not None:
+    if (accept_mode := msg.accept_mode) is not None:
         flags |= 0x2
         if (
             accept_mode.__class__ is not bool
@@ -951,8 +807,7 @@ def _e_message_transfer(msg: MessageTransfer) -> bytes:
             out.append(accept_mode)
         else:  # the writer's EncodeError
             _w_uint8(out, accept_mode, "MessageTransfer.accept_mode")
-    acquire_mode = msg.acquire_mode
-    if acquire_mode is not None:
+    if (acquire_mode := msg.acquire_mode) is not None:
         flags |= 0x4
         if (
             acquire_mode.__class__ is not bool
@@ -1019,8 +874,7 @@ def _e_message_accept(msg: MessageAccept) -> bytes:
         out = _w_command_head(b"\x04\x02", sh, "MessageAccept.session_header", 2)
     flags = 0
     start = len(out) - 2
-    transfers = msg.transfers
-    if transfers is not None:
+    if (transfers := msg.transfers) is not None:
         flags |= 0x1
         if transfers.__class__ is list and len(transfers) <= 8191:
             mark = len(out)
@@ -1110,8 +964,7 @@ def _e_message_reject(msg: MessageReject) -> bytes:
         out = _w_command_head(b"\x04\x03", sh, "MessageReject.session_header", 2)
     flags = 0
     start = len(out) - 2
-    transfers = msg.transfers
-    if transfers is not None:
+    if (transfers := msg.transfers) is not None:
         flags |= 0x1
         if transfers.__class__ is list and len(transfers) <= 8191:
             mark = len(out)
@@ -1124,12 +977,10 @@ def _e_message_reject(msg: MessageReject) -> bytes:
                 _w_sequence_set(out, transfers, "MessageReject.transfers")
         else:  # the writer's checks and EncodeErrors
             _w_sequence_set(out, transfers, "MessageReject.transfers")
-    code = msg.code
-    if code is not None:
+    if (code := msg.code) is not None:
         flags |= 0x2
         _w_uint16(out, code, "MessageReject.code")
-    text = msg.text
-    if text is not None:
+    if (text := msg.text) is not None:
         flags |= 0x4
         _w_str8(out, text, "MessageReject.text")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -1199,8 +1050,7 @@ def _e_message_release(msg: MessageRelease) -> bytes:
         out = _w_command_head(b"\x04\x04", sh, "MessageRelease.session_header", 2)
     flags = 0
     start = len(out) - 2
-    transfers = msg.transfers
-    if transfers is not None:
+    if (transfers := msg.transfers) is not None:
         flags |= 0x1
         if transfers.__class__ is list and len(transfers) <= 8191:
             mark = len(out)
@@ -1273,8 +1123,7 @@ def _e_message_acquire(msg: MessageAcquire) -> bytes:
         out = _w_command_head(b"\x04\x05", sh, "MessageAcquire.session_header", 2)
     flags = 0
     start = len(out) - 2
-    transfers = msg.transfers
-    if transfers is not None:
+    if (transfers := msg.transfers) is not None:
         flags |= 0x1
         if transfers.__class__ is list and len(transfers) <= 8191:
             mark = len(out)
@@ -1351,12 +1200,10 @@ def _e_message_resume(msg: MessageResume) -> bytes:
         out = _w_command_head(b"\x04\x06", sh, "MessageResume.session_header", 2)
     flags = 0
     start = len(out) - 2
-    destination = msg.destination
-    if destination is not None:
+    if (destination := msg.destination) is not None:
         flags |= 0x1
         _w_str8(out, destination, "MessageResume.destination")
-    resume_id = msg.resume_id
-    if resume_id is not None:
+    if (resume_id := msg.resume_id) is not None:
         flags |= 0x2
         _w_str16(out, resume_id, "MessageResume.resume_id")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -1490,16 +1337,13 @@ def _e_message_subscribe(msg: MessageSubscribe) -> bytes:
         out = _w_command_head(b"\x04\x07", sh, "MessageSubscribe.session_header", 2)
     flags = 0
     start = len(out) - 2
-    queue = msg.queue
-    if queue is not None:
+    if (queue := msg.queue) is not None:
         flags |= 0x1
         _w_str8(out, queue, "MessageSubscribe.queue")
-    destination = msg.destination
-    if destination is not None:
+    if (destination := msg.destination) is not None:
         flags |= 0x2
         _w_str8(out, destination, "MessageSubscribe.destination")
-    accept_mode = msg.accept_mode
-    if accept_mode is not None:
+    if (accept_mode := msg.accept_mode) is not None:
         flags |= 0x4
         if (
             accept_mode.__class__ is not bool
@@ -1509,8 +1353,7 @@ def _e_message_subscribe(msg: MessageSubscribe) -> bytes:
             out.append(accept_mode)
         else:  # the writer's EncodeError
             _w_uint8(out, accept_mode, "MessageSubscribe.accept_mode")
-    acquire_mode = msg.acquire_mode
-    if acquire_mode is not None:
+    if (acquire_mode := msg.acquire_mode) is not None:
         flags |= 0x8
         if (
             acquire_mode.__class__ is not bool
@@ -1522,16 +1365,13 @@ def _e_message_subscribe(msg: MessageSubscribe) -> bytes:
             _w_uint8(out, acquire_mode, "MessageSubscribe.acquire_mode")
     if (bit := msg.exclusive) is not False:
         flags |= 0x10 if bit is True else _not_bool("MessageSubscribe.exclusive", bit)
-    resume_id = msg.resume_id
-    if resume_id is not None:
+    if (resume_id := msg.resume_id) is not None:
         flags |= 0x20
         _w_str16(out, resume_id, "MessageSubscribe.resume_id")
-    resume_ttl = msg.resume_ttl
-    if resume_ttl is not None:
+    if (resume_ttl := msg.resume_ttl) is not None:
         flags |= 0x40
         _w_uint64(out, resume_ttl, "MessageSubscribe.resume_ttl")
-    arguments = msg.arguments
-    if arguments is not None:
+    if (arguments := msg.arguments) is not None:
         flags |= 0x80
         _w_map(out, arguments, "MessageSubscribe.arguments")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -1584,8 +1424,7 @@ def _e_message_cancel(msg: MessageCancel) -> bytes:
         out = _w_command_head(b"\x04\x08", sh, "MessageCancel.session_header", 2)
     flags = 0
     start = len(out) - 2
-    destination = msg.destination
-    if destination is not None:
+    if (destination := msg.destination) is not None:
         flags |= 0x1
         _w_str8(out, destination, "MessageCancel.destination")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -1662,12 +1501,10 @@ def _e_message_set_flow_mode(msg: MessageSetFlowMode) -> bytes:
         out = _w_command_head(b"\x04\x09", sh, "MessageSetFlowMode.session_header", 2)
     flags = 0
     start = len(out) - 2
-    destination = msg.destination
-    if destination is not None:
+    if (destination := msg.destination) is not None:
         flags |= 0x1
         _w_str8(out, destination, "MessageSetFlowMode.destination")
-    flow_mode = msg.flow_mode
-    if flow_mode is not None:
+    if (flow_mode := msg.flow_mode) is not None:
         flags |= 0x2
         if (
             flow_mode.__class__ is not bool
@@ -1752,19 +1589,16 @@ def _e_message_flow(msg: MessageFlow) -> bytes:
         out = _w_command_head(b"\x04\x0a", sh, "MessageFlow.session_header", 2)
     flags = 0
     start = len(out) - 2
-    destination = msg.destination
-    if destination is not None:
+    if (destination := msg.destination) is not None:
         flags |= 0x1
         _w_str8(out, destination, "MessageFlow.destination")
-    unit = msg.unit
-    if unit is not None:
+    if (unit := msg.unit) is not None:
         flags |= 0x2
         if unit.__class__ is not bool and isinstance(unit, int) and 0 <= unit <= 0xFF:
             out.append(unit)
         else:  # the writer's EncodeError
             _w_uint8(out, unit, "MessageFlow.unit")
-    value = msg.value
-    if value is not None:
+    if (value := msg.value) is not None:
         flags |= 0x4
         _w_uint32(out, value, "MessageFlow.value")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -1817,8 +1651,7 @@ def _e_message_flush(msg: MessageFlush) -> bytes:
         out = _w_command_head(b"\x04\x0b", sh, "MessageFlush.session_header", 2)
     flags = 0
     start = len(out) - 2
-    destination = msg.destination
-    if destination is not None:
+    if (destination := msg.destination) is not None:
         flags |= 0x1
         _w_str8(out, destination, "MessageFlush.destination")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -1871,8 +1704,7 @@ def _e_message_stop(msg: MessageStop) -> bytes:
         out = _w_command_head(b"\x04\x0c", sh, "MessageStop.session_header", 2)
     flags = 0
     start = len(out) - 2
-    destination = msg.destination
-    if destination is not None:
+    if (destination := msg.destination) is not None:
         flags |= 0x1
         _w_str8(out, destination, "MessageStop.destination")
     out[start] = flags  # the second octet names no field: it stays 0

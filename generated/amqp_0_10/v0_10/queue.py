@@ -10,20 +10,18 @@ from __future__ import annotations
 
 import struct
 
-from ..errors import DecodeError
 from ..values import (
     Typed,
-    _bad,
     _bad_flags,
     _Command,
     _not_bool,
     _r_map,
-    _r_size,
+    _r_sized,
     _r_str8,
     _short,
-    _sized,
     _Struct,
     _w_map,
+    _w_sized,
     _w_str8,
     _w_uint32,
 )
@@ -143,12 +141,10 @@ def _w_body_queue_queue_query_result(out: bytearray, msg: QueueQueryResult) -> N
     flags = 0
     start = len(out)
     out += b"\x00\x00"
-    queue = msg.queue
-    if queue is not None:
+    if (queue := msg.queue) is not None:
         flags |= 0x1
         _w_str8(out, queue, "QueueQueryResult.queue")
-    alternate_exchange = msg.alternate_exchange
-    if alternate_exchange is not None:
+    if (alternate_exchange := msg.alternate_exchange) is not None:
         flags |= 0x2
         _w_str8(out, alternate_exchange, "QueueQueryResult.alternate_exchange")
     if (bit := msg.durable) is not False:
@@ -157,16 +153,13 @@ def _w_body_queue_queue_query_result(out: bytearray, msg: QueueQueryResult) -> N
         flags |= 0x8 if bit is True else _not_bool("QueueQueryResult.exclusive", bit)
     if (bit := msg.auto_delete) is not False:
         flags |= 0x10 if bit is True else _not_bool("QueueQueryResult.auto_delete", bit)
-    arguments = msg.arguments
-    if arguments is not None:
+    if (arguments := msg.arguments) is not None:
         flags |= 0x20
         _w_map(out, arguments, "QueueQueryResult.arguments")
-    message_count = msg.message_count
-    if message_count is not None:
+    if (message_count := msg.message_count) is not None:
         flags |= 0x40
         _w_uint32(out, message_count, "QueueQueryResult.message_count")
-    subscriber_count = msg.subscriber_count
-    if subscriber_count is not None:
+    if (subscriber_count := msg.subscriber_count) is not None:
         flags |= 0x80
         _w_uint32(out, subscriber_count, "QueueQueryResult.subscriber_count")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -175,31 +168,11 @@ def _w_body_queue_queue_query_result(out: bytearray, msg: QueueQueryResult) -> N
 def _r_queue_queue_query_result(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[QueueQueryResult, int]:
-    size, at = _r_size(buf, at, end, 4, path)
-    limit = at + size
-    if limit - at < 2:
-        raise _short(f"{path}.code", at, limit, 2)
-    if (buf[at], buf[at + 1]) != (0x08, 0x01):
-        raise DecodeError(
-            f"{path}.code", at, f"codes {buf[at]}, {buf[at + 1]}: not QueueQueryResult's 8, 1"
-        )
-    at += 2
-    value, at = _r_body_queue_queue_query_result(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(buf, at, end, path, QueueQueryResult, _r_body_queue_queue_query_result)
 
 
 def _w_queue_queue_query_result(out: bytearray, value: QueueQueryResult, path: str) -> None:
-    if value.__class__ is not QueueQueryResult and not isinstance(value, QueueQueryResult):
-        raise _bad(path, value, "a QueueQueryResult")
-    start = len(out)
-    out += b"\x00\x00\x00\x00\x08\x01"  # size, then codes
-    _w_body_queue_queue_query_result(out, value)
-    size = len(out) - start - 4
-    if size >= 0x100000000:
-        _sized(out, start, 4, path)  # its EncodeError
-    out[start : start + 4] = size.to_bytes(4, "big")
+    _w_sized(out, value, path, QueueQueryResult, _w_body_queue_queue_query_result)
 
 
 class QueueDeclare(_Command):
@@ -308,12 +281,10 @@ def _e_queue_declare(msg: QueueDeclare) -> bytes:
         out = _w_command_head(b"\x08\x01", sh, "QueueDeclare.session_header", 2)
     flags = 0
     start = len(out) - 2
-    queue = msg.queue
-    if queue is not None:
+    if (queue := msg.queue) is not None:
         flags |= 0x1
         _w_str8(out, queue, "QueueDeclare.queue")
-    alternate_exchange = msg.alternate_exchange
-    if alternate_exchange is not None:
+    if (alternate_exchange := msg.alternate_exchange) is not None:
         flags |= 0x2
         _w_str8(out, alternate_exchange, "QueueDeclare.alternate_exchange")
     if (bit := msg.passive) is not False:
@@ -324,8 +295,7 @@ def _e_queue_declare(msg: QueueDeclare) -> bytes:
         flags |= 0x10 if bit is True else _not_bool("QueueDeclare.exclusive", bit)
     if (bit := msg.auto_delete) is not False:
         flags |= 0x20 if bit is True else _not_bool("QueueDeclare.auto_delete", bit)
-    arguments = msg.arguments
-    if arguments is not None:
+    if (arguments := msg.arguments) is not None:
         flags |= 0x40
         _w_map(out, arguments, "QueueDeclare.arguments")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -396,8 +366,7 @@ def _e_queue_delete(msg: QueueDelete) -> bytes:
         out = _w_command_head(b"\x08\x02", sh, "QueueDelete.session_header", 2)
     flags = 0
     start = len(out) - 2
-    queue = msg.queue
-    if queue is not None:
+    if (queue := msg.queue) is not None:
         flags |= 0x1
         _w_str8(out, queue, "QueueDelete.queue")
     if (bit := msg.if_unused) is not False:
@@ -454,8 +423,7 @@ def _e_queue_purge(msg: QueuePurge) -> bytes:
         out = _w_command_head(b"\x08\x03", sh, "QueuePurge.session_header", 2)
     flags = 0
     start = len(out) - 2
-    queue = msg.queue
-    if queue is not None:
+    if (queue := msg.queue) is not None:
         flags |= 0x1
         _w_str8(out, queue, "QueuePurge.queue")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -509,8 +477,7 @@ def _e_queue_query(msg: QueueQuery) -> bytes:
         out = _w_command_head(b"\x08\x04", sh, "QueueQuery.session_header", 2)
     flags = 0
     start = len(out) - 2
-    queue = msg.queue
-    if queue is not None:
+    if (queue := msg.queue) is not None:
         flags |= 0x1
         _w_str8(out, queue, "QueueQuery.queue")
     out[start] = flags  # the second octet names no field: it stays 0

@@ -11,7 +11,6 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from ..errors import DecodeError
 from ..values import (
     Array,
     _bad,
@@ -21,15 +20,15 @@ from ..values import (
     _r_array,
     _r_byte_ranges,
     _r_sequence_set,
-    _r_size,
+    _r_sized,
     _r_vbin16,
     _short,
-    _sized,
     _Struct,
     _w_array,
     _w_byte_ranges,
     _w_sequence_no,
     _w_sequence_set,
+    _w_sized,
     _w_uint8,
     _w_uint32,
     _w_uint64,
@@ -112,24 +111,11 @@ def _w_body_session_header(out: bytearray, msg: SessionHeader) -> None:
 def _r_session_header(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[SessionHeader, int]:
-    size, at = _r_size(buf, at, end, 1, path)
-    limit = at + size
-    value, at = _r_body_session_header(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(buf, at, end, path, SessionHeader, _r_body_session_header)
 
 
 def _w_session_header(out: bytearray, value: SessionHeader, path: str) -> None:
-    if value.__class__ is not SessionHeader and not isinstance(value, SessionHeader):
-        raise _bad(path, value, "a SessionHeader")
-    start = len(out)
-    out += b"\x00"  # size, then codes
-    _w_body_session_header(out, value)
-    size = len(out) - start - 1
-    if size > 0xFF:
-        _sized(out, start, 1, path)  # its EncodeError
-    out[start] = size
+    _w_sized(out, value, path, SessionHeader, _w_body_session_header)
 
 
 class SessionCommandFragment(_Struct):
@@ -240,8 +226,7 @@ def _e_session_attach(msg: SessionAttach) -> bytes:
     out = bytearray(b"\x02\x01\x00\x00")
     flags = 0
     start = len(out) - 2
-    name = msg.name
-    if name is not None:
+    if (name := msg.name) is not None:
         flags |= 0x1
         _w_vbin16(out, name, "SessionAttach.name")
     if (bit := msg.force) is not False:
@@ -288,8 +273,7 @@ def _e_session_attached(msg: SessionAttached) -> bytes:
     out = bytearray(b"\x02\x02\x00\x00")
     flags = 0
     start = len(out) - 2
-    name = msg.name
-    if name is not None:
+    if (name := msg.name) is not None:
         flags |= 0x1
         _w_vbin16(out, name, "SessionAttached.name")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -332,8 +316,7 @@ def _e_session_detach(msg: SessionDetach) -> bytes:
     out = bytearray(b"\x02\x03\x00\x00")
     flags = 0
     start = len(out) - 2
-    name = msg.name
-    if name is not None:
+    if (name := msg.name) is not None:
         flags |= 0x1
         _w_vbin16(out, name, "SessionDetach.name")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -389,12 +372,10 @@ def _e_session_detached(msg: SessionDetached) -> bytes:
     out = bytearray(b"\x02\x04\x00\x00")
     flags = 0
     start = len(out) - 2
-    name = msg.name
-    if name is not None:
+    if (name := msg.name) is not None:
         flags |= 0x1
         _w_vbin16(out, name, "SessionDetached.name")
-    code = msg.code
-    if code is not None:
+    if (code := msg.code) is not None:
         flags |= 0x2
         if code.__class__ is not bool and isinstance(code, int) and 0 <= code <= 0xFF:
             out.append(code)
@@ -444,8 +425,7 @@ def _e_session_request_timeout(msg: SessionRequestTimeout) -> bytes:
     out = bytearray(b"\x02\x05\x00\x00")
     flags = 0
     start = len(out) - 2
-    timeout = msg.timeout
-    if timeout is not None:
+    if (timeout := msg.timeout) is not None:
         flags |= 0x1
         _w_uint32(out, timeout, "SessionRequestTimeout.timeout")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -492,8 +472,7 @@ def _e_session_timeout(msg: SessionTimeout) -> bytes:
     out = bytearray(b"\x02\x06\x00\x00")
     flags = 0
     start = len(out) - 2
-    timeout = msg.timeout
-    if timeout is not None:
+    if (timeout := msg.timeout) is not None:
         flags |= 0x1
         _w_uint32(out, timeout, "SessionTimeout.timeout")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -548,12 +527,10 @@ def _e_session_command_point(msg: SessionCommandPoint) -> bytes:
     out = bytearray(b"\x02\x07\x00\x00")
     flags = 0
     start = len(out) - 2
-    command_id = msg.command_id
-    if command_id is not None:
+    if (command_id := msg.command_id) is not None:
         flags |= 0x1
         _w_sequence_no(out, command_id, "SessionCommandPoint.command_id")
-    command_offset = msg.command_offset
-    if command_offset is not None:
+    if (command_offset := msg.command_offset) is not None:
         flags |= 0x2
         _w_uint64(out, command_offset, "SessionCommandPoint.command_offset")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -610,8 +587,7 @@ def _e_session_expected(msg: SessionExpected) -> bytes:
     out = bytearray(b"\x02\x08\x00\x00")
     flags = 0
     start = len(out) - 2
-    commands = msg.commands
-    if commands is not None:
+    if (commands := msg.commands) is not None:
         flags |= 0x1
         if commands.__class__ is list and len(commands) <= 8191:
             mark = len(out)
@@ -624,8 +600,7 @@ def _e_session_expected(msg: SessionExpected) -> bytes:
                 _w_sequence_set(out, commands, "SessionExpected.commands")
         else:  # the writer's checks and EncodeErrors
             _w_sequence_set(out, commands, "SessionExpected.commands")
-    fragments = msg.fragments
-    if fragments is not None:
+    if (fragments := msg.fragments) is not None:
         flags |= 0x2
         _w_array(out, fragments, "SessionExpected.fragments")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -690,8 +665,7 @@ def _e_session_confirmed(msg: SessionConfirmed) -> bytes:
     out = bytearray(b"\x02\x09\x00\x00")
     flags = 0
     start = len(out) - 2
-    commands = msg.commands
-    if commands is not None:
+    if (commands := msg.commands) is not None:
         flags |= 0x1
         if commands.__class__ is list and len(commands) <= 8191:
             mark = len(out)
@@ -704,8 +678,7 @@ def _e_session_confirmed(msg: SessionConfirmed) -> bytes:
                 _w_sequence_set(out, commands, "SessionConfirmed.commands")
         else:  # the writer's checks and EncodeErrors
             _w_sequence_set(out, commands, "SessionConfirmed.commands")
-    fragments = msg.fragments
-    if fragments is not None:
+    if (fragments := msg.fragments) is not None:
         flags |= 0x2
         _w_array(out, fragments, "SessionConfirmed.fragments")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -760,8 +733,7 @@ def _e_session_completed(msg: SessionCompleted) -> bytes:
     out = bytearray(b"\x02\x0a\x00\x00")
     flags = 0
     start = len(out) - 2
-    commands = msg.commands
-    if commands is not None:
+    if (commands := msg.commands) is not None:
         flags |= 0x1
         if commands.__class__ is list and len(commands) <= 8191:
             mark = len(out)
@@ -822,8 +794,7 @@ def _e_session_known_completed(msg: SessionKnownCompleted) -> bytes:
     out = bytearray(b"\x02\x0b\x00\x00")
     flags = 0
     start = len(out) - 2
-    commands = msg.commands
-    if commands is not None:
+    if (commands := msg.commands) is not None:
         flags |= 0x1
         if commands.__class__ is list and len(commands) <= 8191:
             mark = len(out)
@@ -934,8 +905,7 @@ def _e_session_gap(msg: SessionGap) -> bytes:
     out = bytearray(b"\x02\x0d\x00\x00")
     flags = 0
     start = len(out) - 2
-    commands = msg.commands
-    if commands is not None:
+    if (commands := msg.commands) is not None:
         flags |= 0x1
         if commands.__class__ is list and len(commands) <= 8191:
             mark = len(out)

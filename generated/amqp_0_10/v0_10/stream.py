@@ -10,21 +10,19 @@ from __future__ import annotations
 
 import struct
 
-from ..errors import DecodeError
 from ..values import (
     Typed,
-    _bad,
     _bad_flags,
     _Command,
     _not_bool,
     _r_map,
-    _r_size,
+    _r_sized,
     _r_str8,
     _short,
-    _sized,
     _Struct,
     _w_datetime,
     _w_map,
+    _w_sized,
     _w_str8,
     _w_uint8,
     _w_uint16,
@@ -124,27 +122,22 @@ def _w_body_stream_stream_properties(out: bytearray, msg: StreamProperties) -> N
     flags = 0
     start = len(out)
     out += b"\x00\x00"
-    content_type = msg.content_type
-    if content_type is not None:
+    if (content_type := msg.content_type) is not None:
         flags |= 0x1
         _w_str8(out, content_type, "StreamProperties.content_type")
-    content_encoding = msg.content_encoding
-    if content_encoding is not None:
+    if (content_encoding := msg.content_encoding) is not None:
         flags |= 0x2
         _w_str8(out, content_encoding, "StreamProperties.content_encoding")
-    headers = msg.headers
-    if headers is not None:
+    if (headers := msg.headers) is not None:
         flags |= 0x4
         _w_map(out, headers, "StreamProperties.headers")
-    priority = msg.priority
-    if priority is not None:
+    if (priority := msg.priority) is not None:
         flags |= 0x8
         if priority.__class__ is not bool and isinstance(priority, int) and 0 <= priority <= 0xFF:
             out.append(priority)
         else:  # the writer's EncodeError
             _w_uint8(out, priority, "StreamProperties.priority")
-    timestamp = msg.timestamp
-    if timestamp is not None:
+    if (timestamp := msg.timestamp) is not None:
         flags |= 0x10
         _w_datetime(out, timestamp, "StreamProperties.timestamp")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -153,31 +146,11 @@ def _w_body_stream_stream_properties(out: bytearray, msg: StreamProperties) -> N
 def _r_stream_stream_properties(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[StreamProperties, int]:
-    size, at = _r_size(buf, at, end, 4, path)
-    limit = at + size
-    if limit - at < 2:
-        raise _short(f"{path}.code", at, limit, 2)
-    if (buf[at], buf[at + 1]) != (0x0A, 0x01):
-        raise DecodeError(
-            f"{path}.code", at, f"codes {buf[at]}, {buf[at + 1]}: not StreamProperties's 10, 1"
-        )
-    at += 2
-    value, at = _r_body_stream_stream_properties(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(buf, at, end, path, StreamProperties, _r_body_stream_stream_properties)
 
 
 def _w_stream_stream_properties(out: bytearray, value: StreamProperties, path: str) -> None:
-    if value.__class__ is not StreamProperties and not isinstance(value, StreamProperties):
-        raise _bad(path, value, "a StreamProperties")
-    start = len(out)
-    out += b"\x00\x00\x00\x00\x0a\x01"  # size, then codes
-    _w_body_stream_stream_properties(out, value)
-    size = len(out) - start - 4
-    if size >= 0x100000000:
-        _sized(out, start, 4, path)  # its EncodeError
-    out[start : start + 4] = size.to_bytes(4, "big")
+    _w_sized(out, value, path, StreamProperties, _w_body_stream_stream_properties)
 
 
 class StreamQos(_Command):
@@ -263,16 +236,13 @@ def _e_stream_qos(msg: StreamQos) -> bytes:
         out = _w_command_head(b"\x0a\x01", sh, "StreamQos.session_header", 2)
     flags = 0
     start = len(out) - 2
-    prefetch_size = msg.prefetch_size
-    if prefetch_size is not None:
+    if (prefetch_size := msg.prefetch_size) is not None:
         flags |= 0x1
         _w_uint32(out, prefetch_size, "StreamQos.prefetch_size")
-    prefetch_count = msg.prefetch_count
-    if prefetch_count is not None:
+    if (prefetch_count := msg.prefetch_count) is not None:
         flags |= 0x2
         _w_uint16(out, prefetch_count, "StreamQos.prefetch_count")
-    consume_rate = msg.consume_rate
-    if consume_rate is not None:
+    if (consume_rate := msg.consume_rate) is not None:
         flags |= 0x4
         _w_uint32(out, consume_rate, "StreamQos.consume_rate")
     if (bit := msg.global_) is not False:
@@ -415,12 +385,10 @@ def _e_stream_consume(msg: StreamConsume) -> bytes:
         out = _w_command_head(b"\x0a\x03", sh, "StreamConsume.session_header", 2)
     flags = 0
     start = len(out) - 2
-    queue = msg.queue
-    if queue is not None:
+    if (queue := msg.queue) is not None:
         flags |= 0x1
         _w_str8(out, queue, "StreamConsume.queue")
-    consumer_tag = msg.consumer_tag
-    if consumer_tag is not None:
+    if (consumer_tag := msg.consumer_tag) is not None:
         flags |= 0x2
         _w_str8(out, consumer_tag, "StreamConsume.consumer_tag")
     if (bit := msg.no_local) is not False:
@@ -429,8 +397,7 @@ def _e_stream_consume(msg: StreamConsume) -> bytes:
         flags |= 0x8 if bit is True else _not_bool("StreamConsume.exclusive", bit)
     if (bit := msg.nowait) is not False:
         flags |= 0x10 if bit is True else _not_bool("StreamConsume.nowait", bit)
-    arguments = msg.arguments
-    if arguments is not None:
+    if (arguments := msg.arguments) is not None:
         flags |= 0x20
         _w_map(out, arguments, "StreamConsume.arguments")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -483,8 +450,7 @@ def _e_stream_consume_ok(msg: StreamConsumeOk) -> bytes:
         out = _w_command_head(b"\x0a\x04", sh, "StreamConsumeOk.session_header", 2)
     flags = 0
     start = len(out) - 2
-    consumer_tag = msg.consumer_tag
-    if consumer_tag is not None:
+    if (consumer_tag := msg.consumer_tag) is not None:
         flags |= 0x1
         _w_str8(out, consumer_tag, "StreamConsumeOk.consumer_tag")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -537,8 +503,7 @@ def _e_stream_cancel(msg: StreamCancel) -> bytes:
         out = _w_command_head(b"\x0a\x05", sh, "StreamCancel.session_header", 2)
     flags = 0
     start = len(out) - 2
-    consumer_tag = msg.consumer_tag
-    if consumer_tag is not None:
+    if (consumer_tag := msg.consumer_tag) is not None:
         flags |= 0x1
         _w_str8(out, consumer_tag, "StreamCancel.consumer_tag")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -622,12 +587,10 @@ def _e_stream_publish(msg: StreamPublish) -> bytes:
         out = _w_command_head(b"\x0a\x06", sh, "StreamPublish.session_header", 2)
     flags = 0
     start = len(out) - 2
-    exchange = msg.exchange
-    if exchange is not None:
+    if (exchange := msg.exchange) is not None:
         flags |= 0x1
         _w_str8(out, exchange, "StreamPublish.exchange")
-    routing_key = msg.routing_key
-    if routing_key is not None:
+    if (routing_key := msg.routing_key) is not None:
         flags |= 0x2
         _w_str8(out, routing_key, "StreamPublish.routing_key")
     if (bit := msg.mandatory) is not False:
@@ -722,20 +685,16 @@ def _e_stream_return(msg: StreamReturn) -> bytes:
         out = _w_command_head(b"\x0a\x07", sh, "StreamReturn.session_header", 2)
     flags = 0
     start = len(out) - 2
-    reply_code = msg.reply_code
-    if reply_code is not None:
+    if (reply_code := msg.reply_code) is not None:
         flags |= 0x1
         _w_uint16(out, reply_code, "StreamReturn.reply_code")
-    reply_text = msg.reply_text
-    if reply_text is not None:
+    if (reply_text := msg.reply_text) is not None:
         flags |= 0x2
         _w_str8(out, reply_text, "StreamReturn.reply_text")
-    exchange = msg.exchange
-    if exchange is not None:
+    if (exchange := msg.exchange) is not None:
         flags |= 0x4
         _w_str8(out, exchange, "StreamReturn.exchange")
-    routing_key = msg.routing_key
-    if routing_key is not None:
+    if (routing_key := msg.routing_key) is not None:
         flags |= 0x8
         _w_str8(out, routing_key, "StreamReturn.routing_key")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -825,20 +784,16 @@ def _e_stream_deliver(msg: StreamDeliver) -> bytes:
         out = _w_command_head(b"\x0a\x08", sh, "StreamDeliver.session_header", 2)
     flags = 0
     start = len(out) - 2
-    consumer_tag = msg.consumer_tag
-    if consumer_tag is not None:
+    if (consumer_tag := msg.consumer_tag) is not None:
         flags |= 0x1
         _w_str8(out, consumer_tag, "StreamDeliver.consumer_tag")
-    delivery_tag = msg.delivery_tag
-    if delivery_tag is not None:
+    if (delivery_tag := msg.delivery_tag) is not None:
         flags |= 0x2
         _w_uint64(out, delivery_tag, "StreamDeliver.delivery_tag")
-    exchange = msg.exchange
-    if exchange is not None:
+    if (exchange := msg.exchange) is not None:
         flags |= 0x4
         _w_str8(out, exchange, "StreamDeliver.exchange")
-    queue = msg.queue
-    if queue is not None:
+    if (queue := msg.queue) is not None:
         flags |= 0x8
         _w_str8(out, queue, "StreamDeliver.queue")
     out[start] = flags  # the second octet names no field: it stays 0
