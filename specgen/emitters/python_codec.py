@@ -745,6 +745,7 @@ _FRAME_LAYER = {
         "..frame_reader", ["Frame", "ProtocolHeader", "decode_frame", "encode_frame"]
     ),
     **{f"_{n}": f"..frame_reader:{n}" for n in ("Assembler", "Assemblies", "Segment")},
+    "get_args": "typing",  # CONTROLS and COMMANDS, from the Control and Command unions
 }
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, get_args
 
 from ..errors import DecodeError
 from ..frame_reader import Assembler as _Assembler
@@ -341,95 +341,9 @@ Command: TypeAlias = (
     | StreamReturn
     | StreamDeliver
 )
-CONTROLS: dict[tuple[int, int], type[Any]] = {
-    (0x01, 0x01): ConnectionStart,
-    (0x01, 0x02): ConnectionStartOk,
-    (0x01, 0x03): ConnectionSecure,
-    (0x01, 0x04): ConnectionSecureOk,
-    (0x01, 0x05): ConnectionTune,
-    (0x01, 0x06): ConnectionTuneOk,
-    (0x01, 0x07): ConnectionOpen,
-    (0x01, 0x08): ConnectionOpenOk,
-    (0x01, 0x09): ConnectionRedirect,
-    (0x01, 0x0A): ConnectionHeartbeat,
-    (0x01, 0x0B): ConnectionClose,
-    (0x01, 0x0C): ConnectionCloseOk,
-    (0x02, 0x01): SessionAttach,
-    (0x02, 0x02): SessionAttached,
-    (0x02, 0x03): SessionDetach,
-    (0x02, 0x04): SessionDetached,
-    (0x02, 0x05): SessionRequestTimeout,
-    (0x02, 0x06): SessionTimeout,
-    (0x02, 0x07): SessionCommandPoint,
-    (0x02, 0x08): SessionExpected,
-    (0x02, 0x09): SessionConfirmed,
-    (0x02, 0x0A): SessionCompleted,
-    (0x02, 0x0B): SessionKnownCompleted,
-    (0x02, 0x0C): SessionFlush,
-    (0x02, 0x0D): SessionGap,
-}
+CONTROLS: dict[tuple[int, int], type[Any]] = {c.IDENT: c for c in get_args(Control)}
 """(class code, control code) -> control."""
-COMMANDS: dict[tuple[int, int], type[Any]] = {
-    (0x03, 0x01): ExecutionSync,
-    (0x03, 0x02): ExecutionResult,
-    (0x03, 0x03): ExecutionException,
-    (0x04, 0x01): MessageTransfer,
-    (0x04, 0x02): MessageAccept,
-    (0x04, 0x03): MessageReject,
-    (0x04, 0x04): MessageRelease,
-    (0x04, 0x05): MessageAcquire,
-    (0x04, 0x06): MessageResume,
-    (0x04, 0x07): MessageSubscribe,
-    (0x04, 0x08): MessageCancel,
-    (0x04, 0x09): MessageSetFlowMode,
-    (0x04, 0x0A): MessageFlow,
-    (0x04, 0x0B): MessageFlush,
-    (0x04, 0x0C): MessageStop,
-    (0x05, 0x01): TxSelect,
-    (0x05, 0x02): TxCommit,
-    (0x05, 0x03): TxRollback,
-    (0x06, 0x01): DtxSelect,
-    (0x06, 0x02): DtxStart,
-    (0x06, 0x03): DtxEnd,
-    (0x06, 0x04): DtxCommit,
-    (0x06, 0x05): DtxForget,
-    (0x06, 0x06): DtxGetTimeout,
-    (0x06, 0x07): DtxPrepare,
-    (0x06, 0x08): DtxRecover,
-    (0x06, 0x09): DtxRollback,
-    (0x06, 0x0A): DtxSetTimeout,
-    (0x07, 0x01): ExchangeDeclare,
-    (0x07, 0x02): ExchangeDelete,
-    (0x07, 0x03): ExchangeQuery,
-    (0x07, 0x04): ExchangeBind,
-    (0x07, 0x05): ExchangeUnbind,
-    (0x07, 0x06): ExchangeBound,
-    (0x08, 0x01): QueueDeclare,
-    (0x08, 0x02): QueueDelete,
-    (0x08, 0x03): QueuePurge,
-    (0x08, 0x04): QueueQuery,
-    (0x09, 0x01): FileQos,
-    (0x09, 0x02): FileQosOk,
-    (0x09, 0x03): FileConsume,
-    (0x09, 0x04): FileConsumeOk,
-    (0x09, 0x05): FileCancel,
-    (0x09, 0x06): FileOpen,
-    (0x09, 0x07): FileOpenOk,
-    (0x09, 0x08): FileStage,
-    (0x09, 0x09): FilePublish,
-    (0x09, 0x0A): FileReturn,
-    (0x09, 0x0B): FileDeliver,
-    (0x09, 0x0C): FileAck,
-    (0x09, 0x0D): FileReject,
-    (0x0A, 0x01): StreamQos,
-    (0x0A, 0x02): StreamQosOk,
-    (0x0A, 0x03): StreamConsume,
-    (0x0A, 0x04): StreamConsumeOk,
-    (0x0A, 0x05): StreamCancel,
-    (0x0A, 0x06): StreamPublish,
-    (0x0A, 0x07): StreamReturn,
-    (0x0A, 0x08): StreamDeliver,
-}
+COMMANDS: dict[tuple[int, int], type[Any]] = {c.IDENT: c for c in get_args(Command)}
 """(class code, command code) -> command."""
 _CONTROL_READERS: dict[int, Callable[[bytes | memoryview, int, int], tuple[Any, int]]] = {
     0x0101: _connection._r_body_connection_start,

@@ -46,10 +46,8 @@ class ConnectionStart(_Control):
 
     __slots__ = ("server_properties", "mechanisms", "locales")
 
-    IDENT = (0x01, 0x01)
+    CLASS_CODE, CODE = IDENT = (0x01, 0x01)
     NAME = "connection.start"
-    CLASS_CODE = 0x01
-    CODE = 0x01
     server_properties: dict[str, Typed] | None
     """server-properties: server properties"""
     mechanisms: Array | None
@@ -120,10 +118,8 @@ class ConnectionStartOk(_Control):
 
     __slots__ = ("client_properties", "mechanism", "response", "locale")
 
-    IDENT = (0x01, 0x02)
+    CLASS_CODE, CODE = IDENT = (0x01, 0x02)
     NAME = "connection.start-ok"
-    CLASS_CODE = 0x01
-    CODE = 0x02
     client_properties: dict[str, Typed] | None
     """client-properties: client properties"""
     mechanism: str | None
@@ -207,10 +203,8 @@ class ConnectionSecure(_Control):
 
     __slots__ = ("challenge",)
 
-    IDENT = (0x01, 0x03)
+    CLASS_CODE, CODE = IDENT = (0x01, 0x03)
     NAME = "connection.secure"
-    CLASS_CODE = 0x01
-    CODE = 0x03
     challenge: bytes | None
     """challenge (required): Challenge information, a block of opaque binary data passed to the security mechanism."""
 
@@ -252,10 +246,8 @@ class ConnectionSecureOk(_Control):
 
     __slots__ = ("response",)
 
-    IDENT = (0x01, 0x04)
+    CLASS_CODE, CODE = IDENT = (0x01, 0x04)
     NAME = "connection.secure-ok"
-    CLASS_CODE = 0x01
-    CODE = 0x04
     response: bytes | None
     """response (required): A block of opaque data passed to the security mechanism. The contents of this data are defined by the SASL security mechanism."""
 
@@ -297,10 +289,8 @@ class ConnectionTune(_Control):
 
     __slots__ = ("channel_max", "max_frame_size", "heartbeat_min", "heartbeat_max")
 
-    IDENT = (0x01, 0x05)
+    CLASS_CODE, CODE = IDENT = (0x01, 0x05)
     NAME = "connection.tune"
-    CLASS_CODE = 0x01
-    CODE = 0x05
     channel_max: int | None
     """channel-max: The maximum total number of channels that the server allows per connection. If this is not set it means that the server does not impose a fixed limit, but the number of allowed channels may be limited by available server resources."""
     max_frame_size: int | None
@@ -392,10 +382,8 @@ class ConnectionTuneOk(_Control):
 
     __slots__ = ("channel_max", "max_frame_size", "heartbeat")
 
-    IDENT = (0x01, 0x06)
+    CLASS_CODE, CODE = IDENT = (0x01, 0x06)
     NAME = "connection.tune-ok"
-    CLASS_CODE = 0x01
-    CODE = 0x06
     channel_max: int | None
     """channel-max (required): The maximum total number of channels that the client will use per connection."""
     max_frame_size: int | None
@@ -472,10 +460,8 @@ class ConnectionOpen(_Control):
 
     __slots__ = ("virtual_host", "capabilities", "insist")
 
-    IDENT = (0x01, 0x07)
+    CLASS_CODE, CODE = IDENT = (0x01, 0x07)
     NAME = "connection.open"
-    CLASS_CODE = 0x01
-    CODE = 0x07
     virtual_host: str | None
     """virtual-host (required): The name of the virtual host to work with."""
     capabilities: Array | None
@@ -538,10 +524,8 @@ class ConnectionOpenOk(_Control):
 
     __slots__ = ("known_hosts",)
 
-    IDENT = (0x01, 0x08)
+    CLASS_CODE, CODE = IDENT = (0x01, 0x08)
     NAME = "connection.open-ok"
-    CLASS_CODE = 0x01
-    CODE = 0x08
     known_hosts: Array | None
     """known-hosts: Specifies an array of equivalent or alternative hosts that the server knows about, which will normally include the current server itself. Each entry in the array will be in the form of an IP address or DNS name, optionally followed by a colon and a port number. Clients can cache this information and use it when reconnecting to a server after a failure. This field may be empty."""
 
@@ -583,10 +567,8 @@ class ConnectionRedirect(_Control):
 
     __slots__ = ("host", "known_hosts")
 
-    IDENT = (0x01, 0x09)
+    CLASS_CODE, CODE = IDENT = (0x01, 0x09)
     NAME = "connection.redirect"
-    CLASS_CODE = 0x01
-    CODE = 0x09
     host: str | None
     """host (required): Specifies the server to connect to."""
     known_hosts: Array | None
@@ -637,10 +619,8 @@ class ConnectionHeartbeat(_Control):
 
     __slots__ = ()
 
-    IDENT = (0x01, 0x0A)
+    CLASS_CODE, CODE = IDENT = (0x01, 0x0A)
     NAME = "connection.heartbeat"
-    CLASS_CODE = 0x01
-    CODE = 0x0A
 
 
 def _r_body_connection_heartbeat(
@@ -667,10 +647,8 @@ class ConnectionClose(_Control):
 
     __slots__ = ("reply_code", "reply_text")
 
-    IDENT = (0x01, 0x0B)
+    CLASS_CODE, CODE = IDENT = (0x01, 0x0B)
     NAME = "connection.close"
-    CLASS_CODE = 0x01
-    CODE = 0x0B
     reply_code: ConnectionCloseCode | int | None
     """reply-code (required): Indicates the reason for connection closure."""
     reply_text: str | None
@@ -726,10 +704,8 @@ class ConnectionCloseOk(_Control):
 
     __slots__ = ()
 
-    IDENT = (0x01, 0x0C)
+    CLASS_CODE, CODE = IDENT = (0x01, 0x0C)
     NAME = "connection.close-ok"
-    CLASS_CODE = 0x01
-    CODE = 0x0C
 
 
 def _r_body_connection_close_ok(

@@ -43,12 +43,10 @@ class DtxXaResult(_Struct):
 
     __slots__ = ("status",)
 
-    IDENT = (0x06, 0x01)
+    CLASS_CODE, CODE = IDENT = (0x06, 0x01)
     STRUCT = "dtx.xa-result"
     SIZE = 4
     PACK = 2
-    CLASS_CODE = 6
-    CODE = 1
     status: DtxXaStatus | int | None
     """status (required)"""
 
@@ -173,12 +171,10 @@ class DtxGetTimeoutResult(_Struct):
 
     __slots__ = ("timeout",)
 
-    IDENT = (0x06, 0x02)
+    CLASS_CODE, CODE = IDENT = (0x06, 0x02)
     STRUCT = "dtx.get-timeout-result"
     SIZE = 4
     PACK = 2
-    CLASS_CODE = 6
-    CODE = 2
     timeout: int | None
     """timeout (required): The current transaction timeout value in seconds."""
 
@@ -230,12 +226,10 @@ class DtxRecoverResult(_Struct):
 
     __slots__ = ("in_doubt",)
 
-    IDENT = (0x06, 0x03)
+    CLASS_CODE, CODE = IDENT = (0x06, 0x03)
     STRUCT = "dtx.recover-result"
     SIZE = 4
     PACK = 2
-    CLASS_CODE = 6
-    CODE = 3
     in_doubt: Array | None
     """in-doubt (required): Array containing the xids to be recovered (xids that are in a prepared or heuristically completed state)."""
 
@@ -285,10 +279,8 @@ class DtxSelect(_Command):
 
     __slots__ = ("session_header",)
 
-    IDENT = (0x06, 0x01)
+    CLASS_CODE, CODE = IDENT = (0x06, 0x01)
     NAME = "dtx.select"
-    CLASS_CODE = 0x06
-    CODE = 0x01
     session_header: SessionHeader
 
     def __init__(self, *, session_header: SessionHeader = _NEW_HEADER) -> None:
@@ -322,10 +314,8 @@ class DtxStart(_Command):
 
     __slots__ = ("session_header", "xid", "join", "resume")
 
-    IDENT = (0x06, 0x02)
+    CLASS_CODE, CODE = IDENT = (0x06, 0x02)
     NAME = "dtx.start"
-    CLASS_CODE = 0x06
-    CODE = 0x02
     RESULT = DtxXaResult
     session_header: SessionHeader
     xid: DtxXid | None
@@ -393,10 +383,8 @@ class DtxEnd(_Command):
 
     __slots__ = ("session_header", "xid", "fail", "suspend")
 
-    IDENT = (0x06, 0x03)
+    CLASS_CODE, CODE = IDENT = (0x06, 0x03)
     NAME = "dtx.end"
-    CLASS_CODE = 0x06
-    CODE = 0x03
     RESULT = DtxXaResult
     session_header: SessionHeader
     xid: DtxXid | None
@@ -464,10 +452,8 @@ class DtxCommit(_Command):
 
     __slots__ = ("session_header", "xid", "one_phase")
 
-    IDENT = (0x06, 0x04)
+    CLASS_CODE, CODE = IDENT = (0x06, 0x04)
     NAME = "dtx.commit"
-    CLASS_CODE = 0x06
-    CODE = 0x04
     RESULT = DtxXaResult
     session_header: SessionHeader
     xid: DtxXid | None
@@ -528,10 +514,8 @@ class DtxForget(_Command):
 
     __slots__ = ("session_header", "xid")
 
-    IDENT = (0x06, 0x05)
+    CLASS_CODE, CODE = IDENT = (0x06, 0x05)
     NAME = "dtx.forget"
-    CLASS_CODE = 0x06
-    CODE = 0x05
     session_header: SessionHeader
     xid: DtxXid | None
     """xid (required): Specifies the xid of the transaction branch to be forgotten."""
@@ -581,10 +565,8 @@ class DtxGetTimeout(_Command):
 
     __slots__ = ("session_header", "xid")
 
-    IDENT = (0x06, 0x06)
+    CLASS_CODE, CODE = IDENT = (0x06, 0x06)
     NAME = "dtx.get-timeout"
-    CLASS_CODE = 0x06
-    CODE = 0x06
     RESULT = DtxGetTimeoutResult
     session_header: SessionHeader
     xid: DtxXid | None
@@ -635,10 +617,8 @@ class DtxPrepare(_Command):
 
     __slots__ = ("session_header", "xid")
 
-    IDENT = (0x06, 0x07)
+    CLASS_CODE, CODE = IDENT = (0x06, 0x07)
     NAME = "dtx.prepare"
-    CLASS_CODE = 0x06
-    CODE = 0x07
     RESULT = DtxXaResult
     session_header: SessionHeader
     xid: DtxXid | None
@@ -689,10 +669,8 @@ class DtxRecover(_Command):
 
     __slots__ = ("session_header",)
 
-    IDENT = (0x06, 0x08)
+    CLASS_CODE, CODE = IDENT = (0x06, 0x08)
     NAME = "dtx.recover"
-    CLASS_CODE = 0x06
-    CODE = 0x08
     RESULT = DtxRecoverResult
     session_header: SessionHeader
 
@@ -727,10 +705,8 @@ class DtxRollback(_Command):
 
     __slots__ = ("session_header", "xid")
 
-    IDENT = (0x06, 0x09)
+    CLASS_CODE, CODE = IDENT = (0x06, 0x09)
     NAME = "dtx.rollback"
-    CLASS_CODE = 0x06
-    CODE = 0x09
     RESULT = DtxXaResult
     session_header: SessionHeader
     xid: DtxXid | None
@@ -781,10 +757,8 @@ class DtxSetTimeout(_Command):
 
     __slots__ = ("session_header", "xid", "timeout")
 
-    IDENT = (0x06, 0x0A)
+    CLASS_CODE, CODE = IDENT = (0x06, 0x0A)
     NAME = "dtx.set-timeout"
-    CLASS_CODE = 0x06
-    CODE = 0x0A
     session_header: SessionHeader
     xid: DtxXid | None
     """xid (required): Specifies the xid of the transaction branch for setting the timeout."""

@@ -35,12 +35,10 @@ class ExchangeQueryResult(_Struct):
 
     __slots__ = ("type", "durable", "not_found", "arguments")
 
-    IDENT = (0x07, 0x01)
+    CLASS_CODE, CODE = IDENT = (0x07, 0x01)
     STRUCT = "exchange.exchange-query-result"
     SIZE = 4
     PACK = 2
-    CLASS_CODE = 7
-    CODE = 1
     type: str | None
     """type: The type of the exchange. Will be empty if the exchange is not found."""
     durable: bool
@@ -127,12 +125,10 @@ class ExchangeBoundResult(_Struct):
         "args_not_matched",
     )
 
-    IDENT = (0x07, 0x02)
+    CLASS_CODE, CODE = IDENT = (0x07, 0x02)
     STRUCT = "exchange.exchange-bound-result"
     SIZE = 4
     PACK = 2
-    CLASS_CODE = 7
-    CODE = 2
     exchange_not_found: bool
     """exchange-not-found: If set, the exchange for which information was requested is not known."""
     queue_not_found: bool
@@ -231,10 +227,8 @@ class ExchangeDeclare(_Command):
         "arguments",
     )
 
-    IDENT = (0x07, 0x01)
+    CLASS_CODE, CODE = IDENT = (0x07, 0x01)
     NAME = "exchange.declare"
-    CLASS_CODE = 0x07
-    CODE = 0x01
     session_header: SessionHeader
     exchange: str | None
     """exchange (required)"""
@@ -350,10 +344,8 @@ class ExchangeDelete(_Command):
 
     __slots__ = ("session_header", "exchange", "if_unused")
 
-    IDENT = (0x07, 0x02)
+    CLASS_CODE, CODE = IDENT = (0x07, 0x02)
     NAME = "exchange.delete"
-    CLASS_CODE = 0x07
-    CODE = 0x02
     session_header: SessionHeader
     exchange: str | None
     """exchange (required)"""
@@ -413,10 +405,8 @@ class ExchangeQuery(_Command):
 
     __slots__ = ("session_header", "name")
 
-    IDENT = (0x07, 0x03)
+    CLASS_CODE, CODE = IDENT = (0x07, 0x03)
     NAME = "exchange.query"
-    CLASS_CODE = 0x07
-    CODE = 0x03
     RESULT = ExchangeQueryResult
     session_header: SessionHeader
     name: str | None
@@ -467,10 +457,8 @@ class ExchangeBind(_Command):
 
     __slots__ = ("session_header", "queue", "exchange", "binding_key", "arguments")
 
-    IDENT = (0x07, 0x04)
+    CLASS_CODE, CODE = IDENT = (0x07, 0x04)
     NAME = "exchange.bind"
-    CLASS_CODE = 0x07
-    CODE = 0x04
     session_header: SessionHeader
     queue: str | None
     """queue (required): Specifies the name of the queue to bind."""
@@ -562,10 +550,8 @@ class ExchangeUnbind(_Command):
 
     __slots__ = ("session_header", "queue", "exchange", "binding_key")
 
-    IDENT = (0x07, 0x05)
+    CLASS_CODE, CODE = IDENT = (0x07, 0x05)
     NAME = "exchange.unbind"
-    CLASS_CODE = 0x07
-    CODE = 0x05
     session_header: SessionHeader
     queue: str | None
     """queue (required): Specifies the name of the queue to unbind."""
@@ -643,10 +629,8 @@ class ExchangeBound(_Command):
 
     __slots__ = ("session_header", "exchange", "queue", "binding_key", "arguments")
 
-    IDENT = (0x07, 0x06)
+    CLASS_CODE, CODE = IDENT = (0x07, 0x06)
     NAME = "exchange.bound"
-    CLASS_CODE = 0x07
-    CODE = 0x06
     RESULT = ExchangeBoundResult
     session_header: SessionHeader
     exchange: str | None

@@ -45,10 +45,8 @@ class ExecutionSync(_Command):
 
     __slots__ = ("session_header",)
 
-    IDENT = (0x03, 0x01)
+    CLASS_CODE, CODE = IDENT = (0x03, 0x01)
     NAME = "execution.sync"
-    CLASS_CODE = 0x03
-    CODE = 0x01
     session_header: SessionHeader
 
     def __init__(self, *, session_header: SessionHeader = _NEW_HEADER) -> None:
@@ -82,10 +80,8 @@ class ExecutionResult(_Command):
 
     __slots__ = ("session_header", "command_id", "value")
 
-    IDENT = (0x03, 0x02)
+    CLASS_CODE, CODE = IDENT = (0x03, 0x02)
     NAME = "execution.result"
-    CLASS_CODE = 0x03
-    CODE = 0x02
     session_header: SessionHeader
     command_id: int | None
     """command-id (required)"""
@@ -159,10 +155,8 @@ class ExecutionException(_Command):
         "error_info",
     )
 
-    IDENT = (0x03, 0x03)
+    CLASS_CODE, CODE = IDENT = (0x03, 0x03)
     NAME = "execution.exception"
-    CLASS_CODE = 0x03
-    CODE = 0x03
     session_header: SessionHeader
     error_code: ExecutionErrorCode | int | None
     """error-code (required): error code indicating the type of error"""

@@ -58,12 +58,10 @@ class FileProperties(_Struct):
         "cluster_id",
     )
 
-    IDENT = (0x09, 0x01)
+    CLASS_CODE, CODE = IDENT = (0x09, 0x01)
     STRUCT = "file.file-properties"
     SIZE = 4
     PACK = 2
-    CLASS_CODE = 9
-    CODE = 1
     content_type: str | None
     """content-type: MIME content type"""
     content_encoding: str | None
@@ -218,10 +216,8 @@ class FileQos(_Command):
 
     __slots__ = ("session_header", "prefetch_size", "prefetch_count", "global_")
 
-    IDENT = (0x09, 0x01)
+    CLASS_CODE, CODE = IDENT = (0x09, 0x01)
     NAME = "file.qos"
-    CLASS_CODE = 0x09
-    CODE = 0x01
     session_header: SessionHeader
     prefetch_size: int | None
     """prefetch-size: The client can request that messages be sent in advance so that when the client finishes processing a message, the following message is already held locally, rather than needing to be sent within the session. Pre-fetching gives a performance improvement. This field specifies the pre-fetch window size in octets. May be set to zero, meaning "no specific limit". Note that other pre-fetch limits may still apply. The prefetch-size is ignored if the no-ack option is set."""
@@ -303,10 +299,8 @@ class FileQosOk(_Command):
 
     __slots__ = ("session_header",)
 
-    IDENT = (0x09, 0x02)
+    CLASS_CODE, CODE = IDENT = (0x09, 0x02)
     NAME = "file.qos-ok"
-    CLASS_CODE = 0x09
-    CODE = 0x02
     session_header: SessionHeader
 
     def __init__(self, *, session_header: SessionHeader = _NEW_HEADER) -> None:
@@ -349,10 +343,8 @@ class FileConsume(_Command):
         "arguments",
     )
 
-    IDENT = (0x09, 0x03)
+    CLASS_CODE, CODE = IDENT = (0x09, 0x03)
     NAME = "file.consume"
-    CLASS_CODE = 0x09
-    CODE = 0x03
     session_header: SessionHeader
     queue: str | None
     """queue: Specifies the name of the queue to consume from."""
@@ -465,10 +457,8 @@ class FileConsumeOk(_Command):
 
     __slots__ = ("session_header", "consumer_tag")
 
-    IDENT = (0x09, 0x04)
+    CLASS_CODE, CODE = IDENT = (0x09, 0x04)
     NAME = "file.consume-ok"
-    CLASS_CODE = 0x09
-    CODE = 0x04
     session_header: SessionHeader
     consumer_tag: str | None
     """consumer-tag: Holds the consumer tag specified by the client or provided by the server."""
@@ -518,10 +508,8 @@ class FileCancel(_Command):
 
     __slots__ = ("session_header", "consumer_tag")
 
-    IDENT = (0x09, 0x05)
+    CLASS_CODE, CODE = IDENT = (0x09, 0x05)
     NAME = "file.cancel"
-    CLASS_CODE = 0x09
-    CODE = 0x05
     session_header: SessionHeader
     consumer_tag: str | None
     """consumer-tag: the identifier of the consumer to be cancelled."""
@@ -571,10 +559,8 @@ class FileOpen(_Command):
 
     __slots__ = ("session_header", "identifier", "content_size")
 
-    IDENT = (0x09, 0x06)
+    CLASS_CODE, CODE = IDENT = (0x09, 0x06)
     NAME = "file.open"
-    CLASS_CODE = 0x09
-    CODE = 0x06
     session_header: SessionHeader
     identifier: str | None
     """identifier: This is the staging identifier. This is an arbitrary string chosen by the sender. For staging to work correctly the sender must use the same staging identifier when staging the same message a second time after recovery from a failure. A good choice for the staging identifier would be the SHA1 hash of the message properties data (including the original filename, revised time, etc.)."""
@@ -642,10 +628,8 @@ class FileOpenOk(_Command):
 
     __slots__ = ("session_header", "staged_size")
 
-    IDENT = (0x09, 0x07)
+    CLASS_CODE, CODE = IDENT = (0x09, 0x07)
     NAME = "file.open-ok"
-    CLASS_CODE = 0x09
-    CODE = 0x07
     session_header: SessionHeader
     staged_size: int | None
     """staged-size: The amount of previously-staged content in octets. For a new message this will be zero."""
@@ -697,10 +681,8 @@ class FileStage(_Command):
 
     __slots__ = ("session_header",)
 
-    IDENT = (0x09, 0x08)
+    CLASS_CODE, CODE = IDENT = (0x09, 0x08)
     NAME = "file.stage"
-    CLASS_CODE = 0x09
-    CODE = 0x08
     HEADER = (FileProperties,)
     BODY = True
     session_header: SessionHeader
@@ -743,10 +725,8 @@ class FilePublish(_Command):
         "identifier",
     )
 
-    IDENT = (0x09, 0x09)
+    CLASS_CODE, CODE = IDENT = (0x09, 0x09)
     NAME = "file.publish"
-    CLASS_CODE = 0x09
-    CODE = 0x09
     session_header: SessionHeader
     exchange: str | None
     """exchange: Specifies the name of the exchange to publish to. The exchange name can be empty, meaning the default exchange. If the exchange name is specified, and that exchange does not exist, the server will raise an exception."""
@@ -843,10 +823,8 @@ class FileReturn(_Command):
 
     __slots__ = ("session_header", "reply_code", "reply_text", "exchange", "routing_key")
 
-    IDENT = (0x09, 0x0A)
+    CLASS_CODE, CODE = IDENT = (0x09, 0x0A)
     NAME = "file.return"
-    CLASS_CODE = 0x09
-    CODE = 0x0A
     HEADER = (FileProperties,)
     BODY = True
     session_header: SessionHeader
@@ -951,10 +929,8 @@ class FileDeliver(_Command):
         "identifier",
     )
 
-    IDENT = (0x09, 0x0B)
+    CLASS_CODE, CODE = IDENT = (0x09, 0x0B)
     NAME = "file.deliver"
-    CLASS_CODE = 0x09
-    CODE = 0x0B
     session_header: SessionHeader
     consumer_tag: str | None
     """consumer-tag"""
@@ -1067,10 +1043,8 @@ class FileAck(_Command):
 
     __slots__ = ("session_header", "delivery_tag", "multiple")
 
-    IDENT = (0x09, 0x0C)
+    CLASS_CODE, CODE = IDENT = (0x09, 0x0C)
     NAME = "file.ack"
-    CLASS_CODE = 0x09
-    CODE = 0x0C
     session_header: SessionHeader
     delivery_tag: int | None
     """delivery-tag: The identifier of the message being acknowledged"""
@@ -1132,10 +1106,8 @@ class FileReject(_Command):
 
     __slots__ = ("session_header", "delivery_tag", "requeue")
 
-    IDENT = (0x09, 0x0D)
+    CLASS_CODE, CODE = IDENT = (0x09, 0x0D)
     NAME = "file.reject"
-    CLASS_CODE = 0x09
-    CODE = 0x0D
     session_header: SessionHeader
     delivery_tag: int | None
     """delivery-tag: the identifier of the message to be rejected"""

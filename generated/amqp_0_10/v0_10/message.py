@@ -87,12 +87,10 @@ class MessageDeliveryProperties(_Struct):
         "resume_ttl",
     )
 
-    IDENT = (0x04, 0x01)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x01)
     STRUCT = "message.delivery-properties"
     SIZE = 4
     PACK = 2
-    CLASS_CODE = 4
-    CODE = 1
     discard_unroutable: bool
     """discard-unroutable: If set on a message that is not routable the broker can discard it. If not set, an unroutable message should be handled by reject when accept-mode is explicit; or by routing to the alternate-exchange if defined when accept-mode is none."""
     immediate: bool
@@ -300,12 +298,10 @@ class MessageFragmentProperties(_Struct):
 
     __slots__ = ("first", "last", "fragment_size")
 
-    IDENT = (0x04, 0x02)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x02)
     STRUCT = "message.fragment-properties"
     SIZE = 4
     PACK = 2
-    CLASS_CODE = 4
-    CODE = 2
     first: bool
     """first: True if this fragment contains the start of the message, false otherwise."""
     last: bool
@@ -444,12 +440,10 @@ class MessageProperties(_Struct):
         "application_headers",
     )
 
-    IDENT = (0x04, 0x03)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x03)
     STRUCT = "message.message-properties"
     SIZE = 4
     PACK = 2
-    CLASS_CODE = 4
-    CODE = 3
     content_length: int | None
     """content-length: The length of the body segment in bytes."""
     message_id: uuid.UUID | None
@@ -599,12 +593,10 @@ class MessageAcquired(_Struct):
 
     __slots__ = ("transfers",)
 
-    IDENT = (0x04, 0x04)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x04)
     STRUCT = "message.acquired"
     SIZE = 4
     PACK = 2
-    CLASS_CODE = 4
-    CODE = 4
     transfers: list[tuple[int, int]] | None
     """transfers (required): Indicates the acquired messages."""
 
@@ -666,12 +658,10 @@ class MessageResumeResult(_Struct):
 
     __slots__ = ("offset",)
 
-    IDENT = (0x04, 0x05)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x05)
     STRUCT = "message.message-resume-result"
     SIZE = 4
     PACK = 2
-    CLASS_CODE = 4
-    CODE = 5
     offset: int | None
     """offset: Indicates the amount of data already transferred."""
 
@@ -725,10 +715,8 @@ class MessageTransfer(_Command):
 
     __slots__ = ("session_header", "destination", "accept_mode", "acquire_mode")
 
-    IDENT = (0x04, 0x01)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x01)
     NAME = "message.transfer"
-    CLASS_CODE = 0x04
-    CODE = 0x01
     HEADER = (MessageDeliveryProperties, MessageFragmentProperties, MessageProperties)
     BODY = True
     session_header: SessionHeader
@@ -831,10 +819,8 @@ class MessageAccept(_Command):
 
     __slots__ = ("session_header", "transfers")
 
-    IDENT = (0x04, 0x02)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x02)
     NAME = "message.accept"
-    CLASS_CODE = 0x04
-    CODE = 0x02
     session_header: SessionHeader
     transfers: list[tuple[int, int]] | None
     """transfers (required): Identifies the messages previously transferred that should be accepted."""
@@ -901,10 +887,8 @@ class MessageReject(_Command):
 
     __slots__ = ("session_header", "transfers", "code", "text")
 
-    IDENT = (0x04, 0x03)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x03)
     NAME = "message.reject"
-    CLASS_CODE = 0x04
-    CODE = 0x03
     session_header: SessionHeader
     transfers: list[tuple[int, int]] | None
     """transfers (required): Identifies the messages previously transferred that should be rejected."""
@@ -997,10 +981,8 @@ class MessageRelease(_Command):
 
     __slots__ = ("session_header", "transfers", "set_redelivered")
 
-    IDENT = (0x04, 0x04)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x04)
     NAME = "message.release"
-    CLASS_CODE = 0x04
-    CODE = 0x04
     session_header: SessionHeader
     transfers: list[tuple[int, int]] | None
     """transfers (required): Indicates the messages to be released."""
@@ -1079,10 +1061,8 @@ class MessageAcquire(_Command):
 
     __slots__ = ("session_header", "transfers")
 
-    IDENT = (0x04, 0x05)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x05)
     NAME = "message.acquire"
-    CLASS_CODE = 0x04
-    CODE = 0x05
     RESULT = MessageAcquired
     session_header: SessionHeader
     transfers: list[tuple[int, int]] | None
@@ -1150,10 +1130,8 @@ class MessageResume(_Command):
 
     __slots__ = ("session_header", "destination", "resume_id")
 
-    IDENT = (0x04, 0x06)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x06)
     NAME = "message.resume"
-    CLASS_CODE = 0x04
-    CODE = 0x06
     RESULT = MessageResumeResult
     session_header: SessionHeader
     destination: str | None
@@ -1230,10 +1208,8 @@ class MessageSubscribe(_Command):
         "arguments",
     )
 
-    IDENT = (0x04, 0x07)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x07)
     NAME = "message.subscribe"
-    CLASS_CODE = 0x04
-    CODE = 0x07
     session_header: SessionHeader
     queue: str | None
     """queue (required): Specifies the name of the subscribed queue."""
@@ -1388,10 +1364,8 @@ class MessageCancel(_Command):
 
     __slots__ = ("session_header", "destination")
 
-    IDENT = (0x04, 0x08)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x08)
     NAME = "message.cancel"
-    CLASS_CODE = 0x04
-    CODE = 0x08
     session_header: SessionHeader
     destination: str | None
     """destination (required)"""
@@ -1447,10 +1421,8 @@ class MessageSetFlowMode(_Command):
 
     __slots__ = ("session_header", "destination", "flow_mode")
 
-    IDENT = (0x04, 0x09)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x09)
     NAME = "message.set-flow-mode"
-    CLASS_CODE = 0x04
-    CODE = 0x09
     session_header: SessionHeader
     destination: str | None
     """destination"""
@@ -1528,10 +1500,8 @@ class MessageFlow(_Command):
 
     __slots__ = ("session_header", "destination", "unit", "value")
 
-    IDENT = (0x04, 0x0A)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x0A)
     NAME = "message.flow"
-    CLASS_CODE = 0x04
-    CODE = 0x0A
     session_header: SessionHeader
     destination: str | None
     """destination"""
@@ -1615,10 +1585,8 @@ class MessageFlush(_Command):
 
     __slots__ = ("session_header", "destination")
 
-    IDENT = (0x04, 0x0B)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x0B)
     NAME = "message.flush"
-    CLASS_CODE = 0x04
-    CODE = 0x0B
     session_header: SessionHeader
     destination: str | None
     """destination"""
@@ -1668,10 +1636,8 @@ class MessageStop(_Command):
 
     __slots__ = ("session_header", "destination")
 
-    IDENT = (0x04, 0x0C)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x0C)
     NAME = "message.stop"
-    CLASS_CODE = 0x04
-    CODE = 0x0C
     session_header: SessionHeader
     destination: str | None
     """destination"""

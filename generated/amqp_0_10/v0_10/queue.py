@@ -49,12 +49,10 @@ class QueueQueryResult(_Struct):
         "subscriber_count",
     )
 
-    IDENT = (0x08, 0x01)
+    CLASS_CODE, CODE = IDENT = (0x08, 0x01)
     STRUCT = "queue.queue-query-result"
     SIZE = 4
     PACK = 2
-    CLASS_CODE = 8
-    CODE = 1
     queue: str | None
     """queue (required): Reports the name of the queue."""
     alternate_exchange: str | None
@@ -194,10 +192,8 @@ class QueueDeclare(_Command):
         "arguments",
     )
 
-    IDENT = (0x08, 0x01)
+    CLASS_CODE, CODE = IDENT = (0x08, 0x01)
     NAME = "queue.declare"
-    CLASS_CODE = 0x08
-    CODE = 0x01
     session_header: SessionHeader
     queue: str | None
     """queue (required)"""
@@ -312,10 +308,8 @@ class QueueDelete(_Command):
 
     __slots__ = ("session_header", "queue", "if_unused", "if_empty")
 
-    IDENT = (0x08, 0x02)
+    CLASS_CODE, CODE = IDENT = (0x08, 0x02)
     NAME = "queue.delete"
-    CLASS_CODE = 0x08
-    CODE = 0x02
     session_header: SessionHeader
     queue: str | None
     """queue (required): Specifies the name of the queue to delete."""
@@ -387,10 +381,8 @@ class QueuePurge(_Command):
 
     __slots__ = ("session_header", "queue")
 
-    IDENT = (0x08, 0x03)
+    CLASS_CODE, CODE = IDENT = (0x08, 0x03)
     NAME = "queue.purge"
-    CLASS_CODE = 0x08
-    CODE = 0x03
     session_header: SessionHeader
     queue: str | None
     """queue (required): Specifies the name of the queue to purge."""
@@ -440,10 +432,8 @@ class QueueQuery(_Command):
 
     __slots__ = ("session_header", "queue")
 
-    IDENT = (0x08, 0x04)
+    CLASS_CODE, CODE = IDENT = (0x08, 0x04)
     NAME = "queue.query"
-    CLASS_CODE = 0x08
-    CODE = 0x04
     RESULT = QueueQueryResult
     session_header: SessionHeader
     queue: str | None

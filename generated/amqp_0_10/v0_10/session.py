@@ -196,10 +196,8 @@ class SessionAttach(_Control):
 
     __slots__ = ("name", "force")
 
-    IDENT = (0x02, 0x01)
+    CLASS_CODE, CODE = IDENT = (0x02, 0x01)
     NAME = "session.attach"
-    CLASS_CODE = 0x02
-    CODE = 0x01
     name: bytes | None
     """name (required): Identifies the session to be attached to the current transport."""
     force: bool
@@ -245,10 +243,8 @@ class SessionAttached(_Control):
 
     __slots__ = ("name",)
 
-    IDENT = (0x02, 0x02)
+    CLASS_CODE, CODE = IDENT = (0x02, 0x02)
     NAME = "session.attached"
-    CLASS_CODE = 0x02
-    CODE = 0x02
     name: bytes | None
     """name (required): Identifies the session now attached to the current transport."""
 
@@ -290,10 +286,8 @@ class SessionDetach(_Control):
 
     __slots__ = ("name",)
 
-    IDENT = (0x02, 0x03)
+    CLASS_CODE, CODE = IDENT = (0x02, 0x03)
     NAME = "session.detach"
-    CLASS_CODE = 0x02
-    CODE = 0x03
     name: bytes | None
     """name (required): Identifies the session to detach."""
 
@@ -333,10 +327,8 @@ class SessionDetached(_Control):
 
     __slots__ = ("name", "code")
 
-    IDENT = (0x02, 0x04)
+    CLASS_CODE, CODE = IDENT = (0x02, 0x04)
     NAME = "session.detached"
-    CLASS_CODE = 0x02
-    CODE = 0x04
     name: bytes | None
     """name (required): Identifies the detached session."""
     code: SessionDetachCode | int | None
@@ -395,10 +387,8 @@ class SessionRequestTimeout(_Control):
 
     __slots__ = ("timeout",)
 
-    IDENT = (0x02, 0x05)
+    CLASS_CODE, CODE = IDENT = (0x02, 0x05)
     NAME = "session.request-timeout"
-    CLASS_CODE = 0x02
-    CODE = 0x05
     timeout: int | None
     """timeout: The requested timeout for execution state in seconds. If not set, this control requests that execution state is preserved indefinitely."""
 
@@ -442,10 +432,8 @@ class SessionTimeout(_Control):
 
     __slots__ = ("timeout",)
 
-    IDENT = (0x02, 0x06)
+    CLASS_CODE, CODE = IDENT = (0x02, 0x06)
     NAME = "session.timeout"
-    CLASS_CODE = 0x02
-    CODE = 0x06
     timeout: int | None
     """timeout: The timeout for execution state. If not set, then execution state is preserved indefinitely."""
 
@@ -489,10 +477,8 @@ class SessionCommandPoint(_Control):
 
     __slots__ = ("command_id", "command_offset")
 
-    IDENT = (0x02, 0x07)
+    CLASS_CODE, CODE = IDENT = (0x02, 0x07)
     NAME = "session.command-point"
-    CLASS_CODE = 0x02
-    CODE = 0x07
     command_id: int | None
     """command-id (required): the command-id of the next command"""
     command_offset: int | None
@@ -547,10 +533,8 @@ class SessionExpected(_Control):
 
     __slots__ = ("commands", "fragments")
 
-    IDENT = (0x02, 0x08)
+    CLASS_CODE, CODE = IDENT = (0x02, 0x08)
     NAME = "session.expected"
-    CLASS_CODE = 0x02
-    CODE = 0x08
     commands: list[tuple[int, int]] | None
     """commands (required): expected commands"""
     fragments: Array | None
@@ -625,10 +609,8 @@ class SessionConfirmed(_Control):
 
     __slots__ = ("commands", "fragments")
 
-    IDENT = (0x02, 0x09)
+    CLASS_CODE, CODE = IDENT = (0x02, 0x09)
     NAME = "session.confirmed"
-    CLASS_CODE = 0x02
-    CODE = 0x09
     commands: list[tuple[int, int]] | None
     """commands: entirely confirmed commands"""
     fragments: Array | None
@@ -695,10 +677,8 @@ class SessionCompleted(_Control):
 
     __slots__ = ("commands", "timely_reply")
 
-    IDENT = (0x02, 0x0A)
+    CLASS_CODE, CODE = IDENT = (0x02, 0x0A)
     NAME = "session.completed"
-    CLASS_CODE = 0x02
-    CODE = 0x0A
     commands: list[tuple[int, int]] | None
     """commands: The ids of all completed commands. This excludes commands known by the receiver to be considered complete at the sender."""
     timely_reply: bool
@@ -762,10 +742,8 @@ class SessionKnownCompleted(_Control):
 
     __slots__ = ("commands",)
 
-    IDENT = (0x02, 0x0B)
+    CLASS_CODE, CODE = IDENT = (0x02, 0x0B)
     NAME = "session.known-completed"
-    CLASS_CODE = 0x02
-    CODE = 0x0B
     commands: list[tuple[int, int]] | None
     """commands: The set of completed commands for one or more session.completed controls."""
 
@@ -821,10 +799,8 @@ class SessionFlush(_Control):
 
     __slots__ = ("expected", "confirmed", "completed")
 
-    IDENT = (0x02, 0x0C)
+    CLASS_CODE, CODE = IDENT = (0x02, 0x0C)
     NAME = "session.flush"
-    CLASS_CODE = 0x02
-    CODE = 0x0C
     expected: bool
     """expected: request notification of expected commands"""
     confirmed: bool
@@ -875,10 +851,8 @@ class SessionGap(_Control):
 
     __slots__ = ("commands",)
 
-    IDENT = (0x02, 0x0D)
+    CLASS_CODE, CODE = IDENT = (0x02, 0x0D)
     NAME = "session.gap"
-    CLASS_CODE = 0x02
-    CODE = 0x0D
     commands: list[tuple[int, int]] | None
     """commands: The set of command-ids that are contained in this gap."""
 

@@ -48,12 +48,10 @@ class StreamProperties(_Struct):
 
     __slots__ = ("content_type", "content_encoding", "headers", "priority", "timestamp")
 
-    IDENT = (0x0A, 0x01)
+    CLASS_CODE, CODE = IDENT = (0x0A, 0x01)
     STRUCT = "stream.stream-properties"
     SIZE = 4
     PACK = 2
-    CLASS_CODE = 10
-    CODE = 1
     content_type: str | None
     """content-type: MIME content type"""
     content_encoding: str | None
@@ -163,10 +161,8 @@ class StreamQos(_Command):
 
     __slots__ = ("session_header", "prefetch_size", "prefetch_count", "consume_rate", "global_")
 
-    IDENT = (0x0A, 0x01)
+    CLASS_CODE, CODE = IDENT = (0x0A, 0x01)
     NAME = "stream.qos"
-    CLASS_CODE = 0x0A
-    CODE = 0x01
     session_header: SessionHeader
     prefetch_size: int | None
     """prefetch-size: The client can request that messages be sent in advance so that when the client finishes processing a message, the following message is already held locally, rather than needing to be sent within the session. Pre-fetching gives a performance improvement. This field specifies the pre-fetch window size in octets. May be set to zero, meaning "no specific limit". Note that other pre-fetch limits may still apply."""
@@ -261,10 +257,8 @@ class StreamQosOk(_Command):
 
     __slots__ = ("session_header",)
 
-    IDENT = (0x0A, 0x02)
+    CLASS_CODE, CODE = IDENT = (0x0A, 0x02)
     NAME = "stream.qos-ok"
-    CLASS_CODE = 0x0A
-    CODE = 0x02
     session_header: SessionHeader
 
     def __init__(self, *, session_header: SessionHeader = _NEW_HEADER) -> None:
@@ -306,10 +300,8 @@ class StreamConsume(_Command):
         "arguments",
     )
 
-    IDENT = (0x0A, 0x03)
+    CLASS_CODE, CODE = IDENT = (0x0A, 0x03)
     NAME = "stream.consume"
-    CLASS_CODE = 0x0A
-    CODE = 0x03
     session_header: SessionHeader
     queue: str | None
     """queue: Specifies the name of the queue to consume from."""
@@ -414,10 +406,8 @@ class StreamConsumeOk(_Command):
 
     __slots__ = ("session_header", "consumer_tag")
 
-    IDENT = (0x0A, 0x04)
+    CLASS_CODE, CODE = IDENT = (0x0A, 0x04)
     NAME = "stream.consume-ok"
-    CLASS_CODE = 0x0A
-    CODE = 0x04
     session_header: SessionHeader
     consumer_tag: str | None
     """consumer-tag: Holds the consumer tag specified by the client or provided by the server."""
@@ -467,10 +457,8 @@ class StreamCancel(_Command):
 
     __slots__ = ("session_header", "consumer_tag")
 
-    IDENT = (0x0A, 0x05)
+    CLASS_CODE, CODE = IDENT = (0x0A, 0x05)
     NAME = "stream.cancel"
-    CLASS_CODE = 0x0A
-    CODE = 0x05
     session_header: SessionHeader
     consumer_tag: str | None
     """consumer-tag"""
@@ -520,10 +508,8 @@ class StreamPublish(_Command):
 
     __slots__ = ("session_header", "exchange", "routing_key", "mandatory", "immediate")
 
-    IDENT = (0x0A, 0x06)
+    CLASS_CODE, CODE = IDENT = (0x0A, 0x06)
     NAME = "stream.publish"
-    CLASS_CODE = 0x0A
-    CODE = 0x06
     HEADER = (StreamProperties,)
     BODY = True
     session_header: SessionHeader
@@ -611,10 +597,8 @@ class StreamReturn(_Command):
 
     __slots__ = ("session_header", "reply_code", "reply_text", "exchange", "routing_key")
 
-    IDENT = (0x0A, 0x07)
+    CLASS_CODE, CODE = IDENT = (0x0A, 0x07)
     NAME = "stream.return"
-    CLASS_CODE = 0x0A
-    CODE = 0x07
     HEADER = (StreamProperties,)
     BODY = True
     session_header: SessionHeader
@@ -711,10 +695,8 @@ class StreamDeliver(_Command):
 
     __slots__ = ("session_header", "consumer_tag", "delivery_tag", "exchange", "queue")
 
-    IDENT = (0x0A, 0x08)
+    CLASS_CODE, CODE = IDENT = (0x0A, 0x08)
     NAME = "stream.deliver"
-    CLASS_CODE = 0x0A
-    CODE = 0x08
     HEADER = (StreamProperties,)
     BODY = True
     session_header: SessionHeader

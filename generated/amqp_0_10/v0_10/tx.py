@@ -23,10 +23,8 @@ class TxSelect(_Command):
 
     __slots__ = ("session_header",)
 
-    IDENT = (0x05, 0x01)
+    CLASS_CODE, CODE = IDENT = (0x05, 0x01)
     NAME = "tx.select"
-    CLASS_CODE = 0x05
-    CODE = 0x01
     session_header: SessionHeader
 
     def __init__(self, *, session_header: SessionHeader = _NEW_HEADER) -> None:
@@ -64,10 +62,8 @@ class TxCommit(_Command):
 
     __slots__ = ("session_header",)
 
-    IDENT = (0x05, 0x02)
+    CLASS_CODE, CODE = IDENT = (0x05, 0x02)
     NAME = "tx.commit"
-    CLASS_CODE = 0x05
-    CODE = 0x02
     session_header: SessionHeader
 
     def __init__(self, *, session_header: SessionHeader = _NEW_HEADER) -> None:
@@ -105,10 +101,8 @@ class TxRollback(_Command):
 
     __slots__ = ("session_header",)
 
-    IDENT = (0x05, 0x03)
+    CLASS_CODE, CODE = IDENT = (0x05, 0x03)
     NAME = "tx.rollback"
-    CLASS_CODE = 0x05
-    CODE = 0x03
     session_header: SessionHeader
 
     def __init__(self, *, session_header: SessionHeader = _NEW_HEADER) -> None:
