@@ -75,6 +75,7 @@ class _Struct(_Record):
     and struct code (CLASS_CODE, CODE; IDENT: both)."""
 
     __slots__ = ()
+    _KW_ONLY = False  # its fields in the spec's order, by position or keyword
     KIND: ClassVar[str] = "struct"
     STRUCT: ClassVar[str]
     SIZE: ClassVar[int]
@@ -89,6 +90,7 @@ class _Control(_Record):
     its class code and code (CLASS_CODE, CODE; IDENT: both)."""
 
     __slots__ = ()
+    _KW_ONLY = False  # its fields in the spec's order (a command's session header first)
     KIND: ClassVar[str] = "control"
     NAME: ClassVar[str]
     IDENT: ClassVar[tuple[int, int]]

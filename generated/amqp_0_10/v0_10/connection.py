@@ -57,7 +57,6 @@ class ConnectionStart(_Control):
 
     def __init__(
         self,
-        *,
         server_properties: dict[str, Typed] | None = None,
         mechanisms: Array | None = None,
         locales: Array | None = None,
@@ -82,12 +81,7 @@ def _r_body_connection_start(
     locales: Array | None = None
     if flags & 0x4:
         locales, at = _r_array(buf, at, end, "ConnectionStart.locales")
-    return (
-        ConnectionStart(
-            server_properties=server_properties, mechanisms=mechanisms, locales=locales
-        ),
-        at,
-    )
+    return ConnectionStart(server_properties, mechanisms, locales), at
 
 
 def _e_connection_start(msg: ConnectionStart) -> bytes:
@@ -131,7 +125,6 @@ class ConnectionStartOk(_Control):
 
     def __init__(
         self,
-        *,
         client_properties: dict[str, Typed] | None = None,
         mechanism: str | None = None,
         response: bytes | None = None,
@@ -161,15 +154,7 @@ def _r_body_connection_start_ok(
     locale: str | None = None
     if flags & 0x8:
         locale, at = _r_str8(buf, at, end, "ConnectionStartOk.locale")
-    return (
-        ConnectionStartOk(
-            client_properties=client_properties,
-            mechanism=mechanism,
-            response=response,
-            locale=locale,
-        ),
-        at,
-    )
+    return ConnectionStartOk(client_properties, mechanism, response, locale), at
 
 
 def _e_connection_start_ok(msg: ConnectionStartOk) -> bytes:
@@ -208,7 +193,7 @@ class ConnectionSecure(_Control):
     challenge: bytes | None
     """challenge (required): Challenge information, a block of opaque binary data passed to the security mechanism."""
 
-    def __init__(self, *, challenge: bytes | None = None) -> None:
+    def __init__(self, challenge: bytes | None = None) -> None:
         self.challenge = challenge
 
 
@@ -221,7 +206,7 @@ def _r_body_connection_secure(
     challenge: bytes | None = None
     if flags & 0x1:
         challenge, at = _r_vbin32(buf, at, end, "ConnectionSecure.challenge")
-    return ConnectionSecure(challenge=challenge), at
+    return ConnectionSecure(challenge), at
 
 
 def _e_connection_secure(msg: ConnectionSecure) -> bytes:
@@ -251,7 +236,7 @@ class ConnectionSecureOk(_Control):
     response: bytes | None
     """response (required): A block of opaque data passed to the security mechanism. The contents of this data are defined by the SASL security mechanism."""
 
-    def __init__(self, *, response: bytes | None = None) -> None:
+    def __init__(self, response: bytes | None = None) -> None:
         self.response = response
 
 
@@ -264,7 +249,7 @@ def _r_body_connection_secure_ok(
     response: bytes | None = None
     if flags & 0x1:
         response, at = _r_vbin32(buf, at, end, "ConnectionSecureOk.response")
-    return ConnectionSecureOk(response=response), at
+    return ConnectionSecureOk(response), at
 
 
 def _e_connection_secure_ok(msg: ConnectionSecureOk) -> bytes:
@@ -302,7 +287,6 @@ class ConnectionTune(_Control):
 
     def __init__(
         self,
-        *,
         channel_max: int | None = None,
         max_frame_size: int | None = None,
         heartbeat_min: int | None = None,
@@ -340,15 +324,7 @@ def _r_body_connection_tune(
         if end - at < 2:
             raise _short("ConnectionTune.heartbeat_max", at, end, 2)
         heartbeat_max, at = _UINT16.unpack_from(buf, at)[0], at + 2
-    return (
-        ConnectionTune(
-            channel_max=channel_max,
-            max_frame_size=max_frame_size,
-            heartbeat_min=heartbeat_min,
-            heartbeat_max=heartbeat_max,
-        ),
-        at,
-    )
+    return ConnectionTune(channel_max, max_frame_size, heartbeat_min, heartbeat_max), at
 
 
 def _e_connection_tune(msg: ConnectionTune) -> bytes:
@@ -393,7 +369,6 @@ class ConnectionTuneOk(_Control):
 
     def __init__(
         self,
-        *,
         channel_max: int | None = None,
         max_frame_size: int | None = None,
         heartbeat: int | None = None,
@@ -424,12 +399,7 @@ def _r_body_connection_tune_ok(
         if end - at < 2:
             raise _short("ConnectionTuneOk.heartbeat", at, end, 2)
         heartbeat, at = _UINT16.unpack_from(buf, at)[0], at + 2
-    return (
-        ConnectionTuneOk(
-            channel_max=channel_max, max_frame_size=max_frame_size, heartbeat=heartbeat
-        ),
-        at,
-    )
+    return ConnectionTuneOk(channel_max, max_frame_size, heartbeat), at
 
 
 def _e_connection_tune_ok(msg: ConnectionTuneOk) -> bytes:
@@ -471,7 +441,6 @@ class ConnectionOpen(_Control):
 
     def __init__(
         self,
-        *,
         virtual_host: str | None = None,
         capabilities: Array | None = None,
         insist: bool = False,
@@ -494,7 +463,7 @@ def _r_body_connection_open(
     if flags & 0x2:
         capabilities, at = _r_array(buf, at, end, "ConnectionOpen.capabilities")
     insist = bool(flags & 0x4)
-    return ConnectionOpen(virtual_host=virtual_host, capabilities=capabilities, insist=insist), at
+    return ConnectionOpen(virtual_host, capabilities, insist), at
 
 
 def _e_connection_open(msg: ConnectionOpen) -> bytes:
@@ -529,7 +498,7 @@ class ConnectionOpenOk(_Control):
     known_hosts: Array | None
     """known-hosts: Specifies an array of equivalent or alternative hosts that the server knows about, which will normally include the current server itself. Each entry in the array will be in the form of an IP address or DNS name, optionally followed by a colon and a port number. Clients can cache this information and use it when reconnecting to a server after a failure. This field may be empty."""
 
-    def __init__(self, *, known_hosts: Array | None = None) -> None:
+    def __init__(self, known_hosts: Array | None = None) -> None:
         self.known_hosts = known_hosts
 
 
@@ -542,7 +511,7 @@ def _r_body_connection_open_ok(
     known_hosts: Array | None = None
     if flags & 0x1:
         known_hosts, at = _r_array(buf, at, end, "ConnectionOpenOk.known_hosts")
-    return ConnectionOpenOk(known_hosts=known_hosts), at
+    return ConnectionOpenOk(known_hosts), at
 
 
 def _e_connection_open_ok(msg: ConnectionOpenOk) -> bytes:
@@ -574,7 +543,7 @@ class ConnectionRedirect(_Control):
     known_hosts: Array | None
     """known-hosts: An array of equivalent or alternative hosts that the server knows about."""
 
-    def __init__(self, *, host: str | None = None, known_hosts: Array | None = None) -> None:
+    def __init__(self, host: str | None = None, known_hosts: Array | None = None) -> None:
         self.host = host
         self.known_hosts = known_hosts
 
@@ -591,7 +560,7 @@ def _r_body_connection_redirect(
     known_hosts: Array | None = None
     if flags & 0x2:
         known_hosts, at = _r_array(buf, at, end, "ConnectionRedirect.known_hosts")
-    return ConnectionRedirect(host=host, known_hosts=known_hosts), at
+    return ConnectionRedirect(host, known_hosts), at
 
 
 def _e_connection_redirect(msg: ConnectionRedirect) -> bytes:
@@ -655,7 +624,7 @@ class ConnectionClose(_Control):
     """reply-text: This text can be logged as an aid to resolving issues."""
 
     def __init__(
-        self, *, reply_code: ConnectionCloseCode | int | None = None, reply_text: str | None = None
+        self, reply_code: ConnectionCloseCode | int | None = None, reply_text: str | None = None
     ) -> None:
         self.reply_code = reply_code
         self.reply_text = reply_text
@@ -676,7 +645,7 @@ def _r_body_connection_close(
     reply_text: str | None = None
     if flags & 0x2:
         reply_text, at = _r_str8(buf, at, end, "ConnectionClose.reply_text")
-    return ConnectionClose(reply_code=reply_code, reply_text=reply_text), at
+    return ConnectionClose(reply_code, reply_text), at
 
 
 def _e_connection_close(msg: ConnectionClose) -> bytes:

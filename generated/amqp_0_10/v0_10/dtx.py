@@ -50,7 +50,7 @@ class DtxXaResult(_Struct):
     status: DtxXaStatus | int | None
     """status (required)"""
 
-    def __init__(self, *, status: DtxXaStatus | int | None = None) -> None:
+    def __init__(self, status: DtxXaStatus | int | None = None) -> None:
         self.status = status
 
 
@@ -64,7 +64,7 @@ def _r_body_dtx_xa_result(buf: bytes | memoryview, at: int, end: int) -> tuple[D
             raise _short("DtxXaResult.status", at, end, 2)
         status_value, at = _UINT16.unpack_from(buf, at)[0], at + 2
         status = _DtxXaStatus.get(status_value, status_value)
-    return DtxXaResult(status=status), at
+    return DtxXaResult(status), at
 
 
 def _w_body_dtx_xa_result(out: bytearray, msg: DtxXaResult) -> None:
@@ -109,7 +109,6 @@ class DtxXid(_Struct):
 
     def __init__(
         self,
-        *,
         format: int | None = None,
         global_id: bytes | None = None,
         branch_id: bytes | None = None,
@@ -134,7 +133,7 @@ def _r_body_dtx_xid(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxXid,
     branch_id: bytes | None = None
     if flags & 0x4:
         branch_id, at = _r_vbin8(buf, at, end, "DtxXid.branch_id")
-    return DtxXid(format=format, global_id=global_id, branch_id=branch_id), at
+    return DtxXid(format, global_id, branch_id), at
 
 
 def _w_body_dtx_xid(out: bytearray, msg: DtxXid) -> None:
@@ -178,7 +177,7 @@ class DtxGetTimeoutResult(_Struct):
     timeout: int | None
     """timeout (required): The current transaction timeout value in seconds."""
 
-    def __init__(self, *, timeout: int | None = None) -> None:
+    def __init__(self, timeout: int | None = None) -> None:
         self.timeout = timeout
 
 
@@ -193,7 +192,7 @@ def _r_body_dtx_get_timeout_result(
         if end - at < 4:
             raise _short("DtxGetTimeoutResult.timeout", at, end, 4)
         timeout, at = _UINT32.unpack_from(buf, at)[0], at + 4
-    return DtxGetTimeoutResult(timeout=timeout), at
+    return DtxGetTimeoutResult(timeout), at
 
 
 def _w_body_dtx_get_timeout_result(out: bytearray, msg: DtxGetTimeoutResult) -> None:
@@ -233,7 +232,7 @@ class DtxRecoverResult(_Struct):
     in_doubt: Array | None
     """in-doubt (required): Array containing the xids to be recovered (xids that are in a prepared or heuristically completed state)."""
 
-    def __init__(self, *, in_doubt: Array | None = None) -> None:
+    def __init__(self, in_doubt: Array | None = None) -> None:
         self.in_doubt = in_doubt
 
 
@@ -246,7 +245,7 @@ def _r_body_dtx_recover_result(
     in_doubt: Array | None = None
     if flags & 0x1:
         in_doubt, at = _r_array(buf, at, end, "DtxRecoverResult.in_doubt")
-    return DtxRecoverResult(in_doubt=in_doubt), at
+    return DtxRecoverResult(in_doubt), at
 
 
 def _w_body_dtx_recover_result(out: bytearray, msg: DtxRecoverResult) -> None:
@@ -283,7 +282,7 @@ class DtxSelect(_Command):
     NAME = "dtx.select"
     session_header: SessionHeader
 
-    def __init__(self, *, session_header: SessionHeader = _NEW_HEADER) -> None:
+    def __init__(self, session_header: SessionHeader = _NEW_HEADER) -> None:
         self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
 
 
@@ -293,7 +292,7 @@ def _r_body_dtx_select(
     if end - at < 2 or buf[at] | buf[at + 1] << 8:  # it has no fields: no flag may be set
         raise _bad_flags(buf, at, end, 2, "DtxSelect.packing_flags")
     at += 2
-    return DtxSelect(session_header=session_header), at
+    return DtxSelect(session_header), at
 
 
 def _e_dtx_select(msg: DtxSelect) -> bytes:
@@ -327,7 +326,6 @@ class DtxStart(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         xid: DtxXid | None = None,
         join: bool = False,
@@ -350,7 +348,7 @@ def _r_body_dtx_start(
         xid, at = _r_dtx_xid(buf, at, end, "DtxStart.xid")
     join = bool(flags & 0x2)
     resume = bool(flags & 0x4)
-    return DtxStart(session_header=session_header, xid=xid, join=join, resume=resume), at
+    return DtxStart(session_header, xid, join, resume), at
 
 
 def _e_dtx_start(msg: DtxStart) -> bytes:
@@ -396,7 +394,6 @@ class DtxEnd(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         xid: DtxXid | None = None,
         fail: bool = False,
@@ -419,7 +416,7 @@ def _r_body_dtx_end(
         xid, at = _r_dtx_xid(buf, at, end, "DtxEnd.xid")
     fail = bool(flags & 0x2)
     suspend = bool(flags & 0x4)
-    return DtxEnd(session_header=session_header, xid=xid, fail=fail, suspend=suspend), at
+    return DtxEnd(session_header, xid, fail, suspend), at
 
 
 def _e_dtx_end(msg: DtxEnd) -> bytes:
@@ -463,7 +460,6 @@ class DtxCommit(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         xid: DtxXid | None = None,
         one_phase: bool = False,
@@ -483,7 +479,7 @@ def _r_body_dtx_commit(
     if flags & 0x1:
         xid, at = _r_dtx_xid(buf, at, end, "DtxCommit.xid")
     one_phase = bool(flags & 0x2)
-    return DtxCommit(session_header=session_header, xid=xid, one_phase=one_phase), at
+    return DtxCommit(session_header, xid, one_phase), at
 
 
 def _e_dtx_commit(msg: DtxCommit) -> bytes:
@@ -521,7 +517,7 @@ class DtxForget(_Command):
     """xid (required): Specifies the xid of the transaction branch to be forgotten."""
 
     def __init__(
-        self, *, session_header: SessionHeader = _NEW_HEADER, xid: DtxXid | None = None
+        self, session_header: SessionHeader = _NEW_HEADER, xid: DtxXid | None = None
     ) -> None:
         self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.xid = xid
@@ -536,7 +532,7 @@ def _r_body_dtx_forget(
     xid: DtxXid | None = None
     if flags & 0x1:
         xid, at = _r_dtx_xid(buf, at, end, "DtxForget.xid")
-    return DtxForget(session_header=session_header, xid=xid), at
+    return DtxForget(session_header, xid), at
 
 
 def _e_dtx_forget(msg: DtxForget) -> bytes:
@@ -573,7 +569,7 @@ class DtxGetTimeout(_Command):
     """xid (required): Specifies the xid of the transaction branch for getting the timeout."""
 
     def __init__(
-        self, *, session_header: SessionHeader = _NEW_HEADER, xid: DtxXid | None = None
+        self, session_header: SessionHeader = _NEW_HEADER, xid: DtxXid | None = None
     ) -> None:
         self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.xid = xid
@@ -588,7 +584,7 @@ def _r_body_dtx_get_timeout(
     xid: DtxXid | None = None
     if flags & 0x1:
         xid, at = _r_dtx_xid(buf, at, end, "DtxGetTimeout.xid")
-    return DtxGetTimeout(session_header=session_header, xid=xid), at
+    return DtxGetTimeout(session_header, xid), at
 
 
 def _e_dtx_get_timeout(msg: DtxGetTimeout) -> bytes:
@@ -625,7 +621,7 @@ class DtxPrepare(_Command):
     """xid (required): Specifies the xid of the transaction branch that can be prepared."""
 
     def __init__(
-        self, *, session_header: SessionHeader = _NEW_HEADER, xid: DtxXid | None = None
+        self, session_header: SessionHeader = _NEW_HEADER, xid: DtxXid | None = None
     ) -> None:
         self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.xid = xid
@@ -640,7 +636,7 @@ def _r_body_dtx_prepare(
     xid: DtxXid | None = None
     if flags & 0x1:
         xid, at = _r_dtx_xid(buf, at, end, "DtxPrepare.xid")
-    return DtxPrepare(session_header=session_header, xid=xid), at
+    return DtxPrepare(session_header, xid), at
 
 
 def _e_dtx_prepare(msg: DtxPrepare) -> bytes:
@@ -674,7 +670,7 @@ class DtxRecover(_Command):
     RESULT = DtxRecoverResult
     session_header: SessionHeader
 
-    def __init__(self, *, session_header: SessionHeader = _NEW_HEADER) -> None:
+    def __init__(self, session_header: SessionHeader = _NEW_HEADER) -> None:
         self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
 
 
@@ -684,7 +680,7 @@ def _r_body_dtx_recover(
     if end - at < 2 or buf[at] | buf[at + 1] << 8:  # it has no fields: no flag may be set
         raise _bad_flags(buf, at, end, 2, "DtxRecover.packing_flags")
     at += 2
-    return DtxRecover(session_header=session_header), at
+    return DtxRecover(session_header), at
 
 
 def _e_dtx_recover(msg: DtxRecover) -> bytes:
@@ -713,7 +709,7 @@ class DtxRollback(_Command):
     """xid (required): Specifies the xid of the transaction branch that can be rolled back."""
 
     def __init__(
-        self, *, session_header: SessionHeader = _NEW_HEADER, xid: DtxXid | None = None
+        self, session_header: SessionHeader = _NEW_HEADER, xid: DtxXid | None = None
     ) -> None:
         self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.xid = xid
@@ -728,7 +724,7 @@ def _r_body_dtx_rollback(
     xid: DtxXid | None = None
     if flags & 0x1:
         xid, at = _r_dtx_xid(buf, at, end, "DtxRollback.xid")
-    return DtxRollback(session_header=session_header, xid=xid), at
+    return DtxRollback(session_header, xid), at
 
 
 def _e_dtx_rollback(msg: DtxRollback) -> bytes:
@@ -767,7 +763,6 @@ class DtxSetTimeout(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         xid: DtxXid | None = None,
         timeout: int | None = None,
@@ -791,7 +786,7 @@ def _r_body_dtx_set_timeout(
         if end - at < 4:
             raise _short("DtxSetTimeout.timeout", at, end, 4)
         timeout, at = _UINT32.unpack_from(buf, at)[0], at + 4
-    return DtxSetTimeout(session_header=session_header, xid=xid, timeout=timeout), at
+    return DtxSetTimeout(session_header, xid, timeout), at
 
 
 def _e_dtx_set_timeout(msg: DtxSetTimeout) -> bytes:

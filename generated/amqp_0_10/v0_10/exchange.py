@@ -50,7 +50,6 @@ class ExchangeQueryResult(_Struct):
 
     def __init__(
         self,
-        *,
         type: str | None = None,
         durable: bool = False,
         not_found: bool = False,
@@ -76,10 +75,7 @@ def _r_body_exchange_exchange_query_result(
     arguments: dict[str, Typed] | None = None
     if flags & 0x8:
         arguments, at = _r_map(buf, at, end, "ExchangeQueryResult.arguments")
-    return (
-        ExchangeQueryResult(type=type, durable=durable, not_found=not_found, arguments=arguments),
-        at,
-    )
+    return ExchangeQueryResult(type, durable, not_found, arguments), at
 
 
 def _w_body_exchange_exchange_query_result(out: bytearray, msg: ExchangeQueryResult) -> None:
@@ -142,7 +138,6 @@ class ExchangeBoundResult(_Struct):
 
     def __init__(
         self,
-        *,
         exchange_not_found: bool = False,
         queue_not_found: bool = False,
         queue_not_matched: bool = False,
@@ -169,11 +164,11 @@ def _r_body_exchange_exchange_bound_result(
     args_not_matched = bool(flags & 0x10)
     return (
         ExchangeBoundResult(
-            exchange_not_found=exchange_not_found,
-            queue_not_found=queue_not_found,
-            queue_not_matched=queue_not_matched,
-            key_not_matched=key_not_matched,
-            args_not_matched=args_not_matched,
+            exchange_not_found,
+            queue_not_found,
+            queue_not_matched,
+            key_not_matched,
+            args_not_matched,
         ),
         at,
     )
@@ -247,7 +242,6 @@ class ExchangeDeclare(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         exchange: str | None = None,
         type: str | None = None,
@@ -290,14 +284,14 @@ def _r_body_exchange_declare(
         arguments, at = _r_map(buf, at, end, "ExchangeDeclare.arguments")
     return (
         ExchangeDeclare(
-            session_header=session_header,
-            exchange=exchange,
-            type=type,
-            alternate_exchange=alternate_exchange,
-            passive=passive,
-            durable=durable,
-            auto_delete=auto_delete,
-            arguments=arguments,
+            session_header,
+            exchange,
+            type,
+            alternate_exchange,
+            passive,
+            durable,
+            auto_delete,
+            arguments,
         ),
         at,
     )
@@ -354,7 +348,6 @@ class ExchangeDelete(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         exchange: str | None = None,
         if_unused: bool = False,
@@ -374,7 +367,7 @@ def _r_body_exchange_delete(
     if flags & 0x1:
         exchange, at = _r_str8(buf, at, end, "ExchangeDelete.exchange")
     if_unused = bool(flags & 0x2)
-    return ExchangeDelete(session_header=session_header, exchange=exchange, if_unused=if_unused), at
+    return ExchangeDelete(session_header, exchange, if_unused), at
 
 
 def _e_exchange_delete(msg: ExchangeDelete) -> bytes:
@@ -413,7 +406,7 @@ class ExchangeQuery(_Command):
     """name: The name of the exchange for which information is requested. If not specified explicitly the default exchange is implied."""
 
     def __init__(
-        self, *, session_header: SessionHeader = _NEW_HEADER, name: str | None = None
+        self, session_header: SessionHeader = _NEW_HEADER, name: str | None = None
     ) -> None:
         self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.name = name
@@ -428,7 +421,7 @@ def _r_body_exchange_query(
     name: str | None = None
     if flags & 0x1:
         name, at = _r_str8(buf, at, end, "ExchangeQuery.name")
-    return ExchangeQuery(session_header=session_header, name=name), at
+    return ExchangeQuery(session_header, name), at
 
 
 def _e_exchange_query(msg: ExchangeQuery) -> bytes:
@@ -471,7 +464,6 @@ class ExchangeBind(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         queue: str | None = None,
         exchange: str | None = None,
@@ -503,16 +495,7 @@ def _r_body_exchange_bind(
     arguments: dict[str, Typed] | None = None
     if flags & 0x8:
         arguments, at = _r_map(buf, at, end, "ExchangeBind.arguments")
-    return (
-        ExchangeBind(
-            session_header=session_header,
-            queue=queue,
-            exchange=exchange,
-            binding_key=binding_key,
-            arguments=arguments,
-        ),
-        at,
-    )
+    return ExchangeBind(session_header, queue, exchange, binding_key, arguments), at
 
 
 def _e_exchange_bind(msg: ExchangeBind) -> bytes:
@@ -562,7 +545,6 @@ class ExchangeUnbind(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         queue: str | None = None,
         exchange: str | None = None,
@@ -589,12 +571,7 @@ def _r_body_exchange_unbind(
     binding_key: str | None = None
     if flags & 0x4:
         binding_key, at = _r_str8(buf, at, end, "ExchangeUnbind.binding_key")
-    return (
-        ExchangeUnbind(
-            session_header=session_header, queue=queue, exchange=exchange, binding_key=binding_key
-        ),
-        at,
-    )
+    return ExchangeUnbind(session_header, queue, exchange, binding_key), at
 
 
 def _e_exchange_unbind(msg: ExchangeUnbind) -> bytes:
@@ -644,7 +621,6 @@ class ExchangeBound(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         exchange: str | None = None,
         queue: str | None = None,
@@ -676,16 +652,7 @@ def _r_body_exchange_bound(
     arguments: dict[str, Typed] | None = None
     if flags & 0x8:
         arguments, at = _r_map(buf, at, end, "ExchangeBound.arguments")
-    return (
-        ExchangeBound(
-            session_header=session_header,
-            exchange=exchange,
-            queue=queue,
-            binding_key=binding_key,
-            arguments=arguments,
-        ),
-        at,
-    )
+    return ExchangeBound(session_header, exchange, queue, binding_key, arguments), at
 
 
 def _e_exchange_bound(msg: ExchangeBound) -> bytes:

@@ -49,7 +49,7 @@ class ExecutionSync(_Command):
     NAME = "execution.sync"
     session_header: SessionHeader
 
-    def __init__(self, *, session_header: SessionHeader = _NEW_HEADER) -> None:
+    def __init__(self, session_header: SessionHeader = _NEW_HEADER) -> None:
         self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
 
 
@@ -59,7 +59,7 @@ def _r_body_execution_sync(
     if end - at < 2 or buf[at] | buf[at + 1] << 8:  # it has no fields: no flag may be set
         raise _bad_flags(buf, at, end, 2, "ExecutionSync.packing_flags")
     at += 2
-    return ExecutionSync(session_header=session_header), at
+    return ExecutionSync(session_header), at
 
 
 def _e_execution_sync(msg: ExecutionSync) -> bytes:
@@ -90,7 +90,6 @@ class ExecutionResult(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         command_id: int | None = None,
         value: Any | None = None,
@@ -114,7 +113,7 @@ def _r_body_execution_result(
     value: Any | None = None
     if flags & 0x2:
         value, at = _r_struct32(buf, at, end, "ExecutionResult.value")
-    return ExecutionResult(session_header=session_header, command_id=command_id, value=value), at
+    return ExecutionResult(session_header, command_id, value), at
 
 
 def _e_execution_result(msg: ExecutionResult) -> bytes:
@@ -175,7 +174,6 @@ class ExecutionException(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         error_code: ExecutionErrorCode | int | None = None,
         command_id: int | None = None,
@@ -235,14 +233,14 @@ def _r_body_execution_exception(
         error_info, at = _r_map(buf, at, end, "ExecutionException.error_info")
     return (
         ExecutionException(
-            session_header=session_header,
-            error_code=error_code,
-            command_id=command_id,
-            class_code=class_code,
-            command_code=command_code,
-            field_index=field_index,
-            description=description,
-            error_info=error_info,
+            session_header,
+            error_code,
+            command_id,
+            class_code,
+            command_code,
+            field_index,
+            description,
+            error_info,
         ),
         at,
     )

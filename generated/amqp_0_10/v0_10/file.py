@@ -83,7 +83,6 @@ class FileProperties(_Struct):
 
     def __init__(
         self,
-        *,
         content_type: str | None = None,
         content_encoding: str | None = None,
         headers: dict[str, Typed] | None = None,
@@ -144,15 +143,15 @@ def _r_body_file_file_properties(
         cluster_id, at = _r_str8(buf, at, end, "FileProperties.cluster_id")
     return (
         FileProperties(
-            content_type=content_type,
-            content_encoding=content_encoding,
-            headers=headers,
-            priority=priority,
-            reply_to=reply_to,
-            message_id=message_id,
-            filename=filename,
-            timestamp=timestamp,
-            cluster_id=cluster_id,
+            content_type,
+            content_encoding,
+            headers,
+            priority,
+            reply_to,
+            message_id,
+            filename,
+            timestamp,
+            cluster_id,
         ),
         at,
     )
@@ -228,7 +227,6 @@ class FileQos(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         prefetch_size: int | None = None,
         prefetch_count: int | None = None,
@@ -257,15 +255,7 @@ def _r_body_file_qos(
             raise _short("FileQos.prefetch_count", at, end, 2)
         prefetch_count, at = _UINT16.unpack_from(buf, at)[0], at + 2
     global_ = bool(flags & 0x4)
-    return (
-        FileQos(
-            session_header=session_header,
-            prefetch_size=prefetch_size,
-            prefetch_count=prefetch_count,
-            global_=global_,
-        ),
-        at,
-    )
+    return FileQos(session_header, prefetch_size, prefetch_count, global_), at
 
 
 def _e_file_qos(msg: FileQos) -> bytes:
@@ -303,7 +293,7 @@ class FileQosOk(_Command):
     NAME = "file.qos-ok"
     session_header: SessionHeader
 
-    def __init__(self, *, session_header: SessionHeader = _NEW_HEADER) -> None:
+    def __init__(self, session_header: SessionHeader = _NEW_HEADER) -> None:
         self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
 
 
@@ -313,7 +303,7 @@ def _r_body_file_qos_ok(
     if end - at < 2 or buf[at] | buf[at + 1] << 8:  # it has no fields: no flag may be set
         raise _bad_flags(buf, at, end, 2, "FileQosOk.packing_flags")
     at += 2
-    return FileQosOk(session_header=session_header), at
+    return FileQosOk(session_header), at
 
 
 def _e_file_qos_ok(msg: FileQosOk) -> bytes:
@@ -363,7 +353,6 @@ class FileConsume(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         queue: str | None = None,
         consumer_tag: str | None = None,
@@ -404,14 +393,7 @@ def _r_body_file_consume(
         arguments, at = _r_map(buf, at, end, "FileConsume.arguments")
     return (
         FileConsume(
-            session_header=session_header,
-            queue=queue,
-            consumer_tag=consumer_tag,
-            no_local=no_local,
-            no_ack=no_ack,
-            exclusive=exclusive,
-            nowait=nowait,
-            arguments=arguments,
+            session_header, queue, consumer_tag, no_local, no_ack, exclusive, nowait, arguments
         ),
         at,
     )
@@ -464,7 +446,7 @@ class FileConsumeOk(_Command):
     """consumer-tag: Holds the consumer tag specified by the client or provided by the server."""
 
     def __init__(
-        self, *, session_header: SessionHeader = _NEW_HEADER, consumer_tag: str | None = None
+        self, session_header: SessionHeader = _NEW_HEADER, consumer_tag: str | None = None
     ) -> None:
         self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.consumer_tag = consumer_tag
@@ -479,7 +461,7 @@ def _r_body_file_consume_ok(
     consumer_tag: str | None = None
     if flags & 0x1:
         consumer_tag, at = _r_str8(buf, at, end, "FileConsumeOk.consumer_tag")
-    return FileConsumeOk(session_header=session_header, consumer_tag=consumer_tag), at
+    return FileConsumeOk(session_header, consumer_tag), at
 
 
 def _e_file_consume_ok(msg: FileConsumeOk) -> bytes:
@@ -515,7 +497,7 @@ class FileCancel(_Command):
     """consumer-tag: the identifier of the consumer to be cancelled."""
 
     def __init__(
-        self, *, session_header: SessionHeader = _NEW_HEADER, consumer_tag: str | None = None
+        self, session_header: SessionHeader = _NEW_HEADER, consumer_tag: str | None = None
     ) -> None:
         self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.consumer_tag = consumer_tag
@@ -530,7 +512,7 @@ def _r_body_file_cancel(
     consumer_tag: str | None = None
     if flags & 0x1:
         consumer_tag, at = _r_str8(buf, at, end, "FileCancel.consumer_tag")
-    return FileCancel(session_header=session_header, consumer_tag=consumer_tag), at
+    return FileCancel(session_header, consumer_tag), at
 
 
 def _e_file_cancel(msg: FileCancel) -> bytes:
@@ -569,7 +551,6 @@ class FileOpen(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         identifier: str | None = None,
         content_size: int | None = None,
@@ -593,10 +574,7 @@ def _r_body_file_open(
         if end - at < 8:
             raise _short("FileOpen.content_size", at, end, 8)
         content_size, at = _UINT64.unpack_from(buf, at)[0], at + 8
-    return (
-        FileOpen(session_header=session_header, identifier=identifier, content_size=content_size),
-        at,
-    )
+    return FileOpen(session_header, identifier, content_size), at
 
 
 def _e_file_open(msg: FileOpen) -> bytes:
@@ -635,7 +613,7 @@ class FileOpenOk(_Command):
     """staged-size: The amount of previously-staged content in octets. For a new message this will be zero."""
 
     def __init__(
-        self, *, session_header: SessionHeader = _NEW_HEADER, staged_size: int | None = None
+        self, session_header: SessionHeader = _NEW_HEADER, staged_size: int | None = None
     ) -> None:
         self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.staged_size = staged_size
@@ -652,7 +630,7 @@ def _r_body_file_open_ok(
         if end - at < 8:
             raise _short("FileOpenOk.staged_size", at, end, 8)
         staged_size, at = _UINT64.unpack_from(buf, at)[0], at + 8
-    return FileOpenOk(session_header=session_header, staged_size=staged_size), at
+    return FileOpenOk(session_header, staged_size), at
 
 
 def _e_file_open_ok(msg: FileOpenOk) -> bytes:
@@ -687,7 +665,7 @@ class FileStage(_Command):
     BODY = True
     session_header: SessionHeader
 
-    def __init__(self, *, session_header: SessionHeader = _NEW_HEADER) -> None:
+    def __init__(self, session_header: SessionHeader = _NEW_HEADER) -> None:
         self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
 
 
@@ -697,7 +675,7 @@ def _r_body_file_stage(
     if end - at < 2 or buf[at] | buf[at + 1] << 8:  # it has no fields: no flag may be set
         raise _bad_flags(buf, at, end, 2, "FileStage.packing_flags")
     at += 2
-    return FileStage(session_header=session_header), at
+    return FileStage(session_header), at
 
 
 def _e_file_stage(msg: FileStage) -> bytes:
@@ -741,7 +719,6 @@ class FilePublish(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         exchange: str | None = None,
         routing_key: str | None = None,
@@ -774,17 +751,7 @@ def _r_body_file_publish(
     identifier: str | None = None
     if flags & 0x10:
         identifier, at = _r_str8(buf, at, end, "FilePublish.identifier")
-    return (
-        FilePublish(
-            session_header=session_header,
-            exchange=exchange,
-            routing_key=routing_key,
-            mandatory=mandatory,
-            immediate=immediate,
-            identifier=identifier,
-        ),
-        at,
-    )
+    return FilePublish(session_header, exchange, routing_key, mandatory, immediate, identifier), at
 
 
 def _e_file_publish(msg: FilePublish) -> bytes:
@@ -839,7 +806,6 @@ class FileReturn(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         reply_code: FileReturnCode | int | None = None,
         reply_text: str | None = None,
@@ -874,16 +840,7 @@ def _r_body_file_return(
     routing_key: str | None = None
     if flags & 0x8:
         routing_key, at = _r_str8(buf, at, end, "FileReturn.routing_key")
-    return (
-        FileReturn(
-            session_header=session_header,
-            reply_code=reply_code,
-            reply_text=reply_text,
-            exchange=exchange,
-            routing_key=routing_key,
-        ),
-        at,
-    )
+    return FileReturn(session_header, reply_code, reply_text, exchange, routing_key), at
 
 
 def _e_file_return(msg: FileReturn) -> bytes:
@@ -947,7 +904,6 @@ class FileDeliver(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         consumer_tag: str | None = None,
         delivery_tag: int | None = None,
@@ -991,13 +947,13 @@ def _r_body_file_deliver(
         identifier, at = _r_str8(buf, at, end, "FileDeliver.identifier")
     return (
         FileDeliver(
-            session_header=session_header,
-            consumer_tag=consumer_tag,
-            delivery_tag=delivery_tag,
-            redelivered=redelivered,
-            exchange=exchange,
-            routing_key=routing_key,
-            identifier=identifier,
+            session_header,
+            consumer_tag,
+            delivery_tag,
+            redelivered,
+            exchange,
+            routing_key,
+            identifier,
         ),
         at,
     )
@@ -1053,7 +1009,6 @@ class FileAck(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         delivery_tag: int | None = None,
         multiple: bool = False,
@@ -1075,7 +1030,7 @@ def _r_body_file_ack(
             raise _short("FileAck.delivery_tag", at, end, 8)
         delivery_tag, at = _UINT64.unpack_from(buf, at)[0], at + 8
     multiple = bool(flags & 0x2)
-    return FileAck(session_header=session_header, delivery_tag=delivery_tag, multiple=multiple), at
+    return FileAck(session_header, delivery_tag, multiple), at
 
 
 def _e_file_ack(msg: FileAck) -> bytes:
@@ -1116,7 +1071,6 @@ class FileReject(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         delivery_tag: int | None = None,
         requeue: bool = False,
@@ -1138,7 +1092,7 @@ def _r_body_file_reject(
             raise _short("FileReject.delivery_tag", at, end, 8)
         delivery_tag, at = _UINT64.unpack_from(buf, at)[0], at + 8
     requeue = bool(flags & 0x2)
-    return FileReject(session_header=session_header, delivery_tag=delivery_tag, requeue=requeue), at
+    return FileReject(session_header, delivery_tag, requeue), at
 
 
 def _e_file_reject(msg: FileReject) -> bytes:

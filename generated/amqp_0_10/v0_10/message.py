@@ -122,7 +122,6 @@ If the redelivered flag is set on transfer to a Server, then any delivery of the
 
     def __init__(
         self,
-        *,
         discard_unroutable: bool = False,
         immediate: bool = False,
         redelivered: bool = False,
@@ -202,18 +201,18 @@ def _r_body_message_delivery_properties(
         resume_ttl, at = _UINT64.unpack_from(buf, at)[0], at + 8
     return (
         MessageDeliveryProperties(
-            discard_unroutable=discard_unroutable,
-            immediate=immediate,
-            redelivered=redelivered,
-            priority=priority,
-            delivery_mode=delivery_mode,
-            ttl=ttl,
-            timestamp=timestamp,
-            expiration=expiration,
-            exchange=exchange,
-            routing_key=routing_key,
-            resume_id=resume_id,
-            resume_ttl=resume_ttl,
+            discard_unroutable,
+            immediate,
+            redelivered,
+            priority,
+            delivery_mode,
+            ttl,
+            timestamp,
+            expiration,
+            exchange,
+            routing_key,
+            resume_id,
+            resume_ttl,
         ),
         at,
     )
@@ -310,7 +309,7 @@ class MessageFragmentProperties(_Struct):
     """fragment-size: This field may optionally contain the size of the fragment."""
 
     def __init__(
-        self, *, first: bool = False, last: bool = False, fragment_size: int | None = None
+        self, first: bool = False, last: bool = False, fragment_size: int | None = None
     ) -> None:
         self.first = first
         self.last = last
@@ -330,7 +329,7 @@ def _r_body_message_fragment_properties(
         if end - at < 8:
             raise _short("MessageFragmentProperties.fragment_size", at, end, 8)
         fragment_size, at = _UINT64.unpack_from(buf, at)[0], at + 8
-    return MessageFragmentProperties(first=first, last=last, fragment_size=fragment_size), at
+    return MessageFragmentProperties(first, last, fragment_size), at
 
 
 def _w_body_message_fragment_properties(out: bytearray, msg: MessageFragmentProperties) -> None:
@@ -379,7 +378,7 @@ class MessageReplyTo(_Struct):
     routing_key: str | None
     """routing-key: the routing-key to use when replying"""
 
-    def __init__(self, *, exchange: str | None = None, routing_key: str | None = None) -> None:
+    def __init__(self, exchange: str | None = None, routing_key: str | None = None) -> None:
         self.exchange = exchange
         self.routing_key = routing_key
 
@@ -396,7 +395,7 @@ def _r_body_message_reply_to(
     routing_key: str | None = None
     if flags & 0x2:
         routing_key, at = _r_str8(buf, at, end, "MessageReplyTo.routing_key")
-    return MessageReplyTo(exchange=exchange, routing_key=routing_key), at
+    return MessageReplyTo(exchange, routing_key), at
 
 
 def _w_body_message_reply_to(out: bytearray, msg: MessageReplyTo) -> None:
@@ -465,7 +464,6 @@ class MessageProperties(_Struct):
 
     def __init__(
         self,
-        *,
         content_length: int | None = None,
         message_id: uuid.UUID | None = None,
         correlation_id: bytes | None = None,
@@ -524,15 +522,15 @@ def _r_body_message_message_properties(
         application_headers, at = _r_map(buf, at, end, "MessageProperties.application_headers")
     return (
         MessageProperties(
-            content_length=content_length,
-            message_id=message_id,
-            correlation_id=correlation_id,
-            reply_to=reply_to,
-            content_type=content_type,
-            content_encoding=content_encoding,
-            user_id=user_id,
-            app_id=app_id,
-            application_headers=application_headers,
+            content_length,
+            message_id,
+            correlation_id,
+            reply_to,
+            content_type,
+            content_encoding,
+            user_id,
+            app_id,
+            application_headers,
         ),
         at,
     )
@@ -600,7 +598,7 @@ class MessageAcquired(_Struct):
     transfers: list[tuple[int, int]] | None
     """transfers (required): Indicates the acquired messages."""
 
-    def __init__(self, *, transfers: list[tuple[int, int]] | None = None) -> None:
+    def __init__(self, transfers: list[tuple[int, int]] | None = None) -> None:
         self.transfers = transfers
 
 
@@ -617,7 +615,7 @@ def _r_body_message_acquired(
             at += 2 + size
         else:  # the reader's DecodeError
             transfers, at = _r_sequence_set(buf, at, end, "MessageAcquired.transfers")
-    return MessageAcquired(transfers=transfers), at
+    return MessageAcquired(transfers), at
 
 
 def _w_body_message_acquired(out: bytearray, msg: MessageAcquired) -> None:
@@ -665,7 +663,7 @@ class MessageResumeResult(_Struct):
     offset: int | None
     """offset: Indicates the amount of data already transferred."""
 
-    def __init__(self, *, offset: int | None = None) -> None:
+    def __init__(self, offset: int | None = None) -> None:
         self.offset = offset
 
 
@@ -680,7 +678,7 @@ def _r_body_message_message_resume_result(
         if end - at < 8:
             raise _short("MessageResumeResult.offset", at, end, 8)
         offset, at = _UINT64.unpack_from(buf, at)[0], at + 8
-    return MessageResumeResult(offset=offset), at
+    return MessageResumeResult(offset), at
 
 
 def _w_body_message_message_resume_result(out: bytearray, msg: MessageResumeResult) -> None:
@@ -729,7 +727,6 @@ class MessageTransfer(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         destination: str | None = None,
         accept_mode: MessageAcceptMode | int | None = None,
@@ -762,15 +759,7 @@ def _r_body_message_transfer(
             raise _short("MessageTransfer.acquire_mode", at, end, 1)
         acquire_mode_value, at = buf[at], at + 1
         acquire_mode = _MessageAcquireMode.get(acquire_mode_value, acquire_mode_value)
-    return (
-        MessageTransfer(
-            session_header=session_header,
-            destination=destination,
-            accept_mode=accept_mode,
-            acquire_mode=acquire_mode,
-        ),
-        at,
-    )
+    return MessageTransfer(session_header, destination, accept_mode, acquire_mode), at
 
 
 def _e_message_transfer(msg: MessageTransfer) -> bytes:
@@ -827,7 +816,6 @@ class MessageAccept(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         transfers: list[tuple[int, int]] | None = None,
     ) -> None:
@@ -848,7 +836,7 @@ def _r_body_message_accept(
             at += 2 + size
         else:  # the reader's DecodeError
             transfers, at = _r_sequence_set(buf, at, end, "MessageAccept.transfers")
-    return MessageAccept(session_header=session_header, transfers=transfers), at
+    return MessageAccept(session_header, transfers), at
 
 
 def _e_message_accept(msg: MessageAccept) -> bytes:
@@ -899,7 +887,6 @@ class MessageReject(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         transfers: list[tuple[int, int]] | None = None,
         code: MessageRejectCode | int | None = None,
@@ -933,10 +920,7 @@ def _r_body_message_reject(
     text: str | None = None
     if flags & 0x4:
         text, at = _r_str8(buf, at, end, "MessageReject.text")
-    return (
-        MessageReject(session_header=session_header, transfers=transfers, code=code, text=text),
-        at,
-    )
+    return MessageReject(session_header, transfers, code, text), at
 
 
 def _e_message_reject(msg: MessageReject) -> bytes:
@@ -991,7 +975,6 @@ class MessageRelease(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         transfers: list[tuple[int, int]] | None = None,
         set_redelivered: bool = False,
@@ -1015,12 +998,7 @@ def _r_body_message_release(
         else:  # the reader's DecodeError
             transfers, at = _r_sequence_set(buf, at, end, "MessageRelease.transfers")
     set_redelivered = bool(flags & 0x2)
-    return (
-        MessageRelease(
-            session_header=session_header, transfers=transfers, set_redelivered=set_redelivered
-        ),
-        at,
-    )
+    return MessageRelease(session_header, transfers, set_redelivered), at
 
 
 def _e_message_release(msg: MessageRelease) -> bytes:
@@ -1070,7 +1048,6 @@ class MessageAcquire(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         transfers: list[tuple[int, int]] | None = None,
     ) -> None:
@@ -1091,7 +1068,7 @@ def _r_body_message_acquire(
             at += 2 + size
         else:  # the reader's DecodeError
             transfers, at = _r_sequence_set(buf, at, end, "MessageAcquire.transfers")
-    return MessageAcquire(session_header=session_header, transfers=transfers), at
+    return MessageAcquire(session_header, transfers), at
 
 
 def _e_message_acquire(msg: MessageAcquire) -> bytes:
@@ -1141,7 +1118,6 @@ class MessageResume(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         destination: str | None = None,
         resume_id: str | None = None,
@@ -1163,10 +1139,7 @@ def _r_body_message_resume(
     resume_id: str | None = None
     if flags & 0x2:
         resume_id, at = _r_str16(buf, at, end, "MessageResume.resume_id")
-    return (
-        MessageResume(session_header=session_header, destination=destination, resume_id=resume_id),
-        at,
-    )
+    return MessageResume(session_header, destination, resume_id), at
 
 
 def _e_message_resume(msg: MessageResume) -> bytes:
@@ -1230,7 +1203,6 @@ class MessageSubscribe(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         queue: str | None = None,
         destination: str | None = None,
@@ -1290,15 +1262,15 @@ def _r_body_message_subscribe(
         arguments, at = _r_map(buf, at, end, "MessageSubscribe.arguments")
     return (
         MessageSubscribe(
-            session_header=session_header,
-            queue=queue,
-            destination=destination,
-            accept_mode=accept_mode,
-            acquire_mode=acquire_mode,
-            exclusive=exclusive,
-            resume_id=resume_id,
-            resume_ttl=resume_ttl,
-            arguments=arguments,
+            session_header,
+            queue,
+            destination,
+            accept_mode,
+            acquire_mode,
+            exclusive,
+            resume_id,
+            resume_ttl,
+            arguments,
         ),
         at,
     )
@@ -1371,7 +1343,7 @@ class MessageCancel(_Command):
     """destination (required)"""
 
     def __init__(
-        self, *, session_header: SessionHeader = _NEW_HEADER, destination: str | None = None
+        self, session_header: SessionHeader = _NEW_HEADER, destination: str | None = None
     ) -> None:
         self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.destination = destination
@@ -1386,7 +1358,7 @@ def _r_body_message_cancel(
     destination: str | None = None
     if flags & 0x1:
         destination, at = _r_str8(buf, at, end, "MessageCancel.destination")
-    return MessageCancel(session_header=session_header, destination=destination), at
+    return MessageCancel(session_header, destination), at
 
 
 def _e_message_cancel(msg: MessageCancel) -> bytes:
@@ -1431,7 +1403,6 @@ class MessageSetFlowMode(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         destination: str | None = None,
         flow_mode: MessageFlowMode | int | None = None,
@@ -1456,12 +1427,7 @@ def _r_body_message_set_flow_mode(
             raise _short("MessageSetFlowMode.flow_mode", at, end, 1)
         flow_mode_value, at = buf[at], at + 1
         flow_mode = _MessageFlowMode.get(flow_mode_value, flow_mode_value)
-    return (
-        MessageSetFlowMode(
-            session_header=session_header, destination=destination, flow_mode=flow_mode
-        ),
-        at,
-    )
+    return MessageSetFlowMode(session_header, destination, flow_mode), at
 
 
 def _e_message_set_flow_mode(msg: MessageSetFlowMode) -> bytes:
@@ -1512,7 +1478,6 @@ class MessageFlow(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         destination: str | None = None,
         unit: MessageCreditUnit | int | None = None,
@@ -1544,10 +1509,7 @@ def _r_body_message_flow(
         if end - at < 4:
             raise _short("MessageFlow.value", at, end, 4)
         value, at = _UINT32.unpack_from(buf, at)[0], at + 4
-    return (
-        MessageFlow(session_header=session_header, destination=destination, unit=unit, value=value),
-        at,
-    )
+    return MessageFlow(session_header, destination, unit, value), at
 
 
 def _e_message_flow(msg: MessageFlow) -> bytes:
@@ -1592,7 +1554,7 @@ class MessageFlush(_Command):
     """destination"""
 
     def __init__(
-        self, *, session_header: SessionHeader = _NEW_HEADER, destination: str | None = None
+        self, session_header: SessionHeader = _NEW_HEADER, destination: str | None = None
     ) -> None:
         self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.destination = destination
@@ -1607,7 +1569,7 @@ def _r_body_message_flush(
     destination: str | None = None
     if flags & 0x1:
         destination, at = _r_str8(buf, at, end, "MessageFlush.destination")
-    return MessageFlush(session_header=session_header, destination=destination), at
+    return MessageFlush(session_header, destination), at
 
 
 def _e_message_flush(msg: MessageFlush) -> bytes:
@@ -1643,7 +1605,7 @@ class MessageStop(_Command):
     """destination"""
 
     def __init__(
-        self, *, session_header: SessionHeader = _NEW_HEADER, destination: str | None = None
+        self, session_header: SessionHeader = _NEW_HEADER, destination: str | None = None
     ) -> None:
         self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.destination = destination
@@ -1658,7 +1620,7 @@ def _r_body_message_stop(
     destination: str | None = None
     if flags & 0x1:
         destination, at = _r_str8(buf, at, end, "MessageStop.destination")
-    return MessageStop(session_header=session_header, destination=destination), at
+    return MessageStop(session_header, destination), at
 
 
 def _e_message_stop(msg: MessageStop) -> bytes:

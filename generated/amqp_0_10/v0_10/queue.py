@@ -72,7 +72,6 @@ class QueueQueryResult(_Struct):
 
     def __init__(
         self,
-        *,
         queue: str | None = None,
         alternate_exchange: str | None = None,
         durable: bool = False,
@@ -122,14 +121,14 @@ def _r_body_queue_queue_query_result(
         subscriber_count, at = _UINT32.unpack_from(buf, at)[0], at + 4
     return (
         QueueQueryResult(
-            queue=queue,
-            alternate_exchange=alternate_exchange,
-            durable=durable,
-            exclusive=exclusive,
-            auto_delete=auto_delete,
-            arguments=arguments,
-            message_count=message_count,
-            subscriber_count=subscriber_count,
+            queue,
+            alternate_exchange,
+            durable,
+            exclusive,
+            auto_delete,
+            arguments,
+            message_count,
+            subscriber_count,
         ),
         at,
     )
@@ -214,7 +213,6 @@ If this field is set and the exclusive field is not set the queue is deleted whe
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         queue: str | None = None,
         alternate_exchange: str | None = None,
@@ -255,14 +253,14 @@ def _r_body_queue_declare(
         arguments, at = _r_map(buf, at, end, "QueueDeclare.arguments")
     return (
         QueueDeclare(
-            session_header=session_header,
-            queue=queue,
-            alternate_exchange=alternate_exchange,
-            passive=passive,
-            durable=durable,
-            exclusive=exclusive,
-            auto_delete=auto_delete,
-            arguments=arguments,
+            session_header,
+            queue,
+            alternate_exchange,
+            passive,
+            durable,
+            exclusive,
+            auto_delete,
+            arguments,
         ),
         at,
     )
@@ -320,7 +318,6 @@ class QueueDelete(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         queue: str | None = None,
         if_unused: bool = False,
@@ -343,12 +340,7 @@ def _r_body_queue_delete(
         queue, at = _r_str8(buf, at, end, "QueueDelete.queue")
     if_unused = bool(flags & 0x2)
     if_empty = bool(flags & 0x4)
-    return (
-        QueueDelete(
-            session_header=session_header, queue=queue, if_unused=if_unused, if_empty=if_empty
-        ),
-        at,
-    )
+    return QueueDelete(session_header, queue, if_unused, if_empty), at
 
 
 def _e_queue_delete(msg: QueueDelete) -> bytes:
@@ -388,7 +380,7 @@ class QueuePurge(_Command):
     """queue (required): Specifies the name of the queue to purge."""
 
     def __init__(
-        self, *, session_header: SessionHeader = _NEW_HEADER, queue: str | None = None
+        self, session_header: SessionHeader = _NEW_HEADER, queue: str | None = None
     ) -> None:
         self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.queue = queue
@@ -403,7 +395,7 @@ def _r_body_queue_purge(
     queue: str | None = None
     if flags & 0x1:
         queue, at = _r_str8(buf, at, end, "QueuePurge.queue")
-    return QueuePurge(session_header=session_header, queue=queue), at
+    return QueuePurge(session_header, queue), at
 
 
 def _e_queue_purge(msg: QueuePurge) -> bytes:
@@ -440,7 +432,7 @@ class QueueQuery(_Command):
     """queue (required): the queried queue"""
 
     def __init__(
-        self, *, session_header: SessionHeader = _NEW_HEADER, queue: str | None = None
+        self, session_header: SessionHeader = _NEW_HEADER, queue: str | None = None
     ) -> None:
         self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.queue = queue
@@ -455,7 +447,7 @@ def _r_body_queue_query(
     queue: str | None = None
     if flags & 0x1:
         queue, at = _r_str8(buf, at, end, "QueueQuery.queue")
-    return QueueQuery(session_header=session_header, queue=queue), at
+    return QueueQuery(session_header, queue), at
 
 
 def _e_queue_query(msg: QueueQuery) -> bytes:

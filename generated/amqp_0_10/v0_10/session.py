@@ -87,7 +87,7 @@ class SessionHeader(_Struct):
     sync: bool
     """sync: Request notification of completion for this command."""
 
-    def __init__(self, *, sync: bool = False) -> None:
+    def __init__(self, sync: bool = False) -> None:
         self.sync = sync
 
 
@@ -96,7 +96,7 @@ def _r_body_session_header(buf: bytes | memoryview, at: int, end: int) -> tuple[
         raise _bad_flags(buf, at, end, 1, "SessionHeader.packing_flags")
     at += 1
     sync = bool(flags & 0x1)
-    return SessionHeader(sync=sync), at
+    return SessionHeader(sync), at
 
 
 def _w_body_session_header(out: bytearray, msg: SessionHeader) -> None:
@@ -136,7 +136,7 @@ class SessionCommandFragment(_Struct):
     byte_ranges: list[tuple[int, int]]
     """byte-ranges (required)"""
 
-    def __init__(self, *, command_id: int, byte_ranges: list[tuple[int, int]]) -> None:
+    def __init__(self, command_id: int, byte_ranges: list[tuple[int, int]]) -> None:
         self.command_id = command_id
         self.byte_ranges = byte_ranges
 
@@ -152,7 +152,7 @@ def _r_body_session_command_fragment(
         at += 2 + size
     else:  # the reader's DecodeError
         byte_ranges, at = _r_byte_ranges(buf, at, end, "SessionCommandFragment.byte_ranges")
-    return SessionCommandFragment(command_id=command_id, byte_ranges=byte_ranges), at
+    return SessionCommandFragment(command_id, byte_ranges), at
 
 
 def _w_body_session_command_fragment(out: bytearray, msg: SessionCommandFragment) -> None:
@@ -203,7 +203,7 @@ class SessionAttach(_Control):
     force: bool
     """force: If set then a busy session will be forcibly detached from its other transport and reattached to the current transport."""
 
-    def __init__(self, *, name: bytes | None = None, force: bool = False) -> None:
+    def __init__(self, name: bytes | None = None, force: bool = False) -> None:
         self.name = name
         self.force = force
 
@@ -216,7 +216,7 @@ def _r_body_session_attach(buf: bytes | memoryview, at: int, end: int) -> tuple[
     if flags & 0x1:
         name, at = _r_vbin16(buf, at, end, "SessionAttach.name")
     force = bool(flags & 0x2)
-    return SessionAttach(name=name, force=force), at
+    return SessionAttach(name, force), at
 
 
 def _e_session_attach(msg: SessionAttach) -> bytes:
@@ -248,7 +248,7 @@ class SessionAttached(_Control):
     name: bytes | None
     """name (required): Identifies the session now attached to the current transport."""
 
-    def __init__(self, *, name: bytes | None = None) -> None:
+    def __init__(self, name: bytes | None = None) -> None:
         self.name = name
 
 
@@ -261,7 +261,7 @@ def _r_body_session_attached(
     name: bytes | None = None
     if flags & 0x1:
         name, at = _r_vbin16(buf, at, end, "SessionAttached.name")
-    return SessionAttached(name=name), at
+    return SessionAttached(name), at
 
 
 def _e_session_attached(msg: SessionAttached) -> bytes:
@@ -291,7 +291,7 @@ class SessionDetach(_Control):
     name: bytes | None
     """name (required): Identifies the session to detach."""
 
-    def __init__(self, *, name: bytes | None = None) -> None:
+    def __init__(self, name: bytes | None = None) -> None:
         self.name = name
 
 
@@ -302,7 +302,7 @@ def _r_body_session_detach(buf: bytes | memoryview, at: int, end: int) -> tuple[
     name: bytes | None = None
     if flags & 0x1:
         name, at = _r_vbin16(buf, at, end, "SessionDetach.name")
-    return SessionDetach(name=name), at
+    return SessionDetach(name), at
 
 
 def _e_session_detach(msg: SessionDetach) -> bytes:
@@ -335,7 +335,7 @@ class SessionDetached(_Control):
     """code (required): Identifies the reason for detaching from the named session."""
 
     def __init__(
-        self, *, name: bytes | None = None, code: SessionDetachCode | int | None = None
+        self, name: bytes | None = None, code: SessionDetachCode | int | None = None
     ) -> None:
         self.name = name
         self.code = code
@@ -356,7 +356,7 @@ def _r_body_session_detached(
             raise _short("SessionDetached.code", at, end, 1)
         code_value, at = buf[at], at + 1
         code = _SessionDetachCode.get(code_value, code_value)
-    return SessionDetached(name=name, code=code), at
+    return SessionDetached(name, code), at
 
 
 def _e_session_detached(msg: SessionDetached) -> bytes:
@@ -392,7 +392,7 @@ class SessionRequestTimeout(_Control):
     timeout: int | None
     """timeout: The requested timeout for execution state in seconds. If not set, this control requests that execution state is preserved indefinitely."""
 
-    def __init__(self, *, timeout: int | None = None) -> None:
+    def __init__(self, timeout: int | None = None) -> None:
         self.timeout = timeout
 
 
@@ -407,7 +407,7 @@ def _r_body_session_request_timeout(
         if end - at < 4:
             raise _short("SessionRequestTimeout.timeout", at, end, 4)
         timeout, at = _UINT32.unpack_from(buf, at)[0], at + 4
-    return SessionRequestTimeout(timeout=timeout), at
+    return SessionRequestTimeout(timeout), at
 
 
 def _e_session_request_timeout(msg: SessionRequestTimeout) -> bytes:
@@ -437,7 +437,7 @@ class SessionTimeout(_Control):
     timeout: int | None
     """timeout: The timeout for execution state. If not set, then execution state is preserved indefinitely."""
 
-    def __init__(self, *, timeout: int | None = None) -> None:
+    def __init__(self, timeout: int | None = None) -> None:
         self.timeout = timeout
 
 
@@ -452,7 +452,7 @@ def _r_body_session_timeout(
         if end - at < 4:
             raise _short("SessionTimeout.timeout", at, end, 4)
         timeout, at = _UINT32.unpack_from(buf, at)[0], at + 4
-    return SessionTimeout(timeout=timeout), at
+    return SessionTimeout(timeout), at
 
 
 def _e_session_timeout(msg: SessionTimeout) -> bytes:
@@ -484,7 +484,7 @@ class SessionCommandPoint(_Control):
     command_offset: int | None
     """command-offset (required): the byte offset within the command"""
 
-    def __init__(self, *, command_id: int | None = None, command_offset: int | None = None) -> None:
+    def __init__(self, command_id: int | None = None, command_offset: int | None = None) -> None:
         self.command_id = command_id
         self.command_offset = command_offset
 
@@ -505,7 +505,7 @@ def _r_body_session_command_point(
         if end - at < 8:
             raise _short("SessionCommandPoint.command_offset", at, end, 8)
         command_offset, at = _UINT64.unpack_from(buf, at)[0], at + 8
-    return SessionCommandPoint(command_id=command_id, command_offset=command_offset), at
+    return SessionCommandPoint(command_id, command_offset), at
 
 
 def _e_session_command_point(msg: SessionCommandPoint) -> bytes:
@@ -541,7 +541,7 @@ class SessionExpected(_Control):
     """fragments: expected fragments"""
 
     def __init__(
-        self, *, commands: list[tuple[int, int]] | None = None, fragments: Array | None = None
+        self, commands: list[tuple[int, int]] | None = None, fragments: Array | None = None
     ) -> None:
         self.commands = commands
         self.fragments = fragments
@@ -563,7 +563,7 @@ def _r_body_session_expected(
     fragments: Array | None = None
     if flags & 0x2:
         fragments, at = _r_array(buf, at, end, "SessionExpected.fragments")
-    return SessionExpected(commands=commands, fragments=fragments), at
+    return SessionExpected(commands, fragments), at
 
 
 def _e_session_expected(msg: SessionExpected) -> bytes:
@@ -617,7 +617,7 @@ class SessionConfirmed(_Control):
     """fragments: partially confirmed commands"""
 
     def __init__(
-        self, *, commands: list[tuple[int, int]] | None = None, fragments: Array | None = None
+        self, commands: list[tuple[int, int]] | None = None, fragments: Array | None = None
     ) -> None:
         self.commands = commands
         self.fragments = fragments
@@ -639,7 +639,7 @@ def _r_body_session_confirmed(
     fragments: Array | None = None
     if flags & 0x2:
         fragments, at = _r_array(buf, at, end, "SessionConfirmed.fragments")
-    return SessionConfirmed(commands=commands, fragments=fragments), at
+    return SessionConfirmed(commands, fragments), at
 
 
 def _e_session_confirmed(msg: SessionConfirmed) -> bytes:
@@ -685,7 +685,7 @@ class SessionCompleted(_Control):
     """timely-reply: If set, the sender is no longer free to delay the known-completed reply."""
 
     def __init__(
-        self, *, commands: list[tuple[int, int]] | None = None, timely_reply: bool = False
+        self, commands: list[tuple[int, int]] | None = None, timely_reply: bool = False
     ) -> None:
         self.commands = commands
         self.timely_reply = timely_reply
@@ -705,7 +705,7 @@ def _r_body_session_completed(
         else:  # the reader's DecodeError
             commands, at = _r_sequence_set(buf, at, end, "SessionCompleted.commands")
     timely_reply = bool(flags & 0x2)
-    return SessionCompleted(commands=commands, timely_reply=timely_reply), at
+    return SessionCompleted(commands, timely_reply), at
 
 
 def _e_session_completed(msg: SessionCompleted) -> bytes:
@@ -747,7 +747,7 @@ class SessionKnownCompleted(_Control):
     commands: list[tuple[int, int]] | None
     """commands: The set of completed commands for one or more session.completed controls."""
 
-    def __init__(self, *, commands: list[tuple[int, int]] | None = None) -> None:
+    def __init__(self, commands: list[tuple[int, int]] | None = None) -> None:
         self.commands = commands
 
 
@@ -764,7 +764,7 @@ def _r_body_session_known_completed(
             at += 2 + size
         else:  # the reader's DecodeError
             commands, at = _r_sequence_set(buf, at, end, "SessionKnownCompleted.commands")
-    return SessionKnownCompleted(commands=commands), at
+    return SessionKnownCompleted(commands), at
 
 
 def _e_session_known_completed(msg: SessionKnownCompleted) -> bytes:
@@ -809,7 +809,7 @@ class SessionFlush(_Control):
     """completed: request notification of completed commands"""
 
     def __init__(
-        self, *, expected: bool = False, confirmed: bool = False, completed: bool = False
+        self, expected: bool = False, confirmed: bool = False, completed: bool = False
     ) -> None:
         self.expected = expected
         self.confirmed = confirmed
@@ -823,7 +823,7 @@ def _r_body_session_flush(buf: bytes | memoryview, at: int, end: int) -> tuple[S
     expected = bool(flags & 0x1)
     confirmed = bool(flags & 0x2)
     completed = bool(flags & 0x4)
-    return SessionFlush(expected=expected, confirmed=confirmed, completed=completed), at
+    return SessionFlush(expected, confirmed, completed), at
 
 
 def _e_session_flush(msg: SessionFlush) -> bytes:
@@ -856,7 +856,7 @@ class SessionGap(_Control):
     commands: list[tuple[int, int]] | None
     """commands: The set of command-ids that are contained in this gap."""
 
-    def __init__(self, *, commands: list[tuple[int, int]] | None = None) -> None:
+    def __init__(self, commands: list[tuple[int, int]] | None = None) -> None:
         self.commands = commands
 
 
@@ -871,7 +871,7 @@ def _r_body_session_gap(buf: bytes | memoryview, at: int, end: int) -> tuple[Ses
             at += 2 + size
         else:  # the reader's DecodeError
             commands, at = _r_sequence_set(buf, at, end, "SessionGap.commands")
-    return SessionGap(commands=commands), at
+    return SessionGap(commands), at
 
 
 def _e_session_gap(msg: SessionGap) -> bytes:

@@ -65,7 +65,6 @@ class StreamProperties(_Struct):
 
     def __init__(
         self,
-        *,
         content_type: str | None = None,
         content_encoding: str | None = None,
         headers: dict[str, Typed] | None = None,
@@ -104,16 +103,7 @@ def _r_body_stream_stream_properties(
         if end - at < 8:
             raise _short("StreamProperties.timestamp", at, end, 8)
         timestamp, at = _DATETIME.unpack_from(buf, at)[0], at + 8
-    return (
-        StreamProperties(
-            content_type=content_type,
-            content_encoding=content_encoding,
-            headers=headers,
-            priority=priority,
-            timestamp=timestamp,
-        ),
-        at,
-    )
+    return StreamProperties(content_type, content_encoding, headers, priority, timestamp), at
 
 
 def _w_body_stream_stream_properties(out: bytearray, msg: StreamProperties) -> None:
@@ -175,7 +165,6 @@ class StreamQos(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         prefetch_size: int | None = None,
         prefetch_count: int | None = None,
@@ -211,16 +200,7 @@ def _r_body_stream_qos(
             raise _short("StreamQos.consume_rate", at, end, 4)
         consume_rate, at = _UINT32.unpack_from(buf, at)[0], at + 4
     global_ = bool(flags & 0x8)
-    return (
-        StreamQos(
-            session_header=session_header,
-            prefetch_size=prefetch_size,
-            prefetch_count=prefetch_count,
-            consume_rate=consume_rate,
-            global_=global_,
-        ),
-        at,
-    )
+    return StreamQos(session_header, prefetch_size, prefetch_count, consume_rate, global_), at
 
 
 def _e_stream_qos(msg: StreamQos) -> bytes:
@@ -261,7 +241,7 @@ class StreamQosOk(_Command):
     NAME = "stream.qos-ok"
     session_header: SessionHeader
 
-    def __init__(self, *, session_header: SessionHeader = _NEW_HEADER) -> None:
+    def __init__(self, session_header: SessionHeader = _NEW_HEADER) -> None:
         self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
 
 
@@ -271,7 +251,7 @@ def _r_body_stream_qos_ok(
     if end - at < 2 or buf[at] | buf[at + 1] << 8:  # it has no fields: no flag may be set
         raise _bad_flags(buf, at, end, 2, "StreamQosOk.packing_flags")
     at += 2
-    return StreamQosOk(session_header=session_header), at
+    return StreamQosOk(session_header), at
 
 
 def _e_stream_qos_ok(msg: StreamQosOk) -> bytes:
@@ -318,7 +298,6 @@ class StreamConsume(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         queue: str | None = None,
         consumer_tag: str | None = None,
@@ -355,15 +334,7 @@ def _r_body_stream_consume(
     if flags & 0x20:
         arguments, at = _r_map(buf, at, end, "StreamConsume.arguments")
     return (
-        StreamConsume(
-            session_header=session_header,
-            queue=queue,
-            consumer_tag=consumer_tag,
-            no_local=no_local,
-            exclusive=exclusive,
-            nowait=nowait,
-            arguments=arguments,
-        ),
+        StreamConsume(session_header, queue, consumer_tag, no_local, exclusive, nowait, arguments),
         at,
     )
 
@@ -413,7 +384,7 @@ class StreamConsumeOk(_Command):
     """consumer-tag: Holds the consumer tag specified by the client or provided by the server."""
 
     def __init__(
-        self, *, session_header: SessionHeader = _NEW_HEADER, consumer_tag: str | None = None
+        self, session_header: SessionHeader = _NEW_HEADER, consumer_tag: str | None = None
     ) -> None:
         self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.consumer_tag = consumer_tag
@@ -428,7 +399,7 @@ def _r_body_stream_consume_ok(
     consumer_tag: str | None = None
     if flags & 0x1:
         consumer_tag, at = _r_str8(buf, at, end, "StreamConsumeOk.consumer_tag")
-    return StreamConsumeOk(session_header=session_header, consumer_tag=consumer_tag), at
+    return StreamConsumeOk(session_header, consumer_tag), at
 
 
 def _e_stream_consume_ok(msg: StreamConsumeOk) -> bytes:
@@ -464,7 +435,7 @@ class StreamCancel(_Command):
     """consumer-tag"""
 
     def __init__(
-        self, *, session_header: SessionHeader = _NEW_HEADER, consumer_tag: str | None = None
+        self, session_header: SessionHeader = _NEW_HEADER, consumer_tag: str | None = None
     ) -> None:
         self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.consumer_tag = consumer_tag
@@ -479,7 +450,7 @@ def _r_body_stream_cancel(
     consumer_tag: str | None = None
     if flags & 0x1:
         consumer_tag, at = _r_str8(buf, at, end, "StreamCancel.consumer_tag")
-    return StreamCancel(session_header=session_header, consumer_tag=consumer_tag), at
+    return StreamCancel(session_header, consumer_tag), at
 
 
 def _e_stream_cancel(msg: StreamCancel) -> bytes:
@@ -524,7 +495,6 @@ class StreamPublish(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         exchange: str | None = None,
         routing_key: str | None = None,
@@ -552,16 +522,7 @@ def _r_body_stream_publish(
         routing_key, at = _r_str8(buf, at, end, "StreamPublish.routing_key")
     mandatory = bool(flags & 0x4)
     immediate = bool(flags & 0x8)
-    return (
-        StreamPublish(
-            session_header=session_header,
-            exchange=exchange,
-            routing_key=routing_key,
-            mandatory=mandatory,
-            immediate=immediate,
-        ),
-        at,
-    )
+    return StreamPublish(session_header, exchange, routing_key, mandatory, immediate), at
 
 
 def _e_stream_publish(msg: StreamPublish) -> bytes:
@@ -613,7 +574,6 @@ class StreamReturn(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         reply_code: StreamReturnCode | int | None = None,
         reply_text: str | None = None,
@@ -648,16 +608,7 @@ def _r_body_stream_return(
     routing_key: str | None = None
     if flags & 0x8:
         routing_key, at = _r_str8(buf, at, end, "StreamReturn.routing_key")
-    return (
-        StreamReturn(
-            session_header=session_header,
-            reply_code=reply_code,
-            reply_text=reply_text,
-            exchange=exchange,
-            routing_key=routing_key,
-        ),
-        at,
-    )
+    return StreamReturn(session_header, reply_code, reply_text, exchange, routing_key), at
 
 
 def _e_stream_return(msg: StreamReturn) -> bytes:
@@ -711,7 +662,6 @@ class StreamDeliver(_Command):
 
     def __init__(
         self,
-        *,
         session_header: SessionHeader = _NEW_HEADER,
         consumer_tag: str | None = None,
         delivery_tag: int | None = None,
@@ -745,16 +695,7 @@ def _r_body_stream_deliver(
     queue: str | None = None
     if flags & 0x8:
         queue, at = _r_str8(buf, at, end, "StreamDeliver.queue")
-    return (
-        StreamDeliver(
-            session_header=session_header,
-            consumer_tag=consumer_tag,
-            delivery_tag=delivery_tag,
-            exchange=exchange,
-            queue=queue,
-        ),
-        at,
-    )
+    return StreamDeliver(session_header, consumer_tag, delivery_tag, exchange, queue), at
 
 
 def _e_stream_deliver(msg: StreamDeliver) -> bytes:

@@ -27,7 +27,7 @@ class TxSelect(_Command):
     NAME = "tx.select"
     session_header: SessionHeader
 
-    def __init__(self, *, session_header: SessionHeader = _NEW_HEADER) -> None:
+    def __init__(self, session_header: SessionHeader = _NEW_HEADER) -> None:
         self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
 
 
@@ -37,7 +37,7 @@ def _r_body_tx_select(
     if end - at < 2 or buf[at] | buf[at + 1] << 8:  # it has no fields: no flag may be set
         raise _bad_flags(buf, at, end, 2, "TxSelect.packing_flags")
     at += 2
-    return TxSelect(session_header=session_header), at
+    return TxSelect(session_header), at
 
 
 def _e_tx_select(msg: TxSelect) -> bytes:
@@ -66,7 +66,7 @@ class TxCommit(_Command):
     NAME = "tx.commit"
     session_header: SessionHeader
 
-    def __init__(self, *, session_header: SessionHeader = _NEW_HEADER) -> None:
+    def __init__(self, session_header: SessionHeader = _NEW_HEADER) -> None:
         self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
 
 
@@ -76,7 +76,7 @@ def _r_body_tx_commit(
     if end - at < 2 or buf[at] | buf[at + 1] << 8:  # it has no fields: no flag may be set
         raise _bad_flags(buf, at, end, 2, "TxCommit.packing_flags")
     at += 2
-    return TxCommit(session_header=session_header), at
+    return TxCommit(session_header), at
 
 
 def _e_tx_commit(msg: TxCommit) -> bytes:
@@ -105,7 +105,7 @@ class TxRollback(_Command):
     NAME = "tx.rollback"
     session_header: SessionHeader
 
-    def __init__(self, *, session_header: SessionHeader = _NEW_HEADER) -> None:
+    def __init__(self, session_header: SessionHeader = _NEW_HEADER) -> None:
         self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
 
 
@@ -115,7 +115,7 @@ def _r_body_tx_rollback(
     if end - at < 2 or buf[at] | buf[at + 1] << 8:  # it has no fields: no flag may be set
         raise _bad_flags(buf, at, end, 2, "TxRollback.packing_flags")
     at += 2
-    return TxRollback(session_header=session_header), at
+    return TxRollback(session_header), at
 
 
 def _e_tx_rollback(msg: TxRollback) -> bytes:
