@@ -203,38 +203,26 @@ _CODED_BODIES: dict[int, Callable[[bytes | memoryview, int, int], tuple[Any, int
 }
 """class code << 8 | struct code -> a coded struct's fields' reader, for the ones with a 4-octet
 size: `decode_header` reads their size and codes itself."""
-_CODED_BODY_WRITERS: dict[type[Any], tuple[bytes, Callable[[bytearray, Any], None]]] = {
-    MessageDeliveryProperties: (
-        b"\x00\x00\x00\x00\x04\x01",
-        _message._w_body_message_delivery_properties,
-    ),
-    MessageFragmentProperties: (
-        b"\x00\x00\x00\x00\x04\x02",
-        _message._w_body_message_fragment_properties,
-    ),
-    MessageProperties: (b"\x00\x00\x00\x00\x04\x03", _message._w_body_message_message_properties),
-    MessageAcquired: (b"\x00\x00\x00\x00\x04\x04", _message._w_body_message_acquired),
-    MessageResumeResult: (
-        b"\x00\x00\x00\x00\x04\x05",
-        _message._w_body_message_message_resume_result,
-    ),
-    DtxXaResult: (b"\x00\x00\x00\x00\x06\x01", _dtx._w_body_dtx_xa_result),
-    DtxGetTimeoutResult: (b"\x00\x00\x00\x00\x06\x02", _dtx._w_body_dtx_get_timeout_result),
-    DtxRecoverResult: (b"\x00\x00\x00\x00\x06\x03", _dtx._w_body_dtx_recover_result),
-    ExchangeQueryResult: (
-        b"\x00\x00\x00\x00\x07\x01",
-        _exchange._w_body_exchange_exchange_query_result,
-    ),
-    ExchangeBoundResult: (
-        b"\x00\x00\x00\x00\x07\x02",
-        _exchange._w_body_exchange_exchange_bound_result,
-    ),
-    QueueQueryResult: (b"\x00\x00\x00\x00\x08\x01", _queue._w_body_queue_queue_query_result),
-    FileProperties: (b"\x00\x00\x00\x00\x09\x01", _file._w_body_file_file_properties),
-    StreamProperties: (b"\x00\x00\x00\x00\x0a\x01", _stream._w_body_stream_stream_properties),
+_CODED_BODY_WRITERS: dict[type[Any], Callable[[bytearray, Any], None]] = {
+    MessageDeliveryProperties: _message._w_body_message_delivery_properties,
+    MessageFragmentProperties: _message._w_body_message_fragment_properties,
+    MessageProperties: _message._w_body_message_message_properties,
+    MessageAcquired: _message._w_body_message_acquired,
+    MessageResumeResult: _message._w_body_message_message_resume_result,
+    DtxXaResult: _dtx._w_body_dtx_xa_result,
+    DtxGetTimeoutResult: _dtx._w_body_dtx_get_timeout_result,
+    DtxRecoverResult: _dtx._w_body_dtx_recover_result,
+    ExchangeQueryResult: _exchange._w_body_exchange_exchange_query_result,
+    ExchangeBoundResult: _exchange._w_body_exchange_exchange_bound_result,
+    QueueQueryResult: _queue._w_body_queue_queue_query_result,
+    FileProperties: _file._w_body_file_file_properties,
+    StreamProperties: _stream._w_body_stream_stream_properties,
 }
-"""The same structs' class -> their size and codes (the size 0 until their fields are written)
-and their fields' writer: `encode_header` writes their size and codes itself."""
+_HEADER_WRITERS: dict[type[Any], tuple[bytes, Callable[[bytearray, Any], None]]] = {
+    cls: (bytes(4) + bytes(cls.IDENT), write) for cls, write in _CODED_BODY_WRITERS.items()
+}
+"""The same structs' class -> their size (0 until their fields are written) and codes, and their
+fields' writer: `encode_header` writes their size and codes itself."""
 _SIZE32 = struct.Struct(">I")
 _CODED_WRITERS: dict[type[Any], Writer] = {
     MessageDeliveryProperties: _message._w_message_delivery_properties,
@@ -582,7 +570,7 @@ def encode_header(entries: list[Any]) -> bytes:
     """A header segment's payload: coded structs, each with its size, codes and flags."""
     out = bytearray()
     for i, entry in enumerate(entries):
-        coded = _CODED_BODY_WRITERS.get(entry.__class__)
+        coded = _HEADER_WRITERS.get(entry.__class__)
         if coded is not None:  # a coded struct with a 4-octet size, written here
             start = len(out)
             out += coded[0]  # its size, written after its fields, and its codes
