@@ -108,7 +108,8 @@ def test_an_overlay_reaches_the_generated_code(tmp_path: Path) -> None:
     assert "MIN_MAX_FRAME_SIZE = 8192\n" in codec and "4096" not in codec
     flow = codec[codec.index("class MessageFlow(") : codec.index("class MessageFlush(")]
     assert '"""value: credit, sixteen bits wide by this overlay"""' in flow
-    assert '_r_uint16(buf, at, end, "MessageFlow.value")' in flow
+    assert '_short("MessageFlow.value", at, end, 2)' in flow
+    assert "value, at = _UINT16.unpack_from(buf, at)[0], at + 2" in flow
     assert '_w_uint16(out, value, "MessageFlow.value")' in flow
     assert "uint32" not in flow
     assert '"message.destination": "str8",  # where this overlay sends it\n' in codec

@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar
 
 from .errors import DecodeError, EncodeError
 
@@ -33,8 +33,8 @@ class _Fields:
     was a third of its import time)."""
 
     def __get__(self, obj: object, owner: type[_Record]) -> Any:
-        if owner is _Record:
-            return None  # the base has no fields: the decorator below skips it
+        if owner in _BASES:
+            return None  # the bases have no fields: the decorator below skips them
         from dataclasses import dataclass
 
         # the decorator adds no methods here (each class writes its own) and replaces this
@@ -67,6 +67,50 @@ class _Record:
 
     # defining __eq__ leaves it unhashable (compared by value and mutable), as
     # @dataclass(eq=True) does; the frozen classes below hash by their fields
+
+
+class _Struct(_Record):
+    """The base of the commands modules' structs: each says its spec name (STRUCT), the octets
+    of its size prefix (SIZE) and of its packing flags (PACK), and a coded struct its class code
+    and struct code (CLASS_CODE, CODE; IDENT: both)."""
+
+    __slots__ = ()
+    _KW_ONLY = False  # its fields in the spec's order, by position or keyword
+    KIND: ClassVar[str] = "struct"
+    STRUCT: ClassVar[str]
+    SIZE: ClassVar[int]
+    PACK: ClassVar[int]
+    IDENT: ClassVar[tuple[int, ...]] = ()
+    CLASS_CODE: ClassVar[int | None] = None
+    CODE: ClassVar[int | None] = None
+
+
+class _Control(_Record):
+    """The base of the commands modules' controls and commands: each says its spec name (NAME),
+    its class code and code (CLASS_CODE, CODE; IDENT: both)."""
+
+    __slots__ = ()
+    _KW_ONLY = False  # its fields in the spec's order (a command's session header first)
+    KIND: ClassVar[str] = "control"
+    NAME: ClassVar[str]
+    IDENT: ClassVar[tuple[int, int]]
+    CLASS_CODE: ClassVar[int]
+    CODE: ClassVar[int]
+
+
+class _Command(_Control):
+    """The base of the commands modules' commands, which carry a session header before their
+    fields: a command says the struct its result is (RESULT), the coded structs its header
+    segment may carry (HEADER) and whether a body segment follows (BODY)."""
+
+    __slots__ = ()
+    KIND: ClassVar[str] = "command"
+    RESULT: ClassVar[type[Any] | None] = None
+    HEADER: ClassVar[tuple[type[Any], ...]] = ()
+    BODY: ClassVar[bool] = False
+
+
+_BASES = (_Record, _Struct, _Control, _Command)  # no fields of their own: their subclasses have
 
 
 _set = object.__setattr__  # how a frozen class's __init__ sets its fields
@@ -208,48 +252,7 @@ TYPES: dict[str, TypeInfo] = {
     "bit": TypeInfo("bit", 0xF1, 0, None, "presence indicator"),
 }
 TYPE_CODES: dict[int, str] = {
-    0x00: "bin8",
-    0x01: "int8",
-    0x02: "uint8",
-    0x04: "char",
-    0x08: "boolean",
-    0x10: "bin16",
-    0x11: "int16",
-    0x12: "uint16",
-    0x20: "bin32",
-    0x21: "int32",
-    0x22: "uint32",
-    0x23: "float",
-    0x27: "char-utf32",
-    0x30: "bin64",
-    0x31: "int64",
-    0x32: "uint64",
-    0x33: "double",
-    0x38: "datetime",
-    0x40: "bin128",
-    0x48: "uuid",
-    0x50: "bin256",
-    0x60: "bin512",
-    0x70: "bin1024",
-    0x80: "vbin8",
-    0x84: "str8-latin",
-    0x85: "str8",
-    0x86: "str8-utf16",
-    0x90: "vbin16",
-    0x94: "str16-latin",
-    0x95: "str16",
-    0x96: "str16-utf16",
-    0xA0: "vbin32",
-    0xA8: "map",
-    0xA9: "list",
-    0xAA: "array",
-    0xAB: "struct32",
-    0xC0: "bin40",
-    0xC8: "dec32",
-    0xD0: "bin72",
-    0xD8: "dec64",
-    0xF0: "void",
-    0xF1: "bit",
+    info.code: name for name, info in TYPES.items() if info.code is not None
 }
 """Type code -> type name, as maps, lists and arrays tag their values."""
 
@@ -339,54 +342,54 @@ def _r_size(buf: bytes | memoryview, at: int, end: int, width: int, path: str) -
     return size, at
 
 
-def _r_bin8(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
-    if end - at < 1:
-        raise _short(path, at, end, 1)
-    return bytes(buf[at : at + 1]), at + 1
+_UINT32 = struct.Struct(">I")  # a map's, list's or array's count
 
 
-def _w_bin8(out: bytearray, value: bytes, path: str) -> None:
-    if not isinstance(value, (bytes, bytearray)) or len(value) != 1:
-        raise _bad(path, value, "1 bytes")
-    out += value
+def _number(fmt: str, name: str, integer: bool) -> tuple[Reader, Writer]:
+    """The reader and writer of a fixed-width number, packed as `fmt` says: an integer type's
+    values are ints (not bools), a float type's ints or floats."""
+    number = struct.Struct(fmt)
+    width = number.size
+    unpack_from = number.unpack_from
+    pack = number.pack
+    kinds: type | tuple[type, ...] = int if integer else (int, float)
+    what = "an integer" if integer else "a number"
+
+    def read(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[Any, int]:
+        if end - at < width:
+            raise _short(path, at, end, width)
+        return unpack_from(buf, at)[0], at + width
+
+    def write(out: bytearray, value: Any, path: str) -> None:
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            raise _bad(path, value, what)
+        try:
+            out += pack(value)
+        except (struct.error, OverflowError):
+            raise _bad(path, value, f"a {name}") from None
+
+    return read, write
 
 
-_INT8 = struct.Struct(">b")
+def _octets(width: int) -> tuple[Reader, Writer]:
+    """The reader and writer of `width` octets of unspecified encoding, as bytes."""
+
+    def read(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[Any, int]:
+        if end - at < width:
+            raise _short(path, at, end, width)
+        return bytes(buf[at : at + width]), at + width
+
+    def write(out: bytearray, value: Any, path: str) -> None:
+        if not isinstance(value, (bytes, bytearray)) or len(value) != width:
+            raise _bad(path, value, f"{width} bytes")
+        out += value
+
+    return read, write
 
 
-def _r_int8(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
-    if end - at < 1:
-        raise _short(path, at, end, 1)
-    value: int = _INT8.unpack_from(buf, at)[0]
-    return value, at + 1
-
-
-def _w_int8(out: bytearray, value: int, path: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _bad(path, value, "an integer")
-    try:
-        out += _INT8.pack(value)
-    except (struct.error, OverflowError):
-        raise _bad(path, value, "a int8") from None
-
-
-_UINT8 = struct.Struct(">B")
-
-
-def _r_uint8(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
-    if end - at < 1:
-        raise _short(path, at, end, 1)
-    value: int = _UINT8.unpack_from(buf, at)[0]
-    return value, at + 1
-
-
-def _w_uint8(out: bytearray, value: int, path: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _bad(path, value, "an integer")
-    try:
-        out += _UINT8.pack(value)
-    except (struct.error, OverflowError):
-        raise _bad(path, value, "a uint8") from None
+_r_bin8, _w_bin8 = _octets(1)
+_r_int8, _w_int8 = _number(">b", "int8", True)
+_r_uint8, _w_uint8 = _number(">B", "uint8", True)
 
 
 def _r_char(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[str, int]:
@@ -422,123 +425,13 @@ def _w_boolean(out: bytearray, value: bool, path: str) -> None:
     out.append(1 if value else 0)
 
 
-def _r_bin16(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
-    if end - at < 2:
-        raise _short(path, at, end, 2)
-    return bytes(buf[at : at + 2]), at + 2
-
-
-def _w_bin16(out: bytearray, value: bytes, path: str) -> None:
-    if not isinstance(value, (bytes, bytearray)) or len(value) != 2:
-        raise _bad(path, value, "2 bytes")
-    out += value
-
-
-_INT16 = struct.Struct(">h")
-
-
-def _r_int16(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
-    if end - at < 2:
-        raise _short(path, at, end, 2)
-    value: int = _INT16.unpack_from(buf, at)[0]
-    return value, at + 2
-
-
-def _w_int16(out: bytearray, value: int, path: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _bad(path, value, "an integer")
-    try:
-        out += _INT16.pack(value)
-    except (struct.error, OverflowError):
-        raise _bad(path, value, "a int16") from None
-
-
-_UINT16 = struct.Struct(">H")
-
-
-def _r_uint16(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
-    if end - at < 2:
-        raise _short(path, at, end, 2)
-    value: int = _UINT16.unpack_from(buf, at)[0]
-    return value, at + 2
-
-
-def _w_uint16(out: bytearray, value: int, path: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _bad(path, value, "an integer")
-    try:
-        out += _UINT16.pack(value)
-    except (struct.error, OverflowError):
-        raise _bad(path, value, "a uint16") from None
-
-
-def _r_bin32(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
-    if end - at < 4:
-        raise _short(path, at, end, 4)
-    return bytes(buf[at : at + 4]), at + 4
-
-
-def _w_bin32(out: bytearray, value: bytes, path: str) -> None:
-    if not isinstance(value, (bytes, bytearray)) or len(value) != 4:
-        raise _bad(path, value, "4 bytes")
-    out += value
-
-
-_INT32 = struct.Struct(">i")
-
-
-def _r_int32(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
-    if end - at < 4:
-        raise _short(path, at, end, 4)
-    value: int = _INT32.unpack_from(buf, at)[0]
-    return value, at + 4
-
-
-def _w_int32(out: bytearray, value: int, path: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _bad(path, value, "an integer")
-    try:
-        out += _INT32.pack(value)
-    except (struct.error, OverflowError):
-        raise _bad(path, value, "a int32") from None
-
-
-_UINT32 = struct.Struct(">I")
-
-
-def _r_uint32(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
-    if end - at < 4:
-        raise _short(path, at, end, 4)
-    value: int = _UINT32.unpack_from(buf, at)[0]
-    return value, at + 4
-
-
-def _w_uint32(out: bytearray, value: int, path: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _bad(path, value, "an integer")
-    try:
-        out += _UINT32.pack(value)
-    except (struct.error, OverflowError):
-        raise _bad(path, value, "a uint32") from None
-
-
-_FLOAT = struct.Struct(">f")
-
-
-def _r_float(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[float, int]:
-    if end - at < 4:
-        raise _short(path, at, end, 4)
-    value: float = _FLOAT.unpack_from(buf, at)[0]
-    return value, at + 4
-
-
-def _w_float(out: bytearray, value: float, path: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _bad(path, value, "a number")
-    try:
-        out += _FLOAT.pack(value)
-    except (struct.error, OverflowError):
-        raise _bad(path, value, "a float") from None
+_r_bin16, _w_bin16 = _octets(2)
+_r_int16, _w_int16 = _number(">h", "int16", True)
+_r_uint16, _w_uint16 = _number(">H", "uint16", True)
+_r_bin32, _w_bin32 = _octets(4)
+_r_int32, _w_int32 = _number(">i", "int32", True)
+_r_uint32, _w_uint32 = _number(">I", "uint32", True)
+_r_float, _w_float = _number(">f", "float", False)
 
 
 def _r_char_utf32(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[str, int]:
@@ -559,123 +452,13 @@ def _w_char_utf32(out: bytearray, value: str, path: str) -> None:
         raise _bad(path, value, "a utf-32-be character") from None
 
 
-_SEQUENCE_NO = struct.Struct(">I")
-
-
-def _r_sequence_no(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
-    if end - at < 4:
-        raise _short(path, at, end, 4)
-    value: int = _SEQUENCE_NO.unpack_from(buf, at)[0]
-    return value, at + 4
-
-
-def _w_sequence_no(out: bytearray, value: int, path: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _bad(path, value, "an integer")
-    try:
-        out += _SEQUENCE_NO.pack(value)
-    except (struct.error, OverflowError):
-        raise _bad(path, value, "a sequence-no") from None
-
-
-def _r_bin64(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
-    if end - at < 8:
-        raise _short(path, at, end, 8)
-    return bytes(buf[at : at + 8]), at + 8
-
-
-def _w_bin64(out: bytearray, value: bytes, path: str) -> None:
-    if not isinstance(value, (bytes, bytearray)) or len(value) != 8:
-        raise _bad(path, value, "8 bytes")
-    out += value
-
-
-_INT64 = struct.Struct(">q")
-
-
-def _r_int64(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
-    if end - at < 8:
-        raise _short(path, at, end, 8)
-    value: int = _INT64.unpack_from(buf, at)[0]
-    return value, at + 8
-
-
-def _w_int64(out: bytearray, value: int, path: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _bad(path, value, "an integer")
-    try:
-        out += _INT64.pack(value)
-    except (struct.error, OverflowError):
-        raise _bad(path, value, "a int64") from None
-
-
-_UINT64 = struct.Struct(">Q")
-
-
-def _r_uint64(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
-    if end - at < 8:
-        raise _short(path, at, end, 8)
-    value: int = _UINT64.unpack_from(buf, at)[0]
-    return value, at + 8
-
-
-def _w_uint64(out: bytearray, value: int, path: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _bad(path, value, "an integer")
-    try:
-        out += _UINT64.pack(value)
-    except (struct.error, OverflowError):
-        raise _bad(path, value, "a uint64") from None
-
-
-_DOUBLE = struct.Struct(">d")
-
-
-def _r_double(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[float, int]:
-    if end - at < 8:
-        raise _short(path, at, end, 8)
-    value: float = _DOUBLE.unpack_from(buf, at)[0]
-    return value, at + 8
-
-
-def _w_double(out: bytearray, value: float, path: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _bad(path, value, "a number")
-    try:
-        out += _DOUBLE.pack(value)
-    except (struct.error, OverflowError):
-        raise _bad(path, value, "a double") from None
-
-
-_DATETIME = struct.Struct(">q")
-
-
-def _r_datetime(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[int, int]:
-    if end - at < 8:
-        raise _short(path, at, end, 8)
-    value: int = _DATETIME.unpack_from(buf, at)[0]
-    return value, at + 8
-
-
-def _w_datetime(out: bytearray, value: int, path: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _bad(path, value, "an integer")
-    try:
-        out += _DATETIME.pack(value)
-    except (struct.error, OverflowError):
-        raise _bad(path, value, "a datetime") from None
-
-
-def _r_bin128(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
-    if end - at < 16:
-        raise _short(path, at, end, 16)
-    return bytes(buf[at : at + 16]), at + 16
-
-
-def _w_bin128(out: bytearray, value: bytes, path: str) -> None:
-    if not isinstance(value, (bytes, bytearray)) or len(value) != 16:
-        raise _bad(path, value, "16 bytes")
-    out += value
+_r_sequence_no, _w_sequence_no = _number(">I", "sequence-no", True)
+_r_bin64, _w_bin64 = _octets(8)
+_r_int64, _w_int64 = _number(">q", "int64", True)
+_r_uint64, _w_uint64 = _number(">Q", "uint64", True)
+_r_double, _w_double = _number(">d", "double", False)
+_r_datetime, _w_datetime = _number(">q", "datetime", True)
+_r_bin128, _w_bin128 = _octets(16)
 
 
 def _r_uuid(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[uuid.UUID, int]:
@@ -694,40 +477,9 @@ def _w_uuid(out: bytearray, value: uuid.UUID, path: str) -> None:
     out += value.bytes
 
 
-def _r_bin256(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
-    if end - at < 32:
-        raise _short(path, at, end, 32)
-    return bytes(buf[at : at + 32]), at + 32
-
-
-def _w_bin256(out: bytearray, value: bytes, path: str) -> None:
-    if not isinstance(value, (bytes, bytearray)) or len(value) != 32:
-        raise _bad(path, value, "32 bytes")
-    out += value
-
-
-def _r_bin512(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
-    if end - at < 64:
-        raise _short(path, at, end, 64)
-    return bytes(buf[at : at + 64]), at + 64
-
-
-def _w_bin512(out: bytearray, value: bytes, path: str) -> None:
-    if not isinstance(value, (bytes, bytearray)) or len(value) != 64:
-        raise _bad(path, value, "64 bytes")
-    out += value
-
-
-def _r_bin1024(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
-    if end - at < 128:
-        raise _short(path, at, end, 128)
-    return bytes(buf[at : at + 128]), at + 128
-
-
-def _w_bin1024(out: bytearray, value: bytes, path: str) -> None:
-    if not isinstance(value, (bytes, bytearray)) or len(value) != 128:
-        raise _bad(path, value, "128 bytes")
-    out += value
+_r_bin256, _w_bin256 = _octets(32)
+_r_bin512, _w_bin512 = _octets(64)
+_r_bin1024, _w_bin1024 = _octets(128)
 
 
 def _r_vbin8(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
@@ -1156,16 +908,7 @@ def _w_struct32(out: bytearray, value: Any, path: str) -> None:
     write(out, value, path)
 
 
-def _r_bin40(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
-    if end - at < 5:
-        raise _short(path, at, end, 5)
-    return bytes(buf[at : at + 5]), at + 5
-
-
-def _w_bin40(out: bytearray, value: bytes, path: str) -> None:
-    if not isinstance(value, (bytes, bytearray)) or len(value) != 5:
-        raise _bad(path, value, "5 bytes")
-    out += value
+_r_bin40, _w_bin40 = _octets(5)
 
 
 _DEC32 = struct.Struct(">Bi")
@@ -1196,16 +939,7 @@ def _w_dec32(out: bytearray, value: decimal.Decimal, path: str) -> None:
         raise _bad(path, value, "a dec32 (exponent 0..255, mantissa in range)") from None
 
 
-def _r_bin72(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[bytes, int]:
-    if end - at < 9:
-        raise _short(path, at, end, 9)
-    return bytes(buf[at : at + 9]), at + 9
-
-
-def _w_bin72(out: bytearray, value: bytes, path: str) -> None:
-    if not isinstance(value, (bytes, bytearray)) or len(value) != 9:
-        raise _bad(path, value, "9 bytes")
-    out += value
+_r_bin72, _w_bin72 = _octets(9)
 
 
 _DEC64 = struct.Struct(">Bq")
@@ -1281,100 +1015,56 @@ def _w_typed(out: bytearray, value: Typed, path: str) -> None:
     write(out, value.value, path)
 
 
-_READERS: dict[str, Reader] = {
-    "bin8": _r_bin8,
-    "int8": _r_int8,
-    "uint8": _r_uint8,
-    "char": _r_char,
-    "boolean": _r_boolean,
-    "bin16": _r_bin16,
-    "int16": _r_int16,
-    "uint16": _r_uint16,
-    "bin32": _r_bin32,
-    "int32": _r_int32,
-    "uint32": _r_uint32,
-    "float": _r_float,
-    "char-utf32": _r_char_utf32,
-    "sequence-no": _r_sequence_no,
-    "bin64": _r_bin64,
-    "int64": _r_int64,
-    "uint64": _r_uint64,
-    "double": _r_double,
-    "datetime": _r_datetime,
-    "bin128": _r_bin128,
-    "uuid": _r_uuid,
-    "bin256": _r_bin256,
-    "bin512": _r_bin512,
-    "bin1024": _r_bin1024,
-    "vbin8": _r_vbin8,
-    "str8-latin": _r_str8_latin,
-    "str8": _r_str8,
-    "str8-utf16": _r_str8_utf16,
-    "vbin16": _r_vbin16,
-    "str16-latin": _r_str16_latin,
-    "str16": _r_str16,
-    "str16-utf16": _r_str16_utf16,
-    "byte-ranges": _r_byte_ranges,
-    "sequence-set": _r_sequence_set,
-    "vbin32": _r_vbin32,
-    "map": _r_map,
-    "list": _r_list,
-    "array": _r_array,
-    "struct32": _r_struct32,
-    "bin40": _r_bin40,
-    "dec32": _r_dec32,
-    "bin72": _r_bin72,
-    "dec64": _r_dec64,
-    "void": _r_void,
-    "bit": _r_bit,
+_CODECS: dict[str, tuple[Reader, Writer]] = {
+    "bin8": (_r_bin8, _w_bin8),
+    "int8": (_r_int8, _w_int8),
+    "uint8": (_r_uint8, _w_uint8),
+    "char": (_r_char, _w_char),
+    "boolean": (_r_boolean, _w_boolean),
+    "bin16": (_r_bin16, _w_bin16),
+    "int16": (_r_int16, _w_int16),
+    "uint16": (_r_uint16, _w_uint16),
+    "bin32": (_r_bin32, _w_bin32),
+    "int32": (_r_int32, _w_int32),
+    "uint32": (_r_uint32, _w_uint32),
+    "float": (_r_float, _w_float),
+    "char-utf32": (_r_char_utf32, _w_char_utf32),
+    "sequence-no": (_r_sequence_no, _w_sequence_no),
+    "bin64": (_r_bin64, _w_bin64),
+    "int64": (_r_int64, _w_int64),
+    "uint64": (_r_uint64, _w_uint64),
+    "double": (_r_double, _w_double),
+    "datetime": (_r_datetime, _w_datetime),
+    "bin128": (_r_bin128, _w_bin128),
+    "uuid": (_r_uuid, _w_uuid),
+    "bin256": (_r_bin256, _w_bin256),
+    "bin512": (_r_bin512, _w_bin512),
+    "bin1024": (_r_bin1024, _w_bin1024),
+    "vbin8": (_r_vbin8, _w_vbin8),
+    "str8-latin": (_r_str8_latin, _w_str8_latin),
+    "str8": (_r_str8, _w_str8),
+    "str8-utf16": (_r_str8_utf16, _w_str8_utf16),
+    "vbin16": (_r_vbin16, _w_vbin16),
+    "str16-latin": (_r_str16_latin, _w_str16_latin),
+    "str16": (_r_str16, _w_str16),
+    "str16-utf16": (_r_str16_utf16, _w_str16_utf16),
+    "byte-ranges": (_r_byte_ranges, _w_byte_ranges),
+    "sequence-set": (_r_sequence_set, _w_sequence_set),
+    "vbin32": (_r_vbin32, _w_vbin32),
+    "map": (_r_map, _w_map),
+    "list": (_r_list, _w_list),
+    "array": (_r_array, _w_array),
+    "struct32": (_r_struct32, _w_struct32),
+    "bin40": (_r_bin40, _w_bin40),
+    "dec32": (_r_dec32, _w_dec32),
+    "bin72": (_r_bin72, _w_bin72),
+    "dec64": (_r_dec64, _w_dec64),
+    "void": (_r_void, _w_void),
+    "bit": (_r_bit, _w_bit),
 }
-_WRITERS: dict[str, Writer] = {
-    "bin8": _w_bin8,
-    "int8": _w_int8,
-    "uint8": _w_uint8,
-    "char": _w_char,
-    "boolean": _w_boolean,
-    "bin16": _w_bin16,
-    "int16": _w_int16,
-    "uint16": _w_uint16,
-    "bin32": _w_bin32,
-    "int32": _w_int32,
-    "uint32": _w_uint32,
-    "float": _w_float,
-    "char-utf32": _w_char_utf32,
-    "sequence-no": _w_sequence_no,
-    "bin64": _w_bin64,
-    "int64": _w_int64,
-    "uint64": _w_uint64,
-    "double": _w_double,
-    "datetime": _w_datetime,
-    "bin128": _w_bin128,
-    "uuid": _w_uuid,
-    "bin256": _w_bin256,
-    "bin512": _w_bin512,
-    "bin1024": _w_bin1024,
-    "vbin8": _w_vbin8,
-    "str8-latin": _w_str8_latin,
-    "str8": _w_str8,
-    "str8-utf16": _w_str8_utf16,
-    "vbin16": _w_vbin16,
-    "str16-latin": _w_str16_latin,
-    "str16": _w_str16,
-    "str16-utf16": _w_str16_utf16,
-    "byte-ranges": _w_byte_ranges,
-    "sequence-set": _w_sequence_set,
-    "vbin32": _w_vbin32,
-    "map": _w_map,
-    "list": _w_list,
-    "array": _w_array,
-    "struct32": _w_struct32,
-    "bin40": _w_bin40,
-    "dec32": _w_dec32,
-    "bin72": _w_bin72,
-    "dec64": _w_dec64,
-    "void": _w_void,
-    "bit": _w_bit,
-}
+"""Type name -> its reader and writer."""
+_READERS: dict[str, Reader] = {name: codec[0] for name, codec in _CODECS.items()}
+_WRITERS: dict[str, Writer] = {name: codec[1] for name, codec in _CODECS.items()}
 _BY_CODE: dict[int, tuple[str, Reader]] = {
     code: (name, _READERS[name]) for code, name in TYPE_CODES.items()
 }
@@ -1405,17 +1095,64 @@ def encode_value(type_name: str, value: Any) -> bytes:
     return bytes(out)
 
 
-def _r_flags(
-    buf: bytes | memoryview, at: int, end: int, width: int, known: int, path: str
-) -> tuple[int, int]:
-    """Packing flags: `width` octets, bit i of octet i // 8 for field i; a flag set outside
-    `known` names a field the struct does not have."""
+def _bad_flags(buf: bytes | memoryview, at: int, end: int, width: int, path: str) -> DecodeError:
+    """The DecodeError of packing flags (`width` octets, bit i of octet i // 8 for field i) cut
+    short, or with a flag set that names a field the struct does not have."""
     if end - at < width:
-        raise _short(path, at, end, width)
+        return _short(path, at, end, width)
     flags = int.from_bytes(buf[at : at + width], "little")
-    if flags & ~known:
-        raise DecodeError(path, at, f"flags 0x{flags:x} name fields it does not have")
-    return flags, at + width
+    return DecodeError(path, at, f"flags 0x{flags:x} name fields it does not have")
+
+
+_S = TypeVar("_S", bound=_Struct)
+
+
+def _r_sized(
+    buf: bytes | memoryview,
+    at: int,
+    end: int,
+    path: str,
+    cls: type[_S],
+    body: Callable[[bytes | memoryview, int, int], tuple[_S, int]],
+) -> tuple[_S, int]:
+    """A struct with its size prefix (`cls.SIZE` octets), for a coded struct its class code and
+    struct code, then its packing flags and fields, which `body` reads: the size must hold them
+    exactly."""
+    size, at = _r_size(buf, at, end, cls.SIZE, path)
+    limit = at + size
+    codes = cls.IDENT
+    if codes:
+        if limit - at < 2:
+            raise _short(f"{path}.code", at, limit, 2)
+        if (buf[at], buf[at + 1]) != codes:
+            raise DecodeError(
+                f"{path}.code",
+                at,
+                f"codes {buf[at]}, {buf[at + 1]}: not {cls.__name__}'s {codes[0]}, {codes[1]}",
+            )
+        at += 2
+    value, at = body(buf, at, limit)
+    if at != limit:
+        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
+    return value, at
+
+
+def _w_sized(
+    out: bytearray, value: _S, path: str, cls: type[_S], body: Callable[[bytearray, _S], None]
+) -> None:
+    """A struct of class `cls` with its size prefix and, for a coded struct, its codes, then its
+    packing flags and fields, which `body` writes."""
+    if value.__class__ is not cls and not isinstance(value, cls):
+        raise _bad(path, value, f"a {cls.__name__}")
+    start = len(out)
+    out += bytes(cls.SIZE) + bytes(cls.IDENT)
+    body(out, value)
+    _sized(out, start, cls.SIZE, path)  # the size, or its EncodeError
+
+
+def _not_bool(path: str, value: object) -> NoReturn:
+    """A bit field's EncodeError: its value is neither True nor False."""
+    raise _bad(path, value, "a bool")
 
 
 _CODED_READERS: dict[tuple[int, int], Reader] = {}

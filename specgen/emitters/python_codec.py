@@ -675,10 +675,14 @@ _PACKED_HELPERS = {
     "Reader",
     "Writer",
     "_bad",
+    "_bad_flags",
+    "_not_bool",
     "_r_size",
+    "_r_sized",
     "_r_struct32",
     "_short",
     "_sized",
+    "_w_sized",
     "_w_struct32",
     "register_coded",
 }
@@ -754,6 +758,7 @@ _FRAME_LAYER = {
         "..frame_reader", ["Frame", "ProtocolHeader", "decode_frame", "encode_frame"]
     ),
     **{f"_{n}": f"..frame_reader:{n}" for n in ("Assembler", "Assemblies", "Segment")},
+    "get_args": "typing",  # CONTROLS and COMMANDS, from the Control and Command unions
 }
 
 
@@ -779,10 +784,11 @@ def _packed_modules(
         for g, (ss, ms) in groups.items()
     }
     providers = {
-        **imports.provided("..values", [*value_names, "_Record"]),
+        **imports.provided("..values", [*value_names, "_Command", "_Control", "_Struct"]),
         **imports.provided(".enums", enums),
         **_FRAME_LAYER,
     }
+    providers |= {f"_{g}": f".:{g}" for g in bodies}  # the commands module's tables read them
     classes: list[str] = []
     for g, text in bodies.items():
         defined = block("module", g, text).defines

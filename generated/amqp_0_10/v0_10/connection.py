@@ -9,20 +9,18 @@ which dispatches to the readers and writers here.
 from __future__ import annotations
 
 import struct
-from typing import ClassVar
 
-from ..errors import DecodeError
 from ..values import (
     Array,
     Typed,
-    _bad,
+    _bad_flags,
+    _Control,
+    _not_bool,
     _r_array,
     _r_map,
     _r_str8,
     _r_str16,
-    _r_uint16,
     _r_vbin32,
-    _Record,
     _short,
     _w_array,
     _w_map,
@@ -38,7 +36,7 @@ _UINT16 = struct.Struct(">H")
 _ConnectionCloseCode: dict[int, ConnectionCloseCode] = {m.value: m for m in ConnectionCloseCode}
 
 
-class ConnectionStart(_Record):
+class ConnectionStart(_Control):
     """connection.start: control, class code 0x01 (1), code 0x01 (1).
 
     This control starts the connection negotiation process by telling the client the supported security mechanisms and locales from which the client can choose.
@@ -48,11 +46,8 @@ class ConnectionStart(_Record):
 
     __slots__ = ("server_properties", "mechanisms", "locales")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x01, 0x01)
-    KIND: ClassVar[str] = "control"
-    NAME: ClassVar[str] = "connection.start"
-    CLASS_CODE: ClassVar[int] = 0x01
-    CODE: ClassVar[int] = 0x01
+    CLASS_CODE, CODE = IDENT = (0x01, 0x01)
+    NAME = "connection.start"
     server_properties: dict[str, Typed] | None
     """server-properties: server properties"""
     mechanisms: Array | None
@@ -62,7 +57,6 @@ class ConnectionStart(_Record):
 
     def __init__(
         self,
-        *,
         server_properties: dict[str, Typed] | None = None,
         mechanisms: Array | None = None,
         locales: Array | None = None,
@@ -75,13 +69,8 @@ class ConnectionStart(_Record):
 def _r_body_connection_start(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ConnectionStart, int]:
-    if end - at < 2:
-        raise _short("ConnectionStart.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x7:
-        raise DecodeError(
-            "ConnectionStart.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x7:
+        raise _bad_flags(buf, at, end, 2, "ConnectionStart.packing_flags")
     at += 2
     server_properties: dict[str, Typed] | None = None
     if flags & 0x1:
@@ -92,14 +81,7 @@ def _r_body_connection_start(
     locales: Array | None = None
     if flags & 0x4:
         locales, at = _r_array(buf, at, end, "ConnectionStart.locales")
-    return (
-        ConnectionStart(
-            server_properties=server_properties,
-            mechanisms=mechanisms,
-            locales=locales,
-        ),
-        at,
-    )
+    return ConnectionStart(server_properties, mechanisms, locales), at
 
 
 def _e_connection_start(msg: ConnectionStart) -> bytes:
@@ -107,23 +89,20 @@ def _e_connection_start(msg: ConnectionStart) -> bytes:
     out = bytearray(b"\x01\x01\x00\x00")
     flags = 0
     start = len(out) - 2
-    server_properties = msg.server_properties
-    if server_properties is not None:
+    if (server_properties := msg.server_properties) is not None:
         flags |= 0x1
         _w_map(out, server_properties, "ConnectionStart.server_properties")
-    mechanisms = msg.mechanisms
-    if mechanisms is not None:
+    if (mechanisms := msg.mechanisms) is not None:
         flags |= 0x2
         _w_array(out, mechanisms, "ConnectionStart.mechanisms")
-    locales = msg.locales
-    if locales is not None:
+    if (locales := msg.locales) is not None:
         flags |= 0x4
         _w_array(out, locales, "ConnectionStart.locales")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class ConnectionStartOk(_Record):
+class ConnectionStartOk(_Control):
     """connection.start-ok: control, class code 0x01 (1), code 0x02 (2).
 
     This control selects a SASL security mechanism.
@@ -133,11 +112,8 @@ class ConnectionStartOk(_Record):
 
     __slots__ = ("client_properties", "mechanism", "response", "locale")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x01, 0x02)
-    KIND: ClassVar[str] = "control"
-    NAME: ClassVar[str] = "connection.start-ok"
-    CLASS_CODE: ClassVar[int] = 0x01
-    CODE: ClassVar[int] = 0x02
+    CLASS_CODE, CODE = IDENT = (0x01, 0x02)
+    NAME = "connection.start-ok"
     client_properties: dict[str, Typed] | None
     """client-properties: client properties"""
     mechanism: str | None
@@ -149,7 +125,6 @@ class ConnectionStartOk(_Record):
 
     def __init__(
         self,
-        *,
         client_properties: dict[str, Typed] | None = None,
         mechanism: str | None = None,
         response: bytes | None = None,
@@ -164,13 +139,8 @@ class ConnectionStartOk(_Record):
 def _r_body_connection_start_ok(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ConnectionStartOk, int]:
-    if end - at < 2:
-        raise _short("ConnectionStartOk.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0xF:
-        raise DecodeError(
-            "ConnectionStartOk.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0xF:
+        raise _bad_flags(buf, at, end, 2, "ConnectionStartOk.packing_flags")
     at += 2
     client_properties: dict[str, Typed] | None = None
     if flags & 0x1:
@@ -184,15 +154,7 @@ def _r_body_connection_start_ok(
     locale: str | None = None
     if flags & 0x8:
         locale, at = _r_str8(buf, at, end, "ConnectionStartOk.locale")
-    return (
-        ConnectionStartOk(
-            client_properties=client_properties,
-            mechanism=mechanism,
-            response=response,
-            locale=locale,
-        ),
-        at,
-    )
+    return ConnectionStartOk(client_properties, mechanism, response, locale), at
 
 
 def _e_connection_start_ok(msg: ConnectionStartOk) -> bytes:
@@ -200,27 +162,23 @@ def _e_connection_start_ok(msg: ConnectionStartOk) -> bytes:
     out = bytearray(b"\x01\x02\x00\x00")
     flags = 0
     start = len(out) - 2
-    client_properties = msg.client_properties
-    if client_properties is not None:
+    if (client_properties := msg.client_properties) is not None:
         flags |= 0x1
         _w_map(out, client_properties, "ConnectionStartOk.client_properties")
-    mechanism = msg.mechanism
-    if mechanism is not None:
+    if (mechanism := msg.mechanism) is not None:
         flags |= 0x2
         _w_str8(out, mechanism, "ConnectionStartOk.mechanism")
-    response = msg.response
-    if response is not None:
+    if (response := msg.response) is not None:
         flags |= 0x4
         _w_vbin32(out, response, "ConnectionStartOk.response")
-    locale = msg.locale
-    if locale is not None:
+    if (locale := msg.locale) is not None:
         flags |= 0x8
         _w_str8(out, locale, "ConnectionStartOk.locale")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class ConnectionSecure(_Record):
+class ConnectionSecure(_Control):
     """connection.secure: control, class code 0x01 (1), code 0x03 (3).
 
     The SASL protocol works by exchanging challenges and responses until both peers have received sufficient information to authenticate each other. This control challenges the client to provide more information.
@@ -230,42 +188,25 @@ class ConnectionSecure(_Record):
 
     __slots__ = ("challenge",)
 
-    IDENT: ClassVar[tuple[int, int]] = (0x01, 0x03)
-    KIND: ClassVar[str] = "control"
-    NAME: ClassVar[str] = "connection.secure"
-    CLASS_CODE: ClassVar[int] = 0x01
-    CODE: ClassVar[int] = 0x03
+    CLASS_CODE, CODE = IDENT = (0x01, 0x03)
+    NAME = "connection.secure"
     challenge: bytes | None
     """challenge (required): Challenge information, a block of opaque binary data passed to the security mechanism."""
 
-    def __init__(
-        self,
-        *,
-        challenge: bytes | None = None,
-    ) -> None:
+    def __init__(self, challenge: bytes | None = None) -> None:
         self.challenge = challenge
 
 
 def _r_body_connection_secure(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ConnectionSecure, int]:
-    if end - at < 2:
-        raise _short("ConnectionSecure.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "ConnectionSecure.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "ConnectionSecure.packing_flags")
     at += 2
     challenge: bytes | None = None
     if flags & 0x1:
         challenge, at = _r_vbin32(buf, at, end, "ConnectionSecure.challenge")
-    return (
-        ConnectionSecure(
-            challenge=challenge,
-        ),
-        at,
-    )
+    return ConnectionSecure(challenge), at
 
 
 def _e_connection_secure(msg: ConnectionSecure) -> bytes:
@@ -273,15 +214,14 @@ def _e_connection_secure(msg: ConnectionSecure) -> bytes:
     out = bytearray(b"\x01\x03\x00\x00")
     flags = 0
     start = len(out) - 2
-    challenge = msg.challenge
-    if challenge is not None:
+    if (challenge := msg.challenge) is not None:
         flags |= 0x1
         _w_vbin32(out, challenge, "ConnectionSecure.challenge")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class ConnectionSecureOk(_Record):
+class ConnectionSecureOk(_Control):
     """connection.secure-ok: control, class code 0x01 (1), code 0x04 (4).
 
     This control attempts to authenticate, passing a block of SASL data for the security mechanism at the server side.
@@ -291,44 +231,25 @@ class ConnectionSecureOk(_Record):
 
     __slots__ = ("response",)
 
-    IDENT: ClassVar[tuple[int, int]] = (0x01, 0x04)
-    KIND: ClassVar[str] = "control"
-    NAME: ClassVar[str] = "connection.secure-ok"
-    CLASS_CODE: ClassVar[int] = 0x01
-    CODE: ClassVar[int] = 0x04
+    CLASS_CODE, CODE = IDENT = (0x01, 0x04)
+    NAME = "connection.secure-ok"
     response: bytes | None
     """response (required): A block of opaque data passed to the security mechanism. The contents of this data are defined by the SASL security mechanism."""
 
-    def __init__(
-        self,
-        *,
-        response: bytes | None = None,
-    ) -> None:
+    def __init__(self, response: bytes | None = None) -> None:
         self.response = response
 
 
 def _r_body_connection_secure_ok(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ConnectionSecureOk, int]:
-    if end - at < 2:
-        raise _short("ConnectionSecureOk.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "ConnectionSecureOk.packing_flags",
-            at,
-            f"flags 0x{flags:x} name fields it does not have",
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "ConnectionSecureOk.packing_flags")
     at += 2
     response: bytes | None = None
     if flags & 0x1:
         response, at = _r_vbin32(buf, at, end, "ConnectionSecureOk.response")
-    return (
-        ConnectionSecureOk(
-            response=response,
-        ),
-        at,
-    )
+    return ConnectionSecureOk(response), at
 
 
 def _e_connection_secure_ok(msg: ConnectionSecureOk) -> bytes:
@@ -336,15 +257,14 @@ def _e_connection_secure_ok(msg: ConnectionSecureOk) -> bytes:
     out = bytearray(b"\x01\x04\x00\x00")
     flags = 0
     start = len(out) - 2
-    response = msg.response
-    if response is not None:
+    if (response := msg.response) is not None:
         flags |= 0x1
         _w_vbin32(out, response, "ConnectionSecureOk.response")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class ConnectionTune(_Record):
+class ConnectionTune(_Control):
     """connection.tune: control, class code 0x01 (1), code 0x05 (5).
 
     This control proposes a set of connection configuration values to the client. The client can accept and/or adjust these.
@@ -354,11 +274,8 @@ class ConnectionTune(_Record):
 
     __slots__ = ("channel_max", "max_frame_size", "heartbeat_min", "heartbeat_max")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x01, 0x05)
-    KIND: ClassVar[str] = "control"
-    NAME: ClassVar[str] = "connection.tune"
-    CLASS_CODE: ClassVar[int] = 0x01
-    CODE: ClassVar[int] = 0x05
+    CLASS_CODE, CODE = IDENT = (0x01, 0x05)
+    NAME = "connection.tune"
     channel_max: int | None
     """channel-max: The maximum total number of channels that the server allows per connection. If this is not set it means that the server does not impose a fixed limit, but the number of allowed channels may be limited by available server resources."""
     max_frame_size: int | None
@@ -370,7 +287,6 @@ class ConnectionTune(_Record):
 
     def __init__(
         self,
-        *,
         channel_max: int | None = None,
         max_frame_size: int | None = None,
         heartbeat_min: int | None = None,
@@ -385,51 +301,30 @@ class ConnectionTune(_Record):
 def _r_body_connection_tune(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ConnectionTune, int]:
-    if end - at < 2:
-        raise _short("ConnectionTune.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0xF:
-        raise DecodeError(
-            "ConnectionTune.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0xF:
+        raise _bad_flags(buf, at, end, 2, "ConnectionTune.packing_flags")
     at += 2
     channel_max: int | None = None
     if flags & 0x1:
-        if end - at >= 2:
-            channel_max = _UINT16.unpack_from(buf, at)[0]
-            at += 2
-        else:  # too short: the reader's DecodeError
-            channel_max, at = _r_uint16(buf, at, end, "ConnectionTune.channel_max")
+        if end - at < 2:
+            raise _short("ConnectionTune.channel_max", at, end, 2)
+        channel_max, at = _UINT16.unpack_from(buf, at)[0], at + 2
     max_frame_size: int | None = None
     if flags & 0x2:
-        if end - at >= 2:
-            max_frame_size = _UINT16.unpack_from(buf, at)[0]
-            at += 2
-        else:  # too short: the reader's DecodeError
-            max_frame_size, at = _r_uint16(buf, at, end, "ConnectionTune.max_frame_size")
+        if end - at < 2:
+            raise _short("ConnectionTune.max_frame_size", at, end, 2)
+        max_frame_size, at = _UINT16.unpack_from(buf, at)[0], at + 2
     heartbeat_min: int | None = None
     if flags & 0x4:
-        if end - at >= 2:
-            heartbeat_min = _UINT16.unpack_from(buf, at)[0]
-            at += 2
-        else:  # too short: the reader's DecodeError
-            heartbeat_min, at = _r_uint16(buf, at, end, "ConnectionTune.heartbeat_min")
+        if end - at < 2:
+            raise _short("ConnectionTune.heartbeat_min", at, end, 2)
+        heartbeat_min, at = _UINT16.unpack_from(buf, at)[0], at + 2
     heartbeat_max: int | None = None
     if flags & 0x8:
-        if end - at >= 2:
-            heartbeat_max = _UINT16.unpack_from(buf, at)[0]
-            at += 2
-        else:  # too short: the reader's DecodeError
-            heartbeat_max, at = _r_uint16(buf, at, end, "ConnectionTune.heartbeat_max")
-    return (
-        ConnectionTune(
-            channel_max=channel_max,
-            max_frame_size=max_frame_size,
-            heartbeat_min=heartbeat_min,
-            heartbeat_max=heartbeat_max,
-        ),
-        at,
-    )
+        if end - at < 2:
+            raise _short("ConnectionTune.heartbeat_max", at, end, 2)
+        heartbeat_max, at = _UINT16.unpack_from(buf, at)[0], at + 2
+    return ConnectionTune(channel_max, max_frame_size, heartbeat_min, heartbeat_max), at
 
 
 def _e_connection_tune(msg: ConnectionTune) -> bytes:
@@ -437,27 +332,23 @@ def _e_connection_tune(msg: ConnectionTune) -> bytes:
     out = bytearray(b"\x01\x05\x00\x00")
     flags = 0
     start = len(out) - 2
-    channel_max = msg.channel_max
-    if channel_max is not None:
+    if (channel_max := msg.channel_max) is not None:
         flags |= 0x1
         _w_uint16(out, channel_max, "ConnectionTune.channel_max")
-    max_frame_size = msg.max_frame_size
-    if max_frame_size is not None:
+    if (max_frame_size := msg.max_frame_size) is not None:
         flags |= 0x2
         _w_uint16(out, max_frame_size, "ConnectionTune.max_frame_size")
-    heartbeat_min = msg.heartbeat_min
-    if heartbeat_min is not None:
+    if (heartbeat_min := msg.heartbeat_min) is not None:
         flags |= 0x4
         _w_uint16(out, heartbeat_min, "ConnectionTune.heartbeat_min")
-    heartbeat_max = msg.heartbeat_max
-    if heartbeat_max is not None:
+    if (heartbeat_max := msg.heartbeat_max) is not None:
         flags |= 0x8
         _w_uint16(out, heartbeat_max, "ConnectionTune.heartbeat_max")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class ConnectionTuneOk(_Record):
+class ConnectionTuneOk(_Control):
     """connection.tune-ok: control, class code 0x01 (1), code 0x06 (6).
 
     This control sends the client's connection tuning parameters to the server. Certain fields are negotiated, others provide capability information.
@@ -467,11 +358,8 @@ class ConnectionTuneOk(_Record):
 
     __slots__ = ("channel_max", "max_frame_size", "heartbeat")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x01, 0x06)
-    KIND: ClassVar[str] = "control"
-    NAME: ClassVar[str] = "connection.tune-ok"
-    CLASS_CODE: ClassVar[int] = 0x01
-    CODE: ClassVar[int] = 0x06
+    CLASS_CODE, CODE = IDENT = (0x01, 0x06)
+    NAME = "connection.tune-ok"
     channel_max: int | None
     """channel-max (required): The maximum total number of channels that the client will use per connection."""
     max_frame_size: int | None
@@ -481,7 +369,6 @@ class ConnectionTuneOk(_Record):
 
     def __init__(
         self,
-        *,
         channel_max: int | None = None,
         max_frame_size: int | None = None,
         heartbeat: int | None = None,
@@ -494,43 +381,25 @@ class ConnectionTuneOk(_Record):
 def _r_body_connection_tune_ok(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ConnectionTuneOk, int]:
-    if end - at < 2:
-        raise _short("ConnectionTuneOk.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x7:
-        raise DecodeError(
-            "ConnectionTuneOk.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x7:
+        raise _bad_flags(buf, at, end, 2, "ConnectionTuneOk.packing_flags")
     at += 2
     channel_max: int | None = None
     if flags & 0x1:
-        if end - at >= 2:
-            channel_max = _UINT16.unpack_from(buf, at)[0]
-            at += 2
-        else:  # too short: the reader's DecodeError
-            channel_max, at = _r_uint16(buf, at, end, "ConnectionTuneOk.channel_max")
+        if end - at < 2:
+            raise _short("ConnectionTuneOk.channel_max", at, end, 2)
+        channel_max, at = _UINT16.unpack_from(buf, at)[0], at + 2
     max_frame_size: int | None = None
     if flags & 0x2:
-        if end - at >= 2:
-            max_frame_size = _UINT16.unpack_from(buf, at)[0]
-            at += 2
-        else:  # too short: the reader's DecodeError
-            max_frame_size, at = _r_uint16(buf, at, end, "ConnectionTuneOk.max_frame_size")
+        if end - at < 2:
+            raise _short("ConnectionTuneOk.max_frame_size", at, end, 2)
+        max_frame_size, at = _UINT16.unpack_from(buf, at)[0], at + 2
     heartbeat: int | None = None
     if flags & 0x4:
-        if end - at >= 2:
-            heartbeat = _UINT16.unpack_from(buf, at)[0]
-            at += 2
-        else:  # too short: the reader's DecodeError
-            heartbeat, at = _r_uint16(buf, at, end, "ConnectionTuneOk.heartbeat")
-    return (
-        ConnectionTuneOk(
-            channel_max=channel_max,
-            max_frame_size=max_frame_size,
-            heartbeat=heartbeat,
-        ),
-        at,
-    )
+        if end - at < 2:
+            raise _short("ConnectionTuneOk.heartbeat", at, end, 2)
+        heartbeat, at = _UINT16.unpack_from(buf, at)[0], at + 2
+    return ConnectionTuneOk(channel_max, max_frame_size, heartbeat), at
 
 
 def _e_connection_tune_ok(msg: ConnectionTuneOk) -> bytes:
@@ -538,23 +407,20 @@ def _e_connection_tune_ok(msg: ConnectionTuneOk) -> bytes:
     out = bytearray(b"\x01\x06\x00\x00")
     flags = 0
     start = len(out) - 2
-    channel_max = msg.channel_max
-    if channel_max is not None:
+    if (channel_max := msg.channel_max) is not None:
         flags |= 0x1
         _w_uint16(out, channel_max, "ConnectionTuneOk.channel_max")
-    max_frame_size = msg.max_frame_size
-    if max_frame_size is not None:
+    if (max_frame_size := msg.max_frame_size) is not None:
         flags |= 0x2
         _w_uint16(out, max_frame_size, "ConnectionTuneOk.max_frame_size")
-    heartbeat = msg.heartbeat
-    if heartbeat is not None:
+    if (heartbeat := msg.heartbeat) is not None:
         flags |= 0x4
         _w_uint16(out, heartbeat, "ConnectionTuneOk.heartbeat")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class ConnectionOpen(_Record):
+class ConnectionOpen(_Control):
     """connection.open: control, class code 0x01 (1), code 0x07 (7).
 
     This control opens a connection to a virtual host, which is a collection of resources, and acts to separate multiple application domains within a server. The server may apply arbitrary limits per virtual host, such as the number of each type of entity that may be used, per connection and/or in total.
@@ -564,11 +430,8 @@ class ConnectionOpen(_Record):
 
     __slots__ = ("virtual_host", "capabilities", "insist")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x01, 0x07)
-    KIND: ClassVar[str] = "control"
-    NAME: ClassVar[str] = "connection.open"
-    CLASS_CODE: ClassVar[int] = 0x01
-    CODE: ClassVar[int] = 0x07
+    CLASS_CODE, CODE = IDENT = (0x01, 0x07)
+    NAME = "connection.open"
     virtual_host: str | None
     """virtual-host (required): The name of the virtual host to work with."""
     capabilities: Array | None
@@ -578,7 +441,6 @@ class ConnectionOpen(_Record):
 
     def __init__(
         self,
-        *,
         virtual_host: str | None = None,
         capabilities: Array | None = None,
         insist: bool = False,
@@ -591,13 +453,8 @@ class ConnectionOpen(_Record):
 def _r_body_connection_open(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ConnectionOpen, int]:
-    if end - at < 2:
-        raise _short("ConnectionOpen.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x7:
-        raise DecodeError(
-            "ConnectionOpen.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x7:
+        raise _bad_flags(buf, at, end, 2, "ConnectionOpen.packing_flags")
     at += 2
     virtual_host: str | None = None
     if flags & 0x1:
@@ -606,14 +463,7 @@ def _r_body_connection_open(
     if flags & 0x2:
         capabilities, at = _r_array(buf, at, end, "ConnectionOpen.capabilities")
     insist = bool(flags & 0x4)
-    return (
-        ConnectionOpen(
-            virtual_host=virtual_host,
-            capabilities=capabilities,
-            insist=insist,
-        ),
-        at,
-    )
+    return ConnectionOpen(virtual_host, capabilities, insist), at
 
 
 def _e_connection_open(msg: ConnectionOpen) -> bytes:
@@ -621,23 +471,19 @@ def _e_connection_open(msg: ConnectionOpen) -> bytes:
     out = bytearray(b"\x01\x07\x00\x00")
     flags = 0
     start = len(out) - 2
-    virtual_host = msg.virtual_host
-    if virtual_host is not None:
+    if (virtual_host := msg.virtual_host) is not None:
         flags |= 0x1
         _w_str8(out, virtual_host, "ConnectionOpen.virtual_host")
-    capabilities = msg.capabilities
-    if capabilities is not None:
+    if (capabilities := msg.capabilities) is not None:
         flags |= 0x2
         _w_array(out, capabilities, "ConnectionOpen.capabilities")
-    if msg.insist is True:
-        flags |= 0x4
-    elif msg.insist is not False:
-        raise _bad("ConnectionOpen.insist", msg.insist, "a bool")
+    if (bit := msg.insist) is not False:
+        flags |= 0x4 if bit is True else _not_bool("ConnectionOpen.insist", bit)
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class ConnectionOpenOk(_Record):
+class ConnectionOpenOk(_Control):
     """connection.open-ok: control, class code 0x01 (1), code 0x08 (8).
 
     This control signals to the client that the connection is ready for use.
@@ -647,42 +493,25 @@ class ConnectionOpenOk(_Record):
 
     __slots__ = ("known_hosts",)
 
-    IDENT: ClassVar[tuple[int, int]] = (0x01, 0x08)
-    KIND: ClassVar[str] = "control"
-    NAME: ClassVar[str] = "connection.open-ok"
-    CLASS_CODE: ClassVar[int] = 0x01
-    CODE: ClassVar[int] = 0x08
+    CLASS_CODE, CODE = IDENT = (0x01, 0x08)
+    NAME = "connection.open-ok"
     known_hosts: Array | None
     """known-hosts: Specifies an array of equivalent or alternative hosts that the server knows about, which will normally include the current server itself. Each entry in the array will be in the form of an IP address or DNS name, optionally followed by a colon and a port number. Clients can cache this information and use it when reconnecting to a server after a failure. This field may be empty."""
 
-    def __init__(
-        self,
-        *,
-        known_hosts: Array | None = None,
-    ) -> None:
+    def __init__(self, known_hosts: Array | None = None) -> None:
         self.known_hosts = known_hosts
 
 
 def _r_body_connection_open_ok(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ConnectionOpenOk, int]:
-    if end - at < 2:
-        raise _short("ConnectionOpenOk.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "ConnectionOpenOk.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "ConnectionOpenOk.packing_flags")
     at += 2
     known_hosts: Array | None = None
     if flags & 0x1:
         known_hosts, at = _r_array(buf, at, end, "ConnectionOpenOk.known_hosts")
-    return (
-        ConnectionOpenOk(
-            known_hosts=known_hosts,
-        ),
-        at,
-    )
+    return ConnectionOpenOk(known_hosts), at
 
 
 def _e_connection_open_ok(msg: ConnectionOpenOk) -> bytes:
@@ -690,15 +519,14 @@ def _e_connection_open_ok(msg: ConnectionOpenOk) -> bytes:
     out = bytearray(b"\x01\x08\x00\x00")
     flags = 0
     start = len(out) - 2
-    known_hosts = msg.known_hosts
-    if known_hosts is not None:
+    if (known_hosts := msg.known_hosts) is not None:
         flags |= 0x1
         _w_array(out, known_hosts, "ConnectionOpenOk.known_hosts")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class ConnectionRedirect(_Record):
+class ConnectionRedirect(_Control):
     """connection.redirect: control, class code 0x01 (1), code 0x09 (9).
 
     This control redirects the client to another server, based on the requested virtual host and/or capabilities.
@@ -708,22 +536,14 @@ class ConnectionRedirect(_Record):
 
     __slots__ = ("host", "known_hosts")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x01, 0x09)
-    KIND: ClassVar[str] = "control"
-    NAME: ClassVar[str] = "connection.redirect"
-    CLASS_CODE: ClassVar[int] = 0x01
-    CODE: ClassVar[int] = 0x09
+    CLASS_CODE, CODE = IDENT = (0x01, 0x09)
+    NAME = "connection.redirect"
     host: str | None
     """host (required): Specifies the server to connect to."""
     known_hosts: Array | None
     """known-hosts: An array of equivalent or alternative hosts that the server knows about."""
 
-    def __init__(
-        self,
-        *,
-        host: str | None = None,
-        known_hosts: Array | None = None,
-    ) -> None:
+    def __init__(self, host: str | None = None, known_hosts: Array | None = None) -> None:
         self.host = host
         self.known_hosts = known_hosts
 
@@ -731,15 +551,8 @@ class ConnectionRedirect(_Record):
 def _r_body_connection_redirect(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ConnectionRedirect, int]:
-    if end - at < 2:
-        raise _short("ConnectionRedirect.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x3:
-        raise DecodeError(
-            "ConnectionRedirect.packing_flags",
-            at,
-            f"flags 0x{flags:x} name fields it does not have",
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x3:
+        raise _bad_flags(buf, at, end, 2, "ConnectionRedirect.packing_flags")
     at += 2
     host: str | None = None
     if flags & 0x1:
@@ -747,13 +560,7 @@ def _r_body_connection_redirect(
     known_hosts: Array | None = None
     if flags & 0x2:
         known_hosts, at = _r_array(buf, at, end, "ConnectionRedirect.known_hosts")
-    return (
-        ConnectionRedirect(
-            host=host,
-            known_hosts=known_hosts,
-        ),
-        at,
-    )
+    return ConnectionRedirect(host, known_hosts), at
 
 
 def _e_connection_redirect(msg: ConnectionRedirect) -> bytes:
@@ -761,19 +568,17 @@ def _e_connection_redirect(msg: ConnectionRedirect) -> bytes:
     out = bytearray(b"\x01\x09\x00\x00")
     flags = 0
     start = len(out) - 2
-    host = msg.host
-    if host is not None:
+    if (host := msg.host) is not None:
         flags |= 0x1
         _w_str16(out, host, "ConnectionRedirect.host")
-    known_hosts = msg.known_hosts
-    if known_hosts is not None:
+    if (known_hosts := msg.known_hosts) is not None:
         flags |= 0x2
         _w_array(out, known_hosts, "ConnectionRedirect.known_hosts")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class ConnectionHeartbeat(_Record):
+class ConnectionHeartbeat(_Control):
     """connection.heartbeat: control, class code 0x01 (1), code 0x0a (10).
 
     The heartbeat control may be used to generate artificial network traffic when a connection is idle. If a connection is idle for more than twice the negotiated heartbeat delay, the peers MAY be considered disconnected.
@@ -783,25 +588,15 @@ class ConnectionHeartbeat(_Record):
 
     __slots__ = ()
 
-    IDENT: ClassVar[tuple[int, int]] = (0x01, 0x0A)
-    KIND: ClassVar[str] = "control"
-    NAME: ClassVar[str] = "connection.heartbeat"
-    CLASS_CODE: ClassVar[int] = 0x01
-    CODE: ClassVar[int] = 0x0A
+    CLASS_CODE, CODE = IDENT = (0x01, 0x0A)
+    NAME = "connection.heartbeat"
 
 
 def _r_body_connection_heartbeat(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ConnectionHeartbeat, int]:
-    if end - at < 2:
-        raise _short("ConnectionHeartbeat.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x0:
-        raise DecodeError(
-            "ConnectionHeartbeat.packing_flags",
-            at,
-            f"flags 0x{flags:x} name fields it does not have",
-        )
+    if end - at < 2 or buf[at] | buf[at + 1] << 8:  # it has no fields: no flag may be set
+        raise _bad_flags(buf, at, end, 2, "ConnectionHeartbeat.packing_flags")
     at += 2
     return ConnectionHeartbeat(), at
 
@@ -811,7 +606,7 @@ def _e_connection_heartbeat(msg: ConnectionHeartbeat) -> bytes:
     return b"\x01\x0a\x00\x00"
 
 
-class ConnectionClose(_Record):
+class ConnectionClose(_Control):
     """connection.close: control, class code 0x01 (1), code 0x0b (11).
 
     This control indicates that the sender wants to close the connection. The reason for close is indicated with the reply-code and reply-text. The channel this control is sent on MAY be used to indicate which channel caused the connection to close.
@@ -821,21 +616,15 @@ class ConnectionClose(_Record):
 
     __slots__ = ("reply_code", "reply_text")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x01, 0x0B)
-    KIND: ClassVar[str] = "control"
-    NAME: ClassVar[str] = "connection.close"
-    CLASS_CODE: ClassVar[int] = 0x01
-    CODE: ClassVar[int] = 0x0B
+    CLASS_CODE, CODE = IDENT = (0x01, 0x0B)
+    NAME = "connection.close"
     reply_code: ConnectionCloseCode | int | None
     """reply-code (required): Indicates the reason for connection closure."""
     reply_text: str | None
     """reply-text: This text can be logged as an aid to resolving issues."""
 
     def __init__(
-        self,
-        *,
-        reply_code: ConnectionCloseCode | int | None = None,
-        reply_text: str | None = None,
+        self, reply_code: ConnectionCloseCode | int | None = None, reply_text: str | None = None
     ) -> None:
         self.reply_code = reply_code
         self.reply_text = reply_text
@@ -844,32 +633,19 @@ class ConnectionClose(_Record):
 def _r_body_connection_close(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ConnectionClose, int]:
-    if end - at < 2:
-        raise _short("ConnectionClose.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x3:
-        raise DecodeError(
-            "ConnectionClose.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x3:
+        raise _bad_flags(buf, at, end, 2, "ConnectionClose.packing_flags")
     at += 2
     reply_code: ConnectionCloseCode | int | None = None
     if flags & 0x1:
-        if end - at >= 2:
-            reply_code_value = _UINT16.unpack_from(buf, at)[0]
-            at += 2
-        else:  # too short: the reader's DecodeError
-            reply_code_value, at = _r_uint16(buf, at, end, "ConnectionClose.reply_code")
+        if end - at < 2:
+            raise _short("ConnectionClose.reply_code", at, end, 2)
+        reply_code_value, at = _UINT16.unpack_from(buf, at)[0], at + 2
         reply_code = _ConnectionCloseCode.get(reply_code_value, reply_code_value)
     reply_text: str | None = None
     if flags & 0x2:
         reply_text, at = _r_str8(buf, at, end, "ConnectionClose.reply_text")
-    return (
-        ConnectionClose(
-            reply_code=reply_code,
-            reply_text=reply_text,
-        ),
-        at,
-    )
+    return ConnectionClose(reply_code, reply_text), at
 
 
 def _e_connection_close(msg: ConnectionClose) -> bytes:
@@ -877,19 +653,17 @@ def _e_connection_close(msg: ConnectionClose) -> bytes:
     out = bytearray(b"\x01\x0b\x00\x00")
     flags = 0
     start = len(out) - 2
-    reply_code = msg.reply_code
-    if reply_code is not None:
+    if (reply_code := msg.reply_code) is not None:
         flags |= 0x1
         _w_uint16(out, reply_code, "ConnectionClose.reply_code")
-    reply_text = msg.reply_text
-    if reply_text is not None:
+    if (reply_text := msg.reply_text) is not None:
         flags |= 0x2
         _w_str8(out, reply_text, "ConnectionClose.reply_text")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class ConnectionCloseOk(_Record):
+class ConnectionCloseOk(_Control):
     """connection.close-ok: control, class code 0x01 (1), code 0x0c (12).
 
     This control confirms a connection.close control and tells the recipient that it is safe to release resources for the connection and close the socket.
@@ -899,23 +673,15 @@ class ConnectionCloseOk(_Record):
 
     __slots__ = ()
 
-    IDENT: ClassVar[tuple[int, int]] = (0x01, 0x0C)
-    KIND: ClassVar[str] = "control"
-    NAME: ClassVar[str] = "connection.close-ok"
-    CLASS_CODE: ClassVar[int] = 0x01
-    CODE: ClassVar[int] = 0x0C
+    CLASS_CODE, CODE = IDENT = (0x01, 0x0C)
+    NAME = "connection.close-ok"
 
 
 def _r_body_connection_close_ok(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ConnectionCloseOk, int]:
-    if end - at < 2:
-        raise _short("ConnectionCloseOk.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x0:
-        raise DecodeError(
-            "ConnectionCloseOk.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or buf[at] | buf[at + 1] << 8:  # it has no fields: no flag may be set
+        raise _bad_flags(buf, at, end, 2, "ConnectionCloseOk.packing_flags")
     at += 2
     return ConnectionCloseOk(), at
 

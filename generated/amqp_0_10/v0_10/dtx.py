@@ -9,30 +9,25 @@ which dispatches to the readers and writers here.
 from __future__ import annotations
 
 import struct
-from typing import Any, ClassVar, TypeAlias
 
-from ..errors import DecodeError
 from ..values import (
     Array,
-    _bad,
+    _bad_flags,
+    _Command,
+    _not_bool,
     _r_array,
-    _r_size,
-    _r_uint16,
-    _r_uint32,
+    _r_sized,
     _r_vbin8,
-    _Record,
     _short,
-    _sized,
+    _Struct,
     _w_array,
+    _w_sized,
     _w_uint16,
     _w_uint32,
     _w_vbin8,
 )
 from .enums import DtxXaStatus
-from .session import _NEW_SESSION_HEADER, SessionHeader, _r_session_header, _w_session_header
-
-# a class, where a field called `type` would hide the builtin from typing.get_type_hints()
-_Class: TypeAlias = type[Any]
+from .session import _NEW_HEADER, SessionHeader, _w_command_head
 
 _UINT16 = struct.Struct(">H")
 _UINT32 = struct.Struct(">I")
@@ -40,7 +35,7 @@ _UINT32 = struct.Struct(">I")
 _DtxXaStatus: dict[int, DtxXaStatus] = {m.value: m for m in DtxXaStatus}
 
 
-class DtxXaResult(_Record):
+class DtxXaResult(_Struct):
     """dtx.xa-result: struct, class code 0x06 (6), code 0x01 (1).
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:4015:5
@@ -48,55 +43,35 @@ class DtxXaResult(_Record):
 
     __slots__ = ("status",)
 
-    IDENT: ClassVar[tuple[int, int]] = (0x06, 0x01)
-    KIND: ClassVar[str] = "struct"
-    STRUCT: ClassVar[str] = "dtx.xa-result"
-    SIZE: ClassVar[int] = 4  # octets of its size prefix
-    PACK: ClassVar[int] = 2  # octets of its packing flags
-    CLASS_CODE: ClassVar[int | None] = 6
-    CODE: ClassVar[int | None] = 1
+    CLASS_CODE, CODE = IDENT = (0x06, 0x01)
+    STRUCT = "dtx.xa-result"
+    SIZE = 4
+    PACK = 2
     status: DtxXaStatus | int | None
     """status (required)"""
 
-    def __init__(
-        self,
-        *,
-        status: DtxXaStatus | int | None = None,
-    ) -> None:
+    def __init__(self, status: DtxXaStatus | int | None = None) -> None:
         self.status = status
 
 
 def _r_body_dtx_xa_result(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxXaResult, int]:
-    if end - at < 2:
-        raise _short("DtxXaResult.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "DtxXaResult.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "DtxXaResult.packing_flags")
     at += 2
     status: DtxXaStatus | int | None = None
     if flags & 0x1:
-        if end - at >= 2:
-            status_value = _UINT16.unpack_from(buf, at)[0]
-            at += 2
-        else:  # too short: the reader's DecodeError
-            status_value, at = _r_uint16(buf, at, end, "DtxXaResult.status")
+        if end - at < 2:
+            raise _short("DtxXaResult.status", at, end, 2)
+        status_value, at = _UINT16.unpack_from(buf, at)[0], at + 2
         status = _DtxXaStatus.get(status_value, status_value)
-    return (
-        DtxXaResult(
-            status=status,
-        ),
-        at,
-    )
+    return DtxXaResult(status), at
 
 
 def _w_body_dtx_xa_result(out: bytearray, msg: DtxXaResult) -> None:
     flags = 0
     start = len(out)
     out += b"\x00\x00"
-    status = msg.status
-    if status is not None:
+    if (status := msg.status) is not None:
         flags |= 0x1
         _w_uint16(out, status, "DtxXaResult.status")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -105,34 +80,14 @@ def _w_body_dtx_xa_result(out: bytearray, msg: DtxXaResult) -> None:
 def _r_dtx_xa_result(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[DtxXaResult, int]:
-    size, at = _r_size(buf, at, end, 4, path)
-    limit = at + size
-    if limit - at < 2:
-        raise _short(f"{path}.code", at, limit, 2)
-    if (buf[at], buf[at + 1]) != (0x06, 0x01):
-        raise DecodeError(
-            f"{path}.code", at, f"codes {buf[at]}, {buf[at + 1]}: not DtxXaResult's 6, 1"
-        )
-    at += 2
-    value, at = _r_body_dtx_xa_result(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(buf, at, end, path, DtxXaResult, _r_body_dtx_xa_result)
 
 
 def _w_dtx_xa_result(out: bytearray, value: DtxXaResult, path: str) -> None:
-    if value.__class__ is not DtxXaResult and not isinstance(value, DtxXaResult):
-        raise _bad(path, value, "a DtxXaResult")
-    start = len(out)
-    out += b"\x00\x00\x00\x00\x06\x01"  # size, then codes
-    _w_body_dtx_xa_result(out, value)
-    size = len(out) - start - 4
-    if size >= 0x100000000:
-        _sized(out, start, 4, path)  # its EncodeError
-    out[start : start + 4] = size.to_bytes(4, "big")
+    _w_sized(out, value, path, DtxXaResult, _w_body_dtx_xa_result)
 
 
-class DtxXid(_Record):
+class DtxXid(_Struct):
     """dtx.xid: struct.
 
     An xid uniquely identifies a transaction branch.
@@ -142,13 +97,9 @@ class DtxXid(_Record):
 
     __slots__ = ("format", "global_id", "branch_id")
 
-    IDENT: ClassVar[tuple[int, ...]] = ()
-    KIND: ClassVar[str] = "struct"
-    STRUCT: ClassVar[str] = "dtx.xid"
-    SIZE: ClassVar[int] = 2  # octets of its size prefix
-    PACK: ClassVar[int] = 2  # octets of its packing flags
-    CLASS_CODE: ClassVar[int | None] = None
-    CODE: ClassVar[int | None] = None
+    STRUCT = "dtx.xid"
+    SIZE = 2
+    PACK = 2
     format: int | None
     """format (required): implementation specific format code"""
     global_id: bytes | None
@@ -158,7 +109,6 @@ class DtxXid(_Record):
 
     def __init__(
         self,
-        *,
         format: int | None = None,
         global_id: bytes | None = None,
         branch_id: bytes | None = None,
@@ -169,78 +119,48 @@ class DtxXid(_Record):
 
 
 def _r_body_dtx_xid(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxXid, int]:
-    if end - at < 2:
-        raise _short("DtxXid.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x7:
-        raise DecodeError(
-            "DtxXid.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x7:
+        raise _bad_flags(buf, at, end, 2, "DtxXid.packing_flags")
     at += 2
     format: int | None = None
     if flags & 0x1:
-        if end - at >= 4:
-            format = _UINT32.unpack_from(buf, at)[0]
-            at += 4
-        else:  # too short: the reader's DecodeError
-            format, at = _r_uint32(buf, at, end, "DtxXid.format")
+        if end - at < 4:
+            raise _short("DtxXid.format", at, end, 4)
+        format, at = _UINT32.unpack_from(buf, at)[0], at + 4
     global_id: bytes | None = None
     if flags & 0x2:
         global_id, at = _r_vbin8(buf, at, end, "DtxXid.global_id")
     branch_id: bytes | None = None
     if flags & 0x4:
         branch_id, at = _r_vbin8(buf, at, end, "DtxXid.branch_id")
-    return (
-        DtxXid(
-            format=format,
-            global_id=global_id,
-            branch_id=branch_id,
-        ),
-        at,
-    )
+    return DtxXid(format, global_id, branch_id), at
 
 
 def _w_body_dtx_xid(out: bytearray, msg: DtxXid) -> None:
     flags = 0
     start = len(out)
     out += b"\x00\x00"
-    format = msg.format
-    if format is not None:
+    if (format := msg.format) is not None:
         flags |= 0x1
         _w_uint32(out, format, "DtxXid.format")
-    global_id = msg.global_id
-    if global_id is not None:
+    if (global_id := msg.global_id) is not None:
         flags |= 0x2
         _w_vbin8(out, global_id, "DtxXid.global_id")
-    branch_id = msg.branch_id
-    if branch_id is not None:
+    if (branch_id := msg.branch_id) is not None:
         flags |= 0x4
         _w_vbin8(out, branch_id, "DtxXid.branch_id")
     out[start] = flags  # the second octet names no field: it stays 0
 
 
 def _r_dtx_xid(buf: bytes | memoryview, at: int, end: int, path: str) -> tuple[DtxXid, int]:
-    size, at = _r_size(buf, at, end, 2, path)
-    limit = at + size
-    value, at = _r_body_dtx_xid(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(buf, at, end, path, DtxXid, _r_body_dtx_xid)
 
 
 def _w_dtx_xid(out: bytearray, value: DtxXid, path: str) -> None:
-    if value.__class__ is not DtxXid and not isinstance(value, DtxXid):
-        raise _bad(path, value, "a DtxXid")
-    start = len(out)
-    out += b"\x00\x00"  # size, then codes
-    _w_body_dtx_xid(out, value)
-    size = len(out) - start - 2
-    if size >= 0x10000:
-        _sized(out, start, 2, path)  # its EncodeError
-    out[start : start + 2] = size.to_bytes(2, "big")
+    _w_sized(out, value, path, DtxXid, _w_body_dtx_xid)
 
 
-class DtxGetTimeoutResult(_Record):
+class DtxGetTimeoutResult(_Struct):
     """dtx.get-timeout-result: struct, class code 0x06 (6), code 0x02 (2).
 
     Returns the value of the timeout last specified through set-timeout.
@@ -250,58 +170,36 @@ class DtxGetTimeoutResult(_Record):
 
     __slots__ = ("timeout",)
 
-    IDENT: ClassVar[tuple[int, int]] = (0x06, 0x02)
-    KIND: ClassVar[str] = "struct"
-    STRUCT: ClassVar[str] = "dtx.get-timeout-result"
-    SIZE: ClassVar[int] = 4  # octets of its size prefix
-    PACK: ClassVar[int] = 2  # octets of its packing flags
-    CLASS_CODE: ClassVar[int | None] = 6
-    CODE: ClassVar[int | None] = 2
+    CLASS_CODE, CODE = IDENT = (0x06, 0x02)
+    STRUCT = "dtx.get-timeout-result"
+    SIZE = 4
+    PACK = 2
     timeout: int | None
     """timeout (required): The current transaction timeout value in seconds."""
 
-    def __init__(
-        self,
-        *,
-        timeout: int | None = None,
-    ) -> None:
+    def __init__(self, timeout: int | None = None) -> None:
         self.timeout = timeout
 
 
 def _r_body_dtx_get_timeout_result(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[DtxGetTimeoutResult, int]:
-    if end - at < 2:
-        raise _short("DtxGetTimeoutResult.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "DtxGetTimeoutResult.packing_flags",
-            at,
-            f"flags 0x{flags:x} name fields it does not have",
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "DtxGetTimeoutResult.packing_flags")
     at += 2
     timeout: int | None = None
     if flags & 0x1:
-        if end - at >= 4:
-            timeout = _UINT32.unpack_from(buf, at)[0]
-            at += 4
-        else:  # too short: the reader's DecodeError
-            timeout, at = _r_uint32(buf, at, end, "DtxGetTimeoutResult.timeout")
-    return (
-        DtxGetTimeoutResult(
-            timeout=timeout,
-        ),
-        at,
-    )
+        if end - at < 4:
+            raise _short("DtxGetTimeoutResult.timeout", at, end, 4)
+        timeout, at = _UINT32.unpack_from(buf, at)[0], at + 4
+    return DtxGetTimeoutResult(timeout), at
 
 
 def _w_body_dtx_get_timeout_result(out: bytearray, msg: DtxGetTimeoutResult) -> None:
     flags = 0
     start = len(out)
     out += b"\x00\x00"
-    timeout = msg.timeout
-    if timeout is not None:
+    if (timeout := msg.timeout) is not None:
         flags |= 0x1
         _w_uint32(out, timeout, "DtxGetTimeoutResult.timeout")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -310,34 +208,14 @@ def _w_body_dtx_get_timeout_result(out: bytearray, msg: DtxGetTimeoutResult) -> 
 def _r_dtx_get_timeout_result(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[DtxGetTimeoutResult, int]:
-    size, at = _r_size(buf, at, end, 4, path)
-    limit = at + size
-    if limit - at < 2:
-        raise _short(f"{path}.code", at, limit, 2)
-    if (buf[at], buf[at + 1]) != (0x06, 0x02):
-        raise DecodeError(
-            f"{path}.code", at, f"codes {buf[at]}, {buf[at + 1]}: not DtxGetTimeoutResult's 6, 2"
-        )
-    at += 2
-    value, at = _r_body_dtx_get_timeout_result(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(buf, at, end, path, DtxGetTimeoutResult, _r_body_dtx_get_timeout_result)
 
 
 def _w_dtx_get_timeout_result(out: bytearray, value: DtxGetTimeoutResult, path: str) -> None:
-    if value.__class__ is not DtxGetTimeoutResult and not isinstance(value, DtxGetTimeoutResult):
-        raise _bad(path, value, "a DtxGetTimeoutResult")
-    start = len(out)
-    out += b"\x00\x00\x00\x00\x06\x02"  # size, then codes
-    _w_body_dtx_get_timeout_result(out, value)
-    size = len(out) - start - 4
-    if size >= 0x100000000:
-        _sized(out, start, 4, path)  # its EncodeError
-    out[start : start + 4] = size.to_bytes(4, "big")
+    _w_sized(out, value, path, DtxGetTimeoutResult, _w_body_dtx_get_timeout_result)
 
 
-class DtxRecoverResult(_Record):
+class DtxRecoverResult(_Struct):
     """dtx.recover-result: struct, class code 0x06 (6), code 0x03 (3).
 
     Returns to the client a table with single item that is a sequence of transaction xids that are in a prepared or heuristically completed state.
@@ -347,52 +225,34 @@ class DtxRecoverResult(_Record):
 
     __slots__ = ("in_doubt",)
 
-    IDENT: ClassVar[tuple[int, int]] = (0x06, 0x03)
-    KIND: ClassVar[str] = "struct"
-    STRUCT: ClassVar[str] = "dtx.recover-result"
-    SIZE: ClassVar[int] = 4  # octets of its size prefix
-    PACK: ClassVar[int] = 2  # octets of its packing flags
-    CLASS_CODE: ClassVar[int | None] = 6
-    CODE: ClassVar[int | None] = 3
+    CLASS_CODE, CODE = IDENT = (0x06, 0x03)
+    STRUCT = "dtx.recover-result"
+    SIZE = 4
+    PACK = 2
     in_doubt: Array | None
     """in-doubt (required): Array containing the xids to be recovered (xids that are in a prepared or heuristically completed state)."""
 
-    def __init__(
-        self,
-        *,
-        in_doubt: Array | None = None,
-    ) -> None:
+    def __init__(self, in_doubt: Array | None = None) -> None:
         self.in_doubt = in_doubt
 
 
 def _r_body_dtx_recover_result(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[DtxRecoverResult, int]:
-    if end - at < 2:
-        raise _short("DtxRecoverResult.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "DtxRecoverResult.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "DtxRecoverResult.packing_flags")
     at += 2
     in_doubt: Array | None = None
     if flags & 0x1:
         in_doubt, at = _r_array(buf, at, end, "DtxRecoverResult.in_doubt")
-    return (
-        DtxRecoverResult(
-            in_doubt=in_doubt,
-        ),
-        at,
-    )
+    return DtxRecoverResult(in_doubt), at
 
 
 def _w_body_dtx_recover_result(out: bytearray, msg: DtxRecoverResult) -> None:
     flags = 0
     start = len(out)
     out += b"\x00\x00"
-    in_doubt = msg.in_doubt
-    if in_doubt is not None:
+    if (in_doubt := msg.in_doubt) is not None:
         flags |= 0x1
         _w_array(out, in_doubt, "DtxRecoverResult.in_doubt")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -401,34 +261,14 @@ def _w_body_dtx_recover_result(out: bytearray, msg: DtxRecoverResult) -> None:
 def _r_dtx_recover_result(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[DtxRecoverResult, int]:
-    size, at = _r_size(buf, at, end, 4, path)
-    limit = at + size
-    if limit - at < 2:
-        raise _short(f"{path}.code", at, limit, 2)
-    if (buf[at], buf[at + 1]) != (0x06, 0x03):
-        raise DecodeError(
-            f"{path}.code", at, f"codes {buf[at]}, {buf[at + 1]}: not DtxRecoverResult's 6, 3"
-        )
-    at += 2
-    value, at = _r_body_dtx_recover_result(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(buf, at, end, path, DtxRecoverResult, _r_body_dtx_recover_result)
 
 
 def _w_dtx_recover_result(out: bytearray, value: DtxRecoverResult, path: str) -> None:
-    if value.__class__ is not DtxRecoverResult and not isinstance(value, DtxRecoverResult):
-        raise _bad(path, value, "a DtxRecoverResult")
-    start = len(out)
-    out += b"\x00\x00\x00\x00\x06\x03"  # size, then codes
-    _w_body_dtx_recover_result(out, value)
-    size = len(out) - start - 4
-    if size >= 0x100000000:
-        _sized(out, start, 4, path)  # its EncodeError
-    out[start : start + 4] = size.to_bytes(4, "big")
+    _w_sized(out, value, path, DtxRecoverResult, _w_body_dtx_recover_result)
 
 
-class DtxSelect(_Record):
+class DtxSelect(_Command):
     """dtx.select: command, class code 0x06 (6), code 0x01 (1).
 
     This command sets the session to use distributed transactions. The client must use this command at least once on a session before using XA demarcation operations.
@@ -438,67 +278,32 @@ class DtxSelect(_Record):
 
     __slots__ = ("session_header",)
 
-    IDENT: ClassVar[tuple[int, int]] = (0x06, 0x01)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "dtx.select"
-    CLASS_CODE: ClassVar[int] = 0x06
-    CODE: ClassVar[int] = 0x01
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x06, 0x01)
+    NAME = "dtx.select"
     session_header: SessionHeader
 
-    def __init__(
-        self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
-    ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+    def __init__(self, session_header: SessionHeader = _NEW_HEADER) -> None:
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
 
 
-def _r_body_dtx_select(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxSelect, int]:
-    if end - at >= 4 and buf[at] == 1 and buf[at + 1] < 2 and not (buf[at + 2] or buf[at + 3]):
-        # size 1, flags: sync or nothing; then no packing flags (it has no fields)
-        return DtxSelect(session_header=SessionHeader(sync=buf[at + 1] == 1)), at + 4
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "DtxSelect.session_header")
-    if end - at < 2:
-        raise _short("DtxSelect.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x0:
-        raise DecodeError(
-            "DtxSelect.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_dtx_select(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[DtxSelect, int]:
+    if end - at < 2 or buf[at] | buf[at + 1] << 8:  # it has no fields: no flag may be set
+        raise _bad_flags(buf, at, end, 2, "DtxSelect.packing_flags")
     at += 2
-    return (
-        DtxSelect(
-            session_header=session_header,
-        ),
-        at,
-    )
+    return DtxSelect(session_header), at
 
 
 def _e_dtx_select(msg: DtxSelect) -> bytes:
     """DtxSelect's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        return b"\x06\x01\x01\x01\x00\x00" if session_header.sync else b"\x06\x01\x01\x00\x00\x00"
-    out = bytearray(b"\x06\x01")  # the general writer's checks and EncodeErrors
-    _w_session_header(out, session_header, "DtxSelect.session_header")
-    out += b"\x00\x00"
-    return bytes(out)
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        return b"\x06\x01\x01\x01\x00\x00" if sh.sync else b"\x06\x01\x01\x00\x00\x00"
+    return bytes(_w_command_head(b"\x06\x01", sh, "DtxSelect.session_header", 2))
 
 
-class DtxStart(_Record):
+class DtxStart(_Command):
     """dtx.start: command, class code 0x06 (6), code 0x02 (2).
 
     This command is called when messages should be produced and consumed on behalf a transaction branch identified by xid.
@@ -508,17 +313,9 @@ class DtxStart(_Record):
 
     __slots__ = ("session_header", "xid", "join", "resume")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x06, 0x02)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "dtx.start"
-    CLASS_CODE: ClassVar[int] = 0x06
-    CODE: ClassVar[int] = 0x02
-    RESULT: ClassVar[_Class | None] = DtxXaResult
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x06, 0x02)
+    NAME = "dtx.start"
+    RESULT = DtxXaResult
     session_header: SessionHeader
     xid: DtxXid | None
     """xid (required): Specifies the xid of the transaction branch to be started."""
@@ -529,81 +326,52 @@ class DtxStart(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         xid: DtxXid | None = None,
         join: bool = False,
         resume: bool = False,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.xid = xid
         self.join = join
         self.resume = resume
 
 
-def _r_body_dtx_start(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxStart, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "DtxStart.session_header")
-    if end - at < 2:
-        raise _short("DtxStart.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x7:
-        raise DecodeError(
-            "DtxStart.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_dtx_start(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[DtxStart, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x7:
+        raise _bad_flags(buf, at, end, 2, "DtxStart.packing_flags")
     at += 2
     xid: DtxXid | None = None
     if flags & 0x1:
         xid, at = _r_dtx_xid(buf, at, end, "DtxStart.xid")
     join = bool(flags & 0x2)
     resume = bool(flags & 0x4)
-    return (
-        DtxStart(
-            session_header=session_header,
-            xid=xid,
-            join=join,
-            resume=resume,
-        ),
-        at,
-    )
+    return DtxStart(session_header, xid, join, resume), at
 
 
 def _e_dtx_start(msg: DtxStart) -> bytes:
     """DtxStart's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x06\x02\x01\x01\x00\x00" if session_header.sync else b"\x06\x02\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x06\x02\x01\x01\x00\x00" if sh.sync else b"\x06\x02\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x06\x02")
-        _w_session_header(out, session_header, "DtxStart.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x06\x02", sh, "DtxStart.session_header", 2)
     flags = 0
     start = len(out) - 2
-    xid = msg.xid
-    if xid is not None:
+    if (xid := msg.xid) is not None:
         flags |= 0x1
         _w_dtx_xid(out, xid, "DtxStart.xid")
-    if msg.join is True:
-        flags |= 0x2
-    elif msg.join is not False:
-        raise _bad("DtxStart.join", msg.join, "a bool")
-    if msg.resume is True:
-        flags |= 0x4
-    elif msg.resume is not False:
-        raise _bad("DtxStart.resume", msg.resume, "a bool")
+    if (bit := msg.join) is not False:
+        flags |= 0x2 if bit is True else _not_bool("DtxStart.join", bit)
+    if (bit := msg.resume) is not False:
+        flags |= 0x4 if bit is True else _not_bool("DtxStart.resume", bit)
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class DtxEnd(_Record):
+class DtxEnd(_Command):
     """dtx.end: command, class code 0x06 (6), code 0x03 (3).
 
     This command is called when the work done on behalf a transaction branch finishes or needs to be suspended.
@@ -613,17 +381,9 @@ class DtxEnd(_Record):
 
     __slots__ = ("session_header", "xid", "fail", "suspend")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x06, 0x03)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "dtx.end"
-    CLASS_CODE: ClassVar[int] = 0x06
-    CODE: ClassVar[int] = 0x03
-    RESULT: ClassVar[_Class | None] = DtxXaResult
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x06, 0x03)
+    NAME = "dtx.end"
+    RESULT = DtxXaResult
     session_header: SessionHeader
     xid: DtxXid | None
     """xid (required): Specifies the xid of the transaction branch to be ended."""
@@ -634,81 +394,52 @@ class DtxEnd(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         xid: DtxXid | None = None,
         fail: bool = False,
         suspend: bool = False,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.xid = xid
         self.fail = fail
         self.suspend = suspend
 
 
-def _r_body_dtx_end(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxEnd, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "DtxEnd.session_header")
-    if end - at < 2:
-        raise _short("DtxEnd.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x7:
-        raise DecodeError(
-            "DtxEnd.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_dtx_end(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[DtxEnd, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x7:
+        raise _bad_flags(buf, at, end, 2, "DtxEnd.packing_flags")
     at += 2
     xid: DtxXid | None = None
     if flags & 0x1:
         xid, at = _r_dtx_xid(buf, at, end, "DtxEnd.xid")
     fail = bool(flags & 0x2)
     suspend = bool(flags & 0x4)
-    return (
-        DtxEnd(
-            session_header=session_header,
-            xid=xid,
-            fail=fail,
-            suspend=suspend,
-        ),
-        at,
-    )
+    return DtxEnd(session_header, xid, fail, suspend), at
 
 
 def _e_dtx_end(msg: DtxEnd) -> bytes:
     """DtxEnd's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x06\x03\x01\x01\x00\x00" if session_header.sync else b"\x06\x03\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x06\x03\x01\x01\x00\x00" if sh.sync else b"\x06\x03\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x06\x03")
-        _w_session_header(out, session_header, "DtxEnd.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x06\x03", sh, "DtxEnd.session_header", 2)
     flags = 0
     start = len(out) - 2
-    xid = msg.xid
-    if xid is not None:
+    if (xid := msg.xid) is not None:
         flags |= 0x1
         _w_dtx_xid(out, xid, "DtxEnd.xid")
-    if msg.fail is True:
-        flags |= 0x2
-    elif msg.fail is not False:
-        raise _bad("DtxEnd.fail", msg.fail, "a bool")
-    if msg.suspend is True:
-        flags |= 0x4
-    elif msg.suspend is not False:
-        raise _bad("DtxEnd.suspend", msg.suspend, "a bool")
+    if (bit := msg.fail) is not False:
+        flags |= 0x2 if bit is True else _not_bool("DtxEnd.fail", bit)
+    if (bit := msg.suspend) is not False:
+        flags |= 0x4 if bit is True else _not_bool("DtxEnd.suspend", bit)
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class DtxCommit(_Record):
+class DtxCommit(_Command):
     """dtx.commit: command, class code 0x06 (6), code 0x04 (4).
 
     Commit the work done on behalf a transaction branch. This command commits the work associated with xid. Any produced messages are made available and any consumed messages are discarded.
@@ -718,17 +449,9 @@ class DtxCommit(_Record):
 
     __slots__ = ("session_header", "xid", "one_phase")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x06, 0x04)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "dtx.commit"
-    CLASS_CODE: ClassVar[int] = 0x06
-    CODE: ClassVar[int] = 0x04
-    RESULT: ClassVar[_Class | None] = DtxXaResult
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x06, 0x04)
+    NAME = "dtx.commit"
+    RESULT = DtxXaResult
     session_header: SessionHeader
     xid: DtxXid | None
     """xid (required): Specifies the xid of the transaction branch to be committed."""
@@ -737,73 +460,47 @@ class DtxCommit(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         xid: DtxXid | None = None,
         one_phase: bool = False,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.xid = xid
         self.one_phase = one_phase
 
 
-def _r_body_dtx_commit(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxCommit, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "DtxCommit.session_header")
-    if end - at < 2:
-        raise _short("DtxCommit.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x3:
-        raise DecodeError(
-            "DtxCommit.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_dtx_commit(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[DtxCommit, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x3:
+        raise _bad_flags(buf, at, end, 2, "DtxCommit.packing_flags")
     at += 2
     xid: DtxXid | None = None
     if flags & 0x1:
         xid, at = _r_dtx_xid(buf, at, end, "DtxCommit.xid")
     one_phase = bool(flags & 0x2)
-    return (
-        DtxCommit(
-            session_header=session_header,
-            xid=xid,
-            one_phase=one_phase,
-        ),
-        at,
-    )
+    return DtxCommit(session_header, xid, one_phase), at
 
 
 def _e_dtx_commit(msg: DtxCommit) -> bytes:
     """DtxCommit's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x06\x04\x01\x01\x00\x00" if session_header.sync else b"\x06\x04\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x06\x04\x01\x01\x00\x00" if sh.sync else b"\x06\x04\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x06\x04")
-        _w_session_header(out, session_header, "DtxCommit.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x06\x04", sh, "DtxCommit.session_header", 2)
     flags = 0
     start = len(out) - 2
-    xid = msg.xid
-    if xid is not None:
+    if (xid := msg.xid) is not None:
         flags |= 0x1
         _w_dtx_xid(out, xid, "DtxCommit.xid")
-    if msg.one_phase is True:
-        flags |= 0x2
-    elif msg.one_phase is not False:
-        raise _bad("DtxCommit.one_phase", msg.one_phase, "a bool")
+    if (bit := msg.one_phase) is not False:
+        flags |= 0x2 if bit is True else _not_bool("DtxCommit.one_phase", bit)
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class DtxForget(_Record):
+class DtxForget(_Command):
     """dtx.forget: command, class code 0x06 (6), code 0x05 (5).
 
     This command is called to forget about a heuristically completed transaction branch.
@@ -813,82 +510,48 @@ class DtxForget(_Record):
 
     __slots__ = ("session_header", "xid")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x06, 0x05)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "dtx.forget"
-    CLASS_CODE: ClassVar[int] = 0x06
-    CODE: ClassVar[int] = 0x05
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x06, 0x05)
+    NAME = "dtx.forget"
     session_header: SessionHeader
     xid: DtxXid | None
     """xid (required): Specifies the xid of the transaction branch to be forgotten."""
 
     def __init__(
-        self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
-        xid: DtxXid | None = None,
+        self, session_header: SessionHeader = _NEW_HEADER, xid: DtxXid | None = None
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.xid = xid
 
 
-def _r_body_dtx_forget(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxForget, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "DtxForget.session_header")
-    if end - at < 2:
-        raise _short("DtxForget.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "DtxForget.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_dtx_forget(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[DtxForget, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "DtxForget.packing_flags")
     at += 2
     xid: DtxXid | None = None
     if flags & 0x1:
         xid, at = _r_dtx_xid(buf, at, end, "DtxForget.xid")
-    return (
-        DtxForget(
-            session_header=session_header,
-            xid=xid,
-        ),
-        at,
-    )
+    return DtxForget(session_header, xid), at
 
 
 def _e_dtx_forget(msg: DtxForget) -> bytes:
     """DtxForget's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x06\x05\x01\x01\x00\x00" if session_header.sync else b"\x06\x05\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x06\x05\x01\x01\x00\x00" if sh.sync else b"\x06\x05\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x06\x05")
-        _w_session_header(out, session_header, "DtxForget.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x06\x05", sh, "DtxForget.session_header", 2)
     flags = 0
     start = len(out) - 2
-    xid = msg.xid
-    if xid is not None:
+    if (xid := msg.xid) is not None:
         flags |= 0x1
         _w_dtx_xid(out, xid, "DtxForget.xid")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class DtxGetTimeout(_Record):
+class DtxGetTimeout(_Command):
     """dtx.get-timeout: command, class code 0x06 (6), code 0x06 (6).
 
     This command obtains the current transaction timeout value in seconds. If set-timeout was not used prior to invoking this command, the return value is the default timeout; otherwise, the value used in the previous set-timeout call is returned.
@@ -898,84 +561,49 @@ class DtxGetTimeout(_Record):
 
     __slots__ = ("session_header", "xid")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x06, 0x06)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "dtx.get-timeout"
-    CLASS_CODE: ClassVar[int] = 0x06
-    CODE: ClassVar[int] = 0x06
-    RESULT: ClassVar[_Class | None] = DtxGetTimeoutResult
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x06, 0x06)
+    NAME = "dtx.get-timeout"
+    RESULT = DtxGetTimeoutResult
     session_header: SessionHeader
     xid: DtxXid | None
     """xid (required): Specifies the xid of the transaction branch for getting the timeout."""
 
     def __init__(
-        self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
-        xid: DtxXid | None = None,
+        self, session_header: SessionHeader = _NEW_HEADER, xid: DtxXid | None = None
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.xid = xid
 
 
 def _r_body_dtx_get_timeout(
-    buf: bytes | memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
 ) -> tuple[DtxGetTimeout, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "DtxGetTimeout.session_header")
-    if end - at < 2:
-        raise _short("DtxGetTimeout.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "DtxGetTimeout.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "DtxGetTimeout.packing_flags")
     at += 2
     xid: DtxXid | None = None
     if flags & 0x1:
         xid, at = _r_dtx_xid(buf, at, end, "DtxGetTimeout.xid")
-    return (
-        DtxGetTimeout(
-            session_header=session_header,
-            xid=xid,
-        ),
-        at,
-    )
+    return DtxGetTimeout(session_header, xid), at
 
 
 def _e_dtx_get_timeout(msg: DtxGetTimeout) -> bytes:
     """DtxGetTimeout's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x06\x06\x01\x01\x00\x00" if session_header.sync else b"\x06\x06\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x06\x06\x01\x01\x00\x00" if sh.sync else b"\x06\x06\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x06\x06")
-        _w_session_header(out, session_header, "DtxGetTimeout.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x06\x06", sh, "DtxGetTimeout.session_header", 2)
     flags = 0
     start = len(out) - 2
-    xid = msg.xid
-    if xid is not None:
+    if (xid := msg.xid) is not None:
         flags |= 0x1
         _w_dtx_xid(out, xid, "DtxGetTimeout.xid")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class DtxPrepare(_Record):
+class DtxPrepare(_Command):
     """dtx.prepare: command, class code 0x06 (6), code 0x07 (7).
 
     This command prepares for commitment any message produced or consumed on behalf of xid.
@@ -985,82 +613,49 @@ class DtxPrepare(_Record):
 
     __slots__ = ("session_header", "xid")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x06, 0x07)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "dtx.prepare"
-    CLASS_CODE: ClassVar[int] = 0x06
-    CODE: ClassVar[int] = 0x07
-    RESULT: ClassVar[_Class | None] = DtxXaResult
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x06, 0x07)
+    NAME = "dtx.prepare"
+    RESULT = DtxXaResult
     session_header: SessionHeader
     xid: DtxXid | None
     """xid (required): Specifies the xid of the transaction branch that can be prepared."""
 
     def __init__(
-        self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
-        xid: DtxXid | None = None,
+        self, session_header: SessionHeader = _NEW_HEADER, xid: DtxXid | None = None
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.xid = xid
 
 
-def _r_body_dtx_prepare(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxPrepare, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "DtxPrepare.session_header")
-    if end - at < 2:
-        raise _short("DtxPrepare.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "DtxPrepare.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_dtx_prepare(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[DtxPrepare, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "DtxPrepare.packing_flags")
     at += 2
     xid: DtxXid | None = None
     if flags & 0x1:
         xid, at = _r_dtx_xid(buf, at, end, "DtxPrepare.xid")
-    return (
-        DtxPrepare(
-            session_header=session_header,
-            xid=xid,
-        ),
-        at,
-    )
+    return DtxPrepare(session_header, xid), at
 
 
 def _e_dtx_prepare(msg: DtxPrepare) -> bytes:
     """DtxPrepare's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x06\x07\x01\x01\x00\x00" if session_header.sync else b"\x06\x07\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x06\x07\x01\x01\x00\x00" if sh.sync else b"\x06\x07\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x06\x07")
-        _w_session_header(out, session_header, "DtxPrepare.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x06\x07", sh, "DtxPrepare.session_header", 2)
     flags = 0
     start = len(out) - 2
-    xid = msg.xid
-    if xid is not None:
+    if (xid := msg.xid) is not None:
         flags |= 0x1
         _w_dtx_xid(out, xid, "DtxPrepare.xid")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class DtxRecover(_Record):
+class DtxRecover(_Command):
     """dtx.recover: command, class code 0x06 (6), code 0x08 (8).
 
     This command is called to obtain a list of transaction branches that are in a prepared or heuristically completed state.
@@ -1070,67 +665,33 @@ class DtxRecover(_Record):
 
     __slots__ = ("session_header",)
 
-    IDENT: ClassVar[tuple[int, int]] = (0x06, 0x08)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "dtx.recover"
-    CLASS_CODE: ClassVar[int] = 0x06
-    CODE: ClassVar[int] = 0x08
-    RESULT: ClassVar[_Class | None] = DtxRecoverResult
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x06, 0x08)
+    NAME = "dtx.recover"
+    RESULT = DtxRecoverResult
     session_header: SessionHeader
 
-    def __init__(
-        self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
-    ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+    def __init__(self, session_header: SessionHeader = _NEW_HEADER) -> None:
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
 
 
-def _r_body_dtx_recover(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxRecover, int]:
-    if end - at >= 4 and buf[at] == 1 and buf[at + 1] < 2 and not (buf[at + 2] or buf[at + 3]):
-        # size 1, flags: sync or nothing; then no packing flags (it has no fields)
-        return DtxRecover(session_header=SessionHeader(sync=buf[at + 1] == 1)), at + 4
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "DtxRecover.session_header")
-    if end - at < 2:
-        raise _short("DtxRecover.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x0:
-        raise DecodeError(
-            "DtxRecover.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_dtx_recover(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[DtxRecover, int]:
+    if end - at < 2 or buf[at] | buf[at + 1] << 8:  # it has no fields: no flag may be set
+        raise _bad_flags(buf, at, end, 2, "DtxRecover.packing_flags")
     at += 2
-    return (
-        DtxRecover(
-            session_header=session_header,
-        ),
-        at,
-    )
+    return DtxRecover(session_header), at
 
 
 def _e_dtx_recover(msg: DtxRecover) -> bytes:
     """DtxRecover's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        return b"\x06\x08\x01\x01\x00\x00" if session_header.sync else b"\x06\x08\x01\x00\x00\x00"
-    out = bytearray(b"\x06\x08")  # the general writer's checks and EncodeErrors
-    _w_session_header(out, session_header, "DtxRecover.session_header")
-    out += b"\x00\x00"
-    return bytes(out)
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        return b"\x06\x08\x01\x01\x00\x00" if sh.sync else b"\x06\x08\x01\x00\x00\x00"
+    return bytes(_w_command_head(b"\x06\x08", sh, "DtxRecover.session_header", 2))
 
 
-class DtxRollback(_Record):
+class DtxRollback(_Command):
     """dtx.rollback: command, class code 0x06 (6), code 0x09 (9).
 
     This command rolls back the work associated with xid. Any produced messages are discarded and any consumed messages are re-enqueued.
@@ -1140,82 +701,49 @@ class DtxRollback(_Record):
 
     __slots__ = ("session_header", "xid")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x06, 0x09)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "dtx.rollback"
-    CLASS_CODE: ClassVar[int] = 0x06
-    CODE: ClassVar[int] = 0x09
-    RESULT: ClassVar[_Class | None] = DtxXaResult
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x06, 0x09)
+    NAME = "dtx.rollback"
+    RESULT = DtxXaResult
     session_header: SessionHeader
     xid: DtxXid | None
     """xid (required): Specifies the xid of the transaction branch that can be rolled back."""
 
     def __init__(
-        self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
-        xid: DtxXid | None = None,
+        self, session_header: SessionHeader = _NEW_HEADER, xid: DtxXid | None = None
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.xid = xid
 
 
-def _r_body_dtx_rollback(buf: bytes | memoryview, at: int, end: int) -> tuple[DtxRollback, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "DtxRollback.session_header")
-    if end - at < 2:
-        raise _short("DtxRollback.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "DtxRollback.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_dtx_rollback(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[DtxRollback, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "DtxRollback.packing_flags")
     at += 2
     xid: DtxXid | None = None
     if flags & 0x1:
         xid, at = _r_dtx_xid(buf, at, end, "DtxRollback.xid")
-    return (
-        DtxRollback(
-            session_header=session_header,
-            xid=xid,
-        ),
-        at,
-    )
+    return DtxRollback(session_header, xid), at
 
 
 def _e_dtx_rollback(msg: DtxRollback) -> bytes:
     """DtxRollback's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x06\x09\x01\x01\x00\x00" if session_header.sync else b"\x06\x09\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x06\x09\x01\x01\x00\x00" if sh.sync else b"\x06\x09\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x06\x09")
-        _w_session_header(out, session_header, "DtxRollback.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x06\x09", sh, "DtxRollback.session_header", 2)
     flags = 0
     start = len(out) - 2
-    xid = msg.xid
-    if xid is not None:
+    if (xid := msg.xid) is not None:
         flags |= 0x1
         _w_dtx_xid(out, xid, "DtxRollback.xid")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class DtxSetTimeout(_Record):
+class DtxSetTimeout(_Command):
     """dtx.set-timeout: command, class code 0x06 (6), code 0x0a (10).
 
     Sets the specified transaction branch timeout value in seconds.
@@ -1225,17 +753,8 @@ class DtxSetTimeout(_Record):
 
     __slots__ = ("session_header", "xid", "timeout")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x06, 0x0A)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "dtx.set-timeout"
-    CLASS_CODE: ClassVar[int] = 0x06
-    CODE: ClassVar[int] = 0x0A
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x06, 0x0A)
+    NAME = "dtx.set-timeout"
     session_header: SessionHeader
     xid: DtxXid | None
     """xid (required): Specifies the xid of the transaction branch for setting the timeout."""
@@ -1244,74 +763,45 @@ class DtxSetTimeout(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         xid: DtxXid | None = None,
         timeout: int | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.xid = xid
         self.timeout = timeout
 
 
 def _r_body_dtx_set_timeout(
-    buf: bytes | memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
 ) -> tuple[DtxSetTimeout, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "DtxSetTimeout.session_header")
-    if end - at < 2:
-        raise _short("DtxSetTimeout.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x3:
-        raise DecodeError(
-            "DtxSetTimeout.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x3:
+        raise _bad_flags(buf, at, end, 2, "DtxSetTimeout.packing_flags")
     at += 2
     xid: DtxXid | None = None
     if flags & 0x1:
         xid, at = _r_dtx_xid(buf, at, end, "DtxSetTimeout.xid")
     timeout: int | None = None
     if flags & 0x2:
-        if end - at >= 4:
-            timeout = _UINT32.unpack_from(buf, at)[0]
-            at += 4
-        else:  # too short: the reader's DecodeError
-            timeout, at = _r_uint32(buf, at, end, "DtxSetTimeout.timeout")
-    return (
-        DtxSetTimeout(
-            session_header=session_header,
-            xid=xid,
-            timeout=timeout,
-        ),
-        at,
-    )
+        if end - at < 4:
+            raise _short("DtxSetTimeout.timeout", at, end, 4)
+        timeout, at = _UINT32.unpack_from(buf, at)[0], at + 4
+    return DtxSetTimeout(session_header, xid, timeout), at
 
 
 def _e_dtx_set_timeout(msg: DtxSetTimeout) -> bytes:
     """DtxSetTimeout's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x06\x0a\x01\x01\x00\x00" if session_header.sync else b"\x06\x0a\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x06\x0a\x01\x01\x00\x00" if sh.sync else b"\x06\x0a\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x06\x0a")
-        _w_session_header(out, session_header, "DtxSetTimeout.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x06\x0a", sh, "DtxSetTimeout.session_header", 2)
     flags = 0
     start = len(out) - 2
-    xid = msg.xid
-    if xid is not None:
+    if (xid := msg.xid) is not None:
         flags |= 0x1
         _w_dtx_xid(out, xid, "DtxSetTimeout.xid")
-    timeout = msg.timeout
-    if timeout is not None:
+    if (timeout := msg.timeout) is not None:
         flags |= 0x2
         _w_uint32(out, timeout, "DtxSetTimeout.timeout")
     out[start] = flags  # the second octet names no field: it stays 0

@@ -8,17 +8,24 @@ which dispatches to the readers and writers here.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, TypeAlias
 
-from ..errors import DecodeError
-from ..values import Typed, _bad, _r_map, _r_size, _r_str8, _Record, _short, _sized, _w_map, _w_str8
-from .session import _NEW_SESSION_HEADER, SessionHeader, _r_session_header, _w_session_header
+from ..values import (
+    Typed,
+    _bad_flags,
+    _Command,
+    _not_bool,
+    _r_map,
+    _r_sized,
+    _r_str8,
+    _Struct,
+    _w_map,
+    _w_sized,
+    _w_str8,
+)
+from .session import _NEW_HEADER, SessionHeader, _w_command_head
 
-# a class, where a field called `type` would hide the builtin from typing.get_type_hints()
-_Class: TypeAlias = type[Any]
 
-
-class ExchangeQueryResult(_Record):
+class ExchangeQueryResult(_Struct):
     """exchange.exchange-query-result: struct, class code 0x07 (7), code 0x01 (1).
 
     This is sent in response to a query request and conveys information on a particular exchange.
@@ -28,13 +35,10 @@ class ExchangeQueryResult(_Record):
 
     __slots__ = ("type", "durable", "not_found", "arguments")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x07, 0x01)
-    KIND: ClassVar[str] = "struct"
-    STRUCT: ClassVar[str] = "exchange.exchange-query-result"
-    SIZE: ClassVar[int] = 4  # octets of its size prefix
-    PACK: ClassVar[int] = 2  # octets of its packing flags
-    CLASS_CODE: ClassVar[int | None] = 7
-    CODE: ClassVar[int | None] = 1
+    CLASS_CODE, CODE = IDENT = (0x07, 0x01)
+    STRUCT = "exchange.exchange-query-result"
+    SIZE = 4
+    PACK = 2
     type: str | None
     """type: The type of the exchange. Will be empty if the exchange is not found."""
     durable: bool
@@ -46,7 +50,6 @@ class ExchangeQueryResult(_Record):
 
     def __init__(
         self,
-        *,
         type: str | None = None,
         durable: bool = False,
         not_found: bool = False,
@@ -61,15 +64,8 @@ class ExchangeQueryResult(_Record):
 def _r_body_exchange_exchange_query_result(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ExchangeQueryResult, int]:
-    if end - at < 2:
-        raise _short("ExchangeQueryResult.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0xF:
-        raise DecodeError(
-            "ExchangeQueryResult.packing_flags",
-            at,
-            f"flags 0x{flags:x} name fields it does not have",
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0xF:
+        raise _bad_flags(buf, at, end, 2, "ExchangeQueryResult.packing_flags")
     at += 2
     type: str | None = None
     if flags & 0x1:
@@ -79,35 +75,21 @@ def _r_body_exchange_exchange_query_result(
     arguments: dict[str, Typed] | None = None
     if flags & 0x8:
         arguments, at = _r_map(buf, at, end, "ExchangeQueryResult.arguments")
-    return (
-        ExchangeQueryResult(
-            type=type,
-            durable=durable,
-            not_found=not_found,
-            arguments=arguments,
-        ),
-        at,
-    )
+    return ExchangeQueryResult(type, durable, not_found, arguments), at
 
 
 def _w_body_exchange_exchange_query_result(out: bytearray, msg: ExchangeQueryResult) -> None:
     flags = 0
     start = len(out)
     out += b"\x00\x00"
-    type = msg.type
-    if type is not None:
+    if (type := msg.type) is not None:
         flags |= 0x1
         _w_str8(out, type, "ExchangeQueryResult.type")
-    if msg.durable is True:
-        flags |= 0x2
-    elif msg.durable is not False:
-        raise _bad("ExchangeQueryResult.durable", msg.durable, "a bool")
-    if msg.not_found is True:
-        flags |= 0x4
-    elif msg.not_found is not False:
-        raise _bad("ExchangeQueryResult.not_found", msg.not_found, "a bool")
-    arguments = msg.arguments
-    if arguments is not None:
+    if (bit := msg.durable) is not False:
+        flags |= 0x2 if bit is True else _not_bool("ExchangeQueryResult.durable", bit)
+    if (bit := msg.not_found) is not False:
+        flags |= 0x4 if bit is True else _not_bool("ExchangeQueryResult.not_found", bit)
+    if (arguments := msg.arguments) is not None:
         flags |= 0x8
         _w_map(out, arguments, "ExchangeQueryResult.arguments")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -116,36 +98,16 @@ def _w_body_exchange_exchange_query_result(out: bytearray, msg: ExchangeQueryRes
 def _r_exchange_exchange_query_result(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[ExchangeQueryResult, int]:
-    size, at = _r_size(buf, at, end, 4, path)
-    limit = at + size
-    if limit - at < 2:
-        raise _short(f"{path}.code", at, limit, 2)
-    if (buf[at], buf[at + 1]) != (0x07, 0x01):
-        raise DecodeError(
-            f"{path}.code", at, f"codes {buf[at]}, {buf[at + 1]}: not ExchangeQueryResult's 7, 1"
-        )
-    at += 2
-    value, at = _r_body_exchange_exchange_query_result(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(buf, at, end, path, ExchangeQueryResult, _r_body_exchange_exchange_query_result)
 
 
 def _w_exchange_exchange_query_result(
     out: bytearray, value: ExchangeQueryResult, path: str
 ) -> None:
-    if value.__class__ is not ExchangeQueryResult and not isinstance(value, ExchangeQueryResult):
-        raise _bad(path, value, "a ExchangeQueryResult")
-    start = len(out)
-    out += b"\x00\x00\x00\x00\x07\x01"  # size, then codes
-    _w_body_exchange_exchange_query_result(out, value)
-    size = len(out) - start - 4
-    if size >= 0x100000000:
-        _sized(out, start, 4, path)  # its EncodeError
-    out[start : start + 4] = size.to_bytes(4, "big")
+    _w_sized(out, value, path, ExchangeQueryResult, _w_body_exchange_exchange_query_result)
 
 
-class ExchangeBoundResult(_Record):
+class ExchangeBoundResult(_Struct):
     """exchange.exchange-bound-result: struct, class code 0x07 (7), code 0x02 (2).
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:5107:9
@@ -159,13 +121,10 @@ class ExchangeBoundResult(_Record):
         "args_not_matched",
     )
 
-    IDENT: ClassVar[tuple[int, int]] = (0x07, 0x02)
-    KIND: ClassVar[str] = "struct"
-    STRUCT: ClassVar[str] = "exchange.exchange-bound-result"
-    SIZE: ClassVar[int] = 4  # octets of its size prefix
-    PACK: ClassVar[int] = 2  # octets of its packing flags
-    CLASS_CODE: ClassVar[int | None] = 7
-    CODE: ClassVar[int | None] = 2
+    CLASS_CODE, CODE = IDENT = (0x07, 0x02)
+    STRUCT = "exchange.exchange-bound-result"
+    SIZE = 4
+    PACK = 2
     exchange_not_found: bool
     """exchange-not-found: If set, the exchange for which information was requested is not known."""
     queue_not_found: bool
@@ -179,7 +138,6 @@ class ExchangeBoundResult(_Record):
 
     def __init__(
         self,
-        *,
         exchange_not_found: bool = False,
         queue_not_found: bool = False,
         queue_not_matched: bool = False,
@@ -196,15 +154,8 @@ class ExchangeBoundResult(_Record):
 def _r_body_exchange_exchange_bound_result(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[ExchangeBoundResult, int]:
-    if end - at < 2:
-        raise _short("ExchangeBoundResult.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1F:
-        raise DecodeError(
-            "ExchangeBoundResult.packing_flags",
-            at,
-            f"flags 0x{flags:x} name fields it does not have",
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1F:
+        raise _bad_flags(buf, at, end, 2, "ExchangeBoundResult.packing_flags")
     at += 2
     exchange_not_found = bool(flags & 0x1)
     queue_not_found = bool(flags & 0x2)
@@ -213,11 +164,11 @@ def _r_body_exchange_exchange_bound_result(
     args_not_matched = bool(flags & 0x10)
     return (
         ExchangeBoundResult(
-            exchange_not_found=exchange_not_found,
-            queue_not_found=queue_not_found,
-            queue_not_matched=queue_not_matched,
-            key_not_matched=key_not_matched,
-            args_not_matched=args_not_matched,
+            exchange_not_found,
+            queue_not_found,
+            queue_not_matched,
+            key_not_matched,
+            args_not_matched,
         ),
         at,
     )
@@ -227,62 +178,32 @@ def _w_body_exchange_exchange_bound_result(out: bytearray, msg: ExchangeBoundRes
     flags = 0
     start = len(out)
     out += b"\x00\x00"
-    if msg.exchange_not_found is True:
-        flags |= 0x1
-    elif msg.exchange_not_found is not False:
-        raise _bad("ExchangeBoundResult.exchange_not_found", msg.exchange_not_found, "a bool")
-    if msg.queue_not_found is True:
-        flags |= 0x2
-    elif msg.queue_not_found is not False:
-        raise _bad("ExchangeBoundResult.queue_not_found", msg.queue_not_found, "a bool")
-    if msg.queue_not_matched is True:
-        flags |= 0x4
-    elif msg.queue_not_matched is not False:
-        raise _bad("ExchangeBoundResult.queue_not_matched", msg.queue_not_matched, "a bool")
-    if msg.key_not_matched is True:
-        flags |= 0x8
-    elif msg.key_not_matched is not False:
-        raise _bad("ExchangeBoundResult.key_not_matched", msg.key_not_matched, "a bool")
-    if msg.args_not_matched is True:
-        flags |= 0x10
-    elif msg.args_not_matched is not False:
-        raise _bad("ExchangeBoundResult.args_not_matched", msg.args_not_matched, "a bool")
+    if (bit := msg.exchange_not_found) is not False:
+        flags |= 0x1 if bit is True else _not_bool("ExchangeBoundResult.exchange_not_found", bit)
+    if (bit := msg.queue_not_found) is not False:
+        flags |= 0x2 if bit is True else _not_bool("ExchangeBoundResult.queue_not_found", bit)
+    if (bit := msg.queue_not_matched) is not False:
+        flags |= 0x4 if bit is True else _not_bool("ExchangeBoundResult.queue_not_matched", bit)
+    if (bit := msg.key_not_matched) is not False:
+        flags |= 0x8 if bit is True else _not_bool("ExchangeBoundResult.key_not_matched", bit)
+    if (bit := msg.args_not_matched) is not False:
+        flags |= 0x10 if bit is True else _not_bool("ExchangeBoundResult.args_not_matched", bit)
     out[start] = flags  # the second octet names no field: it stays 0
 
 
 def _r_exchange_exchange_bound_result(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[ExchangeBoundResult, int]:
-    size, at = _r_size(buf, at, end, 4, path)
-    limit = at + size
-    if limit - at < 2:
-        raise _short(f"{path}.code", at, limit, 2)
-    if (buf[at], buf[at + 1]) != (0x07, 0x02):
-        raise DecodeError(
-            f"{path}.code", at, f"codes {buf[at]}, {buf[at + 1]}: not ExchangeBoundResult's 7, 2"
-        )
-    at += 2
-    value, at = _r_body_exchange_exchange_bound_result(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(buf, at, end, path, ExchangeBoundResult, _r_body_exchange_exchange_bound_result)
 
 
 def _w_exchange_exchange_bound_result(
     out: bytearray, value: ExchangeBoundResult, path: str
 ) -> None:
-    if value.__class__ is not ExchangeBoundResult and not isinstance(value, ExchangeBoundResult):
-        raise _bad(path, value, "a ExchangeBoundResult")
-    start = len(out)
-    out += b"\x00\x00\x00\x00\x07\x02"  # size, then codes
-    _w_body_exchange_exchange_bound_result(out, value)
-    size = len(out) - start - 4
-    if size >= 0x100000000:
-        _sized(out, start, 4, path)  # its EncodeError
-    out[start : start + 4] = size.to_bytes(4, "big")
+    _w_sized(out, value, path, ExchangeBoundResult, _w_body_exchange_exchange_bound_result)
 
 
-class ExchangeDeclare(_Record):
+class ExchangeDeclare(_Command):
     """exchange.declare: command, class code 0x07 (7), code 0x01 (1).
 
     This command creates an exchange if it does not already exist, and if the exchange exists, verifies that it is of the correct and expected class.
@@ -301,17 +222,8 @@ class ExchangeDeclare(_Record):
         "arguments",
     )
 
-    IDENT: ClassVar[tuple[int, int]] = (0x07, 0x01)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "exchange.declare"
-    CLASS_CODE: ClassVar[int] = 0x07
-    CODE: ClassVar[int] = 0x01
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x07, 0x01)
+    NAME = "exchange.declare"
     session_header: SessionHeader
     exchange: str | None
     """exchange (required)"""
@@ -330,8 +242,7 @@ class ExchangeDeclare(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         exchange: str | None = None,
         type: str | None = None,
         alternate_exchange: str | None = None,
@@ -340,9 +251,7 @@ class ExchangeDeclare(_Record):
         auto_delete: bool = False,
         arguments: dict[str, Typed] | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.exchange = exchange
         self.type = type
         self.alternate_exchange = alternate_exchange
@@ -353,21 +262,10 @@ class ExchangeDeclare(_Record):
 
 
 def _r_body_exchange_declare(
-    buf: bytes | memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
 ) -> tuple[ExchangeDeclare, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "ExchangeDeclare.session_header")
-    if end - at < 2:
-        raise _short("ExchangeDeclare.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x7F:
-        raise DecodeError(
-            "ExchangeDeclare.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x7F:
+        raise _bad_flags(buf, at, end, 2, "ExchangeDeclare.packing_flags")
     at += 2
     exchange: str | None = None
     if flags & 0x1:
@@ -386,14 +284,14 @@ def _r_body_exchange_declare(
         arguments, at = _r_map(buf, at, end, "ExchangeDeclare.arguments")
     return (
         ExchangeDeclare(
-            session_header=session_header,
-            exchange=exchange,
-            type=type,
-            alternate_exchange=alternate_exchange,
-            passive=passive,
-            durable=durable,
-            auto_delete=auto_delete,
-            arguments=arguments,
+            session_header,
+            exchange,
+            type,
+            alternate_exchange,
+            passive,
+            durable,
+            auto_delete,
+            arguments,
         ),
         at,
     )
@@ -401,50 +299,36 @@ def _r_body_exchange_declare(
 
 def _e_exchange_declare(msg: ExchangeDeclare) -> bytes:
     """ExchangeDeclare's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x07\x01\x01\x01\x00\x00" if session_header.sync else b"\x07\x01\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x07\x01\x01\x01\x00\x00" if sh.sync else b"\x07\x01\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x07\x01")
-        _w_session_header(out, session_header, "ExchangeDeclare.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x07\x01", sh, "ExchangeDeclare.session_header", 2)
     flags = 0
     start = len(out) - 2
-    exchange = msg.exchange
-    if exchange is not None:
+    if (exchange := msg.exchange) is not None:
         flags |= 0x1
         _w_str8(out, exchange, "ExchangeDeclare.exchange")
-    type = msg.type
-    if type is not None:
+    if (type := msg.type) is not None:
         flags |= 0x2
         _w_str8(out, type, "ExchangeDeclare.type")
-    alternate_exchange = msg.alternate_exchange
-    if alternate_exchange is not None:
+    if (alternate_exchange := msg.alternate_exchange) is not None:
         flags |= 0x4
         _w_str8(out, alternate_exchange, "ExchangeDeclare.alternate_exchange")
-    if msg.passive is True:
-        flags |= 0x8
-    elif msg.passive is not False:
-        raise _bad("ExchangeDeclare.passive", msg.passive, "a bool")
-    if msg.durable is True:
-        flags |= 0x10
-    elif msg.durable is not False:
-        raise _bad("ExchangeDeclare.durable", msg.durable, "a bool")
-    if msg.auto_delete is True:
-        flags |= 0x20
-    elif msg.auto_delete is not False:
-        raise _bad("ExchangeDeclare.auto_delete", msg.auto_delete, "a bool")
-    arguments = msg.arguments
-    if arguments is not None:
+    if (bit := msg.passive) is not False:
+        flags |= 0x8 if bit is True else _not_bool("ExchangeDeclare.passive", bit)
+    if (bit := msg.durable) is not False:
+        flags |= 0x10 if bit is True else _not_bool("ExchangeDeclare.durable", bit)
+    if (bit := msg.auto_delete) is not False:
+        flags |= 0x20 if bit is True else _not_bool("ExchangeDeclare.auto_delete", bit)
+    if (arguments := msg.arguments) is not None:
         flags |= 0x40
         _w_map(out, arguments, "ExchangeDeclare.arguments")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class ExchangeDelete(_Record):
+class ExchangeDelete(_Command):
     """exchange.delete: command, class code 0x07 (7), code 0x02 (2).
 
     This command deletes an exchange. When an exchange is deleted all queue bindings on the exchange are cancelled.
@@ -454,17 +338,8 @@ class ExchangeDelete(_Record):
 
     __slots__ = ("session_header", "exchange", "if_unused")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x07, 0x02)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "exchange.delete"
-    CLASS_CODE: ClassVar[int] = 0x07
-    CODE: ClassVar[int] = 0x02
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x07, 0x02)
+    NAME = "exchange.delete"
     session_header: SessionHeader
     exchange: str | None
     """exchange (required)"""
@@ -473,75 +348,47 @@ class ExchangeDelete(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         exchange: str | None = None,
         if_unused: bool = False,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.exchange = exchange
         self.if_unused = if_unused
 
 
 def _r_body_exchange_delete(
-    buf: bytes | memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
 ) -> tuple[ExchangeDelete, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "ExchangeDelete.session_header")
-    if end - at < 2:
-        raise _short("ExchangeDelete.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x3:
-        raise DecodeError(
-            "ExchangeDelete.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x3:
+        raise _bad_flags(buf, at, end, 2, "ExchangeDelete.packing_flags")
     at += 2
     exchange: str | None = None
     if flags & 0x1:
         exchange, at = _r_str8(buf, at, end, "ExchangeDelete.exchange")
     if_unused = bool(flags & 0x2)
-    return (
-        ExchangeDelete(
-            session_header=session_header,
-            exchange=exchange,
-            if_unused=if_unused,
-        ),
-        at,
-    )
+    return ExchangeDelete(session_header, exchange, if_unused), at
 
 
 def _e_exchange_delete(msg: ExchangeDelete) -> bytes:
     """ExchangeDelete's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x07\x02\x01\x01\x00\x00" if session_header.sync else b"\x07\x02\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x07\x02\x01\x01\x00\x00" if sh.sync else b"\x07\x02\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x07\x02")
-        _w_session_header(out, session_header, "ExchangeDelete.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x07\x02", sh, "ExchangeDelete.session_header", 2)
     flags = 0
     start = len(out) - 2
-    exchange = msg.exchange
-    if exchange is not None:
+    if (exchange := msg.exchange) is not None:
         flags |= 0x1
         _w_str8(out, exchange, "ExchangeDelete.exchange")
-    if msg.if_unused is True:
-        flags |= 0x2
-    elif msg.if_unused is not False:
-        raise _bad("ExchangeDelete.if_unused", msg.if_unused, "a bool")
+    if (bit := msg.if_unused) is not False:
+        flags |= 0x2 if bit is True else _not_bool("ExchangeDelete.if_unused", bit)
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class ExchangeQuery(_Record):
+class ExchangeQuery(_Command):
     """exchange.query: command, class code 0x07 (7), code 0x03 (3).
 
     This command is used to request information on a particular exchange.
@@ -551,82 +398,49 @@ class ExchangeQuery(_Record):
 
     __slots__ = ("session_header", "name")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x07, 0x03)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "exchange.query"
-    CLASS_CODE: ClassVar[int] = 0x07
-    CODE: ClassVar[int] = 0x03
-    RESULT: ClassVar[_Class | None] = ExchangeQueryResult
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x07, 0x03)
+    NAME = "exchange.query"
+    RESULT = ExchangeQueryResult
     session_header: SessionHeader
     name: str | None
     """name: The name of the exchange for which information is requested. If not specified explicitly the default exchange is implied."""
 
     def __init__(
-        self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
-        name: str | None = None,
+        self, session_header: SessionHeader = _NEW_HEADER, name: str | None = None
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.name = name
 
 
-def _r_body_exchange_query(buf: bytes | memoryview, at: int, end: int) -> tuple[ExchangeQuery, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "ExchangeQuery.session_header")
-    if end - at < 2:
-        raise _short("ExchangeQuery.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "ExchangeQuery.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_exchange_query(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[ExchangeQuery, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "ExchangeQuery.packing_flags")
     at += 2
     name: str | None = None
     if flags & 0x1:
         name, at = _r_str8(buf, at, end, "ExchangeQuery.name")
-    return (
-        ExchangeQuery(
-            session_header=session_header,
-            name=name,
-        ),
-        at,
-    )
+    return ExchangeQuery(session_header, name), at
 
 
 def _e_exchange_query(msg: ExchangeQuery) -> bytes:
     """ExchangeQuery's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x07\x03\x01\x01\x00\x00" if session_header.sync else b"\x07\x03\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x07\x03\x01\x01\x00\x00" if sh.sync else b"\x07\x03\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x07\x03")
-        _w_session_header(out, session_header, "ExchangeQuery.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x07\x03", sh, "ExchangeQuery.session_header", 2)
     flags = 0
     start = len(out) - 2
-    name = msg.name
-    if name is not None:
+    if (name := msg.name) is not None:
         flags |= 0x1
         _w_str8(out, name, "ExchangeQuery.name")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class ExchangeBind(_Record):
+class ExchangeBind(_Command):
     """exchange.bind: command, class code 0x07 (7), code 0x04 (4).
 
     This command binds a queue to an exchange. Until a queue is bound it will not receive any messages. In a classic messaging model, store-and-forward queues are bound to a direct exchange and subscription queues are bound to a topic exchange.
@@ -636,17 +450,8 @@ class ExchangeBind(_Record):
 
     __slots__ = ("session_header", "queue", "exchange", "binding_key", "arguments")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x07, 0x04)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "exchange.bind"
-    CLASS_CODE: ClassVar[int] = 0x07
-    CODE: ClassVar[int] = 0x04
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x07, 0x04)
+    NAME = "exchange.bind"
     session_header: SessionHeader
     queue: str | None
     """queue (required): Specifies the name of the queue to bind."""
@@ -659,36 +464,24 @@ class ExchangeBind(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         queue: str | None = None,
         exchange: str | None = None,
         binding_key: str | None = None,
         arguments: dict[str, Typed] | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.queue = queue
         self.exchange = exchange
         self.binding_key = binding_key
         self.arguments = arguments
 
 
-def _r_body_exchange_bind(buf: bytes | memoryview, at: int, end: int) -> tuple[ExchangeBind, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "ExchangeBind.session_header")
-    if end - at < 2:
-        raise _short("ExchangeBind.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0xF:
-        raise DecodeError(
-            "ExchangeBind.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_exchange_bind(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[ExchangeBind, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0xF:
+        raise _bad_flags(buf, at, end, 2, "ExchangeBind.packing_flags")
     at += 2
     queue: str | None = None
     if flags & 0x1:
@@ -702,52 +495,35 @@ def _r_body_exchange_bind(buf: bytes | memoryview, at: int, end: int) -> tuple[E
     arguments: dict[str, Typed] | None = None
     if flags & 0x8:
         arguments, at = _r_map(buf, at, end, "ExchangeBind.arguments")
-    return (
-        ExchangeBind(
-            session_header=session_header,
-            queue=queue,
-            exchange=exchange,
-            binding_key=binding_key,
-            arguments=arguments,
-        ),
-        at,
-    )
+    return ExchangeBind(session_header, queue, exchange, binding_key, arguments), at
 
 
 def _e_exchange_bind(msg: ExchangeBind) -> bytes:
     """ExchangeBind's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x07\x04\x01\x01\x00\x00" if session_header.sync else b"\x07\x04\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x07\x04\x01\x01\x00\x00" if sh.sync else b"\x07\x04\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x07\x04")
-        _w_session_header(out, session_header, "ExchangeBind.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x07\x04", sh, "ExchangeBind.session_header", 2)
     flags = 0
     start = len(out) - 2
-    queue = msg.queue
-    if queue is not None:
+    if (queue := msg.queue) is not None:
         flags |= 0x1
         _w_str8(out, queue, "ExchangeBind.queue")
-    exchange = msg.exchange
-    if exchange is not None:
+    if (exchange := msg.exchange) is not None:
         flags |= 0x2
         _w_str8(out, exchange, "ExchangeBind.exchange")
-    binding_key = msg.binding_key
-    if binding_key is not None:
+    if (binding_key := msg.binding_key) is not None:
         flags |= 0x4
         _w_str8(out, binding_key, "ExchangeBind.binding_key")
-    arguments = msg.arguments
-    if arguments is not None:
+    if (arguments := msg.arguments) is not None:
         flags |= 0x8
         _w_map(out, arguments, "ExchangeBind.arguments")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class ExchangeUnbind(_Record):
+class ExchangeUnbind(_Command):
     """exchange.unbind: command, class code 0x07 (7), code 0x05 (5).
 
     This command unbinds a queue from an exchange.
@@ -757,17 +533,8 @@ class ExchangeUnbind(_Record):
 
     __slots__ = ("session_header", "queue", "exchange", "binding_key")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x07, 0x05)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "exchange.unbind"
-    CLASS_CODE: ClassVar[int] = 0x07
-    CODE: ClassVar[int] = 0x05
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x07, 0x05)
+    NAME = "exchange.unbind"
     session_header: SessionHeader
     queue: str | None
     """queue (required): Specifies the name of the queue to unbind."""
@@ -778,36 +545,22 @@ class ExchangeUnbind(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         queue: str | None = None,
         exchange: str | None = None,
         binding_key: str | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.queue = queue
         self.exchange = exchange
         self.binding_key = binding_key
 
 
 def _r_body_exchange_unbind(
-    buf: bytes | memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
 ) -> tuple[ExchangeUnbind, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "ExchangeUnbind.session_header")
-    if end - at < 2:
-        raise _short("ExchangeUnbind.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x7:
-        raise DecodeError(
-            "ExchangeUnbind.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x7:
+        raise _bad_flags(buf, at, end, 2, "ExchangeUnbind.packing_flags")
     at += 2
     queue: str | None = None
     if flags & 0x1:
@@ -818,47 +571,32 @@ def _r_body_exchange_unbind(
     binding_key: str | None = None
     if flags & 0x4:
         binding_key, at = _r_str8(buf, at, end, "ExchangeUnbind.binding_key")
-    return (
-        ExchangeUnbind(
-            session_header=session_header,
-            queue=queue,
-            exchange=exchange,
-            binding_key=binding_key,
-        ),
-        at,
-    )
+    return ExchangeUnbind(session_header, queue, exchange, binding_key), at
 
 
 def _e_exchange_unbind(msg: ExchangeUnbind) -> bytes:
     """ExchangeUnbind's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x07\x05\x01\x01\x00\x00" if session_header.sync else b"\x07\x05\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x07\x05\x01\x01\x00\x00" if sh.sync else b"\x07\x05\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x07\x05")
-        _w_session_header(out, session_header, "ExchangeUnbind.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x07\x05", sh, "ExchangeUnbind.session_header", 2)
     flags = 0
     start = len(out) - 2
-    queue = msg.queue
-    if queue is not None:
+    if (queue := msg.queue) is not None:
         flags |= 0x1
         _w_str8(out, queue, "ExchangeUnbind.queue")
-    exchange = msg.exchange
-    if exchange is not None:
+    if (exchange := msg.exchange) is not None:
         flags |= 0x2
         _w_str8(out, exchange, "ExchangeUnbind.exchange")
-    binding_key = msg.binding_key
-    if binding_key is not None:
+    if (binding_key := msg.binding_key) is not None:
         flags |= 0x4
         _w_str8(out, binding_key, "ExchangeUnbind.binding_key")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class ExchangeBound(_Record):
+class ExchangeBound(_Command):
     """exchange.bound: command, class code 0x07 (7), code 0x06 (6).
 
     This command is used to request information on the bindings to a particular exchange.
@@ -868,17 +606,9 @@ class ExchangeBound(_Record):
 
     __slots__ = ("session_header", "exchange", "queue", "binding_key", "arguments")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x07, 0x06)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "exchange.bound"
-    CLASS_CODE: ClassVar[int] = 0x07
-    CODE: ClassVar[int] = 0x06
-    RESULT: ClassVar[_Class | None] = ExchangeBoundResult
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x07, 0x06)
+    NAME = "exchange.bound"
+    RESULT = ExchangeBoundResult
     session_header: SessionHeader
     exchange: str | None
     """exchange: The name of the exchange for which binding information is being requested. If not specified explicitly the default exchange is implied."""
@@ -891,36 +621,24 @@ class ExchangeBound(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         exchange: str | None = None,
         queue: str | None = None,
         binding_key: str | None = None,
         arguments: dict[str, Typed] | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.exchange = exchange
         self.queue = queue
         self.binding_key = binding_key
         self.arguments = arguments
 
 
-def _r_body_exchange_bound(buf: bytes | memoryview, at: int, end: int) -> tuple[ExchangeBound, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "ExchangeBound.session_header")
-    if end - at < 2:
-        raise _short("ExchangeBound.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0xF:
-        raise DecodeError(
-            "ExchangeBound.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_exchange_bound(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[ExchangeBound, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0xF:
+        raise _bad_flags(buf, at, end, 2, "ExchangeBound.packing_flags")
     at += 2
     exchange: str | None = None
     if flags & 0x1:
@@ -934,45 +652,28 @@ def _r_body_exchange_bound(buf: bytes | memoryview, at: int, end: int) -> tuple[
     arguments: dict[str, Typed] | None = None
     if flags & 0x8:
         arguments, at = _r_map(buf, at, end, "ExchangeBound.arguments")
-    return (
-        ExchangeBound(
-            session_header=session_header,
-            exchange=exchange,
-            queue=queue,
-            binding_key=binding_key,
-            arguments=arguments,
-        ),
-        at,
-    )
+    return ExchangeBound(session_header, exchange, queue, binding_key, arguments), at
 
 
 def _e_exchange_bound(msg: ExchangeBound) -> bytes:
     """ExchangeBound's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x07\x06\x01\x01\x00\x00" if session_header.sync else b"\x07\x06\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x07\x06\x01\x01\x00\x00" if sh.sync else b"\x07\x06\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x07\x06")
-        _w_session_header(out, session_header, "ExchangeBound.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x07\x06", sh, "ExchangeBound.session_header", 2)
     flags = 0
     start = len(out) - 2
-    exchange = msg.exchange
-    if exchange is not None:
+    if (exchange := msg.exchange) is not None:
         flags |= 0x1
         _w_str8(out, exchange, "ExchangeBound.exchange")
-    queue = msg.queue
-    if queue is not None:
+    if (queue := msg.queue) is not None:
         flags |= 0x2
         _w_str8(out, queue, "ExchangeBound.queue")
-    binding_key = msg.binding_key
-    if binding_key is not None:
+    if (binding_key := msg.binding_key) is not None:
         flags |= 0x4
         _w_str8(out, binding_key, "ExchangeBound.binding_key")
-    arguments = msg.arguments
-    if arguments is not None:
+    if (arguments := msg.arguments) is not None:
         flags |= 0x8
         _w_map(out, arguments, "ExchangeBound.arguments")
     out[start] = flags  # the second octet names no field: it stays 0

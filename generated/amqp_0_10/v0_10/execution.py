@@ -9,18 +9,15 @@ which dispatches to the readers and writers here.
 from __future__ import annotations
 
 import struct
-from typing import Any, ClassVar, TypeAlias
+from typing import Any
 
-from ..errors import DecodeError
 from ..values import (
     Typed,
+    _bad_flags,
+    _Command,
     _r_map,
-    _r_sequence_no,
     _r_str16,
     _r_struct32,
-    _r_uint8,
-    _r_uint16,
-    _Record,
     _short,
     _w_map,
     _w_sequence_no,
@@ -30,10 +27,7 @@ from ..values import (
     _w_uint16,
 )
 from .enums import ExecutionErrorCode
-from .session import _NEW_SESSION_HEADER, SessionHeader, _r_session_header, _w_session_header
-
-# a class, where a field called `type` would hide the builtin from typing.get_type_hints()
-_Class: TypeAlias = type[Any]
+from .session import _NEW_HEADER, SessionHeader, _w_command_head
 
 _UINT16 = struct.Struct(">H")
 _SEQUENCE_NO = struct.Struct(">I")
@@ -41,7 +35,7 @@ _SEQUENCE_NO = struct.Struct(">I")
 _ExecutionErrorCode: dict[int, ExecutionErrorCode] = {m.value: m for m in ExecutionErrorCode}
 
 
-class ExecutionSync(_Record):
+class ExecutionSync(_Command):
     """execution.sync: command, class code 0x03 (3), code 0x01 (1).
 
     This command is complete when all prior commands are completed.
@@ -51,67 +45,32 @@ class ExecutionSync(_Record):
 
     __slots__ = ("session_header",)
 
-    IDENT: ClassVar[tuple[int, int]] = (0x03, 0x01)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "execution.sync"
-    CLASS_CODE: ClassVar[int] = 0x03
-    CODE: ClassVar[int] = 0x01
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x03, 0x01)
+    NAME = "execution.sync"
     session_header: SessionHeader
 
-    def __init__(
-        self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
-    ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+    def __init__(self, session_header: SessionHeader = _NEW_HEADER) -> None:
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
 
 
-def _r_body_execution_sync(buf: bytes | memoryview, at: int, end: int) -> tuple[ExecutionSync, int]:
-    if end - at >= 4 and buf[at] == 1 and buf[at + 1] < 2 and not (buf[at + 2] or buf[at + 3]):
-        # size 1, flags: sync or nothing; then no packing flags (it has no fields)
-        return ExecutionSync(session_header=SessionHeader(sync=buf[at + 1] == 1)), at + 4
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "ExecutionSync.session_header")
-    if end - at < 2:
-        raise _short("ExecutionSync.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x0:
-        raise DecodeError(
-            "ExecutionSync.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_execution_sync(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[ExecutionSync, int]:
+    if end - at < 2 or buf[at] | buf[at + 1] << 8:  # it has no fields: no flag may be set
+        raise _bad_flags(buf, at, end, 2, "ExecutionSync.packing_flags")
     at += 2
-    return (
-        ExecutionSync(
-            session_header=session_header,
-        ),
-        at,
-    )
+    return ExecutionSync(session_header), at
 
 
 def _e_execution_sync(msg: ExecutionSync) -> bytes:
     """ExecutionSync's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        return b"\x03\x01\x01\x01\x00\x00" if session_header.sync else b"\x03\x01\x01\x00\x00\x00"
-    out = bytearray(b"\x03\x01")  # the general writer's checks and EncodeErrors
-    _w_session_header(out, session_header, "ExecutionSync.session_header")
-    out += b"\x00\x00"
-    return bytes(out)
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        return b"\x03\x01\x01\x01\x00\x00" if sh.sync else b"\x03\x01\x01\x00\x00\x00"
+    return bytes(_w_command_head(b"\x03\x01", sh, "ExecutionSync.session_header", 2))
 
 
-class ExecutionResult(_Record):
+class ExecutionResult(_Command):
     """execution.result: command, class code 0x03 (3), code 0x02 (2).
 
     This command carries data resulting from the execution of a command.
@@ -121,17 +80,8 @@ class ExecutionResult(_Record):
 
     __slots__ = ("session_header", "command_id", "value")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x03, 0x02)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "execution.result"
-    CLASS_CODE: ClassVar[int] = 0x03
-    CODE: ClassVar[int] = 0x02
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x03, 0x02)
+    NAME = "execution.result"
     session_header: SessionHeader
     command_id: int | None
     """command-id (required)"""
@@ -140,81 +90,52 @@ class ExecutionResult(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         command_id: int | None = None,
         value: Any | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.command_id = command_id
         self.value = value
 
 
 def _r_body_execution_result(
-    buf: bytes | memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
 ) -> tuple[ExecutionResult, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "ExecutionResult.session_header")
-    if end - at < 2:
-        raise _short("ExecutionResult.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x3:
-        raise DecodeError(
-            "ExecutionResult.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x3:
+        raise _bad_flags(buf, at, end, 2, "ExecutionResult.packing_flags")
     at += 2
     command_id: int | None = None
     if flags & 0x1:
-        if end - at >= 4:
-            command_id = _SEQUENCE_NO.unpack_from(buf, at)[0]
-            at += 4
-        else:  # too short: the reader's DecodeError
-            command_id, at = _r_sequence_no(buf, at, end, "ExecutionResult.command_id")
+        if end - at < 4:
+            raise _short("ExecutionResult.command_id", at, end, 4)
+        command_id, at = _SEQUENCE_NO.unpack_from(buf, at)[0], at + 4
     value: Any | None = None
     if flags & 0x2:
         value, at = _r_struct32(buf, at, end, "ExecutionResult.value")
-    return (
-        ExecutionResult(
-            session_header=session_header,
-            command_id=command_id,
-            value=value,
-        ),
-        at,
-    )
+    return ExecutionResult(session_header, command_id, value), at
 
 
 def _e_execution_result(msg: ExecutionResult) -> bytes:
     """ExecutionResult's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x03\x02\x01\x01\x00\x00" if session_header.sync else b"\x03\x02\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x03\x02\x01\x01\x00\x00" if sh.sync else b"\x03\x02\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x03\x02")
-        _w_session_header(out, session_header, "ExecutionResult.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x03\x02", sh, "ExecutionResult.session_header", 2)
     flags = 0
     start = len(out) - 2
-    command_id = msg.command_id
-    if command_id is not None:
+    if (command_id := msg.command_id) is not None:
         flags |= 0x1
         _w_sequence_no(out, command_id, "ExecutionResult.command_id")
-    value = msg.value
-    if value is not None:
+    if (value := msg.value) is not None:
         flags |= 0x2
         _w_struct32(out, value, "ExecutionResult.value")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class ExecutionException(_Record):
+class ExecutionException(_Command):
     """execution.exception: command, class code 0x03 (3), code 0x03 (3).
 
     This command informs a peer of an execution exception. The command-id, when given, correlates the error to a specific command.
@@ -233,17 +154,8 @@ class ExecutionException(_Record):
         "error_info",
     )
 
-    IDENT: ClassVar[tuple[int, int]] = (0x03, 0x03)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "execution.exception"
-    CLASS_CODE: ClassVar[int] = 0x03
-    CODE: ClassVar[int] = 0x03
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x03, 0x03)
+    NAME = "execution.exception"
     session_header: SessionHeader
     error_code: ExecutionErrorCode | int | None
     """error-code (required): error code indicating the type of error"""
@@ -262,8 +174,7 @@ class ExecutionException(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         error_code: ExecutionErrorCode | int | None = None,
         command_id: int | None = None,
         class_code: int | None = None,
@@ -272,9 +183,7 @@ class ExecutionException(_Record):
         description: str | None = None,
         error_info: dict[str, Typed] | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.error_code = error_code
         self.command_id = command_id
         self.class_code = class_code
@@ -285,60 +194,37 @@ class ExecutionException(_Record):
 
 
 def _r_body_execution_exception(
-    buf: bytes | memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
 ) -> tuple[ExecutionException, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "ExecutionException.session_header")
-    if end - at < 2:
-        raise _short("ExecutionException.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x7F:
-        raise DecodeError(
-            "ExecutionException.packing_flags",
-            at,
-            f"flags 0x{flags:x} name fields it does not have",
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x7F:
+        raise _bad_flags(buf, at, end, 2, "ExecutionException.packing_flags")
     at += 2
     error_code: ExecutionErrorCode | int | None = None
     if flags & 0x1:
-        if end - at >= 2:
-            error_code_value = _UINT16.unpack_from(buf, at)[0]
-            at += 2
-        else:  # too short: the reader's DecodeError
-            error_code_value, at = _r_uint16(buf, at, end, "ExecutionException.error_code")
+        if end - at < 2:
+            raise _short("ExecutionException.error_code", at, end, 2)
+        error_code_value, at = _UINT16.unpack_from(buf, at)[0], at + 2
         error_code = _ExecutionErrorCode.get(error_code_value, error_code_value)
     command_id: int | None = None
     if flags & 0x2:
-        if end - at >= 4:
-            command_id = _SEQUENCE_NO.unpack_from(buf, at)[0]
-            at += 4
-        else:  # too short: the reader's DecodeError
-            command_id, at = _r_sequence_no(buf, at, end, "ExecutionException.command_id")
+        if end - at < 4:
+            raise _short("ExecutionException.command_id", at, end, 4)
+        command_id, at = _SEQUENCE_NO.unpack_from(buf, at)[0], at + 4
     class_code: int | None = None
     if flags & 0x4:
-        if end - at >= 1:
-            class_code = buf[at]
-            at += 1
-        else:  # too short: the reader's DecodeError
-            class_code, at = _r_uint8(buf, at, end, "ExecutionException.class_code")
+        if end - at < 1:
+            raise _short("ExecutionException.class_code", at, end, 1)
+        class_code, at = buf[at], at + 1
     command_code: int | None = None
     if flags & 0x8:
-        if end - at >= 1:
-            command_code = buf[at]
-            at += 1
-        else:  # too short: the reader's DecodeError
-            command_code, at = _r_uint8(buf, at, end, "ExecutionException.command_code")
+        if end - at < 1:
+            raise _short("ExecutionException.command_code", at, end, 1)
+        command_code, at = buf[at], at + 1
     field_index: int | None = None
     if flags & 0x10:
-        if end - at >= 1:
-            field_index = buf[at]
-            at += 1
-        else:  # too short: the reader's DecodeError
-            field_index, at = _r_uint8(buf, at, end, "ExecutionException.field_index")
+        if end - at < 1:
+            raise _short("ExecutionException.field_index", at, end, 1)
+        field_index, at = buf[at], at + 1
     description: str | None = None
     if flags & 0x20:
         description, at = _r_str16(buf, at, end, "ExecutionException.description")
@@ -347,14 +233,14 @@ def _r_body_execution_exception(
         error_info, at = _r_map(buf, at, end, "ExecutionException.error_info")
     return (
         ExecutionException(
-            session_header=session_header,
-            error_code=error_code,
-            command_id=command_id,
-            class_code=class_code,
-            command_code=command_code,
-            field_index=field_index,
-            description=description,
-            error_info=error_info,
+            session_header,
+            error_code,
+            command_id,
+            class_code,
+            command_code,
+            field_index,
+            description,
+            error_info,
         ),
         at,
     )
@@ -362,27 +248,20 @@ def _r_body_execution_exception(
 
 def _e_execution_exception(msg: ExecutionException) -> bytes:
     """ExecutionException's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x03\x03\x01\x01\x00\x00" if session_header.sync else b"\x03\x03\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x03\x03\x01\x01\x00\x00" if sh.sync else b"\x03\x03\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x03\x03")
-        _w_session_header(out, session_header, "ExecutionException.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x03\x03", sh, "ExecutionException.session_header", 2)
     flags = 0
     start = len(out) - 2
-    error_code = msg.error_code
-    if error_code is not None:
+    if (error_code := msg.error_code) is not None:
         flags |= 0x1
         _w_uint16(out, error_code, "ExecutionException.error_code")
-    command_id = msg.command_id
-    if command_id is not None:
+    if (command_id := msg.command_id) is not None:
         flags |= 0x2
         _w_sequence_no(out, command_id, "ExecutionException.command_id")
-    class_code = msg.class_code
-    if class_code is not None:
+    if (class_code := msg.class_code) is not None:
         flags |= 0x4
         if (
             class_code.__class__ is not bool
@@ -392,8 +271,7 @@ def _e_execution_exception(msg: ExecutionException) -> bytes:
             out.append(class_code)
         else:  # the writer's EncodeError
             _w_uint8(out, class_code, "ExecutionException.class_code")
-    command_code = msg.command_code
-    if command_code is not None:
+    if (command_code := msg.command_code) is not None:
         flags |= 0x8
         if (
             command_code.__class__ is not bool
@@ -403,8 +281,7 @@ def _e_execution_exception(msg: ExecutionException) -> bytes:
             out.append(command_code)
         else:  # the writer's EncodeError
             _w_uint8(out, command_code, "ExecutionException.command_code")
-    field_index = msg.field_index
-    if field_index is not None:
+    if (field_index := msg.field_index) is not None:
         flags |= 0x10
         if (
             field_index.__class__ is not bool
@@ -414,12 +291,10 @@ def _e_execution_exception(msg: ExecutionException) -> bytes:
             out.append(field_index)
         else:  # the writer's EncodeError
             _w_uint8(out, field_index, "ExecutionException.field_index")
-    description = msg.description
-    if description is not None:
+    if (description := msg.description) is not None:
         flags |= 0x20
         _w_str16(out, description, "ExecutionException.description")
-    error_info = msg.error_info
-    if error_info is not None:
+    if (error_info := msg.error_info) is not None:
         flags |= 0x40
         _w_map(out, error_info, "ExecutionException.error_info")
     out[start] = flags  # the second octet names no field: it stays 0

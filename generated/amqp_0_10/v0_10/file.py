@@ -9,25 +9,20 @@ which dispatches to the readers and writers here.
 from __future__ import annotations
 
 import struct
-from typing import Any, ClassVar, TypeAlias
 
-from ..errors import DecodeError
 from ..values import (
     Typed,
-    _bad,
-    _r_datetime,
+    _bad_flags,
+    _Command,
+    _not_bool,
     _r_map,
-    _r_size,
+    _r_sized,
     _r_str8,
-    _r_uint8,
-    _r_uint16,
-    _r_uint32,
-    _r_uint64,
-    _Record,
     _short,
-    _sized,
+    _Struct,
     _w_datetime,
     _w_map,
+    _w_sized,
     _w_str8,
     _w_uint8,
     _w_uint16,
@@ -35,10 +30,7 @@ from ..values import (
     _w_uint64,
 )
 from .enums import FileReturnCode
-from .session import _NEW_SESSION_HEADER, SessionHeader, _r_session_header, _w_session_header
-
-# a class, where a field called `type` would hide the builtin from typing.get_type_hints()
-_Class: TypeAlias = type[Any]
+from .session import _NEW_HEADER, SessionHeader, _w_command_head
 
 _UINT16 = struct.Struct(">H")
 _UINT32 = struct.Struct(">I")
@@ -48,7 +40,7 @@ _DATETIME = struct.Struct(">q")
 _FileReturnCode: dict[int, FileReturnCode] = {m.value: m for m in FileReturnCode}
 
 
-class FileProperties(_Record):
+class FileProperties(_Struct):
     """file.file-properties: struct, class code 0x09 (9), code 0x01 (1).
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:5602:5
@@ -66,13 +58,10 @@ class FileProperties(_Record):
         "cluster_id",
     )
 
-    IDENT: ClassVar[tuple[int, int]] = (0x09, 0x01)
-    KIND: ClassVar[str] = "struct"
-    STRUCT: ClassVar[str] = "file.file-properties"
-    SIZE: ClassVar[int] = 4  # octets of its size prefix
-    PACK: ClassVar[int] = 2  # octets of its packing flags
-    CLASS_CODE: ClassVar[int | None] = 9
-    CODE: ClassVar[int | None] = 1
+    CLASS_CODE, CODE = IDENT = (0x09, 0x01)
+    STRUCT = "file.file-properties"
+    SIZE = 4
+    PACK = 2
     content_type: str | None
     """content-type: MIME content type"""
     content_encoding: str | None
@@ -94,7 +83,6 @@ class FileProperties(_Record):
 
     def __init__(
         self,
-        *,
         content_type: str | None = None,
         content_encoding: str | None = None,
         headers: dict[str, Typed] | None = None,
@@ -119,13 +107,8 @@ class FileProperties(_Record):
 def _r_body_file_file_properties(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[FileProperties, int]:
-    if end - at < 2:
-        raise _short("FileProperties.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1FF:
-        raise DecodeError(
-            "FileProperties.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1FF:
+        raise _bad_flags(buf, at, end, 2, "FileProperties.packing_flags")
     at += 2
     content_type: str | None = None
     if flags & 0x1:
@@ -138,11 +121,9 @@ def _r_body_file_file_properties(
         headers, at = _r_map(buf, at, end, "FileProperties.headers")
     priority: int | None = None
     if flags & 0x8:
-        if end - at >= 1:
-            priority = buf[at]
-            at += 1
-        else:  # too short: the reader's DecodeError
-            priority, at = _r_uint8(buf, at, end, "FileProperties.priority")
+        if end - at < 1:
+            raise _short("FileProperties.priority", at, end, 1)
+        priority, at = buf[at], at + 1
     reply_to: str | None = None
     if flags & 0x10:
         reply_to, at = _r_str8(buf, at, end, "FileProperties.reply_to")
@@ -154,25 +135,23 @@ def _r_body_file_file_properties(
         filename, at = _r_str8(buf, at, end, "FileProperties.filename")
     timestamp: int | None = None
     if flags & 0x80:
-        if end - at >= 8:
-            timestamp = _DATETIME.unpack_from(buf, at)[0]
-            at += 8
-        else:  # too short: the reader's DecodeError
-            timestamp, at = _r_datetime(buf, at, end, "FileProperties.timestamp")
+        if end - at < 8:
+            raise _short("FileProperties.timestamp", at, end, 8)
+        timestamp, at = _DATETIME.unpack_from(buf, at)[0], at + 8
     cluster_id: str | None = None
     if flags & 0x100:
         cluster_id, at = _r_str8(buf, at, end, "FileProperties.cluster_id")
     return (
         FileProperties(
-            content_type=content_type,
-            content_encoding=content_encoding,
-            headers=headers,
-            priority=priority,
-            reply_to=reply_to,
-            message_id=message_id,
-            filename=filename,
-            timestamp=timestamp,
-            cluster_id=cluster_id,
+            content_type,
+            content_encoding,
+            headers,
+            priority,
+            reply_to,
+            message_id,
+            filename,
+            timestamp,
+            cluster_id,
         ),
         at,
     )
@@ -182,43 +161,34 @@ def _w_body_file_file_properties(out: bytearray, msg: FileProperties) -> None:
     flags = 0
     start = len(out)
     out += b"\x00\x00"
-    content_type = msg.content_type
-    if content_type is not None:
+    if (content_type := msg.content_type) is not None:
         flags |= 0x1
         _w_str8(out, content_type, "FileProperties.content_type")
-    content_encoding = msg.content_encoding
-    if content_encoding is not None:
+    if (content_encoding := msg.content_encoding) is not None:
         flags |= 0x2
         _w_str8(out, content_encoding, "FileProperties.content_encoding")
-    headers = msg.headers
-    if headers is not None:
+    if (headers := msg.headers) is not None:
         flags |= 0x4
         _w_map(out, headers, "FileProperties.headers")
-    priority = msg.priority
-    if priority is not None:
+    if (priority := msg.priority) is not None:
         flags |= 0x8
         if priority.__class__ is not bool and isinstance(priority, int) and 0 <= priority <= 0xFF:
             out.append(priority)
         else:  # the writer's EncodeError
             _w_uint8(out, priority, "FileProperties.priority")
-    reply_to = msg.reply_to
-    if reply_to is not None:
+    if (reply_to := msg.reply_to) is not None:
         flags |= 0x10
         _w_str8(out, reply_to, "FileProperties.reply_to")
-    message_id = msg.message_id
-    if message_id is not None:
+    if (message_id := msg.message_id) is not None:
         flags |= 0x20
         _w_str8(out, message_id, "FileProperties.message_id")
-    filename = msg.filename
-    if filename is not None:
+    if (filename := msg.filename) is not None:
         flags |= 0x40
         _w_str8(out, filename, "FileProperties.filename")
-    timestamp = msg.timestamp
-    if timestamp is not None:
+    if (timestamp := msg.timestamp) is not None:
         flags |= 0x80
         _w_datetime(out, timestamp, "FileProperties.timestamp")
-    cluster_id = msg.cluster_id
-    if cluster_id is not None:
+    if (cluster_id := msg.cluster_id) is not None:
         flags |= 0x100
         _w_str8(out, cluster_id, "FileProperties.cluster_id")
     out[start] = flags & 0xFF
@@ -228,34 +198,14 @@ def _w_body_file_file_properties(out: bytearray, msg: FileProperties) -> None:
 def _r_file_file_properties(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[FileProperties, int]:
-    size, at = _r_size(buf, at, end, 4, path)
-    limit = at + size
-    if limit - at < 2:
-        raise _short(f"{path}.code", at, limit, 2)
-    if (buf[at], buf[at + 1]) != (0x09, 0x01):
-        raise DecodeError(
-            f"{path}.code", at, f"codes {buf[at]}, {buf[at + 1]}: not FileProperties's 9, 1"
-        )
-    at += 2
-    value, at = _r_body_file_file_properties(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(buf, at, end, path, FileProperties, _r_body_file_file_properties)
 
 
 def _w_file_file_properties(out: bytearray, value: FileProperties, path: str) -> None:
-    if value.__class__ is not FileProperties and not isinstance(value, FileProperties):
-        raise _bad(path, value, "a FileProperties")
-    start = len(out)
-    out += b"\x00\x00\x00\x00\x09\x01"  # size, then codes
-    _w_body_file_file_properties(out, value)
-    size = len(out) - start - 4
-    if size >= 0x100000000:
-        _sized(out, start, 4, path)  # its EncodeError
-    out[start : start + 4] = size.to_bytes(4, "big")
+    _w_sized(out, value, path, FileProperties, _w_body_file_file_properties)
 
 
-class FileQos(_Record):
+class FileQos(_Command):
     """file.qos: command, class code 0x09 (9), code 0x01 (1).
 
     This command requests a specific quality of service. The QoS can be specified for the current session or for all sessions on the connection. The particular properties and semantics of a qos command always depend on the content class semantics. Though the qos command could in principle apply to both peers, it is currently meaningful only for the server.
@@ -265,17 +215,8 @@ class FileQos(_Record):
 
     __slots__ = ("session_header", "prefetch_size", "prefetch_count", "global_")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x09, 0x01)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "file.qos"
-    CLASS_CODE: ClassVar[int] = 0x09
-    CODE: ClassVar[int] = 0x01
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x09, 0x01)
+    NAME = "file.qos"
     session_header: SessionHeader
     prefetch_size: int | None
     """prefetch-size: The client can request that messages be sent in advance so that when the client finishes processing a message, the following message is already held locally, rather than needing to be sent within the session. Pre-fetching gives a performance improvement. This field specifies the pre-fetch window size in octets. May be set to zero, meaning "no specific limit". Note that other pre-fetch limits may still apply. The prefetch-size is ignored if the no-ack option is set."""
@@ -286,91 +227,59 @@ class FileQos(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         prefetch_size: int | None = None,
         prefetch_count: int | None = None,
         global_: bool = False,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.prefetch_size = prefetch_size
         self.prefetch_count = prefetch_count
         self.global_ = global_
 
 
-def _r_body_file_qos(buf: bytes | memoryview, at: int, end: int) -> tuple[FileQos, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "FileQos.session_header")
-    if end - at < 2:
-        raise _short("FileQos.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x7:
-        raise DecodeError(
-            "FileQos.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_file_qos(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[FileQos, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x7:
+        raise _bad_flags(buf, at, end, 2, "FileQos.packing_flags")
     at += 2
     prefetch_size: int | None = None
     if flags & 0x1:
-        if end - at >= 4:
-            prefetch_size = _UINT32.unpack_from(buf, at)[0]
-            at += 4
-        else:  # too short: the reader's DecodeError
-            prefetch_size, at = _r_uint32(buf, at, end, "FileQos.prefetch_size")
+        if end - at < 4:
+            raise _short("FileQos.prefetch_size", at, end, 4)
+        prefetch_size, at = _UINT32.unpack_from(buf, at)[0], at + 4
     prefetch_count: int | None = None
     if flags & 0x2:
-        if end - at >= 2:
-            prefetch_count = _UINT16.unpack_from(buf, at)[0]
-            at += 2
-        else:  # too short: the reader's DecodeError
-            prefetch_count, at = _r_uint16(buf, at, end, "FileQos.prefetch_count")
+        if end - at < 2:
+            raise _short("FileQos.prefetch_count", at, end, 2)
+        prefetch_count, at = _UINT16.unpack_from(buf, at)[0], at + 2
     global_ = bool(flags & 0x4)
-    return (
-        FileQos(
-            session_header=session_header,
-            prefetch_size=prefetch_size,
-            prefetch_count=prefetch_count,
-            global_=global_,
-        ),
-        at,
-    )
+    return FileQos(session_header, prefetch_size, prefetch_count, global_), at
 
 
 def _e_file_qos(msg: FileQos) -> bytes:
     """FileQos's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x09\x01\x01\x01\x00\x00" if session_header.sync else b"\x09\x01\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x09\x01\x01\x01\x00\x00" if sh.sync else b"\x09\x01\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x09\x01")
-        _w_session_header(out, session_header, "FileQos.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x09\x01", sh, "FileQos.session_header", 2)
     flags = 0
     start = len(out) - 2
-    prefetch_size = msg.prefetch_size
-    if prefetch_size is not None:
+    if (prefetch_size := msg.prefetch_size) is not None:
         flags |= 0x1
         _w_uint32(out, prefetch_size, "FileQos.prefetch_size")
-    prefetch_count = msg.prefetch_count
-    if prefetch_count is not None:
+    if (prefetch_count := msg.prefetch_count) is not None:
         flags |= 0x2
         _w_uint16(out, prefetch_count, "FileQos.prefetch_count")
-    if msg.global_ is True:
-        flags |= 0x4
-    elif msg.global_ is not False:
-        raise _bad("FileQos.global_", msg.global_, "a bool")
+    if (bit := msg.global_) is not False:
+        flags |= 0x4 if bit is True else _not_bool("FileQos.global_", bit)
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class FileQosOk(_Record):
+class FileQosOk(_Command):
     """file.qos-ok: command, class code 0x09 (9), code 0x02 (2).
 
     This command tells the client that the requested QoS levels could be handled by the server. The requested QoS applies to all active consumers until a new QoS is defined.
@@ -380,67 +289,32 @@ class FileQosOk(_Record):
 
     __slots__ = ("session_header",)
 
-    IDENT: ClassVar[tuple[int, int]] = (0x09, 0x02)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "file.qos-ok"
-    CLASS_CODE: ClassVar[int] = 0x09
-    CODE: ClassVar[int] = 0x02
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x09, 0x02)
+    NAME = "file.qos-ok"
     session_header: SessionHeader
 
-    def __init__(
-        self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
-    ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+    def __init__(self, session_header: SessionHeader = _NEW_HEADER) -> None:
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
 
 
-def _r_body_file_qos_ok(buf: bytes | memoryview, at: int, end: int) -> tuple[FileQosOk, int]:
-    if end - at >= 4 and buf[at] == 1 and buf[at + 1] < 2 and not (buf[at + 2] or buf[at + 3]):
-        # size 1, flags: sync or nothing; then no packing flags (it has no fields)
-        return FileQosOk(session_header=SessionHeader(sync=buf[at + 1] == 1)), at + 4
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "FileQosOk.session_header")
-    if end - at < 2:
-        raise _short("FileQosOk.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x0:
-        raise DecodeError(
-            "FileQosOk.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_file_qos_ok(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[FileQosOk, int]:
+    if end - at < 2 or buf[at] | buf[at + 1] << 8:  # it has no fields: no flag may be set
+        raise _bad_flags(buf, at, end, 2, "FileQosOk.packing_flags")
     at += 2
-    return (
-        FileQosOk(
-            session_header=session_header,
-        ),
-        at,
-    )
+    return FileQosOk(session_header), at
 
 
 def _e_file_qos_ok(msg: FileQosOk) -> bytes:
     """FileQosOk's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        return b"\x09\x02\x01\x01\x00\x00" if session_header.sync else b"\x09\x02\x01\x00\x00\x00"
-    out = bytearray(b"\x09\x02")  # the general writer's checks and EncodeErrors
-    _w_session_header(out, session_header, "FileQosOk.session_header")
-    out += b"\x00\x00"
-    return bytes(out)
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        return b"\x09\x02\x01\x01\x00\x00" if sh.sync else b"\x09\x02\x01\x00\x00\x00"
+    return bytes(_w_command_head(b"\x09\x02", sh, "FileQosOk.session_header", 2))
 
 
-class FileConsume(_Record):
+class FileConsume(_Command):
     """file.consume: command, class code 0x09 (9), code 0x03 (3).
 
     This command asks the server to start a "consumer", which is a transient request for messages from a specific queue. Consumers last as long as the session they were created on, or until the client cancels them.
@@ -459,17 +333,8 @@ class FileConsume(_Record):
         "arguments",
     )
 
-    IDENT: ClassVar[tuple[int, int]] = (0x09, 0x03)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "file.consume"
-    CLASS_CODE: ClassVar[int] = 0x09
-    CODE: ClassVar[int] = 0x03
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x09, 0x03)
+    NAME = "file.consume"
     session_header: SessionHeader
     queue: str | None
     """queue: Specifies the name of the queue to consume from."""
@@ -488,8 +353,7 @@ class FileConsume(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         queue: str | None = None,
         consumer_tag: str | None = None,
         no_local: bool = False,
@@ -498,9 +362,7 @@ class FileConsume(_Record):
         nowait: bool = False,
         arguments: dict[str, Typed] | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.queue = queue
         self.consumer_tag = consumer_tag
         self.no_local = no_local
@@ -510,20 +372,11 @@ class FileConsume(_Record):
         self.arguments = arguments
 
 
-def _r_body_file_consume(buf: bytes | memoryview, at: int, end: int) -> tuple[FileConsume, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "FileConsume.session_header")
-    if end - at < 2:
-        raise _short("FileConsume.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x7F:
-        raise DecodeError(
-            "FileConsume.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_file_consume(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[FileConsume, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x7F:
+        raise _bad_flags(buf, at, end, 2, "FileConsume.packing_flags")
     at += 2
     queue: str | None = None
     if flags & 0x1:
@@ -540,14 +393,7 @@ def _r_body_file_consume(buf: bytes | memoryview, at: int, end: int) -> tuple[Fi
         arguments, at = _r_map(buf, at, end, "FileConsume.arguments")
     return (
         FileConsume(
-            session_header=session_header,
-            queue=queue,
-            consumer_tag=consumer_tag,
-            no_local=no_local,
-            no_ack=no_ack,
-            exclusive=exclusive,
-            nowait=nowait,
-            arguments=arguments,
+            session_header, queue, consumer_tag, no_local, no_ack, exclusive, nowait, arguments
         ),
         at,
     )
@@ -555,50 +401,35 @@ def _r_body_file_consume(buf: bytes | memoryview, at: int, end: int) -> tuple[Fi
 
 def _e_file_consume(msg: FileConsume) -> bytes:
     """FileConsume's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x09\x03\x01\x01\x00\x00" if session_header.sync else b"\x09\x03\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x09\x03\x01\x01\x00\x00" if sh.sync else b"\x09\x03\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x09\x03")
-        _w_session_header(out, session_header, "FileConsume.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x09\x03", sh, "FileConsume.session_header", 2)
     flags = 0
     start = len(out) - 2
-    queue = msg.queue
-    if queue is not None:
+    if (queue := msg.queue) is not None:
         flags |= 0x1
         _w_str8(out, queue, "FileConsume.queue")
-    consumer_tag = msg.consumer_tag
-    if consumer_tag is not None:
+    if (consumer_tag := msg.consumer_tag) is not None:
         flags |= 0x2
         _w_str8(out, consumer_tag, "FileConsume.consumer_tag")
-    if msg.no_local is True:
-        flags |= 0x4
-    elif msg.no_local is not False:
-        raise _bad("FileConsume.no_local", msg.no_local, "a bool")
-    if msg.no_ack is True:
-        flags |= 0x8
-    elif msg.no_ack is not False:
-        raise _bad("FileConsume.no_ack", msg.no_ack, "a bool")
-    if msg.exclusive is True:
-        flags |= 0x10
-    elif msg.exclusive is not False:
-        raise _bad("FileConsume.exclusive", msg.exclusive, "a bool")
-    if msg.nowait is True:
-        flags |= 0x20
-    elif msg.nowait is not False:
-        raise _bad("FileConsume.nowait", msg.nowait, "a bool")
-    arguments = msg.arguments
-    if arguments is not None:
+    if (bit := msg.no_local) is not False:
+        flags |= 0x4 if bit is True else _not_bool("FileConsume.no_local", bit)
+    if (bit := msg.no_ack) is not False:
+        flags |= 0x8 if bit is True else _not_bool("FileConsume.no_ack", bit)
+    if (bit := msg.exclusive) is not False:
+        flags |= 0x10 if bit is True else _not_bool("FileConsume.exclusive", bit)
+    if (bit := msg.nowait) is not False:
+        flags |= 0x20 if bit is True else _not_bool("FileConsume.nowait", bit)
+    if (arguments := msg.arguments) is not None:
         flags |= 0x40
         _w_map(out, arguments, "FileConsume.arguments")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class FileConsumeOk(_Record):
+class FileConsumeOk(_Command):
     """file.consume-ok: command, class code 0x09 (9), code 0x04 (4).
 
     This command provides the client with a consumer tag which it MUST use in commands that work with the consumer.
@@ -608,84 +439,48 @@ class FileConsumeOk(_Record):
 
     __slots__ = ("session_header", "consumer_tag")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x09, 0x04)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "file.consume-ok"
-    CLASS_CODE: ClassVar[int] = 0x09
-    CODE: ClassVar[int] = 0x04
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x09, 0x04)
+    NAME = "file.consume-ok"
     session_header: SessionHeader
     consumer_tag: str | None
     """consumer-tag: Holds the consumer tag specified by the client or provided by the server."""
 
     def __init__(
-        self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
-        consumer_tag: str | None = None,
+        self, session_header: SessionHeader = _NEW_HEADER, consumer_tag: str | None = None
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.consumer_tag = consumer_tag
 
 
 def _r_body_file_consume_ok(
-    buf: bytes | memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
 ) -> tuple[FileConsumeOk, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "FileConsumeOk.session_header")
-    if end - at < 2:
-        raise _short("FileConsumeOk.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "FileConsumeOk.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "FileConsumeOk.packing_flags")
     at += 2
     consumer_tag: str | None = None
     if flags & 0x1:
         consumer_tag, at = _r_str8(buf, at, end, "FileConsumeOk.consumer_tag")
-    return (
-        FileConsumeOk(
-            session_header=session_header,
-            consumer_tag=consumer_tag,
-        ),
-        at,
-    )
+    return FileConsumeOk(session_header, consumer_tag), at
 
 
 def _e_file_consume_ok(msg: FileConsumeOk) -> bytes:
     """FileConsumeOk's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x09\x04\x01\x01\x00\x00" if session_header.sync else b"\x09\x04\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x09\x04\x01\x01\x00\x00" if sh.sync else b"\x09\x04\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x09\x04")
-        _w_session_header(out, session_header, "FileConsumeOk.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x09\x04", sh, "FileConsumeOk.session_header", 2)
     flags = 0
     start = len(out) - 2
-    consumer_tag = msg.consumer_tag
-    if consumer_tag is not None:
+    if (consumer_tag := msg.consumer_tag) is not None:
         flags |= 0x1
         _w_str8(out, consumer_tag, "FileConsumeOk.consumer_tag")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class FileCancel(_Record):
+class FileCancel(_Command):
     """file.cancel: command, class code 0x09 (9), code 0x05 (5).
 
     This command cancels a consumer. This does not affect already delivered messages, but it does mean the server will not send any more messages for that consumer.
@@ -695,82 +490,48 @@ class FileCancel(_Record):
 
     __slots__ = ("session_header", "consumer_tag")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x09, 0x05)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "file.cancel"
-    CLASS_CODE: ClassVar[int] = 0x09
-    CODE: ClassVar[int] = 0x05
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x09, 0x05)
+    NAME = "file.cancel"
     session_header: SessionHeader
     consumer_tag: str | None
     """consumer-tag: the identifier of the consumer to be cancelled."""
 
     def __init__(
-        self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
-        consumer_tag: str | None = None,
+        self, session_header: SessionHeader = _NEW_HEADER, consumer_tag: str | None = None
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.consumer_tag = consumer_tag
 
 
-def _r_body_file_cancel(buf: bytes | memoryview, at: int, end: int) -> tuple[FileCancel, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "FileCancel.session_header")
-    if end - at < 2:
-        raise _short("FileCancel.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "FileCancel.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_file_cancel(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[FileCancel, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "FileCancel.packing_flags")
     at += 2
     consumer_tag: str | None = None
     if flags & 0x1:
         consumer_tag, at = _r_str8(buf, at, end, "FileCancel.consumer_tag")
-    return (
-        FileCancel(
-            session_header=session_header,
-            consumer_tag=consumer_tag,
-        ),
-        at,
-    )
+    return FileCancel(session_header, consumer_tag), at
 
 
 def _e_file_cancel(msg: FileCancel) -> bytes:
     """FileCancel's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x09\x05\x01\x01\x00\x00" if session_header.sync else b"\x09\x05\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x09\x05\x01\x01\x00\x00" if sh.sync else b"\x09\x05\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x09\x05")
-        _w_session_header(out, session_header, "FileCancel.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x09\x05", sh, "FileCancel.session_header", 2)
     flags = 0
     start = len(out) - 2
-    consumer_tag = msg.consumer_tag
-    if consumer_tag is not None:
+    if (consumer_tag := msg.consumer_tag) is not None:
         flags |= 0x1
         _w_str8(out, consumer_tag, "FileCancel.consumer_tag")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class FileOpen(_Record):
+class FileOpen(_Command):
     """file.open: command, class code 0x09 (9), code 0x06 (6).
 
     This command requests permission to start staging a message. Staging means sending the message into a temporary area at the recipient end and then delivering the message by referring to this temporary area. Staging is how the protocol handles partial file transfers - if a message is partially staged and the connection breaks, the next time the sender starts to stage it, it can restart from where it left off.
@@ -780,17 +541,8 @@ class FileOpen(_Record):
 
     __slots__ = ("session_header", "identifier", "content_size")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x09, 0x06)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "file.open"
-    CLASS_CODE: ClassVar[int] = 0x09
-    CODE: ClassVar[int] = 0x06
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x09, 0x06)
+    NAME = "file.open"
     session_header: SessionHeader
     identifier: str | None
     """identifier: This is the staging identifier. This is an arbitrary string chosen by the sender. For staging to work correctly the sender must use the same staging identifier when staging the same message a second time after recovery from a failure. A good choice for the staging identifier would be the SHA1 hash of the message properties data (including the original filename, revised time, etc.)."""
@@ -799,79 +551,52 @@ class FileOpen(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         identifier: str | None = None,
         content_size: int | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.identifier = identifier
         self.content_size = content_size
 
 
-def _r_body_file_open(buf: bytes | memoryview, at: int, end: int) -> tuple[FileOpen, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "FileOpen.session_header")
-    if end - at < 2:
-        raise _short("FileOpen.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x3:
-        raise DecodeError(
-            "FileOpen.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_file_open(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[FileOpen, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x3:
+        raise _bad_flags(buf, at, end, 2, "FileOpen.packing_flags")
     at += 2
     identifier: str | None = None
     if flags & 0x1:
         identifier, at = _r_str8(buf, at, end, "FileOpen.identifier")
     content_size: int | None = None
     if flags & 0x2:
-        if end - at >= 8:
-            content_size = _UINT64.unpack_from(buf, at)[0]
-            at += 8
-        else:  # too short: the reader's DecodeError
-            content_size, at = _r_uint64(buf, at, end, "FileOpen.content_size")
-    return (
-        FileOpen(
-            session_header=session_header,
-            identifier=identifier,
-            content_size=content_size,
-        ),
-        at,
-    )
+        if end - at < 8:
+            raise _short("FileOpen.content_size", at, end, 8)
+        content_size, at = _UINT64.unpack_from(buf, at)[0], at + 8
+    return FileOpen(session_header, identifier, content_size), at
 
 
 def _e_file_open(msg: FileOpen) -> bytes:
     """FileOpen's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x09\x06\x01\x01\x00\x00" if session_header.sync else b"\x09\x06\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x09\x06\x01\x01\x00\x00" if sh.sync else b"\x09\x06\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x09\x06")
-        _w_session_header(out, session_header, "FileOpen.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x09\x06", sh, "FileOpen.session_header", 2)
     flags = 0
     start = len(out) - 2
-    identifier = msg.identifier
-    if identifier is not None:
+    if (identifier := msg.identifier) is not None:
         flags |= 0x1
         _w_str8(out, identifier, "FileOpen.identifier")
-    content_size = msg.content_size
-    if content_size is not None:
+    if (content_size := msg.content_size) is not None:
         flags |= 0x2
         _w_uint64(out, content_size, "FileOpen.content_size")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class FileOpenOk(_Record):
+class FileOpenOk(_Command):
     """file.open-ok: command, class code 0x09 (9), code 0x07 (7).
 
     This command confirms that the recipient is ready to accept staged data. If the message was already partially-staged at a previous time the recipient will report the number of octets already staged.
@@ -881,86 +606,50 @@ class FileOpenOk(_Record):
 
     __slots__ = ("session_header", "staged_size")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x09, 0x07)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "file.open-ok"
-    CLASS_CODE: ClassVar[int] = 0x09
-    CODE: ClassVar[int] = 0x07
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x09, 0x07)
+    NAME = "file.open-ok"
     session_header: SessionHeader
     staged_size: int | None
     """staged-size: The amount of previously-staged content in octets. For a new message this will be zero."""
 
     def __init__(
-        self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
-        staged_size: int | None = None,
+        self, session_header: SessionHeader = _NEW_HEADER, staged_size: int | None = None
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.staged_size = staged_size
 
 
-def _r_body_file_open_ok(buf: bytes | memoryview, at: int, end: int) -> tuple[FileOpenOk, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "FileOpenOk.session_header")
-    if end - at < 2:
-        raise _short("FileOpenOk.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "FileOpenOk.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_file_open_ok(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[FileOpenOk, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "FileOpenOk.packing_flags")
     at += 2
     staged_size: int | None = None
     if flags & 0x1:
-        if end - at >= 8:
-            staged_size = _UINT64.unpack_from(buf, at)[0]
-            at += 8
-        else:  # too short: the reader's DecodeError
-            staged_size, at = _r_uint64(buf, at, end, "FileOpenOk.staged_size")
-    return (
-        FileOpenOk(
-            session_header=session_header,
-            staged_size=staged_size,
-        ),
-        at,
-    )
+        if end - at < 8:
+            raise _short("FileOpenOk.staged_size", at, end, 8)
+        staged_size, at = _UINT64.unpack_from(buf, at)[0], at + 8
+    return FileOpenOk(session_header, staged_size), at
 
 
 def _e_file_open_ok(msg: FileOpenOk) -> bytes:
     """FileOpenOk's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x09\x07\x01\x01\x00\x00" if session_header.sync else b"\x09\x07\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x09\x07\x01\x01\x00\x00" if sh.sync else b"\x09\x07\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x09\x07")
-        _w_session_header(out, session_header, "FileOpenOk.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x09\x07", sh, "FileOpenOk.session_header", 2)
     flags = 0
     start = len(out) - 2
-    staged_size = msg.staged_size
-    if staged_size is not None:
+    if (staged_size := msg.staged_size) is not None:
         flags |= 0x1
         _w_uint64(out, staged_size, "FileOpenOk.staged_size")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class FileStage(_Record):
+class FileStage(_Command):
     """file.stage: command, class code 0x09 (9), code 0x08 (8).
 
     This command stages the message, sending the message content to the recipient from the octet offset specified in the Open-Ok command.
@@ -970,67 +659,34 @@ class FileStage(_Record):
 
     __slots__ = ("session_header",)
 
-    IDENT: ClassVar[tuple[int, int]] = (0x09, 0x08)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "file.stage"
-    CLASS_CODE: ClassVar[int] = 0x09
-    CODE: ClassVar[int] = 0x08
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = (FileProperties,)
-    BODY: ClassVar[bool] = True
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x09, 0x08)
+    NAME = "file.stage"
+    HEADER = (FileProperties,)
+    BODY = True
     session_header: SessionHeader
 
-    def __init__(
-        self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
-    ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+    def __init__(self, session_header: SessionHeader = _NEW_HEADER) -> None:
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
 
 
-def _r_body_file_stage(buf: bytes | memoryview, at: int, end: int) -> tuple[FileStage, int]:
-    if end - at >= 4 and buf[at] == 1 and buf[at + 1] < 2 and not (buf[at + 2] or buf[at + 3]):
-        # size 1, flags: sync or nothing; then no packing flags (it has no fields)
-        return FileStage(session_header=SessionHeader(sync=buf[at + 1] == 1)), at + 4
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "FileStage.session_header")
-    if end - at < 2:
-        raise _short("FileStage.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x0:
-        raise DecodeError(
-            "FileStage.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_file_stage(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[FileStage, int]:
+    if end - at < 2 or buf[at] | buf[at + 1] << 8:  # it has no fields: no flag may be set
+        raise _bad_flags(buf, at, end, 2, "FileStage.packing_flags")
     at += 2
-    return (
-        FileStage(
-            session_header=session_header,
-        ),
-        at,
-    )
+    return FileStage(session_header), at
 
 
 def _e_file_stage(msg: FileStage) -> bytes:
     """FileStage's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        return b"\x09\x08\x01\x01\x00\x00" if session_header.sync else b"\x09\x08\x01\x00\x00\x00"
-    out = bytearray(b"\x09\x08")  # the general writer's checks and EncodeErrors
-    _w_session_header(out, session_header, "FileStage.session_header")
-    out += b"\x00\x00"
-    return bytes(out)
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        return b"\x09\x08\x01\x01\x00\x00" if sh.sync else b"\x09\x08\x01\x00\x00\x00"
+    return bytes(_w_command_head(b"\x09\x08", sh, "FileStage.session_header", 2))
 
 
-class FilePublish(_Record):
+class FilePublish(_Command):
     """file.publish: command, class code 0x09 (9), code 0x09 (9).
 
     This command publishes a staged file message to a specific exchange. The file message will be routed to queues as defined by the exchange configuration and distributed to any active consumers when the transaction, if any, is committed.
@@ -1047,17 +703,8 @@ class FilePublish(_Record):
         "identifier",
     )
 
-    IDENT: ClassVar[tuple[int, int]] = (0x09, 0x09)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "file.publish"
-    CLASS_CODE: ClassVar[int] = 0x09
-    CODE: ClassVar[int] = 0x09
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x09, 0x09)
+    NAME = "file.publish"
     session_header: SessionHeader
     exchange: str | None
     """exchange: Specifies the name of the exchange to publish to. The exchange name can be empty, meaning the default exchange. If the exchange name is specified, and that exchange does not exist, the server will raise an exception."""
@@ -1072,17 +719,14 @@ class FilePublish(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         exchange: str | None = None,
         routing_key: str | None = None,
         mandatory: bool = False,
         immediate: bool = False,
         identifier: str | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.exchange = exchange
         self.routing_key = routing_key
         self.mandatory = mandatory
@@ -1090,20 +734,11 @@ class FilePublish(_Record):
         self.identifier = identifier
 
 
-def _r_body_file_publish(buf: bytes | memoryview, at: int, end: int) -> tuple[FilePublish, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "FilePublish.session_header")
-    if end - at < 2:
-        raise _short("FilePublish.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1F:
-        raise DecodeError(
-            "FilePublish.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_file_publish(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[FilePublish, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1F:
+        raise _bad_flags(buf, at, end, 2, "FilePublish.packing_flags")
     at += 2
     exchange: str | None = None
     if flags & 0x1:
@@ -1116,57 +751,36 @@ def _r_body_file_publish(buf: bytes | memoryview, at: int, end: int) -> tuple[Fi
     identifier: str | None = None
     if flags & 0x10:
         identifier, at = _r_str8(buf, at, end, "FilePublish.identifier")
-    return (
-        FilePublish(
-            session_header=session_header,
-            exchange=exchange,
-            routing_key=routing_key,
-            mandatory=mandatory,
-            immediate=immediate,
-            identifier=identifier,
-        ),
-        at,
-    )
+    return FilePublish(session_header, exchange, routing_key, mandatory, immediate, identifier), at
 
 
 def _e_file_publish(msg: FilePublish) -> bytes:
     """FilePublish's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x09\x09\x01\x01\x00\x00" if session_header.sync else b"\x09\x09\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x09\x09\x01\x01\x00\x00" if sh.sync else b"\x09\x09\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x09\x09")
-        _w_session_header(out, session_header, "FilePublish.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x09\x09", sh, "FilePublish.session_header", 2)
     flags = 0
     start = len(out) - 2
-    exchange = msg.exchange
-    if exchange is not None:
+    if (exchange := msg.exchange) is not None:
         flags |= 0x1
         _w_str8(out, exchange, "FilePublish.exchange")
-    routing_key = msg.routing_key
-    if routing_key is not None:
+    if (routing_key := msg.routing_key) is not None:
         flags |= 0x2
         _w_str8(out, routing_key, "FilePublish.routing_key")
-    if msg.mandatory is True:
-        flags |= 0x4
-    elif msg.mandatory is not False:
-        raise _bad("FilePublish.mandatory", msg.mandatory, "a bool")
-    if msg.immediate is True:
-        flags |= 0x8
-    elif msg.immediate is not False:
-        raise _bad("FilePublish.immediate", msg.immediate, "a bool")
-    identifier = msg.identifier
-    if identifier is not None:
+    if (bit := msg.mandatory) is not False:
+        flags |= 0x4 if bit is True else _not_bool("FilePublish.mandatory", bit)
+    if (bit := msg.immediate) is not False:
+        flags |= 0x8 if bit is True else _not_bool("FilePublish.immediate", bit)
+    if (identifier := msg.identifier) is not None:
         flags |= 0x10
         _w_str8(out, identifier, "FilePublish.identifier")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class FileReturn(_Record):
+class FileReturn(_Command):
     """file.return: command, class code 0x09 (9), code 0x0a (10).
 
     This command returns an undeliverable message that was published with the "immediate" flag set, or an unroutable message published with the "mandatory" flag set. The reply code and text provide information about the reason that the message was undeliverable.
@@ -1176,17 +790,10 @@ class FileReturn(_Record):
 
     __slots__ = ("session_header", "reply_code", "reply_text", "exchange", "routing_key")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x09, 0x0A)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "file.return"
-    CLASS_CODE: ClassVar[int] = 0x09
-    CODE: ClassVar[int] = 0x0A
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = (FileProperties,)
-    BODY: ClassVar[bool] = True
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x09, 0x0A)
+    NAME = "file.return"
+    HEADER = (FileProperties,)
+    BODY = True
     session_header: SessionHeader
     reply_code: FileReturnCode | int | None
     """reply-code"""
@@ -1199,44 +806,30 @@ class FileReturn(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         reply_code: FileReturnCode | int | None = None,
         reply_text: str | None = None,
         exchange: str | None = None,
         routing_key: str | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.reply_code = reply_code
         self.reply_text = reply_text
         self.exchange = exchange
         self.routing_key = routing_key
 
 
-def _r_body_file_return(buf: bytes | memoryview, at: int, end: int) -> tuple[FileReturn, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "FileReturn.session_header")
-    if end - at < 2:
-        raise _short("FileReturn.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0xF:
-        raise DecodeError(
-            "FileReturn.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_file_return(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[FileReturn, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0xF:
+        raise _bad_flags(buf, at, end, 2, "FileReturn.packing_flags")
     at += 2
     reply_code: FileReturnCode | int | None = None
     if flags & 0x1:
-        if end - at >= 2:
-            reply_code_value = _UINT16.unpack_from(buf, at)[0]
-            at += 2
-        else:  # too short: the reader's DecodeError
-            reply_code_value, at = _r_uint16(buf, at, end, "FileReturn.reply_code")
+        if end - at < 2:
+            raise _short("FileReturn.reply_code", at, end, 2)
+        reply_code_value, at = _UINT16.unpack_from(buf, at)[0], at + 2
         reply_code = _FileReturnCode.get(reply_code_value, reply_code_value)
     reply_text: str | None = None
     if flags & 0x2:
@@ -1247,52 +840,35 @@ def _r_body_file_return(buf: bytes | memoryview, at: int, end: int) -> tuple[Fil
     routing_key: str | None = None
     if flags & 0x8:
         routing_key, at = _r_str8(buf, at, end, "FileReturn.routing_key")
-    return (
-        FileReturn(
-            session_header=session_header,
-            reply_code=reply_code,
-            reply_text=reply_text,
-            exchange=exchange,
-            routing_key=routing_key,
-        ),
-        at,
-    )
+    return FileReturn(session_header, reply_code, reply_text, exchange, routing_key), at
 
 
 def _e_file_return(msg: FileReturn) -> bytes:
     """FileReturn's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x09\x0a\x01\x01\x00\x00" if session_header.sync else b"\x09\x0a\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x09\x0a\x01\x01\x00\x00" if sh.sync else b"\x09\x0a\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x09\x0a")
-        _w_session_header(out, session_header, "FileReturn.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x09\x0a", sh, "FileReturn.session_header", 2)
     flags = 0
     start = len(out) - 2
-    reply_code = msg.reply_code
-    if reply_code is not None:
+    if (reply_code := msg.reply_code) is not None:
         flags |= 0x1
         _w_uint16(out, reply_code, "FileReturn.reply_code")
-    reply_text = msg.reply_text
-    if reply_text is not None:
+    if (reply_text := msg.reply_text) is not None:
         flags |= 0x2
         _w_str8(out, reply_text, "FileReturn.reply_text")
-    exchange = msg.exchange
-    if exchange is not None:
+    if (exchange := msg.exchange) is not None:
         flags |= 0x4
         _w_str8(out, exchange, "FileReturn.exchange")
-    routing_key = msg.routing_key
-    if routing_key is not None:
+    if (routing_key := msg.routing_key) is not None:
         flags |= 0x8
         _w_str8(out, routing_key, "FileReturn.routing_key")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class FileDeliver(_Record):
+class FileDeliver(_Command):
     """file.deliver: command, class code 0x09 (9), code 0x0b (11).
 
     This command delivers a staged file message to the client, via a consumer. In the asynchronous message delivery model, the client starts a consumer using the consume command, then the server responds with Deliver commands as and when messages arrive for that consumer.
@@ -1310,17 +886,8 @@ class FileDeliver(_Record):
         "identifier",
     )
 
-    IDENT: ClassVar[tuple[int, int]] = (0x09, 0x0B)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "file.deliver"
-    CLASS_CODE: ClassVar[int] = 0x09
-    CODE: ClassVar[int] = 0x0B
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x09, 0x0B)
+    NAME = "file.deliver"
     session_header: SessionHeader
     consumer_tag: str | None
     """consumer-tag"""
@@ -1337,8 +904,7 @@ class FileDeliver(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         consumer_tag: str | None = None,
         delivery_tag: int | None = None,
         redelivered: bool = False,
@@ -1346,9 +912,7 @@ class FileDeliver(_Record):
         routing_key: str | None = None,
         identifier: str | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.consumer_tag = consumer_tag
         self.delivery_tag = delivery_tag
         self.redelivered = redelivered
@@ -1357,31 +921,20 @@ class FileDeliver(_Record):
         self.identifier = identifier
 
 
-def _r_body_file_deliver(buf: bytes | memoryview, at: int, end: int) -> tuple[FileDeliver, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "FileDeliver.session_header")
-    if end - at < 2:
-        raise _short("FileDeliver.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x3F:
-        raise DecodeError(
-            "FileDeliver.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_file_deliver(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[FileDeliver, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x3F:
+        raise _bad_flags(buf, at, end, 2, "FileDeliver.packing_flags")
     at += 2
     consumer_tag: str | None = None
     if flags & 0x1:
         consumer_tag, at = _r_str8(buf, at, end, "FileDeliver.consumer_tag")
     delivery_tag: int | None = None
     if flags & 0x2:
-        if end - at >= 8:
-            delivery_tag = _UINT64.unpack_from(buf, at)[0]
-            at += 8
-        else:  # too short: the reader's DecodeError
-            delivery_tag, at = _r_uint64(buf, at, end, "FileDeliver.delivery_tag")
+        if end - at < 8:
+            raise _short("FileDeliver.delivery_tag", at, end, 8)
+        delivery_tag, at = _UINT64.unpack_from(buf, at)[0], at + 8
     redelivered = bool(flags & 0x4)
     exchange: str | None = None
     if flags & 0x8:
@@ -1394,13 +947,13 @@ def _r_body_file_deliver(buf: bytes | memoryview, at: int, end: int) -> tuple[Fi
         identifier, at = _r_str8(buf, at, end, "FileDeliver.identifier")
     return (
         FileDeliver(
-            session_header=session_header,
-            consumer_tag=consumer_tag,
-            delivery_tag=delivery_tag,
-            redelivered=redelivered,
-            exchange=exchange,
-            routing_key=routing_key,
-            identifier=identifier,
+            session_header,
+            consumer_tag,
+            delivery_tag,
+            redelivered,
+            exchange,
+            routing_key,
+            identifier,
         ),
         at,
     )
@@ -1408,46 +961,35 @@ def _r_body_file_deliver(buf: bytes | memoryview, at: int, end: int) -> tuple[Fi
 
 def _e_file_deliver(msg: FileDeliver) -> bytes:
     """FileDeliver's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x09\x0b\x01\x01\x00\x00" if session_header.sync else b"\x09\x0b\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x09\x0b\x01\x01\x00\x00" if sh.sync else b"\x09\x0b\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x09\x0b")
-        _w_session_header(out, session_header, "FileDeliver.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x09\x0b", sh, "FileDeliver.session_header", 2)
     flags = 0
     start = len(out) - 2
-    consumer_tag = msg.consumer_tag
-    if consumer_tag is not None:
+    if (consumer_tag := msg.consumer_tag) is not None:
         flags |= 0x1
         _w_str8(out, consumer_tag, "FileDeliver.consumer_tag")
-    delivery_tag = msg.delivery_tag
-    if delivery_tag is not None:
+    if (delivery_tag := msg.delivery_tag) is not None:
         flags |= 0x2
         _w_uint64(out, delivery_tag, "FileDeliver.delivery_tag")
-    if msg.redelivered is True:
-        flags |= 0x4
-    elif msg.redelivered is not False:
-        raise _bad("FileDeliver.redelivered", msg.redelivered, "a bool")
-    exchange = msg.exchange
-    if exchange is not None:
+    if (bit := msg.redelivered) is not False:
+        flags |= 0x4 if bit is True else _not_bool("FileDeliver.redelivered", bit)
+    if (exchange := msg.exchange) is not None:
         flags |= 0x8
         _w_str8(out, exchange, "FileDeliver.exchange")
-    routing_key = msg.routing_key
-    if routing_key is not None:
+    if (routing_key := msg.routing_key) is not None:
         flags |= 0x10
         _w_str8(out, routing_key, "FileDeliver.routing_key")
-    identifier = msg.identifier
-    if identifier is not None:
+    if (identifier := msg.identifier) is not None:
         flags |= 0x20
         _w_str8(out, identifier, "FileDeliver.identifier")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class FileAck(_Record):
+class FileAck(_Command):
     """file.ack: command, class code 0x09 (9), code 0x0c (12).
 
     This command acknowledges one or more messages delivered via the Deliver command. The client can ask to confirm a single message or a set of messages up to and including a specific message.
@@ -1457,17 +999,8 @@ class FileAck(_Record):
 
     __slots__ = ("session_header", "delivery_tag", "multiple")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x09, 0x0C)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "file.ack"
-    CLASS_CODE: ClassVar[int] = 0x09
-    CODE: ClassVar[int] = 0x0C
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x09, 0x0C)
+    NAME = "file.ack"
     session_header: SessionHeader
     delivery_tag: int | None
     """delivery-tag: The identifier of the message being acknowledged"""
@@ -1476,77 +1009,49 @@ class FileAck(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         delivery_tag: int | None = None,
         multiple: bool = False,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.delivery_tag = delivery_tag
         self.multiple = multiple
 
 
-def _r_body_file_ack(buf: bytes | memoryview, at: int, end: int) -> tuple[FileAck, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "FileAck.session_header")
-    if end - at < 2:
-        raise _short("FileAck.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x3:
-        raise DecodeError(
-            "FileAck.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_file_ack(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[FileAck, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x3:
+        raise _bad_flags(buf, at, end, 2, "FileAck.packing_flags")
     at += 2
     delivery_tag: int | None = None
     if flags & 0x1:
-        if end - at >= 8:
-            delivery_tag = _UINT64.unpack_from(buf, at)[0]
-            at += 8
-        else:  # too short: the reader's DecodeError
-            delivery_tag, at = _r_uint64(buf, at, end, "FileAck.delivery_tag")
+        if end - at < 8:
+            raise _short("FileAck.delivery_tag", at, end, 8)
+        delivery_tag, at = _UINT64.unpack_from(buf, at)[0], at + 8
     multiple = bool(flags & 0x2)
-    return (
-        FileAck(
-            session_header=session_header,
-            delivery_tag=delivery_tag,
-            multiple=multiple,
-        ),
-        at,
-    )
+    return FileAck(session_header, delivery_tag, multiple), at
 
 
 def _e_file_ack(msg: FileAck) -> bytes:
     """FileAck's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x09\x0c\x01\x01\x00\x00" if session_header.sync else b"\x09\x0c\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x09\x0c\x01\x01\x00\x00" if sh.sync else b"\x09\x0c\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x09\x0c")
-        _w_session_header(out, session_header, "FileAck.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x09\x0c", sh, "FileAck.session_header", 2)
     flags = 0
     start = len(out) - 2
-    delivery_tag = msg.delivery_tag
-    if delivery_tag is not None:
+    if (delivery_tag := msg.delivery_tag) is not None:
         flags |= 0x1
         _w_uint64(out, delivery_tag, "FileAck.delivery_tag")
-    if msg.multiple is True:
-        flags |= 0x2
-    elif msg.multiple is not False:
-        raise _bad("FileAck.multiple", msg.multiple, "a bool")
+    if (bit := msg.multiple) is not False:
+        flags |= 0x2 if bit is True else _not_bool("FileAck.multiple", bit)
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class FileReject(_Record):
+class FileReject(_Command):
     """file.reject: command, class code 0x09 (9), code 0x0d (13).
 
     This command allows a client to reject a message. It can be used to return untreatable messages to their original queue. Note that file content is staged before delivery, so the client will not use this command to interrupt delivery of a large message.
@@ -1556,17 +1061,8 @@ class FileReject(_Record):
 
     __slots__ = ("session_header", "delivery_tag", "requeue")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x09, 0x0D)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "file.reject"
-    CLASS_CODE: ClassVar[int] = 0x09
-    CODE: ClassVar[int] = 0x0D
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x09, 0x0D)
+    NAME = "file.reject"
     session_header: SessionHeader
     delivery_tag: int | None
     """delivery-tag: the identifier of the message to be rejected"""
@@ -1575,71 +1071,43 @@ class FileReject(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         delivery_tag: int | None = None,
         requeue: bool = False,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.delivery_tag = delivery_tag
         self.requeue = requeue
 
 
-def _r_body_file_reject(buf: bytes | memoryview, at: int, end: int) -> tuple[FileReject, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "FileReject.session_header")
-    if end - at < 2:
-        raise _short("FileReject.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x3:
-        raise DecodeError(
-            "FileReject.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_file_reject(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[FileReject, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x3:
+        raise _bad_flags(buf, at, end, 2, "FileReject.packing_flags")
     at += 2
     delivery_tag: int | None = None
     if flags & 0x1:
-        if end - at >= 8:
-            delivery_tag = _UINT64.unpack_from(buf, at)[0]
-            at += 8
-        else:  # too short: the reader's DecodeError
-            delivery_tag, at = _r_uint64(buf, at, end, "FileReject.delivery_tag")
+        if end - at < 8:
+            raise _short("FileReject.delivery_tag", at, end, 8)
+        delivery_tag, at = _UINT64.unpack_from(buf, at)[0], at + 8
     requeue = bool(flags & 0x2)
-    return (
-        FileReject(
-            session_header=session_header,
-            delivery_tag=delivery_tag,
-            requeue=requeue,
-        ),
-        at,
-    )
+    return FileReject(session_header, delivery_tag, requeue), at
 
 
 def _e_file_reject(msg: FileReject) -> bytes:
     """FileReject's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x09\x0d\x01\x01\x00\x00" if session_header.sync else b"\x09\x0d\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x09\x0d\x01\x01\x00\x00" if sh.sync else b"\x09\x0d\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x09\x0d")
-        _w_session_header(out, session_header, "FileReject.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x09\x0d", sh, "FileReject.session_header", 2)
     flags = 0
     start = len(out) - 2
-    delivery_tag = msg.delivery_tag
-    if delivery_tag is not None:
+    if (delivery_tag := msg.delivery_tag) is not None:
         flags |= 0x1
         _w_uint64(out, delivery_tag, "FileReject.delivery_tag")
-    if msg.requeue is True:
-        flags |= 0x2
-    elif msg.requeue is not False:
-        raise _bad("FileReject.requeue", msg.requeue, "a bool")
+    if (bit := msg.requeue) is not False:
+        flags |= 0x2 if bit is True else _not_bool("FileReject.requeue", bit)
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)

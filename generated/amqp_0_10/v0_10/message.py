@@ -10,30 +10,25 @@ from __future__ import annotations
 
 import struct
 import uuid  # for annotations (get_type_hints)
-from typing import Any, ClassVar, TypeAlias
 
-from ..errors import DecodeError
 from ..values import (
     Typed,
-    _bad,
-    _r_datetime,
+    _bad_flags,
+    _Command,
+    _not_bool,
     _r_map,
     _r_sequence_set,
-    _r_size,
+    _r_sized,
     _r_str8,
     _r_str16,
-    _r_uint8,
-    _r_uint16,
-    _r_uint32,
-    _r_uint64,
     _r_uuid,
     _r_vbin16,
-    _Record,
     _short,
-    _sized,
+    _Struct,
     _w_datetime,
     _w_map,
     _w_sequence_set,
+    _w_sized,
     _w_str8,
     _w_str16,
     _w_uint8,
@@ -52,10 +47,7 @@ from .enums import (
     MessageFlowMode,
     MessageRejectCode,
 )
-from .session import _NEW_SESSION_HEADER, SessionHeader, _r_session_header, _w_session_header
-
-# a class, where a field called `type` would hide the builtin from typing.get_type_hints()
-_Class: TypeAlias = type[Any]
+from .session import _NEW_HEADER, SessionHeader, _w_command_head
 
 _UINT16 = struct.Struct(">H")
 _UINT32 = struct.Struct(">I")
@@ -74,7 +66,7 @@ _MessageFlowMode: dict[int, MessageFlowMode] = {m.value: m for m in MessageFlowM
 _MessageRejectCode: dict[int, MessageRejectCode] = {m.value: m for m in MessageRejectCode}
 
 
-class MessageDeliveryProperties(_Record):
+class MessageDeliveryProperties(_Struct):
     """message.delivery-properties: struct, class code 0x04 (4), code 0x01 (1).
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:3006:5
@@ -95,13 +87,10 @@ class MessageDeliveryProperties(_Record):
         "resume_ttl",
     )
 
-    IDENT: ClassVar[tuple[int, int]] = (0x04, 0x01)
-    KIND: ClassVar[str] = "struct"
-    STRUCT: ClassVar[str] = "message.delivery-properties"
-    SIZE: ClassVar[int] = 4  # octets of its size prefix
-    PACK: ClassVar[int] = 2  # octets of its packing flags
-    CLASS_CODE: ClassVar[int | None] = 4
-    CODE: ClassVar[int | None] = 1
+    CLASS_CODE, CODE = IDENT = (0x04, 0x01)
+    STRUCT = "message.delivery-properties"
+    SIZE = 4
+    PACK = 2
     discard_unroutable: bool
     """discard-unroutable: If set on a message that is not routable the broker can discard it. If not set, an unroutable message should be handled by reject when accept-mode is explicit; or by routing to the alternate-exchange if defined when accept-mode is none."""
     immediate: bool
@@ -133,7 +122,6 @@ If the redelivered flag is set on transfer to a Server, then any delivery of the
 
     def __init__(
         self,
-        *,
         discard_unroutable: bool = False,
         immediate: bool = False,
         redelivered: bool = False,
@@ -164,58 +152,39 @@ If the redelivered flag is set on transfer to a Server, then any delivery of the
 def _r_body_message_delivery_properties(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[MessageDeliveryProperties, int]:
-    if end - at < 2:
-        raise _short("MessageDeliveryProperties.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0xFFF:
-        raise DecodeError(
-            "MessageDeliveryProperties.packing_flags",
-            at,
-            f"flags 0x{flags:x} name fields it does not have",
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0xFFF:
+        raise _bad_flags(buf, at, end, 2, "MessageDeliveryProperties.packing_flags")
     at += 2
     discard_unroutable = bool(flags & 0x1)
     immediate = bool(flags & 0x2)
     redelivered = bool(flags & 0x4)
     priority: MessageDeliveryPriority | int | None = None
     if flags & 0x8:
-        if end - at >= 1:
-            priority_value = buf[at]
-            at += 1
-        else:  # too short: the reader's DecodeError
-            priority_value, at = _r_uint8(buf, at, end, "MessageDeliveryProperties.priority")
+        if end - at < 1:
+            raise _short("MessageDeliveryProperties.priority", at, end, 1)
+        priority_value, at = buf[at], at + 1
         priority = _MessageDeliveryPriority.get(priority_value, priority_value)
     delivery_mode: MessageDeliveryMode | int | None = None
     if flags & 0x10:
-        if end - at >= 1:
-            delivery_mode_value = buf[at]
-            at += 1
-        else:  # too short: the reader's DecodeError
-            delivery_mode_value, at = _r_uint8(
-                buf, at, end, "MessageDeliveryProperties.delivery_mode"
-            )
+        if end - at < 1:
+            raise _short("MessageDeliveryProperties.delivery_mode", at, end, 1)
+        delivery_mode_value, at = buf[at], at + 1
         delivery_mode = _MessageDeliveryMode.get(delivery_mode_value, delivery_mode_value)
     ttl: int | None = None
     if flags & 0x20:
-        if end - at >= 8:
-            ttl = _UINT64.unpack_from(buf, at)[0]
-            at += 8
-        else:  # too short: the reader's DecodeError
-            ttl, at = _r_uint64(buf, at, end, "MessageDeliveryProperties.ttl")
+        if end - at < 8:
+            raise _short("MessageDeliveryProperties.ttl", at, end, 8)
+        ttl, at = _UINT64.unpack_from(buf, at)[0], at + 8
     timestamp: int | None = None
     if flags & 0x40:
-        if end - at >= 8:
-            timestamp = _DATETIME.unpack_from(buf, at)[0]
-            at += 8
-        else:  # too short: the reader's DecodeError
-            timestamp, at = _r_datetime(buf, at, end, "MessageDeliveryProperties.timestamp")
+        if end - at < 8:
+            raise _short("MessageDeliveryProperties.timestamp", at, end, 8)
+        timestamp, at = _DATETIME.unpack_from(buf, at)[0], at + 8
     expiration: int | None = None
     if flags & 0x80:
-        if end - at >= 8:
-            expiration = _DATETIME.unpack_from(buf, at)[0]
-            at += 8
-        else:  # too short: the reader's DecodeError
-            expiration, at = _r_datetime(buf, at, end, "MessageDeliveryProperties.expiration")
+        if end - at < 8:
+            raise _short("MessageDeliveryProperties.expiration", at, end, 8)
+        expiration, at = _DATETIME.unpack_from(buf, at)[0], at + 8
     exchange: str | None = None
     if flags & 0x100:
         exchange, at = _r_str8(buf, at, end, "MessageDeliveryProperties.exchange")
@@ -227,25 +196,23 @@ def _r_body_message_delivery_properties(
         resume_id, at = _r_str16(buf, at, end, "MessageDeliveryProperties.resume_id")
     resume_ttl: int | None = None
     if flags & 0x800:
-        if end - at >= 8:
-            resume_ttl = _UINT64.unpack_from(buf, at)[0]
-            at += 8
-        else:  # too short: the reader's DecodeError
-            resume_ttl, at = _r_uint64(buf, at, end, "MessageDeliveryProperties.resume_ttl")
+        if end - at < 8:
+            raise _short("MessageDeliveryProperties.resume_ttl", at, end, 8)
+        resume_ttl, at = _UINT64.unpack_from(buf, at)[0], at + 8
     return (
         MessageDeliveryProperties(
-            discard_unroutable=discard_unroutable,
-            immediate=immediate,
-            redelivered=redelivered,
-            priority=priority,
-            delivery_mode=delivery_mode,
-            ttl=ttl,
-            timestamp=timestamp,
-            expiration=expiration,
-            exchange=exchange,
-            routing_key=routing_key,
-            resume_id=resume_id,
-            resume_ttl=resume_ttl,
+            discard_unroutable,
+            immediate,
+            redelivered,
+            priority,
+            delivery_mode,
+            ttl,
+            timestamp,
+            expiration,
+            exchange,
+            routing_key,
+            resume_id,
+            resume_ttl,
         ),
         at,
     )
@@ -255,27 +222,21 @@ def _w_body_message_delivery_properties(out: bytearray, msg: MessageDeliveryProp
     flags = 0
     start = len(out)
     out += b"\x00\x00"
-    if msg.discard_unroutable is True:
-        flags |= 0x1
-    elif msg.discard_unroutable is not False:
-        raise _bad("MessageDeliveryProperties.discard_unroutable", msg.discard_unroutable, "a bool")
-    if msg.immediate is True:
-        flags |= 0x2
-    elif msg.immediate is not False:
-        raise _bad("MessageDeliveryProperties.immediate", msg.immediate, "a bool")
-    if msg.redelivered is True:
-        flags |= 0x4
-    elif msg.redelivered is not False:
-        raise _bad("MessageDeliveryProperties.redelivered", msg.redelivered, "a bool")
-    priority = msg.priority
-    if priority is not None:
+    if (bit := msg.discard_unroutable) is not False:
+        flags |= (
+            0x1 if bit is True else _not_bool("MessageDeliveryProperties.discard_unroutable", bit)
+        )
+    if (bit := msg.immediate) is not False:
+        flags |= 0x2 if bit is True else _not_bool("MessageDeliveryProperties.immediate", bit)
+    if (bit := msg.redelivered) is not False:
+        flags |= 0x4 if bit is True else _not_bool("MessageDeliveryProperties.redelivered", bit)
+    if (priority := msg.priority) is not None:
         flags |= 0x8
         if priority.__class__ is not bool and isinstance(priority, int) and 0 <= priority <= 0xFF:
             out.append(priority)
         else:  # the writer's EncodeError
             _w_uint8(out, priority, "MessageDeliveryProperties.priority")
-    delivery_mode = msg.delivery_mode
-    if delivery_mode is not None:
+    if (delivery_mode := msg.delivery_mode) is not None:
         flags |= 0x10
         if (
             delivery_mode.__class__ is not bool
@@ -285,32 +246,25 @@ def _w_body_message_delivery_properties(out: bytearray, msg: MessageDeliveryProp
             out.append(delivery_mode)
         else:  # the writer's EncodeError
             _w_uint8(out, delivery_mode, "MessageDeliveryProperties.delivery_mode")
-    ttl = msg.ttl
-    if ttl is not None:
+    if (ttl := msg.ttl) is not None:
         flags |= 0x20
         _w_uint64(out, ttl, "MessageDeliveryProperties.ttl")
-    timestamp = msg.timestamp
-    if timestamp is not None:
+    if (timestamp := msg.timestamp) is not None:
         flags |= 0x40
         _w_datetime(out, timestamp, "MessageDeliveryProperties.timestamp")
-    expiration = msg.expiration
-    if expiration is not None:
+    if (expiration := msg.expiration) is not None:
         flags |= 0x80
         _w_datetime(out, expiration, "MessageDeliveryProperties.expiration")
-    exchange = msg.exchange
-    if exchange is not None:
+    if (exchange := msg.exchange) is not None:
         flags |= 0x100
         _w_str8(out, exchange, "MessageDeliveryProperties.exchange")
-    routing_key = msg.routing_key
-    if routing_key is not None:
+    if (routing_key := msg.routing_key) is not None:
         flags |= 0x200
         _w_str8(out, routing_key, "MessageDeliveryProperties.routing_key")
-    resume_id = msg.resume_id
-    if resume_id is not None:
+    if (resume_id := msg.resume_id) is not None:
         flags |= 0x400
         _w_str16(out, resume_id, "MessageDeliveryProperties.resume_id")
-    resume_ttl = msg.resume_ttl
-    if resume_ttl is not None:
+    if (resume_ttl := msg.resume_ttl) is not None:
         flags |= 0x800
         _w_uint64(out, resume_ttl, "MessageDeliveryProperties.resume_ttl")
     out[start] = flags & 0xFF
@@ -320,40 +274,18 @@ def _w_body_message_delivery_properties(out: bytearray, msg: MessageDeliveryProp
 def _r_message_delivery_properties(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[MessageDeliveryProperties, int]:
-    size, at = _r_size(buf, at, end, 4, path)
-    limit = at + size
-    if limit - at < 2:
-        raise _short(f"{path}.code", at, limit, 2)
-    if (buf[at], buf[at + 1]) != (0x04, 0x01):
-        raise DecodeError(
-            f"{path}.code",
-            at,
-            f"codes {buf[at]}, {buf[at + 1]}: not MessageDeliveryProperties's 4, 1",
-        )
-    at += 2
-    value, at = _r_body_message_delivery_properties(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(
+        buf, at, end, path, MessageDeliveryProperties, _r_body_message_delivery_properties
+    )
 
 
 def _w_message_delivery_properties(
     out: bytearray, value: MessageDeliveryProperties, path: str
 ) -> None:
-    if value.__class__ is not MessageDeliveryProperties and not isinstance(
-        value, MessageDeliveryProperties
-    ):
-        raise _bad(path, value, "a MessageDeliveryProperties")
-    start = len(out)
-    out += b"\x00\x00\x00\x00\x04\x01"  # size, then codes
-    _w_body_message_delivery_properties(out, value)
-    size = len(out) - start - 4
-    if size >= 0x100000000:
-        _sized(out, start, 4, path)  # its EncodeError
-    out[start : start + 4] = size.to_bytes(4, "big")
+    _w_sized(out, value, path, MessageDeliveryProperties, _w_body_message_delivery_properties)
 
 
-class MessageFragmentProperties(_Record):
+class MessageFragmentProperties(_Struct):
     """message.fragment-properties: struct, class code 0x04 (4), code 0x02 (2).
 
     These properties permit the transfer of message fragments. These may be used in conjunction with byte level flow control to limit the rate at which large messages are received. Only the first fragment carries the delivery-properties and message-properties.
@@ -365,13 +297,10 @@ class MessageFragmentProperties(_Record):
 
     __slots__ = ("first", "last", "fragment_size")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x04, 0x02)
-    KIND: ClassVar[str] = "struct"
-    STRUCT: ClassVar[str] = "message.fragment-properties"
-    SIZE: ClassVar[int] = 4  # octets of its size prefix
-    PACK: ClassVar[int] = 2  # octets of its packing flags
-    CLASS_CODE: ClassVar[int | None] = 4
-    CODE: ClassVar[int | None] = 2
+    CLASS_CODE, CODE = IDENT = (0x04, 0x02)
+    STRUCT = "message.fragment-properties"
+    SIZE = 4
+    PACK = 2
     first: bool
     """first: True if this fragment contains the start of the message, false otherwise."""
     last: bool
@@ -380,11 +309,7 @@ class MessageFragmentProperties(_Record):
     """fragment-size: This field may optionally contain the size of the fragment."""
 
     def __init__(
-        self,
-        *,
-        first: bool = False,
-        last: bool = False,
-        fragment_size: int | None = None,
+        self, first: bool = False, last: bool = False, fragment_size: int | None = None
     ) -> None:
         self.first = first
         self.last = last
@@ -394,49 +319,28 @@ class MessageFragmentProperties(_Record):
 def _r_body_message_fragment_properties(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[MessageFragmentProperties, int]:
-    if end - at < 2:
-        raise _short("MessageFragmentProperties.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x7:
-        raise DecodeError(
-            "MessageFragmentProperties.packing_flags",
-            at,
-            f"flags 0x{flags:x} name fields it does not have",
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x7:
+        raise _bad_flags(buf, at, end, 2, "MessageFragmentProperties.packing_flags")
     at += 2
     first = bool(flags & 0x1)
     last = bool(flags & 0x2)
     fragment_size: int | None = None
     if flags & 0x4:
-        if end - at >= 8:
-            fragment_size = _UINT64.unpack_from(buf, at)[0]
-            at += 8
-        else:  # too short: the reader's DecodeError
-            fragment_size, at = _r_uint64(buf, at, end, "MessageFragmentProperties.fragment_size")
-    return (
-        MessageFragmentProperties(
-            first=first,
-            last=last,
-            fragment_size=fragment_size,
-        ),
-        at,
-    )
+        if end - at < 8:
+            raise _short("MessageFragmentProperties.fragment_size", at, end, 8)
+        fragment_size, at = _UINT64.unpack_from(buf, at)[0], at + 8
+    return MessageFragmentProperties(first, last, fragment_size), at
 
 
 def _w_body_message_fragment_properties(out: bytearray, msg: MessageFragmentProperties) -> None:
     flags = 0
     start = len(out)
     out += b"\x00\x00"
-    if msg.first is True:
-        flags |= 0x1
-    elif msg.first is not False:
-        raise _bad("MessageFragmentProperties.first", msg.first, "a bool")
-    if msg.last is True:
-        flags |= 0x2
-    elif msg.last is not False:
-        raise _bad("MessageFragmentProperties.last", msg.last, "a bool")
-    fragment_size = msg.fragment_size
-    if fragment_size is not None:
+    if (bit := msg.first) is not False:
+        flags |= 0x1 if bit is True else _not_bool("MessageFragmentProperties.first", bit)
+    if (bit := msg.last) is not False:
+        flags |= 0x2 if bit is True else _not_bool("MessageFragmentProperties.last", bit)
+    if (fragment_size := msg.fragment_size) is not None:
         flags |= 0x4
         _w_uint64(out, fragment_size, "MessageFragmentProperties.fragment_size")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -445,40 +349,18 @@ def _w_body_message_fragment_properties(out: bytearray, msg: MessageFragmentProp
 def _r_message_fragment_properties(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[MessageFragmentProperties, int]:
-    size, at = _r_size(buf, at, end, 4, path)
-    limit = at + size
-    if limit - at < 2:
-        raise _short(f"{path}.code", at, limit, 2)
-    if (buf[at], buf[at + 1]) != (0x04, 0x02):
-        raise DecodeError(
-            f"{path}.code",
-            at,
-            f"codes {buf[at]}, {buf[at + 1]}: not MessageFragmentProperties's 4, 2",
-        )
-    at += 2
-    value, at = _r_body_message_fragment_properties(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(
+        buf, at, end, path, MessageFragmentProperties, _r_body_message_fragment_properties
+    )
 
 
 def _w_message_fragment_properties(
     out: bytearray, value: MessageFragmentProperties, path: str
 ) -> None:
-    if value.__class__ is not MessageFragmentProperties and not isinstance(
-        value, MessageFragmentProperties
-    ):
-        raise _bad(path, value, "a MessageFragmentProperties")
-    start = len(out)
-    out += b"\x00\x00\x00\x00\x04\x02"  # size, then codes
-    _w_body_message_fragment_properties(out, value)
-    size = len(out) - start - 4
-    if size >= 0x100000000:
-        _sized(out, start, 4, path)  # its EncodeError
-    out[start : start + 4] = size.to_bytes(4, "big")
+    _w_sized(out, value, path, MessageFragmentProperties, _w_body_message_fragment_properties)
 
 
-class MessageReplyTo(_Record):
+class MessageReplyTo(_Struct):
     """message.reply-to: struct.
 
     The reply-to domain provides a simple address structure for replying to to a message to a destination within the same virtual-host.
@@ -488,24 +370,15 @@ class MessageReplyTo(_Record):
 
     __slots__ = ("exchange", "routing_key")
 
-    IDENT: ClassVar[tuple[int, ...]] = ()
-    KIND: ClassVar[str] = "struct"
-    STRUCT: ClassVar[str] = "message.reply-to"
-    SIZE: ClassVar[int] = 2  # octets of its size prefix
-    PACK: ClassVar[int] = 2  # octets of its packing flags
-    CLASS_CODE: ClassVar[int | None] = None
-    CODE: ClassVar[int | None] = None
+    STRUCT = "message.reply-to"
+    SIZE = 2
+    PACK = 2
     exchange: str | None
     """exchange: the name of the exchange to reply to"""
     routing_key: str | None
     """routing-key: the routing-key to use when replying"""
 
-    def __init__(
-        self,
-        *,
-        exchange: str | None = None,
-        routing_key: str | None = None,
-    ) -> None:
+    def __init__(self, exchange: str | None = None, routing_key: str | None = None) -> None:
         self.exchange = exchange
         self.routing_key = routing_key
 
@@ -513,13 +386,8 @@ class MessageReplyTo(_Record):
 def _r_body_message_reply_to(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[MessageReplyTo, int]:
-    if end - at < 2:
-        raise _short("MessageReplyTo.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x3:
-        raise DecodeError(
-            "MessageReplyTo.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x3:
+        raise _bad_flags(buf, at, end, 2, "MessageReplyTo.packing_flags")
     at += 2
     exchange: str | None = None
     if flags & 0x1:
@@ -527,25 +395,17 @@ def _r_body_message_reply_to(
     routing_key: str | None = None
     if flags & 0x2:
         routing_key, at = _r_str8(buf, at, end, "MessageReplyTo.routing_key")
-    return (
-        MessageReplyTo(
-            exchange=exchange,
-            routing_key=routing_key,
-        ),
-        at,
-    )
+    return MessageReplyTo(exchange, routing_key), at
 
 
 def _w_body_message_reply_to(out: bytearray, msg: MessageReplyTo) -> None:
     flags = 0
     start = len(out)
     out += b"\x00\x00"
-    exchange = msg.exchange
-    if exchange is not None:
+    if (exchange := msg.exchange) is not None:
         flags |= 0x1
         _w_str8(out, exchange, "MessageReplyTo.exchange")
-    routing_key = msg.routing_key
-    if routing_key is not None:
+    if (routing_key := msg.routing_key) is not None:
         flags |= 0x2
         _w_str8(out, routing_key, "MessageReplyTo.routing_key")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -554,27 +414,14 @@ def _w_body_message_reply_to(out: bytearray, msg: MessageReplyTo) -> None:
 def _r_message_reply_to(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[MessageReplyTo, int]:
-    size, at = _r_size(buf, at, end, 2, path)
-    limit = at + size
-    value, at = _r_body_message_reply_to(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(buf, at, end, path, MessageReplyTo, _r_body_message_reply_to)
 
 
 def _w_message_reply_to(out: bytearray, value: MessageReplyTo, path: str) -> None:
-    if value.__class__ is not MessageReplyTo and not isinstance(value, MessageReplyTo):
-        raise _bad(path, value, "a MessageReplyTo")
-    start = len(out)
-    out += b"\x00\x00"  # size, then codes
-    _w_body_message_reply_to(out, value)
-    size = len(out) - start - 2
-    if size >= 0x10000:
-        _sized(out, start, 2, path)  # its EncodeError
-    out[start : start + 2] = size.to_bytes(2, "big")
+    _w_sized(out, value, path, MessageReplyTo, _w_body_message_reply_to)
 
 
-class MessageProperties(_Record):
+class MessageProperties(_Struct):
     """message.message-properties: struct, class code 0x04 (4), code 0x03 (3).
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:3164:5
@@ -592,13 +439,10 @@ class MessageProperties(_Record):
         "application_headers",
     )
 
-    IDENT: ClassVar[tuple[int, int]] = (0x04, 0x03)
-    KIND: ClassVar[str] = "struct"
-    STRUCT: ClassVar[str] = "message.message-properties"
-    SIZE: ClassVar[int] = 4  # octets of its size prefix
-    PACK: ClassVar[int] = 2  # octets of its packing flags
-    CLASS_CODE: ClassVar[int | None] = 4
-    CODE: ClassVar[int | None] = 3
+    CLASS_CODE, CODE = IDENT = (0x04, 0x03)
+    STRUCT = "message.message-properties"
+    SIZE = 4
+    PACK = 2
     content_length: int | None
     """content-length: The length of the body segment in bytes."""
     message_id: uuid.UUID | None
@@ -620,7 +464,6 @@ class MessageProperties(_Record):
 
     def __init__(
         self,
-        *,
         content_length: int | None = None,
         message_id: uuid.UUID | None = None,
         correlation_id: bytes | None = None,
@@ -645,21 +488,14 @@ class MessageProperties(_Record):
 def _r_body_message_message_properties(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[MessageProperties, int]:
-    if end - at < 2:
-        raise _short("MessageProperties.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1FF:
-        raise DecodeError(
-            "MessageProperties.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1FF:
+        raise _bad_flags(buf, at, end, 2, "MessageProperties.packing_flags")
     at += 2
     content_length: int | None = None
     if flags & 0x1:
-        if end - at >= 8:
-            content_length = _UINT64.unpack_from(buf, at)[0]
-            at += 8
-        else:  # too short: the reader's DecodeError
-            content_length, at = _r_uint64(buf, at, end, "MessageProperties.content_length")
+        if end - at < 8:
+            raise _short("MessageProperties.content_length", at, end, 8)
+        content_length, at = _UINT64.unpack_from(buf, at)[0], at + 8
     message_id: uuid.UUID | None = None
     if flags & 0x2:
         message_id, at = _r_uuid(buf, at, end, "MessageProperties.message_id")
@@ -686,15 +522,15 @@ def _r_body_message_message_properties(
         application_headers, at = _r_map(buf, at, end, "MessageProperties.application_headers")
     return (
         MessageProperties(
-            content_length=content_length,
-            message_id=message_id,
-            correlation_id=correlation_id,
-            reply_to=reply_to,
-            content_type=content_type,
-            content_encoding=content_encoding,
-            user_id=user_id,
-            app_id=app_id,
-            application_headers=application_headers,
+            content_length,
+            message_id,
+            correlation_id,
+            reply_to,
+            content_type,
+            content_encoding,
+            user_id,
+            app_id,
+            application_headers,
         ),
         at,
     )
@@ -704,40 +540,31 @@ def _w_body_message_message_properties(out: bytearray, msg: MessageProperties) -
     flags = 0
     start = len(out)
     out += b"\x00\x00"
-    content_length = msg.content_length
-    if content_length is not None:
+    if (content_length := msg.content_length) is not None:
         flags |= 0x1
         _w_uint64(out, content_length, "MessageProperties.content_length")
-    message_id = msg.message_id
-    if message_id is not None:
+    if (message_id := msg.message_id) is not None:
         flags |= 0x2
         _w_uuid(out, message_id, "MessageProperties.message_id")
-    correlation_id = msg.correlation_id
-    if correlation_id is not None:
+    if (correlation_id := msg.correlation_id) is not None:
         flags |= 0x4
         _w_vbin16(out, correlation_id, "MessageProperties.correlation_id")
-    reply_to = msg.reply_to
-    if reply_to is not None:
+    if (reply_to := msg.reply_to) is not None:
         flags |= 0x8
         _w_message_reply_to(out, reply_to, "MessageProperties.reply_to")
-    content_type = msg.content_type
-    if content_type is not None:
+    if (content_type := msg.content_type) is not None:
         flags |= 0x10
         _w_str8(out, content_type, "MessageProperties.content_type")
-    content_encoding = msg.content_encoding
-    if content_encoding is not None:
+    if (content_encoding := msg.content_encoding) is not None:
         flags |= 0x20
         _w_str8(out, content_encoding, "MessageProperties.content_encoding")
-    user_id = msg.user_id
-    if user_id is not None:
+    if (user_id := msg.user_id) is not None:
         flags |= 0x40
         _w_vbin16(out, user_id, "MessageProperties.user_id")
-    app_id = msg.app_id
-    if app_id is not None:
+    if (app_id := msg.app_id) is not None:
         flags |= 0x80
         _w_vbin16(out, app_id, "MessageProperties.app_id")
-    application_headers = msg.application_headers
-    if application_headers is not None:
+    if (application_headers := msg.application_headers) is not None:
         flags |= 0x100
         _w_map(out, application_headers, "MessageProperties.application_headers")
     out[start] = flags & 0xFF
@@ -747,34 +574,14 @@ def _w_body_message_message_properties(out: bytearray, msg: MessageProperties) -
 def _r_message_message_properties(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[MessageProperties, int]:
-    size, at = _r_size(buf, at, end, 4, path)
-    limit = at + size
-    if limit - at < 2:
-        raise _short(f"{path}.code", at, limit, 2)
-    if (buf[at], buf[at + 1]) != (0x04, 0x03):
-        raise DecodeError(
-            f"{path}.code", at, f"codes {buf[at]}, {buf[at + 1]}: not MessageProperties's 4, 3"
-        )
-    at += 2
-    value, at = _r_body_message_message_properties(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(buf, at, end, path, MessageProperties, _r_body_message_message_properties)
 
 
 def _w_message_message_properties(out: bytearray, value: MessageProperties, path: str) -> None:
-    if value.__class__ is not MessageProperties and not isinstance(value, MessageProperties):
-        raise _bad(path, value, "a MessageProperties")
-    start = len(out)
-    out += b"\x00\x00\x00\x00\x04\x03"  # size, then codes
-    _w_body_message_message_properties(out, value)
-    size = len(out) - start - 4
-    if size >= 0x100000000:
-        _sized(out, start, 4, path)  # its EncodeError
-    out[start : start + 4] = size.to_bytes(4, "big")
+    _w_sized(out, value, path, MessageProperties, _w_body_message_message_properties)
 
 
-class MessageAcquired(_Record):
+class MessageAcquired(_Struct):
     """message.acquired: struct, class code 0x04 (4), code 0x04 (4).
 
     Identifies a set of previously transferred messages that have now been acquired.
@@ -784,34 +591,22 @@ class MessageAcquired(_Record):
 
     __slots__ = ("transfers",)
 
-    IDENT: ClassVar[tuple[int, int]] = (0x04, 0x04)
-    KIND: ClassVar[str] = "struct"
-    STRUCT: ClassVar[str] = "message.acquired"
-    SIZE: ClassVar[int] = 4  # octets of its size prefix
-    PACK: ClassVar[int] = 2  # octets of its packing flags
-    CLASS_CODE: ClassVar[int | None] = 4
-    CODE: ClassVar[int | None] = 4
+    CLASS_CODE, CODE = IDENT = (0x04, 0x04)
+    STRUCT = "message.acquired"
+    SIZE = 4
+    PACK = 2
     transfers: list[tuple[int, int]] | None
     """transfers (required): Indicates the acquired messages."""
 
-    def __init__(
-        self,
-        *,
-        transfers: list[tuple[int, int]] | None = None,
-    ) -> None:
+    def __init__(self, transfers: list[tuple[int, int]] | None = None) -> None:
         self.transfers = transfers
 
 
 def _r_body_message_acquired(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[MessageAcquired, int]:
-    if end - at < 2:
-        raise _short("MessageAcquired.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "MessageAcquired.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "MessageAcquired.packing_flags")
     at += 2
     transfers: list[tuple[int, int]] | None = None
     if flags & 0x1:
@@ -820,20 +615,14 @@ def _r_body_message_acquired(
             at += 2 + size
         else:  # the reader's DecodeError
             transfers, at = _r_sequence_set(buf, at, end, "MessageAcquired.transfers")
-    return (
-        MessageAcquired(
-            transfers=transfers,
-        ),
-        at,
-    )
+    return MessageAcquired(transfers), at
 
 
 def _w_body_message_acquired(out: bytearray, msg: MessageAcquired) -> None:
     flags = 0
     start = len(out)
     out += b"\x00\x00"
-    transfers = msg.transfers
-    if transfers is not None:
+    if (transfers := msg.transfers) is not None:
         flags |= 0x1
         if transfers.__class__ is list and len(transfers) <= 8191:
             mark = len(out)
@@ -852,34 +641,14 @@ def _w_body_message_acquired(out: bytearray, msg: MessageAcquired) -> None:
 def _r_message_acquired(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[MessageAcquired, int]:
-    size, at = _r_size(buf, at, end, 4, path)
-    limit = at + size
-    if limit - at < 2:
-        raise _short(f"{path}.code", at, limit, 2)
-    if (buf[at], buf[at + 1]) != (0x04, 0x04):
-        raise DecodeError(
-            f"{path}.code", at, f"codes {buf[at]}, {buf[at + 1]}: not MessageAcquired's 4, 4"
-        )
-    at += 2
-    value, at = _r_body_message_acquired(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(buf, at, end, path, MessageAcquired, _r_body_message_acquired)
 
 
 def _w_message_acquired(out: bytearray, value: MessageAcquired, path: str) -> None:
-    if value.__class__ is not MessageAcquired and not isinstance(value, MessageAcquired):
-        raise _bad(path, value, "a MessageAcquired")
-    start = len(out)
-    out += b"\x00\x00\x00\x00\x04\x04"  # size, then codes
-    _w_body_message_acquired(out, value)
-    size = len(out) - start - 4
-    if size >= 0x100000000:
-        _sized(out, start, 4, path)  # its EncodeError
-    out[start : start + 4] = size.to_bytes(4, "big")
+    _w_sized(out, value, path, MessageAcquired, _w_body_message_acquired)
 
 
-class MessageResumeResult(_Record):
+class MessageResumeResult(_Struct):
     """message.message-resume-result: struct, class code 0x04 (4), code 0x05 (5).
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:3519:9
@@ -887,58 +656,36 @@ class MessageResumeResult(_Record):
 
     __slots__ = ("offset",)
 
-    IDENT: ClassVar[tuple[int, int]] = (0x04, 0x05)
-    KIND: ClassVar[str] = "struct"
-    STRUCT: ClassVar[str] = "message.message-resume-result"
-    SIZE: ClassVar[int] = 4  # octets of its size prefix
-    PACK: ClassVar[int] = 2  # octets of its packing flags
-    CLASS_CODE: ClassVar[int | None] = 4
-    CODE: ClassVar[int | None] = 5
+    CLASS_CODE, CODE = IDENT = (0x04, 0x05)
+    STRUCT = "message.message-resume-result"
+    SIZE = 4
+    PACK = 2
     offset: int | None
     """offset: Indicates the amount of data already transferred."""
 
-    def __init__(
-        self,
-        *,
-        offset: int | None = None,
-    ) -> None:
+    def __init__(self, offset: int | None = None) -> None:
         self.offset = offset
 
 
 def _r_body_message_message_resume_result(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[MessageResumeResult, int]:
-    if end - at < 2:
-        raise _short("MessageResumeResult.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "MessageResumeResult.packing_flags",
-            at,
-            f"flags 0x{flags:x} name fields it does not have",
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "MessageResumeResult.packing_flags")
     at += 2
     offset: int | None = None
     if flags & 0x1:
-        if end - at >= 8:
-            offset = _UINT64.unpack_from(buf, at)[0]
-            at += 8
-        else:  # too short: the reader's DecodeError
-            offset, at = _r_uint64(buf, at, end, "MessageResumeResult.offset")
-    return (
-        MessageResumeResult(
-            offset=offset,
-        ),
-        at,
-    )
+        if end - at < 8:
+            raise _short("MessageResumeResult.offset", at, end, 8)
+        offset, at = _UINT64.unpack_from(buf, at)[0], at + 8
+    return MessageResumeResult(offset), at
 
 
 def _w_body_message_message_resume_result(out: bytearray, msg: MessageResumeResult) -> None:
     flags = 0
     start = len(out)
     out += b"\x00\x00"
-    offset = msg.offset
-    if offset is not None:
+    if (offset := msg.offset) is not None:
         flags |= 0x1
         _w_uint64(out, offset, "MessageResumeResult.offset")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -947,34 +694,14 @@ def _w_body_message_message_resume_result(out: bytearray, msg: MessageResumeResu
 def _r_message_message_resume_result(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[MessageResumeResult, int]:
-    size, at = _r_size(buf, at, end, 4, path)
-    limit = at + size
-    if limit - at < 2:
-        raise _short(f"{path}.code", at, limit, 2)
-    if (buf[at], buf[at + 1]) != (0x04, 0x05):
-        raise DecodeError(
-            f"{path}.code", at, f"codes {buf[at]}, {buf[at + 1]}: not MessageResumeResult's 4, 5"
-        )
-    at += 2
-    value, at = _r_body_message_message_resume_result(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(buf, at, end, path, MessageResumeResult, _r_body_message_message_resume_result)
 
 
 def _w_message_message_resume_result(out: bytearray, value: MessageResumeResult, path: str) -> None:
-    if value.__class__ is not MessageResumeResult and not isinstance(value, MessageResumeResult):
-        raise _bad(path, value, "a MessageResumeResult")
-    start = len(out)
-    out += b"\x00\x00\x00\x00\x04\x05"  # size, then codes
-    _w_body_message_message_resume_result(out, value)
-    size = len(out) - start - 4
-    if size >= 0x100000000:
-        _sized(out, start, 4, path)  # its EncodeError
-    out[start : start + 4] = size.to_bytes(4, "big")
+    _w_sized(out, value, path, MessageResumeResult, _w_body_message_message_resume_result)
 
 
-class MessageTransfer(_Record):
+class MessageTransfer(_Command):
     """message.transfer: command, class code 0x04 (4), code 0x01 (1).
 
     This command transfers a message between two peers. When a client uses this command to publish a message to a broker, the destination identifies a specific exchange. The message will then be routed to queues as defined by the exchange configuration.
@@ -986,21 +713,10 @@ class MessageTransfer(_Record):
 
     __slots__ = ("session_header", "destination", "accept_mode", "acquire_mode")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x04, 0x01)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "message.transfer"
-    CLASS_CODE: ClassVar[int] = 0x04
-    CODE: ClassVar[int] = 0x01
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = (
-        MessageDeliveryProperties,
-        MessageFragmentProperties,
-        MessageProperties,
-    )
-    BODY: ClassVar[bool] = True
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x01)
+    NAME = "message.transfer"
+    HEADER = (MessageDeliveryProperties, MessageFragmentProperties, MessageProperties)
+    BODY = True
     session_header: SessionHeader
     destination: str | None
     """destination: Specifies the destination to which the message is to be transferred."""
@@ -1011,86 +727,54 @@ class MessageTransfer(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         destination: str | None = None,
         accept_mode: MessageAcceptMode | int | None = None,
         acquire_mode: MessageAcquireMode | int | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.destination = destination
         self.accept_mode = accept_mode
         self.acquire_mode = acquire_mode
 
 
 def _r_body_message_transfer(
-    buf: bytes | memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
 ) -> tuple[MessageTransfer, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "MessageTransfer.session_header")
-    if end - at < 2:
-        raise _short("MessageTransfer.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x7:
-        raise DecodeError(
-            "MessageTransfer.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x7:
+        raise _bad_flags(buf, at, end, 2, "MessageTransfer.packing_flags")
     at += 2
     destination: str | None = None
     if flags & 0x1:
         destination, at = _r_str8(buf, at, end, "MessageTransfer.destination")
     accept_mode: MessageAcceptMode | int | None = None
     if flags & 0x2:
-        if end - at >= 1:
-            accept_mode_value = buf[at]
-            at += 1
-        else:  # too short: the reader's DecodeError
-            accept_mode_value, at = _r_uint8(buf, at, end, "MessageTransfer.accept_mode")
+        if end - at < 1:
+            raise _short("MessageTransfer.accept_mode", at, end, 1)
+        accept_mode_value, at = buf[at], at + 1
         accept_mode = _MessageAcceptMode.get(accept_mode_value, accept_mode_value)
     acquire_mode: MessageAcquireMode | int | None = None
     if flags & 0x4:
-        if end - at >= 1:
-            acquire_mode_value = buf[at]
-            at += 1
-        else:  # too short: the reader's DecodeError
-            acquire_mode_value, at = _r_uint8(buf, at, end, "MessageTransfer.acquire_mode")
+        if end - at < 1:
+            raise _short("MessageTransfer.acquire_mode", at, end, 1)
+        acquire_mode_value, at = buf[at], at + 1
         acquire_mode = _MessageAcquireMode.get(acquire_mode_value, acquire_mode_value)
-    return (
-        MessageTransfer(
-            session_header=session_header,
-            destination=destination,
-            accept_mode=accept_mode,
-            acquire_mode=acquire_mode,
-        ),
-        at,
-    )
+    return MessageTransfer(session_header, destination, accept_mode, acquire_mode), at
 
 
 def _e_message_transfer(msg: MessageTransfer) -> bytes:
     """MessageTransfer's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x04\x01\x01\x01\x00\x00" if session_header.sync else b"\x04\x01\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x04\x01\x01\x01\x00\x00" if sh.sync else b"\x04\x01\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x04\x01")
-        _w_session_header(out, session_header, "MessageTransfer.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x04\x01", sh, "MessageTransfer.session_header", 2)
     flags = 0
     start = len(out) - 2
-    destination = msg.destination
-    if destination is not None:
+    if (destination := msg.destination) is not None:
         flags |= 0x1
         _w_str8(out, destination, "MessageTransfer.destination")
-    accept_mode = msg.accept_mode
-    if accept_mode is not None:
+    if (accept_mode := msg.accept_mode) is not None:
         flags |= 0x2
         if (
             accept_mode.__class__ is not bool
@@ -1100,8 +784,7 @@ def _e_message_transfer(msg: MessageTransfer) -> bytes:
             out.append(accept_mode)
         else:  # the writer's EncodeError
             _w_uint8(out, accept_mode, "MessageTransfer.accept_mode")
-    acquire_mode = msg.acquire_mode
-    if acquire_mode is not None:
+    if (acquire_mode := msg.acquire_mode) is not None:
         flags |= 0x4
         if (
             acquire_mode.__class__ is not bool
@@ -1115,7 +798,7 @@ def _e_message_transfer(msg: MessageTransfer) -> bytes:
     return bytes(out)
 
 
-class MessageAccept(_Record):
+class MessageAccept(_Command):
     """message.accept: command, class code 0x04 (4), code 0x02 (2).
 
     Accepts the message. Once a transfer is accepted, the command-id may no longer be referenced from other commands.
@@ -1125,47 +808,26 @@ class MessageAccept(_Record):
 
     __slots__ = ("session_header", "transfers")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x04, 0x02)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "message.accept"
-    CLASS_CODE: ClassVar[int] = 0x04
-    CODE: ClassVar[int] = 0x02
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x02)
+    NAME = "message.accept"
     session_header: SessionHeader
     transfers: list[tuple[int, int]] | None
     """transfers (required): Identifies the messages previously transferred that should be accepted."""
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         transfers: list[tuple[int, int]] | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.transfers = transfers
 
 
-def _r_body_message_accept(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageAccept, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "MessageAccept.session_header")
-    if end - at < 2:
-        raise _short("MessageAccept.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "MessageAccept.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_message_accept(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[MessageAccept, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "MessageAccept.packing_flags")
     at += 2
     transfers: list[tuple[int, int]] | None = None
     if flags & 0x1:
@@ -1174,30 +836,19 @@ def _r_body_message_accept(buf: bytes | memoryview, at: int, end: int) -> tuple[
             at += 2 + size
         else:  # the reader's DecodeError
             transfers, at = _r_sequence_set(buf, at, end, "MessageAccept.transfers")
-    return (
-        MessageAccept(
-            session_header=session_header,
-            transfers=transfers,
-        ),
-        at,
-    )
+    return MessageAccept(session_header, transfers), at
 
 
 def _e_message_accept(msg: MessageAccept) -> bytes:
     """MessageAccept's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x04\x02\x01\x01\x00\x00" if session_header.sync else b"\x04\x02\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x04\x02\x01\x01\x00\x00" if sh.sync else b"\x04\x02\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x04\x02")
-        _w_session_header(out, session_header, "MessageAccept.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x04\x02", sh, "MessageAccept.session_header", 2)
     flags = 0
     start = len(out) - 2
-    transfers = msg.transfers
-    if transfers is not None:
+    if (transfers := msg.transfers) is not None:
         flags |= 0x1
         if transfers.__class__ is list and len(transfers) <= 8191:
             mark = len(out)
@@ -1214,7 +865,7 @@ def _e_message_accept(msg: MessageAccept) -> bytes:
     return bytes(out)
 
 
-class MessageReject(_Record):
+class MessageReject(_Command):
     """message.reject: command, class code 0x04 (4), code 0x03 (3).
 
     Indicates that the message transfers are unprocessable in some way. A server may reject a message if it is unroutable. A client may reject a message if it is invalid. A message may be rejected for other reasons as well. Once a transfer is rejected, the command-id may no longer be referenced from other commands.
@@ -1224,17 +875,8 @@ class MessageReject(_Record):
 
     __slots__ = ("session_header", "transfers", "code", "text")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x04, 0x03)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "message.reject"
-    CLASS_CODE: ClassVar[int] = 0x04
-    CODE: ClassVar[int] = 0x03
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x03)
+    NAME = "message.reject"
     session_header: SessionHeader
     transfers: list[tuple[int, int]] | None
     """transfers (required): Identifies the messages previously transferred that should be rejected."""
@@ -1245,34 +887,22 @@ class MessageReject(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         transfers: list[tuple[int, int]] | None = None,
         code: MessageRejectCode | int | None = None,
         text: str | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.transfers = transfers
         self.code = code
         self.text = text
 
 
-def _r_body_message_reject(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageReject, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "MessageReject.session_header")
-    if end - at < 2:
-        raise _short("MessageReject.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x7:
-        raise DecodeError(
-            "MessageReject.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_message_reject(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[MessageReject, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x7:
+        raise _bad_flags(buf, at, end, 2, "MessageReject.packing_flags")
     at += 2
     transfers: list[tuple[int, int]] | None = None
     if flags & 0x1:
@@ -1283,41 +913,26 @@ def _r_body_message_reject(buf: bytes | memoryview, at: int, end: int) -> tuple[
             transfers, at = _r_sequence_set(buf, at, end, "MessageReject.transfers")
     code: MessageRejectCode | int | None = None
     if flags & 0x2:
-        if end - at >= 2:
-            code_value = _UINT16.unpack_from(buf, at)[0]
-            at += 2
-        else:  # too short: the reader's DecodeError
-            code_value, at = _r_uint16(buf, at, end, "MessageReject.code")
+        if end - at < 2:
+            raise _short("MessageReject.code", at, end, 2)
+        code_value, at = _UINT16.unpack_from(buf, at)[0], at + 2
         code = _MessageRejectCode.get(code_value, code_value)
     text: str | None = None
     if flags & 0x4:
         text, at = _r_str8(buf, at, end, "MessageReject.text")
-    return (
-        MessageReject(
-            session_header=session_header,
-            transfers=transfers,
-            code=code,
-            text=text,
-        ),
-        at,
-    )
+    return MessageReject(session_header, transfers, code, text), at
 
 
 def _e_message_reject(msg: MessageReject) -> bytes:
     """MessageReject's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x04\x03\x01\x01\x00\x00" if session_header.sync else b"\x04\x03\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x04\x03\x01\x01\x00\x00" if sh.sync else b"\x04\x03\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x04\x03")
-        _w_session_header(out, session_header, "MessageReject.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x04\x03", sh, "MessageReject.session_header", 2)
     flags = 0
     start = len(out) - 2
-    transfers = msg.transfers
-    if transfers is not None:
+    if (transfers := msg.transfers) is not None:
         flags |= 0x1
         if transfers.__class__ is list and len(transfers) <= 8191:
             mark = len(out)
@@ -1330,19 +945,17 @@ def _e_message_reject(msg: MessageReject) -> bytes:
                 _w_sequence_set(out, transfers, "MessageReject.transfers")
         else:  # the writer's checks and EncodeErrors
             _w_sequence_set(out, transfers, "MessageReject.transfers")
-    code = msg.code
-    if code is not None:
+    if (code := msg.code) is not None:
         flags |= 0x2
         _w_uint16(out, code, "MessageReject.code")
-    text = msg.text
-    if text is not None:
+    if (text := msg.text) is not None:
         flags |= 0x4
         _w_str8(out, text, "MessageReject.text")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class MessageRelease(_Record):
+class MessageRelease(_Command):
     """message.release: command, class code 0x04 (4), code 0x04 (4).
 
     Release previously transferred messages. When acquired messages are released, they become available for acquisition by any subscriber. Once a transfer is released, the command-id may no longer be referenced from other commands.
@@ -1352,17 +965,8 @@ class MessageRelease(_Record):
 
     __slots__ = ("session_header", "transfers", "set_redelivered")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x04, 0x04)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "message.release"
-    CLASS_CODE: ClassVar[int] = 0x04
-    CODE: ClassVar[int] = 0x04
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x04)
+    NAME = "message.release"
     session_header: SessionHeader
     transfers: list[tuple[int, int]] | None
     """transfers (required): Indicates the messages to be released."""
@@ -1371,34 +975,20 @@ class MessageRelease(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         transfers: list[tuple[int, int]] | None = None,
         set_redelivered: bool = False,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.transfers = transfers
         self.set_redelivered = set_redelivered
 
 
 def _r_body_message_release(
-    buf: bytes | memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
 ) -> tuple[MessageRelease, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "MessageRelease.session_header")
-    if end - at < 2:
-        raise _short("MessageRelease.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x3:
-        raise DecodeError(
-            "MessageRelease.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x3:
+        raise _bad_flags(buf, at, end, 2, "MessageRelease.packing_flags")
     at += 2
     transfers: list[tuple[int, int]] | None = None
     if flags & 0x1:
@@ -1408,31 +998,19 @@ def _r_body_message_release(
         else:  # the reader's DecodeError
             transfers, at = _r_sequence_set(buf, at, end, "MessageRelease.transfers")
     set_redelivered = bool(flags & 0x2)
-    return (
-        MessageRelease(
-            session_header=session_header,
-            transfers=transfers,
-            set_redelivered=set_redelivered,
-        ),
-        at,
-    )
+    return MessageRelease(session_header, transfers, set_redelivered), at
 
 
 def _e_message_release(msg: MessageRelease) -> bytes:
     """MessageRelease's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x04\x04\x01\x01\x00\x00" if session_header.sync else b"\x04\x04\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x04\x04\x01\x01\x00\x00" if sh.sync else b"\x04\x04\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x04\x04")
-        _w_session_header(out, session_header, "MessageRelease.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x04\x04", sh, "MessageRelease.session_header", 2)
     flags = 0
     start = len(out) - 2
-    transfers = msg.transfers
-    if transfers is not None:
+    if (transfers := msg.transfers) is not None:
         flags |= 0x1
         if transfers.__class__ is list and len(transfers) <= 8191:
             mark = len(out)
@@ -1445,15 +1023,13 @@ def _e_message_release(msg: MessageRelease) -> bytes:
                 _w_sequence_set(out, transfers, "MessageRelease.transfers")
         else:  # the writer's checks and EncodeErrors
             _w_sequence_set(out, transfers, "MessageRelease.transfers")
-    if msg.set_redelivered is True:
-        flags |= 0x2
-    elif msg.set_redelivered is not False:
-        raise _bad("MessageRelease.set_redelivered", msg.set_redelivered, "a bool")
+    if (bit := msg.set_redelivered) is not False:
+        flags |= 0x2 if bit is True else _not_bool("MessageRelease.set_redelivered", bit)
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class MessageAcquire(_Record):
+class MessageAcquire(_Command):
     """message.acquire: command, class code 0x04 (4), code 0x05 (5).
 
     Acquires previously transferred messages for consumption. The acquired ids (if any) are sent via message.acquired.
@@ -1463,49 +1039,27 @@ class MessageAcquire(_Record):
 
     __slots__ = ("session_header", "transfers")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x04, 0x05)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "message.acquire"
-    CLASS_CODE: ClassVar[int] = 0x04
-    CODE: ClassVar[int] = 0x05
-    RESULT: ClassVar[_Class | None] = MessageAcquired
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x05)
+    NAME = "message.acquire"
+    RESULT = MessageAcquired
     session_header: SessionHeader
     transfers: list[tuple[int, int]] | None
     """transfers (required): Indicates the messages to be acquired."""
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         transfers: list[tuple[int, int]] | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.transfers = transfers
 
 
 def _r_body_message_acquire(
-    buf: bytes | memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
 ) -> tuple[MessageAcquire, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "MessageAcquire.session_header")
-    if end - at < 2:
-        raise _short("MessageAcquire.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "MessageAcquire.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "MessageAcquire.packing_flags")
     at += 2
     transfers: list[tuple[int, int]] | None = None
     if flags & 0x1:
@@ -1514,30 +1068,19 @@ def _r_body_message_acquire(
             at += 2 + size
         else:  # the reader's DecodeError
             transfers, at = _r_sequence_set(buf, at, end, "MessageAcquire.transfers")
-    return (
-        MessageAcquire(
-            session_header=session_header,
-            transfers=transfers,
-        ),
-        at,
-    )
+    return MessageAcquire(session_header, transfers), at
 
 
 def _e_message_acquire(msg: MessageAcquire) -> bytes:
     """MessageAcquire's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x04\x05\x01\x01\x00\x00" if session_header.sync else b"\x04\x05\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x04\x05\x01\x01\x00\x00" if sh.sync else b"\x04\x05\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x04\x05")
-        _w_session_header(out, session_header, "MessageAcquire.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x04\x05", sh, "MessageAcquire.session_header", 2)
     flags = 0
     start = len(out) - 2
-    transfers = msg.transfers
-    if transfers is not None:
+    if (transfers := msg.transfers) is not None:
         flags |= 0x1
         if transfers.__class__ is list and len(transfers) <= 8191:
             mark = len(out)
@@ -1554,7 +1097,7 @@ def _e_message_acquire(msg: MessageAcquire) -> bytes:
     return bytes(out)
 
 
-class MessageResume(_Record):
+class MessageResume(_Command):
     """message.resume: command, class code 0x04 (4), code 0x06 (6).
 
     This command resumes an interrupted transfer. The recipient should return the amount of partially transferred data associated with the given resume-id, or zero if there is no data at all. If a non-zero result is returned, the recipient should expect to receive message fragment(s) containing the remainder of the interrupted message.
@@ -1564,17 +1107,9 @@ class MessageResume(_Record):
 
     __slots__ = ("session_header", "destination", "resume_id")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x04, 0x06)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "message.resume"
-    CLASS_CODE: ClassVar[int] = 0x04
-    CODE: ClassVar[int] = 0x06
-    RESULT: ClassVar[_Class | None] = MessageResumeResult
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x06)
+    NAME = "message.resume"
+    RESULT = MessageResumeResult
     session_header: SessionHeader
     destination: str | None
     """destination: The destination to which the remaining message fragments are transferred."""
@@ -1583,32 +1118,20 @@ class MessageResume(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         destination: str | None = None,
         resume_id: str | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.destination = destination
         self.resume_id = resume_id
 
 
-def _r_body_message_resume(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageResume, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "MessageResume.session_header")
-    if end - at < 2:
-        raise _short("MessageResume.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x3:
-        raise DecodeError(
-            "MessageResume.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_message_resume(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[MessageResume, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x3:
+        raise _bad_flags(buf, at, end, 2, "MessageResume.packing_flags")
     at += 2
     destination: str | None = None
     if flags & 0x1:
@@ -1616,42 +1139,29 @@ def _r_body_message_resume(buf: bytes | memoryview, at: int, end: int) -> tuple[
     resume_id: str | None = None
     if flags & 0x2:
         resume_id, at = _r_str16(buf, at, end, "MessageResume.resume_id")
-    return (
-        MessageResume(
-            session_header=session_header,
-            destination=destination,
-            resume_id=resume_id,
-        ),
-        at,
-    )
+    return MessageResume(session_header, destination, resume_id), at
 
 
 def _e_message_resume(msg: MessageResume) -> bytes:
     """MessageResume's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x04\x06\x01\x01\x00\x00" if session_header.sync else b"\x04\x06\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x04\x06\x01\x01\x00\x00" if sh.sync else b"\x04\x06\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x04\x06")
-        _w_session_header(out, session_header, "MessageResume.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x04\x06", sh, "MessageResume.session_header", 2)
     flags = 0
     start = len(out) - 2
-    destination = msg.destination
-    if destination is not None:
+    if (destination := msg.destination) is not None:
         flags |= 0x1
         _w_str8(out, destination, "MessageResume.destination")
-    resume_id = msg.resume_id
-    if resume_id is not None:
+    if (resume_id := msg.resume_id) is not None:
         flags |= 0x2
         _w_str16(out, resume_id, "MessageResume.resume_id")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class MessageSubscribe(_Record):
+class MessageSubscribe(_Command):
     """message.subscribe: command, class code 0x04 (4), code 0x07 (7).
 
     This command asks the server to start a "subscription", which is a request for messages from a specific queue. Subscriptions last as long as the session they were created on, or until the client cancels them.
@@ -1671,17 +1181,8 @@ class MessageSubscribe(_Record):
         "arguments",
     )
 
-    IDENT: ClassVar[tuple[int, int]] = (0x04, 0x07)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "message.subscribe"
-    CLASS_CODE: ClassVar[int] = 0x04
-    CODE: ClassVar[int] = 0x07
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x07)
+    NAME = "message.subscribe"
     session_header: SessionHeader
     queue: str | None
     """queue (required): Specifies the name of the subscribed queue."""
@@ -1702,8 +1203,7 @@ class MessageSubscribe(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         queue: str | None = None,
         destination: str | None = None,
         accept_mode: MessageAcceptMode | int | None = None,
@@ -1713,9 +1213,7 @@ class MessageSubscribe(_Record):
         resume_ttl: int | None = None,
         arguments: dict[str, Typed] | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.queue = queue
         self.destination = destination
         self.accept_mode = accept_mode
@@ -1727,21 +1225,10 @@ class MessageSubscribe(_Record):
 
 
 def _r_body_message_subscribe(
-    buf: bytes | memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
 ) -> tuple[MessageSubscribe, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "MessageSubscribe.session_header")
-    if end - at < 2:
-        raise _short("MessageSubscribe.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0xFF:
-        raise DecodeError(
-            "MessageSubscribe.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0xFF:
+        raise _bad_flags(buf, at, end, 2, "MessageSubscribe.packing_flags")
     at += 2
     queue: str | None = None
     if flags & 0x1:
@@ -1751,19 +1238,15 @@ def _r_body_message_subscribe(
         destination, at = _r_str8(buf, at, end, "MessageSubscribe.destination")
     accept_mode: MessageAcceptMode | int | None = None
     if flags & 0x4:
-        if end - at >= 1:
-            accept_mode_value = buf[at]
-            at += 1
-        else:  # too short: the reader's DecodeError
-            accept_mode_value, at = _r_uint8(buf, at, end, "MessageSubscribe.accept_mode")
+        if end - at < 1:
+            raise _short("MessageSubscribe.accept_mode", at, end, 1)
+        accept_mode_value, at = buf[at], at + 1
         accept_mode = _MessageAcceptMode.get(accept_mode_value, accept_mode_value)
     acquire_mode: MessageAcquireMode | int | None = None
     if flags & 0x8:
-        if end - at >= 1:
-            acquire_mode_value = buf[at]
-            at += 1
-        else:  # too short: the reader's DecodeError
-            acquire_mode_value, at = _r_uint8(buf, at, end, "MessageSubscribe.acquire_mode")
+        if end - at < 1:
+            raise _short("MessageSubscribe.acquire_mode", at, end, 1)
+        acquire_mode_value, at = buf[at], at + 1
         acquire_mode = _MessageAcquireMode.get(acquire_mode_value, acquire_mode_value)
     exclusive = bool(flags & 0x10)
     resume_id: str | None = None
@@ -1771,25 +1254,23 @@ def _r_body_message_subscribe(
         resume_id, at = _r_str16(buf, at, end, "MessageSubscribe.resume_id")
     resume_ttl: int | None = None
     if flags & 0x40:
-        if end - at >= 8:
-            resume_ttl = _UINT64.unpack_from(buf, at)[0]
-            at += 8
-        else:  # too short: the reader's DecodeError
-            resume_ttl, at = _r_uint64(buf, at, end, "MessageSubscribe.resume_ttl")
+        if end - at < 8:
+            raise _short("MessageSubscribe.resume_ttl", at, end, 8)
+        resume_ttl, at = _UINT64.unpack_from(buf, at)[0], at + 8
     arguments: dict[str, Typed] | None = None
     if flags & 0x80:
         arguments, at = _r_map(buf, at, end, "MessageSubscribe.arguments")
     return (
         MessageSubscribe(
-            session_header=session_header,
-            queue=queue,
-            destination=destination,
-            accept_mode=accept_mode,
-            acquire_mode=acquire_mode,
-            exclusive=exclusive,
-            resume_id=resume_id,
-            resume_ttl=resume_ttl,
-            arguments=arguments,
+            session_header,
+            queue,
+            destination,
+            accept_mode,
+            acquire_mode,
+            exclusive,
+            resume_id,
+            resume_ttl,
+            arguments,
         ),
         at,
     )
@@ -1797,27 +1278,20 @@ def _r_body_message_subscribe(
 
 def _e_message_subscribe(msg: MessageSubscribe) -> bytes:
     """MessageSubscribe's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x04\x07\x01\x01\x00\x00" if session_header.sync else b"\x04\x07\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x04\x07\x01\x01\x00\x00" if sh.sync else b"\x04\x07\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x04\x07")
-        _w_session_header(out, session_header, "MessageSubscribe.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x04\x07", sh, "MessageSubscribe.session_header", 2)
     flags = 0
     start = len(out) - 2
-    queue = msg.queue
-    if queue is not None:
+    if (queue := msg.queue) is not None:
         flags |= 0x1
         _w_str8(out, queue, "MessageSubscribe.queue")
-    destination = msg.destination
-    if destination is not None:
+    if (destination := msg.destination) is not None:
         flags |= 0x2
         _w_str8(out, destination, "MessageSubscribe.destination")
-    accept_mode = msg.accept_mode
-    if accept_mode is not None:
+    if (accept_mode := msg.accept_mode) is not None:
         flags |= 0x4
         if (
             accept_mode.__class__ is not bool
@@ -1827,8 +1301,7 @@ def _e_message_subscribe(msg: MessageSubscribe) -> bytes:
             out.append(accept_mode)
         else:  # the writer's EncodeError
             _w_uint8(out, accept_mode, "MessageSubscribe.accept_mode")
-    acquire_mode = msg.acquire_mode
-    if acquire_mode is not None:
+    if (acquire_mode := msg.acquire_mode) is not None:
         flags |= 0x8
         if (
             acquire_mode.__class__ is not bool
@@ -1838,27 +1311,22 @@ def _e_message_subscribe(msg: MessageSubscribe) -> bytes:
             out.append(acquire_mode)
         else:  # the writer's EncodeError
             _w_uint8(out, acquire_mode, "MessageSubscribe.acquire_mode")
-    if msg.exclusive is True:
-        flags |= 0x10
-    elif msg.exclusive is not False:
-        raise _bad("MessageSubscribe.exclusive", msg.exclusive, "a bool")
-    resume_id = msg.resume_id
-    if resume_id is not None:
+    if (bit := msg.exclusive) is not False:
+        flags |= 0x10 if bit is True else _not_bool("MessageSubscribe.exclusive", bit)
+    if (resume_id := msg.resume_id) is not None:
         flags |= 0x20
         _w_str16(out, resume_id, "MessageSubscribe.resume_id")
-    resume_ttl = msg.resume_ttl
-    if resume_ttl is not None:
+    if (resume_ttl := msg.resume_ttl) is not None:
         flags |= 0x40
         _w_uint64(out, resume_ttl, "MessageSubscribe.resume_ttl")
-    arguments = msg.arguments
-    if arguments is not None:
+    if (arguments := msg.arguments) is not None:
         flags |= 0x80
         _w_map(out, arguments, "MessageSubscribe.arguments")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class MessageCancel(_Record):
+class MessageCancel(_Command):
     """message.cancel: command, class code 0x04 (4), code 0x08 (8).
 
     This command cancels a subscription. This does not affect already delivered messages, but it does mean the server will not send any more messages for that subscription. The client may receive an arbitrary number of messages in between sending the cancel command and receiving notification that the cancel command is complete.
@@ -1868,82 +1336,48 @@ class MessageCancel(_Record):
 
     __slots__ = ("session_header", "destination")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x04, 0x08)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "message.cancel"
-    CLASS_CODE: ClassVar[int] = 0x04
-    CODE: ClassVar[int] = 0x08
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x08)
+    NAME = "message.cancel"
     session_header: SessionHeader
     destination: str | None
     """destination (required)"""
 
     def __init__(
-        self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
-        destination: str | None = None,
+        self, session_header: SessionHeader = _NEW_HEADER, destination: str | None = None
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.destination = destination
 
 
-def _r_body_message_cancel(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageCancel, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "MessageCancel.session_header")
-    if end - at < 2:
-        raise _short("MessageCancel.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "MessageCancel.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_message_cancel(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[MessageCancel, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "MessageCancel.packing_flags")
     at += 2
     destination: str | None = None
     if flags & 0x1:
         destination, at = _r_str8(buf, at, end, "MessageCancel.destination")
-    return (
-        MessageCancel(
-            session_header=session_header,
-            destination=destination,
-        ),
-        at,
-    )
+    return MessageCancel(session_header, destination), at
 
 
 def _e_message_cancel(msg: MessageCancel) -> bytes:
     """MessageCancel's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x04\x08\x01\x01\x00\x00" if session_header.sync else b"\x04\x08\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x04\x08\x01\x01\x00\x00" if sh.sync else b"\x04\x08\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x04\x08")
-        _w_session_header(out, session_header, "MessageCancel.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x04\x08", sh, "MessageCancel.session_header", 2)
     flags = 0
     start = len(out) - 2
-    destination = msg.destination
-    if destination is not None:
+    if (destination := msg.destination) is not None:
         flags |= 0x1
         _w_str8(out, destination, "MessageCancel.destination")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class MessageSetFlowMode(_Record):
+class MessageSetFlowMode(_Command):
     """message.set-flow-mode: command, class code 0x04 (4), code 0x09 (9).
 
     Sets the mode of flow control used for a given destination to either window or credit based flow control.
@@ -1959,17 +1393,8 @@ class MessageSetFlowMode(_Record):
 
     __slots__ = ("session_header", "destination", "flow_mode")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x04, 0x09)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "message.set-flow-mode"
-    CLASS_CODE: ClassVar[int] = 0x04
-    CODE: ClassVar[int] = 0x09
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x09)
+    NAME = "message.set-flow-mode"
     session_header: SessionHeader
     destination: str | None
     """destination"""
@@ -1978,77 +1403,46 @@ class MessageSetFlowMode(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         destination: str | None = None,
         flow_mode: MessageFlowMode | int | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.destination = destination
         self.flow_mode = flow_mode
 
 
 def _r_body_message_set_flow_mode(
-    buf: bytes | memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
 ) -> tuple[MessageSetFlowMode, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "MessageSetFlowMode.session_header")
-    if end - at < 2:
-        raise _short("MessageSetFlowMode.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x3:
-        raise DecodeError(
-            "MessageSetFlowMode.packing_flags",
-            at,
-            f"flags 0x{flags:x} name fields it does not have",
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x3:
+        raise _bad_flags(buf, at, end, 2, "MessageSetFlowMode.packing_flags")
     at += 2
     destination: str | None = None
     if flags & 0x1:
         destination, at = _r_str8(buf, at, end, "MessageSetFlowMode.destination")
     flow_mode: MessageFlowMode | int | None = None
     if flags & 0x2:
-        if end - at >= 1:
-            flow_mode_value = buf[at]
-            at += 1
-        else:  # too short: the reader's DecodeError
-            flow_mode_value, at = _r_uint8(buf, at, end, "MessageSetFlowMode.flow_mode")
+        if end - at < 1:
+            raise _short("MessageSetFlowMode.flow_mode", at, end, 1)
+        flow_mode_value, at = buf[at], at + 1
         flow_mode = _MessageFlowMode.get(flow_mode_value, flow_mode_value)
-    return (
-        MessageSetFlowMode(
-            session_header=session_header,
-            destination=destination,
-            flow_mode=flow_mode,
-        ),
-        at,
-    )
+    return MessageSetFlowMode(session_header, destination, flow_mode), at
 
 
 def _e_message_set_flow_mode(msg: MessageSetFlowMode) -> bytes:
     """MessageSetFlowMode's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x04\x09\x01\x01\x00\x00" if session_header.sync else b"\x04\x09\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x04\x09\x01\x01\x00\x00" if sh.sync else b"\x04\x09\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x04\x09")
-        _w_session_header(out, session_header, "MessageSetFlowMode.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x04\x09", sh, "MessageSetFlowMode.session_header", 2)
     flags = 0
     start = len(out) - 2
-    destination = msg.destination
-    if destination is not None:
+    if (destination := msg.destination) is not None:
         flags |= 0x1
         _w_str8(out, destination, "MessageSetFlowMode.destination")
-    flow_mode = msg.flow_mode
-    if flow_mode is not None:
+    if (flow_mode := msg.flow_mode) is not None:
         flags |= 0x2
         if (
             flow_mode.__class__ is not bool
@@ -2062,7 +1456,7 @@ def _e_message_set_flow_mode(msg: MessageSetFlowMode) -> bytes:
     return bytes(out)
 
 
-class MessageFlow(_Record):
+class MessageFlow(_Command):
     """message.flow: command, class code 0x04 (4), code 0x0a (10).
 
     This command controls the flow of message data to a given destination. It is used by the recipient of messages to dynamically match the incoming rate of message flow to its processing or forwarding capacity. Upon receipt of this command, the sender must add "value" number of the specified unit to the available credit balance for the specified destination. A value of (0xFFFFFFFF) indicates an infinite amount of credit. This disables any limit for the given unit until the credit balance is zeroed with message.stop or message.flush.
@@ -2072,17 +1466,8 @@ class MessageFlow(_Record):
 
     __slots__ = ("session_header", "destination", "unit", "value")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x04, 0x0A)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "message.flow"
-    CLASS_CODE: ClassVar[int] = 0x04
-    CODE: ClassVar[int] = 0x0A
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x0A)
+    NAME = "message.flow"
     session_header: SessionHeader
     destination: str | None
     """destination"""
@@ -2093,97 +1478,66 @@ class MessageFlow(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         destination: str | None = None,
         unit: MessageCreditUnit | int | None = None,
         value: int | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.destination = destination
         self.unit = unit
         self.value = value
 
 
-def _r_body_message_flow(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageFlow, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "MessageFlow.session_header")
-    if end - at < 2:
-        raise _short("MessageFlow.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x7:
-        raise DecodeError(
-            "MessageFlow.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_message_flow(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[MessageFlow, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x7:
+        raise _bad_flags(buf, at, end, 2, "MessageFlow.packing_flags")
     at += 2
     destination: str | None = None
     if flags & 0x1:
         destination, at = _r_str8(buf, at, end, "MessageFlow.destination")
     unit: MessageCreditUnit | int | None = None
     if flags & 0x2:
-        if end - at >= 1:
-            unit_value = buf[at]
-            at += 1
-        else:  # too short: the reader's DecodeError
-            unit_value, at = _r_uint8(buf, at, end, "MessageFlow.unit")
+        if end - at < 1:
+            raise _short("MessageFlow.unit", at, end, 1)
+        unit_value, at = buf[at], at + 1
         unit = _MessageCreditUnit.get(unit_value, unit_value)
     value: int | None = None
     if flags & 0x4:
-        if end - at >= 4:
-            value = _UINT32.unpack_from(buf, at)[0]
-            at += 4
-        else:  # too short: the reader's DecodeError
-            value, at = _r_uint32(buf, at, end, "MessageFlow.value")
-    return (
-        MessageFlow(
-            session_header=session_header,
-            destination=destination,
-            unit=unit,
-            value=value,
-        ),
-        at,
-    )
+        if end - at < 4:
+            raise _short("MessageFlow.value", at, end, 4)
+        value, at = _UINT32.unpack_from(buf, at)[0], at + 4
+    return MessageFlow(session_header, destination, unit, value), at
 
 
 def _e_message_flow(msg: MessageFlow) -> bytes:
     """MessageFlow's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x04\x0a\x01\x01\x00\x00" if session_header.sync else b"\x04\x0a\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x04\x0a\x01\x01\x00\x00" if sh.sync else b"\x04\x0a\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x04\x0a")
-        _w_session_header(out, session_header, "MessageFlow.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x04\x0a", sh, "MessageFlow.session_header", 2)
     flags = 0
     start = len(out) - 2
-    destination = msg.destination
-    if destination is not None:
+    if (destination := msg.destination) is not None:
         flags |= 0x1
         _w_str8(out, destination, "MessageFlow.destination")
-    unit = msg.unit
-    if unit is not None:
+    if (unit := msg.unit) is not None:
         flags |= 0x2
         if unit.__class__ is not bool and isinstance(unit, int) and 0 <= unit <= 0xFF:
             out.append(unit)
         else:  # the writer's EncodeError
             _w_uint8(out, unit, "MessageFlow.unit")
-    value = msg.value
-    if value is not None:
+    if (value := msg.value) is not None:
         flags |= 0x4
         _w_uint32(out, value, "MessageFlow.value")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class MessageFlush(_Record):
+class MessageFlush(_Command):
     """message.flush: command, class code 0x04 (4), code 0x0b (11).
 
     Forces the sender to exhaust his credit supply. The sender's credit will always be zero when this command completes. The command completes when immediately available message data has been transferred, or when the credit supply is exhausted.
@@ -2193,82 +1547,48 @@ class MessageFlush(_Record):
 
     __slots__ = ("session_header", "destination")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x04, 0x0B)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "message.flush"
-    CLASS_CODE: ClassVar[int] = 0x04
-    CODE: ClassVar[int] = 0x0B
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x0B)
+    NAME = "message.flush"
     session_header: SessionHeader
     destination: str | None
     """destination"""
 
     def __init__(
-        self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
-        destination: str | None = None,
+        self, session_header: SessionHeader = _NEW_HEADER, destination: str | None = None
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.destination = destination
 
 
-def _r_body_message_flush(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageFlush, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "MessageFlush.session_header")
-    if end - at < 2:
-        raise _short("MessageFlush.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "MessageFlush.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_message_flush(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[MessageFlush, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "MessageFlush.packing_flags")
     at += 2
     destination: str | None = None
     if flags & 0x1:
         destination, at = _r_str8(buf, at, end, "MessageFlush.destination")
-    return (
-        MessageFlush(
-            session_header=session_header,
-            destination=destination,
-        ),
-        at,
-    )
+    return MessageFlush(session_header, destination), at
 
 
 def _e_message_flush(msg: MessageFlush) -> bytes:
     """MessageFlush's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x04\x0b\x01\x01\x00\x00" if session_header.sync else b"\x04\x0b\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x04\x0b\x01\x01\x00\x00" if sh.sync else b"\x04\x0b\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x04\x0b")
-        _w_session_header(out, session_header, "MessageFlush.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x04\x0b", sh, "MessageFlush.session_header", 2)
     flags = 0
     start = len(out) - 2
-    destination = msg.destination
-    if destination is not None:
+    if (destination := msg.destination) is not None:
         flags |= 0x1
         _w_str8(out, destination, "MessageFlush.destination")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class MessageStop(_Record):
+class MessageStop(_Command):
     """message.stop: command, class code 0x04 (4), code 0x0c (12).
 
     On receipt of this command, a producer of messages MUST set his credit to zero for the given destination. When notifying of completion, credit MUST be zero and no further messages will be sent until such a time as further credit is received.
@@ -2278,75 +1598,41 @@ class MessageStop(_Record):
 
     __slots__ = ("session_header", "destination")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x04, 0x0C)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "message.stop"
-    CLASS_CODE: ClassVar[int] = 0x04
-    CODE: ClassVar[int] = 0x0C
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x04, 0x0C)
+    NAME = "message.stop"
     session_header: SessionHeader
     destination: str | None
     """destination"""
 
     def __init__(
-        self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
-        destination: str | None = None,
+        self, session_header: SessionHeader = _NEW_HEADER, destination: str | None = None
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.destination = destination
 
 
-def _r_body_message_stop(buf: bytes | memoryview, at: int, end: int) -> tuple[MessageStop, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "MessageStop.session_header")
-    if end - at < 2:
-        raise _short("MessageStop.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "MessageStop.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_message_stop(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[MessageStop, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "MessageStop.packing_flags")
     at += 2
     destination: str | None = None
     if flags & 0x1:
         destination, at = _r_str8(buf, at, end, "MessageStop.destination")
-    return (
-        MessageStop(
-            session_header=session_header,
-            destination=destination,
-        ),
-        at,
-    )
+    return MessageStop(session_header, destination), at
 
 
 def _e_message_stop(msg: MessageStop) -> bytes:
     """MessageStop's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x04\x0c\x01\x01\x00\x00" if session_header.sync else b"\x04\x0c\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x04\x0c\x01\x01\x00\x00" if sh.sync else b"\x04\x0c\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x04\x0c")
-        _w_session_header(out, session_header, "MessageStop.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x04\x0c", sh, "MessageStop.session_header", 2)
     flags = 0
     start = len(out) - 2
-    destination = msg.destination
-    if destination is not None:
+    if (destination := msg.destination) is not None:
         flags |= 0x1
         _w_str8(out, destination, "MessageStop.destination")
     out[start] = flags  # the second octet names no field: it stays 0

@@ -9,32 +9,28 @@ which dispatches to the readers and writers here.
 from __future__ import annotations
 
 import struct
-from typing import Any, ClassVar, TypeAlias
 
-from ..errors import DecodeError
 from ..values import (
     Typed,
-    _bad,
+    _bad_flags,
+    _Command,
+    _not_bool,
     _r_map,
-    _r_size,
+    _r_sized,
     _r_str8,
-    _r_uint32,
-    _Record,
     _short,
-    _sized,
+    _Struct,
     _w_map,
+    _w_sized,
     _w_str8,
     _w_uint32,
 )
-from .session import _NEW_SESSION_HEADER, SessionHeader, _r_session_header, _w_session_header
-
-# a class, where a field called `type` would hide the builtin from typing.get_type_hints()
-_Class: TypeAlias = type[Any]
+from .session import _NEW_HEADER, SessionHeader, _w_command_head
 
 _UINT32 = struct.Struct(">I")
 
 
-class QueueQueryResult(_Record):
+class QueueQueryResult(_Struct):
     """queue.queue-query-result: struct, class code 0x08 (8), code 0x01 (1).
 
     This is sent in response to queue.query, and conveys the requested information about a queue. If no queue with the specified name exists then none of the fields within the returned result struct will be populated.
@@ -53,13 +49,10 @@ class QueueQueryResult(_Record):
         "subscriber_count",
     )
 
-    IDENT: ClassVar[tuple[int, int]] = (0x08, 0x01)
-    KIND: ClassVar[str] = "struct"
-    STRUCT: ClassVar[str] = "queue.queue-query-result"
-    SIZE: ClassVar[int] = 4  # octets of its size prefix
-    PACK: ClassVar[int] = 2  # octets of its packing flags
-    CLASS_CODE: ClassVar[int | None] = 8
-    CODE: ClassVar[int | None] = 1
+    CLASS_CODE, CODE = IDENT = (0x08, 0x01)
+    STRUCT = "queue.queue-query-result"
+    SIZE = 4
+    PACK = 2
     queue: str | None
     """queue (required): Reports the name of the queue."""
     alternate_exchange: str | None
@@ -79,7 +72,6 @@ class QueueQueryResult(_Record):
 
     def __init__(
         self,
-        *,
         queue: str | None = None,
         alternate_exchange: str | None = None,
         durable: bool = False,
@@ -102,13 +94,8 @@ class QueueQueryResult(_Record):
 def _r_body_queue_queue_query_result(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[QueueQueryResult, int]:
-    if end - at < 2:
-        raise _short("QueueQueryResult.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0xFF:
-        raise DecodeError(
-            "QueueQueryResult.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0xFF:
+        raise _bad_flags(buf, at, end, 2, "QueueQueryResult.packing_flags")
     at += 2
     queue: str | None = None
     if flags & 0x1:
@@ -124,28 +111,24 @@ def _r_body_queue_queue_query_result(
         arguments, at = _r_map(buf, at, end, "QueueQueryResult.arguments")
     message_count: int | None = None
     if flags & 0x40:
-        if end - at >= 4:
-            message_count = _UINT32.unpack_from(buf, at)[0]
-            at += 4
-        else:  # too short: the reader's DecodeError
-            message_count, at = _r_uint32(buf, at, end, "QueueQueryResult.message_count")
+        if end - at < 4:
+            raise _short("QueueQueryResult.message_count", at, end, 4)
+        message_count, at = _UINT32.unpack_from(buf, at)[0], at + 4
     subscriber_count: int | None = None
     if flags & 0x80:
-        if end - at >= 4:
-            subscriber_count = _UINT32.unpack_from(buf, at)[0]
-            at += 4
-        else:  # too short: the reader's DecodeError
-            subscriber_count, at = _r_uint32(buf, at, end, "QueueQueryResult.subscriber_count")
+        if end - at < 4:
+            raise _short("QueueQueryResult.subscriber_count", at, end, 4)
+        subscriber_count, at = _UINT32.unpack_from(buf, at)[0], at + 4
     return (
         QueueQueryResult(
-            queue=queue,
-            alternate_exchange=alternate_exchange,
-            durable=durable,
-            exclusive=exclusive,
-            auto_delete=auto_delete,
-            arguments=arguments,
-            message_count=message_count,
-            subscriber_count=subscriber_count,
+            queue,
+            alternate_exchange,
+            durable,
+            exclusive,
+            auto_delete,
+            arguments,
+            message_count,
+            subscriber_count,
         ),
         at,
     )
@@ -155,36 +138,25 @@ def _w_body_queue_queue_query_result(out: bytearray, msg: QueueQueryResult) -> N
     flags = 0
     start = len(out)
     out += b"\x00\x00"
-    queue = msg.queue
-    if queue is not None:
+    if (queue := msg.queue) is not None:
         flags |= 0x1
         _w_str8(out, queue, "QueueQueryResult.queue")
-    alternate_exchange = msg.alternate_exchange
-    if alternate_exchange is not None:
+    if (alternate_exchange := msg.alternate_exchange) is not None:
         flags |= 0x2
         _w_str8(out, alternate_exchange, "QueueQueryResult.alternate_exchange")
-    if msg.durable is True:
-        flags |= 0x4
-    elif msg.durable is not False:
-        raise _bad("QueueQueryResult.durable", msg.durable, "a bool")
-    if msg.exclusive is True:
-        flags |= 0x8
-    elif msg.exclusive is not False:
-        raise _bad("QueueQueryResult.exclusive", msg.exclusive, "a bool")
-    if msg.auto_delete is True:
-        flags |= 0x10
-    elif msg.auto_delete is not False:
-        raise _bad("QueueQueryResult.auto_delete", msg.auto_delete, "a bool")
-    arguments = msg.arguments
-    if arguments is not None:
+    if (bit := msg.durable) is not False:
+        flags |= 0x4 if bit is True else _not_bool("QueueQueryResult.durable", bit)
+    if (bit := msg.exclusive) is not False:
+        flags |= 0x8 if bit is True else _not_bool("QueueQueryResult.exclusive", bit)
+    if (bit := msg.auto_delete) is not False:
+        flags |= 0x10 if bit is True else _not_bool("QueueQueryResult.auto_delete", bit)
+    if (arguments := msg.arguments) is not None:
         flags |= 0x20
         _w_map(out, arguments, "QueueQueryResult.arguments")
-    message_count = msg.message_count
-    if message_count is not None:
+    if (message_count := msg.message_count) is not None:
         flags |= 0x40
         _w_uint32(out, message_count, "QueueQueryResult.message_count")
-    subscriber_count = msg.subscriber_count
-    if subscriber_count is not None:
+    if (subscriber_count := msg.subscriber_count) is not None:
         flags |= 0x80
         _w_uint32(out, subscriber_count, "QueueQueryResult.subscriber_count")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -193,34 +165,14 @@ def _w_body_queue_queue_query_result(out: bytearray, msg: QueueQueryResult) -> N
 def _r_queue_queue_query_result(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[QueueQueryResult, int]:
-    size, at = _r_size(buf, at, end, 4, path)
-    limit = at + size
-    if limit - at < 2:
-        raise _short(f"{path}.code", at, limit, 2)
-    if (buf[at], buf[at + 1]) != (0x08, 0x01):
-        raise DecodeError(
-            f"{path}.code", at, f"codes {buf[at]}, {buf[at + 1]}: not QueueQueryResult's 8, 1"
-        )
-    at += 2
-    value, at = _r_body_queue_queue_query_result(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(buf, at, end, path, QueueQueryResult, _r_body_queue_queue_query_result)
 
 
 def _w_queue_queue_query_result(out: bytearray, value: QueueQueryResult, path: str) -> None:
-    if value.__class__ is not QueueQueryResult and not isinstance(value, QueueQueryResult):
-        raise _bad(path, value, "a QueueQueryResult")
-    start = len(out)
-    out += b"\x00\x00\x00\x00\x08\x01"  # size, then codes
-    _w_body_queue_queue_query_result(out, value)
-    size = len(out) - start - 4
-    if size >= 0x100000000:
-        _sized(out, start, 4, path)  # its EncodeError
-    out[start : start + 4] = size.to_bytes(4, "big")
+    _w_sized(out, value, path, QueueQueryResult, _w_body_queue_queue_query_result)
 
 
-class QueueDeclare(_Record):
+class QueueDeclare(_Command):
     """queue.declare: command, class code 0x08 (8), code 0x01 (1).
 
     This command creates or checks a queue. When creating a new queue the client can specify various properties that control the durability of the queue and its contents, and the level of sharing for the queue.
@@ -239,17 +191,8 @@ class QueueDeclare(_Record):
         "arguments",
     )
 
-    IDENT: ClassVar[tuple[int, int]] = (0x08, 0x01)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "queue.declare"
-    CLASS_CODE: ClassVar[int] = 0x08
-    CODE: ClassVar[int] = 0x01
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x08, 0x01)
+    NAME = "queue.declare"
     session_header: SessionHeader
     queue: str | None
     """queue (required)"""
@@ -270,8 +213,7 @@ If this field is set and the exclusive field is not set the queue is deleted whe
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         queue: str | None = None,
         alternate_exchange: str | None = None,
         passive: bool = False,
@@ -280,9 +222,7 @@ If this field is set and the exclusive field is not set the queue is deleted whe
         auto_delete: bool = False,
         arguments: dict[str, Typed] | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.queue = queue
         self.alternate_exchange = alternate_exchange
         self.passive = passive
@@ -292,20 +232,11 @@ If this field is set and the exclusive field is not set the queue is deleted whe
         self.arguments = arguments
 
 
-def _r_body_queue_declare(buf: bytes | memoryview, at: int, end: int) -> tuple[QueueDeclare, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "QueueDeclare.session_header")
-    if end - at < 2:
-        raise _short("QueueDeclare.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x7F:
-        raise DecodeError(
-            "QueueDeclare.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_queue_declare(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[QueueDeclare, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x7F:
+        raise _bad_flags(buf, at, end, 2, "QueueDeclare.packing_flags")
     at += 2
     queue: str | None = None
     if flags & 0x1:
@@ -322,14 +253,14 @@ def _r_body_queue_declare(buf: bytes | memoryview, at: int, end: int) -> tuple[Q
         arguments, at = _r_map(buf, at, end, "QueueDeclare.arguments")
     return (
         QueueDeclare(
-            session_header=session_header,
-            queue=queue,
-            alternate_exchange=alternate_exchange,
-            passive=passive,
-            durable=durable,
-            exclusive=exclusive,
-            auto_delete=auto_delete,
-            arguments=arguments,
+            session_header,
+            queue,
+            alternate_exchange,
+            passive,
+            durable,
+            exclusive,
+            auto_delete,
+            arguments,
         ),
         at,
     )
@@ -337,50 +268,35 @@ def _r_body_queue_declare(buf: bytes | memoryview, at: int, end: int) -> tuple[Q
 
 def _e_queue_declare(msg: QueueDeclare) -> bytes:
     """QueueDeclare's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x08\x01\x01\x01\x00\x00" if session_header.sync else b"\x08\x01\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x08\x01\x01\x01\x00\x00" if sh.sync else b"\x08\x01\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x08\x01")
-        _w_session_header(out, session_header, "QueueDeclare.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x08\x01", sh, "QueueDeclare.session_header", 2)
     flags = 0
     start = len(out) - 2
-    queue = msg.queue
-    if queue is not None:
+    if (queue := msg.queue) is not None:
         flags |= 0x1
         _w_str8(out, queue, "QueueDeclare.queue")
-    alternate_exchange = msg.alternate_exchange
-    if alternate_exchange is not None:
+    if (alternate_exchange := msg.alternate_exchange) is not None:
         flags |= 0x2
         _w_str8(out, alternate_exchange, "QueueDeclare.alternate_exchange")
-    if msg.passive is True:
-        flags |= 0x4
-    elif msg.passive is not False:
-        raise _bad("QueueDeclare.passive", msg.passive, "a bool")
-    if msg.durable is True:
-        flags |= 0x8
-    elif msg.durable is not False:
-        raise _bad("QueueDeclare.durable", msg.durable, "a bool")
-    if msg.exclusive is True:
-        flags |= 0x10
-    elif msg.exclusive is not False:
-        raise _bad("QueueDeclare.exclusive", msg.exclusive, "a bool")
-    if msg.auto_delete is True:
-        flags |= 0x20
-    elif msg.auto_delete is not False:
-        raise _bad("QueueDeclare.auto_delete", msg.auto_delete, "a bool")
-    arguments = msg.arguments
-    if arguments is not None:
+    if (bit := msg.passive) is not False:
+        flags |= 0x4 if bit is True else _not_bool("QueueDeclare.passive", bit)
+    if (bit := msg.durable) is not False:
+        flags |= 0x8 if bit is True else _not_bool("QueueDeclare.durable", bit)
+    if (bit := msg.exclusive) is not False:
+        flags |= 0x10 if bit is True else _not_bool("QueueDeclare.exclusive", bit)
+    if (bit := msg.auto_delete) is not False:
+        flags |= 0x20 if bit is True else _not_bool("QueueDeclare.auto_delete", bit)
+    if (arguments := msg.arguments) is not None:
         flags |= 0x40
         _w_map(out, arguments, "QueueDeclare.arguments")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class QueueDelete(_Record):
+class QueueDelete(_Command):
     """queue.delete: command, class code 0x08 (8), code 0x02 (2).
 
     This command deletes a queue. When a queue is deleted any pending messages are sent to the alternate-exchange if defined, or discarded if it is not.
@@ -390,17 +306,8 @@ class QueueDelete(_Record):
 
     __slots__ = ("session_header", "queue", "if_unused", "if_empty")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x08, 0x02)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "queue.delete"
-    CLASS_CODE: ClassVar[int] = 0x08
-    CODE: ClassVar[int] = 0x02
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x08, 0x02)
+    NAME = "queue.delete"
     session_header: SessionHeader
     queue: str | None
     """queue (required): Specifies the name of the queue to delete."""
@@ -411,81 +318,52 @@ class QueueDelete(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         queue: str | None = None,
         if_unused: bool = False,
         if_empty: bool = False,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.queue = queue
         self.if_unused = if_unused
         self.if_empty = if_empty
 
 
-def _r_body_queue_delete(buf: bytes | memoryview, at: int, end: int) -> tuple[QueueDelete, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "QueueDelete.session_header")
-    if end - at < 2:
-        raise _short("QueueDelete.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x7:
-        raise DecodeError(
-            "QueueDelete.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_queue_delete(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[QueueDelete, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x7:
+        raise _bad_flags(buf, at, end, 2, "QueueDelete.packing_flags")
     at += 2
     queue: str | None = None
     if flags & 0x1:
         queue, at = _r_str8(buf, at, end, "QueueDelete.queue")
     if_unused = bool(flags & 0x2)
     if_empty = bool(flags & 0x4)
-    return (
-        QueueDelete(
-            session_header=session_header,
-            queue=queue,
-            if_unused=if_unused,
-            if_empty=if_empty,
-        ),
-        at,
-    )
+    return QueueDelete(session_header, queue, if_unused, if_empty), at
 
 
 def _e_queue_delete(msg: QueueDelete) -> bytes:
     """QueueDelete's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x08\x02\x01\x01\x00\x00" if session_header.sync else b"\x08\x02\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x08\x02\x01\x01\x00\x00" if sh.sync else b"\x08\x02\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x08\x02")
-        _w_session_header(out, session_header, "QueueDelete.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x08\x02", sh, "QueueDelete.session_header", 2)
     flags = 0
     start = len(out) - 2
-    queue = msg.queue
-    if queue is not None:
+    if (queue := msg.queue) is not None:
         flags |= 0x1
         _w_str8(out, queue, "QueueDelete.queue")
-    if msg.if_unused is True:
-        flags |= 0x2
-    elif msg.if_unused is not False:
-        raise _bad("QueueDelete.if_unused", msg.if_unused, "a bool")
-    if msg.if_empty is True:
-        flags |= 0x4
-    elif msg.if_empty is not False:
-        raise _bad("QueueDelete.if_empty", msg.if_empty, "a bool")
+    if (bit := msg.if_unused) is not False:
+        flags |= 0x2 if bit is True else _not_bool("QueueDelete.if_unused", bit)
+    if (bit := msg.if_empty) is not False:
+        flags |= 0x4 if bit is True else _not_bool("QueueDelete.if_empty", bit)
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class QueuePurge(_Record):
+class QueuePurge(_Command):
     """queue.purge: command, class code 0x08 (8), code 0x03 (3).
 
     This command removes all messages from a queue. It does not cancel subscribers. Purged messages are deleted without any formal "undo" mechanism.
@@ -495,82 +373,48 @@ class QueuePurge(_Record):
 
     __slots__ = ("session_header", "queue")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x08, 0x03)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "queue.purge"
-    CLASS_CODE: ClassVar[int] = 0x08
-    CODE: ClassVar[int] = 0x03
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x08, 0x03)
+    NAME = "queue.purge"
     session_header: SessionHeader
     queue: str | None
     """queue (required): Specifies the name of the queue to purge."""
 
     def __init__(
-        self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
-        queue: str | None = None,
+        self, session_header: SessionHeader = _NEW_HEADER, queue: str | None = None
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.queue = queue
 
 
-def _r_body_queue_purge(buf: bytes | memoryview, at: int, end: int) -> tuple[QueuePurge, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "QueuePurge.session_header")
-    if end - at < 2:
-        raise _short("QueuePurge.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "QueuePurge.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_queue_purge(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[QueuePurge, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "QueuePurge.packing_flags")
     at += 2
     queue: str | None = None
     if flags & 0x1:
         queue, at = _r_str8(buf, at, end, "QueuePurge.queue")
-    return (
-        QueuePurge(
-            session_header=session_header,
-            queue=queue,
-        ),
-        at,
-    )
+    return QueuePurge(session_header, queue), at
 
 
 def _e_queue_purge(msg: QueuePurge) -> bytes:
     """QueuePurge's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x08\x03\x01\x01\x00\x00" if session_header.sync else b"\x08\x03\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x08\x03\x01\x01\x00\x00" if sh.sync else b"\x08\x03\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x08\x03")
-        _w_session_header(out, session_header, "QueuePurge.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x08\x03", sh, "QueuePurge.session_header", 2)
     flags = 0
     start = len(out) - 2
-    queue = msg.queue
-    if queue is not None:
+    if (queue := msg.queue) is not None:
         flags |= 0x1
         _w_str8(out, queue, "QueuePurge.queue")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class QueueQuery(_Record):
+class QueueQuery(_Command):
     """queue.query: command, class code 0x08 (8), code 0x04 (4).
 
     This command requests information about a queue.
@@ -580,75 +424,42 @@ class QueueQuery(_Record):
 
     __slots__ = ("session_header", "queue")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x08, 0x04)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "queue.query"
-    CLASS_CODE: ClassVar[int] = 0x08
-    CODE: ClassVar[int] = 0x04
-    RESULT: ClassVar[_Class | None] = QueueQueryResult
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x08, 0x04)
+    NAME = "queue.query"
+    RESULT = QueueQueryResult
     session_header: SessionHeader
     queue: str | None
     """queue (required): the queried queue"""
 
     def __init__(
-        self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
-        queue: str | None = None,
+        self, session_header: SessionHeader = _NEW_HEADER, queue: str | None = None
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.queue = queue
 
 
-def _r_body_queue_query(buf: bytes | memoryview, at: int, end: int) -> tuple[QueueQuery, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "QueueQuery.session_header")
-    if end - at < 2:
-        raise _short("QueueQuery.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "QueueQuery.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_queue_query(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[QueueQuery, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "QueueQuery.packing_flags")
     at += 2
     queue: str | None = None
     if flags & 0x1:
         queue, at = _r_str8(buf, at, end, "QueueQuery.queue")
-    return (
-        QueueQuery(
-            session_header=session_header,
-            queue=queue,
-        ),
-        at,
-    )
+    return QueueQuery(session_header, queue), at
 
 
 def _e_queue_query(msg: QueueQuery) -> bytes:
     """QueueQuery's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x08\x04\x01\x01\x00\x00" if session_header.sync else b"\x08\x04\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x08\x04\x01\x01\x00\x00" if sh.sync else b"\x08\x04\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x08\x04")
-        _w_session_header(out, session_header, "QueueQuery.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x08\x04", sh, "QueueQuery.session_header", 2)
     flags = 0
     start = len(out) - 2
-    queue = msg.queue
-    if queue is not None:
+    if (queue := msg.queue) is not None:
         flags |= 0x1
         _w_str8(out, queue, "QueueQuery.queue")
     out[start] = flags  # the second octet names no field: it stays 0

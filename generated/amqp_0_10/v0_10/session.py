@@ -9,28 +9,26 @@ which dispatches to the readers and writers here.
 from __future__ import annotations
 
 import struct
-from typing import Any, ClassVar
+from typing import Any
 
-from ..errors import DecodeError
 from ..values import (
     Array,
     _bad,
+    _bad_flags,
+    _Control,
+    _not_bool,
     _r_array,
     _r_byte_ranges,
-    _r_sequence_no,
     _r_sequence_set,
-    _r_size,
-    _r_uint8,
-    _r_uint32,
-    _r_uint64,
+    _r_sized,
     _r_vbin16,
-    _Record,
     _short,
-    _sized,
+    _Struct,
     _w_array,
     _w_byte_ranges,
     _w_sequence_no,
     _w_sequence_set,
+    _w_sized,
     _w_uint8,
     _w_uint32,
     _w_uint64,
@@ -61,10 +59,19 @@ class _NewSessionHeader:
         return "SessionHeader()"
 
 
-_NEW_SESSION_HEADER: Any = _NewSessionHeader()
+_NEW_HEADER: Any = _NewSessionHeader()
 
 
-class SessionHeader(_Record):
+def _w_command_head(codes: bytes, session_header: Any, path: str, pack: int) -> bytearray:
+    """A command's codes, its session header by the general writer (its checks and
+    EncodeErrors), then `pack` octets for its packing flags."""
+    out = bytearray(codes)
+    _w_session_header(out, session_header, path)
+    out += bytes(pack)
+    return out
+
+
+class SessionHeader(_Struct):
     """session.header: struct.
 
     The session header appears on commands after the class and command id, but prior to command arguments.
@@ -74,77 +81,44 @@ class SessionHeader(_Record):
 
     __slots__ = ("sync",)
 
-    IDENT: ClassVar[tuple[int, ...]] = ()
-    KIND: ClassVar[str] = "struct"
-    STRUCT: ClassVar[str] = "session.header"
-    SIZE: ClassVar[int] = 1  # octets of its size prefix
-    PACK: ClassVar[int] = 1  # octets of its packing flags
-    CLASS_CODE: ClassVar[int | None] = None
-    CODE: ClassVar[int | None] = None
+    STRUCT = "session.header"
+    SIZE = 1
+    PACK = 1
     sync: bool
     """sync: Request notification of completion for this command."""
 
-    def __init__(
-        self,
-        *,
-        sync: bool = False,
-    ) -> None:
+    def __init__(self, sync: bool = False) -> None:
         self.sync = sync
 
 
 def _r_body_session_header(buf: bytes | memoryview, at: int, end: int) -> tuple[SessionHeader, int]:
-    if end - at < 1:
-        raise _short("SessionHeader.packing_flags", at, end, 1)
-    flags = buf[at]
-    if flags & ~0x1:
-        raise DecodeError(
-            "SessionHeader.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 1 or (flags := buf[at]) & ~0x1:
+        raise _bad_flags(buf, at, end, 1, "SessionHeader.packing_flags")
     at += 1
     sync = bool(flags & 0x1)
-    return (
-        SessionHeader(
-            sync=sync,
-        ),
-        at,
-    )
+    return SessionHeader(sync), at
 
 
 def _w_body_session_header(out: bytearray, msg: SessionHeader) -> None:
     flags = 0
     start = len(out)
     out += b"\x00"
-    if msg.sync is True:
-        flags |= 0x1
-    elif msg.sync is not False:
-        raise _bad("SessionHeader.sync", msg.sync, "a bool")
+    if (bit := msg.sync) is not False:
+        flags |= 0x1 if bit is True else _not_bool("SessionHeader.sync", bit)
     out[start] = flags
 
 
 def _r_session_header(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[SessionHeader, int]:
-    size, at = _r_size(buf, at, end, 1, path)
-    limit = at + size
-    value, at = _r_body_session_header(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(buf, at, end, path, SessionHeader, _r_body_session_header)
 
 
 def _w_session_header(out: bytearray, value: SessionHeader, path: str) -> None:
-    if value.__class__ is not SessionHeader and not isinstance(value, SessionHeader):
-        raise _bad(path, value, "a SessionHeader")
-    start = len(out)
-    out += b"\x00"  # size, then codes
-    _w_body_session_header(out, value)
-    size = len(out) - start - 1
-    if size > 0xFF:
-        _sized(out, start, 1, path)  # its EncodeError
-    out[start] = size
+    _w_sized(out, value, path, SessionHeader, _w_body_session_header)
 
 
-class SessionCommandFragment(_Record):
+class SessionCommandFragment(_Struct):
     """session.command-fragment: struct.
 
     byte-ranges within a set of commands
@@ -154,24 +128,15 @@ class SessionCommandFragment(_Record):
 
     __slots__ = ("command_id", "byte_ranges")
 
-    IDENT: ClassVar[tuple[int, ...]] = ()
-    KIND: ClassVar[str] = "struct"
-    STRUCT: ClassVar[str] = "session.command-fragment"
-    SIZE: ClassVar[int] = 0  # octets of its size prefix
-    PACK: ClassVar[int] = 0  # octets of its packing flags
-    CLASS_CODE: ClassVar[int | None] = None
-    CODE: ClassVar[int | None] = None
+    STRUCT = "session.command-fragment"
+    SIZE = 0
+    PACK = 0
     command_id: int
     """command-id (required)"""
     byte_ranges: list[tuple[int, int]]
     """byte-ranges (required)"""
 
-    def __init__(
-        self,
-        *,
-        command_id: int,
-        byte_ranges: list[tuple[int, int]],
-    ) -> None:
+    def __init__(self, command_id: int, byte_ranges: list[tuple[int, int]]) -> None:
         self.command_id = command_id
         self.byte_ranges = byte_ranges
 
@@ -179,23 +144,15 @@ class SessionCommandFragment(_Record):
 def _r_body_session_command_fragment(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[SessionCommandFragment, int]:
-    if end - at >= 4:
-        command_id = _SEQUENCE_NO.unpack_from(buf, at)[0]
-        at += 4
-    else:  # too short: the reader's DecodeError
-        command_id, at = _r_sequence_no(buf, at, end, "SessionCommandFragment.command_id")
+    if end - at < 4:
+        raise _short("SessionCommandFragment.command_id", at, end, 4)
+    command_id, at = _SEQUENCE_NO.unpack_from(buf, at)[0], at + 4
     if end - at >= 2 and (size := buf[at] << 8 | buf[at + 1]) <= end - at - 2 and not size % 16:
         byte_ranges = list(_BYTE_RANGES_PAIR.iter_unpack(buf[at + 2 : at + 2 + size]))
         at += 2 + size
     else:  # the reader's DecodeError
         byte_ranges, at = _r_byte_ranges(buf, at, end, "SessionCommandFragment.byte_ranges")
-    return (
-        SessionCommandFragment(
-            command_id=command_id,
-            byte_ranges=byte_ranges,
-        ),
-        at,
-    )
+    return SessionCommandFragment(command_id, byte_ranges), at
 
 
 def _w_body_session_command_fragment(out: bytearray, msg: SessionCommandFragment) -> None:
@@ -229,7 +186,7 @@ def _w_session_command_fragment(out: bytearray, value: SessionCommandFragment, p
     _w_body_session_command_fragment(out, value)
 
 
-class SessionAttach(_Record):
+class SessionAttach(_Control):
     """session.attach: control, class code 0x02 (2), code 0x01 (1).
 
     Requests that the current transport be attached to the named session. Success or failure will be indicated with an attached or detached response. This control is idempotent.
@@ -239,46 +196,27 @@ class SessionAttach(_Record):
 
     __slots__ = ("name", "force")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x02, 0x01)
-    KIND: ClassVar[str] = "control"
-    NAME: ClassVar[str] = "session.attach"
-    CLASS_CODE: ClassVar[int] = 0x02
-    CODE: ClassVar[int] = 0x01
+    CLASS_CODE, CODE = IDENT = (0x02, 0x01)
+    NAME = "session.attach"
     name: bytes | None
     """name (required): Identifies the session to be attached to the current transport."""
     force: bool
     """force: If set then a busy session will be forcibly detached from its other transport and reattached to the current transport."""
 
-    def __init__(
-        self,
-        *,
-        name: bytes | None = None,
-        force: bool = False,
-    ) -> None:
+    def __init__(self, name: bytes | None = None, force: bool = False) -> None:
         self.name = name
         self.force = force
 
 
 def _r_body_session_attach(buf: bytes | memoryview, at: int, end: int) -> tuple[SessionAttach, int]:
-    if end - at < 2:
-        raise _short("SessionAttach.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x3:
-        raise DecodeError(
-            "SessionAttach.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x3:
+        raise _bad_flags(buf, at, end, 2, "SessionAttach.packing_flags")
     at += 2
     name: bytes | None = None
     if flags & 0x1:
         name, at = _r_vbin16(buf, at, end, "SessionAttach.name")
     force = bool(flags & 0x2)
-    return (
-        SessionAttach(
-            name=name,
-            force=force,
-        ),
-        at,
-    )
+    return SessionAttach(name, force), at
 
 
 def _e_session_attach(msg: SessionAttach) -> bytes:
@@ -286,19 +224,16 @@ def _e_session_attach(msg: SessionAttach) -> bytes:
     out = bytearray(b"\x02\x01\x00\x00")
     flags = 0
     start = len(out) - 2
-    name = msg.name
-    if name is not None:
+    if (name := msg.name) is not None:
         flags |= 0x1
         _w_vbin16(out, name, "SessionAttach.name")
-    if msg.force is True:
-        flags |= 0x2
-    elif msg.force is not False:
-        raise _bad("SessionAttach.force", msg.force, "a bool")
+    if (bit := msg.force) is not False:
+        flags |= 0x2 if bit is True else _not_bool("SessionAttach.force", bit)
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class SessionAttached(_Record):
+class SessionAttached(_Control):
     """session.attached: control, class code 0x02 (2), code 0x02 (2).
 
     Confirms successful attachment of the transport to the named session.
@@ -308,42 +243,25 @@ class SessionAttached(_Record):
 
     __slots__ = ("name",)
 
-    IDENT: ClassVar[tuple[int, int]] = (0x02, 0x02)
-    KIND: ClassVar[str] = "control"
-    NAME: ClassVar[str] = "session.attached"
-    CLASS_CODE: ClassVar[int] = 0x02
-    CODE: ClassVar[int] = 0x02
+    CLASS_CODE, CODE = IDENT = (0x02, 0x02)
+    NAME = "session.attached"
     name: bytes | None
     """name (required): Identifies the session now attached to the current transport."""
 
-    def __init__(
-        self,
-        *,
-        name: bytes | None = None,
-    ) -> None:
+    def __init__(self, name: bytes | None = None) -> None:
         self.name = name
 
 
 def _r_body_session_attached(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[SessionAttached, int]:
-    if end - at < 2:
-        raise _short("SessionAttached.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "SessionAttached.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "SessionAttached.packing_flags")
     at += 2
     name: bytes | None = None
     if flags & 0x1:
         name, at = _r_vbin16(buf, at, end, "SessionAttached.name")
-    return (
-        SessionAttached(
-            name=name,
-        ),
-        at,
-    )
+    return SessionAttached(name), at
 
 
 def _e_session_attached(msg: SessionAttached) -> bytes:
@@ -351,15 +269,14 @@ def _e_session_attached(msg: SessionAttached) -> bytes:
     out = bytearray(b"\x02\x02\x00\x00")
     flags = 0
     start = len(out) - 2
-    name = msg.name
-    if name is not None:
+    if (name := msg.name) is not None:
         flags |= 0x1
         _w_vbin16(out, name, "SessionAttached.name")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class SessionDetach(_Record):
+class SessionDetach(_Control):
     """session.detach: control, class code 0x02 (2), code 0x03 (3).
 
     Detaches the current transport from the named session.
@@ -369,40 +286,23 @@ class SessionDetach(_Record):
 
     __slots__ = ("name",)
 
-    IDENT: ClassVar[tuple[int, int]] = (0x02, 0x03)
-    KIND: ClassVar[str] = "control"
-    NAME: ClassVar[str] = "session.detach"
-    CLASS_CODE: ClassVar[int] = 0x02
-    CODE: ClassVar[int] = 0x03
+    CLASS_CODE, CODE = IDENT = (0x02, 0x03)
+    NAME = "session.detach"
     name: bytes | None
     """name (required): Identifies the session to detach."""
 
-    def __init__(
-        self,
-        *,
-        name: bytes | None = None,
-    ) -> None:
+    def __init__(self, name: bytes | None = None) -> None:
         self.name = name
 
 
 def _r_body_session_detach(buf: bytes | memoryview, at: int, end: int) -> tuple[SessionDetach, int]:
-    if end - at < 2:
-        raise _short("SessionDetach.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "SessionDetach.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "SessionDetach.packing_flags")
     at += 2
     name: bytes | None = None
     if flags & 0x1:
         name, at = _r_vbin16(buf, at, end, "SessionDetach.name")
-    return (
-        SessionDetach(
-            name=name,
-        ),
-        at,
-    )
+    return SessionDetach(name), at
 
 
 def _e_session_detach(msg: SessionDetach) -> bytes:
@@ -410,15 +310,14 @@ def _e_session_detach(msg: SessionDetach) -> bytes:
     out = bytearray(b"\x02\x03\x00\x00")
     flags = 0
     start = len(out) - 2
-    name = msg.name
-    if name is not None:
+    if (name := msg.name) is not None:
         flags |= 0x1
         _w_vbin16(out, name, "SessionDetach.name")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class SessionDetached(_Record):
+class SessionDetached(_Control):
     """session.detached: control, class code 0x02 (2), code 0x04 (4).
 
     Confirms detachment of the current transport from the named session.
@@ -428,21 +327,15 @@ class SessionDetached(_Record):
 
     __slots__ = ("name", "code")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x02, 0x04)
-    KIND: ClassVar[str] = "control"
-    NAME: ClassVar[str] = "session.detached"
-    CLASS_CODE: ClassVar[int] = 0x02
-    CODE: ClassVar[int] = 0x04
+    CLASS_CODE, CODE = IDENT = (0x02, 0x04)
+    NAME = "session.detached"
     name: bytes | None
     """name (required): Identifies the detached session."""
     code: SessionDetachCode | int | None
     """code (required): Identifies the reason for detaching from the named session."""
 
     def __init__(
-        self,
-        *,
-        name: bytes | None = None,
-        code: SessionDetachCode | int | None = None,
+        self, name: bytes | None = None, code: SessionDetachCode | int | None = None
     ) -> None:
         self.name = name
         self.code = code
@@ -451,32 +344,19 @@ class SessionDetached(_Record):
 def _r_body_session_detached(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[SessionDetached, int]:
-    if end - at < 2:
-        raise _short("SessionDetached.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x3:
-        raise DecodeError(
-            "SessionDetached.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x3:
+        raise _bad_flags(buf, at, end, 2, "SessionDetached.packing_flags")
     at += 2
     name: bytes | None = None
     if flags & 0x1:
         name, at = _r_vbin16(buf, at, end, "SessionDetached.name")
     code: SessionDetachCode | int | None = None
     if flags & 0x2:
-        if end - at >= 1:
-            code_value = buf[at]
-            at += 1
-        else:  # too short: the reader's DecodeError
-            code_value, at = _r_uint8(buf, at, end, "SessionDetached.code")
+        if end - at < 1:
+            raise _short("SessionDetached.code", at, end, 1)
+        code_value, at = buf[at], at + 1
         code = _SessionDetachCode.get(code_value, code_value)
-    return (
-        SessionDetached(
-            name=name,
-            code=code,
-        ),
-        at,
-    )
+    return SessionDetached(name, code), at
 
 
 def _e_session_detached(msg: SessionDetached) -> bytes:
@@ -484,12 +364,10 @@ def _e_session_detached(msg: SessionDetached) -> bytes:
     out = bytearray(b"\x02\x04\x00\x00")
     flags = 0
     start = len(out) - 2
-    name = msg.name
-    if name is not None:
+    if (name := msg.name) is not None:
         flags |= 0x1
         _w_vbin16(out, name, "SessionDetached.name")
-    code = msg.code
-    if code is not None:
+    if (code := msg.code) is not None:
         flags |= 0x2
         if code.__class__ is not bool and isinstance(code, int) and 0 <= code <= 0xFF:
             out.append(code)
@@ -499,7 +377,7 @@ def _e_session_detached(msg: SessionDetached) -> bytes:
     return bytes(out)
 
 
-class SessionRequestTimeout(_Record):
+class SessionRequestTimeout(_Control):
     """session.request-timeout: control, class code 0x02 (2), code 0x05 (5).
 
     This control may be sent by either the sender or receiver of commands. It requests that the execution timeout be changed. This is the minimum amount of time that a peer must preserve execution state for a detached session.
@@ -509,48 +387,27 @@ class SessionRequestTimeout(_Record):
 
     __slots__ = ("timeout",)
 
-    IDENT: ClassVar[tuple[int, int]] = (0x02, 0x05)
-    KIND: ClassVar[str] = "control"
-    NAME: ClassVar[str] = "session.request-timeout"
-    CLASS_CODE: ClassVar[int] = 0x02
-    CODE: ClassVar[int] = 0x05
+    CLASS_CODE, CODE = IDENT = (0x02, 0x05)
+    NAME = "session.request-timeout"
     timeout: int | None
     """timeout: The requested timeout for execution state in seconds. If not set, this control requests that execution state is preserved indefinitely."""
 
-    def __init__(
-        self,
-        *,
-        timeout: int | None = None,
-    ) -> None:
+    def __init__(self, timeout: int | None = None) -> None:
         self.timeout = timeout
 
 
 def _r_body_session_request_timeout(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[SessionRequestTimeout, int]:
-    if end - at < 2:
-        raise _short("SessionRequestTimeout.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "SessionRequestTimeout.packing_flags",
-            at,
-            f"flags 0x{flags:x} name fields it does not have",
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "SessionRequestTimeout.packing_flags")
     at += 2
     timeout: int | None = None
     if flags & 0x1:
-        if end - at >= 4:
-            timeout = _UINT32.unpack_from(buf, at)[0]
-            at += 4
-        else:  # too short: the reader's DecodeError
-            timeout, at = _r_uint32(buf, at, end, "SessionRequestTimeout.timeout")
-    return (
-        SessionRequestTimeout(
-            timeout=timeout,
-        ),
-        at,
-    )
+        if end - at < 4:
+            raise _short("SessionRequestTimeout.timeout", at, end, 4)
+        timeout, at = _UINT32.unpack_from(buf, at)[0], at + 4
+    return SessionRequestTimeout(timeout), at
 
 
 def _e_session_request_timeout(msg: SessionRequestTimeout) -> bytes:
@@ -558,15 +415,14 @@ def _e_session_request_timeout(msg: SessionRequestTimeout) -> bytes:
     out = bytearray(b"\x02\x05\x00\x00")
     flags = 0
     start = len(out) - 2
-    timeout = msg.timeout
-    if timeout is not None:
+    if (timeout := msg.timeout) is not None:
         flags |= 0x1
         _w_uint32(out, timeout, "SessionRequestTimeout.timeout")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class SessionTimeout(_Record):
+class SessionTimeout(_Control):
     """session.timeout: control, class code 0x02 (2), code 0x06 (6).
 
     This control may be sent by the either the sender or receiver of commands. It is a one-to-one reply to the request-timeout control that indicates the granted timeout for execution state.
@@ -576,46 +432,27 @@ class SessionTimeout(_Record):
 
     __slots__ = ("timeout",)
 
-    IDENT: ClassVar[tuple[int, int]] = (0x02, 0x06)
-    KIND: ClassVar[str] = "control"
-    NAME: ClassVar[str] = "session.timeout"
-    CLASS_CODE: ClassVar[int] = 0x02
-    CODE: ClassVar[int] = 0x06
+    CLASS_CODE, CODE = IDENT = (0x02, 0x06)
+    NAME = "session.timeout"
     timeout: int | None
     """timeout: The timeout for execution state. If not set, then execution state is preserved indefinitely."""
 
-    def __init__(
-        self,
-        *,
-        timeout: int | None = None,
-    ) -> None:
+    def __init__(self, timeout: int | None = None) -> None:
         self.timeout = timeout
 
 
 def _r_body_session_timeout(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[SessionTimeout, int]:
-    if end - at < 2:
-        raise _short("SessionTimeout.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "SessionTimeout.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "SessionTimeout.packing_flags")
     at += 2
     timeout: int | None = None
     if flags & 0x1:
-        if end - at >= 4:
-            timeout = _UINT32.unpack_from(buf, at)[0]
-            at += 4
-        else:  # too short: the reader's DecodeError
-            timeout, at = _r_uint32(buf, at, end, "SessionTimeout.timeout")
-    return (
-        SessionTimeout(
-            timeout=timeout,
-        ),
-        at,
-    )
+        if end - at < 4:
+            raise _short("SessionTimeout.timeout", at, end, 4)
+        timeout, at = _UINT32.unpack_from(buf, at)[0], at + 4
+    return SessionTimeout(timeout), at
 
 
 def _e_session_timeout(msg: SessionTimeout) -> bytes:
@@ -623,15 +460,14 @@ def _e_session_timeout(msg: SessionTimeout) -> bytes:
     out = bytearray(b"\x02\x06\x00\x00")
     flags = 0
     start = len(out) - 2
-    timeout = msg.timeout
-    if timeout is not None:
+    if (timeout := msg.timeout) is not None:
         flags |= 0x1
         _w_uint32(out, timeout, "SessionTimeout.timeout")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class SessionCommandPoint(_Record):
+class SessionCommandPoint(_Control):
     """session.command-point: control, class code 0x02 (2), code 0x07 (7).
 
     This control is sent by the sender of commands and handled by the receiver of commands. This establishes the sequence numbers associated with all subsequent command data sent from the sender to the receiver. The subsequent command data will be numbered starting with the values supplied in this control and proceeding sequentially. This must be used at least once prior to sending any command data on newly attached transports.
@@ -641,22 +477,14 @@ class SessionCommandPoint(_Record):
 
     __slots__ = ("command_id", "command_offset")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x02, 0x07)
-    KIND: ClassVar[str] = "control"
-    NAME: ClassVar[str] = "session.command-point"
-    CLASS_CODE: ClassVar[int] = 0x02
-    CODE: ClassVar[int] = 0x07
+    CLASS_CODE, CODE = IDENT = (0x02, 0x07)
+    NAME = "session.command-point"
     command_id: int | None
     """command-id (required): the command-id of the next command"""
     command_offset: int | None
     """command-offset (required): the byte offset within the command"""
 
-    def __init__(
-        self,
-        *,
-        command_id: int | None = None,
-        command_offset: int | None = None,
-    ) -> None:
+    def __init__(self, command_id: int | None = None, command_offset: int | None = None) -> None:
         self.command_id = command_id
         self.command_offset = command_offset
 
@@ -664,37 +492,20 @@ class SessionCommandPoint(_Record):
 def _r_body_session_command_point(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[SessionCommandPoint, int]:
-    if end - at < 2:
-        raise _short("SessionCommandPoint.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x3:
-        raise DecodeError(
-            "SessionCommandPoint.packing_flags",
-            at,
-            f"flags 0x{flags:x} name fields it does not have",
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x3:
+        raise _bad_flags(buf, at, end, 2, "SessionCommandPoint.packing_flags")
     at += 2
     command_id: int | None = None
     if flags & 0x1:
-        if end - at >= 4:
-            command_id = _SEQUENCE_NO.unpack_from(buf, at)[0]
-            at += 4
-        else:  # too short: the reader's DecodeError
-            command_id, at = _r_sequence_no(buf, at, end, "SessionCommandPoint.command_id")
+        if end - at < 4:
+            raise _short("SessionCommandPoint.command_id", at, end, 4)
+        command_id, at = _SEQUENCE_NO.unpack_from(buf, at)[0], at + 4
     command_offset: int | None = None
     if flags & 0x2:
-        if end - at >= 8:
-            command_offset = _UINT64.unpack_from(buf, at)[0]
-            at += 8
-        else:  # too short: the reader's DecodeError
-            command_offset, at = _r_uint64(buf, at, end, "SessionCommandPoint.command_offset")
-    return (
-        SessionCommandPoint(
-            command_id=command_id,
-            command_offset=command_offset,
-        ),
-        at,
-    )
+        if end - at < 8:
+            raise _short("SessionCommandPoint.command_offset", at, end, 8)
+        command_offset, at = _UINT64.unpack_from(buf, at)[0], at + 8
+    return SessionCommandPoint(command_id, command_offset), at
 
 
 def _e_session_command_point(msg: SessionCommandPoint) -> bytes:
@@ -702,19 +513,17 @@ def _e_session_command_point(msg: SessionCommandPoint) -> bytes:
     out = bytearray(b"\x02\x07\x00\x00")
     flags = 0
     start = len(out) - 2
-    command_id = msg.command_id
-    if command_id is not None:
+    if (command_id := msg.command_id) is not None:
         flags |= 0x1
         _w_sequence_no(out, command_id, "SessionCommandPoint.command_id")
-    command_offset = msg.command_offset
-    if command_offset is not None:
+    if (command_offset := msg.command_offset) is not None:
         flags |= 0x2
         _w_uint64(out, command_offset, "SessionCommandPoint.command_offset")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class SessionExpected(_Record):
+class SessionExpected(_Control):
     """session.expected: control, class code 0x02 (2), code 0x08 (8).
 
     This control is sent by the receiver of commands and handled by the sender of commands. It informs the sender of what commands and command fragments are expected at the receiver. This control is only sent in response to a flush control with the expected flag set. The expected control is never sent spontaneously.
@@ -724,21 +533,15 @@ class SessionExpected(_Record):
 
     __slots__ = ("commands", "fragments")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x02, 0x08)
-    KIND: ClassVar[str] = "control"
-    NAME: ClassVar[str] = "session.expected"
-    CLASS_CODE: ClassVar[int] = 0x02
-    CODE: ClassVar[int] = 0x08
+    CLASS_CODE, CODE = IDENT = (0x02, 0x08)
+    NAME = "session.expected"
     commands: list[tuple[int, int]] | None
     """commands (required): expected commands"""
     fragments: Array | None
     """fragments: expected fragments"""
 
     def __init__(
-        self,
-        *,
-        commands: list[tuple[int, int]] | None = None,
-        fragments: Array | None = None,
+        self, commands: list[tuple[int, int]] | None = None, fragments: Array | None = None
     ) -> None:
         self.commands = commands
         self.fragments = fragments
@@ -747,13 +550,8 @@ class SessionExpected(_Record):
 def _r_body_session_expected(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[SessionExpected, int]:
-    if end - at < 2:
-        raise _short("SessionExpected.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x3:
-        raise DecodeError(
-            "SessionExpected.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x3:
+        raise _bad_flags(buf, at, end, 2, "SessionExpected.packing_flags")
     at += 2
     commands: list[tuple[int, int]] | None = None
     if flags & 0x1:
@@ -765,13 +563,7 @@ def _r_body_session_expected(
     fragments: Array | None = None
     if flags & 0x2:
         fragments, at = _r_array(buf, at, end, "SessionExpected.fragments")
-    return (
-        SessionExpected(
-            commands=commands,
-            fragments=fragments,
-        ),
-        at,
-    )
+    return SessionExpected(commands, fragments), at
 
 
 def _e_session_expected(msg: SessionExpected) -> bytes:
@@ -779,8 +571,7 @@ def _e_session_expected(msg: SessionExpected) -> bytes:
     out = bytearray(b"\x02\x08\x00\x00")
     flags = 0
     start = len(out) - 2
-    commands = msg.commands
-    if commands is not None:
+    if (commands := msg.commands) is not None:
         flags |= 0x1
         if commands.__class__ is list and len(commands) <= 8191:
             mark = len(out)
@@ -793,15 +584,14 @@ def _e_session_expected(msg: SessionExpected) -> bytes:
                 _w_sequence_set(out, commands, "SessionExpected.commands")
         else:  # the writer's checks and EncodeErrors
             _w_sequence_set(out, commands, "SessionExpected.commands")
-    fragments = msg.fragments
-    if fragments is not None:
+    if (fragments := msg.fragments) is not None:
         flags |= 0x2
         _w_array(out, fragments, "SessionExpected.fragments")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class SessionConfirmed(_Record):
+class SessionConfirmed(_Control):
     """session.confirmed: control, class code 0x02 (2), code 0x09 (9).
 
     This control is sent by the receiver of commands and handled by the sender of commands. This sends the set of commands that will definitely be completed by this peer to the sender. This excludes commands known by the receiver to be considered confirmed or complete at the sender.
@@ -819,21 +609,15 @@ class SessionConfirmed(_Record):
 
     __slots__ = ("commands", "fragments")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x02, 0x09)
-    KIND: ClassVar[str] = "control"
-    NAME: ClassVar[str] = "session.confirmed"
-    CLASS_CODE: ClassVar[int] = 0x02
-    CODE: ClassVar[int] = 0x09
+    CLASS_CODE, CODE = IDENT = (0x02, 0x09)
+    NAME = "session.confirmed"
     commands: list[tuple[int, int]] | None
     """commands: entirely confirmed commands"""
     fragments: Array | None
     """fragments: partially confirmed commands"""
 
     def __init__(
-        self,
-        *,
-        commands: list[tuple[int, int]] | None = None,
-        fragments: Array | None = None,
+        self, commands: list[tuple[int, int]] | None = None, fragments: Array | None = None
     ) -> None:
         self.commands = commands
         self.fragments = fragments
@@ -842,13 +626,8 @@ class SessionConfirmed(_Record):
 def _r_body_session_confirmed(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[SessionConfirmed, int]:
-    if end - at < 2:
-        raise _short("SessionConfirmed.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x3:
-        raise DecodeError(
-            "SessionConfirmed.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x3:
+        raise _bad_flags(buf, at, end, 2, "SessionConfirmed.packing_flags")
     at += 2
     commands: list[tuple[int, int]] | None = None
     if flags & 0x1:
@@ -860,13 +639,7 @@ def _r_body_session_confirmed(
     fragments: Array | None = None
     if flags & 0x2:
         fragments, at = _r_array(buf, at, end, "SessionConfirmed.fragments")
-    return (
-        SessionConfirmed(
-            commands=commands,
-            fragments=fragments,
-        ),
-        at,
-    )
+    return SessionConfirmed(commands, fragments), at
 
 
 def _e_session_confirmed(msg: SessionConfirmed) -> bytes:
@@ -874,8 +647,7 @@ def _e_session_confirmed(msg: SessionConfirmed) -> bytes:
     out = bytearray(b"\x02\x09\x00\x00")
     flags = 0
     start = len(out) - 2
-    commands = msg.commands
-    if commands is not None:
+    if (commands := msg.commands) is not None:
         flags |= 0x1
         if commands.__class__ is list and len(commands) <= 8191:
             mark = len(out)
@@ -888,15 +660,14 @@ def _e_session_confirmed(msg: SessionConfirmed) -> bytes:
                 _w_sequence_set(out, commands, "SessionConfirmed.commands")
         else:  # the writer's checks and EncodeErrors
             _w_sequence_set(out, commands, "SessionConfirmed.commands")
-    fragments = msg.fragments
-    if fragments is not None:
+    if (fragments := msg.fragments) is not None:
         flags |= 0x2
         _w_array(out, fragments, "SessionConfirmed.fragments")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class SessionCompleted(_Record):
+class SessionCompleted(_Control):
     """session.completed: control, class code 0x02 (2), code 0x0a (10).
 
     This control is sent by the receiver of commands, and handled by the sender of commands. It informs the sender of all commands completed by the receiver. This excludes commands known by the receiver to be considered complete at the sender.
@@ -906,21 +677,15 @@ class SessionCompleted(_Record):
 
     __slots__ = ("commands", "timely_reply")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x02, 0x0A)
-    KIND: ClassVar[str] = "control"
-    NAME: ClassVar[str] = "session.completed"
-    CLASS_CODE: ClassVar[int] = 0x02
-    CODE: ClassVar[int] = 0x0A
+    CLASS_CODE, CODE = IDENT = (0x02, 0x0A)
+    NAME = "session.completed"
     commands: list[tuple[int, int]] | None
     """commands: The ids of all completed commands. This excludes commands known by the receiver to be considered complete at the sender."""
     timely_reply: bool
     """timely-reply: If set, the sender is no longer free to delay the known-completed reply."""
 
     def __init__(
-        self,
-        *,
-        commands: list[tuple[int, int]] | None = None,
-        timely_reply: bool = False,
+        self, commands: list[tuple[int, int]] | None = None, timely_reply: bool = False
     ) -> None:
         self.commands = commands
         self.timely_reply = timely_reply
@@ -929,13 +694,8 @@ class SessionCompleted(_Record):
 def _r_body_session_completed(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[SessionCompleted, int]:
-    if end - at < 2:
-        raise _short("SessionCompleted.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x3:
-        raise DecodeError(
-            "SessionCompleted.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x3:
+        raise _bad_flags(buf, at, end, 2, "SessionCompleted.packing_flags")
     at += 2
     commands: list[tuple[int, int]] | None = None
     if flags & 0x1:
@@ -945,13 +705,7 @@ def _r_body_session_completed(
         else:  # the reader's DecodeError
             commands, at = _r_sequence_set(buf, at, end, "SessionCompleted.commands")
     timely_reply = bool(flags & 0x2)
-    return (
-        SessionCompleted(
-            commands=commands,
-            timely_reply=timely_reply,
-        ),
-        at,
-    )
+    return SessionCompleted(commands, timely_reply), at
 
 
 def _e_session_completed(msg: SessionCompleted) -> bytes:
@@ -959,8 +713,7 @@ def _e_session_completed(msg: SessionCompleted) -> bytes:
     out = bytearray(b"\x02\x0a\x00\x00")
     flags = 0
     start = len(out) - 2
-    commands = msg.commands
-    if commands is not None:
+    if (commands := msg.commands) is not None:
         flags |= 0x1
         if commands.__class__ is list and len(commands) <= 8191:
             mark = len(out)
@@ -973,15 +726,13 @@ def _e_session_completed(msg: SessionCompleted) -> bytes:
                 _w_sequence_set(out, commands, "SessionCompleted.commands")
         else:  # the writer's checks and EncodeErrors
             _w_sequence_set(out, commands, "SessionCompleted.commands")
-    if msg.timely_reply is True:
-        flags |= 0x2
-    elif msg.timely_reply is not False:
-        raise _bad("SessionCompleted.timely_reply", msg.timely_reply, "a bool")
+    if (bit := msg.timely_reply) is not False:
+        flags |= 0x2 if bit is True else _not_bool("SessionCompleted.timely_reply", bit)
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class SessionKnownCompleted(_Record):
+class SessionKnownCompleted(_Control):
     """session.known-completed: control, class code 0x02 (2), code 0x0b (11).
 
     This control is sent by the sender of commands, and handled by the receiver of commands. It is sent in reply to one or more completed controls from the receiver. It informs the receiver that commands are known to be completed by the sender.
@@ -991,34 +742,20 @@ class SessionKnownCompleted(_Record):
 
     __slots__ = ("commands",)
 
-    IDENT: ClassVar[tuple[int, int]] = (0x02, 0x0B)
-    KIND: ClassVar[str] = "control"
-    NAME: ClassVar[str] = "session.known-completed"
-    CLASS_CODE: ClassVar[int] = 0x02
-    CODE: ClassVar[int] = 0x0B
+    CLASS_CODE, CODE = IDENT = (0x02, 0x0B)
+    NAME = "session.known-completed"
     commands: list[tuple[int, int]] | None
     """commands: The set of completed commands for one or more session.completed controls."""
 
-    def __init__(
-        self,
-        *,
-        commands: list[tuple[int, int]] | None = None,
-    ) -> None:
+    def __init__(self, commands: list[tuple[int, int]] | None = None) -> None:
         self.commands = commands
 
 
 def _r_body_session_known_completed(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[SessionKnownCompleted, int]:
-    if end - at < 2:
-        raise _short("SessionKnownCompleted.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "SessionKnownCompleted.packing_flags",
-            at,
-            f"flags 0x{flags:x} name fields it does not have",
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "SessionKnownCompleted.packing_flags")
     at += 2
     commands: list[tuple[int, int]] | None = None
     if flags & 0x1:
@@ -1027,12 +764,7 @@ def _r_body_session_known_completed(
             at += 2 + size
         else:  # the reader's DecodeError
             commands, at = _r_sequence_set(buf, at, end, "SessionKnownCompleted.commands")
-    return (
-        SessionKnownCompleted(
-            commands=commands,
-        ),
-        at,
-    )
+    return SessionKnownCompleted(commands), at
 
 
 def _e_session_known_completed(msg: SessionKnownCompleted) -> bytes:
@@ -1040,8 +772,7 @@ def _e_session_known_completed(msg: SessionKnownCompleted) -> bytes:
     out = bytearray(b"\x02\x0b\x00\x00")
     flags = 0
     start = len(out) - 2
-    commands = msg.commands
-    if commands is not None:
+    if (commands := msg.commands) is not None:
         flags |= 0x1
         if commands.__class__ is list and len(commands) <= 8191:
             mark = len(out)
@@ -1058,7 +789,7 @@ def _e_session_known_completed(msg: SessionKnownCompleted) -> bytes:
     return bytes(out)
 
 
-class SessionFlush(_Record):
+class SessionFlush(_Control):
     """session.flush: control, class code 0x02 (2), code 0x0c (12).
 
     This control is sent by the sender of commands and handled by the receiver of commands. It requests that the receiver produce the indicated command sets. The receiver should issue the indicated sets at the earliest possible opportunity.
@@ -1068,11 +799,8 @@ class SessionFlush(_Record):
 
     __slots__ = ("expected", "confirmed", "completed")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x02, 0x0C)
-    KIND: ClassVar[str] = "control"
-    NAME: ClassVar[str] = "session.flush"
-    CLASS_CODE: ClassVar[int] = 0x02
-    CODE: ClassVar[int] = 0x0C
+    CLASS_CODE, CODE = IDENT = (0x02, 0x0C)
+    NAME = "session.flush"
     expected: bool
     """expected: request notification of expected commands"""
     confirmed: bool
@@ -1081,11 +809,7 @@ class SessionFlush(_Record):
     """completed: request notification of completed commands"""
 
     def __init__(
-        self,
-        *,
-        expected: bool = False,
-        confirmed: bool = False,
-        completed: bool = False,
+        self, expected: bool = False, confirmed: bool = False, completed: bool = False
     ) -> None:
         self.expected = expected
         self.confirmed = confirmed
@@ -1093,25 +817,13 @@ class SessionFlush(_Record):
 
 
 def _r_body_session_flush(buf: bytes | memoryview, at: int, end: int) -> tuple[SessionFlush, int]:
-    if end - at < 2:
-        raise _short("SessionFlush.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x7:
-        raise DecodeError(
-            "SessionFlush.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x7:
+        raise _bad_flags(buf, at, end, 2, "SessionFlush.packing_flags")
     at += 2
     expected = bool(flags & 0x1)
     confirmed = bool(flags & 0x2)
     completed = bool(flags & 0x4)
-    return (
-        SessionFlush(
-            expected=expected,
-            confirmed=confirmed,
-            completed=completed,
-        ),
-        at,
-    )
+    return SessionFlush(expected, confirmed, completed), at
 
 
 def _e_session_flush(msg: SessionFlush) -> bytes:
@@ -1119,23 +831,17 @@ def _e_session_flush(msg: SessionFlush) -> bytes:
     out = bytearray(b"\x02\x0c\x00\x00")
     flags = 0
     start = len(out) - 2
-    if msg.expected is True:
-        flags |= 0x1
-    elif msg.expected is not False:
-        raise _bad("SessionFlush.expected", msg.expected, "a bool")
-    if msg.confirmed is True:
-        flags |= 0x2
-    elif msg.confirmed is not False:
-        raise _bad("SessionFlush.confirmed", msg.confirmed, "a bool")
-    if msg.completed is True:
-        flags |= 0x4
-    elif msg.completed is not False:
-        raise _bad("SessionFlush.completed", msg.completed, "a bool")
+    if (bit := msg.expected) is not False:
+        flags |= 0x1 if bit is True else _not_bool("SessionFlush.expected", bit)
+    if (bit := msg.confirmed) is not False:
+        flags |= 0x2 if bit is True else _not_bool("SessionFlush.confirmed", bit)
+    if (bit := msg.completed) is not False:
+        flags |= 0x4 if bit is True else _not_bool("SessionFlush.completed", bit)
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class SessionGap(_Record):
+class SessionGap(_Control):
     """session.gap: control, class code 0x02 (2), code 0x0d (13).
 
     This control is sent by the sender of commands and handled by the receiver of commands. It sends command ranges for which there will be no further data forthcoming. The receiver should proceed with the next available commands that arrive after the gap.
@@ -1145,30 +851,18 @@ class SessionGap(_Record):
 
     __slots__ = ("commands",)
 
-    IDENT: ClassVar[tuple[int, int]] = (0x02, 0x0D)
-    KIND: ClassVar[str] = "control"
-    NAME: ClassVar[str] = "session.gap"
-    CLASS_CODE: ClassVar[int] = 0x02
-    CODE: ClassVar[int] = 0x0D
+    CLASS_CODE, CODE = IDENT = (0x02, 0x0D)
+    NAME = "session.gap"
     commands: list[tuple[int, int]] | None
     """commands: The set of command-ids that are contained in this gap."""
 
-    def __init__(
-        self,
-        *,
-        commands: list[tuple[int, int]] | None = None,
-    ) -> None:
+    def __init__(self, commands: list[tuple[int, int]] | None = None) -> None:
         self.commands = commands
 
 
 def _r_body_session_gap(buf: bytes | memoryview, at: int, end: int) -> tuple[SessionGap, int]:
-    if end - at < 2:
-        raise _short("SessionGap.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "SessionGap.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "SessionGap.packing_flags")
     at += 2
     commands: list[tuple[int, int]] | None = None
     if flags & 0x1:
@@ -1177,12 +871,7 @@ def _r_body_session_gap(buf: bytes | memoryview, at: int, end: int) -> tuple[Ses
             at += 2 + size
         else:  # the reader's DecodeError
             commands, at = _r_sequence_set(buf, at, end, "SessionGap.commands")
-    return (
-        SessionGap(
-            commands=commands,
-        ),
-        at,
-    )
+    return SessionGap(commands), at
 
 
 def _e_session_gap(msg: SessionGap) -> bytes:
@@ -1190,8 +879,7 @@ def _e_session_gap(msg: SessionGap) -> bytes:
     out = bytearray(b"\x02\x0d\x00\x00")
     flags = 0
     start = len(out) - 2
-    commands = msg.commands
-    if commands is not None:
+    if (commands := msg.commands) is not None:
         flags |= 0x1
         if commands.__class__ is list and len(commands) <= 8191:
             mark = len(out)

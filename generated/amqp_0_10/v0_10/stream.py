@@ -9,25 +9,20 @@ which dispatches to the readers and writers here.
 from __future__ import annotations
 
 import struct
-from typing import Any, ClassVar, TypeAlias
 
-from ..errors import DecodeError
 from ..values import (
     Typed,
-    _bad,
-    _r_datetime,
+    _bad_flags,
+    _Command,
+    _not_bool,
     _r_map,
-    _r_size,
+    _r_sized,
     _r_str8,
-    _r_uint8,
-    _r_uint16,
-    _r_uint32,
-    _r_uint64,
-    _Record,
     _short,
-    _sized,
+    _Struct,
     _w_datetime,
     _w_map,
+    _w_sized,
     _w_str8,
     _w_uint8,
     _w_uint16,
@@ -35,10 +30,7 @@ from ..values import (
     _w_uint64,
 )
 from .enums import StreamReturnCode
-from .session import _NEW_SESSION_HEADER, SessionHeader, _r_session_header, _w_session_header
-
-# a class, where a field called `type` would hide the builtin from typing.get_type_hints()
-_Class: TypeAlias = type[Any]
+from .session import _NEW_HEADER, SessionHeader, _w_command_head
 
 _UINT16 = struct.Struct(">H")
 _UINT32 = struct.Struct(">I")
@@ -48,7 +40,7 @@ _DATETIME = struct.Struct(">q")
 _StreamReturnCode: dict[int, StreamReturnCode] = {m.value: m for m in StreamReturnCode}
 
 
-class StreamProperties(_Record):
+class StreamProperties(_Struct):
     """stream.stream-properties: struct, class code 0x0a (10), code 0x01 (1).
 
     Spec: specs/amqp-0-10/amqp.0-10.xml:6253:5
@@ -56,13 +48,10 @@ class StreamProperties(_Record):
 
     __slots__ = ("content_type", "content_encoding", "headers", "priority", "timestamp")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x0A, 0x01)
-    KIND: ClassVar[str] = "struct"
-    STRUCT: ClassVar[str] = "stream.stream-properties"
-    SIZE: ClassVar[int] = 4  # octets of its size prefix
-    PACK: ClassVar[int] = 2  # octets of its packing flags
-    CLASS_CODE: ClassVar[int | None] = 10
-    CODE: ClassVar[int | None] = 1
+    CLASS_CODE, CODE = IDENT = (0x0A, 0x01)
+    STRUCT = "stream.stream-properties"
+    SIZE = 4
+    PACK = 2
     content_type: str | None
     """content-type: MIME content type"""
     content_encoding: str | None
@@ -76,7 +65,6 @@ class StreamProperties(_Record):
 
     def __init__(
         self,
-        *,
         content_type: str | None = None,
         content_encoding: str | None = None,
         headers: dict[str, Typed] | None = None,
@@ -93,13 +81,8 @@ class StreamProperties(_Record):
 def _r_body_stream_stream_properties(
     buf: bytes | memoryview, at: int, end: int
 ) -> tuple[StreamProperties, int]:
-    if end - at < 2:
-        raise _short("StreamProperties.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1F:
-        raise DecodeError(
-            "StreamProperties.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1F:
+        raise _bad_flags(buf, at, end, 2, "StreamProperties.packing_flags")
     at += 2
     content_type: str | None = None
     if flags & 0x1:
@@ -112,55 +95,37 @@ def _r_body_stream_stream_properties(
         headers, at = _r_map(buf, at, end, "StreamProperties.headers")
     priority: int | None = None
     if flags & 0x8:
-        if end - at >= 1:
-            priority = buf[at]
-            at += 1
-        else:  # too short: the reader's DecodeError
-            priority, at = _r_uint8(buf, at, end, "StreamProperties.priority")
+        if end - at < 1:
+            raise _short("StreamProperties.priority", at, end, 1)
+        priority, at = buf[at], at + 1
     timestamp: int | None = None
     if flags & 0x10:
-        if end - at >= 8:
-            timestamp = _DATETIME.unpack_from(buf, at)[0]
-            at += 8
-        else:  # too short: the reader's DecodeError
-            timestamp, at = _r_datetime(buf, at, end, "StreamProperties.timestamp")
-    return (
-        StreamProperties(
-            content_type=content_type,
-            content_encoding=content_encoding,
-            headers=headers,
-            priority=priority,
-            timestamp=timestamp,
-        ),
-        at,
-    )
+        if end - at < 8:
+            raise _short("StreamProperties.timestamp", at, end, 8)
+        timestamp, at = _DATETIME.unpack_from(buf, at)[0], at + 8
+    return StreamProperties(content_type, content_encoding, headers, priority, timestamp), at
 
 
 def _w_body_stream_stream_properties(out: bytearray, msg: StreamProperties) -> None:
     flags = 0
     start = len(out)
     out += b"\x00\x00"
-    content_type = msg.content_type
-    if content_type is not None:
+    if (content_type := msg.content_type) is not None:
         flags |= 0x1
         _w_str8(out, content_type, "StreamProperties.content_type")
-    content_encoding = msg.content_encoding
-    if content_encoding is not None:
+    if (content_encoding := msg.content_encoding) is not None:
         flags |= 0x2
         _w_str8(out, content_encoding, "StreamProperties.content_encoding")
-    headers = msg.headers
-    if headers is not None:
+    if (headers := msg.headers) is not None:
         flags |= 0x4
         _w_map(out, headers, "StreamProperties.headers")
-    priority = msg.priority
-    if priority is not None:
+    if (priority := msg.priority) is not None:
         flags |= 0x8
         if priority.__class__ is not bool and isinstance(priority, int) and 0 <= priority <= 0xFF:
             out.append(priority)
         else:  # the writer's EncodeError
             _w_uint8(out, priority, "StreamProperties.priority")
-    timestamp = msg.timestamp
-    if timestamp is not None:
+    if (timestamp := msg.timestamp) is not None:
         flags |= 0x10
         _w_datetime(out, timestamp, "StreamProperties.timestamp")
     out[start] = flags  # the second octet names no field: it stays 0
@@ -169,34 +134,14 @@ def _w_body_stream_stream_properties(out: bytearray, msg: StreamProperties) -> N
 def _r_stream_stream_properties(
     buf: bytes | memoryview, at: int, end: int, path: str
 ) -> tuple[StreamProperties, int]:
-    size, at = _r_size(buf, at, end, 4, path)
-    limit = at + size
-    if limit - at < 2:
-        raise _short(f"{path}.code", at, limit, 2)
-    if (buf[at], buf[at + 1]) != (0x0A, 0x01):
-        raise DecodeError(
-            f"{path}.code", at, f"codes {buf[at]}, {buf[at + 1]}: not StreamProperties's 10, 1"
-        )
-    at += 2
-    value, at = _r_body_stream_stream_properties(buf, at, limit)
-    if at != limit:
-        raise DecodeError(path, at, f"{limit - at} bytes after the struct's fields")
-    return value, at
+    return _r_sized(buf, at, end, path, StreamProperties, _r_body_stream_stream_properties)
 
 
 def _w_stream_stream_properties(out: bytearray, value: StreamProperties, path: str) -> None:
-    if value.__class__ is not StreamProperties and not isinstance(value, StreamProperties):
-        raise _bad(path, value, "a StreamProperties")
-    start = len(out)
-    out += b"\x00\x00\x00\x00\x0a\x01"  # size, then codes
-    _w_body_stream_stream_properties(out, value)
-    size = len(out) - start - 4
-    if size >= 0x100000000:
-        _sized(out, start, 4, path)  # its EncodeError
-    out[start : start + 4] = size.to_bytes(4, "big")
+    _w_sized(out, value, path, StreamProperties, _w_body_stream_stream_properties)
 
 
-class StreamQos(_Record):
+class StreamQos(_Command):
     """stream.qos: command, class code 0x0a (10), code 0x01 (1).
 
     This command requests a specific quality of service. The QoS can be specified for the current session or for all sessions on the connection. The particular properties and semantics of a qos command always depend on the content class semantics. Though the qos command could in principle apply to both peers, it is currently meaningful only for the server.
@@ -206,17 +151,8 @@ class StreamQos(_Record):
 
     __slots__ = ("session_header", "prefetch_size", "prefetch_count", "consume_rate", "global_")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x0A, 0x01)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "stream.qos"
-    CLASS_CODE: ClassVar[int] = 0x0A
-    CODE: ClassVar[int] = 0x01
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x0A, 0x01)
+    NAME = "stream.qos"
     session_header: SessionHeader
     prefetch_size: int | None
     """prefetch-size: The client can request that messages be sent in advance so that when the client finishes processing a message, the following message is already held locally, rather than needing to be sent within the session. Pre-fetching gives a performance improvement. This field specifies the pre-fetch window size in octets. May be set to zero, meaning "no specific limit". Note that other pre-fetch limits may still apply."""
@@ -229,105 +165,69 @@ class StreamQos(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         prefetch_size: int | None = None,
         prefetch_count: int | None = None,
         consume_rate: int | None = None,
         global_: bool = False,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.prefetch_size = prefetch_size
         self.prefetch_count = prefetch_count
         self.consume_rate = consume_rate
         self.global_ = global_
 
 
-def _r_body_stream_qos(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamQos, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "StreamQos.session_header")
-    if end - at < 2:
-        raise _short("StreamQos.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0xF:
-        raise DecodeError(
-            "StreamQos.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_stream_qos(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[StreamQos, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0xF:
+        raise _bad_flags(buf, at, end, 2, "StreamQos.packing_flags")
     at += 2
     prefetch_size: int | None = None
     if flags & 0x1:
-        if end - at >= 4:
-            prefetch_size = _UINT32.unpack_from(buf, at)[0]
-            at += 4
-        else:  # too short: the reader's DecodeError
-            prefetch_size, at = _r_uint32(buf, at, end, "StreamQos.prefetch_size")
+        if end - at < 4:
+            raise _short("StreamQos.prefetch_size", at, end, 4)
+        prefetch_size, at = _UINT32.unpack_from(buf, at)[0], at + 4
     prefetch_count: int | None = None
     if flags & 0x2:
-        if end - at >= 2:
-            prefetch_count = _UINT16.unpack_from(buf, at)[0]
-            at += 2
-        else:  # too short: the reader's DecodeError
-            prefetch_count, at = _r_uint16(buf, at, end, "StreamQos.prefetch_count")
+        if end - at < 2:
+            raise _short("StreamQos.prefetch_count", at, end, 2)
+        prefetch_count, at = _UINT16.unpack_from(buf, at)[0], at + 2
     consume_rate: int | None = None
     if flags & 0x4:
-        if end - at >= 4:
-            consume_rate = _UINT32.unpack_from(buf, at)[0]
-            at += 4
-        else:  # too short: the reader's DecodeError
-            consume_rate, at = _r_uint32(buf, at, end, "StreamQos.consume_rate")
+        if end - at < 4:
+            raise _short("StreamQos.consume_rate", at, end, 4)
+        consume_rate, at = _UINT32.unpack_from(buf, at)[0], at + 4
     global_ = bool(flags & 0x8)
-    return (
-        StreamQos(
-            session_header=session_header,
-            prefetch_size=prefetch_size,
-            prefetch_count=prefetch_count,
-            consume_rate=consume_rate,
-            global_=global_,
-        ),
-        at,
-    )
+    return StreamQos(session_header, prefetch_size, prefetch_count, consume_rate, global_), at
 
 
 def _e_stream_qos(msg: StreamQos) -> bytes:
     """StreamQos's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x0a\x01\x01\x01\x00\x00" if session_header.sync else b"\x0a\x01\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x0a\x01\x01\x01\x00\x00" if sh.sync else b"\x0a\x01\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x0a\x01")
-        _w_session_header(out, session_header, "StreamQos.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x0a\x01", sh, "StreamQos.session_header", 2)
     flags = 0
     start = len(out) - 2
-    prefetch_size = msg.prefetch_size
-    if prefetch_size is not None:
+    if (prefetch_size := msg.prefetch_size) is not None:
         flags |= 0x1
         _w_uint32(out, prefetch_size, "StreamQos.prefetch_size")
-    prefetch_count = msg.prefetch_count
-    if prefetch_count is not None:
+    if (prefetch_count := msg.prefetch_count) is not None:
         flags |= 0x2
         _w_uint16(out, prefetch_count, "StreamQos.prefetch_count")
-    consume_rate = msg.consume_rate
-    if consume_rate is not None:
+    if (consume_rate := msg.consume_rate) is not None:
         flags |= 0x4
         _w_uint32(out, consume_rate, "StreamQos.consume_rate")
-    if msg.global_ is True:
-        flags |= 0x8
-    elif msg.global_ is not False:
-        raise _bad("StreamQos.global_", msg.global_, "a bool")
+    if (bit := msg.global_) is not False:
+        flags |= 0x8 if bit is True else _not_bool("StreamQos.global_", bit)
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class StreamQosOk(_Record):
+class StreamQosOk(_Command):
     """stream.qos-ok: command, class code 0x0a (10), code 0x02 (2).
 
     This command tells the client that the requested QoS levels could be handled by the server. The requested QoS applies to all active consumers until a new QoS is defined.
@@ -337,67 +237,32 @@ class StreamQosOk(_Record):
 
     __slots__ = ("session_header",)
 
-    IDENT: ClassVar[tuple[int, int]] = (0x0A, 0x02)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "stream.qos-ok"
-    CLASS_CODE: ClassVar[int] = 0x0A
-    CODE: ClassVar[int] = 0x02
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x0A, 0x02)
+    NAME = "stream.qos-ok"
     session_header: SessionHeader
 
-    def __init__(
-        self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
-    ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+    def __init__(self, session_header: SessionHeader = _NEW_HEADER) -> None:
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
 
 
-def _r_body_stream_qos_ok(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamQosOk, int]:
-    if end - at >= 4 and buf[at] == 1 and buf[at + 1] < 2 and not (buf[at + 2] or buf[at + 3]):
-        # size 1, flags: sync or nothing; then no packing flags (it has no fields)
-        return StreamQosOk(session_header=SessionHeader(sync=buf[at + 1] == 1)), at + 4
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "StreamQosOk.session_header")
-    if end - at < 2:
-        raise _short("StreamQosOk.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x0:
-        raise DecodeError(
-            "StreamQosOk.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_stream_qos_ok(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[StreamQosOk, int]:
+    if end - at < 2 or buf[at] | buf[at + 1] << 8:  # it has no fields: no flag may be set
+        raise _bad_flags(buf, at, end, 2, "StreamQosOk.packing_flags")
     at += 2
-    return (
-        StreamQosOk(
-            session_header=session_header,
-        ),
-        at,
-    )
+    return StreamQosOk(session_header), at
 
 
 def _e_stream_qos_ok(msg: StreamQosOk) -> bytes:
     """StreamQosOk's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        return b"\x0a\x02\x01\x01\x00\x00" if session_header.sync else b"\x0a\x02\x01\x00\x00\x00"
-    out = bytearray(b"\x0a\x02")  # the general writer's checks and EncodeErrors
-    _w_session_header(out, session_header, "StreamQosOk.session_header")
-    out += b"\x00\x00"
-    return bytes(out)
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        return b"\x0a\x02\x01\x01\x00\x00" if sh.sync else b"\x0a\x02\x01\x00\x00\x00"
+    return bytes(_w_command_head(b"\x0a\x02", sh, "StreamQosOk.session_header", 2))
 
 
-class StreamConsume(_Record):
+class StreamConsume(_Command):
     """stream.consume: command, class code 0x0a (10), code 0x03 (3).
 
     This command asks the server to start a "consumer", which is a transient request for messages from a specific queue. Consumers last as long as the session they were created on, or until the client cancels them.
@@ -415,17 +280,8 @@ class StreamConsume(_Record):
         "arguments",
     )
 
-    IDENT: ClassVar[tuple[int, int]] = (0x0A, 0x03)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "stream.consume"
-    CLASS_CODE: ClassVar[int] = 0x0A
-    CODE: ClassVar[int] = 0x03
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x0A, 0x03)
+    NAME = "stream.consume"
     session_header: SessionHeader
     queue: str | None
     """queue: Specifies the name of the queue to consume from."""
@@ -442,8 +298,7 @@ class StreamConsume(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         queue: str | None = None,
         consumer_tag: str | None = None,
         no_local: bool = False,
@@ -451,9 +306,7 @@ class StreamConsume(_Record):
         nowait: bool = False,
         arguments: dict[str, Typed] | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.queue = queue
         self.consumer_tag = consumer_tag
         self.no_local = no_local
@@ -462,20 +315,11 @@ class StreamConsume(_Record):
         self.arguments = arguments
 
 
-def _r_body_stream_consume(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamConsume, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "StreamConsume.session_header")
-    if end - at < 2:
-        raise _short("StreamConsume.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x3F:
-        raise DecodeError(
-            "StreamConsume.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_stream_consume(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[StreamConsume, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x3F:
+        raise _bad_flags(buf, at, end, 2, "StreamConsume.packing_flags")
     at += 2
     queue: str | None = None
     if flags & 0x1:
@@ -490,61 +334,40 @@ def _r_body_stream_consume(buf: bytes | memoryview, at: int, end: int) -> tuple[
     if flags & 0x20:
         arguments, at = _r_map(buf, at, end, "StreamConsume.arguments")
     return (
-        StreamConsume(
-            session_header=session_header,
-            queue=queue,
-            consumer_tag=consumer_tag,
-            no_local=no_local,
-            exclusive=exclusive,
-            nowait=nowait,
-            arguments=arguments,
-        ),
+        StreamConsume(session_header, queue, consumer_tag, no_local, exclusive, nowait, arguments),
         at,
     )
 
 
 def _e_stream_consume(msg: StreamConsume) -> bytes:
     """StreamConsume's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x0a\x03\x01\x01\x00\x00" if session_header.sync else b"\x0a\x03\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x0a\x03\x01\x01\x00\x00" if sh.sync else b"\x0a\x03\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x0a\x03")
-        _w_session_header(out, session_header, "StreamConsume.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x0a\x03", sh, "StreamConsume.session_header", 2)
     flags = 0
     start = len(out) - 2
-    queue = msg.queue
-    if queue is not None:
+    if (queue := msg.queue) is not None:
         flags |= 0x1
         _w_str8(out, queue, "StreamConsume.queue")
-    consumer_tag = msg.consumer_tag
-    if consumer_tag is not None:
+    if (consumer_tag := msg.consumer_tag) is not None:
         flags |= 0x2
         _w_str8(out, consumer_tag, "StreamConsume.consumer_tag")
-    if msg.no_local is True:
-        flags |= 0x4
-    elif msg.no_local is not False:
-        raise _bad("StreamConsume.no_local", msg.no_local, "a bool")
-    if msg.exclusive is True:
-        flags |= 0x8
-    elif msg.exclusive is not False:
-        raise _bad("StreamConsume.exclusive", msg.exclusive, "a bool")
-    if msg.nowait is True:
-        flags |= 0x10
-    elif msg.nowait is not False:
-        raise _bad("StreamConsume.nowait", msg.nowait, "a bool")
-    arguments = msg.arguments
-    if arguments is not None:
+    if (bit := msg.no_local) is not False:
+        flags |= 0x4 if bit is True else _not_bool("StreamConsume.no_local", bit)
+    if (bit := msg.exclusive) is not False:
+        flags |= 0x8 if bit is True else _not_bool("StreamConsume.exclusive", bit)
+    if (bit := msg.nowait) is not False:
+        flags |= 0x10 if bit is True else _not_bool("StreamConsume.nowait", bit)
+    if (arguments := msg.arguments) is not None:
         flags |= 0x20
         _w_map(out, arguments, "StreamConsume.arguments")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class StreamConsumeOk(_Record):
+class StreamConsumeOk(_Command):
     """stream.consume-ok: command, class code 0x0a (10), code 0x04 (4).
 
     This command provides the client with a consumer tag which it may use in commands that work with the consumer.
@@ -554,84 +377,48 @@ class StreamConsumeOk(_Record):
 
     __slots__ = ("session_header", "consumer_tag")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x0A, 0x04)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "stream.consume-ok"
-    CLASS_CODE: ClassVar[int] = 0x0A
-    CODE: ClassVar[int] = 0x04
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x0A, 0x04)
+    NAME = "stream.consume-ok"
     session_header: SessionHeader
     consumer_tag: str | None
     """consumer-tag: Holds the consumer tag specified by the client or provided by the server."""
 
     def __init__(
-        self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
-        consumer_tag: str | None = None,
+        self, session_header: SessionHeader = _NEW_HEADER, consumer_tag: str | None = None
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.consumer_tag = consumer_tag
 
 
 def _r_body_stream_consume_ok(
-    buf: bytes | memoryview, at: int, end: int
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
 ) -> tuple[StreamConsumeOk, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "StreamConsumeOk.session_header")
-    if end - at < 2:
-        raise _short("StreamConsumeOk.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "StreamConsumeOk.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "StreamConsumeOk.packing_flags")
     at += 2
     consumer_tag: str | None = None
     if flags & 0x1:
         consumer_tag, at = _r_str8(buf, at, end, "StreamConsumeOk.consumer_tag")
-    return (
-        StreamConsumeOk(
-            session_header=session_header,
-            consumer_tag=consumer_tag,
-        ),
-        at,
-    )
+    return StreamConsumeOk(session_header, consumer_tag), at
 
 
 def _e_stream_consume_ok(msg: StreamConsumeOk) -> bytes:
     """StreamConsumeOk's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x0a\x04\x01\x01\x00\x00" if session_header.sync else b"\x0a\x04\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x0a\x04\x01\x01\x00\x00" if sh.sync else b"\x0a\x04\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x0a\x04")
-        _w_session_header(out, session_header, "StreamConsumeOk.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x0a\x04", sh, "StreamConsumeOk.session_header", 2)
     flags = 0
     start = len(out) - 2
-    consumer_tag = msg.consumer_tag
-    if consumer_tag is not None:
+    if (consumer_tag := msg.consumer_tag) is not None:
         flags |= 0x1
         _w_str8(out, consumer_tag, "StreamConsumeOk.consumer_tag")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class StreamCancel(_Record):
+class StreamCancel(_Command):
     """stream.cancel: command, class code 0x0a (10), code 0x05 (5).
 
     This command cancels a consumer. Since message delivery is asynchronous the client may continue to receive messages for a short while after cancelling a consumer. It may process or discard these as appropriate.
@@ -641,82 +428,48 @@ class StreamCancel(_Record):
 
     __slots__ = ("session_header", "consumer_tag")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x0A, 0x05)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "stream.cancel"
-    CLASS_CODE: ClassVar[int] = 0x0A
-    CODE: ClassVar[int] = 0x05
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x0A, 0x05)
+    NAME = "stream.cancel"
     session_header: SessionHeader
     consumer_tag: str | None
     """consumer-tag"""
 
     def __init__(
-        self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
-        consumer_tag: str | None = None,
+        self, session_header: SessionHeader = _NEW_HEADER, consumer_tag: str | None = None
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.consumer_tag = consumer_tag
 
 
-def _r_body_stream_cancel(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamCancel, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "StreamCancel.session_header")
-    if end - at < 2:
-        raise _short("StreamCancel.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x1:
-        raise DecodeError(
-            "StreamCancel.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_stream_cancel(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[StreamCancel, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0x1:
+        raise _bad_flags(buf, at, end, 2, "StreamCancel.packing_flags")
     at += 2
     consumer_tag: str | None = None
     if flags & 0x1:
         consumer_tag, at = _r_str8(buf, at, end, "StreamCancel.consumer_tag")
-    return (
-        StreamCancel(
-            session_header=session_header,
-            consumer_tag=consumer_tag,
-        ),
-        at,
-    )
+    return StreamCancel(session_header, consumer_tag), at
 
 
 def _e_stream_cancel(msg: StreamCancel) -> bytes:
     """StreamCancel's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x0a\x05\x01\x01\x00\x00" if session_header.sync else b"\x0a\x05\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x0a\x05\x01\x01\x00\x00" if sh.sync else b"\x0a\x05\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x0a\x05")
-        _w_session_header(out, session_header, "StreamCancel.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x0a\x05", sh, "StreamCancel.session_header", 2)
     flags = 0
     start = len(out) - 2
-    consumer_tag = msg.consumer_tag
-    if consumer_tag is not None:
+    if (consumer_tag := msg.consumer_tag) is not None:
         flags |= 0x1
         _w_str8(out, consumer_tag, "StreamCancel.consumer_tag")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class StreamPublish(_Record):
+class StreamPublish(_Command):
     """stream.publish: command, class code 0x0a (10), code 0x06 (6).
 
     This command publishes a message to a specific exchange. The message will be routed to queues as defined by the exchange configuration and distributed to any active consumers as appropriate.
@@ -726,17 +479,10 @@ class StreamPublish(_Record):
 
     __slots__ = ("session_header", "exchange", "routing_key", "mandatory", "immediate")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x0A, 0x06)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "stream.publish"
-    CLASS_CODE: ClassVar[int] = 0x0A
-    CODE: ClassVar[int] = 0x06
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = (StreamProperties,)
-    BODY: ClassVar[bool] = True
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x0A, 0x06)
+    NAME = "stream.publish"
+    HEADER = (StreamProperties,)
+    BODY = True
     session_header: SessionHeader
     exchange: str | None
     """exchange: Specifies the name of the exchange to publish to. The exchange name can be empty, meaning the default exchange. If the exchange name is specified, and that exchange does not exist, the server will raise an exception."""
@@ -749,36 +495,24 @@ class StreamPublish(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         exchange: str | None = None,
         routing_key: str | None = None,
         mandatory: bool = False,
         immediate: bool = False,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.exchange = exchange
         self.routing_key = routing_key
         self.mandatory = mandatory
         self.immediate = immediate
 
 
-def _r_body_stream_publish(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamPublish, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "StreamPublish.session_header")
-    if end - at < 2:
-        raise _short("StreamPublish.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0xF:
-        raise DecodeError(
-            "StreamPublish.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_stream_publish(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[StreamPublish, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0xF:
+        raise _bad_flags(buf, at, end, 2, "StreamPublish.packing_flags")
     at += 2
     exchange: str | None = None
     if flags & 0x1:
@@ -788,52 +522,33 @@ def _r_body_stream_publish(buf: bytes | memoryview, at: int, end: int) -> tuple[
         routing_key, at = _r_str8(buf, at, end, "StreamPublish.routing_key")
     mandatory = bool(flags & 0x4)
     immediate = bool(flags & 0x8)
-    return (
-        StreamPublish(
-            session_header=session_header,
-            exchange=exchange,
-            routing_key=routing_key,
-            mandatory=mandatory,
-            immediate=immediate,
-        ),
-        at,
-    )
+    return StreamPublish(session_header, exchange, routing_key, mandatory, immediate), at
 
 
 def _e_stream_publish(msg: StreamPublish) -> bytes:
     """StreamPublish's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x0a\x06\x01\x01\x00\x00" if session_header.sync else b"\x0a\x06\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x0a\x06\x01\x01\x00\x00" if sh.sync else b"\x0a\x06\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x0a\x06")
-        _w_session_header(out, session_header, "StreamPublish.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x0a\x06", sh, "StreamPublish.session_header", 2)
     flags = 0
     start = len(out) - 2
-    exchange = msg.exchange
-    if exchange is not None:
+    if (exchange := msg.exchange) is not None:
         flags |= 0x1
         _w_str8(out, exchange, "StreamPublish.exchange")
-    routing_key = msg.routing_key
-    if routing_key is not None:
+    if (routing_key := msg.routing_key) is not None:
         flags |= 0x2
         _w_str8(out, routing_key, "StreamPublish.routing_key")
-    if msg.mandatory is True:
-        flags |= 0x4
-    elif msg.mandatory is not False:
-        raise _bad("StreamPublish.mandatory", msg.mandatory, "a bool")
-    if msg.immediate is True:
-        flags |= 0x8
-    elif msg.immediate is not False:
-        raise _bad("StreamPublish.immediate", msg.immediate, "a bool")
+    if (bit := msg.mandatory) is not False:
+        flags |= 0x4 if bit is True else _not_bool("StreamPublish.mandatory", bit)
+    if (bit := msg.immediate) is not False:
+        flags |= 0x8 if bit is True else _not_bool("StreamPublish.immediate", bit)
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class StreamReturn(_Record):
+class StreamReturn(_Command):
     """stream.return: command, class code 0x0a (10), code 0x07 (7).
 
     This command returns an undeliverable message that was published with the "immediate" flag set, or an unroutable message published with the "mandatory" flag set. The reply code and text provide information about the reason that the message was undeliverable.
@@ -843,17 +558,10 @@ class StreamReturn(_Record):
 
     __slots__ = ("session_header", "reply_code", "reply_text", "exchange", "routing_key")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x0A, 0x07)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "stream.return"
-    CLASS_CODE: ClassVar[int] = 0x0A
-    CODE: ClassVar[int] = 0x07
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = (StreamProperties,)
-    BODY: ClassVar[bool] = True
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x0A, 0x07)
+    NAME = "stream.return"
+    HEADER = (StreamProperties,)
+    BODY = True
     session_header: SessionHeader
     reply_code: StreamReturnCode | int | None
     """reply-code"""
@@ -866,44 +574,30 @@ class StreamReturn(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         reply_code: StreamReturnCode | int | None = None,
         reply_text: str | None = None,
         exchange: str | None = None,
         routing_key: str | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.reply_code = reply_code
         self.reply_text = reply_text
         self.exchange = exchange
         self.routing_key = routing_key
 
 
-def _r_body_stream_return(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamReturn, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "StreamReturn.session_header")
-    if end - at < 2:
-        raise _short("StreamReturn.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0xF:
-        raise DecodeError(
-            "StreamReturn.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_stream_return(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[StreamReturn, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0xF:
+        raise _bad_flags(buf, at, end, 2, "StreamReturn.packing_flags")
     at += 2
     reply_code: StreamReturnCode | int | None = None
     if flags & 0x1:
-        if end - at >= 2:
-            reply_code_value = _UINT16.unpack_from(buf, at)[0]
-            at += 2
-        else:  # too short: the reader's DecodeError
-            reply_code_value, at = _r_uint16(buf, at, end, "StreamReturn.reply_code")
+        if end - at < 2:
+            raise _short("StreamReturn.reply_code", at, end, 2)
+        reply_code_value, at = _UINT16.unpack_from(buf, at)[0], at + 2
         reply_code = _StreamReturnCode.get(reply_code_value, reply_code_value)
     reply_text: str | None = None
     if flags & 0x2:
@@ -914,52 +608,35 @@ def _r_body_stream_return(buf: bytes | memoryview, at: int, end: int) -> tuple[S
     routing_key: str | None = None
     if flags & 0x8:
         routing_key, at = _r_str8(buf, at, end, "StreamReturn.routing_key")
-    return (
-        StreamReturn(
-            session_header=session_header,
-            reply_code=reply_code,
-            reply_text=reply_text,
-            exchange=exchange,
-            routing_key=routing_key,
-        ),
-        at,
-    )
+    return StreamReturn(session_header, reply_code, reply_text, exchange, routing_key), at
 
 
 def _e_stream_return(msg: StreamReturn) -> bytes:
     """StreamReturn's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x0a\x07\x01\x01\x00\x00" if session_header.sync else b"\x0a\x07\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x0a\x07\x01\x01\x00\x00" if sh.sync else b"\x0a\x07\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x0a\x07")
-        _w_session_header(out, session_header, "StreamReturn.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x0a\x07", sh, "StreamReturn.session_header", 2)
     flags = 0
     start = len(out) - 2
-    reply_code = msg.reply_code
-    if reply_code is not None:
+    if (reply_code := msg.reply_code) is not None:
         flags |= 0x1
         _w_uint16(out, reply_code, "StreamReturn.reply_code")
-    reply_text = msg.reply_text
-    if reply_text is not None:
+    if (reply_text := msg.reply_text) is not None:
         flags |= 0x2
         _w_str8(out, reply_text, "StreamReturn.reply_text")
-    exchange = msg.exchange
-    if exchange is not None:
+    if (exchange := msg.exchange) is not None:
         flags |= 0x4
         _w_str8(out, exchange, "StreamReturn.exchange")
-    routing_key = msg.routing_key
-    if routing_key is not None:
+    if (routing_key := msg.routing_key) is not None:
         flags |= 0x8
         _w_str8(out, routing_key, "StreamReturn.routing_key")
     out[start] = flags  # the second octet names no field: it stays 0
     return bytes(out)
 
 
-class StreamDeliver(_Record):
+class StreamDeliver(_Command):
     """stream.deliver: command, class code 0x0a (10), code 0x08 (8).
 
     This command delivers a message to the client, via a consumer. In the asynchronous message delivery model, the client starts a consumer using the Consume command, then the server responds with Deliver commands as and when messages arrive for that consumer.
@@ -969,17 +646,10 @@ class StreamDeliver(_Record):
 
     __slots__ = ("session_header", "consumer_tag", "delivery_tag", "exchange", "queue")
 
-    IDENT: ClassVar[tuple[int, int]] = (0x0A, 0x08)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "stream.deliver"
-    CLASS_CODE: ClassVar[int] = 0x0A
-    CODE: ClassVar[int] = 0x08
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = (StreamProperties,)
-    BODY: ClassVar[bool] = True
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x0A, 0x08)
+    NAME = "stream.deliver"
+    HEADER = (StreamProperties,)
+    BODY = True
     session_header: SessionHeader
     consumer_tag: str | None
     """consumer-tag"""
@@ -992,92 +662,61 @@ class StreamDeliver(_Record):
 
     def __init__(
         self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
+        session_header: SessionHeader = _NEW_HEADER,
         consumer_tag: str | None = None,
         delivery_tag: int | None = None,
         exchange: str | None = None,
         queue: str | None = None,
     ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
         self.consumer_tag = consumer_tag
         self.delivery_tag = delivery_tag
         self.exchange = exchange
         self.queue = queue
 
 
-def _r_body_stream_deliver(buf: bytes | memoryview, at: int, end: int) -> tuple[StreamDeliver, int]:
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "StreamDeliver.session_header")
-    if end - at < 2:
-        raise _short("StreamDeliver.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0xF:
-        raise DecodeError(
-            "StreamDeliver.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_stream_deliver(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[StreamDeliver, int]:
+    if end - at < 2 or (flags := buf[at] | buf[at + 1] << 8) & ~0xF:
+        raise _bad_flags(buf, at, end, 2, "StreamDeliver.packing_flags")
     at += 2
     consumer_tag: str | None = None
     if flags & 0x1:
         consumer_tag, at = _r_str8(buf, at, end, "StreamDeliver.consumer_tag")
     delivery_tag: int | None = None
     if flags & 0x2:
-        if end - at >= 8:
-            delivery_tag = _UINT64.unpack_from(buf, at)[0]
-            at += 8
-        else:  # too short: the reader's DecodeError
-            delivery_tag, at = _r_uint64(buf, at, end, "StreamDeliver.delivery_tag")
+        if end - at < 8:
+            raise _short("StreamDeliver.delivery_tag", at, end, 8)
+        delivery_tag, at = _UINT64.unpack_from(buf, at)[0], at + 8
     exchange: str | None = None
     if flags & 0x4:
         exchange, at = _r_str8(buf, at, end, "StreamDeliver.exchange")
     queue: str | None = None
     if flags & 0x8:
         queue, at = _r_str8(buf, at, end, "StreamDeliver.queue")
-    return (
-        StreamDeliver(
-            session_header=session_header,
-            consumer_tag=consumer_tag,
-            delivery_tag=delivery_tag,
-            exchange=exchange,
-            queue=queue,
-        ),
-        at,
-    )
+    return StreamDeliver(session_header, consumer_tag, delivery_tag, exchange, queue), at
 
 
 def _e_stream_deliver(msg: StreamDeliver) -> bytes:
     """StreamDeliver's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        out = bytearray(
-            b"\x0a\x08\x01\x01\x00\x00" if session_header.sync else b"\x0a\x08\x01\x00\x00\x00"
-        )
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        out = bytearray(b"\x0a\x08\x01\x01\x00\x00" if sh.sync else b"\x0a\x08\x01\x00\x00\x00")
     else:  # the general writer's checks and EncodeErrors
-        out = bytearray(b"\x0a\x08")
-        _w_session_header(out, session_header, "StreamDeliver.session_header")
-        out += b"\x00\x00"
+        out = _w_command_head(b"\x0a\x08", sh, "StreamDeliver.session_header", 2)
     flags = 0
     start = len(out) - 2
-    consumer_tag = msg.consumer_tag
-    if consumer_tag is not None:
+    if (consumer_tag := msg.consumer_tag) is not None:
         flags |= 0x1
         _w_str8(out, consumer_tag, "StreamDeliver.consumer_tag")
-    delivery_tag = msg.delivery_tag
-    if delivery_tag is not None:
+    if (delivery_tag := msg.delivery_tag) is not None:
         flags |= 0x2
         _w_uint64(out, delivery_tag, "StreamDeliver.delivery_tag")
-    exchange = msg.exchange
-    if exchange is not None:
+    if (exchange := msg.exchange) is not None:
         flags |= 0x4
         _w_str8(out, exchange, "StreamDeliver.exchange")
-    queue = msg.queue
-    if queue is not None:
+    if (queue := msg.queue) is not None:
         flags |= 0x8
         _w_str8(out, queue, "StreamDeliver.queue")
     out[start] = flags  # the second octet names no field: it stays 0

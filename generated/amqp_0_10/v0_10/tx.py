@@ -8,17 +8,12 @@ which dispatches to the readers and writers here.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, TypeAlias
 
-from ..errors import DecodeError
-from ..values import _Record, _short
-from .session import _NEW_SESSION_HEADER, SessionHeader, _r_session_header, _w_session_header
-
-# a class, where a field called `type` would hide the builtin from typing.get_type_hints()
-_Class: TypeAlias = type[Any]
+from ..values import _bad_flags, _Command
+from .session import _NEW_HEADER, SessionHeader, _w_command_head
 
 
-class TxSelect(_Record):
+class TxSelect(_Command):
     """tx.select: command, class code 0x05 (5), code 0x01 (1).
 
     This command sets the session to use standard transactions. The client must use this command exactly once on a session before using the Commit or Rollback commands.
@@ -28,67 +23,32 @@ class TxSelect(_Record):
 
     __slots__ = ("session_header",)
 
-    IDENT: ClassVar[tuple[int, int]] = (0x05, 0x01)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "tx.select"
-    CLASS_CODE: ClassVar[int] = 0x05
-    CODE: ClassVar[int] = 0x01
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x05, 0x01)
+    NAME = "tx.select"
     session_header: SessionHeader
 
-    def __init__(
-        self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
-    ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+    def __init__(self, session_header: SessionHeader = _NEW_HEADER) -> None:
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
 
 
-def _r_body_tx_select(buf: bytes | memoryview, at: int, end: int) -> tuple[TxSelect, int]:
-    if end - at >= 4 and buf[at] == 1 and buf[at + 1] < 2 and not (buf[at + 2] or buf[at + 3]):
-        # size 1, flags: sync or nothing; then no packing flags (it has no fields)
-        return TxSelect(session_header=SessionHeader(sync=buf[at + 1] == 1)), at + 4
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "TxSelect.session_header")
-    if end - at < 2:
-        raise _short("TxSelect.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x0:
-        raise DecodeError(
-            "TxSelect.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_tx_select(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[TxSelect, int]:
+    if end - at < 2 or buf[at] | buf[at + 1] << 8:  # it has no fields: no flag may be set
+        raise _bad_flags(buf, at, end, 2, "TxSelect.packing_flags")
     at += 2
-    return (
-        TxSelect(
-            session_header=session_header,
-        ),
-        at,
-    )
+    return TxSelect(session_header), at
 
 
 def _e_tx_select(msg: TxSelect) -> bytes:
     """TxSelect's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        return b"\x05\x01\x01\x01\x00\x00" if session_header.sync else b"\x05\x01\x01\x00\x00\x00"
-    out = bytearray(b"\x05\x01")  # the general writer's checks and EncodeErrors
-    _w_session_header(out, session_header, "TxSelect.session_header")
-    out += b"\x00\x00"
-    return bytes(out)
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        return b"\x05\x01\x01\x01\x00\x00" if sh.sync else b"\x05\x01\x01\x00\x00\x00"
+    return bytes(_w_command_head(b"\x05\x01", sh, "TxSelect.session_header", 2))
 
 
-class TxCommit(_Record):
+class TxCommit(_Command):
     """tx.commit: command, class code 0x05 (5), code 0x02 (2).
 
     This command commits all messages published and accepted in the current transaction. A new transaction starts immediately after a commit.
@@ -102,67 +62,32 @@ class TxCommit(_Record):
 
     __slots__ = ("session_header",)
 
-    IDENT: ClassVar[tuple[int, int]] = (0x05, 0x02)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "tx.commit"
-    CLASS_CODE: ClassVar[int] = 0x05
-    CODE: ClassVar[int] = 0x02
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x05, 0x02)
+    NAME = "tx.commit"
     session_header: SessionHeader
 
-    def __init__(
-        self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
-    ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+    def __init__(self, session_header: SessionHeader = _NEW_HEADER) -> None:
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
 
 
-def _r_body_tx_commit(buf: bytes | memoryview, at: int, end: int) -> tuple[TxCommit, int]:
-    if end - at >= 4 and buf[at] == 1 and buf[at + 1] < 2 and not (buf[at + 2] or buf[at + 3]):
-        # size 1, flags: sync or nothing; then no packing flags (it has no fields)
-        return TxCommit(session_header=SessionHeader(sync=buf[at + 1] == 1)), at + 4
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "TxCommit.session_header")
-    if end - at < 2:
-        raise _short("TxCommit.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x0:
-        raise DecodeError(
-            "TxCommit.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_tx_commit(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[TxCommit, int]:
+    if end - at < 2 or buf[at] | buf[at + 1] << 8:  # it has no fields: no flag may be set
+        raise _bad_flags(buf, at, end, 2, "TxCommit.packing_flags")
     at += 2
-    return (
-        TxCommit(
-            session_header=session_header,
-        ),
-        at,
-    )
+    return TxCommit(session_header), at
 
 
 def _e_tx_commit(msg: TxCommit) -> bytes:
     """TxCommit's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        return b"\x05\x02\x01\x01\x00\x00" if session_header.sync else b"\x05\x02\x01\x00\x00\x00"
-    out = bytearray(b"\x05\x02")  # the general writer's checks and EncodeErrors
-    _w_session_header(out, session_header, "TxCommit.session_header")
-    out += b"\x00\x00"
-    return bytes(out)
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        return b"\x05\x02\x01\x01\x00\x00" if sh.sync else b"\x05\x02\x01\x00\x00\x00"
+    return bytes(_w_command_head(b"\x05\x02", sh, "TxCommit.session_header", 2))
 
 
-class TxRollback(_Record):
+class TxRollback(_Command):
     """tx.rollback: command, class code 0x05 (5), code 0x03 (3).
 
     This command abandons the current transaction. In particular the transfers from Client to Server (publishes) and accepts of transfers from Server to Client which occurred in the current transaction are discarded. A new transaction starts immediately after a rollback.
@@ -176,61 +101,26 @@ class TxRollback(_Record):
 
     __slots__ = ("session_header",)
 
-    IDENT: ClassVar[tuple[int, int]] = (0x05, 0x03)
-    KIND: ClassVar[str] = "command"
-    NAME: ClassVar[str] = "tx.rollback"
-    CLASS_CODE: ClassVar[int] = 0x05
-    CODE: ClassVar[int] = 0x03
-    RESULT: ClassVar[_Class | None] = None
-    # the coded structs its header segment may carry; whether a body segment follows
-    HEADER: ClassVar[tuple[_Class, ...]] = ()
-    BODY: ClassVar[bool] = False
-
-    # the session header every command carries before its fields (default: a new one, unsynced)
+    CLASS_CODE, CODE = IDENT = (0x05, 0x03)
+    NAME = "tx.rollback"
     session_header: SessionHeader
 
-    def __init__(
-        self,
-        *,
-        session_header: SessionHeader = _NEW_SESSION_HEADER,
-    ) -> None:
-        self.session_header = (
-            SessionHeader() if session_header is _NEW_SESSION_HEADER else session_header
-        )
+    def __init__(self, session_header: SessionHeader = _NEW_HEADER) -> None:
+        self.session_header = SessionHeader() if session_header is _NEW_HEADER else session_header
 
 
-def _r_body_tx_rollback(buf: bytes | memoryview, at: int, end: int) -> tuple[TxRollback, int]:
-    if end - at >= 4 and buf[at] == 1 and buf[at + 1] < 2 and not (buf[at + 2] or buf[at + 3]):
-        # size 1, flags: sync or nothing; then no packing flags (it has no fields)
-        return TxRollback(session_header=SessionHeader(sync=buf[at + 1] == 1)), at + 4
-    session_header: SessionHeader
-    if end - at >= 2 and buf[at] == 1 and buf[at + 1] < 2:  # size 1, flags: sync or nothing
-        session_header = SessionHeader(sync=buf[at + 1] == 1)
-        at += 2
-    else:  # the general reader's checks and DecodeErrors
-        session_header, at = _r_session_header(buf, at, end, "TxRollback.session_header")
-    if end - at < 2:
-        raise _short("TxRollback.packing_flags", at, end, 2)
-    flags = buf[at] | buf[at + 1] << 8
-    if flags & ~0x0:
-        raise DecodeError(
-            "TxRollback.packing_flags", at, f"flags 0x{flags:x} name fields it does not have"
-        )
+def _r_body_tx_rollback(
+    buf: bytes | memoryview, at: int, end: int, session_header: SessionHeader
+) -> tuple[TxRollback, int]:
+    if end - at < 2 or buf[at] | buf[at + 1] << 8:  # it has no fields: no flag may be set
+        raise _bad_flags(buf, at, end, 2, "TxRollback.packing_flags")
     at += 2
-    return (
-        TxRollback(
-            session_header=session_header,
-        ),
-        at,
-    )
+    return TxRollback(session_header), at
 
 
 def _e_tx_rollback(msg: TxRollback) -> bytes:
     """TxRollback's segment payload: its codes, session header, flags and fields."""
-    session_header = msg.session_header
-    if session_header.__class__ is SessionHeader and session_header.sync.__class__ is bool:
-        return b"\x05\x03\x01\x01\x00\x00" if session_header.sync else b"\x05\x03\x01\x00\x00\x00"
-    out = bytearray(b"\x05\x03")  # the general writer's checks and EncodeErrors
-    _w_session_header(out, session_header, "TxRollback.session_header")
-    out += b"\x00\x00"
-    return bytes(out)
+    sh = msg.session_header
+    if sh.__class__ is SessionHeader and sh.sync.__class__ is bool:
+        return b"\x05\x03\x01\x01\x00\x00" if sh.sync else b"\x05\x03\x01\x00\x00\x00"
+    return bytes(_w_command_head(b"\x05\x03", sh, "TxRollback.session_header", 2))
