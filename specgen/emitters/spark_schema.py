@@ -402,6 +402,11 @@ def _arrow_struct(fields: list[tuple[str, Code]]) -> Code:
     )
 
 
+def _dict_struct(fields: list[tuple[str, Code]]) -> Code:
+    """`pa.struct({...})` of (name, Arrow type) members: a name (spec text) as its literal."""
+    return Code("pa.struct({" + ", ".join(f"{pytext.literal(n)}: {a}" for n, a in fields) + "})")
+
+
 def _struct_arrow(members: list[tuple[str, str, Col, bool]]) -> Code:
     return _arrow_struct([(n, c.arrow) for n, _, c, _ in members])
 
@@ -557,7 +562,7 @@ class PackedColumn:
 
     @property
     def arrow(self) -> Code:
-        return _arrow_struct([(m.attr, m.arrow) for m in self.members])
+        return _dict_struct([(m.attr, m.arrow) for m in self.members])
 
 
 @dataclass
@@ -570,8 +575,19 @@ class PackedColumns:
     headers: list[PackedColumn]
     fieldless: list[str]
 
+    @property
+    def aliases(self) -> dict[str, Code]:
+        """The leaf type constants the columns name."""
+        used = {
+            name
+            for c in self.methods + self.headers
+            for m in c.members
+            for name in re.findall(r"\b[A-Z][A-Z0-9]*\b", m.arrow)
+        }
+        return {k: v for k, v in ALIASES.items() if k in used}
 
-_RANGES = Code('pa.list_(pa.struct([pa.field("first", pa.int64()), pa.field("last", pa.int64())]))')
+
+_RANGES = Code('pa.list_(pa.struct({"first": INT64, "last": INT64}))')
 
 
 def packed_columns(packed: PackedPlan) -> PackedColumns:
@@ -583,11 +599,7 @@ def packed_columns(packed: PackedPlan) -> PackedColumns:
         out: list[PackedColumn] = []
         fieldless: list[str] = []
         for s in structs:
-            members = [
-                PackedMember(m.attr, _spelled(m.arrow), m.convert)
-                for f in s.fields
-                if (m := _packed_member(f, prims)) is not None
-            ]
+            members = [m for f in s.fields if (m := _packed_member(f, prims)) is not None]
             if members:
                 out.append(PackedColumn(snake(s.cls), s.cls, members))
             else:
@@ -629,7 +641,7 @@ def _packed_member(f: FieldPlan, prims: dict[str, PrimPlan]) -> PackedMember | N
         "vbin": (_BINARY, "_same"),
         "uuid": (_STRING, "_text"),
         "dec": (_STRING, "_text"),
-        "float": (Code("pa.float32()" if p.fixed == 4 else "pa.float64()"), "_same"),
+        "float": (Code("FLOAT32" if p.fixed == 4 else "FLOAT64"), "_same"),
         "ranges": (_RANGES, "_ranges"),
     }
     arrow, convert = simple.get(p.impl, (_STRING, "_json"))
