@@ -29,6 +29,7 @@ SAMPLES = (
     ("rabbitmq-stream", "rabbitmq_stream.v4_0"),
     ("amqp-0-9-1", "amqp_0_9_1.rabbitmq"),
     ("amqp-fast-0-8", "amqp_fast_0_8.v0_8"),
+    ("amqp-1-0", "amqp_1_0.v1_0"),
 )
 BATCH = 4000
 
