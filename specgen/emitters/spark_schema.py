@@ -69,7 +69,7 @@ _STRING = Code("STRING")
 _BINARY = Code("BINARY")
 _BOOL = Code("BOOL")
 
-# the leaf types a fused version's schema names, as module constants: name -> Arrow type
+# the leaf types a frames-table module names, as its constants: name -> Arrow type
 ALIASES = {
     "INT8": Code("pa.int8()"),
     "INT16": Code("pa.int16()"),
@@ -87,13 +87,13 @@ ALIASES = {
 
 @dataclass
 class Col:
-    """One column type: its Arrow type (an expression of the generated module) and what
-    builds it."""
+    """One column type and what builds it; a leaf's Arrow type is an expression of the
+    generated module (`_Types` writes the others)."""
 
     kind: Literal["leaf", "struct", "list", "union"]
-    arrow: Code
+    arrow: Code = Code("")
     via: Code = Code("")  # leaf: build with this Arrow type, then cast (uint64 -> decimal is fast)
-    convert: str = ""  # leaf: a function of the generated module that makes the values fit
+    convert: str = ""  # leaf: how its values are made to fit ("_json", "_texts": `_how` says)
     # struct: (column name, attribute, type, value may be None); union: (name, class, type, _)
     members: list[tuple[str, str, Col, bool]] = field(default_factory=list)
     item: Col | None = None
@@ -141,7 +141,7 @@ def prepare(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> SchemaCo
         if not members:
             fieldless.append(m.cls)
             continue
-        col = Col("struct", _struct_arrow(members), members=members)
+        col = Col("struct", members=members)
         top = {attr for _, attr, _, _ in members}
         roles: dict[str, str] = {
             f.role: attr_name(f.name)
@@ -327,10 +327,7 @@ class _Types:
         if col.kind == "list":
             assert col.item is not None
             return Code(f"pa.list_({self.arrow(col.item)})")
-        members = ", ".join(
-            f"{pytext.literal(name)}: {self.arrow(member)}" for name, _, member, _ in col.members
-        )
-        expr = Code("pa.struct({" + members + "})")
+        expr = _dict_struct([(name, self.arrow(member)) for name, _, member, _ in col.members])
         if top or not col.record:
             return expr
         return Code(self._define("record", snake(col.record).upper(), expr))
@@ -358,7 +355,7 @@ def _fragment_column(mapper: _Mapper, head: Struct | None) -> ColumnPlan:
     if head is not None:
         mapper.owner = "Fragment"
         members.append(("head", "head", mapper.col(head, "Fragment.head"), True))
-    col = Col("struct", _struct_arrow(members), members=members)
+    col = Col("struct", members=members)
     return ColumnPlan("fragment", "Fragment", col, "FRAGMENT", _how(col, ""), {})
 
 
@@ -393,22 +390,9 @@ def _role_enums(protocol: Protocol) -> dict[str, Enum]:
     return out
 
 
-def _arrow_struct(fields: list[tuple[str, Code]]) -> Code:
-    """`pa.struct([...])` of (name, Arrow type) members: a name (spec text) as its literal."""
-    return Code(
-        "pa.struct(["
-        + ", ".join(f"pa.field({pytext.literal(n)}, {arrow})" for n, arrow in fields)
-        + "])"
-    )
-
-
 def _dict_struct(fields: list[tuple[str, Code]]) -> Code:
     """`pa.struct({...})` of (name, Arrow type) members: a name (spec text) as its literal."""
     return Code("pa.struct({" + ", ".join(f"{pytext.literal(n)}: {a}" for n, a in fields) + "})")
-
-
-def _struct_arrow(members: list[tuple[str, str, Col, bool]]) -> Code:
-    return _arrow_struct([(n, c.arrow) for n, _, c, _ in members])
 
 
 def _int_range(name: str) -> tuple[int, int]:
@@ -498,13 +482,13 @@ class _Mapper:
                 return Col("leaf", _BINARY)
             case Array():
                 item = self.col(t.item, f"{label}[]")
-                return Col("list", Code(f"pa.list_({item.arrow})"), item=item)
+                return Col("list", item=item)
             case Struct():
                 members = self.members(t.fields, label)
                 if not members:
                     raise PlanError(f"{label}: Parquet cannot store the empty structure {t.name}")
                 cls = f"{self.owner}{t.name}" if t.name in self.clashing else t.name
-                return Col("struct", _struct_arrow(members), members=members, record=cls)
+                return Col("struct", members=members, record=cls)
             case Switch():
                 return self._switch(t, label)
             case Bits() | BitField() | Presence() | Alternatives() | Typed():
@@ -536,7 +520,7 @@ class _Mapper:
                     raise PlanError(f"{label}: no Spark type for the peeked case {c.label!r}")
             if len({m[1] for m in members}) != len(members):
                 raise PlanError(f"{label}: two cases of a peeked switch share a Python type")
-            return Col("union", _struct_arrow(members), members=members)
+            return Col("union", members=members)
         raise PlanError(f"{label}: no Spark type for a switch mixing {sorted(map(str, types))}")
 
 
