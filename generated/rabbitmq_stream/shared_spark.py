@@ -114,7 +114,7 @@ def _struct(
 @cache
 def _picker(name: str, maybe: bool) -> Callable[[Sequence[Any]], list[Any]]:
     """`[v.<name> for v in values]` (None where v is, if `maybe`), compiled once per attribute:
-    a comprehension reads a slot several times faster than `operator.attrgetter` does."""
+    a comprehension reads a slot about twice as fast as `map(operator.attrgetter(name), ...)`."""
     if not name.isidentifier():
         raise ValueError(f"not an attribute: {name!r}")
     guard = "None if v is None else " if maybe else ""
