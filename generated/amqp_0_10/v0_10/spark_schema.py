@@ -541,14 +541,7 @@ FRAMES_SCHEMA = pa.schema(
 the capture has no index. Its metadata (`specgen.spec`) names the spec version, so a table says
 what decoded it."""
 
-HEADER_COLUMNS: tuple[str, ...] = (
-    "flags",
-    "type",
-    "reserved",
-    "track",
-    "channel",
-    "reserved2",
-)
+HEADER_COLUMNS: tuple[str, ...] = ("flags", "type", "reserved", "track", "channel", "reserved2")
 """Frame header fields with a column of their own (all but the length), in header order."""
 
 ROLE_COLUMNS: tuple[str, ...] = ()

@@ -187,10 +187,7 @@ FRAMES_SCHEMA = pa.schema(
 message class (null where a message has none).
 Its metadata (`specgen.spec`) names the spec version, so a table says what decoded it."""
 
-HEADER_COLUMNS: tuple[str, ...] = (
-    "type",
-    "channel",
-)
+HEADER_COLUMNS: tuple[str, ...] = ("type", "channel")
 """Frame header fields with a column of their own (all but the length), in header order."""
 
 ROLE_COLUMNS: tuple[str, ...] = ("response_code",)

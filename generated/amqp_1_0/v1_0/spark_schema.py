@@ -59,14 +59,7 @@ FRAMES_SCHEMA = pa.schema(
         pa.field("kind", pa.string()),
         pa.field(
             "protocol_header",
-            pa.struct(
-                [
-                    pa.field("protocol_id", pa.int16()),
-                    pa.field("major", pa.int16()),
-                    pa.field("minor", pa.int16()),
-                    pa.field("revision", pa.int16()),
-                ]
-            ),
+            pa.struct({"protocol_id": INT16, "major": INT16, "minor": INT16, "revision": INT16}),
         ),
         pa.field(
             "open",

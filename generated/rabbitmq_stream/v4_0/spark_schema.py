@@ -307,16 +307,10 @@ response bit included); `timestamp` is null when the capture has no index. `corr
 message class (null where a message has none).
 Its metadata (`specgen.spec`) names the spec version, so a table says what decoded it."""
 
-HEADER_COLUMNS: tuple[str, ...] = (
-    "key",
-    "version",
-)
+HEADER_COLUMNS: tuple[str, ...] = ("key", "version")
 """Frame header fields with a column of their own (all but the length), in header order."""
 
-ROLE_COLUMNS: tuple[str, ...] = (
-    "correlation_id",
-    "response_code",
-)
+ROLE_COLUMNS: tuple[str, ...] = ("correlation_id", "response_code")
 """Field roles with a column of their own."""
 
 CODE_NAMES: dict[str, dict[int, str]] = {
