@@ -140,17 +140,20 @@ def test_shared_classes_name_every_versions_spec(package: str) -> None:
     assert checked > 10
 
 
-def test_frames_table_builders_are_shared_with_their_classes() -> None:
+def test_frames_table_types_are_shared_where_the_versions_agree() -> None:
     pytest.importorskip("pyarrow")
     old = _module("amqp_0_9_1.v0_9_1.spark_schema")
     new = _module("amqp_0_9_1.rabbitmq.spark_schema")
-    builders = _module("amqp_0_9_1.shared_spark")
+    types = _module("amqp_0_9_1.shared_spark")
     common = _module("amqp_0_9_1.shared")
-    column, build = old._BUILDERS[common.QueueDeclare]
-    assert (column, build) == new._BUILDERS[common.QueueDeclare]
-    assert build is builders._queue_declare
-    # a class each version lays out its own way keeps its own builder
-    assert old._BUILDERS[old.ExchangeDeclare][1] is not new._BUILDERS[new.ExchangeDeclare][1]
+    # one column type and one column builder, in shared_spark, for a method laid out alike
+    assert old.QUEUE_DECLARE is new.QUEUE_DECLARE is types.QUEUE_DECLARE
+    assert old._columns is new._columns is types._columns
+    for schema in (old, new):
+        assert schema.FRAMES_SCHEMA.field("queue_declare").type == types.QUEUE_DECLARE
+    # a class each version lays out its own way keeps its own type
+    assert "EXCHANGE_DECLARE" not in vars(types)
+    assert old.EXCHANGE_DECLARE != new.EXCHANGE_DECLARE
     msg = common.QueueDeclare(0, "q1", False, True, False, False, False, {"k": "v"}, channel=3)
     for schema in (old, new):
         row = schema.message_columns([msg])["queue_declare"].to_pylist()

@@ -82,17 +82,16 @@ class Fused(Backend):
         schemas = [v.prepared["schema"] for v in versions]
         # what every version lays out alike is generated once, in the package's shared module
         common = python_codec.shared_blocks(codes, renderer)
-        builders = spark_schema.shared_builders(schemas, codes, common)
+        types = spark_schema.shared_types(schemas)
         out: list[tuple[str, Files]] = []
         placement = python_codec.shared_placement(codes, common) if common else {}
         for v, code, schema in zip(versions, codes, schemas, strict=True):
             files = python_codec.emit(code, renderer, common, placement)
-            files |= spark_schema.emit(schema, renderer, builders)
+            files |= spark_schema.emit(schema, renderer, types)
             files |= conformance.emit(v.spec, v.plan, renderer)
             out.append((v.spec.package_path, files))
         package = python_codec.emit_shared_codecs(codes, common, placement, renderer)
-        classes = {name for b in codes[0].blocks if b.ident in common for name in b.defines}
-        package |= spark_schema.emit_shared(schemas, builders, classes, renderer)
+        package |= spark_schema.emit_shared(schemas, types, renderer)
         latest = _latest(versions)
         plans = [v.plan for v in versions]
         package |= python_codec.fused_helpers(latest.spec, latest.plan, plans, renderer)

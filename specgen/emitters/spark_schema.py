@@ -1,10 +1,13 @@
 """Emitter: the schema of `specgen decode`'s frames table for one protocol version.
 
-`generated/<package>/<version>/spark_schema.py` holds the frames table as an Arrow schema, and
-one column builder per message class that turns a list of decoded messages into one Arrow
-struct column. Builders work column-wise: one list comprehension per leaf field, nested lists
-flattened once per level, then `pa.StructArray.from_arrays` and `pa.ListArray.from_arrays`; no
-per-row dicts, no per-field calls.
+`generated/<package>/<version>/spark_schema.py` holds the frames table as an Arrow schema, built
+from one constant per message column and per structure (record) type, each written once and
+named wherever it nests. One column builder per module (`_columns`, in `shared_spark.py` when a
+package has one) walks a column's Arrow type and turns a list of decoded messages into its
+struct column: a member is the attribute of its name, read column-wise (one list per leaf,
+nested lists flattened once per level, no per-row dicts); where the type does not tell how (a
+value that may be None, a field table kept as JSON text, a switch's cases), a per-message table
+(`_READ`) says so by path.
 
 Type mapping (Spark, which reads the table, has no unsigned integers): every integer maps to the
 narrowest signed Arrow integer that holds all its values, so uint8 -> int16, uint16 and uint24 ->
@@ -27,7 +30,6 @@ from specgen.emitters import pytext, sharing
 from specgen.emitters.plan import ModulePlan, PlanError, attr_name, isort_key, snake
 from specgen.emitters.plan_packed import FieldPlan, PackedPlan, PrimPlan, StructPlan
 from specgen.emitters.pytext import Code
-from specgen.emitters.python_codec import VersionCode
 from specgen.emitters.render import Renderer
 from specgen.emitters.sharing import Block, block
 from specgen.ir import (
@@ -55,61 +57,47 @@ from specgen.registry import SpecVersion
 
 # (bits, Arrow type), narrowest first
 _SIGNED = (
-    (8, Code("pa.int8()")),
-    (16, Code("pa.int16()")),
-    (32, Code("pa.int32()")),
-    (64, Code("pa.int64()")),
+    (8, Code("INT8")),
+    (16, Code("INT16")),
+    (32, Code("INT32")),
+    (64, Code("INT64")),
 )
-_DECIMAL = Code("pa.decimal128(20, 0)")
+_DECIMAL = Code("DECIMAL")
 
 # Arrow types written as they are: expressions of the generated module, no spec text in them
-_STRING = Code("pa.string()")
-_BINARY = Code("pa.binary()")
-_BOOL = Code("pa.bool_()")
+_STRING = Code("STRING")
+_BINARY = Code("BINARY")
+_BOOL = Code("BOOL")
 
-# locals a builder must not take for a column's values
-_TAKEN = {"msgs", "rows", "cid", "code", "x", "y", "pa", "row", "value"}
+# the leaf types a frames-table module names, as its constants: name -> Arrow type
+ALIASES = {
+    "INT8": Code("pa.int8()"),
+    "INT16": Code("pa.int16()"),
+    "INT32": Code("pa.int32()"),
+    "INT64": Code("pa.int64()"),
+    "DECIMAL": Code("pa.decimal128(20, 0)"),
+    "FLOAT32": Code("pa.float32()"),
+    "FLOAT64": Code("pa.float64()"),
+    "STRING": Code("pa.string()"),
+    "BINARY": Code("pa.binary()"),
+    "BOOL": Code("pa.bool_()"),
+    "SECONDS": Code('pa.timestamp("s", tz="UTC")'),
+}
 
 
 @dataclass
 class Col:
-    """One column type: its Arrow type (an expression of the generated module) and what
-    builds it."""
+    """One column type and what builds it; a leaf's Arrow type is an expression of the
+    generated module (`_Types` writes the others)."""
 
     kind: Literal["leaf", "struct", "list", "union"]
-    arrow: Code
+    arrow: Code = Code("")
     via: Code = Code("")  # leaf: build with this Arrow type, then cast (uint64 -> decimal is fast)
-    convert: str = ""  # leaf: a function of the generated module that makes the values fit
+    convert: str = ""  # leaf: how its values are made to fit ("_json", "_texts": `_how` says)
     # struct: (column name, attribute, type, value may be None); union: (name, class, type, _)
     members: list[tuple[str, str, Col, bool]] = field(default_factory=list)
     item: Col | None = None
-
-
-@dataclass
-class Gather:
-    """One Python list per column level: `pick` an attribute, `select` a union case, or
-    `flatten` the lists of an array column into its items."""
-
-    kind: Literal["pick", "select", "flatten"]
-    target: str
-    source: str
-    name: str = ""  # attribute (pick) or class (select)
-    guard: bool = False  # the source list may hold None
-
-
-@dataclass
-class Expr:
-    """An Arrow array built from gathered lists (rendered recursively by the template)."""
-
-    kind: Literal["leaf", "struct", "list"]
-    source: str
-    arrow: Code = Code("")
-    via: Code = Code("")
-    convert: str = ""
-    names: list[str] = field(default_factory=list)
-    children: list[Expr] = field(default_factory=list)
-    item: Expr | None = None
-    mask: bool = False  # the source list may hold None: null where it does
+    record: str = ""  # struct: the class of the structure it holds, named by a constant
 
 
 @dataclass
@@ -117,15 +105,20 @@ class ColumnPlan:
     column: str
     cls: str
     col: Col
-    gathers: list[Gather]
-    expr: Expr
-    roles: dict[str, str]  # "correlation_id"/"response_code" -> local holding its values
+    const: str  # the module constant naming the column's Arrow type
+    how: list[tuple[str, Code]]  # path -> how its values are read, where the type does not say
+    roles: dict[str, str]  # "correlation_id"/"response_code" -> the attribute holding its values
+
+    @property
+    def read(self) -> Code:
+        """`how` as the dict literal of the module's `_READ`."""
+        return Code("{" + ", ".join(f"{pytext.literal(p)}: {h}" for p, h in self.how) + "}")
 
 
 @dataclass
 class SchemaCode:
     """One version's frames-table module before it is rendered: its template context and a
-    block per column builder (for comparing with the other versions')."""
+    block per Arrow type constant (for comparing with the other versions')."""
 
     spec: SpecVersion
     plan: ModulePlan
@@ -135,7 +128,8 @@ class SchemaCode:
 
 
 def prepare(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> SchemaCode:
-    """A fused version's columns, their builders rendered, for `shared_builders` and `emit`."""
+    """A fused version's columns, their Arrow type constants rendered, for `shared_types` and
+    `emit`."""
     protocol = plan.protocol
     mapper = _Mapper(protocol, plan.clashing)
     columns: list[ColumnPlan] = []
@@ -147,15 +141,15 @@ def prepare(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> SchemaCo
         if not members:
             fieldless.append(m.cls)
             continue
-        col = Col("struct", _struct_arrow(members), members=members)
-        code = _Code()
-        expr = code.struct(col, "msgs", False, [])
+        col = Col("struct", members=members)
+        top = {attr for _, attr, _, _ in members}
         roles: dict[str, str] = {
-            f.role: code.picked[attr_name(f.name)]
+            f.role: attr_name(f.name)
             for f in fields
-            if f.role and not isinstance(f.type, Bits) and attr_name(f.name) in code.picked
+            if f.role and not isinstance(f.type, Bits) and attr_name(f.name) in top
         }
-        columns.append(ColumnPlan(snake(m.cls), m.cls, col, code.gathers, expr, roles))
+        column = snake(m.cls)
+        columns.append(ColumnPlan(column, m.cls, col, column.upper(), _how(col, ""), roles))
     layouts = [m.message.follows.layout for m in plan.messages if m.message.follows is not None]
     if layouts:
         head = protocol.named_type(layouts[0]) if layouts[0] else None
@@ -173,10 +167,10 @@ def prepare(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> SchemaCo
     code_names = {
         role: {v.value: v.name for v in e.values} for role, e in _role_enums(protocol).items()
     }
-    blocks = [
-        block("builder", c.column, renderer.macro("python/_spark_macros.j2", "builder", c))
-        for c in columns
-    ]
+    types = _Types(protocol.source)
+    for c in columns:
+        types.column(c)
+    blocks = [block(kind, const, Code(f"{const} = {expr}")) for kind, const, expr in types.defined]
     context = {
         "title": spec.title or spec.protocol,
         "version": spec.version,
@@ -189,41 +183,45 @@ def prepare(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> SchemaCo
     return SchemaCode(spec, plan, columns, context, blocks)
 
 
-def shared_builders(
-    codes: list[SchemaCode], codecs: list[VersionCode], codec_shared: set[tuple[str, str]]
-) -> set[tuple[str, str]]:
-    """The column builders every version renders alike and whose classes (`codecs`' blocks)
-    are shared too: a builder names its class in its signature, so both must be one."""
-    found = sharing.shared([c.blocks for c in codes])
-    for code, codec in zip(codes, codecs, strict=True):
-        local = {name for b in codec.blocks if b.ident not in codec_shared for name in b.defines}
-        found -= {b.ident for b in code.blocks if b.uses & local}
-    return found
+def shared_types(codes: list[SchemaCode]) -> set[tuple[str, str]]:
+    """The Arrow type constants every version defines alike: generated once, in
+    `shared_spark.py`."""
+    return sharing.shared([c.blocks for c in codes])
 
 
 def emit(
     code: SchemaCode, renderer: Renderer, found: set[tuple[str, str]] | None = None
 ) -> dict[str, str]:
-    """`spark_schema.py` of a fused version; the builders in `found` come from
-    `shared_spark.py`."""
+    """`spark_schema.py` of a fused version; the constants in `found` come from
+    `shared_spark.py`, and so do the leaf types and the column builder when there is one."""
     found = found or set()
     local = [b for b in code.blocks if b.ident not in found]
-    imports = {c.cls for c in code.columns if c.cls != "Fragment"} | {"Message"}
-    imports |= {
-        g.name
-        for c in code.columns
-        if ("builder", c.column) not in found
-        for g in c.gathers
-        if g.kind == "select" and g.name not in ("bytes", "str")
-    }
+    consts = {c.const for c in code.columns}
+    cases = sorted(
+        {cls for c in code.columns for _, how in c.how for cls in _cases(how)}, key=isort_key
+    )
+    imports = {"Message", *(cls for cls in cases if cls not in ("bytes", "str"))}
+    frame_types = [col.arrow for _, col in code.context["header_columns"]]
+    frame_types += [col.arrow for _, col in code.context["role_columns"]]
+    needs = sharing.used_names(local) | consts | set(frame_types)
+    shared_names = {name for b in code.blocks if b.ident in found for name in b.defines}
+    if found:
+        shared_imports = sorted(
+            (needs & (shared_names | set(ALIASES))) | {"_columns"}, key=isort_key
+        )
+        aliases: dict[str, Code] = {}
+    else:
+        shared_imports = []
+        aliases = {k: v for k, v in ALIASES.items() if k in needs}
     text = renderer.render(
         "python/spark_schema.py.j2",
         code.spec,
         code.plan.protocol,
         columns=code.columns,
         blocks=[b.text for b in local],
-        used=sharing.used_names(local),
-        shared_imports=sorted((f"_{key}" for kind, key in found), key=isort_key),
+        aliases=aliases,
+        runtime=not found,
+        shared_imports=shared_imports,
         imports=sorted(imports, key=isort_key),
         fragments=any(c.cls == "Fragment" for c in code.columns),
         **code.context,
@@ -244,7 +242,7 @@ def emit_packed(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict
         "python/_packed_macros.j2",
         "spark_schema",
         packed_columns(plan.packed),
-        header_columns,
+        [(name, Col(col.kind, _spelled(col.arrow))) for name, col in header_columns],
         spec,
         spec.title or spec.protocol,
     )
@@ -253,15 +251,14 @@ def emit_packed(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict
 
 
 def emit_shared(
-    codes: list[SchemaCode], found: set[tuple[str, str]], classes: set[str], renderer: Renderer
+    codes: list[SchemaCode], found: set[tuple[str, str]], renderer: Renderer
 ) -> dict[str, str]:
-    """`shared_spark.py` of a package: the column builders in `found`, once, over `classes`
-    (what the package's shared codec module defines)."""
+    """`shared_spark.py` of a package: the leaf types, the column builder and the Arrow type
+    constants in `found`, once."""
     if not found:
         return {}
     latest = next((c for c in codes if c.spec.latest), codes[-1])
     blocks = [b for b in latest.blocks if b.ident in found]
-    used = sharing.used_names(blocks)
     text = renderer.render(
         "python/shared_spark.py.j2",
         latest.spec,
@@ -269,10 +266,82 @@ def emit_shared(
         title=latest.spec.title or latest.spec.protocol,
         versions=[c.spec.version for c in codes],
         blocks=[b.text for b in blocks],
-        classes=sorted(classes & used, key=isort_key),
-        used=used,
+        aliases=ALIASES,
     )
     return {"shared_spark.py": text}
+
+
+def _spelled(arrow: Code) -> Code:
+    """An Arrow type with its leaf constants spelled out (`INT64` -> `pa.int64()`)."""
+    return Code(re.sub(r"\b[A-Z][A-Z0-9]*\b", lambda m: ALIASES.get(m[0], m[0]), arrow))
+
+
+def _cases(how: str) -> list[str]:
+    """The classes a union's `how` names: `(bytes, SubBatchEntry)` -> bytes, SubBatchEntry."""
+    return re.findall(r"\w+", how) if how.startswith("(") else []
+
+
+def _how(col: Col, path: str, maybe: bool = False) -> list[tuple[str, Code]]:
+    """How the parts of a column are read where its Arrow type does not say, by path (`a.b`
+    a struct's member, `a[]` a list's items): "maybe" a struct or list that may be None, "json"
+    or "text" leaves converted, "exact" a decimal built from Python ints (not via uint64), and
+    a union's classes, one per member in order (None first when the value may be None)."""
+    out: list[tuple[str, Code]] = []
+    if col.kind == "leaf":
+        if col.convert:
+            out.append((path, pytext.literal({"_json": "json", "_texts": "text"}[col.convert])))
+        elif col.arrow == _DECIMAL and not col.via:
+            out.append((path, pytext.literal("exact")))
+        return out
+    if col.kind == "union":
+        cases = ["None"] * maybe + [cls for _, cls, _, _ in col.members]
+        out.append((path, Code("(" + ", ".join(cases) + ")")))
+        for name, _, member, _ in col.members:
+            out += _how(member, f"{path}.{name}")  # a case's value may be None: no need to say
+        return out
+    if maybe and path:
+        out.append((path, pytext.literal("maybe")))
+    if col.kind == "list":
+        assert col.item is not None
+        return out + _how(col.item, f"{path}[]")
+    for name, _, member, member_none in col.members:
+        out += _how(member, f"{path}.{name}" if path else name, member_none)
+    return out
+
+
+class _Types:
+    """The Arrow type constants of a version: one per record (structure) and per message
+    column, in the order they can be defined (a record before its users)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.defined: list[tuple[str, str, Code]] = []  # (kind, constant, Arrow type)
+        self.exprs: dict[str, Code] = {}
+
+    def column(self, c: ColumnPlan) -> None:
+        self._define("column", c.const, self.arrow(c.col, top=True))
+
+    def arrow(self, col: Col, top: bool = False) -> Code:
+        if col.kind == "leaf":
+            return col.arrow
+        if col.kind == "list":
+            assert col.item is not None
+            return Code(f"pa.list_({self.arrow(col.item)})")
+        expr = _dict_struct([(name, self.arrow(member)) for name, _, member, _ in col.members])
+        if top or not col.record:
+            return expr
+        return Code(self._define("record", snake(col.record).upper(), expr))
+
+    def _define(self, kind: str, const: str, expr: Code) -> str:
+        if const in ALIASES or const in ("FRAMES_SCHEMA", "HEADER_COLUMNS", "ROLE_COLUMNS"):
+            raise PlanError(f"{self.source}: the Arrow type constant {const} names another")
+        if const in self.exprs:
+            if self.exprs[const] != expr:
+                raise PlanError(f"{self.source}: two Arrow types are named {const}")
+            return const
+        self.exprs[const] = expr
+        self.defined.append((kind, const, expr))
+        return const
 
 
 def _fragment_column(mapper: _Mapper, head: Struct | None) -> ColumnPlan:
@@ -286,10 +355,8 @@ def _fragment_column(mapper: _Mapper, head: Struct | None) -> ColumnPlan:
     if head is not None:
         mapper.owner = "Fragment"
         members.append(("head", "head", mapper.col(head, "Fragment.head"), True))
-    col = Col("struct", _struct_arrow(members), members=members)
-    code = _Code()
-    expr = code.struct(col, "msgs", False, [])
-    return ColumnPlan("fragment", "Fragment", col, code.gathers, expr, {})
+    col = Col("struct", members=members)
+    return ColumnPlan("fragment", "Fragment", col, "FRAGMENT", _how(col, ""), {})
 
 
 def _header_type(protocol: Protocol, index: int) -> str:
@@ -323,17 +390,9 @@ def _role_enums(protocol: Protocol) -> dict[str, Enum]:
     return out
 
 
-def _arrow_struct(fields: list[tuple[str, Code]]) -> Code:
-    """`pa.struct([...])` of (name, Arrow type) members: a name (spec text) as its literal."""
-    return Code(
-        "pa.struct(["
-        + ", ".join(f"pa.field({pytext.literal(n)}, {arrow})" for n, arrow in fields)
-        + "])"
-    )
-
-
-def _struct_arrow(members: list[tuple[str, str, Col, bool]]) -> Code:
-    return _arrow_struct([(n, c.arrow) for n, _, c, _ in members])
+def _dict_struct(fields: list[tuple[str, Code]]) -> Code:
+    """`pa.struct({...})` of (name, Arrow type) members: a name (spec text) as its literal."""
+    return Code("pa.struct({" + ", ".join(f"{pytext.literal(n)}: {a}" for n, a in fields) + "})")
 
 
 def _int_range(name: str) -> tuple[int, int]:
@@ -411,8 +470,8 @@ class _Mapper:
                     "string": Col("leaf", _STRING),
                     "bytes": Col("leaf", _BINARY),
                     "bool": Col("leaf", _BOOL),
-                    "float": Col("leaf", Code("pa.float32()" if p.width == 4 else "pa.float64()")),
-                    "timestamp": Col("leaf", Code('pa.timestamp("s", tz="UTC")')),
+                    "float": Col("leaf", Code("FLOAT32" if p.width == 4 else "FLOAT64")),
+                    "timestamp": Col("leaf", Code("SECONDS")),
                     # a scale per value: exact as text (one decimal128(p, s) column would round)
                     "decimal": Col("leaf", _STRING, convert="_texts"),
                 }[p.kind]
@@ -423,12 +482,13 @@ class _Mapper:
                 return Col("leaf", _BINARY)
             case Array():
                 item = self.col(t.item, f"{label}[]")
-                return Col("list", Code(f"pa.list_({item.arrow})"), item=item)
+                return Col("list", item=item)
             case Struct():
                 members = self.members(t.fields, label)
                 if not members:
                     raise PlanError(f"{label}: Parquet cannot store the empty structure {t.name}")
-                return Col("struct", _struct_arrow(members), members=members)
+                cls = f"{self.owner}{t.name}" if t.name in self.clashing else t.name
+                return Col("struct", members=members, record=cls)
             case Switch():
                 return self._switch(t, label)
             case Bits() | BitField() | Presence() | Alternatives() | Typed():
@@ -460,59 +520,12 @@ class _Mapper:
                     raise PlanError(f"{label}: no Spark type for the peeked case {c.label!r}")
             if len({m[1] for m in members}) != len(members):
                 raise PlanError(f"{label}: two cases of a peeked switch share a Python type")
-            return Col("union", _struct_arrow(members), members=members)
+            return Col("union", members=members)
         raise PlanError(f"{label}: no Spark type for a switch mixing {sorted(map(str, types))}")
 
 
 def _has_empty_case(t: TypeRef) -> bool:
     return isinstance(t, Switch) and any(c.type is None for c in t.cases)
-
-
-class _Code:
-    """Works out a column builder: the lists to gather and the Arrow expression over them."""
-
-    def __init__(self) -> None:
-        self.gathers: list[Gather] = []
-        self.used: set[str] = set(_TAKEN)
-        self.picked: dict[str, str] = {}  # top-level attribute -> its local
-
-    def local(self, path: list[str]) -> str:
-        base = re.sub(r"\W", "_", "_".join(path)) or "values"
-        name, n = base, 2
-        while name in self.used:
-            name, n = f"{base}_{n}", n + 1
-        self.used.add(name)
-        return name
-
-    def expr(self, col: Col, source: str, maybe_none: bool, path: list[str]) -> Expr:
-        if col.kind == "leaf":
-            return Expr("leaf", source, arrow=col.arrow, via=col.via, convert=col.convert)
-        if col.kind == "list":
-            assert col.item is not None
-            items = self.local([*path, "items"])
-            self.gathers.append(Gather("flatten", items, source, guard=maybe_none))
-            item = self.expr(col.item, items, False, [*path, "item"])
-            return Expr("list", source, item=item, mask=maybe_none)
-        if col.kind == "union":
-            children = []
-            for name, cls, member, _ in col.members:
-                target = self.local([*path, name])
-                self.gathers.append(Gather("select", target, source, cls))
-                children.append(self.expr(member, target, True, [*path, name]))
-            names = [name for name, _, _, _ in col.members]
-            return Expr("struct", source, names=names, children=children, mask=maybe_none)
-        return self.struct(col, source, maybe_none, path)
-
-    def struct(self, col: Col, source: str, maybe_none: bool, path: list[str]) -> Expr:
-        children = []
-        for name, attr, member, member_none in col.members:
-            target = self.local([*path, name])
-            if not path:
-                self.picked[attr] = target
-            self.gathers.append(Gather("pick", target, source, attr, guard=maybe_none))
-            children.append(self.expr(member, target, maybe_none or member_none, [*path, name]))
-        names = [name for name, _, _, _ in col.members]
-        return Expr("struct", source, names=names, children=children, mask=maybe_none)
 
 
 @dataclass
@@ -533,7 +546,7 @@ class PackedColumn:
 
     @property
     def arrow(self) -> Code:
-        return _arrow_struct([(m.attr, m.arrow) for m in self.members])
+        return _dict_struct([(m.attr, m.arrow) for m in self.members])
 
 
 @dataclass
@@ -546,8 +559,19 @@ class PackedColumns:
     headers: list[PackedColumn]
     fieldless: list[str]
 
+    @property
+    def aliases(self) -> dict[str, Code]:
+        """The leaf type constants the columns name."""
+        used = {
+            name
+            for c in self.methods + self.headers
+            for m in c.members
+            for name in re.findall(r"\b[A-Z][A-Z0-9]*\b", m.arrow)
+        }
+        return {k: v for k, v in ALIASES.items() if k in used}
 
-_RANGES = Code('pa.list_(pa.struct([pa.field("first", pa.int64()), pa.field("last", pa.int64())]))')
+
+_RANGES = Code('pa.list_(pa.struct({"first": INT64, "last": INT64}))')
 
 
 def packed_columns(packed: PackedPlan) -> PackedColumns:
@@ -601,7 +625,7 @@ def _packed_member(f: FieldPlan, prims: dict[str, PrimPlan]) -> PackedMember | N
         "vbin": (_BINARY, "_same"),
         "uuid": (_STRING, "_text"),
         "dec": (_STRING, "_text"),
-        "float": (Code("pa.float32()" if p.fixed == 4 else "pa.float64()"), "_same"),
+        "float": (Code("FLOAT32" if p.fixed == 4 else "FLOAT64"), "_same"),
         "ranges": (_RANGES, "_ranges"),
     }
     arrow, convert = simple.get(p.impl, (_STRING, "_json"))

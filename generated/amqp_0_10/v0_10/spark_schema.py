@@ -115,6 +115,14 @@ from .commands import (
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
+INT16 = pa.int16()
+INT32 = pa.int32()
+INT64 = pa.int64()
+DECIMAL = pa.decimal128(20, 0)
+STRING = pa.string()
+BINARY = pa.binary()
+BOOL = pa.bool_()
+
 FRAMES_SCHEMA = pa.schema(
     [
         pa.field("capture", pa.string()),
@@ -137,608 +145,393 @@ FRAMES_SCHEMA = pa.schema(
         pa.field("body_size", pa.int64()),
         pa.field(
             "connection_start",
-            pa.struct(
-                [
-                    pa.field("server_properties", pa.string()),
-                    pa.field("mechanisms", pa.string()),
-                    pa.field("locales", pa.string()),
-                ]
-            ),
+            pa.struct({"server_properties": STRING, "mechanisms": STRING, "locales": STRING}),
         ),
         pa.field(
             "connection_start_ok",
             pa.struct(
-                [
-                    pa.field("client_properties", pa.string()),
-                    pa.field("mechanism", pa.string()),
-                    pa.field("response", pa.binary()),
-                    pa.field("locale", pa.string()),
-                ]
+                {
+                    "client_properties": STRING,
+                    "mechanism": STRING,
+                    "response": BINARY,
+                    "locale": STRING,
+                }
             ),
         ),
-        pa.field("connection_secure", pa.struct([pa.field("challenge", pa.binary())])),
-        pa.field("connection_secure_ok", pa.struct([pa.field("response", pa.binary())])),
+        pa.field("connection_secure", pa.struct({"challenge": BINARY})),
+        pa.field("connection_secure_ok", pa.struct({"response": BINARY})),
         pa.field(
             "connection_tune",
             pa.struct(
-                [
-                    pa.field("channel_max", pa.int32()),
-                    pa.field("max_frame_size", pa.int32()),
-                    pa.field("heartbeat_min", pa.int32()),
-                    pa.field("heartbeat_max", pa.int32()),
-                ]
+                {
+                    "channel_max": INT32,
+                    "max_frame_size": INT32,
+                    "heartbeat_min": INT32,
+                    "heartbeat_max": INT32,
+                }
             ),
         ),
         pa.field(
             "connection_tune_ok",
-            pa.struct(
-                [
-                    pa.field("channel_max", pa.int32()),
-                    pa.field("max_frame_size", pa.int32()),
-                    pa.field("heartbeat", pa.int32()),
-                ]
-            ),
+            pa.struct({"channel_max": INT32, "max_frame_size": INT32, "heartbeat": INT32}),
         ),
         pa.field(
             "connection_open",
-            pa.struct(
-                [
-                    pa.field("virtual_host", pa.string()),
-                    pa.field("capabilities", pa.string()),
-                    pa.field("insist", pa.bool_()),
-                ]
-            ),
+            pa.struct({"virtual_host": STRING, "capabilities": STRING, "insist": BOOL}),
         ),
-        pa.field("connection_open_ok", pa.struct([pa.field("known_hosts", pa.string())])),
+        pa.field("connection_open_ok", pa.struct({"known_hosts": STRING})),
+        pa.field("connection_redirect", pa.struct({"host": STRING, "known_hosts": STRING})),
+        pa.field("connection_close", pa.struct({"reply_code": INT32, "reply_text": STRING})),
+        pa.field("session_attach", pa.struct({"name": BINARY, "force": BOOL})),
+        pa.field("session_attached", pa.struct({"name": BINARY})),
+        pa.field("session_detach", pa.struct({"name": BINARY})),
+        pa.field("session_detached", pa.struct({"name": BINARY, "code": INT16})),
+        pa.field("session_request_timeout", pa.struct({"timeout": INT64})),
+        pa.field("session_timeout", pa.struct({"timeout": INT64})),
         pa.field(
-            "connection_redirect",
-            pa.struct([pa.field("host", pa.string()), pa.field("known_hosts", pa.string())]),
-        ),
-        pa.field(
-            "connection_close",
-            pa.struct([pa.field("reply_code", pa.int32()), pa.field("reply_text", pa.string())]),
-        ),
-        pa.field(
-            "session_attach",
-            pa.struct([pa.field("name", pa.binary()), pa.field("force", pa.bool_())]),
-        ),
-        pa.field("session_attached", pa.struct([pa.field("name", pa.binary())])),
-        pa.field("session_detach", pa.struct([pa.field("name", pa.binary())])),
-        pa.field(
-            "session_detached",
-            pa.struct([pa.field("name", pa.binary()), pa.field("code", pa.int16())]),
-        ),
-        pa.field("session_request_timeout", pa.struct([pa.field("timeout", pa.int64())])),
-        pa.field("session_timeout", pa.struct([pa.field("timeout", pa.int64())])),
-        pa.field(
-            "session_command_point",
-            pa.struct(
-                [
-                    pa.field("command_id", pa.int64()),
-                    pa.field("command_offset", pa.decimal128(20, 0)),
-                ]
-            ),
+            "session_command_point", pa.struct({"command_id": INT64, "command_offset": DECIMAL})
         ),
         pa.field(
             "session_expected",
             pa.struct(
-                [
-                    pa.field(
-                        "commands",
-                        pa.list_(
-                            pa.struct([pa.field("first", pa.int64()), pa.field("last", pa.int64())])
-                        ),
-                    ),
-                    pa.field("fragments", pa.string()),
-                ]
+                {
+                    "commands": pa.list_(pa.struct({"first": INT64, "last": INT64})),
+                    "fragments": STRING,
+                }
             ),
         ),
         pa.field(
             "session_confirmed",
             pa.struct(
-                [
-                    pa.field(
-                        "commands",
-                        pa.list_(
-                            pa.struct([pa.field("first", pa.int64()), pa.field("last", pa.int64())])
-                        ),
-                    ),
-                    pa.field("fragments", pa.string()),
-                ]
+                {
+                    "commands": pa.list_(pa.struct({"first": INT64, "last": INT64})),
+                    "fragments": STRING,
+                }
             ),
         ),
         pa.field(
             "session_completed",
             pa.struct(
-                [
-                    pa.field(
-                        "commands",
-                        pa.list_(
-                            pa.struct([pa.field("first", pa.int64()), pa.field("last", pa.int64())])
-                        ),
-                    ),
-                    pa.field("timely_reply", pa.bool_()),
-                ]
+                {
+                    "commands": pa.list_(pa.struct({"first": INT64, "last": INT64})),
+                    "timely_reply": BOOL,
+                }
             ),
         ),
         pa.field(
             "session_known_completed",
-            pa.struct(
-                [
-                    pa.field(
-                        "commands",
-                        pa.list_(
-                            pa.struct([pa.field("first", pa.int64()), pa.field("last", pa.int64())])
-                        ),
-                    )
-                ]
-            ),
+            pa.struct({"commands": pa.list_(pa.struct({"first": INT64, "last": INT64}))}),
         ),
         pa.field(
-            "session_flush",
-            pa.struct(
-                [
-                    pa.field("expected", pa.bool_()),
-                    pa.field("confirmed", pa.bool_()),
-                    pa.field("completed", pa.bool_()),
-                ]
-            ),
+            "session_flush", pa.struct({"expected": BOOL, "confirmed": BOOL, "completed": BOOL})
         ),
         pa.field(
             "session_gap",
-            pa.struct(
-                [
-                    pa.field(
-                        "commands",
-                        pa.list_(
-                            pa.struct([pa.field("first", pa.int64()), pa.field("last", pa.int64())])
-                        ),
-                    )
-                ]
-            ),
+            pa.struct({"commands": pa.list_(pa.struct({"first": INT64, "last": INT64}))}),
         ),
-        pa.field(
-            "execution_result",
-            pa.struct([pa.field("command_id", pa.int64()), pa.field("value", pa.string())]),
-        ),
+        pa.field("execution_result", pa.struct({"command_id": INT64, "value": STRING})),
         pa.field(
             "execution_exception",
             pa.struct(
-                [
-                    pa.field("error_code", pa.int32()),
-                    pa.field("command_id", pa.int64()),
-                    pa.field("class_code", pa.int16()),
-                    pa.field("command_code", pa.int16()),
-                    pa.field("field_index", pa.int16()),
-                    pa.field("description", pa.string()),
-                    pa.field("error_info", pa.string()),
-                ]
+                {
+                    "error_code": INT32,
+                    "command_id": INT64,
+                    "class_code": INT16,
+                    "command_code": INT16,
+                    "field_index": INT16,
+                    "description": STRING,
+                    "error_info": STRING,
+                }
             ),
         ),
         pa.field(
             "message_transfer",
-            pa.struct(
-                [
-                    pa.field("destination", pa.string()),
-                    pa.field("accept_mode", pa.int16()),
-                    pa.field("acquire_mode", pa.int16()),
-                ]
-            ),
+            pa.struct({"destination": STRING, "accept_mode": INT16, "acquire_mode": INT16}),
         ),
         pa.field(
             "message_accept",
-            pa.struct(
-                [
-                    pa.field(
-                        "transfers",
-                        pa.list_(
-                            pa.struct([pa.field("first", pa.int64()), pa.field("last", pa.int64())])
-                        ),
-                    )
-                ]
-            ),
+            pa.struct({"transfers": pa.list_(pa.struct({"first": INT64, "last": INT64}))}),
         ),
         pa.field(
             "message_reject",
             pa.struct(
-                [
-                    pa.field(
-                        "transfers",
-                        pa.list_(
-                            pa.struct([pa.field("first", pa.int64()), pa.field("last", pa.int64())])
-                        ),
-                    ),
-                    pa.field("code", pa.int32()),
-                    pa.field("text", pa.string()),
-                ]
+                {
+                    "transfers": pa.list_(pa.struct({"first": INT64, "last": INT64})),
+                    "code": INT32,
+                    "text": STRING,
+                }
             ),
         ),
         pa.field(
             "message_release",
             pa.struct(
-                [
-                    pa.field(
-                        "transfers",
-                        pa.list_(
-                            pa.struct([pa.field("first", pa.int64()), pa.field("last", pa.int64())])
-                        ),
-                    ),
-                    pa.field("set_redelivered", pa.bool_()),
-                ]
+                {
+                    "transfers": pa.list_(pa.struct({"first": INT64, "last": INT64})),
+                    "set_redelivered": BOOL,
+                }
             ),
         ),
         pa.field(
             "message_acquire",
-            pa.struct(
-                [
-                    pa.field(
-                        "transfers",
-                        pa.list_(
-                            pa.struct([pa.field("first", pa.int64()), pa.field("last", pa.int64())])
-                        ),
-                    )
-                ]
-            ),
+            pa.struct({"transfers": pa.list_(pa.struct({"first": INT64, "last": INT64}))}),
         ),
-        pa.field(
-            "message_resume",
-            pa.struct([pa.field("destination", pa.string()), pa.field("resume_id", pa.string())]),
-        ),
+        pa.field("message_resume", pa.struct({"destination": STRING, "resume_id": STRING})),
         pa.field(
             "message_subscribe",
             pa.struct(
-                [
-                    pa.field("queue", pa.string()),
-                    pa.field("destination", pa.string()),
-                    pa.field("accept_mode", pa.int16()),
-                    pa.field("acquire_mode", pa.int16()),
-                    pa.field("exclusive", pa.bool_()),
-                    pa.field("resume_id", pa.string()),
-                    pa.field("resume_ttl", pa.decimal128(20, 0)),
-                    pa.field("arguments", pa.string()),
-                ]
+                {
+                    "queue": STRING,
+                    "destination": STRING,
+                    "accept_mode": INT16,
+                    "acquire_mode": INT16,
+                    "exclusive": BOOL,
+                    "resume_id": STRING,
+                    "resume_ttl": DECIMAL,
+                    "arguments": STRING,
+                }
             ),
         ),
-        pa.field("message_cancel", pa.struct([pa.field("destination", pa.string())])),
-        pa.field(
-            "message_set_flow_mode",
-            pa.struct([pa.field("destination", pa.string()), pa.field("flow_mode", pa.int16())]),
-        ),
-        pa.field(
-            "message_flow",
-            pa.struct(
-                [
-                    pa.field("destination", pa.string()),
-                    pa.field("unit", pa.int16()),
-                    pa.field("value", pa.int64()),
-                ]
-            ),
-        ),
-        pa.field("message_flush", pa.struct([pa.field("destination", pa.string())])),
-        pa.field("message_stop", pa.struct([pa.field("destination", pa.string())])),
-        pa.field(
-            "dtx_start",
-            pa.struct(
-                [
-                    pa.field("xid", pa.string()),
-                    pa.field("join", pa.bool_()),
-                    pa.field("resume", pa.bool_()),
-                ]
-            ),
-        ),
-        pa.field(
-            "dtx_end",
-            pa.struct(
-                [
-                    pa.field("xid", pa.string()),
-                    pa.field("fail", pa.bool_()),
-                    pa.field("suspend", pa.bool_()),
-                ]
-            ),
-        ),
-        pa.field(
-            "dtx_commit",
-            pa.struct([pa.field("xid", pa.string()), pa.field("one_phase", pa.bool_())]),
-        ),
-        pa.field("dtx_forget", pa.struct([pa.field("xid", pa.string())])),
-        pa.field("dtx_get_timeout", pa.struct([pa.field("xid", pa.string())])),
-        pa.field("dtx_prepare", pa.struct([pa.field("xid", pa.string())])),
-        pa.field("dtx_rollback", pa.struct([pa.field("xid", pa.string())])),
-        pa.field(
-            "dtx_set_timeout",
-            pa.struct([pa.field("xid", pa.string()), pa.field("timeout", pa.int64())]),
-        ),
+        pa.field("message_cancel", pa.struct({"destination": STRING})),
+        pa.field("message_set_flow_mode", pa.struct({"destination": STRING, "flow_mode": INT16})),
+        pa.field("message_flow", pa.struct({"destination": STRING, "unit": INT16, "value": INT64})),
+        pa.field("message_flush", pa.struct({"destination": STRING})),
+        pa.field("message_stop", pa.struct({"destination": STRING})),
+        pa.field("dtx_start", pa.struct({"xid": STRING, "join": BOOL, "resume": BOOL})),
+        pa.field("dtx_end", pa.struct({"xid": STRING, "fail": BOOL, "suspend": BOOL})),
+        pa.field("dtx_commit", pa.struct({"xid": STRING, "one_phase": BOOL})),
+        pa.field("dtx_forget", pa.struct({"xid": STRING})),
+        pa.field("dtx_get_timeout", pa.struct({"xid": STRING})),
+        pa.field("dtx_prepare", pa.struct({"xid": STRING})),
+        pa.field("dtx_rollback", pa.struct({"xid": STRING})),
+        pa.field("dtx_set_timeout", pa.struct({"xid": STRING, "timeout": INT64})),
         pa.field(
             "exchange_declare",
             pa.struct(
-                [
-                    pa.field("exchange", pa.string()),
-                    pa.field("type", pa.string()),
-                    pa.field("alternate_exchange", pa.string()),
-                    pa.field("passive", pa.bool_()),
-                    pa.field("durable", pa.bool_()),
-                    pa.field("auto_delete", pa.bool_()),
-                    pa.field("arguments", pa.string()),
-                ]
+                {
+                    "exchange": STRING,
+                    "type": STRING,
+                    "alternate_exchange": STRING,
+                    "passive": BOOL,
+                    "durable": BOOL,
+                    "auto_delete": BOOL,
+                    "arguments": STRING,
+                }
             ),
         ),
-        pa.field(
-            "exchange_delete",
-            pa.struct([pa.field("exchange", pa.string()), pa.field("if_unused", pa.bool_())]),
-        ),
-        pa.field("exchange_query", pa.struct([pa.field("name", pa.string())])),
+        pa.field("exchange_delete", pa.struct({"exchange": STRING, "if_unused": BOOL})),
+        pa.field("exchange_query", pa.struct({"name": STRING})),
         pa.field(
             "exchange_bind",
             pa.struct(
-                [
-                    pa.field("queue", pa.string()),
-                    pa.field("exchange", pa.string()),
-                    pa.field("binding_key", pa.string()),
-                    pa.field("arguments", pa.string()),
-                ]
+                {"queue": STRING, "exchange": STRING, "binding_key": STRING, "arguments": STRING}
             ),
         ),
         pa.field(
             "exchange_unbind",
-            pa.struct(
-                [
-                    pa.field("queue", pa.string()),
-                    pa.field("exchange", pa.string()),
-                    pa.field("binding_key", pa.string()),
-                ]
-            ),
+            pa.struct({"queue": STRING, "exchange": STRING, "binding_key": STRING}),
         ),
         pa.field(
             "exchange_bound",
             pa.struct(
-                [
-                    pa.field("exchange", pa.string()),
-                    pa.field("queue", pa.string()),
-                    pa.field("binding_key", pa.string()),
-                    pa.field("arguments", pa.string()),
-                ]
+                {"exchange": STRING, "queue": STRING, "binding_key": STRING, "arguments": STRING}
             ),
         ),
         pa.field(
             "queue_declare",
             pa.struct(
-                [
-                    pa.field("queue", pa.string()),
-                    pa.field("alternate_exchange", pa.string()),
-                    pa.field("passive", pa.bool_()),
-                    pa.field("durable", pa.bool_()),
-                    pa.field("exclusive", pa.bool_()),
-                    pa.field("auto_delete", pa.bool_()),
-                    pa.field("arguments", pa.string()),
-                ]
+                {
+                    "queue": STRING,
+                    "alternate_exchange": STRING,
+                    "passive": BOOL,
+                    "durable": BOOL,
+                    "exclusive": BOOL,
+                    "auto_delete": BOOL,
+                    "arguments": STRING,
+                }
             ),
         ),
-        pa.field(
-            "queue_delete",
-            pa.struct(
-                [
-                    pa.field("queue", pa.string()),
-                    pa.field("if_unused", pa.bool_()),
-                    pa.field("if_empty", pa.bool_()),
-                ]
-            ),
-        ),
-        pa.field("queue_purge", pa.struct([pa.field("queue", pa.string())])),
-        pa.field("queue_query", pa.struct([pa.field("queue", pa.string())])),
+        pa.field("queue_delete", pa.struct({"queue": STRING, "if_unused": BOOL, "if_empty": BOOL})),
+        pa.field("queue_purge", pa.struct({"queue": STRING})),
+        pa.field("queue_query", pa.struct({"queue": STRING})),
         pa.field(
             "file_qos",
-            pa.struct(
-                [
-                    pa.field("prefetch_size", pa.int64()),
-                    pa.field("prefetch_count", pa.int32()),
-                    pa.field("global_", pa.bool_()),
-                ]
-            ),
+            pa.struct({"prefetch_size": INT64, "prefetch_count": INT32, "global_": BOOL}),
         ),
         pa.field(
             "file_consume",
             pa.struct(
-                [
-                    pa.field("queue", pa.string()),
-                    pa.field("consumer_tag", pa.string()),
-                    pa.field("no_local", pa.bool_()),
-                    pa.field("no_ack", pa.bool_()),
-                    pa.field("exclusive", pa.bool_()),
-                    pa.field("nowait", pa.bool_()),
-                    pa.field("arguments", pa.string()),
-                ]
+                {
+                    "queue": STRING,
+                    "consumer_tag": STRING,
+                    "no_local": BOOL,
+                    "no_ack": BOOL,
+                    "exclusive": BOOL,
+                    "nowait": BOOL,
+                    "arguments": STRING,
+                }
             ),
         ),
-        pa.field("file_consume_ok", pa.struct([pa.field("consumer_tag", pa.string())])),
-        pa.field("file_cancel", pa.struct([pa.field("consumer_tag", pa.string())])),
-        pa.field(
-            "file_open",
-            pa.struct(
-                [
-                    pa.field("identifier", pa.string()),
-                    pa.field("content_size", pa.decimal128(20, 0)),
-                ]
-            ),
-        ),
-        pa.field("file_open_ok", pa.struct([pa.field("staged_size", pa.decimal128(20, 0))])),
+        pa.field("file_consume_ok", pa.struct({"consumer_tag": STRING})),
+        pa.field("file_cancel", pa.struct({"consumer_tag": STRING})),
+        pa.field("file_open", pa.struct({"identifier": STRING, "content_size": DECIMAL})),
+        pa.field("file_open_ok", pa.struct({"staged_size": DECIMAL})),
         pa.field(
             "file_publish",
             pa.struct(
-                [
-                    pa.field("exchange", pa.string()),
-                    pa.field("routing_key", pa.string()),
-                    pa.field("mandatory", pa.bool_()),
-                    pa.field("immediate", pa.bool_()),
-                    pa.field("identifier", pa.string()),
-                ]
+                {
+                    "exchange": STRING,
+                    "routing_key": STRING,
+                    "mandatory": BOOL,
+                    "immediate": BOOL,
+                    "identifier": STRING,
+                }
             ),
         ),
         pa.field(
             "file_return",
             pa.struct(
-                [
-                    pa.field("reply_code", pa.int32()),
-                    pa.field("reply_text", pa.string()),
-                    pa.field("exchange", pa.string()),
-                    pa.field("routing_key", pa.string()),
-                ]
+                {
+                    "reply_code": INT32,
+                    "reply_text": STRING,
+                    "exchange": STRING,
+                    "routing_key": STRING,
+                }
             ),
         ),
         pa.field(
             "file_deliver",
             pa.struct(
-                [
-                    pa.field("consumer_tag", pa.string()),
-                    pa.field("delivery_tag", pa.decimal128(20, 0)),
-                    pa.field("redelivered", pa.bool_()),
-                    pa.field("exchange", pa.string()),
-                    pa.field("routing_key", pa.string()),
-                    pa.field("identifier", pa.string()),
-                ]
+                {
+                    "consumer_tag": STRING,
+                    "delivery_tag": DECIMAL,
+                    "redelivered": BOOL,
+                    "exchange": STRING,
+                    "routing_key": STRING,
+                    "identifier": STRING,
+                }
             ),
         ),
-        pa.field(
-            "file_ack",
-            pa.struct(
-                [pa.field("delivery_tag", pa.decimal128(20, 0)), pa.field("multiple", pa.bool_())]
-            ),
-        ),
-        pa.field(
-            "file_reject",
-            pa.struct(
-                [pa.field("delivery_tag", pa.decimal128(20, 0)), pa.field("requeue", pa.bool_())]
-            ),
-        ),
+        pa.field("file_ack", pa.struct({"delivery_tag": DECIMAL, "multiple": BOOL})),
+        pa.field("file_reject", pa.struct({"delivery_tag": DECIMAL, "requeue": BOOL})),
         pa.field(
             "stream_qos",
             pa.struct(
-                [
-                    pa.field("prefetch_size", pa.int64()),
-                    pa.field("prefetch_count", pa.int32()),
-                    pa.field("consume_rate", pa.int64()),
-                    pa.field("global_", pa.bool_()),
-                ]
+                {
+                    "prefetch_size": INT64,
+                    "prefetch_count": INT32,
+                    "consume_rate": INT64,
+                    "global_": BOOL,
+                }
             ),
         ),
         pa.field(
             "stream_consume",
             pa.struct(
-                [
-                    pa.field("queue", pa.string()),
-                    pa.field("consumer_tag", pa.string()),
-                    pa.field("no_local", pa.bool_()),
-                    pa.field("exclusive", pa.bool_()),
-                    pa.field("nowait", pa.bool_()),
-                    pa.field("arguments", pa.string()),
-                ]
+                {
+                    "queue": STRING,
+                    "consumer_tag": STRING,
+                    "no_local": BOOL,
+                    "exclusive": BOOL,
+                    "nowait": BOOL,
+                    "arguments": STRING,
+                }
             ),
         ),
-        pa.field("stream_consume_ok", pa.struct([pa.field("consumer_tag", pa.string())])),
-        pa.field("stream_cancel", pa.struct([pa.field("consumer_tag", pa.string())])),
+        pa.field("stream_consume_ok", pa.struct({"consumer_tag": STRING})),
+        pa.field("stream_cancel", pa.struct({"consumer_tag": STRING})),
         pa.field(
             "stream_publish",
             pa.struct(
-                [
-                    pa.field("exchange", pa.string()),
-                    pa.field("routing_key", pa.string()),
-                    pa.field("mandatory", pa.bool_()),
-                    pa.field("immediate", pa.bool_()),
-                ]
+                {"exchange": STRING, "routing_key": STRING, "mandatory": BOOL, "immediate": BOOL}
             ),
         ),
         pa.field(
             "stream_return",
             pa.struct(
-                [
-                    pa.field("reply_code", pa.int32()),
-                    pa.field("reply_text", pa.string()),
-                    pa.field("exchange", pa.string()),
-                    pa.field("routing_key", pa.string()),
-                ]
+                {
+                    "reply_code": INT32,
+                    "reply_text": STRING,
+                    "exchange": STRING,
+                    "routing_key": STRING,
+                }
             ),
         ),
         pa.field(
             "stream_deliver",
             pa.struct(
-                [
-                    pa.field("consumer_tag", pa.string()),
-                    pa.field("delivery_tag", pa.decimal128(20, 0)),
-                    pa.field("exchange", pa.string()),
-                    pa.field("queue", pa.string()),
-                ]
+                {
+                    "consumer_tag": STRING,
+                    "delivery_tag": DECIMAL,
+                    "exchange": STRING,
+                    "queue": STRING,
+                }
             ),
         ),
         pa.field(
             "message_delivery_properties",
             pa.struct(
-                [
-                    pa.field("discard_unroutable", pa.bool_()),
-                    pa.field("immediate", pa.bool_()),
-                    pa.field("redelivered", pa.bool_()),
-                    pa.field("priority", pa.int16()),
-                    pa.field("delivery_mode", pa.int16()),
-                    pa.field("ttl", pa.decimal128(20, 0)),
-                    pa.field("timestamp", pa.int64()),
-                    pa.field("expiration", pa.int64()),
-                    pa.field("exchange", pa.string()),
-                    pa.field("routing_key", pa.string()),
-                    pa.field("resume_id", pa.string()),
-                    pa.field("resume_ttl", pa.decimal128(20, 0)),
-                ]
+                {
+                    "discard_unroutable": BOOL,
+                    "immediate": BOOL,
+                    "redelivered": BOOL,
+                    "priority": INT16,
+                    "delivery_mode": INT16,
+                    "ttl": DECIMAL,
+                    "timestamp": INT64,
+                    "expiration": INT64,
+                    "exchange": STRING,
+                    "routing_key": STRING,
+                    "resume_id": STRING,
+                    "resume_ttl": DECIMAL,
+                }
             ),
         ),
         pa.field(
             "message_fragment_properties",
-            pa.struct(
-                [
-                    pa.field("first", pa.bool_()),
-                    pa.field("last", pa.bool_()),
-                    pa.field("fragment_size", pa.decimal128(20, 0)),
-                ]
-            ),
+            pa.struct({"first": BOOL, "last": BOOL, "fragment_size": DECIMAL}),
         ),
         pa.field(
             "message_properties",
             pa.struct(
-                [
-                    pa.field("content_length", pa.decimal128(20, 0)),
-                    pa.field("message_id", pa.string()),
-                    pa.field("correlation_id", pa.binary()),
-                    pa.field("reply_to", pa.string()),
-                    pa.field("content_type", pa.string()),
-                    pa.field("content_encoding", pa.string()),
-                    pa.field("user_id", pa.binary()),
-                    pa.field("app_id", pa.binary()),
-                    pa.field("application_headers", pa.string()),
-                ]
+                {
+                    "content_length": DECIMAL,
+                    "message_id": STRING,
+                    "correlation_id": BINARY,
+                    "reply_to": STRING,
+                    "content_type": STRING,
+                    "content_encoding": STRING,
+                    "user_id": BINARY,
+                    "app_id": BINARY,
+                    "application_headers": STRING,
+                }
             ),
         ),
         pa.field(
             "file_properties",
             pa.struct(
-                [
-                    pa.field("content_type", pa.string()),
-                    pa.field("content_encoding", pa.string()),
-                    pa.field("headers", pa.string()),
-                    pa.field("priority", pa.int16()),
-                    pa.field("reply_to", pa.string()),
-                    pa.field("message_id", pa.string()),
-                    pa.field("filename", pa.string()),
-                    pa.field("timestamp", pa.int64()),
-                    pa.field("cluster_id", pa.string()),
-                ]
+                {
+                    "content_type": STRING,
+                    "content_encoding": STRING,
+                    "headers": STRING,
+                    "priority": INT16,
+                    "reply_to": STRING,
+                    "message_id": STRING,
+                    "filename": STRING,
+                    "timestamp": INT64,
+                    "cluster_id": STRING,
+                }
             ),
         ),
         pa.field(
             "stream_properties",
             pa.struct(
-                [
-                    pa.field("content_type", pa.string()),
-                    pa.field("content_encoding", pa.string()),
-                    pa.field("headers", pa.string()),
-                    pa.field("priority", pa.int16()),
-                    pa.field("timestamp", pa.int64()),
-                ]
+                {
+                    "content_type": STRING,
+                    "content_encoding": STRING,
+                    "headers": STRING,
+                    "priority": INT16,
+                    "timestamp": INT64,
+                }
             ),
         ),
     ],
@@ -748,14 +541,7 @@ FRAMES_SCHEMA = pa.schema(
 the capture has no index. Its metadata (`specgen.spec`) names the spec version, so a table says
 what decoded it."""
 
-HEADER_COLUMNS: tuple[str, ...] = (
-    "flags",
-    "type",
-    "reserved",
-    "track",
-    "channel",
-    "reserved2",
-)
+HEADER_COLUMNS: tuple[str, ...] = ("flags", "type", "reserved", "track", "channel", "reserved2")
 """Frame header fields with a column of their own (all but the length), in header order."""
 
 ROLE_COLUMNS: tuple[str, ...] = ()
@@ -960,428 +746,82 @@ def _plain(value: Any) -> Any:
 _Convert = Callable[[list[Any]], list[Any]]
 
 _COLUMNS: dict[type, tuple[str, tuple[_Convert, ...]]] = {
-    ConnectionStart: (
-        "connection_start",
-        (
-            _json,
-            _json,
-            _json,
-        ),
-    ),
-    ConnectionStartOk: (
-        "connection_start_ok",
-        (
-            _json,
-            _same,
-            _same,
-            _same,
-        ),
-    ),
+    ConnectionStart: ("connection_start", (_json, _json, _json)),
+    ConnectionStartOk: ("connection_start_ok", (_json, _same, _same, _same)),
     ConnectionSecure: ("connection_secure", (_same,)),
     ConnectionSecureOk: ("connection_secure_ok", (_same,)),
-    ConnectionTune: (
-        "connection_tune",
-        (
-            _ints,
-            _ints,
-            _ints,
-            _ints,
-        ),
-    ),
-    ConnectionTuneOk: (
-        "connection_tune_ok",
-        (
-            _ints,
-            _ints,
-            _ints,
-        ),
-    ),
-    ConnectionOpen: (
-        "connection_open",
-        (
-            _same,
-            _json,
-            _same,
-        ),
-    ),
+    ConnectionTune: ("connection_tune", (_ints, _ints, _ints, _ints)),
+    ConnectionTuneOk: ("connection_tune_ok", (_ints, _ints, _ints)),
+    ConnectionOpen: ("connection_open", (_same, _json, _same)),
     ConnectionOpenOk: ("connection_open_ok", (_json,)),
-    ConnectionRedirect: (
-        "connection_redirect",
-        (
-            _same,
-            _json,
-        ),
-    ),
-    ConnectionClose: (
-        "connection_close",
-        (
-            _ints,
-            _same,
-        ),
-    ),
-    SessionAttach: (
-        "session_attach",
-        (
-            _same,
-            _same,
-        ),
-    ),
+    ConnectionRedirect: ("connection_redirect", (_same, _json)),
+    ConnectionClose: ("connection_close", (_ints, _same)),
+    SessionAttach: ("session_attach", (_same, _same)),
     SessionAttached: ("session_attached", (_same,)),
     SessionDetach: ("session_detach", (_same,)),
-    SessionDetached: (
-        "session_detached",
-        (
-            _same,
-            _ints,
-        ),
-    ),
+    SessionDetached: ("session_detached", (_same, _ints)),
     SessionRequestTimeout: ("session_request_timeout", (_ints,)),
     SessionTimeout: ("session_timeout", (_ints,)),
-    SessionCommandPoint: (
-        "session_command_point",
-        (
-            _ints,
-            _decimals,
-        ),
-    ),
-    SessionExpected: (
-        "session_expected",
-        (
-            _ranges,
-            _json,
-        ),
-    ),
-    SessionConfirmed: (
-        "session_confirmed",
-        (
-            _ranges,
-            _json,
-        ),
-    ),
-    SessionCompleted: (
-        "session_completed",
-        (
-            _ranges,
-            _same,
-        ),
-    ),
+    SessionCommandPoint: ("session_command_point", (_ints, _decimals)),
+    SessionExpected: ("session_expected", (_ranges, _json)),
+    SessionConfirmed: ("session_confirmed", (_ranges, _json)),
+    SessionCompleted: ("session_completed", (_ranges, _same)),
     SessionKnownCompleted: ("session_known_completed", (_ranges,)),
-    SessionFlush: (
-        "session_flush",
-        (
-            _same,
-            _same,
-            _same,
-        ),
-    ),
+    SessionFlush: ("session_flush", (_same, _same, _same)),
     SessionGap: ("session_gap", (_ranges,)),
-    ExecutionResult: (
-        "execution_result",
-        (
-            _ints,
-            _json,
-        ),
-    ),
-    ExecutionException: (
-        "execution_exception",
-        (
-            _ints,
-            _ints,
-            _ints,
-            _ints,
-            _ints,
-            _same,
-            _json,
-        ),
-    ),
-    MessageTransfer: (
-        "message_transfer",
-        (
-            _same,
-            _ints,
-            _ints,
-        ),
-    ),
+    ExecutionResult: ("execution_result", (_ints, _json)),
+    ExecutionException: ("execution_exception", (_ints, _ints, _ints, _ints, _ints, _same, _json)),
+    MessageTransfer: ("message_transfer", (_same, _ints, _ints)),
     MessageAccept: ("message_accept", (_ranges,)),
-    MessageReject: (
-        "message_reject",
-        (
-            _ranges,
-            _ints,
-            _same,
-        ),
-    ),
-    MessageRelease: (
-        "message_release",
-        (
-            _ranges,
-            _same,
-        ),
-    ),
+    MessageReject: ("message_reject", (_ranges, _ints, _same)),
+    MessageRelease: ("message_release", (_ranges, _same)),
     MessageAcquire: ("message_acquire", (_ranges,)),
-    MessageResume: (
-        "message_resume",
-        (
-            _same,
-            _same,
-        ),
-    ),
+    MessageResume: ("message_resume", (_same, _same)),
     MessageSubscribe: (
         "message_subscribe",
-        (
-            _same,
-            _same,
-            _ints,
-            _ints,
-            _same,
-            _same,
-            _decimals,
-            _json,
-        ),
+        (_same, _same, _ints, _ints, _same, _same, _decimals, _json),
     ),
     MessageCancel: ("message_cancel", (_same,)),
-    MessageSetFlowMode: (
-        "message_set_flow_mode",
-        (
-            _same,
-            _ints,
-        ),
-    ),
-    MessageFlow: (
-        "message_flow",
-        (
-            _same,
-            _ints,
-            _ints,
-        ),
-    ),
+    MessageSetFlowMode: ("message_set_flow_mode", (_same, _ints)),
+    MessageFlow: ("message_flow", (_same, _ints, _ints)),
     MessageFlush: ("message_flush", (_same,)),
     MessageStop: ("message_stop", (_same,)),
-    DtxStart: (
-        "dtx_start",
-        (
-            _json,
-            _same,
-            _same,
-        ),
-    ),
-    DtxEnd: (
-        "dtx_end",
-        (
-            _json,
-            _same,
-            _same,
-        ),
-    ),
-    DtxCommit: (
-        "dtx_commit",
-        (
-            _json,
-            _same,
-        ),
-    ),
+    DtxStart: ("dtx_start", (_json, _same, _same)),
+    DtxEnd: ("dtx_end", (_json, _same, _same)),
+    DtxCommit: ("dtx_commit", (_json, _same)),
     DtxForget: ("dtx_forget", (_json,)),
     DtxGetTimeout: ("dtx_get_timeout", (_json,)),
     DtxPrepare: ("dtx_prepare", (_json,)),
     DtxRollback: ("dtx_rollback", (_json,)),
-    DtxSetTimeout: (
-        "dtx_set_timeout",
-        (
-            _json,
-            _ints,
-        ),
-    ),
-    ExchangeDeclare: (
-        "exchange_declare",
-        (
-            _same,
-            _same,
-            _same,
-            _same,
-            _same,
-            _same,
-            _json,
-        ),
-    ),
-    ExchangeDelete: (
-        "exchange_delete",
-        (
-            _same,
-            _same,
-        ),
-    ),
+    DtxSetTimeout: ("dtx_set_timeout", (_json, _ints)),
+    ExchangeDeclare: ("exchange_declare", (_same, _same, _same, _same, _same, _same, _json)),
+    ExchangeDelete: ("exchange_delete", (_same, _same)),
     ExchangeQuery: ("exchange_query", (_same,)),
-    ExchangeBind: (
-        "exchange_bind",
-        (
-            _same,
-            _same,
-            _same,
-            _json,
-        ),
-    ),
-    ExchangeUnbind: (
-        "exchange_unbind",
-        (
-            _same,
-            _same,
-            _same,
-        ),
-    ),
-    ExchangeBound: (
-        "exchange_bound",
-        (
-            _same,
-            _same,
-            _same,
-            _json,
-        ),
-    ),
-    QueueDeclare: (
-        "queue_declare",
-        (
-            _same,
-            _same,
-            _same,
-            _same,
-            _same,
-            _same,
-            _json,
-        ),
-    ),
-    QueueDelete: (
-        "queue_delete",
-        (
-            _same,
-            _same,
-            _same,
-        ),
-    ),
+    ExchangeBind: ("exchange_bind", (_same, _same, _same, _json)),
+    ExchangeUnbind: ("exchange_unbind", (_same, _same, _same)),
+    ExchangeBound: ("exchange_bound", (_same, _same, _same, _json)),
+    QueueDeclare: ("queue_declare", (_same, _same, _same, _same, _same, _same, _json)),
+    QueueDelete: ("queue_delete", (_same, _same, _same)),
     QueuePurge: ("queue_purge", (_same,)),
     QueueQuery: ("queue_query", (_same,)),
-    FileQos: (
-        "file_qos",
-        (
-            _ints,
-            _ints,
-            _same,
-        ),
-    ),
-    FileConsume: (
-        "file_consume",
-        (
-            _same,
-            _same,
-            _same,
-            _same,
-            _same,
-            _same,
-            _json,
-        ),
-    ),
+    FileQos: ("file_qos", (_ints, _ints, _same)),
+    FileConsume: ("file_consume", (_same, _same, _same, _same, _same, _same, _json)),
     FileConsumeOk: ("file_consume_ok", (_same,)),
     FileCancel: ("file_cancel", (_same,)),
-    FileOpen: (
-        "file_open",
-        (
-            _same,
-            _decimals,
-        ),
-    ),
+    FileOpen: ("file_open", (_same, _decimals)),
     FileOpenOk: ("file_open_ok", (_decimals,)),
-    FilePublish: (
-        "file_publish",
-        (
-            _same,
-            _same,
-            _same,
-            _same,
-            _same,
-        ),
-    ),
-    FileReturn: (
-        "file_return",
-        (
-            _ints,
-            _same,
-            _same,
-            _same,
-        ),
-    ),
-    FileDeliver: (
-        "file_deliver",
-        (
-            _same,
-            _decimals,
-            _same,
-            _same,
-            _same,
-            _same,
-        ),
-    ),
-    FileAck: (
-        "file_ack",
-        (
-            _decimals,
-            _same,
-        ),
-    ),
-    FileReject: (
-        "file_reject",
-        (
-            _decimals,
-            _same,
-        ),
-    ),
-    StreamQos: (
-        "stream_qos",
-        (
-            _ints,
-            _ints,
-            _ints,
-            _same,
-        ),
-    ),
-    StreamConsume: (
-        "stream_consume",
-        (
-            _same,
-            _same,
-            _same,
-            _same,
-            _same,
-            _json,
-        ),
-    ),
+    FilePublish: ("file_publish", (_same, _same, _same, _same, _same)),
+    FileReturn: ("file_return", (_ints, _same, _same, _same)),
+    FileDeliver: ("file_deliver", (_same, _decimals, _same, _same, _same, _same)),
+    FileAck: ("file_ack", (_decimals, _same)),
+    FileReject: ("file_reject", (_decimals, _same)),
+    StreamQos: ("stream_qos", (_ints, _ints, _ints, _same)),
+    StreamConsume: ("stream_consume", (_same, _same, _same, _same, _same, _json)),
     StreamConsumeOk: ("stream_consume_ok", (_same,)),
     StreamCancel: ("stream_cancel", (_same,)),
-    StreamPublish: (
-        "stream_publish",
-        (
-            _same,
-            _same,
-            _same,
-            _same,
-        ),
-    ),
-    StreamReturn: (
-        "stream_return",
-        (
-            _ints,
-            _same,
-            _same,
-            _same,
-        ),
-    ),
-    StreamDeliver: (
-        "stream_deliver",
-        (
-            _same,
-            _decimals,
-            _same,
-            _same,
-        ),
-    ),
+    StreamPublish: ("stream_publish", (_same, _same, _same, _same)),
+    StreamReturn: ("stream_return", (_ints, _same, _same, _same)),
+    StreamDeliver: ("stream_deliver", (_same, _decimals, _same, _same)),
     MessageDeliveryProperties: (
         "message_delivery_properties",
         (
@@ -1399,51 +839,15 @@ _COLUMNS: dict[type, tuple[str, tuple[_Convert, ...]]] = {
             _decimals,
         ),
     ),
-    MessageFragmentProperties: (
-        "message_fragment_properties",
-        (
-            _same,
-            _same,
-            _decimals,
-        ),
-    ),
+    MessageFragmentProperties: ("message_fragment_properties", (_same, _same, _decimals)),
     MessageProperties: (
         "message_properties",
-        (
-            _decimals,
-            _text,
-            _same,
-            _json,
-            _same,
-            _same,
-            _same,
-            _same,
-            _json,
-        ),
+        (_decimals, _text, _same, _json, _same, _same, _same, _same, _json),
     ),
     FileProperties: (
         "file_properties",
-        (
-            _same,
-            _same,
-            _json,
-            _ints,
-            _same,
-            _same,
-            _same,
-            _ints,
-            _same,
-        ),
+        (_same, _same, _json, _ints, _same, _same, _same, _ints, _same),
     ),
-    StreamProperties: (
-        "stream_properties",
-        (
-            _same,
-            _same,
-            _json,
-            _ints,
-            _ints,
-        ),
-    ),
+    StreamProperties: ("stream_properties", (_same, _same, _json, _ints, _ints)),
 }
 """Class -> its struct column and, member by member, what makes its values fit the column."""

@@ -4,8 +4,11 @@
 
 FRAMES_SCHEMA (Arrow; `spark_schema()` gives it to Spark) describes one table: where each frame
 was seen, its header, what it decoded to, and one struct column per message class, null except on that
-class's frames. `message_columns(messages)` builds the decoded part column-wise: one list per
-leaf field, nested lists flattened once per level, no per-row dicts.
+class's frames. Each struct column's type is a constant named after its class, and so is each
+structure's type wherever it nests (those every version has alike come from `shared_spark`).
+`message_columns(messages)` builds the decoded part column-wise from those types: a member is
+the attribute of its name; `_READ` says, by path, what a type does not (a value that may be None,
+a field table kept as JSON text, a switch's cases).
 
 Spark has no unsigned integers: each integer takes the narrowest signed type holding all its
 values (uint8 -> SMALLINT, uint16 -> INT, uint32 -> BIGINT) and uint64 is DECIMAL(20,0), exact
@@ -19,98 +22,76 @@ Needs pyarrow; the codec package never imports this module and works without it.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
 
 from ..shared_spark import (
-    _basic_consume,
-    _basic_consume_ok,
-    _basic_deliver,
-    _basic_get,
-    _basic_get_empty,
-    _basic_get_ok,
-    _basic_properties,
-    _basic_publish,
-    _basic_qos,
-    _basic_recover,
-    _basic_recover_async,
-    _basic_reject,
-    _basic_return,
-    _channel_close,
-    _channel_flow,
-    _channel_flow_ok,
-    _channel_open,
-    _channel_open_ok,
-    _connection_close,
-    _connection_open,
-    _connection_open_ok,
-    _connection_secure,
-    _connection_secure_ok,
-    _connection_start,
-    _connection_start_ok,
-    _connection_tune,
-    _connection_tune_ok,
-    _content_body,
-    _exchange_delete,
-    _queue_bind,
-    _queue_declare,
-    _queue_declare_ok,
-    _queue_delete,
-    _queue_delete_ok,
-    _queue_purge,
-    _queue_purge_ok,
-    _queue_unbind,
+    BASIC_ACK,
+    BASIC_CANCEL,
+    BASIC_CANCEL_OK,
+    BASIC_CONSUME,
+    BASIC_CONSUME_OK,
+    BASIC_DELIVER,
+    BASIC_GET,
+    BASIC_GET_EMPTY,
+    BASIC_GET_OK,
+    BASIC_PROPERTIES,
+    BASIC_PUBLISH,
+    BASIC_QOS,
+    BASIC_RECOVER,
+    BASIC_RECOVER_ASYNC,
+    BASIC_REJECT,
+    BASIC_RETURN,
+    BOOL,
+    CHANNEL_CLOSE,
+    CHANNEL_FLOW,
+    CHANNEL_FLOW_OK,
+    CHANNEL_OPEN,
+    CHANNEL_OPEN_OK,
+    CONNECTION_CLOSE,
+    CONNECTION_OPEN,
+    CONNECTION_OPEN_OK,
+    CONNECTION_SECURE,
+    CONNECTION_SECURE_OK,
+    CONNECTION_START,
+    CONNECTION_START_OK,
+    CONNECTION_TUNE,
+    CONNECTION_TUNE_OK,
+    CONTENT_BODY,
+    EXCHANGE_DELETE,
+    INT16,
+    INT32,
+    QUEUE_BIND,
+    QUEUE_DECLARE,
+    QUEUE_DECLARE_OK,
+    QUEUE_DELETE,
+    QUEUE_DELETE_OK,
+    QUEUE_PURGE,
+    QUEUE_PURGE_OK,
+    QUEUE_UNBIND,
+    STRING,
+    _columns,
 )
-from .commands import (
-    BasicAck,
-    BasicCancel,
-    BasicCancelOk,
-    BasicConsume,
-    BasicConsumeOk,
-    BasicDeliver,
-    BasicGet,
-    BasicGetEmpty,
-    BasicGetOk,
-    BasicProperties,
-    BasicPublish,
-    BasicQos,
-    BasicRecover,
-    BasicRecoverAsync,
-    BasicReject,
-    BasicReturn,
-    ChannelClose,
-    ChannelFlow,
-    ChannelFlowOk,
-    ChannelOpen,
-    ChannelOpenOk,
-    ConnectionClose,
-    ConnectionOpen,
-    ConnectionOpenOk,
-    ConnectionSecure,
-    ConnectionSecureOk,
-    ConnectionStart,
-    ConnectionStartOk,
-    ConnectionTune,
-    ConnectionTuneOk,
-    ContentBody,
-    ExchangeDeclare,
-    ExchangeDelete,
-    Message,
-    QueueBind,
-    QueueDeclare,
-    QueueDeclareOk,
-    QueueDelete,
-    QueueDeleteOk,
-    QueuePurge,
-    QueuePurgeOk,
-    QueueUnbind,
-)
+from .commands import Message
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
+
+EXCHANGE_DECLARE = pa.struct(
+    {
+        "reserved1": INT32,
+        "exchange": STRING,
+        "type": STRING,
+        "passive": BOOL,
+        "durable": BOOL,
+        "reserved2": BOOL,
+        "reserved3": BOOL,
+        "no_wait": BOOL,
+        "arguments": STRING,
+    }
+)
 
 FRAMES_SCHEMA = pa.schema(
     [
@@ -120,322 +101,53 @@ FRAMES_SCHEMA = pa.schema(
         pa.field("timestamp", pa.timestamp("us", tz="UTC")),
         pa.field("offset", pa.int64()),
         pa.field("size", pa.int32()),
-        pa.field("type", pa.int16()),
-        pa.field("channel", pa.int32()),
+        pa.field("type", INT16),
+        pa.field("channel", INT32),
         pa.field("command", pa.string()),
         pa.field("message", pa.string()),
         pa.field("kind", pa.string()),
-        pa.field("response_code", pa.int32()),
-        pa.field("content_body", pa.struct([pa.field("payload", pa.binary())])),
-        pa.field(
-            "connection_start",
-            pa.struct(
-                [
-                    pa.field("version_major", pa.int16()),
-                    pa.field("version_minor", pa.int16()),
-                    pa.field("server_properties", pa.string()),
-                    pa.field("mechanisms", pa.binary()),
-                    pa.field("locales", pa.binary()),
-                ]
-            ),
-        ),
-        pa.field(
-            "connection_start_ok",
-            pa.struct(
-                [
-                    pa.field("client_properties", pa.string()),
-                    pa.field("mechanism", pa.string()),
-                    pa.field("response", pa.binary()),
-                    pa.field("locale", pa.string()),
-                ]
-            ),
-        ),
-        pa.field("connection_secure", pa.struct([pa.field("challenge", pa.binary())])),
-        pa.field("connection_secure_ok", pa.struct([pa.field("response", pa.binary())])),
-        pa.field(
-            "connection_tune",
-            pa.struct(
-                [
-                    pa.field("channel_max", pa.int32()),
-                    pa.field("frame_max", pa.int64()),
-                    pa.field("heartbeat", pa.int32()),
-                ]
-            ),
-        ),
-        pa.field(
-            "connection_tune_ok",
-            pa.struct(
-                [
-                    pa.field("channel_max", pa.int32()),
-                    pa.field("frame_max", pa.int64()),
-                    pa.field("heartbeat", pa.int32()),
-                ]
-            ),
-        ),
-        pa.field(
-            "connection_open",
-            pa.struct(
-                [
-                    pa.field("virtual_host", pa.string()),
-                    pa.field("reserved1", pa.string()),
-                    pa.field("reserved2", pa.bool_()),
-                ]
-            ),
-        ),
-        pa.field("connection_open_ok", pa.struct([pa.field("reserved1", pa.string())])),
-        pa.field(
-            "connection_close",
-            pa.struct(
-                [
-                    pa.field("reply_code", pa.int32()),
-                    pa.field("reply_text", pa.string()),
-                    pa.field("class_id", pa.int32()),
-                    pa.field("method_id", pa.int32()),
-                ]
-            ),
-        ),
-        pa.field("channel_open", pa.struct([pa.field("reserved1", pa.string())])),
-        pa.field("channel_open_ok", pa.struct([pa.field("reserved1", pa.binary())])),
-        pa.field("channel_flow", pa.struct([pa.field("active", pa.bool_())])),
-        pa.field("channel_flow_ok", pa.struct([pa.field("active", pa.bool_())])),
-        pa.field(
-            "channel_close",
-            pa.struct(
-                [
-                    pa.field("reply_code", pa.int32()),
-                    pa.field("reply_text", pa.string()),
-                    pa.field("class_id", pa.int32()),
-                    pa.field("method_id", pa.int32()),
-                ]
-            ),
-        ),
-        pa.field(
-            "exchange_declare",
-            pa.struct(
-                [
-                    pa.field("reserved1", pa.int32()),
-                    pa.field("exchange", pa.string()),
-                    pa.field("type", pa.string()),
-                    pa.field("passive", pa.bool_()),
-                    pa.field("durable", pa.bool_()),
-                    pa.field("reserved2", pa.bool_()),
-                    pa.field("reserved3", pa.bool_()),
-                    pa.field("no_wait", pa.bool_()),
-                    pa.field("arguments", pa.string()),
-                ]
-            ),
-        ),
-        pa.field(
-            "exchange_delete",
-            pa.struct(
-                [
-                    pa.field("reserved1", pa.int32()),
-                    pa.field("exchange", pa.string()),
-                    pa.field("if_unused", pa.bool_()),
-                    pa.field("no_wait", pa.bool_()),
-                ]
-            ),
-        ),
-        pa.field(
-            "queue_declare",
-            pa.struct(
-                [
-                    pa.field("reserved1", pa.int32()),
-                    pa.field("queue", pa.string()),
-                    pa.field("passive", pa.bool_()),
-                    pa.field("durable", pa.bool_()),
-                    pa.field("exclusive", pa.bool_()),
-                    pa.field("auto_delete", pa.bool_()),
-                    pa.field("no_wait", pa.bool_()),
-                    pa.field("arguments", pa.string()),
-                ]
-            ),
-        ),
-        pa.field(
-            "queue_declare_ok",
-            pa.struct(
-                [
-                    pa.field("queue", pa.string()),
-                    pa.field("message_count", pa.int64()),
-                    pa.field("consumer_count", pa.int64()),
-                ]
-            ),
-        ),
-        pa.field(
-            "queue_bind",
-            pa.struct(
-                [
-                    pa.field("reserved1", pa.int32()),
-                    pa.field("queue", pa.string()),
-                    pa.field("exchange", pa.string()),
-                    pa.field("routing_key", pa.string()),
-                    pa.field("no_wait", pa.bool_()),
-                    pa.field("arguments", pa.string()),
-                ]
-            ),
-        ),
-        pa.field(
-            "queue_purge",
-            pa.struct(
-                [
-                    pa.field("reserved1", pa.int32()),
-                    pa.field("queue", pa.string()),
-                    pa.field("no_wait", pa.bool_()),
-                ]
-            ),
-        ),
-        pa.field("queue_purge_ok", pa.struct([pa.field("message_count", pa.int64())])),
-        pa.field(
-            "queue_delete",
-            pa.struct(
-                [
-                    pa.field("reserved1", pa.int32()),
-                    pa.field("queue", pa.string()),
-                    pa.field("if_unused", pa.bool_()),
-                    pa.field("if_empty", pa.bool_()),
-                    pa.field("no_wait", pa.bool_()),
-                ]
-            ),
-        ),
-        pa.field("queue_delete_ok", pa.struct([pa.field("message_count", pa.int64())])),
-        pa.field(
-            "queue_unbind",
-            pa.struct(
-                [
-                    pa.field("reserved1", pa.int32()),
-                    pa.field("queue", pa.string()),
-                    pa.field("exchange", pa.string()),
-                    pa.field("routing_key", pa.string()),
-                    pa.field("arguments", pa.string()),
-                ]
-            ),
-        ),
-        pa.field(
-            "basic_properties",
-            pa.struct(
-                [
-                    pa.field("weight", pa.int32()),
-                    pa.field("body_size", pa.decimal128(20, 0)),
-                    pa.field("content_type", pa.string()),
-                    pa.field("content_encoding", pa.string()),
-                    pa.field("headers", pa.string()),
-                    pa.field("delivery_mode", pa.int16()),
-                    pa.field("priority", pa.int16()),
-                    pa.field("correlation_id", pa.string()),
-                    pa.field("reply_to", pa.string()),
-                    pa.field("expiration", pa.string()),
-                    pa.field("message_id", pa.string()),
-                    pa.field("timestamp", pa.timestamp("s", tz="UTC")),
-                    pa.field("type", pa.string()),
-                    pa.field("user_id", pa.string()),
-                    pa.field("app_id", pa.string()),
-                    pa.field("reserved", pa.string()),
-                ]
-            ),
-        ),
-        pa.field(
-            "basic_qos",
-            pa.struct(
-                [
-                    pa.field("prefetch_size", pa.int64()),
-                    pa.field("prefetch_count", pa.int32()),
-                    pa.field("global_", pa.bool_()),
-                ]
-            ),
-        ),
-        pa.field(
-            "basic_consume",
-            pa.struct(
-                [
-                    pa.field("reserved1", pa.int32()),
-                    pa.field("queue", pa.string()),
-                    pa.field("consumer_tag", pa.string()),
-                    pa.field("no_local", pa.bool_()),
-                    pa.field("no_ack", pa.bool_()),
-                    pa.field("exclusive", pa.bool_()),
-                    pa.field("no_wait", pa.bool_()),
-                    pa.field("arguments", pa.string()),
-                ]
-            ),
-        ),
-        pa.field("basic_consume_ok", pa.struct([pa.field("consumer_tag", pa.string())])),
-        pa.field(
-            "basic_cancel",
-            pa.struct([pa.field("consumer_tag", pa.string()), pa.field("no_wait", pa.bool_())]),
-        ),
-        pa.field("basic_cancel_ok", pa.struct([pa.field("consumer_tag", pa.string())])),
-        pa.field(
-            "basic_publish",
-            pa.struct(
-                [
-                    pa.field("reserved1", pa.int32()),
-                    pa.field("exchange", pa.string()),
-                    pa.field("routing_key", pa.string()),
-                    pa.field("mandatory", pa.bool_()),
-                    pa.field("immediate", pa.bool_()),
-                ]
-            ),
-        ),
-        pa.field(
-            "basic_return",
-            pa.struct(
-                [
-                    pa.field("reply_code", pa.int32()),
-                    pa.field("reply_text", pa.string()),
-                    pa.field("exchange", pa.string()),
-                    pa.field("routing_key", pa.string()),
-                ]
-            ),
-        ),
-        pa.field(
-            "basic_deliver",
-            pa.struct(
-                [
-                    pa.field("consumer_tag", pa.string()),
-                    pa.field("delivery_tag", pa.decimal128(20, 0)),
-                    pa.field("redelivered", pa.bool_()),
-                    pa.field("exchange", pa.string()),
-                    pa.field("routing_key", pa.string()),
-                ]
-            ),
-        ),
-        pa.field(
-            "basic_get",
-            pa.struct(
-                [
-                    pa.field("reserved1", pa.int32()),
-                    pa.field("queue", pa.string()),
-                    pa.field("no_ack", pa.bool_()),
-                ]
-            ),
-        ),
-        pa.field(
-            "basic_get_ok",
-            pa.struct(
-                [
-                    pa.field("delivery_tag", pa.decimal128(20, 0)),
-                    pa.field("redelivered", pa.bool_()),
-                    pa.field("exchange", pa.string()),
-                    pa.field("routing_key", pa.string()),
-                    pa.field("message_count", pa.int64()),
-                ]
-            ),
-        ),
-        pa.field("basic_get_empty", pa.struct([pa.field("reserved1", pa.string())])),
-        pa.field(
-            "basic_ack",
-            pa.struct(
-                [pa.field("delivery_tag", pa.decimal128(20, 0)), pa.field("multiple", pa.bool_())]
-            ),
-        ),
-        pa.field(
-            "basic_reject",
-            pa.struct(
-                [pa.field("delivery_tag", pa.decimal128(20, 0)), pa.field("requeue", pa.bool_())]
-            ),
-        ),
-        pa.field("basic_recover_async", pa.struct([pa.field("requeue", pa.bool_())])),
-        pa.field("basic_recover", pa.struct([pa.field("requeue", pa.bool_())])),
+        pa.field("response_code", INT32),
+        pa.field("content_body", CONTENT_BODY),
+        pa.field("connection_start", CONNECTION_START),
+        pa.field("connection_start_ok", CONNECTION_START_OK),
+        pa.field("connection_secure", CONNECTION_SECURE),
+        pa.field("connection_secure_ok", CONNECTION_SECURE_OK),
+        pa.field("connection_tune", CONNECTION_TUNE),
+        pa.field("connection_tune_ok", CONNECTION_TUNE_OK),
+        pa.field("connection_open", CONNECTION_OPEN),
+        pa.field("connection_open_ok", CONNECTION_OPEN_OK),
+        pa.field("connection_close", CONNECTION_CLOSE),
+        pa.field("channel_open", CHANNEL_OPEN),
+        pa.field("channel_open_ok", CHANNEL_OPEN_OK),
+        pa.field("channel_flow", CHANNEL_FLOW),
+        pa.field("channel_flow_ok", CHANNEL_FLOW_OK),
+        pa.field("channel_close", CHANNEL_CLOSE),
+        pa.field("exchange_declare", EXCHANGE_DECLARE),
+        pa.field("exchange_delete", EXCHANGE_DELETE),
+        pa.field("queue_declare", QUEUE_DECLARE),
+        pa.field("queue_declare_ok", QUEUE_DECLARE_OK),
+        pa.field("queue_bind", QUEUE_BIND),
+        pa.field("queue_purge", QUEUE_PURGE),
+        pa.field("queue_purge_ok", QUEUE_PURGE_OK),
+        pa.field("queue_delete", QUEUE_DELETE),
+        pa.field("queue_delete_ok", QUEUE_DELETE_OK),
+        pa.field("queue_unbind", QUEUE_UNBIND),
+        pa.field("basic_properties", BASIC_PROPERTIES),
+        pa.field("basic_qos", BASIC_QOS),
+        pa.field("basic_consume", BASIC_CONSUME),
+        pa.field("basic_consume_ok", BASIC_CONSUME_OK),
+        pa.field("basic_cancel", BASIC_CANCEL),
+        pa.field("basic_cancel_ok", BASIC_CANCEL_OK),
+        pa.field("basic_publish", BASIC_PUBLISH),
+        pa.field("basic_return", BASIC_RETURN),
+        pa.field("basic_deliver", BASIC_DELIVER),
+        pa.field("basic_get", BASIC_GET),
+        pa.field("basic_get_ok", BASIC_GET_OK),
+        pa.field("basic_get_empty", BASIC_GET_EMPTY),
+        pa.field("basic_ack", BASIC_ACK),
+        pa.field("basic_reject", BASIC_REJECT),
+        pa.field("basic_recover_async", BASIC_RECOVER_ASYNC),
+        pa.field("basic_recover", BASIC_RECOVER),
     ],
     metadata={"specgen.spec": "amqp-0-9-1/0-9-1"},
 )
@@ -443,10 +155,7 @@ FRAMES_SCHEMA = pa.schema(
 message class (null where a message has none).
 Its metadata (`specgen.spec`) names the spec version, so a table says what decoded it."""
 
-HEADER_COLUMNS: tuple[str, ...] = (
-    "type",
-    "channel",
-)
+HEADER_COLUMNS: tuple[str, ...] = ("type", "channel")
 """Frame header fields with a column of their own (all but the length), in header order."""
 
 ROLE_COLUMNS: tuple[str, ...] = ("response_code",)
@@ -521,6 +230,27 @@ MESSAGE_COLUMNS: dict[str, str] = {
 }
 """Message class name -> its struct column."""
 
+_READ: dict[str, dict[str, Any]] = {
+    "ConnectionStart": {"server_properties": "json"},
+    "ConnectionStartOk": {"client_properties": "json"},
+    "ExchangeDeclare": {"arguments": "json"},
+    "QueueDeclare": {"arguments": "json"},
+    "QueueBind": {"arguments": "json"},
+    "QueueUnbind": {"arguments": "json"},
+    "BasicProperties": {"headers": "json"},
+    "BasicConsume": {"arguments": "json"},
+}
+"""Message class name -> path -> how its values are read where the Arrow type does not say."""
+
+_ROLES: dict[str, dict[str, str]] = {
+    "response_code": {
+        "ConnectionClose": "reply_code",
+        "ChannelClose": "reply_code",
+        "BasicReturn": "reply_code",
+    },
+}
+"""Role -> message class name -> the attribute holding its values."""
+
 
 def spark_schema() -> StructType:
     """FRAMES_SCHEMA as a Spark StructType (imports pyspark only when called)."""
@@ -532,167 +262,4 @@ def spark_schema() -> StructType:
 def message_columns(msgs: Sequence[Message]) -> dict[str, Any]:
     """Columns `command`, `message`, `kind`, the role columns and every struct column for a batch
     of messages, one row per message; a struct column is null on the rows of other classes."""
-    n = len(msgs)
-    groups: dict[type, list[int]] = {}
-    for row, msg in enumerate(msgs):
-        groups.setdefault(type(msg), []).append(row)
-    roles: dict[str, list[Any]] = {role: [None] * n for role in ROLE_COLUMNS}
-    built: dict[str, Any] = {}
-    for cls, rows in groups.items():
-        if cls not in _BUILDERS:
-            continue  # a message without fields has no column
-        column, build = _BUILDERS[cls]
-        values = build([msgs[r] for r in rows], rows, roles)
-        built[column] = values if len(rows) == n else values.take(_spread(rows, n))
-    out: dict[str, Any] = {
-        "command": pa.array([m.COMMAND for m in msgs], pa.string()),
-        "message": pa.array([type(m).__name__ for m in msgs], pa.string()),
-        "kind": pa.array([m.KIND for m in msgs], pa.string()),
-    }
-    for role, values in roles.items():
-        out[role] = pa.array(values, FRAMES_SCHEMA.field(role).type)
-    for column in MESSAGE_COLUMNS.values():
-        out[column] = built.get(column)
-        if out[column] is None:
-            out[column] = pa.nulls(n, FRAMES_SCHEMA.field(column).type)
-    return out
-
-
-def _spread(rows: list[int], n: int) -> Any:
-    """Indices that put a class's values back on its rows, null elsewhere (for `take`)."""
-    index: list[int | None] = [None] * n
-    for i, row in enumerate(rows):
-        index[row] = i
-    return pa.array(index, pa.int32())
-
-
-def _json(values: list[Any]) -> list[str | None]:
-    """Values of any shape (field tables) as JSON text; bytes as hex, decimals as text."""
-    return [
-        None if v is None else json.dumps(v, default=_plain, ensure_ascii=False) for v in values
-    ]
-
-
-def _plain(value: Any) -> Any:
-    return value.hex() if isinstance(value, bytes | bytearray) else str(value)
-
-
-def _exchange_declare(
-    msgs: list[ExchangeDeclare], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    reserved1 = [x.reserved1 for x in msgs]
-    exchange = [x.exchange for x in msgs]
-    type = [x.type for x in msgs]
-    passive = [x.passive for x in msgs]
-    durable = [x.durable for x in msgs]
-    reserved2 = [x.reserved2 for x in msgs]
-    reserved3 = [x.reserved3 for x in msgs]
-    no_wait = [x.no_wait for x in msgs]
-    arguments = [x.arguments for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(reserved1, pa.int32()),
-            pa.array(exchange, pa.string()),
-            pa.array(type, pa.string()),
-            pa.array(passive, pa.bool_()),
-            pa.array(durable, pa.bool_()),
-            pa.array(reserved2, pa.bool_()),
-            pa.array(reserved3, pa.bool_()),
-            pa.array(no_wait, pa.bool_()),
-            pa.array(_json(arguments), pa.string()),
-        ],
-        names=[
-            "reserved1",
-            "exchange",
-            "type",
-            "passive",
-            "durable",
-            "reserved2",
-            "reserved3",
-            "no_wait",
-            "arguments",
-        ],
-    )
-
-
-def _basic_cancel(msgs: list[BasicCancel], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    consumer_tag = [x.consumer_tag for x in msgs]
-    no_wait = [x.no_wait for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(consumer_tag, pa.string()),
-            pa.array(no_wait, pa.bool_()),
-        ],
-        names=["consumer_tag", "no_wait"],
-    )
-
-
-def _basic_cancel_ok(
-    msgs: list[BasicCancelOk], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    consumer_tag = [x.consumer_tag for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(consumer_tag, pa.string()),
-        ],
-        names=["consumer_tag"],
-    )
-
-
-def _basic_ack(msgs: list[BasicAck], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    delivery_tag = [x.delivery_tag for x in msgs]
-    multiple = [x.multiple for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(delivery_tag, pa.uint64()).cast(pa.decimal128(20, 0)),
-            pa.array(multiple, pa.bool_()),
-        ],
-        names=["delivery_tag", "multiple"],
-    )
-
-
-_Builder = Callable[[list[Any], list[int], dict[str, list[Any]]], Any]
-
-_BUILDERS: dict[type, tuple[str, _Builder]] = {
-    ContentBody: ("content_body", _content_body),
-    ConnectionStart: ("connection_start", _connection_start),
-    ConnectionStartOk: ("connection_start_ok", _connection_start_ok),
-    ConnectionSecure: ("connection_secure", _connection_secure),
-    ConnectionSecureOk: ("connection_secure_ok", _connection_secure_ok),
-    ConnectionTune: ("connection_tune", _connection_tune),
-    ConnectionTuneOk: ("connection_tune_ok", _connection_tune_ok),
-    ConnectionOpen: ("connection_open", _connection_open),
-    ConnectionOpenOk: ("connection_open_ok", _connection_open_ok),
-    ConnectionClose: ("connection_close", _connection_close),
-    ChannelOpen: ("channel_open", _channel_open),
-    ChannelOpenOk: ("channel_open_ok", _channel_open_ok),
-    ChannelFlow: ("channel_flow", _channel_flow),
-    ChannelFlowOk: ("channel_flow_ok", _channel_flow_ok),
-    ChannelClose: ("channel_close", _channel_close),
-    ExchangeDeclare: ("exchange_declare", _exchange_declare),
-    ExchangeDelete: ("exchange_delete", _exchange_delete),
-    QueueDeclare: ("queue_declare", _queue_declare),
-    QueueDeclareOk: ("queue_declare_ok", _queue_declare_ok),
-    QueueBind: ("queue_bind", _queue_bind),
-    QueuePurge: ("queue_purge", _queue_purge),
-    QueuePurgeOk: ("queue_purge_ok", _queue_purge_ok),
-    QueueDelete: ("queue_delete", _queue_delete),
-    QueueDeleteOk: ("queue_delete_ok", _queue_delete_ok),
-    QueueUnbind: ("queue_unbind", _queue_unbind),
-    BasicProperties: ("basic_properties", _basic_properties),
-    BasicQos: ("basic_qos", _basic_qos),
-    BasicConsume: ("basic_consume", _basic_consume),
-    BasicConsumeOk: ("basic_consume_ok", _basic_consume_ok),
-    BasicCancel: ("basic_cancel", _basic_cancel),
-    BasicCancelOk: ("basic_cancel_ok", _basic_cancel_ok),
-    BasicPublish: ("basic_publish", _basic_publish),
-    BasicReturn: ("basic_return", _basic_return),
-    BasicDeliver: ("basic_deliver", _basic_deliver),
-    BasicGet: ("basic_get", _basic_get),
-    BasicGetOk: ("basic_get_ok", _basic_get_ok),
-    BasicGetEmpty: ("basic_get_empty", _basic_get_empty),
-    BasicAck: ("basic_ack", _basic_ack),
-    BasicReject: ("basic_reject", _basic_reject),
-    BasicRecoverAsync: ("basic_recover_async", _basic_recover_async),
-    BasicRecover: ("basic_recover", _basic_recover),
-}
+    return _columns(msgs, FRAMES_SCHEMA, MESSAGE_COLUMNS, _READ, _ROLES)

@@ -4,8 +4,11 @@
 
 FRAMES_SCHEMA (Arrow; `spark_schema()` gives it to Spark) describes one table: where each frame
 was seen, its header, what it decoded to, and one struct column per message class, null except on that
-class's frames. `message_columns(messages)` builds the decoded part column-wise: one list per
-leaf field, nested lists flattened once per level, no per-row dicts.
+class's frames. Each struct column's type is a constant named after its class, and so is each
+structure's type wherever it nests (those every version has alike come from `shared_spark`).
+`message_columns(messages)` builds the decoded part column-wise from those types: a member is
+the attribute of its name; `_READ` says, by path, what a type does not (a value that may be None,
+a field table kept as JSON text, a switch's cases).
 
 Spark has no unsigned integers: each integer takes the narrowest signed type holding all its
 values (uint8 -> SMALLINT, uint16 -> INT, uint32 -> BIGINT) and uint64 is DECIMAL(20,0), exact
@@ -19,46 +22,104 @@ Needs pyarrow; the codec package never imports this module and works without it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from itertools import accumulate
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
 
-from .commands import (
-    CloseRequest,
-    CloseResponse,
-    CreateRequest,
-    CreateResponse,
-    Credit,
-    DeleteRequest,
-    DeleteResponse,
-    Deliver,
-    Message,
-    MetadataRequest,
-    MetadataResponse,
-    MetadataUpdate,
-    OpenRequest,
-    OpenResponse,
-    Publish,
-    PublishConfirm,
-    PublishError,
-    SaslAuthenticateRequest,
-    SaslAuthenticateResponse,
-    SaslHandshakeRequest,
-    SaslHandshakeResponse,
-    SimpleEntry,
-    SubBatchEntry,
-    SubscribeRequest,
-    SubscribeResponse,
-    TuneRequest,
-    TuneResponse,
-    UnsubscribeRequest,
-    UnsubscribeResponse,
+from ..shared_spark import (
+    ARGUMENT,
+    BINARY,
+    DECIMAL,
+    INT16,
+    INT32,
+    INT64,
+    INT8,
+    SIMPLE_ENTRY,
+    STRING,
+    SUB_BATCH_ENTRY,
+    _columns,
 )
+from .commands import Message, SimpleEntry, SubBatchEntry
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
+
+PUBLISHED_MESSAGE = pa.struct(
+    {
+        "publishing_id": INT64,
+        "message": pa.struct({"simple_entry": BINARY, "sub_batch_entry": SUB_BATCH_ENTRY}),
+    }
+)
+PUBLISH = pa.struct({"stream": STRING, "published_messages": pa.list_(PUBLISHED_MESSAGE)})
+PUBLISH_CONFIRM = pa.struct({"publishing_ids": pa.list_(INT64)})
+SUBSCRIBE_REQUEST = pa.struct(
+    {"correlation_id": INT32, "subscription_id": INT32, "stream": STRING, "offset": DECIMAL}
+)
+SUBSCRIBE_RESPONSE = pa.struct({"correlation_id": INT32, "response_code": INT16})
+OSIRIS_CHUNK = pa.struct(
+    {
+        "magic_version": INT8,
+        "num_entries": INT32,
+        "num_records": INT64,
+        "epoch": DECIMAL,
+        "chunk_first_offset": DECIMAL,
+        "chunk_crc": INT64,
+        "data_length": INT64,
+        "messages": pa.list_(
+            pa.struct({"simple_entry": SIMPLE_ENTRY, "sub_batch_entry": SUB_BATCH_ENTRY})
+        ),
+    }
+)
+DELIVER = pa.struct({"subscription_id": INT32, "osiris_chunk": OSIRIS_CHUNK})
+CREDIT = pa.struct({"subscription_id": INT32, "credit": INT16})
+UNSUBSCRIBE_REQUEST = pa.struct({"correlation_id": INT32, "subscription_id": INT32})
+UNSUBSCRIBE_RESPONSE = pa.struct({"correlation_id": INT32, "response_code": INT16})
+PUBLISHING_ERROR = pa.struct({"publishing_id": INT64, "code": INT16})
+PUBLISH_ERROR = pa.struct({"publishing_error": pa.list_(PUBLISHING_ERROR)})
+METADATA_INFO = pa.struct({"code": INT16, "stream": STRING})
+METADATA_UPDATE = pa.struct({"metadata_info": METADATA_INFO})
+METADATA_REQUEST = pa.struct({"correlation_id": INT32, "stream": pa.list_(STRING)})
+BROKER = pa.struct({"reference": INT16, "host": STRING, "port": INT32})
+STREAM_METADATA = pa.struct(
+    {
+        "stream_name": STRING,
+        "response_code": INT16,
+        "leader_reference": INT16,
+        "replicas_references": pa.list_(INT16),
+    }
+)
+METADATA_RESPONSE = pa.struct(
+    {
+        "correlation_id": INT32,
+        "broker": pa.list_(BROKER),
+        "stream_metadata": pa.list_(STREAM_METADATA),
+    }
+)
+SASL_HANDSHAKE_REQUEST = pa.struct({"correlation_id": INT32})
+SASL_HANDSHAKE_RESPONSE = pa.struct(
+    {"correlation_id": INT32, "response_code": INT16, "mechanism": pa.list_(STRING)}
+)
+SASL_AUTHENTICATE_REQUEST = pa.struct(
+    {"correlation_id": INT32, "mechanism": STRING, "sasl_opaque_data": BINARY}
+)
+SASL_AUTHENTICATE_RESPONSE = pa.struct(
+    {"correlation_id": INT32, "response_code": INT16, "sasl_opaque_data": BINARY}
+)
+TUNE_REQUEST = pa.struct({"frame_max": INT32, "heartbeat": INT32})
+TUNE_RESPONSE = pa.struct({"frame_max": INT32, "heartbeat": INT32})
+OPEN_REQUEST = pa.struct({"correlation_id": INT32, "virtual_host": STRING})
+OPEN_RESPONSE = pa.struct({"correlation_id": INT32, "response_code": INT16})
+CLOSE_REQUEST = pa.struct(
+    {"correlation_id": INT32, "closing_code": INT16, "closing_reason": STRING}
+)
+CLOSE_RESPONSE = pa.struct({"correlation_id": INT32, "response_code": INT16})
+CREATE_REQUEST = pa.struct(
+    {"correlation_id": INT32, "stream": STRING, "arguments": pa.list_(ARGUMENT)}
+)
+CREATE_RESPONSE = pa.struct({"correlation_id": INT32, "response_code": INT16})
+DELETE_REQUEST = pa.struct({"correlation_id": INT32, "stream": STRING})
+DELETE_RESPONSE = pa.struct({"correlation_id": INT32, "response_code": INT16})
 
 FRAMES_SCHEMA = pa.schema(
     [
@@ -68,311 +129,39 @@ FRAMES_SCHEMA = pa.schema(
         pa.field("timestamp", pa.timestamp("us", tz="UTC")),
         pa.field("offset", pa.int64()),
         pa.field("size", pa.int32()),
-        pa.field("key", pa.int16()),
-        pa.field("version", pa.int16()),
+        pa.field("key", INT16),
+        pa.field("version", INT16),
         pa.field("command", pa.string()),
         pa.field("message", pa.string()),
         pa.field("kind", pa.string()),
-        pa.field("correlation_id", pa.int32()),
-        pa.field("response_code", pa.int16()),
-        pa.field(
-            "publish",
-            pa.struct(
-                [
-                    pa.field("stream", pa.string()),
-                    pa.field(
-                        "published_messages",
-                        pa.list_(
-                            pa.struct(
-                                [
-                                    pa.field("publishing_id", pa.int64()),
-                                    pa.field(
-                                        "message",
-                                        pa.struct(
-                                            [
-                                                pa.field("simple_entry", pa.binary()),
-                                                pa.field(
-                                                    "sub_batch_entry",
-                                                    pa.struct(
-                                                        [
-                                                            pa.field("compression_type", pa.int8()),
-                                                            pa.field("reserved", pa.int8()),
-                                                            pa.field("num_records", pa.int32()),
-                                                            pa.field(
-                                                                "uncompressed_length", pa.int64()
-                                                            ),
-                                                            pa.field("length", pa.int64()),
-                                                            pa.field("data", pa.binary()),
-                                                        ]
-                                                    ),
-                                                ),
-                                            ]
-                                        ),
-                                    ),
-                                ]
-                            )
-                        ),
-                    ),
-                ]
-            ),
-        ),
-        pa.field("publish_confirm", pa.struct([pa.field("publishing_ids", pa.list_(pa.int64()))])),
-        pa.field(
-            "subscribe_request",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int32()),
-                    pa.field("subscription_id", pa.int32()),
-                    pa.field("stream", pa.string()),
-                    pa.field("offset", pa.decimal128(20, 0)),
-                ]
-            ),
-        ),
-        pa.field(
-            "subscribe_response",
-            pa.struct(
-                [pa.field("correlation_id", pa.int32()), pa.field("response_code", pa.int16())]
-            ),
-        ),
-        pa.field(
-            "deliver",
-            pa.struct(
-                [
-                    pa.field("subscription_id", pa.int32()),
-                    pa.field(
-                        "osiris_chunk",
-                        pa.struct(
-                            [
-                                pa.field("magic_version", pa.int8()),
-                                pa.field("num_entries", pa.int32()),
-                                pa.field("num_records", pa.int64()),
-                                pa.field("epoch", pa.decimal128(20, 0)),
-                                pa.field("chunk_first_offset", pa.decimal128(20, 0)),
-                                pa.field("chunk_crc", pa.int64()),
-                                pa.field("data_length", pa.int64()),
-                                pa.field(
-                                    "messages",
-                                    pa.list_(
-                                        pa.struct(
-                                            [
-                                                pa.field(
-                                                    "simple_entry",
-                                                    pa.struct(
-                                                        [
-                                                            pa.field("size", pa.int32()),
-                                                            pa.field("data", pa.binary()),
-                                                        ]
-                                                    ),
-                                                ),
-                                                pa.field(
-                                                    "sub_batch_entry",
-                                                    pa.struct(
-                                                        [
-                                                            pa.field("compression_type", pa.int8()),
-                                                            pa.field("reserved", pa.int8()),
-                                                            pa.field("num_records", pa.int32()),
-                                                            pa.field(
-                                                                "uncompressed_length", pa.int64()
-                                                            ),
-                                                            pa.field("length", pa.int64()),
-                                                            pa.field("data", pa.binary()),
-                                                        ]
-                                                    ),
-                                                ),
-                                            ]
-                                        )
-                                    ),
-                                ),
-                            ]
-                        ),
-                    ),
-                ]
-            ),
-        ),
-        pa.field(
-            "credit",
-            pa.struct([pa.field("subscription_id", pa.int32()), pa.field("credit", pa.int16())]),
-        ),
-        pa.field(
-            "unsubscribe_request",
-            pa.struct(
-                [pa.field("correlation_id", pa.int32()), pa.field("subscription_id", pa.int32())]
-            ),
-        ),
-        pa.field(
-            "unsubscribe_response",
-            pa.struct(
-                [pa.field("correlation_id", pa.int32()), pa.field("response_code", pa.int16())]
-            ),
-        ),
-        pa.field(
-            "publish_error",
-            pa.struct(
-                [
-                    pa.field(
-                        "publishing_error",
-                        pa.list_(
-                            pa.struct(
-                                [
-                                    pa.field("publishing_id", pa.int64()),
-                                    pa.field("code", pa.int16()),
-                                ]
-                            )
-                        ),
-                    )
-                ]
-            ),
-        ),
-        pa.field(
-            "metadata_update",
-            pa.struct(
-                [
-                    pa.field(
-                        "metadata_info",
-                        pa.struct([pa.field("code", pa.int16()), pa.field("stream", pa.string())]),
-                    )
-                ]
-            ),
-        ),
-        pa.field(
-            "metadata_request",
-            pa.struct(
-                [pa.field("correlation_id", pa.int32()), pa.field("stream", pa.list_(pa.string()))]
-            ),
-        ),
-        pa.field(
-            "metadata_response",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int32()),
-                    pa.field(
-                        "broker",
-                        pa.list_(
-                            pa.struct(
-                                [
-                                    pa.field("reference", pa.int16()),
-                                    pa.field("host", pa.string()),
-                                    pa.field("port", pa.int32()),
-                                ]
-                            )
-                        ),
-                    ),
-                    pa.field(
-                        "stream_metadata",
-                        pa.list_(
-                            pa.struct(
-                                [
-                                    pa.field("stream_name", pa.string()),
-                                    pa.field("response_code", pa.int16()),
-                                    pa.field("leader_reference", pa.int16()),
-                                    pa.field("replicas_references", pa.list_(pa.int16())),
-                                ]
-                            )
-                        ),
-                    ),
-                ]
-            ),
-        ),
-        pa.field("sasl_handshake_request", pa.struct([pa.field("correlation_id", pa.int32())])),
-        pa.field(
-            "sasl_handshake_response",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int32()),
-                    pa.field("response_code", pa.int16()),
-                    pa.field("mechanism", pa.list_(pa.string())),
-                ]
-            ),
-        ),
-        pa.field(
-            "sasl_authenticate_request",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int32()),
-                    pa.field("mechanism", pa.string()),
-                    pa.field("sasl_opaque_data", pa.binary()),
-                ]
-            ),
-        ),
-        pa.field(
-            "sasl_authenticate_response",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int32()),
-                    pa.field("response_code", pa.int16()),
-                    pa.field("sasl_opaque_data", pa.binary()),
-                ]
-            ),
-        ),
-        pa.field(
-            "tune_request",
-            pa.struct([pa.field("frame_max", pa.int32()), pa.field("heartbeat", pa.int32())]),
-        ),
-        pa.field(
-            "tune_response",
-            pa.struct([pa.field("frame_max", pa.int32()), pa.field("heartbeat", pa.int32())]),
-        ),
-        pa.field(
-            "open_request",
-            pa.struct(
-                [pa.field("correlation_id", pa.int32()), pa.field("virtual_host", pa.string())]
-            ),
-        ),
-        pa.field(
-            "open_response",
-            pa.struct(
-                [pa.field("correlation_id", pa.int32()), pa.field("response_code", pa.int16())]
-            ),
-        ),
-        pa.field(
-            "close_request",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int32()),
-                    pa.field("closing_code", pa.int16()),
-                    pa.field("closing_reason", pa.string()),
-                ]
-            ),
-        ),
-        pa.field(
-            "close_response",
-            pa.struct(
-                [pa.field("correlation_id", pa.int32()), pa.field("response_code", pa.int16())]
-            ),
-        ),
-        pa.field(
-            "create_request",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int32()),
-                    pa.field("stream", pa.string()),
-                    pa.field(
-                        "arguments",
-                        pa.list_(
-                            pa.struct(
-                                [pa.field("key", pa.string()), pa.field("value", pa.string())]
-                            )
-                        ),
-                    ),
-                ]
-            ),
-        ),
-        pa.field(
-            "create_response",
-            pa.struct(
-                [pa.field("correlation_id", pa.int32()), pa.field("response_code", pa.int16())]
-            ),
-        ),
-        pa.field(
-            "delete_request",
-            pa.struct([pa.field("correlation_id", pa.int32()), pa.field("stream", pa.string())]),
-        ),
-        pa.field(
-            "delete_response",
-            pa.struct(
-                [pa.field("correlation_id", pa.int32()), pa.field("response_code", pa.int16())]
-            ),
-        ),
+        pa.field("correlation_id", INT32),
+        pa.field("response_code", INT16),
+        pa.field("publish", PUBLISH),
+        pa.field("publish_confirm", PUBLISH_CONFIRM),
+        pa.field("subscribe_request", SUBSCRIBE_REQUEST),
+        pa.field("subscribe_response", SUBSCRIBE_RESPONSE),
+        pa.field("deliver", DELIVER),
+        pa.field("credit", CREDIT),
+        pa.field("unsubscribe_request", UNSUBSCRIBE_REQUEST),
+        pa.field("unsubscribe_response", UNSUBSCRIBE_RESPONSE),
+        pa.field("publish_error", PUBLISH_ERROR),
+        pa.field("metadata_update", METADATA_UPDATE),
+        pa.field("metadata_request", METADATA_REQUEST),
+        pa.field("metadata_response", METADATA_RESPONSE),
+        pa.field("sasl_handshake_request", SASL_HANDSHAKE_REQUEST),
+        pa.field("sasl_handshake_response", SASL_HANDSHAKE_RESPONSE),
+        pa.field("sasl_authenticate_request", SASL_AUTHENTICATE_REQUEST),
+        pa.field("sasl_authenticate_response", SASL_AUTHENTICATE_RESPONSE),
+        pa.field("tune_request", TUNE_REQUEST),
+        pa.field("tune_response", TUNE_RESPONSE),
+        pa.field("open_request", OPEN_REQUEST),
+        pa.field("open_response", OPEN_RESPONSE),
+        pa.field("close_request", CLOSE_REQUEST),
+        pa.field("close_response", CLOSE_RESPONSE),
+        pa.field("create_request", CREATE_REQUEST),
+        pa.field("create_response", CREATE_RESPONSE),
+        pa.field("delete_request", DELETE_REQUEST),
+        pa.field("delete_response", DELETE_RESPONSE),
     ],
     metadata={"specgen.spec": "rabbitmq-stream/early"},
 )
@@ -380,16 +169,10 @@ FRAMES_SCHEMA = pa.schema(
 message class (null where a message has none).
 Its metadata (`specgen.spec`) names the spec version, so a table says what decoded it."""
 
-HEADER_COLUMNS: tuple[str, ...] = (
-    "key",
-    "version",
-)
+HEADER_COLUMNS: tuple[str, ...] = ("key", "version")
 """Frame header fields with a column of their own (all but the length), in header order."""
 
-ROLE_COLUMNS: tuple[str, ...] = (
-    "correlation_id",
-    "response_code",
-)
+ROLE_COLUMNS: tuple[str, ...] = ("correlation_id", "response_code")
 """Field roles with a column of their own."""
 
 CODE_NAMES: dict[str, dict[int, str]] = {}
@@ -425,6 +208,46 @@ MESSAGE_COLUMNS: dict[str, str] = {
 }
 """Message class name -> its struct column."""
 
+_READ: dict[str, dict[str, Any]] = {
+    "Publish": {"published_messages[].message": (bytes, SubBatchEntry)},
+    "Deliver": {"osiris_chunk.messages[]": (SimpleEntry, SubBatchEntry)},
+}
+"""Message class name -> path -> how its values are read where the Arrow type does not say."""
+
+_ROLES: dict[str, dict[str, str]] = {
+    "correlation_id": {
+        "SubscribeRequest": "correlation_id",
+        "SubscribeResponse": "correlation_id",
+        "UnsubscribeRequest": "correlation_id",
+        "UnsubscribeResponse": "correlation_id",
+        "MetadataRequest": "correlation_id",
+        "MetadataResponse": "correlation_id",
+        "SaslHandshakeRequest": "correlation_id",
+        "SaslHandshakeResponse": "correlation_id",
+        "SaslAuthenticateRequest": "correlation_id",
+        "SaslAuthenticateResponse": "correlation_id",
+        "OpenRequest": "correlation_id",
+        "OpenResponse": "correlation_id",
+        "CloseRequest": "correlation_id",
+        "CloseResponse": "correlation_id",
+        "CreateRequest": "correlation_id",
+        "CreateResponse": "correlation_id",
+        "DeleteRequest": "correlation_id",
+        "DeleteResponse": "correlation_id",
+    },
+    "response_code": {
+        "SubscribeResponse": "response_code",
+        "UnsubscribeResponse": "response_code",
+        "SaslHandshakeResponse": "response_code",
+        "SaslAuthenticateResponse": "response_code",
+        "OpenResponse": "response_code",
+        "CloseResponse": "response_code",
+        "CreateResponse": "response_code",
+        "DeleteResponse": "response_code",
+    },
+}
+"""Role -> message class name -> the attribute holding its values."""
+
 
 def spark_schema() -> StructType:
     """FRAMES_SCHEMA as a Spark StructType (imports pyspark only when called)."""
@@ -436,759 +259,4 @@ def spark_schema() -> StructType:
 def message_columns(msgs: Sequence[Message]) -> dict[str, Any]:
     """Columns `command`, `message`, `kind`, the role columns and every struct column for a batch
     of messages, one row per message; a struct column is null on the rows of other classes."""
-    n = len(msgs)
-    groups: dict[type, list[int]] = {}
-    for row, msg in enumerate(msgs):
-        groups.setdefault(type(msg), []).append(row)
-    roles: dict[str, list[Any]] = {role: [None] * n for role in ROLE_COLUMNS}
-    built: dict[str, Any] = {}
-    for cls, rows in groups.items():
-        if cls not in _BUILDERS:
-            continue  # a message without fields has no column
-        column, build = _BUILDERS[cls]
-        values = build([msgs[r] for r in rows], rows, roles)
-        built[column] = values if len(rows) == n else values.take(_spread(rows, n))
-    out: dict[str, Any] = {
-        "command": pa.array([m.COMMAND for m in msgs], pa.string()),
-        "message": pa.array([type(m).__name__ for m in msgs], pa.string()),
-        "kind": pa.array([m.KIND for m in msgs], pa.string()),
-    }
-    for role, values in roles.items():
-        out[role] = pa.array(values, FRAMES_SCHEMA.field(role).type)
-    for column in MESSAGE_COLUMNS.values():
-        out[column] = built.get(column)
-        if out[column] is None:
-            out[column] = pa.nulls(n, FRAMES_SCHEMA.field(column).type)
-    return out
-
-
-def _spread(rows: list[int], n: int) -> Any:
-    """Indices that put a class's values back on its rows, null elsewhere (for `take`)."""
-    index: list[int | None] = [None] * n
-    for i, row in enumerate(rows):
-        index[row] = i
-    return pa.array(index, pa.int32())
-
-
-def _offsets(lists: list[Any]) -> Any:
-    return pa.array(
-        list(accumulate((0 if v is None else len(v) for v in lists), initial=0)), pa.int32()
-    )
-
-
-def _nulls(values: list[Any]) -> Any:
-    return pa.array([v is None for v in values], pa.bool_())
-
-
-def _publish(msgs: list[Publish], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    stream = [x.stream for x in msgs]
-    published_messages = [x.published_messages for x in msgs]
-    published_messages_items = [y for x in published_messages for y in x]
-    published_messages_item_publishing_id = [x.publishing_id for x in published_messages_items]
-    published_messages_item_message = [x.message for x in published_messages_items]
-    published_messages_item_message_simple_entry = [
-        x if isinstance(x, bytes) else None for x in published_messages_item_message
-    ]
-    published_messages_item_message_sub_batch_entry = [
-        x if isinstance(x, SubBatchEntry) else None for x in published_messages_item_message
-    ]
-    published_messages_item_message_sub_batch_entry_compression_type = [
-        None if x is None else x.compression_type
-        for x in published_messages_item_message_sub_batch_entry
-    ]
-    published_messages_item_message_sub_batch_entry_reserved = [
-        None if x is None else x.reserved for x in published_messages_item_message_sub_batch_entry
-    ]
-    published_messages_item_message_sub_batch_entry_num_records = [
-        None if x is None else x.num_records
-        for x in published_messages_item_message_sub_batch_entry
-    ]
-    published_messages_item_message_sub_batch_entry_uncompressed_length = [
-        None if x is None else x.uncompressed_length
-        for x in published_messages_item_message_sub_batch_entry
-    ]
-    published_messages_item_message_sub_batch_entry_length = [
-        None if x is None else x.length for x in published_messages_item_message_sub_batch_entry
-    ]
-    published_messages_item_message_sub_batch_entry_data = [
-        None if x is None else x.data for x in published_messages_item_message_sub_batch_entry
-    ]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(stream, pa.string()),
-            pa.ListArray.from_arrays(
-                _offsets(published_messages),
-                pa.StructArray.from_arrays(
-                    [
-                        pa.array(published_messages_item_publishing_id, pa.int64()),
-                        pa.StructArray.from_arrays(
-                            [
-                                pa.array(published_messages_item_message_simple_entry, pa.binary()),
-                                pa.StructArray.from_arrays(
-                                    [
-                                        pa.array(
-                                            published_messages_item_message_sub_batch_entry_compression_type,
-                                            pa.int8(),
-                                        ),
-                                        pa.array(
-                                            published_messages_item_message_sub_batch_entry_reserved,
-                                            pa.int8(),
-                                        ),
-                                        pa.array(
-                                            published_messages_item_message_sub_batch_entry_num_records,
-                                            pa.int32(),
-                                        ),
-                                        pa.array(
-                                            published_messages_item_message_sub_batch_entry_uncompressed_length,
-                                            pa.int64(),
-                                        ),
-                                        pa.array(
-                                            published_messages_item_message_sub_batch_entry_length,
-                                            pa.int64(),
-                                        ),
-                                        pa.array(
-                                            published_messages_item_message_sub_batch_entry_data,
-                                            pa.binary(),
-                                        ),
-                                    ],
-                                    names=[
-                                        "compression_type",
-                                        "reserved",
-                                        "num_records",
-                                        "uncompressed_length",
-                                        "length",
-                                        "data",
-                                    ],
-                                    mask=_nulls(published_messages_item_message_sub_batch_entry),
-                                ),
-                            ],
-                            names=["simple_entry", "sub_batch_entry"],
-                        ),
-                    ],
-                    names=["publishing_id", "message"],
-                ),
-            ),
-        ],
-        names=["stream", "published_messages"],
-    )
-
-
-def _publish_confirm(
-    msgs: list[PublishConfirm], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    publishing_ids = [x.publishing_ids for x in msgs]
-    publishing_ids_items = [y for x in publishing_ids for y in x]
-    return pa.StructArray.from_arrays(
-        [
-            pa.ListArray.from_arrays(
-                _offsets(publishing_ids), pa.array(publishing_ids_items, pa.int64())
-            ),
-        ],
-        names=["publishing_ids"],
-    )
-
-
-def _subscribe_request(
-    msgs: list[SubscribeRequest], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    subscription_id = [x.subscription_id for x in msgs]
-    stream = [x.stream for x in msgs]
-    offset = [x.offset for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int32()),
-            pa.array(subscription_id, pa.int32()),
-            pa.array(stream, pa.string()),
-            pa.array(offset, pa.uint64()).cast(pa.decimal128(20, 0)),
-        ],
-        names=["correlation_id", "subscription_id", "stream", "offset"],
-    )
-
-
-def _subscribe_response(
-    msgs: list[SubscribeResponse], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    response_code = [x.response_code for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int32()),
-            pa.array(response_code, pa.int16()),
-        ],
-        names=["correlation_id", "response_code"],
-    )
-
-
-def _deliver(msgs: list[Deliver], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    subscription_id = [x.subscription_id for x in msgs]
-    osiris_chunk = [x.osiris_chunk for x in msgs]
-    osiris_chunk_magic_version = [x.magic_version for x in osiris_chunk]
-    osiris_chunk_num_entries = [x.num_entries for x in osiris_chunk]
-    osiris_chunk_num_records = [x.num_records for x in osiris_chunk]
-    osiris_chunk_epoch = [x.epoch for x in osiris_chunk]
-    osiris_chunk_chunk_first_offset = [x.chunk_first_offset for x in osiris_chunk]
-    osiris_chunk_chunk_crc = [x.chunk_crc for x in osiris_chunk]
-    osiris_chunk_data_length = [x.data_length for x in osiris_chunk]
-    osiris_chunk_messages = [x.messages for x in osiris_chunk]
-    osiris_chunk_messages_items = [y for x in osiris_chunk_messages for y in x]
-    osiris_chunk_messages_item_simple_entry = [
-        x if isinstance(x, SimpleEntry) else None for x in osiris_chunk_messages_items
-    ]
-    osiris_chunk_messages_item_simple_entry_size = [
-        None if x is None else x.size for x in osiris_chunk_messages_item_simple_entry
-    ]
-    osiris_chunk_messages_item_simple_entry_data = [
-        None if x is None else x.data for x in osiris_chunk_messages_item_simple_entry
-    ]
-    osiris_chunk_messages_item_sub_batch_entry = [
-        x if isinstance(x, SubBatchEntry) else None for x in osiris_chunk_messages_items
-    ]
-    osiris_chunk_messages_item_sub_batch_entry_compression_type = [
-        None if x is None else x.compression_type
-        for x in osiris_chunk_messages_item_sub_batch_entry
-    ]
-    osiris_chunk_messages_item_sub_batch_entry_reserved = [
-        None if x is None else x.reserved for x in osiris_chunk_messages_item_sub_batch_entry
-    ]
-    osiris_chunk_messages_item_sub_batch_entry_num_records = [
-        None if x is None else x.num_records for x in osiris_chunk_messages_item_sub_batch_entry
-    ]
-    osiris_chunk_messages_item_sub_batch_entry_uncompressed_length = [
-        None if x is None else x.uncompressed_length
-        for x in osiris_chunk_messages_item_sub_batch_entry
-    ]
-    osiris_chunk_messages_item_sub_batch_entry_length = [
-        None if x is None else x.length for x in osiris_chunk_messages_item_sub_batch_entry
-    ]
-    osiris_chunk_messages_item_sub_batch_entry_data = [
-        None if x is None else x.data for x in osiris_chunk_messages_item_sub_batch_entry
-    ]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(subscription_id, pa.int32()),
-            pa.StructArray.from_arrays(
-                [
-                    pa.array(osiris_chunk_magic_version, pa.int8()),
-                    pa.array(osiris_chunk_num_entries, pa.int32()),
-                    pa.array(osiris_chunk_num_records, pa.int64()),
-                    pa.array(osiris_chunk_epoch, pa.uint64()).cast(pa.decimal128(20, 0)),
-                    pa.array(osiris_chunk_chunk_first_offset, pa.uint64()).cast(
-                        pa.decimal128(20, 0)
-                    ),
-                    pa.array(osiris_chunk_chunk_crc, pa.int64()),
-                    pa.array(osiris_chunk_data_length, pa.int64()),
-                    pa.ListArray.from_arrays(
-                        _offsets(osiris_chunk_messages),
-                        pa.StructArray.from_arrays(
-                            [
-                                pa.StructArray.from_arrays(
-                                    [
-                                        pa.array(
-                                            osiris_chunk_messages_item_simple_entry_size, pa.int32()
-                                        ),
-                                        pa.array(
-                                            osiris_chunk_messages_item_simple_entry_data,
-                                            pa.binary(),
-                                        ),
-                                    ],
-                                    names=["size", "data"],
-                                    mask=_nulls(osiris_chunk_messages_item_simple_entry),
-                                ),
-                                pa.StructArray.from_arrays(
-                                    [
-                                        pa.array(
-                                            osiris_chunk_messages_item_sub_batch_entry_compression_type,
-                                            pa.int8(),
-                                        ),
-                                        pa.array(
-                                            osiris_chunk_messages_item_sub_batch_entry_reserved,
-                                            pa.int8(),
-                                        ),
-                                        pa.array(
-                                            osiris_chunk_messages_item_sub_batch_entry_num_records,
-                                            pa.int32(),
-                                        ),
-                                        pa.array(
-                                            osiris_chunk_messages_item_sub_batch_entry_uncompressed_length,
-                                            pa.int64(),
-                                        ),
-                                        pa.array(
-                                            osiris_chunk_messages_item_sub_batch_entry_length,
-                                            pa.int64(),
-                                        ),
-                                        pa.array(
-                                            osiris_chunk_messages_item_sub_batch_entry_data,
-                                            pa.binary(),
-                                        ),
-                                    ],
-                                    names=[
-                                        "compression_type",
-                                        "reserved",
-                                        "num_records",
-                                        "uncompressed_length",
-                                        "length",
-                                        "data",
-                                    ],
-                                    mask=_nulls(osiris_chunk_messages_item_sub_batch_entry),
-                                ),
-                            ],
-                            names=["simple_entry", "sub_batch_entry"],
-                        ),
-                    ),
-                ],
-                names=[
-                    "magic_version",
-                    "num_entries",
-                    "num_records",
-                    "epoch",
-                    "chunk_first_offset",
-                    "chunk_crc",
-                    "data_length",
-                    "messages",
-                ],
-            ),
-        ],
-        names=["subscription_id", "osiris_chunk"],
-    )
-
-
-def _credit(msgs: list[Credit], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    subscription_id = [x.subscription_id for x in msgs]
-    credit = [x.credit for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(subscription_id, pa.int32()),
-            pa.array(credit, pa.int16()),
-        ],
-        names=["subscription_id", "credit"],
-    )
-
-
-def _unsubscribe_request(
-    msgs: list[UnsubscribeRequest], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    subscription_id = [x.subscription_id for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int32()),
-            pa.array(subscription_id, pa.int32()),
-        ],
-        names=["correlation_id", "subscription_id"],
-    )
-
-
-def _unsubscribe_response(
-    msgs: list[UnsubscribeResponse], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    response_code = [x.response_code for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int32()),
-            pa.array(response_code, pa.int16()),
-        ],
-        names=["correlation_id", "response_code"],
-    )
-
-
-def _publish_error(msgs: list[PublishError], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    publishing_error = [x.publishing_error for x in msgs]
-    publishing_error_items = [y for x in publishing_error for y in x]
-    publishing_error_item_publishing_id = [x.publishing_id for x in publishing_error_items]
-    publishing_error_item_code = [x.code for x in publishing_error_items]
-    return pa.StructArray.from_arrays(
-        [
-            pa.ListArray.from_arrays(
-                _offsets(publishing_error),
-                pa.StructArray.from_arrays(
-                    [
-                        pa.array(publishing_error_item_publishing_id, pa.int64()),
-                        pa.array(publishing_error_item_code, pa.int16()),
-                    ],
-                    names=["publishing_id", "code"],
-                ),
-            ),
-        ],
-        names=["publishing_error"],
-    )
-
-
-def _metadata_update(
-    msgs: list[MetadataUpdate], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    metadata_info = [x.metadata_info for x in msgs]
-    metadata_info_code = [x.code for x in metadata_info]
-    metadata_info_stream = [x.stream for x in metadata_info]
-    return pa.StructArray.from_arrays(
-        [
-            pa.StructArray.from_arrays(
-                [
-                    pa.array(metadata_info_code, pa.int16()),
-                    pa.array(metadata_info_stream, pa.string()),
-                ],
-                names=["code", "stream"],
-            ),
-        ],
-        names=["metadata_info"],
-    )
-
-
-def _metadata_request(
-    msgs: list[MetadataRequest], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    stream = [x.stream for x in msgs]
-    stream_items = [y for x in stream for y in x]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int32()),
-            pa.ListArray.from_arrays(_offsets(stream), pa.array(stream_items, pa.string())),
-        ],
-        names=["correlation_id", "stream"],
-    )
-
-
-def _metadata_response(
-    msgs: list[MetadataResponse], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    broker = [x.broker for x in msgs]
-    broker_items = [y for x in broker for y in x]
-    broker_item_reference = [x.reference for x in broker_items]
-    broker_item_host = [x.host for x in broker_items]
-    broker_item_port = [x.port for x in broker_items]
-    stream_metadata = [x.stream_metadata for x in msgs]
-    stream_metadata_items = [y for x in stream_metadata for y in x]
-    stream_metadata_item_stream_name = [x.stream_name for x in stream_metadata_items]
-    stream_metadata_item_response_code = [x.response_code for x in stream_metadata_items]
-    stream_metadata_item_leader_reference = [x.leader_reference for x in stream_metadata_items]
-    stream_metadata_item_replicas_references = [
-        x.replicas_references for x in stream_metadata_items
-    ]
-    stream_metadata_item_replicas_references_items = [
-        y for x in stream_metadata_item_replicas_references for y in x
-    ]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int32()),
-            pa.ListArray.from_arrays(
-                _offsets(broker),
-                pa.StructArray.from_arrays(
-                    [
-                        pa.array(broker_item_reference, pa.int16()),
-                        pa.array(broker_item_host, pa.string()),
-                        pa.array(broker_item_port, pa.int32()),
-                    ],
-                    names=["reference", "host", "port"],
-                ),
-            ),
-            pa.ListArray.from_arrays(
-                _offsets(stream_metadata),
-                pa.StructArray.from_arrays(
-                    [
-                        pa.array(stream_metadata_item_stream_name, pa.string()),
-                        pa.array(stream_metadata_item_response_code, pa.int16()),
-                        pa.array(stream_metadata_item_leader_reference, pa.int16()),
-                        pa.ListArray.from_arrays(
-                            _offsets(stream_metadata_item_replicas_references),
-                            pa.array(stream_metadata_item_replicas_references_items, pa.int16()),
-                        ),
-                    ],
-                    names=[
-                        "stream_name",
-                        "response_code",
-                        "leader_reference",
-                        "replicas_references",
-                    ],
-                ),
-            ),
-        ],
-        names=["correlation_id", "broker", "stream_metadata"],
-    )
-
-
-def _sasl_handshake_request(
-    msgs: list[SaslHandshakeRequest], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int32()),
-        ],
-        names=["correlation_id"],
-    )
-
-
-def _sasl_handshake_response(
-    msgs: list[SaslHandshakeResponse], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    response_code = [x.response_code for x in msgs]
-    mechanism = [x.mechanism for x in msgs]
-    mechanism_items = [y for x in mechanism for y in x]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int32()),
-            pa.array(response_code, pa.int16()),
-            pa.ListArray.from_arrays(_offsets(mechanism), pa.array(mechanism_items, pa.string())),
-        ],
-        names=["correlation_id", "response_code", "mechanism"],
-    )
-
-
-def _sasl_authenticate_request(
-    msgs: list[SaslAuthenticateRequest], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    mechanism = [x.mechanism for x in msgs]
-    sasl_opaque_data = [x.sasl_opaque_data for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int32()),
-            pa.array(mechanism, pa.string()),
-            pa.array(sasl_opaque_data, pa.binary()),
-        ],
-        names=["correlation_id", "mechanism", "sasl_opaque_data"],
-    )
-
-
-def _sasl_authenticate_response(
-    msgs: list[SaslAuthenticateResponse], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    response_code = [x.response_code for x in msgs]
-    sasl_opaque_data = [x.sasl_opaque_data for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int32()),
-            pa.array(response_code, pa.int16()),
-            pa.array(sasl_opaque_data, pa.binary()),
-        ],
-        names=["correlation_id", "response_code", "sasl_opaque_data"],
-    )
-
-
-def _tune_request(msgs: list[TuneRequest], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    frame_max = [x.frame_max for x in msgs]
-    heartbeat = [x.heartbeat for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(frame_max, pa.int32()),
-            pa.array(heartbeat, pa.int32()),
-        ],
-        names=["frame_max", "heartbeat"],
-    )
-
-
-def _tune_response(msgs: list[TuneResponse], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    frame_max = [x.frame_max for x in msgs]
-    heartbeat = [x.heartbeat for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(frame_max, pa.int32()),
-            pa.array(heartbeat, pa.int32()),
-        ],
-        names=["frame_max", "heartbeat"],
-    )
-
-
-def _open_request(msgs: list[OpenRequest], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    virtual_host = [x.virtual_host for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int32()),
-            pa.array(virtual_host, pa.string()),
-        ],
-        names=["correlation_id", "virtual_host"],
-    )
-
-
-def _open_response(msgs: list[OpenResponse], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    response_code = [x.response_code for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int32()),
-            pa.array(response_code, pa.int16()),
-        ],
-        names=["correlation_id", "response_code"],
-    )
-
-
-def _close_request(msgs: list[CloseRequest], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    closing_code = [x.closing_code for x in msgs]
-    closing_reason = [x.closing_reason for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int32()),
-            pa.array(closing_code, pa.int16()),
-            pa.array(closing_reason, pa.string()),
-        ],
-        names=["correlation_id", "closing_code", "closing_reason"],
-    )
-
-
-def _close_response(msgs: list[CloseResponse], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    response_code = [x.response_code for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int32()),
-            pa.array(response_code, pa.int16()),
-        ],
-        names=["correlation_id", "response_code"],
-    )
-
-
-def _create_request(msgs: list[CreateRequest], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    stream = [x.stream for x in msgs]
-    arguments = [x.arguments for x in msgs]
-    arguments_items = [y for x in arguments for y in x]
-    arguments_item_key = [x.key for x in arguments_items]
-    arguments_item_value = [x.value for x in arguments_items]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int32()),
-            pa.array(stream, pa.string()),
-            pa.ListArray.from_arrays(
-                _offsets(arguments),
-                pa.StructArray.from_arrays(
-                    [
-                        pa.array(arguments_item_key, pa.string()),
-                        pa.array(arguments_item_value, pa.string()),
-                    ],
-                    names=["key", "value"],
-                ),
-            ),
-        ],
-        names=["correlation_id", "stream", "arguments"],
-    )
-
-
-def _create_response(
-    msgs: list[CreateResponse], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    response_code = [x.response_code for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int32()),
-            pa.array(response_code, pa.int16()),
-        ],
-        names=["correlation_id", "response_code"],
-    )
-
-
-def _delete_request(msgs: list[DeleteRequest], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    stream = [x.stream for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int32()),
-            pa.array(stream, pa.string()),
-        ],
-        names=["correlation_id", "stream"],
-    )
-
-
-def _delete_response(
-    msgs: list[DeleteResponse], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    response_code = [x.response_code for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int32()),
-            pa.array(response_code, pa.int16()),
-        ],
-        names=["correlation_id", "response_code"],
-    )
-
-
-_Builder = Callable[[list[Any], list[int], dict[str, list[Any]]], Any]
-
-_BUILDERS: dict[type, tuple[str, _Builder]] = {
-    Publish: ("publish", _publish),
-    PublishConfirm: ("publish_confirm", _publish_confirm),
-    SubscribeRequest: ("subscribe_request", _subscribe_request),
-    SubscribeResponse: ("subscribe_response", _subscribe_response),
-    Deliver: ("deliver", _deliver),
-    Credit: ("credit", _credit),
-    UnsubscribeRequest: ("unsubscribe_request", _unsubscribe_request),
-    UnsubscribeResponse: ("unsubscribe_response", _unsubscribe_response),
-    PublishError: ("publish_error", _publish_error),
-    MetadataUpdate: ("metadata_update", _metadata_update),
-    MetadataRequest: ("metadata_request", _metadata_request),
-    MetadataResponse: ("metadata_response", _metadata_response),
-    SaslHandshakeRequest: ("sasl_handshake_request", _sasl_handshake_request),
-    SaslHandshakeResponse: ("sasl_handshake_response", _sasl_handshake_response),
-    SaslAuthenticateRequest: ("sasl_authenticate_request", _sasl_authenticate_request),
-    SaslAuthenticateResponse: ("sasl_authenticate_response", _sasl_authenticate_response),
-    TuneRequest: ("tune_request", _tune_request),
-    TuneResponse: ("tune_response", _tune_response),
-    OpenRequest: ("open_request", _open_request),
-    OpenResponse: ("open_response", _open_response),
-    CloseRequest: ("close_request", _close_request),
-    CloseResponse: ("close_response", _close_response),
-    CreateRequest: ("create_request", _create_request),
-    CreateResponse: ("create_response", _create_response),
-    DeleteRequest: ("delete_request", _delete_request),
-    DeleteResponse: ("delete_response", _delete_response),
-}
+    return _columns(msgs, FRAMES_SCHEMA, MESSAGE_COLUMNS, _READ, _ROLES)

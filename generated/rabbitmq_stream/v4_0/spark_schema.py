@@ -4,8 +4,11 @@
 
 FRAMES_SCHEMA (Arrow; `spark_schema()` gives it to Spark) describes one table: where each frame
 was seen, its header, what it decoded to, and one struct column per message class, null except on that
-class's frames. `message_columns(messages)` builds the decoded part column-wise: one list per
-leaf field, nested lists flattened once per level, no per-row dicts.
+class's frames. Each struct column's type is a constant named after its class, and so is each
+structure's type wherever it nests (those every version has alike come from `shared_spark`).
+`message_columns(messages)` builds the decoded part column-wise from those types: a member is
+the attribute of its name; `_READ` says, by path, what a type does not (a value that may be None,
+a field table kept as JSON text, a switch's cases).
 
 Spark has no unsigned integers: each integer takes the narrowest signed type holding all its
 values (uint8 -> SMALLINT, uint16 -> INT, uint32 -> BIGINT) and uint64 is DECIMAL(20,0), exact
@@ -19,74 +22,213 @@ Needs pyarrow; the codec package never imports this module and works without it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from itertools import accumulate
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
 
-from .commands import (
-    CloseRequest,
-    CloseResponse,
-    ConsumerUpdateRequest,
-    ConsumerUpdateResponse,
-    CreateRequest,
-    CreateResponse,
-    CreateSuperStreamRequest,
-    CreateSuperStreamResponse,
-    Credit,
-    CreditResponse,
-    DeclarePublisherRequest,
-    DeclarePublisherResponse,
-    DeletePublisherRequest,
-    DeletePublisherResponse,
-    DeleteRequest,
-    DeleteResponse,
-    DeleteSuperStreamRequest,
-    DeleteSuperStreamResponse,
-    DeliverV1,
-    DeliverV2,
-    ExchangeCommandVersionsRequest,
-    ExchangeCommandVersionsResponse,
-    Message,
-    MetadataRequest,
-    MetadataResponse,
-    MetadataUpdate,
-    OpenRequest,
-    OpenResponse,
-    PartitionsRequest,
-    PartitionsResponse,
-    PeerPropertiesRequest,
-    PeerPropertiesResponse,
-    PublishConfirm,
-    PublishError,
-    PublishV1,
-    PublishV2,
-    QueryOffsetRequest,
-    QueryOffsetResponse,
-    QueryPublisherSequenceRequest,
-    QueryPublisherSequenceResponse,
-    RouteRequest,
-    RouteResponse,
-    SaslAuthenticateRequest,
-    SaslAuthenticateResponse,
-    SaslHandshakeRequest,
-    SaslHandshakeResponse,
-    SimpleEntry,
-    StoreOffset,
-    StreamStatsRequest,
-    StreamStatsResponse,
-    SubBatchEntry,
-    SubscribeRequest,
-    SubscribeResponse,
-    TuneRequest,
-    TuneResponse,
-    UnsubscribeRequest,
-    UnsubscribeResponse,
+from ..shared_spark import (
+    ARGUMENT,
+    BINARY,
+    DECIMAL,
+    INT16,
+    INT32,
+    INT64,
+    INT8,
+    SIMPLE_ENTRY,
+    STRING,
+    SUB_BATCH_ENTRY,
+    _columns,
 )
+from .commands import Message, SimpleEntry, SubBatchEntry
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
+
+DECLARE_PUBLISHER_REQUEST = pa.struct(
+    {
+        "correlation_id": INT64,
+        "publisher_id": INT16,
+        "publisher_reference": STRING,
+        "stream": STRING,
+    }
+)
+DECLARE_PUBLISHER_RESPONSE = pa.struct({"correlation_id": INT64, "response_code": INT32})
+PUBLISH_V1_PUBLISHED_MESSAGE = pa.struct(
+    {
+        "publishing_id": DECIMAL,
+        "message": pa.struct({"simple_entry": BINARY, "sub_batch_entry": SUB_BATCH_ENTRY}),
+    }
+)
+PUBLISH_V1 = pa.struct(
+    {"publisher_id": INT16, "published_messages": pa.list_(PUBLISH_V1_PUBLISHED_MESSAGE)}
+)
+PUBLISH_V2_PUBLISHED_MESSAGE = pa.struct(
+    {
+        "publishing_id": DECIMAL,
+        "filter_value": STRING,
+        "message": pa.struct({"simple_entry": BINARY, "sub_batch_entry": SUB_BATCH_ENTRY}),
+    }
+)
+PUBLISH_V2 = pa.struct(
+    {"publisher_id": INT16, "published_messages": pa.list_(PUBLISH_V2_PUBLISHED_MESSAGE)}
+)
+PUBLISH_CONFIRM = pa.struct({"publisher_id": INT16, "publishing_ids": pa.list_(DECIMAL)})
+PUBLISHING_ERROR = pa.struct({"publishing_id": DECIMAL, "code": INT32})
+PUBLISH_ERROR = pa.struct({"publisher_id": INT16, "publishing_error": pa.list_(PUBLISHING_ERROR)})
+QUERY_PUBLISHER_SEQUENCE_REQUEST = pa.struct(
+    {"correlation_id": INT64, "publisher_reference": STRING, "stream": STRING}
+)
+QUERY_PUBLISHER_SEQUENCE_RESPONSE = pa.struct(
+    {"correlation_id": INT64, "response_code": INT32, "sequence": DECIMAL}
+)
+DELETE_PUBLISHER_REQUEST = pa.struct({"correlation_id": INT64, "publisher_id": INT16})
+DELETE_PUBLISHER_RESPONSE = pa.struct({"correlation_id": INT64, "response_code": INT32})
+SUBSCRIBE_REQUEST_OFFSET_SPECIFICATION = pa.struct({"offset_type": INT32, "offset": DECIMAL})
+PROPERTY = pa.struct({"key": STRING, "value": STRING})
+SUBSCRIBE_REQUEST = pa.struct(
+    {
+        "correlation_id": INT64,
+        "subscription_id": INT16,
+        "stream": STRING,
+        "offset_specification": SUBSCRIBE_REQUEST_OFFSET_SPECIFICATION,
+        "credit": INT32,
+        "properties": pa.list_(PROPERTY),
+    }
+)
+SUBSCRIBE_RESPONSE = pa.struct({"correlation_id": INT64, "response_code": INT32})
+OSIRIS_CHUNK = pa.struct(
+    {
+        "magic_version": INT8,
+        "chunk_type": INT8,
+        "num_entries": INT32,
+        "num_records": INT64,
+        "timestamp": INT64,
+        "epoch": DECIMAL,
+        "chunk_first_offset": DECIMAL,
+        "chunk_crc": INT64,
+        "data_length": INT64,
+        "trailer_length": INT64,
+        "bloom_size": INT16,
+        "reserved": INT32,
+        "messages": pa.list_(
+            pa.struct({"simple_entry": SIMPLE_ENTRY, "sub_batch_entry": SUB_BATCH_ENTRY})
+        ),
+    }
+)
+DELIVER_V1 = pa.struct({"subscription_id": INT16, "osiris_chunk": OSIRIS_CHUNK})
+DELIVER_V2 = pa.struct(
+    {"subscription_id": INT16, "committed_chunk_id": DECIMAL, "osiris_chunk": OSIRIS_CHUNK}
+)
+CREDIT = pa.struct({"subscription_id": INT16, "credit": INT32})
+CREDIT_RESPONSE = pa.struct({"response_code": INT32, "subscription_id": INT16})
+STORE_OFFSET = pa.struct({"reference": STRING, "stream": STRING, "offset": DECIMAL})
+QUERY_OFFSET_REQUEST = pa.struct({"correlation_id": INT64, "reference": STRING, "stream": STRING})
+QUERY_OFFSET_RESPONSE = pa.struct(
+    {"correlation_id": INT64, "response_code": INT32, "offset": DECIMAL}
+)
+UNSUBSCRIBE_REQUEST = pa.struct({"correlation_id": INT64, "subscription_id": INT16})
+UNSUBSCRIBE_RESPONSE = pa.struct({"correlation_id": INT64, "response_code": INT32})
+CREATE_REQUEST = pa.struct(
+    {"correlation_id": INT64, "stream": STRING, "arguments": pa.list_(ARGUMENT)}
+)
+CREATE_RESPONSE = pa.struct({"correlation_id": INT64, "response_code": INT32})
+DELETE_REQUEST = pa.struct({"correlation_id": INT64, "stream": STRING})
+DELETE_RESPONSE = pa.struct({"correlation_id": INT64, "response_code": INT32})
+METADATA_REQUEST = pa.struct({"correlation_id": INT64, "stream": pa.list_(STRING)})
+BROKER = pa.struct({"reference": INT32, "host": STRING, "port": INT64})
+STREAM_METADATA = pa.struct(
+    {
+        "stream_name": STRING,
+        "response_code": INT32,
+        "leader_reference": INT32,
+        "replicas_references": pa.list_(INT32),
+    }
+)
+METADATA_RESPONSE = pa.struct(
+    {
+        "correlation_id": INT64,
+        "broker": pa.list_(BROKER),
+        "stream_metadata": pa.list_(STREAM_METADATA),
+    }
+)
+METADATA_INFO = pa.struct({"code": INT32, "stream": STRING})
+METADATA_UPDATE = pa.struct({"metadata_info": METADATA_INFO})
+PEER_PROPERTY = pa.struct({"key": STRING, "value": STRING})
+PEER_PROPERTIES_REQUEST = pa.struct(
+    {"correlation_id": INT64, "peer_properties": pa.list_(PEER_PROPERTY)}
+)
+PEER_PROPERTIES_RESPONSE = pa.struct(
+    {"correlation_id": INT64, "response_code": INT32, "peer_properties": pa.list_(PEER_PROPERTY)}
+)
+SASL_HANDSHAKE_REQUEST = pa.struct({"correlation_id": INT64})
+SASL_HANDSHAKE_RESPONSE = pa.struct(
+    {"correlation_id": INT64, "response_code": INT32, "mechanisms": pa.list_(STRING)}
+)
+SASL_AUTHENTICATE_REQUEST = pa.struct(
+    {"correlation_id": INT64, "mechanism": STRING, "sasl_opaque_data": BINARY}
+)
+SASL_AUTHENTICATE_RESPONSE = pa.struct(
+    {"correlation_id": INT64, "response_code": INT32, "sasl_opaque_data": BINARY}
+)
+TUNE_REQUEST = pa.struct({"frame_max": INT64, "heartbeat": INT64})
+TUNE_RESPONSE = pa.struct({"frame_max": INT64, "heartbeat": INT64})
+OPEN_REQUEST = pa.struct({"correlation_id": INT64, "virtual_host": STRING})
+CONNECTION_PROPERTY = pa.struct({"key": STRING, "value": STRING})
+OPEN_RESPONSE = pa.struct(
+    {
+        "correlation_id": INT64,
+        "response_code": INT32,
+        "connection_properties": pa.list_(CONNECTION_PROPERTY),
+    }
+)
+CLOSE_REQUEST = pa.struct(
+    {"correlation_id": INT64, "closing_code": INT32, "closing_reason": STRING}
+)
+CLOSE_RESPONSE = pa.struct({"correlation_id": INT64, "response_code": INT32})
+ROUTE_REQUEST = pa.struct({"correlation_id": INT64, "routing_key": STRING, "super_stream": STRING})
+ROUTE_RESPONSE = pa.struct(
+    {"correlation_id": INT64, "response_code": INT32, "stream": pa.list_(STRING)}
+)
+PARTITIONS_REQUEST = pa.struct({"correlation_id": INT64, "super_stream": STRING})
+PARTITIONS_RESPONSE = pa.struct(
+    {"correlation_id": INT64, "response_code": INT32, "stream": pa.list_(STRING)}
+)
+CONSUMER_UPDATE_REQUEST = pa.struct(
+    {"correlation_id": INT64, "subscription_id": INT16, "active": INT16}
+)
+CONSUMER_UPDATE_RESPONSE_OFFSET_SPECIFICATION = pa.struct({"offset_type": INT32, "offset": DECIMAL})
+CONSUMER_UPDATE_RESPONSE = pa.struct(
+    {
+        "correlation_id": INT64,
+        "response_code": INT32,
+        "offset_specification": CONSUMER_UPDATE_RESPONSE_OFFSET_SPECIFICATION,
+    }
+)
+COMMAND = pa.struct({"key": INT32, "min_version": INT32, "max_version": INT32})
+EXCHANGE_COMMAND_VERSIONS_REQUEST = pa.struct(
+    {"correlation_id": INT64, "command": pa.list_(COMMAND)}
+)
+EXCHANGE_COMMAND_VERSIONS_RESPONSE = pa.struct(
+    {"correlation_id": INT64, "response_code": INT32, "command": pa.list_(COMMAND)}
+)
+STREAM_STATS_REQUEST = pa.struct({"correlation_id": INT64, "stream": STRING})
+STATISTIC = pa.struct({"key": STRING, "value": INT64})
+STREAM_STATS_RESPONSE = pa.struct(
+    {"correlation_id": INT64, "response_code": INT32, "stats": pa.list_(STATISTIC)}
+)
+CREATE_SUPER_STREAM_REQUEST = pa.struct(
+    {
+        "correlation_id": INT64,
+        "name": STRING,
+        "partition": pa.list_(STRING),
+        "binding_key": pa.list_(STRING),
+        "arguments": pa.list_(ARGUMENT),
+    }
+)
+CREATE_SUPER_STREAM_RESPONSE = pa.struct({"correlation_id": INT64, "response_code": INT32})
+DELETE_SUPER_STREAM_REQUEST = pa.struct({"correlation_id": INT64, "name": STRING})
+DELETE_SUPER_STREAM_RESPONSE = pa.struct({"correlation_id": INT64, "response_code": INT32})
 
 FRAMES_SCHEMA = pa.schema(
     [
@@ -96,733 +238,67 @@ FRAMES_SCHEMA = pa.schema(
         pa.field("timestamp", pa.timestamp("us", tz="UTC")),
         pa.field("offset", pa.int64()),
         pa.field("size", pa.int32()),
-        pa.field("key", pa.int32()),
-        pa.field("version", pa.int32()),
+        pa.field("key", INT32),
+        pa.field("version", INT32),
         pa.field("command", pa.string()),
         pa.field("message", pa.string()),
         pa.field("kind", pa.string()),
-        pa.field("correlation_id", pa.int64()),
-        pa.field("response_code", pa.int32()),
-        pa.field(
-            "declare_publisher_request",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int64()),
-                    pa.field("publisher_id", pa.int16()),
-                    pa.field("publisher_reference", pa.string()),
-                    pa.field("stream", pa.string()),
-                ]
-            ),
-        ),
-        pa.field(
-            "declare_publisher_response",
-            pa.struct(
-                [pa.field("correlation_id", pa.int64()), pa.field("response_code", pa.int32())]
-            ),
-        ),
-        pa.field(
-            "publish_v1",
-            pa.struct(
-                [
-                    pa.field("publisher_id", pa.int16()),
-                    pa.field(
-                        "published_messages",
-                        pa.list_(
-                            pa.struct(
-                                [
-                                    pa.field("publishing_id", pa.decimal128(20, 0)),
-                                    pa.field(
-                                        "message",
-                                        pa.struct(
-                                            [
-                                                pa.field("simple_entry", pa.binary()),
-                                                pa.field(
-                                                    "sub_batch_entry",
-                                                    pa.struct(
-                                                        [
-                                                            pa.field("compression_type", pa.int8()),
-                                                            pa.field("reserved", pa.int8()),
-                                                            pa.field("num_records", pa.int32()),
-                                                            pa.field(
-                                                                "uncompressed_length", pa.int64()
-                                                            ),
-                                                            pa.field("length", pa.int64()),
-                                                            pa.field("data", pa.binary()),
-                                                        ]
-                                                    ),
-                                                ),
-                                            ]
-                                        ),
-                                    ),
-                                ]
-                            )
-                        ),
-                    ),
-                ]
-            ),
-        ),
-        pa.field(
-            "publish_v2",
-            pa.struct(
-                [
-                    pa.field("publisher_id", pa.int16()),
-                    pa.field(
-                        "published_messages",
-                        pa.list_(
-                            pa.struct(
-                                [
-                                    pa.field("publishing_id", pa.decimal128(20, 0)),
-                                    pa.field("filter_value", pa.string()),
-                                    pa.field(
-                                        "message",
-                                        pa.struct(
-                                            [
-                                                pa.field("simple_entry", pa.binary()),
-                                                pa.field(
-                                                    "sub_batch_entry",
-                                                    pa.struct(
-                                                        [
-                                                            pa.field("compression_type", pa.int8()),
-                                                            pa.field("reserved", pa.int8()),
-                                                            pa.field("num_records", pa.int32()),
-                                                            pa.field(
-                                                                "uncompressed_length", pa.int64()
-                                                            ),
-                                                            pa.field("length", pa.int64()),
-                                                            pa.field("data", pa.binary()),
-                                                        ]
-                                                    ),
-                                                ),
-                                            ]
-                                        ),
-                                    ),
-                                ]
-                            )
-                        ),
-                    ),
-                ]
-            ),
-        ),
-        pa.field(
-            "publish_confirm",
-            pa.struct(
-                [
-                    pa.field("publisher_id", pa.int16()),
-                    pa.field("publishing_ids", pa.list_(pa.decimal128(20, 0))),
-                ]
-            ),
-        ),
-        pa.field(
-            "publish_error",
-            pa.struct(
-                [
-                    pa.field("publisher_id", pa.int16()),
-                    pa.field(
-                        "publishing_error",
-                        pa.list_(
-                            pa.struct(
-                                [
-                                    pa.field("publishing_id", pa.decimal128(20, 0)),
-                                    pa.field("code", pa.int32()),
-                                ]
-                            )
-                        ),
-                    ),
-                ]
-            ),
-        ),
-        pa.field(
-            "query_publisher_sequence_request",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int64()),
-                    pa.field("publisher_reference", pa.string()),
-                    pa.field("stream", pa.string()),
-                ]
-            ),
-        ),
-        pa.field(
-            "query_publisher_sequence_response",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int64()),
-                    pa.field("response_code", pa.int32()),
-                    pa.field("sequence", pa.decimal128(20, 0)),
-                ]
-            ),
-        ),
-        pa.field(
-            "delete_publisher_request",
-            pa.struct(
-                [pa.field("correlation_id", pa.int64()), pa.field("publisher_id", pa.int16())]
-            ),
-        ),
-        pa.field(
-            "delete_publisher_response",
-            pa.struct(
-                [pa.field("correlation_id", pa.int64()), pa.field("response_code", pa.int32())]
-            ),
-        ),
-        pa.field(
-            "subscribe_request",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int64()),
-                    pa.field("subscription_id", pa.int16()),
-                    pa.field("stream", pa.string()),
-                    pa.field(
-                        "offset_specification",
-                        pa.struct(
-                            [
-                                pa.field("offset_type", pa.int32()),
-                                pa.field("offset", pa.decimal128(20, 0)),
-                            ]
-                        ),
-                    ),
-                    pa.field("credit", pa.int32()),
-                    pa.field(
-                        "properties",
-                        pa.list_(
-                            pa.struct(
-                                [pa.field("key", pa.string()), pa.field("value", pa.string())]
-                            )
-                        ),
-                    ),
-                ]
-            ),
-        ),
-        pa.field(
-            "subscribe_response",
-            pa.struct(
-                [pa.field("correlation_id", pa.int64()), pa.field("response_code", pa.int32())]
-            ),
-        ),
-        pa.field(
-            "deliver_v1",
-            pa.struct(
-                [
-                    pa.field("subscription_id", pa.int16()),
-                    pa.field(
-                        "osiris_chunk",
-                        pa.struct(
-                            [
-                                pa.field("magic_version", pa.int8()),
-                                pa.field("chunk_type", pa.int8()),
-                                pa.field("num_entries", pa.int32()),
-                                pa.field("num_records", pa.int64()),
-                                pa.field("timestamp", pa.int64()),
-                                pa.field("epoch", pa.decimal128(20, 0)),
-                                pa.field("chunk_first_offset", pa.decimal128(20, 0)),
-                                pa.field("chunk_crc", pa.int64()),
-                                pa.field("data_length", pa.int64()),
-                                pa.field("trailer_length", pa.int64()),
-                                pa.field("bloom_size", pa.int16()),
-                                pa.field("reserved", pa.int32()),
-                                pa.field(
-                                    "messages",
-                                    pa.list_(
-                                        pa.struct(
-                                            [
-                                                pa.field(
-                                                    "simple_entry",
-                                                    pa.struct(
-                                                        [
-                                                            pa.field("size", pa.int32()),
-                                                            pa.field("data", pa.binary()),
-                                                        ]
-                                                    ),
-                                                ),
-                                                pa.field(
-                                                    "sub_batch_entry",
-                                                    pa.struct(
-                                                        [
-                                                            pa.field("compression_type", pa.int8()),
-                                                            pa.field("reserved", pa.int8()),
-                                                            pa.field("num_records", pa.int32()),
-                                                            pa.field(
-                                                                "uncompressed_length", pa.int64()
-                                                            ),
-                                                            pa.field("length", pa.int64()),
-                                                            pa.field("data", pa.binary()),
-                                                        ]
-                                                    ),
-                                                ),
-                                            ]
-                                        )
-                                    ),
-                                ),
-                            ]
-                        ),
-                    ),
-                ]
-            ),
-        ),
-        pa.field(
-            "deliver_v2",
-            pa.struct(
-                [
-                    pa.field("subscription_id", pa.int16()),
-                    pa.field("committed_chunk_id", pa.decimal128(20, 0)),
-                    pa.field(
-                        "osiris_chunk",
-                        pa.struct(
-                            [
-                                pa.field("magic_version", pa.int8()),
-                                pa.field("chunk_type", pa.int8()),
-                                pa.field("num_entries", pa.int32()),
-                                pa.field("num_records", pa.int64()),
-                                pa.field("timestamp", pa.int64()),
-                                pa.field("epoch", pa.decimal128(20, 0)),
-                                pa.field("chunk_first_offset", pa.decimal128(20, 0)),
-                                pa.field("chunk_crc", pa.int64()),
-                                pa.field("data_length", pa.int64()),
-                                pa.field("trailer_length", pa.int64()),
-                                pa.field("bloom_size", pa.int16()),
-                                pa.field("reserved", pa.int32()),
-                                pa.field(
-                                    "messages",
-                                    pa.list_(
-                                        pa.struct(
-                                            [
-                                                pa.field(
-                                                    "simple_entry",
-                                                    pa.struct(
-                                                        [
-                                                            pa.field("size", pa.int32()),
-                                                            pa.field("data", pa.binary()),
-                                                        ]
-                                                    ),
-                                                ),
-                                                pa.field(
-                                                    "sub_batch_entry",
-                                                    pa.struct(
-                                                        [
-                                                            pa.field("compression_type", pa.int8()),
-                                                            pa.field("reserved", pa.int8()),
-                                                            pa.field("num_records", pa.int32()),
-                                                            pa.field(
-                                                                "uncompressed_length", pa.int64()
-                                                            ),
-                                                            pa.field("length", pa.int64()),
-                                                            pa.field("data", pa.binary()),
-                                                        ]
-                                                    ),
-                                                ),
-                                            ]
-                                        )
-                                    ),
-                                ),
-                            ]
-                        ),
-                    ),
-                ]
-            ),
-        ),
-        pa.field(
-            "credit",
-            pa.struct([pa.field("subscription_id", pa.int16()), pa.field("credit", pa.int32())]),
-        ),
-        pa.field(
-            "credit_response",
-            pa.struct(
-                [pa.field("response_code", pa.int32()), pa.field("subscription_id", pa.int16())]
-            ),
-        ),
-        pa.field(
-            "store_offset",
-            pa.struct(
-                [
-                    pa.field("reference", pa.string()),
-                    pa.field("stream", pa.string()),
-                    pa.field("offset", pa.decimal128(20, 0)),
-                ]
-            ),
-        ),
-        pa.field(
-            "query_offset_request",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int64()),
-                    pa.field("reference", pa.string()),
-                    pa.field("stream", pa.string()),
-                ]
-            ),
-        ),
-        pa.field(
-            "query_offset_response",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int64()),
-                    pa.field("response_code", pa.int32()),
-                    pa.field("offset", pa.decimal128(20, 0)),
-                ]
-            ),
-        ),
-        pa.field(
-            "unsubscribe_request",
-            pa.struct(
-                [pa.field("correlation_id", pa.int64()), pa.field("subscription_id", pa.int16())]
-            ),
-        ),
-        pa.field(
-            "unsubscribe_response",
-            pa.struct(
-                [pa.field("correlation_id", pa.int64()), pa.field("response_code", pa.int32())]
-            ),
-        ),
-        pa.field(
-            "create_request",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int64()),
-                    pa.field("stream", pa.string()),
-                    pa.field(
-                        "arguments",
-                        pa.list_(
-                            pa.struct(
-                                [pa.field("key", pa.string()), pa.field("value", pa.string())]
-                            )
-                        ),
-                    ),
-                ]
-            ),
-        ),
-        pa.field(
-            "create_response",
-            pa.struct(
-                [pa.field("correlation_id", pa.int64()), pa.field("response_code", pa.int32())]
-            ),
-        ),
-        pa.field(
-            "delete_request",
-            pa.struct([pa.field("correlation_id", pa.int64()), pa.field("stream", pa.string())]),
-        ),
-        pa.field(
-            "delete_response",
-            pa.struct(
-                [pa.field("correlation_id", pa.int64()), pa.field("response_code", pa.int32())]
-            ),
-        ),
-        pa.field(
-            "metadata_request",
-            pa.struct(
-                [pa.field("correlation_id", pa.int64()), pa.field("stream", pa.list_(pa.string()))]
-            ),
-        ),
-        pa.field(
-            "metadata_response",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int64()),
-                    pa.field(
-                        "broker",
-                        pa.list_(
-                            pa.struct(
-                                [
-                                    pa.field("reference", pa.int32()),
-                                    pa.field("host", pa.string()),
-                                    pa.field("port", pa.int64()),
-                                ]
-                            )
-                        ),
-                    ),
-                    pa.field(
-                        "stream_metadata",
-                        pa.list_(
-                            pa.struct(
-                                [
-                                    pa.field("stream_name", pa.string()),
-                                    pa.field("response_code", pa.int32()),
-                                    pa.field("leader_reference", pa.int32()),
-                                    pa.field("replicas_references", pa.list_(pa.int32())),
-                                ]
-                            )
-                        ),
-                    ),
-                ]
-            ),
-        ),
-        pa.field(
-            "metadata_update",
-            pa.struct(
-                [
-                    pa.field(
-                        "metadata_info",
-                        pa.struct([pa.field("code", pa.int32()), pa.field("stream", pa.string())]),
-                    )
-                ]
-            ),
-        ),
-        pa.field(
-            "peer_properties_request",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int64()),
-                    pa.field(
-                        "peer_properties",
-                        pa.list_(
-                            pa.struct(
-                                [pa.field("key", pa.string()), pa.field("value", pa.string())]
-                            )
-                        ),
-                    ),
-                ]
-            ),
-        ),
-        pa.field(
-            "peer_properties_response",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int64()),
-                    pa.field("response_code", pa.int32()),
-                    pa.field(
-                        "peer_properties",
-                        pa.list_(
-                            pa.struct(
-                                [pa.field("key", pa.string()), pa.field("value", pa.string())]
-                            )
-                        ),
-                    ),
-                ]
-            ),
-        ),
-        pa.field("sasl_handshake_request", pa.struct([pa.field("correlation_id", pa.int64())])),
-        pa.field(
-            "sasl_handshake_response",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int64()),
-                    pa.field("response_code", pa.int32()),
-                    pa.field("mechanisms", pa.list_(pa.string())),
-                ]
-            ),
-        ),
-        pa.field(
-            "sasl_authenticate_request",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int64()),
-                    pa.field("mechanism", pa.string()),
-                    pa.field("sasl_opaque_data", pa.binary()),
-                ]
-            ),
-        ),
-        pa.field(
-            "sasl_authenticate_response",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int64()),
-                    pa.field("response_code", pa.int32()),
-                    pa.field("sasl_opaque_data", pa.binary()),
-                ]
-            ),
-        ),
-        pa.field(
-            "tune_request",
-            pa.struct([pa.field("frame_max", pa.int64()), pa.field("heartbeat", pa.int64())]),
-        ),
-        pa.field(
-            "tune_response",
-            pa.struct([pa.field("frame_max", pa.int64()), pa.field("heartbeat", pa.int64())]),
-        ),
-        pa.field(
-            "open_request",
-            pa.struct(
-                [pa.field("correlation_id", pa.int64()), pa.field("virtual_host", pa.string())]
-            ),
-        ),
-        pa.field(
-            "open_response",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int64()),
-                    pa.field("response_code", pa.int32()),
-                    pa.field(
-                        "connection_properties",
-                        pa.list_(
-                            pa.struct(
-                                [pa.field("key", pa.string()), pa.field("value", pa.string())]
-                            )
-                        ),
-                    ),
-                ]
-            ),
-        ),
-        pa.field(
-            "close_request",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int64()),
-                    pa.field("closing_code", pa.int32()),
-                    pa.field("closing_reason", pa.string()),
-                ]
-            ),
-        ),
-        pa.field(
-            "close_response",
-            pa.struct(
-                [pa.field("correlation_id", pa.int64()), pa.field("response_code", pa.int32())]
-            ),
-        ),
-        pa.field(
-            "route_request",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int64()),
-                    pa.field("routing_key", pa.string()),
-                    pa.field("super_stream", pa.string()),
-                ]
-            ),
-        ),
-        pa.field(
-            "route_response",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int64()),
-                    pa.field("response_code", pa.int32()),
-                    pa.field("stream", pa.list_(pa.string())),
-                ]
-            ),
-        ),
-        pa.field(
-            "partitions_request",
-            pa.struct(
-                [pa.field("correlation_id", pa.int64()), pa.field("super_stream", pa.string())]
-            ),
-        ),
-        pa.field(
-            "partitions_response",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int64()),
-                    pa.field("response_code", pa.int32()),
-                    pa.field("stream", pa.list_(pa.string())),
-                ]
-            ),
-        ),
-        pa.field(
-            "consumer_update_request",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int64()),
-                    pa.field("subscription_id", pa.int16()),
-                    pa.field("active", pa.int16()),
-                ]
-            ),
-        ),
-        pa.field(
-            "consumer_update_response",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int64()),
-                    pa.field("response_code", pa.int32()),
-                    pa.field(
-                        "offset_specification",
-                        pa.struct(
-                            [
-                                pa.field("offset_type", pa.int32()),
-                                pa.field("offset", pa.decimal128(20, 0)),
-                            ]
-                        ),
-                    ),
-                ]
-            ),
-        ),
-        pa.field(
-            "exchange_command_versions_request",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int64()),
-                    pa.field(
-                        "command",
-                        pa.list_(
-                            pa.struct(
-                                [
-                                    pa.field("key", pa.int32()),
-                                    pa.field("min_version", pa.int32()),
-                                    pa.field("max_version", pa.int32()),
-                                ]
-                            )
-                        ),
-                    ),
-                ]
-            ),
-        ),
-        pa.field(
-            "exchange_command_versions_response",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int64()),
-                    pa.field("response_code", pa.int32()),
-                    pa.field(
-                        "command",
-                        pa.list_(
-                            pa.struct(
-                                [
-                                    pa.field("key", pa.int32()),
-                                    pa.field("min_version", pa.int32()),
-                                    pa.field("max_version", pa.int32()),
-                                ]
-                            )
-                        ),
-                    ),
-                ]
-            ),
-        ),
-        pa.field(
-            "stream_stats_request",
-            pa.struct([pa.field("correlation_id", pa.int64()), pa.field("stream", pa.string())]),
-        ),
-        pa.field(
-            "stream_stats_response",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int64()),
-                    pa.field("response_code", pa.int32()),
-                    pa.field(
-                        "stats",
-                        pa.list_(
-                            pa.struct([pa.field("key", pa.string()), pa.field("value", pa.int64())])
-                        ),
-                    ),
-                ]
-            ),
-        ),
-        pa.field(
-            "create_super_stream_request",
-            pa.struct(
-                [
-                    pa.field("correlation_id", pa.int64()),
-                    pa.field("name", pa.string()),
-                    pa.field("partition", pa.list_(pa.string())),
-                    pa.field("binding_key", pa.list_(pa.string())),
-                    pa.field(
-                        "arguments",
-                        pa.list_(
-                            pa.struct(
-                                [pa.field("key", pa.string()), pa.field("value", pa.string())]
-                            )
-                        ),
-                    ),
-                ]
-            ),
-        ),
-        pa.field(
-            "create_super_stream_response",
-            pa.struct(
-                [pa.field("correlation_id", pa.int64()), pa.field("response_code", pa.int32())]
-            ),
-        ),
-        pa.field(
-            "delete_super_stream_request",
-            pa.struct([pa.field("correlation_id", pa.int64()), pa.field("name", pa.string())]),
-        ),
-        pa.field(
-            "delete_super_stream_response",
-            pa.struct(
-                [pa.field("correlation_id", pa.int64()), pa.field("response_code", pa.int32())]
-            ),
-        ),
+        pa.field("correlation_id", INT64),
+        pa.field("response_code", INT32),
+        pa.field("declare_publisher_request", DECLARE_PUBLISHER_REQUEST),
+        pa.field("declare_publisher_response", DECLARE_PUBLISHER_RESPONSE),
+        pa.field("publish_v1", PUBLISH_V1),
+        pa.field("publish_v2", PUBLISH_V2),
+        pa.field("publish_confirm", PUBLISH_CONFIRM),
+        pa.field("publish_error", PUBLISH_ERROR),
+        pa.field("query_publisher_sequence_request", QUERY_PUBLISHER_SEQUENCE_REQUEST),
+        pa.field("query_publisher_sequence_response", QUERY_PUBLISHER_SEQUENCE_RESPONSE),
+        pa.field("delete_publisher_request", DELETE_PUBLISHER_REQUEST),
+        pa.field("delete_publisher_response", DELETE_PUBLISHER_RESPONSE),
+        pa.field("subscribe_request", SUBSCRIBE_REQUEST),
+        pa.field("subscribe_response", SUBSCRIBE_RESPONSE),
+        pa.field("deliver_v1", DELIVER_V1),
+        pa.field("deliver_v2", DELIVER_V2),
+        pa.field("credit", CREDIT),
+        pa.field("credit_response", CREDIT_RESPONSE),
+        pa.field("store_offset", STORE_OFFSET),
+        pa.field("query_offset_request", QUERY_OFFSET_REQUEST),
+        pa.field("query_offset_response", QUERY_OFFSET_RESPONSE),
+        pa.field("unsubscribe_request", UNSUBSCRIBE_REQUEST),
+        pa.field("unsubscribe_response", UNSUBSCRIBE_RESPONSE),
+        pa.field("create_request", CREATE_REQUEST),
+        pa.field("create_response", CREATE_RESPONSE),
+        pa.field("delete_request", DELETE_REQUEST),
+        pa.field("delete_response", DELETE_RESPONSE),
+        pa.field("metadata_request", METADATA_REQUEST),
+        pa.field("metadata_response", METADATA_RESPONSE),
+        pa.field("metadata_update", METADATA_UPDATE),
+        pa.field("peer_properties_request", PEER_PROPERTIES_REQUEST),
+        pa.field("peer_properties_response", PEER_PROPERTIES_RESPONSE),
+        pa.field("sasl_handshake_request", SASL_HANDSHAKE_REQUEST),
+        pa.field("sasl_handshake_response", SASL_HANDSHAKE_RESPONSE),
+        pa.field("sasl_authenticate_request", SASL_AUTHENTICATE_REQUEST),
+        pa.field("sasl_authenticate_response", SASL_AUTHENTICATE_RESPONSE),
+        pa.field("tune_request", TUNE_REQUEST),
+        pa.field("tune_response", TUNE_RESPONSE),
+        pa.field("open_request", OPEN_REQUEST),
+        pa.field("open_response", OPEN_RESPONSE),
+        pa.field("close_request", CLOSE_REQUEST),
+        pa.field("close_response", CLOSE_RESPONSE),
+        pa.field("route_request", ROUTE_REQUEST),
+        pa.field("route_response", ROUTE_RESPONSE),
+        pa.field("partitions_request", PARTITIONS_REQUEST),
+        pa.field("partitions_response", PARTITIONS_RESPONSE),
+        pa.field("consumer_update_request", CONSUMER_UPDATE_REQUEST),
+        pa.field("consumer_update_response", CONSUMER_UPDATE_RESPONSE),
+        pa.field("exchange_command_versions_request", EXCHANGE_COMMAND_VERSIONS_REQUEST),
+        pa.field("exchange_command_versions_response", EXCHANGE_COMMAND_VERSIONS_RESPONSE),
+        pa.field("stream_stats_request", STREAM_STATS_REQUEST),
+        pa.field("stream_stats_response", STREAM_STATS_RESPONSE),
+        pa.field("create_super_stream_request", CREATE_SUPER_STREAM_REQUEST),
+        pa.field("create_super_stream_response", CREATE_SUPER_STREAM_RESPONSE),
+        pa.field("delete_super_stream_request", DELETE_SUPER_STREAM_REQUEST),
+        pa.field("delete_super_stream_response", DELETE_SUPER_STREAM_RESPONSE),
     ],
     metadata={"specgen.spec": "rabbitmq-stream/4.0"},
 )
@@ -831,16 +307,10 @@ response bit included); `timestamp` is null when the capture has no index. `corr
 message class (null where a message has none).
 Its metadata (`specgen.spec`) names the spec version, so a table says what decoded it."""
 
-HEADER_COLUMNS: tuple[str, ...] = (
-    "key",
-    "version",
-)
+HEADER_COLUMNS: tuple[str, ...] = ("key", "version")
 """Frame header fields with a column of their own (all but the length), in header order."""
 
-ROLE_COLUMNS: tuple[str, ...] = (
-    "correlation_id",
-    "response_code",
-)
+ROLE_COLUMNS: tuple[str, ...] = ("correlation_id", "response_code")
 """Field roles with a column of their own."""
 
 CODE_NAMES: dict[str, dict[int, str]] = {
@@ -926,6 +396,88 @@ MESSAGE_COLUMNS: dict[str, str] = {
 }
 """Message class name -> its struct column."""
 
+_READ: dict[str, dict[str, Any]] = {
+    "PublishV1": {"published_messages[].message": (bytes, SubBatchEntry)},
+    "PublishV2": {"published_messages[].message": (bytes, SubBatchEntry)},
+    "SubscribeRequest": {"offset_specification.offset": "exact"},
+    "DeliverV1": {"osiris_chunk.messages[]": (SimpleEntry, SubBatchEntry)},
+    "DeliverV2": {"osiris_chunk.messages[]": (SimpleEntry, SubBatchEntry)},
+    "OpenResponse": {"connection_properties": "maybe"},
+    "ConsumerUpdateResponse": {"offset_specification.offset": "exact"},
+}
+"""Message class name -> path -> how its values are read where the Arrow type does not say."""
+
+_ROLES: dict[str, dict[str, str]] = {
+    "correlation_id": {
+        "DeclarePublisherRequest": "correlation_id",
+        "DeclarePublisherResponse": "correlation_id",
+        "QueryPublisherSequenceRequest": "correlation_id",
+        "QueryPublisherSequenceResponse": "correlation_id",
+        "DeletePublisherRequest": "correlation_id",
+        "DeletePublisherResponse": "correlation_id",
+        "SubscribeRequest": "correlation_id",
+        "SubscribeResponse": "correlation_id",
+        "QueryOffsetRequest": "correlation_id",
+        "QueryOffsetResponse": "correlation_id",
+        "UnsubscribeRequest": "correlation_id",
+        "UnsubscribeResponse": "correlation_id",
+        "CreateRequest": "correlation_id",
+        "CreateResponse": "correlation_id",
+        "DeleteRequest": "correlation_id",
+        "DeleteResponse": "correlation_id",
+        "MetadataRequest": "correlation_id",
+        "MetadataResponse": "correlation_id",
+        "PeerPropertiesRequest": "correlation_id",
+        "PeerPropertiesResponse": "correlation_id",
+        "SaslHandshakeRequest": "correlation_id",
+        "SaslHandshakeResponse": "correlation_id",
+        "SaslAuthenticateRequest": "correlation_id",
+        "SaslAuthenticateResponse": "correlation_id",
+        "OpenRequest": "correlation_id",
+        "OpenResponse": "correlation_id",
+        "CloseRequest": "correlation_id",
+        "CloseResponse": "correlation_id",
+        "RouteRequest": "correlation_id",
+        "RouteResponse": "correlation_id",
+        "PartitionsRequest": "correlation_id",
+        "PartitionsResponse": "correlation_id",
+        "ConsumerUpdateRequest": "correlation_id",
+        "ConsumerUpdateResponse": "correlation_id",
+        "ExchangeCommandVersionsRequest": "correlation_id",
+        "ExchangeCommandVersionsResponse": "correlation_id",
+        "StreamStatsRequest": "correlation_id",
+        "StreamStatsResponse": "correlation_id",
+        "CreateSuperStreamRequest": "correlation_id",
+        "CreateSuperStreamResponse": "correlation_id",
+        "DeleteSuperStreamRequest": "correlation_id",
+        "DeleteSuperStreamResponse": "correlation_id",
+    },
+    "response_code": {
+        "DeclarePublisherResponse": "response_code",
+        "QueryPublisherSequenceResponse": "response_code",
+        "DeletePublisherResponse": "response_code",
+        "SubscribeResponse": "response_code",
+        "CreditResponse": "response_code",
+        "QueryOffsetResponse": "response_code",
+        "UnsubscribeResponse": "response_code",
+        "CreateResponse": "response_code",
+        "DeleteResponse": "response_code",
+        "PeerPropertiesResponse": "response_code",
+        "SaslHandshakeResponse": "response_code",
+        "SaslAuthenticateResponse": "response_code",
+        "OpenResponse": "response_code",
+        "CloseResponse": "response_code",
+        "RouteResponse": "response_code",
+        "PartitionsResponse": "response_code",
+        "ConsumerUpdateResponse": "response_code",
+        "ExchangeCommandVersionsResponse": "response_code",
+        "StreamStatsResponse": "response_code",
+        "CreateSuperStreamResponse": "response_code",
+        "DeleteSuperStreamResponse": "response_code",
+    },
+}
+"""Role -> message class name -> the attribute holding its values."""
+
 
 def spark_schema() -> StructType:
     """FRAMES_SCHEMA as a Spark StructType (imports pyspark only when called)."""
@@ -937,1674 +489,4 @@ def spark_schema() -> StructType:
 def message_columns(msgs: Sequence[Message]) -> dict[str, Any]:
     """Columns `command`, `message`, `kind`, the role columns and every struct column for a batch
     of messages, one row per message; a struct column is null on the rows of other classes."""
-    n = len(msgs)
-    groups: dict[type, list[int]] = {}
-    for row, msg in enumerate(msgs):
-        groups.setdefault(type(msg), []).append(row)
-    roles: dict[str, list[Any]] = {role: [None] * n for role in ROLE_COLUMNS}
-    built: dict[str, Any] = {}
-    for cls, rows in groups.items():
-        if cls not in _BUILDERS:
-            continue  # a message without fields has no column
-        column, build = _BUILDERS[cls]
-        values = build([msgs[r] for r in rows], rows, roles)
-        built[column] = values if len(rows) == n else values.take(_spread(rows, n))
-    out: dict[str, Any] = {
-        "command": pa.array([m.COMMAND for m in msgs], pa.string()),
-        "message": pa.array([type(m).__name__ for m in msgs], pa.string()),
-        "kind": pa.array([m.KIND for m in msgs], pa.string()),
-    }
-    for role, values in roles.items():
-        out[role] = pa.array(values, FRAMES_SCHEMA.field(role).type)
-    for column in MESSAGE_COLUMNS.values():
-        out[column] = built.get(column)
-        if out[column] is None:
-            out[column] = pa.nulls(n, FRAMES_SCHEMA.field(column).type)
-    return out
-
-
-def _spread(rows: list[int], n: int) -> Any:
-    """Indices that put a class's values back on its rows, null elsewhere (for `take`)."""
-    index: list[int | None] = [None] * n
-    for i, row in enumerate(rows):
-        index[row] = i
-    return pa.array(index, pa.int32())
-
-
-def _offsets(lists: list[Any]) -> Any:
-    return pa.array(
-        list(accumulate((0 if v is None else len(v) for v in lists), initial=0)), pa.int32()
-    )
-
-
-def _nulls(values: list[Any]) -> Any:
-    return pa.array([v is None for v in values], pa.bool_())
-
-
-def _declare_publisher_request(
-    msgs: list[DeclarePublisherRequest], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    publisher_id = [x.publisher_id for x in msgs]
-    publisher_reference = [x.publisher_reference for x in msgs]
-    stream = [x.stream for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(publisher_id, pa.int16()),
-            pa.array(publisher_reference, pa.string()),
-            pa.array(stream, pa.string()),
-        ],
-        names=["correlation_id", "publisher_id", "publisher_reference", "stream"],
-    )
-
-
-def _declare_publisher_response(
-    msgs: list[DeclarePublisherResponse], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    response_code = [x.response_code for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(response_code, pa.int32()),
-        ],
-        names=["correlation_id", "response_code"],
-    )
-
-
-def _publish_v1(msgs: list[PublishV1], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    publisher_id = [x.publisher_id for x in msgs]
-    published_messages = [x.published_messages for x in msgs]
-    published_messages_items = [y for x in published_messages for y in x]
-    published_messages_item_publishing_id = [x.publishing_id for x in published_messages_items]
-    published_messages_item_message = [x.message for x in published_messages_items]
-    published_messages_item_message_simple_entry = [
-        x if isinstance(x, bytes) else None for x in published_messages_item_message
-    ]
-    published_messages_item_message_sub_batch_entry = [
-        x if isinstance(x, SubBatchEntry) else None for x in published_messages_item_message
-    ]
-    published_messages_item_message_sub_batch_entry_compression_type = [
-        None if x is None else x.compression_type
-        for x in published_messages_item_message_sub_batch_entry
-    ]
-    published_messages_item_message_sub_batch_entry_reserved = [
-        None if x is None else x.reserved for x in published_messages_item_message_sub_batch_entry
-    ]
-    published_messages_item_message_sub_batch_entry_num_records = [
-        None if x is None else x.num_records
-        for x in published_messages_item_message_sub_batch_entry
-    ]
-    published_messages_item_message_sub_batch_entry_uncompressed_length = [
-        None if x is None else x.uncompressed_length
-        for x in published_messages_item_message_sub_batch_entry
-    ]
-    published_messages_item_message_sub_batch_entry_length = [
-        None if x is None else x.length for x in published_messages_item_message_sub_batch_entry
-    ]
-    published_messages_item_message_sub_batch_entry_data = [
-        None if x is None else x.data for x in published_messages_item_message_sub_batch_entry
-    ]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(publisher_id, pa.int16()),
-            pa.ListArray.from_arrays(
-                _offsets(published_messages),
-                pa.StructArray.from_arrays(
-                    [
-                        pa.array(published_messages_item_publishing_id, pa.uint64()).cast(
-                            pa.decimal128(20, 0)
-                        ),
-                        pa.StructArray.from_arrays(
-                            [
-                                pa.array(published_messages_item_message_simple_entry, pa.binary()),
-                                pa.StructArray.from_arrays(
-                                    [
-                                        pa.array(
-                                            published_messages_item_message_sub_batch_entry_compression_type,
-                                            pa.int8(),
-                                        ),
-                                        pa.array(
-                                            published_messages_item_message_sub_batch_entry_reserved,
-                                            pa.int8(),
-                                        ),
-                                        pa.array(
-                                            published_messages_item_message_sub_batch_entry_num_records,
-                                            pa.int32(),
-                                        ),
-                                        pa.array(
-                                            published_messages_item_message_sub_batch_entry_uncompressed_length,
-                                            pa.int64(),
-                                        ),
-                                        pa.array(
-                                            published_messages_item_message_sub_batch_entry_length,
-                                            pa.int64(),
-                                        ),
-                                        pa.array(
-                                            published_messages_item_message_sub_batch_entry_data,
-                                            pa.binary(),
-                                        ),
-                                    ],
-                                    names=[
-                                        "compression_type",
-                                        "reserved",
-                                        "num_records",
-                                        "uncompressed_length",
-                                        "length",
-                                        "data",
-                                    ],
-                                    mask=_nulls(published_messages_item_message_sub_batch_entry),
-                                ),
-                            ],
-                            names=["simple_entry", "sub_batch_entry"],
-                        ),
-                    ],
-                    names=["publishing_id", "message"],
-                ),
-            ),
-        ],
-        names=["publisher_id", "published_messages"],
-    )
-
-
-def _publish_v2(msgs: list[PublishV2], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    publisher_id = [x.publisher_id for x in msgs]
-    published_messages = [x.published_messages for x in msgs]
-    published_messages_items = [y for x in published_messages for y in x]
-    published_messages_item_publishing_id = [x.publishing_id for x in published_messages_items]
-    published_messages_item_filter_value = [x.filter_value for x in published_messages_items]
-    published_messages_item_message = [x.message for x in published_messages_items]
-    published_messages_item_message_simple_entry = [
-        x if isinstance(x, bytes) else None for x in published_messages_item_message
-    ]
-    published_messages_item_message_sub_batch_entry = [
-        x if isinstance(x, SubBatchEntry) else None for x in published_messages_item_message
-    ]
-    published_messages_item_message_sub_batch_entry_compression_type = [
-        None if x is None else x.compression_type
-        for x in published_messages_item_message_sub_batch_entry
-    ]
-    published_messages_item_message_sub_batch_entry_reserved = [
-        None if x is None else x.reserved for x in published_messages_item_message_sub_batch_entry
-    ]
-    published_messages_item_message_sub_batch_entry_num_records = [
-        None if x is None else x.num_records
-        for x in published_messages_item_message_sub_batch_entry
-    ]
-    published_messages_item_message_sub_batch_entry_uncompressed_length = [
-        None if x is None else x.uncompressed_length
-        for x in published_messages_item_message_sub_batch_entry
-    ]
-    published_messages_item_message_sub_batch_entry_length = [
-        None if x is None else x.length for x in published_messages_item_message_sub_batch_entry
-    ]
-    published_messages_item_message_sub_batch_entry_data = [
-        None if x is None else x.data for x in published_messages_item_message_sub_batch_entry
-    ]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(publisher_id, pa.int16()),
-            pa.ListArray.from_arrays(
-                _offsets(published_messages),
-                pa.StructArray.from_arrays(
-                    [
-                        pa.array(published_messages_item_publishing_id, pa.uint64()).cast(
-                            pa.decimal128(20, 0)
-                        ),
-                        pa.array(published_messages_item_filter_value, pa.string()),
-                        pa.StructArray.from_arrays(
-                            [
-                                pa.array(published_messages_item_message_simple_entry, pa.binary()),
-                                pa.StructArray.from_arrays(
-                                    [
-                                        pa.array(
-                                            published_messages_item_message_sub_batch_entry_compression_type,
-                                            pa.int8(),
-                                        ),
-                                        pa.array(
-                                            published_messages_item_message_sub_batch_entry_reserved,
-                                            pa.int8(),
-                                        ),
-                                        pa.array(
-                                            published_messages_item_message_sub_batch_entry_num_records,
-                                            pa.int32(),
-                                        ),
-                                        pa.array(
-                                            published_messages_item_message_sub_batch_entry_uncompressed_length,
-                                            pa.int64(),
-                                        ),
-                                        pa.array(
-                                            published_messages_item_message_sub_batch_entry_length,
-                                            pa.int64(),
-                                        ),
-                                        pa.array(
-                                            published_messages_item_message_sub_batch_entry_data,
-                                            pa.binary(),
-                                        ),
-                                    ],
-                                    names=[
-                                        "compression_type",
-                                        "reserved",
-                                        "num_records",
-                                        "uncompressed_length",
-                                        "length",
-                                        "data",
-                                    ],
-                                    mask=_nulls(published_messages_item_message_sub_batch_entry),
-                                ),
-                            ],
-                            names=["simple_entry", "sub_batch_entry"],
-                        ),
-                    ],
-                    names=["publishing_id", "filter_value", "message"],
-                ),
-            ),
-        ],
-        names=["publisher_id", "published_messages"],
-    )
-
-
-def _publish_confirm(
-    msgs: list[PublishConfirm], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    publisher_id = [x.publisher_id for x in msgs]
-    publishing_ids = [x.publishing_ids for x in msgs]
-    publishing_ids_items = [y for x in publishing_ids for y in x]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(publisher_id, pa.int16()),
-            pa.ListArray.from_arrays(
-                _offsets(publishing_ids),
-                pa.array(publishing_ids_items, pa.uint64()).cast(pa.decimal128(20, 0)),
-            ),
-        ],
-        names=["publisher_id", "publishing_ids"],
-    )
-
-
-def _publish_error(msgs: list[PublishError], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    publisher_id = [x.publisher_id for x in msgs]
-    publishing_error = [x.publishing_error for x in msgs]
-    publishing_error_items = [y for x in publishing_error for y in x]
-    publishing_error_item_publishing_id = [x.publishing_id for x in publishing_error_items]
-    publishing_error_item_code = [x.code for x in publishing_error_items]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(publisher_id, pa.int16()),
-            pa.ListArray.from_arrays(
-                _offsets(publishing_error),
-                pa.StructArray.from_arrays(
-                    [
-                        pa.array(publishing_error_item_publishing_id, pa.uint64()).cast(
-                            pa.decimal128(20, 0)
-                        ),
-                        pa.array(publishing_error_item_code, pa.int32()),
-                    ],
-                    names=["publishing_id", "code"],
-                ),
-            ),
-        ],
-        names=["publisher_id", "publishing_error"],
-    )
-
-
-def _query_publisher_sequence_request(
-    msgs: list[QueryPublisherSequenceRequest], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    publisher_reference = [x.publisher_reference for x in msgs]
-    stream = [x.stream for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(publisher_reference, pa.string()),
-            pa.array(stream, pa.string()),
-        ],
-        names=["correlation_id", "publisher_reference", "stream"],
-    )
-
-
-def _query_publisher_sequence_response(
-    msgs: list[QueryPublisherSequenceResponse], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    response_code = [x.response_code for x in msgs]
-    sequence = [x.sequence for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(response_code, pa.int32()),
-            pa.array(sequence, pa.uint64()).cast(pa.decimal128(20, 0)),
-        ],
-        names=["correlation_id", "response_code", "sequence"],
-    )
-
-
-def _delete_publisher_request(
-    msgs: list[DeletePublisherRequest], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    publisher_id = [x.publisher_id for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(publisher_id, pa.int16()),
-        ],
-        names=["correlation_id", "publisher_id"],
-    )
-
-
-def _delete_publisher_response(
-    msgs: list[DeletePublisherResponse], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    response_code = [x.response_code for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(response_code, pa.int32()),
-        ],
-        names=["correlation_id", "response_code"],
-    )
-
-
-def _subscribe_request(
-    msgs: list[SubscribeRequest], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    subscription_id = [x.subscription_id for x in msgs]
-    stream = [x.stream for x in msgs]
-    offset_specification = [x.offset_specification for x in msgs]
-    offset_specification_offset_type = [x.offset_type for x in offset_specification]
-    offset_specification_offset = [x.offset for x in offset_specification]
-    credit = [x.credit for x in msgs]
-    properties = [x.properties for x in msgs]
-    properties_items = [y for x in properties for y in x]
-    properties_item_key = [x.key for x in properties_items]
-    properties_item_value = [x.value for x in properties_items]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(subscription_id, pa.int16()),
-            pa.array(stream, pa.string()),
-            pa.StructArray.from_arrays(
-                [
-                    pa.array(offset_specification_offset_type, pa.int32()),
-                    pa.array(offset_specification_offset, pa.decimal128(20, 0)),
-                ],
-                names=["offset_type", "offset"],
-            ),
-            pa.array(credit, pa.int32()),
-            pa.ListArray.from_arrays(
-                _offsets(properties),
-                pa.StructArray.from_arrays(
-                    [
-                        pa.array(properties_item_key, pa.string()),
-                        pa.array(properties_item_value, pa.string()),
-                    ],
-                    names=["key", "value"],
-                ),
-            ),
-        ],
-        names=[
-            "correlation_id",
-            "subscription_id",
-            "stream",
-            "offset_specification",
-            "credit",
-            "properties",
-        ],
-    )
-
-
-def _subscribe_response(
-    msgs: list[SubscribeResponse], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    response_code = [x.response_code for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(response_code, pa.int32()),
-        ],
-        names=["correlation_id", "response_code"],
-    )
-
-
-def _deliver_v1(msgs: list[DeliverV1], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    subscription_id = [x.subscription_id for x in msgs]
-    osiris_chunk = [x.osiris_chunk for x in msgs]
-    osiris_chunk_magic_version = [x.magic_version for x in osiris_chunk]
-    osiris_chunk_chunk_type = [x.chunk_type for x in osiris_chunk]
-    osiris_chunk_num_entries = [x.num_entries for x in osiris_chunk]
-    osiris_chunk_num_records = [x.num_records for x in osiris_chunk]
-    osiris_chunk_timestamp = [x.timestamp for x in osiris_chunk]
-    osiris_chunk_epoch = [x.epoch for x in osiris_chunk]
-    osiris_chunk_chunk_first_offset = [x.chunk_first_offset for x in osiris_chunk]
-    osiris_chunk_chunk_crc = [x.chunk_crc for x in osiris_chunk]
-    osiris_chunk_data_length = [x.data_length for x in osiris_chunk]
-    osiris_chunk_trailer_length = [x.trailer_length for x in osiris_chunk]
-    osiris_chunk_bloom_size = [x.bloom_size for x in osiris_chunk]
-    osiris_chunk_reserved = [x.reserved for x in osiris_chunk]
-    osiris_chunk_messages = [x.messages for x in osiris_chunk]
-    osiris_chunk_messages_items = [y for x in osiris_chunk_messages for y in x]
-    osiris_chunk_messages_item_simple_entry = [
-        x if isinstance(x, SimpleEntry) else None for x in osiris_chunk_messages_items
-    ]
-    osiris_chunk_messages_item_simple_entry_size = [
-        None if x is None else x.size for x in osiris_chunk_messages_item_simple_entry
-    ]
-    osiris_chunk_messages_item_simple_entry_data = [
-        None if x is None else x.data for x in osiris_chunk_messages_item_simple_entry
-    ]
-    osiris_chunk_messages_item_sub_batch_entry = [
-        x if isinstance(x, SubBatchEntry) else None for x in osiris_chunk_messages_items
-    ]
-    osiris_chunk_messages_item_sub_batch_entry_compression_type = [
-        None if x is None else x.compression_type
-        for x in osiris_chunk_messages_item_sub_batch_entry
-    ]
-    osiris_chunk_messages_item_sub_batch_entry_reserved = [
-        None if x is None else x.reserved for x in osiris_chunk_messages_item_sub_batch_entry
-    ]
-    osiris_chunk_messages_item_sub_batch_entry_num_records = [
-        None if x is None else x.num_records for x in osiris_chunk_messages_item_sub_batch_entry
-    ]
-    osiris_chunk_messages_item_sub_batch_entry_uncompressed_length = [
-        None if x is None else x.uncompressed_length
-        for x in osiris_chunk_messages_item_sub_batch_entry
-    ]
-    osiris_chunk_messages_item_sub_batch_entry_length = [
-        None if x is None else x.length for x in osiris_chunk_messages_item_sub_batch_entry
-    ]
-    osiris_chunk_messages_item_sub_batch_entry_data = [
-        None if x is None else x.data for x in osiris_chunk_messages_item_sub_batch_entry
-    ]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(subscription_id, pa.int16()),
-            pa.StructArray.from_arrays(
-                [
-                    pa.array(osiris_chunk_magic_version, pa.int8()),
-                    pa.array(osiris_chunk_chunk_type, pa.int8()),
-                    pa.array(osiris_chunk_num_entries, pa.int32()),
-                    pa.array(osiris_chunk_num_records, pa.int64()),
-                    pa.array(osiris_chunk_timestamp, pa.int64()),
-                    pa.array(osiris_chunk_epoch, pa.uint64()).cast(pa.decimal128(20, 0)),
-                    pa.array(osiris_chunk_chunk_first_offset, pa.uint64()).cast(
-                        pa.decimal128(20, 0)
-                    ),
-                    pa.array(osiris_chunk_chunk_crc, pa.int64()),
-                    pa.array(osiris_chunk_data_length, pa.int64()),
-                    pa.array(osiris_chunk_trailer_length, pa.int64()),
-                    pa.array(osiris_chunk_bloom_size, pa.int16()),
-                    pa.array(osiris_chunk_reserved, pa.int32()),
-                    pa.ListArray.from_arrays(
-                        _offsets(osiris_chunk_messages),
-                        pa.StructArray.from_arrays(
-                            [
-                                pa.StructArray.from_arrays(
-                                    [
-                                        pa.array(
-                                            osiris_chunk_messages_item_simple_entry_size, pa.int32()
-                                        ),
-                                        pa.array(
-                                            osiris_chunk_messages_item_simple_entry_data,
-                                            pa.binary(),
-                                        ),
-                                    ],
-                                    names=["size", "data"],
-                                    mask=_nulls(osiris_chunk_messages_item_simple_entry),
-                                ),
-                                pa.StructArray.from_arrays(
-                                    [
-                                        pa.array(
-                                            osiris_chunk_messages_item_sub_batch_entry_compression_type,
-                                            pa.int8(),
-                                        ),
-                                        pa.array(
-                                            osiris_chunk_messages_item_sub_batch_entry_reserved,
-                                            pa.int8(),
-                                        ),
-                                        pa.array(
-                                            osiris_chunk_messages_item_sub_batch_entry_num_records,
-                                            pa.int32(),
-                                        ),
-                                        pa.array(
-                                            osiris_chunk_messages_item_sub_batch_entry_uncompressed_length,
-                                            pa.int64(),
-                                        ),
-                                        pa.array(
-                                            osiris_chunk_messages_item_sub_batch_entry_length,
-                                            pa.int64(),
-                                        ),
-                                        pa.array(
-                                            osiris_chunk_messages_item_sub_batch_entry_data,
-                                            pa.binary(),
-                                        ),
-                                    ],
-                                    names=[
-                                        "compression_type",
-                                        "reserved",
-                                        "num_records",
-                                        "uncompressed_length",
-                                        "length",
-                                        "data",
-                                    ],
-                                    mask=_nulls(osiris_chunk_messages_item_sub_batch_entry),
-                                ),
-                            ],
-                            names=["simple_entry", "sub_batch_entry"],
-                        ),
-                    ),
-                ],
-                names=[
-                    "magic_version",
-                    "chunk_type",
-                    "num_entries",
-                    "num_records",
-                    "timestamp",
-                    "epoch",
-                    "chunk_first_offset",
-                    "chunk_crc",
-                    "data_length",
-                    "trailer_length",
-                    "bloom_size",
-                    "reserved",
-                    "messages",
-                ],
-            ),
-        ],
-        names=["subscription_id", "osiris_chunk"],
-    )
-
-
-def _deliver_v2(msgs: list[DeliverV2], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    subscription_id = [x.subscription_id for x in msgs]
-    committed_chunk_id = [x.committed_chunk_id for x in msgs]
-    osiris_chunk = [x.osiris_chunk for x in msgs]
-    osiris_chunk_magic_version = [x.magic_version for x in osiris_chunk]
-    osiris_chunk_chunk_type = [x.chunk_type for x in osiris_chunk]
-    osiris_chunk_num_entries = [x.num_entries for x in osiris_chunk]
-    osiris_chunk_num_records = [x.num_records for x in osiris_chunk]
-    osiris_chunk_timestamp = [x.timestamp for x in osiris_chunk]
-    osiris_chunk_epoch = [x.epoch for x in osiris_chunk]
-    osiris_chunk_chunk_first_offset = [x.chunk_first_offset for x in osiris_chunk]
-    osiris_chunk_chunk_crc = [x.chunk_crc for x in osiris_chunk]
-    osiris_chunk_data_length = [x.data_length for x in osiris_chunk]
-    osiris_chunk_trailer_length = [x.trailer_length for x in osiris_chunk]
-    osiris_chunk_bloom_size = [x.bloom_size for x in osiris_chunk]
-    osiris_chunk_reserved = [x.reserved for x in osiris_chunk]
-    osiris_chunk_messages = [x.messages for x in osiris_chunk]
-    osiris_chunk_messages_items = [y for x in osiris_chunk_messages for y in x]
-    osiris_chunk_messages_item_simple_entry = [
-        x if isinstance(x, SimpleEntry) else None for x in osiris_chunk_messages_items
-    ]
-    osiris_chunk_messages_item_simple_entry_size = [
-        None if x is None else x.size for x in osiris_chunk_messages_item_simple_entry
-    ]
-    osiris_chunk_messages_item_simple_entry_data = [
-        None if x is None else x.data for x in osiris_chunk_messages_item_simple_entry
-    ]
-    osiris_chunk_messages_item_sub_batch_entry = [
-        x if isinstance(x, SubBatchEntry) else None for x in osiris_chunk_messages_items
-    ]
-    osiris_chunk_messages_item_sub_batch_entry_compression_type = [
-        None if x is None else x.compression_type
-        for x in osiris_chunk_messages_item_sub_batch_entry
-    ]
-    osiris_chunk_messages_item_sub_batch_entry_reserved = [
-        None if x is None else x.reserved for x in osiris_chunk_messages_item_sub_batch_entry
-    ]
-    osiris_chunk_messages_item_sub_batch_entry_num_records = [
-        None if x is None else x.num_records for x in osiris_chunk_messages_item_sub_batch_entry
-    ]
-    osiris_chunk_messages_item_sub_batch_entry_uncompressed_length = [
-        None if x is None else x.uncompressed_length
-        for x in osiris_chunk_messages_item_sub_batch_entry
-    ]
-    osiris_chunk_messages_item_sub_batch_entry_length = [
-        None if x is None else x.length for x in osiris_chunk_messages_item_sub_batch_entry
-    ]
-    osiris_chunk_messages_item_sub_batch_entry_data = [
-        None if x is None else x.data for x in osiris_chunk_messages_item_sub_batch_entry
-    ]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(subscription_id, pa.int16()),
-            pa.array(committed_chunk_id, pa.uint64()).cast(pa.decimal128(20, 0)),
-            pa.StructArray.from_arrays(
-                [
-                    pa.array(osiris_chunk_magic_version, pa.int8()),
-                    pa.array(osiris_chunk_chunk_type, pa.int8()),
-                    pa.array(osiris_chunk_num_entries, pa.int32()),
-                    pa.array(osiris_chunk_num_records, pa.int64()),
-                    pa.array(osiris_chunk_timestamp, pa.int64()),
-                    pa.array(osiris_chunk_epoch, pa.uint64()).cast(pa.decimal128(20, 0)),
-                    pa.array(osiris_chunk_chunk_first_offset, pa.uint64()).cast(
-                        pa.decimal128(20, 0)
-                    ),
-                    pa.array(osiris_chunk_chunk_crc, pa.int64()),
-                    pa.array(osiris_chunk_data_length, pa.int64()),
-                    pa.array(osiris_chunk_trailer_length, pa.int64()),
-                    pa.array(osiris_chunk_bloom_size, pa.int16()),
-                    pa.array(osiris_chunk_reserved, pa.int32()),
-                    pa.ListArray.from_arrays(
-                        _offsets(osiris_chunk_messages),
-                        pa.StructArray.from_arrays(
-                            [
-                                pa.StructArray.from_arrays(
-                                    [
-                                        pa.array(
-                                            osiris_chunk_messages_item_simple_entry_size, pa.int32()
-                                        ),
-                                        pa.array(
-                                            osiris_chunk_messages_item_simple_entry_data,
-                                            pa.binary(),
-                                        ),
-                                    ],
-                                    names=["size", "data"],
-                                    mask=_nulls(osiris_chunk_messages_item_simple_entry),
-                                ),
-                                pa.StructArray.from_arrays(
-                                    [
-                                        pa.array(
-                                            osiris_chunk_messages_item_sub_batch_entry_compression_type,
-                                            pa.int8(),
-                                        ),
-                                        pa.array(
-                                            osiris_chunk_messages_item_sub_batch_entry_reserved,
-                                            pa.int8(),
-                                        ),
-                                        pa.array(
-                                            osiris_chunk_messages_item_sub_batch_entry_num_records,
-                                            pa.int32(),
-                                        ),
-                                        pa.array(
-                                            osiris_chunk_messages_item_sub_batch_entry_uncompressed_length,
-                                            pa.int64(),
-                                        ),
-                                        pa.array(
-                                            osiris_chunk_messages_item_sub_batch_entry_length,
-                                            pa.int64(),
-                                        ),
-                                        pa.array(
-                                            osiris_chunk_messages_item_sub_batch_entry_data,
-                                            pa.binary(),
-                                        ),
-                                    ],
-                                    names=[
-                                        "compression_type",
-                                        "reserved",
-                                        "num_records",
-                                        "uncompressed_length",
-                                        "length",
-                                        "data",
-                                    ],
-                                    mask=_nulls(osiris_chunk_messages_item_sub_batch_entry),
-                                ),
-                            ],
-                            names=["simple_entry", "sub_batch_entry"],
-                        ),
-                    ),
-                ],
-                names=[
-                    "magic_version",
-                    "chunk_type",
-                    "num_entries",
-                    "num_records",
-                    "timestamp",
-                    "epoch",
-                    "chunk_first_offset",
-                    "chunk_crc",
-                    "data_length",
-                    "trailer_length",
-                    "bloom_size",
-                    "reserved",
-                    "messages",
-                ],
-            ),
-        ],
-        names=["subscription_id", "committed_chunk_id", "osiris_chunk"],
-    )
-
-
-def _credit(msgs: list[Credit], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    subscription_id = [x.subscription_id for x in msgs]
-    credit = [x.credit for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(subscription_id, pa.int16()),
-            pa.array(credit, pa.int32()),
-        ],
-        names=["subscription_id", "credit"],
-    )
-
-
-def _credit_response(
-    msgs: list[CreditResponse], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    response_code = [x.response_code for x in msgs]
-    subscription_id = [x.subscription_id for x in msgs]
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(response_code, pa.int32()),
-            pa.array(subscription_id, pa.int16()),
-        ],
-        names=["response_code", "subscription_id"],
-    )
-
-
-def _store_offset(msgs: list[StoreOffset], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    reference = [x.reference for x in msgs]
-    stream = [x.stream for x in msgs]
-    offset = [x.offset for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(reference, pa.string()),
-            pa.array(stream, pa.string()),
-            pa.array(offset, pa.uint64()).cast(pa.decimal128(20, 0)),
-        ],
-        names=["reference", "stream", "offset"],
-    )
-
-
-def _query_offset_request(
-    msgs: list[QueryOffsetRequest], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    reference = [x.reference for x in msgs]
-    stream = [x.stream for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(reference, pa.string()),
-            pa.array(stream, pa.string()),
-        ],
-        names=["correlation_id", "reference", "stream"],
-    )
-
-
-def _query_offset_response(
-    msgs: list[QueryOffsetResponse], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    response_code = [x.response_code for x in msgs]
-    offset = [x.offset for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(response_code, pa.int32()),
-            pa.array(offset, pa.uint64()).cast(pa.decimal128(20, 0)),
-        ],
-        names=["correlation_id", "response_code", "offset"],
-    )
-
-
-def _unsubscribe_request(
-    msgs: list[UnsubscribeRequest], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    subscription_id = [x.subscription_id for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(subscription_id, pa.int16()),
-        ],
-        names=["correlation_id", "subscription_id"],
-    )
-
-
-def _unsubscribe_response(
-    msgs: list[UnsubscribeResponse], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    response_code = [x.response_code for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(response_code, pa.int32()),
-        ],
-        names=["correlation_id", "response_code"],
-    )
-
-
-def _create_request(msgs: list[CreateRequest], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    stream = [x.stream for x in msgs]
-    arguments = [x.arguments for x in msgs]
-    arguments_items = [y for x in arguments for y in x]
-    arguments_item_key = [x.key for x in arguments_items]
-    arguments_item_value = [x.value for x in arguments_items]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(stream, pa.string()),
-            pa.ListArray.from_arrays(
-                _offsets(arguments),
-                pa.StructArray.from_arrays(
-                    [
-                        pa.array(arguments_item_key, pa.string()),
-                        pa.array(arguments_item_value, pa.string()),
-                    ],
-                    names=["key", "value"],
-                ),
-            ),
-        ],
-        names=["correlation_id", "stream", "arguments"],
-    )
-
-
-def _create_response(
-    msgs: list[CreateResponse], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    response_code = [x.response_code for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(response_code, pa.int32()),
-        ],
-        names=["correlation_id", "response_code"],
-    )
-
-
-def _delete_request(msgs: list[DeleteRequest], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    stream = [x.stream for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(stream, pa.string()),
-        ],
-        names=["correlation_id", "stream"],
-    )
-
-
-def _delete_response(
-    msgs: list[DeleteResponse], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    response_code = [x.response_code for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(response_code, pa.int32()),
-        ],
-        names=["correlation_id", "response_code"],
-    )
-
-
-def _metadata_request(
-    msgs: list[MetadataRequest], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    stream = [x.stream for x in msgs]
-    stream_items = [y for x in stream for y in x]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.ListArray.from_arrays(_offsets(stream), pa.array(stream_items, pa.string())),
-        ],
-        names=["correlation_id", "stream"],
-    )
-
-
-def _metadata_response(
-    msgs: list[MetadataResponse], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    broker = [x.broker for x in msgs]
-    broker_items = [y for x in broker for y in x]
-    broker_item_reference = [x.reference for x in broker_items]
-    broker_item_host = [x.host for x in broker_items]
-    broker_item_port = [x.port for x in broker_items]
-    stream_metadata = [x.stream_metadata for x in msgs]
-    stream_metadata_items = [y for x in stream_metadata for y in x]
-    stream_metadata_item_stream_name = [x.stream_name for x in stream_metadata_items]
-    stream_metadata_item_response_code = [x.response_code for x in stream_metadata_items]
-    stream_metadata_item_leader_reference = [x.leader_reference for x in stream_metadata_items]
-    stream_metadata_item_replicas_references = [
-        x.replicas_references for x in stream_metadata_items
-    ]
-    stream_metadata_item_replicas_references_items = [
-        y for x in stream_metadata_item_replicas_references for y in x
-    ]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.ListArray.from_arrays(
-                _offsets(broker),
-                pa.StructArray.from_arrays(
-                    [
-                        pa.array(broker_item_reference, pa.int32()),
-                        pa.array(broker_item_host, pa.string()),
-                        pa.array(broker_item_port, pa.int64()),
-                    ],
-                    names=["reference", "host", "port"],
-                ),
-            ),
-            pa.ListArray.from_arrays(
-                _offsets(stream_metadata),
-                pa.StructArray.from_arrays(
-                    [
-                        pa.array(stream_metadata_item_stream_name, pa.string()),
-                        pa.array(stream_metadata_item_response_code, pa.int32()),
-                        pa.array(stream_metadata_item_leader_reference, pa.int32()),
-                        pa.ListArray.from_arrays(
-                            _offsets(stream_metadata_item_replicas_references),
-                            pa.array(stream_metadata_item_replicas_references_items, pa.int32()),
-                        ),
-                    ],
-                    names=[
-                        "stream_name",
-                        "response_code",
-                        "leader_reference",
-                        "replicas_references",
-                    ],
-                ),
-            ),
-        ],
-        names=["correlation_id", "broker", "stream_metadata"],
-    )
-
-
-def _metadata_update(
-    msgs: list[MetadataUpdate], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    metadata_info = [x.metadata_info for x in msgs]
-    metadata_info_code = [x.code for x in metadata_info]
-    metadata_info_stream = [x.stream for x in metadata_info]
-    return pa.StructArray.from_arrays(
-        [
-            pa.StructArray.from_arrays(
-                [
-                    pa.array(metadata_info_code, pa.int32()),
-                    pa.array(metadata_info_stream, pa.string()),
-                ],
-                names=["code", "stream"],
-            ),
-        ],
-        names=["metadata_info"],
-    )
-
-
-def _peer_properties_request(
-    msgs: list[PeerPropertiesRequest], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    peer_properties = [x.peer_properties for x in msgs]
-    peer_properties_items = [y for x in peer_properties for y in x]
-    peer_properties_item_key = [x.key for x in peer_properties_items]
-    peer_properties_item_value = [x.value for x in peer_properties_items]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.ListArray.from_arrays(
-                _offsets(peer_properties),
-                pa.StructArray.from_arrays(
-                    [
-                        pa.array(peer_properties_item_key, pa.string()),
-                        pa.array(peer_properties_item_value, pa.string()),
-                    ],
-                    names=["key", "value"],
-                ),
-            ),
-        ],
-        names=["correlation_id", "peer_properties"],
-    )
-
-
-def _peer_properties_response(
-    msgs: list[PeerPropertiesResponse], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    response_code = [x.response_code for x in msgs]
-    peer_properties = [x.peer_properties for x in msgs]
-    peer_properties_items = [y for x in peer_properties for y in x]
-    peer_properties_item_key = [x.key for x in peer_properties_items]
-    peer_properties_item_value = [x.value for x in peer_properties_items]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(response_code, pa.int32()),
-            pa.ListArray.from_arrays(
-                _offsets(peer_properties),
-                pa.StructArray.from_arrays(
-                    [
-                        pa.array(peer_properties_item_key, pa.string()),
-                        pa.array(peer_properties_item_value, pa.string()),
-                    ],
-                    names=["key", "value"],
-                ),
-            ),
-        ],
-        names=["correlation_id", "response_code", "peer_properties"],
-    )
-
-
-def _sasl_handshake_request(
-    msgs: list[SaslHandshakeRequest], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-        ],
-        names=["correlation_id"],
-    )
-
-
-def _sasl_handshake_response(
-    msgs: list[SaslHandshakeResponse], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    response_code = [x.response_code for x in msgs]
-    mechanisms = [x.mechanisms for x in msgs]
-    mechanisms_items = [y for x in mechanisms for y in x]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(response_code, pa.int32()),
-            pa.ListArray.from_arrays(_offsets(mechanisms), pa.array(mechanisms_items, pa.string())),
-        ],
-        names=["correlation_id", "response_code", "mechanisms"],
-    )
-
-
-def _sasl_authenticate_request(
-    msgs: list[SaslAuthenticateRequest], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    mechanism = [x.mechanism for x in msgs]
-    sasl_opaque_data = [x.sasl_opaque_data for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(mechanism, pa.string()),
-            pa.array(sasl_opaque_data, pa.binary()),
-        ],
-        names=["correlation_id", "mechanism", "sasl_opaque_data"],
-    )
-
-
-def _sasl_authenticate_response(
-    msgs: list[SaslAuthenticateResponse], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    response_code = [x.response_code for x in msgs]
-    sasl_opaque_data = [x.sasl_opaque_data for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(response_code, pa.int32()),
-            pa.array(sasl_opaque_data, pa.binary()),
-        ],
-        names=["correlation_id", "response_code", "sasl_opaque_data"],
-    )
-
-
-def _tune_request(msgs: list[TuneRequest], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    frame_max = [x.frame_max for x in msgs]
-    heartbeat = [x.heartbeat for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(frame_max, pa.int64()),
-            pa.array(heartbeat, pa.int64()),
-        ],
-        names=["frame_max", "heartbeat"],
-    )
-
-
-def _tune_response(msgs: list[TuneResponse], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    frame_max = [x.frame_max for x in msgs]
-    heartbeat = [x.heartbeat for x in msgs]
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(frame_max, pa.int64()),
-            pa.array(heartbeat, pa.int64()),
-        ],
-        names=["frame_max", "heartbeat"],
-    )
-
-
-def _open_request(msgs: list[OpenRequest], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    virtual_host = [x.virtual_host for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(virtual_host, pa.string()),
-        ],
-        names=["correlation_id", "virtual_host"],
-    )
-
-
-def _open_response(msgs: list[OpenResponse], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    response_code = [x.response_code for x in msgs]
-    connection_properties = [x.connection_properties for x in msgs]
-    connection_properties_items = [y for x in connection_properties if x is not None for y in x]
-    connection_properties_item_key = [x.key for x in connection_properties_items]
-    connection_properties_item_value = [x.value for x in connection_properties_items]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(response_code, pa.int32()),
-            pa.ListArray.from_arrays(
-                _offsets(connection_properties),
-                pa.StructArray.from_arrays(
-                    [
-                        pa.array(connection_properties_item_key, pa.string()),
-                        pa.array(connection_properties_item_value, pa.string()),
-                    ],
-                    names=["key", "value"],
-                ),
-                mask=_nulls(connection_properties),
-            ),
-        ],
-        names=["correlation_id", "response_code", "connection_properties"],
-    )
-
-
-def _close_request(msgs: list[CloseRequest], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    closing_code = [x.closing_code for x in msgs]
-    closing_reason = [x.closing_reason for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(closing_code, pa.int32()),
-            pa.array(closing_reason, pa.string()),
-        ],
-        names=["correlation_id", "closing_code", "closing_reason"],
-    )
-
-
-def _close_response(msgs: list[CloseResponse], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    response_code = [x.response_code for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(response_code, pa.int32()),
-        ],
-        names=["correlation_id", "response_code"],
-    )
-
-
-def _route_request(msgs: list[RouteRequest], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    routing_key = [x.routing_key for x in msgs]
-    super_stream = [x.super_stream for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(routing_key, pa.string()),
-            pa.array(super_stream, pa.string()),
-        ],
-        names=["correlation_id", "routing_key", "super_stream"],
-    )
-
-
-def _route_response(msgs: list[RouteResponse], rows: list[int], roles: dict[str, list[Any]]) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    response_code = [x.response_code for x in msgs]
-    stream = [x.stream for x in msgs]
-    stream_items = [y for x in stream for y in x]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(response_code, pa.int32()),
-            pa.ListArray.from_arrays(_offsets(stream), pa.array(stream_items, pa.string())),
-        ],
-        names=["correlation_id", "response_code", "stream"],
-    )
-
-
-def _partitions_request(
-    msgs: list[PartitionsRequest], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    super_stream = [x.super_stream for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(super_stream, pa.string()),
-        ],
-        names=["correlation_id", "super_stream"],
-    )
-
-
-def _partitions_response(
-    msgs: list[PartitionsResponse], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    response_code = [x.response_code for x in msgs]
-    stream = [x.stream for x in msgs]
-    stream_items = [y for x in stream for y in x]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(response_code, pa.int32()),
-            pa.ListArray.from_arrays(_offsets(stream), pa.array(stream_items, pa.string())),
-        ],
-        names=["correlation_id", "response_code", "stream"],
-    )
-
-
-def _consumer_update_request(
-    msgs: list[ConsumerUpdateRequest], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    subscription_id = [x.subscription_id for x in msgs]
-    active = [x.active for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(subscription_id, pa.int16()),
-            pa.array(active, pa.int16()),
-        ],
-        names=["correlation_id", "subscription_id", "active"],
-    )
-
-
-def _consumer_update_response(
-    msgs: list[ConsumerUpdateResponse], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    response_code = [x.response_code for x in msgs]
-    offset_specification = [x.offset_specification for x in msgs]
-    offset_specification_offset_type = [x.offset_type for x in offset_specification]
-    offset_specification_offset = [x.offset for x in offset_specification]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(response_code, pa.int32()),
-            pa.StructArray.from_arrays(
-                [
-                    pa.array(offset_specification_offset_type, pa.int32()),
-                    pa.array(offset_specification_offset, pa.decimal128(20, 0)),
-                ],
-                names=["offset_type", "offset"],
-            ),
-        ],
-        names=["correlation_id", "response_code", "offset_specification"],
-    )
-
-
-def _exchange_command_versions_request(
-    msgs: list[ExchangeCommandVersionsRequest], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    command = [x.command for x in msgs]
-    command_items = [y for x in command for y in x]
-    command_item_key = [x.key for x in command_items]
-    command_item_min_version = [x.min_version for x in command_items]
-    command_item_max_version = [x.max_version for x in command_items]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.ListArray.from_arrays(
-                _offsets(command),
-                pa.StructArray.from_arrays(
-                    [
-                        pa.array(command_item_key, pa.int32()),
-                        pa.array(command_item_min_version, pa.int32()),
-                        pa.array(command_item_max_version, pa.int32()),
-                    ],
-                    names=["key", "min_version", "max_version"],
-                ),
-            ),
-        ],
-        names=["correlation_id", "command"],
-    )
-
-
-def _exchange_command_versions_response(
-    msgs: list[ExchangeCommandVersionsResponse], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    response_code = [x.response_code for x in msgs]
-    command = [x.command for x in msgs]
-    command_items = [y for x in command for y in x]
-    command_item_key = [x.key for x in command_items]
-    command_item_min_version = [x.min_version for x in command_items]
-    command_item_max_version = [x.max_version for x in command_items]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(response_code, pa.int32()),
-            pa.ListArray.from_arrays(
-                _offsets(command),
-                pa.StructArray.from_arrays(
-                    [
-                        pa.array(command_item_key, pa.int32()),
-                        pa.array(command_item_min_version, pa.int32()),
-                        pa.array(command_item_max_version, pa.int32()),
-                    ],
-                    names=["key", "min_version", "max_version"],
-                ),
-            ),
-        ],
-        names=["correlation_id", "response_code", "command"],
-    )
-
-
-def _stream_stats_request(
-    msgs: list[StreamStatsRequest], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    stream = [x.stream for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(stream, pa.string()),
-        ],
-        names=["correlation_id", "stream"],
-    )
-
-
-def _stream_stats_response(
-    msgs: list[StreamStatsResponse], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    response_code = [x.response_code for x in msgs]
-    stats = [x.stats for x in msgs]
-    stats_items = [y for x in stats for y in x]
-    stats_item_key = [x.key for x in stats_items]
-    stats_item_value = [x.value for x in stats_items]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(response_code, pa.int32()),
-            pa.ListArray.from_arrays(
-                _offsets(stats),
-                pa.StructArray.from_arrays(
-                    [
-                        pa.array(stats_item_key, pa.string()),
-                        pa.array(stats_item_value, pa.int64()),
-                    ],
-                    names=["key", "value"],
-                ),
-            ),
-        ],
-        names=["correlation_id", "response_code", "stats"],
-    )
-
-
-def _create_super_stream_request(
-    msgs: list[CreateSuperStreamRequest], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    name = [x.name for x in msgs]
-    partition = [x.partition for x in msgs]
-    partition_items = [y for x in partition for y in x]
-    binding_key = [x.binding_key for x in msgs]
-    binding_key_items = [y for x in binding_key for y in x]
-    arguments = [x.arguments for x in msgs]
-    arguments_items = [y for x in arguments for y in x]
-    arguments_item_key = [x.key for x in arguments_items]
-    arguments_item_value = [x.value for x in arguments_items]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(name, pa.string()),
-            pa.ListArray.from_arrays(_offsets(partition), pa.array(partition_items, pa.string())),
-            pa.ListArray.from_arrays(
-                _offsets(binding_key), pa.array(binding_key_items, pa.string())
-            ),
-            pa.ListArray.from_arrays(
-                _offsets(arguments),
-                pa.StructArray.from_arrays(
-                    [
-                        pa.array(arguments_item_key, pa.string()),
-                        pa.array(arguments_item_value, pa.string()),
-                    ],
-                    names=["key", "value"],
-                ),
-            ),
-        ],
-        names=["correlation_id", "name", "partition", "binding_key", "arguments"],
-    )
-
-
-def _create_super_stream_response(
-    msgs: list[CreateSuperStreamResponse], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    response_code = [x.response_code for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(response_code, pa.int32()),
-        ],
-        names=["correlation_id", "response_code"],
-    )
-
-
-def _delete_super_stream_request(
-    msgs: list[DeleteSuperStreamRequest], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    name = [x.name for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(name, pa.string()),
-        ],
-        names=["correlation_id", "name"],
-    )
-
-
-def _delete_super_stream_response(
-    msgs: list[DeleteSuperStreamResponse], rows: list[int], roles: dict[str, list[Any]]
-) -> Any:
-    correlation_id = [x.correlation_id for x in msgs]
-    response_code = [x.response_code for x in msgs]
-    for row, value in zip(rows, correlation_id, strict=True):
-        roles["correlation_id"][row] = value
-    for row, value in zip(rows, response_code, strict=True):
-        roles["response_code"][row] = value
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(correlation_id, pa.int64()),
-            pa.array(response_code, pa.int32()),
-        ],
-        names=["correlation_id", "response_code"],
-    )
-
-
-_Builder = Callable[[list[Any], list[int], dict[str, list[Any]]], Any]
-
-_BUILDERS: dict[type, tuple[str, _Builder]] = {
-    DeclarePublisherRequest: ("declare_publisher_request", _declare_publisher_request),
-    DeclarePublisherResponse: ("declare_publisher_response", _declare_publisher_response),
-    PublishV1: ("publish_v1", _publish_v1),
-    PublishV2: ("publish_v2", _publish_v2),
-    PublishConfirm: ("publish_confirm", _publish_confirm),
-    PublishError: ("publish_error", _publish_error),
-    QueryPublisherSequenceRequest: (
-        "query_publisher_sequence_request",
-        _query_publisher_sequence_request,
-    ),
-    QueryPublisherSequenceResponse: (
-        "query_publisher_sequence_response",
-        _query_publisher_sequence_response,
-    ),
-    DeletePublisherRequest: ("delete_publisher_request", _delete_publisher_request),
-    DeletePublisherResponse: ("delete_publisher_response", _delete_publisher_response),
-    SubscribeRequest: ("subscribe_request", _subscribe_request),
-    SubscribeResponse: ("subscribe_response", _subscribe_response),
-    DeliverV1: ("deliver_v1", _deliver_v1),
-    DeliverV2: ("deliver_v2", _deliver_v2),
-    Credit: ("credit", _credit),
-    CreditResponse: ("credit_response", _credit_response),
-    StoreOffset: ("store_offset", _store_offset),
-    QueryOffsetRequest: ("query_offset_request", _query_offset_request),
-    QueryOffsetResponse: ("query_offset_response", _query_offset_response),
-    UnsubscribeRequest: ("unsubscribe_request", _unsubscribe_request),
-    UnsubscribeResponse: ("unsubscribe_response", _unsubscribe_response),
-    CreateRequest: ("create_request", _create_request),
-    CreateResponse: ("create_response", _create_response),
-    DeleteRequest: ("delete_request", _delete_request),
-    DeleteResponse: ("delete_response", _delete_response),
-    MetadataRequest: ("metadata_request", _metadata_request),
-    MetadataResponse: ("metadata_response", _metadata_response),
-    MetadataUpdate: ("metadata_update", _metadata_update),
-    PeerPropertiesRequest: ("peer_properties_request", _peer_properties_request),
-    PeerPropertiesResponse: ("peer_properties_response", _peer_properties_response),
-    SaslHandshakeRequest: ("sasl_handshake_request", _sasl_handshake_request),
-    SaslHandshakeResponse: ("sasl_handshake_response", _sasl_handshake_response),
-    SaslAuthenticateRequest: ("sasl_authenticate_request", _sasl_authenticate_request),
-    SaslAuthenticateResponse: ("sasl_authenticate_response", _sasl_authenticate_response),
-    TuneRequest: ("tune_request", _tune_request),
-    TuneResponse: ("tune_response", _tune_response),
-    OpenRequest: ("open_request", _open_request),
-    OpenResponse: ("open_response", _open_response),
-    CloseRequest: ("close_request", _close_request),
-    CloseResponse: ("close_response", _close_response),
-    RouteRequest: ("route_request", _route_request),
-    RouteResponse: ("route_response", _route_response),
-    PartitionsRequest: ("partitions_request", _partitions_request),
-    PartitionsResponse: ("partitions_response", _partitions_response),
-    ConsumerUpdateRequest: ("consumer_update_request", _consumer_update_request),
-    ConsumerUpdateResponse: ("consumer_update_response", _consumer_update_response),
-    ExchangeCommandVersionsRequest: (
-        "exchange_command_versions_request",
-        _exchange_command_versions_request,
-    ),
-    ExchangeCommandVersionsResponse: (
-        "exchange_command_versions_response",
-        _exchange_command_versions_response,
-    ),
-    StreamStatsRequest: ("stream_stats_request", _stream_stats_request),
-    StreamStatsResponse: ("stream_stats_response", _stream_stats_response),
-    CreateSuperStreamRequest: ("create_super_stream_request", _create_super_stream_request),
-    CreateSuperStreamResponse: ("create_super_stream_response", _create_super_stream_response),
-    DeleteSuperStreamRequest: ("delete_super_stream_request", _delete_super_stream_request),
-    DeleteSuperStreamResponse: ("delete_super_stream_response", _delete_super_stream_response),
-}
+    return _columns(msgs, FRAMES_SCHEMA, MESSAGE_COLUMNS, _READ, _ROLES)
