@@ -24,23 +24,19 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..errors import DecodeError, EncodeError
+from ..errors import DecodeError
 from ..framing import HEADER
 from ..values import (
-    LIST0,
-    NULL,
-    Buffer,
+    Codec,
     Composite,
     Described,
     Frame,
-    NotOfType,
     ProtocolHeader,
     Registry,
     Symbol,
     ULong,
     Wire,
-    absent,
-    code_of,
+    composite,
     e_binary,
     e_boolean,
     e_map,
@@ -51,17 +47,8 @@ from ..values import (
     e_ulong,
     e_ushort,
     encode_any,
-    end_list,
-    field_fault,
-    field_readers,
-    list_head,
-    list_start,
-    mistyped,
     multiple,
-    not_kind,
     read,
-    read_fields,
-    read_list,
 )
 from ..values import decode_value as _decode_value
 from ..values import decode_value_wire as _decode_value_wire
@@ -91,130 +78,36 @@ __all__ = [
 ]
 
 _ = uuid  # annotations name uuid.UUID
+# the constructors each field's type allows (a `multiple` field's: an array of them too)
 
-BINARY = frozenset(
-    {
-        0xA0,
-        0xB0,
-    }
-)
+BINARY = frozenset({0xA0, 0xB0})
 
-BOOLEAN = frozenset(
-    {
-        0x41,
-        0x42,
-        0x56,
-    }
-)
+BOOLEAN = frozenset({0x41, 0x42, 0x56})
 
-COMPOSITE = frozenset(
-    {
-        0x00,
-    }
-)
+COMPOSITE = frozenset({0x00})
 
-MAP = frozenset(
-    {
-        0xC1,
-        0xD1,
-    }
-)
+MAP = frozenset({0xC1, 0xD1})
 
-STRING = frozenset(
-    {
-        0xA1,
-        0xB1,
-    }
-)
+STRING = frozenset({0xA1, 0xB1})
 
-SYMBOL = frozenset(
-    {
-        0xA3,
-        0xB3,
-    }
-)
+SYMBOL = frozenset({0xA3, 0xB3})
 
-SYMBOL_OR_ARRAY = frozenset(
-    {
-        0xA3,
-        0xB3,
-        0xE0,
-        0xF0,
-    }
-)
+SYMBOL_OR_ARRAY = frozenset({0xA3, 0xB3, 0xE0, 0xF0})
 
-UBYTE = frozenset(
-    {
-        0x50,
-    }
-)
+UBYTE = frozenset({0x50})
 
-UINT = frozenset(
-    {
-        0x43,
-        0x52,
-        0x70,
-    }
-)
+UINT = frozenset({0x43, 0x52, 0x70})
 
-ULONG = frozenset(
-    {
-        0x44,
-        0x53,
-        0x80,
-    }
-)
+ULONG = frozenset({0x44, 0x53, 0x80})
 
-USHORT = frozenset(
-    {
-        0x60,
-    }
-)
+USHORT = frozenset({0x60})
 
 
 e_symbol_or_array = multiple(e_symbol, "symbol")
 
-# each field's readers by format code (`read_fields`): its type's constructors and null
-_ANY_READERS = field_readers(None)
 
-_BINARY_READERS = field_readers(BINARY)
-
-_BOOLEAN_READERS = field_readers(BOOLEAN)
-
-_COMPOSITE_READERS = field_readers(COMPOSITE)
-
-_MAP_READERS = field_readers(MAP)
-
-_STRING_READERS = field_readers(STRING)
-
-_SYMBOL_READERS = field_readers(SYMBOL)
-
-_SYMBOL_OR_ARRAY_READERS = field_readers(SYMBOL_OR_ARRAY)
-
-_UBYTE_READERS = field_readers(UBYTE)
-
-_UINT_READERS = field_readers(UINT)
-
-_ULONG_READERS = field_readers(ULONG)
-
-_USHORT_READERS = field_readers(USHORT)
-
-
-_OPEN_READERS = (
-    _STRING_READERS,
-    _STRING_READERS,
-    _UINT_READERS,
-    _USHORT_READERS,
-    _UINT_READERS,
-    _SYMBOL_OR_ARRAY_READERS,
-    _SYMBOL_OR_ARRAY_READERS,
-    _SYMBOL_OR_ARRAY_READERS,
-    _SYMBOL_OR_ARRAY_READERS,
-    _MAP_READERS,
-)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class Open(Composite):
     """open (amqp:open:list, descriptor 0x00000000_00000010 = 16, performatives): Negotiate connection parameters.
 
@@ -227,30 +120,23 @@ class Open(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:open:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000010
     PROVIDES: ClassVar[tuple[str, ...]] = ("frame",)
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "container-id",
-        "hostname",
-        "max-frame-size",
-        "channel-max",
-        "idle-time-out",
-        "outgoing-locales",
-        "incoming-locales",
-        "offered-capabilities",
-        "desired-capabilities",
-        "properties",
+    CODECS: ClassVar[tuple[Codec, ...]] = (
+        ("container-id", STRING, e_string, None),
+        ("hostname", STRING, e_string, None),
+        ("max-frame-size", UINT, e_uint, None),
+        ("channel-max", USHORT, e_ushort, None),
+        ("idle-time-out", UINT, e_uint, None),
+        ("outgoing-locales", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
+        ("incoming-locales", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
+        ("offered-capabilities", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
+        ("desired-capabilities", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
+        ("properties", MAP, e_map, None),
     )
-    DEFAULTS: ClassVar[dict[str, Any]] = {
-        "max_frame_size": 4294967295,
-        "channel_max": 65535,
-    }
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset(
-        {
-            5,
-            6,
-            7,
-            8,
-        }
-    )
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = (0,)
+    DEFAULTS: ClassVar[dict[str, Any]] = {"max_frame_size": 4294967295, "channel_max": 65535}
+    MULTIPLE: ClassVar[frozenset[int]] = frozenset({5, 6, 7, 8})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     container_id: str
@@ -311,150 +197,6 @@ class Open(Composite):
         self.properties = properties
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "open", 10)
-        v: list[Any] = [None] * 10
-        w: list[Wire] = [None] * 10
-        i = 0
-        try:
-            if count > 0:  # container-id: string
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _STRING_READERS[c](buf, pos + 1, stop, described)
-            if count > 1:  # hostname: string
-                i = 1
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[1] = NULL
-                    pos += 1
-                else:
-                    v[1], pos, w[1] = _STRING_READERS[c](buf, pos + 1, stop, described)
-            if count > 2:  # max-frame-size: uint
-                i = 2
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[2] = NULL
-                    pos += 1
-                else:
-                    v[2], pos, w[2] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 3:  # channel-max: ushort
-                i = 3
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[3] = NULL
-                    pos += 1
-                else:
-                    v[3], pos, w[3] = _USHORT_READERS[c](buf, pos + 1, stop, described)
-            if count > 4:  # idle-time-out: uint
-                i = 4
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[4] = NULL
-                    pos += 1
-                else:
-                    v[4], pos, w[4] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 5:  # outgoing-locales: symbol_or_array
-                i = 5
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[5] = NULL
-                    pos += 1
-                else:
-                    v[5], pos, w[5] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
-            if count > 6:  # incoming-locales: symbol_or_array
-                i = 6
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[6] = NULL
-                    pos += 1
-                else:
-                    v[6], pos, w[6] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
-            if count > 7:  # offered-capabilities: symbol_or_array
-                i = 7
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[7] = NULL
-                    pos += 1
-                else:
-                    v[7], pos, w[7] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
-            if count > 8:  # desired-capabilities: symbol_or_array
-                i = 8
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[8] = NULL
-                    pos += 1
-                else:
-                    v[8], pos, w[8] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
-            if count > 9:  # properties: map
-                i = 9
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[9] = NULL
-                    pos += 1
-                else:
-                    v[9], pos, w[9] = _MAP_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"open.{Open.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "open", Open.FIELDS, _OPEN_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "open", Open.FIELDS)
-                if v[0] is not None and code_of(w[0]) not in STRING:
-                    raise mistyped("open.container-id", w[0], at)
-                if v[1] is not None and code_of(w[1]) not in STRING:
-                    raise mistyped("open.hostname", w[1], at)
-                if v[2] is not None and code_of(w[2]) not in UINT:
-                    raise mistyped("open.max-frame-size", w[2], at)
-                if v[3] is not None and code_of(w[3]) not in USHORT:
-                    raise mistyped("open.channel-max", w[3], at)
-                if v[4] is not None and code_of(w[4]) not in UINT:
-                    raise mistyped("open.idle-time-out", w[4], at)
-                if v[5] is not None and code_of(w[5]) not in SYMBOL_OR_ARRAY:
-                    raise mistyped("open.outgoing-locales", w[5], at)
-                if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
-                    raise mistyped("open.incoming-locales", w[6], at)
-                if v[7] is not None and code_of(w[7]) not in SYMBOL_OR_ARRAY:
-                    raise mistyped("open.offered-capabilities", w[7], at)
-                if v[8] is not None and code_of(w[8]) not in SYMBOL_OR_ARRAY:
-                    raise mistyped("open.desired-capabilities", w[8], at)
-                if v[9] is not None and code_of(w[9]) not in MAP:
-                    raise mistyped("open.properties", w[9], at)
-        if v[5] is not None:
-            if not isinstance(v[5], list):
-                v[5] = [v[5]]
-        if v[6] is not None:
-            if not isinstance(v[6], list):
-                v[6] = [v[6]]
-        if v[7] is not None:
-            if not isinstance(v[7], list):
-                v[7] = [v[7]]
-        if v[8] is not None:
-            if not isinstance(v[8], list):
-                v[8] = [v[8]]
-        if v[0] is None:
-            raise absent("open.container-id", at)
-        obj = Open(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
     def _values(self) -> tuple[Any, ...]:
         return (
             self.container_id,
@@ -469,92 +211,9 @@ class Open(Composite):
             self.properties,
         )
 
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        if values[0] is None:
-            raise EncodeError("open.container-id", "mandatory field is None")
-        wires, count, lcode = list_start(
-            out, self._wire if wire is None else wire, "amqp:open:list", 0x00000000_00000010, values
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # container-id
-                e_string(values[0], body, wires[0])
-            if count > 1:  # hostname
-                i = 1
-                if values[1] is None:
-                    body.append(NULL)
-                else:
-                    e_string(values[1], body, wires[1])
-            if count > 2:  # max-frame-size
-                i = 2
-                if values[2] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[2], body, wires[2])
-            if count > 3:  # channel-max
-                i = 3
-                if values[3] is None:
-                    body.append(NULL)
-                else:
-                    e_ushort(values[3], body, wires[3])
-            if count > 4:  # idle-time-out
-                i = 4
-                if values[4] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[4], body, wires[4])
-            if count > 5:  # outgoing-locales
-                i = 5
-                if values[5] is None:
-                    body.append(NULL)
-                else:
-                    e_symbol_or_array(values[5], body, wires[5])
-            if count > 6:  # incoming-locales
-                i = 6
-                if values[6] is None:
-                    body.append(NULL)
-                else:
-                    e_symbol_or_array(values[6], body, wires[6])
-            if count > 7:  # offered-capabilities
-                i = 7
-                if values[7] is None:
-                    body.append(NULL)
-                else:
-                    e_symbol_or_array(values[7], body, wires[7])
-            if count > 8:  # desired-capabilities
-                i = 8
-                if values[8] is None:
-                    body.append(NULL)
-                else:
-                    e_symbol_or_array(values[8], body, wires[8])
-            if count > 9:  # properties
-                i = 9
-                if values[9] is None:
-                    body.append(NULL)
-                else:
-                    e_map(values[9], body, wires[9])
-        except EncodeError as e:
-            raise EncodeError(f"open.{Open.FIELDS[i]}", f"{e.field}: {e.reason}") from None
-        end_list(out, lcode, body, count)
 
-
-_BEGIN_READERS = (
-    _USHORT_READERS,
-    _UINT_READERS,
-    _UINT_READERS,
-    _UINT_READERS,
-    _UINT_READERS,
-    _SYMBOL_OR_ARRAY_READERS,
-    _SYMBOL_OR_ARRAY_READERS,
-    _MAP_READERS,
-)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class Begin(Composite):
     """begin (amqp:begin:list, descriptor 0x00000000_00000011 = 17, performatives): Begin a session on a channel.
 
@@ -567,25 +226,21 @@ class Begin(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:begin:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000011
     PROVIDES: ClassVar[tuple[str, ...]] = ("frame",)
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "remote-channel",
-        "next-outgoing-id",
-        "incoming-window",
-        "outgoing-window",
-        "handle-max",
-        "offered-capabilities",
-        "desired-capabilities",
-        "properties",
+    CODECS: ClassVar[tuple[Codec, ...]] = (
+        ("remote-channel", USHORT, e_ushort, None),
+        ("next-outgoing-id", UINT, e_uint, None),
+        ("incoming-window", UINT, e_uint, None),
+        ("outgoing-window", UINT, e_uint, None),
+        ("handle-max", UINT, e_uint, None),
+        ("offered-capabilities", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
+        ("desired-capabilities", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
+        ("properties", MAP, e_map, None),
     )
-    DEFAULTS: ClassVar[dict[str, Any]] = {
-        "handle_max": 4294967295,
-    }
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset(
-        {
-            5,
-            6,
-        }
-    )
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = (1, 2, 3)
+    DEFAULTS: ClassVar[dict[str, Any]] = {"handle_max": 4294967295}
+    MULTIPLE: ClassVar[frozenset[int]] = frozenset({5, 6})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     remote_channel: int | None
@@ -636,128 +291,6 @@ class Begin(Composite):
         self.properties = properties
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "begin", 8)
-        v: list[Any] = [None] * 8
-        w: list[Wire] = [None] * 8
-        i = 0
-        try:
-            if count > 0:  # remote-channel: ushort
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _USHORT_READERS[c](buf, pos + 1, stop, described)
-            if count > 1:  # next-outgoing-id: uint
-                i = 1
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[1] = NULL
-                    pos += 1
-                else:
-                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 2:  # incoming-window: uint
-                i = 2
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[2] = NULL
-                    pos += 1
-                else:
-                    v[2], pos, w[2] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 3:  # outgoing-window: uint
-                i = 3
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[3] = NULL
-                    pos += 1
-                else:
-                    v[3], pos, w[3] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 4:  # handle-max: uint
-                i = 4
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[4] = NULL
-                    pos += 1
-                else:
-                    v[4], pos, w[4] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 5:  # offered-capabilities: symbol_or_array
-                i = 5
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[5] = NULL
-                    pos += 1
-                else:
-                    v[5], pos, w[5] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
-            if count > 6:  # desired-capabilities: symbol_or_array
-                i = 6
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[6] = NULL
-                    pos += 1
-                else:
-                    v[6], pos, w[6] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
-            if count > 7:  # properties: map
-                i = 7
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[7] = NULL
-                    pos += 1
-                else:
-                    v[7], pos, w[7] = _MAP_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"begin.{Begin.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "begin", Begin.FIELDS, _BEGIN_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "begin", Begin.FIELDS)
-                if v[0] is not None and code_of(w[0]) not in USHORT:
-                    raise mistyped("begin.remote-channel", w[0], at)
-                if v[1] is not None and code_of(w[1]) not in UINT:
-                    raise mistyped("begin.next-outgoing-id", w[1], at)
-                if v[2] is not None and code_of(w[2]) not in UINT:
-                    raise mistyped("begin.incoming-window", w[2], at)
-                if v[3] is not None and code_of(w[3]) not in UINT:
-                    raise mistyped("begin.outgoing-window", w[3], at)
-                if v[4] is not None and code_of(w[4]) not in UINT:
-                    raise mistyped("begin.handle-max", w[4], at)
-                if v[5] is not None and code_of(w[5]) not in SYMBOL_OR_ARRAY:
-                    raise mistyped("begin.offered-capabilities", w[5], at)
-                if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
-                    raise mistyped("begin.desired-capabilities", w[6], at)
-                if v[7] is not None and code_of(w[7]) not in MAP:
-                    raise mistyped("begin.properties", w[7], at)
-        if v[5] is not None:
-            if not isinstance(v[5], list):
-                v[5] = [v[5]]
-        if v[6] is not None:
-            if not isinstance(v[6], list):
-                v[6] = [v[6]]
-        if v[1] is None:
-            raise absent("begin.next-outgoing-id", at)
-        if v[2] is None:
-            raise absent("begin.incoming-window", at)
-        if v[3] is None:
-            raise absent("begin.outgoing-window", at)
-        obj = Begin(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
     def _values(self) -> tuple[Any, ...]:
         return (
             self.remote_channel,
@@ -770,88 +303,9 @@ class Begin(Composite):
             self.properties,
         )
 
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        if values[1] is None:
-            raise EncodeError("begin.next-outgoing-id", "mandatory field is None")
-        if values[2] is None:
-            raise EncodeError("begin.incoming-window", "mandatory field is None")
-        if values[3] is None:
-            raise EncodeError("begin.outgoing-window", "mandatory field is None")
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:begin:list",
-            0x00000000_00000011,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # remote-channel
-                if values[0] is None:
-                    body.append(NULL)
-                else:
-                    e_ushort(values[0], body, wires[0])
-            if count > 1:  # next-outgoing-id
-                i = 1
-                e_uint(values[1], body, wires[1])
-            if count > 2:  # incoming-window
-                i = 2
-                e_uint(values[2], body, wires[2])
-            if count > 3:  # outgoing-window
-                i = 3
-                e_uint(values[3], body, wires[3])
-            if count > 4:  # handle-max
-                i = 4
-                if values[4] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[4], body, wires[4])
-            if count > 5:  # offered-capabilities
-                i = 5
-                if values[5] is None:
-                    body.append(NULL)
-                else:
-                    e_symbol_or_array(values[5], body, wires[5])
-            if count > 6:  # desired-capabilities
-                i = 6
-                if values[6] is None:
-                    body.append(NULL)
-                else:
-                    e_symbol_or_array(values[6], body, wires[6])
-            if count > 7:  # properties
-                i = 7
-                if values[7] is None:
-                    body.append(NULL)
-                else:
-                    e_map(values[7], body, wires[7])
-        except EncodeError as e:
-            raise EncodeError(f"begin.{Begin.FIELDS[i]}", f"{e.field}: {e.reason}") from None
-        end_list(out, lcode, body, count)
 
-
-_ATTACH_READERS = (
-    _STRING_READERS,
-    _UINT_READERS,
-    _BOOLEAN_READERS,
-    _UBYTE_READERS,
-    _UBYTE_READERS,
-    _ANY_READERS,
-    _ANY_READERS,
-    _MAP_READERS,
-    _BOOLEAN_READERS,
-    _UINT_READERS,
-    _ULONG_READERS,
-    _SYMBOL_OR_ARRAY_READERS,
-    _SYMBOL_OR_ARRAY_READERS,
-    _MAP_READERS,
-)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class Attach(Composite):
     """attach (amqp:attach:list, descriptor 0x00000000_00000012 = 18, performatives): Attach a link to a session.
 
@@ -864,33 +318,31 @@ class Attach(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:attach:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000012
     PROVIDES: ClassVar[tuple[str, ...]] = ("frame",)
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "name",
-        "handle",
-        "role",
-        "snd-settle-mode",
-        "rcv-settle-mode",
-        "source",
-        "target",
-        "unsettled",
-        "incomplete-unsettled",
-        "initial-delivery-count",
-        "max-message-size",
-        "offered-capabilities",
-        "desired-capabilities",
-        "properties",
+    CODECS: ClassVar[tuple[Codec, ...]] = (
+        ("name", STRING, e_string, None),
+        ("handle", UINT, e_uint, None),
+        ("role", BOOLEAN, e_boolean, None),
+        ("snd-settle-mode", UBYTE, e_ubyte, None),
+        ("rcv-settle-mode", UBYTE, e_ubyte, None),
+        ("source", None, encode_any, None),
+        ("target", None, encode_any, None),
+        ("unsettled", MAP, e_map, None),
+        ("incomplete-unsettled", BOOLEAN, e_boolean, None),
+        ("initial-delivery-count", UINT, e_uint, None),
+        ("max-message-size", ULONG, e_ulong, None),
+        ("offered-capabilities", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
+        ("desired-capabilities", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
+        ("properties", MAP, e_map, None),
     )
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = (0, 1, 2)
     DEFAULTS: ClassVar[dict[str, Any]] = {
         "snd_settle_mode": 2,
         "rcv_settle_mode": 0,
         "incomplete_unsettled": False,
     }
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset(
-        {
-            11,
-            12,
-        }
-    )
+    MULTIPLE: ClassVar[frozenset[int]] = frozenset({11, 12})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     name: str
@@ -971,184 +423,6 @@ class Attach(Composite):
         self.properties = properties
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "attach", 14)
-        v: list[Any] = [None] * 14
-        w: list[Wire] = [None] * 14
-        i = 0
-        try:
-            if count > 0:  # name: string
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _STRING_READERS[c](buf, pos + 1, stop, described)
-            if count > 1:  # handle: uint
-                i = 1
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[1] = NULL
-                    pos += 1
-                else:
-                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 2:  # role: boolean
-                i = 2
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[2] = NULL
-                    pos += 1
-                else:
-                    v[2], pos, w[2] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-            if count > 3:  # snd-settle-mode: ubyte
-                i = 3
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[3] = NULL
-                    pos += 1
-                else:
-                    v[3], pos, w[3] = _UBYTE_READERS[c](buf, pos + 1, stop, described)
-            if count > 4:  # rcv-settle-mode: ubyte
-                i = 4
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[4] = NULL
-                    pos += 1
-                else:
-                    v[4], pos, w[4] = _UBYTE_READERS[c](buf, pos + 1, stop, described)
-            if count > 5:  # source: any
-                i = 5
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[5] = NULL
-                    pos += 1
-                else:
-                    v[5], pos, w[5] = _ANY_READERS[c](buf, pos + 1, stop, described)
-            if count > 6:  # target: any
-                i = 6
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[6] = NULL
-                    pos += 1
-                else:
-                    v[6], pos, w[6] = _ANY_READERS[c](buf, pos + 1, stop, described)
-            if count > 7:  # unsettled: map
-                i = 7
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[7] = NULL
-                    pos += 1
-                else:
-                    v[7], pos, w[7] = _MAP_READERS[c](buf, pos + 1, stop, described)
-            if count > 8:  # incomplete-unsettled: boolean
-                i = 8
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[8] = NULL
-                    pos += 1
-                else:
-                    v[8], pos, w[8] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-            if count > 9:  # initial-delivery-count: uint
-                i = 9
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[9] = NULL
-                    pos += 1
-                else:
-                    v[9], pos, w[9] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 10:  # max-message-size: ulong
-                i = 10
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[10] = NULL
-                    pos += 1
-                else:
-                    v[10], pos, w[10] = _ULONG_READERS[c](buf, pos + 1, stop, described)
-            if count > 11:  # offered-capabilities: symbol_or_array
-                i = 11
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[11] = NULL
-                    pos += 1
-                else:
-                    v[11], pos, w[11] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
-            if count > 12:  # desired-capabilities: symbol_or_array
-                i = 12
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[12] = NULL
-                    pos += 1
-                else:
-                    v[12], pos, w[12] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
-            if count > 13:  # properties: map
-                i = 13
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[13] = NULL
-                    pos += 1
-                else:
-                    v[13], pos, w[13] = _MAP_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"attach.{Attach.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "attach", Attach.FIELDS, _ATTACH_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "attach", Attach.FIELDS)
-                if v[0] is not None and code_of(w[0]) not in STRING:
-                    raise mistyped("attach.name", w[0], at)
-                if v[1] is not None and code_of(w[1]) not in UINT:
-                    raise mistyped("attach.handle", w[1], at)
-                if v[2] is not None and code_of(w[2]) not in BOOLEAN:
-                    raise mistyped("attach.role", w[2], at)
-                if v[3] is not None and code_of(w[3]) not in UBYTE:
-                    raise mistyped("attach.snd-settle-mode", w[3], at)
-                if v[4] is not None and code_of(w[4]) not in UBYTE:
-                    raise mistyped("attach.rcv-settle-mode", w[4], at)
-                if v[7] is not None and code_of(w[7]) not in MAP:
-                    raise mistyped("attach.unsettled", w[7], at)
-                if v[8] is not None and code_of(w[8]) not in BOOLEAN:
-                    raise mistyped("attach.incomplete-unsettled", w[8], at)
-                if v[9] is not None and code_of(w[9]) not in UINT:
-                    raise mistyped("attach.initial-delivery-count", w[9], at)
-                if v[10] is not None and code_of(w[10]) not in ULONG:
-                    raise mistyped("attach.max-message-size", w[10], at)
-                if v[11] is not None and code_of(w[11]) not in SYMBOL_OR_ARRAY:
-                    raise mistyped("attach.offered-capabilities", w[11], at)
-                if v[12] is not None and code_of(w[12]) not in SYMBOL_OR_ARRAY:
-                    raise mistyped("attach.desired-capabilities", w[12], at)
-                if v[13] is not None and code_of(w[13]) not in MAP:
-                    raise mistyped("attach.properties", w[13], at)
-        if v[11] is not None:
-            if not isinstance(v[11], list):
-                v[11] = [v[11]]
-        if v[12] is not None:
-            if not isinstance(v[12], list):
-                v[12] = [v[12]]
-        if v[0] is None:
-            raise absent("attach.name", at)
-        if v[1] is None:
-            raise absent("attach.handle", at)
-        if v[2] is None:
-            raise absent("attach.role", at)
-        obj = Attach(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
     def _values(self) -> tuple[Any, ...]:
         return (
             self.name,
@@ -1167,121 +441,9 @@ class Attach(Composite):
             self.properties,
         )
 
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        if values[0] is None:
-            raise EncodeError("attach.name", "mandatory field is None")
-        if values[1] is None:
-            raise EncodeError("attach.handle", "mandatory field is None")
-        if values[2] is None:
-            raise EncodeError("attach.role", "mandatory field is None")
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:attach:list",
-            0x00000000_00000012,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # name
-                e_string(values[0], body, wires[0])
-            if count > 1:  # handle
-                i = 1
-                e_uint(values[1], body, wires[1])
-            if count > 2:  # role
-                i = 2
-                e_boolean(values[2], body, wires[2])
-            if count > 3:  # snd-settle-mode
-                i = 3
-                if values[3] is None:
-                    body.append(NULL)
-                else:
-                    e_ubyte(values[3], body, wires[3])
-            if count > 4:  # rcv-settle-mode
-                i = 4
-                if values[4] is None:
-                    body.append(NULL)
-                else:
-                    e_ubyte(values[4], body, wires[4])
-            if count > 5:  # source
-                i = 5
-                if values[5] is None:
-                    body.append(NULL)
-                else:
-                    encode_any(values[5], body, wires[5])
-            if count > 6:  # target
-                i = 6
-                if values[6] is None:
-                    body.append(NULL)
-                else:
-                    encode_any(values[6], body, wires[6])
-            if count > 7:  # unsettled
-                i = 7
-                if values[7] is None:
-                    body.append(NULL)
-                else:
-                    e_map(values[7], body, wires[7])
-            if count > 8:  # incomplete-unsettled
-                i = 8
-                if values[8] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[8], body, wires[8])
-            if count > 9:  # initial-delivery-count
-                i = 9
-                if values[9] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[9], body, wires[9])
-            if count > 10:  # max-message-size
-                i = 10
-                if values[10] is None:
-                    body.append(NULL)
-                else:
-                    e_ulong(values[10], body, wires[10])
-            if count > 11:  # offered-capabilities
-                i = 11
-                if values[11] is None:
-                    body.append(NULL)
-                else:
-                    e_symbol_or_array(values[11], body, wires[11])
-            if count > 12:  # desired-capabilities
-                i = 12
-                if values[12] is None:
-                    body.append(NULL)
-                else:
-                    e_symbol_or_array(values[12], body, wires[12])
-            if count > 13:  # properties
-                i = 13
-                if values[13] is None:
-                    body.append(NULL)
-                else:
-                    e_map(values[13], body, wires[13])
-        except EncodeError as e:
-            raise EncodeError(f"attach.{Attach.FIELDS[i]}", f"{e.field}: {e.reason}") from None
-        end_list(out, lcode, body, count)
 
-
-_FLOW_READERS = (
-    _UINT_READERS,
-    _UINT_READERS,
-    _UINT_READERS,
-    _UINT_READERS,
-    _UINT_READERS,
-    _UINT_READERS,
-    _UINT_READERS,
-    _UINT_READERS,
-    _BOOLEAN_READERS,
-    _BOOLEAN_READERS,
-    _MAP_READERS,
-)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class Flow(Composite):
     """flow (amqp:flow:list, descriptor 0x00000000_00000013 = 19, performatives): Update link state.
 
@@ -1294,23 +456,23 @@ class Flow(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:flow:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000013
     PROVIDES: ClassVar[tuple[str, ...]] = ("frame",)
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "next-incoming-id",
-        "incoming-window",
-        "next-outgoing-id",
-        "outgoing-window",
-        "handle",
-        "delivery-count",
-        "link-credit",
-        "available",
-        "drain",
-        "echo",
-        "properties",
+    CODECS: ClassVar[tuple[Codec, ...]] = (
+        ("next-incoming-id", UINT, e_uint, None),
+        ("incoming-window", UINT, e_uint, None),
+        ("next-outgoing-id", UINT, e_uint, None),
+        ("outgoing-window", UINT, e_uint, None),
+        ("handle", UINT, e_uint, None),
+        ("delivery-count", UINT, e_uint, None),
+        ("link-credit", UINT, e_uint, None),
+        ("available", UINT, e_uint, None),
+        ("drain", BOOLEAN, e_boolean, None),
+        ("echo", BOOLEAN, e_boolean, None),
+        ("properties", MAP, e_map, None),
     )
-    DEFAULTS: ClassVar[dict[str, Any]] = {
-        "drain": False,
-        "echo": False,
-    }
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = (1, 2, 3)
+    DEFAULTS: ClassVar[dict[str, Any]] = {"drain": False, "echo": False}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
@@ -1377,152 +539,6 @@ class Flow(Composite):
         self.properties = properties
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "flow", 11)
-        v: list[Any] = [None] * 11
-        w: list[Wire] = [None] * 11
-        i = 0
-        try:
-            if count > 0:  # next-incoming-id: uint
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 1:  # incoming-window: uint
-                i = 1
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[1] = NULL
-                    pos += 1
-                else:
-                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 2:  # next-outgoing-id: uint
-                i = 2
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[2] = NULL
-                    pos += 1
-                else:
-                    v[2], pos, w[2] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 3:  # outgoing-window: uint
-                i = 3
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[3] = NULL
-                    pos += 1
-                else:
-                    v[3], pos, w[3] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 4:  # handle: uint
-                i = 4
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[4] = NULL
-                    pos += 1
-                else:
-                    v[4], pos, w[4] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 5:  # delivery-count: uint
-                i = 5
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[5] = NULL
-                    pos += 1
-                else:
-                    v[5], pos, w[5] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 6:  # link-credit: uint
-                i = 6
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[6] = NULL
-                    pos += 1
-                else:
-                    v[6], pos, w[6] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 7:  # available: uint
-                i = 7
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[7] = NULL
-                    pos += 1
-                else:
-                    v[7], pos, w[7] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 8:  # drain: boolean
-                i = 8
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[8] = NULL
-                    pos += 1
-                else:
-                    v[8], pos, w[8] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-            if count > 9:  # echo: boolean
-                i = 9
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[9] = NULL
-                    pos += 1
-                else:
-                    v[9], pos, w[9] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-            if count > 10:  # properties: map
-                i = 10
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[10] = NULL
-                    pos += 1
-                else:
-                    v[10], pos, w[10] = _MAP_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"flow.{Flow.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "flow", Flow.FIELDS, _FLOW_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "flow", Flow.FIELDS)
-                if v[0] is not None and code_of(w[0]) not in UINT:
-                    raise mistyped("flow.next-incoming-id", w[0], at)
-                if v[1] is not None and code_of(w[1]) not in UINT:
-                    raise mistyped("flow.incoming-window", w[1], at)
-                if v[2] is not None and code_of(w[2]) not in UINT:
-                    raise mistyped("flow.next-outgoing-id", w[2], at)
-                if v[3] is not None and code_of(w[3]) not in UINT:
-                    raise mistyped("flow.outgoing-window", w[3], at)
-                if v[4] is not None and code_of(w[4]) not in UINT:
-                    raise mistyped("flow.handle", w[4], at)
-                if v[5] is not None and code_of(w[5]) not in UINT:
-                    raise mistyped("flow.delivery-count", w[5], at)
-                if v[6] is not None and code_of(w[6]) not in UINT:
-                    raise mistyped("flow.link-credit", w[6], at)
-                if v[7] is not None and code_of(w[7]) not in UINT:
-                    raise mistyped("flow.available", w[7], at)
-                if v[8] is not None and code_of(w[8]) not in BOOLEAN:
-                    raise mistyped("flow.drain", w[8], at)
-                if v[9] is not None and code_of(w[9]) not in BOOLEAN:
-                    raise mistyped("flow.echo", w[9], at)
-                if v[10] is not None and code_of(w[10]) not in MAP:
-                    raise mistyped("flow.properties", w[10], at)
-        if v[1] is None:
-            raise absent("flow.incoming-window", at)
-        if v[2] is None:
-            raise absent("flow.next-outgoing-id", at)
-        if v[3] is None:
-            raise absent("flow.outgoing-window", at)
-        obj = Flow(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
     def _values(self) -> tuple[Any, ...]:
         return (
             self.next_incoming_id,
@@ -1538,99 +554,9 @@ class Flow(Composite):
             self.properties,
         )
 
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        if values[1] is None:
-            raise EncodeError("flow.incoming-window", "mandatory field is None")
-        if values[2] is None:
-            raise EncodeError("flow.next-outgoing-id", "mandatory field is None")
-        if values[3] is None:
-            raise EncodeError("flow.outgoing-window", "mandatory field is None")
-        wires, count, lcode = list_start(
-            out, self._wire if wire is None else wire, "amqp:flow:list", 0x00000000_00000013, values
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # next-incoming-id
-                if values[0] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[0], body, wires[0])
-            if count > 1:  # incoming-window
-                i = 1
-                e_uint(values[1], body, wires[1])
-            if count > 2:  # next-outgoing-id
-                i = 2
-                e_uint(values[2], body, wires[2])
-            if count > 3:  # outgoing-window
-                i = 3
-                e_uint(values[3], body, wires[3])
-            if count > 4:  # handle
-                i = 4
-                if values[4] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[4], body, wires[4])
-            if count > 5:  # delivery-count
-                i = 5
-                if values[5] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[5], body, wires[5])
-            if count > 6:  # link-credit
-                i = 6
-                if values[6] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[6], body, wires[6])
-            if count > 7:  # available
-                i = 7
-                if values[7] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[7], body, wires[7])
-            if count > 8:  # drain
-                i = 8
-                if values[8] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[8], body, wires[8])
-            if count > 9:  # echo
-                i = 9
-                if values[9] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[9], body, wires[9])
-            if count > 10:  # properties
-                i = 10
-                if values[10] is None:
-                    body.append(NULL)
-                else:
-                    e_map(values[10], body, wires[10])
-        except EncodeError as e:
-            raise EncodeError(f"flow.{Flow.FIELDS[i]}", f"{e.field}: {e.reason}") from None
-        end_list(out, lcode, body, count)
 
-
-_TRANSFER_READERS = (
-    _UINT_READERS,
-    _UINT_READERS,
-    _BINARY_READERS,
-    _UINT_READERS,
-    _BOOLEAN_READERS,
-    _BOOLEAN_READERS,
-    _UBYTE_READERS,
-    _ANY_READERS,
-    _BOOLEAN_READERS,
-    _BOOLEAN_READERS,
-    _BOOLEAN_READERS,
-)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class Transfer(Composite):
     """transfer (amqp:transfer:list, descriptor 0x00000000_00000014 = 20, performatives): Transfer a message.
 
@@ -1643,19 +569,22 @@ class Transfer(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:transfer:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000014
     PROVIDES: ClassVar[tuple[str, ...]] = ("frame",)
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "handle",
-        "delivery-id",
-        "delivery-tag",
-        "message-format",
-        "settled",
-        "more",
-        "rcv-settle-mode",
-        "state",
-        "resume",
-        "aborted",
-        "batchable",
+    CODECS: ClassVar[tuple[Codec, ...]] = (
+        ("handle", UINT, e_uint, None),
+        ("delivery-id", UINT, e_uint, None),
+        ("delivery-tag", BINARY, e_binary, None),
+        ("message-format", UINT, e_uint, None),
+        ("settled", BOOLEAN, e_boolean, None),
+        ("more", BOOLEAN, e_boolean, None),
+        ("rcv-settle-mode", UBYTE, e_ubyte, None),
+        ("state", None, encode_any, None),
+        ("resume", BOOLEAN, e_boolean, None),
+        ("aborted", BOOLEAN, e_boolean, None),
+        ("batchable", BOOLEAN, e_boolean, None),
     )
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = (0,)
     DEFAULTS: ClassVar[dict[str, Any]] = {
         "more": False,
         "resume": False,
@@ -1728,146 +657,6 @@ class Transfer(Composite):
         self.batchable = batchable
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "transfer", 11)
-        v: list[Any] = [None] * 11
-        w: list[Wire] = [None] * 11
-        i = 0
-        try:
-            if count > 0:  # handle: uint
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 1:  # delivery-id: uint
-                i = 1
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[1] = NULL
-                    pos += 1
-                else:
-                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 2:  # delivery-tag: binary
-                i = 2
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[2] = NULL
-                    pos += 1
-                else:
-                    v[2], pos, w[2] = _BINARY_READERS[c](buf, pos + 1, stop, described)
-            if count > 3:  # message-format: uint
-                i = 3
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[3] = NULL
-                    pos += 1
-                else:
-                    v[3], pos, w[3] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 4:  # settled: boolean
-                i = 4
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[4] = NULL
-                    pos += 1
-                else:
-                    v[4], pos, w[4] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-            if count > 5:  # more: boolean
-                i = 5
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[5] = NULL
-                    pos += 1
-                else:
-                    v[5], pos, w[5] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-            if count > 6:  # rcv-settle-mode: ubyte
-                i = 6
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[6] = NULL
-                    pos += 1
-                else:
-                    v[6], pos, w[6] = _UBYTE_READERS[c](buf, pos + 1, stop, described)
-            if count > 7:  # state: any
-                i = 7
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[7] = NULL
-                    pos += 1
-                else:
-                    v[7], pos, w[7] = _ANY_READERS[c](buf, pos + 1, stop, described)
-            if count > 8:  # resume: boolean
-                i = 8
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[8] = NULL
-                    pos += 1
-                else:
-                    v[8], pos, w[8] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-            if count > 9:  # aborted: boolean
-                i = 9
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[9] = NULL
-                    pos += 1
-                else:
-                    v[9], pos, w[9] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-            if count > 10:  # batchable: boolean
-                i = 10
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[10] = NULL
-                    pos += 1
-                else:
-                    v[10], pos, w[10] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"transfer.{Transfer.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "transfer", Transfer.FIELDS, _TRANSFER_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "transfer", Transfer.FIELDS)
-                if v[0] is not None and code_of(w[0]) not in UINT:
-                    raise mistyped("transfer.handle", w[0], at)
-                if v[1] is not None and code_of(w[1]) not in UINT:
-                    raise mistyped("transfer.delivery-id", w[1], at)
-                if v[2] is not None and code_of(w[2]) not in BINARY:
-                    raise mistyped("transfer.delivery-tag", w[2], at)
-                if v[3] is not None and code_of(w[3]) not in UINT:
-                    raise mistyped("transfer.message-format", w[3], at)
-                if v[4] is not None and code_of(w[4]) not in BOOLEAN:
-                    raise mistyped("transfer.settled", w[4], at)
-                if v[5] is not None and code_of(w[5]) not in BOOLEAN:
-                    raise mistyped("transfer.more", w[5], at)
-                if v[6] is not None and code_of(w[6]) not in UBYTE:
-                    raise mistyped("transfer.rcv-settle-mode", w[6], at)
-                if v[8] is not None and code_of(w[8]) not in BOOLEAN:
-                    raise mistyped("transfer.resume", w[8], at)
-                if v[9] is not None and code_of(w[9]) not in BOOLEAN:
-                    raise mistyped("transfer.aborted", w[9], at)
-                if v[10] is not None and code_of(w[10]) not in BOOLEAN:
-                    raise mistyped("transfer.batchable", w[10], at)
-        if v[0] is None:
-            raise absent("transfer.handle", at)
-        obj = Transfer(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
     def _values(self) -> tuple[Any, ...]:
         return (
             self.handle,
@@ -1883,100 +672,9 @@ class Transfer(Composite):
             self.batchable,
         )
 
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        if values[0] is None:
-            raise EncodeError("transfer.handle", "mandatory field is None")
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:transfer:list",
-            0x00000000_00000014,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # handle
-                e_uint(values[0], body, wires[0])
-            if count > 1:  # delivery-id
-                i = 1
-                if values[1] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[1], body, wires[1])
-            if count > 2:  # delivery-tag
-                i = 2
-                if values[2] is None:
-                    body.append(NULL)
-                else:
-                    e_binary(values[2], body, wires[2])
-            if count > 3:  # message-format
-                i = 3
-                if values[3] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[3], body, wires[3])
-            if count > 4:  # settled
-                i = 4
-                if values[4] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[4], body, wires[4])
-            if count > 5:  # more
-                i = 5
-                if values[5] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[5], body, wires[5])
-            if count > 6:  # rcv-settle-mode
-                i = 6
-                if values[6] is None:
-                    body.append(NULL)
-                else:
-                    e_ubyte(values[6], body, wires[6])
-            if count > 7:  # state
-                i = 7
-                if values[7] is None:
-                    body.append(NULL)
-                else:
-                    encode_any(values[7], body, wires[7])
-            if count > 8:  # resume
-                i = 8
-                if values[8] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[8], body, wires[8])
-            if count > 9:  # aborted
-                i = 9
-                if values[9] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[9], body, wires[9])
-            if count > 10:  # batchable
-                i = 10
-                if values[10] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[10], body, wires[10])
-        except EncodeError as e:
-            raise EncodeError(f"transfer.{Transfer.FIELDS[i]}", f"{e.field}: {e.reason}") from None
-        end_list(out, lcode, body, count)
 
-
-_DISPOSITION_READERS = (
-    _BOOLEAN_READERS,
-    _UINT_READERS,
-    _UINT_READERS,
-    _BOOLEAN_READERS,
-    _ANY_READERS,
-    _BOOLEAN_READERS,
-)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class Disposition(Composite):
     """disposition (amqp:disposition:list, descriptor 0x00000000_00000015 = 21, performatives): Inform remote peer of delivery state changes.
 
@@ -1989,18 +687,18 @@ class Disposition(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:disposition:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000015
     PROVIDES: ClassVar[tuple[str, ...]] = ("frame",)
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "role",
-        "first",
-        "last",
-        "settled",
-        "state",
-        "batchable",
+    CODECS: ClassVar[tuple[Codec, ...]] = (
+        ("role", BOOLEAN, e_boolean, None),
+        ("first", UINT, e_uint, None),
+        ("last", UINT, e_uint, None),
+        ("settled", BOOLEAN, e_boolean, None),
+        ("state", None, encode_any, None),
+        ("batchable", BOOLEAN, e_boolean, None),
     )
-    DEFAULTS: ClassVar[dict[str, Any]] = {
-        "settled": False,
-        "batchable": False,
-    }
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = (0, 1)
+    DEFAULTS: ClassVar[dict[str, Any]] = {"settled": False, "batchable": False}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
@@ -2042,541 +740,12 @@ class Disposition(Composite):
         self.batchable = batchable
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "disposition", 6)
-        v: list[Any] = [None] * 6
-        w: list[Wire] = [None] * 6
-        i = 0
-        try:
-            if count > 0:  # role: boolean
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-            if count > 1:  # first: uint
-                i = 1
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[1] = NULL
-                    pos += 1
-                else:
-                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 2:  # last: uint
-                i = 2
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[2] = NULL
-                    pos += 1
-                else:
-                    v[2], pos, w[2] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 3:  # settled: boolean
-                i = 3
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[3] = NULL
-                    pos += 1
-                else:
-                    v[3], pos, w[3] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-            if count > 4:  # state: any
-                i = 4
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[4] = NULL
-                    pos += 1
-                else:
-                    v[4], pos, w[4] = _ANY_READERS[c](buf, pos + 1, stop, described)
-            if count > 5:  # batchable: boolean
-                i = 5
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[5] = NULL
-                    pos += 1
-                else:
-                    v[5], pos, w[5] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"disposition.{Disposition.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "disposition", Disposition.FIELDS, _DISPOSITION_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(
-                    buf, at, end, described, "disposition", Disposition.FIELDS
-                )
-                if v[0] is not None and code_of(w[0]) not in BOOLEAN:
-                    raise mistyped("disposition.role", w[0], at)
-                if v[1] is not None and code_of(w[1]) not in UINT:
-                    raise mistyped("disposition.first", w[1], at)
-                if v[2] is not None and code_of(w[2]) not in UINT:
-                    raise mistyped("disposition.last", w[2], at)
-                if v[3] is not None and code_of(w[3]) not in BOOLEAN:
-                    raise mistyped("disposition.settled", w[3], at)
-                if v[5] is not None and code_of(w[5]) not in BOOLEAN:
-                    raise mistyped("disposition.batchable", w[5], at)
-        if v[0] is None:
-            raise absent("disposition.role", at)
-        if v[1] is None:
-            raise absent("disposition.first", at)
-        obj = Disposition(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
     def _values(self) -> tuple[Any, ...]:
-        return (
-            self.role,
-            self.first,
-            self.last,
-            self.settled,
-            self.state,
-            self.batchable,
-        )
-
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        if values[0] is None:
-            raise EncodeError("disposition.role", "mandatory field is None")
-        if values[1] is None:
-            raise EncodeError("disposition.first", "mandatory field is None")
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:disposition:list",
-            0x00000000_00000015,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # role
-                e_boolean(values[0], body, wires[0])
-            if count > 1:  # first
-                i = 1
-                e_uint(values[1], body, wires[1])
-            if count > 2:  # last
-                i = 2
-                if values[2] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[2], body, wires[2])
-            if count > 3:  # settled
-                i = 3
-                if values[3] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[3], body, wires[3])
-            if count > 4:  # state
-                i = 4
-                if values[4] is None:
-                    body.append(NULL)
-                else:
-                    encode_any(values[4], body, wires[4])
-            if count > 5:  # batchable
-                i = 5
-                if values[5] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[5], body, wires[5])
-        except EncodeError as e:
-            raise EncodeError(
-                f"disposition.{Disposition.FIELDS[i]}", f"{e.field}: {e.reason}"
-            ) from None
-        end_list(out, lcode, body, count)
+        return (self.role, self.first, self.last, self.settled, self.state, self.batchable)
 
 
-_DETACH_READERS = (
-    _UINT_READERS,
-    _BOOLEAN_READERS,
-    _COMPOSITE_READERS,
-)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
-class Detach(Composite):
-    """detach (amqp:detach:list, descriptor 0x00000000_00000016 = 22, performatives): Detach the link endpoint from the session.
-
-    Spec: specs/amqp-1-0/amqp-core-transport-v1.0.txt:1211:1
-    """
-
-    NAME: ClassVar[str] = "detach"
-    IDENT: ClassVar[tuple[int, ...]] = (0x00000000_00000016,)
-    KIND: ClassVar[str] = "oneway"
-    DESCRIPTOR_NAME: ClassVar[str] = "amqp:detach:list"
-    DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000016
-    PROVIDES: ClassVar[tuple[str, ...]] = ("frame",)
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "handle",
-        "closed",
-        "error",
-    )
-    DEFAULTS: ClassVar[dict[str, Any]] = {
-        "closed": False,
-    }
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
-
-    handle: int
-    """handle (mandatory): """
-
-    closed: bool | None = None
-    """closed: """
-
-    error: Error | None = None
-    """error: """
-
-    _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
-
-    def __init__(
-        self,
-        handle: int,
-        closed: bool | None = None,
-        error: Error | None = None,
-    ) -> None:
-        self.handle = handle
-        self.closed = closed
-        self.error = error
-        self._wire = None
-
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "detach", 3)
-        v: list[Any] = [None] * 3
-        w: list[Wire] = [None] * 3
-        i = 0
-        try:
-            if count > 0:  # handle: uint
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 1:  # closed: boolean
-                i = 1
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[1] = NULL
-                    pos += 1
-                else:
-                    v[1], pos, w[1] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-            if count > 2:  # error: composite
-                i = 2
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[2] = NULL
-                    pos += 1
-                else:
-                    v[2], pos, w[2] = _COMPOSITE_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"detach.{Detach.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "detach", Detach.FIELDS, _DETACH_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "detach", Detach.FIELDS)
-                if v[0] is not None and code_of(w[0]) not in UINT:
-                    raise mistyped("detach.handle", w[0], at)
-                if v[1] is not None and code_of(w[1]) not in BOOLEAN:
-                    raise mistyped("detach.closed", w[1], at)
-                if v[2] is not None and code_of(w[2]) not in COMPOSITE:
-                    raise mistyped("detach.error", w[2], at)
-                if v[2] is not None and not isinstance(v[2], Error | list):
-                    raise not_kind("detach.error", v[2], Error, at)
-        if v[2] is not None:
-            if not isinstance(v[2], Error | list):
-                raise not_kind("detach.error", v[2], Error, at)
-        if v[0] is None:
-            raise absent("detach.handle", at)
-        obj = Detach(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
-    def _values(self) -> tuple[Any, ...]:
-        return (
-            self.handle,
-            self.closed,
-            self.error,
-        )
-
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        if values[0] is None:
-            raise EncodeError("detach.handle", "mandatory field is None")
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:detach:list",
-            0x00000000_00000016,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # handle
-                e_uint(values[0], body, wires[0])
-            if count > 1:  # closed
-                i = 1
-                if values[1] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[1], body, wires[1])
-            if count > 2:  # error
-                i = 2
-                if values[2] is None:
-                    body.append(NULL)
-                else:
-                    encode_any(values[2], body, wires[2])
-        except EncodeError as e:
-            raise EncodeError(f"detach.{Detach.FIELDS[i]}", f"{e.field}: {e.reason}") from None
-        end_list(out, lcode, body, count)
-
-
-_END_READERS = (_COMPOSITE_READERS,)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
-class End(Composite):
-    """end (amqp:end:list, descriptor 0x00000000_00000017 = 23, performatives): End the session.
-
-    Spec: specs/amqp-1-0/amqp-core-transport-v1.0.txt:1225:1
-    """
-
-    NAME: ClassVar[str] = "end"
-    IDENT: ClassVar[tuple[int, ...]] = (0x00000000_00000017,)
-    KIND: ClassVar[str] = "oneway"
-    DESCRIPTOR_NAME: ClassVar[str] = "amqp:end:list"
-    DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000017
-    PROVIDES: ClassVar[tuple[str, ...]] = ("frame",)
-    FIELDS: ClassVar[tuple[str, ...]] = ("error",)
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
-
-    error: Error | None = None
-    """error: """
-
-    _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
-
-    def __init__(
-        self,
-        error: Error | None = None,
-    ) -> None:
-        self.error = error
-        self._wire = None
-
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "end", 1)
-        v: list[Any] = [None] * 1
-        w: list[Wire] = [None] * 1
-        i = 0
-        try:
-            if count > 0:  # error: composite
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _COMPOSITE_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"end.{End.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(buf, at, end, described, "end", End.FIELDS, _END_READERS)
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "end", End.FIELDS)
-                if v[0] is not None and code_of(w[0]) not in COMPOSITE:
-                    raise mistyped("end.error", w[0], at)
-                if v[0] is not None and not isinstance(v[0], Error | list):
-                    raise not_kind("end.error", v[0], Error, at)
-        if v[0] is not None:
-            if not isinstance(v[0], Error | list):
-                raise not_kind("end.error", v[0], Error, at)
-        obj = End(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
-    def _values(self) -> tuple[Any, ...]:
-        return (self.error,)
-
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        wires, count, lcode = list_start(
-            out, self._wire if wire is None else wire, "amqp:end:list", 0x00000000_00000017, values
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # error
-                if values[0] is None:
-                    body.append(NULL)
-                else:
-                    encode_any(values[0], body, wires[0])
-        except EncodeError as e:
-            raise EncodeError(f"end.{End.FIELDS[i]}", f"{e.field}: {e.reason}") from None
-        end_list(out, lcode, body, count)
-
-
-_CLOSE_READERS = (_COMPOSITE_READERS,)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
-class Close(Composite):
-    """close (amqp:close:list, descriptor 0x00000000_00000018 = 24, performatives): Signal a connection close.
-
-    Spec: specs/amqp-1-0/amqp-core-transport-v1.0.txt:1237:1
-    """
-
-    NAME: ClassVar[str] = "close"
-    IDENT: ClassVar[tuple[int, ...]] = (0x00000000_00000018,)
-    KIND: ClassVar[str] = "oneway"
-    DESCRIPTOR_NAME: ClassVar[str] = "amqp:close:list"
-    DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000018
-    PROVIDES: ClassVar[tuple[str, ...]] = ("frame",)
-    FIELDS: ClassVar[tuple[str, ...]] = ("error",)
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
-
-    error: Error | None = None
-    """error: """
-
-    _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
-
-    def __init__(
-        self,
-        error: Error | None = None,
-    ) -> None:
-        self.error = error
-        self._wire = None
-
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "close", 1)
-        v: list[Any] = [None] * 1
-        w: list[Wire] = [None] * 1
-        i = 0
-        try:
-            if count > 0:  # error: composite
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _COMPOSITE_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"close.{Close.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "close", Close.FIELDS, _CLOSE_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "close", Close.FIELDS)
-                if v[0] is not None and code_of(w[0]) not in COMPOSITE:
-                    raise mistyped("close.error", w[0], at)
-                if v[0] is not None and not isinstance(v[0], Error | list):
-                    raise not_kind("close.error", v[0], Error, at)
-        if v[0] is not None:
-            if not isinstance(v[0], Error | list):
-                raise not_kind("close.error", v[0], Error, at)
-        obj = Close(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
-    def _values(self) -> tuple[Any, ...]:
-        return (self.error,)
-
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:close:list",
-            0x00000000_00000018,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # error
-                if values[0] is None:
-                    body.append(NULL)
-                else:
-                    encode_any(values[0], body, wires[0])
-        except EncodeError as e:
-            raise EncodeError(f"close.{Close.FIELDS[i]}", f"{e.field}: {e.reason}") from None
-        end_list(out, lcode, body, count)
-
-
-_ERROR_READERS = (
-    _SYMBOL_READERS,
-    _STRING_READERS,
-    _MAP_READERS,
-)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class Error(Composite):
     """error (amqp:error:list, descriptor 0x00000000_0000001d = 29, definitions): Details of an error.
 
@@ -2589,11 +758,14 @@ class Error(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:error:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_0000001D
     PROVIDES: ClassVar[tuple[str, ...]] = ()
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "condition",
-        "description",
-        "info",
+    CODECS: ClassVar[tuple[Codec, ...]] = (
+        ("condition", SYMBOL, e_symbol, None),
+        ("description", STRING, e_string, None),
+        ("info", MAP, e_map, None),
     )
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = (0,)
     DEFAULTS: ClassVar[dict[str, Any]] = {}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
@@ -2611,118 +783,135 @@ class Error(Composite):
     __hash__ = None  # type: ignore[assignment]
 
     def __init__(
-        self,
-        condition: str,
-        description: str | None = None,
-        info: dict[Any, Any] | None = None,
+        self, condition: str, description: str | None = None, info: dict[Any, Any] | None = None
     ) -> None:
         self.condition = condition
         self.description = description
         self.info = info
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "error", 3)
-        v: list[Any] = [None] * 3
-        w: list[Wire] = [None] * 3
-        i = 0
-        try:
-            if count > 0:  # condition: symbol
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _SYMBOL_READERS[c](buf, pos + 1, stop, described)
-            if count > 1:  # description: string
-                i = 1
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[1] = NULL
-                    pos += 1
-                else:
-                    v[1], pos, w[1] = _STRING_READERS[c](buf, pos + 1, stop, described)
-            if count > 2:  # info: map
-                i = 2
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[2] = NULL
-                    pos += 1
-                else:
-                    v[2], pos, w[2] = _MAP_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"error.{Error.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "error", Error.FIELDS, _ERROR_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "error", Error.FIELDS)
-                if v[0] is not None and code_of(w[0]) not in SYMBOL:
-                    raise mistyped("error.condition", w[0], at)
-                if v[1] is not None and code_of(w[1]) not in STRING:
-                    raise mistyped("error.description", w[1], at)
-                if v[2] is not None and code_of(w[2]) not in MAP:
-                    raise mistyped("error.info", w[2], at)
-        if v[0] is None:
-            raise absent("error.condition", at)
-        obj = Error(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
+    def _values(self) -> tuple[Any, ...]:
+        return (self.condition, self.description, self.info)
+
+
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
+class Detach(Composite):
+    """detach (amqp:detach:list, descriptor 0x00000000_00000016 = 22, performatives): Detach the link endpoint from the session.
+
+    Spec: specs/amqp-1-0/amqp-core-transport-v1.0.txt:1211:1
+    """
+
+    NAME: ClassVar[str] = "detach"
+    IDENT: ClassVar[tuple[int, ...]] = (0x00000000_00000016,)
+    KIND: ClassVar[str] = "oneway"
+    DESCRIPTOR_NAME: ClassVar[str] = "amqp:detach:list"
+    DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000016
+    PROVIDES: ClassVar[tuple[str, ...]] = ("frame",)
+    CODECS: ClassVar[tuple[Codec, ...]] = (
+        ("handle", UINT, e_uint, None),
+        ("closed", BOOLEAN, e_boolean, None),
+        ("error", COMPOSITE, encode_any, Error),
+    )
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = (0,)
+    DEFAULTS: ClassVar[dict[str, Any]] = {"closed": False}
+    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
+    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
+
+    handle: int
+    """handle (mandatory): """
+
+    closed: bool | None = None
+    """closed: """
+
+    error: Error | None = None
+    """error: """
+
+    _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, handle: int, closed: bool | None = None, error: Error | None = None) -> None:
+        self.handle = handle
+        self.closed = closed
+        self.error = error
+        self._wire = None
 
     def _values(self) -> tuple[Any, ...]:
-        return (
-            self.condition,
-            self.description,
-            self.info,
-        )
+        return (self.handle, self.closed, self.error)
 
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        if values[0] is None:
-            raise EncodeError("error.condition", "mandatory field is None")
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:error:list",
-            0x00000000_0000001D,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # condition
-                e_symbol(values[0], body, wires[0])
-            if count > 1:  # description
-                i = 1
-                if values[1] is None:
-                    body.append(NULL)
-                else:
-                    e_string(values[1], body, wires[1])
-            if count > 2:  # info
-                i = 2
-                if values[2] is None:
-                    body.append(NULL)
-                else:
-                    e_map(values[2], body, wires[2])
-        except EncodeError as e:
-            raise EncodeError(f"error.{Error.FIELDS[i]}", f"{e.field}: {e.reason}") from None
-        end_list(out, lcode, body, count)
+
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
+class End(Composite):
+    """end (amqp:end:list, descriptor 0x00000000_00000017 = 23, performatives): End the session.
+
+    Spec: specs/amqp-1-0/amqp-core-transport-v1.0.txt:1225:1
+    """
+
+    NAME: ClassVar[str] = "end"
+    IDENT: ClassVar[tuple[int, ...]] = (0x00000000_00000017,)
+    KIND: ClassVar[str] = "oneway"
+    DESCRIPTOR_NAME: ClassVar[str] = "amqp:end:list"
+    DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000017
+    PROVIDES: ClassVar[tuple[str, ...]] = ("frame",)
+    CODECS: ClassVar[tuple[Codec, ...]] = (("error", COMPOSITE, encode_any, Error),)
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = ()
+    DEFAULTS: ClassVar[dict[str, Any]] = {}
+    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
+    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
+
+    error: Error | None = None
+    """error: """
+
+    _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, error: Error | None = None) -> None:
+        self.error = error
+        self._wire = None
+
+    def _values(self) -> tuple[Any, ...]:
+        return (self.error,)
+
+
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
+class Close(Composite):
+    """close (amqp:close:list, descriptor 0x00000000_00000018 = 24, performatives): Signal a connection close.
+
+    Spec: specs/amqp-1-0/amqp-core-transport-v1.0.txt:1237:1
+    """
+
+    NAME: ClassVar[str] = "close"
+    IDENT: ClassVar[tuple[int, ...]] = (0x00000000_00000018,)
+    KIND: ClassVar[str] = "oneway"
+    DESCRIPTOR_NAME: ClassVar[str] = "amqp:close:list"
+    DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000018
+    PROVIDES: ClassVar[tuple[str, ...]] = ("frame",)
+    CODECS: ClassVar[tuple[Codec, ...]] = (("error", COMPOSITE, encode_any, Error),)
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = ()
+    DEFAULTS: ClassVar[dict[str, Any]] = {}
+    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
+    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
+
+    error: Error | None = None
+    """error: """
+
+    _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, error: Error | None = None) -> None:
+        self.error = error
+        self._wire = None
+
+    def _values(self) -> tuple[Any, ...]:
+        return (self.error,)
 
 
 CLASSES: dict[int, type] = {

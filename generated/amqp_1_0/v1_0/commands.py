@@ -27,21 +27,19 @@ from typing import Any, ClassVar
 from ..errors import DecodeError, EncodeError
 from ..framing import HEADER
 from ..values import (
-    LIST0,
-    NULL,
     Buffer,
+    Codec,
     Composite,
     Described,
     Frame,
-    NotOfType,
     ProtocolHeader,
     Registry,
     Section,
     Symbol,
     ULong,
     Wire,
-    absent,
     code_of,
+    composite,
     e_binary,
     e_boolean,
     e_list,
@@ -54,17 +52,8 @@ from ..values import (
     e_ulong,
     e_ushort,
     encode_any,
-    end_list,
-    field_fault,
-    field_readers,
-    list_head,
-    list_start,
-    mistyped,
     multiple,
-    not_kind,
     read,
-    read_fields,
-    read_list,
     read_section,
     write_descriptor,
 )
@@ -129,148 +118,40 @@ __all__ = [
 ]
 
 _ = uuid  # annotations name uuid.UUID
+# the constructors each field's type allows (a `multiple` field's: an array of them too)
 
-BINARY = frozenset(
-    {
-        0xA0,
-        0xB0,
-    }
-)
+BINARY = frozenset({0xA0, 0xB0})
 
-BOOLEAN = frozenset(
-    {
-        0x41,
-        0x42,
-        0x56,
-    }
-)
+BOOLEAN = frozenset({0x41, 0x42, 0x56})
 
-COMPOSITE = frozenset(
-    {
-        0x00,
-    }
-)
+COMPOSITE = frozenset({0x00})
 
-LIST = frozenset(
-    {
-        0x45,
-        0xC0,
-        0xD0,
-    }
-)
+LIST = frozenset({0x45, 0xC0, 0xD0})
 
-MAP = frozenset(
-    {
-        0xC1,
-        0xD1,
-    }
-)
+MAP = frozenset({0xC1, 0xD1})
 
-STRING = frozenset(
-    {
-        0xA1,
-        0xB1,
-    }
-)
+STRING = frozenset({0xA1, 0xB1})
 
-SYMBOL = frozenset(
-    {
-        0xA3,
-        0xB3,
-    }
-)
+SYMBOL = frozenset({0xA3, 0xB3})
 
-SYMBOL_OR_ARRAY = frozenset(
-    {
-        0xA3,
-        0xB3,
-        0xE0,
-        0xF0,
-    }
-)
+SYMBOL_OR_ARRAY = frozenset({0xA3, 0xB3, 0xE0, 0xF0})
 
-TIMESTAMP = frozenset(
-    {
-        0x83,
-    }
-)
+TIMESTAMP = frozenset({0x83})
 
-UBYTE = frozenset(
-    {
-        0x50,
-    }
-)
+UBYTE = frozenset({0x50})
 
-UINT = frozenset(
-    {
-        0x43,
-        0x52,
-        0x70,
-    }
-)
+UINT = frozenset({0x43, 0x52, 0x70})
 
-ULONG = frozenset(
-    {
-        0x44,
-        0x53,
-        0x80,
-    }
-)
+ULONG = frozenset({0x44, 0x53, 0x80})
 
-USHORT = frozenset(
-    {
-        0x60,
-    }
-)
+USHORT = frozenset({0x60})
 
 
 e_symbol_or_array = multiple(e_symbol, "symbol")
 
-# each field's readers by format code (`read_fields`): its type's constructors and null
-_ANY_READERS = field_readers(None)
 
-_BINARY_READERS = field_readers(BINARY)
-
-_BOOLEAN_READERS = field_readers(BOOLEAN)
-
-_COMPOSITE_READERS = field_readers(COMPOSITE)
-
-_LIST_READERS = field_readers(LIST)
-
-_MAP_READERS = field_readers(MAP)
-
-_STRING_READERS = field_readers(STRING)
-
-_SYMBOL_READERS = field_readers(SYMBOL)
-
-_SYMBOL_OR_ARRAY_READERS = field_readers(SYMBOL_OR_ARRAY)
-
-_TIMESTAMP_READERS = field_readers(TIMESTAMP)
-
-_UBYTE_READERS = field_readers(UBYTE)
-
-_UINT_READERS = field_readers(UINT)
-
-_ULONG_READERS = field_readers(ULONG)
-
-_USHORT_READERS = field_readers(USHORT)
-
-
-_OPEN_READERS = (
-    _STRING_READERS,
-    _STRING_READERS,
-    _UINT_READERS,
-    _USHORT_READERS,
-    _UINT_READERS,
-    _SYMBOL_OR_ARRAY_READERS,
-    _SYMBOL_OR_ARRAY_READERS,
-    _SYMBOL_OR_ARRAY_READERS,
-    _SYMBOL_OR_ARRAY_READERS,
-    _MAP_READERS,
-)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class Open(Composite):
     """open (amqp:open:list, descriptor 0x00000000_00000010 = 16, performatives): The first frame sent on a connection in either direction MUST contain an Open body. (Note
     that the Connection header which is sent first on the Connection is *not* a frame.) The
@@ -285,30 +166,23 @@ class Open(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:open:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000010
     PROVIDES: ClassVar[tuple[str, ...]] = ("frame",)
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "container-id",
-        "hostname",
-        "max-frame-size",
-        "channel-max",
-        "idle-time-out",
-        "outgoing-locales",
-        "incoming-locales",
-        "offered-capabilities",
-        "desired-capabilities",
-        "properties",
+    CODECS: ClassVar[tuple[Codec, ...]] = (
+        ("container-id", STRING, e_string, None),
+        ("hostname", STRING, e_string, None),
+        ("max-frame-size", UINT, e_uint, None),
+        ("channel-max", USHORT, e_ushort, None),
+        ("idle-time-out", UINT, e_uint, None),
+        ("outgoing-locales", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
+        ("incoming-locales", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
+        ("offered-capabilities", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
+        ("desired-capabilities", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
+        ("properties", MAP, e_map, None),
     )
-    DEFAULTS: ClassVar[dict[str, Any]] = {
-        "max_frame_size": 4294967295,
-        "channel_max": 65535,
-    }
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset(
-        {
-            5,
-            6,
-            7,
-            8,
-        }
-    )
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = (0,)
+    DEFAULTS: ClassVar[dict[str, Any]] = {"max_frame_size": 4294967295, "channel_max": 65535}
+    MULTIPLE: ClassVar[frozenset[int]] = frozenset({5, 6, 7, 8})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     container_id: str
@@ -409,150 +283,6 @@ class Open(Composite):
         self.properties = properties
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "open", 10)
-        v: list[Any] = [None] * 10
-        w: list[Wire] = [None] * 10
-        i = 0
-        try:
-            if count > 0:  # container-id: string
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _STRING_READERS[c](buf, pos + 1, stop, described)
-            if count > 1:  # hostname: string
-                i = 1
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[1] = NULL
-                    pos += 1
-                else:
-                    v[1], pos, w[1] = _STRING_READERS[c](buf, pos + 1, stop, described)
-            if count > 2:  # max-frame-size: uint
-                i = 2
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[2] = NULL
-                    pos += 1
-                else:
-                    v[2], pos, w[2] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 3:  # channel-max: ushort
-                i = 3
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[3] = NULL
-                    pos += 1
-                else:
-                    v[3], pos, w[3] = _USHORT_READERS[c](buf, pos + 1, stop, described)
-            if count > 4:  # idle-time-out: uint
-                i = 4
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[4] = NULL
-                    pos += 1
-                else:
-                    v[4], pos, w[4] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 5:  # outgoing-locales: symbol_or_array
-                i = 5
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[5] = NULL
-                    pos += 1
-                else:
-                    v[5], pos, w[5] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
-            if count > 6:  # incoming-locales: symbol_or_array
-                i = 6
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[6] = NULL
-                    pos += 1
-                else:
-                    v[6], pos, w[6] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
-            if count > 7:  # offered-capabilities: symbol_or_array
-                i = 7
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[7] = NULL
-                    pos += 1
-                else:
-                    v[7], pos, w[7] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
-            if count > 8:  # desired-capabilities: symbol_or_array
-                i = 8
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[8] = NULL
-                    pos += 1
-                else:
-                    v[8], pos, w[8] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
-            if count > 9:  # properties: map
-                i = 9
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[9] = NULL
-                    pos += 1
-                else:
-                    v[9], pos, w[9] = _MAP_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"open.{Open.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "open", Open.FIELDS, _OPEN_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "open", Open.FIELDS)
-                if v[0] is not None and code_of(w[0]) not in STRING:
-                    raise mistyped("open.container-id", w[0], at)
-                if v[1] is not None and code_of(w[1]) not in STRING:
-                    raise mistyped("open.hostname", w[1], at)
-                if v[2] is not None and code_of(w[2]) not in UINT:
-                    raise mistyped("open.max-frame-size", w[2], at)
-                if v[3] is not None and code_of(w[3]) not in USHORT:
-                    raise mistyped("open.channel-max", w[3], at)
-                if v[4] is not None and code_of(w[4]) not in UINT:
-                    raise mistyped("open.idle-time-out", w[4], at)
-                if v[5] is not None and code_of(w[5]) not in SYMBOL_OR_ARRAY:
-                    raise mistyped("open.outgoing-locales", w[5], at)
-                if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
-                    raise mistyped("open.incoming-locales", w[6], at)
-                if v[7] is not None and code_of(w[7]) not in SYMBOL_OR_ARRAY:
-                    raise mistyped("open.offered-capabilities", w[7], at)
-                if v[8] is not None and code_of(w[8]) not in SYMBOL_OR_ARRAY:
-                    raise mistyped("open.desired-capabilities", w[8], at)
-                if v[9] is not None and code_of(w[9]) not in MAP:
-                    raise mistyped("open.properties", w[9], at)
-        if v[5] is not None:
-            if not isinstance(v[5], list):
-                v[5] = [v[5]]
-        if v[6] is not None:
-            if not isinstance(v[6], list):
-                v[6] = [v[6]]
-        if v[7] is not None:
-            if not isinstance(v[7], list):
-                v[7] = [v[7]]
-        if v[8] is not None:
-            if not isinstance(v[8], list):
-                v[8] = [v[8]]
-        if v[0] is None:
-            raise absent("open.container-id", at)
-        obj = Open(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
     def _values(self) -> tuple[Any, ...]:
         return (
             self.container_id,
@@ -567,92 +297,9 @@ class Open(Composite):
             self.properties,
         )
 
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        if values[0] is None:
-            raise EncodeError("open.container-id", "mandatory field is None")
-        wires, count, lcode = list_start(
-            out, self._wire if wire is None else wire, "amqp:open:list", 0x00000000_00000010, values
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # container-id
-                e_string(values[0], body, wires[0])
-            if count > 1:  # hostname
-                i = 1
-                if values[1] is None:
-                    body.append(NULL)
-                else:
-                    e_string(values[1], body, wires[1])
-            if count > 2:  # max-frame-size
-                i = 2
-                if values[2] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[2], body, wires[2])
-            if count > 3:  # channel-max
-                i = 3
-                if values[3] is None:
-                    body.append(NULL)
-                else:
-                    e_ushort(values[3], body, wires[3])
-            if count > 4:  # idle-time-out
-                i = 4
-                if values[4] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[4], body, wires[4])
-            if count > 5:  # outgoing-locales
-                i = 5
-                if values[5] is None:
-                    body.append(NULL)
-                else:
-                    e_symbol_or_array(values[5], body, wires[5])
-            if count > 6:  # incoming-locales
-                i = 6
-                if values[6] is None:
-                    body.append(NULL)
-                else:
-                    e_symbol_or_array(values[6], body, wires[6])
-            if count > 7:  # offered-capabilities
-                i = 7
-                if values[7] is None:
-                    body.append(NULL)
-                else:
-                    e_symbol_or_array(values[7], body, wires[7])
-            if count > 8:  # desired-capabilities
-                i = 8
-                if values[8] is None:
-                    body.append(NULL)
-                else:
-                    e_symbol_or_array(values[8], body, wires[8])
-            if count > 9:  # properties
-                i = 9
-                if values[9] is None:
-                    body.append(NULL)
-                else:
-                    e_map(values[9], body, wires[9])
-        except EncodeError as e:
-            raise EncodeError(f"open.{Open.FIELDS[i]}", f"{e.field}: {e.reason}") from None
-        end_list(out, lcode, body, count)
 
-
-_BEGIN_READERS = (
-    _USHORT_READERS,
-    _UINT_READERS,
-    _UINT_READERS,
-    _UINT_READERS,
-    _UINT_READERS,
-    _SYMBOL_OR_ARRAY_READERS,
-    _SYMBOL_OR_ARRAY_READERS,
-    _MAP_READERS,
-)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class Begin(Composite):
     """begin (amqp:begin:list, descriptor 0x00000000_00000011 = 17, performatives): Indicate that a Session has begun on the channel.
 
@@ -665,25 +312,21 @@ class Begin(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:begin:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000011
     PROVIDES: ClassVar[tuple[str, ...]] = ("frame",)
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "remote-channel",
-        "next-outgoing-id",
-        "incoming-window",
-        "outgoing-window",
-        "handle-max",
-        "offered-capabilities",
-        "desired-capabilities",
-        "properties",
+    CODECS: ClassVar[tuple[Codec, ...]] = (
+        ("remote-channel", USHORT, e_ushort, None),
+        ("next-outgoing-id", UINT, e_uint, None),
+        ("incoming-window", UINT, e_uint, None),
+        ("outgoing-window", UINT, e_uint, None),
+        ("handle-max", UINT, e_uint, None),
+        ("offered-capabilities", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
+        ("desired-capabilities", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
+        ("properties", MAP, e_map, None),
     )
-    DEFAULTS: ClassVar[dict[str, Any]] = {
-        "handle_max": 4294967295,
-    }
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset(
-        {
-            5,
-            6,
-        }
-    )
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = (1, 2, 3)
+    DEFAULTS: ClassVar[dict[str, Any]] = {"handle_max": 4294967295}
+    MULTIPLE: ClassVar[frozenset[int]] = frozenset({5, 6})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     remote_channel: int | None
@@ -742,128 +385,6 @@ class Begin(Composite):
         self.properties = properties
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "begin", 8)
-        v: list[Any] = [None] * 8
-        w: list[Wire] = [None] * 8
-        i = 0
-        try:
-            if count > 0:  # remote-channel: ushort
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _USHORT_READERS[c](buf, pos + 1, stop, described)
-            if count > 1:  # next-outgoing-id: uint
-                i = 1
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[1] = NULL
-                    pos += 1
-                else:
-                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 2:  # incoming-window: uint
-                i = 2
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[2] = NULL
-                    pos += 1
-                else:
-                    v[2], pos, w[2] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 3:  # outgoing-window: uint
-                i = 3
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[3] = NULL
-                    pos += 1
-                else:
-                    v[3], pos, w[3] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 4:  # handle-max: uint
-                i = 4
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[4] = NULL
-                    pos += 1
-                else:
-                    v[4], pos, w[4] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 5:  # offered-capabilities: symbol_or_array
-                i = 5
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[5] = NULL
-                    pos += 1
-                else:
-                    v[5], pos, w[5] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
-            if count > 6:  # desired-capabilities: symbol_or_array
-                i = 6
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[6] = NULL
-                    pos += 1
-                else:
-                    v[6], pos, w[6] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
-            if count > 7:  # properties: map
-                i = 7
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[7] = NULL
-                    pos += 1
-                else:
-                    v[7], pos, w[7] = _MAP_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"begin.{Begin.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "begin", Begin.FIELDS, _BEGIN_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "begin", Begin.FIELDS)
-                if v[0] is not None and code_of(w[0]) not in USHORT:
-                    raise mistyped("begin.remote-channel", w[0], at)
-                if v[1] is not None and code_of(w[1]) not in UINT:
-                    raise mistyped("begin.next-outgoing-id", w[1], at)
-                if v[2] is not None and code_of(w[2]) not in UINT:
-                    raise mistyped("begin.incoming-window", w[2], at)
-                if v[3] is not None and code_of(w[3]) not in UINT:
-                    raise mistyped("begin.outgoing-window", w[3], at)
-                if v[4] is not None and code_of(w[4]) not in UINT:
-                    raise mistyped("begin.handle-max", w[4], at)
-                if v[5] is not None and code_of(w[5]) not in SYMBOL_OR_ARRAY:
-                    raise mistyped("begin.offered-capabilities", w[5], at)
-                if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
-                    raise mistyped("begin.desired-capabilities", w[6], at)
-                if v[7] is not None and code_of(w[7]) not in MAP:
-                    raise mistyped("begin.properties", w[7], at)
-        if v[5] is not None:
-            if not isinstance(v[5], list):
-                v[5] = [v[5]]
-        if v[6] is not None:
-            if not isinstance(v[6], list):
-                v[6] = [v[6]]
-        if v[1] is None:
-            raise absent("begin.next-outgoing-id", at)
-        if v[2] is None:
-            raise absent("begin.incoming-window", at)
-        if v[3] is None:
-            raise absent("begin.outgoing-window", at)
-        obj = Begin(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
     def _values(self) -> tuple[Any, ...]:
         return (
             self.remote_channel,
@@ -876,88 +397,9 @@ class Begin(Composite):
             self.properties,
         )
 
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        if values[1] is None:
-            raise EncodeError("begin.next-outgoing-id", "mandatory field is None")
-        if values[2] is None:
-            raise EncodeError("begin.incoming-window", "mandatory field is None")
-        if values[3] is None:
-            raise EncodeError("begin.outgoing-window", "mandatory field is None")
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:begin:list",
-            0x00000000_00000011,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # remote-channel
-                if values[0] is None:
-                    body.append(NULL)
-                else:
-                    e_ushort(values[0], body, wires[0])
-            if count > 1:  # next-outgoing-id
-                i = 1
-                e_uint(values[1], body, wires[1])
-            if count > 2:  # incoming-window
-                i = 2
-                e_uint(values[2], body, wires[2])
-            if count > 3:  # outgoing-window
-                i = 3
-                e_uint(values[3], body, wires[3])
-            if count > 4:  # handle-max
-                i = 4
-                if values[4] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[4], body, wires[4])
-            if count > 5:  # offered-capabilities
-                i = 5
-                if values[5] is None:
-                    body.append(NULL)
-                else:
-                    e_symbol_or_array(values[5], body, wires[5])
-            if count > 6:  # desired-capabilities
-                i = 6
-                if values[6] is None:
-                    body.append(NULL)
-                else:
-                    e_symbol_or_array(values[6], body, wires[6])
-            if count > 7:  # properties
-                i = 7
-                if values[7] is None:
-                    body.append(NULL)
-                else:
-                    e_map(values[7], body, wires[7])
-        except EncodeError as e:
-            raise EncodeError(f"begin.{Begin.FIELDS[i]}", f"{e.field}: {e.reason}") from None
-        end_list(out, lcode, body, count)
 
-
-_ATTACH_READERS = (
-    _STRING_READERS,
-    _UINT_READERS,
-    _BOOLEAN_READERS,
-    _UBYTE_READERS,
-    _UBYTE_READERS,
-    _ANY_READERS,
-    _ANY_READERS,
-    _MAP_READERS,
-    _BOOLEAN_READERS,
-    _UINT_READERS,
-    _ULONG_READERS,
-    _SYMBOL_OR_ARRAY_READERS,
-    _SYMBOL_OR_ARRAY_READERS,
-    _MAP_READERS,
-)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class Attach(Composite):
     """attach (amqp:attach:list, descriptor 0x00000000_00000012 = 18, performatives): The attach frame indicates that a Link Endpoint has been attached to the Session. The
     opening flag is used to indicate that the Link Endpoint is newly created.
@@ -971,33 +413,31 @@ class Attach(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:attach:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000012
     PROVIDES: ClassVar[tuple[str, ...]] = ("frame",)
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "name",
-        "handle",
-        "role",
-        "snd-settle-mode",
-        "rcv-settle-mode",
-        "source",
-        "target",
-        "unsettled",
-        "incomplete-unsettled",
-        "initial-delivery-count",
-        "max-message-size",
-        "offered-capabilities",
-        "desired-capabilities",
-        "properties",
+    CODECS: ClassVar[tuple[Codec, ...]] = (
+        ("name", STRING, e_string, None),
+        ("handle", UINT, e_uint, None),
+        ("role", BOOLEAN, e_boolean, None),
+        ("snd-settle-mode", UBYTE, e_ubyte, None),
+        ("rcv-settle-mode", UBYTE, e_ubyte, None),
+        ("source", None, encode_any, None),
+        ("target", None, encode_any, None),
+        ("unsettled", MAP, e_map, None),
+        ("incomplete-unsettled", BOOLEAN, e_boolean, None),
+        ("initial-delivery-count", UINT, e_uint, None),
+        ("max-message-size", ULONG, e_ulong, None),
+        ("offered-capabilities", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
+        ("desired-capabilities", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
+        ("properties", MAP, e_map, None),
     )
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = (0, 1, 2)
     DEFAULTS: ClassVar[dict[str, Any]] = {
         "snd_settle_mode": 2,
         "rcv_settle_mode": 0,
         "incomplete_unsettled": False,
     }
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset(
-        {
-            11,
-            12,
-        }
-    )
+    MULTIPLE: ClassVar[frozenset[int]] = frozenset({11, 12})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     name: str
@@ -1112,184 +552,6 @@ class Attach(Composite):
         self.properties = properties
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "attach", 14)
-        v: list[Any] = [None] * 14
-        w: list[Wire] = [None] * 14
-        i = 0
-        try:
-            if count > 0:  # name: string
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _STRING_READERS[c](buf, pos + 1, stop, described)
-            if count > 1:  # handle: uint
-                i = 1
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[1] = NULL
-                    pos += 1
-                else:
-                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 2:  # role: boolean
-                i = 2
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[2] = NULL
-                    pos += 1
-                else:
-                    v[2], pos, w[2] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-            if count > 3:  # snd-settle-mode: ubyte
-                i = 3
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[3] = NULL
-                    pos += 1
-                else:
-                    v[3], pos, w[3] = _UBYTE_READERS[c](buf, pos + 1, stop, described)
-            if count > 4:  # rcv-settle-mode: ubyte
-                i = 4
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[4] = NULL
-                    pos += 1
-                else:
-                    v[4], pos, w[4] = _UBYTE_READERS[c](buf, pos + 1, stop, described)
-            if count > 5:  # source: any
-                i = 5
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[5] = NULL
-                    pos += 1
-                else:
-                    v[5], pos, w[5] = _ANY_READERS[c](buf, pos + 1, stop, described)
-            if count > 6:  # target: any
-                i = 6
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[6] = NULL
-                    pos += 1
-                else:
-                    v[6], pos, w[6] = _ANY_READERS[c](buf, pos + 1, stop, described)
-            if count > 7:  # unsettled: map
-                i = 7
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[7] = NULL
-                    pos += 1
-                else:
-                    v[7], pos, w[7] = _MAP_READERS[c](buf, pos + 1, stop, described)
-            if count > 8:  # incomplete-unsettled: boolean
-                i = 8
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[8] = NULL
-                    pos += 1
-                else:
-                    v[8], pos, w[8] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-            if count > 9:  # initial-delivery-count: uint
-                i = 9
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[9] = NULL
-                    pos += 1
-                else:
-                    v[9], pos, w[9] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 10:  # max-message-size: ulong
-                i = 10
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[10] = NULL
-                    pos += 1
-                else:
-                    v[10], pos, w[10] = _ULONG_READERS[c](buf, pos + 1, stop, described)
-            if count > 11:  # offered-capabilities: symbol_or_array
-                i = 11
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[11] = NULL
-                    pos += 1
-                else:
-                    v[11], pos, w[11] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
-            if count > 12:  # desired-capabilities: symbol_or_array
-                i = 12
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[12] = NULL
-                    pos += 1
-                else:
-                    v[12], pos, w[12] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
-            if count > 13:  # properties: map
-                i = 13
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[13] = NULL
-                    pos += 1
-                else:
-                    v[13], pos, w[13] = _MAP_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"attach.{Attach.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "attach", Attach.FIELDS, _ATTACH_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "attach", Attach.FIELDS)
-                if v[0] is not None and code_of(w[0]) not in STRING:
-                    raise mistyped("attach.name", w[0], at)
-                if v[1] is not None and code_of(w[1]) not in UINT:
-                    raise mistyped("attach.handle", w[1], at)
-                if v[2] is not None and code_of(w[2]) not in BOOLEAN:
-                    raise mistyped("attach.role", w[2], at)
-                if v[3] is not None and code_of(w[3]) not in UBYTE:
-                    raise mistyped("attach.snd-settle-mode", w[3], at)
-                if v[4] is not None and code_of(w[4]) not in UBYTE:
-                    raise mistyped("attach.rcv-settle-mode", w[4], at)
-                if v[7] is not None and code_of(w[7]) not in MAP:
-                    raise mistyped("attach.unsettled", w[7], at)
-                if v[8] is not None and code_of(w[8]) not in BOOLEAN:
-                    raise mistyped("attach.incomplete-unsettled", w[8], at)
-                if v[9] is not None and code_of(w[9]) not in UINT:
-                    raise mistyped("attach.initial-delivery-count", w[9], at)
-                if v[10] is not None and code_of(w[10]) not in ULONG:
-                    raise mistyped("attach.max-message-size", w[10], at)
-                if v[11] is not None and code_of(w[11]) not in SYMBOL_OR_ARRAY:
-                    raise mistyped("attach.offered-capabilities", w[11], at)
-                if v[12] is not None and code_of(w[12]) not in SYMBOL_OR_ARRAY:
-                    raise mistyped("attach.desired-capabilities", w[12], at)
-                if v[13] is not None and code_of(w[13]) not in MAP:
-                    raise mistyped("attach.properties", w[13], at)
-        if v[11] is not None:
-            if not isinstance(v[11], list):
-                v[11] = [v[11]]
-        if v[12] is not None:
-            if not isinstance(v[12], list):
-                v[12] = [v[12]]
-        if v[0] is None:
-            raise absent("attach.name", at)
-        if v[1] is None:
-            raise absent("attach.handle", at)
-        if v[2] is None:
-            raise absent("attach.role", at)
-        obj = Attach(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
     def _values(self) -> tuple[Any, ...]:
         return (
             self.name,
@@ -1308,121 +570,9 @@ class Attach(Composite):
             self.properties,
         )
 
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        if values[0] is None:
-            raise EncodeError("attach.name", "mandatory field is None")
-        if values[1] is None:
-            raise EncodeError("attach.handle", "mandatory field is None")
-        if values[2] is None:
-            raise EncodeError("attach.role", "mandatory field is None")
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:attach:list",
-            0x00000000_00000012,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # name
-                e_string(values[0], body, wires[0])
-            if count > 1:  # handle
-                i = 1
-                e_uint(values[1], body, wires[1])
-            if count > 2:  # role
-                i = 2
-                e_boolean(values[2], body, wires[2])
-            if count > 3:  # snd-settle-mode
-                i = 3
-                if values[3] is None:
-                    body.append(NULL)
-                else:
-                    e_ubyte(values[3], body, wires[3])
-            if count > 4:  # rcv-settle-mode
-                i = 4
-                if values[4] is None:
-                    body.append(NULL)
-                else:
-                    e_ubyte(values[4], body, wires[4])
-            if count > 5:  # source
-                i = 5
-                if values[5] is None:
-                    body.append(NULL)
-                else:
-                    encode_any(values[5], body, wires[5])
-            if count > 6:  # target
-                i = 6
-                if values[6] is None:
-                    body.append(NULL)
-                else:
-                    encode_any(values[6], body, wires[6])
-            if count > 7:  # unsettled
-                i = 7
-                if values[7] is None:
-                    body.append(NULL)
-                else:
-                    e_map(values[7], body, wires[7])
-            if count > 8:  # incomplete-unsettled
-                i = 8
-                if values[8] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[8], body, wires[8])
-            if count > 9:  # initial-delivery-count
-                i = 9
-                if values[9] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[9], body, wires[9])
-            if count > 10:  # max-message-size
-                i = 10
-                if values[10] is None:
-                    body.append(NULL)
-                else:
-                    e_ulong(values[10], body, wires[10])
-            if count > 11:  # offered-capabilities
-                i = 11
-                if values[11] is None:
-                    body.append(NULL)
-                else:
-                    e_symbol_or_array(values[11], body, wires[11])
-            if count > 12:  # desired-capabilities
-                i = 12
-                if values[12] is None:
-                    body.append(NULL)
-                else:
-                    e_symbol_or_array(values[12], body, wires[12])
-            if count > 13:  # properties
-                i = 13
-                if values[13] is None:
-                    body.append(NULL)
-                else:
-                    e_map(values[13], body, wires[13])
-        except EncodeError as e:
-            raise EncodeError(f"attach.{Attach.FIELDS[i]}", f"{e.field}: {e.reason}") from None
-        end_list(out, lcode, body, count)
 
-
-_FLOW_READERS = (
-    _UINT_READERS,
-    _UINT_READERS,
-    _UINT_READERS,
-    _UINT_READERS,
-    _UINT_READERS,
-    _UINT_READERS,
-    _UINT_READERS,
-    _UINT_READERS,
-    _BOOLEAN_READERS,
-    _BOOLEAN_READERS,
-    _MAP_READERS,
-)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class Flow(Composite):
     """flow (amqp:flow:list, descriptor 0x00000000_00000013 = 19, performatives): Updates the flow state for the specified Link.
 
@@ -1435,23 +585,23 @@ class Flow(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:flow:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000013
     PROVIDES: ClassVar[tuple[str, ...]] = ("frame",)
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "next-incoming-id",
-        "incoming-window",
-        "next-outgoing-id",
-        "outgoing-window",
-        "handle",
-        "delivery-count",
-        "link-credit",
-        "available",
-        "drain",
-        "echo",
-        "properties",
+    CODECS: ClassVar[tuple[Codec, ...]] = (
+        ("next-incoming-id", UINT, e_uint, None),
+        ("incoming-window", UINT, e_uint, None),
+        ("next-outgoing-id", UINT, e_uint, None),
+        ("outgoing-window", UINT, e_uint, None),
+        ("handle", UINT, e_uint, None),
+        ("delivery-count", UINT, e_uint, None),
+        ("link-credit", UINT, e_uint, None),
+        ("available", UINT, e_uint, None),
+        ("drain", BOOLEAN, e_boolean, None),
+        ("echo", BOOLEAN, e_boolean, None),
+        ("properties", MAP, e_map, None),
     )
-    DEFAULTS: ClassVar[dict[str, Any]] = {
-        "drain": False,
-        "echo": False,
-    }
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = (1, 2, 3)
+    DEFAULTS: ClassVar[dict[str, Any]] = {"drain": False, "echo": False}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
@@ -1544,152 +694,6 @@ class Flow(Composite):
         self.properties = properties
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "flow", 11)
-        v: list[Any] = [None] * 11
-        w: list[Wire] = [None] * 11
-        i = 0
-        try:
-            if count > 0:  # next-incoming-id: uint
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 1:  # incoming-window: uint
-                i = 1
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[1] = NULL
-                    pos += 1
-                else:
-                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 2:  # next-outgoing-id: uint
-                i = 2
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[2] = NULL
-                    pos += 1
-                else:
-                    v[2], pos, w[2] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 3:  # outgoing-window: uint
-                i = 3
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[3] = NULL
-                    pos += 1
-                else:
-                    v[3], pos, w[3] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 4:  # handle: uint
-                i = 4
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[4] = NULL
-                    pos += 1
-                else:
-                    v[4], pos, w[4] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 5:  # delivery-count: uint
-                i = 5
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[5] = NULL
-                    pos += 1
-                else:
-                    v[5], pos, w[5] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 6:  # link-credit: uint
-                i = 6
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[6] = NULL
-                    pos += 1
-                else:
-                    v[6], pos, w[6] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 7:  # available: uint
-                i = 7
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[7] = NULL
-                    pos += 1
-                else:
-                    v[7], pos, w[7] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 8:  # drain: boolean
-                i = 8
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[8] = NULL
-                    pos += 1
-                else:
-                    v[8], pos, w[8] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-            if count > 9:  # echo: boolean
-                i = 9
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[9] = NULL
-                    pos += 1
-                else:
-                    v[9], pos, w[9] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-            if count > 10:  # properties: map
-                i = 10
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[10] = NULL
-                    pos += 1
-                else:
-                    v[10], pos, w[10] = _MAP_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"flow.{Flow.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "flow", Flow.FIELDS, _FLOW_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "flow", Flow.FIELDS)
-                if v[0] is not None and code_of(w[0]) not in UINT:
-                    raise mistyped("flow.next-incoming-id", w[0], at)
-                if v[1] is not None and code_of(w[1]) not in UINT:
-                    raise mistyped("flow.incoming-window", w[1], at)
-                if v[2] is not None and code_of(w[2]) not in UINT:
-                    raise mistyped("flow.next-outgoing-id", w[2], at)
-                if v[3] is not None and code_of(w[3]) not in UINT:
-                    raise mistyped("flow.outgoing-window", w[3], at)
-                if v[4] is not None and code_of(w[4]) not in UINT:
-                    raise mistyped("flow.handle", w[4], at)
-                if v[5] is not None and code_of(w[5]) not in UINT:
-                    raise mistyped("flow.delivery-count", w[5], at)
-                if v[6] is not None and code_of(w[6]) not in UINT:
-                    raise mistyped("flow.link-credit", w[6], at)
-                if v[7] is not None and code_of(w[7]) not in UINT:
-                    raise mistyped("flow.available", w[7], at)
-                if v[8] is not None and code_of(w[8]) not in BOOLEAN:
-                    raise mistyped("flow.drain", w[8], at)
-                if v[9] is not None and code_of(w[9]) not in BOOLEAN:
-                    raise mistyped("flow.echo", w[9], at)
-                if v[10] is not None and code_of(w[10]) not in MAP:
-                    raise mistyped("flow.properties", w[10], at)
-        if v[1] is None:
-            raise absent("flow.incoming-window", at)
-        if v[2] is None:
-            raise absent("flow.next-outgoing-id", at)
-        if v[3] is None:
-            raise absent("flow.outgoing-window", at)
-        obj = Flow(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
     def _values(self) -> tuple[Any, ...]:
         return (
             self.next_incoming_id,
@@ -1705,99 +709,9 @@ class Flow(Composite):
             self.properties,
         )
 
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        if values[1] is None:
-            raise EncodeError("flow.incoming-window", "mandatory field is None")
-        if values[2] is None:
-            raise EncodeError("flow.next-outgoing-id", "mandatory field is None")
-        if values[3] is None:
-            raise EncodeError("flow.outgoing-window", "mandatory field is None")
-        wires, count, lcode = list_start(
-            out, self._wire if wire is None else wire, "amqp:flow:list", 0x00000000_00000013, values
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # next-incoming-id
-                if values[0] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[0], body, wires[0])
-            if count > 1:  # incoming-window
-                i = 1
-                e_uint(values[1], body, wires[1])
-            if count > 2:  # next-outgoing-id
-                i = 2
-                e_uint(values[2], body, wires[2])
-            if count > 3:  # outgoing-window
-                i = 3
-                e_uint(values[3], body, wires[3])
-            if count > 4:  # handle
-                i = 4
-                if values[4] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[4], body, wires[4])
-            if count > 5:  # delivery-count
-                i = 5
-                if values[5] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[5], body, wires[5])
-            if count > 6:  # link-credit
-                i = 6
-                if values[6] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[6], body, wires[6])
-            if count > 7:  # available
-                i = 7
-                if values[7] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[7], body, wires[7])
-            if count > 8:  # drain
-                i = 8
-                if values[8] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[8], body, wires[8])
-            if count > 9:  # echo
-                i = 9
-                if values[9] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[9], body, wires[9])
-            if count > 10:  # properties
-                i = 10
-                if values[10] is None:
-                    body.append(NULL)
-                else:
-                    e_map(values[10], body, wires[10])
-        except EncodeError as e:
-            raise EncodeError(f"flow.{Flow.FIELDS[i]}", f"{e.field}: {e.reason}") from None
-        end_list(out, lcode, body, count)
 
-
-_TRANSFER_READERS = (
-    _UINT_READERS,
-    _UINT_READERS,
-    _BINARY_READERS,
-    _UINT_READERS,
-    _BOOLEAN_READERS,
-    _BOOLEAN_READERS,
-    _UBYTE_READERS,
-    _ANY_READERS,
-    _BOOLEAN_READERS,
-    _BOOLEAN_READERS,
-    _BOOLEAN_READERS,
-)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class Transfer(Composite):
     """transfer (amqp:transfer:list, descriptor 0x00000000_00000014 = 20, performatives): The transfer frame is used to send Messages across a Link. Messages may be carried by a
     single transfer up to the maximum negotiated frame size for the Connection. Larger Messages
@@ -1812,19 +726,22 @@ class Transfer(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:transfer:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000014
     PROVIDES: ClassVar[tuple[str, ...]] = ("frame",)
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "handle",
-        "delivery-id",
-        "delivery-tag",
-        "message-format",
-        "settled",
-        "more",
-        "rcv-settle-mode",
-        "state",
-        "resume",
-        "aborted",
-        "batchable",
+    CODECS: ClassVar[tuple[Codec, ...]] = (
+        ("handle", UINT, e_uint, None),
+        ("delivery-id", UINT, e_uint, None),
+        ("delivery-tag", BINARY, e_binary, None),
+        ("message-format", UINT, e_uint, None),
+        ("settled", BOOLEAN, e_boolean, None),
+        ("more", BOOLEAN, e_boolean, None),
+        ("rcv-settle-mode", UBYTE, e_ubyte, None),
+        ("state", None, encode_any, None),
+        ("resume", BOOLEAN, e_boolean, None),
+        ("aborted", BOOLEAN, e_boolean, None),
+        ("batchable", BOOLEAN, e_boolean, None),
     )
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = (0,)
     DEFAULTS: ClassVar[dict[str, Any]] = {
         "more": False,
         "resume": False,
@@ -1949,146 +866,6 @@ class Transfer(Composite):
         self.batchable = batchable
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "transfer", 11)
-        v: list[Any] = [None] * 11
-        w: list[Wire] = [None] * 11
-        i = 0
-        try:
-            if count > 0:  # handle: uint
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 1:  # delivery-id: uint
-                i = 1
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[1] = NULL
-                    pos += 1
-                else:
-                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 2:  # delivery-tag: binary
-                i = 2
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[2] = NULL
-                    pos += 1
-                else:
-                    v[2], pos, w[2] = _BINARY_READERS[c](buf, pos + 1, stop, described)
-            if count > 3:  # message-format: uint
-                i = 3
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[3] = NULL
-                    pos += 1
-                else:
-                    v[3], pos, w[3] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 4:  # settled: boolean
-                i = 4
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[4] = NULL
-                    pos += 1
-                else:
-                    v[4], pos, w[4] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-            if count > 5:  # more: boolean
-                i = 5
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[5] = NULL
-                    pos += 1
-                else:
-                    v[5], pos, w[5] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-            if count > 6:  # rcv-settle-mode: ubyte
-                i = 6
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[6] = NULL
-                    pos += 1
-                else:
-                    v[6], pos, w[6] = _UBYTE_READERS[c](buf, pos + 1, stop, described)
-            if count > 7:  # state: any
-                i = 7
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[7] = NULL
-                    pos += 1
-                else:
-                    v[7], pos, w[7] = _ANY_READERS[c](buf, pos + 1, stop, described)
-            if count > 8:  # resume: boolean
-                i = 8
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[8] = NULL
-                    pos += 1
-                else:
-                    v[8], pos, w[8] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-            if count > 9:  # aborted: boolean
-                i = 9
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[9] = NULL
-                    pos += 1
-                else:
-                    v[9], pos, w[9] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-            if count > 10:  # batchable: boolean
-                i = 10
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[10] = NULL
-                    pos += 1
-                else:
-                    v[10], pos, w[10] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"transfer.{Transfer.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "transfer", Transfer.FIELDS, _TRANSFER_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "transfer", Transfer.FIELDS)
-                if v[0] is not None and code_of(w[0]) not in UINT:
-                    raise mistyped("transfer.handle", w[0], at)
-                if v[1] is not None and code_of(w[1]) not in UINT:
-                    raise mistyped("transfer.delivery-id", w[1], at)
-                if v[2] is not None and code_of(w[2]) not in BINARY:
-                    raise mistyped("transfer.delivery-tag", w[2], at)
-                if v[3] is not None and code_of(w[3]) not in UINT:
-                    raise mistyped("transfer.message-format", w[3], at)
-                if v[4] is not None and code_of(w[4]) not in BOOLEAN:
-                    raise mistyped("transfer.settled", w[4], at)
-                if v[5] is not None and code_of(w[5]) not in BOOLEAN:
-                    raise mistyped("transfer.more", w[5], at)
-                if v[6] is not None and code_of(w[6]) not in UBYTE:
-                    raise mistyped("transfer.rcv-settle-mode", w[6], at)
-                if v[8] is not None and code_of(w[8]) not in BOOLEAN:
-                    raise mistyped("transfer.resume", w[8], at)
-                if v[9] is not None and code_of(w[9]) not in BOOLEAN:
-                    raise mistyped("transfer.aborted", w[9], at)
-                if v[10] is not None and code_of(w[10]) not in BOOLEAN:
-                    raise mistyped("transfer.batchable", w[10], at)
-        if v[0] is None:
-            raise absent("transfer.handle", at)
-        obj = Transfer(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
     def _values(self) -> tuple[Any, ...]:
         return (
             self.handle,
@@ -2104,100 +881,9 @@ class Transfer(Composite):
             self.batchable,
         )
 
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        if values[0] is None:
-            raise EncodeError("transfer.handle", "mandatory field is None")
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:transfer:list",
-            0x00000000_00000014,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # handle
-                e_uint(values[0], body, wires[0])
-            if count > 1:  # delivery-id
-                i = 1
-                if values[1] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[1], body, wires[1])
-            if count > 2:  # delivery-tag
-                i = 2
-                if values[2] is None:
-                    body.append(NULL)
-                else:
-                    e_binary(values[2], body, wires[2])
-            if count > 3:  # message-format
-                i = 3
-                if values[3] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[3], body, wires[3])
-            if count > 4:  # settled
-                i = 4
-                if values[4] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[4], body, wires[4])
-            if count > 5:  # more
-                i = 5
-                if values[5] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[5], body, wires[5])
-            if count > 6:  # rcv-settle-mode
-                i = 6
-                if values[6] is None:
-                    body.append(NULL)
-                else:
-                    e_ubyte(values[6], body, wires[6])
-            if count > 7:  # state
-                i = 7
-                if values[7] is None:
-                    body.append(NULL)
-                else:
-                    encode_any(values[7], body, wires[7])
-            if count > 8:  # resume
-                i = 8
-                if values[8] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[8], body, wires[8])
-            if count > 9:  # aborted
-                i = 9
-                if values[9] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[9], body, wires[9])
-            if count > 10:  # batchable
-                i = 10
-                if values[10] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[10], body, wires[10])
-        except EncodeError as e:
-            raise EncodeError(f"transfer.{Transfer.FIELDS[i]}", f"{e.field}: {e.reason}") from None
-        end_list(out, lcode, body, count)
 
-
-_DISPOSITION_READERS = (
-    _BOOLEAN_READERS,
-    _UINT_READERS,
-    _UINT_READERS,
-    _BOOLEAN_READERS,
-    _ANY_READERS,
-    _BOOLEAN_READERS,
-)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class Disposition(Composite):
     """disposition (amqp:disposition:list, descriptor 0x00000000_00000015 = 21, performatives): The disposition frame is used to inform the remote peer of local changes in the state of
     deliveries. The disposition frame may reference deliveries from many different links
@@ -2222,18 +908,18 @@ class Disposition(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:disposition:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000015
     PROVIDES: ClassVar[tuple[str, ...]] = ("frame",)
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "role",
-        "first",
-        "last",
-        "settled",
-        "state",
-        "batchable",
+    CODECS: ClassVar[tuple[Codec, ...]] = (
+        ("role", BOOLEAN, e_boolean, None),
+        ("first", UINT, e_uint, None),
+        ("last", UINT, e_uint, None),
+        ("settled", BOOLEAN, e_boolean, None),
+        ("state", None, encode_any, None),
+        ("batchable", BOOLEAN, e_boolean, None),
     )
-    DEFAULTS: ClassVar[dict[str, Any]] = {
-        "settled": False,
-        "batchable": False,
-    }
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = (0, 1)
+    DEFAULTS: ClassVar[dict[str, Any]] = {"settled": False, "batchable": False}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
@@ -2281,548 +967,12 @@ class Disposition(Composite):
         self.batchable = batchable
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "disposition", 6)
-        v: list[Any] = [None] * 6
-        w: list[Wire] = [None] * 6
-        i = 0
-        try:
-            if count > 0:  # role: boolean
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-            if count > 1:  # first: uint
-                i = 1
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[1] = NULL
-                    pos += 1
-                else:
-                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 2:  # last: uint
-                i = 2
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[2] = NULL
-                    pos += 1
-                else:
-                    v[2], pos, w[2] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 3:  # settled: boolean
-                i = 3
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[3] = NULL
-                    pos += 1
-                else:
-                    v[3], pos, w[3] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-            if count > 4:  # state: any
-                i = 4
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[4] = NULL
-                    pos += 1
-                else:
-                    v[4], pos, w[4] = _ANY_READERS[c](buf, pos + 1, stop, described)
-            if count > 5:  # batchable: boolean
-                i = 5
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[5] = NULL
-                    pos += 1
-                else:
-                    v[5], pos, w[5] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"disposition.{Disposition.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "disposition", Disposition.FIELDS, _DISPOSITION_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(
-                    buf, at, end, described, "disposition", Disposition.FIELDS
-                )
-                if v[0] is not None and code_of(w[0]) not in BOOLEAN:
-                    raise mistyped("disposition.role", w[0], at)
-                if v[1] is not None and code_of(w[1]) not in UINT:
-                    raise mistyped("disposition.first", w[1], at)
-                if v[2] is not None and code_of(w[2]) not in UINT:
-                    raise mistyped("disposition.last", w[2], at)
-                if v[3] is not None and code_of(w[3]) not in BOOLEAN:
-                    raise mistyped("disposition.settled", w[3], at)
-                if v[5] is not None and code_of(w[5]) not in BOOLEAN:
-                    raise mistyped("disposition.batchable", w[5], at)
-        if v[0] is None:
-            raise absent("disposition.role", at)
-        if v[1] is None:
-            raise absent("disposition.first", at)
-        obj = Disposition(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
     def _values(self) -> tuple[Any, ...]:
-        return (
-            self.role,
-            self.first,
-            self.last,
-            self.settled,
-            self.state,
-            self.batchable,
-        )
-
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        if values[0] is None:
-            raise EncodeError("disposition.role", "mandatory field is None")
-        if values[1] is None:
-            raise EncodeError("disposition.first", "mandatory field is None")
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:disposition:list",
-            0x00000000_00000015,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # role
-                e_boolean(values[0], body, wires[0])
-            if count > 1:  # first
-                i = 1
-                e_uint(values[1], body, wires[1])
-            if count > 2:  # last
-                i = 2
-                if values[2] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[2], body, wires[2])
-            if count > 3:  # settled
-                i = 3
-                if values[3] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[3], body, wires[3])
-            if count > 4:  # state
-                i = 4
-                if values[4] is None:
-                    body.append(NULL)
-                else:
-                    encode_any(values[4], body, wires[4])
-            if count > 5:  # batchable
-                i = 5
-                if values[5] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[5], body, wires[5])
-        except EncodeError as e:
-            raise EncodeError(
-                f"disposition.{Disposition.FIELDS[i]}", f"{e.field}: {e.reason}"
-            ) from None
-        end_list(out, lcode, body, count)
+        return (self.role, self.first, self.last, self.settled, self.state, self.batchable)
 
 
-_DETACH_READERS = (
-    _UINT_READERS,
-    _BOOLEAN_READERS,
-    _COMPOSITE_READERS,
-)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
-class Detach(Composite):
-    """detach (amqp:detach:list, descriptor 0x00000000_00000016 = 22, performatives): Detach the Link Endpoint from the Session. This un-maps the handle and makes it available
-    for use by other Links.
-
-    Spec: specs/amqp-1-0/transport.xml:3230:5
-    """
-
-    NAME: ClassVar[str] = "detach"
-    IDENT: ClassVar[tuple[int, ...]] = (0x00000000_00000016,)
-    KIND: ClassVar[str] = "oneway"
-    DESCRIPTOR_NAME: ClassVar[str] = "amqp:detach:list"
-    DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000016
-    PROVIDES: ClassVar[tuple[str, ...]] = ("frame",)
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "handle",
-        "closed",
-        "error",
-    )
-    DEFAULTS: ClassVar[dict[str, Any]] = {
-        "closed": False,
-    }
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
-
-    handle: int
-    """handle (mandatory): the local handle of the link to be detached"""
-
-    closed: bool | None = None
-    """closed: See closing-a-link."""
-
-    error: Error | None = None
-    """error: If set, this field indicates that the Link is being detached due to an error condition.
-    The value of the field should contain details on the cause of the error."""
-
-    _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
-
-    def __init__(
-        self,
-        handle: int,
-        closed: bool | None = None,
-        error: Error | None = None,
-    ) -> None:
-        self.handle = handle
-        self.closed = closed
-        self.error = error
-        self._wire = None
-
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "detach", 3)
-        v: list[Any] = [None] * 3
-        w: list[Wire] = [None] * 3
-        i = 0
-        try:
-            if count > 0:  # handle: uint
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 1:  # closed: boolean
-                i = 1
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[1] = NULL
-                    pos += 1
-                else:
-                    v[1], pos, w[1] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-            if count > 2:  # error: composite
-                i = 2
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[2] = NULL
-                    pos += 1
-                else:
-                    v[2], pos, w[2] = _COMPOSITE_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"detach.{Detach.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "detach", Detach.FIELDS, _DETACH_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "detach", Detach.FIELDS)
-                if v[0] is not None and code_of(w[0]) not in UINT:
-                    raise mistyped("detach.handle", w[0], at)
-                if v[1] is not None and code_of(w[1]) not in BOOLEAN:
-                    raise mistyped("detach.closed", w[1], at)
-                if v[2] is not None and code_of(w[2]) not in COMPOSITE:
-                    raise mistyped("detach.error", w[2], at)
-                if v[2] is not None and not isinstance(v[2], Error | list):
-                    raise not_kind("detach.error", v[2], Error, at)
-        if v[2] is not None:
-            if not isinstance(v[2], Error | list):
-                raise not_kind("detach.error", v[2], Error, at)
-        if v[0] is None:
-            raise absent("detach.handle", at)
-        obj = Detach(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
-    def _values(self) -> tuple[Any, ...]:
-        return (
-            self.handle,
-            self.closed,
-            self.error,
-        )
-
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        if values[0] is None:
-            raise EncodeError("detach.handle", "mandatory field is None")
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:detach:list",
-            0x00000000_00000016,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # handle
-                e_uint(values[0], body, wires[0])
-            if count > 1:  # closed
-                i = 1
-                if values[1] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[1], body, wires[1])
-            if count > 2:  # error
-                i = 2
-                if values[2] is None:
-                    body.append(NULL)
-                else:
-                    encode_any(values[2], body, wires[2])
-        except EncodeError as e:
-            raise EncodeError(f"detach.{Detach.FIELDS[i]}", f"{e.field}: {e.reason}") from None
-        end_list(out, lcode, body, count)
-
-
-_END_READERS = (_COMPOSITE_READERS,)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
-class End(Composite):
-    """end (amqp:end:list, descriptor 0x00000000_00000017 = 23, performatives): Indicates that the Session has ended.
-
-    Spec: specs/amqp-1-0/transport.xml:3263:5
-    """
-
-    NAME: ClassVar[str] = "end"
-    IDENT: ClassVar[tuple[int, ...]] = (0x00000000_00000017,)
-    KIND: ClassVar[str] = "oneway"
-    DESCRIPTOR_NAME: ClassVar[str] = "amqp:end:list"
-    DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000017
-    PROVIDES: ClassVar[tuple[str, ...]] = ("frame",)
-    FIELDS: ClassVar[tuple[str, ...]] = ("error",)
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
-
-    error: Error | None = None
-    """error: If set, this field indicates that the Session is being ended due to an error condition.
-    The value of the field should contain details on the cause of the error."""
-
-    _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
-
-    def __init__(
-        self,
-        error: Error | None = None,
-    ) -> None:
-        self.error = error
-        self._wire = None
-
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "end", 1)
-        v: list[Any] = [None] * 1
-        w: list[Wire] = [None] * 1
-        i = 0
-        try:
-            if count > 0:  # error: composite
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _COMPOSITE_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"end.{End.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(buf, at, end, described, "end", End.FIELDS, _END_READERS)
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "end", End.FIELDS)
-                if v[0] is not None and code_of(w[0]) not in COMPOSITE:
-                    raise mistyped("end.error", w[0], at)
-                if v[0] is not None and not isinstance(v[0], Error | list):
-                    raise not_kind("end.error", v[0], Error, at)
-        if v[0] is not None:
-            if not isinstance(v[0], Error | list):
-                raise not_kind("end.error", v[0], Error, at)
-        obj = End(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
-    def _values(self) -> tuple[Any, ...]:
-        return (self.error,)
-
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        wires, count, lcode = list_start(
-            out, self._wire if wire is None else wire, "amqp:end:list", 0x00000000_00000017, values
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # error
-                if values[0] is None:
-                    body.append(NULL)
-                else:
-                    encode_any(values[0], body, wires[0])
-        except EncodeError as e:
-            raise EncodeError(f"end.{End.FIELDS[i]}", f"{e.field}: {e.reason}") from None
-        end_list(out, lcode, body, count)
-
-
-_CLOSE_READERS = (_COMPOSITE_READERS,)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
-class Close(Composite):
-    """close (amqp:close:list, descriptor 0x00000000_00000018 = 24, performatives): Sending a close signals that the sender will not be sending any more frames (or bytes of any
-    other kind) on the Connection. Orderly shutdown requires that this frame MUST be written by
-    the sender. It is illegal to send any more frames (or bytes of any other kind) after sending
-    a close frame.
-
-    Spec: specs/amqp-1-0/transport.xml:3282:5
-    """
-
-    NAME: ClassVar[str] = "close"
-    IDENT: ClassVar[tuple[int, ...]] = (0x00000000_00000018,)
-    KIND: ClassVar[str] = "oneway"
-    DESCRIPTOR_NAME: ClassVar[str] = "amqp:close:list"
-    DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000018
-    PROVIDES: ClassVar[tuple[str, ...]] = ("frame",)
-    FIELDS: ClassVar[tuple[str, ...]] = ("error",)
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
-
-    error: Error | None = None
-    """error: If set, this field indicates that the Connection is being closed due to an error
-    condition. The value of the field should contain details on the cause of the error."""
-
-    _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
-
-    def __init__(
-        self,
-        error: Error | None = None,
-    ) -> None:
-        self.error = error
-        self._wire = None
-
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "close", 1)
-        v: list[Any] = [None] * 1
-        w: list[Wire] = [None] * 1
-        i = 0
-        try:
-            if count > 0:  # error: composite
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _COMPOSITE_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"close.{Close.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "close", Close.FIELDS, _CLOSE_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "close", Close.FIELDS)
-                if v[0] is not None and code_of(w[0]) not in COMPOSITE:
-                    raise mistyped("close.error", w[0], at)
-                if v[0] is not None and not isinstance(v[0], Error | list):
-                    raise not_kind("close.error", v[0], Error, at)
-        if v[0] is not None:
-            if not isinstance(v[0], Error | list):
-                raise not_kind("close.error", v[0], Error, at)
-        obj = Close(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
-    def _values(self) -> tuple[Any, ...]:
-        return (self.error,)
-
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:close:list",
-            0x00000000_00000018,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # error
-                if values[0] is None:
-                    body.append(NULL)
-                else:
-                    encode_any(values[0], body, wires[0])
-        except EncodeError as e:
-            raise EncodeError(f"close.{Close.FIELDS[i]}", f"{e.field}: {e.reason}") from None
-        end_list(out, lcode, body, count)
-
-
-_ERROR_READERS = (
-    _SYMBOL_READERS,
-    _STRING_READERS,
-    _MAP_READERS,
-)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class Error(Composite):
     """error (amqp:error:list, descriptor 0x00000000_0000001d = 29, definitions): details of an error
 
@@ -2835,11 +985,14 @@ class Error(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:error:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_0000001D
     PROVIDES: ClassVar[tuple[str, ...]] = ()
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "condition",
-        "description",
-        "info",
+    CODECS: ClassVar[tuple[Codec, ...]] = (
+        ("condition", SYMBOL, e_symbol, None),
+        ("description", STRING, e_string, None),
+        ("info", MAP, e_map, None),
     )
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = (0,)
     DEFAULTS: ClassVar[dict[str, Any]] = {}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
@@ -2858,130 +1011,146 @@ class Error(Composite):
     __hash__ = None  # type: ignore[assignment]
 
     def __init__(
-        self,
-        condition: str,
-        description: str | None = None,
-        info: dict[Any, Any] | None = None,
+        self, condition: str, description: str | None = None, info: dict[Any, Any] | None = None
     ) -> None:
         self.condition = condition
         self.description = description
         self.info = info
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "error", 3)
-        v: list[Any] = [None] * 3
-        w: list[Wire] = [None] * 3
-        i = 0
-        try:
-            if count > 0:  # condition: symbol
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _SYMBOL_READERS[c](buf, pos + 1, stop, described)
-            if count > 1:  # description: string
-                i = 1
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[1] = NULL
-                    pos += 1
-                else:
-                    v[1], pos, w[1] = _STRING_READERS[c](buf, pos + 1, stop, described)
-            if count > 2:  # info: map
-                i = 2
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[2] = NULL
-                    pos += 1
-                else:
-                    v[2], pos, w[2] = _MAP_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"error.{Error.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "error", Error.FIELDS, _ERROR_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "error", Error.FIELDS)
-                if v[0] is not None and code_of(w[0]) not in SYMBOL:
-                    raise mistyped("error.condition", w[0], at)
-                if v[1] is not None and code_of(w[1]) not in STRING:
-                    raise mistyped("error.description", w[1], at)
-                if v[2] is not None and code_of(w[2]) not in MAP:
-                    raise mistyped("error.info", w[2], at)
-        if v[0] is None:
-            raise absent("error.condition", at)
-        obj = Error(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
+    def _values(self) -> tuple[Any, ...]:
+        return (self.condition, self.description, self.info)
+
+
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
+class Detach(Composite):
+    """detach (amqp:detach:list, descriptor 0x00000000_00000016 = 22, performatives): Detach the Link Endpoint from the Session. This un-maps the handle and makes it available
+    for use by other Links.
+
+    Spec: specs/amqp-1-0/transport.xml:3230:5
+    """
+
+    NAME: ClassVar[str] = "detach"
+    IDENT: ClassVar[tuple[int, ...]] = (0x00000000_00000016,)
+    KIND: ClassVar[str] = "oneway"
+    DESCRIPTOR_NAME: ClassVar[str] = "amqp:detach:list"
+    DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000016
+    PROVIDES: ClassVar[tuple[str, ...]] = ("frame",)
+    CODECS: ClassVar[tuple[Codec, ...]] = (
+        ("handle", UINT, e_uint, None),
+        ("closed", BOOLEAN, e_boolean, None),
+        ("error", COMPOSITE, encode_any, Error),
+    )
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = (0,)
+    DEFAULTS: ClassVar[dict[str, Any]] = {"closed": False}
+    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
+    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
+
+    handle: int
+    """handle (mandatory): the local handle of the link to be detached"""
+
+    closed: bool | None = None
+    """closed: See closing-a-link."""
+
+    error: Error | None = None
+    """error: If set, this field indicates that the Link is being detached due to an error condition.
+    The value of the field should contain details on the cause of the error."""
+
+    _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, handle: int, closed: bool | None = None, error: Error | None = None) -> None:
+        self.handle = handle
+        self.closed = closed
+        self.error = error
+        self._wire = None
 
     def _values(self) -> tuple[Any, ...]:
-        return (
-            self.condition,
-            self.description,
-            self.info,
-        )
-
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        if values[0] is None:
-            raise EncodeError("error.condition", "mandatory field is None")
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:error:list",
-            0x00000000_0000001D,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # condition
-                e_symbol(values[0], body, wires[0])
-            if count > 1:  # description
-                i = 1
-                if values[1] is None:
-                    body.append(NULL)
-                else:
-                    e_string(values[1], body, wires[1])
-            if count > 2:  # info
-                i = 2
-                if values[2] is None:
-                    body.append(NULL)
-                else:
-                    e_map(values[2], body, wires[2])
-        except EncodeError as e:
-            raise EncodeError(f"error.{Error.FIELDS[i]}", f"{e.field}: {e.reason}") from None
-        end_list(out, lcode, body, count)
+        return (self.handle, self.closed, self.error)
 
 
-_HEADER_READERS = (
-    _BOOLEAN_READERS,
-    _UBYTE_READERS,
-    _UINT_READERS,
-    _BOOLEAN_READERS,
-    _UINT_READERS,
-)
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
+class End(Composite):
+    """end (amqp:end:list, descriptor 0x00000000_00000017 = 23, performatives): Indicates that the Session has ended.
+
+    Spec: specs/amqp-1-0/transport.xml:3263:5
+    """
+
+    NAME: ClassVar[str] = "end"
+    IDENT: ClassVar[tuple[int, ...]] = (0x00000000_00000017,)
+    KIND: ClassVar[str] = "oneway"
+    DESCRIPTOR_NAME: ClassVar[str] = "amqp:end:list"
+    DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000017
+    PROVIDES: ClassVar[tuple[str, ...]] = ("frame",)
+    CODECS: ClassVar[tuple[Codec, ...]] = (("error", COMPOSITE, encode_any, Error),)
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = ()
+    DEFAULTS: ClassVar[dict[str, Any]] = {}
+    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
+    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
+
+    error: Error | None = None
+    """error: If set, this field indicates that the Session is being ended due to an error condition.
+    The value of the field should contain details on the cause of the error."""
+
+    _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, error: Error | None = None) -> None:
+        self.error = error
+        self._wire = None
+
+    def _values(self) -> tuple[Any, ...]:
+        return (self.error,)
 
 
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
+class Close(Composite):
+    """close (amqp:close:list, descriptor 0x00000000_00000018 = 24, performatives): Sending a close signals that the sender will not be sending any more frames (or bytes of any
+    other kind) on the Connection. Orderly shutdown requires that this frame MUST be written by
+    the sender. It is illegal to send any more frames (or bytes of any other kind) after sending
+    a close frame.
+
+    Spec: specs/amqp-1-0/transport.xml:3282:5
+    """
+
+    NAME: ClassVar[str] = "close"
+    IDENT: ClassVar[tuple[int, ...]] = (0x00000000_00000018,)
+    KIND: ClassVar[str] = "oneway"
+    DESCRIPTOR_NAME: ClassVar[str] = "amqp:close:list"
+    DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000018
+    PROVIDES: ClassVar[tuple[str, ...]] = ("frame",)
+    CODECS: ClassVar[tuple[Codec, ...]] = (("error", COMPOSITE, encode_any, Error),)
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = ()
+    DEFAULTS: ClassVar[dict[str, Any]] = {}
+    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
+    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
+
+    error: Error | None = None
+    """error: If set, this field indicates that the Connection is being closed due to an error
+    condition. The value of the field should contain details on the cause of the error."""
+
+    _wire: Wire = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, error: Error | None = None) -> None:
+        self.error = error
+        self._wire = None
+
+    def _values(self) -> tuple[Any, ...]:
+        return (self.error,)
+
+
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class Header(Composite):
     """header (amqp:header:list, descriptor 0x00000000_00000070 = 112, message-format): The header section carries standard delivery details about the transfer of a Message through
     the AMQP network. If the header section is omitted the receiver MUST assume the appropriate
@@ -2997,13 +1166,16 @@ class Header(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:header:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000070
     PROVIDES: ClassVar[tuple[str, ...]] = ("section",)
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "durable",
-        "priority",
-        "ttl",
-        "first-acquirer",
-        "delivery-count",
+    CODECS: ClassVar[tuple[Codec, ...]] = (
+        ("durable", BOOLEAN, e_boolean, None),
+        ("priority", UBYTE, e_ubyte, None),
+        ("ttl", UINT, e_uint, None),
+        ("first-acquirer", BOOLEAN, e_boolean, None),
+        ("delivery-count", UINT, e_uint, None),
     )
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = ()
     DEFAULTS: ClassVar[dict[str, Any]] = {}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
@@ -3072,141 +1244,8 @@ class Header(Composite):
         self.delivery_count = delivery_count
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "header", 5)
-        v: list[Any] = [None] * 5
-        w: list[Wire] = [None] * 5
-        i = 0
-        try:
-            if count > 0:  # durable: boolean
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-            if count > 1:  # priority: ubyte
-                i = 1
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[1] = NULL
-                    pos += 1
-                else:
-                    v[1], pos, w[1] = _UBYTE_READERS[c](buf, pos + 1, stop, described)
-            if count > 2:  # ttl: uint
-                i = 2
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[2] = NULL
-                    pos += 1
-                else:
-                    v[2], pos, w[2] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 3:  # first-acquirer: boolean
-                i = 3
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[3] = NULL
-                    pos += 1
-                else:
-                    v[3], pos, w[3] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-            if count > 4:  # delivery-count: uint
-                i = 4
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[4] = NULL
-                    pos += 1
-                else:
-                    v[4], pos, w[4] = _UINT_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"header.{Header.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "header", Header.FIELDS, _HEADER_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "header", Header.FIELDS)
-                if v[0] is not None and code_of(w[0]) not in BOOLEAN:
-                    raise mistyped("header.durable", w[0], at)
-                if v[1] is not None and code_of(w[1]) not in UBYTE:
-                    raise mistyped("header.priority", w[1], at)
-                if v[2] is not None and code_of(w[2]) not in UINT:
-                    raise mistyped("header.ttl", w[2], at)
-                if v[3] is not None and code_of(w[3]) not in BOOLEAN:
-                    raise mistyped("header.first-acquirer", w[3], at)
-                if v[4] is not None and code_of(w[4]) not in UINT:
-                    raise mistyped("header.delivery-count", w[4], at)
-        obj = Header(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
     def _values(self) -> tuple[Any, ...]:
-        return (
-            self.durable,
-            self.priority,
-            self.ttl,
-            self.first_acquirer,
-            self.delivery_count,
-        )
-
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:header:list",
-            0x00000000_00000070,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # durable
-                if values[0] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[0], body, wires[0])
-            if count > 1:  # priority
-                i = 1
-                if values[1] is None:
-                    body.append(NULL)
-                else:
-                    e_ubyte(values[1], body, wires[1])
-            if count > 2:  # ttl
-                i = 2
-                if values[2] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[2], body, wires[2])
-            if count > 3:  # first-acquirer
-                i = 3
-                if values[3] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[3], body, wires[3])
-            if count > 4:  # delivery-count
-                i = 4
-                if values[4] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[4], body, wires[4])
-        except EncodeError as e:
-            raise EncodeError(f"header.{Header.FIELDS[i]}", f"{e.field}: {e.reason}") from None
-        end_list(out, lcode, body, count)
+        return (self.durable, self.priority, self.ttl, self.first_acquirer, self.delivery_count)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -3337,24 +1376,8 @@ class MessageAnnotations(Section):
             raise EncodeError("message-annotations.value", f"{e.field}: {e.reason}") from None
 
 
-_PROPERTIES_READERS = (
-    _ANY_READERS,
-    _BINARY_READERS,
-    _ANY_READERS,
-    _STRING_READERS,
-    _ANY_READERS,
-    _ANY_READERS,
-    _SYMBOL_READERS,
-    _SYMBOL_READERS,
-    _TIMESTAMP_READERS,
-    _TIMESTAMP_READERS,
-    _STRING_READERS,
-    _UINT_READERS,
-    _STRING_READERS,
-)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class Properties(Composite):
     """properties (amqp:properties:list, descriptor 0x00000000_00000073 = 115, message-format): The properties section is used for a defined set of standard properties of the message. The
     properties section is part of the bare message and thus must, if retransmitted by an
@@ -3369,21 +1392,24 @@ class Properties(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:properties:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000073
     PROVIDES: ClassVar[tuple[str, ...]] = ("section",)
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "message-id",
-        "user-id",
-        "to",
-        "subject",
-        "reply-to",
-        "correlation-id",
-        "content-type",
-        "content-encoding",
-        "absolute-expiry-time",
-        "creation-time",
-        "group-id",
-        "group-sequence",
-        "reply-to-group-id",
+    CODECS: ClassVar[tuple[Codec, ...]] = (
+        ("message-id", None, encode_any, None),
+        ("user-id", BINARY, e_binary, None),
+        ("to", None, encode_any, None),
+        ("subject", STRING, e_string, None),
+        ("reply-to", None, encode_any, None),
+        ("correlation-id", None, encode_any, None),
+        ("content-type", SYMBOL, e_symbol, None),
+        ("content-encoding", SYMBOL, e_symbol, None),
+        ("absolute-expiry-time", TIMESTAMP, e_timestamp, None),
+        ("creation-time", TIMESTAMP, e_timestamp, None),
+        ("group-id", STRING, e_string, None),
+        ("group-sequence", UINT, e_uint, None),
+        ("reply-to-group-id", STRING, e_string, None),
     )
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = ()
     DEFAULTS: ClassVar[dict[str, Any]] = {}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
@@ -3487,160 +1513,6 @@ class Properties(Composite):
         self.reply_to_group_id = reply_to_group_id
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "properties", 13)
-        v: list[Any] = [None] * 13
-        w: list[Wire] = [None] * 13
-        i = 0
-        try:
-            if count > 0:  # message-id: any
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _ANY_READERS[c](buf, pos + 1, stop, described)
-            if count > 1:  # user-id: binary
-                i = 1
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[1] = NULL
-                    pos += 1
-                else:
-                    v[1], pos, w[1] = _BINARY_READERS[c](buf, pos + 1, stop, described)
-            if count > 2:  # to: any
-                i = 2
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[2] = NULL
-                    pos += 1
-                else:
-                    v[2], pos, w[2] = _ANY_READERS[c](buf, pos + 1, stop, described)
-            if count > 3:  # subject: string
-                i = 3
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[3] = NULL
-                    pos += 1
-                else:
-                    v[3], pos, w[3] = _STRING_READERS[c](buf, pos + 1, stop, described)
-            if count > 4:  # reply-to: any
-                i = 4
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[4] = NULL
-                    pos += 1
-                else:
-                    v[4], pos, w[4] = _ANY_READERS[c](buf, pos + 1, stop, described)
-            if count > 5:  # correlation-id: any
-                i = 5
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[5] = NULL
-                    pos += 1
-                else:
-                    v[5], pos, w[5] = _ANY_READERS[c](buf, pos + 1, stop, described)
-            if count > 6:  # content-type: symbol
-                i = 6
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[6] = NULL
-                    pos += 1
-                else:
-                    v[6], pos, w[6] = _SYMBOL_READERS[c](buf, pos + 1, stop, described)
-            if count > 7:  # content-encoding: symbol
-                i = 7
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[7] = NULL
-                    pos += 1
-                else:
-                    v[7], pos, w[7] = _SYMBOL_READERS[c](buf, pos + 1, stop, described)
-            if count > 8:  # absolute-expiry-time: timestamp
-                i = 8
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[8] = NULL
-                    pos += 1
-                else:
-                    v[8], pos, w[8] = _TIMESTAMP_READERS[c](buf, pos + 1, stop, described)
-            if count > 9:  # creation-time: timestamp
-                i = 9
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[9] = NULL
-                    pos += 1
-                else:
-                    v[9], pos, w[9] = _TIMESTAMP_READERS[c](buf, pos + 1, stop, described)
-            if count > 10:  # group-id: string
-                i = 10
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[10] = NULL
-                    pos += 1
-                else:
-                    v[10], pos, w[10] = _STRING_READERS[c](buf, pos + 1, stop, described)
-            if count > 11:  # group-sequence: uint
-                i = 11
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[11] = NULL
-                    pos += 1
-                else:
-                    v[11], pos, w[11] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 12:  # reply-to-group-id: string
-                i = 12
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[12] = NULL
-                    pos += 1
-                else:
-                    v[12], pos, w[12] = _STRING_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"properties.{Properties.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "properties", Properties.FIELDS, _PROPERTIES_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(
-                    buf, at, end, described, "properties", Properties.FIELDS
-                )
-                if v[1] is not None and code_of(w[1]) not in BINARY:
-                    raise mistyped("properties.user-id", w[1], at)
-                if v[3] is not None and code_of(w[3]) not in STRING:
-                    raise mistyped("properties.subject", w[3], at)
-                if v[6] is not None and code_of(w[6]) not in SYMBOL:
-                    raise mistyped("properties.content-type", w[6], at)
-                if v[7] is not None and code_of(w[7]) not in SYMBOL:
-                    raise mistyped("properties.content-encoding", w[7], at)
-                if v[8] is not None and code_of(w[8]) not in TIMESTAMP:
-                    raise mistyped("properties.absolute-expiry-time", w[8], at)
-                if v[9] is not None and code_of(w[9]) not in TIMESTAMP:
-                    raise mistyped("properties.creation-time", w[9], at)
-                if v[10] is not None and code_of(w[10]) not in STRING:
-                    raise mistyped("properties.group-id", w[10], at)
-                if v[11] is not None and code_of(w[11]) not in UINT:
-                    raise mistyped("properties.group-sequence", w[11], at)
-                if v[12] is not None and code_of(w[12]) not in STRING:
-                    raise mistyped("properties.reply-to-group-id", w[12], at)
-        obj = Properties(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
     def _values(self) -> tuple[Any, ...]:
         return (
             self.message_id,
@@ -3657,103 +1529,6 @@ class Properties(Composite):
             self.group_sequence,
             self.reply_to_group_id,
         )
-
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:properties:list",
-            0x00000000_00000073,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # message-id
-                if values[0] is None:
-                    body.append(NULL)
-                else:
-                    encode_any(values[0], body, wires[0])
-            if count > 1:  # user-id
-                i = 1
-                if values[1] is None:
-                    body.append(NULL)
-                else:
-                    e_binary(values[1], body, wires[1])
-            if count > 2:  # to
-                i = 2
-                if values[2] is None:
-                    body.append(NULL)
-                else:
-                    encode_any(values[2], body, wires[2])
-            if count > 3:  # subject
-                i = 3
-                if values[3] is None:
-                    body.append(NULL)
-                else:
-                    e_string(values[3], body, wires[3])
-            if count > 4:  # reply-to
-                i = 4
-                if values[4] is None:
-                    body.append(NULL)
-                else:
-                    encode_any(values[4], body, wires[4])
-            if count > 5:  # correlation-id
-                i = 5
-                if values[5] is None:
-                    body.append(NULL)
-                else:
-                    encode_any(values[5], body, wires[5])
-            if count > 6:  # content-type
-                i = 6
-                if values[6] is None:
-                    body.append(NULL)
-                else:
-                    e_symbol(values[6], body, wires[6])
-            if count > 7:  # content-encoding
-                i = 7
-                if values[7] is None:
-                    body.append(NULL)
-                else:
-                    e_symbol(values[7], body, wires[7])
-            if count > 8:  # absolute-expiry-time
-                i = 8
-                if values[8] is None:
-                    body.append(NULL)
-                else:
-                    e_timestamp(values[8], body, wires[8])
-            if count > 9:  # creation-time
-                i = 9
-                if values[9] is None:
-                    body.append(NULL)
-                else:
-                    e_timestamp(values[9], body, wires[9])
-            if count > 10:  # group-id
-                i = 10
-                if values[10] is None:
-                    body.append(NULL)
-                else:
-                    e_string(values[10], body, wires[10])
-            if count > 11:  # group-sequence
-                i = 11
-                if values[11] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[11], body, wires[11])
-            if count > 12:  # reply-to-group-id
-                i = 12
-                if values[12] is None:
-                    body.append(NULL)
-                else:
-                    e_string(values[12], body, wires[12])
-        except EncodeError as e:
-            raise EncodeError(
-                f"properties.{Properties.FIELDS[i]}", f"{e.field}: {e.reason}"
-            ) from None
-        end_list(out, lcode, body, count)
 
 
 @dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
@@ -4006,13 +1781,8 @@ class Footer(Section):
             raise EncodeError("footer.value", f"{e.field}: {e.reason}") from None
 
 
-_RECEIVED_READERS = (
-    _UINT_READERS,
-    _ULONG_READERS,
-)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class Received(Composite):
     """received (amqp:received:list, descriptor 0x00000000_00000023 = 35, delivery-state): At the target the received state indicates the furthest point in the payload of the message
     which the target will not need to have resent if the link is resumed. At the source the
@@ -4032,10 +1802,13 @@ class Received(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:received:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000023
     PROVIDES: ClassVar[tuple[str, ...]] = ("delivery-state",)
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "section-number",
-        "section-offset",
+    CODECS: ClassVar[tuple[Codec, ...]] = (
+        ("section-number", UINT, e_uint, None),
+        ("section-offset", ULONG, e_ulong, None),
     )
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = (0, 1)
     DEFAULTS: ClassVar[dict[str, Any]] = {}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
@@ -4061,107 +1834,17 @@ class Received(Composite):
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
     __hash__ = None  # type: ignore[assignment]
 
-    def __init__(
-        self,
-        section_number: int,
-        section_offset: int,
-    ) -> None:
+    def __init__(self, section_number: int, section_offset: int) -> None:
         self.section_number = section_number
         self.section_offset = section_offset
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "received", 2)
-        v: list[Any] = [None] * 2
-        w: list[Wire] = [None] * 2
-        i = 0
-        try:
-            if count > 0:  # section-number: uint
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 1:  # section-offset: ulong
-                i = 1
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[1] = NULL
-                    pos += 1
-                else:
-                    v[1], pos, w[1] = _ULONG_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"received.{Received.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "received", Received.FIELDS, _RECEIVED_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "received", Received.FIELDS)
-                if v[0] is not None and code_of(w[0]) not in UINT:
-                    raise mistyped("received.section-number", w[0], at)
-                if v[1] is not None and code_of(w[1]) not in ULONG:
-                    raise mistyped("received.section-offset", w[1], at)
-        if v[0] is None:
-            raise absent("received.section-number", at)
-        if v[1] is None:
-            raise absent("received.section-offset", at)
-        obj = Received(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
     def _values(self) -> tuple[Any, ...]:
-        return (
-            self.section_number,
-            self.section_offset,
-        )
-
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        if values[0] is None:
-            raise EncodeError("received.section-number", "mandatory field is None")
-        if values[1] is None:
-            raise EncodeError("received.section-offset", "mandatory field is None")
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:received:list",
-            0x00000000_00000023,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # section-number
-                e_uint(values[0], body, wires[0])
-            if count > 1:  # section-offset
-                i = 1
-                e_ulong(values[1], body, wires[1])
-        except EncodeError as e:
-            raise EncodeError(f"received.{Received.FIELDS[i]}", f"{e.field}: {e.reason}") from None
-        end_list(out, lcode, body, count)
+        return (self.section_number, self.section_offset)
 
 
-_ACCEPTED_READERS = ()
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class Accepted(Composite):
     """accepted (amqp:accepted:list, descriptor 0x00000000_00000024 = 36, delivery-state): At the source the accepted state means that the message has been retired from the node, and
     transfer of payload data will not be able to be resumed if the link becomes suspended. A
@@ -4185,11 +1868,11 @@ class Accepted(Composite):
     KIND: ClassVar[str] = "value"
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:accepted:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000024
-    PROVIDES: ClassVar[tuple[str, ...]] = (
-        "delivery-state",
-        "outcome",
-    )
-    FIELDS: ClassVar[tuple[str, ...]] = ()
+    PROVIDES: ClassVar[tuple[str, ...]] = ("delivery-state", "outcome")
+    CODECS: ClassVar[tuple[Codec, ...]] = ()
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = ()
     DEFAULTS: ClassVar[dict[str, Any]] = {}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
@@ -4202,51 +1885,12 @@ class Accepted(Composite):
     ) -> None:
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "accepted", 0)
-        v: list[Any] = [None] * 0
-        w: list[Wire] = [None] * 0
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "accepted", Accepted.FIELDS, _ACCEPTED_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "accepted", Accepted.FIELDS)
-        obj = Accepted(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
     def _values(self) -> tuple[Any, ...]:
         return ()
 
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:accepted:list",
-            0x00000000_00000024,
-            values,
-        )
-        body = bytearray()
-        end_list(out, lcode, body, count)
 
-
-_REJECTED_READERS = (_COMPOSITE_READERS,)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class Rejected(Composite):
     """rejected (amqp:rejected:list, descriptor 0x00000000_00000025 = 37, delivery-state): At the target, the rejected outcome is used to indicate that an incoming Message is invalid
     and therefore unprocessable. The rejected outcome when applied to a Message will cause the
@@ -4264,11 +1908,11 @@ class Rejected(Composite):
     KIND: ClassVar[str] = "value"
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:rejected:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000025
-    PROVIDES: ClassVar[tuple[str, ...]] = (
-        "delivery-state",
-        "outcome",
-    )
-    FIELDS: ClassVar[tuple[str, ...]] = ("error",)
+    PROVIDES: ClassVar[tuple[str, ...]] = ("delivery-state", "outcome")
+    CODECS: ClassVar[tuple[Codec, ...]] = (("error", COMPOSITE, encode_any, Error),)
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = ()
     DEFAULTS: ClassVar[dict[str, Any]] = {}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
@@ -4280,89 +1924,16 @@ class Rejected(Composite):
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
     __hash__ = None  # type: ignore[assignment]
 
-    def __init__(
-        self,
-        error: Error | None = None,
-    ) -> None:
+    def __init__(self, error: Error | None = None) -> None:
         self.error = error
         self._wire = None
-
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "rejected", 1)
-        v: list[Any] = [None] * 1
-        w: list[Wire] = [None] * 1
-        i = 0
-        try:
-            if count > 0:  # error: composite
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _COMPOSITE_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"rejected.{Rejected.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "rejected", Rejected.FIELDS, _REJECTED_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "rejected", Rejected.FIELDS)
-                if v[0] is not None and code_of(w[0]) not in COMPOSITE:
-                    raise mistyped("rejected.error", w[0], at)
-                if v[0] is not None and not isinstance(v[0], Error | list):
-                    raise not_kind("rejected.error", v[0], Error, at)
-        if v[0] is not None:
-            if not isinstance(v[0], Error | list):
-                raise not_kind("rejected.error", v[0], Error, at)
-        obj = Rejected(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
 
     def _values(self) -> tuple[Any, ...]:
         return (self.error,)
 
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:rejected:list",
-            0x00000000_00000025,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # error
-                if values[0] is None:
-                    body.append(NULL)
-                else:
-                    encode_any(values[0], body, wires[0])
-        except EncodeError as e:
-            raise EncodeError(f"rejected.{Rejected.FIELDS[i]}", f"{e.field}: {e.reason}") from None
-        end_list(out, lcode, body, count)
 
-
-_RELEASED_READERS = ()
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class Released(Composite):
     """released (amqp:released:list, descriptor 0x00000000_00000026 = 38, delivery-state): At the source the released outcome means that the message is no longer acquired by the
     receiver, and has been made available for (re-)delivery to the same or other targets
@@ -4387,11 +1958,11 @@ class Released(Composite):
     KIND: ClassVar[str] = "value"
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:released:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000026
-    PROVIDES: ClassVar[tuple[str, ...]] = (
-        "delivery-state",
-        "outcome",
-    )
-    FIELDS: ClassVar[tuple[str, ...]] = ()
+    PROVIDES: ClassVar[tuple[str, ...]] = ("delivery-state", "outcome")
+    CODECS: ClassVar[tuple[Codec, ...]] = ()
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = ()
     DEFAULTS: ClassVar[dict[str, Any]] = {}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
@@ -4404,55 +1975,12 @@ class Released(Composite):
     ) -> None:
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "released", 0)
-        v: list[Any] = [None] * 0
-        w: list[Wire] = [None] * 0
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "released", Released.FIELDS, _RELEASED_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "released", Released.FIELDS)
-        obj = Released(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
     def _values(self) -> tuple[Any, ...]:
         return ()
 
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:released:list",
-            0x00000000_00000026,
-            values,
-        )
-        body = bytearray()
-        end_list(out, lcode, body, count)
 
-
-_MODIFIED_READERS = (
-    _BOOLEAN_READERS,
-    _BOOLEAN_READERS,
-    _MAP_READERS,
-)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class Modified(Composite):
     """modified (amqp:modified:list, descriptor 0x00000000_00000027 = 39, delivery-state): At the source the modified outcome means that the message is no longer acquired by the
     receiver, and has been made available for (re-)delivery to the same or other targets
@@ -4478,15 +2006,15 @@ class Modified(Composite):
     KIND: ClassVar[str] = "value"
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:modified:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000027
-    PROVIDES: ClassVar[tuple[str, ...]] = (
-        "delivery-state",
-        "outcome",
+    PROVIDES: ClassVar[tuple[str, ...]] = ("delivery-state", "outcome")
+    CODECS: ClassVar[tuple[Codec, ...]] = (
+        ("delivery-failed", BOOLEAN, e_boolean, None),
+        ("undeliverable-here", BOOLEAN, e_boolean, None),
+        ("message-annotations", MAP, e_map, None),
     )
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "delivery-failed",
-        "undeliverable-here",
-        "message-annotations",
-    )
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = ()
     DEFAULTS: ClassVar[dict[str, Any]] = {}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
@@ -4520,125 +2048,12 @@ class Modified(Composite):
         self.message_annotations = message_annotations
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "modified", 3)
-        v: list[Any] = [None] * 3
-        w: list[Wire] = [None] * 3
-        i = 0
-        try:
-            if count > 0:  # delivery-failed: boolean
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-            if count > 1:  # undeliverable-here: boolean
-                i = 1
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[1] = NULL
-                    pos += 1
-                else:
-                    v[1], pos, w[1] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-            if count > 2:  # message-annotations: map
-                i = 2
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[2] = NULL
-                    pos += 1
-                else:
-                    v[2], pos, w[2] = _MAP_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"modified.{Modified.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "modified", Modified.FIELDS, _MODIFIED_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "modified", Modified.FIELDS)
-                if v[0] is not None and code_of(w[0]) not in BOOLEAN:
-                    raise mistyped("modified.delivery-failed", w[0], at)
-                if v[1] is not None and code_of(w[1]) not in BOOLEAN:
-                    raise mistyped("modified.undeliverable-here", w[1], at)
-                if v[2] is not None and code_of(w[2]) not in MAP:
-                    raise mistyped("modified.message-annotations", w[2], at)
-        obj = Modified(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
     def _values(self) -> tuple[Any, ...]:
-        return (
-            self.delivery_failed,
-            self.undeliverable_here,
-            self.message_annotations,
-        )
-
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:modified:list",
-            0x00000000_00000027,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # delivery-failed
-                if values[0] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[0], body, wires[0])
-            if count > 1:  # undeliverable-here
-                i = 1
-                if values[1] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[1], body, wires[1])
-            if count > 2:  # message-annotations
-                i = 2
-                if values[2] is None:
-                    body.append(NULL)
-                else:
-                    e_map(values[2], body, wires[2])
-        except EncodeError as e:
-            raise EncodeError(f"modified.{Modified.FIELDS[i]}", f"{e.field}: {e.reason}") from None
-        end_list(out, lcode, body, count)
+        return (self.delivery_failed, self.undeliverable_here, self.message_annotations)
 
 
-_SOURCE_READERS = (
-    _ANY_READERS,
-    _UINT_READERS,
-    _SYMBOL_READERS,
-    _UINT_READERS,
-    _BOOLEAN_READERS,
-    _MAP_READERS,
-    _SYMBOL_READERS,
-    _MAP_READERS,
-    _ANY_READERS,
-    _SYMBOL_OR_ARRAY_READERS,
-    _SYMBOL_OR_ARRAY_READERS,
-)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class Source(Composite):
     """source (amqp:source:list, descriptor 0x00000000_00000028 = 40, addressing): For containers which do not implement address resolution (and do not admit spontaneous link
     attachment from their partners) but are instead only used as producers of messages, it is
@@ -4654,31 +2069,29 @@ class Source(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:source:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000028
     PROVIDES: ClassVar[tuple[str, ...]] = ("source",)
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "address",
-        "durable",
-        "expiry-policy",
-        "timeout",
-        "dynamic",
-        "dynamic-node-properties",
-        "distribution-mode",
-        "filter",
-        "default-outcome",
-        "outcomes",
-        "capabilities",
+    CODECS: ClassVar[tuple[Codec, ...]] = (
+        ("address", None, encode_any, None),
+        ("durable", UINT, e_uint, None),
+        ("expiry-policy", SYMBOL, e_symbol, None),
+        ("timeout", UINT, e_uint, None),
+        ("dynamic", BOOLEAN, e_boolean, None),
+        ("dynamic-node-properties", MAP, e_map, None),
+        ("distribution-mode", SYMBOL, e_symbol, None),
+        ("filter", MAP, e_map, None),
+        ("default-outcome", None, encode_any, None),
+        ("outcomes", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
+        ("capabilities", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
     )
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = ()
     DEFAULTS: ClassVar[dict[str, Any]] = {
         "durable": 0,
         "expiry_policy": "session-end",
         "timeout": 0,
         "dynamic": False,
     }
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset(
-        {
-            9,
-            10,
-        }
-    )
+    MULTIPLE: ClassVar[frozenset[int]] = frozenset({9, 10})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     address: Any | None = None
@@ -4771,148 +2184,6 @@ class Source(Composite):
         self.capabilities = capabilities
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "source", 11)
-        v: list[Any] = [None] * 11
-        w: list[Wire] = [None] * 11
-        i = 0
-        try:
-            if count > 0:  # address: any
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _ANY_READERS[c](buf, pos + 1, stop, described)
-            if count > 1:  # durable: uint
-                i = 1
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[1] = NULL
-                    pos += 1
-                else:
-                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 2:  # expiry-policy: symbol
-                i = 2
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[2] = NULL
-                    pos += 1
-                else:
-                    v[2], pos, w[2] = _SYMBOL_READERS[c](buf, pos + 1, stop, described)
-            if count > 3:  # timeout: uint
-                i = 3
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[3] = NULL
-                    pos += 1
-                else:
-                    v[3], pos, w[3] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 4:  # dynamic: boolean
-                i = 4
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[4] = NULL
-                    pos += 1
-                else:
-                    v[4], pos, w[4] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-            if count > 5:  # dynamic-node-properties: map
-                i = 5
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[5] = NULL
-                    pos += 1
-                else:
-                    v[5], pos, w[5] = _MAP_READERS[c](buf, pos + 1, stop, described)
-            if count > 6:  # distribution-mode: symbol
-                i = 6
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[6] = NULL
-                    pos += 1
-                else:
-                    v[6], pos, w[6] = _SYMBOL_READERS[c](buf, pos + 1, stop, described)
-            if count > 7:  # filter: map
-                i = 7
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[7] = NULL
-                    pos += 1
-                else:
-                    v[7], pos, w[7] = _MAP_READERS[c](buf, pos + 1, stop, described)
-            if count > 8:  # default-outcome: any
-                i = 8
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[8] = NULL
-                    pos += 1
-                else:
-                    v[8], pos, w[8] = _ANY_READERS[c](buf, pos + 1, stop, described)
-            if count > 9:  # outcomes: symbol_or_array
-                i = 9
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[9] = NULL
-                    pos += 1
-                else:
-                    v[9], pos, w[9] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
-            if count > 10:  # capabilities: symbol_or_array
-                i = 10
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[10] = NULL
-                    pos += 1
-                else:
-                    v[10], pos, w[10] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"source.{Source.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "source", Source.FIELDS, _SOURCE_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "source", Source.FIELDS)
-                if v[1] is not None and code_of(w[1]) not in UINT:
-                    raise mistyped("source.durable", w[1], at)
-                if v[2] is not None and code_of(w[2]) not in SYMBOL:
-                    raise mistyped("source.expiry-policy", w[2], at)
-                if v[3] is not None and code_of(w[3]) not in UINT:
-                    raise mistyped("source.timeout", w[3], at)
-                if v[4] is not None and code_of(w[4]) not in BOOLEAN:
-                    raise mistyped("source.dynamic", w[4], at)
-                if v[5] is not None and code_of(w[5]) not in MAP:
-                    raise mistyped("source.dynamic-node-properties", w[5], at)
-                if v[6] is not None and code_of(w[6]) not in SYMBOL:
-                    raise mistyped("source.distribution-mode", w[6], at)
-                if v[7] is not None and code_of(w[7]) not in MAP:
-                    raise mistyped("source.filter", w[7], at)
-                if v[9] is not None and code_of(w[9]) not in SYMBOL_OR_ARRAY:
-                    raise mistyped("source.outcomes", w[9], at)
-                if v[10] is not None and code_of(w[10]) not in SYMBOL_OR_ARRAY:
-                    raise mistyped("source.capabilities", w[10], at)
-        if v[9] is not None:
-            if not isinstance(v[9], list):
-                v[9] = [v[9]]
-        if v[10] is not None:
-            if not isinstance(v[10], list):
-                v[10] = [v[10]]
-        obj = Source(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
     def _values(self) -> tuple[Any, ...]:
         return (
             self.address,
@@ -4928,102 +2199,9 @@ class Source(Composite):
             self.capabilities,
         )
 
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:source:list",
-            0x00000000_00000028,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # address
-                if values[0] is None:
-                    body.append(NULL)
-                else:
-                    encode_any(values[0], body, wires[0])
-            if count > 1:  # durable
-                i = 1
-                if values[1] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[1], body, wires[1])
-            if count > 2:  # expiry-policy
-                i = 2
-                if values[2] is None:
-                    body.append(NULL)
-                else:
-                    e_symbol(values[2], body, wires[2])
-            if count > 3:  # timeout
-                i = 3
-                if values[3] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[3], body, wires[3])
-            if count > 4:  # dynamic
-                i = 4
-                if values[4] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[4], body, wires[4])
-            if count > 5:  # dynamic-node-properties
-                i = 5
-                if values[5] is None:
-                    body.append(NULL)
-                else:
-                    e_map(values[5], body, wires[5])
-            if count > 6:  # distribution-mode
-                i = 6
-                if values[6] is None:
-                    body.append(NULL)
-                else:
-                    e_symbol(values[6], body, wires[6])
-            if count > 7:  # filter
-                i = 7
-                if values[7] is None:
-                    body.append(NULL)
-                else:
-                    e_map(values[7], body, wires[7])
-            if count > 8:  # default-outcome
-                i = 8
-                if values[8] is None:
-                    body.append(NULL)
-                else:
-                    encode_any(values[8], body, wires[8])
-            if count > 9:  # outcomes
-                i = 9
-                if values[9] is None:
-                    body.append(NULL)
-                else:
-                    e_symbol_or_array(values[9], body, wires[9])
-            if count > 10:  # capabilities
-                i = 10
-                if values[10] is None:
-                    body.append(NULL)
-                else:
-                    e_symbol_or_array(values[10], body, wires[10])
-        except EncodeError as e:
-            raise EncodeError(f"source.{Source.FIELDS[i]}", f"{e.field}: {e.reason}") from None
-        end_list(out, lcode, body, count)
 
-
-_TARGET_READERS = (
-    _ANY_READERS,
-    _UINT_READERS,
-    _SYMBOL_READERS,
-    _UINT_READERS,
-    _BOOLEAN_READERS,
-    _MAP_READERS,
-    _SYMBOL_OR_ARRAY_READERS,
-)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class Target(Composite):
     """target (amqp:target:list, descriptor 0x00000000_00000029 = 41, addressing): For containers which do not implement address resolution (and do not admit spontaneous link
     attachment from their partners) but are instead only used as consumers of messages, it is
@@ -5039,26 +2217,25 @@ class Target(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:target:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000029
     PROVIDES: ClassVar[tuple[str, ...]] = ("target",)
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "address",
-        "durable",
-        "expiry-policy",
-        "timeout",
-        "dynamic",
-        "dynamic-node-properties",
-        "capabilities",
+    CODECS: ClassVar[tuple[Codec, ...]] = (
+        ("address", None, encode_any, None),
+        ("durable", UINT, e_uint, None),
+        ("expiry-policy", SYMBOL, e_symbol, None),
+        ("timeout", UINT, e_uint, None),
+        ("dynamic", BOOLEAN, e_boolean, None),
+        ("dynamic-node-properties", MAP, e_map, None),
+        ("capabilities", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
     )
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = ()
     DEFAULTS: ClassVar[dict[str, Any]] = {
         "durable": 0,
         "expiry_policy": "session-end",
         "timeout": 0,
         "dynamic": False,
     }
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset(
-        {
-            6,
-        }
-    )
+    MULTIPLE: ClassVar[frozenset[int]] = frozenset({6})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     address: Any | None = None
@@ -5120,107 +2297,6 @@ class Target(Composite):
         self.capabilities = capabilities
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "target", 7)
-        v: list[Any] = [None] * 7
-        w: list[Wire] = [None] * 7
-        i = 0
-        try:
-            if count > 0:  # address: any
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _ANY_READERS[c](buf, pos + 1, stop, described)
-            if count > 1:  # durable: uint
-                i = 1
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[1] = NULL
-                    pos += 1
-                else:
-                    v[1], pos, w[1] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 2:  # expiry-policy: symbol
-                i = 2
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[2] = NULL
-                    pos += 1
-                else:
-                    v[2], pos, w[2] = _SYMBOL_READERS[c](buf, pos + 1, stop, described)
-            if count > 3:  # timeout: uint
-                i = 3
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[3] = NULL
-                    pos += 1
-                else:
-                    v[3], pos, w[3] = _UINT_READERS[c](buf, pos + 1, stop, described)
-            if count > 4:  # dynamic: boolean
-                i = 4
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[4] = NULL
-                    pos += 1
-                else:
-                    v[4], pos, w[4] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-            if count > 5:  # dynamic-node-properties: map
-                i = 5
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[5] = NULL
-                    pos += 1
-                else:
-                    v[5], pos, w[5] = _MAP_READERS[c](buf, pos + 1, stop, described)
-            if count > 6:  # capabilities: symbol_or_array
-                i = 6
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[6] = NULL
-                    pos += 1
-                else:
-                    v[6], pos, w[6] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"target.{Target.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "target", Target.FIELDS, _TARGET_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "target", Target.FIELDS)
-                if v[1] is not None and code_of(w[1]) not in UINT:
-                    raise mistyped("target.durable", w[1], at)
-                if v[2] is not None and code_of(w[2]) not in SYMBOL:
-                    raise mistyped("target.expiry-policy", w[2], at)
-                if v[3] is not None and code_of(w[3]) not in UINT:
-                    raise mistyped("target.timeout", w[3], at)
-                if v[4] is not None and code_of(w[4]) not in BOOLEAN:
-                    raise mistyped("target.dynamic", w[4], at)
-                if v[5] is not None and code_of(w[5]) not in MAP:
-                    raise mistyped("target.dynamic-node-properties", w[5], at)
-                if v[6] is not None and code_of(w[6]) not in SYMBOL_OR_ARRAY:
-                    raise mistyped("target.capabilities", w[6], at)
-        if v[6] is not None:
-            if not isinstance(v[6], list):
-                v[6] = [v[6]]
-        obj = Target(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
     def _values(self) -> tuple[Any, ...]:
         return (
             self.address,
@@ -5232,70 +2308,9 @@ class Target(Composite):
             self.capabilities,
         )
 
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:target:list",
-            0x00000000_00000029,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # address
-                if values[0] is None:
-                    body.append(NULL)
-                else:
-                    encode_any(values[0], body, wires[0])
-            if count > 1:  # durable
-                i = 1
-                if values[1] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[1], body, wires[1])
-            if count > 2:  # expiry-policy
-                i = 2
-                if values[2] is None:
-                    body.append(NULL)
-                else:
-                    e_symbol(values[2], body, wires[2])
-            if count > 3:  # timeout
-                i = 3
-                if values[3] is None:
-                    body.append(NULL)
-                else:
-                    e_uint(values[3], body, wires[3])
-            if count > 4:  # dynamic
-                i = 4
-                if values[4] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[4], body, wires[4])
-            if count > 5:  # dynamic-node-properties
-                i = 5
-                if values[5] is None:
-                    body.append(NULL)
-                else:
-                    e_map(values[5], body, wires[5])
-            if count > 6:  # capabilities
-                i = 6
-                if values[6] is None:
-                    body.append(NULL)
-                else:
-                    e_symbol_or_array(values[6], body, wires[6])
-        except EncodeError as e:
-            raise EncodeError(f"target.{Target.FIELDS[i]}", f"{e.field}: {e.reason}") from None
-        end_list(out, lcode, body, count)
 
-
-_DELETE_ON_CLOSE_READERS = ()
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class DeleteOnClose(Composite):
     """delete-on-close (amqp:delete-on-close:list, descriptor 0x00000000_0000002b = 43, addressing): A Node dynamically created with this lifetime policy will be deleted at the point that the
     Link which caused its creation ceases to exist.
@@ -5309,7 +2324,10 @@ class DeleteOnClose(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:delete-on-close:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_0000002B
     PROVIDES: ClassVar[tuple[str, ...]] = ("lifetime-policy",)
-    FIELDS: ClassVar[tuple[str, ...]] = ()
+    CODECS: ClassVar[tuple[Codec, ...]] = ()
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = ()
     DEFAULTS: ClassVar[dict[str, Any]] = {}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
@@ -5322,59 +2340,12 @@ class DeleteOnClose(Composite):
     ) -> None:
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "delete-on-close", 0)
-        v: list[Any] = [None] * 0
-        w: list[Wire] = [None] * 0
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf,
-                at,
-                end,
-                described,
-                "delete-on-close",
-                DeleteOnClose.FIELDS,
-                _DELETE_ON_CLOSE_READERS,
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(
-                    buf, at, end, described, "delete-on-close", DeleteOnClose.FIELDS
-                )
-        obj = DeleteOnClose(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
     def _values(self) -> tuple[Any, ...]:
         return ()
 
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:delete-on-close:list",
-            0x00000000_0000002B,
-            values,
-        )
-        body = bytearray()
-        end_list(out, lcode, body, count)
 
-
-_DELETE_ON_NO_LINKS_READERS = ()
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class DeleteOnNoLinks(Composite):
     """delete-on-no-links (amqp:delete-on-no-links:list, descriptor 0x00000000_0000002c = 44, addressing): A Node dynamically created with this lifetime policy will be deleted at the point that there
     remain no Links for which the node is either the source or target.
@@ -5388,7 +2359,10 @@ class DeleteOnNoLinks(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:delete-on-no-links:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_0000002C
     PROVIDES: ClassVar[tuple[str, ...]] = ("lifetime-policy",)
-    FIELDS: ClassVar[tuple[str, ...]] = ()
+    CODECS: ClassVar[tuple[Codec, ...]] = ()
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = ()
     DEFAULTS: ClassVar[dict[str, Any]] = {}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
@@ -5401,59 +2375,12 @@ class DeleteOnNoLinks(Composite):
     ) -> None:
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "delete-on-no-links", 0)
-        v: list[Any] = [None] * 0
-        w: list[Wire] = [None] * 0
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf,
-                at,
-                end,
-                described,
-                "delete-on-no-links",
-                DeleteOnNoLinks.FIELDS,
-                _DELETE_ON_NO_LINKS_READERS,
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(
-                    buf, at, end, described, "delete-on-no-links", DeleteOnNoLinks.FIELDS
-                )
-        obj = DeleteOnNoLinks(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
     def _values(self) -> tuple[Any, ...]:
         return ()
 
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:delete-on-no-links:list",
-            0x00000000_0000002C,
-            values,
-        )
-        body = bytearray()
-        end_list(out, lcode, body, count)
 
-
-_DELETE_ON_NO_MESSAGES_READERS = ()
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class DeleteOnNoMessages(Composite):
     """delete-on-no-messages (amqp:delete-on-no-messages:list, descriptor 0x00000000_0000002d = 45, addressing): A Node dynamically created with this lifetime policy will be deleted at the point that the
     Link which caused its creation no longer exists and there remain no Messages at the Node.
@@ -5467,7 +2394,10 @@ class DeleteOnNoMessages(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:delete-on-no-messages:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_0000002D
     PROVIDES: ClassVar[tuple[str, ...]] = ("lifetime-policy",)
-    FIELDS: ClassVar[tuple[str, ...]] = ()
+    CODECS: ClassVar[tuple[Codec, ...]] = ()
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = ()
     DEFAULTS: ClassVar[dict[str, Any]] = {}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
@@ -5480,59 +2410,12 @@ class DeleteOnNoMessages(Composite):
     ) -> None:
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "delete-on-no-messages", 0)
-        v: list[Any] = [None] * 0
-        w: list[Wire] = [None] * 0
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf,
-                at,
-                end,
-                described,
-                "delete-on-no-messages",
-                DeleteOnNoMessages.FIELDS,
-                _DELETE_ON_NO_MESSAGES_READERS,
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(
-                    buf, at, end, described, "delete-on-no-messages", DeleteOnNoMessages.FIELDS
-                )
-        obj = DeleteOnNoMessages(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
     def _values(self) -> tuple[Any, ...]:
         return ()
 
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:delete-on-no-messages:list",
-            0x00000000_0000002D,
-            values,
-        )
-        body = bytearray()
-        end_list(out, lcode, body, count)
 
-
-_DELETE_ON_NO_LINKS_OR_MESSAGES_READERS = ()
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class DeleteOnNoLinksOrMessages(Composite):
     """delete-on-no-links-or-messages (amqp:delete-on-no-links-or-messages:list, descriptor 0x00000000_0000002e = 46, addressing): A Node dynamically created with this lifetime policy will be deleted at the point that the
     there are no Links which have this Node as their source or target, and there remain no
@@ -5547,7 +2430,10 @@ class DeleteOnNoLinksOrMessages(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:delete-on-no-links-or-messages:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_0000002E
     PROVIDES: ClassVar[tuple[str, ...]] = ("lifetime-policy",)
-    FIELDS: ClassVar[tuple[str, ...]] = ()
+    CODECS: ClassVar[tuple[Codec, ...]] = ()
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = ()
     DEFAULTS: ClassVar[dict[str, Any]] = {}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
@@ -5560,64 +2446,12 @@ class DeleteOnNoLinksOrMessages(Composite):
     ) -> None:
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "delete-on-no-links-or-messages", 0)
-        v: list[Any] = [None] * 0
-        w: list[Wire] = [None] * 0
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf,
-                at,
-                end,
-                described,
-                "delete-on-no-links-or-messages",
-                DeleteOnNoLinksOrMessages.FIELDS,
-                _DELETE_ON_NO_LINKS_OR_MESSAGES_READERS,
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(
-                    buf,
-                    at,
-                    end,
-                    described,
-                    "delete-on-no-links-or-messages",
-                    DeleteOnNoLinksOrMessages.FIELDS,
-                )
-        obj = DeleteOnNoLinksOrMessages(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
     def _values(self) -> tuple[Any, ...]:
         return ()
 
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:delete-on-no-links-or-messages:list",
-            0x00000000_0000002E,
-            values,
-        )
-        body = bytearray()
-        end_list(out, lcode, body, count)
 
-
-_COORDINATOR_READERS = (_SYMBOL_OR_ARRAY_READERS,)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class Coordinator(Composite):
     """coordinator (amqp:coordinator:list, descriptor 0x00000000_00000030 = 48, coordination): The coordinator type defines a special target used for establishing a link with a
     transaction coordinator.
@@ -5631,13 +2465,14 @@ class Coordinator(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:coordinator:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000030
     PROVIDES: ClassVar[tuple[str, ...]] = ("target",)
-    FIELDS: ClassVar[tuple[str, ...]] = ("capabilities",)
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset(
-        {
-            0,
-        }
+    CODECS: ClassVar[tuple[Codec, ...]] = (
+        ("capabilities", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
     )
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = ()
+    DEFAULTS: ClassVar[dict[str, Any]] = {}
+    MULTIPLE: ClassVar[frozenset[int]] = frozenset({0})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     capabilities: list[str] | None = None
@@ -5650,91 +2485,16 @@ class Coordinator(Composite):
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
     __hash__ = None  # type: ignore[assignment]
 
-    def __init__(
-        self,
-        capabilities: list[str] | None = None,
-    ) -> None:
+    def __init__(self, capabilities: list[str] | None = None) -> None:
         self.capabilities = capabilities
         self._wire = None
-
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "coordinator", 1)
-        v: list[Any] = [None] * 1
-        w: list[Wire] = [None] * 1
-        i = 0
-        try:
-            if count > 0:  # capabilities: symbol_or_array
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"coordinator.{Coordinator.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "coordinator", Coordinator.FIELDS, _COORDINATOR_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(
-                    buf, at, end, described, "coordinator", Coordinator.FIELDS
-                )
-                if v[0] is not None and code_of(w[0]) not in SYMBOL_OR_ARRAY:
-                    raise mistyped("coordinator.capabilities", w[0], at)
-        if v[0] is not None:
-            if not isinstance(v[0], list):
-                v[0] = [v[0]]
-        obj = Coordinator(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
 
     def _values(self) -> tuple[Any, ...]:
         return (self.capabilities,)
 
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:coordinator:list",
-            0x00000000_00000030,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # capabilities
-                if values[0] is None:
-                    body.append(NULL)
-                else:
-                    e_symbol_or_array(values[0], body, wires[0])
-        except EncodeError as e:
-            raise EncodeError(
-                f"coordinator.{Coordinator.FIELDS[i]}", f"{e.field}: {e.reason}"
-            ) from None
-        end_list(out, lcode, body, count)
 
-
-_DECLARE_READERS = (_ANY_READERS,)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class Declare(Composite):
     """declare (amqp:declare:list, descriptor 0x00000000_00000031 = 49, coordination): The declare type defines the message body sent to the coordinator to declare a transaction.
     The txn-id allocated for this transaction is chosen by the transaction controller and
@@ -5749,7 +2509,10 @@ class Declare(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:declare:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000031
     PROVIDES: ClassVar[tuple[str, ...]] = ()
-    FIELDS: ClassVar[tuple[str, ...]] = ("global-id",)
+    CODECS: ClassVar[tuple[Codec, ...]] = (("global-id", None, encode_any, None),)
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = ()
     DEFAULTS: ClassVar[dict[str, Any]] = {}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
@@ -5765,85 +2528,16 @@ class Declare(Composite):
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
     __hash__ = None  # type: ignore[assignment]
 
-    def __init__(
-        self,
-        global_id: Any | None = None,
-    ) -> None:
+    def __init__(self, global_id: Any | None = None) -> None:
         self.global_id = global_id
         self._wire = None
-
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "declare", 1)
-        v: list[Any] = [None] * 1
-        w: list[Wire] = [None] * 1
-        i = 0
-        try:
-            if count > 0:  # global-id: any
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _ANY_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"declare.{Declare.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "declare", Declare.FIELDS, _DECLARE_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "declare", Declare.FIELDS)
-        obj = Declare(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
 
     def _values(self) -> tuple[Any, ...]:
         return (self.global_id,)
 
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:declare:list",
-            0x00000000_00000031,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # global-id
-                if values[0] is None:
-                    body.append(NULL)
-                else:
-                    encode_any(values[0], body, wires[0])
-        except EncodeError as e:
-            raise EncodeError(f"declare.{Declare.FIELDS[i]}", f"{e.field}: {e.reason}") from None
-        end_list(out, lcode, body, count)
 
-
-_DISCHARGE_READERS = (
-    _ANY_READERS,
-    _BOOLEAN_READERS,
-)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class Discharge(Composite):
     """discharge (amqp:discharge:list, descriptor 0x00000000_00000032 = 50, coordination): The discharge type defines the message body sent to the coordinator to indicate that the
     txn-id is no longer in use. If the transaction is not associated with a global-id, then this
@@ -5858,10 +2552,13 @@ class Discharge(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:discharge:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000032
     PROVIDES: ClassVar[tuple[str, ...]] = ()
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "txn-id",
-        "fail",
+    CODECS: ClassVar[tuple[Codec, ...]] = (
+        ("txn-id", None, encode_any, None),
+        ("fail", BOOLEAN, e_boolean, None),
     )
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = (0,)
     DEFAULTS: ClassVar[dict[str, Any]] = {}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
@@ -5880,106 +2577,17 @@ class Discharge(Composite):
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
     __hash__ = None  # type: ignore[assignment]
 
-    def __init__(
-        self,
-        txn_id: Any,
-        fail: bool | None = None,
-    ) -> None:
+    def __init__(self, txn_id: Any, fail: bool | None = None) -> None:
         self.txn_id = txn_id
         self.fail = fail
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "discharge", 2)
-        v: list[Any] = [None] * 2
-        w: list[Wire] = [None] * 2
-        i = 0
-        try:
-            if count > 0:  # txn-id: any
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _ANY_READERS[c](buf, pos + 1, stop, described)
-            if count > 1:  # fail: boolean
-                i = 1
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[1] = NULL
-                    pos += 1
-                else:
-                    v[1], pos, w[1] = _BOOLEAN_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"discharge.{Discharge.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "discharge", Discharge.FIELDS, _DISCHARGE_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "discharge", Discharge.FIELDS)
-                if v[1] is not None and code_of(w[1]) not in BOOLEAN:
-                    raise mistyped("discharge.fail", w[1], at)
-        if v[0] is None:
-            raise absent("discharge.txn-id", at)
-        obj = Discharge(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
     def _values(self) -> tuple[Any, ...]:
-        return (
-            self.txn_id,
-            self.fail,
-        )
-
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        if values[0] is None:
-            raise EncodeError("discharge.txn-id", "mandatory field is None")
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:discharge:list",
-            0x00000000_00000032,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # txn-id
-                encode_any(values[0], body, wires[0])
-            if count > 1:  # fail
-                i = 1
-                if values[1] is None:
-                    body.append(NULL)
-                else:
-                    e_boolean(values[1], body, wires[1])
-        except EncodeError as e:
-            raise EncodeError(
-                f"discharge.{Discharge.FIELDS[i]}", f"{e.field}: {e.reason}"
-            ) from None
-        end_list(out, lcode, body, count)
+        return (self.txn_id, self.fail)
 
 
-_DECLARED_READERS = (_ANY_READERS,)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class Declared(Composite):
     """declared (amqp:declared:list, descriptor 0x00000000_00000033 = 51, coordination): Indicates that a transaction identifier has successfully been allocated in response to a
     declare message sent to a transaction coordinator.
@@ -5992,11 +2600,11 @@ class Declared(Composite):
     KIND: ClassVar[str] = "value"
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:declared:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000033
-    PROVIDES: ClassVar[tuple[str, ...]] = (
-        "delivery-state",
-        "outcome",
-    )
-    FIELDS: ClassVar[tuple[str, ...]] = ("txn-id",)
+    PROVIDES: ClassVar[tuple[str, ...]] = ("delivery-state", "outcome")
+    CODECS: ClassVar[tuple[Codec, ...]] = (("txn-id", None, encode_any, None),)
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = (0,)
     DEFAULTS: ClassVar[dict[str, Any]] = {}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
@@ -6007,86 +2615,16 @@ class Declared(Composite):
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
     __hash__ = None  # type: ignore[assignment]
 
-    def __init__(
-        self,
-        txn_id: Any,
-    ) -> None:
+    def __init__(self, txn_id: Any) -> None:
         self.txn_id = txn_id
         self._wire = None
-
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "declared", 1)
-        v: list[Any] = [None] * 1
-        w: list[Wire] = [None] * 1
-        i = 0
-        try:
-            if count > 0:  # txn-id: any
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _ANY_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"declared.{Declared.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "declared", Declared.FIELDS, _DECLARED_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "declared", Declared.FIELDS)
-        if v[0] is None:
-            raise absent("declared.txn-id", at)
-        obj = Declared(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
 
     def _values(self) -> tuple[Any, ...]:
         return (self.txn_id,)
 
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        if values[0] is None:
-            raise EncodeError("declared.txn-id", "mandatory field is None")
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:declared:list",
-            0x00000000_00000033,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # txn-id
-                encode_any(values[0], body, wires[0])
-        except EncodeError as e:
-            raise EncodeError(f"declared.{Declared.FIELDS[i]}", f"{e.field}: {e.reason}") from None
-        end_list(out, lcode, body, count)
 
-
-_TRANSACTIONAL_STATE_READERS = (
-    _ANY_READERS,
-    _ANY_READERS,
-)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class TransactionalState(Composite):
     """transactional-state (amqp:transactional-state:list, descriptor 0x00000000_00000034 = 52, coordination): The transactional-state type defines a delivery-state that is used to associate a delivery
     with a transaction as well as to indicate which outcome is to be applied if the transaction
@@ -6101,10 +2639,13 @@ class TransactionalState(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:transactional-state:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000034
     PROVIDES: ClassVar[tuple[str, ...]] = ("delivery-state",)
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "txn-id",
-        "outcome",
+    CODECS: ClassVar[tuple[Codec, ...]] = (
+        ("txn-id", None, encode_any, None),
+        ("outcome", None, encode_any, None),
     )
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = (0,)
     DEFAULTS: ClassVar[dict[str, Any]] = {}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
@@ -6118,114 +2659,17 @@ class TransactionalState(Composite):
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
     __hash__ = None  # type: ignore[assignment]
 
-    def __init__(
-        self,
-        txn_id: Any,
-        outcome: Any | None = None,
-    ) -> None:
+    def __init__(self, txn_id: Any, outcome: Any | None = None) -> None:
         self.txn_id = txn_id
         self.outcome = outcome
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "transactional-state", 2)
-        v: list[Any] = [None] * 2
-        w: list[Wire] = [None] * 2
-        i = 0
-        try:
-            if count > 0:  # txn-id: any
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _ANY_READERS[c](buf, pos + 1, stop, described)
-            if count > 1:  # outcome: any
-                i = 1
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[1] = NULL
-                    pos += 1
-                else:
-                    v[1], pos, w[1] = _ANY_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(
-                    e, f"transactional-state.{TransactionalState.FIELDS[i]}", pos
-                ) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf,
-                at,
-                end,
-                described,
-                "transactional-state",
-                TransactionalState.FIELDS,
-                _TRANSACTIONAL_STATE_READERS,
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(
-                    buf, at, end, described, "transactional-state", TransactionalState.FIELDS
-                )
-        if v[0] is None:
-            raise absent("transactional-state.txn-id", at)
-        obj = TransactionalState(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
     def _values(self) -> tuple[Any, ...]:
-        return (
-            self.txn_id,
-            self.outcome,
-        )
-
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        if values[0] is None:
-            raise EncodeError("transactional-state.txn-id", "mandatory field is None")
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:transactional-state:list",
-            0x00000000_00000034,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # txn-id
-                encode_any(values[0], body, wires[0])
-            if count > 1:  # outcome
-                i = 1
-                if values[1] is None:
-                    body.append(NULL)
-                else:
-                    encode_any(values[1], body, wires[1])
-        except EncodeError as e:
-            raise EncodeError(
-                f"transactional-state.{TransactionalState.FIELDS[i]}", f"{e.field}: {e.reason}"
-            ) from None
-        end_list(out, lcode, body, count)
+        return (self.txn_id, self.outcome)
 
 
-_SASL_MECHANISMS_READERS = (_SYMBOL_OR_ARRAY_READERS,)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class SaslMechanisms(Composite):
     """sasl-mechanisms (amqp:sasl-mechanisms:list, descriptor 0x00000000_00000040 = 64, sasl): Advertises the available SASL mechanisms that may be used for authentication.
 
@@ -6238,13 +2682,14 @@ class SaslMechanisms(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:sasl-mechanisms:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000040
     PROVIDES: ClassVar[tuple[str, ...]] = ("sasl-frame",)
-    FIELDS: ClassVar[tuple[str, ...]] = ("sasl-server-mechanisms",)
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset(
-        {
-            0,
-        }
+    CODECS: ClassVar[tuple[Codec, ...]] = (
+        ("sasl-server-mechanisms", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
     )
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = (0,)
+    DEFAULTS: ClassVar[dict[str, Any]] = {}
+    MULTIPLE: ClassVar[frozenset[int]] = frozenset({0})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     sasl_server_mechanisms: list[str]
@@ -6256,102 +2701,16 @@ class SaslMechanisms(Composite):
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
     __hash__ = None  # type: ignore[assignment]
 
-    def __init__(
-        self,
-        sasl_server_mechanisms: list[str],
-    ) -> None:
+    def __init__(self, sasl_server_mechanisms: list[str]) -> None:
         self.sasl_server_mechanisms = sasl_server_mechanisms
         self._wire = None
-
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "sasl-mechanisms", 1)
-        v: list[Any] = [None] * 1
-        w: list[Wire] = [None] * 1
-        i = 0
-        try:
-            if count > 0:  # sasl-server-mechanisms: symbol_or_array
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _SYMBOL_OR_ARRAY_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"sasl-mechanisms.{SaslMechanisms.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf,
-                at,
-                end,
-                described,
-                "sasl-mechanisms",
-                SaslMechanisms.FIELDS,
-                _SASL_MECHANISMS_READERS,
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(
-                    buf, at, end, described, "sasl-mechanisms", SaslMechanisms.FIELDS
-                )
-                if v[0] is not None and code_of(w[0]) not in SYMBOL_OR_ARRAY:
-                    raise mistyped("sasl-mechanisms.sasl-server-mechanisms", w[0], at)
-        if v[0] is not None:
-            if not isinstance(v[0], list):
-                v[0] = [v[0]]
-        if v[0] is None:
-            raise absent("sasl-mechanisms.sasl-server-mechanisms", at)
-        obj = SaslMechanisms(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
 
     def _values(self) -> tuple[Any, ...]:
         return (self.sasl_server_mechanisms,)
 
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        if values[0] is None:
-            raise EncodeError("sasl-mechanisms.sasl-server-mechanisms", "mandatory field is None")
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:sasl-mechanisms:list",
-            0x00000000_00000040,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # sasl-server-mechanisms
-                e_symbol_or_array(values[0], body, wires[0])
-        except EncodeError as e:
-            raise EncodeError(
-                f"sasl-mechanisms.{SaslMechanisms.FIELDS[i]}", f"{e.field}: {e.reason}"
-            ) from None
-        end_list(out, lcode, body, count)
 
-
-_SASL_INIT_READERS = (
-    _SYMBOL_READERS,
-    _BINARY_READERS,
-    _STRING_READERS,
-)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class SaslInit(Composite):
     """sasl-init (amqp:sasl-init:list, descriptor 0x00000000_00000041 = 65, sasl): Selects the sasl mechanism and provides the initial response if needed.
 
@@ -6364,11 +2723,14 @@ class SaslInit(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:sasl-init:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000041
     PROVIDES: ClassVar[tuple[str, ...]] = ("sasl-frame",)
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "mechanism",
-        "initial-response",
-        "hostname",
+    CODECS: ClassVar[tuple[Codec, ...]] = (
+        ("mechanism", SYMBOL, e_symbol, None),
+        ("initial-response", BINARY, e_binary, None),
+        ("hostname", STRING, e_string, None),
     )
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = (0,)
     DEFAULTS: ClassVar[dict[str, Any]] = {}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
@@ -6397,124 +2759,19 @@ class SaslInit(Composite):
     __hash__ = None  # type: ignore[assignment]
 
     def __init__(
-        self,
-        mechanism: str,
-        initial_response: bytes | None = None,
-        hostname: str | None = None,
+        self, mechanism: str, initial_response: bytes | None = None, hostname: str | None = None
     ) -> None:
         self.mechanism = mechanism
         self.initial_response = initial_response
         self.hostname = hostname
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "sasl-init", 3)
-        v: list[Any] = [None] * 3
-        w: list[Wire] = [None] * 3
-        i = 0
-        try:
-            if count > 0:  # mechanism: symbol
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _SYMBOL_READERS[c](buf, pos + 1, stop, described)
-            if count > 1:  # initial-response: binary
-                i = 1
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[1] = NULL
-                    pos += 1
-                else:
-                    v[1], pos, w[1] = _BINARY_READERS[c](buf, pos + 1, stop, described)
-            if count > 2:  # hostname: string
-                i = 2
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[2] = NULL
-                    pos += 1
-                else:
-                    v[2], pos, w[2] = _STRING_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"sasl-init.{SaslInit.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "sasl-init", SaslInit.FIELDS, _SASL_INIT_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(buf, at, end, described, "sasl-init", SaslInit.FIELDS)
-                if v[0] is not None and code_of(w[0]) not in SYMBOL:
-                    raise mistyped("sasl-init.mechanism", w[0], at)
-                if v[1] is not None and code_of(w[1]) not in BINARY:
-                    raise mistyped("sasl-init.initial-response", w[1], at)
-                if v[2] is not None and code_of(w[2]) not in STRING:
-                    raise mistyped("sasl-init.hostname", w[2], at)
-        if v[0] is None:
-            raise absent("sasl-init.mechanism", at)
-        obj = SaslInit(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
     def _values(self) -> tuple[Any, ...]:
-        return (
-            self.mechanism,
-            self.initial_response,
-            self.hostname,
-        )
-
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        if values[0] is None:
-            raise EncodeError("sasl-init.mechanism", "mandatory field is None")
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:sasl-init:list",
-            0x00000000_00000041,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # mechanism
-                e_symbol(values[0], body, wires[0])
-            if count > 1:  # initial-response
-                i = 1
-                if values[1] is None:
-                    body.append(NULL)
-                else:
-                    e_binary(values[1], body, wires[1])
-            if count > 2:  # hostname
-                i = 2
-                if values[2] is None:
-                    body.append(NULL)
-                else:
-                    e_string(values[2], body, wires[2])
-        except EncodeError as e:
-            raise EncodeError(f"sasl-init.{SaslInit.FIELDS[i]}", f"{e.field}: {e.reason}") from None
-        end_list(out, lcode, body, count)
+        return (self.mechanism, self.initial_response, self.hostname)
 
 
-_SASL_CHALLENGE_READERS = (_BINARY_READERS,)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class SaslChallenge(Composite):
     """sasl-challenge (amqp:sasl-challenge:list, descriptor 0x00000000_00000042 = 66, sasl): Send the SASL challenge data as defined by the SASL specification.
 
@@ -6527,7 +2784,10 @@ class SaslChallenge(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:sasl-challenge:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000042
     PROVIDES: ClassVar[tuple[str, ...]] = ("sasl-frame",)
-    FIELDS: ClassVar[tuple[str, ...]] = ("challenge",)
+    CODECS: ClassVar[tuple[Codec, ...]] = (("challenge", BINARY, e_binary, None),)
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = (0,)
     DEFAULTS: ClassVar[dict[str, Any]] = {}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
@@ -6538,95 +2798,16 @@ class SaslChallenge(Composite):
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
     __hash__ = None  # type: ignore[assignment]
 
-    def __init__(
-        self,
-        challenge: bytes,
-    ) -> None:
+    def __init__(self, challenge: bytes) -> None:
         self.challenge = challenge
         self._wire = None
-
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "sasl-challenge", 1)
-        v: list[Any] = [None] * 1
-        w: list[Wire] = [None] * 1
-        i = 0
-        try:
-            if count > 0:  # challenge: binary
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _BINARY_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"sasl-challenge.{SaslChallenge.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf,
-                at,
-                end,
-                described,
-                "sasl-challenge",
-                SaslChallenge.FIELDS,
-                _SASL_CHALLENGE_READERS,
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(
-                    buf, at, end, described, "sasl-challenge", SaslChallenge.FIELDS
-                )
-                if v[0] is not None and code_of(w[0]) not in BINARY:
-                    raise mistyped("sasl-challenge.challenge", w[0], at)
-        if v[0] is None:
-            raise absent("sasl-challenge.challenge", at)
-        obj = SaslChallenge(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
 
     def _values(self) -> tuple[Any, ...]:
         return (self.challenge,)
 
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        if values[0] is None:
-            raise EncodeError("sasl-challenge.challenge", "mandatory field is None")
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:sasl-challenge:list",
-            0x00000000_00000042,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # challenge
-                e_binary(values[0], body, wires[0])
-        except EncodeError as e:
-            raise EncodeError(
-                f"sasl-challenge.{SaslChallenge.FIELDS[i]}", f"{e.field}: {e.reason}"
-            ) from None
-        end_list(out, lcode, body, count)
 
-
-_SASL_RESPONSE_READERS = (_BINARY_READERS,)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class SaslResponse(Composite):
     """sasl-response (amqp:sasl-response:list, descriptor 0x00000000_00000043 = 67, sasl): Send the SASL response data as defined by the SASL specification.
 
@@ -6639,7 +2820,10 @@ class SaslResponse(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:sasl-response:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000043
     PROVIDES: ClassVar[tuple[str, ...]] = ("sasl-frame",)
-    FIELDS: ClassVar[tuple[str, ...]] = ("response",)
+    CODECS: ClassVar[tuple[Codec, ...]] = (("response", BINARY, e_binary, None),)
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = (0,)
     DEFAULTS: ClassVar[dict[str, Any]] = {}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
@@ -6651,98 +2835,16 @@ class SaslResponse(Composite):
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
     __hash__ = None  # type: ignore[assignment]
 
-    def __init__(
-        self,
-        response: bytes,
-    ) -> None:
+    def __init__(self, response: bytes) -> None:
         self.response = response
         self._wire = None
-
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "sasl-response", 1)
-        v: list[Any] = [None] * 1
-        w: list[Wire] = [None] * 1
-        i = 0
-        try:
-            if count > 0:  # response: binary
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _BINARY_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"sasl-response.{SaslResponse.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf,
-                at,
-                end,
-                described,
-                "sasl-response",
-                SaslResponse.FIELDS,
-                _SASL_RESPONSE_READERS,
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(
-                    buf, at, end, described, "sasl-response", SaslResponse.FIELDS
-                )
-                if v[0] is not None and code_of(w[0]) not in BINARY:
-                    raise mistyped("sasl-response.response", w[0], at)
-        if v[0] is None:
-            raise absent("sasl-response.response", at)
-        obj = SaslResponse(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
 
     def _values(self) -> tuple[Any, ...]:
         return (self.response,)
 
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        if values[0] is None:
-            raise EncodeError("sasl-response.response", "mandatory field is None")
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:sasl-response:list",
-            0x00000000_00000043,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # response
-                e_binary(values[0], body, wires[0])
-        except EncodeError as e:
-            raise EncodeError(
-                f"sasl-response.{SaslResponse.FIELDS[i]}", f"{e.field}: {e.reason}"
-            ) from None
-        end_list(out, lcode, body, count)
 
-
-_SASL_OUTCOME_READERS = (
-    _UBYTE_READERS,
-    _BINARY_READERS,
-)
-
-
-@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); methods below
+@composite
+@dataclass(init=False, repr=False, eq=False, slots=True)  # fields(), replace(); codec in Composite
 class SaslOutcome(Composite):
     """sasl-outcome (amqp:sasl-outcome:list, descriptor 0x00000000_00000044 = 68, sasl): This frame indicates the outcome of the SASL dialog. Upon successful completion of the SASL
     dialog the Security Layer has been established, and the peers must exchange protocol headers
@@ -6757,10 +2859,13 @@ class SaslOutcome(Composite):
     DESCRIPTOR_NAME: ClassVar[str] = "amqp:sasl-outcome:list"
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000044
     PROVIDES: ClassVar[tuple[str, ...]] = ("sasl-frame",)
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "code",
-        "additional-data",
+    CODECS: ClassVar[tuple[Codec, ...]] = (
+        ("code", UBYTE, e_ubyte, None),
+        ("additional-data", BINARY, e_binary, None),
     )
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
+    MANDATORY: ClassVar[tuple[int, ...]] = (0,)
     DEFAULTS: ClassVar[dict[str, Any]] = {}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
     """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
@@ -6776,104 +2881,13 @@ class SaslOutcome(Composite):
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
     __hash__ = None  # type: ignore[assignment]
 
-    def __init__(
-        self,
-        code: int,
-        additional_data: bytes | None = None,
-    ) -> None:
+    def __init__(self, code: int, additional_data: bytes | None = None) -> None:
         self.code = code
         self.additional_data = additional_data
         self._wire = None
 
-    @staticmethod
-    def read_from(
-        buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
-    ) -> tuple[Any, int, Wire]:
-        """The list after the descriptor, each field's constructor checked against its type as it
-        is read. A constructor not of its field's type, or a field past the list's end, is left
-        to `read_fields` and `read_list`: they read the list again and say which."""
-        at = pos
-        code, count, pos, stop = list_head(buf, pos, end, "sasl-outcome", 2)
-        v: list[Any] = [None] * 2
-        w: list[Wire] = [None] * 2
-        i = 0
-        try:
-            if count > 0:  # code: ubyte
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[0] = NULL
-                    pos += 1
-                else:
-                    v[0], pos, w[0] = _UBYTE_READERS[c](buf, pos + 1, stop, described)
-            if count > 1:  # additional-data: binary
-                i = 1
-                c = buf[pos]
-                if c == NULL:  # absent
-                    w[1] = NULL
-                    pos += 1
-                else:
-                    v[1], pos, w[1] = _BINARY_READERS[c](buf, pos + 1, stop, described)
-        except (DecodeError, RecursionError) as e:
-            if pos < stop:
-                raise field_fault(e, f"sasl-outcome.{SaslOutcome.FIELDS[i]}", pos) from None
-            stop = -1  # a field past the list's end
-        except (NotOfType, IndexError):
-            stop = -1
-        if pos == stop:
-            lwire: Wire = (code, tuple(w[:count])) if code != LIST0 else LIST0
-        else:
-            v, w, pos, lwire = read_fields(
-                buf, at, end, described, "sasl-outcome", SaslOutcome.FIELDS, _SASL_OUTCOME_READERS
-            )
-            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
-                v, w, pos, lwire = read_list(
-                    buf, at, end, described, "sasl-outcome", SaslOutcome.FIELDS
-                )
-                if v[0] is not None and code_of(w[0]) not in UBYTE:
-                    raise mistyped("sasl-outcome.code", w[0], at)
-                if v[1] is not None and code_of(w[1]) not in BINARY:
-                    raise mistyped("sasl-outcome.additional-data", w[1], at)
-        if v[0] is None:
-            raise absent("sasl-outcome.code", at)
-        obj = SaslOutcome(*v)
-        obj._wire = wire = (0, dwire, lwire)
-        return obj, pos, wire
-
     def _values(self) -> tuple[Any, ...]:
-        return (
-            self.code,
-            self.additional_data,
-        )
-
-    def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        """The described list, each field by its type's writer: in the encoding it was read with
-        while the value still fits it, else the smallest; trailing null fields left off."""
-        values = self._values()
-        if values[0] is None:
-            raise EncodeError("sasl-outcome.code", "mandatory field is None")
-        wires, count, lcode = list_start(
-            out,
-            self._wire if wire is None else wire,
-            "amqp:sasl-outcome:list",
-            0x00000000_00000044,
-            values,
-        )
-        body = bytearray()
-        i = 0
-        try:
-            if count > 0:  # code
-                e_ubyte(values[0], body, wires[0])
-            if count > 1:  # additional-data
-                i = 1
-                if values[1] is None:
-                    body.append(NULL)
-                else:
-                    e_binary(values[1], body, wires[1])
-        except EncodeError as e:
-            raise EncodeError(
-                f"sasl-outcome.{SaslOutcome.FIELDS[i]}", f"{e.field}: {e.reason}"
-            ) from None
-        end_list(out, lcode, body, count)
+        return (self.code, self.additional_data)
 
 
 CLASSES: dict[int, type] = {
