@@ -1996,10 +1996,15 @@ class Composite:
     DESCRIPTOR_NAME: ClassVar[str]
     DESCRIPTOR_CODE: ClassVar[int]
     CODECS: ClassVar[tuple[Codec, ...]]
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `read_from` and `encode_to` loop over."""
     FIELDS: ClassVar[tuple[str, ...]]  # the spec's field names, in order
-    MULTIPLE: ClassVar[frozenset[int]]
-    MANDATORY: ClassVar[tuple[int, ...]]
+    MANDATORY: ClassVar[tuple[int, ...]] = ()
     """Which fields are mandatory (by index): never null on the wire, never None here."""
+    DEFAULTS: ClassVar[dict[str, Any]] = {}
+    """What a field that is None (absent on the wire) means, by attribute."""
+    MULTIPLE: ClassVar[frozenset[int]] = frozenset()
+    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
     _wire: Wire
     _decoding: ClassVar[
         tuple[

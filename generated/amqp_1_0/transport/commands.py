@@ -132,12 +132,9 @@ class Open(Composite):
         ("desired-capabilities", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
         ("properties", MAP, e_map, None),
     )
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
     MANDATORY: ClassVar[tuple[int, ...]] = (0,)
     DEFAULTS: ClassVar[dict[str, Any]] = {"max_frame_size": 4294967295, "channel_max": 65535}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({5, 6, 7, 8})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     container_id: str
     """container-id (mandatory): """
@@ -170,7 +167,6 @@ class Open(Composite):
     """properties: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -236,12 +232,9 @@ class Begin(Composite):
         ("desired-capabilities", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
         ("properties", MAP, e_map, None),
     )
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
     MANDATORY: ClassVar[tuple[int, ...]] = (1, 2, 3)
     DEFAULTS: ClassVar[dict[str, Any]] = {"handle_max": 4294967295}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({5, 6})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     remote_channel: int | None
     """remote-channel: """
@@ -268,7 +261,6 @@ class Begin(Composite):
     """properties: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -334,8 +326,6 @@ class Attach(Composite):
         ("desired-capabilities", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
         ("properties", MAP, e_map, None),
     )
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
     MANDATORY: ClassVar[tuple[int, ...]] = (0, 1, 2)
     DEFAULTS: ClassVar[dict[str, Any]] = {
         "snd_settle_mode": 2,
@@ -343,7 +333,6 @@ class Attach(Composite):
         "incomplete_unsettled": False,
     }
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({11, 12})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     name: str
     """name (mandatory): """
@@ -388,7 +377,6 @@ class Attach(Composite):
     """properties: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -469,12 +457,8 @@ class Flow(Composite):
         ("echo", BOOLEAN, e_boolean, None),
         ("properties", MAP, e_map, None),
     )
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
     MANDATORY: ClassVar[tuple[int, ...]] = (1, 2, 3)
     DEFAULTS: ClassVar[dict[str, Any]] = {"drain": False, "echo": False}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     next_incoming_id: int | None
     """next-incoming-id: """
@@ -510,7 +494,6 @@ class Flow(Composite):
     """properties: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -582,8 +565,6 @@ class Transfer(Composite):
         ("aborted", BOOLEAN, e_boolean, None),
         ("batchable", BOOLEAN, e_boolean, None),
     )
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
     MANDATORY: ClassVar[tuple[int, ...]] = (0,)
     DEFAULTS: ClassVar[dict[str, Any]] = {
         "more": False,
@@ -591,8 +572,6 @@ class Transfer(Composite):
         "aborted": False,
         "batchable": False,
     }
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     handle: int
     """handle (mandatory): """
@@ -628,7 +607,6 @@ class Transfer(Composite):
     """batchable: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -695,12 +673,8 @@ class Disposition(Composite):
         ("state", None, encode_any, None),
         ("batchable", BOOLEAN, e_boolean, None),
     )
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
     MANDATORY: ClassVar[tuple[int, ...]] = (0, 1)
     DEFAULTS: ClassVar[dict[str, Any]] = {"settled": False, "batchable": False}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     role: bool
     """role (mandatory): """
@@ -721,7 +695,6 @@ class Disposition(Composite):
     """batchable: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -763,12 +736,7 @@ class Error(Composite):
         ("description", STRING, e_string, None),
         ("info", MAP, e_map, None),
     )
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
     MANDATORY: ClassVar[tuple[int, ...]] = (0,)
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     condition: str
     """condition (mandatory) requires error-condition: """
@@ -780,7 +748,6 @@ class Error(Composite):
     """info: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self, condition: str, description: str | None = None, info: dict[Any, Any] | None = None
@@ -813,12 +780,8 @@ class Detach(Composite):
         ("closed", BOOLEAN, e_boolean, None),
         ("error", COMPOSITE, encode_any, Error),
     )
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
     MANDATORY: ClassVar[tuple[int, ...]] = (0,)
     DEFAULTS: ClassVar[dict[str, Any]] = {"closed": False}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     handle: int
     """handle (mandatory): """
@@ -830,7 +793,6 @@ class Detach(Composite):
     """error: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, handle: int, closed: bool | None = None, error: Error | None = None) -> None:
         self.handle = handle
@@ -857,18 +819,11 @@ class End(Composite):
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000017
     PROVIDES: ClassVar[tuple[str, ...]] = ("frame",)
     CODECS: ClassVar[tuple[Codec, ...]] = (("error", COMPOSITE, encode_any, Error),)
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
-    MANDATORY: ClassVar[tuple[int, ...]] = ()
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     error: Error | None = None
     """error: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, error: Error | None = None) -> None:
         self.error = error
@@ -893,18 +848,11 @@ class Close(Composite):
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000018
     PROVIDES: ClassVar[tuple[str, ...]] = ("frame",)
     CODECS: ClassVar[tuple[Codec, ...]] = (("error", COMPOSITE, encode_any, Error),)
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
-    MANDATORY: ClassVar[tuple[int, ...]] = ()
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     error: Error | None = None
     """error: """
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, error: Error | None = None) -> None:
         self.error = error

@@ -178,12 +178,9 @@ class Open(Composite):
         ("desired-capabilities", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
         ("properties", MAP, e_map, None),
     )
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
     MANDATORY: ClassVar[tuple[int, ...]] = (0,)
     DEFAULTS: ClassVar[dict[str, Any]] = {"max_frame_size": 4294967295, "channel_max": 65535}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({5, 6, 7, 8})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     container_id: str
     """container-id (mandatory): the id of the source container"""
@@ -256,7 +253,6 @@ class Open(Composite):
     meanings can be found here: http://www.amqp.org/specification/1.0/connection-properties"""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -322,12 +318,9 @@ class Begin(Composite):
         ("desired-capabilities", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
         ("properties", MAP, e_map, None),
     )
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
     MANDATORY: ClassVar[tuple[int, ...]] = (1, 2, 3)
     DEFAULTS: ClassVar[dict[str, Any]] = {"handle_max": 4294967295}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({5, 6})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     remote_channel: int | None
     """remote-channel: If a Session is locally initiated, the remote-channel MUST NOT be set. When an endpoint
@@ -362,7 +355,6 @@ class Begin(Composite):
     meanings can be found here: http://www.amqp.org/specification/1.0/session-properties."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -429,8 +421,6 @@ class Attach(Composite):
         ("desired-capabilities", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
         ("properties", MAP, e_map, None),
     )
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
     MANDATORY: ClassVar[tuple[int, ...]] = (0, 1, 2)
     DEFAULTS: ClassVar[dict[str, Any]] = {
         "snd_settle_mode": 2,
@@ -438,7 +428,6 @@ class Attach(Composite):
         "incomplete_unsettled": False,
     }
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({11, 12})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     name: str
     """name (mandatory): This name uniquely identifies the link from the container of the source to the container
@@ -517,7 +506,6 @@ class Attach(Composite):
     be found here: http://www.amqp.org/specification/1.0/link-properties"""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -598,12 +586,8 @@ class Flow(Composite):
         ("echo", BOOLEAN, e_boolean, None),
         ("properties", MAP, e_map, None),
     )
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
     MANDATORY: ClassVar[tuple[int, ...]] = (1, 2, 3)
     DEFAULTS: ClassVar[dict[str, Any]] = {"drain": False, "echo": False}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     next_incoming_id: int | None
     """next-incoming-id: Identifies the expected transfer-id of the next incoming transfer frame. This value is not
@@ -665,7 +649,6 @@ class Flow(Composite):
     http://www.amqp.org/specification/1.0/link-state-properties"""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -739,8 +722,6 @@ class Transfer(Composite):
         ("aborted", BOOLEAN, e_boolean, None),
         ("batchable", BOOLEAN, e_boolean, None),
     )
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
     MANDATORY: ClassVar[tuple[int, ...]] = (0,)
     DEFAULTS: ClassVar[dict[str, Any]] = {
         "more": False,
@@ -748,8 +729,6 @@ class Transfer(Composite):
         "aborted": False,
         "batchable": False,
     }
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     handle: int
     """handle (mandatory): Specifies the Link on which the Message is transferred."""
@@ -837,7 +816,6 @@ class Transfer(Composite):
     retained if a link is suspended and subsequently resumed."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -916,12 +894,8 @@ class Disposition(Composite):
         ("state", None, encode_any, None),
         ("batchable", BOOLEAN, e_boolean, None),
     )
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
     MANDATORY: ClassVar[tuple[int, ...]] = (0, 1)
     DEFAULTS: ClassVar[dict[str, Any]] = {"settled": False, "batchable": False}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     role: bool
     """role (mandatory): The role identifies whether the disposition frame contains information about sending link
@@ -948,7 +922,6 @@ class Disposition(Composite):
     delivery states, and thereby save bandwidth."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -990,12 +963,7 @@ class Error(Composite):
         ("description", STRING, e_string, None),
         ("info", MAP, e_map, None),
     )
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
     MANDATORY: ClassVar[tuple[int, ...]] = (0,)
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     condition: str
     """condition (mandatory) requires error-condition: A symbolic value indicating the error condition."""
@@ -1008,7 +976,6 @@ class Error(Composite):
     """info: map carrying information about the error condition"""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self, condition: str, description: str | None = None, info: dict[Any, Any] | None = None
@@ -1042,12 +1009,8 @@ class Detach(Composite):
         ("closed", BOOLEAN, e_boolean, None),
         ("error", COMPOSITE, encode_any, Error),
     )
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
     MANDATORY: ClassVar[tuple[int, ...]] = (0,)
     DEFAULTS: ClassVar[dict[str, Any]] = {"closed": False}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     handle: int
     """handle (mandatory): the local handle of the link to be detached"""
@@ -1060,7 +1023,6 @@ class Detach(Composite):
     The value of the field should contain details on the cause of the error."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, handle: int, closed: bool | None = None, error: Error | None = None) -> None:
         self.handle = handle
@@ -1087,19 +1049,12 @@ class End(Composite):
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000017
     PROVIDES: ClassVar[tuple[str, ...]] = ("frame",)
     CODECS: ClassVar[tuple[Codec, ...]] = (("error", COMPOSITE, encode_any, Error),)
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
-    MANDATORY: ClassVar[tuple[int, ...]] = ()
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     error: Error | None = None
     """error: If set, this field indicates that the Session is being ended due to an error condition.
     The value of the field should contain details on the cause of the error."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, error: Error | None = None) -> None:
         self.error = error
@@ -1127,19 +1082,12 @@ class Close(Composite):
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000018
     PROVIDES: ClassVar[tuple[str, ...]] = ("frame",)
     CODECS: ClassVar[tuple[Codec, ...]] = (("error", COMPOSITE, encode_any, Error),)
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
-    MANDATORY: ClassVar[tuple[int, ...]] = ()
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     error: Error | None = None
     """error: If set, this field indicates that the Connection is being closed due to an error
     condition. The value of the field should contain details on the cause of the error."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, error: Error | None = None) -> None:
         self.error = error
@@ -1173,12 +1121,6 @@ class Header(Composite):
         ("first-acquirer", BOOLEAN, e_boolean, None),
         ("delivery-count", UINT, e_uint, None),
     )
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
-    MANDATORY: ClassVar[tuple[int, ...]] = ()
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     durable: bool | None = None
     """durable: Durable Messages MUST NOT be lost even if an intermediary is unexpectedly terminated and
@@ -1227,7 +1169,6 @@ class Header(Composite):
     sender, according to rules defined for each outcome."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -1275,7 +1216,6 @@ class DeliveryAnnotations(Section):
     value: dict[Any, Any] | None = None
     """The section's annotations value."""
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, value: dict[Any, Any] | None = None) -> None:
         self.value = value
@@ -1342,7 +1282,6 @@ class MessageAnnotations(Section):
     value: dict[Any, Any] | None = None
     """The section's annotations value."""
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, value: dict[Any, Any] | None = None) -> None:
         self.value = value
@@ -1407,12 +1346,6 @@ class Properties(Composite):
         ("group-sequence", UINT, e_uint, None),
         ("reply-to-group-id", STRING, e_string, None),
     )
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
-    MANDATORY: ClassVar[tuple[int, ...]] = ()
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     message_id: Any | None = None
     """message-id requires message-id: Message-id is an optional property which uniquely identifies a Message within the Message
@@ -1480,7 +1413,6 @@ class Properties(Composite):
     to a specific group."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -1554,7 +1486,6 @@ class ApplicationProperties(Section):
     value: dict[Any, Any] | None = None
     """The section's map value."""
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, value: dict[Any, Any] | None = None) -> None:
         self.value = value
@@ -1607,7 +1538,6 @@ class Data(Section):
     value: bytes | None = None
     """The section's binary value."""
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, value: bytes | None = None) -> None:
         self.value = value
@@ -1653,7 +1583,6 @@ class AmqpSequence(Section):
     value: list[Any] | None = None
     """The section's list value."""
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, value: list[Any] | None = None) -> None:
         self.value = value
@@ -1704,7 +1633,6 @@ class AmqpValue(Section):
     value: Any | None = None
     """The section's * value."""
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, value: Any | None = None) -> None:
         self.value = value
@@ -1752,7 +1680,6 @@ class Footer(Section):
     value: dict[Any, Any] | None = None
     """The section's annotations value."""
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, value: dict[Any, Any] | None = None) -> None:
         self.value = value
@@ -1806,12 +1733,7 @@ class Received(Composite):
         ("section-number", UINT, e_uint, None),
         ("section-offset", ULONG, e_ulong, None),
     )
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
     MANDATORY: ClassVar[tuple[int, ...]] = (0, 1)
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     section_number: int
     """section-number (mandatory): When sent by the Sender this indicates the first section of the message (with section-
@@ -1832,7 +1754,6 @@ class Received(Composite):
     number=0, section-offset=0) indicates that no message data at all has been transferred."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, section_number: int, section_offset: int) -> None:
         self.section_number = section_number
@@ -1870,15 +1791,8 @@ class Accepted(Composite):
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000024
     PROVIDES: ClassVar[tuple[str, ...]] = ("delivery-state", "outcome")
     CODECS: ClassVar[tuple[Codec, ...]] = ()
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
-    MANDATORY: ClassVar[tuple[int, ...]] = ()
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -1910,19 +1824,12 @@ class Rejected(Composite):
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000025
     PROVIDES: ClassVar[tuple[str, ...]] = ("delivery-state", "outcome")
     CODECS: ClassVar[tuple[Codec, ...]] = (("error", COMPOSITE, encode_any, Error),)
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
-    MANDATORY: ClassVar[tuple[int, ...]] = ()
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     error: Error | None = None
     """error: The value supplied in this field will be placed in the delivery-annotations of the
     rejected Message associated with the symbolic key "rejected"."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, error: Error | None = None) -> None:
         self.error = error
@@ -1960,15 +1867,8 @@ class Released(Composite):
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000026
     PROVIDES: ClassVar[tuple[str, ...]] = ("delivery-state", "outcome")
     CODECS: ClassVar[tuple[Codec, ...]] = ()
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
-    MANDATORY: ClassVar[tuple[int, ...]] = ()
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -2012,12 +1912,6 @@ class Modified(Composite):
         ("undeliverable-here", BOOLEAN, e_boolean, None),
         ("message-annotations", MAP, e_map, None),
     )
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
-    MANDATORY: ClassVar[tuple[int, ...]] = ()
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     delivery_failed: bool | None = None
     """delivery-failed: If the delivery-failed flag is set, any Messages modified MUST have their delivery-count
@@ -2035,7 +1929,6 @@ class Modified(Composite):
     has no such value, the value in this map is added."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -2082,9 +1975,6 @@ class Source(Composite):
         ("outcomes", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
         ("capabilities", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
     )
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
-    MANDATORY: ClassVar[tuple[int, ...]] = ()
     DEFAULTS: ClassVar[dict[str, Any]] = {
         "durable": 0,
         "expiry_policy": "session-end",
@@ -2092,7 +1982,6 @@ class Source(Composite):
         "dynamic": False,
     }
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({9, 10})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     address: Any | None = None
     """address requires address: The address of the source MUST NOT be set when sent on a attach frame sent by the
@@ -2155,7 +2044,6 @@ class Source(Composite):
     """capabilities (multiple): See http://www.amqp.org/specification/1.0/source-capabilities."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -2226,9 +2114,6 @@ class Target(Composite):
         ("dynamic-node-properties", MAP, e_map, None),
         ("capabilities", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
     )
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
-    MANDATORY: ClassVar[tuple[int, ...]] = ()
     DEFAULTS: ClassVar[dict[str, Any]] = {
         "durable": 0,
         "expiry_policy": "session-end",
@@ -2236,7 +2121,6 @@ class Target(Composite):
         "dynamic": False,
     }
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({6})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     address: Any | None = None
     """address requires address: The address of the target MUST NOT be set when sent on a attach frame sent by the sending
@@ -2276,7 +2160,6 @@ class Target(Composite):
     """capabilities (multiple): See http://www.amqp.org/specification/1.0/target-capabilities."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -2325,15 +2208,8 @@ class DeleteOnClose(Composite):
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_0000002B
     PROVIDES: ClassVar[tuple[str, ...]] = ("lifetime-policy",)
     CODECS: ClassVar[tuple[Codec, ...]] = ()
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
-    MANDATORY: ClassVar[tuple[int, ...]] = ()
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -2360,15 +2236,8 @@ class DeleteOnNoLinks(Composite):
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_0000002C
     PROVIDES: ClassVar[tuple[str, ...]] = ("lifetime-policy",)
     CODECS: ClassVar[tuple[Codec, ...]] = ()
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
-    MANDATORY: ClassVar[tuple[int, ...]] = ()
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -2395,15 +2264,8 @@ class DeleteOnNoMessages(Composite):
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_0000002D
     PROVIDES: ClassVar[tuple[str, ...]] = ("lifetime-policy",)
     CODECS: ClassVar[tuple[Codec, ...]] = ()
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
-    MANDATORY: ClassVar[tuple[int, ...]] = ()
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -2431,15 +2293,8 @@ class DeleteOnNoLinksOrMessages(Composite):
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_0000002E
     PROVIDES: ClassVar[tuple[str, ...]] = ("lifetime-policy",)
     CODECS: ClassVar[tuple[Codec, ...]] = ()
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
-    MANDATORY: ClassVar[tuple[int, ...]] = ()
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -2468,12 +2323,7 @@ class Coordinator(Composite):
     CODECS: ClassVar[tuple[Codec, ...]] = (
         ("capabilities", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
     )
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
-    MANDATORY: ClassVar[tuple[int, ...]] = ()
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({0})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     capabilities: list[str] | None = None
     """capabilities (multiple) requires txn-capability: When sent by the transaction controller (the sending endpoint), indicates the desired
@@ -2483,7 +2333,6 @@ class Coordinator(Composite):
     requirements. See txn-capability."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, capabilities: list[str] | None = None) -> None:
         self.capabilities = capabilities
@@ -2510,12 +2359,6 @@ class Declare(Composite):
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000031
     PROVIDES: ClassVar[tuple[str, ...]] = ()
     CODECS: ClassVar[tuple[Codec, ...]] = (("global-id", None, encode_any, None),)
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
-    MANDATORY: ClassVar[tuple[int, ...]] = ()
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     global_id: Any | None = None
     """global-id requires global-tx-id: Specifies that the txn-id allocated by this declare MUST be associated work with the
@@ -2526,7 +2369,6 @@ class Declare(Composite):
     Transactions."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, global_id: Any | None = None) -> None:
         self.global_id = global_id
@@ -2556,12 +2398,7 @@ class Discharge(Composite):
         ("txn-id", None, encode_any, None),
         ("fail", BOOLEAN, e_boolean, None),
     )
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
     MANDATORY: ClassVar[tuple[int, ...]] = (0,)
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     txn_id: Any
     """txn-id (mandatory) requires txn-id: identifies the transaction to be discharged"""
@@ -2575,7 +2412,6 @@ class Discharge(Composite):
     within AMQP 1.0 will be provided separately in Book 6 Distributed Transactions)."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, txn_id: Any, fail: bool | None = None) -> None:
         self.txn_id = txn_id
@@ -2602,18 +2438,12 @@ class Declared(Composite):
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000033
     PROVIDES: ClassVar[tuple[str, ...]] = ("delivery-state", "outcome")
     CODECS: ClassVar[tuple[Codec, ...]] = (("txn-id", None, encode_any, None),)
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
     MANDATORY: ClassVar[tuple[int, ...]] = (0,)
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     txn_id: Any
     """txn-id (mandatory) requires txn-id: the allocated transaction id"""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, txn_id: Any) -> None:
         self.txn_id = txn_id
@@ -2643,12 +2473,7 @@ class TransactionalState(Composite):
         ("txn-id", None, encode_any, None),
         ("outcome", None, encode_any, None),
     )
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
     MANDATORY: ClassVar[tuple[int, ...]] = (0,)
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     txn_id: Any
     """txn-id (mandatory) requires txn-id: identifies the transaction with which the state is associated"""
@@ -2657,7 +2482,6 @@ class TransactionalState(Composite):
     """outcome requires outcome: This field indicates the provisional outcome to be applied if the transaction commits."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, txn_id: Any, outcome: Any | None = None) -> None:
         self.txn_id = txn_id
@@ -2685,12 +2509,8 @@ class SaslMechanisms(Composite):
     CODECS: ClassVar[tuple[Codec, ...]] = (
         ("sasl-server-mechanisms", SYMBOL_OR_ARRAY, e_symbol_or_array, None),
     )
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
     MANDATORY: ClassVar[tuple[int, ...]] = (0,)
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
     MULTIPLE: ClassVar[frozenset[int]] = frozenset({0})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     sasl_server_mechanisms: list[str]
     """sasl-server-mechanisms (mandatory) (multiple): A list of the sasl security mechanisms supported by the sending peer. It is invalid for
@@ -2699,7 +2519,6 @@ class SaslMechanisms(Composite):
     mechanism ANONYMOUS. The server mechanisms are ordered in decreasing level of preference."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, sasl_server_mechanisms: list[str]) -> None:
         self.sasl_server_mechanisms = sasl_server_mechanisms
@@ -2728,12 +2547,7 @@ class SaslInit(Composite):
         ("initial-response", BINARY, e_binary, None),
         ("hostname", STRING, e_string, None),
     )
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
     MANDATORY: ClassVar[tuple[int, ...]] = (0,)
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     mechanism: str
     """mechanism (mandatory): The name of the SASL mechanism used for the SASL exchange. If the selected mechanism is
@@ -2756,7 +2570,6 @@ class SaslInit(Composite):
     same value. It is undefined what a different value to those already specific means."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self, mechanism: str, initial_response: bytes | None = None, hostname: str | None = None
@@ -2785,18 +2598,12 @@ class SaslChallenge(Composite):
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000042
     PROVIDES: ClassVar[tuple[str, ...]] = ("sasl-frame",)
     CODECS: ClassVar[tuple[Codec, ...]] = (("challenge", BINARY, e_binary, None),)
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
     MANDATORY: ClassVar[tuple[int, ...]] = (0,)
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     challenge: bytes
     """challenge (mandatory): Challenge information, a block of opaque binary data passed to the security mechanism."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, challenge: bytes) -> None:
         self.challenge = challenge
@@ -2821,19 +2628,13 @@ class SaslResponse(Composite):
     DESCRIPTOR_CODE: ClassVar[int] = 0x00000000_00000043
     PROVIDES: ClassVar[tuple[str, ...]] = ("sasl-frame",)
     CODECS: ClassVar[tuple[Codec, ...]] = (("response", BINARY, e_binary, None),)
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
     MANDATORY: ClassVar[tuple[int, ...]] = (0,)
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     response: bytes
     """response (mandatory): A block of opaque data passed to the security mechanism. The contents of this data are
     defined by the SASL security mechanism."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, response: bytes) -> None:
         self.response = response
@@ -2863,12 +2664,7 @@ class SaslOutcome(Composite):
         ("code", UBYTE, e_ubyte, None),
         ("additional-data", BINARY, e_binary, None),
     )
-    """Each field's name, the constructors its type allows (None: any), its writer, and the
-    composite its value must be: what `Composite.read_from` and `encode_to` loop over."""
     MANDATORY: ClassVar[tuple[int, ...]] = (0,)
-    DEFAULTS: ClassVar[dict[str, Any]] = {}
-    MULTIPLE: ClassVar[frozenset[int]] = frozenset({})
-    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
 
     code: int
     """code (mandatory): A reply-code indicating the outcome of the SASL dialog."""
@@ -2879,7 +2675,6 @@ class SaslOutcome(Composite):
     this field is not set."""
 
     _wire: Wire = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, code: int, additional_data: bytes | None = None) -> None:
         self.code = code
