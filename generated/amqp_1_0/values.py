@@ -1960,12 +1960,14 @@ def composite(cls: type[C]) -> type[C]:
     if len(attrs) != len(codecs):
         raise TypeError(f"{cls.__name__}: {len(attrs)} fields but {len(codecs)} codecs")
     cls.FIELDS = names = tuple(c[0] for c in codecs)
-    kinds = tuple((i, c[3]) for i, c in enumerate(codecs) if c[3] is not None)
+    # a field of a composite kind holds one of that class, or a list of them (an array)
+    kinds = tuple((i, c[3], (c[3], list)) for i, c in enumerate(codecs) if c[3] is not None)
     multiple = tuple(sorted(cls.MULTIPLE))
     mandatory = cls.MANDATORY
     cls._decoding = (
         cls.NAME,
         names,
+        len(names),
         tuple(_readers_of(c[1]) for c in codecs),
         tuple((i, c[1], c[3]) for i, c in enumerate(codecs) if c[1] is not None),
         kinds,
@@ -2010,9 +2012,10 @@ class Composite:
         tuple[
             str,  # NAME
             tuple[str, ...],  # FIELDS
+            int,  # how many
             tuple[list[Reader], ...],  # each field's readers by format code
             tuple[tuple[int, frozenset[int], Any], ...],  # each typed field's constructors, kind
-            tuple[tuple[int, Any], ...],  # the fields of a composite kind, and its class
+            tuple[tuple[int, Any, tuple[type, ...]], ...],  # fields of a composite kind, its class
             tuple[int, ...],  # the `multiple` fields
             tuple[int, ...],  # MANDATORY
             int,  # the last mandatory field: a list of as many fields or fewer lacks one
@@ -2054,8 +2057,7 @@ class Composite:
         is read. A constructor not of its field's type, or a field past the list's end, is left
         to `read_fields` and `read_list`: they read the list again and say which."""
         at = pos
-        name, names, readers, checks, kinds, multiple, mandatory, last = cls._decoding
-        size = len(names)
+        name, names, size, readers, checks, kinds, multiple, mandatory, last = cls._decoding
         if pos + 3 <= end and buf[pos] == LIST8:  # the common list8, its checks inline
             stop = pos + 2 + buf[pos + 1]
             count = buf[pos + 2]
@@ -2096,8 +2098,8 @@ class Composite:
                     if kind is not None and v[i] is not None and not isinstance(v[i], kind | list):
                         raise not_kind(f"{name}.{names[i]}", v[i], kind, at)
         if kinds:
-            for i, kind in kinds:
-                if v[i] is not None and not isinstance(v[i], kind | list):
+            for i, kind, held in kinds:
+                if v[i] is not None and not isinstance(v[i], held):
                     raise not_kind(f"{name}.{names[i]}", v[i], kind, at)
         if multiple:
             for i in multiple:
