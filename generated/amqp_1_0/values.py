@@ -268,12 +268,15 @@ def _d_56(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, in
     return value == 1, pos + 1, 0x56
 
 
+_V_50 = [UByte(i) for i in range(256)]  # made once: the values are immutable
+
+
 def _d_50(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """ubyte: 8-bit unsigned integer."""
     if pos + 1 > end:
         raise _short("ubyte", pos, 1, end)
 
-    return UByte(buf[pos]), pos + 1, 0x50
+    return _V_50[buf[pos]], pos + 1, 0x50
 
 
 _S_60 = struct.Struct(">H")
@@ -287,9 +290,15 @@ def _d_60(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, in
     return UShort(_S_60.unpack_from(buf, pos)[0]), pos + 2, 0x60
 
 
+_V_43 = UInt(0)  # made once: the value is immutable
+
+
 def _d_43(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """uint uint0: the uint value 0."""
-    return UInt(0), pos, 0x43
+    return _V_43, pos, 0x43
+
+
+_V_52 = [UInt(i) for i in range(256)]  # made once: the values are immutable
 
 
 def _d_52(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
@@ -297,7 +306,7 @@ def _d_52(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, in
     if pos + 1 > end:
         raise _short("uint", pos, 1, end)
 
-    return UInt(buf[pos]), pos + 1, 0x52
+    return _V_52[buf[pos]], pos + 1, 0x52
 
 
 _S_70 = struct.Struct(">I")
@@ -311,9 +320,15 @@ def _d_70(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, in
     return UInt(_S_70.unpack_from(buf, pos)[0]), pos + 4, 0x70
 
 
+_V_44 = ULong(0)  # made once: the value is immutable
+
+
 def _d_44(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """ulong ulong0: the ulong value 0."""
-    return ULong(0), pos, 0x44
+    return _V_44, pos, 0x44
+
+
+_V_53 = [ULong(i) for i in range(256)]  # made once: the values are immutable
 
 
 def _d_53(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
@@ -321,7 +336,7 @@ def _d_53(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, in
     if pos + 1 > end:
         raise _short("ulong", pos, 1, end)
 
-    return ULong(buf[pos]), pos + 1, 0x53
+    return _V_53[buf[pos]], pos + 1, 0x53
 
 
 _S_80 = struct.Struct(">Q")
