@@ -21,8 +21,9 @@ Which described types a version knows is its own: its commands module holds thei
 types never meet. Read without one, a described value is a `Described`.
 
 Composites (described lists) and sections (a descriptor and one value) share `Composite` and
-`Section`; each version's commands module writes each class's own decode and encode, with the
-helpers below.
+`Section`. A composite's codec is written once, in `Composite`: a loop over the field codecs
+each class lists (`CODECS`); each section writes its own decode and encode, with the helpers
+below.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from .errors import DecodeError, EncodeError
 from .framing import HEADER, PROTOCOL_HEADERS
@@ -45,6 +46,7 @@ Registry = Mapping[Any, Callable[[Buffer, int, int, Wire, Any], tuple[Any, int, 
 """Descriptor (code and symbolic name) -> reader of what follows it: a version's described types."""
 Reader = Callable[[Buffer, int, int, Registry], tuple[Any, int, Wire]]
 Writer = Callable[[Any, bytearray, Wire], None]
+C = TypeVar("C", bound="Composite")
 
 MAX_ZERO_WIDTH_ITEMS = 1 << 16
 """Arrays of a zero-width encoding hold at most this many items: their bytes cannot bound them."""
@@ -266,12 +268,15 @@ def _d_56(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, in
     return value == 1, pos + 1, 0x56
 
 
+_V_50 = [UByte(i) for i in range(256)]  # made once: the values are immutable
+
+
 def _d_50(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """ubyte: 8-bit unsigned integer."""
     if pos + 1 > end:
         raise _short("ubyte", pos, 1, end)
 
-    return UByte(buf[pos]), pos + 1, 0x50
+    return _V_50[buf[pos]], pos + 1, 0x50
 
 
 _S_60 = struct.Struct(">H")
@@ -285,9 +290,15 @@ def _d_60(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, in
     return UShort(_S_60.unpack_from(buf, pos)[0]), pos + 2, 0x60
 
 
+_V_43 = UInt(0)  # made once: the value is immutable
+
+
 def _d_43(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """uint uint0: the uint value 0."""
-    return UInt(0), pos, 0x43
+    return _V_43, pos, 0x43
+
+
+_V_52 = [UInt(i) for i in range(256)]  # made once: the values are immutable
 
 
 def _d_52(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
@@ -295,7 +306,7 @@ def _d_52(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, in
     if pos + 1 > end:
         raise _short("uint", pos, 1, end)
 
-    return UInt(buf[pos]), pos + 1, 0x52
+    return _V_52[buf[pos]], pos + 1, 0x52
 
 
 _S_70 = struct.Struct(">I")
@@ -309,9 +320,15 @@ def _d_70(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, in
     return UInt(_S_70.unpack_from(buf, pos)[0]), pos + 4, 0x70
 
 
+_V_44 = ULong(0)  # made once: the value is immutable
+
+
 def _d_44(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
     """ulong ulong0: the ulong value 0."""
-    return ULong(0), pos, 0x44
+    return _V_44, pos, 0x44
+
+
+_V_53 = [ULong(i) for i in range(256)]  # made once: the values are immutable
 
 
 def _d_53(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, int, Wire]:
@@ -319,7 +336,7 @@ def _d_53(buf: Buffer, pos: int, end: int, described: Registry) -> tuple[Any, in
     if pos + 1 > end:
         raise _short("ulong", pos, 1, end)
 
-    return ULong(buf[pos]), pos + 1, 0x53
+    return _V_53[buf[pos]], pos + 1, 0x53
 
 
 _S_80 = struct.Struct(">Q")
@@ -1933,17 +1950,110 @@ def _shown(obj: Any) -> str:
     return f"{type(obj).__qualname__}({shown})"
 
 
+Codec = tuple[str, frozenset[int] | None, Writer, Any]
+"""A composite field's codec (`Composite.CODECS`): its spec name, the constructors its type
+allows (None: any), the writer of its values, and the composite class its value must be
+(None for any other type)."""
+
+_FIELD_READERS: dict[frozenset[int] | None, list[Reader]] = {}
+
+
+def _readers_of(codes: frozenset[int] | None) -> list[Reader]:
+    """`field_readers`, one table per constructor set however many fields share it."""
+    table = _FIELD_READERS.get(codes)
+    if table is None:
+        table = _FIELD_READERS[codes] = field_readers(codes)
+    return table
+
+
+def composite(cls: type[C]) -> type[C]:
+    """A composite class's codec tables, worked out once from its `CODECS` and its dataclass
+    fields (applied over `@dataclass`): what `Composite.read_from` and `encode_to` loop over,
+    each in one tuple, read with one attribute lookup (the loops serve every class)."""
+    codecs = cls.CODECS
+    attrs = [f.name for f in fields(cls) if f.init]  # type: ignore[arg-type]
+    if len(attrs) != len(codecs):
+        raise TypeError(f"{cls.__name__}: {len(attrs)} fields but {len(codecs)} codecs")
+    cls.FIELDS = names = tuple(c[0] for c in codecs)
+    # a field of a composite kind holds one of that class, or a list of them (an array)
+    kinds = tuple((i, c[3], (c[3], list)) for i, c in enumerate(codecs) if c[3] is not None)
+    multiple = tuple(sorted(cls.MULTIPLE))
+    mandatory = cls.MANDATORY
+    cls._decoding = (
+        cls.NAME,
+        names,
+        len(names),
+        tuple(_readers_of(c[1]) for c in codecs),
+        tuple((i, c[1], c[3]) for i, c in enumerate(codecs) if c[1] is not None),
+        kinds,
+        multiple,
+        mandatory,
+        max(mandatory, default=-1),
+    )
+    cls._encoding = (
+        cls.NAME,
+        names,
+        tuple(c[2] for c in codecs),
+        mandatory,
+        cls.DESCRIPTOR_NAME,
+        cls.DESCRIPTOR_CODE,
+        bytes((0, 0x53, cls.DESCRIPTOR_CODE)) if 0 < cls.DESCRIPTOR_CODE <= 255 else b"",
+        (None,) * len(codecs),
+    )
+    return cls
+
+
 class Composite:
     """What every composite (a described list) shares: shown by its fields and compared by
-    their values (not by the encodings they were read in); each class writes its own codec."""
+    their values (not by the encodings they were read in), and its codec: each class gives its
+    fields' codecs (`CODECS`), which `@composite` turns into the tables the loops below read."""
 
     __slots__ = ()
     NAME: ClassVar[str]
     DESCRIPTOR_NAME: ClassVar[str]
     DESCRIPTOR_CODE: ClassVar[int]
+    CODECS: ClassVar[tuple[Codec, ...]]
+    """Each field's name, the constructors its type allows (None: any), its writer, and the
+    composite its value must be: what `read_from` and `encode_to` loop over."""
     FIELDS: ClassVar[tuple[str, ...]]  # the spec's field names, in order
+    MANDATORY: ClassVar[tuple[int, ...]] = ()
+    """Which fields are mandatory (by index): never null on the wire, never None here."""
+    DEFAULTS: ClassVar[dict[str, Any]] = {}
+    """What a field that is None (absent on the wire) means, by attribute."""
+    MULTIPLE: ClassVar[frozenset[int]] = frozenset()
+    """Which fields are `multiple` (by index): one value or an array on the wire, a list here."""
+    _wire: Wire
+    _decoding: ClassVar[
+        tuple[
+            str,  # NAME
+            tuple[str, ...],  # FIELDS
+            int,  # how many
+            tuple[list[Reader], ...],  # each field's readers by format code
+            tuple[tuple[int, frozenset[int], Any], ...],  # each typed field's constructors, kind
+            tuple[tuple[int, Any, tuple[type, ...]], ...],  # fields of a composite kind, its class
+            tuple[int, ...],  # the `multiple` fields
+            tuple[int, ...],  # MANDATORY
+            int,  # the last mandatory field: a list of as many fields or fewer lacks one
+        ]
+    ]
+    _encoding: ClassVar[
+        tuple[
+            str,  # NAME
+            tuple[str, ...],  # FIELDS
+            tuple[Writer, ...],  # each field's writer
+            tuple[int, ...],  # MANDATORY
+            str,  # DESCRIPTOR_NAME
+            int,  # DESCRIPTOR_CODE
+            bytes,  # a fresh object's descriptor: 0x00, smallulong, its code (else b"")
+            tuple[None, ...],  # a fresh object's wires: none
+        ]
+    ]
+
+    def __init__(self, *values: Any) -> None:
+        raise NotImplementedError
 
     def _values(self) -> tuple[Any, ...]:
+        """The fields' values in order (each class lists its own: the fastest to read)."""
         raise NotImplementedError
 
     def __eq__(self, other: object) -> bool:
@@ -1954,8 +2064,113 @@ class Composite:
 
     __repr__ = _shown
 
+    @classmethod
+    def read_from(
+        cls, buf: Buffer, pos: int, end: int, dwire: Wire, described: Registry
+    ) -> tuple[Any, int, Wire]:
+        """The list after the descriptor, each field's constructor checked against its type as it
+        is read. A constructor not of its field's type, or a field past the list's end, is left
+        to `read_fields` and `read_list`: they read the list again and say which."""
+        at = pos
+        name, names, size, readers, checks, kinds, multiple, mandatory, last = cls._decoding
+        if pos + 3 <= end and buf[pos] == LIST8:  # the common list8, its checks inline
+            stop = pos + 2 + buf[pos + 1]
+            count = buf[pos + 2]
+            if buf[pos + 1] < 1 or stop > end or count > buf[pos + 1] - 1 or count > size:
+                code, count, pos, stop = list_head(buf, pos, end, name, size)  # which fault
+            else:
+                code = LIST8
+                pos += 3
+        else:
+            code, count, pos, stop = list_head(buf, pos, end, name, size)
+        v: list[Any] = [None] * size
+        w: list[Wire] = [NULL] * count
+        i = 0
+        try:
+            for i in range(count):
+                c = buf[pos]
+                if c == NULL:  # absent
+                    pos += 1
+                    last = size  # a mandatory field may be null: the checks below run
+                else:
+                    v[i], pos, w[i] = readers[i][c](buf, pos + 1, stop, described)
+        except (DecodeError, RecursionError) as e:
+            if pos < stop:
+                raise field_fault(e, f"{name}.{names[i]}", pos) from None
+            stop = -1  # a field past the list's end
+        except (NotOfType, IndexError):
+            stop = -1
+        if pos == stop:
+            lwire: Wire = (code, tuple(w)) if code != LIST0 else LIST0
+        else:
+            last = size
+            v, w, pos, lwire = read_fields(buf, at, end, described, name, names, readers)
+            if lwire is None:  # a constructor not of its field's type: read_list's checks say which
+                v, w, pos, lwire = read_list(buf, at, end, described, name, names)
+                for i, codes, kind in checks:
+                    if v[i] is not None and code_of(w[i]) not in codes:
+                        raise mistyped(f"{name}.{names[i]}", w[i], at)
+                    if kind is not None and v[i] is not None and not isinstance(v[i], kind | list):
+                        raise not_kind(f"{name}.{names[i]}", v[i], kind, at)
+        if kinds:
+            for i, kind, held in kinds:
+                if v[i] is not None and not isinstance(v[i], held):
+                    raise not_kind(f"{name}.{names[i]}", v[i], kind, at)
+        if multiple:
+            for i in multiple:
+                if v[i] is not None and not isinstance(v[i], list):
+                    v[i] = [v[i]]
+        if count <= last:  # a mandatory field past the list's end, or a field was null
+            for i in mandatory:
+                if v[i] is None:
+                    raise absent(f"{name}.{names[i]}", at)
+        obj = cls(*v)
+        obj._wire = wire = (0, dwire, lwire)
+        return obj, pos, wire
+
     def encode_to(self, out: bytearray, wire: Wire = None) -> None:
-        raise NotImplementedError
+        """The described list, each field by its type's writer: in the encoding it was read with
+        while the value still fits it, else the smallest; trailing null fields left off."""
+        name, names, writers, mandatory, dname, dcode, fresh, nones = self._encoding
+        values = self._values()
+        for i in mandatory:
+            if values[i] is None:
+                raise EncodeError(f"{name}.{names[i]}", "mandatory field is None")
+        if wire is None:
+            wire = self._wire
+        count = len(values)  # up to the last field set (or as many as were read, below)
+        while count and values[count - 1] is None:
+            count -= 1
+        if fresh and wire is None:  # a fresh object: its smallulong code, its list afresh
+            out += fresh
+            wires = nones
+            lcode = None
+        elif (
+            fresh
+            and wire.__class__ is tuple
+            and wire[:2] == (0, 0x53)
+            and wire[2].__class__ is tuple
+        ):  # read with its smallulong code, and a list8 or list32: as `list_start` says
+            out += fresh
+            lcode, wires = wire[2]
+            if len(wires) > count:
+                count = len(wires)
+            if len(wires) < len(nones):
+                wires += nones[len(wires) :]
+        else:
+            wires, count, lcode = list_start(out, wire, dname, dcode, values)
+        body = bytearray()
+        i = 0
+        try:
+            for i in range(count):
+                value = values[i]
+                if value is None:
+                    body.append(NULL)
+                else:
+                    writers[i](value, body, wires[i])
+        except EncodeError as e:
+            raise EncodeError(f"{name}.{names[i]}", f"{e.field}: {e.reason}") from None
+        end_list(out, lcode, body, count)
 
     def encode(self) -> bytes:
         out = bytearray()

@@ -127,7 +127,15 @@ class Packed(Backend):
 
 class Described(Backend):
     layout = "described"
-    version_modules = ("commands", "enums", "__init__", "spark_schema", "test_conformance")
+    # "<class>": a module per document of the spec (1.0's transport, messaging, ...)
+    version_modules = (
+        "commands",
+        "<class>",
+        "enums",
+        "__init__",
+        "spark_schema",
+        "test_conformance",
+    )
     package_modules = ("values",)
 
     def files(self, versions: list[Version], renderer: Renderer) -> list[tuple[str, Files]]:

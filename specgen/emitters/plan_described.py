@@ -239,6 +239,29 @@ class DescribedPlan:
 
         return sorted([*names, "Array", "Described"], key=natural)
 
+    @property
+    def defined(self) -> list[ClassPlan]:
+        """The classes in the order a module defines them: the spec's, but a composite a field
+        must hold (`Composite.CODECS` names its class) before the first class naming it."""
+        by_cls: dict[str, ClassPlan] = {c.cls: c for c in self.classes}
+        out: list[ClassPlan] = []
+        placing: set[str] = set()
+
+        def place(c: ClassPlan) -> None:
+            if c in out:
+                return
+            if c.cls in placing:
+                raise PlanError(f"{self.protocol.source}: {c.name} holds itself through its fields")
+            placing.add(c.cls)
+            for f in c.fields:
+                if f.allowed and f.composite in by_cls:
+                    place(by_cls[f.composite])
+            out.append(c)
+
+        for c in self.classes:
+            place(c)
+        return out
+
     def providing(self, archetype: str) -> list[ClassPlan]:
         return [c for c in self.classes if archetype in c.provides]
 

@@ -123,9 +123,11 @@ def described_files(
 
 
 def emit_described(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, str]:
-    """A described version's codec modules: its types' classes, `__init__` and enums."""
+    """A described version's codec modules: its types' classes, one module per document of the
+    spec (`transport.py`, `messaging.py`...), `commands` (their dispatch, re-exporting them),
+    `__init__` and enums."""
     assert plan.described is not None
-    files = described_files(spec, plan, renderer, ("commands",))
+    files = _described_modules(spec, plan, renderer)
     files["__init__.py"] = _described_init(spec, plan, renderer)
     # constants as Python names (the spec's may hold hyphens), their prose on one line
     names = [
@@ -133,6 +135,110 @@ def emit_described(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> d
         for c, (name, _, doc) in zip(plan.protocol.constants, plan.described.constants, strict=True)
     ]
     files["enums.py"] = _enums(spec, plan, renderer, names, described=plan.described)
+    return files
+
+
+# what a described version's modules take from the package's other modules
+_DESCRIBED_PROVIDERS: dict[str, str] = {
+    **imports.provided("..errors", ["DecodeError", "EncodeError"]),
+    **imports.provided("..framing", ["HEADER"]),
+    **imports.provided(
+        "..values",
+        [
+            "Buffer",
+            "Codec",
+            "Composite",
+            "Described",
+            "Frame",
+            "ProtocolHeader",
+            "Registry",
+            "Section",
+            "Symbol",
+            "ULong",
+            "Wire",
+            "code_of",
+            "composite",
+            "multiple",
+            "read",
+            "read_section",
+            "write_descriptor",
+        ],
+    ),
+    "_decode_value": "..values:decode_value",
+    "_decode_value_wire": "..values:decode_value_wire",
+    "encode": "..values:encode_frame",
+    "field": "dataclasses",
+}
+
+
+def _part_of(span: str) -> str:
+    """The spec document a class's `Spec:` line names, as a module name: `transport`."""
+    stem = span.split(":", 1)[0].rsplit("/", 1)[-1].split(".", 1)[0]
+    name = re.sub(r"[^A-Za-z0-9]", "_", stem).lower()
+    return name if name.isidentifier() and name not in ("commands", "enums") else "types"
+
+
+def _described_modules(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict[str, str]:
+    """The classes of each document of the spec in a module of their own, each importing what
+    its code reads; then `commands`, which imports and re-exports them all."""
+    d = plan.described
+    assert d is not None
+    parts: dict[str, list[Any]] = {}
+    for c in d.defined:
+        parts.setdefault(_part_of(c.span), []).append(c)
+    providers = dict(_DESCRIBED_PROVIDERS) | imports.provided("..values", d.writers)
+    sets = [str(name) for name, _ in d.allowed] + [str(name) for name, _, _ in d.multiples]
+    context = {"described": d, "ir": plan.protocol}
+    drafts: dict[str, tuple[str, list[str]]] = {}
+    for part, classes in parts.items():
+        where = f"{spec.qualified} {part}.py"
+        args = {"described_part": part, "described_classes": classes, "described_imports": ""}
+        draft = renderer.draft(
+            "python/commands.py.j2", spec, plan.protocol, **context, **args, described_sets=sets
+        )
+        # the constructor sets and `multiple` writers its classes read: drafted with them all,
+        # the classes' text (from the first decorator on) tells which
+        text = draft.split("\n@", 1)[-1]
+        used = [n for n in sets if re.search(rf"\b{n}\b", text)]
+        draft = renderer.draft(
+            "python/commands.py.j2", spec, plan.protocol, **context, **args, described_sets=used
+        )
+        drafts[part] = (draft, used)
+        defined = block("module", where, draft).defines
+        providers |= imports.provided(f".{part}", [c.cls for c in classes if c.cls in defined])
+    files: dict[str, str] = {}
+    for part, classes in parts.items():
+        where = f"{spec.qualified} {part}.py"
+        draft, used = drafts[part]
+        found = imports.needed(
+            draft, {k: v for k, v in providers.items() if v != f".{part}"}, where
+        )
+        files[f"{part}.py"] = renderer.render(
+            "python/commands.py.j2",
+            spec,
+            plan.protocol,
+            **context,
+            described_part=part,
+            described_classes=classes,
+            described_sets=used,
+            described_imports=Code(found.text()),
+        )
+    where = f"{spec.qualified} commands.py"
+    hub = {"described_part": "", "described_classes": [], "described_sets": []}
+    draft = renderer.draft(
+        "python/commands.py.j2", spec, plan.protocol, **context, **hub, described_imports=""
+    )
+    # it re-exports every class, and the bases and `encode` its module always gave
+    bases = ["Composite"] * bool(d.composites) + ["Section"] * bool(d.sections)
+    found = imports.needed(draft, providers, where, [*(c.cls for c in d.classes), *bases, "encode"])
+    files["commands.py"] = renderer.render(
+        "python/commands.py.j2",
+        spec,
+        plan.protocol,
+        **context,
+        **hub,
+        described_imports=Code(found.text()),
+    )
     return files
 
 
