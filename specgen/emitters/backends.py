@@ -63,7 +63,16 @@ class Backend(ABC):
 
 class Fused(Backend):
     layout = "fused"
-    version_modules = ("commands", "enums", "__init__", "spark_schema", "test_conformance")
+    # "<sender>": where the spec has no classes, a module per sender of the version's own
+    # messages (`client`, `server`, `either`) and `structures` for what they read
+    version_modules = (
+        "commands",
+        "<sender>",
+        "enums",
+        "__init__",
+        "spark_schema",
+        "test_conformance",
+    )
     # the shared module of a spec without classes, or per spec class and `named` beside it
     package_modules = ("shared", "<class>", "named", "shared_spark", "base", "records", "values")
 
