@@ -4,7 +4,8 @@ A plan lays its messages out one of three ways (`ModulePlan.layout`), and the ba
 layout writes every output kind for it:
 
 - `Fused`: each message's fixed-width fields fused into precompiled `struct` runs (Streams,
-  AMQP 0-8/0-9/0-9-1, RFC 006); versions of a package share what they lay out alike;
+  AMQP 0-8/0-9/0-9-1, RFC 006); versions of a package share what they lay out alike, and a
+  spec without classes (Streams) has a version's other messages a module per sender;
 - `Packed`: packing-flag structs carried in segments of frames (AMQP 0-10), a module per spec
   class;
 - `Described`: self-describing values, each type a descriptor and a list (AMQP 1.0).

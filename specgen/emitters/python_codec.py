@@ -534,7 +534,9 @@ def emit(
 ) -> dict[str, str]:
     """A fused version's files of `generated/<package>/<module>/`, by name; the blocks in
     `found` are imported from the package's shared modules (`placement` says which) instead
-    of rendered here."""
+    of rendered here. The others go in `commands.py`, or, where the spec has no classes, in
+    the module of their sender and `structures.py` (`ModulePlan.module_of`), `commands.py`
+    then dispatching to them and re-exporting their classes."""
     spec, plan = code.spec, code.plan
     found = found or set()
     placement = placement or {}
