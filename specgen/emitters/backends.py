@@ -4,7 +4,8 @@ A plan lays its messages out one of three ways (`ModulePlan.layout`), and the ba
 layout writes every output kind for it:
 
 - `Fused`: each message's fixed-width fields fused into precompiled `struct` runs (Streams,
-  AMQP 0-8/0-9/0-9-1, RFC 006); versions of a package share what they lay out alike;
+  AMQP 0-8/0-9/0-9-1, RFC 006); versions of a package share what they lay out alike, and a
+  spec without classes (Streams) has a version's other messages a module per sender;
 - `Packed`: packing-flag structs carried in segments of frames (AMQP 0-10), a module per spec
   class;
 - `Described`: self-describing values, each type a descriptor and a list (AMQP 1.0).
@@ -63,7 +64,16 @@ class Backend(ABC):
 
 class Fused(Backend):
     layout = "fused"
-    version_modules = ("commands", "enums", "__init__", "spark_schema", "test_conformance")
+    # "<sender>": where the spec has no classes, a module per sender of the version's own
+    # messages (`client`, `server`, `either`) and `structures` for what they read
+    version_modules = (
+        "commands",
+        "<sender>",
+        "enums",
+        "__init__",
+        "spark_schema",
+        "test_conformance",
+    )
     # the shared module of a spec without classes, or per spec class and `named` beside it
     package_modules = ("shared", "<class>", "named", "shared_spark", "base", "records", "values")
 

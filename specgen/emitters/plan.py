@@ -64,6 +64,8 @@ STRUCT_CODES = {
 """The one table of struct codes: integer type -> `struct` format character."""
 
 FLOAT_CODES = {4: "f", 8: "d"}
+# the module of a version without spec classes that each sender's messages go in (`by_sender`)
+SENDER_MODULES = {"client": "client", "server": "server", "both": "either"}
 
 
 def isort_key(name: str) -> tuple[int, str]:
@@ -649,6 +651,21 @@ class ModulePlan:
 
     def message_class(self, ident: tuple[int, ...]) -> MessagePlan | None:
         return next((m for m in self.messages if m.ident == ident), None)
+
+    @property
+    def by_sender(self) -> bool:
+        """Whether a version writes its own fused messages a module per sender: when its spec
+        groups its commands in no classes (Streams' one table, whose only grouping is which
+        peer sends each command). A spec with classes keeps them in `commands` (or, laid out
+        alike in every version, in the package's module of their class)."""
+        return bool(self.messages) and not any("." in m.command for m in self.messages)
+
+    def module_of(self, sender: str | None) -> str:
+        """The module of its version that the code of a message sent by `sender` is written
+        into, or of a structure or named type (None): `commands` unless `by_sender`."""
+        if not self.by_sender:
+            return "commands"
+        return "structures" if sender is None else SENDER_MODULES[sender]
 
 
 # ---- planner -----------------------------------------------------------------------------

@@ -573,6 +573,7 @@ def _shared_class_module(
         latest.plan.protocol,
         summary=summary,
         versions=versions,
+        framed_by=".shared",
         imports_text=Code(found.text()),
         uses_header=uses_header,
         blocks=texts,
@@ -592,6 +593,45 @@ def _package_providers(plan: ModulePlan) -> dict[str, str]:
     }
 
 
+# the modules of a version whose spec has no classes (`ModulePlan.module_of`), in the order
+# its `commands` names them, with what each holds
+_GROUPS = {
+    "client": "the messages the client sends",
+    "server": "the messages the server sends",
+    "either": "the messages either peer sends",
+    "structures": "the structures and named types the messages read",
+}
+
+
+def _version_class_module(
+    code: VersionCode,
+    module: str,
+    texts: list[str],
+    providers: dict[str, str],
+    renderer: Renderer,
+) -> str:
+    """One module of a version's own messages (or structures), grouped as `module_of` says,
+    imported from where they are defined, framed by the version's `commands`."""
+    spec, plan = code.spec, code.plan
+    body = "\n\n\n".join(texts)
+    uses_header = "HEADER" in block("module", module, body).uses
+    own = 'HEADER = struct.Struct(">")\n' if uses_header else ""
+    found = imports.needed(own + body, providers, f"{spec.package_path}/{module}.py")
+    return renderer.render(
+        "python/shared_class.py.j2",
+        spec,
+        plan.protocol,
+        summary=_GROUPS[module],
+        versions=[spec.version],
+        framed_by=".commands",
+        messages=module != "structures",
+        imports_text=Code(found.text()),
+        uses_header=uses_header,
+        blocks=texts,
+        **_common(spec, plan),
+    )
+
+
 def emit(
     code: VersionCode,
     renderer: Renderer,
@@ -600,7 +640,9 @@ def emit(
 ) -> dict[str, str]:
     """A fused version's files of `generated/<package>/<module>/`, by name; the blocks in
     `found` are imported from the package's shared modules (`placement` says which) instead
-    of rendered here."""
+    of rendered here. The others go in `commands.py`, or, where the spec has no classes, in
+    the module of their sender and `structures.py` (`ModulePlan.module_of`), `commands.py`
+    then dispatching to them and re-exporting their classes."""
     spec, plan = code.spec, code.plan
     found = found or set()
     placement = placement or {}
@@ -617,13 +659,19 @@ def emit(
         len({e["func"] in shared_funcs for e in entries}) == 1 for entries in dispatch.values()
     )
     local = [b for b in code.blocks if b.ident not in found]
-    texts = []
+    # each block's text, by the module of this version it is written into (`commands` unless
+    # the spec has no classes: then a module per sender, and one for the structures)
+    senders = {m["cls"]: m["sender"] for m in messages}
+    modules: dict[str, list[str]] = {}
     for b in local:
         if b.kind == "message":
             view = next(m for m in messages if m["cls"] == b.key)
-            texts.append(_macro(renderer, "message", {**view, "spans": [view["span"]]}))
+            text = _macro(renderer, "message", {**view, "spans": [view["span"]]})
         else:
-            texts.append(b.text)
+            text = b.text
+        module = plan.module_of(senders[b.key] if b.kind == "message" else None)
+        modules.setdefault(module, []).append(text)
+    texts = modules.pop("commands", [])
     # from the shared module: its classes and codecs this module dispatches to or names
     bound = {name for b in code.blocks if b.ident in found for name in b.defines}
     wanted = sharing.used_names(local)
@@ -659,32 +707,56 @@ def emit(
         **_imports(plan, sharing.used_names(local)),
         **_encode_context(frame, messages, plan.checksums),
     }
-    files = {
-        "commands.py": renderer.render(
-            "python/commands.py.j2",
-            spec,
-            protocol,
-            blocks=texts,
-            structs=structs,
-            messages=messages,
-            shared_imports=shared_imports,
-            dispatch=[(_key_repr(k, frame), v) for k, v in sorted(dispatch.items())],
-            frame_keys=[_key_repr(k, frame) for k in frame_keys],
-            has_kinds=any(m.kind != "oneway" for m in plan.messages),
-            dispatch_words=_dispatch_words(frame),
-            header_locals=", ".join(h.local for h in frame.header),
-            key_locals=", ".join(h.local for h in key_fields),
-            key_names=", ".join(h.name for h in key_fields)
-            + (", then the body key" if frame.body_keys else ""),
-            header_key_names=", ".join(h.name for h in key_fields),
-            no_layout=no_layout,
-            fast=_fast_dispatch(frame, dispatch),
-            merged=_merged(messages, shared_funcs) if merged else None,
-            packed_body="",
-            **context,
-        ),
-        "enums.py": _enums(spec, plan, renderer, protocol.constants),
+    # a spec without classes: the modules of its messages by sender, and the imports of each
+    # and of `commands` (which dispatches to them and re-exports their classes) from what each
+    # reads
+    groups = [{"module": g, "what": _GROUPS[g]} for g in _GROUPS if g in modules]
+    files: dict[str, str] = {}
+    imports_text = ""
+    if modules:
+        providers = {n: "." + m for n, m in _package_providers(plan).items()}
+        providers |= {name: f"..{placement.get(name, 'shared')}" for name in bound}
+        providers["shared"] = ".."  # the shared module's tables, which this version's start with
+        for module, module_texts in modules.items():
+            for text in module_texts:
+                providers |= imports.provided(f".{module}", block("module", module, text).defines)
+        for module, module_texts in modules.items():
+            files[f"{module}.py"] = _version_class_module(
+                code, module, module_texts, providers, renderer
+            )
+    render = {
+        "blocks": texts,
+        "groups": groups,
+        "structs": structs,
+        "messages": messages,
+        "shared_imports": shared_imports,
+        "dispatch": [(_key_repr(k, frame), v) for k, v in sorted(dispatch.items())],
+        "frame_keys": [_key_repr(k, frame) for k in frame_keys],
+        "has_kinds": any(m.kind != "oneway" for m in plan.messages),
+        "dispatch_words": _dispatch_words(frame),
+        "header_locals": ", ".join(h.local for h in frame.header),
+        "key_locals": ", ".join(h.local for h in key_fields),
+        "key_names": ", ".join(h.name for h in key_fields)
+        + (", then the body key" if frame.body_keys else ""),
+        "header_key_names": ", ".join(h.name for h in key_fields),
+        "no_layout": no_layout,
+        "fast": _fast_dispatch(frame, dispatch),
+        "merged": _merged(messages, shared_funcs) if merged else None,
+        "packed_body": "",
+        **context,
     }
+    if modules:
+        # the hub's imports: what its own code reads (and re-exports), once rendered without them
+        draft = renderer.draft(
+            "python/commands.py.j2", spec, protocol, imports_text=Code("#"), **render
+        )
+        classes = [s["name"] for s in structs] + [m["cls"] for m in messages]
+        where = f"{spec.package_path}/commands.py"
+        imports_text = imports.needed(draft, providers, where, classes).text()
+    files["commands.py"] = renderer.render(
+        "python/commands.py.j2", spec, protocol, imports_text=Code(imports_text), **render
+    )
+    files["enums.py"] = _enums(spec, plan, renderer, protocol.constants)
     exports = sorted(
         {
             "DecodeError",
