@@ -8,7 +8,6 @@ from. A name nobody provides is an error of the generator, raised before anythin
 from __future__ import annotations
 
 import builtins
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -49,7 +48,7 @@ class Imports:
             key=lambda m: (-(len(m) - len(m.lstrip("."))), m.lstrip(".")),
         )
         local = self._statements(own)
-        return "\n".join(standard) + ("\n\n" + "\n".join(local) if local else "")
+        return "\n\n".join("\n".join(group) for group in (standard, local) if group)
 
     def _statements(self, modules: list[str]) -> list[str]:
         """Each module's statements, modules in the order given: its names in one, and each
@@ -57,18 +56,11 @@ class Imports:
         out: list[str] = []
         for m in modules:
             each = [(n, f"from {m} import {n} as {alias}") for n, alias in self.renamed.get(m, ())]
-            names = sorted(self.names.get(m, ()), key=natural)
+            names = sorted(self.names.get(m, ()), key=isort_key)
             if names:
                 each.append((names[0], f"from {m} import {', '.join(names)}"))
-            out += [line for _, line in sorted(each, key=lambda e: natural(e[0]))]
+            out += [line for _, line in sorted(each, key=lambda e: isort_key(e[0]))]
         return out
-
-
-def natural(name: str) -> tuple[int, list[int | str]]:
-    """ruff's order of imported names: CONSTANTS, Classes, functions, case aside, numbers by
-    value (`_r_str8` before `_r_str16`)."""
-    parts = re.split(r"(\d+)", name.lower())
-    return isort_key(name)[0], [int(p) if p.isdigit() else p for p in parts]
 
 
 def needed(

@@ -22,6 +22,7 @@ from typing import Literal, assert_never, cast
 from specgen.emitters import plan_described, plan_packed, pytext
 from specgen.emitters.naming import PlanError as PlanError
 from specgen.emitters.naming import attr_name as attr_name
+from specgen.emitters.naming import isort_key as isort_key
 from specgen.emitters.naming import snake as snake
 from specgen.emitters.plan_described import DescribedPlan
 from specgen.emitters.pytext import Code
@@ -66,11 +67,6 @@ STRUCT_CODES = {
 FLOAT_CODES = {4: "f", 8: "d"}
 # the module of a version without spec classes that each sender's messages go in (`by_sender`)
 SENDER_MODULES = {"client": "client", "server": "server", "both": "either"}
-
-
-def isort_key(name: str) -> tuple[int, str]:
-    """The order isort (and ruff) give imported names: CONSTANTS, Classes, functions."""
-    return (0 if name.isupper() else 1 if name[0].isupper() else 2, name.lower())
 
 
 def text_class(protocol: Protocol, name: str) -> str:

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 
 from specgen.emitters import pytext
-from specgen.emitters.naming import PlanError
+from specgen.emitters.naming import PlanError, isort_key
 from specgen.emitters.pytext import Code
 from specgen.ir import CompositeField, Encoding, Protocol, TypeDef
 
@@ -231,13 +231,9 @@ class DescribedPlan:
 
     @property
     def wrappers(self) -> list[str]:
-        """The value classes, in the order an import lists them (natural, as ruff sorts)."""
+        """The value classes, in the order an import lists them (as ruff sorts)."""
         names = [p.wrapper for p in self.prims if p.wrapper and p.kind != "array"]
-
-        def natural(name: str) -> list[object]:
-            return [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", name)]
-
-        return sorted([*names, "Array", "Described"], key=natural)
+        return sorted([*names, "Array", "Described"], key=isort_key)
 
     @property
     def defined(self) -> list[ClassPlan]:

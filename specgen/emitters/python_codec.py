@@ -686,7 +686,7 @@ def emit(
             wanted |= {f"_decode_{m['func']}_as_{k:04x}" for k in m["decode_keys"]}
     wanted |= {s["name"] for s in structs}
     shared_imports: dict[str, list[str]] = {}
-    for name in sorted(bound & wanted, key=imports.natural):
+    for name in sorted(bound & wanted, key=isort_key):
         shared_imports.setdefault(f"..{placement.get(name, 'shared')}", []).append(name)
     if merged:
         shared_imports[".."] = ["shared"]
@@ -885,7 +885,7 @@ def emit_packed(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict
         packed,
         renderer,
         sorted(enums, key=isort_key),
-        sorted(value_names, key=imports.natural),
+        sorted(value_names, key=isort_key),
     )
     files |= {
         "enums.py": renderer.render(

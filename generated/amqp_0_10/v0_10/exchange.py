@@ -8,7 +8,6 @@ which dispatches to the readers and writers here.
 
 from __future__ import annotations
 
-
 from ..values import (
     Typed,
     _bad_flags,

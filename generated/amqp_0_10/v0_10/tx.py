@@ -8,7 +8,6 @@ which dispatches to the readers and writers here.
 
 from __future__ import annotations
 
-
 from ..values import _bad_flags, _Command
 from .session import _NEW_HEADER, SessionHeader, _w_command_head
 
