@@ -57,40 +57,30 @@ def table(path: Path) -> Any:
     return pq.read_table(path).sort_by([*KEYS, ("offset", "ascending")])
 
 
-def processes() -> dict[int, tuple[int, str]]:
-    """pid -> (parent pid, command line), from /proc."""
-    found = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as f:
-                stat = f.read()
-            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
-                command = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:  # gone meanwhile
-            continue
-        parent = int(stat[stat.rindex(b")") + 2 :].split()[1])
-        found[int(entry.name)] = (parent, command)
-    return found
+def command(pid: int) -> str:
+    """A process's command line ("" once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
 
 
-def below(root: int, table: dict[int, tuple[int, str]]) -> list[int]:
-    """Every process under `root` (not itself)."""
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        children = [p for p, (parent, _) in table.items() if parent == pid]
-        out += children
-        todo += children
-    return out
+def below(root: int) -> dict[int, str]:
+    """Every process under `root` (not itself), with its command line (bench/scale.py's walk
+    of /proc, which its memory sampling uses)."""
+    return {pid: command(pid) for pid in scale.descendants(root)[1:]}
 
 
 def python_workers(root: int) -> list[int]:
     """Spark's forked Python workers under `root`: the children of a `pyspark.daemon`."""
-    table = processes()
-    daemons = {p for p in below(root, table) if "pyspark.daemon" in table[p][1]}
-    return [p for p in below(root, table) if table[p][0] in daemons]
+    found = below(root)
+    return [
+        worker
+        for daemon, line in found.items()
+        if "pyspark.daemon" in line
+        for worker in below(daemon)
+    ]
 
 
 def cpu_ticks(pid: int) -> int:
@@ -192,11 +182,10 @@ def test_a_lost_executor_on_a_standalone_cluster_costs_a_retry_not_the_run(
 
     def busy_executors() -> list[int]:
         """An executor JVM of the worker this test started, once it runs Python tasks."""
-        table = processes()
         return [
-            p
-            for p in below(worker, table)
-            if "CoarseGrainedExecutorBackend" in table[p][1] and busy(python_workers(p))
+            pid
+            for pid, line in below(worker).items()
+            if "CoarseGrainedExecutorBackend" in line and busy(python_workers(pid))
         ]
 
     out = tmp_path / "cluster-out"
