@@ -557,11 +557,9 @@ def _shared_class_module(
 ) -> str:
     """One spec class's shared messages (or, `named`, the structures and named types they
     read), imported from where they are defined, framed by `shared`."""
-    body = "\n\n\n".join(texts)
-    uses_header = "HEADER" in block("module", group, body).uses
-    # the module's own HEADER (below), scanned with the body so that it is bound, not imported
-    own = 'HEADER = struct.Struct(">")\n' if uses_header else ""
-    found = imports.needed(own + body, providers, f"{latest.spec.package}/{group}.py")
+    imports_text, uses_header = _class_module_imports(
+        texts, providers, f"{latest.spec.package}/{group}.py"
+    )
     summary = (
         "the structures and named types read by the messages"
         if group == "named"
@@ -574,12 +572,24 @@ def _shared_class_module(
         summary=summary,
         versions=versions,
         framed_by=".shared",
-        imports_text=Code(found.text()),
+        imports_text=Code(imports_text),
         uses_header=uses_header,
         blocks=texts,
         frame=latest.plan.frame,
         **{k: v for k, v in _common(latest.spec, latest.plan).items() if k != "frame"},
     )
+
+
+def _class_module_imports(
+    texts: list[str], providers: dict[str, str], where: str
+) -> tuple[str, bool]:
+    """A class module's import lines (`shared_class.py.j2`), from what its blocks read, and
+    whether they read HEADER: the module then packs its own, which is scanned with the blocks
+    so that it counts as bound here, not imported."""
+    body = "\n\n\n".join(texts)
+    uses_header = "HEADER" in block("module", where, body).uses
+    own = 'HEADER = struct.Struct(">")\n' if uses_header else ""
+    return imports.needed(own + body, providers, where).text(), uses_header
 
 
 def _package_providers(plan: ModulePlan) -> dict[str, str]:
@@ -613,10 +623,9 @@ def _version_class_module(
     """One module of a version's own messages (or structures), grouped as `module_of` says,
     imported from where they are defined, framed by the version's `commands`."""
     spec, plan = code.spec, code.plan
-    body = "\n\n\n".join(texts)
-    uses_header = "HEADER" in block("module", module, body).uses
-    own = 'HEADER = struct.Struct(">")\n' if uses_header else ""
-    found = imports.needed(own + body, providers, f"{spec.package_path}/{module}.py")
+    imports_text, uses_header = _class_module_imports(
+        texts, providers, f"{spec.package_path}/{module}.py"
+    )
     return renderer.render(
         "python/shared_class.py.j2",
         spec,
@@ -625,7 +634,7 @@ def _version_class_module(
         versions=[spec.version],
         framed_by=".commands",
         messages=module != "structures",
-        imports_text=Code(found.text()),
+        imports_text=Code(imports_text),
         uses_header=uses_header,
         blocks=texts,
         **_common(spec, plan),
