@@ -114,31 +114,19 @@ class BasicProperties(Structure):
 _BASIC_PROPERTIES_0 = struct.Struct(">HQ")
 _BASIC_PROPERTIES_0_FIELDS = "BasicProperties: weight body_size"
 _BASIC_PROPERTIES_1 = struct.Struct(">B")
-_BASIC_PROPERTIES_1_FIELDS = "BasicProperties: content_type"
 _BASIC_PROPERTIES_2 = struct.Struct(">B")
-_BASIC_PROPERTIES_2_FIELDS = "BasicProperties: content_encoding"
 _BASIC_PROPERTIES_3 = struct.Struct(">B")
-_BASIC_PROPERTIES_3_FIELDS = "BasicProperties: delivery_mode"
 _BASIC_PROPERTIES_4 = struct.Struct(">B")
-_BASIC_PROPERTIES_4_FIELDS = "BasicProperties: priority"
 _BASIC_PROPERTIES_5 = struct.Struct(">B")
-_BASIC_PROPERTIES_5_FIELDS = "BasicProperties: correlation_id"
 _BASIC_PROPERTIES_6 = struct.Struct(">B")
-_BASIC_PROPERTIES_6_FIELDS = "BasicProperties: reply_to"
 _BASIC_PROPERTIES_7 = struct.Struct(">B")
-_BASIC_PROPERTIES_7_FIELDS = "BasicProperties: expiration"
 _BASIC_PROPERTIES_8 = struct.Struct(">B")
-_BASIC_PROPERTIES_8_FIELDS = "BasicProperties: message_id"
 _BASIC_PROPERTIES_9 = struct.Struct(">Q")
 _BASIC_PROPERTIES_9_FIELDS = "BasicProperties: timestamp"
 _BASIC_PROPERTIES_10 = struct.Struct(">B")
-_BASIC_PROPERTIES_10_FIELDS = "BasicProperties: type"
 _BASIC_PROPERTIES_11 = struct.Struct(">B")
-_BASIC_PROPERTIES_11_FIELDS = "BasicProperties: user_id"
 _BASIC_PROPERTIES_12 = struct.Struct(">B")
-_BASIC_PROPERTIES_12_FIELDS = "BasicProperties: app_id"
 _BASIC_PROPERTIES_13 = struct.Struct(">B")
-_BASIC_PROPERTIES_13_FIELDS = "BasicProperties: reserved"
 
 
 def _decode_basic_properties(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicProperties:
@@ -169,9 +157,9 @@ def _decode_basic_properties(buf: Buffer, at: int, end: int, channel: int = 0) -
     if not property_flags[0] & 0x8000:  # its flag is clear: not on the wire
         content_type = None
     else:
-        if end - at < 1:
-            raise _truncated(_BASIC_PROPERTIES_1, _BASIC_PROPERTIES_1_FIELDS, at, end)
-        (content_type_len,) = _BASIC_PROPERTIES_1.unpack_from(buf, at)
+        if at >= end:
+            raise DecodeError("BasicProperties.content_type", at, "needs 1 bytes, 0 left")
+        content_type_len = buf[at]
         at += 1
         if content_type_len < 0 or content_type_len > end - at:
             raise _bad_length("BasicProperties.content_type", at, content_type_len, end)
@@ -181,9 +169,9 @@ def _decode_basic_properties(buf: Buffer, at: int, end: int, channel: int = 0) -
     if not property_flags[0] & 0x4000:  # its flag is clear: not on the wire
         content_encoding = None
     else:
-        if end - at < 1:
-            raise _truncated(_BASIC_PROPERTIES_2, _BASIC_PROPERTIES_2_FIELDS, at, end)
-        (content_encoding_len,) = _BASIC_PROPERTIES_2.unpack_from(buf, at)
+        if at >= end:
+            raise DecodeError("BasicProperties.content_encoding", at, "needs 1 bytes, 0 left")
+        content_encoding_len = buf[at]
         at += 1
         if content_encoding_len < 0 or content_encoding_len > end - at:
             raise _bad_length("BasicProperties.content_encoding", at, content_encoding_len, end)
@@ -198,25 +186,25 @@ def _decode_basic_properties(buf: Buffer, at: int, end: int, channel: int = 0) -
     if not property_flags[0] & 0x1000:  # its flag is clear: not on the wire
         delivery_mode = None
     else:
-        if end - at < 1:
-            raise _truncated(_BASIC_PROPERTIES_3, _BASIC_PROPERTIES_3_FIELDS, at, end)
-        (delivery_mode,) = _BASIC_PROPERTIES_3.unpack_from(buf, at)
+        if at >= end:
+            raise DecodeError("BasicProperties.delivery_mode", at, "needs 1 bytes, 0 left")
+        delivery_mode = buf[at]
         at += 1
     priority: int | None
     if not property_flags[0] & 0x800:  # its flag is clear: not on the wire
         priority = None
     else:
-        if end - at < 1:
-            raise _truncated(_BASIC_PROPERTIES_4, _BASIC_PROPERTIES_4_FIELDS, at, end)
-        (priority,) = _BASIC_PROPERTIES_4.unpack_from(buf, at)
+        if at >= end:
+            raise DecodeError("BasicProperties.priority", at, "needs 1 bytes, 0 left")
+        priority = buf[at]
         at += 1
     correlation_id: str | None
     if not property_flags[0] & 0x400:  # its flag is clear: not on the wire
         correlation_id = None
     else:
-        if end - at < 1:
-            raise _truncated(_BASIC_PROPERTIES_5, _BASIC_PROPERTIES_5_FIELDS, at, end)
-        (correlation_id_len,) = _BASIC_PROPERTIES_5.unpack_from(buf, at)
+        if at >= end:
+            raise DecodeError("BasicProperties.correlation_id", at, "needs 1 bytes, 0 left")
+        correlation_id_len = buf[at]
         at += 1
         if correlation_id_len < 0 or correlation_id_len > end - at:
             raise _bad_length("BasicProperties.correlation_id", at, correlation_id_len, end)
@@ -226,9 +214,9 @@ def _decode_basic_properties(buf: Buffer, at: int, end: int, channel: int = 0) -
     if not property_flags[0] & 0x200:  # its flag is clear: not on the wire
         reply_to = None
     else:
-        if end - at < 1:
-            raise _truncated(_BASIC_PROPERTIES_6, _BASIC_PROPERTIES_6_FIELDS, at, end)
-        (reply_to_len,) = _BASIC_PROPERTIES_6.unpack_from(buf, at)
+        if at >= end:
+            raise DecodeError("BasicProperties.reply_to", at, "needs 1 bytes, 0 left")
+        reply_to_len = buf[at]
         at += 1
         if reply_to_len < 0 or reply_to_len > end - at:
             raise _bad_length("BasicProperties.reply_to", at, reply_to_len, end)
@@ -238,9 +226,9 @@ def _decode_basic_properties(buf: Buffer, at: int, end: int, channel: int = 0) -
     if not property_flags[0] & 0x100:  # its flag is clear: not on the wire
         expiration = None
     else:
-        if end - at < 1:
-            raise _truncated(_BASIC_PROPERTIES_7, _BASIC_PROPERTIES_7_FIELDS, at, end)
-        (expiration_len,) = _BASIC_PROPERTIES_7.unpack_from(buf, at)
+        if at >= end:
+            raise DecodeError("BasicProperties.expiration", at, "needs 1 bytes, 0 left")
+        expiration_len = buf[at]
         at += 1
         if expiration_len < 0 or expiration_len > end - at:
             raise _bad_length("BasicProperties.expiration", at, expiration_len, end)
@@ -250,9 +238,9 @@ def _decode_basic_properties(buf: Buffer, at: int, end: int, channel: int = 0) -
     if not property_flags[0] & 0x80:  # its flag is clear: not on the wire
         message_id = None
     else:
-        if end - at < 1:
-            raise _truncated(_BASIC_PROPERTIES_8, _BASIC_PROPERTIES_8_FIELDS, at, end)
-        (message_id_len,) = _BASIC_PROPERTIES_8.unpack_from(buf, at)
+        if at >= end:
+            raise DecodeError("BasicProperties.message_id", at, "needs 1 bytes, 0 left")
+        message_id_len = buf[at]
         at += 1
         if message_id_len < 0 or message_id_len > end - at:
             raise _bad_length("BasicProperties.message_id", at, message_id_len, end)
@@ -270,9 +258,9 @@ def _decode_basic_properties(buf: Buffer, at: int, end: int, channel: int = 0) -
     if not property_flags[0] & 0x20:  # its flag is clear: not on the wire
         type_ = None
     else:
-        if end - at < 1:
-            raise _truncated(_BASIC_PROPERTIES_10, _BASIC_PROPERTIES_10_FIELDS, at, end)
-        (type_len,) = _BASIC_PROPERTIES_10.unpack_from(buf, at)
+        if at >= end:
+            raise DecodeError("BasicProperties.type", at, "needs 1 bytes, 0 left")
+        type_len = buf[at]
         at += 1
         if type_len < 0 or type_len > end - at:
             raise _bad_length("BasicProperties.type", at, type_len, end)
@@ -282,9 +270,9 @@ def _decode_basic_properties(buf: Buffer, at: int, end: int, channel: int = 0) -
     if not property_flags[0] & 0x10:  # its flag is clear: not on the wire
         user_id = None
     else:
-        if end - at < 1:
-            raise _truncated(_BASIC_PROPERTIES_11, _BASIC_PROPERTIES_11_FIELDS, at, end)
-        (user_id_len,) = _BASIC_PROPERTIES_11.unpack_from(buf, at)
+        if at >= end:
+            raise DecodeError("BasicProperties.user_id", at, "needs 1 bytes, 0 left")
+        user_id_len = buf[at]
         at += 1
         if user_id_len < 0 or user_id_len > end - at:
             raise _bad_length("BasicProperties.user_id", at, user_id_len, end)
@@ -294,9 +282,9 @@ def _decode_basic_properties(buf: Buffer, at: int, end: int, channel: int = 0) -
     if not property_flags[0] & 0x8:  # its flag is clear: not on the wire
         app_id = None
     else:
-        if end - at < 1:
-            raise _truncated(_BASIC_PROPERTIES_12, _BASIC_PROPERTIES_12_FIELDS, at, end)
-        (app_id_len,) = _BASIC_PROPERTIES_12.unpack_from(buf, at)
+        if at >= end:
+            raise DecodeError("BasicProperties.app_id", at, "needs 1 bytes, 0 left")
+        app_id_len = buf[at]
         at += 1
         if app_id_len < 0 or app_id_len > end - at:
             raise _bad_length("BasicProperties.app_id", at, app_id_len, end)
@@ -306,9 +294,9 @@ def _decode_basic_properties(buf: Buffer, at: int, end: int, channel: int = 0) -
     if not property_flags[0] & 0x4:  # its flag is clear: not on the wire
         reserved = None
     else:
-        if end - at < 1:
-            raise _truncated(_BASIC_PROPERTIES_13, _BASIC_PROPERTIES_13_FIELDS, at, end)
-        (reserved_len,) = _BASIC_PROPERTIES_13.unpack_from(buf, at)
+        if at >= end:
+            raise DecodeError("BasicProperties.reserved", at, "needs 1 bytes, 0 left")
+        reserved_len = buf[at]
         at += 1
         if reserved_len < 0 or reserved_len > end - at:
             raise _bad_length("BasicProperties.reserved", at, reserved_len, end)
@@ -631,9 +619,7 @@ A set of arguments for the consume. The syntax and semantics of these arguments 
 _BASIC_CONSUME_0 = struct.Struct(">HB")
 _BASIC_CONSUME_0_FIELDS = "BasicConsume: reserved1 queue"
 _BASIC_CONSUME_1 = struct.Struct(">B")
-_BASIC_CONSUME_1_FIELDS = "BasicConsume: consumer_tag"
 _BASIC_CONSUME_2 = struct.Struct(">B")
-_BASIC_CONSUME_2_FIELDS = "BasicConsume: bits1"
 
 
 def _decode_basic_consume(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicConsume:
@@ -645,17 +631,17 @@ def _decode_basic_consume(buf: Buffer, at: int, end: int, channel: int = 0) -> B
         raise _bad_length("BasicConsume.queue", at, queue_len, end)
     queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
-    if end - at < 1:
-        raise _truncated(_BASIC_CONSUME_1, _BASIC_CONSUME_1_FIELDS, at, end)
-    (consumer_tag_len,) = _BASIC_CONSUME_1.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("BasicConsume.consumer_tag", at, "needs 1 bytes, 0 left")
+    consumer_tag_len = buf[at]
     at += 1
     if consumer_tag_len < 0 or consumer_tag_len > end - at:
         raise _bad_length("BasicConsume.consumer_tag", at, consumer_tag_len, end)
     consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
-    if end - at < 1:
-        raise _truncated(_BASIC_CONSUME_2, _BASIC_CONSUME_2_FIELDS, at, end)
-    (bits1,) = _BASIC_CONSUME_2.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("BasicConsume.bits1", at, "needs 1 bytes, 0 left")
+    bits1 = buf[at]
     at += 1
     no_local = bits1 & 0x1 != 0
     no_ack = bits1 & 0x2 != 0
@@ -722,13 +708,12 @@ Holds the consumer tag specified by the client or provided by the server."""
 
 
 _BASIC_CONSUME_OK_0 = struct.Struct(">B")
-_BASIC_CONSUME_OK_0_FIELDS = "BasicConsumeOk: consumer_tag"
 
 
 def _decode_basic_consume_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicConsumeOk:
-    if end - at < 1:
-        raise _truncated(_BASIC_CONSUME_OK_0, _BASIC_CONSUME_OK_0_FIELDS, at, end)
-    (consumer_tag_len,) = _BASIC_CONSUME_OK_0.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("BasicConsumeOk.consumer_tag", at, "needs 1 bytes, 0 left")
+    consumer_tag_len = buf[at]
     at += 1
     if consumer_tag_len < 0 or consumer_tag_len > end - at:
         raise _bad_length("BasicConsumeOk.consumer_tag", at, consumer_tag_len, end)
@@ -807,9 +792,7 @@ This flag tells the server how to react if the message cannot be routed to a que
 _BASIC_PUBLISH_0 = struct.Struct(">HB")
 _BASIC_PUBLISH_0_FIELDS = "BasicPublish: reserved1 exchange"
 _BASIC_PUBLISH_1 = struct.Struct(">B")
-_BASIC_PUBLISH_1_FIELDS = "BasicPublish: routing_key"
 _BASIC_PUBLISH_2 = struct.Struct(">B")
-_BASIC_PUBLISH_2_FIELDS = "BasicPublish: bits1"
 
 
 def _decode_basic_publish(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicPublish:
@@ -821,17 +804,17 @@ def _decode_basic_publish(buf: Buffer, at: int, end: int, channel: int = 0) -> B
         raise _bad_length("BasicPublish.exchange", at, exchange_len, end)
     exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
-    if end - at < 1:
-        raise _truncated(_BASIC_PUBLISH_1, _BASIC_PUBLISH_1_FIELDS, at, end)
-    (routing_key_len,) = _BASIC_PUBLISH_1.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("BasicPublish.routing_key", at, "needs 1 bytes, 0 left")
+    routing_key_len = buf[at]
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
         raise _bad_length("BasicPublish.routing_key", at, routing_key_len, end)
     routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
-    if end - at < 1:
-        raise _truncated(_BASIC_PUBLISH_2, _BASIC_PUBLISH_2_FIELDS, at, end)
-    (bits1,) = _BASIC_PUBLISH_2.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("BasicPublish.bits1", at, "needs 1 bytes, 0 left")
+    bits1 = buf[at]
     at += 1
     mandatory = bits1 & 0x1 != 0
     immediate = bits1 & 0x2 != 0
@@ -912,9 +895,7 @@ Specifies the routing key name specified when the message was published."""
 _BASIC_RETURN_0 = struct.Struct(">HB")
 _BASIC_RETURN_0_FIELDS = "BasicReturn: reply_code reply_text"
 _BASIC_RETURN_1 = struct.Struct(">B")
-_BASIC_RETURN_1_FIELDS = "BasicReturn: exchange"
 _BASIC_RETURN_2 = struct.Struct(">B")
-_BASIC_RETURN_2_FIELDS = "BasicReturn: routing_key"
 
 
 def _decode_basic_return(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicReturn:
@@ -926,17 +907,17 @@ def _decode_basic_return(buf: Buffer, at: int, end: int, channel: int = 0) -> Ba
         raise _bad_length("BasicReturn.reply_text", at, reply_text_len, end)
     reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
-    if end - at < 1:
-        raise _truncated(_BASIC_RETURN_1, _BASIC_RETURN_1_FIELDS, at, end)
-    (exchange_len,) = _BASIC_RETURN_1.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("BasicReturn.exchange", at, "needs 1 bytes, 0 left")
+    exchange_len = buf[at]
     at += 1
     if exchange_len < 0 or exchange_len > end - at:
         raise _bad_length("BasicReturn.exchange", at, exchange_len, end)
     exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
-    if end - at < 1:
-        raise _truncated(_BASIC_RETURN_2, _BASIC_RETURN_2_FIELDS, at, end)
-    (routing_key_len,) = _BASIC_RETURN_2.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("BasicReturn.routing_key", at, "needs 1 bytes, 0 left")
+    routing_key_len = buf[at]
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
         raise _bad_length("BasicReturn.routing_key", at, routing_key_len, end)
@@ -1023,17 +1004,15 @@ Specifies the routing key name specified when the message was published."""
 
 
 _BASIC_DELIVER_0 = struct.Struct(">B")
-_BASIC_DELIVER_0_FIELDS = "BasicDeliver: consumer_tag"
 _BASIC_DELIVER_1 = struct.Struct(">QBB")
 _BASIC_DELIVER_1_FIELDS = "BasicDeliver: delivery_tag bits1 exchange"
 _BASIC_DELIVER_2 = struct.Struct(">B")
-_BASIC_DELIVER_2_FIELDS = "BasicDeliver: routing_key"
 
 
 def _decode_basic_deliver(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicDeliver:
-    if end - at < 1:
-        raise _truncated(_BASIC_DELIVER_0, _BASIC_DELIVER_0_FIELDS, at, end)
-    (consumer_tag_len,) = _BASIC_DELIVER_0.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("BasicDeliver.consumer_tag", at, "needs 1 bytes, 0 left")
+    consumer_tag_len = buf[at]
     at += 1
     if consumer_tag_len < 0 or consumer_tag_len > end - at:
         raise _bad_length("BasicDeliver.consumer_tag", at, consumer_tag_len, end)
@@ -1050,9 +1029,9 @@ def _decode_basic_deliver(buf: Buffer, at: int, end: int, channel: int = 0) -> B
         raise _bad_length("BasicDeliver.exchange", at, exchange_len, end)
     exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
-    if end - at < 1:
-        raise _truncated(_BASIC_DELIVER_2, _BASIC_DELIVER_2_FIELDS, at, end)
-    (routing_key_len,) = _BASIC_DELIVER_2.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("BasicDeliver.routing_key", at, "needs 1 bytes, 0 left")
+    routing_key_len = buf[at]
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
         raise _bad_length("BasicDeliver.routing_key", at, routing_key_len, end)
@@ -1129,7 +1108,6 @@ If this field is set the server does not expect acknowledgements for messages. T
 _BASIC_GET_0 = struct.Struct(">HB")
 _BASIC_GET_0_FIELDS = "BasicGet: reserved1 queue"
 _BASIC_GET_1 = struct.Struct(">B")
-_BASIC_GET_1_FIELDS = "BasicGet: bits1"
 
 
 def _decode_basic_get(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicGet:
@@ -1141,9 +1119,9 @@ def _decode_basic_get(buf: Buffer, at: int, end: int, channel: int = 0) -> Basic
         raise _bad_length("BasicGet.queue", at, queue_len, end)
     queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
-    if end - at < 1:
-        raise _truncated(_BASIC_GET_1, _BASIC_GET_1_FIELDS, at, end)
-    (bits1,) = _BASIC_GET_1.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("BasicGet.bits1", at, "needs 1 bytes, 0 left")
+    bits1 = buf[at]
     at += 1
     no_ack = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
@@ -1225,7 +1203,6 @@ The number of messages in the queue, which will be zero for newly-declared queue
 _BASIC_GET_OK_0 = struct.Struct(">QBB")
 _BASIC_GET_OK_0_FIELDS = "BasicGetOk: delivery_tag bits1 exchange"
 _BASIC_GET_OK_1 = struct.Struct(">B")
-_BASIC_GET_OK_1_FIELDS = "BasicGetOk: routing_key"
 _BASIC_GET_OK_2 = struct.Struct(">I")
 _BASIC_GET_OK_2_FIELDS = "BasicGetOk: message_count"
 
@@ -1242,9 +1219,9 @@ def _decode_basic_get_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> Ba
         raise _bad_length("BasicGetOk.exchange", at, exchange_len, end)
     exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
-    if end - at < 1:
-        raise _truncated(_BASIC_GET_OK_1, _BASIC_GET_OK_1_FIELDS, at, end)
-    (routing_key_len,) = _BASIC_GET_OK_1.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("BasicGetOk.routing_key", at, "needs 1 bytes, 0 left")
+    routing_key_len = buf[at]
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
         raise _bad_length("BasicGetOk.routing_key", at, routing_key_len, end)
@@ -1302,13 +1279,12 @@ class BasicGetEmpty(Structure):
 
 
 _BASIC_GET_EMPTY_0 = struct.Struct(">B")
-_BASIC_GET_EMPTY_0_FIELDS = "BasicGetEmpty: reserved1"
 
 
 def _decode_basic_get_empty(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicGetEmpty:
-    if end - at < 1:
-        raise _truncated(_BASIC_GET_EMPTY_0, _BASIC_GET_EMPTY_0_FIELDS, at, end)
-    (reserved1_len,) = _BASIC_GET_EMPTY_0.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("BasicGetEmpty.reserved1", at, "needs 1 bytes, 0 left")
+    reserved1_len = buf[at]
     at += 1
     if reserved1_len < 0 or reserved1_len > end - at:
         raise _bad_length("BasicGetEmpty.reserved1", at, reserved1_len, end)
@@ -1430,15 +1406,14 @@ If this field is zero, the message will be redelivered to the original recipient
 
 
 _BASIC_RECOVER_ASYNC_0 = struct.Struct(">B")
-_BASIC_RECOVER_ASYNC_0_FIELDS = "BasicRecoverAsync: bits1"
 
 
 def _decode_basic_recover_async(
     buf: Buffer, at: int, end: int, channel: int = 0
 ) -> BasicRecoverAsync:
-    if end - at < 1:
-        raise _truncated(_BASIC_RECOVER_ASYNC_0, _BASIC_RECOVER_ASYNC_0_FIELDS, at, end)
-    (bits1,) = _BASIC_RECOVER_ASYNC_0.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("BasicRecoverAsync.bits1", at, "needs 1 bytes, 0 left")
+    bits1 = buf[at]
     at += 1
     requeue = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
@@ -1493,13 +1468,12 @@ If this field is zero, the message will be redelivered to the original recipient
 
 
 _BASIC_RECOVER_0 = struct.Struct(">B")
-_BASIC_RECOVER_0_FIELDS = "BasicRecover: bits1"
 
 
 def _decode_basic_recover(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicRecover:
-    if end - at < 1:
-        raise _truncated(_BASIC_RECOVER_0, _BASIC_RECOVER_0_FIELDS, at, end)
-    (bits1,) = _BASIC_RECOVER_0.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("BasicRecover.bits1", at, "needs 1 bytes, 0 left")
+    bits1 = buf[at]
     at += 1
     requeue = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:

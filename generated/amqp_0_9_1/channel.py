@@ -50,13 +50,12 @@ class ChannelOpen(Structure):
 
 
 _CHANNEL_OPEN_0 = struct.Struct(">B")
-_CHANNEL_OPEN_0_FIELDS = "ChannelOpen: reserved1"
 
 
 def _decode_channel_open(buf: Buffer, at: int, end: int, channel: int = 0) -> ChannelOpen:
-    if end - at < 1:
-        raise _truncated(_CHANNEL_OPEN_0, _CHANNEL_OPEN_0_FIELDS, at, end)
-    (reserved1_len,) = _CHANNEL_OPEN_0.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("ChannelOpen.reserved1", at, "needs 1 bytes, 0 left")
+    reserved1_len = buf[at]
     at += 1
     if reserved1_len < 0 or reserved1_len > end - at:
         raise _bad_length("ChannelOpen.reserved1", at, reserved1_len, end)
@@ -159,13 +158,12 @@ If 1, the peer starts sending content frames. If 0, the peer stops sending conte
 
 
 _CHANNEL_FLOW_0 = struct.Struct(">B")
-_CHANNEL_FLOW_0_FIELDS = "ChannelFlow: bits1"
 
 
 def _decode_channel_flow(buf: Buffer, at: int, end: int, channel: int = 0) -> ChannelFlow:
-    if end - at < 1:
-        raise _truncated(_CHANNEL_FLOW_0, _CHANNEL_FLOW_0_FIELDS, at, end)
-    (bits1,) = _CHANNEL_FLOW_0.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("ChannelFlow.bits1", at, "needs 1 bytes, 0 left")
+    bits1 = buf[at]
     at += 1
     active = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
@@ -220,13 +218,12 @@ Confirms the setting of the processed flow method: 1 means the peer will start s
 
 
 _CHANNEL_FLOW_OK_0 = struct.Struct(">B")
-_CHANNEL_FLOW_OK_0_FIELDS = "ChannelFlowOk: bits1"
 
 
 def _decode_channel_flow_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> ChannelFlowOk:
-    if end - at < 1:
-        raise _truncated(_CHANNEL_FLOW_OK_0, _CHANNEL_FLOW_OK_0_FIELDS, at, end)
-    (bits1,) = _CHANNEL_FLOW_OK_0.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("ChannelFlowOk.bits1", at, "needs 1 bytes, 0 left")
+    bits1 = buf[at]
     at += 1
     active = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:

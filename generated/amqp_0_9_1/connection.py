@@ -194,20 +194,18 @@ Must not be empty."""
 
 
 _CONNECTION_START_OK_0 = struct.Struct(">B")
-_CONNECTION_START_OK_0_FIELDS = "ConnectionStartOk: mechanism"
 _CONNECTION_START_OK_1 = struct.Struct(">I")
 _CONNECTION_START_OK_1_FIELDS = "ConnectionStartOk: response"
 _CONNECTION_START_OK_2 = struct.Struct(">B")
-_CONNECTION_START_OK_2_FIELDS = "ConnectionStartOk: locale"
 
 
 def _decode_connection_start_ok(
     buf: Buffer, at: int, end: int, channel: int = 0
 ) -> ConnectionStartOk:
     client_properties, at = _decode_table(buf, at, end)
-    if end - at < 1:
-        raise _truncated(_CONNECTION_START_OK_0, _CONNECTION_START_OK_0_FIELDS, at, end)
-    (mechanism_len,) = _CONNECTION_START_OK_0.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("ConnectionStartOk.mechanism", at, "needs 1 bytes, 0 left")
+    mechanism_len = buf[at]
     at += 1
     if mechanism_len < 0 or mechanism_len > end - at:
         raise _bad_length("ConnectionStartOk.mechanism", at, mechanism_len, end)
@@ -221,9 +219,9 @@ def _decode_connection_start_ok(
         raise _bad_length("ConnectionStartOk.response", at, response_len, end)
     response = bytes(buf[at : at + response_len])
     at += response_len
-    if end - at < 1:
-        raise _truncated(_CONNECTION_START_OK_2, _CONNECTION_START_OK_2_FIELDS, at, end)
-    (locale_len,) = _CONNECTION_START_OK_2.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("ConnectionStartOk.locale", at, "needs 1 bytes, 0 left")
+    locale_len = buf[at]
     at += 1
     if locale_len < 0 or locale_len > end - at:
         raise _bad_length("ConnectionStartOk.locale", at, locale_len, end)
@@ -565,33 +563,30 @@ Must not be empty. At most 127 characters."""
 
 
 _CONNECTION_OPEN_0 = struct.Struct(">B")
-_CONNECTION_OPEN_0_FIELDS = "ConnectionOpen: virtual_host"
 _CONNECTION_OPEN_1 = struct.Struct(">B")
-_CONNECTION_OPEN_1_FIELDS = "ConnectionOpen: reserved1"
 _CONNECTION_OPEN_2 = struct.Struct(">B")
-_CONNECTION_OPEN_2_FIELDS = "ConnectionOpen: bits1"
 
 
 def _decode_connection_open(buf: Buffer, at: int, end: int, channel: int = 0) -> ConnectionOpen:
-    if end - at < 1:
-        raise _truncated(_CONNECTION_OPEN_0, _CONNECTION_OPEN_0_FIELDS, at, end)
-    (virtual_host_len,) = _CONNECTION_OPEN_0.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("ConnectionOpen.virtual_host", at, "needs 1 bytes, 0 left")
+    virtual_host_len = buf[at]
     at += 1
     if virtual_host_len < 0 or virtual_host_len > end - at:
         raise _bad_length("ConnectionOpen.virtual_host", at, virtual_host_len, end)
     virtual_host = str(buf[at : at + virtual_host_len], "utf-8", "surrogateescape")
     at += virtual_host_len
-    if end - at < 1:
-        raise _truncated(_CONNECTION_OPEN_1, _CONNECTION_OPEN_1_FIELDS, at, end)
-    (reserved1_len,) = _CONNECTION_OPEN_1.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("ConnectionOpen.reserved1", at, "needs 1 bytes, 0 left")
+    reserved1_len = buf[at]
     at += 1
     if reserved1_len < 0 or reserved1_len > end - at:
         raise _bad_length("ConnectionOpen.reserved1", at, reserved1_len, end)
     reserved1 = str(buf[at : at + reserved1_len], "utf-8", "surrogateescape")
     at += reserved1_len
-    if end - at < 1:
-        raise _truncated(_CONNECTION_OPEN_2, _CONNECTION_OPEN_2_FIELDS, at, end)
-    (bits1,) = _CONNECTION_OPEN_2.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("ConnectionOpen.bits1", at, "needs 1 bytes, 0 left")
+    bits1 = buf[at]
     at += 1
     reserved2 = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
@@ -642,15 +637,14 @@ class ConnectionOpenOk(Structure):
 
 
 _CONNECTION_OPEN_OK_0 = struct.Struct(">B")
-_CONNECTION_OPEN_OK_0_FIELDS = "ConnectionOpenOk: reserved1"
 
 
 def _decode_connection_open_ok(
     buf: Buffer, at: int, end: int, channel: int = 0
 ) -> ConnectionOpenOk:
-    if end - at < 1:
-        raise _truncated(_CONNECTION_OPEN_OK_0, _CONNECTION_OPEN_OK_0_FIELDS, at, end)
-    (reserved1_len,) = _CONNECTION_OPEN_OK_0.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("ConnectionOpenOk.reserved1", at, "needs 1 bytes, 0 left")
+    reserved1_len = buf[at]
     at += 1
     if reserved1_len < 0 or reserved1_len > end - at:
         raise _bad_length("ConnectionOpenOk.reserved1", at, reserved1_len, end)

@@ -121,7 +121,6 @@ If set, the server will not respond to the method. The client should not wait fo
 _EXCHANGE_DELETE_0 = struct.Struct(">HB")
 _EXCHANGE_DELETE_0_FIELDS = "ExchangeDelete: reserved1 exchange"
 _EXCHANGE_DELETE_1 = struct.Struct(">B")
-_EXCHANGE_DELETE_1_FIELDS = "ExchangeDelete: bits1"
 
 
 def _decode_exchange_delete(buf: Buffer, at: int, end: int, channel: int = 0) -> ExchangeDelete:
@@ -133,9 +132,9 @@ def _decode_exchange_delete(buf: Buffer, at: int, end: int, channel: int = 0) ->
         raise _bad_length("ExchangeDelete.exchange", at, exchange_len, end)
     exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
-    if end - at < 1:
-        raise _truncated(_EXCHANGE_DELETE_1, _EXCHANGE_DELETE_1_FIELDS, at, end)
-    (bits1,) = _EXCHANGE_DELETE_1.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("ExchangeDelete.bits1", at, "needs 1 bytes, 0 left")
+    bits1 = buf[at]
     at += 1
     if_unused = bits1 & 0x1 != 0
     no_wait = bits1 & 0x2 != 0

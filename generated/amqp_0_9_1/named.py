@@ -22,7 +22,6 @@ FRAMED_BY = ".shared"
 
 
 _VALUE_TABLE_0 = struct.Struct(">B")
-_VALUE_TABLE_0_FIELDS = "table: key"
 _TABLE_SIZE = struct.Struct(">I")
 
 
@@ -37,9 +36,9 @@ def _decode_table(buf: Buffer, at: int, end: int) -> tuple[Table, int]:
     stop = at + size
     out = Table()
     while at < stop:
-        if stop - at < 1:
-            raise _truncated(_VALUE_TABLE_0, _VALUE_TABLE_0_FIELDS, at, stop)
-        (key_len,) = _VALUE_TABLE_0.unpack_from(buf, at)
+        if at >= stop:
+            raise DecodeError("table.key", at, "needs 1 bytes, 0 left")
+        key_len = buf[at]
         at += 1
         if key_len < 0 or key_len > stop - at:
             raise _bad_length("table.key", at, key_len, stop)
@@ -105,11 +104,9 @@ def _encode_field_array(value: list[Any], parts: list[bytes]) -> None:
 
 
 _VALUE_FIELD_VALUE_0 = struct.Struct(">B")
-_VALUE_FIELD_VALUE_0_FIELDS = "field-value"
 _VALUE_FIELD_VALUE_1 = struct.Struct(">b")
 _VALUE_FIELD_VALUE_1_FIELDS = "field-value"
 _VALUE_FIELD_VALUE_2 = struct.Struct(">B")
-_VALUE_FIELD_VALUE_2_FIELDS = "field-value"
 _VALUE_FIELD_VALUE_3 = struct.Struct(">h")
 _VALUE_FIELD_VALUE_3_FIELDS = "field-value"
 _VALUE_FIELD_VALUE_4 = struct.Struct(">H")
@@ -146,9 +143,9 @@ def _decode_field_value(buf: Buffer, at: int, end: int) -> tuple[Any, int, int]:
     at += 1
     value: Any
     if ctor == 116:  # t boolean
-        if end - at < 1:
-            raise _truncated(_VALUE_FIELD_VALUE_0, _VALUE_FIELD_VALUE_0_FIELDS, at, end)
-        (value_2_raw,) = _VALUE_FIELD_VALUE_0.unpack_from(buf, at)
+        if at >= end:
+            raise DecodeError("field-value", at, "needs 1 bytes, 0 left")
+        value_2_raw = buf[at]
         at += 1
         if value_2_raw > 1:
             raise DecodeError("field-value", at - 1, f"boolean {value_2_raw} is neither 0 nor 1")
@@ -161,9 +158,9 @@ def _decode_field_value(buf: Buffer, at: int, end: int) -> tuple[Any, int, int]:
         at += 1
         value = value_3
     elif ctor == 66:  # B uint8
-        if end - at < 1:
-            raise _truncated(_VALUE_FIELD_VALUE_2, _VALUE_FIELD_VALUE_2_FIELDS, at, end)
-        (value_4,) = _VALUE_FIELD_VALUE_2.unpack_from(buf, at)
+        if at >= end:
+            raise DecodeError("field-value", at, "needs 1 bytes, 0 left")
+        value_4 = buf[at]
         at += 1
         value = value_4
     elif ctor == 115:  # s int16

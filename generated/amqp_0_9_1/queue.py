@@ -102,7 +102,6 @@ A set of arguments for the declaration. The syntax and semantics of these argume
 _QUEUE_DECLARE_0 = struct.Struct(">HB")
 _QUEUE_DECLARE_0_FIELDS = "QueueDeclare: reserved1 queue"
 _QUEUE_DECLARE_1 = struct.Struct(">B")
-_QUEUE_DECLARE_1_FIELDS = "QueueDeclare: bits1"
 
 
 def _decode_queue_declare(buf: Buffer, at: int, end: int, channel: int = 0) -> QueueDeclare:
@@ -114,9 +113,9 @@ def _decode_queue_declare(buf: Buffer, at: int, end: int, channel: int = 0) -> Q
         raise _bad_length("QueueDeclare.queue", at, queue_len, end)
     queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
-    if end - at < 1:
-        raise _truncated(_QUEUE_DECLARE_1, _QUEUE_DECLARE_1_FIELDS, at, end)
-    (bits1,) = _QUEUE_DECLARE_1.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("QueueDeclare.bits1", at, "needs 1 bytes, 0 left")
+    bits1 = buf[at]
     at += 1
     passive = bits1 & 0x1 != 0
     durable = bits1 & 0x2 != 0
@@ -195,15 +194,14 @@ Reports the number of active consumers for the queue. Note that consumers can su
 
 
 _QUEUE_DECLARE_OK_0 = struct.Struct(">B")
-_QUEUE_DECLARE_OK_0_FIELDS = "QueueDeclareOk: queue"
 _QUEUE_DECLARE_OK_1 = struct.Struct(">II")
 _QUEUE_DECLARE_OK_1_FIELDS = "QueueDeclareOk: message_count consumer_count"
 
 
 def _decode_queue_declare_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> QueueDeclareOk:
-    if end - at < 1:
-        raise _truncated(_QUEUE_DECLARE_OK_0, _QUEUE_DECLARE_OK_0_FIELDS, at, end)
-    (queue_len,) = _QUEUE_DECLARE_OK_0.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("QueueDeclareOk.queue", at, "needs 1 bytes, 0 left")
+    queue_len = buf[at]
     at += 1
     if queue_len < 0 or queue_len > end - at:
         raise _bad_length("QueueDeclareOk.queue", at, queue_len, end)
@@ -296,11 +294,8 @@ A set of arguments for the binding. The syntax and semantics of these arguments 
 _QUEUE_BIND_0 = struct.Struct(">HB")
 _QUEUE_BIND_0_FIELDS = "QueueBind: reserved1 queue"
 _QUEUE_BIND_1 = struct.Struct(">B")
-_QUEUE_BIND_1_FIELDS = "QueueBind: exchange"
 _QUEUE_BIND_2 = struct.Struct(">B")
-_QUEUE_BIND_2_FIELDS = "QueueBind: routing_key"
 _QUEUE_BIND_3 = struct.Struct(">B")
-_QUEUE_BIND_3_FIELDS = "QueueBind: bits1"
 
 
 def _decode_queue_bind(buf: Buffer, at: int, end: int, channel: int = 0) -> QueueBind:
@@ -312,25 +307,25 @@ def _decode_queue_bind(buf: Buffer, at: int, end: int, channel: int = 0) -> Queu
         raise _bad_length("QueueBind.queue", at, queue_len, end)
     queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
-    if end - at < 1:
-        raise _truncated(_QUEUE_BIND_1, _QUEUE_BIND_1_FIELDS, at, end)
-    (exchange_len,) = _QUEUE_BIND_1.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("QueueBind.exchange", at, "needs 1 bytes, 0 left")
+    exchange_len = buf[at]
     at += 1
     if exchange_len < 0 or exchange_len > end - at:
         raise _bad_length("QueueBind.exchange", at, exchange_len, end)
     exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
-    if end - at < 1:
-        raise _truncated(_QUEUE_BIND_2, _QUEUE_BIND_2_FIELDS, at, end)
-    (routing_key_len,) = _QUEUE_BIND_2.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("QueueBind.routing_key", at, "needs 1 bytes, 0 left")
+    routing_key_len = buf[at]
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
         raise _bad_length("QueueBind.routing_key", at, routing_key_len, end)
     routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
-    if end - at < 1:
-        raise _truncated(_QUEUE_BIND_3, _QUEUE_BIND_3_FIELDS, at, end)
-    (bits1,) = _QUEUE_BIND_3.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("QueueBind.bits1", at, "needs 1 bytes, 0 left")
+    bits1 = buf[at]
     at += 1
     no_wait = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
@@ -447,7 +442,6 @@ If set, the server will not respond to the method. The client should not wait fo
 _QUEUE_PURGE_0 = struct.Struct(">HB")
 _QUEUE_PURGE_0_FIELDS = "QueuePurge: reserved1 queue"
 _QUEUE_PURGE_1 = struct.Struct(">B")
-_QUEUE_PURGE_1_FIELDS = "QueuePurge: bits1"
 
 
 def _decode_queue_purge(buf: Buffer, at: int, end: int, channel: int = 0) -> QueuePurge:
@@ -459,9 +453,9 @@ def _decode_queue_purge(buf: Buffer, at: int, end: int, channel: int = 0) -> Que
         raise _bad_length("QueuePurge.queue", at, queue_len, end)
     queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
-    if end - at < 1:
-        raise _truncated(_QUEUE_PURGE_1, _QUEUE_PURGE_1_FIELDS, at, end)
-    (bits1,) = _QUEUE_PURGE_1.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("QueuePurge.bits1", at, "needs 1 bytes, 0 left")
+    bits1 = buf[at]
     at += 1
     no_wait = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
@@ -600,7 +594,6 @@ If set, the server will not respond to the method. The client should not wait fo
 _QUEUE_DELETE_0 = struct.Struct(">HB")
 _QUEUE_DELETE_0_FIELDS = "QueueDelete: reserved1 queue"
 _QUEUE_DELETE_1 = struct.Struct(">B")
-_QUEUE_DELETE_1_FIELDS = "QueueDelete: bits1"
 
 
 def _decode_queue_delete(buf: Buffer, at: int, end: int, channel: int = 0) -> QueueDelete:
@@ -612,9 +605,9 @@ def _decode_queue_delete(buf: Buffer, at: int, end: int, channel: int = 0) -> Qu
         raise _bad_length("QueueDelete.queue", at, queue_len, end)
     queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
-    if end - at < 1:
-        raise _truncated(_QUEUE_DELETE_1, _QUEUE_DELETE_1_FIELDS, at, end)
-    (bits1,) = _QUEUE_DELETE_1.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("QueueDelete.bits1", at, "needs 1 bytes, 0 left")
+    bits1 = buf[at]
     at += 1
     if_unused = bits1 & 0x1 != 0
     if_empty = bits1 & 0x2 != 0
@@ -763,9 +756,7 @@ Specifies the arguments of the binding to unbind."""
 _QUEUE_UNBIND_0 = struct.Struct(">HB")
 _QUEUE_UNBIND_0_FIELDS = "QueueUnbind: reserved1 queue"
 _QUEUE_UNBIND_1 = struct.Struct(">B")
-_QUEUE_UNBIND_1_FIELDS = "QueueUnbind: exchange"
 _QUEUE_UNBIND_2 = struct.Struct(">B")
-_QUEUE_UNBIND_2_FIELDS = "QueueUnbind: routing_key"
 
 
 def _decode_queue_unbind(buf: Buffer, at: int, end: int, channel: int = 0) -> QueueUnbind:
@@ -777,17 +768,17 @@ def _decode_queue_unbind(buf: Buffer, at: int, end: int, channel: int = 0) -> Qu
         raise _bad_length("QueueUnbind.queue", at, queue_len, end)
     queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
-    if end - at < 1:
-        raise _truncated(_QUEUE_UNBIND_1, _QUEUE_UNBIND_1_FIELDS, at, end)
-    (exchange_len,) = _QUEUE_UNBIND_1.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("QueueUnbind.exchange", at, "needs 1 bytes, 0 left")
+    exchange_len = buf[at]
     at += 1
     if exchange_len < 0 or exchange_len > end - at:
         raise _bad_length("QueueUnbind.exchange", at, exchange_len, end)
     exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
-    if end - at < 1:
-        raise _truncated(_QUEUE_UNBIND_2, _QUEUE_UNBIND_2_FIELDS, at, end)
-    (routing_key_len,) = _QUEUE_UNBIND_2.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("QueueUnbind.routing_key", at, "needs 1 bytes, 0 left")
+    routing_key_len = buf[at]
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
         raise _bad_length("QueueUnbind.routing_key", at, routing_key_len, end)

@@ -128,6 +128,12 @@ class Run:
         return sum(i.width for i in self.items)
 
     @property
+    def byte(self) -> bool:
+        """One unsigned octet (a short string's length, a bits container): decode indexes the
+        buffer for it, which is quicker than an unpack and needs no field-name table."""
+        return len(self.items) == 1 and self.items[0].code == "B"
+
+    @property
     def field_names(self) -> str:
         """How a DecodeError names this run's fields: "Owner: field other.path", their owner (a
         message or structure; none for a named type's value) and each one's path in it, in

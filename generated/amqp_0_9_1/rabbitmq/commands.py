@@ -110,15 +110,14 @@ The reason the connection was blocked."""
 
 
 _CONNECTION_BLOCKED_0 = struct.Struct(">B")
-_CONNECTION_BLOCKED_0_FIELDS = "ConnectionBlocked: reason"
 
 
 def _decode_connection_blocked(
     buf: Buffer, at: int, end: int, channel: int = 0
 ) -> ConnectionBlocked:
-    if end - at < 1:
-        raise _truncated(_CONNECTION_BLOCKED_0, _CONNECTION_BLOCKED_0_FIELDS, at, end)
-    (reason_len,) = _CONNECTION_BLOCKED_0.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("ConnectionBlocked.reason", at, "needs 1 bytes, 0 left")
+    reason_len = buf[at]
     at += 1
     if reason_len < 0 or reason_len > end - at:
         raise _bad_length("ConnectionBlocked.reason", at, reason_len, end)
@@ -217,7 +216,6 @@ The reason for the secret update."""
 _CONNECTION_UPDATE_SECRET_0 = struct.Struct(">I")
 _CONNECTION_UPDATE_SECRET_0_FIELDS = "ConnectionUpdateSecret: new_secret"
 _CONNECTION_UPDATE_SECRET_1 = struct.Struct(">B")
-_CONNECTION_UPDATE_SECRET_1_FIELDS = "ConnectionUpdateSecret: reason"
 
 
 def _decode_connection_update_secret(
@@ -231,9 +229,9 @@ def _decode_connection_update_secret(
         raise _bad_length("ConnectionUpdateSecret.new_secret", at, new_secret_len, end)
     new_secret = bytes(buf[at : at + new_secret_len])
     at += new_secret_len
-    if end - at < 1:
-        raise _truncated(_CONNECTION_UPDATE_SECRET_1, _CONNECTION_UPDATE_SECRET_1_FIELDS, at, end)
-    (reason_len,) = _CONNECTION_UPDATE_SECRET_1.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("ConnectionUpdateSecret.reason", at, "needs 1 bytes, 0 left")
+    reason_len = buf[at]
     at += 1
     if reason_len < 0 or reason_len > end - at:
         raise _bad_length("ConnectionUpdateSecret.reason", at, reason_len, end)
@@ -384,9 +382,7 @@ A set of arguments for the declaration. The syntax and semantics of these argume
 _EXCHANGE_DECLARE_0 = struct.Struct(">HB")
 _EXCHANGE_DECLARE_0_FIELDS = "ExchangeDeclare: reserved1 exchange"
 _EXCHANGE_DECLARE_1 = struct.Struct(">B")
-_EXCHANGE_DECLARE_1_FIELDS = "ExchangeDeclare: type"
 _EXCHANGE_DECLARE_2 = struct.Struct(">B")
-_EXCHANGE_DECLARE_2_FIELDS = "ExchangeDeclare: bits1"
 
 
 def _decode_exchange_declare(buf: Buffer, at: int, end: int, channel: int = 0) -> ExchangeDeclare:
@@ -398,17 +394,17 @@ def _decode_exchange_declare(buf: Buffer, at: int, end: int, channel: int = 0) -
         raise _bad_length("ExchangeDeclare.exchange", at, exchange_len, end)
     exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
-    if end - at < 1:
-        raise _truncated(_EXCHANGE_DECLARE_1, _EXCHANGE_DECLARE_1_FIELDS, at, end)
-    (type_len,) = _EXCHANGE_DECLARE_1.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("ExchangeDeclare.type", at, "needs 1 bytes, 0 left")
+    type_len = buf[at]
     at += 1
     if type_len < 0 or type_len > end - at:
         raise _bad_length("ExchangeDeclare.type", at, type_len, end)
     type_ = str(buf[at : at + type_len], "utf-8", "surrogateescape")
     at += type_len
-    if end - at < 1:
-        raise _truncated(_EXCHANGE_DECLARE_2, _EXCHANGE_DECLARE_2_FIELDS, at, end)
-    (bits1,) = _EXCHANGE_DECLARE_2.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("ExchangeDeclare.bits1", at, "needs 1 bytes, 0 left")
+    bits1 = buf[at]
     at += 1
     passive = bits1 & 0x1 != 0
     durable = bits1 & 0x2 != 0
@@ -524,11 +520,8 @@ A set of arguments for the binding. The syntax and semantics of these arguments 
 _EXCHANGE_BIND_0 = struct.Struct(">HB")
 _EXCHANGE_BIND_0_FIELDS = "ExchangeBind: reserved1 destination"
 _EXCHANGE_BIND_1 = struct.Struct(">B")
-_EXCHANGE_BIND_1_FIELDS = "ExchangeBind: source"
 _EXCHANGE_BIND_2 = struct.Struct(">B")
-_EXCHANGE_BIND_2_FIELDS = "ExchangeBind: routing_key"
 _EXCHANGE_BIND_3 = struct.Struct(">B")
-_EXCHANGE_BIND_3_FIELDS = "ExchangeBind: bits1"
 
 
 def _decode_exchange_bind(buf: Buffer, at: int, end: int, channel: int = 0) -> ExchangeBind:
@@ -540,25 +533,25 @@ def _decode_exchange_bind(buf: Buffer, at: int, end: int, channel: int = 0) -> E
         raise _bad_length("ExchangeBind.destination", at, destination_len, end)
     destination = str(buf[at : at + destination_len], "utf-8", "surrogateescape")
     at += destination_len
-    if end - at < 1:
-        raise _truncated(_EXCHANGE_BIND_1, _EXCHANGE_BIND_1_FIELDS, at, end)
-    (source_len,) = _EXCHANGE_BIND_1.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("ExchangeBind.source", at, "needs 1 bytes, 0 left")
+    source_len = buf[at]
     at += 1
     if source_len < 0 or source_len > end - at:
         raise _bad_length("ExchangeBind.source", at, source_len, end)
     source = str(buf[at : at + source_len], "utf-8", "surrogateescape")
     at += source_len
-    if end - at < 1:
-        raise _truncated(_EXCHANGE_BIND_2, _EXCHANGE_BIND_2_FIELDS, at, end)
-    (routing_key_len,) = _EXCHANGE_BIND_2.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("ExchangeBind.routing_key", at, "needs 1 bytes, 0 left")
+    routing_key_len = buf[at]
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
         raise _bad_length("ExchangeBind.routing_key", at, routing_key_len, end)
     routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
-    if end - at < 1:
-        raise _truncated(_EXCHANGE_BIND_3, _EXCHANGE_BIND_3_FIELDS, at, end)
-    (bits1,) = _EXCHANGE_BIND_3.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("ExchangeBind.bits1", at, "needs 1 bytes, 0 left")
+    bits1 = buf[at]
     at += 1
     no_wait = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
@@ -697,11 +690,8 @@ Specifies the arguments of the binding to unbind."""
 _EXCHANGE_UNBIND_0 = struct.Struct(">HB")
 _EXCHANGE_UNBIND_0_FIELDS = "ExchangeUnbind: reserved1 destination"
 _EXCHANGE_UNBIND_1 = struct.Struct(">B")
-_EXCHANGE_UNBIND_1_FIELDS = "ExchangeUnbind: source"
 _EXCHANGE_UNBIND_2 = struct.Struct(">B")
-_EXCHANGE_UNBIND_2_FIELDS = "ExchangeUnbind: routing_key"
 _EXCHANGE_UNBIND_3 = struct.Struct(">B")
-_EXCHANGE_UNBIND_3_FIELDS = "ExchangeUnbind: bits1"
 
 
 def _decode_exchange_unbind(buf: Buffer, at: int, end: int, channel: int = 0) -> ExchangeUnbind:
@@ -713,25 +703,25 @@ def _decode_exchange_unbind(buf: Buffer, at: int, end: int, channel: int = 0) ->
         raise _bad_length("ExchangeUnbind.destination", at, destination_len, end)
     destination = str(buf[at : at + destination_len], "utf-8", "surrogateescape")
     at += destination_len
-    if end - at < 1:
-        raise _truncated(_EXCHANGE_UNBIND_1, _EXCHANGE_UNBIND_1_FIELDS, at, end)
-    (source_len,) = _EXCHANGE_UNBIND_1.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("ExchangeUnbind.source", at, "needs 1 bytes, 0 left")
+    source_len = buf[at]
     at += 1
     if source_len < 0 or source_len > end - at:
         raise _bad_length("ExchangeUnbind.source", at, source_len, end)
     source = str(buf[at : at + source_len], "utf-8", "surrogateescape")
     at += source_len
-    if end - at < 1:
-        raise _truncated(_EXCHANGE_UNBIND_2, _EXCHANGE_UNBIND_2_FIELDS, at, end)
-    (routing_key_len,) = _EXCHANGE_UNBIND_2.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("ExchangeUnbind.routing_key", at, "needs 1 bytes, 0 left")
+    routing_key_len = buf[at]
     at += 1
     if routing_key_len < 0 or routing_key_len > end - at:
         raise _bad_length("ExchangeUnbind.routing_key", at, routing_key_len, end)
     routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
-    if end - at < 1:
-        raise _truncated(_EXCHANGE_UNBIND_3, _EXCHANGE_UNBIND_3_FIELDS, at, end)
-    (bits1,) = _EXCHANGE_UNBIND_3.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("ExchangeUnbind.bits1", at, "needs 1 bytes, 0 left")
+    bits1 = buf[at]
     at += 1
     no_wait = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
@@ -841,23 +831,21 @@ If set, the server will not respond to the method. The client should not wait fo
 
 
 _BASIC_CANCEL_0 = struct.Struct(">B")
-_BASIC_CANCEL_0_FIELDS = "BasicCancel: consumer_tag"
 _BASIC_CANCEL_1 = struct.Struct(">B")
-_BASIC_CANCEL_1_FIELDS = "BasicCancel: bits1"
 
 
 def _decode_basic_cancel(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicCancel:
-    if end - at < 1:
-        raise _truncated(_BASIC_CANCEL_0, _BASIC_CANCEL_0_FIELDS, at, end)
-    (consumer_tag_len,) = _BASIC_CANCEL_0.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("BasicCancel.consumer_tag", at, "needs 1 bytes, 0 left")
+    consumer_tag_len = buf[at]
     at += 1
     if consumer_tag_len < 0 or consumer_tag_len > end - at:
         raise _bad_length("BasicCancel.consumer_tag", at, consumer_tag_len, end)
     consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
-    if end - at < 1:
-        raise _truncated(_BASIC_CANCEL_1, _BASIC_CANCEL_1_FIELDS, at, end)
-    (bits1,) = _BASIC_CANCEL_1.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("BasicCancel.bits1", at, "needs 1 bytes, 0 left")
+    bits1 = buf[at]
     at += 1
     no_wait = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
@@ -905,13 +893,12 @@ Identifier for the consumer, valid within the current channel."""
 
 
 _BASIC_CANCEL_OK_0 = struct.Struct(">B")
-_BASIC_CANCEL_OK_0_FIELDS = "BasicCancelOk: consumer_tag"
 
 
 def _decode_basic_cancel_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicCancelOk:
-    if end - at < 1:
-        raise _truncated(_BASIC_CANCEL_OK_0, _BASIC_CANCEL_OK_0_FIELDS, at, end)
-    (consumer_tag_len,) = _BASIC_CANCEL_OK_0.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("BasicCancelOk.consumer_tag", at, "needs 1 bytes, 0 left")
+    consumer_tag_len = buf[at]
     at += 1
     if consumer_tag_len < 0 or consumer_tag_len > end - at:
         raise _bad_length("BasicCancelOk.consumer_tag", at, consumer_tag_len, end)
@@ -1120,13 +1107,12 @@ If set, the server will not respond to the method. The client should not wait fo
 
 
 _CONFIRM_SELECT_0 = struct.Struct(">B")
-_CONFIRM_SELECT_0_FIELDS = "ConfirmSelect: bits1"
 
 
 def _decode_confirm_select(buf: Buffer, at: int, end: int, channel: int = 0) -> ConfirmSelect:
-    if end - at < 1:
-        raise _truncated(_CONFIRM_SELECT_0, _CONFIRM_SELECT_0_FIELDS, at, end)
-    (bits1,) = _CONFIRM_SELECT_0.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("ConfirmSelect.bits1", at, "needs 1 bytes, 0 left")
+    bits1 = buf[at]
     at += 1
     nowait = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:

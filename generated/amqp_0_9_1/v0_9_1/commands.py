@@ -162,9 +162,7 @@ A set of arguments for the declaration. The syntax and semantics of these argume
 _EXCHANGE_DECLARE_0 = struct.Struct(">HB")
 _EXCHANGE_DECLARE_0_FIELDS = "ExchangeDeclare: reserved1 exchange"
 _EXCHANGE_DECLARE_1 = struct.Struct(">B")
-_EXCHANGE_DECLARE_1_FIELDS = "ExchangeDeclare: type"
 _EXCHANGE_DECLARE_2 = struct.Struct(">B")
-_EXCHANGE_DECLARE_2_FIELDS = "ExchangeDeclare: bits1"
 
 
 def _decode_exchange_declare(buf: Buffer, at: int, end: int, channel: int = 0) -> ExchangeDeclare:
@@ -176,17 +174,17 @@ def _decode_exchange_declare(buf: Buffer, at: int, end: int, channel: int = 0) -
         raise _bad_length("ExchangeDeclare.exchange", at, exchange_len, end)
     exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
-    if end - at < 1:
-        raise _truncated(_EXCHANGE_DECLARE_1, _EXCHANGE_DECLARE_1_FIELDS, at, end)
-    (type_len,) = _EXCHANGE_DECLARE_1.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("ExchangeDeclare.type", at, "needs 1 bytes, 0 left")
+    type_len = buf[at]
     at += 1
     if type_len < 0 or type_len > end - at:
         raise _bad_length("ExchangeDeclare.type", at, type_len, end)
     type_ = str(buf[at : at + type_len], "utf-8", "surrogateescape")
     at += type_len
-    if end - at < 1:
-        raise _truncated(_EXCHANGE_DECLARE_2, _EXCHANGE_DECLARE_2_FIELDS, at, end)
-    (bits1,) = _EXCHANGE_DECLARE_2.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("ExchangeDeclare.bits1", at, "needs 1 bytes, 0 left")
+    bits1 = buf[at]
     at += 1
     passive = bits1 & 0x1 != 0
     durable = bits1 & 0x2 != 0
@@ -269,23 +267,21 @@ If set, the server will not respond to the method. The client should not wait fo
 
 
 _BASIC_CANCEL_0 = struct.Struct(">B")
-_BASIC_CANCEL_0_FIELDS = "BasicCancel: consumer_tag"
 _BASIC_CANCEL_1 = struct.Struct(">B")
-_BASIC_CANCEL_1_FIELDS = "BasicCancel: bits1"
 
 
 def _decode_basic_cancel(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicCancel:
-    if end - at < 1:
-        raise _truncated(_BASIC_CANCEL_0, _BASIC_CANCEL_0_FIELDS, at, end)
-    (consumer_tag_len,) = _BASIC_CANCEL_0.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("BasicCancel.consumer_tag", at, "needs 1 bytes, 0 left")
+    consumer_tag_len = buf[at]
     at += 1
     if consumer_tag_len < 0 or consumer_tag_len > end - at:
         raise _bad_length("BasicCancel.consumer_tag", at, consumer_tag_len, end)
     consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
-    if end - at < 1:
-        raise _truncated(_BASIC_CANCEL_1, _BASIC_CANCEL_1_FIELDS, at, end)
-    (bits1,) = _BASIC_CANCEL_1.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("BasicCancel.bits1", at, "needs 1 bytes, 0 left")
+    bits1 = buf[at]
     at += 1
     no_wait = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
@@ -333,13 +329,12 @@ Identifier for the consumer, valid within the current channel."""
 
 
 _BASIC_CANCEL_OK_0 = struct.Struct(">B")
-_BASIC_CANCEL_OK_0_FIELDS = "BasicCancelOk: consumer_tag"
 
 
 def _decode_basic_cancel_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicCancelOk:
-    if end - at < 1:
-        raise _truncated(_BASIC_CANCEL_OK_0, _BASIC_CANCEL_OK_0_FIELDS, at, end)
-    (consumer_tag_len,) = _BASIC_CANCEL_OK_0.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("BasicCancelOk.consumer_tag", at, "needs 1 bytes, 0 left")
+    consumer_tag_len = buf[at]
     at += 1
     if consumer_tag_len < 0 or consumer_tag_len > end - at:
         raise _bad_length("BasicCancelOk.consumer_tag", at, consumer_tag_len, end)

@@ -177,13 +177,12 @@ class ConnectionResponse(Structure):
 
 
 _CONNECTION_RESPONSE_0 = struct.Struct(">B")
-_CONNECTION_RESPONSE_0_FIELDS = "ConnectionResponse: mechanism"
 
 
 def _decode_connection_response(buf: Buffer, at: int, end: int) -> ConnectionResponse:
-    if end - at < 1:
-        raise _truncated(_CONNECTION_RESPONSE_0, _CONNECTION_RESPONSE_0_FIELDS, at, end)
-    (mechanism_len,) = _CONNECTION_RESPONSE_0.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("ConnectionResponse.mechanism", at, "needs 1 bytes, 0 left")
+    mechanism_len = buf[at]
     at += 1
     if mechanism_len < 0 or mechanism_len > end - at:
         raise _bad_length("ConnectionResponse.mechanism", at, mechanism_len, end)
@@ -276,7 +275,6 @@ class ConnectionOpen(Structure):
 _CONNECTION_OPEN_0 = struct.Struct(">HB")
 _CONNECTION_OPEN_0_FIELDS = "ConnectionOpen: confirm_tag virtual_path"
 _CONNECTION_OPEN_1 = struct.Struct(">B")
-_CONNECTION_OPEN_1_FIELDS = "ConnectionOpen: client_name"
 
 
 def _decode_connection_open(buf: Buffer, at: int, end: int) -> ConnectionOpen:
@@ -288,9 +286,9 @@ def _decode_connection_open(buf: Buffer, at: int, end: int) -> ConnectionOpen:
         raise _bad_length("ConnectionOpen.virtual_path", at, virtual_path_len, end)
     virtual_path = str(buf[at : at + virtual_path_len], "utf-8", "surrogateescape")
     at += virtual_path_len
-    if end - at < 1:
-        raise _truncated(_CONNECTION_OPEN_1, _CONNECTION_OPEN_1_FIELDS, at, end)
-    (client_name_len,) = _CONNECTION_OPEN_1.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("ConnectionOpen.client_name", at, "needs 1 bytes, 0 left")
+    client_name_len = buf[at]
     at += 1
     if client_name_len < 0 or client_name_len > end - at:
         raise _bad_length("ConnectionOpen.client_name", at, client_name_len, end)
@@ -336,13 +334,12 @@ class ConnectionPing(Structure):
 
 
 _CONNECTION_PING_0 = struct.Struct(">B")
-_CONNECTION_PING_0_FIELDS = "ConnectionPing: bits1"
 
 
 def _decode_connection_ping(buf: Buffer, at: int, end: int) -> ConnectionPing:
-    if end - at < 1:
-        raise _truncated(_CONNECTION_PING_0, _CONNECTION_PING_0_FIELDS, at, end)
-    (bits1,) = _CONNECTION_PING_0.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("ConnectionPing.bits1", at, "needs 1 bytes, 0 left")
+    bits1 = buf[at]
     at += 1
     respond = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
@@ -513,7 +510,6 @@ class ChannelOpen(Structure):
 _CHANNEL_OPEN_0 = struct.Struct(">HHB")
 _CHANNEL_OPEN_0_FIELDS = "ChannelOpen: channel_id confirm_tag bits1"
 _CHANNEL_OPEN_1 = struct.Struct(">B")
-_CHANNEL_OPEN_1_FIELDS = "ChannelOpen: out_of_band"
 
 
 def _decode_channel_open(buf: Buffer, at: int, end: int) -> ChannelOpen:
@@ -526,9 +522,9 @@ def _decode_channel_open(buf: Buffer, at: int, end: int) -> ChannelOpen:
     if (bits1 >> 2) & 0x3F != 0:
         raise DecodeError("ChannelOpen.unused1", at, "expected 0")
     options, at = _decode_field_table(buf, at, end)
-    if end - at < 1:
-        raise _truncated(_CHANNEL_OPEN_1, _CHANNEL_OPEN_1_FIELDS, at, end)
-    (out_of_band_len,) = _CHANNEL_OPEN_1.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("ChannelOpen.out_of_band", at, "needs 1 bytes, 0 left")
+    out_of_band_len = buf[at]
     at += 1
     if out_of_band_len < 0 or out_of_band_len > end - at:
         raise _bad_length("ChannelOpen.out_of_band", at, out_of_band_len, end)
@@ -873,7 +869,6 @@ class HandleOpen(Structure):
 _HANDLE_OPEN_0 = struct.Struct(">HHHBB")
 _HANDLE_OPEN_0_FIELDS = "HandleOpen: channel_id handle_id confirm_tag bits1 mime_type"
 _HANDLE_OPEN_1 = struct.Struct(">B")
-_HANDLE_OPEN_1_FIELDS = "HandleOpen: encoding"
 
 
 def _decode_handle_open(buf: Buffer, at: int, end: int) -> HandleOpen:
@@ -890,9 +885,9 @@ def _decode_handle_open(buf: Buffer, at: int, end: int) -> HandleOpen:
         raise _bad_length("HandleOpen.mime_type", at, mime_type_len, end)
     mime_type = str(buf[at : at + mime_type_len], "utf-8", "surrogateescape")
     at += mime_type_len
-    if end - at < 1:
-        raise _truncated(_HANDLE_OPEN_1, _HANDLE_OPEN_1_FIELDS, at, end)
-    (encoding_len,) = _HANDLE_OPEN_1.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("HandleOpen.encoding", at, "needs 1 bytes, 0 left")
+    encoding_len = buf[at]
     at += 1
     if encoding_len < 0 or encoding_len > end - at:
         raise _bad_length("HandleOpen.encoding", at, encoding_len, end)
@@ -1330,7 +1325,6 @@ _HANDLE_QUERY_0_FIELDS = "HandleQuery: handle_id message_nbr dest_name"
 _HANDLE_QUERY_1 = struct.Struct(">H")
 _HANDLE_QUERY_1_FIELDS = "HandleQuery: selector"
 _HANDLE_QUERY_2 = struct.Struct(">B")
-_HANDLE_QUERY_2_FIELDS = "HandleQuery: mime_type"
 
 
 def _decode_handle_query(buf: Buffer, at: int, end: int) -> HandleQuery:
@@ -1350,9 +1344,9 @@ def _decode_handle_query(buf: Buffer, at: int, end: int) -> HandleQuery:
         raise _bad_length("HandleQuery.selector", at, selector_len, end)
     selector = bytes(buf[at : at + selector_len])
     at += selector_len
-    if end - at < 1:
-        raise _truncated(_HANDLE_QUERY_2, _HANDLE_QUERY_2_FIELDS, at, end)
-    (mime_type_len,) = _HANDLE_QUERY_2.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("HandleQuery.mime_type", at, "needs 1 bytes, 0 left")
+    mime_type_len = buf[at]
     at += 1
     if mime_type_len < 0 or mime_type_len > end - at:
         raise _bad_length("HandleQuery.mime_type", at, mime_type_len, end)
@@ -1883,7 +1877,6 @@ def _encode_handle_close(msg: HandleClose, parts: list[bytes]) -> None:
 
 
 _VALUE_FIELD_TABLE_0 = struct.Struct(">B")
-_VALUE_FIELD_TABLE_0_FIELDS = "field-table: key"
 _FIELD_TABLE_SIZE = struct.Struct(">H")
 
 
@@ -1898,9 +1891,9 @@ def _decode_field_table(buf: Buffer, at: int, end: int) -> tuple[Table, int]:
     stop = at + size
     out = Table()
     while at < stop:
-        if stop - at < 1:
-            raise _truncated(_VALUE_FIELD_TABLE_0, _VALUE_FIELD_TABLE_0_FIELDS, at, stop)
-        (key_len,) = _VALUE_FIELD_TABLE_0.unpack_from(buf, at)
+        if at >= stop:
+            raise DecodeError("field-table.key", at, "needs 1 bytes, 0 left")
+        key_len = buf[at]
         at += 1
         if key_len < 0 or key_len > stop - at:
             raise _bad_length("field-table.key", at, key_len, stop)
@@ -2032,9 +2025,7 @@ def _encode_field_value(value: Any, ctor: int | None, parts: list[bytes]) -> Non
 _VALUE_MESSAGE_HEAD_0 = struct.Struct(">IBBIB")
 _VALUE_MESSAGE_HEAD_0_FIELDS = "MessageHead: body_size bits1 priority expiration mime_type"
 _VALUE_MESSAGE_HEAD_1 = struct.Struct(">B")
-_VALUE_MESSAGE_HEAD_1_FIELDS = "MessageHead: encoding"
 _VALUE_MESSAGE_HEAD_2 = struct.Struct(">B")
-_VALUE_MESSAGE_HEAD_2_FIELDS = "MessageHead: msg_identifier"
 
 
 def _decode_message_head(buf: Buffer, at: int, end: int) -> tuple[MessageHead, int]:
@@ -2052,17 +2043,17 @@ def _decode_message_head(buf: Buffer, at: int, end: int) -> tuple[MessageHead, i
         raise _bad_length("MessageHead.mime_type", at, mime_type_len, end)
     mime_type = str(buf[at : at + mime_type_len], "utf-8", "surrogateescape")
     at += mime_type_len
-    if end - at < 1:
-        raise _truncated(_VALUE_MESSAGE_HEAD_1, _VALUE_MESSAGE_HEAD_1_FIELDS, at, end)
-    (encoding_len,) = _VALUE_MESSAGE_HEAD_1.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("MessageHead.encoding", at, "needs 1 bytes, 0 left")
+    encoding_len = buf[at]
     at += 1
     if encoding_len < 0 or encoding_len > end - at:
         raise _bad_length("MessageHead.encoding", at, encoding_len, end)
     encoding = str(buf[at : at + encoding_len], "utf-8", "surrogateescape")
     at += encoding_len
-    if end - at < 1:
-        raise _truncated(_VALUE_MESSAGE_HEAD_2, _VALUE_MESSAGE_HEAD_2_FIELDS, at, end)
-    (msg_identifier_len,) = _VALUE_MESSAGE_HEAD_2.unpack_from(buf, at)
+    if at >= end:
+        raise DecodeError("MessageHead.msg_identifier", at, "needs 1 bytes, 0 left")
+    msg_identifier_len = buf[at]
     at += 1
     if msg_identifier_len < 0 or msg_identifier_len > end - at:
         raise _bad_length("MessageHead.msg_identifier", at, msg_identifier_len, end)
