@@ -134,56 +134,47 @@ def _decode_basic_properties(buf: Buffer, at: int, end: int, channel: int = 0) -
         raise _truncated(_BASIC_PROPERTIES_0, _BASIC_PROPERTIES_0_FIELDS, at, end)
     weight, body_size = _BASIC_PROPERTIES_0.unpack_from(buf, at)
     at += 10
-    property_flags: list[int] = []
-    while True:
-        if end - at < 2:
-            raise DecodeError(
-                "BasicProperties.property_flags", at, f"needs 2 bytes, {end - at} left"
-            )
-        (word,) = struct.unpack_from(">H", buf, at)
-        if len(property_flags) >= 1 or word & ~(65532,)[len(property_flags)]:
-            raise DecodeError(
-                "BasicProperties.property_flags",
-                at,
-                f"flag word {word:#x} sets a bit no field of this version has",
-            )
-        at += 2
-        property_flags.append(word)
-        if not word & 1:
-            break
-    if len(property_flags) > 1 and not property_flags[-1]:
-        raise DecodeError("BasicProperties.property_flags", at - 2, "an empty last flag word")
+    if end - at < 2:
+        raise DecodeError("BasicProperties.property_flags", at, f"needs 2 bytes, {end - at} left")
+    property_flags = buf[at] << 8 | buf[at + 1]
+    if property_flags & 0x3:
+        raise DecodeError(
+            "BasicProperties.property_flags",
+            at,
+            f"flag word {property_flags:#x} sets a bit no field of this version has",
+        )
+    at += 2
     content_type: str | None
-    if not property_flags[0] & 0x8000:  # its flag is clear: not on the wire
+    if not property_flags & 0x8000:  # its flag is clear: not on the wire
         content_type = None
     else:
         if at >= end:
             raise DecodeError("BasicProperties.content_type", at, "needs 1 bytes, 0 left")
         content_type_len = buf[at]
         at += 1
-        if content_type_len < 0 or content_type_len > end - at:
+        if content_type_len > end - at:
             raise _bad_length("BasicProperties.content_type", at, content_type_len, end)
         content_type = str(buf[at : at + content_type_len], "utf-8", "surrogateescape")
         at += content_type_len
     content_encoding: str | None
-    if not property_flags[0] & 0x4000:  # its flag is clear: not on the wire
+    if not property_flags & 0x4000:  # its flag is clear: not on the wire
         content_encoding = None
     else:
         if at >= end:
             raise DecodeError("BasicProperties.content_encoding", at, "needs 1 bytes, 0 left")
         content_encoding_len = buf[at]
         at += 1
-        if content_encoding_len < 0 or content_encoding_len > end - at:
+        if content_encoding_len > end - at:
             raise _bad_length("BasicProperties.content_encoding", at, content_encoding_len, end)
         content_encoding = str(buf[at : at + content_encoding_len], "utf-8", "surrogateescape")
         at += content_encoding_len
     headers: dict[str, Any] | None
-    if not property_flags[0] & 0x2000:  # its flag is clear: not on the wire
+    if not property_flags & 0x2000:  # its flag is clear: not on the wire
         headers = None
     else:
         headers, at = _decode_table(buf, at, end)
     delivery_mode: int | None
-    if not property_flags[0] & 0x1000:  # its flag is clear: not on the wire
+    if not property_flags & 0x1000:  # its flag is clear: not on the wire
         delivery_mode = None
     else:
         if at >= end:
@@ -191,7 +182,7 @@ def _decode_basic_properties(buf: Buffer, at: int, end: int, channel: int = 0) -
         delivery_mode = buf[at]
         at += 1
     priority: int | None
-    if not property_flags[0] & 0x800:  # its flag is clear: not on the wire
+    if not property_flags & 0x800:  # its flag is clear: not on the wire
         priority = None
     else:
         if at >= end:
@@ -199,55 +190,55 @@ def _decode_basic_properties(buf: Buffer, at: int, end: int, channel: int = 0) -
         priority = buf[at]
         at += 1
     correlation_id: str | None
-    if not property_flags[0] & 0x400:  # its flag is clear: not on the wire
+    if not property_flags & 0x400:  # its flag is clear: not on the wire
         correlation_id = None
     else:
         if at >= end:
             raise DecodeError("BasicProperties.correlation_id", at, "needs 1 bytes, 0 left")
         correlation_id_len = buf[at]
         at += 1
-        if correlation_id_len < 0 or correlation_id_len > end - at:
+        if correlation_id_len > end - at:
             raise _bad_length("BasicProperties.correlation_id", at, correlation_id_len, end)
         correlation_id = str(buf[at : at + correlation_id_len], "utf-8", "surrogateescape")
         at += correlation_id_len
     reply_to: str | None
-    if not property_flags[0] & 0x200:  # its flag is clear: not on the wire
+    if not property_flags & 0x200:  # its flag is clear: not on the wire
         reply_to = None
     else:
         if at >= end:
             raise DecodeError("BasicProperties.reply_to", at, "needs 1 bytes, 0 left")
         reply_to_len = buf[at]
         at += 1
-        if reply_to_len < 0 or reply_to_len > end - at:
+        if reply_to_len > end - at:
             raise _bad_length("BasicProperties.reply_to", at, reply_to_len, end)
         reply_to = str(buf[at : at + reply_to_len], "utf-8", "surrogateescape")
         at += reply_to_len
     expiration: str | None
-    if not property_flags[0] & 0x100:  # its flag is clear: not on the wire
+    if not property_flags & 0x100:  # its flag is clear: not on the wire
         expiration = None
     else:
         if at >= end:
             raise DecodeError("BasicProperties.expiration", at, "needs 1 bytes, 0 left")
         expiration_len = buf[at]
         at += 1
-        if expiration_len < 0 or expiration_len > end - at:
+        if expiration_len > end - at:
             raise _bad_length("BasicProperties.expiration", at, expiration_len, end)
         expiration = str(buf[at : at + expiration_len], "utf-8", "surrogateescape")
         at += expiration_len
     message_id: str | None
-    if not property_flags[0] & 0x80:  # its flag is clear: not on the wire
+    if not property_flags & 0x80:  # its flag is clear: not on the wire
         message_id = None
     else:
         if at >= end:
             raise DecodeError("BasicProperties.message_id", at, "needs 1 bytes, 0 left")
         message_id_len = buf[at]
         at += 1
-        if message_id_len < 0 or message_id_len > end - at:
+        if message_id_len > end - at:
             raise _bad_length("BasicProperties.message_id", at, message_id_len, end)
         message_id = str(buf[at : at + message_id_len], "utf-8", "surrogateescape")
         at += message_id_len
     timestamp: int | None
-    if not property_flags[0] & 0x40:  # its flag is clear: not on the wire
+    if not property_flags & 0x40:  # its flag is clear: not on the wire
         timestamp = None
     else:
         if end - at < 8:
@@ -255,50 +246,50 @@ def _decode_basic_properties(buf: Buffer, at: int, end: int, channel: int = 0) -
         (timestamp,) = _BASIC_PROPERTIES_9.unpack_from(buf, at)
         at += 8
     type_: str | None
-    if not property_flags[0] & 0x20:  # its flag is clear: not on the wire
+    if not property_flags & 0x20:  # its flag is clear: not on the wire
         type_ = None
     else:
         if at >= end:
             raise DecodeError("BasicProperties.type", at, "needs 1 bytes, 0 left")
         type_len = buf[at]
         at += 1
-        if type_len < 0 or type_len > end - at:
+        if type_len > end - at:
             raise _bad_length("BasicProperties.type", at, type_len, end)
         type_ = str(buf[at : at + type_len], "utf-8", "surrogateescape")
         at += type_len
     user_id: str | None
-    if not property_flags[0] & 0x10:  # its flag is clear: not on the wire
+    if not property_flags & 0x10:  # its flag is clear: not on the wire
         user_id = None
     else:
         if at >= end:
             raise DecodeError("BasicProperties.user_id", at, "needs 1 bytes, 0 left")
         user_id_len = buf[at]
         at += 1
-        if user_id_len < 0 or user_id_len > end - at:
+        if user_id_len > end - at:
             raise _bad_length("BasicProperties.user_id", at, user_id_len, end)
         user_id = str(buf[at : at + user_id_len], "utf-8", "surrogateescape")
         at += user_id_len
     app_id: str | None
-    if not property_flags[0] & 0x8:  # its flag is clear: not on the wire
+    if not property_flags & 0x8:  # its flag is clear: not on the wire
         app_id = None
     else:
         if at >= end:
             raise DecodeError("BasicProperties.app_id", at, "needs 1 bytes, 0 left")
         app_id_len = buf[at]
         at += 1
-        if app_id_len < 0 or app_id_len > end - at:
+        if app_id_len > end - at:
             raise _bad_length("BasicProperties.app_id", at, app_id_len, end)
         app_id = str(buf[at : at + app_id_len], "utf-8", "surrogateescape")
         at += app_id_len
     reserved: str | None
-    if not property_flags[0] & 0x4:  # its flag is clear: not on the wire
+    if not property_flags & 0x4:  # its flag is clear: not on the wire
         reserved = None
     else:
         if at >= end:
             raise DecodeError("BasicProperties.reserved", at, "needs 1 bytes, 0 left")
         reserved_len = buf[at]
         at += 1
-        if reserved_len < 0 or reserved_len > end - at:
+        if reserved_len > end - at:
             raise _bad_length("BasicProperties.reserved", at, reserved_len, end)
         reserved = str(buf[at : at + reserved_len], "utf-8", "surrogateescape")
         at += reserved_len
@@ -328,40 +319,36 @@ def _decode_basic_properties(buf: Buffer, at: int, end: int, channel: int = 0) -
 def _encode_basic_properties(msg: BasicProperties, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c")  # the body key: (0x02, 60)
     parts.append(_BASIC_PROPERTIES_0.pack(msg.weight, msg.body_size))
-    words = [0] * 1
+    words = 0
     if msg.content_type is not None:
-        words[0] |= 0x8000
+        words |= 0x8000
     if msg.content_encoding is not None:
-        words[0] |= 0x4000
+        words |= 0x4000
     if msg.headers is not None:
-        words[0] |= 0x2000
+        words |= 0x2000
     if msg.delivery_mode is not None:
-        words[0] |= 0x1000
+        words |= 0x1000
     if msg.priority is not None:
-        words[0] |= 0x800
+        words |= 0x800
     if msg.correlation_id is not None:
-        words[0] |= 0x400
+        words |= 0x400
     if msg.reply_to is not None:
-        words[0] |= 0x200
+        words |= 0x200
     if msg.expiration is not None:
-        words[0] |= 0x100
+        words |= 0x100
     if msg.message_id is not None:
-        words[0] |= 0x80
+        words |= 0x80
     if msg.timestamp is not None:
-        words[0] |= 0x40
+        words |= 0x40
     if msg.type is not None:
-        words[0] |= 0x20
+        words |= 0x20
     if msg.user_id is not None:
-        words[0] |= 0x10
+        words |= 0x10
     if msg.app_id is not None:
-        words[0] |= 0x8
+        words |= 0x8
     if msg.reserved is not None:
-        words[0] |= 0x4
-    while len(words) > 1 and not words[-1]:
-        words.pop()
-    for i in range(len(words) - 1):
-        words[i] |= 1
-    parts.append(struct.pack(f">{len(words)}H", *words))
+        words |= 0x4
+    parts.append(struct.pack(">H", words))
     if msg.content_type is not None:
         content_type_raw = msg.content_type.encode("utf-8", "surrogateescape")
         parts.append(_BASIC_PROPERTIES_1.pack(len(content_type_raw)))
@@ -627,7 +614,7 @@ def _decode_basic_consume(buf: Buffer, at: int, end: int, channel: int = 0) -> B
         raise _truncated(_BASIC_CONSUME_0, _BASIC_CONSUME_0_FIELDS, at, end)
     reserved1, queue_len = _BASIC_CONSUME_0.unpack_from(buf, at)
     at += 3
-    if queue_len < 0 or queue_len > end - at:
+    if queue_len > end - at:
         raise _bad_length("BasicConsume.queue", at, queue_len, end)
     queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
@@ -635,7 +622,7 @@ def _decode_basic_consume(buf: Buffer, at: int, end: int, channel: int = 0) -> B
         raise DecodeError("BasicConsume.consumer_tag", at, "needs 1 bytes, 0 left")
     consumer_tag_len = buf[at]
     at += 1
-    if consumer_tag_len < 0 or consumer_tag_len > end - at:
+    if consumer_tag_len > end - at:
         raise _bad_length("BasicConsume.consumer_tag", at, consumer_tag_len, end)
     consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
@@ -715,7 +702,7 @@ def _decode_basic_consume_ok(buf: Buffer, at: int, end: int, channel: int = 0) -
         raise DecodeError("BasicConsumeOk.consumer_tag", at, "needs 1 bytes, 0 left")
     consumer_tag_len = buf[at]
     at += 1
-    if consumer_tag_len < 0 or consumer_tag_len > end - at:
+    if consumer_tag_len > end - at:
         raise _bad_length("BasicConsumeOk.consumer_tag", at, consumer_tag_len, end)
     consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
@@ -800,7 +787,7 @@ def _decode_basic_publish(buf: Buffer, at: int, end: int, channel: int = 0) -> B
         raise _truncated(_BASIC_PUBLISH_0, _BASIC_PUBLISH_0_FIELDS, at, end)
     reserved1, exchange_len = _BASIC_PUBLISH_0.unpack_from(buf, at)
     at += 3
-    if exchange_len < 0 or exchange_len > end - at:
+    if exchange_len > end - at:
         raise _bad_length("BasicPublish.exchange", at, exchange_len, end)
     exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
@@ -808,7 +795,7 @@ def _decode_basic_publish(buf: Buffer, at: int, end: int, channel: int = 0) -> B
         raise DecodeError("BasicPublish.routing_key", at, "needs 1 bytes, 0 left")
     routing_key_len = buf[at]
     at += 1
-    if routing_key_len < 0 or routing_key_len > end - at:
+    if routing_key_len > end - at:
         raise _bad_length("BasicPublish.routing_key", at, routing_key_len, end)
     routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
@@ -903,7 +890,7 @@ def _decode_basic_return(buf: Buffer, at: int, end: int, channel: int = 0) -> Ba
         raise _truncated(_BASIC_RETURN_0, _BASIC_RETURN_0_FIELDS, at, end)
     reply_code, reply_text_len = _BASIC_RETURN_0.unpack_from(buf, at)
     at += 3
-    if reply_text_len < 0 or reply_text_len > end - at:
+    if reply_text_len > end - at:
         raise _bad_length("BasicReturn.reply_text", at, reply_text_len, end)
     reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
@@ -911,7 +898,7 @@ def _decode_basic_return(buf: Buffer, at: int, end: int, channel: int = 0) -> Ba
         raise DecodeError("BasicReturn.exchange", at, "needs 1 bytes, 0 left")
     exchange_len = buf[at]
     at += 1
-    if exchange_len < 0 or exchange_len > end - at:
+    if exchange_len > end - at:
         raise _bad_length("BasicReturn.exchange", at, exchange_len, end)
     exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
@@ -919,7 +906,7 @@ def _decode_basic_return(buf: Buffer, at: int, end: int, channel: int = 0) -> Ba
         raise DecodeError("BasicReturn.routing_key", at, "needs 1 bytes, 0 left")
     routing_key_len = buf[at]
     at += 1
-    if routing_key_len < 0 or routing_key_len > end - at:
+    if routing_key_len > end - at:
         raise _bad_length("BasicReturn.routing_key", at, routing_key_len, end)
     routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
@@ -1014,7 +1001,7 @@ def _decode_basic_deliver(buf: Buffer, at: int, end: int, channel: int = 0) -> B
         raise DecodeError("BasicDeliver.consumer_tag", at, "needs 1 bytes, 0 left")
     consumer_tag_len = buf[at]
     at += 1
-    if consumer_tag_len < 0 or consumer_tag_len > end - at:
+    if consumer_tag_len > end - at:
         raise _bad_length("BasicDeliver.consumer_tag", at, consumer_tag_len, end)
     consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
@@ -1025,7 +1012,7 @@ def _decode_basic_deliver(buf: Buffer, at: int, end: int, channel: int = 0) -> B
     redelivered = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicDeliver.unused1", at, "expected 0")
-    if exchange_len < 0 or exchange_len > end - at:
+    if exchange_len > end - at:
         raise _bad_length("BasicDeliver.exchange", at, exchange_len, end)
     exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
@@ -1033,7 +1020,7 @@ def _decode_basic_deliver(buf: Buffer, at: int, end: int, channel: int = 0) -> B
         raise DecodeError("BasicDeliver.routing_key", at, "needs 1 bytes, 0 left")
     routing_key_len = buf[at]
     at += 1
-    if routing_key_len < 0 or routing_key_len > end - at:
+    if routing_key_len > end - at:
         raise _bad_length("BasicDeliver.routing_key", at, routing_key_len, end)
     routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
@@ -1115,7 +1102,7 @@ def _decode_basic_get(buf: Buffer, at: int, end: int, channel: int = 0) -> Basic
         raise _truncated(_BASIC_GET_0, _BASIC_GET_0_FIELDS, at, end)
     reserved1, queue_len = _BASIC_GET_0.unpack_from(buf, at)
     at += 3
-    if queue_len < 0 or queue_len > end - at:
+    if queue_len > end - at:
         raise _bad_length("BasicGet.queue", at, queue_len, end)
     queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
@@ -1215,7 +1202,7 @@ def _decode_basic_get_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> Ba
     redelivered = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("BasicGetOk.unused1", at, "expected 0")
-    if exchange_len < 0 or exchange_len > end - at:
+    if exchange_len > end - at:
         raise _bad_length("BasicGetOk.exchange", at, exchange_len, end)
     exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
@@ -1223,7 +1210,7 @@ def _decode_basic_get_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> Ba
         raise DecodeError("BasicGetOk.routing_key", at, "needs 1 bytes, 0 left")
     routing_key_len = buf[at]
     at += 1
-    if routing_key_len < 0 or routing_key_len > end - at:
+    if routing_key_len > end - at:
         raise _bad_length("BasicGetOk.routing_key", at, routing_key_len, end)
     routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
@@ -1286,7 +1273,7 @@ def _decode_basic_get_empty(buf: Buffer, at: int, end: int, channel: int = 0) ->
         raise DecodeError("BasicGetEmpty.reserved1", at, "needs 1 bytes, 0 left")
     reserved1_len = buf[at]
     at += 1
-    if reserved1_len < 0 or reserved1_len > end - at:
+    if reserved1_len > end - at:
         raise _bad_length("BasicGetEmpty.reserved1", at, reserved1_len, end)
     reserved1 = str(buf[at : at + reserved1_len], "utf-8", "surrogateescape")
     at += reserved1_len

@@ -57,7 +57,7 @@ def _decode_channel_open(buf: Buffer, at: int, end: int, channel: int = 0) -> Ch
         raise DecodeError("ChannelOpen.reserved1", at, "needs 1 bytes, 0 left")
     reserved1_len = buf[at]
     at += 1
-    if reserved1_len < 0 or reserved1_len > end - at:
+    if reserved1_len > end - at:
         raise _bad_length("ChannelOpen.reserved1", at, reserved1_len, end)
     reserved1 = str(buf[at : at + reserved1_len], "utf-8", "surrogateescape")
     at += reserved1_len
@@ -110,7 +110,7 @@ def _decode_channel_open_ok(buf: Buffer, at: int, end: int, channel: int = 0) ->
         raise _truncated(_CHANNEL_OPEN_OK_0, _CHANNEL_OPEN_OK_0_FIELDS, at, end)
     (reserved1_len,) = _CHANNEL_OPEN_OK_0.unpack_from(buf, at)
     at += 4
-    if reserved1_len < 0 or reserved1_len > end - at:
+    if reserved1_len > end - at:
         raise _bad_length("ChannelOpenOk.reserved1", at, reserved1_len, end)
     reserved1 = bytes(buf[at : at + reserved1_len])
     at += reserved1_len
@@ -311,7 +311,7 @@ def _decode_channel_close(buf: Buffer, at: int, end: int, channel: int = 0) -> C
         raise _truncated(_CHANNEL_CLOSE_0, _CHANNEL_CLOSE_0_FIELDS, at, end)
     reply_code, reply_text_len = _CHANNEL_CLOSE_0.unpack_from(buf, at)
     at += 3
-    if reply_text_len < 0 or reply_text_len > end - at:
+    if reply_text_len > end - at:
         raise _bad_length("ChannelClose.reply_text", at, reply_text_len, end)
     reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len

@@ -102,7 +102,7 @@ def _decode_connection_start(buf: Buffer, at: int, end: int, channel: int = 0) -
         raise _truncated(_CONNECTION_START_1, _CONNECTION_START_1_FIELDS, at, end)
     (mechanisms_len,) = _CONNECTION_START_1.unpack_from(buf, at)
     at += 4
-    if mechanisms_len < 0 or mechanisms_len > end - at:
+    if mechanisms_len > end - at:
         raise _bad_length("ConnectionStart.mechanisms", at, mechanisms_len, end)
     mechanisms = bytes(buf[at : at + mechanisms_len])
     at += mechanisms_len
@@ -110,7 +110,7 @@ def _decode_connection_start(buf: Buffer, at: int, end: int, channel: int = 0) -
         raise _truncated(_CONNECTION_START_2, _CONNECTION_START_2_FIELDS, at, end)
     (locales_len,) = _CONNECTION_START_2.unpack_from(buf, at)
     at += 4
-    if locales_len < 0 or locales_len > end - at:
+    if locales_len > end - at:
         raise _bad_length("ConnectionStart.locales", at, locales_len, end)
     locales = bytes(buf[at : at + locales_len])
     at += locales_len
@@ -207,7 +207,7 @@ def _decode_connection_start_ok(
         raise DecodeError("ConnectionStartOk.mechanism", at, "needs 1 bytes, 0 left")
     mechanism_len = buf[at]
     at += 1
-    if mechanism_len < 0 or mechanism_len > end - at:
+    if mechanism_len > end - at:
         raise _bad_length("ConnectionStartOk.mechanism", at, mechanism_len, end)
     mechanism = str(buf[at : at + mechanism_len], "utf-8", "surrogateescape")
     at += mechanism_len
@@ -215,7 +215,7 @@ def _decode_connection_start_ok(
         raise _truncated(_CONNECTION_START_OK_1, _CONNECTION_START_OK_1_FIELDS, at, end)
     (response_len,) = _CONNECTION_START_OK_1.unpack_from(buf, at)
     at += 4
-    if response_len < 0 or response_len > end - at:
+    if response_len > end - at:
         raise _bad_length("ConnectionStartOk.response", at, response_len, end)
     response = bytes(buf[at : at + response_len])
     at += response_len
@@ -223,7 +223,7 @@ def _decode_connection_start_ok(
         raise DecodeError("ConnectionStartOk.locale", at, "needs 1 bytes, 0 left")
     locale_len = buf[at]
     at += 1
-    if locale_len < 0 or locale_len > end - at:
+    if locale_len > end - at:
         raise _bad_length("ConnectionStartOk.locale", at, locale_len, end)
     locale = str(buf[at : at + locale_len], "utf-8", "surrogateescape")
     at += locale_len
@@ -289,7 +289,7 @@ def _decode_connection_secure(buf: Buffer, at: int, end: int, channel: int = 0) 
         raise _truncated(_CONNECTION_SECURE_0, _CONNECTION_SECURE_0_FIELDS, at, end)
     (challenge_len,) = _CONNECTION_SECURE_0.unpack_from(buf, at)
     at += 4
-    if challenge_len < 0 or challenge_len > end - at:
+    if challenge_len > end - at:
         raise _bad_length("ConnectionSecure.challenge", at, challenge_len, end)
     challenge = bytes(buf[at : at + challenge_len])
     at += challenge_len
@@ -348,7 +348,7 @@ def _decode_connection_secure_ok(
         raise _truncated(_CONNECTION_SECURE_OK_0, _CONNECTION_SECURE_OK_0_FIELDS, at, end)
     (response_len,) = _CONNECTION_SECURE_OK_0.unpack_from(buf, at)
     at += 4
-    if response_len < 0 or response_len > end - at:
+    if response_len > end - at:
         raise _bad_length("ConnectionSecureOk.response", at, response_len, end)
     response = bytes(buf[at : at + response_len])
     at += response_len
@@ -572,7 +572,7 @@ def _decode_connection_open(buf: Buffer, at: int, end: int, channel: int = 0) ->
         raise DecodeError("ConnectionOpen.virtual_host", at, "needs 1 bytes, 0 left")
     virtual_host_len = buf[at]
     at += 1
-    if virtual_host_len < 0 or virtual_host_len > end - at:
+    if virtual_host_len > end - at:
         raise _bad_length("ConnectionOpen.virtual_host", at, virtual_host_len, end)
     virtual_host = str(buf[at : at + virtual_host_len], "utf-8", "surrogateescape")
     at += virtual_host_len
@@ -580,7 +580,7 @@ def _decode_connection_open(buf: Buffer, at: int, end: int, channel: int = 0) ->
         raise DecodeError("ConnectionOpen.reserved1", at, "needs 1 bytes, 0 left")
     reserved1_len = buf[at]
     at += 1
-    if reserved1_len < 0 or reserved1_len > end - at:
+    if reserved1_len > end - at:
         raise _bad_length("ConnectionOpen.reserved1", at, reserved1_len, end)
     reserved1 = str(buf[at : at + reserved1_len], "utf-8", "surrogateescape")
     at += reserved1_len
@@ -646,7 +646,7 @@ def _decode_connection_open_ok(
         raise DecodeError("ConnectionOpenOk.reserved1", at, "needs 1 bytes, 0 left")
     reserved1_len = buf[at]
     at += 1
-    if reserved1_len < 0 or reserved1_len > end - at:
+    if reserved1_len > end - at:
         raise _bad_length("ConnectionOpenOk.reserved1", at, reserved1_len, end)
     reserved1 = str(buf[at : at + reserved1_len], "utf-8", "surrogateescape")
     at += reserved1_len
@@ -725,7 +725,7 @@ def _decode_connection_close(buf: Buffer, at: int, end: int, channel: int = 0) -
         raise _truncated(_CONNECTION_CLOSE_0, _CONNECTION_CLOSE_0_FIELDS, at, end)
     reply_code, reply_text_len = _CONNECTION_CLOSE_0.unpack_from(buf, at)
     at += 3
-    if reply_text_len < 0 or reply_text_len > end - at:
+    if reply_text_len > end - at:
         raise _bad_length("ConnectionClose.reply_text", at, reply_text_len, end)
     reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len

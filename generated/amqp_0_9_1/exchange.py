@@ -128,7 +128,7 @@ def _decode_exchange_delete(buf: Buffer, at: int, end: int, channel: int = 0) ->
         raise _truncated(_EXCHANGE_DELETE_0, _EXCHANGE_DELETE_0_FIELDS, at, end)
     reserved1, exchange_len = _EXCHANGE_DELETE_0.unpack_from(buf, at)
     at += 3
-    if exchange_len < 0 or exchange_len > end - at:
+    if exchange_len > end - at:
         raise _bad_length("ExchangeDelete.exchange", at, exchange_len, end)
     exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len

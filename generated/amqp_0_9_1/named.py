@@ -40,7 +40,7 @@ def _decode_table(buf: Buffer, at: int, end: int) -> tuple[Table, int]:
             raise DecodeError("table.key", at, "needs 1 bytes, 0 left")
         key_len = buf[at]
         at += 1
-        if key_len < 0 or key_len > stop - at:
+        if key_len > stop - at:
             raise _bad_length("table.key", at, key_len, stop)
         key_2 = str(buf[at : at + key_len], "utf-8", "surrogateescape")
         at += key_len
@@ -223,7 +223,7 @@ def _decode_field_value(buf: Buffer, at: int, end: int) -> tuple[Any, int, int]:
             raise _truncated(_VALUE_FIELD_VALUE_12, _VALUE_FIELD_VALUE_12_FIELDS, at, end)
         (value_len,) = _VALUE_FIELD_VALUE_12.unpack_from(buf, at)
         at += 4
-        if value_len < 0 or value_len > end - at:
+        if value_len > end - at:
             raise _bad_length("field-value", at, value_len, end)
         value_14 = str(buf[at : at + value_len], "utf-8", "surrogateescape")
         at += value_len
@@ -233,7 +233,7 @@ def _decode_field_value(buf: Buffer, at: int, end: int) -> tuple[Any, int, int]:
             raise _truncated(_VALUE_FIELD_VALUE_13, _VALUE_FIELD_VALUE_13_FIELDS, at, end)
         (value_len_2,) = _VALUE_FIELD_VALUE_13.unpack_from(buf, at)
         at += 4
-        if value_len_2 < 0 or value_len_2 > end - at:
+        if value_len_2 > end - at:
             raise _bad_length("field-value", at, value_len_2, end)
         value_15 = bytes(buf[at : at + value_len_2])
         at += value_len_2

@@ -109,7 +109,7 @@ def _decode_queue_declare(buf: Buffer, at: int, end: int, channel: int = 0) -> Q
         raise _truncated(_QUEUE_DECLARE_0, _QUEUE_DECLARE_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_DECLARE_0.unpack_from(buf, at)
     at += 3
-    if queue_len < 0 or queue_len > end - at:
+    if queue_len > end - at:
         raise _bad_length("QueueDeclare.queue", at, queue_len, end)
     queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
@@ -203,7 +203,7 @@ def _decode_queue_declare_ok(buf: Buffer, at: int, end: int, channel: int = 0) -
         raise DecodeError("QueueDeclareOk.queue", at, "needs 1 bytes, 0 left")
     queue_len = buf[at]
     at += 1
-    if queue_len < 0 or queue_len > end - at:
+    if queue_len > end - at:
         raise _bad_length("QueueDeclareOk.queue", at, queue_len, end)
     queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
@@ -303,7 +303,7 @@ def _decode_queue_bind(buf: Buffer, at: int, end: int, channel: int = 0) -> Queu
         raise _truncated(_QUEUE_BIND_0, _QUEUE_BIND_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_BIND_0.unpack_from(buf, at)
     at += 3
-    if queue_len < 0 or queue_len > end - at:
+    if queue_len > end - at:
         raise _bad_length("QueueBind.queue", at, queue_len, end)
     queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
@@ -311,7 +311,7 @@ def _decode_queue_bind(buf: Buffer, at: int, end: int, channel: int = 0) -> Queu
         raise DecodeError("QueueBind.exchange", at, "needs 1 bytes, 0 left")
     exchange_len = buf[at]
     at += 1
-    if exchange_len < 0 or exchange_len > end - at:
+    if exchange_len > end - at:
         raise _bad_length("QueueBind.exchange", at, exchange_len, end)
     exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
@@ -319,7 +319,7 @@ def _decode_queue_bind(buf: Buffer, at: int, end: int, channel: int = 0) -> Queu
         raise DecodeError("QueueBind.routing_key", at, "needs 1 bytes, 0 left")
     routing_key_len = buf[at]
     at += 1
-    if routing_key_len < 0 or routing_key_len > end - at:
+    if routing_key_len > end - at:
         raise _bad_length("QueueBind.routing_key", at, routing_key_len, end)
     routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
@@ -449,7 +449,7 @@ def _decode_queue_purge(buf: Buffer, at: int, end: int, channel: int = 0) -> Que
         raise _truncated(_QUEUE_PURGE_0, _QUEUE_PURGE_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_PURGE_0.unpack_from(buf, at)
     at += 3
-    if queue_len < 0 or queue_len > end - at:
+    if queue_len > end - at:
         raise _bad_length("QueuePurge.queue", at, queue_len, end)
     queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
@@ -601,7 +601,7 @@ def _decode_queue_delete(buf: Buffer, at: int, end: int, channel: int = 0) -> Qu
         raise _truncated(_QUEUE_DELETE_0, _QUEUE_DELETE_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_DELETE_0.unpack_from(buf, at)
     at += 3
-    if queue_len < 0 or queue_len > end - at:
+    if queue_len > end - at:
         raise _bad_length("QueueDelete.queue", at, queue_len, end)
     queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
@@ -764,7 +764,7 @@ def _decode_queue_unbind(buf: Buffer, at: int, end: int, channel: int = 0) -> Qu
         raise _truncated(_QUEUE_UNBIND_0, _QUEUE_UNBIND_0_FIELDS, at, end)
     reserved1, queue_len = _QUEUE_UNBIND_0.unpack_from(buf, at)
     at += 3
-    if queue_len < 0 or queue_len > end - at:
+    if queue_len > end - at:
         raise _bad_length("QueueUnbind.queue", at, queue_len, end)
     queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
@@ -772,7 +772,7 @@ def _decode_queue_unbind(buf: Buffer, at: int, end: int, channel: int = 0) -> Qu
         raise DecodeError("QueueUnbind.exchange", at, "needs 1 bytes, 0 left")
     exchange_len = buf[at]
     at += 1
-    if exchange_len < 0 or exchange_len > end - at:
+    if exchange_len > end - at:
         raise _bad_length("QueueUnbind.exchange", at, exchange_len, end)
     exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
@@ -780,7 +780,7 @@ def _decode_queue_unbind(buf: Buffer, at: int, end: int, channel: int = 0) -> Qu
         raise DecodeError("QueueUnbind.routing_key", at, "needs 1 bytes, 0 left")
     routing_key_len = buf[at]
     at += 1
-    if routing_key_len < 0 or routing_key_len > end - at:
+    if routing_key_len > end - at:
         raise _bad_length("QueueUnbind.routing_key", at, routing_key_len, end)
     routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len

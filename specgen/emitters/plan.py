@@ -158,6 +158,7 @@ class Text:
     encoding: str
     raw: str  # encode: the content bytes
     errors: str = "strict"
+    signed: bool = True  # the length is a signed number: a negative one is refused
 
 
 @dataclass
@@ -308,6 +309,7 @@ class OptionalStep:
     flag_words: str = ""
     flag_word: int = 0
     flag_mask: int = 0
+    presence: PresenceStep | None = None  # the step reading those words
 
 
 @dataclass
@@ -323,6 +325,17 @@ class PresenceStep:
     continuation: int  # mask of the continuation bit, 0 when there is none
     allowed: list[int]  # per word: the flag bits of this version's fields
     flags: list[tuple[str, int, int]] = field(default_factory=list)  # (encode expr, word, mask)
+
+    @property
+    def one_word(self) -> bool:
+        """This version's flags fit one word: decode reads it into an int, no list or loop (a
+        continuation bit is then a bit no field has)."""
+        return len(self.allowed) == 1
+
+    @property
+    def disallowed(self) -> int:
+        """One word's bits no field of this version has (the continuation bit among them)."""
+        return ((1 << (8 * self.width)) - 1) & ~self.allowed_words[0]
 
     @property
     def allowed_words(self) -> tuple[int, ...]:
@@ -868,6 +881,7 @@ class Planner:
             presence.allowed[word] |= mask
             presence.flags.append((expr, word, mask))
             step.flag_words, step.flag_word, step.flag_mask = presence.local, word, mask
+            step.presence = presence
             step.previous = ""
         return step
 
@@ -1085,6 +1099,7 @@ class Planner:
                     ptype.encoding or "utf-8",
                     raw,
                     ptype.errors,
+                    STRUCT_CODES[ptype.length_prefix].islower(),
                 )
                 run.prepare.append(step)
                 self._close(run, steps)

@@ -119,7 +119,7 @@ def _decode_connection_blocked(
         raise DecodeError("ConnectionBlocked.reason", at, "needs 1 bytes, 0 left")
     reason_len = buf[at]
     at += 1
-    if reason_len < 0 or reason_len > end - at:
+    if reason_len > end - at:
         raise _bad_length("ConnectionBlocked.reason", at, reason_len, end)
     reason = str(buf[at : at + reason_len], "utf-8", "surrogateescape")
     at += reason_len
@@ -225,7 +225,7 @@ def _decode_connection_update_secret(
         raise _truncated(_CONNECTION_UPDATE_SECRET_0, _CONNECTION_UPDATE_SECRET_0_FIELDS, at, end)
     (new_secret_len,) = _CONNECTION_UPDATE_SECRET_0.unpack_from(buf, at)
     at += 4
-    if new_secret_len < 0 or new_secret_len > end - at:
+    if new_secret_len > end - at:
         raise _bad_length("ConnectionUpdateSecret.new_secret", at, new_secret_len, end)
     new_secret = bytes(buf[at : at + new_secret_len])
     at += new_secret_len
@@ -233,7 +233,7 @@ def _decode_connection_update_secret(
         raise DecodeError("ConnectionUpdateSecret.reason", at, "needs 1 bytes, 0 left")
     reason_len = buf[at]
     at += 1
-    if reason_len < 0 or reason_len > end - at:
+    if reason_len > end - at:
         raise _bad_length("ConnectionUpdateSecret.reason", at, reason_len, end)
     reason = str(buf[at : at + reason_len], "utf-8", "surrogateescape")
     at += reason_len
@@ -390,7 +390,7 @@ def _decode_exchange_declare(buf: Buffer, at: int, end: int, channel: int = 0) -
         raise _truncated(_EXCHANGE_DECLARE_0, _EXCHANGE_DECLARE_0_FIELDS, at, end)
     reserved1, exchange_len = _EXCHANGE_DECLARE_0.unpack_from(buf, at)
     at += 3
-    if exchange_len < 0 or exchange_len > end - at:
+    if exchange_len > end - at:
         raise _bad_length("ExchangeDeclare.exchange", at, exchange_len, end)
     exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
@@ -398,7 +398,7 @@ def _decode_exchange_declare(buf: Buffer, at: int, end: int, channel: int = 0) -
         raise DecodeError("ExchangeDeclare.type", at, "needs 1 bytes, 0 left")
     type_len = buf[at]
     at += 1
-    if type_len < 0 or type_len > end - at:
+    if type_len > end - at:
         raise _bad_length("ExchangeDeclare.type", at, type_len, end)
     type_ = str(buf[at : at + type_len], "utf-8", "surrogateescape")
     at += type_len
@@ -529,7 +529,7 @@ def _decode_exchange_bind(buf: Buffer, at: int, end: int, channel: int = 0) -> E
         raise _truncated(_EXCHANGE_BIND_0, _EXCHANGE_BIND_0_FIELDS, at, end)
     reserved1, destination_len = _EXCHANGE_BIND_0.unpack_from(buf, at)
     at += 3
-    if destination_len < 0 or destination_len > end - at:
+    if destination_len > end - at:
         raise _bad_length("ExchangeBind.destination", at, destination_len, end)
     destination = str(buf[at : at + destination_len], "utf-8", "surrogateescape")
     at += destination_len
@@ -537,7 +537,7 @@ def _decode_exchange_bind(buf: Buffer, at: int, end: int, channel: int = 0) -> E
         raise DecodeError("ExchangeBind.source", at, "needs 1 bytes, 0 left")
     source_len = buf[at]
     at += 1
-    if source_len < 0 or source_len > end - at:
+    if source_len > end - at:
         raise _bad_length("ExchangeBind.source", at, source_len, end)
     source = str(buf[at : at + source_len], "utf-8", "surrogateescape")
     at += source_len
@@ -545,7 +545,7 @@ def _decode_exchange_bind(buf: Buffer, at: int, end: int, channel: int = 0) -> E
         raise DecodeError("ExchangeBind.routing_key", at, "needs 1 bytes, 0 left")
     routing_key_len = buf[at]
     at += 1
-    if routing_key_len < 0 or routing_key_len > end - at:
+    if routing_key_len > end - at:
         raise _bad_length("ExchangeBind.routing_key", at, routing_key_len, end)
     routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
@@ -699,7 +699,7 @@ def _decode_exchange_unbind(buf: Buffer, at: int, end: int, channel: int = 0) ->
         raise _truncated(_EXCHANGE_UNBIND_0, _EXCHANGE_UNBIND_0_FIELDS, at, end)
     reserved1, destination_len = _EXCHANGE_UNBIND_0.unpack_from(buf, at)
     at += 3
-    if destination_len < 0 or destination_len > end - at:
+    if destination_len > end - at:
         raise _bad_length("ExchangeUnbind.destination", at, destination_len, end)
     destination = str(buf[at : at + destination_len], "utf-8", "surrogateescape")
     at += destination_len
@@ -707,7 +707,7 @@ def _decode_exchange_unbind(buf: Buffer, at: int, end: int, channel: int = 0) ->
         raise DecodeError("ExchangeUnbind.source", at, "needs 1 bytes, 0 left")
     source_len = buf[at]
     at += 1
-    if source_len < 0 or source_len > end - at:
+    if source_len > end - at:
         raise _bad_length("ExchangeUnbind.source", at, source_len, end)
     source = str(buf[at : at + source_len], "utf-8", "surrogateescape")
     at += source_len
@@ -715,7 +715,7 @@ def _decode_exchange_unbind(buf: Buffer, at: int, end: int, channel: int = 0) ->
         raise DecodeError("ExchangeUnbind.routing_key", at, "needs 1 bytes, 0 left")
     routing_key_len = buf[at]
     at += 1
-    if routing_key_len < 0 or routing_key_len > end - at:
+    if routing_key_len > end - at:
         raise _bad_length("ExchangeUnbind.routing_key", at, routing_key_len, end)
     routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
@@ -839,7 +839,7 @@ def _decode_basic_cancel(buf: Buffer, at: int, end: int, channel: int = 0) -> Ba
         raise DecodeError("BasicCancel.consumer_tag", at, "needs 1 bytes, 0 left")
     consumer_tag_len = buf[at]
     at += 1
-    if consumer_tag_len < 0 or consumer_tag_len > end - at:
+    if consumer_tag_len > end - at:
         raise _bad_length("BasicCancel.consumer_tag", at, consumer_tag_len, end)
     consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
@@ -900,7 +900,7 @@ def _decode_basic_cancel_ok(buf: Buffer, at: int, end: int, channel: int = 0) ->
         raise DecodeError("BasicCancelOk.consumer_tag", at, "needs 1 bytes, 0 left")
     consumer_tag_len = buf[at]
     at += 1
-    if consumer_tag_len < 0 or consumer_tag_len > end - at:
+    if consumer_tag_len > end - at:
         raise _bad_length("BasicCancelOk.consumer_tag", at, consumer_tag_len, end)
     consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len

@@ -170,7 +170,7 @@ def _decode_exchange_declare(buf: Buffer, at: int, end: int, channel: int = 0) -
         raise _truncated(_EXCHANGE_DECLARE_0, _EXCHANGE_DECLARE_0_FIELDS, at, end)
     reserved1, exchange_len = _EXCHANGE_DECLARE_0.unpack_from(buf, at)
     at += 3
-    if exchange_len < 0 or exchange_len > end - at:
+    if exchange_len > end - at:
         raise _bad_length("ExchangeDeclare.exchange", at, exchange_len, end)
     exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
@@ -178,7 +178,7 @@ def _decode_exchange_declare(buf: Buffer, at: int, end: int, channel: int = 0) -
         raise DecodeError("ExchangeDeclare.type", at, "needs 1 bytes, 0 left")
     type_len = buf[at]
     at += 1
-    if type_len < 0 or type_len > end - at:
+    if type_len > end - at:
         raise _bad_length("ExchangeDeclare.type", at, type_len, end)
     type_ = str(buf[at : at + type_len], "utf-8", "surrogateescape")
     at += type_len
@@ -275,7 +275,7 @@ def _decode_basic_cancel(buf: Buffer, at: int, end: int, channel: int = 0) -> Ba
         raise DecodeError("BasicCancel.consumer_tag", at, "needs 1 bytes, 0 left")
     consumer_tag_len = buf[at]
     at += 1
-    if consumer_tag_len < 0 or consumer_tag_len > end - at:
+    if consumer_tag_len > end - at:
         raise _bad_length("BasicCancel.consumer_tag", at, consumer_tag_len, end)
     consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
@@ -336,7 +336,7 @@ def _decode_basic_cancel_ok(buf: Buffer, at: int, end: int, channel: int = 0) ->
         raise DecodeError("BasicCancelOk.consumer_tag", at, "needs 1 bytes, 0 left")
     consumer_tag_len = buf[at]
     at += 1
-    if consumer_tag_len < 0 or consumer_tag_len > end - at:
+    if consumer_tag_len > end - at:
         raise _bad_length("BasicCancelOk.consumer_tag", at, consumer_tag_len, end)
     consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len

@@ -134,7 +134,7 @@ def _decode_connection_challenge(buf: Buffer, at: int, end: int) -> ConnectionCh
         raise _truncated(_CONNECTION_CHALLENGE_0, _CONNECTION_CHALLENGE_0_FIELDS, at, end)
     version, mechanisms_len = _CONNECTION_CHALLENGE_0.unpack_from(buf, at)
     at += 2
-    if mechanisms_len < 0 or mechanisms_len > end - at:
+    if mechanisms_len > end - at:
         raise _bad_length("ConnectionChallenge.mechanisms", at, mechanisms_len, end)
     mechanisms = str(buf[at : at + mechanisms_len], "utf-8", "surrogateescape")
     at += mechanisms_len
@@ -184,7 +184,7 @@ def _decode_connection_response(buf: Buffer, at: int, end: int) -> ConnectionRes
         raise DecodeError("ConnectionResponse.mechanism", at, "needs 1 bytes, 0 left")
     mechanism_len = buf[at]
     at += 1
-    if mechanism_len < 0 or mechanism_len > end - at:
+    if mechanism_len > end - at:
         raise _bad_length("ConnectionResponse.mechanism", at, mechanism_len, end)
     mechanism = str(buf[at : at + mechanism_len], "utf-8", "surrogateescape")
     at += mechanism_len
@@ -282,7 +282,7 @@ def _decode_connection_open(buf: Buffer, at: int, end: int) -> ConnectionOpen:
         raise _truncated(_CONNECTION_OPEN_0, _CONNECTION_OPEN_0_FIELDS, at, end)
     confirm_tag, virtual_path_len = _CONNECTION_OPEN_0.unpack_from(buf, at)
     at += 3
-    if virtual_path_len < 0 or virtual_path_len > end - at:
+    if virtual_path_len > end - at:
         raise _bad_length("ConnectionOpen.virtual_path", at, virtual_path_len, end)
     virtual_path = str(buf[at : at + virtual_path_len], "utf-8", "surrogateescape")
     at += virtual_path_len
@@ -290,7 +290,7 @@ def _decode_connection_open(buf: Buffer, at: int, end: int) -> ConnectionOpen:
         raise DecodeError("ConnectionOpen.client_name", at, "needs 1 bytes, 0 left")
     client_name_len = buf[at]
     at += 1
-    if client_name_len < 0 or client_name_len > end - at:
+    if client_name_len > end - at:
         raise _bad_length("ConnectionOpen.client_name", at, client_name_len, end)
     client_name = str(buf[at : at + client_name_len], "utf-8", "surrogateescape")
     at += client_name_len
@@ -398,7 +398,7 @@ def _decode_connection_reply(buf: Buffer, at: int, end: int) -> ConnectionReply:
         raise _truncated(_CONNECTION_REPLY_0, _CONNECTION_REPLY_0_FIELDS, at, end)
     confirm_tag, reply_code, reply_text_len = _CONNECTION_REPLY_0.unpack_from(buf, at)
     at += 5
-    if reply_text_len < 0 or reply_text_len > end - at:
+    if reply_text_len > end - at:
         raise _bad_length("ConnectionReply.reply_text", at, reply_text_len, end)
     reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
@@ -447,7 +447,7 @@ def _decode_connection_close(buf: Buffer, at: int, end: int) -> ConnectionClose:
         raise _truncated(_CONNECTION_CLOSE_0, _CONNECTION_CLOSE_0_FIELDS, at, end)
     reply_code, reply_text_len = _CONNECTION_CLOSE_0.unpack_from(buf, at)
     at += 3
-    if reply_text_len < 0 or reply_text_len > end - at:
+    if reply_text_len > end - at:
         raise _bad_length("ConnectionClose.reply_text", at, reply_text_len, end)
     reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
@@ -526,7 +526,7 @@ def _decode_channel_open(buf: Buffer, at: int, end: int) -> ChannelOpen:
         raise DecodeError("ChannelOpen.out_of_band", at, "needs 1 bytes, 0 left")
     out_of_band_len = buf[at]
     at += 1
-    if out_of_band_len < 0 or out_of_band_len > end - at:
+    if out_of_band_len > end - at:
         raise _bad_length("ChannelOpen.out_of_band", at, out_of_band_len, end)
     out_of_band = str(buf[at : at + out_of_band_len], "utf-8", "surrogateescape")
     at += out_of_band_len
@@ -740,7 +740,7 @@ def _decode_channel_reply(buf: Buffer, at: int, end: int) -> ChannelReply:
         raise _truncated(_CHANNEL_REPLY_0, _CHANNEL_REPLY_0_FIELDS, at, end)
     channel_id, confirm_tag, reply_code, reply_text_len = _CHANNEL_REPLY_0.unpack_from(buf, at)
     at += 7
-    if reply_text_len < 0 or reply_text_len > end - at:
+    if reply_text_len > end - at:
         raise _bad_length("ChannelReply.reply_text", at, reply_text_len, end)
     reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
@@ -794,7 +794,7 @@ def _decode_channel_close(buf: Buffer, at: int, end: int) -> ChannelClose:
         raise _truncated(_CHANNEL_CLOSE_0, _CHANNEL_CLOSE_0_FIELDS, at, end)
     channel_id, reply_code, reply_text_len = _CHANNEL_CLOSE_0.unpack_from(buf, at)
     at += 5
-    if reply_text_len < 0 or reply_text_len > end - at:
+    if reply_text_len > end - at:
         raise _bad_length("ChannelClose.reply_text", at, reply_text_len, end)
     reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
@@ -881,7 +881,7 @@ def _decode_handle_open(buf: Buffer, at: int, end: int) -> HandleOpen:
     browser = bits1 & 0x4 != 0
     if (bits1 >> 3) & 0x1F != 0:
         raise DecodeError("HandleOpen.unused1", at, "expected 0")
-    if mime_type_len < 0 or mime_type_len > end - at:
+    if mime_type_len > end - at:
         raise _bad_length("HandleOpen.mime_type", at, mime_type_len, end)
     mime_type = str(buf[at : at + mime_type_len], "utf-8", "surrogateescape")
     at += mime_type_len
@@ -889,7 +889,7 @@ def _decode_handle_open(buf: Buffer, at: int, end: int) -> HandleOpen:
         raise DecodeError("HandleOpen.encoding", at, "needs 1 bytes, 0 left")
     encoding_len = buf[at]
     at += 1
-    if encoding_len < 0 or encoding_len > end - at:
+    if encoding_len > end - at:
         raise _bad_length("HandleOpen.encoding", at, encoding_len, end)
     encoding = str(buf[at : at + encoding_len], "utf-8", "surrogateescape")
     at += encoding_len
@@ -1016,7 +1016,7 @@ def _decode_handle_send(buf: Buffer, at: int, end: int) -> HandleSend:
     recovery = bits1 & 0x4 != 0
     if (bits1 >> 3) & 0x1F != 0:
         raise DecodeError("HandleSend.unused1", at, "expected 0")
-    if dest_name_len < 0 or dest_name_len > end - at:
+    if dest_name_len > end - at:
         raise _bad_length("HandleSend.dest_name", at, dest_name_len, end)
     dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
     at += dest_name_len
@@ -1131,7 +1131,7 @@ def _decode_handle_consume(buf: Buffer, at: int, end: int) -> HandleConsume:
     exclusive = bits1 & 0x8 != 0
     if (bits1 >> 4) & 0xF != 0:
         raise DecodeError("HandleConsume.unused1", at, "expected 0")
-    if dest_name_len < 0 or dest_name_len > end - at:
+    if dest_name_len > end - at:
         raise _bad_length("HandleConsume.dest_name", at, dest_name_len, end)
     dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
     at += dest_name_len
@@ -1332,7 +1332,7 @@ def _decode_handle_query(buf: Buffer, at: int, end: int) -> HandleQuery:
         raise _truncated(_HANDLE_QUERY_0, _HANDLE_QUERY_0_FIELDS, at, end)
     handle_id, message_nbr, dest_name_len = _HANDLE_QUERY_0.unpack_from(buf, at)
     at += 7
-    if dest_name_len < 0 or dest_name_len > end - at:
+    if dest_name_len > end - at:
         raise _bad_length("HandleQuery.dest_name", at, dest_name_len, end)
     dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
     at += dest_name_len
@@ -1340,7 +1340,7 @@ def _decode_handle_query(buf: Buffer, at: int, end: int) -> HandleQuery:
         raise _truncated(_HANDLE_QUERY_1, _HANDLE_QUERY_1_FIELDS, at, end)
     (selector_len,) = _HANDLE_QUERY_1.unpack_from(buf, at)
     at += 2
-    if selector_len < 0 or selector_len > end - at:
+    if selector_len > end - at:
         raise _bad_length("HandleQuery.selector", at, selector_len, end)
     selector = bytes(buf[at : at + selector_len])
     at += selector_len
@@ -1348,7 +1348,7 @@ def _decode_handle_query(buf: Buffer, at: int, end: int) -> HandleQuery:
         raise DecodeError("HandleQuery.mime_type", at, "needs 1 bytes, 0 left")
     mime_type_len = buf[at]
     at += 1
-    if mime_type_len < 0 or mime_type_len > end - at:
+    if mime_type_len > end - at:
         raise _bad_length("HandleQuery.mime_type", at, mime_type_len, end)
     mime_type = str(buf[at : at + mime_type_len], "utf-8", "surrogateescape")
     at += mime_type_len
@@ -1461,7 +1461,7 @@ def _decode_handle_created(buf: Buffer, at: int, end: int) -> HandleCreated:
         raise _truncated(_HANDLE_CREATED_0, _HANDLE_CREATED_0_FIELDS, at, end)
     handle_id, dest_name_len = _HANDLE_CREATED_0.unpack_from(buf, at)
     at += 3
-    if dest_name_len < 0 or dest_name_len > end - at:
+    if dest_name_len > end - at:
         raise _bad_length("HandleCreated.dest_name", at, dest_name_len, end)
     dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
     at += dest_name_len
@@ -1566,7 +1566,7 @@ def _decode_handle_notify(buf: Buffer, at: int, end: int) -> HandleNotify:
     redelivered = bits1 & 0x10 != 0
     if (bits1 >> 5) & 0x7 != 0:
         raise DecodeError("HandleNotify.unused1", at, "expected 0")
-    if dest_name_len < 0 or dest_name_len > end - at:
+    if dest_name_len > end - at:
         raise _bad_length("HandleNotify.dest_name", at, dest_name_len, end)
     dest_name = str(buf[at : at + dest_name_len], "utf-8", "surrogateescape")
     at += dest_name_len
@@ -1640,7 +1640,7 @@ def _decode_handle_index(buf: Buffer, at: int, end: int) -> HandleIndex:
         raise _truncated(_HANDLE_INDEX_0, _HANDLE_INDEX_0_FIELDS, at, end)
     handle_id, message_nbr, message_list_len = _HANDLE_INDEX_0.unpack_from(buf, at)
     at += 8
-    if message_list_len < 0 or message_list_len > end - at:
+    if message_list_len > end - at:
         raise _bad_length("HandleIndex.message_list", at, message_list_len, end)
     message_list = bytes(buf[at : at + message_list_len])
     at += message_list_len
@@ -1701,7 +1701,7 @@ def _decode_handle_prepare(buf: Buffer, at: int, end: int) -> HandlePrepare:
         raise _truncated(_HANDLE_PREPARE_0, _HANDLE_PREPARE_0_FIELDS, at, end)
     handle_id, fragment_size, content_hash_len = _HANDLE_PREPARE_0.unpack_from(buf, at)
     at += 7
-    if content_hash_len < 0 or content_hash_len > end - at:
+    if content_hash_len > end - at:
         raise _bad_length("HandlePrepare.content_hash", at, content_hash_len, end)
     content_hash = str(buf[at : at + content_hash_len], "utf-8", "surrogateescape")
     at += content_hash_len
@@ -1807,7 +1807,7 @@ def _decode_handle_reply(buf: Buffer, at: int, end: int) -> HandleReply:
         raise _truncated(_HANDLE_REPLY_0, _HANDLE_REPLY_0_FIELDS, at, end)
     handle_id, confirm_tag, reply_code, reply_text_len = _HANDLE_REPLY_0.unpack_from(buf, at)
     at += 7
-    if reply_text_len < 0 or reply_text_len > end - at:
+    if reply_text_len > end - at:
         raise _bad_length("HandleReply.reply_text", at, reply_text_len, end)
     reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
@@ -1861,7 +1861,7 @@ def _decode_handle_close(buf: Buffer, at: int, end: int) -> HandleClose:
         raise _truncated(_HANDLE_CLOSE_0, _HANDLE_CLOSE_0_FIELDS, at, end)
     handle_id, reply_code, reply_text_len = _HANDLE_CLOSE_0.unpack_from(buf, at)
     at += 5
-    if reply_text_len < 0 or reply_text_len > end - at:
+    if reply_text_len > end - at:
         raise _bad_length("HandleClose.reply_text", at, reply_text_len, end)
     reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
@@ -1895,7 +1895,7 @@ def _decode_field_table(buf: Buffer, at: int, end: int) -> tuple[Table, int]:
             raise DecodeError("field-table.key", at, "needs 1 bytes, 0 left")
         key_len = buf[at]
         at += 1
-        if key_len < 0 or key_len > stop - at:
+        if key_len > stop - at:
             raise _bad_length("field-table.key", at, key_len, stop)
         key_2 = str(buf[at : at + key_len], "utf-8", "surrogateescape")
         at += key_len
@@ -1948,7 +1948,7 @@ def _decode_field_value(buf: Buffer, at: int, end: int) -> tuple[Any, int, int]:
             raise _truncated(_VALUE_FIELD_VALUE_0, _VALUE_FIELD_VALUE_0_FIELDS, at, end)
         (value_len,) = _VALUE_FIELD_VALUE_0.unpack_from(buf, at)
         at += 2
-        if value_len < 0 or value_len > end - at:
+        if value_len > end - at:
             raise _bad_length("field-value", at, value_len, end)
         value_2 = str(buf[at : at + value_len], "utf-8", "surrogateescape")
         at += value_len
@@ -2039,7 +2039,7 @@ def _decode_message_head(buf: Buffer, at: int, end: int) -> tuple[MessageHead, i
     persistent = bits1 & 0x1 != 0
     if (bits1 >> 1) & 0x7F != 0:
         raise DecodeError("MessageHead.unused1", at, "expected 0")
-    if mime_type_len < 0 or mime_type_len > end - at:
+    if mime_type_len > end - at:
         raise _bad_length("MessageHead.mime_type", at, mime_type_len, end)
     mime_type = str(buf[at : at + mime_type_len], "utf-8", "surrogateescape")
     at += mime_type_len
@@ -2047,7 +2047,7 @@ def _decode_message_head(buf: Buffer, at: int, end: int) -> tuple[MessageHead, i
         raise DecodeError("MessageHead.encoding", at, "needs 1 bytes, 0 left")
     encoding_len = buf[at]
     at += 1
-    if encoding_len < 0 or encoding_len > end - at:
+    if encoding_len > end - at:
         raise _bad_length("MessageHead.encoding", at, encoding_len, end)
     encoding = str(buf[at : at + encoding_len], "utf-8", "surrogateescape")
     at += encoding_len
@@ -2055,7 +2055,7 @@ def _decode_message_head(buf: Buffer, at: int, end: int) -> tuple[MessageHead, i
         raise DecodeError("MessageHead.msg_identifier", at, "needs 1 bytes, 0 left")
     msg_identifier_len = buf[at]
     at += 1
-    if msg_identifier_len < 0 or msg_identifier_len > end - at:
+    if msg_identifier_len > end - at:
         raise _bad_length("MessageHead.msg_identifier", at, msg_identifier_len, end)
     msg_identifier = str(buf[at : at + msg_identifier_len], "utf-8", "surrogateescape")
     at += msg_identifier_len
