@@ -56,9 +56,9 @@ def _decode_table(buf: Buffer, at: int, end: int) -> tuple[Table, int]:
     return out, at
 
 
-def _encode_table(value: dict[str, Any], parts: list[bytes]) -> None:
-    mark = len(parts)
-    parts.append(b"")
+def _encode_table(value: dict[str, Any], out: list[bytes]) -> None:
+    # its items' parts joined, then sized: one len(), where summing many parts' costs more
+    parts: list[bytes] = []
     constructors = getattr(value, "constructors", None)  # a decoded Table remembers them
     for key, item in value.items():
         key_raw = key.encode("utf-8", "surrogateescape")
@@ -66,7 +66,9 @@ def _encode_table(value: dict[str, Any], parts: list[bytes]) -> None:
         parts.append(key_raw)
         ctor = None if constructors is None else constructors.get(key)
         _encode_field_value(item, ctor, parts)
-    parts[mark] = _TABLE_SIZE.pack(sum(map(len, parts[mark + 1 :])))
+    data = b"".join(parts)
+    out.append(_TABLE_SIZE.pack(len(data)))
+    out.append(data)
 
 
 _FIELD_ARRAY_SIZE = struct.Struct(">I")
@@ -93,14 +95,16 @@ def _decode_field_array(buf: Buffer, at: int, end: int) -> tuple[Values, int]:
     return out, at
 
 
-def _encode_field_array(value: list[Any], parts: list[bytes]) -> None:
-    mark = len(parts)
-    parts.append(b"")
+def _encode_field_array(value: list[Any], out: list[bytes]) -> None:
+    # its items' parts joined, then sized: one len(), where summing many parts' costs more
+    parts: list[bytes] = []
     constructors = getattr(value, "constructors", None)  # a decoded Values remembers them
     for i, item in enumerate(value):
         ctor = constructors[i] if constructors is not None and i < len(constructors) else None
         _encode_field_value(item, ctor, parts)
-    parts[mark] = _FIELD_ARRAY_SIZE.pack(sum(map(len, parts[mark + 1 :])))
+    data = b"".join(parts)
+    out.append(_FIELD_ARRAY_SIZE.pack(len(data)))
+    out.append(data)
 
 
 _VALUE_FIELD_VALUE_0 = struct.Struct(">B")

@@ -1151,7 +1151,7 @@ def _framer(frame: FramePlan) -> dict[str, Any] | None:
         return None
     extra = frame.size + frame.trailer_size - frame.adjust
     sign = "+" if extra > 0 else "-"
-    length = "sum(map(len, parts))" + (f" {sign} {pytext.number(abs(extra))}" if extra else "")
+    length = "len(body)" + (f" {sign} {pytext.number(abs(extra))}" if extra else "")
     head: list[str] = []
     params: list[str] = []
     for h in frame.header:
