@@ -1307,7 +1307,9 @@ def _assert_rule(a: Element, check: str, field: str, class_name: str, via: str) 
             return prose(f"a check ({check!r}) no program here can apply")
 
 
-def _prose_rules(el: Element, owner: str, via: str = "", field: str | None = None) -> list[SpecRule]:
+def _prose_rules(
+    el: Element, owner: str, via: str = "", field: str | None = None
+) -> list[SpecRule]:
     """The `<rule>`s directly inside `el`: normative prose, counted as such."""
     out = []
     for r in el.findall("rule"):

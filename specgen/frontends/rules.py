@@ -43,8 +43,8 @@ def settle_others(protocol: Protocol, rules: list[SpecRule]) -> list[SpecRule]:
     """The rules with every `other` the document does not define (a method an older document
     lacks) made prose-only, so a rule never points at nothing."""
     return [
-        r if not r.other or protocol.has_address(r.other) else _prose_only(
-            r, f"compares with {r.other}, which this document does not define"
-        )
+        r
+        if not r.other or protocol.has_address(r.other)
+        else _prose_only(r, f"compares with {r.other}, which this document does not define")
         for r in rules
     ]
