@@ -799,7 +799,8 @@ def _commands(typedefs: list[TypeDef]) -> tuple[Command, ...]:
 
 def _rules(typedefs: list[TypeDef], commands: tuple[Command, ...]) -> tuple[SpecRule, ...]:
     """What each composite's fields say their values must be: `mandatory`, `multiple`,
-    `requires`, `default`, and the `<choice>`s of a restricted type a field is of. A frame
+    `requires`, `default`, the `<choice>`s of a restricted type a field is of, and the MUSTs
+    of its docs in words. A frame
     body's rules are its message's (IR field names), any other composite's its type's."""
     names = {t.name: t for t in typedefs}
     bodies = {
@@ -811,6 +812,7 @@ def _rules(typedefs: list[TypeDef], commands: tuple[Command, ...]) -> tuple[Spec
             continue
         body = bodies.get(t.descriptor.code)
         owner = f"message:{body}" if body else f"typedef:{t.name}"
+        out.extend(_musts(t.doc, owner, None, t.span))
         for f in t.fields:
             field = field_name(f.name) if body else f.name
             kind = _value_kind(names, f.type)
@@ -830,6 +832,7 @@ def _rules(typedefs: list[TypeDef], commands: tuple[Command, ...]) -> tuple[Spec
                 value = f.default if named is None else _typed(named, kind)
                 written = f"default={f.default!r}"
                 out.append(SpecRule("default", owner, field, f.span, value=value, prose=written))
+            out.extend(_musts(f.doc, owner, field, f.span))
             if choices and f.type in names:
                 listed = ", ".join(f"{c.name}={c.value}" for c in choices)
                 out.append(
@@ -844,6 +847,17 @@ def _rules(typedefs: list[TypeDef], commands: tuple[Command, ...]) -> tuple[Spec
                     )
                 )
     return tuple(out)
+
+
+def _musts(doc: str, owner: str, field: str | None, span: SourceSpan | None) -> list[SpecRule]:
+    """The sentences of a doc that say MUST or MUST NOT (RFC 2119's words, as the spec writes
+    them): rules in words, one each."""
+    sentences = re.split(r"(?<=[.:])\s+", " ".join(doc.split()))
+    return [
+        SpecRule("prose", owner, field, span, checkable=False, prose=text)
+        for text in sentences
+        if re.search(r"\bMUST\b", text)
+    ]
 
 
 def _typed(value: str, kind: str) -> int | bool | str:

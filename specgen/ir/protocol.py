@@ -120,20 +120,25 @@ class Protocol:
                     raise IRError(f"{r.span}: a {r.kind} rule {what} {address}: no such field")
 
     def has_address(self, address: str) -> bool:
-        """Whether `KIND:NAME[.FIELD...]` (as rules address owners and fields) names a node:
-        names may hold dots (AMQP 0-10's `session.header`), so every split is tried."""
+        """Whether `KIND:NAME[.FIELD...]` (as rules address owners and fields) names a node."""
+        return self.split_address(address) is not None
+
+    def split_address(self, address: str) -> tuple[str, str | None] | None:
+        """An address as (owner, field path or None), or None when it names nothing: names
+        may hold dots (AMQP 0-10's `session.header`), so every owner is tried."""
         if address in ("", "frame"):
-            return True
+            return address, None
         if address.startswith("frame."):
             names = {f.name for f in (*self.frame.header, *self.frame.trailer)}
-            return address[len("frame.") :] in names
+            field = address[len("frame.") :]
+            return ("frame", field) if field in names else None
         kind, _, path = address.partition(":")
         for owner, paths in self._owners(kind):
             if path == owner:
-                return True
+                return f"{kind}:{owner}", None
             if path.startswith(f"{owner}.") and path[len(owner) + 1 :] in paths:
-                return True
-        return False
+                return f"{kind}:{owner}", path[len(owner) + 1 :]
+        return None
 
     def _owners(self, kind: str) -> Iterator[tuple[str, set[str]]]:
         """The nodes of one owner kind, each with the field paths inside it."""
