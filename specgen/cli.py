@@ -172,9 +172,23 @@ def parser() -> argparse.ArgumentParser:
         "`frames` and `decode` read them",
     )
 
-    p_ir = sub.add_parser("ir", help="print a spec's IR as canonical JSON")
-    p_ir.add_argument("spec", metavar="SPEC", help=SPEC_HELP)
+    p_ir = sub.add_parser(
+        "ir",
+        help="print a spec's IR as canonical JSON, or (--rules) count the rules it states",
+        description="Print the IR of SPEC as canonical JSON. With --rules, count instead the "
+        "rules the spec states about values and senders (its asserts, choices, mandatory "
+        "fields, who sends what), per kind: checkable by a program, or in prose only; without "
+        "SPEC, for every registered spec version.",
+    )
+    p_ir.add_argument(
+        "spec", nargs="?", metavar="SPEC", help=SPEC_HELP + "; needed without --rules"
+    )
     p_ir.add_argument("--no-overlay", action="store_true", help="the IR as the text says it")
+    p_ir.add_argument(
+        "--rules",
+        action="store_true",
+        help="count the spec's rules per kind, checkable and prose only, instead of the JSON",
+    )
     _spec_options(p_ir)
 
     p_lint = sub.add_parser(
@@ -594,9 +608,36 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _ir(args: argparse.Namespace) -> int:
+    if args.rules:
+        specs = [_resolve(args, args.spec)] if args.spec else registry()
+        for i, spec in enumerate(specs):
+            protocol, _ = build_ir(spec, with_overlay=not args.no_overlay)
+            sys.stdout.write(("\n" if i else "") + rules_summary(spec.qualified, protocol))
+        return 0
+    if args.spec is None:
+        raise LookupError("specgen ir needs SPEC (or --rules, which counts every spec's rules)")
     protocol, _ = build_ir(_resolve(args, args.spec), with_overlay=not args.no_overlay)
     sys.stdout.write(ir.dump(protocol))
     return 0
+
+
+def rules_summary(name: str, protocol: ir.Protocol) -> str:
+    """A table of a spec version's rules: per kind, how many a program can check and how
+    many the spec states in prose only; then the totals, and the overlay entries that added
+    or corrected rules."""
+    counts = ir.rule_counts(protocol.rules)
+    width = max((len(k) for k in counts), default=5)
+    lines = [f"{name} ({protocol.source}): {len(protocol.rules)} rules"]
+    lines.append(f"  {'kind':<{width}}  checkable  prose only")
+    for kind, (checkable, prose) in counts.items():
+        lines.append(f"  {kind:<{width}}  {checkable:>9}  {prose:>10}")
+    checkable = sum(c for c, _ in counts.values())
+    prose = sum(p for _, p in counts.values())
+    lines.append(f"  {'total':<{width}}  {checkable:>9}  {prose:>10}")
+    by = sorted({r.overlay for r in protocol.rules if r.overlay})
+    if by:
+        lines.append(f"  overlay entries: {', '.join(by)}")
+    return "\n".join(lines) + "\n"
 
 
 def _lint(args: argparse.Namespace) -> int:

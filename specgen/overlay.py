@@ -40,6 +40,17 @@ What the parser needs before an IR exists
              documents that have it, and is listed as applied only there); a front-end that
              cannot take declarations refuses them.
 
+What the spec says values and senders must be (`Protocol.rules`, specgen.ir.rules)
+    rule     target `rule:ADDRESS/KIND`, ADDRESS an owner and field as rules name them
+             (`message:ConnectionTuneOk.ChannelMax`, `message:Credit`), KIND a rule kind;
+             `action` says what to do:
+               add      `rule` (its attributes in the IR's JSON: value, values, low, high,
+                        other, unbounded, checkable, prose) is a rule the text leaves out
+               correct  `rule` (attributes) changes every rule of that kind there
+               waive    every rule of that kind there is dropped: the text states it wrongly
+             An added or corrected rule names the entry in its `overlay`. Rule entries change
+             no codec, so they are not among `Protocol.overlays` (which generated headers cite).
+
 What generation needs to go on
     accept   target `finding:CODE`: the front-end's reading of a finding that decides bytes
              (`type-typo`, `version-unknown`, `duplicate-key`; see emitters/verify.py) is
@@ -55,6 +66,7 @@ from pathlib import Path
 from typing import Any, assert_never, cast
 
 from specgen.ir import (
+    RULE_KINDS,
     Alternatives,
     Array,
     BitField,
@@ -72,7 +84,9 @@ from specgen.ir import (
     Prim,
     Protocol,
     Ref,
+    RuleKind,
     SourceSpan,
+    SpecRule,
     Struct,
     Switch,
     Typed,
@@ -137,7 +151,7 @@ def load(path: Path, root: Path, label: str = "") -> list[Entry]:
         missing = [k for k in ("id", "op", "target", "reason", "evidence") if not raw.get(k)]
         if missing:
             raise OverlayError(f"{span}: overlay entry {entry_id} lacks {', '.join(missing)}")
-        if raw["op"] not in ("replace", "insert", "set", "declare", "accept"):
+        if raw["op"] not in ("replace", "insert", "set", "declare", "accept", "rule"):
             raise OverlayError(f"{span}: {entry_id}: unknown op {raw['op']!r}")
         entries.append(
             Entry(
@@ -210,9 +224,73 @@ def apply(protocol: Protocol, entries: list[Entry]) -> Protocol:
                 f"{entry.span}: {entry.id} targets {entry.target}, as {seen[entry.target]} does"
             )
         seen[entry.target] = entry.id
+        if entry.op == "rule":
+            protocol = _apply_rule(protocol, entry)
+            continue  # no codec changes: `overlays` is what the generated headers cite
         protocol = _apply_one(protocol, entry)
         applied.append(entry.id)
     return replace(protocol, overlays=protocol.overlays + tuple(applied))
+
+
+RULE_ACTIONS = ("add", "correct", "waive")
+_RULE_ATTRIBUTES = frozenset(
+    {"value", "values", "low", "high", "other", "unbounded", "checkable", "prose", "via"}
+)
+
+
+def _apply_rule(protocol: Protocol, entry: Entry) -> Protocol:
+    """A `rule` entry: a rule added, the rules of one kind at one address corrected or
+    waived. Every rule it makes is checked as the front-end's are."""
+    prefix, _, rest = entry.target.partition(":")
+    address, slash, kind = rest.rpartition("/")
+    if prefix != "rule" or not slash or kind not in RULE_KINDS:
+        raise OverlayError(
+            f"{entry.span}: {entry.id}: a rule entry targets rule:ADDRESS/KIND, KIND one of "
+            f"{', '.join(RULE_KINDS)} (not {entry.target!r})"
+        )
+    action = entry.data.get("action")
+    if action not in RULE_ACTIONS:
+        raise OverlayError(
+            f"{entry.span}: {entry.id}: action {action!r} is none of {', '.join(RULE_ACTIONS)}"
+        )
+    attrs = entry.data.get("rule", {})
+    if action != "waive":
+        unknown = sorted(set(attrs) - _RULE_ATTRIBUTES) if isinstance(attrs, dict) else ["?"]
+        if not isinstance(attrs, dict) or unknown or (action == "correct" and not attrs):
+            raise OverlayError(
+                f"{entry.span}: {entry.id}: {action} takes `rule`, an object of "
+                f"{', '.join(sorted(_RULE_ATTRIBUTES))}"
+                + (f" (not {unknown[0]!r})" if unknown and unknown != ["?"] else "")
+            )
+    where = protocol.split_address(address)
+    if where is None:
+        raise OverlayError(f"{entry.span}: {entry.id}: {address!r} names no field (stale overlay?)")
+    owner, field = where
+    decoded = {k: attribute_from_data(k, v) for k, v in attrs.items()}
+    try:
+        if action == "add":
+            added = SpecRule(
+                cast(RuleKind, kind),
+                owner,
+                field,
+                entry.span,
+                **{"prose": entry.reason, **decoded},
+                overlay=entry.id,
+            )
+            return replace(protocol, rules=(*protocol.rules, added))
+        hits = [r for r in protocol.rules if r.kind == kind and r.address == address]
+        if not hits:
+            raise OverlayError(
+                f"{entry.span}: {entry.id}: no {kind} rule at {address} to {action} (stale overlay?)"
+            )
+        if action == "waive":
+            return replace(protocol, rules=tuple(r for r in protocol.rules if r not in hits))
+        rules = tuple(
+            replace(r, **decoded, overlay=entry.id) if r in hits else r for r in protocol.rules
+        )
+        return replace(protocol, rules=rules)
+    except (IRError, TypeError) as e:
+        raise OverlayError(f"{entry.span}: {entry.id}: {e}") from None
 
 
 def _apply_one(protocol: Protocol, entry: Entry) -> Protocol:

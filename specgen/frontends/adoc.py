@@ -65,10 +65,12 @@ from specgen.ir import (
     PrimitiveType,
     Protocol,
     SourceSpan,
+    SpecRule,
     Struct,
     TypeRef,
     Versions,
     merge_versions,
+    walk_fields,
 )
 
 HEADER_FIELDS = ("Key", "Version")
@@ -117,6 +119,7 @@ class _TableCommand:
     expects_response: bool
     span: SourceSpan
     markers: tuple[str, ...] = ()  # `|<<route>> (experimental)`: ("experimental",)
+    sender_span: SourceSpan | None = None  # its From cell
 
 
 @dataclass
@@ -164,6 +167,9 @@ class _Builder:
             raise SpecError(SourceSpan(self.doc.path, 1), "no Frame Structure section")
         matched = self._match_sections(table_commands, sections)
         commands = [self._command(tc, matched[tc.name]) for tc in table_commands]
+        rules = [
+            r for tc, c in zip(table_commands, commands, strict=True) for r in self._rules(tc, c)
+        ]
         self._check_examples(table_commands)
         for section in sections:
             if all(s is not section for s in matched.values()):
@@ -194,8 +200,87 @@ class _Builder:
             enums=tuple(self.enums.values()),
             constants=tuple(constants),
             commands=tuple(sorted(commands, key=lambda c: c.ident)),
+            rules=tuple(rules),
         )
         return proto, self.log
+
+    def _rules(self, tc: _TableCommand, command: Command) -> list[SpecRule]:
+        """What the document says each message of a command must be: who sends it (the
+        commands table's From column; a response comes from the other peer), the key and
+        versions it goes with, and of its fields: a response code one of the Response Codes
+        table's, a value one of those its comment lists, a string at most its "max N
+        characters"."""
+        out: list[SpecRule] = []
+        for m in command.messages:
+            owner = f"message:{m.name}"
+            if tc.sender != "both":
+                sender = tc.sender
+                said = f"From: {tc.sender.capitalize()}"
+                if m.kind == "response":
+                    sender = "server" if tc.sender == "client" else "client"
+                    said += f", so the response comes from the {sender}"
+                out.append(
+                    SpecRule("sender", owner, None, tc.sender_span, value=sender, prose=said)
+                )
+            out.append(
+                SpecRule(
+                    "key-version",
+                    owner,
+                    None,
+                    m.span,
+                    value=m.ident[0],
+                    low=m.versions.low,
+                    high=m.versions.high,
+                    prose=f"key {m.ident[0]:#06x}, version {m.versions}",
+                )
+            )
+            for path, f in walk_fields(m.fields):
+                out.extend(self._field_rules(owner, path, f))
+        return out
+
+    def _field_rules(self, owner: str, path: str, f: Field) -> list[SpecRule]:
+        out: list[SpecRule] = []
+        enum = self.enums.get(f.enum) if f.enum else None
+        if enum is not None:
+            # the values its own comment lists: an enum of its name may hold another field's
+            # too (OffsetType's 0, none, is ConsumerUpdateResponse's, not Subscribe's)
+            own = _enum_values(f.doc)
+            values = tuple(v.value for v in (own or enum.values))
+            if f.enum == "ResponseCode":
+                out.append(
+                    SpecRule(
+                        "response-code",
+                        owner,
+                        path,
+                        enum.span,  # the Response Codes table
+                        values=values,
+                        via="table Response Codes",
+                        prose="one of the Response Codes table's codes",
+                    )
+                )
+            else:
+                out.append(
+                    SpecRule(
+                        "choice",
+                        owner,
+                        path,
+                        f.span,
+                        values=values,
+                        prose=f"one of the values its comment lists ({f.doc})",
+                    )
+                )
+        if f.max_length is not None:
+            out.append(
+                SpecRule(
+                    "length",
+                    owner,
+                    path,
+                    f.span,
+                    value=f.max_length,
+                    prose=f"max {f.max_length} characters",
+                )
+            )
+        return out
 
     def _header_type(self, name: str) -> str:
         assert self.frame is not None
@@ -453,6 +538,7 @@ class _Builder:
                     expects,
                     row[0].span,
                     (marker,) if marker else (),
+                    row[1].span,
                 )
             )
         return out

@@ -51,6 +51,7 @@ from specgen.ir import (
     Ref,
     Segments,
     SourceSpan,
+    SpecRule,
     field_name,
 )
 from specgen.ir import Struct as IRStruct
@@ -100,6 +101,7 @@ class StructField:
     label: str
     doc: str
     span: SourceSpan
+    prose: tuple[tuple[SourceSpan, str], ...] = ()  # its <rule>s and <exception>s, in words
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,9 @@ class Method:
     doc: str
     span: SourceSpan
     roles: tuple[str, ...] = ()  # who implements it (`<implement role>`): the other side sends
+    implement_span: SourceSpan | None = None  # its first <implement>
+    header_required: SourceSpan | None = None  # a `<header required="true">`: where
+    prose: tuple[tuple[SourceSpan, str], ...] = ()  # its <rule>s and <exception>s, in words
 
 
 @dataclass(frozen=True)
@@ -146,6 +151,7 @@ class Class:
     label: str
     doc: str
     span: SourceSpan
+    prose: tuple[tuple[SourceSpan, str], ...] = ()  # its own <rule>s, in words
 
 
 @dataclass(frozen=True)
@@ -223,7 +229,9 @@ def load(path: Path, rel: str, log: FindingLog | None = None) -> Model:
     for e in root.findall("domain"):
         domains.append(_domain(e, ""))
     for c in root.findall("class"):
-        cls = Class(_name(c), _int(c, "code"), c.attr("label") or "", _doc(c), c.span)
+        cls = Class(
+            _name(c), _int(c, "code"), c.attr("label") or "", _doc(c), c.span, _rule_prose(c)
+        )
         if any(k.code == cls.code for k in classes):
             raise SpecError(c.span, f"class code {cls.code} is used twice")
         classes.append(cls)
@@ -332,12 +340,15 @@ def _method(e: Element, cls: Class) -> tuple[Method, Struct | None]:
         else:
             raise SpecError(result.span, "<result> names no type and holds no struct")
     header: tuple[str, ...] = ()
+    header_required: SourceSpan | None = None
     body = False
     segments = e.find("segments")
     if segments is not None:
         head = segments.find("header")
         if head is not None:
             header = tuple((x.attr("type") or "").strip() for x in head.findall("entry"))
+            if (head.attr("required") or "").strip() == "true":
+                header_required = head.span
         body = segments.find("body") is not None
     fields = _fields(e)
     if len(fields) > 16:
@@ -356,6 +367,9 @@ def _method(e: Element, cls: Class) -> tuple[Method, Struct | None]:
         doc=_doc(e),
         span=e.span,
         roles=tuple(sorted({(i.attr("role") or "").strip() for i in e.findall("implement")})),
+        implement_span=next((i.span for i in e.findall("implement")), None),
+        header_required=header_required,
+        prose=_rule_prose(e),
     )
     return method, result_struct
 
@@ -373,6 +387,7 @@ def _fields(e: Element) -> tuple[StructField, ...]:
             label=_label(f),
             doc=_doc(f),
             span=f.span,
+            prose=_rule_prose(f),
         )
         if any(x.name == field.name for x in out):
             raise SpecError(f.span, f"field {field.name!r} appears twice")
@@ -533,6 +548,21 @@ def _prose(c: Element | str) -> str:
     if c.tag == "xref" and not c.text.strip():
         return c.attr("ref") or ""
     return "".join(_prose(x) for x in c.children)
+
+
+def _rule_prose(e: Element) -> tuple[tuple[SourceSpan, str], ...]:
+    """The `<rule>`s and `<exception>`s directly inside `e`: what the spec requires in words
+    (an exception names the error its breach raises)."""
+    out = []
+    for r in e.elements():
+        if r.tag not in ("rule", "exception"):
+            continue
+        name = (r.attr("name") or "").strip()
+        error = (r.attr("error-code") or "").strip()
+        head = f"{name} ({error})" if error else name
+        words = _doc(r)
+        out.append((r.span, f"{head}: {words}" if head and words else head or words))
+    return tuple(out)
 
 
 def _sibling(rel: str, name: str) -> str:
@@ -744,6 +774,15 @@ def to_protocol(model: Model, protocol: str, version: str) -> Protocol:
         for s in model.structs
     )
     commands = tuple(_ir_command(model, m) for m in model.methods)
+    rules = [
+        *(r for c in model.classes for r in _prose_rules(c.prose, "", None, f"class {c.name}")),
+        *(r for m in model.methods for r in _method_rules(model, m)),
+        *(
+            r
+            for s in model.structs
+            for r in _field_rules(model, f"named:{s.name}", s.fields, s.cls)
+        ),
+    ]
     return Protocol(
         name=protocol,
         version=version,
@@ -755,7 +794,79 @@ def to_protocol(model: Model, protocol: str, version: str) -> Protocol:
         commands=commands,
         named=named,
         aliases=aliases,
+        rules=tuple(rules),
     )
+
+
+def _method_rules(model: Model, m: Method) -> list[SpecRule]:
+    """A control's or command's rules: who sends it (the other side of who implements it),
+    its fields' rules, and its own in words."""
+    owner = f"message:{class_name(m.name)}"
+    out = _field_rules(model, owner, m.fields, m.cls)
+    if len(m.roles) == 1 and m.roles[0] in ("client", "server"):
+        sender = "server" if m.roles[0] == "client" else "client"
+        out.append(
+            SpecRule(
+                "sender",
+                owner,
+                None,
+                m.implement_span or m.span,
+                value=sender,
+                prose=f'<implement role="{m.roles[0]}">: sent by the {sender}',
+            )
+        )
+    if m.header_required is not None:
+        # a segment, no field: what checks a frame's fields cannot check this one
+        out.append(
+            SpecRule(
+                "required",
+                owner,
+                None,
+                m.header_required,
+                checkable=False,
+                prose='<header required="true">: its header segment is always sent',
+            )
+        )
+    out.extend(_prose_rules(m.prose, owner, None))
+    return out
+
+
+def _field_rules(
+    model: Model, owner: str, fields: tuple[StructField, ...], cls: str
+) -> list[SpecRule]:
+    """Each field's rules: `required`, the choices of the domain its values come from, and
+    its own in words."""
+    out: list[SpecRule] = []
+    for sf in fields:
+        name = field_name(sf.name)
+        if sf.required:
+            out.append(SpecRule("required", owner, name, sf.span, prose='required="true"'))
+        enum = base_type(model, sf.type, cls, sf.span)[2]
+        domain = model.domain(enum) if enum else None
+        if domain is not None:
+            listed = ", ".join(f"{c.name}={c.value}" for c in domain.choices)
+            out.append(
+                SpecRule(
+                    "choice",
+                    owner,
+                    name,
+                    domain.span,  # where the choices are stated
+                    values=tuple(c.value for c in domain.choices),
+                    via=f"domain {domain.name}",
+                    prose=f"one of {domain.name}'s choices: {listed}",
+                )
+            )
+        out.extend(_prose_rules(sf.prose, owner, name))
+    return out
+
+
+def _prose_rules(
+    prose: tuple[tuple[SourceSpan, str], ...], owner: str, field: str | None, via: str = ""
+) -> list[SpecRule]:
+    return [
+        SpecRule("prose", owner, field, span, checkable=False, prose=text or "(no words)", via=via)
+        for span, text in prose
+    ]
 
 
 _SEGMENT = {"control": 0, "command": 1}  # the frame's segment type of each

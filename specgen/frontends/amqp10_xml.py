@@ -68,6 +68,7 @@ from specgen.ir import (
     Prim,
     Protocol,
     SourceSpan,
+    SpecRule,
     TypeChoice,
     TypeDef,
     field_name,
@@ -154,6 +155,7 @@ def build(
     typedefs = _check(typedefs, log, elements)
     texts = "\n".join(text for _, _, text in parts)
     frame = _frame(texts, {c.name: c.value for c in constants}, SourceSpan(rel, 1), log)
+    commands = _commands(typedefs)
     return (
         Protocol(
             name=protocol,
@@ -163,8 +165,9 @@ def build(
             frame=frame,
             enums=(),
             constants=tuple(constants),
-            commands=_commands(typedefs),
+            commands=commands,
             typedefs=tuple(typedefs),
+            rules=_rules(typedefs, commands),
         ),
         log,
     )
@@ -792,3 +795,75 @@ def _commands(typedefs: list[TypeDef]) -> tuple[Command, ...]:
         )
         out.append(Command(field_name(t.name), ident, "both", (message,), doc=t.doc, span=t.span))
     return tuple(out)
+
+
+def _rules(typedefs: list[TypeDef], commands: tuple[Command, ...]) -> tuple[SpecRule, ...]:
+    """What each composite's fields say their values must be: `mandatory`, `multiple`,
+    `requires`, `default`, the `<choice>`s of a restricted type a field is of, and the MUSTs
+    of its docs in words. A frame
+    body's rules are its message's (IR field names), any other composite's its type's."""
+    names = {t.name: t for t in typedefs}
+    bodies = {
+        m.descriptor.code: m.name for c in commands for m in c.messages if m.descriptor is not None
+    }
+    out: list[SpecRule] = []
+    for t in typedefs:
+        if t.klass != "composite" or t.descriptor is None:
+            continue
+        body = bodies.get(t.descriptor.code)
+        owner = f"message:{body}" if body else f"typedef:{t.name}"
+        out.extend(_musts(t.doc, owner, None, t.span))
+        for f in t.fields:
+            field = field_name(f.name) if body else f.name
+            kind = _value_kind(names, f.type)
+            choices = _choices(names, f.type)
+            if f.mandatory:
+                out.append(SpecRule("mandatory", owner, field, f.span, prose='mandatory="true"'))
+            if f.multiple:
+                out.append(SpecRule("multiple", owner, field, f.span, prose='multiple="true"'))
+            if f.requires:
+                written = f'requires="{", ".join(f.requires)}"'
+                out.append(
+                    SpecRule("requires", owner, field, f.span, values=f.requires, prose=written)
+                )
+            if f.default is not None:
+                # a default naming a choice is that choice's value
+                named = next((c.value for c in choices if c.name == f.default), None)
+                value = f.default if named is None else _typed(named, kind)
+                written = f"default={f.default!r}"
+                out.append(SpecRule("default", owner, field, f.span, value=value, prose=written))
+            out.extend(_musts(f.doc, owner, field, f.span))
+            if choices and f.type in names:
+                listed = ", ".join(f"{c.name}={c.value}" for c in choices)
+                out.append(
+                    SpecRule(
+                        "choice",
+                        owner,
+                        field,
+                        names[f.type].span,  # where the choices are stated
+                        values=tuple(_typed(c.value, kind) for c in choices),
+                        via=f"type {f.type}",
+                        prose=f"one of {f.type}'s choices: {listed}",
+                    )
+                )
+    return tuple(out)
+
+
+def _musts(doc: str, owner: str, field: str | None, span: SourceSpan | None) -> list[SpecRule]:
+    """The sentences of a doc that say MUST or MUST NOT (RFC 2119's words, as the spec writes
+    them): rules in words, one each."""
+    sentences = re.split(r"(?<=[.:])\s+", " ".join(doc.split()))
+    return [
+        SpecRule("prose", owner, field, span, checkable=False, prose=text)
+        for text in sentences
+        if re.search(r"\bMUST\b", text)
+    ]
+
+
+def _typed(value: str, kind: str) -> int | bool | str:
+    """A choice's value (`TypeChoice.value`, in its one spelling) as the value it is."""
+    if kind == "int":
+        return int(value)
+    if kind == "bool":
+        return value == "true"
+    return value

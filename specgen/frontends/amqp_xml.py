@@ -55,6 +55,7 @@ from specgen.frontends.adoc import SpecError
 from specgen.frontends.amqp_versions import CLASS_AND_METHOD, fallback_header
 from specgen.frontends.bits import pack_bits
 from specgen.frontends.data import NO_DATA
+from specgen.frontends.rules import bind, settle_others
 from specgen.frontends.spec_text import read_spec_text
 from specgen.frontends.xml_tree import Element
 from specgen.ir import (
@@ -85,7 +86,9 @@ from specgen.ir import (
     PrimKind,
     Protocol,
     Ref,
+    RuleKind,
     SourceSpan,
+    SpecRule,
     TypeRef,
     Versions,
     spelled_number,
@@ -357,6 +360,9 @@ class _Builder:
         self.domains: dict[str, Element] = {}
         self.resolved: dict[str, _Resolved] = {}
         self.constants: dict[str, tuple[int, Element]] = {}
+        self.rules: list[SpecRule] = []  # the document's rules, each bound to its message
+        self.pending: list[SpecRule] = []  # rules of the fields read, before their message
+        self.chassis: dict[str, SourceSpan] = {}  # where a method's chassis say who sends it
 
     # ---- the document
 
@@ -395,7 +401,17 @@ class _Builder:
             commands=tuple(sorted(commands, key=lambda c: c.ident)),
             named=named,
         )
-        return proto, self.log
+        rules = [*self._loose_rules(), *self.rules]
+        return replace(proto, rules=tuple(settle_others(proto, rules))), self.log
+
+    def _loose_rules(self) -> list[SpecRule]:
+        """The `<rule>`s of classes and domains: prose about no one message."""
+        out: list[SpecRule] = []
+        for el in self.domains.values():
+            out.extend(_prose_rules(el, "", f"domain {_name(el)}"))
+        for cls in self.root.findall("class"):
+            out.extend(_prose_rules(cls, "", f"class {_name(cls)}"))
+        return out
 
     def _constants(self) -> tuple[Constant, ...]:
         out = []
@@ -802,6 +818,7 @@ class _Builder:
                     chassis.span, f"{where}: chassis {who!r} is neither client nor server"
                 )
             receivers.add(who)
+            self.chassis.setdefault(where, chassis.span)
         if receivers == {"server"}:
             return "client"
         if receivers == {"client"}:
@@ -851,6 +868,21 @@ class _Builder:
             content=el.attr("content") == "1",
             sender=m.sender,
         )
+        owner = f"message:{message.name}"
+        self.rules.extend(bind(self.pending, owner, message.fields))
+        self.pending = []
+        self.rules.extend(_prose_rules(el, owner))
+        if m.sender != "both":
+            self.rules.append(
+                SpecRule(
+                    "sender",
+                    owner,
+                    None,
+                    self.chassis.get(where, el.span),
+                    value=m.sender,
+                    prose=f"sent by the {m.sender} (the chassis say the other implements it)",
+                )
+            )
         return Command(
             name=name,
             ident=(m.class_index, m.index),
@@ -909,6 +941,7 @@ class _Builder:
             if not docs:
                 docs = docs_of(d)
         checks, max_length = self._asserts(el, resolved, class_name, here)
+        self.pending.extend(_prose_rules(el, "", field=camel(xml_name)))
         reserved = el.attr("reserved") == "1"
         default: int | str | bool | None = None
         if reserved:
@@ -966,9 +999,16 @@ class _Builder:
         sentences: list[str] = []
         max_length: int | None = None
         base = resolved.base
+        stated: set[str] = set()  # the kinds a nearer owner states: a domain's then do not count
         for owner in (el, *resolved.chain):
+            kinds: set[str] = set()
+            via = "" if owner is el else f"domain {_name(owner)}"
             for a in owner.findall("assert"):
                 check = (a.attr("check") or "").strip()
+                rule = _assert_rule(a, check, camel(_name(el)), class_name, via)
+                if rule.kind not in stated or rule.kind == "prose":
+                    self.pending.append(rule)
+                    kinds.add(rule.kind)
                 if check == "length":
                     if max_length is None:
                         max_length = _integer(a, "value")
@@ -1012,6 +1052,7 @@ class _Builder:
                     )
                 if text not in sentences:
                     sentences.append(text)
+            stated |= kinds
         return sentences, max_length
 
     # ---- content header, body, heartbeat
@@ -1071,6 +1112,8 @@ class _Builder:
             span=cls.span,
             sender="both",
         )
+        self.rules.extend(bind(self.pending, f"message:{message.name}", message.fields))
+        self.pending = []
         return Command(name, (class_index,), "both", (message,), doc=doc, span=cls.span)
 
     def _content_body_and_heartbeat(self) -> list[Command]:
@@ -1217,6 +1260,66 @@ class _Builder:
 
 # --------------------------------------------------------------------------------------------
 # Dialogue grammars
+
+
+_COMPARED = {"le": "<=", "lt": "<", "ge": ">=", "gt": ">", "eq": "==", "ne": "!="}
+
+
+def _assert_rule(a: Element, check: str, field: str, class_name: str, via: str) -> SpecRule:
+    """One `<assert>` of field `field` (a domain's when `via` names it) as a rule, its owner
+    left for `bind`. A check this reader cannot apply is a prose-only rule, never dropped."""
+    written = "<assert " + " ".join(f'{k}="{v}"' for k, v in a.attrs.items()) + "/>"
+    listed = [(v.attr("name") or "").strip() for v in a.elements() if v.tag == "value"]
+    if listed:  # 0-8's check="enum" lists names whose numbers it never gives
+        written += f" (values {', '.join(listed)})"
+    value = (a.attr("value") or "").strip()
+
+    def prose(why: str, kind: RuleKind = "prose") -> SpecRule:
+        return SpecRule(
+            kind, "", field, a.span, checkable=False, prose=f"{written}: {why}", via=via
+        )
+
+    match check:
+        case "notnull" | "null":
+            return SpecRule(check, "", field, a.span, prose=written, via=via)
+        case "length" | "le" | "lt" | "ge" | "gt" | "eq" | "ne" if a.attr("value") is not None:
+            number = spelled_number(value)
+            if not isinstance(number, int):
+                return prose(f"{value!r} is no number", check)
+            return SpecRule(check, "", field, a.span, value=number, prose=written, via=via)
+        case "le" | "lt" | "ge" | "gt" | "eq" | "ne":
+            other = (a.attr("field") or "").strip()
+            if not other:
+                return prose("compares with neither a value nor a field", check)
+            method = (a.attr("method") or "").strip()
+            # a method of the field's own class (the XML names no class), or the same method
+            target = f"message:{camel(class_name)}{camel(method)}." if method else "."
+            return SpecRule(
+                check, "", field, a.span, other=target + camel(other), prose=written, via=via
+            )
+        case "regexp":
+            try:
+                re.compile(value)
+            except re.error as e:
+                return prose(f"the pattern does not compile ({e})", "regexp")
+            return SpecRule("regexp", "", field, a.span, value=value, prose=written, via=via)
+        case _:
+            return prose(f"a check ({check!r}) no program here can apply")
+
+
+def _prose_rules(
+    el: Element, owner: str, via: str = "", field: str | None = None
+) -> list[SpecRule]:
+    """The `<rule>`s directly inside `el`: normative prose, counted as such."""
+    out = []
+    for r in el.findall("rule"):
+        words = " ".join(docs_of(r)) or " ".join(
+            " ".join(c.split()) for c in r.children if isinstance(c, str)
+        )
+        name = (r.attr("name") or "").strip()
+        text = f"{name}: {words}" if name and words else name or words or "(no words)"
+        out.append(SpecRule("prose", owner, field, r.span, checkable=False, prose=text, via=via))
+    return out
 
 
 def dialogues(root: Element, text: str, log: FindingLog) -> tuple[Dialogue, ...]:

@@ -74,6 +74,7 @@ from specgen.frontends import rfc006_flow, rfc006_lifetime
 from specgen.frontends.adoc import SpecError
 from specgen.frontends.bits import pack_bits
 from specgen.frontends.data import NO_DATA
+from specgen.frontends.rules import bind
 from specgen.frontends.spec_text import read_spec_text
 from specgen.ir import (
     BitField,
@@ -96,6 +97,7 @@ from specgen.ir import (
     Protocol,
     Ref,
     SourceSpan,
+    SpecRule,
     Struct,
     TypeRef,
     Versions,
@@ -308,6 +310,7 @@ class _Builder:
         self.lines = text.splitlines()
         self.log = FindingLog()
         self.rules: dict[str, abnf.Rule] = {}
+        self.spec_rules: list[SpecRule] = []  # what the prose says values and senders must be
 
     def span(self, line: int, column: int = 1) -> SourceSpan:
         return SourceSpan(self.rel, line, column)
@@ -327,6 +330,7 @@ class _Builder:
                 raise SpecError(self.span(1), f"the ABNF defines no {needed!r} rule")
         self.prose = _prose_commands(self.lines)
         self.summaries = _summaries(self.lines)
+        self.service_types = self._service_types()
         self._check_bases()
         commands = [self._command(name) for name in self._payload_rules()]
         head = self._message_head()
@@ -344,8 +348,67 @@ class _Builder:
             constants=(),
             commands=tuple(commands),
             named=named,
+            rules=tuple(self.spec_rules),
         )
         return protocol, self.log
+
+    # ---- rules
+
+    def _service_types(self) -> list[tuple[int, str, int]]:
+        """The "AMQP Service Types" list: (value, its words, line) of each `%dNN:` entry."""
+        start = self._line_of("The valid service types are:")
+        out: list[tuple[int, str, int]] = []
+        i = start  # 1-based line of the sentence = 0-based index of the line after it
+        while start > 1 and i < len(self.lines):
+            m = re.fullmatch(r"%d(\d+):", self.lines[i].strip())
+            if m and i + 1 < len(self.lines):
+                out.append((int(m.group(1)), self.lines[i + 1].strip(), i + 1))
+            elif self.lines[i].strip() and not self.lines[i].startswith("    ") and out:
+                break  # the paragraph after the list
+            i += 1
+        return out
+
+    def _field_rules(self, prose: _ProseCommand) -> list[SpecRule]:
+        """What each field's paragraph says its values must be, owner left for `bind`: a range
+        ("A value from 0 to 9"), a bound ("must be greater than zero"), the service types,
+        reply codes (another RFC's: words only), and any other MUST in words."""
+        out: list[SpecRule] = []
+        for name, words in prose.docs.items():
+            span = self.span(prose.doc_lines.get(name, prose.line))
+            field = camel(name)
+            said = f"{name}: {words}"
+            if m := re.search(r"[Aa] value from (\d+) to (\d+)", words):
+                low, high = int(m.group(1)), int(m.group(2))
+                out.append(SpecRule("range", "", field, span, low=low, high=high, prose=said))
+            elif m := re.search(r"must be greater than (zero|\d+)", words):
+                bound = 0 if m.group(1) == "zero" else int(m.group(1))
+                out.append(SpecRule("gt", "", field, span, value=bound, prose=said))
+            elif name == "service-type" and self.service_types:
+                either = re.search(r"either (\w+) or (\w+)", words)
+                allowed = [
+                    (value, text)
+                    for value, text, _ in self.service_types
+                    if either is None or text.split()[0].lower() in either.groups()
+                ]
+                listed = ", ".join(f"{v} ({t.split('.')[0]})" for v, t in allowed)
+                where = self.span(self.service_types[0][2])
+                out.append(
+                    SpecRule(
+                        "choice",
+                        "",
+                        field,
+                        span if either else where,
+                        values=tuple(v for v, _ in allowed),
+                        via="AMQP Service Types",
+                        prose=f"{said} ({listed})",
+                    )
+                )
+            elif name == "reply-code":
+                # the codes are AMQ RFC 011's, which this document does not list
+                out.append(SpecRule("response-code", "", field, span, checkable=False, prose=said))
+            elif re.search(r"\bmust\b", words, re.I):
+                out.append(SpecRule("prose", "", field, span, checkable=False, prose=said))
+        return out
 
     # ---- ABNF helpers
 
@@ -437,6 +500,19 @@ class _Builder:
             sender=sender,
             follows=self._follows(prose, packed, r.span),
         )
+        owner = f"message:{message.name}"
+        self.spec_rules.extend(bind(self._field_rules(prose), owner, message.fields))
+        if sender != "both" and summary is not None:
+            self.spec_rules.append(
+                SpecRule(
+                    "sender",
+                    owner,
+                    None,
+                    self.span(summary.line),
+                    value=sender,
+                    prose=f"{prose_name}: {summary.text}",
+                )
+            )
         return Command(
             name=name,
             ident=(code,),
@@ -493,6 +569,7 @@ class _Builder:
             raise SpecError(self.span(1), "no message-head rule or MESSAGE field list")
         items = head.expr.items if isinstance(head.expr, abnf.Seq) else (head.expr,)
         fields = self._pack(self._fields("message-head", head, items, prose))
+        self.spec_rules.extend(bind(self._field_rules(prose), "named:message-head", fields))
         block = self._line_of("The message has two sections, a header block and a body block")
         return NamedType(
             "message-head",

@@ -32,7 +32,8 @@ leading body fields) identify a message. A message is identified by a tuple (`Me
 and lists the messages that may answer it (`Message.replies`).
 
 The package: `nodes` (every node above, each checking itself), `protocol` (a whole version and
-its dialogue grammars), `canonical` (the JSON), `findings` (what lint reports), `algorithms`
+its dialogue grammars), `rules` (what the spec says values and senders must be), `canonical`
+(the JSON), `findings` (what lint reports), `algorithms`
 (shapes and meanings, version merging, number spellings), `errors`; source spans are
 `specgen.spans`'. Import from here.
 """
@@ -111,4 +112,9 @@ from specgen.ir.nodes import walk_fields as walk_fields
 from specgen.ir.nodes import walk_type as walk_type
 from specgen.ir.protocol import Dialogue as Dialogue
 from specgen.ir.protocol import Protocol as Protocol
+from specgen.ir.rules import COMPARISONS as COMPARISONS
+from specgen.ir.rules import RULE_KINDS as RULE_KINDS
+from specgen.ir.rules import RuleKind as RuleKind
+from specgen.ir.rules import SpecRule as SpecRule
+from specgen.ir.rules import rule_counts as rule_counts
 from specgen.spans import SourceSpan as SourceSpan

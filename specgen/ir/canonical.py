@@ -49,6 +49,7 @@ from specgen.ir.nodes import (
     Versions,
 )
 from specgen.ir.protocol import Dialogue, Protocol
+from specgen.ir.rules import SpecRule
 from specgen.spans import SourceSpan
 
 IR_FORMAT = 2  # bumped when the JSON changes shape; `load` refuses other formats
@@ -148,6 +149,8 @@ def _decode_value(name: str, value: Any) -> Any:
         return tuple(_from_data(TypeDef, v) for v in value)
     if name == "dialogues":
         return tuple(_from_data(Dialogue, v) for v in value)
+    if name == "rules":  # a protocol's (a dialogue's ABNF rules are read by `_from_data`)
+        return tuple(_from_data(SpecRule, v) for v in value)
     if name == "encodings":
         return tuple(_from_data(Encoding, v) for v in value)
     if name == "descriptor":

@@ -38,6 +38,7 @@ from specgen.ir.nodes import (
     walk_fields,
     walk_type,
 )
+from specgen.ir.rules import SpecRule
 from specgen.spans import SourceSpan
 
 
@@ -76,9 +77,12 @@ class Protocol:
     # names the spec gives types, each for its `type` (AMQP 0-10's domains): fields hold the
     # type itself, so these are for readers of the code and the tools, not the wire
     aliases: tuple[NamedType, ...] = ()
+    # what the spec says values and senders must be (`specgen.ir.rules`); no codec reads them
+    rules: tuple[SpecRule, ...] = ()
 
     def __post_init__(self) -> None:
         _check_typedefs(self.typedefs)
+        self._check_rules()
         idents: dict[tuple[int, ...], str] = {}
         for c in self.commands:
             if c.ident in idents:
@@ -105,6 +109,48 @@ class Protocol:
                 for name in (*([m.result] if m.result else []), *m.content_header):
                     if name not in names:
                         raise IRError(f"{m.span}: {m.name}: no named type {name!r}")
+
+    def _check_rules(self) -> None:
+        """Every rule's owner and field, and the field it compares with, exist."""
+        if not self.rules:
+            return
+        for r in self.rules:
+            for address, what in ((r.address, "applies to"), (r.other, "compares with")):
+                if address and not self.has_address(address):
+                    raise IRError(f"{r.span}: a {r.kind} rule {what} {address}: no such field")
+
+    def has_address(self, address: str) -> bool:
+        """Whether `KIND:NAME[.FIELD...]` (as rules address owners and fields) names a node."""
+        return self.split_address(address) is not None
+
+    def split_address(self, address: str) -> tuple[str, str | None] | None:
+        """An address as (owner, field path or None), or None when it names nothing: names
+        may hold dots (AMQP 0-10's `session.header`), so every owner is tried."""
+        if address in ("", "frame"):
+            return address, None
+        if address.startswith("frame."):
+            names = {f.name for f in (*self.frame.header, *self.frame.trailer)}
+            field = address[len("frame.") :]
+            return ("frame", field) if field in names else None
+        kind, _, path = address.partition(":")
+        for owner, paths in self._owners(kind):
+            if path == owner:
+                return f"{kind}:{owner}", None
+            if path.startswith(f"{owner}.") and path[len(owner) + 1 :] in paths:
+                return f"{kind}:{owner}", path[len(owner) + 1 :]
+        return None
+
+    def _owners(self, kind: str) -> Iterator[tuple[str, set[str]]]:
+        """The nodes of one owner kind, each with the field paths inside it."""
+        if kind == "message":
+            for _, m in self.messages():
+                yield m.name, {p for p, _ in walk_fields(m.fields)}
+        elif kind == "named":
+            for n in self.named:
+                yield n.name, {p for p, _ in walk_type(n.type, "")}
+        elif kind == "typedef":
+            for t in self.typedefs:
+                yield t.name, {f.name for f in t.fields}
 
     def _check_field(self, f: Field, known: set[str], names: set[str]) -> None:
         for t in _types_in(f.type):
