@@ -35,6 +35,8 @@ KINDS = {
     "errors",
     "records",
     "base",
+    "rules",  # issue 37: each version's rules as data, and the package's checking of them
+    "violations",
 }
 
 

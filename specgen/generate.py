@@ -20,7 +20,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from specgen import format_cache, outdir
-from specgen.emitters import backends, dialogue, pytext
+from specgen.emitters import backends, dialogue, pytext, rules
 from specgen.emitters.plan import ModulePlan, PlanError, Planner
 from specgen.emitters.render import Renderer
 from specgen.emitters.verify import verify
@@ -192,6 +192,11 @@ def _render_package(
         versions.append(backends.of(plans).prepare(spec, plan, renderer))
         for name, text in dialogue.emit(spec, protocol, renderer).items():
             files[f"{spec.package_path}/{name}"] = text  # its dialogue grammars, if any
+        for name, text in rules.emit(spec, protocol, plan, renderer).items():
+            files[f"{spec.package_path}/{name}"] = text  # the rules it states, as checks
+        if f"{spec.package}/violations.py" not in files:  # how they are checked, once a package
+            for name, text in rules.emit_runtime(spec, protocol, renderer).items():
+                files[f"{spec.package}/{name}"] = text
         spent[spec.qualified] = time.monotonic() - start
     spec, plan = next(((s, p) for s, p in plans if s.latest), plans[-1])
     for other, other_plan in plans:

@@ -32,7 +32,8 @@ def test_a_version_is_written_by_its_layouts_backend(spec: SpecVersion) -> None:
     assert backend.layout == LAYOUTS[spec.package]
     listed = set(backend.version_modules)
     folder = ROOT / "generated" / spec.package_path
-    written = {PurePosixPath(p.name).stem for p in folder.glob("*.py")} - {"dialogue"}
+    # every layout's, written beside the back-end's: the dialogue grammars and the spec's rules
+    written = {PurePosixPath(p.name).stem for p in folder.glob("*.py")} - {"dialogue", "rules"}
     # "<class>": a module per spec class, named after it (0-10's connection, session, ...)
     per_class = written - listed if "<class>" in listed else set()
     # "<sender>": a spec without classes, a module per sender and one for the structures
@@ -46,8 +47,9 @@ def test_a_version_is_written_by_its_layouts_backend(spec: SpecVersion) -> None:
 def test_a_packages_own_modules_are_listed_by_its_backend(package: str) -> None:
     backend = backends.BACKENDS[LAYOUTS[package]]
     frame_layer = {"__init__", "errors", "framing", "frame_reader"}
+    every_layouts = {"violations"}  # the rules' checking, beside any back-end's modules
     folder = ROOT / "generated" / package
-    own = {p.stem for p in folder.glob("*.py")} - frame_layer
+    own = {p.stem for p in folder.glob("*.py")} - frame_layer - every_layouts
     # "<class>": the shared messages of one spec class, framed by `shared`
     per_class = {p.stem for p in shared_modules(package)} - {"shared"}
     if per_class:

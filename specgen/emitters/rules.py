@@ -1,0 +1,213 @@
+"""Emitter: a version's `rules.py`, the rules its spec states that a program can check, as data
+over the generated classes, and the package's `violations.py`, which checks them.
+
+The rules come from the IR (`Protocol.rules`, each with the span the spec states it at). Each is
+placed on the class and attribute the codec generates for its owner and field, found in the
+version's plan, whatever its layout: a rule whose owner or field the plan has no class or
+attribute for stops generation (`PlanError`, the rule's span), never dropped quietly.
+
+Checked per value (`violations(msg)`): notnull, null, length, regexp, the comparisons with a
+number, range, choice, response-code, mandatory and required; per sender (`violations(msg,
+sender)`): sender; per connection (`Conversation`): a comparison with a field of another
+message (AMQP 0-9-1's channel-max against Tune's). Not checked per value, and counted so:
+`multiple` and `default` (what a field may hold and means when absent: the codec's types and
+decoding already say so), `requires` (the codec reads only the types a field's constructors
+allow), `key-version` (a frame of another key or version does not decode at all) and prose.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from specgen.emitters.naming import PlanError, attr_name
+from specgen.emitters.plan import ModulePlan
+from specgen.emitters.render import Renderer
+from specgen.ir import Protocol
+from specgen.ir.rules import COMPARISONS, SpecRule
+from specgen.registry import SpecVersion
+
+VALUE_KINDS = frozenset(
+    {
+        "notnull",
+        "null",
+        "length",
+        "regexp",
+        "range",
+        "choice",
+        "response-code",
+        "mandatory",
+        "required",
+        *COMPARISONS,
+    }
+)
+"""Kinds a message's own values are checked against."""
+
+NOT_CHECKED = {
+    "multiple": "what a field may hold: the codec's types say it",
+    "default": "what an absent field means: decoding leaves it absent",
+    "requires": "the codec reads only the types a field's constructors allow",
+    "key-version": "a frame of another key or version does not decode at all",
+}
+"""Checkable kinds that become no check here, and why."""
+
+
+@dataclass(frozen=True)
+class PlacedRule:
+    """A rule on a generated class: `attr` its attribute path ("" for the message itself),
+    `operand` what it compares with (a number, pattern, sender, (low, high) or the values
+    allowed), `other` the (class, attribute) of another message it compares with instead."""
+
+    cls: str
+    kind: str
+    attr: str
+    operand: object
+    spec: str  # file:line:col
+    other: tuple[str, str] | None = None
+    unbounded: int | None = None
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[^0-9a-z]", "", name.lower())
+
+
+def _classes(plan: ModulePlan) -> dict[str, list[tuple[str, dict[str, str]]]]:
+    """Per owner name (normalised): each class generated for it, with its attributes by every
+    name the spec or the IR gives a field (normalised)."""
+    out: dict[str, list[tuple[str, dict[str, str]]]] = {}
+
+    def add(names: list[str], cls: str, attrs: dict[str, str]) -> None:
+        for name in {_norm(n) for n in names if n}:
+            out.setdefault(name, []).append((cls, attrs))
+
+    match plan.layout:
+        case "fused":
+            for m in plan.messages:
+                add([m.message.name, m.cls], m.cls, {_norm(a.name): a.name for a in m.attrs})
+            for s in plan.structs:
+                add([s.spec_name, s.name], s.name, {_norm(a.name): a.name for a in s.attrs})
+        case "described":
+            assert plan.described is not None
+            for c in plan.described.classes:
+                fields = {_norm(f.name): str(f.attr) for f in c.fields}
+                fields |= {_norm(str(f.attr)): str(f.attr) for f in c.fields}
+                add([c.name, str(c.cls)], str(c.cls), fields)
+        case "packed":
+            assert plan.packed is not None
+            for p in [*plan.packed.methods, *plan.packed.structs]:
+                fields = {_norm(f.name): str(f.attr) for f in p.fields}
+                fields |= {_norm(str(f.attr)): str(f.attr) for f in p.fields}
+                add([p.name, str(p.cls)], str(p.cls), fields)
+    return out
+
+
+def _attr(rule: SpecRule, attrs: dict[str, str]) -> str | None:
+    """The attribute path of the rule's field on a class with `attrs`: the path's first part an
+    attribute (the rest the nested structure's, snake case), else its last part (a member of a
+    bit container, which the codec flattens into the message)."""
+    assert rule.field is not None
+    parts = rule.field.split(".")
+    first = attrs.get(_norm(parts[0]))
+    if first is not None:
+        return ".".join([first, *(attr_name(p) for p in parts[1:])])
+    return attrs.get(_norm(parts[-1]))
+
+
+def place(protocol: Protocol, plan: ModulePlan) -> list[PlacedRule]:
+    """Every checkable rule of a kind checked here, on its class(es)."""
+    classes = _classes(plan)
+    placed: list[PlacedRule] = []
+    for r in protocol.rules:
+        if not r.checkable or r.kind in NOT_CHECKED or r.kind == "prose":
+            continue
+        _, _, owner = r.owner.partition(":")
+        targets = classes.get(_norm(owner), [])
+        if not targets:
+            raise PlanError(
+                f"{r.span}: a {r.kind} rule on {r.address}, which the codec has no class for "
+                "-> correct or waive it with an overlay rule entry"
+            )
+        for cls, attrs in targets:
+            attr = "" if r.field is None else _attr(r, attrs)
+            if attr is None:
+                raise PlanError(
+                    f"{r.span}: a {r.kind} rule on {r.address}, which {cls} has no attribute for"
+                    " -> correct or waive it with an overlay rule entry"
+                )
+            placed.append(_placed(r, cls, attr, classes))
+    return placed
+
+
+def _placed(
+    r: SpecRule, cls: str, attr: str, classes: dict[str, list[tuple[str, dict[str, str]]]]
+) -> PlacedRule:
+    spec = str(r.span) if r.span is not None else f"overlay {r.overlay}"
+    if r.kind in COMPARISONS and r.other:
+        other_owner, _, other_field = r.other.partition(":")[2].partition(".")
+        for other_cls, attrs in classes.get(_norm(other_owner), []):
+            other_attr = _attr(SpecRule("notnull", r.owner, other_field, None), attrs)
+            if other_attr:
+                return PlacedRule(
+                    cls, r.kind, attr, None, spec, (other_cls, other_attr), r.unbounded
+                )
+        raise PlanError(
+            f"{r.span}: a {r.kind} rule on {r.address} compares with {r.other}, which the codec "
+            "has no class or attribute for -> correct or waive it with an overlay rule entry"
+        )
+    operand: object
+    match r.kind:
+        case "range":
+            operand = (r.low, r.high)
+        case "choice" | "response-code":
+            operand = frozenset(_plain(v) for v in r.values)
+        case _:
+            operand = _plain(r.value)
+    return PlacedRule(cls, r.kind, attr, operand, spec)
+
+
+def _plain(value: object) -> object:
+    """A spec's operand as the plain value a literal is written of (its text is the spec's)."""
+    return str(value) if isinstance(value, str) else value
+
+
+def counts(protocol: Protocol, placed: list[PlacedRule]) -> list[tuple[str, int, int, int]]:
+    """Per kind: (kind, checked here, checkable but not checked here, prose only)."""
+    checked = Counter(p.kind for p in placed)
+    rows: list[tuple[str, int, int, int]] = []
+    for kind in sorted({r.kind for r in protocol.rules}):
+        of_kind = [r for r in protocol.rules if r.kind == kind]
+        prose = sum(1 for r in of_kind if not r.checkable)
+        rows.append((kind, checked[kind], len(of_kind) - prose - checked[kind], prose))
+    return rows
+
+
+def emit(
+    spec: SpecVersion, protocol: Protocol, plan: ModulePlan, renderer: Renderer
+) -> dict[str, str]:
+    """The version's `rules.py`."""
+    placed = place(protocol, plan)
+    by_class: dict[str, list[PlacedRule]] = {}
+    for p in placed:
+        by_class.setdefault(p.cls, []).append(p)
+    text = renderer.render(
+        "python/rules.py.j2",
+        spec,
+        protocol,
+        title=spec.title,
+        version=spec.version,
+        source=protocol.source,
+        by_class=sorted(by_class.items()),
+        counts=counts(protocol, placed),
+        not_checked=NOT_CHECKED,
+    )
+    return {"rules.py": text}
+
+
+def emit_runtime(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str, str]:
+    """The package's `violations.py`, the checking every version's `rules.py` shares."""
+    return {
+        "violations.py": renderer.render(
+            "python/violations.py.j2", spec, protocol, title=spec.title
+        )
+    }
