@@ -30,6 +30,7 @@ RUNTIME_NAMES = {
     "specgen.analyses.amqp_0_9_1": "the generated enums of the decoded version",
     "specgen.analyses.conversations": "the generated dialogue of the decoded version",
     "specgen.analyses.rabbitmq_stream": "the generated enums of the decoded version",
+    "specgen.analyses.spec_rules": "the generated rules and spark_schema of the decoded version",
     "specgen.pipeline.columns": "the generated codec, spark_schema and framing of a version",
     "specgen.pipeline.pcap_job": "the generated framing module of the protocol",
 }

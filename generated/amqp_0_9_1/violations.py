@@ -15,9 +15,8 @@ channel-max against Tune's).
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,45 +56,37 @@ class Violation:
 
 
 def violations(
-    msg: object, rules: Mapping[str, tuple[Rule, ...]], sender: str | None = None
+    msg: object,
+    rules: Mapping[str, tuple[Rule, ...]],
+    nested: Mapping[str, tuple[str, ...]],
+    sender: str | None = None,
 ) -> list[Violation]:
     """The rules of `rules` that `msg` breaks, and those of every structure it holds at any
-    depth (each named by its own class, as the spec names the rule's owner); with `sender`
-    ("client" or "server"), the peer that sent it, also whether that peer may."""
+    depth (`nested` says where: each class's attributes that may hold one), each named by its
+    own class, as the spec names the rule's owner; with `sender` ("client" or "server"), the
+    peer that sent it, also whether that peer may."""
     found: list[Violation] = []
-    for value in _walk(msg, rules):
-        name = type(value).__name__
-        for rule in rules.get(name, ()):
-            broken = _broken(rule, value, sender)
-            if broken is not None:
-                found.append(
-                    Violation(rule.kind, name, rule.field, broken[0], broken[1], rule.spec)
-                )
+    _visit(msg, rules, nested, sender, found)
     return found
 
 
-def _walk(msg: object, rules: Mapping[str, tuple[Rule, ...]]) -> Iterator[object]:
-    """The message, then every value with rules it holds, at any depth (lists' items too): a
-    frame's performative, a performative's source; not another message it names (a fragment's
-    `after`: that one is checked as its own frame)."""
-    yield msg
-    for _, value in _fields(msg):
+def _visit(
+    obj: object,
+    rules: Mapping[str, tuple[Rule, ...]],
+    nested: Mapping[str, tuple[str, ...]],
+    sender: str | None,
+    found: list[Violation],
+) -> None:
+    name = type(obj).__name__
+    for rule in rules.get(name, ()):
+        broken = _broken(rule, obj, sender)
+        if broken is not None:
+            found.append(Violation(rule.kind, name, rule.field, broken[0], broken[1], rule.spec))
+    for attr in nested.get(name, ()):
+        value = getattr(obj, attr, None)
         for item in value if isinstance(value, list) else (value,):
-            if hasattr(item, "COMMAND"):
-                continue
-            if type(item).__name__ in rules or dataclasses.is_dataclass(item):
-                yield from _walk(item, rules)
-
-
-def _fields(obj: object) -> Iterator[tuple[str, Any]]:
-    if dataclasses.is_dataclass(obj):
-        for f in dataclasses.fields(obj):
-            yield f.name, getattr(obj, f.name, None)
-        return
-    for cls in type(obj).__mro__:
-        for name in getattr(cls, "__slots__", ()):
-            if not name.startswith("_"):
-                yield name, getattr(obj, name, None)
+            if item is not None:
+                _visit(item, rules, nested, sender, found)
 
 
 def _value(obj: object, path: str) -> Any:
@@ -200,14 +191,17 @@ class Conversation:
     """One connection's messages, in the order they were sent (`see`): what each breaks alone,
     with its sender, and what it breaks against an earlier message's value (`Rule.other`)."""
 
-    def __init__(self, rules: Mapping[str, tuple[Rule, ...]]) -> None:
+    def __init__(
+        self, rules: Mapping[str, tuple[Rule, ...]], nested: Mapping[str, tuple[str, ...]]
+    ) -> None:
         self.rules = rules
+        self.nested = nested
         # the (class, attribute) pairs a rule compares with, and their latest values
         self.wanted = {r.other for rs in rules.values() for r in rs if r.other is not None}
         self.seen: dict[tuple[str, str], Any] = {}
 
     def see(self, msg: object, sender: str | None = None) -> list[Violation]:
-        found = violations(msg, self.rules, sender)
+        found = violations(msg, self.rules, self.nested, sender)
         name = type(msg).__name__
         for rule in self.rules.get(name, ()):
             if rule.other is None or rule.other not in self.seen or not rule.field:

@@ -7,12 +7,20 @@ protocol (`PROTOCOL`) and the struct columns it reads (`COLUMNS`), runs only on 
 that has them, and reads the generated package of the spec version the table was decoded with,
 found through the registry; so the report never names a protocol, a version or a command. What
 the protocols with dialogue grammars share, checking a conversation against them, is
-`conversations.py`.
+`conversations.py`; what every protocol has, the rules of its spec a capture breaks,
+`spec_rules.py`.
 """
 
 from __future__ import annotations
 
-from specgen.analyses import amqp_0_9_1, amqp_0_10, amqp_1_0, amqp_fast_0_8, rabbitmq_stream
+from specgen.analyses import (
+    amqp_0_9_1,
+    amqp_0_10,
+    amqp_1_0,
+    amqp_fast_0_8,
+    rabbitmq_stream,
+    spec_rules,
+)
 from specgen.pipeline.sections import Analysis
 from specgen.registry import SpecVersion, find
 
@@ -29,4 +37,6 @@ def for_columns(columns: set[str], spec: SpecVersion | None = None) -> list[Anal
             continue
         if module.applies(columns):
             out.append(module.Analyses(spec if spec is not None else find(module.PROTOCOL)))
+    if spec is not None and spec_rules.applies(columns):  # the table names what decoded it
+        out.append(spec_rules.Analyses(spec))
     return out

@@ -171,6 +171,70 @@ def _plain(value: object) -> object:
     return str(value) if isinstance(value, str) else value
 
 
+ANY = "*"
+"""A field that may hold any described value: followed whatever classes have rules."""
+
+
+def _references(plan: ModulePlan) -> dict[str, dict[str, set[str]]]:
+    """Per class, per attribute: the classes a value of it may be (or hold in a list); ANY
+    for a field of any described type."""
+    refs: dict[str, dict[str, set[str]]] = {}
+    match plan.layout:
+        case "fused":
+            known = {m.cls for m in plan.messages} | {s.name for s in plan.structs}
+            for cls, attrs in [
+                *((m.cls, m.attrs) for m in plan.messages),
+                *((s.name, s.attrs) for s in plan.structs),
+            ]:
+                for a in attrs:
+                    named = set(re.findall(r"[A-Za-z_]\w*", a.annotation)) & known
+                    if named:
+                        refs.setdefault(cls, {})[a.name] = named
+            heads = {m.follows.layout for m in plan.messages if m.follows and m.follows.layout}
+            if heads:  # octets after a frame: their row (the frame reader's) holds the head
+                refs["Fragment"] = {"head": heads}
+        case "described":
+            assert plan.described is not None
+            refs["Frame"] = {"body": {ANY}}  # decode's result: the performative is its body
+            for c in plan.described.classes:
+                for f in c.fields:
+                    if f.composite or f.type == "*":
+                        refs.setdefault(str(c.cls), {})[str(f.attr)] = {
+                            str(f.composite) if f.composite else ANY
+                        }
+        case "packed":
+            assert plan.packed is not None
+            for p in [*plan.packed.methods, *plan.packed.structs]:
+                for pf in p.fields:
+                    if pf.cls:
+                        refs.setdefault(str(p.cls), {})[str(pf.attr)] = {str(pf.cls)}
+    return refs
+
+
+def nested(plan: ModulePlan, placed: list[PlacedRule]) -> dict[str, tuple[str, ...]]:
+    """Per class, the attributes whose values may hold a structure with rules (at any depth):
+    the only ones `violations` looks into, so a message with none costs it one lookup."""
+    refs = _references(plan)
+    reach = {p.cls for p in placed}
+    changed = True
+    while changed:  # the classes that have rules or reach one that has
+        changed = False
+        for cls, attrs in refs.items():
+            if cls not in reach and any(
+                t in reach or (t == ANY and reach) for ts in attrs.values() for t in ts
+            ):
+                reach.add(cls)
+                changed = True
+    out: dict[str, tuple[str, ...]] = {}
+    for cls, attrs in sorted(refs.items()):
+        follow = tuple(
+            a for a, ts in attrs.items() if any(t in reach or (t == ANY and reach) for t in ts)
+        )
+        if follow:
+            out[cls] = follow
+    return out
+
+
 def counts(protocol: Protocol, placed: list[PlacedRule]) -> list[tuple[str, int, int, int]]:
     """Per kind: (kind, checked here, checkable but not checked here, prose only)."""
     checked = Counter(p.kind for p in placed)
@@ -198,6 +262,7 @@ def emit(
         version=spec.version,
         source=protocol.source,
         by_class=sorted(by_class.items()),
+        nested=nested(plan, placed),
         counts=counts(protocol, placed),
         not_checked=NOT_CHECKED,
     )

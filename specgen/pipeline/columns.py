@@ -71,6 +71,25 @@ REJECTS_DDL = (
 
 Table = Literal["frames", "rejects"]
 
+VIOLATION = pa.struct(
+    [
+        ("rule", pa.string()),
+        ("message", pa.string()),
+        ("field", pa.string()),
+        ("value", pa.string()),
+        ("text", pa.string()),
+        ("spec", pa.string()),
+    ]
+)
+VIOLATIONS = pa.field("violations", pa.list_(VIOLATION))
+"""The frames table's last column, the pipeline's beside the codec's FRAMES_SCHEMA: the rules
+of its spec a frame breaks alone or as its sender sent it (the version's generated `rules`),
+each the rule's kind, the class and field, the value (its repr, at most VALUE_CHARS), a
+sentence and the spec's file:line:col; null where it breaks none. A rule across messages (a
+value against an earlier message's) is the report's, which reads each connection whole."""
+
+VALUE_CHARS = 200
+
 
 @dataclass(frozen=True)
 class Codec:
@@ -81,6 +100,7 @@ class Codec:
     schema: ModuleType
     framing: Framing
     verify_checksums: bool = True  # False: the caller trusts its transport (--no-verify-checksums)
+    rules: ModuleType | None = None  # the version's rules; None for a package generated before
 
     @classmethod
     def load(cls, import_name: str, verify_checksums: bool = True) -> Codec:
@@ -88,7 +108,35 @@ class Codec:
         schema = importlib.import_module(f"{import_name}.spark_schema")
         protocol = importlib.import_module(import_name.rsplit(".", 1)[0] + ".framing")
         framing = Framing.of(package, protocol, verify_checksums)
-        return cls(import_name, package, schema, framing, verify_checksums)
+        try:
+            rules: ModuleType | None = importlib.import_module(f"{import_name}.rules")
+        except ModuleNotFoundError as e:
+            if e.name != f"{import_name}.rules":
+                raise
+            rules = None
+        return cls(import_name, package, schema, framing, verify_checksums, rules)
+
+    @property
+    def frames_schema(self) -> Any:
+        """The frames table: the codec's FRAMES_SCHEMA and the `violations` column."""
+        return self.schema.FRAMES_SCHEMA.append(VIOLATIONS)
+
+
+def _violations(found: list[Any]) -> list[dict[str, str | None]] | None:
+    """A frame's `violations` cell."""
+    if not found:
+        return None
+    return [
+        {
+            "rule": v.rule,
+            "message": v.message,
+            "field": v.field,
+            "value": repr(v.value)[:VALUE_CHARS],
+            "text": v.text,
+            "spec": v.spec,
+        }
+        for v in found
+    ]
 
 
 def _where(r: Range, n: int) -> list[Any]:
@@ -106,6 +154,7 @@ class _Frames:
         self.headers: list[tuple[int, ...] | None] = []  # None: a protocol header
         self.walls: list[float | None] = []
         self.msgs: list[Any] = []
+        self.violations: list[list[dict[str, str | None]] | None] = []
         self.bytes = 0
 
     def build(self, codec: Codec) -> Any:
@@ -125,7 +174,8 @@ class _Frames:
             columns[column] = pa.array(
                 [None if h is None else h[i] for h in self.headers], schema.field(column).type
             )
-        schema = codec.schema.FRAMES_SCHEMA
+        columns["violations"] = pa.array(self.violations, VIOLATIONS.type)
+        schema = codec.frames_schema
         arrays = _where(self.r, n) + [columns[name] for name in schema.names[3:]]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
@@ -223,6 +273,8 @@ def decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
     """
     framing = codec.framing
     decode: Callable[..., Any] = codec.framing.decode  # with the codec's checksum choice
+    # the rules each frame breaks, as its sender sent it: a second look, after decoding
+    check: Callable[..., list[Any]] | None = codec.rules.violations if codec.rules else None
     decode_error: type[Exception] = codec.package.DecodeError
     sender = DIRECTIONS[r.direction]
     hsize = framing.header_size
@@ -296,6 +348,7 @@ def decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
                         )
                     else:
                         batch.msgs.append(msg)
+                        batch.violations.append(_violations(check(msg, sender)) if check else None)
                         batch.offsets.append(at)
                         batch.sizes.append(length)
                         batch.headers.append(header)
@@ -317,6 +370,9 @@ def decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
                                 if first and head_of is not None:
                                     fragment.head = _head(head_of, data, decode_error)
                                 batch.msgs.append(fragment)
+                                batch.violations.append(
+                                    _violations(check(fragment, sender)) if check else None
+                                )
                                 batch.offsets.append(pos + start)
                                 batch.sizes.append(octets)
                                 batch.headers.append(None)

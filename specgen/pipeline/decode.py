@@ -357,7 +357,7 @@ def run(
         f"{_n(sum(w.rejects for w in written), 'reject')} ({seconds(began)}); reconciling"
     )
     retries(spark, before, progress)  # the walk's and the decoding's
-    schemas = {"frames": job.codec.schema.FRAMES_SCHEMA, "rejects": REJECTS_SCHEMA}
+    schemas = {"frames": job.codec.frames_schema, "rejects": REJECTS_SCHEMA}
     for name, path in dirs.items():
         if not any(path.glob("*.parquet")):  # a table with no rows still has its schema
             pq.write_table(schemas[name].empty_table(), path / "part-00000.parquet")
@@ -399,7 +399,7 @@ def decode_local(
         shutil.rmtree(path, ignore_errors=True)
         path.mkdir(parents=True)
     files = {name: path / "part-00000.parquet" for name, path in paths.items()}
-    schemas = {"frames": job.codec.schema.FRAMES_SCHEMA, "rejects": REJECTS_SCHEMA}
+    schemas = {"frames": job.codec.frames_schema, "rejects": REJECTS_SCHEMA}
     with (
         pq.ParquetWriter(files["frames"], schemas["frames"]) as frames_writer,
         pq.ParquetWriter(files["rejects"], schemas["rejects"]) as rejects_writer,
@@ -498,7 +498,7 @@ def _write_partition(
     import pyarrow as pa
 
     codec = _codec(import_name, verify_checksums)
-    schemas = {"frames": codec.schema.FRAMES_SCHEMA, "rejects": REJECTS_SCHEMA}
+    schemas = {"frames": codec.frames_schema, "rejects": REJECTS_SCHEMA}
     folders = {"frames": Path(frames_dir), "rejects": Path(rejects_dir)}
     for batch in batches:
         for k in batch.column(0).to_pylist():

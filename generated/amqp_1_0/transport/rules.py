@@ -126,17 +126,28 @@ RULES: dict[str, tuple[Rule, ...]] = {
 }
 """Each class's rules, by class name."""
 
+NESTED: dict[str, tuple[str, ...]] = {
+    "Attach": ("source", "target"),
+    "Close": ("error",),
+    "Detach": ("error",),
+    "Disposition": ("state",),
+    "End": ("error",),
+    "Frame": ("body",),
+    "Transfer": ("state",),
+}
+"""Each class's attributes that may hold a structure with rules, at any depth."""
+
 
 def violations(msg: object, sender: str | None = None) -> list[Violation]:
     """The rules `msg` breaks; with `sender`, whether that peer may send it too."""
-    return _check.violations(msg, RULES, sender)
+    return _check.violations(msg, RULES, NESTED, sender)
 
 
 class Conversation(_check.Conversation):
     """One connection's messages in order: `see(msg, sender)` returns what each breaks."""
 
     def __init__(self) -> None:
-        super().__init__(RULES)
+        super().__init__(RULES, NESTED)
 
 
-__all__ = ["RULES", "Conversation", "Rule", "Violation", "violations"]
+__all__ = ["NESTED", "RULES", "Conversation", "Rule", "Violation", "violations"]
