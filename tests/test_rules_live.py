@@ -179,3 +179,38 @@ def test_a_streams_command_from_the_wrong_peer_is_reported_and_nothing_else(
     doc = "specs/rabbitmq-stream/PROTOCOL-4.0.adoc"
     row = _line(doc, "|<<publishconfirm>>") + 1  # the table row's From cell
     assert _planted(section) == [("sender", f"{doc}:{row}", "PublishConfirm", "client", 1)]
+
+
+def test_a_tune_ok_over_the_tunes_channel_max_is_reported_across_the_connection(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The rule across messages (tune-ok's channel-max at most tune's), on a capture written
+    with the codec: no index, so no timestamps, and the Tune of the connection is the one."""
+    from specgen_codecs.amqp_0_9_1 import rabbitmq as amqp
+    from specgen_codecs.amqp_0_9_1.framing import PREAMBLES
+
+    folder = tmp_path / "capture" / "session-1"
+    folder.mkdir(parents=True)
+    client = [
+        amqp.ConnectionStartOk({"product": "specgen"}, "PLAIN", b"\x00guest\x00guest", "en_US"),
+        amqp.ConnectionTuneOk(20, 131072, 0),
+        amqp.ConnectionOpen("/", "", False),
+    ]
+    server = [
+        amqp.ConnectionStart(0, 9, {"product": "specgen"}, b"PLAIN", b"en_US"),
+        amqp.ConnectionTune(10, 131072, 60),
+        amqp.ConnectionOpenOk(""),
+    ]
+    (folder / "conn-0001.c2s.bin").write_bytes(
+        PREAMBLES["client"] + b"".join(amqp.encode(m) for m in client)
+    )
+    (folder / "conn-0001.s2c.bin").write_bytes(b"".join(amqp.encode(m) for m in server))
+    section = _rules_section(tmp_path / "capture", "amqp-0-9-1", tmp_path)
+    xml = "specs/amqp-0-9-1/amqp0-9-1.extended.xml"
+    tune_ok = _line(xml, '<method name = "tune-ok"')
+    where = _line(xml, 'method = "tune" field = "channel-max"', tune_ok)
+    assert _planted(section) == [
+        ("le", f"{xml}:{where}", "ConnectionTuneOk.channel_max", "client", 1)
+    ]
+    (row,) = section["rows"]
+    assert row[-1] == "20: over ConnectionTune.channel_max, 10"
