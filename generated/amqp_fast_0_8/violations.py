@@ -15,8 +15,9 @@ channel-max against Tune's).
 
 from __future__ import annotations
 
+import operator
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -159,32 +160,23 @@ def _check(kind: str, op: Any, v: Any) -> str | None:
     return (
         None
         if _compare(kind, v, op)
-        else f"is {v!r}; the spec says it must be {_WORDS[kind]} {op!r}"
+        else f"is {v!r}; the spec says it must be {_COMPARE[kind][1]} {op!r}"
     )
 
 
-_WORDS = {
-    "le": "at most",
-    "lt": "below",
-    "ge": "at least",
-    "gt": "above",
-    "eq": "equal to",
-    "ne": "other than",
+# each comparison a rule may make: what holds, and how a sentence says it
+_COMPARE: dict[str, tuple[Callable[[Any, Any], Any], str]] = {
+    "le": (operator.le, "at most"),
+    "lt": (operator.lt, "below"),
+    "ge": (operator.ge, "at least"),
+    "gt": (operator.gt, "above"),
+    "eq": (operator.eq, "equal to"),
+    "ne": (operator.ne, "other than"),
 }
 
 
 def _compare(kind: str, a: Any, b: Any) -> bool:
-    if kind == "le":
-        return bool(a <= b)
-    if kind == "lt":
-        return bool(a < b)
-    if kind == "ge":
-        return bool(a >= b)
-    if kind == "gt":
-        return bool(a > b)
-    if kind == "eq":
-        return bool(a == b)
-    return bool(a != b)
+    return bool(_COMPARE[kind][0](a, b))
 
 
 class Conversation:
@@ -218,7 +210,7 @@ class Conversation:
                         name,
                         rule.field,
                         value,
-                        f"is {value!r}; the spec says it must be {_WORDS[rule.kind]} {other}, {limit!r}",
+                        f"is {value!r}; the spec says it must be {_COMPARE[rule.kind][1]} {other}, {limit!r}",
                         rule.spec,
                     )
                 )
